@@ -1,0 +1,1 @@
+//! REST shim: not built yet (issue 3).

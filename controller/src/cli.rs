@@ -1,0 +1,46 @@
+//! Command line of `berth-controller`. Every option can also come from the environment.
+
+use std::net::SocketAddr;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(name = "berth-controller", version, about = "Berth's reconcilers: converge organizations, projects, environments and servers.")]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Options of `run`, the default when no subcommand is given.
+    #[command(flatten)]
+    pub run: RunOptions,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the reconcilers (the default).
+    Run(RunOptions),
+    /// Print every Berth CRD as YAML.
+    Crd,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct RunOptions {
+    /// Address of the /metrics, /healthz and /readyz endpoints.
+    #[arg(long, env = "BERTH_CONTROLLER_ADDR", default_value = "127.0.0.1:9464")]
+    pub listen: SocketAddr,
+    /// Namespace holding the leader-election Lease.
+    #[arg(long, env = "BERTH_SYSTEM_NAMESPACE", default_value = berth_crds::SYSTEM_NAMESPACE)]
+    pub system_namespace: String,
+    /// This replica's identity in the Lease (defaults to host name and process id).
+    #[arg(long, env = "BERTH_CONTROLLER_IDENTITY")]
+    pub identity: Option<String>,
+    /// Seconds a Lease stays valid without renewal.
+    #[arg(long, env = "BERTH_LEASE_SECONDS", default_value_t = 15)]
+    pub lease_seconds: u64,
+    /// How long to wait for Berth's CRDs to be established before giving up, in seconds.
+    #[arg(long, env = "BERTH_CRD_WAIT_SECONDS", default_value_t = 120)]
+    pub crd_wait_seconds: u64,
+    /// Log format: `text` or `json`.
+    #[arg(long, env = "BERTH_LOG_FORMAT", default_value = "text")]
+    pub log_format: String,
+}

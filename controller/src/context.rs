@@ -1,0 +1,65 @@
+//! State shared by every reconciler.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::Client;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+
+use crate::metrics::Metrics;
+
+/// Field manager of every write the controller makes (server-side apply).
+pub const FIELD_MANAGER: &str = "berth-controller";
+
+/// Shared by all reconcilers through an `Arc`.
+pub struct Context {
+    pub client: Client,
+    pub recorder: Recorder,
+    pub metrics: Metrics,
+    /// Set once the CRDs are established and the controllers run.
+    pub ready: AtomicBool,
+}
+
+impl Context {
+    pub fn new(client: Client, metrics: Metrics) -> Arc<Self> {
+        let reporter = Reporter {
+            controller: FIELD_MANAGER.into(),
+            instance: std::env::var("HOSTNAME").ok(),
+        };
+        Arc::new(Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            metrics,
+            ready: AtomicBool::new(false),
+        })
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Relaxed)
+    }
+
+    pub fn set_ready(&self, ready: bool) {
+        self.ready.store(ready, Ordering::Relaxed);
+    }
+
+    /// Publishes a Kubernetes Event; a failure is logged, never fatal, since events are advisory.
+    pub async fn publish_event(
+        &self,
+        reference: &ObjectReference,
+        type_: EventType,
+        reason: &str,
+        note: String,
+    ) {
+        let event = Event {
+            type_,
+            reason: reason.into(),
+            note: Some(note),
+            action: "Reconcile".into(),
+            secondary: None,
+        };
+        if let Err(error) = self.recorder.publish(&event, reference).await {
+            tracing::warn!(%error, reason, "could not publish event");
+        }
+    }
+}

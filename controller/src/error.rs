@@ -1,0 +1,43 @@
+//! The controller's one error type.
+
+use thiserror::Error;
+
+#[derive(Error, Debug)]
+pub enum Error {
+    #[error("Kubernetes API request failed: {0}")]
+    Kube(#[source] kube::Error),
+
+    #[error("finalizer failed: {0}")]
+    Finalizer(#[source] Box<kube::runtime::finalizer::Error<Error>>),
+
+    #[error("invalid spec: {0}")]
+    InvalidSpec(String),
+
+    #[error("object has no {0}")]
+    MissingObjectKey(&'static str),
+}
+
+impl From<kube::Error> for Error {
+    fn from(error: kube::Error) -> Self {
+        Self::Kube(error)
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// A stable label for the failures metric.
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            Self::Kube(_) => "kube",
+            Self::Finalizer(_) => "finalizer",
+            Self::InvalidSpec(_) => "invalid_spec",
+            Self::MissingObjectKey(_) => "missing_object_key",
+        }
+    }
+
+    /// Errors that only a change of the object can fix; retrying is pointless.
+    pub fn is_permanent(&self) -> bool {
+        matches!(self, Self::InvalidSpec(_) | Self::MissingObjectKey(_))
+    }
+}

@@ -1,0 +1,85 @@
+//! Berth's controller: reconcilers that converge Berth's custom resources.
+#![forbid(unsafe_code)]
+
+pub mod cli;
+pub mod context;
+pub mod error;
+pub mod health;
+pub mod leadership;
+pub mod metrics;
+pub mod reconcilers;
+pub mod shutdown;
+pub mod startup;
+pub mod status;
+pub mod telemetry;
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{ObjectMeta, Patch, PatchParams};
+use kube::{Api, Client};
+
+use crate::cli::RunOptions;
+use crate::context::{Context, FIELD_MANAGER};
+use crate::metrics::Metrics;
+
+/// Runs the controller until SIGTERM/SIGINT, or until this replica loses its Lease.
+pub async fn run(options: RunOptions) -> anyhow::Result<()> {
+    let client = Client::try_default().await?;
+    let context = Context::new(client.clone(), Metrics::default());
+    let shutdown = shutdown::on_signal();
+
+    let server = tokio::spawn(health::serve(
+        options.listen,
+        context.clone(),
+        shutdown.clone(),
+    ));
+
+    startup::wait_for_crds(&client, Duration::from_secs(options.crd_wait_seconds)).await?;
+    ensure_system_namespace(&client, &options.system_namespace).await?;
+
+    let identity = options.identity.clone().unwrap_or_else(default_identity);
+    let Some(leader) =
+        leadership::acquire(&client, &options, &identity, &context, shutdown.clone()).await?
+    else {
+        tracing::info!("shut down before becoming leader");
+        return Ok(());
+    };
+
+    context.set_ready(true);
+    tracing::info!(%identity, "leader; starting reconcilers");
+    let outcome = tokio::select! {
+        _ = reconcilers::run_all(context.clone(), shutdown.clone()) => Ok(()),
+        lost = leader.lost() => Err(anyhow::anyhow!("lost the leader Lease: {lost}")),
+    };
+    context.set_ready(false);
+    leader.release().await;
+    server.abort();
+    tracing::info!("stopped");
+    outcome
+}
+
+/// Creates the system namespace (leases, sessions, system policies) if missing.
+async fn ensure_system_namespace(client: &Client, name: &str) -> anyhow::Result<()> {
+    let namespace = Namespace {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            labels: Some([(berth_crds::MANAGED_LABEL.to_string(), "true".to_string())].into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    Api::<Namespace>::all(client.clone())
+        .patch(name, &PatchParams::apply(FIELD_MANAGER), &Patch::Apply(&namespace))
+        .await?;
+    Ok(())
+}
+
+fn default_identity() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|| "berth".into());
+    format!("{host}-{}", std::process::id())
+}

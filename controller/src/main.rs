@@ -1,0 +1,21 @@
+//! `berth-controller`: runs Berth's reconcilers against a Kubernetes API server.
+
+use berth_controller::cli::{Cli, Command};
+use clap::Parser;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command.unwrap_or(Command::Run(cli.run)) {
+        Command::Crd => {
+            for crd in berth_crds::all_crds() {
+                print!("---\n{}", berth_crds::render_manifest(&crd));
+            }
+            Ok(())
+        }
+        Command::Run(options) => {
+            berth_controller::telemetry::init(&options.log_format);
+            berth_controller::run(options).await
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! Environment: `Ready` once its project exists; archive and lock are status transitions.
+
+use std::sync::Arc;
+
+use berth_crds::condition::{self, Condition, ConditionStatus, READY};
+use berth_crds::environment::{Environment, EnvironmentStatus};
+use berth_crds::lifecycle::LifecycleStatus;
+use berth_crds::project::Project;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::runtime::Controller;
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use kube::{Api, Resource, ResourceExt};
+
+use super::project::publish_lifecycle_change;
+use super::{RESYNC_AFTER, archive, drain, error_policy};
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::status::apply_status;
+
+const KIND: &str = "Environment";
+/// Reason on `Ready=False` while the referenced project does not exist.
+pub const PROJECT_NOT_FOUND: &str = "ProjectNotFound";
+
+pub async fn run(context: Arc<Context>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
+    let environments = Api::<Environment>::all(context.client.clone());
+    let projects = Api::<Project>::all(context.client.clone());
+    let controller = Controller::new(environments, watcher::Config::default());
+    let store = controller.store();
+    // A project appearing or changing re-checks the environments that name it.
+    let stream = controller
+        .watches(projects, watcher::Config::default(), move |project| {
+            let namespace = project.namespace();
+            let name = project.name_any();
+            store
+                .state()
+                .into_iter()
+                .filter(|env| env.namespace() == namespace && env.spec.project_id == name)
+                .map(|env| ObjectRef::from_obj(env.as_ref()))
+                .collect::<Vec<_>>()
+        })
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy(KIND), context);
+    drain(KIND, stream).await;
+}
+
+/// The status an environment should have, given whether its project exists.
+pub fn desired_status(environment: &Environment, project_exists: bool, now: Timestamp) -> EnvironmentStatus {
+    let current = environment.status.clone().unwrap_or_default();
+    let generation = environment.metadata.generation;
+    let spec = &environment.spec;
+    let state = archive::plan(
+        spec.archived,
+        spec.archive_reason.as_deref(),
+        current.archived_at.as_ref(),
+        now,
+    );
+    let locked_at = spec
+        .locked
+        .then(|| current.locked_at.clone().unwrap_or(Time(now)));
+    let mut status = EnvironmentStatus {
+        lifecycle_status: Some(state.lifecycle),
+        locked_at,
+        archived_at: state.archived_at.clone(),
+        archive_reason: state.archive_reason.clone(),
+        observed_generation: generation,
+        conditions: current.conditions,
+    };
+    condition::merge(&mut status.conditions, archive::condition(&state, generation));
+    let ready = if project_exists {
+        let message = match state.lifecycle {
+            LifecycleStatus::Active => "environment is active",
+            LifecycleStatus::Archived => "environment is archived; its history stays readable",
+        };
+        Condition::new(
+            READY,
+            ConditionStatus::True,
+            condition::reason::RECONCILED,
+            message,
+            generation,
+        )
+    } else {
+        Condition::new(
+            READY,
+            ConditionStatus::False,
+            PROJECT_NOT_FOUND,
+            format!("project {} does not exist in this organization", spec.project_id),
+            generation,
+        )
+    };
+    condition::merge(&mut status.conditions, ready);
+    status
+}
+
+async fn reconcile(environment: Arc<Environment>, context: Arc<Context>) -> Result<Action> {
+    let _timer = context.metrics.reconcile_started(KIND);
+    let namespace = environment
+        .namespace()
+        .ok_or(Error::MissingObjectKey("metadata.namespace"))?;
+    let projects = Api::<Project>::namespaced(context.client.clone(), &namespace);
+    let project_exists = projects
+        .get_opt(&environment.spec.project_id)
+        .await?
+        .is_some();
+    let api = Api::<Environment>::namespaced(context.client.clone(), &namespace);
+    let current = environment.status.as_ref();
+    let status = desired_status(&environment, project_exists, Timestamp::now());
+    apply_status(&api, environment.as_ref(), current, &status).await?;
+    publish_lifecycle_change(
+        &context,
+        &environment.object_ref(&()),
+        current.and_then(|s| s.lifecycle_status),
+        status.lifecycle_status,
+        "environment",
+    )
+    .await;
+    Ok(Action::requeue(RESYNC_AFTER))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_crds::environment::EnvironmentSpec;
+
+    fn environment(locked: bool) -> Environment {
+        Environment::new(
+            "env-1",
+            EnvironmentSpec {
+                project_id: "prj-1".into(),
+                name: "production".into(),
+                kind: "production".into(),
+                parent_environment_id: None,
+                variables: vec![],
+                locked,
+                lock_reason: None,
+                archived: false,
+                archive_reason: None,
+            },
+        )
+    }
+
+    #[test]
+    fn missing_project_is_not_ready_and_names_it() {
+        let status = desired_status(&environment(false), false, Timestamp::now());
+        let ready = condition::find(&status.conditions, READY).unwrap();
+        assert_eq!(ready.status, ConditionStatus::False);
+        assert_eq!(ready.reason, PROJECT_NOT_FOUND);
+        assert!(ready.message.contains("prj-1"));
+    }
+
+    #[test]
+    fn existing_project_makes_it_ready() {
+        let status = desired_status(&environment(false), true, Timestamp::now());
+        assert!(condition::is_true(&status.conditions, READY));
+        assert!(status.locked_at.is_none());
+    }
+
+    #[test]
+    fn locking_stamps_locked_at_once() {
+        let mut environment = environment(true);
+        let first = desired_status(&environment, true, "2026-01-01T00:00:00Z".parse().unwrap());
+        environment.status = Some(first.clone());
+        let second = desired_status(&environment, true, Timestamp::now());
+        assert_eq!(second.locked_at, first.locked_at);
+    }
+}

@@ -1,0 +1,64 @@
+//! One reconciler per kind. Each reads as a pipeline: observe → plan (pure) → apply → status.
+
+pub mod archive;
+pub mod environment;
+pub mod organization;
+pub mod project;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
+
+use crate::context::Context;
+use crate::error::Error;
+
+/// How long to wait before retrying a transient failure.
+const RETRY_AFTER: Duration = Duration::from_secs(5);
+/// Periodic re-check even without changes, to notice drift in what we do not watch.
+pub const RESYNC_AFTER: Duration = Duration::from_secs(300);
+
+/// Shared error policy: an invalid spec waits for a change; anything else retries.
+pub fn error_policy<K>(kind: &'static str) -> impl Fn(Arc<K>, &Error, Arc<Context>) -> Action {
+    move |_object, error, context| {
+        context.metrics.reconcile_failed(kind, error);
+        if error.is_permanent() {
+            tracing::warn!(kind, %error, "waiting for the object to change");
+            Action::await_change()
+        } else {
+            tracing::warn!(kind, %error, "reconcile failed; retrying");
+            Action::requeue(RETRY_AFTER)
+        }
+    }
+}
+
+/// Drains a controller's output stream, logging each outcome at debug level.
+pub async fn drain<K, E, S>(kind: &'static str, stream: S)
+where
+    K: kube::Resource,
+    E: std::fmt::Display,
+    S: futures::Stream<Item = Result<(ObjectRef<K>, Action), E>>,
+{
+    stream
+        .for_each(|result| async move {
+            match result {
+                Ok((object, _)) => tracing::debug!(kind, object = %object.name, "reconciled"),
+                Err(error) => tracing::debug!(kind, %error, "controller event"),
+            }
+        })
+        .await;
+}
+
+/// Runs every controller until `shutdown` resolves.
+pub async fn run_all(
+    context: Arc<Context>,
+    shutdown: impl Future<Output = ()> + Clone + Send + Sync + 'static,
+) {
+    tokio::join!(
+        organization::run(context.clone(), shutdown.clone()),
+        project::run(context.clone(), shutdown.clone()),
+        environment::run(context, shutdown),
+    );
+}

@@ -1,0 +1,172 @@
+//! Organization → its namespace (`org-<name>`), labelled and owned; removed with a finalizer.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use berth_crds::condition::{self, Condition, ConditionStatus, READY};
+use berth_crds::organization::{Organization, OrganizationStatus};
+use berth_crds::{MANAGED_LABEL, ORGANIZATION_LABEL};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams};
+use kube::runtime::Controller;
+use kube::runtime::controller::Action;
+use kube::runtime::events::EventType;
+use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
+use kube::runtime::watcher;
+use kube::{Api, Resource, ResourceExt};
+
+use super::{RESYNC_AFTER, drain, error_policy};
+use crate::context::{Context, FIELD_MANAGER};
+use crate::error::{Error, Result};
+use crate::status::apply_status;
+
+const KIND: &str = "Organization";
+/// Removes the organization's namespace before the Organization itself goes away.
+pub const FINALIZER: &str = "berth.dev/organization-namespace";
+
+pub async fn run(context: Arc<Context>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
+    let organizations = Api::<Organization>::all(context.client.clone());
+    let namespaces = Api::<Namespace>::all(context.client.clone());
+    let stream = Controller::new(organizations, watcher::Config::default())
+        .owns(namespaces, watcher::Config::default().labels(MANAGED_LABEL))
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy(KIND), context);
+    drain(KIND, stream).await;
+}
+
+async fn reconcile(organization: Arc<Organization>, context: Arc<Context>) -> Result<Action> {
+    let _timer = context.metrics.reconcile_started(KIND);
+    let api = Api::<Organization>::all(context.client.clone());
+    finalizer(&api, FINALIZER, organization, |event| async {
+        match event {
+            FinalizerEvent::Apply(organization) => apply(&organization, &context).await,
+            FinalizerEvent::Cleanup(organization) => cleanup(&organization, &context).await,
+        }
+    })
+    .await
+    .map_err(|error| Error::Finalizer(Box::new(error)))
+}
+
+/// The namespace an organization should own, with its labels and owner reference.
+pub fn desired_namespace(organization: &Organization) -> Result<Namespace> {
+    let name = organization.name_any();
+    let labels = BTreeMap::from([
+        (MANAGED_LABEL.to_string(), "true".to_string()),
+        (ORGANIZATION_LABEL.to_string(), name.clone()),
+    ]);
+    let owner = organization
+        .controller_owner_ref(&())
+        .ok_or(Error::MissingObjectKey("metadata.uid"))?;
+    Ok(Namespace {
+        metadata: ObjectMeta {
+            name: Some(Organization::namespace_name(&name)),
+            labels: Some(labels),
+            owner_references: Some(vec![owner]),
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+}
+
+async fn apply(organization: &Organization, context: &Context) -> Result<Action> {
+    let namespace = desired_namespace(organization)?;
+    let namespace_name = namespace.name_any();
+    let namespaces = Api::<Namespace>::all(context.client.clone());
+    let existed = namespaces.get_opt(&namespace_name).await?.is_some();
+    namespaces
+        .patch(
+            &namespace_name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&namespace),
+        )
+        .await?;
+    let reference = organization.object_ref(&());
+    if !existed {
+        context
+            .publish_event(
+                &reference,
+                EventType::Normal,
+                "NamespaceCreated",
+                format!("created namespace {namespace_name}"),
+            )
+            .await;
+    }
+
+    let current = organization.status.as_ref();
+    let mut status = current.cloned().unwrap_or_default();
+    status.namespace = Some(namespace_name.clone());
+    status.observed_generation = organization.metadata.generation;
+    condition::merge(
+        &mut status.conditions,
+        Condition::new(
+            READY,
+            ConditionStatus::True,
+            "NamespaceReady",
+            format!("namespace {namespace_name} exists"),
+            organization.metadata.generation,
+        ),
+    );
+    let api = Api::<Organization>::all(context.client.clone());
+    apply_status::<Organization, OrganizationStatus>(&api, organization, current, &status).await?;
+    Ok(Action::requeue(RESYNC_AFTER))
+}
+
+async fn cleanup(organization: &Organization, context: &Context) -> Result<Action> {
+    let namespace_name = Organization::namespace_name(&organization.name_any());
+    let namespaces = Api::<Namespace>::all(context.client.clone());
+    // Only delete a namespace this organization owns; never one a user made by hand.
+    let owned = namespaces.get_opt(&namespace_name).await?.is_some_and(|ns| {
+        ns.labels().get(ORGANIZATION_LABEL) == Some(&organization.name_any())
+    });
+    if owned {
+        namespaces
+            .delete(&namespace_name, &DeleteParams::background())
+            .await?;
+        context
+            .publish_event(
+                &organization.object_ref(&()),
+                EventType::Normal,
+                "NamespaceDeleted",
+                format!("deleting namespace {namespace_name}"),
+            )
+            .await;
+    }
+    Ok(Action::await_change())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_crds::organization::OrganizationSpec;
+
+    fn organization(name: &str) -> Organization {
+        let mut organization = Organization::new(
+            name,
+            OrganizationSpec {
+                name: "Acme".into(),
+                slug: "acme".into(),
+                logo_url: None,
+            },
+        );
+        organization.metadata.uid = Some("uid-1".into());
+        organization
+    }
+
+    #[test]
+    fn namespace_is_prefixed_labelled_and_owned() {
+        let namespace = desired_namespace(&organization("acme")).unwrap();
+        assert_eq!(namespace.name_any(), "org-acme");
+        assert_eq!(namespace.labels().get(ORGANIZATION_LABEL).unwrap(), "acme");
+        assert_eq!(namespace.labels().get(MANAGED_LABEL).unwrap(), "true");
+        let owner = &namespace.metadata.owner_references.unwrap()[0];
+        assert_eq!(owner.kind, "Organization");
+        assert_eq!(owner.uid, "uid-1");
+    }
+
+    #[test]
+    fn an_organization_without_uid_is_refused() {
+        let mut organization = organization("acme");
+        organization.metadata.uid = None;
+        assert!(desired_namespace(&organization).is_err());
+    }
+}

@@ -1,0 +1,154 @@
+//! Project: `Ready` while reconciled; archive is a status transition with an Event.
+
+use std::sync::Arc;
+
+use berth_crds::condition::{self, Condition, ConditionStatus, READY};
+use berth_crds::lifecycle::LifecycleStatus;
+use berth_crds::project::{Project, ProjectStatus};
+use k8s_openapi::jiff::Timestamp;
+use kube::runtime::Controller;
+use kube::runtime::controller::Action;
+use kube::runtime::events::EventType;
+use kube::runtime::watcher;
+use kube::{Api, Resource, ResourceExt};
+
+use super::{RESYNC_AFTER, archive, drain, error_policy};
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::status::apply_status;
+
+const KIND: &str = "Project";
+
+pub async fn run(context: Arc<Context>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
+    let projects = Api::<Project>::all(context.client.clone());
+    let stream = Controller::new(projects, watcher::Config::default())
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy(KIND), context);
+    drain(KIND, stream).await;
+}
+
+/// The status a project should have now.
+pub fn desired_status(project: &Project, now: Timestamp) -> ProjectStatus {
+    let current = project.status.clone().unwrap_or_default();
+    let generation = project.metadata.generation;
+    let state = archive::plan(
+        project.spec.archived,
+        project.spec.archive_reason.as_deref(),
+        current.archived_at.as_ref(),
+        now,
+    );
+    let mut status = ProjectStatus {
+        lifecycle_status: Some(state.lifecycle),
+        archived_at: state.archived_at.clone(),
+        archive_reason: state.archive_reason.clone(),
+        observed_generation: generation,
+        conditions: current.conditions,
+    };
+    condition::merge(&mut status.conditions, archive::condition(&state, generation));
+    let message = match state.lifecycle {
+        LifecycleStatus::Active => "project is active".to_string(),
+        LifecycleStatus::Archived => "project is archived; its history stays readable".to_string(),
+    };
+    condition::merge(
+        &mut status.conditions,
+        Condition::new(
+            READY,
+            ConditionStatus::True,
+            condition::reason::RECONCILED,
+            message,
+            generation,
+        ),
+    );
+    status
+}
+
+async fn reconcile(project: Arc<Project>, context: Arc<Context>) -> Result<Action> {
+    let _timer = context.metrics.reconcile_started(KIND);
+    let namespace = project
+        .namespace()
+        .ok_or(Error::MissingObjectKey("metadata.namespace"))?;
+    let api = Api::<Project>::namespaced(context.client.clone(), &namespace);
+    let current = project.status.as_ref();
+    let status = desired_status(&project, Timestamp::now());
+    apply_status(&api, project.as_ref(), current, &status).await?;
+    publish_lifecycle_change(
+        &context,
+        &project.object_ref(&()),
+        current.and_then(|s| s.lifecycle_status),
+        status.lifecycle_status,
+        "project",
+    )
+    .await;
+    Ok(Action::requeue(RESYNC_AFTER))
+}
+
+/// Emits `Archived` or `Restored` when the lifecycle really changed (not on first sight).
+pub async fn publish_lifecycle_change(
+    context: &Context,
+    reference: &k8s_openapi::api::core::v1::ObjectReference,
+    before: Option<LifecycleStatus>,
+    after: Option<LifecycleStatus>,
+    noun: &str,
+) {
+    let (reason, note) = match (before, after) {
+        (Some(LifecycleStatus::Active) | None, Some(LifecycleStatus::Archived)) => {
+            ("Archived", format!("{noun} archived"))
+        }
+        (Some(LifecycleStatus::Archived), Some(LifecycleStatus::Active)) => {
+            ("Restored", format!("{noun} restored"))
+        }
+        _ => return,
+    };
+    context
+        .publish_event(reference, EventType::Normal, reason, note)
+        .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_crds::project::ProjectSpec;
+
+    fn project(archived: bool) -> Project {
+        let mut project = Project::new(
+            "prj-1",
+            ProjectSpec {
+                name: "Shop".into(),
+                slug: None,
+                description: None,
+                display_order: 0,
+                archived,
+                archive_reason: archived.then(|| "retired".into()),
+            },
+        );
+        project.metadata.generation = Some(3);
+        project
+    }
+
+    #[test]
+    fn active_project_is_ready_and_not_archived() {
+        let status = desired_status(&project(false), Timestamp::now());
+        assert_eq!(status.lifecycle_status, Some(LifecycleStatus::Active));
+        assert!(condition::is_true(&status.conditions, READY));
+        assert!(!condition::is_true(&status.conditions, archive::ARCHIVED));
+        assert_eq!(status.observed_generation, Some(3));
+    }
+
+    #[test]
+    fn archived_project_keeps_reason_and_stays_ready() {
+        let status = desired_status(&project(true), Timestamp::now());
+        assert_eq!(status.lifecycle_status, Some(LifecycleStatus::Archived));
+        assert_eq!(status.archive_reason.as_deref(), Some("retired"));
+        assert!(status.archived_at.is_some());
+        assert!(condition::is_true(&status.conditions, archive::ARCHIVED));
+        assert!(condition::is_true(&status.conditions, READY));
+    }
+
+    #[test]
+    fn reconciling_twice_plans_the_same_status() {
+        let mut project = project(true);
+        let first = desired_status(&project, Timestamp::now());
+        project.status = Some(first.clone());
+        assert_eq!(desired_status(&project, Timestamp::now()), first);
+    }
+}

@@ -1,0 +1,143 @@
+//! kstatus-style conditions shared by every kind, and the pure merge that keeps
+//! `lastTransitionTime` still unless the status really changes.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Condition type every kind reports; `kubectl wait --for=condition=Ready` reads it.
+pub const READY: &str = "Ready";
+
+/// Reasons used across kinds. Kind-specific reasons live in the kind's module.
+pub mod reason {
+    pub const RECONCILED: &str = "Reconciled";
+    pub const ARCHIVED: &str = "Archived";
+    pub const INVALID_SPEC: &str = "InvalidSpec";
+    pub const DEPENDENCY_MISSING: &str = "DependencyMissing";
+}
+
+/// Status of a condition, as Kubernetes spells it.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum ConditionStatus {
+    True,
+    False,
+    Unknown,
+}
+
+/// One observation about an object, in the shape kstatus and Flux understand.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Condition {
+    /// Condition type in CamelCase, e.g. `Ready`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// Whether the condition holds: `True`, `False` or `Unknown`.
+    pub status: ConditionStatus,
+    /// Machine-readable reason in CamelCase.
+    pub reason: String,
+    /// Human-readable explanation.
+    pub message: String,
+    /// When `status` last changed.
+    pub last_transition_time: Time,
+    /// The `metadata.generation` this condition was computed from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+impl Condition {
+    /// A condition stamped now.
+    pub fn new(
+        type_: &str,
+        status: ConditionStatus,
+        reason: &str,
+        message: impl Into<String>,
+        observed_generation: Option<i64>,
+    ) -> Self {
+        Self {
+            type_: type_.to_string(),
+            status,
+            reason: reason.to_string(),
+            message: message.into(),
+            last_transition_time: Time(Timestamp::now()),
+            observed_generation,
+        }
+    }
+
+    /// Same observation, ignoring when it was made.
+    fn same_observation(&self, other: &Condition) -> bool {
+        self.status == other.status
+            && self.reason == other.reason
+            && self.message == other.message
+            && self.observed_generation == other.observed_generation
+    }
+}
+
+/// Merges `new` into `conditions`: `lastTransitionTime` only moves when `status` changes, and
+/// nothing changes at all when the observation is the same. Returns whether anything changed.
+pub fn merge(conditions: &mut Vec<Condition>, mut new: Condition) -> bool {
+    match conditions.iter_mut().find(|c| c.type_ == new.type_) {
+        Some(existing) if existing.same_observation(&new) => false,
+        Some(existing) => {
+            if existing.status == new.status {
+                new.last_transition_time = existing.last_transition_time.clone();
+            }
+            *existing = new;
+            true
+        }
+        None => {
+            conditions.push(new);
+            true
+        }
+    }
+}
+
+/// The condition of `type_`, if present.
+pub fn find<'a>(conditions: &'a [Condition], type_: &str) -> Option<&'a Condition> {
+    conditions.iter().find(|c| c.type_ == type_)
+}
+
+/// Whether `type_` is present with status `True`.
+pub fn is_true(conditions: &[Condition], type_: &str) -> bool {
+    find(conditions, type_).is_some_and(|c| c.status == ConditionStatus::True)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ready(status: ConditionStatus, message: &str) -> Condition {
+        Condition::new(READY, status, reason::RECONCILED, message, Some(1))
+    }
+
+    #[test]
+    fn same_observation_changes_nothing() {
+        let mut conditions = vec![ready(ConditionStatus::True, "ok")];
+        let before = conditions.clone();
+        assert!(!merge(&mut conditions, ready(ConditionStatus::True, "ok")));
+        assert_eq!(conditions, before);
+    }
+
+    #[test]
+    fn message_change_keeps_transition_time() {
+        let mut conditions = vec![ready(ConditionStatus::True, "ok")];
+        let mut older = conditions[0].clone();
+        older.last_transition_time = Time("2020-01-01T00:00:00Z".parse().unwrap());
+        conditions[0] = older.clone();
+        assert!(merge(&mut conditions, ready(ConditionStatus::True, "still ok")));
+        assert_eq!(conditions[0].last_transition_time, older.last_transition_time);
+        assert_eq!(conditions[0].message, "still ok");
+    }
+
+    #[test]
+    fn status_change_moves_transition_time() {
+        let mut conditions = vec![ready(ConditionStatus::True, "ok")];
+        conditions[0].last_transition_time = Time("2020-01-01T00:00:00Z".parse().unwrap());
+        assert!(merge(&mut conditions, ready(ConditionStatus::False, "down")));
+        assert_ne!(
+            conditions[0].last_transition_time,
+            Time("2020-01-01T00:00:00Z".parse().unwrap())
+        );
+        assert!(!is_true(&conditions, READY));
+    }
+}

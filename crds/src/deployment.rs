@@ -1,0 +1,156 @@
+//! Deployment: one attempt to deploy a resource to a server (spec §2.2 "Deployment statuses",
+//! §3, §6 "Deployment progress"). Phases: detect → plan → package → deploy → verify (→ rollback).
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::Condition;
+use crate::common::SourceDescriptor;
+
+/// Status of a deployment attempt.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeploymentState {
+    Created,
+    Planning,
+    Planned,
+    Running,
+    CancelRequested,
+    Succeeded,
+    Failed,
+    Canceled,
+    RolledBack,
+}
+
+impl DeploymentState {
+    /// Whether the attempt has ended and will not change again.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            Self::Succeeded | Self::Failed | Self::Canceled | Self::RolledBack
+        )
+    }
+}
+
+/// Phase of a deployment attempt.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeploymentPhase {
+    Detect,
+    Plan,
+    Package,
+    Deploy,
+    Verify,
+    Rollback,
+}
+
+/// One attempt to deploy a resource. A newer attempt for the same resource supersedes it.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "berth.dev",
+    version = "v1alpha1",
+    kind = "Deployment",
+    namespaced,
+    shortname = "bdep",
+    category = "berth",
+    doc = "One attempt to deploy a resource to a server; status carries phase, step and last error.",
+    status = "DeploymentStatus",
+    printcolumn = r#"{"name":"Resource","type":"string","jsonPath":".spec.resourceId"}"#,
+    printcolumn = r#"{"name":"Status","type":"string","jsonPath":".status.status"}"#,
+    printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct DeploymentSpec {
+    /// Id (object name) of the Resource deployed.
+    #[schemars(length(min = 1))]
+    pub resource_id: String,
+    /// Id (object name) of the Project.
+    #[schemars(length(min = 1))]
+    pub project_id: String,
+    /// Id (object name) of the Environment.
+    #[schemars(length(min = 1))]
+    pub environment_id: String,
+    /// Id (object name) of the Server deployed to.
+    #[schemars(length(min = 1))]
+    pub server_id: String,
+    /// Id of the deployment destination on the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub destination_id: Option<String>,
+    /// The resource's source as it was when the attempt started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_snapshot: Option<SourceDescriptor>,
+    /// Set to ask for the attempt to be canceled.
+    #[serde(default)]
+    pub cancel_requested: bool,
+    /// What started the attempt, e.g. `manual`, `git-push`, `deploy-token`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub trigger: Option<String>,
+}
+
+/// What happened to a deployment attempt.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeploymentStatus {
+    /// Status of the attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<DeploymentState>,
+    /// Phase the attempt is in, or ended in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<DeploymentPhase>,
+    /// Progress through the attempt's steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_step: Option<DeploymentStep>,
+    /// When the attempt started running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<Time>,
+    /// When the attempt ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<Time>,
+    /// Id of the Docker container the attempt started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_id: Option<String>,
+    /// Image the attempt built or pulled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_ref: Option<String>,
+    /// Why the attempt failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<DeploymentError>,
+    /// Generation of the spec last acted on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Current conditions; `Ready` once the attempt succeeded.
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+}
+
+/// Progress through a deployment's steps.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeploymentStep {
+    /// Number of the current step, from 1.
+    pub current: i64,
+    /// Number of steps.
+    pub total: i64,
+    /// What the current step does.
+    pub label: String,
+}
+
+/// A structured deployment failure.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeploymentError {
+    /// When the failure happened.
+    pub timestamp: Time,
+    /// Phase that failed.
+    pub phase: DeploymentPhase,
+    /// Stable machine-readable error code.
+    pub code: String,
+    /// Human-readable explanation; never contains secret values.
+    pub message: String,
+}

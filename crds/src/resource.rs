@@ -1,0 +1,451 @@
+//! Resource: something deployable — an application, service, database, static site… (spec §2.2
+//! "Resource", "Network profile", "Access profile", "Access summary"). Plain variables live in the
+//! spec; secret values live in a Secret owned by the Resource.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::Condition;
+use crate::common::SourceDescriptor;
+use crate::deployment::DeploymentState;
+use crate::server::ProxyKind;
+use crate::variable::PlainVariable;
+
+/// Largest port number the spec accepts (§8): the largest integer a JSON number holds exactly.
+pub const MAX_PORT_NUMBER: i64 = 9_007_199_254_740_991;
+
+/// What a resource is.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResourceKind {
+    Application,
+    Service,
+    Database,
+    Cache,
+    ComposeStack,
+    Worker,
+    StaticSite,
+    External,
+}
+
+/// What one service of a resource does.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ServiceKind {
+    Web,
+    Api,
+    Worker,
+    Database,
+    Cache,
+    Service,
+}
+
+/// A deployable resource in an environment of a project.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "berth.dev",
+    version = "v1alpha1",
+    kind = "Resource",
+    namespaced,
+    shortname = "bres",
+    category = "berth",
+    doc = "A deployable resource (application, service, database, static site…) of an environment.",
+    status = "ResourceStatus",
+    printcolumn = r#"{"name":"Kind","type":"string","jsonPath":".spec.kind"}"#,
+    printcolumn = r#"{"name":"Environment","type":"string","jsonPath":".spec.environmentId"}"#,
+    printcolumn = r#"{"name":"Last Deployment","type":"string","jsonPath":".status.lastDeploymentStatus"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceSpec {
+    /// Id (object name) of the Project.
+    #[schemars(length(min = 1))]
+    pub project_id: String,
+    /// Id (object name) of the Environment.
+    #[schemars(length(min = 1))]
+    pub environment_id: String,
+    /// Id (object name) of the Server deployments go to by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub server_id: Option<String>,
+    /// Id of the deployment destination on the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub destination_id: Option<String>,
+    /// Display name.
+    #[schemars(length(min = 1, max = 120))]
+    pub name: String,
+    /// URL-safe short name; derived from the name when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 63), regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"))]
+    pub slug: Option<String>,
+    /// What the resource is.
+    pub kind: ResourceKind,
+    /// Free-text description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Services the resource runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub services: Vec<ResourceService>,
+    /// Where the code or artifact comes from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<SourceDescriptor>,
+    /// How the resource is built and run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_profile: Option<RuntimeProfile>,
+    /// Which port the resource listens on and how traffic reaches it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_profile: Option<NetworkProfile>,
+    /// How the generated access URL behaves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access_profile: Option<AccessProfile>,
+    /// When the resource redeploys by itself.
+    #[serde(default)]
+    pub auto_deploy: AutoDeployPolicy,
+    /// Storage volumes mounted into the resource.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub storage_attachments: Vec<StorageAttachment>,
+    /// Plain (non-secret) variables; they override the environment's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variables: Vec<PlainVariable>,
+    /// Name of the Secret, owned by this Resource, holding its secret variable values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    pub secrets_ref: Option<String>,
+}
+
+/// One service of a resource.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceService {
+    /// Service name, unique in the resource.
+    #[schemars(length(min = 1))]
+    pub name: String,
+    /// What the service does.
+    pub kind: ServiceKind,
+}
+
+/// Container restart policy, as Docker spells it.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum RestartPolicy {
+    No,
+    Always,
+    #[default]
+    UnlessStopped,
+    OnFailure,
+}
+
+/// How a resource is built and run.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RuntimeProfile {
+    /// Build and run strategy, e.g. `dockerfile`, `docker-image`, `static`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub strategy: Option<String>,
+    /// Command that installs dependencies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub install_command: Option<String>,
+    /// Command that builds the application.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build_command: Option<String>,
+    /// Command that starts the application.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_command: Option<String>,
+    /// Directory served by a static site, relative to the source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publish_directory: Option<String>,
+    /// Health check a new container must pass before it takes traffic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_check: Option<HealthCheck>,
+    /// Container restart policy.
+    #[serde(default)]
+    pub restart_policy: RestartPolicy,
+}
+
+/// An HTTP health check.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HealthCheck {
+    /// Request path.
+    #[serde(default = "default_root_path")]
+    #[schemars(length(min = 1), regex(pattern = r"^/"))]
+    pub path: String,
+    /// Container port to probe; the network profile's internal port when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 65535))]
+    pub port: Option<i32>,
+    /// Status code a healthy container answers with.
+    #[serde(default = "default_expected_status_code")]
+    #[schemars(range(min = 100, max = 599))]
+    pub expected_status_code: i32,
+    /// Seconds between probes.
+    #[serde(default = "default_probe_seconds")]
+    #[schemars(range(min = 1))]
+    pub interval_seconds: i32,
+    /// Seconds before one probe counts as failed.
+    #[serde(default = "default_probe_seconds")]
+    #[schemars(range(min = 1))]
+    pub timeout_seconds: i32,
+    /// Failed probes in a row before the container counts as unhealthy.
+    #[serde(default = "default_retries")]
+    #[schemars(range(min = 0))]
+    pub retries: i32,
+    /// Seconds after start during which failures do not count.
+    #[serde(default)]
+    #[schemars(range(min = 0))]
+    pub start_period_seconds: i32,
+}
+
+/// Protocol the edge proxy speaks to the container.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum UpstreamProtocol {
+    #[default]
+    Http,
+    Tcp,
+}
+
+/// How traffic reaches the container.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExposureMode {
+    None,
+    #[default]
+    ReverseProxy,
+    DirectPort,
+}
+
+/// Which port a resource listens on and how traffic reaches it (spec §2.2 "Network profile").
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkProfile {
+    /// Port the application listens on inside the container.
+    #[schemars(range(min = 1, max = MAX_PORT_NUMBER))]
+    pub internal_port: i64,
+    /// `http` (default) or `tcp`.
+    #[serde(default)]
+    pub upstream_protocol: UpstreamProtocol,
+    /// `reverse-proxy` (default), `direct-port` or `none`.
+    #[serde(default)]
+    pub exposure_mode: ExposureMode,
+    /// Service that receives traffic, for resources with several services.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub target_service_name: Option<String>,
+    /// Host port published with `direct-port` exposure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = MAX_PORT_NUMBER))]
+    pub host_port: Option<i64>,
+}
+
+/// Whether a resource gets a generated access URL.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum GeneratedAccessMode {
+    #[default]
+    Inherit,
+    Disabled,
+}
+
+/// How the generated access URL behaves (spec §2.2 "Access profile").
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AccessProfile {
+    /// `inherit` (default) or `disabled`.
+    #[serde(default)]
+    pub generated_access_mode: GeneratedAccessMode,
+    /// Path prefix the resource is served under.
+    #[serde(default = "default_root_path")]
+    #[schemars(length(min = 1))]
+    pub path_prefix: String,
+}
+
+/// When a resource redeploys by itself.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AutoDeployPolicy {
+    /// Whether automatic deployment is on.
+    #[serde(default)]
+    pub enabled: bool,
+    /// What triggers a deployment, e.g. `git-push`.
+    #[serde(default = "default_trigger_kind")]
+    #[schemars(length(min = 1))]
+    pub trigger_kind: String,
+    /// Source refs that trigger a deployment, e.g. `refs/heads/main`.
+    #[serde(default)]
+    #[schemars(inner(length(min = 1)))]
+    pub refs: Vec<String>,
+    /// Event kinds that trigger a deployment, e.g. `push`.
+    #[serde(default)]
+    #[schemars(inner(length(min = 1)))]
+    pub event_kinds: Vec<String>,
+}
+
+impl Default for AutoDeployPolicy {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            trigger_kind: default_trigger_kind(),
+            refs: Vec::new(),
+            event_kinds: Vec::new(),
+        }
+    }
+}
+
+/// A storage volume mounted into a resource.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StorageAttachment {
+    /// Id of this attachment.
+    #[schemars(length(min = 1))]
+    pub attachment_id: String,
+    /// Id of the storage volume; detaching keeps the volume.
+    #[schemars(length(min = 1))]
+    pub storage_volume_id: String,
+    /// Absolute path inside the container.
+    #[schemars(length(min = 1), regex(pattern = r"^/"))]
+    pub destination_path: String,
+}
+
+fn default_root_path() -> String {
+    "/".to_string()
+}
+
+fn default_expected_status_code() -> i32 {
+    200
+}
+
+fn default_probe_seconds() -> i32 {
+    5
+}
+
+fn default_retries() -> i32 {
+    3
+}
+
+fn default_trigger_kind() -> String {
+    "git-push".to_string()
+}
+
+/// Whether the edge proxy serves a resource's route.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProxyRouteStatus {
+    Unknown,
+    Ready,
+    NotReady,
+    Failed,
+}
+
+/// What the controller observed about a resource.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceStatus {
+    /// Number of deployments of this resource.
+    #[serde(default)]
+    pub deployment_count: i64,
+    /// Id (object name) of the latest Deployment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_deployment_id: Option<String>,
+    /// Status of the latest Deployment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_deployment_status: Option<DeploymentState>,
+    /// Where the resource can be reached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access_summary: Option<AccessSummary>,
+    /// Whether the edge proxy serves the resource's route.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy_route_status: Option<ProxyRouteStatus>,
+    /// Id of the Deployment that last realized the proxy route.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_route_realization_deployment_id: Option<String>,
+    /// Generation of the spec last acted on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Current conditions; `Ready` while the latest deployment serves.
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+}
+
+/// URL scheme of an access route.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum AccessScheme {
+    Http,
+    Https,
+}
+
+/// Where a resource can be reached (spec §2.2 "Access summary").
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AccessSummary {
+    /// The generated route the next deployment will serve.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned_generated_access_route: Option<PlannedAccessRoute>,
+    /// The generated route the latest deployment serves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latest_generated_access_route: Option<AppliedAccessRoute>,
+    /// The latest route through a durable domain binding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latest_durable_domain_route: Option<AppliedAccessRoute>,
+    /// The latest domain route applied on the server's edge proxy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latest_server_applied_domain_route: Option<AppliedAccessRoute>,
+    /// Whether the edge proxy serves the route.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy_route_status: Option<ProxyRouteStatus>,
+}
+
+/// A route planned for the next deployment.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PlannedAccessRoute {
+    /// Full URL.
+    pub url: String,
+    /// Host name of the URL.
+    pub hostname: String,
+    /// `http` or `https`.
+    pub scheme: AccessScheme,
+    /// Edge proxy provider, e.g. `caddy`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_key: Option<String>,
+    /// Path prefix of the route.
+    pub path_prefix: String,
+    /// Edge proxy kind.
+    pub proxy_kind: ProxyKind,
+    /// Container port the route forwards to.
+    pub target_port: i64,
+}
+
+/// A route a deployment realized.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppliedAccessRoute {
+    /// Full URL.
+    pub url: String,
+    /// Host name of the URL.
+    pub hostname: String,
+    /// `http` or `https`.
+    pub scheme: AccessScheme,
+    /// Edge proxy provider, e.g. `caddy`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_key: Option<String>,
+    /// Id of the Deployment that realized the route.
+    pub deployment_id: String,
+    /// Status of that Deployment.
+    pub deployment_status: DeploymentState,
+    /// Path prefix of the route.
+    pub path_prefix: String,
+    /// Edge proxy kind.
+    pub proxy_kind: ProxyKind,
+    /// Container port the route forwards to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_port: Option<i64>,
+    /// When the route was last updated.
+    pub updated_at: Time,
+}

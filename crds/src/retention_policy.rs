@@ -1,0 +1,99 @@
+//! RetentionPolicy: how long the observation store keeps one category of history (spec §2.2
+//! "Retention default policy"). Configuration only: it never deletes by itself unless the
+//! destructive scheduling flag is set.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::Condition;
+
+/// Whether a policy applies to one organization or is the system default.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum RetentionScope {
+    #[default]
+    Organization,
+    System,
+}
+
+/// Category of retained history.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum RetentionCategory {
+    AuditRows,
+    DomainEventStreams,
+    ProcessAttempts,
+    ProviderJobLogs,
+    ResourceRuntimeLogArchives,
+    RuntimeMonitoringSamples,
+}
+
+/// Retention of one category of history.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "berth.dev",
+    version = "v1alpha1",
+    kind = "RetentionPolicy",
+    namespaced,
+    shortname = "bret",
+    category = "berth",
+    doc = "How many days the observation store keeps one category of history.",
+    status = "RetentionPolicyStatus",
+    printcolumn = r#"{"name":"Scope","type":"string","jsonPath":".spec.scope"}"#,
+    printcolumn = r#"{"name":"Category","type":"string","jsonPath":".spec.category"}"#,
+    printcolumn = r#"{"name":"Days","type":"integer","jsonPath":".spec.retentionDays"}"#,
+    printcolumn = r#"{"name":"Enabled","type":"boolean","jsonPath":".spec.enabled"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct RetentionPolicySpec {
+    /// `organization` (default) or `system`.
+    #[serde(default)]
+    pub scope: RetentionScope,
+    /// Id of the Organization, for organization-scoped policies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub organization_id: Option<String>,
+    /// Category of history the policy governs.
+    pub category: RetentionCategory,
+    /// Days history is kept.
+    #[schemars(range(min = 1))]
+    pub retention_days: i64,
+    /// Whether dry runs of the pruning are scheduled.
+    #[serde(default)]
+    pub dry_run_scheduling_enabled: bool,
+    /// Whether pruning that deletes history is scheduled.
+    #[serde(default)]
+    pub destructive_scheduling_enabled: bool,
+    /// Whether the policy is in effect.
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// Who last changed a policy.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RetentionPolicyStatus {
+    /// When the policy last changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<Time>,
+    /// Id of the actor who last changed the policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_by_actor_id: Option<String>,
+    /// Kind of that actor, e.g. `user` or `deploy-token`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_by_actor_kind: Option<String>,
+    /// Generation of the spec last acted on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Current conditions; `Ready` once the policy is in effect.
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+}

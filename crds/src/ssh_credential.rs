@@ -1,0 +1,134 @@
+//! SshCredential: a reusable SSH private key for reaching servers (spec §2.2 "SSH credential").
+//! The key material lives only in a Secret the credential references.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::Condition;
+use crate::server::ServerLifecycle;
+
+/// Kind of SSH credential; the spec names only private keys.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum SshCredentialKind {
+    #[default]
+    SshPrivateKey,
+}
+
+/// A reusable SSH credential. Deleting it is refused while any server uses it.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "berth.dev",
+    version = "v1alpha1",
+    kind = "SshCredential",
+    namespaced,
+    shortname = "sshcred",
+    category = "berth",
+    doc = "A reusable SSH credential; its private key lives only in the Secret it references.",
+    status = "SshCredentialStatus",
+    printcolumn = r#"{"name":"Display Name","type":"string","jsonPath":".spec.name"}"#,
+    printcolumn = r#"{"name":"Username","type":"string","jsonPath":".spec.username"}"#,
+    printcolumn = r#"{"name":"Servers","type":"integer","jsonPath":".status.usage.totalServers"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct SshCredentialSpec {
+    /// Display name.
+    #[schemars(length(min = 1, max = 120))]
+    pub name: String,
+    /// Credential kind; only `ssh-private-key`.
+    #[serde(default)]
+    pub kind: SshCredentialKind,
+    /// Login name used with this key when a server does not set its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub username: Option<String>,
+    /// The Secret key holding the OpenSSH private key.
+    pub private_key_secret_ref: PrivateKeySecretRef,
+}
+
+/// A key in a Secret in the credential's namespace.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PrivateKeySecretRef {
+    /// Name of the Secret.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+    /// Key inside the Secret's data.
+    #[serde(default = "default_private_key_key")]
+    #[schemars(length(min = 1, max = 253))]
+    pub key: String,
+}
+
+fn default_private_key_key() -> String {
+    "privateKey".to_string()
+}
+
+/// What the platform observed about a credential.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SshCredentialStatus {
+    /// Whether a public key could be derived from the private key.
+    #[serde(default)]
+    pub public_key_configured: bool,
+    /// Whether the referenced Secret holds a parseable private key.
+    #[serde(default)]
+    pub private_key_configured: bool,
+    /// The OpenSSH public key line (not secret), for `authorized_keys`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_key: Option<String>,
+    /// SHA-256 fingerprint of the public key, as `ssh-keygen -l` prints it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+    /// When the private key last changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotated_at: Option<Time>,
+    /// Servers using this credential.
+    #[serde(default)]
+    pub usage: SshCredentialUsage,
+    /// Generation of the spec last acted on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Current conditions; `Ready` once the key is loaded.
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+}
+
+/// Which servers use a credential (spec §2.2 "SSH credential usage").
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SshCredentialUsage {
+    /// Number of servers using the credential.
+    #[serde(default)]
+    pub total_servers: i64,
+    /// Number of active servers using the credential.
+    #[serde(default)]
+    pub active_servers: i64,
+    /// Number of inactive servers using the credential.
+    #[serde(default)]
+    pub inactive_servers: i64,
+    /// The servers using the credential.
+    #[serde(default)]
+    pub servers: Vec<SshCredentialServerUsage>,
+}
+
+/// One server using a credential.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SshCredentialServerUsage {
+    /// Id (object name) of the Server.
+    pub server_id: String,
+    /// Display name of the server.
+    pub server_name: String,
+    /// `active` or `inactive`.
+    pub lifecycle_status: ServerLifecycle,
+    /// Provider of the server, e.g. `generic-ssh`.
+    pub provider_key: String,
+    /// Host name or address of the server.
+    pub host: String,
+    /// Login name used on the server.
+    pub username: String,
+}

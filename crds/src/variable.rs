@@ -1,0 +1,27 @@
+//! Variables shared by environments and resources (spec §2.2 "Secret/variable entry").
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// When a variable is visible: at image build or in the running container.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum VariableExposure {
+    BuildTime,
+    #[default]
+    Runtime,
+}
+
+/// A plain (non-secret) variable. Secret values never live in a spec: they go in Secrets.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PlainVariable {
+    /// Variable name, e.g. `LOG_LEVEL`.
+    #[schemars(length(min = 1, max = 256), regex(pattern = r"^[A-Za-z_][A-Za-z0-9_.-]*$"))]
+    pub key: String,
+    /// Value, stored in plain text.
+    pub value: String,
+    /// `runtime` (default) or `build-time`.
+    #[serde(default)]
+    pub exposure: VariableExposure,
+}

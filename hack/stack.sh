@@ -1,0 +1,403 @@
+#!/usr/bin/env bash
+# The local stack Berth develops and tests against (DESIGN §7), all on loopback:
+# etcd, kube-apiserver, a Docker engine, an sshd acting as a "server", and locally built images.
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR
+
+HACK_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+export BERTH_REPO_ROOT BERTH_LOG_PREFIX=stack
+BERTH_REPO_ROOT=$(cd "$HACK_DIR/.." && pwd)
+source "$HACK_DIR/lib/common.sh"
+source "$HACK_DIR/lib/images.sh"
+
+D=$BERTH_STACK_DIR
+LOGS=$D/logs
+PKI=$D/pki
+SSH_DIR=$D/ssh
+ETCD_PORT=23790
+ETCD_PEER_PORT=23800
+API_PORT=16443
+SSH_PORT=2222
+DOCKER_SOCKET=/var/run/docker.sock
+APISERVER_BIN=$BERTH_CACHE/bin/kube-apiserver
+KUBECONFIG_FILE=$D/kubeconfig
+
+usage() {
+  cat <<EOF
+Usage: hack/stack.sh up|down|status|env
+
+Runs Berth's local development stack on loopback (DESIGN §7):
+  etcd            127.0.0.1:$ETCD_PORT (peer $ETCD_PEER_PORT)
+  kube-apiserver  https://127.0.0.1:$API_PORT (kubeconfig: \$BERTH_STACK_DIR/kubeconfig)
+  docker          $DOCKER_SOCKET (an already running engine is reused)
+  sshd            root@127.0.0.1:$SSH_PORT (key: \$BERTH_STACK_DIR/ssh/id_ed25519)
+  images          $BERTH_BUSYBOX_IMAGE, ${BERTH_SAMPLE_VERSIONS[*]/#/$BERTH_SAMPLE_REPO:}, $BERTH_EDGE_IMAGE
+
+Commands:
+  up      install what is missing, build what is not cached, start what is not running
+  down    stop what 'up' started (an engine it reused is left alone)
+  status  print each component up/down; exit 1 if any is down
+  env     print export lines for the stack: eval "\$(hack/stack.sh env)"
+
+State (certificates, keys, etcd data, logs, pid files) lives in
+  BERTH_STACK_DIR=$D
+EOF
+}
+
+# ---- helpers ------------------------------------------------------------------------------
+
+port_in_use() { [[ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ]]; }
+
+# check_ports — before starting anything: a port held by something that is not ours is a
+# conflict that would otherwise surface as an obscure startup failure in a component's log.
+check_ports() {
+  local spec name port
+  for spec in etcd:$ETCD_PORT etcd:$ETCD_PEER_PORT kube-apiserver:$API_PORT sshd:$SSH_PORT; do
+    name=${spec%%:*} port=${spec#*:}
+    if ! is_running "$name" && port_in_use "$port"; then
+      die "$name: port $port on loopback is already in use by another process"
+    fi
+  done
+}
+
+kubectl_stack() { kubectl --kubeconfig "$KUBECONFIG_FILE" "$@"; }
+
+etcd_healthy() { curl -fs --max-time 2 "http://127.0.0.1:$ETCD_PORT/health" | grep -q '"health":"true"'; }
+apiserver_ready() { [[ "$(kubectl_stack get --raw /readyz 2>/dev/null)" == ok ]]; }
+docker_ready() { docker -H "unix://$DOCKER_SOCKET" info >/dev/null 2>&1; }
+ssh_ok() {
+  ssh -i "$SSH_DIR/id_ed25519" -p "$SSH_PORT" -o BatchMode=yes -o ConnectTimeout=3 \
+    -o UserKnownHostsFile="$SSH_DIR/known_hosts" -o StrictHostKeyChecking=yes \
+    -o LogLevel=ERROR root@127.0.0.1 true </dev/null
+}
+images_present() {
+  local img
+  for img in "$BERTH_BUSYBOX_IMAGE" "${BERTH_SAMPLE_VERSIONS[@]/#/$BERTH_SAMPLE_REPO:}" "$BERTH_EDGE_IMAGE"; do
+    docker image inspect "$img" >/dev/null 2>&1 || return 1
+  done
+}
+
+# ---- packages and keys --------------------------------------------------------------------
+
+install_packages() {
+  ensure_packages etcd:etcd-server dockerd:docker.io docker:docker.io /usr/sbin/sshd:openssh-server \
+    ssh:openssh-client caddy:caddy busybox:busybox-static openssl:openssl curl:curl jq:jq \
+    ss:iproute2 setsid:util-linux flock:util-linux
+  command -v kubectl >/dev/null || die "kubectl not found (expected at /usr/bin/kubectl)"
+}
+
+# Keys and certificates are generated once and kept, so restarts keep the same identities.
+ensure_pki() {
+  mkdir -p "$PKI" && chmod 700 "$PKI"
+  if [[ ! -f "$PKI/ca.crt" ]]; then
+    log "pki: generating a CA and the API server's serving certificate"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 \
+      -subj "/CN=berth-local-ca" -keyout "$PKI/ca.key" -out "$PKI/ca.crt" 2>/dev/null
+    rm -f "$PKI/apiserver.crt"
+  fi
+  if [[ ! -f "$PKI/apiserver.crt" ]]; then
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=kube-apiserver" \
+      -keyout "$PKI/apiserver.key" -out "$PKI/apiserver.csr" 2>/dev/null
+    openssl x509 -req -in "$PKI/apiserver.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" \
+      -CAcreateserial -days 3650 -out "$PKI/apiserver.crt" -extfile <(
+        echo "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:10.96.0.1"
+        echo "extendedKeyUsage=serverAuth"
+        echo "keyUsage=critical,digitalSignature,keyEncipherment"
+      ) 2>/dev/null
+    rm -f "$PKI/apiserver.csr"
+  fi
+  if [[ ! -f "$PKI/sa.key" ]]; then
+    log "pki: generating the service-account signing key"
+    openssl genrsa -out "$PKI/sa.key" 2048 2>/dev/null
+    openssl rsa -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null
+  fi
+  if [[ ! -f "$PKI/tokens.csv" ]]; then
+    log "pki: generating the admin token (group system:masters)"
+    (umask 077 && echo "$(openssl rand -hex 32),berth-admin,berth-admin,\"system:masters\"" >"$PKI/tokens.csv")
+  fi
+  write_kubeconfig
+}
+
+write_kubeconfig() {
+  local token ca tmp
+  token=$(cut -d, -f1 "$PKI/tokens.csv")
+  ca=$(base64 -w0 <"$PKI/ca.crt")
+  tmp=$(mktemp "$D/.kubeconfig.XXXXXX")
+  cat >"$tmp" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: berth-local
+  cluster:
+    server: https://127.0.0.1:$API_PORT
+    certificate-authority-data: $ca
+users:
+- name: berth-admin
+  user:
+    token: $token
+contexts:
+- name: berth-local
+  context:
+    cluster: berth-local
+    user: berth-admin
+current-context: berth-local
+EOF
+  chmod 600 "$tmp"
+  if cmp -s "$tmp" "$KUBECONFIG_FILE" 2>/dev/null; then rm -f "$tmp"; else mv "$tmp" "$KUBECONFIG_FILE"; fi
+}
+
+ensure_ssh_keys() {
+  mkdir -p "$SSH_DIR" && chmod 700 "$SSH_DIR"
+  if [[ ! -f "$SSH_DIR/ssh_host_ed25519_key" ]]; then
+    log "sshd: generating the host key"
+    ssh-keygen -q -t ed25519 -N '' -C berth-stack-host -f "$SSH_DIR/ssh_host_ed25519_key"
+  fi
+  if [[ ! -f "$SSH_DIR/id_ed25519" ]]; then
+    log "sshd: generating the client key $SSH_DIR/id_ed25519"
+    ssh-keygen -q -t ed25519 -N '' -C berth-stack-client -f "$SSH_DIR/id_ed25519"
+  fi
+  cp "$SSH_DIR/id_ed25519.pub" "$SSH_DIR/authorized_keys"
+  echo "[127.0.0.1]:$SSH_PORT $(cut -d' ' -f1,2 "$SSH_DIR/ssh_host_ed25519_key.pub")" >"$SSH_DIR/known_hosts"
+  # StrictModes is off because BERTH_STACK_DIR may sit under a world-writable directory such as
+  # /tmp, which sshd would otherwise refuse for AuthorizedKeysFile. It listens on loopback only.
+  cat >"$SSH_DIR/sshd_config" <<EOF
+# Generated by hack/stack.sh; the system sshd's configuration is not used.
+Port $SSH_PORT
+ListenAddress 127.0.0.1
+HostKey $SSH_DIR/ssh_host_ed25519_key
+AuthorizedKeysFile $SSH_DIR/authorized_keys
+PidFile none
+StrictModes no
+UsePAM no
+PermitRootLogin prohibit-password
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+AllowTcpForwarding yes
+AllowStreamLocalForwarding yes
+MaxSessions 64
+MaxStartups 64:30:128
+PrintMotd no
+Subsystem sftp /usr/lib/openssh/sftp-server
+LogLevel INFO
+EOF
+}
+
+# ---- components ---------------------------------------------------------------------------
+
+up_etcd() {
+  if is_running etcd; then
+    log "etcd: running"
+    return 0
+  fi
+  log "etcd: starting on 127.0.0.1:$ETCD_PORT"
+  mkdir -p "$D/etcd" && chmod 700 "$D/etcd"
+  start_bg etcd "$LOGS/etcd.log" etcd --name berth \
+    --data-dir "$D/etcd" \
+    --listen-client-urls "http://127.0.0.1:$ETCD_PORT" \
+    --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+    --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-cluster "berth=http://127.0.0.1:$ETCD_PEER_PORT"
+}
+
+wait_etcd() { wait_for 30 "etcd health (log: $LOGS/etcd.log)" etcd_healthy; }
+
+build_apiserver() {
+  if [[ ! -x "$APISERVER_BIN" ]]; then
+    log "kube-apiserver: building from Debian's source package (about 5 minutes, once)"
+  fi
+  # The lock keeps two concurrent 'up's from compiling into the same tree.
+  mkdir -p "$BERTH_CACHE"
+  flock "$BERTH_CACHE/.build-apiserver.lock" "$HACK_DIR/lib/build-apiserver.sh" >&2
+}
+
+up_apiserver() {
+  if is_running kube-apiserver; then
+    log "kube-apiserver: running"
+    return 0
+  fi
+  log "kube-apiserver: starting on https://127.0.0.1:$API_PORT"
+  mkdir -p "$PKI/apiserver-certs"
+  # --endpoint-reconciler-type=none: the API server would otherwise keep trying to publish its
+  # loopback advertise address as the 'kubernetes' endpoint, which validation rejects.
+  start_bg kube-apiserver "$LOGS/kube-apiserver.log" "$APISERVER_BIN" \
+    --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
+    --bind-address 127.0.0.1 \
+    --advertise-address 127.0.0.1 \
+    --secure-port "$API_PORT" \
+    --insecure-port 0 \
+    --cert-dir "$PKI/apiserver-certs" \
+    --tls-cert-file "$PKI/apiserver.crt" \
+    --tls-private-key-file "$PKI/apiserver.key" \
+    --client-ca-file "$PKI/ca.crt" \
+    --token-auth-file "$PKI/tokens.csv" \
+    --authorization-mode RBAC \
+    --service-account-key-file "$PKI/sa.pub" \
+    --service-account-signing-key-file "$PKI/sa.key" \
+    --service-account-issuer https://kubernetes.default.svc \
+    --api-audiences https://kubernetes.default.svc \
+    --service-cluster-ip-range 10.96.0.0/16 \
+    --disable-admission-plugins ServiceAccount \
+    --allow-privileged=true \
+    --endpoint-reconciler-type none \
+    --profiling=false
+}
+
+wait_apiserver() {
+  wait_for 90 "kube-apiserver /readyz (log: $LOGS/kube-apiserver.log)" apiserver_ready
+}
+
+ensure_namespace() {
+  if kubectl_stack get namespace berth-system >/dev/null 2>&1; then
+    return 0
+  fi
+  log "kube-apiserver: creating namespace berth-system"
+  kubectl_stack create namespace berth-system >/dev/null
+}
+
+# Returns with dockerd started (or reused); wait_docker waits for it.
+up_docker() {
+  if docker_ready; then
+    if is_running dockerd; then log "docker: running"; else log "docker: reusing the engine on $DOCKER_SOCKET"; fi
+    return 0
+  fi
+  if is_running dockerd; then
+    log "docker: started earlier, waiting for it"
+    return 0
+  fi
+  if [[ -f /var/run/docker.pid ]] && kill -0 "$(cat /var/run/docker.pid)" 2>/dev/null; then
+    die "docker: a dockerd (pid $(cat /var/run/docker.pid)) is running but not answering on $DOCKER_SOCKET"
+  fi
+  log "docker: starting dockerd"
+  # The defaults work here (overlay2, iptables, cgroupfs); dockerd starts its own containerd.
+  start_bg dockerd "$LOGS/dockerd.log" dockerd --host "unix://$DOCKER_SOCKET"
+}
+
+wait_docker() { wait_for 60 "dockerd (log: $LOGS/dockerd.log)" docker_ready; }
+
+up_sshd() {
+  if is_running sshd; then
+    log "sshd: running"
+    return 0
+  fi
+  log "sshd: starting on 127.0.0.1:$SSH_PORT"
+  # Privilege separation directory; normally created by the system unit, which may not have run.
+  mkdir -p /run/sshd && chmod 755 /run/sshd
+  /usr/sbin/sshd -t -f "$SSH_DIR/sshd_config" || die "sshd: invalid $SSH_DIR/sshd_config"
+  # -D: stay in the foreground (start_bg detaches it), -e: log to the log file.
+  start_bg sshd "$LOGS/sshd.log" /usr/sbin/sshd -D -e -f "$SSH_DIR/sshd_config"
+}
+
+wait_sshd() { wait_for 20 "sshd login as root (log: $LOGS/sshd.log)" ssh_ok; }
+
+# ---- commands -----------------------------------------------------------------------------
+
+cmd_up() {
+  local start=$SECONDS
+  mkdir -p "$D" "$LOGS"
+  install_packages
+  ensure_pki
+  ensure_ssh_keys
+  check_ports
+  # Independent pieces start first, so their startup overlaps with the API server build/start.
+  up_etcd
+  up_docker
+  up_sshd
+  build_apiserver
+  wait_etcd
+  up_apiserver
+  wait_docker
+  ensure_images
+  wait_sshd
+  wait_apiserver
+  ensure_namespace
+  log "up in $((SECONDS - start))s; use: eval \"\$(hack/stack.sh env)\""
+}
+
+cmd_down() {
+  local name
+  # Reverse dependency order; only what start_bg started is touched.
+  for name in kube-apiserver etcd sshd dockerd; do
+    if is_running "$name"; then
+      log "$name: stopping"
+      # dockerd stops its containers first (up to its own 15 s shutdown timeout).
+      stop_bg "$name" 40
+    else
+      log "$name: not running"
+      rm -f "$D/$name.pid"
+    fi
+  done
+  if docker_ready; then log "docker: engine not started by this script, left running"; fi
+}
+
+cmd_status() {
+  local bad=0
+  report() {
+    local name=$1 ok=$2 detail=$3
+    if [[ "$ok" == 1 ]]; then
+      printf '%-15s up    %s\n' "$name" "$detail"
+    else
+      printf '%-15s down  %s\n' "$name" "$detail"
+      bad=1
+    fi
+  }
+  pid_of() { if is_running "$1"; then echo "pid $(cut -d' ' -f1 "$D/$1.pid")"; else echo "not started here"; fi; }
+  if etcd_healthy; then report etcd 1 "127.0.0.1:$ETCD_PORT, $(pid_of etcd)"; else report etcd 0 "127.0.0.1:$ETCD_PORT"; fi
+  if apiserver_ready; then
+    report kube-apiserver 1 "https://127.0.0.1:$API_PORT, $(pid_of kube-apiserver)"
+  else
+    report kube-apiserver 0 "https://127.0.0.1:$API_PORT"
+  fi
+  if docker_ready; then report docker 1 "$DOCKER_SOCKET, $(pid_of dockerd)"; else report docker 0 "$DOCKER_SOCKET"; fi
+  if [[ -f "$SSH_DIR/id_ed25519" ]] && ssh_ok 2>/dev/null; then
+    report sshd 1 "root@127.0.0.1:$SSH_PORT, $(pid_of sshd)"
+  else
+    report sshd 0 "root@127.0.0.1:$SSH_PORT"
+  fi
+  if docker_ready && images_present; then
+    report images 1 "$BERTH_BUSYBOX_IMAGE ${BERTH_SAMPLE_VERSIONS[*]/#/$BERTH_SAMPLE_REPO:} $BERTH_EDGE_IMAGE"
+  else
+    report images 0 "run hack/stack.sh up"
+  fi
+  return "$bad"
+}
+
+cmd_env() {
+  cat <<EOF
+export BERTH_CACHE=$(printf %q "$BERTH_CACHE")
+export BERTH_STACK_DIR=$(printf %q "$D")
+export KUBECONFIG=$(printf %q "$KUBECONFIG_FILE")
+export BERTH_SSH_HOST=127.0.0.1
+export BERTH_SSH_PORT=$SSH_PORT
+export BERTH_SSH_USER=root
+export BERTH_SSH_KEY=$(printf %q "$SSH_DIR/id_ed25519")
+export BERTH_SSH_KNOWN_HOSTS=$(printf %q "$SSH_DIR/known_hosts")
+export BERTH_DOCKER_SOCKET=$DOCKER_SOCKET
+export BERTH_SAMPLE_IMAGE=$BERTH_SAMPLE_REPO:1
+export BERTH_EDGE_IMAGE=$BERTH_EDGE_IMAGE
+EOF
+}
+
+main() {
+  case "${1:-}" in
+    up) cmd_up ;;
+    down) cmd_down ;;
+    status) cmd_status ;;
+    env) cmd_env ;;
+    -h | --help | help)
+      usage
+      ;;
+    "")
+      usage >&2
+      exit 2
+      ;;
+    *)
+      echo "hack/stack.sh: unknown command '$1'" >&2
+      usage >&2
+      exit 2
+      ;;
+  esac
+}
+
+main "$@"
