@@ -5,7 +5,11 @@ use std::net::SocketAddr;
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Parser, Debug)]
-#[command(name = "berth-controller", version, about = "Berth's reconcilers: converge organizations, projects, environments and servers.")]
+#[command(
+    name = "berth-controller",
+    version,
+    about = "Berth's reconcilers: converge organizations, projects, environments and servers."
+)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct Cli {
     #[command(subcommand)]

@@ -58,7 +58,11 @@ impl Context {
             action: "Reconcile".into(),
             secondary: None,
         };
-        if let Err(error) = self.recorder.publish(&event, reference).await {
+        // Kubernetes 1.20 treats every custom kind as namespaced when validating events, so an
+        // event about a cluster-scoped object (Organization, User) is filed under `default`.
+        let mut reference = reference.clone();
+        reference.namespace.get_or_insert_with(|| "default".into());
+        if let Err(error) = self.recorder.publish(&event, &reference).await {
             tracing::warn!(%error, reason, "could not publish event");
         }
     }

@@ -23,7 +23,10 @@ async fn readyz(State(context): State<Arc<Context>>) -> impl IntoResponse {
     if context.is_ready() {
         (StatusCode::OK, "ok")
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "waiting for CRDs or the leader Lease")
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "waiting for CRDs or the leader Lease",
+        )
     }
 }
 

@@ -70,7 +70,11 @@ async fn ensure_system_namespace(client: &Client, name: &str) -> anyhow::Result<
         ..Default::default()
     };
     Api::<Namespace>::all(client.clone())
-        .patch(name, &PatchParams::apply(FIELD_MANAGER), &Patch::Apply(&namespace))
+        .patch(
+            name,
+            &PatchParams::apply(FIELD_MANAGER),
+            &Patch::Apply(&namespace),
+        )
         .await?;
     Ok(())
 }

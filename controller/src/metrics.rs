@@ -53,7 +53,11 @@ impl Default for Metrics {
             "Time spent in one reconciliation",
             duration.clone(),
         );
-        registry.register("leader", "1 while this replica holds the Lease", leader.clone());
+        registry.register(
+            "leader",
+            "1 while this replica holds the Lease",
+            leader.clone(),
+        );
         Self {
             registry: Arc::new(registry),
             reconciles,
@@ -103,7 +107,6 @@ pub struct ReconcileTimer {
 
 impl Drop for ReconcileTimer {
     fn drop(&mut self) {
-        self.histogram
-            .observe(self.started.elapsed().as_secs_f64());
+        self.histogram.observe(self.started.elapsed().as_secs_f64());
     }
 }

@@ -10,8 +10,9 @@ pub type Shutdown = Shared<Pin<Box<dyn Future<Output = ()> + Send + Sync>>>;
 
 pub fn on_signal() -> Shutdown {
     let signal: Pin<Box<dyn Future<Output = ()> + Send + Sync>> = Box::pin(async {
-        let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .expect("install SIGTERM handler");
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                .expect("install SIGTERM handler");
         tokio::select! {
             _ = terminate.recv() => tracing::info!("SIGTERM received; shutting down"),
             _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received; shutting down"),

@@ -16,7 +16,10 @@ pub async fn wait_for_crds(client: &Client, timeout: Duration) -> anyhow::Result
     loop {
         let mut missing = Vec::new();
         for name in &wanted {
-            let established = api.get_opt(name).await?.is_some_and(|crd| is_established(&crd));
+            let established = api
+                .get_opt(name)
+                .await?
+                .is_some_and(|crd| is_established(&crd));
             if !established {
                 missing.push(name.as_str());
             }

@@ -10,7 +10,12 @@ use crate::error::Result;
 
 /// Applies `status` to `object`'s status subresource unless it equals `current`.
 /// Returns whether a write happened.
-pub async fn apply_status<K, S>(api: &Api<K>, object: &K, current: Option<&S>, status: &S) -> Result<bool>
+pub async fn apply_status<K, S>(
+    api: &Api<K>,
+    object: &K,
+    current: Option<&S>,
+    status: &S,
+) -> Result<bool>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
     S: Serialize + PartialEq,

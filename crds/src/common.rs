@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use schemars::JsonSchema;
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
 /// Pattern of every SHA-256 digest Berth stores instead of a secret: `sha256:` and 64 hex digits.
@@ -68,4 +68,34 @@ pub struct SourceDescriptor {
     /// Extra source facts, e.g. the git ref or commit.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: BTreeMap<String, String>,
+}
+
+/// `true`, for `#[serde(default = ...)]` on flags that default on.
+pub(crate) fn default_true() -> bool {
+    true
+}
+
+/// Schema of an arbitrary JSON object the API server keeps as it is. Deliberately without
+/// `additionalProperties: true` (what schemars derives for a map of JSON values): next to
+/// `x-kubernetes-preserve-unknown-fields`, Kubernetes 1.20 then prunes the fields of objects
+/// nested in lists.
+pub(crate) fn arbitrary_object(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({ "type": "object", "x-kubernetes-preserve-unknown-fields": true })
+}
+
+/// [`arbitrary_object`] for an optional field.
+pub(crate) fn optional_arbitrary_object(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "object",
+        "nullable": true,
+        "x-kubernetes-preserve-unknown-fields": true,
+    })
+}
+
+/// Schema of a list of arbitrary JSON objects the API server keeps as they are.
+pub(crate) fn arbitrary_object_list(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "array",
+        "items": { "type": "object", "x-kubernetes-preserve-unknown-fields": true },
+    })
 }

@@ -124,8 +124,14 @@ mod tests {
         let mut older = conditions[0].clone();
         older.last_transition_time = Time("2020-01-01T00:00:00Z".parse().unwrap());
         conditions[0] = older.clone();
-        assert!(merge(&mut conditions, ready(ConditionStatus::True, "still ok")));
-        assert_eq!(conditions[0].last_transition_time, older.last_transition_time);
+        assert!(merge(
+            &mut conditions,
+            ready(ConditionStatus::True, "still ok")
+        ));
+        assert_eq!(
+            conditions[0].last_transition_time,
+            older.last_transition_time
+        );
         assert_eq!(conditions[0].message, "still ok");
     }
 
@@ -133,7 +139,10 @@ mod tests {
     fn status_change_moves_transition_time() {
         let mut conditions = vec![ready(ConditionStatus::True, "ok")];
         conditions[0].last_transition_time = Time("2020-01-01T00:00:00Z".parse().unwrap());
-        assert!(merge(&mut conditions, ready(ConditionStatus::False, "down")));
+        assert!(merge(
+            &mut conditions,
+            ready(ConditionStatus::False, "down")
+        ));
         assert_ne!(
             conditions[0].last_transition_time,
             Time("2020-01-01T00:00:00Z".parse().unwrap())

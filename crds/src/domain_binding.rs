@@ -31,7 +31,9 @@ pub struct DomainBindingSpec {
     /// Host name, lowercase, e.g. `shop.example.com` or `*.example.com`.
     #[schemars(
         length(min = 1, max = 253),
-        regex(pattern = r"^(\*\.)?([a-z0-9]([-a-z0-9]*[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+        regex(
+            pattern = r"^(\*\.)?([a-z0-9]([-a-z0-9]*[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+        )
     )]
     pub hostname: String,
     /// Path prefix served under the host name.

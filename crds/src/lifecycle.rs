@@ -14,7 +14,11 @@ pub enum LifecycleStatus {
 impl LifecycleStatus {
     /// The lifecycle an object's `archived` flag asks for.
     pub fn from_archived(archived: bool) -> Self {
-        if archived { Self::Archived } else { Self::Active }
+        if archived {
+            Self::Archived
+        } else {
+            Self::Active
+        }
     }
 
     /// The spelling used in the REST API and in status.

@@ -56,12 +56,8 @@ pub struct MemberSpec {
     /// Role in the organization: `owner`, `admin` or `member`.
     pub role: OrganizationRole,
     /// Unset to remove the member; set again to reactivate.
-    #[serde(default = "default_true")]
+    #[serde(default = "crate::common::default_true")]
     pub active: bool,
-}
-
-fn default_true() -> bool {
-    true
 }
 
 /// What the platform observed about a membership.

@@ -28,7 +28,10 @@ pub struct OrganizationSpec {
     #[schemars(length(min = 1, max = 120))]
     pub name: String,
     /// URL-safe short name: lowercase letters, digits and dashes.
-    #[schemars(length(min = 1, max = 58), regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"))]
+    #[schemars(
+        length(min = 1, max = 58),
+        regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    )]
     pub slug: String,
     /// Logo image URL.
     #[serde(default, skip_serializing_if = "Option::is_none")]

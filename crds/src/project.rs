@@ -32,7 +32,10 @@ pub struct ProjectSpec {
     pub name: String,
     /// URL-safe short name; derived from the name when omitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 63), regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"))]
+    #[schemars(
+        length(min = 1, max = 63),
+        regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    )]
     pub slug: Option<String>,
     /// Free-text description.
     #[serde(default, skip_serializing_if = "Option::is_none")]

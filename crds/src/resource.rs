@@ -80,7 +80,10 @@ pub struct ResourceSpec {
     pub name: String,
     /// URL-safe short name; derived from the name when omitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 63), regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"))]
+    #[schemars(
+        length(min = 1, max = 63),
+        regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    )]
     pub slug: Option<String>,
     /// What the resource is.
     pub kind: ResourceKind,
@@ -128,15 +131,28 @@ pub struct ResourceService {
     pub kind: ServiceKind,
 }
 
-/// Container restart policy, as Docker spells it.
+/// Container restart policy. Docker's `no` is spelled `never` here: YAML 1.1 readers such as
+/// kubectl turn a bare `no` into `false`, which a string field then rejects.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum RestartPolicy {
-    No,
+    Never,
     Always,
     #[default]
     UnlessStopped,
     OnFailure,
+}
+
+impl RestartPolicy {
+    /// The policy name as Docker spells it.
+    pub fn docker_name(self) -> &'static str {
+        match self {
+            Self::Never => "no",
+            Self::Always => "always",
+            Self::UnlessStopped => "unless-stopped",
+            Self::OnFailure => "on-failure",
+        }
+    }
 }
 
 /// How a resource is built and run.
@@ -162,7 +178,7 @@ pub struct RuntimeProfile {
     /// Health check a new container must pass before it takes traffic.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health_check: Option<HealthCheck>,
-    /// Container restart policy.
+    /// Container restart policy: `unless-stopped` (default), `always`, `on-failure` or `never`.
     #[serde(default)]
     pub restart_policy: RestartPolicy,
 }

@@ -69,12 +69,8 @@ pub struct RetentionPolicySpec {
     #[serde(default)]
     pub destructive_scheduling_enabled: bool,
     /// Whether the policy is in effect.
-    #[serde(default = "default_true")]
+    #[serde(default = "crate::common::default_true")]
     pub enabled: bool,
-}
-
-fn default_true() -> bool {
-    true
 }
 
 /// Who last changed a policy.

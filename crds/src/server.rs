@@ -180,16 +180,17 @@ pub struct ServerStatus {
     pub conditions: Vec<Condition>,
 }
 
-/// Facts gathered from a server.
+/// Facts gathered from a server. The strings are optional rather than defaulting to `""`:
+/// Kubernetes 1.20 rejects a CRD whose schema has an empty-string default.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ServerFacts {
     /// Operating system, e.g. `Debian GNU/Linux 12 (bookworm)`.
-    #[serde(default)]
-    pub os: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os: Option<String>,
     /// CPU architecture, e.g. `x86_64`.
-    #[serde(default)]
-    pub arch: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch: Option<String>,
     /// Number of logical CPUs.
     #[serde(default)]
     pub cpus: i64,
@@ -197,6 +198,6 @@ pub struct ServerFacts {
     #[serde(default)]
     pub memory_bytes: i64,
     /// Kernel release.
-    #[serde(default)]
-    pub kernel: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
 }

@@ -32,12 +32,8 @@ pub struct ThresholdPolicySpec {
     #[serde(default)]
     pub rules: Vec<ThresholdRule>,
     /// Whether the thresholds are evaluated.
-    #[serde(default = "default_true")]
+    #[serde(default = "crate::common::default_true")]
     pub enabled: bool,
-}
-
-fn default_true() -> bool {
-    true
 }
 
 /// What a monitoring policy watches (spec §2.1 `scope`).

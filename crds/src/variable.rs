@@ -17,7 +17,10 @@ pub enum VariableExposure {
 #[serde(rename_all = "camelCase")]
 pub struct PlainVariable {
     /// Variable name, e.g. `LOG_LEVEL`.
-    #[schemars(length(min = 1, max = 256), regex(pattern = r"^[A-Za-z_][A-Za-z0-9_.-]*$"))]
+    #[schemars(
+        length(min = 1, max = 256),
+        regex(pattern = r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+    )]
     pub key: String,
     /// Value, stored in plain text.
     pub value: String,

@@ -52,9 +52,13 @@ pub fn condition(state: &ArchiveState, generation: Option<i64>) -> Condition {
                 .unwrap_or_else(|| "archived".into()),
             generation,
         ),
-        LifecycleStatus::Active => {
-            Condition::new(ARCHIVED, ConditionStatus::False, "Active", "in use", generation)
-        }
+        LifecycleStatus::Active => Condition::new(
+            ARCHIVED,
+            ConditionStatus::False,
+            "Active",
+            "in use",
+            generation,
+        ),
     }
 }
 

@@ -24,7 +24,10 @@ const KIND: &str = "Environment";
 /// Reason on `Ready=False` while the referenced project does not exist.
 pub const PROJECT_NOT_FOUND: &str = "ProjectNotFound";
 
-pub async fn run(context: Arc<Context>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
+pub async fn run(
+    context: Arc<Context>,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) {
     let environments = Api::<Environment>::all(context.client.clone());
     let projects = Api::<Project>::all(context.client.clone());
     let controller = Controller::new(environments, watcher::Config::default());
@@ -47,7 +50,11 @@ pub async fn run(context: Arc<Context>, shutdown: impl Future<Output = ()> + Sen
 }
 
 /// The status an environment should have, given whether its project exists.
-pub fn desired_status(environment: &Environment, project_exists: bool, now: Timestamp) -> EnvironmentStatus {
+pub fn desired_status(
+    environment: &Environment,
+    project_exists: bool,
+    now: Timestamp,
+) -> EnvironmentStatus {
     let current = environment.status.clone().unwrap_or_default();
     let generation = environment.metadata.generation;
     let spec = &environment.spec;
@@ -68,7 +75,10 @@ pub fn desired_status(environment: &Environment, project_exists: bool, now: Time
         observed_generation: generation,
         conditions: current.conditions,
     };
-    condition::merge(&mut status.conditions, archive::condition(&state, generation));
+    condition::merge(
+        &mut status.conditions,
+        archive::condition(&state, generation),
+    );
     let ready = if project_exists {
         let message = match state.lifecycle {
             LifecycleStatus::Active => "environment is active",
@@ -86,7 +96,10 @@ pub fn desired_status(environment: &Environment, project_exists: bool, now: Time
             READY,
             ConditionStatus::False,
             PROJECT_NOT_FOUND,
-            format!("project {} does not exist in this organization", spec.project_id),
+            format!(
+                "project {} does not exist in this organization",
+                spec.project_id
+            ),
             generation,
         )
     };

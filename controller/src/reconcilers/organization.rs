@@ -24,7 +24,10 @@ const KIND: &str = "Organization";
 /// Removes the organization's namespace before the Organization itself goes away.
 pub const FINALIZER: &str = "berth.dev/organization-namespace";
 
-pub async fn run(context: Arc<Context>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
+pub async fn run(
+    context: Arc<Context>,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) {
     let organizations = Api::<Organization>::all(context.client.clone());
     let namespaces = Api::<Namespace>::all(context.client.clone());
     let stream = Controller::new(organizations, watcher::Config::default())
@@ -115,9 +118,10 @@ async fn cleanup(organization: &Organization, context: &Context) -> Result<Actio
     let namespace_name = Organization::namespace_name(&organization.name_any());
     let namespaces = Api::<Namespace>::all(context.client.clone());
     // Only delete a namespace this organization owns; never one a user made by hand.
-    let owned = namespaces.get_opt(&namespace_name).await?.is_some_and(|ns| {
-        ns.labels().get(ORGANIZATION_LABEL) == Some(&organization.name_any())
-    });
+    let owned = namespaces
+        .get_opt(&namespace_name)
+        .await?
+        .is_some_and(|ns| ns.labels().get(ORGANIZATION_LABEL) == Some(&organization.name_any()));
     if owned {
         namespaces
             .delete(&namespace_name, &DeleteParams::background())

@@ -19,7 +19,10 @@ use crate::status::apply_status;
 
 const KIND: &str = "Project";
 
-pub async fn run(context: Arc<Context>, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
+pub async fn run(
+    context: Arc<Context>,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) {
     let projects = Api::<Project>::all(context.client.clone());
     let stream = Controller::new(projects, watcher::Config::default())
         .graceful_shutdown_on(shutdown)
@@ -44,7 +47,10 @@ pub fn desired_status(project: &Project, now: Timestamp) -> ProjectStatus {
         observed_generation: generation,
         conditions: current.conditions,
     };
-    condition::merge(&mut status.conditions, archive::condition(&state, generation));
+    condition::merge(
+        &mut status.conditions,
+        archive::condition(&state, generation),
+    );
     let message = match state.lifecycle {
         LifecycleStatus::Active => "project is active".to_string(),
         LifecycleStatus::Archived => "project is archived; its history stays readable".to_string(),

@@ -1,0 +1,76 @@
+//! Migration: a platform-migration task (spec §4.9): the plan (protocol `platform-migration/v1`),
+//! its digest, the confirmations and the receipts. Plans and receipts never hold secret values.
+
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::Condition;
+use crate::common::{JsonMap, SHA256_DIGEST_PATTERN};
+
+/// Protocol of a migration task.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum MigrationProtocol {
+    #[default]
+    #[serde(rename = "platform-migration/v1")]
+    PlatformMigrationV1,
+}
+
+/// A migration task: plan → digest confirmation → apply or resume → verify → optional cleanup.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "berth.dev",
+    version = "v1alpha1",
+    kind = "Migration",
+    namespaced,
+    shortname = "bmig",
+    category = "berth",
+    doc = "A platform-migration task: plan, digest, confirmations, receipts and verify result.",
+    status = "MigrationStatus",
+    printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct MigrationSpec {
+    /// Protocol of the plan; only `platform-migration/v1`.
+    #[serde(default)]
+    pub protocol: MigrationProtocol,
+    /// The plan: operations, dependencies, warnings, blockers and cleanup ownership.
+    #[schemars(schema_with = "crate::common::arbitrary_object")]
+    pub plan: JsonMap,
+    /// Digest over the whole plan, `sha256:<64 hex digits>`.
+    #[schemars(regex(pattern = SHA256_DIGEST_PATTERN))]
+    pub digest: String,
+    /// Set to the plan digest to confirm apply; a mismatch is rejected before any effect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = SHA256_DIGEST_PATTERN))]
+    pub confirmed_digest: Option<String>,
+    /// Set to the plan digest a second time to confirm cleanup (owner role).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = SHA256_DIGEST_PATTERN))]
+    pub cleanup_confirmed_digest: Option<String>,
+}
+
+/// Progress of a migration task.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MigrationStatus {
+    /// Where the task is, e.g. `planned`, `applying`, `applied`, `verified`, `cleaned-up`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// Receipts of completed steps, a prefix of the plan; each holds no secret values.
+    #[serde(default)]
+    #[schemars(schema_with = "crate::common::arbitrary_object_list")]
+    pub receipts: Vec<JsonMap>,
+    /// Bounded, allow-listed summary of the last verify.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::common::optional_arbitrary_object")]
+    pub verify_result: Option<JsonMap>,
+    /// Generation of the spec last acted on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Current conditions; `Ready` once the last requested step completed.
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# README command 2: every check CI runs. Formatting, lints, unit tests, then the integration
+# tests against the real local stack (started here if it is not running).
+#   hack/test.sh                 everything
+#   hack/test.sh -- FILTER       only integration tests whose name contains FILTER
+set -euo pipefail
+HACK_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+export BERTH_LOG_PREFIX=test
+# shellcheck source-path=SCRIPTDIR
+source "$HACK_DIR/lib/common.sh"
+
+filter=()
+if [[ "${1:-}" == "--" ]]; then
+  filter=("${@:2}")
+elif [[ -n "${1:-}" ]]; then
+  echo "Usage: hack/test.sh [-- FILTER]" >&2
+  exit 2
+fi
+
+step() { log "== $*"; }
+started=$SECONDS
+
+ensure_packages curl:curl
+cd "$(dirname "$HACK_DIR")"
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "clippy (-D warnings)"
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$BERTH_CACHE/target}
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+
+step "unit tests"
+cargo test --workspace --exclude berth-tests --quiet
+
+step "local stack"
+"$HACK_DIR/stack.sh" up
+eval "$("$HACK_DIR/stack.sh" env)"
+# shellcheck source-path=SCRIPTDIR
+source "$HACK_DIR/lib/berth.sh"
+mkdir -p "$BERTH_RUN_DIR"
+
+step "install Berth into the stack"
+berth_build
+berth_install_crds
+berth_install_rbac
+# Namespaces left by an interrupted run would only slow the API server down.
+kubectl delete namespace -l berth.dev/test=true --wait=false >/dev/null 2>&1 || true
+berth_start_controller "$BERTH_RUN_DIR/test-controller.log"
+trap berth_stop_controller EXIT
+
+step "integration tests (real API server, Docker, sshd)"
+export BERTH_CONTROLLER_LOG=$BERTH_RUN_DIR/test-controller.log
+cargo test -p berth-tests --test integration -- "${filter[@]}"
+
+log "all checks passed in $((SECONDS - started)) s"
