@@ -1,1 +1,72 @@
-//! REST shim: not built yet (issue 3).
+//! Berth's REST shim: serves the interface specification's endpoints under `/api` by reading
+//! Berth's custom resources from reflector caches and writing them with server-side apply.
+#![forbid(unsafe_code)]
+
+pub mod auth;
+pub mod cache;
+pub mod cli;
+pub mod error;
+pub mod extract;
+pub mod openapi;
+pub mod ratelimit;
+pub mod routes;
+pub mod state;
+pub mod write;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::response::IntoResponse;
+use kube::Client;
+
+use crate::cache::Caches;
+use crate::cli::ShimOptions;
+use crate::error::ApiError;
+use crate::state::{AppState, Config};
+
+/// The whole HTTP application: health at the origin, the API under `/api`.
+pub fn app(state: AppState) -> Router {
+    Router::new()
+        .merge(routes::health::router())
+        .nest("/api", routes::api_router())
+        .fallback(|| async { ApiError::not_found("endpoint", "this path").into_response() })
+        .method_not_allowed_fallback(|| async {
+            ApiError::new_method_not_allowed().into_response()
+        })
+        .with_state(state)
+}
+
+/// Runs the shim until SIGTERM/SIGINT.
+pub async fn run(options: ShimOptions) -> anyhow::Result<()> {
+    let client = Client::try_default().await?;
+    let caches = Caches::start(&client);
+    tracing::info!("filling caches");
+    caches.wait_until_ready().await?;
+    let state = AppState {
+        client,
+        caches,
+        config: Arc::new(Config {
+            system_namespace: options.system_namespace.clone(),
+            public_url: options.public_url(),
+            session_ttl: std::time::Duration::from_secs(options.session_hours * 3600),
+        }),
+        login_limiter: Default::default(),
+    };
+    let listener = tokio::net::TcpListener::bind(options.listen).await?;
+    tracing::info!(address = %options.listen, "serving the REST API under /api");
+    axum::serve(listener, app(state))
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("install SIGTERM handler");
+    tokio::select! {
+        _ = terminate.recv() => {},
+        _ = tokio::signal::ctrl_c() => {},
+    }
+    tracing::info!("shutting down");
+}

@@ -78,6 +78,11 @@ pub struct ServerSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 253))]
     pub base_domain: Option<String>,
+    /// Pins the server's SSH host key (`SHA256:…`, as `ssh-keygen -l` prints it). Without it the
+    /// key seen on first contact is pinned in status; either way a different key is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^SHA256:[A-Za-z0-9+/]{43}=?$"))]
+    pub expected_host_key_fingerprint: Option<String>,
     /// Path of the Docker socket on the server.
     #[serde(default = "default_docker_socket_path")]
     #[schemars(length(min = 1), regex(pattern = r"^/"))]

@@ -52,6 +52,10 @@ pub struct SessionSpec {
     /// User agent of the client that opened the session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_agent: Option<String>,
+    /// Organization (object name) the session currently acts in; switched by the user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub organization_id: Option<String>,
 }
 
 /// What the platform observed about a session.

@@ -89,6 +89,9 @@ pub struct SshCredentialStatus {
     /// Servers using this credential.
     #[serde(default)]
     pub usage: SshCredentialUsage,
+    /// Why the credential cannot be deleted yet (the servers using it); empty when it can.
+    #[serde(default)]
+    pub delete_blockers: Vec<String>,
     /// Generation of the spec last acted on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,

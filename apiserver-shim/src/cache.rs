@@ -1,0 +1,154 @@
+//! Reflector caches: reads are served from memory, kept current by watches on the API server.
+//! After a write, handlers wait for the cache to catch up, so a client reads its own writes.
+
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+
+use berth_crds::deploy_token::DeployToken;
+use berth_crds::environment::Environment;
+use berth_crds::invitation::Invitation;
+use berth_crds::member::Member;
+use berth_crds::organization::Organization;
+use berth_crds::overlay_decision::OverlayDecision;
+use berth_crds::project::Project;
+use berth_crds::route_surface_decision::RouteSurfaceDecision;
+use berth_crds::session::Session;
+use berth_crds::usage_intent::UsageIntent;
+use berth_crds::user::User;
+
+use crate::error::ApiError;
+
+/// How long a handler waits for its own write to show up in the cache.
+const CATCH_UP: Duration = Duration::from_secs(5);
+
+/// One cache per kind the REST API reads.
+#[derive(Clone)]
+pub struct Caches {
+    pub organizations: Store<Organization>,
+    pub users: Store<User>,
+    pub sessions: Store<Session>,
+    pub members: Store<Member>,
+    pub invitations: Store<Invitation>,
+    pub projects: Store<Project>,
+    pub environments: Store<Environment>,
+    pub deploy_tokens: Store<DeployToken>,
+    pub usage_intents: Store<UsageIntent>,
+    pub overlay_decisions: Store<OverlayDecision>,
+    pub route_surface_decisions: Store<RouteSurfaceDecision>,
+}
+
+/// Starts a watch-backed cache of every `K` in the cluster.
+fn start<K>(client: &Client) -> Store<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + Hash + Clone,
+{
+    let (reader, writer) = reflector::store();
+    let stream = watcher(Api::<K>::all(client.clone()), watcher::Config::default())
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects();
+    tokio::spawn(async move {
+        futures::pin_mut!(stream);
+        while let Some(item) = stream.next().await {
+            if let Err(error) = item {
+                tracing::warn!(%error, kind = %K::kind(&K::DynamicType::default()), "cache watch error");
+            }
+        }
+    });
+    reader
+}
+
+impl Caches {
+    pub fn start(client: &Client) -> Self {
+        Self {
+            organizations: start(client),
+            users: start(client),
+            sessions: start(client),
+            members: start(client),
+            invitations: start(client),
+            projects: start(client),
+            environments: start(client),
+            deploy_tokens: start(client),
+            usage_intents: start(client),
+            overlay_decisions: start(client),
+            route_surface_decisions: start(client),
+        }
+    }
+
+    /// Waits until every cache has listed once.
+    pub async fn wait_until_ready(&self) -> anyhow::Result<()> {
+        tokio::try_join!(
+            self.organizations.wait_until_ready(),
+            self.users.wait_until_ready(),
+            self.sessions.wait_until_ready(),
+            self.members.wait_until_ready(),
+            self.invitations.wait_until_ready(),
+            self.projects.wait_until_ready(),
+            self.environments.wait_until_ready(),
+            self.deploy_tokens.wait_until_ready(),
+            self.usage_intents.wait_until_ready(),
+            self.overlay_decisions.wait_until_ready(),
+            self.route_surface_decisions.wait_until_ready(),
+        )?;
+        Ok(())
+    }
+}
+
+/// Waits until `store` holds `written` (or something newer), so a following read sees it.
+pub async fn catch_up<K>(store: &Store<K>, written: &K) -> Result<(), ApiError>
+where
+    K: Resource + Clone,
+    K::DynamicType: Default + Eq + Hash + Clone,
+{
+    let key = ObjectRef::from_obj(written);
+    let wanted = version_number(written);
+    let deadline = tokio::time::Instant::now() + CATCH_UP;
+    loop {
+        let cached = store
+            .get(&key)
+            .map(|object| version_number(object.as_ref()));
+        if cached.is_some_and(|version| version >= wanted) {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(ApiError::unavailable(
+                "the write succeeded but the cache has not caught up; retry the read",
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Waits until `store` no longer holds the object named by `key`.
+pub async fn catch_up_deleted<K>(store: &Store<K>, key: &ObjectRef<K>) -> Result<(), ApiError>
+where
+    K: Resource + Clone,
+    K::DynamicType: Default + Eq + Hash + Clone,
+{
+    let deadline = tokio::time::Instant::now() + CATCH_UP;
+    while store.get(key).is_some() {
+        if tokio::time::Instant::now() >= deadline {
+            return Err(ApiError::unavailable(
+                "the delete succeeded but the cache has not caught up",
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    Ok(())
+}
+
+/// etcd resource versions are increasing integers; compare them as such.
+fn version_number<K: Resource>(object: &K) -> u64 {
+    object
+        .resource_version()
+        .and_then(|version| version.parse().ok())
+        .unwrap_or(0)
+}

@@ -1,0 +1,249 @@
+//! Request extractors that fail with the error envelope: malformed JSON is a 400, a wrong or
+//! unknown field is a 422 naming the field, and query parameters are checked one by one.
+
+use std::collections::HashMap;
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::header::CONTENT_TYPE;
+use axum::http::request::Parts;
+use serde::de::DeserializeOwned;
+
+use crate::error::ApiError;
+
+/// The largest request body accepted (env files and keys fit easily).
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// A JSON request body. Request types use `deny_unknown_fields`, so typos are caught.
+pub struct JsonBody<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let is_json = request
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_none_or(|v| v.starts_with("application/json"));
+        if !is_json {
+            return Err(ApiError::malformed(
+                "the body must be JSON (Content-Type: application/json)",
+            ));
+        }
+        let bytes = Bytes::from_request(request, state)
+            .await
+            .map_err(|e| ApiError::malformed(format!("could not read the body: {e}")))?;
+        if bytes.len() > MAX_BODY_BYTES {
+            return Err(ApiError::malformed(format!(
+                "the body is larger than {MAX_BODY_BYTES} bytes"
+            )));
+        }
+        // An empty body counts as `{}`, so endpoints whose fields are all optional accept it.
+        let text: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
+            b"{}"
+        } else {
+            &bytes
+        };
+        parse_json(text).map(JsonBody)
+    }
+}
+
+/// Parses JSON, reporting the path of the field that failed.
+pub fn parse_json<T: DeserializeOwned>(text: &[u8]) -> Result<T, ApiError> {
+    let mut deserializer = serde_json::Deserializer::from_slice(text);
+    match serde_path_to_error::deserialize(&mut deserializer) {
+        Ok(value) => Ok(value),
+        Err(error) => {
+            let path = error.path().to_string();
+            let inner = error.into_inner();
+            if inner.is_syntax() || inner.is_eof() {
+                Err(ApiError::malformed(format!(
+                    "the body is not valid JSON: {inner}"
+                )))
+            } else {
+                let field = if path == "." {
+                    unknown_field(&inner.to_string()).unwrap_or(path)
+                } else {
+                    path
+                };
+                Err(ApiError::validation(
+                    &field,
+                    describe(&field, &inner.to_string()),
+                ))
+            }
+        }
+    }
+}
+
+/// serde names an unknown field only inside its message: "unknown field `x`, expected …".
+fn unknown_field(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `")?;
+    Some(rest[..rest.find('`')?].to_string())
+}
+
+fn describe(field: &str, serde_message: &str) -> String {
+    // serde's message ends with " at line L column C", which means nothing to an API caller.
+    let message = serde_message
+        .split(" at line ")
+        .next()
+        .unwrap_or(serde_message);
+    format!("{field}: {message}")
+}
+
+/// Query parameters, checked individually so each error names its parameter.
+pub struct QueryParams(pub HashMap<String, String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for QueryParams {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        let query = parts.uri.query().unwrap_or_default();
+        let pairs = form_pairs(query).map_err(ApiError::malformed)?;
+        Ok(Self(pairs))
+    }
+}
+
+fn form_pairs(query: &str) -> Result<HashMap<String, String>, String> {
+    let mut pairs = HashMap::new();
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        pairs.insert(percent_decode(key)?, percent_decode(value)?);
+    }
+    Ok(pairs)
+}
+
+fn percent_decode(text: &str) -> Result<String, String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let hex = text
+                    .get(i + 1..i + 3)
+                    .ok_or("bad percent-encoding in the query")?;
+                out.push(
+                    u8::from_str_radix(hex, 16).map_err(|_| "bad percent-encoding in the query")?,
+                );
+                i += 2;
+            }
+            byte => out.push(byte),
+        }
+        i += 1;
+    }
+    String::from_utf8(out).map_err(|_| "the query is not UTF-8".to_string())
+}
+
+impl QueryParams {
+    /// An optional filter string; present means non-empty (spec §8).
+    pub fn string(&self, name: &str) -> Result<Option<&str>, ApiError> {
+        match self.0.get(name) {
+            None => Ok(None),
+            Some(value) if value.is_empty() => Err(ApiError::validation(
+                name,
+                format!("{name} must be at least 1 character"),
+            )),
+            Some(value) => Ok(Some(value.as_str())),
+        }
+    }
+
+    /// A required filter string.
+    pub fn required(&self, name: &str) -> Result<&str, ApiError> {
+        self.string(name)?
+            .ok_or_else(|| ApiError::validation(name, format!("{name} is required")))
+    }
+
+    /// An integer within `min..=max`, or `default` when absent.
+    pub fn integer(&self, name: &str, min: u64, max: u64, default: u64) -> Result<u64, ApiError> {
+        let Some(raw) = self.0.get(name) else {
+            return Ok(default);
+        };
+        raw.parse::<u64>()
+            .ok()
+            .filter(|value| (min..=max).contains(value))
+            .ok_or_else(|| {
+                ApiError::validation(
+                    name,
+                    format!("{name} must be an integer from {min} to {max}"),
+                )
+                .with_detail("min", min)
+                .with_detail("max", max)
+            })
+    }
+
+    /// One of `allowed`, or `default` when absent.
+    pub fn one_of<'a>(
+        &'a self,
+        name: &str,
+        allowed: &[&'a str],
+        default: Option<&'a str>,
+    ) -> Result<Option<&'a str>, ApiError> {
+        match self.0.get(name) {
+            None => Ok(default),
+            Some(value) if allowed.contains(&value.as_str()) => Ok(Some(value.as_str())),
+            Some(_) => Err(ApiError::validation(
+                name,
+                format!("{name} must be one of: {}", allowed.join(", ")),
+            )
+            .with_detail("allowed", allowed.to_vec())),
+        }
+    }
+
+    /// A boolean given as `true`/`false` (or `1`/`0`).
+    pub fn boolean(&self, name: &str) -> Result<bool, ApiError> {
+        match self.0.get(name).map(String::as_str) {
+            None => Ok(false),
+            Some("true" | "1") => Ok(true),
+            Some("false" | "0") => Ok(false),
+            Some(_) => Err(ApiError::validation(
+                name,
+                format!("{name} must be true or false"),
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Deserialize, Debug)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    #[allow(dead_code)]
+    struct Body {
+        name: String,
+        display_order: Option<u32>,
+    }
+
+    #[test]
+    fn unknown_field_is_named() {
+        let error = parse_json::<Body>(br#"{"name":"a","nmae":"b"}"#).unwrap_err();
+        assert_eq!(error.status, 422);
+        assert_eq!(error.body.details["field"], "nmae");
+    }
+
+    #[test]
+    fn wrong_type_names_the_field() {
+        let error = parse_json::<Body>(br#"{"name":"a","displayOrder":"x"}"#).unwrap_err();
+        assert_eq!(error.body.details["field"], "displayOrder");
+        assert!(!error.body.message.contains("line"));
+    }
+
+    #[test]
+    fn broken_json_is_malformed() {
+        assert_eq!(parse_json::<Body>(b"{\"name\":").unwrap_err().status, 400);
+    }
+
+    #[test]
+    fn query_limits_are_enforced_with_the_parameter_named() {
+        let query = QueryParams(form_pairs("limit=501&name=a%20b").unwrap());
+        let error = query.integer("limit", 1, 500, 50).unwrap_err();
+        assert_eq!(error.body.details["field"], "limit");
+        assert_eq!(query.string("name").unwrap(), Some("a b"));
+        let empty = QueryParams(form_pairs("name=").unwrap());
+        assert!(empty.string("name").is_err());
+    }
+}

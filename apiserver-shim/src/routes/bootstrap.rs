@@ -1,0 +1,504 @@
+//! Spec §4.1 bootstrap (auth status, first administrator) and local-password login/logout.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use berth_crds::member::{Member, MemberSpec, OrganizationRole};
+use berth_crds::organization::{Organization, OrganizationSpec};
+use berth_crds::session::{Session, SessionSpec};
+use berth_crds::user::{User, UserSpec};
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::api::{ObjectMeta, PostParams};
+use kube::{Api, ResourceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::Endpoint;
+use super::common::{non_empty, slugify, timestamp};
+use crate::auth::token::{self, new_id};
+use crate::auth::{Caller, password};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::JsonBody;
+use crate::state::AppState;
+use crate::write::apply;
+
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::get::<BootstrapStatus, _, _>(
+            "/bootstrap/auth/status",
+            "Whether a first administrator and organization exist",
+            status,
+        )
+        .public(),
+        Endpoint::post::<FirstAdminRequest, FirstAdminResult, _, _>(
+            "/bootstrap/auth/first-admin",
+            "Create the first administrator and organization (once)",
+            first_admin,
+        )
+        .public(),
+        Endpoint::post::<LoginRequest, LoginResult, _, _>(
+            "/auth/login",
+            "Sign in with email and password",
+            login,
+        )
+        .public(),
+        Endpoint::post::<LogoutRequest, LogoutResult, _, _>(
+            "/auth/logout",
+            "Revoke the current session",
+            logout,
+        ),
+    ]
+}
+
+/// The one login method Berth offers.
+pub const LOCAL_PASSWORD: &str = "local-password";
+/// Label on the User created by the first-admin call.
+pub const FIRST_ADMIN_LABEL: &str = "berth.dev/first-admin";
+/// ConfigMap whose creation makes the first-admin call happen at most once, even under races.
+const BOOTSTRAP_LOCK: &str = "berth-bootstrap";
+
+#[derive(Serialize, JsonSchema, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct LoginMethod {
+    pub key: String,
+    pub configured: bool,
+    pub enabled: bool,
+    pub reason: String,
+}
+
+/// The Bootstrap auth status record of spec §2.2.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BootstrapStatus {
+    pub bootstrap_required: bool,
+    pub first_admin_configured: bool,
+    pub organization_configured: bool,
+    pub login_methods: Vec<LoginMethod>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_admin_email: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub login_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub organization_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub organization_slug: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub next_steps: Vec<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct FirstAdminRequest {
+    /// The administrator's email (their login name).
+    pub email: String,
+    pub display_name: Option<String>,
+    /// A password of at least 12 characters; one is generated and returned once when omitted.
+    pub password: Option<String>,
+    /// Display name of the first organization (default `Default`).
+    pub organization_name: Option<String>,
+}
+
+/// The First-admin result record of spec §2.2.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FirstAdminResult {
+    pub bootstrap_required: bool,
+    pub created: bool,
+    pub email: String,
+    pub login_methods: Vec<LoginMethod>,
+    pub organization_id: String,
+    pub organization_slug: String,
+    pub user_id: String,
+    /// Returned once, only when the password was generated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generated_password: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub login_url: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LoginRequest {
+    pub email: String,
+    pub password: String,
+    /// Kind of client, e.g. `web` (default) or `cli`.
+    pub client_kind: Option<String>,
+    /// Name shown in the session list.
+    pub display_name: Option<String>,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LoginResult {
+    /// The bearer token; shown only here.
+    pub token: String,
+    pub session_id: String,
+    pub user_id: String,
+    pub expires_at: String,
+}
+
+#[derive(Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct LogoutRequest {}
+
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LogoutResult {
+    pub session_id: String,
+    pub revoked_at: String,
+}
+
+fn login_methods(configured: bool) -> Vec<LoginMethod> {
+    vec![LoginMethod {
+        key: LOCAL_PASSWORD.into(),
+        configured,
+        enabled: true,
+        reason: if configured {
+            "sign in with email and password".into()
+        } else {
+            "create the first administrator to enable it".into()
+        },
+    }]
+}
+
+fn login_url(state: &AppState) -> String {
+    format!(
+        "{}/auth/login",
+        state.config.public_url.trim_end_matches('/')
+    )
+}
+
+async fn status(State(state): State<AppState>) -> Json<BootstrapStatus> {
+    let first_admin = state
+        .caches
+        .users
+        .find(|u| u.labels().contains_key(FIRST_ADMIN_LABEL));
+    let mut organizations = state.caches.organizations.state();
+    organizations.sort_by_key(|o| o.metadata.creation_timestamp.clone().map(|t| t.0));
+    let organization = organizations.first();
+    let configured = first_admin.is_some();
+    let next_steps = if configured {
+        vec!["POST /api/auth/login with the administrator's email and password".to_string()]
+    } else {
+        vec![
+            "POST /api/bootstrap/auth/first-admin with an email to create the first administrator"
+                .to_string(),
+        ]
+    };
+    Json(BootstrapStatus {
+        bootstrap_required: !configured,
+        first_admin_configured: configured,
+        organization_configured: organization.is_some(),
+        login_methods: login_methods(configured),
+        first_admin_email: first_admin.map(|u| u.spec.email.clone()),
+        login_url: Some(login_url(&state)),
+        organization_id: organization.map(|o| o.name_any()),
+        organization_slug: organization.map(|o| o.spec.slug.clone()),
+        next_steps,
+    })
+}
+
+/// A plausible email: something@something.tld, no spaces.
+pub fn validate_email(field: &str, email: &str) -> ApiResult<()> {
+    let valid = email.len() <= 254
+        && !email.contains(char::is_whitespace)
+        && email.split_once('@').is_some_and(|(local, domain)| {
+            !local.is_empty()
+                && domain.contains('.')
+                && !domain.starts_with('.')
+                && !domain.ends_with('.')
+        });
+    if valid {
+        Ok(())
+    } else {
+        Err(ApiError::validation(
+            field,
+            format!("{field} must be an email address like name@example.com"),
+        ))
+    }
+}
+
+/// Passwords people choose must be at least this long.
+pub const MIN_PASSWORD_LENGTH: usize = 12;
+
+async fn first_admin(
+    State(state): State<AppState>,
+    JsonBody(body): JsonBody<FirstAdminRequest>,
+) -> ApiResult<Json<FirstAdminResult>> {
+    validate_email("email", &body.email)?;
+    if let Some(password) = &body.password
+        && password.chars().count() < MIN_PASSWORD_LENGTH
+    {
+        return Err(ApiError::validation(
+            "password",
+            format!("password must be at least {MIN_PASSWORD_LENGTH} characters"),
+        ));
+    }
+    if let Some(name) = &body.organization_name {
+        non_empty("organizationName", name)?;
+    }
+    if state
+        .caches
+        .users
+        .find(|u| u.labels().contains_key(FIRST_ADMIN_LABEL))
+        .is_some()
+    {
+        return Err(ApiError::conflict(
+            "the first administrator already exists; sign in instead",
+        ));
+    }
+    take_bootstrap_lock(&state).await?;
+
+    let email = body.email.trim().to_lowercase();
+    let (password, generated) = match body.password {
+        Some(password) => (password, None),
+        None => {
+            let password = password::generate();
+            (password.clone(), Some(password))
+        }
+    };
+    let user_id = new_id("usr");
+    store_password(&state, &user_id, &password).await?;
+    let mut user = User::new(
+        &user_id,
+        UserSpec {
+            email: email.clone(),
+            display_name: body.display_name.clone(),
+            avatar_url: None,
+            password_secret_ref: Some(password_secret_name(&user_id)),
+        },
+    );
+    user.labels_mut()
+        .insert(FIRST_ADMIN_LABEL.into(), "true".into());
+    apply(
+        &Api::all(state.client.clone()),
+        &state.caches.users,
+        None,
+        user,
+    )
+    .await?;
+
+    let organization_name = body.organization_name.unwrap_or_else(|| "Default".into());
+    let slug = slugify(&organization_name);
+    let organization = Organization::new(
+        &slug,
+        OrganizationSpec {
+            name: organization_name,
+            slug: slug.clone(),
+            logo_url: None,
+        },
+    );
+    let organization = apply(
+        &Api::all(state.client.clone()),
+        &state.caches.organizations,
+        None,
+        organization,
+    )
+    .await?;
+    let namespace = wait_for_namespace(&state, &organization.name_any()).await?;
+    let member = Member::new(
+        &new_id("mem"),
+        MemberSpec {
+            user_id: user_id.clone(),
+            email: email.clone(),
+            role: OrganizationRole::Owner,
+            active: true,
+        },
+    );
+    apply(
+        &Api::namespaced(state.client.clone(), &namespace),
+        &state.caches.members,
+        None,
+        member,
+    )
+    .await?;
+
+    tracing::info!(user = %user_id, organization = %slug, "first administrator created");
+    Ok(Json(FirstAdminResult {
+        bootstrap_required: false,
+        created: true,
+        email,
+        login_methods: login_methods(true),
+        organization_id: organization.name_any(),
+        organization_slug: slug,
+        user_id,
+        generated_password: generated,
+        login_url: Some(login_url(&state)),
+    }))
+}
+
+/// Creating (not applying) a fixed ConfigMap succeeds exactly once.
+async fn take_bootstrap_lock(state: &AppState) -> ApiResult<()> {
+    let lock = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(BOOTSTRAP_LOCK.into()),
+            ..Default::default()
+        },
+        data: Some(BTreeMap::from([(
+            "createdAt".to_string(),
+            Timestamp::now().to_string(),
+        )])),
+        ..Default::default()
+    };
+    let api = Api::<ConfigMap>::namespaced(state.client.clone(), &state.config.system_namespace);
+    match api.create(&PostParams::default(), &lock).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 409 => Err(ApiError::conflict(
+            "the first administrator already exists; sign in instead",
+        )),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Name of the Secret holding a user's password hash.
+pub fn password_secret_name(user_id: &str) -> String {
+    format!("berth-password-{user_id}")
+}
+
+/// Stores the Argon2 hash of `password` in the user's Secret (never the password itself).
+pub async fn store_password(state: &AppState, user_id: &str, password: &str) -> ApiResult<()> {
+    let secret = Secret {
+        metadata: ObjectMeta {
+            name: Some(password_secret_name(user_id)),
+            labels: Some(BTreeMap::from([(
+                "berth.dev/user".to_string(),
+                user_id.to_string(),
+            )])),
+            ..Default::default()
+        },
+        type_: Some("Opaque".into()),
+        data: Some(BTreeMap::from([(
+            "hash".to_string(),
+            ByteString(password::hash(password).into_bytes()),
+        )])),
+        ..Default::default()
+    };
+    let api = Api::<Secret>::namespaced(state.client.clone(), &state.config.system_namespace);
+    api.patch(
+        &password_secret_name(user_id),
+        &kube::api::PatchParams::apply(crate::state::FIELD_MANAGER).force(),
+        &kube::api::Patch::Apply(&secret),
+    )
+    .await?;
+    Ok(())
+}
+
+/// The controller provisions an organization's namespace; wait for it (bounded).
+pub async fn wait_for_namespace(state: &AppState, organization: &str) -> ApiResult<String> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let namespace = state
+            .caches
+            .organizations
+            .find(|o| o.name_any() == organization)
+            .and_then(|o| o.status.as_ref()?.namespace.clone());
+        if let Some(namespace) = namespace {
+            return Ok(namespace);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(ApiError::unavailable(
+                "the organization's namespace was not provisioned within 30 s; is berth-controller running?",
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn login(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody<LoginRequest>,
+) -> ApiResult<Json<LoginResult>> {
+    let email = body.email.trim().to_lowercase();
+    state.login_limiter.check(&email)?;
+    let refused = || ApiError::unauthenticated("the email or password is wrong");
+    let Some(user) = state
+        .caches
+        .users
+        .find(|u| u.spec.email.eq_ignore_ascii_case(&email))
+    else {
+        state.login_limiter.failed(&email);
+        return Err(refused());
+    };
+    let api = Api::<Secret>::namespaced(state.client.clone(), &state.config.system_namespace);
+    let hash = api
+        .get_opt(&password_secret_name(&user.name_any()))
+        .await?
+        .and_then(|secret| {
+            secret
+                .data?
+                .get("hash")
+                .map(|h| String::from_utf8_lossy(&h.0).into_owned())
+        });
+    if !hash.is_some_and(|hash| password::verify(&body.password, &hash)) {
+        state.login_limiter.failed(&email);
+        return Err(refused());
+    }
+    state.login_limiter.succeeded(&email);
+
+    let secret = token::generate(token::SESSION_PREFIX);
+    let session_id = new_id("sess");
+    let ttl = SignedDuration::try_from(state.config.session_ttl).map_err(ApiError::internal)?;
+    let expires_at = Timestamp::now()
+        .checked_add(ttl)
+        .map_err(ApiError::internal)?;
+    let user_agent = headers
+        .get("user-agent")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let session = Session::new(
+        &session_id,
+        SessionSpec {
+            user_id: user.name_any(),
+            client_kind: body.client_kind.unwrap_or_else(|| "web".into()),
+            display_name: body.display_name,
+            token_digest: token::digest(&secret),
+            expires_at: Time(expires_at),
+            revoked: false,
+            ip_address: None,
+            user_agent,
+            organization_id: None,
+        },
+    );
+    let api = Api::namespaced(state.client.clone(), &state.config.system_namespace);
+    apply(&api, &state.caches.sessions, None, session).await?;
+    Ok(Json(LoginResult {
+        token: secret,
+        session_id,
+        user_id: user.name_any(),
+        expires_at: timestamp(&Time(expires_at)),
+    }))
+}
+
+async fn logout(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(_): JsonBody<LogoutRequest>,
+) -> ApiResult<Json<LogoutResult>> {
+    let (_, _, session_id) = caller.require_user()?;
+    let revoked_at = revoke_session(&state, session_id).await?;
+    Ok(Json(LogoutResult {
+        session_id: session_id.to_string(),
+        revoked_at,
+    }))
+}
+
+/// Marks a session revoked; it is refused from the next request on.
+pub async fn revoke_session(state: &AppState, session_id: &str) -> ApiResult<String> {
+    let session = state
+        .caches
+        .sessions
+        .find(|s| s.name_any() == session_id)
+        .ok_or_else(|| ApiError::not_found("session", session_id))?;
+    let mut desired = Session::new(session_id, session.spec.clone());
+    desired.spec.revoked = true;
+    let api = Api::namespaced(state.client.clone(), &state.config.system_namespace);
+    apply(&api, &state.caches.sessions, None, desired).await?;
+    Ok(Timestamp::now().to_string())
+}

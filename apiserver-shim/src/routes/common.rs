@@ -1,0 +1,190 @@
+//! Shapes and helpers several route groups share.
+
+use std::sync::Arc;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use kube::runtime::reflector::Store;
+use kube::{Resource, ResourceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ApiError;
+
+/// `{ "id": … }`: what create and delete calls return.
+#[derive(Serialize, JsonSchema)]
+pub struct IdResponse {
+    /// Id of the object created or changed.
+    pub id: String,
+}
+
+/// The `confirmation` object of destructive calls (spec §5): it repeats the target id.
+#[derive(Deserialize, JsonSchema, Default, Debug)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Confirmation {
+    pub project_id: Option<String>,
+    pub environment_id: Option<String>,
+    pub token_id: Option<String>,
+    pub user_id: Option<String>,
+    pub organization_id: Option<String>,
+    pub credential_id: Option<String>,
+    pub server_id: Option<String>,
+    pub resource_slug: Option<String>,
+}
+
+/// `{ "count": … }`.
+#[derive(Serialize, JsonSchema)]
+pub struct CountResponse {
+    pub count: usize,
+}
+
+/// An ISO 8601 timestamp as the REST API prints it.
+pub fn timestamp(time: &Time) -> String {
+    time.0.to_string()
+}
+
+/// When an object was created, from its metadata.
+pub fn created_at(meta: &ObjectMeta) -> String {
+    meta.creation_timestamp
+        .as_ref()
+        .map(timestamp)
+        .unwrap_or_default()
+}
+
+/// The object `name` in `namespace`, or a 404 that does not reveal other organizations' objects.
+pub fn find_in<K>(
+    store: &Store<K>,
+    namespace: &str,
+    name: &str,
+    kind: &str,
+) -> Result<Arc<K>, ApiError>
+where
+    K: Resource + Clone,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
+{
+    store
+        .find(|object| {
+            object.namespace().as_deref() == Some(namespace) && object.name_any() == name
+        })
+        .ok_or_else(|| ApiError::not_found(kind, name))
+}
+
+/// Every object of `store` in `namespace`.
+pub fn all_in<K>(store: &Store<K>, namespace: &str) -> Vec<Arc<K>>
+where
+    K: Resource + Clone,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
+{
+    store
+        .state()
+        .into_iter()
+        .filter(|object| object.namespace().as_deref() == Some(namespace))
+        .collect()
+}
+
+/// Checks a destructive call's `confirmation.<field>` repeats the target id.
+pub fn confirm(
+    given: Option<&str>,
+    expected: &str,
+    field: &str,
+    kind: &str,
+) -> Result<(), ApiError> {
+    match given {
+        None => Err(ApiError::validation(
+            &format!("confirmation.{field}"),
+            format!("confirmation.{field} is required: repeat the {kind} id to confirm"),
+        )),
+        Some(value) if value == expected => Ok(()),
+        Some(_) => Err(ApiError::confirmation_mismatch(field, kind)),
+    }
+}
+
+/// Rejects an empty or whitespace-only required string (spec §8: length >= 1).
+pub fn non_empty(field: &str, value: &str) -> Result<(), ApiError> {
+    if value.trim().is_empty() {
+        return Err(ApiError::validation(
+            field,
+            format!("{field} must be at least 1 character"),
+        ));
+    }
+    Ok(())
+}
+
+/// A URL-safe slug from a display name: lowercase letters, digits and single dashes.
+pub fn slugify(name: &str) -> String {
+    let mut slug = String::new();
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            slug.push(c.to_ascii_lowercase());
+        } else if !slug.ends_with('-') && !slug.is_empty() {
+            slug.push('-');
+        }
+    }
+    let slug = slug.trim_end_matches('-');
+    let slug: String = slug.chars().take(63).collect();
+    let slug = slug.trim_end_matches('-').to_string();
+    if slug.is_empty() {
+        "item".to_string()
+    } else {
+        slug
+    }
+}
+
+/// Cursor pagination: the cursor is the offset of the next item, as a decimal string.
+pub fn paginate<T: Clone>(
+    items: &[T],
+    cursor: Option<&str>,
+    limit: usize,
+) -> Result<(Vec<T>, Option<String>), ApiError> {
+    let start = match cursor {
+        None => 0,
+        Some(text) => text
+            .parse::<usize>()
+            .ok()
+            .filter(|offset| *offset <= items.len())
+            .ok_or_else(|| ApiError::validation("cursor", "cursor is not one this API returned"))?,
+    };
+    let end = (start + limit).min(items.len());
+    let next = (end < items.len()).then(|| end.to_string());
+    Ok((items[start..end].to_vec(), next))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_are_dns_labels() {
+        assert_eq!(slugify("My Shop!  2"), "my-shop-2");
+        assert_eq!(slugify("---"), "item");
+        assert_eq!(slugify(&"a".repeat(100)).len(), 63);
+    }
+
+    #[test]
+    fn confirmation_must_repeat_the_id() {
+        assert!(confirm(Some("prj-1"), "prj-1", "projectId", "project").is_ok());
+        assert_eq!(
+            confirm(Some("prj-2"), "prj-1", "projectId", "project")
+                .unwrap_err()
+                .status,
+            409
+        );
+        assert_eq!(
+            confirm(None, "prj-1", "projectId", "project")
+                .unwrap_err()
+                .status,
+            422
+        );
+    }
+
+    #[test]
+    fn cursor_pages_reach_the_end() {
+        let items: Vec<u32> = (0..5).collect();
+        let (first, next) = paginate(&items, None, 2).unwrap();
+        assert_eq!(first, vec![0, 1]);
+        let (second, next) = paginate(&items, next.as_deref(), 2).unwrap();
+        assert_eq!(second, vec![2, 3]);
+        let (last, next) = paginate(&items, next.as_deref(), 2).unwrap();
+        assert_eq!((last, next), (vec![4], None));
+        assert!(paginate(&items, Some("x"), 2).is_err());
+    }
+}

@@ -1,0 +1,117 @@
+//! The route table. Every endpoint is declared once, with its request and response types, and
+//! both the axum router and the OpenAPI document are built from that declaration, so the
+//! document cannot drift from the code. Modules mirror the specification's sections.
+
+pub mod bootstrap;
+pub mod common;
+pub mod health;
+pub mod projects;
+
+use axum::Router;
+use axum::handler::Handler;
+use axum::http::Method;
+use axum::routing::{MethodRouter, on};
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+
+use crate::state::AppState;
+
+type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
+
+/// One endpoint of the REST API.
+pub struct Endpoint {
+    pub method: Method,
+    /// Path under `/api`, with `{param}` placeholders.
+    pub path: &'static str,
+    pub summary: &'static str,
+    /// Whether it is served without a bearer token.
+    pub public: bool,
+    pub request: Option<SchemaFn>,
+    pub response: SchemaFn,
+    route: MethodRouter<AppState>,
+}
+
+fn schema_of<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
+    generator.subschema_for::<T>()
+}
+
+impl Endpoint {
+    fn new<H, T>(method: Method, path: &'static str, summary: &'static str, handler: H) -> Self
+    where
+        H: Handler<T, AppState>,
+        T: 'static,
+    {
+        let filter =
+            axum::routing::MethodFilter::try_from(method.clone()).expect("a routable method");
+        Self {
+            method,
+            path,
+            summary,
+            public: false,
+            request: None,
+            response: schema_of::<serde_json::Value>,
+            route: on(filter, handler),
+        }
+    }
+
+    /// A read: no body.
+    pub fn get<Resp: JsonSchema, H: Handler<T, AppState>, T: 'static>(
+        path: &'static str,
+        summary: &'static str,
+        handler: H,
+    ) -> Self {
+        Self {
+            response: schema_of::<Resp>,
+            ..Self::new(Method::GET, path, summary, handler)
+        }
+    }
+
+    /// A call with a JSON body.
+    pub fn post<Req: JsonSchema, Resp: JsonSchema, H: Handler<T, AppState>, T: 'static>(
+        path: &'static str,
+        summary: &'static str,
+        handler: H,
+    ) -> Self {
+        Self {
+            request: Some(schema_of::<Req>),
+            response: schema_of::<Resp>,
+            ..Self::new(Method::POST, path, summary, handler)
+        }
+    }
+
+    /// A DELETE, which carries a JSON body (the confirmation).
+    pub fn delete<Req: JsonSchema, Resp: JsonSchema, H: Handler<T, AppState>, T: 'static>(
+        path: &'static str,
+        summary: &'static str,
+        handler: H,
+    ) -> Self {
+        Self {
+            request: Some(schema_of::<Req>),
+            response: schema_of::<Resp>,
+            ..Self::new(Method::DELETE, path, summary, handler)
+        }
+    }
+
+    /// Served without authentication.
+    pub fn public(mut self) -> Self {
+        self.public = true;
+        self
+    }
+}
+
+/// Every endpoint, in the order of the specification's sections.
+pub fn endpoints() -> Vec<Endpoint> {
+    [bootstrap::endpoints(), projects::endpoints()]
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// The router for everything under `/api`.
+pub fn api_router() -> Router<AppState> {
+    let mut router =
+        Router::new().route("/openapi.json", axum::routing::get(crate::openapi::serve));
+    for endpoint in endpoints() {
+        router = router.route(endpoint.path, endpoint.route);
+    }
+    router
+}

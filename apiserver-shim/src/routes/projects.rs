@@ -1,0 +1,349 @@
+//! Spec §4.4, projects: count, list, create, show, archive (DELETE), rename.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use berth_crds::lifecycle::LifecycleStatus;
+use berth_crds::member::OrganizationRole;
+use berth_crds::project::{Project, ProjectSpec};
+use kube::{Api, ResourceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::Endpoint;
+use super::common::{
+    Confirmation, CountResponse, IdResponse, all_in, confirm, created_at, find_in, non_empty,
+    slugify, timestamp,
+};
+use crate::auth::token::new_id;
+use crate::auth::{Caller, ScopeDimension};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{JsonBody, QueryParams};
+use crate::state::AppState;
+use crate::write::apply;
+
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::get::<CountResponse, _, _>("/projects/count", "Count active projects", count),
+        Endpoint::get::<ProjectList, _, _>("/projects", "List projects", list),
+        Endpoint::post::<CreateProject, IdResponse, _, _>("/projects", "Create a project", create),
+        Endpoint::get::<ProjectRecord, _, _>("/projects/{projectId}", "Show a project", show),
+        Endpoint::delete::<ArchiveProject, IdResponse, _, _>(
+            "/projects/{projectId}",
+            "Archive a project (history stays readable)",
+            archive,
+        ),
+        Endpoint::post::<RenameProject, ProjectRecord, _, _>(
+            "/projects/{projectId}/rename",
+            "Rename a project",
+            rename,
+        ),
+    ]
+}
+
+/// Largest `limit` of `GET /projects` (spec §8).
+pub const MAX_LIMIT: u64 = 500;
+/// `limit` when the caller gives none.
+pub const DEFAULT_LIMIT: u64 = 50;
+/// Largest `offset` (spec §8): 2^53 - 1.
+pub const MAX_OFFSET: u64 = 9_007_199_254_740_991;
+
+/// The Project record of spec §2.2.
+#[derive(Serialize, JsonSchema, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ProjectRecord {
+    pub id: String,
+    pub organization_id: String,
+    pub name: String,
+    pub slug: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// `active` or `archived`.
+    pub lifecycle_status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub archived_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub archive_reason: Option<String>,
+    pub display_order: i64,
+    pub created_at: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct ProjectList {
+    pub items: Vec<ProjectRecord>,
+    pub total: usize,
+    pub limit: u64,
+    pub offset: u64,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateProject {
+    /// Display name (required, at least 1 character).
+    pub name: String,
+    /// URL-safe short name; derived from the name when omitted.
+    pub slug: Option<String>,
+    pub description: Option<String>,
+    /// Position in ordered lists.
+    pub display_order: Option<u32>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ArchiveProject {
+    /// Must carry `projectId` equal to the project being archived.
+    pub confirmation: Option<Confirmation>,
+    /// Why the project is archived (shown as `archiveReason`).
+    pub reason: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RenameProject {
+    /// The new display name.
+    pub name: String,
+    /// A new slug; unchanged when omitted.
+    pub slug: Option<String>,
+}
+
+/// Converts the custom resource to the REST record.
+pub fn record(project: &Project, organization_id: &str) -> ProjectRecord {
+    let status = project.status.clone().unwrap_or_default();
+    // The spec's flag is the truth the moment it is written; status adds the timestamp.
+    let lifecycle = LifecycleStatus::from_archived(project.spec.archived);
+    ProjectRecord {
+        id: project.name_any(),
+        organization_id: organization_id.to_string(),
+        name: project.spec.name.clone(),
+        slug: project
+            .spec
+            .slug
+            .clone()
+            .unwrap_or_else(|| slugify(&project.spec.name)),
+        description: project.spec.description.clone(),
+        lifecycle_status: lifecycle.as_str().to_string(),
+        archived_at: status
+            .archived_at
+            .as_ref()
+            .filter(|_| project.spec.archived)
+            .map(timestamp),
+        archive_reason: project
+            .spec
+            .archive_reason
+            .clone()
+            .filter(|_| project.spec.archived),
+        display_order: project.spec.display_order,
+        created_at: created_at(&project.metadata),
+    }
+}
+
+/// The caller's projects, filtered by a deploy token's scope, in display order.
+fn visible(state: &AppState, caller: &Caller, namespace: &str) -> Vec<std::sync::Arc<Project>> {
+    let mut projects: Vec<_> = all_in(&state.caches.projects, namespace)
+        .into_iter()
+        .filter(|p| caller.sees(ScopeDimension::Project, &p.name_any()))
+        .collect();
+    projects.sort_by(|a, b| {
+        (a.spec.display_order, created_at(&a.metadata), a.name_any()).cmp(&(
+            b.spec.display_order,
+            created_at(&b.metadata),
+            b.name_any(),
+        ))
+    });
+    projects
+}
+
+/// A project of the caller's organization that the caller may see, or 404.
+pub fn lookup(state: &AppState, caller: &Caller, id: &str) -> ApiResult<std::sync::Arc<Project>> {
+    let organization = caller.organization()?;
+    let project = find_in(
+        &state.caches.projects,
+        &organization.namespace,
+        id,
+        "project",
+    )?;
+    if !caller.sees(ScopeDimension::Project, id) {
+        return Err(ApiError::not_found("project", id));
+    }
+    Ok(project)
+}
+
+async fn count(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<CountResponse>> {
+    let organization = caller.organization()?;
+    let count = visible(&state, &caller, &organization.namespace)
+        .iter()
+        .filter(|p| !p.spec.archived)
+        .count();
+    Ok(Json(CountResponse { count }))
+}
+
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    query: QueryParams,
+) -> ApiResult<Json<ProjectList>> {
+    let organization = caller.organization()?;
+    let limit = query.integer("limit", 1, MAX_LIMIT, DEFAULT_LIMIT)?;
+    let offset = query.integer("offset", 0, MAX_OFFSET, 0)?;
+    let lifecycle = query.one_of(
+        "lifecycleStatus",
+        &["active", "archived", "all"],
+        Some("active"),
+    )?;
+    let matching: Vec<ProjectRecord> = visible(&state, &caller, &organization.namespace)
+        .iter()
+        .map(|p| record(p, &organization.id))
+        .filter(|r| lifecycle == Some("all") || Some(r.lifecycle_status.as_str()) == lifecycle)
+        .collect();
+    let total = matching.len();
+    let items = matching
+        .into_iter()
+        .skip(usize::try_from(offset).unwrap_or(usize::MAX))
+        .take(limit as usize)
+        .collect();
+    Ok(Json(ProjectList {
+        items,
+        total,
+        limit,
+        offset,
+    }))
+}
+
+fn validate_slug(slug: &str) -> ApiResult<()> {
+    let valid = !slug.is_empty()
+        && slug.len() <= 63
+        && slug
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !slug.starts_with('-')
+        && !slug.ends_with('-');
+    if valid {
+        Ok(())
+    } else {
+        Err(ApiError::validation(
+            "slug",
+            "slug must be 1-63 lowercase letters, digits or dashes, not starting or ending with a dash",
+        ))
+    }
+}
+
+fn validate_name(name: &str) -> ApiResult<()> {
+    non_empty("name", name)?;
+    if name.chars().count() > 120 {
+        return Err(ApiError::validation(
+            "name",
+            "name must be at most 120 characters",
+        ));
+    }
+    Ok(())
+}
+
+/// A slug already used by another project of the organization is a conflict.
+fn ensure_slug_free(
+    state: &AppState,
+    namespace: &str,
+    slug: &str,
+    except: Option<&str>,
+) -> ApiResult<()> {
+    let taken = all_in(&state.caches.projects, namespace).iter().any(|p| {
+        Some(p.name_any().as_str()) != except
+            && p.spec.slug.clone().unwrap_or_else(|| slugify(&p.spec.name)) == slug
+    });
+    if taken {
+        return Err(
+            ApiError::conflict(format!("another project already uses the slug {slug}"))
+                .with_detail("field", "slug"),
+        );
+    }
+    Ok(())
+}
+
+async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<CreateProject>,
+) -> ApiResult<Json<IdResponse>> {
+    let organization = caller.require_role(OrganizationRole::Member)?;
+    if matches!(caller.principal, crate::auth::Principal::DeployToken { .. }) {
+        return Err(ApiError::forbidden("deploy tokens cannot create projects"));
+    }
+    validate_name(&body.name)?;
+    let slug = match body.slug {
+        Some(slug) => {
+            validate_slug(&slug)?;
+            slug
+        }
+        None => slugify(&body.name),
+    };
+    ensure_slug_free(&state, &organization.namespace, &slug, None)?;
+    let id = new_id("prj");
+    let project = Project::new(
+        &id,
+        ProjectSpec {
+            name: body.name,
+            slug: Some(slug),
+            description: body.description,
+            display_order: i64::from(body.display_order.unwrap_or(0)),
+            archived: false,
+            archive_reason: None,
+        },
+    );
+    let api = Api::<Project>::namespaced(state.client.clone(), &organization.namespace);
+    apply(&api, &state.caches.projects, Some(&caller), project).await?;
+    Ok(Json(IdResponse { id }))
+}
+
+async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<ProjectRecord>> {
+    let project = lookup(&state, &caller, &id)?;
+    Ok(Json(record(&project, &caller.organization()?.id)))
+}
+
+async fn archive(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<ArchiveProject>,
+) -> ApiResult<Json<IdResponse>> {
+    let project = lookup(&state, &caller, &id)?;
+    let organization = caller.require_role(OrganizationRole::Admin)?;
+    let confirmation = body.confirmation.unwrap_or_default();
+    confirm(
+        confirmation.project_id.as_deref(),
+        &id,
+        "projectId",
+        "project",
+    )?;
+    if project.spec.archived {
+        return Ok(Json(IdResponse { id }));
+    }
+    let mut desired = Project::new(&id, project.spec.clone());
+    desired.spec.archived = true;
+    desired.spec.archive_reason = body.reason.filter(|r| !r.trim().is_empty());
+    let api = Api::<Project>::namespaced(state.client.clone(), &organization.namespace);
+    apply(&api, &state.caches.projects, Some(&caller), desired).await?;
+    Ok(Json(IdResponse { id }))
+}
+
+async fn rename(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<RenameProject>,
+) -> ApiResult<Json<ProjectRecord>> {
+    let project = lookup(&state, &caller, &id)?;
+    let organization = caller.require_role(OrganizationRole::Member)?;
+    validate_name(&body.name)?;
+    let mut desired = Project::new(&id, project.spec.clone());
+    desired.spec.name = body.name;
+    if let Some(slug) = body.slug {
+        validate_slug(&slug)?;
+        ensure_slug_free(&state, &organization.namespace, &slug, Some(&id))?;
+        desired.spec.slug = Some(slug);
+    }
+    let api = Api::<Project>::namespaced(state.client.clone(), &organization.namespace);
+    let written = apply(&api, &state.caches.projects, Some(&caller), desired).await?;
+    Ok(Json(record(&written, &organization.id)))
+}

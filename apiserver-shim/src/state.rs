@@ -1,0 +1,30 @@
+//! Shared state of every handler.
+
+use std::sync::Arc;
+
+use kube::Client;
+
+use crate::cache::Caches;
+use crate::ratelimit::LoginLimiter;
+
+/// Field manager of every write the shim makes (server-side apply).
+pub const FIELD_MANAGER: &str = "berth-shim";
+
+#[derive(Clone)]
+pub struct AppState {
+    pub client: Client,
+    pub caches: Caches,
+    pub config: Arc<Config>,
+    pub login_limiter: Arc<LoginLimiter>,
+}
+
+/// Settings from the command line.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Namespace of sessions, users' password hashes and system policies.
+    pub system_namespace: String,
+    /// Public base URL of the API (ends in `/api`), used in `loginUrl`.
+    pub public_url: String,
+    /// How long a login session lasts.
+    pub session_ttl: std::time::Duration,
+}
