@@ -13,7 +13,8 @@ usage() {
 Usage: hack/dev.sh [up|down|--help]
 
 up (default)  start the local stack (hack/stack.sh up), build Berth, install its CRDs and RBAC,
-              run berth-controller in the background, apply examples/quickstart/ and wait
+              run berth-controller and berth-shim (the REST API) in the background, create the
+              first administrator once, apply examples/quickstart/ and wait
               until every quickstart object is Ready. Writes .berth/dev.env; logs in .berth/.
 down          stop berth-controller and the local stack.
 USAGE
@@ -30,6 +31,8 @@ up() {
   berth_install_crds
   berth_install_rbac
   berth_start_controller "$BERTH_RUN_DIR/controller.log"
+  berth_start_shim "$BERTH_RUN_DIR/shim.log"
+  berth_bootstrap_admin
   apply_quickstart
   write_dev_env
   summary $((SECONDS - started))
@@ -47,8 +50,13 @@ apply_quickstart() {
 }
 
 write_dev_env() {
-  "$HACK_DIR/stack.sh" env >"$BERTH_RUN_DIR/dev.env"
-  echo "export BERTH_CONTROLLER_URL=http://$CONTROLLER_ADDR" >>"$BERTH_RUN_DIR/dev.env"
+  (
+    umask 077
+    "$HACK_DIR/stack.sh" env
+    echo "export BERTH_URL=$BERTH_URL"
+    echo "export BERTH_CONTROLLER_URL=http://$CONTROLLER_ADDR"
+    [[ -s "$BERTH_ADMIN_ENV" ]] && cat "$BERTH_ADMIN_ENV"
+  ) >"$BERTH_RUN_DIR/dev.env"
 }
 
 summary() {
@@ -56,6 +64,9 @@ summary() {
 
 Berth is running (set up in $1 s).
   environment      source .berth/dev.env
+  REST API         $BERTH_URL   (OpenAPI: $BERTH_URL/openapi.json)   log: .berth/shim.log
+  administrator    \$BERTH_ADMIN_EMAIL / \$BERTH_ADMIN_PASSWORD (in .berth/dev.env)
+  try it           source .berth/dev.env && curl -s \$BERTH_URL/bootstrap/auth/status
   controller       http://$CONTROLLER_ADDR/metrics   log: .berth/controller.log
   API server       $(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')
   local server     ssh -i \$BERTH_SSH_KEY -p \$BERTH_SSH_PORT root@127.0.0.1
@@ -70,7 +81,8 @@ down() {
   eval "$("$HACK_DIR/stack.sh" env)"
   # shellcheck source-path=SCRIPTDIR
   source "$HACK_DIR/lib/berth.sh"
-  log "stopping berth-controller"
+  log "stopping berth-shim and berth-controller"
+  berth_stop_shim
   berth_stop_controller
   "$HACK_DIR/stack.sh" down
 }

@@ -20,7 +20,7 @@ fi
 step() { log "== $*"; }
 started=$SECONDS
 
-ensure_packages curl:curl
+ensure_packages curl:curl jq:jq
 cd "$(dirname "$HACK_DIR")"
 
 step "cargo fmt --check"
@@ -47,10 +47,13 @@ berth_install_rbac
 # Namespaces left by an interrupted run would only slow the API server down.
 kubectl delete namespace -l berth.dev/test=true --wait=false >/dev/null 2>&1 || true
 berth_start_controller "$BERTH_RUN_DIR/test-controller.log"
-trap berth_stop_controller EXIT
+trap 'berth_stop_shim; berth_stop_controller' EXIT
+berth_start_shim "$BERTH_RUN_DIR/test-shim.log"
+berth_bootstrap_admin
 
 step "integration tests (real API server, Docker, sshd)"
 export BERTH_CONTROLLER_LOG=$BERTH_RUN_DIR/test-controller.log
+export BERTH_SHIM_LOG=$BERTH_RUN_DIR/test-shim.log
 cargo test -p berth-tests --test integration -- "${filter[@]}"
 
 log "all checks passed in $((SECONDS - started)) s"

@@ -2,6 +2,8 @@
 //! (`hack/stack.sh up`), found through `KUBECONFIG` and the other variables `hack/stack.sh env`
 //! prints; `hack/test.sh` sets them.
 
+pub mod rest;
+
 use std::process::{Command, Output};
 use std::time::Duration;
 

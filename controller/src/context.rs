@@ -8,6 +8,7 @@ use kube::Client;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 
 use crate::metrics::Metrics;
+use crate::remote::{PoolSettings, ServerConnectionPool};
 
 /// Field manager of every write the controller makes (server-side apply).
 pub const FIELD_MANAGER: &str = "berth-controller";
@@ -17,6 +18,8 @@ pub struct Context {
     pub client: Client,
     pub recorder: Recorder,
     pub metrics: Metrics,
+    /// The SSH connections to servers, one per server, shared by every reconciler.
+    pub servers: ServerConnectionPool,
     /// Set once the CRDs are established and the controllers run.
     pub ready: AtomicBool,
 }
@@ -31,6 +34,7 @@ impl Context {
             recorder: Recorder::new(client.clone(), reporter),
             client,
             metrics,
+            servers: ServerConnectionPool::new(PoolSettings::default()),
             ready: AtomicBool::new(false),
         })
     }

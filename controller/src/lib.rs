@@ -8,6 +8,7 @@ pub mod health;
 pub mod leadership;
 pub mod metrics;
 pub mod reconcilers;
+pub mod remote;
 pub mod shutdown;
 pub mod startup;
 pub mod status;

@@ -5,16 +5,22 @@
 #   berth_build                  cargo build of every binary (cached in $CARGO_TARGET_DIR)
 #   berth_install_crds           apply manifests/crds and wait until they are Established
 #   berth_install_rbac           apply manifests/rbac (namespace, ServiceAccount, roles)
-#   berth_controller_kubeconfig  write a kubeconfig holding the controller ServiceAccount's token
-#   berth_start_controller LOG   (re)start berth-controller in the background as that identity
+#   berth_sa_kubeconfig NAME     write a kubeconfig holding ServiceAccount NAME's token
+#   berth_start_controller LOG   (re)start berth-controller in the background as its identity
 #   berth_stop_controller
+#   berth_start_shim LOG         (re)start berth-shim (the REST API) as its identity
+#   berth_stop_shim
+#   berth_bootstrap_admin        create the first administrator once; credentials in admin.env
 
 BERTH_REPO_ROOT=${BERTH_REPO_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$BERTH_CACHE/target}
 BERTH_BIN_DIR=$CARGO_TARGET_DIR/debug
 BERTH_RUN_DIR=$BERTH_REPO_ROOT/.berth
-CONTROLLER_KUBECONFIG=$BERTH_STACK_DIR/berth-controller.kubeconfig
 CONTROLLER_ADDR=${BERTH_CONTROLLER_ADDR:-127.0.0.1:9464}
+SHIM_ADDR=${BERTH_SHIM_ADDR:-127.0.0.1:7070}
+export BERTH_URL=http://$SHIM_ADDR/api
+# The first administrator's credentials live beside the cluster state they belong to.
+BERTH_ADMIN_ENV=$BERTH_STACK_DIR/admin.env
 
 berth_build() {
   log "building Berth (cargo build; cached in $CARGO_TARGET_DIR)"
@@ -35,15 +41,14 @@ berth_install_rbac() {
   kubectl apply --server-side --force-conflicts -f "$BERTH_REPO_ROOT/manifests/rbac/" >/dev/null
 }
 
-# The controller runs as its ServiceAccount, not as the stack's admin, so every run checks that
-# manifests/rbac grants what it needs.
-berth_controller_kubeconfig() {
-  local token server ca
-  token=$(kubectl -n berth-system create token berth-controller --duration=720h)
+# Berth's processes run as their ServiceAccounts, not as the stack's admin, so every run checks
+# that manifests/rbac grants what they need. Prints the kubeconfig's path.
+berth_sa_kubeconfig() {
+  local name=$1 token server ca file=$BERTH_STACK_DIR/$1.kubeconfig
+  token=$(kubectl -n berth-system create token "$name" --duration=720h)
   server=$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')
   ca=$(kubectl config view --minify --raw -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
-  umask 077
-  cat >"$CONTROLLER_KUBECONFIG" <<KUBECONFIG
+  (umask 077 && cat >"$file") <<KUBECONFIG
 apiVersion: v1
 kind: Config
 clusters:
@@ -52,26 +57,62 @@ clusters:
       server: $server
       certificate-authority-data: $ca
 users:
-  - name: berth-controller
+  - name: $name
     user:
       token: $token
 contexts:
-  - name: berth-controller
-    context: {cluster: local, user: berth-controller}
-current-context: berth-controller
+  - name: $name
+    context: {cluster: local, user: $name}
+current-context: $name
 KUBECONFIG
+  echo "$file"
 }
 
 controller_ready() { curl -fs --max-time 2 "http://$CONTROLLER_ADDR/readyz" >/dev/null; }
 
 berth_start_controller() {
-  local logfile=$1
+  local logfile=$1 kubeconfig
   berth_stop_controller
-  berth_controller_kubeconfig
+  kubeconfig=$(berth_sa_kubeconfig berth-controller)
   log "starting berth-controller (log: $logfile)"
-  KUBECONFIG=$CONTROLLER_KUBECONFIG BERTH_CONTROLLER_ADDR=$CONTROLLER_ADDR \
+  KUBECONFIG=$kubeconfig BERTH_CONTROLLER_ADDR=$CONTROLLER_ADDR \
     start_bg berth-controller "$logfile" "$BERTH_BIN_DIR/berth-controller" run
   wait_for 60 "berth-controller /readyz (log: $logfile)" controller_ready
 }
 
 berth_stop_controller() { stop_bg berth-controller 20; }
+
+shim_ready() { curl -fs --max-time 2 "http://$SHIM_ADDR/readyz" >/dev/null; }
+
+berth_start_shim() {
+  local logfile=$1 kubeconfig
+  berth_stop_shim
+  kubeconfig=$(berth_sa_kubeconfig berth-shim)
+  log "starting berth-shim (log: $logfile)"
+  KUBECONFIG=$kubeconfig BERTH_SHIM_ADDR=$SHIM_ADDR \
+    start_bg berth-shim "$logfile" "$BERTH_BIN_DIR/berth-shim"
+  wait_for 60 "berth-shim /readyz (log: $logfile)" shim_ready
+}
+
+berth_stop_shim() { stop_bg berth-shim 20; }
+
+# The first-admin call succeeds once per cluster, and its password is shown once: keep it in
+# admin.env (mode 600) beside the etcd data it belongs to.
+berth_bootstrap_admin() {
+  local status result
+  status=$(curl -fsS "$BERTH_URL/bootstrap/auth/status")
+  if [[ "$(jq -r .bootstrapRequired <<<"$status")" == true ]]; then
+    log "creating the first administrator"
+    result=$(curl -fsS -X POST -H 'Content-Type: application/json' \
+      -d '{"email":"admin@berth.local","displayName":"Administrator","organizationName":"Acme"}' \
+      "$BERTH_URL/bootstrap/auth/first-admin")
+    (umask 077 && jq -r '"export BERTH_ADMIN_EMAIL=\(.email)\nexport BERTH_ADMIN_PASSWORD=\(.generatedPassword)"' \
+      <<<"$result" >"$BERTH_ADMIN_ENV")
+  elif [[ ! -s "$BERTH_ADMIN_ENV" ]]; then
+    warn "a first administrator exists but $BERTH_ADMIN_ENV is missing; its password is unknown here"
+    return 0
+  fi
+  # shellcheck source=/dev/null
+  source "$BERTH_ADMIN_ENV"
+  export BERTH_ADMIN_EMAIL BERTH_ADMIN_PASSWORD
+}

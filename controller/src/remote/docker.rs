@@ -1,0 +1,102 @@
+//! The Docker API of a server, reached through the SSH connection: bollard with a custom
+//! transport that carries each request over its own `direct-streamlocal` channel to the remote
+//! Docker socket (DESIGN §4). No `docker` or `ssh` binary is involved.
+
+use std::sync::Arc;
+
+use bollard::{API_DEFAULT_VERSION, BollardRequest, Docker};
+use http::header::{HOST, HeaderValue};
+use http::uri::Uri;
+
+use super::connection::ServerConnection;
+use super::error::{RemoteError, within};
+
+/// A bollard client whose requests go over `connection` to `socket_path` on the server.
+pub fn docker_over_ssh(connection: Arc<ServerConnection>, socket_path: &str) -> Docker {
+    let socket_path = socket_path.to_string();
+    let timeout = connection.timeouts().request.as_secs().max(1);
+    let transport = move |request: BollardRequest| {
+        let connection = connection.clone();
+        let socket_path = socket_path.clone();
+        async move {
+            let request = to_origin_form(request)?;
+            connection
+                .send_http(&socket_path, request)
+                .await
+                .map_err(|error| bollard::errors::Error::IOError {
+                    err: std::io::Error::other(error.to_string()),
+                })
+        }
+    };
+    // bollard puts the scheme and host into the URI; `to_origin_form` strips them again.
+    Docker::connect_with_custom_transport(
+        transport,
+        Some("berth://docker"),
+        timeout,
+        API_DEFAULT_VERSION,
+    )
+    .expect("a custom transport needs no I/O to set up")
+}
+
+/// Docker answers 400 to an absolute-form request line or one without `Host`: send the path
+/// and query only, with a `Host` header.
+fn to_origin_form(mut request: BollardRequest) -> Result<BollardRequest, bollard::errors::Error> {
+    let path = request
+        .uri()
+        .path_and_query()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "/".into());
+    *request.uri_mut() = path
+        .parse::<Uri>()
+        .map_err(|e| bollard::errors::Error::HttpClientError { err: e.into() })?;
+    request
+        .headers_mut()
+        .insert(HOST, HeaderValue::from_static("docker"));
+    Ok(request)
+}
+
+/// Runs one Docker API call with the connection's request deadline, so a hung body read cannot
+/// stall a reconcile.
+pub async fn docker_call<T>(
+    connection: &ServerConnection,
+    operation: &'static str,
+    call: impl Future<Output = Result<T, bollard::errors::Error>>,
+) -> Result<T, RemoteError> {
+    within(connection.timeouts().request, operation, async {
+        call.await
+            .map_err(|source| RemoteError::Docker { operation, source })
+    })
+    .await
+}
+
+/// Whether a Docker error is a 404 (no such container, network or image).
+pub fn is_not_found(error: &RemoteError) -> bool {
+    matches!(
+        error,
+        RemoteError::Docker {
+            source: bollard::errors::Error::DockerResponseServerError {
+                status_code: 404,
+                ..
+            },
+            ..
+        }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_are_rewritten_to_origin_form_with_a_host() {
+        let request = http::Request::builder()
+            .uri("berth://docker/containers/json?all=true")
+            .body(http_body_util::Either::Left(http_body_util::Full::new(
+                bytes::Bytes::new(),
+            )))
+            .unwrap();
+        let request = to_origin_form(request).unwrap();
+        assert_eq!(request.uri().to_string(), "/containers/json?all=true");
+        assert_eq!(request.headers()[HOST], "docker");
+    }
+}

@@ -1,0 +1,447 @@
+//! The edge proxy of a server: a Caddy container Berth runs and configures (DESIGN §5). Its admin
+//! API listens only on a unix socket in a host directory mounted into the container, so it is
+//! reachable through the SSH tunnel and nowhere else.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bollard::Docker;
+use bollard::models::{
+    ContainerCreateBody, HostConfig, NetworkCreateRequest, PortBinding, RestartPolicy,
+    RestartPolicyNameEnum,
+};
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, InspectContainerOptions, InspectNetworkOptions,
+    RemoveContainerOptionsBuilder, StartContainerOptions,
+};
+use bytes::Bytes;
+use http::header::{CONTENT_TYPE, HOST};
+use http::{Method, Request};
+use http_body_util::Full;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use super::connection::ServerConnection;
+use super::docker::{docker_call, docker_over_ssh, is_not_found};
+use super::error::RemoteError;
+use super::pool::ServerId;
+
+/// Docker network the proxy and the applications it routes to share.
+pub const EDGE_NETWORK: &str = "berth-edge";
+/// Where the admin socket's directory is mounted inside the container (the image's default
+/// config listens on `unix//run/caddy/admin.sock`).
+const ADMIN_DIR_IN_CONTAINER: &str = "/run/caddy";
+/// Label naming what a managed container is.
+pub const COMPONENT_LABEL: &str = "berth.dev/component";
+/// Label naming the Server object a container belongs to (`namespace/name`).
+pub const SERVER_LABEL: &str = "berth.dev/server";
+/// Label holding the settings a proxy container was created with; a change recreates it.
+const SETTINGS_LABEL: &str = "berth.dev/proxy-settings";
+
+/// What the proxy container should look like.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EdgeProxySettings {
+    pub image: String,
+    pub http_port: u16,
+    pub https_port: u16,
+}
+
+impl EdgeProxySettings {
+    fn label(&self) -> String {
+        format!("{}|{}|{}", self.image, self.http_port, self.https_port)
+    }
+}
+
+/// Where one server's proxy lives on its host. The container name is readable; the admin socket
+/// path is hashed because unix socket paths are limited to 108 bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EdgeProxyNames {
+    pub container: String,
+    pub admin_dir: String,
+}
+
+impl EdgeProxyNames {
+    pub fn for_server(server: &ServerId) -> Self {
+        let digest = Sha256::digest(format!("{}/{}", server.namespace, server.name));
+        let short: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+        Self {
+            container: format!("berth-edge-proxy.{}.{}", server.namespace, server.name),
+            admin_dir: format!("/run/berth/edge/{short}"),
+        }
+    }
+
+    pub fn admin_socket(&self) -> String {
+        format!("{}/admin.sock", self.admin_dir)
+    }
+}
+
+/// What `ensure` had to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProxyChange {
+    Unchanged,
+    Created,
+    Started,
+    Recreated,
+}
+
+/// One server's edge proxy, driven over an SSH connection.
+pub struct EdgeProxy {
+    connection: Arc<ServerConnection>,
+    docker: Docker,
+    server: ServerId,
+    names: EdgeProxyNames,
+}
+
+impl EdgeProxy {
+    pub fn new(connection: Arc<ServerConnection>, docker_socket: &str, server: &ServerId) -> Self {
+        Self {
+            docker: docker_over_ssh(connection.clone(), docker_socket),
+            connection,
+            server: server.clone(),
+            names: EdgeProxyNames::for_server(server),
+        }
+    }
+
+    pub fn names(&self) -> &EdgeProxyNames {
+        &self.names
+    }
+
+    /// Makes the proxy container exist, match `settings` and run.
+    pub async fn ensure(&self, settings: &EdgeProxySettings) -> Result<ProxyChange, RemoteError> {
+        self.ensure_network().await?;
+        let name = &self.names.container;
+        let inspected = docker_call(
+            &self.connection,
+            "inspecting the edge proxy container",
+            self.docker
+                .inspect_container(name, None::<InspectContainerOptions>),
+        )
+        .await;
+        let container = match inspected {
+            Err(error) if is_not_found(&error) => {
+                self.create(settings).await?;
+                return Ok(ProxyChange::Created);
+            }
+            other => other?,
+        };
+        let labels = container
+            .config
+            .as_ref()
+            .and_then(|c| c.labels.as_ref())
+            .cloned()
+            .unwrap_or_default();
+        if labels.get(SETTINGS_LABEL) != Some(&settings.label()) {
+            self.remove().await?;
+            self.create(settings).await?;
+            return Ok(ProxyChange::Recreated);
+        }
+        let running = container
+            .state
+            .as_ref()
+            .and_then(|s| s.running)
+            .unwrap_or(false);
+        if running {
+            return Ok(ProxyChange::Unchanged);
+        }
+        self.start().await?;
+        Ok(ProxyChange::Started)
+    }
+
+    /// Removes the proxy container; `false` when there was none.
+    pub async fn remove(&self) -> Result<bool, RemoteError> {
+        let options = RemoveContainerOptionsBuilder::new().force(true).build();
+        let removed = docker_call(
+            &self.connection,
+            "removing the edge proxy container",
+            self.docker
+                .remove_container(&self.names.container, Some(options)),
+        )
+        .await;
+        match removed {
+            Ok(()) => Ok(true),
+            Err(error) if is_not_found(&error) => Ok(false),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// The configuration Caddy runs now (`GET /config/`).
+    pub async fn config(&self) -> Result<Value, RemoteError> {
+        let body = self.admin(Method::GET, "/config/", Bytes::new()).await?;
+        serde_json::from_slice(&body).map_err(|e| {
+            RemoteError::ProxyAdmin(format!("GET /config/ returned invalid JSON: {e}"))
+        })
+    }
+
+    /// Replaces Caddy's whole configuration (`POST /load`); build it with [`edge_config`] so the
+    /// admin endpoint stays on its socket.
+    pub async fn load(&self, config: &Value) -> Result<(), RemoteError> {
+        let body = serde_json::to_vec(config)
+            .map_err(|e| RemoteError::ProxyAdmin(format!("config does not serialize: {e}")))?;
+        self.admin(Method::POST, "/load", Bytes::from(body))
+            .await
+            .map(drop)
+    }
+
+    /// Loads the base configuration (only the catch-all 404) when Caddy serves no HTTP app yet,
+    /// e.g. after the container was (re)created. Returns whether it loaded it.
+    pub async fn ensure_base_config(&self) -> Result<bool, RemoteError> {
+        let current = self.config().await?;
+        if current
+            .pointer("/apps/http")
+            .is_some_and(|http| !http.is_null())
+        {
+            return Ok(false);
+        }
+        self.load(&edge_config(Vec::new())).await?;
+        Ok(true)
+    }
+
+    async fn ensure_network(&self) -> Result<(), RemoteError> {
+        let inspected = docker_call(
+            &self.connection,
+            "inspecting the edge network",
+            self.docker
+                .inspect_network(EDGE_NETWORK, None::<InspectNetworkOptions>),
+        )
+        .await;
+        match inspected {
+            Ok(_) => return Ok(()),
+            Err(error) if is_not_found(&error) => {}
+            Err(error) => return Err(error),
+        }
+        let request = NetworkCreateRequest {
+            name: EDGE_NETWORK.into(),
+            driver: Some("bridge".into()),
+            labels: Some(managed_labels()),
+            ..Default::default()
+        };
+        let created = docker_call(
+            &self.connection,
+            "creating the edge network",
+            self.docker.create_network(request),
+        )
+        .await;
+        match created {
+            // Another reconcile may have created it meanwhile.
+            Err(RemoteError::Docker {
+                source:
+                    bollard::errors::Error::DockerResponseServerError {
+                        status_code: 409, ..
+                    },
+                ..
+            }) => Ok(()),
+            other => other.map(drop),
+        }
+    }
+
+    async fn create(&self, settings: &EdgeProxySettings) -> Result<(), RemoteError> {
+        let options = CreateContainerOptionsBuilder::new()
+            .name(&self.names.container)
+            .build();
+        let body = container_body(&self.server, &self.names, settings);
+        docker_call(
+            &self.connection,
+            "creating the edge proxy container",
+            self.docker.create_container(Some(options), body),
+        )
+        .await?;
+        self.start().await
+    }
+
+    async fn start(&self) -> Result<(), RemoteError> {
+        docker_call(
+            &self.connection,
+            "starting the edge proxy container",
+            self.docker
+                .start_container(&self.names.container, None::<StartContainerOptions>),
+        )
+        .await
+    }
+
+    /// One admin API request over the tunnel. Caddy refuses a `Host` it does not allow; an empty
+    /// one is allowed on a unix socket listener.
+    async fn admin(&self, method: Method, path: &str, body: Bytes) -> Result<Bytes, RemoteError> {
+        let request = Request::builder()
+            .method(method.clone())
+            .uri(path)
+            .header(HOST, "")
+            .header(CONTENT_TYPE, "application/json")
+            .body(Full::new(body))
+            .map_err(|e| RemoteError::ProxyAdmin(e.to_string()))?;
+        let (status, body) = self
+            .connection
+            .send_http_collect(&self.names.admin_socket(), request)
+            .await?;
+        if !status.is_success() {
+            return Err(RemoteError::ProxyAdmin(format!(
+                "{method} {path} answered {status}: {}",
+                String::from_utf8_lossy(&body).trim()
+            )));
+        }
+        Ok(body)
+    }
+}
+
+fn managed_labels() -> HashMap<String, String> {
+    HashMap::from([(berth_crds::MANAGED_LABEL.to_string(), "true".to_string())])
+}
+
+/// The container Docker should create for a server's proxy.
+pub fn container_body(
+    server: &ServerId,
+    names: &EdgeProxyNames,
+    settings: &EdgeProxySettings,
+) -> ContainerCreateBody {
+    let mut labels = managed_labels();
+    labels.insert(COMPONENT_LABEL.into(), "edge-proxy".into());
+    labels.insert(SERVER_LABEL.into(), server.to_string());
+    labels.insert(SETTINGS_LABEL.into(), settings.label());
+    let publish = |port: u16| {
+        Some(vec![PortBinding {
+            host_ip: None,
+            host_port: Some(port.to_string()),
+        }])
+    };
+    let port_bindings = HashMap::from([
+        ("80/tcp".to_string(), publish(settings.http_port)),
+        ("443/tcp".to_string(), publish(settings.https_port)),
+    ]);
+    ContainerCreateBody {
+        image: Some(settings.image.clone()),
+        labels: Some(labels),
+        exposed_ports: Some(vec!["80/tcp".into(), "443/tcp".into()]),
+        host_config: Some(HostConfig {
+            binds: Some(vec![format!(
+                "{}:{ADMIN_DIR_IN_CONTAINER}",
+                names.admin_dir
+            )]),
+            port_bindings: Some(port_bindings),
+            restart_policy: Some(RestartPolicy {
+                name: Some(RestartPolicyNameEnum::UNLESS_STOPPED),
+                maximum_retry_count: None,
+            }),
+            network_mode: Some(EDGE_NETWORK.into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// A whole Caddy configuration: the admin endpoint on its socket, `routes` in order, then a
+/// catch-all 404 whose body is the access-failure evidence (spec §2.2) with a request id.
+pub fn edge_config(routes: Vec<Value>) -> Value {
+    let mut routes = routes;
+    routes.push(not_found_route());
+    json!({
+        "admin": { "listen": format!("unix/{ADMIN_DIR_IN_CONTAINER}/admin.sock") },
+        "apps": { "http": { "servers": { "edge": {
+            "listen": [":80"],
+            "automatic_https": { "disable": true },
+            "routes": routes,
+        }}}},
+    })
+}
+
+/// The route every request no application claims ends in.
+fn not_found_route() -> Value {
+    let evidence = json!({
+        "schemaVersion": "resource-access-failure/v1",
+        "requestId": "{http.request.uuid}",
+        "code": "resource_access_route_not_found",
+        "category": "infra",
+        "phase": "edge-request-routing",
+        "httpStatus": 404,
+        "retriable": false,
+        "ownerHint": "platform",
+        "nextAction": "check-health",
+        "affected": {
+            "hostname": "{http.request.host}",
+            "path": "{http.request.uri.path}",
+            "method": "{http.request.method}",
+        },
+    });
+    json!({
+        "handle": [{
+            "handler": "static_response",
+            "status_code": 404,
+            "headers": {
+                "Content-Type": ["application/json"],
+                "X-Request-Id": ["{http.request.uuid}"],
+            },
+            "body": evidence.to_string(),
+        }],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server() -> ServerId {
+        ServerId {
+            namespace: "org-acme".into(),
+            name: "web-1".into(),
+        }
+    }
+
+    #[test]
+    fn names_are_per_server_and_the_socket_path_is_short() {
+        let names = EdgeProxyNames::for_server(&server());
+        assert_eq!(names.container, "berth-edge-proxy.org-acme.web-1");
+        let other = EdgeProxyNames::for_server(&ServerId {
+            namespace: "org-acme".into(),
+            name: "web-2".into(),
+        });
+        assert_ne!(names.admin_dir, other.admin_dir);
+        assert!(names.admin_socket().len() < 108);
+    }
+
+    #[test]
+    fn container_publishes_ports_mounts_admin_dir_and_carries_labels() {
+        let names = EdgeProxyNames::for_server(&server());
+        let settings = EdgeProxySettings {
+            image: "berth/edge-caddy:2.6.2".into(),
+            http_port: 8080,
+            https_port: 8443,
+        };
+        let body = container_body(&server(), &names, &settings);
+        let labels = body.labels.unwrap();
+        assert_eq!(labels[berth_crds::MANAGED_LABEL], "true");
+        assert_eq!(labels[SERVER_LABEL], "org-acme/web-1");
+        let host = body.host_config.unwrap();
+        assert_eq!(
+            host.binds.unwrap(),
+            vec![format!("{}:/run/caddy", names.admin_dir)]
+        );
+        let ports = host.port_bindings.unwrap();
+        assert_eq!(
+            ports["80/tcp"].as_ref().unwrap()[0].host_port.as_deref(),
+            Some("8080")
+        );
+        assert_eq!(host.network_mode.as_deref(), Some(EDGE_NETWORK));
+        assert_eq!(
+            host.restart_policy.unwrap().name,
+            Some(RestartPolicyNameEnum::UNLESS_STOPPED)
+        );
+    }
+
+    #[test]
+    fn config_keeps_admin_on_the_socket_and_ends_in_a_404() {
+        let config = edge_config(vec![json!({"match": [{"host": ["a.example"]}]})]);
+        assert_eq!(config["admin"]["listen"], "unix//run/caddy/admin.sock");
+        let routes = config
+            .pointer("/apps/http/servers/edge/routes")
+            .unwrap()
+            .as_array()
+            .unwrap();
+        assert_eq!(routes.len(), 2);
+        let last = &routes[1]["handle"][0];
+        assert_eq!(last["status_code"], 404);
+        assert!(
+            last["body"]
+                .as_str()
+                .unwrap()
+                .contains("{http.request.uuid}")
+        );
+    }
+}
