@@ -46,7 +46,7 @@ apply_quickstart() {
   kubectl wait --for=condition=Ready --timeout=60s organization/acme >/dev/null
   kubectl apply --server-side -k "$dir" >/dev/null
   log "waiting for the quickstart objects to be Ready"
-  kubectl wait --for=condition=Ready --timeout=120s -k "$dir" >/dev/null
+  kubectl kustomize "$dir" | kubectl wait --for=condition=Ready --timeout=120s -f - >/dev/null
 }
 
 write_dev_env() {

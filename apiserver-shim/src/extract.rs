@@ -62,15 +62,15 @@ pub fn parse_json<T: DeserializeOwned>(text: &[u8]) -> Result<T, ApiError> {
                     "the body is not valid JSON: {inner}"
                 )))
             } else {
-                let field = if path == "." {
-                    unknown_field(&inner.to_string()).unwrap_or(path)
-                } else {
-                    path
+                let message = inner.to_string();
+                // A missing or unknown field is reported at its parent's path; name the field.
+                let named = missing_field(&message).or_else(|| unknown_field(&message));
+                let field = match named {
+                    Some(name) if path == "." => name,
+                    Some(name) => format!("{path}.{name}"),
+                    None => path,
                 };
-                Err(ApiError::validation(
-                    &field,
-                    describe(&field, &inner.to_string()),
-                ))
+                Err(ApiError::validation(&field, describe(&field, &message)))
             }
         }
     }
@@ -79,6 +79,12 @@ pub fn parse_json<T: DeserializeOwned>(text: &[u8]) -> Result<T, ApiError> {
 /// serde names an unknown field only inside its message: "unknown field `x`, expected …".
 fn unknown_field(message: &str) -> Option<String> {
     let rest = message.strip_prefix("unknown field `")?;
+    Some(rest[..rest.find('`')?].to_string())
+}
+
+/// serde names a missing required field only inside its message: "missing field `x`".
+fn missing_field(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("missing field `")?;
     Some(rest[..rest.find('`')?].to_string())
 }
 
@@ -230,6 +236,23 @@ mod tests {
         let error = parse_json::<Body>(br#"{"name":"a","displayOrder":"x"}"#).unwrap_err();
         assert_eq!(error.body.details["field"], "displayOrder");
         assert!(!error.body.message.contains("line"));
+    }
+
+    #[derive(Deserialize, Debug)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    #[allow(dead_code)]
+    struct Outer {
+        inner: Body,
+    }
+
+    #[test]
+    fn missing_field_is_named_with_its_path() {
+        let error = parse_json::<Body>(br#"{}"#).unwrap_err();
+        assert_eq!(error.body.details["field"], "name");
+        let error = parse_json::<Outer>(br#"{"inner":{}}"#).unwrap_err();
+        assert_eq!(error.body.details["field"], "inner.name");
+        let error = parse_json::<Outer>(br#"{"inner":{"name":"a","x":1}}"#).unwrap_err();
+        assert_eq!(error.body.details["field"], "inner.x");
     }
 
     #[test]

@@ -15,6 +15,15 @@ pub enum Error {
 
     #[error("object has no {0}")]
     MissingObjectKey(&'static str),
+
+    #[error("remote operation failed: {0}")]
+    Remote(#[source] crate::remote::RemoteError),
+}
+
+impl From<crate::remote::RemoteError> for Error {
+    fn from(error: crate::remote::RemoteError) -> Self {
+        Self::Remote(error)
+    }
 }
 
 impl From<kube::Error> for Error {
@@ -33,6 +42,7 @@ impl Error {
             Self::Finalizer(_) => "finalizer",
             Self::InvalidSpec(_) => "invalid_spec",
             Self::MissingObjectKey(_) => "missing_object_key",
+            Self::Remote(error) => error.metric_label(),
         }
     }
 

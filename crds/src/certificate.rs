@@ -30,7 +30,7 @@ pub enum CertificateReason {
     doc = "A TLS certificate for a domain binding; its key pair lives in a kubernetes.io/tls Secret.",
     status = "CertificateStatus",
     printcolumn = r#"{"name":"Domain Binding","type":"string","jsonPath":".spec.domainBindingId"}"#,
-    printcolumn = r#"{"name":"Not After","type":"date","jsonPath":".status.notAfter"}"#,
+    printcolumn = r#"{"name":"Not After","type":"string","jsonPath":".status.notAfter"}"#,
     printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]

@@ -31,7 +31,7 @@ pub enum DeployTokenState {
     printcolumn = r#"{"name":"Display Name","type":"string","jsonPath":".spec.displayName"}"#,
     printcolumn = r#"{"name":"Suffix","type":"string","jsonPath":".spec.secretSuffix"}"#,
     printcolumn = r#"{"name":"Status","type":"string","jsonPath":".status.status"}"#,
-    printcolumn = r#"{"name":"Expires","type":"date","jsonPath":".spec.expiresAt"}"#,
+    printcolumn = r#"{"name":"Expires","type":"string","jsonPath":".spec.expiresAt"}"#,
     printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]

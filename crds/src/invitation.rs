@@ -33,7 +33,7 @@ pub enum InvitationState {
     printcolumn = r#"{"name":"Email","type":"string","jsonPath":".spec.email"}"#,
     printcolumn = r#"{"name":"Role","type":"string","jsonPath":".spec.role"}"#,
     printcolumn = r#"{"name":"Status","type":"string","jsonPath":".status.status"}"#,
-    printcolumn = r#"{"name":"Expires","type":"date","jsonPath":".spec.expiresAt"}"#,
+    printcolumn = r#"{"name":"Expires","type":"string","jsonPath":".spec.expiresAt"}"#,
     printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]

@@ -22,7 +22,7 @@ use crate::common::SHA256_DIGEST_PATTERN;
     status = "SessionStatus",
     printcolumn = r#"{"name":"User","type":"string","jsonPath":".spec.userId"}"#,
     printcolumn = r#"{"name":"Client","type":"string","jsonPath":".spec.clientKind"}"#,
-    printcolumn = r#"{"name":"Expires","type":"date","jsonPath":".spec.expiresAt"}"#,
+    printcolumn = r#"{"name":"Expires","type":"string","jsonPath":".spec.expiresAt"}"#,
     printcolumn = r#"{"name":"Revoked","type":"boolean","jsonPath":".spec.revoked"}"#,
     printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#

@@ -192,270 +192,79 @@ fn remove(kind: &'static str, pointer: &'static str, field: &'static str) -> Inv
 
 /// One row per limit of spec §8 that lives in a CRD, per fully enumerated value set, and per
 /// secret-shaped field that must hold a digest.
+#[rustfmt::skip]
 fn invalid_rows() -> Vec<Invalid> {
     vec![
         // §8: network profile ports are > 0 and <= 9007199254740991.
-        set(
-            "Resource",
-            "/networkProfile/internalPort",
-            json!(0),
-            "spec.networkProfile.internalPort",
-        ),
-        set(
-            "Resource",
-            "/networkProfile/internalPort",
-            json!(TOO_BIG),
-            "spec.networkProfile.internalPort",
-        ),
-        remove(
-            "Resource",
-            "/networkProfile/internalPort",
-            "spec.networkProfile.internalPort",
-        ),
-        set(
-            "Resource",
-            "/networkProfile/hostPort",
-            json!(0),
-            "spec.networkProfile.hostPort",
-        ),
-        set(
-            "Resource",
-            "/networkProfile/hostPort",
-            json!(TOO_BIG),
-            "spec.networkProfile.hostPort",
-        ),
-        set(
-            "Resource",
-            "/networkProfile/targetServiceName",
-            json!(""),
-            "spec.networkProfile.targetServiceName",
-        ),
-        set(
-            "Resource",
-            "/accessProfile/pathPrefix",
-            json!(""),
-            "spec.accessProfile.pathPrefix",
-        ),
+        set("Resource", "/networkProfile/internalPort", json!(0), "spec.networkProfile.internalPort"),
+        set("Resource", "/networkProfile/internalPort", json!(TOO_BIG), "spec.networkProfile.internalPort"),
+        remove("Resource", "/networkProfile/internalPort", "spec.networkProfile.internalPort"),
+        set("Resource", "/networkProfile/hostPort", json!(0), "spec.networkProfile.hostPort"),
+        set("Resource", "/networkProfile/hostPort", json!(TOO_BIG), "spec.networkProfile.hostPort"),
+        set("Resource", "/networkProfile/targetServiceName", json!(""), "spec.networkProfile.targetServiceName"),
+        set("Resource", "/accessProfile/pathPrefix", json!(""), "spec.accessProfile.pathPrefix"),
         // §8: retentionDays >= 1.
-        set(
-            "RetentionPolicy",
-            "/retentionDays",
-            json!(0),
-            "spec.retentionDays",
-        ),
+        set("RetentionPolicy", "/retentionDays", json!(0), "spec.retentionDays"),
         remove("RetentionPolicy", "/retentionDays", "spec.retentionDays"),
         // §8: identifier and filter strings have length >= 1.
         set("Session", "/userId", json!(""), "spec.userId"),
         set("Member", "/userId", json!(""), "spec.userId"),
-        set(
-            "Invitation",
-            "/inviterUserId",
-            json!(""),
-            "spec.inviterUserId",
-        ),
+        set("Invitation", "/inviterUserId", json!(""), "spec.inviterUserId"),
         set("Server", "/credentialId", json!(""), "spec.credentialId"),
         set("Resource", "/projectId", json!(""), "spec.projectId"),
-        set(
-            "Resource",
-            "/environmentId",
-            json!(""),
-            "spec.environmentId",
-        ),
-        set(
-            "Resource",
-            "/services/0/name",
-            json!(""),
-            "spec.services[0].name",
-        ),
-        set(
-            "Resource",
-            "/storageAttachments/0/storageVolumeId",
-            json!(""),
-            "spec.storageAttachments[0].storageVolumeId",
-        ),
-        set(
-            "Resource",
-            "/storageAttachments/0/destinationPath",
-            json!("data"),
-            "spec.storageAttachments[0].destinationPath",
-        ),
+        set("Resource", "/environmentId", json!(""), "spec.environmentId"),
+        set("Resource", "/services/0/name", json!(""), "spec.services[0].name"),
+        set("Resource", "/storageAttachments/0/storageVolumeId", json!(""), "spec.storageAttachments[0].storageVolumeId"),
+        set("Resource", "/storageAttachments/0/destinationPath", json!("data"), "spec.storageAttachments[0].destinationPath"),
         set("Deployment", "/resourceId", json!(""), "spec.resourceId"),
         set("Deployment", "/projectId", json!(""), "spec.projectId"),
-        set(
-            "Deployment",
-            "/environmentId",
-            json!(""),
-            "spec.environmentId",
-        ),
+        set("Deployment", "/environmentId", json!(""), "spec.environmentId"),
         set("Deployment", "/serverId", json!(""), "spec.serverId"),
-        set(
-            "Deployment",
-            "/destinationId",
-            json!(""),
-            "spec.destinationId",
-        ),
+        set("Deployment", "/destinationId", json!(""), "spec.destinationId"),
         set("DomainBinding", "/pathPrefix", json!(""), "spec.pathPrefix"),
-        set(
-            "Certificate",
-            "/domainBindingId",
-            json!(""),
-            "spec.domainBindingId",
-        ),
+        set("Certificate", "/domainBindingId", json!(""), "spec.domainBindingId"),
         set("Certificate", "/providerKey", json!(""), "spec.providerKey"),
-        set(
-            "Certificate",
-            "/challengeType",
-            json!(""),
-            "spec.challengeType",
-        ),
-        set(
-            "DeployToken",
-            "/scope/resourceIds/0",
-            json!(""),
-            "spec.scope.resourceIds[0]",
-        ),
-        set(
-            "ThresholdPolicy",
-            "/scope/kind",
-            json!(""),
-            "spec.scope.kind",
-        ),
-        set(
-            "ThresholdPolicy",
-            "/scope/serverId",
-            json!(""),
-            "spec.scope.serverId",
-        ),
-        set(
-            "UsageIntent",
-            "/idempotencyKey",
-            json!(""),
-            "spec.idempotencyKey",
-        ),
-        set(
-            "UsageIntent",
-            "/capabilityKey",
-            json!(""),
-            "spec.capabilityKey",
-        ),
+        set("Certificate", "/challengeType", json!(""), "spec.challengeType"),
+        set("DeployToken", "/scope/resourceIds/0", json!(""), "spec.scope.resourceIds[0]"),
+        set("ThresholdPolicy", "/scope/kind", json!(""), "spec.scope.kind"),
+        set("ThresholdPolicy", "/scope/serverId", json!(""), "spec.scope.serverId"),
+        set("UsageIntent", "/idempotencyKey", json!(""), "spec.idempotencyKey"),
+        set("UsageIntent", "/capabilityKey", json!(""), "spec.capabilityKey"),
         set("UsageIntent", "/source", json!(""), "spec.source"),
-        set(
-            "UsageIntent",
-            "/organizationId",
-            json!(""),
-            "spec.organizationId",
-        ),
-        set(
-            "OverlayDecision",
-            "/operationKey",
-            json!(""),
-            "spec.operationKey",
-        ),
+        set("UsageIntent", "/organizationId", json!(""), "spec.organizationId"),
+        set("OverlayDecision", "/operationKey", json!(""), "spec.operationKey"),
         set("OverlayDecision", "/source", json!(""), "spec.source"),
-        set(
-            "RouteSurfaceDecision",
-            "/surfaceKind",
-            json!(""),
-            "spec.surfaceKind",
-        ),
+        set("RouteSurfaceDecision", "/surfaceKind", json!(""), "spec.surfaceKind"),
         // Ports and probe settings Berth itself bounds.
         set("Server", "/port", json!(0), "spec.port"),
         set("Server", "/port", json!(65536), "spec.port"),
-        set(
-            "Server",
-            "/proxy/httpsPort",
-            json!(0),
-            "spec.proxy.httpsPort",
-        ),
-        set(
-            "Resource",
-            "/runtimeProfile/healthCheck/intervalSeconds",
-            json!(0),
-            "spec.runtimeProfile.healthCheck.intervalSeconds",
-        ),
-        set(
-            "Resource",
-            "/runtimeProfile/healthCheck/retries",
-            json!(-1),
-            "spec.runtimeProfile.healthCheck.retries",
-        ),
+        set("Server", "/proxy/httpsPort", json!(0), "spec.proxy.httpsPort"),
+        set("Resource", "/runtimeProfile/healthCheck/intervalSeconds", json!(0), "spec.runtimeProfile.healthCheck.intervalSeconds"),
+        set("Resource", "/runtimeProfile/healthCheck/retries", json!(-1), "spec.runtimeProfile.healthCheck.retries"),
         // Secret material never goes in a spec: only `sha256:` digests are accepted.
-        set(
-            "Session",
-            "/tokenDigest",
-            json!("my-bearer-token"),
-            "spec.tokenDigest",
-        ),
-        set(
-            "DeployToken",
-            "/secretDigest",
-            json!("plaintext-secret"),
-            "spec.secretDigest",
-        ),
+        set("Session", "/tokenDigest", json!("my-bearer-token"), "spec.tokenDigest"),
+        set("DeployToken", "/secretDigest", json!("plaintext-secret"), "spec.secretDigest"),
         set("Migration", "/digest", json!("sha256:abc"), "spec.digest"),
+        // Shapes Berth checks so typos fail at apply time, not in the controller.
         set("User", "/email", json!("not-an-email"), "spec.email"),
+        set("DomainBinding", "/hostname", json!("https://shop.acme.example/"), "spec.hostname"),
         // Full enumerations.
         set("Resource", "/kind", json!("lambda"), "spec.kind"),
-        set(
-            "Resource",
-            "/services/0/kind",
-            json!("frontend"),
-            "spec.services[0].kind",
-        ),
-        set(
-            "Resource",
-            "/networkProfile/upstreamProtocol",
-            json!("udp"),
-            "spec.networkProfile.upstreamProtocol",
-        ),
-        set(
-            "Resource",
-            "/networkProfile/exposureMode",
-            json!("public"),
-            "spec.networkProfile.exposureMode",
-        ),
-        set(
-            "Resource",
-            "/accessProfile/generatedAccessMode",
-            json!("enabled"),
-            "spec.accessProfile.generatedAccessMode",
-        ),
-        set(
-            "Resource",
-            "/runtimeProfile/restartPolicy",
-            json!("sometimes"),
-            "spec.runtimeProfile.restartPolicy",
-        ),
-        set(
-            "Resource",
-            "/variables/0/exposure",
-            json!("deploy-time"),
-            "spec.variables[0].exposure",
-        ),
+        set("Resource", "/services/0/kind", json!("frontend"), "spec.services[0].kind"),
+        set("Resource", "/networkProfile/upstreamProtocol", json!("udp"), "spec.networkProfile.upstreamProtocol"),
+        set("Resource", "/networkProfile/exposureMode", json!("public"), "spec.networkProfile.exposureMode"),
+        set("Resource", "/accessProfile/generatedAccessMode", json!("enabled"), "spec.accessProfile.generatedAccessMode"),
+        set("Resource", "/runtimeProfile/restartPolicy", json!("sometimes"), "spec.runtimeProfile.restartPolicy"),
+        set("Resource", "/variables/0/exposure", json!("deploy-time"), "spec.variables[0].exposure"),
         set("Member", "/role", json!("viewer"), "spec.role"),
         set("Invitation", "/role", json!("viewer"), "spec.role"),
         set("RetentionPolicy", "/scope", json!("project"), "spec.scope"),
-        set(
-            "RetentionPolicy",
-            "/category",
-            json!("metrics"),
-            "spec.category",
-        ),
+        set("RetentionPolicy", "/category", json!("metrics"), "spec.category"),
         set("Certificate", "/reason", json!("revoke"), "spec.reason"),
         set("Server", "/proxy/kind", json!("nginx"), "spec.proxy.kind"),
-        set(
-            "Server",
-            "/lifecycleStatus",
-            json!("archived"),
-            "spec.lifecycleStatus",
-        ),
+        set("Server", "/lifecycleStatus", json!("archived"), "spec.lifecycleStatus"),
         set("SshCredential", "/kind", json!("password"), "spec.kind"),
-        set(
-            "Migration",
-            "/protocol",
-            json!("platform-migration/v2"),
-            "spec.protocol",
-        ),
+        set("Migration", "/protocol", json!("platform-migration/v2"), "spec.protocol"),
     ]
 }
 
@@ -507,15 +316,17 @@ fn names_field(message: &str, field: &str) -> bool {
     message.contains(&format!("{field}:")) || message.contains(&format!("{without_indices}:"))
 }
 
-/// Deletes cluster-scoped test objects (Users) when the test ends, pass or fail.
+/// Deletes cluster-scoped test objects (Users) when the test ends, pass or fail. It builds its
+/// own client: a kube `Client` serves requests from a task on the runtime that created it, and
+/// that runtime is blocked while `drop` runs.
 struct ClusterCleanup {
-    api: Api<DynamicObject>,
+    resource: ApiResource,
     names: Vec<String>,
 }
 
 impl Drop for ClusterCleanup {
     fn drop(&mut self) {
-        let api = self.api.clone();
+        let resource = self.resource.clone();
         let names = std::mem::take(&mut self.names);
         let _ = std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
@@ -523,6 +334,7 @@ impl Drop for ClusterCleanup {
                 .build()
                 .expect("runtime for cleanup");
             runtime.block_on(async move {
+                let api = Api::<DynamicObject>::all_with(client().await, &resource);
                 for name in names {
                     let _ = api.delete(&name, &DeleteParams::background()).await;
                 }
@@ -532,7 +344,9 @@ impl Drop for ClusterCleanup {
     }
 }
 
-#[tokio::test]
+// Multi-threaded: `TestNamespace`'s drop blocks this thread while the client's request task
+// (spawned on this runtime) must keep running to carry the delete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_server_rejects_values_outside_spec_limits_and_enums() {
     let client = client().await;
     let ns = TestNamespace::new(&client, "crdval").await;
@@ -665,14 +479,16 @@ fn expected_defaults(kind: &str) -> Vec<(&'static str, Value)> {
     }
 }
 
-#[tokio::test]
+// Multi-threaded: `TestNamespace`'s drop blocks this thread while the client's request task
+// (spawned on this runtime) must keep running to carry the delete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_server_accepts_minimal_objects_and_fills_defaults() {
     let client = client().await;
     let ns = TestNamespace::new(&client, "crddef").await;
     let suffix = random_suffix();
     let user_name = format!("t-user-{suffix}");
     let _users = ClusterCleanup {
-        api: api(&client, &ns.name, "User"),
+        resource: api_resource("User"),
         names: vec![user_name.clone()],
     };
     let mut failures = Vec::new();

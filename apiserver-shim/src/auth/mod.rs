@@ -1,6 +1,7 @@
 //! Who is calling: a user with a session token, or a deploy token; in which organization and
 //! with which role. Every route that is not public takes a [`Caller`].
 
+pub mod last_used;
 pub mod password;
 pub mod token;
 
@@ -240,6 +241,7 @@ fn deploy_token_caller(state: &AppState, digest: &str) -> Result<Caller, ApiErro
         .find(|t| t.spec.secret_digest == digest)
         .ok_or_else(|| ApiError::unauthenticated("the token is not valid"))?;
     check_token_usable(&token)?;
+    last_used::note(state, &token);
     let namespace = token.namespace().unwrap_or_default();
     let organization = state
         .caches
@@ -293,8 +295,11 @@ pub fn user_organization(
         .filter(|m| m.spec.user_id == user_id && m.spec.active)
         .filter_map(|member| {
             let namespace = member.namespace()?;
+            // An organization being deleted is gone for its members already.
             let organization = state.caches.organizations.find(|o| {
-                o.status.as_ref().and_then(|s| s.namespace.as_deref()) == Some(namespace.as_str())
+                o.metadata.deletion_timestamp.is_none()
+                    && o.status.as_ref().and_then(|s| s.namespace.as_deref())
+                        == Some(namespace.as_str())
             })?;
             Some((organization, member))
         })

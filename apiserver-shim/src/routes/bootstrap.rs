@@ -154,7 +154,7 @@ pub struct LogoutResult {
     pub revoked_at: String,
 }
 
-fn login_methods(configured: bool) -> Vec<LoginMethod> {
+pub fn login_methods(configured: bool) -> Vec<LoginMethod> {
     vec![LoginMethod {
         key: LOCAL_PASSWORD.into(),
         configured,
@@ -489,16 +489,31 @@ async fn logout(
     }))
 }
 
-/// Marks a session revoked; it is refused from the next request on.
+/// Marks a session revoked (`spec.revoked`, `status.revokedAt`); it is refused from the next
+/// request on. Revoking again keeps the first `revokedAt`.
 pub async fn revoke_session(state: &AppState, session_id: &str) -> ApiResult<String> {
     let session = state
         .caches
         .sessions
         .find(|s| s.name_any() == session_id)
         .ok_or_else(|| ApiError::not_found("session", session_id))?;
-    let mut desired = Session::new(session_id, session.spec.clone());
-    desired.spec.revoked = true;
+    let recorded = session.status.as_ref().and_then(|s| s.revoked_at.clone());
+    if let (true, Some(revoked_at)) = (session.spec.revoked, &recorded) {
+        return Ok(timestamp(revoked_at));
+    }
     let api = Api::namespaced(state.client.clone(), &state.config.system_namespace);
-    apply(&api, &state.caches.sessions, None, desired).await?;
-    Ok(Timestamp::now().to_string())
+    if !session.spec.revoked {
+        let mut desired = Session::new(session_id, session.spec.clone());
+        desired.spec.revoked = true;
+        apply(&api, &state.caches.sessions, None, desired).await?;
+    }
+    let revoked_at = super::identity::now();
+    super::identity::apply_status(
+        &api,
+        &state.caches.sessions,
+        session_id,
+        serde_json::json!({ "revokedAt": revoked_at }),
+    )
+    .await?;
+    Ok(timestamp(&revoked_at))
 }

@@ -148,6 +148,76 @@ pub fn paginate<T: Clone>(
     Ok((items[start..end].to_vec(), next))
 }
 
+/// Rejects query parameters an endpoint does not know, so a misspelt filter is a 422 rather
+/// than a silently unfiltered list.
+pub fn known_params(query: &crate::extract::QueryParams, allowed: &[&str]) -> Result<(), ApiError> {
+    let mut unknown: Vec<&String> = query
+        .0
+        .keys()
+        .filter(|key| !allowed.contains(&key.as_str()))
+        .collect();
+    unknown.sort();
+    match unknown.first() {
+        None => Ok(()),
+        Some(name) => Err(ApiError::validation(
+            name,
+            format!(
+                "unknown query parameter {name}; this endpoint accepts: {}",
+                allowed.join(", ")
+            ),
+        )),
+    }
+}
+
+/// A required string of 1..=`max` characters (spec §8: identifiers and filters are >= 1).
+pub fn bounded(field: &str, value: &str, max: usize) -> Result<(), ApiError> {
+    non_empty(field, value)?;
+    if value.chars().count() > max {
+        return Err(ApiError::validation(
+            field,
+            format!("{field} must be at most {max} characters"),
+        )
+        .with_detail("max", max));
+    }
+    Ok(())
+}
+
+/// An ISO 8601 / RFC 3339 date-time with an offset, e.g. `2030-01-01T00:00:00Z`.
+pub fn parse_timestamp(field: &str, value: &str) -> Result<Time, ApiError> {
+    value
+        .parse::<k8s_openapi::jiff::Timestamp>()
+        .map(Time)
+        .map_err(|_| {
+            ApiError::validation(
+                field,
+                format!("{field} must be an ISO 8601 date-time such as 2030-01-01T00:00:00Z"),
+            )
+        })
+}
+
+/// Merges `status` into an object's status subresource (a JSON merge patch under the shim's
+/// field manager, so fields other writers own are left alone) and waits for the cache.
+pub async fn merge_status<K>(
+    api: &kube::Api<K>,
+    store: &Store<K>,
+    name: &str,
+    status: serde_json::Value,
+) -> Result<K, ApiError>
+where
+    K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let params = kube::api::PatchParams {
+        field_manager: Some(crate::state::FIELD_MANAGER.into()),
+        ..Default::default()
+    };
+    let patch = serde_json::json!({ "status": status });
+    let written = api
+        .patch_status(name, &params, &kube::api::Patch::Merge(&patch))
+        .await?;
+    crate::cache::catch_up(store, &written).await?;
+    Ok(written)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,10 +2,20 @@
 //! both the axum router and the OpenAPI document are built from that declaration, so the
 //! document cannot drift from the code. Modules mirror the specification's sections.
 
+pub mod account;
 pub mod bootstrap;
 pub mod common;
+pub mod decisions;
+pub mod deploy_tokens;
+pub mod environments;
 pub mod health;
+pub mod identity;
+pub mod invitations;
+pub mod members;
+pub mod organizations;
+pub mod overlays;
 pub mod projects;
+pub mod users;
 
 use axum::Router;
 use axum::handler::Handler;
@@ -100,10 +110,22 @@ impl Endpoint {
 
 /// Every endpoint, in the order of the specification's sections.
 pub fn endpoints() -> Vec<Endpoint> {
-    [bootstrap::endpoints(), projects::endpoints()]
-        .into_iter()
-        .flatten()
-        .collect()
+    [
+        bootstrap::endpoints(),
+        projects::endpoints(),
+        account::endpoints(),
+        organizations::endpoints(),
+        members::endpoints(),
+        invitations::endpoints(),
+        users::endpoints(),
+        decisions::endpoints(),
+        overlays::endpoints(),
+        deploy_tokens::endpoints(),
+        environments::endpoints(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 /// The router for everything under `/api`.

@@ -1,9 +1,13 @@
 //! One reconciler per kind. Each reads as a pipeline: observe → plan (pure) → apply → status.
 
 pub mod archive;
+pub mod bookkeeping;
+pub mod bookkept_kinds;
 pub mod environment;
 pub mod organization;
 pub mod project;
+pub mod server;
+pub mod ssh_credential;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -59,6 +63,8 @@ pub async fn run_all(
     tokio::join!(
         organization::run(context.clone(), shutdown.clone()),
         project::run(context.clone(), shutdown.clone()),
-        environment::run(context, shutdown),
+        environment::run(context.clone(), shutdown.clone()),
+        ssh_credential::run(context.clone(), shutdown.clone()),
+        server::run(context, shutdown),
     );
 }

@@ -4,14 +4,16 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use berth_crds::condition::{self, Condition, ConditionStatus, READY};
+use berth_crds::member::Member;
 use berth_crds::organization::{Organization, OrganizationStatus};
 use berth_crds::{MANAGED_LABEL, ORGANIZATION_LABEL};
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams};
+use kube::api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams};
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
 
@@ -30,8 +32,15 @@ pub async fn run(
 ) {
     let organizations = Api::<Organization>::all(context.client.clone());
     let namespaces = Api::<Namespace>::all(context.client.clone());
+    let members = Api::<Member>::all(context.client.clone());
     let stream = Controller::new(organizations, watcher::Config::default())
         .owns(namespaces, watcher::Config::default().labels(MANAGED_LABEL))
+        // A member joining or leaving changes the organization's member count.
+        .watches(members, watcher::Config::default(), |member| {
+            let namespace = member.namespace()?;
+            let name = namespace.strip_prefix(berth_crds::organization::NAMESPACE_PREFIX)?;
+            Some(ObjectRef::<Organization>::new(name))
+        })
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy(KIND), context);
     drain(KIND, stream).await;
@@ -95,9 +104,17 @@ async fn apply(organization: &Organization, context: &Context) -> Result<Action>
             .await;
     }
 
+    let member_count = Api::<Member>::namespaced(context.client.clone(), &namespace_name)
+        .list(&ListParams::default())
+        .await?
+        .items
+        .iter()
+        .filter(|member| member.spec.active)
+        .count();
     let current = organization.status.as_ref();
     let mut status = current.cloned().unwrap_or_default();
     status.namespace = Some(namespace_name.clone());
+    status.member_count = i64::try_from(member_count).unwrap_or(i64::MAX);
     status.observed_generation = organization.metadata.generation;
     condition::merge(
         &mut status.conditions,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use russh::keys::{HashAlg, PrivateKey};
 
 /// Why a Secret's value is not a usable private key. Messages never quote the value.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum ClientKeyError {
     #[error("the value is not UTF-8 text")]
     NotText,
@@ -76,15 +76,8 @@ impl fmt::Debug for ClientKey {
 mod tests {
     use super::*;
 
-    /// A throwaway key made for this test with `ssh-keygen -t ed25519 -N ''`.
-    const KEY: &str = "-----BEGIN OPENSSH PRIVATE KEY-----
-b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW
-QyNTUxOQAAACCneOmp8QKgPpuBaVNVyiJeKjQ8tW8ocXYZNkP5frr0wgAAAJioasizqGrI
-swAAAAtzc2gtZWQyNTUxOQAAACCneOmp8QKgPpuBaVNVyiJeKjQ8tW8ocXYZNkP5frr0wg
-AAAED35I0h6Qtnz/uPtZh80s0/h5cppba8uEoYUreaKZC4qKd46anxAqA+m4FpU1XKIl4q
-NDy1byhxdhk2Q/l+uvTCAAAAEGJlcnRoLXVuaXQtdGVzdHMBAgMEBQ==
------END OPENSSH PRIVATE KEY-----
-";
+    /// A throwaway key made for the unit tests with `ssh-keygen -t ed25519 -N ''`.
+    const KEY: &str = include_str!("testdata/unit_test_key");
 
     #[test]
     fn derives_public_key_and_fingerprint() {

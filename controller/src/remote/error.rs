@@ -94,6 +94,15 @@ impl RemoteError {
         }
     }
 
+    /// A message for a status condition: the same failure gives the same text, so repeated
+    /// reconciles do not rewrite status (a backoff's countdown is left out).
+    pub fn condition_message(&self) -> String {
+        match self {
+            Self::BackingOff { message, .. } => message.clone(),
+            other => other.to_string(),
+        }
+    }
+
     /// A stable label for metrics.
     pub fn metric_label(&self) -> &'static str {
         match self {

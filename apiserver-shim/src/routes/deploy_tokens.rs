@@ -1,0 +1,581 @@
+//! Spec §4.2, deploy tokens: list, create, show, rotate, revoke. The secret is returned only by
+//! create and rotate; the DeployToken object holds its SHA-256 digest and last characters.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use berth_crds::condition::{self, Condition, ConditionStatus, READY};
+use berth_crds::deploy_token::{DeployToken, DeployTokenScope, DeployTokenSpec, DeployTokenState};
+use berth_crds::member::OrganizationRole;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::{Api, ResourceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::Endpoint;
+use super::common::{
+    Confirmation, all_in, bounded, confirm, created_at, find_in, known_params, merge_status,
+    parse_timestamp, timestamp,
+};
+use crate::auth::token::{self, new_id};
+use crate::auth::{Caller, CallerOrganization, Principal, check_token_usable, user_organization};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{JsonBody, QueryParams};
+use crate::state::AppState;
+use crate::write::apply;
+
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::get::<TokenList, _, _>("/deploy-tokens", "List deploy tokens", list),
+        Endpoint::post::<CreateToken, CreatedToken, _, _>(
+            "/deploy-tokens",
+            "Create a deploy token (its secret is returned only here)",
+            create,
+        ),
+        Endpoint::get::<TokenRecord, _, _>("/deploy-tokens/{tokenId}", "Show a deploy token", show),
+        Endpoint::post::<ConfirmedAction, RotatedToken, _, _>(
+            "/deploy-tokens/{tokenId}/rotate",
+            "Issue a new secret; the old one is refused at once",
+            rotate,
+        ),
+        Endpoint::post::<ConfirmedAction, RevokedToken, _, _>(
+            "/deploy-tokens/{tokenId}/revoke",
+            "Revoke a deploy token; it is refused from the next request on",
+            revoke,
+        ),
+    ]
+}
+
+/// Largest `limit` of `GET /deploy-tokens` (spec §8); also the default.
+pub const MAX_LIMIT: u64 = 100;
+/// Most ids one scope array may hold.
+pub const MAX_SCOPE_ENTRIES: usize = 100;
+/// Longest display name.
+const MAX_NAME: usize = 120;
+/// Reason on the `Ready` condition of an accepted token.
+const REASON_ACTIVE: &str = "Active";
+/// Reason on the `Ready` condition of a revoked token.
+const REASON_REVOKED: &str = "Revoked";
+
+/// The Deploy token record of spec §2.2 (list and show); never the secret.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenRecord {
+    pub token_id: String,
+    pub organization_id: String,
+    pub display_name: String,
+    /// `active` or `revoked`.
+    pub status: String,
+    /// Last characters of the secret, to tell tokens apart.
+    pub secret_suffix: String,
+    pub scope: DeployTokenScope,
+    pub created_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_used_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rotated_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revoked_at: Option<String>,
+}
+
+/// `{ items }` of `GET /deploy-tokens`.
+#[derive(Serialize, JsonSchema)]
+pub struct TokenList {
+    pub items: Vec<TokenRecord>,
+}
+
+/// The Deploy token created record of spec §2.2: the only response besides rotate that
+/// carries the secret.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreatedToken {
+    pub token_id: String,
+    /// The secret bearer token; store it now, it is never shown again.
+    pub token: String,
+    pub organization_id: String,
+    pub display_name: String,
+    pub secret_suffix: String,
+    pub scopes: DeployTokenScope,
+    pub created_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+}
+
+/// Result of a rotation: the new secret, shown once.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RotatedToken {
+    pub token_id: String,
+    /// The new secret bearer token; the previous one no longer works.
+    pub token: String,
+    pub rotated_at: String,
+    pub scopes: DeployTokenScope,
+}
+
+/// Result of a revocation.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RevokedToken {
+    pub token_id: String,
+    pub revoked_at: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateToken {
+    /// The organization the token belongs to: the caller's current organization.
+    pub organization_id: String,
+    /// Name shown in lists (1-120 characters).
+    pub display_name: String,
+    /// What the token may act on; an empty or missing array places no limit of that kind.
+    pub scope: ScopeInput,
+    /// When the token stops working (ISO 8601, in the future); never when omitted.
+    pub expires_at: Option<String>,
+}
+
+/// The six scope arrays of a new token.
+#[derive(Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ScopeInput {
+    /// Servers the token may deploy to.
+    #[serde(default)]
+    pub deployment_target_ids: Vec<String>,
+    /// Environments the token may act on.
+    #[serde(default)]
+    pub environment_ids: Vec<String>,
+    /// Projects the token may act on.
+    #[serde(default)]
+    pub project_ids: Vec<String>,
+    /// Repositories (`owner/name`) the token may be used from.
+    #[serde(default)]
+    pub repository_full_names: Vec<String>,
+    /// Resources the token may act on.
+    #[serde(default)]
+    pub resource_ids: Vec<String>,
+    /// Workflow commands the token may run, e.g. `source-link-deploy`, `preview-cleanup`.
+    #[serde(default)]
+    pub workflow_commands: Vec<String>,
+}
+
+/// Body of rotate and revoke.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ConfirmedAction {
+    /// The organization the token belongs to.
+    pub organization_id: String,
+    /// Must carry `tokenId` equal to the token being changed.
+    pub confirmation: Option<Confirmation>,
+}
+
+/// Managing tokens needs a signed-in admin (or owner) of `organization_id`. It need not be the
+/// caller's current organization; one the caller is not a member of is a 404 that reveals
+/// nothing, whether or not it exists.
+fn manager(
+    state: &AppState,
+    caller: &Caller,
+    organization_id: &str,
+) -> ApiResult<CallerOrganization> {
+    bounded("organizationId", organization_id, 253)?;
+    let not_found = || ApiError::not_found("organization", organization_id);
+    let Principal::User { user_id, .. } = &caller.principal else {
+        // A deploy token exists only inside its own organization, and cannot manage tokens.
+        return match &caller.organization {
+            Some(own) if own.id == organization_id => Err(ApiError::forbidden(
+                "deploy tokens cannot manage deploy tokens; sign in as an admin",
+            )),
+            _ => Err(not_found()),
+        };
+    };
+    let organization = user_organization(state, user_id, Some(organization_id))
+        .filter(|o| o.id == organization_id)
+        .ok_or_else(not_found)?;
+    let acting = Caller {
+        principal: caller.principal.clone(),
+        organization: Some(organization),
+    };
+    Ok(acting.require_role(OrganizationRole::Admin)?.clone())
+}
+
+fn scope_of(input: ScopeInput) -> ApiResult<DeployTokenScope> {
+    let clean = |field: &str, ids: Vec<String>| -> ApiResult<Vec<String>> {
+        if ids.len() > MAX_SCOPE_ENTRIES {
+            return Err(ApiError::validation(
+                &format!("scope.{field}"),
+                format!("scope.{field} may hold at most {MAX_SCOPE_ENTRIES} entries"),
+            ));
+        }
+        let mut out: Vec<String> = Vec::with_capacity(ids.len());
+        for (index, id) in ids.into_iter().enumerate() {
+            bounded(&format!("scope.{field}[{index}]"), &id, 253)?;
+            if !out.contains(&id) {
+                out.push(id);
+            }
+        }
+        Ok(out)
+    };
+    Ok(DeployTokenScope {
+        deployment_target_ids: clean("deploymentTargetIds", input.deployment_target_ids)?,
+        environment_ids: clean("environmentIds", input.environment_ids)?,
+        project_ids: clean("projectIds", input.project_ids)?,
+        repository_full_names: clean("repositoryFullNames", input.repository_full_names)?,
+        resource_ids: clean("resourceIds", input.resource_ids)?,
+        workflow_commands: clean("workflowCommands", input.workflow_commands)?,
+    })
+}
+
+/// `active` or `revoked`, from the spec flag (the truth the moment it is written).
+fn state_of(token: &DeployToken) -> DeployTokenState {
+    if token.spec.revoked {
+        DeployTokenState::Revoked
+    } else {
+        DeployTokenState::Active
+    }
+}
+
+fn state_name(state: DeployTokenState) -> &'static str {
+    match state {
+        DeployTokenState::Active => "active",
+        DeployTokenState::Revoked => "revoked",
+    }
+}
+
+/// Converts the custom resource to the REST record.
+pub fn record(token: &DeployToken, organization_id: &str) -> TokenRecord {
+    let status = token.status.clone().unwrap_or_default();
+    TokenRecord {
+        token_id: token.name_any(),
+        organization_id: organization_id.to_string(),
+        display_name: token.spec.display_name.clone(),
+        status: state_name(state_of(token)).to_string(),
+        secret_suffix: token.spec.secret_suffix.clone(),
+        scope: token.spec.scope.clone(),
+        created_at: created_at(&token.metadata),
+        expires_at: token.spec.expires_at.as_ref().map(timestamp),
+        last_used_at: status.last_used_at.as_ref().map(timestamp),
+        rotated_at: status.rotated_at.as_ref().map(timestamp),
+        revoked_at: status.revoked_at.as_ref().map(timestamp),
+    }
+}
+
+/// The status the shim writes after each change: state, `Ready`, and the given timestamps.
+fn status_patch(token: &DeployToken, extra: serde_json::Value) -> ApiResult<serde_json::Value> {
+    let state = state_of(token);
+    let mut conditions = token
+        .status
+        .as_ref()
+        .map(|s| s.conditions.clone())
+        .unwrap_or_default();
+    let ready = match state {
+        DeployTokenState::Active => Condition::new(
+            READY,
+            ConditionStatus::True,
+            REASON_ACTIVE,
+            "the token is accepted",
+            token.metadata.generation,
+        ),
+        DeployTokenState::Revoked => Condition::new(
+            READY,
+            ConditionStatus::False,
+            REASON_REVOKED,
+            "the token was revoked and is refused",
+            token.metadata.generation,
+        ),
+    };
+    condition::merge(&mut conditions, ready);
+    let mut status = json!({
+        "status": state,
+        "observedGeneration": token.metadata.generation,
+        "conditions": conditions,
+    });
+    if let (Some(status), Some(extra)) = (status.as_object_mut(), extra.as_object()) {
+        status.extend(extra.clone());
+    }
+    Ok(status)
+}
+
+fn api(state: &AppState, namespace: &str) -> Api<DeployToken> {
+    Api::namespaced(state.client.clone(), namespace)
+}
+
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    query: QueryParams,
+) -> ApiResult<Json<TokenList>> {
+    known_params(
+        &query,
+        &[
+            "organizationId",
+            "status",
+            "resourceId",
+            "repositoryFullName",
+            "limit",
+        ],
+    )?;
+    let organization = manager(&state, &caller, query.required("organizationId")?)?;
+    let status = query.one_of("status", &["active", "revoked"], None)?;
+    let resource = query.string("resourceId")?;
+    let repository = query.string("repositoryFullName")?;
+    let limit = query.integer("limit", 1, MAX_LIMIT, MAX_LIMIT)?;
+    let mut tokens: Vec<Arc<DeployToken>> =
+        all_in(&state.caches.deploy_tokens, &organization.namespace)
+            .into_iter()
+            .filter(|t| status.is_none_or(|s| state_name(state_of(t)) == s))
+            // A filter id matches tokens whose scope names it explicitly.
+            .filter(|t| resource.is_none_or(|r| t.spec.scope.resource_ids.iter().any(|id| id == r)))
+            .filter(|t| {
+                repository.is_none_or(|r| {
+                    t.spec
+                        .scope
+                        .repository_full_names
+                        .iter()
+                        .any(|name| name == r)
+                })
+            })
+            .collect();
+    // Newest first: the token just made is the one people look for.
+    tokens.sort_by_key(|t| {
+        (
+            std::cmp::Reverse(t.metadata.creation_timestamp.clone().map(|c| c.0)),
+            t.name_any(),
+        )
+    });
+    let items = tokens
+        .iter()
+        .take(limit as usize)
+        .map(|t| record(t, &organization.id))
+        .collect();
+    Ok(Json(TokenList { items }))
+}
+
+async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<CreateToken>,
+) -> ApiResult<Json<CreatedToken>> {
+    let organization = manager(&state, &caller, &body.organization_id)?;
+    bounded("displayName", &body.display_name, MAX_NAME)?;
+    let scope = scope_of(body.scope)?;
+    let expires_at = match &body.expires_at {
+        None => None,
+        Some(text) => {
+            let at = parse_timestamp("expiresAt", text)?;
+            if at.0 <= Timestamp::now() {
+                return Err(ApiError::validation(
+                    "expiresAt",
+                    "expiresAt must be in the future",
+                ));
+            }
+            Some(at)
+        }
+    };
+    let secret = token::generate(token::DEPLOY_TOKEN_PREFIX);
+    let id = new_id("dtk");
+    let desired = DeployToken::new(
+        &id,
+        DeployTokenSpec {
+            display_name: body.display_name.trim().to_string(),
+            scope,
+            expires_at,
+            revoked: false,
+            secret_digest: token::digest(&secret),
+            secret_suffix: token::suffix(&secret),
+        },
+    );
+    let api = api(&state, &organization.namespace);
+    let written = apply(&api, &state.caches.deploy_tokens, Some(&caller), desired).await?;
+    let written = merge_status(
+        &api,
+        &state.caches.deploy_tokens,
+        &id,
+        status_patch(&written, json!({}))?,
+    )
+    .await?;
+    tracing::info!(token = %id, organization = %organization.id, "deploy token created");
+    Ok(Json(CreatedToken {
+        token_id: id,
+        token: secret,
+        organization_id: organization.id.clone(),
+        display_name: written.spec.display_name.clone(),
+        secret_suffix: written.spec.secret_suffix.clone(),
+        scopes: written.spec.scope.clone(),
+        created_at: created_at(&written.metadata),
+        expires_at: written.spec.expires_at.as_ref().map(timestamp),
+    }))
+}
+
+/// `organizationId` of `GET /deploy-tokens/{tokenId}`.
+async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    query: QueryParams,
+) -> ApiResult<Json<TokenRecord>> {
+    known_params(&query, &["organizationId"])?;
+    let organization = manager(&state, &caller, query.required("organizationId")?)?;
+    let token = find_in(
+        &state.caches.deploy_tokens,
+        &organization.namespace,
+        &id,
+        "deploy token",
+    )?;
+    Ok(Json(record(&token, &organization.id)))
+}
+
+/// The token named by the path, after the caller, organization and confirmation checks.
+fn confirmed(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+    body: ConfirmedAction,
+) -> ApiResult<(CallerOrganization, Arc<DeployToken>)> {
+    let organization = manager(state, caller, &body.organization_id)?;
+    let token = find_in(
+        &state.caches.deploy_tokens,
+        &organization.namespace,
+        id,
+        "deploy token",
+    )?;
+    let confirmation = body.confirmation.unwrap_or_default();
+    confirm(
+        confirmation.token_id.as_deref(),
+        id,
+        "tokenId",
+        "deploy token",
+    )?;
+    Ok((organization, token))
+}
+
+async fn rotate(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<ConfirmedAction>,
+) -> ApiResult<Json<RotatedToken>> {
+    let (organization, token) = confirmed(&state, &caller, &id, body)?;
+    if let Err(refused) = check_token_usable(&token) {
+        // Rotating would hand out a secret that is refused anyway.
+        return Err(ApiError::conflict(format!(
+            "{}; create a new token instead",
+            refused.body.message
+        )));
+    }
+    let secret = token::generate(token::DEPLOY_TOKEN_PREFIX);
+    let mut desired = DeployToken::new(&id, token.spec.clone());
+    desired.spec.secret_digest = token::digest(&secret);
+    desired.spec.secret_suffix = token::suffix(&secret);
+    let api = api(&state, &organization.namespace);
+    // Once the cache holds the new digest the old secret matches nothing: refused at once.
+    let written = apply(&api, &state.caches.deploy_tokens, Some(&caller), desired).await?;
+    let rotated_at = Time(Timestamp::now());
+    merge_status(
+        &api,
+        &state.caches.deploy_tokens,
+        &id,
+        status_patch(&written, json!({ "rotatedAt": rotated_at }))?,
+    )
+    .await?;
+    tracing::info!(token = %id, organization = %organization.id, "deploy token rotated");
+    Ok(Json(RotatedToken {
+        token_id: id,
+        token: secret,
+        rotated_at: timestamp(&rotated_at),
+        scopes: written.spec.scope,
+    }))
+}
+
+async fn revoke(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<ConfirmedAction>,
+) -> ApiResult<Json<RevokedToken>> {
+    let (organization, token) = confirmed(&state, &caller, &id, body)?;
+    if token.spec.revoked {
+        // Repeating a revocation changes nothing and reports the original time.
+        let revoked_at = token
+            .status
+            .as_ref()
+            .and_then(|s| s.revoked_at.as_ref())
+            .map(timestamp)
+            .unwrap_or_else(|| created_at(&token.metadata));
+        return Ok(Json(RevokedToken {
+            token_id: id,
+            revoked_at,
+        }));
+    }
+    let mut desired = DeployToken::new(&id, token.spec.clone());
+    desired.spec.revoked = true;
+    let api = api(&state, &organization.namespace);
+    let written = apply(&api, &state.caches.deploy_tokens, Some(&caller), desired).await?;
+    let revoked_at = Time(Timestamp::now());
+    merge_status(
+        &api,
+        &state.caches.deploy_tokens,
+        &id,
+        status_patch(&written, json!({ "revokedAt": revoked_at }))?,
+    )
+    .await?;
+    tracing::info!(token = %id, organization = %organization.id, "deploy token revoked");
+    Ok(Json(RevokedToken {
+        token_id: id,
+        revoked_at: timestamp(&revoked_at),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn token(revoked: bool) -> DeployToken {
+        DeployToken::new(
+            "dtk-1",
+            DeployTokenSpec {
+                display_name: "CI".into(),
+                scope: DeployTokenScope::default(),
+                expires_at: None,
+                revoked,
+                secret_digest: token::digest("bdt_x"),
+                secret_suffix: "bd_x".into(),
+            },
+        )
+    }
+
+    #[test]
+    fn record_never_carries_the_digest() {
+        let text = serde_json::to_string(&record(&token(false), "acme")).unwrap();
+        assert!(!text.contains("sha256"));
+        assert!(text.contains(r#""status":"active""#));
+        assert!(text.contains(r#""scope":{"deploymentTargetIds":[]"#));
+    }
+
+    #[test]
+    fn revoked_tokens_are_not_ready() {
+        let status = status_patch(&token(true), json!({"revokedAt": "x"})).unwrap();
+        assert_eq!(status["status"], "revoked");
+        assert_eq!(status["revokedAt"], "x");
+        assert_eq!(status["conditions"][0]["status"], "False");
+    }
+
+    #[test]
+    fn scope_entries_are_checked_and_deduplicated() {
+        let scope = scope_of(ScopeInput {
+            project_ids: vec!["prj-1".into(), "prj-1".into()],
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(scope.project_ids, vec!["prj-1"]);
+        let error = scope_of(ScopeInput {
+            resource_ids: vec!["".into()],
+            ..Default::default()
+        })
+        .err()
+        .unwrap();
+        assert_eq!(error.body.details["field"], "scope.resourceIds[0]");
+    }
+}

@@ -1,0 +1,440 @@
+//! Spec §4.4, environments: count, list, create, show, archive. Archiving is a status
+//! transition; the environment and its deployment history stay readable.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use berth_crds::environment::{Environment, EnvironmentSpec};
+use berth_crds::lifecycle::LifecycleStatus;
+use berth_crds::member::OrganizationRole;
+use berth_crds::variable::{PlainVariable, VariableExposure};
+use kube::{Api, ResourceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::Endpoint;
+use super::common::{
+    CountResponse, IdResponse, all_in, bounded, created_at, find_in, known_params, timestamp,
+};
+use super::projects;
+use crate::auth::token::new_id;
+use crate::auth::{Caller, ScopeDimension};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{JsonBody, QueryParams};
+use crate::state::AppState;
+use crate::write::apply;
+
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::get::<CountResponse, _, _>(
+            "/environments/count",
+            "Count active environments",
+            count,
+        ),
+        Endpoint::get::<EnvironmentList, _, _>("/environments", "List environments", list),
+        Endpoint::post::<CreateEnvironment, IdResponse, _, _>(
+            "/environments",
+            "Create an environment in a project",
+            create,
+        ),
+        Endpoint::get::<EnvironmentRecord, _, _>(
+            "/environments/{environmentId}",
+            "Show an environment, variables masked",
+            show,
+        ),
+        Endpoint::post::<ArchiveEnvironment, IdResponse, _, _>(
+            "/environments/{environmentId}/archive",
+            "Archive an environment (history stays readable)",
+            archive,
+        ),
+    ]
+}
+
+/// Largest `limit` of `GET /environments` (spec §8).
+pub const MAX_LIMIT: u64 = 500;
+/// `limit` when the caller gives none.
+pub const DEFAULT_LIMIT: u64 = 100;
+/// What a masked value reads as (spec conventions).
+pub const MASK: &str = "****";
+
+/// The Environment record of spec §2.2.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EnvironmentRecord {
+    pub id: String,
+    pub project_id: String,
+    pub name: String,
+    /// e.g. `local`, `production`, `staging`, `preview`.
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_environment_id: Option<String>,
+    /// `active` or `archived`.
+    pub lifecycle_status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub locked_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lock_reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub archived_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub archive_reason: Option<String>,
+    pub created_at: String,
+    /// The environment's variables; values of secret-looking keys read `****`.
+    pub masked_variables: Vec<MaskedVariable>,
+}
+
+/// One environment variable as the API shows it.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MaskedVariable {
+    pub key: String,
+    /// The value, or `****` when the key or value looks secret.
+    pub value: String,
+    /// Always `environment`: inherited by every resource of the environment.
+    pub scope: String,
+    /// `build-time` or `runtime`.
+    pub exposure: String,
+    pub is_secret: bool,
+    /// `secret` or `plain-config`.
+    pub kind: String,
+}
+
+/// `{ items }` of `GET /environments`.
+#[derive(Serialize, JsonSchema)]
+pub struct EnvironmentList {
+    pub items: Vec<EnvironmentRecord>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateEnvironment {
+    /// The project it belongs to (active, in the caller's organization).
+    pub project_id: String,
+    /// Display name, unique among the project's active environments (1-120 characters).
+    pub name: String,
+    /// Lowercase kind such as `local`, `production`, `staging` or `preview`.
+    pub kind: String,
+    /// An environment of the same project this one derives from (previews).
+    pub parent_environment_id: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ArchiveEnvironment {
+    /// Why the environment is archived (shown as `archiveReason`).
+    pub reason: Option<String>,
+}
+
+/// Key fragments that mark a plain variable's value as a secret worth hiding anyway.
+const SECRET_WORDS: &[&str] = &[
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "PWD",
+    "TOKEN",
+    "KEY",
+    "APIKEY",
+    "PRIVATE",
+    "CREDENTIAL",
+    "CREDENTIALS",
+    "AUTH",
+    "DSN",
+    "SALT",
+    "CERT",
+];
+
+/// Whether a variable should be masked: a key word such as `PASSWORD` or `API_KEY`, or a URL
+/// with a password in it (`postgres://user:pw@host`).
+pub fn looks_secret(key: &str, value: &str) -> bool {
+    let key_hit = key
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .any(|word| SECRET_WORDS.contains(&word.to_ascii_uppercase().as_str()));
+    let url_password = value.split_once("://").is_some_and(|(_, rest)| {
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+        authority
+            .rsplit_once('@')
+            .is_some_and(|(userinfo, _)| userinfo.contains(':'))
+    });
+    key_hit || url_password
+}
+
+fn masked(variable: &PlainVariable) -> MaskedVariable {
+    let secret = looks_secret(&variable.key, &variable.value);
+    MaskedVariable {
+        key: variable.key.clone(),
+        value: if secret {
+            MASK.to_string()
+        } else {
+            variable.value.clone()
+        },
+        scope: "environment".into(),
+        exposure: match variable.exposure {
+            VariableExposure::BuildTime => "build-time",
+            VariableExposure::Runtime => "runtime",
+        }
+        .into(),
+        is_secret: secret,
+        kind: if secret { "secret" } else { "plain-config" }.into(),
+    }
+}
+
+/// Converts the custom resource to the REST record.
+pub fn record(environment: &Environment) -> EnvironmentRecord {
+    let spec = &environment.spec;
+    let status = environment.status.clone().unwrap_or_default();
+    EnvironmentRecord {
+        id: environment.name_any(),
+        project_id: spec.project_id.clone(),
+        name: spec.name.clone(),
+        kind: spec.kind.clone(),
+        parent_environment_id: spec.parent_environment_id.clone(),
+        // The spec's flag is the truth the moment it is written; status adds the timestamp.
+        lifecycle_status: LifecycleStatus::from_archived(spec.archived)
+            .as_str()
+            .to_string(),
+        locked_at: status
+            .locked_at
+            .as_ref()
+            .filter(|_| spec.locked)
+            .map(timestamp),
+        lock_reason: spec.lock_reason.clone().filter(|_| spec.locked),
+        archived_at: status
+            .archived_at
+            .as_ref()
+            .filter(|_| spec.archived)
+            .map(timestamp),
+        archive_reason: spec.archive_reason.clone().filter(|_| spec.archived),
+        created_at: created_at(&environment.metadata),
+        masked_variables: spec.variables.iter().map(masked).collect(),
+    }
+}
+
+/// Whether a deploy token may see an environment: both it and its project must be in scope.
+fn visible_to(caller: &Caller, environment: &Environment) -> bool {
+    caller.sees(ScopeDimension::Environment, &environment.name_any())
+        && caller.sees(ScopeDimension::Project, &environment.spec.project_id)
+}
+
+/// The caller's environments (optionally of one project), oldest first.
+fn visible(
+    state: &AppState,
+    caller: &Caller,
+    project: Option<&str>,
+) -> ApiResult<Vec<Arc<Environment>>> {
+    let organization = caller.organization()?;
+    if let Some(project) = project {
+        // A filter naming a project must name one the caller may use.
+        caller.require_in_scope(ScopeDimension::Project, project)?;
+        projects::lookup(state, caller, project)?;
+    }
+    let mut environments: Vec<_> = all_in(&state.caches.environments, &organization.namespace)
+        .into_iter()
+        .filter(|e| project.is_none_or(|p| e.spec.project_id == p))
+        .filter(|e| visible_to(caller, e))
+        .collect();
+    environments.sort_by_key(|e| {
+        (
+            e.metadata.creation_timestamp.clone().map(|t| t.0),
+            e.name_any(),
+        )
+    });
+    Ok(environments)
+}
+
+/// An environment of the caller's organization that the caller may see, or 404.
+pub fn lookup(state: &AppState, caller: &Caller, id: &str) -> ApiResult<Arc<Environment>> {
+    let organization = caller.organization()?;
+    let environment = find_in(
+        &state.caches.environments,
+        &organization.namespace,
+        id,
+        "environment",
+    )?;
+    if !visible_to(caller, &environment) {
+        return Err(ApiError::not_found("environment", id));
+    }
+    Ok(environment)
+}
+
+async fn count(
+    State(state): State<AppState>,
+    caller: Caller,
+    query: QueryParams,
+) -> ApiResult<Json<CountResponse>> {
+    known_params(&query, &["projectId"])?;
+    let count = visible(&state, &caller, query.string("projectId")?)?
+        .iter()
+        .filter(|e| !e.spec.archived)
+        .count();
+    Ok(Json(CountResponse { count }))
+}
+
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    query: QueryParams,
+) -> ApiResult<Json<EnvironmentList>> {
+    known_params(&query, &["projectId", "limit", "lifecycleStatus"])?;
+    let limit = query.integer("limit", 1, MAX_LIMIT, DEFAULT_LIMIT)?;
+    // Same filter and default as projects: archived environments are listed on request.
+    let lifecycle = query.one_of(
+        "lifecycleStatus",
+        &["active", "archived", "all"],
+        Some("active"),
+    )?;
+    let items = visible(&state, &caller, query.string("projectId")?)?
+        .iter()
+        .map(|e| record(e))
+        .filter(|r| lifecycle == Some("all") || Some(r.lifecycle_status.as_str()) == lifecycle)
+        .take(limit as usize)
+        .collect();
+    Ok(Json(EnvironmentList { items }))
+}
+
+fn validate_kind(kind: &str) -> ApiResult<()> {
+    bounded("kind", kind, 63)?;
+    let valid = kind.starts_with(|c: char| c.is_ascii_lowercase())
+        && kind
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    if !valid {
+        return Err(ApiError::validation(
+            "kind",
+            "kind must be lowercase letters, digits or dashes, e.g. production or preview",
+        ));
+    }
+    Ok(())
+}
+
+async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<CreateEnvironment>,
+) -> ApiResult<Json<IdResponse>> {
+    let organization = caller.require_role(OrganizationRole::Member)?;
+    bounded("projectId", &body.project_id, 253)?;
+    bounded("name", &body.name, 120)?;
+    validate_kind(&body.kind)?;
+    // Deploy tokens (CI previews) may create environments, but only in projects they cover.
+    caller.require_in_scope(ScopeDimension::Project, &body.project_id)?;
+    let project = projects::lookup(&state, &caller, &body.project_id)?;
+    if project.spec.archived {
+        return Err(ApiError::conflict(format!(
+            "project {} is archived; environments cannot be added to it",
+            body.project_id
+        ))
+        .with_detail("field", "projectId"));
+    }
+    let name = body.name.trim().to_string();
+    let siblings = all_in(&state.caches.environments, &organization.namespace);
+    if let Some(parent) = &body.parent_environment_id {
+        bounded("parentEnvironmentId", parent, 253)?;
+        let parent_env = lookup(&state, &caller, parent)?;
+        if parent_env.spec.project_id != body.project_id {
+            return Err(ApiError::validation(
+                "parentEnvironmentId",
+                "the parent environment must belong to the same project",
+            ));
+        }
+    }
+    let taken = siblings.iter().any(|e| {
+        e.spec.project_id == body.project_id
+            && !e.spec.archived
+            && e.spec.name.eq_ignore_ascii_case(&name)
+    });
+    if taken {
+        return Err(ApiError::conflict(format!(
+            "the project already has an active environment named {name}"
+        ))
+        .with_detail("field", "name"));
+    }
+    let id = new_id("env");
+    let environment = Environment::new(
+        &id,
+        EnvironmentSpec {
+            project_id: body.project_id,
+            name,
+            kind: body.kind,
+            parent_environment_id: body.parent_environment_id,
+            variables: vec![],
+            locked: false,
+            lock_reason: None,
+            archived: false,
+            archive_reason: None,
+        },
+    );
+    let api = Api::<Environment>::namespaced(state.client.clone(), &organization.namespace);
+    apply(&api, &state.caches.environments, Some(&caller), environment).await?;
+    Ok(Json(IdResponse { id }))
+}
+
+async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<EnvironmentRecord>> {
+    let environment = lookup(&state, &caller, &id)?;
+    Ok(Json(record(&environment)))
+}
+
+async fn archive(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<ArchiveEnvironment>,
+) -> ApiResult<Json<IdResponse>> {
+    let environment = lookup(&state, &caller, &id)?;
+    let organization = caller.require_role(OrganizationRole::Admin)?;
+    if let Some(reason) = &body.reason {
+        bounded("reason", reason, 1000)?;
+    }
+    if environment.spec.archived {
+        // Archiving twice changes nothing; the first reason and time stand.
+        return Ok(Json(IdResponse { id }));
+    }
+    let mut desired = Environment::new(&id, environment.spec.clone());
+    desired.spec.archived = true;
+    desired.spec.archive_reason = body.reason.map(|r| r.trim().to_string());
+    let api = Api::<Environment>::namespaced(state.client.clone(), &organization.namespace);
+    apply(&api, &state.caches.environments, Some(&caller), desired).await?;
+    Ok(Json(IdResponse { id }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_looking_variables_are_masked() {
+        assert!(looks_secret("DATABASE_PASSWORD", "x"));
+        assert!(looks_secret("stripe_api_key", "x"));
+        assert!(looks_secret("GITHUB_TOKEN", "x"));
+        assert!(looks_secret(
+            "DATABASE_URL",
+            "postgres://app:hunter2@db:5432/app"
+        ));
+        assert!(!looks_secret("DATABASE_URL", "postgres://db:5432/app"));
+        assert!(!looks_secret("LOG_LEVEL", "debug"));
+        assert!(!looks_secret("MONKEY_COUNT", "3"));
+        let variable = PlainVariable {
+            key: "SESSION_SECRET".into(),
+            value: "s3cr3t".into(),
+            exposure: VariableExposure::BuildTime,
+        };
+        let shown = masked(&variable);
+        assert_eq!(
+            (shown.value.as_str(), shown.is_secret, shown.kind.as_str()),
+            (MASK, true, "secret")
+        );
+        assert_eq!(shown.exposure, "build-time");
+    }
+
+    #[test]
+    fn kinds_are_lowercase_words() {
+        assert!(validate_kind("preview").is_ok());
+        assert!(validate_kind("Production").is_err());
+        assert!(validate_kind("").is_err());
+        assert!(validate_kind("a b").is_err());
+    }
+}

@@ -1,0 +1,231 @@
+//! Helpers the identity route groups share (account, organizations, members, invitations,
+//! users): which organizations a user belongs to, the `permissions` booleans, status writes
+//! and the small validations of profile fields.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use berth_crds::member::{Member, OrganizationRole};
+use berth_crds::organization::Organization;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::reflector::Store;
+use kube::{Api, Resource, ResourceExt};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use super::common::{created_at, timestamp};
+use crate::auth::{self, Caller, CallerOrganization, user_organization};
+use crate::cache::catch_up;
+use crate::error::{ApiError, ApiResult};
+use crate::state::{AppState, FIELD_MANAGER};
+
+/// Longest display name (users, organizations), as the CRDs allow.
+pub const MAX_NAME_LENGTH: usize = 120;
+/// Longest avatar or logo URL.
+pub const MAX_URL_LENGTH: usize = 2048;
+
+/// The six organization permission booleans of spec §2.1.
+#[derive(Serialize, Deserialize, JsonSchema, Default, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Permissions {
+    pub can_invite_members: bool,
+    pub can_list_members: bool,
+    pub can_manage_deploy_tokens: bool,
+    pub can_remove_members: bool,
+    pub can_transfer_ownership: bool,
+    pub can_update_member_roles: bool,
+}
+
+/// Permissions of `role` (all false without one), typed from `auth::permissions`, the one place
+/// that decides them.
+pub fn permissions(role: Option<OrganizationRole>) -> Permissions {
+    role.and_then(|role| serde_json::from_value(auth::permissions(role)).ok())
+        .unwrap_or_default()
+}
+
+/// An organization that exists and is not being deleted.
+pub fn live_organization(state: &AppState, id: &str) -> Option<Arc<Organization>> {
+    state
+        .caches
+        .organizations
+        .find(|o| o.name_any() == id && o.metadata.deletion_timestamp.is_none())
+}
+
+/// The live organization owning `namespace`.
+pub fn organization_of_namespace(state: &AppState, namespace: &str) -> Option<Arc<Organization>> {
+    state.caches.organizations.find(|o| {
+        o.metadata.deletion_timestamp.is_none()
+            && o.status.as_ref().and_then(|s| s.namespace.as_deref()) == Some(namespace)
+    })
+}
+
+/// A user's active memberships in live organizations, ordered by organization id.
+pub fn memberships(state: &AppState, user_id: &str) -> Vec<(Arc<Organization>, Arc<Member>)> {
+    let mut found: Vec<_> = state
+        .caches
+        .members
+        .state()
+        .into_iter()
+        .filter(|m| m.spec.user_id == user_id && m.spec.active)
+        .filter_map(|member| {
+            let organization = organization_of_namespace(state, &member.namespace()?)?;
+            Some((organization, member))
+        })
+        .collect();
+    found.sort_by_key(|(organization, _)| organization.name_any());
+    found
+}
+
+/// The caller acting in `organization_id` (users only). An organization the caller is not an
+/// active member of is a 404, exactly like one that does not exist.
+pub fn in_organization(
+    state: &AppState,
+    caller: &Caller,
+    organization_id: &str,
+) -> ApiResult<Caller> {
+    let (user_id, _, _) = caller.require_user()?;
+    let membership: Option<CallerOrganization> =
+        user_organization(state, user_id, Some(organization_id))
+            .filter(|membership| membership.id == organization_id)
+            .filter(|_| live_organization(state, organization_id).is_some());
+    let membership =
+        membership.ok_or_else(|| ApiError::not_found("organization", organization_id))?;
+    Ok(Caller {
+        principal: caller.principal.clone(),
+        organization: Some(membership),
+    })
+}
+
+/// Active owners of the organization in `namespace`.
+pub fn active_owners(state: &AppState, namespace: &str) -> Vec<Arc<Member>> {
+    super::common::all_in(&state.caches.members, namespace)
+        .into_iter()
+        .filter(|m| m.spec.active && m.spec.role == OrganizationRole::Owner)
+        .collect()
+}
+
+/// Writes the given status fields with server-side apply on `/status` and waits for the cache.
+/// Only the fields named are claimed, so conditions a controller owns are left alone.
+pub async fn apply_status<K>(
+    api: &Api<K>,
+    store: &Store<K>,
+    name: &str,
+    status: serde_json::Value,
+) -> ApiResult<K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
+{
+    let patch = serde_json::json!({
+        "apiVersion": K::api_version(&()),
+        "kind": K::kind(&()),
+        "status": status,
+    });
+    let written = api
+        .patch_status(
+            name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&patch),
+        )
+        .await?;
+    catch_up(store, &written).await?;
+    Ok(written)
+}
+
+/// The current time, as stored in custom resources.
+pub fn now() -> Time {
+    Time(Timestamp::now())
+}
+
+/// When the object's spec last changed: the newest managed-fields entry that touches the spec
+/// (any writer, kubectl included), else its creation.
+pub fn updated_at(meta: &ObjectMeta) -> String {
+    meta.managed_fields
+        .iter()
+        .flatten()
+        .filter(|entry| {
+            entry
+                .fields_v1
+                .as_ref()
+                .is_some_and(|fields| fields.0.get("f:spec").is_some())
+        })
+        .filter_map(|entry| entry.time.as_ref())
+        .max_by_key(|time| time.0)
+        .map(timestamp)
+        .unwrap_or_else(|| created_at(meta))
+}
+
+/// A display name: trimmed, at most [`MAX_NAME_LENGTH`] characters; `None` when blank.
+pub fn display_name(field: &str, value: &str) -> ApiResult<Option<String>> {
+    let trimmed = value.trim();
+    if trimmed.chars().count() > MAX_NAME_LENGTH {
+        return Err(ApiError::validation(
+            field,
+            format!("{field} must be at most {MAX_NAME_LENGTH} characters"),
+        ));
+    }
+    Ok((!trimmed.is_empty()).then(|| trimmed.to_string()))
+}
+
+/// An image URL (http or https); `None` when blank, which clears it.
+pub fn image_url(field: &str, value: &str) -> ApiResult<Option<String>> {
+    let trimmed = value.trim();
+    if trimmed.is_empty() {
+        return Ok(None);
+    }
+    let valid = trimmed.len() <= MAX_URL_LENGTH
+        && !trimmed.contains(char::is_whitespace)
+        && ["https://", "http://"].iter().any(|scheme| {
+            trimmed
+                .strip_prefix(scheme)
+                .is_some_and(|rest| !rest.is_empty())
+        });
+    if !valid {
+        return Err(ApiError::validation(
+            field,
+            format!("{field} must be an http(s) URL of at most {MAX_URL_LENGTH} characters"),
+        ));
+    }
+    Ok(Some(trimmed.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn permissions_follow_the_role() {
+        let owner = permissions(Some(OrganizationRole::Owner));
+        assert!(owner.can_transfer_ownership && owner.can_invite_members);
+        let admin = permissions(Some(OrganizationRole::Admin));
+        assert!(admin.can_remove_members && !admin.can_transfer_ownership);
+        let member = permissions(Some(OrganizationRole::Member));
+        assert!(member.can_list_members && !member.can_invite_members);
+        assert_eq!(permissions(None), Permissions::default());
+    }
+
+    #[test]
+    fn profile_fields_are_checked() {
+        assert_eq!(
+            display_name("displayName", "  Ada ").unwrap(),
+            Some("Ada".into())
+        );
+        assert_eq!(display_name("displayName", " ").unwrap(), None);
+        assert!(display_name("displayName", &"x".repeat(121)).is_err());
+        assert_eq!(image_url("avatarUrl", "").unwrap(), None);
+        assert!(image_url("avatarUrl", "https://example.com/a.png").is_ok());
+        assert!(image_url("avatarUrl", "ftp://example.com/a.png").is_err());
+        assert!(image_url("avatarUrl", "https://").is_err());
+    }
+
+    #[test]
+    fn updated_at_falls_back_to_creation() {
+        let meta = ObjectMeta {
+            creation_timestamp: Some(Time("2024-01-02T03:04:05Z".parse().unwrap())),
+            ..Default::default()
+        };
+        assert_eq!(updated_at(&meta), "2024-01-02T03:04:05Z");
+    }
+}

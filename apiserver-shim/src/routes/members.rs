@@ -1,0 +1,406 @@
+//! Spec §4.3, an organization's members: list, role change, removal, reactivation and owner
+//! transfer. Removal unsets `spec.active`; the Member object stays so it can be reactivated.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use berth_crds::member::{Member, MemberSpec, OrganizationRole};
+use kube::{Api, ResourceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::Endpoint;
+use super::common::{all_in, created_at, find_in, paginate, timestamp};
+use super::identity::{active_owners, apply_status, in_organization, now};
+use crate::auth::{Caller, CallerOrganization, role_name};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{JsonBody, QueryParams};
+use crate::state::AppState;
+use crate::write::apply;
+
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::get::<MemberList, _, _>(
+            "/organizations/{organizationId}/members",
+            "List the organization's members",
+            list,
+        ),
+        Endpoint::post::<ChangeRole, MemberRecord, _, _>(
+            "/organizations/{organizationId}/members/{memberId}/role",
+            "Change a member's role",
+            change_role,
+        ),
+        Endpoint::delete::<RemoveMember, RemovedMember, _, _>(
+            "/organizations/{organizationId}/members/{memberId}",
+            "Remove a member (reversible)",
+            remove,
+        ),
+        Endpoint::post::<ReactivateMember, MemberRecord, _, _>(
+            "/organizations/{organizationId}/members/{memberId}/reactivate",
+            "Reactivate a removed member",
+            reactivate,
+        ),
+        Endpoint::post::<TransferOwnership, TransferredOwnership, _, _>(
+            "/organizations/{organizationId}/owner-transfer",
+            "Hand your ownership to another member",
+            transfer,
+        ),
+    ]
+}
+
+/// Largest `limit` of member and invitation lists (spec §8).
+pub const MAX_LIMIT: u64 = 250;
+/// `limit` when the caller gives none.
+pub const DEFAULT_LIMIT: u64 = 50;
+/// `status` of an active member.
+pub const ACTIVE: &str = "active";
+/// `status` of a removed member.
+pub const REMOVED: &str = "removed";
+
+/// The Member record of spec §2.2.
+#[derive(Serialize, JsonSchema, Clone, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct MemberRecord {
+    pub member_id: String,
+    pub user_id: String,
+    /// `owner`, `admin` or `member`.
+    pub role: String,
+    pub joined_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub avatar_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    pub email: String,
+    /// `active` or `removed`.
+    pub status: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MemberList {
+    pub items: Vec<MemberRecord>,
+    /// Pass as `cursor` to get the next page; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ChangeRole {
+    /// The new role: `owner`, `admin` or `member`.
+    pub role: OrganizationRole,
+}
+
+#[derive(Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RemoveMember {}
+
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RemovedMember {
+    pub member_id: String,
+    pub organization_id: String,
+    pub removed_at: String,
+}
+
+#[derive(Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ReactivateMember {}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TransferOwnership {
+    /// Your own owner membership; it becomes `admin`.
+    pub from_member_id: String,
+    /// An active member of the organization; it becomes `owner`.
+    pub to_member_id: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TransferredOwnership {
+    pub from_member: MemberRecord,
+    pub to_member: MemberRecord,
+    pub transferred_at: String,
+}
+
+/// Converts a Member to its record; names and avatars come from the User.
+pub fn member_record(state: &AppState, member: &Member) -> MemberRecord {
+    let user = state
+        .caches
+        .users
+        .find(|u| u.name_any() == member.spec.user_id);
+    let status = member.status.clone().unwrap_or_default();
+    MemberRecord {
+        member_id: member.name_any(),
+        user_id: member.spec.user_id.clone(),
+        role: role_name(member.spec.role).to_string(),
+        joined_at: status
+            .joined_at
+            .as_ref()
+            .map(timestamp)
+            .unwrap_or_else(|| created_at(&member.metadata)),
+        avatar_url: user.as_ref().and_then(|u| u.spec.avatar_url.clone()),
+        display_name: user.as_ref().and_then(|u| u.spec.display_name.clone()),
+        email: user
+            .as_ref()
+            .map(|u| u.spec.email.clone())
+            .unwrap_or_else(|| member.spec.email.clone()),
+        status: if member.spec.active { ACTIVE } else { REMOVED }.to_string(),
+    }
+}
+
+fn members_api(state: &AppState, namespace: &str) -> Api<Member> {
+    Api::namespaced(state.client.clone(), namespace)
+}
+
+/// Writes a Member's spec (creating it if new); `joined` also records when it joined.
+pub async fn write_member(
+    state: &AppState,
+    caller: &Caller,
+    namespace: &str,
+    id: &str,
+    spec: MemberSpec,
+    joined: bool,
+) -> ApiResult<Member> {
+    let api = members_api(state, namespace);
+    let written = apply(
+        &api,
+        &state.caches.members,
+        Some(caller),
+        Member::new(id, spec),
+    )
+    .await?;
+    let recorded = written
+        .status
+        .as_ref()
+        .and_then(|s| s.member_status.as_deref());
+    if !written.spec.active || (!joined && recorded == Some(ACTIVE)) {
+        return Ok(written);
+    }
+    let status = if joined {
+        serde_json::json!({ "memberStatus": ACTIVE, "joinedAt": now() })
+    } else {
+        serde_json::json!({ "memberStatus": ACTIVE })
+    };
+    apply_status(&api, &state.caches.members, id, status).await
+}
+
+/// Removes a membership (`spec.active: false`, status `removed`); returns `removedAt`.
+pub async fn deactivate(state: &AppState, caller: &Caller, member: &Member) -> ApiResult<String> {
+    let namespace = member.namespace().unwrap_or_default();
+    let mut spec = member.spec.clone();
+    spec.active = false;
+    write_member(state, caller, &namespace, &member.name_any(), spec, false).await?;
+    let removed_at = now();
+    apply_status(
+        &members_api(state, &namespace),
+        &state.caches.members,
+        &member.name_any(),
+        serde_json::json!({ "memberStatus": REMOVED, "removedAt": removed_at }),
+    )
+    .await?;
+    Ok(timestamp(&removed_at))
+}
+
+/// Only an owner may hand out or take away the owner role.
+fn require_owner_for(acting: &CallerOrganization, roles: &[OrganizationRole]) -> ApiResult<()> {
+    if roles.contains(&OrganizationRole::Owner) && acting.role != OrganizationRole::Owner {
+        return Err(ApiError::forbidden(
+            "only an owner can grant, change or remove the owner role",
+        )
+        .with_detail("requiredRole", "owner"));
+    }
+    Ok(())
+}
+
+/// Refuses to take the owner role away from the organization's last active owner.
+fn keep_an_owner(state: &AppState, member: &Member) -> ApiResult<()> {
+    let namespace = member.namespace().unwrap_or_default();
+    let is_owner = member.spec.active && member.spec.role == OrganizationRole::Owner;
+    if is_owner && active_owners(state, &namespace).len() <= 1 {
+        return Err(ApiError::conflict(
+            "this is the organization's last owner; make another member owner first",
+        )
+        .with_detail("memberId", member.name_any()));
+    }
+    Ok(())
+}
+
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(organization_id): Path<String>,
+    query: QueryParams,
+) -> ApiResult<Json<MemberList>> {
+    let scoped = in_organization(&state, &caller, &organization_id)?;
+    let limit = query.integer("limit", 1, MAX_LIMIT, DEFAULT_LIMIT)?;
+    let cursor = query.string("cursor")?;
+    let mut records: Vec<MemberRecord> =
+        all_in(&state.caches.members, &scoped.organization()?.namespace)
+            .iter()
+            .map(|m| member_record(&state, m))
+            .collect();
+    records.sort_by(|a, b| (&a.joined_at, &a.member_id).cmp(&(&b.joined_at, &b.member_id)));
+    let (items, next_cursor) = paginate(&records, cursor, limit as usize)?;
+    Ok(Json(MemberList { items, next_cursor }))
+}
+
+/// The caller acting in the organization with at least admin, and the member `id` there.
+fn target(
+    state: &AppState,
+    caller: &Caller,
+    organization_id: &str,
+    id: &str,
+) -> ApiResult<(Caller, Arc<Member>)> {
+    let scoped = in_organization(state, caller, organization_id)?;
+    let namespace = scoped.organization()?.namespace.clone();
+    let member = find_in(&state.caches.members, &namespace, id, "member")?;
+    scoped.require_role(OrganizationRole::Admin)?;
+    Ok((scoped, member))
+}
+
+async fn change_role(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((organization_id, id)): Path<(String, String)>,
+    JsonBody(body): JsonBody<ChangeRole>,
+) -> ApiResult<Json<MemberRecord>> {
+    let (scoped, member) = target(&state, &caller, &organization_id, &id)?;
+    require_owner_for(scoped.organization()?, &[member.spec.role, body.role])?;
+    if member.spec.role == body.role {
+        return Ok(Json(member_record(&state, &member)));
+    }
+    keep_an_owner(&state, &member)?;
+    let mut spec = member.spec.clone();
+    spec.role = body.role;
+    let namespace = scoped.organization()?.namespace.clone();
+    let written = write_member(&state, &scoped, &namespace, &id, spec, false).await?;
+    Ok(Json(member_record(&state, &written)))
+}
+
+async fn remove(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((organization_id, id)): Path<(String, String)>,
+    JsonBody(_): JsonBody<RemoveMember>,
+) -> ApiResult<Json<RemovedMember>> {
+    let (scoped, member) = target(&state, &caller, &organization_id, &id)?;
+    require_owner_for(scoped.organization()?, &[member.spec.role])?;
+    let removed_at = if member.spec.active {
+        keep_an_owner(&state, &member)?;
+        deactivate(&state, &scoped, &member).await?
+    } else {
+        // Removing again reports the original removal.
+        let status = member.status.clone().unwrap_or_default();
+        status
+            .removed_at
+            .as_ref()
+            .map(timestamp)
+            .unwrap_or_default()
+    };
+    Ok(Json(RemovedMember {
+        member_id: id,
+        organization_id,
+        removed_at,
+    }))
+}
+
+async fn reactivate(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((organization_id, id)): Path<(String, String)>,
+    JsonBody(_): JsonBody<ReactivateMember>,
+) -> ApiResult<Json<MemberRecord>> {
+    let (scoped, member) = target(&state, &caller, &organization_id, &id)?;
+    require_owner_for(scoped.organization()?, &[member.spec.role])?;
+    if member.spec.active {
+        return Ok(Json(member_record(&state, &member)));
+    }
+    if state
+        .caches
+        .users
+        .find(|u| u.name_any() == member.spec.user_id)
+        .is_none()
+    {
+        return Err(ApiError::conflict(
+            "this member's account was deleted; invite the person again",
+        ));
+    }
+    let mut spec = member.spec.clone();
+    spec.active = true;
+    let namespace = scoped.organization()?.namespace.clone();
+    let written = write_member(&state, &scoped, &namespace, &id, spec, false).await?;
+    Ok(Json(member_record(&state, &written)))
+}
+
+async fn transfer(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(organization_id): Path<String>,
+    JsonBody(body): JsonBody<TransferOwnership>,
+) -> ApiResult<Json<TransferredOwnership>> {
+    let scoped = in_organization(&state, &caller, &organization_id)?;
+    let acting = scoped.organization()?.clone();
+    let from = find_in(
+        &state.caches.members,
+        &acting.namespace,
+        &body.from_member_id,
+        "member",
+    )?;
+    let to = find_in(
+        &state.caches.members,
+        &acting.namespace,
+        &body.to_member_id,
+        "member",
+    )?;
+    scoped.require_role(OrganizationRole::Owner)?;
+    // A transfer hands over the caller's own ownership; other owners change through `role`.
+    if acting.member_id.as_deref() != Some(body.from_member_id.as_str()) {
+        return Err(
+            ApiError::forbidden("fromMemberId must be your own membership")
+                .with_detail("field", "fromMemberId"),
+        );
+    }
+    if from.name_any() == to.name_any() {
+        return Err(ApiError::validation(
+            "toMemberId",
+            "toMemberId must be another member than fromMemberId",
+        ));
+    }
+    if !to.spec.active {
+        return Err(
+            ApiError::conflict("toMemberId is a removed member; reactivate it first")
+                .with_detail("field", "toMemberId"),
+        );
+    }
+    // Promote first, so the organization always has an owner.
+    let mut to_spec = to.spec.clone();
+    to_spec.role = OrganizationRole::Owner;
+    let to = write_member(
+        &state,
+        &scoped,
+        &acting.namespace,
+        &to.name_any(),
+        to_spec,
+        false,
+    )
+    .await?;
+    let mut from_spec = from.spec.clone();
+    from_spec.role = OrganizationRole::Admin;
+    let from = write_member(
+        &state,
+        &scoped,
+        &acting.namespace,
+        &from.name_any(),
+        from_spec,
+        false,
+    )
+    .await?;
+    Ok(Json(TransferredOwnership {
+        from_member: member_record(&state, &from),
+        to_member: member_record(&state, &to),
+        transferred_at: timestamp(&now()),
+    }))
+}

@@ -1,0 +1,352 @@
+//! What each bookkeeping kind owns in its status (see `bookkeeping`).
+
+use berth_crds::condition::{Condition, ConditionStatus, reason};
+use berth_crds::deploy_token::DeployToken;
+use berth_crds::invitation::Invitation;
+use berth_crds::member::Member;
+use berth_crds::overlay_decision::OverlayDecision;
+use berth_crds::retention_policy::RetentionPolicy;
+use berth_crds::route_surface_decision::RouteSurfaceDecision;
+use berth_crds::session::Session;
+use berth_crds::threshold_policy::ThresholdPolicy;
+use berth_crds::usage_intent::UsageIntent;
+use berth_crds::user::User;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::{Api, Client, Resource, ResourceExt};
+use serde_json::{Map, Value, json};
+
+use super::bookkeeping::{Bookkept, base_status, namespaced_api, stamp_once, with_ready};
+
+/// Reason on `Ready=False` once a time limit passed.
+pub const EXPIRED: &str = "Expired";
+/// Reason on `Ready=False` after revocation.
+pub const REVOKED: &str = "Revoked";
+
+fn accepted<K: Resource>(
+    object: &K,
+    conditions: &[Condition],
+    message: &str,
+) -> Map<String, Value> {
+    let generation = object.meta().generation;
+    base_status(
+        object,
+        with_ready(
+            conditions,
+            ConditionStatus::True,
+            reason::RECONCILED,
+            message,
+            generation,
+        ),
+    )
+}
+
+fn not_ready<K: Resource>(
+    object: &K,
+    conditions: &[Condition],
+    why: &str,
+    message: &str,
+) -> Map<String, Value> {
+    let generation = object.meta().generation;
+    base_status(
+        object,
+        with_ready(conditions, ConditionStatus::False, why, message, generation),
+    )
+}
+
+/// The creation time, used as "recorded at" for write-once records.
+fn created(object: &impl Resource) -> Value {
+    json!(object.meta().creation_timestamp)
+}
+
+impl Bookkept for User {
+    const KIND: &'static str = "User";
+    fn api_for(&self, client: Client) -> Api<Self> {
+        Api::all(client)
+    }
+    fn owned_status(&self, conditions: &[Condition], _now: Timestamp) -> Map<String, Value> {
+        accepted(self, conditions, "user can sign in")
+    }
+}
+
+impl Bookkept for Session {
+    const KIND: &'static str = "Session";
+    fn api_for(&self, client: Client) -> Api<Self> {
+        namespaced_api(self, client)
+    }
+    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Map<String, Value> {
+        if self.spec.revoked {
+            let mut status = not_ready(self, conditions, REVOKED, "session was revoked");
+            status.insert(
+                "revokedAt".into(),
+                stamp_once(&self.status_json(), "revokedAt", now),
+            );
+            status
+        } else if self.spec.expires_at.0 <= now {
+            not_ready(self, conditions, EXPIRED, "session expired")
+        } else {
+            accepted(self, conditions, "session is valid")
+        }
+    }
+    fn next_change(&self) -> Option<Timestamp> {
+        Some(self.spec.expires_at.0)
+    }
+}
+
+impl Bookkept for Member {
+    const KIND: &'static str = "Member";
+    fn api_for(&self, client: Client) -> Api<Self> {
+        namespaced_api(self, client)
+    }
+    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Map<String, Value> {
+        let current = self.status_json();
+        let joined = current
+            .get("joinedAt")
+            .cloned()
+            .unwrap_or_else(|| created(self));
+        if self.spec.active {
+            let mut status = accepted(self, conditions, "member of the organization");
+            status.insert("memberStatus".into(), json!("active"));
+            status.insert("joinedAt".into(), joined);
+            status
+        } else {
+            let mut status =
+                not_ready(self, conditions, "Removed", "removed from the organization");
+            status.insert("memberStatus".into(), json!("removed"));
+            status.insert("joinedAt".into(), joined);
+            status.insert("removedAt".into(), stamp_once(&current, "removedAt", now));
+            status
+        }
+    }
+}
+
+impl Bookkept for Invitation {
+    const KIND: &'static str = "Invitation";
+    fn api_for(&self, client: Client) -> Api<Self> {
+        namespaced_api(self, client)
+    }
+    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Map<String, Value> {
+        let current = self.status_json();
+        let already_accepted = current.get("status") == Some(&json!("accepted"));
+        let (state, mut status) = if self.spec.revoked {
+            (
+                "revoked",
+                not_ready(self, conditions, REVOKED, "invitation was revoked"),
+            )
+        } else if already_accepted {
+            (
+                "accepted",
+                accepted(self, conditions, "invitation was accepted"),
+            )
+        } else if self.spec.expires_at.0 <= now {
+            (
+                "expired",
+                not_ready(self, conditions, EXPIRED, "invitation expired"),
+            )
+        } else {
+            (
+                "pending",
+                accepted(self, conditions, "waiting for the invited person"),
+            )
+        };
+        status.insert("status".into(), json!(state));
+        status
+    }
+    fn next_change(&self) -> Option<Timestamp> {
+        Some(self.spec.expires_at.0)
+    }
+}
+
+impl Bookkept for DeployToken {
+    const KIND: &'static str = "DeployToken";
+    fn api_for(&self, client: Client) -> Api<Self> {
+        namespaced_api(self, client)
+    }
+    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Map<String, Value> {
+        let expired = self.spec.expires_at.as_ref().is_some_and(|at| at.0 <= now);
+        let mut status = if self.spec.revoked {
+            let mut status = not_ready(self, conditions, REVOKED, "token was revoked");
+            status.insert(
+                "revokedAt".into(),
+                stamp_once(&self.status_json(), "revokedAt", now),
+            );
+            status
+        } else if expired {
+            not_ready(self, conditions, EXPIRED, "token expired")
+        } else {
+            accepted(self, conditions, "token is accepted within its scope")
+        };
+        status.insert(
+            "status".into(),
+            json!(if self.spec.revoked {
+                "revoked"
+            } else {
+                "active"
+            }),
+        );
+        status
+    }
+    fn next_change(&self) -> Option<Timestamp> {
+        self.spec.expires_at.as_ref().map(|at| at.0)
+    }
+}
+
+impl Bookkept for UsageIntent {
+    const KIND: &'static str = "UsageIntent";
+    fn api_for(&self, client: Client) -> Api<Self> {
+        namespaced_api(self, client)
+    }
+    fn owned_status(&self, conditions: &[Condition], _now: Timestamp) -> Map<String, Value> {
+        let mut status = accepted(self, conditions, "usage intent recorded");
+        status.insert(
+            "recordedAt".into(),
+            self.status_json()
+                .get("recordedAt")
+                .cloned()
+                .unwrap_or_else(|| created(self)),
+        );
+        status
+    }
+}
+
+impl Bookkept for OverlayDecision {
+    const KIND: &'static str = "OverlayDecision";
+    fn api_for(&self, client: Client) -> Api<Self> {
+        namespaced_api(self, client)
+    }
+    fn owned_status(&self, conditions: &[Condition], _now: Timestamp) -> Map<String, Value> {
+        let mut status = accepted(self, conditions, "decision recorded");
+        status.insert(
+            "decidedAt".into(),
+            self.status_json()
+                .get("decidedAt")
+                .cloned()
+                .unwrap_or_else(|| created(self)),
+        );
+        status
+    }
+}
+
+impl Bookkept for RouteSurfaceDecision {
+    const KIND: &'static str = "RouteSurfaceDecision";
+    fn api_for(&self, client: Client) -> Api<Self> {
+        namespaced_api(self, client)
+    }
+    fn owned_status(&self, conditions: &[Condition], _now: Timestamp) -> Map<String, Value> {
+        let mut status = accepted(self, conditions, "decision recorded");
+        status.insert(
+            "decidedAt".into(),
+            self.status_json()
+                .get("decidedAt")
+                .cloned()
+                .unwrap_or_else(|| created(self)),
+        );
+        status
+    }
+}
+
+/// Policies report who changed them last: the REST shim's actor annotations, or the field
+/// manager (`kubectl`, a GitOps tool) that last wrote the spec.
+fn policy_status<K: Resource>(
+    object: &K,
+    status_json: &Value,
+    conditions: &[Condition],
+    now: Timestamp,
+) -> Map<String, Value> {
+    let mut status = accepted(object, conditions, "policy stored; it is non-enforcing");
+    let annotations = object.annotations();
+    let (kind, id) = match (
+        annotations.get("berth.dev/updated-by-actor-kind"),
+        annotations.get("berth.dev/updated-by-actor-id"),
+    ) {
+        (Some(kind), Some(id)) => (kind.clone(), id.clone()),
+        _ => (
+            "kubernetes".to_string(),
+            last_spec_manager(object).unwrap_or_else(|| "unknown".into()),
+        ),
+    };
+    // `updatedAt` moves when the spec's generation does.
+    let same_generation =
+        status_json.get("observedGeneration") == Some(&json!(object.meta().generation));
+    let updated_at = if same_generation {
+        stamp_once(status_json, "updatedAt", now)
+    } else {
+        json!(Time(now))
+    };
+    status.insert("updatedAt".into(), updated_at);
+    status.insert("updatedByActorKind".into(), json!(kind));
+    status.insert("updatedByActorId".into(), json!(id));
+    status
+}
+
+/// The field manager of the most recent spec write, from `managedFields`.
+fn last_spec_manager<K: Resource>(object: &K) -> Option<String> {
+    object
+        .meta()
+        .managed_fields
+        .as_ref()?
+        .iter()
+        .filter(|entry| entry.subresource.as_deref().unwrap_or_default().is_empty())
+        .filter(|entry| {
+            entry
+                .fields_v1
+                .as_ref()
+                .is_some_and(|fields| fields.0.get("f:spec").is_some())
+        })
+        .max_by_key(|entry| entry.time.as_ref().map(|t| t.0))
+        .and_then(|entry| entry.manager.clone())
+}
+
+impl Bookkept for ThresholdPolicy {
+    const KIND: &'static str = "ThresholdPolicy";
+    fn api_for(&self, client: Client) -> Api<Self> {
+        namespaced_api(self, client)
+    }
+    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Map<String, Value> {
+        policy_status(self, &self.status_json(), conditions, now)
+    }
+}
+
+impl Bookkept for RetentionPolicy {
+    const KIND: &'static str = "RetentionPolicy";
+    fn api_for(&self, client: Client) -> Api<Self> {
+        namespaced_api(self, client)
+    }
+    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Map<String, Value> {
+        policy_status(self, &self.status_json(), conditions, now)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_crds::invitation::InvitationSpec;
+    use berth_crds::member::OrganizationRole;
+
+    fn invitation(expires_at: &str, revoked: bool) -> Invitation {
+        Invitation::new(
+            "inv-1",
+            InvitationSpec {
+                email: "a@b.example".into(),
+                role: OrganizationRole::Member,
+                inviter_user_id: "usr-1".into(),
+                expires_at: Time(expires_at.parse().unwrap()),
+                revoked,
+            },
+        )
+    }
+
+    #[test]
+    fn invitation_states_follow_revocation_acceptance_and_expiry() {
+        let now: Timestamp = "2026-06-01T00:00:00Z".parse().unwrap();
+        let pending = invitation("2026-07-01T00:00:00Z", false).owned_status(&[], now);
+        assert_eq!(pending["status"], "pending");
+        let expired = invitation("2026-05-01T00:00:00Z", false).owned_status(&[], now);
+        assert_eq!(expired["status"], "expired");
+        let revoked = invitation("2026-07-01T00:00:00Z", true).owned_status(&[], now);
+        assert_eq!(revoked["status"], "revoked");
+        let mut accepted = invitation("2026-05-01T00:00:00Z", false);
+        accepted.status = serde_json::from_value(json!({"status": "accepted"})).ok();
+        assert_eq!(accepted.owned_status(&[], now)["status"], "accepted");
+    }
+}

@@ -1,0 +1,291 @@
+//! Server: reach it over SSH (host key pinned), report facts, Docker and the edge proxy in status,
+//! and guard its deletion while resources or deployments reference it.
+
+mod observe;
+pub mod status;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use berth_crds::condition::{self, ConditionStatus};
+use berth_crds::deployment::Deployment;
+use berth_crds::resource::Resource as BerthResource;
+use berth_crds::server::{Server, ServerStatus};
+use berth_crds::ssh_credential::SshCredential;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::ListParams;
+use kube::runtime::Controller;
+use kube::runtime::controller::Action;
+use kube::runtime::events::EventType;
+use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use kube::{Api, Resource, ResourceExt};
+
+use self::observe::{credential_key, endpoint, observe, pinned_host_key, server_id};
+use self::status::{conditions, desired};
+use super::{drain, error_policy};
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::remote::error::reason as remote_reason;
+use crate::remote::{EdgeProxy, ProxyChange};
+use crate::status::apply_status;
+
+const KIND: &str = "Server";
+/// Removes the edge proxy and closes the connection before a Server goes away.
+pub const FINALIZER: &str = "berth.dev/server-cleanup";
+/// Re-check of a healthy server: notices a stopped sshd within 15 s.
+const HEALTHY_RECHECK: Duration = Duration::from_secs(10);
+/// Re-check of a server that is not (fully) working.
+const UNHEALTHY_RECHECK: Duration = Duration::from_secs(5);
+
+pub async fn run(
+    context: Arc<Context>,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) {
+    let client = context.client.clone();
+    let controller = Controller::new(
+        Api::<Server>::all(client.clone()),
+        watcher::Config::default(),
+    );
+    let by_credential = controller.store();
+    // A credential change (rotated key, Secret fixed) reconnects the servers using it; a
+    // resource or deployment change may clear a deletion blocker.
+    let stream = controller
+        .watches(
+            Api::<SshCredential>::all(client.clone()),
+            watcher::Config::default(),
+            move |credential| {
+                let namespace = credential.namespace();
+                let name = credential.name_any();
+                by_credential
+                    .state()
+                    .into_iter()
+                    .filter(|s| s.namespace() == namespace && s.spec.credential_id == name)
+                    .map(|s| ObjectRef::from_obj(s.as_ref()))
+                    .collect::<Vec<_>>()
+            },
+        )
+        .watches(
+            Api::<BerthResource>::all(client.clone()),
+            watcher::Config::default(),
+            |resource| referenced_server(resource.namespace(), resource.spec.server_id.clone()),
+        )
+        .watches(
+            Api::<Deployment>::all(client),
+            watcher::Config::default(),
+            |deployment| {
+                referenced_server(
+                    deployment.namespace(),
+                    Some(deployment.spec.server_id.clone()),
+                )
+            },
+        )
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy(KIND), context);
+    drain(KIND, stream).await;
+}
+
+fn referenced_server(
+    namespace: Option<String>,
+    server: Option<String>,
+) -> Option<ObjectRef<Server>> {
+    Some(ObjectRef::new(&server?).within(&namespace?))
+}
+
+/// What keeps the server from being deleted: resources and deployments naming it.
+async fn delete_blockers(context: &Context, namespace: &str, name: &str) -> Result<Vec<String>> {
+    let resources = Api::<BerthResource>::namespaced(context.client.clone(), namespace)
+        .list(&ListParams::default())
+        .await?;
+    let deployments = Api::<Deployment>::namespaced(context.client.clone(), namespace)
+        .list(&ListParams::default())
+        .await?;
+    let mut blockers: Vec<String> = resources
+        .iter()
+        .filter(|r| r.spec.server_id.as_deref() == Some(name))
+        .map(|r| format!("resource/{}", r.name_any()))
+        .chain(
+            deployments
+                .iter()
+                .filter(|d| d.spec.server_id == name)
+                .map(|d| format!("deployment/{}", d.name_any())),
+        )
+        .collect();
+    blockers.sort();
+    Ok(blockers)
+}
+
+async fn reconcile(server: Arc<Server>, context: Arc<Context>) -> Result<Action> {
+    let _timer = context.metrics.reconcile_started(KIND);
+    let namespace = server
+        .namespace()
+        .ok_or(Error::MissingObjectKey("metadata.namespace"))?;
+    let api = Api::<Server>::namespaced(context.client.clone(), &namespace);
+    let blockers = delete_blockers(&context, &namespace, &server.name_any()).await?;
+    if server.metadata.deletion_timestamp.is_some() && !blockers.is_empty() {
+        // Blocked: report why and keep the finalizer; cleanup runs once the blockers are gone.
+        let current = server.status.as_ref();
+        let mut status = current.cloned().unwrap_or_default();
+        let observation = status::Observation {
+            contact: Err(status::Failure::new(
+                status::reason::IN_USE,
+                "deletion requested; waiting for references to go",
+            )),
+            docker: None,
+            proxy: None,
+        };
+        let planned = desired(&server, &observation, blockers, Timestamp::now());
+        status.delete_blockers = planned.delete_blockers;
+        if let Some(blocked) = condition::find(&planned.conditions, conditions::DELETION_BLOCKED) {
+            condition::merge(&mut status.conditions, blocked.clone());
+        }
+        apply_status(&api, server.as_ref(), current, &status).await?;
+        publish_blocked(&context, &server, current, &status).await;
+        return Ok(Action::requeue(UNHEALTHY_RECHECK));
+    }
+    finalizer(&api, FINALIZER, server, |event| async {
+        match event {
+            FinalizerEvent::Apply(server) => apply(&server, &context, blockers).await,
+            FinalizerEvent::Cleanup(server) => cleanup(&server, &context).await,
+        }
+    })
+    .await
+    .map_err(|error| Error::Finalizer(Box::new(error)))
+}
+
+async fn apply(server: &Server, context: &Context, blockers: Vec<String>) -> Result<Action> {
+    let namespace = server
+        .namespace()
+        .ok_or(Error::MissingObjectKey("metadata.namespace"))?;
+    let api = Api::<Server>::namespaced(context.client.clone(), &namespace);
+    let (observation, proxy_change) = observe(context, server).await?;
+    let current = server.status.as_ref();
+    let status = desired(server, &observation, blockers, Timestamp::now());
+    apply_status(&api, server, current, &status).await?;
+    publish_changes(context, server, current, &status, proxy_change).await;
+    let healthy = condition::is_true(&status.conditions, berth_crds::condition::READY);
+    Ok(Action::requeue(if healthy {
+        HEALTHY_RECHECK
+    } else {
+        UNHEALTHY_RECHECK
+    }))
+}
+
+/// Removes the edge proxy container and closes the connection. An unreachable server (or one
+/// whose credential is already gone) does not block deletion forever: the container is left
+/// behind and an event says so.
+async fn cleanup(server: &Server, context: &Context) -> Result<Action> {
+    let id = server_id(server);
+    let reference = server.object_ref(&());
+    let connection = match context.servers.current(&id).await {
+        Some(connection) => Some(connection),
+        None => match credential_key(context, server).await? {
+            Ok(key) => context
+                .servers
+                .connect(
+                    &id,
+                    &endpoint(server),
+                    &key,
+                    pinned_host_key(server).as_deref(),
+                )
+                .await
+                .ok(),
+            Err(_) => None,
+        },
+    };
+    match connection {
+        Some(connection) => {
+            let proxy = EdgeProxy::new(connection, &server.spec.docker_socket_path, &id);
+            if proxy.remove().await? {
+                let note = format!("removed edge proxy container {}", proxy.names().container);
+                context
+                    .publish_event(&reference, EventType::Normal, "ProxyRemoved", note)
+                    .await;
+            }
+        }
+        None => {
+            let note = "server not reachable during deletion; its edge proxy container, if any, \
+                        was left on the host"
+                .to_string();
+            context
+                .publish_event(&reference, EventType::Warning, "ProxyNotRemoved", note)
+                .await;
+        }
+    }
+    context.servers.remove(&id).await;
+    Ok(Action::await_change())
+}
+
+/// Events for notable changes: reachability, host key pinned or refused, proxy (re)started.
+async fn publish_changes(
+    context: &Context,
+    server: &Server,
+    before: Option<&ServerStatus>,
+    after: &ServerStatus,
+    proxy_change: Option<ProxyChange>,
+) {
+    let reference = server.object_ref(&());
+    let reachable_before =
+        before.and_then(|b| condition::find(&b.conditions, conditions::REACHABLE));
+    let reachable_after = condition::find(&after.conditions, conditions::REACHABLE);
+    if let Some(now) = reachable_after {
+        let changed =
+            reachable_before.is_none_or(|was| was.status != now.status || was.reason != now.reason);
+        if changed {
+            let (type_, reason) = match (now.status, now.reason.as_str()) {
+                (ConditionStatus::True, _) => (EventType::Normal, "Reachable"),
+                (_, remote_reason::HOST_KEY_MISMATCH) => (EventType::Warning, "HostKeyMismatch"),
+                _ => (EventType::Warning, "Unreachable"),
+            };
+            context
+                .publish_event(&reference, type_, reason, now.message.clone())
+                .await;
+        }
+    }
+    let pinned_before = before.and_then(|b| b.host_key_fingerprint.as_ref());
+    if let (None, Some(pinned)) = (pinned_before, after.host_key_fingerprint.as_ref()) {
+        let note = format!("host key {pinned} pinned on first contact");
+        context
+            .publish_event(&reference, EventType::Normal, "HostKeyPinned", note)
+            .await;
+    }
+    if let Some(change) = proxy_change {
+        let verb = match change {
+            ProxyChange::Created => "created and started",
+            ProxyChange::Recreated => "recreated with new settings",
+            ProxyChange::Started | ProxyChange::Unchanged => "started",
+        };
+        let note = format!(
+            "edge proxy {verb}: {} on HTTP port {}",
+            server.spec.proxy.image, server.spec.proxy.http_port
+        );
+        context
+            .publish_event(&reference, EventType::Normal, "ProxyStarted", note)
+            .await;
+    }
+}
+
+async fn publish_blocked(
+    context: &Context,
+    server: &Server,
+    before: Option<&ServerStatus>,
+    after: &ServerStatus,
+) {
+    let was_blocked =
+        before.is_some_and(|b| condition::is_true(&b.conditions, conditions::DELETION_BLOCKED));
+    if !was_blocked && condition::is_true(&after.conditions, conditions::DELETION_BLOCKED) {
+        let note = format!(
+            "deletion blocked while referenced by: {}",
+            after.delete_blockers.join(", ")
+        );
+        context
+            .publish_event(
+                &server.object_ref(&()),
+                EventType::Warning,
+                "DeletionBlocked",
+                note,
+            )
+            .await;
+    }
+}

@@ -1,0 +1,368 @@
+//! The status a Server should have, planned from what was observed. Pure, so the condition
+//! logic is unit-tested without SSH.
+
+use berth_crds::condition::{self, Condition, ConditionStatus, READY};
+use berth_crds::server::{Server, ServerFacts, ServerStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+
+/// Condition types of a Server.
+pub mod conditions {
+    pub const REACHABLE: &str = "Reachable";
+    pub const DOCKER_READY: &str = "DockerReady";
+    pub const PROXY_READY: &str = "ProxyReady";
+    pub const DELETION_BLOCKED: &str = "DeletionBlocked";
+}
+
+/// Condition reasons of a Server (remote failures use `remote::error::reason`).
+pub mod reason {
+    pub const CONNECTED: &str = "Connected";
+    pub const CREDENTIAL_NOT_READY: &str = "CredentialNotReady";
+    pub const NOT_CONNECTED: &str = "NotConnected";
+    pub const DOCKER_RESPONDING: &str = "DockerResponding";
+    pub const DOCKER_NOT_READY: &str = "DockerNotReady";
+    pub const PROXY_RUNNING: &str = "ProxyRunning";
+    pub const PROXY_DISABLED: &str = "ProxyDisabled";
+    pub const PROXY_KIND_UNSUPPORTED: &str = "ProxyKindUnsupported";
+    pub const IN_USE: &str = "InUse";
+    pub const READY: &str = "Ready";
+}
+
+/// `lastContactAt` moves at most this often while nothing else changes, so a healthy server
+/// does not rewrite its status on every probe.
+const CONTACT_GRANULARITY: SignedDuration = SignedDuration::from_secs(60);
+
+/// Why something did not work, as a condition shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Failure {
+    pub reason: &'static str,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn new(reason: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            reason,
+            message: message.into(),
+        }
+    }
+}
+
+/// What a successful connection told about the server.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Contact {
+    pub address: String,
+    pub host_key_fingerprint: String,
+    pub facts: ServerFacts,
+}
+
+/// The proxy as observed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ProxyObservation {
+    /// `spec.proxy.kind: none`.
+    Disabled,
+    /// Kinds Berth renders configuration for but does not run.
+    Unsupported(String),
+    /// Container running and admin API answering.
+    Running { container: String },
+}
+
+/// Everything one reconcile observed. `None` means "not tried" (an earlier step failed).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Observation {
+    pub contact: Result<Contact, Failure>,
+    pub docker: Option<Result<String, Failure>>,
+    pub proxy: Option<Result<ProxyObservation, Failure>>,
+}
+
+fn condition(
+    type_: &str,
+    result: Result<(&'static str, String), &Failure>,
+    generation: Option<i64>,
+) -> Condition {
+    match result {
+        Ok((reason, message)) => {
+            Condition::new(type_, ConditionStatus::True, reason, message, generation)
+        }
+        Err(failure) => Condition::new(
+            type_,
+            ConditionStatus::False,
+            failure.reason,
+            failure.message.clone(),
+            generation,
+        ),
+    }
+}
+
+fn unknown(type_: &str, generation: Option<i64>) -> Condition {
+    Condition::new(
+        type_,
+        ConditionStatus::Unknown,
+        reason::NOT_CONNECTED,
+        "not checked: the server is not reachable",
+        generation,
+    )
+}
+
+/// The status `server` should have after `observation`, with `blockers` the objects that keep
+/// it from being deleted.
+pub fn desired(
+    server: &Server,
+    observation: &Observation,
+    blockers: Vec<String>,
+    now: Timestamp,
+) -> ServerStatus {
+    use conditions::*;
+    let current = server.status.clone().unwrap_or_default();
+    let generation = server.metadata.generation;
+    let mut status = ServerStatus {
+        reachable: observation.contact.is_ok(),
+        host_key_fingerprint: current.host_key_fingerprint.clone(),
+        docker_version: current.docker_version.clone(),
+        facts: current.facts.clone(),
+        lifecycle_status: Some(server.spec.lifecycle_status),
+        last_contact_at: current.last_contact_at.clone(),
+        delete_blockers: blockers,
+        observed_generation: generation,
+        conditions: current.conditions.clone(),
+    };
+
+    let reachable = match &observation.contact {
+        Ok(contact) => {
+            status.host_key_fingerprint = Some(contact.host_key_fingerprint.clone());
+            status.facts = Some(contact.facts.clone());
+            let stale = current.last_contact_at.as_ref().is_none_or(|at| {
+                now.duration_since(at.0) >= CONTACT_GRANULARITY || !current.reachable
+            });
+            if stale {
+                status.last_contact_at = Some(Time(now));
+            }
+            condition(
+                REACHABLE,
+                Ok((
+                    reason::CONNECTED,
+                    format!(
+                        "SSH to {} works; host key {}",
+                        contact.address, contact.host_key_fingerprint
+                    ),
+                )),
+                generation,
+            )
+        }
+        Err(failure) => condition(REACHABLE, Err(failure), generation),
+    };
+    condition::merge(&mut status.conditions, reachable);
+
+    let docker = match &observation.docker {
+        Some(Ok(version)) => {
+            status.docker_version = Some(version.clone());
+            condition(
+                DOCKER_READY,
+                Ok((
+                    reason::DOCKER_RESPONDING,
+                    format!("Docker {version} answers"),
+                )),
+                generation,
+            )
+        }
+        Some(Err(failure)) => condition(DOCKER_READY, Err(failure), generation),
+        None => unknown(DOCKER_READY, generation),
+    };
+    condition::merge(&mut status.conditions, docker);
+
+    let proxy = match &observation.proxy {
+        Some(Ok(ProxyObservation::Running { container })) => Condition::new(
+            PROXY_READY,
+            ConditionStatus::True,
+            reason::PROXY_RUNNING,
+            format!(
+                "edge proxy {container} runs and its admin API answers; HTTP on port {}",
+                server.spec.proxy.http_port
+            ),
+            generation,
+        ),
+        Some(Ok(ProxyObservation::Disabled)) => Condition::new(
+            PROXY_READY,
+            ConditionStatus::True,
+            reason::PROXY_DISABLED,
+            "no edge proxy requested (proxy.kind: none)",
+            generation,
+        ),
+        Some(Ok(ProxyObservation::Unsupported(kind))) => Condition::new(
+            PROXY_READY,
+            ConditionStatus::False,
+            reason::PROXY_KIND_UNSUPPORTED,
+            format!("Berth runs only Caddy as edge proxy; {kind} is rendered for previews only"),
+            generation,
+        ),
+        Some(Err(failure)) => condition(PROXY_READY, Err(failure), generation),
+        None => unknown(PROXY_READY, generation),
+    };
+    condition::merge(&mut status.conditions, proxy);
+
+    let ready = [REACHABLE, DOCKER_READY, PROXY_READY]
+        .into_iter()
+        .find_map(|type_| {
+            condition::find(&status.conditions, type_)
+                .filter(|c| c.status != ConditionStatus::True)
+                .cloned()
+        });
+    let ready = match ready {
+        None => Condition::new(
+            READY,
+            ConditionStatus::True,
+            reason::READY,
+            "SSH, Docker and the edge proxy work",
+            generation,
+        ),
+        Some(failed) => Condition::new(
+            READY,
+            ConditionStatus::False,
+            &failed.reason,
+            format!("{}: {}", failed.type_, failed.message),
+            generation,
+        ),
+    };
+    condition::merge(&mut status.conditions, ready);
+
+    if server.metadata.deletion_timestamp.is_some() {
+        let blocked = !status.delete_blockers.is_empty();
+        let (state, reason, message) = if blocked {
+            (
+                ConditionStatus::True,
+                reason::IN_USE,
+                format!(
+                    "deletion waits until nothing references this server: {}",
+                    status.delete_blockers.join(", ")
+                ),
+            )
+        } else {
+            (
+                ConditionStatus::False,
+                condition::reason::RECONCILED,
+                "nothing references this server".to_string(),
+            )
+        };
+        condition::merge(
+            &mut status.conditions,
+            Condition::new(DELETION_BLOCKED, state, reason, message, generation),
+        );
+    }
+    status
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::remote::error::reason as remote;
+    use berth_crds::server::ServerSpec;
+
+    fn server() -> Server {
+        let spec: ServerSpec = serde_json::from_value(serde_json::json!({
+            "host": "127.0.0.1", "port": 2222, "credentialId": "key",
+        }))
+        .unwrap();
+        let mut server = Server::new("web-1", spec);
+        server.metadata.generation = Some(2);
+        server
+    }
+
+    fn contact() -> Contact {
+        Contact {
+            address: "127.0.0.1:2222".into(),
+            host_key_fingerprint: "SHA256:host".into(),
+            facts: ServerFacts {
+                cpus: 2,
+                ..Default::default()
+            },
+        }
+    }
+
+    fn healthy() -> Observation {
+        Observation {
+            contact: Ok(contact()),
+            docker: Some(Ok("20.10.24".into())),
+            proxy: Some(Ok(ProxyObservation::Running {
+                container: "berth-edge-proxy".into(),
+            })),
+        }
+    }
+
+    #[test]
+    fn healthy_server_is_ready_with_facts_version_and_pinned_key() {
+        let status = desired(&server(), &healthy(), vec![], Timestamp::now());
+        assert!(status.reachable);
+        assert_eq!(status.docker_version.as_deref(), Some("20.10.24"));
+        assert_eq!(status.host_key_fingerprint.as_deref(), Some("SHA256:host"));
+        assert_eq!(status.facts.as_ref().unwrap().cpus, 2);
+        assert!(status.last_contact_at.is_some());
+        for type_ in [
+            conditions::REACHABLE,
+            conditions::DOCKER_READY,
+            conditions::PROXY_READY,
+            READY,
+        ] {
+            assert!(condition::is_true(&status.conditions, type_), "{type_}");
+        }
+    }
+
+    #[test]
+    fn host_key_mismatch_makes_it_unreachable_and_keeps_the_pinned_key() {
+        let mut server = server();
+        server.status = Some(desired(&server, &healthy(), vec![], Timestamp::now()));
+        let observation = Observation {
+            contact: Err(Failure::new(
+                remote::HOST_KEY_MISMATCH,
+                "host key mismatch: expected SHA256:host, got SHA256:evil",
+            )),
+            docker: None,
+            proxy: None,
+        };
+        let status = desired(&server, &observation, vec![], Timestamp::now());
+        assert!(!status.reachable);
+        assert_eq!(status.host_key_fingerprint.as_deref(), Some("SHA256:host"));
+        let reachable = condition::find(&status.conditions, conditions::REACHABLE).unwrap();
+        assert_eq!(reachable.reason, remote::HOST_KEY_MISMATCH);
+        assert!(reachable.message.contains("SHA256:evil"));
+        let docker = condition::find(&status.conditions, conditions::DOCKER_READY).unwrap();
+        assert_eq!(docker.status, ConditionStatus::Unknown);
+        let ready = condition::find(&status.conditions, READY).unwrap();
+        assert_eq!(ready.status, ConditionStatus::False);
+        assert_eq!(ready.reason, remote::HOST_KEY_MISMATCH);
+        // The last known facts stay visible, dated by lastContactAt.
+        assert_eq!(status.facts, server.status.unwrap().facts);
+    }
+
+    #[test]
+    fn a_second_healthy_probe_changes_nothing() {
+        let mut server = server();
+        let first = desired(&server, &healthy(), vec![], Timestamp::now());
+        server.status = Some(first.clone());
+        let second = desired(&server, &healthy(), vec![], Timestamp::now());
+        assert_eq!(first, second);
+    }
+
+    #[test]
+    fn disabled_proxy_counts_as_ready() {
+        let mut observation = healthy();
+        observation.proxy = Some(Ok(ProxyObservation::Disabled));
+        let status = desired(&server(), &observation, vec![], Timestamp::now());
+        assert!(condition::is_true(&status.conditions, READY));
+    }
+
+    #[test]
+    fn deletion_with_references_is_blocked_and_says_by_what() {
+        let mut server = server();
+        server.metadata.deletion_timestamp = Some(Time(Timestamp::now()));
+        let status = desired(
+            &server,
+            &healthy(),
+            vec!["resource/shop-web".into()],
+            Timestamp::now(),
+        );
+        let blocked = condition::find(&status.conditions, conditions::DELETION_BLOCKED).unwrap();
+        assert_eq!(blocked.status, ConditionStatus::True);
+        assert!(blocked.message.contains("resource/shop-web"));
+        assert_eq!(status.delete_blockers, vec!["resource/shop-web"]);
+    }
+}

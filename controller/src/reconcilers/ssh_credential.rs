@@ -1,0 +1,493 @@
+//! SshCredential: derives the public key from the referenced Secret, records which servers use
+//! the credential (spec §2.2 "SSH credential usage"), and keeps it while any server does.
+
+use std::sync::Arc;
+
+use berth_crds::condition::{self, Condition, ConditionStatus, READY};
+use berth_crds::server::{Server, ServerLifecycle};
+use berth_crds::ssh_credential::{
+    SshCredential, SshCredentialServerUsage, SshCredentialStatus, SshCredentialUsage,
+};
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::ListParams;
+use kube::runtime::Controller;
+use kube::runtime::controller::Action;
+use kube::runtime::events::EventType;
+use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use kube::{Api, Resource, ResourceExt};
+
+use super::{RESYNC_AFTER, drain, error_policy};
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::remote::{ClientKey, ClientKeyError};
+use crate::status::apply_status;
+
+const KIND: &str = "SshCredential";
+/// Keeps a credential while servers use it.
+pub const FINALIZER: &str = "berth.dev/ssh-credential-in-use";
+/// Condition type present while a requested deletion waits for servers to stop using it.
+pub const DELETION_BLOCKED: &str = "DeletionBlocked";
+/// How often a blocked deletion is re-checked (server changes also trigger a check).
+const BLOCKED_RECHECK: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Condition reasons of this kind.
+pub mod reason {
+    pub const KEY_LOADED: &str = "KeyLoaded";
+    pub const SECRET_NOT_FOUND: &str = "SecretNotFound";
+    pub const KEY_NOT_FOUND: &str = "KeyNotFound";
+    pub const INVALID_KEY: &str = "InvalidKey";
+    pub const IN_USE: &str = "InUse";
+}
+
+pub async fn run(
+    context: Arc<Context>,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) {
+    let credentials = Api::<SshCredential>::all(context.client.clone());
+    let controller = Controller::new(credentials, watcher::Config::default());
+    let by_secret = controller.store();
+    let by_server = controller.store();
+    // Secrets carry no Berth label, so every Secret is watched and mapped to the credentials
+    // that reference it; a server change re-counts the usage of its namespace's credentials
+    // (all of them, since the server may have just switched away from one).
+    let stream = controller
+        .watches(
+            Api::<Secret>::all(context.client.clone()),
+            watcher::Config::default(),
+            move |secret| {
+                let namespace = secret.namespace();
+                let name = secret.name_any();
+                by_secret
+                    .state()
+                    .into_iter()
+                    .filter(|c| {
+                        c.namespace() == namespace && c.spec.private_key_secret_ref.name == name
+                    })
+                    .map(|c| ObjectRef::from_obj(c.as_ref()))
+                    .collect::<Vec<_>>()
+            },
+        )
+        .watches(
+            Api::<Server>::all(context.client.clone()),
+            watcher::Config::default(),
+            move |server| {
+                let namespace = server.namespace();
+                by_server
+                    .state()
+                    .into_iter()
+                    .filter(|c| c.namespace() == namespace)
+                    .map(|c| ObjectRef::from_obj(c.as_ref()))
+                    .collect::<Vec<_>>()
+            },
+        )
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy(KIND), context);
+    drain(KIND, stream).await;
+}
+
+/// Why a credential's key cannot be used. Messages name the Secret, never its contents.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KeyProblem {
+    SecretNotFound {
+        secret: String,
+    },
+    KeyNotFound {
+        secret: String,
+        key: String,
+    },
+    Invalid {
+        secret: String,
+        error: ClientKeyError,
+    },
+}
+
+impl KeyProblem {
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::SecretNotFound { .. } => reason::SECRET_NOT_FOUND,
+            Self::KeyNotFound { .. } => reason::KEY_NOT_FOUND,
+            Self::Invalid { .. } => reason::INVALID_KEY,
+        }
+    }
+
+    pub fn message(&self) -> String {
+        match self {
+            Self::SecretNotFound { secret } => format!("Secret {secret} does not exist"),
+            Self::KeyNotFound { secret, key } => format!("Secret {secret} has no key {key}"),
+            Self::Invalid { secret, error } => format!("Secret {secret}: {error}"),
+        }
+    }
+}
+
+/// Reads and parses the private key a credential references.
+pub async fn load_key(
+    client: &kube::Client,
+    credential: &SshCredential,
+) -> Result<Result<ClientKey, KeyProblem>> {
+    let namespace = credential
+        .namespace()
+        .ok_or(Error::MissingObjectKey("metadata.namespace"))?;
+    let reference = &credential.spec.private_key_secret_ref;
+    let secret = Api::<Secret>::namespaced(client.clone(), &namespace)
+        .get_opt(&reference.name)
+        .await?;
+    Ok(key_from_secret(
+        secret.as_ref(),
+        &reference.name,
+        &reference.key,
+    ))
+}
+
+/// The key in `secret` under `key`, or what is wrong with it.
+pub fn key_from_secret(
+    secret: Option<&Secret>,
+    secret_name: &str,
+    key: &str,
+) -> Result<ClientKey, KeyProblem> {
+    let secret = secret.ok_or_else(|| KeyProblem::SecretNotFound {
+        secret: secret_name.to_string(),
+    })?;
+    let bytes = secret
+        .data
+        .as_ref()
+        .and_then(|data| data.get(key))
+        .map(|value| value.0.clone())
+        .or_else(|| {
+            secret
+                .string_data
+                .as_ref()
+                .and_then(|data| data.get(key))
+                .map(|value| value.clone().into_bytes())
+        })
+        .ok_or_else(|| KeyProblem::KeyNotFound {
+            secret: secret_name.to_string(),
+            key: key.to_string(),
+        })?;
+    ClientKey::parse(&bytes).map_err(|error| KeyProblem::Invalid {
+        secret: secret_name.to_string(),
+        error,
+    })
+}
+
+/// The usage record of a credential from the servers that name it.
+pub fn usage(credential_name: &str, servers: &[Server]) -> SshCredentialUsage {
+    let mut servers: Vec<SshCredentialServerUsage> = servers
+        .iter()
+        .filter(|s| s.spec.credential_id == credential_name)
+        .map(|s| SshCredentialServerUsage {
+            server_id: s.name_any(),
+            server_name: s.spec.name.clone().unwrap_or_else(|| s.name_any()),
+            lifecycle_status: s.spec.lifecycle_status,
+            provider_key: s.spec.provider_key.clone(),
+            host: s.spec.host.clone(),
+            username: s.spec.username.clone(),
+        })
+        .collect();
+    servers.sort_by(|a, b| a.server_id.cmp(&b.server_id));
+    let active = servers
+        .iter()
+        .filter(|s| s.lifecycle_status == ServerLifecycle::Active)
+        .count() as i64;
+    SshCredentialUsage {
+        total_servers: servers.len() as i64,
+        active_servers: active,
+        inactive_servers: servers.len() as i64 - active,
+        servers,
+    }
+}
+
+/// The status a credential should have. Pure: the key, its usage and the time are inputs.
+pub fn desired_status(
+    credential: &SshCredential,
+    key: &Result<ClientKey, KeyProblem>,
+    usage: SshCredentialUsage,
+    now: Timestamp,
+) -> SshCredentialStatus {
+    let current = credential.status.clone().unwrap_or_default();
+    let generation = credential.metadata.generation;
+    let fingerprint = key.as_ref().ok().map(|k| k.fingerprint().to_string());
+    let rotated = matches!(
+        (&current.fingerprint, &fingerprint),
+        (Some(before), Some(after)) if before != after
+    );
+    let delete_blockers: Vec<String> = usage
+        .servers
+        .iter()
+        .map(|s| format!("server/{}", s.server_id))
+        .collect();
+    let mut status = SshCredentialStatus {
+        public_key_configured: key.is_ok(),
+        private_key_configured: key.is_ok(),
+        public_key: key.as_ref().ok().map(|k| k.public_key().to_string()),
+        fingerprint,
+        rotated_at: if rotated {
+            Some(Time(now))
+        } else {
+            current.rotated_at.clone()
+        },
+        usage,
+        delete_blockers,
+        observed_generation: generation,
+        conditions: current.conditions,
+    };
+    let ready = match key {
+        Ok(key) => Condition::new(
+            READY,
+            ConditionStatus::True,
+            reason::KEY_LOADED,
+            format!(
+                "private key {} loaded; used by {} server(s)",
+                key.fingerprint(),
+                status.usage.total_servers
+            ),
+            generation,
+        ),
+        Err(problem) => Condition::new(
+            READY,
+            ConditionStatus::False,
+            problem.reason(),
+            problem.message(),
+            generation,
+        ),
+    };
+    condition::merge(&mut status.conditions, ready);
+    if credential.metadata.deletion_timestamp.is_some() {
+        let blocked = !status.delete_blockers.is_empty();
+        condition::merge(
+            &mut status.conditions,
+            Condition::new(
+                DELETION_BLOCKED,
+                if blocked {
+                    ConditionStatus::True
+                } else {
+                    ConditionStatus::False
+                },
+                if blocked {
+                    reason::IN_USE
+                } else {
+                    condition::reason::RECONCILED
+                },
+                if blocked {
+                    format!(
+                        "deletion waits until no server uses this credential: {}",
+                        status.delete_blockers.join(", ")
+                    )
+                } else {
+                    "no server uses this credential".to_string()
+                },
+                generation,
+            ),
+        );
+    }
+    status
+}
+
+async fn reconcile(credential: Arc<SshCredential>, context: Arc<Context>) -> Result<Action> {
+    let _timer = context.metrics.reconcile_started(KIND);
+    let namespace = credential
+        .namespace()
+        .ok_or(Error::MissingObjectKey("metadata.namespace"))?;
+    let key = load_key(&context.client, &credential).await?;
+    let servers = Api::<Server>::namespaced(context.client.clone(), &namespace)
+        .list(&ListParams::default())
+        .await?;
+    let usage = usage(&credential.name_any(), &servers.items);
+    let api = Api::<SshCredential>::namespaced(context.client.clone(), &namespace);
+    let current = credential.status.as_ref();
+    let status = desired_status(&credential, &key, usage, Timestamp::now());
+    apply_status(&api, credential.as_ref(), current, &status).await?;
+    publish_changes(&context, &credential, current, &status).await;
+
+    let deleting = credential.metadata.deletion_timestamp.is_some();
+    if deleting && !status.delete_blockers.is_empty() {
+        return Ok(Action::requeue(BLOCKED_RECHECK));
+    }
+    finalizer(&api, FINALIZER, credential, |event| async move {
+        match event {
+            FinalizerEvent::Apply(_) => Ok(Action::requeue(RESYNC_AFTER)),
+            FinalizerEvent::Cleanup(_) => Ok(Action::await_change()),
+        }
+    })
+    .await
+    .map_err(|error| Error::Finalizer(Box::new(error)))
+}
+
+/// Events for a rotated key and a blocked deletion, each once per change.
+async fn publish_changes(
+    context: &Context,
+    credential: &SshCredential,
+    before: Option<&SshCredentialStatus>,
+    after: &SshCredentialStatus,
+) {
+    let reference = credential.object_ref(&());
+    if after.rotated_at.is_some()
+        && before.and_then(|b| b.rotated_at.as_ref()) != after.rotated_at.as_ref()
+    {
+        let note = format!(
+            "private key rotated; new key {}",
+            after.fingerprint.as_deref().unwrap_or("unknown")
+        );
+        context
+            .publish_event(&reference, EventType::Normal, "KeyRotated", note)
+            .await;
+    }
+    let was_blocked = before.is_some_and(|b| condition::is_true(&b.conditions, DELETION_BLOCKED));
+    if !was_blocked && condition::is_true(&after.conditions, DELETION_BLOCKED) {
+        let note = format!(
+            "deletion blocked while servers use this credential: {}",
+            after.delete_blockers.join(", ")
+        );
+        context
+            .publish_event(&reference, EventType::Warning, "DeletionBlocked", note)
+            .await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_crds::server::ServerSpec;
+    use berth_crds::ssh_credential::{PrivateKeySecretRef, SshCredentialKind, SshCredentialSpec};
+    use k8s_openapi::ByteString;
+
+    /// A throwaway key made for the unit tests.
+    const KEY: &str = include_str!("../remote/testdata/unit_test_key");
+
+    fn credential() -> SshCredential {
+        let mut credential = SshCredential::new(
+            "deploy-key",
+            SshCredentialSpec {
+                name: "Deploy key".into(),
+                kind: SshCredentialKind::SshPrivateKey,
+                username: None,
+                private_key_secret_ref: PrivateKeySecretRef {
+                    name: "deploy-key".into(),
+                    key: "privateKey".into(),
+                },
+            },
+        );
+        credential.metadata.generation = Some(1);
+        credential
+    }
+
+    fn server(name: &str, credential: &str, lifecycle: ServerLifecycle) -> Server {
+        let mut spec: ServerSpec = serde_json::from_value(serde_json::json!({
+            "host": "203.0.113.9",
+            "credentialId": credential,
+        }))
+        .unwrap();
+        spec.lifecycle_status = lifecycle;
+        Server::new(name, spec)
+    }
+
+    fn secret(key: &str, value: &str) -> Secret {
+        Secret {
+            data: Some([(key.to_string(), ByteString(value.as_bytes().to_vec()))].into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn usage_counts_only_servers_naming_the_credential() {
+        let servers = vec![
+            server("b", "deploy-key", ServerLifecycle::Inactive),
+            server("a", "deploy-key", ServerLifecycle::Active),
+            server("c", "other-key", ServerLifecycle::Active),
+        ];
+        let usage = usage("deploy-key", &servers);
+        assert_eq!(usage.total_servers, 2);
+        assert_eq!(usage.active_servers, 1);
+        assert_eq!(usage.inactive_servers, 1);
+        assert_eq!(usage.servers[0].server_id, "a");
+        assert_eq!(usage.servers[0].username, "root");
+    }
+
+    #[test]
+    fn missing_secret_and_key_are_named_without_contents() {
+        let missing = key_from_secret(None, "deploy-key", "privateKey").unwrap_err();
+        assert_eq!(missing.reason(), reason::SECRET_NOT_FOUND);
+        let no_key =
+            key_from_secret(Some(&secret("other", KEY)), "deploy-key", "privateKey").unwrap_err();
+        assert_eq!(no_key.reason(), reason::KEY_NOT_FOUND);
+        let invalid = key_from_secret(
+            Some(&secret("privateKey", "hunter2-secret")),
+            "deploy-key",
+            "privateKey",
+        )
+        .unwrap_err();
+        assert_eq!(invalid.reason(), reason::INVALID_KEY);
+        assert!(!invalid.message().contains("hunter2"));
+    }
+
+    #[test]
+    fn loaded_key_makes_it_ready_with_public_key_and_no_private_key() {
+        let key = key_from_secret(Some(&secret("privateKey", KEY)), "deploy-key", "privateKey");
+        let status = desired_status(
+            &credential(),
+            &key,
+            SshCredentialUsage::default(),
+            Timestamp::now(),
+        );
+        assert!(status.private_key_configured && status.public_key_configured);
+        assert!(
+            status
+                .public_key
+                .as_deref()
+                .unwrap()
+                .starts_with("ssh-ed25519 ")
+        );
+        assert!(condition::is_true(&status.conditions, READY));
+        assert!(status.rotated_at.is_none());
+        let yaml = serde_json::to_string(&status).unwrap();
+        assert!(!yaml.contains("PRIVATE KEY"));
+    }
+
+    #[test]
+    fn a_new_fingerprint_stamps_rotated_at() {
+        let key = key_from_secret(Some(&secret("privateKey", KEY)), "deploy-key", "privateKey");
+        let mut credential = credential();
+        credential.status = Some(SshCredentialStatus {
+            fingerprint: Some("SHA256:previous".into()),
+            ..Default::default()
+        });
+        let status = desired_status(
+            &credential,
+            &key,
+            SshCredentialUsage::default(),
+            Timestamp::now(),
+        );
+        assert!(status.rotated_at.is_some());
+        credential.status = Some(status.clone());
+        let again = desired_status(
+            &credential,
+            &key,
+            SshCredentialUsage::default(),
+            Timestamp::now(),
+        );
+        assert_eq!(again.rotated_at, status.rotated_at);
+    }
+
+    #[test]
+    fn deleting_a_used_credential_lists_its_servers_as_blockers() {
+        let mut credential = credential();
+        credential.metadata.deletion_timestamp = Some(Time(Timestamp::now()));
+        let servers = vec![server("web-1", "deploy-key", ServerLifecycle::Active)];
+        let key = Err(KeyProblem::SecretNotFound {
+            secret: "deploy-key".into(),
+        });
+        let status = desired_status(
+            &credential,
+            &key,
+            usage("deploy-key", &servers),
+            Timestamp::now(),
+        );
+        assert_eq!(status.delete_blockers, vec!["server/web-1"]);
+        let blocked = condition::find(&status.conditions, DELETION_BLOCKED).unwrap();
+        assert_eq!(blocked.status, ConditionStatus::True);
+        assert!(blocked.message.contains("server/web-1"));
+    }
+}
