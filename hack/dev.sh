@@ -41,9 +41,8 @@ up() {
 apply_quickstart() {
   local dir=$BERTH_REPO_ROOT/examples/quickstart
   log "applying examples/quickstart/"
-  # The organization creates the namespace the other objects live in.
-  kubectl apply --server-side -f "$dir/00-organization.yaml" >/dev/null
-  kubectl wait --for=condition=Ready --timeout=60s organization/acme >/dev/null
+  # The organization (applied first: it creates the namespace) and the local server's key.
+  berth_quickstart_secret
   kubectl apply --server-side -k "$dir" >/dev/null
   log "waiting for the quickstart objects to be Ready"
   kubectl kustomize "$dir" | kubectl wait --for=condition=Ready --timeout=120s -f - >/dev/null

@@ -3,6 +3,7 @@
 //! prints; `hack/test.sh` sets them.
 
 pub mod rest;
+pub mod sshd;
 
 use std::process::{Command, Output};
 use std::time::Duration;
@@ -75,22 +76,34 @@ impl TestNamespace {
 
 impl Drop for TestNamespace {
     fn drop(&mut self) {
-        let client = self.client.clone();
         let name = self.name.clone();
-        // Drop cannot be async; delete from a helper thread with its own runtime.
-        let _ = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime for cleanup");
-            runtime.block_on(async move {
-                let _ = Api::<Namespace>::all(client)
-                    .delete(&name, &DeleteParams::background())
-                    .await;
-            });
-        })
-        .join();
+        run_cleanup(move |client| async move {
+            let _ = Api::<Namespace>::all(client)
+                .delete(&name, &DeleteParams::background())
+                .await;
+        });
     }
+}
+
+/// Runs async cleanup from `Drop`: on a helper thread with its own runtime and its own client,
+/// since the test's client drives its connection from the test's runtime, which `Drop` blocks.
+pub fn run_cleanup<F, Fut>(cleanup: F)
+where
+    F: FnOnce(Client) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()>,
+{
+    let _ = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime for cleanup");
+        runtime.block_on(async move {
+            if let Ok(client) = Client::try_default().await {
+                cleanup(client).await;
+            }
+        });
+    })
+    .join();
 }
 
 /// Runs `kubectl` (the real one a user runs) with the stack's KUBECONFIG.
@@ -139,4 +152,11 @@ pub fn repo_root() -> std::path::PathBuf {
         .parent()
         .expect("tests/ sits in the repo root")
         .to_path_buf()
+}
+
+/// A variable `hack/stack.sh env` exports (`hack/test.sh` sets them all).
+pub fn stack_env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!("{name} is not set: run the tests through hack/test.sh, or eval \"$(hack/stack.sh env)\"")
+    })
 }

@@ -291,30 +291,21 @@ pub async fn create_user(client: &Client, label: &str) -> (String, String, Strin
 
 impl Drop for TestOrg {
     fn drop(&mut self) {
-        let client = self.client.clone();
         let id = self.id.clone();
         let users = std::mem::take(&mut self.users);
-        let _ = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            runtime.block_on(async move {
-                let _ = Api::<Organization>::all(client.clone())
-                    .delete(&id, &DeleteParams::background())
+        crate::run_cleanup(move |client| async move {
+            let _ = Api::<Organization>::all(client.clone())
+                .delete(&id, &DeleteParams::background())
+                .await;
+            for user in users {
+                let _ = Api::<User>::all(client.clone())
+                    .delete(&user, &DeleteParams::background())
                     .await;
-                for user in users {
-                    let _ = Api::<User>::all(client.clone())
-                        .delete(&user, &DeleteParams::background())
-                        .await;
-                    let secret =
-                        berth_apiserver_shim::routes::bootstrap::password_secret_name(&user);
-                    let _ = Api::<Secret>::namespaced(client.clone(), berth_crds::SYSTEM_NAMESPACE)
-                        .delete(&secret, &DeleteParams::background())
-                        .await;
-                }
-            });
-        })
-        .join();
+                let secret = berth_apiserver_shim::routes::bootstrap::password_secret_name(&user);
+                let _ = Api::<Secret>::namespaced(client.clone(), berth_crds::SYSTEM_NAMESPACE)
+                    .delete(&secret, &DeleteParams::background())
+                    .await;
+            }
+        });
     }
 }

@@ -63,12 +63,12 @@ pub fn parse_json<T: DeserializeOwned>(text: &[u8]) -> Result<T, ApiError> {
                 )))
             } else {
                 let message = inner.to_string();
-                // A missing or unknown field is reported at its parent's path; name the field.
-                let named = missing_field(&message).or_else(|| unknown_field(&message));
-                let field = match named {
-                    Some(name) if path == "." => name,
-                    Some(name) => format!("{path}.{name}"),
-                    None => path,
+                // A missing field is reported at its parent's path; name the field itself.
+                let field = match (missing_field(&message), path.as_str()) {
+                    (Some(name), ".") => name,
+                    (Some(name), parent) => format!("{parent}.{name}"),
+                    (None, ".") => unknown_field(&message).unwrap_or(path),
+                    (None, _) => path,
                 };
                 Err(ApiError::validation(&field, describe(&field, &message)))
             }

@@ -114,8 +114,8 @@ pub fn generated_manifests() -> Vec<(String, String)> {
 }
 
 /// Fixes what the derived schemas get wrong for the API server: an optional enum is rendered
-/// with `null` among its values, which `kubectl` validation rejects (`nullable: true` already
-/// allows null).
+/// with `null` among its values, which `kubectl` validation rejects, and `nullable` hides
+/// optional objects from `kubectl explain` on 1.20.
 fn normalize_schema(crd: CustomResourceDefinition) -> CustomResourceDefinition {
     let mut value = serde_json::to_value(&crd).expect("a CRD always serializes");
     strip_null_enum_values(&mut value);
@@ -128,6 +128,10 @@ fn strip_null_enum_values(value: &mut serde_json::Value) {
             if let Some(serde_json::Value::Array(values)) = map.get_mut("enum") {
                 values.retain(|v| !v.is_null());
             }
+            // Kubernetes 1.20 publishes a `nullable` object to kubectl without its fields, so
+            // `kubectl explain` shows nothing under it. The API server prunes nulls of
+            // non-nullable fields instead of rejecting them, so dropping the flag is safe.
+            map.remove("nullable");
             map.values_mut().for_each(strip_null_enum_values);
         }
         serde_json::Value::Array(items) => items.iter_mut().for_each(strip_null_enum_values),

@@ -11,6 +11,7 @@
 #   berth_start_shim LOG         (re)start berth-shim (the REST API) as its identity
 #   berth_stop_shim
 #   berth_bootstrap_admin        create the first administrator once; credentials in admin.env
+#   berth_quickstart_secret      the quickstart organization and its Secret local-server-key
 
 BERTH_REPO_ROOT=${BERTH_REPO_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$BERTH_CACHE/target}
@@ -115,4 +116,16 @@ berth_bootstrap_admin() {
   # shellcheck source=/dev/null
   source "$BERTH_ADMIN_ENV"
   export BERTH_ADMIN_EMAIL BERTH_ADMIN_PASSWORD
+}
+
+# The quickstart's server logs in with the stack's client key; that private key goes only into
+# the Secret the SshCredential references (never into a manifest). The organization creates the
+# namespace, so it is applied first. Idempotent.
+berth_quickstart_secret() {
+  local org=$BERTH_REPO_ROOT/examples/quickstart/00-organization.yaml
+  kubectl apply --server-side -f "$org" >/dev/null
+  kubectl wait --for=condition=Ready --timeout=60s -f "$org" >/dev/null
+  kubectl -n org-acme create secret generic local-server-key \
+    --from-file=privateKey="$BERTH_SSH_KEY" --dry-run=client -o yaml |
+    kubectl apply --server-side -f - >/dev/null
 }

@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path, State};
-use berth_crds::condition::{self, Condition, ConditionStatus, READY};
 use berth_crds::deploy_token::{DeployToken, DeployTokenScope, DeployTokenSpec, DeployTokenState};
 use berth_crds::member::OrganizationRole;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -55,10 +54,6 @@ pub const MAX_LIMIT: u64 = 100;
 pub const MAX_SCOPE_ENTRIES: usize = 100;
 /// Longest display name.
 const MAX_NAME: usize = 120;
-/// Reason on the `Ready` condition of an accepted token.
-const REASON_ACTIVE: &str = "Active";
-/// Reason on the `Ready` condition of a revoked token.
-const REASON_REVOKED: &str = "Revoked";
 
 /// The Deploy token record of spec §2.2 (list and show); never the secret.
 #[derive(Serialize, JsonSchema)]
@@ -262,42 +257,6 @@ pub fn record(token: &DeployToken, organization_id: &str) -> TokenRecord {
     }
 }
 
-/// The status the shim writes after each change: state, `Ready`, and the given timestamps.
-fn status_patch(token: &DeployToken, extra: serde_json::Value) -> ApiResult<serde_json::Value> {
-    let state = state_of(token);
-    let mut conditions = token
-        .status
-        .as_ref()
-        .map(|s| s.conditions.clone())
-        .unwrap_or_default();
-    let ready = match state {
-        DeployTokenState::Active => Condition::new(
-            READY,
-            ConditionStatus::True,
-            REASON_ACTIVE,
-            "the token is accepted",
-            token.metadata.generation,
-        ),
-        DeployTokenState::Revoked => Condition::new(
-            READY,
-            ConditionStatus::False,
-            REASON_REVOKED,
-            "the token was revoked and is refused",
-            token.metadata.generation,
-        ),
-    };
-    condition::merge(&mut conditions, ready);
-    let mut status = json!({
-        "status": state,
-        "observedGeneration": token.metadata.generation,
-        "conditions": conditions,
-    });
-    if let (Some(status), Some(extra)) = (status.as_object_mut(), extra.as_object()) {
-        status.extend(extra.clone());
-    }
-    Ok(status)
-}
-
 fn api(state: &AppState, namespace: &str) -> Api<DeployToken> {
     Api::namespaced(state.client.clone(), namespace)
 }
@@ -388,14 +347,8 @@ async fn create(
         },
     );
     let api = api(&state, &organization.namespace);
+    // berth-controller's bookkeeping writes `status` and `Ready`; the record reads the spec.
     let written = apply(&api, &state.caches.deploy_tokens, Some(&caller), desired).await?;
-    let written = merge_status(
-        &api,
-        &state.caches.deploy_tokens,
-        &id,
-        status_patch(&written, json!({}))?,
-    )
-    .await?;
     tracing::info!(token = %id, organization = %organization.id, "deploy token created");
     Ok(Json(CreatedToken {
         token_id: id,
@@ -477,7 +430,7 @@ async fn rotate(
         &api,
         &state.caches.deploy_tokens,
         &id,
-        status_patch(&written, json!({ "rotatedAt": rotated_at }))?,
+        json!({ "rotatedAt": rotated_at }),
     )
     .await?;
     tracing::info!(token = %id, organization = %organization.id, "deploy token rotated");
@@ -512,13 +465,15 @@ async fn revoke(
     let mut desired = DeployToken::new(&id, token.spec.clone());
     desired.spec.revoked = true;
     let api = api(&state, &organization.namespace);
-    let written = apply(&api, &state.caches.deploy_tokens, Some(&caller), desired).await?;
+    apply(&api, &state.caches.deploy_tokens, Some(&caller), desired).await?;
+    // The controller stamps `revokedAt` only when it is missing, so the time written here (and
+    // returned) is the one every later read shows.
     let revoked_at = Time(Timestamp::now());
     merge_status(
         &api,
         &state.caches.deploy_tokens,
         &id,
-        status_patch(&written, json!({ "revokedAt": revoked_at }))?,
+        json!({ "revokedAt": revoked_at }),
     )
     .await?;
     tracing::info!(token = %id, organization = %organization.id, "deploy token revoked");
@@ -552,14 +507,6 @@ mod tests {
         assert!(!text.contains("sha256"));
         assert!(text.contains(r#""status":"active""#));
         assert!(text.contains(r#""scope":{"deploymentTargetIds":[]"#));
-    }
-
-    #[test]
-    fn revoked_tokens_are_not_ready() {
-        let status = status_patch(&token(true), json!({"revokedAt": "x"})).unwrap();
-        assert_eq!(status["status"], "revoked");
-        assert_eq!(status["revokedAt"], "x");
-        assert_eq!(status["conditions"][0]["status"], "False");
     }
 
     #[test]

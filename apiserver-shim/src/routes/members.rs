@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Endpoint;
 use super::common::{all_in, created_at, find_in, paginate, timestamp};
-use super::identity::{active_owners, apply_status, in_organization, now};
+use super::identity::{active_owners, apply_status, in_organization, now, updated_at};
 use crate::auth::{Caller, CallerOrganization, role_name};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
@@ -292,13 +292,14 @@ async fn remove(
         keep_an_owner(&state, &member)?;
         deactivate(&state, &scoped, &member).await?
     } else {
-        // Removing again reports the original removal.
+        // Removing again reports the original removal (or, for a member deactivated outside
+        // the API, when its spec last changed).
         let status = member.status.clone().unwrap_or_default();
         status
             .removed_at
             .as_ref()
             .map(timestamp)
-            .unwrap_or_default()
+            .unwrap_or_else(|| updated_at(&member.metadata))
     };
     Ok(Json(RemovedMember {
         member_id: id,

@@ -15,6 +15,7 @@ pub mod members;
 pub mod organizations;
 pub mod overlays;
 pub mod projects;
+pub mod usage_intents;
 pub mod users;
 
 use axum::Router;
@@ -119,6 +120,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         invitations::endpoints(),
         users::endpoints(),
         decisions::endpoints(),
+        usage_intents::endpoints(),
         overlays::endpoints(),
         deploy_tokens::endpoints(),
         environments::endpoints(),

@@ -13,10 +13,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::Endpoint;
-use super::common::{all_in, bounded, known_params, merge_status, timestamp};
+use super::common::{all_in, bounded, known_params, timestamp};
 use super::decisions::{
     ActorInput, Context, DEFAULT_LIMIT, MAX_KEY, MAX_LIMIT, context, create_new, matches_all,
-    newest, recorded_status, refs_visible,
+    newest, refs_visible,
 };
 use crate::auth::Caller;
 use crate::auth::token::new_id;
@@ -253,7 +253,7 @@ const FILTERS: [&str; 6] = [
     "source",
 ];
 
-fn filter_values<'a>(fields: &'a DecisionFields) -> [Option<&'a str>; 6] {
+fn filter_values(fields: &DecisionFields) -> [Option<&str>; 6] {
     [
         fields.tenant_id.as_deref(),
         fields.account_id.as_deref(),
@@ -389,8 +389,7 @@ async fn decide_overlay(
     let created = create_new(&api, store, &caller, decision)
         .await?
         .ok_or_else(|| ApiError::conflict("a decision with this id exists; retry"))?;
-    let stored = merge_status(&api, store, &id, recorded_status("decidedAt", &created)).await?;
-    let record = overlay_record(&stored);
+    let record = overlay_record(&created);
     Ok(Json(OverlayAnswer {
         result: OverlayResult {
             operation_key: record.fields.operation_key.clone(),
@@ -457,8 +456,7 @@ async fn decide_route_surface(
     let created = create_new(&api, store, &caller, decision)
         .await?
         .ok_or_else(|| ApiError::conflict("a decision with this id exists; retry"))?;
-    let stored = merge_status(&api, store, &id, recorded_status("decidedAt", &created)).await?;
-    let record = route_surface_record(&stored);
+    let record = route_surface_record(&created);
     Ok(Json(RouteSurfaceAnswer {
         result: RouteSurfaceResult {
             operation_key: record.fields.operation_key.clone(),

@@ -1,0 +1,341 @@
+//! Spec §4.1 usage-intent records, idempotent by `idempotencyKey` within the organization: a
+//! repeat, even a concurrent one, returns `duplicate: true` and the original record.
+
+use axum::Json;
+use axum::extract::State;
+use berth_crds::common::{Actor, JsonMap, Quantity, ResourceRefs};
+use berth_crds::member::OrganizationRole;
+use berth_crds::usage_intent::{UsageIntent, UsageIntentSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::{Api, ResourceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::Endpoint;
+use super::common::{all_in, bounded, known_params, parse_timestamp, timestamp};
+use super::decisions::{
+    ActorInput, DEFAULT_LIMIT, MAX_KEY, MAX_LIMIT, context, create_new, matches_all, newest,
+    refs_visible,
+};
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{JsonBody, QueryParams};
+use crate::state::AppState;
+
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::get::<UsageIntentList, _, _>("/usage-intents", "List usage-intent records", list),
+        Endpoint::post::<RecordUsageIntent, UsageIntentAnswer, _, _>(
+            "/usage-intents",
+            "Record a usage intent (idempotent by idempotencyKey)",
+            record,
+        ),
+    ]
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct QuantityInput {
+    /// A finite amount, at least 0.
+    pub value: f64,
+    /// Unit, e.g. `deployment`.
+    pub unit: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RecordUsageIntent {
+    /// Repeats with the same key (within the organization) return the original record.
+    pub idempotency_key: String,
+    /// Capability used.
+    pub capability_key: String,
+    /// What reports the intent, e.g. `cli`.
+    pub source: String,
+    pub tenant_id: Option<String>,
+    pub account_id: Option<String>,
+    /// The caller's organization (filled in when omitted).
+    pub organization_id: Option<String>,
+    /// Who acted; the caller, filled in when omitted.
+    pub actor: Option<ActorInput>,
+    /// Ids the intent is about; a deploy token may name only ids in its scope.
+    pub resource_refs: Option<ResourceRefs>,
+    pub quantity: Option<QuantityInput>,
+    /// When the usage happened (ISO 8601).
+    pub occurred_at: Option<String>,
+    /// Arbitrary attributes (at most 16 KiB of JSON).
+    pub attributes: Option<JsonMap>,
+    /// Arbitrary details (at most 16 KiB of JSON).
+    pub details: Option<JsonMap>,
+}
+
+/// The Usage-intent record of spec §2.2.
+#[derive(Serialize, JsonSchema, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageIntentRecord {
+    /// `usage-intent.record/v1`.
+    pub schema_version: String,
+    pub id: String,
+    pub idempotency_key: String,
+    pub capability_key: String,
+    /// `accepted`.
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub source: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tenant_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub account_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub organization_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actor: Option<Actor>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource_refs: Option<ResourceRefs>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quantity: Option<Quantity>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub occurred_at: Option<String>,
+    pub recorded_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attributes: Option<JsonMap>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<JsonMap>,
+}
+
+/// The Usage-intent result of spec §2.2.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageIntentResult {
+    pub idempotency_key: String,
+    pub capability_key: String,
+    pub accepted: bool,
+    /// True when the key was seen before; `record` is then the original.
+    pub duplicate: bool,
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub source: String,
+    pub record: UsageIntentRecord,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct UsageIntentAnswer {
+    pub result: UsageIntentResult,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct UsageIntentList {
+    pub records: Vec<UsageIntentRecord>,
+}
+
+/// The object name of a usage intent: a digest of its key, so concurrent repeats collide on
+/// the name and exactly one create wins.
+pub fn usage_intent_name(idempotency_key: &str) -> String {
+    let digest = hex::encode(Sha256::digest(idempotency_key.as_bytes()));
+    format!("ui-{}", &digest[..40])
+}
+
+/// Converts the custom resource to the REST record.
+pub fn usage_intent_record(intent: &UsageIntent) -> UsageIntentRecord {
+    let spec = intent.spec.clone();
+    let recorded_at = intent
+        .status
+        .as_ref()
+        .and_then(|s| s.recorded_at.clone())
+        .or_else(|| intent.metadata.creation_timestamp.clone());
+    UsageIntentRecord {
+        schema_version: "usage-intent.record/v1".into(),
+        id: intent.name_any(),
+        idempotency_key: spec.idempotency_key,
+        capability_key: spec.capability_key,
+        status: spec.status,
+        reason: spec.reason,
+        source: spec.source,
+        tenant_id: spec.tenant_id,
+        account_id: spec.account_id,
+        organization_id: spec.organization_id,
+        actor: spec.actor,
+        resource_refs: spec.resource_refs,
+        quantity: spec.quantity,
+        occurred_at: spec.occurred_at.as_ref().map(timestamp),
+        recorded_at: recorded_at.as_ref().map(timestamp).unwrap_or_default(),
+        attributes: spec.attributes,
+        details: spec.details,
+    }
+}
+
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    query: QueryParams,
+) -> ApiResult<Json<UsageIntentList>> {
+    known_params(
+        &query,
+        &[
+            "tenantId",
+            "accountId",
+            "organizationId",
+            "capabilityKey",
+            "source",
+            "limit",
+        ],
+    )?;
+    let organization = caller.require_role(OrganizationRole::Member)?;
+    let filters = [
+        query.string("tenantId")?,
+        query.string("accountId")?,
+        query.string("organizationId")?,
+        query.string("capabilityKey")?,
+        query.string("source")?,
+    ];
+    let limit = query.integer("limit", 1, MAX_LIMIT, DEFAULT_LIMIT)?;
+    let matching = all_in(&state.caches.usage_intents, &organization.namespace)
+        .into_iter()
+        .filter(|i| {
+            let s = &i.spec;
+            let values = [
+                s.tenant_id.as_deref(),
+                s.account_id.as_deref(),
+                s.organization_id.as_deref(),
+                Some(s.capability_key.as_str()),
+                Some(s.source.as_str()),
+            ];
+            matches_all(&filters, &values)
+        })
+        .filter(|i| refs_visible(&caller, i.spec.resource_refs.as_ref()))
+        .collect();
+    let records = newest(matching, limit)
+        .iter()
+        .map(|i| usage_intent_record(i))
+        .collect();
+    Ok(Json(UsageIntentList { records }))
+}
+
+async fn record(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<RecordUsageIntent>,
+) -> ApiResult<Json<UsageIntentAnswer>> {
+    bounded("idempotencyKey", &body.idempotency_key, MAX_KEY)?;
+    bounded("capabilityKey", &body.capability_key, MAX_KEY)?;
+    bounded("source", &body.source, MAX_KEY)?;
+    let quantity = match body.quantity {
+        None => None,
+        Some(q) => {
+            if !q.value.is_finite() || q.value < 0.0 {
+                return Err(ApiError::validation(
+                    "quantity.value",
+                    "quantity.value must be a finite number of at least 0",
+                ));
+            }
+            bounded("quantity.unit", &q.unit, MAX_KEY)?;
+            Some(Quantity {
+                value: q.value,
+                unit: q.unit,
+            })
+        }
+    };
+    let occurred_at: Option<Time> = body
+        .occurred_at
+        .as_deref()
+        .map(|t| parse_timestamp("occurredAt", t))
+        .transpose()?;
+    let context = context(
+        &caller,
+        body.tenant_id,
+        body.account_id,
+        body.organization_id,
+        body.actor,
+        body.resource_refs,
+        body.attributes,
+        body.details,
+    )?;
+    let namespace = caller.organization()?.namespace.clone();
+    let key = body.idempotency_key;
+    let existing = state.caches.usage_intents.find(|i| {
+        i.namespace().as_deref() == Some(namespace.as_str()) && i.spec.idempotency_key == key
+    });
+    if let Some(original) = existing {
+        return duplicate(&caller, &original);
+    }
+    let name = usage_intent_name(&key);
+    let intent = UsageIntent::new(
+        &name,
+        UsageIntentSpec {
+            idempotency_key: key.clone(),
+            capability_key: body.capability_key,
+            source: body.source,
+            status: "accepted".into(),
+            reason: None,
+            tenant_id: context.tenant_id,
+            account_id: context.account_id,
+            organization_id: Some(context.organization_id),
+            actor: Some(context.actor),
+            resource_refs: context.resource_refs,
+            quantity,
+            occurred_at,
+            attributes: context.attributes,
+            details: context.details,
+        },
+    );
+    let api = Api::<UsageIntent>::namespaced(state.client.clone(), &namespace);
+    let store = &state.caches.usage_intents;
+    // berth-controller's bookkeeping adds `recordedAt` (the creation time) and `Ready`.
+    let Some(created) = create_new(&api, store, &caller, intent).await? else {
+        // A concurrent repeat won the create: answer with what it stored.
+        let original = api.get(&name).await?;
+        if original.spec.idempotency_key != key {
+            return Err(ApiError::conflict(format!(
+                "usage intent {name} exists with another idempotency key"
+            )));
+        }
+        return duplicate(&caller, &original);
+    };
+    Ok(Json(usage_intent_answer(&created, false)))
+}
+
+/// A repeat: the original record, unless it refers to ids outside a deploy token's scope.
+fn duplicate(caller: &Caller, original: &UsageIntent) -> ApiResult<Json<UsageIntentAnswer>> {
+    if !refs_visible(caller, original.spec.resource_refs.as_ref()) {
+        return Err(ApiError::conflict(
+            "this idempotencyKey was already used for a record outside your token's scope",
+        )
+        .with_detail("field", "idempotencyKey"));
+    }
+    Ok(Json(usage_intent_answer(original, true)))
+}
+
+fn usage_intent_answer(intent: &UsageIntent, duplicate: bool) -> UsageIntentAnswer {
+    let record = usage_intent_record(intent);
+    UsageIntentAnswer {
+        result: UsageIntentResult {
+            idempotency_key: record.idempotency_key.clone(),
+            capability_key: record.capability_key.clone(),
+            accepted: record.status == "accepted",
+            duplicate,
+            status: record.status.clone(),
+            reason: record.reason.clone(),
+            source: record.source.clone(),
+            record,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_intent_names_are_stable_dns_labels() {
+        let name = usage_intent_name("deploy-42");
+        assert_eq!(name, usage_intent_name("deploy-42"));
+        assert_ne!(name, usage_intent_name("deploy-43"));
+        assert_eq!(name.len(), 43);
+        assert!(
+            name.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        );
+    }
+}
