@@ -37,6 +37,13 @@ if [[ -z "${BERTH_TEST_QUICK:-}" ]]; then
 fi
 
 step "local stack"
+# One integration run at a time: each restarts Berth's processes under the other's tests.
+mkdir -p "$BERTH_STACK_DIR"
+exec 9>"$BERTH_STACK_DIR/integration.lock"
+if ! flock -n 9; then
+  log "another hack/test.sh is running its integration tests; waiting for it"
+  flock 9
+fi
 "$HACK_DIR/stack.sh" up
 eval "$("$HACK_DIR/stack.sh" env)"
 # shellcheck source-path=SCRIPTDIR
@@ -57,7 +64,8 @@ berth_bootstrap_admin
 berth_quickstart_secret
 
 step "integration tests (real API server, Docker, sshd)"
-export BERTH_CONTROLLER_LOG=$BERTH_RUN_DIR/test-controller.log
+export BERTH_CONTROLLER_LOG=$BERTH_RUN_DIR/test-controller.log BERTH_BIN_DIR
+export BERTH_CONTROLLER_KUBECONFIG=$BERTH_STACK_DIR/berth-controller.kubeconfig
 export BERTH_SHIM_LOG=$BERTH_RUN_DIR/test-shim.log
 cargo test -p berth-tests --test integration -- "${filter[@]}"
 

@@ -168,6 +168,37 @@ mod tests {
         );
     }
 
+    /// Collects the paths of properties without a description (what `kubectl explain` shows).
+    fn undocumented(schema: &serde_json::Value, path: &str, missing: &mut Vec<String>) {
+        if let Some(properties) = schema.get("properties").and_then(|p| p.as_object()) {
+            for (name, property) in properties {
+                let here = format!("{path}.{name}");
+                let documented = property
+                    .get("description")
+                    .and_then(|d| d.as_str())
+                    .is_some_and(|d| !d.trim().is_empty());
+                if !documented {
+                    missing.push(here.clone());
+                }
+                undocumented(property, &here, missing);
+            }
+        }
+        if let Some(items) = schema.get("items") {
+            undocumented(items, &format!("{path}[]"), missing);
+        }
+    }
+
+    #[test]
+    fn every_field_is_documented_for_kubectl_explain() {
+        let mut missing = Vec::new();
+        for crd in all_crds() {
+            let schema = serde_json::to_value(&crd.spec.versions[0].schema).unwrap();
+            let root = &schema["openAPIV3Schema"];
+            undocumented(root, &crd.spec.names.kind, &mut missing);
+        }
+        assert!(missing.is_empty(), "fields without a doc comment: {missing:#?}");
+    }
+
     #[test]
     fn no_enum_in_any_crd_lists_null() {
         for crd in all_crds() {
