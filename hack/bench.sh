@@ -55,8 +55,10 @@ bench_shim() {
   berth_install_crds
   berth_install_rbac
   # Organizations get their namespace from berth-controller; reuse one that runs already.
+  local cleanup='stop_bg berth-shim-bench'
   if ! controller_ready; then
     berth_start_controller "$BERTH_RUN_DIR/bench-controller.log"
+    cleanup="$cleanup; berth_stop_controller"
   fi
   # A shim of its own, so a dev or test shim on 7070 is neither measured nor disturbed.
   local kubeconfig logfile=$BERTH_RUN_DIR/bench-shim.log
@@ -64,7 +66,8 @@ bench_shim() {
   stop_bg berth-shim-bench
   KUBECONFIG=$kubeconfig BERTH_SHIM_ADDR=$BENCH_SHIM_ADDR \
     start_bg berth-shim-bench "$logfile" "$BERTH_BIN_DIR/berth-shim"
-  trap 'stop_bg berth-shim-bench' EXIT
+  # shellcheck disable=SC2064 # expand now: what this run started
+  trap "$cleanup" EXIT
   wait_for 60 "bench berth-shim /readyz (log: $logfile)" bench_shim_ready
   log "running (debug builds, the profile dev and test run with)"
   "$CARGO_TARGET_DIR/debug/berth-bench-shim" --url "http://$BENCH_SHIM_ADDR/api" "$@"

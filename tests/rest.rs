@@ -123,6 +123,23 @@ impl Rest {
         anonymous.with_token(body["token"].as_str().expect("login returns a token"))
     }
 
+    /// Signs in a user whose User object was just created: until the shim's cache has it the
+    /// login is refused, so retry a few times (fewer than the login limiter's 5 failures).
+    pub async fn login_new_user(email: &str, password: &str) -> Self {
+        let anonymous = Self::anonymous();
+        let body = json!({"email": email, "password": password});
+        let mut wait = Duration::from_millis(150);
+        for _ in 0..3 {
+            let reply = anonymous.post("/auth/login", body.clone()).await;
+            if reply.status == 200 {
+                return anonymous.with_token(reply.body["token"].as_str().expect("a token"));
+            }
+            tokio::time::sleep(wait).await;
+            wait *= 3;
+        }
+        Self::login(email, password).await
+    }
+
     /// The first administrator (credentials from hack/test.sh).
     pub async fn admin() -> Self {
         let email =
@@ -230,8 +247,8 @@ impl TestOrg {
             .create(&PostParams::default(), &member)
             .await
             .expect("create member");
-        // The shim's cache sees the member shortly after; retry the first authenticated call.
-        let rest = Rest::login(&user.1, &user.2).await;
+        // The shim's caches see the user and member shortly after; retry the first calls.
+        let rest = Rest::login_new_user(&user.1, &user.2).await;
         eventually(
             Duration::from_secs(10),
             "membership visible to the REST API",

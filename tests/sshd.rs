@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use crate::random_suffix;
 
 /// An sshd the test owns: its own host key, `authorized_keys` and log (LogLevel VERBOSE, so
-/// every connection and accepted key shows up).
+/// every connection and accepted key shows up). Sessions get the sshd's directory as HOME, so
+/// root's shell startup files (which may be slow, or leave locks when a session is killed) do
+/// not run.
 pub struct TestSshd {
     pub port: u16,
     dir: PathBuf,
@@ -43,7 +45,7 @@ impl TestSshd {
              AuthorizedKeysFile {dir}/authorized_keys\nPidFile none\nStrictModes no\nUsePAM no\n\
              PermitRootLogin prohibit-password\nPasswordAuthentication no\n\
              KbdInteractiveAuthentication no\nAllowStreamLocalForwarding yes\nMaxSessions 64\n\
-             LogLevel VERBOSE\n",
+             SetEnv HOME={dir}\nLogLevel VERBOSE\n",
             self.port
         )
     }

@@ -196,7 +196,10 @@ mod tests {
             let root = &schema["openAPIV3Schema"];
             undocumented(root, &crd.spec.names.kind, &mut missing);
         }
-        assert!(missing.is_empty(), "fields without a doc comment: {missing:#?}");
+        assert!(
+            missing.is_empty(),
+            "fields without a doc comment: {missing:#?}"
+        );
     }
 
     #[test]

@@ -32,9 +32,16 @@ impl Drop for Standby {
 
 #[tokio::test]
 async fn a_second_replica_waits_on_standby_and_stops_on_sigterm() {
-    let kubeconfig = std::env::var("BERTH_CONTROLLER_KUBECONFIG").expect("BERTH_CONTROLLER_KUBECONFIG");
+    let kubeconfig =
+        std::env::var("BERTH_CONTROLLER_KUBECONFIG").expect("BERTH_CONTROLLER_KUBECONFIG");
     let child = Command::new(controller_binary())
-        .args(["run", "--listen", STANDBY_ADDR, "--identity", "standby-under-test"])
+        .args([
+            "run",
+            "--listen",
+            STANDBY_ADDR,
+            "--identity",
+            "standby-under-test",
+        ])
         .env("KUBECONFIG", kubeconfig)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -49,14 +56,26 @@ async fn a_second_replica_waits_on_standby_and_stops_on_sigterm() {
     .await;
     // It must keep waiting: the first replica holds the Lease and renews it.
     for _ in 0..10 {
-        let (status, _) = get(&format!("http://{STANDBY_ADDR}/readyz")).await.expect("readyz answers");
-        assert_eq!(status, 503, "a standby replica reported ready while another holds the Lease");
+        let (status, _) = get(&format!("http://{STANDBY_ADDR}/readyz"))
+            .await
+            .expect("readyz answers");
+        assert_eq!(
+            status, 503,
+            "a standby replica reported ready while another holds the Lease"
+        );
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
-    let (_, metrics) = get(&format!("http://{STANDBY_ADDR}/metrics")).await.unwrap();
-    assert!(metrics.contains("berth_leader 0"), "standby metrics: {metrics}");
+    let (_, metrics) = get(&format!("http://{STANDBY_ADDR}/metrics"))
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("berth_leader 0"),
+        "standby metrics: {metrics}"
+    );
 
-    let (_, leader_metrics) = get(&format!("http://{LEADER_ADDR}/metrics")).await.expect("leader metrics");
+    let (_, leader_metrics) = get(&format!("http://{LEADER_ADDR}/metrics"))
+        .await
+        .expect("leader metrics");
     assert!(leader_metrics.contains("berth_leader 1"));
     assert!(leader_metrics.contains("berth_reconcile_duration_seconds"));
 
@@ -64,10 +83,14 @@ async fn a_second_replica_waits_on_standby_and_stops_on_sigterm() {
     let pid = standby.0.id().to_string();
     let killed = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
     assert!(killed.success());
-    let exited = eventually(Duration::from_secs(10), "standby exit after SIGTERM", || {
-        let status = standby.0.try_wait().ok().flatten();
-        async move { status }
-    })
+    let exited = eventually(
+        Duration::from_secs(10),
+        "standby exit after SIGTERM",
+        || {
+            let status = standby.0.try_wait().ok().flatten();
+            async move { status }
+        },
+    )
     .await;
     assert!(exited.success(), "exit status {exited:?}");
 }

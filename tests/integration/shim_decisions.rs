@@ -11,7 +11,7 @@ use kube::Api;
 use serde_json::{Value, json};
 
 use crate::shim_projects_envs::{invalid, project};
-use crate::shim_tokens::create_token;
+use crate::shim_tokens::{assert_shown_once, create_token};
 
 fn records(list: &Value) -> Vec<Value> {
     list["records"].as_array().expect("records").clone()
@@ -94,6 +94,7 @@ async fn capabilities_and_entitlements_are_all_granted_when_self_hosted() {
             .await
             .error(401, "unauthenticated");
     }
+    assert_shown_once(&secret);
 }
 
 #[tokio::test]
@@ -510,4 +511,5 @@ async fn decisions_by_deploy_tokens_name_the_token_and_respect_its_scope() {
     )
     .await
     .error(409, "conflict");
+    assert_shown_once(&secret);
 }

@@ -257,6 +257,12 @@ pub fn record(token: &DeployToken, organization_id: &str) -> TokenRecord {
     }
 }
 
+/// Now, in whole seconds: the API server stores `metav1.Time` at second precision, and the
+/// time a response reports must equal what later reads show.
+fn now() -> Time {
+    Time(Timestamp::from_second(Timestamp::now().as_second()).expect("now is in range"))
+}
+
 fn api(state: &AppState, namespace: &str) -> Api<DeployToken> {
     Api::namespaced(state.client.clone(), namespace)
 }
@@ -425,7 +431,7 @@ async fn rotate(
     let api = api(&state, &organization.namespace);
     // Once the cache holds the new digest the old secret matches nothing: refused at once.
     let written = apply(&api, &state.caches.deploy_tokens, Some(&caller), desired).await?;
-    let rotated_at = Time(Timestamp::now());
+    let rotated_at = now();
     merge_status(
         &api,
         &state.caches.deploy_tokens,
@@ -468,7 +474,7 @@ async fn revoke(
     apply(&api, &state.caches.deploy_tokens, Some(&caller), desired).await?;
     // The controller stamps `revokedAt` only when it is missing, so the time written here (and
     // returned) is the one every later read shows.
-    let revoked_at = Time(Timestamp::now());
+    let revoked_at = now();
     merge_status(
         &api,
         &state.caches.deploy_tokens,

@@ -134,9 +134,11 @@ where
     Ok(written)
 }
 
-/// The current time, as stored in custom resources.
+/// The current time in whole seconds, the precision custom resources store: a time returned
+/// now reads back identically later.
 pub fn now() -> Time {
-    Time(Timestamp::now())
+    let now = Timestamp::now();
+    Time(Timestamp::from_second(now.as_second()).unwrap_or(now))
 }
 
 /// When the object's spec last changed: the newest managed-fields entry that touches the spec
@@ -218,6 +220,11 @@ mod tests {
         assert!(image_url("avatarUrl", "https://example.com/a.png").is_ok());
         assert!(image_url("avatarUrl", "ftp://example.com/a.png").is_err());
         assert!(image_url("avatarUrl", "https://").is_err());
+    }
+
+    #[test]
+    fn now_has_whole_seconds() {
+        assert_eq!(now().0.subsec_nanosecond(), 0);
     }
 
     #[test]

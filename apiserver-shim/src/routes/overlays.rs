@@ -62,7 +62,9 @@ pub struct DecideOverlay {
     pub source: String,
     /// Capability the operation belongs to.
     pub capability_key: Option<String>,
+    /// Tenant the record belongs to, if the caller tracks one.
     pub tenant_id: Option<String>,
+    /// Account the record belongs to, if the caller tracks one.
     pub account_id: Option<String>,
     /// The caller's organization (filled in when omitted).
     pub organization_id: Option<String>,
@@ -87,7 +89,9 @@ pub struct DecideRouteSurface {
     pub surface_kind: String,
     /// Capability the operation belongs to.
     pub capability_key: Option<String>,
+    /// Tenant the record belongs to, if the caller tracks one.
     pub tenant_id: Option<String>,
+    /// Account the record belongs to, if the caller tracks one.
     pub account_id: Option<String>,
     /// The caller's organization (filled in when omitted).
     pub organization_id: Option<String>,

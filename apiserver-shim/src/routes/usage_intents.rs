@@ -52,7 +52,9 @@ pub struct RecordUsageIntent {
     pub capability_key: String,
     /// What reports the intent, e.g. `cli`.
     pub source: String,
+    /// Tenant the record belongs to, if the caller tracks one.
     pub tenant_id: Option<String>,
+    /// Account the record belongs to, if the caller tracks one.
     pub account_id: Option<String>,
     /// The caller's organization (filled in when omitted).
     pub organization_id: Option<String>,
@@ -60,6 +62,7 @@ pub struct RecordUsageIntent {
     pub actor: Option<ActorInput>,
     /// Ids the intent is about; a deploy token may name only ids in its scope.
     pub resource_refs: Option<ResourceRefs>,
+    /// How much was used.
     pub quantity: Option<QuantityInput>,
     /// When the usage happened (ISO 8601).
     pub occurred_at: Option<String>,

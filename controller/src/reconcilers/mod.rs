@@ -4,6 +4,7 @@ pub mod archive;
 pub mod bookkeeping;
 pub mod bookkept_kinds;
 pub mod environment;
+pub mod fresh;
 pub mod organization;
 pub mod project;
 pub mod server;
@@ -60,11 +61,27 @@ pub async fn run_all(
     context: Arc<Context>,
     shutdown: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) {
+    use berth_crds::{
+        deploy_token::DeployToken, invitation::Invitation, member::Member,
+        overlay_decision::OverlayDecision, retention_policy::RetentionPolicy,
+        route_surface_decision::RouteSurfaceDecision, session::Session,
+        threshold_policy::ThresholdPolicy, usage_intent::UsageIntent, user::User,
+    };
     tokio::join!(
         organization::run(context.clone(), shutdown.clone()),
         project::run(context.clone(), shutdown.clone()),
         environment::run(context.clone(), shutdown.clone()),
         ssh_credential::run(context.clone(), shutdown.clone()),
-        server::run(context, shutdown),
+        server::run(context.clone(), shutdown.clone()),
+        bookkeeping::run::<User>(context.clone(), shutdown.clone()),
+        bookkeeping::run::<Session>(context.clone(), shutdown.clone()),
+        bookkeeping::run::<Member>(context.clone(), shutdown.clone()),
+        bookkeeping::run::<Invitation>(context.clone(), shutdown.clone()),
+        bookkeeping::run::<DeployToken>(context.clone(), shutdown.clone()),
+        bookkeeping::run::<UsageIntent>(context.clone(), shutdown.clone()),
+        bookkeeping::run::<OverlayDecision>(context.clone(), shutdown.clone()),
+        bookkeeping::run::<RouteSurfaceDecision>(context.clone(), shutdown.clone()),
+        bookkeeping::run::<ThresholdPolicy>(context.clone(), shutdown.clone()),
+        bookkeeping::run::<RetentionPolicy>(context, shutdown),
     );
 }

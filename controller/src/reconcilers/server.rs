@@ -24,6 +24,7 @@ use kube::{Api, Resource, ResourceExt};
 
 use self::observe::{credential_key, endpoint, observe, pinned_host_key, server_id};
 use self::status::{conditions, desired};
+use super::fresh::with_current_finalizers;
 use super::{drain, error_policy};
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -122,24 +123,14 @@ async fn reconcile(server: Arc<Server>, context: Arc<Context>) -> Result<Action>
         .namespace()
         .ok_or(Error::MissingObjectKey("metadata.namespace"))?;
     let api = Api::<Server>::namespaced(context.client.clone(), &namespace);
+    let Some(server) = with_current_finalizers(&api, server, FINALIZER).await? else {
+        return Ok(Action::await_change());
+    };
     let blockers = delete_blockers(&context, &namespace, &server.name_any()).await?;
     if server.metadata.deletion_timestamp.is_some() && !blockers.is_empty() {
         // Blocked: report why and keep the finalizer; cleanup runs once the blockers are gone.
         let current = server.status.as_ref();
-        let mut status = current.cloned().unwrap_or_default();
-        let observation = status::Observation {
-            contact: Err(status::Failure::new(
-                status::reason::IN_USE,
-                "deletion requested; waiting for references to go",
-            )),
-            docker: None,
-            proxy: None,
-        };
-        let planned = desired(&server, &observation, blockers, Timestamp::now());
-        status.delete_blockers = planned.delete_blockers;
-        if let Some(blocked) = condition::find(&planned.conditions, conditions::DELETION_BLOCKED) {
-            condition::merge(&mut status.conditions, blocked.clone());
-        }
+        let status = status::blocked(&server, blockers);
         apply_status(&api, server.as_ref(), current, &status).await?;
         publish_blocked(&context, &server, current, &status).await;
         return Ok(Action::requeue(UNHEALTHY_RECHECK));

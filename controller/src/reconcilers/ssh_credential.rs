@@ -20,6 +20,7 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
 
+use super::fresh::with_current_finalizers;
 use super::{RESYNC_AFTER, drain, error_policy};
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -291,12 +292,15 @@ async fn reconcile(credential: Arc<SshCredential>, context: Arc<Context>) -> Res
     let namespace = credential
         .namespace()
         .ok_or(Error::MissingObjectKey("metadata.namespace"))?;
+    let api = Api::<SshCredential>::namespaced(context.client.clone(), &namespace);
+    let Some(credential) = with_current_finalizers(&api, credential, FINALIZER).await? else {
+        return Ok(Action::await_change());
+    };
     let key = load_key(&context.client, &credential).await?;
     let servers = Api::<Server>::namespaced(context.client.clone(), &namespace)
         .list(&ListParams::default())
         .await?;
     let usage = usage(&credential.name_any(), &servers.items);
-    let api = Api::<SshCredential>::namespaced(context.client.clone(), &namespace);
     let current = credential.status.as_ref();
     let status = desired_status(&credential, &key, usage, Timestamp::now());
     apply_status(&api, credential.as_ref(), current, &status).await?;

@@ -38,6 +38,9 @@ pub const SERVER_LABEL: &str = "berth.dev/server";
 /// Label holding the settings a proxy container was created with; a change recreates it.
 const SETTINGS_LABEL: &str = "berth.dev/proxy-settings";
 
+/// Serializes creating the edge network (see `ensure_network`).
+static NETWORK_CREATION: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// What the proxy container should look like.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EdgeProxySettings {
@@ -196,7 +199,7 @@ impl EdgeProxy {
         Ok(true)
     }
 
-    async fn ensure_network(&self) -> Result<(), RemoteError> {
+    async fn network_exists(&self) -> Result<bool, RemoteError> {
         let inspected = docker_call(
             &self.connection,
             "inspecting the edge network",
@@ -205,9 +208,21 @@ impl EdgeProxy {
         )
         .await;
         match inspected {
-            Ok(_) => return Ok(()),
-            Err(error) if is_not_found(&error) => {}
-            Err(error) => return Err(error),
+            Ok(_) => Ok(true),
+            Err(error) if is_not_found(&error) => Ok(false),
+            Err(error) => Err(error),
+        }
+    }
+
+    async fn ensure_network(&self) -> Result<(), RemoteError> {
+        if self.network_exists().await? {
+            return Ok(());
+        }
+        // Docker 20.10 creates a second network of the same name when two requests race, and
+        // then refuses the ambiguous name; several Server objects may name one host.
+        let _creating = NETWORK_CREATION.lock().await;
+        if self.network_exists().await? {
+            return Ok(());
         }
         let request = NetworkCreateRequest {
             name: EDGE_NETWORK.into(),

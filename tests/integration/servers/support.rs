@@ -99,7 +99,8 @@ fn merge(base: &mut Value, extra: Value) {
     }
 }
 
-/// Waits until the server's condition `type_` has `status` (and `reason`, when given).
+/// Waits until the server's condition `type_` has `status` (and `reason`, when given). On
+/// timeout the panic shows the conditions last seen.
 pub async fn wait_condition(
     api: &Api<Server>,
     name: &str,
@@ -108,14 +109,31 @@ pub async fn wait_condition(
     reason: Option<&str>,
     timeout: Duration,
 ) -> Server {
-    let what = format!("server {name}: {type_}={status:?} {reason:?}");
-    eventually(timeout, &what, || async {
-        let server = api.get_opt(name).await.ok()??;
-        let found = condition::find(&server.status.as_ref()?.conditions, type_)?;
-        let matches = found.status == status && reason.is_none_or(|r| found.reason == r);
-        matches.then_some(server)
-    })
-    .await
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut last = None;
+    loop {
+        if let Ok(Some(server)) = api.get_opt(name).await {
+            let conditions = server
+                .status
+                .as_ref()
+                .map(|s| s.conditions.clone())
+                .unwrap_or_default();
+            let matches = condition::find(&conditions, type_).is_some_and(|found| {
+                found.status == status && reason.is_none_or(|r| found.reason == r)
+            });
+            if matches {
+                return server;
+            }
+            last = Some(conditions);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            panic!(
+                "timed out after {timeout:?} waiting for server {name}: {type_}={status:?} \
+                 {reason:?}; last conditions: {last:#?}"
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// `(reason, note)` of every event in the namespace.

@@ -225,30 +225,49 @@ pub fn desired(
     };
     condition::merge(&mut status.conditions, ready);
 
-    if server.metadata.deletion_timestamp.is_some() {
-        let blocked = !status.delete_blockers.is_empty();
-        let (state, reason, message) = if blocked {
-            (
-                ConditionStatus::True,
-                reason::IN_USE,
-                format!(
-                    "deletion waits until nothing references this server: {}",
-                    status.delete_blockers.join(", ")
-                ),
-            )
-        } else {
-            (
-                ConditionStatus::False,
-                condition::reason::RECONCILED,
-                "nothing references this server".to_string(),
-            )
-        };
-        condition::merge(
-            &mut status.conditions,
-            Condition::new(DELETION_BLOCKED, state, reason, message, generation),
-        );
+    if let Some(deletion) = deletion_condition(server, &status.delete_blockers) {
+        condition::merge(&mut status.conditions, deletion);
     }
     status
+}
+
+/// The status of a server whose deletion waits for `blockers`: what it had, plus the blockers and
+/// a `DeletionBlocked` condition naming them. Nothing is probed while deletion is pending.
+pub fn blocked(server: &Server, blockers: Vec<String>) -> ServerStatus {
+    let mut status = server.status.clone().unwrap_or_default();
+    if let Some(deletion) = deletion_condition(server, &blockers) {
+        condition::merge(&mut status.conditions, deletion);
+    }
+    status.delete_blockers = blockers;
+    status
+}
+
+/// `DeletionBlocked` while a requested deletion waits; `None` when no deletion is requested.
+fn deletion_condition(server: &Server, blockers: &[String]) -> Option<Condition> {
+    server.metadata.deletion_timestamp.as_ref()?;
+    let (state, reason, message) = if blockers.is_empty() {
+        (
+            ConditionStatus::False,
+            condition::reason::RECONCILED,
+            "nothing references this server".to_string(),
+        )
+    } else {
+        (
+            ConditionStatus::True,
+            reason::IN_USE,
+            format!(
+                "deletion waits until nothing references this server: {}",
+                blockers.join(", ")
+            ),
+        )
+    };
+    Some(Condition::new(
+        conditions::DELETION_BLOCKED,
+        state,
+        reason,
+        message,
+        server.metadata.generation,
+    ))
 }
 
 #[cfg(test)]
@@ -364,5 +383,20 @@ mod tests {
         assert_eq!(blocked.status, ConditionStatus::True);
         assert!(blocked.message.contains("resource/shop-web"));
         assert_eq!(status.delete_blockers, vec!["resource/shop-web"]);
+    }
+
+    #[test]
+    fn a_blocked_deletion_keeps_what_was_observed() {
+        let mut server = server();
+        server.status = Some(desired(&server, &healthy(), vec![], Timestamp::now()));
+        server.metadata.deletion_timestamp = Some(Time(Timestamp::now()));
+        let status = blocked(&server, vec!["deployment/dep-1".into()]);
+        assert!(status.reachable);
+        assert!(condition::is_true(&status.conditions, READY));
+        assert!(condition::is_true(
+            &status.conditions,
+            conditions::DELETION_BLOCKED
+        ));
+        assert_eq!(status.delete_blockers, vec!["deployment/dep-1"]);
     }
 }
