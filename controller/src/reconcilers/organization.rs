@@ -56,7 +56,16 @@ async fn reconcile(organization: Arc<Organization>, context: Arc<Context>) -> Re
         }
     })
     .await
-    .map_err(|error| Error::Finalizer(Box::new(error)))
+    .or_else(|error| match error {
+        // A repeated cleanup raced the first one, which already removed the finalizer and
+        // let the Organization go: nothing is left to do.
+        kube::runtime::finalizer::Error::RemoveFinalizer(kube::Error::Api(status))
+            if status.code == 404 =>
+        {
+            Ok(Action::await_change())
+        }
+        error => Err(Error::Finalizer(Box::new(error))),
+    })
 }
 
 /// The namespace an organization should own, with its labels and owner reference.
