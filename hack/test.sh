@@ -56,6 +56,9 @@ berth_install_crds
 berth_install_rbac
 # Namespaces left by an interrupted run would only slow the API server down.
 kubectl delete namespace -l berth.dev/test=true --wait=false >/dev/null 2>&1 || true
+# Fresh logs per run, so the secret scan below judges this run only.
+: >"$BERTH_RUN_DIR/test-controller.log"
+: >"$BERTH_RUN_DIR/test-shim.log"
 berth_start_controller "$BERTH_RUN_DIR/test-controller.log"
 trap 'berth_stop_shim; berth_stop_controller' EXIT
 berth_start_shim "$BERTH_RUN_DIR/test-shim.log"
@@ -68,5 +71,14 @@ export BERTH_CONTROLLER_LOG=$BERTH_RUN_DIR/test-controller.log BERTH_BIN_DIR
 export BERTH_CONTROLLER_KUBECONFIG=$BERTH_STACK_DIR/berth-controller.kubeconfig
 export BERTH_SHIM_LOG=$BERTH_RUN_DIR/test-shim.log
 cargo test -p berth-tests --test integration -- "${filter[@]}"
+
+step "secret scan of Berth's logs"
+# Tokens carry recognisable prefixes and keys their PEM armour; none may reach a log line.
+leaks=$(grep -nE 'b(st|dt)_[A-Za-z0-9_-]{20,}|BEGIN [A-Z ]*PRIVATE KEY|"password":"[^*]' \
+  "$BERTH_RUN_DIR/test-controller.log" "$BERTH_RUN_DIR/test-shim.log" || true)
+if [[ -n "$leaks" ]]; then
+  echo "$leaks" | cut -c1-160 >&2
+  die "secret values found in Berth's logs"
+fi
 
 log "all checks passed in $((SECONDS - started)) s"
