@@ -19,7 +19,9 @@ use berth_crds::organization::Organization;
 use berth_crds::overlay_decision::OverlayDecision;
 use berth_crds::project::Project;
 use berth_crds::route_surface_decision::RouteSurfaceDecision;
+use berth_crds::server::Server;
 use berth_crds::session::Session;
+use berth_crds::ssh_credential::SshCredential;
 use berth_crds::usage_intent::UsageIntent;
 use berth_crds::user::User;
 
@@ -42,6 +44,8 @@ pub struct Caches {
     pub usage_intents: Store<UsageIntent>,
     pub overlay_decisions: Store<OverlayDecision>,
     pub route_surface_decisions: Store<RouteSurfaceDecision>,
+    pub servers: Store<Server>,
+    pub ssh_credentials: Store<SshCredential>,
 }
 
 /// Starts a watch-backed cache of every `K` in the cluster.
@@ -80,6 +84,8 @@ impl Caches {
             usage_intents: start(client),
             overlay_decisions: start(client),
             route_surface_decisions: start(client),
+            servers: start(client),
+            ssh_credentials: start(client),
         }
     }
 
@@ -97,6 +103,8 @@ impl Caches {
             self.usage_intents.wait_until_ready(),
             self.overlay_decisions.wait_until_ready(),
             self.route_surface_decisions.wait_until_ready(),
+            self.servers.wait_until_ready(),
+            self.ssh_credentials.wait_until_ready(),
         )?;
         Ok(())
     }

@@ -51,6 +51,8 @@ pub async fn run(options: ShimOptions) -> anyhow::Result<()> {
             session_ttl: std::time::Duration::from_secs(options.session_hours * 3600),
         }),
         login_limiter: Default::default(),
+        terminals: Default::default(),
+        server_deletions: Default::default(),
     };
     let listener = tokio::net::TcpListener::bind(options.listen).await?;
     tracing::info!(address = %options.listen, "serving the REST API under /api");

@@ -16,6 +16,10 @@ pub struct AppState {
     pub caches: Caches,
     pub config: Arc<Config>,
     pub login_limiter: Arc<LoginLimiter>,
+    /// Terminal sessions waiting for their WebSocket, and the SSH connections they use.
+    pub terminals: Arc<crate::routes::terminal::Terminals>,
+    /// Recent `DELETE /servers` idempotency keys.
+    pub server_deletions: Arc<crate::routes::servers::DeleteReceipts>,
 }
 
 /// Settings from the command line.

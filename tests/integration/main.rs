@@ -12,4 +12,5 @@ mod shim_account;
 mod shim_decisions;
 mod shim_organizations;
 mod shim_projects_envs;
+mod shim_servers;
 mod shim_tokens;

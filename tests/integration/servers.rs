@@ -120,6 +120,16 @@ async fn server_is_ready_with_facts_docker_version_pinned_key_and_edge_proxy() {
         .collect();
     published.sort();
     assert_eq!(published, vec!["443/tcp", "80/tcp"]);
+    // The admin API listens only on a socket in a host directory mounted into the container.
+    let bind = container["HostConfig"]["Binds"][0]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let admin_dir = bind
+        .strip_suffix(":/run/caddy")
+        .expect("admin dir bind")
+        .to_string();
+    assert!(std::path::Path::new(&admin_dir).join("admin.sock").exists());
 
     // The credential shows its derived public key and which server uses it.
     let credential = ns.api::<SshCredential>().get("key").await.unwrap();
@@ -161,6 +171,10 @@ async fn server_is_ready_with_facts_docker_version_pinned_key_and_edge_proxy() {
         (gone && docker_inspect(&container_name).is_none()).then_some(())
     })
     .await;
+    assert!(
+        !std::path::Path::new(&admin_dir).exists(),
+        "admin dir left behind"
+    );
 }
 
 #[tokio::test]

@@ -502,12 +502,9 @@ pub async fn revoke_session(state: &AppState, session_id: &str) -> ApiResult<Str
         return Ok(timestamp(revoked_at));
     }
     let api = Api::namespaced(state.client.clone(), &state.config.system_namespace);
-    if !session.spec.revoked {
-        let mut desired = Session::new(session_id, session.spec.clone());
-        desired.spec.revoked = true;
-        apply(&api, &state.caches.sessions, None, desired).await?;
-    }
-    let revoked_at = super::identity::now();
+    // The time goes in before the spec changes: berth-controller stamps `revokedAt` only when
+    // it is missing, so it keeps this one and a repeated revoke reports the same time.
+    let revoked_at = recorded.unwrap_or_else(super::identity::now);
     super::identity::apply_status(
         &api,
         &state.caches.sessions,
@@ -515,5 +512,10 @@ pub async fn revoke_session(state: &AppState, session_id: &str) -> ApiResult<Str
         serde_json::json!({ "revokedAt": revoked_at }),
     )
     .await?;
+    if !session.spec.revoked {
+        let mut desired = Session::new(session_id, session.spec.clone());
+        desired.spec.revoked = true;
+        apply(&api, &state.caches.sessions, None, desired).await?;
+    }
     Ok(timestamp(&revoked_at))
 }

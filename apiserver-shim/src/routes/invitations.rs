@@ -114,13 +114,15 @@ pub struct AcceptedInvitation {
     pub member: MemberRecord,
 }
 
-/// The invitation's state now: acceptance and revocation are recorded, expiry is computed.
+/// The invitation's state now, in berth-controller's order: revocation (spec), acceptance
+/// (`acceptedAt`, which only the shim writes), then expiry, computed from `expiresAt`.
 pub fn state_of(invitation: &Invitation) -> InvitationState {
-    let recorded = invitation.status.as_ref().and_then(|s| s.status);
-    if recorded == Some(InvitationState::Accepted) {
-        InvitationState::Accepted
-    } else if invitation.spec.revoked {
+    let status = invitation.status.clone().unwrap_or_default();
+    let accepted = status.accepted_at.is_some() || status.status == Some(InvitationState::Accepted);
+    if invitation.spec.revoked {
         InvitationState::Revoked
+    } else if accepted {
+        InvitationState::Accepted
     } else if invitation.spec.expires_at.0 <= Timestamp::now() {
         InvitationState::Expired
     } else {
@@ -232,14 +234,8 @@ async fn create(
         },
     );
     let api = Api::<Invitation>::namespaced(state.client.clone(), &acting.namespace);
-    apply(&api, &state.caches.invitations, Some(&scoped), invitation).await?;
-    let written = apply_status(
-        &api,
-        &state.caches.invitations,
-        &id,
-        serde_json::json!({ "status": "pending" }),
-    )
-    .await?;
+    // Its status (`pending`, conditions) is berth-controller's bookkeeping.
+    let written = apply(&api, &state.caches.invitations, Some(&scoped), invitation).await?;
     Ok(Json(record(&state, &written, &organization_id)))
 }
 
@@ -265,14 +261,7 @@ async fn revoke(
     let mut desired = Invitation::new(&id, invitation.spec.clone());
     desired.spec.revoked = true;
     let api = Api::<Invitation>::namespaced(state.client.clone(), &namespace);
-    apply(&api, &state.caches.invitations, Some(&scoped), desired).await?;
-    let written = apply_status(
-        &api,
-        &state.caches.invitations,
-        &id,
-        serde_json::json!({ "status": "revoked" }),
-    )
-    .await?;
+    let written = apply(&api, &state.caches.invitations, Some(&scoped), desired).await?;
     Ok(Json(record(&state, &written, &organization_id)))
 }
 
@@ -327,7 +316,7 @@ async fn accept(
     };
     // A removed membership comes back (same id, history kept) instead of a second one.
     let member_id = existing.map_or_else(|| new_id("mem"), |m| m.name_any());
-    let member = write_member(&state, &caller, &namespace, &member_id, spec, true).await?;
+    let member = write_member(&state, &caller, &namespace, &member_id, spec).await?;
     let api = Api::<Invitation>::namespaced(state.client.clone(), &namespace);
     let written = apply_status(
         &api,

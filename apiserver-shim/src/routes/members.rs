@@ -155,52 +155,42 @@ fn members_api(state: &AppState, namespace: &str) -> Api<Member> {
     Api::namespaced(state.client.clone(), namespace)
 }
 
-/// Writes a Member's spec (creating it if new); `joined` also records when it joined.
+/// Writes a Member's spec (creating it if new). Its status (`memberStatus`, `joinedAt`) is
+/// berth-controller's bookkeeping; records derive `status` from the spec, so they are right at
+/// once.
 pub async fn write_member(
     state: &AppState,
     caller: &Caller,
     namespace: &str,
     id: &str,
     spec: MemberSpec,
-    joined: bool,
 ) -> ApiResult<Member> {
-    let api = members_api(state, namespace);
-    let written = apply(
-        &api,
+    let member = Member::new(id, spec);
+    apply(
+        &members_api(state, namespace),
         &state.caches.members,
         Some(caller),
-        Member::new(id, spec),
+        member,
     )
-    .await?;
-    let recorded = written
-        .status
-        .as_ref()
-        .and_then(|s| s.member_status.as_deref());
-    if !written.spec.active || (!joined && recorded == Some(ACTIVE)) {
-        return Ok(written);
-    }
-    let status = if joined {
-        serde_json::json!({ "memberStatus": ACTIVE, "joinedAt": now() })
-    } else {
-        serde_json::json!({ "memberStatus": ACTIVE })
-    };
-    apply_status(&api, &state.caches.members, id, status).await
+    .await
 }
 
-/// Removes a membership (`spec.active: false`, status `removed`); returns `removedAt`.
+/// Removes a membership (`spec.active: false`); returns `removedAt`.
 pub async fn deactivate(state: &AppState, caller: &Caller, member: &Member) -> ApiResult<String> {
     let namespace = member.namespace().unwrap_or_default();
-    let mut spec = member.spec.clone();
-    spec.active = false;
-    write_member(state, caller, &namespace, &member.name_any(), spec, false).await?;
     let removed_at = now();
+    // The time goes in before the spec changes: the controller stamps `removedAt` only when it
+    // is missing, so it keeps this one and a repeated removal reports the same time.
     apply_status(
         &members_api(state, &namespace),
         &state.caches.members,
         &member.name_any(),
-        serde_json::json!({ "memberStatus": REMOVED, "removedAt": removed_at }),
+        serde_json::json!({ "removedAt": removed_at }),
     )
     .await?;
+    let mut spec = member.spec.clone();
+    spec.active = false;
+    write_member(state, caller, &namespace, &member.name_any(), spec).await?;
     Ok(timestamp(&removed_at))
 }
 
@@ -276,7 +266,7 @@ async fn change_role(
     let mut spec = member.spec.clone();
     spec.role = body.role;
     let namespace = scoped.organization()?.namespace.clone();
-    let written = write_member(&state, &scoped, &namespace, &id, spec, false).await?;
+    let written = write_member(&state, &scoped, &namespace, &id, spec).await?;
     Ok(Json(member_record(&state, &written)))
 }
 
@@ -332,7 +322,7 @@ async fn reactivate(
     let mut spec = member.spec.clone();
     spec.active = true;
     let namespace = scoped.organization()?.namespace.clone();
-    let written = write_member(&state, &scoped, &namespace, &id, spec, false).await?;
+    let written = write_member(&state, &scoped, &namespace, &id, spec).await?;
     Ok(Json(member_record(&state, &written)))
 }
 
@@ -379,15 +369,7 @@ async fn transfer(
     // Promote first, so the organization always has an owner.
     let mut to_spec = to.spec.clone();
     to_spec.role = OrganizationRole::Owner;
-    let to = write_member(
-        &state,
-        &scoped,
-        &acting.namespace,
-        &to.name_any(),
-        to_spec,
-        false,
-    )
-    .await?;
+    let to = write_member(&state, &scoped, &acting.namespace, &to.name_any(), to_spec).await?;
     let mut from_spec = from.spec.clone();
     from_spec.role = OrganizationRole::Admin;
     let from = write_member(
@@ -396,7 +378,6 @@ async fn transfer(
         &acting.namespace,
         &from.name_any(),
         from_spec,
-        false,
     )
     .await?;
     Ok(Json(TransferredOwnership {

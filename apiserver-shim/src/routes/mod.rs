@@ -5,6 +5,7 @@
 pub mod account;
 pub mod bootstrap;
 pub mod common;
+pub mod credentials;
 pub mod decisions;
 pub mod deploy_tokens;
 pub mod environments;
@@ -15,6 +16,8 @@ pub mod members;
 pub mod organizations;
 pub mod overlays;
 pub mod projects;
+pub mod servers;
+pub mod terminal;
 pub mod usage_intents;
 pub mod users;
 
@@ -124,6 +127,9 @@ pub fn endpoints() -> Vec<Endpoint> {
         overlays::endpoints(),
         deploy_tokens::endpoints(),
         environments::endpoints(),
+        credentials::endpoints(),
+        servers::endpoints(),
+        terminal::endpoints(),
     ]
     .into_iter()
     .flatten()

@@ -399,7 +399,7 @@ async fn create(
         role: OrganizationRole::Owner,
         active: true,
     };
-    write_member(&state, &caller, &namespace, &new_id("mem"), owner, true).await?;
+    write_member(&state, &caller, &namespace, &new_id("mem"), owner).await?;
     tracing::info!(organization = %slug, user = %user_id, "organization created");
     Ok(Json(IdResponse { id: slug }))
 }

@@ -127,7 +127,10 @@ impl Bookkept for Invitation {
     }
     fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Map<String, Value> {
         let current = self.status_json();
-        let already_accepted = current.get("status") == Some(&json!("accepted"));
+        // `acceptedAt` is the shim's proof of acceptance; a write from an older copy of the
+        // object must not turn an accepted invitation back into a pending one.
+        let already_accepted = current.get("status") == Some(&json!("accepted"))
+            || current.get("acceptedAt").is_some_and(|at| at.is_string());
         let (state, mut status) = if self.spec.revoked {
             (
                 "revoked",

@@ -194,6 +194,7 @@ async fn cleanup(server: &Server, context: &Context) -> Result<Action> {
                     .publish_event(&reference, EventType::Normal, "ProxyRemoved", note)
                     .await;
             }
+            proxy.remove_admin_dir().await?;
         }
         None => {
             let note = "server not reachable during deletion; its edge proxy container, if any, \

@@ -257,34 +257,33 @@ pub fn desired_status(
     };
     condition::merge(&mut status.conditions, ready);
     if credential.metadata.deletion_timestamp.is_some() {
-        let blocked = !status.delete_blockers.is_empty();
-        condition::merge(
-            &mut status.conditions,
-            Condition::new(
-                DELETION_BLOCKED,
-                if blocked {
-                    ConditionStatus::True
-                } else {
-                    ConditionStatus::False
-                },
-                if blocked {
-                    reason::IN_USE
-                } else {
-                    condition::reason::RECONCILED
-                },
-                if blocked {
-                    format!(
-                        "deletion waits until no server uses this credential: {}",
-                        status.delete_blockers.join(", ")
-                    )
-                } else {
-                    "no server uses this credential".to_string()
-                },
-                generation,
-            ),
-        );
+        let deletion = deletion_condition(&status.delete_blockers, generation);
+        condition::merge(&mut status.conditions, deletion);
     }
     status
+}
+
+/// `DeletionBlocked`: `True` naming the servers while any uses the credential.
+fn deletion_condition(blockers: &[String], generation: Option<i64>) -> Condition {
+    if blockers.is_empty() {
+        return Condition::new(
+            DELETION_BLOCKED,
+            ConditionStatus::False,
+            condition::reason::RECONCILED,
+            "no server uses this credential",
+            generation,
+        );
+    }
+    Condition::new(
+        DELETION_BLOCKED,
+        ConditionStatus::True,
+        reason::IN_USE,
+        format!(
+            "deletion waits until no server uses this credential: {}",
+            blockers.join(", ")
+        ),
+        generation,
+    )
 }
 
 async fn reconcile(credential: Arc<SshCredential>, context: Arc<Context>) -> Result<Action> {

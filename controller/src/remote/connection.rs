@@ -275,6 +275,39 @@ impl ServerConnection {
         .await
     }
 
+    /// Opens an interactive session: a PTY of `cols`×`rows` (TERM `xterm-256color`) running the
+    /// login shell, or `command` when given (the shell runs it; it may `exec` a shell itself).
+    /// Waits for the server to grant both requests. Terminals are long-lived, so they do not
+    /// take one of the exec permits; callers bound how many they open.
+    pub async fn open_terminal(
+        &self,
+        cols: u32,
+        rows: u32,
+        command: Option<&str>,
+    ) -> Result<Channel<Msg>, RemoteError> {
+        const OPERATION: &str = "opening a terminal";
+        let ssh = |source| RemoteError::Ssh {
+            operation: OPERATION,
+            source,
+        };
+        within(self.timeouts.channel_open, OPERATION, async {
+            let mut channel = self.handle.channel_open_session().await.map_err(ssh)?;
+            channel
+                .request_pty(true, "xterm-256color", cols, rows, 0, 0, &[])
+                .await
+                .map_err(ssh)?;
+            granted(&mut channel).await.map_err(ssh)?;
+            match command {
+                Some(command) => channel.exec(true, command).await,
+                None => channel.request_shell(true).await,
+            }
+            .map_err(ssh)?;
+            granted(&mut channel).await.map_err(ssh)?;
+            Ok(channel)
+        })
+        .await
+    }
+
     /// Sends one HTTP/1 request to a unix socket on the server over its own channel and returns
     /// the response once its headers arrived. The request must be in origin form with a `Host`.
     pub async fn send_http<B>(
@@ -340,6 +373,18 @@ impl ServerConnection {
                 .disconnect(Disconnect::ByApplication, "closing", "en"),
         )
         .await;
+    }
+}
+
+/// Waits for the reply to a channel request sent with `want_reply`.
+async fn granted(channel: &mut Channel<Msg>) -> Result<(), russh::Error> {
+    loop {
+        match channel.wait().await {
+            Some(ChannelMsg::Success) => return Ok(()),
+            Some(ChannelMsg::Failure) => return Err(russh::Error::RequestDenied),
+            Some(_) => {}
+            None => return Err(russh::Error::Disconnect),
+        }
     }
 }
 

@@ -167,6 +167,13 @@ impl EdgeProxy {
         }
     }
 
+    /// Removes the host directory that held the admin socket (after the container is gone).
+    pub async fn remove_admin_dir(&self) -> Result<(), RemoteError> {
+        // The path is Berth's own prefix plus hex digits, so it needs no quoting beyond this.
+        let command = format!("rm -rf -- '{}'", self.names.admin_dir);
+        self.connection.run(&command).await.map(drop)
+    }
+
     /// The configuration Caddy runs now (`GET /config/`).
     pub async fn config(&self) -> Result<Value, RemoteError> {
         let body = self.admin(Method::GET, "/config/", Bytes::new()).await?;

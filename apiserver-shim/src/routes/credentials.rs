@@ -1,0 +1,617 @@
+//! Spec §4.6, SSH credentials: list, create, show (with usage), delete (refused while any server
+//! uses the credential) and rotate in place. The private key lives only in a Secret owned by the
+//! SshCredential; no response, log line or error message carries it.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{FromRequest, Path, Request, State};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use berth_controller::remote::{ClientKey, ClientKeyError};
+use berth_crds::member::OrganizationRole;
+use berth_crds::ssh_credential::{
+    PrivateKeySecretRef, SshCredential, SshCredentialKind, SshCredentialSpec, SshCredentialUsage,
+};
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
+use kube::{Api, Resource, ResourceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::Endpoint;
+use super::common::{
+    Confirmation, IdResponse, all_in, bounded, confirm, created_at, find_in, known_params,
+    merge_status, timestamp,
+};
+use crate::auth::token::new_id;
+use crate::auth::{Caller, CallerOrganization, Principal};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{JsonBody, QueryParams};
+use crate::state::AppState;
+use crate::write::apply;
+
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::get::<CredentialList, _, _>("/credentials/ssh", "List SSH credentials", list),
+        Endpoint::post::<CreateCredential, IdResponse, _, _>(
+            "/credentials/ssh",
+            "Create an SSH credential (the key is stored only in a Secret)",
+            create,
+        ),
+        Endpoint::get::<CredentialShow, _, _>(
+            "/credentials/ssh/{credentialId}",
+            "Show an SSH credential, with the servers using it when includeUsage is true",
+            show,
+        ),
+        Endpoint::delete::<DeleteCredential, IdResponse, _, _>(
+            "/credentials/ssh/{credentialId}",
+            "Delete an SSH credential; refused while any server uses it",
+            delete,
+        ),
+        Endpoint::post::<RotateCredential, RotatedCredential, _, _>(
+            "/credentials/ssh/{credentialId}/rotate",
+            "Replace the private key in place; the next SSH connection uses the new key",
+            rotate,
+        ),
+    ]
+}
+
+/// Largest `limit` of `GET /credentials/ssh` (spec §8).
+pub const MAX_LIMIT: u64 = 500;
+/// `limit` when the caller gives none.
+pub const DEFAULT_LIMIT: u64 = 100;
+/// Largest private key accepted (an RSA-8192 PEM key is under 7 KiB).
+pub const MAX_KEY_BYTES: usize = 16 * 1024;
+/// Type and data key of the Secrets the shim writes (the standard SSH auth Secret).
+pub const SECRET_TYPE: &str = "kubernetes.io/ssh-auth";
+pub const SECRET_KEY: &str = "ssh-privatekey";
+/// Label naming the credential a key Secret belongs to.
+pub const CREDENTIAL_LABEL: &str = "berth.dev/ssh-credential";
+const KIND: &str = "ssh-private-key";
+
+/// The SSH credential record of spec §2.2; never the private key.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CredentialRecord {
+    pub id: String,
+    pub name: String,
+    /// Always `ssh-private-key`.
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    pub public_key_configured: bool,
+    pub private_key_configured: bool,
+    pub created_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rotated_at: Option<String>,
+    /// The OpenSSH public key line, for a server's `authorized_keys` (not secret).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub public_key: Option<String>,
+    /// SHA-256 fingerprint of the key (`SHA256:…`), as `ssh-keygen -l` prints it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+}
+
+/// `{ items }` of `GET /credentials/ssh`.
+#[derive(Serialize, JsonSchema)]
+pub struct CredentialList {
+    pub items: Vec<CredentialRecord>,
+}
+
+/// `GET /credentials/ssh/{credentialId}`.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CredentialShow {
+    /// `credentials.show/v1`.
+    pub schema_version: &'static str,
+    pub credential: CredentialRecord,
+    /// The servers using the credential (with `includeUsage=true`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<SshCredentialUsage>,
+    pub generated_at: String,
+}
+
+/// The credential part of a rotation result.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RotatedCredentialRecord {
+    pub id: String,
+    pub kind: String,
+    pub username_configured: bool,
+    pub public_key_configured: bool,
+    pub private_key_configured: bool,
+    pub rotated_at: String,
+}
+
+/// `POST /credentials/ssh/{credentialId}/rotate`.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RotatedCredential {
+    /// `credentials.rotate-ssh/v1`.
+    pub schema_version: &'static str,
+    pub credential: RotatedCredentialRecord,
+    /// The servers whose next connection uses the new key.
+    pub affected_usage: SshCredentialUsage,
+}
+
+/// Credential kinds a request may name.
+#[derive(Deserialize, JsonSchema, Clone, Copy)]
+#[serde(rename_all = "kebab-case")]
+pub enum CredentialKindInput {
+    SshPrivateKey,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateCredential {
+    /// Display name (1-120 characters).
+    pub name: String,
+    /// `ssh-private-key`.
+    pub kind: CredentialKindInput,
+    /// Unencrypted OpenSSH or PEM private key. Stored only in a Secret; never returned.
+    pub private_key: String,
+    /// Login name servers use with this key unless they set their own.
+    pub username: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DeleteCredential {
+    /// Must carry `credentialId` equal to the credential being deleted.
+    pub confirmation: Option<Confirmation>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RotateCredential {
+    /// The new unencrypted OpenSSH or PEM private key.
+    pub private_key: String,
+    /// Must carry `credentialId` equal to the credential being rotated.
+    pub confirmation: Option<Confirmation>,
+}
+
+/// A JSON body whose error messages never repeat a string value: a key pasted into the wrong
+/// field would otherwise come back in serde's "invalid type: string …" message.
+pub struct KeyBody<T>(pub T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequest<S> for KeyBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match JsonBody::<T>::from_request(request, state).await {
+            Ok(JsonBody(body)) => Ok(Self(body)),
+            Err(error) => Err(without_values(error)),
+        }
+    }
+}
+
+fn without_values(error: ApiError) -> ApiError {
+    let message = &error.body.message;
+    if !message.contains("string \"") && !message.contains("unknown variant") {
+        return error;
+    }
+    let field = error.body.details.get("field").and_then(|f| f.as_str());
+    match field {
+        Some(field) => ApiError::validation(field, format!("{field}: invalid value")),
+        None => ApiError::malformed("the body is not valid"),
+    }
+}
+
+/// Reads need a member; deploy tokens are automation for deployments and see no credentials.
+fn reader(caller: &Caller) -> ApiResult<&CallerOrganization> {
+    if matches!(caller.principal, Principal::DeployToken { .. }) {
+        return Err(ApiError::forbidden(
+            "deploy tokens cannot read SSH credentials",
+        ));
+    }
+    caller.require_role(OrganizationRole::Member)
+}
+
+/// Writes need a signed-in admin or owner.
+fn writer(caller: &Caller) -> ApiResult<&CallerOrganization> {
+    caller.require_user()?;
+    caller.require_role(OrganizationRole::Admin)
+}
+
+/// A credential of the caller's organization, or 404 (also while it is being deleted).
+pub fn lookup(state: &AppState, namespace: &str, id: &str) -> ApiResult<Arc<SshCredential>> {
+    let credential = find_in(
+        &state.caches.ssh_credentials,
+        namespace,
+        id,
+        "SSH credential",
+    )?;
+    if credential.metadata.deletion_timestamp.is_some() {
+        return Err(ApiError::not_found("SSH credential", id));
+    }
+    Ok(credential)
+}
+
+/// Which servers use a credential, from the server cache (fresher than the credential's status).
+/// Servers still being deleted count: their cleanup logs in with the key.
+pub fn usage_of(state: &AppState, namespace: &str, id: &str) -> SshCredentialUsage {
+    let servers: Vec<_> = all_in(&state.caches.servers, namespace)
+        .iter()
+        .map(|s| s.as_ref().clone())
+        .collect();
+    berth_controller::reconcilers::ssh_credential::usage(id, &servers)
+}
+
+pub fn record(credential: &SshCredential) -> CredentialRecord {
+    let status = credential.status.clone().unwrap_or_default();
+    CredentialRecord {
+        id: credential.name_any(),
+        name: credential.spec.name.clone(),
+        kind: KIND.into(),
+        username: credential.spec.username.clone(),
+        public_key_configured: status.public_key_configured,
+        private_key_configured: status.private_key_configured,
+        created_at: created_at(&credential.metadata),
+        rotated_at: status.rotated_at.as_ref().map(timestamp),
+        public_key: status.public_key,
+        fingerprint: status.fingerprint,
+    }
+}
+
+/// Parses a submitted key. The message names the problem, never the input.
+fn parse_key(field: &str, text: &str) -> ApiResult<ClientKey> {
+    if text.len() > MAX_KEY_BYTES {
+        return Err(ApiError::validation(
+            field,
+            format!("{field} must be at most {MAX_KEY_BYTES} bytes"),
+        ));
+    }
+    ClientKey::parse(text.trim().as_bytes()).map_err(|error| {
+        let problem = match error {
+            ClientKeyError::Encrypted => "is protected by a passphrase; submit the key without one",
+            ClientKeyError::NotText | ClientKeyError::Unparseable => {
+                "is not an OpenSSH or PEM private key"
+            }
+        };
+        ApiError::validation(field, format!("{field} {problem}"))
+    })
+}
+
+fn validate_username(username: &str) -> ApiResult<()> {
+    bounded("username", username, 32)?;
+    let valid = username
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        && !username.starts_with('-');
+    if !valid {
+        return Err(ApiError::validation(
+            "username",
+            "username may hold letters, digits, '_', '-' and '.', and may not start with '-'",
+        ));
+    }
+    Ok(())
+}
+
+/// The Secret data of a key: what the user sent, with exactly one trailing newline (OpenSSH
+/// tools reject a key file without it).
+fn key_bytes(text: &str) -> String {
+    format!("{}\n", text.trim())
+}
+
+/// What the shim knows about a key the moment it writes it; the controller confirms it.
+fn key_status(key: &ClientKey) -> serde_json::Value {
+    json!({
+        "publicKeyConfigured": true,
+        "privateKeyConfigured": true,
+        "publicKey": key.public_key(),
+        "fingerprint": key.fingerprint(),
+    })
+}
+
+fn api(state: &AppState, namespace: &str) -> Api<SshCredential> {
+    Api::namespaced(state.client.clone(), namespace)
+}
+
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    query: QueryParams,
+) -> ApiResult<Json<CredentialList>> {
+    let organization = reader(&caller)?;
+    known_params(&query, &["limit"])?;
+    let limit = query.integer("limit", 1, MAX_LIMIT, DEFAULT_LIMIT)?;
+    let mut credentials: Vec<_> = all_in(&state.caches.ssh_credentials, &organization.namespace)
+        .into_iter()
+        .filter(|c| c.metadata.deletion_timestamp.is_none())
+        .collect();
+    credentials.sort_by_key(|c| {
+        (
+            c.metadata.creation_timestamp.clone().map(|t| t.0),
+            c.name_any(),
+        )
+    });
+    let items = credentials
+        .iter()
+        .take(limit as usize)
+        .map(|c| record(c))
+        .collect();
+    Ok(Json(CredentialList { items }))
+}
+
+async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    KeyBody(body): KeyBody<CreateCredential>,
+) -> ApiResult<Json<IdResponse>> {
+    let organization = writer(&caller)?.clone();
+    bounded("name", &body.name, 120)?;
+    if let Some(username) = &body.username {
+        validate_username(username)?;
+    }
+    let CredentialKindInput::SshPrivateKey = body.kind;
+    let key = parse_key("privateKey", &body.private_key)?;
+    let id = new_id("ssh");
+    let secret_name = format!("{id}-key");
+    let desired = SshCredential::new(
+        &id,
+        SshCredentialSpec {
+            name: body.name.trim().to_string(),
+            kind: SshCredentialKind::SshPrivateKey,
+            username: body.username,
+            private_key_secret_ref: PrivateKeySecretRef {
+                name: secret_name.clone(),
+                key: SECRET_KEY.into(),
+            },
+        },
+    );
+    let api = api(&state, &organization.namespace);
+    let written = apply(&api, &state.caches.ssh_credentials, Some(&caller), desired).await?;
+    let secret = key_secret(&written, &secret_name, &body.private_key);
+    let secrets = Api::<Secret>::namespaced(state.client.clone(), &organization.namespace);
+    if let Err(error) = secrets.create(&PostParams::default(), &secret).await {
+        // Without its Secret the credential is useless; take it back.
+        let _ = api.delete(&id, &Default::default()).await;
+        return Err(error.into());
+    }
+    merge_status(&api, &state.caches.ssh_credentials, &id, key_status(&key)).await?;
+    tracing::info!(
+        credential = %id,
+        organization = %organization.id,
+        fingerprint = %key.fingerprint(),
+        "SSH credential created"
+    );
+    Ok(Json(IdResponse { id }))
+}
+
+/// The Secret holding a credential's key, owned by the credential so it goes away with it.
+fn key_secret(credential: &SshCredential, name: &str, private_key: &str) -> Secret {
+    let owner = OwnerReference {
+        api_version: SshCredential::api_version(&()).into(),
+        kind: SshCredential::kind(&()).into(),
+        name: credential.name_any(),
+        uid: credential.uid().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: None,
+    };
+    Secret {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            labels: Some(
+                [
+                    (berth_crds::MANAGED_LABEL.to_string(), "true".to_string()),
+                    (CREDENTIAL_LABEL.to_string(), credential.name_any()),
+                ]
+                .into(),
+            ),
+            owner_references: Some(vec![owner]),
+            ..Default::default()
+        },
+        type_: Some(SECRET_TYPE.into()),
+        data: Some(
+            [(
+                SECRET_KEY.to_string(),
+                k8s_openapi::ByteString(key_bytes(private_key).into_bytes()),
+            )]
+            .into(),
+        ),
+        ..Default::default()
+    }
+}
+
+async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    query: QueryParams,
+) -> ApiResult<Json<CredentialShow>> {
+    let organization = reader(&caller)?;
+    known_params(&query, &["includeUsage"])?;
+    let include_usage = query.boolean("includeUsage")?;
+    let credential = lookup(&state, &organization.namespace, &id)?;
+    Ok(Json(CredentialShow {
+        schema_version: "credentials.show/v1",
+        credential: record(&credential),
+        usage: include_usage.then(|| usage_of(&state, &organization.namespace, &id)),
+        generated_at: Timestamp::now().to_string(),
+    }))
+}
+
+/// 409 listing the servers that use the credential.
+fn in_use(id: &str, usage: SshCredentialUsage) -> ApiError {
+    let blockers: Vec<_> = usage
+        .servers
+        .iter()
+        .map(|s| {
+            json!({
+                "kind": "server",
+                "id": s.server_id,
+                "name": s.server_name,
+                "lifecycleStatus": s.lifecycle_status,
+            })
+        })
+        .collect();
+    ApiError::conflict(format!(
+        "SSH credential {id} is used by {} server(s) ({} active, {} inactive); delete them or \
+         move them to another credential first",
+        usage.total_servers, usage.active_servers, usage.inactive_servers
+    ))
+    .with_detail("blockers", blockers)
+    .with_detail("usage", serde_json::to_value(&usage).unwrap_or_default())
+}
+
+async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<DeleteCredential>,
+) -> ApiResult<Json<IdResponse>> {
+    let namespace = caller.organization()?.namespace.clone();
+    let credential = lookup(&state, &namespace, &id)?;
+    let organization = writer(&caller)?;
+    let confirmation = body.confirmation.unwrap_or_default();
+    confirm(
+        confirmation.credential_id.as_deref(),
+        &id,
+        "credentialId",
+        "SSH credential",
+    )?;
+    let usage = usage_of(&state, &namespace, &id);
+    if usage.total_servers > 0 {
+        return Err(in_use(&id, usage));
+    }
+    // A server created meanwhile is refused (its credential is being deleted), and the
+    // controller's finalizer keeps the credential while any server still uses it.
+    let outcome = api(&state, &namespace)
+        .delete(&id, &Default::default())
+        .await?;
+    super::servers::wait_deleted(&state.caches.ssh_credentials, &credential, outcome.left())
+        .await?;
+    tracing::info!(credential = %id, organization = %organization.id, "SSH credential deleted");
+    Ok(Json(IdResponse { id }))
+}
+
+async fn rotate(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    KeyBody(body): KeyBody<RotateCredential>,
+) -> ApiResult<Json<RotatedCredential>> {
+    let namespace = caller.organization()?.namespace.clone();
+    let credential = lookup(&state, &namespace, &id)?;
+    let organization = writer(&caller)?.clone();
+    let confirmation = body.confirmation.unwrap_or_default();
+    confirm(
+        confirmation.credential_id.as_deref(),
+        &id,
+        "credentialId",
+        "SSH credential",
+    )?;
+    let key = parse_key("privateKey", &body.private_key)?;
+    let affected = usage_of(&state, &namespace, &id);
+    write_key(&state, &credential, &body.private_key).await?;
+    // Written with the fingerprint, so the controller, seeing its own fingerprint, keeps this
+    // time instead of stamping its own.
+    let rotated_at = Time(Timestamp::now());
+    let mut status = key_status(&key);
+    status["rotatedAt"] = json!(rotated_at);
+    let api = api(&state, &namespace);
+    merge_status(&api, &state.caches.ssh_credentials, &id, status).await?;
+    tracing::info!(
+        credential = %id,
+        organization = %organization.id,
+        fingerprint = %key.fingerprint(),
+        servers = affected.total_servers,
+        "SSH credential rotated"
+    );
+    Ok(Json(RotatedCredential {
+        schema_version: "credentials.rotate-ssh/v1",
+        credential: RotatedCredentialRecord {
+            id,
+            kind: KIND.into(),
+            username_configured: credential.spec.username.is_some(),
+            public_key_configured: true,
+            private_key_configured: true,
+            rotated_at: timestamp(&rotated_at),
+        },
+        affected_usage: affected,
+    }))
+}
+
+/// Replaces the key in the Secret the credential references (only that entry, whoever made
+/// the Secret), or recreates a missing Secret.
+async fn write_key(
+    state: &AppState,
+    credential: &SshCredential,
+    private_key: &str,
+) -> ApiResult<()> {
+    let namespace = credential.namespace().unwrap_or_default();
+    let reference = &credential.spec.private_key_secret_ref;
+    let secrets = Api::<Secret>::namespaced(state.client.clone(), &namespace);
+    let patch = json!({
+        "data": { (reference.key.as_str()): STANDARD.encode(key_bytes(private_key)) },
+    });
+    let params = PatchParams {
+        field_manager: Some(crate::state::FIELD_MANAGER.into()),
+        ..Default::default()
+    };
+    match secrets
+        .patch(&reference.name, &params, &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 => {
+            let mut secret = key_secret(credential, &reference.name, private_key);
+            if reference.key != SECRET_KEY {
+                secret.type_ = None;
+                secret.data = Some(
+                    [(
+                        reference.key.clone(),
+                        k8s_openapi::ByteString(key_bytes(private_key).into_bytes()),
+                    )]
+                    .into(),
+                );
+            }
+            secrets.create(&PostParams::default(), &secret).await?;
+            Ok(())
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_key_is_refused_without_echoing_it() {
+        let error = parse_key(
+            "privateKey",
+            "-----BEGIN OPENSSH PRIVATE KEY-----\nc2VjcmV0\n",
+        )
+        .err()
+        .unwrap();
+        assert_eq!(error.status, 422);
+        assert_eq!(error.body.details["field"], "privateKey");
+        assert!(!error.body.message.contains("c2VjcmV0"));
+    }
+
+    #[test]
+    fn string_values_are_dropped_from_body_errors() {
+        let error = crate::extract::parse_json::<RotateCredential>(
+            br#"{"privateKey":"k","confirmation":"-----BEGIN secret-text"}"#,
+        )
+        .err()
+        .unwrap();
+        assert!(error.body.message.contains("secret-text"));
+        let error = without_values(error);
+        assert!(!error.body.message.contains("secret-text"));
+        assert_eq!(error.body.details["field"], "confirmation");
+    }
+
+    #[test]
+    fn usernames_are_login_names() {
+        assert!(validate_username("deploy_user.1").is_ok());
+        assert!(validate_username("-x").is_err());
+        assert!(validate_username("a b").is_err());
+        assert!(validate_username(&"a".repeat(33)).is_err());
+    }
+}

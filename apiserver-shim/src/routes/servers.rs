@@ -1,0 +1,695 @@
+//! Servers (spec §3 "Server", §4.8 `DELETE /servers/{serverId}`; the other calls follow the rest
+//! of the API): list, create, show, activate, deactivate, delete. Deleting needs an inactive
+//! server without delete-safety blockers; the controller's finalizer then removes the edge proxy
+//! and closes the SSH connection.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Json;
+use axum::extract::{Path, State};
+use berth_crds::Condition;
+use berth_crds::condition::{self, ConditionStatus};
+use berth_crds::deployment::Deployment;
+use berth_crds::member::OrganizationRole;
+use berth_crds::resource::Resource as BerthResource;
+use berth_crds::server::{
+    ProxyKind, Server, ServerFacts, ServerLifecycle, ServerProxy, ServerSpec,
+};
+use kube::api::{ListParams, Patch, PatchParams};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Api, Resource, ResourceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::Endpoint;
+use super::common::{
+    Confirmation, IdResponse, all_in, bounded, confirm, created_at, find_in, known_params,
+    timestamp,
+};
+use super::credentials;
+use crate::auth::token::new_id;
+use crate::auth::{Caller, CallerOrganization, ScopeDimension};
+use crate::cache::{catch_up, catch_up_deleted};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{JsonBody, QueryParams};
+use crate::state::{AppState, FIELD_MANAGER};
+use crate::write::{UPDATED_BY_ID, UPDATED_BY_KIND, apply};
+
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::get::<ServerList, _, _>("/servers", "List servers", list),
+        Endpoint::post::<CreateServer, IdResponse, _, _>(
+            "/servers",
+            "Register a server reached over SSH with an SSH credential",
+            create,
+        ),
+        Endpoint::get::<ServerRecord, _, _>(
+            "/servers/{serverId}",
+            "Show a server: reachability, host key, Docker, facts, edge proxy, blockers",
+            show,
+        ),
+        Endpoint::post::<NoBody, ServerRecord, _, _>(
+            "/servers/{serverId}/deactivate",
+            "Stop taking deployments (an inactive server may be deleted)",
+            deactivate,
+        ),
+        Endpoint::post::<NoBody, ServerRecord, _, _>(
+            "/servers/{serverId}/activate",
+            "Take deployments again",
+            activate,
+        ),
+        Endpoint::delete::<DeleteServer, IdResponse, _, _>(
+            "/servers/{serverId}",
+            "Delete an inactive server without delete-safety blockers",
+            delete,
+        ),
+    ]
+}
+
+/// Largest `limit` of `GET /servers` (as the other lists of spec §8).
+pub const MAX_LIMIT: u64 = 500;
+/// `limit` when the caller gives none.
+pub const DEFAULT_LIMIT: u64 = 100;
+/// How long a `DELETE /servers` idempotency key is remembered.
+const RECEIPT_TTL: Duration = Duration::from_secs(24 * 3600);
+/// Most idempotency keys remembered at once.
+const MAX_RECEIPTS: usize = 10_000;
+
+/// A server as the REST API shows it.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerRecord {
+    pub id: String,
+    pub name: String,
+    pub host: String,
+    pub port: i32,
+    pub username: String,
+    pub credential_id: String,
+    pub provider_key: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_domain: Option<String>,
+    /// `active` (takes deployments) or `inactive` (may be deleted).
+    pub lifecycle_status: ServerLifecycle,
+    /// Whether the controller's last SSH connection succeeded.
+    pub reachable: bool,
+    /// The pinned SSH host key (`SHA256:…`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_key_fingerprint: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub docker_version: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub facts: Option<ServerFacts>,
+    pub proxy: ProxyRecord,
+    /// `Reachable`, `DockerReady`, `ProxyReady`, `Ready` and, while blocked, `DeletionBlocked`.
+    pub conditions: Vec<Condition>,
+    /// What keeps the server from being deleted (resources and deployments on it).
+    pub delete_blockers: Vec<Blocker>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_contact_at: Option<String>,
+    pub created_at: String,
+}
+
+/// The edge proxy of a server.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProxyRecord {
+    /// `caddy`, `traefik` or `none`.
+    pub kind: ProxyKind,
+    /// `ready`, `not-ready`, `unknown` (not checked yet), `unsupported` or `disabled`.
+    pub status: String,
+    pub image: String,
+    pub http_port: i32,
+    pub https_port: i32,
+}
+
+/// An object that keeps another from being deleted.
+#[derive(Serialize, JsonSchema, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Blocker {
+    /// `resource` or `deployment`.
+    pub kind: String,
+    pub id: String,
+}
+
+/// `{ items }` of `GET /servers`.
+#[derive(Serialize, JsonSchema)]
+pub struct ServerList {
+    pub items: Vec<ServerRecord>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateServer {
+    /// Display name (1-120 characters).
+    pub name: String,
+    /// Host name or IP address sshd listens on.
+    pub host: String,
+    /// SSH port; 22 when omitted.
+    pub port: Option<u16>,
+    /// Login name; the credential's username, else `root`, when omitted.
+    pub username: Option<String>,
+    /// The SSH credential to log in with (in the caller's organization).
+    pub credential_id: String,
+    /// Provider of the server; `generic-ssh` when omitted.
+    pub provider_key: Option<String>,
+    /// Base domain for generated access URLs, e.g. `apps.example.com`.
+    pub base_domain: Option<String>,
+    /// Pins the host key up front (`SHA256:…`); otherwise the key seen first is pinned.
+    pub expected_host_key_fingerprint: Option<String>,
+    /// Edge proxy settings; Caddy on ports 80 and 443 when omitted.
+    pub proxy: Option<ProxyInput>,
+}
+
+/// Edge proxy settings of a new server.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ProxyInput {
+    /// `caddy` (default), `traefik` or `none`.
+    pub kind: Option<ProxyKind>,
+    /// Container image of the proxy.
+    pub image: Option<String>,
+    pub http_port: Option<u16>,
+    pub https_port: Option<u16>,
+}
+
+/// An empty object (or no body).
+#[derive(Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct NoBody {}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DeleteServer {
+    /// Must carry `serverId` equal to the server being deleted.
+    pub confirmation: Option<Confirmation>,
+    /// Repeating a delete with the same key (within 24 hours) returns the same result.
+    pub idempotency_key: Option<String>,
+}
+
+/// Idempotency keys of recent deletes, kept in the shim's memory (a restart forgets them; a
+/// retry then sees 404 for a server that is gone).
+#[derive(Default)]
+pub struct DeleteReceipts {
+    entries: Mutex<HashMap<(String, String), (String, Instant)>>,
+}
+
+impl DeleteReceipts {
+    fn get(&self, namespace: &str, key: &str) -> Option<String> {
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries
+            .get(&(namespace.to_string(), key.to_string()))
+            .filter(|(_, at)| at.elapsed() < RECEIPT_TTL)
+            .map(|(id, _)| id.clone())
+    }
+
+    fn record(&self, namespace: &str, key: &str, id: &str) {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries.retain(|_, (_, at)| at.elapsed() < RECEIPT_TTL);
+        if entries.len() >= MAX_RECEIPTS
+            && let Some(oldest) = entries
+                .iter()
+                .min_by_key(|(_, (_, at))| *at)
+                .map(|(k, _)| k.clone())
+        {
+            entries.remove(&oldest);
+        }
+        entries.insert(
+            (namespace.to_string(), key.to_string()),
+            (id.to_string(), Instant::now()),
+        );
+    }
+}
+
+/// Waits until the cache shows a delete: the object gone, or (`marked`, what the delete call
+/// returned while finalizers run) marked for deletion.
+pub async fn wait_deleted<K>(store: &Store<K>, object: &K, marked: Option<K>) -> ApiResult<()>
+where
+    K: Resource + Clone,
+    K::DynamicType: Default + Eq + Hash + Clone,
+{
+    match marked {
+        Some(marked) => catch_up(store, &marked).await,
+        None => catch_up_deleted(store, &ObjectRef::from_obj(object)).await,
+    }
+}
+
+fn writer(caller: &Caller) -> ApiResult<&CallerOrganization> {
+    caller.require_user()?;
+    caller.require_role(OrganizationRole::Admin)
+}
+
+/// A server of the caller's organization that the caller may see (a deploy token only its
+/// deployment targets), or 404. Servers being deleted are gone already.
+pub fn lookup(state: &AppState, caller: &Caller, id: &str) -> ApiResult<Arc<Server>> {
+    let organization = caller.organization()?;
+    let server = find_in(&state.caches.servers, &organization.namespace, id, "server")?;
+    if server.metadata.deletion_timestamp.is_some() || !caller.sees(ScopeDimension::Target, id) {
+        return Err(ApiError::not_found("server", id));
+    }
+    Ok(server)
+}
+
+fn proxy_status(server: &Server) -> &'static str {
+    if server.spec.proxy.kind == ProxyKind::None {
+        return "disabled";
+    }
+    let conditions = server
+        .status
+        .as_ref()
+        .map(|s| s.conditions.as_slice())
+        .unwrap_or_default();
+    match condition::find(conditions, "ProxyReady") {
+        Some(c) if c.status == ConditionStatus::True => "ready",
+        Some(c) if c.reason == "ProxyKindUnsupported" => "unsupported",
+        Some(c) if c.status == ConditionStatus::False => "not-ready",
+        _ => "unknown",
+    }
+}
+
+/// `kind/id` strings, as the controller writes them, to [`Blocker`]s.
+fn blockers_of(lines: &[String]) -> Vec<Blocker> {
+    lines
+        .iter()
+        .map(|line| match line.split_once('/') {
+            Some((kind, id)) => Blocker {
+                kind: kind.into(),
+                id: id.into(),
+            },
+            None => Blocker {
+                kind: "object".into(),
+                id: line.clone(),
+            },
+        })
+        .collect()
+}
+
+pub fn record(server: &Server) -> ServerRecord {
+    let spec = &server.spec;
+    let status = server.status.clone().unwrap_or_default();
+    ServerRecord {
+        id: server.name_any(),
+        name: spec.name.clone().unwrap_or_else(|| server.name_any()),
+        host: spec.host.clone(),
+        port: spec.port,
+        username: spec.username.clone(),
+        credential_id: spec.credential_id.clone(),
+        provider_key: spec.provider_key.clone(),
+        base_domain: spec.base_domain.clone(),
+        // The spec is the truth the moment it is written, as for projects.
+        lifecycle_status: spec.lifecycle_status,
+        reachable: status.reachable,
+        host_key_fingerprint: status
+            .host_key_fingerprint
+            .clone()
+            .or_else(|| spec.expected_host_key_fingerprint.clone()),
+        docker_version: status.docker_version.clone(),
+        facts: status.facts.clone(),
+        proxy: ProxyRecord {
+            kind: spec.proxy.kind,
+            status: proxy_status(server).into(),
+            image: spec.proxy.image.clone(),
+            http_port: spec.proxy.http_port,
+            https_port: spec.proxy.https_port,
+        },
+        conditions: status.conditions.clone(),
+        delete_blockers: blockers_of(&status.delete_blockers),
+        last_contact_at: status.last_contact_at.as_ref().map(timestamp),
+        created_at: created_at(&server.metadata),
+    }
+}
+
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    query: QueryParams,
+) -> ApiResult<Json<ServerList>> {
+    let organization = caller.require_role(OrganizationRole::Member)?;
+    known_params(&query, &["limit", "lifecycleStatus"])?;
+    let limit = query.integer("limit", 1, MAX_LIMIT, DEFAULT_LIMIT)?;
+    let lifecycle = query.one_of(
+        "lifecycleStatus",
+        &["active", "inactive", "all"],
+        Some("all"),
+    )?;
+    let mut servers: Vec<_> = all_in(&state.caches.servers, &organization.namespace)
+        .into_iter()
+        .filter(|s| s.metadata.deletion_timestamp.is_none())
+        .filter(|s| caller.sees(ScopeDimension::Target, &s.name_any()))
+        .collect();
+    servers.sort_by_key(|s| {
+        (
+            s.metadata.creation_timestamp.clone().map(|t| t.0),
+            s.name_any(),
+        )
+    });
+    let items = servers
+        .iter()
+        .map(|s| record(s))
+        .filter(|r| {
+            lifecycle == Some("all")
+                || serde_json::to_value(r.lifecycle_status).ok() == lifecycle.map(|l| json!(l))
+        })
+        .take(limit as usize)
+        .collect();
+    Ok(Json(ServerList { items }))
+}
+
+/// A DNS name or IP address: letters, digits, `.`, `-`, `:` (IPv6) and `_`.
+fn validate_host(field: &str, host: &str, max: usize) -> ApiResult<()> {
+    bounded(field, host, max)?;
+    let valid = host
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '_'))
+        && !host.starts_with(['-', '.']);
+    if !valid {
+        return Err(ApiError::validation(
+            field,
+            format!("{field} must be a host name or IP address"),
+        ));
+    }
+    Ok(())
+}
+
+fn validate_fingerprint(fingerprint: &str) -> ApiResult<()> {
+    let body = fingerprint.strip_prefix("SHA256:").unwrap_or_default();
+    let body = body.strip_suffix('=').unwrap_or(body);
+    let valid = body.len() == 43
+        && body
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '/');
+    if !valid {
+        return Err(ApiError::validation(
+            "expectedHostKeyFingerprint",
+            "expectedHostKeyFingerprint must look like SHA256:… as `ssh-keygen -l` prints it",
+        ));
+    }
+    Ok(())
+}
+
+fn port(field: &str, value: Option<u16>, default: i32) -> ApiResult<i32> {
+    match value {
+        None => Ok(default),
+        Some(0) => Err(ApiError::validation(
+            field,
+            format!("{field} must be from 1 to 65535"),
+        )),
+        Some(port) => Ok(i32::from(port)),
+    }
+}
+
+fn proxy_of(input: Option<ProxyInput>) -> ApiResult<ServerProxy> {
+    let defaults = ServerProxy::default();
+    let Some(input) = input else {
+        return Ok(defaults);
+    };
+    let proxy = ServerProxy {
+        kind: input.kind.unwrap_or(defaults.kind),
+        image: match input.image {
+            Some(image) => {
+                bounded("proxy.image", &image, 255)?;
+                image
+            }
+            None => defaults.image,
+        },
+        http_port: port("proxy.httpPort", input.http_port, defaults.http_port)?,
+        https_port: port("proxy.httpsPort", input.https_port, defaults.https_port)?,
+    };
+    if proxy.http_port == proxy.https_port {
+        return Err(ApiError::validation(
+            "proxy.httpsPort",
+            "proxy.httpPort and proxy.httpsPort must differ",
+        ));
+    }
+    Ok(proxy)
+}
+
+async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<CreateServer>,
+) -> ApiResult<Json<IdResponse>> {
+    let organization = writer(&caller)?.clone();
+    bounded("name", &body.name, 120)?;
+    validate_host("host", &body.host, 253)?;
+    bounded("credentialId", &body.credential_id, 253)?;
+    let credential = credentials::lookup(&state, &organization.namespace, &body.credential_id)
+        .map_err(|_| {
+            ApiError::validation(
+                "credentialId",
+                format!(
+                    "no SSH credential {} in this organization",
+                    body.credential_id
+                ),
+            )
+        })?;
+    let username = match body.username.or_else(|| credential.spec.username.clone()) {
+        Some(username) => {
+            bounded("username", &username, 32)?;
+            username
+        }
+        None => "root".to_string(),
+    };
+    let provider_key = body.provider_key.unwrap_or_else(|| "generic-ssh".into());
+    bounded("providerKey", &provider_key, 63)?;
+    if let Some(domain) = &body.base_domain {
+        validate_host("baseDomain", domain, 253)?;
+    }
+    if let Some(fingerprint) = &body.expected_host_key_fingerprint {
+        validate_fingerprint(fingerprint)?;
+    }
+    let spec = ServerSpec {
+        name: Some(body.name.trim().to_string()),
+        host: body.host,
+        port: port("port", body.port, 22)?,
+        username,
+        credential_id: body.credential_id,
+        provider_key,
+        lifecycle_status: ServerLifecycle::Active,
+        base_domain: body.base_domain,
+        expected_host_key_fingerprint: body.expected_host_key_fingerprint,
+        docker_socket_path: "/var/run/docker.sock".into(),
+        proxy: proxy_of(body.proxy)?,
+    };
+    let id = new_id("srv");
+    let api = Api::<Server>::namespaced(state.client.clone(), &organization.namespace);
+    apply(
+        &api,
+        &state.caches.servers,
+        Some(&caller),
+        Server::new(&id, spec),
+    )
+    .await?;
+    tracing::info!(server = %id, organization = %organization.id, "server registered");
+    Ok(Json(IdResponse { id }))
+}
+
+async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<ServerRecord>> {
+    caller.require_role(OrganizationRole::Member)?;
+    let server = lookup(&state, &caller, &id)?;
+    Ok(Json(record(&server)))
+}
+
+/// Sets `spec.lifecycleStatus` alone (a merge patch), leaving every other field to whoever
+/// manages it (a GitOps tool, say).
+async fn set_lifecycle(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+    lifecycle: ServerLifecycle,
+) -> ApiResult<Json<ServerRecord>> {
+    let server = lookup(state, caller, id)?;
+    let organization = writer(caller)?;
+    if server.spec.lifecycle_status == lifecycle {
+        return Ok(Json(record(&server)));
+    }
+    let (kind, actor) = caller.actor();
+    let patch = json!({
+        "metadata": { "annotations": { UPDATED_BY_KIND: kind, UPDATED_BY_ID: actor } },
+        "spec": { "lifecycleStatus": lifecycle },
+    });
+    let api = Api::<Server>::namespaced(state.client.clone(), &organization.namespace);
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..Default::default()
+    };
+    let written = api.patch(id, &params, &Patch::Merge(&patch)).await?;
+    catch_up(&state.caches.servers, &written).await?;
+    tracing::info!(server = %id, organization = %organization.id, ?lifecycle, "server lifecycle changed");
+    Ok(Json(record(&written)))
+}
+
+async fn deactivate(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(_): JsonBody<NoBody>,
+) -> ApiResult<Json<ServerRecord>> {
+    set_lifecycle(&state, &caller, &id, ServerLifecycle::Inactive).await
+}
+
+async fn activate(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(_): JsonBody<NoBody>,
+) -> ApiResult<Json<ServerRecord>> {
+    set_lifecycle(&state, &caller, &id, ServerLifecycle::Active).await
+}
+
+/// Delete-safety blockers: what the controller last reported, plus resources and deployments
+/// naming the server right now (the status may lag).
+async fn current_blockers(state: &AppState, server: &Server) -> ApiResult<Vec<Blocker>> {
+    let namespace = server.namespace().unwrap_or_default();
+    let name = server.name_any();
+    let resources = Api::<BerthResource>::namespaced(state.client.clone(), &namespace)
+        .list(&ListParams::default())
+        .await?;
+    let deployments = Api::<Deployment>::namespaced(state.client.clone(), &namespace)
+        .list(&ListParams::default())
+        .await?;
+    let reported = server
+        .status
+        .as_ref()
+        .map(|s| s.delete_blockers.clone())
+        .unwrap_or_default();
+    let mut blockers: Vec<Blocker> = blockers_of(&reported)
+        .into_iter()
+        .chain(
+            resources
+                .iter()
+                .filter(|r| r.spec.server_id.as_deref() == Some(name.as_str()))
+                .map(|r| Blocker {
+                    kind: "resource".into(),
+                    id: r.name_any(),
+                }),
+        )
+        .chain(
+            deployments
+                .iter()
+                .filter(|d| d.spec.server_id == name)
+                .map(|d| Blocker {
+                    kind: "deployment".into(),
+                    id: d.name_any(),
+                }),
+        )
+        .collect();
+    blockers.sort();
+    blockers.dedup();
+    Ok(blockers)
+}
+
+async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<DeleteServer>,
+) -> ApiResult<Json<IdResponse>> {
+    let namespace = caller.organization()?.namespace.clone();
+    if let Some(key) = &body.idempotency_key {
+        bounded("idempotencyKey", key, 255)?;
+        match state.server_deletions.get(&namespace, key) {
+            Some(done) if done == id => return Ok(Json(IdResponse { id })),
+            Some(other) => {
+                return Err(ApiError::conflict(format!(
+                    "idempotencyKey was already used to delete server {other}"
+                ))
+                .with_detail("field", "idempotencyKey"));
+            }
+            None => {}
+        }
+    }
+    let server = find_in(&state.caches.servers, &namespace, &id, "server")?;
+    if !caller.sees(ScopeDimension::Target, &id) {
+        return Err(ApiError::not_found("server", &id));
+    }
+    let organization = writer(&caller)?.clone();
+    let confirmation = body.confirmation.unwrap_or_default();
+    confirm(confirmation.server_id.as_deref(), &id, "serverId", "server")?;
+    let remember = |state: &AppState| {
+        if let Some(key) = &body.idempotency_key {
+            state.server_deletions.record(&namespace, key, &id);
+        }
+    };
+    if server.metadata.deletion_timestamp.is_some() {
+        // Already being deleted: the same outcome as the first request.
+        remember(&state);
+        return Ok(Json(IdResponse { id }));
+    }
+    let blockers = current_blockers(&state, &server).await?;
+    if server.spec.lifecycle_status == ServerLifecycle::Active {
+        return Err(ApiError::conflict(format!(
+            "server {id} is active; deactivate it (POST /servers/{id}/deactivate) before deleting it"
+        ))
+        .with_detail("lifecycleStatus", "active")
+        .with_detail("blockers", serde_json::to_value(&blockers).unwrap_or_default()));
+    }
+    if !blockers.is_empty() {
+        let names: Vec<String> = blockers
+            .iter()
+            .map(|b| format!("{}/{}", b.kind, b.id))
+            .collect();
+        return Err(ApiError::conflict(format!(
+            "server {id} still has delete-safety blockers: {}",
+            names.join(", ")
+        ))
+        .with_detail("lifecycleStatus", "inactive")
+        .with_detail(
+            "blockers",
+            serde_json::to_value(&blockers).unwrap_or_default(),
+        ));
+    }
+    let api = Api::<Server>::namespaced(state.client.clone(), &namespace);
+    let outcome = api.delete(&id, &Default::default()).await?;
+    wait_deleted(&state.caches.servers, server.as_ref(), outcome.left()).await?;
+    remember(&state);
+    tracing::info!(server = %id, organization = %organization.id, "server deleted");
+    Ok(Json(IdResponse { id }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn receipts_remember_the_server_of_a_key() {
+        let receipts = DeleteReceipts::default();
+        assert_eq!(receipts.get("ns", "k"), None);
+        receipts.record("ns", "k", "srv-1");
+        assert_eq!(receipts.get("ns", "k").as_deref(), Some("srv-1"));
+        assert_eq!(receipts.get("other", "k"), None);
+    }
+
+    #[test]
+    fn controller_blockers_become_kind_and_id() {
+        let blockers = blockers_of(&["resource/res-1".into(), "odd".into()]);
+        assert_eq!(blockers[0].kind, "resource");
+        assert_eq!(blockers[0].id, "res-1");
+        assert_eq!(blockers[1].kind, "object");
+    }
+
+    #[test]
+    fn host_and_fingerprint_checks() {
+        assert!(validate_host("host", "127.0.0.1", 253).is_ok());
+        assert!(validate_host("host", "::1", 253).is_ok());
+        assert!(validate_host("host", "a b", 253).is_err());
+        assert!(validate_host("host", "-x", 253).is_err());
+        assert!(validate_fingerprint("SHA256:sapBa+aAx0JFnRqP2StynmT6VW/FBMEM2WJVvqgo3YY").is_ok());
+        assert!(validate_fingerprint("MD5:aa").is_err());
+        assert!(
+            proxy_of(Some(ProxyInput {
+                kind: None,
+                image: None,
+                http_port: Some(80),
+                https_port: Some(80),
+            }))
+            .is_err()
+        );
+    }
+}

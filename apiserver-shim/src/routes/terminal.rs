@@ -1,0 +1,576 @@
+//! Spec §4.8, terminal sessions: `POST /terminal-sessions` checks the server, logs in over SSH
+//! and returns the Terminal session record; its `transport.path` is a WebSocket that bridges to a
+//! PTY shell on the server (protocol in [`bridge`]).
+//!
+//! A session id is single-use, expires [`CONNECT_WITHIN`] after creation, and only the user and
+//! login session that created it may connect (the WebSocket request carries the same bearer
+//! token, as `Authorization` or, since browsers cannot set headers on a WebSocket,
+//! `?access_token=`). Pending sessions live in this process's memory only: a restarted or
+//! different shim replica does not know them, and the client simply creates a new one.
+
+mod bridge;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Json;
+use axum::extract::ws::{WebSocketUpgrade, rejection::WebSocketUpgradeRejection};
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::HeaderValue;
+use axum::http::header::AUTHORIZATION;
+use axum::http::request::Parts;
+use axum::response::Response;
+use berth_controller::reconcilers::ssh_credential::load_key;
+use berth_controller::remote::{
+    Endpoint as SshEndpoint, PoolSettings, RemoteError, ServerConnection, ServerConnectionPool,
+    ServerId,
+};
+use berth_crds::member::OrganizationRole;
+use berth_crds::server::Server;
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+pub use self::bridge::{ClientMessage, ServerMessage, TerminalProtocol};
+use super::Endpoint;
+use super::common::{bounded, find_in, known_params};
+use super::servers;
+use crate::auth::token::new_id;
+use crate::auth::{Caller, bearer};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{JsonBody, QueryParams};
+use crate::state::AppState;
+
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::post::<CreateTerminalSession, TerminalSessionRecord, _, _>(
+            "/terminal-sessions",
+            "Open an interactive shell on a server (admin); connect to transport.path within 60 s",
+            create,
+        ),
+        Endpoint::get::<TerminalProtocol, _, _>(
+            "/terminal-sessions/{sessionId}/ws",
+            "WebSocket of a terminal session (single use, same bearer token as the create call, \
+             as Authorization or ?access_token=). Client to server: binary frames are keystrokes; \
+             text frames are JSON {\"type\":\"input\",\"data\":\"…\"} or \
+             {\"type\":\"resize\",\"rows\":R,\"cols\":C}. Server to client: binary frames are \
+             terminal output; text frames are JSON {\"type\":\"ready\"|\"exit\"|\"error\",…}; \
+             the socket closes when the shell exits",
+            connect,
+        ),
+    ]
+}
+
+/// How long a created session waits for its WebSocket.
+pub const CONNECT_WITHIN: Duration = Duration::from_secs(60);
+/// Terminal sessions open at once on one server (OpenSSH allows 10 sessions per connection).
+pub const MAX_OPEN_PER_SERVER: usize = 8;
+/// Sessions one user may have waiting for their WebSocket.
+const MAX_PENDING_PER_USER: usize = 16;
+/// An SSH connection without terminals is closed after this long.
+const IDLE_CONNECTION: Duration = Duration::from_secs(90);
+/// Row and column limits (spec §8); also what a resize may ask for.
+pub const ROWS: (i64, i64) = (10, 120);
+pub const COLS: (i64, i64) = (20, 320);
+const DEFAULT_ROWS: i64 = 24;
+const DEFAULT_COLS: i64 = 80;
+const MAX_DIRECTORY: usize = 512;
+
+/// The Terminal session record of spec §2.2.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TerminalSessionRecord {
+    /// Single-use id; connect within 60 seconds.
+    pub session_id: String,
+    /// `server`.
+    pub scope: String,
+    pub server_id: String,
+    pub transport: Transport,
+    pub provider_key: String,
+    /// Where the shell starts, relative to the login user's home (`~/…`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub working_directory: Option<String>,
+    pub created_at: String,
+    /// The WebSocket must be opened before this time.
+    pub expires_at: String,
+}
+
+/// How to reach the terminal.
+#[derive(Serialize, JsonSchema)]
+pub struct Transport {
+    /// `websocket`.
+    pub kind: String,
+    /// Absolute path of the WebSocket endpoint on this API's host.
+    pub path: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateTerminalSession {
+    /// What the terminal is opened on.
+    pub scope: TerminalScope,
+    /// Directory to start in, relative to the login user's home (1-512 characters; no `..`).
+    pub relative_directory: Option<String>,
+    /// Terminal height in rows (10-120, default 24).
+    pub initial_rows: Option<i64>,
+    /// Terminal width in columns (20-320, default 80).
+    pub initial_cols: Option<i64>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TerminalScope {
+    /// `server`.
+    pub kind: String,
+    /// The server to open a shell on.
+    pub server_id: String,
+}
+
+/// A created session waiting for its WebSocket.
+struct Pending {
+    user_id: String,
+    login_session_id: String,
+    namespace: String,
+    server_id: String,
+    rows: u32,
+    cols: u32,
+    directory: Option<String>,
+    expires: Instant,
+}
+
+/// Terminal state of the shim: pending sessions, open sessions per server, and the SSH
+/// connections they use (one per server, like the controller's, but this process's own).
+pub struct Terminals {
+    pending: Mutex<HashMap<String, Pending>>,
+    open: tokio::sync::Mutex<HashMap<ServerId, usize>>,
+    pool: ServerConnectionPool,
+}
+
+impl Default for Terminals {
+    fn default() -> Self {
+        Self {
+            pending: Mutex::default(),
+            open: tokio::sync::Mutex::default(),
+            pool: ServerConnectionPool::new(PoolSettings::default()),
+        }
+    }
+}
+
+/// One open terminal on a server; dropping it frees the slot.
+pub struct OpenSlot {
+    terminals: Arc<Terminals>,
+    server: ServerId,
+}
+
+impl Drop for OpenSlot {
+    fn drop(&mut self) {
+        let terminals = self.terminals.clone();
+        let server = self.server.clone();
+        tokio::spawn(async move {
+            let mut open = terminals.open.lock().await;
+            if let Some(count) = open.get_mut(&server) {
+                *count = count.saturating_sub(1);
+                if *count == 0 {
+                    open.remove(&server);
+                }
+            }
+            drop(open);
+            terminals.close_when_idle(server);
+        });
+    }
+}
+
+impl Terminals {
+    fn insert(&self, id: String, pending: Pending) -> ApiResult<()> {
+        let mut map = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        map.retain(|_, p| p.expires > Instant::now());
+        let waiting = map
+            .values()
+            .filter(|p| p.user_id == pending.user_id)
+            .count();
+        if waiting >= MAX_PENDING_PER_USER {
+            return Err(ApiError::rate_limited(
+                "too many terminal sessions waiting for their WebSocket; connect or wait a minute",
+                CONNECT_WITHIN.as_secs(),
+            ));
+        }
+        map.insert(id, pending);
+        Ok(())
+    }
+
+    /// Takes the session if `user` and `login` created it and it has not expired; anyone else
+    /// learns nothing and consumes nothing.
+    fn take(&self, id: &str, user: &str, login: &str) -> Option<Pending> {
+        let mut map = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        map.retain(|_, p| p.expires > Instant::now());
+        let owned = map
+            .get(id)
+            .is_some_and(|p| p.user_id == user && p.login_session_id == login);
+        if owned { map.remove(id) } else { None }
+    }
+
+    async fn open_count(&self, server: &ServerId) -> usize {
+        self.open.lock().await.get(server).copied().unwrap_or(0)
+    }
+
+    /// Claims a terminal slot on `server`, or 429 when it has [`MAX_OPEN_PER_SERVER`].
+    async fn reserve(self: &Arc<Self>, server: &ServerId) -> ApiResult<OpenSlot> {
+        let mut open = self.open.lock().await;
+        let count = open.entry(server.clone()).or_insert(0);
+        if *count >= MAX_OPEN_PER_SERVER {
+            return Err(too_many());
+        }
+        *count += 1;
+        Ok(OpenSlot {
+            terminals: self.clone(),
+            server: server.clone(),
+        })
+    }
+
+    /// Closes the server's SSH connection after [`IDLE_CONNECTION`] unless a terminal opened
+    /// meanwhile. The open-count lock is held while closing, so no terminal starts on a
+    /// connection that is going away.
+    fn close_when_idle(self: Arc<Self>, server: ServerId) {
+        tokio::spawn(async move {
+            tokio::time::sleep(IDLE_CONNECTION).await;
+            let open = self.open.lock().await;
+            if !open.contains_key(&server) {
+                self.pool.remove(&server).await;
+            }
+            drop(open);
+        });
+    }
+}
+
+fn too_many() -> ApiError {
+    ApiError::rate_limited(
+        format!("this server already has {MAX_OPEN_PER_SERVER} open terminal sessions"),
+        5,
+    )
+}
+
+/// `initialRows` / `initialCols`: an integer within `range`, or `default`.
+fn dimension(field: &str, value: Option<i64>, range: (i64, i64), default: i64) -> ApiResult<u32> {
+    let value = value.unwrap_or(default);
+    if !(range.0..=range.1).contains(&value) {
+        return Err(ApiError::validation(
+            field,
+            format!("{field} must be an integer from {} to {}", range.0, range.1),
+        )
+        .with_detail("min", range.0)
+        .with_detail("max", range.1));
+    }
+    Ok(value as u32)
+}
+
+/// A directory below the home directory: relative, without `..` or control characters. `.` and
+/// empty segments are dropped; `None` is the home directory itself.
+pub fn relative_directory(value: &str) -> ApiResult<Option<String>> {
+    const FIELD: &str = "relativeDirectory";
+    bounded(FIELD, value, MAX_DIRECTORY)?;
+    if value.starts_with('/') || value.starts_with('~') {
+        return Err(ApiError::validation(
+            FIELD,
+            "relativeDirectory must be relative to the home directory, not absolute",
+        ));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(ApiError::validation(
+            FIELD,
+            "relativeDirectory may not contain control characters",
+        ));
+    }
+    let segments: Vec<&str> = value
+        .split('/')
+        .filter(|s| !s.is_empty() && *s != ".")
+        .collect();
+    if segments.contains(&"..") {
+        return Err(ApiError::validation(
+            FIELD,
+            "relativeDirectory may not contain `..`: it must stay inside the home directory",
+        ));
+    }
+    Ok((!segments.is_empty()).then(|| segments.join("/")))
+}
+
+/// The command run instead of a plain login shell: `cd` into the directory, then the user's
+/// login shell. The directory is single-quoted, so nothing in it is expanded.
+pub fn shell_command(directory: &str) -> String {
+    let quoted = directory.replace('\'', r"'\''");
+    format!(r#"cd -- "$HOME"/'{quoted}' && exec "${{SHELL:-/bin/sh}}" -l"#)
+}
+
+/// The pinned host key a terminal connection must see; never first contact from the shim.
+fn pinned(server: &Server) -> ApiResult<String> {
+    server
+        .spec
+        .expected_host_key_fingerprint
+        .clone()
+        .or_else(|| server.status.as_ref()?.host_key_fingerprint.clone())
+        .ok_or_else(|| {
+            ApiError::conflict(format!(
+                "server {} has not been reached yet, so its host key is not pinned; wait until \
+                 it is reachable",
+                server.name_any()
+            ))
+        })
+}
+
+fn server_id(server: &Server) -> ServerId {
+    ServerId {
+        namespace: server.namespace().unwrap_or_default(),
+        name: server.name_any(),
+    }
+}
+
+/// A remote failure as the REST API reports it; messages name hosts and fingerprints only.
+fn remote_error(error: RemoteError) -> ApiError {
+    let reason = error.reason();
+    let message = format!("cannot open a terminal: {}", error.condition_message());
+    match error {
+        RemoteError::HostKeyMismatch { .. } | RemoteError::AuthenticationRejected { .. } => {
+            ApiError::conflict(message)
+        }
+        _ => ApiError::unavailable(message),
+    }
+    .with_detail("reason", reason)
+}
+
+/// The server's SSH connection in this process, logged in with its credential's current key.
+async fn connection(state: &AppState, server: &Server) -> ApiResult<Arc<ServerConnection>> {
+    let namespace = server.namespace().unwrap_or_default();
+    let credential_id = &server.spec.credential_id;
+    let credential = find_in(
+        &state.caches.ssh_credentials,
+        &namespace,
+        credential_id,
+        "SSH credential",
+    )
+    .map_err(|_| {
+        ApiError::conflict(format!(
+            "the server's SSH credential {credential_id} does not exist"
+        ))
+    })?;
+    let key = load_key(&state.client, &credential)
+        .await
+        .map_err(|error| ApiError::unavailable(format!("cannot read the SSH key: {error}")))?
+        .map_err(|problem| {
+            ApiError::conflict(format!(
+                "SSH credential {credential_id} is not usable: {}",
+                problem.message()
+            ))
+        })?;
+    let endpoint = SshEndpoint {
+        host: server.spec.host.clone(),
+        port: u16::try_from(server.spec.port).unwrap_or(22),
+        username: server.spec.username.clone(),
+    };
+    state
+        .terminals
+        .pool
+        .connect(&server_id(server), &endpoint, &key, Some(&pinned(server)?))
+        .await
+        .map_err(remote_error)
+}
+
+/// The path of the WebSocket under the public API URL (which ends in `/api`).
+fn websocket_path(state: &AppState, session_id: &str) -> String {
+    let url = &state.config.public_url;
+    let path = url
+        .split_once("://")
+        .map(|(_, rest)| rest.find('/').map(|at| &rest[at..]).unwrap_or(""))
+        .unwrap_or(url.as_str())
+        .trim_end_matches('/');
+    format!("{path}/terminal-sessions/{session_id}/ws")
+}
+
+async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<CreateTerminalSession>,
+) -> ApiResult<Json<TerminalSessionRecord>> {
+    let (user_id, _, login_session_id) = caller.require_user()?;
+    let organization = caller.require_role(OrganizationRole::Admin)?;
+    if body.scope.kind != "server" {
+        return Err(ApiError::validation(
+            "scope.kind",
+            "scope.kind must be `server`; terminals on resources are not offered",
+        ));
+    }
+    bounded("scope.serverId", &body.scope.server_id, 253)?;
+    let directory = body
+        .relative_directory
+        .as_deref()
+        .map(relative_directory)
+        .transpose()?
+        .flatten();
+    let rows = dimension("initialRows", body.initial_rows, ROWS, DEFAULT_ROWS)?;
+    let cols = dimension("initialCols", body.initial_cols, COLS, DEFAULT_COLS)?;
+    let server = servers::lookup(&state, &caller, &body.scope.server_id)?;
+    let id = server_id(&server);
+    if state.terminals.open_count(&id).await >= MAX_OPEN_PER_SERVER {
+        return Err(too_many());
+    }
+    // Logging in now reports a bad key or host key as an error here, not as a closed socket.
+    connection(&state, &server).await?;
+    state.terminals.clone().close_when_idle(id);
+    let session_id = new_id("trm");
+    let created = Timestamp::now();
+    let expires = created + CONNECT_WITHIN;
+    state.terminals.insert(
+        session_id.clone(),
+        Pending {
+            user_id: user_id.to_string(),
+            login_session_id: login_session_id.to_string(),
+            namespace: organization.namespace.clone(),
+            server_id: server.name_any(),
+            rows,
+            cols,
+            directory: directory.clone(),
+            expires: Instant::now() + CONNECT_WITHIN,
+        },
+    )?;
+    tracing::info!(session = %session_id, server = %server.name_any(), user = %user_id, "terminal session created");
+    Ok(Json(TerminalSessionRecord {
+        transport: Transport {
+            kind: "websocket".into(),
+            path: websocket_path(&state, &session_id),
+        },
+        session_id,
+        scope: "server".into(),
+        server_id: server.name_any(),
+        provider_key: server.spec.provider_key.clone(),
+        working_directory: directory.map(|d| format!("~/{d}")),
+        created_at: created.to_string(),
+        expires_at: expires.to_string(),
+    }))
+}
+
+/// The caller of a WebSocket request: `Authorization: Bearer`, else `?access_token=`.
+pub struct SocketCaller(pub Caller);
+
+impl FromRequestParts<AppState> for SocketCaller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
+        if bearer(parts).is_none() {
+            let query = QueryParams::from_request_parts(parts, state).await?;
+            known_params(&query, &["access_token"])?;
+            if let Some(token) = query.string("access_token")? {
+                let value = HeaderValue::from_str(&format!("Bearer {token}"))
+                    .map_err(|_| ApiError::unauthenticated("the access token is not valid"))?;
+                parts.headers.insert(AUTHORIZATION, value);
+            }
+        }
+        Caller::from_request_parts(parts, state).await.map(Self)
+    }
+}
+
+async fn connect(
+    State(state): State<AppState>,
+    Path(session_id): Path<String>,
+    SocketCaller(caller): SocketCaller,
+    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> ApiResult<Response> {
+    let (user_id, _, login_session_id) = caller.require_user()?;
+    let upgrade = upgrade.map_err(|rejection| {
+        ApiError::malformed(format!(
+            "this endpoint expects a WebSocket upgrade: {rejection}"
+        ))
+    })?;
+    let gone = || ApiError::not_found("terminal session", &session_id);
+    let pending = state
+        .terminals
+        .take(&session_id, user_id, login_session_id)
+        .ok_or_else(gone)?;
+    // The role and the server are checked again: either may have changed in the meantime.
+    let organization = caller.require_role(OrganizationRole::Admin)?;
+    if organization.namespace != pending.namespace {
+        return Err(gone());
+    }
+    let server = servers::lookup(&state, &caller, &pending.server_id)?;
+    let slot = state.terminals.reserve(&server_id(&server)).await?;
+    let connection = connection(&state, &server).await?;
+    let command = pending.directory.as_deref().map(shell_command);
+    let channel = connection
+        .open_terminal(pending.cols, pending.rows, command.as_deref())
+        .await
+        .map_err(remote_error)?;
+    let session = bridge::Session {
+        id: session_id,
+        server_id: pending.server_id,
+        user_id: user_id.to_string(),
+        rows: pending.rows,
+        cols: pending.cols,
+    };
+    tracing::info!(session = %session.id, server = %session.server_id, user = %session.user_id, "terminal session connected");
+    Ok(upgrade.on_upgrade(move |socket| bridge::run(socket, channel, session, slot)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directories_stay_below_home() {
+        assert_eq!(
+            relative_directory("a/./b/").unwrap().as_deref(),
+            Some("a/b")
+        );
+        assert_eq!(relative_directory(".").unwrap(), None);
+        for bad in [
+            "/etc",
+            "~root",
+            "a/../../x",
+            "..",
+            "a\nb",
+            "",
+            &"a".repeat(513),
+        ] {
+            let error = relative_directory(bad).unwrap_err();
+            assert_eq!(error.body.details["field"], "relativeDirectory", "{bad:?}");
+        }
+        assert!(relative_directory(&"a".repeat(512)).is_ok());
+    }
+
+    #[test]
+    fn the_directory_is_quoted_for_the_shell() {
+        assert_eq!(
+            shell_command("it's $(here)"),
+            r#"cd -- "$HOME"/'it'\''s $(here)' && exec "${SHELL:-/bin/sh}" -l"#
+        );
+    }
+
+    #[test]
+    fn dimensions_follow_spec_limits() {
+        assert_eq!(dimension("initialRows", None, ROWS, 24).unwrap(), 24);
+        assert!(dimension("initialRows", Some(9), ROWS, 24).is_err());
+        assert!(dimension("initialRows", Some(121), ROWS, 24).is_err());
+        assert_eq!(dimension("initialCols", Some(320), COLS, 80).unwrap(), 320);
+    }
+
+    #[test]
+    fn pending_sessions_belong_to_their_creator() {
+        let terminals = Terminals::default();
+        let pending = |user: &str| Pending {
+            user_id: user.into(),
+            login_session_id: "ses-1".into(),
+            namespace: "ns".into(),
+            server_id: "srv".into(),
+            rows: 24,
+            cols: 80,
+            directory: None,
+            expires: Instant::now() + CONNECT_WITHIN,
+        };
+        terminals.insert("trm-1".into(), pending("usr-a")).unwrap();
+        assert!(terminals.take("trm-1", "usr-b", "ses-1").is_none());
+        assert!(terminals.take("trm-1", "usr-a", "ses-2").is_none());
+        assert!(terminals.take("trm-1", "usr-a", "ses-1").is_some());
+        assert!(
+            terminals.take("trm-1", "usr-a", "ses-1").is_none(),
+            "single use"
+        );
+    }
+}

@@ -1,0 +1,260 @@
+//! The terminal WebSocket protocol, and the pump between the socket and the SSH PTY channel.
+//!
+//! Client to server: binary frames are keystrokes, passed to the shell unchanged; text frames are
+//! JSON control messages ([`ClientMessage`]): `{"type":"input","data":"ls\r"}` or
+//! `{"type":"resize","rows":40,"cols":120}` (same limits as `initialRows`/`initialCols`).
+//! Server to client: binary frames are terminal output; text frames are JSON ([`ServerMessage`]):
+//! `ready` once the shell runs, `error` for a refused control message or an idle timeout, and
+//! `exit` (with the exit status) before the socket closes with code 1000 when the shell ends.
+//! A session without traffic either way for [`IDLE_TIMEOUT`] is closed.
+
+use std::time::Duration;
+
+use axum::extract::ws::{CloseFrame, Message, WebSocket};
+use russh::client::Msg;
+use russh::{Channel, ChannelMsg};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+
+use super::{COLS, OpenSlot, ROWS};
+
+/// A session without input or output for this long is closed.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// Close code of a normal end (the shell exited or the client left).
+const NORMAL: u16 = 1000;
+/// Close code when the server side fails (SSH channel lost).
+const SERVER_ERROR: u16 = 1011;
+
+/// A control message from the client (a text frame).
+#[derive(Serialize, Deserialize, JsonSchema, Debug, PartialEq)]
+#[serde(tag = "type", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum ClientMessage {
+    /// Text typed into the terminal (binary frames carry raw bytes instead).
+    Input { data: String },
+    /// The terminal's new size.
+    Resize { rows: i64, cols: i64 },
+}
+
+/// A control message from the server (a text frame).
+#[derive(Serialize, JsonSchema, Debug)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum ServerMessage {
+    /// The shell runs; output follows as binary frames.
+    #[serde(rename_all = "camelCase")]
+    Ready {
+        session_id: String,
+        server_id: String,
+        rows: u32,
+        cols: u32,
+    },
+    /// The shell ended; the socket closes next.
+    #[serde(rename_all = "camelCase")]
+    Exit {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        exit_status: Option<u32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        signal: Option<String>,
+    },
+    /// A control message was refused, or the session is being closed.
+    Error { message: String },
+}
+
+/// The frames of the terminal WebSocket, for the OpenAPI document.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TerminalProtocol {
+    /// JSON text frames a client may send; binary frames are raw input.
+    pub client_text_frames: Option<ClientMessage>,
+    /// JSON text frames the server sends; binary frames are terminal output.
+    pub server_text_frames: Option<ServerMessage>,
+}
+
+/// Who and what a bridged session is, for its messages and log lines.
+pub struct Session {
+    pub id: String,
+    pub server_id: String,
+    pub user_id: String,
+    pub rows: u32,
+    pub cols: u32,
+}
+
+/// What ended a session.
+enum End {
+    ClientLeft,
+    ShellExited,
+    Idle,
+    ChannelFailed,
+}
+
+/// Pumps bytes both ways until the shell exits, the client leaves or the session idles out.
+pub async fn run(
+    mut socket: WebSocket,
+    mut channel: Channel<Msg>,
+    session: Session,
+    _slot: OpenSlot,
+) {
+    let started = Instant::now();
+    let ready = ServerMessage::Ready {
+        session_id: session.id.clone(),
+        server_id: session.server_id.clone(),
+        rows: session.rows,
+        cols: session.cols,
+    };
+    let mut end = if send_json(&mut socket, &ready).await {
+        None
+    } else {
+        Some(End::ClientLeft)
+    };
+    let (mut exit_status, mut signal) = (None, None);
+    let mut idle_until = Instant::now() + IDLE_TIMEOUT;
+    while end.is_none() {
+        tokio::select! {
+            incoming = socket.recv() => {
+                idle_until = Instant::now() + IDLE_TIMEOUT;
+                end = match incoming {
+                    Some(Ok(message)) => from_client(&mut socket, &channel, message).await,
+                    Some(Err(_)) | None => Some(End::ClientLeft),
+                };
+            }
+            output = channel.wait() => {
+                idle_until = Instant::now() + IDLE_TIMEOUT;
+                match output {
+                    Some(ChannelMsg::Data { data }) | Some(ChannelMsg::ExtendedData { data, .. }) => {
+                        if socket.send(Message::Binary(data)).await.is_err() {
+                            end = Some(End::ClientLeft);
+                        }
+                    }
+                    Some(ChannelMsg::ExitStatus { exit_status: status }) => exit_status = Some(status),
+                    Some(ChannelMsg::ExitSignal { signal_name, .. }) => {
+                        signal = Some(format!("{signal_name:?}"));
+                    }
+                    Some(_) => {}
+                    None => end = Some(End::ShellExited),
+                }
+            }
+            _ = tokio::time::sleep_until(idle_until) => end = Some(End::Idle),
+        }
+    }
+    let end = end.unwrap_or(End::ClientLeft);
+    let _ = channel.eof().await;
+    let _ = channel.close().await;
+    let (code, reason) = match end {
+        End::ShellExited => {
+            let exit = ServerMessage::Exit {
+                exit_status,
+                signal,
+            };
+            send_json(&mut socket, &exit).await;
+            (NORMAL, "the shell exited")
+        }
+        End::Idle => {
+            let message = format!(
+                "closed after {} minutes without traffic",
+                IDLE_TIMEOUT.as_secs() / 60
+            );
+            send_json(&mut socket, &ServerMessage::Error { message }).await;
+            (NORMAL, "idle")
+        }
+        End::ChannelFailed => (SERVER_ERROR, "the SSH channel failed"),
+        End::ClientLeft => (NORMAL, "client left"),
+    };
+    let frame = CloseFrame {
+        code,
+        reason: reason.into(),
+    };
+    let _ = socket.send(Message::Close(Some(frame))).await;
+    tracing::info!(
+        session = %session.id,
+        server = %session.server_id,
+        user = %session.user_id,
+        seconds = started.elapsed().as_secs(),
+        exit_status,
+        reason,
+        "terminal session ended"
+    );
+}
+
+/// Handles one frame from the client; `Some` ends the session.
+async fn from_client(
+    socket: &mut WebSocket,
+    channel: &Channel<Msg>,
+    message: Message,
+) -> Option<End> {
+    let written = match message {
+        Message::Binary(bytes) => channel.data_bytes(bytes).await,
+        Message::Text(text) => match control(&text) {
+            Ok(ClientMessage::Input { data }) => channel.data_bytes(data.into_bytes()).await,
+            Ok(ClientMessage::Resize { rows, cols }) => {
+                channel.window_change(cols as u32, rows as u32, 0, 0).await
+            }
+            Err(message) => {
+                let refused = ServerMessage::Error { message };
+                return (!send_json(socket, &refused).await).then_some(End::ClientLeft);
+            }
+        },
+        Message::Close(_) => return Some(End::ClientLeft),
+        Message::Ping(_) | Message::Pong(_) => return None,
+    };
+    written.err().map(|_| End::ChannelFailed)
+}
+
+/// Parses and checks a control message; the error is what the client is told.
+pub fn control(text: &str) -> Result<ClientMessage, String> {
+    let message: ClientMessage = serde_json::from_str(text).map_err(|_| {
+        "text frames must be JSON: {\"type\":\"input\",\"data\":…} or \
+         {\"type\":\"resize\",\"rows\":…,\"cols\":…}; send keystrokes as binary frames"
+            .to_string()
+    })?;
+    if let ClientMessage::Resize { rows, cols } = message {
+        let fits = (ROWS.0..=ROWS.1).contains(&rows) && (COLS.0..=COLS.1).contains(&cols);
+        if !fits {
+            return Err(format!(
+                "resize needs rows {}-{} and cols {}-{}",
+                ROWS.0, ROWS.1, COLS.0, COLS.1
+            ));
+        }
+    }
+    Ok(message)
+}
+
+/// Sends a JSON text frame; false when the client is gone.
+async fn send_json(socket: &mut WebSocket, message: &ServerMessage) -> bool {
+    let text = serde_json::to_string(message).unwrap_or_default();
+    socket.send(Message::Text(text.into())).await.is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_messages_are_checked() {
+        assert_eq!(
+            control(r#"{"type":"resize","rows":40,"cols":100}"#).unwrap(),
+            ClientMessage::Resize {
+                rows: 40,
+                cols: 100
+            }
+        );
+        assert!(control(r#"{"type":"resize","rows":4,"cols":100}"#).is_err());
+        assert_eq!(
+            control(r#"{"type":"input","data":"ls\r"}"#).unwrap(),
+            ClientMessage::Input {
+                data: "ls\r".into()
+            }
+        );
+        assert!(control("ls").is_err());
+        assert!(control(r#"{"type":"input","data":"x","extra":1}"#).is_err());
+    }
+
+    #[test]
+    fn exit_message_shape() {
+        let text = serde_json::to_string(&ServerMessage::Exit {
+            exit_status: Some(0),
+            signal: None,
+        })
+        .unwrap();
+        assert_eq!(text, r#"{"type":"exit","exitStatus":0}"#);
+    }
+}

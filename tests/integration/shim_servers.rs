@@ -1,0 +1,476 @@
+//! SSH credentials, servers and terminal sessions over HTTP (spec §4.6, §4.8, §3): roles,
+//! confirmations, usage and delete-safety guards, key rotation against a private sshd, and no
+//! private key in any response or log line. Terminal tests are in `shim_servers/terminal.rs`.
+
+mod terminal;
+
+use std::time::Duration;
+
+use berth_crds::member::OrganizationRole;
+use berth_crds::resource::{Resource, ResourceSpec};
+use berth_tests::rest::{Rest, TestOrg, transcript};
+use berth_tests::sshd::{TestSshd, new_client_key};
+use berth_tests::{client, eventually, random_suffix, stack_env};
+use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
+use kube::api::{DeleteParams, PostParams};
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// The stack's client key (authorized by the stack's sshd).
+pub(crate) fn stack_key() -> String {
+    std::fs::read_to_string(stack_env("BERTH_SSH_KEY")).expect("read $BERTH_SSH_KEY")
+}
+
+/// Asserts no base64 line of `private_key` is in any response body or in the shim's log.
+pub(crate) fn assert_key_never_shown(private_key: &str) {
+    let lines: Vec<&str> = private_key
+        .lines()
+        .filter(|l| !l.starts_with("-----") && l.len() >= 20)
+        .collect();
+    assert!(!lines.is_empty(), "the key has body lines to look for");
+    let path = std::env::var("BERTH_SHIM_LOG").expect("BERTH_SHIM_LOG (hack/test.sh sets it)");
+    let log = std::fs::read_to_string(&path).expect("the shim log is readable");
+    let bodies = transcript();
+    for line in lines {
+        assert!(!log.contains(line), "private key material in {path}");
+        assert!(
+            !bodies.iter().any(|b| b.contains(line)),
+            "private key material in a response body"
+        );
+    }
+}
+
+/// Creates a credential through the API; returns its id.
+pub(crate) async fn create_credential(rest: &Rest, private_key: &str) -> String {
+    let body = json!({"name": "deploy key", "kind": "ssh-private-key", "privateKey": private_key});
+    rest.post("/credentials/ssh", body).await.ok()["id"]
+        .as_str()
+        .expect("an id")
+        .to_string()
+}
+
+/// Registers a server on 127.0.0.1:`port` without an edge proxy; returns its id.
+pub(crate) async fn create_server(rest: &Rest, credential: &str, port: u16) -> String {
+    let body = json!({
+        "name": "local", "host": "127.0.0.1", "port": port, "username": "root",
+        "credentialId": credential, "proxy": {"kind": "none"},
+    });
+    rest.post("/servers", body).await.ok()["id"]
+        .as_str()
+        .expect("an id")
+        .to_string()
+}
+
+/// Waits until the server record says reachable with a pinned host key.
+pub(crate) async fn wait_reachable(rest: &Rest, id: &str) -> Value {
+    eventually(WAIT, "server reachable", || async {
+        let record = rest.get(&format!("/servers/{id}")).await.ok();
+        (record["reachable"] == true && record["hostKeyFingerprint"].is_string()).then_some(record)
+    })
+    .await
+}
+
+/// Asserts a 422 naming `field`.
+#[track_caller]
+fn invalid(reply: berth_tests::rest::Reply, field: &str) {
+    let error = reply.error(422, "validation_error");
+    assert_eq!(error["details"]["field"], field, "{error}");
+}
+
+fn stack_port() -> u16 {
+    stack_env("BERTH_SSH_PORT").parse().unwrap()
+}
+
+#[tokio::test]
+async fn credentials_are_created_listed_shown_and_deleted_without_showing_the_key() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let admin = org.user(OrganizationRole::Admin).await.rest;
+    let member = org.user(OrganizationRole::Member).await.rest;
+    let mut other_org = TestOrg::new(&client).await;
+    let outsider = other_org.user(OrganizationRole::Owner).await.rest;
+    let key = stack_key();
+    let create = |private_key: &str| {
+        json!({"name": "deploy key", "kind": "ssh-private-key", "privateKey": private_key,
+               "username": "deploy"})
+    };
+
+    Rest::anonymous()
+        .get("/credentials/ssh")
+        .await
+        .error(401, "unauthenticated");
+    member
+        .post("/credentials/ssh", create(&key))
+        .await
+        .error(403, "forbidden");
+    // A key that does not parse: 422 on privateKey, and the message does not repeat it.
+    let broken = key.replace("AAAA", "AAAB");
+    let error = admin
+        .post("/credentials/ssh", create(&broken))
+        .await
+        .error(422, "validation_error");
+    assert_eq!(error["details"]["field"], "privateKey");
+    let mut wrong_kind = create(&key);
+    wrong_kind["kind"] = json!("password");
+    invalid(admin.post("/credentials/ssh", wrong_kind).await, "kind");
+    let mut unnamed = create(&key);
+    unnamed["name"] = json!("");
+    invalid(admin.post("/credentials/ssh", unnamed).await, "name");
+
+    let id = admin.post("/credentials/ssh", create(&key)).await.ok()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(id.starts_with("ssh-"), "{id}");
+    // The key sits only in a Secret of the organization, owned by the credential.
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &org.namespace);
+    let secret = secrets.get(&format!("{id}-key")).await.expect("key Secret");
+    assert_eq!(secret.type_.as_deref(), Some("kubernetes.io/ssh-auth"));
+    let owner = &secret.metadata.owner_references.as_ref().unwrap()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str()),
+        ("SshCredential", id.as_str())
+    );
+
+    let items = member.get("/credentials/ssh").await.ok()["items"].clone();
+    let record = items
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id.as_str())
+        .expect("listed")
+        .clone();
+    assert_eq!(record["kind"], "ssh-private-key");
+    assert_eq!(record["username"], "deploy");
+    assert_eq!(record["privateKeyConfigured"], true);
+    assert_eq!(record["publicKeyConfigured"], true);
+    assert!(
+        record["publicKey"]
+            .as_str()
+            .unwrap()
+            .starts_with("ssh-ed25519 ")
+    );
+    assert!(record["createdAt"].is_string());
+    for limit in ["0", "501", "x"] {
+        invalid(
+            member.get(&format!("/credentials/ssh?limit={limit}")).await,
+            "limit",
+        );
+    }
+    assert!(member.get("/credentials/ssh?limit=500").await.status == 200);
+
+    let shown = member
+        .get(&format!("/credentials/ssh/{id}?includeUsage=true"))
+        .await
+        .ok();
+    assert_eq!(shown["schemaVersion"], "credentials.show/v1");
+    assert_eq!(shown["credential"]["id"], id.as_str());
+    assert_eq!(shown["usage"]["totalServers"], 0);
+    assert!(shown["generatedAt"].is_string());
+    let plain = member.get(&format!("/credentials/ssh/{id}")).await.ok();
+    assert!(plain.get("usage").is_none(), "{plain}");
+    outsider
+        .get(&format!("/credentials/ssh/{id}"))
+        .await
+        .error(404, "not_found");
+
+    let path = format!("/credentials/ssh/{id}");
+    let confirmed = json!({"confirmation": {"credentialId": id}});
+    outsider
+        .delete(&path, confirmed.clone())
+        .await
+        .error(404, "not_found");
+    member
+        .delete(&path, confirmed.clone())
+        .await
+        .error(403, "forbidden");
+    admin
+        .delete(
+            &path,
+            json!({"confirmation": {"credentialId": "ssh-other"}}),
+        )
+        .await
+        .error(409, "confirmation_mismatch");
+    invalid(
+        admin.delete(&path, json!({})).await,
+        "confirmation.credentialId",
+    );
+    assert_eq!(admin.delete(&path, confirmed).await.ok()["id"], id.as_str());
+    member.get(&path).await.error(404, "not_found");
+    eventually(WAIT, "the key Secret garbage-collected", || async {
+        secrets
+            .get_opt(&format!("{id}-key"))
+            .await
+            .ok()?
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    assert_key_never_shown(&key);
+}
+
+#[tokio::test]
+async fn servers_are_guarded_until_inactive_and_unblocked_and_credentials_while_used() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let admin = org.user(OrganizationRole::Admin).await.rest;
+    let member = org.user(OrganizationRole::Member).await.rest;
+    let mut other_org = TestOrg::new(&client).await;
+    let outsider = other_org.user(OrganizationRole::Admin).await.rest;
+    let credential = create_credential(&admin, &stack_key()).await;
+    let foreign_credential = create_credential(&outsider, &stack_key()).await;
+
+    let body = |credential: &str| {
+        json!({"name": "web 1", "host": "127.0.0.1", "port": stack_port(),
+               "credentialId": credential, "proxy": {"kind": "none"}})
+    };
+    member
+        .post("/servers", body(&credential))
+        .await
+        .error(403, "forbidden");
+    invalid(
+        admin.post("/servers", body("ssh-missing")).await,
+        "credentialId",
+    );
+    invalid(
+        admin.post("/servers", body(&foreign_credential)).await,
+        "credentialId",
+    );
+    let mut bad_port = body(&credential);
+    bad_port["port"] = json!(0);
+    invalid(admin.post("/servers", bad_port).await, "port");
+    let mut bad_proxy = body(&credential);
+    bad_proxy["proxy"] = json!({"kind": "nginx"});
+    invalid(admin.post("/servers", bad_proxy).await, "proxy.kind");
+
+    let id = admin.post("/servers", body(&credential)).await.ok()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(id.starts_with("srv-"), "{id}");
+    let record = wait_reachable(&member, &id).await;
+    assert_eq!(record["name"], "web 1");
+    assert_eq!(record["username"], "root");
+    assert_eq!(record["lifecycleStatus"], "active");
+    assert_eq!(
+        record["hostKeyFingerprint"],
+        stack_env("BERTH_SSH_HOST_KEY_FINGERPRINT").as_str()
+    );
+    assert_eq!(record["proxy"]["kind"], "none");
+    assert_eq!(record["proxy"]["status"], "disabled");
+    let record = eventually(WAIT, "Docker version and facts", || async {
+        let record = member.get(&format!("/servers/{id}")).await.ok();
+        record["dockerVersion"].is_string().then_some(record)
+    })
+    .await;
+    assert!(record["facts"]["cpus"].as_i64().unwrap() >= 1, "{record}");
+    let listed = member.get("/servers").await.ok();
+    assert!(
+        listed["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["id"] == id.as_str())
+    );
+    invalid(member.get("/servers?limit=501").await, "limit");
+    outsider
+        .get(&format!("/servers/{id}"))
+        .await
+        .error(404, "not_found");
+
+    // The credential is in use: its deletion is refused and names the server.
+    let credential_path = format!("/credentials/ssh/{credential}");
+    let delete_credential = json!({"confirmation": {"credentialId": credential}});
+    let refused = admin
+        .delete(&credential_path, delete_credential.clone())
+        .await
+        .error(409, "conflict");
+    assert_eq!(refused["details"]["blockers"][0]["id"], id.as_str());
+    let usage = member
+        .get(&format!("{credential_path}?includeUsage=1"))
+        .await
+        .ok()["usage"]
+        .clone();
+    assert_eq!(
+        (
+            usage["totalServers"].clone(),
+            usage["activeServers"].clone()
+        ),
+        (json!(1), json!(1))
+    );
+    assert_eq!(usage["servers"][0]["serverId"], id.as_str());
+    assert_eq!(usage["servers"][0]["host"], "127.0.0.1");
+
+    // An active server is not deleted.
+    let path = format!("/servers/{id}");
+    let confirmed = json!({"confirmation": {"serverId": id}, "idempotencyKey": random_suffix()});
+    outsider
+        .delete(&path, confirmed.clone())
+        .await
+        .error(404, "not_found");
+    member
+        .delete(&path, confirmed.clone())
+        .await
+        .error(403, "forbidden");
+    admin
+        .delete(&path, json!({"confirmation": {"serverId": "srv-other"}}))
+        .await
+        .error(409, "confirmation_mismatch");
+    let active = admin
+        .delete(&path, confirmed.clone())
+        .await
+        .error(409, "conflict");
+    assert_eq!(active["details"]["lifecycleStatus"], "active");
+
+    member
+        .post(&format!("{path}/deactivate"), json!({}))
+        .await
+        .error(403, "forbidden");
+    let inactive = admin
+        .post(&format!("{path}/deactivate"), json!({}))
+        .await
+        .ok();
+    assert_eq!(inactive["lifecycleStatus"], "inactive");
+    let usage = member
+        .get(&format!("{credential_path}?includeUsage=true"))
+        .await
+        .ok()["usage"]
+        .clone();
+    assert_eq!(usage["inactiveServers"], 1);
+    // An inactive server still uses the credential.
+    admin
+        .delete(&credential_path, delete_credential.clone())
+        .await
+        .error(409, "conflict");
+
+    // A resource on the server is a delete-safety blocker.
+    let spec: ResourceSpec = serde_json::from_value(json!({
+        "projectId": "shop", "environmentId": "production", "serverId": id,
+        "name": "Shop web", "kind": "application",
+    }))
+    .unwrap();
+    let resources: Api<Resource> = Api::namespaced(client.clone(), &org.namespace);
+    resources
+        .create(&PostParams::default(), &Resource::new("shop-web", spec))
+        .await
+        .unwrap();
+    let blocked = admin
+        .delete(&path, confirmed.clone())
+        .await
+        .error(409, "conflict");
+    assert_eq!(
+        blocked["details"]["blockers"],
+        json!([{"kind": "resource", "id": "shop-web"}])
+    );
+    resources
+        .delete("shop-web", &DeleteParams::default())
+        .await
+        .unwrap();
+
+    assert_eq!(
+        admin.delete(&path, confirmed.clone()).await.ok()["id"],
+        id.as_str()
+    );
+    // The same idempotency key repeats the outcome; the server is gone for readers.
+    assert_eq!(admin.delete(&path, confirmed).await.ok()["id"], id.as_str());
+    member.get(&path).await.error(404, "not_found");
+    // Once the controller's cleanup finished, the credential may go.
+    eventually(WAIT, "credential deletable", || async {
+        let reply = admin
+            .delete(&credential_path, delete_credential.clone())
+            .await;
+        (reply.status == 200).then_some(())
+    })
+    .await;
+    assert_key_never_shown(&stack_key());
+}
+
+#[tokio::test]
+async fn rotation_switches_the_key_in_place_and_the_server_stays_reachable() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let admin = org.user(OrganizationRole::Admin).await.rest;
+    let member = org.user(OrganizationRole::Member).await.rest;
+    let keys = std::env::temp_dir().join(format!("berth-shim-keys-{}", random_suffix()));
+    let (old_key, old_public, _) = new_client_key(&keys, "old");
+    let (new_key, new_public, new_fingerprint) = new_client_key(&keys, "new");
+    let sshd = TestSshd::start(&[&old_public]);
+    let credential = create_credential(&admin, &old_key).await;
+    let server = create_server(&admin, &credential, sshd.port).await;
+    wait_reachable(&member, &server).await;
+
+    // Only the new key is authorized from now on; the rotation must make Berth use it.
+    sshd.set_authorized_keys(&[&new_public]);
+    let path = format!("/credentials/ssh/{credential}/rotate");
+    let confirmed =
+        |key: &str| json!({"privateKey": key, "confirmation": {"credentialId": credential}});
+    member
+        .post(&path, confirmed(&new_key))
+        .await
+        .error(403, "forbidden");
+    admin
+        .post(
+            &path,
+            json!({"privateKey": new_key, "confirmation": {"credentialId": "ssh-x"}}),
+        )
+        .await
+        .error(409, "confirmation_mismatch");
+    invalid(
+        admin.post(&path, json!({"privateKey": new_key})).await,
+        "confirmation.credentialId",
+    );
+    invalid(
+        admin.post(&path, confirmed("not a key")).await,
+        "privateKey",
+    );
+    let rotated = admin.post(&path, confirmed(&new_key)).await.ok();
+    assert_eq!(rotated["schemaVersion"], "credentials.rotate-ssh/v1");
+    assert_eq!(rotated["credential"]["id"], credential.as_str());
+    assert_eq!(rotated["credential"]["kind"], "ssh-private-key");
+    assert_eq!(rotated["credential"]["usernameConfigured"], false);
+    assert_eq!(rotated["credential"]["privateKeyConfigured"], true);
+    assert_eq!(rotated["affectedUsage"]["totalServers"], 1);
+    assert_eq!(
+        rotated["affectedUsage"]["servers"][0]["serverId"],
+        server.as_str()
+    );
+    let rotated_at = rotated["credential"]["rotatedAt"].clone();
+
+    // The controller logs in with the new key and the server stays reachable.
+    eventually(WAIT, "a login with the new key", || async {
+        sshd.log()
+            .lines()
+            .any(|l| l.contains("Accepted publickey") && l.contains(&new_fingerprint))
+            .then_some(())
+    })
+    .await;
+    let record = wait_reachable(&member, &server).await;
+    assert_eq!(
+        record["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == "Reachable")
+            .unwrap()["status"],
+        "True"
+    );
+    let shown = member
+        .get(&format!("/credentials/ssh/{credential}"))
+        .await
+        .ok();
+    assert_eq!(shown["credential"]["fingerprint"], new_fingerprint.as_str());
+    assert_eq!(shown["credential"]["rotatedAt"], rotated_at);
+
+    // The terminal (the shim's own connection) uses the new key too.
+    let mut shell = terminal::open_shell(&admin, &server, json!({})).await;
+    shell
+        .run_and_expect("echo rotated-$((40+2))", "rotated-42")
+        .await;
+    shell.exit().await;
+
+    std::fs::remove_dir_all(&keys).ok();
+    assert_key_never_shown(&old_key);
+    assert_key_never_shown(&new_key);
+}

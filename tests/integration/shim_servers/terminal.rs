@@ -1,0 +1,289 @@
+//! Terminal sessions (spec §4.8): limits of spec §8, roles, the single-use WebSocket bound to
+//! its creator, a command echoed back, resize, and `relativeDirectory`.
+
+use std::time::Duration;
+
+use berth_crds::member::OrganizationRole;
+use berth_tests::rest::{Rest, TestOrg, base_url};
+use berth_tests::sshd::{TestSshd, new_client_key};
+use berth_tests::{client, random_suffix};
+use futures::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+use super::{assert_key_never_shown, create_credential, create_server, invalid, wait_reachable};
+
+const READ: Duration = Duration::from_secs(20);
+
+/// An open terminal WebSocket and everything it has printed so far.
+pub(crate) struct Shell {
+    socket: WebSocketStream<MaybeTlsStream<TcpStream>>,
+    output: String,
+    events: Vec<Value>,
+    closed: bool,
+}
+
+/// Connects to a session's WebSocket with the token as a header or as `?access_token=`; the
+/// HTTP status of a refused handshake otherwise.
+async fn connect(rest: &Rest, path: &str, token_in_query: bool) -> Result<Shell, u16> {
+    let origin = base_url()
+        .replacen("http://", "ws://", 1)
+        .split("/api")
+        .next()
+        .unwrap()
+        .to_string();
+    let token = rest.token.clone().expect("a signed-in caller");
+    let url = if token_in_query {
+        format!("{origin}{path}?access_token={token}")
+    } else {
+        format!("{origin}{path}")
+    };
+    let mut request = url.into_client_request().unwrap();
+    if !token_in_query {
+        request
+            .headers_mut()
+            .insert("Authorization", format!("Bearer {token}").parse().unwrap());
+    }
+    match tokio_tungstenite::connect_async(request).await {
+        Ok((socket, _)) => {
+            let mut shell = Shell {
+                socket,
+                output: String::new(),
+                events: Vec::new(),
+                closed: false,
+            };
+            shell.wait_event("ready").await;
+            Ok(shell)
+        }
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+            Err(response.status().as_u16())
+        }
+        Err(error) => panic!("WebSocket connect failed: {error}"),
+    }
+}
+
+/// Creates a session on `server` (with `extra` request fields) and connects to it.
+pub(crate) async fn open_shell(rest: &Rest, server: &str, extra: Value) -> Shell {
+    let record = create(rest, server, extra).await.ok();
+    connect(rest, record["transport"]["path"].as_str().unwrap(), false)
+        .await
+        .expect("the WebSocket opens")
+}
+
+async fn create(rest: &Rest, server: &str, extra: Value) -> berth_tests::rest::Reply {
+    let mut body = json!({"scope": {"kind": "server", "serverId": server}});
+    for (key, value) in extra.as_object().unwrap() {
+        body[key] = value.clone();
+    }
+    rest.post("/terminal-sessions", body).await
+}
+
+impl Shell {
+    /// Reads one frame; false once the socket is closed.
+    async fn read(&mut self) -> bool {
+        let frame = tokio::time::timeout(READ, self.socket.next())
+            .await
+            .unwrap_or_else(|_| panic!("no terminal output for {READ:?}; so far: {}", self.output));
+        match frame {
+            Some(Ok(Message::Binary(bytes))) => {
+                self.output.push_str(&String::from_utf8_lossy(&bytes))
+            }
+            Some(Ok(Message::Text(text))) => self.events.push(serde_json::from_str(&text).unwrap()),
+            Some(Ok(Message::Close(_))) | None | Some(Err(_)) => self.closed = true,
+            Some(Ok(_)) => {}
+        }
+        !self.closed
+    }
+
+    async fn wait_event(&mut self, kind: &str) -> Value {
+        loop {
+            if let Some(event) = self.events.iter().find(|e| e["type"] == kind) {
+                return event.clone();
+            }
+            assert!(
+                self.read().await,
+                "closed before a {kind} message: {:?}",
+                self.events
+            );
+        }
+    }
+
+    /// Types `line` and Enter, and waits until `expected` appears in the output.
+    pub(crate) async fn run_and_expect(&mut self, line: &str, expected: &str) {
+        let start = self.output.len();
+        self.socket
+            .send(Message::Binary(format!("{line}\r").into_bytes().into()))
+            .await
+            .unwrap();
+        while !self.output[start..].contains(expected) {
+            assert!(
+                self.read().await,
+                "closed before {expected:?}: {}",
+                self.output
+            );
+        }
+    }
+
+    async fn resize(&mut self, rows: u32, cols: u32) {
+        let message = json!({"type": "resize", "rows": rows, "cols": cols}).to_string();
+        self.socket
+            .send(Message::Text(message.into()))
+            .await
+            .unwrap();
+    }
+
+    /// Ends the shell; returns the exit message.
+    pub(crate) async fn exit(&mut self) -> Value {
+        let input = json!({"type": "input", "data": "exit\r"}).to_string();
+        self.socket.send(Message::Text(input.into())).await.unwrap();
+        let exit = self.wait_event("exit").await;
+        while self.read().await {}
+        exit
+    }
+}
+
+#[tokio::test]
+async fn terminal_session_runs_a_command_resizes_and_is_single_use() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let admin = org.user(OrganizationRole::Admin).await.rest;
+    let other_admin = org.user(OrganizationRole::Admin).await.rest;
+    let member = org.user(OrganizationRole::Member).await.rest;
+    let mut other_org = TestOrg::new(&client).await;
+    let outsider = other_org.user(OrganizationRole::Owner).await.rest;
+    let keys = std::env::temp_dir().join(format!("berth-terminal-keys-{}", random_suffix()));
+    let (key, public, _) = new_client_key(&keys, "terminal");
+    // A private sshd: its sessions' HOME is a directory of its own, removed afterwards.
+    let sshd = TestSshd::start(&[&public]);
+    let credential = create_credential(&admin, &key).await;
+    let server = create_server(&admin, &credential, sshd.port).await;
+    wait_reachable(&admin, &server).await;
+
+    // Spec §8 limits and the other refusals.
+    let cases = [
+        (json!({"relativeDirectory": ""}), "relativeDirectory"),
+        (
+            json!({"relativeDirectory": "a".repeat(513)}),
+            "relativeDirectory",
+        ),
+        (json!({"relativeDirectory": "/etc"}), "relativeDirectory"),
+        (
+            json!({"relativeDirectory": "work/../.."}),
+            "relativeDirectory",
+        ),
+        (json!({"initialRows": 9}), "initialRows"),
+        (json!({"initialRows": 121}), "initialRows"),
+        (json!({"initialCols": 19}), "initialCols"),
+        (json!({"initialCols": 321}), "initialCols"),
+        (json!({"initialCols": "wide"}), "initialCols"),
+    ];
+    for (extra, field) in cases {
+        invalid(create(&admin, &server, extra).await, field);
+    }
+    invalid(
+        admin
+            .post(
+                "/terminal-sessions",
+                json!({"scope": {"kind": "resource", "serverId": server}}),
+            )
+            .await,
+        "scope.kind",
+    );
+    Rest::anonymous()
+        .post(
+            "/terminal-sessions",
+            json!({"scope": {"kind": "server", "serverId": server}}),
+        )
+        .await
+        .error(401, "unauthenticated");
+    create(&member, &server, json!({}))
+        .await
+        .error(403, "forbidden");
+    create(&outsider, &server, json!({}))
+        .await
+        .error(404, "not_found");
+    create(&admin, "srv-missing", json!({}))
+        .await
+        .error(404, "not_found");
+
+    // The edge values are accepted.
+    let record = create(
+        &admin,
+        &server,
+        json!({"initialRows": 120, "initialCols": 320, "relativeDirectory": "a".repeat(512)}),
+    )
+    .await
+    .ok();
+    assert_eq!(record["scope"], "server");
+
+    let record = create(
+        &admin,
+        &server,
+        json!({"initialRows": 10, "initialCols": 20}),
+    )
+    .await
+    .ok();
+    assert_eq!(record["serverId"], server.as_str());
+    assert_eq!(record["providerKey"], "generic-ssh");
+    assert_eq!(record["transport"]["kind"], "websocket");
+    let path = record["transport"]["path"].as_str().unwrap().to_string();
+    let session = record["sessionId"].as_str().unwrap();
+    assert_eq!(path, format!("/api/terminal-sessions/{session}/ws"));
+    // Only its creator may connect, and a refusal does not use the session up.
+    assert_eq!(connect(&other_admin, &path, false).await.err(), Some(404));
+    assert_eq!(connect(&outsider, &path, true).await.err(), Some(404));
+    let mut shell = connect(&admin, &path, true)
+        .await
+        .expect("creator connects");
+    assert_eq!(
+        connect(&admin, &path, false).await.err(),
+        Some(404),
+        "single use"
+    );
+
+    let ready = shell.events[0].clone();
+    assert_eq!(
+        (ready["rows"].clone(), ready["cols"].clone()),
+        (json!(10), json!(20))
+    );
+    shell.run_and_expect("stty size", "10 20").await;
+    let n: u32 = rand::random_range(1000..9000);
+    shell
+        .run_and_expect(
+            &format!("echo hello-$(({n}+1))"),
+            &format!("hello-{}", n + 1),
+        )
+        .await;
+    shell.resize(40, 100).await;
+    shell.run_and_expect("stty size", "40 100").await;
+    // A bad control message is refused with an error message; the session goes on.
+    shell.socket.send(Message::Text("ls".into())).await.unwrap();
+    shell.wait_event("error").await;
+    shell
+        .run_and_expect("mkdir -p work/app && echo made-$((1+1))", "made-2")
+        .await;
+    assert_eq!(shell.exit().await["exitStatus"], 0);
+
+    // relativeDirectory is below the login user's home.
+    let mut shell = open_shell(&admin, &server, json!({"relativeDirectory": "work/app"})).await;
+    // The prompt may show the directory too; only the command's output says `in-5`.
+    shell
+        .run_and_expect("case $(pwd) in */work/app) echo in-$((2+3));; esac", "in-5")
+        .await;
+    shell.exit().await;
+    let record = create(&admin, &server, json!({"relativeDirectory": "work/./app/"}))
+        .await
+        .ok();
+    assert_eq!(record["workingDirectory"], "~/work/app");
+    // A directory that does not exist ends the shell at once with a failure.
+    let mut shell = open_shell(&admin, &server, json!({"relativeDirectory": "missing"})).await;
+    let exit = shell.wait_event("exit").await;
+    assert_ne!(exit["exitStatus"], 0, "{exit}");
+
+    drop(sshd);
+    std::fs::remove_dir_all(&keys).ok();
+    assert_key_never_shown(&key);
+}
