@@ -84,6 +84,38 @@ fn stack_port() -> u16 {
 }
 
 #[tokio::test]
+async fn every_credential_server_and_terminal_endpoint_needs_a_token() {
+    let anonymous = Rest::anonymous();
+    let calls = [
+        ("GET", "/credentials/ssh"),
+        ("POST", "/credentials/ssh"),
+        ("GET", "/credentials/ssh/ssh-x"),
+        ("DELETE", "/credentials/ssh/ssh-x"),
+        ("POST", "/credentials/ssh/ssh-x/rotate"),
+        ("GET", "/servers"),
+        ("POST", "/servers"),
+        ("GET", "/servers/srv-x"),
+        ("POST", "/servers/srv-x/activate"),
+        ("POST", "/servers/srv-x/deactivate"),
+        ("DELETE", "/servers/srv-x"),
+        ("POST", "/terminal-sessions"),
+        ("GET", "/terminal-sessions/trm-x/ws"),
+        (
+            "GET",
+            "/terminal-sessions/trm-x/ws?access_token=bst_not-a-token",
+        ),
+    ];
+    for (method, path) in calls {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let body = (method != reqwest::Method::GET).then(|| json!({}));
+        anonymous
+            .send(method, path, body)
+            .await
+            .error(401, "unauthenticated");
+    }
+}
+
+#[tokio::test]
 async fn credentials_are_created_listed_shown_and_deleted_without_showing_the_key() {
     let client = client().await;
     let mut org = TestOrg::new(&client).await;
@@ -328,6 +360,10 @@ async fn servers_are_guarded_until_inactive_and_unblocked_and_credentials_while_
         .post(&format!("{path}/deactivate"), json!({}))
         .await
         .error(403, "forbidden");
+    outsider
+        .post(&format!("{path}/deactivate"), json!({}))
+        .await
+        .error(404, "not_found");
     let inactive = admin
         .post(&format!("{path}/deactivate"), json!({}))
         .await
@@ -339,6 +375,37 @@ async fn servers_are_guarded_until_inactive_and_unblocked_and_credentials_while_
         .ok()["usage"]
         .clone();
     assert_eq!(usage["inactiveServers"], 1);
+    let listed = |filter: &'static str| {
+        let member = member.clone();
+        async move {
+            let reply = member
+                .get(&format!("/servers?lifecycleStatus={filter}"))
+                .await;
+            let ids: Vec<Value> = reply.ok()["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["id"].clone())
+                .collect();
+            ids
+        }
+    };
+    assert_eq!(listed("inactive").await, vec![json!(id)]);
+    assert!(listed("active").await.is_empty());
+    // activate undoes it (and needs an admin too).
+    member
+        .post(&format!("{path}/activate"), json!({}))
+        .await
+        .error(403, "forbidden");
+    let active = admin
+        .post(&format!("{path}/activate"), json!({}))
+        .await
+        .ok();
+    assert_eq!(active["lifecycleStatus"], "active");
+    admin
+        .post(&format!("{path}/deactivate"), json!({}))
+        .await
+        .ok();
     // An inactive server still uses the credential.
     admin
         .delete(&credential_path, delete_credential.clone())
@@ -406,6 +473,12 @@ async fn rotation_switches_the_key_in_place_and_the_server_stays_reachable() {
     let path = format!("/credentials/ssh/{credential}/rotate");
     let confirmed =
         |key: &str| json!({"privateKey": key, "confirmation": {"credentialId": credential}});
+    let mut other_org = TestOrg::new(&client).await;
+    let outsider = other_org.user(OrganizationRole::Admin).await.rest;
+    outsider
+        .post(&path, confirmed(&new_key))
+        .await
+        .error(404, "not_found");
     member
         .post(&path, confirmed(&new_key))
         .await

@@ -372,7 +372,11 @@ async fn create(
         let _ = api.delete(&id, &Default::default()).await;
         return Err(error.into());
     }
-    merge_status(&api, &state.caches.ssh_credentials, &id, key_status(&key)).await?;
+    // Best effort: the controller fills the same fields from the Secret anyway.
+    let recorded = merge_status(&api, &state.caches.ssh_credentials, &id, key_status(&key)).await;
+    if let Err(error) = recorded {
+        tracing::warn!(credential = %id, message = %error.body.message, "key not recorded in status yet");
+    }
     tracing::info!(
         credential = %id,
         organization = %organization.id,
@@ -514,7 +518,12 @@ async fn rotate(
     let mut status = key_status(&key);
     status["rotatedAt"] = json!(rotated_at);
     let api = api(&state, &namespace);
-    merge_status(&api, &state.caches.ssh_credentials, &id, status).await?;
+    let written = merge_status(&api, &state.caches.ssh_credentials, &id, status).await?;
+    // Kubernetes keeps whole seconds; report the time as stored, as later reads show it.
+    let rotated_at = written
+        .status
+        .and_then(|s| s.rotated_at)
+        .unwrap_or(rotated_at);
     tracing::info!(
         credential = %id,
         organization = %organization.id,

@@ -329,15 +329,16 @@ async fn list(
     let organization = caller.require_role(OrganizationRole::Member)?;
     known_params(&query, &["limit", "lifecycleStatus"])?;
     let limit = query.integer("limit", 1, MAX_LIMIT, DEFAULT_LIMIT)?;
-    let lifecycle = query.one_of(
-        "lifecycleStatus",
-        &["active", "inactive", "all"],
-        Some("all"),
-    )?;
+    let wanted = match query.one_of("lifecycleStatus", &["active", "inactive", "all"], None)? {
+        Some("active") => Some(ServerLifecycle::Active),
+        Some("inactive") => Some(ServerLifecycle::Inactive),
+        _ => None,
+    };
     let mut servers: Vec<_> = all_in(&state.caches.servers, &organization.namespace)
         .into_iter()
         .filter(|s| s.metadata.deletion_timestamp.is_none())
         .filter(|s| caller.sees(ScopeDimension::Target, &s.name_any()))
+        .filter(|s| wanted.is_none_or(|w| s.spec.lifecycle_status == w))
         .collect();
     servers.sort_by_key(|s| {
         (
@@ -347,12 +348,8 @@ async fn list(
     });
     let items = servers
         .iter()
-        .map(|s| record(s))
-        .filter(|r| {
-            lifecycle == Some("all")
-                || serde_json::to_value(r.lifecycle_status).ok() == lifecycle.map(|l| json!(l))
-        })
         .take(limit as usize)
+        .map(|s| record(s))
         .collect();
     Ok(Json(ServerList { items }))
 }

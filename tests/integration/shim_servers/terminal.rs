@@ -263,7 +263,10 @@ async fn terminal_session_runs_a_command_resizes_and_is_single_use() {
     shell.socket.send(Message::Text("ls".into())).await.unwrap();
     shell.wait_event("error").await;
     shell
-        .run_and_expect("mkdir -p work/app && echo made-$((1+1))", "made-2")
+        .run_and_expect(
+            "mkdir -p \"$HOME/work/app\" && echo made-$((1+1))",
+            "made-2",
+        )
         .await;
     assert_eq!(shell.exit().await["exitStatus"], 0);
 
