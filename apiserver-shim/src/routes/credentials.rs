@@ -138,20 +138,13 @@ pub struct RotatedCredential {
     pub affected_usage: SshCredentialUsage,
 }
 
-/// Credential kinds a request may name.
-#[derive(Deserialize, JsonSchema, Clone, Copy)]
-#[serde(rename_all = "kebab-case")]
-pub enum CredentialKindInput {
-    SshPrivateKey,
-}
-
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CreateCredential {
     /// Display name (1-120 characters).
     pub name: String,
     /// `ssh-private-key`.
-    pub kind: CredentialKindInput,
+    pub kind: SshCredentialKind,
     /// Unencrypted OpenSSH or PEM private key. Stored only in a Secret; never returned.
     pub private_key: String,
     /// Login name servers use with this key unless they set their own.
@@ -347,7 +340,6 @@ async fn create(
     if let Some(username) = &body.username {
         validate_username(username)?;
     }
-    let CredentialKindInput::SshPrivateKey = body.kind;
     let key = parse_key("privateKey", &body.private_key)?;
     let id = new_id("ssh");
     let secret_name = format!("{id}-key");
@@ -355,7 +347,7 @@ async fn create(
         &id,
         SshCredentialSpec {
             name: body.name.trim().to_string(),
-            kind: SshCredentialKind::SshPrivateKey,
+            kind: body.kind,
             username: body.username,
             private_key_secret_ref: PrivateKeySecretRef {
                 name: secret_name.clone(),
