@@ -7,6 +7,7 @@ pub mod cache;
 pub mod cli;
 pub mod error;
 pub mod extract;
+pub mod metrics;
 pub mod openapi;
 pub mod ratelimit;
 pub mod routes;
@@ -29,6 +30,11 @@ pub fn app(state: AppState) -> Router {
     Router::new()
         .merge(routes::health::router())
         .nest("/api", routes::api_router())
+        .route("/metrics", axum::routing::get(metrics::serve))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            metrics::track,
+        ))
         .fallback(|| async { ApiError::not_found("endpoint", "this path").into_response() })
         .method_not_allowed_fallback(|| async {
             ApiError::new_method_not_allowed().into_response()
@@ -51,6 +57,7 @@ pub async fn run(options: ShimOptions) -> anyhow::Result<()> {
             session_ttl: std::time::Duration::from_secs(options.session_hours * 3600),
         }),
         login_limiter: Default::default(),
+        metrics: Default::default(),
         terminals: Default::default(),
         server_deletions: Default::default(),
     };

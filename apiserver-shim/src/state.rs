@@ -16,6 +16,7 @@ pub struct AppState {
     pub caches: Caches,
     pub config: Arc<Config>,
     pub login_limiter: Arc<LoginLimiter>,
+    pub metrics: Arc<crate::metrics::HttpMetrics>,
     /// Terminal sessions waiting for their WebSocket, and the SSH connections they use.
     pub terminals: Arc<crate::routes::terminal::Terminals>,
     /// Recent `DELETE /servers` idempotency keys.

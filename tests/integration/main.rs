@@ -9,6 +9,7 @@ mod examples_apply;
 mod org_project_env;
 mod servers;
 mod shim_account;
+mod shim_basics;
 mod shim_decisions;
 mod shim_organizations;
 mod shim_projects_envs;
