@@ -5,6 +5,8 @@
 #                         tunnel against the local socket, measured in one run
 #   hack/bench.sh shim    GET /api/projects (100 projects) on berth-shim against the same LIST
 #                         sent straight to the API server, concurrency 64: p50, p99, throughput
+#   hack/bench.sh deploy  apply of a Resource (local image) until the first 200 through the edge
+#                         proxy, p50 of N runs, against a floor measured in the same run
 set -euo pipefail
 HACK_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export BERTH_LOG_PREFIX=bench
@@ -24,6 +26,11 @@ Commands:
         ServiceAccount) against the same LIST on the API server with the admin kubeconfig;
         fails unless the shim's p99 is --goal (default 2) times lower. Extra arguments go to
         the berth-bench-shim binary.
+  deploy [RUNS]
+        Applies a Resource running berth/sample-app:1 RUNS times (default 10) and times each
+        apply until the first 200 through the edge proxy; the floor is the same image started
+        with a plain Docker call until its first 200. Prints both p50s and their ratio
+        (goal: Berth within 1.5x of the floor).
 USAGE
 }
 
@@ -73,9 +80,98 @@ bench_shim() {
   "$CARGO_TARGET_DIR/debug/berth-bench-shim" --url "http://$BENCH_SHIM_ADDR/api" "$@"
 }
 
+# Milliseconds since the epoch.
+now_ms() { date +%s%3N; }
+
+# Median of the numbers on stdin.
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : int((v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+
+# Polls `curl ARGS...` until it answers 200.
+until_200() {
+  until [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$@")" = 200 ]; do sleep 0.02; done
+}
+
+bench_deploy() {
+  local runs=${1:-10} port=18990 ns="bench-deploy-$RANDOM"
+  stack_env
+  # shellcheck source-path=SCRIPTDIR
+  source "$HACK_DIR/lib/berth.sh"
+  log "building Berth"
+  (cd "$HACK_DIR/.." && cargo build --quiet --bins -p berth-controller)
+  berth_install_crds
+  berth_install_rbac
+  # The Server goes first, while the controller still runs, so its finalizer removes the proxy.
+  local cleanup="kubectl -n $ns delete server.berth.dev local --timeout=60s >/dev/null 2>&1 || true"
+  cleanup="$cleanup; kubectl delete namespace $ns --wait=false >/dev/null 2>&1 || true"
+  if ! controller_ready; then
+    berth_start_controller "$BERTH_RUN_DIR/bench-controller.log"
+    cleanup="$cleanup; berth_stop_controller"
+  fi
+  # shellcheck disable=SC2064 # expand now: what this run started
+  trap "$cleanup" EXIT
+  kubectl create namespace "$ns" >/dev/null
+  kubectl -n "$ns" create secret generic key --from-file=privateKey="$BERTH_SSH_KEY" >/dev/null
+  kubectl -n "$ns" apply -f - >/dev/null <<YAML
+apiVersion: berth.dev/v1alpha1
+kind: SshCredential
+metadata: { name: key }
+spec: { name: bench key, privateKeySecretRef: { name: key, key: privateKey } }
+---
+apiVersion: berth.dev/v1alpha1
+kind: Server
+metadata: { name: local }
+spec:
+  host: 127.0.0.1
+  port: $BERTH_SSH_PORT
+  username: root
+  credentialId: key
+  proxy: { kind: caddy, httpPort: $port, httpsPort: $((port + 1)) }
+YAML
+  kubectl -n "$ns" wait --for=condition=Ready server/local --timeout=90s >/dev/null
+  local berth_file floor_file
+  berth_file=$(mktemp) floor_file=$(mktemp)
+  for i in $(seq 1 "$runs"); do
+    local t0 name="b$i"
+    t0=$(now_ms)
+    kubectl -n "$ns" apply -f - >/dev/null <<YAML
+apiVersion: berth.dev/v1alpha1
+kind: Resource
+metadata: { name: $name }
+spec:
+  projectId: prj-bench
+  environmentId: env-bench
+  serverId: local
+  name: $name
+  kind: application
+  source: { kind: docker-image, locator: "berth/sample-app:1" }
+  runtimeProfile: { healthCheck: { path: /healthz } }
+  networkProfile: { internalPort: 8080 }
+YAML
+    until_200 -H "Host: $name.localhost" "http://127.0.0.1:$port/"
+    echo $(($(now_ms) - t0)) >>"$berth_file"
+    kubectl -n "$ns" delete resource.berth.dev "$name" --wait=true >/dev/null
+
+    t0=$(now_ms)
+    local container ip
+    container=$(docker run -d --network berth-edge --label berth.dev/bench=deploy berth/sample-app:1)
+    ip=$(docker inspect -f '{{(index .NetworkSettings.Networks "berth-edge").IPAddress}}' "$container")
+    until_200 "http://$ip:8080/healthz"
+    echo $(($(now_ms) - t0)) >>"$floor_file"
+    docker rm -f "$container" >/dev/null
+  done
+  local berth_p50 floor_p50
+  berth_p50=$(median <"$berth_file") floor_p50=$(median <"$floor_file")
+  echo "runs: $runs"
+  echo "berth apply → first 200 through the proxy: p50 ${berth_p50} ms (all: $(paste -sd' ' "$berth_file"))"
+  echo "floor docker run → first 200:              p50 ${floor_p50} ms (all: $(paste -sd' ' "$floor_file"))"
+  awk -v b="$berth_p50" -v f="$floor_p50" 'BEGIN { printf "ratio: %.2fx (goal <= 1.5x)\n", b / (f > 0 ? f : 1) }'
+  rm -f "$berth_file" "$floor_file"
+}
+
 case "${1:-}" in
   ssh) shift; bench_ssh "$@" ;;
   shim) shift; bench_shim "$@" ;;
+  deploy) shift; bench_deploy "$@" ;;
   -h | --help | help) usage ;;
   *) usage >&2; exit 2 ;;
 esac

@@ -17,11 +17,17 @@ pub struct TestSshd {
     pub port: u16,
     dir: PathBuf,
     child: Option<Child>,
+    max_sessions: u32,
 }
 
 impl TestSshd {
     /// Starts an sshd accepting `authorized_keys` (public key lines) for root.
     pub fn start(authorized_keys: &[&str]) -> Self {
+        Self::start_with_max_sessions(authorized_keys, 64)
+    }
+
+    /// Like [`Self::start`], with sshd's `MaxSessions` (session channels per connection) set.
+    pub fn start_with_max_sessions(authorized_keys: &[&str], max_sessions: u32) -> Self {
         let dir = std::env::temp_dir().join(format!("berth-test-sshd-{}", random_suffix()));
         std::fs::create_dir_all(&dir).expect("create sshd dir");
         let port = free_port();
@@ -29,6 +35,7 @@ impl TestSshd {
             port,
             dir,
             child: None,
+            max_sessions,
         };
         sshd.new_host_key();
         sshd.set_authorized_keys(authorized_keys);
@@ -44,9 +51,9 @@ impl TestSshd {
             "Port {}\nListenAddress 127.0.0.1\nHostKey {dir}/host_key\n\
              AuthorizedKeysFile {dir}/authorized_keys\nPidFile none\nStrictModes no\nUsePAM no\n\
              PermitRootLogin prohibit-password\nPasswordAuthentication no\n\
-             KbdInteractiveAuthentication no\nAllowStreamLocalForwarding yes\nMaxSessions 64\n\
+             KbdInteractiveAuthentication no\nAllowStreamLocalForwarding yes\nMaxSessions {}\n\
              SetEnv HOME={dir}\nLogLevel VERBOSE\n",
-            self.port
+            self.port, self.max_sessions
         )
     }
 

@@ -18,6 +18,7 @@ use berth_crds::member::Member;
 use berth_crds::organization::Organization;
 use berth_crds::overlay_decision::OverlayDecision;
 use berth_crds::project::Project;
+use berth_crds::resource::Resource as BerthResource;
 use berth_crds::route_surface_decision::RouteSurfaceDecision;
 use berth_crds::server::Server;
 use berth_crds::session::Session;
@@ -46,6 +47,7 @@ pub struct Caches {
     pub route_surface_decisions: Store<RouteSurfaceDecision>,
     pub servers: Store<Server>,
     pub ssh_credentials: Store<SshCredential>,
+    pub resources: Store<BerthResource>,
 }
 
 /// Starts a watch-backed cache of every `K` in the cluster.
@@ -86,6 +88,7 @@ impl Caches {
             route_surface_decisions: start(client),
             servers: start(client),
             ssh_credentials: start(client),
+            resources: start(client),
         }
     }
 
@@ -105,6 +108,7 @@ impl Caches {
             self.route_surface_decisions.wait_until_ready(),
             self.servers.wait_until_ready(),
             self.ssh_credentials.wait_until_ready(),
+            self.resources.wait_until_ready(),
         )?;
         Ok(())
     }

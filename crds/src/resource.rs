@@ -300,6 +300,10 @@ pub struct AutoDeployPolicy {
     #[serde(default)]
     #[schemars(inner(length(min = 1)))]
     pub event_kinds: Vec<String>,
+    /// Fingerprint of the source binding (kind and locator) when auto-deploy was enabled; a
+    /// different source blocks auto-deploy until it is enabled again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_binding_fingerprint: Option<String>,
 }
 
 impl Default for AutoDeployPolicy {
@@ -309,6 +313,7 @@ impl Default for AutoDeployPolicy {
             trigger_kind: default_trigger_kind(),
             refs: Vec::new(),
             event_kinds: Vec::new(),
+            source_binding_fingerprint: None,
         }
     }
 }

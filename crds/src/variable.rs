@@ -28,3 +28,30 @@ pub struct PlainVariable {
     #[serde(default)]
     pub exposure: VariableExposure,
 }
+
+impl VariableExposure {
+    /// The exposure as the API and Secret data keys spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::BuildTime => "build-time",
+            Self::Runtime => "runtime",
+        }
+    }
+}
+
+/// Data key of a secret variable in its Resource's Secret: `<exposure>.<KEY>`.
+pub fn secret_data_key(exposure: VariableExposure, key: &str) -> String {
+    format!("{}.{key}", exposure.as_str())
+}
+
+/// A Secret data key back to `(exposure, KEY)`; a key without an exposure prefix (a Secret
+/// written by hand) is a runtime variable.
+pub fn parse_secret_data_key(data_key: &str) -> (VariableExposure, &str) {
+    if let Some(key) = data_key.strip_prefix("build-time.") {
+        (VariableExposure::BuildTime, key)
+    } else if let Some(key) = data_key.strip_prefix("runtime.") {
+        (VariableExposure::Runtime, key)
+    } else {
+        (VariableExposure::Runtime, data_key)
+    }
+}

@@ -3,7 +3,7 @@
 //! reachability after sshd stops and comes back, key rotation, deletion guards, and no private
 //! key anywhere a user or operator can read.
 
-mod support;
+pub(crate) mod support;
 
 use std::time::{Duration, Instant};
 

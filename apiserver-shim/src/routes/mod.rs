@@ -16,6 +16,7 @@ pub mod members;
 pub mod organizations;
 pub mod overlays;
 pub mod projects;
+pub mod resource_config;
 pub mod servers;
 pub mod terminal;
 pub mod usage_intents;
@@ -130,6 +131,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         credentials::endpoints(),
         servers::endpoints(),
         terminal::endpoints(),
+        resource_config::endpoints(),
     ]
     .into_iter()
     .flatten()

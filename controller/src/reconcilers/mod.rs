@@ -3,10 +3,12 @@
 pub mod archive;
 pub mod bookkeeping;
 pub mod bookkept_kinds;
+pub mod deployment;
 pub mod environment;
 pub mod fresh;
 pub mod organization;
 pub mod project;
+pub mod resource;
 pub mod server;
 pub mod ssh_credential;
 
@@ -73,6 +75,8 @@ pub async fn run_all(
         environment::run(context.clone(), shutdown.clone()),
         ssh_credential::run(context.clone(), shutdown.clone()),
         server::run(context.clone(), shutdown.clone()),
+        deployment::run(context.clone(), shutdown.clone()),
+        resource::run(context.clone(), shutdown.clone()),
         bookkeeping::run::<User>(context.clone(), shutdown.clone()),
         bookkeeping::run::<Session>(context.clone(), shutdown.clone()),
         bookkeeping::run::<Member>(context.clone(), shutdown.clone()),

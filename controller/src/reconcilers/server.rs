@@ -1,7 +1,7 @@
 //! Server: reach it over SSH (host key pinned), report facts, Docker and the edge proxy in status,
 //! and guard its deletion while resources or deployments reference it.
 
-mod observe;
+pub mod observe;
 pub mod status;
 
 use std::sync::Arc;

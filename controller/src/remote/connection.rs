@@ -340,6 +340,56 @@ impl ServerConnection {
         .await
     }
 
+    /// Sends one HTTP/1 request to `host:port` as seen from the server (a container's address)
+    /// over a `direct-tcpip` channel and reads the whole response, within the request deadline.
+    /// Health probes use it, so containers need no published port (DESIGN §4).
+    pub async fn send_http_tcp<B>(
+        &self,
+        host: &str,
+        port: u16,
+        request: Request<B>,
+    ) -> Result<(http::StatusCode, bytes::Bytes), RemoteError>
+    where
+        B: Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let channel = within(self.timeouts.channel_open, "opening a TCP channel", async {
+            self.handle
+                .channel_open_direct_tcpip(host, u32::from(port), "127.0.0.1", 0)
+                .await
+                .map_err(|source| RemoteError::Ssh {
+                    operation: "opening a TCP channel",
+                    source,
+                })
+        })
+        .await?;
+        within(self.timeouts.request, "HTTP request over SSH", async {
+            let io = TokioIo::new(channel.into_stream());
+            let (mut sender, connection) = hyper::client::conn::http1::handshake(io)
+                .await
+                .map_err(|source| RemoteError::Http { source })?;
+            tokio::spawn(async move {
+                if let Err(error) = connection.await {
+                    tracing::debug!(%error, "HTTP connection over SSH ended");
+                }
+            });
+            let response = sender
+                .send_request(request)
+                .await
+                .map_err(|source| RemoteError::Http { source })?;
+            let status = response.status();
+            let body = response
+                .into_body()
+                .collect()
+                .await
+                .map_err(|source| RemoteError::Http { source })?
+                .to_bytes();
+            Ok((status, body))
+        })
+        .await
+    }
+
     /// Sends a request and reads the whole response body, both within the request deadline.
     pub async fn send_http_collect<B>(
         &self,

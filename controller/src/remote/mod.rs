@@ -15,4 +15,4 @@ pub use client_key::{ClientKey, ClientKeyError};
 pub use connection::{Endpoint, ServerConnection, Timeouts};
 pub use edge_proxy::{EdgeProxy, EdgeProxyNames, EdgeProxySettings, ProxyChange, edge_config};
 pub use error::RemoteError;
-pub use pool::{PoolSettings, ServerConnectionPool, ServerId};
+pub use pool::{PoolSettings, ServerConnectionPool, ServerId, SessionLease};

@@ -1,16 +1,26 @@
-//! `ServerConnectionPool`: one SSH connection per server, shared by every caller and reopened
-//! with exponential backoff when it breaks or when what it was opened with (endpoint, client
-//! key) changes.
+//! `ServerConnectionPool`: a small, bounded set of SSH connections per server, shared by every
+//! caller and reopened with exponential backoff when they break or when what they were opened
+//! with (endpoint, client key) changes.
+//!
+//! One connection is preferred: forwarding channels (Docker, probes, the proxy admin API) always
+//! use the first live connection, and so do session channels (exec, terminals) while it has room.
+//! sshd caps session channels per connection (`MaxSessions`, 10 by default), so the pool counts
+//! them ([`SessionLease`]) and opens another connection when every live one is at
+//! `max_sessions_per_connection`, up to `max_connections_per_server`; beyond that, callers wait
+//! for a session to end.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use russh::Channel;
+use russh::client::Msg;
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::client_key::ClientKey;
-use super::connection::{Endpoint, ServerConnection, Timeouts};
+use super::connection::{CommandOutput, Endpoint, ServerConnection, Timeouts};
 use super::error::RemoteError;
 use super::host_key;
 
@@ -34,6 +44,11 @@ pub struct PoolSettings {
     /// Wait after the first failed attempt; doubles per failure up to `backoff_max`.
     pub backoff_initial: Duration,
     pub backoff_max: Duration,
+    /// Session channels (exec, terminals) open at once on one connection; below sshd's default
+    /// `MaxSessions` (10).
+    pub max_sessions_per_connection: usize,
+    /// Connections to one server at most; further sessions wait for one to end.
+    pub max_connections_per_server: usize,
 }
 
 impl Default for PoolSettings {
@@ -42,6 +57,8 @@ impl Default for PoolSettings {
             timeouts: Timeouts::default(),
             backoff_initial: Duration::from_millis(500),
             backoff_max: Duration::from_secs(8),
+            max_sessions_per_connection: 8,
+            max_connections_per_server: 4,
         }
     }
 }
@@ -58,6 +75,117 @@ pub fn backoff(settings: &PoolSettings, failures: u32) -> Duration {
         .min(settings.backoff_max)
 }
 
+/// Where the next session channel goes, given each live connection's open sessions and limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// On the live connection at this index (the first one with room).
+    Use(usize),
+    /// On a new connection.
+    Open,
+    /// Nowhere yet: every connection is full and there are as many as allowed.
+    Wait,
+}
+
+/// Picks a place for one more session: the first connection with room (`open < limit`), else
+/// a new connection while fewer than `max_connections` exist, else wait.
+pub fn place(sessions: &[(usize, usize)], max_connections: usize) -> Placement {
+    match sessions.iter().position(|&(open, limit)| open < limit) {
+        Some(index) => Placement::Use(index),
+        None if sessions.len() < max_connections.max(1) => Placement::Open,
+        None => Placement::Wait,
+    }
+}
+
+/// Whether sshd refused to open a session channel, as it does when the connection has
+/// `MaxSessions` already: the connection is fine, just full. OpenSSH answers "connect failed"
+/// there (a session has nothing else to connect to); "administratively prohibited" and
+/// "resource shortage" are taken the same way. Only meaningful for session channel opens.
+pub fn is_session_refused(error: &RemoteError) -> bool {
+    matches!(
+        error,
+        RemoteError::Ssh {
+            source: russh::Error::ChannelOpenFailure(
+                russh::ChannelOpenFailure::AdministrativelyProhibited
+                    | russh::ChannelOpenFailure::ConnectFailed
+                    | russh::ChannelOpenFailure::ResourceShortage
+            ),
+            ..
+        }
+    )
+}
+
+/// Session channels open on one connection, and how many it takes.
+#[derive(Debug)]
+struct Sessions {
+    open: AtomicUsize,
+    limit: AtomicUsize,
+}
+
+impl Sessions {
+    fn new(limit: usize) -> Self {
+        Self {
+            open: AtomicUsize::new(0),
+            limit: AtomicUsize::new(limit.max(1)),
+        }
+    }
+
+    fn load(&self) -> (usize, usize) {
+        (
+            self.open.load(Ordering::Acquire),
+            self.limit.load(Ordering::Acquire),
+        )
+    }
+
+    /// sshd refused one more session while `open` (this one included) were counted: lowers the
+    /// limit to the others (at least one). False when there were no others: then sshd may
+    /// still be releasing a session that just ended here.
+    fn refused(&self) -> bool {
+        let others = self.open.load(Ordering::Acquire).saturating_sub(1);
+        self.limit.fetch_min(others.max(1), Ordering::AcqRel);
+        others > 0
+    }
+}
+
+/// One session slot on a connection; frees it when dropped.
+struct SessionSlot {
+    sessions: Arc<Sessions>,
+    freed: Arc<Notify>,
+}
+
+impl Drop for SessionSlot {
+    fn drop(&mut self) {
+        self.sessions.open.fetch_sub(1, Ordering::AcqRel);
+        self.freed.notify_waiters();
+    }
+}
+
+/// A connection with room for one session channel, reserved until this is dropped. Keep it for
+/// as long as the session channel (exec, terminal) is open.
+pub struct SessionLease {
+    connection: Arc<ServerConnection>,
+    slot: SessionSlot,
+}
+
+impl SessionLease {
+    pub fn connection(&self) -> &Arc<ServerConnection> {
+        &self.connection
+    }
+
+    /// sshd refused a session on this connection: take no more sessions on it than the others
+    /// open now until it is replaced. False when no other session was open.
+    pub fn mark_full(&self) -> bool {
+        self.slot.sessions.refused()
+    }
+}
+
+impl std::ops::Deref for SessionLease {
+    type Target = ServerConnection;
+
+    fn deref(&self) -> &ServerConnection {
+        &self.connection
+    }
+}
+
 /// What a live connection must match to be reused.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Identity {
@@ -65,18 +193,56 @@ struct Identity {
     client_key_fingerprint: String,
 }
 
+struct Pooled {
+    connection: Arc<ServerConnection>,
+    sessions: Arc<Sessions>,
+}
+
 #[derive(Default)]
 struct Slot {
-    connection: Option<Arc<ServerConnection>>,
+    /// Live connections, the preferred one first.
+    connections: Vec<Pooled>,
     identity: Option<Identity>,
     failures: u32,
     retry_at: Option<Instant>,
     last_failure: Option<(&'static str, String)>,
 }
 
-/// One SSH connection per server, shared.
+impl Slot {
+    /// Closes every connection and forgets it.
+    async fn close_all(&mut self) {
+        for pooled in self.connections.drain(..) {
+            pooled.connection.close().await;
+        }
+    }
+
+    /// Drops connections that ended or whose host key `pinned` no longer accepts.
+    async fn prune(&mut self, pinned_host_key: Option<&str>) {
+        let mut index = 0;
+        while index < self.connections.len() {
+            let connection = &self.connections[index].connection;
+            let usable = !connection.is_closed()
+                && host_key::accepts(pinned_host_key, connection.host_key_fingerprint());
+            if usable {
+                index += 1;
+            } else {
+                let old = self.connections.remove(index);
+                old.connection.close().await;
+            }
+        }
+    }
+}
+
+/// A server's connections and the wake-up for callers waiting for a session slot.
+#[derive(Default)]
+struct Server {
+    slot: tokio::sync::Mutex<Slot>,
+    freed: Arc<Notify>,
+}
+
+/// A bounded set of SSH connections per server, shared.
 pub struct ServerConnectionPool {
-    slots: Mutex<HashMap<ServerId, Arc<tokio::sync::Mutex<Slot>>>>,
+    servers: Mutex<HashMap<ServerId, Arc<Server>>>,
     settings: PoolSettings,
     opened: AtomicU64,
 }
@@ -84,7 +250,7 @@ pub struct ServerConnectionPool {
 impl ServerConnectionPool {
     pub fn new(settings: PoolSettings) -> Self {
         Self {
-            slots: Mutex::new(HashMap::new()),
+            servers: Mutex::new(HashMap::new()),
             settings,
             opened: AtomicU64::new(0),
         }
@@ -99,48 +265,36 @@ impl ServerConnectionPool {
         self.opened.load(Ordering::Relaxed)
     }
 
-    fn slot(&self, id: &ServerId) -> Arc<tokio::sync::Mutex<Slot>> {
-        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-        slots.entry(id.clone()).or_default().clone()
+    fn server(&self, id: &ServerId) -> Arc<Server> {
+        let mut servers = self.servers.lock().unwrap_or_else(|e| e.into_inner());
+        servers.entry(id.clone()).or_default().clone()
     }
 
-    /// The server's connection: the live one when it still matches `endpoint`, `key` and the
-    /// pinned host key, else a new one. Concurrent callers for one server share one attempt.
-    /// While backing off after failures, fails fast with [`RemoteError::BackingOff`].
-    pub async fn connect(
-        &self,
-        id: &ServerId,
-        endpoint: &Endpoint,
-        key: &ClientKey,
-        pinned_host_key: Option<&str>,
-    ) -> Result<Arc<ServerConnection>, RemoteError> {
-        let slot = self.slot(id);
-        let mut slot = slot.lock().await;
+    /// Resets `slot` when `endpoint` or `key` changed: the old connections and their failures
+    /// are forgotten.
+    async fn match_identity(slot: &mut Slot, endpoint: &Endpoint, key: &ClientKey) {
         let identity = Identity {
             endpoint: endpoint.clone(),
             client_key_fingerprint: key.fingerprint().to_string(),
         };
         if slot.identity.as_ref() != Some(&identity) {
-            // New endpoint or rotated key: forget the old connection and its failures.
-            if let Some(old) = slot.connection.take() {
-                old.close().await;
-            }
+            slot.close_all().await;
             *slot = Slot {
                 identity: Some(identity),
                 ..Slot::default()
             };
         }
-        if let Some(connection) = &slot.connection {
-            let usable = !connection.is_closed()
-                && host_key::accepts(pinned_host_key, connection.host_key_fingerprint());
-            if usable {
-                return Ok(connection.clone());
-            }
-            let old = slot.connection.take();
-            if let Some(old) = old {
-                old.close().await;
-            }
-        }
+    }
+
+    /// Opens one more connection for `slot`, unless backing off after failures.
+    async fn open(
+        &self,
+        id: &ServerId,
+        slot: &mut Slot,
+        endpoint: &Endpoint,
+        key: &ClientKey,
+        pinned_host_key: Option<&str>,
+    ) -> Result<usize, RemoteError> {
         if let (Some(retry_at), Some((reason, message))) = (slot.retry_at, &slot.last_failure) {
             let now = Instant::now();
             if retry_at > now {
@@ -154,14 +308,17 @@ impl ServerConnectionPool {
         match ServerConnection::open(endpoint, key, pinned_host_key, &self.settings.timeouts).await
         {
             Ok(connection) => {
-                let connection = Arc::new(connection);
                 self.opened.fetch_add(1, Ordering::Relaxed);
-                slot.connection = Some(connection.clone());
+                slot.connections.push(Pooled {
+                    connection: Arc::new(connection),
+                    sessions: Arc::new(Sessions::new(self.settings.max_sessions_per_connection)),
+                });
                 slot.failures = 0;
                 slot.retry_at = None;
                 slot.last_failure = None;
-                tracing::info!(server = %id, address = %endpoint.address(), "SSH connection opened");
-                Ok(connection)
+                let count = slot.connections.len();
+                tracing::info!(server = %id, address = %endpoint.address(), connections = count, "SSH connection opened");
+                Ok(count - 1)
             }
             Err(error) => {
                 slot.failures = slot.failures.saturating_add(1);
@@ -172,42 +329,209 @@ impl ServerConnectionPool {
         }
     }
 
-    /// The server's live connection, if any, whatever it was opened with. Used to clean up after
-    /// a server whose credential is already gone.
-    pub async fn current(&self, id: &ServerId) -> Option<Arc<ServerConnection>> {
-        let slot = self.slot(id);
-        let slot = slot.lock().await;
-        slot.connection.clone().filter(|c| !c.is_closed())
-    }
-
-    /// Drops `connection` if it is still the server's current one, after it failed in a way that
-    /// makes it suspect; the next `connect` opens a new one at once.
-    pub async fn discard(&self, id: &ServerId, connection: &Arc<ServerConnection>) {
-        let slot = self.slot(id);
-        let mut slot = slot.lock().await;
-        if slot
-            .connection
-            .as_ref()
-            .is_some_and(|current| Arc::ptr_eq(current, connection))
-        {
-            slot.connection = None;
-            connection.close().await;
+    /// The server's preferred connection, for forwarding channels (Docker, probes): the first
+    /// live one when it still matches `endpoint`, `key` and the pinned host key, else a new one.
+    /// Concurrent callers for one server share one attempt. While backing off after failures,
+    /// fails fast with [`RemoteError::BackingOff`]. Session channels (exec, terminals) should
+    /// go through [`Self::session`] instead, which spreads them over more connections.
+    pub async fn connect(
+        &self,
+        id: &ServerId,
+        endpoint: &Endpoint,
+        key: &ClientKey,
+        pinned_host_key: Option<&str>,
+    ) -> Result<Arc<ServerConnection>, RemoteError> {
+        let server = self.server(id);
+        let mut slot = server.slot.lock().await;
+        Self::match_identity(&mut slot, endpoint, key).await;
+        slot.prune(pinned_host_key).await;
+        if let Some(first) = slot.connections.first() {
+            return Ok(first.connection.clone());
         }
+        let index = self
+            .open(id, &mut slot, endpoint, key, pinned_host_key)
+            .await?;
+        Ok(slot.connections[index].connection.clone())
     }
 
-    /// Closes the server's connection and forgets it (server deleted).
-    pub async fn remove(&self, id: &ServerId) {
-        let slot = {
-            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-            slots.remove(id)
-        };
-        if let Some(slot) = slot {
-            let connection = slot.lock().await.connection.take();
-            if let Some(connection) = connection {
-                connection.close().await;
+    /// A connection with room for one more session channel (exec, terminal), reserved until the
+    /// lease is dropped. Prefers the first connection; opens another when every live one is
+    /// full, up to `max_connections_per_server`; beyond that waits for a session to end, for at
+    /// most the command deadline.
+    pub async fn session(
+        &self,
+        id: &ServerId,
+        endpoint: &Endpoint,
+        key: &ClientKey,
+        pinned_host_key: Option<&str>,
+    ) -> Result<SessionLease, RemoteError> {
+        let after = self.settings.timeouts.command;
+        let deadline = Instant::now() + after;
+        let server = self.server(id);
+        loop {
+            // Registered before looking, so a session ending meanwhile still wakes us.
+            let freed = server.freed.notified();
+            tokio::pin!(freed);
+            freed.as_mut().enable();
+            {
+                let mut slot = server.slot.lock().await;
+                Self::match_identity(&mut slot, endpoint, key).await;
+                slot.prune(pinned_host_key).await;
+                let sessions: Vec<_> = slot
+                    .connections
+                    .iter()
+                    .map(|pooled| pooled.sessions.load())
+                    .collect();
+                let index = match place(&sessions, self.settings.max_connections_per_server) {
+                    Placement::Use(index) => Some(index),
+                    Placement::Open => {
+                        match self
+                            .open(id, &mut slot, endpoint, key, pinned_host_key)
+                            .await
+                        {
+                            Ok(index) => Some(index),
+                            // The live connections free up eventually; wait for them.
+                            Err(error) if !slot.connections.is_empty() => {
+                                tracing::debug!(server = %id, %error, "no extra SSH connection; waiting for a session slot");
+                                None
+                            }
+                            Err(error) => return Err(error),
+                        }
+                    }
+                    Placement::Wait => None,
+                };
+                if let Some(index) = index {
+                    let pooled = &slot.connections[index];
+                    pooled.sessions.open.fetch_add(1, Ordering::AcqRel);
+                    return Ok(SessionLease {
+                        connection: pooled.connection.clone(),
+                        slot: SessionSlot {
+                            sessions: pooled.sessions.clone(),
+                            freed: server.freed.clone(),
+                        },
+                    });
+                }
+            }
+            // Connections that end do not notify: look again now and then.
+            let wake = deadline.min(Instant::now() + Duration::from_millis(500));
+            if tokio::time::timeout_at(wake, freed).await.is_err() && Instant::now() >= deadline {
+                return Err(RemoteError::Timeout {
+                    operation: "waiting for an SSH session slot",
+                    after,
+                });
             }
         }
     }
+
+    /// Runs `command` on an exec channel of one of the server's connections (see
+    /// [`Self::session`]). A connection whose sshd refuses another session is taken as full and
+    /// the command goes to another one.
+    pub async fn exec(
+        &self,
+        id: &ServerId,
+        endpoint: &Endpoint,
+        key: &ClientKey,
+        pinned_host_key: Option<&str>,
+        command: &str,
+    ) -> Result<CommandOutput, RemoteError> {
+        let deadline = Instant::now() + self.settings.timeouts.command;
+        loop {
+            let lease = self.session(id, endpoint, key, pinned_host_key).await?;
+            match lease.exec(command).await {
+                Err(error) if is_session_refused(&error) => {
+                    if !retry_refused(id, &lease, &error, deadline).await {
+                        return Err(error);
+                    }
+                }
+                result => return result,
+            }
+        }
+    }
+
+    /// Opens an interactive terminal of `(cols, rows)` (see [`ServerConnection::open_terminal`]) on one of the
+    /// server's connections; keep the lease as long as the channel. Refused sessions are
+    /// retried as in [`Self::exec`].
+    pub async fn open_terminal(
+        &self,
+        id: &ServerId,
+        endpoint: &Endpoint,
+        key: &ClientKey,
+        pinned_host_key: Option<&str>,
+        (cols, rows): (u32, u32),
+        command: Option<&str>,
+    ) -> Result<(Channel<Msg>, SessionLease), RemoteError> {
+        let deadline = Instant::now() + self.settings.timeouts.command;
+        loop {
+            let lease = self.session(id, endpoint, key, pinned_host_key).await?;
+            match lease.open_terminal(cols, rows, command).await {
+                Ok(channel) => return Ok((channel, lease)),
+                Err(error) => {
+                    if !retry_refused(id, &lease, &error, deadline).await {
+                        return Err(error);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The server's preferred live connection, if any, whatever it was opened with. Used to
+    /// clean up after a server whose credential is already gone.
+    pub async fn current(&self, id: &ServerId) -> Option<Arc<ServerConnection>> {
+        let server = self.server(id);
+        let slot = server.slot.lock().await;
+        slot.connections
+            .iter()
+            .map(|pooled| &pooled.connection)
+            .find(|c| !c.is_closed())
+            .cloned()
+    }
+
+    /// Drops `connection` if it is still one of the server's, after it failed in a way that
+    /// makes it suspect; the next `connect` opens a new one at once.
+    pub async fn discard(&self, id: &ServerId, connection: &Arc<ServerConnection>) {
+        let server = self.server(id);
+        let mut slot = server.slot.lock().await;
+        if let Some(index) = slot
+            .connections
+            .iter()
+            .position(|pooled| Arc::ptr_eq(&pooled.connection, connection))
+        {
+            slot.connections.remove(index);
+            connection.close().await;
+            server.freed.notify_waiters();
+        }
+    }
+
+    /// Closes the server's connections and forgets them (server deleted).
+    pub async fn remove(&self, id: &ServerId) {
+        let server = {
+            let mut servers = self.servers.lock().unwrap_or_else(|e| e.into_inner());
+            servers.remove(id)
+        };
+        if let Some(server) = server {
+            server.slot.lock().await.close_all().await;
+            server.freed.notify_waiters();
+        }
+    }
+}
+
+/// Whether to retry a session `lease` failed to open with `error`: sshd refused it (the
+/// connection is then taken as full) and time is left. With no other session open on it, sshd
+/// may still be releasing one that just ended, so the retry comes after a short pause.
+async fn retry_refused(
+    id: &ServerId,
+    lease: &SessionLease,
+    error: &RemoteError,
+    deadline: Instant,
+) -> bool {
+    if !is_session_refused(error) || Instant::now() >= deadline {
+        return false;
+    }
+    tracing::debug!(server = %id, %error, "sshd refused a session; taking the connection as full");
+    if !lease.mark_full() {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    true
 }
 
 #[cfg(test)]
@@ -225,5 +549,127 @@ mod tests {
         assert_eq!(waits[5], Duration::from_secs(8));
         assert_eq!(waits[7], Duration::from_secs(8));
         assert_eq!(backoff(&settings, u32::MAX), settings.backoff_max);
+    }
+
+    #[test]
+    fn defaults_stay_below_sshd_max_sessions() {
+        let settings = PoolSettings::default();
+        assert_eq!(settings.max_sessions_per_connection, 8);
+        assert_eq!(settings.max_connections_per_server, 4);
+    }
+
+    #[test]
+    fn the_first_connection_is_preferred_while_it_has_room() {
+        assert_eq!(place(&[], 4), Placement::Open);
+        assert_eq!(place(&[(0, 8)], 4), Placement::Use(0));
+        assert_eq!(place(&[(7, 8)], 4), Placement::Use(0));
+        // A later connection with room does not win over the first one with room.
+        assert_eq!(place(&[(3, 8), (0, 8)], 4), Placement::Use(0));
+        assert_eq!(place(&[(8, 8), (2, 8)], 4), Placement::Use(1));
+    }
+
+    #[test]
+    fn full_connections_open_another_up_to_the_bound_then_wait() {
+        assert_eq!(place(&[(8, 8)], 4), Placement::Open);
+        assert_eq!(place(&[(8, 8), (8, 8), (8, 8)], 4), Placement::Open);
+        assert_eq!(place(&[(8, 8), (8, 8), (8, 8), (8, 8)], 4), Placement::Wait);
+        assert_eq!(place(&[(2, 2), (2, 2)], 2), Placement::Wait);
+        // A bound of zero still allows one connection.
+        assert_eq!(place(&[], 0), Placement::Open);
+        assert_eq!(place(&[(1, 1)], 0), Placement::Wait);
+    }
+
+    #[test]
+    fn a_connection_marked_full_by_sshd_takes_no_more() {
+        // sshd refused at 5 open: the limit drops to 5, below the configured 8.
+        assert_eq!(place(&[(5, 5)], 1), Placement::Wait);
+        assert_eq!(place(&[(5, 5)], 2), Placement::Open);
+        assert_eq!(place(&[(4, 5)], 2), Placement::Use(0));
+    }
+
+    #[test]
+    fn slots_are_counted_and_freed_on_drop() {
+        let sessions = Arc::new(Sessions::new(2));
+        let freed = Arc::new(Notify::new());
+        let take = || {
+            sessions.open.fetch_add(1, Ordering::AcqRel);
+            SessionSlot {
+                sessions: sessions.clone(),
+                freed: freed.clone(),
+            }
+        };
+        let first = take();
+        let second = take();
+        assert_eq!(sessions.load(), (2, 2));
+        assert_eq!(place(&[sessions.load()], 1), Placement::Wait);
+        drop(first);
+        assert_eq!(sessions.load(), (1, 2));
+        assert_eq!(place(&[sessions.load()], 1), Placement::Use(0));
+        drop(second);
+        assert_eq!(sessions.load(), (0, 2));
+        // A zero limit is raised to one, so a connection always takes a session.
+        assert_eq!(Sessions::new(0).load(), (0, 1));
+    }
+
+    #[test]
+    fn a_refusal_lowers_the_limit_to_the_other_open_sessions() {
+        let sessions = Sessions::new(8);
+        sessions.open.store(6, Ordering::Release);
+        assert!(sessions.refused());
+        assert_eq!(sessions.load(), (6, 5));
+        // The refused attempt's slot is freed: the connection is full at 5.
+        sessions.open.store(5, Ordering::Release);
+        assert_eq!(place(&[sessions.load()], 1), Placement::Wait);
+        // Never raised again by a later refusal at a higher count.
+        sessions.open.store(7, Ordering::Release);
+        assert!(sessions.refused());
+        assert_eq!(sessions.load().1, 5);
+        // Refused with nothing else open: the limit drops to one, never to zero.
+        sessions.open.store(1, Ordering::Release);
+        assert!(!sessions.refused());
+        assert_eq!(sessions.load(), (1, 1));
+    }
+
+    #[tokio::test]
+    async fn dropping_a_slot_wakes_a_waiter() {
+        let sessions = Arc::new(Sessions::new(1));
+        let freed = Arc::new(Notify::new());
+        sessions.open.fetch_add(1, Ordering::AcqRel);
+        let slot = SessionSlot {
+            sessions: sessions.clone(),
+            freed: freed.clone(),
+        };
+        let waiter = freed.notified();
+        tokio::pin!(waiter);
+        waiter.as_mut().enable();
+        drop(slot);
+        tokio::time::timeout(Duration::from_secs(1), waiter)
+            .await
+            .expect("the waiter is woken");
+        assert_eq!(sessions.load(), (0, 1));
+    }
+
+    #[test]
+    fn only_open_refusals_mean_full() {
+        let refused = |failure| RemoteError::Ssh {
+            operation: "opening an exec channel",
+            source: russh::Error::ChannelOpenFailure(failure),
+        };
+        assert!(is_session_refused(&refused(
+            russh::ChannelOpenFailure::AdministrativelyProhibited
+        )));
+        assert!(is_session_refused(&refused(
+            russh::ChannelOpenFailure::ResourceShortage
+        )));
+        assert!(is_session_refused(&refused(
+            russh::ChannelOpenFailure::ConnectFailed
+        )));
+        assert!(!is_session_refused(&refused(
+            russh::ChannelOpenFailure::UnknownChannelType
+        )));
+        assert!(!is_session_refused(&RemoteError::Ssh {
+            operation: "exec",
+            source: russh::Error::Disconnect,
+        }));
     }
 }

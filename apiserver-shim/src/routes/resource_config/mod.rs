@@ -1,0 +1,132 @@
+//! Spec §4.7, resource configuration: profiles, source, auto-deploy, storage attachments,
+//! variables, secrets and the effective configuration. Plain settings live in the Resource
+//! spec; secret values live only in a Secret the Resource owns.
+
+mod effective;
+pub mod import;
+mod profiles;
+mod secrets;
+mod source;
+mod variables;
+
+use std::sync::Arc;
+
+use berth_crds::member::OrganizationRole;
+use berth_crds::resource::{Resource, ResourceSpec};
+use berth_crds::variable::VariableExposure;
+use kube::{Api, ResourceExt};
+
+use super::Endpoint;
+use super::common::find_in;
+use crate::auth::{Caller, ScopeDimension};
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+use crate::write::apply;
+
+pub fn endpoints() -> Vec<Endpoint> {
+    [
+        profiles::endpoints(),
+        source::endpoints(),
+        variables::endpoints(),
+        secrets::endpoints(),
+        effective::endpoints(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// A resource of the caller's organization the caller may see, or 404 (other organizations'
+/// resources and those outside a deploy token's scope look the same as missing ones).
+pub fn lookup(state: &AppState, caller: &Caller, id: &str) -> ApiResult<Arc<Resource>> {
+    let organization = caller.require_role(OrganizationRole::Member)?;
+    let resource = find_in(
+        &state.caches.resources,
+        &organization.namespace,
+        id,
+        "resource",
+    )?;
+    let visible = caller.sees(ScopeDimension::Resource, id)
+        && caller.sees(ScopeDimension::Project, &resource.spec.project_id)
+        && caller.sees(ScopeDimension::Environment, &resource.spec.environment_id);
+    if !visible {
+        return Err(ApiError::not_found("resource", id));
+    }
+    Ok(resource)
+}
+
+/// Annotations the shim keeps on a Resource across its own writes (a server-side apply drops
+/// every field of ours the new object leaves out).
+const KEPT_ANNOTATIONS: &[&str] = &[source::SOURCE_IDEMPOTENCY_ANNOTATION];
+
+/// Writes `spec` as the resource's desired spec and returns the stored object.
+pub async fn save(
+    state: &AppState,
+    caller: &Caller,
+    resource: &Resource,
+    spec: ResourceSpec,
+) -> ApiResult<Resource> {
+    let mut desired = Resource::new(&resource.name_any(), spec);
+    for key in KEPT_ANNOTATIONS {
+        if let Some(value) = resource.annotations().get(*key) {
+            desired
+                .annotations_mut()
+                .insert((*key).to_string(), value.clone());
+        }
+    }
+    save_object(state, caller, resource, desired).await
+}
+
+/// Writes a prepared desired object (spec and the shim's annotations).
+pub async fn save_object(
+    state: &AppState,
+    caller: &Caller,
+    resource: &Resource,
+    desired: Resource,
+) -> ApiResult<Resource> {
+    let namespace = resource.namespace().unwrap_or_default();
+    let api = Api::<Resource>::namespaced(state.client.clone(), &namespace);
+    apply(&api, &state.caches.resources, Some(caller), desired).await
+}
+
+/// The exposure as the REST API spells it.
+pub fn exposure_name(exposure: VariableExposure) -> &'static str {
+    exposure.as_str()
+}
+
+/// Parses an `exposure` value (query or body), defaulting to `runtime` (spec §8).
+pub fn parse_exposure(value: Option<&str>) -> ApiResult<VariableExposure> {
+    match value {
+        None | Some("runtime") => Ok(VariableExposure::Runtime),
+        Some("build-time") => Ok(VariableExposure::BuildTime),
+        Some(_) => Err(ApiError::validation(
+            "exposure",
+            "exposure must be one of: build-time, runtime",
+        )
+        .with_detail("allowed", vec!["build-time", "runtime"])),
+    }
+}
+
+/// Checks a variable key: the CRD's pattern, so the API server never sees a bad one.
+pub fn validate_key(field: &str, key: &str) -> ApiResult<()> {
+    if is_valid_key(key) {
+        Ok(())
+    } else {
+        Err(ApiError::validation(
+            field,
+            format!(
+                "{field} must start with a letter or _ and hold only letters, digits, _ . - (at most 256)"
+            ),
+        ))
+    }
+}
+
+/// `^[A-Za-z_][A-Za-z0-9_.-]*$`, at most 256 characters.
+pub fn is_valid_key(key: &str) -> bool {
+    let mut chars = key.chars();
+    key.len() <= 256
+        && chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+}

@@ -1,0 +1,307 @@
+//! The source binding (idempotent by key) and the auto-deploy policy, which a changed source
+//! binding blocks until it is enabled again.
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use berth_crds::common::SourceDescriptor;
+use berth_crds::resource::Resource;
+use kube::ResourceExt;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::super::Endpoint;
+use super::super::common::{IdResponse, bounded, known_params};
+use super::profiles::{for_write, optional_text};
+use super::{lookup, save, save_object};
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{JsonBody, QueryParams};
+use crate::state::AppState;
+
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::post::<SetSource, IdResponse, _, _>(
+            "/resources/{resourceId}/source",
+            "Bind the resource to a source (idempotent with idempotencyKey)",
+            source,
+        ),
+        Endpoint::post::<SetAutoDeploy, AutoDeployResult, _, _>(
+            "/resources/{resourceId}/auto-deploy",
+            "Enable or disable auto-deploy",
+            auto_deploy,
+        ),
+        Endpoint::get::<AutoDeployResult, _, _>(
+            "/resources/{resourceId}/auto-deploy",
+            "Show the auto-deploy policy and whether it is blocked",
+            show_auto_deploy,
+        ),
+    ]
+}
+
+/// Annotation holding the recent source bindings' idempotency keys and request digests (JSON).
+pub const SOURCE_IDEMPOTENCY_ANNOTATION: &str = "berth.dev/source-idempotency";
+
+/// How many idempotency keys a resource remembers; the oldest is forgotten first.
+const MAX_SOURCE_RECEIPTS: usize = 16;
+
+/// One remembered source binding: its idempotency key and the SHA-256 of its request.
+#[derive(Serialize, Deserialize)]
+struct SourceReceipt {
+    key: String,
+    digest: String,
+}
+
+/// The receipts stored on a resource (none when the annotation is missing or unreadable).
+fn source_receipts(resource: &Resource) -> Vec<SourceReceipt> {
+    resource
+        .annotations()
+        .get(SOURCE_IDEMPOTENCY_ANNOTATION)
+        .and_then(|text| serde_json::from_str(text).ok())
+        .unwrap_or_default()
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SetSource {
+    pub source: SourceInput,
+    /// A repeat with the same key returns the same result and changes nothing.
+    pub idempotency_key: Option<String>,
+}
+
+/// Resource source input of spec §2.2.
+#[derive(Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SourceInput {
+    /// e.g. `local-folder`, `docker-image`, `git`.
+    pub kind: String,
+    /// A path, image reference or repository URL.
+    pub locator: String,
+    pub display_name: Option<String>,
+    pub base_directory: Option<String>,
+    #[serde(default)]
+    pub metadata: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SetAutoDeploy {
+    /// `enable` or `disable`.
+    pub mode: String,
+    /// What triggers a deployment; default `git-push`.
+    pub trigger_kind: Option<String>,
+    /// Source refs that trigger a deployment, e.g. `refs/heads/main`.
+    pub refs: Option<Vec<String>>,
+    /// Event kinds that trigger a deployment; default `["push"]`.
+    pub event_kinds: Option<Vec<String>>,
+}
+
+/// Auto-deploy policy result of spec §2.2.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AutoDeployResult {
+    pub resource_id: String,
+    /// `enabled`, `disabled` or `blocked`.
+    pub status: String,
+    pub trigger_kind: String,
+    pub refs: Vec<String>,
+    pub event_kinds: Vec<String>,
+    /// Fingerprint of the source binding auto-deploy was enabled for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_binding_fingerprint: Option<String>,
+    /// Why an enabled policy does not fire, e.g. `source-binding-changed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocked_reason: Option<String>,
+}
+
+/// SHA-256 of a source's kind and locator: what auto-deploy was enabled for.
+pub fn source_fingerprint(source: &SourceDescriptor) -> String {
+    let digest = Sha256::digest(format!("{}\n{}", source.kind, source.locator));
+    format!("sha256:{}", hex::encode(digest))
+}
+
+fn validate_source(input: &SourceInput) -> ApiResult<()> {
+    bounded("source.kind", &input.kind, 63)?;
+    let word = input
+        .kind
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    if !word {
+        return Err(ApiError::validation(
+            "source.kind",
+            "source.kind must be lowercase letters, digits or dashes, e.g. local-folder",
+        ));
+    }
+    bounded("source.locator", &input.locator, 4096)?;
+    optional_text("source.displayName", &input.display_name, 253)?;
+    optional_text("source.baseDirectory", &input.base_directory, 4096)?;
+    Ok(())
+}
+
+async fn source(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<SetSource>,
+) -> ApiResult<Json<IdResponse>> {
+    let resource = for_write(&state, &caller, &id)?;
+    validate_source(&body.source)?;
+    let request = serde_json::to_vec(&body.source).map_err(ApiError::internal)?;
+    let mut receipts = source_receipts(&resource);
+    if let Some(key) = &body.idempotency_key {
+        bounded("idempotencyKey", key, 253)?;
+        let digest = hex::encode(Sha256::digest(&request));
+        match receipts.iter().find(|r| &r.key == key) {
+            Some(previous) if previous.digest == digest => return Ok(Json(IdResponse { id })),
+            Some(_) => {
+                return Err(ApiError::conflict(
+                    "idempotencyKey was already used for a different source; use a new key",
+                )
+                .with_detail("field", "idempotencyKey"));
+            }
+            None => {
+                receipts.push(SourceReceipt {
+                    key: key.clone(),
+                    digest,
+                });
+                let excess = receipts.len().saturating_sub(MAX_SOURCE_RECEIPTS);
+                receipts.drain(..excess);
+            }
+        }
+    }
+    let input = body.source;
+    let mut desired = Resource::new(&id, resource.spec.clone());
+    desired.spec.source = Some(SourceDescriptor {
+        kind: input.kind,
+        locator: input.locator,
+        display_name: input.display_name,
+        base_directory: input.base_directory,
+        metadata: input.metadata,
+    });
+    if !receipts.is_empty() {
+        desired.annotations_mut().insert(
+            SOURCE_IDEMPOTENCY_ANNOTATION.into(),
+            serde_json::to_string(&receipts).map_err(ApiError::internal)?,
+        );
+    }
+    save_object(&state, &caller, &resource, desired).await?;
+    Ok(Json(IdResponse { id }))
+}
+
+/// The policy as the API reports it; enabled for another source binding means blocked.
+pub fn auto_deploy_result(resource: &Resource) -> AutoDeployResult {
+    let policy = &resource.spec.auto_deploy;
+    let current = resource.spec.source.as_ref().map(source_fingerprint);
+    let blocked = policy.enabled && current != policy.source_binding_fingerprint;
+    AutoDeployResult {
+        resource_id: resource.name_any(),
+        status: match (policy.enabled, blocked) {
+            (false, _) => "disabled",
+            (true, false) => "enabled",
+            (true, true) => "blocked",
+        }
+        .into(),
+        trigger_kind: policy.trigger_kind.clone(),
+        refs: policy.refs.clone(),
+        event_kinds: policy.event_kinds.clone(),
+        source_binding_fingerprint: policy.source_binding_fingerprint.clone(),
+        blocked_reason: blocked.then(|| "source-binding-changed".into()),
+    }
+}
+
+fn text_list(field: &str, values: &[String]) -> ApiResult<()> {
+    for (index, value) in values.iter().enumerate() {
+        bounded(&format!("{field}[{index}]"), value, 253)?;
+    }
+    Ok(())
+}
+
+async fn auto_deploy(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<SetAutoDeploy>,
+) -> ApiResult<Json<AutoDeployResult>> {
+    let resource = for_write(&state, &caller, &id)?;
+    let mut spec = resource.spec.clone();
+    let policy = &mut spec.auto_deploy;
+    match body.mode.as_str() {
+        "enable" => {
+            let Some(source) = &resource.spec.source else {
+                return Err(ApiError::conflict(
+                    "the resource has no source; bind one with POST /resources/{id}/source first",
+                )
+                .with_detail("field", "mode"));
+            };
+            if let Some(kind) = &body.trigger_kind {
+                bounded("triggerKind", kind, 63)?;
+                policy.trigger_kind = kind.clone();
+            }
+            if let Some(refs) = body.refs {
+                text_list("refs", &refs)?;
+                policy.refs = refs;
+            }
+            match body.event_kinds {
+                Some(kinds) => {
+                    text_list("eventKinds", &kinds)?;
+                    policy.event_kinds = kinds;
+                }
+                None if policy.event_kinds.is_empty() => policy.event_kinds = vec!["push".into()],
+                None => {}
+            }
+            policy.enabled = true;
+            policy.source_binding_fingerprint = Some(source_fingerprint(source));
+        }
+        "disable" => {
+            policy.enabled = false;
+            policy.source_binding_fingerprint = None;
+        }
+        _ => {
+            return Err(
+                ApiError::validation("mode", "mode must be one of: enable, disable")
+                    .with_detail("allowed", vec!["enable", "disable"]),
+            );
+        }
+    }
+    let written = if spec == resource.spec {
+        (*resource).clone()
+    } else {
+        save(&state, &caller, &resource, spec).await?
+    };
+    Ok(Json(auto_deploy_result(&written)))
+}
+
+async fn show_auto_deploy(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    query: QueryParams,
+) -> ApiResult<Json<AutoDeployResult>> {
+    known_params(&query, &[])?;
+    let resource = lookup(&state, &caller, &id)?;
+    Ok(Json(auto_deploy_result(&resource)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fingerprints_follow_kind_and_locator_only() {
+        let mut source = SourceDescriptor {
+            kind: "git".into(),
+            locator: "https://example.com/a.git".into(),
+            display_name: None,
+            base_directory: None,
+            metadata: BTreeMap::new(),
+        };
+        let first = source_fingerprint(&source);
+        source.display_name = Some("A".into());
+        assert_eq!(source_fingerprint(&source), first);
+        source.locator = "https://example.com/b.git".into();
+        assert_ne!(source_fingerprint(&source), first);
+        assert!(first.starts_with("sha256:"));
+    }
+}

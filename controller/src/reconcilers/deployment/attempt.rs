@@ -1,0 +1,396 @@
+//! Running one attempt: every phase under its own deadline, the status written as it goes, a
+//! cancel or a newer attempt honoured between phases, and a failed verify rolled back.
+
+use std::future::Future;
+use std::time::Duration;
+
+use berth_crds::condition::{self, Condition, ConditionStatus, READY};
+use berth_crds::deployment::{
+    Deployment, DeploymentError, DeploymentPhase, DeploymentState, DeploymentStatus, DeploymentStep,
+};
+use berth_crds::resource::Resource;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::ListParams;
+use kube::runtime::events::EventType;
+use kube::{Api, Resource as _, ResourceExt};
+
+use super::connect;
+use super::plan::plan;
+use super::runtime::Target;
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::status::apply_status;
+
+/// Steps every attempt reports (spec §6 `step.total`).
+pub const TOTAL_STEPS: i64 = 5;
+/// How long the old container keeps serving requests it already accepted after the switch.
+const DRAIN: Duration = Duration::from_secs(2);
+/// How often a running verify looks for a cancel request or a newer attempt.
+const INTERRUPTION_POLL: Duration = Duration::from_secs(1);
+/// Deadline of the detect, plan, package and deploy phases.
+const PHASE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Why an attempt stopped early.
+struct Stop {
+    state: DeploymentState,
+    phase: DeploymentPhase,
+    code: &'static str,
+    message: String,
+}
+
+fn stop(phase: DeploymentPhase, code: &'static str, message: impl Into<String>) -> Stop {
+    Stop {
+        state: DeploymentState::Failed,
+        phase,
+        code,
+        message: message.into(),
+    }
+}
+
+/// The attempt's status and where it is written.
+struct Progress<'a> {
+    api: Api<Deployment>,
+    deployment: &'a Deployment,
+    status: DeploymentStatus,
+}
+
+impl Progress<'_> {
+    async fn write(&mut self) -> Result<()> {
+        let current = self.deployment.status.as_ref();
+        apply_status(&self.api, self.deployment, current, &self.status).await?;
+        Ok(())
+    }
+
+    async fn step(&mut self, phase: DeploymentPhase, current: i64, label: &str) -> Result<()> {
+        self.status.phase = Some(phase);
+        self.status.current_step = Some(DeploymentStep {
+            current,
+            total: TOTAL_STEPS,
+            label: label.into(),
+        });
+        self.write().await
+    }
+
+    async fn end(&mut self, state: DeploymentState, error: Option<DeploymentError>) -> Result<()> {
+        let succeeded = state == DeploymentState::Succeeded;
+        self.status.status = Some(state);
+        self.status.finished_at = Some(Time(Timestamp::now()));
+        self.status.last_error = error;
+        let generation = self.deployment.metadata.generation;
+        self.status.observed_generation = generation;
+        let (status, reason, message) = if succeeded {
+            (ConditionStatus::True, "Succeeded", "the attempt succeeded")
+        } else {
+            (
+                ConditionStatus::False,
+                "Ended",
+                "the attempt did not succeed",
+            )
+        };
+        condition::merge(
+            &mut self.status.conditions,
+            Condition::new(READY, status, reason, message.to_string(), generation),
+        );
+        self.write().await
+    }
+}
+
+/// Runs (or re-runs, after a restart) the attempt to its end.
+pub async fn run(context: &Context, deployment: &Deployment) -> Result<()> {
+    let namespace = deployment
+        .namespace()
+        .ok_or(Error::MissingObjectKey("metadata.namespace"))?;
+    let mut progress = Progress {
+        api: Api::namespaced(context.client.clone(), &namespace),
+        deployment,
+        status: deployment.status.clone().unwrap_or_default(),
+    };
+    progress.status.status = Some(DeploymentState::Running);
+    progress.status.started_at = Some(Time(Timestamp::now()));
+    progress.status.finished_at = None;
+    progress.status.last_error = None;
+    let mut new_container = None;
+    let outcome = phases(context, &namespace, &mut progress, &mut new_container).await?;
+    let Err(stopped) = outcome else {
+        return progress.end(DeploymentState::Succeeded, None).await;
+    };
+    // Whatever stopped the attempt, the old container keeps serving: remove only the new one.
+    if let Some((target, name)) = new_container {
+        progress.status.phase = Some(DeploymentPhase::Rollback);
+        if let Err(error) = Target::remove_container(&target, &name).await {
+            tracing::warn!(%error, container = %name, "could not remove the failed container");
+        }
+    }
+    let type_ = match stopped.state {
+        DeploymentState::Canceled => EventType::Normal,
+        _ => EventType::Warning,
+    };
+    context
+        .publish_event(
+            &deployment.object_ref(&()),
+            type_,
+            stopped.code,
+            stopped.message.clone(),
+        )
+        .await;
+    let error = DeploymentError {
+        timestamp: Time(Timestamp::now()),
+        phase: stopped.phase,
+        code: stopped.code.into(),
+        message: stopped.message,
+    };
+    progress.end(stopped.state, Some(error)).await
+}
+
+/// A phase under its deadline; running out of time stops the attempt.
+async fn timed<T>(
+    phase: DeploymentPhase,
+    limit: Duration,
+    work: impl Future<Output = std::result::Result<T, Stop>>,
+) -> std::result::Result<T, Stop> {
+    tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
+        Err(stop(
+            phase,
+            "phase_timeout",
+            format!("phase did not finish within {}s", limit.as_secs()),
+        ))
+    })
+}
+
+/// The phases in order. `Ok(Err(stop))` is an attempt that ended early; `Err` is a fault of the
+/// controller's own API calls, retried by the caller.
+async fn phases(
+    context: &Context,
+    namespace: &str,
+    progress: &mut Progress<'_>,
+    new_container: &mut Option<(Target, String)>,
+) -> Result<std::result::Result<(), Stop>> {
+    use DeploymentPhase::*;
+    let deployment = progress.deployment;
+    macro_rules! check {
+        ($e:expr) => {
+            match $e {
+                Ok(value) => value,
+                Err(stop) => return Ok(Err(stop)),
+            }
+        };
+    }
+    check!(interruption(context, namespace, deployment, Detect).await?);
+    progress.step(Detect, 1, "Detecting the source").await?;
+    let resources = Api::<Resource>::namespaced(context.client.clone(), namespace);
+    let resource = check!(
+        resources
+            .get_opt(&deployment.spec.resource_id)
+            .await?
+            .ok_or_else(|| stop(
+                Detect,
+                "resource_not_found",
+                format!("Resource {} does not exist", deployment.spec.resource_id)
+            ))
+    );
+
+    check!(interruption(context, namespace, deployment, Plan).await?);
+    progress.status.status = Some(DeploymentState::Planning);
+    progress
+        .step(Plan, 2, "Planning the container and route")
+        .await?;
+    let connected = tokio::time::timeout(
+        PHASE_TIMEOUT,
+        connect(context, namespace, &deployment.spec.server_id),
+    )
+    .await;
+    let (server, target) = match connected {
+        Err(_) => {
+            return Ok(Err(stop(
+                Plan,
+                "phase_timeout",
+                "server not reachable in time",
+            )));
+        }
+        Ok(Err(Error::InvalidSpec(message))) => {
+            return Ok(Err(stop(Plan, "server_not_ready", message)));
+        }
+        Ok(Err(Error::Remote(error))) => {
+            return Ok(Err(stop(Plan, "server_unreachable", error.to_string())));
+        }
+        Ok(other) => other?,
+    };
+    let plan = check!(
+        plan(
+            &resource,
+            &server,
+            &deployment.name_any(),
+            deployment.spec.source_snapshot.as_ref(),
+        )
+        .map_err(|e| stop(Plan, e.code, e.message))
+    );
+    progress.status.image_ref = Some(plan.image.clone());
+    progress.status.status = Some(DeploymentState::Planned);
+    progress.write().await?;
+
+    check!(interruption(context, namespace, deployment, Package).await?);
+    progress.status.status = Some(DeploymentState::Running);
+    progress
+        .step(Package, 3, "Checking the image on the server")
+        .await?;
+    check!(
+        timed(Package, PHASE_TIMEOUT, async {
+            match target.image_present(&plan.image).await {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(stop(
+                    Package,
+                    "image_not_found",
+                    format!(
+                        "image {} is not present on the server and cannot be pulled",
+                        plan.image
+                    ),
+                )),
+                Err(error) => Err(stop(Package, "docker_error", error.to_string())),
+            }
+        })
+        .await
+    );
+
+    check!(interruption(context, namespace, deployment, Deploy).await?);
+    let label = format!("Starting container {}", plan.container_name);
+    progress.step(Deploy, 4, &label).await?;
+    progress.status.container_id = Some(plan.container_name.clone());
+    let started = timed(Deploy, PHASE_TIMEOUT, async {
+        target
+            .start_container(&plan)
+            .await
+            .map_err(|e| stop(Deploy, "container_start_failed", e.to_string()))
+    })
+    .await;
+    *new_container = Some((target, plan.container_name.clone()));
+    check!(started);
+    let target = &new_container.as_ref().expect("just set").0;
+
+    progress
+        .step(Verify, 5, "Health check, then switching the route")
+        .await?;
+    let health = &plan.health;
+    let verify_limit = health.start_period
+        + (health.interval + health.timeout) * (health.retries + 2)
+        + Duration::from_secs(10);
+    check!(
+        timed(Verify, verify_limit, async {
+            // Probing may take a while; a cancel or a newer attempt ends it early.
+            tokio::select! {
+                probed = target.probe_until_healthy(&plan) => {
+                    probed.map_err(|message| stop(Verify, "health_check_failed", message))
+                }
+                stopped = watch_interruption(context, namespace, deployment) => Err(stopped),
+            }
+        })
+        .await
+    );
+    check!(interruption(context, namespace, deployment, Verify).await?);
+    let route_id = super::plan::route_id(namespace, &resource.name_any());
+    let switch = plan
+        .route
+        .as_ref()
+        .map(|r| (r, plan.container_name.as_str(), plan.internal_port));
+    check!(
+        timed(Verify, PHASE_TIMEOUT, async {
+            target
+                .switch_route(&route_id, switch)
+                .await
+                .map_err(|e| stop(Verify, "route_switch_failed", e.to_string()))
+        })
+        .await
+    );
+    // From here the new container serves; the old ones only finish what they accepted.
+    let new_name = plan.container_name.clone();
+    let (target, _) = new_container.take().expect("set above");
+    tokio::time::sleep(DRAIN).await;
+    // Only containers of older attempts go: a newer attempt may have started meanwhile, and its
+    // container must survive this one's cleanup.
+    let api = Api::<Deployment>::namespaced(context.client.clone(), namespace);
+    let attempts = api.list(&ListParams::default()).await?.items;
+    let newer_than_us = |started_by: &str| {
+        attempts
+            .iter()
+            .find(|d| d.name_any() == started_by)
+            .is_some_and(|d| is_newer(d, deployment))
+    };
+    let old = target
+        .resource_containers(namespace, &resource.name_any())
+        .await
+        .unwrap_or_default();
+    let retired = old
+        .into_iter()
+        .filter(|(name, started_by)| *name != new_name && !newer_than_us(started_by));
+    for (name, _) in retired {
+        if let Err(error) = target.retire(&name).await {
+            tracing::warn!(%error, container = %name, "could not retire an old container");
+        }
+    }
+    Ok(Ok(()))
+}
+
+/// Resolves once the attempt must stop during verify; API faults just mean another look later.
+async fn watch_interruption(context: &Context, namespace: &str, deployment: &Deployment) -> Stop {
+    loop {
+        tokio::time::sleep(INTERRUPTION_POLL).await;
+        if let Ok(Err(stopped)) =
+            interruption(context, namespace, deployment, DeploymentPhase::Verify).await
+        {
+            return stopped;
+        }
+    }
+}
+
+/// Whether the attempt must stop before `phase`: cancel requested, or superseded by a newer
+/// attempt for the same resource.
+async fn interruption(
+    context: &Context,
+    namespace: &str,
+    deployment: &Deployment,
+    phase: DeploymentPhase,
+) -> Result<std::result::Result<(), Stop>> {
+    let api = Api::<Deployment>::namespaced(context.client.clone(), namespace);
+    let Some(fresh) = api.get_opt(&deployment.name_any()).await? else {
+        return Ok(Err(stop(phase, "deleted", "the Deployment was deleted")));
+    };
+    if fresh.spec.cancel_requested {
+        let mut status = fresh.status.clone().unwrap_or_default();
+        status.status = Some(DeploymentState::CancelRequested);
+        apply_status(&api, &fresh, fresh.status.as_ref(), &status).await?;
+        return Ok(Err(Stop {
+            state: DeploymentState::Canceled,
+            phase,
+            code: "canceled",
+            message: "canceled on request".into(),
+        }));
+    }
+    let all = api.list(&ListParams::default()).await?;
+    let newer = all
+        .items
+        .iter()
+        .filter(|d| d.spec.resource_id == deployment.spec.resource_id)
+        .filter(|d| is_newer(d, deployment))
+        .map(|d| d.name_any())
+        .next();
+    if let Some(newer) = newer {
+        return Ok(Err(Stop {
+            state: DeploymentState::Canceled,
+            phase,
+            code: "superseded",
+            message: format!("superseded by the newer attempt {newer}"),
+        }));
+    }
+    Ok(Ok(()))
+}
+
+/// Whether `a` was created after `b` (names break ties, so exactly one attempt is newest).
+pub fn is_newer(a: &Deployment, b: &Deployment) -> bool {
+    let key = |d: &Deployment| {
+        (
+            d.metadata.creation_timestamp.clone().map(|t| t.0),
+            d.name_any(),
+        )
+    };
+    key(a) > key(b)
+}

@@ -1,0 +1,319 @@
+//! What an attempt will do, computed without any I/O: container name, labels, environment, health
+//! check and the edge-proxy route (spec §2.2 "Network profile", "Access profile").
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use berth_crds::common::SourceDescriptor;
+use berth_crds::resource::{AccessScheme, GeneratedAccessMode, Resource, RestartPolicy};
+use berth_crds::server::{ProxyKind, Server};
+use kube::ResourceExt;
+use serde_json::{Value, json};
+
+/// Label naming the Resource a container runs.
+pub const RESOURCE_LABEL: &str = "berth.dev/resource";
+/// Label naming the Deployment that started a container.
+pub const DEPLOYMENT_LABEL: &str = "berth.dev/deployment";
+/// Label naming the Project of a container.
+pub const PROJECT_LABEL: &str = "berth.dev/project";
+/// Label naming the Environment of a container.
+pub const ENVIRONMENT_LABEL: &str = "berth.dev/environment";
+/// Label naming the namespace (organization) a container belongs to: resource names are only
+/// unique per namespace, and several namespaces may share one Docker host.
+pub const NAMESPACE_LABEL: &str = "berth.dev/namespace";
+/// The only source kind this controller deploys so far.
+pub const DOCKER_IMAGE_SOURCE: &str = "docker-image";
+/// Domain generated hosts live under when the server names none; `*.localhost` resolves to
+/// loopback everywhere, so the URL works from the server itself.
+pub const DEFAULT_BASE_DOMAIN: &str = "localhost";
+
+/// An HTTP health check with its defaults resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HealthPlan {
+    pub path: String,
+    pub port: u16,
+    pub expected_status: u16,
+    pub interval: Duration,
+    pub timeout: Duration,
+    pub retries: u32,
+    pub start_period: Duration,
+}
+
+/// The host-matched route the edge proxy gets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RoutePlan {
+    /// Caddy `@id` of the route; one per resource, replaced on every switch.
+    pub id: String,
+    pub hostname: String,
+    pub path_prefix: String,
+    pub url: String,
+}
+
+/// Everything the deploy and verify phases need.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    pub container_name: String,
+    pub image: String,
+    pub labels: HashMap<String, String>,
+    pub env: Vec<String>,
+    pub restart_policy: RestartPolicy,
+    pub internal_port: u16,
+    pub health: HealthPlan,
+    pub route: Option<RoutePlan>,
+}
+
+/// Why an attempt cannot be planned; the message goes into `lastError`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlanError {
+    pub code: &'static str,
+    pub message: String,
+}
+
+fn plan_error(code: &'static str, message: impl Into<String>) -> PlanError {
+    PlanError {
+        code,
+        message: message.into(),
+    }
+}
+
+/// The URL-safe name a resource's generated host starts with.
+pub fn slug(resource: &Resource) -> String {
+    if let Some(slug) = &resource.spec.slug {
+        return slug.clone();
+    }
+    let mut slug = String::new();
+    for c in resource.spec.name.to_lowercase().chars() {
+        if c.is_ascii_alphanumeric() {
+            slug.push(c);
+        } else if !slug.ends_with('-') {
+            slug.push('-');
+        }
+    }
+    let slug = slug.trim_matches('-').to_string();
+    if slug.is_empty() {
+        resource.name_any()
+    } else {
+        slug
+    }
+}
+
+/// The generated route of `resource` on `server`, or `None` when generated access is off.
+pub fn route(resource: &Resource, server: &Server) -> Option<RoutePlan> {
+    // Only a Caddy edge proxy is driven by Berth; other kinds have no route to switch.
+    if server.spec.proxy.kind != ProxyKind::Caddy {
+        return None;
+    }
+    let access = resource.spec.access_profile.as_ref();
+    if access.is_some_and(|a| a.generated_access_mode == GeneratedAccessMode::Disabled) {
+        return None;
+    }
+    let path_prefix = access.map_or("/".to_string(), |a| a.path_prefix.clone());
+    let domain = server
+        .spec
+        .base_domain
+        .clone()
+        .unwrap_or_else(|| DEFAULT_BASE_DOMAIN.into());
+    let hostname = format!("{}.{domain}", slug(resource));
+    let port = server.spec.proxy.http_port;
+    let url = if port == 80 {
+        format!("http://{hostname}{path_prefix}")
+    } else {
+        format!("http://{hostname}:{port}{path_prefix}")
+    };
+    Some(RoutePlan {
+        id: route_id(
+            &resource.namespace().unwrap_or_default(),
+            &resource.name_any(),
+        ),
+        hostname,
+        path_prefix,
+        url,
+    })
+}
+
+/// Scheme of generated routes: TLS for generated hosts is not issued yet.
+pub const ROUTE_SCHEME: AccessScheme = AccessScheme::Http;
+
+/// Caddy `@id` of a resource's route.
+pub fn route_id(namespace: &str, resource: &str) -> String {
+    format!("berth-route.{namespace}.{resource}")
+}
+
+/// Docker name of the container an attempt starts; the proxy dials it by this name through
+/// Docker's DNS, which resolved dotted names only intermittently, hence dashes.
+pub fn container_name(namespace: &str, resource: &str, deployment: &str) -> String {
+    format!("berth-{namespace}-{resource}-{deployment}")
+}
+
+/// Plans an attempt of `deployment_name` for `resource` on `server` from `source`.
+pub fn plan(
+    resource: &Resource,
+    server: &Server,
+    deployment_name: &str,
+    source: Option<&SourceDescriptor>,
+) -> Result<Plan, PlanError> {
+    let source = source
+        .or(resource.spec.source.as_ref())
+        .ok_or_else(|| plan_error("source_missing", "the resource declares no source"))?;
+    if source.kind != DOCKER_IMAGE_SOURCE {
+        return Err(plan_error(
+            "source_kind_unsupported",
+            format!(
+                "source kind `{}` is not supported yet; use `{DOCKER_IMAGE_SOURCE}`",
+                source.kind
+            ),
+        ));
+    }
+    let network = resource.spec.network_profile.as_ref().ok_or_else(|| {
+        plan_error(
+            "network_profile_missing",
+            "networkProfile.internalPort is required",
+        )
+    })?;
+    let internal_port = u16::try_from(network.internal_port).map_err(|_| {
+        plan_error(
+            "internal_port_invalid",
+            format!("internalPort {} is not a TCP port", network.internal_port),
+        )
+    })?;
+    let runtime = resource.spec.runtime_profile.clone();
+    let check = runtime.as_ref().and_then(|r| r.health_check.clone());
+    let secs = |s: i32| Duration::from_secs(u64::try_from(s.max(1)).unwrap_or(1));
+    let health = match check {
+        Some(c) => HealthPlan {
+            path: c.path,
+            port: c
+                .port
+                .and_then(|p| u16::try_from(p).ok())
+                .unwrap_or(internal_port),
+            expected_status: u16::try_from(c.expected_status_code).unwrap_or(200),
+            interval: secs(c.interval_seconds),
+            timeout: secs(c.timeout_seconds),
+            retries: u32::try_from(c.retries).unwrap_or(0),
+            start_period: Duration::from_secs(u64::try_from(c.start_period_seconds).unwrap_or(0)),
+        },
+        None => HealthPlan {
+            path: "/".into(),
+            port: internal_port,
+            expected_status: 200,
+            interval: Duration::from_secs(2),
+            timeout: Duration::from_secs(5),
+            retries: 3,
+            start_period: Duration::ZERO,
+        },
+    };
+    let namespace = resource.namespace().unwrap_or_default();
+    let resource_name = resource.name_any();
+    let labels = HashMap::from([
+        (berth_crds::MANAGED_LABEL.to_string(), "true".to_string()),
+        (RESOURCE_LABEL.to_string(), resource_name.clone()),
+        (DEPLOYMENT_LABEL.to_string(), deployment_name.to_string()),
+        (PROJECT_LABEL.to_string(), resource.spec.project_id.clone()),
+        (
+            ENVIRONMENT_LABEL.to_string(),
+            resource.spec.environment_id.clone(),
+        ),
+        (NAMESPACE_LABEL.to_string(), namespace.clone()),
+    ]);
+    let env = resource
+        .spec
+        .variables
+        .iter()
+        .map(|v| format!("{}={}", v.key, v.value))
+        .collect();
+    Ok(Plan {
+        container_name: container_name(&namespace, &resource_name, deployment_name),
+        image: source.locator.clone(),
+        labels,
+        env,
+        restart_policy: runtime.map(|r| r.restart_policy).unwrap_or_default(),
+        internal_port,
+        health,
+        route: route(resource, server),
+    })
+}
+
+/// The Caddy route sending the resource's host (and path prefix) to `container:port`.
+pub fn caddy_route(route: &RoutePlan, container: &str, port: u16) -> Value {
+    let mut matcher = json!({ "host": [route.hostname] });
+    let prefix = route.path_prefix.trim_end_matches('/');
+    if !prefix.is_empty() {
+        matcher["path"] = json!([prefix, format!("{prefix}/*")]);
+    }
+    json!({
+        "@id": route.id,
+        "match": [matcher],
+        "handle": [{
+            "handler": "reverse_proxy",
+            "upstreams": [{ "dial": format!("{container}:{port}") }],
+        }],
+        "terminal": true,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_crds::resource::ResourceSpec;
+    use berth_crds::server::ServerSpec;
+
+    fn resource(extra: Value) -> Resource {
+        let mut spec = json!({
+            "projectId": "prj-1", "environmentId": "env-1", "serverId": "local",
+            "name": "Sample App", "kind": "application",
+            "source": { "kind": "docker-image", "locator": "berth/sample-app:1" },
+            "networkProfile": { "internalPort": 8080 },
+            "variables": [{ "key": "GREETING", "value": "hi" }],
+        });
+        if let (Value::Object(spec), Value::Object(extra)) = (&mut spec, extra) {
+            spec.extend(extra);
+        }
+        let spec: ResourceSpec = serde_json::from_value(spec).unwrap();
+        let mut resource = Resource::new("web", spec);
+        resource.metadata.namespace = Some("org-acme".into());
+        resource
+    }
+
+    fn server(base_domain: Option<&str>) -> Server {
+        let spec: ServerSpec = serde_json::from_value(json!({
+            "host": "127.0.0.1", "username": "root", "credentialId": "key",
+            "baseDomain": base_domain,
+            "proxy": { "kind": "caddy", "httpPort": 8080, "httpsPort": 8443 },
+        }))
+        .unwrap();
+        Server::new("local", spec)
+    }
+
+    #[test]
+    fn plans_labels_env_name_and_default_route() {
+        let plan = plan(&resource(json!({})), &server(None), "dep-web-1", None).unwrap();
+        assert_eq!(plan.container_name, "berth-org-acme-web-dep-web-1");
+        assert_eq!(plan.image, "berth/sample-app:1");
+        assert_eq!(plan.labels[DEPLOYMENT_LABEL], "dep-web-1");
+        assert_eq!(plan.labels[berth_crds::MANAGED_LABEL], "true");
+        assert_eq!(plan.env, vec!["GREETING=hi".to_string()]);
+        let route = plan.route.unwrap();
+        assert_eq!(route.hostname, "sample-app.localhost");
+        assert_eq!(route.url, "http://sample-app.localhost:8080/");
+        assert_eq!(plan.health.port, 8080);
+    }
+
+    #[test]
+    fn base_domain_and_path_prefix_shape_the_route() {
+        let resource = resource(json!({
+            "slug": "shop", "accessProfile": { "pathPrefix": "/api/" },
+        }));
+        let route = route(&resource, &server(Some("apps.example.com"))).unwrap();
+        assert_eq!(route.hostname, "shop.apps.example.com");
+        let caddy = caddy_route(&route, "c1", 8080);
+        assert_eq!(caddy["match"][0]["path"], json!(["/api", "/api/*"]));
+        assert_eq!(caddy["handle"][0]["upstreams"][0]["dial"], "c1:8080");
+    }
+
+    #[test]
+    fn other_source_kinds_are_refused_with_a_code() {
+        let resource = resource(json!({ "source": { "kind": "git", "locator": "x" } }));
+        let error = plan(&resource, &server(None), "d", None).unwrap_err();
+        assert_eq!(error.code, "source_kind_unsupported");
+    }
+}

@@ -1,0 +1,303 @@
+//! The Docker and edge-proxy side of an attempt, over the server's SSH connection: the image
+//! check, container start and removal, the health probe and the route switch.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bollard::Docker;
+use bollard::models::{
+    ContainerCreateBody, ContainerSummary, HostConfig, RestartPolicy, RestartPolicyNameEnum,
+};
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, InspectContainerOptions, ListContainersOptionsBuilder,
+    RemoveContainerOptionsBuilder, StartContainerOptions, StopContainerOptionsBuilder,
+};
+use bytes::Bytes;
+use http::Request;
+use http::header::HOST;
+use http_body_util::Empty;
+use serde_json::Value;
+
+use super::plan::{
+    DEPLOYMENT_LABEL, HealthPlan, NAMESPACE_LABEL, Plan, RESOURCE_LABEL, RoutePlan, caddy_route,
+};
+use crate::remote::docker::{docker_call, docker_over_ssh, is_not_found};
+use crate::remote::edge_proxy::EDGE_NETWORK;
+use crate::remote::{EdgeProxy, RemoteError, ServerConnection, ServerId, edge_config};
+
+/// Serializes read-modify-write of edge proxy configurations: Caddy's `/load` replaces the
+/// whole config, so two resources switching at once would drop each other's route.
+static ROUTE_UPDATES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+/// Container probes during this long after start are not counted as failures: the process may
+/// not listen yet.
+const STARTUP_GRACE: Duration = Duration::from_secs(3);
+/// Wait between probes while inside the startup grace.
+const STARTUP_POLL: Duration = Duration::from_millis(50);
+
+/// One server's Docker and edge proxy, reached over its SSH connection.
+pub struct Target {
+    pub connection: Arc<ServerConnection>,
+    pub docker: Docker,
+    pub proxy: EdgeProxy,
+}
+
+impl Target {
+    pub fn new(connection: Arc<ServerConnection>, docker_socket: &str, server: &ServerId) -> Self {
+        Self {
+            docker: docker_over_ssh(connection.clone(), docker_socket),
+            proxy: EdgeProxy::new(connection.clone(), docker_socket, server),
+            connection,
+        }
+    }
+
+    /// Whether `image` exists on the server (nothing can be pulled on these machines yet).
+    pub async fn image_present(&self, image: &str) -> Result<bool, RemoteError> {
+        let inspected = docker_call(
+            &self.connection,
+            "inspecting the image",
+            self.docker.inspect_image(image),
+        )
+        .await;
+        match inspected {
+            Ok(_) => Ok(true),
+            Err(error) if is_not_found(&error) => Ok(false),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Creates and starts the attempt's container, replacing a leftover of the same name.
+    pub async fn start_container(&self, plan: &Plan) -> Result<(), RemoteError> {
+        self.remove_container(&plan.container_name).await?;
+        let options = CreateContainerOptionsBuilder::new()
+            .name(&plan.container_name)
+            .build();
+        docker_call(
+            &self.connection,
+            "creating the container",
+            self.docker
+                .create_container(Some(options), container_body(plan)),
+        )
+        .await?;
+        self.start(&plan.container_name).await
+    }
+
+    /// Starts an existing container.
+    pub async fn start(&self, name: &str) -> Result<(), RemoteError> {
+        docker_call(
+            &self.connection,
+            "starting the container",
+            self.docker
+                .start_container(name, None::<StartContainerOptions>),
+        )
+        .await
+    }
+
+    /// Whether the container exists and whether it runs: `None` when it does not exist.
+    pub async fn running(&self, name: &str) -> Result<Option<bool>, RemoteError> {
+        let inspected = docker_call(
+            &self.connection,
+            "inspecting the container",
+            self.docker
+                .inspect_container(name, None::<InspectContainerOptions>),
+        )
+        .await;
+        match inspected {
+            Ok(c) => Ok(Some(c.state.and_then(|s| s.running).unwrap_or(false))),
+            Err(error) if is_not_found(&error) => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// The container's address on the edge network.
+    async fn address(&self, name: &str) -> Result<Option<String>, RemoteError> {
+        let container = docker_call(
+            &self.connection,
+            "inspecting the container",
+            self.docker
+                .inspect_container(name, None::<InspectContainerOptions>),
+        )
+        .await?;
+        Ok(container
+            .network_settings
+            .and_then(|n| n.networks)
+            .and_then(|mut n| n.remove(EDGE_NETWORK))
+            .and_then(|n| n.ip_address)
+            .filter(|ip| !ip.is_empty()))
+    }
+
+    /// Removes a container (stopping it first); `false` when there was none.
+    pub async fn remove_container(&self, name: &str) -> Result<bool, RemoteError> {
+        let options = RemoveContainerOptionsBuilder::new().force(true).build();
+        let removed = docker_call(
+            &self.connection,
+            "removing the container",
+            self.docker.remove_container(name, Some(options)),
+        )
+        .await;
+        match removed {
+            Ok(()) => Ok(true),
+            Err(error) if is_not_found(&error) => Ok(false),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Stops a container gracefully (SIGTERM, then SIGKILL after a few seconds) and removes it.
+    pub async fn retire(&self, name: &str) -> Result<(), RemoteError> {
+        let options = StopContainerOptionsBuilder::new().t(5).build();
+        let stopped = docker_call(
+            &self.connection,
+            "stopping the container",
+            self.docker.stop_container(name, Some(options)),
+        )
+        .await;
+        match stopped {
+            Ok(()) => {}
+            Err(error) if is_not_found(&error) => return Ok(()),
+            // 304: already stopped; anything else still ends in the forced removal.
+            Err(error) => tracing::debug!(%error, name, "stopping before removal failed"),
+        }
+        self.remove_container(name).await.map(drop)
+    }
+
+    /// The resource's managed containers on this server: (name, Deployment that started it).
+    pub async fn resource_containers(
+        &self,
+        namespace: &str,
+        resource: &str,
+    ) -> Result<Vec<(String, String)>, RemoteError> {
+        let filters = HashMap::from([(
+            "label".to_string(),
+            vec![
+                format!("{NAMESPACE_LABEL}={namespace}"),
+                format!("{RESOURCE_LABEL}={resource}"),
+            ],
+        )]);
+        let options = ListContainersOptionsBuilder::new()
+            .all(true)
+            .filters(&filters)
+            .build();
+        let containers: Vec<ContainerSummary> = docker_call(
+            &self.connection,
+            "listing containers",
+            self.docker.list_containers(Some(options)),
+        )
+        .await?;
+        Ok(containers
+            .into_iter()
+            .filter_map(|c| {
+                let deployment = c.labels.as_ref()?.get(DEPLOYMENT_LABEL)?.clone();
+                let name = c.names?.into_iter().next()?;
+                Some((name.trim_start_matches('/').to_string(), deployment))
+            })
+            .collect())
+    }
+
+    /// Probes the container until it answers the expected status, or returns why it did not.
+    pub async fn probe_until_healthy(&self, plan: &Plan) -> Result<(), String> {
+        let health = &plan.health;
+        let started = tokio::time::Instant::now();
+        let grace = health.start_period.max(STARTUP_GRACE);
+        let mut failures = 0u32;
+        loop {
+            let outcome = self.probe_once(&plan.container_name, health).await;
+            let last = match outcome {
+                Ok(()) => return Ok(()),
+                Err(problem) => problem,
+            };
+            if started.elapsed() < grace {
+                tokio::time::sleep(STARTUP_POLL).await;
+                continue;
+            }
+            failures += 1;
+            if failures > health.retries {
+                return Err(format!(
+                    "health check GET {} on port {} failed {failures} time(s): {last}",
+                    health.path, health.port
+                ));
+            }
+            tokio::time::sleep(health.interval).await;
+        }
+    }
+
+    async fn probe_once(&self, container: &str, health: &HealthPlan) -> Result<(), String> {
+        if self.running(container).await.map_err(|e| e.to_string())? != Some(true) {
+            return Err("the container is not running".into());
+        }
+        let address = self
+            .address(container)
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or("the container has no address on the edge network")?;
+        let request = Request::get(&health.path)
+            .header(HOST, format!("{address}:{}", health.port))
+            .body(Empty::<Bytes>::new())
+            .map_err(|e| e.to_string())?;
+        let answer = tokio::time::timeout(
+            health.timeout,
+            self.connection
+                .send_http_tcp(&address, health.port, request),
+        )
+        .await
+        .map_err(|_| format!("no answer within {}s", health.timeout.as_secs()))?
+        .map_err(|e| e.to_string())?;
+        let (status, _) = answer;
+        if status.as_u16() == health.expected_status {
+            Ok(())
+        } else {
+            Err(format!(
+                "answered {status}, expected {}",
+                health.expected_status
+            ))
+        }
+    }
+
+    /// Points the resource's route at `container:port` (or removes it with `None`), keeping
+    /// every other route of the proxy.
+    pub async fn switch_route(
+        &self,
+        route_id: &str,
+        target: Option<(&RoutePlan, &str, u16)>,
+    ) -> Result<(), RemoteError> {
+        let _serialized = ROUTE_UPDATES.lock().await;
+        let current = self.proxy.config().await?;
+        let mut routes: Vec<Value> = current
+            .pointer("/apps/http/servers/edge/routes")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            // Routes without an id are the catch-all 404 `edge_config` appends again.
+            .filter(|r| r.get("@id").is_some_and(|id| id != route_id))
+            .collect();
+        if let Some((route, container, port)) = target {
+            routes.push(caddy_route(route, container, port));
+        }
+        self.proxy.load(&edge_config(routes)).await
+    }
+}
+
+/// The container Docker creates for an attempt.
+pub fn container_body(plan: &Plan) -> ContainerCreateBody {
+    let restart = match plan.restart_policy {
+        berth_crds::resource::RestartPolicy::Never => RestartPolicyNameEnum::NO,
+        berth_crds::resource::RestartPolicy::Always => RestartPolicyNameEnum::ALWAYS,
+        berth_crds::resource::RestartPolicy::UnlessStopped => RestartPolicyNameEnum::UNLESS_STOPPED,
+        berth_crds::resource::RestartPolicy::OnFailure => RestartPolicyNameEnum::ON_FAILURE,
+    };
+    ContainerCreateBody {
+        image: Some(plan.image.clone()),
+        labels: Some(plan.labels.clone()),
+        env: Some(plan.env.clone()),
+        exposed_ports: Some(vec![format!("{}/tcp", plan.internal_port)]),
+        host_config: Some(HostConfig {
+            restart_policy: Some(RestartPolicy {
+                name: Some(restart),
+                maximum_retry_count: None,
+            }),
+            network_mode: Some(EDGE_NETWORK.into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}

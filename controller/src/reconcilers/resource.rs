@@ -1,0 +1,467 @@
+//! Resource: starts a Deployment when its spec calls for one, reports deployments and the access
+//! summary, restores a managed container removed or stopped by hand, and removes containers and
+//! route when the Resource is deleted.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use berth_crds::condition::{self, Condition, ConditionStatus, READY};
+use berth_crds::deployment::{Deployment, DeploymentSpec, DeploymentState};
+use berth_crds::resource::{
+    AccessSummary, AppliedAccessRoute, PlannedAccessRoute, ProxyRouteStatus, Resource,
+    ResourceStatus,
+};
+use berth_crds::server::{ProxyKind, Server};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::runtime::Controller;
+use kube::runtime::controller::Action;
+use kube::runtime::events::EventType;
+use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use kube::{Api, Resource as _, ResourceExt};
+
+use super::deployment::plan::{self, DOCKER_IMAGE_SOURCE, RESOURCE_LABEL, ROUTE_SCHEME};
+use super::deployment::{attempt::is_newer, connect};
+use super::fresh::with_current_finalizers;
+use super::{drain, error_policy};
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::status::apply_status;
+
+const KIND: &str = "Resource";
+/// Removes the resource's containers and route before it goes away.
+pub const FINALIZER: &str = "berth.dev/resource-cleanup";
+/// Annotation on a Deployment: the Resource generation it was started for.
+pub const GENERATION_ANNOTATION: &str = "berth.dev/resource-generation";
+/// Re-check interval: a container removed by hand is back within this plus one attempt.
+const DRIFT_CHECK: Duration = Duration::from_secs(10);
+
+pub async fn run(
+    context: Arc<Context>,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) {
+    let client = context.client.clone();
+    let stream = Controller::new(
+        Api::<Resource>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .watches(
+        Api::<Deployment>::all(client),
+        watcher::Config::default(),
+        |deployment| {
+            Some(ObjectRef::new(&deployment.spec.resource_id).within(&deployment.namespace()?))
+        },
+    )
+    .graceful_shutdown_on(shutdown)
+    .run(reconcile, error_policy(KIND), context);
+    drain(KIND, stream).await;
+}
+
+async fn reconcile(resource: Arc<Resource>, context: Arc<Context>) -> Result<Action> {
+    let _timer = context.metrics.reconcile_started(KIND);
+    let namespace = resource
+        .namespace()
+        .ok_or(Error::MissingObjectKey("metadata.namespace"))?;
+    let api = Api::<Resource>::namespaced(context.client.clone(), &namespace);
+    let Some(resource) = with_current_finalizers(&api, resource, FINALIZER).await? else {
+        return Ok(Action::await_change());
+    };
+    finalizer(&api, FINALIZER, resource, |event| async {
+        match event {
+            FinalizerEvent::Apply(resource) => apply(&resource, &context, &namespace).await,
+            FinalizerEvent::Cleanup(resource) => cleanup(&resource, &context, &namespace).await,
+        }
+    })
+    .await
+    .map_err(|error| Error::Finalizer(Box::new(error)))
+}
+
+/// The resource's deployments, oldest first.
+async fn deployments_of(
+    context: &Context,
+    namespace: &str,
+    resource: &str,
+) -> Result<Vec<Deployment>> {
+    let api = Api::<Deployment>::namespaced(context.client.clone(), namespace);
+    let mut list: Vec<Deployment> = api
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|d| d.spec.resource_id == resource)
+        .collect();
+    list.sort_by(|a, b| {
+        if is_newer(a, b) {
+            std::cmp::Ordering::Greater
+        } else {
+            std::cmp::Ordering::Less
+        }
+    });
+    Ok(list)
+}
+
+/// Whether the resource's current spec needs a new attempt: it names a server and an image, no
+/// attempt was started for this generation yet, and either it never deployed or auto-deploy is on.
+pub fn needs_deployment(resource: &Resource, deployments: &[Deployment]) -> bool {
+    let deployable = resource.spec.server_id.is_some()
+        && resource
+            .spec
+            .source
+            .as_ref()
+            .is_some_and(|s| s.kind == DOCKER_IMAGE_SOURCE);
+    let generation = resource.metadata.generation.unwrap_or(0).to_string();
+    let covered = deployments
+        .iter()
+        .any(|d| d.annotations().get(GENERATION_ANNOTATION) == Some(&generation));
+    deployable && !covered && (deployments.is_empty() || resource.spec.auto_deploy.enabled)
+}
+
+/// The Deployment the resource's current generation gets.
+pub fn new_deployment(resource: &Resource, first: bool) -> Deployment {
+    let generation = resource.metadata.generation.unwrap_or(0);
+    let name = format!("dep-{}-{generation}", resource.name_any());
+    let mut deployment = Deployment::new(
+        &name,
+        DeploymentSpec {
+            resource_id: resource.name_any(),
+            project_id: resource.spec.project_id.clone(),
+            environment_id: resource.spec.environment_id.clone(),
+            server_id: resource.spec.server_id.clone().unwrap_or_default(),
+            destination_id: resource.spec.destination_id.clone(),
+            source_snapshot: resource.spec.source.clone(),
+            cancel_requested: false,
+            trigger: Some(
+                if first {
+                    "resource-created"
+                } else {
+                    "auto-deploy"
+                }
+                .into(),
+            ),
+        },
+    );
+    deployment.metadata.labels = Some(BTreeMap::from([(
+        RESOURCE_LABEL.to_string(),
+        resource.name_any(),
+    )]));
+    deployment.metadata.annotations = Some(BTreeMap::from([(
+        GENERATION_ANNOTATION.to_string(),
+        generation.to_string(),
+    )]));
+    deployment
+}
+
+async fn apply(resource: &Resource, context: &Context, namespace: &str) -> Result<Action> {
+    let name = resource.name_any();
+    let mut deployments = deployments_of(context, namespace, &name).await?;
+    if needs_deployment(resource, &deployments) {
+        let deployment = new_deployment(resource, deployments.is_empty());
+        let api = Api::<Deployment>::namespaced(context.client.clone(), namespace);
+        match api.create(&PostParams::default(), &deployment).await {
+            Ok(created) => deployments.push(created),
+            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(error) => return Err(error.into()),
+        }
+    }
+    let server = match &resource.spec.server_id {
+        Some(id) => {
+            Api::<Server>::namespaced(context.client.clone(), namespace)
+                .get_opt(id)
+                .await?
+        }
+        None => None,
+    };
+    let route_status = repair_drift(resource, context, namespace, &deployments).await;
+    let status = desired_status(resource, server.as_ref(), &deployments, route_status);
+    let api = Api::<Resource>::namespaced(context.client.clone(), namespace);
+    apply_status(&api, resource, resource.status.as_ref(), &status).await?;
+    Ok(Action::requeue(DRIFT_CHECK))
+}
+
+/// The attempt now serving: the newest succeeded one, unless a newer attempt is still running.
+fn serving(deployments: &[Deployment]) -> Option<&Deployment> {
+    deployments
+        .iter()
+        .rev()
+        .find(|d| state(d) == Some(DeploymentState::Succeeded))
+}
+
+fn state(deployment: &Deployment) -> Option<DeploymentState> {
+    deployment.status.as_ref().and_then(|s| s.status)
+}
+
+/// Starts the serving container again when it was stopped, or recreates it when it was removed;
+/// skipped while an attempt runs. Returns what the route status is then.
+async fn repair_drift(
+    resource: &Resource,
+    context: &Context,
+    namespace: &str,
+    deployments: &[Deployment],
+) -> ProxyRouteStatus {
+    let Some(current) = serving(deployments) else {
+        return ProxyRouteStatus::NotReady;
+    };
+    let busy = deployments
+        .iter()
+        .any(|d| !state(d).is_some_and(DeploymentState::is_terminal));
+    if busy {
+        return ProxyRouteStatus::Ready;
+    }
+    let Ok((server, target)) = connect(context, namespace, &current.spec.server_id).await else {
+        return ProxyRouteStatus::Unknown;
+    };
+    let Ok(plan) = plan::plan(
+        resource,
+        &server,
+        &current.name_any(),
+        current.spec.source_snapshot.as_ref(),
+    ) else {
+        return ProxyRouteStatus::Failed;
+    };
+    let repaired = match target.running(&plan.container_name).await {
+        Ok(Some(true)) => return ProxyRouteStatus::Ready,
+        Ok(Some(false)) => target.start(&plan.container_name).await.map(|()| "started"),
+        Ok(None) => target.start_container(&plan).await.map(|()| "recreated"),
+        Err(_) => return ProxyRouteStatus::Unknown,
+    };
+    let reference = resource.object_ref(&());
+    match repaired {
+        Ok(verb) => {
+            let note = format!(
+                "managed container {} was gone or stopped; {verb} it",
+                plan.container_name
+            );
+            context
+                .publish_event(&reference, EventType::Normal, "DriftRepaired", note)
+                .await;
+            ProxyRouteStatus::Ready
+        }
+        Err(error) => {
+            let note = format!(
+                "could not restore container {}: {error}",
+                plan.container_name
+            );
+            context
+                .publish_event(&reference, EventType::Warning, "DriftRepairFailed", note)
+                .await;
+            ProxyRouteStatus::Failed
+        }
+    }
+}
+
+/// The status the resource should have now.
+pub fn desired_status(
+    resource: &Resource,
+    server: Option<&Server>,
+    deployments: &[Deployment],
+    route_status: ProxyRouteStatus,
+) -> ResourceStatus {
+    let current = resource.status.clone().unwrap_or_default();
+    let last = deployments.last();
+    let proxy_kind = server.map_or(ProxyKind::Caddy, |s| s.spec.proxy.kind);
+    let target_port = resource
+        .spec
+        .network_profile
+        .as_ref()
+        .map_or(0, |n| n.internal_port);
+    let route = server.and_then(|s| plan::route(resource, s));
+    let planned = route.as_ref().map(|r| PlannedAccessRoute {
+        url: r.url.clone(),
+        hostname: r.hostname.clone(),
+        scheme: ROUTE_SCHEME,
+        provider_key: Some("caddy".into()),
+        path_prefix: r.path_prefix.clone(),
+        proxy_kind,
+        target_port,
+    });
+    let serving = serving(deployments);
+    let latest = route
+        .as_ref()
+        .zip(serving)
+        .map(|(r, d)| AppliedAccessRoute {
+            url: r.url.clone(),
+            hostname: r.hostname.clone(),
+            scheme: ROUTE_SCHEME,
+            provider_key: Some("caddy".into()),
+            deployment_id: d.name_any(),
+            deployment_status: DeploymentState::Succeeded,
+            path_prefix: r.path_prefix.clone(),
+            proxy_kind,
+            target_port: Some(target_port),
+            updated_at: d
+                .status
+                .as_ref()
+                .and_then(|s| s.finished_at.clone())
+                .unwrap_or(Time(Timestamp::UNIX_EPOCH)),
+        });
+    let generation = resource.metadata.generation;
+    let mut status = ResourceStatus {
+        deployment_count: i64::try_from(deployments.len()).unwrap_or(i64::MAX),
+        last_deployment_id: last.map(|d| d.name_any()),
+        last_deployment_status: last.map(|d| state(d).unwrap_or(DeploymentState::Created)),
+        access_summary: Some(AccessSummary {
+            planned_generated_access_route: planned,
+            latest_generated_access_route: latest,
+            proxy_route_status: Some(route_status),
+            ..current.access_summary.clone().unwrap_or_default()
+        }),
+        proxy_route_status: Some(route_status),
+        last_route_realization_deployment_id: serving.map(|d| d.name_any()),
+        observed_generation: generation,
+        conditions: current.conditions,
+    };
+    let (ready, reason, message) = match (serving, route_status) {
+        (Some(d), ProxyRouteStatus::Ready) => (
+            ConditionStatus::True,
+            "Serving",
+            format!("deployment {} serves the resource", d.name_any()),
+        ),
+        (Some(_), _) => (
+            ConditionStatus::False,
+            "RouteNotReady",
+            "the serving container is not running".to_string(),
+        ),
+        (None, _) => (
+            ConditionStatus::False,
+            "NotDeployed",
+            "no deployment has succeeded yet".to_string(),
+        ),
+    };
+    condition::merge(
+        &mut status.conditions,
+        Condition::new(READY, ready, reason, message, generation),
+    );
+    status
+}
+
+/// Removes the resource's containers and route, then its deployments. An unreachable server
+/// does not block deletion forever: an event says what was left behind.
+async fn cleanup(resource: &Resource, context: &Context, namespace: &str) -> Result<Action> {
+    let name = resource.name_any();
+    let reference = resource.object_ref(&());
+    if let Some(server_id) = &resource.spec.server_id {
+        match connect(context, namespace, server_id).await {
+            Ok((server, target)) => {
+                // A proxy that cannot drop the route must not keep the resource forever: the
+                // route then points at a removed container and answers 502, which an event names.
+                if server.spec.proxy.kind == ProxyKind::Caddy {
+                    let route = plan::route_id(namespace, &name);
+                    if let Err(error) = target.switch_route(&route, None).await {
+                        let note = format!("could not remove route {route}: {error}");
+                        context
+                            .publish_event(&reference, EventType::Warning, "RouteNotRemoved", note)
+                            .await;
+                    }
+                }
+                for (container, _) in target.resource_containers(namespace, &name).await? {
+                    target.remove_container(&container).await?;
+                }
+            }
+            Err(error) => {
+                let note = format!(
+                    "server not reachable during deletion ({error}); containers may be left"
+                );
+                context
+                    .publish_event(&reference, EventType::Warning, "CleanupIncomplete", note)
+                    .await;
+            }
+        }
+    }
+    let api = Api::<Deployment>::namespaced(context.client.clone(), namespace);
+    for deployment in deployments_of(context, namespace, &name).await? {
+        match api
+            .delete(&deployment.name_any(), &DeleteParams::default())
+            .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(error) => return Err(error.into()),
+        }
+    }
+    Ok(Action::await_change())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_crds::deployment::DeploymentStatus;
+    use berth_crds::resource::ResourceSpec;
+    use berth_crds::server::ServerSpec;
+    use serde_json::json;
+
+    fn resource(generation: i64, auto_deploy: bool) -> Resource {
+        let spec: ResourceSpec = serde_json::from_value(json!({
+            "projectId": "prj-1", "environmentId": "env-1", "serverId": "local",
+            "name": "web", "kind": "application",
+            "source": { "kind": "docker-image", "locator": "berth/sample-app:1" },
+            "networkProfile": { "internalPort": 8080 },
+            "autoDeploy": { "enabled": auto_deploy },
+        }))
+        .unwrap();
+        let mut resource = Resource::new("web", spec);
+        resource.metadata.namespace = Some("org-acme".into());
+        resource.metadata.generation = Some(generation);
+        resource
+    }
+
+    fn ended(resource: &Resource, state: DeploymentState) -> Deployment {
+        let mut deployment = new_deployment(resource, true);
+        deployment.status = Some(DeploymentStatus {
+            status: Some(state),
+            ..Default::default()
+        });
+        deployment
+    }
+
+    #[test]
+    fn first_generation_deploys_later_ones_only_with_auto_deploy() {
+        let first = resource(1, false);
+        assert!(needs_deployment(&first, &[]));
+        let done = [ended(&first, DeploymentState::Succeeded)];
+        assert!(!needs_deployment(&first, &done));
+        assert!(!needs_deployment(&resource(2, false), &done));
+        assert!(needs_deployment(&resource(2, true), &done));
+        assert_eq!(
+            new_deployment(&resource(2, true), false).name_any(),
+            "dep-web-2"
+        );
+    }
+
+    #[test]
+    fn status_counts_deployments_and_reports_the_serving_route() {
+        let resource = resource(2, true);
+        let server = Server::new(
+            "local",
+            serde_json::from_value::<ServerSpec>(json!({
+                "host": "127.0.0.1", "username": "root", "credentialId": "key",
+                "proxy": { "kind": "caddy", "httpPort": 8080, "httpsPort": 8443 },
+            }))
+            .unwrap(),
+        );
+        let mut failed = ended(&resource, DeploymentState::Failed);
+        failed.metadata.name = Some("dep-web-2".into());
+        let mut succeeded = ended(&resource, DeploymentState::Succeeded);
+        succeeded.metadata.name = Some("dep-web-1".into());
+        let deployments = [succeeded, failed];
+        let status = desired_status(
+            &resource,
+            Some(&server),
+            &deployments,
+            ProxyRouteStatus::Ready,
+        );
+        assert_eq!(status.deployment_count, 2);
+        assert_eq!(status.last_deployment_id.as_deref(), Some("dep-web-2"));
+        assert_eq!(status.last_deployment_status, Some(DeploymentState::Failed));
+        let summary = status.access_summary.unwrap();
+        assert_eq!(
+            summary.planned_generated_access_route.unwrap().url,
+            "http://web.localhost:8080/"
+        );
+        let latest = summary.latest_generated_access_route.unwrap();
+        assert_eq!(latest.deployment_id, "dep-web-1");
+    }
+}

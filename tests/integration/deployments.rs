@@ -1,0 +1,451 @@
+//! Deployments against the real stack (issue 5): a Resource applied with kubectl runs behind the
+//! edge proxy, a redeploy under load loses no request, a failing health check keeps the old
+//! version serving, a container removed by hand comes back, deletion removes containers.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use berth_crds::condition::{ConditionStatus, READY};
+use berth_crds::deployment::{Deployment, DeploymentPhase, DeploymentState};
+use berth_crds::resource::Resource;
+use berth_tests::{TestNamespace, client, eventually, kubectl, random_suffix, stack_env};
+use kube::api::{Patch, PatchParams};
+use rand::Rng;
+use serde_json::{Value, json};
+
+use crate::servers::support::{create_credential, create_server, stack_key, wait_condition};
+
+const WAIT: Duration = Duration::from_secs(90);
+
+/// A Server `local` with its own edge proxy on a random port; returns that HTTP port.
+async fn ready_server(ns: &TestNamespace) -> u16 {
+    let (private_key, _) = stack_key();
+    create_credential(ns, "key", &private_key).await;
+    let http_port: u16 = 18100 + rand::rng().random_range(0..800);
+    let servers = create_server(
+        ns,
+        "local",
+        "127.0.0.1",
+        stack_env("BERTH_SSH_PORT").parse().unwrap(),
+        "key",
+        json!({ "proxy": { "kind": "caddy", "httpPort": http_port, "httpsPort": http_port + 1000 } }),
+    )
+    .await;
+    wait_condition(&servers, "local", READY, ConditionStatus::True, None, WAIT).await;
+    http_port
+}
+
+/// The sample app's Resource manifest, auto-deploy on, probing `health_path`.
+fn resource_yaml(ns: &TestNamespace, name: &str, image: &str, health_path: &str) -> String {
+    resource_yaml_with_retries(ns, name, image, health_path, 2)
+}
+
+/// The same, with `retries` failed probes (1 s apart) before verify gives up.
+fn resource_yaml_with_retries(
+    ns: &TestNamespace,
+    name: &str,
+    image: &str,
+    health_path: &str,
+    retries: u32,
+) -> String {
+    let manifest = json!({
+        "apiVersion": "berth.dev/v1alpha1",
+        "kind": "Resource",
+        "metadata": { "name": name, "namespace": ns.name },
+        "spec": {
+            "projectId": "prj-demo", "environmentId": "env-prod", "serverId": "local",
+            "name": name, "kind": "application",
+            "source": { "kind": "docker-image", "locator": image },
+            "runtimeProfile": { "healthCheck": { "path": health_path, "intervalSeconds": 1, "retries": retries } },
+            "networkProfile": { "internalPort": 8080 },
+            "autoDeploy": { "enabled": true },
+            "variables": [{ "key": "GREETING", "value": "hello" }],
+        },
+    });
+    manifest.to_string()
+}
+
+fn apply(yaml: &str) {
+    let output = kubectl(&["apply", "-f", "-"], Some(yaml));
+    assert!(output.status.success(), "kubectl apply: {output:?}");
+}
+
+/// GET `/` for the resource's generated host through the proxy: (status, body).
+async fn fetch(http: &reqwest::Client, port: u16, host: &str) -> Option<(u16, String)> {
+    let response = http
+        .get(format!("http://127.0.0.1:{port}/"))
+        .header("Host", host)
+        .send()
+        .await
+        .ok()?;
+    let status = response.status().as_u16();
+    Some((status, response.text().await.ok()?))
+}
+
+async fn wait_body(port: u16, host: &str, needle: &str) {
+    let http = reqwest::Client::new();
+    eventually(WAIT, &format!("{host} serving {needle}"), || {
+        let http = http.clone();
+        async move {
+            fetch(&http, port, host)
+                .await
+                .filter(|(status, body)| *status == 200 && body.contains(needle))
+        }
+    })
+    .await;
+}
+
+/// Waits until Deployment `name` has ended and returns it.
+async fn wait_ended(ns: &TestNamespace, name: &str) -> Deployment {
+    let api = ns.api::<Deployment>();
+    eventually(WAIT, &format!("deployment {name} ended"), || {
+        let api = api.clone();
+        async move {
+            let d = api.get_opt(name).await.ok()??;
+            let ended = d.status.as_ref()?.status?.is_terminal();
+            ended.then_some(d)
+        }
+    })
+    .await
+}
+
+fn docker_names(filter: &str) -> Vec<String> {
+    let output = std::process::Command::new("docker")
+        .args(["ps", "-a", "--filter", filter, "--format", "{{.Names}}"])
+        .output()
+        .expect("docker CLI");
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Deletes the resource and waits until its containers are gone, so no test leaves containers
+/// behind when its namespace goes.
+async fn teardown(ns: &TestNamespace, name: &str) {
+    let output = kubectl(
+        &["delete", "resource.berth.dev", name, "-n", &ns.name],
+        None,
+    );
+    assert!(output.status.success(), "{output:?}");
+    let filter = format!("label=berth.dev/namespace={}", ns.name);
+    eventually(WAIT, "containers removed", || {
+        let filter = filter.clone();
+        async move { docker_names(&filter).is_empty().then_some(()) }
+    })
+    .await;
+}
+
+async fn set_image(ns: &TestNamespace, name: &str, image: &str, health_path: &str) {
+    let patch = json!({ "spec": {
+        "source": { "kind": "docker-image", "locator": image },
+        "runtimeProfile": { "healthCheck": { "path": health_path, "intervalSeconds": 1, "retries": 2 } },
+    }});
+    ns.api::<Resource>()
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("patch resource");
+}
+
+#[tokio::test]
+async fn kubectl_apply_serves_the_sample_app_through_the_edge_proxy_and_delete_cleans_up() {
+    let client = client().await;
+    let ns = TestNamespace::new(&client, "dep-apply").await;
+    let port = ready_server(&ns).await;
+    let started = Instant::now();
+    apply(&resource_yaml(&ns, "web", "berth/sample-app:1", "/healthz"));
+
+    let deployment = wait_ended(&ns, "dep-web-1").await;
+    let status = deployment.status.unwrap();
+    assert_eq!(
+        status.status,
+        Some(DeploymentState::Succeeded),
+        "{status:?}"
+    );
+    let step = status.current_step.unwrap();
+    assert_eq!((step.current, step.total), (5, 5));
+    assert!(status.started_at.is_some() && status.finished_at.is_some());
+    wait_body(port, "web.localhost", "hello from berth sample-app v1").await;
+    eprintln!(
+        "apply → first 200 through the proxy: {:?}",
+        started.elapsed()
+    );
+
+    let resources = ns.api::<Resource>();
+    let resource = eventually(WAIT, "resource status", || {
+        let resources = resources.clone();
+        async move {
+            let r = resources.get("web").await.ok()?;
+            let s = r.status.clone()?;
+            (s.last_deployment_status == Some(DeploymentState::Succeeded)).then_some(s)
+        }
+    })
+    .await;
+    assert_eq!(resource.deployment_count, 1);
+    assert_eq!(resource.last_deployment_id.as_deref(), Some("dep-web-1"));
+    let summary = resource.access_summary.unwrap();
+    let planned = summary.planned_generated_access_route.unwrap();
+    assert_eq!(planned.hostname, "web.localhost");
+    assert_eq!(planned.url, format!("http://web.localhost:{port}/"));
+    assert_eq!(planned.target_port, 8080);
+    assert_eq!(
+        summary.latest_generated_access_route.unwrap().deployment_id,
+        "dep-web-1"
+    );
+
+    // The container carries Berth's labels and the resource's variables.
+    let name = format!("berth-{}-web-dep-web-1", ns.name);
+    let output = std::process::Command::new("docker")
+        .args(["inspect", &name])
+        .output()
+        .unwrap();
+    let inspected: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let labels = &inspected[0]["Config"]["Labels"];
+    assert_eq!(labels["berth.dev/managed"], "true");
+    assert_eq!(labels["berth.dev/resource"], "web");
+    assert_eq!(labels["berth.dev/deployment"], "dep-web-1");
+    assert_eq!(labels["berth.dev/project"], "prj-demo");
+    assert_eq!(labels["berth.dev/environment"], "env-prod");
+    let env = inspected[0]["Config"]["Env"].to_string();
+    assert!(env.contains("GREETING=hello"), "{env}");
+
+    // Deleting the resource removes its containers and its route.
+    teardown(&ns, "web").await;
+    let http = reqwest::Client::new();
+    let (code, _) = fetch(&http, port, "web.localhost").await.unwrap();
+    assert_eq!(code, 404);
+}
+
+#[tokio::test]
+async fn redeploy_under_continuous_requests_fails_none() {
+    let client = client().await;
+    let ns = TestNamespace::new(&client, "dep-zero").await;
+    let port = ready_server(&ns).await;
+    apply(&resource_yaml(&ns, "web", "berth/sample-app:1", "/healthz"));
+    wait_body(port, "web.localhost", "v1").await;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let (ok, failed) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let load = {
+        let (stop, ok, failed) = (stop.clone(), ok.clone(), failed.clone());
+        tokio::spawn(async move {
+            let http = reqwest::Client::new();
+            // Run-length record of what the client saw, to show when failures happened.
+            let mut seen: Vec<(String, u32)> = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                let outcome = match fetch(&http, port, "web.localhost").await {
+                    Some((200, body)) if body.contains("sample-app v") => {
+                        ok.fetch_add(1, Ordering::Relaxed);
+                        body.trim().to_string()
+                    }
+                    other => {
+                        failed.fetch_add(1, Ordering::Relaxed);
+                        format!("{other:?}")
+                    }
+                };
+                match seen.last_mut() {
+                    Some((last, count)) if *last == outcome => *count += 1,
+                    _ => seen.push((outcome, 1)),
+                }
+            }
+            seen
+        })
+    };
+    set_image(&ns, "web", "berth/sample-app:2", "/healthz").await;
+    let second = wait_ended(&ns, "dep-web-2").await;
+    assert_eq!(
+        second.status.as_ref().unwrap().status,
+        Some(DeploymentState::Succeeded),
+        "{:?}",
+        second.status
+    );
+    wait_body(port, "web.localhost", "v2").await;
+    // Keep the load on while the old container drains and stops.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    stop.store(true, Ordering::Relaxed);
+    let seen = load.await.unwrap();
+    let (ok, failed) = (ok.load(Ordering::Relaxed), failed.load(Ordering::Relaxed));
+    eprintln!("redeploy under load: {ok} ok, {failed} failed");
+    assert!(ok > 50, "too few requests to mean anything: {ok}");
+    if failed > 0 {
+        let proxy = format!("berth-edge-proxy.{}.local", ns.name);
+        let logs = std::process::Command::new("docker")
+            .args(["logs", "--tail", "5", &proxy])
+            .output()
+            .unwrap();
+        eprintln!("proxy log: {}", String::from_utf8_lossy(&logs.stderr));
+        let new = format!("berth-{}-web-dep-web-2", ns.name);
+        let ip = std::process::Command::new("docker")
+            .args(["inspect", "-f", "{{json .NetworkSettings.Networks}}", &new])
+            .output()
+            .unwrap();
+        eprintln!(
+            "new container networks: {}",
+            String::from_utf8_lossy(&ip.stdout)
+        );
+        let events = std::process::Command::new("docker")
+            .args([
+                "events",
+                "--since",
+                "40s",
+                "--until",
+                "0s",
+                "--filter",
+                "type=container",
+                "--format",
+                "{{.Time}} {{.Action}} {{.Actor.Attributes.name}}",
+            ])
+            .output()
+            .unwrap();
+        eprintln!("docker events: {}", String::from_utf8_lossy(&events.stdout));
+        for (reason, note) in crate::servers::support::events(&ns) {
+            eprintln!("k8s event: {reason}: {note}");
+        }
+        let out = kubectl(&["get", "bdep", "-n", &ns.name, "-o", "yaml"], None);
+        eprintln!("deployments: {}", String::from_utf8_lossy(&out.stdout));
+    }
+    assert_eq!(failed, 0, "responses in order: {seen:?}");
+    let old = format!("name=berth-{}-web-dep-web-1", ns.name);
+    assert!(docker_names(&old).is_empty(), "old container still there");
+    teardown(&ns, "web").await;
+}
+
+#[tokio::test]
+async fn failing_health_check_keeps_the_old_version_serving() {
+    let client = client().await;
+    let ns = TestNamespace::new(&client, "dep-fail").await;
+    let port = ready_server(&ns).await;
+    apply(&resource_yaml(&ns, "web", "berth/sample-app:1", "/healthz"));
+    wait_body(port, "web.localhost", "v1").await;
+
+    set_image(&ns, "web", "berth/sample-app:2", "/nope").await;
+    let failed = wait_ended(&ns, "dep-web-2").await;
+    let status = failed.status.unwrap();
+    assert_eq!(status.status, Some(DeploymentState::Failed), "{status:?}");
+    let error = status.last_error.expect("lastError");
+    assert_eq!(error.phase, DeploymentPhase::Verify);
+    assert_eq!(error.code, "health_check_failed");
+    assert!(error.message.contains("/nope"), "{}", error.message);
+
+    let http = reqwest::Client::new();
+    let (code, body) = fetch(&http, port, "web.localhost").await.unwrap();
+    assert_eq!(code, 200);
+    assert!(body.contains("v1"), "{body}");
+    let new = format!("name=berth-{}-web-dep-web-2", ns.name);
+    assert!(
+        docker_names(&new).is_empty(),
+        "failed container left behind"
+    );
+    teardown(&ns, "web").await;
+}
+
+#[tokio::test]
+async fn a_container_removed_by_hand_is_restored_within_30_seconds() {
+    let client = client().await;
+    let ns = TestNamespace::new(&client, "dep-drift").await;
+    let port = ready_server(&ns).await;
+    let name = format!("drift{}", random_suffix());
+    apply(&resource_yaml(&ns, &name, "berth/sample-app:1", "/healthz"));
+    let host = format!("{name}.localhost");
+    wait_body(port, &host, "v1").await;
+
+    let container = format!("berth-{}-{name}-dep-{name}-1", ns.name);
+    let removed = std::process::Command::new("docker")
+        .args(["rm", "-f", &container])
+        .output()
+        .unwrap();
+    assert!(removed.status.success());
+    let started = Instant::now();
+    let http = reqwest::Client::new();
+    eventually(Duration::from_secs(30), "container restored", || {
+        let http = http.clone();
+        let host = host.clone();
+        async move {
+            fetch(&http, port, &host)
+                .await
+                .filter(|(code, body)| *code == 200 && body.contains("v1"))
+        }
+    })
+    .await;
+    eprintln!("drift repaired in {:?}", started.elapsed());
+    let events = crate::servers::support::events(&ns);
+    assert!(
+        events.iter().any(|(reason, _)| reason == "DriftRepaired"),
+        "{events:?}"
+    );
+    teardown(&ns, &name).await;
+}
+
+/// Waits until Deployment `name` reports `phase`.
+async fn wait_phase(ns: &TestNamespace, name: &str, phase: DeploymentPhase) {
+    let api = ns.api::<Deployment>();
+    eventually(WAIT, &format!("deployment {name} in {phase:?}"), || {
+        let api = api.clone();
+        async move {
+            let d = api.get_opt(name).await.ok()??;
+            (d.status.as_ref()?.phase? == phase).then_some(())
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn cancel_ends_a_verifying_attempt_and_a_newer_one_supersedes() {
+    let client = client().await;
+    let ns = TestNamespace::new(&client, "dep-cancel").await;
+    let port = ready_server(&ns).await;
+    // A health check that never passes keeps the attempt in verify for about 30 s.
+    apply(&resource_yaml_with_retries(
+        &ns,
+        "web",
+        "berth/sample-app:1",
+        "/nope",
+        30,
+    ));
+    wait_phase(&ns, "dep-web-1", DeploymentPhase::Verify).await;
+    let patch = json!({ "spec": { "cancelRequested": true } });
+    ns.api::<Deployment>()
+        .patch("dep-web-1", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let canceled = wait_ended(&ns, "dep-web-1").await.status.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        canceled.status,
+        Some(DeploymentState::Canceled),
+        "{canceled:?}"
+    );
+    assert_eq!(canceled.last_error.unwrap().code, "canceled");
+    let first = format!("name=berth-{}-web-dep-web-1", ns.name);
+    assert!(
+        docker_names(&first).is_empty(),
+        "canceled container left behind"
+    );
+
+    // A second bad attempt is superseded by a third, good one, which serves.
+    set_image(&ns, "web", "berth/sample-app:1", "/nope").await;
+    let second = eventually(WAIT, "second attempt", || {
+        let api = ns.api::<Deployment>();
+        async move {
+            let list = api.list(&Default::default()).await.ok()?;
+            list.items
+                .into_iter()
+                .find(|d| d.metadata.name.as_deref() != Some("dep-web-1"))
+                .and_then(|d| d.metadata.name)
+        }
+    })
+    .await;
+    wait_phase(&ns, &second, DeploymentPhase::Verify).await;
+    set_image(&ns, "web", "berth/sample-app:2", "/healthz").await;
+    let superseded = wait_ended(&ns, &second).await.status.unwrap();
+    assert_eq!(superseded.status, Some(DeploymentState::Canceled));
+    assert_eq!(superseded.last_error.unwrap().code, "superseded");
+    wait_body(port, "web.localhost", "v2").await;
+    teardown(&ns, "web").await;
+}
