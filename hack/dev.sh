@@ -69,8 +69,8 @@ Berth is running (set up in $1 s).
   controller       http://$CONTROLLER_ADDR/metrics   log: .berth/controller.log
   API server       $(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')
   local server     ssh -i \$BERTH_SSH_KEY -p \$BERTH_SSH_PORT root@127.0.0.1
-  quickstart       kubectl get berth -A
-$(kubectl get berth -A 2>/dev/null | sed 's/^/    /')
+  quickstart       kubectl get berth -n org-acme
+$(kubectl kustomize "$BERTH_REPO_ROOT/examples/quickstart" | kubectl get -f - 2>/dev/null | sed 's/^/    /')
 
 Stop everything with: hack/dev.sh down
 SUMMARY

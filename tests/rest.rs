@@ -314,6 +314,21 @@ impl Drop for TestOrg {
             let _ = Api::<Organization>::all(client.clone())
                 .delete(&id, &DeleteParams::background())
                 .await;
+            // Sessions of throwaway users would otherwise pile up in berth-system.
+            let sessions = Api::<berth_crds::session::Session>::namespaced(
+                client.clone(),
+                berth_crds::SYSTEM_NAMESPACE,
+            );
+            if let Ok(list) = sessions.list(&Default::default()).await {
+                for session in list
+                    .items
+                    .iter()
+                    .filter(|s| users.contains(&s.spec.user_id))
+                {
+                    let name = session.metadata.name.clone().unwrap_or_default();
+                    let _ = sessions.delete(&name, &DeleteParams::background()).await;
+                }
+            }
             for user in users {
                 let _ = Api::<User>::all(client.clone())
                     .delete(&user, &DeleteParams::background())
