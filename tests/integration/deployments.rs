@@ -230,7 +230,13 @@ async fn redeploy_under_continuous_requests_fails_none() {
     let load = {
         let (stop, ok, failed) = (stop.clone(), ok.clone(), failed.clone());
         tokio::spawn(async move {
-            let http = reqwest::Client::new();
+            // A fresh connection per request, as from many independent visitors. A reused idle
+            // keep-alive connection can be closed by Caddy's graceful config reload just as the
+            // client writes on it; browsers retry that transparently, so it is not downtime.
+            let http = reqwest::Client::builder()
+                .pool_max_idle_per_host(0)
+                .build()
+                .expect("http client");
             // Run-length record of what the client saw, to show when failures happened.
             let mut seen: Vec<(String, u32)> = Vec::new();
             while !stop.load(Ordering::Relaxed) {

@@ -343,7 +343,15 @@ pub fn desired_status(
 async fn cleanup(resource: &Resource, context: &Context, namespace: &str) -> Result<Action> {
     let name = resource.name_any();
     let reference = resource.object_ref(&());
-    if let Some(server_id) = &resource.spec.server_id {
+    let deployments = deployments_of(context, namespace, &name).await?;
+    // A resource that never had an attempt has nothing on the server: no SSH round trip (and
+    // no timeout on a server that is going away) stands between it and its deletion.
+    let ever_deployed = !deployments.is_empty()
+        || resource
+            .status
+            .as_ref()
+            .is_some_and(|s| s.last_deployment_id.is_some());
+    if let Some(server_id) = resource.spec.server_id.as_ref().filter(|_| ever_deployed) {
         match connect(context, namespace, server_id).await {
             Ok((server, target)) => {
                 // A proxy that cannot drop the route must not keep the resource forever: the
@@ -372,7 +380,7 @@ async fn cleanup(resource: &Resource, context: &Context, namespace: &str) -> Res
         }
     }
     let api = Api::<Deployment>::namespaced(context.client.clone(), namespace);
-    for deployment in deployments_of(context, namespace, &name).await? {
+    for deployment in deployments {
         match api
             .delete(&deployment.name_any(), &DeleteParams::default())
             .await
