@@ -435,6 +435,20 @@ async fn servers_are_guarded_until_inactive_and_unblocked_and_credentials_while_
         .delete("shop-web", &DeleteParams::default())
         .await
         .unwrap();
+    // The Resource's finalizer cleans up first; the blocker clears once it is really gone.
+    berth_tests::eventually(
+        std::time::Duration::from_secs(30),
+        "resource shop-web deleted",
+        || async {
+            resources
+                .get_opt("shop-web")
+                .await
+                .ok()?
+                .is_none()
+                .then_some(())
+        },
+    )
+    .await;
 
     assert_eq!(
         admin.delete(&path, confirmed.clone()).await.ok()["id"],

@@ -410,6 +410,27 @@ pub async fn wait_for_namespace(state: &AppState, organization: &str) -> ApiResu
     }
 }
 
+/// The user with `email`: from the cache, or, for a user created a moment ago (by kubectl or
+/// `POST /users`) that the cache has not seen yet, from the API server — then the cache is
+/// awaited, so the session's next request finds the user too.
+async fn find_user_by_email(
+    state: &AppState,
+    email: &str,
+) -> ApiResult<Option<std::sync::Arc<User>>> {
+    let matches = |u: &User| u.spec.email.eq_ignore_ascii_case(email);
+    if let Some(user) = state.caches.users.find(|u| matches(u)) {
+        return Ok(Some(user));
+    }
+    let listed = Api::<User>::all(state.client.clone())
+        .list(&Default::default())
+        .await?;
+    let Some(user) = listed.items.into_iter().find(|u| matches(u)) else {
+        return Ok(None);
+    };
+    crate::cache::catch_up(&state.caches.users, &user).await?;
+    Ok(Some(std::sync::Arc::new(user)))
+}
+
 async fn login(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -418,11 +439,7 @@ async fn login(
     let email = body.email.trim().to_lowercase();
     state.login_limiter.check(&email)?;
     let refused = || ApiError::unauthenticated("the email or password is wrong");
-    let Some(user) = state
-        .caches
-        .users
-        .find(|u| u.spec.email.eq_ignore_ascii_case(&email))
-    else {
+    let Some(user) = find_user_by_email(&state, &email).await? else {
         state.login_limiter.failed(&email);
         return Err(refused());
     };
