@@ -194,21 +194,30 @@ impl Bookkept for DeployToken {
     }
 }
 
+/// Write-once records: `Ready` plus a timestamp field that keeps its first value (creation time).
+fn recorded_once<K: Resource + Bookkept>(
+    object: &K,
+    conditions: &[Condition],
+    message: &str,
+    field: &str,
+) -> Map<String, Value> {
+    let mut status = accepted(object, conditions, message);
+    let recorded = object
+        .status_json()
+        .get(field)
+        .cloned()
+        .unwrap_or_else(|| created(object));
+    status.insert(field.into(), recorded);
+    status
+}
+
 impl Bookkept for UsageIntent {
     const KIND: &'static str = "UsageIntent";
     fn api_for(&self, client: Client) -> Api<Self> {
         namespaced_api(self, client)
     }
     fn owned_status(&self, conditions: &[Condition], _now: Timestamp) -> Map<String, Value> {
-        let mut status = accepted(self, conditions, "usage intent recorded");
-        status.insert(
-            "recordedAt".into(),
-            self.status_json()
-                .get("recordedAt")
-                .cloned()
-                .unwrap_or_else(|| created(self)),
-        );
-        status
+        recorded_once(self, conditions, "usage intent recorded", "recordedAt")
     }
 }
 
@@ -218,15 +227,7 @@ impl Bookkept for OverlayDecision {
         namespaced_api(self, client)
     }
     fn owned_status(&self, conditions: &[Condition], _now: Timestamp) -> Map<String, Value> {
-        let mut status = accepted(self, conditions, "decision recorded");
-        status.insert(
-            "decidedAt".into(),
-            self.status_json()
-                .get("decidedAt")
-                .cloned()
-                .unwrap_or_else(|| created(self)),
-        );
-        status
+        recorded_once(self, conditions, "decision recorded", "decidedAt")
     }
 }
 
@@ -236,15 +237,7 @@ impl Bookkept for RouteSurfaceDecision {
         namespaced_api(self, client)
     }
     fn owned_status(&self, conditions: &[Condition], _now: Timestamp) -> Map<String, Value> {
-        let mut status = accepted(self, conditions, "decision recorded");
-        status.insert(
-            "decidedAt".into(),
-            self.status_json()
-                .get("decidedAt")
-                .cloned()
-                .unwrap_or_else(|| created(self)),
-        );
-        status
+        recorded_once(self, conditions, "decision recorded", "decidedAt")
     }
 }
 
