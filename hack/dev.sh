@@ -44,8 +44,20 @@ apply_quickstart() {
   # The organization (applied first: it creates the namespace) and the local server's key.
   berth_quickstart_secret
   kubectl apply --server-side -k "$dir" >/dev/null
-  log "waiting for the quickstart objects to be Ready"
-  kubectl kustomize "$dir" | kubectl wait --for=condition=Ready --timeout=120s -f - >/dev/null
+  log "waiting for the quickstart objects to be Ready (the sample app deploys meanwhile)"
+  kubectl kustomize "$dir" | kubectl wait --for=condition=Ready --timeout=180s -f - >/dev/null
+  sample_app_url=$(kubectl get resource.berth.dev sample-app -n org-acme \
+    -o jsonpath='{.status.accessSummary.latestGeneratedAccessRoute.url}')
+  log "sample app served at $sample_app_url"
+  curl -fsS --max-time 5 --resolve "$(sample_app_resolve)" "$sample_app_url" >/dev/null ||
+    die "the sample app does not answer at $sample_app_url"
+}
+
+# `host:port:127.0.0.1` for curl --resolve: *.localhost names always mean this machine.
+sample_app_resolve() {
+  local authority=${sample_app_url#http://}
+  authority=${authority%%/*}
+  echo "$authority:127.0.0.1"
 }
 
 write_dev_env() {
@@ -69,6 +81,7 @@ Berth is running (set up in $1 s).
   controller       http://$CONTROLLER_ADDR/metrics   log: .berth/controller.log
   API server       $(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')
   local server     ssh -i \$BERTH_SSH_KEY -p \$BERTH_SSH_PORT root@127.0.0.1
+  sample app       curl --resolve $(sample_app_resolve) $sample_app_url
   quickstart       kubectl get berth -n org-acme
 $(kubectl kustomize "$BERTH_REPO_ROOT/examples/quickstart" | kubectl get -f - 2>/dev/null | sed 's/^/    /')
 

@@ -64,6 +64,14 @@ impl TestNamespace {
         }
     }
 
+    /// An existing namespace (an organization's), deleted on drop like one made by `new`.
+    pub fn adopt(client: &Client, name: &str) -> Self {
+        Self {
+            name: name.to_string(),
+            client: client.clone(),
+        }
+    }
+
     /// A typed API handle for this namespace.
     pub fn api<K>(&self) -> Api<K>
     where

@@ -209,6 +209,7 @@ impl TestOrg {
                 name: format!("Test {id}"),
                 slug: id.clone(),
                 logo_url: None,
+                variables: Vec::new(),
             },
         );
         organizations

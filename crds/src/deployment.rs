@@ -6,6 +6,8 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::variable::PlainVariable;
+
 use crate::Condition;
 use crate::common::SourceDescriptor;
 
@@ -91,6 +93,9 @@ pub struct DeploymentSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
     pub trigger: Option<String>,
+    /// Variables for this attempt only; they override every other scope.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variables: Vec<PlainVariable>,
 }
 
 /// What happened to a deployment attempt.

@@ -8,6 +8,7 @@
 pub mod certificate;
 pub mod common;
 pub mod condition;
+pub mod config;
 pub mod deploy_token;
 pub mod deployment;
 pub mod domain_binding;

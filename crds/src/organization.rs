@@ -4,6 +4,8 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::variable::PlainVariable;
+
 use crate::Condition;
 
 /// An organization: members, projects, servers and tokens live in the namespace it owns.
@@ -37,6 +39,9 @@ pub struct OrganizationSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
     pub logo_url: Option<String>,
+    /// Plain (non-secret) variables every resource of this organization inherits.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variables: Vec<PlainVariable>,
 }
 
 /// What the controller observed about an organization.

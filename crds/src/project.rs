@@ -5,6 +5,8 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::variable::PlainVariable;
+
 use crate::Condition;
 use crate::lifecycle::LifecycleStatus;
 
@@ -50,6 +52,9 @@ pub struct ProjectSpec {
     /// Why the project was archived.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub archive_reason: Option<String>,
+    /// Plain (non-secret) variables every resource of this project inherits.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variables: Vec<PlainVariable>,
 }
 
 /// What the controller observed about a project.

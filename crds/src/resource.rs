@@ -306,6 +306,42 @@ pub struct AutoDeployPolicy {
     pub source_binding_fingerprint: Option<String>,
 }
 
+impl AutoDeployPolicy {
+    /// Whether an enabled policy must not fire because the resource's source binding is no
+    /// longer the one it was enabled for (spec §7 `source-binding-changed`). A policy enabled
+    /// without a fingerprint (written by hand, the GitOps way) follows whatever source is set.
+    pub fn blocked(&self, source: Option<&SourceDescriptor>) -> bool {
+        let Some(enabled_for) = &self.source_binding_fingerprint else {
+            return false;
+        };
+        self.enabled && source.map(source_binding_fingerprint).as_ref() != Some(enabled_for)
+    }
+}
+
+/// SHA-256 of a source's binding: its kind and where it comes from, without the version. For
+/// a `docker-image` source that is the image repository (a new tag is a new version of the
+/// same binding); for others the locator (a git ref lives in `metadata`).
+pub fn source_binding_fingerprint(source: &SourceDescriptor) -> String {
+    use sha2::{Digest, Sha256};
+    let binding = if source.kind == "docker-image" {
+        image_repository(&source.locator)
+    } else {
+        source.locator.as_str()
+    };
+    let digest = Sha256::digest(format!("{}\n{binding}", source.kind));
+    format!("sha256:{}", hex::encode(digest))
+}
+
+/// An image reference without its tag or digest: `registry:5000/app:2` → `registry:5000/app`.
+fn image_repository(reference: &str) -> &str {
+    let without_digest = reference.split('@').next().unwrap_or(reference);
+    let name_start = without_digest.rfind('/').map_or(0, |slash| slash + 1);
+    match without_digest[name_start..].rfind(':') {
+        Some(colon) => &without_digest[..name_start + colon],
+        None => without_digest,
+    }
+}
+
 impl Default for AutoDeployPolicy {
     fn default() -> Self {
         Self {
@@ -469,4 +505,46 @@ pub struct AppliedAccessRoute {
     pub target_port: Option<i64>,
     /// When the route was last updated.
     pub updated_at: Time,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source(kind: &str, locator: &str) -> SourceDescriptor {
+        SourceDescriptor {
+            kind: kind.into(),
+            locator: locator.into(),
+            display_name: None,
+            base_directory: None,
+            metadata: Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_new_image_tag_keeps_the_binding_a_new_repository_blocks_it() {
+        let enabled_for = source("docker-image", "registry.local:5000/shop/web:1");
+        let policy = AutoDeployPolicy {
+            enabled: true,
+            source_binding_fingerprint: Some(source_binding_fingerprint(&enabled_for)),
+            ..Default::default()
+        };
+        let new_tag = source("docker-image", "registry.local:5000/shop/web:2");
+        assert!(!policy.blocked(Some(&new_tag)));
+        let pinned = source("docker-image", "registry.local:5000/shop/web@sha256:ab");
+        assert!(!policy.blocked(Some(&pinned)));
+        let other = source("docker-image", "registry.local:5000/shop/api:1");
+        assert!(policy.blocked(Some(&other)));
+        assert!(policy.blocked(None));
+        let git = source("git", "https://example.com/a.git");
+        assert_ne!(
+            source_binding_fingerprint(&git),
+            source_binding_fingerprint(&source("git", "https://example.com/b.git"))
+        );
+        let by_hand = AutoDeployPolicy {
+            enabled: true,
+            ..Default::default()
+        };
+        assert!(!by_hand.blocked(Some(&other)));
+    }
 }

@@ -4,7 +4,20 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// When a variable is visible: at image build or in the running container.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+#[derive(
+    Serialize,
+    Deserialize,
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum VariableExposure {
     BuildTime,

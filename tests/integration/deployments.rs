@@ -19,7 +19,7 @@ use crate::servers::support::{create_credential, create_server, stack_key, wait_
 const WAIT: Duration = Duration::from_secs(90);
 
 /// A Server `local` with its own edge proxy on a random port; returns that HTTP port.
-async fn ready_server(ns: &TestNamespace) -> u16 {
+pub(crate) async fn ready_server(ns: &TestNamespace) -> u16 {
     let (private_key, _) = stack_key();
     create_credential(ns, "key", &private_key).await;
     let http_port: u16 = 18100 + rand::rng().random_range(0..800);
@@ -97,7 +97,7 @@ async fn wait_body(port: u16, host: &str, needle: &str) {
 }
 
 /// Waits until Deployment `name` has ended and returns it.
-async fn wait_ended(ns: &TestNamespace, name: &str) -> Deployment {
+pub(crate) async fn wait_ended(ns: &TestNamespace, name: &str) -> Deployment {
     let api = ns.api::<Deployment>();
     eventually(WAIT, &format!("deployment {name} ended"), || {
         let api = api.clone();
@@ -110,7 +110,7 @@ async fn wait_ended(ns: &TestNamespace, name: &str) -> Deployment {
     .await
 }
 
-fn docker_names(filter: &str) -> Vec<String> {
+pub(crate) fn docker_names(filter: &str) -> Vec<String> {
     let output = std::process::Command::new("docker")
         .args(["ps", "-a", "--filter", filter, "--format", "{{.Names}}"])
         .output()
@@ -123,7 +123,7 @@ fn docker_names(filter: &str) -> Vec<String> {
 
 /// Deletes the resource and waits until its containers are gone, so no test leaves containers
 /// behind when its namespace goes.
-async fn teardown(ns: &TestNamespace, name: &str) {
+pub(crate) async fn teardown(ns: &TestNamespace, name: &str) {
     let output = kubectl(
         &["delete", "resource.berth.dev", name, "-n", &ns.name],
         None,

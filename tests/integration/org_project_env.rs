@@ -27,6 +27,7 @@ fn project(name: &str) -> Project {
             display_order: 0,
             archived: false,
             archive_reason: None,
+            variables: Vec::new(),
         },
     )
 }
@@ -100,6 +101,7 @@ async fn organization_provisions_a_labelled_namespace_and_removes_it_on_delete()
             name: "Test Org".into(),
             slug: name.clone(),
             logo_url: None,
+            variables: Vec::new(),
         },
     );
     organizations

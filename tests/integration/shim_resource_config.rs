@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use berth_crds::environment::Environment;
 use berth_crds::member::OrganizationRole;
+use berth_crds::organization::Organization;
+use berth_crds::project::Project;
 use berth_crds::resource::{Resource, ResourceKind, ResourceSpec};
 use berth_crds::variable::{PlainVariable, VariableExposure};
 use berth_tests::rest::{Rest, TestOrg, transcript};
@@ -563,7 +565,7 @@ async fn variables_import_and_secrets_never_show_values() {
 }
 
 #[tokio::test]
-async fn effective_config_merges_environment_under_resource_and_reads_gitops_config() {
+async fn effective_config_merges_every_scope_and_reads_gitops_config() {
     let client = client().await;
     let mut org = TestOrg::new(&client).await;
     let member = org.user(OrganizationRole::Member).await;
@@ -587,6 +589,23 @@ async fn effective_config_merges_environment_under_resource_and_reads_gitops_con
     ]}});
     environments
         .patch(&env_id, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    // Organization and project variables, also GitOps-only.
+    let patch = json!({"spec": {"variables": [
+        {"key": "LOG_LEVEL", "value": "info"},
+        {"key": "ORG_ONLY", "value": "o"},
+    ]}});
+    Api::<Organization>::all(client.clone())
+        .patch(&org.id, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    let patch = json!({"spec": {"variables": [
+        {"key": "REGION", "value": "us"},
+        {"key": "PORT", "value": "9000"},
+    ]}});
+    Api::<Project>::namespaced(client.clone(), &org.namespace)
+        .patch(&project_id, &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .unwrap();
     // The resource and its Secret written by hand, as kubectl apply would.
@@ -618,9 +637,10 @@ async fn effective_config_merges_environment_under_resource_and_reads_gitops_con
     visible(rest, &id).await;
     let base = format!("/resources/{id}");
 
-    let effective = eventually(WAIT, "environment variables in the cache", || async {
+    // LOG_LEVEL, REGION, SESSION_SECRET, STRIPE_KEY, ORG_ONLY, PORT and three BERTH_* facts.
+    let effective = eventually(WAIT, "every scope's variables in the caches", || async {
         let body = rest.get(&format!("{base}/effective-config")).await.ok();
-        (body["effectiveEntries"].as_array()?.len() == 4).then_some(body)
+        (body["effectiveEntries"].as_array()?.len() == 9).then_some(body)
     })
     .await;
     assert_eq!(effective["environmentId"], env_id.as_str());
@@ -657,12 +677,44 @@ async fn effective_config_merges_environment_under_resource_and_reads_gitops_con
         (json!("debug"), json!("resource"))
     );
     assert_eq!(find("REGION")["scope"], "environment");
+    assert_eq!(find("ORG_ONLY")["scope"], "organization");
+    assert_eq!(
+        (find("PORT")["value"].clone(), find("PORT")["scope"].clone()),
+        (json!("9000"), json!("project"))
+    );
+    assert_eq!(
+        (
+            find("BERTH_RESOURCE_ID")["value"].clone(),
+            find("BERTH_RESOURCE_ID")["scope"].clone()
+        ),
+        (json!(id), json!("system"))
+    );
     assert_eq!(find("SESSION_SECRET")["value"], "****");
     assert_eq!(find("STRIPE_KEY")["value"], "****");
+    let override_of = |key: &str| -> Vec<(String, String)> {
+        effective["overrides"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|o| o["key"] == key)
+            .map(|o| {
+                (
+                    o["overriddenScope"].as_str().unwrap().to_string(),
+                    o["winningScope"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
     assert_eq!(
-        effective["overrides"],
-        json!([{"key": "LOG_LEVEL", "exposure": "runtime", "winningScope": "resource", "overriddenScope": "environment"}])
+        override_of("LOG_LEVEL"),
+        vec![
+            pair("organization", "environment"),
+            pair("environment", "resource")
+        ]
     );
+    assert_eq!(override_of("REGION"), vec![pair("project", "environment")]);
+    assert_eq!(effective["overrides"].as_array().unwrap().len(), 3);
     // The hand-written Secret is listed like one the API wrote.
     let list = rest.get(&format!("{base}/secrets")).await.ok();
     assert_eq!(keys(&list["items"]), vec!["STRIPE_KEY"]);
@@ -674,9 +726,21 @@ async fn effective_config_merges_environment_under_resource_and_reads_gitops_con
         .await
         .ok();
     assert_eq!(preview["environmentId"], preview_id.as_str());
+    // The preview environment has no variables: its entries come from the other scopes only.
+    let mut previewed = keys(&preview["effectiveEntries"]);
+    previewed.sort();
     assert_eq!(
-        keys(&preview["effectiveEntries"]),
-        vec!["LOG_LEVEL", "STRIPE_KEY"]
+        previewed,
+        vec![
+            "BERTH_ENVIRONMENT_ID",
+            "BERTH_PROJECT_ID",
+            "BERTH_RESOURCE_ID",
+            "LOG_LEVEL",
+            "ORG_ONLY",
+            "PORT",
+            "REGION",
+            "STRIPE_KEY"
+        ]
     );
     rest.get(&format!(
         "{base}/effective-config?previewEnvironmentId=env-nope"
@@ -754,7 +818,7 @@ async fn other_organizations_and_deploy_token_scope() {
     );
 }
 
-/// The effective config with the fields that differ between two resources (id, times) removed.
+/// The effective config with the fields that differ between two resources (ids, times) removed.
 fn comparable(config: &Value) -> Value {
     let strip = |entries: &Value| -> Vec<Value> {
         entries
@@ -766,6 +830,10 @@ fn comparable(config: &Value) -> Value {
                 let map = e.as_object_mut().unwrap();
                 map.remove("resourceId");
                 map.remove("updatedAt");
+                // The system entry naming the resource differs by definition.
+                if map["key"] == "BERTH_RESOURCE_ID" {
+                    map.remove("value");
+                }
                 e
             })
             .collect()

@@ -397,6 +397,7 @@ impl Fixture {
                         name: format!("Benchmark {suffix}"),
                         slug: organization.clone(),
                         logo_url: None,
+                        variables: Vec::new(),
                     },
                 ),
             )
@@ -465,6 +466,7 @@ impl Fixture {
                     display_order: n as i64,
                     archived: false,
                     archive_reason: None,
+                    variables: Vec::new(),
                 },
             );
             projects.create(&PostParams::default(), &project).await?;

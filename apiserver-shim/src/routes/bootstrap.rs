@@ -292,6 +292,7 @@ async fn first_admin(
             name: organization_name,
             slug: slug.clone(),
             logo_url: None,
+            variables: Vec::new(),
         },
     );
     let organization = apply(

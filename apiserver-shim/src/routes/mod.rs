@@ -8,6 +8,7 @@ pub mod common;
 pub mod credentials;
 pub mod decisions;
 pub mod deploy_tokens;
+pub mod deployments;
 pub mod environments;
 pub mod health;
 pub mod identity;
@@ -17,6 +18,7 @@ pub mod organizations;
 pub mod overlays;
 pub mod projects;
 pub mod resource_config;
+pub mod resources;
 pub mod servers;
 pub mod terminal;
 pub mod usage_intents;
@@ -131,6 +133,8 @@ pub fn endpoints() -> Vec<Endpoint> {
         credentials::endpoints(),
         servers::endpoints(),
         terminal::endpoints(),
+        deployments::endpoints(),
+        resources::endpoints(),
         resource_config::endpoints(),
     ]
     .into_iter()

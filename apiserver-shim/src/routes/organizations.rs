@@ -377,6 +377,7 @@ async fn create(
             name,
             slug: slug.clone(),
             logo_url: None,
+            variables: Vec::new(),
         },
     );
     // Create, not apply: an existing organization must never be taken over.

@@ -285,6 +285,7 @@ async fn create(
             display_order: i64::from(body.display_order.unwrap_or(0)),
             archived: false,
             archive_reason: None,
+            variables: Vec::new(),
         },
     );
     let api = Api::<Project>::namespaced(state.client.clone(), &organization.namespace);

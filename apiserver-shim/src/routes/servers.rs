@@ -540,8 +540,9 @@ async fn activate(
     set_lifecycle(&state, &caller, &id, ServerLifecycle::Active).await
 }
 
-/// Delete-safety blockers: what the controller last reported, plus resources and deployments
-/// naming the server right now (the status may lag).
+/// Delete-safety blockers: resources and deployments naming the server right now, plus what
+/// the controller last reported about other kinds. Its resource and deployment entries are
+/// left out: the live lists are the truth and the status lags a deletion by one recheck.
 async fn current_blockers(state: &AppState, server: &Server) -> ApiResult<Vec<Blocker>> {
     let namespace = server.namespace().unwrap_or_default();
     let name = server.name_any();
@@ -558,6 +559,7 @@ async fn current_blockers(state: &AppState, server: &Server) -> ApiResult<Vec<Bl
         .unwrap_or_default();
     let mut blockers: Vec<Blocker> = blockers_of(&reported)
         .into_iter()
+        .filter(|b| b.kind != "resource" && b.kind != "deployment")
         .chain(
             resources
                 .iter()

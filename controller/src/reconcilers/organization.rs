@@ -176,6 +176,7 @@ mod tests {
                 name: "Acme".into(),
                 slug: "acme".into(),
                 logo_url: None,
+                variables: Vec::new(),
             },
         );
         organization.metadata.uid = Some("uid-1".into());

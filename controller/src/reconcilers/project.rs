@@ -124,6 +124,7 @@ mod tests {
                 description: None,
                 display_order: 0,
                 archived,
+                variables: Vec::new(),
                 archive_reason: archived.then(|| "retired".into()),
             },
         );

@@ -24,8 +24,8 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Api, Resource as _, ResourceExt};
 
-use super::deployment::plan::{self, DOCKER_IMAGE_SOURCE, RESOURCE_LABEL, ROUTE_SCHEME};
-use super::deployment::{attempt::is_newer, connect};
+use super::deployment::plan::{self, RESOURCE_LABEL, ROUTE_SCHEME, SUPPORTED_SOURCES};
+use super::deployment::{attempt::is_newer, config, connect, package};
 use super::fresh::with_current_finalizers;
 use super::{drain, error_policy};
 use crate::context::Context;
@@ -104,20 +104,24 @@ async fn deployments_of(
     Ok(list)
 }
 
-/// Whether the resource's current spec needs a new attempt: it names a server and an image, no
-/// attempt was started for this generation yet, and either it never deployed or auto-deploy is on.
+/// Whether the resource's current spec needs a new attempt: it names a server and a source of a
+/// kind Berth deploys (an image, or a local folder to build), no attempt was started for this
+/// generation yet, and either it never deployed or auto-deploy is on and not blocked by a
+/// changed source binding.
 pub fn needs_deployment(resource: &Resource, deployments: &[Deployment]) -> bool {
     let deployable = resource.spec.server_id.is_some()
         && resource
             .spec
             .source
             .as_ref()
-            .is_some_and(|s| s.kind == DOCKER_IMAGE_SOURCE);
+            .is_some_and(|s| SUPPORTED_SOURCES.contains(&s.kind.as_str()));
     let generation = resource.metadata.generation.unwrap_or(0).to_string();
     let covered = deployments
         .iter()
         .any(|d| d.annotations().get(GENERATION_ANNOTATION) == Some(&generation));
-    deployable && !covered && (deployments.is_empty() || resource.spec.auto_deploy.enabled)
+    let policy = &resource.spec.auto_deploy;
+    let auto = policy.enabled && !policy.blocked(resource.spec.source.as_ref());
+    deployable && !covered && (deployments.is_empty() || auto)
 }
 
 /// The Deployment the resource's current generation gets.
@@ -142,6 +146,7 @@ pub fn new_deployment(resource: &Resource, first: bool) -> Deployment {
                 }
                 .into(),
             ),
+            variables: Vec::new(),
         },
     );
     deployment.metadata.labels = Some(BTreeMap::from([(
@@ -214,7 +219,7 @@ async fn repair_drift(
     let Ok((server, target)) = connect(context, namespace, &current.spec.server_id).await else {
         return ProxyRouteStatus::Unknown;
     };
-    let Ok(plan) = plan::plan(
+    let Ok(mut plan) = plan::plan(
         resource,
         &server,
         &current.name_any(),
@@ -222,6 +227,11 @@ async fn repair_drift(
     ) else {
         return ProxyRouteStatus::Failed;
     };
+    // A recreated container gets the configuration as it is now: the old one's is gone with it.
+    match config::entries(context, namespace, resource, current).await {
+        Ok(entries) => config::apply_to(&mut plan, entries),
+        Err(_) => return ProxyRouteStatus::Unknown,
+    }
     let repaired = match target.running(&plan.container_name).await {
         Ok(Some(true)) => return ProxyRouteStatus::Ready,
         Ok(Some(false)) => target.start(&plan.container_name).await.map(|()| "started"),
@@ -263,11 +273,8 @@ pub fn desired_status(
     let current = resource.status.clone().unwrap_or_default();
     let last = deployments.last();
     let proxy_kind = server.map_or(ProxyKind::Caddy, |s| s.spec.proxy.kind);
-    let target_port = resource
-        .spec
-        .network_profile
-        .as_ref()
-        .map_or(0, |n| n.internal_port);
+    // Static sites without a network profile listen on Berth's default port.
+    let target_port = plan::internal_port(resource).map_or(0, i64::from);
     let route = server.and_then(|s| plan::route(resource, s));
     let planned = route.as_ref().map(|r| PlannedAccessRoute {
         url: r.url.clone(),
@@ -368,6 +375,7 @@ async fn cleanup(resource: &Resource, context: &Context, namespace: &str) -> Res
                 for (container, _) in target.resource_containers(namespace, &name).await? {
                     target.remove_container(&container).await?;
                 }
+                package::remove_built_images(&target, namespace, &name).await;
             }
             Err(error) => {
                 let note = format!(
@@ -433,10 +441,37 @@ mod tests {
         assert!(!needs_deployment(&first, &done));
         assert!(!needs_deployment(&resource(2, false), &done));
         assert!(needs_deployment(&resource(2, true), &done));
+        // Enabled for another image repository: blocked until enabled again.
+        let mut moved = resource(2, true);
+        let mut elsewhere = moved.spec.source.clone().unwrap();
+        elsewhere.locator = "berth/other-app:1".into();
+        moved.spec.auto_deploy.source_binding_fingerprint =
+            Some(berth_crds::resource::source_binding_fingerprint(&elsewhere));
+        assert!(!needs_deployment(&moved, &done));
         assert_eq!(
             new_deployment(&resource(2, true), false).name_any(),
             "dep-web-2"
         );
+    }
+
+    #[test]
+    fn local_folders_deploy_by_themselves_other_kinds_do_not() {
+        let mut folder = resource(1, false);
+        folder.spec.source = Some(
+            serde_json::from_value(json!({
+                "kind": "local-folder", "locator": "/srv/site",
+            }))
+            .unwrap(),
+        );
+        assert!(needs_deployment(&folder, &[]));
+        let mut git = resource(1, false);
+        git.spec.source = Some(
+            serde_json::from_value(json!({
+                "kind": "git", "locator": "https://example.com/a.git",
+            }))
+            .unwrap(),
+        );
+        assert!(!needs_deployment(&git, &[]));
     }
 
     #[test]

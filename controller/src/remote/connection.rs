@@ -320,8 +320,25 @@ impl ServerConnection {
         B::Data: Send,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
+        self.send_http_within(socket_path, request, self.timeouts.request)
+            .await
+    }
+
+    /// [`Self::send_http`] with its own deadline for the response headers. Docker answers an
+    /// image build only after it has read the whole uploaded context, which can take minutes.
+    pub async fn send_http_within<B>(
+        &self,
+        socket_path: &str,
+        request: Request<B>,
+        deadline: Duration,
+    ) -> Result<Response<Incoming>, RemoteError>
+    where
+        B: Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
         let channel = self.open_socket(socket_path).await?;
-        within(self.timeouts.request, "HTTP request over SSH", async {
+        within(deadline, "HTTP request over SSH", async {
             let io = TokioIo::new(channel.into_stream());
             let (mut sender, connection) = hyper::client::conn::http1::handshake(io)
                 .await

@@ -3,6 +3,7 @@
 //! Docker socket (DESIGN §4). No `docker` or `ssh` binary is involved.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bollard::{API_DEFAULT_VERSION, BollardRequest, Docker};
 use http::header::{HOST, HeaderValue};
@@ -13,15 +14,26 @@ use super::error::{RemoteError, within};
 
 /// A bollard client whose requests go over `connection` to `socket_path` on the server.
 pub fn docker_over_ssh(connection: Arc<ServerConnection>, socket_path: &str) -> Docker {
+    let deadline = connection.timeouts().request;
+    docker_over_ssh_within(connection, socket_path, deadline)
+}
+
+/// The same client, waiting up to `deadline` for each response's headers: image builds upload
+/// their context in the request body, and Docker answers only once it has read all of it.
+/// The request body streams (hyper sends it chunked), so a large context is never held whole.
+pub fn docker_over_ssh_within(
+    connection: Arc<ServerConnection>,
+    socket_path: &str,
+    deadline: Duration,
+) -> Docker {
     let socket_path = socket_path.to_string();
-    let timeout = connection.timeouts().request.as_secs().max(1);
     let transport = move |request: BollardRequest| {
         let connection = connection.clone();
         let socket_path = socket_path.clone();
         async move {
             let request = to_origin_form(request)?;
             connection
-                .send_http(&socket_path, request)
+                .send_http_within(&socket_path, request, deadline)
                 .await
                 .map_err(|error| bollard::errors::Error::IOError {
                     err: std::io::Error::other(error.to_string()),
@@ -32,7 +44,7 @@ pub fn docker_over_ssh(connection: Arc<ServerConnection>, socket_path: &str) -> 
     Docker::connect_with_custom_transport(
         transport,
         Some("berth://docker"),
-        timeout,
+        deadline.as_secs().max(1),
         API_DEFAULT_VERSION,
     )
     .expect("a custom transport needs no I/O to set up")

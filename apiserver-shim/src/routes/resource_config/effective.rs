@@ -1,20 +1,29 @@
-//! The effective configuration: the resource's own entries merged over its environment's, in
-//! the precedence order of the platform (later wins), masked.
-
-use std::collections::BTreeMap;
+//! The effective configuration: entries of every scope (platform defaults, system facts,
+//! organization, project, environment, resource) merged in the platform's precedence order
+//! (later wins), masked. The same merge (berth_crds::config) feeds the controller, so what is
+//! shown is what the next deployment's container gets; only the `deployment` scope
+//! (`BERTH_DEPLOYMENT_ID` and per-attempt overrides) is added when an attempt starts.
 
 use axum::Json;
 use axum::extract::{Path, State};
+use berth_crds::config::{
+    ConfigEntry, ConfigScope, default_entries, merge, plain_entries, secret_entries, system_entries,
+};
+use berth_crds::organization::Organization;
+use berth_crds::resource::Resource;
+use berth_crds::variable::PlainVariable;
 use kube::ResourceExt;
+use kube::runtime::reflector::ObjectRef;
 use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::super::Endpoint;
 use super::super::common::known_params;
-use super::super::environments;
-use super::lookup;
+use super::super::environments::{self, MASK};
+use super::super::projects;
 use super::secrets::now;
 use super::variables::{VariableEntry, owned_entries, plain_entry};
+use super::{lookup, secrets};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::QueryParams;
@@ -27,17 +36,6 @@ pub fn endpoints() -> Vec<Endpoint> {
         show,
     )]
 }
-
-/// Scopes from weakest to strongest: a later scope's entry replaces an earlier one.
-pub const PRECEDENCE: [&str; 7] = [
-    "defaults",
-    "system",
-    "organization",
-    "project",
-    "environment",
-    "resource",
-    "deployment",
-];
 
 /// Effective config of spec §2.2.
 #[derive(Serialize, JsonSchema)]
@@ -71,27 +69,64 @@ pub struct Override {
     pub overridden_scope: String,
 }
 
-/// Merges entries given weakest scope first into the effective ones and the overrides.
-pub fn merge(layers: Vec<VariableEntry>) -> (Vec<VariableEntry>, Vec<Override>) {
-    let mut effective: BTreeMap<(String, String), VariableEntry> = BTreeMap::new();
-    let mut overrides = Vec::new();
-    for entry in layers {
-        let slot = (entry.exposure.clone(), entry.key.clone());
-        if let Some(previous) = effective.get(&slot) {
-            overrides.push(Override {
-                key: entry.key.clone(),
-                exposure: entry.exposure.clone(),
-                winning_scope: entry.scope.clone(),
-                overridden_scope: previous.scope.clone(),
-            });
-        }
-        effective.insert(slot, entry);
+/// An entry of any scope as the API shows it: secret values and secret-looking plain values
+/// masked.
+fn shown(resource_id: &str, entry: &ConfigEntry) -> VariableEntry {
+    if entry.secret {
+        return VariableEntry {
+            resource_id: resource_id.to_string(),
+            key: entry.key.clone(),
+            value: MASK.to_string(),
+            scope: entry.scope.as_str().to_string(),
+            exposure: entry.exposure.as_str().to_string(),
+            is_secret: true,
+            kind: "secret".into(),
+            updated_at: None,
+        };
     }
-    (effective.into_values().collect(), overrides)
+    let variable = PlainVariable {
+        key: entry.key.clone(),
+        value: entry.value.clone(),
+        exposure: entry.exposure,
+    };
+    plain_entry(resource_id, entry.scope.as_str(), &variable)
 }
 
-fn rank(scope: &str) -> usize {
-    PRECEDENCE.iter().position(|s| *s == scope).unwrap_or(0)
+/// Every entry of the scopes known before a deployment starts, unmerged.
+async fn scope_entries(
+    state: &AppState,
+    caller: &Caller,
+    resource: &Resource,
+    environment_id: &str,
+) -> ApiResult<Vec<ConfigEntry>> {
+    let organization = caller.organization()?;
+    let mut entries = default_entries(resource);
+    entries.extend(system_entries(&resource.name_any(), resource));
+    let key = ObjectRef::<Organization>::new(&organization.id);
+    if let Some(organization) = state.caches.organizations.get(&key) {
+        entries.extend(plain_entries(
+            ConfigScope::Organization,
+            &organization.spec.variables,
+        ));
+    }
+    if let Ok(project) = projects::lookup(state, caller, &resource.spec.project_id) {
+        entries.extend(plain_entries(ConfigScope::Project, &project.spec.variables));
+    }
+    // A resource written by hand may name an environment that is gone; it contributes nothing.
+    if let Ok(environment) = environments::lookup(state, caller, environment_id) {
+        entries.extend(plain_entries(
+            ConfigScope::Environment,
+            &environment.spec.variables,
+        ));
+    }
+    entries.extend(plain_entries(
+        ConfigScope::Resource,
+        &resource.spec.variables,
+    ));
+    if let Some(data) = secrets::fetch(state, resource).await?.and_then(|s| s.data) {
+        entries.extend(secret_entries(&data));
+    }
+    Ok(entries)
 }
 
 async fn show(
@@ -115,23 +150,32 @@ async fn show(
         }
         None => resource.spec.environment_id.clone(),
     };
-    // A resource written by hand may name an environment that is gone; it contributes nothing.
-    let environment_entries: Vec<VariableEntry> =
-        environments::lookup(&state, &caller, &environment_id)
-            .map(|environment| {
-                environment
-                    .spec
-                    .variables
-                    .iter()
-                    .map(|v| plain_entry(&resource.name_any(), "environment", v))
-                    .collect()
-            })
-            .unwrap_or_default();
     let owned = owned_entries(&state, &resource).await?;
-    let mut layers: Vec<VariableEntry> = environment_entries;
-    layers.extend(owned.iter().cloned());
-    layers.sort_by_key(|entry| rank(&entry.scope));
-    let (effective_entries, overrides) = merge(layers);
+    let (effective, hidden) =
+        merge(scope_entries(&state, &caller, &resource, &environment_id).await?);
+    let effective_entries = effective
+        .iter()
+        .map(|entry| {
+            let mut shown = shown(&id, entry);
+            // Resource entries carry when they were last written.
+            shown.updated_at = owned
+                .iter()
+                .find(|o| {
+                    o.key == shown.key && o.exposure == shown.exposure && o.scope == shown.scope
+                })
+                .and_then(|o| o.updated_at.clone());
+            shown
+        })
+        .collect();
+    let overrides = hidden
+        .into_iter()
+        .map(|o| Override {
+            key: o.key,
+            exposure: o.exposure.as_str().to_string(),
+            winning_scope: o.winning_scope.as_str().to_string(),
+            overridden_scope: o.overridden_scope.as_str().to_string(),
+        })
+        .collect();
     Ok(Json(EffectiveConfig {
         schema_version: "resources.effective-config/v1",
         resource_id: id,
@@ -139,40 +183,7 @@ async fn show(
         owned_entries: owned,
         effective_entries,
         overrides,
-        precedence: PRECEDENCE.to_vec(),
+        precedence: ConfigScope::PRECEDENCE.map(ConfigScope::as_str).to_vec(),
         generated_at: now(),
     }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn entry(scope: &str, key: &str, value: &str) -> VariableEntry {
-        VariableEntry {
-            resource_id: "res-1".into(),
-            key: key.into(),
-            value: value.into(),
-            scope: scope.into(),
-            exposure: "runtime".into(),
-            is_secret: false,
-            kind: "plain-config".into(),
-            updated_at: None,
-        }
-    }
-
-    #[test]
-    fn later_scopes_win_and_are_reported() {
-        let (effective, overrides) = merge(vec![
-            entry("environment", "A", "env"),
-            entry("environment", "B", "env"),
-            entry("resource", "A", "res"),
-        ]);
-        let a = effective.iter().find(|e| e.key == "A").unwrap();
-        assert_eq!((a.value.as_str(), a.scope.as_str()), ("res", "resource"));
-        assert_eq!(effective.len(), 2);
-        assert_eq!(overrides.len(), 1);
-        assert_eq!(overrides[0].overridden_scope, "environment");
-        assert!(rank("resource") > rank("environment"));
-    }
 }

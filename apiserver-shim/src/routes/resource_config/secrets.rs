@@ -119,11 +119,7 @@ pub struct DeleteSecret {
 
 /// Name of the Secret holding a resource's secret values.
 pub fn secret_name(resource: &Resource) -> String {
-    resource
-        .spec
-        .secrets_ref
-        .clone()
-        .unwrap_or_else(|| format!("{}-secrets", resource.name_any()))
+    berth_crds::config::secret_name(resource)
 }
 
 /// The Secret data key of an entry (shared with the controller through the CRD crate).

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use axum::Json;
 use axum::extract::{Path, State};
 use berth_crds::common::SourceDescriptor;
-use berth_crds::resource::Resource;
+use berth_crds::resource::{Resource, source_binding_fingerprint};
 use kube::ResourceExt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -116,12 +116,6 @@ pub struct AutoDeployResult {
     pub blocked_reason: Option<String>,
 }
 
-/// SHA-256 of a source's kind and locator: what auto-deploy was enabled for.
-pub fn source_fingerprint(source: &SourceDescriptor) -> String {
-    let digest = Sha256::digest(format!("{}\n{}", source.kind, source.locator));
-    format!("sha256:{}", hex::encode(digest))
-}
-
 fn validate_source(input: &SourceInput) -> ApiResult<()> {
     bounded("source.kind", &input.kind, 63)?;
     let word = input
@@ -193,8 +187,7 @@ async fn source(
 /// The policy as the API reports it; enabled for another source binding means blocked.
 pub fn auto_deploy_result(resource: &Resource) -> AutoDeployResult {
     let policy = &resource.spec.auto_deploy;
-    let current = resource.spec.source.as_ref().map(source_fingerprint);
-    let blocked = policy.enabled && current != policy.source_binding_fingerprint;
+    let blocked = policy.blocked(resource.spec.source.as_ref());
     AutoDeployResult {
         resource_id: resource.name_any(),
         status: match (policy.enabled, blocked) {
@@ -252,7 +245,7 @@ async fn auto_deploy(
                 None => {}
             }
             policy.enabled = true;
-            policy.source_binding_fingerprint = Some(source_fingerprint(source));
+            policy.source_binding_fingerprint = Some(source_binding_fingerprint(source));
         }
         "disable" => {
             policy.enabled = false;
@@ -282,26 +275,4 @@ async fn show_auto_deploy(
     known_params(&query, &[])?;
     let resource = lookup(&state, &caller, &id)?;
     Ok(Json(auto_deploy_result(&resource)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fingerprints_follow_kind_and_locator_only() {
-        let mut source = SourceDescriptor {
-            kind: "git".into(),
-            locator: "https://example.com/a.git".into(),
-            display_name: None,
-            base_directory: None,
-            metadata: BTreeMap::new(),
-        };
-        let first = source_fingerprint(&source);
-        source.display_name = Some("A".into());
-        assert_eq!(source_fingerprint(&source), first);
-        source.locator = "https://example.com/b.git".into();
-        assert_ne!(source_fingerprint(&source), first);
-        assert!(first.starts_with("sha256:"));
-    }
 }

@@ -16,6 +16,7 @@ use kube::runtime::events::EventType;
 use kube::{Api, Resource as _, ResourceExt};
 
 use super::connect;
+use super::package;
 use super::plan::plan;
 use super::runtime::Target;
 use crate::context::Context;
@@ -28,7 +29,7 @@ pub const TOTAL_STEPS: i64 = 5;
 const DRAIN: Duration = Duration::from_secs(2);
 /// How often a running verify looks for a cancel request or a newer attempt.
 const INTERRUPTION_POLL: Duration = Duration::from_secs(1);
-/// Deadline of the detect, plan, package and deploy phases.
+/// Deadline of the detect, plan and deploy phases (package has its own, see `package`).
 const PHASE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Why an attempt stopped early.
@@ -216,7 +217,7 @@ async fn phases(
         }
         Ok(other) => other?,
     };
-    let plan = check!(
+    let mut plan = check!(
         plan(
             &resource,
             &server,
@@ -225,6 +226,8 @@ async fn phases(
         )
         .map_err(|e| stop(Plan, e.code, e.message))
     );
+    let entries = super::config::entries(context, namespace, &resource, deployment).await?;
+    super::config::apply_to(&mut plan, entries);
     progress.status.image_ref = Some(plan.image.clone());
     progress.status.status = Some(DeploymentState::Planned);
     progress.write().await?;
@@ -232,21 +235,19 @@ async fn phases(
     check!(interruption(context, namespace, deployment, Package).await?);
     progress.status.status = Some(DeploymentState::Running);
     progress
-        .step(Package, 3, "Checking the image on the server")
+        .step(Package, 3, &package::step_label(&plan))
         .await?;
+    let socket = &server.spec.docker_socket_path;
     check!(
-        timed(Package, PHASE_TIMEOUT, async {
-            match target.image_present(&plan.image).await {
-                Ok(true) => Ok(()),
-                Ok(false) => Err(stop(
-                    Package,
-                    "image_not_found",
-                    format!(
-                        "image {} is not present on the server and cannot be pulled",
-                        plan.image
-                    ),
-                )),
-                Err(error) => Err(stop(Package, "docker_error", error.to_string())),
+        timed(Package, package::phase_timeout(&plan), async {
+            // A build may take minutes: a cancel or a newer attempt ends it early.
+            tokio::select! {
+                packaged = package::package(&target, socket, &plan) => {
+                    packaged.map_err(|f| stop(Package, f.code, f.message))
+                }
+                stopped = watch_interruption(context, namespace, deployment, Package) => {
+                    Err(stopped)
+                }
             }
         })
         .await
@@ -281,7 +282,9 @@ async fn phases(
                 probed = target.probe_until_healthy(&plan) => {
                     probed.map_err(|message| stop(Verify, "health_check_failed", message))
                 }
-                stopped = watch_interruption(context, namespace, deployment) => Err(stopped),
+                stopped = watch_interruption(context, namespace, deployment, Verify) => {
+                    Err(stopped)
+                }
             }
         })
         .await
@@ -327,16 +330,21 @@ async fn phases(
             tracing::warn!(%error, container = %name, "could not retire an old container");
         }
     }
+    package::prune_built_images(&target, namespace, &resource.name_any(), &plan.image).await;
     Ok(Ok(()))
 }
 
-/// Resolves once the attempt must stop during verify; API faults just mean another look later.
-async fn watch_interruption(context: &Context, namespace: &str, deployment: &Deployment) -> Stop {
+/// Resolves once the attempt must stop during a long `phase`; API faults just mean another
+/// look later.
+async fn watch_interruption(
+    context: &Context,
+    namespace: &str,
+    deployment: &Deployment,
+    phase: DeploymentPhase,
+) -> Stop {
     loop {
         tokio::time::sleep(INTERRUPTION_POLL).await;
-        if let Ok(Err(stopped)) =
-            interruption(context, namespace, deployment, DeploymentPhase::Verify).await
-        {
+        if let Ok(Err(stopped)) = interruption(context, namespace, deployment, phase).await {
             return stopped;
         }
     }

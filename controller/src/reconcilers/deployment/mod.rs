@@ -3,6 +3,8 @@
 //! One active attempt per resource: a newer one supersedes (the older ends `canceled`).
 
 pub mod attempt;
+pub mod config;
+pub mod package;
 pub mod plan;
 pub mod runtime;
 

@@ -5,10 +5,14 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use berth_crds::common::SourceDescriptor;
-use berth_crds::resource::{AccessScheme, GeneratedAccessMode, Resource, RestartPolicy};
+use berth_crds::resource::{
+    AccessScheme, GeneratedAccessMode, Resource, ResourceKind, RestartPolicy,
+};
 use berth_crds::server::{ProxyKind, Server};
 use kube::ResourceExt;
 use serde_json::{Value, json};
+
+use super::package::{Packaging, built_tag, packaging_of};
 
 /// Label naming the Resource a container runs.
 pub const RESOURCE_LABEL: &str = "berth.dev/resource";
@@ -21,8 +25,14 @@ pub const ENVIRONMENT_LABEL: &str = "berth.dev/environment";
 /// Label naming the namespace (organization) a container belongs to: resource names are only
 /// unique per namespace, and several namespaces may share one Docker host.
 pub const NAMESPACE_LABEL: &str = "berth.dev/namespace";
-/// The only source kind this controller deploys so far.
+/// Source kind of a prebuilt image already present on the server.
 pub const DOCKER_IMAGE_SOURCE: &str = "docker-image";
+/// Source kind of a folder on the controller's filesystem, built into an image on the server.
+pub const LOCAL_FOLDER_SOURCE: &str = "local-folder";
+/// Every source kind this controller deploys.
+pub const SUPPORTED_SOURCES: [&str; 2] = [DOCKER_IMAGE_SOURCE, LOCAL_FOLDER_SOURCE];
+/// Port a static site's file server listens on when the resource names none.
+pub const STATIC_SITE_PORT: u16 = 8080;
 /// Domain generated hosts live under when the server names none; `*.localhost` resolves to
 /// loopback everywhere, so the URL works from the server itself.
 pub const DEFAULT_BASE_DOMAIN: &str = "localhost";
@@ -54,8 +64,14 @@ pub struct RoutePlan {
 pub struct Plan {
     pub container_name: String,
     pub image: String,
+    /// How the package phase gets `image` onto the server.
+    pub packaging: Packaging,
     pub labels: HashMap<String, String>,
+    /// Runtime variables as Docker's `KEY=value` list; filled from the effective config
+    /// (`config::apply_to`), empty until then.
     pub env: Vec<String>,
+    /// Build-time variables, passed as Docker build args to image builds only.
+    pub build_args: HashMap<String, String>,
     pub restart_policy: RestartPolicy,
     pub internal_port: u16,
     pub health: HealthPlan,
@@ -69,7 +85,7 @@ pub struct PlanError {
     pub message: String,
 }
 
-fn plan_error(code: &'static str, message: impl Into<String>) -> PlanError {
+pub(super) fn plan_error(code: &'static str, message: impl Into<String>) -> PlanError {
     PlanError {
         code,
         message: message.into(),
@@ -139,10 +155,54 @@ pub fn route_id(namespace: &str, resource: &str) -> String {
     format!("berth-route.{namespace}.{resource}")
 }
 
+/// Longest name Docker's embedded DNS resolves: one DNS label.
+const MAX_DNS_LABEL: usize = 63;
+
 /// Docker name of the container an attempt starts; the proxy dials it by this name through
-/// Docker's DNS, which resolved dotted names only intermittently, hence dashes.
+/// Docker's DNS, which resolved dotted names only intermittently, hence dashes. Docker's DNS
+/// does not answer for names longer than one DNS label, so a long name keeps its readable start
+/// and ends in a hash of the whole: still unique per attempt, still the same on every call.
 pub fn container_name(namespace: &str, resource: &str, deployment: &str) -> String {
-    format!("berth-{namespace}-{resource}-{deployment}")
+    let full = format!("berth-{namespace}-{resource}-{deployment}");
+    if full.len() <= MAX_DNS_LABEL {
+        return full;
+    }
+    use sha2::{Digest, Sha256};
+    let hash = hex::encode(&Sha256::digest(full.as_bytes())[..6]);
+    let keep = MAX_DNS_LABEL - hash.len() - 1;
+    let start = full[..keep].trim_end_matches('-');
+    format!("{start}-{hash}")
+}
+
+/// Whether the resource is a static site: files served as they are, no Dockerfile needed.
+pub fn is_static_site(resource: &Resource) -> bool {
+    resource.spec.kind == ResourceKind::StaticSite
+        || resource
+            .spec
+            .runtime_profile
+            .as_ref()
+            .and_then(|r| r.strategy.as_deref())
+            == Some("static")
+}
+
+/// The port the container listens on; static sites default to [`STATIC_SITE_PORT`], since
+/// Berth runs their file server itself.
+pub fn internal_port(resource: &Resource) -> Result<u16, PlanError> {
+    let Some(network) = resource.spec.network_profile.as_ref() else {
+        if is_static_site(resource) {
+            return Ok(STATIC_SITE_PORT);
+        }
+        return Err(plan_error(
+            "network_profile_missing",
+            "networkProfile.internalPort is required",
+        ));
+    };
+    u16::try_from(network.internal_port).map_err(|_| {
+        plan_error(
+            "internal_port_invalid",
+            format!("internalPort {} is not a TCP port", network.internal_port),
+        )
+    })
 }
 
 /// Plans an attempt of `deployment_name` for `resource` on `server` from `source`.
@@ -155,27 +215,18 @@ pub fn plan(
     let source = source
         .or(resource.spec.source.as_ref())
         .ok_or_else(|| plan_error("source_missing", "the resource declares no source"))?;
-    if source.kind != DOCKER_IMAGE_SOURCE {
+    if !SUPPORTED_SOURCES.contains(&source.kind.as_str()) {
         return Err(plan_error(
             "source_kind_unsupported",
             format!(
-                "source kind `{}` is not supported yet; use `{DOCKER_IMAGE_SOURCE}`",
-                source.kind
+                "source kind `{}` is not supported yet; use one of: {}",
+                source.kind,
+                SUPPORTED_SOURCES.join(", ")
             ),
         ));
     }
-    let network = resource.spec.network_profile.as_ref().ok_or_else(|| {
-        plan_error(
-            "network_profile_missing",
-            "networkProfile.internalPort is required",
-        )
-    })?;
-    let internal_port = u16::try_from(network.internal_port).map_err(|_| {
-        plan_error(
-            "internal_port_invalid",
-            format!("internalPort {} is not a TCP port", network.internal_port),
-        )
-    })?;
+    let internal_port = internal_port(resource)?;
+    let packaging = packaging_of(resource, server, source)?;
     let runtime = resource.spec.runtime_profile.clone();
     let check = runtime.as_ref().and_then(|r| r.health_check.clone());
     let secs = |s: i32| Duration::from_secs(u64::try_from(s.max(1)).unwrap_or(1));
@@ -215,17 +266,16 @@ pub fn plan(
         ),
         (NAMESPACE_LABEL.to_string(), namespace.clone()),
     ]);
-    let env = resource
-        .spec
-        .variables
-        .iter()
-        .map(|v| format!("{}={}", v.key, v.value))
-        .collect();
     Ok(Plan {
         container_name: container_name(&namespace, &resource_name, deployment_name),
-        image: source.locator.clone(),
+        image: match packaging {
+            Packaging::Present => source.locator.clone(),
+            _ => built_tag(&namespace, &resource_name, deployment_name),
+        },
+        packaging,
         labels,
-        env,
+        env: Vec::new(),
+        build_args: HashMap::new(),
         restart_policy: runtime.map(|r| r.restart_policy).unwrap_or_default(),
         internal_port,
         health,
@@ -252,7 +302,7 @@ pub fn caddy_route(route: &RoutePlan, container: &str, port: u16) -> Value {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use berth_crds::resource::ResourceSpec;
     use berth_crds::server::ServerSpec;
@@ -284,6 +334,11 @@ mod tests {
         Server::new("local", spec)
     }
 
+    /// A plan for the sample app, for tests of later steps.
+    pub fn sample_plan() -> Plan {
+        plan(&resource(json!({})), &server(None), "dep-web-1", None).unwrap()
+    }
+
     #[test]
     fn plans_labels_env_name_and_default_route() {
         let plan = plan(&resource(json!({})), &server(None), "dep-web-1", None).unwrap();
@@ -291,11 +346,21 @@ mod tests {
         assert_eq!(plan.image, "berth/sample-app:1");
         assert_eq!(plan.labels[DEPLOYMENT_LABEL], "dep-web-1");
         assert_eq!(plan.labels[berth_crds::MANAGED_LABEL], "true");
-        assert_eq!(plan.env, vec!["GREETING=hi".to_string()]);
         let route = plan.route.unwrap();
         assert_eq!(route.hostname, "sample-app.localhost");
         assert_eq!(route.url, "http://sample-app.localhost:8080/");
         assert_eq!(plan.health.port, 8080);
+    }
+
+    #[test]
+    fn long_container_names_stay_one_dns_label_and_distinct() {
+        let long = "r".repeat(40);
+        let a = container_name("org-some-organization", &long, "dep-x-1");
+        let b = container_name("org-some-organization", &long, "dep-x-2");
+        assert!(a.len() <= 63 && b.len() <= 63, "{a} {b}");
+        assert_ne!(a, b);
+        assert!(a.starts_with("berth-org-some-organization-rrr"));
+        assert_eq!(a, container_name("org-some-organization", &long, "dep-x-1"));
     }
 
     #[test]
@@ -315,5 +380,31 @@ mod tests {
         let resource = resource(json!({ "source": { "kind": "git", "locator": "x" } }));
         let error = plan(&resource, &server(None), "d", None).unwrap_err();
         assert_eq!(error.code, "source_kind_unsupported");
+        assert!(error.message.contains("local-folder"), "{}", error.message);
+    }
+
+    #[test]
+    fn a_local_folder_runs_the_image_its_attempt_builds() {
+        let resource = resource(json!({
+            "source": { "kind": "local-folder", "locator": "/srv/app" },
+        }));
+        let plan = plan(&resource, &server(None), "dep-web-2", None).unwrap();
+        assert_eq!(plan.image, "berth-built/org-acme-web:dep-web-2");
+        assert!(matches!(plan.packaging, Packaging::Dockerfile { .. }));
+    }
+
+    #[test]
+    fn a_static_site_needs_no_network_profile() {
+        let resource = resource(json!({
+            "kind": "static-site", "networkProfile": null,
+            "source": { "kind": "local-folder", "locator": "/srv/site" },
+        }));
+        let plan = plan(&resource, &server(None), "dep-web-1", None).unwrap();
+        assert_eq!(plan.internal_port, STATIC_SITE_PORT);
+        assert_eq!(plan.health.port, STATIC_SITE_PORT);
+        assert!(matches!(plan.packaging, Packaging::StaticSite { .. }));
+        let app = super::tests::resource(json!({ "networkProfile": null }));
+        let error = super::plan(&app, &server(None), "d", None).unwrap_err();
+        assert_eq!(error.code, "network_profile_missing");
     }
 }

@@ -1,0 +1,363 @@
+//! Spec §4.8 `POST /deployments/stream`: starts a deployment attempt (a Deployment object the
+//! controller runs) and streams its progress as `text/event-stream` with the envelope of spec
+//! §6, until the attempt ends. The stream follows the Deployment with a watch on the API
+//! server; an event goes out when the attempt is created, each time its phase or step changes,
+//! and once at the end (`succeeded` or `failed`). Closing the stream does not cancel the
+//! attempt; it runs on and its Deployment object keeps the outcome.
+
+mod progress;
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use berth_controller::reconcilers::deployment::plan::RESOURCE_LABEL;
+use berth_controller::reconcilers::resource::GENERATION_ANNOTATION;
+use berth_crds::config::secret_name;
+use berth_crds::deployment::{Deployment, DeploymentSpec};
+use berth_crds::member::OrganizationRole;
+use berth_crds::resource::Resource;
+use berth_crds::server::ServerLifecycle;
+use futures::channel::mpsc;
+use futures::{SinkExt, Stream, StreamExt};
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::PostParams;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, ResourceExt};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+pub use self::progress::{Level, Masker, ProgressEvent, StreamStatus, Tracker};
+use super::common::{bounded, find_in};
+use super::environments::looks_secret;
+use super::{Endpoint, resource_config, servers};
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::JsonBody;
+use crate::state::{AppState, FIELD_MANAGER};
+use crate::write::{UPDATED_BY_ID, UPDATED_BY_KIND};
+
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![Endpoint::post::<StartDeployment, ProgressEvent, _, _>(
+        "/deployments/stream",
+        "Deploy a resource to a server and stream progress. The response is text/event-stream \
+         (not JSON): each event is `event: message`, an increasing `id` and `data` holding the \
+         JSON object described by the response schema; the last event has status `succeeded` \
+         or `failed` and the stream then ends",
+        start,
+    )]
+}
+
+/// How long a stream waits for its attempt to end before it gives up (the attempt goes on).
+pub const STREAM_DEADLINE: Duration = Duration::from_secs(15 * 60);
+/// Events buffered for a slow client before the watch waits for it.
+const BUFFER: usize = 16;
+/// What started attempts made through this endpoint (`spec.trigger`).
+pub const TRIGGER: &str = "manual";
+
+#[derive(Deserialize, JsonSchema, Debug)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct StartDeployment {
+    /// The resource's project.
+    pub project_id: String,
+    /// The server to deploy to: the one the resource names.
+    pub server_id: String,
+    /// The resource's environment.
+    pub environment_id: String,
+    /// The resource to deploy (its current source is deployed).
+    pub resource_id: String,
+    /// Deployment destination on the server; the resource's when omitted.
+    pub destination_id: Option<String>,
+}
+
+fn validate(body: &StartDeployment) -> ApiResult<()> {
+    bounded("projectId", &body.project_id, 253)?;
+    bounded("serverId", &body.server_id, 253)?;
+    bounded("environmentId", &body.environment_id, 253)?;
+    bounded("resourceId", &body.resource_id, 253)?;
+    if let Some(destination) = &body.destination_id {
+        bounded("destinationId", destination, 253)?;
+    }
+    Ok(())
+}
+
+/// The resource (404 naming `resourceId` when the caller cannot see it), matching the project
+/// and environment of the request, with a source to deploy.
+fn deployable(state: &AppState, caller: &Caller, body: &StartDeployment) -> ApiResult<Resource> {
+    let resource = resource_config::lookup(state, caller, &body.resource_id)
+        .map_err(|e| e.with_detail("field", "resourceId"))?;
+    if resource.metadata.deletion_timestamp.is_some() {
+        return Err(
+            ApiError::not_found("resource", &body.resource_id).with_detail("field", "resourceId")
+        );
+    }
+    let spec = &resource.spec;
+    for (field, given, actual) in [
+        ("projectId", &body.project_id, &spec.project_id),
+        ("environmentId", &body.environment_id, &spec.environment_id),
+    ] {
+        if given != actual {
+            return Err(ApiError::validation(
+                field,
+                format!("{field}: resource {} is not in {given}", body.resource_id),
+            ));
+        }
+    }
+    if spec.source.is_none() {
+        return Err(ApiError::conflict(format!(
+            "resource {} has no source to deploy; bind one with POST /resources/{}/source",
+            body.resource_id, body.resource_id
+        ))
+        .with_detail("field", "resourceId"));
+    }
+    Ok(resource.as_ref().clone())
+}
+
+/// The server exists for the caller, takes deployments, and is the one the resource names
+/// (the controller removes a resource's containers from that server only).
+fn check_server(
+    state: &AppState,
+    caller: &Caller,
+    resource: &Resource,
+    server_id: &str,
+) -> ApiResult<()> {
+    let server = servers::lookup(state, caller, server_id).map_err(|_| {
+        ApiError::validation(
+            "serverId",
+            format!("serverId: no server {server_id} in this organization"),
+        )
+    })?;
+    if resource.spec.server_id.as_deref() != Some(server_id) {
+        let named = resource.spec.server_id.as_deref().unwrap_or("none");
+        return Err(ApiError::validation(
+            "serverId",
+            format!(
+                "serverId: resource {} deploys to server {named}, not {server_id}",
+                resource.name_any()
+            ),
+        ));
+    }
+    if server.spec.lifecycle_status != ServerLifecycle::Active {
+        return Err(ApiError::conflict(format!(
+            "server {server_id} is inactive and takes no deployments"
+        ))
+        .with_detail("field", "serverId"));
+    }
+    Ok(())
+}
+
+/// `dep-<resource>-m<3 random>`: short, because the controller names the container
+/// `berth-<namespace>-<resource>-<deployment>` and the edge proxy dials it by that name through
+/// Docker's DNS, where a label over 63 characters does not resolve; and starting with a letter,
+/// so it sorts after the controller's `dep-<resource>-<generation>` when the controller breaks
+/// a creation-time tie by name to pick the newest attempt.
+fn deployment_name(resource: &str) -> String {
+    let random = crate::auth::token::new_id("x");
+    format!("dep-{resource}-m{}", &random[random.len() - 3..])
+}
+
+/// Creates the attempt's Deployment; a name already taken (1 in 46656) gets another try.
+async fn create_deployment(
+    api: &Api<Deployment>,
+    mut deployment: Deployment,
+) -> ApiResult<Deployment> {
+    let params = PostParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..Default::default()
+    };
+    let resource = deployment.spec.resource_id.clone();
+    for _ in 0..3 {
+        match api.create(&params, &deployment).await {
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                deployment.metadata.name = Some(deployment_name(&resource));
+            }
+            other => return Ok(other?),
+        }
+    }
+    Err(ApiError::conflict(
+        "could not pick a free deployment name; retry the request",
+    ))
+}
+
+/// The Deployment object for the attempt, labelled and annotated as the controller's own.
+fn new_deployment(caller: &Caller, resource: &Resource, body: &StartDeployment) -> Deployment {
+    let spec = &resource.spec;
+    let mut deployment = Deployment::new(
+        &deployment_name(&resource.name_any()),
+        DeploymentSpec {
+            resource_id: resource.name_any(),
+            project_id: spec.project_id.clone(),
+            environment_id: spec.environment_id.clone(),
+            server_id: body.server_id.clone(),
+            destination_id: body
+                .destination_id
+                .clone()
+                .or_else(|| spec.destination_id.clone()),
+            source_snapshot: spec.source.clone(),
+            cancel_requested: false,
+            trigger: Some(TRIGGER.into()),
+            variables: Vec::new(),
+        },
+    );
+    let generation = resource.metadata.generation.unwrap_or(0).to_string();
+    let (kind, actor) = caller.actor();
+    deployment.metadata.labels = Some(BTreeMap::from([(
+        RESOURCE_LABEL.to_string(),
+        resource.name_any(),
+    )]));
+    // The generation annotation tells the controller this generation is covered, so it does not
+    // start an attempt of its own for it.
+    deployment.metadata.annotations = Some(BTreeMap::from([
+        (GENERATION_ANNOTATION.to_string(), generation),
+        (UPDATED_BY_KIND.to_string(), kind.to_string()),
+        (UPDATED_BY_ID.to_string(), actor.to_string()),
+    ]));
+    deployment
+}
+
+/// Values the stream must never show: the resource's secret values, and plain variables of
+/// every scope it inherits from (organization, project, environment, resource) that look
+/// secret. The controller keeps them out of what it writes; this is the second line.
+async fn masker(state: &AppState, caller: &Caller, resource: &Resource) -> ApiResult<Masker> {
+    let namespace = resource.namespace().unwrap_or_default();
+    let secret = Api::<Secret>::namespaced(state.client.clone(), &namespace)
+        .get_opt(&secret_name(resource))
+        .await?;
+    let stored = secret
+        .and_then(|s| s.data)
+        .unwrap_or_default()
+        .into_values()
+        .filter_map(|bytes| String::from_utf8(bytes.0).ok());
+    let spec = &resource.spec;
+    let organization = caller.organization()?;
+    let mut plain = spec.variables.clone();
+    let caches = &state.caches;
+    if let Some(o) = caches
+        .organizations
+        .find(|o| o.name_any() == organization.id)
+    {
+        plain.extend(o.spec.variables.clone());
+    }
+    if let Ok(p) = find_in(&caches.projects, &namespace, &spec.project_id, "project") {
+        plain.extend(p.spec.variables.clone());
+    }
+    if let Ok(e) = find_in(
+        &caches.environments,
+        &namespace,
+        &spec.environment_id,
+        "environment",
+    ) {
+        plain.extend(e.spec.variables.clone());
+    }
+    let secret_looking = plain
+        .into_iter()
+        .filter(|v| looks_secret(&v.key, &v.value))
+        .map(|v| v.value);
+    Ok(Masker::new(
+        stored.chain(secret_looking).collect::<Vec<_>>(),
+    ))
+}
+
+/// One SSE event of spec §6: `event: message`, an increasing `id`, JSON `data`.
+fn sse_event(id: u64, data: &ProgressEvent) -> Event {
+    Event::default()
+        .event("message")
+        .id(id.to_string())
+        .json_data(data)
+        .unwrap_or_else(|_| Event::default().event("message").id(id.to_string()))
+}
+
+/// Starts the attempt, then streams its progress.
+async fn start(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<StartDeployment>,
+) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+    let organization = caller.require_role(OrganizationRole::Member)?.clone();
+    validate(&body)?;
+    let resource = deployable(&state, &caller, &body)?;
+    check_server(&state, &caller, &resource, &body.server_id)?;
+    let masker = masker(&state, &caller, &resource).await?;
+    let api = Api::<Deployment>::namespaced(state.client.clone(), &organization.namespace);
+    let created = create_deployment(&api, new_deployment(&caller, &resource, &body)).await?;
+    tracing::info!(
+        deployment = %created.name_any(),
+        resource = %resource.name_any(),
+        organization = %organization.id,
+        "deployment started"
+    );
+    let (sender, receiver) = mpsc::channel(BUFFER);
+    tokio::spawn(follow(api, created, masker, sender));
+    Ok(Sse::new(receiver).keep_alive(KeepAlive::default()))
+}
+
+/// Sends events until the attempt ends, the Deployment goes, the deadline passes or the
+/// client leaves (a failed send).
+async fn follow(
+    api: Api<Deployment>,
+    created: Deployment,
+    masker: Masker,
+    mut sender: mpsc::Sender<Result<Event, Infallible>>,
+) {
+    let mut tracker = Tracker::new(&created, masker);
+    let mut sequence = 0u64;
+    let mut send = async |event: ProgressEvent| {
+        sequence += 1;
+        sender.send(Ok(sse_event(sequence, &event))).await.is_ok()
+    };
+    if !send(tracker.created(&created)).await {
+        return;
+    }
+    let name = created.name_any();
+    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    let events = watcher(api, config).default_backoff();
+    futures::pin_mut!(events);
+    let deadline = tokio::time::Instant::now() + STREAM_DEADLINE;
+    let mut listed = false;
+    loop {
+        let next = tokio::time::timeout_at(deadline, events.next()).await;
+        let (event, last) = match next {
+            Err(_) => (tracker.timed_out(STREAM_DEADLINE.as_secs() / 60), true),
+            // A watcher never ends by itself; should it, the attempt can no longer be followed.
+            Ok(None) => (tracker.deleted(), true),
+            Ok(Some(Err(error))) => {
+                tracing::warn!(%error, deployment = %name, "deployment watch error; retrying");
+                continue;
+            }
+            Ok(Some(Ok(change))) => match change {
+                watcher::Event::Init => {
+                    listed = false;
+                    continue;
+                }
+                watcher::Event::InitApply(d) | watcher::Event::Apply(d) => {
+                    listed = true;
+                    match tracker.observe(&d) {
+                        Some(found) => found,
+                        None => continue,
+                    }
+                }
+                // A relist without the object: it was deleted while the watch was down.
+                watcher::Event::InitDone if !listed => (tracker.deleted(), true),
+                watcher::Event::InitDone => continue,
+                watcher::Event::Delete(_) => (tracker.deleted(), true),
+            },
+        };
+        if !send(event).await || last {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_short_and_sort_after_the_controllers() {
+        let name = deployment_name("res-abc");
+        assert_eq!(name.len(), "dep-res-abc-mxxx".len(), "{name}");
+        assert!(name.as_str() > "dep-res-abc-999", "{name}");
+    }
+}

@@ -1,0 +1,372 @@
+//! Spec §4.7, resources: `GET /resources` (the Resource list item of spec §2.2, from the status
+//! the controller writes), `DELETE /resources/{resourceId}` (confirmed by the resource's slug;
+//! the controller's finalizer then removes containers, route and Deployments) and, beyond the
+//! spec so REST users can create what they deploy, `POST /resources` (in [`create`]).
+
+mod create;
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Json;
+use axum::extract::{Path, State};
+use berth_controller::reconcilers::deployment::plan;
+use berth_crds::deployment::DeploymentState;
+use berth_crds::member::OrganizationRole;
+use berth_crds::resource::{
+    AccessProfile, AccessSummary, NetworkProfile, ProxyRouteStatus, Resource, ResourceKind,
+    ResourceService,
+};
+use kube::{Api, ResourceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::Endpoint;
+use super::common::{Confirmation, IdResponse, all_in, bounded, created_at, known_params};
+use super::resource_config::lookup;
+use super::servers::wait_deleted;
+use super::{environments, projects};
+use crate::auth::{Caller, ScopeDimension};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{JsonBody, QueryParams};
+use crate::state::AppState;
+
+pub use create::CreateResource;
+
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::get::<ResourceList, _, _>(
+            "/resources",
+            "List resources (filters: projectId, environmentId)",
+            list,
+        ),
+        Endpoint::post::<CreateResource, ResourceRecord, _, _>(
+            "/resources",
+            "Create a resource in an environment of a project; with serverId and a docker-image \
+             source the controller deploys it",
+            create::create,
+        ),
+        Endpoint::delete::<DeleteResource, IdResponse, _, _>(
+            "/resources/{resourceId}",
+            "Delete a resource (admin; confirmation.resourceSlug): its containers, route and \
+             deployments go with it",
+            delete,
+        ),
+    ]
+}
+
+/// The Resource list item of spec §2.2.
+#[derive(Serialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceRecord {
+    pub id: String,
+    pub project_id: String,
+    pub environment_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub destination_id: Option<String>,
+    pub name: String,
+    /// URL-safe short name; the first label of the generated host name.
+    pub slug: String,
+    pub kind: ResourceKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub created_at: String,
+    pub services: Vec<ResourceService>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network_profile: Option<NetworkProfile>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub access_profile: Option<AccessProfile>,
+    pub deployment_count: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_deployment_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_deployment_status: Option<DeploymentState>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub access_summary: Option<AccessSummary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proxy_route_status: Option<ProxyRouteStatus>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_route_realization_deployment_id: Option<String>,
+}
+
+/// `{ items }` of `GET /resources`.
+#[derive(Serialize, JsonSchema)]
+pub struct ResourceList {
+    pub items: Vec<ResourceRecord>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DeleteResource {
+    /// Must carry `resourceSlug` equal to the slug of the resource being deleted.
+    pub confirmation: Option<Confirmation>,
+    /// Repeating a delete with the same key (within 24 hours, on the same shim) returns the
+    /// same `{id}`, even once the resource is gone.
+    pub idempotency_key: Option<String>,
+}
+
+/// The slug a resource is known by: its own, or the one the controller derives from its name
+/// for the generated host, so the two never disagree.
+pub fn slug_of(resource: &Resource) -> String {
+    plan::slug(resource)
+}
+
+/// Converts the custom resource to the list item; deployment facts come from its status.
+pub fn record(resource: &Resource) -> ResourceRecord {
+    let spec = &resource.spec;
+    let status = resource.status.clone().unwrap_or_default();
+    ResourceRecord {
+        id: resource.name_any(),
+        project_id: spec.project_id.clone(),
+        environment_id: spec.environment_id.clone(),
+        destination_id: spec.destination_id.clone(),
+        name: spec.name.clone(),
+        slug: slug_of(resource),
+        kind: spec.kind,
+        description: spec.description.clone(),
+        created_at: created_at(&resource.metadata),
+        services: spec.services.clone(),
+        network_profile: spec.network_profile.clone(),
+        access_profile: spec.access_profile.clone(),
+        deployment_count: status.deployment_count,
+        last_deployment_id: status.last_deployment_id,
+        last_deployment_status: status.last_deployment_status,
+        access_summary: status.access_summary,
+        proxy_route_status: status.proxy_route_status,
+        last_route_realization_deployment_id: status.last_route_realization_deployment_id,
+    }
+}
+
+/// Whether a deploy token's scope covers the resource, its project and its environment.
+fn visible_to(caller: &Caller, resource: &Resource) -> bool {
+    caller.sees(ScopeDimension::Resource, &resource.name_any())
+        && caller.sees(ScopeDimension::Project, &resource.spec.project_id)
+        && caller.sees(ScopeDimension::Environment, &resource.spec.environment_id)
+}
+
+/// Checks the list filters the way `GET /environments` does: a filter must name a project or
+/// environment the caller may use (403 outside a token's scope, 404 when missing).
+fn check_filters(
+    state: &AppState,
+    caller: &Caller,
+    project: Option<&str>,
+    environment: Option<&str>,
+) -> ApiResult<()> {
+    if let Some(project) = project {
+        caller.require_in_scope(ScopeDimension::Project, project)?;
+        projects::lookup(state, caller, project)?;
+    }
+    if let Some(environment) = environment {
+        caller.require_in_scope(ScopeDimension::Environment, environment)?;
+        environments::lookup(state, caller, environment)?;
+    }
+    Ok(())
+}
+
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    query: QueryParams,
+) -> ApiResult<Json<ResourceList>> {
+    let organization = caller.require_role(OrganizationRole::Member)?;
+    known_params(&query, &["projectId", "environmentId"])?;
+    let project = query.string("projectId")?;
+    let environment = query.string("environmentId")?;
+    check_filters(&state, &caller, project, environment)?;
+    let mut resources: Vec<Arc<Resource>> =
+        all_in(&state.caches.resources, &organization.namespace)
+            .into_iter()
+            // A resource being deleted is gone for the API already.
+            .filter(|r| r.metadata.deletion_timestamp.is_none())
+            .filter(|r| project.is_none_or(|p| r.spec.project_id == p))
+            .filter(|r| environment.is_none_or(|e| r.spec.environment_id == e))
+            .filter(|r| visible_to(&caller, r))
+            .collect();
+    resources.sort_by_key(|r| {
+        (
+            r.metadata.creation_timestamp.clone().map(|t| t.0),
+            r.name_any(),
+        )
+    });
+    let items = resources.iter().map(|r| record(r)).collect();
+    Ok(Json(ResourceList { items }))
+}
+
+/// How long a `DELETE /resources` idempotency key is remembered.
+const RECEIPT_TTL: Duration = Duration::from_secs(24 * 3600);
+/// Most idempotency keys remembered at once; the oldest is forgotten first.
+const MAX_RECEIPTS: usize = 10_000;
+
+/// Idempotency keys of recent resource deletes: `(namespace, key)` → resource id. Kept in this
+/// process's memory, like the server-delete receipts: a restarted shim forgets them, and a
+/// retry then sees 404 for a resource that is gone.
+#[derive(Default)]
+struct DeleteReceipts {
+    entries: Mutex<HashMap<(String, String), (String, Instant)>>,
+}
+
+impl DeleteReceipts {
+    fn get(&self, namespace: &str, key: &str) -> Option<String> {
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries
+            .get(&(namespace.to_string(), key.to_string()))
+            .filter(|(_, at)| at.elapsed() < RECEIPT_TTL)
+            .map(|(id, _)| id.clone())
+    }
+
+    fn record(&self, namespace: &str, key: &str, id: &str) {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries.retain(|_, (_, at)| at.elapsed() < RECEIPT_TTL);
+        if entries.len() >= MAX_RECEIPTS
+            && let Some(oldest) = entries
+                .iter()
+                .min_by_key(|(_, (_, at))| *at)
+                .map(|(k, _)| k.clone())
+        {
+            entries.remove(&oldest);
+        }
+        entries.insert(
+            (namespace.to_string(), key.to_string()),
+            (id.to_string(), Instant::now()),
+        );
+    }
+}
+
+static DELETE_RECEIPTS: LazyLock<DeleteReceipts> = LazyLock::new(DeleteReceipts::default);
+
+/// A remembered delete of the same resource answers `{id}` again; a key used for another
+/// resource is a conflict.
+fn replay(namespace: &str, key: &str, id: &str) -> ApiResult<bool> {
+    match DELETE_RECEIPTS.get(namespace, key) {
+        Some(done) if done == id => Ok(true),
+        Some(_) => Err(ApiError::conflict(
+            "idempotencyKey was already used to delete another resource",
+        )
+        .with_detail("field", "idempotencyKey")),
+        None => Ok(false),
+    }
+}
+
+/// `confirmation.resourceSlug` must repeat the resource's slug: missing is 422, wrong is 409.
+fn confirm_slug(given: Option<&str>, slug: &str) -> ApiResult<()> {
+    match given {
+        None => Err(ApiError::validation(
+            "confirmation.resourceSlug",
+            "confirmation.resourceSlug is required: repeat the resource's slug to confirm",
+        )),
+        Some(value) if value == slug => Ok(()),
+        Some(_) => Err(ApiError::confirmation_mismatch("resourceSlug", "resource")),
+    }
+}
+
+/// Deletes the Resource object; the controller's finalizer removes its containers, route and
+/// Deployments before the object goes. Needs the admin role (deploy tokens act as members).
+///
+/// Idempotency: a resource already being deleted answers `{id}` as the first request did
+/// (after the same role and confirmation checks). With an `idempotencyKey`, a repeat after the
+/// resource is gone answers `{id}` too, while this shim remembers the key (24 hours); without
+/// one, or after a shim restart, a resource that is gone is 404. A key already used for another
+/// resource is 409.
+async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<DeleteResource>,
+) -> ApiResult<Json<IdResponse>> {
+    let namespace = caller.organization()?.namespace.clone();
+    if let Some(key) = &body.idempotency_key {
+        bounded("idempotencyKey", key, 255)?;
+        caller.require_role(OrganizationRole::Admin)?;
+        if replay(&namespace, key, &id)? {
+            return Ok(Json(IdResponse { id }));
+        }
+    }
+    let resource = lookup(&state, &caller, &id)?;
+    let organization = caller.require_role(OrganizationRole::Admin)?.clone();
+    let confirmation = body.confirmation.unwrap_or_default();
+    confirm_slug(confirmation.resource_slug.as_deref(), &slug_of(&resource))?;
+    let remember = || {
+        if let Some(key) = &body.idempotency_key {
+            DELETE_RECEIPTS.record(&namespace, key, &id);
+        }
+    };
+    if resource.metadata.deletion_timestamp.is_some() {
+        remember();
+        return Ok(Json(IdResponse { id }));
+    }
+    let api = Api::<Resource>::namespaced(state.client.clone(), &namespace);
+    let outcome = match api.delete(&id, &Default::default()).await {
+        Ok(outcome) => outcome.left(),
+        // Gone between the cache read and the call: the outcome the caller asked for.
+        Err(kube::Error::Api(status)) if status.code == 404 => None,
+        Err(error) => return Err(error.into()),
+    };
+    wait_deleted(&state.caches.resources, resource.as_ref(), outcome).await?;
+    remember();
+    tracing::info!(resource = %id, organization = %organization.id, "resource deleted");
+    Ok(Json(IdResponse { id }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_crds::resource::ResourceSpec;
+    use serde_json::json;
+
+    fn resource(extra: serde_json::Value) -> Resource {
+        let mut spec = json!({
+            "projectId": "prj-1", "environmentId": "env-1", "name": "Web Shop",
+            "kind": "application",
+        });
+        if let (Some(spec), Some(extra)) = (spec.as_object_mut(), extra.as_object()) {
+            spec.extend(extra.clone());
+        }
+        let spec: ResourceSpec = serde_json::from_value(spec).unwrap();
+        Resource::new("res-1", spec)
+    }
+
+    #[test]
+    fn record_follows_the_spec_list_item() {
+        let mut resource = resource(json!({"networkProfile": {"internalPort": 8080}}));
+        resource.status = Some(
+            serde_json::from_value(json!({
+                "deploymentCount": 2, "lastDeploymentId": "dep-res-1-2",
+                "lastDeploymentStatus": "succeeded", "proxyRouteStatus": "ready",
+            }))
+            .unwrap(),
+        );
+        let value = serde_json::to_value(record(&resource)).unwrap();
+        assert_eq!(value["slug"], "web-shop");
+        assert_eq!(value["kind"], "application");
+        assert_eq!(value["services"], json!([]));
+        assert_eq!(value["networkProfile"]["exposureMode"], "reverse-proxy");
+        assert_eq!(value["deploymentCount"], 2);
+        assert_eq!(value["lastDeploymentStatus"], "succeeded");
+        assert_eq!(value["proxyRouteStatus"], "ready");
+        assert!(value.get("accessSummary").is_none());
+        assert!(value.get("description").is_none());
+    }
+
+    #[test]
+    fn a_declared_slug_wins() {
+        assert_eq!(slug_of(&resource(json!({"slug": "shop"}))), "shop");
+    }
+
+    #[test]
+    fn slug_confirmation() {
+        assert!(confirm_slug(Some("shop"), "shop").is_ok());
+        assert_eq!(confirm_slug(Some("x"), "shop").unwrap_err().status, 409);
+        let missing = confirm_slug(None, "shop").unwrap_err();
+        assert_eq!(missing.status, 422);
+        assert_eq!(missing.body.details["field"], "confirmation.resourceSlug");
+    }
+
+    #[test]
+    fn receipts_replay_the_same_resource_and_refuse_another() {
+        DELETE_RECEIPTS.record("ns-test", "k1", "res-a");
+        assert!(replay("ns-test", "k1", "res-a").unwrap());
+        assert_eq!(replay("ns-test", "k1", "res-b").unwrap_err().status, 409);
+        assert!(!replay("ns-other", "k1", "res-a").unwrap());
+    }
+}

@@ -1,0 +1,123 @@
+//! The configuration an attempt hands to its container and its build: the effective entries of
+//! every scope (berth_crds::config), read when the attempt plans. Runtime entries become the
+//! container's environment, build-time entries Docker build args; neither ever reaches a log
+//! line, an event or a status.
+
+use std::collections::HashMap;
+
+use berth_crds::config::{
+    self, ConfigEntry, ConfigScope, default_entries, deployment_entries, plain_entries,
+    secret_entries, system_entries,
+};
+use berth_crds::deployment::Deployment;
+use berth_crds::environment::Environment;
+use berth_crds::organization::{NAMESPACE_PREFIX, Organization};
+use berth_crds::project::Project;
+use berth_crds::resource::Resource;
+use berth_crds::variable::VariableExposure;
+use k8s_openapi::api::core::v1::Secret;
+use kube::{Api, ResourceExt};
+
+use super::plan::Plan;
+use crate::context::Context;
+use crate::error::Result;
+
+/// Every entry that applies to `deployment` of `resource`, from all scopes, not yet merged.
+/// A scope whose object is gone (a hand-written resource naming a deleted environment, say)
+/// contributes nothing.
+pub async fn entries(
+    context: &Context,
+    namespace: &str,
+    resource: &Resource,
+    deployment: &Deployment,
+) -> Result<Vec<ConfigEntry>> {
+    let client = &context.client;
+    let mut entries = default_entries(resource);
+    entries.extend(system_entries(&resource.name_any(), resource));
+    if let Some(organization) = namespace.strip_prefix(NAMESPACE_PREFIX) {
+        let found = Api::<Organization>::all(client.clone())
+            .get_opt(organization)
+            .await?;
+        if let Some(organization) = found {
+            entries.extend(plain_entries(
+                ConfigScope::Organization,
+                &organization.spec.variables,
+            ));
+        }
+    }
+    let project = Api::<Project>::namespaced(client.clone(), namespace)
+        .get_opt(&resource.spec.project_id)
+        .await?;
+    if let Some(project) = project {
+        entries.extend(plain_entries(ConfigScope::Project, &project.spec.variables));
+    }
+    let environment = Api::<Environment>::namespaced(client.clone(), namespace)
+        .get_opt(&resource.spec.environment_id)
+        .await?;
+    if let Some(environment) = environment {
+        entries.extend(plain_entries(
+            ConfigScope::Environment,
+            &environment.spec.variables,
+        ));
+    }
+    entries.extend(plain_entries(
+        ConfigScope::Resource,
+        &resource.spec.variables,
+    ));
+    let secret = Api::<Secret>::namespaced(client.clone(), namespace)
+        .get_opt(&config::secret_name(resource))
+        .await?;
+    if let Some(data) = secret.and_then(|s| s.data) {
+        entries.extend(secret_entries(&data));
+    }
+    entries.extend(deployment_entries(
+        &deployment.name_any(),
+        &deployment.spec.variables,
+    ));
+    Ok(entries)
+}
+
+/// Puts the effective runtime entries into the container's environment and the build-time ones
+/// into the build args.
+pub fn apply_to(plan: &mut Plan, entries: Vec<ConfigEntry>) {
+    let (effective, _) = config::merge(entries);
+    plan.env = config::values_of(&effective, VariableExposure::Runtime)
+        .map(|(key, value)| format!("{key}={value}"))
+        .collect();
+    plan.build_args = config::values_of(&effective, VariableExposure::BuildTime)
+        .map(|(key, value)| (key.to_string(), value.to_string()))
+        .collect::<HashMap<_, _>>();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(key: &str, value: &str, exposure: VariableExposure) -> ConfigEntry {
+        ConfigEntry {
+            scope: ConfigScope::Resource,
+            key: key.into(),
+            value: value.into(),
+            exposure,
+            secret: false,
+        }
+    }
+
+    #[test]
+    fn runtime_entries_reach_the_container_and_build_time_ones_the_build_only() {
+        let mut plan = super::super::plan::tests::sample_plan();
+        apply_to(
+            &mut plan,
+            vec![
+                entry("GREETING", "hi", VariableExposure::Runtime),
+                entry("NODE_ENV", "production", VariableExposure::BuildTime),
+            ],
+        );
+        assert_eq!(plan.env, vec!["GREETING=hi".to_string()]);
+        assert_eq!(
+            plan.build_args.get("NODE_ENV").map(String::as_str),
+            Some("production")
+        );
+        assert_eq!(plan.build_args.len(), 1);
+    }
+}

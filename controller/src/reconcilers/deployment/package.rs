@@ -1,0 +1,811 @@
+//! The package phase: gets the image an attempt runs onto the server, by source kind.
+//!
+//! - `docker-image`: the image must already be there (nothing can be pulled).
+//! - `local-folder`: the folder is uploaded as a build context and built through Docker's build
+//!   API over the SSH tunnel, from its Dockerfile; a static site instead gets a generated
+//!   Dockerfile that serves its publish directory with the edge proxy's Caddy (that image is on
+//!   every server already). The locator is an absolute directory on the controller's own
+//!   filesystem: the controller reads it. (A CLI deploying from a workstation uploads the folder
+//!   first and names where it put it.)
+//!
+//! Built images are tagged `berth-built/<namespace>-<resource>:<deployment>` and labelled like
+//! containers; after a successful attempt all but the newest few are removed.
+
+mod context;
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+
+use berth_crds::common::SourceDescriptor;
+use berth_crds::resource::Resource;
+use berth_crds::server::Server;
+use bollard::models::ImageSummary;
+use bollard::query_parameters::{
+    BuildImageOptionsBuilder, ListImagesOptionsBuilder, RemoveImageOptionsBuilder,
+};
+use futures::StreamExt;
+
+use self::context::{Ignore, Listing};
+use super::plan::{
+    DOCKER_IMAGE_SOURCE, NAMESPACE_LABEL, Plan, PlanError, RESOURCE_LABEL, is_static_site,
+    plan_error,
+};
+use super::runtime::Target;
+use crate::remote::RemoteError;
+use crate::remote::docker::{docker_call, docker_over_ssh_within};
+
+/// Repository prefix of every image Berth builds; pruning touches nothing else.
+pub const BUILT_REPOSITORY_PREFIX: &str = "berth-built/";
+/// Built images kept per resource (besides the serving one), so a recent version can be
+/// started again without a rebuild.
+pub const KEEP_BUILT_IMAGES: usize = 3;
+/// Deadline of a package phase that only checks for the image.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(60);
+/// Deadline of a package phase that builds: upload plus every Dockerfile step.
+const BUILD_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+/// Name of the generated Dockerfile in a static site's context; a file of that name in the
+/// publish directory is left out, so the two cannot clash.
+const GENERATED_DOCKERFILE: &str = ".berth.Dockerfile";
+/// Build output lines a failure message quotes.
+const TAIL_LINES: usize = 10;
+/// Longest quoted build output line, in characters.
+const MAX_LINE_CHARS: usize = 300;
+/// What replaces a build-arg value in logs and messages.
+const MASK: &str = "****";
+
+/// How the package phase gets the planned image onto the server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Packaging {
+    /// A prebuilt image that must already be present.
+    Present,
+    /// Built from `dockerfile` (a relative path inside `context`) in the folder `context`.
+    Dockerfile {
+        context: PathBuf,
+        dockerfile: String,
+    },
+    /// The files of `context` served by `server_image`'s Caddy file server.
+    StaticSite {
+        context: PathBuf,
+        server_image: String,
+    },
+}
+
+/// Why the package phase failed; `code` and `message` go into the attempt's `lastError`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PackageFailure {
+    pub code: &'static str,
+    pub message: String,
+}
+
+fn failure(code: &'static str, message: impl Into<String>) -> PackageFailure {
+    PackageFailure {
+        code,
+        message: message.into(),
+    }
+}
+
+/// Decides how to package `source`, checking its paths without touching the filesystem.
+pub fn packaging_of(
+    resource: &Resource,
+    server: &Server,
+    source: &SourceDescriptor,
+) -> Result<Packaging, PlanError> {
+    if source.kind == DOCKER_IMAGE_SOURCE {
+        return Ok(Packaging::Present);
+    }
+    let folder = Path::new(&source.locator);
+    if !folder.is_absolute() {
+        return Err(plan_error(
+            "source_locator_invalid",
+            format!(
+                "a local-folder locator must be an absolute directory path on the controller, not `{}`",
+                source.locator
+            ),
+        ));
+    }
+    let base = source.base_directory.as_deref().unwrap_or(".");
+    let base = folder.join(relative(base, "base_directory_invalid", "baseDirectory")?);
+    if is_static_site(resource) && !wants_dockerfile(resource) {
+        let runtime = resource.spec.runtime_profile.as_ref();
+        let publish = runtime
+            .and_then(|r| r.publish_directory.as_deref())
+            .unwrap_or(".");
+        let publish = relative(
+            publish,
+            "publish_directory_invalid",
+            "runtimeProfile.publishDirectory",
+        )?;
+        let server_image = server.spec.proxy.image.clone();
+        if server_image.is_empty() || server_image.contains(char::is_whitespace) {
+            return Err(plan_error(
+                "proxy_image_invalid",
+                format!("the server's proxy image `{server_image}` is not an image reference"),
+            ));
+        }
+        return Ok(Packaging::StaticSite {
+            context: base.join(publish),
+            server_image,
+        });
+    }
+    let dockerfile = source
+        .metadata
+        .get("dockerfile")
+        .map_or("Dockerfile", String::as_str);
+    let dockerfile = relative(dockerfile, "dockerfile_path_invalid", "metadata.dockerfile")?;
+    Ok(Packaging::Dockerfile {
+        context: base,
+        dockerfile: slash_path(&dockerfile),
+    })
+}
+
+/// A static-site resource that explicitly asks for its own Dockerfile gets one.
+fn wants_dockerfile(resource: &Resource) -> bool {
+    let strategy = resource.spec.runtime_profile.as_ref();
+    strategy.and_then(|r| r.strategy.as_deref()) == Some("dockerfile")
+}
+
+/// `path` as a relative path that stays inside its parent: no root, no `..`.
+fn relative(path: &str, code: &'static str, field: &str) -> Result<PathBuf, PlanError> {
+    let mut clean = PathBuf::new();
+    for component in Path::new(path).components() {
+        match component {
+            Component::Normal(part) => clean.push(part),
+            Component::CurDir => {}
+            Component::ParentDir | Component::RootDir | Component::Prefix(_) => {
+                return Err(plan_error(
+                    code,
+                    format!(
+                        "{field} `{path}` must be a relative path inside the source folder (no `..`, not absolute)"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(clean)
+}
+
+/// A relative path as the tar archive and Docker's `dockerfile` parameter spell it.
+fn slash_path(path: &Path) -> String {
+    let parts: Vec<_> = path
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect();
+    if parts.is_empty() {
+        ".".into()
+    } else {
+        parts.join("/")
+    }
+}
+
+/// The tag of the image an attempt builds: `berth-built/<namespace>-<resource>:<deployment>`,
+/// reduced to what a Docker reference allows.
+pub fn built_tag(namespace: &str, resource: &str, deployment: &str) -> String {
+    let repository = reference_part(&format!("{namespace}-{resource}"), 200);
+    let tag = reference_part(deployment, 128);
+    format!("{BUILT_REPOSITORY_PREFIX}{repository}:{tag}")
+}
+
+/// Lowercase letters, digits, `.` and `-`, starting and ending with a letter or digit.
+fn reference_part(name: &str, max: usize) -> String {
+    let mapped: String = name
+        .to_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(max)
+        .collect();
+    let trimmed = mapped.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+    if trimmed.is_empty() {
+        "x".into()
+    } else {
+        trimmed.into()
+    }
+}
+
+/// Deadline of the package phase: builds take far longer than a presence check.
+pub fn phase_timeout(plan: &Plan) -> Duration {
+    match plan.packaging {
+        Packaging::Present => CHECK_TIMEOUT,
+        _ => BUILD_TIMEOUT,
+    }
+}
+
+/// What the package step says it does.
+pub fn step_label(plan: &Plan) -> String {
+    match plan.packaging {
+        Packaging::Present => "Checking the image on the server".into(),
+        Packaging::Dockerfile { .. } => {
+            format!("Building image {} from the Dockerfile", plan.image)
+        }
+        Packaging::StaticSite { .. } => format!("Building static site image {}", plan.image),
+    }
+}
+
+/// Runs the package phase: afterwards `plan.image` is on the server, or the failure says why.
+pub async fn package(
+    target: &Target,
+    docker_socket: &str,
+    plan: &Plan,
+) -> Result<(), PackageFailure> {
+    let build = match &plan.packaging {
+        Packaging::Present => return ensure_present(target, &plan.image).await,
+        Packaging::Dockerfile {
+            context,
+            dockerfile,
+        } => dockerfile_build(context, dockerfile, &plan.build_args).await?,
+        Packaging::StaticSite {
+            context,
+            server_image,
+        } => static_site_build(context, server_image, plan.internal_port).await?,
+    };
+    run_build(target, docker_socket, plan, build).await?;
+    match target.image_present(&plan.image).await {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(failure(
+            "build_failed",
+            format!("the build finished without producing image {}", plan.image),
+        )),
+        Err(error) => Err(failure("docker_error", error.to_string())),
+    }
+}
+
+async fn ensure_present(target: &Target, image: &str) -> Result<(), PackageFailure> {
+    match target.image_present(image).await {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(failure(
+            "image_not_found",
+            format!("image {image} is not present on the server and cannot be pulled"),
+        )),
+        Err(error) => Err(failure("docker_error", error.to_string())),
+    }
+}
+
+/// A build ready to upload: the listed files, generated files, and its parameters.
+struct Build {
+    listing: Listing,
+    generated: Vec<(String, Vec<u8>)>,
+    dockerfile: String,
+    build_args: HashMap<String, String>,
+}
+
+/// Lists a folder's context for its own Dockerfile (always sent, like `.dockerignore`).
+async fn dockerfile_build(
+    context: &Path,
+    dockerfile: &str,
+    build_args: &HashMap<String, String>,
+) -> Result<Build, PackageFailure> {
+    let (context, name) = (context.to_path_buf(), dockerfile.to_string());
+    let listing = blocking(move || {
+        folder_present(&context)?;
+        if !context.join(&name).is_file() {
+            return Err(failure(
+                "dockerfile_not_found",
+                format!("no Dockerfile at {}", context.join(&name).display()),
+            ));
+        }
+        let ignore = Ignore::read(&context)?;
+        context::list(&context, &ignore, &[], &[name.as_str(), ".dockerignore"])
+    })
+    .await?;
+    Ok(Build {
+        listing,
+        generated: Vec::new(),
+        dockerfile: dockerfile.to_string(),
+        build_args: build_args.clone(),
+    })
+}
+
+/// Lists a static site's publish directory and generates the Dockerfile that serves it.
+async fn static_site_build(
+    context: &Path,
+    server_image: &str,
+    port: u16,
+) -> Result<Build, PackageFailure> {
+    let context = context.to_path_buf();
+    let listing = blocking(move || {
+        folder_present(&context)?;
+        let ignore = Ignore::read(&context)?;
+        // The site's own `.dockerignore` filters here; the generated one replaces it.
+        let skipped = [GENERATED_DOCKERFILE, ".dockerignore"];
+        context::list(&context, &ignore, &skipped, &[])
+    })
+    .await?;
+    // Docker drops the files this `.dockerignore` names after reading the Dockerfile, so
+    // neither is copied into the served directory.
+    let ignore = format!(".dockerignore\n{GENERATED_DOCKERFILE}\n");
+    Ok(Build {
+        listing,
+        generated: vec![
+            (
+                GENERATED_DOCKERFILE.to_string(),
+                static_dockerfile(server_image, port).into_bytes(),
+            ),
+            (".dockerignore".to_string(), ignore.into_bytes()),
+        ],
+        dockerfile: GENERATED_DOCKERFILE.to_string(),
+        build_args: HashMap::new(),
+    })
+}
+
+/// The Dockerfile of a static site: the edge proxy's image (Caddy, on every server) serving
+/// the copied files.
+fn static_dockerfile(server_image: &str, port: u16) -> String {
+    format!(
+        "FROM {server_image}\n\
+         COPY . /srv\n\
+         EXPOSE {port}\n\
+         ENTRYPOINT [\"caddy\", \"file-server\", \"--root\", \"/srv\", \"--listen\", \":{port}\"]\n"
+    )
+}
+
+fn folder_present(folder: &Path) -> Result<(), PackageFailure> {
+    if folder.is_dir() {
+        Ok(())
+    } else {
+        Err(failure(
+            "source_folder_not_found",
+            format!(
+                "{} is not a directory the controller can read",
+                folder.display()
+            ),
+        ))
+    }
+}
+
+/// Runs filesystem work off the async threads.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, PackageFailure> + Send + 'static,
+) -> Result<T, PackageFailure> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|error| Err(failure("build_context_unreadable", error.to_string())))
+}
+
+/// Uploads the context and follows the build's output to its end.
+async fn run_build(
+    target: &Target,
+    docker_socket: &str,
+    plan: &Plan,
+    build: Build,
+) -> Result<(), PackageFailure> {
+    let masker = Masker::new(build.build_args.values());
+    let options = BuildImageOptionsBuilder::new()
+        .dockerfile(&build.dockerfile)
+        .t(&plan.image)
+        .rm(true)
+        .forcerm(true)
+        // The container's labels, so images can be attributed and pruned like containers.
+        .labels(&plan.labels)
+        .buildargs(&build.build_args)
+        .build();
+    tracing::info!(
+        image = %plan.image,
+        files = build.listing.files.len(),
+        bytes = build.listing.bytes,
+        "building an image"
+    );
+    let (body, writer) = context::stream(build.listing, build.generated);
+    // Docker answers only once it has read the whole context: the deadline covers the upload.
+    let docker = docker_over_ssh_within(target.connection.clone(), docker_socket, BUILD_TIMEOUT);
+    let mut output = docker.build_image(options, None, Some(bollard::body_try_stream(body)));
+    let mut log = BuildLog::new(&masker, &plan.image);
+    let mut failed = None;
+    while let Some(item) = output.next().await {
+        match item {
+            Ok(info) => {
+                log.push(info.stream.as_deref().unwrap_or_default());
+                if let Some(status) = info.status {
+                    log.push(&format!("{status}\n"));
+                }
+            }
+            Err(error) => {
+                failed = Some(error);
+                break;
+            }
+        }
+    }
+    drop(output);
+    log.finish();
+    // A context that could not be read explains a failed upload better than the upload error.
+    if let Ok(Err(error)) = writer.await {
+        let message = format!("could not read the build context: {error}");
+        return Err(failure("build_context_unreadable", masker.mask(&message)));
+    }
+    match failed {
+        None => Ok(()),
+        Some(error) => Err(build_failure(&error, &log, &masker)),
+    }
+}
+
+/// A failed build: Docker's own refusals are the user's to fix (`build_failed`); a broken
+/// transport is not (`docker_error`).
+fn build_failure(
+    error: &bollard::errors::Error,
+    log: &BuildLog<'_>,
+    masker: &Masker,
+) -> PackageFailure {
+    use bollard::errors::Error::{DockerResponseServerError, DockerStreamError};
+    let (code, reason) = match error {
+        DockerStreamError { error } => ("build_failed", error.clone()),
+        DockerResponseServerError { message, .. } => ("build_failed", message.clone()),
+        other => ("docker_error", other.to_string()),
+    };
+    let mut message = masker.mask(reason.trim());
+    let tail = log.tail();
+    if !tail.is_empty() {
+        message.push_str("\nlast build output:\n");
+        message.push_str(&tail.join("\n"));
+    }
+    failure(code, message)
+}
+
+/// Hides build-arg values: any occurrence of one becomes `****`.
+struct Masker {
+    values: Vec<String>,
+}
+
+impl Masker {
+    fn new<'a>(values: impl Iterator<Item = &'a String>) -> Self {
+        let mut values: Vec<String> = values.filter(|v| !v.is_empty()).cloned().collect();
+        // Longest first, so a value containing another is hidden whole.
+        values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        Self { values }
+    }
+
+    fn mask(&self, text: &str) -> String {
+        let mut text = text.to_string();
+        for value in &self.values {
+            if text.contains(value.as_str()) {
+                text = text.replace(value.as_str(), MASK);
+            }
+        }
+        text
+    }
+}
+
+/// Build output cut into masked lines: logged at debug level, the last few kept for a failure.
+struct BuildLog<'a> {
+    masker: &'a Masker,
+    image: &'a str,
+    partial: String,
+    tail: VecDeque<String>,
+}
+
+impl<'a> BuildLog<'a> {
+    fn new(masker: &'a Masker, image: &'a str) -> Self {
+        Self {
+            masker,
+            image,
+            partial: String::new(),
+            tail: VecDeque::new(),
+        }
+    }
+
+    /// Adds output; only whole lines are masked, so a value split across chunks still is.
+    fn push(&mut self, text: &str) {
+        self.partial.push_str(text);
+        while let Some(end) = self.partial.find('\n') {
+            let line: String = self.partial.drain(..=end).collect();
+            self.line(&line);
+        }
+        // A line this long without an end is flushed anyway.
+        if self.partial.len() > 64 * 1024 {
+            let line = std::mem::take(&mut self.partial);
+            self.line(&line);
+        }
+    }
+
+    fn finish(&mut self) {
+        let line = std::mem::take(&mut self.partial);
+        self.line(&line);
+    }
+
+    fn line(&mut self, line: &str) {
+        let line = line.trim_end();
+        if line.trim().is_empty() {
+            return;
+        }
+        let masked = self.masker.mask(line);
+        tracing::debug!(image = %self.image, line = %masked, "build output");
+        if self.tail.len() == TAIL_LINES {
+            self.tail.pop_front();
+        }
+        self.tail.push_back(shorten(&masked));
+    }
+
+    fn tail(&self) -> Vec<String> {
+        self.tail.iter().cloned().collect()
+    }
+}
+
+fn shorten(line: &str) -> String {
+    if line.chars().count() <= MAX_LINE_CHARS {
+        return line.to_string();
+    }
+    let mut short: String = line.chars().take(MAX_LINE_CHARS).collect();
+    short.push('…');
+    short
+}
+
+/// Removes the resource's built images beyond the newest [`KEEP_BUILT_IMAGES`], never
+/// `serving`; failures are only logged, the attempt has succeeded already.
+pub async fn prune_built_images(target: &Target, namespace: &str, resource: &str, serving: &str) {
+    prune(target, namespace, resource, KEEP_BUILT_IMAGES, serving).await;
+}
+
+/// Removes every image built for a resource that is going away; failures are only logged.
+pub async fn remove_built_images(target: &Target, namespace: &str, resource: &str) {
+    prune(target, namespace, resource, 0, "").await;
+}
+
+async fn prune(target: &Target, namespace: &str, resource: &str, keep: usize, serving: &str) {
+    let filters = HashMap::from([(
+        "label".to_string(),
+        vec![
+            format!("{}=true", berth_crds::MANAGED_LABEL),
+            format!("{NAMESPACE_LABEL}={namespace}"),
+            format!("{RESOURCE_LABEL}={resource}"),
+        ],
+    )]);
+    let options = ListImagesOptionsBuilder::new().filters(&filters).build();
+    let listed = docker_call(
+        &target.connection,
+        "listing built images",
+        target.docker.list_images(Some(options)),
+    )
+    .await;
+    let images = match listed {
+        Ok(images) => images,
+        Err(error) => {
+            tracing::warn!(%error, resource, "could not list built images to prune");
+            return;
+        }
+    };
+    for reference in images_to_prune(&images, keep, serving) {
+        match remove_image(target, &reference).await {
+            Ok(()) => tracing::info!(image = %reference, resource, "removed an old built image"),
+            // An image a container still uses (a newer attempt's, say) is refused: fine.
+            Err(error) => {
+                tracing::warn!(%error, image = %reference, "could not remove an old built image")
+            }
+        }
+    }
+}
+
+async fn remove_image(target: &Target, reference: &str) -> Result<(), RemoteError> {
+    let options = RemoveImageOptionsBuilder::new().force(false).build();
+    docker_call(
+        &target.connection,
+        "removing a built image",
+        target.docker.remove_image(reference, Some(options), None),
+    )
+    .await
+    .map(drop)
+}
+
+/// What pruning removes: tags of built images beyond the newest `keep` (by creation time,
+/// ties by tag), never the serving one, and every untagged leftover of a rebuilt tag (by id).
+fn images_to_prune(images: &[ImageSummary], keep: usize, serving: &str) -> Vec<String> {
+    let built_tag = |image: &ImageSummary| {
+        image
+            .repo_tags
+            .iter()
+            .find(|t| t.starts_with(BUILT_REPOSITORY_PREFIX))
+            .cloned()
+    };
+    let mut tagged: Vec<(i64, String)> = Vec::new();
+    let mut doomed = Vec::new();
+    for image in images {
+        match built_tag(image) {
+            Some(tag) => tagged.push((image.created, tag)),
+            None if image.id.is_empty() => {}
+            None => doomed.push(image.id.clone()),
+        }
+    }
+    tagged.sort_by(|a, b| b.cmp(a));
+    doomed.extend(
+        tagged
+            .into_iter()
+            .skip(keep)
+            .map(|(_, tag)| tag)
+            .filter(|tag| tag != serving),
+    );
+    doomed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    fn resource(extra: Value) -> Resource {
+        let mut spec = json!({
+            "projectId": "p", "environmentId": "e", "serverId": "local",
+            "name": "Site", "kind": "application",
+            "source": { "kind": "local-folder", "locator": "/srv/app" },
+        });
+        if let (Value::Object(spec), Value::Object(extra)) = (&mut spec, extra) {
+            spec.extend(extra);
+        }
+        let mut resource = Resource::new("site", serde_json::from_value(spec).unwrap());
+        resource.metadata.namespace = Some("org-acme".into());
+        resource
+    }
+
+    fn server() -> Server {
+        let spec = serde_json::from_value(json!({
+            "host": "127.0.0.1", "username": "root", "credentialId": "key",
+            "proxy": { "image": "berth/edge-caddy:2.6.2" },
+        }))
+        .unwrap();
+        Server::new("local", spec)
+    }
+
+    fn source(base: Option<&str>, dockerfile: Option<&str>) -> SourceDescriptor {
+        let mut metadata = std::collections::BTreeMap::new();
+        if let Some(dockerfile) = dockerfile {
+            metadata.insert("dockerfile".to_string(), dockerfile.to_string());
+        }
+        SourceDescriptor {
+            kind: "local-folder".into(),
+            locator: "/srv/app".into(),
+            display_name: None,
+            base_directory: base.map(str::to_string),
+            metadata,
+        }
+    }
+
+    #[test]
+    fn a_local_folder_builds_its_dockerfile_inside_the_base_directory() {
+        let packaging = packaging_of(
+            &resource(json!({})),
+            &server(),
+            &source(Some("./web"), None),
+        )
+        .unwrap();
+        assert_eq!(
+            packaging,
+            Packaging::Dockerfile {
+                context: PathBuf::from("/srv/app/web"),
+                dockerfile: "Dockerfile".into(),
+            }
+        );
+        let custom = source(None, Some("docker/prod.Dockerfile"));
+        let packaging = packaging_of(&resource(json!({})), &server(), &custom).unwrap();
+        assert!(
+            matches!(packaging, Packaging::Dockerfile { dockerfile, .. } if dockerfile == "docker/prod.Dockerfile")
+        );
+    }
+
+    #[test]
+    fn escaping_paths_are_refused_with_codes() {
+        let resource = resource(json!({}));
+        for base in ["../other", "/etc", "a/../../b"] {
+            let error = packaging_of(&resource, &server(), &source(Some(base), None)).unwrap_err();
+            assert_eq!(error.code, "base_directory_invalid", "{base}");
+        }
+        let error =
+            packaging_of(&resource, &server(), &source(None, Some("../Dockerfile"))).unwrap_err();
+        assert_eq!(error.code, "dockerfile_path_invalid");
+        let mut relative_locator = source(None, None);
+        relative_locator.locator = "app".into();
+        let error = packaging_of(&resource, &server(), &relative_locator).unwrap_err();
+        assert_eq!(error.code, "source_locator_invalid");
+        let site = super::tests::resource(json!({
+            "kind": "static-site", "runtimeProfile": { "publishDirectory": "../up" },
+        }));
+        let error = packaging_of(&site, &server(), &source(None, None)).unwrap_err();
+        assert_eq!(error.code, "publish_directory_invalid");
+    }
+
+    #[test]
+    fn a_static_site_serves_its_publish_directory_with_the_proxy_image() {
+        let site = resource(json!({
+            "kind": "static-site", "runtimeProfile": { "publishDirectory": "public" },
+        }));
+        let packaging = packaging_of(&site, &server(), &source(Some("site"), None)).unwrap();
+        assert_eq!(
+            packaging,
+            Packaging::StaticSite {
+                context: PathBuf::from("/srv/app/site/public"),
+                server_image: "berth/edge-caddy:2.6.2".into(),
+            }
+        );
+        let by_strategy = resource(json!({ "runtimeProfile": { "strategy": "static" } }));
+        let packaging = packaging_of(&by_strategy, &server(), &source(None, None)).unwrap();
+        assert!(matches!(packaging, Packaging::StaticSite { .. }));
+        let dockerfile = static_dockerfile("berth/edge-caddy:2.6.2", 8080);
+        assert!(dockerfile.starts_with("FROM berth/edge-caddy:2.6.2\nCOPY . /srv\n"));
+        assert!(
+            dockerfile.contains(r#""--listen", ":8080"]"#),
+            "{dockerfile}"
+        );
+    }
+
+    #[test]
+    fn built_tags_are_valid_docker_references() {
+        assert_eq!(
+            built_tag("org-acme", "web", "dep-web-3"),
+            "berth-built/org-acme-web:dep-web-3"
+        );
+        assert_eq!(
+            built_tag("Org_A", "my.app", "Dep_1"),
+            "berth-built/org-a-my.app:dep-1"
+        );
+        let long = "d".repeat(300);
+        let tag = built_tag("ns", "r", &long);
+        assert_eq!(tag.split(':').nth(1).unwrap().len(), 128);
+    }
+
+    #[test]
+    fn build_arg_values_are_masked_in_output_and_failures() {
+        let args = HashMap::from([
+            ("TOKEN".to_string(), "s3cr3t-value".to_string()),
+            ("SHORT".to_string(), "s3cr3t".to_string()),
+            ("EMPTY".to_string(), String::new()),
+        ]);
+        let masker = Masker::new(args.values());
+        assert_eq!(
+            masker.mask("echo s3cr3t-value and s3cr3t"),
+            "echo **** and ****"
+        );
+        let mut log = BuildLog::new(&masker, "img");
+        // A value split across two output chunks is still masked.
+        log.push("Step 2/3 : RUN echo s3cr");
+        log.push("3t-value\nok\n");
+        log.finish();
+        assert_eq!(log.tail(), vec!["Step 2/3 : RUN echo ****", "ok"]);
+        let error = bollard::errors::Error::DockerStreamError {
+            error: "The command '/bin/sh -c test s3cr3t' returned a non-zero code: 1".into(),
+        };
+        let failure = build_failure(&error, &log, &masker);
+        assert_eq!(failure.code, "build_failed");
+        assert!(!failure.message.contains("s3cr3t"), "{}", failure.message);
+        assert!(failure.message.contains("last build output:\nStep 2/3"));
+    }
+
+    #[test]
+    fn the_failure_tail_keeps_the_last_lines() {
+        let masker = Masker::new(std::iter::empty());
+        let mut log = BuildLog::new(&masker, "img");
+        for i in 0..25 {
+            log.push(&format!("line {i}\n"));
+        }
+        let tail = log.tail();
+        assert_eq!(tail.len(), TAIL_LINES);
+        assert_eq!(tail.last().unwrap(), "line 24");
+    }
+
+    fn image(id: &str, tag: Option<&str>, created: i64) -> ImageSummary {
+        ImageSummary {
+            id: id.into(),
+            repo_tags: tag.map_or(vec!["<none>:<none>".into()], |t| vec![t.into()]),
+            created,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn pruning_keeps_the_newest_three_and_the_serving_image() {
+        let tag = |n: u32| format!("berth-built/ns-web:dep-web-{n}");
+        let images: Vec<_> = (1..=6)
+            .map(|n| image(&format!("sha256:{n}"), Some(&tag(n)), i64::from(n) * 10))
+            .chain([image("sha256:old", None, 5)])
+            .collect();
+        let doomed = images_to_prune(&images, 3, &tag(6));
+        assert_eq!(
+            doomed,
+            vec!["sha256:old".to_string(), tag(3), tag(2), tag(1)]
+        );
+        // A rollback target older than the newest three survives while it serves.
+        let doomed = images_to_prune(&images, 3, &tag(2));
+        assert_eq!(doomed, vec!["sha256:old".to_string(), tag(3), tag(1)]);
+        assert!(images_to_prune(&images[..3], 3, "x").is_empty());
+    }
+}

@@ -1,0 +1,284 @@
+//! The effective configuration of a resource, shared by the REST shim (which shows it, masked)
+//! and the controller (which hands it to containers and builds): entries from every scope,
+//! merged weakest first so a later scope replaces an earlier one's entry with the same key and
+//! exposure (spec §2.2 "Effective config").
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::ByteString;
+
+use crate::resource::Resource;
+use crate::variable::{PlainVariable, VariableExposure, parse_secret_data_key};
+
+/// Where an entry is defined, weakest first: the order is the precedence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ConfigScope {
+    /// What every container gets unless something else says otherwise, e.g. `PORT`.
+    Defaults,
+    /// Facts the platform provides about the resource, e.g. `BERTH_RESOURCE_ID`.
+    System,
+    Organization,
+    Project,
+    Environment,
+    Resource,
+    /// Overrides of one attempt, and the attempt's own id.
+    Deployment,
+}
+
+impl ConfigScope {
+    /// Every scope, weakest first.
+    pub const PRECEDENCE: [ConfigScope; 7] = [
+        Self::Defaults,
+        Self::System,
+        Self::Organization,
+        Self::Project,
+        Self::Environment,
+        Self::Resource,
+        Self::Deployment,
+    ];
+
+    /// The scope as the API spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Defaults => "defaults",
+            Self::System => "system",
+            Self::Organization => "organization",
+            Self::Project => "project",
+            Self::Environment => "environment",
+            Self::Resource => "resource",
+            Self::Deployment => "deployment",
+        }
+    }
+}
+
+/// One configuration entry with the scope that defines it. `value` is the real value: callers
+/// that show entries mask secret ones.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigEntry {
+    pub scope: ConfigScope,
+    pub key: String,
+    pub value: String,
+    pub exposure: VariableExposure,
+    pub secret: bool,
+}
+
+impl ConfigEntry {
+    fn plain(scope: ConfigScope, key: &str, value: impl Into<String>) -> Self {
+        Self {
+            scope,
+            key: key.to_string(),
+            value: value.into(),
+            exposure: VariableExposure::Runtime,
+            secret: false,
+        }
+    }
+}
+
+/// An entry hidden by the same key and exposure in a stronger scope.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigOverride {
+    pub key: String,
+    pub exposure: VariableExposure,
+    pub winning_scope: ConfigScope,
+    pub overridden_scope: ConfigScope,
+}
+
+/// Name of the Secret holding a resource's secret values: `spec.secretsRef`, or
+/// `<resource>-secrets` (what the shim creates on the first secret write).
+pub fn secret_name(resource: &Resource) -> String {
+    use kube::ResourceExt;
+    resource
+        .spec
+        .secrets_ref
+        .clone()
+        .unwrap_or_else(|| format!("{}-secrets", resource.name_any()))
+}
+
+/// Environment variable carrying the port the platform routes to.
+pub const PORT_VARIABLE: &str = "PORT";
+
+/// Platform defaults: `PORT` is the network profile's internal port, so an application that
+/// reads `PORT` listens where the proxy and the health check look.
+pub fn default_entries(resource: &Resource) -> Vec<ConfigEntry> {
+    resource
+        .spec
+        .network_profile
+        .iter()
+        .map(|n| {
+            ConfigEntry::plain(
+                ConfigScope::Defaults,
+                PORT_VARIABLE,
+                n.internal_port.to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Facts the platform provides: which resource, project and environment a container runs for.
+pub fn system_entries(resource_id: &str, resource: &Resource) -> Vec<ConfigEntry> {
+    let system = |key: &str, value: &str| ConfigEntry::plain(ConfigScope::System, key, value);
+    vec![
+        system("BERTH_RESOURCE_ID", resource_id),
+        system("BERTH_PROJECT_ID", &resource.spec.project_id),
+        system("BERTH_ENVIRONMENT_ID", &resource.spec.environment_id),
+    ]
+}
+
+/// The entries of a deployment attempt: its id and its own overrides.
+pub fn deployment_entries(deployment_id: &str, overrides: &[PlainVariable]) -> Vec<ConfigEntry> {
+    let mut entries = vec![ConfigEntry::plain(
+        ConfigScope::Deployment,
+        "BERTH_DEPLOYMENT_ID",
+        deployment_id,
+    )];
+    entries.extend(plain_entries(ConfigScope::Deployment, overrides));
+    entries
+}
+
+/// Plain variables of a scope.
+pub fn plain_entries(scope: ConfigScope, variables: &[PlainVariable]) -> Vec<ConfigEntry> {
+    variables
+        .iter()
+        .map(|v| ConfigEntry {
+            scope,
+            key: v.key.clone(),
+            value: v.value.clone(),
+            exposure: v.exposure,
+            secret: false,
+        })
+        .collect()
+}
+
+/// Secret entries of a resource from its Secret's data (keys `<exposure>.<KEY>`). Values that
+/// are not UTF-8 are skipped: an environment variable cannot carry them.
+pub fn secret_entries(data: &BTreeMap<String, ByteString>) -> Vec<ConfigEntry> {
+    data.iter()
+        .filter_map(|(data_key, bytes)| {
+            let (exposure, key) = parse_secret_data_key(data_key);
+            let value = String::from_utf8(bytes.0.clone()).ok()?;
+            Some(ConfigEntry {
+                scope: ConfigScope::Resource,
+                key: key.to_string(),
+                value,
+                exposure,
+                secret: true,
+            })
+        })
+        .collect()
+}
+
+/// Merges entries of any scopes into the effective ones (one per key and exposure, from the
+/// strongest scope; a later entry of the same scope wins) and the entries they hide.
+pub fn merge(mut entries: Vec<ConfigEntry>) -> (Vec<ConfigEntry>, Vec<ConfigOverride>) {
+    // Stable: entries of one scope keep their order.
+    entries.sort_by_key(|e| e.scope);
+    let mut effective: BTreeMap<(VariableExposure, String), ConfigEntry> = BTreeMap::new();
+    let mut overrides = Vec::new();
+    for entry in entries {
+        let slot = (entry.exposure, entry.key.clone());
+        if let Some(previous) = effective.get(&slot) {
+            overrides.push(ConfigOverride {
+                key: entry.key.clone(),
+                exposure: entry.exposure,
+                winning_scope: entry.scope,
+                overridden_scope: previous.scope,
+            });
+        }
+        effective.insert(slot, entry);
+    }
+    (effective.into_values().collect(), overrides)
+}
+
+/// The effective entries of one exposure as `(KEY, value)` pairs.
+pub fn values_of(
+    effective: &[ConfigEntry],
+    exposure: VariableExposure,
+) -> impl Iterator<Item = (&str, &str)> {
+    effective
+        .iter()
+        .filter(move |e| e.exposure == exposure)
+        .map(|e| (e.key.as_str(), e.value.as_str()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resource::ResourceSpec;
+    use serde_json::json;
+
+    fn resource() -> Resource {
+        let spec: ResourceSpec = serde_json::from_value(json!({
+            "projectId": "prj-1", "environmentId": "env-1", "name": "web",
+            "kind": "application", "networkProfile": { "internalPort": 3000 },
+        }))
+        .unwrap();
+        Resource::new("web", spec)
+    }
+
+    fn var(key: &str, value: &str) -> PlainVariable {
+        PlainVariable {
+            key: key.into(),
+            value: value.into(),
+            exposure: VariableExposure::Runtime,
+        }
+    }
+
+    #[test]
+    fn every_scope_overrides_the_weaker_ones() {
+        let resource = resource();
+        let mut entries = deployment_entries("dep-1", &[var("LEVEL", "deployment")]);
+        entries.extend(plain_entries(
+            ConfigScope::Resource,
+            &[var("LEVEL", "resource")],
+        ));
+        entries.extend(plain_entries(
+            ConfigScope::Organization,
+            &[var("LEVEL", "org")],
+        ));
+        entries.extend(plain_entries(
+            ConfigScope::Project,
+            &[var("ONLY_PROJECT", "p")],
+        ));
+        entries.extend(default_entries(&resource));
+        entries.extend(system_entries("web", &resource));
+        entries.extend(plain_entries(
+            ConfigScope::Environment,
+            &[var("PORT", "4000")],
+        ));
+        let (effective, overrides) = merge(entries);
+        let value = |key: &str| {
+            values_of(&effective, VariableExposure::Runtime)
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| v.to_string())
+        };
+        assert_eq!(value("LEVEL").as_deref(), Some("deployment"));
+        assert_eq!(value("PORT").as_deref(), Some("4000"));
+        assert_eq!(value("ONLY_PROJECT").as_deref(), Some("p"));
+        assert_eq!(value("BERTH_RESOURCE_ID").as_deref(), Some("web"));
+        assert_eq!(value("BERTH_DEPLOYMENT_ID").as_deref(), Some("dep-1"));
+        let level: Vec<_> = overrides.iter().filter(|o| o.key == "LEVEL").collect();
+        assert_eq!(level.len(), 2);
+        assert_eq!(level[1].winning_scope, ConfigScope::Deployment);
+        assert_eq!(level[1].overridden_scope, ConfigScope::Resource);
+    }
+
+    #[test]
+    fn secrets_keep_their_exposure_and_build_time_stays_apart() {
+        let data = BTreeMap::from([
+            (
+                "build-time.NPM_TOKEN".to_string(),
+                ByteString(b"t0k".to_vec()),
+            ),
+            (
+                "runtime.DB_PASSWORD".to_string(),
+                ByteString(b"pw".to_vec()),
+            ),
+        ]);
+        let (effective, _) = merge(secret_entries(&data));
+        let runtime: Vec<_> = values_of(&effective, VariableExposure::Runtime).collect();
+        assert_eq!(runtime, vec![("DB_PASSWORD", "pw")]);
+        let build: Vec<_> = values_of(&effective, VariableExposure::BuildTime).collect();
+        assert_eq!(build, vec![("NPM_TOKEN", "t0k")]);
+        assert!(effective.iter().all(|e| e.secret));
+    }
+}

@@ -1,0 +1,151 @@
+//! Helpers the REST resource and deployment-stream tests share: a server with its own edge
+//! proxy registered through the API, requests through that proxy, Docker lookups, and the
+//! secret scan of response bodies and logs.
+
+use std::time::Duration;
+
+use berth_tests::eventually;
+use berth_tests::rest::{Rest, transcript};
+use rand::Rng;
+use serde_json::{Value, json};
+
+use crate::shim_servers::{create_credential, stack_key};
+
+/// Long enough for a server to come up or an attempt to finish on two busy cores.
+pub const WAIT: Duration = Duration::from_secs(120);
+
+/// Registers the stack's sshd as a server with a Caddy edge proxy on a random loopback port
+/// (a range the other deployment tests do not use) and waits until it is ready. Returns
+/// `(server id, proxy HTTP port)`.
+pub async fn ready_server(admin: &Rest) -> (String, u16) {
+    let credential = create_credential(admin, &stack_key()).await;
+    let http_port: u16 = 20100 + rand::rng().random_range(0..800);
+    let ssh_port: u16 = berth_tests::stack_env("BERTH_SSH_PORT").parse().unwrap();
+    let body = json!({
+        "name": "edge", "host": "127.0.0.1", "port": ssh_port, "username": "root",
+        "credentialId": credential,
+        "proxy": {"kind": "caddy", "httpPort": http_port, "httpsPort": http_port + 1000},
+    });
+    let id = admin.post("/servers", body).await.ok()["id"]
+        .as_str()
+        .expect("a server id")
+        .to_string();
+    eventually(WAIT, "server reachable with a ready edge proxy", || async {
+        let record = admin.get(&format!("/servers/{id}")).await.ok();
+        (record["reachable"] == true && record["proxy"]["status"] == "ready").then_some(())
+    })
+    .await;
+    (id, http_port)
+}
+
+/// Deactivates and deletes a server through the API once its resources are gone, then waits
+/// until its edge proxy container is removed, so a test leaves no proxy behind.
+pub async fn remove_server(admin: &Rest, id: &str) {
+    admin
+        .post(&format!("/servers/{id}/deactivate"), json!({}))
+        .await
+        .ok();
+    let body = json!({"confirmation": {"serverId": id}});
+    // Delete-safety blockers clear once the resources' finalizers removed their deployments.
+    eventually(WAIT, &format!("server {id} deleted"), || async {
+        let reply = admin.delete(&format!("/servers/{id}"), body.clone()).await;
+        (reply.status == 200).then_some(())
+    })
+    .await;
+    let filter = format!("name=berth-edge-proxy.*{id}");
+    eventually(WAIT, &format!("edge proxy of {id} removed"), || {
+        let filter = filter.clone();
+        async move { docker_names(&filter).is_empty().then_some(()) }
+    })
+    .await;
+}
+
+/// GET `/` for `host` through the edge proxy on `port`: (status, body).
+pub async fn fetch(http: &reqwest::Client, port: u16, host: &str) -> Option<(u16, String)> {
+    let response = http
+        .get(format!("http://127.0.0.1:{port}/"))
+        .header("Host", host)
+        .send()
+        .await
+        .ok()?;
+    let status = response.status().as_u16();
+    Some((status, response.text().await.ok()?))
+}
+
+/// Waits until `host` answers 200 with `needle` in the body through the proxy.
+pub async fn wait_body(port: u16, host: &str, needle: &str) {
+    let http = reqwest::Client::new();
+    eventually(WAIT, &format!("{host} serving {needle}"), || {
+        let http = http.clone();
+        async move {
+            fetch(&http, port, host)
+                .await
+                .filter(|(status, body)| *status == 200 && body.contains(needle))
+        }
+    })
+    .await;
+}
+
+/// Names of the containers (running or not) matching a `docker ps` filter.
+pub fn docker_names(filter: &str) -> Vec<String> {
+    let output = std::process::Command::new("docker")
+        .args(["ps", "-a", "--filter", filter, "--format", "{{.Names}}"])
+        .output()
+        .expect("docker CLI (tests only)");
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Waits until no container carries `berth.dev/resource=<resource>`.
+pub async fn wait_containers_gone(resource: &str) {
+    let filter = format!("label=berth.dev/resource={resource}");
+    eventually(WAIT, &format!("containers of {resource} removed"), || {
+        let filter = filter.clone();
+        async move { docker_names(&filter).is_empty().then_some(()) }
+    })
+    .await;
+}
+
+/// Waits until `GET /resources` lists `id` with a last deployment in `status`; returns the item.
+pub async fn wait_listed_with(rest: &Rest, id: &str, status: &str) -> Value {
+    eventually(
+        WAIT,
+        &format!("resource {id} listed as {status}"),
+        || async {
+            let list = rest.get("/resources").await.ok();
+            list["items"]
+                .as_array()?
+                .iter()
+                .find(|item| item["id"] == id && item["lastDeploymentStatus"] == status)
+                .cloned()
+        },
+    )
+    .await
+}
+
+/// Deletes a resource through the API (confirmed by its slug) and waits for its containers.
+pub async fn delete_resource(admin: &Rest, id: &str, slug: &str) {
+    let body = json!({"confirmation": {"resourceSlug": slug}});
+    admin.delete(&format!("/resources/{id}"), body).await.ok();
+    wait_containers_gone(id).await;
+}
+
+/// Asserts `value` is in no response body, no text in `extra`, and neither Berth log.
+#[track_caller]
+pub fn assert_never_shown(value: &str, extra: &[&str]) {
+    assert!(
+        !transcript().iter().any(|body| body.contains(value)),
+        "a secret value came back in a response"
+    );
+    assert!(
+        !extra.iter().any(|text| text.contains(value)),
+        "a secret value is in a streamed response"
+    );
+    for variable in ["BERTH_SHIM_LOG", "BERTH_CONTROLLER_LOG"] {
+        let path = std::env::var(variable).unwrap_or_else(|_| panic!("{variable} is set"));
+        let log = std::fs::read_to_string(&path).expect("the log is readable");
+        assert!(!log.contains(value), "a secret value is in {path}");
+    }
+}
