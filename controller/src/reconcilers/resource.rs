@@ -17,11 +17,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::runtime::Controller;
+use kube::runtime::PredicateConfig;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource as _, ResourceExt};
 
 use super::deployment::plan::{self, RESOURCE_LABEL, ROUTE_SCHEME, SUPPORTED_SOURCES};
@@ -45,20 +46,34 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
     let client = context.client.clone();
+    // A Deployment's progress steps change nothing a Resource reports: only its outcome does.
+    // Reconciling on every step would load the API server while the attempt runs. (A Deployment
+    // deleted by hand changes no outcome; the periodic drift check notices it.)
+    let outcomes = watcher(
+        Api::<Deployment>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .touched_objects()
+    .predicate_filter(deployment_outcome, PredicateConfig::default());
     let stream = Controller::new(
         Api::<Resource>::all(client.clone()),
         watcher::Config::default(),
     )
-    .watches(
-        Api::<Deployment>::all(client),
-        watcher::Config::default(),
-        |deployment| {
-            Some(ObjectRef::new(&deployment.spec.resource_id).within(&deployment.namespace()?))
-        },
-    )
+    .watches_stream(outcomes, |deployment| {
+        Some(ObjectRef::new(&deployment.spec.resource_id).within(&deployment.namespace()?))
+    })
     .graceful_shutdown_on(shutdown)
     .run(reconcile, error_policy(KIND), context);
     drain(KIND, stream).await;
+}
+
+/// What of a Deployment its Resource's status depends on: the attempt's status.
+fn deployment_outcome(deployment: &Deployment) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    format!("{:?}", deployment.status.as_ref().and_then(|s| s.status)).hash(&mut hasher);
+    Some(hasher.finish())
 }
 
 async fn reconcile(resource: Arc<Resource>, context: Arc<Context>) -> Result<Action> {

@@ -83,16 +83,22 @@ pub async fn docker_call<T>(
 
 /// Whether a Docker error is a 404 (no such container, network or image).
 pub fn is_not_found(error: &RemoteError) -> bool {
-    matches!(
-        error,
+    docker_status(error) == Some(404)
+}
+
+/// Whether Docker refused a call because the name is taken (409).
+pub fn is_conflict(error: &RemoteError) -> bool {
+    docker_status(error) == Some(409)
+}
+
+fn docker_status(error: &RemoteError) -> Option<u16> {
+    match error {
         RemoteError::Docker {
-            source: bollard::errors::Error::DockerResponseServerError {
-                status_code: 404,
-                ..
-            },
+            source: bollard::errors::Error::DockerResponseServerError { status_code, .. },
             ..
-        }
-    )
+        } => Some(*status_code),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

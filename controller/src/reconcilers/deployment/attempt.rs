@@ -4,10 +4,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use berth_crds::condition::{self, Condition, ConditionStatus, READY};
-use berth_crds::deployment::{
-    Deployment, DeploymentError, DeploymentPhase, DeploymentState, DeploymentStatus, DeploymentStep,
-};
+use berth_crds::deployment::{Deployment, DeploymentError, DeploymentPhase, DeploymentState};
 use berth_crds::resource::Resource;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -18,13 +15,13 @@ use kube::{Api, Resource as _, ResourceExt};
 use super::connect;
 use super::package;
 use super::plan::plan;
+use super::progress::Progress;
+pub use super::progress::TOTAL_STEPS;
 use super::runtime::Target;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::status::apply_status;
 
-/// Steps every attempt reports (spec §6 `step.total`).
-pub const TOTAL_STEPS: i64 = 5;
 /// How long the old container keeps serving requests it already accepted after the switch.
 const DRAIN: Duration = Duration::from_secs(2);
 /// How often a running verify looks for a cancel request or a newer attempt.
@@ -49,64 +46,15 @@ fn stop(phase: DeploymentPhase, code: &'static str, message: impl Into<String>) 
     }
 }
 
-/// The attempt's status and where it is written.
-struct Progress<'a> {
-    api: Api<Deployment>,
-    deployment: &'a Deployment,
-    status: DeploymentStatus,
-}
-
-impl Progress<'_> {
-    async fn write(&mut self) -> Result<()> {
-        let current = self.deployment.status.as_ref();
-        apply_status(&self.api, self.deployment, current, &self.status).await?;
-        Ok(())
-    }
-
-    async fn step(&mut self, phase: DeploymentPhase, current: i64, label: &str) -> Result<()> {
-        self.status.phase = Some(phase);
-        self.status.current_step = Some(DeploymentStep {
-            current,
-            total: TOTAL_STEPS,
-            label: label.into(),
-        });
-        self.write().await
-    }
-
-    async fn end(&mut self, state: DeploymentState, error: Option<DeploymentError>) -> Result<()> {
-        let succeeded = state == DeploymentState::Succeeded;
-        self.status.status = Some(state);
-        self.status.finished_at = Some(Time(Timestamp::now()));
-        self.status.last_error = error;
-        let generation = self.deployment.metadata.generation;
-        self.status.observed_generation = generation;
-        let (status, reason, message) = if succeeded {
-            (ConditionStatus::True, "Succeeded", "the attempt succeeded")
-        } else {
-            (
-                ConditionStatus::False,
-                "Ended",
-                "the attempt did not succeed",
-            )
-        };
-        condition::merge(
-            &mut self.status.conditions,
-            Condition::new(READY, status, reason, message.to_string(), generation),
-        );
-        self.write().await
-    }
-}
-
 /// Runs (or re-runs, after a restart) the attempt to its end.
 pub async fn run(context: &Context, deployment: &Deployment) -> Result<()> {
     let namespace = deployment
         .namespace()
         .ok_or(Error::MissingObjectKey("metadata.namespace"))?;
-    let mut progress = Progress {
-        api: Api::namespaced(context.client.clone(), &namespace),
+    let mut progress = Progress::start(
+        Api::namespaced(context.client.clone(), &namespace),
         deployment,
-        status: deployment.status.clone().unwrap_or_default(),
-    };
+    );
     progress.status.status = Some(DeploymentState::Running);
     progress.status.started_at = Some(Time(Timestamp::now()));
     progress.status.finished_at = None;
@@ -178,7 +126,7 @@ async fn phases(
         };
     }
     check!(interruption(context, namespace, deployment, Detect).await?);
-    progress.step(Detect, 1, "Detecting the source").await?;
+    progress.step(Detect, 1, "Detecting the source");
     let resources = Api::<Resource>::namespaced(context.client.clone(), namespace);
     let resource = check!(
         resources
@@ -193,9 +141,7 @@ async fn phases(
 
     check!(interruption(context, namespace, deployment, Plan).await?);
     progress.status.status = Some(DeploymentState::Planning);
-    progress
-        .step(Plan, 2, "Planning the container and route")
-        .await?;
+    progress.step(Plan, 2, "Planning the container and route");
     let connected = tokio::time::timeout(
         PHASE_TIMEOUT,
         connect(context, namespace, &deployment.spec.server_id),
@@ -230,13 +176,11 @@ async fn phases(
     super::config::apply_to(&mut plan, entries);
     progress.status.image_ref = Some(plan.image.clone());
     progress.status.status = Some(DeploymentState::Planned);
-    progress.write().await?;
+    progress.write();
 
     check!(interruption(context, namespace, deployment, Package).await?);
     progress.status.status = Some(DeploymentState::Running);
-    progress
-        .step(Package, 3, &package::step_label(&plan))
-        .await?;
+    progress.step(Package, 3, &package::step_label(&plan));
     let socket = &server.spec.docker_socket_path;
     check!(
         timed(Package, package::phase_timeout(&plan), async {
@@ -255,7 +199,7 @@ async fn phases(
 
     check!(interruption(context, namespace, deployment, Deploy).await?);
     let label = format!("Starting container {}", plan.container_name);
-    progress.step(Deploy, 4, &label).await?;
+    progress.step(Deploy, 4, &label);
     progress.status.container_id = Some(plan.container_name.clone());
     let started = timed(Deploy, PHASE_TIMEOUT, async {
         target
@@ -268,9 +212,7 @@ async fn phases(
     check!(started);
     let target = &new_container.as_ref().expect("just set").0;
 
-    progress
-        .step(Verify, 5, "Health check, then switching the route")
-        .await?;
+    progress.step(Verify, 5, "Health check, then switching the route");
     let health = &plan.health;
     let verify_limit = health.start_period
         + (health.interval + health.timeout) * (health.retries + 2)
@@ -359,7 +301,11 @@ async fn interruption(
     phase: DeploymentPhase,
 ) -> Result<std::result::Result<(), Stop>> {
     let api = Api::<Deployment>::namespaced(context.client.clone(), namespace);
-    let Some(fresh) = api.get_opt(&deployment.name_any()).await? else {
+    // Both reads at once: this check runs before every phase, on the attempt's critical path.
+    let name = deployment.name_any();
+    let everything = ListParams::default();
+    let (fresh, all) = tokio::try_join!(api.get_opt(&name), api.list(&everything))?;
+    let Some(fresh) = fresh else {
         return Ok(Err(stop(phase, "deleted", "the Deployment was deleted")));
     };
     if fresh.spec.cancel_requested {
@@ -373,7 +319,6 @@ async fn interruption(
             message: "canceled on request".into(),
         }));
     }
-    let all = api.list(&ListParams::default()).await?;
     let newer = all
         .items
         .iter()

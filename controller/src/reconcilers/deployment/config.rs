@@ -32,28 +32,36 @@ pub async fn entries(
     deployment: &Deployment,
 ) -> Result<Vec<ConfigEntry>> {
     let client = &context.client;
+    // Independent reads, at once: they sit on the attempt's critical path.
+    let organizations = Api::<Organization>::all(client.clone());
+    let projects = Api::<Project>::namespaced(client.clone(), namespace);
+    let environments = Api::<Environment>::namespaced(client.clone(), namespace);
+    let secrets = Api::<Secret>::namespaced(client.clone(), namespace);
+    let secret_name = config::secret_name(resource);
+    // Namespaces that belong to no organization (made by hand) have no organization scope.
+    let organization = async {
+        match namespace.strip_prefix(NAMESPACE_PREFIX) {
+            Some(name) => organizations.get_opt(name).await,
+            None => Ok(None),
+        }
+    };
+    let (organization, project, environment, secret) = tokio::try_join!(
+        organization,
+        projects.get_opt(&resource.spec.project_id),
+        environments.get_opt(&resource.spec.environment_id),
+        secrets.get_opt(&secret_name),
+    )?;
     let mut entries = default_entries(resource);
     entries.extend(system_entries(&resource.name_any(), resource));
-    if let Some(organization) = namespace.strip_prefix(NAMESPACE_PREFIX) {
-        let found = Api::<Organization>::all(client.clone())
-            .get_opt(organization)
-            .await?;
-        if let Some(organization) = found {
-            entries.extend(plain_entries(
-                ConfigScope::Organization,
-                &organization.spec.variables,
-            ));
-        }
+    if let Some(organization) = organization {
+        entries.extend(plain_entries(
+            ConfigScope::Organization,
+            &organization.spec.variables,
+        ));
     }
-    let project = Api::<Project>::namespaced(client.clone(), namespace)
-        .get_opt(&resource.spec.project_id)
-        .await?;
     if let Some(project) = project {
         entries.extend(plain_entries(ConfigScope::Project, &project.spec.variables));
     }
-    let environment = Api::<Environment>::namespaced(client.clone(), namespace)
-        .get_opt(&resource.spec.environment_id)
-        .await?;
     if let Some(environment) = environment {
         entries.extend(plain_entries(
             ConfigScope::Environment,
@@ -64,9 +72,6 @@ pub async fn entries(
         ConfigScope::Resource,
         &resource.spec.variables,
     ));
-    let secret = Api::<Secret>::namespaced(client.clone(), namespace)
-        .get_opt(&config::secret_name(resource))
-        .await?;
     if let Some(data) = secret.and_then(|s| s.data) {
         entries.extend(secret_entries(&data));
     }

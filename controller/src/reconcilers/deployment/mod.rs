@@ -6,6 +6,7 @@ pub mod attempt;
 pub mod config;
 pub mod package;
 pub mod plan;
+pub mod progress;
 pub mod runtime;
 
 use std::sync::Arc;

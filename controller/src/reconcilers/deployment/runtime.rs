@@ -22,7 +22,7 @@ use serde_json::Value;
 use super::plan::{
     DEPLOYMENT_LABEL, HealthPlan, NAMESPACE_LABEL, Plan, RESOURCE_LABEL, RoutePlan, caddy_route,
 };
-use crate::remote::docker::{docker_call, docker_over_ssh, is_not_found};
+use crate::remote::docker::{docker_call, docker_over_ssh, is_conflict, is_not_found};
 use crate::remote::edge_proxy::EDGE_NETWORK;
 use crate::remote::{EdgeProxy, RemoteError, ServerConnection, ServerId, edge_config};
 
@@ -33,7 +33,7 @@ static ROUTE_UPDATES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(())
 /// not listen yet.
 const STARTUP_GRACE: Duration = Duration::from_secs(3);
 /// Wait between probes while inside the startup grace.
-const STARTUP_POLL: Duration = Duration::from_millis(50);
+const STARTUP_POLL: Duration = Duration::from_millis(20);
 
 /// One server's Docker and edge proxy, reached over its SSH connection.
 pub struct Target {
@@ -68,7 +68,18 @@ impl Target {
 
     /// Creates and starts the attempt's container, replacing a leftover of the same name.
     pub async fn start_container(&self, plan: &Plan) -> Result<(), RemoteError> {
-        self.remove_container(&plan.container_name).await?;
+        // Usually there is no leftover: create first, remove only when the name is taken.
+        if let Err(error) = self.create(plan).await {
+            if !is_conflict(&error) {
+                return Err(error);
+            }
+            self.remove_container(&plan.container_name).await?;
+            self.create(plan).await?;
+        }
+        self.start(&plan.container_name).await
+    }
+
+    async fn create(&self, plan: &Plan) -> Result<(), RemoteError> {
         let options = CreateContainerOptionsBuilder::new()
             .name(&plan.container_name)
             .build();
@@ -78,8 +89,8 @@ impl Target {
             self.docker
                 .create_container(Some(options), container_body(plan)),
         )
-        .await?;
-        self.start(&plan.container_name).await
+        .await
+        .map(drop)
     }
 
     /// Starts an existing container.
@@ -109,21 +120,26 @@ impl Target {
         }
     }
 
-    /// The container's address on the edge network.
-    async fn address(&self, name: &str) -> Result<Option<String>, RemoteError> {
+    /// The address of a running container on the edge network: one inspect tells both.
+    async fn running_address(&self, name: &str) -> Result<String, String> {
         let container = docker_call(
             &self.connection,
             "inspecting the container",
             self.docker
                 .inspect_container(name, None::<InspectContainerOptions>),
         )
-        .await?;
-        Ok(container
+        .await
+        .map_err(|e| e.to_string())?;
+        if !container.state.and_then(|s| s.running).unwrap_or(false) {
+            return Err("the container is not running".into());
+        }
+        container
             .network_settings
             .and_then(|n| n.networks)
             .and_then(|mut n| n.remove(EDGE_NETWORK))
             .and_then(|n| n.ip_address)
-            .filter(|ip| !ip.is_empty()))
+            .filter(|ip| !ip.is_empty())
+            .ok_or_else(|| "the container has no address on the edge network".into())
     }
 
     /// Removes a container (stopping it first); `false` when there was none.
@@ -221,14 +237,7 @@ impl Target {
     }
 
     async fn probe_once(&self, container: &str, health: &HealthPlan) -> Result<(), String> {
-        if self.running(container).await.map_err(|e| e.to_string())? != Some(true) {
-            return Err("the container is not running".into());
-        }
-        let address = self
-            .address(container)
-            .await
-            .map_err(|e| e.to_string())?
-            .ok_or("the container has no address on the edge network")?;
+        let address = self.running_address(container).await?;
         let request = Request::get(&health.path)
             .header(HOST, format!("{address}:{}", health.port))
             .body(Empty::<Bytes>::new())
