@@ -4,6 +4,7 @@ use kube::api::{Patch, PatchParams};
 use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 use crate::context::FIELD_MANAGER;
 use crate::error::Result;
@@ -23,6 +24,20 @@ where
     if current == Some(status) {
         return Ok(false);
     }
+    // Kubernetes 1.20's server-side apply turns a field our manager stops sending into a
+    // `null`, which the schema then rejects; a merge patch that removes it explicitly works.
+    if let Some(removal) = current.and_then(|current| removal_patch(current, status)) {
+        api.patch_status(
+            &object.name_any(),
+            &PatchParams {
+                field_manager: Some(FIELD_MANAGER.into()),
+                ..PatchParams::default()
+            },
+            &Patch::Merge(&serde_json::json!({ "status": removal })),
+        )
+        .await?;
+        return Ok(true);
+    }
     let patch = serde_json::json!({
         "apiVersion": K::api_version(&()),
         "kind": K::kind(&()),
@@ -35,4 +50,53 @@ where
     )
     .await?;
     Ok(true)
+}
+
+/// A JSON merge patch from `current` to `desired` when `desired` drops a field `current` has
+/// (`None` otherwise: server-side apply handles additions and changes).
+fn removal_patch<S: Serialize>(current: &S, desired: &S) -> Option<Value> {
+    let current = serde_json::to_value(current).ok()?;
+    let desired = serde_json::to_value(desired).ok()?;
+    let (patch, removes) = merge_patch(&current, &desired);
+    removes.then_some(patch)
+}
+
+/// The merge patch turning `current` into `desired`, and whether it removes anything.
+fn merge_patch(current: &Value, desired: &Value) -> (Value, bool) {
+    let (Value::Object(current), Value::Object(desired)) = (current, desired) else {
+        return (desired.clone(), false);
+    };
+    let mut patch = serde_json::Map::new();
+    let mut removes = false;
+    for (key, value) in desired {
+        let (entry, removed) = match current.get(key) {
+            Some(before) => merge_patch(before, value),
+            None => (value.clone(), false),
+        };
+        removes |= removed;
+        patch.insert(key.clone(), entry);
+    }
+    for key in current.keys().filter(|k| !desired.contains_key(*k)) {
+        removes = true;
+        patch.insert(key.clone(), Value::Null);
+    }
+    (Value::Object(patch), removes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_dropped_nested_field_becomes_an_explicit_null() {
+        let current = json!({"summary": {"planned": {"url": "u"}, "status": "ready"}, "count": 1});
+        let desired = json!({"summary": {"status": "ready"}, "count": 2});
+        let patch = removal_patch(&current, &desired).unwrap();
+        assert_eq!(
+            patch,
+            json!({"summary": {"planned": null, "status": "ready"}, "count": 2})
+        );
+        assert_eq!(removal_patch(&desired, &current), None);
+    }
 }

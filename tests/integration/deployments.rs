@@ -455,3 +455,92 @@ async fn cancel_ends_a_verifying_attempt_and_a_newer_one_supersedes() {
     wait_body(port, "web.localhost", "v2").await;
     teardown(&ns, "web").await;
 }
+
+/// GET `/` on a port of this machine, no proxy: (status, body).
+async fn fetch_direct(http: &reqwest::Client, port: u16) -> Option<(u16, String)> {
+    let response = http
+        .get(format!("http://127.0.0.1:{port}/"))
+        .send()
+        .await
+        .ok()?;
+    let status = response.status().as_u16();
+    Some((status, response.text().await.ok()?))
+}
+
+#[tokio::test]
+async fn direct_port_publishes_on_the_server_and_none_exposes_nothing() {
+    let client = client().await;
+    let ns = TestNamespace::new(&client, "dep-expose").await;
+    let proxy_port = ready_server(&ns).await;
+    let host_port: u16 = 26100 + rand::rng().random_range(0..800);
+    let manifest = json!({
+        "apiVersion": "berth.dev/v1alpha1",
+        "kind": "Resource",
+        "metadata": { "name": "db", "namespace": ns.name },
+        "spec": {
+            "projectId": "prj-demo", "environmentId": "env-prod", "serverId": "local",
+            "name": "db", "kind": "service",
+            "source": { "kind": "docker-image", "locator": "berth/sample-app:1" },
+            "networkProfile": {
+                "internalPort": 8080, "upstreamProtocol": "tcp",
+                "exposureMode": "direct-port", "hostPort": host_port,
+            },
+            "autoDeploy": { "enabled": true },
+        },
+    });
+    apply(&manifest.to_string());
+    let deployment = wait_ended(&ns, "dep-db-1").await;
+    let status = deployment.status.unwrap();
+    assert_eq!(
+        status.status,
+        Some(DeploymentState::Succeeded),
+        "{status:?}"
+    );
+    // The TCP health check passed; the server's port answers without any proxy.
+    let http = reqwest::Client::new();
+    eventually(WAIT, "the published port answers", || async {
+        fetch_direct(&http, host_port)
+            .await
+            .filter(|(code, body)| *code == 200 && body.contains("sample-app v1"))
+    })
+    .await;
+    let (code, _) = fetch(&http, proxy_port, "db.localhost").await.unwrap();
+    assert_eq!(code, 404, "direct-port gets no proxy route");
+    let resources = ns.api::<Resource>();
+    let planned = eventually(WAIT, "direct access summary", || async {
+        let status = resources.get("db").await.ok()?.status?;
+        status.access_summary?.planned_generated_access_route
+    })
+    .await;
+    assert_eq!(planned.url, format!("http://127.0.0.1:{host_port}/"));
+    assert_eq!(planned.proxy_kind, berth_crds::server::ProxyKind::None);
+
+    // `none`: the next attempt publishes nothing, and the old published port goes with the
+    // retired container.
+    let patch = json!({ "spec": { "networkProfile": {
+        "internalPort": 8080, "upstreamProtocol": "tcp", "exposureMode": "none", "hostPort": null,
+    }}});
+    resources
+        .patch("db", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    let second = eventually(WAIT, "second attempt", || async {
+        let id = resources.get("db").await.ok()?.status?.last_deployment_id?;
+        (id != "dep-db-1").then_some(id)
+    })
+    .await;
+    let deployment = wait_ended(&ns, &second).await;
+    let status = deployment.status.unwrap();
+    assert_eq!(
+        status.status,
+        Some(DeploymentState::Succeeded),
+        "{status:?}"
+    );
+    eventually(WAIT, "the published port closed", || async {
+        fetch_direct(&http, host_port).await.is_none().then_some(())
+    })
+    .await;
+    let (code, _) = fetch(&http, proxy_port, "db.localhost").await.unwrap();
+    assert_eq!(code, 404);
+    teardown(&ns, "db").await;
+}

@@ -287,15 +287,22 @@ pub fn desired_status(
 ) -> ResourceStatus {
     let current = resource.status.clone().unwrap_or_default();
     let last = deployments.last();
-    let proxy_kind = server.map_or(ProxyKind::Caddy, |s| s.spec.proxy.kind);
+    let mut proxy_kind = server.map_or(ProxyKind::Caddy, |s| s.spec.proxy.kind);
     // Static sites without a network profile listen on Berth's default port.
     let target_port = plan::internal_port(resource).map_or(0, i64::from);
-    let route = server.and_then(|s| plan::route(resource, s));
+    let mut route = server.and_then(|s| plan::route(resource, s));
+    let mut provider_key = Some("caddy".to_string());
+    // `direct-port`: the container answers on the server's own port, no proxy in between.
+    if let Some(direct) = server.and_then(|s| plan::direct_route(resource, s)) {
+        route = Some(direct);
+        proxy_kind = ProxyKind::None;
+        provider_key = None;
+    }
     let planned = route.as_ref().map(|r| PlannedAccessRoute {
         url: r.url.clone(),
         hostname: r.hostname.clone(),
         scheme: ROUTE_SCHEME,
-        provider_key: Some("caddy".into()),
+        provider_key: provider_key.clone(),
         path_prefix: r.path_prefix.clone(),
         proxy_kind,
         target_port,
@@ -308,7 +315,7 @@ pub fn desired_status(
             url: r.url.clone(),
             hostname: r.hostname.clone(),
             scheme: ROUTE_SCHEME,
-            provider_key: Some("caddy".into()),
+            provider_key: provider_key.clone(),
             deployment_id: d.name_any(),
             deployment_status: DeploymentState::Succeeded,
             path_prefix: r.path_prefix.clone(),

@@ -357,6 +357,22 @@ impl ServerConnection {
         .await
     }
 
+    /// Whether `host:port`, as seen from the server, accepts a TCP connection: sshd confirms a
+    /// `direct-tcpip` channel only after its own connect succeeded. TCP health checks use it.
+    pub async fn probe_tcp(&self, host: &str, port: u16) -> Result<(), RemoteError> {
+        within(self.timeouts.channel_open, "opening a TCP channel", async {
+            self.handle
+                .channel_open_direct_tcpip(host, u32::from(port), "127.0.0.1", 0)
+                .await
+                .map(drop)
+                .map_err(|source| RemoteError::Ssh {
+                    operation: "opening a TCP channel",
+                    source,
+                })
+        })
+        .await
+    }
+
     /// Sends one HTTP/1 request to `host:port` as seen from the server (a container's address)
     /// over a `direct-tcpip` channel and reads the whole response, within the request deadline.
     /// Health probes use it, so containers need no published port (DESIGN §4).

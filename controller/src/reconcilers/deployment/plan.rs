@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use berth_crds::common::SourceDescriptor;
 use berth_crds::resource::{
-    AccessScheme, GeneratedAccessMode, Resource, ResourceKind, RestartPolicy,
+    AccessScheme, ExposureMode, GeneratedAccessMode, Resource, ResourceKind, RestartPolicy,
+    UpstreamProtocol,
 };
 use berth_crds::server::{ProxyKind, Server};
 use kube::ResourceExt;
@@ -40,6 +41,8 @@ pub const DEFAULT_BASE_DOMAIN: &str = "localhost";
 /// An HTTP health check with its defaults resolved.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HealthPlan {
+    /// `tcp`: the port accepting a connection is healthy (`path` and status unused).
+    pub protocol: UpstreamProtocol,
     pub path: String,
     pub port: u16,
     pub expected_status: u16,
@@ -76,6 +79,8 @@ pub struct Plan {
     pub internal_port: u16,
     pub health: HealthPlan,
     pub route: Option<RoutePlan>,
+    /// Host port the container port is published on (`direct-port` exposure).
+    pub host_port: Option<u16>,
 }
 
 /// Why an attempt cannot be planned; the message goes into `lastError`.
@@ -113,10 +118,29 @@ pub fn slug(resource: &Resource) -> String {
     }
 }
 
-/// The generated route of `resource` on `server`, or `None` when generated access is off.
+fn exposure(resource: &Resource) -> ExposureMode {
+    resource
+        .spec
+        .network_profile
+        .as_ref()
+        .map_or(ExposureMode::ReverseProxy, |n| n.exposure_mode)
+}
+
+fn upstream(resource: &Resource) -> UpstreamProtocol {
+    resource
+        .spec
+        .network_profile
+        .as_ref()
+        .map_or(UpstreamProtocol::Http, |n| n.upstream_protocol)
+}
+
+/// The generated route of `resource` on `server`, or `None` when generated access is off or
+/// traffic does not go through the edge proxy (`direct-port`, `none`).
 pub fn route(resource: &Resource, server: &Server) -> Option<RoutePlan> {
     // Only a Caddy edge proxy is driven by Berth; other kinds have no route to switch.
-    if server.spec.proxy.kind != ProxyKind::Caddy {
+    if server.spec.proxy.kind != ProxyKind::Caddy
+        || exposure(resource) != ExposureMode::ReverseProxy
+    {
         return None;
     }
     let access = resource.spec.access_profile.as_ref();
@@ -144,6 +168,46 @@ pub fn route(resource: &Resource, server: &Server) -> Option<RoutePlan> {
         hostname,
         path_prefix,
         url,
+    })
+}
+
+/// Where a `direct-port` resource answers: the server's host and the published port, no proxy.
+pub fn direct_route(resource: &Resource, server: &Server) -> Option<RoutePlan> {
+    let network = resource.spec.network_profile.as_ref()?;
+    if network.exposure_mode != ExposureMode::DirectPort {
+        return None;
+    }
+    let port = network.host_port?;
+    let hostname = server.spec.host.clone();
+    Some(RoutePlan {
+        id: String::new(),
+        url: format!("http://{hostname}:{port}/"),
+        hostname,
+        path_prefix: "/".into(),
+    })
+}
+
+/// The published host port of a `direct-port` resource.
+fn host_port(resource: &Resource) -> Result<Option<u16>, PlanError> {
+    if exposure(resource) != ExposureMode::DirectPort {
+        return Ok(None);
+    }
+    let declared = resource
+        .spec
+        .network_profile
+        .as_ref()
+        .and_then(|n| n.host_port);
+    let Some(port) = declared else {
+        return Err(plan_error(
+            "host_port_missing",
+            "networkProfile.hostPort is required with exposureMode direct-port",
+        ));
+    };
+    u16::try_from(port).map(Some).map_err(|_| {
+        plan_error(
+            "host_port_invalid",
+            format!("networkProfile.hostPort {port} is not a TCP port"),
+        )
     })
 }
 
@@ -226,12 +290,22 @@ pub fn plan(
         ));
     }
     let internal_port = internal_port(resource)?;
+    let protocol = upstream(resource);
+    if protocol == UpstreamProtocol::Tcp && exposure(resource) == ExposureMode::ReverseProxy {
+        return Err(plan_error(
+            "tcp_reverse_proxy_unsupported",
+            "the edge proxy routes HTTP only; use networkProfile.exposureMode direct-port or none \
+             for upstreamProtocol tcp",
+        ));
+    }
+    let host_port = host_port(resource)?;
     let packaging = packaging_of(resource, server, source)?;
     let runtime = resource.spec.runtime_profile.clone();
     let check = runtime.as_ref().and_then(|r| r.health_check.clone());
     let secs = |s: i32| Duration::from_secs(u64::try_from(s.max(1)).unwrap_or(1));
     let health = match check {
         Some(c) => HealthPlan {
+            protocol,
             path: c.path,
             port: c
                 .port
@@ -244,6 +318,7 @@ pub fn plan(
             start_period: Duration::from_secs(u64::try_from(c.start_period_seconds).unwrap_or(0)),
         },
         None => HealthPlan {
+            protocol,
             path: "/".into(),
             port: internal_port,
             expected_status: 200,
@@ -280,6 +355,7 @@ pub fn plan(
         internal_port,
         health,
         route: route(resource, server),
+        host_port,
     })
 }
 
@@ -361,6 +437,34 @@ pub(super) mod tests {
         assert_ne!(a, b);
         assert!(a.starts_with("berth-org-some-organization-rrr"));
         assert_eq!(a, container_name("org-some-organization", &long, "dep-x-1"));
+    }
+
+    #[test]
+    fn direct_port_publishes_without_a_route_and_tcp_needs_it() {
+        let direct = resource(json!({
+            "networkProfile": { "internalPort": 5432, "exposureMode": "direct-port", "hostPort": 15432, "upstreamProtocol": "tcp" },
+        }));
+        let planned = plan(&direct, &server(None), "d", None).unwrap();
+        assert_eq!(planned.route, None);
+        assert_eq!(planned.host_port, Some(15432));
+        assert_eq!(planned.health.protocol, UpstreamProtocol::Tcp);
+        let url = direct_route(&direct, &server(None)).unwrap().url;
+        assert_eq!(url, "http://127.0.0.1:15432/");
+        let missing = resource(json!({
+            "networkProfile": { "internalPort": 8080, "exposureMode": "direct-port" },
+        }));
+        let error = plan(&missing, &server(None), "d", None).unwrap_err();
+        assert_eq!(error.code, "host_port_missing");
+        let proxied_tcp = resource(json!({
+            "networkProfile": { "internalPort": 5432, "upstreamProtocol": "tcp" },
+        }));
+        let error = plan(&proxied_tcp, &server(None), "d", None).unwrap_err();
+        assert_eq!(error.code, "tcp_reverse_proxy_unsupported");
+        let hidden = resource(json!({
+            "networkProfile": { "internalPort": 8080, "exposureMode": "none" },
+        }));
+        let planned = plan(&hidden, &server(None), "d", None).unwrap();
+        assert_eq!((planned.route, planned.host_port), (None, None));
     }
 
     #[test]

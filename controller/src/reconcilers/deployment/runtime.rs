@@ -5,9 +5,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use berth_crds::resource::UpstreamProtocol;
 use bollard::Docker;
 use bollard::models::{
-    ContainerCreateBody, ContainerSummary, HostConfig, RestartPolicy, RestartPolicyNameEnum,
+    ContainerCreateBody, ContainerSummary, HostConfig, PortBinding, RestartPolicy,
+    RestartPolicyNameEnum,
 };
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, InspectContainerOptions, ListContainersOptionsBuilder,
@@ -238,6 +240,16 @@ impl Target {
 
     async fn probe_once(&self, container: &str, health: &HealthPlan) -> Result<(), String> {
         let address = self.running_address(container).await?;
+        if health.protocol == UpstreamProtocol::Tcp {
+            // sshd opens the channel only once the container's port accepts the connection.
+            return tokio::time::timeout(
+                health.timeout,
+                self.connection.probe_tcp(&address, health.port),
+            )
+            .await
+            .map_err(|_| format!("no connection within {}s", health.timeout.as_secs()))?
+            .map_err(|e| e.to_string());
+        }
         let request = Request::get(&health.path)
             .header(HOST, format!("{address}:{}", health.port))
             .body(Empty::<Bytes>::new())
@@ -305,6 +317,15 @@ pub fn container_body(plan: &Plan) -> ContainerCreateBody {
                 maximum_retry_count: None,
             }),
             network_mode: Some(EDGE_NETWORK.into()),
+            port_bindings: plan.host_port.map(|host_port| {
+                HashMap::from([(
+                    format!("{}/tcp", plan.internal_port),
+                    Some(vec![PortBinding {
+                        host_ip: None,
+                        host_port: Some(host_port.to_string()),
+                    }]),
+                )])
+            }),
             ..Default::default()
         }),
         ..Default::default()
