@@ -544,3 +544,94 @@ async fn direct_port_publishes_on_the_server_and_none_exposes_nothing() {
     assert_eq!(code, 404);
     teardown(&ns, "db").await;
 }
+
+/// GET `path` for `host` through the proxy: the body of a 200, if any.
+async fn fetch_path(http: &reqwest::Client, port: u16, host: &str, path: &str) -> Option<String> {
+    let response = http
+        .get(format!("http://127.0.0.1:{port}{path}"))
+        .header("Host", host)
+        .send()
+        .await
+        .ok()?;
+    if response.status() != 200 {
+        return None;
+    }
+    response.text().await.ok()
+}
+
+#[tokio::test]
+async fn storage_attachments_keep_data_across_deployments_and_detaching() {
+    let client = client().await;
+    let ns = TestNamespace::new(&client, "dep-store").await;
+    let port = ready_server(&ns).await;
+    let mut manifest: Value = serde_json::from_str(&resource_yaml(
+        &ns,
+        "files",
+        "berth/sample-app:1",
+        "/healthz",
+    ))
+    .unwrap();
+    manifest["spec"]["storageAttachments"] = json!([
+        { "attachmentId": "a1", "storageVolumeId": "uploads", "destinationPath": "/www/data" },
+    ]);
+    apply(&manifest.to_string());
+    let deployment = wait_ended(&ns, "dep-files-1").await;
+    let status = deployment.status.unwrap();
+    assert_eq!(
+        status.status,
+        Some(DeploymentState::Succeeded),
+        "{status:?}"
+    );
+    let container = status.container_id.unwrap();
+    let volume = format!("berth-{}-uploads", ns.name);
+    let written = std::process::Command::new("docker")
+        .args([
+            "exec",
+            &container,
+            "sh",
+            "-c",
+            "echo kept-data > /www/data/note.txt",
+        ])
+        .output()
+        .unwrap();
+    assert!(written.status.success(), "{written:?}");
+
+    // A new version runs in a new container: the file is still there.
+    set_image(&ns, "files", "berth/sample-app:2", "/healthz").await;
+    wait_body(port, "files.localhost", "sample-app v2").await;
+    let http = reqwest::Client::new();
+    let note = fetch_path(&http, port, "files.localhost", "/data/note.txt").await;
+    assert_eq!(note.as_deref().map(str::trim), Some("kept-data"));
+
+    // Detaching (and deleting the resource) keeps the volume and its data.
+    let patch = json!({ "spec": { "storageAttachments": [] } });
+    ns.api::<Resource>()
+        .patch("files", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    eventually(WAIT, "a deployment without the volume", || {
+        let http = http.clone();
+        async move {
+            let note = fetch_path(&http, port, "files.localhost", "/data/note.txt").await;
+            note.is_none().then_some(())
+        }
+    })
+    .await;
+    teardown(&ns, "files").await;
+    let kept = std::process::Command::new("docker")
+        .args([
+            "run",
+            "--rm",
+            "-v",
+            &format!("{volume}:/v"),
+            "berth/busybox:1",
+            "cat",
+            "/v/note.txt",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&kept.stdout).trim(), "kept-data");
+    let _ = std::process::Command::new("docker")
+        .args(["volume", "rm", &volume])
+        .output();
+}

@@ -81,6 +81,8 @@ pub struct Plan {
     pub route: Option<RoutePlan>,
     /// Host port the container port is published on (`direct-port` exposure).
     pub host_port: Option<u16>,
+    /// Docker volumes mounted into the container: (volume name, path inside the container).
+    pub volumes: Vec<(String, String)>,
 }
 
 /// Why an attempt cannot be planned; the message goes into `lastError`.
@@ -217,6 +219,22 @@ pub const ROUTE_SCHEME: AccessScheme = AccessScheme::Http;
 /// Caddy `@id` of a resource's route.
 pub fn route_id(namespace: &str, resource: &str) -> String {
     format!("berth-route.{namespace}.{resource}")
+}
+
+/// Docker volume holding a storage volume of an organization. Volumes outlive containers and
+/// attachments: detaching, redeploying or deleting a resource keeps the data.
+pub fn volume_name(namespace: &str, storage_volume_id: &str) -> String {
+    let id: String = storage_volume_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    format!("berth-{namespace}-{id}")
 }
 
 /// Longest name Docker's embedded DNS resolves: one DNS label.
@@ -356,6 +374,15 @@ pub fn plan(
         health,
         route: route(resource, server),
         host_port,
+        volumes: resource
+            .spec
+            .storage_attachments
+            .iter()
+            .map(|a| {
+                let volume = volume_name(&namespace, &a.storage_volume_id);
+                (volume, a.destination_path.clone())
+            })
+            .collect(),
     })
 }
 
@@ -465,6 +492,12 @@ pub(super) mod tests {
         }));
         let planned = plan(&hidden, &server(None), "d", None).unwrap();
         assert_eq!((planned.route, planned.host_port), (None, None));
+        let stored = resource(json!({
+            "storageAttachments": [{ "attachmentId": "a1", "storageVolumeId": "uploads/2", "destinationPath": "/data" }],
+        }));
+        let planned = plan(&stored, &server(None), "d", None).unwrap();
+        let volume = ("berth-org-acme-uploads-2".to_string(), "/data".to_string());
+        assert_eq!(planned.volumes, vec![volume]);
     }
 
     #[test]

@@ -8,8 +8,8 @@ use std::time::Duration;
 use berth_crds::resource::UpstreamProtocol;
 use bollard::Docker;
 use bollard::models::{
-    ContainerCreateBody, ContainerSummary, HostConfig, PortBinding, RestartPolicy,
-    RestartPolicyNameEnum,
+    ContainerCreateBody, ContainerSummary, HostConfig, Mount, MountType, PortBinding,
+    RestartPolicy, RestartPolicyNameEnum,
 };
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, InspectContainerOptions, ListContainersOptionsBuilder,
@@ -317,6 +317,17 @@ pub fn container_body(plan: &Plan) -> ContainerCreateBody {
                 maximum_retry_count: None,
             }),
             network_mode: Some(EDGE_NETWORK.into()),
+            mounts: Some(
+                plan.volumes
+                    .iter()
+                    .map(|(volume, path)| Mount {
+                        typ: Some(MountType::VOLUME),
+                        source: Some(volume.clone()),
+                        target: Some(path.clone()),
+                        ..Default::default()
+                    })
+                    .collect(),
+            ),
             port_bindings: plan.host_port.map(|host_port| {
                 HashMap::from([(
                     format!("{}/tcp", plan.internal_port),
