@@ -558,3 +558,53 @@ async fn private_keys_never_appear_in_status_events_or_the_controller_log() {
         "text of an invalid key found in status, events or the controller log"
     );
 }
+
+#[tokio::test]
+async fn deleting_a_whole_namespace_still_removes_the_edge_proxy() {
+    let client = client().await;
+    let ns = TestNamespace::new(&client, "srv-nsdel").await;
+    let (private_key, _) = stack_key();
+    create_credential(&ns, "key", &private_key).await;
+    let http_port: u16 = 27100 + rand::Rng::random_range(&mut rand::rng(), 0..800);
+    let servers = create_server(
+        &ns,
+        "local",
+        "127.0.0.1",
+        stack_env("BERTH_SSH_PORT").parse().unwrap(),
+        "key",
+        json!({ "proxy": { "kind": "caddy", "httpPort": http_port, "httpsPort": http_port + 1000 } }),
+    )
+    .await;
+    wait_condition(&servers, "local", READY, ConditionStatus::True, None, WAIT).await;
+    let proxy = format!("berth-edge-proxy.{}.local", ns.name);
+    let running = || {
+        let output = std::process::Command::new("docker")
+            .args([
+                "ps",
+                "-a",
+                "--filter",
+                &format!("name=^{proxy}$"),
+                "--format",
+                "{{.Names}}",
+            ])
+            .output()
+            .expect("docker CLI");
+        !String::from_utf8_lossy(&output.stdout).trim().is_empty()
+    };
+    assert!(running(), "the edge proxy runs");
+    // The namespace goes with everything in it at once, the key Secret included; the key's
+    // finalizer keeps it until the server has logged in one last time to remove its proxy.
+    let name = ns.name.clone();
+    drop(ns);
+    let namespaces = kube::Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone());
+    eventually(WAIT, "namespace gone", || async {
+        namespaces
+            .get_opt(&name)
+            .await
+            .ok()?
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    assert!(!running(), "the edge proxy outlived its namespace");
+}

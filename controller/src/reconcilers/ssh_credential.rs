@@ -11,7 +11,7 @@ use berth_crds::ssh_credential::{
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::ListParams;
+use kube::api::{ListParams, Patch, PatchParams};
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
@@ -33,6 +33,9 @@ pub const FINALIZER: &str = "berth.dev/ssh-credential-in-use";
 /// Condition type present while a requested deletion waits for servers to stop using it.
 pub const DELETION_BLOCKED: &str = "DeletionBlocked";
 /// How often a blocked deletion is re-checked (server changes also trigger a check).
+/// Held on the key's Secret while the credential exists: when a whole namespace is deleted,
+/// its servers still log in to remove their edge proxies before the key goes.
+pub const KEY_FINALIZER: &str = "berth.dev/ssh-credential-key";
 const BLOCKED_RECHECK: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Condition reasons of this kind.
@@ -309,14 +312,50 @@ async fn reconcile(credential: Arc<SshCredential>, context: Arc<Context>) -> Res
     if deleting && !status.delete_blockers.is_empty() {
         return Ok(Action::requeue(BLOCKED_RECHECK));
     }
+    let client = context.client.clone();
     finalizer(&api, FINALIZER, credential, |event| async move {
         match event {
-            FinalizerEvent::Apply(_) => Ok(Action::requeue(RESYNC_AFTER)),
-            FinalizerEvent::Cleanup(_) => Ok(Action::await_change()),
+            FinalizerEvent::Apply(credential) => {
+                hold_key(&client, &credential, true).await?;
+                Ok(Action::requeue(RESYNC_AFTER))
+            }
+            FinalizerEvent::Cleanup(credential) => {
+                hold_key(&client, &credential, false).await?;
+                Ok(Action::await_change())
+            }
         }
     })
     .await
     .map_err(|error| Error::Finalizer(Box::new(error)))
+}
+
+/// Adds (`hold`) or removes [`KEY_FINALIZER`] on the credential's key Secret. The write names
+/// the Secret's resourceVersion, so a concurrent change is retried, not overwritten.
+async fn hold_key(client: &kube::Client, credential: &SshCredential, hold: bool) -> Result<()> {
+    let namespace = credential.namespace().unwrap_or_default();
+    let secrets = Api::<Secret>::namespaced(client.clone(), &namespace);
+    let name = &credential.spec.private_key_secret_ref.name;
+    let Some(secret) = secrets.get_opt(name).await? else {
+        return Ok(());
+    };
+    let mut finalizers = secret.finalizers().to_vec();
+    let held = finalizers.iter().any(|f| f == KEY_FINALIZER);
+    if held == hold {
+        return Ok(());
+    }
+    if hold {
+        finalizers.push(KEY_FINALIZER.to_string());
+    } else {
+        finalizers.retain(|f| f != KEY_FINALIZER);
+    }
+    let patch = serde_json::json!({ "metadata": {
+        "finalizers": finalizers,
+        "resourceVersion": secret.resource_version(),
+    }});
+    secrets
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(())
 }
 
 /// Events for a rotated key and a blocked deletion, each once per change.
