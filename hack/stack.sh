@@ -10,6 +10,7 @@ export BERTH_REPO_ROOT BERTH_LOG_PREFIX=stack
 BERTH_REPO_ROOT=$(cd "$HACK_DIR/.." && pwd)
 source "$HACK_DIR/lib/common.sh"
 source "$HACK_DIR/lib/images.sh"
+source "$HACK_DIR/lib/registry.sh"
 
 D=$BERTH_STACK_DIR
 LOGS=$D/logs
@@ -47,6 +48,8 @@ Runs Berth's local development stack on loopback (DESIGN §7):
   sshd                     root@127.0.0.1:$SSH_PORT (key: \$BERTH_STACK_DIR/ssh/id_ed25519)
   server 2                 network namespace $SRV2_NS: sshd root@$SRV2_ADDR:$SRV2_SSH_PORT (same key,
                            its own host key), dockerd on $SRV2_DOCKER_SOCKET
+  registry                 http://$BERTH_REGISTRY_ADDR (htpasswd auth; credentials: \$BERTH_STACK_DIR/registry.env),
+                           holding $BERTH_REGISTRY_SAMPLE_REPO:{${BERTH_SAMPLE_VERSIONS[*]}}
   images                   $BERTH_BUSYBOX_IMAGE, ${BERTH_SAMPLE_VERSIONS[*]/#/$BERTH_SAMPLE_REPO:}, $BERTH_EDGE_IMAGE
 
 Commands:
@@ -69,7 +72,7 @@ port_in_use() { [[ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ]]; }
 check_ports() {
   local spec name port
   for spec in etcd:$ETCD_PORT etcd:$ETCD_PEER_PORT kube-apiserver:$API_PORT \
-    kube-controller-manager:$CM_PORT sshd:$SSH_PORT; do
+    kube-controller-manager:$CM_PORT sshd:$SSH_PORT registry:${BERTH_REGISTRY_ADDR##*:}; do
     name=${spec%%:*} port=${spec#*:}
     if ! is_running "$name" && port_in_use "$port"; then
       die "$name: port $port on loopback is already in use by another process"
@@ -454,11 +457,14 @@ cmd_up() {
   up_docker
   up_sshd
   up_srv2
+  up_registry
   build_kubernetes
   wait_etcd
   up_apiserver
   wait_docker
   ensure_images
+  wait_registry
+  ensure_registry_images
   wait_sshd
   wait_srv2
   wait_apiserver
@@ -471,7 +477,7 @@ cmd_up() {
 cmd_down() {
   local name
   # Reverse dependency order; only what start_bg started is touched.
-  for name in kube-controller-manager kube-apiserver etcd srv2-sshd srv2-dockerd sshd dockerd; do
+  for name in kube-controller-manager kube-apiserver etcd registry srv2-sshd srv2-dockerd sshd dockerd; do
     if is_running "$name"; then
       log "$name: stopping"
       # dockerd stops its containers first (up to its own 15 s shutdown timeout).
@@ -522,6 +528,11 @@ cmd_status() {
   else
     report "server 2" 0 "root@$SRV2_ADDR:$SRV2_SSH_PORT in netns $SRV2_NS"
   fi
+  if registry_ready; then
+    report registry 1 "http://$BERTH_REGISTRY_ADDR, $(pid_of registry)"
+  else
+    report registry 0 "http://$BERTH_REGISTRY_ADDR"
+  fi
   if docker_ready && images_present; then
     report images 1 "$BERTH_BUSYBOX_IMAGE ${BERTH_SAMPLE_VERSIONS[*]/#/$BERTH_SAMPLE_REPO:} $BERTH_EDGE_IMAGE"
   else
@@ -552,6 +563,7 @@ export BERTH_DOCKER_SOCKET=$DOCKER_SOCKET
 export BERTH_SAMPLE_IMAGE=$BERTH_SAMPLE_REPO:1
 export BERTH_EDGE_IMAGE=$BERTH_EDGE_IMAGE
 EOF
+  registry_env
 }
 
 main() {

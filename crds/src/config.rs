@@ -189,6 +189,26 @@ pub fn merge(mut entries: Vec<ConfigEntry>) -> (Vec<ConfigEntry>, Vec<ConfigOver
     (effective.into_values().collect(), overrides)
 }
 
+/// SHA-256 over the effective entries of every scope but `deployment` (an attempt's own id
+/// differs every time): equal fingerprints mean a container would get the same configuration.
+pub fn fingerprint(entries: &[ConfigEntry]) -> String {
+    use sha2::{Digest, Sha256};
+    let lasting = entries
+        .iter()
+        .filter(|e| e.scope != ConfigScope::Deployment)
+        .cloned()
+        .collect();
+    let (effective, _) = merge(lasting);
+    let mut digest = Sha256::new();
+    for entry in &effective {
+        for part in [entry.exposure.as_str(), &entry.key, &entry.value] {
+            digest.update(part.len().to_le_bytes());
+            digest.update(part.as_bytes());
+        }
+    }
+    format!("sha256:{}", hex::encode(digest.finalize()))
+}
+
 /// The effective entries of one exposure as `(KEY, value)` pairs.
 pub fn values_of(
     effective: &[ConfigEntry],
@@ -260,6 +280,19 @@ mod tests {
         assert_eq!(level.len(), 2);
         assert_eq!(level[1].winning_scope, ConfigScope::Deployment);
         assert_eq!(level[1].overridden_scope, ConfigScope::Resource);
+    }
+
+    #[test]
+    fn fingerprints_follow_values_but_not_the_attempt() {
+        let base = plain_entries(ConfigScope::Resource, &[var("LEVEL", "a")]);
+        let mut first = base.clone();
+        first.extend(deployment_entries("dep-1", &[]));
+        let mut second = base;
+        second.extend(deployment_entries("dep-2", &[]));
+        assert_eq!(fingerprint(&first), fingerprint(&second));
+        let changed = plain_entries(ConfigScope::Resource, &[var("LEVEL", "b")]);
+        assert_ne!(fingerprint(&first), fingerprint(&changed));
+        assert!(fingerprint(&first).starts_with("sha256:"));
     }
 
     #[test]

@@ -120,6 +120,11 @@ pub struct DeploymentStatus {
     /// Id of the Docker container the attempt started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container_id: Option<String>,
+    /// SHA-256 over the effective configuration (every scope but the attempt's own) the
+    /// attempt started with; values themselves never appear here. With auto-deploy on, a
+    /// different fingerprint starts a new attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_fingerprint: Option<String>,
     /// Image the attempt built or pulled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_ref: Option<String>,

@@ -118,6 +118,19 @@ pub struct ResourceSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 253))]
     pub secrets_ref: Option<String>,
+    /// Registry credentials for pulling a `docker-image` source that is missing on the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_pull_secret_ref: Option<ImagePullSecretRef>,
+}
+
+/// A Secret of type `kubernetes.io/dockerconfigjson` in the Resource's namespace. Only the
+/// entry for the image's registry host is used, and only when the image must be pulled.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ImagePullSecretRef {
+    /// Name of the Secret; its `.dockerconfigjson` key holds `{"auths": {"host:port": …}}`.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
 }
 
 /// One service of a resource.

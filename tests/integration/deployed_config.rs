@@ -229,6 +229,24 @@ async fn a_deployed_container_gets_the_effective_config_and_changes_wait_for_a_d
     assert_eq!(env.get("LEVEL").map(String::as_str), Some("changed"));
     assert_eq!(env.get("DB_PASSWORD"), Some(&secret));
 
+    // With auto-deploy on, a rotated secret (no spec change at all) rolls out by itself.
+    let rotated = format!("pw2-{}{}", random_suffix(), random_suffix());
+    rest.post(
+        &format!("{base}/secrets/DB_PASSWORD"),
+        json!({"value": rotated}),
+    )
+    .await
+    .ok();
+    let third = eventually(WAIT, "a configuration-change attempt", || async {
+        let last = resources.get(&id).await.ok()?.status?.last_deployment_id?;
+        (last != second).then_some(last)
+    })
+    .await;
+    let deployment = wait_ended(&ns, &third).await;
+    assert_eq!(deployment.spec.trigger.as_deref(), Some("config-change"));
+    let env = container_env(&container_of(&deployment));
+    assert_eq!(env.get("DB_PASSWORD"), Some(&rotated));
+
     // A new image repository is a new source binding: auto-deploy reports blocked and the
     // controller starts nothing for it.
     let patch =
@@ -244,7 +262,7 @@ async fn a_deployed_container_gets_the_effective_config_and_changes_wait_for_a_d
     .await;
     assert_eq!(policy["blockedReason"], "source-binding-changed");
     let resource = observed(&resources, &id).await;
-    assert_eq!(resource.status.unwrap().deployment_count, 2);
+    assert_eq!(resource.status.unwrap().deployment_count, 3);
 
     // No secret value in any status, event or log line.
     let objects = [
@@ -262,16 +280,14 @@ async fn a_deployed_container_gets_the_effective_config_and_changes_wait_for_a_d
     for log in ["BERTH_CONTROLLER_LOG", "BERTH_SHIM_LOG"] {
         let path = std::env::var(log).expect("log paths are set by hack/test.sh");
         let text = std::fs::read_to_string(&path).expect("log readable");
-        assert!(
-            !text.contains(&secret) && !text.contains(&build_secret),
-            "secret in {path}"
-        );
+        for value in [&secret, &build_secret, &rotated] {
+            assert!(!text.contains(value.as_str()), "secret in {path}");
+        }
     }
     for text in objects.iter().chain(transcript().iter()) {
-        assert!(
-            !text.contains(&secret) && !text.contains(&build_secret),
-            "secret shown"
-        );
+        for value in [&secret, &build_secret, &rotated] {
+            assert!(!text.contains(value.as_str()), "secret shown");
+        }
     }
     teardown(&ns, &id).await;
 }

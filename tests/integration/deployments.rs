@@ -83,7 +83,7 @@ async fn fetch(http: &reqwest::Client, port: u16, host: &str) -> Option<(u16, St
     Some((status, response.text().await.ok()?))
 }
 
-async fn wait_body(port: u16, host: &str, needle: &str) {
+pub(crate) async fn wait_body(port: u16, host: &str, needle: &str) {
     let http = reqwest::Client::new();
     eventually(WAIT, &format!("{host} serving {needle}"), || {
         let http = http.clone();

@@ -7,15 +7,13 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use berth_crds::condition::{ConditionStatus, READY};
 use berth_crds::deployment::{Deployment, DeploymentPhase, DeploymentState};
 use berth_crds::resource::Resource;
-use berth_tests::{TestNamespace, client, eventually, kubectl, random_suffix, stack_env};
+use berth_tests::{TestNamespace, client, eventually, kubectl, random_suffix};
 use kube::api::{Patch, PatchParams};
-use rand::Rng;
 use serde_json::{Value, json};
 
-use crate::servers::support::{create_credential, create_server, stack_key, wait_condition};
+use crate::deployments::{docker_names, ready_server, wait_ended};
 
 /// Long enough for a build, health check and switch on two busy cores.
 const WAIT: Duration = Duration::from_secs(150);
@@ -48,25 +46,6 @@ impl Drop for Scratch {
     }
 }
 
-/// A Server `local` with its own edge proxy on a random port; returns that HTTP port.
-async fn ready_server(ns: &TestNamespace) -> u16 {
-    let (private_key, _) = stack_key();
-    create_credential(ns, "key", &private_key).await;
-    // A range clear of the stack's ports (etcd listens on 23790) and of the other tests' ranges.
-    let http_port: u16 = 24100 + rand::rng().random_range(0..800);
-    let servers = create_server(
-        ns,
-        "local",
-        "127.0.0.1",
-        stack_env("BERTH_SSH_PORT").parse().unwrap(),
-        "key",
-        json!({ "proxy": { "kind": "caddy", "httpPort": http_port, "httpsPort": http_port + 1000 } }),
-    )
-    .await;
-    wait_condition(&servers, "local", READY, ConditionStatus::True, None, WAIT).await;
-    http_port
-}
-
 fn apply(manifest: &Value) {
     let output = kubectl(&["apply", "-f", "-"], Some(&manifest.to_string()));
     assert!(output.status.success(), "kubectl apply: {output:?}");
@@ -90,20 +69,6 @@ async fn wait_body(port: u16, host: &str, needle: &str) -> String {
             .await
             .filter(|(status, body)| *status == 200 && body.contains(needle))
             .map(|(_, body)| body)
-    })
-    .await
-}
-
-/// Waits until Deployment `name` has ended and returns it.
-async fn wait_ended(ns: &TestNamespace, name: &str) -> Deployment {
-    let api = ns.api::<Deployment>();
-    eventually(WAIT, &format!("deployment {name} ended"), || {
-        let api = api.clone();
-        async move {
-            let d = api.get_opt(name).await.ok()??;
-            let ended = d.status.as_ref()?.status?.is_terminal();
-            ended.then_some(d)
-        }
     })
     .await
 }
@@ -149,17 +114,6 @@ fn built_images(ns: &TestNamespace, resource: &str) -> Vec<String> {
             "--format",
             "{{.Repository}}:{{.Tag}}",
         ])
-        .output()
-        .expect("docker CLI (tests only)");
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(str::to_string)
-        .collect()
-}
-
-fn docker_names(filter: &str) -> Vec<String> {
-    let output = std::process::Command::new("docker")
-        .args(["ps", "-a", "--filter", filter, "--format", "{{.Names}}"])
         .output()
         .expect("docker CLI (tests only)");
     String::from_utf8_lossy(&output.stdout)

@@ -9,6 +9,7 @@ mod deploy_support;
 mod deployed_config;
 mod deployments;
 mod deployments_build;
+mod deployments_registry;
 mod examples_apply;
 mod org_project_env;
 mod servers;

@@ -61,6 +61,7 @@ async fn resource_with(
         storage_attachments: vec![],
         variables,
         secrets_ref,
+        image_pull_secret_ref: None,
     };
     Api::<Resource>::namespaced(client.clone(), &org.namespace)
         .create(&PostParams::default(), &Resource::new(&id, spec))

@@ -178,8 +178,12 @@ pub fn new_deployment(resource: &Resource, first: bool) -> Deployment {
 async fn apply(resource: &Resource, context: &Context, namespace: &str) -> Result<Action> {
     let name = resource.name_any();
     let mut deployments = deployments_of(context, namespace, &name).await?;
-    if needs_deployment(resource, &deployments) {
-        let deployment = new_deployment(resource, deployments.is_empty());
+    let wanted = if needs_deployment(resource, &deployments) {
+        Some(new_deployment(resource, deployments.is_empty()))
+    } else {
+        config_redeployment(resource, context, namespace, &deployments).await?
+    };
+    if let Some(deployment) = wanted {
         let api = Api::<Deployment>::namespaced(context.client.clone(), namespace);
         match api.create(&PostParams::default(), &deployment).await {
             Ok(created) => deployments.push(created),
@@ -200,6 +204,44 @@ async fn apply(resource: &Resource, context: &Context, namespace: &str) -> Resul
     let api = Api::<Resource>::namespaced(context.client.clone(), namespace);
     apply_status(&api, resource, resource.status.as_ref(), &status).await?;
     Ok(Action::requeue(DRIFT_CHECK))
+}
+
+/// With auto-deploy on and nothing running, a configuration that changed since the latest
+/// attempt (a secret rotated, an environment variable set…: nothing that bumps the Resource's
+/// generation) gets a new attempt, like a spec change does.
+async fn config_redeployment(
+    resource: &Resource,
+    context: &Context,
+    namespace: &str,
+    deployments: &[Deployment],
+) -> Result<Option<Deployment>> {
+    let policy = &resource.spec.auto_deploy;
+    if !policy.enabled || policy.blocked(resource.spec.source.as_ref()) {
+        return Ok(None);
+    }
+    let Some(latest) = deployments.last() else {
+        return Ok(None);
+    };
+    let status = latest.status.as_ref();
+    let idle = status
+        .and_then(|s| s.status)
+        .is_some_and(DeploymentState::is_terminal);
+    // Attempts from before fingerprints existed say nothing about what changed.
+    let Some(used) = status.and_then(|s| s.config_fingerprint.as_ref()) else {
+        return Ok(None);
+    };
+    if !idle {
+        return Ok(None);
+    }
+    let entries = config::lasting_entries(context, namespace, resource).await?;
+    if berth_crds::config::fingerprint(&entries) == *used {
+        return Ok(None);
+    }
+    let mut deployment = new_deployment(resource, false);
+    let name = format!("{}-c{}", deployment.name_any(), deployments.len());
+    deployment.metadata.name = Some(name);
+    deployment.spec.trigger = Some("config-change".into());
+    Ok(Some(deployment))
 }
 
 /// The attempt now serving: the newest succeeded one, unless a newer attempt is still running.

@@ -443,6 +443,7 @@ fn spec_of(body: CreateResource, slug: String) -> ApiResult<ResourceSpec> {
         storage_attachments: Vec::new(),
         variables: Vec::new(),
         secrets_ref: None,
+        image_pull_secret_ref: None,
     })
 }
 

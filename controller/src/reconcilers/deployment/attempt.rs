@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use berth_crds::deployment::{Deployment, DeploymentError, DeploymentPhase, DeploymentState};
 use berth_crds::resource::Resource;
+use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::ListParams;
@@ -173,6 +174,7 @@ async fn phases(
         .map_err(|e| stop(Plan, e.code, e.message))
     );
     let entries = super::config::entries(context, namespace, &resource, deployment).await?;
+    progress.status.config_fingerprint = Some(berth_crds::config::fingerprint(&entries));
     super::config::apply_to(&mut plan, entries);
     progress.status.image_ref = Some(plan.image.clone());
     progress.status.status = Some(DeploymentState::Planned);
@@ -182,11 +184,12 @@ async fn phases(
     progress.status.status = Some(DeploymentState::Running);
     progress.step(Package, 3, &package::step_label(&plan));
     let socket = &server.spec.docker_socket_path;
+    let secrets = Api::<Secret>::namespaced(context.client.clone(), namespace);
     check!(
-        timed(Package, package::phase_timeout(&plan), async {
-            // A build may take minutes: a cancel or a newer attempt ends it early.
+        timed(Package, package::phase_timeout(), async {
+            // A build or a pull may take minutes: a cancel or a newer attempt ends it early.
             tokio::select! {
-                packaged = package::package(&target, socket, &plan) => {
+                packaged = package::package(&target, socket, &plan, &secrets) => {
                     packaged.map_err(|f| stop(Package, f.code, f.message))
                 }
                 stopped = watch_interruption(context, namespace, deployment, Package) => {

@@ -23,13 +23,26 @@ use crate::context::Context;
 use crate::error::Result;
 
 /// Every entry that applies to `deployment` of `resource`, from all scopes, not yet merged.
-/// A scope whose object is gone (a hand-written resource naming a deleted environment, say)
-/// contributes nothing.
 pub async fn entries(
     context: &Context,
     namespace: &str,
     resource: &Resource,
     deployment: &Deployment,
+) -> Result<Vec<ConfigEntry>> {
+    let mut entries = lasting_entries(context, namespace, resource).await?;
+    entries.extend(deployment_entries(
+        &deployment.name_any(),
+        &deployment.spec.variables,
+    ));
+    Ok(entries)
+}
+
+/// The entries of every scope but an attempt's own, not yet merged. A scope whose object is
+/// gone (a hand-written resource naming a deleted environment, say) contributes nothing.
+pub async fn lasting_entries(
+    context: &Context,
+    namespace: &str,
+    resource: &Resource,
 ) -> Result<Vec<ConfigEntry>> {
     let client = &context.client;
     // Independent reads, at once: they sit on the attempt's critical path.
@@ -75,10 +88,6 @@ pub async fn entries(
     if let Some(data) = secret.and_then(|s| s.data) {
         entries.extend(secret_entries(&data));
     }
-    entries.extend(deployment_entries(
-        &deployment.name_any(),
-        &deployment.spec.variables,
-    ));
     Ok(entries)
 }
 

@@ -1,6 +1,7 @@
 //! The package phase: gets the image an attempt runs onto the server, by source kind.
 //!
-//! - `docker-image`: the image must already be there (nothing can be pulled).
+//! - `docker-image`: used when already there, otherwise pulled from its registry with the
+//!   credentials of the Resource's `imagePullSecretRef` (see `pull`).
 //! - `local-folder`: the folder is uploaded as a build context and built through Docker's build
 //!   API over the SSH tunnel, from its Dockerfile; a static site instead gets a generated
 //!   Dockerfile that serves its publish directory with the edge proxy's Caddy (that image is on
@@ -12,6 +13,7 @@
 //! containers; after a successful attempt all but the newest few are removed.
 
 mod context;
+mod pull;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Component, Path, PathBuf};
@@ -25,6 +27,8 @@ use bollard::query_parameters::{
     BuildImageOptionsBuilder, ListImagesOptionsBuilder, RemoveImageOptionsBuilder,
 };
 use futures::StreamExt;
+use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
 
 use self::context::{Ignore, Listing};
 use super::plan::{
@@ -40,9 +44,8 @@ pub const BUILT_REPOSITORY_PREFIX: &str = "berth-built/";
 /// Built images kept per resource (besides the serving one), so a recent version can be
 /// started again without a rebuild.
 pub const KEEP_BUILT_IMAGES: usize = 3;
-/// Deadline of a package phase that only checks for the image.
-const CHECK_TIMEOUT: Duration = Duration::from_secs(60);
-/// Deadline of a package phase that builds: upload plus every Dockerfile step.
+/// Deadline of a package phase that builds (upload plus every Dockerfile step) or pulls (every
+/// layer download): either may take minutes.
 const BUILD_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 /// Name of the generated Dockerfile in a static site's context; a file of that name in the
 /// publish directory is left out, so the two cannot clash.
@@ -57,8 +60,9 @@ const MASK: &str = "****";
 /// How the package phase gets the planned image onto the server.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Packaging {
-    /// A prebuilt image that must already be present.
-    Present,
+    /// A prebuilt image, pulled when missing with the credentials of `pull_secret` (the name
+    /// of a `kubernetes.io/dockerconfigjson` Secret in the Resource's namespace).
+    Pull { pull_secret: Option<String> },
     /// Built from `dockerfile` (a relative path inside `context`) in the folder `context`.
     Dockerfile {
         context: PathBuf,
@@ -92,7 +96,10 @@ pub fn packaging_of(
     source: &SourceDescriptor,
 ) -> Result<Packaging, PlanError> {
     if source.kind == DOCKER_IMAGE_SOURCE {
-        return Ok(Packaging::Present);
+        let secret_ref = resource.spec.image_pull_secret_ref.as_ref();
+        return Ok(Packaging::Pull {
+            pull_secret: secret_ref.map(|r| r.name.clone()),
+        });
     }
     let folder = Path::new(&source.locator);
     if !folder.is_absolute() {
@@ -208,18 +215,21 @@ fn reference_part(name: &str, max: usize) -> String {
     }
 }
 
-/// Deadline of the package phase: builds take far longer than a presence check.
-pub fn phase_timeout(plan: &Plan) -> Duration {
-    match plan.packaging {
-        Packaging::Present => CHECK_TIMEOUT,
-        _ => BUILD_TIMEOUT,
-    }
+/// Deadline of the package phase, whatever the source: a build or a pull may take minutes
+/// (an image already present is found in one call, well within it).
+pub fn phase_timeout() -> Duration {
+    BUILD_TIMEOUT
 }
 
 /// What the package step says it does.
 pub fn step_label(plan: &Plan) -> String {
     match plan.packaging {
-        Packaging::Present => "Checking the image on the server".into(),
+        Packaging::Pull { .. } => {
+            format!(
+                "Checking image {} on the server, pulling it if missing",
+                plan.image
+            )
+        }
         Packaging::Dockerfile { .. } => {
             format!("Building image {} from the Dockerfile", plan.image)
         }
@@ -228,13 +238,24 @@ pub fn step_label(plan: &Plan) -> String {
 }
 
 /// Runs the package phase: afterwards `plan.image` is on the server, or the failure says why.
+/// `secrets` is the Resource's namespace, where a pull Secret is read.
 pub async fn package(
     target: &Target,
     docker_socket: &str,
     plan: &Plan,
+    secrets: &Api<Secret>,
 ) -> Result<(), PackageFailure> {
     let build = match &plan.packaging {
-        Packaging::Present => return ensure_present(target, &plan.image).await,
+        Packaging::Pull { pull_secret } => {
+            return ensure_pulled(
+                target,
+                docker_socket,
+                &plan.image,
+                pull_secret.as_deref(),
+                secrets,
+            )
+            .await;
+        }
         Packaging::Dockerfile {
             context,
             dockerfile,
@@ -255,12 +276,32 @@ pub async fn package(
     }
 }
 
-async fn ensure_present(target: &Target, image: &str) -> Result<(), PackageFailure> {
+/// Uses `image` when the server has it, otherwise pulls it; the Secret is read only then.
+async fn ensure_pulled(
+    target: &Target,
+    docker_socket: &str,
+    image: &str,
+    pull_secret: Option<&str>,
+    secrets: &Api<Secret>,
+) -> Result<(), PackageFailure> {
+    match target.image_present(image).await {
+        Ok(true) => return Ok(()),
+        Ok(false) => {}
+        Err(error) => return Err(failure("docker_error", error.to_string())),
+    }
+    let auth = match pull_secret {
+        Some(name) => {
+            let registry = pull::parse_reference(image).registry;
+            Some(pull::registry_auth(secrets, name, &registry).await?)
+        }
+        None => None,
+    };
+    pull::pull(target, docker_socket, image, auth).await?;
     match target.image_present(image).await {
         Ok(true) => Ok(()),
         Ok(false) => Err(failure(
-            "image_not_found",
-            format!("image {image} is not present on the server and cannot be pulled"),
+            "image_pull_failed",
+            format!("the pull finished without image {image} on the server"),
         )),
         Err(error) => Err(failure("docker_error", error.to_string())),
     }

@@ -26,7 +26,7 @@ pub const ENVIRONMENT_LABEL: &str = "berth.dev/environment";
 /// Label naming the namespace (organization) a container belongs to: resource names are only
 /// unique per namespace, and several namespaces may share one Docker host.
 pub const NAMESPACE_LABEL: &str = "berth.dev/namespace";
-/// Source kind of a prebuilt image already present on the server.
+/// Source kind of a prebuilt image, pulled onto the server when missing.
 pub const DOCKER_IMAGE_SOURCE: &str = "docker-image";
 /// Source kind of a folder on the controller's filesystem, built into an image on the server.
 pub const LOCAL_FOLDER_SOURCE: &str = "local-folder";
@@ -362,7 +362,7 @@ pub fn plan(
     Ok(Plan {
         container_name: container_name(&namespace, &resource_name, deployment_name),
         image: match packaging {
-            Packaging::Present => source.locator.clone(),
+            Packaging::Pull { .. } => source.locator.clone(),
             _ => built_tag(&namespace, &resource_name, deployment_name),
         },
         packaging,

@@ -53,7 +53,7 @@ impl Target {
         }
     }
 
-    /// Whether `image` exists on the server (nothing can be pulled on these machines yet).
+    /// Whether `image` exists on the server.
     pub async fn image_present(&self, image: &str) -> Result<bool, RemoteError> {
         let inspected = docker_call(
             &self.connection,
