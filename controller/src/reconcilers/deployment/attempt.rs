@@ -126,28 +126,32 @@ async fn phases(
             }
         };
     }
-    check!(interruption(context, namespace, deployment, Detect).await?);
     progress.step(Detect, 1, "Detecting the source");
     let resources = Api::<Resource>::namespaced(context.client.clone(), namespace);
-    let resource = check!(
-        resources
-            .get_opt(&deployment.spec.resource_id)
-            .await?
-            .ok_or_else(|| stop(
-                Detect,
-                "resource_not_found",
-                format!("Resource {} does not exist", deployment.spec.resource_id)
-            ))
+    let (checked, resource) = tokio::join!(
+        interruption(context, namespace, deployment, Detect),
+        resources.get_opt(&deployment.spec.resource_id),
     );
+    check!(checked?);
+    let resource = check!(resource?.ok_or_else(|| stop(
+        Detect,
+        "resource_not_found",
+        format!("Resource {} does not exist", deployment.spec.resource_id)
+    )));
 
-    check!(interruption(context, namespace, deployment, Plan).await?);
     progress.status.status = Some(DeploymentState::Planning);
     progress.step(Plan, 2, "Planning the container and route");
-    let connected = tokio::time::timeout(
-        PHASE_TIMEOUT,
-        connect(context, namespace, &deployment.spec.server_id),
-    )
-    .await;
+    // Only reads so far: the interruption check, the connection and the configuration go at
+    // once, and a cancel still stops the attempt before anything on the server changes.
+    let (checked, connected, entries) = tokio::join!(
+        interruption(context, namespace, deployment, Plan),
+        tokio::time::timeout(
+            PHASE_TIMEOUT,
+            connect(context, namespace, &deployment.spec.server_id),
+        ),
+        super::config::entries(context, namespace, &resource, deployment),
+    );
+    check!(checked?);
     let (server, target) = match connected {
         Err(_) => {
             return Ok(Err(stop(
@@ -173,7 +177,7 @@ async fn phases(
         )
         .map_err(|e| stop(Plan, e.code, e.message))
     );
-    let entries = super::config::entries(context, namespace, &resource, deployment).await?;
+    let entries = entries?;
     progress.status.config_fingerprint = Some(berth_crds::config::fingerprint(&entries));
     super::config::apply_to(&mut plan, entries);
     progress.status.image_ref = Some(plan.image.clone());
