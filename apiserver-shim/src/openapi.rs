@@ -26,7 +26,7 @@ pub fn document() -> Value {
             "summary": endpoint.summary,
             "operationId": operation_id(endpoint.method.as_str(), endpoint.path),
             "responses": {
-                "200": {"description": "Success", "content": {"application/json": {"schema": (endpoint.response)(&mut generator)}}},
+                "200": {"description": "Success", "content": {endpoint.response_media_type: {"schema": (endpoint.response)(&mut generator)}}},
                 "default": {"description": "Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx)", "content": {"application/json": {"schema": error}}},
             },
         });
@@ -82,6 +82,17 @@ fn operation_id(method: &str, path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_deployment_stream_is_documented_as_an_event_stream() {
+        let document = document();
+        let ok = &document["paths"]["/deployments/stream"]["post"]["responses"]["200"];
+        assert!(
+            ok["content"]["text/event-stream"]["schema"].is_object(),
+            "{ok}"
+        );
+        assert!(ok["content"].get("application/json").is_none());
+    }
 
     #[test]
     fn every_endpoint_is_documented_with_resolvable_references() {

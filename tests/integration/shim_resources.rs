@@ -352,6 +352,10 @@ async fn created_resources_deploy_list_their_access_and_delete_cleanly() {
         .await,
         "runtimeProfile.healthCheck.path",
     );
+    invalid(
+        post(body(json!({"imagePullSecretName": ""}))).await,
+        "imagePullSecretName",
+    );
     conflict(post(body(json!({"slug": gitops}))).await, "slug");
     let only_gitops = vec![gitops.clone()];
     assert_eq!(
@@ -360,8 +364,17 @@ async fn created_resources_deploy_list_their_access_and_delete_cleanly() {
     );
 
     // A good one comes back as its list item, then the controller deploys it.
-    let created = post(body(json!({}))).await.ok();
+    let created = post(body(json!({"imagePullSecretName": "pull-creds"})))
+        .await
+        .ok();
     let id = created["id"].as_str().unwrap().to_string();
+    // The pull Secret is only read when the server lacks the image (here it has it).
+    let stored = Api::<Resource>::namespaced(client.clone(), &org.namespace)
+        .get(&id)
+        .await
+        .unwrap();
+    let pull_secret = stored.spec.image_pull_secret_ref.map(|r| r.name);
+    assert_eq!(pull_secret.as_deref(), Some("pull-creds"));
     assert!(id.starts_with("res-"), "{created}");
     assert_eq!(created["slug"], "shop-web");
     assert_eq!(created["kind"], "application");

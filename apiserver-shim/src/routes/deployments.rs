@@ -40,14 +40,16 @@ use crate::state::{AppState, FIELD_MANAGER};
 use crate::write::{UPDATED_BY_ID, UPDATED_BY_KIND};
 
 pub fn endpoints() -> Vec<Endpoint> {
-    vec![Endpoint::post::<StartDeployment, ProgressEvent, _, _>(
-        "/deployments/stream",
-        "Deploy a resource to a server and stream progress. The response is text/event-stream \
-         (not JSON): each event is `event: message`, an increasing `id` and `data` holding the \
-         JSON object described by the response schema; the last event has status `succeeded` \
-         or `failed` and the stream then ends",
-        start,
-    )]
+    vec![
+        Endpoint::post::<StartDeployment, ProgressEvent, _, _>(
+            "/deployments/stream",
+            "Deploy a resource to a server and stream progress: each event is `event: message`, \
+         an increasing `id` and `data` holding the JSON object described by the response \
+         schema; the last event has status `succeeded` or `failed` and the stream then ends",
+            start,
+        )
+        .event_stream(),
+    ]
 }
 
 /// How long a stream waits for its attempt to end before it gives up (the attempt goes on).

@@ -44,6 +44,9 @@ pub struct Endpoint {
     pub public: bool,
     pub request: Option<SchemaFn>,
     pub response: SchemaFn,
+    /// Media type of a successful response; for `text/event-stream` the schema is one
+    /// event's `data`.
+    pub response_media_type: &'static str,
     route: MethodRouter<AppState>,
 }
 
@@ -66,6 +69,7 @@ impl Endpoint {
             public: false,
             request: None,
             response: schema_of::<serde_json::Value>,
+            response_media_type: "application/json",
             route: on(filter, handler),
         }
     }
@@ -111,6 +115,12 @@ impl Endpoint {
     /// Served without authentication.
     pub fn public(mut self) -> Self {
         self.public = true;
+        self
+    }
+
+    /// Answers with an event stream (spec §6) whose events carry the response type as `data`.
+    pub fn event_stream(mut self) -> Self {
+        self.response_media_type = "text/event-stream";
         self
     }
 }

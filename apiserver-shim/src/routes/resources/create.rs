@@ -57,6 +57,9 @@ pub struct CreateResource {
     pub network_profile: Option<NetworkProfileInput>,
     pub access_profile: Option<AccessProfileInput>,
     pub runtime_profile: Option<RuntimeProfileInput>,
+    /// Name of a `kubernetes.io/dockerconfigjson` Secret (in the organization's namespace)
+    /// whose credentials pull a `docker-image` source the server does not have.
+    pub image_pull_secret_name: Option<String>,
 }
 
 /// One service of a new resource.
@@ -308,6 +311,11 @@ fn validate_body(body: &CreateResource) -> ApiResult<()> {
     optional_text("description", body.description.as_ref(), MAX_DESCRIPTION)?;
     optional_text("serverId", body.server_id.as_ref(), 253)?;
     optional_text("destinationId", body.destination_id.as_ref(), 253)?;
+    optional_text(
+        "imagePullSecretName",
+        body.image_pull_secret_name.as_ref(),
+        253,
+    )?;
     let services = body.services.as_deref().unwrap_or_default();
     validate_services(services)?;
     if let Some(source) = &body.source {
@@ -443,7 +451,9 @@ fn spec_of(body: CreateResource, slug: String) -> ApiResult<ResourceSpec> {
         storage_attachments: Vec::new(),
         variables: Vec::new(),
         secrets_ref: None,
-        image_pull_secret_ref: None,
+        image_pull_secret_ref: body
+            .image_pull_secret_name
+            .map(|name| berth_crds::resource::ImagePullSecretRef { name }),
     })
 }
 
