@@ -14,6 +14,7 @@ use kube::api::{Patch, PatchParams};
 use rand::Rng;
 use serde_json::{Value, json};
 
+use crate::deploy_support::{docker_names, fetch, wait_body};
 use crate::servers::support::{create_credential, create_server, stack_key, wait_condition};
 
 const WAIT: Duration = Duration::from_secs(90);
@@ -71,31 +72,6 @@ fn apply(yaml: &str) {
     assert!(output.status.success(), "kubectl apply: {output:?}");
 }
 
-/// GET `/` for the resource's generated host through the proxy: (status, body).
-async fn fetch(http: &reqwest::Client, port: u16, host: &str) -> Option<(u16, String)> {
-    let response = http
-        .get(format!("http://127.0.0.1:{port}/"))
-        .header("Host", host)
-        .send()
-        .await
-        .ok()?;
-    let status = response.status().as_u16();
-    Some((status, response.text().await.ok()?))
-}
-
-pub(crate) async fn wait_body(port: u16, host: &str, needle: &str) {
-    let http = reqwest::Client::new();
-    eventually(WAIT, &format!("{host} serving {needle}"), || {
-        let http = http.clone();
-        async move {
-            fetch(&http, port, host)
-                .await
-                .filter(|(status, body)| *status == 200 && body.contains(needle))
-        }
-    })
-    .await;
-}
-
 /// Waits until Deployment `name` has ended and returns it.
 pub(crate) async fn wait_ended(ns: &TestNamespace, name: &str) -> Deployment {
     let api = ns.api::<Deployment>();
@@ -108,17 +84,6 @@ pub(crate) async fn wait_ended(ns: &TestNamespace, name: &str) -> Deployment {
         }
     })
     .await
-}
-
-pub(crate) fn docker_names(filter: &str) -> Vec<String> {
-    let output = std::process::Command::new("docker")
-        .args(["ps", "-a", "--filter", filter, "--format", "{{.Names}}"])
-        .output()
-        .expect("docker CLI");
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(str::to_string)
-        .collect()
 }
 
 /// Deletes the resource and waits until its containers are gone, so no test leaves containers

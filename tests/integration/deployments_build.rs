@@ -13,7 +13,7 @@ use berth_tests::{TestNamespace, client, eventually, kubectl, random_suffix};
 use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
 
-use crate::deployments::{docker_names, ready_server, wait_ended};
+use crate::deployments::{ready_server, wait_ended};
 
 /// Long enough for a build, health check and switch on two busy cores.
 const WAIT: Duration = Duration::from_secs(150);
@@ -124,17 +124,9 @@ fn built_images(ns: &TestNamespace, resource: &str) -> Vec<String> {
 
 /// Deletes the resource and waits until its containers and built images are gone.
 async fn teardown(ns: &TestNamespace, name: &str) {
-    let output = kubectl(
-        &["delete", "resource.berth.dev", name, "-n", &ns.name],
-        None,
-    );
-    assert!(output.status.success(), "{output:?}");
-    let filter = format!("label=berth.dev/namespace={}", ns.name);
-    eventually(WAIT, "containers and built images removed", || {
-        let filter = filter.clone();
-        async move {
-            (docker_names(&filter).is_empty() && built_images(ns, name).is_empty()).then_some(())
-        }
+    crate::deployments::teardown(ns, name).await;
+    eventually(WAIT, "built images removed", || async {
+        built_images(ns, name).is_empty().then_some(())
     })
     .await;
 }

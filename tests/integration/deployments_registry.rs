@@ -15,7 +15,8 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{ObjectMeta, PostParams};
 use serde_json::json;
 
-use crate::deployments::{ready_server, teardown, wait_body, wait_ended};
+use crate::deploy_support::wait_body;
+use crate::deployments::{ready_server, teardown, wait_ended};
 
 /// The stack's registry copy of sample-app v2, pulled by the successful test only.
 fn pulled_image() -> String {

@@ -5,9 +5,7 @@
 
 mod create;
 
-use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, LazyLock};
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -25,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use super::Endpoint;
 use super::common::{Confirmation, IdResponse, all_in, bounded, created_at, known_params};
 use super::resource_config::lookup;
-use super::servers::wait_deleted;
+use super::servers::{DeleteReceipts, wait_deleted};
 use super::{environments, projects};
 use crate::auth::{Caller, ScopeDimension};
 use crate::error::{ApiError, ApiResult};
@@ -193,46 +191,9 @@ async fn list(
     Ok(Json(ResourceList { items }))
 }
 
-/// How long a `DELETE /resources` idempotency key is remembered.
-const RECEIPT_TTL: Duration = Duration::from_secs(24 * 3600);
-/// Most idempotency keys remembered at once; the oldest is forgotten first.
-const MAX_RECEIPTS: usize = 10_000;
-
-/// Idempotency keys of recent resource deletes: `(namespace, key)` → resource id. Kept in this
-/// process's memory, like the server-delete receipts: a restarted shim forgets them, and a
-/// retry then sees 404 for a resource that is gone.
-#[derive(Default)]
-struct DeleteReceipts {
-    entries: Mutex<HashMap<(String, String), (String, Instant)>>,
-}
-
-impl DeleteReceipts {
-    fn get(&self, namespace: &str, key: &str) -> Option<String> {
-        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        entries
-            .get(&(namespace.to_string(), key.to_string()))
-            .filter(|(_, at)| at.elapsed() < RECEIPT_TTL)
-            .map(|(id, _)| id.clone())
-    }
-
-    fn record(&self, namespace: &str, key: &str, id: &str) {
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        entries.retain(|_, (_, at)| at.elapsed() < RECEIPT_TTL);
-        if entries.len() >= MAX_RECEIPTS
-            && let Some(oldest) = entries
-                .iter()
-                .min_by_key(|(_, (_, at))| *at)
-                .map(|(k, _)| k.clone())
-        {
-            entries.remove(&oldest);
-        }
-        entries.insert(
-            (namespace.to_string(), key.to_string()),
-            (id.to_string(), Instant::now()),
-        );
-    }
-}
-
+/// Idempotency keys of recent resource deletes, kept in this process's memory like the
+/// server-delete receipts (same type, same 24-hour memory): a restarted shim forgets them, and
+/// a retry then sees 404 for a resource that is gone.
 static DELETE_RECEIPTS: LazyLock<DeleteReceipts> = LazyLock::new(DeleteReceipts::default);
 
 /// A remembered delete of the same resource answers `{id}` again; a key used for another

@@ -197,7 +197,7 @@ pub struct DeleteReceipts {
 }
 
 impl DeleteReceipts {
-    fn get(&self, namespace: &str, key: &str) -> Option<String> {
+    pub(crate) fn get(&self, namespace: &str, key: &str) -> Option<String> {
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         entries
             .get(&(namespace.to_string(), key.to_string()))
@@ -205,7 +205,7 @@ impl DeleteReceipts {
             .map(|(id, _)| id.clone())
     }
 
-    fn record(&self, namespace: &str, key: &str, id: &str) {
+    pub(crate) fn record(&self, namespace: &str, key: &str, id: &str) {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         entries.retain(|_, (_, at)| at.elapsed() < RECEIPT_TTL);
         if entries.len() >= MAX_RECEIPTS
