@@ -44,7 +44,8 @@ if ! flock -n 9; then
   log "another hack/test.sh is running its integration tests; waiting for it"
   flock 9
 fi
-"$HACK_DIR/stack.sh" up
+# fd 9 closed: the stack's daemons outlive this run and must not hold its lock.
+"$HACK_DIR/stack.sh" up 9>&-
 eval "$("$HACK_DIR/stack.sh" env)"
 # shellcheck source-path=SCRIPTDIR
 source "$HACK_DIR/lib/berth.sh"

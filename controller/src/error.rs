@@ -46,6 +46,11 @@ impl Error {
         }
     }
 
+    /// A write refused because the object changed since it was read (HTTP 409).
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, Self::Kube(kube::Error::Api(status)) if status.code == 409)
+    }
+
     /// Errors that only a change of the object can fix; retrying is pointless.
     pub fn is_permanent(&self) -> bool {
         matches!(self, Self::InvalidSpec(_) | Self::MissingObjectKey(_))

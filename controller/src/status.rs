@@ -21,6 +21,41 @@ where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
     S: Serialize + PartialEq,
 {
+    write_status(api, object, current, status, None).await
+}
+
+/// Like [`apply_status`], but only if `object` is still at the version it was read at: for a
+/// status concluded from a read that another writer may have overtaken (a 409 Conflict says
+/// so; the other write's watch event brings a fresh reconcile).
+pub async fn apply_status_if_unchanged<K, S>(
+    api: &Api<K>,
+    object: &K,
+    current: Option<&S>,
+    status: &S,
+) -> Result<bool>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
+    S: Serialize + PartialEq,
+{
+    let version = object.resource_version();
+    write_status(api, object, current, status, version.as_deref()).await
+}
+
+async fn write_status<K, S>(
+    api: &Api<K>,
+    object: &K,
+    current: Option<&S>,
+    status: &S,
+    version: Option<&str>,
+) -> Result<bool>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
+    S: Serialize + PartialEq,
+{
+    let metadata = match version {
+        Some(version) => serde_json::json!({ "resourceVersion": version }),
+        None => serde_json::json!({}),
+    };
     if current == Some(status) {
         return Ok(false);
     }
@@ -33,7 +68,7 @@ where
                 field_manager: Some(FIELD_MANAGER.into()),
                 ..PatchParams::default()
             },
-            &Patch::Merge(&serde_json::json!({ "status": removal })),
+            &Patch::Merge(&serde_json::json!({ "metadata": metadata, "status": removal })),
         )
         .await?;
         return Ok(true);
@@ -41,6 +76,7 @@ where
     let patch = serde_json::json!({
         "apiVersion": K::api_version(&()),
         "kind": K::kind(&()),
+        "metadata": metadata,
         "status": status,
     });
     api.patch_status(

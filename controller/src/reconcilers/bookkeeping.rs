@@ -19,7 +19,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
-use super::{RESYNC_AFTER, drain, error_policy};
+use super::{CONFLICT_RECHECK, RESYNC_AFTER, drain, error_policy};
 use crate::context::{Context, FIELD_MANAGER};
 use crate::error::{Error, Result};
 
@@ -73,18 +73,26 @@ async fn reconcile<K: Bookkept>(object: Arc<K>, context: Arc<Context>) -> Result
     let owned = object.owned_status(&conditions, now);
     if !is_subset(&owned, &current) {
         let api = object.api_for(context.client.clone());
+        // Only over the version read: the shim stamps times like `revokedAt` right after its
+        // own spec write, and a stale stamp of ours must not replace the one it returned.
         let patch = json!({
             "apiVersion": K::api_version(&()),
             "kind": K::kind(&()),
+            "metadata": { "resourceVersion": object.resource_version() },
             "status": owned,
         });
-        api.patch_status(
-            &object.name_any(),
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(&patch),
-        )
-        .await
-        .map_err(Error::Kube)?;
+        let written = api
+            .patch_status(
+                &object.name_any(),
+                &PatchParams::apply(FIELD_MANAGER).force(),
+                &Patch::Apply(&patch),
+            )
+            .await
+            .map_err(Error::Kube);
+        match written {
+            Err(error) if error.is_conflict() => return Ok(Action::requeue(CONFLICT_RECHECK)),
+            written => written?,
+        };
     }
     let until_change = object
         .next_change()

@@ -26,6 +26,8 @@ use crate::error::Error;
 const RETRY_AFTER: Duration = Duration::from_secs(5);
 /// Periodic re-check even without changes, to notice drift in what we do not watch.
 pub const RESYNC_AFTER: Duration = Duration::from_secs(300);
+/// How soon a status write that lost a race (409 Conflict) is redone from fresh reads.
+pub const CONFLICT_RECHECK: Duration = Duration::from_millis(200);
 
 /// Shared error policy: an invalid spec waits for a change; anything else retries.
 pub fn error_policy<K>(kind: &'static str) -> impl Fn(Arc<K>, &Error, Arc<Context>) -> Action {

@@ -21,21 +21,21 @@ use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
 
 use super::fresh::with_current_finalizers;
-use super::{RESYNC_AFTER, drain, error_policy};
+use super::{CONFLICT_RECHECK, RESYNC_AFTER, drain, error_policy};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::remote::{ClientKey, ClientKeyError};
-use crate::status::apply_status;
+use crate::status::{apply_status, apply_status_if_unchanged};
 
 const KIND: &str = "SshCredential";
 /// Keeps a credential while servers use it.
 pub const FINALIZER: &str = "berth.dev/ssh-credential-in-use";
 /// Condition type present while a requested deletion waits for servers to stop using it.
 pub const DELETION_BLOCKED: &str = "DeletionBlocked";
-/// How often a blocked deletion is re-checked (server changes also trigger a check).
 /// Held on the key's Secret while the credential exists: when a whole namespace is deleted,
 /// its servers still log in to remove their edge proxies before the key goes.
 pub const KEY_FINALIZER: &str = "berth.dev/ssh-credential-key";
+/// How often a blocked deletion is re-checked (server changes also trigger a check).
 const BLOCKED_RECHECK: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Condition reasons of this kind.
@@ -305,7 +305,16 @@ async fn reconcile(credential: Arc<SshCredential>, context: Arc<Context>) -> Res
     let usage = usage(&credential.name_any(), &servers.items);
     let current = credential.status.as_ref();
     let status = desired_status(&credential, &key, usage, Timestamp::now());
-    apply_status(&api, credential.as_ref(), current, &status).await?;
+    if key.is_ok() {
+        apply_status(&api, credential.as_ref(), current, &status).await?;
+    } else {
+        // "No key" may be stale: the shim creates the Secret and records the key right after
+        // creating the credential, possibly between our read of the Secret and this write.
+        match apply_status_if_unchanged(&api, credential.as_ref(), current, &status).await {
+            Err(error) if error.is_conflict() => return Ok(Action::requeue(CONFLICT_RECHECK)),
+            written => written?,
+        };
+    }
     publish_changes(&context, &credential, current, &status).await;
 
     let deleting = credential.metadata.deletion_timestamp.is_some();
