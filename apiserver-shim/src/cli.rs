@@ -26,6 +26,9 @@ pub struct ShimOptions {
     /// Log format: `text` or `json`.
     #[arg(long, env = "BERTH_LOG_FORMAT", default_value = "text")]
     pub log_format: String,
+    /// Directory of the observation store berth-controller records deployment timelines in.
+    #[arg(long, env = "BERTH_DATA_DIR", default_value = "/var/lib/berth")]
+    pub data_dir: std::path::PathBuf,
 }
 
 impl ShimOptions {

@@ -45,6 +45,8 @@ pub fn app(state: AppState) -> Router {
 /// Runs the shim until SIGTERM/SIGINT.
 pub async fn run(options: ShimOptions) -> anyhow::Result<()> {
     let client = Client::try_default().await?;
+    let store = options.data_dir.join(berth_controller::timeline::FILE_NAME);
+    let timelines = Arc::new(berth_controller::timeline::SqliteTimeline::open(&store)?);
     let caches = Caches::start(&client);
     tracing::info!("filling caches");
     caches.wait_until_ready().await?;
@@ -60,6 +62,7 @@ pub async fn run(options: ShimOptions) -> anyhow::Result<()> {
         metrics: Default::default(),
         terminals: Default::default(),
         server_deletions: Default::default(),
+        timelines,
     };
     let listener = tokio::net::TcpListener::bind(options.listen).await?;
     tracing::info!(address = %options.listen, "serving the REST API under /api");

@@ -21,6 +21,8 @@ pub struct AppState {
     pub terminals: Arc<crate::routes::terminal::Terminals>,
     /// Recent `DELETE /servers` idempotency keys.
     pub server_deletions: Arc<crate::routes::servers::DeleteReceipts>,
+    /// Deployment timelines, recorded by berth-controller in the shared observation store.
+    pub timelines: Arc<dyn berth_controller::timeline::TimelineStore>,
 }
 
 /// Settings from the command line.

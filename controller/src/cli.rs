@@ -47,4 +47,11 @@ pub struct RunOptions {
     /// Log format: `text` or `json`.
     #[arg(long, env = "BERTH_LOG_FORMAT", default_value = "text")]
     pub log_format: String,
+    /// Directory of the observation store (deployment timelines), shared with berth-shim.
+    #[arg(long, env = "BERTH_DATA_DIR", default_value = "/var/lib/berth")]
+    pub data_dir: std::path::PathBuf,
+    /// Days deployment timelines are kept.
+    #[arg(long, env = "BERTH_TIMELINE_RETENTION_DAYS", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..=3650))]
+    pub timeline_retention_days: u64,
 }

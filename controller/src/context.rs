@@ -9,6 +9,7 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 
 use crate::metrics::Metrics;
 use crate::remote::{PoolSettings, ServerConnectionPool};
+use crate::timeline::TimelineWriter;
 
 /// Field manager of every write the controller makes (server-side apply).
 pub const FIELD_MANAGER: &str = "berth-controller";
@@ -22,10 +23,12 @@ pub struct Context {
     pub servers: ServerConnectionPool,
     /// Set once the CRDs are established and the controllers run.
     pub ready: AtomicBool,
+    /// Where deployment timelines are recorded.
+    pub timeline: TimelineWriter,
 }
 
 impl Context {
-    pub fn new(client: Client, metrics: Metrics) -> Arc<Self> {
+    pub fn new(client: Client, metrics: Metrics, timeline: TimelineWriter) -> Arc<Self> {
         let reporter = Reporter {
             controller: FIELD_MANAGER.into(),
             instance: std::env::var("HOSTNAME").ok(),
@@ -36,6 +39,7 @@ impl Context {
             metrics,
             servers: ServerConnectionPool::new(PoolSettings::default()),
             ready: AtomicBool::new(false),
+            timeline,
         })
     }
 

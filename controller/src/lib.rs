@@ -13,6 +13,7 @@ pub mod shutdown;
 pub mod startup;
 pub mod status;
 pub mod telemetry;
+pub mod timeline;
 
 use std::time::Duration;
 
@@ -27,7 +28,8 @@ use crate::metrics::Metrics;
 /// Runs the controller until SIGTERM/SIGINT, or until this replica loses its Lease.
 pub async fn run(options: RunOptions) -> anyhow::Result<()> {
     let client = Client::try_default().await?;
-    let context = Context::new(client.clone(), Metrics::default());
+    let timeline = open_timeline(&options)?;
+    let context = Context::new(client.clone(), Metrics::default(), timeline);
     let shutdown = shutdown::on_signal();
 
     let server = tokio::spawn(health::serve(
@@ -58,6 +60,30 @@ pub async fn run(options: RunOptions) -> anyhow::Result<()> {
     server.abort();
     tracing::info!("stopped");
     outcome
+}
+
+/// Opens the observation store, prunes it now and hourly, and starts its writer.
+fn open_timeline(options: &RunOptions) -> anyhow::Result<timeline::TimelineWriter> {
+    use std::sync::Arc;
+    let path = options.data_dir.join(timeline::FILE_NAME);
+    let store: Arc<dyn timeline::TimelineStore> = Arc::new(timeline::SqliteTimeline::open(&path)?);
+    let retention = Duration::from_secs(options.timeline_retention_days * 24 * 3600);
+    let pruned = Arc::clone(&store);
+    tokio::spawn(async move {
+        let mut hourly = tokio::time::interval(Duration::from_secs(3600));
+        loop {
+            hourly.tick().await;
+            let store = Arc::clone(&pruned);
+            match tokio::task::spawn_blocking(move || store.prune(retention)).await {
+                Ok(Ok(0)) => {}
+                Ok(Ok(removed)) => tracing::info!(removed, "pruned old deployment timelines"),
+                Ok(Err(error)) => tracing::warn!(%error, "could not prune deployment timelines"),
+                Err(error) => tracing::warn!(%error, "timeline pruning stopped"),
+            }
+        }
+    });
+    tracing::info!(path = %path.display(), "observation store open");
+    Ok(timeline::TimelineWriter::start(store)?)
 }
 
 /// Creates the system namespace (leases, sessions, system policies) if missing.

@@ -19,6 +19,7 @@ pub mod member;
 pub mod migration;
 pub mod organization;
 pub mod overlay_decision;
+pub mod progress;
 pub mod project;
 pub mod resource;
 pub mod retention_policy;

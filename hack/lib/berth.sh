@@ -22,6 +22,8 @@ SHIM_ADDR=${BERTH_SHIM_ADDR:-127.0.0.1:7070}
 export BERTH_URL=http://$SHIM_ADDR/api
 # The first administrator's credentials live beside the cluster state they belong to.
 BERTH_ADMIN_ENV=$BERTH_STACK_DIR/admin.env
+# So do the observation store's deployment timelines, shared by berth-controller and berth-shim.
+export BERTH_DATA_DIR=${BERTH_DATA_DIR:-$BERTH_STACK_DIR/data}
 
 berth_build() {
   log "building Berth (cargo build; cached in $CARGO_TARGET_DIR)"

@@ -20,22 +20,22 @@ const WAIT: Duration = Duration::from_secs(150);
 
 /// A folder of the test's own, removed when dropped. The controller runs on this machine and
 /// reads `local-folder` sources from its own filesystem.
-struct Scratch(PathBuf);
+pub(crate) struct Scratch(PathBuf);
 
 impl Scratch {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let path = std::env::temp_dir().join(format!("berth-build-{}", random_suffix()));
         std::fs::create_dir_all(&path).expect("create the scratch folder");
         Self(path)
     }
 
-    fn write(&self, relative: &str, content: &str) {
+    pub(crate) fn write(&self, relative: &str, content: &str) {
         let path = self.0.join(relative);
         std::fs::create_dir_all(path.parent().expect("a parent")).expect("create folders");
         std::fs::write(path, content).expect("write a source file");
     }
 
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.0
     }
 }

@@ -7,6 +7,7 @@ mod crd_manifests;
 mod crd_validation;
 mod deploy_support;
 mod deployed_config;
+mod deployment_timeline;
 mod deployments;
 mod deployments_build;
 mod deployments_registry;

@@ -19,14 +19,14 @@ use crate::shim_projects_envs::{environment, invalid, project};
 
 /// One event of the stream: `event`, `id` and the parsed `data`.
 #[derive(Debug)]
-struct SseEvent {
+pub(crate) struct SseEvent {
     event: String,
     id: String,
     data: Value,
 }
 
 /// Splits an event-stream body into events; comment-only blocks (keep-alives) are skipped.
-fn parse_events(body: &str) -> Vec<SseEvent> {
+pub(crate) fn parse_events(body: &str) -> Vec<SseEvent> {
     body.split("\n\n")
         .filter_map(|block| {
             let field = |name: &str| {
@@ -51,7 +51,7 @@ fn parse_events(body: &str) -> Vec<SseEvent> {
 }
 
 /// Opens the stream and reads it to its end: (status, content type, body).
-async fn stream(rest: &Rest, body: &Value) -> (u16, String, String) {
+pub(crate) async fn stream(rest: &Rest, body: &Value) -> (u16, String, String) {
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(600))
         .build()
@@ -83,7 +83,7 @@ fn one_of(value: &Value, allowed: &[&str]) -> bool {
 
 /// Asserts the spec §6 envelope on every event, increasing ids, one deployment, `running`
 /// until the last event; returns the events' data.
-fn assert_envelope(events: &[SseEvent]) -> Vec<Value> {
+pub(crate) fn assert_envelope(events: &[SseEvent]) -> Vec<Value> {
     assert!(
         events.len() >= 3,
         "created, steps and an outcome: {events:#?}"

@@ -2,10 +2,13 @@
 //! controller runs) and streams its progress as `text/event-stream` with the envelope of spec
 //! §6, until the attempt ends. The stream follows the Deployment with a watch on the API
 //! server; an event goes out when the attempt is created, each time its phase or step changes,
-//! and once at the end (`succeeded` or `failed`). Closing the stream does not cancel the
-//! attempt; it runs on and its Deployment object keeps the outcome.
+//! and once at the end (`succeeded` or `failed`). Build output the controller records in the
+//! attempt's timeline goes out as `application` events in between. Closing the stream does
+//! not cancel the attempt; it runs on, its Deployment object keeps the outcome and its
+//! timeline stays readable at `GET /resources/{resourceId}/deployments/{deploymentId}/timeline`.
 
 mod progress;
+mod timeline;
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -30,6 +33,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 pub use self::progress::{Level, Masker, ProgressEvent, StreamStatus, Tracker};
+use self::timeline::OutputFollower;
 use super::common::{bounded, find_in};
 use super::environments::looks_secret;
 use super::{Endpoint, resource_config, servers};
@@ -38,6 +42,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::state::{AppState, FIELD_MANAGER};
 use crate::write::{UPDATED_BY_ID, UPDATED_BY_KIND};
+use berth_controller::timeline::TimelineKey;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -49,6 +54,12 @@ pub fn endpoints() -> Vec<Endpoint> {
             start,
         )
         .event_stream(),
+        Endpoint::get::<timeline::Timeline, _, _>(
+            "/resources/{resourceId}/deployments/{deploymentId}/timeline",
+            "A deployment attempt's recorded timeline: its steps, build output and outcome, \
+             kept after the attempt and its stream end (query: after, limit 1..1000)",
+            timeline::show,
+        ),
     ]
 }
 
@@ -56,6 +67,8 @@ pub fn endpoints() -> Vec<Endpoint> {
 pub const STREAM_DEADLINE: Duration = Duration::from_secs(15 * 60);
 /// Events buffered for a slow client before the watch waits for it.
 const BUFFER: usize = 16;
+/// How often the stream looks for new build output in the attempt's timeline.
+const OUTPUT_POLL: Duration = Duration::from_millis(250);
 /// What started attempts made through this endpoint (`spec.trigger`).
 pub const TRIGGER: &str = "manual";
 
@@ -291,16 +304,24 @@ async fn start(
         "deployment started"
     );
     let (sender, receiver) = mpsc::channel(BUFFER);
-    tokio::spawn(follow(api, created, masker, sender));
+    let key = TimelineKey::new(
+        &organization.namespace,
+        resource.name_any(),
+        created.name_any(),
+    );
+    let output = OutputFollower::new(state.timelines.clone(), key);
+    tokio::spawn(follow(api, created, masker, output, sender));
     Ok(Sse::new(receiver).keep_alive(KeepAlive::default()))
 }
 
 /// Sends events until the attempt ends, the Deployment goes, the deadline passes or the
-/// client leaves (a failed send).
+/// client leaves (a failed send); build output as the timeline records it, each line before
+/// the step that followed it.
 async fn follow(
     api: Api<Deployment>,
     created: Deployment,
     masker: Masker,
+    mut output: OutputFollower,
     mut sender: mpsc::Sender<Result<Event, Infallible>>,
 ) {
     let mut tracker = Tracker::new(&created, masker);
@@ -318,8 +339,19 @@ async fn follow(
     futures::pin_mut!(events);
     let deadline = tokio::time::Instant::now() + STREAM_DEADLINE;
     let mut listed = false;
+    let mut poll = tokio::time::interval(OUTPUT_POLL);
     loop {
-        let next = tokio::time::timeout_at(deadline, events.next()).await;
+        let next = tokio::select! {
+            next = tokio::time::timeout_at(deadline, events.next()) => next,
+            _ = poll.tick() => {
+                for line in output.next_lines().await {
+                    if !send(tracker.recorded(&line)).await {
+                        return;
+                    }
+                }
+                continue;
+            }
+        };
         let (event, last) = match next {
             Err(_) => (tracker.timed_out(STREAM_DEADLINE.as_secs() / 60), true),
             // A watcher never ends by itself; should it, the attempt can no longer be followed.
@@ -346,6 +378,12 @@ async fn follow(
                 watcher::Event::Delete(_) => (tracker.deleted(), true),
             },
         };
+        // Output recorded before this change goes out before it, so steps only go forward.
+        for line in output.remaining_lines().await {
+            if !send(tracker.recorded(&line)).await {
+                return;
+            }
+        }
         if !send(event).await || last {
             return;
         }

@@ -25,7 +25,7 @@ use super::{CONFLICT_RECHECK, RESYNC_AFTER, drain, error_policy};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::remote::{ClientKey, ClientKeyError};
-use crate::status::{apply_status, apply_status_if_unchanged};
+use crate::status::apply_status_if_unchanged;
 
 const KIND: &str = "SshCredential";
 /// Keeps a credential while servers use it.
@@ -305,16 +305,13 @@ async fn reconcile(credential: Arc<SshCredential>, context: Arc<Context>) -> Res
     let usage = usage(&credential.name_any(), &servers.items);
     let current = credential.status.as_ref();
     let status = desired_status(&credential, &key, usage, Timestamp::now());
-    if key.is_ok() {
-        apply_status(&api, credential.as_ref(), current, &status).await?;
-    } else {
-        // "No key" may be stale: the shim creates the Secret and records the key right after
-        // creating the credential, possibly between our read of the Secret and this write.
-        match apply_status_if_unchanged(&api, credential.as_ref(), current, &status).await {
-            Err(error) if error.is_conflict() => return Ok(Action::requeue(CONFLICT_RECHECK)),
-            written => written?,
-        };
-    }
+    // What we read may be overtaken: the shim writes the key's Secret, then records the key
+    // (and a rotation's time) in the status itself. Our conclusion ("no key yet", "rotated
+    // just now") must not replace its record, so it is written only over the version read.
+    match apply_status_if_unchanged(&api, credential.as_ref(), current, &status).await {
+        Err(error) if error.is_conflict() => return Ok(Action::requeue(CONFLICT_RECHECK)),
+        written => written?,
+    };
     publish_changes(&context, &credential, current, &status).await;
 
     let deleting = credential.metadata.deletion_timestamp.is_some();

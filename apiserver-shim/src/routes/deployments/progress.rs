@@ -5,49 +5,11 @@ use berth_controller::reconcilers::deployment::attempt::TOTAL_STEPS;
 use berth_crds::deployment::{
     Deployment, DeploymentPhase, DeploymentState, DeploymentStatus, DeploymentStep,
 };
+pub use berth_crds::progress::{Level, ProgressEvent, Source, StreamStatus};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use crate::routes::environments::MASK;
-
-/// `data` of one deployment progress event (spec §6).
-#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct ProgressEvent {
-    /// When the event was emitted (RFC 3339, UTC).
-    pub timestamp: String,
-    /// `platform`: every event of this stream comes from Berth itself.
-    pub source: &'static str,
-    pub phase: DeploymentPhase,
-    pub level: Level,
-    /// What happened; never holds a secret value.
-    pub message: String,
-    pub deployment_id: String,
-    pub status: StreamStatus,
-    /// Progress through the attempt's steps (1 <= current <= total).
-    pub step: DeploymentStep,
-}
-
-/// Severity of an event.
-#[derive(Serialize, JsonSchema, Debug, Clone, Copy, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub enum Level {
-    Debug,
-    Info,
-    Warn,
-    Error,
-}
-
-/// Where the attempt stands, as the stream reports it.
-#[derive(Serialize, JsonSchema, Debug, Clone, Copy, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub enum StreamStatus {
-    Running,
-    Succeeded,
-    Failed,
-}
 
 /// Replaces known secret values in messages with `****`.
 #[derive(Default, Debug)]
@@ -123,13 +85,23 @@ impl Tracker {
     fn event(&self, level: Level, status: StreamStatus, message: &str) -> ProgressEvent {
         ProgressEvent {
             timestamp: format!("{:.3}", Timestamp::now()),
-            source: "platform",
+            source: Source::Platform,
             phase: self.phase,
             level,
             message: self.masker.mask(message),
             deployment_id: self.deployment_id.clone(),
             status,
             step: self.step.clone(),
+            stream: None,
+        }
+    }
+
+    /// An event of the attempt's timeline (build output), masked once more with what this
+    /// stream knows to be secret.
+    pub fn recorded(&self, event: &ProgressEvent) -> ProgressEvent {
+        ProgressEvent {
+            message: self.masker.mask(&event.message),
+            ..event.clone()
         }
     }
 

@@ -55,6 +55,7 @@ pub async fn run(context: &Context, deployment: &Deployment) -> Result<()> {
     let mut progress = Progress::start(
         Api::namespaced(context.client.clone(), &namespace),
         deployment,
+        context.timeline.clone(),
     );
     progress.status.status = Some(DeploymentState::Running);
     progress.status.started_at = Some(Time(Timestamp::now()));
@@ -189,11 +190,12 @@ async fn phases(
     progress.step(Package, 3, &package::step_label(&plan));
     let socket = &server.spec.docker_socket_path;
     let secrets = Api::<Secret>::namespaced(context.client.clone(), namespace);
+    let output = progress.output();
     check!(
         timed(Package, package::phase_timeout(), async {
             // A build or a pull may take minutes: a cancel or a newer attempt ends it early.
             tokio::select! {
-                packaged = package::package(&target, socket, &plan, &secrets) => {
+                packaged = package::package(&target, socket, &plan, &secrets, &output) => {
                     packaged.map_err(|f| stop(Package, f.code, f.message))
                 }
                 stopped = watch_interruption(context, namespace, deployment, Package) => {
@@ -204,6 +206,9 @@ async fn phases(
         .await
     );
 
+    // The build's output is in the timeline before the status moves on: readers that follow
+    // the status (the progress stream) then show every line before the next step.
+    context.timeline.flush().await;
     check!(interruption(context, namespace, deployment, Deploy).await?);
     let label = format!("Starting container {}", plan.container_name);
     progress.step(Deploy, 4, &label);

@@ -20,6 +20,7 @@ use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 use berth_crds::common::SourceDescriptor;
+use berth_crds::progress::OutputStream;
 use berth_crds::resource::Resource;
 use berth_crds::server::Server;
 use bollard::models::ImageSummary;
@@ -35,6 +36,7 @@ use super::plan::{
     DOCKER_IMAGE_SOURCE, NAMESPACE_LABEL, Plan, PlanError, RESOURCE_LABEL, is_static_site,
     plan_error,
 };
+use super::progress::OutputSink;
 use super::runtime::Target;
 use crate::remote::RemoteError;
 use crate::remote::docker::{docker_call, docker_over_ssh_within};
@@ -244,17 +246,12 @@ pub async fn package(
     docker_socket: &str,
     plan: &Plan,
     secrets: &Api<Secret>,
+    output: &OutputSink,
 ) -> Result<(), PackageFailure> {
     let build = match &plan.packaging {
         Packaging::Pull { pull_secret } => {
-            return ensure_pulled(
-                target,
-                docker_socket,
-                &plan.image,
-                pull_secret.as_deref(),
-                secrets,
-            )
-            .await;
+            let credentials = (pull_secret.as_deref(), secrets);
+            return ensure_pulled(target, docker_socket, &plan.image, credentials, output).await;
         }
         Packaging::Dockerfile {
             context,
@@ -265,7 +262,7 @@ pub async fn package(
             server_image,
         } => static_site_build(context, server_image, plan.internal_port).await?,
     };
-    run_build(target, docker_socket, plan, build).await?;
+    run_build(target, docker_socket, plan, build, output).await?;
     match target.image_present(&plan.image).await {
         Ok(true) => Ok(()),
         Ok(false) => Err(failure(
@@ -281,8 +278,8 @@ async fn ensure_pulled(
     target: &Target,
     docker_socket: &str,
     image: &str,
-    pull_secret: Option<&str>,
-    secrets: &Api<Secret>,
+    (pull_secret, secrets): (Option<&str>, &Api<Secret>),
+    output: &OutputSink,
 ) -> Result<(), PackageFailure> {
     match target.image_present(image).await {
         Ok(true) => return Ok(()),
@@ -296,7 +293,7 @@ async fn ensure_pulled(
         }
         None => None,
     };
-    pull::pull(target, docker_socket, image, auth).await?;
+    pull::pull(target, docker_socket, image, auth, output).await?;
     match target.image_present(image).await {
         Ok(true) => Ok(()),
         Ok(false) => Err(failure(
@@ -414,6 +411,7 @@ async fn run_build(
     docker_socket: &str,
     plan: &Plan,
     build: Build,
+    sink: &OutputSink,
 ) -> Result<(), PackageFailure> {
     let masker = Masker::new(build.build_args.values());
     let options = BuildImageOptionsBuilder::new()
@@ -435,7 +433,7 @@ async fn run_build(
     // Docker answers only once it has read the whole context: the deadline covers the upload.
     let docker = docker_over_ssh_within(target.connection.clone(), docker_socket, BUILD_TIMEOUT);
     let mut output = docker.build_image(options, None, Some(bollard::body_try_stream(body)));
-    let mut log = BuildLog::new(&masker, &plan.image);
+    let mut log = BuildLog::new(&masker, &plan.image, sink);
     let mut failed = None;
     while let Some(item) = output.next().await {
         match item {
@@ -510,19 +508,22 @@ impl Masker {
     }
 }
 
-/// Build output cut into masked lines: logged at debug level, the last few kept for a failure.
+/// Build output cut into masked lines: recorded in the attempt's timeline, logged at debug
+/// level, the last few kept for a failure.
 struct BuildLog<'a> {
     masker: &'a Masker,
     image: &'a str,
+    output: &'a OutputSink,
     partial: String,
     tail: VecDeque<String>,
 }
 
 impl<'a> BuildLog<'a> {
-    fn new(masker: &'a Masker, image: &'a str) -> Self {
+    fn new(masker: &'a Masker, image: &'a str, output: &'a OutputSink) -> Self {
         Self {
             masker,
             image,
+            output,
             partial: String::new(),
             tail: VecDeque::new(),
         }
@@ -554,6 +555,7 @@ impl<'a> BuildLog<'a> {
         }
         let masked = self.masker.mask(line);
         tracing::debug!(image = %self.image, line = %masked, "build output");
+        self.output.line(OutputStream::Stdout, &masked);
         if self.tail.len() == TAIL_LINES {
             self.tail.pop_front();
         }
@@ -796,7 +798,8 @@ mod tests {
             masker.mask("echo s3cr3t-value and s3cr3t"),
             "echo **** and ****"
         );
-        let mut log = BuildLog::new(&masker, "img");
+        let sink = OutputSink::disabled();
+        let mut log = BuildLog::new(&masker, "img", &sink);
         // A value split across two output chunks is still masked.
         log.push("Step 2/3 : RUN echo s3cr");
         log.push("3t-value\nok\n");
@@ -814,7 +817,8 @@ mod tests {
     #[test]
     fn the_failure_tail_keeps_the_last_lines() {
         let masker = Masker::new(std::iter::empty());
-        let mut log = BuildLog::new(&masker, "img");
+        let sink = OutputSink::disabled();
+        let mut log = BuildLog::new(&masker, "img", &sink);
         for i in 0..25 {
             log.push(&format!("line {i}\n"));
         }

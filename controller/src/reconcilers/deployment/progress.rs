@@ -1,19 +1,24 @@
 //! An attempt's status, written as it goes without holding the attempt up: every update is
 //! queued to a writer task that applies them in order (so watchers such as the progress stream
-//! see each step), and the attempt waits for the queue only when it ends.
+//! see each step), and the attempt waits for the queue only when it ends. Each step and the
+//! outcome are also recorded in the attempt's timeline, with the build's output lines.
 
 use berth_crds::condition::{self, Condition, ConditionStatus, READY};
 use berth_crds::deployment::{
     Deployment, DeploymentError, DeploymentPhase, DeploymentState, DeploymentStatus, DeploymentStep,
 };
+use berth_crds::progress::{Level, OutputStream, ProgressEvent, Source, StreamStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use kube::Api;
+use kube::{Api, ResourceExt};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::error::Result;
 use crate::status::apply_status;
+use crate::timeline::{MAX_OUTPUT_LINES, TimelineKey, TimelineWriter};
 
 /// Steps every attempt reports (spec §6 `step.total`).
 pub const TOTAL_STEPS: i64 = 5;
@@ -24,19 +29,65 @@ pub struct Progress<'a> {
     pub status: DeploymentStatus,
     queue: Option<mpsc::UnboundedSender<DeploymentStatus>>,
     writer: Option<JoinHandle<Result<()>>>,
+    timeline: TimelineWriter,
+    key: TimelineKey,
 }
 
 impl<'a> Progress<'a> {
     /// Starts the writer for `deployment`'s status, from the status it has now.
-    pub fn start(api: Api<Deployment>, deployment: &'a Deployment) -> Self {
+    pub fn start(
+        api: Api<Deployment>,
+        deployment: &'a Deployment,
+        timeline: TimelineWriter,
+    ) -> Self {
         let (queue, updates) = mpsc::unbounded_channel();
         let current = deployment.status.clone();
         let writer = tokio::spawn(write_in_order(api, deployment.clone(), current, updates));
+        let key = TimelineKey::new(
+            deployment.namespace().unwrap_or_default(),
+            deployment.spec.resource_id.clone(),
+            deployment.name_any(),
+        );
         Self {
             deployment,
             status: deployment.status.clone().unwrap_or_default(),
             queue: Some(queue),
             writer: Some(writer),
+            timeline,
+            key,
+        }
+    }
+
+    /// A timeline event at the attempt's current phase and step.
+    fn event(&self, level: Level, status: StreamStatus, message: String) -> ProgressEvent {
+        ProgressEvent {
+            timestamp: format!("{:.3}", Timestamp::now()),
+            source: Source::Platform,
+            phase: self.status.phase.unwrap_or(DeploymentPhase::Detect),
+            level,
+            message,
+            deployment_id: self.key.deployment.clone(),
+            status,
+            step: self.status.current_step.clone().unwrap_or(DeploymentStep {
+                current: 1,
+                total: TOTAL_STEPS,
+                label: "Starting".into(),
+            }),
+            stream: None,
+        }
+    }
+
+    /// Where the current step's output lines go (the timeline).
+    pub fn output(&self) -> OutputSink {
+        let template = self.event(Level::Info, StreamStatus::Running, String::new());
+        OutputSink {
+            timeline: self.timeline.clone(),
+            key: self.key.clone(),
+            template: ProgressEvent {
+                source: Source::Application,
+                ..template
+            },
+            lines: Arc::default(),
         }
     }
 
@@ -57,6 +108,8 @@ impl<'a> Progress<'a> {
             label: label.into(),
         });
         self.write();
+        let event = self.event(Level::Info, StreamStatus::Running, label.into());
+        self.timeline.record(&self.key, event);
     }
 
     /// Ends the attempt: the final status is written, after every queued one, before this
@@ -85,6 +138,10 @@ impl<'a> Progress<'a> {
             &mut self.status.conditions,
             Condition::new(READY, status, reason, message.to_string(), generation),
         );
+        self.record_outcome(state);
+        // Readers of the timeline follow the status: once it says the attempt ended, every
+        // entry of the attempt is stored.
+        self.timeline.flush().await;
         self.write();
         self.queue = None;
         match self.writer.take() {
@@ -94,6 +151,90 @@ impl<'a> Progress<'a> {
             }),
             None => Ok(()),
         }
+    }
+}
+
+impl Progress<'_> {
+    /// The outcome as the timeline's last entry; failures carry the last error (masked text).
+    fn record_outcome(&self, state: DeploymentState) {
+        let word = serde_json::to_value(state)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        let (level, status) = match state {
+            DeploymentState::Succeeded => (Level::Info, StreamStatus::Succeeded),
+            DeploymentState::Failed => (Level::Error, StreamStatus::Failed),
+            _ => (Level::Warn, StreamStatus::Failed),
+        };
+        let message = match (&self.status.last_error, &self.status.image_ref) {
+            (Some(error), _) => format!("deployment {word}: {} ({})", error.message, error.code),
+            (None, Some(image)) if state == DeploymentState::Succeeded => {
+                format!("deployment {word}: {image} serves the resource")
+            }
+            (None, _) => format!("deployment {word}"),
+        };
+        let mut event = self.event(level, status, message);
+        if let Some(error) = &self.status.last_error {
+            event.phase = error.phase;
+        }
+        self.timeline.record(&self.key, event);
+    }
+}
+
+/// Output lines of one step, recorded as `application` entries of the attempt's timeline; at
+/// most [`MAX_OUTPUT_LINES`] per attempt step, then one line saying the rest was left out.
+#[derive(Clone)]
+pub struct OutputSink {
+    timeline: TimelineWriter,
+    key: TimelineKey,
+    template: ProgressEvent,
+    lines: Arc<AtomicUsize>,
+}
+
+impl OutputSink {
+    /// A sink that records nothing.
+    pub fn disabled() -> Self {
+        Self {
+            timeline: TimelineWriter::disabled(),
+            key: TimelineKey::new("", "", ""),
+            template: ProgressEvent {
+                timestamp: String::new(),
+                source: Source::Application,
+                phase: DeploymentPhase::Package,
+                level: Level::Info,
+                message: String::new(),
+                deployment_id: String::new(),
+                status: StreamStatus::Running,
+                step: DeploymentStep {
+                    current: 1,
+                    total: TOTAL_STEPS,
+                    label: String::new(),
+                },
+                stream: None,
+            },
+            lines: Arc::default(),
+        }
+    }
+
+    /// Records one line, which the caller has already masked.
+    pub fn line(&self, stream: OutputStream, masked: &str) {
+        let count = self.lines.fetch_add(1, Ordering::Relaxed);
+        let (level, message) = match count.cmp(&MAX_OUTPUT_LINES) {
+            std::cmp::Ordering::Less => (Level::Info, masked.to_string()),
+            std::cmp::Ordering::Equal => (
+                Level::Warn,
+                format!("output beyond {MAX_OUTPUT_LINES} lines is not kept"),
+            ),
+            std::cmp::Ordering::Greater => return,
+        };
+        let event = ProgressEvent {
+            timestamp: format!("{:.3}", Timestamp::now()),
+            level,
+            message,
+            stream: Some(stream),
+            ..self.template.clone()
+        };
+        self.timeline.record(&self.key, event);
     }
 }
 

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use berth_crds::progress::OutputStream;
 use bollard::auth::DockerCredentials;
 use bollard::query_parameters::CreateImageOptionsBuilder;
 use futures::StreamExt;
@@ -16,6 +17,7 @@ use kube::Api;
 use serde::Deserialize;
 
 use super::{BUILD_TIMEOUT, Masker, PackageFailure, failure};
+use crate::reconcilers::deployment::progress::OutputSink;
 use crate::reconcilers::deployment::runtime::Target;
 use crate::remote::docker::docker_over_ssh_within;
 
@@ -224,6 +226,7 @@ pub async fn pull(
     docker_socket: &str,
     image: &str,
     auth: Option<RegistryAuth>,
+    output: &OutputSink,
 ) -> Result<(), PackageFailure> {
     let reference = parse_reference(image);
     let (secret, credentials) = match auth {
@@ -239,6 +242,7 @@ pub async fn pull(
         (None, _) => "anonymously: the Resource has no imagePullSecretRef".to_string(),
     };
     tracing::info!(image, registry = %reference.registry, %how, "pulling an image");
+    output.line(OutputStream::Stdout, &format!("pulling {image} {how}"));
     let started = Instant::now();
     let options = CreateImageOptionsBuilder::new()
         .from_image(&reference.repository)
@@ -255,7 +259,14 @@ pub async fn pull(
         };
         // Download and extract ticks repeat one status per layer; log each change once.
         if layers.get(&id) != Some(&status) {
-            tracing::debug!(image, layer = %id, status = %masker.mask(&status), "pull progress");
+            let status_masked = masker.mask(&status);
+            tracing::debug!(image, layer = %id, status = %status_masked, "pull progress");
+            let line = if id.is_empty() {
+                status_masked
+            } else {
+                format!("{id}: {status_masked}")
+            };
+            output.line(OutputStream::Stdout, &line);
             layers.insert(id, status);
         }
     }

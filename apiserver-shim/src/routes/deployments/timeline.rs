@@ -1,0 +1,170 @@
+//! Deployment timelines as berth-controller records them in the observation store: the build
+//! output the progress stream interleaves, and `GET
+//! /resources/{resourceId}/deployments/{deploymentId}/timeline`, which serves an attempt's
+//! whole timeline after the stream (or the Deployment object) is gone.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use berth_controller::timeline::{TimelineEntry, TimelineError, TimelineKey, TimelineStore};
+use berth_crds::deployment::{Deployment, DeploymentState};
+use berth_crds::progress::{ProgressEvent, Source};
+use k8s_openapi::jiff::Timestamp;
+use kube::{Api, ResourceExt};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::masker;
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::QueryParams;
+use crate::routes::common::known_params;
+use crate::routes::resource_config::lookup;
+use crate::state::AppState;
+
+/// Entries read from the store at once.
+const PAGE: usize = 500;
+/// Most entries one timeline request returns.
+const MAX_LIMIT: u64 = 1_000;
+
+/// An attempt's timeline, oldest entry first.
+#[derive(Serialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct Timeline {
+    /// `deployments.timeline/v1`.
+    pub schema_version: &'static str,
+    pub resource_id: String,
+    pub deployment_id: String,
+    /// The attempt's status, while its Deployment object exists.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<DeploymentState>,
+    pub entries: Vec<TimelineItem>,
+    /// Pass as `after` to read on; absent once the timeline was read to its end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_after: Option<i64>,
+    pub generated_at: String,
+}
+
+/// One entry: a deployment progress event (spec §6) and its place in the timeline.
+#[derive(Serialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct TimelineItem {
+    /// Increases along the timeline; pass the last one seen as `after` to read on.
+    pub sequence: i64,
+    #[serde(flatten)]
+    pub event: ProgressEvent,
+}
+
+fn unavailable(error: TimelineError) -> ApiError {
+    tracing::warn!(%error, "observation store unavailable");
+    ApiError::unavailable("deployment timelines are unavailable: the observation store failed")
+}
+
+/// Runs a store call off the async threads.
+async fn blocking<T: Send + 'static>(
+    store: &Arc<dyn TimelineStore>,
+    call: impl FnOnce(&dyn TimelineStore) -> Result<T, TimelineError> + Send + 'static,
+) -> ApiResult<T> {
+    let store = Arc::clone(store);
+    tokio::task::spawn_blocking(move || call(store.as_ref()))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(unavailable)
+}
+
+/// Follows the `application` entries (build output) of one attempt's timeline.
+pub struct OutputFollower {
+    store: Arc<dyn TimelineStore>,
+    key: TimelineKey,
+    after: i64,
+}
+
+impl OutputFollower {
+    pub fn new(store: Arc<dyn TimelineStore>, key: TimelineKey) -> Self {
+        Self {
+            store,
+            key,
+            after: 0,
+        }
+    }
+
+    /// Output recorded since the last call (one page); empty when the store fails, since the
+    /// stream's own events still report the attempt.
+    pub async fn next_lines(&mut self) -> Vec<ProgressEvent> {
+        let (key, after) = (self.key.clone(), self.after);
+        let read = blocking(&self.store, move |store| store.read(&key, after, PAGE)).await;
+        let entries: Vec<TimelineEntry> = read.unwrap_or_default();
+        if let Some(last) = entries.last() {
+            self.after = last.sequence;
+        }
+        entries
+            .into_iter()
+            .filter(|entry| entry.event.source == Source::Application)
+            .map(|entry| entry.event)
+            .collect()
+    }
+
+    /// Every output line not yet returned.
+    pub async fn remaining_lines(&mut self) -> Vec<ProgressEvent> {
+        let mut lines = Vec::new();
+        loop {
+            let before = self.after;
+            lines.extend(self.next_lines().await);
+            if self.after == before {
+                return lines;
+            }
+        }
+    }
+}
+
+pub async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((resource_id, deployment_id)): Path<(String, String)>,
+    query: QueryParams,
+) -> ApiResult<Json<Timeline>> {
+    known_params(&query, &["after", "limit"])?;
+    let after = query.integer("after", 0, i64::MAX as u64, 0)? as i64;
+    let limit = query.integer("limit", 1, MAX_LIMIT, PAGE as u64)? as usize;
+    let resource = lookup(&state, &caller, &resource_id)?;
+    let namespace = resource.namespace().unwrap_or_default();
+    let key = TimelineKey::new(&namespace, &resource_id, &deployment_id);
+    let deployment = Api::<Deployment>::namespaced(state.client.clone(), &namespace)
+        .get_opt(&deployment_id)
+        .await?
+        .filter(|d| d.spec.resource_id == resource_id);
+    let read_key = key.clone();
+    let (entries, recorded) = blocking(&state.timelines, move |store| {
+        // One more than asked tells whether the timeline goes on.
+        let entries = store.read(&read_key, after, limit + 1)?;
+        let recorded = !entries.is_empty() || store.count(&read_key)? > 0;
+        Ok((entries, recorded))
+    })
+    .await?;
+    if deployment.is_none() && !recorded {
+        return Err(ApiError::not_found("deployment", &deployment_id));
+    }
+    let masker = masker(&state, &caller, &resource).await?;
+    let more = entries.len() > limit;
+    let entries: Vec<TimelineItem> = entries
+        .into_iter()
+        .take(limit)
+        .map(|entry| TimelineItem {
+            sequence: entry.sequence,
+            event: ProgressEvent {
+                message: masker.mask(&entry.event.message),
+                ..entry.event
+            },
+        })
+        .collect();
+    Ok(Json(Timeline {
+        schema_version: "deployments.timeline/v1",
+        resource_id,
+        deployment_id,
+        status: deployment.and_then(|d| d.status).and_then(|s| s.status),
+        next_after: more.then(|| entries.last().map(|e| e.sequence)).flatten(),
+        entries,
+        generated_at: Timestamp::now().to_string(),
+    }))
+}

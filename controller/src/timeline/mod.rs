@@ -1,0 +1,78 @@
+//! Deployment timelines (DESIGN §3 and §5): every attempt's progress steps and the output of its
+//! build, kept in the observation store so they outlive the stream that showed them, the
+//! Deployment object and restarts of Berth. Entries hold only masked text.
+//!
+//! The controller records through a [`TimelineWriter`] (never blocking an attempt); the REST
+//! shim reads the same store to stream build output and to serve past timelines.
+
+mod sqlite;
+mod writer;
+
+use std::time::Duration;
+
+use berth_crds::progress::ProgressEvent;
+
+pub use sqlite::SqliteTimeline;
+pub use writer::TimelineWriter;
+
+/// Name of the store's file in the data directory.
+pub const FILE_NAME: &str = "observations.sqlite";
+/// Output lines kept per attempt; beyond, one line says how many were left out.
+pub const MAX_OUTPUT_LINES: usize = 5_000;
+
+/// Which attempt a timeline belongs to: Deployment names are unique per namespace only, and
+/// the resource is kept so a timeline is found (and authorized) through its resource.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TimelineKey {
+    pub namespace: String,
+    pub resource: String,
+    pub deployment: String,
+}
+
+impl TimelineKey {
+    pub fn new(
+        namespace: impl Into<String>,
+        resource: impl Into<String>,
+        deployment: impl Into<String>,
+    ) -> Self {
+        Self {
+            namespace: namespace.into(),
+            resource: resource.into(),
+            deployment: deployment.into(),
+        }
+    }
+}
+
+/// One stored entry; `sequence` increases in the order entries were recorded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimelineEntry {
+    pub sequence: i64,
+    pub event: ProgressEvent,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TimelineError {
+    #[error("observation store {path}: {message}")]
+    Open { path: String, message: String },
+    #[error("observation store: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("observation store: an entry could not be encoded: {0}")]
+    Encoding(#[from] serde_json::Error),
+}
+
+/// Where timelines live; SQLite by default, a server database could take its place.
+pub trait TimelineStore: Send + Sync {
+    /// Adds `events` to the end of `key`'s timeline, all or none.
+    fn append(&self, key: &TimelineKey, events: &[ProgressEvent]) -> Result<(), TimelineError>;
+    /// Up to `limit` entries of `key`'s timeline recorded after `after` (0: from the start).
+    fn read(
+        &self,
+        key: &TimelineKey,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<TimelineEntry>, TimelineError>;
+    /// How many entries `key`'s timeline holds.
+    fn count(&self, key: &TimelineKey) -> Result<i64, TimelineError>;
+    /// Removes entries recorded more than `retention` ago; returns how many went.
+    fn prune(&self, retention: Duration) -> Result<usize, TimelineError>;
+}

@@ -1,0 +1,218 @@
+//! The embedded observation store: one SQLite file shared by the controller (writes) and the
+//! REST shim (reads). WAL mode lets the shim read while the controller writes.
+
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use berth_crds::progress::ProgressEvent;
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::{TimelineEntry, TimelineError, TimelineKey, TimelineStore};
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS deployment_timeline (
+    sequence    INTEGER PRIMARY KEY AUTOINCREMENT,
+    namespace   TEXT    NOT NULL,
+    resource    TEXT    NOT NULL,
+    deployment  TEXT    NOT NULL,
+    recorded_ms INTEGER NOT NULL,
+    event       TEXT    NOT NULL
+);
+CREATE INDEX IF NOT EXISTS deployment_timeline_by_attempt
+    ON deployment_timeline (namespace, resource, deployment, sequence);
+CREATE INDEX IF NOT EXISTS deployment_timeline_by_age
+    ON deployment_timeline (recorded_ms);
+";
+
+/// A SQLite observation store.
+pub struct SqliteTimeline {
+    connection: Mutex<Connection>,
+}
+
+impl SqliteTimeline {
+    /// Opens (creating if needed) the store at `path`, and its directory.
+    pub fn open(path: &Path) -> Result<Self, TimelineError> {
+        let failed = |message: String| TimelineError::Open {
+            path: path.display().to_string(),
+            message,
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| failed(e.to_string()))?;
+        }
+        let connection = Connection::open(path).map_err(|e| failed(e.to_string()))?;
+        // Two processes use the file: wait for the other's lock rather than fail.
+        connection.busy_timeout(Duration::from_secs(5))?;
+        let mode: String = connection.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            tracing::warn!(path = %path.display(), %mode, "observation store not in WAL mode");
+        }
+        connection.pragma_update(None, "synchronous", "NORMAL")?;
+        connection.execute_batch(SCHEMA)?;
+        Ok(Self {
+            connection: Mutex::new(connection),
+        })
+    }
+
+    fn connection(&self) -> std::sync::MutexGuard<'_, Connection> {
+        // A panic while holding the lock leaves SQLite consistent; keep using it.
+        self.connection
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+impl TimelineStore for SqliteTimeline {
+    fn append(&self, key: &TimelineKey, events: &[ProgressEvent]) -> Result<(), TimelineError> {
+        let mut connection = self.connection();
+        let transaction = connection.transaction()?;
+        {
+            let mut insert = transaction.prepare_cached(
+                "INSERT INTO deployment_timeline
+                     (namespace, resource, deployment, recorded_ms, event)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
+            let recorded = now_ms();
+            for event in events {
+                let json = serde_json::to_string(event)?;
+                insert.execute(params![
+                    key.namespace,
+                    key.resource,
+                    key.deployment,
+                    recorded,
+                    json
+                ])?;
+            }
+        }
+        transaction.commit()?;
+        Ok(())
+    }
+
+    fn read(
+        &self,
+        key: &TimelineKey,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<TimelineEntry>, TimelineError> {
+        let connection = self.connection();
+        let mut select = connection.prepare_cached(
+            "SELECT sequence, event FROM deployment_timeline
+             WHERE namespace = ?1 AND resource = ?2 AND deployment = ?3 AND sequence > ?4
+             ORDER BY sequence LIMIT ?5",
+        )?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = select.query_map(
+            params![key.namespace, key.resource, key.deployment, after, limit],
+            |row| Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?)),
+        )?;
+        let mut entries = Vec::new();
+        for row in rows {
+            let (sequence, json) = row?;
+            entries.push(TimelineEntry {
+                sequence,
+                event: serde_json::from_str(&json)?,
+            });
+        }
+        Ok(entries)
+    }
+
+    fn count(&self, key: &TimelineKey) -> Result<i64, TimelineError> {
+        let connection = self.connection();
+        let count = connection
+            .query_row(
+                "SELECT COUNT(*) FROM deployment_timeline
+                 WHERE namespace = ?1 AND resource = ?2 AND deployment = ?3",
+                params![key.namespace, key.resource, key.deployment],
+                |row| row.get::<_, i64>(0),
+            )
+            .optional()?;
+        Ok(count.unwrap_or(0))
+    }
+
+    fn prune(&self, retention: Duration) -> Result<usize, TimelineError> {
+        let cutoff = now_ms() - i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
+        let connection = self.connection();
+        let removed = connection.execute(
+            "DELETE FROM deployment_timeline WHERE recorded_ms < ?1",
+            params![cutoff],
+        )?;
+        Ok(removed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_crds::deployment::{DeploymentPhase, DeploymentStep};
+    use berth_crds::progress::{Level, Source, StreamStatus};
+
+    fn event(message: &str) -> ProgressEvent {
+        ProgressEvent {
+            timestamp: "2026-11-22T06:00:00.000Z".into(),
+            source: Source::Platform,
+            phase: DeploymentPhase::Detect,
+            level: Level::Info,
+            message: message.into(),
+            deployment_id: "dep-web-1".into(),
+            status: StreamStatus::Running,
+            step: DeploymentStep {
+                current: 1,
+                total: 5,
+                label: "Detecting".into(),
+            },
+            stream: None,
+        }
+    }
+
+    fn store() -> (tempfile::TempDir, SqliteTimeline) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteTimeline::open(&dir.path().join("nested/store.sqlite")).unwrap();
+        (dir, store)
+    }
+
+    #[test]
+    fn timelines_keep_order_per_attempt_and_page_after_a_sequence() {
+        let (_dir, store) = store();
+        let web = TimelineKey::new("org-a", "web", "dep-web-1");
+        let other = TimelineKey::new("org-b", "web", "dep-web-1");
+        store.append(&web, &[event("one"), event("two")]).unwrap();
+        store.append(&other, &[event("elsewhere")]).unwrap();
+        store.append(&web, &[event("three")]).unwrap();
+        let all = store.read(&web, 0, 100).unwrap();
+        let messages: Vec<_> = all.iter().map(|e| e.event.message.as_str()).collect();
+        assert_eq!(messages, ["one", "two", "three"]);
+        assert_eq!(store.count(&web).unwrap(), 3);
+        assert_eq!(store.count(&other).unwrap(), 1);
+        let rest = store.read(&web, all[0].sequence, 1).unwrap();
+        assert_eq!(rest.len(), 1);
+        assert_eq!(rest[0].event.message, "two");
+    }
+
+    #[test]
+    fn a_second_handle_sees_what_the_first_wrote_and_pruning_honours_retention() {
+        let (dir, store) = store();
+        let key = TimelineKey::new("org-a", "web", "dep-web-1");
+        store.append(&key, &[event("kept")]).unwrap();
+        let reader = SqliteTimeline::open(&dir.path().join("nested/store.sqlite")).unwrap();
+        assert_eq!(reader.read(&key, 0, 10).unwrap()[0].event.message, "kept");
+        assert_eq!(store.prune(Duration::from_secs(3600)).unwrap(), 0);
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(store.prune(Duration::ZERO).unwrap(), 1);
+        assert_eq!(reader.count(&key).unwrap(), 0);
+    }
+
+    #[test]
+    fn an_unusable_path_names_itself() {
+        let error = match SqliteTimeline::open(Path::new("/proc/berth/store.sqlite")) {
+            Err(error) => error.to_string(),
+            Ok(_) => panic!("opened a store under /proc"),
+        };
+        assert!(error.contains("/proc/berth/store.sqlite"), "{error}");
+    }
+}

@@ -1,0 +1,102 @@
+//! Records timeline entries without holding an attempt up: entries queue to one thread that
+//! stores them in batches, in order; `flush` waits until everything queued before it is stored.
+
+use std::sync::Arc;
+
+use berth_crds::progress::ProgressEvent;
+use tokio::sync::{mpsc, oneshot};
+
+use super::{TimelineKey, TimelineStore};
+
+/// Entries taken from the queue into one batch at most.
+const BATCH: usize = 512;
+
+enum Command {
+    Record(TimelineKey, ProgressEvent),
+    Flush(oneshot::Sender<()>),
+}
+
+/// A cheap, cloneable handle to the writer thread; a disabled one records nothing.
+#[derive(Clone, Default)]
+pub struct TimelineWriter {
+    queue: Option<mpsc::UnboundedSender<Command>>,
+}
+
+impl TimelineWriter {
+    /// Starts the writer thread over `store`. It ends when the last handle is dropped.
+    pub fn start(store: Arc<dyn TimelineStore>) -> std::io::Result<Self> {
+        let (queue, commands) = mpsc::unbounded_channel();
+        std::thread::Builder::new()
+            .name("berth-timeline".into())
+            .spawn(move || write_batches(store.as_ref(), commands))?;
+        Ok(Self { queue: Some(queue) })
+    }
+
+    /// A writer that records nothing (no store configured).
+    pub fn disabled() -> Self {
+        Self::default()
+    }
+
+    /// Queues `event` for `key`'s timeline. The text must already be masked.
+    pub fn record(&self, key: &TimelineKey, event: ProgressEvent) {
+        if let Some(queue) = &self.queue {
+            let _ = queue.send(Command::Record(key.clone(), event));
+        }
+    }
+
+    /// Waits until every entry queued before this call is stored (or failed to be).
+    pub async fn flush(&self) {
+        let Some(queue) = &self.queue else { return };
+        let (done, stored) = oneshot::channel();
+        if queue.send(Command::Flush(done)).is_ok() {
+            let _ = stored.await;
+        }
+    }
+}
+
+/// The writer thread: takes what is queued, stores consecutive entries of one attempt in one
+/// transaction, then answers the flushes that were waiting behind them.
+fn write_batches(store: &dyn TimelineStore, mut commands: mpsc::UnboundedReceiver<Command>) {
+    while let Some(first) = commands.blocking_recv() {
+        let mut batch = vec![first];
+        while batch.len() < BATCH {
+            match commands.try_recv() {
+                Ok(command) => batch.push(command),
+                Err(_) => break,
+            }
+        }
+        let mut run: Option<(TimelineKey, Vec<ProgressEvent>)> = None;
+        let mut flushed = Vec::new();
+        for command in batch {
+            match command {
+                Command::Record(key, event) => match &mut run {
+                    Some((current, events)) if *current == key => events.push(event),
+                    _ => {
+                        if let Some((key, events)) = run.replace((key, vec![event])) {
+                            store_run(store, &key, &events);
+                        }
+                    }
+                },
+                Command::Flush(done) => flushed.push(done),
+            }
+        }
+        if let Some((key, events)) = run {
+            store_run(store, &key, &events);
+        }
+        for done in flushed {
+            let _ = done.send(());
+        }
+    }
+}
+
+fn store_run(store: &dyn TimelineStore, key: &TimelineKey, events: &[ProgressEvent]) {
+    if let Err(error) = store.append(key, events) {
+        tracing::warn!(
+            %error,
+            deployment = %key.deployment,
+            namespace = %key.namespace,
+            lost = events.len(),
+            "could not record timeline entries"
+        );
+    }
+}
