@@ -1,7 +1,8 @@
 //! Deployment timelines: a build's output reaches the progress stream as `application` events
-//! (masked, each before the step that follows it), and the attempt's whole timeline (steps,
-//! output, outcome) stays readable from the observation store after the stream ends and after
-//! the Deployment object is gone.
+//! (masked, each before the step that follows it), a container that fails its health check
+//! leaves its last output there, and the attempt's whole timeline (steps, output, outcome)
+//! stays readable from the observation store after the stream ends and after the Deployment
+//! object is gone.
 
 use std::time::Duration;
 
@@ -19,13 +20,14 @@ use crate::deployments_build::Scratch;
 use crate::shim_deployments_stream::{assert_envelope, parse_events, stream};
 use crate::shim_projects_envs::{environment, invalid, project};
 
-/// A busybox web app whose build prints a marker and the `BUILD_TOKEN` build arg.
+/// A busybox web app whose build prints a marker and the `BUILD_TOKEN` build arg, and which
+/// prints the `RUNTIME_TOKEN` variable and a line on stderr when it starts.
 const DOCKERFILE: &str = r#"FROM berth/busybox:1
 ARG BUILD_TOKEN=unset
 RUN echo "timeline-marker-$((6*7)) token=${BUILD_TOKEN}"
 COPY www/ /www/
 EXPOSE 8080
-CMD ["/bin/sh", "-c", "httpd -f -p 8080 -h /www & trap 'exit 0' TERM; wait"]
+CMD ["/bin/sh", "-c", "echo \"starting with token=${RUNTIME_TOKEN}\"; echo 'warming up' >&2; httpd -f -p 8080 -h /www & trap 'exit 0' TERM; wait"]
 "#;
 
 fn messages(events: &[Value]) -> Vec<String> {
@@ -180,6 +182,51 @@ async fn build_output_is_streamed_and_the_timeline_outlives_the_attempt() {
     let outsider = other.user(OrganizationRole::Owner).await.rest;
     outsider.get(&path).await.error(404, "not_found");
 
+    // A version without a home page fails its check: its output is in the stream and the
+    // timeline, masked, before the outcome; the previous version keeps serving.
+    let runtime_secret = format!("run-tok-{}{}", random_suffix(), random_suffix());
+    member
+        .post(
+            &format!("/resources/{id}/secrets"),
+            json!({"key": "RUNTIME_TOKEN", "value": runtime_secret}),
+        )
+        .await
+        .ok();
+    std::fs::remove_file(folder.path().join("app/www/index.html")).unwrap();
+    folder.write("app/www/other.html", "<h1>no home page</h1>\n");
+    let (_, _, failed_text) = stream(&member, &body).await;
+    let failed = assert_envelope(&parse_events(&failed_text));
+    let outcome = failed.last().unwrap();
+    assert_eq!(outcome["status"], "failed", "{failed:#?}");
+    assert_eq!(outcome["phase"], "verify");
+    let said: Vec<&Value> = failed
+        .iter()
+        .filter(|e| e["source"] == "application" && e["phase"] == "verify")
+        .collect();
+    assert!(
+        said.iter()
+            .any(|e| e["message"] == "starting with token=****" && e["stream"] == "stdout"),
+        "{said:#?}"
+    );
+    assert!(
+        said.iter()
+            .any(|e| e["message"] == "warming up" && e["stream"] == "stderr"),
+        "{said:#?}"
+    );
+    let failed_id = outcome["deploymentId"].as_str().unwrap();
+    let stored = member
+        .get(&format!("/resources/{id}/deployments/{failed_id}/timeline"))
+        .await
+        .ok();
+    assert_eq!(stored["status"], "failed");
+    let stored = stored["entries"].as_array().unwrap().clone();
+    assert!(
+        messages(&stored).contains(&"starting with token=****".to_string()),
+        "{stored:#?}"
+    );
+    assert_eq!(stored.last().unwrap()["status"], "failed");
+    wait_body(port, &format!("{slug}.localhost"), "timeline v2").await;
+
     // The Deployment object goes; its timeline stays.
     let deployments = Api::<Deployment>::namespaced(client.clone(), &org.namespace);
     deployments
@@ -199,7 +246,8 @@ async fn build_output_is_streamed_and_the_timeline_outlives_the_attempt() {
     assert!(kept.get("status").is_none(), "{kept}");
     assert_eq!(kept["entries"].as_array().unwrap().len(), entries.len());
 
-    assert_never_shown(&secret, &[&text]);
+    assert_never_shown(&secret, &[&text, &failed_text]);
+    assert_never_shown(&runtime_secret, &[&text, &failed_text]);
     delete_resource(&admin, &id, &slug).await;
     remove_server(&admin, &server).await;
 }

@@ -15,9 +15,10 @@ use kube::{Api, Resource as _, ResourceExt};
 
 use super::connect;
 use super::package;
+use super::package::Masker;
 use super::plan::plan;
-use super::progress::Progress;
 pub use super::progress::TOTAL_STEPS;
+use super::progress::{OutputSink, Progress};
 use super::runtime::Target;
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -92,6 +93,30 @@ pub async fn run(context: &Context, deployment: &Deployment) -> Result<()> {
         message: stopped.message,
     };
     progress.end(stopped.state, Some(error)).await
+}
+
+/// Lines of a failed container's output kept in the timeline.
+const LOG_TAIL_LINES: usize = 50;
+
+/// Records the last lines of the new container's output, masked, in the attempt's timeline.
+async fn record_log_tail(target: &Target, plan: &super::plan::Plan, output: &OutputSink) {
+    let tail = tokio::time::timeout(
+        PHASE_TIMEOUT,
+        target.log_tail(&plan.container_name, LOG_TAIL_LINES),
+    )
+    .await
+    .unwrap_or_else(|_| Err("no answer in time".into()));
+    match tail {
+        Ok(lines) => {
+            let masker = Masker::new(plan.secret_values.iter().chain(plan.build_args.values()));
+            for (stream, line) in lines {
+                output.line(stream, &masker.mask(&line));
+            }
+        }
+        Err(error) => {
+            tracing::warn!(%error, container = %plan.container_name, "could not read the container's output");
+        }
+    }
 }
 
 /// A phase under its deadline; running out of time stops the attempt.
@@ -229,20 +254,26 @@ async fn phases(
     let verify_limit = health.start_period
         + (health.interval + health.timeout) * (health.retries + 2)
         + Duration::from_secs(10);
-    check!(
-        timed(Verify, verify_limit, async {
-            // Probing may take a while; a cancel or a newer attempt ends it early.
-            tokio::select! {
-                probed = target.probe_until_healthy(&plan) => {
-                    probed.map_err(|message| stop(Verify, "health_check_failed", message))
-                }
-                stopped = watch_interruption(context, namespace, deployment, Verify) => {
-                    Err(stopped)
-                }
+    let verified = timed(Verify, verify_limit, async {
+        // Probing may take a while; a cancel or a newer attempt ends it early.
+        tokio::select! {
+            probed = target.probe_until_healthy(&plan) => {
+                probed.map_err(|message| stop(Verify, "health_check_failed", message))
             }
-        })
-        .await
-    );
+            stopped = watch_interruption(context, namespace, deployment, Verify) => {
+                Err(stopped)
+            }
+        }
+    })
+    .await;
+    if verified
+        .as_ref()
+        .is_err_and(|s| s.state == DeploymentState::Failed)
+    {
+        // What the container said explains most failed checks; it goes with the container.
+        record_log_tail(target, &plan, &progress.output()).await;
+    }
+    check!(verified);
     check!(interruption(context, namespace, deployment, Verify).await?);
     let route_id = super::plan::route_id(namespace, &resource.name_any());
     let switch = plan

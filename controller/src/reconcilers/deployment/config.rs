@@ -101,6 +101,11 @@ pub fn apply_to(plan: &mut Plan, entries: Vec<ConfigEntry>) {
     plan.build_args = config::values_of(&effective, VariableExposure::BuildTime)
         .map(|(key, value)| (key.to_string(), value.to_string()))
         .collect::<HashMap<_, _>>();
+    plan.secret_values = effective
+        .iter()
+        .filter(|entry| entry.secret)
+        .map(|entry| entry.value.clone())
+        .collect();
 }
 
 #[cfg(test)]

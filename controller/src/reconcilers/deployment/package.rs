@@ -485,19 +485,19 @@ fn build_failure(
 }
 
 /// Hides build-arg values: any occurrence of one becomes `****`.
-struct Masker {
+pub(super) struct Masker {
     values: Vec<String>,
 }
 
 impl Masker {
-    fn new<'a>(values: impl Iterator<Item = &'a String>) -> Self {
+    pub(super) fn new<'a>(values: impl Iterator<Item = &'a String>) -> Self {
         let mut values: Vec<String> = values.filter(|v| !v.is_empty()).cloned().collect();
         // Longest first, so a value containing another is hidden whole.
         values.sort_by_key(|v| std::cmp::Reverse(v.len()));
         Self { values }
     }
 
-    fn mask(&self, text: &str) -> String {
+    pub(super) fn mask(&self, text: &str) -> String {
         let mut text = text.to_string();
         for value in &self.values {
             if text.contains(value.as_str()) {

@@ -75,6 +75,8 @@ pub struct Plan {
     pub env: Vec<String>,
     /// Build-time variables, passed as Docker build args to image builds only.
     pub build_args: HashMap<String, String>,
+    /// Secret values of the configuration: masked in anything recorded from the container.
+    pub secret_values: Vec<String>,
     pub restart_policy: RestartPolicy,
     pub internal_port: u16,
     pub health: HealthPlan,
@@ -369,6 +371,7 @@ pub fn plan(
         labels,
         env: Vec::new(),
         build_args: HashMap::new(),
+        secret_values: Vec::new(),
         restart_policy: runtime.map(|r| r.restart_policy).unwrap_or_default(),
         internal_port,
         health,

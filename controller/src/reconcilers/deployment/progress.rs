@@ -259,3 +259,31 @@ async fn write_in_order(
     }
     last
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timeline::{SqliteTimeline, TimelineStore};
+
+    #[tokio::test]
+    async fn output_beyond_the_cap_is_left_out_with_one_line_saying_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(SqliteTimeline::open(&dir.path().join("t.sqlite")).unwrap());
+        let writer = TimelineWriter::start(store.clone()).unwrap();
+        let key = TimelineKey::new("org-a", "web", "dep-web-1");
+        let mut sink = OutputSink::disabled();
+        sink.timeline = writer.clone();
+        sink.key = key.clone();
+        for i in 0..MAX_OUTPUT_LINES + 10 {
+            sink.line(OutputStream::Stdout, &format!("line {i}"));
+        }
+        writer.flush().await;
+        let stored = store.read(&key, 0, MAX_OUTPUT_LINES + 100).unwrap();
+        assert_eq!(stored.len(), MAX_OUTPUT_LINES + 1);
+        assert_eq!(stored[0].event.message, "line 0");
+        assert_eq!(stored[0].event.stream, Some(OutputStream::Stdout));
+        let last = &stored.last().unwrap().event;
+        assert_eq!(last.level, Level::Warn);
+        assert!(last.message.contains("not kept"), "{}", last.message);
+    }
+}

@@ -5,15 +5,18 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use berth_crds::progress::OutputStream;
 use berth_crds::resource::UpstreamProtocol;
 use bollard::Docker;
+use bollard::container::LogOutput;
 use bollard::models::{
     ContainerCreateBody, ContainerSummary, HostConfig, Mount, MountType, PortBinding,
     RestartPolicy, RestartPolicyNameEnum,
 };
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, InspectContainerOptions, ListContainersOptionsBuilder,
-    RemoveContainerOptionsBuilder, StartContainerOptions, StopContainerOptionsBuilder,
+    LogsOptionsBuilder, RemoveContainerOptionsBuilder, StartContainerOptions,
+    StopContainerOptionsBuilder,
 };
 use bytes::Bytes;
 use http::Request;
@@ -209,6 +212,38 @@ impl Target {
                 Some((name.trim_start_matches('/').to_string(), deployment))
             })
             .collect())
+    }
+
+    /// The last `lines` lines the container wrote, oldest first, each with its stream.
+    pub async fn log_tail(
+        &self,
+        name: &str,
+        lines: usize,
+    ) -> Result<Vec<(OutputStream, String)>, String> {
+        use futures::StreamExt;
+        let options = LogsOptionsBuilder::new()
+            .stdout(true)
+            .stderr(true)
+            .tail(&lines.to_string())
+            .build();
+        let mut logs = self.docker.logs(name, Some(options));
+        let mut tail = Vec::new();
+        while let Some(chunk) = logs.next().await {
+            let (stream, message) = match chunk.map_err(|e| e.to_string())? {
+                LogOutput::StdErr { message } => (OutputStream::Stderr, message),
+                LogOutput::StdOut { message } | LogOutput::Console { message } => {
+                    (OutputStream::Stdout, message)
+                }
+                LogOutput::StdIn { .. } => continue,
+            };
+            let text = String::from_utf8_lossy(&message);
+            tail.extend(
+                text.lines()
+                    .filter(|line| !line.trim().is_empty())
+                    .map(|line| (stream, line.to_string())),
+            );
+        }
+        Ok(tail)
     }
 
     /// Probes the container until it answers the expected status, or returns why it did not.
