@@ -25,6 +25,13 @@ ensure_packages curl:curl jq:jq
 cd "$(dirname "$HACK_DIR")"
 
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$BERTH_CACHE/target}
+# Every fresh clone compiles Berth's own crates under new hashes, so their old artifacts and
+# incremental caches pile up in the shared target dir (tens of GB within days); a clone's
+# incremental cache is never reused, so CI writes none.
+prune_build_cache "$CARGO_TARGET_DIR"
+if [[ -n "${CI:-}" ]]; then
+  export CARGO_INCREMENTAL=0
+fi
 if [[ -z "${BERTH_TEST_QUICK:-}" ]]; then
   step "cargo fmt --check"
   cargo fmt --all -- --check

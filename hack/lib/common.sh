@@ -15,6 +15,7 @@
 #                                    started under NAME; no-op if not running
 #   is_running NAME                  true when NAME's pid file names a live process of ours
 #   ensure_packages CMD:PKG...       apt-get install the packages whose command is missing
+#   prune_build_cache TARGET_DIR     drop stale Berth artifacts from a shared cargo target dir
 
 BERTH_CACHE=${BERTH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/berth}
 BERTH_STACK_DIR=${BERTH_STACK_DIR:-$BERTH_CACHE/stack}
@@ -130,4 +131,15 @@ ensure_packages() {
     apt-get update -q >/dev/null
     apt-get install -y -q "${missing[@]}" >/dev/null
   fi
+}
+
+# prune_build_cache TARGET_DIR: removes what cargo never reuses from a shared target dir, Berth's
+# own crate artifacts and incremental caches untouched for a day (other clones' builds);
+# dependencies stay cached.
+prune_build_cache() {
+  local debug=$1/debug
+  [[ -d "$debug" ]] || return 0
+  find "$debug/incremental" -mindepth 1 -maxdepth 1 -mtime +0 -exec rm -rf {} + 2>/dev/null || true
+  find "$debug/deps" -maxdepth 1 \( -name '*berth*' -o -name 'integration-*' \) -mtime +0 \
+    -delete 2>/dev/null || true
 }
