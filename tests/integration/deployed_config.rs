@@ -231,6 +231,7 @@ async fn a_deployed_container_gets_the_effective_config_and_changes_wait_for_a_d
 
     // With auto-deploy on, a rotated secret (no spec change at all) rolls out by itself.
     let rotated = format!("pw2-{}{}", random_suffix(), random_suffix());
+    let changed = std::time::Instant::now();
     rest.post(
         &format!("{base}/secrets/DB_PASSWORD"),
         json!({"value": rotated}),
@@ -242,10 +243,36 @@ async fn a_deployed_container_gets_the_effective_config_and_changes_wait_for_a_d
         (last != second).then_some(last)
     })
     .await;
+    eprintln!(
+        "secret rotated → attempt {third} reported: {:?}",
+        changed.elapsed()
+    );
     let deployment = wait_ended(&ns, &third).await;
     assert_eq!(deployment.spec.trigger.as_deref(), Some("config-change"));
     let env = container_env(&container_of(&deployment));
     assert_eq!(env.get("DB_PASSWORD"), Some(&rotated));
+
+    // So does a variable set on the environment with kubectl.
+    let changed = std::time::Instant::now();
+    patch_variables(
+        &ns.api::<berth_crds::environment::Environment>(),
+        &env_id,
+        json!([{"key": "REGION", "value": "ap"}, {"key": "PORT", "value": "8080"}]),
+    )
+    .await;
+    let fourth = eventually(WAIT, "an environment-change attempt", || async {
+        let last = resources.get(&id).await.ok()?.status?.last_deployment_id?;
+        (last != third).then_some(last)
+    })
+    .await;
+    eprintln!(
+        "environment changed → attempt {fourth} reported: {:?}",
+        changed.elapsed()
+    );
+    let deployment = wait_ended(&ns, &fourth).await;
+    assert_eq!(deployment.spec.trigger.as_deref(), Some("config-change"));
+    let env = container_env(&container_of(&deployment));
+    assert_eq!(env.get("REGION").map(String::as_str), Some("ap"));
 
     // A new image repository is a new source binding: auto-deploy reports blocked and the
     // controller starts nothing for it.
@@ -262,7 +289,7 @@ async fn a_deployed_container_gets_the_effective_config_and_changes_wait_for_a_d
     .await;
     assert_eq!(policy["blockedReason"], "source-binding-changed");
     let resource = observed(&resources, &id).await;
-    assert_eq!(resource.status.unwrap().deployment_count, 3);
+    assert_eq!(resource.status.unwrap().deployment_count, 4);
 
     // No secret value in any status, event or log line.
     let objects = [

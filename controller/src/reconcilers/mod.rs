@@ -3,6 +3,7 @@
 pub mod archive;
 pub mod bookkeeping;
 pub mod bookkept_kinds;
+pub mod config_triggers;
 pub mod deployment;
 pub mod environment;
 pub mod fresh;

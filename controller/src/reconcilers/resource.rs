@@ -25,6 +25,7 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource as _, ResourceExt};
 
+use super::config_triggers as triggers;
 use super::deployment::plan::{self, RESOURCE_LABEL, ROUTE_SCHEME, SUPPORTED_SOURCES};
 use super::deployment::{attempt::is_newer, config, connect, package};
 use super::fresh::with_current_finalizers;
@@ -56,15 +57,35 @@ pub async fn run(
     .default_backoff()
     .touched_objects()
     .predicate_filter(deployment_outcome, PredicateConfig::default());
-    let stream = Controller::new(
+    let controller = Controller::new(
         Api::<Resource>::all(client.clone()),
         watcher::Config::default(),
-    )
-    .watches_stream(outcomes, |deployment| {
-        Some(ObjectRef::new(&deployment.spec.resource_id).within(&deployment.namespace()?))
-    })
-    .graceful_shutdown_on(shutdown)
-    .run(reconcile, error_policy(KIND), context);
+    );
+    let store = controller.store();
+    let (by_secret, by_environment, by_project, by_organization) =
+        (store.clone(), store.clone(), store.clone(), store);
+    let stream = controller
+        .watches_stream(outcomes, |deployment| {
+            Some(ObjectRef::new(&deployment.spec.resource_id).within(&deployment.namespace()?))
+        })
+        // Configuration changes outside the Resource: auto-deploy acts on them at once.
+        .watches_stream(triggers::secret_changes(&client), move |secret| {
+            triggers::resources_of_secret(&by_secret, &secret)
+        })
+        .watches_stream(triggers::environment_changes(&client), move |environment| {
+            triggers::resources_of_environment(&by_environment, &environment)
+        })
+        .watches_stream(triggers::project_changes(&client), move |project| {
+            triggers::resources_of_project(&by_project, &project)
+        })
+        .watches_stream(
+            triggers::organization_changes(&client),
+            move |organization| {
+                triggers::resources_of_organization(&by_organization, &organization)
+            },
+        )
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy(KIND), context);
     drain(KIND, stream).await;
 }
 
