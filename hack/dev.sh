@@ -49,8 +49,10 @@ apply_quickstart() {
   sample_app_url=$(kubectl get resource.berth.dev sample-app -n org-acme \
     -o jsonpath='{.status.accessSummary.latestGeneratedAccessRoute.url}')
   log "sample app served at $sample_app_url"
-  curl -fsS --max-time 5 --resolve "$(sample_app_resolve)" "$sample_app_url" >/dev/null ||
-    die "the sample app does not answer at $sample_app_url"
+  # A restarted stack restarts the edge proxy without routes; the controller writes the route
+  # again within seconds (Event RouteRestored), so give it that long.
+  wait_for 30 "the sample app answering at $sample_app_url" \
+    curl -fsS --max-time 5 -o /dev/null --resolve "$(sample_app_resolve)" "$sample_app_url"
 }
 
 # `host:port:127.0.0.1` for curl --resolve: *.localhost names always mean this machine.

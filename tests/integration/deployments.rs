@@ -312,7 +312,7 @@ async fn failing_health_check_keeps_the_old_version_serving() {
 }
 
 #[tokio::test]
-async fn a_container_removed_by_hand_is_restored_within_30_seconds() {
+async fn a_container_removed_by_hand_and_a_lost_route_are_restored_within_30_seconds() {
     let client = client().await;
     let ns = TestNamespace::new(&client, "dep-drift").await;
     let port = ready_server(&ns).await;
@@ -343,6 +343,32 @@ async fn a_container_removed_by_hand_is_restored_within_30_seconds() {
     let events = crate::servers::support::events(&ns);
     assert!(
         events.iter().any(|(reason, _)| reason == "DriftRepaired"),
+        "{events:?}"
+    );
+
+    // A restarted edge proxy (a server reboot, a Docker restart) starts without routes; the
+    // route comes back by itself.
+    let proxy = format!("berth-edge-proxy.{}.local", ns.name);
+    let restarted = std::process::Command::new("docker")
+        .args(["restart", "-t", "1", &proxy])
+        .output()
+        .unwrap();
+    assert!(restarted.status.success(), "{restarted:?}");
+    let started = Instant::now();
+    eventually(Duration::from_secs(30), "route restored", || {
+        let http = http.clone();
+        let host = host.clone();
+        async move {
+            fetch(&http, port, &host)
+                .await
+                .filter(|(code, body)| *code == 200 && body.contains("v1"))
+        }
+    })
+    .await;
+    eprintln!("route restored in {:?}", started.elapsed());
+    let events = crate::servers::support::events(&ns);
+    assert!(
+        events.iter().any(|(reason, _)| reason == "RouteRestored"),
         "{events:?}"
     );
     teardown(&ns, &name).await;

@@ -27,6 +27,7 @@ use kube::{Api, Resource as _, ResourceExt};
 
 use super::config_triggers as triggers;
 use super::deployment::plan::{self, RESOURCE_LABEL, ROUTE_SCHEME, SUPPORTED_SOURCES};
+use super::deployment::runtime::Target;
 use super::deployment::{attempt::is_newer, config, connect, package};
 use super::fresh::with_current_finalizers;
 use super::{drain, error_policy};
@@ -311,14 +312,15 @@ async fn repair_drift(
         Err(_) => return ProxyRouteStatus::Unknown,
     }
     let repaired = match target.running(&plan.container_name).await {
-        Ok(Some(true)) => return ProxyRouteStatus::Ready,
-        Ok(Some(false)) => target.start(&plan.container_name).await.map(|()| "started"),
-        Ok(None) => target.start_container(&plan).await.map(|()| "recreated"),
+        Ok(Some(true)) => None,
+        Ok(Some(false)) => Some(target.start(&plan.container_name).await.map(|()| "started")),
+        Ok(None) => Some(target.start_container(&plan).await.map(|()| "recreated")),
         Err(_) => return ProxyRouteStatus::Unknown,
     };
     let reference = resource.object_ref(&());
     match repaired {
-        Ok(verb) => {
+        None => {}
+        Some(Ok(verb)) => {
             let note = format!(
                 "managed container {} was gone or stopped; {verb} it",
                 plan.container_name
@@ -326,9 +328,8 @@ async fn repair_drift(
             context
                 .publish_event(&reference, EventType::Normal, "DriftRepaired", note)
                 .await;
-            ProxyRouteStatus::Ready
         }
-        Err(error) => {
+        Some(Err(error)) => {
             let note = format!(
                 "could not restore container {}: {error}",
                 plan.container_name
@@ -336,7 +337,46 @@ async fn repair_drift(
             context
                 .publish_event(&reference, EventType::Warning, "DriftRepairFailed", note)
                 .await;
-            ProxyRouteStatus::Failed
+            return ProxyRouteStatus::Failed;
+        }
+    }
+    restore_route(resource, context, namespace, &target, &plan).await
+}
+
+/// Writes the serving container's route again when the edge proxy lost it (a restarted or
+/// recreated proxy starts without routes).
+async fn restore_route(
+    resource: &Resource,
+    context: &Context,
+    namespace: &str,
+    target: &Target,
+    plan: &plan::Plan,
+) -> ProxyRouteStatus {
+    let route_id = plan::route_id(namespace, &resource.name_any());
+    let wanted = plan
+        .route
+        .as_ref()
+        .map(|r| (r, plan.container_name.as_str(), plan.internal_port));
+    match target.ensure_route(&route_id, wanted).await {
+        Ok(false) => ProxyRouteStatus::Ready,
+        Ok(true) => {
+            let note = format!(
+                "the edge proxy had lost the route to {}; wrote it again",
+                plan.container_name
+            );
+            context
+                .publish_event(
+                    &resource.object_ref(&()),
+                    EventType::Normal,
+                    "RouteRestored",
+                    note,
+                )
+                .await;
+            ProxyRouteStatus::Ready
+        }
+        Err(error) => {
+            tracing::warn!(%error, resource = %resource.name_any(), "could not check the route");
+            ProxyRouteStatus::Unknown
         }
     }
 }

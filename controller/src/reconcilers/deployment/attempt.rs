@@ -5,6 +5,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use berth_crds::deployment::{Deployment, DeploymentError, DeploymentPhase, DeploymentState};
+use berth_crds::progress::Level;
 use berth_crds::resource::Resource;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -58,6 +59,14 @@ pub async fn run(context: &Context, deployment: &Deployment) -> Result<()> {
         deployment,
         context.timeline.clone(),
     );
+    if progress.status.started_at.is_some() {
+        // Started before and never ended: the controller stopped (or lost a write) midway.
+        progress.note(
+            Level::Warn,
+            "the attempt was interrupted (controller restart or a lost status write); it runs \
+             again from the start",
+        );
+    }
     progress.status.status = Some(DeploymentState::Running);
     progress.status.started_at = Some(Time(Timestamp::now()));
     progress.status.finished_at = None;

@@ -77,6 +77,12 @@ impl<'a> Progress<'a> {
         }
     }
 
+    /// Records a platform message of the attempt's own in its timeline (not in its status).
+    pub fn note(&self, level: Level, message: impl Into<String>) {
+        let event = self.event(level, StreamStatus::Running, message.into());
+        self.timeline.record(&self.key, event);
+    }
+
     /// Where the current step's output lines go (the timeline).
     pub fn output(&self) -> OutputSink {
         let template = self.event(Level::Info, StreamStatus::Running, String::new());

@@ -308,6 +308,37 @@ impl Target {
         }
     }
 
+    /// Puts the resource's route back when the proxy lost or changed it: a restarted proxy
+    /// starts from its base configuration. Returns whether the route had to be written.
+    pub async fn ensure_route(
+        &self,
+        route_id: &str,
+        target: Option<(&RoutePlan, &str, u16)>,
+    ) -> Result<bool, RemoteError> {
+        let current = self.proxy.config().await?;
+        let present = current
+            .pointer("/apps/http/servers/edge/routes")
+            .and_then(Value::as_array)
+            .and_then(|routes| {
+                routes
+                    .iter()
+                    .find(|r| r.get("@id").and_then(Value::as_str) == Some(route_id))
+            });
+        let wanted = target.map(|(route, container, port)| caddy_route(route, container, port));
+        // What decides where requests go: the matcher and the upstream.
+        let essence = |route: &Value| {
+            (
+                route.get("match").cloned(),
+                route.pointer("/handle/0/upstreams").cloned(),
+            )
+        };
+        if present.map(essence) == wanted.as_ref().map(essence) {
+            return Ok(false);
+        }
+        self.switch_route(route_id, target).await?;
+        Ok(true)
+    }
+
     /// Points the resource's route at `container:port` (or removes it with `None`), keeping
     /// every other route of the proxy.
     pub async fn switch_route(
