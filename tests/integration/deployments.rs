@@ -327,24 +327,7 @@ async fn a_container_removed_by_hand_and_a_lost_route_are_restored_within_30_sec
         .output()
         .unwrap();
     assert!(removed.status.success());
-    let started = Instant::now();
-    let http = reqwest::Client::new();
-    eventually(Duration::from_secs(30), "container restored", || {
-        let http = http.clone();
-        let host = host.clone();
-        async move {
-            fetch(&http, port, &host)
-                .await
-                .filter(|(code, body)| *code == 200 && body.contains("v1"))
-        }
-    })
-    .await;
-    eprintln!("drift repaired in {:?}", started.elapsed());
-    let events = crate::servers::support::events(&ns);
-    assert!(
-        events.iter().any(|(reason, _)| reason == "DriftRepaired"),
-        "{events:?}"
-    );
+    wait_restored(&ns, port, &host, "container restored", "DriftRepaired").await;
 
     // A restarted edge proxy (a server reboot, a Docker restart) starts without routes; the
     // route comes back by itself.
@@ -354,24 +337,26 @@ async fn a_container_removed_by_hand_and_a_lost_route_are_restored_within_30_sec
         .output()
         .unwrap();
     assert!(restarted.status.success(), "{restarted:?}");
+    wait_restored(&ns, port, &host, "route restored", "RouteRestored").await;
+    teardown(&ns, &name).await;
+}
+
+/// Waits (30 s at most) until `host` serves v1 again, then checks an Event `reason` says why.
+async fn wait_restored(ns: &TestNamespace, port: u16, host: &str, what: &str, reason: &str) {
     let started = Instant::now();
-    eventually(Duration::from_secs(30), "route restored", || {
+    let http = reqwest::Client::new();
+    eventually(Duration::from_secs(30), what, || {
         let http = http.clone();
-        let host = host.clone();
         async move {
-            fetch(&http, port, &host)
+            fetch(&http, port, host)
                 .await
                 .filter(|(code, body)| *code == 200 && body.contains("v1"))
         }
     })
     .await;
-    eprintln!("route restored in {:?}", started.elapsed());
-    let events = crate::servers::support::events(&ns);
-    assert!(
-        events.iter().any(|(reason, _)| reason == "RouteRestored"),
-        "{events:?}"
-    );
-    teardown(&ns, &name).await;
+    eprintln!("{what} in {:?}", started.elapsed());
+    let events = crate::servers::support::events(ns);
+    assert!(events.iter().any(|(r, _)| r == reason), "{events:?}");
 }
 
 /// Waits until Deployment `name` reports `phase`.

@@ -16,7 +16,7 @@ enum Command {
     Flush(oneshot::Sender<()>),
 }
 
-/// A cheap, cloneable handle to the writer thread; a disabled one records nothing.
+/// A cheap, cloneable handle to the writer thread; the default one records nothing.
 #[derive(Clone, Default)]
 pub struct TimelineWriter {
     queue: Option<mpsc::UnboundedSender<Command>>,
@@ -30,11 +30,6 @@ impl TimelineWriter {
             .name("berth-timeline".into())
             .spawn(move || write_batches(store.as_ref(), commands))?;
         Ok(Self { queue: Some(queue) })
-    }
-
-    /// A writer that records nothing (no store configured).
-    pub fn disabled() -> Self {
-        Self::default()
     }
 
     /// Queues `event` for `key`'s timeline. The text must already be masked.
