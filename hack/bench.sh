@@ -7,11 +7,15 @@
 #                         sent straight to the API server, concurrency 64: p50, p99, throughput
 #   hack/bench.sh deploy  apply of a Resource (local image) until the first 200 through the edge
 #                         proxy, p50 of N runs, against a floor measured in the same run
+#   hack/bench.sh scale   what idle apps cost: API requests, CPU, RSS and SSH channels at rest
+#                         with N Resources, 200 applied at once, drift repair time
 set -euo pipefail
 HACK_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export BERTH_LOG_PREFIX=bench
 # shellcheck source-path=SCRIPTDIR
 source "$HACK_DIR/lib/common.sh"
+# shellcheck source-path=SCRIPTDIR
+source "$HACK_DIR/lib/bench-scale.sh"
 
 usage() {
   cat <<USAGE
@@ -31,6 +35,13 @@ Commands:
         until the first 200 through the edge proxy; alternating with the floor, the same image
         started with raw Docker API calls through an open SSH tunnel until its first 200. Prints
         both p50s and their ratio; fails above 1.5x (the berth-bench-deploy binary).
+  scale [N] [DECLARED]
+        Release berth-controller with N (default 300) Resources of the sample app on the local
+        server, then DECLARED (default 2000) in all, the rest without a server. At rest for 60 s
+        each: API requests/min (WATCH excluded) against a baseline with berth-controller
+        stopped, its CPU and RSS, SSH channels/min; 200 Resources applied at once until Ready;
+        drift repair (container removed by hand until the route answers 200). Fails when a
+        goal of issue 10 is missed.
 USAGE
 }
 
@@ -127,6 +138,7 @@ case "${1:-}" in
   ssh) shift; bench_ssh "$@" ;;
   shim) shift; bench_shim "$@" ;;
   deploy) shift; bench_deploy "$@" ;;
+  scale) shift; bench_scale "$@" ;;
   -h | --help | help) usage ;;
   *) usage >&2; exit 2 ;;
 esac

@@ -7,7 +7,9 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 
+use crate::cache::Caches;
 use crate::metrics::Metrics;
+use crate::observer::Observers;
 use crate::remote::{PoolSettings, ServerConnectionPool};
 use crate::timeline::TimelineWriter;
 
@@ -25,10 +27,20 @@ pub struct Context {
     pub ready: AtomicBool,
     /// Where deployment timelines are recorded.
     pub timeline: TimelineWriter,
+    /// What reconcilers read instead of asking the API server.
+    pub caches: Caches,
+    /// One observer per server: what runs where, and who to wake when it changes.
+    pub observers: Observers,
 }
 
 impl Context {
-    pub fn new(client: Client, metrics: Metrics, timeline: TimelineWriter) -> Arc<Self> {
+    pub fn new(
+        client: Client,
+        metrics: Metrics,
+        timeline: TimelineWriter,
+        caches: Caches,
+        observers: Observers,
+    ) -> Arc<Self> {
         let reporter = Reporter {
             controller: FIELD_MANAGER.into(),
             instance: std::env::var("HOSTNAME").ok(),
@@ -40,6 +52,8 @@ impl Context {
             servers: ServerConnectionPool::new(PoolSettings::default()),
             ready: AtomicBool::new(false),
             timeline,
+            caches,
+            observers,
         })
     }
 

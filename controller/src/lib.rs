@@ -1,12 +1,14 @@
 //! Berth's controller: reconcilers that converge Berth's custom resources.
 #![forbid(unsafe_code)]
 
+pub mod cache;
 pub mod cli;
 pub mod context;
 pub mod error;
 pub mod health;
 pub mod leadership;
 pub mod metrics;
+pub mod observer;
 pub mod reconcilers;
 pub mod remote;
 pub mod shutdown;
@@ -29,7 +31,15 @@ use crate::metrics::Metrics;
 pub async fn run(options: RunOptions) -> anyhow::Result<()> {
     let client = Client::try_default().await?;
     let timeline = open_timeline(&options)?;
-    let context = Context::new(client.clone(), Metrics::default(), timeline);
+    let (caches, feeds) = cache::Caches::new();
+    let (observers, wakes) = observer::Observers::new();
+    let context = Context::new(
+        client.clone(),
+        Metrics::default(),
+        timeline,
+        caches,
+        observers,
+    );
     let shutdown = shutdown::on_signal();
 
     let server = tokio::spawn(health::serve(
@@ -52,7 +62,7 @@ pub async fn run(options: RunOptions) -> anyhow::Result<()> {
     context.set_ready(true);
     tracing::info!(%identity, "leader; starting reconcilers");
     let outcome = tokio::select! {
-        _ = reconcilers::run_all(context.clone(), shutdown.clone()) => Ok(()),
+        _ = reconcilers::run_all(context.clone(), feeds, wakes, shutdown.clone()) => Ok(()),
         lost = leader.lost() => Err(anyhow::anyhow!("lost the leader Lease: {lost}")),
     };
     context.set_ready(false);

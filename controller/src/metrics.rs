@@ -54,6 +54,11 @@ impl Default for Metrics {
             duration.clone(),
         );
         registry.register(
+            "ssh_channels_opened",
+            "SSH channels opened on servers, by kind (exec: a command run)",
+            crate::remote::CHANNELS_OPENED.clone(),
+        );
+        registry.register(
             "leader",
             "1 while this replica holds the Lease",
             leader.clone(),

@@ -131,6 +131,9 @@ pub struct DeploymentStatus {
     /// Why the attempt failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<DeploymentError>,
+    /// Set while the attempt waits to run again after a passing infrastructure fault.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<DeploymentRetry>,
     /// Generation of the spec last acted on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
@@ -149,6 +152,18 @@ pub struct DeploymentStep {
     pub total: i64,
     /// What the current step does.
     pub label: String,
+}
+
+/// A scheduled retry of an attempt that failed for a passing reason.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeploymentRetry {
+    /// How many times the attempt was retried so far, this one included.
+    pub count: i64,
+    /// When the attempt runs again.
+    pub next_retry_at: Time,
+    /// The fault that is being retried.
+    pub last_error: DeploymentError,
 }
 
 /// A structured deployment failure.

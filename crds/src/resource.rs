@@ -111,6 +111,12 @@ pub struct ResourceSpec {
     /// Storage volumes mounted into the resource.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub storage_attachments: Vec<StorageAttachment>,
+    /// How many finished attempts stay as Deployment objects (default 10); older ones are
+    /// removed once their timeline is in the observation store, where they stay readable.
+    /// The running and the serving attempt are always kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 100))]
+    pub deployment_history_limit: Option<u32>,
     /// Plain (non-secret) variables; they override the environment's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub variables: Vec<PlainVariable>,
@@ -518,6 +524,17 @@ pub struct AppliedAccessRoute {
     pub target_port: Option<i64>,
     /// When the route was last updated.
     pub updated_at: Time,
+}
+
+/// Finished attempts kept as Deployment objects unless `spec.deploymentHistoryLimit` says.
+pub const DEFAULT_DEPLOYMENT_HISTORY_LIMIT: u32 = 10;
+
+impl ResourceSpec {
+    /// How many finished attempts stay as Deployment objects.
+    pub fn deployment_history_limit(&self) -> usize {
+        self.deployment_history_limit
+            .unwrap_or(DEFAULT_DEPLOYMENT_HISTORY_LIMIT) as usize
+    }
 }
 
 #[cfg(test)]

@@ -59,6 +59,7 @@ async fn resource_with(
         access_profile: None,
         auto_deploy: Default::default(),
         storage_attachments: vec![],
+        deployment_history_limit: None,
         variables,
         secrets_ref,
         image_pull_secret_ref: None,

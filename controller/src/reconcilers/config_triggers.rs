@@ -8,33 +8,27 @@ use berth_crds::environment::Environment;
 use berth_crds::organization::Organization;
 use berth_crds::project::Project;
 use berth_crds::resource::Resource;
+use std::sync::Arc;
+
 use futures::Stream;
 use k8s_openapi::api::core::v1::Secret;
-use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::{WatchStreamExt, predicates, watcher};
-use kube::{Api, Client, ResourceExt};
+use kube::ResourceExt;
+use kube::runtime::reflector::{ObjectRef, ReflectHandle, Store};
 
-type Changes<K> = std::pin::Pin<Box<dyn Stream<Item = Result<K, watcher::Error>> + Send>>;
+use crate::cache::{changed_by, digest};
 
-/// Objects of kind `K` as they change; with `spec_only`, only when their spec (generation)
-/// changes, so status writes of other reconcilers trigger nothing.
-fn changes<K>(client: &Client, spec_only: bool) -> Changes<K>
+/// Objects of kind `K` whose spec (generation) changed, so status writes of other reconcilers
+/// trigger nothing.
+pub fn spec_changes<K>(objects: ReflectHandle<K>) -> impl Stream<Item = Arc<K>> + Send
 where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + 'static,
+    K: kube::Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
 {
-    let touched = watcher(Api::<K>::all(client.clone()), watcher::Config::default())
-        .default_backoff()
-        .touched_objects();
-    if spec_only {
-        Box::pin(touched.predicate_filter(predicates::generation, Default::default()))
-    } else {
-        Box::pin(touched)
-    }
+    changed_by(objects, |object: &K| digest(object.meta().generation))
+}
+
+/// Secrets whose contents may have changed.
+pub fn secret_changes(secrets: ReflectHandle<Secret>) -> impl Stream<Item = Arc<Secret>> + Send {
+    changed_by(secrets, |secret: &Secret| digest(secret.resource_version()))
 }
 
 /// The Resources of `namespace` that `feeds` says a change reaches.
@@ -54,18 +48,10 @@ fn resources_in(
         .collect()
 }
 
-pub fn secret_changes(client: &Client) -> Changes<Secret> {
-    changes(client, false)
-}
-
 /// A Secret feeds the Resources whose secret values it holds.
 pub fn resources_of_secret(store: &Store<Resource>, secret: &Secret) -> Vec<ObjectRef<Resource>> {
     let name = secret.name_any();
     resources_in(store, secret.namespace(), |r| secret_name(r) == name)
-}
-
-pub fn environment_changes(client: &Client) -> Changes<Environment> {
-    changes(client, true)
 }
 
 pub fn resources_of_environment(
@@ -78,20 +64,12 @@ pub fn resources_of_environment(
     })
 }
 
-pub fn project_changes(client: &Client) -> Changes<Project> {
-    changes(client, true)
-}
-
 pub fn resources_of_project(
     store: &Store<Resource>,
     project: &Project,
 ) -> Vec<ObjectRef<Resource>> {
     let name = project.name_any();
     resources_in(store, project.namespace(), |r| r.spec.project_id == name)
-}
-
-pub fn organization_changes(client: &Client) -> Changes<Organization> {
-    changes(client, true)
 }
 
 /// An organization feeds every Resource in its namespace.

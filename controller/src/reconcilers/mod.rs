@@ -20,8 +20,10 @@ use futures::StreamExt;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 
+use crate::cache::Feeds;
 use crate::context::Context;
 use crate::error::Error;
+use crate::observer::WakeReceivers;
 
 /// How long to wait before retrying a transient failure.
 const RETRY_AFTER: Duration = Duration::from_secs(5);
@@ -61,9 +63,12 @@ where
         .await;
 }
 
-/// Runs every controller until `shutdown` resolves.
+/// Runs every controller until `shutdown` resolves. The shared watches start once every
+/// controller has subscribed to the kinds it reacts to.
 pub async fn run_all(
     context: Arc<Context>,
+    feeds: Feeds,
+    wakes: WakeReceivers,
     shutdown: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) {
     use berth_crds::{
@@ -72,23 +77,57 @@ pub async fn run_all(
         route_surface_decision::RouteSurfaceDecision, session::Session,
         threshold_policy::ThresholdPolicy, usage_intent::UsageIntent, user::User,
     };
-    tokio::join!(
-        organization::run(context.clone(), shutdown.clone()),
-        project::run(context.clone(), shutdown.clone()),
-        environment::run(context.clone(), shutdown.clone()),
-        ssh_credential::run(context.clone(), shutdown.clone()),
-        server::run(context.clone(), shutdown.clone()),
-        deployment::run(context.clone(), shutdown.clone()),
-        resource::run(context.clone(), shutdown.clone()),
-        bookkeeping::run::<User>(context.clone(), shutdown.clone()),
-        bookkeeping::run::<Session>(context.clone(), shutdown.clone()),
-        bookkeeping::run::<Member>(context.clone(), shutdown.clone()),
-        bookkeeping::run::<Invitation>(context.clone(), shutdown.clone()),
-        bookkeeping::run::<DeployToken>(context.clone(), shutdown.clone()),
-        bookkeeping::run::<UsageIntent>(context.clone(), shutdown.clone()),
-        bookkeeping::run::<OverlayDecision>(context.clone(), shutdown.clone()),
-        bookkeeping::run::<RouteSurfaceDecision>(context.clone(), shutdown.clone()),
-        bookkeeping::run::<ThresholdPolicy>(context.clone(), shutdown.clone()),
-        bookkeeping::run::<RetentionPolicy>(context, shutdown),
-    );
+    let resources = resource::Inputs {
+        resources: feeds.resources.subscribe(),
+        deployments: feeds.deployments.subscribe(),
+        secrets: feeds.secrets.subscribe(),
+        environments: feeds.environments.subscribe(),
+        projects: feeds.projects.subscribe(),
+        organizations: feeds.organizations.subscribe(),
+        woken: wakes.resources,
+    };
+    let servers = server::Inputs {
+        servers: feeds.servers.subscribe(),
+        credentials: feeds.credentials.subscribe(),
+        resources: feeds.resources.subscribe(),
+        deployments: feeds.deployments.subscribe(),
+        woken: wakes.servers,
+    };
+    let deployments = deployment::Inputs {
+        deployments: feeds.deployments.subscribe(),
+        servers: feeds.servers.subscribe(),
+    };
+    let credentials = ssh_credential::Inputs {
+        credentials: feeds.credentials.subscribe(),
+        secrets: feeds.secrets.subscribe(),
+        servers: feeds.servers.subscribe(),
+    };
+    let controllers = async {
+        context.caches.wait_until_ready().await;
+        tracing::info!("caches filled; starting the controllers");
+        tokio::join!(
+            organization::run(context.clone(), shutdown.clone()),
+            project::run(context.clone(), shutdown.clone()),
+            environment::run(context.clone(), shutdown.clone()),
+            ssh_credential::run(context.clone(), credentials, shutdown.clone()),
+            server::run(context.clone(), servers, shutdown.clone()),
+            deployment::run(context.clone(), deployments, shutdown.clone()),
+            resource::run(context.clone(), resources, shutdown.clone()),
+            bookkeeping::run::<User>(context.clone(), shutdown.clone()),
+            bookkeeping::run::<Session>(context.clone(), shutdown.clone()),
+            bookkeeping::run::<Member>(context.clone(), shutdown.clone()),
+            bookkeeping::run::<Invitation>(context.clone(), shutdown.clone()),
+            bookkeeping::run::<DeployToken>(context.clone(), shutdown.clone()),
+            bookkeeping::run::<UsageIntent>(context.clone(), shutdown.clone()),
+            bookkeeping::run::<OverlayDecision>(context.clone(), shutdown.clone()),
+            bookkeeping::run::<RouteSurfaceDecision>(context.clone(), shutdown.clone()),
+            bookkeeping::run::<ThresholdPolicy>(context.clone(), shutdown.clone()),
+            bookkeeping::run::<RetentionPolicy>(context.clone(), shutdown.clone()),
+        );
+    };
+    // The watches end with the process; the controllers end on shutdown.
+    tokio::select! {
+        _ = feeds.run(context.client.clone()) => {}
+        _ = controllers => {}
+    }
 }

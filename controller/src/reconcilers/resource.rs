@@ -2,37 +2,42 @@
 //! summary, restores a managed container removed or stopped by hand, and removes containers and
 //! route when the Resource is deleted.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::Duration;
 
 use berth_crds::condition::{self, Condition, ConditionStatus, READY};
 use berth_crds::deployment::{Deployment, DeploymentSpec, DeploymentState};
+use berth_crds::environment::Environment;
+use berth_crds::organization::Organization;
+use berth_crds::project::Project;
 use berth_crds::resource::{
     AccessSummary, AppliedAccessRoute, PlannedAccessRoute, ProxyRouteStatus, Resource,
     ResourceStatus,
 };
 use berth_crds::server::{ProxyKind, Server};
+use futures::channel::mpsc::UnboundedReceiver;
+use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::api::{DeleteParams, PostParams};
 use kube::runtime::Controller;
-use kube::runtime::PredicateConfig;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
-use kube::runtime::reflector::ObjectRef;
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::reflector::{ObjectRef, ReflectHandle};
 use kube::{Api, Resource as _, ResourceExt};
 
 use super::config_triggers as triggers;
 use super::deployment::plan::{self, RESOURCE_LABEL, ROUTE_SCHEME, SUPPORTED_SOURCES};
 use super::deployment::runtime::Target;
-use super::deployment::{attempt::is_newer, config, connect, package};
+use super::deployment::{config, connect, package};
 use super::fresh::with_current_finalizers;
-use super::{drain, error_policy};
+use super::{RESYNC_AFTER, drain, error_policy};
+use crate::cache::{Caches, changed_by, digest};
 use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::observer::Connectivity;
+use crate::remote::ServerId;
 use crate::status::apply_status;
 
 const KIND: &str = "Resource";
@@ -40,62 +45,61 @@ const KIND: &str = "Resource";
 pub const FINALIZER: &str = "berth.dev/resource-cleanup";
 /// Annotation on a Deployment: the Resource generation it was started for.
 pub const GENERATION_ANNOTATION: &str = "berth.dev/resource-generation";
-/// Re-check interval: a container removed by hand is back within this plus one attempt.
-const DRIFT_CHECK: Duration = Duration::from_secs(10);
+
+/// What the Resource controller reacts to, besides the server observers' wake-ups.
+pub struct Inputs {
+    pub resources: ReflectHandle<Resource>,
+    pub deployments: ReflectHandle<Deployment>,
+    pub secrets: ReflectHandle<Secret>,
+    pub environments: ReflectHandle<Environment>,
+    pub projects: ReflectHandle<Project>,
+    pub organizations: ReflectHandle<Organization>,
+    pub woken: UnboundedReceiver<ObjectRef<Resource>>,
+}
 
 pub async fn run(
     context: Arc<Context>,
+    inputs: Inputs,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let client = context.client.clone();
     // A Deployment's progress steps change nothing a Resource reports: only its outcome does.
-    // Reconciling on every step would load the API server while the attempt runs. (A Deployment
-    // deleted by hand changes no outcome; the periodic drift check notices it.)
-    let outcomes = watcher(
-        Api::<Deployment>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .default_backoff()
-    .touched_objects()
-    .predicate_filter(deployment_outcome, PredicateConfig::default());
-    let controller = Controller::new(
-        Api::<Resource>::all(client.clone()),
-        watcher::Config::default(),
+    let outcomes = changed_by(inputs.deployments, |deployment: &Deployment| {
+        digest(format!("{:?}", state(deployment)))
+    });
+    let caches = &context.caches;
+    let (by_secret, by_environment, by_project, by_organization) = (
+        caches.resources.clone(),
+        caches.resources.clone(),
+        caches.resources.clone(),
+        caches.resources.clone(),
     );
-    let store = controller.store();
-    let (by_secret, by_environment, by_project, by_organization) =
-        (store.clone(), store.clone(), store.clone(), store);
-    let stream = controller
-        .watches_stream(outcomes, |deployment| {
+    let stream = Controller::for_shared_stream(inputs.resources, caches.resources.clone())
+        .watches_shared_stream(outcomes, |deployment| {
             Some(ObjectRef::new(&deployment.spec.resource_id).within(&deployment.namespace()?))
         })
         // Configuration changes outside the Resource: auto-deploy acts on them at once.
-        .watches_stream(triggers::secret_changes(&client), move |secret| {
+        .watches_shared_stream(triggers::secret_changes(inputs.secrets), move |secret| {
             triggers::resources_of_secret(&by_secret, &secret)
         })
-        .watches_stream(triggers::environment_changes(&client), move |environment| {
-            triggers::resources_of_environment(&by_environment, &environment)
-        })
-        .watches_stream(triggers::project_changes(&client), move |project| {
+        .watches_shared_stream(
+            triggers::spec_changes(inputs.environments),
+            move |environment| triggers::resources_of_environment(&by_environment, &environment),
+        )
+        .watches_shared_stream(triggers::spec_changes(inputs.projects), move |project| {
             triggers::resources_of_project(&by_project, &project)
         })
-        .watches_stream(
-            triggers::organization_changes(&client),
+        .watches_shared_stream(
+            triggers::spec_changes(inputs.organizations),
             move |organization| {
                 triggers::resources_of_organization(&by_organization, &organization)
             },
         )
+        // The server's observer: a managed container stopped, died or vanished, or the edge
+        // proxy restarted without routes.
+        .reconcile_on(inputs.woken)
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy(KIND), context);
     drain(KIND, stream).await;
-}
-
-/// What of a Deployment its Resource's status depends on: the attempt's status.
-fn deployment_outcome(deployment: &Deployment) -> Option<u64> {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    format!("{:?}", deployment.status.as_ref().and_then(|s| s.status)).hash(&mut hasher);
-    Some(hasher.finish())
 }
 
 async fn reconcile(resource: Arc<Resource>, context: Arc<Context>) -> Result<Action> {
@@ -117,28 +121,14 @@ async fn reconcile(resource: Arc<Resource>, context: Arc<Context>) -> Result<Act
     .map_err(|error| Error::Finalizer(Box::new(error)))
 }
 
-/// The resource's deployments, oldest first.
-async fn deployments_of(
-    context: &Context,
-    namespace: &str,
-    resource: &str,
-) -> Result<Vec<Deployment>> {
-    let api = Api::<Deployment>::namespaced(context.client.clone(), namespace);
-    let mut list: Vec<Deployment> = api
-        .list(&ListParams::default())
-        .await?
-        .items
+/// The resource's deployments from the cache, oldest first.
+fn deployments_of(context: &Context, namespace: &str, resource: &str) -> Vec<Deployment> {
+    context
+        .caches
+        .deployments_of(namespace, resource)
         .into_iter()
-        .filter(|d| d.spec.resource_id == resource)
-        .collect();
-    list.sort_by(|a, b| {
-        if is_newer(a, b) {
-            std::cmp::Ordering::Greater
-        } else {
-            std::cmp::Ordering::Less
-        }
-    });
-    Ok(list)
+        .map(|d| d.as_ref().clone())
+        .collect()
 }
 
 /// Whether the resource's current spec needs a new attempt: it names a server and a source of a
@@ -199,71 +189,128 @@ pub fn new_deployment(resource: &Resource, first: bool) -> Deployment {
 
 async fn apply(resource: &Resource, context: &Context, namespace: &str) -> Result<Action> {
     let name = resource.name_any();
-    let mut deployments = deployments_of(context, namespace, &name).await?;
+    let mut deployments = deployments_of(context, namespace, &name);
+    let recorded = attempts_ever(context, namespace, &name, &deployments).await;
     let wanted = if needs_deployment(resource, &deployments) {
         Some(new_deployment(resource, deployments.is_empty()))
     } else {
-        config_redeployment(resource, context, namespace, &deployments).await?
+        config_redeployment(resource, context, namespace, &deployments, recorded.len())
     };
+    let mut attempts = recorded;
     if let Some(deployment) = wanted {
         let api = Api::<Deployment>::namespaced(context.client.clone(), namespace);
         match api.create(&PostParams::default(), &deployment).await {
-            Ok(created) => deployments.push(created),
+            Ok(created) => {
+                attempts.insert(created.name_any());
+                deployments.push(created);
+            }
+            // The cache had not seen our own earlier create yet.
             Err(kube::Error::Api(e)) if e.code == 409 => {}
             Err(error) => return Err(error.into()),
         }
     }
-    let server = match &resource.spec.server_id {
-        Some(id) => {
-            Api::<Server>::namespaced(context.client.clone(), namespace)
-                .get_opt(id)
-                .await?
-        }
-        None => None,
-    };
-    let route_status = repair_drift(resource, context, namespace, &deployments).await;
-    let status = desired_status(resource, server.as_ref(), &deployments, route_status);
+    prune_history(resource, context, namespace, &deployments, &attempts).await?;
+    let server = resource
+        .spec
+        .server_id
+        .as_ref()
+        .and_then(|id| Caches::get(&context.caches.servers, namespace, id));
+    let route_status = check_serving(resource, context, namespace, &deployments).await;
+    let mut status = desired_status(resource, server.as_deref(), &deployments, route_status);
+    status.deployment_count = i64::try_from(attempts.len()).unwrap_or(i64::MAX);
     let api = Api::<Resource>::namespaced(context.client.clone(), namespace);
     apply_status(&api, resource, resource.status.as_ref(), &status).await?;
-    Ok(Action::requeue(DRIFT_CHECK))
+    Ok(Action::requeue(RESYNC_AFTER))
+}
+
+/// Every attempt the resource ever had: the Deployment objects, and the older attempts whose
+/// objects were removed but whose timelines the observation store still keeps.
+async fn attempts_ever(
+    context: &Context,
+    namespace: &str,
+    resource: &str,
+    deployments: &[Deployment],
+) -> BTreeSet<String> {
+    let mut attempts: BTreeSet<String> = deployments.iter().map(|d| d.name_any()).collect();
+    match context.timeline.attempts(namespace, resource).await {
+        Ok(recorded) => attempts.extend(recorded),
+        Err(error) => tracing::warn!(%error, resource, "could not count past attempts"),
+    }
+    attempts
 }
 
 /// With auto-deploy on and nothing running, a configuration that changed since the latest
 /// attempt (a secret rotated, an environment variable set…: nothing that bumps the Resource's
-/// generation) gets a new attempt, like a spec change does.
-async fn config_redeployment(
+/// generation) gets a new attempt, like a spec change does. `attempts` (every attempt the
+/// resource ever had) keeps the name unique even after old attempts were removed.
+fn config_redeployment(
     resource: &Resource,
     context: &Context,
     namespace: &str,
     deployments: &[Deployment],
-) -> Result<Option<Deployment>> {
+    attempts: usize,
+) -> Option<Deployment> {
     let policy = &resource.spec.auto_deploy;
     if !policy.enabled || policy.blocked(resource.spec.source.as_ref()) {
-        return Ok(None);
+        return None;
     }
-    let Some(latest) = deployments.last() else {
-        return Ok(None);
-    };
+    let latest = deployments.last()?;
     let status = latest.status.as_ref();
     let idle = status
         .and_then(|s| s.status)
         .is_some_and(DeploymentState::is_terminal);
     // Attempts from before fingerprints existed say nothing about what changed.
-    let Some(used) = status.and_then(|s| s.config_fingerprint.as_ref()) else {
-        return Ok(None);
-    };
+    let used = status.and_then(|s| s.config_fingerprint.as_ref())?;
     if !idle {
-        return Ok(None);
+        return None;
     }
-    let entries = config::lasting_entries(context, namespace, resource).await?;
+    let entries = config::lasting_entries(context, namespace, resource);
     if berth_crds::config::fingerprint(&entries) == *used {
-        return Ok(None);
+        return None;
     }
     let mut deployment = new_deployment(resource, false);
-    let name = format!("{}-c{}", deployment.name_any(), deployments.len());
+    let name = format!("{}-c{attempts}", deployment.name_any());
     deployment.metadata.name = Some(name);
     deployment.spec.trigger = Some("config-change".into());
-    Ok(Some(deployment))
+    Some(deployment)
+}
+
+/// Removes finished attempts beyond `spec.deploymentHistoryLimit`, oldest first, once their
+/// timeline is stored (`recorded`); the running and the serving attempt always stay.
+async fn prune_history(
+    resource: &Resource,
+    context: &Context,
+    namespace: &str,
+    deployments: &[Deployment],
+    recorded: &BTreeSet<String>,
+) -> Result<()> {
+    let expired = expired_attempts(deployments, resource.spec.deployment_history_limit());
+    let api = Api::<Deployment>::namespaced(context.client.clone(), namespace);
+    for deployment in expired {
+        let name = deployment.name_any();
+        if !recorded.contains(&name) {
+            continue;
+        }
+        match api.delete(&name, &DeleteParams::default()).await {
+            Ok(_) => {
+                tracing::debug!(deployment = %name, "removed an attempt beyond the history limit")
+            }
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(error) => return Err(error.into()),
+        }
+    }
+    Ok(())
+}
+
+/// The attempts beyond the newest `limit`, oldest first, that are neither running nor serving.
+pub fn expired_attempts(deployments: &[Deployment], limit: usize) -> Vec<&Deployment> {
+    let serving = serving(deployments).map(|d| d.name_any());
+    let excess = deployments.len().saturating_sub(limit);
+    deployments[..excess]
+        .iter()
+        .filter(|d| state(d).is_some_and(DeploymentState::is_terminal))
+        .filter(|d| Some(d.name_any()) != serving)
+        .collect()
 }
 
 /// The attempt now serving: the newest succeeded one, unless a newer attempt is still running.
@@ -278,9 +325,10 @@ fn state(deployment: &Deployment) -> Option<DeploymentState> {
     deployment.status.as_ref().and_then(|s| s.status)
 }
 
-/// Starts the serving container again when it was stopped, or recreates it when it was removed;
-/// skipped while an attempt runs. Returns what the route status is then.
-async fn repair_drift(
+/// Whether the serving container runs and its route is in place, from what the server's
+/// observer saw; only a change it reported (a container stopped or gone, a restarted proxy)
+/// costs a round trip to the server, to repair it. Skipped while an attempt runs.
+async fn check_serving(
     resource: &Resource,
     context: &Context,
     namespace: &str,
@@ -295,6 +343,43 @@ async fn repair_drift(
     if busy {
         return ProxyRouteStatus::Ready;
     }
+    let id = ServerId {
+        namespace: namespace.to_string(),
+        name: current.spec.server_id.clone(),
+    };
+    let previous = resource.status.as_ref().and_then(|s| s.proxy_route_status);
+    let Some(observed) = context.observers.get(&id) else {
+        return previous.unwrap_or(ProxyRouteStatus::Unknown);
+    };
+    match observed.connectivity() {
+        // Nothing known yet since the controller started: what was reported still stands.
+        Connectivity::Starting => return previous.unwrap_or(ProxyRouteStatus::Unknown),
+        Connectivity::Lost => return ProxyRouteStatus::Unknown,
+        Connectivity::Live => {}
+    }
+    let name = resource.name_any();
+    let container = plan::container_name(namespace, &name, &current.name_any());
+    let running = observed.container(&container).is_some_and(|c| c.running);
+    let route_check = observed.route_check_due(namespace, &name);
+    if running && route_check.is_none() {
+        return ProxyRouteStatus::Ready;
+    }
+    let repaired = repair(resource, context, namespace, current, !running).await;
+    if let (ProxyRouteStatus::Ready, Some(epoch)) = (repaired, route_check) {
+        observed.confirm_route(namespace, &name, epoch);
+    }
+    repaired
+}
+
+/// Starts the serving container again when it was stopped, or recreates it when it was
+/// removed, then writes its route again if the edge proxy lost it. Returns the route status.
+async fn repair(
+    resource: &Resource,
+    context: &Context,
+    namespace: &str,
+    current: &Deployment,
+    container_suspect: bool,
+) -> ProxyRouteStatus {
     let Ok((server, target)) = connect(context, namespace, &current.spec.server_id).await else {
         return ProxyRouteStatus::Unknown;
     };
@@ -306,21 +391,47 @@ async fn repair_drift(
     ) else {
         return ProxyRouteStatus::Failed;
     };
-    // A recreated container gets the configuration as it is now: the old one's is gone with it.
-    match config::entries(context, namespace, resource, current).await {
-        Ok(entries) => config::apply_to(&mut plan, entries),
-        Err(_) => return ProxyRouteStatus::Unknown,
+    if container_suspect {
+        // A recreated container gets the configuration as it is now: the old one's is gone.
+        let entries = config::lasting_entries(context, namespace, resource)
+            .into_iter()
+            .chain(berth_crds::config::deployment_entries(
+                &current.name_any(),
+                &current.spec.variables,
+            ))
+            .collect();
+        config::apply_to(&mut plan, entries);
+        if let Err(status) = restore_container(resource, context, &target, &plan).await {
+            return status;
+        }
     }
+    if let Err(error) = target.ensure_promoted(&plan).await {
+        tracing::warn!(%error, resource = %resource.name_any(), "could not check the upstream name");
+        return ProxyRouteStatus::Unknown;
+    }
+    restore_route(resource, context, namespace, &target, &plan).await
+}
+
+/// Starts or recreates the serving container when Docker confirms it is stopped or gone (the
+/// observer's index may lag behind a container the attempt just started).
+async fn restore_container(
+    resource: &Resource,
+    context: &Context,
+    target: &Target,
+    plan: &plan::Plan,
+) -> std::result::Result<(), ProxyRouteStatus> {
     let repaired = match target.running(&plan.container_name).await {
-        Ok(Some(true)) => None,
-        Ok(Some(false)) => Some(target.start(&plan.container_name).await.map(|()| "started")),
-        Ok(None) => Some(target.start_container(&plan).await.map(|()| "recreated")),
-        Err(_) => return ProxyRouteStatus::Unknown,
+        Ok(Some(true)) => return Ok(()),
+        Ok(Some(false)) => target.start(&plan.container_name).await.map(|()| "started"),
+        Ok(None) => target
+            .start_container(plan, true)
+            .await
+            .map(|()| "recreated"),
+        Err(_) => return Err(ProxyRouteStatus::Unknown),
     };
     let reference = resource.object_ref(&());
     match repaired {
-        None => {}
-        Some(Ok(verb)) => {
+        Ok(verb) => {
             let note = format!(
                 "managed container {} was gone or stopped; {verb} it",
                 plan.container_name
@@ -328,8 +439,9 @@ async fn repair_drift(
             context
                 .publish_event(&reference, EventType::Normal, "DriftRepaired", note)
                 .await;
+            Ok(())
         }
-        Some(Err(error)) => {
+        Err(error) => {
             let note = format!(
                 "could not restore container {}: {error}",
                 plan.container_name
@@ -337,10 +449,9 @@ async fn repair_drift(
             context
                 .publish_event(&reference, EventType::Warning, "DriftRepairFailed", note)
                 .await;
-            return ProxyRouteStatus::Failed;
+            Err(ProxyRouteStatus::Failed)
         }
     }
-    restore_route(resource, context, namespace, &target, &plan).await
 }
 
 /// Writes the serving container's route again when the edge proxy lost it (a restarted or
@@ -356,7 +467,7 @@ async fn restore_route(
     let wanted = plan
         .route
         .as_ref()
-        .map(|r| (r, plan.container_name.as_str(), plan.internal_port));
+        .map(|r| (r, plan.upstream.as_str(), plan.internal_port));
     match target.ensure_route(&route_id, wanted).await {
         Ok(false) => ProxyRouteStatus::Ready,
         Ok(true) => {
@@ -475,7 +586,7 @@ pub fn desired_status(
 async fn cleanup(resource: &Resource, context: &Context, namespace: &str) -> Result<Action> {
     let name = resource.name_any();
     let reference = resource.object_ref(&());
-    let deployments = deployments_of(context, namespace, &name).await?;
+    let deployments = deployments_of(context, namespace, &name);
     // A resource that never had an attempt has nothing on the server: no SSH round trip (and
     // no timeout on a server that is going away) stands between it and its deletion.
     let ever_deployed = !deployments.is_empty()

@@ -12,14 +12,13 @@ use berth_crds::deployment::Deployment;
 use berth_crds::resource::Resource as BerthResource;
 use berth_crds::server::{Server, ServerStatus};
 use berth_crds::ssh_credential::SshCredential;
+use futures::channel::mpsc::UnboundedReceiver;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::ListParams;
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
-use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
+use kube::runtime::reflector::{ObjectRef, ReflectHandle, Store};
 use kube::{Api, Resource, ResourceExt};
 
 use self::observe::{credential_key, endpoint, observe, pinned_host_key, server_id};
@@ -35,86 +34,94 @@ use crate::status::apply_status;
 const KIND: &str = "Server";
 /// Removes the edge proxy and closes the connection before a Server goes away.
 pub const FINALIZER: &str = "berth.dev/server-cleanup";
-/// Re-check of a healthy server: notices a stopped sshd within 15 s.
-const HEALTHY_RECHECK: Duration = Duration::from_secs(10);
-/// Re-check of a server that is not (fully) working.
+/// Re-check of a healthy server. Its observer notices a broken connection or Docker within
+/// seconds and wakes the reconciler; this is only the safety net (and the `lastContactAt`
+/// heartbeat).
+const HEALTHY_RECHECK: Duration = Duration::from_secs(300);
+/// Re-check of a server that is not (fully) working, or whose deletion is blocked.
 const UNHEALTHY_RECHECK: Duration = Duration::from_secs(5);
+
+/// What the Server controller reacts to, besides its observers' wake-ups.
+pub struct Inputs {
+    pub servers: ReflectHandle<Server>,
+    pub credentials: ReflectHandle<SshCredential>,
+    pub resources: ReflectHandle<BerthResource>,
+    pub deployments: ReflectHandle<Deployment>,
+    pub woken: UnboundedReceiver<ObjectRef<Server>>,
+}
 
 pub async fn run(
     context: Arc<Context>,
+    inputs: Inputs,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let client = context.client.clone();
-    let controller = Controller::new(
-        Api::<Server>::all(client.clone()),
-        watcher::Config::default(),
-    );
-    let by_credential = controller.store();
+    let servers = context.caches.servers.clone();
+    let (by_credential, by_resource, by_deployment) =
+        (servers.clone(), servers.clone(), servers.clone());
     // A credential change (rotated key, Secret fixed) reconnects the servers using it; a
-    // resource or deployment change may clear a deletion blocker.
-    let stream = controller
-        .watches(
-            Api::<SshCredential>::all(client.clone()),
-            watcher::Config::default(),
-            move |credential| {
-                let namespace = credential.namespace();
-                let name = credential.name_any();
-                by_credential
-                    .state()
-                    .into_iter()
-                    .filter(|s| s.namespace() == namespace && s.spec.credential_id == name)
-                    .map(|s| ObjectRef::from_obj(s.as_ref()))
-                    .collect::<Vec<_>>()
-            },
-        )
-        .watches(
-            Api::<BerthResource>::all(client.clone()),
-            watcher::Config::default(),
-            |resource| referenced_server(resource.namespace(), resource.spec.server_id.clone()),
-        )
-        .watches(
-            Api::<Deployment>::all(client),
-            watcher::Config::default(),
-            |deployment| {
-                referenced_server(
-                    deployment.namespace(),
-                    Some(deployment.spec.server_id.clone()),
-                )
-            },
-        )
+    // resource or deployment change may clear the blocker of a server being deleted.
+    let stream = Controller::for_shared_stream(inputs.servers, servers)
+        .watches_shared_stream(inputs.credentials, move |credential| {
+            let namespace = credential.namespace();
+            let name = credential.name_any();
+            by_credential
+                .state()
+                .into_iter()
+                .filter(|s| s.namespace() == namespace && s.spec.credential_id == name)
+                .map(|s| ObjectRef::from_obj(s.as_ref()))
+                .collect::<Vec<_>>()
+        })
+        .watches_shared_stream(inputs.resources, move |resource| {
+            being_deleted(
+                &by_resource,
+                resource.namespace(),
+                resource.spec.server_id.clone(),
+            )
+        })
+        .watches_shared_stream(inputs.deployments, move |deployment| {
+            let server = Some(deployment.spec.server_id.clone());
+            being_deleted(&by_deployment, deployment.namespace(), server)
+        })
+        // Its observer lost or regained the server's Docker events.
+        .reconcile_on(inputs.woken)
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy(KIND), context);
     drain(KIND, stream).await;
 }
 
-fn referenced_server(
+/// The named server when it is being deleted: only then do references to it matter.
+fn being_deleted(
+    servers: &Store<Server>,
     namespace: Option<String>,
     server: Option<String>,
 ) -> Option<ObjectRef<Server>> {
-    Some(ObjectRef::new(&server?).within(&namespace?))
+    let reference = ObjectRef::new(&server?).within(&namespace?);
+    let deleting = servers
+        .get(&reference)
+        .is_some_and(|s| s.metadata.deletion_timestamp.is_some());
+    deleting.then_some(reference)
 }
 
 /// What keeps the server from being deleted: resources and deployments naming it.
-async fn delete_blockers(context: &Context, namespace: &str, name: &str) -> Result<Vec<String>> {
-    let resources = Api::<BerthResource>::namespaced(context.client.clone(), namespace)
-        .list(&ListParams::default())
-        .await?;
-    let deployments = Api::<Deployment>::namespaced(context.client.clone(), namespace)
-        .list(&ListParams::default())
-        .await?;
-    let mut blockers: Vec<String> = resources
-        .iter()
-        .filter(|r| r.spec.server_id.as_deref() == Some(name))
-        .map(|r| format!("resource/{}", r.name_any()))
-        .chain(
-            deployments
-                .iter()
-                .filter(|d| d.spec.server_id == name)
-                .map(|d| format!("deployment/{}", d.name_any())),
-        )
-        .collect();
+fn delete_blockers(context: &Context, namespace: &str, name: &str) -> Vec<String> {
+    let caches = &context.caches;
+    let in_namespace =
+        |object_namespace: Option<String>| object_namespace.as_deref() == Some(namespace);
+    let resources = caches
+        .resources
+        .state()
+        .into_iter()
+        .filter(|r| in_namespace(r.namespace()) && r.spec.server_id.as_deref() == Some(name))
+        .map(|r| format!("resource/{}", r.name_any()));
+    let deployments = caches
+        .deployments
+        .state()
+        .into_iter()
+        .filter(|d| in_namespace(d.namespace()) && d.spec.server_id == name)
+        .map(|d| format!("deployment/{}", d.name_any()));
+    let mut blockers: Vec<String> = resources.chain(deployments).collect();
     blockers.sort();
-    Ok(blockers)
+    blockers
 }
 
 async fn reconcile(server: Arc<Server>, context: Arc<Context>) -> Result<Action> {
@@ -126,18 +133,20 @@ async fn reconcile(server: Arc<Server>, context: Arc<Context>) -> Result<Action>
     let Some(server) = with_current_finalizers(&api, server, FINALIZER).await? else {
         return Ok(Action::await_change());
     };
-    let blockers = delete_blockers(&context, &namespace, &server.name_any()).await?;
-    if server.metadata.deletion_timestamp.is_some() && !blockers.is_empty() {
-        // Blocked: report why and keep the finalizer; cleanup runs once the blockers are gone.
-        let current = server.status.as_ref();
-        let status = status::blocked(&server, blockers);
-        apply_status(&api, server.as_ref(), current, &status).await?;
-        publish_blocked(&context, &server, current, &status).await;
-        return Ok(Action::requeue(UNHEALTHY_RECHECK));
+    if server.metadata.deletion_timestamp.is_some() {
+        let blockers = delete_blockers(&context, &namespace, &server.name_any());
+        if !blockers.is_empty() {
+            // Blocked: report why and keep the finalizer; cleanup runs once the blockers are gone.
+            let current = server.status.as_ref();
+            let status = status::blocked(&server, blockers);
+            apply_status(&api, server.as_ref(), current, &status).await?;
+            publish_blocked(&context, &server, current, &status).await;
+            return Ok(Action::requeue(UNHEALTHY_RECHECK));
+        }
     }
     finalizer(&api, FINALIZER, server, |event| async {
         match event {
-            FinalizerEvent::Apply(server) => apply(&server, &context, blockers).await,
+            FinalizerEvent::Apply(server) => apply(&server, &context).await,
             FinalizerEvent::Cleanup(server) => cleanup(&server, &context).await,
         }
     })
@@ -145,14 +154,21 @@ async fn reconcile(server: Arc<Server>, context: Arc<Context>) -> Result<Action>
     .map_err(|error| Error::Finalizer(Box::new(error)))
 }
 
-async fn apply(server: &Server, context: &Context, blockers: Vec<String>) -> Result<Action> {
+async fn apply(server: &Server, context: &Arc<Context>) -> Result<Action> {
     let namespace = server
         .namespace()
         .ok_or(Error::MissingObjectKey("metadata.namespace"))?;
     let api = Api::<Server>::namespaced(context.client.clone(), &namespace);
     let (observation, proxy_change) = observe(context, server).await?;
+    if observation
+        .docker
+        .as_ref()
+        .is_some_and(|docker| docker.is_ok())
+    {
+        context.observers.ensure(context, &server_id(server));
+    }
     let current = server.status.as_ref();
-    let status = desired(server, &observation, blockers, Timestamp::now());
+    let status = desired(server, &observation, Vec::new(), Timestamp::now());
     apply_status(&api, server, current, &status).await?;
     publish_changes(context, server, current, &status, proxy_change).await;
     let healthy = condition::is_true(&status.conditions, berth_crds::condition::READY);
@@ -168,10 +184,11 @@ async fn apply(server: &Server, context: &Context, blockers: Vec<String>) -> Res
 /// behind and an event says so.
 async fn cleanup(server: &Server, context: &Context) -> Result<Action> {
     let id = server_id(server);
+    context.observers.stop(&id);
     let reference = server.object_ref(&());
     let connection = match context.servers.current(&id).await {
         Some(connection) => Some(connection),
-        None => match credential_key(context, server).await? {
+        None => match credential_key(context, server) {
             Ok(key) => context
                 .servers
                 .connect(

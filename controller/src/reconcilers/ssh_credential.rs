@@ -11,17 +11,17 @@ use berth_crds::ssh_credential::{
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{ListParams, Patch, PatchParams};
+use kube::api::{Patch, PatchParams};
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
-use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
+use kube::runtime::reflector::{ObjectRef, ReflectHandle};
 use kube::{Api, Resource, ResourceExt};
 
 use super::fresh::with_current_finalizers;
 use super::{CONFLICT_RECHECK, RESYNC_AFTER, drain, error_policy};
+use crate::cache::{changed_by, digest};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::remote::{ClientKey, ClientKeyError};
@@ -47,47 +47,52 @@ pub mod reason {
     pub const IN_USE: &str = "InUse";
 }
 
+/// What the SshCredential controller reacts to.
+pub struct Inputs {
+    pub credentials: ReflectHandle<SshCredential>,
+    pub secrets: ReflectHandle<Secret>,
+    pub servers: ReflectHandle<Server>,
+}
+
 pub async fn run(
     context: Arc<Context>,
+    inputs: Inputs,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let credentials = Api::<SshCredential>::all(context.client.clone());
-    let controller = Controller::new(credentials, watcher::Config::default());
-    let by_secret = controller.store();
-    let by_server = controller.store();
+    let credentials = context.caches.credentials.clone();
+    let (by_secret, by_server) = (credentials.clone(), credentials.clone());
     // Secrets carry no Berth label, so every Secret is watched and mapped to the credentials
     // that reference it; a server change re-counts the usage of its namespace's credentials
-    // (all of them, since the server may have just switched away from one).
-    let stream = controller
-        .watches(
-            Api::<Secret>::all(context.client.clone()),
-            watcher::Config::default(),
-            move |secret| {
-                let namespace = secret.namespace();
-                let name = secret.name_any();
-                by_secret
-                    .state()
-                    .into_iter()
-                    .filter(|c| {
-                        c.namespace() == namespace && c.spec.private_key_secret_ref.name == name
-                    })
-                    .map(|c| ObjectRef::from_obj(c.as_ref()))
-                    .collect::<Vec<_>>()
-            },
-        )
-        .watches(
-            Api::<Server>::all(context.client.clone()),
-            watcher::Config::default(),
-            move |server| {
-                let namespace = server.namespace();
-                by_server
-                    .state()
-                    .into_iter()
-                    .filter(|c| c.namespace() == namespace)
-                    .map(|c| ObjectRef::from_obj(c.as_ref()))
-                    .collect::<Vec<_>>()
-            },
-        )
+    // (all of them, since the server may have just switched away from one). Only what usage
+    // depends on counts, not the server's status.
+    let server_changes = changed_by(inputs.servers, |server: &Server| {
+        digest((
+            server.meta().generation,
+            server.metadata.deletion_timestamp.is_some(),
+        ))
+    });
+    let stream = Controller::for_shared_stream(inputs.credentials, credentials)
+        .watches_shared_stream(inputs.secrets, move |secret| {
+            let namespace = secret.namespace();
+            let name = secret.name_any();
+            by_secret
+                .state()
+                .into_iter()
+                .filter(|c| {
+                    c.namespace() == namespace && c.spec.private_key_secret_ref.name == name
+                })
+                .map(|c| ObjectRef::from_obj(c.as_ref()))
+                .collect::<Vec<_>>()
+        })
+        .watches_shared_stream(server_changes, move |server| {
+            let namespace = server.namespace();
+            by_server
+                .state()
+                .into_iter()
+                .filter(|c| c.namespace() == namespace)
+                .map(|c| ObjectRef::from_obj(c.as_ref()))
+                .collect::<Vec<_>>()
+        })
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy(KIND), context);
     drain(KIND, stream).await;
@@ -298,11 +303,21 @@ async fn reconcile(credential: Arc<SshCredential>, context: Arc<Context>) -> Res
     let Some(credential) = with_current_finalizers(&api, credential, FINALIZER).await? else {
         return Ok(Action::await_change());
     };
+    // The key is read from the API server, not the cache: the shim writes the Secret just
+    // before it records the key in this credential's status, and a stale read would undo that.
     let key = load_key(&context.client, &credential).await?;
-    let servers = Api::<Server>::namespaced(context.client.clone(), &namespace)
-        .list(&ListParams::default())
-        .await?;
-    let usage = usage(&credential.name_any(), &servers.items);
+    let servers: Vec<Server> = context
+        .caches
+        .servers
+        .state()
+        .into_iter()
+        .filter(|s| s.namespace().as_deref() == Some(namespace.as_str()))
+        // A server being deleted no longer uses the credential: it may go at the same time
+        // (the server's cleanup still has its open connection).
+        .filter(|s| s.metadata.deletion_timestamp.is_none())
+        .map(|s| s.as_ref().clone())
+        .collect();
+    let usage = usage(&credential.name_any(), &servers);
     let current = credential.status.as_ref();
     let status = desired_status(&credential, &key, usage, Timestamp::now());
     // What we read may be overtaken: the shim writes the key's Secret, then records the key

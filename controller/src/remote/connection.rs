@@ -209,6 +209,7 @@ impl ServerConnection {
 
     /// Runs `command` on an exec channel and collects its output, within the command deadline.
     pub async fn exec(&self, command: &str) -> Result<CommandOutput, RemoteError> {
+        super::count_channel("exec");
         let _permit = self
             .sessions
             .acquire()
@@ -259,6 +260,7 @@ impl ServerConnection {
 
     /// Opens a `direct-streamlocal` channel to a unix socket on the server.
     pub async fn open_socket(&self, socket_path: &str) -> Result<Channel<Msg>, RemoteError> {
+        super::count_channel("socket");
         within(
             self.timeouts.channel_open,
             "opening a socket channel",
@@ -285,6 +287,7 @@ impl ServerConnection {
         rows: u32,
         command: Option<&str>,
     ) -> Result<Channel<Msg>, RemoteError> {
+        super::count_channel("terminal");
         const OPERATION: &str = "opening a terminal";
         let ssh = |source| RemoteError::Ssh {
             operation: OPERATION,
@@ -360,6 +363,7 @@ impl ServerConnection {
     /// Whether `host:port`, as seen from the server, accepts a TCP connection: sshd confirms a
     /// `direct-tcpip` channel only after its own connect succeeded. TCP health checks use it.
     pub async fn probe_tcp(&self, host: &str, port: u16) -> Result<(), RemoteError> {
+        super::count_channel("tcp");
         within(self.timeouts.channel_open, "opening a TCP channel", async {
             self.handle
                 .channel_open_direct_tcpip(host, u32::from(port), "127.0.0.1", 0)
@@ -387,6 +391,7 @@ impl ServerConnection {
         B::Data: Send,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
+        super::count_channel("tcp");
         let channel = within(self.timeouts.channel_open, "opening a TCP channel", async {
             self.handle
                 .channel_open_direct_tcpip(host, u32::from(port), "127.0.0.1", 0)

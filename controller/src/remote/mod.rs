@@ -11,6 +11,27 @@ pub mod facts;
 pub mod host_key;
 pub mod pool;
 
+use std::sync::LazyLock;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+
+/// Kind of SSH channel: `exec` (a command run on the server), `socket` (Docker or the proxy's
+/// admin API), `tcp` (a probe of a container), `terminal`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ChannelLabel {
+    pub kind: &'static str,
+}
+
+/// SSH channels opened, by kind, in this process: what servers pay for Berth's attention.
+pub static CHANNELS_OPENED: LazyLock<Family<ChannelLabel, Counter>> =
+    LazyLock::new(Family::default);
+
+pub(crate) fn count_channel(kind: &'static str) {
+    CHANNELS_OPENED.get_or_create(&ChannelLabel { kind }).inc();
+}
+
 pub use client_key::{ClientKey, ClientKeyError};
 pub use connection::{Endpoint, ServerConnection, Timeouts};
 pub use edge_proxy::{EdgeProxy, EdgeProxyNames, EdgeProxySettings, ProxyChange, edge_config};

@@ -73,6 +73,8 @@ pub trait TimelineStore: Send + Sync {
     ) -> Result<Vec<TimelineEntry>, TimelineError>;
     /// How many entries `key`'s timeline holds.
     fn count(&self, key: &TimelineKey) -> Result<i64, TimelineError>;
+    /// The attempts of one resource that have a timeline, by Deployment name.
+    fn attempts(&self, namespace: &str, resource: &str) -> Result<Vec<String>, TimelineError>;
     /// Removes entries recorded more than `retention` ago; returns how many went.
     fn prune(&self, retention: Duration) -> Result<usize, TimelineError>;
 }

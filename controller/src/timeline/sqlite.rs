@@ -135,6 +135,18 @@ impl TimelineStore for SqliteTimeline {
         Ok(count.unwrap_or(0))
     }
 
+    fn attempts(&self, namespace: &str, resource: &str) -> Result<Vec<String>, TimelineError> {
+        let connection = self.connection();
+        let mut query = connection.prepare_cached(
+            "SELECT DISTINCT deployment FROM deployment_timeline
+             WHERE namespace = ?1 AND resource = ?2",
+        )?;
+        let names = query
+            .query_map(params![namespace, resource], |row| row.get::<_, String>(0))?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(names)
+    }
+
     fn prune(&self, retention: Duration) -> Result<usize, TimelineError> {
         let cutoff = now_ms() - i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
         let connection = self.connection();
@@ -205,6 +217,24 @@ mod tests {
         std::thread::sleep(Duration::from_millis(5));
         assert_eq!(store.prune(Duration::ZERO).unwrap(), 1);
         assert_eq!(reader.count(&key).unwrap(), 0);
+    }
+
+    #[test]
+    fn attempts_lists_each_attempt_of_a_resource_once() {
+        let (_dir, store) = store();
+        for (resource, deployment) in [
+            ("web", "dep-1"),
+            ("web", "dep-1"),
+            ("web", "dep-2"),
+            ("api", "dep-3"),
+        ] {
+            let key = TimelineKey::new("org-a", resource, deployment);
+            store.append(&key, &[event("step")]).unwrap();
+        }
+        let mut attempts = store.attempts("org-a", "web").unwrap();
+        attempts.sort();
+        assert_eq!(attempts, ["dep-1", "dep-2"]);
+        assert!(store.attempts("org-b", "web").unwrap().is_empty());
     }
 
     #[test]

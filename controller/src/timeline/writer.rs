@@ -20,16 +20,33 @@ enum Command {
 #[derive(Clone, Default)]
 pub struct TimelineWriter {
     queue: Option<mpsc::UnboundedSender<Command>>,
+    store: Option<Arc<dyn TimelineStore>>,
 }
 
 impl TimelineWriter {
     /// Starts the writer thread over `store`. It ends when the last handle is dropped.
     pub fn start(store: Arc<dyn TimelineStore>) -> std::io::Result<Self> {
         let (queue, commands) = mpsc::unbounded_channel();
+        let written = Arc::clone(&store);
         std::thread::Builder::new()
             .name("berth-timeline".into())
-            .spawn(move || write_batches(store.as_ref(), commands))?;
-        Ok(Self { queue: Some(queue) })
+            .spawn(move || write_batches(written.as_ref(), commands))?;
+        Ok(Self {
+            queue: Some(queue),
+            store: Some(store),
+        })
+    }
+
+    /// The attempts of one resource whose timelines are stored (none without a store).
+    pub async fn attempts(&self, namespace: &str, resource: &str) -> Result<Vec<String>, String> {
+        let Some(store) = self.store.clone() else {
+            return Ok(Vec::new());
+        };
+        let (namespace, resource) = (namespace.to_string(), resource.to_string());
+        tokio::task::spawn_blocking(move || store.attempts(&namespace, &resource))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())
     }
 
     /// Queues `event` for `key`'s timeline. The text must already be masked.

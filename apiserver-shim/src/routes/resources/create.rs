@@ -449,6 +449,7 @@ fn spec_of(body: CreateResource, slug: String) -> ApiResult<ResourceSpec> {
         access_profile: convert("accessProfile", body.access_profile)?,
         auto_deploy: Default::default(),
         storage_attachments: Vec::new(),
+        deployment_history_limit: None,
         variables: Vec::new(),
         secrets_ref: None,
         image_pull_secret_ref: body

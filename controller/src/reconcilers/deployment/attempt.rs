@@ -4,14 +4,18 @@
 use std::future::Future;
 use std::time::Duration;
 
-use berth_crds::deployment::{Deployment, DeploymentError, DeploymentPhase, DeploymentState};
+use berth_crds::deployment::{
+    Deployment, DeploymentError, DeploymentPhase, DeploymentRetry, DeploymentState,
+    DeploymentStatus,
+};
 use berth_crds::progress::Level;
 use berth_crds::resource::Resource;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::ListParams;
+use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
+use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource as _, ResourceExt};
 
 use super::connect;
@@ -21,14 +25,13 @@ use super::plan::plan;
 pub use super::progress::TOTAL_STEPS;
 use super::progress::{OutputSink, Progress};
 use super::runtime::Target;
+use super::waiting;
+use crate::cache::Caches;
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::status::apply_status;
 
-/// How long the old container keeps serving requests it already accepted after the switch.
-const DRAIN: Duration = Duration::from_secs(2);
-/// How often a running verify looks for a cancel request or a newer attempt.
-const INTERRUPTION_POLL: Duration = Duration::from_secs(1);
+/// How often a long phase looks (in the cache) for a cancel request or a newer attempt.
+const INTERRUPTION_POLL: Duration = Duration::from_millis(250);
 /// Deadline of the detect, plan and deploy phases (package has its own, see `package`).
 const PHASE_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -49,23 +52,42 @@ fn stop(phase: DeploymentPhase, code: &'static str, message: impl Into<String>) 
     }
 }
 
-/// Runs (or re-runs, after a restart) the attempt to its end.
-pub async fn run(context: &Context, deployment: &Deployment) -> Result<()> {
+/// Runs (or re-runs, after a restart or a passing fault) the attempt to its end, unless it
+/// has to wait for its server or for a retry; the action says when to look again.
+pub async fn run(context: &Context, deployment: &Deployment) -> Result<Action> {
     let namespace = deployment
         .namespace()
         .ok_or(Error::MissingObjectKey("metadata.namespace"))?;
+    seen_by_cache(context, deployment).await;
     let mut progress = Progress::start(
         Api::namespaced(context.client.clone(), &namespace),
         deployment,
         context.timeline.clone(),
     );
-    if progress.status.started_at.is_some() {
+    if let Some(wait) = retry_not_due(&progress.status) {
+        return Ok(Action::requeue(wait));
+    }
+    if let Err(stopped) = interruption(context, &namespace, deployment, DeploymentPhase::Detect)? {
+        end_early(context, deployment, &mut progress, stopped).await?;
+        return Ok(Action::await_change());
+    }
+    if let Some(blocker) = waiting::server_blocker(&context.caches, deployment) {
+        wait_for_server(context, deployment, progress, &blocker).await?;
+        // The server's readiness change wakes the attempt; this is only the safety net.
+        return Ok(Action::requeue(super::super::RESYNC_AFTER));
+    }
+    match &progress.status.retry {
+        Some(retry) => progress.note(
+            Level::Info,
+            format!("retry {}: running the attempt again", retry.count),
+        ),
         // Started before and never ended: the controller stopped (or lost a write) midway.
-        progress.note(
+        None if progress.status.started_at.is_some() => progress.note(
             Level::Warn,
             "the attempt was interrupted (controller restart or a lost status write); it runs \
              again from the start",
-        );
+        ),
+        None => {}
     }
     progress.status.status = Some(DeploymentState::Running);
     progress.status.started_at = Some(Time(Timestamp::now()));
@@ -74,7 +96,9 @@ pub async fn run(context: &Context, deployment: &Deployment) -> Result<()> {
     let mut new_container = None;
     let outcome = phases(context, &namespace, &mut progress, &mut new_container).await?;
     let Err(stopped) = outcome else {
-        return progress.end(DeploymentState::Succeeded, None).await;
+        progress.status.retry = None;
+        progress.end(DeploymentState::Succeeded, None).await?;
+        return Ok(Action::await_change());
     };
     // Whatever stopped the attempt, the old container keeps serving: remove only the new one.
     if let Some((target, name)) = new_container {
@@ -83,6 +107,23 @@ pub async fn run(context: &Context, deployment: &Deployment) -> Result<()> {
             tracing::warn!(%error, container = %name, "could not remove the failed container");
         }
     }
+    if stopped.state == DeploymentState::Failed
+        && waiting::is_transient(stopped.phase, stopped.code)
+    {
+        let delay = schedule_retry(context, deployment, progress, stopped).await?;
+        return Ok(Action::requeue(delay));
+    }
+    end_early(context, deployment, &mut progress, stopped).await?;
+    Ok(Action::await_change())
+}
+
+/// Ends the attempt as `stopped` says, with an Event.
+async fn end_early(
+    context: &Context,
+    deployment: &Deployment,
+    progress: &mut Progress<'_>,
+    stopped: Stop,
+) -> Result<()> {
     let type_ = match stopped.state {
         DeploymentState::Canceled => EventType::Normal,
         _ => EventType::Warning,
@@ -101,7 +142,96 @@ pub async fn run(context: &Context, deployment: &Deployment) -> Result<()> {
         code: stopped.code.into(),
         message: stopped.message,
     };
+    progress.status.retry = None;
+    if stopped.code == "canceled" {
+        // Watchers see the request acknowledged before the attempt ends.
+        progress.status.status = Some(DeploymentState::CancelRequested);
+        progress.write();
+    }
     progress.end(stopped.state, Some(error)).await
+}
+
+/// Records that the attempt waits for its server, once per wait (status, Event, timeline).
+async fn wait_for_server(
+    context: &Context,
+    deployment: &Deployment,
+    mut progress: Progress<'_>,
+    blocker: &str,
+) -> Result<()> {
+    let server = &deployment.spec.server_id;
+    let message = format!("waiting for server {server}: {blocker}");
+    if !progress.waiting_for(waiting::WAITING_FOR_SERVER, &message) {
+        return progress.settle().await;
+    }
+    context
+        .publish_event(
+            &deployment.object_ref(&()),
+            EventType::Normal,
+            waiting::WAITING_FOR_SERVER,
+            message.clone(),
+        )
+        .await;
+    progress.note(Level::Info, message);
+    progress.settle().await
+}
+
+/// Keeps the attempt open after a passing fault and says when it runs again; returns the delay.
+async fn schedule_retry(
+    context: &Context,
+    deployment: &Deployment,
+    mut progress: Progress<'_>,
+    stopped: Stop,
+) -> Result<Duration> {
+    let count = progress.status.retry.as_ref().map_or(0, |r| r.count) + 1;
+    let delay = waiting::retry_delay(u32::try_from(count).unwrap_or(u32::MAX));
+    let message = format!(
+        "{} ({}); retry {count} in {}s",
+        stopped.message,
+        stopped.code,
+        delay.as_secs()
+    );
+    let next = Timestamp::now() + delay;
+    progress.status.retry = Some(DeploymentRetry {
+        count,
+        next_retry_at: Time(next),
+        last_error: DeploymentError {
+            timestamp: Time(Timestamp::now()),
+            phase: stopped.phase,
+            code: stopped.code.into(),
+            message: stopped.message.clone(),
+        },
+    });
+    progress.waiting_for(waiting::RETRY_SCHEDULED, &message);
+    progress.note(Level::Warn, message.clone());
+    context
+        .publish_event(
+            &deployment.object_ref(&()),
+            EventType::Warning,
+            waiting::RETRY_SCHEDULED,
+            message,
+        )
+        .await;
+    progress.settle().await?;
+    Ok(delay)
+}
+
+/// How long until a scheduled retry is due; `None` when none is scheduled or it is due.
+fn retry_not_due(status: &DeploymentStatus) -> Option<Duration> {
+    let next = status.retry.as_ref()?.next_retry_at.0;
+    let left = next.duration_since(Timestamp::now());
+    Duration::try_from(left).ok().filter(|d| !d.is_zero())
+}
+
+/// Waits (briefly) until the cache holds the attempt: from then on, its absence there means
+/// the Deployment was deleted.
+async fn seen_by_cache(context: &Context, deployment: &Deployment) {
+    let reference = ObjectRef::from_obj(deployment);
+    for _ in 0..50 {
+        if context.caches.deployments.get(&reference).is_some() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// Lines of a failed container's output kept in the timeline.
@@ -164,7 +294,7 @@ async fn phases(
     progress.step(Detect, 1, "Detecting the source");
     let resources = Api::<Resource>::namespaced(context.client.clone(), namespace);
     let (checked, resource) = tokio::join!(
-        interruption(context, namespace, deployment, Detect),
+        async { interruption(context, namespace, deployment, Detect) },
         resources.get_opt(&deployment.spec.resource_id),
     );
     check!(checked?);
@@ -179,7 +309,7 @@ async fn phases(
     // Only reads so far: the interruption check, the connection and the configuration go at
     // once, and a cancel still stops the attempt before anything on the server changes.
     let (checked, connected, entries) = tokio::join!(
-        interruption(context, namespace, deployment, Plan),
+        async { interruption(context, namespace, deployment, Plan) },
         tokio::time::timeout(
             PHASE_TIMEOUT,
             connect(context, namespace, &deployment.spec.server_id),
@@ -219,7 +349,7 @@ async fn phases(
     progress.status.status = Some(DeploymentState::Planned);
     progress.write();
 
-    check!(interruption(context, namespace, deployment, Package).await?);
+    check!(interruption(context, namespace, deployment, Package)?);
     progress.status.status = Some(DeploymentState::Running);
     progress.step(Package, 3, &package::step_label(&plan));
     let socket = &server.spec.docker_socket_path;
@@ -243,13 +373,13 @@ async fn phases(
     // The build's output is in the timeline before the status moves on: readers that follow
     // the status (the progress stream) then show every line before the next step.
     context.timeline.flush().await;
-    check!(interruption(context, namespace, deployment, Deploy).await?);
+    check!(interruption(context, namespace, deployment, Deploy)?);
     let label = format!("Starting container {}", plan.container_name);
     progress.step(Deploy, 4, &label);
     progress.status.container_id = Some(plan.container_name.clone());
     let started = timed(Deploy, PHASE_TIMEOUT, async {
         target
-            .start_container(&plan)
+            .start_container(&plan, false)
             .await
             .map_err(|e| stop(Deploy, "container_start_failed", e.to_string()))
     })
@@ -283,29 +413,36 @@ async fn phases(
         record_log_tail(target, &plan, &progress.output()).await;
     }
     check!(verified);
-    check!(interruption(context, namespace, deployment, Verify).await?);
+    check!(interruption(context, namespace, deployment, Verify)?);
     let route_id = super::plan::route_id(namespace, &resource.name_any());
-    let switch = plan
+    let route = plan
         .route
         .as_ref()
-        .map(|r| (r, plan.container_name.as_str(), plan.internal_port));
+        .map(|r| (r, plan.upstream.as_str(), plan.internal_port));
     check!(
         timed(Verify, PHASE_TIMEOUT, async {
-            target
-                .switch_route(&route_id, switch)
+            // The new container joins the resource's upstream name; the route names only that,
+            // so the proxy's configuration changes on the first deploy (or a new host) only.
+            let switched = async {
+                target.promote(&plan).await?;
+                target.ensure_route(&route_id, route).await
+            };
+            switched
                 .await
+                .map(drop)
                 .map_err(|e| stop(Verify, "route_switch_failed", e.to_string()))
         })
         .await
     );
-    // From here the new container serves; the old ones only finish what they accepted.
+    // From here the new container serves; the old ones stop taking connections on SIGTERM and
+    // finish what they accepted before they exit (and leave the upstream name).
     let new_name = plan.container_name.clone();
     let (target, _) = new_container.take().expect("set above");
-    tokio::time::sleep(DRAIN).await;
     // Only containers of older attempts go: a newer attempt may have started meanwhile, and its
     // container must survive this one's cleanup.
-    let api = Api::<Deployment>::namespaced(context.client.clone(), namespace);
-    let attempts = api.list(&ListParams::default()).await?.items;
+    let attempts = context
+        .caches
+        .deployments_of(namespace, &deployment.spec.resource_id);
     let newer_than_us = |started_by: &str| {
         attempts
             .iter()
@@ -328,8 +465,8 @@ async fn phases(
     Ok(Ok(()))
 }
 
-/// Resolves once the attempt must stop during a long `phase`; API faults just mean another
-/// look later.
+/// Resolves once the attempt must stop during a long `phase`. The cache follows the
+/// Deployments through their watch, so looking costs no API request.
 async fn watch_interruption(
     context: &Context,
     namespace: &str,
@@ -338,53 +475,46 @@ async fn watch_interruption(
 ) -> Stop {
     loop {
         tokio::time::sleep(INTERRUPTION_POLL).await;
-        if let Ok(Err(stopped)) = interruption(context, namespace, deployment, phase).await {
+        if let Ok(Err(stopped)) = interruption(context, namespace, deployment, phase) {
             return stopped;
         }
     }
 }
 
-/// Whether the attempt must stop before `phase`: cancel requested, or superseded by a newer
-/// attempt for the same resource.
-async fn interruption(
+/// Whether the attempt must stop before `phase`: deleted, cancel requested, or superseded by a
+/// newer attempt for the same resource. Read from the cache.
+fn interruption(
     context: &Context,
     namespace: &str,
     deployment: &Deployment,
     phase: DeploymentPhase,
 ) -> Result<std::result::Result<(), Stop>> {
-    let api = Api::<Deployment>::namespaced(context.client.clone(), namespace);
-    // Both reads at once: this check runs before every phase, on the attempt's critical path.
-    let name = deployment.name_any();
-    let everything = ListParams::default();
-    let (fresh, all) = tokio::try_join!(api.get_opt(&name), api.list(&everything))?;
-    let Some(fresh) = fresh else {
+    let stopped = |code: &'static str, message: String| {
+        Ok(Err(Stop {
+            state: DeploymentState::Canceled,
+            phase,
+            code,
+            message,
+        }))
+    };
+    let Some(fresh) = Caches::get(
+        &context.caches.deployments,
+        namespace,
+        &deployment.name_any(),
+    ) else {
         return Ok(Err(stop(phase, "deleted", "the Deployment was deleted")));
     };
     if fresh.spec.cancel_requested {
-        let mut status = fresh.status.clone().unwrap_or_default();
-        status.status = Some(DeploymentState::CancelRequested);
-        apply_status(&api, &fresh, fresh.status.as_ref(), &status).await?;
-        return Ok(Err(Stop {
-            state: DeploymentState::Canceled,
-            phase,
-            code: "canceled",
-            message: "canceled on request".into(),
-        }));
+        return stopped("canceled", "canceled on request".into());
     }
-    let newer = all
-        .items
-        .iter()
-        .filter(|d| d.spec.resource_id == deployment.spec.resource_id)
-        .filter(|d| is_newer(d, deployment))
-        .map(|d| d.name_any())
-        .next();
-    if let Some(newer) = newer {
-        return Ok(Err(Stop {
-            state: DeploymentState::Canceled,
-            phase,
-            code: "superseded",
-            message: format!("superseded by the newer attempt {newer}"),
-        }));
+    let attempts = context
+        .caches
+        .deployments_of(namespace, &deployment.spec.resource_id);
+    if let Some(newer) = attempts.iter().rev().find(|d| is_newer(d, deployment)) {
+        return stopped(
+            "superseded",
+            format!("superseded by the newer attempt {}", newer.name_any()),
+        );
     }
     Ok(Ok(()))
 }

@@ -16,20 +16,24 @@ use berth_crds::project::Project;
 use berth_crds::resource::Resource;
 use berth_crds::variable::VariableExposure;
 use k8s_openapi::api::core::v1::Secret;
+use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 
 use super::plan::Plan;
+use crate::cache::Caches;
 use crate::context::Context;
 use crate::error::Result;
 
 /// Every entry that applies to `deployment` of `resource`, from all scopes, not yet merged.
+/// Read from the API server: an attempt must see a write made just before it was created
+/// (a secret set, then a deploy started).
 pub async fn entries(
     context: &Context,
     namespace: &str,
     resource: &Resource,
     deployment: &Deployment,
 ) -> Result<Vec<ConfigEntry>> {
-    let mut entries = lasting_entries(context, namespace, resource).await?;
+    let mut entries = fresh_lasting_entries(context, namespace, resource).await?;
     entries.extend(deployment_entries(
         &deployment.name_any(),
         &deployment.spec.variables,
@@ -37,9 +41,32 @@ pub async fn entries(
     Ok(entries)
 }
 
-/// The entries of every scope but an attempt's own, not yet merged. A scope whose object is
-/// gone (a hand-written resource naming a deleted environment, say) contributes nothing.
-pub async fn lasting_entries(
+/// The entries of every scope but an attempt's own, from the caches.
+pub fn lasting_entries(
+    context: &Context,
+    namespace: &str,
+    resource: &Resource,
+) -> Vec<ConfigEntry> {
+    let caches = &context.caches;
+    let organization = namespace
+        .strip_prefix(NAMESPACE_PREFIX)
+        .and_then(|name| caches.organizations.get(&ObjectRef::new(name)));
+    gather(
+        resource,
+        organization.as_deref(),
+        Caches::get(&caches.projects, namespace, &resource.spec.project_id).as_deref(),
+        Caches::get(
+            &caches.environments,
+            namespace,
+            &resource.spec.environment_id,
+        )
+        .as_deref(),
+        Caches::get(&caches.secrets, namespace, &config::secret_name(resource)).as_deref(),
+    )
+}
+
+/// [`lasting_entries`] as the API server has them now.
+async fn fresh_lasting_entries(
     context: &Context,
     namespace: &str,
     resource: &Resource,
@@ -64,6 +91,24 @@ pub async fn lasting_entries(
         environments.get_opt(&resource.spec.environment_id),
         secrets.get_opt(&secret_name),
     )?;
+    Ok(gather(
+        resource,
+        organization.as_ref(),
+        project.as_ref(),
+        environment.as_ref(),
+        secret.as_ref(),
+    ))
+}
+
+/// The entries of every scope but an attempt's own. A scope whose object is gone (a
+/// hand-written resource naming a deleted environment, say) contributes nothing.
+fn gather(
+    resource: &Resource,
+    organization: Option<&Organization>,
+    project: Option<&Project>,
+    environment: Option<&Environment>,
+    secret: Option<&Secret>,
+) -> Vec<ConfigEntry> {
     let mut entries = default_entries(resource);
     entries.extend(system_entries(&resource.name_any(), resource));
     if let Some(organization) = organization {
@@ -85,10 +130,10 @@ pub async fn lasting_entries(
         ConfigScope::Resource,
         &resource.spec.variables,
     ));
-    if let Some(data) = secret.and_then(|s| s.data) {
-        entries.extend(secret_entries(&data));
+    if let Some(data) = secret.and_then(|s| s.data.as_ref()) {
+        entries.extend(secret_entries(data));
     }
-    Ok(entries)
+    entries
 }
 
 /// Puts the effective runtime entries into the container's environment and the build-time ones

@@ -8,6 +8,7 @@ pub mod package;
 pub mod plan;
 pub mod progress;
 pub mod runtime;
+pub mod waiting;
 
 use std::sync::Arc;
 
@@ -15,49 +16,71 @@ use berth_crds::deployment::Deployment;
 use berth_crds::server::Server;
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
-use kube::runtime::watcher;
+use kube::runtime::reflector::ReflectHandle;
 use kube::{Api, ResourceExt};
 
 use self::runtime::Target;
-use super::server::observe::{credential_key, endpoint, pinned_host_key, server_id};
+use super::server::observe::{server_connection, server_id};
 use super::{drain, error_policy};
+use crate::cache::{changed_by, digest};
 use crate::context::Context;
 use crate::error::{Error, Result};
 
 const KIND: &str = "Deployment";
 
+/// What the Deployment controller reacts to.
+pub struct Inputs {
+    pub deployments: ReflectHandle<Deployment>,
+    pub servers: ReflectHandle<Server>,
+}
+
 pub async fn run(
     context: Arc<Context>,
+    inputs: Inputs,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let deployments = Api::<Deployment>::all(context.client.clone());
-    let stream = Controller::new(deployments, watcher::Config::default())
+    let deployments = context.caches.deployments.clone();
+    let waiting = deployments.clone();
+    // A server becoming ready (or not) releases the attempts waiting for it.
+    let readiness = changed_by(inputs.servers, |server: &Server| {
+        digest(waiting::server_ready(server).is_ok())
+    });
+    let stream = Controller::for_shared_stream(inputs.deployments, deployments)
+        .watches_shared_stream(readiness, move |server| {
+            waiting::attempts_on(&waiting, &server)
+        })
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy(KIND), context);
     drain(KIND, stream).await;
 }
 
-async fn reconcile(deployment: Arc<Deployment>, context: Arc<Context>) -> Result<Action> {
+async fn reconcile(cached: Arc<Deployment>, context: Arc<Context>) -> Result<Action> {
     let _timer = context.metrics.reconcile_started(KIND);
+    if has_ended(&cached) {
+        return Ok(Action::await_change());
+    }
     // The cache may still hold a status from before the attempt's own last write; acting on it
     // would run a finished attempt again (and restart its serving container).
-    let namespace = deployment
+    let namespace = cached
         .namespace()
         .ok_or(Error::MissingObjectKey("metadata.namespace"))?;
     let api = Api::<Deployment>::namespaced(context.client.clone(), &namespace);
-    let Some(deployment) = api.get_opt(&deployment.name_any()).await? else {
+    let Some(deployment) = api.get_opt(&cached.name_any()).await? else {
         return Ok(Action::await_change());
     };
-    let ended = deployment
+    if has_ended(&deployment) || deployment.metadata.deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    attempt::run(&context, &deployment).await
+}
+
+/// Whether the attempt reached a final state (which it never leaves).
+fn has_ended(deployment: &Deployment) -> bool {
+    deployment
         .status
         .as_ref()
         .and_then(|s| s.status)
-        .is_some_and(|s| s.is_terminal());
-    if ended || deployment.metadata.deletion_timestamp.is_some() {
-        return Ok(Action::await_change());
-    }
-    attempt::run(&context, &deployment).await?;
-    Ok(Action::await_change())
+        .is_some_and(|s| s.is_terminal())
 }
 
 /// Connects to a server by name (through the shared pool) and returns its Docker and proxy.
@@ -65,33 +88,12 @@ pub async fn connect(
     context: &Context,
     namespace: &str,
     server_name: &str,
-) -> Result<(Server, Target)> {
-    let server = Api::<Server>::namespaced(context.client.clone(), namespace)
-        .get_opt(server_name)
-        .await?
-        .ok_or_else(|| Error::InvalidSpec(format!("Server {server_name} does not exist")))?;
-    let id = server_id(&server);
-    let key = match credential_key(context, &server).await? {
-        Ok(key) => key,
-        // The credential may go first when a whole namespace is deleted; a live connection
-        // still serves cleanup.
-        Err(failure) => match context.servers.current(&id).await {
-            Some(connection) => {
-                let target = Target::new(connection, &server.spec.docker_socket_path, &id);
-                return Ok((server, target));
-            }
-            None => return Err(Error::InvalidSpec(failure.message.clone())),
-        },
-    };
-    let connection = context
-        .servers
-        .connect(
-            &id,
-            &endpoint(&server),
-            &key,
-            pinned_host_key(&server).as_deref(),
-        )
-        .await?;
-    let target = Target::new(connection, &server.spec.docker_socket_path, &id);
+) -> Result<(Arc<Server>, Target)> {
+    let (server, connection) = server_connection(context, namespace, server_name).await?;
+    let target = Target::new(
+        connection,
+        &server.spec.docker_socket_path,
+        &server_id(&server),
+    );
     Ok((server, target))
 }

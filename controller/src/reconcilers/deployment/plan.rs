@@ -66,6 +66,8 @@ pub struct RoutePlan {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Plan {
     pub container_name: String,
+    /// The resource's [`upstream_alias`].
+    pub upstream: String,
     pub image: String,
     /// How the package phase gets `image` onto the server.
     pub packaging: Packaging,
@@ -258,6 +260,16 @@ pub fn container_name(namespace: &str, resource: &str, deployment: &str) -> Stri
     format!("{start}-{hash}")
 }
 
+/// The resource's stable name on the edge network: the serving container carries it as a
+/// network alias and the proxy's route dials only it, so a redeploy moves the alias to the new
+/// container and never touches the proxy's configuration (which would close kept-alive client
+/// connections). A hash keeps it one DNS label.
+pub fn upstream_alias(namespace: &str, resource: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let hash = hex::encode(&Sha256::digest(format!("{namespace}/{resource}").as_bytes())[..8]);
+    format!("berth-upstream-{hash}")
+}
+
 /// Whether the resource is a static site: files served as they are, no Dockerfile needed.
 pub fn is_static_site(resource: &Resource) -> bool {
     resource.spec.kind == ResourceKind::StaticSite
@@ -363,6 +375,7 @@ pub fn plan(
     ]);
     Ok(Plan {
         container_name: container_name(&namespace, &resource_name, deployment_name),
+        upstream: upstream_alias(&namespace, &resource_name),
         image: match packaging {
             Packaging::Pull { .. } => source.locator.clone(),
             _ => built_tag(&namespace, &resource_name, deployment_name),
@@ -389,8 +402,10 @@ pub fn plan(
     })
 }
 
-/// The Caddy route sending the resource's host (and path prefix) to `container:port`.
-pub fn caddy_route(route: &RoutePlan, container: &str, port: u16) -> Value {
+/// The Caddy route sending the resource's host (and path prefix) to `upstream:port`. Each
+/// request dials anew (no upstream keep-alive), so it reaches whichever containers carry the
+/// upstream name at that moment; a container that stopped listening is skipped for another.
+pub fn caddy_route(route: &RoutePlan, upstream: &str, port: u16) -> Value {
     let mut matcher = json!({ "host": [route.hostname] });
     let prefix = route.path_prefix.trim_end_matches('/');
     if !prefix.is_empty() {
@@ -401,7 +416,9 @@ pub fn caddy_route(route: &RoutePlan, container: &str, port: u16) -> Value {
         "match": [matcher],
         "handle": [{
             "handler": "reverse_proxy",
-            "upstreams": [{ "dial": format!("{container}:{port}") }],
+            "upstreams": [{ "dial": format!("{upstream}:{port}") }],
+            "transport": { "protocol": "http", "keep_alive": { "enabled": false } },
+            "load_balancing": { "try_duration": "5s", "try_interval": "100ms" },
         }],
         "terminal": true,
     })

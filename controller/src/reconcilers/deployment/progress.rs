@@ -118,6 +118,43 @@ impl<'a> Progress<'a> {
         self.timeline.record(&self.key, event);
     }
 
+    /// Marks the attempt as waiting (`Ready` false with `reason`, the step label saying why)
+    /// and queues the status; returns whether this is news (not the wait already recorded).
+    pub fn waiting_for(&mut self, reason: &str, message: &str) -> bool {
+        let generation = self.deployment.metadata.generation;
+        let news = !condition::find(&self.status.conditions, READY)
+            .is_some_and(|ready| ready.reason == reason && ready.message == message);
+        condition::merge(
+            &mut self.status.conditions,
+            Condition::new(READY, ConditionStatus::False, reason, message, generation),
+        );
+        let step = self.status.current_step.as_ref().map_or(1, |s| s.current);
+        self.status.current_step = Some(DeploymentStep {
+            current: step,
+            total: TOTAL_STEPS,
+            label: message.to_string(),
+        });
+        self.write();
+        news
+    }
+
+    /// Waits until every queued status is written (the attempt pauses without ending).
+    pub async fn settle(mut self) -> Result<()> {
+        self.timeline.flush().await;
+        self.finish_writes().await
+    }
+
+    async fn finish_writes(&mut self) -> Result<()> {
+        self.queue = None;
+        match self.writer.take() {
+            Some(writer) => writer.await.unwrap_or_else(|join| {
+                tracing::warn!(error = %join, "the status writer stopped");
+                Ok(())
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// Ends the attempt: the final status is written, after every queued one, before this
     /// returns; a failed write anywhere in the queue is returned (and retried by the caller).
     pub async fn end(
@@ -149,14 +186,7 @@ impl<'a> Progress<'a> {
         // entry of the attempt is stored.
         self.timeline.flush().await;
         self.write();
-        self.queue = None;
-        match self.writer.take() {
-            Some(writer) => writer.await.unwrap_or_else(|join| {
-                tracing::warn!(error = %join, "the status writer stopped");
-                Ok(())
-            }),
-            None => Ok(()),
-        }
+        self.finish_writes().await
     }
 }
 

@@ -10,8 +10,9 @@ use berth_crds::resource::UpstreamProtocol;
 use bollard::Docker;
 use bollard::container::LogOutput;
 use bollard::models::{
-    ContainerCreateBody, ContainerSummary, HostConfig, Mount, MountType, PortBinding,
-    RestartPolicy, RestartPolicyNameEnum,
+    ContainerCreateBody, ContainerSummary, EndpointSettings, HostConfig, Mount, MountType,
+    NetworkConnectRequest, NetworkDisconnectRequest, NetworkingConfig, PortBinding, RestartPolicy,
+    RestartPolicyNameEnum,
 };
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, InspectContainerOptions, ListContainersOptionsBuilder,
@@ -71,20 +72,22 @@ impl Target {
         }
     }
 
-    /// Creates and starts the attempt's container, replacing a leftover of the same name.
-    pub async fn start_container(&self, plan: &Plan) -> Result<(), RemoteError> {
+    /// Creates and starts the attempt's container, replacing a leftover of the same name. A
+    /// new attempt's container stays off the resource's upstream name until [`Self::promote`];
+    /// a serving one (restored after drift) carries it at once.
+    pub async fn start_container(&self, plan: &Plan, serving: bool) -> Result<(), RemoteError> {
         // Usually there is no leftover: create first, remove only when the name is taken.
-        if let Err(error) = self.create(plan).await {
+        if let Err(error) = self.create(plan, serving).await {
             if !is_conflict(&error) {
                 return Err(error);
             }
             self.remove_container(&plan.container_name).await?;
-            self.create(plan).await?;
+            self.create(plan, serving).await?;
         }
         self.start(&plan.container_name).await
     }
 
-    async fn create(&self, plan: &Plan) -> Result<(), RemoteError> {
+    async fn create(&self, plan: &Plan, serving: bool) -> Result<(), RemoteError> {
         let options = CreateContainerOptionsBuilder::new()
             .name(&plan.container_name)
             .build();
@@ -92,10 +95,58 @@ impl Target {
             &self.connection,
             "creating the container",
             self.docker
-                .create_container(Some(options), container_body(plan)),
+                .create_container(Some(options), container_body(plan, serving)),
         )
         .await
         .map(drop)
+    }
+
+    /// Puts the container on the resource's upstream name: requests through the proxy reach it
+    /// from now on, beside any older container still carrying the name. Docker sets aliases
+    /// only when a container joins a network, so it rejoins (a new container serves nothing yet).
+    pub async fn promote(&self, plan: &Plan) -> Result<(), RemoteError> {
+        let leave = NetworkDisconnectRequest {
+            container: plan.container_name.clone(),
+            force: Some(true),
+        };
+        docker_call(
+            &self.connection,
+            "leaving the edge network",
+            self.docker.disconnect_network(EDGE_NETWORK, leave),
+        )
+        .await?;
+        let join = NetworkConnectRequest {
+            container: plan.container_name.clone(),
+            endpoint_config: Some(upstream_endpoint(plan)),
+        };
+        docker_call(
+            &self.connection,
+            "joining the edge network as the upstream",
+            self.docker.connect_network(EDGE_NETWORK, join),
+        )
+        .await
+    }
+
+    /// Promotes the running container unless it already carries the upstream name (a
+    /// container started before Berth used upstream names, say).
+    pub async fn ensure_promoted(&self, plan: &Plan) -> Result<(), RemoteError> {
+        let container = docker_call(
+            &self.connection,
+            "inspecting the container",
+            self.docker
+                .inspect_container(&plan.container_name, None::<InspectContainerOptions>),
+        )
+        .await?;
+        let aliases = container
+            .network_settings
+            .and_then(|n| n.networks)
+            .and_then(|mut n| n.remove(EDGE_NETWORK))
+            .and_then(|n| n.aliases)
+            .unwrap_or_default();
+        if aliases.contains(&plan.upstream) {
+            return Ok(());
+        }
+        self.promote(plan).await
     }
 
     /// Starts an existing container.
@@ -324,14 +375,9 @@ impl Target {
                     .iter()
                     .find(|r| r.get("@id").and_then(Value::as_str) == Some(route_id))
             });
-        let wanted = target.map(|(route, container, port)| caddy_route(route, container, port));
-        // What decides where requests go: the matcher and the upstream.
-        let essence = |route: &Value| {
-            (
-                route.get("match").cloned(),
-                route.pointer("/handle/0/upstreams").cloned(),
-            )
-        };
+        let wanted = target.map(|(route, upstream, port)| caddy_route(route, upstream, port));
+        // What decides where requests go: the matcher and the handler.
+        let essence = |route: &Value| (route.get("match").cloned(), route.get("handle").cloned());
         if present.map(essence) == wanted.as_ref().map(essence) {
             return Ok(false);
         }
@@ -339,7 +385,7 @@ impl Target {
         Ok(true)
     }
 
-    /// Points the resource's route at `container:port` (or removes it with `None`), keeping
+    /// Points the resource's route at `upstream:port` (or removes it with `None`), keeping
     /// every other route of the proxy.
     pub async fn switch_route(
         &self,
@@ -357,15 +403,23 @@ impl Target {
             // Routes without an id are the catch-all 404 `edge_config` appends again.
             .filter(|r| r.get("@id").is_some_and(|id| id != route_id))
             .collect();
-        if let Some((route, container, port)) = target {
-            routes.push(caddy_route(route, container, port));
+        if let Some((route, upstream, port)) = target {
+            routes.push(caddy_route(route, upstream, port));
         }
         self.proxy.load(&edge_config(routes)).await
     }
 }
 
-/// The container Docker creates for an attempt.
-pub fn container_body(plan: &Plan) -> ContainerCreateBody {
+/// The container's membership of the edge network when it carries the upstream name.
+fn upstream_endpoint(plan: &Plan) -> EndpointSettings {
+    EndpointSettings {
+        aliases: Some(vec![plan.upstream.clone()]),
+        ..Default::default()
+    }
+}
+
+/// The container Docker creates for an attempt; `serving` puts it on the upstream name.
+pub fn container_body(plan: &Plan, serving: bool) -> ContainerCreateBody {
     let restart = match plan.restart_policy {
         berth_crds::resource::RestartPolicy::Never => RestartPolicyNameEnum::NO,
         berth_crds::resource::RestartPolicy::Always => RestartPolicyNameEnum::ALWAYS,
@@ -404,6 +458,12 @@ pub fn container_body(plan: &Plan) -> ContainerCreateBody {
                 )])
             }),
             ..Default::default()
+        }),
+        networking_config: serving.then(|| NetworkingConfig {
+            endpoints_config: Some(HashMap::from([(
+                EDGE_NETWORK.to_string(),
+                upstream_endpoint(plan),
+            )])),
         }),
         ..Default::default()
     }

@@ -5,13 +5,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use berth_crds::server::{ProxyKind, Server};
-use berth_crds::ssh_credential::SshCredential;
-use kube::{Api, ResourceExt};
+use kube::ResourceExt;
 
 use super::status::{Contact, Failure, Observation, ProxyObservation, reason};
+use crate::cache::Caches;
 use crate::context::Context;
-use crate::error::Result;
-use crate::reconcilers::ssh_credential::load_key;
+use crate::error::{Error, Result};
+use crate::reconcilers::ssh_credential::key_from_secret;
 use crate::remote::docker::{docker_call, docker_over_ssh};
 use crate::remote::{
     ClientKey, EdgeProxy, EdgeProxySettings, Endpoint, ProxyChange, RemoteError, ServerConnection,
@@ -52,30 +52,51 @@ pub fn pinned_host_key(server: &Server) -> Option<String> {
         })
 }
 
-/// The private key of the server's credential, or why there is none.
-pub async fn credential_key(
-    context: &Context,
-    server: &Server,
-) -> Result<Result<ClientKey, Failure>> {
+/// The private key of the server's credential, or why there is none, from the caches.
+pub fn credential_key(context: &Context, server: &Server) -> Result<ClientKey, Failure> {
     let namespace = server.namespace().unwrap_or_default();
     let name = &server.spec.credential_id;
-    let credential = Api::<SshCredential>::namespaced(context.client.clone(), &namespace)
-        .get_opt(name)
-        .await?;
-    let Some(credential) = credential else {
-        return Ok(Err(Failure::new(
+    let caches = &context.caches;
+    let Some(credential) = Caches::get(&caches.credentials, &namespace, name) else {
+        return Err(Failure::new(
             reason::CREDENTIAL_NOT_READY,
             format!("SshCredential {name} does not exist"),
-        )));
+        ));
     };
-    Ok(load_key(&context.client, &credential)
-        .await?
-        .map_err(|problem| {
-            Failure::new(
-                reason::CREDENTIAL_NOT_READY,
-                format!("SshCredential {name}: {}", problem.message()),
-            )
-        }))
+    let reference = &credential.spec.private_key_secret_ref;
+    let secret = Caches::get(&caches.secrets, &namespace, &reference.name);
+    key_from_secret(secret.as_deref(), &reference.name, &reference.key).map_err(|problem| {
+        Failure::new(
+            reason::CREDENTIAL_NOT_READY,
+            format!("SshCredential {name}: {}", problem.message()),
+        )
+    })
+}
+
+/// The cached Server `name` and a connection to it through the shared pool.
+pub async fn server_connection(
+    context: &Context,
+    namespace: &str,
+    name: &str,
+) -> Result<(Arc<Server>, Arc<ServerConnection>)> {
+    let server = Caches::get(&context.caches.servers, namespace, name)
+        .ok_or_else(|| Error::InvalidSpec(format!("Server {name} does not exist")))?;
+    let id = server_id(&server);
+    let key = match credential_key(context, &server) {
+        Ok(key) => key,
+        // The credential may go first when a whole namespace is deleted; a live connection
+        // still serves cleanup.
+        Err(failure) => match context.servers.current(&id).await {
+            Some(connection) => return Ok((server, connection)),
+            None => return Err(Error::InvalidSpec(failure.message)),
+        },
+    };
+    let pinned = pinned_host_key(&server);
+    let connection = context
+        .servers
+        .connect(&id, &endpoint(&server), &key, pinned.as_deref())
+        .await?;
+    Ok((server, connection))
 }
 
 fn failure(error: &RemoteError) -> Failure {
@@ -92,7 +113,7 @@ pub async fn observe(
         docker: None,
         proxy: None,
     };
-    let key = match credential_key(context, server).await? {
+    let key = match credential_key(context, server) {
         Ok(key) => key,
         Err(failure) => return Ok((nothing(Err(failure)), None)),
     };

@@ -1,0 +1,312 @@
+//! What runs on one server, as its Docker reports it: Berth's containers and their state,
+//! kept from one listing plus the events after it. Pure, so the rules are unit-tested.
+
+use std::collections::{BTreeSet, HashMap};
+
+use berth_crds::MANAGED_LABEL;
+
+use crate::reconcilers::deployment::plan::{DEPLOYMENT_LABEL, NAMESPACE_LABEL, RESOURCE_LABEL};
+use crate::remote::edge_proxy::{COMPONENT_LABEL, SERVER_LABEL};
+
+/// A managed container as last observed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ContainerRecord {
+    pub name: String,
+    /// `Some` for application containers: the Resource and the attempt that started it.
+    pub owner: Option<Owner>,
+    /// The edge proxy of the Server named `namespace/name`.
+    pub proxy_of: Option<String>,
+    pub running: bool,
+    /// Exit code of the last time it stopped.
+    pub exit_code: Option<i64>,
+    /// Whether the kernel killed it for memory since it last started.
+    pub oom_killed: bool,
+    /// Docker's health status (`healthy`, `unhealthy`, `starting`) when it has a health check.
+    pub health: Option<String>,
+}
+
+/// The Resource (and attempt) a container belongs to.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Owner {
+    pub namespace: String,
+    pub resource: String,
+    pub deployment: String,
+}
+
+/// A container as one listing shows it.
+#[derive(Clone, Debug)]
+pub struct Listed {
+    pub name: String,
+    pub labels: HashMap<String, String>,
+    pub running: bool,
+}
+
+/// One Docker container event.
+#[derive(Clone, Debug)]
+pub struct ContainerEvent {
+    pub action: String,
+    /// Docker puts the container's name and labels here, plus e.g. `exitCode` on `die`.
+    pub attributes: HashMap<String, String>,
+}
+
+/// What changed in the index: the Resources whose containers changed, and whether the edge
+/// proxy (re)started (a started proxy holds only its base configuration, no routes).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Changes {
+    pub resources: BTreeSet<(String, String)>,
+    pub proxy_started: bool,
+}
+
+impl Changes {
+    pub fn is_empty(&self) -> bool {
+        self.resources.is_empty() && !self.proxy_started
+    }
+}
+
+/// Berth's containers on one server, by name.
+#[derive(Debug, Default)]
+pub struct ServerIndex {
+    containers: HashMap<String, ContainerRecord>,
+    /// Counts proxy starts seen, so a reader can tell whether its routes were written since.
+    proxy_starts: u64,
+}
+
+impl ServerIndex {
+    pub fn container(&self, name: &str) -> Option<&ContainerRecord> {
+        self.containers.get(name)
+    }
+
+    pub fn containers(&self) -> impl Iterator<Item = &ContainerRecord> {
+        self.containers.values()
+    }
+
+    pub fn proxy_starts(&self) -> u64 {
+        self.proxy_starts
+    }
+
+    /// Replaces everything with a fresh listing.
+    pub fn replace(&mut self, listed: Vec<Listed>) -> Changes {
+        let mut changes = Changes::default();
+        let mut fresh = HashMap::new();
+        for container in listed {
+            let mut record = record_from_labels(&container.name, &container.labels);
+            record.running = container.running;
+            if let Some(before) = self.containers.get(&record.name) {
+                record.exit_code = before.exit_code;
+                record.oom_killed = before.oom_killed;
+                record.health = before.health.clone();
+            }
+            fresh.insert(record.name.clone(), record);
+        }
+        for (name, record) in &fresh {
+            let before = self.containers.get(name);
+            if before.map(|b| b.running) != Some(record.running) {
+                note(&mut changes, record);
+            }
+        }
+        for (name, gone) in &self.containers {
+            if !fresh.contains_key(name) {
+                note(&mut changes, gone);
+            }
+        }
+        self.containers = fresh;
+        changes
+    }
+
+    /// Applies one event.
+    pub fn apply(&mut self, event: &ContainerEvent) -> Changes {
+        let mut changes = Changes::default();
+        let Some(name) = event.attributes.get("name") else {
+            return changes;
+        };
+        if event.attributes.get(MANAGED_LABEL).map(String::as_str) != Some("true") {
+            return changes;
+        }
+        if event.action == "destroy" {
+            if let Some(gone) = self.containers.remove(name) {
+                note(&mut changes, &gone);
+            }
+            return changes;
+        }
+        let record = self
+            .containers
+            .entry(name.clone())
+            .or_insert_with(|| record_from_labels(name, &event.attributes));
+        let action = event.action.as_str();
+        match action {
+            "start" | "restart" | "unpause" => {
+                record.running = true;
+                record.oom_killed = false;
+                if record.proxy_of.is_some() {
+                    self.proxy_starts += 1;
+                    changes.proxy_started = true;
+                }
+            }
+            "die" => {
+                record.running = false;
+                record.exit_code = event
+                    .attributes
+                    .get("exitCode")
+                    .and_then(|code| code.parse().ok());
+            }
+            "oom" => record.oom_killed = true,
+            "pause" => record.running = false,
+            _ => match action.strip_prefix("health_status: ") {
+                Some(health) => record.health = Some(health.to_string()),
+                // create, kill, stop, attach…: the state change, if any, comes as its own event.
+                None => return changes,
+            },
+        }
+        let record = record.clone();
+        note(&mut changes, &record);
+        changes
+    }
+}
+
+fn note(changes: &mut Changes, record: &ContainerRecord) {
+    if let Some(owner) = &record.owner {
+        changes
+            .resources
+            .insert((owner.namespace.clone(), owner.resource.clone()));
+    }
+}
+
+fn record_from_labels(name: &str, labels: &HashMap<String, String>) -> ContainerRecord {
+    let owner = match (
+        labels.get(NAMESPACE_LABEL),
+        labels.get(RESOURCE_LABEL),
+        labels.get(DEPLOYMENT_LABEL),
+    ) {
+        (Some(namespace), Some(resource), Some(deployment)) => Some(Owner {
+            namespace: namespace.clone(),
+            resource: resource.clone(),
+            deployment: deployment.clone(),
+        }),
+        _ => None,
+    };
+    let proxy_of = match labels.get(COMPONENT_LABEL).map(String::as_str) {
+        Some("edge-proxy") => labels.get(SERVER_LABEL).cloned(),
+        _ => None,
+    };
+    ContainerRecord {
+        name: name.to_string(),
+        owner,
+        proxy_of,
+        running: false,
+        exit_code: None,
+        oom_killed: false,
+        health: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn app_labels(resource: &str) -> HashMap<String, String> {
+        HashMap::from([
+            (MANAGED_LABEL.to_string(), "true".to_string()),
+            (NAMESPACE_LABEL.to_string(), "org-a".to_string()),
+            (RESOURCE_LABEL.to_string(), resource.to_string()),
+            (DEPLOYMENT_LABEL.to_string(), format!("dep-{resource}-1")),
+        ])
+    }
+
+    fn event(action: &str, name: &str, mut attributes: HashMap<String, String>) -> ContainerEvent {
+        attributes.insert("name".into(), name.into());
+        ContainerEvent {
+            action: action.into(),
+            attributes,
+        }
+    }
+
+    fn listed(name: &str, resource: &str, running: bool) -> Listed {
+        Listed {
+            name: name.into(),
+            labels: app_labels(resource),
+            running,
+        }
+    }
+
+    fn resources(changes: &Changes) -> Vec<&str> {
+        changes.resources.iter().map(|(_, r)| r.as_str()).collect()
+    }
+
+    #[test]
+    fn a_listing_reports_what_appeared_stopped_or_vanished() {
+        let mut index = ServerIndex::default();
+        let first = index.replace(vec![
+            listed("web-1", "web", true),
+            listed("api-1", "api", true),
+        ]);
+        assert_eq!(resources(&first), ["api", "web"]);
+        let same = index.replace(vec![
+            listed("web-1", "web", true),
+            listed("api-1", "api", true),
+        ]);
+        assert!(same.is_empty());
+        let later = index.replace(vec![listed("web-1", "web", false)]);
+        assert_eq!(resources(&later), ["api", "web"]);
+        assert!(index.container("api-1").is_none());
+        assert!(!index.container("web-1").unwrap().running);
+    }
+
+    #[test]
+    fn events_track_death_exit_code_oom_health_and_removal() {
+        let mut index = ServerIndex::default();
+        index.replace(vec![listed("web-1", "web", true)]);
+        let mut died = app_labels("web");
+        died.insert("exitCode".into(), "137".into());
+        assert_eq!(
+            resources(&index.apply(&event("oom", "web-1", app_labels("web")))),
+            ["web"]
+        );
+        assert_eq!(
+            resources(&index.apply(&event("die", "web-1", died))),
+            ["web"]
+        );
+        let record = index.container("web-1").unwrap();
+        assert!(!record.running);
+        assert_eq!(record.exit_code, Some(137));
+        assert!(record.oom_killed);
+        index.apply(&event(
+            "health_status: unhealthy",
+            "web-1",
+            app_labels("web"),
+        ));
+        assert_eq!(
+            index.container("web-1").unwrap().health.as_deref(),
+            Some("unhealthy")
+        );
+        // Events that change nothing by themselves wake nobody.
+        assert!(
+            index
+                .apply(&event("kill", "web-1", app_labels("web")))
+                .is_empty()
+        );
+        assert_eq!(
+            resources(&index.apply(&event("destroy", "web-1", app_labels("web")))),
+            ["web"]
+        );
+        assert!(index.container("web-1").is_none());
+    }
+
+    #[test]
+    fn a_proxy_start_is_counted_and_unmanaged_containers_ignored() {
+        let mut index = ServerIndex::default();
+        let proxy = HashMap::from([
+            (MANAGED_LABEL.to_string(), "true".to_string()),
+            (COMPONENT_LABEL.to_string(), "edge-proxy".to_string()),
+            (SERVER_LABEL.to_string(), "org-a/local".to_string()),
+        ]);
+        let started = index.apply(&event("start", "berth-edge-proxy.org-a.local", proxy));
+        assert!(started.proxy_started);
+        assert_eq!(index.proxy_starts(), 1);
+        assert!(
+            index
+                .apply(&event("start", "someone-elses", HashMap::new()))
+                .is_empty()
+        );
+        assert!(index.container("someone-elses").is_none());
+    }
+}

@@ -1,0 +1,208 @@
+//! One observer per server (DESIGN §5a): a task holds a Docker events subscription open through
+//! the server's SSH connection, keeps an index of Berth's containers there, and wakes the
+//! reconcilers of what changed. Drift repair reads the index instead of probing each container;
+//! health, logs and monitoring read it too.
+
+pub mod index;
+mod task;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+
+use berth_crds::resource::Resource;
+use berth_crds::server::Server;
+use futures::channel::mpsc;
+use kube::runtime::reflector::ObjectRef;
+
+pub use self::index::{ContainerRecord, ServerIndex};
+use crate::context::Context;
+use crate::remote::ServerId;
+
+/// How far an observer got with its server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Connectivity {
+    /// Not connected yet since this process started: nothing is known either way.
+    Starting,
+    /// Subscribed to the server's events; the index is current.
+    Live,
+    /// The subscription broke; the index shows the last known state.
+    Lost,
+}
+
+/// What one observer knows, shared between its task and the readers.
+pub struct ObservedServer {
+    index: RwLock<ServerIndex>,
+    connectivity: Mutex<Connectivity>,
+    /// Increases on every (re)subscription and proxy start: the edge proxy's routes may have
+    /// changed since a route was last confirmed at a lower epoch.
+    epoch: Mutex<u64>,
+    /// The epoch at which each resource's route was last confirmed on the proxy.
+    routes_confirmed: Mutex<HashMap<(String, String), u64>>,
+}
+
+impl ObservedServer {
+    fn new() -> Self {
+        Self {
+            index: RwLock::default(),
+            connectivity: Mutex::new(Connectivity::Starting),
+            epoch: Mutex::new(0),
+            routes_confirmed: Mutex::default(),
+        }
+    }
+
+    pub fn connectivity(&self) -> Connectivity {
+        *lock(&self.connectivity)
+    }
+
+    /// Sets the connectivity; returns whether it changed.
+    fn set_connectivity(&self, now: Connectivity) -> bool {
+        let mut current = lock(&self.connectivity);
+        let changed = *current != now;
+        *current = now;
+        changed
+    }
+
+    /// The container named `name`, as last observed.
+    pub fn container(&self, name: &str) -> Option<ContainerRecord> {
+        read(&self.index).container(name).cloned()
+    }
+
+    /// Every managed container of one resource, as last observed.
+    pub fn containers_of(&self, namespace: &str, resource: &str) -> Vec<ContainerRecord> {
+        read(&self.index)
+            .containers()
+            .filter(|c| {
+                c.owner
+                    .as_ref()
+                    .is_some_and(|o| o.namespace == namespace && o.resource == resource)
+            })
+            .cloned()
+            .collect()
+    }
+
+    fn bump_epoch(&self) {
+        *lock(&self.epoch) += 1;
+    }
+
+    /// The epoch a route check should record, or `None` when the resource's route was already
+    /// confirmed since the proxy last (re)started.
+    pub fn route_check_due(&self, namespace: &str, resource: &str) -> Option<u64> {
+        let epoch = *lock(&self.epoch);
+        let key = (namespace.to_string(), resource.to_string());
+        let confirmed = lock(&self.routes_confirmed).get(&key).copied();
+        (confirmed != Some(epoch)).then_some(epoch)
+    }
+
+    pub fn confirm_route(&self, namespace: &str, resource: &str, epoch: u64) {
+        let key = (namespace.to_string(), resource.to_string());
+        lock(&self.routes_confirmed).insert(key, epoch);
+    }
+
+    /// Forgets a route confirmation (the route changed, or the resource went away).
+    pub fn forget_route(&self, namespace: &str, resource: &str) {
+        lock(&self.routes_confirmed).remove(&(namespace.to_string(), resource.to_string()));
+    }
+}
+
+/// Reconcilers an observer wakes; their receiving ends feed the controllers.
+#[derive(Clone)]
+pub struct Wakers {
+    resources: mpsc::UnboundedSender<ObjectRef<Resource>>,
+    servers: mpsc::UnboundedSender<ObjectRef<Server>>,
+}
+
+/// The receiving ends of [`Wakers`], one per controller.
+pub struct WakeReceivers {
+    pub resources: mpsc::UnboundedReceiver<ObjectRef<Resource>>,
+    pub servers: mpsc::UnboundedReceiver<ObjectRef<Server>>,
+}
+
+impl Wakers {
+    pub fn resource(&self, namespace: &str, name: &str) {
+        let _ = self
+            .resources
+            .unbounded_send(ObjectRef::new(name).within(namespace));
+    }
+
+    pub fn server(&self, id: &ServerId) {
+        let _ = self
+            .servers
+            .unbounded_send(ObjectRef::new(&id.name).within(&id.namespace));
+    }
+}
+
+/// Every server's observer, started by the Server reconciler once the server answers.
+pub struct Observers {
+    running: Mutex<HashMap<ServerId, Running>>,
+    pub wake: Wakers,
+}
+
+struct Running {
+    observed: Arc<ObservedServer>,
+    task: tokio::task::AbortHandle,
+}
+
+impl Observers {
+    pub fn new() -> (Self, WakeReceivers) {
+        let (resources, resources_rx) = mpsc::unbounded();
+        let (servers, servers_rx) = mpsc::unbounded();
+        let observers = Self {
+            running: Mutex::default(),
+            wake: Wakers { resources, servers },
+        };
+        let receivers = WakeReceivers {
+            resources: resources_rx,
+            servers: servers_rx,
+        };
+        (observers, receivers)
+    }
+
+    /// Starts the server's observer unless it runs.
+    pub fn ensure(&self, context: &Arc<Context>, id: &ServerId) {
+        let mut running = lock(&self.running);
+        if running.get(id).is_some_and(|r| !r.task.is_finished()) {
+            return;
+        }
+        let observed = Arc::new(ObservedServer::new());
+        let task = tokio::spawn(task::observe(
+            Arc::clone(context),
+            id.clone(),
+            Arc::clone(&observed),
+        ));
+        tracing::info!(server = %id, "observing the server's containers");
+        running.insert(
+            id.clone(),
+            Running {
+                observed,
+                task: task.abort_handle(),
+            },
+        );
+    }
+
+    /// Stops the server's observer (the server is being deleted).
+    pub fn stop(&self, id: &ServerId) {
+        if let Some(running) = lock(&self.running).remove(id) {
+            running.task.abort();
+        }
+    }
+
+    /// What the server's observer knows; `None` before it started.
+    pub fn get(&self, id: &ServerId) -> Option<Arc<ObservedServer>> {
+        lock(&self.running)
+            .get(id)
+            .map(|running| Arc::clone(&running.observed))
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Every update leaves the data consistent; a panicked holder does not poison it for us.
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn read(index: &RwLock<ServerIndex>) -> std::sync::RwLockReadGuard<'_, ServerIndex> {
+    index.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn write(index: &RwLock<ServerIndex>) -> std::sync::RwLockWriteGuard<'_, ServerIndex> {
+    index.write().unwrap_or_else(|e| e.into_inner())
+}
