@@ -33,8 +33,9 @@ up() {
   berth_start_controller "$BERTH_RUN_DIR/controller.log"
   berth_start_shim "$BERTH_RUN_DIR/shim.log"
   berth_bootstrap_admin
-  apply_quickstart
+  # Written before the quickstart: whatever happens next, the credentials are at hand.
   write_dev_env
+  apply_quickstart
   summary $((SECONDS - started))
 }
 
@@ -45,7 +46,10 @@ apply_quickstart() {
   berth_quickstart_secret
   kubectl apply --server-side -k "$dir" >/dev/null
   log "waiting for the quickstart objects to be Ready (the sample app deploys meanwhile)"
-  kubectl kustomize "$dir" | kubectl wait --for=condition=Ready --timeout=180s -f - >/dev/null
+  if ! kubectl kustomize "$dir" | kubectl wait --for=condition=Ready --timeout=180s -f - >/dev/null; then
+    explain_not_ready "$dir"
+    die "the quickstart did not become Ready; see above, and .berth/controller.log"
+  fi
   sample_app_url=$(kubectl get resource.berth.dev sample-app -n org-acme \
     -o jsonpath='{.status.accessSummary.latestGeneratedAccessRoute.url}')
   log "sample app served at $sample_app_url"
@@ -53,6 +57,26 @@ apply_quickstart() {
   # again within seconds (Event RouteRestored), so give it that long.
   wait_for 30 "the sample app answering at $sample_app_url" \
     curl -fsS --max-time 5 -o /dev/null --resolve "$(sample_app_resolve)" "$sample_app_url"
+}
+
+# For every quickstart object that is not Ready: its conditions, and a deployment's last error.
+explain_not_ready() {
+  local dir=$1
+  kubectl kustomize "$dir" | kubectl get -f - -o json | jq -r '
+    (if .kind == "List" then .items else [.] end)[]
+    | select([.status.conditions // [] | .[] | select(.type == "Ready" and .status == "True")] | length == 0)
+    | "\(.kind)/\(.metadata.name) is not Ready:",
+      (.status.conditions // [] | .[] | "  \(.type)=\(.status) \(.reason): \(.message)"),
+      (if .status.lastDeploymentId then "  last deployment: \(.status.lastDeploymentId) (\(.status.lastDeploymentStatus))" else empty end)' >&2
+  local deployment
+  deployment=$(kubectl -n org-acme get resource.berth.dev sample-app \
+    -o jsonpath='{.status.lastDeploymentId}' 2>/dev/null || true)
+  if [[ -n "$deployment" ]]; then
+    kubectl -n org-acme get deployment.berth.dev "$deployment" -o json | jq -r '
+      "Deployment/\(.metadata.name): \(.status.status // "created"), step: \(.status.currentStep.label // "-")",
+      (.status.lastError // empty | "  last error: \(.phase) \(.code): \(.message)"),
+      (.status.retry // empty | "  retry \(.count) at \(.nextRetryAt): \(.lastError.code): \(.lastError.message)")' >&2
+  fi
 }
 
 # `host:port:127.0.0.1` for curl --resolve: *.localhost names always mean this machine.

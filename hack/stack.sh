@@ -38,7 +38,7 @@ SRV2_DOCKER_SOCKET=$SRV2_RUN/docker.sock
 
 usage() {
   cat <<EOF
-Usage: hack/stack.sh up|down|status|env
+Usage: hack/stack.sh up|down|status|env|restart docker|sshd
 
 Runs Berth's local development stack on loopback (DESIGN §7):
   etcd                     127.0.0.1:$ETCD_PORT (peer $ETCD_PEER_PORT)
@@ -57,6 +57,9 @@ Commands:
   down    stop what 'up' started (an engine it reused is left alone)
   status  print each component up/down; exit 1 if any is down
   env     print export lines for the stack: eval "\$(hack/stack.sh env)"
+  restart docker|sshd
+          restart dockerd (its containers stop and come back by their restart policy) or sshd
+          (the listener and every open connection), as fault tests do
 
 State (certificates, keys, etcd data, logs, pid files) lives in
   BERTH_STACK_DIR=$D
@@ -566,9 +569,35 @@ EOF
   registry_env
 }
 
+# Restarts one daemon of the stack, as a server's operator would (fault tests, hack/chaos.sh).
+#   docker   dockerd stops its containers; those with a restart policy come back with it
+#   sshd     the listener and every connection it accepted (what a reboot of the server does to
+#            SSH); clients must reconnect
+cmd_restart() {
+  case "${1:-}" in
+    docker)
+      stop_bg dockerd 60
+      up_docker
+      wait_docker
+      ;;
+    sshd)
+      local pid
+      if read -r pid _ 2>/dev/null <"$(_pidfile sshd)"; then
+        # Each connection's sshd is a child of the listener, in a session of its own.
+        pkill -TERM -P "$pid" 2>/dev/null || true
+      fi
+      stop_bg sshd 10
+      up_sshd
+      wait_sshd
+      ;;
+    *) die "usage: hack/stack.sh restart docker|sshd" ;;
+  esac
+}
+
 main() {
   case "${1:-}" in
     up) cmd_up ;;
+    restart) shift; cmd_restart "$@" ;;
     down) cmd_down ;;
     status) cmd_status ;;
     env) cmd_env ;;

@@ -78,7 +78,12 @@ step "integration tests (real API server, Docker, sshd)"
 export BERTH_CONTROLLER_LOG=$BERTH_RUN_DIR/test-controller.log BERTH_BIN_DIR
 export BERTH_CONTROLLER_KUBECONFIG=$BERTH_STACK_DIR/berth-controller.kubeconfig
 export BERTH_SHIM_LOG=$BERTH_RUN_DIR/test-shim.log
-cargo test -p berth-tests --test integration -- "${filter[@]}"
+cargo test -p berth-tests --test integration -- --skip disruptive:: "${filter[@]}"
+# Faults that disturb the shared stack (dockerd and sshd restarts) run alone, after the rest.
+if [[ ${#filter[@]} -eq 0 || "${filter[*]}" == *disruptive* ]]; then
+  step "disruptive tests, one at a time"
+  cargo test -p berth-tests --test integration -- --test-threads=1 disruptive::
+fi
 
 step "secret scan of Berth's logs"
 # Tokens carry recognisable prefixes and keys their PEM armour; none may reach a log line.

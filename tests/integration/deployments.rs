@@ -38,7 +38,12 @@ pub(crate) async fn ready_server(ns: &TestNamespace) -> u16 {
 }
 
 /// The sample app's Resource manifest, auto-deploy on, probing `health_path`.
-fn resource_yaml(ns: &TestNamespace, name: &str, image: &str, health_path: &str) -> String {
+pub(crate) fn resource_yaml(
+    ns: &TestNamespace,
+    name: &str,
+    image: &str,
+    health_path: &str,
+) -> String {
     resource_yaml_with_retries(ns, name, image, health_path, 2)
 }
 
@@ -67,7 +72,7 @@ fn resource_yaml_with_retries(
     manifest.to_string()
 }
 
-fn apply(yaml: &str) {
+pub(crate) fn apply(yaml: &str) {
     let output = kubectl(&["apply", "-f", "-"], Some(yaml));
     assert!(output.status.success(), "kubectl apply: {output:?}");
 }
@@ -102,7 +107,7 @@ pub(crate) async fn teardown(ns: &TestNamespace, name: &str) {
     .await;
 }
 
-async fn set_image(ns: &TestNamespace, name: &str, image: &str, health_path: &str) {
+pub(crate) async fn set_image(ns: &TestNamespace, name: &str, image: &str, health_path: &str) {
     let patch = json!({ "spec": {
         "source": { "kind": "docker-image", "locator": image },
         "runtimeProfile": { "healthCheck": { "path": health_path, "intervalSeconds": 1, "retries": 2 } },
@@ -294,6 +299,15 @@ async fn failing_health_check_keeps_the_old_version_serving() {
     let failed = wait_ended(&ns, "dep-web-2").await;
     let status = failed.status.unwrap();
     assert_eq!(status.status, Some(DeploymentState::Failed), "{status:?}");
+    // The app's own fault: nothing is retried until the spec changes.
+    assert!(status.retry.is_none(), "{status:?}");
+    let recorded = crate::servers::support::events(&ns);
+    assert!(
+        !recorded
+            .iter()
+            .any(|(reason, _)| reason == "RetryScheduled"),
+        "{recorded:?}"
+    );
     let error = status.last_error.expect("lastError");
     assert_eq!(error.phase, DeploymentPhase::Verify);
     assert_eq!(error.code, "health_check_failed");

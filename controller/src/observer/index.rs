@@ -50,16 +50,18 @@ pub struct ContainerEvent {
 }
 
 /// What changed in the index: the Resources whose containers changed, and whether the edge
-/// proxy (re)started (a started proxy holds only its base configuration, no routes).
+/// proxy (re)started (a started proxy holds only its base configuration, no routes) or stopped
+/// (the Server reconciler starts it again).
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Changes {
     pub resources: BTreeSet<(String, String)>,
     pub proxy_started: bool,
+    pub proxy_stopped: bool,
 }
 
 impl Changes {
     pub fn is_empty(&self) -> bool {
-        self.resources.is_empty() && !self.proxy_started
+        self.resources.is_empty() && !self.proxy_started && !self.proxy_stopped
     }
 }
 
@@ -125,6 +127,7 @@ impl ServerIndex {
         if event.action == "destroy" {
             if let Some(gone) = self.containers.remove(name) {
                 note(&mut changes, &gone);
+                changes.proxy_stopped = gone.proxy_of.is_some();
             }
             return changes;
         }
@@ -148,6 +151,7 @@ impl ServerIndex {
                     .attributes
                     .get("exitCode")
                     .and_then(|code| code.parse().ok());
+                changes.proxy_stopped = record.proxy_of.is_some();
             }
             "oom" => record.oom_killed = true,
             "pause" => record.running = false,
@@ -299,9 +303,15 @@ mod tests {
             (COMPONENT_LABEL.to_string(), "edge-proxy".to_string()),
             (SERVER_LABEL.to_string(), "org-a/local".to_string()),
         ]);
-        let started = index.apply(&event("start", "berth-edge-proxy.org-a.local", proxy));
+        let started = index.apply(&event(
+            "start",
+            "berth-edge-proxy.org-a.local",
+            proxy.clone(),
+        ));
         assert!(started.proxy_started);
         assert_eq!(index.proxy_starts(), 1);
+        let died = index.apply(&event("die", "berth-edge-proxy.org-a.local", proxy));
+        assert!(died.proxy_stopped && !died.proxy_started);
         assert!(
             index
                 .apply(&event("start", "someone-elses", HashMap::new()))

@@ -169,6 +169,10 @@ fn wake(context: &Context, id: &ServerId, changes: &Changes) {
         // A restarted proxy holds no routes: every resource it serves writes its own again.
         wake_everything_on(context, id);
     }
+    if changes.proxy_stopped {
+        // The Server reconciler starts it again (and reports it not Ready meanwhile).
+        context.observers.wake.server(id);
+    }
 }
 
 /// Wakes every Resource deployed to the server.

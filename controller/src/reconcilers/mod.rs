@@ -100,7 +100,6 @@ pub async fn run_all(
     let credentials = ssh_credential::Inputs {
         credentials: feeds.credentials.subscribe(),
         secrets: feeds.secrets.subscribe(),
-        servers: feeds.servers.subscribe(),
     };
     let controllers = async {
         context.caches.wait_until_ready().await;

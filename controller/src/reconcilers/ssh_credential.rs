@@ -17,11 +17,11 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
 use kube::runtime::reflector::{ObjectRef, ReflectHandle};
+use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
 
 use super::fresh::with_current_finalizers;
 use super::{CONFLICT_RECHECK, RESYNC_AFTER, drain, error_policy};
-use crate::cache::{changed_by, digest};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::remote::{ClientKey, ClientKeyError};
@@ -51,7 +51,6 @@ pub mod reason {
 pub struct Inputs {
     pub credentials: ReflectHandle<SshCredential>,
     pub secrets: ReflectHandle<Secret>,
-    pub servers: ReflectHandle<Server>,
 }
 
 pub async fn run(
@@ -63,14 +62,9 @@ pub async fn run(
     let (by_secret, by_server) = (credentials.clone(), credentials.clone());
     // Secrets carry no Berth label, so every Secret is watched and mapped to the credentials
     // that reference it; a server change re-counts the usage of its namespace's credentials
-    // (all of them, since the server may have just switched away from one). Only what usage
-    // depends on counts, not the server's status.
-    let server_changes = changed_by(inputs.servers, |server: &Server| {
-        digest((
-            server.meta().generation,
-            server.metadata.deletion_timestamp.is_some(),
-        ))
-    });
+    // (all of them, since the server may have just switched away from one). Servers have a
+    // watch of their own here: a server that is finally gone must be noticed, and the shared
+    // watch passes on changes only.
     let stream = Controller::for_shared_stream(inputs.credentials, credentials)
         .watches_shared_stream(inputs.secrets, move |secret| {
             let namespace = secret.namespace();
@@ -84,15 +78,19 @@ pub async fn run(
                 .map(|c| ObjectRef::from_obj(c.as_ref()))
                 .collect::<Vec<_>>()
         })
-        .watches_shared_stream(server_changes, move |server| {
-            let namespace = server.namespace();
-            by_server
-                .state()
-                .into_iter()
-                .filter(|c| c.namespace() == namespace)
-                .map(|c| ObjectRef::from_obj(c.as_ref()))
-                .collect::<Vec<_>>()
-        })
+        .watches(
+            Api::<Server>::all(context.client.clone()),
+            watcher::Config::default(),
+            move |server| {
+                let namespace = server.namespace();
+                by_server
+                    .state()
+                    .into_iter()
+                    .filter(|c| c.namespace() == namespace)
+                    .map(|c| ObjectRef::from_obj(c.as_ref()))
+                    .collect::<Vec<_>>()
+            },
+        )
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy(KIND), context);
     drain(KIND, stream).await;
@@ -312,9 +310,6 @@ async fn reconcile(credential: Arc<SshCredential>, context: Arc<Context>) -> Res
         .state()
         .into_iter()
         .filter(|s| s.namespace().as_deref() == Some(namespace.as_str()))
-        // A server being deleted no longer uses the credential: it may go at the same time
-        // (the server's cleanup still has its open connection).
-        .filter(|s| s.metadata.deletion_timestamp.is_none())
         .map(|s| s.as_ref().clone())
         .collect();
     let usage = usage(&credential.name_any(), &servers);
