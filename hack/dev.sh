@@ -28,10 +28,17 @@ up() {
   source "$HACK_DIR/lib/berth.sh"
   mkdir -p "$BERTH_RUN_DIR"
   berth_build
+  # A running hack/test.sh (or benchmark) owns Berth's processes until it ends.
+  exec 9>"$BERTH_STACK_DIR/integration.lock"
+  if ! flock -n 9; then
+    log "a test run or benchmark is using Berth's processes; waiting for it to finish"
+    flock 9
+  fi
   berth_install_crds
   berth_install_rbac
-  berth_start_controller "$BERTH_RUN_DIR/controller.log"
-  berth_start_shim "$BERTH_RUN_DIR/shim.log"
+  # fd 9 closed: the processes outlive this script and must not hold its lock.
+  berth_start_controller "$BERTH_RUN_DIR/controller.log" 9>&-
+  berth_start_shim "$BERTH_RUN_DIR/shim.log" 9>&-
   berth_bootstrap_admin
   # Written before the quickstart: whatever happens next, the credentials are at hand.
   write_dev_env

@@ -4,6 +4,10 @@
 # a second "server" in its own network namespace (sshd and dockerd), and locally built images.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
+# Callers holding the integration lock on fd 9 (hack/test.sh, hack/chaos.sh, tests restarting a
+# daemon) must not pass it on to the daemons started here: a dockerd or sshd that inherits it
+# holds the lock for as long as it lives and every later test run waits forever.
+exec 9>&-
 
 HACK_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export BERTH_REPO_ROOT BERTH_LOG_PREFIX=stack
@@ -38,7 +42,7 @@ SRV2_DOCKER_SOCKET=$SRV2_RUN/docker.sock
 
 usage() {
   cat <<EOF
-Usage: hack/stack.sh up|down|status|env|restart docker|sshd
+Usage: hack/stack.sh up|down|status|env|restart docker|sshd|apiserver
 
 Runs Berth's local development stack on loopback (DESIGN §7):
   etcd                     127.0.0.1:$ETCD_PORT (peer $ETCD_PEER_PORT)
@@ -57,9 +61,10 @@ Commands:
   down    stop what 'up' started (an engine it reused is left alone)
   status  print each component up/down; exit 1 if any is down
   env     print export lines for the stack: eval "\$(hack/stack.sh env)"
-  restart docker|sshd
-          restart dockerd (its containers stop and come back by their restart policy) or sshd
-          (the listener and every open connection), as fault tests do
+  restart docker|sshd|apiserver
+          restart dockerd (its containers stop and come back by their restart policy), sshd
+          (the listener and every open connection) or kube-apiserver (every watch and request
+          in flight), as fault tests do
 
 State (certificates, keys, etcd data, logs, pid files) lives in
   BERTH_STACK_DIR=$D
@@ -573,6 +578,7 @@ EOF
 #   docker   dockerd stops its containers; those with a restart policy come back with it
 #   sshd     the listener and every connection it accepted (what a reboot of the server does to
 #            SSH); clients must reconnect
+#   apiserver kube-apiserver stops (TERM) and starts again; watches and requests in flight end
 cmd_restart() {
   case "${1:-}" in
     docker)
@@ -590,7 +596,12 @@ cmd_restart() {
       up_sshd
       wait_sshd
       ;;
-    *) die "usage: hack/stack.sh restart docker|sshd" ;;
+    apiserver)
+      stop_bg kube-apiserver 30
+      up_apiserver
+      wait_apiserver
+      ;;
+    *) die "usage: hack/stack.sh restart docker|sshd|apiserver" ;;
   esac
 }
 

@@ -124,8 +124,13 @@ scale_cleanup() {
   done
   kubectl -n "$SCALE_NS" delete server.berth.dev local --timeout=60s >/dev/null 2>&1 || true
   kubectl delete namespace "$SCALE_NS" --wait=false >/dev/null 2>&1 || true
-  # Back to the dev build, if a dev controller ran before.
-  BERTH_BIN_DIR=$CARGO_TARGET_DIR/debug berth_start_controller "$BERTH_RUN_DIR/controller.log"
+  # Back to the dev build. fd 9 (the integration lock) must not outlive this run in it.
+  BERTH_BIN_DIR=$CARGO_TARGET_DIR/debug berth_start_controller "$BERTH_RUN_DIR/controller.log" 9>&-
+}
+
+scale_start_release() {
+  BERTH_BIN_DIR=$CARGO_TARGET_DIR/release berth_start_controller \
+    "$BERTH_RUN_DIR/bench-controller.log" 9>&-
 }
 
 bench_scale() {
@@ -138,8 +143,11 @@ bench_scale() {
   (cd "$HACK_DIR/.." && cargo build --quiet --bins -p berth-controller)
   berth_install_crds
   berth_install_rbac
+  # It replaces berth-controller for minutes: not while an integration run uses it.
+  exec 9>"$BERTH_STACK_DIR/integration.lock"
+  flock 9
   kubectl delete namespace "$SCALE_NS" --wait=true --timeout=300s >/dev/null 2>&1 || true
-  BERTH_BIN_DIR=$CARGO_TARGET_DIR/release berth_start_controller "$BERTH_RUN_DIR/bench-controller.log"
+  scale_start_release
   trap scale_cleanup EXIT
   kubectl create namespace "$SCALE_NS" >/dev/null
   kubectl -n "$SCALE_NS" create secret generic key --from-file=privateKey="$BERTH_SSH_KEY" >/dev/null
@@ -183,7 +191,7 @@ YAML
   berth_stop_controller
   scale_rest "baseline (berth-controller stopped)" 2>/dev/null || true
   local baseline=$SCALE_REQUESTS
-  BERTH_BIN_DIR=$CARGO_TARGET_DIR/release berth_start_controller "$BERTH_RUN_DIR/bench-controller.log"
+  scale_start_release
   # A restarted controller checks every route once; that is start-up, not rest.
   sleep 30
   scale_rest "N=$n Resources served"
