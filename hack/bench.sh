@@ -45,6 +45,31 @@ Commands:
 USAGE
 }
 
+# bench_local_server NAMESPACE PORT: a new namespace holding the stack's sshd as Server `local`
+# (its key in Secret `key`), its edge proxy on PORT; returns once the Server is Ready.
+bench_local_server() {
+  local ns=$1 port=$2
+  kubectl create namespace "$ns" >/dev/null
+  kubectl -n "$ns" create secret generic key --from-file=privateKey="$BERTH_SSH_KEY" >/dev/null
+  kubectl -n "$ns" apply -f - >/dev/null <<YAML
+apiVersion: berth.dev/v1alpha1
+kind: SshCredential
+metadata: { name: key }
+spec: { name: bench key, privateKeySecretRef: { name: key, key: privateKey } }
+---
+apiVersion: berth.dev/v1alpha1
+kind: Server
+metadata: { name: local }
+spec:
+  host: 127.0.0.1
+  port: $BERTH_SSH_PORT
+  username: root
+  credentialId: key
+  proxy: { kind: caddy, httpPort: $port, httpsPort: $((port + 1)) }
+YAML
+  kubectl -n "$ns" wait --for=condition=Ready server/local --timeout=90s >/dev/null
+}
+
 # The stack must be up; starting it is cheap when it already runs.
 stack_env() {
   "$HACK_DIR/stack.sh" up >&2
@@ -109,25 +134,7 @@ bench_deploy() {
   fi
   # shellcheck disable=SC2064 # expand now: what this run started
   trap "$cleanup" EXIT
-  kubectl create namespace "$ns" >/dev/null
-  kubectl -n "$ns" create secret generic key --from-file=privateKey="$BERTH_SSH_KEY" >/dev/null
-  kubectl -n "$ns" apply -f - >/dev/null <<YAML
-apiVersion: berth.dev/v1alpha1
-kind: SshCredential
-metadata: { name: key }
-spec: { name: bench key, privateKeySecretRef: { name: key, key: privateKey } }
----
-apiVersion: berth.dev/v1alpha1
-kind: Server
-metadata: { name: local }
-spec:
-  host: 127.0.0.1
-  port: $BERTH_SSH_PORT
-  username: root
-  credentialId: key
-  proxy: { kind: caddy, httpPort: $port, httpsPort: $((port + 1)) }
-YAML
-  kubectl -n "$ns" wait --for=condition=Ready server/local --timeout=90s >/dev/null
+  bench_local_server "$ns" "$port"
   # Both sides are timed inside berth-bench-deploy on connected clients: kubectl's own start
   # (about 0.2 s here) is not Berth's cost, and the floor pays no SSH login either.
   "$CARGO_TARGET_DIR/debug/berth-bench-deploy" --namespace "$ns" --server local \

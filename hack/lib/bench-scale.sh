@@ -149,25 +149,7 @@ bench_scale() {
   kubectl delete namespace "$SCALE_NS" --wait=true --timeout=300s >/dev/null 2>&1 || true
   scale_start_release
   trap scale_cleanup EXIT
-  kubectl create namespace "$SCALE_NS" >/dev/null
-  kubectl -n "$SCALE_NS" create secret generic key --from-file=privateKey="$BERTH_SSH_KEY" >/dev/null
-  kubectl -n "$SCALE_NS" apply -f - >/dev/null <<YAML
-apiVersion: berth.dev/v1alpha1
-kind: SshCredential
-metadata: { name: key }
-spec: { name: bench key, privateKeySecretRef: { name: key, key: privateKey } }
----
-apiVersion: berth.dev/v1alpha1
-kind: Server
-metadata: { name: local }
-spec:
-  host: 127.0.0.1
-  port: $BERTH_SSH_PORT
-  username: root
-  credentialId: key
-  proxy: { kind: caddy, httpPort: $SCALE_PORT, httpsPort: $((SCALE_PORT + 1)) }
-YAML
-  kubectl -n "$SCALE_NS" wait --for=condition=Ready server/local --timeout=90s >/dev/null
+  bench_local_server "$SCALE_NS" "$SCALE_PORT"
 
   log "10 Resources"
   scale_resources 1 10 local | kubectl apply -f - >/dev/null
