@@ -42,7 +42,7 @@ SRV2_DOCKER_SOCKET=$SRV2_RUN/docker.sock
 
 usage() {
   cat <<EOF
-Usage: hack/stack.sh up|down|status|env|restart docker|sshd|apiserver
+Usage: hack/stack.sh up|down|status|env|restart docker|sshd|apiserver|cut-srv2|restore-srv2
 
 Runs Berth's local development stack on loopback (DESIGN §7):
   etcd                     127.0.0.1:$ETCD_PORT (peer $ETCD_PEER_PORT)
@@ -65,6 +65,9 @@ Commands:
           restart dockerd (its containers stop and come back by their restart policy), sshd
           (the listener and every open connection) or kube-apiserver (every watch and request
           in flight), as fault tests do
+  cut-srv2 / restore-srv2
+          take server 2's end of its veth pair down (a silent network partition: packets to
+          it are dropped, connections hang) / bring it back up (idempotent)
 
 State (certificates, keys, etcd data, logs, pid files) lives in
   BERTH_STACK_DIR=$D
@@ -605,9 +608,24 @@ cmd_restart() {
   esac
 }
 
+# A network partition of server 2 (hack/chaos.sh): its side of the veth pair goes down, so the
+# host keeps its route and address but every packet to server 2 is dropped without an error, as
+# when a cable is pulled at the far end. Restoring brings it up and re-checks addresses/routes.
+cmd_cut_srv2() {
+  srv2_netns_present || die "server 2's network namespace $SRV2_NS does not exist"
+  ip -n "$SRV2_NS" link set "$SRV2_NS_IF" down
+}
+
+cmd_restore_srv2() {
+  ensure_srv2_netns
+  wait_for 20 "server 2 sshd after restoring its network" ssh2_ok
+}
+
 main() {
   case "${1:-}" in
     up) cmd_up ;;
+    cut-srv2) cmd_cut_srv2 ;;
+    restore-srv2) cmd_restore_srv2 ;;
     restart) shift; cmd_restart "$@" ;;
     down) cmd_down ;;
     status) cmd_status ;;
