@@ -168,20 +168,8 @@ impl ApiError {
 impl From<kube::Error> for ApiError {
     fn from(error: kube::Error) -> Self {
         match &error {
-            kube::Error::Api(status) if status.code == 409 => {
-                Self::conflict("the object changed or already exists; retry the request")
-            }
-            kube::Error::Api(status) if status.code == 422 => {
-                // The API server's schema caught it; its message names the field.
-                Self::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "validation_error",
-                    "user",
-                    status.message.clone(),
-                )
-            }
-            kube::Error::Api(status) if status.code == 404 => {
-                Self::new(StatusCode::NOT_FOUND, "not_found", "user", "not found")
+            kube::Error::Api(status) if (400..500).contains(&status.code) => {
+                Self::from_api_status(status)
             }
             _ => {
                 tracing::warn!(%error, "Kubernetes API request failed");
@@ -191,8 +179,86 @@ impl From<kube::Error> for ApiError {
     }
 }
 
+impl ApiError {
+    /// 404: nothing matches, with a message of our own rather than a kind and id.
+    pub fn not_found_message(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", "user", message)
+    }
+
+    /// A 4xx answer of the API server: the request, not the API server, was at fault, so it
+    /// stays a 4xx, naming the field when the API server did.
+    fn from_api_status(status: &kube::core::Status) -> Self {
+        let cause = status
+            .details
+            .as_ref()
+            .and_then(|details| details.causes.iter().find(|c| !c.field.is_empty()));
+        let error = match status.code {
+            404 => Self::not_found_message("not found"),
+            409 | 410 => Self::conflict("the object changed or already exists; retry the request"),
+            // A namespace being deleted refuses new objects with 403: the organization is going.
+            403 if status.message.contains("being terminated") => {
+                Self::conflict("the organization is being deleted")
+            }
+            403 => {
+                tracing::warn!(message = %status.message, "the API server refused berth-shim");
+                Self::forbidden("berth-shim may not make this change in Kubernetes")
+            }
+            429 => Self::rate_limited("the Kubernetes API server is busy; retry shortly", 1),
+            // 400 (bad names, bad patches), 422 (schema) and the rest: the input broke a rule.
+            _ => Self::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "validation_error",
+                "user",
+                status.message.clone(),
+            ),
+        };
+        match cause {
+            Some(cause) if error.status == StatusCode::UNPROCESSABLE_ENTITY => {
+                error.with_detail("field", cause.field.clone())
+            }
+            _ => error,
+        }
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         (self.status, Json(json!({ "error": self.body }))).into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::core::Status;
+
+    fn api_error(code: u16, message: &str, field: &str) -> ApiError {
+        let mut status = Status::failure(message, "Invalid").with_code(code);
+        if !field.is_empty() {
+            let details = json!({"causes": [{"field": field, "message": message}]});
+            status = status.with_details(serde_json::from_value(details).unwrap());
+        }
+        kube::Error::Api(status.boxed()).into()
+    }
+
+    #[test]
+    fn api_server_refusals_stay_4xx_and_name_the_field() {
+        let bad_name = api_error(400, "metadata.name: Invalid value", "metadata.name");
+        assert_eq!(bad_name.status, 422);
+        assert_eq!(bad_name.body.details["field"], "metadata.name");
+        let schema = api_error(422, "spec.kind: Unsupported value", "spec.kind");
+        assert_eq!(schema.body.details["field"], "spec.kind");
+        assert_eq!(api_error(404, "not found", "").status, 404);
+        assert_eq!(api_error(409, "conflict", "").status, 409);
+        let terminating = api_error(403, "namespace org-x is being terminated", "");
+        assert_eq!(terminating.status, 409);
+        assert_eq!(api_error(413, "too large", "").status, 422);
+    }
+
+    #[test]
+    fn only_server_errors_of_the_api_server_are_unavailable() {
+        let error = api_error(500, "etcd timeout", "");
+        assert_eq!(error.status, 503);
+        assert!(error.body.retriable);
     }
 }

@@ -10,6 +10,7 @@ use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
+use crate::validate::{self, Lines};
 
 /// The largest request body accepted (env files and keys fit easily).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -49,29 +50,25 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     }
 }
 
-/// Parses JSON, reporting the path of the field that failed.
+/// Parses JSON, reporting the path of the field that failed. Every string passes
+/// [`validate::json_strings`] first.
 pub fn parse_json<T: DeserializeOwned>(text: &[u8]) -> Result<T, ApiError> {
-    let mut deserializer = serde_json::Deserializer::from_slice(text);
-    match serde_path_to_error::deserialize(&mut deserializer) {
+    let value: serde_json::Value = serde_json::from_slice(text)
+        .map_err(|e| ApiError::malformed(format!("the body is not valid JSON: {e}")))?;
+    validate::json_strings(&value)?;
+    match serde_path_to_error::deserialize(value) {
         Ok(value) => Ok(value),
         Err(error) => {
             let path = error.path().to_string();
-            let inner = error.into_inner();
-            if inner.is_syntax() || inner.is_eof() {
-                Err(ApiError::malformed(format!(
-                    "the body is not valid JSON: {inner}"
-                )))
-            } else {
-                let message = inner.to_string();
-                // A missing field is reported at its parent's path; name the field itself.
-                let field = match (missing_field(&message), path.as_str()) {
-                    (Some(name), ".") => name,
-                    (Some(name), parent) => format!("{parent}.{name}"),
-                    (None, ".") => unknown_field(&message).unwrap_or(path),
-                    (None, _) => path,
-                };
-                Err(ApiError::validation(&field, describe(&field, &message)))
-            }
+            let message = error.into_inner().to_string();
+            // A missing field is reported at its parent's path; name the field itself.
+            let field = match (missing_field(&message), path.as_str()) {
+                (Some(name), ".") => name,
+                (Some(name), parent) => format!("{parent}.{name}"),
+                (None, ".") => unknown_field(&message).unwrap_or(path),
+                (None, _) => path,
+            };
+            Err(ApiError::validation(&field, describe(&field, &message)))
         }
     }
 }
@@ -105,41 +102,28 @@ impl<S: Send + Sync> FromRequestParts<S> for QueryParams {
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
         let query = parts.uri.query().unwrap_or_default();
-        let pairs = form_pairs(query).map_err(ApiError::malformed)?;
+        let pairs = form_pairs(query)?;
         Ok(Self(pairs))
     }
 }
 
-fn form_pairs(query: &str) -> Result<HashMap<String, String>, String> {
+fn form_pairs(query: &str) -> Result<HashMap<String, String>, ApiError> {
     let mut pairs = HashMap::new();
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-        pairs.insert(percent_decode(key)?, percent_decode(value)?);
+        let key = form_decode(key)?;
+        let value = form_decode(value)?;
+        validate::text("query parameter", &key, Lines::Single)?;
+        validate::text(&key, &value, Lines::Single)?;
+        pairs.insert(key, value);
     }
     Ok(pairs)
 }
 
-fn percent_decode(text: &str) -> Result<String, String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' => {
-                let hex = text
-                    .get(i + 1..i + 3)
-                    .ok_or("bad percent-encoding in the query")?;
-                out.push(
-                    u8::from_str_radix(hex, 16).map_err(|_| "bad percent-encoding in the query")?,
-                );
-                i += 2;
-            }
-            byte => out.push(byte),
-        }
-        i += 1;
-    }
-    String::from_utf8(out).map_err(|_| "the query is not UTF-8".to_string())
+/// Form encoding: `+` is a space, then percent-decoding.
+fn form_decode(text: &str) -> Result<String, ApiError> {
+    validate::percent_decode(&text.replace('+', " "))
+        .ok_or_else(|| ApiError::malformed("the query has a broken percent-escape or is not UTF-8"))
 }
 
 impl QueryParams {

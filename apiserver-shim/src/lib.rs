@@ -12,6 +12,7 @@ pub mod openapi;
 pub mod ratelimit;
 pub mod routes;
 pub mod state;
+pub mod validate;
 pub mod write;
 
 use std::sync::Arc;
@@ -39,6 +40,7 @@ pub fn app(state: AppState) -> Router {
         .method_not_allowed_fallback(|| async {
             ApiError::new_method_not_allowed().into_response()
         })
+        .layer(axum::middleware::from_fn(validate::refuse_bad_paths))
         .with_state(state)
 }
 
