@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use berth_crds::member::OrganizationRole;
 use berth_crds::resource::{Resource, ResourceSpec};
+use berth_crds::ssh_credential::SshCredential;
 use berth_tests::rest::{Rest, TestOrg, transcript};
 use berth_tests::sshd::{TestSshd, new_client_key};
 use berth_tests::{client, eventually, random_suffix, stack_env};
@@ -457,13 +458,34 @@ async fn servers_are_guarded_until_inactive_and_unblocked_and_credentials_while_
     // The same idempotency key repeats the outcome; the server is gone for readers.
     assert_eq!(admin.delete(&path, confirmed).await.ok()["id"], id.as_str());
     member.get(&path).await.error(404, "not_found");
-    // Once the controller's cleanup finished, the credential may go.
-    eventually(WAIT, "credential deletable", || async {
-        let reply = admin
+    // Right away the credential lists no server and may go: the controller keeps it, and its
+    // key, until the server's cleanup no longer needs them.
+    let shown = admin
+        .get(&format!("{credential_path}?includeUsage=true"))
+        .await
+        .ok();
+    assert_eq!(shown["usage"]["totalServers"], 0, "{shown}");
+    assert_eq!(
+        admin
             .delete(&credential_path, delete_credential.clone())
-            .await;
-        (reply.status == 200).then_some(())
-    })
+            .await
+            .ok()["id"],
+        credential.as_str()
+    );
+    admin.get(&credential_path).await.error(404, "not_found");
+    let credentials = Api::<SshCredential>::namespaced(client.clone(), &org.namespace);
+    eventually(
+        WAIT,
+        "credential gone after the server's cleanup",
+        || async {
+            credentials
+                .get_opt(&credential)
+                .await
+                .ok()?
+                .is_none()
+                .then_some(())
+        },
+    )
     .await;
     assert_key_never_shown(&stack_key());
 }

@@ -225,10 +225,13 @@ pub fn lookup(state: &AppState, namespace: &str, id: &str) -> ApiResult<Arc<SshC
 }
 
 /// Which servers use a credential, from the server cache (fresher than the credential's status).
-/// Servers still being deleted count: their cleanup logs in with the key.
+/// Servers being deleted are gone for the API (`DELETE /servers` answered); their cleanup still
+/// logs in with the key, which the controller's finalizer on the credential keeps until it is
+/// done, so a credential delete right after theirs is accepted and completes after them.
 pub fn usage_of(state: &AppState, namespace: &str, id: &str) -> SshCredentialUsage {
     let servers: Vec<_> = all_in(&state.caches.servers, namespace)
         .iter()
+        .filter(|s| s.metadata.deletion_timestamp.is_none())
         .map(|s| s.as_ref().clone())
         .collect();
     berth_controller::reconcilers::ssh_credential::usage(id, &servers)
