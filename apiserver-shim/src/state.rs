@@ -9,6 +9,9 @@ use crate::ratelimit::LoginLimiter;
 
 /// Field manager of every write the shim makes (server-side apply).
 pub const FIELD_MANAGER: &str = "berth-shim";
+/// Field manager of the variables the shim sets on a Resource: it sends only its own entries,
+/// so entries another manager (kubectl, GitOps) applied to the same list stay that manager's.
+pub const VARIABLES_FIELD_MANAGER: &str = "berth-shim-variables";
 
 #[derive(Clone)]
 pub struct AppState {

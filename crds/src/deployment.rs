@@ -95,6 +95,7 @@ pub struct DeploymentSpec {
     pub trigger: Option<String>,
     /// Variables for this attempt only; they override every other scope.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "crate::variable::variables_schema")]
     pub variables: Vec<PlainVariable>,
 }
 

@@ -9,6 +9,17 @@ use crate::Condition;
 use crate::lifecycle::LifecycleStatus;
 use crate::variable::PlainVariable;
 
+/// Every value `spec.kind` may take (a closed set, checked by the API server and the shim).
+pub const ENVIRONMENT_KINDS: &[&str] = &[
+    "local",
+    "development",
+    "test",
+    "staging",
+    "production",
+    "preview",
+    "custom",
+];
+
 /// An environment of a project. Archiving keeps its deployment history readable.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(
@@ -34,8 +45,11 @@ pub struct EnvironmentSpec {
     /// Display name.
     #[schemars(length(min = 1, max = 120))]
     pub name: String,
-    /// Environment kind, e.g. `local`, `production`, `staging`, `preview`.
-    #[schemars(length(min = 1))]
+    /// Environment kind: `local`, `development`, `test`, `staging`, `production`, `preview`
+    /// or `custom`.
+    // A string checked against ENVIRONMENT_KINDS, not an enum: objects stored before the set
+    // was closed must still read.
+    #[schemars(extend("enum" = ENVIRONMENT_KINDS))]
     pub kind: String,
     /// Id of the environment this one derives from (previews).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -43,6 +57,7 @@ pub struct EnvironmentSpec {
     pub parent_environment_id: Option<String>,
     /// Plain (non-secret) variables every resource in this environment inherits.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "crate::variable::variables_schema")]
     pub variables: Vec<PlainVariable>,
     /// Set to lock the environment against new deployments.
     #[serde(default)]

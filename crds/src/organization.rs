@@ -41,6 +41,7 @@ pub struct OrganizationSpec {
     pub logo_url: Option<String>,
     /// Plain (non-secret) variables every resource of this organization inherits.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "crate::variable::variables_schema")]
     pub variables: Vec<PlainVariable>,
 }
 

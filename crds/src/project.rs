@@ -54,6 +54,7 @@ pub struct ProjectSpec {
     pub archive_reason: Option<String>,
     /// Plain (non-secret) variables every resource of this project inherits.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "crate::variable::variables_schema")]
     pub variables: Vec<PlainVariable>,
 }
 

@@ -119,6 +119,7 @@ pub struct ResourceSpec {
     pub deployment_history_limit: Option<u32>,
     /// Plain (non-secret) variables; they override the environment's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "crate::variable::variables_schema")]
     pub variables: Vec<PlainVariable>,
     /// Name of the Secret, owned by this Resource, holding its secret variable values.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,6 +1,6 @@
 //! Variables shared by environments and resources (spec §2.2 "Secret/variable entry").
 
-use schemars::JsonSchema;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 
 /// When a variable is visible: at image build or in the running container.
@@ -35,11 +35,45 @@ pub struct PlainVariable {
         regex(pattern = r"^[A-Za-z_][A-Za-z0-9_.-]*$")
     )]
     pub key: String,
-    /// Value, stored in plain text.
+    /// Value, stored in plain text; may be empty.
+    #[serde(deserialize_with = "empty_if_null")]
     pub value: String,
     /// `runtime` (default) or `build-time`.
     #[serde(default)]
     pub exposure: VariableExposure,
+}
+
+fn empty_if_null<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    Option::<String>::deserialize(deserializer).map(Option::unwrap_or_default)
+}
+
+/// Schema of every `variables` list: a server-side-apply map keyed by `key` and `exposure`, so
+/// REST and GitOps can each own their own entries of the same list.
+pub fn variables_schema(generator: &mut SchemaGenerator) -> Schema {
+    let mut schema = generator.subschema_for::<Vec<PlainVariable>>();
+    schema.insert("x-kubernetes-list-type".into(), "map".into());
+    schema.insert(
+        "x-kubernetes-list-map-keys".into(),
+        serde_json::json!(["key", "exposure"]),
+    );
+    schema
+}
+
+/// Marks `value` nullable in every `variables` list of a CRD (as JSON). The API server (1.20 as
+/// built on the local stack) validates an empty string in a custom resource as null, which
+/// would refuse `KEY=`; it still stores and returns "". Runs after the generic normalization,
+/// which drops every other `nullable`.
+pub(crate) fn allow_empty_values(schema: &mut serde_json::Value) {
+    let is_variables =
+        schema.get("x-kubernetes-list-map-keys") == Some(&serde_json::json!(["key", "exposure"]));
+    if is_variables && let Some(value) = schema.pointer_mut("/items/properties/value") {
+        value["nullable"] = true.into();
+    }
+    match schema {
+        serde_json::Value::Object(map) => map.values_mut().for_each(allow_empty_values),
+        serde_json::Value::Array(items) => items.iter_mut().for_each(allow_empty_values),
+        _ => {}
+    }
 }
 
 impl VariableExposure {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path, State};
-use berth_crds::environment::{Environment, EnvironmentSpec};
+use berth_crds::environment::{ENVIRONMENT_KINDS, Environment, EnvironmentSpec};
 use berth_crds::lifecycle::LifecycleStatus;
 use berth_crds::member::OrganizationRole;
 use berth_crds::variable::{PlainVariable, VariableExposure};
@@ -22,8 +22,8 @@ use crate::auth::token::new_id;
 use crate::auth::{Caller, ScopeDimension};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
-use crate::state::AppState;
-use crate::write::apply;
+use crate::state::{AppState, FIELD_MANAGER};
+use crate::write::{apply, only_owned};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -113,7 +113,8 @@ pub struct CreateEnvironment {
     pub project_id: String,
     /// Display name, unique among the project's active environments (1-120 characters).
     pub name: String,
-    /// Lowercase kind such as `local`, `production`, `staging` or `preview`.
+    /// `local`, `development`, `test`, `staging`, `production`, `preview` or `custom`.
+    #[schemars(extend("enum" = ENVIRONMENT_KINDS))]
     pub kind: String,
     /// An environment of the same project this one derives from (previews).
     pub parent_environment_id: Option<String>,
@@ -292,19 +293,16 @@ async fn list(
     Ok(Json(EnvironmentList { items }))
 }
 
+/// `kind` must be one of the closed set the CRD allows.
 fn validate_kind(kind: &str) -> ApiResult<()> {
-    bounded("kind", kind, 63)?;
-    let valid = kind.starts_with(|c: char| c.is_ascii_lowercase())
-        && kind
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-    if !valid {
-        return Err(ApiError::validation(
-            "kind",
-            "kind must be lowercase letters, digits or dashes, e.g. production or preview",
-        ));
+    if ENVIRONMENT_KINDS.contains(&kind) {
+        return Ok(());
     }
-    Ok(())
+    Err(ApiError::validation(
+        "kind",
+        format!("kind must be one of: {}", ENVIRONMENT_KINDS.join(", ")),
+    )
+    .with_detail("allowed", ENVIRONMENT_KINDS.to_vec()))
 }
 
 async fn create(
@@ -394,6 +392,12 @@ async fn archive(
         return Ok(Json(IdResponse { id }));
     }
     let mut desired = Environment::new(&id, environment.spec.clone());
+    // Variables other managers applied stay theirs (see `write::only_owned`).
+    desired.spec.variables = only_owned(
+        &environment.metadata,
+        FIELD_MANAGER,
+        &environment.spec.variables,
+    );
     desired.spec.archived = true;
     desired.spec.archive_reason = body.reason.map(|r| r.trim().to_string());
     let api = Api::<Environment>::namespaced(state.client.clone(), &organization.namespace);
@@ -431,10 +435,12 @@ mod tests {
     }
 
     #[test]
-    fn kinds_are_lowercase_words() {
+    fn kinds_are_a_closed_set() {
         assert!(validate_kind("preview").is_ok());
+        assert!(validate_kind("local").is_ok());
+        let error = validate_kind("plain-config").unwrap_err();
+        assert_eq!(error.body.details["allowed"].as_array().unwrap().len(), 7);
         assert!(validate_kind("Production").is_err());
         assert!(validate_kind("").is_err());
-        assert!(validate_kind("a b").is_err());
     }
 }

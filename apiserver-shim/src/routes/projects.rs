@@ -18,8 +18,8 @@ use crate::auth::token::new_id;
 use crate::auth::{Caller, ScopeDimension};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
-use crate::state::AppState;
-use crate::write::apply;
+use crate::state::{AppState, FIELD_MANAGER};
+use crate::write::{apply, only_owned};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -321,6 +321,8 @@ async fn archive(
         return Ok(Json(IdResponse { id }));
     }
     let mut desired = Project::new(&id, project.spec.clone());
+    // Variables other managers applied stay theirs (see `write::only_owned`).
+    desired.spec.variables = only_owned(&project.metadata, FIELD_MANAGER, &project.spec.variables);
     desired.spec.archived = true;
     desired.spec.archive_reason = body.reason.filter(|r| !r.trim().is_empty());
     let api = Api::<Project>::namespaced(state.client.clone(), &organization.namespace);
@@ -338,6 +340,8 @@ async fn rename(
     let organization = caller.require_role(OrganizationRole::Member)?;
     validate_name(&body.name)?;
     let mut desired = Project::new(&id, project.spec.clone());
+    // Variables other managers applied stay theirs (see `write::only_owned`).
+    desired.spec.variables = only_owned(&project.metadata, FIELD_MANAGER, &project.spec.variables);
     desired.spec.name = body.name;
     if let Some(slug) = body.slug {
         validate_slug(&slug)?;

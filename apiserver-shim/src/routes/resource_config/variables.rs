@@ -16,7 +16,7 @@ use super::super::common::timestamp;
 use super::super::credentials::KeyBody;
 use super::super::environments::{MASK, looks_secret};
 use super::import::parse;
-use super::{exposure_name, lookup, parse_exposure, save, secrets, validate_key};
+use super::{exposure_name, lookup, parse_exposure, save_variables, secrets, validate_key};
 use crate::auth::{Caller, ScopeDimension};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -214,7 +214,7 @@ pub async fn apply_changes(
     if spec == resource.spec {
         return Ok(());
     }
-    if let Err(error) = save(state, caller, resource, spec).await {
+    if let Err(error) = save_variables(state, caller, resource, &spec).await {
         if let Some(before) = before {
             secrets::restore(state, resource, before).await;
         }
