@@ -4,6 +4,7 @@
 #   hack/test.sh                 everything
 #   hack/test.sh -- FILTER       only integration tests whose name contains FILTER
 #   BERTH_TEST_QUICK=1 hack/test.sh -- FILTER   skip fmt, clippy and unit tests (dev loop)
+#   hack/test.sh -- schemathesis                 only the schemathesis run against the shim
 set -euo pipefail
 HACK_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export BERTH_LOG_PREFIX=test
@@ -83,6 +84,14 @@ cargo test -p berth-tests --test integration -- --skip disruptive:: "${filter[@]
 if [[ ${#filter[@]} -eq 0 || "${filter[*]}" == *disruptive* ]]; then
   step "disruptive tests, one at a time"
   cargo test -p berth-tests --test integration -- --test-threads=1 disruptive::
+fi
+
+# Last, because it changes and deletes whatever it reaches; `-- schemathesis` runs it alone.
+if ((${#filter[@]} == 0)) || [[ "${filter[*]}" == schemathesis ]]; then
+  step "schemathesis: no request to /api answers 5xx"
+  # shellcheck source-path=SCRIPTDIR
+  source "$HACK_DIR/lib/schemathesis.sh"
+  berth_schemathesis
 fi
 
 step "secret scan of Berth's logs"
