@@ -377,9 +377,16 @@ async fn phases(
     let label = format!("Starting container {}", plan.container_name);
     progress.step(Deploy, 4, &label);
     progress.status.container_id = Some(plan.container_name.clone());
+    // Until an attempt succeeded, no route reaches the upstream name: the first container may
+    // carry it from the start, which spares the rejoin below.
+    let first = !context
+        .caches
+        .deployments_of(namespace, &deployment.spec.resource_id)
+        .iter()
+        .any(|d| d.status.as_ref().and_then(|s| s.status) == Some(DeploymentState::Succeeded));
     let started = timed(Deploy, PHASE_TIMEOUT, async {
         target
-            .start_container(&plan, false)
+            .start_container(&plan, first)
             .await
             .map_err(|e| stop(Deploy, "container_start_failed", e.to_string()))
     })
@@ -424,7 +431,9 @@ async fn phases(
             // The new container joins the resource's upstream name; the route names only that,
             // so the proxy's configuration changes on the first deploy (or a new host) only.
             let switched = async {
-                target.promote(&plan).await?;
+                if !first {
+                    target.promote(&plan).await?;
+                }
                 target.ensure_route(&route_id, route).await
             };
             switched
