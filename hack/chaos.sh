@@ -3,7 +3,8 @@
 # injected during a redeploy (berth/sample-app:1 <-> :2) and the system must recover by itself.
 #   hack/chaos.sh           every fault (about 5 minutes)
 #   hack/chaos.sh --quick   one controller kill and the sshd restart (under 3 minutes; test.sh)
-# One row per fault: time to recover after the fault ended (Resource Ready, its newest
+# One row per fault: the phase the attempt was in when the fault was injected, how long the
+# fault lasted, time to recover after the fault ended (Resource Ready, its newest
 # Deployment succeeded, the route answering the new version), the load's requests answered and
 # failed from the redeploy's start until then, the Resource's running containers (goal: 1) and
 # its attempts not in a final state (goal: 0). Recovery within 30 s of the fault's end is a goal
@@ -20,7 +21,7 @@ case "${1:-}" in
   --quick) quick=1 ;;
   "") ;;
   -h | --help)
-    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+    awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
     exit 0
     ;;
   *)
@@ -134,7 +135,7 @@ free_port() {
   die "no free port in $1-$2"
 }
 
-server_yaml() { # NAME HOST PORT HTTP_PORT
+server_yaml() { # NAME HOST PORT HTTP_PORT [DOCKER_SOCKET]
   cat <<YAML
 apiVersion: berth.dev/v1alpha1
 kind: Server
@@ -145,6 +146,7 @@ spec:
   username: root
   credentialId: key
   proxy: { kind: caddy, httpPort: $4, httpsPort: $(($4 + 100)) }
+  dockerSocketPath: ${5:-/var/run/docker.sock}
 YAML
 }
 
@@ -219,7 +221,10 @@ YAML
       with_srv2=1
       PORT2=$(free_port 17800 17899 berth-srv2)
       log "server 2: edge proxy on $BERTH_SSH2_HOST:$PORT2, Resource web2"
-      server_yaml srv2 "$BERTH_SSH2_HOST" "$BERTH_SSH2_PORT" "$PORT2" | k apply -f - >/dev/null
+      # Its own engine: the default socket path is the first server's engine (the namespace
+      # shares the file system), which would put its containers out of its sshd's reach.
+      server_yaml srv2 "$BERTH_SSH2_HOST" "$BERTH_SSH2_PORT" "$PORT2" "$BERTH_SSH2_DOCKER_SOCKET" |
+        k apply -f - >/dev/null
     else
       warn "server 2 left out: $srv2_reason"
     fi
@@ -347,8 +352,13 @@ run_fault() {
   dep=dep-$res-$gen
   seen=$(wait_moment "$dep" "$moment")
   log "  $dep: $seen; injecting"
+  rm -f "$WORK/fault_end"
+  local t_inject
+  t_inject=$(now)
   "$action"
-  t_end=$(now)
+  # An action may say when its fault ended (a SIGKILL ends at once; the restart that follows
+  # is part of the recovery, as a pod's restart is).
+  t_end=$(cat "$WORK/fault_end" 2>/dev/null || now)
   : >"$WORK/supervised"
   if wait_for_quiet "$RECOVERY_LIMIT" supervised recovered "$res" "$server" "$address" "$port" "$version"; then
     recovery=$(secs "$t_end" "$(now)")
@@ -383,7 +393,7 @@ run_fault() {
   if [[ -s "$WORK/supervised" ]]; then
     verdict="$verdict; berth-controller exited and was restarted $(wc -l <"$WORK/supervised")x"
   fi
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$seen" "$recovery" "$answered" "$failed" \
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$seen" "$(secs "$t_inject" "$t_end")" "$recovery" "$answered" "$failed" \
     "$containers" "${stuck:-0}" "${retries:-0}" "$verdict" >>"$RESULTS"
   log "  recovered in ${recovery}s after the fault ended; $answered answered, $failed failed; $containers container(s); stuck: ${stuck:-none}"
 }
@@ -406,6 +416,7 @@ controller_sigkill() {
   local pid
   read -r pid _ <"$BERTH_STACK_DIR/berth-controller.pid"
   kill -KILL "$pid"
+  now >"$WORK/fault_end"
   start_controller 2>/dev/null
 }
 no_fault() { :; }
@@ -428,7 +439,8 @@ if ((quick)); then
 else
   run_fault "none (plain redeploy)" 1 web local verify no_fault
   run_fault "controller SIGKILL, attempt created" 1 web local created controller_sigkill
-  run_fault "controller SIGKILL in package" 1 web local package controller_sigkill
+  # detect, plan and package take milliseconds with a local image: deploy is the moment between.
+  run_fault "controller SIGKILL in deploy" 1 web local deploy controller_sigkill
   run_fault "controller SIGKILL in verify" 1 web local verify controller_sigkill
   run_fault "kube-apiserver restart in deploy" 1 web local deploy restart_apiserver
   run_fault "sshd restart in verify" 1 web local verify restart_sshd
@@ -436,14 +448,14 @@ else
   if ((with_srv2)); then
     run_fault "server 2 cut off ${CUT_SECONDS}s in deploy" 0 web2 srv2 deploy cut_srv2
   else
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "server 2 cut off ${CUT_SECONDS}s" - - - - - - - \
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "server 2 cut off ${CUT_SECONDS}s" - - - - - - - - \
       "not run: $srv2_reason" >>"$RESULTS"
   fi
 fi
 
 echo
 {
-  printf 'fault\tinjected at\trecovered (s)\tanswered\tfailed\tcontainers\tstuck\tretries\tverdict\n'
+  printf 'fault\tinjected at\tlasted (s)\trecovered (s)\tanswered\tfailed\tcontainers\tstuck\tretries\tverdict\n'
   cat "$RESULTS"
 } | column -t -s $'\t'
 echo
