@@ -7,26 +7,22 @@ pub mod import;
 mod profiles;
 mod secrets;
 mod source;
+mod spec_variables;
 mod variables;
 
 use std::sync::Arc;
 
 use berth_crds::member::OrganizationRole;
 use berth_crds::resource::{Resource, ResourceSpec};
-use berth_crds::variable::{PlainVariable, VariableExposure};
-use kube::api::{Patch, PatchParams};
+use berth_crds::variable::VariableExposure;
 use kube::{Api, ResourceExt};
-use serde_json::{Value, json};
 
 use super::Endpoint;
 use super::common::find_in;
 use crate::auth::{Caller, ScopeDimension};
-use crate::cache::catch_up;
 use crate::error::{ApiError, ApiResult};
-use crate::state::{AppState, FIELD_MANAGER, VARIABLES_FIELD_MANAGER};
-use crate::write::{
-    VariableKey, actor_annotations, apply, apply_fields, only_owned, owned_variables, variable_key,
-};
+use crate::state::{AppState, FIELD_MANAGER};
+use crate::write::{apply, only_owned};
 
 pub fn endpoints() -> Vec<Endpoint> {
     [
@@ -100,74 +96,7 @@ pub async fn save_object(
     .await
 }
 
-/// Writes the resource's variables as `desired` lists them. The shim applies only its own
-/// entries (those it set before and those that change now) under its variables field manager,
-/// so entries other managers applied stay theirs; an entry it deletes that another manager
-/// also holds is then removed by a patch conditional on the version just written.
-pub async fn save_variables(
-    state: &AppState,
-    caller: &Caller,
-    resource: &Resource,
-    desired: &ResourceSpec,
-) -> ApiResult<Resource> {
-    let api = resources_api(state, resource);
-    let before = &resource.spec.variables;
-    let owned = owned_variables(&resource.metadata, VARIABLES_FIELD_MANAGER, before);
-    let mine: Vec<&PlainVariable> = desired
-        .variables
-        .iter()
-        .filter(|v| owned.contains(&variable_key(v)) || !before.contains(v))
-        .collect();
-    // Empty lists are left out rather than sent: leaving them out drops this manager's
-    // entries just the same.
-    let mut spec = serde_json::Map::new();
-    if !mine.is_empty() {
-        spec.insert("variables".into(), json!(mine));
-    }
-    if let Some(secrets_ref) = &desired.secrets_ref {
-        spec.insert("secretsRef".into(), secrets_ref.as_str().into());
-    }
-    let fields = json!({
-        "metadata": { "annotations": actor_annotations(caller) },
-        "spec": spec,
-    });
-    let name = resource.name_any();
-    let store = &state.caches.resources;
-    let written = apply_fields(&api, store, VARIABLES_FIELD_MANAGER, &name, fields).await?;
-    let removed: Vec<VariableKey> = before
-        .iter()
-        .map(variable_key)
-        .filter(|key| !desired.variables.iter().any(|v| &variable_key(v) == key))
-        .collect();
-    let remaining: Vec<&PlainVariable> = written
-        .spec
-        .variables
-        .iter()
-        .filter(|v| !removed.contains(&variable_key(v)))
-        .collect();
-    if remaining.len() == written.spec.variables.len() {
-        return Ok(written);
-    }
-    // `null` removes the list in a merge patch.
-    let remaining = if remaining.is_empty() {
-        Value::Null
-    } else {
-        json!(remaining)
-    };
-    let patch = json!({
-        "metadata": { "resourceVersion": written.resource_version() },
-        "spec": { "variables": remaining },
-    });
-    let params = PatchParams {
-        field_manager: Some(VARIABLES_FIELD_MANAGER.into()),
-        ..Default::default()
-    };
-    let patched = api.patch(&name, &params, &Patch::Merge(&patch)).await?;
-    catch_up(store, &patched).await?;
-    Ok(patched)
-}
-
-fn resources_api(state: &AppState, resource: &Resource) -> Api<Resource> {
+pub(super) fn resources_api(state: &AppState, resource: &Resource) -> Api<Resource> {
     let namespace = resource.namespace().unwrap_or_default();
     Api::namespaced(state.client.clone(), &namespace)
 }
