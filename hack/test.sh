@@ -85,6 +85,12 @@ if [[ ${#filter[@]} -eq 0 || "${filter[*]}" == *disruptive* ]]; then
   step "disruptive tests, one at a time"
   cargo test -p berth-tests --test integration -- --test-threads=1 disruptive::
 fi
+if [[ ${#filter[@]} -eq 0 ]]; then
+  # The bounded fault suite: a controller SIGKILL and an sshd restart mid-redeploy under
+  # kept-alive load (hack/chaos.sh --quick). It inherits this run's lock on fd 9.
+  step "fault suite (hack/chaos.sh --quick)"
+  timeout 300 "$HACK_DIR/chaos.sh" --quick
+fi
 
 # Last, because it changes and deletes whatever it reaches; `-- schemathesis` runs it alone.
 if ((${#filter[@]} == 0)) || [[ "${filter[*]}" == schemathesis ]]; then
