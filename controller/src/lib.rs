@@ -1,6 +1,7 @@
 //! Berth's controller: reconcilers that converge Berth's custom resources.
 #![forbid(unsafe_code)]
 
+pub mod api_requests;
 pub mod cache;
 pub mod cli;
 pub mod context;
@@ -29,7 +30,7 @@ use crate::metrics::Metrics;
 
 /// Runs the controller until SIGTERM/SIGINT, or until this replica loses its Lease.
 pub async fn run(options: RunOptions) -> anyhow::Result<()> {
-    let client = Client::try_default().await?;
+    let client = api_requests::counted_client().await?;
     let timeline = open_timeline(&options)?;
     let (caches, feeds) = cache::Caches::new();
     let (observers, wakes) = observer::Observers::new();

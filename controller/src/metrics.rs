@@ -54,6 +54,11 @@ impl Default for Metrics {
             duration.clone(),
         );
         registry.register(
+            "kube_api_requests",
+            "Requests sent to the Kubernetes API server, by verb (WATCH: a watch started)",
+            crate::api_requests::API_REQUESTS.clone(),
+        );
+        registry.register(
             "ssh_channels_opened",
             "SSH channels opened on servers, by kind (exec: a command run)",
             crate::remote::CHANNELS_OPENED.clone(),

@@ -36,7 +36,7 @@ use super::{RESYNC_AFTER, drain, error_policy};
 use crate::cache::{Caches, changed_by, digest};
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::observer::Connectivity;
+use crate::observer::{Connectivity, ObservedServer};
 use crate::remote::ServerId;
 use crate::status::apply_status;
 
@@ -358,6 +358,17 @@ async fn check_serving(
         Connectivity::Live => {}
     }
     let name = resource.name_any();
+    let strays = stray_containers(&observed, namespace, &name, deployments, current);
+    if !strays.is_empty() {
+        remove_strays(
+            resource,
+            context,
+            namespace,
+            &current.spec.server_id,
+            strays,
+        )
+        .await;
+    }
     let container = plan::container_name(namespace, &name, &current.name_any());
     let running = observed.container(&container).is_some_and(|c| c.running);
     let route_check = observed.route_check_due(namespace, &name);
@@ -369,6 +380,60 @@ async fn check_serving(
         observed.confirm_route(namespace, &name, epoch);
     }
     repaired
+}
+
+/// Containers of attempts that ended without serving: left behind when their removal failed
+/// (the server unreachable at the time), and perhaps started again by Docker since. Containers
+/// of attempts the cache does not know (yet) are left alone.
+fn stray_containers(
+    observed: &ObservedServer,
+    namespace: &str,
+    resource: &str,
+    deployments: &[Deployment],
+    serving: &Deployment,
+) -> Vec<String> {
+    let ended = |attempt: &str| {
+        deployments
+            .iter()
+            .find(|d| d.name_any() == attempt)
+            .is_some_and(|d| state(d).is_some_and(DeploymentState::is_terminal))
+    };
+    observed
+        .containers_of(namespace, resource)
+        .into_iter()
+        .filter_map(|c| Some((c.name, c.owner?.deployment)))
+        .filter(|(_, attempt)| *attempt != serving.name_any() && ended(attempt))
+        .map(|(name, _)| name)
+        .collect()
+}
+
+async fn remove_strays(
+    resource: &Resource,
+    context: &Context,
+    namespace: &str,
+    server: &str,
+    strays: Vec<String>,
+) {
+    let Ok((_, target)) = connect(context, namespace, server).await else {
+        return;
+    };
+    for container in strays {
+        let note = match target.retire(&container).await {
+            Ok(()) => format!("removed container {container} of an attempt that no longer serves"),
+            Err(error) => {
+                tracing::warn!(%error, %container, "could not remove a stray container");
+                continue;
+            }
+        };
+        context
+            .publish_event(
+                &resource.object_ref(&()),
+                EventType::Normal,
+                "StrayRemoved",
+                note,
+            )
+            .await;
+    }
 }
 
 /// Starts the serving container again when it was stopped, or recreates it when it was

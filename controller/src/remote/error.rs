@@ -119,6 +119,29 @@ impl RemoteError {
         }
     }
 
+    /// Whether the failure is the way to the server's Docker or proxy, not the request: the
+    /// connection, the tunnel, a timeout, the daemon not answering. Trying again later may work.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Self::Timeout { .. }
+            | Self::Connect { .. }
+            | Self::Ssh { .. }
+            | Self::Http { .. }
+            | Self::BackingOff { .. } => true,
+            // Docker's own answer (a status code) is about the request; anything else is the
+            // transport failing underneath bollard.
+            Self::Docker { source, .. } => !matches!(
+                source,
+                bollard::errors::Error::DockerResponseServerError { .. }
+                    | bollard::errors::Error::JsonSerdeError { .. }
+            ),
+            Self::HostKeyMismatch { .. }
+            | Self::AuthenticationRejected { .. }
+            | Self::CommandFailed { .. }
+            | Self::ProxyAdmin(_) => false,
+        }
+    }
+
     /// Whether the SSH connection itself is suspect after this failure (so it is dropped).
     pub fn breaks_connection(&self) -> bool {
         matches!(

@@ -24,11 +24,12 @@ use super::package::Masker;
 use super::plan::plan;
 pub use super::progress::TOTAL_STEPS;
 use super::progress::{OutputSink, Progress};
-use super::runtime::Target;
+use super::runtime::{ProbeError, Target};
 use super::waiting;
 use crate::cache::Caches;
 use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::remote::RemoteError;
 
 /// How often a long phase looks (in the cache) for a cancel request or a newer attempt.
 const INTERRUPTION_POLL: Duration = Duration::from_millis(250);
@@ -41,6 +42,8 @@ struct Stop {
     phase: DeploymentPhase,
     code: &'static str,
     message: String,
+    /// The way to the server failed, not the attempt itself: a retry may succeed.
+    transient: bool,
 }
 
 fn stop(phase: DeploymentPhase, code: &'static str, message: impl Into<String>) -> Stop {
@@ -49,6 +52,15 @@ fn stop(phase: DeploymentPhase, code: &'static str, message: impl Into<String>) 
         phase,
         code,
         message: message.into(),
+        transient: false,
+    }
+}
+
+/// A stop caused by `error` on the way to the server; transient when the transport failed.
+fn stop_remote(phase: DeploymentPhase, code: &'static str, error: &RemoteError) -> Stop {
+    Stop {
+        transient: error.is_transient(),
+        ..stop(phase, code, error.to_string())
     }
 }
 
@@ -107,9 +119,8 @@ pub async fn run(context: &Context, deployment: &Deployment) -> Result<Action> {
             tracing::warn!(%error, container = %name, "could not remove the failed container");
         }
     }
-    if stopped.state == DeploymentState::Failed
-        && waiting::is_transient(stopped.phase, stopped.code)
-    {
+    let transient = stopped.transient || waiting::is_transient(stopped.phase, stopped.code);
+    if stopped.state == DeploymentState::Failed && transient {
         let delay = schedule_retry(context, deployment, progress, stopped).await?;
         return Ok(Action::requeue(delay));
     }
@@ -160,6 +171,10 @@ async fn wait_for_server(
 ) -> Result<()> {
     let server = &deployment.spec.server_id;
     let message = format!("waiting for server {server}: {blocker}");
+    progress
+        .status
+        .status
+        .get_or_insert(DeploymentState::Created);
     if !progress.waiting_for(waiting::WAITING_FOR_SERVER, &message) {
         return progress.settle().await;
     }
@@ -388,7 +403,7 @@ async fn phases(
         target
             .start_container(&plan, first)
             .await
-            .map_err(|e| stop(Deploy, "container_start_failed", e.to_string()))
+            .map_err(|e| stop_remote(Deploy, "container_start_failed", &e))
     })
     .await;
     *new_container = Some((target, plan.container_name.clone()));
@@ -403,9 +418,13 @@ async fn phases(
     let verified = timed(Verify, verify_limit, async {
         // Probing may take a while; a cancel or a newer attempt ends it early.
         tokio::select! {
-            probed = target.probe_until_healthy(&plan) => {
-                probed.map_err(|message| stop(Verify, "health_check_failed", message))
-            }
+            probed = target.probe_until_healthy(&plan) => probed.map_err(|error| match error {
+                ProbeError::Unhealthy(message) => stop(Verify, "health_check_failed", message),
+                ProbeError::Unreachable(message) => Stop {
+                    transient: true,
+                    ..stop(Verify, "server_unreachable", message)
+                },
+            }),
             stopped = watch_interruption(context, namespace, deployment, Verify) => {
                 Err(stopped)
             }
@@ -432,7 +451,8 @@ async fn phases(
             // so the proxy's configuration changes on the first deploy (or a new host) only.
             let switched = async {
                 if !first {
-                    target.promote(&plan).await?;
+                    // A re-run may find its container already promoted: no rejoin then.
+                    target.ensure_promoted(&plan).await?;
                 }
                 target.ensure_route(&route_id, route).await
             };
@@ -501,9 +521,7 @@ fn interruption(
     let stopped = |code: &'static str, message: String| {
         Ok(Err(Stop {
             state: DeploymentState::Canceled,
-            phase,
-            code,
-            message,
+            ..stop(phase, code, message)
         }))
     };
     let Some(fresh) = Caches::get(

@@ -41,6 +41,25 @@ const STARTUP_GRACE: Duration = Duration::from_secs(3);
 /// Wait between probes while inside the startup grace.
 const STARTUP_POLL: Duration = Duration::from_millis(20);
 
+/// Why a health check did not pass.
+#[derive(Debug)]
+pub enum ProbeError {
+    /// The app did not answer as expected.
+    Unhealthy(String),
+    /// The server's Docker or the SSH connection did not answer: nothing is known of the app.
+    Unreachable(String),
+}
+
+impl ProbeError {
+    fn from_remote(error: RemoteError) -> Self {
+        if error.is_transient() {
+            Self::Unreachable(error.to_string())
+        } else {
+            Self::Unhealthy(error.to_string())
+        }
+    }
+}
+
 /// One server's Docker and edge proxy, reached over its SSH connection.
 pub struct Target {
     pub connection: Arc<ServerConnection>,
@@ -76,10 +95,15 @@ impl Target {
     /// new attempt's container stays off the resource's upstream name until [`Self::promote`];
     /// a serving one (restored after drift) carries it at once.
     pub async fn start_container(&self, plan: &Plan, serving: bool) -> Result<(), RemoteError> {
-        // Usually there is no leftover: create first, remove only when the name is taken.
+        // Usually there is no leftover: create first, look only when the name is taken.
         if let Err(error) = self.create(plan, serving).await {
             if !is_conflict(&error) {
                 return Err(error);
+            }
+            // The same attempt ran before (its end was never recorded): its running container
+            // may already serve, so it stays, and verify judges it like a new one.
+            if self.running(&plan.container_name).await? == Some(true) {
+                return Ok(());
             }
             self.remove_container(&plan.container_name).await?;
             self.create(plan, serving).await?;
@@ -177,7 +201,7 @@ impl Target {
     }
 
     /// The address of a running container on the edge network: one inspect tells both.
-    async fn running_address(&self, name: &str) -> Result<String, String> {
+    async fn running_address(&self, name: &str) -> Result<String, ProbeError> {
         let container = docker_call(
             &self.connection,
             "inspecting the container",
@@ -185,9 +209,9 @@ impl Target {
                 .inspect_container(name, None::<InspectContainerOptions>),
         )
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(ProbeError::from_remote)?;
         if !container.state.and_then(|s| s.running).unwrap_or(false) {
-            return Err("the container is not running".into());
+            return Err(ProbeError::Unhealthy("the container is not running".into()));
         }
         container
             .network_settings
@@ -195,7 +219,9 @@ impl Target {
             .and_then(|mut n| n.remove(EDGE_NETWORK))
             .and_then(|n| n.ip_address)
             .filter(|ip| !ip.is_empty())
-            .ok_or_else(|| "the container has no address on the edge network".into())
+            .ok_or_else(|| {
+                ProbeError::Unhealthy("the container has no address on the edge network".into())
+            })
     }
 
     /// Removes a container (stopping it first); `false` when there was none.
@@ -298,7 +324,8 @@ impl Target {
     }
 
     /// Probes the container until it answers the expected status, or returns why it did not.
-    pub async fn probe_until_healthy(&self, plan: &Plan) -> Result<(), String> {
+    /// The server becoming unreachable ends probing at once: that says nothing of the app.
+    pub async fn probe_until_healthy(&self, plan: &Plan) -> Result<(), ProbeError> {
         let health = &plan.health;
         let started = tokio::time::Instant::now();
         let grace = health.start_period.max(STARTUP_GRACE);
@@ -307,7 +334,11 @@ impl Target {
             let outcome = self.probe_once(&plan.container_name, health).await;
             let last = match outcome {
                 Ok(()) => return Ok(()),
-                Err(problem) => problem,
+                Err(unreachable @ ProbeError::Unreachable(_)) => return Err(unreachable),
+                Err(_) if self.connection.is_closed() => {
+                    return Err(ProbeError::Unreachable("the SSH connection closed".into()));
+                }
+                Err(ProbeError::Unhealthy(problem)) => problem,
             };
             if started.elapsed() < grace {
                 tokio::time::sleep(STARTUP_POLL).await;
@@ -315,22 +346,29 @@ impl Target {
             }
             failures += 1;
             if failures > health.retries {
-                return Err(format!(
+                return Err(ProbeError::Unhealthy(format!(
                     "health check GET {} on port {} failed {failures} time(s): {last}",
                     health.path, health.port
-                ));
+                )));
             }
             tokio::time::sleep(health.interval).await;
         }
     }
 
-    async fn probe_once(&self, container: &str, health: &HealthPlan) -> Result<(), String> {
+    async fn probe_once(&self, container: &str, health: &HealthPlan) -> Result<(), ProbeError> {
         let address = self.running_address(container).await?;
+        self.probe_address(&address, health)
+            .await
+            .map_err(ProbeError::Unhealthy)
+    }
+
+    /// One health check of the container at `address`, through a `direct-tcpip` channel.
+    async fn probe_address(&self, address: &str, health: &HealthPlan) -> Result<(), String> {
         if health.protocol == UpstreamProtocol::Tcp {
             // sshd opens the channel only once the container's port accepts the connection.
             return tokio::time::timeout(
                 health.timeout,
-                self.connection.probe_tcp(&address, health.port),
+                self.connection.probe_tcp(address, health.port),
             )
             .await
             .map_err(|_| format!("no connection within {}s", health.timeout.as_secs()))?
@@ -342,8 +380,7 @@ impl Target {
             .map_err(|e| e.to_string())?;
         let answer = tokio::time::timeout(
             health.timeout,
-            self.connection
-                .send_http_tcp(&address, health.port, request),
+            self.connection.send_http_tcp(address, health.port, request),
         )
         .await
         .map_err(|_| format!("no answer within {}s", health.timeout.as_secs()))?
