@@ -359,6 +359,11 @@ async fn hold_key(client: &kube::Client, credential: &SshCredential, hold: bool)
     if held == hold {
         return Ok(());
     }
+    if hold && !exists_undeleted(client, credential).await? {
+        // A reconcile from a cache that has not seen the deletion yet: holding the key now
+        // would outlive the credential, whose cleanup already ran.
+        return Ok(());
+    }
     if hold {
         finalizers.push(KEY_FINALIZER.to_string());
     } else {
@@ -372,6 +377,15 @@ async fn hold_key(client: &kube::Client, credential: &SshCredential, hold: bool)
         .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await?;
     Ok(())
+}
+
+/// Whether the credential exists, as the API server has it now, and is not being deleted.
+async fn exists_undeleted(client: &kube::Client, credential: &SshCredential) -> Result<bool> {
+    let namespace = credential.namespace().unwrap_or_default();
+    let current = Api::<SshCredential>::namespaced(client.clone(), &namespace)
+        .get_opt(&credential.name_any())
+        .await?;
+    Ok(current.is_some_and(|c| c.metadata.deletion_timestamp.is_none()))
 }
 
 /// Events for a rotated key and a blocked deletion, each once per change.
