@@ -101,8 +101,9 @@ impl Target {
                 return Err(error);
             }
             // The same attempt ran before (its end was never recorded): its running container
-            // may already serve, so it stays, and verify judges it like a new one.
-            if self.running(&plan.container_name).await? == Some(true) {
+            // may already serve, so it stays, and verify judges it like a new one. One cut off
+            // the edge network (stopped midway through joining the upstream name) serves nothing.
+            if self.running_on_edge(&plan.container_name).await? {
                 return Ok(());
             }
             self.remove_container(&plan.container_name).await?;
@@ -198,6 +199,28 @@ impl Target {
             Err(error) if is_not_found(&error) => Ok(None),
             Err(error) => Err(error),
         }
+    }
+
+    /// Whether the container runs and is attached to the edge network.
+    async fn running_on_edge(&self, name: &str) -> Result<bool, RemoteError> {
+        let inspected = docker_call(
+            &self.connection,
+            "inspecting the container",
+            self.docker
+                .inspect_container(name, None::<InspectContainerOptions>),
+        )
+        .await;
+        let container = match inspected {
+            Ok(container) => container,
+            Err(error) if is_not_found(&error) => return Ok(false),
+            Err(error) => return Err(error),
+        };
+        let running = container.state.and_then(|s| s.running).unwrap_or(false);
+        let on_edge = container
+            .network_settings
+            .and_then(|n| n.networks)
+            .is_some_and(|networks| networks.contains_key(EDGE_NETWORK));
+        Ok(running && on_edge)
     }
 
     /// The address of a running container on the edge network: one inspect tells both.
