@@ -94,13 +94,18 @@ sample_app_resolve() {
 }
 
 write_dev_env() {
+  local file=$BERTH_RUN_DIR/dev.env
+  # It holds the administrator's password: readable by its owner only.
   (
     umask 077
-    "$HACK_DIR/stack.sh" env
-    echo "export BERTH_URL=$BERTH_URL"
-    echo "export BERTH_CONTROLLER_URL=http://$CONTROLLER_ADDR"
-    [[ -s "$BERTH_ADMIN_ENV" ]] && cat "$BERTH_ADMIN_ENV"
-  ) >"$BERTH_RUN_DIR/dev.env"
+    rm -f "$file"
+    {
+      "$HACK_DIR/stack.sh" env
+      echo "export BERTH_URL=$BERTH_URL"
+      echo "export BERTH_CONTROLLER_URL=http://$CONTROLLER_ADDR"
+      if [[ -s "$BERTH_ADMIN_ENV" ]]; then cat "$BERTH_ADMIN_ENV"; fi
+    } >"$file"
+  )
 }
 
 summary() {
