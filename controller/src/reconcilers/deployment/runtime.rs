@@ -10,9 +10,9 @@ use berth_crds::resource::UpstreamProtocol;
 use bollard::Docker;
 use bollard::container::LogOutput;
 use bollard::models::{
-    ContainerCreateBody, ContainerSummary, EndpointSettings, HostConfig, Mount, MountType,
-    NetworkConnectRequest, NetworkDisconnectRequest, NetworkingConfig, PortBinding, RestartPolicy,
-    RestartPolicyNameEnum,
+    ContainerCreateBody, ContainerInspectResponse, ContainerSummary, EndpointSettings, HostConfig,
+    Mount, MountType, NetworkConnectRequest, NetworkDisconnectRequest, NetworkingConfig,
+    PortBinding, RestartPolicy, RestartPolicyNameEnum,
 };
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, InspectContainerOptions, ListContainersOptionsBuilder,
@@ -155,18 +155,10 @@ impl Target {
     /// Promotes the running container unless it already carries the upstream name (a
     /// container started before Berth used upstream names, say).
     pub async fn ensure_promoted(&self, plan: &Plan) -> Result<(), RemoteError> {
-        let container = docker_call(
-            &self.connection,
-            "inspecting the container",
-            self.docker
-                .inspect_container(&plan.container_name, None::<InspectContainerOptions>),
-        )
-        .await?;
+        let container = self.inspect(&plan.container_name).await?;
         let aliases = container
-            .network_settings
-            .and_then(|n| n.networks)
-            .and_then(|mut n| n.remove(EDGE_NETWORK))
-            .and_then(|n| n.aliases)
+            .and_then(edge_endpoint)
+            .and_then(|endpoint| endpoint.aliases)
             .unwrap_or_default();
         if aliases.contains(&plan.upstream) {
             return Ok(());
@@ -185,8 +177,8 @@ impl Target {
         .await
     }
 
-    /// Whether the container exists and whether it runs: `None` when it does not exist.
-    pub async fn running(&self, name: &str) -> Result<Option<bool>, RemoteError> {
+    /// The container as Docker describes it; `None` when it does not exist.
+    async fn inspect(&self, name: &str) -> Result<Option<ContainerInspectResponse>, RemoteError> {
         let inspected = docker_call(
             &self.connection,
             "inspecting the container",
@@ -195,52 +187,35 @@ impl Target {
         )
         .await;
         match inspected {
-            Ok(c) => Ok(Some(c.state.and_then(|s| s.running).unwrap_or(false))),
+            Ok(container) => Ok(Some(container)),
             Err(error) if is_not_found(&error) => Ok(None),
             Err(error) => Err(error),
         }
     }
 
+    /// Whether the container exists and whether it runs: `None` when it does not exist.
+    pub async fn running(&self, name: &str) -> Result<Option<bool>, RemoteError> {
+        Ok(self.inspect(name).await?.map(|c| is_running(&c)))
+    }
+
     /// Whether the container runs and is attached to the edge network.
     async fn running_on_edge(&self, name: &str) -> Result<bool, RemoteError> {
-        let inspected = docker_call(
-            &self.connection,
-            "inspecting the container",
-            self.docker
-                .inspect_container(name, None::<InspectContainerOptions>),
-        )
-        .await;
-        let container = match inspected {
-            Ok(container) => container,
-            Err(error) if is_not_found(&error) => return Ok(false),
-            Err(error) => return Err(error),
-        };
-        let running = container.state.and_then(|s| s.running).unwrap_or(false);
-        let on_edge = container
-            .network_settings
-            .and_then(|n| n.networks)
-            .is_some_and(|networks| networks.contains_key(EDGE_NETWORK));
-        Ok(running && on_edge)
+        Ok(self
+            .inspect(name)
+            .await?
+            .is_some_and(|c| is_running(&c) && edge_endpoint(c).is_some()))
     }
 
     /// The address of a running container on the edge network: one inspect tells both.
     async fn running_address(&self, name: &str) -> Result<String, ProbeError> {
-        let container = docker_call(
-            &self.connection,
-            "inspecting the container",
-            self.docker
-                .inspect_container(name, None::<InspectContainerOptions>),
-        )
-        .await
-        .map_err(ProbeError::from_remote)?;
-        if !container.state.and_then(|s| s.running).unwrap_or(false) {
-            return Err(ProbeError::Unhealthy("the container is not running".into()));
-        }
-        container
-            .network_settings
-            .and_then(|n| n.networks)
-            .and_then(|mut n| n.remove(EDGE_NETWORK))
-            .and_then(|n| n.ip_address)
+        let container = self
+            .inspect(name)
+            .await
+            .map_err(ProbeError::from_remote)?
+            .filter(is_running)
+            .ok_or_else(|| ProbeError::Unhealthy("the container is not running".into()))?;
+        edge_endpoint(container)
+            .and_then(|endpoint| endpoint.ip_address)
             .filter(|ip| !ip.is_empty())
             .ok_or_else(|| {
                 ProbeError::Unhealthy("the container has no address on the edge network".into())
@@ -468,6 +443,19 @@ impl Target {
         }
         self.proxy.load(&edge_config(routes)).await
     }
+}
+
+fn is_running(container: &ContainerInspectResponse) -> bool {
+    container
+        .state
+        .as_ref()
+        .and_then(|s| s.running)
+        .unwrap_or(false)
+}
+
+/// The container's endpoint on the edge network, if it is attached.
+fn edge_endpoint(container: ContainerInspectResponse) -> Option<EndpointSettings> {
+    container.network_settings?.networks?.remove(EDGE_NETWORK)
 }
 
 /// The container's membership of the edge network when it carries the upstream name.
