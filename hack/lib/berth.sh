@@ -130,4 +130,28 @@ berth_quickstart_secret() {
   kubectl -n org-acme create secret generic local-server-key \
     --from-file=privateKey="$BERTH_SSH_KEY" --dry-run=client -o yaml |
     kubectl apply --server-side -f - >/dev/null
+  berth_admin_membership
+}
+
+# The first administrator owns the quickstart organization (bootstrap created it). Deleting the
+# quickstart deletes that organization with its members; applying it again makes a new one, so
+# the administrator's membership is restored here. Idempotent.
+berth_admin_membership() {
+  [[ -n "${BERTH_ADMIN_EMAIL:-}" ]] || return 0
+  local user
+  user=$(kubectl get users.berth.dev -o json |
+    jq -r --arg email "$BERTH_ADMIN_EMAIL" '.items[] | select(.spec.email == $email) | .metadata.name' |
+    head -1)
+  [[ -n "$user" ]] || return 0
+  if kubectl -n org-acme get members.berth.dev -o json |
+    jq -e --arg user "$user" 'any(.items[]; .spec.userId == $user)' >/dev/null; then
+    return 0
+  fi
+  log "restoring $BERTH_ADMIN_EMAIL as owner of the quickstart organization"
+  kubectl apply --server-side -f - >/dev/null <<YAML
+apiVersion: berth.dev/v1alpha1
+kind: Member
+metadata: { name: mem-$user, namespace: org-acme }
+spec: { userId: $user, email: $BERTH_ADMIN_EMAIL, role: owner, active: true }
+YAML
 }

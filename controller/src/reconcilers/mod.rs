@@ -97,10 +97,6 @@ pub async fn run_all(
         deployments: feeds.deployments.subscribe(),
         servers: feeds.servers.subscribe(),
     };
-    let credentials = ssh_credential::Inputs {
-        credentials: feeds.credentials.subscribe(),
-        secrets: feeds.secrets.subscribe(),
-    };
     let controllers = async {
         context.caches.wait_until_ready().await;
         tracing::info!("caches filled; starting the controllers");
@@ -108,7 +104,7 @@ pub async fn run_all(
             organization::run(context.clone(), shutdown.clone()),
             project::run(context.clone(), shutdown.clone()),
             environment::run(context.clone(), shutdown.clone()),
-            ssh_credential::run(context.clone(), credentials, shutdown.clone()),
+            ssh_credential::run(context.clone(), shutdown.clone()),
             server::run(context.clone(), servers, shutdown.clone()),
             deployment::run(context.clone(), deployments, shutdown.clone()),
             resource::run(context.clone(), resources, shutdown.clone()),

@@ -11,12 +11,12 @@ use berth_crds::ssh_credential::{
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Patch, PatchParams};
+use kube::api::{ListParams, Patch, PatchParams};
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
-use kube::runtime::reflector::{ObjectRef, ReflectHandle};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
 
@@ -47,37 +47,34 @@ pub mod reason {
     pub const IN_USE: &str = "InUse";
 }
 
-/// What the SshCredential controller reacts to.
-pub struct Inputs {
-    pub credentials: ReflectHandle<SshCredential>,
-    pub secrets: ReflectHandle<Secret>,
-}
-
 pub async fn run(
     context: Arc<Context>,
-    inputs: Inputs,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let credentials = context.caches.credentials.clone();
-    let (by_secret, by_server) = (credentials.clone(), credentials.clone());
+    let credentials = Api::<SshCredential>::all(context.client.clone());
+    let controller = Controller::new(credentials, watcher::Config::default());
+    let by_secret = controller.store();
+    let by_server = controller.store();
     // Secrets carry no Berth label, so every Secret is watched and mapped to the credentials
     // that reference it; a server change re-counts the usage of its namespace's credentials
-    // (all of them, since the server may have just switched away from one). Servers have a
-    // watch of their own here: a server that is finally gone must be noticed, and the shared
-    // watch passes on changes only.
-    let stream = Controller::for_shared_stream(inputs.credentials, credentials)
-        .watches_shared_stream(inputs.secrets, move |secret| {
-            let namespace = secret.namespace();
-            let name = secret.name_any();
-            by_secret
-                .state()
-                .into_iter()
-                .filter(|c| {
-                    c.namespace() == namespace && c.spec.private_key_secret_ref.name == name
-                })
-                .map(|c| ObjectRef::from_obj(c.as_ref()))
-                .collect::<Vec<_>>()
-        })
+    // (all of them, since the server may have just switched away from one).
+    let stream = controller
+        .watches(
+            Api::<Secret>::all(context.client.clone()),
+            watcher::Config::default(),
+            move |secret| {
+                let namespace = secret.namespace();
+                let name = secret.name_any();
+                by_secret
+                    .state()
+                    .into_iter()
+                    .filter(|c| {
+                        c.namespace() == namespace && c.spec.private_key_secret_ref.name == name
+                    })
+                    .map(|c| ObjectRef::from_obj(c.as_ref()))
+                    .collect::<Vec<_>>()
+            },
+        )
         .watches(
             Api::<Server>::all(context.client.clone()),
             watcher::Config::default(),
@@ -301,18 +298,11 @@ async fn reconcile(credential: Arc<SshCredential>, context: Arc<Context>) -> Res
     let Some(credential) = with_current_finalizers(&api, credential, FINALIZER).await? else {
         return Ok(Action::await_change());
     };
-    // The key is read from the API server, not the cache: the shim writes the Secret just
-    // before it records the key in this credential's status, and a stale read would undo that.
     let key = load_key(&context.client, &credential).await?;
-    let servers: Vec<Server> = context
-        .caches
-        .servers
-        .state()
-        .into_iter()
-        .filter(|s| s.namespace().as_deref() == Some(namespace.as_str()))
-        .map(|s| s.as_ref().clone())
-        .collect();
-    let usage = usage(&credential.name_any(), &servers);
+    let servers = Api::<Server>::namespaced(context.client.clone(), &namespace)
+        .list(&ListParams::default())
+        .await?;
+    let usage = usage(&credential.name_any(), &servers.items);
     let current = credential.status.as_ref();
     let status = desired_status(&credential, &key, usage, Timestamp::now());
     // What we read may be overtaken: the shim writes the key's Secret, then records the key
