@@ -120,37 +120,54 @@ where
     K: Resource + Clone,
     K::DynamicType: Default + Eq + Hash + Clone,
 {
-    let key = ObjectRef::from_obj(written);
     let wanted = version_number(written);
-    let deadline = tokio::time::Instant::now() + CATCH_UP;
-    loop {
-        let cached = store
-            .get(&key)
-            .map(|object| version_number(object.as_ref()));
-        if cached.is_some_and(|version| version >= wanted) {
-            return Ok(());
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return Err(ApiError::unavailable(
+    let shown = |cached: Option<&K>| cached.is_some_and(|object| version_number(object) >= wanted);
+    wait_for(store, &ObjectRef::from_obj(written), shown)
+        .await
+        .map_err(|_| {
+            ApiError::unavailable(
                 "the write succeeded but the cache has not caught up; retry the read",
-            ));
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+            )
+        })
 }
 
-/// Waits until `store` no longer holds the object named by `key`.
-pub async fn catch_up_deleted<K>(store: &Store<K>, key: &ObjectRef<K>) -> Result<(), ApiError>
+/// Waits until the cache shows a delete of `object`: gone, or marked for deletion (`marked`,
+/// what the delete call returned while finalizers run). Finalizers can finish before the
+/// cache ever sees the mark, so gone counts in both cases.
+pub async fn wait_deleted<K>(
+    store: &Store<K>,
+    object: &K,
+    marked: Option<K>,
+) -> Result<(), ApiError>
+where
+    K: Resource + Clone,
+    K::DynamicType: Default + Eq + Hash + Clone,
+{
+    let marked_version = marked.as_ref().map(version_number);
+    let shown = |cached: Option<&K>| match (cached, marked_version) {
+        (None, _) => true,
+        (Some(object), Some(wanted)) => version_number(object) >= wanted,
+        (Some(_), None) => false,
+    };
+    wait_for(store, &ObjectRef::from_obj(object), shown)
+        .await
+        .map_err(|_| ApiError::unavailable("the delete succeeded but the cache has not caught up"))
+}
+
+/// Polls the in-memory `store` until `shown` holds for the object at `key`, up to [`CATCH_UP`].
+async fn wait_for<K>(
+    store: &Store<K>,
+    key: &ObjectRef<K>,
+    shown: impl Fn(Option<&K>) -> bool,
+) -> Result<(), ()>
 where
     K: Resource + Clone,
     K::DynamicType: Default + Eq + Hash + Clone,
 {
     let deadline = tokio::time::Instant::now() + CATCH_UP;
-    while store.get(key).is_some() {
+    while !shown(store.get(key).as_deref()) {
         if tokio::time::Instant::now() >= deadline {
-            return Err(ApiError::unavailable(
-                "the delete succeeded but the cache has not caught up",
-            ));
+            return Err(());
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }

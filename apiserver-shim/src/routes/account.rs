@@ -10,7 +10,6 @@ use berth_crds::user::User;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::DeleteParams;
-use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -21,7 +20,7 @@ use super::common::{Confirmation, all_in, confirm, created_at, paginate, timesta
 use super::identity::{display_name, image_url, memberships, now, updated_at};
 use super::members::deactivate;
 use crate::auth::Caller;
-use crate::cache::catch_up_deleted;
+use crate::cache::wait_deleted;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
 use crate::state::AppState;
@@ -342,7 +341,7 @@ async fn delete_account(
     )?;
     let users = Api::<User>::all(state.client.clone());
     ignore_missing(users.delete(&user_id, &DeleteParams::background()).await)?;
-    catch_up_deleted(&state.caches.users, &ObjectRef::from_obj(user.as_ref())).await?;
+    wait_deleted(&state.caches.users, user.as_ref(), None).await?;
 
     tracing::info!(user = %user_id, "account deleted");
     Ok(Json(DeletedAccount {

@@ -482,8 +482,7 @@ async fn delete(
     let outcome = api(&state, &namespace)
         .delete(&id, &Default::default())
         .await?;
-    super::servers::wait_deleted(&state.caches.ssh_credentials, &credential, outcome.left())
-        .await?;
+    crate::cache::wait_deleted(&state.caches.ssh_credentials, &credential, outcome.left()).await?;
     tracing::info!(credential = %id, organization = %organization.id, "SSH credential deleted");
     Ok(Json(IdResponse { id }))
 }

@@ -8,7 +8,6 @@ use berth_crds::member::{MemberSpec, OrganizationRole};
 use berth_crds::organization::{Organization, OrganizationSpec};
 use berth_crds::session::Session;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
-use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -23,7 +22,7 @@ use super::identity::{
 use super::members::write_member;
 use crate::auth::token::new_id;
 use crate::auth::{Caller, CallerOrganization, role_name, user_organization};
-use crate::cache::{catch_up, catch_up_deleted};
+use crate::cache::{catch_up, wait_deleted};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::state::{AppState, FIELD_MANAGER};
@@ -319,13 +318,8 @@ async fn delete(
     // The controller's finalizer deletes the namespace (and with it every object inside).
     let api = Api::<Organization>::all(state.client.clone());
     // The API server answers with the object while finalizers run, else with a status.
-    match api.delete(&id, &DeleteParams::background()).await?.left() {
-        Some(deleting) => catch_up(&state.caches.organizations, &deleting).await?,
-        None => {
-            let key = ObjectRef::from_obj(organization.as_ref());
-            catch_up_deleted(&state.caches.organizations, &key).await?
-        }
-    }
+    let marked = api.delete(&id, &DeleteParams::background()).await?.left();
+    wait_deleted(&state.caches.organizations, organization.as_ref(), marked).await?;
     tracing::info!(organization = %id, "organization deleted");
     Ok(Json(DeletedOrganization {
         organization_id: id,

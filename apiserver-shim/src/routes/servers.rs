@@ -4,7 +4,6 @@
 //! and closes the SSH connection.
 
 use std::collections::HashMap;
-use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -19,8 +18,7 @@ use berth_crds::server::{
     ProxyKind, Server, ServerFacts, ServerLifecycle, ServerProxy, ServerSpec,
 };
 use kube::api::{ListParams, Patch, PatchParams};
-use kube::runtime::reflector::{ObjectRef, Store};
-use kube::{Api, Resource, ResourceExt};
+use kube::{Api, ResourceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -33,7 +31,7 @@ use super::common::{
 use super::credentials;
 use crate::auth::token::new_id;
 use crate::auth::{Caller, CallerOrganization, ScopeDimension};
-use crate::cache::{catch_up, catch_up_deleted};
+use crate::cache::{catch_up, wait_deleted};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
 use crate::state::{AppState, FIELD_MANAGER};
@@ -220,19 +218,6 @@ impl DeleteReceipts {
             (namespace.to_string(), key.to_string()),
             (id.to_string(), Instant::now()),
         );
-    }
-}
-
-/// Waits until the cache shows a delete: the object gone, or (`marked`, what the delete call
-/// returned while finalizers run) marked for deletion.
-pub async fn wait_deleted<K>(store: &Store<K>, object: &K, marked: Option<K>) -> ApiResult<()>
-where
-    K: Resource + Clone,
-    K::DynamicType: Default + Eq + Hash + Clone,
-{
-    match marked {
-        Some(marked) => catch_up(store, &marked).await,
-        None => catch_up_deleted(store, &ObjectRef::from_obj(object)).await,
     }
 }
 
