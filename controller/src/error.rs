@@ -17,11 +17,11 @@ pub enum Error {
     MissingObjectKey(&'static str),
 
     #[error("remote operation failed: {0}")]
-    Remote(#[source] crate::remote::RemoteError),
+    Remote(#[source] berth_remote::RemoteError),
 }
 
-impl From<crate::remote::RemoteError> for Error {
-    fn from(error: crate::remote::RemoteError) -> Self {
+impl From<berth_remote::RemoteError> for Error {
+    fn from(error: berth_remote::RemoteError) -> Self {
         Self::Remote(error)
     }
 }
