@@ -9,12 +9,25 @@ use serde::{Deserialize, Serialize};
 /// Condition type every kind reports; `kubectl wait --for=condition=Ready` reads it.
 pub const READY: &str = "Ready";
 
-/// Reasons used across kinds. Kind-specific reasons live in the kind's module.
+/// Condition type of projects and environments: whether the object is archived.
+pub const ARCHIVED: &str = "Archived";
+/// Condition type present while a requested deletion waits for users of the object to go.
+pub const DELETION_BLOCKED: &str = "DeletionBlocked";
+
+/// Reasons used across kinds. Kind-specific reasons live in the kind's module (`reason`).
 pub mod reason {
     pub const RECONCILED: &str = "Reconciled";
     pub const ARCHIVED: &str = "Archived";
+    /// `Archived=False`: the object is in use.
+    pub const ACTIVE: &str = "Active";
     pub const INVALID_SPEC: &str = "InvalidSpec";
     pub const DEPENDENCY_MISSING: &str = "DependencyMissing";
+    /// `DeletionBlocked=True`: other objects still use this one.
+    pub const IN_USE: &str = "InUse";
+    /// `Ready=False` of a session, token or invitation once its time limit passed.
+    pub const EXPIRED: &str = "Expired";
+    /// `Ready=False` of a session, token or invitation after revocation.
+    pub const REVOKED: &str = "Revoked";
 }
 
 /// Status of a condition, as Kubernetes spells it.
@@ -46,20 +59,21 @@ pub struct Condition {
 }
 
 impl Condition {
-    /// A condition stamped now.
+    /// A condition observed at `now` (a parameter, so status planning stays pure and testable).
     pub fn new(
         type_: &str,
         status: ConditionStatus,
         reason: &str,
         message: impl Into<String>,
         observed_generation: Option<i64>,
+        now: Timestamp,
     ) -> Self {
         Self {
             type_: type_.to_string(),
             status,
             reason: reason.to_string(),
             message: message.into(),
-            last_transition_time: Time(Timestamp::now()),
+            last_transition_time: Time(now),
             observed_generation,
         }
     }
@@ -107,7 +121,14 @@ mod tests {
     use super::*;
 
     fn ready(status: ConditionStatus, message: &str) -> Condition {
-        Condition::new(READY, status, reason::RECONCILED, message, Some(1))
+        Condition::new(
+            READY,
+            status,
+            reason::RECONCILED,
+            message,
+            Some(1),
+            Timestamp::now(),
+        )
     }
 
     #[test]

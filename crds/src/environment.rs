@@ -20,6 +20,12 @@ pub const ENVIRONMENT_KINDS: &[&str] = &[
     "custom",
 ];
 
+/// Condition reasons of an Environment.
+pub mod reason {
+    /// `Ready=False` while the referenced project does not exist.
+    pub const PROJECT_NOT_FOUND: &str = "ProjectNotFound";
+}
+
 /// An environment of a project. Archiving keeps its deployment history readable.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(

@@ -8,6 +8,12 @@ use crate::variable::PlainVariable;
 
 use crate::Condition;
 
+/// Condition reasons of an Organization.
+pub mod reason {
+    /// `Ready=True`: the organization's namespace exists.
+    pub const NAMESPACE_READY: &str = "NamespaceReady";
+}
+
 /// An organization: members, projects, servers and tokens live in the namespace it owns.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(

@@ -527,6 +527,16 @@ pub struct AppliedAccessRoute {
     pub updated_at: Time,
 }
 
+/// Reasons of a Resource's `Ready` condition.
+pub mod reason {
+    /// A succeeded deployment serves the resource through its route.
+    pub const SERVING: &str = "Serving";
+    /// A deployment succeeded but its container is not running or its route is not in place.
+    pub const ROUTE_NOT_READY: &str = "RouteNotReady";
+    /// No deployment has succeeded yet.
+    pub const NOT_DEPLOYED: &str = "NotDeployed";
+}
+
 /// Finished attempts kept as Deployment objects unless `spec.deploymentHistoryLimit` says.
 pub const DEFAULT_DEPLOYMENT_HISTORY_LIMIT: u32 = 10;
 

@@ -113,6 +113,26 @@ pub struct ServerProxy {
     pub https_port: i32,
 }
 
+/// Condition types of a Server.
+pub mod conditions {
+    pub const REACHABLE: &str = "Reachable";
+    pub const DOCKER_READY: &str = "DockerReady";
+    pub const PROXY_READY: &str = "ProxyReady";
+}
+
+/// Condition reasons of a Server (remote failures use `berth_remote::error::reason`).
+pub mod reason {
+    pub const CONNECTED: &str = "Connected";
+    pub const CREDENTIAL_NOT_READY: &str = "CredentialNotReady";
+    pub const NOT_CONNECTED: &str = "NotConnected";
+    pub const DOCKER_RESPONDING: &str = "DockerResponding";
+    pub const DOCKER_NOT_READY: &str = "DockerNotReady";
+    pub const PROXY_RUNNING: &str = "ProxyRunning";
+    pub const PROXY_DISABLED: &str = "ProxyDisabled";
+    pub const PROXY_KIND_UNSUPPORTED: &str = "ProxyKindUnsupported";
+    pub const READY: &str = "Ready";
+}
+
 impl Default for ServerProxy {
     fn default() -> Self {
         Self {

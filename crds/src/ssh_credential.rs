@@ -142,7 +142,6 @@ pub mod reason {
     pub const SECRET_NOT_FOUND: &str = "SecretNotFound";
     pub const KEY_NOT_FOUND: &str = "KeyNotFound";
     pub const INVALID_KEY: &str = "InvalidKey";
-    pub const IN_USE: &str = "InUse";
 }
 
 impl SshCredentialUsage {

@@ -1,13 +1,10 @@
 //! Archiving is a status transition shared by projects and environments: the object stays,
 //! `archivedAt` is stamped once, and history remains readable.
 
-use berth_crds::condition::{Condition, ConditionStatus};
+use berth_crds::condition::{self, Condition, ConditionStatus};
 use berth_crds::lifecycle::LifecycleStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-
-/// Condition type that says whether an object is archived.
-pub const ARCHIVED: &str = "Archived";
 
 /// The lifecycle fields an object's status should carry.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,24 +37,26 @@ pub fn plan(
 }
 
 /// The `Archived` condition for a planned state.
-pub fn condition(state: &ArchiveState, generation: Option<i64>) -> Condition {
+pub fn condition(state: &ArchiveState, generation: Option<i64>, now: Timestamp) -> Condition {
     match state.lifecycle {
         LifecycleStatus::Archived => Condition::new(
-            ARCHIVED,
+            condition::ARCHIVED,
             ConditionStatus::True,
-            berth_crds::condition::reason::ARCHIVED,
+            condition::reason::ARCHIVED,
             state
                 .archive_reason
                 .clone()
                 .unwrap_or_else(|| "archived".into()),
             generation,
+            now,
         ),
         LifecycleStatus::Active => Condition::new(
-            ARCHIVED,
+            condition::ARCHIVED,
             ConditionStatus::False,
-            "Active",
+            condition::reason::ACTIVE,
             "in use",
             generation,
+            now,
         ),
     }
 }

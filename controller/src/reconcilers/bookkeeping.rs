@@ -125,11 +125,12 @@ pub fn with_ready(
     reason: &str,
     message: impl Into<String>,
     generation: Option<i64>,
+    now: Timestamp,
 ) -> Vec<Condition> {
     let mut conditions = conditions.to_vec();
     condition::merge(
         &mut conditions,
-        Condition::new(READY, status, reason, message, generation),
+        Condition::new(READY, status, reason, message, generation, now),
     );
     conditions
 }

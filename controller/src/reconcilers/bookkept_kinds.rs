@@ -18,15 +18,11 @@ use serde_json::{Map, Value, json};
 
 use super::bookkeeping::{Bookkept, base_status, namespaced_api, stamp_once, with_ready};
 
-/// Reason on `Ready=False` once a time limit passed.
-pub const EXPIRED: &str = "Expired";
-/// Reason on `Ready=False` after revocation.
-pub const REVOKED: &str = "Revoked";
-
 fn accepted<K: Resource>(
     object: &K,
     conditions: &[Condition],
     message: &str,
+    now: Timestamp,
 ) -> Map<String, Value> {
     let generation = object.meta().generation;
     base_status(
@@ -37,6 +33,7 @@ fn accepted<K: Resource>(
             reason::RECONCILED,
             message,
             generation,
+            now,
         ),
     )
 }
@@ -46,11 +43,19 @@ fn not_ready<K: Resource>(
     conditions: &[Condition],
     why: &str,
     message: &str,
+    now: Timestamp,
 ) -> Map<String, Value> {
     let generation = object.meta().generation;
     base_status(
         object,
-        with_ready(conditions, ConditionStatus::False, why, message, generation),
+        with_ready(
+            conditions,
+            ConditionStatus::False,
+            why,
+            message,
+            generation,
+            now,
+        ),
     )
 }
 
@@ -64,8 +69,8 @@ impl Bookkept for User {
     fn api_for(&self, client: Client) -> Api<Self> {
         Api::all(client)
     }
-    fn owned_status(&self, conditions: &[Condition], _now: Timestamp) -> Map<String, Value> {
-        accepted(self, conditions, "user can sign in")
+    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Map<String, Value> {
+        accepted(self, conditions, "user can sign in", now)
     }
 }
 
@@ -76,16 +81,22 @@ impl Bookkept for Session {
     }
     fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Map<String, Value> {
         if self.spec.revoked {
-            let mut status = not_ready(self, conditions, REVOKED, "session was revoked");
+            let mut status = not_ready(
+                self,
+                conditions,
+                reason::REVOKED,
+                "session was revoked",
+                now,
+            );
             status.insert(
                 "revokedAt".into(),
                 stamp_once(&self.status_json(), "revokedAt", now),
             );
             status
         } else if self.spec.expires_at.0 <= now {
-            not_ready(self, conditions, EXPIRED, "session expired")
+            not_ready(self, conditions, reason::EXPIRED, "session expired", now)
         } else {
-            accepted(self, conditions, "session is valid")
+            accepted(self, conditions, "session is valid", now)
         }
     }
     fn next_change(&self) -> Option<Timestamp> {
@@ -105,13 +116,18 @@ impl Bookkept for Member {
             .cloned()
             .unwrap_or_else(|| created(self));
         if self.spec.active {
-            let mut status = accepted(self, conditions, "member of the organization");
+            let mut status = accepted(self, conditions, "member of the organization", now);
             status.insert("memberStatus".into(), json!("active"));
             status.insert("joinedAt".into(), joined);
             status
         } else {
-            let mut status =
-                not_ready(self, conditions, "Removed", "removed from the organization");
+            let mut status = not_ready(
+                self,
+                conditions,
+                "Removed",
+                "removed from the organization",
+                now,
+            );
             status.insert("memberStatus".into(), json!("removed"));
             status.insert("joinedAt".into(), joined);
             status.insert("removedAt".into(), stamp_once(&current, "removedAt", now));
@@ -134,22 +150,28 @@ impl Bookkept for Invitation {
         let (state, mut status) = if self.spec.revoked {
             (
                 "revoked",
-                not_ready(self, conditions, REVOKED, "invitation was revoked"),
+                not_ready(
+                    self,
+                    conditions,
+                    reason::REVOKED,
+                    "invitation was revoked",
+                    now,
+                ),
             )
         } else if already_accepted {
             (
                 "accepted",
-                accepted(self, conditions, "invitation was accepted"),
+                accepted(self, conditions, "invitation was accepted", now),
             )
         } else if self.spec.expires_at.0 <= now {
             (
                 "expired",
-                not_ready(self, conditions, EXPIRED, "invitation expired"),
+                not_ready(self, conditions, reason::EXPIRED, "invitation expired", now),
             )
         } else {
             (
                 "pending",
-                accepted(self, conditions, "waiting for the invited person"),
+                accepted(self, conditions, "waiting for the invited person", now),
             )
         };
         status.insert("status".into(), json!(state));
@@ -168,16 +190,16 @@ impl Bookkept for DeployToken {
     fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Map<String, Value> {
         let expired = self.spec.expires_at.as_ref().is_some_and(|at| at.0 <= now);
         let mut status = if self.spec.revoked {
-            let mut status = not_ready(self, conditions, REVOKED, "token was revoked");
+            let mut status = not_ready(self, conditions, reason::REVOKED, "token was revoked", now);
             status.insert(
                 "revokedAt".into(),
                 stamp_once(&self.status_json(), "revokedAt", now),
             );
             status
         } else if expired {
-            not_ready(self, conditions, EXPIRED, "token expired")
+            not_ready(self, conditions, reason::EXPIRED, "token expired", now)
         } else {
-            accepted(self, conditions, "token is accepted within its scope")
+            accepted(self, conditions, "token is accepted within its scope", now)
         };
         status.insert(
             "status".into(),
@@ -200,8 +222,9 @@ fn recorded_once<K: Resource + Bookkept>(
     conditions: &[Condition],
     message: &str,
     field: &str,
+    now: Timestamp,
 ) -> Map<String, Value> {
-    let mut status = accepted(object, conditions, message);
+    let mut status = accepted(object, conditions, message, now);
     let recorded = object
         .status_json()
         .get(field)
@@ -216,8 +239,8 @@ impl Bookkept for UsageIntent {
     fn api_for(&self, client: Client) -> Api<Self> {
         namespaced_api(self, client)
     }
-    fn owned_status(&self, conditions: &[Condition], _now: Timestamp) -> Map<String, Value> {
-        recorded_once(self, conditions, "usage intent recorded", "recordedAt")
+    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Map<String, Value> {
+        recorded_once(self, conditions, "usage intent recorded", "recordedAt", now)
     }
 }
 
@@ -226,8 +249,8 @@ impl Bookkept for OverlayDecision {
     fn api_for(&self, client: Client) -> Api<Self> {
         namespaced_api(self, client)
     }
-    fn owned_status(&self, conditions: &[Condition], _now: Timestamp) -> Map<String, Value> {
-        recorded_once(self, conditions, "decision recorded", "decidedAt")
+    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Map<String, Value> {
+        recorded_once(self, conditions, "decision recorded", "decidedAt", now)
     }
 }
 
@@ -236,8 +259,8 @@ impl Bookkept for RouteSurfaceDecision {
     fn api_for(&self, client: Client) -> Api<Self> {
         namespaced_api(self, client)
     }
-    fn owned_status(&self, conditions: &[Condition], _now: Timestamp) -> Map<String, Value> {
-        recorded_once(self, conditions, "decision recorded", "decidedAt")
+    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Map<String, Value> {
+        recorded_once(self, conditions, "decision recorded", "decidedAt", now)
     }
 }
 
@@ -249,7 +272,12 @@ fn policy_status<K: Resource>(
     conditions: &[Condition],
     now: Timestamp,
 ) -> Map<String, Value> {
-    let mut status = accepted(object, conditions, "policy stored; it is non-enforcing");
+    let mut status = accepted(
+        object,
+        conditions,
+        "policy stored; it is non-enforcing",
+        now,
+    );
     let annotations = object.annotations();
     let (kind, id) = match (
         annotations.get("berth.dev/updated-by-actor-kind"),

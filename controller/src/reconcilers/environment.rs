@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use berth_crds::condition::{self, Condition, ConditionStatus, READY};
-use berth_crds::environment::{Environment, EnvironmentStatus};
+use berth_crds::environment::{Environment, EnvironmentStatus, reason};
 use berth_crds::lifecycle::LifecycleStatus;
 use berth_crds::project::Project;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -21,8 +21,6 @@ use crate::error::{Error, Result};
 use crate::status::apply_status;
 
 const KIND: &str = "Environment";
-/// Reason on `Ready=False` while the referenced project does not exist.
-pub const PROJECT_NOT_FOUND: &str = "ProjectNotFound";
 
 pub async fn run(
     context: Arc<Context>,
@@ -77,7 +75,7 @@ pub fn desired_status(
     };
     condition::merge(
         &mut status.conditions,
-        archive::condition(&state, generation),
+        archive::condition(&state, generation, now),
     );
     let ready = if project_exists {
         let message = match state.lifecycle {
@@ -90,17 +88,19 @@ pub fn desired_status(
             condition::reason::RECONCILED,
             message,
             generation,
+            now,
         )
     } else {
         Condition::new(
             READY,
             ConditionStatus::False,
-            PROJECT_NOT_FOUND,
+            reason::PROJECT_NOT_FOUND,
             format!(
                 "project {} does not exist in this organization",
                 spec.project_id
             ),
             generation,
+            now,
         )
     };
     condition::merge(&mut status.conditions, ready);
@@ -159,7 +159,7 @@ mod tests {
         let status = desired_status(&environment(false), false, Timestamp::now());
         let ready = condition::find(&status.conditions, READY).unwrap();
         assert_eq!(ready.status, ConditionStatus::False);
-        assert_eq!(ready.reason, PROJECT_NOT_FOUND);
+        assert_eq!(ready.reason, reason::PROJECT_NOT_FOUND);
         assert!(ready.message.contains("prj-1"));
     }
 

@@ -125,6 +125,7 @@ pub async fn run_all(
     let servers = server::Inputs {
         servers: feeds.servers.subscribe(),
         credentials: feeds.credentials.subscribe(),
+        secrets: feeds.secrets.subscribe(),
         resources: feeds.resources.subscribe(),
         deployments: feeds.deployments.subscribe(),
         woken: wakes.servers,

@@ -5,9 +5,10 @@ use std::sync::Arc;
 
 use berth_crds::condition::{self, Condition, ConditionStatus, READY};
 use berth_crds::member::Member;
-use berth_crds::organization::{Organization, OrganizationStatus};
+use berth_crds::organization::{Organization, OrganizationStatus, reason};
 use berth_crds::{MANAGED_LABEL, ORGANIZATION_LABEL};
 use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams};
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
@@ -120,9 +121,28 @@ async fn apply(organization: &Organization, context: &Context) -> Result<Action>
         .iter()
         .filter(|member| member.spec.active)
         .count();
+    let status = desired_status(
+        organization,
+        &namespace_name,
+        member_count,
+        Timestamp::now(),
+    );
+    let api = Api::<Organization>::all(context.client.clone());
     let current = organization.status.as_ref();
-    let mut status = current.cloned().unwrap_or_default();
-    status.namespace = Some(namespace_name.clone());
+    apply_status::<Organization, OrganizationStatus>(&api, organization, current, &status).await?;
+    Ok(Action::requeue(RESYNC_AFTER))
+}
+
+/// The status `organization` should have once its namespace exists with `member_count` active
+/// members.
+pub fn desired_status(
+    organization: &Organization,
+    namespace_name: &str,
+    member_count: usize,
+    now: Timestamp,
+) -> OrganizationStatus {
+    let mut status = organization.status.clone().unwrap_or_default();
+    status.namespace = Some(namespace_name.to_string());
     status.member_count = i64::try_from(member_count).unwrap_or(i64::MAX);
     status.observed_generation = organization.metadata.generation;
     condition::merge(
@@ -130,14 +150,13 @@ async fn apply(organization: &Organization, context: &Context) -> Result<Action>
         Condition::new(
             READY,
             ConditionStatus::True,
-            "NamespaceReady",
+            reason::NAMESPACE_READY,
             format!("namespace {namespace_name} exists"),
             organization.metadata.generation,
+            now,
         ),
     );
-    let api = Api::<Organization>::all(context.client.clone());
-    apply_status::<Organization, OrganizationStatus>(&api, organization, current, &status).await?;
-    Ok(Action::requeue(RESYNC_AFTER))
+    status
 }
 
 async fn cleanup(organization: &Organization, context: &Context) -> Result<Action> {

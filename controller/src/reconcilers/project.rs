@@ -49,7 +49,7 @@ pub fn desired_status(project: &Project, now: Timestamp) -> ProjectStatus {
     };
     condition::merge(
         &mut status.conditions,
-        archive::condition(&state, generation),
+        archive::condition(&state, generation, now),
     );
     let message = match state.lifecycle {
         LifecycleStatus::Active => "project is active".to_string(),
@@ -63,6 +63,7 @@ pub fn desired_status(project: &Project, now: Timestamp) -> ProjectStatus {
             condition::reason::RECONCILED,
             message,
             generation,
+            now,
         ),
     );
     status
@@ -137,7 +138,7 @@ mod tests {
         let status = desired_status(&project(false), Timestamp::now());
         assert_eq!(status.lifecycle_status, Some(LifecycleStatus::Active));
         assert!(condition::is_true(&status.conditions, READY));
-        assert!(!condition::is_true(&status.conditions, archive::ARCHIVED));
+        assert!(!condition::is_true(&status.conditions, condition::ARCHIVED));
         assert_eq!(status.observed_generation, Some(3));
     }
 
@@ -147,7 +148,7 @@ mod tests {
         assert_eq!(status.lifecycle_status, Some(LifecycleStatus::Archived));
         assert_eq!(status.archive_reason.as_deref(), Some("retired"));
         assert!(status.archived_at.is_some());
-        assert!(condition::is_true(&status.conditions, archive::ARCHIVED));
+        assert!(condition::is_true(&status.conditions, condition::ARCHIVED));
         assert!(condition::is_true(&status.conditions, READY));
     }
 

@@ -13,7 +13,7 @@ use berth_crds::organization::Organization;
 use berth_crds::project::Project;
 use berth_crds::resource::{
     AccessSummary, AppliedAccessRoute, PlannedAccessRoute, ProxyRouteStatus, Resource,
-    ResourceStatus,
+    ResourceStatus, reason,
 };
 use berth_crds::server::{ProxyKind, Server};
 use futures::channel::mpsc::UnboundedReceiver;
@@ -193,7 +193,13 @@ async fn apply(resource: &Resource, context: &Context, namespace: &str) -> Resul
         .as_ref()
         .and_then(|id| Caches::get(&context.caches.servers, namespace, id));
     let route_status = check_serving(resource, context, namespace, &deployments).await;
-    let mut status = desired_status(resource, server.as_deref(), &deployments, route_status);
+    let mut status = desired_status(
+        resource,
+        server.as_deref(),
+        &deployments,
+        route_status,
+        Timestamp::now(),
+    );
     status.deployment_count = i64::try_from(attempts.len()).unwrap_or(i64::MAX);
     let api = Api::<Resource>::namespaced(context.client.clone(), namespace);
     apply_status(&api, resource, resource.status.as_ref(), &status).await?;
@@ -540,6 +546,7 @@ pub fn desired_status(
     server: Option<&Server>,
     deployments: &[Deployment],
     route_status: ProxyRouteStatus,
+    now: Timestamp,
 ) -> ResourceStatus {
     let current = resource.status.clone().unwrap_or_default();
     let last = deployments.last();
@@ -602,23 +609,23 @@ pub fn desired_status(
     let (ready, reason, message) = match (serving, route_status) {
         (Some(d), ProxyRouteStatus::Ready) => (
             ConditionStatus::True,
-            "Serving",
+            reason::SERVING,
             format!("deployment {} serves the resource", d.name_any()),
         ),
         (Some(_), _) => (
             ConditionStatus::False,
-            "RouteNotReady",
+            reason::ROUTE_NOT_READY,
             "the serving container is not running".to_string(),
         ),
         (None, _) => (
             ConditionStatus::False,
-            "NotDeployed",
+            reason::NOT_DEPLOYED,
             "no deployment has succeeded yet".to_string(),
         ),
     };
     condition::merge(
         &mut status.conditions,
-        Condition::new(READY, ready, reason, message, generation),
+        Condition::new(READY, ready, reason, message, generation, now),
     );
     status
 }
@@ -773,6 +780,7 @@ mod tests {
             Some(&server),
             &deployments,
             ProxyRouteStatus::Ready,
+            Timestamp::now(),
         );
         assert_eq!(status.deployment_count, 2);
         assert_eq!(status.last_deployment_id.as_deref(), Some("dep-web-2"));

@@ -7,12 +7,13 @@ pub mod status;
 use std::sync::Arc;
 use std::time::Duration;
 
-use berth_crds::condition::{self, ConditionStatus};
+use berth_crds::condition::{self, ConditionStatus, DELETION_BLOCKED};
 use berth_crds::deployment::Deployment;
 use berth_crds::resource::Resource as BerthResource;
 use berth_crds::server::{Server, ServerStatus};
 use berth_crds::ssh_credential::SshCredential;
 use futures::channel::mpsc::UnboundedReceiver;
+use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
@@ -22,7 +23,7 @@ use kube::runtime::reflector::{ObjectRef, ReflectHandle, Store};
 use kube::{Api, Resource, ResourceExt};
 
 use self::observe::{credential_key, endpoint, observe, pinned_host_key, server_id};
-use self::status::{conditions, desired};
+use self::status::desired;
 use super::fresh::with_current_finalizers;
 use super::{drain, error_policy};
 use crate::context::Context;
@@ -45,6 +46,7 @@ const UNHEALTHY_RECHECK: Duration = Duration::from_secs(5);
 pub struct Inputs {
     pub servers: ReflectHandle<Server>,
     pub credentials: ReflectHandle<SshCredential>,
+    pub secrets: ReflectHandle<Secret>,
     pub resources: ReflectHandle<BerthResource>,
     pub deployments: ReflectHandle<Deployment>,
     pub woken: UnboundedReceiver<ObjectRef<Server>>,
@@ -56,8 +58,13 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
     let servers = context.caches.servers.clone();
-    let (by_credential, by_resource, by_deployment) =
-        (servers.clone(), servers.clone(), servers.clone());
+    let (by_credential, by_secret, by_resource, by_deployment) = (
+        servers.clone(),
+        servers.clone(),
+        servers.clone(),
+        servers.clone(),
+    );
+    let credentials = context.caches.credentials.clone();
     // A credential change (rotated key, Secret fixed) reconnects the servers using it; a
     // resource or deployment change may clear the blocker of a server being deleted.
     let stream = Controller::for_shared_stream(inputs.servers, servers)
@@ -68,6 +75,28 @@ pub async fn run(
                 .state()
                 .into_iter()
                 .filter(|s| s.namespace() == namespace && s.spec.credential_id == name)
+                .map(|s| ObjectRef::from_obj(s.as_ref()))
+                .collect::<Vec<_>>()
+        })
+        // The key's Secret may reach its cache after the credential's status reaches this one:
+        // whichever arrives last reconnects with the rotated key.
+        .watches_shared_stream(inputs.secrets, move |secret| {
+            let namespace = secret.namespace();
+            let name = secret.name_any();
+            let keyed_by_secret: Vec<String> = credentials
+                .state()
+                .into_iter()
+                .filter(|c| {
+                    c.namespace() == namespace && c.spec.private_key_secret_ref.name == name
+                })
+                .map(|c| c.name_any())
+                .collect();
+            by_secret
+                .state()
+                .into_iter()
+                .filter(|s| {
+                    s.namespace() == namespace && keyed_by_secret.contains(&s.spec.credential_id)
+                })
                 .map(|s| ObjectRef::from_obj(s.as_ref()))
                 .collect::<Vec<_>>()
         })
@@ -138,7 +167,7 @@ async fn reconcile(server: Arc<Server>, context: Arc<Context>) -> Result<Action>
         if !blockers.is_empty() {
             // Blocked: report why and keep the finalizer; cleanup runs once the blockers are gone.
             let current = server.status.as_ref();
-            let status = status::blocked(&server, blockers);
+            let status = status::blocked(&server, blockers, Timestamp::now());
             apply_status(&api, server.as_ref(), current, &status).await?;
             publish_blocked(&context, &server, current, &status).await;
             return Ok(Action::requeue(UNHEALTHY_RECHECK));
@@ -235,9 +264,10 @@ async fn publish_changes(
     proxy_change: Option<ProxyChange>,
 ) {
     let reference = server.object_ref(&());
-    let reachable_before =
-        before.and_then(|b| condition::find(&b.conditions, conditions::REACHABLE));
-    let reachable_after = condition::find(&after.conditions, conditions::REACHABLE);
+    let reachable_before = before
+        .and_then(|b| condition::find(&b.conditions, berth_crds::server::conditions::REACHABLE));
+    let reachable_after =
+        condition::find(&after.conditions, berth_crds::server::conditions::REACHABLE);
     if let Some(now) = reachable_after {
         let changed =
             reachable_before.is_none_or(|was| was.status != now.status || was.reason != now.reason);
@@ -281,9 +311,8 @@ async fn publish_blocked(
     before: Option<&ServerStatus>,
     after: &ServerStatus,
 ) {
-    let was_blocked =
-        before.is_some_and(|b| condition::is_true(&b.conditions, conditions::DELETION_BLOCKED));
-    if !was_blocked && condition::is_true(&after.conditions, conditions::DELETION_BLOCKED) {
+    let was_blocked = before.is_some_and(|b| condition::is_true(&b.conditions, DELETION_BLOCKED));
+    if !was_blocked && condition::is_true(&after.conditions, DELETION_BLOCKED) {
         let note = format!(
             "deletion blocked while referenced by: {}",
             after.delete_blockers.join(", ")

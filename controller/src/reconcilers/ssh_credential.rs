@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use berth_crds::condition::{self, Condition, ConditionStatus, READY};
+use berth_crds::condition::{self, Condition, ConditionStatus, DELETION_BLOCKED, READY};
 use berth_crds::server::Server;
 use berth_crds::ssh_credential::{SshCredential, SshCredentialStatus, SshCredentialUsage, reason};
 use k8s_openapi::api::core::v1::Secret;
@@ -28,8 +28,6 @@ use berth_remote::{ClientKey, KeyProblem, load_key};
 const KIND: &str = "SshCredential";
 /// Keeps a credential while servers use it.
 pub const FINALIZER: &str = "berth.dev/ssh-credential-in-use";
-/// Condition type present while a requested deletion waits for servers to stop using it.
-pub const DELETION_BLOCKED: &str = "DeletionBlocked";
 /// Held on the key's Secret while the credential exists: when a whole namespace is deleted,
 /// its servers still log in to remove their edge proxies before the key goes.
 pub const KEY_FINALIZER: &str = "berth.dev/ssh-credential-key";
@@ -127,6 +125,7 @@ pub fn desired_status(
                 status.usage.total_servers
             ),
             generation,
+            now,
         ),
         Err(problem) => Condition::new(
             READY,
@@ -134,18 +133,19 @@ pub fn desired_status(
             problem.reason(),
             problem.message(),
             generation,
+            now,
         ),
     };
     condition::merge(&mut status.conditions, ready);
     if credential.metadata.deletion_timestamp.is_some() {
-        let deletion = deletion_condition(&status.delete_blockers, generation);
+        let deletion = deletion_condition(&status.delete_blockers, generation, now);
         condition::merge(&mut status.conditions, deletion);
     }
     status
 }
 
 /// `DeletionBlocked`: `True` naming the servers while any uses the credential.
-fn deletion_condition(blockers: &[String], generation: Option<i64>) -> Condition {
+fn deletion_condition(blockers: &[String], generation: Option<i64>, now: Timestamp) -> Condition {
     if blockers.is_empty() {
         return Condition::new(
             DELETION_BLOCKED,
@@ -153,17 +153,19 @@ fn deletion_condition(blockers: &[String], generation: Option<i64>) -> Condition
             condition::reason::RECONCILED,
             "no server uses this credential",
             generation,
+            now,
         );
     }
     Condition::new(
         DELETION_BLOCKED,
         ConditionStatus::True,
-        reason::IN_USE,
+        condition::reason::IN_USE,
         format!(
             "deletion waits until no server uses this credential: {}",
             blockers.join(", ")
         ),
         generation,
+        now,
     )
 }
 

@@ -123,7 +123,14 @@ impl<'a> Progress<'a> {
             .is_some_and(|ready| ready.reason == reason && ready.message == message);
         condition::merge(
             &mut self.status.conditions,
-            Condition::new(READY, ConditionStatus::False, reason, message, generation),
+            Condition::new(
+                READY,
+                ConditionStatus::False,
+                reason,
+                message,
+                generation,
+                Timestamp::now(),
+            ),
         );
         let step = self.status.current_step.as_ref().map_or(1, |s| s.current);
         self.status.current_step = Some(DeploymentStep {
@@ -176,7 +183,14 @@ impl<'a> Progress<'a> {
         };
         condition::merge(
             &mut self.status.conditions,
-            Condition::new(READY, status, reason, message.to_string(), generation),
+            Condition::new(
+                READY,
+                status,
+                reason,
+                message.to_string(),
+                generation,
+                Timestamp::now(),
+            ),
         );
         self.record_outcome(state);
         // Readers of the timeline follow the status: once it says the attempt ended, every

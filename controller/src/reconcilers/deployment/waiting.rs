@@ -105,6 +105,7 @@ mod tests {
                 "ProxyNotReady",
                 "the edge proxy is not running yet",
                 None,
+                k8s_openapi::jiff::Timestamp::now(),
             )],
             ..Default::default()
         });

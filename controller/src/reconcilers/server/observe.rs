@@ -7,7 +7,9 @@ use std::time::Duration;
 use berth_crds::server::{ProxyKind, Server};
 use kube::ResourceExt;
 
-use super::status::{Contact, Failure, Observation, ProxyObservation, reason};
+use berth_crds::server::reason;
+
+use super::status::{Contact, Failure, Observation, ProxyObservation};
 use crate::cache::Caches;
 use crate::context::Context;
 use crate::error::{Error, Result};

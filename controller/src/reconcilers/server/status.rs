@@ -1,32 +1,11 @@
 //! The status a Server should have, planned from what was observed. Pure, so the condition
 //! logic is unit-tested without SSH.
 
+use berth_crds::condition::DELETION_BLOCKED;
 use berth_crds::condition::{self, Condition, ConditionStatus, READY};
-use berth_crds::server::{Server, ServerFacts, ServerStatus};
+use berth_crds::server::{Server, ServerFacts, ServerStatus, reason};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-
-/// Condition types of a Server.
-pub mod conditions {
-    pub const REACHABLE: &str = "Reachable";
-    pub const DOCKER_READY: &str = "DockerReady";
-    pub const PROXY_READY: &str = "ProxyReady";
-    pub const DELETION_BLOCKED: &str = "DeletionBlocked";
-}
-
-/// Condition reasons of a Server (remote failures use `remote::error::reason`).
-pub mod reason {
-    pub const CONNECTED: &str = "Connected";
-    pub const CREDENTIAL_NOT_READY: &str = "CredentialNotReady";
-    pub const NOT_CONNECTED: &str = "NotConnected";
-    pub const DOCKER_RESPONDING: &str = "DockerResponding";
-    pub const DOCKER_NOT_READY: &str = "DockerNotReady";
-    pub const PROXY_RUNNING: &str = "ProxyRunning";
-    pub const PROXY_DISABLED: &str = "ProxyDisabled";
-    pub const PROXY_KIND_UNSUPPORTED: &str = "ProxyKindUnsupported";
-    pub const IN_USE: &str = "InUse";
-    pub const READY: &str = "Ready";
-}
 
 /// `lastContactAt` moves at most this often while nothing else changes, so a healthy server
 /// does not rewrite its status on every probe.
@@ -79,28 +58,36 @@ fn condition(
     type_: &str,
     result: Result<(&'static str, String), &Failure>,
     generation: Option<i64>,
+    now: Timestamp,
 ) -> Condition {
     match result {
-        Ok((reason, message)) => {
-            Condition::new(type_, ConditionStatus::True, reason, message, generation)
-        }
+        Ok((reason, message)) => Condition::new(
+            type_,
+            ConditionStatus::True,
+            reason,
+            message,
+            generation,
+            now,
+        ),
         Err(failure) => Condition::new(
             type_,
             ConditionStatus::False,
             failure.reason,
             failure.message.clone(),
             generation,
+            now,
         ),
     }
 }
 
-fn unknown(type_: &str, generation: Option<i64>) -> Condition {
+fn unknown(type_: &str, generation: Option<i64>, now: Timestamp) -> Condition {
     Condition::new(
         type_,
         ConditionStatus::Unknown,
         reason::NOT_CONNECTED,
         "not checked: the server is not reachable",
         generation,
+        now,
     )
 }
 
@@ -112,7 +99,7 @@ pub fn desired(
     blockers: Vec<String>,
     now: Timestamp,
 ) -> ServerStatus {
-    use conditions::*;
+    use berth_crds::server::conditions::*;
     let current = server.status.clone().unwrap_or_default();
     let generation = server.metadata.generation;
     let mut status = ServerStatus {
@@ -147,9 +134,10 @@ pub fn desired(
                     ),
                 )),
                 generation,
+                now,
             )
         }
-        Err(failure) => condition(REACHABLE, Err(failure), generation),
+        Err(failure) => condition(REACHABLE, Err(failure), generation, now),
     };
     condition::merge(&mut status.conditions, reachable);
 
@@ -163,10 +151,11 @@ pub fn desired(
                     format!("Docker {version} answers"),
                 )),
                 generation,
+                now,
             )
         }
-        Some(Err(failure)) => condition(DOCKER_READY, Err(failure), generation),
-        None => unknown(DOCKER_READY, generation),
+        Some(Err(failure)) => condition(DOCKER_READY, Err(failure), generation, now),
+        None => unknown(DOCKER_READY, generation, now),
     };
     condition::merge(&mut status.conditions, docker);
 
@@ -180,6 +169,7 @@ pub fn desired(
                 server.spec.proxy.http_port
             ),
             generation,
+            now,
         ),
         Some(Ok(ProxyObservation::Disabled)) => Condition::new(
             PROXY_READY,
@@ -187,6 +177,7 @@ pub fn desired(
             reason::PROXY_DISABLED,
             "no edge proxy requested (proxy.kind: none)",
             generation,
+            now,
         ),
         Some(Ok(ProxyObservation::Unsupported(kind))) => Condition::new(
             PROXY_READY,
@@ -194,9 +185,10 @@ pub fn desired(
             reason::PROXY_KIND_UNSUPPORTED,
             format!("Berth runs only Caddy as edge proxy; {kind} is rendered for previews only"),
             generation,
+            now,
         ),
-        Some(Err(failure)) => condition(PROXY_READY, Err(failure), generation),
-        None => unknown(PROXY_READY, generation),
+        Some(Err(failure)) => condition(PROXY_READY, Err(failure), generation, now),
+        None => unknown(PROXY_READY, generation, now),
     };
     condition::merge(&mut status.conditions, proxy);
 
@@ -214,6 +206,7 @@ pub fn desired(
             reason::READY,
             "SSH, Docker and the edge proxy work",
             generation,
+            now,
         ),
         Some(failed) => Condition::new(
             READY,
@@ -221,11 +214,12 @@ pub fn desired(
             &failed.reason,
             format!("{}: {}", failed.type_, failed.message),
             generation,
+            now,
         ),
     };
     condition::merge(&mut status.conditions, ready);
 
-    if let Some(deletion) = deletion_condition(server, &status.delete_blockers) {
+    if let Some(deletion) = deletion_condition(server, &status.delete_blockers, now) {
         condition::merge(&mut status.conditions, deletion);
     }
     status
@@ -233,9 +227,9 @@ pub fn desired(
 
 /// The status of a server whose deletion waits for `blockers`: what it had, plus the blockers and
 /// a `DeletionBlocked` condition naming them. Nothing is probed while deletion is pending.
-pub fn blocked(server: &Server, blockers: Vec<String>) -> ServerStatus {
+pub fn blocked(server: &Server, blockers: Vec<String>, now: Timestamp) -> ServerStatus {
     let mut status = server.status.clone().unwrap_or_default();
-    if let Some(deletion) = deletion_condition(server, &blockers) {
+    if let Some(deletion) = deletion_condition(server, &blockers, now) {
         condition::merge(&mut status.conditions, deletion);
     }
     status.delete_blockers = blockers;
@@ -243,7 +237,7 @@ pub fn blocked(server: &Server, blockers: Vec<String>) -> ServerStatus {
 }
 
 /// `DeletionBlocked` while a requested deletion waits; `None` when no deletion is requested.
-fn deletion_condition(server: &Server, blockers: &[String]) -> Option<Condition> {
+fn deletion_condition(server: &Server, blockers: &[String], now: Timestamp) -> Option<Condition> {
     server.metadata.deletion_timestamp.as_ref()?;
     let (state, reason, message) = if blockers.is_empty() {
         (
@@ -254,7 +248,7 @@ fn deletion_condition(server: &Server, blockers: &[String]) -> Option<Condition>
     } else {
         (
             ConditionStatus::True,
-            reason::IN_USE,
+            condition::reason::IN_USE,
             format!(
                 "deletion waits until nothing references this server: {}",
                 blockers.join(", ")
@@ -262,11 +256,12 @@ fn deletion_condition(server: &Server, blockers: &[String]) -> Option<Condition>
         )
     };
     Some(Condition::new(
-        conditions::DELETION_BLOCKED,
+        DELETION_BLOCKED,
         state,
         reason,
         message,
         server.metadata.generation,
+        now,
     ))
 }
 
@@ -316,9 +311,9 @@ mod tests {
         assert_eq!(status.facts.as_ref().unwrap().cpus, 2);
         assert!(status.last_contact_at.is_some());
         for type_ in [
-            conditions::REACHABLE,
-            conditions::DOCKER_READY,
-            conditions::PROXY_READY,
+            berth_crds::server::conditions::REACHABLE,
+            berth_crds::server::conditions::DOCKER_READY,
+            berth_crds::server::conditions::PROXY_READY,
             READY,
         ] {
             assert!(condition::is_true(&status.conditions, type_), "{type_}");
@@ -340,10 +335,18 @@ mod tests {
         let status = desired(&server, &observation, vec![], Timestamp::now());
         assert!(!status.reachable);
         assert_eq!(status.host_key_fingerprint.as_deref(), Some("SHA256:host"));
-        let reachable = condition::find(&status.conditions, conditions::REACHABLE).unwrap();
+        let reachable = condition::find(
+            &status.conditions,
+            berth_crds::server::conditions::REACHABLE,
+        )
+        .unwrap();
         assert_eq!(reachable.reason, remote::HOST_KEY_MISMATCH);
         assert!(reachable.message.contains("SHA256:evil"));
-        let docker = condition::find(&status.conditions, conditions::DOCKER_READY).unwrap();
+        let docker = condition::find(
+            &status.conditions,
+            berth_crds::server::conditions::DOCKER_READY,
+        )
+        .unwrap();
         assert_eq!(docker.status, ConditionStatus::Unknown);
         let ready = condition::find(&status.conditions, READY).unwrap();
         assert_eq!(ready.status, ConditionStatus::False);
@@ -379,7 +382,7 @@ mod tests {
             vec!["resource/shop-web".into()],
             Timestamp::now(),
         );
-        let blocked = condition::find(&status.conditions, conditions::DELETION_BLOCKED).unwrap();
+        let blocked = condition::find(&status.conditions, DELETION_BLOCKED).unwrap();
         assert_eq!(blocked.status, ConditionStatus::True);
         assert!(blocked.message.contains("resource/shop-web"));
         assert_eq!(status.delete_blockers, vec!["resource/shop-web"]);
@@ -390,13 +393,10 @@ mod tests {
         let mut server = server();
         server.status = Some(desired(&server, &healthy(), vec![], Timestamp::now()));
         server.metadata.deletion_timestamp = Some(Time(Timestamp::now()));
-        let status = blocked(&server, vec!["deployment/dep-1".into()]);
+        let status = blocked(&server, vec!["deployment/dep-1".into()], Timestamp::now());
         assert!(status.reachable);
         assert!(condition::is_true(&status.conditions, READY));
-        assert!(condition::is_true(
-            &status.conditions,
-            conditions::DELETION_BLOCKED
-        ));
+        assert!(condition::is_true(&status.conditions, DELETION_BLOCKED));
         assert_eq!(status.delete_blockers, vec!["deployment/dep-1"]);
     }
 }
