@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
+use crate::limits::{SOURCE_DISPLAY_NAME_MAX, SOURCE_KIND_MAX, SOURCE_KIND_PATTERN, TEXT_MAX};
+
 /// Pattern of every SHA-256 digest Berth stores instead of a secret: `sha256:` and 64 hex digits.
 pub const SHA256_DIGEST_PATTERN: &str = r"^sha256:[0-9a-f]{64}$";
 
@@ -54,16 +56,18 @@ pub type ResourceRefs = BTreeMap<String, String>;
 #[serde(rename_all = "camelCase")]
 pub struct SourceDescriptor {
     /// Source kind, e.g. `local-folder`, `docker-image`, `git`, `static-directory`.
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = SOURCE_KIND_MAX), regex(pattern = SOURCE_KIND_PATTERN))]
     pub kind: String,
     /// Where the source is: a path, an image reference or a repository URL.
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = TEXT_MAX))]
     pub locator: String,
     /// Name shown for the source in the console and CLI.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = SOURCE_DISPLAY_NAME_MAX))]
     pub display_name: Option<String>,
     /// Directory inside the source to build from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = TEXT_MAX))]
     pub base_directory: Option<String>,
     /// Extra source facts, e.g. the git ref or commit.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
