@@ -10,8 +10,8 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use crate::cache::Caches;
 use crate::metrics::Metrics;
 use crate::observer::Observers;
-use crate::remote::{PoolSettings, ServerConnectionPool};
-use crate::timeline::TimelineWriter;
+use berth_remote::{PoolSettings, ServerConnectionPool};
+use berth_timeline::TimelineWriter;
 
 /// Field manager of every write the controller makes (server-side apply).
 pub const FIELD_MANAGER: &str = "berth-controller";

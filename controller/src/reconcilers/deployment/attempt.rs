@@ -8,6 +8,7 @@ use berth_crds::deployment::{
     Deployment, DeploymentError, DeploymentPhase, DeploymentRetry, DeploymentState,
     DeploymentStatus,
 };
+use berth_crds::masking::Masker;
 use berth_crds::progress::Level;
 use berth_crds::resource::Resource;
 use k8s_openapi::api::core::v1::Secret;
@@ -20,16 +21,14 @@ use kube::{Api, Resource as _, ResourceExt};
 
 use super::connect;
 use super::package;
-use super::package::Masker;
 use super::plan::plan;
-pub use super::progress::TOTAL_STEPS;
 use super::progress::{OutputSink, Progress};
 use super::runtime::{ProbeError, Target};
 use super::waiting;
 use crate::cache::Caches;
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::remote::RemoteError;
+use berth_remote::RemoteError;
 
 /// How often a long phase looks (in the cache) for a cancel request or a newer attempt.
 const INTERRUPTION_POLL: Duration = Duration::from_millis(250);
