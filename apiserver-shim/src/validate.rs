@@ -17,7 +17,7 @@ const FREE_FORM_OBJECTS: &[&str] = &["details", "attributes", "metadata"];
 
 /// Longest single-line string accepted anywhere (names, ids, hosts, locators, URLs…);
 /// per-field limits of spec §8 are tighter and checked by the handlers.
-pub const MAX_SINGLE_LINE: usize = 2048;
+pub const MAX_SINGLE_LINE: usize = berth_crds::limits::TEXT_MAX;
 
 /// Whether a string may hold line breaks and tabs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

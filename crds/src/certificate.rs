@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::Condition;
+use crate::limits::OBJECT_NAME_MAX;
 
 /// Why a certificate is requested.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
@@ -52,7 +53,7 @@ pub struct CertificateSpec {
     pub challenge_type: Option<String>,
     /// Name of the `kubernetes.io/tls` Secret holding the key pair; derived when omitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 253))]
+    #[schemars(length(min = 1, max = OBJECT_NAME_MAX))]
     pub secret_name: Option<String>,
 }
 

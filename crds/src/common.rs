@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
+use crate::limits::{SOURCE_DISPLAY_NAME_MAX, SOURCE_KIND_MAX, SOURCE_KIND_PATTERN, TEXT_MAX};
+
 /// Pattern of every SHA-256 digest Berth stores instead of a secret: `sha256:` and 64 hex digits.
 pub const SHA256_DIGEST_PATTERN: &str = r"^sha256:[0-9a-f]{64}$";
 
@@ -54,20 +56,57 @@ pub type ResourceRefs = BTreeMap<String, String>;
 #[serde(rename_all = "camelCase")]
 pub struct SourceDescriptor {
     /// Source kind, e.g. `local-folder`, `docker-image`, `git`, `static-directory`.
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = SOURCE_KIND_MAX), regex(pattern = SOURCE_KIND_PATTERN))]
     pub kind: String,
     /// Where the source is: a path, an image reference or a repository URL.
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = TEXT_MAX))]
     pub locator: String,
     /// Name shown for the source in the console and CLI.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = SOURCE_DISPLAY_NAME_MAX))]
     pub display_name: Option<String>,
     /// Directory inside the source to build from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = TEXT_MAX))]
     pub base_directory: Option<String>,
     /// Extra source facts, e.g. the git ref or commit.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: BTreeMap<String, String>,
+}
+
+/// The context every decision and usage record carries (spec §2.2 usage-intent,
+/// deployment-overlay and route-surface records): whose record it is, who acted, what it is
+/// about, and free-form data. Flattened into each kind's spec, so its fields sit directly under
+/// `spec` as in the records.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionContext {
+    /// Id of the tenant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub tenant_id: Option<String>,
+    /// Id of the account.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub account_id: Option<String>,
+    /// Id of the Organization.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub organization_id: Option<String>,
+    /// Who acted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor: Option<Actor>,
+    /// Ids of the objects the record is about, by key (`resourceId`, `routeId`…).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_refs: Option<ResourceRefs>,
+    /// Arbitrary attributes of the record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::common::optional_arbitrary_object")]
+    pub attributes: Option<JsonMap>,
+    /// Arbitrary details of the record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::common::optional_arbitrary_object")]
+    pub details: Option<JsonMap>,
 }
 
 /// `true`, for `#[serde(default = ...)]` on flags that default on.
@@ -98,4 +137,90 @@ pub(crate) fn arbitrary_object_list(_: &mut SchemaGenerator) -> Schema {
         "type": "array",
         "items": { "type": "object", "x-kubernetes-preserve-unknown-fields": true },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::CustomResourceExt;
+    use serde_json::{Value, json};
+
+    use crate::overlay_decision::{OverlayDecision, OverlayDecisionSpec};
+    use crate::route_surface_decision::RouteSurfaceDecision;
+    use crate::usage_intent::{UsageIntent, UsageIntentSpec};
+
+    /// The context's fields as they appear directly under `spec`.
+    const CONTEXT_KEYS: [&str; 7] = [
+        "tenantId",
+        "accountId",
+        "organizationId",
+        "actor",
+        "resourceRefs",
+        "attributes",
+        "details",
+    ];
+
+    fn context_json() -> Value {
+        json!({
+            "tenantId": "t-1", "accountId": "a-1", "organizationId": "shop",
+            "actor": {"kind": "user", "id": "usr-1"},
+            "resourceRefs": {"resourceId": "res-1"},
+            "attributes": {"tier": 1}, "details": {"why": ["x"]},
+        })
+    }
+
+    fn with_context(mut spec: Value) -> Value {
+        let context = context_json();
+        spec.as_object_mut()
+            .unwrap()
+            .extend(context.as_object().unwrap().clone());
+        spec
+    }
+
+    #[test]
+    fn decision_context_is_stored_directly_under_spec() {
+        let overlay = with_context(json!({
+            "operationKey": "deployments.create", "decision": "enabled", "source": "cli",
+            "capabilityKey": "deployments",
+        }));
+        let spec: OverlayDecisionSpec = serde_json::from_value(overlay.clone()).unwrap();
+        assert_eq!(spec.context.tenant_id.as_deref(), Some("t-1"));
+        assert_eq!(serde_json::to_value(&spec).unwrap(), overlay);
+
+        let intent = with_context(json!({
+            "idempotencyKey": "k", "capabilityKey": "deployments", "source": "cli",
+            "status": "accepted", "quantity": {"value": 1.0, "unit": "deployment"},
+        }));
+        let spec: UsageIntentSpec = serde_json::from_value(intent.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&spec).unwrap(), intent);
+
+        let empty: UsageIntentSpec = serde_json::from_value(
+            json!({"idempotencyKey": "k", "capabilityKey": "c", "source": "cli"}),
+        )
+        .unwrap();
+        let stored = serde_json::to_value(&empty).unwrap();
+        assert!(CONTEXT_KEYS.iter().all(|key| stored.get(key).is_none()));
+    }
+
+    #[test]
+    fn every_decision_kind_schema_lists_the_context_fields_under_spec() {
+        for crd in [
+            OverlayDecision::crd(),
+            RouteSurfaceDecision::crd(),
+            UsageIntent::crd(),
+        ] {
+            let schema = serde_json::to_value(&crd.spec.versions[0].schema).unwrap();
+            let spec = &schema["openAPIV3Schema"]["properties"]["spec"];
+            for key in CONTEXT_KEYS {
+                assert!(
+                    spec["properties"].get(key).is_some(),
+                    "{}: spec.{key}",
+                    crd.spec.names.kind
+                );
+            }
+            let nested = spec["properties"].as_object().unwrap();
+            assert!(!nested.contains_key("context"), "{}", crd.spec.names.kind);
+            let attributes = &spec["properties"]["attributes"];
+            assert_eq!(attributes["x-kubernetes-preserve-unknown-fields"], true);
+        }
+    }
 }

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::Condition;
 use crate::common::SHA256_DIGEST_PATTERN;
+use crate::limits::NAME_MAX;
 
 /// State of a deploy token.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
@@ -38,7 +39,7 @@ pub enum DeployTokenState {
 #[serde(rename_all = "camelCase")]
 pub struct DeployTokenSpec {
     /// Display name.
-    #[schemars(length(min = 1, max = 120))]
+    #[schemars(length(min = 1, max = NAME_MAX))]
     pub display_name: String,
     /// What the token may act on; an empty array places no restriction of that kind.
     #[serde(default)]

@@ -5,6 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::Condition;
+use crate::limits::OBJECT_NAME_MAX;
 
 /// A host name bound to a resource; TLS comes from a Certificate.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
@@ -30,7 +31,7 @@ pub struct DomainBindingSpec {
     pub resource_id: String,
     /// Host name, lowercase, e.g. `shop.example.com` or `*.example.com`.
     #[schemars(
-        length(min = 1, max = 253),
+        length(min = 1, max = OBJECT_NAME_MAX),
         regex(
             pattern = r"^(\*\.)?([a-z0-9]([-a-z0-9]*[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
         )

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::Condition;
 use crate::lifecycle::LifecycleStatus;
+use crate::limits::NAME_MAX;
 use crate::variable::PlainVariable;
 
 /// Every value `spec.kind` may take (a closed set, checked by the API server and the shim).
@@ -49,7 +50,7 @@ pub struct EnvironmentSpec {
     #[schemars(length(min = 1))]
     pub project_id: String,
     /// Display name.
-    #[schemars(length(min = 1, max = 120))]
+    #[schemars(length(min = 1, max = NAME_MAX))]
     pub name: String,
     /// Environment kind: `local`, `development`, `test`, `staging`, `production`, `preview`
     /// or `custom`.

@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::Condition;
+use crate::limits::EMAIL_MAX;
 use crate::member::OrganizationRole;
 
 /// State of an invitation (spec §3).
@@ -40,7 +41,7 @@ pub enum InvitationState {
 #[serde(rename_all = "camelCase")]
 pub struct InvitationSpec {
     /// Email address invited.
-    #[schemars(length(min = 1, max = 320), regex(pattern = r"^[^@\s]+@[^@\s]+$"))]
+    #[schemars(length(min = 1, max = EMAIL_MAX), regex(pattern = r"^[^@\s]+@[^@\s]+$"))]
     pub email: String,
     /// Role the invitee gets on acceptance: `owner`, `admin` or `member`.
     pub role: OrganizationRole,

@@ -15,6 +15,7 @@ pub mod domain_binding;
 pub mod environment;
 pub mod invitation;
 pub mod lifecycle;
+pub mod limits;
 pub mod masking;
 pub mod member;
 pub mod migration;

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::variable::PlainVariable;
 
 use crate::Condition;
+use crate::limits::{DNS_LABEL_PATTERN, NAME_MAX, ORGANIZATION_SLUG_MAX};
 
 /// Condition reasons of an Organization.
 pub mod reason {
@@ -33,12 +34,12 @@ pub mod reason {
 #[serde(rename_all = "camelCase")]
 pub struct OrganizationSpec {
     /// Display name shown in the console and CLI.
-    #[schemars(length(min = 1, max = 120))]
+    #[schemars(length(min = 1, max = NAME_MAX))]
     pub name: String,
     /// URL-safe short name: lowercase letters, digits and dashes.
     #[schemars(
-        length(min = 1, max = 58),
-        regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+        length(min = 1, max = ORGANIZATION_SLUG_MAX),
+        regex(pattern = DNS_LABEL_PATTERN)
     )]
     pub slug: String,
     /// Logo image URL.

@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::Condition;
-use crate::common::{Actor, JsonMap, ResourceRefs};
+use crate::common::DecisionContext;
 
 /// A decision whether a deployment overlay operation is enabled.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
@@ -40,36 +40,13 @@ pub struct OverlayDecisionSpec {
     /// What asked for the decision, e.g. `cli`.
     #[schemars(length(min = 1))]
     pub source: String,
-    /// Id of the tenant.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1))]
-    pub tenant_id: Option<String>,
-    /// Id of the account.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1))]
-    pub account_id: Option<String>,
-    /// Id of the Organization.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1))]
-    pub organization_id: Option<String>,
-    /// Who acted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub actor: Option<Actor>,
-    /// Ids of the objects the decision is about, by key (`resourceId`, `deploymentId`…).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resource_refs: Option<ResourceRefs>,
     /// Capability the operation belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
     pub capability_key: Option<String>,
-    /// Arbitrary attributes of the decision.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "crate::common::optional_arbitrary_object")]
-    pub attributes: Option<JsonMap>,
-    /// Arbitrary details of the decision.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "crate::common::optional_arbitrary_object")]
-    pub details: Option<JsonMap>,
+    /// Tenant, account, organization, actor, resource references, attributes and details.
+    #[serde(flatten)]
+    pub context: DecisionContext,
 }
 
 pub(crate) fn default_decision() -> String {

@@ -9,6 +9,7 @@ use crate::variable::PlainVariable;
 
 use crate::Condition;
 use crate::lifecycle::LifecycleStatus;
+use crate::limits::{DNS_LABEL_MAX, DNS_LABEL_PATTERN, NAME_MAX};
 
 /// A project. Archiving (`spec.archived: true`, or `DELETE /projects/{id}`) is a status
 /// transition: the object and its history stay readable.
@@ -30,13 +31,13 @@ use crate::lifecycle::LifecycleStatus;
 #[serde(rename_all = "camelCase")]
 pub struct ProjectSpec {
     /// Display name.
-    #[schemars(length(min = 1, max = 120))]
+    #[schemars(length(min = 1, max = NAME_MAX))]
     pub name: String,
     /// URL-safe short name; derived from the name when omitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(
-        length(min = 1, max = 63),
-        regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+        length(min = 1, max = DNS_LABEL_MAX),
+        regex(pattern = DNS_LABEL_PATTERN)
     )]
     pub slug: Option<String>,
     /// Free-text description.

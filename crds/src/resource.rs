@@ -13,8 +13,12 @@ use crate::deployment::DeploymentState;
 use crate::server::ProxyKind;
 use crate::variable::PlainVariable;
 
-/// Largest port number the spec accepts (§8): the largest integer a JSON number holds exactly.
-pub const MAX_PORT_NUMBER: i64 = 9_007_199_254_740_991;
+pub use crate::limits::MAX_PORT_NUMBER;
+use crate::limits::{
+    ABSOLUTE_PATH_PATTERN, DESCRIPTION_MAX, DNS_LABEL_MAX, DNS_LABEL_PATTERN,
+    HEALTH_CHECK_RETRIES_MAX, HEALTH_CHECK_SECONDS_MAX, HTTP_STATUS_MAX, HTTP_STATUS_MIN, NAME_MAX,
+    OBJECT_NAME_MAX, TCP_PORT_MAX, TEXT_MAX, URL_PATH_MAX,
+};
 
 /// What a resource is.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
@@ -76,19 +80,17 @@ pub struct ResourceSpec {
     #[schemars(length(min = 1))]
     pub destination_id: Option<String>,
     /// Display name.
-    #[schemars(length(min = 1, max = 120))]
+    #[schemars(length(min = 1, max = NAME_MAX))]
     pub name: String,
     /// URL-safe short name; derived from the name when omitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(
-        length(min = 1, max = 63),
-        regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-    )]
+    #[schemars(length(min = 1, max = DNS_LABEL_MAX), regex(pattern = DNS_LABEL_PATTERN))]
     pub slug: Option<String>,
     /// What the resource is.
     pub kind: ResourceKind,
     /// Free-text description.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = DESCRIPTION_MAX))]
     pub description: Option<String>,
     /// Services the resource runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -123,7 +125,7 @@ pub struct ResourceSpec {
     pub variables: Vec<PlainVariable>,
     /// Name of the Secret, owned by this Resource, holding its secret variable values.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 253))]
+    #[schemars(length(min = 1, max = OBJECT_NAME_MAX))]
     pub secrets_ref: Option<String>,
     /// Registry credentials for pulling a `docker-image` source that is missing on the server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -136,7 +138,7 @@ pub struct ResourceSpec {
 #[serde(rename_all = "camelCase")]
 pub struct ImagePullSecretRef {
     /// Name of the Secret; its `.dockerconfigjson` key holds `{"auths": {"host:port": …}}`.
-    #[schemars(length(min = 1, max = 253))]
+    #[schemars(length(min = 1, max = OBJECT_NAME_MAX))]
     pub name: String,
 }
 
@@ -144,8 +146,8 @@ pub struct ImagePullSecretRef {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceService {
-    /// Service name, unique in the resource.
-    #[schemars(length(min = 1))]
+    /// Service name (a DNS label), unique in the resource.
+    #[schemars(length(min = 1, max = DNS_LABEL_MAX), regex(pattern = DNS_LABEL_PATTERN))]
     pub name: String,
     /// What the service does.
     pub kind: ServiceKind,
@@ -181,19 +183,23 @@ impl RestartPolicy {
 pub struct RuntimeProfile {
     /// Build and run strategy, e.g. `dockerfile`, `docker-image`, `static`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = TEXT_MAX))]
     pub strategy: Option<String>,
     /// Command that installs dependencies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = TEXT_MAX))]
     pub install_command: Option<String>,
     /// Command that builds the application.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = TEXT_MAX))]
     pub build_command: Option<String>,
     /// Command that starts the application.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = TEXT_MAX))]
     pub start_command: Option<String>,
     /// Directory served by a static site, relative to the source.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = TEXT_MAX))]
     pub publish_directory: Option<String>,
     /// Health check a new container must pass before it takes traffic.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -209,31 +215,31 @@ pub struct RuntimeProfile {
 pub struct HealthCheck {
     /// Request path.
     #[serde(default = "default_root_path")]
-    #[schemars(length(min = 1), regex(pattern = r"^/"))]
+    #[schemars(length(min = 1, max = URL_PATH_MAX), regex(pattern = ABSOLUTE_PATH_PATTERN))]
     pub path: String,
     /// Container port to probe; the network profile's internal port when omitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = 65535))]
+    #[schemars(range(min = 1, max = TCP_PORT_MAX))]
     pub port: Option<i32>,
     /// Status code a healthy container answers with.
     #[serde(default = "default_expected_status_code")]
-    #[schemars(range(min = 100, max = 599))]
+    #[schemars(range(min = HTTP_STATUS_MIN, max = HTTP_STATUS_MAX))]
     pub expected_status_code: i32,
     /// Seconds between probes.
     #[serde(default = "default_probe_seconds")]
-    #[schemars(range(min = 1))]
+    #[schemars(range(min = 1, max = HEALTH_CHECK_SECONDS_MAX))]
     pub interval_seconds: i32,
     /// Seconds before one probe counts as failed.
     #[serde(default = "default_probe_seconds")]
-    #[schemars(range(min = 1))]
+    #[schemars(range(min = 1, max = HEALTH_CHECK_SECONDS_MAX))]
     pub timeout_seconds: i32,
     /// Failed probes in a row before the container counts as unhealthy.
     #[serde(default = "default_retries")]
-    #[schemars(range(min = 0))]
+    #[schemars(range(min = 0, max = HEALTH_CHECK_RETRIES_MAX))]
     pub retries: i32,
     /// Seconds after start during which failures do not count.
     #[serde(default)]
-    #[schemars(range(min = 0))]
+    #[schemars(range(min = 0, max = HEALTH_CHECK_SECONDS_MAX))]
     pub start_period_seconds: i32,
 }
 
@@ -269,9 +275,9 @@ pub struct NetworkProfile {
     /// `reverse-proxy` (default), `direct-port` or `none`.
     #[serde(default)]
     pub exposure_mode: ExposureMode,
-    /// Service that receives traffic, for resources with several services.
+    /// Service that receives traffic, for resources with several services (a DNS label).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = DNS_LABEL_MAX), regex(pattern = DNS_LABEL_PATTERN))]
     pub target_service_name: Option<String>,
     /// Host port published with `direct-port` exposure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -297,7 +303,7 @@ pub struct AccessProfile {
     pub generated_access_mode: GeneratedAccessMode,
     /// Path prefix the resource is served under.
     #[serde(default = "default_root_path")]
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = URL_PATH_MAX), regex(pattern = ABSOLUTE_PATH_PATTERN))]
     pub path_prefix: String,
 }
 
@@ -385,7 +391,7 @@ pub struct StorageAttachment {
     #[schemars(length(min = 1))]
     pub storage_volume_id: String,
     /// Absolute path inside the container.
-    #[schemars(length(min = 1), regex(pattern = r"^/"))]
+    #[schemars(length(min = 1, max = TEXT_MAX), regex(pattern = ABSOLUTE_PATH_PATTERN))]
     pub destination_path: String,
 }
 

@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::Condition;
-use crate::common::{Actor, JsonMap, ResourceRefs};
+use crate::common::DecisionContext;
 use crate::overlay_decision::default_decision;
 
 /// A decision whether an operation on a route surface is enabled.
@@ -45,37 +45,13 @@ pub struct RouteSurfaceDecisionSpec {
     /// Kind of route surface decided on, e.g. `generated-access`.
     #[schemars(length(min = 1))]
     pub surface_kind: String,
-    /// Id of the tenant.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1))]
-    pub tenant_id: Option<String>,
-    /// Id of the account.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1))]
-    pub account_id: Option<String>,
-    /// Id of the Organization.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1))]
-    pub organization_id: Option<String>,
-    /// Who acted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub actor: Option<Actor>,
-    /// Ids of the objects the decision is about, by key (`resourceId`, `domainBindingId`,
-    /// `routeId`…).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resource_refs: Option<ResourceRefs>,
     /// Capability the operation belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
     pub capability_key: Option<String>,
-    /// Arbitrary attributes of the decision.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "crate::common::optional_arbitrary_object")]
-    pub attributes: Option<JsonMap>,
-    /// Arbitrary details of the decision.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "crate::common::optional_arbitrary_object")]
-    pub details: Option<JsonMap>,
+    /// Tenant, account, organization, actor, resource references, attributes and details.
+    #[serde(flatten)]
+    pub context: DecisionContext,
 }
 
 /// When the decision was made.

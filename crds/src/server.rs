@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::Condition;
+use crate::limits::{NAME_MAX, OBJECT_NAME_MAX, TCP_PORT_MAX};
 
 /// Default edge proxy image, built locally from Debian's `caddy` package.
 pub const DEFAULT_PROXY_IMAGE: &str = "berth/edge-caddy:2.6.2";
@@ -51,14 +52,14 @@ pub enum ProxyKind {
 pub struct ServerSpec {
     /// Display name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 120))]
+    #[schemars(length(min = 1, max = NAME_MAX))]
     pub name: Option<String>,
     /// Host name or IP address sshd listens on.
-    #[schemars(length(min = 1, max = 253))]
+    #[schemars(length(min = 1, max = OBJECT_NAME_MAX))]
     pub host: String,
     /// SSH port.
     #[serde(default = "default_ssh_port")]
-    #[schemars(range(min = 1, max = 65535))]
+    #[schemars(range(min = 1, max = TCP_PORT_MAX))]
     pub port: i32,
     /// Login name.
     #[serde(default = "default_username")]
@@ -76,7 +77,7 @@ pub struct ServerSpec {
     pub lifecycle_status: ServerLifecycle,
     /// Base domain for generated access URLs, e.g. `apps.example.com`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 253))]
+    #[schemars(length(min = 1, max = OBJECT_NAME_MAX))]
     pub base_domain: Option<String>,
     /// Pins the server's SSH host key (`SHA256:…`, as `ssh-keygen -l` prints it). Without it the
     /// key seen on first contact is pinned in status; either way a different key is refused.
@@ -105,11 +106,11 @@ pub struct ServerProxy {
     pub image: String,
     /// Host port the proxy serves HTTP on.
     #[serde(default = "default_http_port")]
-    #[schemars(range(min = 1, max = 65535))]
+    #[schemars(range(min = 1, max = TCP_PORT_MAX))]
     pub http_port: i32,
     /// Host port the proxy serves HTTPS on.
     #[serde(default = "default_https_port")]
-    #[schemars(range(min = 1, max = 65535))]
+    #[schemars(range(min = 1, max = TCP_PORT_MAX))]
     pub https_port: i32,
 }
 

@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::Condition;
+use crate::limits::{NAME_MAX, OBJECT_NAME_MAX};
 use crate::server::{Server, ServerLifecycle};
 
 /// Kind of SSH credential; the spec names only private keys.
@@ -37,7 +38,7 @@ pub enum SshCredentialKind {
 #[serde(rename_all = "camelCase")]
 pub struct SshCredentialSpec {
     /// Display name.
-    #[schemars(length(min = 1, max = 120))]
+    #[schemars(length(min = 1, max = NAME_MAX))]
     pub name: String,
     /// Credential kind; only `ssh-private-key`.
     #[serde(default)]
@@ -55,11 +56,11 @@ pub struct SshCredentialSpec {
 #[serde(rename_all = "camelCase")]
 pub struct PrivateKeySecretRef {
     /// Name of the Secret.
-    #[schemars(length(min = 1, max = 253))]
+    #[schemars(length(min = 1, max = OBJECT_NAME_MAX))]
     pub name: String,
     /// Key inside the Secret's data.
     #[serde(default = "default_private_key_key")]
-    #[schemars(length(min = 1, max = 253))]
+    #[schemars(length(min = 1, max = OBJECT_NAME_MAX))]
     pub key: String,
 }
 

@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::Condition;
-use crate::common::{Actor, JsonMap, Quantity, ResourceRefs};
+use crate::common::{DecisionContext, Quantity};
 
 /// A recorded intent to use a capability.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
@@ -44,38 +44,15 @@ pub struct UsageIntentSpec {
     /// Why the intent has that outcome.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// Id of the tenant.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1))]
-    pub tenant_id: Option<String>,
-    /// Id of the account.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1))]
-    pub account_id: Option<String>,
-    /// Id of the Organization.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1))]
-    pub organization_id: Option<String>,
-    /// Who acted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub actor: Option<Actor>,
-    /// Ids of the objects the intent is about, by key (`projectId`, `resourceId`…).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resource_refs: Option<ResourceRefs>,
     /// How much is used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quantity: Option<Quantity>,
     /// When the usage happened.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub occurred_at: Option<Time>,
-    /// Arbitrary attributes of the intent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "crate::common::optional_arbitrary_object")]
-    pub attributes: Option<JsonMap>,
-    /// Arbitrary details of the intent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "crate::common::optional_arbitrary_object")]
-    pub details: Option<JsonMap>,
+    /// Tenant, account, organization, actor, resource references, attributes and details.
+    #[serde(flatten)]
+    pub context: DecisionContext,
 }
 
 fn default_status() -> String {

@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::Condition;
+use crate::limits::{EMAIL_MAX, NAME_MAX, OBJECT_NAME_MAX};
 
 /// A user account. Organization membership is a Member in the organization's namespace.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
@@ -26,11 +27,11 @@ use crate::Condition;
 #[serde(rename_all = "camelCase")]
 pub struct UserSpec {
     /// Email address the user signs in with.
-    #[schemars(length(min = 1, max = 320), regex(pattern = r"^[^@\s]+@[^@\s]+$"))]
+    #[schemars(length(min = 1, max = EMAIL_MAX), regex(pattern = r"^[^@\s]+@[^@\s]+$"))]
     pub email: String,
     /// Name shown in the console and CLI.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 120))]
+    #[schemars(length(max = NAME_MAX))]
     pub display_name: Option<String>,
     /// Avatar image URL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -38,7 +39,7 @@ pub struct UserSpec {
     pub avatar_url: Option<String>,
     /// Name of the Secret in `berth-system` holding the password hash (local-password login).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 253))]
+    #[schemars(length(min = 1, max = OBJECT_NAME_MAX))]
     pub password_secret_ref: Option<String>,
 }
 

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path, State};
+use berth_crds::limits::MEMBER_LIST_LIMIT_MAX;
 use berth_crds::member::{Member, OrganizationRole};
 use berth_crds::session::Session;
 use berth_crds::user::User;
@@ -53,7 +54,7 @@ pub fn endpoints() -> Vec<Endpoint> {
 }
 
 /// Largest `limit` of `GET /account/sessions` (as for members, spec §8).
-pub const MAX_SESSIONS_LIMIT: u64 = 250;
+pub const MAX_SESSIONS_LIMIT: u64 = MEMBER_LIST_LIMIT_MAX;
 /// `limit` when the caller gives none.
 pub const DEFAULT_LIMIT: u64 = 50;
 

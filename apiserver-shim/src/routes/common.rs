@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use berth_crds::limits::DNS_LABEL_MAX;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::runtime::reflector::Store;
 use kube::{Resource, ResourceExt};
@@ -109,6 +110,33 @@ pub fn non_empty(field: &str, value: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// A DNS label of 1..=`max` characters (the CRDs' `DNS_LABEL_PATTERN`): lowercase letters,
+/// digits and dashes, not starting or ending with a dash. Slugs and service names are labels.
+pub fn dns_label(field: &str, value: &str, max: usize) -> Result<(), ApiError> {
+    let valid = (1..=max).contains(&value.len())
+        && value
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !value.starts_with('-')
+        && !value.ends_with('-');
+    if valid {
+        return Ok(());
+    }
+    Err(ApiError::validation(
+        field,
+        format!(
+            "{field} must be 1-{max} lowercase letters, digits or dashes, not starting or ending with a dash"
+        ),
+    )
+    .with_detail("max", max))
+}
+
+/// The `slug` of a new or renamed organization, project or resource; `max` is the kind's
+/// limit (`ORGANIZATION_SLUG_MAX` or `DNS_LABEL_MAX`).
+pub fn validate_slug(slug: &str, max: usize) -> Result<(), ApiError> {
+    dns_label("slug", slug, max)
+}
+
 /// A URL-safe slug from a display name: lowercase letters, digits and single dashes.
 pub fn slugify(name: &str) -> String {
     let mut slug = String::new();
@@ -120,7 +148,7 @@ pub fn slugify(name: &str) -> String {
         }
     }
     let slug = slug.trim_end_matches('-');
-    let slug: String = slug.chars().take(63).collect();
+    let slug: String = slug.chars().take(DNS_LABEL_MAX).collect();
     let slug = slug.trim_end_matches('-').to_string();
     if slug.is_empty() {
         "item".to_string()
@@ -227,6 +255,24 @@ mod tests {
         assert_eq!(slugify("My Shop!  2"), "my-shop-2");
         assert_eq!(slugify("---"), "item");
         assert_eq!(slugify(&"a".repeat(100)).len(), 63);
+    }
+
+    #[test]
+    fn slugs_and_labels_share_one_rule_with_a_limit_per_kind() {
+        for good in ["a", "web-1", "0", &"a".repeat(58)] {
+            assert!(validate_slug(good, 58).is_ok(), "{good}");
+        }
+        let too_long = "a".repeat(59);
+        for bad in ["", "-a", "a-", "A", "a_b", "a.b", "é", too_long.as_str()] {
+            let error = validate_slug(bad, 58).unwrap_err();
+            assert_eq!(error.status, 422, "{bad}");
+            assert_eq!(error.body.details["field"], "slug");
+            assert_eq!(error.body.details["max"], 58);
+        }
+        assert!(validate_slug(&too_long, DNS_LABEL_MAX).is_ok());
+        let error = dns_label("services[0].name", "Web", DNS_LABEL_MAX).unwrap_err();
+        assert_eq!(error.body.details["field"], "services[0].name");
+        assert!(error.body.message.contains("1-63 lowercase letters"));
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use axum::Json;
-use berth_crds::common::{Actor, JsonMap, ResourceRefs};
+use berth_crds::common::{Actor, DecisionContext, JsonMap, ResourceRefs};
 use berth_crds::member::OrganizationRole;
 use kube::api::PostParams;
 use kube::runtime::reflector::Store;
@@ -37,7 +37,7 @@ pub fn endpoints() -> Vec<Endpoint> {
 }
 
 /// Largest `limit` of the record lists (spec §8).
-pub const MAX_LIMIT: u64 = 500;
+pub const MAX_LIMIT: u64 = berth_crds::limits::LIST_LIMIT_MAX;
 /// `limit` when the caller gives none.
 pub const DEFAULT_LIMIT: u64 = 100;
 /// Most queries one capability or entitlement call may carry.
@@ -186,43 +186,42 @@ fn count_queries(count: usize) -> ApiResult<()> {
     Ok(())
 }
 
-/// The context every record carries, checked against the caller.
-pub struct Context {
+/// The context fields of a decision or usage request, as given (spec §2.2: tenant, account,
+/// organization, actor, resource references, attributes, details).
+#[derive(Default)]
+pub struct ContextInput {
     pub tenant_id: Option<String>,
     pub account_id: Option<String>,
-    pub organization_id: String,
-    pub actor: Actor,
+    pub organization_id: Option<String>,
+    pub actor: Option<ActorInput>,
     pub resource_refs: Option<ResourceRefs>,
     pub attributes: Option<JsonMap>,
     pub details: Option<JsonMap>,
 }
 
-/// Checks a record's context: ids within limits, the organization is the caller's (any other
-/// is a 404), the actor is the caller, and a deploy token names only ids in its scope.
-#[allow(clippy::too_many_arguments)]
-pub fn context(
-    caller: &Caller,
-    tenant_id: Option<String>,
-    account_id: Option<String>,
-    organization_id: Option<String>,
-    actor: Option<ActorInput>,
-    resource_refs: Option<ResourceRefs>,
-    attributes: Option<JsonMap>,
-    details: Option<JsonMap>,
-) -> ApiResult<Context> {
+/// Checks a record's context and fills it in: ids within limits, the organization is the
+/// caller's (any other is a 404), the actor is the caller, and a deploy token names only ids
+/// in its scope. The stored context always holds the organization and the actor.
+pub fn context(caller: &Caller, input: ContextInput) -> ApiResult<DecisionContext> {
     let organization = caller.require_role(OrganizationRole::Member)?;
-    for (field, value) in [("tenantId", &tenant_id), ("accountId", &account_id)] {
+    for (field, value) in [
+        ("tenantId", &input.tenant_id),
+        ("accountId", &input.account_id),
+    ] {
         if let Some(value) = value {
             bounded(field, value, MAX_KEY)?;
         }
     }
-    if let Some(id) = &organization_id {
+    if let Some(id) = &input.organization_id {
         own_organization(caller, id)?;
     }
-    if let Some(refs) = &resource_refs {
+    if let Some(refs) = &input.resource_refs {
         check_refs(caller, refs)?;
     }
-    for (field, map) in [("attributes", &attributes), ("details", &details)] {
+    for (field, map) in [
+        ("attributes", &input.attributes),
+        ("details", &input.details),
+    ] {
         let size = map
             .as_ref()
             .map(|m| serde_json::to_vec(m).map(|v| v.len()).unwrap_or(usize::MAX))
@@ -234,15 +233,25 @@ pub fn context(
             ));
         }
     }
-    Ok(Context {
-        tenant_id,
-        account_id,
-        organization_id: organization.id.clone(),
-        actor: actor_of(caller, actor.unwrap_or_default())?,
-        resource_refs: resource_refs.filter(|r| !r.is_empty()),
-        attributes,
-        details,
+    Ok(DecisionContext {
+        tenant_id: input.tenant_id,
+        account_id: input.account_id,
+        organization_id: Some(organization.id.clone()),
+        actor: Some(actor_of(caller, input.actor.unwrap_or_default())?),
+        resource_refs: input.resource_refs.filter(|r| !r.is_empty()),
+        attributes: input.attributes,
+        details: input.details,
     })
+}
+
+/// The filter values a record's context answers to: `tenantId`, `accountId`,
+/// `organizationId`.
+pub fn context_filter_values(context: &DecisionContext) -> [Option<&str>; 3] {
+    [
+        context.tenant_id.as_deref(),
+        context.account_id.as_deref(),
+        context.organization_id.as_deref(),
+    ]
 }
 
 /// 404 unless `id` is the caller's organization: other organizations are never confirmed.

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::{Path, State};
 use berth_crds::deploy_token::{DeployToken, DeployTokenScope, DeployTokenSpec, DeployTokenState};
+use berth_crds::limits::{DEPLOY_TOKEN_LIST_LIMIT_MAX, NAME_MAX, OBJECT_NAME_MAX};
 use berth_crds::member::OrganizationRole;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -49,11 +50,11 @@ pub fn endpoints() -> Vec<Endpoint> {
 }
 
 /// Largest `limit` of `GET /deploy-tokens` (spec §8); also the default.
-pub const MAX_LIMIT: u64 = 100;
+pub const MAX_LIMIT: u64 = DEPLOY_TOKEN_LIST_LIMIT_MAX;
 /// Most ids one scope array may hold.
 pub const MAX_SCOPE_ENTRIES: usize = 100;
 /// Longest display name.
-const MAX_NAME: usize = 120;
+const MAX_NAME: usize = NAME_MAX;
 
 /// The Deploy token record of spec §2.2 (list and show); never the secret.
 #[derive(Serialize, JsonSchema)]
@@ -175,7 +176,7 @@ fn manager(
     caller: &Caller,
     organization_id: &str,
 ) -> ApiResult<CallerOrganization> {
-    bounded("organizationId", organization_id, 253)?;
+    bounded("organizationId", organization_id, OBJECT_NAME_MAX)?;
     let not_found = || ApiError::not_found("organization", organization_id);
     let Principal::User { user_id, .. } = &caller.principal else {
         // A deploy token exists only inside its own organization, and cannot manage tokens.
@@ -206,7 +207,7 @@ fn scope_of(input: ScopeInput) -> ApiResult<DeployTokenScope> {
         }
         let mut out: Vec<String> = Vec::with_capacity(ids.len());
         for (index, id) in ids.into_iter().enumerate() {
-            bounded(&format!("scope.{field}[{index}]"), &id, 253)?;
+            bounded(&format!("scope.{field}[{index}]"), &id, OBJECT_NAME_MAX)?;
             if !out.contains(&id) {
                 out.push(id);
             }

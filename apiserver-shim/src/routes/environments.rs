@@ -8,6 +8,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use berth_crds::environment::{ENVIRONMENT_KINDS, Environment, EnvironmentSpec};
 use berth_crds::lifecycle::LifecycleStatus;
+use berth_crds::limits::{LIST_LIMIT_MAX, NAME_MAX, OBJECT_NAME_MAX};
 use berth_crds::member::OrganizationRole;
 use berth_crds::variable::{PlainVariable, VariableExposure};
 use kube::{Api, ResourceExt};
@@ -53,7 +54,7 @@ pub fn endpoints() -> Vec<Endpoint> {
 }
 
 /// Largest `limit` of `GET /environments` (spec §8).
-pub const MAX_LIMIT: u64 = 500;
+pub const MAX_LIMIT: u64 = LIST_LIMIT_MAX;
 /// `limit` when the caller gives none.
 pub const DEFAULT_LIMIT: u64 = 100;
 
@@ -310,8 +311,8 @@ async fn create(
     JsonBody(body): JsonBody<CreateEnvironment>,
 ) -> ApiResult<Json<IdResponse>> {
     let organization = caller.require_role(OrganizationRole::Member)?;
-    bounded("projectId", &body.project_id, 253)?;
-    bounded("name", &body.name, 120)?;
+    bounded("projectId", &body.project_id, OBJECT_NAME_MAX)?;
+    bounded("name", &body.name, NAME_MAX)?;
     validate_kind(&body.kind)?;
     // Deploy tokens (CI previews) may create environments, but only in projects they cover.
     caller.require_in_scope(ScopeDimension::Project, &body.project_id)?;
@@ -326,7 +327,7 @@ async fn create(
     let name = body.name.trim().to_string();
     let siblings = all_in(&state.caches.environments, &organization.namespace);
     if let Some(parent) = &body.parent_environment_id {
-        bounded("parentEnvironmentId", parent, 253)?;
+        bounded("parentEnvironmentId", parent, OBJECT_NAME_MAX)?;
         let parent_env = lookup(&state, &caller, parent)?;
         if parent_env.spec.project_id != body.project_id {
             return Err(ApiError::validation(

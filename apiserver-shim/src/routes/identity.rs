@@ -23,7 +23,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::state::{AppState, FIELD_MANAGER};
 
 /// Longest display name (users, organizations), as the CRDs allow.
-pub const MAX_NAME_LENGTH: usize = 120;
+pub const MAX_NAME_LENGTH: usize = berth_crds::limits::NAME_MAX;
 /// Longest avatar or logo URL.
 pub const MAX_URL_LENGTH: usize = 2048;
 

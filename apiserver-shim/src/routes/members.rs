@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path, State};
+use berth_crds::limits::MEMBER_LIST_LIMIT_MAX;
 use berth_crds::member::{Member, MemberSpec, OrganizationRole};
 use kube::{Api, ResourceExt};
 use schemars::JsonSchema;
@@ -50,7 +51,7 @@ pub fn endpoints() -> Vec<Endpoint> {
 }
 
 /// Largest `limit` of member and invitation lists (spec §8).
-pub const MAX_LIMIT: u64 = 250;
+pub const MAX_LIMIT: u64 = MEMBER_LIST_LIMIT_MAX;
 /// `limit` when the caller gives none.
 pub const DEFAULT_LIMIT: u64 = 50;
 /// `status` of an active member.

@@ -18,6 +18,7 @@ pub mod organizations;
 pub mod overlays;
 pub mod projects;
 pub mod resource_config;
+pub mod resource_input;
 pub mod resources;
 pub mod servers;
 pub mod terminal;

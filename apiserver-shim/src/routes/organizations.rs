@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 
 use super::Endpoint;
 use super::bootstrap::{LoginMethod, login_methods, wait_for_namespace};
-use super::common::{Confirmation, IdResponse, confirm, created_at, non_empty, slugify, timestamp};
+use super::common::{
+    self, Confirmation, IdResponse, confirm, created_at, non_empty, slugify, timestamp,
+};
 use super::identity::{
     Permissions, display_name, image_url, in_organization, live_organization, memberships, now,
     permissions, updated_at,
@@ -64,7 +66,7 @@ pub fn endpoints() -> Vec<Endpoint> {
 }
 
 /// Longest organization slug: its namespace `org-<slug>` must stay a 63-character DNS label.
-pub const MAX_SLUG_LENGTH: usize = 58;
+pub const MAX_SLUG_LENGTH: usize = berth_crds::limits::ORGANIZATION_SLUG_MAX;
 /// Path segments under `/organizations/` that are not organization ids.
 const RESERVED_SLUGS: &[&str] = &["current-context"];
 
@@ -327,22 +329,9 @@ async fn delete(
     }))
 }
 
+/// The shared slug rule with the organization limit, and no reserved path segment.
 fn validate_slug(slug: &str) -> ApiResult<()> {
-    let valid = !slug.is_empty()
-        && slug.len() <= MAX_SLUG_LENGTH
-        && slug
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !slug.starts_with('-')
-        && !slug.ends_with('-');
-    if !valid {
-        return Err(ApiError::validation(
-            "slug",
-            format!(
-                "slug must be 1-{MAX_SLUG_LENGTH} lowercase letters, digits or dashes, not starting or ending with a dash"
-            ),
-        ));
-    }
+    common::validate_slug(slug, MAX_SLUG_LENGTH)?;
     if RESERVED_SLUGS.contains(&slug) {
         return Err(ApiError::validation(
             "slug",

@@ -4,7 +4,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use berth_crds::common::{Actor, JsonMap, ResourceRefs};
+use berth_crds::common::{DecisionContext, JsonMap, ResourceRefs};
 use berth_crds::member::OrganizationRole;
 use berth_crds::overlay_decision::{OverlayDecision, OverlayDecisionSpec};
 use berth_crds::route_surface_decision::{RouteSurfaceDecision, RouteSurfaceDecisionSpec};
@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use super::Endpoint;
 use super::common::{all_in, bounded, known_params, timestamp};
 use super::decisions::{
-    ActorInput, Context, DEFAULT_LIMIT, MAX_KEY, MAX_LIMIT, context, create_new, matches_all,
-    newest, refs_visible,
+    ActorInput, ContextInput, DEFAULT_LIMIT, MAX_KEY, MAX_LIMIT, context, context_filter_values,
+    create_new, matches_all, newest, refs_visible,
 };
 use crate::auth::Caller;
 use crate::auth::token::new_id;
@@ -117,22 +117,10 @@ pub struct DecisionFields {
     pub reason: Option<String>,
     pub source: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tenant_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub account_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub organization_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub actor: Option<Actor>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub resource_refs: Option<ResourceRefs>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub capability_key: Option<String>,
     pub decided_at: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub attributes: Option<JsonMap>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub details: Option<JsonMap>,
+    #[serde(flatten)]
+    pub context: DecisionContext,
 }
 
 /// The Deployment-overlay decision record of spec §2.2.
@@ -219,15 +207,9 @@ macro_rules! decision_fields {
             decision: spec.decision,
             reason: spec.reason,
             source: spec.source,
-            tenant_id: spec.tenant_id,
-            account_id: spec.account_id,
-            organization_id: spec.organization_id,
-            actor: spec.actor,
-            resource_refs: spec.resource_refs,
             capability_key: spec.capability_key,
             decided_at: decided_at.as_ref().map(timestamp).unwrap_or_default(),
-            attributes: spec.attributes,
-            details: spec.details,
+            context: spec.context,
         }
     }};
 }
@@ -258,10 +240,11 @@ const FILTERS: [&str; 6] = [
 ];
 
 fn filter_values(fields: &DecisionFields) -> [Option<&str>; 6] {
+    let [tenant, account, organization] = context_filter_values(&fields.context);
     [
-        fields.tenant_id.as_deref(),
-        fields.account_id.as_deref(),
-        fields.organization_id.as_deref(),
+        tenant,
+        account,
+        organization,
         Some(fields.operation_key.as_str()),
         fields.capability_key.as_deref(),
         Some(fields.source.as_str()),
@@ -294,7 +277,7 @@ async fn list_overlays(
     let organization = caller.require_role(OrganizationRole::Member)?;
     let matching = all_in(&state.caches.overlay_decisions, &organization.namespace)
         .into_iter()
-        .filter(|d| refs_visible(&caller, d.spec.resource_refs.as_ref()))
+        .filter(|d| refs_visible(&caller, d.spec.context.resource_refs.as_ref()))
         .filter(|d| matches_all(&filters, &filter_values(&overlay_record(d).fields)))
         .collect();
     let records = newest(matching, limit)
@@ -316,7 +299,7 @@ async fn list_route_surfaces(
         &organization.namespace,
     )
     .into_iter()
-    .filter(|d| refs_visible(&caller, d.spec.resource_refs.as_ref()))
+    .filter(|d| refs_visible(&caller, d.spec.context.resource_refs.as_ref()))
     .filter(|d| {
         let record = route_surface_record(d);
         let mut values = filter_values(&record.fields).to_vec();
@@ -351,23 +334,17 @@ async fn decide_overlay(
         &body.source,
         body.capability_key.as_deref(),
     )?;
-    let Context {
-        tenant_id,
-        account_id,
-        organization_id,
-        actor,
-        resource_refs,
-        attributes,
-        details,
-    } = context(
+    let context = context(
         &caller,
-        body.tenant_id,
-        body.account_id,
-        body.organization_id,
-        body.actor,
-        body.resource_refs,
-        body.attributes,
-        body.details,
+        ContextInput {
+            tenant_id: body.tenant_id,
+            account_id: body.account_id,
+            organization_id: body.organization_id,
+            actor: body.actor,
+            resource_refs: body.resource_refs,
+            attributes: body.attributes,
+            details: body.details,
+        },
     )?;
     let id = new_id("ovl");
     let decision = OverlayDecision::new(
@@ -377,14 +354,8 @@ async fn decide_overlay(
             decision: ENABLED.into(),
             reason: Some(REASON.into()),
             source: body.source,
-            tenant_id,
-            account_id,
-            organization_id: Some(organization_id),
-            actor: Some(actor),
-            resource_refs,
             capability_key: body.capability_key,
-            attributes,
-            details,
+            context,
         },
     );
     let namespace = &caller.organization()?.namespace;
@@ -417,23 +388,17 @@ async fn decide_route_surface(
         body.capability_key.as_deref(),
     )?;
     bounded("surfaceKind", &body.surface_kind, MAX_KEY)?;
-    let Context {
-        tenant_id,
-        account_id,
-        organization_id,
-        actor,
-        resource_refs,
-        attributes,
-        details,
-    } = context(
+    let context = context(
         &caller,
-        body.tenant_id,
-        body.account_id,
-        body.organization_id,
-        body.actor,
-        body.resource_refs,
-        body.attributes,
-        body.details,
+        ContextInput {
+            tenant_id: body.tenant_id,
+            account_id: body.account_id,
+            organization_id: body.organization_id,
+            actor: body.actor,
+            resource_refs: body.resource_refs,
+            attributes: body.attributes,
+            details: body.details,
+        },
     )?;
     let id = new_id("rsd");
     let decision = RouteSurfaceDecision::new(
@@ -444,14 +409,8 @@ async fn decide_route_surface(
             reason: Some(REASON.into()),
             source: body.source,
             surface_kind: body.surface_kind,
-            tenant_id,
-            account_id,
-            organization_id: Some(organization_id),
-            actor: Some(actor),
-            resource_refs,
             capability_key: body.capability_key,
-            attributes,
-            details,
+            context,
         },
     );
     let namespace = &caller.organization()?.namespace;
@@ -472,4 +431,36 @@ async fn decide_route_surface(
             record,
         },
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The REST record keeps the context fields at its top level, beside `schemaVersion`.
+    #[test]
+    fn records_show_the_context_flat() {
+        let spec = json!({
+            "operationKey": "routes.publish", "decision": "enabled", "source": "cli",
+            "surfaceKind": "generated-access", "tenantId": "t-1", "organizationId": "shop",
+            "actor": {"kind": "user", "id": "usr-1"}, "resourceRefs": {"routeId": "rt-1"},
+            "attributes": {"a": 1},
+        });
+        let decision = RouteSurfaceDecision::new("rsd-1", serde_json::from_value(spec).unwrap());
+        let record = serde_json::to_value(route_surface_record(&decision)).unwrap();
+        assert_eq!(
+            record,
+            json!({
+                "schemaVersion": "route-surface.decision/v1", "id": "rsd-1",
+                "operationKey": "routes.publish", "decision": "enabled", "source": "cli",
+                "decidedAt": "", "tenantId": "t-1", "organizationId": "shop",
+                "actor": {"kind": "user", "id": "usr-1"}, "resourceRefs": {"routeId": "rt-1"},
+                "attributes": {"a": 1}, "surfaceKind": "generated-access",
+            })
+        );
+        let record = route_surface_record(&decision);
+        let values = filter_values(&record.fields);
+        assert_eq!(values[..3], [Some("t-1"), None, Some("shop")]);
+    }
 }

@@ -3,6 +3,7 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use berth_crds::lifecycle::LifecycleStatus;
+use berth_crds::limits::{DNS_LABEL_MAX, LIST_LIMIT_MAX, NAME_MAX, PROJECTS_OFFSET_MAX};
 use berth_crds::member::OrganizationRole;
 use berth_crds::project::{Project, ProjectSpec};
 use kube::{Api, ResourceExt};
@@ -11,8 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use super::Endpoint;
 use super::common::{
-    Confirmation, CountResponse, IdResponse, all_in, confirm, created_at, find_in, non_empty,
-    slugify, timestamp,
+    Confirmation, CountResponse, IdResponse, all_in, bounded, confirm, created_at, find_in,
+    slugify, timestamp, validate_slug,
 };
 use crate::auth::token::new_id;
 use crate::auth::{Caller, ScopeDimension};
@@ -41,11 +42,11 @@ pub fn endpoints() -> Vec<Endpoint> {
 }
 
 /// Largest `limit` of `GET /projects` (spec §8).
-pub const MAX_LIMIT: u64 = 500;
+pub const MAX_LIMIT: u64 = LIST_LIMIT_MAX;
 /// `limit` when the caller gives none.
 pub const DEFAULT_LIMIT: u64 = 50;
 /// Largest `offset` (spec §8): 2^53 - 1.
-pub const MAX_OFFSET: u64 = 9_007_199_254_740_991;
+pub const MAX_OFFSET: u64 = PROJECTS_OFFSET_MAX;
 
 /// The Project record of spec §2.2.
 #[derive(Serialize, JsonSchema, Debug, PartialEq)]
@@ -208,33 +209,8 @@ async fn list(
     }))
 }
 
-fn validate_slug(slug: &str) -> ApiResult<()> {
-    let valid = !slug.is_empty()
-        && slug.len() <= 63
-        && slug
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !slug.starts_with('-')
-        && !slug.ends_with('-');
-    if valid {
-        Ok(())
-    } else {
-        Err(ApiError::validation(
-            "slug",
-            "slug must be 1-63 lowercase letters, digits or dashes, not starting or ending with a dash",
-        ))
-    }
-}
-
 fn validate_name(name: &str) -> ApiResult<()> {
-    non_empty("name", name)?;
-    if name.chars().count() > 120 {
-        return Err(ApiError::validation(
-            "name",
-            "name must be at most 120 characters",
-        ));
-    }
-    Ok(())
+    bounded("name", name, NAME_MAX)
 }
 
 /// A slug already used by another project of the organization is a conflict.
@@ -269,7 +245,7 @@ async fn create(
     validate_name(&body.name)?;
     let slug = match body.slug {
         Some(slug) => {
-            validate_slug(&slug)?;
+            validate_slug(&slug, DNS_LABEL_MAX)?;
             slug
         }
         None => slugify(&body.name),
@@ -344,7 +320,7 @@ async fn rename(
     desired.spec.variables = only_owned(&project.metadata, FIELD_MANAGER, &project.spec.variables);
     desired.spec.name = body.name;
     if let Some(slug) = body.slug {
-        validate_slug(&slug)?;
+        validate_slug(&slug, DNS_LABEL_MAX)?;
         ensure_slug_free(&state, &organization.namespace, &slug, Some(&id))?;
         desired.spec.slug = Some(slug);
     }

@@ -12,6 +12,7 @@ use axum::extract::{Path, State};
 use berth_crds::Condition;
 use berth_crds::condition::{self, ConditionStatus};
 use berth_crds::deployment::Deployment;
+use berth_crds::limits::{DNS_LABEL_MAX, LIST_LIMIT_MAX, NAME_MAX, OBJECT_NAME_MAX, TCP_PORT_MAX};
 use berth_crds::member::OrganizationRole;
 use berth_crds::resource::Resource as BerthResource;
 use berth_crds::server::{
@@ -69,7 +70,7 @@ pub fn endpoints() -> Vec<Endpoint> {
 }
 
 /// Largest `limit` of `GET /servers` (as the other lists of spec §8).
-pub const MAX_LIMIT: u64 = 500;
+pub const MAX_LIMIT: u64 = LIST_LIMIT_MAX;
 /// `limit` when the caller gives none.
 pub const DEFAULT_LIMIT: u64 = 100;
 /// How long a `DELETE /servers` idempotency key is remembered.
@@ -376,7 +377,7 @@ fn port(field: &str, value: Option<u16>, default: i32) -> ApiResult<i32> {
         None => Ok(default),
         Some(0) => Err(ApiError::validation(
             field,
-            format!("{field} must be from 1 to 65535"),
+            format!("{field} must be from 1 to {TCP_PORT_MAX}"),
         )),
         Some(port) => Ok(i32::from(port)),
     }
@@ -414,9 +415,9 @@ async fn create(
     JsonBody(body): JsonBody<CreateServer>,
 ) -> ApiResult<Json<IdResponse>> {
     let organization = writer(&caller)?.clone();
-    bounded("name", &body.name, 120)?;
-    validate_host("host", &body.host, 253)?;
-    bounded("credentialId", &body.credential_id, 253)?;
+    bounded("name", &body.name, NAME_MAX)?;
+    validate_host("host", &body.host, OBJECT_NAME_MAX)?;
+    bounded("credentialId", &body.credential_id, OBJECT_NAME_MAX)?;
     let credential = credentials::lookup(&state, &organization.namespace, &body.credential_id)
         .map_err(|_| {
             ApiError::validation(
@@ -435,9 +436,9 @@ async fn create(
         None => "root".to_string(),
     };
     let provider_key = body.provider_key.unwrap_or_else(|| "generic-ssh".into());
-    bounded("providerKey", &provider_key, 63)?;
+    bounded("providerKey", &provider_key, DNS_LABEL_MAX)?;
     if let Some(domain) = &body.base_domain {
-        validate_host("baseDomain", domain, 253)?;
+        validate_host("baseDomain", domain, OBJECT_NAME_MAX)?;
     }
     if let Some(fingerprint) = &body.expected_host_key_fingerprint {
         validate_fingerprint(fingerprint)?;

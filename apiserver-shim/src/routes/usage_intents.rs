@@ -3,7 +3,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use berth_crds::common::{Actor, JsonMap, Quantity, ResourceRefs};
+use berth_crds::common::{DecisionContext, JsonMap, Quantity, ResourceRefs};
 use berth_crds::member::OrganizationRole;
 use berth_crds::usage_intent::{UsageIntent, UsageIntentSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -15,8 +15,8 @@ use sha2::{Digest, Sha256};
 use super::Endpoint;
 use super::common::{all_in, bounded, known_params, parse_timestamp, timestamp};
 use super::decisions::{
-    ActorInput, DEFAULT_LIMIT, MAX_KEY, MAX_LIMIT, context, create_new, matches_all, newest,
-    refs_visible,
+    ActorInput, ContextInput, DEFAULT_LIMIT, MAX_KEY, MAX_LIMIT, context, context_filter_values,
+    create_new, matches_all, newest, refs_visible,
 };
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
@@ -87,24 +87,12 @@ pub struct UsageIntentRecord {
     pub reason: Option<String>,
     pub source: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tenant_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub account_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub organization_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub actor: Option<Actor>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub resource_refs: Option<ResourceRefs>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub quantity: Option<Quantity>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub occurred_at: Option<String>,
     pub recorded_at: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub attributes: Option<JsonMap>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub details: Option<JsonMap>,
+    #[serde(flatten)]
+    pub context: DecisionContext,
 }
 
 /// The Usage-intent result of spec §2.2.
@@ -156,16 +144,10 @@ pub fn usage_intent_record(intent: &UsageIntent) -> UsageIntentRecord {
         status: spec.status,
         reason: spec.reason,
         source: spec.source,
-        tenant_id: spec.tenant_id,
-        account_id: spec.account_id,
-        organization_id: spec.organization_id,
-        actor: spec.actor,
-        resource_refs: spec.resource_refs,
         quantity: spec.quantity,
         occurred_at: spec.occurred_at.as_ref().map(timestamp),
         recorded_at: recorded_at.as_ref().map(timestamp).unwrap_or_default(),
-        attributes: spec.attributes,
-        details: spec.details,
+        context: spec.context,
     }
 }
 
@@ -198,16 +180,17 @@ async fn list(
         .into_iter()
         .filter(|i| {
             let s = &i.spec;
+            let [tenant, account, organization] = context_filter_values(&s.context);
             let values = [
-                s.tenant_id.as_deref(),
-                s.account_id.as_deref(),
-                s.organization_id.as_deref(),
+                tenant,
+                account,
+                organization,
                 Some(s.capability_key.as_str()),
                 Some(s.source.as_str()),
             ];
             matches_all(&filters, &values)
         })
-        .filter(|i| refs_visible(&caller, i.spec.resource_refs.as_ref()))
+        .filter(|i| refs_visible(&caller, i.spec.context.resource_refs.as_ref()))
         .collect();
     let records = newest(matching, limit)
         .iter()
@@ -247,13 +230,15 @@ async fn record(
         .transpose()?;
     let context = context(
         &caller,
-        body.tenant_id,
-        body.account_id,
-        body.organization_id,
-        body.actor,
-        body.resource_refs,
-        body.attributes,
-        body.details,
+        ContextInput {
+            tenant_id: body.tenant_id,
+            account_id: body.account_id,
+            organization_id: body.organization_id,
+            actor: body.actor,
+            resource_refs: body.resource_refs,
+            attributes: body.attributes,
+            details: body.details,
+        },
     )?;
     let namespace = caller.organization()?.namespace.clone();
     let key = body.idempotency_key;
@@ -272,15 +257,9 @@ async fn record(
             source: body.source,
             status: "accepted".into(),
             reason: None,
-            tenant_id: context.tenant_id,
-            account_id: context.account_id,
-            organization_id: Some(context.organization_id),
-            actor: Some(context.actor),
-            resource_refs: context.resource_refs,
             quantity,
             occurred_at,
-            attributes: context.attributes,
-            details: context.details,
+            context,
         },
     );
     let api = Api::<UsageIntent>::namespaced(state.client.clone(), &namespace);
@@ -301,7 +280,7 @@ async fn record(
 
 /// A repeat: the original record, unless it refers to ids outside a deploy token's scope.
 fn duplicate(caller: &Caller, original: &UsageIntent) -> ApiResult<Json<UsageIntentAnswer>> {
-    if !refs_visible(caller, original.spec.resource_refs.as_ref()) {
+    if !refs_visible(caller, original.spec.context.resource_refs.as_ref()) {
         return Err(ApiError::conflict(
             "this idempotencyKey was already used for a record outside your token's scope",
         )

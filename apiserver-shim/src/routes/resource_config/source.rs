@@ -1,11 +1,8 @@
 //! The source binding (idempotent by key) and the auto-deploy policy, which a changed source
 //! binding blocks until it is enabled again.
 
-use std::collections::BTreeMap;
-
 use axum::Json;
 use axum::extract::{Path, State};
-use berth_crds::common::SourceDescriptor;
 use berth_crds::resource::{Resource, source_binding_fingerprint};
 use kube::ResourceExt;
 use schemars::JsonSchema;
@@ -14,7 +11,8 @@ use sha2::{Digest, Sha256};
 
 use super::super::Endpoint;
 use super::super::common::{IdResponse, bounded, known_params};
-use super::profiles::{for_write, optional_text};
+use super::super::resource_input::SourceInput;
+use super::profiles::for_write;
 use super::{lookup, save, save_object};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
@@ -71,20 +69,6 @@ pub struct SetSource {
     pub idempotency_key: Option<String>,
 }
 
-/// Resource source input of spec §2.2.
-#[derive(Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct SourceInput {
-    /// e.g. `local-folder`, `docker-image`, `git`.
-    pub kind: String,
-    /// A path, image reference or repository URL.
-    pub locator: String,
-    pub display_name: Option<String>,
-    pub base_directory: Option<String>,
-    #[serde(default)]
-    pub metadata: BTreeMap<String, String>,
-}
-
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SetAutoDeploy {
@@ -116,24 +100,6 @@ pub struct AutoDeployResult {
     pub blocked_reason: Option<String>,
 }
 
-fn validate_source(input: &SourceInput) -> ApiResult<()> {
-    bounded("source.kind", &input.kind, 63)?;
-    let word = input
-        .kind
-        .chars()
-        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-    if !word {
-        return Err(ApiError::validation(
-            "source.kind",
-            "source.kind must be lowercase letters, digits or dashes, e.g. local-folder",
-        ));
-    }
-    bounded("source.locator", &input.locator, 4096)?;
-    optional_text("source.displayName", &input.display_name, 253)?;
-    optional_text("source.baseDirectory", &input.base_directory, 4096)?;
-    Ok(())
-}
-
 async fn source(
     State(state): State<AppState>,
     caller: Caller,
@@ -141,7 +107,7 @@ async fn source(
     JsonBody(body): JsonBody<SetSource>,
 ) -> ApiResult<Json<IdResponse>> {
     let resource = for_write(&state, &caller, &id)?;
-    validate_source(&body.source)?;
+    body.source.validate()?;
     let request = serde_json::to_vec(&body.source).map_err(ApiError::internal)?;
     let mut receipts = source_receipts(&resource);
     if let Some(key) = &body.idempotency_key {
@@ -165,15 +131,8 @@ async fn source(
             }
         }
     }
-    let input = body.source;
     let mut desired = Resource::new(&id, resource.spec.clone());
-    desired.spec.source = Some(SourceDescriptor {
-        kind: input.kind,
-        locator: input.locator,
-        display_name: input.display_name,
-        base_directory: input.base_directory,
-        metadata: input.metadata,
-    });
+    desired.spec.source = Some(body.source.into_descriptor());
     if !receipts.is_empty() {
         desired.annotations_mut().insert(
             SOURCE_IDEMPOTENCY_ANNOTATION.into(),

@@ -2,35 +2,29 @@
 //! endpoint list, but REST users need it to have something to deploy (as `POST /organizations`).
 //! Every field is checked here, naming the field, before anything is written.
 
-use std::collections::{BTreeMap, HashSet};
-
 use axum::Json;
 use axum::extract::State;
+use berth_crds::limits::{DESCRIPTION_MAX, DNS_LABEL_MAX, NAME_MAX, OBJECT_NAME_MAX};
 use berth_crds::member::OrganizationRole;
-use berth_crds::resource::{
-    ExposureMode, GeneratedAccessMode, MAX_PORT_NUMBER, Resource, ResourceKind, ResourceService,
-    ResourceSpec, RestartPolicy, ServiceKind, UpstreamProtocol,
-};
+use berth_crds::resource::{Resource, ResourceKind, ResourceSpec};
 use berth_crds::server::ServerLifecycle;
 use kube::{Api, ResourceExt};
 use schemars::JsonSchema;
-use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use super::{ResourceRecord, record, slug_of};
 use crate::auth::token::new_id;
 use crate::auth::{Caller, ScopeDimension};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
-use crate::routes::common::{all_in, bounded, slugify};
+use crate::routes::common::{all_in, bounded, slugify, validate_slug};
+use crate::routes::resource_input::{
+    AccessProfileInput, NetworkProfileInput, RuntimeProfileInput, ServiceInput, SourceInput,
+    optional_text,
+};
 use crate::routes::{environments, projects, servers};
 use crate::state::AppState;
 use crate::write::apply;
-
-/// Longest free-text description.
-const MAX_DESCRIPTION: usize = 2000;
-/// Longest command or path in a runtime profile.
-const MAX_COMMAND: usize = 4096;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -42,8 +36,9 @@ pub struct CreateResource {
     /// Display name (1-120 characters).
     pub name: String,
     pub kind: ResourceKind,
-    /// URL-safe short name (the generated host's first label); derived from the name when
-    /// omitted. Unique within the environment and on the server.
+    /// URL-safe short name (the generated host's first label, 1-63 lowercase letters, digits
+    /// or dashes); derived from the name when omitted. Unique within the environment and on
+    /// the server.
     pub slug: Option<String>,
     pub description: Option<String>,
     /// The server deployments go to.
@@ -62,274 +57,42 @@ pub struct CreateResource {
     pub image_pull_secret_name: Option<String>,
 }
 
-/// One service of a new resource.
-#[derive(Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ServiceInput {
-    pub name: String,
-    pub kind: ServiceKind,
-}
-
-/// Resource source input of spec §2.2.
-#[derive(Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct SourceInput {
-    /// e.g. `docker-image`, `local-folder`, `git`.
-    pub kind: String,
-    /// An image reference, path or repository URL.
-    pub locator: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub display_name: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub base_directory: Option<String>,
-    #[serde(default)]
-    pub metadata: BTreeMap<String, String>,
-}
-
-/// Network profile of spec §2.2.
-#[derive(Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct NetworkProfileInput {
-    /// Port the application listens on (1..9007199254740991).
-    pub internal_port: i64,
-    /// `http` (default) or `tcp`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub upstream_protocol: Option<UpstreamProtocol>,
-    /// `reverse-proxy` (default), `direct-port` or `none`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub exposure_mode: Option<ExposureMode>,
-    /// Service that receives traffic; one of `services` when those are given.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub target_service_name: Option<String>,
-    /// Host port for `direct-port` exposure (1..9007199254740991).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub host_port: Option<i64>,
-}
-
-/// Access profile of spec §2.2.
-#[derive(Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct AccessProfileInput {
-    /// `inherit` (default) or `disabled`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub generated_access_mode: Option<GeneratedAccessMode>,
-    /// Path prefix, default `/`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub path_prefix: Option<String>,
-}
-
-/// How the resource is built and run.
-#[derive(Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct RuntimeProfileInput {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub strategy: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub install_command: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub build_command: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub start_command: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub publish_directory: Option<String>,
-    /// Health check a new container must pass before it takes traffic.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub health_check: Option<HealthCheckInput>,
-    /// `unless-stopped` (default), `always`, `on-failure` or `never`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub restart_policy: Option<RestartPolicy>,
-}
-
-/// An HTTP health check; omitted settings take the platform's defaults.
-#[derive(Deserialize, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct HealthCheckInput {
-    /// Request path, starting with `/` (default `/`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub path: Option<String>,
-    /// Container port (1-65535); the network profile's internal port when omitted.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub port: Option<i64>,
-    /// Status a healthy container answers (100-599, default 200).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub expected_status_code: Option<i64>,
-    /// Seconds between probes (>= 1).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub interval_seconds: Option<i64>,
-    /// Seconds before a probe fails (>= 1).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub timeout_seconds: Option<i64>,
-    /// Failed probes in a row before giving up (>= 0).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub retries: Option<i64>,
-    /// Seconds after start during which failures do not count (>= 0).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub start_period_seconds: Option<i64>,
-}
-
-fn optional_text(field: &str, value: Option<&String>, max: usize) -> ApiResult<()> {
-    value.map_or(Ok(()), |text| bounded(field, text, max))
-}
-
-fn in_range(field: &str, value: Option<i64>, min: i64, max: i64) -> ApiResult<()> {
-    match value {
-        Some(v) if !(min..=max).contains(&v) => Err(ApiError::validation(
-            field,
-            format!("{field} must be from {min} to {max}"),
-        )
-        .with_detail("min", min)
-        .with_detail("max", max)),
-        _ => Ok(()),
-    }
-}
-
-/// The CRD's slug rule: 1-63 lowercase letters, digits and inner dashes.
-fn validate_slug(slug: &str) -> ApiResult<()> {
-    let valid = (1..=63).contains(&slug.len())
-        && slug
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !slug.starts_with('-')
-        && !slug.ends_with('-');
-    if valid {
-        return Ok(());
-    }
-    Err(ApiError::validation(
-        "slug",
-        "slug must be 1-63 lowercase letters, digits or dashes, not starting or ending with a dash",
-    ))
-}
-
-fn validate_services(services: &[ServiceInput]) -> ApiResult<()> {
-    let mut seen = HashSet::new();
-    for (i, service) in services.iter().enumerate() {
-        let field = format!("services[{i}].name");
-        bounded(&field, &service.name, 63)?;
-        if !seen.insert(service.name.as_str()) {
-            return Err(ApiError::validation(
-                &field,
-                format!("{field}: service names must be unique"),
-            ));
-        }
-    }
-    Ok(())
-}
-
-fn validate_source(source: &SourceInput) -> ApiResult<()> {
-    bounded("source.kind", &source.kind, 63)?;
-    bounded("source.locator", &source.locator, MAX_COMMAND)?;
-    optional_text("source.displayName", source.display_name.as_ref(), 255)?;
-    optional_text(
-        "source.baseDirectory",
-        source.base_directory.as_ref(),
-        MAX_COMMAND,
-    )
-}
-
-fn validate_network(input: &NetworkProfileInput, services: &[ServiceInput]) -> ApiResult<()> {
-    let port = |field, value| in_range(field, Some(value), 1, MAX_PORT_NUMBER);
-    port("networkProfile.internalPort", input.internal_port)?;
-    if let Some(host_port) = input.host_port {
-        port("networkProfile.hostPort", host_port)?;
-    }
-    let field = "networkProfile.targetServiceName";
-    optional_text(field, input.target_service_name.as_ref(), 63)?;
-    if let Some(name) = &input.target_service_name
-        && !services.is_empty()
-        && !services.iter().any(|s| &s.name == name)
-    {
-        return Err(ApiError::validation(
-            field,
-            format!("{field} must name one of the resource's services"),
-        ));
-    }
-    Ok(())
-}
-
-fn validate_access(input: &AccessProfileInput) -> ApiResult<()> {
-    let field = "accessProfile.pathPrefix";
-    optional_text(field, input.path_prefix.as_ref(), 1024)?;
-    if input
-        .path_prefix
-        .as_ref()
-        .is_some_and(|p| !p.starts_with('/'))
-    {
-        return Err(ApiError::validation(
-            field,
-            format!("{field} must start with /"),
-        ));
-    }
-    Ok(())
-}
-
-fn validate_health(check: &HealthCheckInput) -> ApiResult<()> {
-    let field = "runtimeProfile.healthCheck.path";
-    optional_text(field, check.path.as_ref(), 1024)?;
-    if check.path.as_ref().is_some_and(|p| !p.starts_with('/')) {
-        return Err(ApiError::validation(
-            field,
-            format!("{field} must start with /"),
-        ));
-    }
-    let prefix = "runtimeProfile.healthCheck";
-    let limits = [
-        ("port", check.port, 1, 65_535),
-        ("expectedStatusCode", check.expected_status_code, 100, 599),
-        ("intervalSeconds", check.interval_seconds, 1, 86_400),
-        ("timeoutSeconds", check.timeout_seconds, 1, 86_400),
-        ("retries", check.retries, 0, 1_000),
-        ("startPeriodSeconds", check.start_period_seconds, 0, 86_400),
-    ];
-    for (name, value, min, max) in limits {
-        in_range(&format!("{prefix}.{name}"), value, min, max)?;
-    }
-    Ok(())
-}
-
-fn validate_runtime(input: &RuntimeProfileInput) -> ApiResult<()> {
-    let texts = [
-        ("runtimeProfile.strategy", &input.strategy),
-        ("runtimeProfile.installCommand", &input.install_command),
-        ("runtimeProfile.buildCommand", &input.build_command),
-        ("runtimeProfile.startCommand", &input.start_command),
-        ("runtimeProfile.publishDirectory", &input.publish_directory),
-    ];
-    for (field, value) in texts {
-        optional_text(field, value.as_ref(), MAX_COMMAND)?;
-    }
-    input.health_check.as_ref().map_or(Ok(()), validate_health)
-}
-
-/// Checks every field that needs no lookup.
+/// Checks every field that needs no lookup; the source and profiles as their update
+/// endpoints do.
 fn validate_body(body: &CreateResource) -> ApiResult<()> {
-    bounded("projectId", &body.project_id, 253)?;
-    bounded("environmentId", &body.environment_id, 253)?;
-    bounded("name", &body.name, 120)?;
+    bounded("projectId", &body.project_id, OBJECT_NAME_MAX)?;
+    bounded("environmentId", &body.environment_id, OBJECT_NAME_MAX)?;
+    bounded("name", &body.name, NAME_MAX)?;
     if let Some(slug) = &body.slug {
-        validate_slug(slug)?;
+        validate_slug(slug, DNS_LABEL_MAX)?;
     }
-    optional_text("description", body.description.as_ref(), MAX_DESCRIPTION)?;
-    optional_text("serverId", body.server_id.as_ref(), 253)?;
-    optional_text("destinationId", body.destination_id.as_ref(), 253)?;
-    optional_text(
-        "imagePullSecretName",
-        body.image_pull_secret_name.as_ref(),
-        253,
-    )?;
+    let ids = [
+        ("description", &body.description, DESCRIPTION_MAX),
+        ("serverId", &body.server_id, OBJECT_NAME_MAX),
+        ("destinationId", &body.destination_id, OBJECT_NAME_MAX),
+        (
+            "imagePullSecretName",
+            &body.image_pull_secret_name,
+            OBJECT_NAME_MAX,
+        ),
+    ];
+    for (field, value, max) in ids {
+        optional_text(field, value.as_ref(), max)?;
+    }
     let services = body.services.as_deref().unwrap_or_default();
-    validate_services(services)?;
+    ServiceInput::validate_all(services)?;
     if let Some(source) = &body.source {
-        validate_source(source)?;
+        source.validate()?;
     }
     if let Some(network) = &body.network_profile {
-        validate_network(network, services)?;
+        network.validate(services.iter().map(|s| s.name.as_str()))?;
     }
     if let Some(access) = &body.access_profile {
-        validate_access(access)?;
+        access.validate()?;
     }
     body.runtime_profile
         .as_ref()
-        .map_or(Ok(()), validate_runtime)
+        .map_or(Ok(()), RuntimeProfileInput::validate)
 }
 
 /// A 422 on `field` for an id that names nothing the caller may use (or a 409 where the
@@ -409,29 +172,12 @@ fn check_slug_free(
     Ok(())
 }
 
-/// Converts a checked input to its CRD type through JSON, so the CRD's own defaults apply.
-fn convert<I: Serialize, T: DeserializeOwned>(
-    field: &str,
-    input: Option<I>,
-) -> ApiResult<Option<T>> {
-    input
-        .map(|i| {
-            serde_json::to_value(i)
-                .and_then(serde_json::from_value)
-                .map_err(|e| ApiError::validation(field, format!("{field}: {e}")))
-        })
-        .transpose()
-}
-
 fn spec_of(body: CreateResource, slug: String) -> ApiResult<ResourceSpec> {
     let services = body
         .services
         .unwrap_or_default()
         .into_iter()
-        .map(|s| ResourceService {
-            name: s.name,
-            kind: s.kind,
-        })
+        .map(ServiceInput::into_service)
         .collect();
     Ok(ResourceSpec {
         project_id: body.project_id,
@@ -443,10 +189,13 @@ fn spec_of(body: CreateResource, slug: String) -> ApiResult<ResourceSpec> {
         kind: body.kind,
         description: body.description.filter(|d| !d.trim().is_empty()),
         services,
-        source: convert("source", body.source)?,
-        runtime_profile: convert("runtimeProfile", body.runtime_profile)?,
-        network_profile: convert("networkProfile", body.network_profile)?,
-        access_profile: convert("accessProfile", body.access_profile)?,
+        source: body.source.map(SourceInput::into_descriptor),
+        runtime_profile: body
+            .runtime_profile
+            .map(|profile| profile.into_profile(None))
+            .transpose()?,
+        network_profile: body.network_profile.map(NetworkProfileInput::into_profile),
+        access_profile: body.access_profile.map(AccessProfileInput::into_profile),
         auto_deploy: Default::default(),
         storage_attachments: Vec::new(),
         deployment_history_limit: None,
@@ -486,6 +235,7 @@ pub async fn create(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use berth_crds::resource::ExposureMode;
     use serde_json::json;
 
     fn body(extra: serde_json::Value) -> CreateResource {
@@ -531,6 +281,19 @@ mod tests {
             (
                 json!({"services": [{"name": "a", "kind": "web"}, {"name": "a", "kind": "api"}]}),
                 "services[1].name",
+            ),
+            // Checked on create as on `POST /resources/{id}/source` and `/network-profile`.
+            (
+                json!({"source": {"kind": "Docker Image", "locator": "app:1"}}),
+                "source.kind",
+            ),
+            (
+                json!({"networkProfile": {"internalPort": 80, "targetServiceName": "Web"}}),
+                "networkProfile.targetServiceName",
+            ),
+            (
+                json!({"services": [{"name": "web_1", "kind": "web"}]}),
+                "services[0].name",
             ),
             (
                 json!({"accessProfile": {"pathPrefix": "api"}}),
