@@ -67,6 +67,8 @@ pub async fn run(options: RunOptions) -> anyhow::Result<()> {
         lost = leader.lost() => Err(anyhow::anyhow!("lost the leader Lease: {lost}")),
     };
     context.set_ready(false);
+    // No write after the Lease is gone: running attempts stop, unfinished, for the next leader.
+    context.attempts.shut_down().await;
     leader.release().await;
     server.abort();
     tracing::info!("stopped");

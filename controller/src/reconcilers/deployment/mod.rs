@@ -1,6 +1,7 @@
 //! Deployment: one attempt, run as phases detect → plan → package → deploy → verify (→ rollback)
 //! with a timeout each; progress and the last error are persisted in the status after every step.
-//! One active attempt per resource: a newer one supersedes (the older ends `canceled`).
+//! One active attempt per resource: a newer one supersedes (the older ends `canceled`). Each
+//! run is a task of the context's [`supervisor::Attempts`], so `reconcile` stays short.
 
 pub mod attempt;
 pub mod config;
@@ -8,6 +9,7 @@ pub mod package;
 pub mod plan;
 pub mod progress;
 pub mod runtime;
+pub mod supervisor;
 pub mod waiting;
 
 use std::sync::Arc;
@@ -49,9 +51,12 @@ pub async fn run(
         .watches_shared_stream(readiness, move |server| {
             waiting::attempts_on(&waiting, &server)
         })
+        .reconcile_on(context.attempts.ended())
         .graceful_shutdown_on(shutdown)
-        .run(reconcile, error_policy(KIND), context);
+        .run(reconcile, error_policy(KIND), context.clone());
     drain(KIND, stream).await;
+    // Reconciles are short; the attempts they started stop now, not after a build.
+    context.attempts.shut_down().await;
 }
 
 async fn reconcile(cached: Arc<Deployment>, context: Arc<Context>) -> Result<Action> {
@@ -71,7 +76,7 @@ async fn reconcile(cached: Arc<Deployment>, context: Arc<Context>) -> Result<Act
     if has_ended(&deployment) || deployment.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
-    attempt::run(&context, &deployment).await
+    attempt::reconcile(&context, deployment).await
 }
 
 /// Whether the attempt reached a final state (which it never leaves).

@@ -97,6 +97,11 @@ impl<'a> Progress<'a> {
         }
     }
 
+    /// Waits until the output recorded so far is stored in the timeline.
+    pub async fn flush_output(&self) {
+        self.timeline.flush().await;
+    }
+
     /// Queues the current status for writing.
     pub fn write(&mut self) {
         if let Some(queue) = &self.queue {
