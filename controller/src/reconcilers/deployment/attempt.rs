@@ -5,6 +5,8 @@
 
 mod phases;
 mod server;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,14 +43,11 @@ pub async fn reconcile(context: &Arc<Context>, deployment: Deployment) -> Result
     // A newer attempt stops the older ones of its resource at once.
     context.attempts.supersede_older(&key);
     seen_by_cache(context, &deployment).await;
-    let siblings = CacheSiblings::new(context, &deployment)?;
-    let interruption = siblings.interruption();
-    if context.attempts.is_running(&key) {
-        if let Some(interrupt) = interruption {
-            context.attempts.signal(&key, interrupt);
-        }
+    if follow(context, &deployment) {
         return Ok(Action::await_change());
     }
+    let siblings = CacheSiblings::new(context, &deployment)?;
+    let interruption = siblings.interruption();
     let namespace = siblings.namespace.clone();
     let api = Api::namespaced(context.client.clone(), &namespace);
     if let Some(wait) = deployment.status.as_ref().and_then(retry_not_due) {
@@ -72,6 +71,21 @@ pub async fn reconcile(context: &Arc<Context>, deployment: Deployment) -> Result
         .attempts
         .start(key, move |signal| run(task_context, deployment, signal));
     Ok(Action::await_change())
+}
+
+/// Whether the attempt of `deployment` runs now; if so, it is told when it must stop.
+pub fn follow(context: &Context, deployment: &Deployment) -> bool {
+    let key = AttemptKey::of(deployment);
+    if !context.attempts.is_running(&key) {
+        return false;
+    }
+    let interruption = CacheSiblings::new(context, deployment)
+        .ok()
+        .and_then(|siblings| siblings.interruption());
+    if let Some(interrupt) = interruption {
+        context.attempts.signal(&key, interrupt);
+    }
+    true
 }
 
 /// The attempt's task: runs (or re-runs, after a restart or a passing fault) the attempt until

@@ -56,12 +56,20 @@ pub async fn run(
         .run(reconcile, error_policy(KIND), context.clone());
     drain(KIND, stream).await;
     // Reconciles are short; the attempts they started stop now, not after a build.
-    context.attempts.shut_down().await;
+    context
+        .attempts
+        .shut_down(supervisor::SETTLE_ON_SHUTDOWN)
+        .await;
 }
 
 async fn reconcile(cached: Arc<Deployment>, context: Arc<Context>) -> Result<Action> {
     let _timer = context.metrics.reconcile_started(KIND);
     if has_ended(&cached) {
+        return Ok(Action::await_change());
+    }
+    // A running attempt writes its status as it goes: each write lands here, and only a
+    // cancel or a deletion is news to it.
+    if attempt::follow(&context, &cached) {
         return Ok(Action::await_change());
     }
     // The cache may still hold a status from before the attempt's own last write; acting on it

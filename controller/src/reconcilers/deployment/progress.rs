@@ -58,6 +58,19 @@ impl<'a> Progress<'a> {
         }
     }
 
+    /// A progress that writes nothing anywhere, for tests of the phases.
+    #[cfg(test)]
+    pub fn detached(deployment: &'a Deployment) -> Self {
+        Self {
+            deployment,
+            status: deployment.status.clone().unwrap_or_default(),
+            queue: None,
+            writer: None,
+            timeline: TimelineWriter::default(),
+            key: TimelineKey::new("", "", ""),
+        }
+    }
+
     /// A timeline event at the attempt's current phase and step.
     fn event(&self, level: Level, status: StreamStatus, message: String) -> ProgressEvent {
         ProgressEvent {

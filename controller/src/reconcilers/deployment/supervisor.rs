@@ -18,7 +18,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 /// How long shutdown waits for stopped attempts to write what they had queued.
-const SETTLE_ON_SHUTDOWN: Duration = Duration::from_secs(10);
+pub const SETTLE_ON_SHUTDOWN: Duration = Duration::from_secs(10);
 
 /// Why a running attempt must stop.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -213,9 +213,10 @@ impl Attempts {
         }
     }
 
-    /// Stops every running attempt (they keep their status, unfinished) and waits, briefly,
-    /// until their queued status writes are done. No attempt starts afterwards.
-    pub async fn shut_down(&self) {
+    /// Stops every running attempt (they keep their status, unfinished) and waits up to
+    /// `grace` for them to write what they had queued; those still running then are aborted.
+    /// No attempt starts afterwards.
+    pub async fn shut_down(&self, grace: Duration) {
         let tasks: Vec<Running> = {
             let mut state = self.state();
             state.closed = true;
@@ -233,9 +234,11 @@ impl Attempts {
             running.signal.send_replace(Some(Interrupt::Shutdown));
             handles.push(running.task);
         }
+        let aborts: Vec<_> = handles.iter().map(JoinHandle::abort_handle).collect();
         let all = futures::future::join_all(handles);
-        if tokio::time::timeout(SETTLE_ON_SHUTDOWN, all).await.is_err() {
-            tracing::warn!("deployment attempts did not stop in time");
+        if tokio::time::timeout(grace, all).await.is_err() {
+            tracing::warn!("deployment attempts did not stop in time; aborted");
+            aborts.iter().for_each(tokio::task::AbortHandle::abort);
         }
     }
 }

@@ -26,6 +26,8 @@ use DeploymentPhase::{Deploy, Detect, Package, Verify};
 
 /// Deadline of the detect, plan and deploy phases (package has its own, see `package`).
 pub const PHASE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How often a long phase looks in the cache for its Deployment's deletion.
+const DELETION_POLL: Duration = Duration::from_millis(250);
 /// Lines of a failed container's output kept in the timeline.
 const LOG_TAIL_LINES: usize = 50;
 
@@ -128,19 +130,33 @@ impl Guard<'_> {
         }
     }
 
-    /// Resolves once the attempt is told to stop during `phase`.
+    /// Resolves once the attempt must stop during `phase`: at once when it is told to, and
+    /// within [`DELETION_POLL`] when its Deployment is deleted.
     async fn interrupted(&self, phase: DeploymentPhase) -> Halt {
         let mut signal = self.signal.clone();
-        let interrupt = signal
-            .wait_for(Option::is_some)
-            .await
-            .ok()
-            .and_then(|interrupt| interrupt.clone());
-        match interrupt {
-            Some(interrupt) => Halt::from_interrupt(interrupt, phase),
-            // The supervisor is gone: only the deadline ends the phase.
-            None => std::future::pending().await,
-        }
+        let told = async {
+            let interrupt = signal.wait_for(Option::is_some).await.ok();
+            match interrupt.and_then(|interrupt| interrupt.clone()) {
+                Some(interrupt) => interrupt,
+                // The supervisor is gone: only the deadline or a deletion ends the phase.
+                None => std::future::pending().await,
+            }
+        };
+        // The shared watch passes no deletions on, so only the cache can tell; looking there
+        // costs no request.
+        let deleted = async {
+            loop {
+                tokio::time::sleep(DELETION_POLL).await;
+                if let Some(interrupt) = self.siblings.interruption() {
+                    return interrupt;
+                }
+            }
+        };
+        let interrupt = tokio::select! {
+            interrupt = told => interrupt,
+            interrupt = deleted => interrupt,
+        };
+        Halt::from_interrupt(interrupt, phase)
     }
 
     /// `work` under its deadline, ended early when the attempt is told to stop.
