@@ -80,7 +80,7 @@ stack_env() {
 bench_ssh() {
   stack_env
   log "building berth-bench-ssh"
-  (cd "$HACK_DIR/.." && cargo build --quiet -p berth-controller --bin berth-bench-ssh)
+  (cd "$HACK_DIR/.." && cargo build --quiet -p berth-tests --bin berth-bench-ssh)
   log "running (debug build; the same profile the controller runs with in dev and test)"
   "$CARGO_TARGET_DIR/debug/berth-bench-ssh" "$@"
 }
@@ -94,7 +94,7 @@ bench_shim() {
   # shellcheck source-path=SCRIPTDIR
   source "$HACK_DIR/lib/berth.sh"
   log "building Berth and berth-bench-shim"
-  (cd "$HACK_DIR/.." && cargo build --quiet --bins -p berth-apiserver-shim -p berth-controller)
+  (cd "$HACK_DIR/.." && cargo build --quiet --bins -p berth-apiserver-shim -p berth-controller -p berth-tests)
   berth_install_crds
   berth_install_rbac
   # Organizations get their namespace from berth-controller; reuse one that runs already.
@@ -122,7 +122,7 @@ bench_deploy() {
   # shellcheck source-path=SCRIPTDIR
   source "$HACK_DIR/lib/berth.sh"
   log "building Berth"
-  (cd "$HACK_DIR/.." && cargo build --quiet --bins -p berth-controller)
+  (cd "$HACK_DIR/.." && cargo build --quiet --bins -p berth-controller -p berth-tests)
   berth_install_crds
   berth_install_rbac
   # The Server goes first, while the controller still runs, so its finalizer removes the proxy.

@@ -47,8 +47,8 @@ pub fn app(state: AppState) -> Router {
 /// Runs the shim until SIGTERM/SIGINT.
 pub async fn run(options: ShimOptions) -> anyhow::Result<()> {
     let client = Client::try_default().await?;
-    let store = options.data_dir.join(berth_controller::timeline::FILE_NAME);
-    let timelines = Arc::new(berth_controller::timeline::SqliteTimeline::open(&store)?);
+    let store = options.data_dir.join(berth_timeline::FILE_NAME);
+    let timelines = Arc::new(berth_timeline::SqliteTimeline::open(&store)?);
     let caches = Caches::start(&client);
     tracing::info!("filling caches");
     caches.wait_until_ready().await?;

@@ -25,7 +25,7 @@ pub struct AppState {
     /// Recent `DELETE /servers` idempotency keys.
     pub server_deletions: Arc<crate::routes::servers::DeleteReceipts>,
     /// Deployment timelines, recorded by berth-controller in the shared observation store.
-    pub timelines: Arc<dyn berth_controller::timeline::TimelineStore>,
+    pub timelines: Arc<dyn berth_timeline::TimelineStore>,
 }
 
 /// Settings from the command line.

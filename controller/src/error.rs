@@ -17,11 +17,11 @@ pub enum Error {
     MissingObjectKey(&'static str),
 
     #[error("remote operation failed: {0}")]
-    Remote(#[source] crate::remote::RemoteError),
+    Remote(#[source] berth_remote::RemoteError),
 }
 
-impl From<crate::remote::RemoteError> for Error {
-    fn from(error: crate::remote::RemoteError) -> Self {
+impl From<berth_remote::RemoteError> for Error {
+    fn from(error: berth_remote::RemoteError) -> Self {
         Self::Remote(error)
     }
 }
@@ -46,6 +46,20 @@ impl Error {
         }
     }
 
+    /// The reason of the Warning Event a failed reconcile leaves on its object: the stable
+    /// label in UpperCamelCase (`invalid_spec` → `InvalidSpec`), as Kubernetes reasons are.
+    pub fn event_reason(&self) -> String {
+        self.metric_label()
+            .split('_')
+            .map(|word| {
+                let mut chars = word.chars();
+                chars.next().map_or(String::new(), |first| {
+                    first.to_ascii_uppercase().to_string() + chars.as_str()
+                })
+            })
+            .collect()
+    }
+
     /// A write refused because the object changed since it was read (HTTP 409).
     pub fn is_conflict(&self) -> bool {
         matches!(self, Self::Kube(kube::Error::Api(status)) if status.code == 409)
@@ -54,5 +68,19 @@ impl Error {
     /// Errors that only a change of the object can fix; retrying is pointless.
     pub fn is_permanent(&self) -> bool {
         matches!(self, Self::InvalidSpec(_) | Self::MissingObjectKey(_))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_reasons_are_the_stable_labels_in_camel_case() {
+        assert_eq!(Error::InvalidSpec("x".into()).event_reason(), "InvalidSpec");
+        assert_eq!(
+            Error::MissingObjectKey("name").event_reason(),
+            "MissingObjectKey"
+        );
     }
 }

@@ -11,12 +11,10 @@ pub mod leadership;
 pub mod metrics;
 pub mod observer;
 pub mod reconcilers;
-pub mod remote;
 pub mod shutdown;
 pub mod startup;
 pub mod status;
 pub mod telemetry;
-pub mod timeline;
 
 use std::time::Duration;
 
@@ -81,10 +79,11 @@ pub async fn run(options: RunOptions) -> anyhow::Result<()> {
 }
 
 /// Opens the observation store, prunes it now and hourly, and starts its writer.
-fn open_timeline(options: &RunOptions) -> anyhow::Result<timeline::TimelineWriter> {
+fn open_timeline(options: &RunOptions) -> anyhow::Result<berth_timeline::TimelineWriter> {
     use std::sync::Arc;
-    let path = options.data_dir.join(timeline::FILE_NAME);
-    let store: Arc<dyn timeline::TimelineStore> = Arc::new(timeline::SqliteTimeline::open(&path)?);
+    let path = options.data_dir.join(berth_timeline::FILE_NAME);
+    let store: Arc<dyn berth_timeline::TimelineStore> =
+        Arc::new(berth_timeline::SqliteTimeline::open(&path)?);
     let retention = Duration::from_secs(options.timeline_retention_days * 24 * 3600);
     let pruned = Arc::clone(&store);
     tokio::spawn(async move {
@@ -101,7 +100,7 @@ fn open_timeline(options: &RunOptions) -> anyhow::Result<timeline::TimelineWrite
         }
     });
     tracing::info!(path = %path.display(), "observation store open");
-    Ok(timeline::TimelineWriter::start(store)?)
+    Ok(berth_timeline::TimelineWriter::start(store)?)
 }
 
 /// Creates the system namespace (leases, sessions, system policies) if missing.

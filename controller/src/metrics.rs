@@ -61,7 +61,7 @@ impl Default for Metrics {
         registry.register(
             "ssh_channels_opened",
             "SSH channels opened on servers, by kind (exec: a command run)",
-            crate::remote::CHANNELS_OPENED.clone(),
+            berth_remote::CHANNELS_OPENED.clone(),
         );
         registry.register(
             "leader",

@@ -7,6 +7,9 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::ByteString;
 
+use crate::environment::Environment;
+use crate::organization::Organization;
+use crate::project::Project;
 use crate::resource::Resource;
 use crate::variable::{PlainVariable, VariableExposure, parse_secret_data_key};
 
@@ -96,6 +99,48 @@ pub fn secret_name(resource: &Resource) -> String {
 
 /// Environment variable carrying the port the platform routes to.
 pub const PORT_VARIABLE: &str = "PORT";
+
+/// The objects whose entries apply to a resource before an attempt adds its own: the
+/// resource, and its organization, project, environment and secret data when they exist.
+pub struct Scopes<'a> {
+    pub resource: &'a Resource,
+    pub organization: Option<&'a Organization>,
+    pub project: Option<&'a Project>,
+    pub environment: Option<&'a Environment>,
+    pub secret_data: Option<&'a BTreeMap<String, ByteString>>,
+}
+
+/// Every entry of `scopes`, unmerged: what the controller hands an attempt (plus the attempt's
+/// own) and what the shim shows as the effective configuration, gathered one way.
+pub fn scope_entries(scopes: &Scopes) -> Vec<ConfigEntry> {
+    let resource = scopes.resource;
+    let mut entries = default_entries(resource);
+    let resource_id = resource.metadata.name.clone().unwrap_or_default();
+    entries.extend(system_entries(&resource_id, resource));
+    if let Some(organization) = scopes.organization {
+        entries.extend(plain_entries(
+            ConfigScope::Organization,
+            &organization.spec.variables,
+        ));
+    }
+    if let Some(project) = scopes.project {
+        entries.extend(plain_entries(ConfigScope::Project, &project.spec.variables));
+    }
+    if let Some(environment) = scopes.environment {
+        entries.extend(plain_entries(
+            ConfigScope::Environment,
+            &environment.spec.variables,
+        ));
+    }
+    entries.extend(plain_entries(
+        ConfigScope::Resource,
+        &resource.spec.variables,
+    ));
+    if let Some(data) = scopes.secret_data {
+        entries.extend(secret_entries(data));
+    }
+    entries
+}
 
 /// Platform defaults: `PORT` is the network profile's internal port, so an application that
 /// reads `PORT` listens where the proxy and the health check look.

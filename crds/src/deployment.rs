@@ -1,12 +1,16 @@
 //! Deployment: one attempt to deploy a resource to a server (spec §2.2 "Deployment statuses",
 //! §3, §6 "Deployment progress"). Phases: detect → plan → package → deploy → verify (→ rollback).
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::resource::Resource;
 use crate::variable::PlainVariable;
+use crate::{GENERATION_ANNOTATION, RESOURCE_LABEL};
 
 use crate::Condition;
 use crate::common::SourceDescriptor;
@@ -179,6 +183,43 @@ pub struct DeploymentError {
     pub code: DeploymentErrorCode,
     /// Human-readable explanation; never contains secret values.
     pub message: String,
+}
+
+impl Deployment {
+    /// A new attempt of `resource` named `name`, labelled with the resource (how attempts are
+    /// found) and annotated with the generation it covers (so the controller starts no attempt
+    /// of its own for that generation). The source is snapshotted as the resource has it now.
+    pub fn of_resource(
+        name: &str,
+        resource: &Resource,
+        server_id: String,
+        destination_id: Option<String>,
+        trigger: &str,
+    ) -> Self {
+        let resource_id = resource.metadata.name.clone().unwrap_or_default();
+        let generation = resource.metadata.generation.unwrap_or(0).to_string();
+        let mut deployment = Deployment::new(
+            name,
+            DeploymentSpec {
+                resource_id: resource_id.clone(),
+                project_id: resource.spec.project_id.clone(),
+                environment_id: resource.spec.environment_id.clone(),
+                server_id,
+                destination_id,
+                source_snapshot: resource.spec.source.clone(),
+                cancel_requested: false,
+                trigger: Some(trigger.into()),
+                variables: Vec::new(),
+            },
+        );
+        deployment.metadata.labels =
+            Some(BTreeMap::from([(RESOURCE_LABEL.to_string(), resource_id)]));
+        deployment.metadata.annotations = Some(BTreeMap::from([(
+            GENERATION_ANNOTATION.to_string(),
+            generation,
+        )]));
+        deployment
+    }
 }
 
 /// Why an attempt stopped: the stable `lastError.code` users match on (listed in the README,

@@ -15,6 +15,7 @@ pub mod domain_binding;
 pub mod environment;
 pub mod invitation;
 pub mod lifecycle;
+pub mod masking;
 pub mod member;
 pub mod migration;
 pub mod organization;
@@ -45,6 +46,20 @@ pub const VERSION: &str = "v1alpha1";
 pub const MANAGED_LABEL: &str = "berth.dev/managed";
 /// Label naming the organization a namespace belongs to.
 pub const ORGANIZATION_LABEL: &str = "berth.dev/organization";
+/// Label naming the Resource a container runs.
+pub const RESOURCE_LABEL: &str = "berth.dev/resource";
+/// Label naming the Deployment that started a container.
+pub const DEPLOYMENT_LABEL: &str = "berth.dev/deployment";
+/// Label naming the Project of a container.
+pub const PROJECT_LABEL: &str = "berth.dev/project";
+/// Label naming the Environment of a container.
+pub const ENVIRONMENT_LABEL: &str = "berth.dev/environment";
+/// Label naming the namespace (organization) a container belongs to: resource names are only
+/// unique per namespace, and several namespaces may share one Docker host.
+pub const NAMESPACE_LABEL: &str = "berth.dev/namespace";
+/// Annotation on a Deployment: the Resource generation it was created for, so one spec change
+/// starts one attempt.
+pub const GENERATION_ANNOTATION: &str = "berth.dev/resource-generation";
 /// The namespace holding cluster-wide Berth state (sessions, system policies, password hashes).
 pub const SYSTEM_NAMESPACE: &str = "berth-system";
 

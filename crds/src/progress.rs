@@ -7,6 +7,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::deployment::{DeploymentPhase, DeploymentStep};
 
+/// Steps every attempt reports (spec §6 `step.total`): detect, plan, package, deploy, verify.
+pub const TOTAL_STEPS: i64 = 5;
+
 /// `data` of one deployment progress event (spec §6), also one entry of a timeline.
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]

@@ -530,6 +530,30 @@ pub struct AppliedAccessRoute {
 /// Finished attempts kept as Deployment objects unless `spec.deploymentHistoryLimit` says.
 pub const DEFAULT_DEPLOYMENT_HISTORY_LIMIT: u32 = 10;
 
+impl Resource {
+    /// The URL-safe name the resource's generated host starts with: `spec.slug`, else the name
+    /// lowercased with every run of other characters turned into one dash.
+    pub fn host_slug(&self) -> String {
+        if let Some(slug) = &self.spec.slug {
+            return slug.clone();
+        }
+        let mut slug = String::new();
+        for c in self.spec.name.to_lowercase().chars() {
+            if c.is_ascii_alphanumeric() {
+                slug.push(c);
+            } else if !slug.ends_with('-') {
+                slug.push('-');
+            }
+        }
+        let slug = slug.trim_matches('-');
+        if slug.is_empty() {
+            self.metadata.name.clone().unwrap_or_default()
+        } else {
+            slug.to_string()
+        }
+    }
+}
+
 impl ResourceSpec {
     /// How many finished attempts stay as Deployment objects.
     pub fn deployment_history_limit(&self) -> usize {

@@ -2,12 +2,12 @@
 //! The key material lives only in a Secret the credential references.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use kube::CustomResource;
+use kube::{CustomResource, ResourceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::Condition;
-use crate::server::ServerLifecycle;
+use crate::server::{Server, ServerLifecycle};
 
 /// Kind of SSH credential; the spec names only private keys.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
@@ -134,4 +134,73 @@ pub struct SshCredentialServerUsage {
     pub host: String,
     /// Login name used on the server.
     pub username: String,
+}
+
+/// Reasons of the `Ready` condition, and of the Events, of an SshCredential.
+pub mod reason {
+    pub const KEY_LOADED: &str = "KeyLoaded";
+    pub const SECRET_NOT_FOUND: &str = "SecretNotFound";
+    pub const KEY_NOT_FOUND: &str = "KeyNotFound";
+    pub const INVALID_KEY: &str = "InvalidKey";
+    pub const IN_USE: &str = "InUse";
+}
+
+impl SshCredentialUsage {
+    /// The usage record of a credential from the servers that name it.
+    pub fn of(credential_name: &str, servers: &[Server]) -> Self {
+        let mut servers: Vec<SshCredentialServerUsage> = servers
+            .iter()
+            .filter(|s| s.spec.credential_id == credential_name)
+            .map(|s| SshCredentialServerUsage {
+                server_id: s.name_any(),
+                server_name: s.spec.name.clone().unwrap_or_else(|| s.name_any()),
+                lifecycle_status: s.spec.lifecycle_status,
+                provider_key: s.spec.provider_key.clone(),
+                host: s.spec.host.clone(),
+                username: s.spec.username.clone(),
+            })
+            .collect();
+        servers.sort_by(|a, b| a.server_id.cmp(&b.server_id));
+        let active = servers
+            .iter()
+            .filter(|s| s.lifecycle_status == ServerLifecycle::Active)
+            .count() as i64;
+        Self {
+            total_servers: servers.len() as i64,
+            active_servers: active,
+            inactive_servers: servers.len() as i64 - active,
+            servers,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::ServerSpec;
+
+    fn server(name: &str, credential: &str, lifecycle: ServerLifecycle) -> Server {
+        let mut spec: ServerSpec = serde_json::from_value(serde_json::json!({
+            "host": "203.0.113.9",
+            "credentialId": credential,
+        }))
+        .unwrap();
+        spec.lifecycle_status = lifecycle;
+        Server::new(name, spec)
+    }
+
+    #[test]
+    fn usage_counts_only_servers_naming_the_credential() {
+        let servers = vec![
+            server("b", "deploy-key", ServerLifecycle::Inactive),
+            server("a", "deploy-key", ServerLifecycle::Active),
+            server("c", "other-key", ServerLifecycle::Active),
+        ];
+        let usage = SshCredentialUsage::of("deploy-key", &servers);
+        assert_eq!(usage.total_servers, 2);
+        assert_eq!(usage.active_servers, 1);
+        assert_eq!(usage.inactive_servers, 1);
+        assert_eq!(usage.servers[0].server_id, "a");
+        assert_eq!(usage.servers[0].username, "root");
+    }
 }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use berth_controller::remote::{ClientKey, Endpoint, PoolSettings, ServerConnectionPool, ServerId};
+use berth_remote::{ClientKey, Endpoint, PoolSettings, ServerConnectionPool, ServerId};
 use berth_tests::random_suffix;
 use berth_tests::sshd::{TestSshd, new_client_key};
 use futures::future::join_all;

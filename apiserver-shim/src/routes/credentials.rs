@@ -8,11 +8,11 @@ use axum::Json;
 use axum::extract::{FromRequest, Path, Request, State};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use berth_controller::remote::{ClientKey, ClientKeyError};
 use berth_crds::member::OrganizationRole;
 use berth_crds::ssh_credential::{
     PrivateKeySecretRef, SshCredential, SshCredentialKind, SshCredentialSpec, SshCredentialUsage,
 };
+use berth_remote::{ClientKey, ClientKeyError};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
 use k8s_openapi::jiff::Timestamp;
@@ -234,7 +234,7 @@ pub fn usage_of(state: &AppState, namespace: &str, id: &str) -> SshCredentialUsa
         .filter(|s| s.metadata.deletion_timestamp.is_none())
         .map(|s| s.as_ref().clone())
         .collect();
-    berth_controller::reconcilers::ssh_credential::usage(id, &servers)
+    SshCredentialUsage::of(id, &servers)
 }
 
 pub fn record(credential: &SshCredential) -> CredentialRecord {

@@ -10,16 +10,13 @@
 mod progress;
 mod timeline;
 
-use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::extract::State;
 use axum::response::sse::{Event, KeepAlive, Sse};
-use berth_controller::reconcilers::deployment::plan::RESOURCE_LABEL;
-use berth_controller::reconcilers::resource::GENERATION_ANNOTATION;
 use berth_crds::config::secret_name;
-use berth_crds::deployment::{Deployment, DeploymentSpec};
+use berth_crds::deployment::Deployment;
 use berth_crds::member::OrganizationRole;
 use berth_crds::resource::Resource;
 use berth_crds::server::ServerLifecycle;
@@ -42,7 +39,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::state::{AppState, FIELD_MANAGER};
 use crate::write::{UPDATED_BY_ID, UPDATED_BY_KIND};
-use berth_controller::timeline::TimelineKey;
+use berth_timeline::TimelineKey;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -196,39 +193,24 @@ async fn create_deployment(
     ))
 }
 
-/// The Deployment object for the attempt, labelled and annotated as the controller's own.
+/// The Deployment object for the attempt, labelled and annotated as the controller's own, plus
+/// who asked for it.
 fn new_deployment(caller: &Caller, resource: &Resource, body: &StartDeployment) -> Deployment {
-    let spec = &resource.spec;
-    let mut deployment = Deployment::new(
+    let destination_id = body
+        .destination_id
+        .clone()
+        .or_else(|| resource.spec.destination_id.clone());
+    let mut deployment = Deployment::of_resource(
         &deployment_name(&resource.name_any()),
-        DeploymentSpec {
-            resource_id: resource.name_any(),
-            project_id: spec.project_id.clone(),
-            environment_id: spec.environment_id.clone(),
-            server_id: body.server_id.clone(),
-            destination_id: body
-                .destination_id
-                .clone()
-                .or_else(|| spec.destination_id.clone()),
-            source_snapshot: spec.source.clone(),
-            cancel_requested: false,
-            trigger: Some(TRIGGER.into()),
-            variables: Vec::new(),
-        },
+        resource,
+        body.server_id.clone(),
+        destination_id,
+        TRIGGER,
     );
-    let generation = resource.metadata.generation.unwrap_or(0).to_string();
     let (kind, actor) = caller.actor();
-    deployment.metadata.labels = Some(BTreeMap::from([(
-        RESOURCE_LABEL.to_string(),
-        resource.name_any(),
-    )]));
-    // The generation annotation tells the controller this generation is covered, so it does not
-    // start an attempt of its own for it.
-    deployment.metadata.annotations = Some(BTreeMap::from([
-        (GENERATION_ANNOTATION.to_string(), generation),
-        (UPDATED_BY_KIND.to_string(), kind.to_string()),
-        (UPDATED_BY_ID.to_string(), actor.to_string()),
-    ]));
+    let annotations = deployment.metadata.annotations.get_or_insert_default();
+    annotations.insert(UPDATED_BY_KIND.to_string(), kind.to_string());
+    annotations.insert(UPDATED_BY_ID.to_string(), actor.to_string());
     deployment
 }
 

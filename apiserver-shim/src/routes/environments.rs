@@ -1,6 +1,7 @@
 //! Spec §4.4, environments: count, list, create, show, archive. Archiving is a status
 //! transition; the environment and its deployment history stay readable.
 
+use berth_crds::masking::MASK;
 use std::sync::Arc;
 
 use axum::Json;
@@ -55,8 +56,6 @@ pub fn endpoints() -> Vec<Endpoint> {
 pub const MAX_LIMIT: u64 = 500;
 /// `limit` when the caller gives none.
 pub const DEFAULT_LIMIT: u64 = 100;
-/// What a masked value reads as (spec conventions).
-pub const MASK: &str = "****";
 
 /// The Environment record of spec §2.2.
 #[derive(Serialize, JsonSchema)]

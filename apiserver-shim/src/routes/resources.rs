@@ -9,7 +9,6 @@ use std::sync::{Arc, LazyLock};
 
 use axum::Json;
 use axum::extract::{Path, State};
-use berth_controller::reconcilers::deployment::plan;
 use berth_crds::deployment::DeploymentState;
 use berth_crds::member::OrganizationRole;
 use berth_crds::resource::{
@@ -108,7 +107,7 @@ pub struct DeleteResource {
 /// The slug a resource is known by: its own, or the one the controller derives from its name
 /// for the generated host, so the two never disagree.
 pub fn slug_of(resource: &Resource) -> String {
-    plan::slug(resource)
+    resource.host_slug()
 }
 
 /// Converts the custom resource to the list item; deployment facts come from its status.

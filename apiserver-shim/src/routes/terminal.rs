@@ -21,13 +21,12 @@ use axum::http::HeaderValue;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use axum::response::Response;
-use berth_controller::reconcilers::ssh_credential::load_key;
-use berth_controller::remote::{
-    Endpoint as SshEndpoint, PoolSettings, RemoteError, ServerConnection, ServerConnectionPool,
-    ServerId,
-};
 use berth_crds::member::OrganizationRole;
 use berth_crds::server::Server;
+use berth_remote::{
+    Endpoint as SshEndpoint, PoolSettings, RemoteError, ServerConnection, ServerConnectionPool,
+    ServerId, load_key,
+};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use schemars::JsonSchema;

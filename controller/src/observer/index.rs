@@ -5,8 +5,8 @@ use std::collections::{BTreeSet, HashMap};
 
 use berth_crds::MANAGED_LABEL;
 
-use crate::reconcilers::deployment::plan::{DEPLOYMENT_LABEL, NAMESPACE_LABEL, RESOURCE_LABEL};
-use crate::remote::edge_proxy::{COMPONENT_LABEL, SERVER_LABEL};
+use berth_crds::{DEPLOYMENT_LABEL, NAMESPACE_LABEL, RESOURCE_LABEL};
+use berth_remote::edge_proxy::{COMPONENT_LABEL, SERVER_LABEL};
 
 /// A managed container as last observed.
 #[derive(Clone, Debug, PartialEq, Eq)]

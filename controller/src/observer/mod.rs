@@ -16,7 +16,7 @@ use kube::runtime::reflector::ObjectRef;
 
 pub use self::index::{ContainerRecord, ServerIndex};
 use crate::context::Context;
-use crate::remote::ServerId;
+use berth_remote::ServerId;
 
 /// How far an observer got with its server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -17,8 +17,8 @@ use super::index::{Changes, ContainerEvent, Listed};
 use super::{Connectivity, ObservedServer, write};
 use crate::context::Context;
 use crate::reconcilers::server::observe::server_connection;
-use crate::remote::docker::{docker_call, docker_over_ssh_within};
-use crate::remote::{ServerConnection, ServerId};
+use berth_remote::docker::{docker_call, docker_over_ssh_within};
+use berth_remote::{ServerConnection, ServerId};
 
 /// A full listing even while events flow: a safety net for anything the stream missed.
 const RESYNC: Duration = Duration::from_secs(300);

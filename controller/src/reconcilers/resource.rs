@@ -2,11 +2,12 @@
 //! summary, restores a managed container removed or stopped by hand, and removes containers and
 //! route when the Resource is deleted.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use berth_crds::GENERATION_ANNOTATION;
 use berth_crds::condition::{self, Condition, ConditionStatus, READY};
-use berth_crds::deployment::{Deployment, DeploymentSpec, DeploymentState};
+use berth_crds::deployment::{Deployment, DeploymentState};
 use berth_crds::environment::Environment;
 use berth_crds::organization::Organization;
 use berth_crds::project::Project;
@@ -28,7 +29,7 @@ use kube::runtime::reflector::{ObjectRef, ReflectHandle};
 use kube::{Api, Resource as _, ResourceExt};
 
 use super::config_triggers as triggers;
-use super::deployment::plan::{self, RESOURCE_LABEL, ROUTE_SCHEME, SUPPORTED_SOURCES};
+use super::deployment::plan::{self, ROUTE_SCHEME, SUPPORTED_SOURCES};
 use super::deployment::runtime::Target;
 use super::deployment::{config, connect, package};
 use super::fresh::with_current_finalizers;
@@ -37,14 +38,12 @@ use crate::cache::{Caches, changed_by, digest};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::observer::{Connectivity, ObservedServer};
-use crate::remote::ServerId;
 use crate::status::apply_status;
+use berth_remote::ServerId;
 
 const KIND: &str = "Resource";
 /// Removes the resource's containers and route before it goes away.
 pub const FINALIZER: &str = "berth.dev/resource-cleanup";
-/// Annotation on a Deployment: the Resource generation it was started for.
-pub const GENERATION_ANNOTATION: &str = "berth.dev/resource-generation";
 
 /// What the Resource controller reacts to, besides the server observers' wake-ups.
 pub struct Inputs {
@@ -155,36 +154,14 @@ pub fn needs_deployment(resource: &Resource, deployments: &[Deployment]) -> bool
 pub fn new_deployment(resource: &Resource, first: bool) -> Deployment {
     let generation = resource.metadata.generation.unwrap_or(0);
     let name = format!("dep-{}-{generation}", resource.name_any());
-    let mut deployment = Deployment::new(
-        &name,
-        DeploymentSpec {
-            resource_id: resource.name_any(),
-            project_id: resource.spec.project_id.clone(),
-            environment_id: resource.spec.environment_id.clone(),
-            server_id: resource.spec.server_id.clone().unwrap_or_default(),
-            destination_id: resource.spec.destination_id.clone(),
-            source_snapshot: resource.spec.source.clone(),
-            cancel_requested: false,
-            trigger: Some(
-                if first {
-                    "resource-created"
-                } else {
-                    "auto-deploy"
-                }
-                .into(),
-            ),
-            variables: Vec::new(),
-        },
-    );
-    deployment.metadata.labels = Some(BTreeMap::from([(
-        RESOURCE_LABEL.to_string(),
-        resource.name_any(),
-    )]));
-    deployment.metadata.annotations = Some(BTreeMap::from([(
-        GENERATION_ANNOTATION.to_string(),
-        generation.to_string(),
-    )]));
-    deployment
+    let trigger = if first {
+        "resource-created"
+    } else {
+        "auto-deploy"
+    };
+    let server_id = resource.spec.server_id.clone().unwrap_or_default();
+    let destination_id = resource.spec.destination_id.clone();
+    Deployment::of_resource(&name, resource, server_id, destination_id, trigger)
 }
 
 async fn apply(resource: &Resource, context: &Context, namespace: &str) -> Result<Action> {

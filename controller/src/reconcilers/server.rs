@@ -27,9 +27,9 @@ use super::fresh::with_current_finalizers;
 use super::{drain, error_policy};
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::remote::error::reason as remote_reason;
-use crate::remote::{EdgeProxy, ProxyChange};
 use crate::status::apply_status;
+use berth_remote::error::reason as remote_reason;
+use berth_remote::{EdgeProxy, ProxyChange};
 
 const KIND: &str = "Server";
 /// Removes the edge proxy and closes the connection before a Server goes away.

@@ -4,10 +4,8 @@
 use std::sync::Arc;
 
 use berth_crds::condition::{self, Condition, ConditionStatus, READY};
-use berth_crds::server::{Server, ServerLifecycle};
-use berth_crds::ssh_credential::{
-    SshCredential, SshCredentialServerUsage, SshCredentialStatus, SshCredentialUsage,
-};
+use berth_crds::server::Server;
+use berth_crds::ssh_credential::{SshCredential, SshCredentialStatus, SshCredentialUsage, reason};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -24,8 +22,8 @@ use super::fresh::with_current_finalizers;
 use super::{CONFLICT_RECHECK, RESYNC_AFTER, drain, error_policy};
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::remote::{ClientKey, ClientKeyError};
 use crate::status::apply_status_if_unchanged;
+use berth_remote::{ClientKey, KeyProblem, load_key};
 
 const KIND: &str = "SshCredential";
 /// Keeps a credential while servers use it.
@@ -37,15 +35,6 @@ pub const DELETION_BLOCKED: &str = "DeletionBlocked";
 pub const KEY_FINALIZER: &str = "berth.dev/ssh-credential-key";
 /// How often a blocked deletion is re-checked (server changes also trigger a check).
 const BLOCKED_RECHECK: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// Condition reasons of this kind.
-pub mod reason {
-    pub const KEY_LOADED: &str = "KeyLoaded";
-    pub const SECRET_NOT_FOUND: &str = "SecretNotFound";
-    pub const KEY_NOT_FOUND: &str = "KeyNotFound";
-    pub const INVALID_KEY: &str = "InvalidKey";
-    pub const IN_USE: &str = "InUse";
-}
 
 pub async fn run(
     context: Arc<Context>,
@@ -91,117 +80,6 @@ pub async fn run(
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy(KIND), context);
     drain(KIND, stream).await;
-}
-
-/// Why a credential's key cannot be used. Messages name the Secret, never its contents.
-#[derive(Debug, Clone, PartialEq)]
-pub enum KeyProblem {
-    SecretNotFound {
-        secret: String,
-    },
-    KeyNotFound {
-        secret: String,
-        key: String,
-    },
-    Invalid {
-        secret: String,
-        error: ClientKeyError,
-    },
-}
-
-impl KeyProblem {
-    pub fn reason(&self) -> &'static str {
-        match self {
-            Self::SecretNotFound { .. } => reason::SECRET_NOT_FOUND,
-            Self::KeyNotFound { .. } => reason::KEY_NOT_FOUND,
-            Self::Invalid { .. } => reason::INVALID_KEY,
-        }
-    }
-
-    pub fn message(&self) -> String {
-        match self {
-            Self::SecretNotFound { secret } => format!("Secret {secret} does not exist"),
-            Self::KeyNotFound { secret, key } => format!("Secret {secret} has no key {key}"),
-            Self::Invalid { secret, error } => format!("Secret {secret}: {error}"),
-        }
-    }
-}
-
-/// Reads and parses the private key a credential references.
-pub async fn load_key(
-    client: &kube::Client,
-    credential: &SshCredential,
-) -> Result<Result<ClientKey, KeyProblem>> {
-    let namespace = credential
-        .namespace()
-        .ok_or(Error::MissingObjectKey("metadata.namespace"))?;
-    let reference = &credential.spec.private_key_secret_ref;
-    let secret = Api::<Secret>::namespaced(client.clone(), &namespace)
-        .get_opt(&reference.name)
-        .await?;
-    Ok(key_from_secret(
-        secret.as_ref(),
-        &reference.name,
-        &reference.key,
-    ))
-}
-
-/// The key in `secret` under `key`, or what is wrong with it.
-pub fn key_from_secret(
-    secret: Option<&Secret>,
-    secret_name: &str,
-    key: &str,
-) -> Result<ClientKey, KeyProblem> {
-    let secret = secret.ok_or_else(|| KeyProblem::SecretNotFound {
-        secret: secret_name.to_string(),
-    })?;
-    let bytes = secret
-        .data
-        .as_ref()
-        .and_then(|data| data.get(key))
-        .map(|value| value.0.clone())
-        .or_else(|| {
-            secret
-                .string_data
-                .as_ref()
-                .and_then(|data| data.get(key))
-                .map(|value| value.clone().into_bytes())
-        })
-        .ok_or_else(|| KeyProblem::KeyNotFound {
-            secret: secret_name.to_string(),
-            key: key.to_string(),
-        })?;
-    ClientKey::parse(&bytes).map_err(|error| KeyProblem::Invalid {
-        secret: secret_name.to_string(),
-        error,
-    })
-}
-
-/// The usage record of a credential from the servers that name it.
-pub fn usage(credential_name: &str, servers: &[Server]) -> SshCredentialUsage {
-    let mut servers: Vec<SshCredentialServerUsage> = servers
-        .iter()
-        .filter(|s| s.spec.credential_id == credential_name)
-        .map(|s| SshCredentialServerUsage {
-            server_id: s.name_any(),
-            server_name: s.spec.name.clone().unwrap_or_else(|| s.name_any()),
-            lifecycle_status: s.spec.lifecycle_status,
-            provider_key: s.spec.provider_key.clone(),
-            host: s.spec.host.clone(),
-            username: s.spec.username.clone(),
-        })
-        .collect();
-    servers.sort_by(|a, b| a.server_id.cmp(&b.server_id));
-    let active = servers
-        .iter()
-        .filter(|s| s.lifecycle_status == ServerLifecycle::Active)
-        .count() as i64;
-    SshCredentialUsage {
-        total_servers: servers.len() as i64,
-        active_servers: active,
-        inactive_servers: servers.len() as i64 - active,
-        servers,
-    }
 }
 
 /// The status a credential should have. Pure: the key, its usage and the time are inputs.
@@ -302,7 +180,7 @@ async fn reconcile(credential: Arc<SshCredential>, context: Arc<Context>) -> Res
     let servers = Api::<Server>::namespaced(context.client.clone(), &namespace)
         .list(&ListParams::default())
         .await?;
-    let usage = usage(&credential.name_any(), &servers.items);
+    let usage = SshCredentialUsage::of(&credential.name_any(), &servers.items);
     let current = credential.status.as_ref();
     let status = desired_status(&credential, &key, usage, Timestamp::now());
     // What we read may be overtaken: the shim writes the key's Secret, then records the key
@@ -412,12 +290,13 @@ async fn publish_changes(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_crds::server::ServerSpec;
+    use berth_crds::server::{ServerLifecycle, ServerSpec};
     use berth_crds::ssh_credential::{PrivateKeySecretRef, SshCredentialKind, SshCredentialSpec};
+    use berth_remote::key_from_secret;
     use k8s_openapi::ByteString;
 
     /// A throwaway key made for the unit tests.
-    const KEY: &str = include_str!("../remote/testdata/unit_test_key");
+    const KEY: &str = include_str!("../../remote/src/testdata/unit_test_key");
 
     fn credential() -> SshCredential {
         let mut credential = SshCredential::new(
@@ -451,38 +330,6 @@ mod tests {
             data: Some([(key.to_string(), ByteString(value.as_bytes().to_vec()))].into()),
             ..Default::default()
         }
-    }
-
-    #[test]
-    fn usage_counts_only_servers_naming_the_credential() {
-        let servers = vec![
-            server("b", "deploy-key", ServerLifecycle::Inactive),
-            server("a", "deploy-key", ServerLifecycle::Active),
-            server("c", "other-key", ServerLifecycle::Active),
-        ];
-        let usage = usage("deploy-key", &servers);
-        assert_eq!(usage.total_servers, 2);
-        assert_eq!(usage.active_servers, 1);
-        assert_eq!(usage.inactive_servers, 1);
-        assert_eq!(usage.servers[0].server_id, "a");
-        assert_eq!(usage.servers[0].username, "root");
-    }
-
-    #[test]
-    fn missing_secret_and_key_are_named_without_contents() {
-        let missing = key_from_secret(None, "deploy-key", "privateKey").unwrap_err();
-        assert_eq!(missing.reason(), reason::SECRET_NOT_FOUND);
-        let no_key =
-            key_from_secret(Some(&secret("other", KEY)), "deploy-key", "privateKey").unwrap_err();
-        assert_eq!(no_key.reason(), reason::KEY_NOT_FOUND);
-        let invalid = key_from_secret(
-            Some(&secret("privateKey", "hunter2-secret")),
-            "deploy-key",
-            "privateKey",
-        )
-        .unwrap_err();
-        assert_eq!(invalid.reason(), reason::INVALID_KEY);
-        assert!(!invalid.message().contains("hunter2"));
     }
 
     #[test]
@@ -544,7 +391,7 @@ mod tests {
         let status = desired_status(
             &credential,
             &key,
-            usage("deploy-key", &servers),
+            SshCredentialUsage::of("deploy-key", &servers),
             Timestamp::now(),
         );
         assert_eq!(status.delete_blockers, vec!["server/web-1"]);

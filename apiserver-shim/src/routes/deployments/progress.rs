@@ -1,43 +1,15 @@
 //! Turns what a Deployment's status says into the deployment progress events of spec §6, and
 //! masks secret values out of every message.
 
-use berth_controller::reconcilers::deployment::attempt::TOTAL_STEPS;
 use berth_crds::deployment::{
     Deployment, DeploymentPhase, DeploymentState, DeploymentStatus, DeploymentStep,
 };
+use berth_crds::progress::TOTAL_STEPS;
 pub use berth_crds::progress::{Level, ProgressEvent, Source, StreamStatus};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
-use crate::routes::environments::MASK;
-
-/// Replaces known secret values in messages with `****`.
-#[derive(Default, Debug)]
-pub struct Masker {
-    values: Vec<String>,
-}
-
-/// Shorter values are not masked: they would garble messages while hiding almost nothing.
-const MIN_MASKED_LEN: usize = 4;
-
-impl Masker {
-    pub fn new(values: impl IntoIterator<Item = String>) -> Self {
-        let mut values: Vec<String> = values
-            .into_iter()
-            .filter(|v| v.len() >= MIN_MASKED_LEN)
-            .collect();
-        // Longest first, so a value containing another is masked whole.
-        values.sort_by_key(|v| std::cmp::Reverse(v.len()));
-        values.dedup();
-        Self { values }
-    }
-
-    pub fn mask(&self, text: &str) -> String {
-        self.values
-            .iter()
-            .fold(text.to_string(), |text, value| text.replace(value, MASK))
-    }
-}
+pub use berth_crds::masking::Masker;
 
 /// The part of a status the stream reports on: a change here is a new event.
 #[derive(Debug, Clone, PartialEq)]

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path, State};
-use berth_controller::timeline::{TimelineEntry, TimelineError, TimelineKey, TimelineStore};
 use berth_crds::deployment::{Deployment, DeploymentState};
 use berth_crds::progress::{ProgressEvent, Source};
+use berth_timeline::{TimelineEntry, TimelineError, TimelineKey, TimelineStore};
 use k8s_openapi::jiff::Timestamp;
 use kube::{Api, ResourceExt};
 use schemars::JsonSchema;

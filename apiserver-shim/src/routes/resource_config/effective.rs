@@ -6,20 +6,17 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
-use berth_crds::config::{
-    ConfigEntry, ConfigScope, default_entries, merge, plain_entries, secret_entries, system_entries,
-};
+use berth_crds::config::{self, ConfigEntry, ConfigScope, Scopes, merge};
 use berth_crds::organization::Organization;
 use berth_crds::resource::Resource;
 use berth_crds::variable::PlainVariable;
-use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::super::Endpoint;
 use super::super::common::known_params;
-use super::super::environments::{self, MASK};
+use super::super::environments;
 use super::super::projects;
 use super::secrets::now;
 use super::variables::{VariableEntry, owned_entries, plain_entry};
@@ -28,6 +25,7 @@ use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::QueryParams;
 use crate::state::AppState;
+use berth_crds::masking::MASK;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![Endpoint::get::<EffectiveConfig, _, _>(
@@ -100,33 +98,21 @@ async fn scope_entries(
     environment_id: &str,
 ) -> ApiResult<Vec<ConfigEntry>> {
     let organization = caller.organization()?;
-    let mut entries = default_entries(resource);
-    entries.extend(system_entries(&resource.name_any(), resource));
-    let key = ObjectRef::<Organization>::new(&organization.id);
-    if let Some(organization) = state.caches.organizations.get(&key) {
-        entries.extend(plain_entries(
-            ConfigScope::Organization,
-            &organization.spec.variables,
-        ));
-    }
-    if let Ok(project) = projects::lookup(state, caller, &resource.spec.project_id) {
-        entries.extend(plain_entries(ConfigScope::Project, &project.spec.variables));
-    }
+    let organization = state
+        .caches
+        .organizations
+        .get(&ObjectRef::<Organization>::new(&organization.id));
+    let project = projects::lookup(state, caller, &resource.spec.project_id).ok();
     // A resource written by hand may name an environment that is gone; it contributes nothing.
-    if let Ok(environment) = environments::lookup(state, caller, environment_id) {
-        entries.extend(plain_entries(
-            ConfigScope::Environment,
-            &environment.spec.variables,
-        ));
-    }
-    entries.extend(plain_entries(
-        ConfigScope::Resource,
-        &resource.spec.variables,
-    ));
-    if let Some(data) = secrets::fetch(state, resource).await?.and_then(|s| s.data) {
-        entries.extend(secret_entries(&data));
-    }
-    Ok(entries)
+    let environment = environments::lookup(state, caller, environment_id).ok();
+    let secret = secrets::fetch(state, resource).await?;
+    Ok(config::scope_entries(&Scopes {
+        resource,
+        organization: organization.as_deref(),
+        project: project.as_deref(),
+        environment: environment.as_deref(),
+        secret_data: secret.as_ref().and_then(|s| s.data.as_ref()),
+    }))
 }
 
 async fn show(

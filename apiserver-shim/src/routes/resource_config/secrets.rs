@@ -19,13 +19,13 @@ use serde::{Deserialize, Serialize};
 use super::super::Endpoint;
 use super::super::common::{known_params, timestamp};
 use super::super::credentials::KeyBody;
-use super::super::environments::MASK;
 use super::variables::{Change, VariableEntry, apply_changes};
 use super::{exposure_name, lookup, parse_exposure, validate_key};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::QueryParams;
 use crate::state::AppState;
+use berth_crds::masking::MASK;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![

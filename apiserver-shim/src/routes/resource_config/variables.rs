@@ -14,13 +14,14 @@ use serde::{Deserialize, Serialize};
 use super::super::Endpoint;
 use super::super::common::timestamp;
 use super::super::credentials::KeyBody;
-use super::super::environments::{MASK, looks_secret};
+use super::super::environments::looks_secret;
 use super::import::parse;
 use super::spec_variables::save_variables;
 use super::{exposure_name, lookup, parse_exposure, secrets, validate_key};
 use crate::auth::{Caller, ScopeDimension};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
+use berth_crds::masking::MASK;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![

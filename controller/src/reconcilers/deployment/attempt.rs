@@ -25,7 +25,6 @@ use kube::{Api, Resource as _, ResourceExt};
 
 use self::phases::{Guard, Halt, Siblings, Stop};
 use super::progress::Progress;
-pub use super::progress::TOTAL_STEPS;
 use super::supervisor::{AttemptKey, Interrupt, Signal};
 use super::{KIND, waiting};
 use crate::cache::Caches;

@@ -5,10 +5,7 @@
 
 use std::collections::HashMap;
 
-use berth_crds::config::{
-    self, ConfigEntry, ConfigScope, default_entries, deployment_entries, plain_entries,
-    secret_entries, system_entries,
-};
+use berth_crds::config::{self, ConfigEntry, Scopes, deployment_entries};
 use berth_crds::deployment::Deployment;
 use berth_crds::environment::Environment;
 use berth_crds::organization::{NAMESPACE_PREFIX, Organization};
@@ -109,31 +106,13 @@ fn gather(
     environment: Option<&Environment>,
     secret: Option<&Secret>,
 ) -> Vec<ConfigEntry> {
-    let mut entries = default_entries(resource);
-    entries.extend(system_entries(&resource.name_any(), resource));
-    if let Some(organization) = organization {
-        entries.extend(plain_entries(
-            ConfigScope::Organization,
-            &organization.spec.variables,
-        ));
-    }
-    if let Some(project) = project {
-        entries.extend(plain_entries(ConfigScope::Project, &project.spec.variables));
-    }
-    if let Some(environment) = environment {
-        entries.extend(plain_entries(
-            ConfigScope::Environment,
-            &environment.spec.variables,
-        ));
-    }
-    entries.extend(plain_entries(
-        ConfigScope::Resource,
-        &resource.spec.variables,
-    ));
-    if let Some(data) = secret.and_then(|s| s.data.as_ref()) {
-        entries.extend(secret_entries(data));
-    }
-    entries
+    config::scope_entries(&Scopes {
+        resource,
+        organization,
+        project,
+        environment,
+        secret_data: secret.and_then(|s| s.data.as_ref()),
+    })
 }
 
 /// Puts the effective runtime entries into the container's environment and the build-time ones
@@ -156,6 +135,7 @@ pub fn apply_to(plan: &mut Plan, entries: Vec<ConfigEntry>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use berth_crds::config::ConfigScope;
 
     fn entry(key: &str, value: &str, exposure: VariableExposure) -> ConfigEntry {
         ConfigEntry {

@@ -15,11 +15,13 @@
 mod context;
 mod pull;
 
+use berth_crds::{NAMESPACE_LABEL, RESOURCE_LABEL};
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 use std::time::Duration;
 
 use berth_crds::deployment::DeploymentErrorCode as Code;
+use berth_crds::masking::Masker;
 use berth_crds::progress::OutputStream;
 use bollard::models::ImageSummary;
 use bollard::query_parameters::{
@@ -30,11 +32,11 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 
 use self::context::{Ignore, Listing};
-use super::plan::{BUILT_REPOSITORY_PREFIX, NAMESPACE_LABEL, Packaging, Plan, RESOURCE_LABEL};
+use super::plan::{BUILT_REPOSITORY_PREFIX, Packaging, Plan};
 use super::progress::OutputSink;
 use super::runtime::Target;
-use crate::remote::RemoteError;
-use crate::remote::docker::{docker_call, docker_over_ssh_within};
+use berth_remote::RemoteError;
+use berth_remote::docker::{docker_call, docker_over_ssh_within};
 
 /// Built images kept per resource (besides the serving one), so a recent version can be
 /// started again without a rebuild.
@@ -49,8 +51,6 @@ const GENERATED_DOCKERFILE: &str = ".berth.Dockerfile";
 const TAIL_LINES: usize = 10;
 /// Longest quoted build output line, in characters.
 const MAX_LINE_CHARS: usize = 300;
-/// What replaces a build-arg value in logs and messages.
-const MASK: &str = "****";
 
 /// Why the package phase failed; `code` and `message` go into the attempt's `lastError`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -333,30 +333,6 @@ fn build_failure(
     failure(code, message)
 }
 
-/// Hides build-arg values: any occurrence of one becomes `****`.
-pub(super) struct Masker {
-    values: Vec<String>,
-}
-
-impl Masker {
-    pub(super) fn new<'a>(values: impl Iterator<Item = &'a String>) -> Self {
-        let mut values: Vec<String> = values.filter(|v| !v.is_empty()).cloned().collect();
-        // Longest first, so a value containing another is hidden whole.
-        values.sort_by_key(|v| std::cmp::Reverse(v.len()));
-        Self { values }
-    }
-
-    pub(super) fn mask(&self, text: &str) -> String {
-        let mut text = text.to_string();
-        for value in &self.values {
-            if text.contains(value.as_str()) {
-                text = text.replace(value.as_str(), MASK);
-            }
-        }
-        text
-    }
-}
-
 /// Build output cut into masked lines: recorded in the attempt's timeline, logged at debug
 /// level, the last few kept for a failure.
 struct BuildLog<'a> {
@@ -555,7 +531,7 @@ mod tests {
 
     #[test]
     fn the_failure_tail_keeps_the_last_lines() {
-        let masker = Masker::new(std::iter::empty());
+        let masker = Masker::default();
         let sink = OutputSink::disabled();
         let mut log = BuildLog::new(&masker, "img", &sink);
         for i in 0..25 {

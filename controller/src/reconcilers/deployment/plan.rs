@@ -10,6 +10,10 @@ use berth_crds::resource::{
     UpstreamProtocol,
 };
 use berth_crds::server::{ProxyKind, Server};
+use berth_crds::{
+    DEPLOYMENT_LABEL, ENVIRONMENT_LABEL, MANAGED_LABEL, NAMESPACE_LABEL, PROJECT_LABEL,
+    RESOURCE_LABEL,
+};
 use kube::ResourceExt;
 use serde_json::{Value, json};
 
@@ -19,17 +23,6 @@ mod packaging;
 
 pub use self::packaging::{BUILT_REPOSITORY_PREFIX, Packaging, built_tag, packaging_of};
 
-/// Label naming the Resource a container runs.
-pub const RESOURCE_LABEL: &str = "berth.dev/resource";
-/// Label naming the Deployment that started a container.
-pub const DEPLOYMENT_LABEL: &str = "berth.dev/deployment";
-/// Label naming the Project of a container.
-pub const PROJECT_LABEL: &str = "berth.dev/project";
-/// Label naming the Environment of a container.
-pub const ENVIRONMENT_LABEL: &str = "berth.dev/environment";
-/// Label naming the namespace (organization) a container belongs to: resource names are only
-/// unique per namespace, and several namespaces may share one Docker host.
-pub const NAMESPACE_LABEL: &str = "berth.dev/namespace";
 /// Source kind of a prebuilt image, pulled onto the server when missing.
 pub const DOCKER_IMAGE_SOURCE: &str = "docker-image";
 /// Source kind of a folder on the controller's filesystem, built into an image on the server.
@@ -107,27 +100,6 @@ fn plan_error(code: Code, message: impl Into<String>) -> PlanError {
     }
 }
 
-/// The URL-safe name a resource's generated host starts with.
-pub fn slug(resource: &Resource) -> String {
-    if let Some(slug) = &resource.spec.slug {
-        return slug.clone();
-    }
-    let mut slug = String::new();
-    for c in resource.spec.name.to_lowercase().chars() {
-        if c.is_ascii_alphanumeric() {
-            slug.push(c);
-        } else if !slug.ends_with('-') {
-            slug.push('-');
-        }
-    }
-    let slug = slug.trim_matches('-').to_string();
-    if slug.is_empty() {
-        resource.name_any()
-    } else {
-        slug
-    }
-}
-
 fn exposure(resource: &Resource) -> ExposureMode {
     resource
         .spec
@@ -163,7 +135,7 @@ pub fn route(resource: &Resource, server: &Server) -> Option<RoutePlan> {
         .base_domain
         .clone()
         .unwrap_or_else(|| DEFAULT_BASE_DOMAIN.into());
-    let hostname = format!("{}.{domain}", slug(resource));
+    let hostname = format!("{}.{domain}", resource.host_slug());
     let port = server.spec.proxy.http_port;
     let url = if port == 80 {
         format!("http://{hostname}{path_prefix}")
@@ -367,7 +339,7 @@ pub fn plan(
     let namespace = resource.namespace().unwrap_or_default();
     let resource_name = resource.name_any();
     let labels = HashMap::from([
-        (berth_crds::MANAGED_LABEL.to_string(), "true".to_string()),
+        (MANAGED_LABEL.to_string(), "true".to_string()),
         (RESOURCE_LABEL.to_string(), resource_name.clone()),
         (DEPLOYMENT_LABEL.to_string(), deployment_name.to_string()),
         (PROJECT_LABEL.to_string(), resource.spec.project_id.clone()),

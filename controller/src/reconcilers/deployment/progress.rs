@@ -7,7 +7,7 @@ use berth_crds::condition::{self, Condition, ConditionStatus, READY};
 use berth_crds::deployment::{
     Deployment, DeploymentError, DeploymentPhase, DeploymentState, DeploymentStatus, DeploymentStep,
 };
-use berth_crds::progress::{Level, OutputStream, ProgressEvent, Source, StreamStatus};
+use berth_crds::progress::{Level, OutputStream, ProgressEvent, Source, StreamStatus, TOTAL_STEPS};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::{Api, ResourceExt};
@@ -18,10 +18,7 @@ use tokio::task::JoinHandle;
 
 use crate::error::Result;
 use crate::status::apply_status;
-use crate::timeline::{MAX_OUTPUT_LINES, TimelineKey, TimelineWriter};
-
-/// Steps every attempt reports (spec §6 `step.total`).
-pub const TOTAL_STEPS: i64 = 5;
+use berth_timeline::{MAX_OUTPUT_LINES, TimelineKey, TimelineWriter};
 
 /// The attempt's status and the queue to its writer.
 pub struct Progress<'a> {
@@ -318,7 +315,7 @@ async fn write_in_order(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::timeline::{SqliteTimeline, TimelineStore};
+    use berth_timeline::{SqliteTimeline, TimelineStore};
 
     #[tokio::test]
     async fn output_beyond_the_cap_is_left_out_with_one_line_saying_so() {

@@ -1,6 +1,7 @@
 //! The Docker and edge-proxy side of an attempt, over the server's SSH connection: the image
 //! check, container start and removal, the health probe and the route switch.
 
+use berth_crds::{DEPLOYMENT_LABEL, NAMESPACE_LABEL, RESOURCE_LABEL};
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
@@ -26,12 +27,10 @@ use http::header::HOST;
 use http_body_util::Empty;
 use serde_json::Value;
 
-use super::plan::{
-    DEPLOYMENT_LABEL, HealthPlan, NAMESPACE_LABEL, Plan, RESOURCE_LABEL, RoutePlan, caddy_route,
-};
-use crate::remote::docker::{docker_call, docker_over_ssh, is_conflict, is_not_found};
-use crate::remote::edge_proxy::EDGE_NETWORK;
-use crate::remote::{EdgeProxy, RemoteError, ServerConnection, ServerId, edge_config};
+use super::plan::{HealthPlan, Plan, RoutePlan, caddy_route};
+use berth_remote::docker::{docker_call, docker_over_ssh, is_conflict, is_not_found};
+use berth_remote::edge_proxy::EDGE_NETWORK;
+use berth_remote::{EdgeProxy, RemoteError, ServerConnection, ServerId, edge_config};
 
 /// Serializes read-modify-write of edge proxy configurations: Caddy's `/load` replaces the
 /// whole config, so two resources switching at once would drop each other's route.

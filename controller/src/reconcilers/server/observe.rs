@@ -11,9 +11,9 @@ use super::status::{Contact, Failure, Observation, ProxyObservation, reason};
 use crate::cache::Caches;
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::reconcilers::ssh_credential::key_from_secret;
-use crate::remote::docker::{docker_call, docker_over_ssh};
-use crate::remote::{
+use berth_remote::docker::{docker_call, docker_over_ssh};
+use berth_remote::key_from_secret;
+use berth_remote::{
     ClientKey, EdgeProxy, EdgeProxySettings, Endpoint, ProxyChange, RemoteError, ServerConnection,
     ServerId, facts,
 };

@@ -273,8 +273,8 @@ fn deletion_condition(server: &Server, blockers: &[String]) -> Option<Condition>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::remote::error::reason as remote;
     use berth_crds::server::ServerSpec;
+    use berth_remote::error::reason as remote;
 
     fn server() -> Server {
         let spec: ServerSpec = serde_json::from_value(serde_json::json!({

@@ -12,7 +12,7 @@ use kube::{Api, ResourceExt};
 
 use super::super::config;
 use super::super::connect;
-use super::super::package::{self, Masker};
+use super::super::package;
 use super::super::plan::{self, Plan};
 use super::super::progress::{OutputSink, Progress};
 use super::super::runtime::{ProbeError, start_or_reuse};
@@ -20,7 +20,8 @@ use super::super::supervisor::{Interrupt, Signal};
 use super::server::{Runtime, ServerRuntime};
 use crate::context::Context;
 use crate::error::Error;
-use crate::remote::RemoteError;
+use berth_crds::masking::Masker;
+use berth_remote::RemoteError;
 
 use DeploymentPhase::{Deploy, Detect, Package, Verify};
 

@@ -12,7 +12,7 @@ use super::super::package::{self, PackageFailure};
 use super::super::plan::{Plan, RoutePlan};
 use super::super::progress::OutputSink;
 use super::super::runtime::{Containers, ProbeError, Target};
-use crate::remote::RemoteError;
+use berth_remote::RemoteError;
 
 /// The server side of an attempt.
 pub trait Runtime: Containers {

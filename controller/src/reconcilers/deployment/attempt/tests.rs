@@ -20,7 +20,7 @@ use super::super::runtime::{Containers, ProbeError};
 use super::super::supervisor::{Interrupt, Signal};
 use super::phases::{self, Guard, Halt, Siblings};
 use super::server::Runtime;
-use crate::remote::RemoteError;
+use berth_remote::RemoteError;
 
 /// The attempt under test and its container (see `sample_plan`).
 const ATTEMPT: &str = "dep-web-1";

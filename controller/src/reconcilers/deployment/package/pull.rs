@@ -16,10 +16,12 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use serde::Deserialize;
 
-use super::{BUILD_TIMEOUT, Code, Masker, PackageFailure, failure};
+use berth_crds::masking::Masker;
+
+use super::{BUILD_TIMEOUT, Code, PackageFailure, failure};
 use crate::reconcilers::deployment::progress::OutputSink;
 use crate::reconcilers::deployment::runtime::Target;
-use crate::remote::docker::docker_over_ssh_within;
+use berth_remote::docker::docker_over_ssh_within;
 
 /// Registry of references that name none.
 const DOCKER_HUB: &str = "docker.io";
@@ -205,7 +207,7 @@ fn decode_auth(auth: &str) -> Option<(String, String)> {
 /// Hides every form a credential could take in Docker's or the registry's words.
 fn masker(credentials: Option<&DockerCredentials>) -> Masker {
     let Some(c) = credentials else {
-        return Masker::new(std::iter::empty());
+        return Masker::default();
     };
     let mut values: Vec<String> = [&c.password, &c.auth, &c.identitytoken]
         .into_iter()

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use berth_controller::remote::docker::docker_over_ssh;
-use berth_controller::remote::{ClientKey, Endpoint, PoolSettings, ServerConnectionPool, ServerId};
+use berth_remote::docker::docker_over_ssh;
+use berth_remote::{ClientKey, Endpoint, PoolSettings, ServerConnectionPool, ServerId};
 use bollard::{API_DEFAULT_VERSION, Docker};
 use clap::Parser;
 use futures::future::join_all;

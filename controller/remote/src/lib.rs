@@ -4,6 +4,7 @@
 
 pub mod client_key;
 pub mod connection;
+pub mod credential_key;
 pub mod docker;
 pub mod edge_proxy;
 pub mod error;
@@ -34,6 +35,7 @@ pub(crate) fn count_channel(kind: &'static str) {
 
 pub use client_key::{ClientKey, ClientKeyError};
 pub use connection::{Endpoint, ServerConnection, Timeouts};
+pub use credential_key::{KeyProblem, key_from_secret, load_key};
 pub use edge_proxy::{EdgeProxy, EdgeProxyNames, EdgeProxySettings, ProxyChange, edge_config};
 pub use error::RemoteError;
 pub use pool::{PoolSettings, ServerConnectionPool, ServerId, SessionLease};

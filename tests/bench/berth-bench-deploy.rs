@@ -8,11 +8,11 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use berth_controller::remote::docker::docker_over_ssh;
-use berth_controller::remote::{
+use berth_crds::resource::{Resource, ResourceSpec};
+use berth_remote::docker::docker_over_ssh;
+use berth_remote::{
     ClientKey, Endpoint, PoolSettings, ServerConnection, ServerConnectionPool, ServerId,
 };
-use berth_crds::resource::{Resource, ResourceSpec};
 use bollard::Docker;
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
