@@ -10,6 +10,7 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use crate::cache::Caches;
 use crate::metrics::Metrics;
 use crate::observer::Observers;
+use crate::reconcilers::deployment::supervisor::Attempts;
 use berth_remote::{PoolSettings, ServerConnectionPool};
 use berth_timeline::TimelineWriter;
 
@@ -31,6 +32,8 @@ pub struct Context {
     pub caches: Caches,
     /// One observer per server: what runs where, and who to wake when it changes.
     pub observers: Observers,
+    /// The deployment attempts running now, one task each.
+    pub attempts: Attempts,
 }
 
 impl Context {
@@ -54,6 +57,7 @@ impl Context {
             timeline,
             caches,
             observers,
+            attempts: Attempts::default(),
         })
     }
 

@@ -65,6 +65,13 @@ pub async fn run(options: RunOptions) -> anyhow::Result<()> {
         lost = leader.lost() => Err(anyhow::anyhow!("lost the leader Lease: {lost}")),
     };
     context.set_ready(false);
+    // Running attempts stop, unfinished, for the next leader; once the Lease is gone they
+    // write nothing more.
+    let grace = match outcome {
+        Ok(()) => reconcilers::deployment::supervisor::SETTLE_ON_SHUTDOWN,
+        Err(_) => Duration::ZERO,
+    };
+    context.attempts.shut_down(grace).await;
     leader.release().await;
     server.abort();
     tracing::info!("stopped");

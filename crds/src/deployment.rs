@@ -180,10 +180,11 @@ pub struct DeploymentError {
     /// Phase that failed.
     pub phase: DeploymentPhase,
     /// Stable machine-readable error code.
-    pub code: String,
+    pub code: DeploymentErrorCode,
     /// Human-readable explanation; never contains secret values.
     pub message: String,
 }
+
 impl Deployment {
     /// A new attempt of `resource` named `name`, labelled with the resource (how attempts are
     /// found) and annotated with the generation it covers (so the controller starts no attempt
@@ -218,5 +219,215 @@ impl Deployment {
             generation,
         )]));
         deployment
+    }
+}
+
+/// Why an attempt stopped: the stable `lastError.code` users match on (listed in the README,
+/// "Deployment error codes"). Also the reason of the Event the attempt ends with.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DeploymentErrorCode {
+    /// The attempt was canceled on request (`spec.cancelRequested`).
+    Canceled,
+    /// A newer attempt for the same resource started; this one stopped.
+    Superseded,
+    /// The Deployment was deleted while its attempt ran.
+    Deleted,
+    /// A phase did not finish within its deadline.
+    PhaseTimeout,
+    /// The Resource named by `spec.resourceId` does not exist.
+    ResourceNotFound,
+    /// The server exists but cannot take deployments (for example, its credential is invalid).
+    ServerNotReady,
+    /// The server's SSH connection, Docker or proxy did not answer.
+    ServerUnreachable,
+    /// Neither the attempt nor the resource declares a source.
+    SourceMissing,
+    /// The source kind is not one this controller deploys.
+    SourceKindUnsupported,
+    /// A `local-folder` locator is not an absolute directory path.
+    SourceLocatorInvalid,
+    /// The source's `baseDirectory` leaves the source folder.
+    BaseDirectoryInvalid,
+    /// `runtimeProfile.publishDirectory` leaves the source folder.
+    PublishDirectoryInvalid,
+    /// The source's `metadata.dockerfile` leaves the source folder.
+    DockerfilePathInvalid,
+    /// The server's proxy image, which serves static sites, is not an image reference.
+    ProxyImageInvalid,
+    /// An application resource has no `networkProfile`.
+    NetworkProfileMissing,
+    /// `networkProfile.internalPort` is not a TCP port.
+    InternalPortInvalid,
+    /// `upstreamProtocol: tcp` with `exposureMode: reverse-proxy`, which routes HTTP only.
+    TcpReverseProxyUnsupported,
+    /// `exposureMode: direct-port` without `networkProfile.hostPort`.
+    HostPortMissing,
+    /// `networkProfile.hostPort` is not a TCP port.
+    HostPortInvalid,
+    /// The `local-folder` source is not a directory the controller can read.
+    SourceFolderNotFound,
+    /// The source folder has no Dockerfile at the expected path.
+    DockerfileNotFound,
+    /// A file of the build context could not be read.
+    BuildContextUnreadable,
+    /// The build context exceeds the upload limit.
+    BuildContextTooLarge,
+    /// Docker refused the build, or it produced no image.
+    BuildFailed,
+    /// The registry refused the pull, or it left no image on the server.
+    ImagePullFailed,
+    /// The Secret named by `imagePullSecretRef` does not exist.
+    ImagePullSecretMissing,
+    /// The Secret named by `imagePullSecretRef` could not be read.
+    ImagePullSecretUnreadable,
+    /// The Secret named by `imagePullSecretRef` holds no usable credentials.
+    ImagePullSecretInvalid,
+    /// The server's Docker failed on the way (not a refusal of the build or pull itself).
+    DockerError,
+    /// Docker could not create or start the container.
+    ContainerStartFailed,
+    /// The new container did not pass its health check; the old one keeps serving.
+    HealthCheckFailed,
+    /// The edge proxy's route or the upstream name could not be switched to the new container.
+    RouteSwitchFailed,
+}
+
+impl DeploymentErrorCode {
+    /// Every code, in the order the README lists them.
+    pub const ALL: [Self; 32] = [
+        Self::Canceled,
+        Self::Superseded,
+        Self::Deleted,
+        Self::PhaseTimeout,
+        Self::ResourceNotFound,
+        Self::ServerNotReady,
+        Self::ServerUnreachable,
+        Self::SourceMissing,
+        Self::SourceKindUnsupported,
+        Self::SourceLocatorInvalid,
+        Self::BaseDirectoryInvalid,
+        Self::PublishDirectoryInvalid,
+        Self::DockerfilePathInvalid,
+        Self::ProxyImageInvalid,
+        Self::NetworkProfileMissing,
+        Self::InternalPortInvalid,
+        Self::TcpReverseProxyUnsupported,
+        Self::HostPortMissing,
+        Self::HostPortInvalid,
+        Self::SourceFolderNotFound,
+        Self::DockerfileNotFound,
+        Self::BuildContextUnreadable,
+        Self::BuildContextTooLarge,
+        Self::BuildFailed,
+        Self::ImagePullFailed,
+        Self::ImagePullSecretMissing,
+        Self::ImagePullSecretUnreadable,
+        Self::ImagePullSecretInvalid,
+        Self::DockerError,
+        Self::ContainerStartFailed,
+        Self::HealthCheckFailed,
+        Self::RouteSwitchFailed,
+    ];
+
+    /// The code as it is serialised in `lastError.code`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Canceled => "canceled",
+            Self::Superseded => "superseded",
+            Self::Deleted => "deleted",
+            Self::PhaseTimeout => "phase_timeout",
+            Self::ResourceNotFound => "resource_not_found",
+            Self::ServerNotReady => "server_not_ready",
+            Self::ServerUnreachable => "server_unreachable",
+            Self::SourceMissing => "source_missing",
+            Self::SourceKindUnsupported => "source_kind_unsupported",
+            Self::SourceLocatorInvalid => "source_locator_invalid",
+            Self::BaseDirectoryInvalid => "base_directory_invalid",
+            Self::PublishDirectoryInvalid => "publish_directory_invalid",
+            Self::DockerfilePathInvalid => "dockerfile_path_invalid",
+            Self::ProxyImageInvalid => "proxy_image_invalid",
+            Self::NetworkProfileMissing => "network_profile_missing",
+            Self::InternalPortInvalid => "internal_port_invalid",
+            Self::TcpReverseProxyUnsupported => "tcp_reverse_proxy_unsupported",
+            Self::HostPortMissing => "host_port_missing",
+            Self::HostPortInvalid => "host_port_invalid",
+            Self::SourceFolderNotFound => "source_folder_not_found",
+            Self::DockerfileNotFound => "dockerfile_not_found",
+            Self::BuildContextUnreadable => "build_context_unreadable",
+            Self::BuildContextTooLarge => "build_context_too_large",
+            Self::BuildFailed => "build_failed",
+            Self::ImagePullFailed => "image_pull_failed",
+            Self::ImagePullSecretMissing => "image_pull_secret_missing",
+            Self::ImagePullSecretUnreadable => "image_pull_secret_unreadable",
+            Self::ImagePullSecretInvalid => "image_pull_secret_invalid",
+            Self::DockerError => "docker_error",
+            Self::ContainerStartFailed => "container_start_failed",
+            Self::HealthCheckFailed => "health_check_failed",
+            Self::RouteSwitchFailed => "route_switch_failed",
+        }
+    }
+}
+
+impl std::fmt::Display for DeploymentErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Clients (and tests) compare a code with its wire spelling.
+impl PartialEq<str> for DeploymentErrorCode {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for DeploymentErrorCode {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_codes_serialise_as_their_documented_spelling() {
+        for code in DeploymentErrorCode::ALL {
+            let wire = serde_json::to_value(code).unwrap();
+            assert_eq!(wire, code.as_str(), "{code:?}");
+            let back: DeploymentErrorCode = serde_json::from_value(wire).unwrap();
+            assert_eq!(back, code);
+        }
+        let distinct: std::collections::HashSet<_> = DeploymentErrorCode::ALL
+            .iter()
+            .map(|c| c.as_str())
+            .collect();
+        assert_eq!(distinct.len(), DeploymentErrorCode::ALL.len());
+        assert_eq!(
+            DeploymentErrorCode::HealthCheckFailed,
+            "health_check_failed"
+        );
+    }
+
+    #[test]
+    fn the_readme_lists_every_error_code_and_no_other() {
+        let readme = include_str!("../../README.md");
+        let section = readme
+            .split("### Deployment error codes")
+            .nth(1)
+            .expect("README section \"Deployment error codes\"");
+        let section = section.split("\n#").next().unwrap_or_default();
+        let listed: Vec<&str> = section
+            .lines()
+            .filter_map(|line| line.strip_prefix("| `"))
+            .filter_map(|rest| rest.split('`').next())
+            .collect();
+        let all: Vec<&str> = DeploymentErrorCode::ALL
+            .iter()
+            .map(|c| c.as_str())
+            .collect();
+        assert_eq!(listed, all);
     }
 }

@@ -236,7 +236,7 @@ mod tests {
         failed.last_error = Some(DeploymentError {
             timestamp: Time(Timestamp::now()),
             phase: DeploymentPhase::Verify,
-            code: "health_check_failed".into(),
+            code: berth_crds::deployment::DeploymentErrorCode::HealthCheckFailed,
             message: "health check GET /nope failed; env hunter2-secret ab".into(),
         });
         let (event, last) = tracker.observe(&deployment(Some(failed.clone()))).unwrap();

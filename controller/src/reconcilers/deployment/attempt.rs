@@ -1,17 +1,21 @@
-//! Running one attempt: every phase under its own deadline, the status written as it goes, a
-//! cancel or a newer attempt honoured between phases, and a failed verify rolled back.
+//! One attempt: `reconcile` decides what it does next (wait for a retry or for its server, end
+//! because it was canceled before it ran, or run), and a run is a supervised task that goes
+//! through the phases in order, writes the status as it goes, and ends, schedules a retry, or
+//! stops unfinished when the controller does.
 
-use std::future::Future;
+mod phases;
+mod server;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
 use std::time::Duration;
 
 use berth_crds::deployment::{
-    Deployment, DeploymentError, DeploymentPhase, DeploymentRetry, DeploymentState,
-    DeploymentStatus,
+    Deployment, DeploymentError, DeploymentErrorCode as Code, DeploymentPhase, DeploymentRetry,
+    DeploymentState, DeploymentStatus,
 };
-use berth_crds::masking::Masker;
 use berth_crds::progress::Level;
-use berth_crds::resource::Resource;
-use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::controller::Action;
@@ -19,74 +23,88 @@ use kube::runtime::events::EventType;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource as _, ResourceExt};
 
-use super::connect;
-use super::package;
-use super::plan::plan;
-use super::progress::{OutputSink, Progress};
-use super::runtime::{ProbeError, Target};
-use super::waiting;
+use self::phases::{Guard, Halt, Siblings, Stop};
+use super::progress::Progress;
+use super::supervisor::{AttemptKey, Interrupt, Signal};
+use super::{KIND, waiting};
 use crate::cache::Caches;
 use crate::context::Context;
 use crate::error::{Error, Result};
-use berth_remote::RemoteError;
 
-/// How often a long phase looks (in the cache) for a cancel request or a newer attempt.
-const INTERRUPTION_POLL: Duration = Duration::from_millis(250);
-/// Deadline of the detect, plan and deploy phases (package has its own, see `package`).
-const PHASE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How soon an attempt runs again after one of the controller's own API calls failed.
+const AFTER_FAULT: Duration = Duration::from_secs(5);
 
-/// Why an attempt stopped early.
-struct Stop {
-    state: DeploymentState,
-    phase: DeploymentPhase,
-    code: &'static str,
-    message: String,
-    /// The way to the server failed, not the attempt itself: a retry may succeed.
-    transient: bool,
-}
-
-fn stop(phase: DeploymentPhase, code: &'static str, message: impl Into<String>) -> Stop {
-    Stop {
-        state: DeploymentState::Failed,
-        phase,
-        code,
-        message: message.into(),
-        transient: false,
-    }
-}
-
-/// A stop caused by `error` on the way to the server; transient when the transport failed.
-fn stop_remote(phase: DeploymentPhase, code: &'static str, error: &RemoteError) -> Stop {
-    Stop {
-        transient: error.is_transient(),
-        ..stop(phase, code, error.to_string())
-    }
-}
-
-/// Runs (or re-runs, after a restart or a passing fault) the attempt to its end, unless it
-/// has to wait for its server or for a retry; the action says when to look again.
-pub async fn run(context: &Context, deployment: &Deployment) -> Result<Action> {
-    let namespace = deployment
-        .namespace()
-        .ok_or(Error::MissingObjectKey("metadata.namespace"))?;
-    seen_by_cache(context, deployment).await;
-    let mut progress = Progress::start(
-        Api::namespaced(context.client.clone(), &namespace),
-        deployment,
-        context.timeline.clone(),
-    );
-    if let Some(wait) = retry_not_due(&progress.status) {
-        return Ok(Action::requeue(wait));
-    }
-    if let Err(stopped) = interruption(context, &namespace, deployment, DeploymentPhase::Detect)? {
-        end_early(context, deployment, &mut progress, stopped).await?;
+/// What the attempt of `deployment` (unfinished, not being deleted) does next. A running
+/// attempt is only told what changed (a cancel, a newer attempt); the action says when to look
+/// again, and the end of a run looks again by itself.
+pub async fn reconcile(context: &Arc<Context>, deployment: Deployment) -> Result<Action> {
+    let key = AttemptKey::of(&deployment);
+    // A newer attempt stops the older ones of its resource at once.
+    context.attempts.supersede_older(&key);
+    seen_by_cache(context, &deployment).await;
+    if follow(context, &deployment) {
         return Ok(Action::await_change());
     }
-    if let Some(blocker) = waiting::server_blocker(&context.caches, deployment) {
-        wait_for_server(context, deployment, progress, &blocker).await?;
+    let siblings = CacheSiblings::new(context, &deployment)?;
+    let interruption = siblings.interruption();
+    let namespace = siblings.namespace.clone();
+    let api = Api::namespaced(context.client.clone(), &namespace);
+    if let Some(wait) = deployment.status.as_ref().and_then(retry_not_due) {
+        return Ok(Action::requeue(wait));
+    }
+    if let Some(interrupt) = interruption {
+        let mut progress = Progress::start(api, &deployment, context.timeline.clone());
+        if let Halt::Stop(stopped) = Halt::from_interrupt(interrupt, DeploymentPhase::Detect) {
+            end_early(context, &deployment, &mut progress, stopped).await?;
+        }
+        return Ok(Action::await_change());
+    }
+    if let Some(blocker) = waiting::server_blocker(&context.caches, &deployment) {
+        let progress = Progress::start(api, &deployment, context.timeline.clone());
+        wait_for_server(context, &deployment, progress, &blocker).await?;
         // The server's readiness change wakes the attempt; this is only the safety net.
         return Ok(Action::requeue(super::super::RESYNC_AFTER));
     }
+    let task_context = Arc::clone(context);
+    context
+        .attempts
+        .start(key, move |signal| run(task_context, deployment, signal));
+    Ok(Action::await_change())
+}
+
+/// Whether the attempt of `deployment` runs now; if so, it is told when it must stop.
+pub fn follow(context: &Context, deployment: &Deployment) -> bool {
+    let key = AttemptKey::of(deployment);
+    if !context.attempts.is_running(&key) {
+        return false;
+    }
+    let interruption = CacheSiblings::new(context, deployment)
+        .ok()
+        .and_then(|siblings| siblings.interruption());
+    if let Some(interrupt) = interruption {
+        context.attempts.signal(&key, interrupt);
+    }
+    true
+}
+
+/// The attempt's task: runs (or re-runs, after a restart or a passing fault) the attempt until
+/// it ends, waits for a retry, or is stopped unfinished. Returns how long to wait before the
+/// Deployment is reconciled again.
+async fn run(context: Arc<Context>, deployment: Deployment, signal: Signal) -> Duration {
+    match execute(&context, &deployment, signal).await {
+        Ok(()) => Duration::ZERO,
+        Err(error) => {
+            context.metrics.reconcile_failed(KIND, &error);
+            tracing::warn!(%error, deployment = %deployment.name_any(), "the attempt runs again");
+            AFTER_FAULT
+        }
+    }
+}
+
+async fn execute(context: &Context, deployment: &Deployment, signal: Signal) -> Result<()> {
+    let siblings = CacheSiblings::new(context, deployment)?;
+    let api = Api::namespaced(context.client.clone(), &siblings.namespace);
+    let mut progress = Progress::start(api, deployment, context.timeline.clone());
     match &progress.status.retry {
         Some(retry) => progress.note(
             Level::Info,
@@ -104,27 +122,44 @@ pub async fn run(context: &Context, deployment: &Deployment) -> Result<Action> {
     progress.status.started_at = Some(Time(Timestamp::now()));
     progress.status.finished_at = None;
     progress.status.last_error = None;
-    let mut new_container = None;
-    let outcome = phases(context, &namespace, &mut progress, &mut new_container).await?;
-    let Err(stopped) = outcome else {
-        progress.status.retry = None;
-        progress.end(DeploymentState::Succeeded, None).await?;
-        return Ok(Action::await_change());
+    let guard = Guard {
+        signal,
+        siblings: &siblings,
     };
-    // Whatever stopped the attempt, the old container keeps serving: remove only the new one.
-    if let Some((target, name)) = new_container {
-        progress.status.phase = Some(DeploymentPhase::Rollback);
-        if let Err(error) = Target::remove_container(&target, &name).await {
-            tracing::warn!(%error, container = %name, "could not remove the failed container");
+    match phases(context, &mut progress, &guard).await {
+        Ok(()) => {
+            progress.status.retry = None;
+            progress.end(DeploymentState::Succeeded, None).await
+        }
+        Err(Halt::Stop(stopped)) => {
+            let transient = stopped.transient || waiting::is_transient(stopped.phase, stopped.code);
+            if stopped.state == DeploymentState::Failed && transient {
+                return schedule_retry(context, deployment, progress, stopped).await;
+            }
+            end_early(context, deployment, &mut progress, stopped).await
+        }
+        Err(Halt::Shutdown) => {
+            // Left unfinished on purpose: the next leader finds it started and runs it again.
+            progress.note(Level::Warn, "the controller stopped during the attempt");
+            progress.settle().await
+        }
+        Err(Halt::Fault(error)) => {
+            progress.settle().await?;
+            Err(error)
         }
     }
-    let transient = stopped.transient || waiting::is_transient(stopped.phase, stopped.code);
-    if stopped.state == DeploymentState::Failed && transient {
-        let delay = schedule_retry(context, deployment, progress, stopped).await?;
-        return Ok(Action::requeue(delay));
-    }
-    end_early(context, deployment, &mut progress, stopped).await?;
-    Ok(Action::await_change())
+}
+
+/// The attempt, phase by phase (spec §6): detect → plan → package → deploy → verify.
+async fn phases(
+    context: &Context,
+    progress: &mut Progress<'_>,
+    guard: &Guard<'_>,
+) -> std::result::Result<(), Halt> {
+    let resource = phases::detect(context, progress, guard).await?;
+    let (plan, server) = phases::plan(context, progress, guard, &resource).await?;
+    phases::package(&server, progress, guard, &plan).await?;
+    phases::roll_out(&server, progress, guard, &plan).await
 }
 
 /// Ends the attempt as `stopped` says, with an Event.
@@ -142,18 +177,18 @@ async fn end_early(
         .publish_event(
             &deployment.object_ref(&()),
             type_,
-            stopped.code,
+            stopped.code.as_str(),
             stopped.message.clone(),
         )
         .await;
     let error = DeploymentError {
         timestamp: Time(Timestamp::now()),
         phase: stopped.phase,
-        code: stopped.code.into(),
+        code: stopped.code,
         message: stopped.message,
     };
     progress.status.retry = None;
-    if stopped.code == "canceled" {
+    if stopped.code == Code::Canceled {
         // Watchers see the request acknowledged before the attempt ends.
         progress.status.status = Some(DeploymentState::CancelRequested);
         progress.write();
@@ -189,13 +224,14 @@ async fn wait_for_server(
     progress.settle().await
 }
 
-/// Keeps the attempt open after a passing fault and says when it runs again; returns the delay.
+/// Keeps the attempt open after a passing fault and records when it runs again; `reconcile`
+/// wakes it then.
 async fn schedule_retry(
     context: &Context,
     deployment: &Deployment,
     mut progress: Progress<'_>,
     stopped: Stop,
-) -> Result<Duration> {
+) -> Result<()> {
     let count = progress.status.retry.as_ref().map_or(0, |r| r.count) + 1;
     let delay = waiting::retry_delay(u32::try_from(count).unwrap_or(u32::MAX));
     let message = format!(
@@ -211,7 +247,7 @@ async fn schedule_retry(
         last_error: DeploymentError {
             timestamp: Time(Timestamp::now()),
             phase: stopped.phase,
-            code: stopped.code.into(),
+            code: stopped.code,
             message: stopped.message.clone(),
         },
     });
@@ -225,8 +261,7 @@ async fn schedule_retry(
             message,
         )
         .await;
-    progress.settle().await?;
-    Ok(delay)
+    progress.settle().await
 }
 
 /// How long until a scheduled retry is due; `None` when none is scheduled or it is due.
@@ -248,301 +283,61 @@ async fn seen_by_cache(context: &Context, deployment: &Deployment) {
     }
 }
 
-/// Lines of a failed container's output kept in the timeline.
-const LOG_TAIL_LINES: usize = 50;
+/// The attempt's view of itself and the other attempts of its resource, from the cache: it
+/// follows the Deployments through their watch, so looking costs no API request.
+struct CacheSiblings<'a> {
+    context: &'a Context,
+    deployment: &'a Deployment,
+    namespace: String,
+}
 
-/// Records the last lines of the new container's output, masked, in the attempt's timeline.
-async fn record_log_tail(target: &Target, plan: &super::plan::Plan, output: &OutputSink) {
-    let tail = tokio::time::timeout(
-        PHASE_TIMEOUT,
-        target.log_tail(&plan.container_name, LOG_TAIL_LINES),
-    )
-    .await
-    .unwrap_or_else(|_| Err("no answer in time".into()));
-    match tail {
-        Ok(lines) => {
-            let masker = Masker::new(plan.secret_values.iter().chain(plan.build_args.values()));
-            for (stream, line) in lines {
-                output.line(stream, &masker.mask(&line));
-            }
-        }
-        Err(error) => {
-            tracing::warn!(%error, container = %plan.container_name, "could not read the container's output");
-        }
+impl<'a> CacheSiblings<'a> {
+    fn new(context: &'a Context, deployment: &'a Deployment) -> Result<Self> {
+        let namespace = deployment
+            .namespace()
+            .ok_or(Error::MissingObjectKey("metadata.namespace"))?;
+        Ok(Self {
+            context,
+            deployment,
+            namespace,
+        })
+    }
+
+    fn attempts(&self) -> Vec<Arc<Deployment>> {
+        let resource = &self.deployment.spec.resource_id;
+        self.context
+            .caches
+            .deployments_of(&self.namespace, resource)
     }
 }
 
-/// A phase under its deadline; running out of time stops the attempt.
-async fn timed<T>(
-    phase: DeploymentPhase,
-    limit: Duration,
-    work: impl Future<Output = std::result::Result<T, Stop>>,
-) -> std::result::Result<T, Stop> {
-    tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
-        Err(stop(
-            phase,
-            "phase_timeout",
-            format!("phase did not finish within {}s", limit.as_secs()),
-        ))
-    })
-}
-
-/// The phases in order. `Ok(Err(stop))` is an attempt that ended early; `Err` is a fault of the
-/// controller's own API calls, retried by the caller.
-async fn phases(
-    context: &Context,
-    namespace: &str,
-    progress: &mut Progress<'_>,
-    new_container: &mut Option<(Target, String)>,
-) -> Result<std::result::Result<(), Stop>> {
-    use DeploymentPhase::*;
-    let deployment = progress.deployment;
-    macro_rules! check {
-        ($e:expr) => {
-            match $e {
-                Ok(value) => value,
-                Err(stop) => return Ok(Err(stop)),
-            }
+impl Siblings for CacheSiblings<'_> {
+    fn interruption(&self) -> Option<Interrupt> {
+        let deployments = &self.context.caches.deployments;
+        let name = self.deployment.name_any();
+        let Some(fresh) = Caches::get(deployments, &self.namespace, &name) else {
+            return Some(Interrupt::Deleted);
         };
+        if fresh.spec.cancel_requested {
+            return Some(Interrupt::Canceled);
+        }
+        let attempts = self.attempts();
+        let newer = attempts.iter().rev().find(|d| is_newer(d, self.deployment));
+        newer.map(|newer| Interrupt::Superseded(newer.name_any()))
     }
-    progress.step(Detect, 1, "Detecting the source");
-    let resources = Api::<Resource>::namespaced(context.client.clone(), namespace);
-    let (checked, resource) = tokio::join!(
-        async { interruption(context, namespace, deployment, Detect) },
-        resources.get_opt(&deployment.spec.resource_id),
-    );
-    check!(checked?);
-    let resource = check!(resource?.ok_or_else(|| stop(
-        Detect,
-        "resource_not_found",
-        format!("Resource {} does not exist", deployment.spec.resource_id)
-    )));
 
-    progress.status.status = Some(DeploymentState::Planning);
-    progress.step(Plan, 2, "Planning the container and route");
-    // Only reads so far: the interruption check, the connection and the configuration go at
-    // once, and a cancel still stops the attempt before anything on the server changes.
-    let (checked, connected, entries) = tokio::join!(
-        async { interruption(context, namespace, deployment, Plan) },
-        tokio::time::timeout(
-            PHASE_TIMEOUT,
-            connect(context, namespace, &deployment.spec.server_id),
-        ),
-        super::config::entries(context, namespace, &resource, deployment),
-    );
-    check!(checked?);
-    let (server, target) = match connected {
-        Err(_) => {
-            return Ok(Err(stop(
-                Plan,
-                "phase_timeout",
-                "server not reachable in time",
-            )));
-        }
-        Ok(Err(Error::InvalidSpec(message))) => {
-            return Ok(Err(stop(Plan, "server_not_ready", message)));
-        }
-        Ok(Err(Error::Remote(error))) => {
-            return Ok(Err(stop(Plan, "server_unreachable", error.to_string())));
-        }
-        Ok(other) => other?,
-    };
-    let mut plan = check!(
-        plan(
-            &resource,
-            &server,
-            &deployment.name_any(),
-            deployment.spec.source_snapshot.as_ref(),
-        )
-        .map_err(|e| stop(Plan, e.code, e.message))
-    );
-    let entries = entries?;
-    progress.status.config_fingerprint = Some(berth_crds::config::fingerprint(&entries));
-    super::config::apply_to(&mut plan, entries);
-    progress.status.image_ref = Some(plan.image.clone());
-    progress.status.status = Some(DeploymentState::Planned);
-    progress.write();
-
-    check!(interruption(context, namespace, deployment, Package)?);
-    progress.status.status = Some(DeploymentState::Running);
-    progress.step(Package, 3, &package::step_label(&plan));
-    let socket = &server.spec.docker_socket_path;
-    let secrets = Api::<Secret>::namespaced(context.client.clone(), namespace);
-    let output = progress.output();
-    check!(
-        timed(Package, package::phase_timeout(), async {
-            // A build or a pull may take minutes: a cancel or a newer attempt ends it early.
-            tokio::select! {
-                packaged = package::package(&target, socket, &plan, &secrets, &output) => {
-                    packaged.map_err(|f| stop(Package, f.code, f.message))
-                }
-                stopped = watch_interruption(context, namespace, deployment, Package) => {
-                    Err(stopped)
-                }
-            }
-        })
-        .await
-    );
-
-    // The build's output is in the timeline before the status moves on: readers that follow
-    // the status (the progress stream) then show every line before the next step.
-    context.timeline.flush().await;
-    check!(interruption(context, namespace, deployment, Deploy)?);
-    let label = format!("Starting container {}", plan.container_name);
-    progress.step(Deploy, 4, &label);
-    progress.status.container_id = Some(plan.container_name.clone());
-    // Until an attempt succeeded, no route reaches the upstream name: the first container may
-    // carry it from the start, which spares the rejoin below.
-    let first = !context
-        .caches
-        .deployments_of(namespace, &deployment.spec.resource_id)
-        .iter()
-        .any(|d| d.status.as_ref().and_then(|s| s.status) == Some(DeploymentState::Succeeded));
-    let started = timed(Deploy, PHASE_TIMEOUT, async {
-        target
-            .start_container(&plan, first)
-            .await
-            .map_err(|e| stop_remote(Deploy, "container_start_failed", &e))
-    })
-    .await;
-    *new_container = Some((target, plan.container_name.clone()));
-    check!(started);
-    let target = &new_container.as_ref().expect("just set").0;
-
-    progress.step(Verify, 5, "Health check, then switching the route");
-    let health = &plan.health;
-    let verify_limit = health.start_period
-        + (health.interval + health.timeout) * (health.retries + 2)
-        + Duration::from_secs(10);
-    let verified = timed(Verify, verify_limit, async {
-        // Probing may take a while; a cancel or a newer attempt ends it early.
-        tokio::select! {
-            probed = target.probe_until_healthy(&plan) => probed.map_err(|error| match error {
-                ProbeError::Unhealthy(message) => stop(Verify, "health_check_failed", message),
-                ProbeError::Unreachable(message) => Stop {
-                    transient: true,
-                    ..stop(Verify, "server_unreachable", message)
-                },
-            }),
-            stopped = watch_interruption(context, namespace, deployment, Verify) => {
-                Err(stopped)
-            }
-        }
-    })
-    .await;
-    if verified
-        .as_ref()
-        .is_err_and(|s| s.state == DeploymentState::Failed)
-    {
-        // What the container said explains most failed checks; it goes with the container.
-        record_log_tail(target, &plan, &progress.output()).await;
-    }
-    check!(verified);
-    check!(interruption(context, namespace, deployment, Verify)?);
-    let route_id = super::plan::route_id(namespace, &resource.name_any());
-    let route = plan
-        .route
-        .as_ref()
-        .map(|r| (r, plan.upstream.as_str(), plan.internal_port));
-    check!(
-        timed(Verify, PHASE_TIMEOUT, async {
-            // The new container joins the resource's upstream name; the route names only that,
-            // so the proxy's configuration changes on the first deploy (or a new host) only.
-            let switched = async {
-                if !first {
-                    // A re-run may find its container already promoted: no rejoin then.
-                    target.ensure_promoted(&plan).await?;
-                }
-                target.ensure_route(&route_id, route).await
-            };
-            switched
-                .await
-                .map(drop)
-                .map_err(|e| stop(Verify, "route_switch_failed", e.to_string()))
-        })
-        .await
-    );
-    // From here the new container serves; the old ones stop taking connections on SIGTERM and
-    // finish what they accepted before they exit (and leave the upstream name).
-    let new_name = plan.container_name.clone();
-    let (target, _) = new_container.take().expect("set above");
-    // Only containers of older attempts go: a newer attempt may have started meanwhile, and its
-    // container must survive this one's cleanup.
-    let attempts = context
-        .caches
-        .deployments_of(namespace, &deployment.spec.resource_id);
-    let newer_than_us = |started_by: &str| {
-        attempts
+    fn any_succeeded(&self) -> bool {
+        self.attempts()
             .iter()
-            .find(|d| d.name_any() == started_by)
-            .is_some_and(|d| is_newer(d, deployment))
-    };
-    let old = target
-        .resource_containers(namespace, &resource.name_any())
-        .await
-        .unwrap_or_default();
-    let retired = old
-        .into_iter()
-        .filter(|(name, started_by)| *name != new_name && !newer_than_us(started_by));
-    for (name, _) in retired {
-        if let Err(error) = target.retire(&name).await {
-            tracing::warn!(%error, container = %name, "could not retire an old container");
-        }
+            .any(|d| d.status.as_ref().and_then(|s| s.status) == Some(DeploymentState::Succeeded))
     }
-    package::prune_built_images(&target, namespace, &resource.name_any(), &plan.image).await;
-    Ok(Ok(()))
-}
 
-/// Resolves once the attempt must stop during a long `phase`. The cache follows the
-/// Deployments through their watch, so looking costs no API request.
-async fn watch_interruption(
-    context: &Context,
-    namespace: &str,
-    deployment: &Deployment,
-    phase: DeploymentPhase,
-) -> Stop {
-    loop {
-        tokio::time::sleep(INTERRUPTION_POLL).await;
-        if let Ok(Err(stopped)) = interruption(context, namespace, deployment, phase) {
-            return stopped;
-        }
+    fn is_newer(&self, name: &str) -> bool {
+        self.attempts()
+            .iter()
+            .find(|d| d.name_any() == name)
+            .is_some_and(|d| is_newer(d, self.deployment))
     }
-}
-
-/// Whether the attempt must stop before `phase`: deleted, cancel requested, or superseded by a
-/// newer attempt for the same resource. Read from the cache.
-fn interruption(
-    context: &Context,
-    namespace: &str,
-    deployment: &Deployment,
-    phase: DeploymentPhase,
-) -> Result<std::result::Result<(), Stop>> {
-    let stopped = |code: &'static str, message: String| {
-        Ok(Err(Stop {
-            state: DeploymentState::Canceled,
-            ..stop(phase, code, message)
-        }))
-    };
-    let Some(fresh) = Caches::get(
-        &context.caches.deployments,
-        namespace,
-        &deployment.name_any(),
-    ) else {
-        return Ok(Err(stop(phase, "deleted", "the Deployment was deleted")));
-    };
-    if fresh.spec.cancel_requested {
-        return stopped("canceled", "canceled on request".into());
-    }
-    let attempts = context
-        .caches
-        .deployments_of(namespace, &deployment.spec.resource_id);
-    if let Some(newer) = attempts.iter().rev().find(|d| is_newer(d, deployment)) {
-        return stopped(
-            "superseded",
-            format!("superseded by the newer attempt {}", newer.name_any()),
-        );
-    }
-    Ok(Ok(()))
 }
 
 /// Whether `a` was created after `b` (names break ties, so exactly one attempt is newest).

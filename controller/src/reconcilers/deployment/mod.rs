@@ -1,6 +1,7 @@
 //! Deployment: one attempt, run as phases detect → plan → package → deploy → verify (→ rollback)
 //! with a timeout each; progress and the last error are persisted in the status after every step.
-//! One active attempt per resource: a newer one supersedes (the older ends `canceled`).
+//! One active attempt per resource: a newer one supersedes (the older ends `canceled`). Each
+//! run is a task of the context's [`supervisor::Attempts`], so `reconcile` stays short.
 
 pub mod attempt;
 pub mod config;
@@ -8,6 +9,7 @@ pub mod package;
 pub mod plan;
 pub mod progress;
 pub mod runtime;
+pub mod supervisor;
 pub mod waiting;
 
 use std::sync::Arc;
@@ -49,14 +51,25 @@ pub async fn run(
         .watches_shared_stream(readiness, move |server| {
             waiting::attempts_on(&waiting, &server)
         })
+        .reconcile_on(context.attempts.ended())
         .graceful_shutdown_on(shutdown)
-        .run(reconcile, error_policy(KIND), context);
+        .run(reconcile, error_policy(KIND), context.clone());
     drain(KIND, stream).await;
+    // Reconciles are short; the attempts they started stop now, not after a build.
+    context
+        .attempts
+        .shut_down(supervisor::SETTLE_ON_SHUTDOWN)
+        .await;
 }
 
 async fn reconcile(cached: Arc<Deployment>, context: Arc<Context>) -> Result<Action> {
     let _timer = context.metrics.reconcile_started(KIND);
     if has_ended(&cached) {
+        return Ok(Action::await_change());
+    }
+    // A running attempt writes its status as it goes: each write lands here, and only a
+    // cancel or a deletion is news to it.
+    if attempt::follow(&context, &cached) {
         return Ok(Action::await_change());
     }
     // The cache may still hold a status from before the attempt's own last write; acting on it
@@ -71,7 +84,7 @@ async fn reconcile(cached: Arc<Deployment>, context: Arc<Context>) -> Result<Act
     if has_ended(&deployment) || deployment.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
-    attempt::run(&context, &deployment).await
+    attempt::reconcile(&context, deployment).await
 }
 
 /// Whether the attempt reached a final state (which it never leaves).

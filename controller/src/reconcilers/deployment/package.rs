@@ -17,14 +17,12 @@ mod pull;
 
 use berth_crds::{NAMESPACE_LABEL, RESOURCE_LABEL};
 use std::collections::{HashMap, VecDeque};
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use berth_crds::common::SourceDescriptor;
+use berth_crds::deployment::DeploymentErrorCode as Code;
 use berth_crds::masking::Masker;
 use berth_crds::progress::OutputStream;
-use berth_crds::resource::Resource;
-use berth_crds::server::Server;
 use bollard::models::ImageSummary;
 use bollard::query_parameters::{
     BuildImageOptionsBuilder, ListImagesOptionsBuilder, RemoveImageOptionsBuilder,
@@ -34,14 +32,12 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 
 use self::context::{Ignore, Listing};
-use super::plan::{DOCKER_IMAGE_SOURCE, Plan, PlanError, is_static_site, plan_error};
+use super::plan::{BUILT_REPOSITORY_PREFIX, Packaging, Plan};
 use super::progress::OutputSink;
 use super::runtime::Target;
 use berth_remote::RemoteError;
 use berth_remote::docker::{docker_call, docker_over_ssh_within};
 
-/// Repository prefix of every image Berth builds; pruning touches nothing else.
-pub const BUILT_REPOSITORY_PREFIX: &str = "berth-built/";
 /// Built images kept per resource (besides the serving one), so a recent version can be
 /// started again without a rebuild.
 pub const KEEP_BUILT_IMAGES: usize = 3;
@@ -56,161 +52,17 @@ const TAIL_LINES: usize = 10;
 /// Longest quoted build output line, in characters.
 const MAX_LINE_CHARS: usize = 300;
 
-/// How the package phase gets the planned image onto the server.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Packaging {
-    /// A prebuilt image, pulled when missing with the credentials of `pull_secret` (the name
-    /// of a `kubernetes.io/dockerconfigjson` Secret in the Resource's namespace).
-    Pull { pull_secret: Option<String> },
-    /// Built from `dockerfile` (a relative path inside `context`) in the folder `context`.
-    Dockerfile {
-        context: PathBuf,
-        dockerfile: String,
-    },
-    /// The files of `context` served by `server_image`'s Caddy file server.
-    StaticSite {
-        context: PathBuf,
-        server_image: String,
-    },
-}
-
 /// Why the package phase failed; `code` and `message` go into the attempt's `lastError`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PackageFailure {
-    pub code: &'static str,
+    pub code: Code,
     pub message: String,
 }
 
-fn failure(code: &'static str, message: impl Into<String>) -> PackageFailure {
+fn failure(code: Code, message: impl Into<String>) -> PackageFailure {
     PackageFailure {
         code,
         message: message.into(),
-    }
-}
-
-/// Decides how to package `source`, checking its paths without touching the filesystem.
-pub fn packaging_of(
-    resource: &Resource,
-    server: &Server,
-    source: &SourceDescriptor,
-) -> Result<Packaging, PlanError> {
-    if source.kind == DOCKER_IMAGE_SOURCE {
-        let secret_ref = resource.spec.image_pull_secret_ref.as_ref();
-        return Ok(Packaging::Pull {
-            pull_secret: secret_ref.map(|r| r.name.clone()),
-        });
-    }
-    let folder = Path::new(&source.locator);
-    if !folder.is_absolute() {
-        return Err(plan_error(
-            "source_locator_invalid",
-            format!(
-                "a local-folder locator must be an absolute directory path on the controller, not `{}`",
-                source.locator
-            ),
-        ));
-    }
-    let base = source.base_directory.as_deref().unwrap_or(".");
-    let base = folder.join(relative(base, "base_directory_invalid", "baseDirectory")?);
-    if is_static_site(resource) && !wants_dockerfile(resource) {
-        let runtime = resource.spec.runtime_profile.as_ref();
-        let publish = runtime
-            .and_then(|r| r.publish_directory.as_deref())
-            .unwrap_or(".");
-        let publish = relative(
-            publish,
-            "publish_directory_invalid",
-            "runtimeProfile.publishDirectory",
-        )?;
-        let server_image = server.spec.proxy.image.clone();
-        if server_image.is_empty() || server_image.contains(char::is_whitespace) {
-            return Err(plan_error(
-                "proxy_image_invalid",
-                format!("the server's proxy image `{server_image}` is not an image reference"),
-            ));
-        }
-        return Ok(Packaging::StaticSite {
-            context: base.join(publish),
-            server_image,
-        });
-    }
-    let dockerfile = source
-        .metadata
-        .get("dockerfile")
-        .map_or("Dockerfile", String::as_str);
-    let dockerfile = relative(dockerfile, "dockerfile_path_invalid", "metadata.dockerfile")?;
-    Ok(Packaging::Dockerfile {
-        context: base,
-        dockerfile: slash_path(&dockerfile),
-    })
-}
-
-/// A static-site resource that explicitly asks for its own Dockerfile gets one.
-fn wants_dockerfile(resource: &Resource) -> bool {
-    let strategy = resource.spec.runtime_profile.as_ref();
-    strategy.and_then(|r| r.strategy.as_deref()) == Some("dockerfile")
-}
-
-/// `path` as a relative path that stays inside its parent: no root, no `..`.
-fn relative(path: &str, code: &'static str, field: &str) -> Result<PathBuf, PlanError> {
-    let mut clean = PathBuf::new();
-    for component in Path::new(path).components() {
-        match component {
-            Component::Normal(part) => clean.push(part),
-            Component::CurDir => {}
-            Component::ParentDir | Component::RootDir | Component::Prefix(_) => {
-                return Err(plan_error(
-                    code,
-                    format!(
-                        "{field} `{path}` must be a relative path inside the source folder (no `..`, not absolute)"
-                    ),
-                ));
-            }
-        }
-    }
-    Ok(clean)
-}
-
-/// A relative path as the tar archive and Docker's `dockerfile` parameter spell it.
-fn slash_path(path: &Path) -> String {
-    let parts: Vec<_> = path
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy())
-        .collect();
-    if parts.is_empty() {
-        ".".into()
-    } else {
-        parts.join("/")
-    }
-}
-
-/// The tag of the image an attempt builds: `berth-built/<namespace>-<resource>:<deployment>`,
-/// reduced to what a Docker reference allows.
-pub fn built_tag(namespace: &str, resource: &str, deployment: &str) -> String {
-    let repository = reference_part(&format!("{namespace}-{resource}"), 200);
-    let tag = reference_part(deployment, 128);
-    format!("{BUILT_REPOSITORY_PREFIX}{repository}:{tag}")
-}
-
-/// Lowercase letters, digits, `.` and `-`, starting and ending with a letter or digit.
-fn reference_part(name: &str, max: usize) -> String {
-    let mapped: String = name
-        .to_lowercase()
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
-                c
-            } else {
-                '-'
-            }
-        })
-        .take(max)
-        .collect();
-    let trimmed = mapped.trim_matches(|c: char| !c.is_ascii_alphanumeric());
-    if trimmed.is_empty() {
-        "x".into()
-    } else {
-        trimmed.into()
     }
 }
 
@@ -263,10 +115,10 @@ pub async fn package(
     match target.image_present(&plan.image).await {
         Ok(true) => Ok(()),
         Ok(false) => Err(failure(
-            "build_failed",
+            Code::BuildFailed,
             format!("the build finished without producing image {}", plan.image),
         )),
-        Err(error) => Err(failure("docker_error", error.to_string())),
+        Err(error) => Err(failure(Code::DockerError, error.to_string())),
     }
 }
 
@@ -281,7 +133,7 @@ async fn ensure_pulled(
     match target.image_present(image).await {
         Ok(true) => return Ok(()),
         Ok(false) => {}
-        Err(error) => return Err(failure("docker_error", error.to_string())),
+        Err(error) => return Err(failure(Code::DockerError, error.to_string())),
     }
     let auth = match pull_secret {
         Some(name) => {
@@ -294,10 +146,10 @@ async fn ensure_pulled(
     match target.image_present(image).await {
         Ok(true) => Ok(()),
         Ok(false) => Err(failure(
-            "image_pull_failed",
+            Code::ImagePullFailed,
             format!("the pull finished without image {image} on the server"),
         )),
-        Err(error) => Err(failure("docker_error", error.to_string())),
+        Err(error) => Err(failure(Code::DockerError, error.to_string())),
     }
 }
 
@@ -320,7 +172,7 @@ async fn dockerfile_build(
         folder_present(&context)?;
         if !context.join(&name).is_file() {
             return Err(failure(
-                "dockerfile_not_found",
+                Code::DockerfileNotFound,
                 format!("no Dockerfile at {}", context.join(&name).display()),
             ));
         }
@@ -384,7 +236,7 @@ fn folder_present(folder: &Path) -> Result<(), PackageFailure> {
         Ok(())
     } else {
         Err(failure(
-            "source_folder_not_found",
+            Code::SourceFolderNotFound,
             format!(
                 "{} is not a directory the controller can read",
                 folder.display()
@@ -399,7 +251,7 @@ async fn blocking<T: Send + 'static>(
 ) -> Result<T, PackageFailure> {
     tokio::task::spawn_blocking(work)
         .await
-        .unwrap_or_else(|error| Err(failure("build_context_unreadable", error.to_string())))
+        .unwrap_or_else(|error| Err(failure(Code::BuildContextUnreadable, error.to_string())))
 }
 
 /// Uploads the context and follows the build's output to its end.
@@ -451,7 +303,7 @@ async fn run_build(
     // A context that could not be read explains a failed upload better than the upload error.
     if let Ok(Err(error)) = writer.await {
         let message = format!("could not read the build context: {error}");
-        return Err(failure("build_context_unreadable", masker.mask(&message)));
+        return Err(failure(Code::BuildContextUnreadable, masker.mask(&message)));
     }
     match failed {
         None => Ok(()),
@@ -468,9 +320,9 @@ fn build_failure(
 ) -> PackageFailure {
     use bollard::errors::Error::{DockerResponseServerError, DockerStreamError};
     let (code, reason) = match error {
-        DockerStreamError { error } => ("build_failed", error.clone()),
-        DockerResponseServerError { message, .. } => ("build_failed", message.clone()),
-        other => ("docker_error", other.to_string()),
+        DockerStreamError { error } => (Code::BuildFailed, error.clone()),
+        DockerResponseServerError { message, .. } => (Code::BuildFailed, message.clone()),
+        other => (Code::DockerError, other.to_string()),
     };
     let mut message = masker.mask(reason.trim());
     let tail = log.tail();
@@ -638,125 +490,15 @@ fn images_to_prune(images: &[ImageSummary], keep: usize, serving: &str) -> Vec<S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::{Value, json};
-
-    fn resource(extra: Value) -> Resource {
-        let mut spec = json!({
-            "projectId": "p", "environmentId": "e", "serverId": "local",
-            "name": "Site", "kind": "application",
-            "source": { "kind": "local-folder", "locator": "/srv/app" },
-        });
-        if let (Value::Object(spec), Value::Object(extra)) = (&mut spec, extra) {
-            spec.extend(extra);
-        }
-        let mut resource = Resource::new("site", serde_json::from_value(spec).unwrap());
-        resource.metadata.namespace = Some("org-acme".into());
-        resource
-    }
-
-    fn server() -> Server {
-        let spec = serde_json::from_value(json!({
-            "host": "127.0.0.1", "username": "root", "credentialId": "key",
-            "proxy": { "image": "berth/edge-caddy:2.6.2" },
-        }))
-        .unwrap();
-        Server::new("local", spec)
-    }
-
-    fn source(base: Option<&str>, dockerfile: Option<&str>) -> SourceDescriptor {
-        let mut metadata = std::collections::BTreeMap::new();
-        if let Some(dockerfile) = dockerfile {
-            metadata.insert("dockerfile".to_string(), dockerfile.to_string());
-        }
-        SourceDescriptor {
-            kind: "local-folder".into(),
-            locator: "/srv/app".into(),
-            display_name: None,
-            base_directory: base.map(str::to_string),
-            metadata,
-        }
-    }
 
     #[test]
-    fn a_local_folder_builds_its_dockerfile_inside_the_base_directory() {
-        let packaging = packaging_of(
-            &resource(json!({})),
-            &server(),
-            &source(Some("./web"), None),
-        )
-        .unwrap();
-        assert_eq!(
-            packaging,
-            Packaging::Dockerfile {
-                context: PathBuf::from("/srv/app/web"),
-                dockerfile: "Dockerfile".into(),
-            }
-        );
-        let custom = source(None, Some("docker/prod.Dockerfile"));
-        let packaging = packaging_of(&resource(json!({})), &server(), &custom).unwrap();
-        assert!(
-            matches!(packaging, Packaging::Dockerfile { dockerfile, .. } if dockerfile == "docker/prod.Dockerfile")
-        );
-    }
-
-    #[test]
-    fn escaping_paths_are_refused_with_codes() {
-        let resource = resource(json!({}));
-        for base in ["../other", "/etc", "a/../../b"] {
-            let error = packaging_of(&resource, &server(), &source(Some(base), None)).unwrap_err();
-            assert_eq!(error.code, "base_directory_invalid", "{base}");
-        }
-        let error =
-            packaging_of(&resource, &server(), &source(None, Some("../Dockerfile"))).unwrap_err();
-        assert_eq!(error.code, "dockerfile_path_invalid");
-        let mut relative_locator = source(None, None);
-        relative_locator.locator = "app".into();
-        let error = packaging_of(&resource, &server(), &relative_locator).unwrap_err();
-        assert_eq!(error.code, "source_locator_invalid");
-        let site = super::tests::resource(json!({
-            "kind": "static-site", "runtimeProfile": { "publishDirectory": "../up" },
-        }));
-        let error = packaging_of(&site, &server(), &source(None, None)).unwrap_err();
-        assert_eq!(error.code, "publish_directory_invalid");
-    }
-
-    #[test]
-    fn a_static_site_serves_its_publish_directory_with_the_proxy_image() {
-        let site = resource(json!({
-            "kind": "static-site", "runtimeProfile": { "publishDirectory": "public" },
-        }));
-        let packaging = packaging_of(&site, &server(), &source(Some("site"), None)).unwrap();
-        assert_eq!(
-            packaging,
-            Packaging::StaticSite {
-                context: PathBuf::from("/srv/app/site/public"),
-                server_image: "berth/edge-caddy:2.6.2".into(),
-            }
-        );
-        let by_strategy = resource(json!({ "runtimeProfile": { "strategy": "static" } }));
-        let packaging = packaging_of(&by_strategy, &server(), &source(None, None)).unwrap();
-        assert!(matches!(packaging, Packaging::StaticSite { .. }));
+    fn a_static_site_dockerfile_serves_the_copied_files() {
         let dockerfile = static_dockerfile("berth/edge-caddy:2.6.2", 8080);
         assert!(dockerfile.starts_with("FROM berth/edge-caddy:2.6.2\nCOPY . /srv\n"));
         assert!(
             dockerfile.contains(r#""--listen", ":8080"]"#),
             "{dockerfile}"
         );
-    }
-
-    #[test]
-    fn built_tags_are_valid_docker_references() {
-        assert_eq!(
-            built_tag("org-acme", "web", "dep-web-3"),
-            "berth-built/org-acme-web:dep-web-3"
-        );
-        assert_eq!(
-            built_tag("Org_A", "my.app", "Dep_1"),
-            "berth-built/org-a-my.app:dep-1"
-        );
-        let long = "d".repeat(300);
-        let tag = built_tag("ns", "r", &long);
-        assert_eq!(tag.split(':').nth(1).unwrap().len(), 128);
     }
 
     #[test]

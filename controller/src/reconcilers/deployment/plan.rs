@@ -17,7 +17,11 @@ use berth_crds::{
 use kube::ResourceExt;
 use serde_json::{Value, json};
 
-use super::package::{Packaging, built_tag, packaging_of};
+use berth_crds::deployment::DeploymentErrorCode as Code;
+
+mod packaging;
+
+pub use self::packaging::{BUILT_REPOSITORY_PREFIX, Packaging, built_tag, packaging_of};
 
 /// Source kind of a prebuilt image, pulled onto the server when missing.
 pub const DOCKER_IMAGE_SOURCE: &str = "docker-image";
@@ -85,11 +89,11 @@ pub struct Plan {
 /// Why an attempt cannot be planned; the message goes into `lastError`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlanError {
-    pub code: &'static str,
+    pub code: Code,
     pub message: String,
 }
 
-pub(super) fn plan_error(code: &'static str, message: impl Into<String>) -> PlanError {
+fn plan_error(code: Code, message: impl Into<String>) -> PlanError {
     PlanError {
         code,
         message: message.into(),
@@ -177,13 +181,13 @@ fn host_port(resource: &Resource) -> Result<Option<u16>, PlanError> {
         .and_then(|n| n.host_port);
     let Some(port) = declared else {
         return Err(plan_error(
-            "host_port_missing",
+            Code::HostPortMissing,
             "networkProfile.hostPort is required with exposureMode direct-port",
         ));
     };
     u16::try_from(port).map(Some).map_err(|_| {
         plan_error(
-            "host_port_invalid",
+            Code::HostPortInvalid,
             format!("networkProfile.hostPort {port} is not a TCP port"),
         )
     })
@@ -261,13 +265,13 @@ pub fn internal_port(resource: &Resource) -> Result<u16, PlanError> {
             return Ok(STATIC_SITE_PORT);
         }
         return Err(plan_error(
-            "network_profile_missing",
+            Code::NetworkProfileMissing,
             "networkProfile.internalPort is required",
         ));
     };
     u16::try_from(network.internal_port).map_err(|_| {
         plan_error(
-            "internal_port_invalid",
+            Code::InternalPortInvalid,
             format!("internalPort {} is not a TCP port", network.internal_port),
         )
     })
@@ -282,10 +286,10 @@ pub fn plan(
 ) -> Result<Plan, PlanError> {
     let source = source
         .or(resource.spec.source.as_ref())
-        .ok_or_else(|| plan_error("source_missing", "the resource declares no source"))?;
+        .ok_or_else(|| plan_error(Code::SourceMissing, "the resource declares no source"))?;
     if !SUPPORTED_SOURCES.contains(&source.kind.as_str()) {
         return Err(plan_error(
-            "source_kind_unsupported",
+            Code::SourceKindUnsupported,
             format!(
                 "source kind `{}` is not supported yet; use one of: {}",
                 source.kind,
@@ -297,7 +301,7 @@ pub fn plan(
     let protocol = upstream(resource);
     if protocol == UpstreamProtocol::Tcp && exposure(resource) == ExposureMode::ReverseProxy {
         return Err(plan_error(
-            "tcp_reverse_proxy_unsupported",
+            Code::TcpReverseProxyUnsupported,
             "the edge proxy routes HTTP only; use networkProfile.exposureMode direct-port or none \
              for upstreamProtocol tcp",
         ));

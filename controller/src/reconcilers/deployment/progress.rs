@@ -55,6 +55,19 @@ impl<'a> Progress<'a> {
         }
     }
 
+    /// A progress that writes nothing anywhere, for tests of the phases.
+    #[cfg(test)]
+    pub fn detached(deployment: &'a Deployment) -> Self {
+        Self {
+            deployment,
+            status: deployment.status.clone().unwrap_or_default(),
+            queue: None,
+            writer: None,
+            timeline: TimelineWriter::default(),
+            key: TimelineKey::new("", "", ""),
+        }
+    }
+
     /// A timeline event at the attempt's current phase and step.
     fn event(&self, level: Level, status: StreamStatus, message: String) -> ProgressEvent {
         ProgressEvent {
@@ -92,6 +105,11 @@ impl<'a> Progress<'a> {
             },
             lines: Arc::default(),
         }
+    }
+
+    /// Waits until the output recorded so far is stored in the timeline.
+    pub async fn flush_output(&self) {
+        self.timeline.flush().await;
     }
 
     /// Queues the current status for writing.

@@ -3,6 +3,7 @@
 
 use berth_crds::{DEPLOYMENT_LABEL, NAMESPACE_LABEL, RESOURCE_LABEL};
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -59,6 +60,51 @@ impl ProbeError {
     }
 }
 
+/// A server's containers, as far as starting an attempt's container goes.
+pub trait Containers: Send + Sync {
+    /// Creates the container, not started; `false` when one of that name exists already.
+    /// `serving` puts it on the resource's upstream name from the start.
+    fn create_container(
+        &self,
+        plan: &Plan,
+        serving: bool,
+    ) -> impl Future<Output = Result<bool, RemoteError>> + Send;
+
+    /// Starts an existing container.
+    fn start(&self, name: &str) -> impl Future<Output = Result<(), RemoteError>> + Send;
+
+    /// Whether the container runs and is attached to the edge network.
+    fn running_on_edge(&self, name: &str)
+    -> impl Future<Output = Result<bool, RemoteError>> + Send;
+
+    /// Removes a container at once (stopping it first); `false` when there was none.
+    fn remove_container(
+        &self,
+        name: &str,
+    ) -> impl Future<Output = Result<bool, RemoteError>> + Send;
+}
+
+/// Starts the plan's container. One of the same name is the same attempt's own, from a run
+/// whose end was never recorded: running on the edge network it may serve already, so it stays
+/// and verify judges it like a new one; one cut off the edge network (stopped midway through
+/// joining the upstream name) serves nothing and is replaced.
+pub async fn start_or_reuse(
+    containers: &impl Containers,
+    plan: &Plan,
+    serving: bool,
+) -> Result<(), RemoteError> {
+    let name = &plan.container_name;
+    // Usually there is no leftover: create first, look only when the name is taken.
+    if !containers.create_container(plan, serving).await? {
+        if containers.running_on_edge(name).await? {
+            return Ok(());
+        }
+        containers.remove_container(name).await?;
+        containers.create_container(plan, serving).await?;
+    }
+    containers.start(name).await
+}
+
 /// One server's Docker and edge proxy, reached over its SSH connection.
 pub struct Target {
     pub connection: Arc<ServerConnection>,
@@ -90,39 +136,31 @@ impl Target {
         }
     }
 
-    /// Creates and starts the attempt's container, replacing a leftover of the same name. A
-    /// new attempt's container stays off the resource's upstream name until [`Self::promote`];
-    /// a serving one (restored after drift) carries it at once.
+    /// Creates and starts the plan's container, or keeps a running one of that name (see
+    /// [`start_or_reuse`]).
     pub async fn start_container(&self, plan: &Plan, serving: bool) -> Result<(), RemoteError> {
-        // Usually there is no leftover: create first, look only when the name is taken.
-        if let Err(error) = self.create(plan, serving).await {
-            if !is_conflict(&error) {
-                return Err(error);
-            }
-            // The same attempt ran before (its end was never recorded): its running container
-            // may already serve, so it stays, and verify judges it like a new one. One cut off
-            // the edge network (stopped midway through joining the upstream name) serves nothing.
-            if self.running_on_edge(&plan.container_name).await? {
-                return Ok(());
-            }
-            self.remove_container(&plan.container_name).await?;
-            self.create(plan, serving).await?;
-        }
-        self.start(&plan.container_name).await
+        start_or_reuse(self, plan, serving).await
     }
 
-    async fn create(&self, plan: &Plan, serving: bool) -> Result<(), RemoteError> {
+    /// Creates the attempt's container (not started); `false` when a container of that name
+    /// exists already. A new attempt's container stays off the resource's upstream name until
+    /// [`Self::promote`]; a serving one (restored after drift) carries it at once.
+    pub async fn create_container(&self, plan: &Plan, serving: bool) -> Result<bool, RemoteError> {
         let options = CreateContainerOptionsBuilder::new()
             .name(&plan.container_name)
             .build();
-        docker_call(
+        let created = docker_call(
             &self.connection,
             "creating the container",
             self.docker
                 .create_container(Some(options), container_body(plan, serving)),
         )
-        .await
-        .map(drop)
+        .await;
+        match created {
+            Ok(_) => Ok(true),
+            Err(error) if is_conflict(&error) => Ok(false),
+            Err(error) => Err(error),
+        }
     }
 
     /// Puts the container on the resource's upstream name: requests through the proxy reach it
@@ -198,7 +236,7 @@ impl Target {
     }
 
     /// Whether the container runs and is attached to the edge network.
-    async fn running_on_edge(&self, name: &str) -> Result<bool, RemoteError> {
+    pub async fn running_on_edge(&self, name: &str) -> Result<bool, RemoteError> {
         Ok(self
             .inspect(name)
             .await?
@@ -441,6 +479,24 @@ impl Target {
             routes.push(caddy_route(route, upstream, port));
         }
         self.proxy.load(&edge_config(routes)).await
+    }
+}
+
+impl Containers for Target {
+    async fn create_container(&self, plan: &Plan, serving: bool) -> Result<bool, RemoteError> {
+        Target::create_container(self, plan, serving).await
+    }
+
+    async fn start(&self, name: &str) -> Result<(), RemoteError> {
+        Target::start(self, name).await
+    }
+
+    async fn running_on_edge(&self, name: &str) -> Result<bool, RemoteError> {
+        Target::running_on_edge(self, name).await
+    }
+
+    async fn remove_container(&self, name: &str) -> Result<bool, RemoteError> {
+        Target::remove_container(self, name).await
     }
 }
 

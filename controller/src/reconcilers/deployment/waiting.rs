@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use berth_crds::condition::{self, ConditionStatus, READY};
-use berth_crds::deployment::{Deployment, DeploymentPhase};
+use berth_crds::deployment::{Deployment, DeploymentErrorCode as Code, DeploymentPhase};
 use berth_crds::server::Server;
 use kube::ResourceExt;
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -66,11 +66,14 @@ pub fn attempts_on(deployments: &Store<Deployment>, server: &Server) -> Vec<Obje
 }
 
 /// Whether a failure with `code` in `phase` is the infrastructure's, so a retry may succeed.
-pub fn is_transient(phase: DeploymentPhase, code: &str) -> bool {
+pub fn is_transient(phase: DeploymentPhase, code: Code) -> bool {
     match code {
-        "server_unreachable" | "server_not_ready" | "route_switch_failed" | "docker_error" => true,
+        Code::ServerUnreachable
+        | Code::ServerNotReady
+        | Code::RouteSwitchFailed
+        | Code::DockerError => true,
         // A build may simply take too long; every other phase waits only on the server.
-        "phase_timeout" => phase != DeploymentPhase::Package,
+        Code::PhaseTimeout => phase != DeploymentPhase::Package,
         _ => false,
     }
 }
@@ -124,16 +127,22 @@ mod tests {
 
     #[test]
     fn infrastructure_faults_are_retried_user_faults_are_not() {
-        assert!(is_transient(DeploymentPhase::Verify, "route_switch_failed"));
-        assert!(is_transient(DeploymentPhase::Plan, "server_unreachable"));
-        assert!(is_transient(DeploymentPhase::Deploy, "phase_timeout"));
-        assert!(!is_transient(DeploymentPhase::Package, "phase_timeout"));
+        assert!(is_transient(
+            DeploymentPhase::Verify,
+            Code::RouteSwitchFailed
+        ));
+        assert!(is_transient(DeploymentPhase::Plan, Code::ServerUnreachable));
+        assert!(is_transient(DeploymentPhase::Deploy, Code::PhaseTimeout));
+        assert!(!is_transient(DeploymentPhase::Package, Code::PhaseTimeout));
         assert!(!is_transient(
             DeploymentPhase::Verify,
-            "health_check_failed"
+            Code::HealthCheckFailed
         ));
-        assert!(!is_transient(DeploymentPhase::Package, "image_pull_failed"));
-        assert!(!is_transient(DeploymentPhase::Package, "build_failed"));
+        assert!(!is_transient(
+            DeploymentPhase::Package,
+            Code::ImagePullFailed
+        ));
+        assert!(!is_transient(DeploymentPhase::Package, Code::BuildFailed));
     }
 
     #[test]

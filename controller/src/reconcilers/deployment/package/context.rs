@@ -11,7 +11,7 @@ use futures::Stream;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::{PackageFailure, failure};
+use super::{Code, PackageFailure, failure};
 
 /// Largest context uploaded, counted in file bytes: beyond it a folder is most likely not
 /// meant to be sent whole (a `.dockerignore` can leave out what the build does not need).
@@ -139,14 +139,14 @@ fn glob(pattern: &[char], text: &[char]) -> bool {
 
 fn unreadable(path: &Path, error: &io::Error) -> PackageFailure {
     failure(
-        "build_context_unreadable",
+        Code::BuildContextUnreadable,
         format!("could not read {}: {error}", path.display()),
     )
 }
 
 fn too_large(bytes: u64) -> PackageFailure {
     failure(
-        "build_context_too_large",
+        Code::BuildContextTooLarge,
         format!(
             "the build context exceeds {} MiB (at least {} MiB); leave out what the build does not need with a .dockerignore",
             MAX_CONTEXT_BYTES >> 20,

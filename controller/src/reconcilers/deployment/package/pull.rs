@@ -18,7 +18,7 @@ use serde::Deserialize;
 
 use berth_crds::masking::Masker;
 
-use super::{BUILD_TIMEOUT, PackageFailure, failure};
+use super::{BUILD_TIMEOUT, Code, PackageFailure, failure};
 use crate::reconcilers::deployment::progress::OutputSink;
 use crate::reconcilers::deployment::runtime::Target;
 use berth_remote::docker::docker_over_ssh_within;
@@ -29,8 +29,6 @@ const DOCKER_HUB: &str = "docker.io";
 const DOCKER_HUB_ADDRESS: &str = "https://index.docker.io/v1/";
 /// Key of a `kubernetes.io/dockerconfigjson` Secret.
 const DOCKER_CONFIG_KEY: &str = ".dockerconfigjson";
-/// Failure code of a pull the registry or Docker refused.
-const PULL_FAILED: &str = "image_pull_failed";
 
 /// An image reference split as Docker's pull API takes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -119,7 +117,7 @@ pub async fn registry_auth(
         Ok(Some(secret)) => secret,
         Ok(None) => {
             return Err(failure(
-                "image_pull_secret_missing",
+                Code::ImagePullSecretMissing,
                 format!(
                     "Secret {name} named by imagePullSecretRef does not exist in the Resource's namespace"
                 ),
@@ -127,7 +125,7 @@ pub async fn registry_auth(
         }
         Err(error) => {
             return Err(failure(
-                "image_pull_secret_unreadable",
+                Code::ImagePullSecretUnreadable,
                 format!("could not read Secret {name} named by imagePullSecretRef: {error}"),
             ));
         }
@@ -135,7 +133,7 @@ pub async fn registry_auth(
     let data = secret.data.unwrap_or_default();
     let Some(config) = data.get(DOCKER_CONFIG_KEY) else {
         return Err(failure(
-            "image_pull_secret_invalid",
+            Code::ImagePullSecretInvalid,
             format!(
                 "Secret {name} has no `{DOCKER_CONFIG_KEY}` key (a Secret of type kubernetes.io/dockerconfigjson is expected)"
             ),
@@ -143,7 +141,7 @@ pub async fn registry_auth(
     };
     let credentials = credentials_for(&config.0, registry).map_err(|problem| {
         failure(
-            "image_pull_secret_invalid",
+            Code::ImagePullSecretInvalid,
             format!("Secret {name}: {problem}"),
         )
     })?;
@@ -296,11 +294,11 @@ fn pull_failure(
             status_code,
             message,
         } => (
-            PULL_FAILED,
+            Code::ImagePullFailed,
             format!("HTTP {status_code}: {}", message.trim()),
         ),
-        DockerStreamError { error } => (PULL_FAILED, error.trim().to_string()),
-        other => ("docker_error", other.to_string()),
+        DockerStreamError { error } => (Code::ImagePullFailed, error.trim().to_string()),
+        other => (Code::DockerError, other.to_string()),
     };
     let message = format!("pulling image {image} from registry {registry} {how} failed: {reason}");
     failure(code, masker.mask(&message))
@@ -389,7 +387,7 @@ mod tests {
         let image = "127.0.0.1:5000/app:1";
         let how = "with the credentials of Secret regcred";
         let failure = pull_failure(&error, &parse_reference(image), image, how, &masker);
-        assert_eq!(failure.code, PULL_FAILED);
+        assert_eq!(failure.code, Code::ImagePullFailed);
         assert!(
             !failure.message.contains("s3cr3t-pw"),
             "{}",

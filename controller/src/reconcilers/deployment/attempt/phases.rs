@@ -1,0 +1,447 @@
+//! The attempt's phases, one function each: detect → plan → package → deploy → verify (and
+//! the rollback of a failed deploy or verify). Each runs under its deadline, records its step,
+//! and stops the attempt with a [`Halt`] saying why.
+
+use std::future::Future;
+use std::time::Duration;
+
+use berth_crds::deployment::{DeploymentErrorCode as Code, DeploymentPhase, DeploymentState};
+use berth_crds::resource::Resource;
+use k8s_openapi::api::core::v1::Secret;
+use kube::{Api, ResourceExt};
+
+use super::super::config;
+use super::super::connect;
+use super::super::package;
+use super::super::plan::{self, Plan};
+use super::super::progress::{OutputSink, Progress};
+use super::super::runtime::{ProbeError, start_or_reuse};
+use super::super::supervisor::{Interrupt, Signal};
+use super::server::{Runtime, ServerRuntime};
+use crate::context::Context;
+use crate::error::Error;
+use berth_crds::masking::Masker;
+use berth_remote::RemoteError;
+
+use DeploymentPhase::{Deploy, Detect, Package, Verify};
+
+/// Deadline of the detect, plan and deploy phases (package has its own, see `package`).
+pub const PHASE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How often a long phase looks in the cache for its Deployment's deletion.
+const DELETION_POLL: Duration = Duration::from_millis(250);
+/// Lines of a failed container's output kept in the timeline.
+const LOG_TAIL_LINES: usize = 50;
+
+/// Why an attempt ended early.
+#[derive(Debug)]
+pub struct Stop {
+    pub state: DeploymentState,
+    pub phase: DeploymentPhase,
+    pub code: Code,
+    pub message: String,
+    /// The way to the server failed, not the attempt itself: a retry may succeed.
+    pub transient: bool,
+}
+
+pub fn stop(phase: DeploymentPhase, code: Code, message: impl Into<String>) -> Stop {
+    Stop {
+        state: DeploymentState::Failed,
+        phase,
+        code,
+        message: message.into(),
+        transient: false,
+    }
+}
+
+/// A stop caused by `error` on the way to the server; transient when the transport failed.
+fn stop_remote(phase: DeploymentPhase, code: Code, error: &RemoteError) -> Stop {
+    Stop {
+        transient: error.is_transient(),
+        ..stop(phase, code, error.to_string())
+    }
+}
+
+/// Why the phases did not run to the end.
+#[derive(Debug)]
+pub enum Halt {
+    /// The attempt ends (or is retried) as the stop says.
+    Stop(Stop),
+    /// The controller stops: the attempt stays unfinished, for the next leader to run again.
+    Shutdown,
+    /// One of the controller's own API calls failed: the attempt runs again shortly.
+    Fault(Error),
+}
+
+impl From<Stop> for Halt {
+    fn from(stop: Stop) -> Self {
+        Self::Stop(stop)
+    }
+}
+
+impl From<Error> for Halt {
+    fn from(error: Error) -> Self {
+        Self::Fault(error)
+    }
+}
+
+impl Halt {
+    /// What `interrupt` means for an attempt in `phase`.
+    pub fn from_interrupt(interrupt: Interrupt, phase: DeploymentPhase) -> Self {
+        let canceled = |code, message: String| Stop {
+            state: DeploymentState::Canceled,
+            ..stop(phase, code, message)
+        };
+        match interrupt {
+            Interrupt::Canceled => canceled(Code::Canceled, "canceled on request".into()).into(),
+            Interrupt::Superseded(newer) => canceled(
+                Code::Superseded,
+                format!("superseded by the newer attempt {newer}"),
+            )
+            .into(),
+            Interrupt::Deleted => stop(phase, Code::Deleted, "the Deployment was deleted").into(),
+            Interrupt::Shutdown => Self::Shutdown,
+        }
+    }
+}
+
+/// What an attempt reads of its own Deployment and of the other attempts for its resource.
+pub trait Siblings: Send + Sync {
+    /// Whether the attempt must stop: deleted, cancel requested, or a newer attempt exists.
+    fn interruption(&self) -> Option<Interrupt>;
+    /// Whether an attempt for the resource succeeded before: a route reaches its upstream name.
+    fn any_succeeded(&self) -> bool;
+    /// Whether the attempt `name` (of the same resource) is newer than this one.
+    fn is_newer(&self, name: &str) -> bool;
+}
+
+/// Where a running attempt learns that it must stop: its signal at once, and between phases
+/// also what the cache says.
+pub struct Guard<'a> {
+    pub signal: Signal,
+    pub siblings: &'a dyn Siblings,
+}
+
+impl Guard<'_> {
+    /// Stops the attempt before `phase` if it must stop.
+    pub fn check(&self, phase: DeploymentPhase) -> Result<(), Halt> {
+        let signalled = self.signal.borrow().clone();
+        match signalled.or_else(|| self.siblings.interruption()) {
+            Some(interrupt) => Err(Halt::from_interrupt(interrupt, phase)),
+            None => Ok(()),
+        }
+    }
+
+    /// Resolves once the attempt must stop during `phase`: at once when it is told to, and
+    /// within [`DELETION_POLL`] when its Deployment is deleted.
+    async fn interrupted(&self, phase: DeploymentPhase) -> Halt {
+        let mut signal = self.signal.clone();
+        let told = async {
+            let interrupt = signal.wait_for(Option::is_some).await.ok();
+            match interrupt.and_then(|interrupt| interrupt.clone()) {
+                Some(interrupt) => interrupt,
+                // The supervisor is gone: only the deadline or a deletion ends the phase.
+                None => std::future::pending().await,
+            }
+        };
+        // The shared watch passes no deletions on, so only the cache can tell; looking there
+        // costs no request.
+        let deleted = async {
+            loop {
+                tokio::time::sleep(DELETION_POLL).await;
+                if let Some(interrupt) = self.siblings.interruption() {
+                    return interrupt;
+                }
+            }
+        };
+        let interrupt = tokio::select! {
+            interrupt = told => interrupt,
+            interrupt = deleted => interrupt,
+        };
+        Halt::from_interrupt(interrupt, phase)
+    }
+
+    /// `work` under its deadline, ended early when the attempt is told to stop.
+    async fn within<T>(
+        &self,
+        phase: DeploymentPhase,
+        limit: Duration,
+        work: impl Future<Output = Result<T, Stop>>,
+    ) -> Result<T, Halt> {
+        tokio::select! {
+            done = timed(phase, limit, work) => done.map_err(Halt::from),
+            halt = self.interrupted(phase) => Err(halt),
+        }
+    }
+}
+
+/// A phase under its deadline; running out of time stops the attempt.
+async fn timed<T>(
+    phase: DeploymentPhase,
+    limit: Duration,
+    work: impl Future<Output = Result<T, Stop>>,
+) -> Result<T, Stop> {
+    tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
+        Err(stop(
+            phase,
+            Code::PhaseTimeout,
+            format!("phase did not finish within {}s", limit.as_secs()),
+        ))
+    })
+}
+
+/// Detect: the Resource the attempt deploys.
+pub async fn detect(
+    context: &Context,
+    progress: &mut Progress<'_>,
+    guard: &Guard<'_>,
+) -> Result<Resource, Halt> {
+    let deployment = progress.deployment;
+    progress.step(Detect, 1, "Detecting the source");
+    guard.check(Detect)?;
+    let namespace = deployment.namespace().unwrap_or_default();
+    let resources = Api::<Resource>::namespaced(context.client.clone(), &namespace);
+    let resource = resources.get_opt(&deployment.spec.resource_id).await;
+    let resource = resource.map_err(Error::from)?;
+    let resource = resource.ok_or_else(|| {
+        let message = format!("Resource {} does not exist", deployment.spec.resource_id);
+        stop(Detect, Code::ResourceNotFound, message)
+    })?;
+    Ok(resource)
+}
+
+/// Plan: the container and route to set up, from the resource, its server and its effective
+/// configuration; and the way to that server. Only reads: a cancel still stops the attempt
+/// before anything on the server changes.
+pub async fn plan(
+    context: &Context,
+    progress: &mut Progress<'_>,
+    guard: &Guard<'_>,
+    resource: &Resource,
+) -> Result<(Plan, ServerRuntime), Halt> {
+    use DeploymentPhase::Plan;
+    let deployment = progress.deployment;
+    let namespace = deployment.namespace().unwrap_or_default();
+    progress.status.status = Some(DeploymentState::Planning);
+    progress.step(Plan, 2, "Planning the container and route");
+    guard.check(Plan)?;
+    // The connection and the configuration are looked up at once.
+    let (connected, entries) = tokio::join!(
+        tokio::time::timeout(
+            PHASE_TIMEOUT,
+            connect(context, &namespace, &deployment.spec.server_id),
+        ),
+        config::entries(context, &namespace, resource, deployment),
+    );
+    let (server, target) = match connected {
+        Err(_) => {
+            return Err(stop(Plan, Code::PhaseTimeout, "server not reachable in time").into());
+        }
+        Ok(Err(Error::InvalidSpec(message))) => {
+            return Err(stop(Plan, Code::ServerNotReady, message).into());
+        }
+        Ok(Err(Error::Remote(error))) => {
+            return Err(stop(Plan, Code::ServerUnreachable, error.to_string()).into());
+        }
+        Ok(other) => other?,
+    };
+    let mut plan = plan::plan(
+        resource,
+        &server,
+        &deployment.name_any(),
+        deployment.spec.source_snapshot.as_ref(),
+    )
+    .map_err(|e| stop(Plan, e.code, e.message))?;
+    let entries = entries?;
+    progress.status.config_fingerprint = Some(berth_crds::config::fingerprint(&entries));
+    config::apply_to(&mut plan, entries);
+    progress.status.image_ref = Some(plan.image.clone());
+    progress.status.status = Some(DeploymentState::Planned);
+    progress.write();
+    let runtime = ServerRuntime {
+        target,
+        docker_socket: server.spec.docker_socket_path.clone(),
+        secrets: Api::<Secret>::namespaced(context.client.clone(), &namespace),
+    };
+    Ok((plan, runtime))
+}
+
+/// Package: the image onto the server. A build or a pull may take minutes; a cancel or a
+/// newer attempt ends it at once.
+pub async fn package(
+    runtime: &impl Runtime,
+    progress: &mut Progress<'_>,
+    guard: &Guard<'_>,
+    plan: &Plan,
+) -> Result<(), Halt> {
+    guard.check(Package)?;
+    progress.status.status = Some(DeploymentState::Running);
+    progress.step(Package, 3, &package::step_label(plan));
+    let output = progress.output();
+    let packaged = async {
+        let packaged = runtime.package(plan, &output).await;
+        packaged.map_err(|f| stop(Package, f.code, f.message))
+    };
+    guard
+        .within(Package, package::phase_timeout(), packaged)
+        .await?;
+    // The build's output is in the timeline before the status moves on: readers that follow
+    // the status (the progress stream) then show every line before the next step.
+    progress.flush_output().await;
+    Ok(())
+}
+
+/// Deploy, verify, and what follows either: on success the older attempts' containers go; a
+/// stop removes only this attempt's new container, while the old one keeps serving.
+pub async fn roll_out(
+    runtime: &impl Runtime,
+    progress: &mut Progress<'_>,
+    guard: &Guard<'_>,
+    plan: &Plan,
+) -> Result<(), Halt> {
+    guard.check(Deploy)?;
+    // Until an attempt succeeded, no route reaches the upstream name: the first container may
+    // carry it from the start, which spares the rejoin in verify.
+    let first = !guard.siblings.any_succeeded();
+    let served = async {
+        deploy(runtime, progress, plan, first).await?;
+        verify(runtime, progress, guard, plan, first).await
+    };
+    match served.await {
+        Ok(()) => {
+            retire_older(runtime, guard.siblings, progress, plan).await;
+            Ok(())
+        }
+        Err(Halt::Stop(stopped)) => {
+            progress.status.phase = Some(DeploymentPhase::Rollback);
+            let name = &plan.container_name;
+            if let Err(error) = runtime.remove_container(name).await {
+                tracing::warn!(%error, container = %name, "could not remove the failed container");
+            }
+            Err(stopped.into())
+        }
+        Err(other) => Err(other),
+    }
+}
+
+/// Deploy: the attempt's container started, off the upstream name unless it is the `first`.
+async fn deploy(
+    runtime: &impl Runtime,
+    progress: &mut Progress<'_>,
+    plan: &Plan,
+    first: bool,
+) -> Result<(), Halt> {
+    let label = format!("Starting container {}", plan.container_name);
+    progress.step(Deploy, 4, &label);
+    progress.status.container_id = Some(plan.container_name.clone());
+    let started = async {
+        let started = start_or_reuse(runtime, plan, first).await;
+        started.map_err(|e| stop_remote(Deploy, Code::ContainerStartFailed, &e))
+    };
+    Ok(timed(Deploy, PHASE_TIMEOUT, started).await?)
+}
+
+/// Verify: the health check, then the new container joins the resource's upstream name and
+/// the route is put in place (it names only that name, so the proxy's configuration changes on
+/// the first deploy or a new host only).
+async fn verify(
+    runtime: &impl Runtime,
+    progress: &mut Progress<'_>,
+    guard: &Guard<'_>,
+    plan: &Plan,
+    first: bool,
+) -> Result<(), Halt> {
+    progress.step(Verify, 5, "Health check, then switching the route");
+    let health = &plan.health;
+    let limit = health.start_period
+        + (health.interval + health.timeout) * (health.retries + 2)
+        + Duration::from_secs(10);
+    let probed = async {
+        runtime
+            .probe_until_healthy(plan)
+            .await
+            .map_err(|error| match error {
+                ProbeError::Unhealthy(message) => stop(Verify, Code::HealthCheckFailed, message),
+                ProbeError::Unreachable(message) => Stop {
+                    transient: true,
+                    ..stop(Verify, Code::ServerUnreachable, message)
+                },
+            })
+    };
+    let verified = guard.within(Verify, limit, probed).await;
+    if let Err(Halt::Stop(stopped)) = &verified
+        && stopped.state == DeploymentState::Failed
+    {
+        // What the container said explains most failed checks; it goes with the container.
+        record_log_tail(runtime, plan, &progress.output()).await;
+    }
+    verified?;
+    guard.check(Verify)?;
+    let deployment = progress.deployment;
+    let namespace = deployment.namespace().unwrap_or_default();
+    let route_id = plan::route_id(&namespace, &deployment.spec.resource_id);
+    let route = plan
+        .route
+        .as_ref()
+        .map(|r| (r, plan.upstream.as_str(), plan.internal_port));
+    let switched = async {
+        if !first {
+            // A re-run may find its container promoted already: no rejoin then.
+            runtime.ensure_promoted(plan).await?;
+        }
+        runtime.ensure_route(&route_id, route).await
+    };
+    let switched = async {
+        let switched = switched.await.map(drop);
+        switched.map_err(|e| stop(Verify, Code::RouteSwitchFailed, e.to_string()))
+    };
+    Ok(timed(Verify, PHASE_TIMEOUT, switched).await?)
+}
+
+/// After a success: the containers of older attempts stop taking connections on SIGTERM and
+/// finish what they accepted before they exit. A newer attempt's container, started meanwhile,
+/// stays.
+async fn retire_older(
+    runtime: &impl Runtime,
+    siblings: &dyn Siblings,
+    progress: &Progress<'_>,
+    plan: &Plan,
+) {
+    let namespace = progress.deployment.namespace().unwrap_or_default();
+    let resource = &progress.deployment.spec.resource_id;
+    let containers = runtime
+        .resource_containers(&namespace, resource)
+        .await
+        .unwrap_or_default();
+    let older = containers.into_iter().filter(|(name, started_by)| {
+        *name != plan.container_name && !siblings.is_newer(started_by)
+    });
+    for (name, _) in older {
+        if let Err(error) = runtime.retire(&name).await {
+            tracing::warn!(%error, container = %name, "could not retire an old container");
+        }
+    }
+    runtime
+        .prune_built_images(&namespace, resource, &plan.image)
+        .await;
+}
+
+/// Records the last lines of the new container's output, masked, in the attempt's timeline.
+async fn record_log_tail(runtime: &impl Runtime, plan: &Plan, output: &OutputSink) {
+    let tail = tokio::time::timeout(
+        PHASE_TIMEOUT,
+        runtime.log_tail(&plan.container_name, LOG_TAIL_LINES),
+    )
+    .await
+    .unwrap_or_else(|_| Err("no answer in time".into()));
+    match tail {
+        Ok(lines) => {
+            let masker = Masker::new(plan.secret_values.iter().chain(plan.build_args.values()));
+            for (stream, line) in lines {
+                output.line(stream, &masker.mask(&line));
+            }
+        }
+        Err(error) => {
+            tracing::warn!(%error, container = %plan.container_name, "could not read the container's output");
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! What an attempt asks of its server's Docker and edge proxy. The attempt's rules (which
+//! container goes when, what a re-run reuses) are written against [`Runtime`]; the server's
+//! own is [`ServerRuntime`], and the unit tests use an in-memory fake.
+
+use std::future::Future;
+
+use berth_crds::progress::OutputStream;
+use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
+
+use super::super::package::{self, PackageFailure};
+use super::super::plan::{Plan, RoutePlan};
+use super::super::progress::OutputSink;
+use super::super::runtime::{Containers, ProbeError, Target};
+use berth_remote::RemoteError;
+
+/// The server side of an attempt.
+pub trait Runtime: Containers {
+    /// Gets `plan.image` onto the server: found there, pulled, or built.
+    fn package(
+        &self,
+        plan: &Plan,
+        output: &OutputSink,
+    ) -> impl Future<Output = Result<(), PackageFailure>> + Send;
+
+    /// Probes the container until it answers as its health check expects, or says why not.
+    fn probe_until_healthy(
+        &self,
+        plan: &Plan,
+    ) -> impl Future<Output = Result<(), ProbeError>> + Send;
+
+    /// Puts the running container on the upstream name unless it carries it already.
+    fn ensure_promoted(&self, plan: &Plan) -> impl Future<Output = Result<(), RemoteError>> + Send;
+
+    /// Makes the proxy's route `route_id` lead to `target` (or removes it with `None`).
+    fn ensure_route(
+        &self,
+        route_id: &str,
+        target: Option<(&RoutePlan, &str, u16)>,
+    ) -> impl Future<Output = Result<bool, RemoteError>> + Send;
+
+    /// The resource's managed containers: (name, Deployment that started it).
+    fn resource_containers(
+        &self,
+        namespace: &str,
+        resource: &str,
+    ) -> impl Future<Output = Result<Vec<(String, String)>, RemoteError>> + Send;
+
+    /// Stops a container gracefully (it finishes the requests it accepted) and removes it.
+    fn retire(&self, name: &str) -> impl Future<Output = Result<(), RemoteError>> + Send;
+
+    /// The container's last `lines` lines of output, oldest first.
+    fn log_tail(
+        &self,
+        name: &str,
+        lines: usize,
+    ) -> impl Future<Output = Result<Vec<(OutputStream, String)>, String>> + Send;
+
+    /// Removes the resource's older built images, never `serving`; failures are only logged.
+    fn prune_built_images(
+        &self,
+        namespace: &str,
+        resource: &str,
+        serving: &str,
+    ) -> impl Future<Output = ()> + Send;
+}
+
+/// A server's Docker and edge proxy over its SSH connection, with what packaging needs.
+pub struct ServerRuntime {
+    pub target: Target,
+    pub docker_socket: String,
+    /// The Resource's namespace, where an image pull Secret is read.
+    pub secrets: Api<Secret>,
+}
+
+impl Containers for ServerRuntime {
+    async fn create_container(&self, plan: &Plan, serving: bool) -> Result<bool, RemoteError> {
+        self.target.create_container(plan, serving).await
+    }
+
+    async fn start(&self, name: &str) -> Result<(), RemoteError> {
+        self.target.start(name).await
+    }
+
+    async fn running_on_edge(&self, name: &str) -> Result<bool, RemoteError> {
+        self.target.running_on_edge(name).await
+    }
+
+    async fn remove_container(&self, name: &str) -> Result<bool, RemoteError> {
+        self.target.remove_container(name).await
+    }
+}
+
+impl Runtime for ServerRuntime {
+    async fn package(&self, plan: &Plan, output: &OutputSink) -> Result<(), PackageFailure> {
+        package::package(
+            &self.target,
+            &self.docker_socket,
+            plan,
+            &self.secrets,
+            output,
+        )
+        .await
+    }
+
+    async fn probe_until_healthy(&self, plan: &Plan) -> Result<(), ProbeError> {
+        self.target.probe_until_healthy(plan).await
+    }
+
+    async fn ensure_promoted(&self, plan: &Plan) -> Result<(), RemoteError> {
+        self.target.ensure_promoted(plan).await
+    }
+
+    async fn ensure_route(
+        &self,
+        route_id: &str,
+        target: Option<(&RoutePlan, &str, u16)>,
+    ) -> Result<bool, RemoteError> {
+        self.target.ensure_route(route_id, target).await
+    }
+
+    async fn resource_containers(
+        &self,
+        namespace: &str,
+        resource: &str,
+    ) -> Result<Vec<(String, String)>, RemoteError> {
+        self.target.resource_containers(namespace, resource).await
+    }
+
+    async fn retire(&self, name: &str) -> Result<(), RemoteError> {
+        self.target.retire(name).await
+    }
+
+    async fn log_tail(
+        &self,
+        name: &str,
+        lines: usize,
+    ) -> Result<Vec<(OutputStream, String)>, String> {
+        self.target.log_tail(name, lines).await
+    }
+
+    async fn prune_built_images(&self, namespace: &str, resource: &str, serving: &str) {
+        package::prune_built_images(&self.target, namespace, resource, serving).await;
+    }
+}

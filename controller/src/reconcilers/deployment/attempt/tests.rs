@@ -1,0 +1,504 @@
+//! The attempt's rules from package on, against an in-memory server: which containers exist
+//! afterwards, what the attempt ended with, and how fast a cancel reaches it.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use berth_crds::deployment::{
+    Deployment, DeploymentErrorCode as Code, DeploymentPhase, DeploymentSpec, DeploymentState,
+    DeploymentStatus,
+};
+use berth_crds::progress::OutputStream;
+use tokio::sync::watch;
+
+use super::super::package::PackageFailure;
+use super::super::plan::tests::sample_plan;
+use super::super::plan::{Plan, RoutePlan};
+use super::super::progress::{OutputSink, Progress};
+use super::super::runtime::{Containers, ProbeError};
+use super::super::supervisor::{Interrupt, Signal};
+use super::phases::{self, Guard, Halt, Siblings};
+use super::server::Runtime;
+use berth_remote::RemoteError;
+
+/// The attempt under test and its container (see `sample_plan`).
+const ATTEMPT: &str = "dep-web-1";
+const NEW: &str = "berth-org-acme-web-dep-web-1";
+const OLDER: &str = "berth-org-acme-web-dep-web-0";
+const NEWER: &str = "berth-org-acme-web-dep-web-2";
+
+#[derive(Clone, Debug, PartialEq)]
+struct Container {
+    started_by: String,
+    running: bool,
+    on_edge: bool,
+    /// Carries the resource's upstream name.
+    serving: bool,
+}
+
+/// What the package phase does on the fake server.
+enum Packaging {
+    Done,
+    /// Never finishes: a long build.
+    Forever,
+    /// Finishes, and meanwhile the attempt is told to stop.
+    DoneThen(Interrupt),
+}
+
+/// An in-memory server: its containers, and every change made to them.
+struct FakeServer {
+    containers: Mutex<BTreeMap<String, Container>>,
+    changes: Mutex<Vec<String>>,
+    healthy: bool,
+    packaging: Packaging,
+    signal: watch::Sender<Option<Interrupt>>,
+}
+
+impl FakeServer {
+    fn new(containers: &[(&str, &str)]) -> Self {
+        let containers = containers
+            .iter()
+            .map(|(name, started_by)| {
+                let container = Container {
+                    started_by: started_by.to_string(),
+                    running: true,
+                    on_edge: true,
+                    serving: true,
+                };
+                (name.to_string(), container)
+            })
+            .collect();
+        Self {
+            containers: Mutex::new(containers),
+            changes: Mutex::default(),
+            healthy: true,
+            packaging: Packaging::Done,
+            signal: watch::channel(None).0,
+        }
+    }
+
+    fn change(&self, change: String) {
+        self.changes.lock().unwrap().push(change);
+    }
+
+    fn changes(&self) -> Vec<String> {
+        self.changes.lock().unwrap().clone()
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.containers.lock().unwrap().keys().cloned().collect()
+    }
+
+    fn container(&self, name: &str) -> Option<Container> {
+        self.containers.lock().unwrap().get(name).cloned()
+    }
+}
+
+impl Containers for FakeServer {
+    async fn create_container(&self, plan: &Plan, serving: bool) -> Result<bool, RemoteError> {
+        let mut containers = self.containers.lock().unwrap();
+        if containers.contains_key(&plan.container_name) {
+            return Ok(false);
+        }
+        let container = Container {
+            started_by: ATTEMPT.into(),
+            running: false,
+            on_edge: true,
+            serving,
+        };
+        containers.insert(plan.container_name.clone(), container);
+        drop(containers);
+        self.change(format!("create {}", plan.container_name));
+        Ok(true)
+    }
+
+    async fn start(&self, name: &str) -> Result<(), RemoteError> {
+        if let Some(container) = self.containers.lock().unwrap().get_mut(name) {
+            container.running = true;
+        }
+        self.change(format!("start {name}"));
+        Ok(())
+    }
+
+    async fn running_on_edge(&self, name: &str) -> Result<bool, RemoteError> {
+        Ok(self.container(name).is_some_and(|c| c.running && c.on_edge))
+    }
+
+    async fn remove_container(&self, name: &str) -> Result<bool, RemoteError> {
+        let removed = self.containers.lock().unwrap().remove(name).is_some();
+        self.change(format!("remove {name}"));
+        Ok(removed)
+    }
+}
+
+impl Runtime for FakeServer {
+    async fn package(&self, _plan: &Plan, _output: &OutputSink) -> Result<(), PackageFailure> {
+        match &self.packaging {
+            Packaging::Done => Ok(()),
+            Packaging::Forever => std::future::pending().await,
+            Packaging::DoneThen(interrupt) => {
+                self.signal.send_replace(Some(interrupt.clone()));
+                Ok(())
+            }
+        }
+    }
+
+    async fn probe_until_healthy(&self, plan: &Plan) -> Result<(), ProbeError> {
+        let running = self
+            .container(&plan.container_name)
+            .is_some_and(|c| c.running);
+        if self.healthy && running {
+            Ok(())
+        } else {
+            Err(ProbeError::Unhealthy("answered 500, expected 200".into()))
+        }
+    }
+
+    async fn ensure_promoted(&self, plan: &Plan) -> Result<(), RemoteError> {
+        if let Some(container) = self
+            .containers
+            .lock()
+            .unwrap()
+            .get_mut(&plan.container_name)
+        {
+            container.serving = true;
+        }
+        self.change(format!("promote {}", plan.container_name));
+        Ok(())
+    }
+
+    async fn ensure_route(
+        &self,
+        route_id: &str,
+        _target: Option<(&RoutePlan, &str, u16)>,
+    ) -> Result<bool, RemoteError> {
+        self.change(format!("route {route_id}"));
+        Ok(true)
+    }
+
+    async fn resource_containers(
+        &self,
+        _namespace: &str,
+        _resource: &str,
+    ) -> Result<Vec<(String, String)>, RemoteError> {
+        let containers = self.containers.lock().unwrap();
+        let listed = containers.iter();
+        Ok(listed
+            .map(|(name, c)| (name.clone(), c.started_by.clone()))
+            .collect())
+    }
+
+    async fn retire(&self, name: &str) -> Result<(), RemoteError> {
+        self.containers.lock().unwrap().remove(name);
+        self.change(format!("retire {name}"));
+        Ok(())
+    }
+
+    async fn log_tail(
+        &self,
+        _name: &str,
+        _lines: usize,
+    ) -> Result<Vec<(OutputStream, String)>, String> {
+        Ok(vec![(OutputStream::Stderr, "listening on :9999".into())])
+    }
+
+    async fn prune_built_images(&self, _namespace: &str, _resource: &str, _serving: &str) {}
+}
+
+/// The other attempts of the resource, as the cache would tell.
+#[derive(Default)]
+struct FakeSiblings {
+    succeeded_before: bool,
+    newer: HashSet<String>,
+}
+
+impl Siblings for FakeSiblings {
+    fn interruption(&self) -> Option<Interrupt> {
+        None
+    }
+
+    fn any_succeeded(&self) -> bool {
+        self.succeeded_before
+    }
+
+    fn is_newer(&self, name: &str) -> bool {
+        self.newer.contains(name)
+    }
+}
+
+fn deployment() -> Deployment {
+    let spec: DeploymentSpec = serde_json::from_value(serde_json::json!({
+        "resourceId": "web", "projectId": "prj-1", "environmentId": "env-1",
+        "serverId": "local",
+    }))
+    .unwrap();
+    let mut deployment = Deployment::new(ATTEMPT, spec);
+    deployment.metadata.namespace = Some("org-acme".into());
+    deployment
+}
+
+/// Runs package, deploy and verify against `server`; returns how it ended and the status.
+async fn attempt(
+    server: &FakeServer,
+    siblings: &FakeSiblings,
+) -> (Result<(), Halt>, DeploymentStatus) {
+    let deployment = deployment();
+    let mut progress = Progress::detached(&deployment);
+    let guard = Guard {
+        signal: server.signal.subscribe(),
+        siblings,
+    };
+    let plan = sample_plan();
+    assert_eq!(plan.container_name, NEW, "the plan the tests expect");
+    let outcome = async {
+        phases::package(server, &mut progress, &guard, &plan).await?;
+        phases::roll_out(server, &mut progress, &guard, &plan).await
+    }
+    .await;
+    (outcome, progress.status)
+}
+
+fn stopped(outcome: Result<(), Halt>) -> phases::Stop {
+    match outcome {
+        Err(Halt::Stop(stop)) => stop,
+        other => panic!("expected a stop, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_success_retires_older_attempts_containers_and_keeps_a_newer_ones() {
+    let server = FakeServer::new(&[(OLDER, "dep-web-0"), (NEWER, "dep-web-2")]);
+    let siblings = FakeSiblings {
+        succeeded_before: true,
+        newer: HashSet::from(["dep-web-2".to_string()]),
+    };
+    let (outcome, status) = attempt(&server, &siblings).await;
+    assert!(outcome.is_ok(), "{outcome:?}");
+    assert_eq!(server.names(), [NEW, NEWER]);
+    let new = server.container(NEW).unwrap();
+    assert!(new.running && new.serving, "{new:?}");
+    let changes = server.changes();
+    // Off the upstream name until healthy, then promoted, then the route, then the old goes.
+    let order: Vec<&str> = changes.iter().map(String::as_str).collect();
+    assert_eq!(
+        order,
+        [
+            &format!("create {NEW}"),
+            &format!("start {NEW}"),
+            &format!("promote {NEW}"),
+            "route berth-route.org-acme.web",
+            &format!("retire {OLDER}"),
+        ]
+    );
+    assert_eq!(status.container_id.as_deref(), Some(NEW));
+    assert_eq!(status.phase, Some(DeploymentPhase::Verify));
+}
+
+#[tokio::test]
+async fn a_failed_health_check_removes_only_the_new_container() {
+    let mut server = FakeServer::new(&[(OLDER, "dep-web-0")]);
+    server.healthy = false;
+    let siblings = FakeSiblings {
+        succeeded_before: true,
+        ..Default::default()
+    };
+    let (outcome, status) = attempt(&server, &siblings).await;
+    let stop = stopped(outcome);
+    assert_eq!(
+        (stop.code, stop.phase, stop.state),
+        (
+            Code::HealthCheckFailed,
+            DeploymentPhase::Verify,
+            DeploymentState::Failed
+        )
+    );
+    assert!(stop.message.contains("answered 500"), "{}", stop.message);
+    assert_eq!(status.phase, Some(DeploymentPhase::Rollback));
+    // The old container keeps serving, untouched; the route was never switched.
+    assert_eq!(server.names(), [OLDER]);
+    assert!(server.container(OLDER).unwrap().running);
+    let changes = server.changes();
+    assert_eq!(changes.last().unwrap(), &format!("remove {NEW}"));
+    assert!(
+        !changes
+            .iter()
+            .any(|c| c.starts_with("route") || c.starts_with("retire"))
+    );
+}
+
+#[tokio::test]
+async fn a_cancel_reaches_a_running_build_at_once_and_nothing_starts() {
+    let mut server = FakeServer::new(&[(OLDER, "dep-web-0")]);
+    server.packaging = Packaging::Forever;
+    let signal = server.signal.clone();
+    let siblings = FakeSiblings::default();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        signal.send_replace(Some(Interrupt::Canceled));
+    });
+    let started = std::time::Instant::now();
+    let ran = tokio::time::timeout(Duration::from_secs(5), attempt(&server, &siblings)).await;
+    let (outcome, _) = ran.expect("the build must end when canceled");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    let stop = stopped(outcome);
+    assert_eq!(
+        (stop.code, stop.phase, stop.state),
+        (
+            Code::Canceled,
+            DeploymentPhase::Package,
+            DeploymentState::Canceled
+        )
+    );
+    assert!(server.changes().is_empty(), "{:?}", server.changes());
+    assert_eq!(server.names(), [OLDER]);
+}
+
+#[tokio::test]
+async fn a_newer_attempt_stops_this_one_between_package_and_deploy() {
+    let mut server = FakeServer::new(&[(OLDER, "dep-web-0")]);
+    server.packaging = Packaging::DoneThen(Interrupt::Superseded("dep-web-2".into()));
+    let (outcome, _) = attempt(&server, &FakeSiblings::default()).await;
+    let stop = stopped(outcome);
+    assert_eq!(
+        (stop.code, stop.phase, stop.state),
+        (
+            Code::Superseded,
+            DeploymentPhase::Deploy,
+            DeploymentState::Canceled
+        )
+    );
+    assert_eq!(stop.message, "superseded by the newer attempt dep-web-2");
+    // Nothing was created, so nothing is removed: the old container serves on.
+    assert!(server.changes().is_empty(), "{:?}", server.changes());
+}
+
+#[tokio::test]
+async fn shutdown_leaves_the_attempt_unfinished_and_its_container_in_place() {
+    let mut server = FakeServer::new(&[]);
+    server.packaging = Packaging::DoneThen(Interrupt::Shutdown);
+    let (outcome, _) = attempt(&server, &FakeSiblings::default()).await;
+    assert!(matches!(outcome, Err(Halt::Shutdown)), "{outcome:?}");
+    assert!(server.changes().is_empty(), "{:?}", server.changes());
+}
+
+#[tokio::test]
+async fn a_rerun_keeps_its_own_running_container() {
+    let server = FakeServer::new(&[(NEW, ATTEMPT), (OLDER, "dep-web-0")]);
+    let siblings = FakeSiblings {
+        succeeded_before: true,
+        ..Default::default()
+    };
+    let (outcome, _) = attempt(&server, &siblings).await;
+    assert!(outcome.is_ok(), "{outcome:?}");
+    let changes = server.changes();
+    assert!(
+        !changes
+            .iter()
+            .any(|c| c == &format!("remove {NEW}") || c == &format!("start {NEW}")),
+        "{changes:?}"
+    );
+    assert_eq!(server.names(), [NEW]);
+}
+
+#[tokio::test]
+async fn a_rerun_replaces_its_container_left_off_the_edge_network() {
+    let server = FakeServer::new(&[(NEW, ATTEMPT)]);
+    server
+        .containers
+        .lock()
+        .unwrap()
+        .get_mut(NEW)
+        .unwrap()
+        .on_edge = false;
+    let (outcome, _) = attempt(&server, &FakeSiblings::default()).await;
+    assert!(outcome.is_ok(), "{outcome:?}");
+    let changes = server.changes();
+    assert_eq!(
+        changes[..3],
+        [
+            format!("remove {NEW}"),
+            format!("create {NEW}"),
+            format!("start {NEW}")
+        ]
+    );
+}
+
+#[tokio::test]
+async fn the_first_attempt_carries_the_upstream_name_from_the_start() {
+    let server = FakeServer::new(&[]);
+    let (outcome, _) = attempt(&server, &FakeSiblings::default()).await;
+    assert!(outcome.is_ok(), "{outcome:?}");
+    assert!(server.container(NEW).unwrap().serving);
+    assert!(
+        !server.changes().iter().any(|c| c.starts_with("promote")),
+        "{:?}",
+        server.changes()
+    );
+}
+
+/// A task that waits for its signal and reports what it got.
+fn waiting_task(
+    seen: tokio::sync::mpsc::UnboundedSender<Interrupt>,
+) -> impl FnOnce(Signal) -> std::pin::Pin<Box<dyn Future<Output = Duration> + Send>> {
+    move |mut signal: Signal| {
+        Box::pin(async move {
+            let interrupt = signal.wait_for(Option::is_some).await.unwrap().clone();
+            let _ = seen.send(interrupt.unwrap());
+            Duration::ZERO
+        })
+    }
+}
+
+fn key(name: &str, resource: &str, second: i64) -> super::super::supervisor::AttemptKey {
+    super::super::supervisor::AttemptKey {
+        uid: format!("uid-{name}"),
+        namespace: "org-acme".into(),
+        resource: resource.into(),
+        order: (
+            Some(k8s_openapi::jiff::Timestamp::from_second(second).unwrap()),
+            name.into(),
+        ),
+    }
+}
+
+#[tokio::test]
+async fn the_supervisor_signals_running_attempts_and_stops_them_on_shutdown() {
+    use futures::StreamExt;
+    let attempts = super::super::supervisor::Attempts::default();
+    let mut ended = Box::pin(attempts.ended());
+    let (seen, mut heard) = tokio::sync::mpsc::unbounded_channel();
+    let (old, new, other) = (
+        key("dep-web-1", "web", 1),
+        key("dep-web-2", "web", 2),
+        key("dep-api-1", "api", 1),
+    );
+    assert!(attempts.start(old.clone(), waiting_task(seen.clone())));
+    assert!(
+        !attempts.start(old.clone(), waiting_task(seen.clone())),
+        "one task per uid"
+    );
+    assert!(attempts.start(other.clone(), waiting_task(seen.clone())));
+
+    // A newer attempt of the same resource stops the older one, and only that one.
+    attempts.supersede_older(&new);
+    let got = tokio::time::timeout(Duration::from_secs(1), heard.recv()).await;
+    assert_eq!(
+        got.unwrap(),
+        Some(Interrupt::Superseded("dep-web-2".into()))
+    );
+    let reconciled = tokio::time::timeout(Duration::from_secs(1), ended.next()).await;
+    assert_eq!(reconciled.unwrap().unwrap().name, "dep-web-1");
+    assert!(!attempts.is_running(&old));
+    assert!(attempts.is_running(&other));
+
+    // Shutdown reaches the rest and waits for them; nothing starts afterwards.
+    attempts.shut_down(Duration::from_secs(1)).await;
+    assert_eq!(heard.recv().await, Some(Interrupt::Shutdown));
+    assert!(!attempts.is_running(&other));
+    assert!(!attempts.start(new, waiting_task(seen)));
+}

@@ -1,0 +1,244 @@
+//! Running attempts as tasks owned by the controller's context, keyed by the Deployment's uid.
+//! `reconcile` starts an attempt's task or signals it; a cancel, a newer attempt for the same
+//! resource, or shutdown reaches a running phase at once (a build of many minutes included),
+//! and SIGTERM waits for no build. An attempt stopped by shutdown or a lost Lease keeps its
+//! status as it was: the next leader finds it started and unfinished, and runs it again.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use berth_crds::deployment::Deployment;
+use futures::Stream;
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use kube::runtime::reflector::ObjectRef;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+/// How long shutdown waits for stopped attempts to write what they had queued.
+pub const SETTLE_ON_SHUTDOWN: Duration = Duration::from_secs(10);
+
+/// Why a running attempt must stop.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Interrupt {
+    /// A cancel was requested on the Deployment.
+    Canceled,
+    /// A newer attempt (named) for the same resource started.
+    Superseded(String),
+    /// The Deployment was deleted.
+    Deleted,
+    /// The controller stops (SIGTERM, or the Lease was lost): the attempt stays unfinished.
+    Shutdown,
+}
+
+/// What a running attempt listens on; `None` while it may go on.
+pub type Signal = watch::Receiver<Option<Interrupt>>;
+
+/// Identifies an attempt among those of its resource; the newest supersedes the others.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AttemptKey {
+    pub uid: String,
+    pub namespace: String,
+    pub resource: String,
+    /// Creation time, then name: exactly one attempt of a resource is newest.
+    pub order: (Option<Timestamp>, String),
+}
+
+impl AttemptKey {
+    pub fn of(deployment: &Deployment) -> Self {
+        Self {
+            uid: deployment.uid().unwrap_or_else(|| deployment.name_any()),
+            namespace: deployment.namespace().unwrap_or_default(),
+            resource: deployment.spec.resource_id.clone(),
+            order: (
+                deployment.metadata.creation_timestamp.clone().map(|t| t.0),
+                deployment.name_any(),
+            ),
+        }
+    }
+
+    fn reference(&self) -> ObjectRef<Deployment> {
+        ObjectRef::new(&self.order.1).within(&self.namespace)
+    }
+}
+
+struct Running {
+    key: AttemptKey,
+    /// Tells a finished task's removal apart from a newer task of the same uid.
+    run: u64,
+    signal: watch::Sender<Option<Interrupt>>,
+    task: JoinHandle<()>,
+}
+
+/// The running attempts.
+pub struct Attempts {
+    running: Arc<Mutex<State>>,
+    /// Wakes the Deployment controller for an attempt whose task ended, so the next step
+    /// (a scheduled retry, the end) is decided by `reconcile` again.
+    ended: mpsc::UnboundedSender<ObjectRef<Deployment>>,
+    ended_stream: Mutex<Option<mpsc::UnboundedReceiver<ObjectRef<Deployment>>>>,
+}
+
+#[derive(Default)]
+struct State {
+    tasks: HashMap<String, Running>,
+    runs: u64,
+    /// Set on shutdown: no new attempt starts.
+    closed: bool,
+}
+
+impl Default for Attempts {
+    fn default() -> Self {
+        let (ended, receiver) = mpsc::unbounded_channel();
+        Self {
+            running: Arc::default(),
+            ended,
+            ended_stream: Mutex::new(Some(receiver)),
+        }
+    }
+}
+
+impl Attempts {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.running
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The Deployments whose attempt task ended, to reconcile again; taken once by the
+    /// Deployment controller.
+    pub fn ended(&self) -> impl Stream<Item = ObjectRef<Deployment>> + Send + 'static {
+        let receiver = self
+            .ended_stream
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        futures::stream::unfold(receiver, |receiver| async move {
+            let mut receiver = receiver?;
+            let next = receiver.recv().await?;
+            Some((next, Some(receiver)))
+        })
+    }
+
+    /// Whether the attempt's task runs.
+    pub fn is_running(&self, key: &AttemptKey) -> bool {
+        self.state().tasks.contains_key(&key.uid)
+    }
+
+    /// Tells the running attempt to stop; `false` when it does not run.
+    pub fn signal(&self, key: &AttemptKey, interrupt: Interrupt) -> bool {
+        let state = self.state();
+        let Some(running) = state.tasks.get(&key.uid) else {
+            return false;
+        };
+        // The first reason sticks: a canceled attempt later superseded still says canceled.
+        running.signal.send_if_modified(|current| {
+            if current.is_some() {
+                return false;
+            }
+            *current = Some(interrupt);
+            true
+        });
+        true
+    }
+
+    /// Stops the running attempts of `key`'s resource that are older than `key`.
+    pub fn supersede_older(&self, key: &AttemptKey) {
+        let older: Vec<AttemptKey> = self
+            .state()
+            .tasks
+            .values()
+            .filter(|r| {
+                r.key.namespace == key.namespace
+                    && r.key.resource == key.resource
+                    && r.key.order < key.order
+            })
+            .map(|r| r.key.clone())
+            .collect();
+        for old in older {
+            self.signal(&old, Interrupt::Superseded(key.order.1.clone()));
+        }
+    }
+
+    /// Starts the attempt's task unless it runs already or the controller stops; returns
+    /// whether it started. When the task ends (`after` is how long to wait first, say after a
+    /// failed API call), the Deployment is reconciled again.
+    pub fn start<F>(&self, key: AttemptKey, attempt: impl FnOnce(Signal) -> F) -> bool
+    where
+        F: Future<Output = Duration> + Send + 'static,
+    {
+        let mut state = self.state();
+        if state.closed || state.tasks.contains_key(&key.uid) {
+            return false;
+        }
+        state.runs += 1;
+        let run = state.runs;
+        let (signal, listener) = watch::channel(None);
+        let work = attempt(listener);
+        let ended = self.ended.clone();
+        let reference = key.reference();
+        let uid = key.uid.clone();
+        let finished = self.finisher(uid, run);
+        let task = tokio::spawn(async move {
+            let after = work.await;
+            finished();
+            // Shutdown waits for the attempt, not for this delay.
+            tokio::spawn(async move {
+                tokio::time::sleep(after).await;
+                let _ = ended.send(reference);
+            });
+        });
+        state.tasks.insert(
+            key.uid.clone(),
+            Running {
+                key,
+                run,
+                signal,
+                task,
+            },
+        );
+        true
+    }
+
+    /// Removes a finished task's entry (unless a newer run took its place).
+    fn finisher(&self, uid: String, run: u64) -> impl FnOnce() + Send + 'static {
+        let running = Arc::clone(&self.running);
+        move || {
+            let mut state = running.lock().unwrap_or_else(|p| p.into_inner());
+            if state.tasks.get(&uid).is_some_and(|r| r.run == run) {
+                state.tasks.remove(&uid);
+            }
+        }
+    }
+
+    /// Stops every running attempt (they keep their status, unfinished) and waits up to
+    /// `grace` for them to write what they had queued; those still running then are aborted.
+    /// No attempt starts afterwards.
+    pub async fn shut_down(&self, grace: Duration) {
+        let tasks: Vec<Running> = {
+            let mut state = self.state();
+            state.closed = true;
+            state.tasks.drain().map(|(_, running)| running).collect()
+        };
+        if tasks.is_empty() {
+            return;
+        }
+        tracing::info!(
+            attempts = tasks.len(),
+            "stopping the running deployment attempts"
+        );
+        let mut handles = Vec::new();
+        for running in tasks {
+            running.signal.send_replace(Some(Interrupt::Shutdown));
+            handles.push(running.task);
+        }
+        let aborts: Vec<_> = handles.iter().map(JoinHandle::abort_handle).collect();
+        let all = futures::future::join_all(handles);
+        if tokio::time::timeout(grace, all).await.is_err() {
+            tracing::warn!("deployment attempts did not stop in time; aborted");
+            aborts.iter().for_each(tokio::task::AbortHandle::abort);
+        }
+    }
+}
