@@ -3,8 +3,14 @@
 //! Deployment object and restarts of Berth. Entries hold only masked text.
 //!
 //! The controller records through a [`TimelineWriter`] (never blocking an attempt); the REST
-//! shim reads the same store to stream build output and to serve past timelines.
+//! shim reads the same store to stream build output and to serve past timelines. The store is a
+//! SQLite file by default, or a PostgreSQL database several replicas share; [`open`] picks one
+//! from a [`StoreLocation`].
 
+#[cfg(test)]
+mod conformance;
+mod location;
+mod postgres;
 mod sqlite;
 mod writer;
 
@@ -12,6 +18,8 @@ use std::time::Duration;
 
 use berth_crds::progress::ProgressEvent;
 
+pub use location::{PostgresUrl, StoreLocation, mask_url, open};
+pub use postgres::PostgresTimeline;
 pub use sqlite::SqliteTimeline;
 pub use writer::TimelineWriter;
 
@@ -52,15 +60,21 @@ pub struct TimelineEntry {
 
 #[derive(Debug, thiserror::Error)]
 pub enum TimelineError {
-    #[error("observation store {path}: {message}")]
-    Open { path: String, message: String },
+    /// `location` is shown masked (no password).
+    #[error("observation store {location}: {message}")]
+    Open { location: String, message: String },
     #[error("observation store: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    #[error("observation store: {0}")]
+    Postgres(#[from] tokio_postgres::Error),
+    #[error("observation store: no database connection came free within {0:?}")]
+    Exhausted(Duration),
     #[error("observation store: an entry could not be encoded: {0}")]
     Encoding(#[from] serde_json::Error),
 }
 
-/// Where timelines live; SQLite by default, a server database could take its place.
+/// Where timelines live: [`SqliteTimeline`] or [`PostgresTimeline`]. Every call blocks; make
+/// them where blocking is allowed (`spawn_blocking`, a thread of its own).
 pub trait TimelineStore: Send + Sync {
     /// Adds `events` to the end of `key`'s timeline, all or none.
     fn append(&self, key: &TimelineKey, events: &[ProgressEvent]) -> Result<(), TimelineError>;
@@ -73,7 +87,7 @@ pub trait TimelineStore: Send + Sync {
     ) -> Result<Vec<TimelineEntry>, TimelineError>;
     /// How many entries `key`'s timeline holds.
     fn count(&self, key: &TimelineKey) -> Result<i64, TimelineError>;
-    /// The attempts of one resource that have a timeline, by Deployment name.
+    /// The attempts of one resource that have a timeline, by Deployment name in order.
     fn attempts(&self, namespace: &str, resource: &str) -> Result<Vec<String>, TimelineError>;
     /// Removes entries recorded more than `retention` ago; returns how many went.
     fn prune(&self, retention: Duration) -> Result<usize, TimelineError>;

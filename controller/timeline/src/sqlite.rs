@@ -34,7 +34,7 @@ impl SqliteTimeline {
     /// Opens (creating if needed) the store at `path`, and its directory.
     pub fn open(path: &Path) -> Result<Self, TimelineError> {
         let failed = |message: String| TimelineError::Open {
-            path: path.display().to_string(),
+            location: path.display().to_string(),
             message,
         };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -139,7 +139,7 @@ impl TimelineStore for SqliteTimeline {
         let connection = self.connection();
         let mut query = connection.prepare_cached(
             "SELECT DISTINCT deployment FROM deployment_timeline
-             WHERE namespace = ?1 AND resource = ?2",
+             WHERE namespace = ?1 AND resource = ?2 ORDER BY deployment",
         )?;
         let names = query
             .query_map(params![namespace, resource], |row| row.get::<_, String>(0))?
@@ -158,84 +158,10 @@ impl TimelineStore for SqliteTimeline {
     }
 }
 
+// The behaviour both backends share is tested in `conformance`.
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_crds::deployment::{DeploymentPhase, DeploymentStep};
-    use berth_crds::progress::{Level, Source, StreamStatus};
-
-    fn event(message: &str) -> ProgressEvent {
-        ProgressEvent {
-            timestamp: "2026-11-22T06:00:00.000Z".into(),
-            source: Source::Platform,
-            phase: DeploymentPhase::Detect,
-            level: Level::Info,
-            message: message.into(),
-            deployment_id: "dep-web-1".into(),
-            status: StreamStatus::Running,
-            step: DeploymentStep {
-                current: 1,
-                total: 5,
-                label: "Detecting".into(),
-            },
-            stream: None,
-        }
-    }
-
-    fn store() -> (tempfile::TempDir, SqliteTimeline) {
-        let dir = tempfile::tempdir().unwrap();
-        let store = SqliteTimeline::open(&dir.path().join("nested/store.sqlite")).unwrap();
-        (dir, store)
-    }
-
-    #[test]
-    fn timelines_keep_order_per_attempt_and_page_after_a_sequence() {
-        let (_dir, store) = store();
-        let web = TimelineKey::new("org-a", "web", "dep-web-1");
-        let other = TimelineKey::new("org-b", "web", "dep-web-1");
-        store.append(&web, &[event("one"), event("two")]).unwrap();
-        store.append(&other, &[event("elsewhere")]).unwrap();
-        store.append(&web, &[event("three")]).unwrap();
-        let all = store.read(&web, 0, 100).unwrap();
-        let messages: Vec<_> = all.iter().map(|e| e.event.message.as_str()).collect();
-        assert_eq!(messages, ["one", "two", "three"]);
-        assert_eq!(store.count(&web).unwrap(), 3);
-        assert_eq!(store.count(&other).unwrap(), 1);
-        let rest = store.read(&web, all[0].sequence, 1).unwrap();
-        assert_eq!(rest.len(), 1);
-        assert_eq!(rest[0].event.message, "two");
-    }
-
-    #[test]
-    fn a_second_handle_sees_what_the_first_wrote_and_pruning_honours_retention() {
-        let (dir, store) = store();
-        let key = TimelineKey::new("org-a", "web", "dep-web-1");
-        store.append(&key, &[event("kept")]).unwrap();
-        let reader = SqliteTimeline::open(&dir.path().join("nested/store.sqlite")).unwrap();
-        assert_eq!(reader.read(&key, 0, 10).unwrap()[0].event.message, "kept");
-        assert_eq!(store.prune(Duration::from_secs(3600)).unwrap(), 0);
-        std::thread::sleep(Duration::from_millis(5));
-        assert_eq!(store.prune(Duration::ZERO).unwrap(), 1);
-        assert_eq!(reader.count(&key).unwrap(), 0);
-    }
-
-    #[test]
-    fn attempts_lists_each_attempt_of_a_resource_once() {
-        let (_dir, store) = store();
-        for (resource, deployment) in [
-            ("web", "dep-1"),
-            ("web", "dep-1"),
-            ("web", "dep-2"),
-            ("api", "dep-3"),
-        ] {
-            let key = TimelineKey::new("org-a", resource, deployment);
-            store.append(&key, &[event("step")]).unwrap();
-        }
-        let mut attempts = store.attempts("org-a", "web").unwrap();
-        attempts.sort();
-        assert_eq!(attempts, ["dep-1", "dep-2"]);
-        assert!(store.attempts("org-b", "web").unwrap().is_empty());
-    }
 
     #[test]
     fn an_unusable_path_names_itself() {

@@ -1,0 +1,394 @@
+//! The shared observation store: one PostgreSQL database for every controller replica and
+//! shim. What must hold across processes is left to the database: appends to one timeline
+//! serialize on a transaction-scoped advisory lock, so a reader paging by `sequence` never
+//! skips an entry committed late; migrations run under another, so replicas starting together
+//! create the schema once.
+//!
+//! The trait is synchronous and called from blocking threads; the driver is async, so each
+//! store drives its connections on a small runtime of its own.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use berth_crds::progress::ProgressEvent;
+use tokio::runtime::Runtime;
+use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, Config, NoTls, Statement};
+
+use super::{PostgresUrl, TimelineEntry, TimelineError, TimelineKey, TimelineStore};
+
+/// Connections one process keeps at most: one writer, the pruner, and the shim's readers.
+const MAX_CONNECTIONS: usize = 8;
+/// How long a call waits for a free connection before it fails.
+const CHECKOUT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Connection timeout when the URL sets none.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Advisory lock held while migrating ("berth_ob").
+const MIGRATION_LOCK: i64 = 0x6265_7274_685f_6f62;
+
+const MIGRATIONS_TABLE: &str = "
+CREATE TABLE IF NOT EXISTS berth_schema_migrations (
+    version    integer     PRIMARY KEY,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)";
+
+/// Schema changes in order; version N is `MIGRATIONS[N - 1]`. Append, never edit.
+const MIGRATIONS: &[&str] = &["
+CREATE TABLE deployment_timeline (
+    sequence    bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    namespace   text   NOT NULL,
+    resource    text   NOT NULL,
+    deployment  text   NOT NULL,
+    recorded_ms bigint NOT NULL,
+    event       text   NOT NULL
+);
+CREATE INDEX deployment_timeline_by_attempt
+    ON deployment_timeline (namespace, resource, deployment, sequence);
+CREATE INDEX deployment_timeline_by_age ON deployment_timeline (recorded_ms);
+"];
+
+/// Kubernetes names hold no `/`, so the joined key names one timeline.
+const LOCK_TIMELINE: &str = "SELECT pg_advisory_xact_lock(hashtextextended(concat_ws('/', $1::text, $2::text, $3::text), 0))";
+/// The database's clock times every entry, so replicas with skewed clocks prune alike.
+/// Rows are numbered in the order of the batch.
+const INSERT: &str = "
+INSERT INTO deployment_timeline (namespace, resource, deployment, recorded_ms, event)
+SELECT $1, $2, $3, (extract(epoch FROM clock_timestamp()) * 1000)::bigint, batch.event
+FROM unnest($4::text[]) WITH ORDINALITY AS batch(event, position)
+ORDER BY batch.position";
+const READ: &str = "
+SELECT sequence, event FROM deployment_timeline
+WHERE namespace = $1 AND resource = $2 AND deployment = $3 AND sequence > $4
+ORDER BY sequence LIMIT $5";
+const COUNT: &str = "
+SELECT COUNT(*) FROM deployment_timeline
+WHERE namespace = $1 AND resource = $2 AND deployment = $3";
+const ATTEMPTS: &str = "
+SELECT DISTINCT deployment FROM deployment_timeline
+WHERE namespace = $1 AND resource = $2 ORDER BY deployment";
+const PRUNE: &str = "
+DELETE FROM deployment_timeline
+WHERE recorded_ms < (extract(epoch FROM clock_timestamp()) * 1000)::bigint - $1";
+
+/// A PostgreSQL observation store.
+pub struct PostgresTimeline {
+    /// `None` only while dropping.
+    runtime: Option<Runtime>,
+    pool: Pool,
+}
+
+impl PostgresTimeline {
+    /// Connects to the database at `url` and brings its schema up to date.
+    pub fn open(url: &PostgresUrl) -> Result<Self, TimelineError> {
+        let failed = |message: String| TimelineError::Open {
+            location: url.to_string(),
+            message,
+        };
+        let mut config: Config = url
+            .expose()
+            .parse()
+            .map_err(|e: tokio_postgres::Error| failed(e.to_string()))?;
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("berth");
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("berth-postgres")
+            .enable_all()
+            .build()
+            .map_err(|e| failed(e.to_string()))?;
+        let store = Self {
+            runtime: Some(runtime),
+            pool: Pool::new(config),
+        };
+        store
+            .block_on(store.migrate())
+            .map_err(|e| failed(e.to_string()))?;
+        Ok(store)
+    }
+
+    fn block_on<F: Future>(&self, future: F) -> F::Output {
+        self.runtime
+            .as_ref()
+            .expect("the runtime lives until the store is dropped")
+            .block_on(future)
+    }
+
+    /// Runs `operation` on a pooled connection. When the connection turns out closed (the
+    /// server restarted, a proxy dropped it while idle) it runs once more on a new one,
+    /// unless the operation says its failure may have committed.
+    async fn run<T>(
+        &self,
+        mut operation: impl AsyncFnMut(&mut Connection) -> Result<T, Failed>,
+    ) -> Result<T, TimelineError> {
+        let mut lease = self.pool.get().await?;
+        match operation(lease.connection()).await {
+            Err(failed) if failed.retry && lease.connection().client.is_closed() => {
+                drop(lease);
+                // The idle connections most likely went the same way.
+                self.pool.clear_idle();
+                let mut lease = self.pool.get().await?;
+                operation(lease.connection())
+                    .await
+                    .map_err(|failed| failed.error.into())
+            }
+            result => result.map_err(|failed| failed.error.into()),
+        }
+    }
+
+    async fn migrate(&self) -> Result<(), TimelineError> {
+        self.run(async |connection| {
+            let transaction = connection.client.transaction().await?;
+            transaction
+                .execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+                .await?;
+            transaction.batch_execute(MIGRATIONS_TABLE).await?;
+            let applied: i32 = transaction
+                .query_one(
+                    "SELECT COALESCE(max(version), 0) FROM berth_schema_migrations",
+                    &[],
+                )
+                .await?
+                .get(0);
+            for (version, sql) in (1..).zip(MIGRATIONS).skip(applied.max(0) as usize) {
+                transaction.batch_execute(sql).await?;
+                transaction
+                    .execute(
+                        "INSERT INTO berth_schema_migrations (version) VALUES ($1)",
+                        &[&version],
+                    )
+                    .await?;
+            }
+            if applied as usize > MIGRATIONS.len() {
+                tracing::warn!(
+                    applied,
+                    known = MIGRATIONS.len(),
+                    "the observation store's schema is newer than this Berth"
+                );
+            }
+            transaction.commit().await.map_err(Failed::maybe_committed)
+        })
+        .await
+    }
+}
+
+impl Drop for PostgresTimeline {
+    fn drop(&mut self) {
+        // Dropping a runtime waits for its threads, which async code may not do, and the last
+        // handle to a store may well go in async code.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl TimelineStore for PostgresTimeline {
+    fn append(&self, key: &TimelineKey, events: &[ProgressEvent]) -> Result<(), TimelineError> {
+        let events = events
+            .iter()
+            .map(serde_json::to_string)
+            .collect::<Result<Vec<_>, _>>()?;
+        self.block_on(self.run(async |connection| {
+            let lock = connection.prepare(LOCK_TIMELINE).await?;
+            let insert = connection.prepare(INSERT).await?;
+            let transaction = connection.client.transaction().await?;
+            transaction
+                .execute(&lock, &[&key.namespace, &key.resource, &key.deployment])
+                .await?;
+            transaction
+                .execute(
+                    &insert,
+                    &[&key.namespace, &key.resource, &key.deployment, &events],
+                )
+                .await?;
+            transaction.commit().await.map_err(Failed::maybe_committed)
+        }))
+    }
+
+    fn read(
+        &self,
+        key: &TimelineKey,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<TimelineEntry>, TimelineError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = self.block_on(self.run(async |connection| {
+            let read = connection.prepare(READ).await?;
+            let params: [&(dyn ToSql + Sync); 5] = [
+                &key.namespace,
+                &key.resource,
+                &key.deployment,
+                &after,
+                &limit,
+            ];
+            Ok(connection.client.query(&read, &params).await?)
+        }))?;
+        rows.iter()
+            .map(|row| {
+                Ok(TimelineEntry {
+                    sequence: row.get(0),
+                    event: serde_json::from_str(row.get(1))?,
+                })
+            })
+            .collect()
+    }
+
+    fn count(&self, key: &TimelineKey) -> Result<i64, TimelineError> {
+        self.block_on(self.run(async |connection| {
+            let count = connection.prepare(COUNT).await?;
+            let attempt: [&(dyn ToSql + Sync); 3] =
+                [&key.namespace, &key.resource, &key.deployment];
+            Ok(connection.client.query_one(&count, &attempt).await?.get(0))
+        }))
+    }
+
+    fn attempts(&self, namespace: &str, resource: &str) -> Result<Vec<String>, TimelineError> {
+        let rows = self.block_on(self.run(async |connection| {
+            let attempts = connection.prepare(ATTEMPTS).await?;
+            Ok(connection
+                .client
+                .query(&attempts, &[&namespace, &resource])
+                .await?)
+        }))?;
+        Ok(rows.iter().map(|row| row.get(0)).collect())
+    }
+
+    fn prune(&self, retention: Duration) -> Result<usize, TimelineError> {
+        let retention = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
+        let removed = self.block_on(self.run(async |connection| {
+            let prune = connection.prepare(PRUNE).await?;
+            Ok(connection.client.execute(&prune, &[&retention]).await?)
+        }))?;
+        Ok(usize::try_from(removed).unwrap_or(usize::MAX))
+    }
+}
+
+/// A failed operation, and whether running it again is safe should its connection be closed.
+struct Failed {
+    error: tokio_postgres::Error,
+    retry: bool,
+}
+
+impl Failed {
+    /// A COMMIT that failed may have committed all the same: never repeat it.
+    fn maybe_committed(error: tokio_postgres::Error) -> Self {
+        Self {
+            error,
+            retry: false,
+        }
+    }
+}
+
+impl From<tokio_postgres::Error> for Failed {
+    fn from(error: tokio_postgres::Error) -> Self {
+        Self { error, retry: true }
+    }
+}
+
+/// One connection and the statements prepared on it.
+struct Connection {
+    client: Client,
+    statements: HashMap<&'static str, Statement>,
+}
+
+impl Connection {
+    async fn prepare(&mut self, sql: &'static str) -> Result<Statement, tokio_postgres::Error> {
+        if let Some(statement) = self.statements.get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = self.client.prepare(sql).await?;
+        self.statements.insert(sql, statement.clone());
+        Ok(statement)
+    }
+}
+
+/// Up to [`MAX_CONNECTIONS`] connections, opened on demand and kept while they stay open.
+struct Pool {
+    config: Config,
+    idle: Mutex<Vec<Connection>>,
+    permits: Semaphore,
+}
+
+impl Pool {
+    fn new(config: Config) -> Self {
+        Self {
+            config,
+            idle: Mutex::new(Vec::new()),
+            permits: Semaphore::new(MAX_CONNECTIONS),
+        }
+    }
+
+    async fn get(&self) -> Result<Lease<'_>, TimelineError> {
+        let permit = tokio::time::timeout(CHECKOUT_TIMEOUT, self.permits.acquire())
+            .await
+            .map_err(|_| TimelineError::Exhausted(CHECKOUT_TIMEOUT))?
+            .expect("the pool's semaphore is never closed");
+        let connection = loop {
+            let idle = self.idle_connections().pop();
+            match idle {
+                Some(connection) if connection.client.is_closed() => continue,
+                Some(connection) => break connection,
+                None => break self.connect().await?,
+            }
+        };
+        Ok(Lease {
+            pool: self,
+            connection: Some(connection),
+            _permit: permit,
+        })
+    }
+
+    async fn connect(&self) -> Result<Connection, tokio_postgres::Error> {
+        let (client, connection) = self.config.connect(NoTls).await?;
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, "observation store connection closed");
+            }
+        });
+        Ok(Connection {
+            client,
+            statements: HashMap::new(),
+        })
+    }
+
+    fn clear_idle(&self) {
+        self.idle_connections().clear();
+    }
+
+    fn idle_connections(&self) -> std::sync::MutexGuard<'_, Vec<Connection>> {
+        // The list stays consistent whatever panicked while holding it.
+        self.idle
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// A connection taken from the pool; it goes back when dropped, unless it closed.
+struct Lease<'a> {
+    pool: &'a Pool,
+    connection: Option<Connection>,
+    _permit: SemaphorePermit<'a>,
+}
+
+impl Lease<'_> {
+    fn connection(&mut self) -> &mut Connection {
+        self.connection
+            .as_mut()
+            .expect("a lease holds its connection until dropped")
+    }
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        if let Some(connection) = self.connection.take()
+            && !connection.client.is_closed()
+        {
+            self.pool.idle_connections().push(connection);
+        }
+    }
+}
