@@ -14,6 +14,7 @@ use std::time::Duration;
 use berth_crds::progress::ProgressEvent;
 use tokio::runtime::Runtime;
 use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio_postgres::error::Severity;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
@@ -119,7 +120,7 @@ impl PostgresTimeline {
             .block_on(future)
     }
 
-    /// Runs `operation` on a pooled connection. When the connection turns out closed (the
+    /// Runs `operation` on a pooled connection. When the connection turns out lost (the
     /// server restarted, a proxy dropped it while idle) it runs once more on a new one,
     /// unless the operation says its failure may have committed.
     async fn run<T>(
@@ -127,18 +128,24 @@ impl PostgresTimeline {
         mut operation: impl AsyncFnMut(&mut Connection) -> Result<T, Failed>,
     ) -> Result<T, TimelineError> {
         let mut lease = self.pool.get().await?;
-        match operation(lease.connection()).await {
-            Err(failed) if failed.retry && lease.connection().client.is_closed() => {
-                drop(lease);
-                // The idle connections most likely went the same way.
-                self.pool.clear_idle();
-                let mut lease = self.pool.get().await?;
-                operation(lease.connection())
-                    .await
-                    .map_err(|failed| failed.error.into())
-            }
-            result => result.map_err(|failed| failed.error.into()),
+        let failed = match operation(lease.connection()).await {
+            Ok(value) => return Ok(value),
+            Err(failed) => failed,
+        };
+        if !lease.connection_lost(&failed.error) {
+            return Err(failed.error.into());
         }
+        lease.discard();
+        drop(lease);
+        // The idle connections most likely went the same way.
+        self.pool.clear_idle();
+        if !failed.retry {
+            return Err(failed.error.into());
+        }
+        let mut lease = self.pool.get().await?;
+        operation(lease.connection())
+            .await
+            .map_err(|failed| failed.error.into())
     }
 
     async fn migrate(&self) -> Result<(), TimelineError> {
@@ -380,6 +387,28 @@ impl Lease<'_> {
         self.connection
             .as_mut()
             .expect("a lease holds its connection until dropped")
+    }
+
+    /// Whether `error` ended the session: the client noticed, or the server said so (a FATAL
+    /// error such as `57P01` on a restart or termination), or the socket failed. The client
+    /// may learn of it only later, so the error itself is read too.
+    fn connection_lost(&mut self, error: &tokio_postgres::Error) -> bool {
+        let fatal = error.as_db_error().is_some_and(|db| {
+            matches!(
+                db.parsed_severity(),
+                Some(Severity::Fatal | Severity::Panic)
+            )
+        });
+        let connection_class = error
+            .code()
+            .is_some_and(|code| code.code().starts_with("08"));
+        let io = std::error::Error::source(error).is_some_and(|s| s.is::<std::io::Error>());
+        self.connection().client.is_closed() || error.is_closed() || fatal || connection_class || io
+    }
+
+    /// Keeps the connection out of the pool.
+    fn discard(&mut self) {
+        self.connection = None;
     }
 }
 
