@@ -29,6 +29,24 @@ pub struct ShimOptions {
     /// Directory of the observation store berth-controller records deployment timelines in.
     #[arg(long, env = "BERTH_DATA_DIR", default_value = "/var/lib/berth")]
     pub data_dir: std::path::PathBuf,
+    /// Observation store, as berth-controller's option of the same name: a `postgres://` URL
+    /// or a SQLite file; default: the SQLite file in the data directory.
+    #[arg(
+        long,
+        env = "BERTH_OBSERVATION_STORE",
+        value_name = "URL",
+        hide_env_values = true
+    )]
+    pub observation_store: Option<berth_timeline::StoreLocation>,
+}
+
+impl ShimOptions {
+    /// Where the observation store is: `--observation-store`, else the data directory's file.
+    pub fn observation_store(&self) -> berth_timeline::StoreLocation {
+        self.observation_store
+            .clone()
+            .unwrap_or_else(|| berth_timeline::StoreLocation::in_data_dir(&self.data_dir))
+    }
 }
 
 impl ShimOptions {
@@ -36,5 +54,29 @@ impl ShimOptions {
         self.public_url
             .clone()
             .unwrap_or_else(|| format!("http://{}/api", self.listen))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_observation_store_url_never_shows_its_password() {
+        let url = "postgres://berth:s3cret@db:5432/berth";
+        let cli = ShimOptions::try_parse_from(["berth-shim", "--observation-store", url]).unwrap();
+        assert!(matches!(
+            cli.observation_store(),
+            berth_timeline::StoreLocation::Postgres(_)
+        ));
+        assert!(!format!("{cli:?}").contains("s3cret"), "{cli:?}");
+        // `--help` would print the variable's value beside the option otherwise.
+        let command = ShimOptions::command();
+        let option = command
+            .get_arguments()
+            .find(|arg| arg.get_id() == "observation_store")
+            .unwrap();
+        assert!(option.is_hide_env_values_set());
     }
 }

@@ -47,8 +47,9 @@ pub fn app(state: AppState) -> Router {
 /// Runs the shim until SIGTERM/SIGINT.
 pub async fn run(options: ShimOptions) -> anyhow::Result<()> {
     let client = Client::try_default().await?;
-    let store = options.data_dir.join(berth_timeline::FILE_NAME);
-    let timelines = Arc::new(berth_timeline::SqliteTimeline::open(&store)?);
+    let location = options.observation_store();
+    tracing::info!(store = %location, "opening the observation store");
+    let timelines = tokio::task::spawn_blocking(move || berth_timeline::open(&location)).await??;
     let caches = Caches::start(&client);
     tracing::info!("filling caches");
     caches.wait_until_ready().await?;

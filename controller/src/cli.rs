@@ -50,8 +50,50 @@ pub struct RunOptions {
     /// Directory of the observation store (deployment timelines), shared with berth-shim.
     #[arg(long, env = "BERTH_DATA_DIR", default_value = "/var/lib/berth")]
     pub data_dir: std::path::PathBuf,
+    /// Observation store: a `postgres://` URL (one database for every replica and shim) or a
+    /// SQLite file; default: the SQLite file in the data directory.
+    #[arg(
+        long,
+        env = "BERTH_OBSERVATION_STORE",
+        value_name = "URL",
+        hide_env_values = true
+    )]
+    pub observation_store: Option<berth_timeline::StoreLocation>,
     /// Days deployment timelines are kept.
     #[arg(long, env = "BERTH_TIMELINE_RETENTION_DAYS", default_value_t = 30,
           value_parser = clap::value_parser!(u64).range(1..=3650))]
     pub timeline_retention_days: u64,
+}
+
+impl RunOptions {
+    /// Where the observation store is: `--observation-store`, else the data directory's file.
+    pub fn observation_store(&self) -> berth_timeline::StoreLocation {
+        self.observation_store
+            .clone()
+            .unwrap_or_else(|| berth_timeline::StoreLocation::in_data_dir(&self.data_dir))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_observation_store_url_never_shows_its_password() {
+        let url = "postgres://berth:s3cret@db:5432/berth";
+        let cli = Cli::try_parse_from(["berth-controller", "--observation-store", url]).unwrap();
+        assert!(matches!(
+            cli.run.observation_store(),
+            berth_timeline::StoreLocation::Postgres(_)
+        ));
+        assert!(!format!("{cli:?}").contains("s3cret"), "{cli:?}");
+        // `--help` would print the variable's value beside the option otherwise.
+        let command = Cli::command();
+        let option = command
+            .get_arguments()
+            .find(|arg| arg.get_id() == "observation_store")
+            .unwrap();
+        assert!(option.is_hide_env_values_set());
+    }
 }

@@ -29,7 +29,7 @@ use crate::metrics::Metrics;
 /// Runs the controller until SIGTERM/SIGINT, or until this replica loses its Lease.
 pub async fn run(options: RunOptions) -> anyhow::Result<()> {
     let client = api_requests::counted_client().await?;
-    let timeline = open_timeline(&options)?;
+    let timeline = open_timeline(&options).await?;
     let (caches, feeds) = cache::Caches::new();
     let (observers, wakes) = observer::Observers::new();
     let context = Context::new(
@@ -79,11 +79,12 @@ pub async fn run(options: RunOptions) -> anyhow::Result<()> {
 }
 
 /// Opens the observation store, prunes it now and hourly, and starts its writer.
-fn open_timeline(options: &RunOptions) -> anyhow::Result<berth_timeline::TimelineWriter> {
+async fn open_timeline(options: &RunOptions) -> anyhow::Result<berth_timeline::TimelineWriter> {
     use std::sync::Arc;
-    let path = options.data_dir.join(berth_timeline::FILE_NAME);
-    let store: Arc<dyn berth_timeline::TimelineStore> =
-        Arc::new(berth_timeline::SqliteTimeline::open(&path)?);
+    let location = options.observation_store();
+    // Shown masked: a URL's password never reaches a log line.
+    let shown = location.to_string();
+    let store = tokio::task::spawn_blocking(move || berth_timeline::open(&location)).await??;
     let retention = Duration::from_secs(options.timeline_retention_days * 24 * 3600);
     let pruned = Arc::clone(&store);
     tokio::spawn(async move {
@@ -99,7 +100,7 @@ fn open_timeline(options: &RunOptions) -> anyhow::Result<berth_timeline::Timelin
             }
         }
     });
-    tracing::info!(path = %path.display(), "observation store open");
+    tracing::info!(store = %shown, "observation store open");
     Ok(berth_timeline::TimelineWriter::start(store)?)
 }
 
