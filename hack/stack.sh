@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The local stack Berth develops and tests against (DESIGN §7), all on loopback:
 # etcd, kube-apiserver, kube-controller-manager, a Docker engine, an sshd acting as a "server",
-# a second "server" in its own network namespace (sshd and dockerd), and locally built images.
+# a second "server" in its own network namespace (sshd and dockerd), PostgreSQL, and locally
+# built images.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
 # Callers holding the integration lock on fd 9 (hack/test.sh, hack/chaos.sh, tests restarting a
@@ -15,6 +16,7 @@ BERTH_REPO_ROOT=$(cd "$HACK_DIR/.." && pwd)
 source "$HACK_DIR/lib/common.sh"
 source "$HACK_DIR/lib/images.sh"
 source "$HACK_DIR/lib/registry.sh"
+source "$HACK_DIR/lib/postgres.sh"
 
 D=$BERTH_STACK_DIR
 LOGS=$D/logs
@@ -54,6 +56,8 @@ Runs Berth's local development stack on loopback (DESIGN §7):
                            its own host key), dockerd on $SRV2_DOCKER_SOCKET
   registry                 http://$BERTH_REGISTRY_ADDR (htpasswd auth; credentials: \$BERTH_STACK_DIR/registry.env),
                            holding $BERTH_REGISTRY_SAMPLE_REPO:{${BERTH_SAMPLE_VERSIONS[*]}}
+  postgres                 127.0.0.1:$BERTH_POSTGRES_PORT, database $BERTH_POSTGRES_DB (password: \$BERTH_STACK_DIR/postgres.env;
+                           URL: BERTH_TEST_POSTGRES_URL in 'env'), Debian's postgresql
   images                   $BERTH_BUSYBOX_IMAGE, ${BERTH_SAMPLE_VERSIONS[*]/#/$BERTH_SAMPLE_REPO:}, $BERTH_EDGE_IMAGE
 
 Commands:
@@ -469,6 +473,7 @@ cmd_up() {
   up_sshd
   up_srv2
   up_registry
+  up_postgres
   build_kubernetes
   wait_etcd
   up_apiserver
@@ -476,6 +481,7 @@ cmd_up() {
   ensure_images
   wait_registry
   ensure_registry_images
+  wait_postgres
   wait_sshd
   wait_srv2
   wait_apiserver
@@ -502,6 +508,7 @@ cmd_down() {
     log "server 2: deleting network namespace $SRV2_NS"
     ip netns del "$SRV2_NS"
   fi
+  down_postgres
   if docker_ready; then log "docker: engine not started by this script, left running"; fi
 }
 
@@ -544,6 +551,13 @@ cmd_status() {
   else
     report registry 0 "http://$BERTH_REGISTRY_ADDR"
   fi
+  local pg_pid
+  pg_pid=$(postgres_pid)
+  if postgres_ready; then
+    report postgres 1 "127.0.0.1:$BERTH_POSTGRES_PORT/$BERTH_POSTGRES_DB${pg_pid:+, pid $pg_pid}"
+  else
+    report postgres 0 "127.0.0.1:$BERTH_POSTGRES_PORT/$BERTH_POSTGRES_DB"
+  fi
   if docker_ready && images_present; then
     report images 1 "$BERTH_BUSYBOX_IMAGE ${BERTH_SAMPLE_VERSIONS[*]/#/$BERTH_SAMPLE_REPO:} $BERTH_EDGE_IMAGE"
   else
@@ -575,6 +589,7 @@ export BERTH_SAMPLE_IMAGE=$BERTH_SAMPLE_REPO:1
 export BERTH_EDGE_IMAGE=$BERTH_EDGE_IMAGE
 EOF
   registry_env
+  postgres_env
 }
 
 # Restarts one daemon of the stack, as a server's operator would (fault tests, hack/chaos.sh).

@@ -123,6 +123,14 @@ up_postgres() {
   local bin home
   bin=$(_pg_bin) || die "postgres: no server under /usr/lib/postgresql after installing it"
   home=$(_pg_home)
+  if [[ ! -s "$BERTH_POSTGRES_ENV" && -f "$home/data/PG_VERSION" ]]; then
+    # A cluster whose password went with an earlier $BERTH_STACK_DIR: nobody can log in to it.
+    log "postgres: the cluster in $home outlived its credentials; creating it anew"
+    if [[ -n "$(postgres_pid)" ]]; then
+      _pg_owner "$bin/pg_ctl" -D "$home/data" -m fast -w -t 40 stop >/dev/null
+    fi
+    rm -rf "$home/data"
+  fi
   _postgres_credentials
   if [[ "$home" != "$BERTH_POSTGRES_LINK" ]]; then ln -sfn "$home" "$BERTH_POSTGRES_LINK"; fi
   if [[ -n "$(postgres_pid)" ]]; then
