@@ -55,6 +55,13 @@ fi
 # fd 9 closed: the stack's daemons outlive this run and must not hold its lock.
 "$HACK_DIR/stack.sh" up 9>&-
 eval "$("$HACK_DIR/stack.sh" env)"
+if [[ -z "${BERTH_TEST_QUICK:-}" ]]; then
+  # The unit tests above ran the store's tests on SQLite; with the stack's database they run
+  # on PostgreSQL too.
+  step "observation store tests on PostgreSQL"
+  [[ -n "${BERTH_TEST_POSTGRES_URL:-}" ]] || die "hack/stack.sh env gave no BERTH_TEST_POSTGRES_URL"
+  cargo test -p berth-timeline --quiet
+fi
 # shellcheck source-path=SCRIPTDIR
 source "$HACK_DIR/lib/berth.sh"
 mkdir -p "$BERTH_RUN_DIR"
