@@ -208,7 +208,8 @@ async fn show(
         .as_ref()
         .map(|d| d.spec.server_id.clone())
         .or_else(|| resource.spec.server_id.clone());
-    let server = server_id.and_then(|s| find_in(&state.caches.servers, &namespace, &s, "").ok());
+    let server =
+        server_id.and_then(|s| find_in(&state.caches.servers, &namespace, &s, "server").ok());
     let Some(server) = server else {
         if unknown_attempt {
             return Err(unknown_deployment(&query));
