@@ -189,6 +189,13 @@ async fn show(
 ) -> ApiResult<Response> {
     let query = parse_query(&query)?;
     let resource = lookup(&state, &caller, &id)?;
+    if query
+        .deployment_id
+        .as_deref()
+        .is_some_and(|d| !object_name(d))
+    {
+        return Err(unknown_deployment(&query));
+    }
     let namespace = resource.namespace().unwrap_or_default();
     let serving = resource
         .status
@@ -262,6 +269,12 @@ async fn show(
         logs,
     })
     .into_response())
+}
+
+/// Whether `name` can be a Kubernetes object name (no deployment is named otherwise).
+fn object_name(name: &str) -> bool {
+    name.chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
 }
 
 fn unknown_deployment(query: &LogQuery) -> ApiError {
@@ -429,6 +442,12 @@ mod tests {
         );
         assert_eq!(field(query(&[("deploymentId", "")])), "deploymentId");
         assert_eq!(field(query(&[("tail", "5")])), "tail");
+    }
+
+    #[test]
+    fn only_object_names_can_name_a_deployment() {
+        assert!(object_name("dep-web-m1x") && object_name("dep-a.b-2"));
+        assert!(!object_name("../dep") && !object_name("Dep-1") && !object_name("a/b"));
     }
 
     #[test]
