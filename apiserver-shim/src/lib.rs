@@ -64,6 +64,7 @@ pub async fn run(options: ShimOptions) -> anyhow::Result<()> {
         login_limiter: Default::default(),
         metrics: Default::default(),
         terminals: Default::default(),
+        server_access: Default::default(),
         server_deletions: Default::default(),
         timelines,
     };

@@ -22,6 +22,8 @@ pub struct AppState {
     pub metrics: Arc<crate::metrics::HttpMetrics>,
     /// Terminal sessions waiting for their WebSocket, and the SSH connections they use.
     pub terminals: Arc<crate::routes::terminal::Terminals>,
+    /// SSH connections for reads on servers (runtime logs), closed when idle.
+    pub server_access: Arc<crate::routes::server_access::ServerAccess>,
     /// Recent `DELETE /servers` idempotency keys.
     pub server_deletions: Arc<crate::routes::servers::DeleteReceipts>,
     /// Deployment timelines, recorded by berth-controller in the shared observation store.

@@ -73,6 +73,39 @@ where
         .await?;
         return Ok(true);
     }
+    server_side_apply(api, object, metadata, &serde_json::json!(status)).await?;
+    Ok(true)
+}
+
+/// Applies only the status fields in `fields` (the caller's share; other writers own the rest),
+/// and only over the version `object` was read at. `Ok(false)` when another write overtook it
+/// (409): its watch event brings a fresh reconcile.
+pub async fn apply_owned_fields_if_unchanged<K>(
+    api: &Api<K>,
+    object: &K,
+    fields: &serde_json::Map<String, Value>,
+) -> Result<bool>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    let metadata = serde_json::json!({ "resourceVersion": object.resource_version() });
+    let status = Value::Object(fields.clone());
+    match server_side_apply(api, object, metadata, &status).await {
+        Err(error) if error.is_conflict() => Ok(false),
+        written => written.map(|()| true),
+    }
+}
+
+/// The one status write: server-side apply of `status` under Berth's field manager.
+async fn server_side_apply<K>(
+    api: &Api<K>,
+    object: &K,
+    metadata: Value,
+    status: &Value,
+) -> Result<()>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
+{
     let patch = serde_json::json!({
         "apiVersion": K::api_version(&()),
         "kind": K::kind(&()),
@@ -85,7 +118,7 @@ where
         &Patch::Apply(&patch),
     )
     .await?;
-    Ok(true)
+    Ok(())
 }
 
 /// A JSON merge patch from `current` to `desired` when `desired` drops a field `current` has

@@ -29,12 +29,22 @@ impl Masker {
 
     /// `text` with every known value replaced by [`MASK`].
     pub fn mask(&self, text: &str) -> String {
-        self.values
-            .iter()
-            .filter(|value| text.contains(value.as_str()))
-            .fold(text.to_string(), |text, value| {
-                text.replace(value.as_str(), MASK)
-            })
+        self.mask_counted(text).0
+    }
+
+    /// [`Self::mask`], plus how many values it replaced: reads that report `masked` or a
+    /// redaction count cannot tell from the text alone (a value may itself read `****`).
+    pub fn mask_counted(&self, text: &str) -> (String, usize) {
+        let mut count = 0;
+        let masked = self.values.iter().fold(text.to_string(), |text, value| {
+            let found = text.matches(value.as_str()).count();
+            if found == 0 {
+                return text;
+            }
+            count += found;
+            text.replace(value.as_str(), MASK)
+        });
+        (masked, count)
     }
 }
 
@@ -48,6 +58,25 @@ mod tests {
         assert_eq!(
             masker.mask("echo s3cr3t-value and s3cr3t"),
             "echo **** and ****"
+        );
+    }
+
+    #[test]
+    fn replacements_are_counted() {
+        let masker = Masker::new(["s3cr3t", "s3cr3t-value"]);
+        assert_eq!(
+            masker.mask_counted("s3cr3t-value, s3cr3t, s3cr3t"),
+            ("****, ****, ****".to_string(), 3)
+        );
+        assert_eq!(
+            masker.mask_counted("nothing here"),
+            ("nothing here".into(), 0)
+        );
+        let odd = Masker::new(["****"]);
+        assert_eq!(
+            odd.mask_counted("a **** value").1,
+            1,
+            "a value that reads as the mask"
         );
     }
 

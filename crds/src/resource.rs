@@ -593,6 +593,21 @@ mod tests {
     }
 
     #[test]
+    fn the_host_slug_is_the_declared_one_else_derived_from_the_name() {
+        let mut resource: Resource = serde_json::from_value(serde_json::json!({
+            "apiVersion": "berth.dev/v1alpha1", "kind": "Resource",
+            "metadata": {"name": "res-1"},
+            "spec": {"projectId": "p", "environmentId": "e", "name": "My Shop (EU)!", "kind": "application"},
+        }))
+        .unwrap();
+        assert_eq!(resource.host_slug(), "my-shop-eu");
+        resource.spec.name = "!!".into();
+        assert_eq!(resource.host_slug(), "res-1");
+        resource.spec.slug = Some("shop".into());
+        assert_eq!(resource.host_slug(), "shop");
+    }
+
+    #[test]
     fn a_new_image_tag_keeps_the_binding_a_new_repository_blocks_it() {
         let enabled_for = source("docker-image", "registry.local:5000/shop/web:1");
         let policy = AutoDeployPolicy {

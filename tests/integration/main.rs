@@ -25,6 +25,7 @@ mod shim_organizations;
 mod shim_projects_envs;
 mod shim_resource_config;
 mod shim_resources;
+mod shim_runtime_logs;
 mod shim_servers;
 mod shim_tokens;
 mod shim_variables;

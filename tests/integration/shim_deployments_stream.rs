@@ -20,9 +20,9 @@ use crate::shim_projects_envs::{environment, invalid, project};
 /// One event of the stream: `event`, `id` and the parsed `data`.
 #[derive(Debug)]
 pub(crate) struct SseEvent {
-    event: String,
-    id: String,
-    data: Value,
+    pub(crate) event: String,
+    pub(crate) id: String,
+    pub(crate) data: Value,
 }
 
 /// Splits an event-stream body into events; comment-only blocks (keep-alives) are skipped.

@@ -217,7 +217,11 @@ fn new_deployment(caller: &Caller, resource: &Resource, body: &StartDeployment) 
 /// Values the stream must never show: the resource's secret values, and plain variables of
 /// every scope it inherits from (organization, project, environment, resource) that look
 /// secret. The controller keeps them out of what it writes; this is the second line.
-async fn masker(state: &AppState, caller: &Caller, resource: &Resource) -> ApiResult<Masker> {
+pub(crate) async fn masker(
+    state: &AppState,
+    caller: &Caller,
+    resource: &Resource,
+) -> ApiResult<Masker> {
     let namespace = resource.namespace().unwrap_or_default();
     let secret = Api::<Secret>::namespaced(state.client.clone(), &namespace)
         .get_opt(&secret_name(resource))

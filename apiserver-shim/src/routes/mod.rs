@@ -20,6 +20,8 @@ pub mod projects;
 pub mod resource_config;
 pub mod resource_input;
 pub mod resources;
+pub mod runtime_logs;
+pub mod server_access;
 pub mod servers;
 pub mod terminal;
 pub mod usage_intents;
@@ -147,6 +149,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         deployments::endpoints(),
         resources::endpoints(),
         resource_config::endpoints(),
+        runtime_logs::endpoints(),
     ]
     .into_iter()
     .flatten()

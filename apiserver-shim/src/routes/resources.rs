@@ -104,12 +104,6 @@ pub struct DeleteResource {
     pub idempotency_key: Option<String>,
 }
 
-/// The slug a resource is known by: its own, or the one the controller derives from its name
-/// for the generated host, so the two never disagree.
-pub fn slug_of(resource: &Resource) -> String {
-    resource.host_slug()
-}
-
 /// Converts the custom resource to the list item; deployment facts come from its status.
 pub fn record(resource: &Resource) -> ResourceRecord {
     let spec = &resource.spec;
@@ -120,7 +114,7 @@ pub fn record(resource: &Resource) -> ResourceRecord {
         environment_id: spec.environment_id.clone(),
         destination_id: spec.destination_id.clone(),
         name: spec.name.clone(),
-        slug: slug_of(resource),
+        slug: resource.host_slug(),
         kind: spec.kind,
         description: spec.description.clone(),
         created_at: created_at(&resource.metadata),
@@ -246,7 +240,7 @@ async fn delete(
     let resource = lookup(&state, &caller, &id)?;
     let organization = caller.require_role(OrganizationRole::Admin)?.clone();
     let confirmation = body.confirmation.unwrap_or_default();
-    confirm_slug(confirmation.resource_slug.as_deref(), &slug_of(&resource))?;
+    confirm_slug(confirmation.resource_slug.as_deref(), &resource.host_slug())?;
     let remember = || {
         if let Some(key) = &body.idempotency_key {
             DELETE_RECEIPTS.record(&namespace, key, &id);
@@ -307,11 +301,6 @@ mod tests {
         assert_eq!(value["proxyRouteStatus"], "ready");
         assert!(value.get("accessSummary").is_none());
         assert!(value.get("description").is_none());
-    }
-
-    #[test]
-    fn a_declared_slug_wins() {
-        assert_eq!(slug_of(&resource(json!({"slug": "shop"}))), "shop");
     }
 
     #[test]

@@ -23,10 +23,7 @@ use axum::http::request::Parts;
 use axum::response::Response;
 use berth_crds::member::OrganizationRole;
 use berth_crds::server::Server;
-use berth_remote::{
-    Endpoint as SshEndpoint, PoolSettings, RemoteError, ServerConnection, ServerConnectionPool,
-    ServerId, load_key,
-};
+use berth_remote::{PoolSettings, RemoteError, ServerConnection, ServerConnectionPool, ServerId};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use schemars::JsonSchema;
@@ -34,7 +31,8 @@ use serde::{Deserialize, Serialize};
 
 pub use self::bridge::{ClientMessage, ServerMessage, TerminalProtocol};
 use super::Endpoint;
-use super::common::{bounded, find_in, known_params};
+use super::common::{bounded, known_params};
+use super::server_access::{self, IDLE_CONNECTION, server_id};
 use super::servers;
 use crate::auth::token::new_id;
 use crate::auth::{Caller, bearer};
@@ -68,8 +66,6 @@ pub const CONNECT_WITHIN: Duration = Duration::from_secs(60);
 pub const MAX_OPEN_PER_SERVER: usize = 8;
 /// Sessions one user may have waiting for their WebSocket.
 const MAX_PENDING_PER_USER: usize = 16;
-/// An SSH connection without terminals is closed after this long.
-const IDLE_CONNECTION: Duration = Duration::from_secs(90);
 /// Row and column limits (spec §8); also what a resize may ask for.
 pub const ROWS: (i64, i64) = (10, 120);
 pub const COLS: (i64, i64) = (20, 320);
@@ -301,77 +297,14 @@ pub fn shell_command(directory: &str) -> String {
     format!(r#"cd -- "$HOME"/'{quoted}' && exec "${{SHELL:-/bin/sh}}" -l"#)
 }
 
-/// The pinned host key a terminal connection must see; never first contact from the shim.
-fn pinned(server: &Server) -> ApiResult<String> {
-    server
-        .spec
-        .expected_host_key_fingerprint
-        .clone()
-        .or_else(|| server.status.as_ref()?.host_key_fingerprint.clone())
-        .ok_or_else(|| {
-            ApiError::conflict(format!(
-                "server {} has not been reached yet, so its host key is not pinned; wait until \
-                 it is reachable",
-                server.name_any()
-            ))
-        })
-}
-
-fn server_id(server: &Server) -> ServerId {
-    ServerId {
-        namespace: server.namespace().unwrap_or_default(),
-        name: server.name_any(),
-    }
-}
-
-/// A remote failure as the REST API reports it; messages name hosts and fingerprints only.
+/// A remote failure while opening a terminal.
 fn remote_error(error: RemoteError) -> ApiError {
-    let reason = error.reason();
-    let message = format!("cannot open a terminal: {}", error.condition_message());
-    match error {
-        RemoteError::HostKeyMismatch { .. } | RemoteError::AuthenticationRejected { .. } => {
-            ApiError::conflict(message)
-        }
-        _ => ApiError::unavailable(message),
-    }
-    .with_detail("reason", reason)
+    server_access::remote_error("open a terminal", error)
 }
 
 /// The server's SSH connection in this process, logged in with its credential's current key.
 async fn connection(state: &AppState, server: &Server) -> ApiResult<Arc<ServerConnection>> {
-    let namespace = server.namespace().unwrap_or_default();
-    let credential_id = &server.spec.credential_id;
-    let credential = find_in(
-        &state.caches.ssh_credentials,
-        &namespace,
-        credential_id,
-        "SSH credential",
-    )
-    .map_err(|_| {
-        ApiError::conflict(format!(
-            "the server's SSH credential {credential_id} does not exist"
-        ))
-    })?;
-    let key = load_key(&state.client, &credential)
-        .await
-        .map_err(|error| ApiError::unavailable(format!("cannot read the SSH key: {error}")))?
-        .map_err(|problem| {
-            ApiError::conflict(format!(
-                "SSH credential {credential_id} is not usable: {}",
-                problem.message()
-            ))
-        })?;
-    let endpoint = SshEndpoint {
-        host: server.spec.host.clone(),
-        port: u16::try_from(server.spec.port).unwrap_or(22),
-        username: server.spec.username.clone(),
-    };
-    state
-        .terminals
-        .pool
-        .connect(&server_id(server), &endpoint, &key, Some(&pinned(server)?))
-        .await
-        .map_err(remote_error)
+    server_access::connect(state, &state.terminals.pool, server, "open a terminal").await
 }
 
 /// The path of the WebSocket under the public API URL (which ends in `/api`).

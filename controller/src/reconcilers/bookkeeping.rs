@@ -10,7 +10,7 @@ use std::time::Duration;
 use berth_crds::condition::{self, Condition, ConditionStatus, READY};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Patch, PatchParams};
+
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
 use kube::runtime::watcher;
@@ -20,8 +20,9 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use super::{CONFLICT_RECHECK, RESYNC_AFTER, drain, error_policy};
-use crate::context::{Context, FIELD_MANAGER};
-use crate::error::{Error, Result};
+use crate::context::Context;
+use crate::error::Result;
+use crate::status::apply_owned_fields_if_unchanged;
 
 /// What a bookkeeping kind computes: the status fields it owns, and when to look again.
 pub trait Bookkept:
@@ -75,24 +76,9 @@ async fn reconcile<K: Bookkept>(object: Arc<K>, context: Arc<Context>) -> Result
         let api = object.api_for(context.client.clone());
         // Only over the version read: the shim stamps times like `revokedAt` right after its
         // own spec write, and a stale stamp of ours must not replace the one it returned.
-        let patch = json!({
-            "apiVersion": K::api_version(&()),
-            "kind": K::kind(&()),
-            "metadata": { "resourceVersion": object.resource_version() },
-            "status": owned,
-        });
-        let written = api
-            .patch_status(
-                &object.name_any(),
-                &PatchParams::apply(FIELD_MANAGER).force(),
-                &Patch::Apply(&patch),
-            )
-            .await
-            .map_err(Error::Kube);
-        match written {
-            Err(error) if error.is_conflict() => return Ok(Action::requeue(CONFLICT_RECHECK)),
-            written => written?,
-        };
+        if !apply_owned_fields_if_unchanged(&api, object.as_ref(), &owned).await? {
+            return Ok(Action::requeue(CONFLICT_RECHECK));
+        }
     }
     let until_change = object
         .next_change()

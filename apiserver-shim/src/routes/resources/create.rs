@@ -12,7 +12,7 @@ use kube::{Api, ResourceExt};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{ResourceRecord, record, slug_of};
+use super::{ResourceRecord, record};
 use crate::auth::token::new_id;
 use crate::auth::{Caller, ScopeDimension};
 use crate::error::{ApiError, ApiResult};
@@ -161,7 +161,7 @@ fn check_slug_free(
     let clash = all_in(&state.caches.resources, namespace).iter().any(|r| {
         let same_place = r.spec.environment_id == body.environment_id
             || (body.server_id.is_some() && r.spec.server_id == body.server_id);
-        r.metadata.deletion_timestamp.is_none() && same_place && slug_of(r) == slug
+        r.metadata.deletion_timestamp.is_none() && same_place && r.host_slug() == slug
     });
     if clash {
         return Err(ApiError::conflict(format!(

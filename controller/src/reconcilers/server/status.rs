@@ -3,7 +3,7 @@
 
 use berth_crds::condition::DELETION_BLOCKED;
 use berth_crds::condition::{self, Condition, ConditionStatus, READY};
-use berth_crds::server::{Server, ServerFacts, ServerStatus, reason};
+use berth_crds::server::{Server, ServerFacts, ServerStatus, conditions, reason};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
@@ -99,7 +99,6 @@ pub fn desired(
     blockers: Vec<String>,
     now: Timestamp,
 ) -> ServerStatus {
-    use berth_crds::server::conditions::*;
     let current = server.status.clone().unwrap_or_default();
     let generation = server.metadata.generation;
     let mut status = ServerStatus {
@@ -113,93 +112,123 @@ pub fn desired(
         observed_generation: generation,
         conditions: current.conditions.clone(),
     };
+    if let Ok(contact) = &observation.contact {
+        record_contact(&mut status, &current, contact, now);
+    }
+    if let Some(Ok(version)) = &observation.docker {
+        status.docker_version = Some(version.clone());
+    }
+    let observed = [
+        reachable_condition(&observation.contact, generation, now),
+        docker_condition(observation.docker.as_ref(), generation, now),
+        proxy_condition(server, observation.proxy.as_ref(), generation, now),
+    ];
+    for observed in observed {
+        condition::merge(&mut status.conditions, observed);
+    }
+    let ready = ready_condition(&status.conditions, generation, now);
+    condition::merge(&mut status.conditions, ready);
+    if let Some(deletion) = deletion_condition(server, &status.delete_blockers, now) {
+        condition::merge(&mut status.conditions, deletion);
+    }
+    status
+}
 
-    let reachable = match &observation.contact {
-        Ok(contact) => {
-            status.host_key_fingerprint = Some(contact.host_key_fingerprint.clone());
-            status.facts = Some(contact.facts.clone());
-            let stale = current.last_contact_at.as_ref().is_none_or(|at| {
-                now.duration_since(at.0) >= CONTACT_GRANULARITY || !current.reachable
-            });
-            if stale {
-                status.last_contact_at = Some(Time(now));
-            }
-            condition(
-                REACHABLE,
-                Ok((
-                    reason::CONNECTED,
-                    format!(
-                        "SSH to {} works; host key {}",
-                        contact.address, contact.host_key_fingerprint
-                    ),
-                )),
-                generation,
-                now,
-            )
-        }
-        Err(failure) => condition(REACHABLE, Err(failure), generation, now),
+/// What a successful login tells: the host key, the facts, and (at most once a minute while
+/// nothing else changes) the time of contact.
+fn record_contact(
+    status: &mut ServerStatus,
+    current: &ServerStatus,
+    contact: &Contact,
+    now: Timestamp,
+) {
+    status.host_key_fingerprint = Some(contact.host_key_fingerprint.clone());
+    status.facts = Some(contact.facts.clone());
+    let stale = current
+        .last_contact_at
+        .as_ref()
+        .is_none_or(|at| now.duration_since(at.0) >= CONTACT_GRANULARITY || !current.reachable);
+    if stale {
+        status.last_contact_at = Some(Time(now));
+    }
+}
+
+fn reachable_condition(
+    contact: &Result<Contact, Failure>,
+    generation: Option<i64>,
+    now: Timestamp,
+) -> Condition {
+    let result = contact.as_ref().map(|contact| {
+        let message = format!(
+            "SSH to {} works; host key {}",
+            contact.address, contact.host_key_fingerprint
+        );
+        (reason::CONNECTED, message)
+    });
+    condition(conditions::REACHABLE, result, generation, now)
+}
+
+fn docker_condition(
+    docker: Option<&Result<String, Failure>>,
+    generation: Option<i64>,
+    now: Timestamp,
+) -> Condition {
+    let Some(docker) = docker else {
+        return unknown(conditions::DOCKER_READY, generation, now);
     };
-    condition::merge(&mut status.conditions, reachable);
+    let result = docker.as_ref().map(|version| {
+        (
+            reason::DOCKER_RESPONDING,
+            format!("Docker {version} answers"),
+        )
+    });
+    condition(conditions::DOCKER_READY, result, generation, now)
+}
 
-    let docker = match &observation.docker {
-        Some(Ok(version)) => {
-            status.docker_version = Some(version.clone());
-            condition(
-                DOCKER_READY,
-                Ok((
-                    reason::DOCKER_RESPONDING,
-                    format!("Docker {version} answers"),
-                )),
-                generation,
-                now,
-            )
-        }
-        Some(Err(failure)) => condition(DOCKER_READY, Err(failure), generation, now),
-        None => unknown(DOCKER_READY, generation, now),
-    };
-    condition::merge(&mut status.conditions, docker);
-
-    let proxy = match &observation.proxy {
-        Some(Ok(ProxyObservation::Running { container })) => Condition::new(
-            PROXY_READY,
+fn proxy_condition(
+    server: &Server,
+    proxy: Option<&Result<ProxyObservation, Failure>>,
+    generation: Option<i64>,
+    now: Timestamp,
+) -> Condition {
+    let type_ = conditions::PROXY_READY;
+    let (status, reason, message) = match proxy {
+        None => return unknown(type_, generation, now),
+        Some(Err(failure)) => return condition(type_, Err(failure), generation, now),
+        Some(Ok(ProxyObservation::Running { container })) => (
             ConditionStatus::True,
             reason::PROXY_RUNNING,
             format!(
                 "edge proxy {container} runs and its admin API answers; HTTP on port {}",
                 server.spec.proxy.http_port
             ),
-            generation,
-            now,
         ),
-        Some(Ok(ProxyObservation::Disabled)) => Condition::new(
-            PROXY_READY,
+        Some(Ok(ProxyObservation::Disabled)) => (
             ConditionStatus::True,
             reason::PROXY_DISABLED,
-            "no edge proxy requested (proxy.kind: none)",
-            generation,
-            now,
+            "no edge proxy requested (proxy.kind: none)".to_string(),
         ),
-        Some(Ok(ProxyObservation::Unsupported(kind))) => Condition::new(
-            PROXY_READY,
+        Some(Ok(ProxyObservation::Unsupported(kind))) => (
             ConditionStatus::False,
             reason::PROXY_KIND_UNSUPPORTED,
             format!("Berth runs only Caddy as edge proxy; {kind} is rendered for previews only"),
-            generation,
-            now,
         ),
-        Some(Err(failure)) => condition(PROXY_READY, Err(failure), generation, now),
-        None => unknown(PROXY_READY, generation, now),
     };
-    condition::merge(&mut status.conditions, proxy);
+    Condition::new(type_, status, reason, message, generation, now)
+}
 
-    let ready = [REACHABLE, DOCKER_READY, PROXY_READY]
-        .into_iter()
-        .find_map(|type_| {
-            condition::find(&status.conditions, type_)
-                .filter(|c| c.status != ConditionStatus::True)
-                .cloned()
-        });
-    let ready = match ready {
+/// `Ready` holds when SSH, Docker and the proxy all do; else it names the first that fails.
+fn ready_condition(observed: &[Condition], generation: Option<i64>, now: Timestamp) -> Condition {
+    let failed = [
+        conditions::REACHABLE,
+        conditions::DOCKER_READY,
+        conditions::PROXY_READY,
+    ]
+    .into_iter()
+    .find_map(|type_| {
+        condition::find(observed, type_).filter(|c| c.status != ConditionStatus::True)
+    });
+    match failed {
         None => Condition::new(
             READY,
             ConditionStatus::True,
@@ -216,13 +245,7 @@ pub fn desired(
             generation,
             now,
         ),
-    };
-    condition::merge(&mut status.conditions, ready);
-
-    if let Some(deletion) = deletion_condition(server, &status.delete_blockers, now) {
-        condition::merge(&mut status.conditions, deletion);
     }
-    status
 }
 
 /// The status of a server whose deletion waits for `blockers`: what it had, plus the blockers and
