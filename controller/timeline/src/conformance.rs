@@ -227,6 +227,32 @@ fn postgres_calls_survive_the_server_closing_their_connections() {
     assert_eq!(messages(store.as_ref(), &key), ["before", "after"]);
 }
 
+/// The binaries open the store on a blocking thread and may drop their last handle to it in
+/// async code (the shim's state at shutdown): neither may panic.
+#[tokio::test]
+async fn postgres_stores_open_and_drop_from_async_code() {
+    let Some(fixture) = Fixture::postgres() else {
+        return;
+    };
+    let location = fixture.location.clone();
+    let store = tokio::task::spawn_blocking(move || open(&location))
+        .await
+        .unwrap()
+        .unwrap();
+    let writer = crate::TimelineWriter::start(std::sync::Arc::clone(&store)).unwrap();
+    let key = TimelineKey::new("org-a", "web", "dep-web-1");
+    writer.record(&key, event("queued"));
+    writer.flush().await;
+    let count = std::sync::Arc::clone(&store);
+    let stored = tokio::task::spawn_blocking(move || count.count(&key))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored, 1);
+    drop(writer);
+    drop(store);
+}
+
 /// A store location for one test.
 struct Fixture {
     location: StoreLocation,
@@ -298,6 +324,16 @@ fn admin(url: &str, sql: &str) {
 }
 
 fn try_admin(url: &str, sql: &str) -> Result<(), tokio_postgres::Error> {
+    // A thread of its own: a fixture may be dropped in async code, where nothing may block.
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| admin_here(url, sql))
+            .join()
+            .expect("the test's own connection")
+    })
+}
+
+fn admin_here(url: &str, sql: &str) -> Result<(), tokio_postgres::Error> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
