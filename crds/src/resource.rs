@@ -450,9 +450,63 @@ pub struct ResourceStatus {
     /// Generation of the spec last acted on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    /// The serving container as the server's Docker last reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<RuntimeObservation>,
     /// Current conditions; `Ready` while the latest deployment serves.
     #[serde(default)]
     pub conditions: Vec<Condition>,
+}
+
+/// The serving container's state, from the server observer's Docker events (spec §2.2
+/// "Resource health" `runtime`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RuntimeObservation {
+    pub lifecycle: RuntimeLifecycle,
+    pub health: RuntimeHealth,
+    /// Since when the container has been in this state (moves only when the state changes).
+    pub observed_at: Time,
+    /// The attempt whose container this is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deployment_id: Option<String>,
+    /// Machine-readable cause, e.g. `container_exited`, `oom_killed`, `server_unreachable`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason_code: Option<String>,
+    /// What was observed, for people.
+    pub message: String,
+    /// Exit code of the container's last stop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+    /// Whether the kernel killed the container for memory.
+    #[serde(default)]
+    pub oom_killed: bool,
+}
+
+/// Whether the resource's container runs.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum RuntimeLifecycle {
+    /// No attempt has succeeded yet.
+    NotDeployed,
+    Running,
+    /// The container stopped (its exit code says how).
+    Exited,
+    /// The container is gone from the server.
+    Missing,
+    /// The server has not been observed (unreachable, or not yet since the controller started).
+    Unknown,
+}
+
+/// Whether the resource's container is healthy.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum RuntimeHealth {
+    Healthy,
+    Unhealthy,
+    /// Docker's health check has not passed yet.
+    Starting,
+    Unknown,
 }
 
 /// URL scheme of an access route.

@@ -18,6 +18,7 @@ pub mod organizations;
 pub mod overlays;
 pub mod projects;
 pub mod resource_config;
+pub mod resource_health;
 pub mod resource_input;
 pub mod resources;
 pub mod runtime_logs;
@@ -150,6 +151,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         resources::endpoints(),
         resource_config::endpoints(),
         runtime_logs::endpoints(),
+        resource_health::endpoints(),
     ]
     .into_iter()
     .flatten()

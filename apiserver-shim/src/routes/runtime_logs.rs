@@ -4,7 +4,7 @@
 //! answer into a live tail (`text/event-stream`, envelope of spec §6) that ends when the
 //! container stops or the client goes away.
 
-mod container;
+pub(crate) mod container;
 mod lines;
 
 use std::convert::Infallible;

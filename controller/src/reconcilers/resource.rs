@@ -33,6 +33,7 @@ use super::deployment::plan::{self, ROUTE_SCHEME, SUPPORTED_SOURCES};
 use super::deployment::runtime::Target;
 use super::deployment::{config, connect, package};
 use super::fresh::with_current_finalizers;
+use super::runtime_state;
 use super::{RESYNC_AFTER, drain, error_policy};
 use crate::cache::{Caches, changed_by, digest};
 use crate::context::Context;
@@ -193,11 +194,15 @@ async fn apply(resource: &Resource, context: &Context, namespace: &str) -> Resul
         .as_ref()
         .and_then(|id| Caches::get(&context.caches.servers, namespace, id));
     let route_status = check_serving(resource, context, namespace, &deployments).await;
+    let seen = runtime_state::observe(context, namespace, &name, serving(&deployments));
     let mut status = desired_status(
         resource,
         server.as_deref(),
         &deployments,
-        route_status,
+        Observed {
+            route_status,
+            runtime: seen,
+        },
         Timestamp::now(),
     );
     status.deployment_count = i64::try_from(attempts.len()).unwrap_or(i64::MAX);
@@ -541,14 +546,21 @@ async fn restore_route(
 }
 
 /// The status the resource should have now.
+/// What the reconciler observed of the resource's runtime: its route, its container.
+pub struct Observed {
+    pub route_status: ProxyRouteStatus,
+    pub runtime: runtime_state::Seen,
+}
+
 pub fn desired_status(
     resource: &Resource,
     server: Option<&Server>,
     deployments: &[Deployment],
-    route_status: ProxyRouteStatus,
+    observed: Observed,
     now: Timestamp,
 ) -> ResourceStatus {
     let current = resource.status.clone().unwrap_or_default();
+    let route_status = observed.route_status;
     let last = deployments.last();
     let mut proxy_kind = server.map_or(ProxyKind::Caddy, |s| s.spec.proxy.kind);
     // Static sites without a network profile listen on Berth's default port.
@@ -604,6 +616,11 @@ pub fn desired_status(
         proxy_route_status: Some(route_status),
         last_route_realization_deployment_id: serving.map(|d| d.name_any()),
         observed_generation: generation,
+        runtime: Some(runtime_state::observation(
+            &observed.runtime,
+            current.runtime.as_ref(),
+            now,
+        )),
         conditions: current.conditions,
     };
     let (ready, reason, message) = match (serving, route_status) {
@@ -779,7 +796,10 @@ mod tests {
             &resource,
             Some(&server),
             &deployments,
-            ProxyRouteStatus::Ready,
+            Observed {
+                route_status: ProxyRouteStatus::Ready,
+                runtime: runtime_state::Seen::NotDeployed,
+            },
             Timestamp::now(),
         );
         assert_eq!(status.deployment_count, 2);

@@ -1,0 +1,162 @@
+//! Spec §4.7 `GET /resources/{resourceId}/health` (`resources.health/v1`). `mode=cached` (the
+//! default) answers from what the controller recorded: the Resource's status, written when the
+//! server observer saw its container change; no SSH round trip. `mode=live` also asks the
+//! server now, within a deadline: the container's state (`includeRuntimeProbe`) and a request
+//! through the edge proxy with the resource's hostname (`includePublicAccessProbe`). A part the
+//! server cannot answer becomes a `sourceErrors` entry and `partial: true`, never a failed read.
+
+mod probes;
+mod record;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use berth_crds::deployment::Deployment;
+use kube::{Api, ResourceExt};
+
+pub use self::record::ResourceHealth;
+use self::record::{Inputs, SourceError, build, overall};
+use super::Endpoint;
+use super::common::{find_in, known_params};
+use super::environments;
+use super::resource_config::lookup;
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::QueryParams;
+use crate::state::AppState;
+
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![Endpoint::get::<ResourceHealth, _, _>(
+        "/resources/{resourceId}/health",
+        "The resource's health (query: mode cached|live, default cached: from the controller's \
+         observations without contacting the server; live: asks the server now. includeChecks, \
+         includeRuntimeProbe, includePublicAccessProbe: true|false; previewEnvironmentId)",
+        show,
+    )]
+}
+
+/// The query, checked.
+#[derive(Debug, Default, PartialEq)]
+struct HealthQuery {
+    live: bool,
+    checks: bool,
+    runtime_probe: bool,
+    public_access_probe: bool,
+}
+
+fn parse_query(query: &QueryParams) -> ApiResult<HealthQuery> {
+    known_params(
+        query,
+        &[
+            "mode",
+            "includeChecks",
+            "includeRuntimeProbe",
+            "includePublicAccessProbe",
+            "previewEnvironmentId",
+        ],
+    )?;
+    let live = match query.string("mode")? {
+        None | Some("cached") => false,
+        Some("live") => true,
+        Some(_) => {
+            return Err(ApiError::validation(
+                "mode",
+                "mode must be `cached` or `live`",
+            ));
+        }
+    };
+    Ok(HealthQuery {
+        live,
+        checks: query.boolean("includeChecks")?,
+        runtime_probe: query.boolean("includeRuntimeProbe")?,
+        public_access_probe: query.boolean("includePublicAccessProbe")?,
+    })
+}
+
+async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    query: QueryParams,
+) -> ApiResult<Json<ResourceHealth>> {
+    let parsed = parse_query(&query)?;
+    let resource = lookup(&state, &caller, &id)?;
+    if let Some(preview) = query.string("previewEnvironmentId")? {
+        environments::lookup(&state, &caller, preview)?;
+    }
+    let namespace = resource.namespace().unwrap_or_default();
+    let latest_id = resource
+        .status
+        .as_ref()
+        .and_then(|s| s.last_deployment_id.clone());
+    let mut source_errors = Vec::new();
+    let latest = match latest_id {
+        Some(name) => match Api::<Deployment>::namespaced(state.client.clone(), &namespace)
+            .get_opt(&name)
+            .await
+        {
+            Ok(found) => found,
+            Err(error) => {
+                tracing::warn!(%error, resource = %id, "health: reading the latest deployment failed");
+                source_errors.push(SourceError {
+                    source: "deployment",
+                    code: "deployment_unreadable",
+                    message: "the latest deployment could not be read".into(),
+                    retryable: true,
+                });
+                None
+            }
+        },
+        None => None,
+    };
+    let server = resource
+        .spec
+        .server_id
+        .as_ref()
+        .and_then(|s| find_in(&state.caches.servers, &namespace, s, "server").ok());
+    let mut health = build(&Inputs {
+        resource: &resource,
+        latest: latest.as_ref(),
+        server: server.as_deref(),
+        now: probes::now(),
+    });
+    health.source_errors = source_errors;
+    if parsed.checks {
+        health.checks.push(probes::recorded_runtime_check(&health));
+    }
+    if parsed.live {
+        probes::run(&state, &resource, server.as_deref(), &parsed, &mut health).await;
+    }
+    health.partial = !health.source_errors.is_empty();
+    health.overall = overall(&health);
+    Ok(Json(health))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn query(pairs: &[(&str, &str)]) -> QueryParams {
+        QueryParams(
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<HashMap<_, _>>(),
+        )
+    }
+
+    #[test]
+    fn mode_defaults_to_cached_and_is_checked() {
+        assert_eq!(parse_query(&query(&[])).unwrap(), HealthQuery::default());
+        let live =
+            parse_query(&query(&[("mode", "live"), ("includeRuntimeProbe", "true")])).unwrap();
+        assert!(live.live && live.runtime_probe && !live.public_access_probe);
+        let bad = parse_query(&query(&[("mode", "fast")])).unwrap_err();
+        assert_eq!(bad.status, 422);
+        assert_eq!(bad.body.details["field"], "mode");
+        assert_eq!(
+            parse_query(&query(&[("verbose", "1")])).unwrap_err().status,
+            422
+        );
+    }
+}

@@ -1,0 +1,577 @@
+//! The Resource health record (spec §2.2 "Resource health", `resources.health/v1`), built from
+//! what Berth already knows: the Resource's status (its runtime as the server observer last saw
+//! it, its route), its latest Deployment and its server. Pure, so the rules are unit-tested.
+
+use berth_crds::deployment::{Deployment, DeploymentState};
+use berth_crds::resource::{
+    AppliedAccessRoute, HealthCheck, ProxyRouteStatus, Resource, RuntimeHealth, RuntimeLifecycle,
+    RuntimeObservation,
+};
+use berth_crds::server::{ProxyKind, Server};
+use kube::ResourceExt;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::routes::common::timestamp;
+
+pub const SCHEMA_VERSION: &str = "resources.health/v1";
+pub const ROUTE_INTENT_SCHEMA_VERSION: &str = "route-intent-status/v1";
+
+/// Spec §2.2 "Resource health".
+#[derive(Serialize, JsonSchema, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceHealth {
+    pub schema_version: &'static str,
+    pub resource_id: String,
+    pub generated_at: String,
+    /// When the runtime state shown was observed.
+    pub observed_at: Option<String>,
+    /// `healthy`, `degraded` (runs, but not reachable through its route), `unhealthy`,
+    /// `not-deployed` or `unknown`.
+    pub overall: &'static str,
+    /// Whether a part could not be read (see `sourceErrors`).
+    pub partial: bool,
+    pub latest_deployment: Option<LatestDeployment>,
+    pub runtime: RuntimeBlock,
+    /// Runtime control (stop, start, restart) is not available yet: always null.
+    pub latest_runtime_control: Option<Value>,
+    pub health_policy: HealthPolicy,
+    pub public_access: PublicAccess,
+    pub proxy: ProxyBlock,
+    /// Present when `includeChecks` (or a probe) was asked for.
+    pub checks: Vec<Check>,
+    pub source_errors: Vec<SourceError>,
+}
+
+#[derive(Serialize, JsonSchema, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct LatestDeployment {
+    pub id: String,
+    pub status: Option<DeploymentState>,
+    pub created_at: Option<String>,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub server_id: String,
+    pub destination_id: Option<String>,
+    pub last_error: Option<Value>,
+}
+
+#[derive(Serialize, JsonSchema, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct RuntimeBlock {
+    /// `not-deployed`, `running`, `exited`, `missing` or `unknown`.
+    pub lifecycle: String,
+    /// `healthy`, `unhealthy`, `starting` or `unknown`.
+    pub health: String,
+    pub observed_at: Option<String>,
+    pub runtime_kind: &'static str,
+    pub reason_code: Option<String>,
+    pub message: String,
+}
+
+#[derive(Serialize, JsonSchema, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct HealthPolicy {
+    /// `configured` or `not-configured` (then the deploy checks only that the port answers).
+    pub status: &'static str,
+    pub enabled: bool,
+    #[serde(rename = "type")]
+    pub type_: Option<&'static str>,
+    pub path: Option<String>,
+    pub port: Option<i64>,
+    pub expected_status_code: Option<i64>,
+    pub interval_seconds: Option<i64>,
+    pub timeout_seconds: Option<i64>,
+    pub retries: Option<i64>,
+    pub start_period_seconds: Option<i64>,
+    pub reason_code: Option<&'static str>,
+}
+
+#[derive(Serialize, JsonSchema, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct PublicAccess {
+    /// `ready`, `not-ready`, `unknown` or `not-configured`.
+    pub status: &'static str,
+    pub url: Option<String>,
+    /// `generated` (Berth's generated host) or `durable-domain`.
+    pub kind: Option<&'static str>,
+    pub reason_code: Option<&'static str>,
+    pub phase: Option<&'static str>,
+    pub route_intent_status: Option<RouteIntentStatus>,
+    /// Access-failure evidence is not recorded yet: always null.
+    pub latest_access_failure: Option<Value>,
+}
+
+/// Spec §2.2 "Route intent status".
+#[derive(Serialize, JsonSchema, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct RouteIntentStatus {
+    pub schema_version: &'static str,
+    pub route_id: String,
+    pub diagnostic_id: String,
+    pub source: &'static str,
+    pub intent: RouteIntent,
+    pub context: RouteContext,
+    pub proxy: RouteProxy,
+    pub domain_verification: &'static str,
+    pub tls: &'static str,
+    pub runtime_health: String,
+    pub latest_observation: LatestObservation,
+    pub blocking_reason: Option<&'static str>,
+    pub recommended_action: &'static str,
+    pub copy_safe_summary: CopySafeSummary,
+}
+
+#[derive(Serialize, JsonSchema, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct RouteIntent {
+    pub host: String,
+    pub path_prefix: String,
+    pub protocol: &'static str,
+    pub route_behavior: &'static str,
+    pub redirect_to: Option<String>,
+    pub redirect_status: Option<i64>,
+}
+
+#[derive(Serialize, JsonSchema, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct RouteContext {
+    pub resource_id: String,
+    pub deployment_id: String,
+    pub server_id: Option<String>,
+    pub destination_id: Option<String>,
+    pub runtime_target_kind: &'static str,
+}
+
+#[derive(Serialize, JsonSchema, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct RouteProxy {
+    /// `required` (through the edge proxy) or `not-required` (direct port).
+    pub intent: &'static str,
+    /// `configured` or `not-configured`.
+    pub applied: &'static str,
+    pub provider_key: Option<String>,
+}
+
+#[derive(Serialize, JsonSchema, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct LatestObservation {
+    pub source: &'static str,
+    pub observed_at: String,
+    pub request_id: Option<String>,
+    pub deployment_id: String,
+}
+
+#[derive(Serialize, JsonSchema, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct CopySafeSummary {
+    pub status: &'static str,
+    pub code: Option<&'static str>,
+    pub phase: Option<&'static str>,
+    pub message: String,
+}
+
+#[derive(Serialize, JsonSchema, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct ProxyBlock {
+    /// `ready`, `not-ready`, `disabled` or `unknown`.
+    pub status: &'static str,
+    pub provider_key: Option<String>,
+    pub last_route_realization_deployment_id: Option<String>,
+    pub reason_code: Option<&'static str>,
+}
+
+/// One check (spec: name, target, status, observedAt, durationMs, statusCode, exitCode, message,
+/// reasonCode, phase, retriable, metadata).
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Check {
+    pub name: &'static str,
+    /// `runtime` or `public-access`.
+    pub target: &'static str,
+    /// `passed`, `failed` or `skipped`.
+    pub status: &'static str,
+    pub observed_at: String,
+    pub duration_ms: Option<u64>,
+    pub status_code: Option<u16>,
+    pub exit_code: Option<i64>,
+    pub message: String,
+    pub reason_code: Option<String>,
+    pub phase: Option<&'static str>,
+    pub retriable: bool,
+    pub metadata: Value,
+}
+
+/// A part of the record that could not be read; the rest still is (spec §2.2 conventions).
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceError {
+    pub source: &'static str,
+    pub code: &'static str,
+    pub message: String,
+    pub retryable: bool,
+}
+
+/// What the record is built from.
+pub struct Inputs<'a> {
+    pub resource: &'a Resource,
+    pub latest: Option<&'a Deployment>,
+    pub server: Option<&'a Server>,
+    pub now: String,
+}
+
+/// The health record from the cached state; probes may add checks and correct `runtime` later.
+pub fn build(inputs: &Inputs) -> ResourceHealth {
+    let resource = inputs.resource;
+    let status = resource.status.clone().unwrap_or_default();
+    let runtime = runtime_block(status.runtime.as_ref());
+    let route = status
+        .access_summary
+        .as_ref()
+        .and_then(|a| a.latest_generated_access_route.clone());
+    let public_access = public_access(inputs, route.as_ref(), status.proxy_route_status, &runtime);
+    let mut health = ResourceHealth {
+        schema_version: SCHEMA_VERSION,
+        resource_id: resource.name_any(),
+        generated_at: inputs.now.clone(),
+        observed_at: runtime.observed_at.clone(),
+        overall: "unknown",
+        partial: false,
+        latest_deployment: inputs.latest.map(latest_deployment),
+        runtime,
+        latest_runtime_control: None,
+        health_policy: health_policy(resource),
+        public_access,
+        proxy: proxy_block(inputs.server, &status),
+        checks: Vec::new(),
+        source_errors: Vec::new(),
+    };
+    health.overall = overall(&health);
+    health
+}
+
+/// The overall verdict: the runtime first, then whether its route serves it.
+pub fn overall(health: &ResourceHealth) -> &'static str {
+    match (
+        health.runtime.lifecycle.as_str(),
+        health.runtime.health.as_str(),
+    ) {
+        ("not-deployed", _) => "not-deployed",
+        ("unknown", _) | (_, "unknown") => "unknown",
+        (_, "unhealthy") | ("exited" | "missing", _) => "unhealthy",
+        (_, "starting") => "degraded",
+        _ if health.public_access.status == "not-ready" => "degraded",
+        _ if health.checks.iter().any(|c| c.status == "failed") => "degraded",
+        _ => "healthy",
+    }
+}
+
+fn runtime_block(observed: Option<&RuntimeObservation>) -> RuntimeBlock {
+    let Some(observed) = observed else {
+        return RuntimeBlock {
+            lifecycle: "unknown".into(),
+            health: "unknown".into(),
+            observed_at: None,
+            runtime_kind: "docker-container",
+            reason_code: Some("not_observed".into()),
+            message: "the controller has not reported the runtime yet".into(),
+        };
+    };
+    RuntimeBlock {
+        lifecycle: lifecycle_name(observed.lifecycle).into(),
+        health: health_name(observed.health).into(),
+        observed_at: Some(timestamp(&observed.observed_at)),
+        runtime_kind: "docker-container",
+        reason_code: observed.reason_code.clone(),
+        message: observed.message.clone(),
+    }
+}
+
+pub fn lifecycle_name(lifecycle: RuntimeLifecycle) -> &'static str {
+    match lifecycle {
+        RuntimeLifecycle::NotDeployed => "not-deployed",
+        RuntimeLifecycle::Running => "running",
+        RuntimeLifecycle::Exited => "exited",
+        RuntimeLifecycle::Missing => "missing",
+        RuntimeLifecycle::Unknown => "unknown",
+    }
+}
+
+pub fn health_name(health: RuntimeHealth) -> &'static str {
+    match health {
+        RuntimeHealth::Healthy => "healthy",
+        RuntimeHealth::Unhealthy => "unhealthy",
+        RuntimeHealth::Starting => "starting",
+        RuntimeHealth::Unknown => "unknown",
+    }
+}
+
+fn latest_deployment(deployment: &Deployment) -> LatestDeployment {
+    let status = deployment.status.clone().unwrap_or_default();
+    LatestDeployment {
+        id: deployment.name_any(),
+        status: status.status,
+        created_at: deployment
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .map(timestamp),
+        started_at: status.started_at.as_ref().map(timestamp),
+        finished_at: status.finished_at.as_ref().map(timestamp),
+        server_id: deployment.spec.server_id.clone(),
+        destination_id: deployment.spec.destination_id.clone(),
+        last_error: status
+            .last_error
+            .as_ref()
+            .and_then(|e| serde_json::to_value(e).ok()),
+    }
+}
+
+fn health_policy(resource: &Resource) -> HealthPolicy {
+    let check: Option<&HealthCheck> = resource
+        .spec
+        .runtime_profile
+        .as_ref()
+        .and_then(|r| r.health_check.as_ref());
+    let Some(check) = check else {
+        return HealthPolicy {
+            status: "not-configured",
+            enabled: false,
+            type_: None,
+            path: None,
+            port: None,
+            expected_status_code: None,
+            interval_seconds: None,
+            timeout_seconds: None,
+            retries: None,
+            start_period_seconds: None,
+            reason_code: Some("health_check_not_configured"),
+        };
+    };
+    HealthPolicy {
+        status: "configured",
+        enabled: true,
+        type_: Some("http"),
+        path: Some(check.path.clone()),
+        port: check.port.map(i64::from),
+        expected_status_code: Some(i64::from(check.expected_status_code)),
+        interval_seconds: Some(i64::from(check.interval_seconds)),
+        timeout_seconds: Some(i64::from(check.timeout_seconds)),
+        retries: Some(i64::from(check.retries)),
+        start_period_seconds: Some(i64::from(check.start_period_seconds)),
+        reason_code: None,
+    }
+}
+
+fn public_access(
+    inputs: &Inputs,
+    route: Option<&AppliedAccessRoute>,
+    route_status: Option<ProxyRouteStatus>,
+    runtime: &RuntimeBlock,
+) -> PublicAccess {
+    let Some(route) = route else {
+        return PublicAccess {
+            status: "not-configured",
+            url: None,
+            kind: None,
+            reason_code: Some("no_route"),
+            phase: None,
+            route_intent_status: None,
+            latest_access_failure: None,
+        };
+    };
+    let (status, reason) = match route_status {
+        Some(ProxyRouteStatus::Ready) if runtime.health == "healthy" => ("ready", None),
+        Some(ProxyRouteStatus::Ready) => ("not-ready", Some("runtime_not_ready")),
+        Some(ProxyRouteStatus::NotReady | ProxyRouteStatus::Failed) => {
+            ("not-ready", Some("route_not_ready"))
+        }
+        Some(ProxyRouteStatus::Unknown) | None => ("unknown", Some("route_not_observed")),
+    };
+    PublicAccess {
+        status,
+        url: Some(route.url.clone()),
+        kind: Some("generated"),
+        reason_code: reason,
+        phase: reason.map(|_| "edge-request-routing"),
+        route_intent_status: Some(route_intent(inputs, route, status, reason, runtime)),
+        latest_access_failure: None,
+    }
+}
+
+fn route_intent(
+    inputs: &Inputs,
+    route: &AppliedAccessRoute,
+    status: &'static str,
+    blocking: Option<&'static str>,
+    runtime: &RuntimeBlock,
+) -> RouteIntentStatus {
+    let resource = inputs.resource;
+    let route_id = format!("{}-generated", resource.name_any());
+    let direct = route.proxy_kind == ProxyKind::None;
+    let message = match blocking {
+        None => format!("{} serves the resource", route.url),
+        Some("runtime_not_ready") => format!("{}: the container is {}", route.url, runtime.health),
+        Some(_) => format!("{}: the edge proxy does not serve the route", route.url),
+    };
+    RouteIntentStatus {
+        schema_version: ROUTE_INTENT_SCHEMA_VERSION,
+        diagnostic_id: format!("route-{route_id}"),
+        route_id,
+        source: "generated-default-access",
+        intent: RouteIntent {
+            host: route.hostname.clone(),
+            path_prefix: route.path_prefix.clone(),
+            protocol: "http",
+            route_behavior: "serve",
+            redirect_to: None,
+            redirect_status: None,
+        },
+        context: RouteContext {
+            resource_id: resource.name_any(),
+            deployment_id: route.deployment_id.clone(),
+            server_id: resource.spec.server_id.clone(),
+            destination_id: resource.spec.destination_id.clone(),
+            runtime_target_kind: "single-server",
+        },
+        proxy: RouteProxy {
+            intent: if direct { "not-required" } else { "required" },
+            applied: if status == "ready" || direct {
+                "configured"
+            } else {
+                "not-configured"
+            },
+            provider_key: route.provider_key.clone(),
+        },
+        domain_verification: "not-applicable",
+        tls: "not-applicable",
+        runtime_health: runtime.health.clone(),
+        latest_observation: LatestObservation {
+            source: "resource-access-summary",
+            observed_at: timestamp(&route.updated_at),
+            request_id: None,
+            deployment_id: route.deployment_id.clone(),
+        },
+        blocking_reason: blocking,
+        recommended_action: if blocking.is_some() {
+            "check-health"
+        } else {
+            "none"
+        },
+        copy_safe_summary: CopySafeSummary {
+            status,
+            code: blocking,
+            phase: blocking.map(|_| "edge-request-routing"),
+            message,
+        },
+    }
+}
+
+fn proxy_block(
+    server: Option<&Server>,
+    status: &berth_crds::resource::ResourceStatus,
+) -> ProxyBlock {
+    let disabled = server.is_some_and(|s| s.spec.proxy.kind == ProxyKind::None);
+    let (state, reason) = if disabled {
+        ("disabled", None)
+    } else {
+        match status.proxy_route_status {
+            Some(ProxyRouteStatus::Ready) => ("ready", None),
+            Some(ProxyRouteStatus::NotReady | ProxyRouteStatus::Failed) => {
+                ("not-ready", Some("route_not_ready"))
+            }
+            _ => ("unknown", Some("route_not_observed")),
+        }
+    };
+    ProxyBlock {
+        status: state,
+        provider_key: (!disabled).then(|| "caddy".to_string()),
+        last_route_realization_deployment_id: status.last_route_realization_deployment_id.clone(),
+        reason_code: reason,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_crds::resource::ResourceStatus;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    use k8s_openapi::jiff::Timestamp;
+
+    fn resource(status: Option<ResourceStatus>) -> Resource {
+        let mut resource: Resource = serde_json::from_value(serde_json::json!({
+            "apiVersion": "berth.dev/v1alpha1", "kind": "Resource",
+            "metadata": {"name": "res-1", "namespace": "org-a"},
+            "spec": {"projectId": "p", "environmentId": "e", "name": "Web", "kind": "application"},
+        }))
+        .unwrap();
+        resource.status = status;
+        resource
+    }
+
+    fn runtime(lifecycle: RuntimeLifecycle, health: RuntimeHealth) -> RuntimeObservation {
+        RuntimeObservation {
+            lifecycle,
+            health,
+            observed_at: Time(Timestamp::UNIX_EPOCH),
+            deployment_id: Some("dep-1".into()),
+            reason_code: None,
+            message: "m".into(),
+            exit_code: None,
+            oom_killed: false,
+        }
+    }
+
+    fn verdict(status: Option<ResourceStatus>) -> ResourceHealth {
+        build(&Inputs {
+            resource: &resource(status),
+            latest: None,
+            server: None,
+            now: "2026-11-23T00:00:00Z".into(),
+        })
+    }
+
+    fn with(runtime: RuntimeObservation, route: ProxyRouteStatus) -> Option<ResourceStatus> {
+        Some(ResourceStatus {
+            runtime: Some(runtime),
+            proxy_route_status: Some(route),
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn the_runtime_decides_first_then_the_route() {
+        use RuntimeHealth as H;
+        use RuntimeLifecycle as L;
+        let ready = ProxyRouteStatus::Ready;
+        assert_eq!(
+            verdict(with(runtime(L::Running, H::Healthy), ready)).overall,
+            "healthy"
+        );
+        assert_eq!(
+            verdict(with(runtime(L::Exited, H::Unhealthy), ready)).overall,
+            "unhealthy"
+        );
+        assert_eq!(
+            verdict(with(runtime(L::Running, H::Starting), ready)).overall,
+            "degraded"
+        );
+        assert_eq!(
+            verdict(with(runtime(L::NotDeployed, H::Unknown), ready)).overall,
+            "not-deployed"
+        );
+        assert_eq!(
+            verdict(with(runtime(L::Unknown, H::Unknown), ready)).overall,
+            "unknown"
+        );
+        let unobserved = verdict(None);
+        assert_eq!(unobserved.overall, "unknown");
+        assert_eq!(
+            unobserved.runtime.reason_code.as_deref(),
+            Some("not_observed")
+        );
+        assert_eq!(unobserved.public_access.status, "not-configured");
+        assert_eq!(unobserved.health_policy.status, "not-configured");
+    }
+}
