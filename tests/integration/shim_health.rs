@@ -2,16 +2,29 @@
 //! shim, controller and a real server: a deployed app reads healthy from the controller's
 //! observations (`mode=cached`) and from the server itself (`mode=live`, a Docker inspect and a
 //! request through the edge proxy); a container killed by hand is observed (the runtime's
-//! `observedAt` moves past the kill) and healthy again after drift repair.
+//! `observedAt` moves past the kill) and healthy again after drift repair, and the crash
+//! evidence (exit code, last output with the secret masked) is in the attempt's timeline.
 
 use berth_crds::member::OrganizationRole;
 use berth_tests::rest::{Rest, TestOrg};
 use berth_tests::{client, eventually, random_suffix};
-use k8s_openapi::jiff::Timestamp;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 
-use crate::deploy_support::{WAIT, delete_resource, ready_server, remove_server, wait_listed_with};
+use berth_crds::resource::Resource;
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+
+use crate::deploy_support::{
+    WAIT, assert_never_shown, delete_resource, ready_server, remove_server, wait_listed_with,
+};
+use crate::deployments_build::Scratch;
 use crate::shim_projects_envs::{environment, invalid, project};
+
+/// The sample app, printing its secret token at start.
+const DOCKERFILE: &str = r#"FROM berth/sample-app:1
+CMD ["/bin/sh", "-c", "echo \"api token is $API_TOKEN\"; echo 'serving'; exec /bin/sample-app"]
+"#;
 
 async fn health(rest: &Rest, id: &str, query: &str) -> Value {
     rest.get(&format!("/resources/{id}/health{query}"))
@@ -60,13 +73,16 @@ async fn health_reads_a_deployed_app_cached_and_live_and_follows_a_killed_contai
     let shop = project(&member, "Shop").await;
     let prod = environment(&member, &shop, "prod").await;
     let slug = format!("health{}", random_suffix());
+    let folder = Scratch::new();
+    folder.write("Dockerfile", DOCKERFILE);
+    // No server yet, so the secret is in place before the first (and only) deployment.
     let created = member
         .post(
             "/resources",
             json!({
                 "projectId": shop, "environmentId": prod, "name": "Health", "slug": slug,
-                "kind": "application", "serverId": server,
-                "source": {"kind": "docker-image", "locator": "berth/sample-app:1"},
+                "kind": "application",
+                "source": {"kind": "local-folder", "locator": folder.path().to_str().unwrap()},
                 "networkProfile": {"internalPort": 8080},
                 "runtimeProfile": {"healthCheck": {"path": "/healthz", "intervalSeconds": 1, "retries": 2}},
             }),
@@ -74,6 +90,20 @@ async fn health_reads_a_deployed_app_cached_and_live_and_follows_a_killed_contai
         .await
         .ok();
     let id = created["id"].as_str().unwrap().to_string();
+    let secret = format!("tok-{}{}", random_suffix(), random_suffix());
+    member
+        .post(
+            &format!("/resources/{id}/secrets"),
+            json!({"key": "API_TOKEN", "value": secret}),
+        )
+        .await
+        .ok();
+    let resources = Api::<Resource>::namespaced(client.clone(), &org.namespace);
+    let patch = json!({ "spec": { "serverId": server } });
+    resources
+        .patch(&id, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("set the resource's server");
     let base = format!("/resources/{id}/health");
     invalid(member.get(&format!("{base}?mode=fast")).await, "mode");
     invalid(member.get(&format!("{base}?verbose=1")).await, "verbose");
@@ -121,7 +151,10 @@ async fn health_reads_a_deployed_app_cached_and_live_and_follows_a_killed_contai
     );
 
     // Killed by hand: the observer sees it, drift repair starts it again, health follows.
-    let killed_at = Timestamp::now();
+    // `observedAt` has whole seconds: the kill comes more than a second after the first
+    // observation, and a later one is any at or after the kill's second.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let killed_at = Timestamp::now() - SignedDuration::from_secs(1);
     let container = docker(&[
         "ps",
         "-q",
@@ -134,6 +167,38 @@ async fn health_reads_a_deployed_app_cached_and_live_and_follows_a_killed_contai
     docker(&["kill", &container]);
     let repaired = wait_health(&member, &id, "healthy", killed_at).await;
     assert_eq!(repaired["runtime"]["lifecycle"], "running");
+
+    // Why it stopped stays on record in the attempt's timeline, the secret masked.
+    let timeline = format!("/resources/{id}/deployments/{deployment}/timeline?limit=1000");
+    let entries = eventually(WAIT, "crash evidence in the timeline", || async {
+        let body = member.get(&timeline).await.ok();
+        let entries = body["entries"].as_array()?.clone();
+        entries
+            .iter()
+            .any(|e| {
+                e["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("stopped with exit code 137"))
+            })
+            .then_some(entries)
+    })
+    .await;
+    let after_crash: Vec<&str> = entries
+        .iter()
+        .skip_while(|e| {
+            !e["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("exit code 137")
+        })
+        .filter_map(|e| e["message"].as_str())
+        .collect();
+    assert!(
+        after_crash.contains(&"api token is ****"),
+        "{after_crash:?}"
+    );
+    assert!(after_crash.contains(&"serving"), "{after_crash:?}");
+    assert_never_shown(&secret, &[]);
 
     // Another organization sees nothing.
     let mut other = TestOrg::new(&client).await;

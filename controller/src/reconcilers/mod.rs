@@ -4,6 +4,7 @@ pub mod archive;
 pub mod bookkeeping;
 pub mod bookkept_kinds;
 pub mod config_triggers;
+pub mod crash_evidence;
 pub mod deployment;
 pub mod environment;
 pub mod fresh;

@@ -33,14 +33,15 @@ use super::deployment::plan::{self, ROUTE_SCHEME, SUPPORTED_SOURCES};
 use super::deployment::runtime::Target;
 use super::deployment::{config, connect, package};
 use super::fresh::with_current_finalizers;
-use super::runtime_state;
 use super::{RESYNC_AFTER, drain, error_policy};
+use super::{crash_evidence, runtime_state};
 use crate::cache::{Caches, changed_by, digest};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::observer::{Connectivity, ObservedServer};
 use crate::status::apply_status;
 use berth_remote::ServerId;
+use berth_timeline::TimelineKey;
 
 const KIND: &str = "Resource";
 /// Removes the resource's containers and route before it goes away.
@@ -454,7 +455,8 @@ async fn repair(
             ))
             .collect();
         config::apply_to(&mut plan, entries);
-        if let Err(status) = restore_container(resource, context, &target, &plan).await {
+        let key = TimelineKey::new(namespace, resource.name_any(), current.name_any());
+        if let Err(status) = restore_container(resource, context, &target, &plan, &key).await {
             return status;
         }
     }
@@ -472,10 +474,14 @@ async fn restore_container(
     context: &Context,
     target: &Target,
     plan: &plan::Plan,
+    timeline: &TimelineKey,
 ) -> std::result::Result<(), ProxyRouteStatus> {
     let repaired = match target.running(&plan.container_name).await {
         Ok(Some(true)) => return Ok(()),
-        Ok(Some(false)) => target.start(&plan.container_name).await.map(|()| "started"),
+        Ok(Some(false)) => {
+            crash_evidence::record(context, target, plan, timeline).await;
+            target.start(&plan.container_name).await.map(|()| "started")
+        }
         Ok(None) => target
             .start_container(plan, true)
             .await

@@ -112,6 +112,17 @@ pub struct Target {
     pub proxy: EdgeProxy,
 }
 
+/// What a stopped container left behind, as Docker reports it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StopFacts {
+    pub exit_code: Option<i64>,
+    pub oom_killed: bool,
+    /// When it stopped (RFC 3339, as Docker prints it).
+    pub finished_at: Option<String>,
+    /// Docker's failed health checks, oldest first: exit code and output.
+    pub health_log: Vec<(Option<i64>, String)>,
+}
+
 impl Target {
     pub fn new(connection: Arc<ServerConnection>, docker_socket: &str, server: &ServerId) -> Self {
         Self {
@@ -228,6 +239,28 @@ impl Target {
             Err(error) if is_not_found(&error) => Ok(None),
             Err(error) => Err(error),
         }
+    }
+
+    /// How a stopped container ended, or `None` when it is gone.
+    pub async fn stop_facts(&self, name: &str) -> Result<Option<StopFacts>, RemoteError> {
+        let Some(container) = self.inspect(name).await? else {
+            return Ok(None);
+        };
+        let state = container.state.unwrap_or_default();
+        let health_log = state
+            .health
+            .and_then(|h| h.log)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|check| check.exit_code != Some(0))
+            .filter_map(|check| Some((check.exit_code, check.output?)))
+            .collect();
+        Ok(Some(StopFacts {
+            exit_code: state.exit_code,
+            oom_killed: state.oom_killed.unwrap_or(false),
+            finished_at: state.finished_at,
+            health_log,
+        }))
     }
 
     /// Whether the container exists and whether it runs: `None` when it does not exist.
