@@ -88,8 +88,13 @@ impl Context {
         // event about a cluster-scoped object (Organization, User) is filed under `default`.
         let mut reference = reference.clone();
         reference.namespace.get_or_insert_with(|| "default".into());
-        if let Err(error) = self.recorder.publish(&event, &reference).await {
-            tracing::warn!(%error, reason, "could not publish event");
+        match self.recorder.publish(&event, &reference).await {
+            Ok(()) => {}
+            // The object's namespace is going away with everything in it: nobody will read it.
+            Err(kube::Error::Api(status)) if status.message.contains("being terminated") => {
+                tracing::debug!(reason, "no event: the namespace is being deleted");
+            }
+            Err(error) => tracing::warn!(%error, reason, "could not publish event"),
         }
     }
 }

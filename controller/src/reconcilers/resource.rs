@@ -194,8 +194,10 @@ async fn apply(resource: &Resource, context: &Context, namespace: &str) -> Resul
         .server_id
         .as_ref()
         .and_then(|id| Caches::get(&context.caches.servers, namespace, id));
-    let route_status = check_serving(resource, context, namespace, &deployments).await;
+    // What woke this reconcile (a container that stopped, say) is recorded before drift repair
+    // mends it; the repaired state arrives with the next event.
     let seen = runtime_state::observe(context, namespace, &name, serving(&deployments));
+    let route_status = check_serving(resource, context, namespace, &deployments).await;
     let mut status = desired_status(
         resource,
         server.as_deref(),
