@@ -7,6 +7,7 @@ use berth_crds::resource::Resource;
 use berth_crds::server::{ProxyKind, Server};
 use berth_remote::RemoteError;
 use berth_remote::docker::{docker_call, docker_over_ssh};
+use bollard::models::ContainerState;
 use bollard::query_parameters::InspectContainerOptions;
 use http_body_util::Empty;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -110,8 +111,6 @@ async fn runtime_probe(
     resource: &Resource,
     health: &ResourceHealth,
 ) -> Check {
-    let started = Instant::now();
-    let deployment = health.proxy.last_route_realization_deployment_id.clone();
     let mut check = Check {
         name: "runtime-container",
         target: "runtime",
@@ -126,73 +125,87 @@ async fn runtime_probe(
         retriable: false,
         metadata: json!({}),
     };
-    let Some(deployment) = deployment else {
+    let Some(deployment) = health.proxy.last_route_realization_deployment_id.clone() else {
         return check;
     };
-    let namespace = resource.namespace().unwrap_or_default();
-    let docker = docker_over_ssh(connection.clone(), &server.spec.docker_socket_path);
-    let inspected =
-        match resource_containers(connection, &docker, &namespace, &resource.name_any()).await {
-            Ok(candidates) => match choose(&candidates, Some(&deployment), None) {
-                Some(container) => {
-                    docker_call(
-                        connection,
-                        "inspecting a container",
-                        docker.inspect_container(&container.id, None::<InspectContainerOptions>),
-                    )
-                    .await
-                }
-                None => Err(RemoteError::Docker {
-                    operation: "finding the serving container",
-                    source: bollard::errors::Error::DockerResponseServerError {
-                        status_code: 404,
-                        message: "no such container".into(),
-                    },
-                }),
-            },
-            Err(error) => Err(error),
-        };
+    let started = Instant::now();
+    let inspected = inspect_serving(connection, server, resource, &deployment).await;
     check.duration_ms = Some(started.elapsed().as_millis() as u64);
     check.metadata = json!({ "deploymentId": deployment });
-    match inspected {
-        Ok(container) => {
-            let state = container.state.unwrap_or_default();
-            let running = state.running.unwrap_or(false);
-            let docker_health = state.health.and_then(|h| h.status).map(|s| s.to_string());
-            let failing = docker_health.as_deref() == Some("unhealthy");
+    let (status, reason, message) = match inspected {
+        Ok(Some(state)) => {
             check.exit_code = state.exit_code;
-            (check.status, check.reason_code, check.message) = match (running, failing) {
-                (true, false) => ("passed", None, "the container runs".into()),
-                (true, true) => (
-                    "failed",
-                    Some("health_check_failing".into()),
-                    "the container runs but its health check fails".into(),
-                ),
-                (false, _) => (
-                    "failed",
-                    Some("container_exited".into()),
-                    format!(
-                        "the container is stopped (exit code {})",
-                        state.exit_code.unwrap_or_default()
-                    ),
-                ),
-            };
-            check.retriable = check.status == "failed";
+            verdict(&state)
         }
-        Err(error) if berth_remote::docker::is_not_found(&error) => {
-            check.status = "failed";
-            check.reason_code = Some("container_missing".into());
-            check.message = "the serving container is gone from the server".into();
-            check.retriable = true;
-        }
-        Err(error) => {
-            check.status = "failed";
-            check.reason_code = Some("docker_error".into());
-            check.message = format!("Docker did not answer: {error}");
-            check.retriable = true;
-        }
-    }
+        Ok(None) => (
+            "failed",
+            "container_missing",
+            "the serving container is gone from the server".into(),
+        ),
+        Err(error) => (
+            "failed",
+            "docker_error",
+            format!("Docker did not answer: {error}"),
+        ),
+    };
+    check.status = status;
+    check.reason_code = (status != "passed").then(|| reason.to_string());
+    check.message = message;
+    check.retriable = status != "passed";
     check
+}
+
+/// The state of attempt `deployment`'s container, `None` when the server has none.
+async fn inspect_serving(
+    connection: &std::sync::Arc<berth_remote::ServerConnection>,
+    server: &Server,
+    resource: &Resource,
+    deployment: &str,
+) -> Result<Option<ContainerState>, RemoteError> {
+    let namespace = resource.namespace().unwrap_or_default();
+    let docker = docker_over_ssh(connection.clone(), &server.spec.docker_socket_path);
+    let candidates =
+        resource_containers(connection, &docker, &namespace, &resource.name_any()).await?;
+    let Some(container) = choose(&candidates, Some(deployment), None) else {
+        return Ok(None);
+    };
+    let inspected = docker_call(
+        connection,
+        "inspecting a container",
+        docker.inspect_container(&container.id, None::<InspectContainerOptions>),
+    )
+    .await;
+    match inspected {
+        Ok(container) => Ok(Some(container.state.unwrap_or_default())),
+        Err(error) if berth_remote::docker::is_not_found(&error) => Ok(None),
+        Err(error) => Err(error),
+    }
+}
+
+/// A container's state as a check sees it: status, reason code, message.
+fn verdict(state: &ContainerState) -> (&'static str, &'static str, String) {
+    let running = state.running.unwrap_or(false);
+    let failing = state
+        .health
+        .as_ref()
+        .and_then(|h| h.status)
+        .is_some_and(|s| s.to_string() == "unhealthy");
+    match (running, failing) {
+        (true, false) => ("passed", "", "the container runs".into()),
+        (true, true) => (
+            "failed",
+            "health_check_failing",
+            "the container runs but its health check fails".into(),
+        ),
+        (false, _) => (
+            "failed",
+            "container_exited",
+            format!(
+                "the container is stopped (exit code {})",
+                state.exit_code.unwrap_or_default()
+            ),
+        ),
+    }
 }
 
 /// One request through the server's edge proxy, as a visitor's would arrive (hostname, path
