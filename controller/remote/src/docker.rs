@@ -2,9 +2,13 @@
 //! transport that carries each request over its own `direct-streamlocal` channel to the remote
 //! Docker socket (DESIGN §4). No `docker` or `ssh` binary is involved.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use berth_crds::{NAMESPACE_LABEL, RESOURCE_LABEL};
+use bollard::models::ContainerSummary;
+use bollard::query_parameters::ListContainersOptionsBuilder;
 use bollard::{API_DEFAULT_VERSION, BollardRequest, Docker};
 use http::header::{HOST, HeaderValue};
 use http::uri::Uri;
@@ -78,6 +82,33 @@ pub async fn docker_call<T>(
         call.await
             .map_err(|source| RemoteError::Docker { operation, source })
     })
+    .await
+}
+
+/// Every container, running or not, labelled as the resource's (in its namespace) on the server
+/// `docker` reaches: what the controller retires and cleans up, and what the shim reads logs of.
+pub async fn resource_containers(
+    connection: &ServerConnection,
+    docker: &Docker,
+    namespace: &str,
+    resource: &str,
+) -> Result<Vec<ContainerSummary>, RemoteError> {
+    let filters = HashMap::from([(
+        "label".to_string(),
+        vec![
+            format!("{NAMESPACE_LABEL}={namespace}"),
+            format!("{RESOURCE_LABEL}={resource}"),
+        ],
+    )]);
+    let options = ListContainersOptionsBuilder::new()
+        .all(true)
+        .filters(&filters)
+        .build();
+    docker_call(
+        connection,
+        "listing containers",
+        docker.list_containers(Some(options)),
+    )
     .await
 }
 

@@ -1,14 +1,11 @@
 //! Which container's logs a request reads: the asked-for attempt's, else the serving attempt's,
 //! else the newest one the resource has on its server (running first).
 
-use std::collections::HashMap;
-
-use berth_crds::{DEPLOYMENT_LABEL, NAMESPACE_LABEL, RESOURCE_LABEL};
-use berth_remote::docker::docker_call;
+use berth_crds::DEPLOYMENT_LABEL;
+use berth_remote::docker;
 use berth_remote::{RemoteError, ServerConnection};
 use bollard::Docker;
 use bollard::models::{ContainerSummary, ContainerSummaryStateEnum};
-use bollard::query_parameters::ListContainersOptionsBuilder;
 
 /// One container of the resource, as Docker lists it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,23 +63,7 @@ pub async fn resource_containers(
     namespace: &str,
     resource: &str,
 ) -> Result<Vec<Candidate>, RemoteError> {
-    let filters = HashMap::from([(
-        "label".to_string(),
-        vec![
-            format!("{NAMESPACE_LABEL}={namespace}"),
-            format!("{RESOURCE_LABEL}={resource}"),
-        ],
-    )]);
-    let options = ListContainersOptionsBuilder::new()
-        .all(true)
-        .filters(&filters)
-        .build();
-    let containers = docker_call(
-        connection,
-        "listing containers",
-        docker.list_containers(Some(options)),
-    )
-    .await?;
+    let containers = docker::resource_containers(connection, docker, namespace, resource).await?;
     Ok(containers
         .into_iter()
         .filter_map(Candidate::from_summary)

@@ -1,7 +1,7 @@
 //! The Docker and edge-proxy side of an attempt, over the server's SSH connection: the image
 //! check, container start and removal, the health probe and the route switch.
 
-use berth_crds::{DEPLOYMENT_LABEL, NAMESPACE_LABEL, RESOURCE_LABEL};
+use berth_crds::DEPLOYMENT_LABEL;
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
@@ -12,14 +12,13 @@ use berth_crds::resource::UpstreamProtocol;
 use bollard::Docker;
 use bollard::container::LogOutput;
 use bollard::models::{
-    ContainerCreateBody, ContainerInspectResponse, ContainerSummary, EndpointSettings, HostConfig,
-    Mount, MountType, NetworkConnectRequest, NetworkDisconnectRequest, NetworkingConfig,
-    PortBinding, RestartPolicy, RestartPolicyNameEnum,
+    ContainerCreateBody, ContainerInspectResponse, EndpointSettings, HostConfig, Mount, MountType,
+    NetworkConnectRequest, NetworkDisconnectRequest, NetworkingConfig, PortBinding, RestartPolicy,
+    RestartPolicyNameEnum,
 };
 use bollard::query_parameters::{
-    CreateContainerOptionsBuilder, InspectContainerOptions, ListContainersOptionsBuilder,
-    LogsOptionsBuilder, RemoveContainerOptionsBuilder, StartContainerOptions,
-    StopContainerOptionsBuilder,
+    CreateContainerOptionsBuilder, InspectContainerOptions, LogsOptionsBuilder,
+    RemoveContainerOptionsBuilder, StartContainerOptions, StopContainerOptionsBuilder,
 };
 use bytes::Bytes;
 use http::Request;
@@ -28,7 +27,7 @@ use http_body_util::Empty;
 use serde_json::Value;
 
 use super::plan::{HealthPlan, Plan, RoutePlan, caddy_route};
-use berth_remote::docker::{docker_call, docker_over_ssh, is_conflict, is_not_found};
+use berth_remote::docker::{self, docker_call, docker_over_ssh, is_conflict, is_not_found};
 use berth_remote::edge_proxy::EDGE_NETWORK;
 use berth_remote::{EdgeProxy, RemoteError, ServerConnection, ServerId, edge_config};
 
@@ -332,23 +331,9 @@ impl Target {
         namespace: &str,
         resource: &str,
     ) -> Result<Vec<(String, String)>, RemoteError> {
-        let filters = HashMap::from([(
-            "label".to_string(),
-            vec![
-                format!("{NAMESPACE_LABEL}={namespace}"),
-                format!("{RESOURCE_LABEL}={resource}"),
-            ],
-        )]);
-        let options = ListContainersOptionsBuilder::new()
-            .all(true)
-            .filters(&filters)
-            .build();
-        let containers: Vec<ContainerSummary> = docker_call(
-            &self.connection,
-            "listing containers",
-            self.docker.list_containers(Some(options)),
-        )
-        .await?;
+        let containers =
+            docker::resource_containers(&self.connection, &self.docker, namespace, resource)
+                .await?;
         Ok(containers
             .into_iter()
             .filter_map(|c| {
