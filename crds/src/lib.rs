@@ -13,6 +13,7 @@ pub mod deploy_token;
 pub mod deployment;
 pub mod domain_binding;
 pub mod environment;
+pub mod health;
 pub mod invitation;
 pub mod lifecycle;
 pub mod limits;

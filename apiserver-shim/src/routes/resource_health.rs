@@ -6,15 +6,12 @@
 //! server cannot answer becomes a `sourceErrors` entry and `partial: true`, never a failed read.
 
 mod probes;
-mod record;
 
 use axum::Json;
 use axum::extract::{Path, State};
 use berth_crds::deployment::Deployment;
 use kube::{Api, ResourceExt};
 
-pub use self::record::ResourceHealth;
-use self::record::{Inputs, SourceError, build, overall};
 use super::Endpoint;
 use super::common::{find_in, known_params};
 use super::environments;
@@ -23,6 +20,8 @@ use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::QueryParams;
 use crate::state::AppState;
+pub use berth_crds::health::ResourceHealth;
+use berth_crds::health::{Inputs, SourceError, build, overall};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![Endpoint::get::<ResourceHealth, _, _>(

@@ -16,10 +16,10 @@ use kube::ResourceExt;
 use serde_json::json;
 
 use super::HealthQuery;
-use super::record::{Check, ResourceHealth, SourceError};
 use crate::routes::common::timestamp;
 use crate::routes::runtime_logs::container::{choose, resource_containers};
 use crate::state::AppState;
+use berth_crds::health::{Check, ResourceHealth, SourceError};
 
 /// The longest a live read waits for the server.
 const PROBE_WITHIN: Duration = Duration::from_secs(10);

@@ -1,19 +1,18 @@
 //! The Resource health record (spec §2.2 "Resource health", `resources.health/v1`), built from
 //! what Berth already knows: the Resource's status (its runtime as the server observer last saw
-//! it, its route), its latest Deployment and its server. Pure, so the rules are unit-tested.
+//! it, its route), its latest Deployment and its server. Pure, so the rules are unit-tested;
+//! the REST shim serves it and the controller records it in the health history.
 
-use berth_crds::deployment::{Deployment, DeploymentState};
-use berth_crds::resource::{
+use crate::deployment::{Deployment, DeploymentState};
+use crate::resource::{
     AppliedAccessRoute, HealthCheck, ProxyRouteStatus, Resource, RuntimeHealth, RuntimeLifecycle,
     RuntimeObservation,
 };
-use berth_crds::server::{ProxyKind, Server};
+use crate::server::{ProxyKind, Server};
 use kube::ResourceExt;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
-
-use crate::routes::common::timestamp;
 
 pub const SCHEMA_VERSION: &str = "resources.health/v1";
 pub const ROUTE_INTENT_SCHEMA_VERSION: &str = "route-intent-status/v1";
@@ -211,6 +210,11 @@ pub struct SourceError {
     pub code: &'static str,
     pub message: String,
     pub retryable: bool,
+}
+
+/// A Kubernetes time as the API shows it (RFC 3339, UTC `Z`).
+fn timestamp(time: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time) -> String {
+    time.0.to_string()
 }
 
 /// What the record is built from.
@@ -470,7 +474,7 @@ fn route_intent(
 
 fn proxy_block(
     server: Option<&Server>,
-    status: &berth_crds::resource::ResourceStatus,
+    status: &crate::resource::ResourceStatus,
 ) -> ProxyBlock {
     let disabled = server.is_some_and(|s| s.spec.proxy.kind == ProxyKind::None);
     let (state, reason) = if disabled {
@@ -495,7 +499,7 @@ fn proxy_block(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_crds::resource::ResourceStatus;
+    use crate::resource::ResourceStatus;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
     use k8s_openapi::jiff::Timestamp;
 
