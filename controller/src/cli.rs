@@ -63,9 +63,26 @@ pub struct RunOptions {
     #[arg(long, env = "BERTH_TIMELINE_RETENTION_DAYS", default_value_t = 30,
           value_parser = clap::value_parser!(u64).range(1..=3650))]
     pub timeline_retention_days: u64,
+    /// Seconds between health-history observations of a resource whose health is unchanged
+    /// (a change is recorded at once).
+    #[arg(long, env = "BERTH_HEALTH_HISTORY_INTERVAL_SECONDS", default_value_t = 900,
+          value_parser = clap::value_parser!(u64).range(60..=86_400))]
+    pub health_history_interval_seconds: u64,
+    /// Days health-history observations are kept.
+    #[arg(long, env = "BERTH_HEALTH_HISTORY_RETENTION_DAYS", default_value_t = 7,
+          value_parser = clap::value_parser!(u64).range(1..=3650))]
+    pub health_history_retention_days: u64,
 }
 
 impl RunOptions {
+    /// How the health history is kept.
+    pub fn health_history(&self) -> crate::health_history::Settings {
+        crate::health_history::Settings {
+            interval: std::time::Duration::from_secs(self.health_history_interval_seconds),
+            retention: std::time::Duration::from_secs(self.health_history_retention_days * 86_400),
+        }
+    }
+
     /// Where the observation store is: `--observation-store`, else the data directory's file.
     pub fn observation_store(&self) -> berth_timeline::StoreLocation {
         self.observation_store

@@ -7,6 +7,7 @@ pub mod cli;
 pub mod context;
 pub mod error;
 pub mod health;
+pub mod health_history;
 pub mod leadership;
 pub mod metrics;
 pub mod observer;
@@ -61,7 +62,13 @@ pub async fn run(options: RunOptions) -> anyhow::Result<()> {
     context.set_ready(true);
     tracing::info!(%identity, "leader; starting reconcilers");
     let outcome = tokio::select! {
-        _ = reconcilers::run_all(context.clone(), feeds, wakes, shutdown.clone()) => Ok(()),
+        _ = reconcilers::run_all(
+            context.clone(),
+            feeds,
+            wakes,
+            options.health_history(),
+            shutdown.clone(),
+        ) => Ok(()),
         lost = leader.lost() => Err(anyhow::anyhow!("lost the leader Lease: {lost}")),
     };
     context.set_ready(false);
@@ -86,22 +93,36 @@ async fn open_timeline(options: &RunOptions) -> anyhow::Result<berth_timeline::T
     let shown = location.to_string();
     let store = tokio::task::spawn_blocking(move || berth_timeline::open(&location)).await??;
     let retention = Duration::from_secs(options.timeline_retention_days * 24 * 3600);
+    let health_retention = options.health_history().retention;
     let pruned = Arc::clone(&store);
     tokio::spawn(async move {
         let mut hourly = tokio::time::interval(Duration::from_secs(3600));
         loop {
             hourly.tick().await;
             let store = Arc::clone(&pruned);
-            match tokio::task::spawn_blocking(move || store.prune(retention)).await {
-                Ok(Ok(0)) => {}
-                Ok(Ok(removed)) => tracing::info!(removed, "pruned old deployment timelines"),
-                Ok(Err(error)) => tracing::warn!(%error, "could not prune deployment timelines"),
-                Err(error) => tracing::warn!(%error, "timeline pruning stopped"),
-            }
+            prune("deployment timelines", move || store.prune(retention)).await;
+            let store = Arc::clone(&pruned);
+            prune("health history", move || {
+                store.prune_health_history(health_retention)
+            })
+            .await;
         }
     });
     tracing::info!(store = %shown, "observation store open");
     Ok(berth_timeline::TimelineWriter::start(store)?)
+}
+
+/// Runs one pruning call off the async threads and logs what it did.
+async fn prune(
+    what: &'static str,
+    call: impl FnOnce() -> Result<usize, berth_timeline::TimelineError> + Send + 'static,
+) {
+    match tokio::task::spawn_blocking(call).await {
+        Ok(Ok(0)) => {}
+        Ok(Ok(removed)) => tracing::info!(removed, "pruned old {what}"),
+        Ok(Err(error)) => tracing::warn!(%error, "could not prune {what}"),
+        Err(error) => tracing::warn!(%error, "pruning {what} stopped"),
+    }
 }
 
 /// Creates the system namespace (leases, sessions, system policies) if missing.

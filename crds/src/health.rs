@@ -472,10 +472,7 @@ fn route_intent(
     }
 }
 
-fn proxy_block(
-    server: Option<&Server>,
-    status: &crate::resource::ResourceStatus,
-) -> ProxyBlock {
+fn proxy_block(server: Option<&Server>, status: &crate::resource::ResourceStatus) -> ProxyBlock {
     let disabled = server.is_some_and(|s| s.spec.proxy.kind == ProxyKind::None);
     let (state, reason) = if disabled {
         ("disabled", None)

@@ -210,6 +210,39 @@ pub fn bounded(field: &str, value: &str, max: usize) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// A query date-time in UTC (`Z`), as the spec's conventions ask for windows and cursors.
+pub fn parse_utc(field: &str, value: &str) -> Result<k8s_openapi::jiff::Timestamp, ApiError> {
+    let parsed = parse_timestamp(field, value)?;
+    if !value.ends_with(['Z', 'z']) {
+        return Err(ApiError::validation(
+            field,
+            format!("{field} must be a UTC date-time ending in Z, such as 2030-01-01T00:00:00Z"),
+        ));
+    }
+    Ok(parsed.0)
+}
+
+/// Runs an observation-store call off the async threads; a failing store is a 503 naming
+/// `what` could not be read (the cause goes to the log).
+pub async fn store_call<T: Send + 'static>(
+    store: &std::sync::Arc<dyn berth_timeline::TimelineStore>,
+    what: &'static str,
+    call: impl FnOnce(&dyn berth_timeline::TimelineStore) -> Result<T, berth_timeline::TimelineError>
+    + Send
+    + 'static,
+) -> Result<T, ApiError> {
+    let store = std::sync::Arc::clone(store);
+    tokio::task::spawn_blocking(move || call(store.as_ref()))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(|error| {
+            tracing::warn!(%error, what, "observation store unavailable");
+            ApiError::unavailable(format!(
+                "{what} are unavailable: the observation store failed"
+            ))
+        })
+}
+
 /// An ISO 8601 / RFC 3339 date-time with an offset, e.g. `2030-01-01T00:00:00Z`.
 pub fn parse_timestamp(field: &str, value: &str) -> Result<Time, ApiError> {
     value

@@ -5,6 +5,7 @@
 //! through the edge proxy with the resource's hostname (`includePublicAccessProbe`). A part the
 //! server cannot answer becomes a `sourceErrors` entry and `partial: true`, never a failed read.
 
+mod history;
 mod probes;
 
 use axum::Json;
@@ -24,13 +25,23 @@ pub use berth_crds::health::ResourceHealth;
 use berth_crds::health::{Inputs, SourceError, build, overall};
 
 pub fn endpoints() -> Vec<Endpoint> {
-    vec![Endpoint::get::<ResourceHealth, _, _>(
-        "/resources/{resourceId}/health",
-        "The resource's health (query: mode cached|live, default cached: from the controller's \
+    vec![
+        Endpoint::get::<ResourceHealth, _, _>(
+            "/resources/{resourceId}/health",
+            "The resource's health (query: mode cached|live, default cached: from the controller's \
          observations without contacting the server; live: asks the server now. includeChecks, \
          includeRuntimeProbe, includePublicAccessProbe: true|false; previewEnvironmentId)",
-        show,
-    )]
+            show,
+        ),
+        Endpoint::get::<history::HealthHistory, _, _>(
+            "/resources/{resourceId}/health-history",
+            "The resource's health records as berth-controller observed them: on every change and \
+         every 15 minutes while unchanged (query: window.from, window.to: UTC date-times ending \
+         in Z, default the last 24 hours; limit 1..720 default 200: the latest in the window, \
+         oldest first)",
+            history::show,
+        ),
+    ]
 }
 
 /// The query, checked.

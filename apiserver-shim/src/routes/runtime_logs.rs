@@ -31,7 +31,7 @@ use tokio::sync::mpsc;
 use self::container::{choose, resource_containers};
 pub use self::lines::{LineBuilder, LineContext, LogStream, RuntimeLogLine};
 use super::Endpoint;
-use super::common::{bounded, find_in, known_params, parse_timestamp};
+use super::common::{bounded, find_in, known_params, parse_utc};
 use super::deployments::masker;
 use super::resource_config::lookup;
 use super::server_access::{AccessLease, remote_error};
@@ -97,7 +97,10 @@ fn parse_query(query: &QueryParams) -> ApiResult<LogQuery> {
     if let Some(id) = &deployment_id {
         bounded("deploymentId", id, 253)?;
     }
-    let since = query.string("since")?.map(parse_since).transpose()?;
+    let since = query
+        .string("since")?
+        .map(|v| parse_utc("since", v))
+        .transpose()?;
     let stream = query.one_of("stream", &["stdout", "stderr"], None)?;
     Ok(LogQuery {
         tail_lines,
@@ -107,18 +110,6 @@ fn parse_query(query: &QueryParams) -> ApiResult<LogQuery> {
         stderr: stream != Some("stdout"),
         follow: query.boolean("follow")?,
     })
-}
-
-/// A query timestamp: RFC 3339 in UTC (`Z`), as the spec's conventions ask.
-fn parse_since(value: &str) -> ApiResult<Timestamp> {
-    let parsed = parse_timestamp("since", value)?;
-    if !value.ends_with(['Z', 'z']) {
-        return Err(ApiError::validation(
-            "since",
-            "since must be a UTC date-time ending in Z, such as 2030-01-01T00:00:00Z",
-        ));
-    }
-    Ok(parsed.0)
 }
 
 /// Docker's `since` takes whole seconds; the builder drops what is at or before the instant.

@@ -107,6 +107,7 @@ pub async fn run_all(
     context: Arc<Context>,
     feeds: Feeds,
     wakes: WakeReceivers,
+    health_history: crate::health_history::Settings,
     shutdown: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) {
     use berth_crds::{
@@ -136,6 +137,7 @@ pub async fn run_all(
         deployments: feeds.deployments.subscribe(),
         servers: feeds.servers.subscribe(),
     };
+    let health_changes = feeds.resources.subscribe();
     let controllers = async {
         context.caches.wait_until_ready().await;
         tracing::info!("caches filled; starting the controllers");
@@ -157,6 +159,12 @@ pub async fn run_all(
             bookkeeping::run::<RouteSurfaceDecision>(context.clone(), shutdown.clone()),
             bookkeeping::run::<ThresholdPolicy>(context.clone(), shutdown.clone()),
             bookkeeping::run::<RetentionPolicy>(context.clone(), shutdown.clone()),
+            crate::health_history::run(
+                context.clone(),
+                health_changes,
+                health_history,
+                shutdown.clone()
+            ),
         );
     };
     // The watches end with the process; the controllers end on shutdown.

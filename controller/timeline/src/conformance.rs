@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use berth_crds::deployment::{DeploymentPhase, DeploymentStep};
 use berth_crds::progress::{Level, ProgressEvent, Source, StreamStatus};
 
-use super::{StoreLocation, TimelineKey, TimelineStore, open};
+use super::{HealthObservation, HealthQuery, StoreLocation, TimelineKey, TimelineStore, open};
 
 const POSTGRES_URL: &str = "BERTH_TEST_POSTGRES_URL";
 
@@ -38,6 +38,7 @@ on_both_backends!(
     attempts_lists_each_attempt_of_a_resource_once_in_order,
     concurrent_writers_and_a_following_reader_agree_on_every_entry,
     stores_opened_at_once_create_the_schema_once,
+    health_history_answers_the_latest_of_a_window_oldest_first,
 );
 
 fn event(message: &str) -> ProgressEvent {
@@ -56,6 +57,12 @@ fn event(message: &str) -> ProgressEvent {
         },
         stream: None,
     }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 fn messages(store: &dyn TimelineStore, key: &TimelineKey) -> Vec<String> {
@@ -116,6 +123,60 @@ fn attempts_lists_each_attempt_of_a_resource_once_in_order(fixture: &Fixture) {
     }
     assert_eq!(store.attempts("org-a", "web").unwrap(), ["dep-1", "dep-2"]);
     assert!(store.attempts("org-b", "web").unwrap().is_empty());
+}
+
+fn observation(resource: &str, observed_ms: i64, overall: &str) -> HealthObservation {
+    HealthObservation {
+        id: 0,
+        namespace: "org-a".into(),
+        resource: resource.into(),
+        observed_ms,
+        overall: overall.into(),
+        summary: serde_json::json!({ "overall": overall, "at": observed_ms }),
+    }
+}
+
+fn health_history_answers_the_latest_of_a_window_oldest_first(fixture: &Fixture) {
+    let store = fixture.open();
+    let now = now_ms();
+    let recorded: Vec<_> = [
+        (1, "healthy"),
+        (2, "unhealthy"),
+        (3, "healthy"),
+        (4, "healthy"),
+    ]
+    .into_iter()
+    .map(|(minutes_ago, overall)| observation("web", now - minutes_ago * 60_000, overall))
+    .collect();
+    store.record_health(&recorded).unwrap();
+    store
+        .record_health(&[observation("api", now, "unknown")])
+        .unwrap();
+    store.record_health(&[]).unwrap();
+    let query = |from_minutes: i64, limit: usize| HealthQuery {
+        namespace: "org-a".into(),
+        resource: "web".into(),
+        from_ms: now - from_minutes * 60_000,
+        to_ms: now,
+        limit,
+    };
+    let all = store.health_history(&query(60, 200)).unwrap();
+    let times: Vec<_> = all.iter().map(|o| o.observed_ms).collect();
+    let mut expected: Vec<_> = recorded.iter().map(|o| o.observed_ms).collect();
+    expected.sort();
+    assert_eq!(times, expected, "oldest first, only the resource's own");
+    assert_eq!(all[2].overall, "unhealthy");
+    assert_eq!(all[2].summary["overall"], "unhealthy");
+    assert!(all.iter().all(|o| o.id > 0 && o.resource == "web"));
+    let latest_two = store.health_history(&query(60, 2)).unwrap();
+    assert_eq!(latest_two, all[2..].to_vec(), "a limit keeps the latest");
+    let window = store.health_history(&query(2, 200)).unwrap();
+    assert_eq!(window.len(), 2, "the window bounds both ends: {window:?}");
+    std::thread::sleep(Duration::from_millis(5));
+    let pruned = store
+        .prune_health_history(Duration::from_secs(150))
+        .unwrap();
+    assert_eq!(pruned, 2, "observations older than the retention go");
 }
 
 /// Two controller replicas (two writers each, as a handover can overlap) append to one

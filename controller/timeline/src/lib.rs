@@ -9,6 +9,7 @@
 
 #[cfg(test)]
 mod conformance;
+mod health_history;
 mod location;
 mod postgres;
 mod sqlite;
@@ -18,6 +19,7 @@ use std::time::Duration;
 
 use berth_crds::progress::ProgressEvent;
 
+pub use health_history::{HealthObservation, HealthQuery};
 pub use location::{PostgresUrl, StoreLocation, mask_url, open};
 pub use postgres::PostgresTimeline;
 pub use sqlite::SqliteTimeline;
@@ -89,6 +91,12 @@ pub trait TimelineStore: Send + Sync {
     fn count(&self, key: &TimelineKey) -> Result<i64, TimelineError>;
     /// The attempts of one resource that have a timeline, by Deployment name in order.
     fn attempts(&self, namespace: &str, resource: &str) -> Result<Vec<String>, TimelineError>;
-    /// Removes entries recorded more than `retention` ago; returns how many went.
+    /// Removes timeline entries recorded more than `retention` ago; returns how many went.
     fn prune(&self, retention: Duration) -> Result<usize, TimelineError>;
+    /// Adds health observations, all or none.
+    fn record_health(&self, observations: &[HealthObservation]) -> Result<(), TimelineError>;
+    /// The observations `query` selects, oldest first.
+    fn health_history(&self, query: &HealthQuery) -> Result<Vec<HealthObservation>, TimelineError>;
+    /// Removes health observations made more than `retention` ago; returns how many went.
+    fn prune_health_history(&self, retention: Duration) -> Result<usize, TimelineError>;
 }

@@ -18,7 +18,11 @@ use tokio_postgres::error::Severity;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
-use super::{PostgresUrl, TimelineEntry, TimelineError, TimelineKey, TimelineStore};
+use super::health_history::oldest_first;
+use super::{
+    HealthObservation, HealthQuery, PostgresUrl, TimelineEntry, TimelineError, TimelineKey,
+    TimelineStore,
+};
 
 /// Connections one process keeps at most: one writer, the pruner, and the shim's readers.
 const MAX_CONNECTIONS: usize = 8;
@@ -36,7 +40,8 @@ CREATE TABLE IF NOT EXISTS berth_schema_migrations (
 )";
 
 /// Schema changes in order; version N is `MIGRATIONS[N - 1]`. Append, never edit.
-const MIGRATIONS: &[&str] = &["
+const MIGRATIONS: &[&str] = &[
+    "
 CREATE TABLE deployment_timeline (
     sequence    bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     namespace   text   NOT NULL,
@@ -48,7 +53,20 @@ CREATE TABLE deployment_timeline (
 CREATE INDEX deployment_timeline_by_attempt
     ON deployment_timeline (namespace, resource, deployment, sequence);
 CREATE INDEX deployment_timeline_by_age ON deployment_timeline (recorded_ms);
-"];
+",
+    "
+CREATE TABLE health_history (
+    id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    namespace   text   NOT NULL,
+    resource    text   NOT NULL,
+    observed_ms bigint NOT NULL,
+    overall     text   NOT NULL,
+    summary     text   NOT NULL
+);
+CREATE INDEX health_history_by_resource ON health_history (namespace, resource, observed_ms);
+CREATE INDEX health_history_by_age ON health_history (observed_ms);
+",
+];
 
 /// Kubernetes names hold no `/`, so the joined key names one timeline.
 const LOCK_TIMELINE: &str = "SELECT pg_advisory_xact_lock(hashtextextended(concat_ws('/', $1::text, $2::text, $3::text), 0))";
@@ -72,6 +90,16 @@ WHERE namespace = $1 AND resource = $2 ORDER BY deployment";
 const PRUNE: &str = "
 DELETE FROM deployment_timeline
 WHERE recorded_ms < (extract(epoch FROM clock_timestamp()) * 1000)::bigint - $1";
+const PRUNE_HEALTH: &str = "
+DELETE FROM health_history
+WHERE observed_ms < (extract(epoch FROM clock_timestamp()) * 1000)::bigint - $1";
+const INSERT_HEALTH: &str = "
+INSERT INTO health_history (namespace, resource, observed_ms, overall, summary)
+SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[])";
+const HEALTH_HISTORY: &str = "
+SELECT id, observed_ms, overall, summary FROM health_history
+WHERE namespace = $1 AND resource = $2 AND observed_ms BETWEEN $3 AND $4
+ORDER BY observed_ms DESC, id DESC LIMIT $5";
 
 /// A PostgreSQL observation store.
 pub struct PostgresTimeline {
@@ -184,6 +212,18 @@ impl PostgresTimeline {
     }
 }
 
+impl PostgresTimeline {
+    /// Runs a pruning statement whose one parameter is the retention in milliseconds.
+    fn delete_older(&self, sql: &'static str, retention: Duration) -> Result<usize, TimelineError> {
+        let retention = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
+        let removed = self.block_on(self.run(async |connection| {
+            let prune = connection.prepare(sql).await?;
+            Ok(connection.client.execute(&prune, &[&retention]).await?)
+        }))?;
+        Ok(usize::try_from(removed).unwrap_or(usize::MAX))
+    }
+}
+
 impl Drop for PostgresTimeline {
     fn drop(&mut self) {
         // Dropping a runtime waits for its threads, which async code may not do, and the last
@@ -266,12 +306,67 @@ impl TimelineStore for PostgresTimeline {
     }
 
     fn prune(&self, retention: Duration) -> Result<usize, TimelineError> {
-        let retention = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
-        let removed = self.block_on(self.run(async |connection| {
-            let prune = connection.prepare(PRUNE).await?;
-            Ok(connection.client.execute(&prune, &[&retention]).await?)
+        self.delete_older(PRUNE, retention)
+    }
+
+    fn prune_health_history(&self, retention: Duration) -> Result<usize, TimelineError> {
+        self.delete_older(PRUNE_HEALTH, retention)
+    }
+
+    fn record_health(&self, observations: &[HealthObservation]) -> Result<(), TimelineError> {
+        let column = |f: fn(&HealthObservation) -> String| -> Vec<String> {
+            observations.iter().map(f).collect()
+        };
+        let namespaces = column(|o| o.namespace.clone());
+        let resources = column(|o| o.resource.clone());
+        let overall = column(|o| o.overall.clone());
+        let observed: Vec<i64> = observations.iter().map(|o| o.observed_ms).collect();
+        let summaries = observations
+            .iter()
+            .map(|o| serde_json::to_string(&o.summary))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.block_on(self.run(async |connection| {
+            let insert = connection.prepare(INSERT_HEALTH).await?;
+            let params: [&(dyn ToSql + Sync); 5] =
+                [&namespaces, &resources, &observed, &overall, &summaries];
+            // One autocommitted statement: all rows or none; a lost reply may hide a commit,
+            // so it is never run twice.
+            connection
+                .client
+                .execute(&insert, &params)
+                .await
+                .map_err(Failed::maybe_committed)?;
+            Ok(())
+        }))
+    }
+
+    fn health_history(&self, query: &HealthQuery) -> Result<Vec<HealthObservation>, TimelineError> {
+        let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+        let rows = self.block_on(self.run(async |connection| {
+            let select = connection.prepare(HEALTH_HISTORY).await?;
+            let params: [&(dyn ToSql + Sync); 5] = [
+                &query.namespace,
+                &query.resource,
+                &query.from_ms,
+                &query.to_ms,
+                &limit,
+            ];
+            Ok(connection.client.query(&select, &params).await?)
         }))?;
-        Ok(usize::try_from(removed).unwrap_or(usize::MAX))
+        let newest_first = rows
+            .iter()
+            .map(|row| {
+                Ok(HealthObservation {
+                    id: row.get(0),
+                    namespace: query.namespace.clone(),
+                    resource: query.resource.clone(),
+                    observed_ms: row.get(1),
+                    overall: row.get(2),
+                    summary: serde_json::from_str(row.get(3))?,
+                })
+            })
+            .collect::<Result<Vec<_>, TimelineError>>()?;
+        Ok(oldest_first(newest_first))
     }
 }
 

@@ -8,7 +8,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use berth_crds::progress::ProgressEvent;
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{TimelineEntry, TimelineError, TimelineKey, TimelineStore};
+use super::health_history::oldest_first;
+use super::{
+    HealthObservation, HealthQuery, TimelineEntry, TimelineError, TimelineKey, TimelineStore,
+};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS deployment_timeline (
@@ -23,6 +26,17 @@ CREATE INDEX IF NOT EXISTS deployment_timeline_by_attempt
     ON deployment_timeline (namespace, resource, deployment, sequence);
 CREATE INDEX IF NOT EXISTS deployment_timeline_by_age
     ON deployment_timeline (recorded_ms);
+CREATE TABLE IF NOT EXISTS health_history (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    namespace   TEXT    NOT NULL,
+    resource    TEXT    NOT NULL,
+    observed_ms INTEGER NOT NULL,
+    overall     TEXT    NOT NULL,
+    summary     TEXT    NOT NULL
+);
+CREATE INDEX IF NOT EXISTS health_history_by_resource
+    ON health_history (namespace, resource, observed_ms);
+CREATE INDEX IF NOT EXISTS health_history_by_age ON health_history (observed_ms);
 ";
 
 /// A SQLite observation store.
@@ -155,6 +169,77 @@ impl TimelineStore for SqliteTimeline {
             params![cutoff],
         )?;
         Ok(removed)
+    }
+
+    fn prune_health_history(&self, retention: Duration) -> Result<usize, TimelineError> {
+        let cutoff = now_ms() - i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
+        let removed = self.connection().execute(
+            "DELETE FROM health_history WHERE observed_ms < ?1",
+            params![cutoff],
+        )?;
+        Ok(removed)
+    }
+
+    fn record_health(&self, observations: &[HealthObservation]) -> Result<(), TimelineError> {
+        let mut connection = self.connection();
+        let transaction = connection.transaction()?;
+        {
+            let mut insert = transaction.prepare_cached(
+                "INSERT INTO health_history (namespace, resource, observed_ms, overall, summary)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
+            for observation in observations {
+                insert.execute(params![
+                    observation.namespace,
+                    observation.resource,
+                    observation.observed_ms,
+                    observation.overall,
+                    serde_json::to_string(&observation.summary)?,
+                ])?;
+            }
+        }
+        transaction.commit()?;
+        Ok(())
+    }
+
+    fn health_history(&self, query: &HealthQuery) -> Result<Vec<HealthObservation>, TimelineError> {
+        let connection = self.connection();
+        let mut select = connection.prepare_cached(
+            "SELECT id, observed_ms, overall, summary FROM health_history
+             WHERE namespace = ?1 AND resource = ?2 AND observed_ms BETWEEN ?3 AND ?4
+             ORDER BY observed_ms DESC, id DESC LIMIT ?5",
+        )?;
+        let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+        let rows = select.query_map(
+            params![
+                query.namespace,
+                query.resource,
+                query.from_ms,
+                query.to_ms,
+                limit
+            ],
+            |row| {
+                Ok((
+                    row.get::<_, i64>(0)?,
+                    row.get::<_, i64>(1)?,
+                    row.get::<_, String>(2)?,
+                    row.get::<_, String>(3)?,
+                ))
+            },
+        )?;
+        let mut newest_first = Vec::new();
+        for row in rows {
+            let (id, observed_ms, overall, summary) = row?;
+            newest_first.push(HealthObservation {
+                id,
+                namespace: query.namespace.clone(),
+                resource: query.resource.clone(),
+                observed_ms,
+                overall,
+                summary: serde_json::from_str(&summary)?,
+            });
+        }
+        Ok(oldest_first(newest_first))
     }
 }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use berth_crds::progress::ProgressEvent;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{TimelineKey, TimelineStore};
+use super::{HealthObservation, TimelineKey, TimelineStore};
 
 /// Entries taken from the queue into one batch at most.
 const BATCH: usize = 512;
@@ -47,6 +47,21 @@ impl TimelineWriter {
             .await
             .map_err(|e| e.to_string())?
             .map_err(|e| e.to_string())
+    }
+
+    /// Stores health observations off the async threads; a failure is logged, not returned:
+    /// the history misses an observation, nothing else waits on it.
+    pub async fn record_health(&self, observations: Vec<HealthObservation>) {
+        let Some(store) = self.store.clone() else {
+            return;
+        };
+        let count = observations.len();
+        let stored = tokio::task::spawn_blocking(move || store.record_health(&observations)).await;
+        match stored {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => tracing::warn!(%error, lost = count, "could not record health"),
+            Err(error) => tracing::warn!(%error, lost = count, "health recording stopped"),
+        }
     }
 
     /// Queues `event` for `key`'s timeline. The text must already be masked.

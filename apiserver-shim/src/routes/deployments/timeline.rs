@@ -19,7 +19,7 @@ use super::masker;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::QueryParams;
-use crate::routes::common::known_params;
+use crate::routes::common::{known_params, store_call};
 use crate::routes::resource_config::lookup;
 use crate::state::AppState;
 
@@ -56,21 +56,12 @@ pub struct TimelineItem {
     pub event: ProgressEvent,
 }
 
-fn unavailable(error: TimelineError) -> ApiError {
-    tracing::warn!(%error, "observation store unavailable");
-    ApiError::unavailable("deployment timelines are unavailable: the observation store failed")
-}
-
 /// Runs a store call off the async threads.
 async fn blocking<T: Send + 'static>(
     store: &Arc<dyn TimelineStore>,
     call: impl FnOnce(&dyn TimelineStore) -> Result<T, TimelineError> + Send + 'static,
 ) -> ApiResult<T> {
-    let store = Arc::clone(store);
-    tokio::task::spawn_blocking(move || call(store.as_ref()))
-        .await
-        .map_err(ApiError::internal)?
-        .map_err(unavailable)
+    store_call(store, "deployment timelines", call).await
 }
 
 /// Follows the `application` entries (build output) of one attempt's timeline.
