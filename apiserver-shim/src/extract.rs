@@ -181,10 +181,15 @@ impl QueryParams {
         }
     }
 
-    /// A boolean given as `true`/`false` (or `1`/`0`).
+    /// A boolean given as `true`/`false` (or `1`/`0`); false when absent.
     pub fn boolean(&self, name: &str) -> Result<bool, ApiError> {
+        self.boolean_or(name, false)
+    }
+
+    /// A boolean given as `true`/`false` (or `1`/`0`), or `default` when absent.
+    pub fn boolean_or(&self, name: &str, default: bool) -> Result<bool, ApiError> {
         match self.0.get(name).map(String::as_str) {
-            None => Ok(false),
+            None => Ok(default),
             Some("true" | "1") => Ok(true),
             Some("false" | "0") => Ok(false),
             Some(_) => Err(ApiError::validation(

@@ -49,6 +49,7 @@ pub async fn run(options: ShimOptions) -> anyhow::Result<()> {
     let client = Client::try_default().await?;
     let location = options.observation_store();
     tracing::info!(store = %location, "opening the observation store");
+    let observation_store_driver = location.driver();
     let timelines = tokio::task::spawn_blocking(move || berth_timeline::open(&location)).await??;
     let caches = Caches::start(&client);
     tracing::info!("filling caches");
@@ -60,6 +61,7 @@ pub async fn run(options: ShimOptions) -> anyhow::Result<()> {
             system_namespace: options.system_namespace.clone(),
             public_url: options.public_url(),
             session_ttl: std::time::Duration::from_secs(options.session_hours * 3600),
+            observation_store_driver,
         }),
         login_limiter: Default::default(),
         metrics: Default::default(),

@@ -39,4 +39,6 @@ pub struct Config {
     pub public_url: String,
     /// How long a login session lasts.
     pub session_ttl: std::time::Duration,
+    /// The observation store's database: `sqlite` or `postgresql` (diagnostics show it).
+    pub observation_store_driver: &'static str,
 }

@@ -20,6 +20,7 @@ mod shim_account;
 mod shim_basics;
 mod shim_decisions;
 mod shim_deployments_stream;
+mod shim_diagnostics;
 mod shim_health;
 mod shim_input_validation;
 mod shim_organizations;

@@ -168,6 +168,53 @@ async fn health_reads_a_deployed_app_cached_and_live_and_follows_a_killed_contai
     let repaired = wait_health(&member, &id, "healthy", killed_at).await;
     assert_eq!(repaired["runtime"]["lifecycle"], "running");
 
+    // The history shows the transition: healthy, the kill, healthy again after repair.
+    let history = format!("/resources/{id}/health-history?limit=720");
+    let observations = eventually(WAIT, "the kill and the repair in the history", || async {
+        let body = member.get(&history).await.ok();
+        assert_eq!(body["schemaVersion"], "resources.health-history/v1");
+        let observations = body["observations"].as_array()?.clone();
+        let overall: Vec<&str> = observations
+            .iter()
+            .filter_map(|o| o["overall"].as_str())
+            .collect();
+        let kill = overall.iter().position(|o| *o == "unhealthy")?;
+        let before = overall[..kill].contains(&"healthy");
+        let after = overall[kill..].contains(&"healthy");
+        (before && after).then_some(observations)
+    })
+    .await;
+    let down = observations
+        .iter()
+        .find(|o| o["overall"] == "unhealthy")
+        .unwrap();
+    assert_eq!(down["runtimeLifecycle"], "exited", "{down}");
+    assert_eq!(down["latestDeploymentId"], deployment.as_str(), "{down}");
+    assert_eq!(down["summary"]["schemaVersion"], "resources.health/v1");
+    assert_eq!(down["summary"]["runtime"]["reasonCode"], "container_exited");
+    let why = down["summary"]["runtime"]["message"].as_str().unwrap();
+    assert!(why.contains("exit code 137"), "{down}");
+    let history_base = format!("/resources/{id}/health-history");
+    let future = member
+        .get(&format!(
+            "{history_base}?window.from=2099-01-01T00:00:00Z&window.to=2099-01-02T00:00:00Z"
+        ))
+        .await
+        .ok();
+    assert_eq!(future["observations"], json!([]), "{future}");
+    invalid(
+        member
+            .get(&format!(
+                "{history_base}?window.from=2030-01-01T00:00:00%2B02:00"
+            ))
+            .await,
+        "window.from",
+    );
+    invalid(
+        member.get(&format!("{history_base}?limit=721")).await,
+        "limit",
+    );
+
     // Why it stopped stays on record in the attempt's timeline, the secret masked.
     let timeline = format!("/resources/{id}/deployments/{deployment}/timeline?limit=1000");
     let entries = eventually(WAIT, "crash evidence in the timeline", || async {

@@ -9,6 +9,7 @@ pub mod credentials;
 pub mod decisions;
 pub mod deploy_tokens;
 pub mod deployments;
+pub mod diagnostics;
 pub mod environments;
 pub mod health;
 pub mod identity;
@@ -152,6 +153,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         resource_config::endpoints(),
         runtime_logs::endpoints(),
         resource_health::endpoints(),
+        diagnostics::endpoints(),
     ]
     .into_iter()
     .flatten()

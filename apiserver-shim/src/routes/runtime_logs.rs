@@ -180,13 +180,89 @@ async fn show(
 ) -> ApiResult<Response> {
     let query = parse_query(&query)?;
     let resource = lookup(&state, &caller, &id)?;
+    let Some(found) = locate(&state, &caller, &resource, &query).await? else {
+        return Ok(nothing(id, query.deployment_id, query.follow));
+    };
+    let deployment_id = found.deployment_id.clone();
+    if query.follow {
+        let (sender, receiver) = mpsc::channel(BUFFER);
+        tokio::spawn(follow(found, query, sender));
+        let events = futures::stream::unfold(receiver, |mut receiver| async move {
+            let event = receiver.recv().await?;
+            Some((Ok::<_, Infallible>(event), receiver))
+        });
+        return Ok(Sse::new(events)
+            .keep_alive(KeepAlive::default())
+            .into_response());
+    }
+    let logs = read(found, &query).await?;
+    Ok(Json(RuntimeLogs {
+        resource_id: id,
+        deployment_id,
+        logs,
+    })
+    .into_response())
+}
+
+/// The last `tail_lines` lines of the resource's container (`deployment_id`'s, else the
+/// serving attempt's), masked; none when nothing runs. For the diagnostic summary.
+pub async fn tail(
+    state: &AppState,
+    caller: &Caller,
+    resource: &Resource,
+    deployment_id: Option<String>,
+    tail_lines: u64,
+) -> ApiResult<RuntimeLogs> {
+    let query = LogQuery {
+        tail_lines,
+        deployment_id,
+        since: None,
+        stdout: true,
+        stderr: true,
+        follow: false,
+    };
+    let resource_id = resource.name_any();
+    let Some(found) = locate(state, caller, resource, &query).await? else {
+        return Ok(RuntimeLogs {
+            resource_id,
+            deployment_id: query.deployment_id,
+            logs: Vec::new(),
+        });
+    };
+    let deployment_id = found.deployment_id.clone();
+    let logs = read(found, &query).await?;
+    Ok(RuntimeLogs {
+        resource_id,
+        deployment_id,
+        logs,
+    })
+}
+
+/// The container a query reads, reached through the server's connection (held by `lease`).
+struct Located {
+    docker: Docker,
+    container_id: String,
+    deployment_id: Option<String>,
+    builder: LineBuilder,
+    _lease: AccessLease,
+}
+
+/// Finds the container `query` asks for: `None` when there is none to read, a 404 when the
+/// attempt asked for is unknown.
+async fn locate(
+    state: &AppState,
+    caller: &Caller,
+    resource: &Resource,
+    query: &LogQuery,
+) -> ApiResult<Option<Located>> {
     if query
         .deployment_id
         .as_deref()
         .is_some_and(|d| !object_name(d))
     {
-        return Err(unknown_deployment(&query));
+        return Err(unknown_deployment(query));
     }
+    let id = resource.name_any();
     let namespace = resource.namespace().unwrap_or_default();
     let serving = resource
         .status
@@ -208,13 +284,17 @@ async fn show(
         .or_else(|| resource.spec.server_id.clone());
     let server =
         server_id.and_then(|s| find_in(&state.caches.servers, &namespace, &s, "server").ok());
-    let Some(server) = server else {
+    let none = || {
         if unknown_attempt {
-            return Err(unknown_deployment(&query));
+            Err(unknown_deployment(query))
+        } else {
+            Ok(None)
         }
-        return Ok(nothing(id, query.deployment_id, query.follow));
     };
-    let (connection, lease) = state.server_access.connect(&state, &server, ACTION).await?;
+    let Some(server) = server else {
+        return none();
+    };
+    let (connection, lease) = state.server_access.connect(state, &server, ACTION).await?;
     let docker = docker_over_ssh(connection.clone(), &server.spec.docker_socket_path);
     let candidates = resource_containers(&connection, &docker, &namespace, &id)
         .await
@@ -224,42 +304,25 @@ async fn show(
         query.deployment_id.as_deref(),
         serving.as_deref(),
     ) else {
-        if unknown_attempt {
-            return Err(unknown_deployment(&query));
-        }
-        return Ok(nothing(id, query.deployment_id, query.follow));
+        return none();
     };
-    let deployment_id = container.deployment_id.clone();
     let builder = LineBuilder::new(
         LineContext {
-            resource_id: id.clone(),
-            deployment_id: deployment_id.clone(),
-            service_name: service_name(&resource),
+            resource_id: id,
+            deployment_id: container.deployment_id.clone(),
+            service_name: service_name(resource),
             container_id: container.id.clone(),
         },
-        masker(&state, &caller, &resource).await?,
+        masker(state, caller, resource).await?,
         query.since,
     );
-    let container_id = container.id.clone();
-    if query.follow {
-        let (sender, receiver) = mpsc::channel(BUFFER);
-        tokio::spawn(follow(docker, container_id, query, builder, sender, lease));
-        let events = futures::stream::unfold(receiver, |mut receiver| async move {
-            let event = receiver.recv().await?;
-            Some((Ok::<_, Infallible>(event), receiver))
-        });
-        return Ok(Sse::new(events)
-            .keep_alive(KeepAlive::default())
-            .into_response());
-    }
-    let logs = read(&docker, &container_id, &query, builder).await?;
-    drop(lease);
-    Ok(Json(RuntimeLogs {
-        resource_id: id,
-        deployment_id,
-        logs,
-    })
-    .into_response())
+    Ok(Some(Located {
+        docker,
+        container_id: container.id.clone(),
+        deployment_id: container.deployment_id.clone(),
+        builder,
+        _lease: lease,
+    }))
 }
 
 /// Whether `name` can be a Kubernetes object name (no deployment is named otherwise).
@@ -293,13 +356,14 @@ fn log_stream(
 }
 
 /// The tail, read to its end within [`READ_WITHIN`]. A container removed meanwhile has none.
-async fn read(
-    docker: &Docker,
-    container_id: &str,
-    query: &LogQuery,
-    mut builder: LineBuilder,
-) -> ApiResult<Vec<RuntimeLogLine>> {
-    let output = log_stream(docker, container_id, query);
+async fn read(found: Located, query: &LogQuery) -> ApiResult<Vec<RuntimeLogLine>> {
+    let Located {
+        docker,
+        container_id,
+        mut builder,
+        ..
+    } = found;
+    let output = log_stream(&docker, &container_id, query);
     let collect = async {
         futures::pin_mut!(output);
         let mut lines = Vec::new();
@@ -324,14 +388,14 @@ async fn read(
 /// Sends the tail, then each new line, until the container stops (Docker ends the stream), the
 /// client goes away (the receiver is dropped) or the connection fails. Holds the connection's
 /// lease meanwhile.
-async fn follow(
-    docker: Docker,
-    container_id: String,
-    query: LogQuery,
-    mut builder: LineBuilder,
-    sender: mpsc::Sender<Event>,
-    _lease: AccessLease,
-) {
+async fn follow(found: Located, query: LogQuery, sender: mpsc::Sender<Event>) {
+    let Located {
+        docker,
+        container_id,
+        mut builder,
+        _lease,
+        ..
+    } = found;
     let output = log_stream(&docker, &container_id, &query);
     futures::pin_mut!(output);
     loop {

@@ -349,6 +349,11 @@ pub fn container_body(
     }
 }
 
+/// Caddy `@id` of a resource's route: the controller writes it, the shim's diagnostics read it.
+pub fn route_id(namespace: &str, resource: &str) -> String {
+    format!("berth-route.{namespace}.{resource}")
+}
+
 /// A whole Caddy configuration: the admin endpoint on its socket, `routes` in order, then a
 /// catch-all 404 whose body is the access-failure evidence (spec §2.2) with a request id.
 pub fn edge_config(routes: Vec<Value>) -> Value {

@@ -32,6 +32,13 @@ impl PostgresUrl {
 }
 
 impl StoreLocation {
+    /// The database kind, as diagnostics report it: `sqlite` or `postgresql`.
+    pub fn driver(&self) -> &'static str {
+        match self {
+            Self::Sqlite(_) => "sqlite",
+            Self::Postgres(_) => "postgresql",
+        }
+    }
     /// The default: the SQLite file in Berth's data directory.
     pub fn in_data_dir(data_dir: &Path) -> Self {
         Self::Sqlite(data_dir.join(FILE_NAME))

@@ -196,10 +196,7 @@ fn host_port(resource: &Resource) -> Result<Option<u16>, PlanError> {
 /// Scheme of generated routes: TLS for generated hosts is not issued yet.
 pub const ROUTE_SCHEME: AccessScheme = AccessScheme::Http;
 
-/// Caddy `@id` of a resource's route.
-pub fn route_id(namespace: &str, resource: &str) -> String {
-    format!("berth-route.{namespace}.{resource}")
-}
+pub use berth_remote::edge_proxy::route_id;
 
 /// Docker volume holding a storage volume of an organization. Volumes outlive containers and
 /// attachments: detaching, redeploying or deleting a resource keeps the data.

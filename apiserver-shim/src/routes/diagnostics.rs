@@ -1,0 +1,458 @@
+//! Spec §4.7 `GET /resources/{resourceId}/diagnostic-summary`
+//! (`resources.diagnostic-summary/v1`): everything Berth knows about why a resource does or
+//! does not serve, in one record — its context, the deployment in focus with its error, access
+//! and proxy (optionally the route as the proxy holds it), the tails of the deployment timeline
+//! and of the runtime logs, and `copy` texts ready to paste into a support ticket. Secret values
+//! of the resource's configuration are masked everywhere; a part that cannot be read becomes a
+//! `sourceErrors` entry, never a failed answer.
+
+mod copy;
+mod proxy;
+mod record;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use berth_crds::deployment::Deployment;
+use berth_crds::health::{Inputs, build};
+use berth_crds::masking::Masker;
+use berth_crds::resource::Resource;
+use berth_timeline::TimelineKey;
+use k8s_openapi::jiff::Timestamp;
+use kube::{Api, ResourceExt};
+use serde_json::Value;
+
+pub use self::record::DiagnosticSummary;
+use self::record::{Focus, Redaction, SourceError, System, Tail, Window};
+use super::Endpoint;
+use super::common::{bounded, find_in, known_params, parse_utc, store_call};
+use super::deployments::masker;
+use super::environments;
+use super::resource_config::lookup;
+use super::runtime_logs;
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::QueryParams;
+use crate::state::AppState;
+
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![Endpoint::get::<DiagnosticSummary, _, _>(
+        "/resources/{resourceId}/diagnostic-summary",
+        "Why the resource does or does not serve, in one record with copy texts for a support \
+         ticket; secret values masked (query: deploymentId (default the latest), \
+         observationFrom, observationTo (UTC, ending in Z), includeDeploymentTimelineTail and \
+         includeRuntimeLogTail (true|false, default true), includeProxyConfiguration (default \
+         false: reads the route from the server's edge proxy), tailLines 0..50 default 20, \
+         locale (default en), previewEnvironmentId)",
+        show,
+    )]
+}
+
+/// `tailLines` bounds and default (spec §8).
+pub const TAIL_LINES: (u64, u64) = (0, 50);
+const DEFAULT_TAIL_LINES: u64 = 20;
+const REDACTION_POLICY: &str = "deployment-environment-secrets";
+
+/// The query, checked.
+#[derive(Debug, PartialEq)]
+struct DiagnosticQuery {
+    preview_environment_id: Option<String>,
+    deployment_id: Option<String>,
+    from: Option<Timestamp>,
+    to: Option<Timestamp>,
+    timeline_tail: bool,
+    log_tail: bool,
+    proxy_configuration: bool,
+    tail_lines: u64,
+    locale: String,
+}
+
+fn parse_query(query: &QueryParams) -> ApiResult<DiagnosticQuery> {
+    known_params(
+        query,
+        &[
+            "previewEnvironmentId",
+            "deploymentId",
+            "observationFrom",
+            "observationTo",
+            "includeDeploymentTimelineTail",
+            "includeRuntimeLogTail",
+            "includeProxyConfiguration",
+            "tailLines",
+            "locale",
+        ],
+    )?;
+    let utc = |field: &str| {
+        query
+            .string(field)?
+            .map(|value| parse_utc(field, value))
+            .transpose()
+    };
+    let (from, to) = (utc("observationFrom")?, utc("observationTo")?);
+    if let (Some(from), Some(to)) = (from, to)
+        && from > to
+    {
+        return Err(ApiError::validation(
+            "observationFrom",
+            "observationFrom must not be after observationTo",
+        ));
+    }
+    let deployment_id = query.string("deploymentId")?.map(str::to_string);
+    if let Some(id) = &deployment_id {
+        bounded("deploymentId", id, 253)?;
+    }
+    let locale = query.string("locale")?.unwrap_or("en").to_string();
+    bounded("locale", &locale, 35)?;
+    let (min, max) = TAIL_LINES;
+    Ok(DiagnosticQuery {
+        preview_environment_id: query.string("previewEnvironmentId")?.map(str::to_string),
+        deployment_id,
+        from,
+        to,
+        timeline_tail: query.boolean_or("includeDeploymentTimelineTail", true)?,
+        log_tail: query.boolean_or("includeRuntimeLogTail", true)?,
+        proxy_configuration: query.boolean("includeProxyConfiguration")?,
+        tail_lines: query.integer("tailLines", min, max, DEFAULT_TAIL_LINES)?,
+        locale,
+    })
+}
+
+async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    query: QueryParams,
+) -> ApiResult<Json<DiagnosticSummary>> {
+    let query = parse_query(&query)?;
+    let resource = lookup(&state, &caller, &id)?;
+    if let Some(preview) = &query.preview_environment_id {
+        environments::lookup(&state, &caller, preview)?;
+    }
+    let masker = masker(&state, &caller, &resource).await?;
+    let mut errors = Vec::new();
+    let deployment = focus_deployment(&state, &resource, &query, &mut errors).await?;
+    let namespace = resource.namespace().unwrap_or_default();
+    let server = resource
+        .spec
+        .server_id
+        .as_ref()
+        .and_then(|s| find_in(&state.caches.servers, &namespace, s, "server").ok());
+    let now = Timestamp::now().to_string();
+    let health = build(&Inputs {
+        resource: &resource,
+        latest: deployment.as_ref(),
+        server: server.as_deref(),
+        now: now.clone(),
+    });
+    let (timeline, timeline_count, timeline_masked) = timeline_tail(
+        &state,
+        &resource,
+        deployment.as_ref(),
+        &query,
+        &masker,
+        &mut errors,
+    )
+    .await;
+    let (logs, logs_masked) = log_tail(&state, &caller, &resource, &query, &mut errors).await;
+    let (proxy, proxy_masked) = proxy::block(
+        &state,
+        &resource,
+        server.as_deref(),
+        &health,
+        query.proxy_configuration,
+        &masker,
+        &mut errors,
+    )
+    .await;
+    let masked_value_count = timeline_masked + logs_masked + proxy_masked;
+    let mut summary = DiagnosticSummary {
+        schema_version: record::SCHEMA_VERSION,
+        generated_at: now,
+        focus: Focus {
+            resource_id: id,
+            requested_deployment_id: query.deployment_id.clone(),
+            deployment_id: deployment.as_ref().map(|d| d.name_any()),
+        },
+        context: record::context(
+            &resource,
+            Window {
+                from: query.from.map(|t| t.to_string()),
+                to: query.to.map(|t| t.to_string()),
+            },
+        ),
+        deployment: deployment
+            .as_ref()
+            .map(|d| mask_error(record::deployment_block(d, timeline_count), &masker)),
+        access: record::access(&resource, &health),
+        proxy,
+        deployment_timeline: timeline,
+        runtime_logs: logs,
+        system: system(&state, &query),
+        source_errors: errors,
+        redaction: Redaction {
+            policy: REDACTION_POLICY,
+            masked: masked_value_count > 0,
+            masked_value_count,
+        },
+        copy: Default::default(),
+    };
+    summary.copy = copy::texts(&summary, &masker);
+    Ok(Json(summary))
+}
+
+/// The deployment asked for (404 when it is not one of the resource's), else the latest.
+async fn focus_deployment(
+    state: &AppState,
+    resource: &Resource,
+    query: &DiagnosticQuery,
+    errors: &mut Vec<SourceError>,
+) -> ApiResult<Option<Deployment>> {
+    let namespace = resource.namespace().unwrap_or_default();
+    let latest = resource
+        .status
+        .as_ref()
+        .and_then(|s| s.last_deployment_id.clone());
+    let Some(name) = query.deployment_id.clone().or(latest) else {
+        return Ok(None);
+    };
+    let read = Api::<Deployment>::namespaced(state.client.clone(), &namespace)
+        .get_opt(&name)
+        .await;
+    match read {
+        Ok(found) => {
+            let own = found.filter(|d| d.spec.resource_id == resource.name_any());
+            if own.is_none() && query.deployment_id.is_some() {
+                return Err(
+                    ApiError::not_found("deployment", &name).with_detail("field", "deploymentId")
+                );
+            }
+            Ok(own)
+        }
+        Err(error) => {
+            tracing::warn!(%error, deployment = %name, "diagnostics: reading the deployment failed");
+            errors.push(source_error(
+                "deployment",
+                "deployment_unreadable",
+                "deployment-read",
+                Some(name),
+                "the deployment could not be read".into(),
+            ));
+            Ok(None)
+        }
+    }
+}
+
+/// The last entries of the deployment's timeline, masked; and its length and masked count.
+async fn timeline_tail(
+    state: &AppState,
+    resource: &Resource,
+    deployment: Option<&Deployment>,
+    query: &DiagnosticQuery,
+    masker: &Masker,
+    errors: &mut Vec<SourceError>,
+) -> (Tail, i64, usize) {
+    let Some(deployment) = deployment else {
+        return (Tail::lines(query.tail_lines, Vec::new()), 0, 0);
+    };
+    let key = TimelineKey::new(
+        resource.namespace().unwrap_or_default(),
+        resource.name_any(),
+        deployment.name_any(),
+    );
+    let read = store_call(&state.timelines, "deployment timelines", move |store| {
+        store.read(&key, 0, usize::MAX)
+    })
+    .await;
+    let entries = match read {
+        Ok(entries) => entries,
+        Err(error) => {
+            errors.push(source_error(
+                "deployment-timeline",
+                "observation_store_unavailable",
+                "timeline-read",
+                Some(deployment.name_any()),
+                error.body.message,
+            ));
+            return (
+                Tail::unavailable(
+                    query.tail_lines,
+                    "observation_store_unavailable",
+                    "timeline-read",
+                ),
+                0,
+                0,
+            );
+        }
+    };
+    let count = entries.len() as i64;
+    if !query.timeline_tail {
+        return (Tail::not_requested(query.tail_lines), count, 0);
+    }
+    let skip = entries.len().saturating_sub(query.tail_lines as usize);
+    let mut masked = 0;
+    let lines = entries
+        .into_iter()
+        .skip(skip)
+        .map(|entry| {
+            let (message, replaced) = masker.mask_counted(&entry.event.message);
+            masked += replaced;
+            let mut event = entry.event;
+            event.message = message;
+            serde_json::to_value(event).unwrap_or_default()
+        })
+        .collect();
+    (Tail::lines(query.tail_lines, lines), count, masked)
+}
+
+/// The last lines the focus attempt's container wrote, else the serving one's (already
+/// masked); and how many were masked.
+async fn log_tail(
+    state: &AppState,
+    caller: &Caller,
+    resource: &Resource,
+    query: &DiagnosticQuery,
+    errors: &mut Vec<SourceError>,
+) -> (Tail, usize) {
+    if !query.log_tail {
+        return (Tail::not_requested(query.tail_lines), 0);
+    }
+    if query.tail_lines == 0 {
+        return (Tail::lines(0, Vec::new()), 0);
+    }
+    let tail = |deployment_id| {
+        runtime_logs::tail(state, caller, resource, deployment_id, query.tail_lines)
+    };
+    let mut read = tail(query.deployment_id.clone()).await;
+    // An attempt that never ran (a failed build) has no output: show the serving one's.
+    if query.deployment_id.is_some() && read.as_ref().is_ok_and(|logs| logs.logs.is_empty()) {
+        read = tail(None).await;
+    }
+    match read {
+        Ok(logs) => {
+            let masked = logs.logs.iter().filter(|line| line.masked).count();
+            let lines: Vec<Value> = logs
+                .logs
+                .iter()
+                .filter_map(|line| serde_json::to_value(line).ok())
+                .collect();
+            (Tail::lines(query.tail_lines, lines), masked)
+        }
+        Err(error) => {
+            errors.push(source_error(
+                "runtime-logs",
+                "runtime_logs_unavailable",
+                "runtime-log-read",
+                resource.spec.server_id.clone(),
+                error.body.message,
+            ));
+            (
+                Tail::unavailable(
+                    query.tail_lines,
+                    "runtime_logs_unavailable",
+                    "runtime-log-read",
+                ),
+                0,
+            )
+        }
+    }
+}
+
+/// The deployment's error message masked like everything else shown.
+fn mask_error(mut block: record::DeploymentBlock, masker: &Masker) -> record::DeploymentBlock {
+    if let Some(error) = &mut block.last_error {
+        error.message = masker.mask(&error.message);
+    }
+    block
+}
+
+fn system(state: &AppState, query: &DiagnosticQuery) -> System {
+    let driver = state.config.observation_store_driver;
+    System {
+        entrypoint: "api",
+        request_id: format!("diag-{:016x}", rand::random::<u64>()),
+        locale: query.locale.clone(),
+        readiness_status: "ready",
+        database_driver: driver,
+        database_mode: if driver == "sqlite" {
+            "embedded"
+        } else {
+            "shared"
+        },
+    }
+}
+
+fn source_error(
+    source: &'static str,
+    code: &'static str,
+    phase: &'static str,
+    related: Option<String>,
+    message: String,
+) -> SourceError {
+    SourceError {
+        source,
+        code,
+        category: "infra",
+        phase,
+        retryable: true,
+        related_entity_id: related,
+        related_state: None,
+        message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn query(pairs: &[(&str, &str)]) -> QueryParams {
+        QueryParams(
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<HashMap<_, _>>(),
+        )
+    }
+
+    #[test]
+    fn tails_are_included_by_default_and_the_proxy_configuration_on_request() {
+        let parsed = parse_query(&query(&[])).unwrap();
+        assert!(parsed.timeline_tail && parsed.log_tail && !parsed.proxy_configuration);
+        assert_eq!(parsed.tail_lines, 20);
+        assert_eq!(parsed.locale, "en");
+        let asked = parse_query(&query(&[
+            ("includeProxyConfiguration", "true"),
+            ("includeRuntimeLogTail", "false"),
+            ("tailLines", "0"),
+        ]))
+        .unwrap();
+        assert!(asked.proxy_configuration && !asked.log_tail);
+        assert_eq!(asked.tail_lines, 0);
+    }
+
+    #[test]
+    fn bad_values_name_their_field() {
+        for (pairs, field) in [
+            (vec![("tailLines", "51")], "tailLines"),
+            (
+                vec![("includeRuntimeLogTail", "yes")],
+                "includeRuntimeLogTail",
+            ),
+            (
+                vec![("observationFrom", "2030-01-01T00:00:00+01:00")],
+                "observationFrom",
+            ),
+            (
+                vec![
+                    ("observationFrom", "2030-01-02T00:00:00Z"),
+                    ("observationTo", "2030-01-01T00:00:00Z"),
+                ],
+                "observationFrom",
+            ),
+            (vec![("verbose", "1")], "verbose"),
+        ] {
+            let error = parse_query(&query(&pairs)).unwrap_err();
+            assert_eq!(error.status, 422, "{pairs:?}");
+            assert_eq!(error.body.details["field"], field, "{pairs:?}");
+        }
+    }
+}
