@@ -76,7 +76,9 @@ async fn a_failed_build_is_summarised_with_its_phase_code_tails_and_route_and_no
 
     // The next build fails; the first version keeps serving.
     folder.write("Dockerfile", BROKEN);
-    let bump = json!({ "spec": { "description": "broken build" } });
+    // A spec change deploys again once auto-deploy is on.
+    let bump =
+        json!({ "spec": { "description": "broken build", "autoDeploy": { "enabled": true } } });
     let patched = resources
         .patch(&id, &PatchParams::default(), &Patch::Merge(&bump))
         .await

@@ -23,6 +23,11 @@ pub struct ContainerRecord {
     pub oom_killed: bool,
     /// Docker's health status (`healthy`, `unhealthy`, `starting`) when it has a health check.
     pub health: Option<String>,
+    /// How often it stopped while observed: a container Docker's restart policy started again
+    /// at once shows as running, and only this tells that it crashed in between.
+    pub deaths: u64,
+    /// Whether the kernel had killed it for memory when it last stopped.
+    pub died_oom: bool,
 }
 
 /// The Resource (and attempt) a container belongs to.
@@ -97,6 +102,8 @@ impl ServerIndex {
                 record.exit_code = before.exit_code;
                 record.oom_killed = before.oom_killed;
                 record.health = before.health.clone();
+                record.deaths = before.deaths;
+                record.died_oom = before.died_oom;
             }
             fresh.insert(record.name.clone(), record);
         }
@@ -151,6 +158,8 @@ impl ServerIndex {
                     .attributes
                     .get("exitCode")
                     .and_then(|code| code.parse().ok());
+                record.deaths += 1;
+                record.died_oom = record.oom_killed;
                 changes.proxy_stopped = record.proxy_of.is_some();
             }
             "oom" => record.oom_killed = true,
@@ -200,6 +209,8 @@ fn record_from_labels(name: &str, labels: &HashMap<String, String>) -> Container
         exit_code: None,
         oom_killed: false,
         health: None,
+        deaths: 0,
+        died_oom: false,
     }
 }
 

@@ -38,6 +38,15 @@ pub struct ObservedServer {
     epoch: Mutex<u64>,
     /// The epoch at which each resource's route was last confirmed on the proxy.
     routes_confirmed: Mutex<HashMap<(String, String), u64>>,
+    /// Per container, the deaths crash evidence was taken for.
+    deaths_taken: Mutex<HashMap<String, u64>>,
+}
+
+/// A container's stop that no crash evidence was taken for yet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Death {
+    pub exit_code: Option<i64>,
+    pub oom_killed: bool,
 }
 
 impl ObservedServer {
@@ -47,6 +56,7 @@ impl ObservedServer {
             connectivity: Mutex::new(Connectivity::Starting),
             epoch: Mutex::new(0),
             routes_confirmed: Mutex::default(),
+            deaths_taken: Mutex::default(),
         }
     }
 
@@ -78,6 +88,27 @@ impl ObservedServer {
             })
             .cloned()
             .collect()
+    }
+
+    /// The last stop of container `name` if no evidence was taken for it yet; it counts as
+    /// taken from now on, so one crash is recorded once.
+    pub fn take_death(&self, name: &str) -> Option<Death> {
+        let record = self.container(name)?;
+        let mut taken = lock(&self.deaths_taken);
+        if taken.len() > 64 {
+            // Containers come and go with deployments: forget the ones gone.
+            let index = read(&self.index);
+            taken.retain(|container, _| index.container(container).is_some());
+        }
+        let seen = taken.entry(name.to_string()).or_insert(0);
+        if record.deaths <= *seen {
+            return None;
+        }
+        *seen = record.deaths;
+        Some(Death {
+            exit_code: record.exit_code,
+            oom_killed: record.died_oom,
+        })
     }
 
     fn bump_epoch(&self) {

@@ -1,7 +1,8 @@
-//! Crash evidence: before drift repair starts a stopped serving container again, what it left
-//! (exit code, the OOM flag, Docker's failed health checks, its last lines of output, secret
-//! values masked) goes into the attempt's timeline, so "why did my app stop" still has an answer
-//! after the restart. The deployment timeline endpoints show it.
+//! Crash evidence: when the serving container stops — before drift repair starts it again, or
+//! after Docker's restart policy already did — what it left (exit code, the OOM flag, Docker's
+//! failed health checks, its last lines of output, secret values masked) goes into the
+//! attempt's timeline, so "why did my app stop" still has an answer after the restart. The
+//! deployment timeline endpoints and the diagnostic summary show it.
 
 use std::time::Duration;
 
@@ -14,6 +15,7 @@ use k8s_openapi::jiff::Timestamp;
 use super::deployment::plan::Plan;
 use super::deployment::runtime::{StopFacts, Target};
 use crate::context::Context;
+use crate::observer::Death;
 
 /// Lines of output kept from a stopped container.
 const TAIL_LINES: usize = 20;
@@ -40,9 +42,49 @@ pub async fn record(context: &Context, target: &Target, plan: &Plan, key: &Timel
             return;
         }
     };
+    let repair = "drift repair starts the container again";
+    store(context, plan, key, &facts, &tail, repair);
+}
+
+/// Records why the serving container stopped when Docker's restart policy has started it again
+/// already: the observer saw the stop (`death`); its output before the restart is the end of
+/// its log, read now.
+pub async fn record_restarted(
+    context: &Context,
+    target: &Target,
+    plan: &Plan,
+    key: &TimelineKey,
+    death: &Death,
+) {
+    let tail = tokio::time::timeout(
+        GATHER_WITHIN,
+        target.log_tail(&plan.container_name, TAIL_LINES),
+    )
+    .await
+    .ok()
+    .and_then(Result::ok)
+    .unwrap_or_default();
+    let facts = StopFacts {
+        exit_code: death.exit_code,
+        oom_killed: death.oom_killed,
+        finished_at: None,
+        health_log: Vec::new(),
+    };
+    let restarted = "Docker's restart policy started the container again";
+    store(context, plan, key, &facts, &tail, restarted);
+}
+
+fn store(
+    context: &Context,
+    plan: &Plan,
+    key: &TimelineKey,
+    facts: &StopFacts,
+    tail: &[(OutputStream, String)],
+    then: &str,
+) {
     let masker = Masker::new(plan.secret_values.iter().chain(plan.build_args.values()));
     let now = format!("{:.3}", Timestamp::now());
-    for event in evidence(&key.deployment, &facts, &tail, &masker, &now) {
+    for event in evidence(&key.deployment, facts, tail, &masker, &now, then) {
         context.timeline.record(key, event);
     }
 }
@@ -54,6 +96,7 @@ pub fn evidence(
     tail: &[(OutputStream, String)],
     masker: &Masker,
     now: &str,
+    then: &str,
 ) -> Vec<ProgressEvent> {
     let template = ProgressEvent {
         timestamp: now.to_string(),
@@ -93,10 +136,7 @@ pub fn evidence(
         stream: Some(*stream),
         ..template.clone()
     }));
-    events.push(platform(
-        Level::Info,
-        "drift repair starts the container again".into(),
-    ));
+    events.push(platform(Level::Info, then.to_string()));
     events
 }
 
@@ -139,7 +179,7 @@ mod tests {
             (OutputStream::Stderr, "out of memory".to_string()),
         ];
         let masker = Masker::new(["s3cr3t-x"]);
-        let events = evidence("dep-web-1", &facts, &tail, &masker, "now");
+        let events = evidence("dep-web-1", &facts, &tail, &masker, "now", "restarted");
         assert_eq!(events.len(), 5);
         assert!(
             events[0].message.contains("exit code 137"),

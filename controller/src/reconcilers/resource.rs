@@ -38,7 +38,7 @@ use super::{crash_evidence, runtime_state};
 use crate::cache::{Caches, changed_by, digest};
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::observer::{Connectivity, ObservedServer};
+use crate::observer::{Connectivity, Death, ObservedServer};
 use crate::status::apply_status;
 use berth_remote::ServerId;
 use berth_timeline::TimelineKey;
@@ -362,6 +362,12 @@ async fn check_serving(
     }
     let container = plan::container_name(namespace, &name, &current.name_any());
     let running = observed.container(&container).is_some_and(|c| c.running);
+    if let Some(death) = observed.take_death(&container)
+        && running
+    {
+        // Docker's restart policy started it again before drift repair saw it stopped.
+        record_restarted(resource, context, namespace, current, &death).await;
+    }
     let route_check = observed.route_check_due(namespace, &name);
     if running && route_check.is_none() {
         return ProxyRouteStatus::Ready;
@@ -467,6 +473,37 @@ async fn repair(
         return ProxyRouteStatus::Unknown;
     }
     restore_route(resource, context, namespace, &target, &plan).await
+}
+
+/// Crash evidence for a serving container Docker restarted by itself: the exit code and OOM
+/// flag the observer saw, and its last lines of output.
+async fn record_restarted(
+    resource: &Resource,
+    context: &Context,
+    namespace: &str,
+    current: &Deployment,
+    death: &Death,
+) {
+    let Ok((server, target)) = connect(context, namespace, &current.spec.server_id).await else {
+        return;
+    };
+    let plan = plan::plan(
+        resource,
+        &server,
+        &current.name_any(),
+        current.spec.source_snapshot.as_ref(),
+    );
+    let Ok(mut plan) = plan else { return };
+    let entries = config::lasting_entries(context, namespace, resource)
+        .into_iter()
+        .chain(berth_crds::config::deployment_entries(
+            &current.name_any(),
+            &current.spec.variables,
+        ))
+        .collect();
+    config::apply_to(&mut plan, entries);
+    let key = TimelineKey::new(namespace, resource.name_any(), current.name_any());
+    crash_evidence::record_restarted(context, &target, &plan, &key, death).await;
 }
 
 /// Starts or recreates the serving container when Docker confirms it is stopped or gone (the

@@ -175,6 +175,8 @@ mod tests {
 
     fn record(running: bool, exit_code: Option<i64>, oom_killed: bool) -> ContainerRecord {
         ContainerRecord {
+            deaths: 0,
+            died_oom: false,
             name: "berth-c".into(),
             owner: None,
             proxy_of: None,
