@@ -13,8 +13,8 @@ use axum::extract::{Path, State};
 use berth_crds::deployment::Deployment;
 use kube::{Api, ResourceExt};
 
-pub use self::record::ResourceHealth;
 use self::record::{Inputs, SourceError, build, overall};
+pub use self::record::{ResourceHealth, RuntimeControlBlock, runtime_control_block};
 use super::Endpoint;
 use super::common::{find_in, known_params};
 use super::environments;
