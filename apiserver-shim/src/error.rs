@@ -111,6 +111,18 @@ impl ApiError {
         Self::new(StatusCode::CONFLICT, "conflict", "conflict", message)
     }
 
+    /// 409: runtime control of a resource whose project or environment is archived (spec §7
+    /// blocked reason `resource-archived`).
+    pub fn resource_archived(message: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::CONFLICT,
+            "resource_archived",
+            "conflict",
+            message,
+        )
+        .with_detail("blockedReason", "resource-archived")
+    }
+
     /// 409: a destructive call whose `confirmation` does not repeat the target.
     pub fn confirmation_mismatch(field: &str, expected_kind: &str) -> Self {
         Self::new(

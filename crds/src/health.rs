@@ -8,6 +8,9 @@ use crate::resource::{
     AppliedAccessRoute, HealthCheck, ProxyRouteStatus, Resource, RuntimeHealth, RuntimeLifecycle,
     RuntimeObservation,
 };
+use crate::runtime_control::{
+    PhaseStatus, RuntimeControlAttempt, RuntimeControlState, RuntimeOperation, RuntimeState,
+};
 use crate::server::{ProxyKind, Server};
 use kube::ResourceExt;
 use schemars::JsonSchema;
@@ -27,14 +30,16 @@ pub struct ResourceHealth {
     /// When the runtime state shown was observed.
     pub observed_at: Option<String>,
     /// `healthy`, `degraded` (runs, but not reachable through its route), `unhealthy`,
-    /// `not-deployed` or `unknown`.
+    /// `stopped` (stopped on request: runtime control; not a failure), `not-deployed` or
+    /// `unknown`.
     pub overall: &'static str,
     /// Whether a part could not be read (see `sourceErrors`).
     pub partial: bool,
     pub latest_deployment: Option<LatestDeployment>,
     pub runtime: RuntimeBlock,
-    /// Runtime control (stop, start, restart) is not available yet: always null.
-    pub latest_runtime_control: Option<Value>,
+    /// The latest stop, start or restart (`POST /resources/{id}/runtime-control` or
+    /// `spec.runtime`); null when there never was one.
+    pub latest_runtime_control: Option<RuntimeControlBlock>,
     pub health_policy: HealthPolicy,
     pub public_access: PublicAccess,
     pub proxy: ProxyBlock,
@@ -56,10 +61,63 @@ pub struct LatestDeployment {
     pub last_error: Option<Value>,
 }
 
+/// Spec §2.2 `latestRuntimeControl`: one runtime control attempt and its phases.
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct RuntimeControlBlock {
+    pub runtime_control_attempt_id: String,
+    /// `stop`, `start` or `restart`.
+    pub operation: RuntimeOperation,
+    /// `accepted`, `running`, `succeeded`, `failed` or `blocked`.
+    pub status: RuntimeControlState,
+    pub started_at: String,
+    pub completed_at: Option<String>,
+    /// `running`, `starting`, `stopping`, `stopped`, `restarting`, `not-deployed` or `unknown`.
+    pub runtime_state: RuntimeState,
+    /// e.g. `resource-archived`.
+    pub blocked_reason: Option<String>,
+    pub error_code: Option<String>,
+    pub phases: Vec<RuntimeControlPhaseBlock>,
+}
+
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct RuntimeControlPhaseBlock {
+    /// `validate`, `stop`, `start` or `verify`.
+    pub phase: String,
+    /// `pending`, `running`, `succeeded`, `failed` or `skipped`.
+    pub status: PhaseStatus,
+    pub error_code: Option<String>,
+}
+
+/// The `latestRuntimeControl` block of a runtime control attempt (the Resource's
+/// `status.runtimeControl.latest`, or the record the REST action answers with).
+pub fn runtime_control_block(attempt: &RuntimeControlAttempt) -> RuntimeControlBlock {
+    RuntimeControlBlock {
+        runtime_control_attempt_id: attempt.runtime_control_attempt_id.clone(),
+        operation: attempt.operation,
+        status: attempt.status,
+        started_at: timestamp(&attempt.started_at),
+        completed_at: attempt.completed_at.as_ref().map(timestamp),
+        runtime_state: attempt.runtime_state,
+        blocked_reason: attempt.blocked_reason.clone(),
+        error_code: attempt.error_code.clone(),
+        phases: attempt
+            .phases
+            .iter()
+            .map(|p| RuntimeControlPhaseBlock {
+                phase: p.phase.clone(),
+                status: p.status,
+                error_code: p.error_code.clone(),
+            })
+            .collect(),
+    }
+}
+
 #[derive(Serialize, JsonSchema, Debug, Clone)]
 #[serde(rename_all = "camelCase")]
 pub struct RuntimeBlock {
-    /// `not-deployed`, `running`, `exited`, `missing` or `unknown`.
+    /// `not-deployed`, `running`, `exited`, `missing`, `stopped` (on request) or `unknown`.
     pub lifecycle: String,
     /// `healthy`, `unhealthy`, `starting` or `unknown`.
     pub health: String,
@@ -244,7 +302,10 @@ pub fn build(inputs: &Inputs) -> ResourceHealth {
         partial: false,
         latest_deployment: inputs.latest.map(latest_deployment),
         runtime,
-        latest_runtime_control: None,
+        latest_runtime_control: status
+            .runtime_control
+            .as_ref()
+            .map(|c| runtime_control_block(&c.latest)),
         health_policy: health_policy(resource),
         public_access,
         proxy: proxy_block(inputs.server, &status),
@@ -255,13 +316,15 @@ pub fn build(inputs: &Inputs) -> ResourceHealth {
     health
 }
 
-/// The overall verdict: the runtime first, then whether its route serves it.
+/// The overall verdict: the runtime first, then whether its route serves it. A runtime stopped
+/// on request is `stopped`: what was asked for, not a failure.
 pub fn overall(health: &ResourceHealth) -> &'static str {
     match (
         health.runtime.lifecycle.as_str(),
         health.runtime.health.as_str(),
     ) {
         ("not-deployed", _) => "not-deployed",
+        ("stopped", _) => "stopped",
         ("unknown", _) | (_, "unknown") => "unknown",
         (_, "unhealthy") | ("exited" | "missing", _) => "unhealthy",
         (_, "starting") => "degraded",
@@ -298,6 +361,7 @@ pub fn lifecycle_name(lifecycle: RuntimeLifecycle) -> &'static str {
         RuntimeLifecycle::Running => "running",
         RuntimeLifecycle::Exited => "exited",
         RuntimeLifecycle::Missing => "missing",
+        RuntimeLifecycle::Stopped => "stopped",
         RuntimeLifecycle::Unknown => "unknown",
     }
 }
@@ -386,6 +450,7 @@ fn public_access(
         };
     };
     let (status, reason) = match route_status {
+        _ if runtime.lifecycle == "stopped" => ("not-ready", Some("runtime_stopped")),
         Some(ProxyRouteStatus::Ready) if runtime.health == "healthy" => ("ready", None),
         Some(ProxyRouteStatus::Ready) => ("not-ready", Some("runtime_not_ready")),
         Some(ProxyRouteStatus::NotReady | ProxyRouteStatus::Failed) => {
@@ -417,6 +482,7 @@ fn route_intent(
     let message = match blocking {
         None => format!("{} serves the resource", route.url),
         Some("runtime_not_ready") => format!("{}: the container is {}", route.url, runtime.health),
+        Some("runtime_stopped") => format!("{}: the runtime is stopped on request", route.url),
         Some(_) => format!("{}: the edge proxy does not serve the route", route.url),
     };
     RouteIntentStatus {
@@ -542,6 +608,45 @@ mod tests {
     }
 
     #[test]
+    fn the_latest_runtime_control_comes_from_the_status() {
+        use crate::runtime_control::{
+            DesiredRuntimeState, RuntimeControlSpec, RuntimeControlStatus,
+        };
+        assert_eq!(verdict(None).latest_runtime_control, None);
+        let wish = RuntimeControlSpec {
+            desired_state: DesiredRuntimeState::Stopped,
+            restart_requested_at: None,
+        };
+        let mut latest = RuntimeControlAttempt::accepted(
+            "rtc-res-1-4".into(),
+            RuntimeOperation::Stop,
+            &wish,
+            Time(Timestamp::UNIX_EPOCH),
+        );
+        latest.status = RuntimeControlState::Blocked;
+        latest.blocked_reason = Some("resource-archived".into());
+        let status = ResourceStatus {
+            runtime_control: Some(RuntimeControlStatus {
+                applied_state: DesiredRuntimeState::Running,
+                latest,
+            }),
+            ..Default::default()
+        };
+        let block = verdict(Some(status)).latest_runtime_control.unwrap();
+        let value = serde_json::to_value(&block).unwrap();
+        assert_eq!(value["runtimeControlAttemptId"], "rtc-res-1-4");
+        assert_eq!(value["operation"], "stop");
+        assert_eq!(value["status"], "blocked");
+        assert_eq!(value["runtimeState"], "stopping");
+        assert_eq!(value["blockedReason"], "resource-archived");
+        assert_eq!(value["startedAt"], "1970-01-01T00:00:00Z");
+        assert_eq!(
+            value["phases"][0],
+            serde_json::json!({"phase": "validate", "status": "pending", "errorCode": null})
+        );
+    }
+
+    #[test]
     fn the_runtime_decides_first_then_the_route() {
         use RuntimeHealth as H;
         use RuntimeLifecycle as L;
@@ -566,6 +671,12 @@ mod tests {
             verdict(with(runtime(L::Unknown, H::Unknown), ready)).overall,
             "unknown"
         );
+        let stopped = verdict(with(
+            runtime(L::Stopped, H::Unknown),
+            ProxyRouteStatus::NotReady,
+        ));
+        assert_eq!(stopped.overall, "stopped");
+        assert_eq!(stopped.runtime.lifecycle, "stopped");
         let unobserved = verdict(None);
         assert_eq!(unobserved.overall, "unknown");
         assert_eq!(

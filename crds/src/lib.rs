@@ -27,6 +27,7 @@ pub mod project;
 pub mod resource;
 pub mod retention_policy;
 pub mod route_surface_decision;
+pub mod runtime_control;
 pub mod server;
 pub mod session;
 pub mod ssh_credential;

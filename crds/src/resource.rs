@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::Condition;
 use crate::common::SourceDescriptor;
 use crate::deployment::DeploymentState;
+use crate::runtime_control::{RuntimeControlSpec, RuntimeControlStatus};
 use crate::server::ProxyKind;
 use crate::variable::PlainVariable;
 
@@ -130,6 +131,9 @@ pub struct ResourceSpec {
     /// Registry credentials for pulling a `docker-image` source that is missing on the server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_pull_secret_ref: Option<ImagePullSecretRef>,
+    /// Runtime control: keep the runtime `running` (default) or `stopped`, or restart it once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<RuntimeControlSpec>,
 }
 
 /// A Secret of type `kubernetes.io/dockerconfigjson` in the Resource's namespace. Only the
@@ -453,6 +457,9 @@ pub struct ResourceStatus {
     /// The serving container as the server's Docker last reported it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime: Option<RuntimeObservation>,
+    /// The latest stop, start or restart and the state the runtime is kept in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_control: Option<RuntimeControlStatus>,
     /// Current conditions; `Ready` while the latest deployment serves.
     #[serde(default)]
     pub conditions: Vec<Condition>,
@@ -494,6 +501,8 @@ pub enum RuntimeLifecycle {
     Exited,
     /// The container is gone from the server.
     Missing,
+    /// Stopped on request (`spec.runtime.desiredState: stopped`); drift repair leaves it.
+    Stopped,
     /// The server has not been observed (unreachable, or not yet since the controller started).
     Unknown,
 }
@@ -595,6 +604,8 @@ pub mod reason {
     pub const ROUTE_NOT_READY: &str = "RouteNotReady";
     /// No deployment has succeeded yet.
     pub const NOT_DEPLOYED: &str = "NotDeployed";
+    /// Stopped on request: the desired state (nothing serving) is reached.
+    pub const STOPPED: &str = "Stopped";
 }
 
 /// Finished attempts kept as Deployment objects unless `spec.deploymentHistoryLimit` says.
@@ -625,6 +636,11 @@ impl Resource {
 }
 
 impl ResourceSpec {
+    /// The runtime control wish; `running` with no restart when `spec.runtime` is absent.
+    pub fn runtime_wish(&self) -> RuntimeControlSpec {
+        self.runtime.clone().unwrap_or_default()
+    }
+
     /// How many finished attempts stay as Deployment objects.
     pub fn deployment_history_limit(&self) -> usize {
         self.deployment_history_limit

@@ -27,6 +27,7 @@ mod shim_organizations;
 mod shim_projects_envs;
 mod shim_resource_config;
 mod shim_resources;
+mod shim_runtime_control;
 mod shim_runtime_logs;
 mod shim_servers;
 mod shim_tokens;

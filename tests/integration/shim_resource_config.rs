@@ -63,6 +63,7 @@ async fn resource_with(
         variables,
         secrets_ref,
         image_pull_secret_ref: None,
+        runtime: None,
     };
     Api::<Resource>::namespaced(client.clone(), &org.namespace)
         .create(&PostParams::default(), &Resource::new(&id, spec))

@@ -21,8 +21,8 @@ use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::QueryParams;
 use crate::state::AppState;
-pub use berth_crds::health::ResourceHealth;
 use berth_crds::health::{Inputs, SourceError, build, overall};
+pub use berth_crds::health::{ResourceHealth, RuntimeControlBlock, runtime_control_block};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![

@@ -122,6 +122,11 @@ pub fn is_conflict(error: &RemoteError) -> bool {
     docker_status(error) == Some(409)
 }
 
+/// Whether Docker answered that nothing changed (304: a container already stopped or started).
+pub fn is_not_modified(error: &RemoteError) -> bool {
+    docker_status(error) == Some(304)
+}
+
 fn docker_status(error: &RemoteError) -> Option<u16> {
     match error {
         RemoteError::Docker {

@@ -11,6 +11,7 @@ pub mod fresh;
 pub mod organization;
 pub mod project;
 pub mod resource;
+pub mod runtime_control;
 pub mod runtime_state;
 pub mod server;
 pub mod ssh_credential;

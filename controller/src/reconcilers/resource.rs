@@ -15,6 +15,7 @@ use berth_crds::resource::{
     AccessSummary, AppliedAccessRoute, PlannedAccessRoute, ProxyRouteStatus, Resource,
     ResourceStatus, reason,
 };
+use berth_crds::runtime_control::DesiredRuntimeState;
 use berth_crds::server::{ProxyKind, Server};
 use futures::channel::mpsc::UnboundedReceiver;
 use k8s_openapi::api::core::v1::Secret;
@@ -34,7 +35,7 @@ use super::deployment::runtime::Target;
 use super::deployment::{config, connect, package};
 use super::fresh::with_current_finalizers;
 use super::{RESYNC_AFTER, drain, error_policy};
-use super::{crash_evidence, runtime_state};
+use super::{crash_evidence, runtime_control, runtime_state};
 use crate::cache::{Caches, changed_by, digest};
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -194,10 +195,18 @@ async fn apply(resource: &Resource, context: &Context, namespace: &str) -> Resul
         .server_id
         .as_ref()
         .and_then(|id| Caches::get(&context.caches.servers, namespace, id));
+    // A stop, start or restart asked for in spec.runtime goes first: drift repair below then
+    // keeps the runtime in the state it leaves.
+    let control =
+        runtime_control::carry_out(resource, context, namespace, serving(&deployments)).await?;
+    let stopped = control.applied() == DesiredRuntimeState::Stopped;
     // What woke this reconcile (a container that stopped, say) is recorded before drift repair
     // mends it; the repaired state arrives with the next event.
-    let seen = runtime_state::observe(context, namespace, &name, serving(&deployments));
-    let route_status = check_serving(resource, context, namespace, &deployments).await;
+    let mut seen = runtime_state::observe(context, namespace, &name, serving(&deployments));
+    if stopped {
+        seen = runtime_state::stopped_on_request(seen);
+    }
+    let route_status = check_serving(resource, context, namespace, &deployments, stopped).await;
     let mut status = desired_status(
         resource,
         server.as_deref(),
@@ -205,13 +214,19 @@ async fn apply(resource: &Resource, context: &Context, namespace: &str) -> Resul
         Observed {
             route_status,
             runtime: seen,
+            stopped,
         },
         Timestamp::now(),
     );
     status.deployment_count = i64::try_from(attempts.len()).unwrap_or(i64::MAX);
+    status.runtime_control = control.control;
     let api = Api::<Resource>::namespaced(context.client.clone(), namespace);
-    apply_status(&api, resource, resource.status.as_ref(), &status).await?;
-    Ok(Action::requeue(RESYNC_AFTER))
+    apply_status(&api, resource, control.written.as_ref(), &status).await?;
+    Ok(Action::requeue(if control.retry_soon {
+        runtime_control::RETRY_AFTER
+    } else {
+        RESYNC_AFTER
+    }))
 }
 
 /// Every attempt the resource ever had: the Deployment objects, and the older attempts whose
@@ -318,12 +333,14 @@ fn state(deployment: &Deployment) -> Option<DeploymentState> {
 
 /// Whether the serving container runs and its route is in place, from what the server's
 /// observer saw; only a change it reported (a container stopped or gone, a restarted proxy)
-/// costs a round trip to the server, to repair it. Skipped while an attempt runs.
+/// costs a round trip to the server, to repair it. Skipped while an attempt runs. A runtime
+/// `stopped` on request is kept stopped instead, and its route does not serve.
 async fn check_serving(
     resource: &Resource,
     context: &Context,
     namespace: &str,
     deployments: &[Deployment],
+    stopped: bool,
 ) -> ProxyRouteStatus {
     let Some(current) = serving(deployments) else {
         return ProxyRouteStatus::NotReady;
@@ -362,6 +379,19 @@ async fn check_serving(
     }
     let container = plan::container_name(namespace, &name, &current.name_any());
     let running = observed.container(&container).is_some_and(|c| c.running);
+    if stopped {
+        if running {
+            keep_stopped(
+                resource,
+                context,
+                &current.spec.server_id,
+                namespace,
+                &container,
+            )
+            .await;
+        }
+        return ProxyRouteStatus::NotReady;
+    }
     if let Some(death) = observed.take_death(&container)
         && running
     {
@@ -377,6 +407,39 @@ async fn check_serving(
         observed.confirm_route(namespace, &name, epoch);
     }
     repaired
+}
+
+/// Stops the serving container again when it runs although the runtime is to stay stopped
+/// (started by hand, or by Docker's restart policy): drift repair the other way round.
+async fn keep_stopped(
+    resource: &Resource,
+    context: &Context,
+    server: &str,
+    namespace: &str,
+    container: &str,
+) {
+    let Ok((_, target)) = connect(context, namespace, server).await else {
+        return;
+    };
+    // The observer's index may lag behind a stop that just happened.
+    if target.running(container).await.ok().flatten() != Some(true) {
+        return;
+    }
+    let note = match target.stop(container, runtime_control::STOP_GRACE).await {
+        Ok(_) => format!("container {container} ran although the runtime is stopped; stopped it"),
+        Err(error) => {
+            tracing::warn!(%error, %container, "could not keep the container stopped");
+            return;
+        }
+    };
+    context
+        .publish_event(
+            &resource.object_ref(&()),
+            EventType::Normal,
+            "DriftRepaired",
+            note,
+        )
+        .await;
 }
 
 /// Containers of attempts that ended without serving: left behind when their removal failed
@@ -595,6 +658,8 @@ async fn restore_route(
 pub struct Observed {
     pub route_status: ProxyRouteStatus,
     pub runtime: runtime_state::Seen,
+    /// The runtime is stopped on request (`status.runtimeControl.appliedState`).
+    pub stopped: bool,
 }
 
 pub fn desired_status(
@@ -666,9 +731,17 @@ pub fn desired_status(
             current.runtime.as_ref(),
             now,
         )),
+        runtime_control: current.runtime_control,
         conditions: current.conditions,
     };
+    // Stopped on request is the desired state reached (as a Deployment scaled to zero is
+    // available), so GitOps health checks do not report a deliberate stop as a failure.
     let (ready, reason, message) = match (serving, route_status) {
+        (Some(_), _) if observed.stopped => (
+            ConditionStatus::True,
+            reason::STOPPED,
+            "stopped on request (spec.runtime.desiredState: stopped); nothing serves".to_string(),
+        ),
         (Some(d), ProxyRouteStatus::Ready) => (
             ConditionStatus::True,
             reason::SERVING,
@@ -844,6 +917,7 @@ mod tests {
             Observed {
                 route_status: ProxyRouteStatus::Ready,
                 runtime: runtime_state::Seen::NotDeployed,
+                stopped: false,
             },
             Timestamp::now(),
         );

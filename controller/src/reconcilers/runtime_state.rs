@@ -24,6 +24,19 @@ pub enum Seen {
         deployment: String,
         record: Option<ContainerRecord>,
     },
+    /// Stopped on request (runtime control): not running, and meant to be so.
+    Stopped { deployment: String },
+}
+
+/// What was seen, for a runtime stopped on request: a container that does not run is stopped
+/// as asked, not failed. One that runs (before drift repair stops it again) is reported as is.
+pub fn stopped_on_request(seen: Seen) -> Seen {
+    match seen {
+        Seen::Container { deployment, record } if !record.as_ref().is_some_and(|r| r.running) => {
+            Seen::Stopped { deployment }
+        }
+        other => other,
+    }
 }
 
 /// Reads the observer's index for the container of `serving`.
@@ -95,6 +108,16 @@ fn describe(seen: &Seen, now: Timestamp) -> RuntimeObservation {
                 Some("server_unobserved"),
                 "the server's containers are not observed right now (unreachable, or reconnecting)",
             );
+        }
+        Seen::Stopped { deployment } => {
+            let mut stopped = blank(
+                RuntimeLifecycle::Stopped,
+                RuntimeHealth::Unknown,
+                Some("stopped_on_request"),
+                "stopped on request (spec.runtime.desiredState: stopped); drift repair leaves it",
+            );
+            stopped.deployment_id = Some(deployment.clone());
+            return stopped;
         }
         Seen::Container { deployment, record } => (deployment, record),
     };
@@ -245,6 +268,27 @@ mod tests {
         assert_eq!(
             observation(&Seen::NotDeployed, None, now).lifecycle,
             RuntimeLifecycle::NotDeployed
+        );
+    }
+
+    #[test]
+    fn a_container_stopped_on_request_is_stopped_not_failed() {
+        let now = at("2026-11-23T10:00:00Z");
+        let exited = stopped_on_request(seen(Some(record(false, Some(143), false))));
+        let stopped = observation(&exited, None, now);
+        assert_eq!(stopped.lifecycle, RuntimeLifecycle::Stopped);
+        assert_eq!(stopped.reason_code.as_deref(), Some("stopped_on_request"));
+        assert_eq!(stopped.deployment_id.as_deref(), Some("dep-web-1"));
+        let gone = stopped_on_request(seen(None));
+        assert_eq!(
+            observation(&gone, None, now).lifecycle,
+            RuntimeLifecycle::Stopped
+        );
+        // Running by hand until drift repair stops it again: reported as it is.
+        let running = stopped_on_request(seen(Some(record(true, None, false))));
+        assert_eq!(
+            observation(&running, None, now).lifecycle,
+            RuntimeLifecycle::Running
         );
     }
 }

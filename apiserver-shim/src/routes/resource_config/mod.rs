@@ -5,6 +5,7 @@
 mod effective;
 pub mod import;
 mod profiles;
+mod runtime_control;
 mod secrets;
 mod source;
 mod spec_variables;
@@ -31,6 +32,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         variables::endpoints(),
         secrets::endpoints(),
         effective::endpoints(),
+        runtime_control::endpoints(),
     ]
     .into_iter()
     .flatten()

@@ -148,6 +148,11 @@ async fn runtime_probe(
             format!("Docker did not answer: {error}"),
         ),
     };
+    // Stopped on request: a container that does not run is what was asked for.
+    let (status, reason) = match (status, health.runtime.lifecycle.as_str()) {
+        ("failed", "stopped") if reason == "container_exited" => ("skipped", "stopped_on_request"),
+        other => (other.0, reason),
+    };
     check.status = status;
     check.reason_code = (status != "passed").then(|| reason.to_string());
     check.message = message;

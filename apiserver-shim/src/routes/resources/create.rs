@@ -204,6 +204,7 @@ fn spec_of(body: CreateResource, slug: String) -> ApiResult<ResourceSpec> {
         image_pull_secret_ref: body
             .image_pull_secret_name
             .map(|name| berth_crds::resource::ImagePullSecretRef { name }),
+        runtime: None,
     })
 }
 

@@ -27,7 +27,9 @@ use http_body_util::Empty;
 use serde_json::Value;
 
 use super::plan::{HealthPlan, Plan, RoutePlan, caddy_route};
-use berth_remote::docker::{self, docker_call, docker_over_ssh, is_conflict, is_not_found};
+use berth_remote::docker::{
+    self, docker_call, docker_over_ssh, is_conflict, is_not_found, is_not_modified,
+};
 use berth_remote::edge_proxy::EDGE_NETWORK;
 use berth_remote::{EdgeProxy, RemoteError, ServerConnection, ServerId, edge_config};
 
@@ -303,6 +305,25 @@ impl Target {
         match removed {
             Ok(()) => Ok(true),
             Err(error) if is_not_found(&error) => Ok(false),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Stops a container gracefully (SIGTERM, then SIGKILL after `grace`) and keeps it, for a
+    /// later start. `false` when there was nothing to stop (already stopped, or gone).
+    pub async fn stop(&self, name: &str, grace: Duration) -> Result<bool, RemoteError> {
+        let seconds = i32::try_from(grace.as_secs()).unwrap_or(i32::MAX);
+        let options = StopContainerOptionsBuilder::new().t(seconds).build();
+        let stopped = docker_call(
+            &self.connection,
+            "stopping the container",
+            self.docker.stop_container(name, Some(options)),
+        )
+        .await;
+        match stopped {
+            Ok(()) => Ok(true),
+            // 304: already stopped.
+            Err(error) if is_not_found(&error) || is_not_modified(&error) => Ok(false),
             Err(error) => Err(error),
         }
     }
