@@ -20,6 +20,8 @@ use tokio_postgres::{Client, Config, NoTls, Statement};
 
 use super::{PostgresUrl, TimelineEntry, TimelineError, TimelineKey, TimelineStore};
 
+mod access_failures;
+
 /// Connections one process keeps at most: one writer, the pruner, and the shim's readers.
 const MAX_CONNECTIONS: usize = 8;
 /// How long a call waits for a free connection before it fails.
@@ -171,6 +173,9 @@ impl PostgresTimeline {
                     )
                     .await?;
             }
+            // Kept apart from the versioned list (idempotent SQL) so branches adding
+            // migrations of their own do not collide on a version number.
+            access_failures::create_schema(&transaction).await?;
             if applied as usize > MIGRATIONS.len() {
                 tracing::warn!(
                     applied,
