@@ -98,10 +98,22 @@ async fn open_timeline(options: &RunOptions) -> anyhow::Result<berth_timeline::T
                 Ok(Err(error)) => tracing::warn!(%error, "could not prune deployment timelines"),
                 Err(error) => tracing::warn!(%error, "timeline pruning stopped"),
             }
+            prune_access_failures(Arc::clone(&pruned)).await;
         }
     });
     tracing::info!(store = %shown, "observation store open");
     Ok(berth_timeline::TimelineWriter::start(store)?)
+}
+
+/// Removes access-failure evidence past its expiry (`berth_timeline::ACCESS_FAILURE_RETENTION`).
+async fn prune_access_failures(store: std::sync::Arc<dyn berth_timeline::TimelineStore>) {
+    let now = berth_timeline::now_ms();
+    match tokio::task::spawn_blocking(move || store.prune_access_failures(now)).await {
+        Ok(Ok(0)) => {}
+        Ok(Ok(removed)) => tracing::info!(removed, "pruned expired access-failure evidence"),
+        Ok(Err(error)) => tracing::warn!(%error, "could not prune access-failure evidence"),
+        Err(error) => tracing::warn!(%error, "access-failure pruning stopped"),
+    }
 }
 
 /// Creates the system namespace (leases, sessions, system policies) if missing.
