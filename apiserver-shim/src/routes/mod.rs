@@ -2,6 +2,7 @@
 //! both the axum router and the OpenAPI document are built from that declaration, so the
 //! document cannot drift from the code. Modules mirror the specification's sections.
 
+pub mod access_failures;
 pub mod account;
 pub mod bootstrap;
 pub mod common;
@@ -152,6 +153,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         resource_config::endpoints(),
         runtime_logs::endpoints(),
         resource_health::endpoints(),
+        access_failures::endpoints(),
     ]
     .into_iter()
     .flatten()
