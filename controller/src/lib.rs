@@ -106,6 +106,11 @@ async fn open_timeline(options: &RunOptions) -> anyhow::Result<berth_timeline::T
                 store.prune_health_history(health_retention)
             })
             .await;
+            let store = Arc::clone(&pruned);
+            prune("expired access-failure evidence", move || {
+                store.prune_access_failures(berth_timeline::now_ms())
+            })
+            .await;
         }
     });
     tracing::info!(store = %shown, "observation store open");

@@ -5,6 +5,7 @@
 //! condition merging.
 #![forbid(unsafe_code)]
 
+pub mod access_failure;
 pub mod certificate;
 pub mod common;
 pub mod condition;

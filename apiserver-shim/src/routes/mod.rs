@@ -2,6 +2,7 @@
 //! both the axum router and the OpenAPI document are built from that declaration, so the
 //! document cannot drift from the code. Modules mirror the specification's sections.
 
+pub mod access_failures;
 pub mod account;
 pub mod bootstrap;
 pub mod common;
@@ -154,6 +155,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         runtime_logs::endpoints(),
         resource_health::endpoints(),
         diagnostics::endpoints(),
+        access_failures::endpoints(),
     ]
     .into_iter()
     .flatten()

@@ -25,6 +25,7 @@ use super::connection::ServerConnection;
 use super::docker::{docker_call, docker_over_ssh, is_not_found};
 use super::error::RemoteError;
 use super::pool::ServerId;
+use crate::edge_failures;
 
 /// Docker network the proxy and the applications it routes to share.
 pub const EDGE_NETWORK: &str = "berth-edge";
@@ -193,16 +194,17 @@ impl EdgeProxy {
     }
 
     /// Loads the base configuration (only the catch-all 404) when Caddy serves no HTTP app yet,
-    /// e.g. after the container was (re)created. Returns whether it loaded it.
+    /// e.g. after the container was (re)created, or rebuilds one an older Berth wrote that
+    /// does not answer failures with evidence yet. Returns whether it loaded one.
     pub async fn ensure_base_config(&self) -> Result<bool, RemoteError> {
         let current = self.config().await?;
-        if current
+        let serving = current
             .pointer("/apps/http")
-            .is_some_and(|http| !http.is_null())
-        {
+            .is_some_and(|http| !http.is_null());
+        if serving && handles_failures(&current) {
             return Ok(false);
         }
-        self.load(&edge_config(Vec::new())).await?;
+        self.load(&edge_config(resource_routes(&current))).await?;
         Ok(true)
     }
 
@@ -354,50 +356,49 @@ pub fn route_id(namespace: &str, resource: &str) -> String {
     format!("berth-route.{namespace}.{resource}")
 }
 
-/// A whole Caddy configuration: the admin endpoint on its socket, `routes` in order, then a
-/// catch-all 404 whose body is the access-failure evidence (spec §2.2) with a request id.
+/// A whole Caddy configuration: the admin endpoint on its socket, `routes` in order, a 404 for
+/// unclaimed paths of hosts routed by path prefix, then a catch-all 404; every failure answers
+/// with its access-failure evidence (spec §2.2) and a request id, and only failures are logged
+/// (see [`edge_failures`](crate::edge_failures)).
 pub fn edge_config(routes: Vec<Value>) -> Value {
-    let mut routes = routes;
-    routes.push(not_found_route());
+    let mut all = routes;
+    all.extend(edge_failures::path_not_found_routes(&all));
+    all.push(edge_failures::not_found_route());
     json!({
         "admin": { "listen": format!("unix/{ADMIN_DIR_IN_CONTAINER}/admin.sock") },
+        "logging": edge_failures::logging_config(),
         "apps": { "http": { "servers": { "edge": {
             "listen": [":80"],
             "automatic_https": { "disable": true },
-            "routes": routes,
+            "routes": all,
+            "errors": edge_failures::error_handling(),
+            "logs": { "default_logger_name": edge_failures::ACCESS_LOGGER },
         }}}},
     })
 }
 
-/// The route every request no application claims ends in.
-fn not_found_route() -> Value {
-    let evidence = json!({
-        "schemaVersion": "resource-access-failure/v1",
-        "requestId": "{http.request.uuid}",
-        "code": "resource_access_route_not_found",
-        "category": "infra",
-        "phase": "edge-request-routing",
-        "httpStatus": 404,
-        "retriable": false,
-        "ownerHint": "platform",
-        "nextAction": "check-health",
-        "affected": {
-            "hostname": "{http.request.host}",
-            "path": "{http.request.uri.path}",
-            "method": "{http.request.method}",
-        },
-    });
-    json!({
-        "handle": [{
-            "handler": "static_response",
-            "status_code": 404,
-            "headers": {
-                "Content-Type": ["application/json"],
-                "X-Request-Id": ["{http.request.uuid}"],
-            },
-            "body": evidence.to_string(),
-        }],
-    })
+/// The resource routes of a running configuration (those with an `@id`); `edge_config` adds
+/// the rest again.
+pub fn resource_routes(config: &Value) -> Vec<Value> {
+    config
+        .pointer("/apps/http/servers/edge/routes")
+        .and_then(Value::as_array)
+        .map(|routes| {
+            routes
+                .iter()
+                .filter(|r| r.get("@id").is_some())
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether a running configuration answers and logs failures the way this Berth does: one
+/// written by an older Berth is rebuilt around its routes.
+fn handles_failures(config: &Value) -> bool {
+    let errors = config.pointer("/apps/http/servers/edge/errors");
+    config.get("logging") == Some(&edge_failures::logging_config())
+        && errors == Some(&edge_failures::error_handling())
 }
 
 #[cfg(test)]
@@ -470,5 +471,27 @@ mod tests {
                 .unwrap()
                 .contains("{http.request.uuid}")
         );
+    }
+
+    #[test]
+    fn config_logs_only_failures_and_an_older_config_is_rebuilt_around_its_routes() {
+        let route = json!({
+            "@id": "berth-route.org-acme.web",
+            "match": [{"host": ["web.localhost"], "path": ["/app", "/app/*"]}],
+            "handle": [edge_failures::route_vars("web", "/app")],
+        });
+        let config = edge_config(vec![route.clone()]);
+        let server = config.pointer("/apps/http/servers/edge").unwrap();
+        assert_eq!(server["logs"]["default_logger_name"], "berth_access");
+        assert_eq!(server["errors"], edge_failures::error_handling());
+        // The resource route, the host's path 404, the catch-all.
+        assert_eq!(server["routes"].as_array().unwrap().len(), 3);
+        assert!(handles_failures(&config));
+        assert_eq!(resource_routes(&config), vec![route.clone()]);
+
+        let mut older = config.clone();
+        older.as_object_mut().unwrap().remove("logging");
+        assert!(!handles_failures(&older));
+        assert_eq!(edge_config(resource_routes(&older)), config);
     }
 }

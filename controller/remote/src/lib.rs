@@ -6,6 +6,7 @@ pub mod client_key;
 pub mod connection;
 pub mod credential_key;
 pub mod docker;
+pub mod edge_failures;
 pub mod edge_proxy;
 pub mod error;
 pub mod facts;

@@ -3,6 +3,7 @@
 //! reconcilers of what changed. Drift repair reads the index instead of probing each container;
 //! health, logs and monitoring read it too.
 
+mod access_log;
 pub mod index;
 mod task;
 
@@ -38,6 +39,8 @@ pub struct ObservedServer {
     epoch: Mutex<u64>,
     /// The epoch at which each resource's route was last confirmed on the proxy.
     routes_confirmed: Mutex<HashMap<(String, String), u64>>,
+    /// Told on every epoch: the access-log follower reconnects to a (re)started proxy at once.
+    proxy_restarted: tokio::sync::Notify,
     /// Per container, the deaths crash evidence was taken for.
     deaths_taken: Mutex<HashMap<String, u64>>,
 }
@@ -57,6 +60,7 @@ impl ObservedServer {
             epoch: Mutex::new(0),
             routes_confirmed: Mutex::default(),
             deaths_taken: Mutex::default(),
+            proxy_restarted: tokio::sync::Notify::new(),
         }
     }
 
@@ -113,6 +117,7 @@ impl ObservedServer {
 
     fn bump_epoch(&self) {
         *lock(&self.epoch) += 1;
+        self.proxy_restarted.notify_one();
     }
 
     /// The epoch a route check should record, or `None` when the resource's route was already
@@ -195,11 +200,13 @@ impl Observers {
             return;
         }
         let observed = Arc::new(ObservedServer::new());
-        let task = tokio::spawn(task::observe(
-            Arc::clone(context),
-            id.clone(),
-            Arc::clone(&observed),
-        ));
+        // Both followers share the task, so stopping the observer stops both.
+        let events = task::observe(Arc::clone(context), id.clone(), Arc::clone(&observed));
+        let access_log =
+            access_log::follow_access_log(Arc::clone(context), id.clone(), Arc::clone(&observed));
+        let task = tokio::spawn(async move {
+            tokio::join!(events, access_log);
+        });
         tracing::info!(server = %id, "observing the server's containers");
         running.insert(
             id.clone(),

@@ -52,7 +52,7 @@ pub async fn observe(context: Arc<Context>, id: ServerId, observed: Arc<Observed
     }
 }
 
-fn backoff(failures: u32) -> Duration {
+pub(super) fn backoff(failures: u32) -> Duration {
     let doubled = BACKOFF_FIRST.saturating_mul(1 << failures.min(6));
     doubled.min(BACKOFF_MAX)
 }

@@ -32,6 +32,9 @@ macro_rules! on_both_backends {
     };
 }
 
+// Access-failure evidence, which these macros also run on both backends.
+mod access_failures;
+
 on_both_backends!(
     timelines_keep_order_per_attempt_and_page_after_a_sequence,
     a_second_handle_sees_what_the_first_wrote_and_pruning_honours_retention,

@@ -7,6 +7,7 @@
 //! SQLite file by default, or a PostgreSQL database several replicas share; [`open`] picks one
 //! from a [`StoreLocation`].
 
+mod access_failures;
 #[cfg(test)]
 mod conformance;
 mod health_history;
@@ -19,6 +20,9 @@ use std::time::Duration;
 
 use berth_crds::progress::ProgressEvent;
 
+pub use access_failures::{
+    ACCESS_FAILURE_RETENTION, AccessFailureRecord, AccessFailureStore, now_ms,
+};
 pub use health_history::{HealthObservation, HealthQuery};
 pub use location::{PostgresUrl, StoreLocation, mask_url, open};
 pub use postgres::PostgresTimeline;
@@ -76,8 +80,9 @@ pub enum TimelineError {
 }
 
 /// Where timelines live: [`SqliteTimeline`] or [`PostgresTimeline`]. Every call blocks; make
-/// them where blocking is allowed (`spawn_blocking`, a thread of its own).
-pub trait TimelineStore: Send + Sync {
+/// them where blocking is allowed (`spawn_blocking`, a thread of its own). A store keeps
+/// access-failure evidence too ([`AccessFailureStore`]).
+pub trait TimelineStore: AccessFailureStore + Send + Sync {
     /// Adds `events` to the end of `key`'s timeline, all or none.
     fn append(&self, key: &TimelineKey, events: &[ProgressEvent]) -> Result<(), TimelineError>;
     /// Up to `limit` entries of `key`'s timeline recorded after `after` (0: from the start).

@@ -24,6 +24,8 @@ use super::{
     TimelineStore,
 };
 
+mod access_failures;
+
 /// Connections one process keeps at most: one writer, the pruner, and the shim's readers.
 const MAX_CONNECTIONS: usize = 8;
 /// How long a call waits for a free connection before it fails.
@@ -199,6 +201,9 @@ impl PostgresTimeline {
                     )
                     .await?;
             }
+            // Kept apart from the versioned list (idempotent SQL) so branches adding
+            // migrations of their own do not collide on a version number.
+            access_failures::create_schema(&transaction).await?;
             if applied as usize > MIGRATIONS.len() {
                 tracing::warn!(
                     applied,

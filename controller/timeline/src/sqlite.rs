@@ -13,6 +13,8 @@ use super::{
     HealthObservation, HealthQuery, TimelineEntry, TimelineError, TimelineKey, TimelineStore,
 };
 
+mod access_failures;
+
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS deployment_timeline (
     sequence    INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -63,6 +65,7 @@ impl SqliteTimeline {
         }
         connection.pragma_update(None, "synchronous", "NORMAL")?;
         connection.execute_batch(SCHEMA)?;
+        connection.execute_batch(crate::access_failures::SCHEMA)?;
         Ok(Self {
             connection: Mutex::new(connection),
         })

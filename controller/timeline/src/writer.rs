@@ -64,6 +64,11 @@ impl TimelineWriter {
         }
     }
 
+    /// The store itself, for records that need no queue (none without a store).
+    pub fn store(&self) -> Option<Arc<dyn TimelineStore>> {
+        self.store.clone()
+    }
+
     /// Queues `event` for `key`'s timeline. The text must already be masked.
     pub fn record(&self, key: &TimelineKey, event: ProgressEvent) {
         if let Some(queue) = &self.queue {

@@ -14,6 +14,7 @@ use berth_crds::{
     DEPLOYMENT_LABEL, ENVIRONMENT_LABEL, MANAGED_LABEL, NAMESPACE_LABEL, PROJECT_LABEL,
     RESOURCE_LABEL,
 };
+use berth_remote::edge_failures::route_vars;
 use kube::ResourceExt;
 use serde_json::{Value, json};
 
@@ -54,6 +55,8 @@ pub struct HealthPlan {
 pub struct RoutePlan {
     /// Caddy `@id` of the route; one per resource, replaced on every switch.
     pub id: String,
+    /// The resource's name, which the route tells the edge proxy's failure evidence.
+    pub resource: String,
     pub hostname: String,
     pub path_prefix: String,
     pub url: String,
@@ -147,6 +150,7 @@ pub fn route(resource: &Resource, server: &Server) -> Option<RoutePlan> {
             &resource.namespace().unwrap_or_default(),
             &resource.name_any(),
         ),
+        resource: resource.name_any(),
         hostname,
         path_prefix,
         url,
@@ -163,6 +167,7 @@ pub fn direct_route(resource: &Resource, server: &Server) -> Option<RoutePlan> {
     let hostname = server.spec.host.clone();
     Some(RoutePlan {
         id: String::new(),
+        resource: resource.name_any(),
         url: format!("http://{hostname}:{port}/"),
         hostname,
         path_prefix: "/".into(),
@@ -378,6 +383,7 @@ pub fn plan(
 /// The Caddy route sending the resource's host (and path prefix) to `upstream:port`. Each
 /// request dials anew (no upstream keep-alive), so it reaches whichever containers carry the
 /// upstream name at that moment; a container that stopped listening is skipped for another.
+/// Its vars name the resource to the failure evidence and keep successes out of the access log.
 pub fn caddy_route(route: &RoutePlan, upstream: &str, port: u16) -> Value {
     let mut matcher = json!({ "host": [route.hostname] });
     let prefix = route.path_prefix.trim_end_matches('/');
@@ -387,7 +393,7 @@ pub fn caddy_route(route: &RoutePlan, upstream: &str, port: u16) -> Value {
     json!({
         "@id": route.id,
         "match": [matcher],
-        "handle": [{
+        "handle": [route_vars(&route.resource, &route.path_prefix), {
             "handler": "reverse_proxy",
             "upstreams": [{ "dial": format!("{upstream}:{port}") }],
             "transport": { "protocol": "http", "keep_alive": { "enabled": false } },
@@ -502,7 +508,11 @@ pub(super) mod tests {
         assert_eq!(route.hostname, "shop.apps.example.com");
         let caddy = caddy_route(&route, "c1", 8080);
         assert_eq!(caddy["match"][0]["path"], json!(["/api", "/api/*"]));
-        assert_eq!(caddy["handle"][0]["upstreams"][0]["dial"], "c1:8080");
+        assert_eq!(caddy["handle"][1]["upstreams"][0]["dial"], "c1:8080");
+        // The failure evidence of the route names its resource; successes are not logged.
+        assert_eq!(caddy["handle"][0]["berth_resource"], "web");
+        assert_eq!(caddy["handle"][0]["berth_path_prefix"], "/api/");
+        assert_eq!(caddy["handle"][0]["skip_log"], true);
     }
 
     #[test]

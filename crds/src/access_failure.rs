@@ -1,0 +1,168 @@
+//! Access-failure evidence (spec §2.2 `resource-access-failure/v1`): what the edge proxy answers
+//! for a request it cannot serve, and what the controller records in the observation store for
+//! the shim's `GET /resource-access-failures/{requestId}`. The codes and the reason each one
+//! carries are shared, so the body a user sees and the evidence looked up later agree.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// `schemaVersion` of the evidence.
+pub const SCHEMA_VERSION: &str = "resource-access-failure/v1";
+/// `route.routeSource` of the routes Berth generates.
+pub const GENERATED_ROUTE_SOURCE: &str = "generated-default";
+
+/// No route claims the request's host (spec §7).
+pub const ROUTE_NOT_FOUND: &str = "resource_access_route_not_found";
+/// The host is routed, but no route of it claims the request's path.
+pub const PATH_NOT_FOUND: &str = "resource_access_path_not_found";
+/// The route's upstream (the resource's container) refused, vanished or is not ready.
+pub const UPSTREAM_UNAVAILABLE: &str = "resource_access_upstream_unavailable";
+
+/// The fixed part of the evidence for one code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reason {
+    pub code: &'static str,
+    pub category: &'static str,
+    pub phase: &'static str,
+    pub retriable: bool,
+    pub owner_hint: &'static str,
+    pub next_action: &'static str,
+}
+
+/// The reason of `code`; `None` for a code Berth does not know.
+pub fn reason(code: &str) -> Option<Reason> {
+    let reason = match code {
+        ROUTE_NOT_FOUND => Reason {
+            code: ROUTE_NOT_FOUND,
+            category: "infra",
+            phase: "edge-request-routing",
+            retriable: false,
+            owner_hint: "platform",
+            next_action: "check-health",
+        },
+        PATH_NOT_FOUND => Reason {
+            code: PATH_NOT_FOUND,
+            category: "user",
+            phase: "edge-request-routing",
+            retriable: false,
+            owner_hint: "resource",
+            next_action: "check-access-profile",
+        },
+        UPSTREAM_UNAVAILABLE => Reason {
+            code: UPSTREAM_UNAVAILABLE,
+            category: "infra",
+            phase: "edge-upstream-connect",
+            retriable: true,
+            owner_hint: "resource",
+            next_action: "check-health",
+        },
+        _ => return None,
+    };
+    Some(reason)
+}
+
+/// Spec §2.2 "Access failure evidence".
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct AccessFailureEvidence {
+    /// Always `resource-access-failure/v1`.
+    pub schema_version: String,
+    /// The id the edge proxy answered with (its `X-Request-Id` header).
+    pub request_id: String,
+    /// When the edge proxy answered (RFC 3339, UTC).
+    pub generated_at: String,
+    pub code: String,
+    pub category: String,
+    pub phase: String,
+    pub http_status: u16,
+    pub retriable: bool,
+    pub owner_hint: String,
+    pub next_action: String,
+    pub affected: AffectedRequest,
+    /// The route that took the request; absent when no route did (an unknown host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<AccessRoute>,
+    /// What went wrong underneath, e.g. `upstream_connection_failed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause_code: Option<String>,
+    /// The request id again: what ties the answer, the log line and this record together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correlation_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub causation_id: Option<String>,
+}
+
+/// The request that failed. The query string is never kept: it may carry tokens.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct AffectedRequest {
+    pub url: String,
+    pub hostname: String,
+    pub path: String,
+    pub method: String,
+}
+
+/// The route of spec §2.2 `route{…}`; fields Berth cannot tell are absent.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct AccessRoute {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_prefix: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deployment_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain_binding_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destination_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnostic_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route_source: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route_status: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_has_its_reason_and_unknown_codes_none() {
+        for code in [ROUTE_NOT_FOUND, PATH_NOT_FOUND, UPSTREAM_UNAVAILABLE] {
+            assert_eq!(reason(code).unwrap().code, code);
+        }
+        assert_eq!(reason("resource_access_other"), None);
+        // The spec's sample.
+        let sample = reason(ROUTE_NOT_FOUND).unwrap();
+        assert_eq!(
+            (sample.category, sample.owner_hint, sample.next_action),
+            ("infra", "platform", "check-health")
+        );
+    }
+
+    #[test]
+    fn evidence_reads_with_the_spec_field_names() {
+        let evidence: AccessFailureEvidence = serde_json::from_value(serde_json::json!({
+            "schemaVersion": SCHEMA_VERSION, "requestId": "r-1",
+            "generatedAt": "2030-01-01T00:00:00Z", "code": ROUTE_NOT_FOUND,
+            "category": "infra", "phase": "edge-request-routing", "httpStatus": 404,
+            "retriable": false, "ownerHint": "platform", "nextAction": "check-health",
+            "affected": {"url": "http://a/b", "hostname": "a", "path": "/b", "method": "GET"},
+        }))
+        .unwrap();
+        assert_eq!(evidence.route, None);
+        let back = serde_json::to_value(&evidence).unwrap();
+        assert_eq!(back["affected"]["hostname"], "a");
+        assert!(back.get("route").is_none());
+    }
+}
