@@ -9,8 +9,11 @@
 //! started again by drift repair within about a second, so a request may or may not meet it.
 
 use berth_crds::member::OrganizationRole;
+use berth_crds::resource::Resource;
 use berth_tests::rest::{Rest, TestOrg};
 use berth_tests::{client, eventually, random_suffix};
+use kube::Api;
+use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
 
 use crate::deploy_support::{WAIT, delete_resource, ready_server, remove_server};
@@ -131,7 +134,8 @@ async fn edge_failures_carry_a_request_id_whose_evidence_the_lookup_returns() {
     let unknown = format!("/resource-access-failures/{}", uuid_like());
     member.get(&unknown).await.error(404, "not_found");
 
-    // An app whose route dials a port nothing listens on; its health check probes the real one.
+    // An app whose route dials a port nothing listens on, while the app listens (PORT) and its
+    // health check probes on 8080. The server comes last, so PORT is set before it deploys.
     let shop = project(&member, "Shop").await;
     let prod = environment(&member, &shop, "prod").await;
     let slug = format!("down{}", random_suffix());
@@ -140,7 +144,7 @@ async fn edge_failures_carry_a_request_id_whose_evidence_the_lookup_returns() {
             "/resources",
             json!({
                 "projectId": shop, "environmentId": prod, "name": "Down", "slug": slug,
-                "kind": "application", "serverId": server,
+                "kind": "application",
                 "source": {"kind": "docker-image", "locator": "berth/sample-app:1"},
                 "networkProfile": {"internalPort": 9},
                 "accessProfile": {"pathPrefix": "/app"},
@@ -150,6 +154,18 @@ async fn edge_failures_carry_a_request_id_whose_evidence_the_lookup_returns() {
         .await
         .ok();
     let id = created["id"].as_str().unwrap().to_string();
+    member
+        .post(
+            &format!("/resources/{id}/variables"),
+            json!({"key": "PORT", "value": "8080"}),
+        )
+        .await
+        .ok();
+    let patch = json!({ "spec": { "serverId": server } });
+    Api::<Resource>::namespaced(client.clone(), &org.namespace)
+        .patch(&id, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("set the resource's server");
     let deployment = deployed(&member, &id).await;
     let host = format!("{slug}.localhost");
     let answer = eventually(WAIT, "the route answers 502", || async {
