@@ -16,6 +16,7 @@ mod examples_apply;
 mod org_project_env;
 mod self_healing;
 mod servers;
+mod shim_access_failures;
 mod shim_account;
 mod shim_basics;
 mod shim_decisions;
