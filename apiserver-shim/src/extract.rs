@@ -127,6 +127,17 @@ fn form_decode(text: &str) -> Result<String, ApiError> {
 }
 
 impl QueryParams {
+    /// A query from `(name, value)` pairs, as unit tests build them.
+    #[cfg(test)]
+    pub fn from_pairs(pairs: &[(&str, &str)]) -> Self {
+        Self(
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
+    }
+
     /// An optional filter string; present means non-empty (spec §8).
     pub fn string(&self, name: &str) -> Result<Option<&str>, ApiError> {
         match self.0.get(name) {

@@ -250,15 +250,9 @@ async fn show(
 mod tests {
     use super::*;
     use berth_crds::access_failure::{AccessRoute, AffectedRequest};
-    use std::collections::HashMap;
 
     fn query(pairs: &[(&str, &str)]) -> QueryParams {
-        QueryParams(
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect::<HashMap<_, _>>(),
-        )
+        QueryParams::from_pairs(pairs)
     }
 
     fn record() -> AccessFailureRecord {

@@ -402,15 +402,9 @@ fn source_error(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
 
     fn query(pairs: &[(&str, &str)]) -> QueryParams {
-        QueryParams(
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect::<HashMap<_, _>>(),
-        )
+        QueryParams::from_pairs(pairs)
     }
 
     #[test]

@@ -424,16 +424,11 @@ async fn follow(found: Located, query: LogQuery, sender: mpsc::Sender<Event>) {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
 
     use super::*;
 
     fn query(pairs: &[(&str, &str)]) -> ApiResult<LogQuery> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        parse_query(&QueryParams(map))
+        parse_query(&QueryParams::from_pairs(pairs))
     }
 
     fn field(result: ApiResult<LogQuery>) -> String {

@@ -518,14 +518,7 @@ async fn repair(
     };
     if container_suspect {
         // A recreated container gets the configuration as it is now: the old one's is gone.
-        let entries = config::lasting_entries(context, namespace, resource)
-            .into_iter()
-            .chain(berth_crds::config::deployment_entries(
-                &current.name_any(),
-                &current.spec.variables,
-            ))
-            .collect();
-        config::apply_to(&mut plan, entries);
+        apply_current_config(context, namespace, resource, current, &mut plan);
         let key = TimelineKey::new(namespace, resource.name_any(), current.name_any());
         if let Err(status) = restore_container(resource, context, &target, &plan, &key).await {
             return status;
@@ -536,6 +529,24 @@ async fn repair(
         return ProxyRouteStatus::Unknown;
     }
     restore_route(resource, context, namespace, &target, &plan).await
+}
+
+/// The serving attempt's configuration as it is now (lasting scopes and the attempt's own).
+fn apply_current_config(
+    context: &Context,
+    namespace: &str,
+    resource: &Resource,
+    current: &Deployment,
+    plan: &mut plan::Plan,
+) {
+    let entries = config::lasting_entries(context, namespace, resource)
+        .into_iter()
+        .chain(berth_crds::config::deployment_entries(
+            &current.name_any(),
+            &current.spec.variables,
+        ))
+        .collect();
+    config::apply_to(plan, entries);
 }
 
 /// Crash evidence for a serving container Docker restarted by itself: the exit code and OOM
@@ -557,14 +568,8 @@ async fn record_restarted(
         current.spec.source_snapshot.as_ref(),
     );
     let Ok(mut plan) = plan else { return };
-    let entries = config::lasting_entries(context, namespace, resource)
-        .into_iter()
-        .chain(berth_crds::config::deployment_entries(
-            &current.name_any(),
-            &current.spec.variables,
-        ))
-        .collect();
-    config::apply_to(&mut plan, entries);
+    // The masker needs the secret values the container runs with.
+    apply_current_config(context, namespace, resource, current, &mut plan);
     let key = TimelineKey::new(namespace, resource.name_any(), current.name_any());
     crash_evidence::record_restarted(context, &target, &plan, &key, death).await;
 }
