@@ -82,15 +82,26 @@ berth_bootstrap_admin
 # examples/quickstart's server needs its key Secret (examples_apply applies every example).
 berth_quickstart_secret
 
+# A failed test's cause is often in Berth's own log, which CI does not keep: show its end.
+logs_excerpt() {
+  local file
+  for file in "$BERTH_RUN_DIR/test-controller.log" "$BERTH_RUN_DIR/test-shim.log"; do
+    echo "---- warnings and errors at the end of $(basename "$file")" >&2
+    sed 's/\x1b\[[0-9;]*m//g' "$file" | grep -E ' (WARN|ERROR) ' | tail -n 40 | cut -c1-400 >&2 || true
+  done
+}
+
 step "integration tests (real API server, Docker, sshd)"
 export BERTH_CONTROLLER_LOG=$BERTH_RUN_DIR/test-controller.log BERTH_BIN_DIR
 export BERTH_CONTROLLER_KUBECONFIG=$BERTH_STACK_DIR/berth-controller.kubeconfig
 export BERTH_SHIM_LOG=$BERTH_RUN_DIR/test-shim.log
-cargo test -p berth-tests --test integration -- --skip disruptive:: "${filter[@]}"
+cargo test -p berth-tests --test integration -- --skip disruptive:: "${filter[@]}" ||
+  { logs_excerpt; exit 1; }
 # Faults that disturb the shared stack (dockerd and sshd restarts) run alone, after the rest.
 if [[ ${#filter[@]} -eq 0 || "${filter[*]}" == *disruptive* ]]; then
   step "disruptive tests, one at a time"
-  cargo test -p berth-tests --test integration -- --test-threads=1 disruptive::
+  cargo test -p berth-tests --test integration -- --test-threads=1 disruptive:: ||
+    { logs_excerpt; exit 1; }
 fi
 if [[ ${#filter[@]} -eq 0 ]]; then
   # The bounded fault suite: a controller SIGKILL and an sshd restart mid-redeploy under
