@@ -12,6 +12,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
 use berth_crds::deploy_token::DeployToken;
+use berth_crds::deployment::Deployment;
 use berth_crds::environment::Environment;
 use berth_crds::invitation::Invitation;
 use berth_crds::member::Member;
@@ -48,6 +49,8 @@ pub struct Caches {
     pub servers: Store<Server>,
     pub ssh_credentials: Store<SshCredential>,
     pub resources: Store<BerthResource>,
+    /// Read by name only (health, diagnostics, runtime logs); see `routes::common::find_deployment`.
+    pub deployments: Store<Deployment>,
 }
 
 /// Starts a watch-backed cache of every `K` in the cluster.
@@ -59,6 +62,7 @@ where
     let (reader, writer) = reflector::store();
     let stream = watcher(Api::<K>::all(client.clone()), watcher::Config::default())
         .default_backoff()
+        .modify(berth_crds::trim_for_cache)
         .reflect(writer)
         .applied_objects();
     tokio::spawn(async move {
@@ -89,6 +93,7 @@ impl Caches {
             servers: start(client),
             ssh_credentials: start(client),
             resources: start(client),
+            deployments: start(client),
         }
     }
 
@@ -109,6 +114,7 @@ impl Caches {
             self.servers.wait_until_ready(),
             self.ssh_credentials.wait_until_ready(),
             self.resources.wait_until_ready(),
+            self.deployments.wait_until_ready(),
         )?;
         Ok(())
     }

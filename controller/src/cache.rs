@@ -75,7 +75,7 @@ where
         let kind = K::kind(&());
         watcher(Api::<K>::all(client), watcher::Config::default())
             .default_backoff()
-            .modify(keep_only_what_is_read)
+            .modify(berth_crds::trim_for_cache)
             .reflect_shared(self.writer)
             .for_each(|event| {
                 if let Err(error) = event {
@@ -84,19 +84,6 @@ where
                 std::future::ready(())
             })
             .await;
-    }
-}
-
-/// Annotation kubectl's client-side apply keeps a whole copy of the object in.
-const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
-
-/// Drops what no reconciler reads and what often makes up half an object's size: the field
-/// managers and kubectl's last-applied copy. The caches then hold thousands of objects in
-/// little memory.
-fn keep_only_what_is_read<K: kube::Resource>(object: &mut K) {
-    object.meta_mut().managed_fields = None;
-    if let Some(annotations) = object.meta_mut().annotations.as_mut() {
-        annotations.remove(LAST_APPLIED);
     }
 }
 

@@ -40,6 +40,19 @@ pub mod variable;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 
+/// Annotation kubectl's client-side apply keeps a whole copy of the object in.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Drops what no reader of a watch cache uses and what often makes up half an object's size:
+/// the field managers and kubectl's last-applied copy. Caches then hold thousands of objects in
+/// little memory.
+pub fn trim_for_cache<K: kube::Resource>(object: &mut K) {
+    object.meta_mut().managed_fields = None;
+    if let Some(annotations) = object.meta_mut().annotations.as_mut() {
+        annotations.remove(LAST_APPLIED);
+    }
+}
+
 pub use condition::{Condition, ConditionStatus};
 
 /// API group of every Berth kind.

@@ -2,14 +2,16 @@
 
 use std::sync::Arc;
 
+use berth_crds::deployment::Deployment;
 use berth_crds::limits::DNS_LABEL_MAX;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-use kube::runtime::reflector::Store;
-use kube::{Resource, ResourceExt};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Api, Resource, ResourceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;
+use crate::state::AppState;
 
 /// `{ "id": … }`: what create and delete calls return.
 #[derive(Serialize, JsonSchema)]
@@ -63,10 +65,29 @@ where
     K::DynamicType: Default + Eq + std::hash::Hash + Clone,
 {
     store
-        .find(|object| {
-            object.namespace().as_deref() == Some(namespace) && object.name_any() == name
-        })
+        .get(&ObjectRef::new(name).within(namespace))
         .ok_or_else(|| ApiError::not_found(kind, name))
+}
+
+/// Deployment `name` in `namespace`: from the cache, or from the API server when the cache has
+/// not seen it yet (one created a moment ago).
+pub async fn find_deployment(
+    state: &AppState,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<Deployment>, kube::Error> {
+    let cached = state
+        .caches
+        .deployments
+        .get(&ObjectRef::new(name).within(namespace));
+    match cached {
+        Some(deployment) => Ok(Some(Deployment::clone(&deployment))),
+        None => {
+            Api::<Deployment>::namespaced(state.client.clone(), namespace)
+                .get_opt(name)
+                .await
+        }
+    }
 }
 
 /// Every object of `store` in `namespace`.

@@ -18,13 +18,13 @@ use berth_crds::masking::Masker;
 use berth_crds::resource::Resource;
 use berth_timeline::TimelineKey;
 use k8s_openapi::jiff::Timestamp;
-use kube::{Api, ResourceExt};
+use kube::ResourceExt;
 use serde_json::Value;
 
 pub use self::record::DiagnosticSummary;
 use self::record::{Focus, Redaction, SourceError, System, Tail, Window};
 use super::Endpoint;
-use super::common::{bounded, find_in, known_params, parse_utc, store_call};
+use super::common::{bounded, find_deployment, find_in, known_params, parse_utc, store_call};
 use super::deployments::masker;
 use super::environments;
 use super::resource_config::lookup;
@@ -214,9 +214,7 @@ async fn focus_deployment(
     let Some(name) = query.deployment_id.clone().or(latest) else {
         return Ok(None);
     };
-    let read = Api::<Deployment>::namespaced(state.client.clone(), &namespace)
-        .get_opt(&name)
-        .await;
+    let read = find_deployment(state, &namespace, &name).await;
     match read {
         Ok(found) => {
             let own = found.filter(|d| d.spec.resource_id == resource.name_any());

@@ -10,11 +10,10 @@ mod probes;
 
 use axum::Json;
 use axum::extract::{Path, State};
-use berth_crds::deployment::Deployment;
-use kube::{Api, ResourceExt};
+use kube::ResourceExt;
 
 use super::Endpoint;
-use super::common::{find_in, known_params};
+use super::common::{find_deployment, find_in, known_params};
 use super::environments;
 use super::resource_config::lookup;
 use crate::auth::Caller;
@@ -100,10 +99,7 @@ async fn show(
         .and_then(|s| s.last_deployment_id.clone());
     let mut source_errors = Vec::new();
     let latest = match latest_id {
-        Some(name) => match Api::<Deployment>::namespaced(state.client.clone(), &namespace)
-            .get_opt(&name)
-            .await
-        {
+        Some(name) => match find_deployment(&state, &namespace, &name).await {
             Ok(found) => found,
             Err(error) => {
                 tracing::warn!(%error, resource = %id, "health: reading the latest deployment failed");

@@ -14,7 +14,6 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use berth_crds::deployment::Deployment;
 use berth_crds::resource::Resource;
 use berth_remote::RemoteError;
 use berth_remote::docker::{docker_over_ssh, is_not_found};
@@ -23,7 +22,7 @@ use bollard::container::LogOutput;
 use bollard::query_parameters::LogsOptionsBuilder;
 use futures::{Stream, StreamExt};
 use k8s_openapi::jiff::Timestamp;
-use kube::{Api, ResourceExt};
+use kube::ResourceExt;
 use schemars::JsonSchema;
 use serde::Serialize;
 use tokio::sync::mpsc;
@@ -31,7 +30,7 @@ use tokio::sync::mpsc;
 use self::container::{choose, resource_containers};
 pub use self::lines::{LineBuilder, LineContext, LogStream, RuntimeLogLine};
 use super::Endpoint;
-use super::common::{bounded, find_in, known_params, parse_utc};
+use super::common::{bounded, find_deployment, find_in, known_params, parse_utc};
 use super::deployments::masker;
 use super::resource_config::lookup;
 use super::server_access::{AccessLease, remote_error};
@@ -271,8 +270,7 @@ async fn locate(
     // The attempt's own server: a resource moved to another server keeps older containers
     // where they ran.
     let attempt = match query.deployment_id.as_ref().or(serving.as_ref()) {
-        Some(name) => Api::<Deployment>::namespaced(state.client.clone(), &namespace)
-            .get_opt(name)
+        Some(name) => find_deployment(state, &namespace, name)
             .await?
             .filter(|d| d.spec.resource_id == id),
         None => None,

@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path, State};
-use berth_crds::deployment::{Deployment, DeploymentState};
+use berth_crds::deployment::DeploymentState;
 use berth_crds::progress::{ProgressEvent, Source};
 use berth_timeline::{TimelineEntry, TimelineError, TimelineKey, TimelineStore};
 use k8s_openapi::jiff::Timestamp;
-use kube::{Api, ResourceExt};
+use kube::ResourceExt;
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -19,7 +19,7 @@ use super::masker;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::QueryParams;
-use crate::routes::common::{known_params, store_call};
+use crate::routes::common::{find_deployment, known_params, store_call};
 use crate::routes::resource_config::lookup;
 use crate::state::AppState;
 
@@ -121,8 +121,7 @@ pub async fn show(
     let resource = lookup(&state, &caller, &resource_id)?;
     let namespace = resource.namespace().unwrap_or_default();
     let key = TimelineKey::new(&namespace, &resource_id, &deployment_id);
-    let deployment = Api::<Deployment>::namespaced(state.client.clone(), &namespace)
-        .get_opt(&deployment_id)
+    let deployment = find_deployment(&state, &namespace, &deployment_id)
         .await?
         .filter(|d| d.spec.resource_id == resource_id);
     let read_key = key.clone();
