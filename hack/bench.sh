@@ -7,6 +7,9 @@
 #                         sent straight to the API server, concurrency 64: p50, p99, throughput
 #   hack/bench.sh deploy  apply of a Resource (local image) until the first 200 through the edge
 #                         proxy, p50 of N runs, against a floor measured in the same run
+#   hack/bench.sh observe runtime logs (tail 1000) on the release shim against the raw Docker
+#                         logs call through an SSH tunnel; cached health p99 against GET /projects
+#                         p99; observation store inserts per second on SQLite and PostgreSQL
 #   hack/bench.sh scale   what idle apps cost: API requests, CPU, RSS and SSH channels at rest
 #                         with N Resources, 200 applied at once, drift repair time
 set -euo pipefail
@@ -35,6 +38,16 @@ Commands:
         until the first 200 through the edge proxy; alternating with the floor, the same image
         started with raw Docker API calls through an open SSH tunnel until its first 200. Prints
         both p50s and their ratio; fails above 1.5x (the berth-bench-deploy binary).
+  observe [--runs N] [--concurrency N] [--requests N] [--rounds N] [--tail N]
+        A release berth-shim started for the run (127.0.0.1:7072) and an app that printed 2000
+        lines (a secret value in some, masked on the read). Alternating, in one run:
+        GET /resources/{id}/runtime-logs?tailLines=1000 against the raw Docker logs call (tail
+        1000, timestamps, both streams) through an SSH tunnel to the same server, p50 of --runs
+        (default 30) each, kept-alive and fresh connections: fails above 1.3x; and
+        GET /resources/{id}/health?mode=cached against GET /projects at --concurrency (default
+        32), kept-alive and fresh: fails when a p99 is above 1.5x. Then berth-bench-store:
+        timeline and health-history inserts per second on SQLite and PostgreSQL. Extra
+        arguments go to the berth-bench-observe binary.
   scale [N] [DECLARED]
         Release berth-controller with N (default 300) Resources of the sample app on the local
         server, then DECLARED (default 2000) in all, the rest without a server. At rest for 60 s
@@ -141,10 +154,65 @@ bench_deploy() {
     --proxy-port "$port" --runs "$runs"
 }
 
+BENCH_OBSERVE_ADDR=127.0.0.1:7072
+# The benchmark server's edge proxy (HTTPS on the next port); deploy uses 18990, scale 18980.
+BENCH_OBSERVE_PROXY_PORT=18960
+
+bench_observe_ready() { curl -fs --max-time 2 "http://$BENCH_OBSERVE_ADDR/readyz" >/dev/null; }
+
+# bench_stop_own_controller PID: stops berth-controller only if it is still the one this run
+# started; a test run may have replaced it with its own meanwhile.
+bench_stop_own_controller() {
+  local pid
+  read -r pid _ <"$BERTH_STACK_DIR/berth-controller.pid" 2>/dev/null || return 0
+  if [[ "$pid" == "$1" ]]; then berth_stop_controller; fi
+}
+
+bench_observe() {
+  stack_env
+  # shellcheck source-path=SCRIPTDIR
+  source "$HACK_DIR/lib/berth.sh"
+  # Release: the figures are about the shim users run, and the raw baseline runs Berth's SSH
+  # code in the same profile. berth-controller only deploys the app: the dev/test build.
+  log "building berth-shim and the observe and store benches (release), berth-controller"
+  (cd "$HACK_DIR/.." && cargo build --quiet --release -p berth-apiserver-shim --bin berth-shim \
+    -p berth-tests --bin berth-bench-observe --bin berth-bench-store)
+  (cd "$HACK_DIR/.." && cargo build --quiet -p berth-controller --bin berth-controller)
+  berth_install_crds
+  berth_install_rbac
+  local cleanup='stop_bg berth-shim-observe' pid
+  if ! controller_ready; then
+    berth_start_controller "$BERTH_RUN_DIR/bench-controller.log"
+    read -r pid _ <"$BERTH_STACK_DIR/berth-controller.pid"
+    cleanup="$cleanup; bench_stop_own_controller $pid"
+  fi
+  # A shim of its own (name, port), so neither the test shim nor `bench.sh shim`'s is touched.
+  local kubeconfig logfile=$BERTH_RUN_DIR/bench-observe-shim.log
+  kubeconfig=$(berth_sa_kubeconfig berth-shim)
+  stop_bg berth-shim-observe
+  KUBECONFIG=$kubeconfig BERTH_SHIM_ADDR=$BENCH_OBSERVE_ADDR \
+    start_bg berth-shim-observe "$logfile" "$CARGO_TARGET_DIR/release/berth-shim"
+  # shellcheck disable=SC2064 # expand now: what this run started
+  trap "$cleanup" EXIT
+  wait_for 60 "bench berth-shim /readyz (log: $logfile)" bench_observe_ready
+  local out=$BERTH_RUN_DIR/bench-observe.out status=0
+  log "running (release berth-shim and benchmark clients, $(nproc) cores)"
+  BERTH_URL=http://$BENCH_OBSERVE_ADDR/api "$CARGO_TARGET_DIR/release/berth-bench-observe" \
+    --proxy-port "$BENCH_OBSERVE_PROXY_PORT" "$@" | tee "$out" || status=$?
+  echo
+  echo "3. observation store inserts per second"
+  "$CARGO_TARGET_DIR/release/berth-bench-store" | tee -a "$out" || status=$?
+  echo
+  echo "Summary (one run, release builds, $(nproc) cores):"
+  grep -E '^(PASS|FAIL):' "$out" || echo "no goal was measured (see the errors above)"
+  return "$status"
+}
+
 case "${1:-}" in
   ssh) shift; bench_ssh "$@" ;;
   shim) shift; bench_shim "$@" ;;
   deploy) shift; bench_deploy "$@" ;;
+  observe) shift; bench_observe "$@" ;;
   scale) shift; bench_scale "$@" ;;
   -h | --help | help) usage ;;
   *) usage >&2; exit 2 ;;
