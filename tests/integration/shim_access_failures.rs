@@ -210,6 +210,17 @@ async fn edge_failures_carry_a_request_id_whose_evidence_the_lookup_returns() {
         404,
     );
     assert_eq!(found["relatedIds"]["resourceId"], id.as_str(), "{found}");
+    // Health and the diagnostic summary name the resource's latest failure.
+    let health = member.get(&format!("/resources/{id}/health")).await.ok();
+    let latest = &health["publicAccess"]["latestAccessFailure"];
+    assert_eq!(latest["requestId"], unclaimed.as_str(), "{health}");
+    assert_eq!(latest["code"], "resource_access_path_not_found", "{health}");
+    let summary = member
+        .get(&format!("/resources/{id}/diagnostic-summary"))
+        .await
+        .ok();
+    let latest = &summary["access"]["latestAccessFailure"];
+    assert_eq!(latest["requestId"], unclaimed.as_str(), "{summary}");
 
     // Another organization sees none of it.
     let mut other = TestOrg::new(&client).await;

@@ -255,3 +255,70 @@ async fn health_reads_a_deployed_app_cached_and_live_and_follows_a_killed_contai
     delete_resource(&admin, &id, &slug).await;
     remove_server(&admin, &server).await;
 }
+
+/// The sample app, crashing with exit code 3 once `/tmp/crash-now` appears.
+const CRASHING_DOCKERFILE: &str = r#"FROM berth/sample-app:1
+CMD ["/bin/sh", "-c", "echo \"api token is $API_TOKEN\"; /bin/sample-app & while [ ! -f /tmp/crash-now ]; do sleep 1; done; rm /tmp/crash-now; echo 'fatal: out of cheese'; exit 3"]
+"#;
+
+#[tokio::test]
+async fn a_crash_docker_restarts_by_itself_leaves_its_evidence() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let admin = org.user(OrganizationRole::Admin).await.rest;
+    let member = org.user(OrganizationRole::Member).await.rest;
+    let (server, _port) = ready_server(&admin).await;
+    let shop = project(&member, "Shop").await;
+    let prod = environment(&member, &shop, "prod").await;
+    let slug = format!("crash{}", random_suffix());
+    let folder = Scratch::new();
+    folder.write("Dockerfile", CRASHING_DOCKERFILE);
+    let created = member
+        .post(
+            "/resources",
+            json!({
+                "projectId": shop, "environmentId": prod, "name": "Crashing", "slug": slug,
+                "kind": "application", "serverId": server,
+                "source": {"kind": "local-folder", "locator": folder.path().to_str().unwrap()},
+                "networkProfile": {"internalPort": 8080},
+            }),
+        )
+        .await
+        .ok();
+    let id = created["id"].as_str().unwrap().to_string();
+    let item = wait_listed_with(&member, &id, "succeeded").await;
+    let deployment = item["lastDeploymentId"].as_str().unwrap().to_string();
+    let container = docker(&[
+        "ps",
+        "-q",
+        "--filter",
+        &format!("label=berth.dev/namespace={}", org.namespace),
+        "--filter",
+        &format!("label=berth.dev/deployment={deployment}"),
+    ]);
+    assert!(!container.is_empty(), "the app's container runs");
+    // The app exits on its own; Docker's restart policy (unless-stopped) starts it again,
+    // possibly before drift repair sees it stopped. Either way the crash is on record.
+    docker(&["exec", &container, "touch", "/tmp/crash-now"]);
+    let timeline = format!("/resources/{id}/deployments/{deployment}/timeline?limit=1000");
+    let entries = eventually(WAIT, "crash evidence in the timeline", || async {
+        let body = member.get(&timeline).await.ok();
+        let messages: Vec<String> = body["entries"]
+            .as_array()?
+            .iter()
+            .filter_map(|e| e["message"].as_str().map(str::to_string))
+            .collect();
+        let crash = messages
+            .iter()
+            .position(|m| m.contains("stopped with exit code 3"))?;
+        Some(messages[crash..].to_vec())
+    })
+    .await;
+    assert!(
+        entries.iter().any(|m| m == "fatal: out of cheese"),
+        "{entries:?}"
+    );
+    wait_health(&member, &id, "healthy", Timestamp::UNIX_EPOCH).await;
+    delete_resource(&admin, &id, &slug).await;
+    remove_server(&admin, &server).await;
+}

@@ -206,6 +206,19 @@ async fn rest_stops_starts_and_restarts_the_runtime_and_an_archived_environment_
     assert_eq!(state, "running");
     assert_ne!(before, after, "the container started again");
     wait_body(port, &host, "sample-app v1").await;
+    // Stops and restarts asked for are no crashes: no crash evidence in the timeline.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let deployment = health["latestDeployment"]["id"].as_str().unwrap();
+    let timeline = member
+        .get(&format!(
+            "/resources/{id}/deployments/{deployment}/timeline?limit=1000"
+        ))
+        .await
+        .ok();
+    assert!(
+        !timeline.to_string().contains("stopped with exit code"),
+        "{timeline}"
+    );
 
     // An archived environment refuses, and the runtime is left as it is.
     admin

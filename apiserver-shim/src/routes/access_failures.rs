@@ -18,14 +18,17 @@ use axum::Json;
 use axum::extract::{Path, State};
 use berth_crds::access_failure::AccessFailureEvidence;
 use berth_crds::member::OrganizationRole;
+use berth_crds::resource::Resource;
 use berth_timeline::{AccessFailureRecord, TimelineError, TimelineStore};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
 use schemars::JsonSchema;
 use serde::Serialize;
+use serde_json::Value;
 
 use super::Endpoint;
-use super::common::{bounded, find_in, known_params, timestamp};
+use super::common::{bounded, find_in, known_params, store_call, timestamp};
 use super::resource_config::lookup;
 use crate::auth::{Caller, ScopeDimension};
 use crate::error::{ApiError, ApiResult};
@@ -189,6 +192,23 @@ async fn find(store: &Arc<dyn TimelineStore>, id: &str) -> ApiResult<Option<Acce
         }
         tokio::time::sleep(CAPTURE_POLL).await;
     }
+}
+
+/// `resource`'s latest unexpired evidence, as its health (`publicAccess.latestAccessFailure`)
+/// and diagnostic summary (`access.latestAccessFailure`) show it.
+pub async fn latest_of(state: &AppState, resource: &Resource) -> ApiResult<Option<Value>> {
+    let (namespace, name) = (
+        resource.namespace().unwrap_or_default(),
+        resource.name_any(),
+    );
+    let record = store_call(&state.timelines, "access-failure evidence", move |store| {
+        store.latest_access_failure(&namespace, &name)
+    })
+    .await?;
+    record
+        .map(|r| serde_json::to_value(r.evidence))
+        .transpose()
+        .map_err(ApiError::internal)
 }
 
 fn rfc3339(ms: i64) -> String {

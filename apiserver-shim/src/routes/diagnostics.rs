@@ -24,6 +24,7 @@ use serde_json::Value;
 pub use self::record::DiagnosticSummary;
 use self::record::{Focus, Redaction, SourceError, System, Tail, Window};
 use super::Endpoint;
+use super::access_failures;
 use super::common::{bounded, find_deployment, find_in, known_params, parse_utc, store_call};
 use super::deployments::masker;
 use super::environments;
@@ -137,12 +138,22 @@ async fn show(
         .as_ref()
         .and_then(|s| find_in(&state.caches.servers, &namespace, s, "server").ok());
     let now = Timestamp::now().to_string();
-    let health = build(&Inputs {
+    let mut health = build(&Inputs {
         resource: &resource,
         latest: deployment.as_ref(),
         server: server.as_deref(),
         now: now.clone(),
     });
+    match access_failures::latest_of(&state, &resource).await {
+        Ok(latest) => health.public_access.latest_access_failure = latest,
+        Err(_) => errors.push(source_error(
+            "access-failure-evidence",
+            "access_failure_evidence_unreadable",
+            "access-failure-read",
+            None,
+            "the latest access-failure evidence could not be read".into(),
+        )),
+    }
     let (timeline, timeline_count, timeline_masked) = timeline_tail(
         &state,
         &resource,

@@ -13,6 +13,7 @@ use axum::extract::{Path, State};
 use kube::ResourceExt;
 
 use super::Endpoint;
+use super::access_failures;
 use super::common::{find_deployment, find_in, known_params};
 use super::environments;
 use super::resource_config::lookup;
@@ -125,6 +126,15 @@ async fn show(
         server: server.as_deref(),
         now: probes::now(),
     });
+    match access_failures::latest_of(&state, &resource).await {
+        Ok(latest) => health.public_access.latest_access_failure = latest,
+        Err(_) => source_errors.push(SourceError {
+            source: "access-failure-evidence",
+            code: "access_failure_evidence_unreadable",
+            message: "the latest access-failure evidence could not be read".into(),
+            retryable: true,
+        }),
+    }
     health.source_errors = source_errors;
     if parsed.checks {
         health.checks.push(probes::recorded_runtime_check(&health));

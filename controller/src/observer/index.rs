@@ -28,6 +28,9 @@ pub struct ContainerRecord {
     pub deaths: u64,
     /// Whether the kernel had killed it for memory when it last stopped.
     pub died_oom: bool,
+    /// Whether Docker was asked to stop or kill it since it last started (`docker stop`, a
+    /// runtime-control stop or restart): that stop is no crash and not counted in `deaths`.
+    pub stop_requested: bool,
 }
 
 /// The Resource (and attempt) a container belongs to.
@@ -104,6 +107,7 @@ impl ServerIndex {
                 record.health = before.health.clone();
                 record.deaths = before.deaths;
                 record.died_oom = before.died_oom;
+                record.stop_requested = before.stop_requested;
             }
             fresh.insert(record.name.clone(), record);
         }
@@ -147,6 +151,7 @@ impl ServerIndex {
             "start" | "restart" | "unpause" => {
                 record.running = true;
                 record.oom_killed = false;
+                record.stop_requested = false;
                 if record.proxy_of.is_some() {
                     self.proxy_starts += 1;
                     changes.proxy_started = true;
@@ -158,11 +163,18 @@ impl ServerIndex {
                     .attributes
                     .get("exitCode")
                     .and_then(|code| code.parse().ok());
-                record.deaths += 1;
-                record.died_oom = record.oom_killed;
+                if !record.stop_requested {
+                    record.deaths += 1;
+                    record.died_oom = record.oom_killed;
+                }
                 changes.proxy_stopped = record.proxy_of.is_some();
             }
             "oom" => record.oom_killed = true,
+            // Comes before the `die` of a requested stop; by itself it changes nothing.
+            "kill" => {
+                record.stop_requested = true;
+                return changes;
+            }
             "pause" => record.running = false,
             _ => match action.strip_prefix("health_status: ") {
                 Some(health) => record.health = Some(health.to_string()),
@@ -211,6 +223,7 @@ fn record_from_labels(name: &str, labels: &HashMap<String, String>) -> Container
         health: None,
         deaths: 0,
         died_oom: false,
+        stop_requested: false,
     }
 }
 
@@ -304,6 +317,27 @@ mod tests {
             ["web"]
         );
         assert!(index.container("web-1").is_none());
+    }
+
+    #[test]
+    fn only_stops_nobody_asked_for_count_as_deaths() {
+        let mut index = ServerIndex::default();
+        index.replace(vec![listed("web-1", "web", true)]);
+        let apply = |index: &mut ServerIndex, action: &str| {
+            index.apply(&event(action, "web-1", app_labels("web")));
+        };
+        // A crash Docker's restart policy recovers: die, start.
+        apply(&mut index, "die");
+        apply(&mut index, "start");
+        assert_eq!(index.container("web-1").unwrap().deaths, 1);
+        // `docker stop` or a restart: kill, die, (start).
+        apply(&mut index, "kill");
+        apply(&mut index, "die");
+        apply(&mut index, "start");
+        assert_eq!(index.container("web-1").unwrap().deaths, 1);
+        // The next crash counts again.
+        apply(&mut index, "die");
+        assert_eq!(index.container("web-1").unwrap().deaths, 2);
     }
 
     #[test]

@@ -392,9 +392,9 @@ async fn check_serving(
         }
         return ProxyRouteStatus::NotReady;
     }
-    if let Some(death) = observed.take_death(&container)
-        && running
-    {
+    // A death is taken only once the container runs again: drift repair takes the ones it
+    // sees stopped, and the index may still say stopped when Docker has restarted it already.
+    if running && let Some(death) = observed.take_death(&container) {
         // Docker's restart policy started it again before drift repair saw it stopped.
         record_restarted(resource, context, namespace, current, &death).await;
     }
@@ -402,7 +402,8 @@ async fn check_serving(
     if running && route_check.is_none() {
         return ProxyRouteStatus::Ready;
     }
-    let repaired = repair(resource, context, namespace, current, !running).await;
+    let suspect = (!running).then_some(observed.as_ref());
+    let repaired = repair(resource, context, namespace, current, suspect).await;
     if let (ProxyRouteStatus::Ready, Some(epoch)) = (repaired, route_check) {
         observed.confirm_route(namespace, &name, epoch);
     }
@@ -497,13 +498,14 @@ async fn remove_strays(
 }
 
 /// Starts the serving container again when it was stopped, or recreates it when it was
-/// removed, then writes its route again if the edge proxy lost it. Returns the route status.
+/// removed (`container_suspect`: the index says it does not run), then writes its route again
+/// if the edge proxy lost it. Returns the route status.
 async fn repair(
     resource: &Resource,
     context: &Context,
     namespace: &str,
     current: &Deployment,
-    container_suspect: bool,
+    container_suspect: Option<&ObservedServer>,
 ) -> ProxyRouteStatus {
     let Ok((server, target)) = connect(context, namespace, &current.spec.server_id).await else {
         return ProxyRouteStatus::Unknown;
@@ -516,11 +518,12 @@ async fn repair(
     ) else {
         return ProxyRouteStatus::Failed;
     };
-    if container_suspect {
+    if let Some(observed) = container_suspect {
         // A recreated container gets the configuration as it is now: the old one's is gone.
         apply_current_config(context, namespace, resource, current, &mut plan);
         let key = TimelineKey::new(namespace, resource.name_any(), current.name_any());
-        if let Err(status) = restore_container(resource, context, &target, &plan, &key).await {
+        let restored = restore_container(resource, context, observed, &target, &plan, &key);
+        if let Err(status) = restored.await {
             return status;
         }
     }
@@ -579,14 +582,18 @@ async fn record_restarted(
 async fn restore_container(
     resource: &Resource,
     context: &Context,
+    observed: &ObservedServer,
     target: &Target,
     plan: &plan::Plan,
     timeline: &TimelineKey,
 ) -> std::result::Result<(), ProxyRouteStatus> {
     let repaired = match target.running(&plan.container_name).await {
+        // Restarted by Docker already: its death's evidence is taken once the index shows it.
         Ok(Some(true)) => return Ok(()),
         Ok(Some(false)) => {
             crash_evidence::record(context, target, plan, timeline).await;
+            // The evidence of this stop is recorded: not again when the container runs.
+            observed.take_death(&plan.container_name);
             target.start(&plan.container_name).await.map(|()| "started")
         }
         Ok(None) => target

@@ -200,6 +200,7 @@ mod tests {
         ContainerRecord {
             deaths: 0,
             died_oom: false,
+            stop_requested: false,
             name: "berth-c".into(),
             owner: None,
             proxy_of: None,
