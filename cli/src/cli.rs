@@ -1,0 +1,582 @@
+//! The command line: nouns with list/show/create/delete, and the task verbs.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use clap_complete::Shell;
+
+use crate::error::EXIT_CODES_HELP;
+use crate::output::Format;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "berth",
+    // Fixed, so help reads the same when installed as the kubectl plugin `kubectl-berth`.
+    bin_name = "berth",
+    version,
+    about = "Berth from a terminal: every REST API task, with live deployment progress",
+    after_help = top_help()
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+fn top_help() -> String {
+    format!(
+        "Examples:
+  berth login --url http://127.0.0.1:7070/api --email you@example.com
+  berth projects create Shop
+  berth deploy web
+  berth resources list -o json
+
+Environment: BERTH_URL (the API's base URL, ending in /api) and BERTH_TOKEN (a deploy token or
+session token) override the stored sign-in; NO_COLOR turns colour off. Installed as
+`kubectl-berth`, it runs as `kubectl berth`.
+
+{EXIT_CODES_HELP}"
+    )
+}
+
+#[derive(Args, Debug)]
+pub struct Global {
+    /// The REST API's base URL, ending in /api (default: the one stored by `berth login`).
+    #[arg(long, global = true, env = "BERTH_URL")]
+    pub url: Option<String>,
+    /// Output format: aligned table, or the API's own JSON or YAML.
+    #[arg(short, long, global = true, value_enum, default_value_t = Format::Table)]
+    pub output: Format,
+    /// Print ids only (lists and creations).
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Sign in with email and password (prompted), or store a deploy token.
+    #[command(
+        after_help = "Examples:\n  berth login --url http://127.0.0.1:7070/api --email you@example.com\n  echo \"$PASSWORD\" | berth login --email you@example.com --password-stdin\n  berth login --token \"$DEPLOY_TOKEN\""
+    )]
+    Login(Login),
+    /// Sign out: revoke the session and forget the stored token.
+    #[command(after_help = "Example:\n  berth logout")]
+    Logout,
+    /// Show your organizations and the current one, or switch to ORG (id or slug).
+    #[command(after_help = "Examples:\n  berth context\n  berth context acme")]
+    Context {
+        /// Organization id or slug to act in from now on.
+        organization: Option<String>,
+    },
+    /// Organizations you belong to.
+    #[command(
+        subcommand,
+        visible_alias = "orgs",
+        after_help = "Example:\n  berth orgs list"
+    )]
+    Organizations(Organizations),
+    /// Projects of the current organization.
+    #[command(
+        subcommand,
+        visible_alias = "project",
+        after_help = "Example:\n  berth projects create Shop"
+    )]
+    Projects(Projects),
+    /// Environments of a project.
+    #[command(
+        subcommand,
+        visible_alias = "envs",
+        after_help = "Example:\n  berth environments create --project prj-abc prod --kind production"
+    )]
+    Environments(Environments),
+    /// Servers that run deployments (reached over SSH).
+    #[command(
+        subcommand,
+        visible_alias = "server",
+        after_help = "Example:\n  berth servers list"
+    )]
+    Servers(Servers),
+    /// SSH credentials servers use.
+    #[command(
+        subcommand,
+        visible_alias = "creds",
+        after_help = "Example:\n  berth credentials create --name ops --private-key-file ~/.ssh/id_ed25519"
+    )]
+    Credentials(Credentials),
+    /// Resources: applications, services, databases, static sites.
+    #[command(
+        subcommand,
+        visible_alias = "res",
+        after_help = "Example:\n  berth resources list --project prj-abc"
+    )]
+    Resources(Resources),
+    /// Deploy tokens (their secret is shown once, on creation and rotation).
+    #[command(
+        subcommand,
+        visible_alias = "token",
+        after_help = "Example:\n  berth tokens create --name ci --project prj-abc"
+    )]
+    Tokens(Tokens),
+    /// A resource's variables (`env import FILE` loads a .env file).
+    #[command(
+        subcommand,
+        visible_alias = "env",
+        after_help = "Examples:\n  berth env import .env --resource web\n  berth env set --resource web LOG_LEVEL=debug"
+    )]
+    Variables(Variables),
+    /// A resource's secrets (values are never shown).
+    #[command(
+        subcommand,
+        visible_alias = "secret",
+        after_help = "Example:\n  printf %s \"$KEY\" | berth secrets set --resource web API_KEY"
+    )]
+    Secrets(Secrets),
+    /// Deploy a resource now and follow its progress to the URL that serves it.
+    #[command(
+        after_help = "Example:\n  berth deploy web\n\nExits 0 when the deployment succeeded, 1 when it failed (its error code and message are shown)."
+    )]
+    Deploy {
+        /// Resource id or slug.
+        resource: String,
+        /// The server to deploy to (default: the resource's).
+        #[arg(long)]
+        server: Option<String>,
+    },
+    /// A resource's runtime logs.
+    #[command(after_help = "Examples:\n  berth logs web --tail 50\n  berth logs web -f")]
+    Logs {
+        /// Resource id or slug.
+        resource: String,
+        /// Keep printing new lines until the container stops.
+        #[arg(short, long)]
+        follow: bool,
+        /// How many of the latest lines to show.
+        #[arg(long, default_value_t = 100)]
+        tail: u32,
+    },
+    /// A resource's health (cached, or asked of the server now with --live).
+    #[command(after_help = "Example:\n  berth health web --live")]
+    Health {
+        /// Resource id or slug.
+        resource: String,
+        /// Ask the server now (Docker inspect, a request through the edge proxy).
+        #[arg(long)]
+        live: bool,
+    },
+    /// Everything about a resource for a support ticket, as Markdown ready to paste.
+    #[command(after_help = "Example:\n  berth diagnose web > ticket.md")]
+    Diagnose {
+        /// Resource id or slug.
+        resource: String,
+        /// The deployment in focus (default: the latest).
+        #[arg(long)]
+        deployment: Option<String>,
+    },
+    /// Why a request failed: the edge proxy's evidence for an X-Request-Id.
+    #[command(after_help = "Example:\n  berth why 3f0c5e1e-0d7e-4d59-9a43-2b1d6f0b9c11")]
+    Why {
+        /// The X-Request-Id the edge proxy answered with.
+        request_id: String,
+    },
+    /// The stored timeline of one deployment: its steps and build output.
+    #[command(after_help = "Example:\n  berth timeline web dep-web-3")]
+    Timeline {
+        /// Resource id or slug.
+        resource: String,
+        /// Deployment id.
+        deployment: String,
+    },
+    /// Print a shell completion script.
+    #[command(after_help = "Example:\n  berth completion bash > /etc/bash_completion.d/berth")]
+    Completion { shell: Shell },
+}
+
+#[derive(Args, Debug)]
+pub struct Login {
+    /// Email to sign in with (the password is prompted without echo).
+    #[arg(long, conflicts_with = "token")]
+    pub email: Option<String>,
+    /// Read the password from the first line of standard input.
+    #[arg(long, requires = "email")]
+    pub password_stdin: bool,
+    /// Store this deploy token instead of signing in with a password.
+    #[arg(long)]
+    pub token: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Organizations {
+    /// List your organizations.
+    #[command(visible_alias = "ls", after_help = "Example:\n  berth orgs list")]
+    List,
+    /// Show an organization's profile.
+    #[command(after_help = "Example:\n  berth orgs show acme")]
+    Show { organization: String },
+    /// Create an organization you own.
+    #[command(after_help = "Example:\n  berth orgs create \"Acme Inc\" --slug acme")]
+    Create {
+        name: String,
+        #[arg(long)]
+        slug: Option<String>,
+    },
+    /// Delete an organization and everything in it.
+    #[command(
+        visible_alias = "rm",
+        after_help = "Example:\n  berth orgs delete acme"
+    )]
+    Delete { organization: String },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Projects {
+    /// List projects.
+    #[command(visible_alias = "ls", after_help = "Example:\n  berth projects list")]
+    List,
+    /// Show a project.
+    #[command(after_help = "Example:\n  berth projects show prj-abc")]
+    Show { project: String },
+    /// Create a project.
+    #[command(after_help = "Example:\n  berth projects create Shop --description storefront")]
+    Create {
+        name: String,
+        #[arg(long)]
+        description: Option<String>,
+    },
+    /// Archive a project (its history stays readable).
+    #[command(
+        visible_alias = "rm",
+        after_help = "Example:\n  berth projects delete prj-abc"
+    )]
+    Delete { project: String },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Environments {
+    /// List environments.
+    #[command(
+        visible_alias = "ls",
+        after_help = "Example:\n  berth environments list --project prj-abc"
+    )]
+    List {
+        #[arg(long)]
+        project: Option<String>,
+    },
+    /// Show an environment (variables masked).
+    #[command(after_help = "Example:\n  berth environments show env-abc")]
+    Show { environment: String },
+    /// Create an environment in a project.
+    #[command(
+        after_help = "Example:\n  berth environments create --project prj-abc prod --kind production"
+    )]
+    Create {
+        #[arg(long)]
+        project: String,
+        name: String,
+        /// local, development, test, staging, production, preview or custom.
+        #[arg(long, default_value = "development")]
+        kind: String,
+    },
+    /// Archive an environment (its history stays readable).
+    #[command(
+        visible_alias = "rm",
+        after_help = "Example:\n  berth environments delete env-abc"
+    )]
+    Delete {
+        environment: String,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Servers {
+    /// List servers.
+    #[command(visible_alias = "ls", after_help = "Example:\n  berth servers list")]
+    List,
+    /// Show a server: reachability, host key, Docker, edge proxy.
+    #[command(after_help = "Example:\n  berth servers show srv-abc")]
+    Show { server: String },
+    /// Register a server reached over SSH.
+    #[command(
+        after_help = "Example:\n  berth servers create --name edge --host 203.0.113.7 --credential cred-abc"
+    )]
+    Create {
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        host: String,
+        #[arg(long)]
+        port: Option<u16>,
+        #[arg(long)]
+        username: Option<String>,
+        /// SSH credential id.
+        #[arg(long)]
+        credential: String,
+        /// Routes are `<slug>.<base domain>`.
+        #[arg(long)]
+        base_domain: Option<String>,
+    },
+    /// Stop taking deployments (an inactive server may be deleted).
+    #[command(after_help = "Example:\n  berth servers deactivate srv-abc")]
+    Deactivate { server: String },
+    /// Take deployments again.
+    #[command(after_help = "Example:\n  berth servers activate srv-abc")]
+    Activate { server: String },
+    /// Delete an inactive server.
+    #[command(
+        visible_alias = "rm",
+        after_help = "Example:\n  berth servers delete srv-abc"
+    )]
+    Delete { server: String },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Credentials {
+    /// List SSH credentials.
+    #[command(
+        visible_alias = "ls",
+        after_help = "Example:\n  berth credentials list"
+    )]
+    List,
+    /// Show an SSH credential and the servers using it.
+    #[command(after_help = "Example:\n  berth credentials show cred-abc")]
+    Show { credential: String },
+    /// Store an SSH private key.
+    #[command(
+        after_help = "Example:\n  berth credentials create --name ops --private-key-file ~/.ssh/id_ed25519"
+    )]
+    Create {
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        private_key_file: PathBuf,
+        #[arg(long)]
+        username: Option<String>,
+    },
+    /// Delete an SSH credential no server uses.
+    #[command(
+        visible_alias = "rm",
+        after_help = "Example:\n  berth credentials delete cred-abc"
+    )]
+    Delete { credential: String },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Resources {
+    /// List resources.
+    #[command(
+        visible_alias = "ls",
+        after_help = "Example:\n  berth resources list --environment env-abc -o json"
+    )]
+    List {
+        #[arg(long)]
+        project: Option<String>,
+        #[arg(long)]
+        environment: Option<String>,
+    },
+    /// Show a resource (id or slug).
+    #[command(after_help = "Example:\n  berth resources show web")]
+    Show { resource: String },
+    /// Create a resource; with --server and a source it deploys at once.
+    #[command(
+        after_help = "Example:\n  berth resources create web --project prj-abc --environment env-abc \\\n    --server srv-abc --image nginx:1.27 --port 80"
+    )]
+    Create {
+        name: String,
+        #[arg(long)]
+        project: String,
+        #[arg(long)]
+        environment: String,
+        /// application, service, database, cache, compose-stack, worker, static-site, external.
+        #[arg(long, default_value = "application")]
+        kind: String,
+        #[arg(long)]
+        slug: Option<String>,
+        #[arg(long)]
+        server: Option<String>,
+        /// Deploy this Docker image.
+        #[arg(long, conflicts_with = "folder")]
+        image: Option<String>,
+        /// Build the Dockerfile of this folder (a path the controller can read).
+        #[arg(long)]
+        folder: Option<String>,
+        /// The port the application listens on.
+        #[arg(long)]
+        port: Option<u16>,
+    },
+    /// Delete a resource: its containers, route and deployments.
+    #[command(
+        visible_alias = "rm",
+        after_help = "Example:\n  berth resources delete web"
+    )]
+    Delete { resource: String },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Tokens {
+    /// List deploy tokens.
+    #[command(visible_alias = "ls", after_help = "Example:\n  berth tokens list")]
+    List,
+    /// Show a deploy token (never its secret).
+    #[command(after_help = "Example:\n  berth tokens show dtk-abc")]
+    Show { token: String },
+    /// Create a deploy token; its secret is printed once.
+    #[command(after_help = "Example:\n  berth tokens create --name ci --project prj-abc")]
+    Create {
+        #[arg(long)]
+        name: String,
+        /// Limit to these projects (repeatable).
+        #[arg(long = "project")]
+        projects: Vec<String>,
+        /// Limit to these environments (repeatable).
+        #[arg(long = "environment")]
+        environments: Vec<String>,
+        /// Limit to these resources (repeatable).
+        #[arg(long = "resource")]
+        resources: Vec<String>,
+        /// RFC 3339 expiry, e.g. 2027-01-01T00:00:00Z.
+        #[arg(long)]
+        expires_at: Option<String>,
+    },
+    /// Issue a new secret (printed once); the old one is refused at once.
+    #[command(after_help = "Example:\n  berth tokens rotate dtk-abc")]
+    Rotate { token: String },
+    /// Revoke a deploy token.
+    #[command(after_help = "Example:\n  berth tokens revoke dtk-abc")]
+    Revoke { token: String },
+}
+
+#[derive(Args, Debug)]
+pub struct ResourceOption {
+    /// Resource id or slug.
+    #[arg(short, long)]
+    pub resource: String,
+}
+
+#[derive(Args, Debug)]
+pub struct ExposureOption {
+    /// runtime (the container's environment) or build-time (Docker build args).
+    #[arg(long, default_value = "runtime")]
+    pub exposure: String,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Variables {
+    /// The resource's effective configuration (secrets masked), with each entry's scope.
+    #[command(
+        visible_alias = "ls",
+        after_help = "Example:\n  berth env list --resource web"
+    )]
+    List {
+        #[command(flatten)]
+        resource: ResourceOption,
+    },
+    /// Set variables: KEY=VALUE, one or more.
+    #[command(after_help = "Example:\n  berth env set --resource web LOG_LEVEL=debug WORKERS=4")]
+    Set {
+        #[command(flatten)]
+        resource: ResourceOption,
+        #[command(flatten)]
+        exposure: ExposureOption,
+        #[arg(required = true)]
+        assignments: Vec<String>,
+    },
+    /// Delete a variable.
+    #[command(
+        visible_alias = "unset",
+        after_help = "Example:\n  berth env delete --resource web LOG_LEVEL"
+    )]
+    Delete {
+        #[command(flatten)]
+        resource: ResourceOption,
+        #[command(flatten)]
+        exposure: ExposureOption,
+        key: String,
+    },
+    /// Import a .env file: all entries or none (use - for standard input).
+    #[command(after_help = "Example:\n  berth env import .env --resource web")]
+    Import {
+        file: PathBuf,
+        #[command(flatten)]
+        resource: ResourceOption,
+        #[command(flatten)]
+        exposure: ExposureOption,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Secrets {
+    /// List the resource's secrets (values masked).
+    #[command(
+        visible_alias = "ls",
+        after_help = "Example:\n  berth secrets list --resource web"
+    )]
+    List {
+        #[command(flatten)]
+        resource: ResourceOption,
+        #[command(flatten)]
+        exposure: ExposureOption,
+    },
+    /// Create or rotate a secret; the value is read from standard input.
+    #[command(
+        after_help = "Example:\n  printf %s \"$KEY\" | berth secrets set --resource web API_KEY"
+    )]
+    Set {
+        #[command(flatten)]
+        resource: ResourceOption,
+        #[command(flatten)]
+        exposure: ExposureOption,
+        key: String,
+    },
+    /// Delete a secret.
+    #[command(
+        visible_alias = "rm",
+        after_help = "Example:\n  berth secrets delete --resource web API_KEY"
+    )]
+    Delete {
+        #[command(flatten)]
+        resource: ResourceOption,
+        #[command(flatten)]
+        exposure: ExposureOption,
+        key: String,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn every_command_has_an_example() {
+        fn walk(command: &clap::Command, path: &str) {
+            for sub in command.get_subcommands() {
+                let path = format!("{path} {}", sub.get_name());
+                if sub.get_name() == "help" {
+                    continue;
+                }
+                let help = sub
+                    .get_after_help()
+                    .map(|h| h.to_string())
+                    .unwrap_or_default();
+                assert!(help.contains("berth "), "{path} has no example");
+                walk(sub, &path);
+            }
+        }
+        walk(&Cli::command(), "berth");
+    }
+
+    #[test]
+    fn help_documents_the_exit_codes() {
+        let help = Cli::command().render_long_help().to_string();
+        for line in EXIT_CODES_HELP.lines() {
+            assert!(help.contains(line), "{line} missing from --help");
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! The one HTTP client of the CLI: the REST API's base URL, the bearer token, JSON in and out,
+//! and the API's error envelope turned into a [`CliError`].
+
+use std::io::BufReader;
+use std::time::Duration;
+
+use reqwest::Method;
+use reqwest::blocking::{Client, RequestBuilder, Response};
+use serde_json::Value;
+
+use crate::error::{CliError, CliResult};
+use crate::sse::Events;
+
+/// Ordinary calls answer quickly; event streams run as long as a deployment does.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub struct Api {
+    http: Client,
+    base: String,
+    token: Option<String>,
+}
+
+pub type Query<'a> = &'a [(&'a str, String)];
+
+impl Api {
+    pub fn new(base: &str, token: Option<String>) -> CliResult<Self> {
+        let http = Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            // Per request instead (see `send`): a stream has no overall deadline.
+            .timeout(None)
+            .user_agent(concat!("berth-cli/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|error| CliError::failure(format!("HTTP client: {error}")))?;
+        Ok(Self {
+            http,
+            base: base.trim_end_matches('/').to_string(),
+            token,
+        })
+    }
+
+    pub fn get(&self, path: &str, query: Query) -> CliResult<Value> {
+        self.json(Method::GET, path, query, None)
+    }
+
+    pub fn post(&self, path: &str, body: &Value) -> CliResult<Value> {
+        self.json(Method::POST, path, &[], Some(body))
+    }
+
+    pub fn delete(&self, path: &str, body: &Value) -> CliResult<Value> {
+        self.json(Method::DELETE, path, &[], Some(body))
+    }
+
+    /// Opens an event stream and yields each event's `data` as it arrives.
+    pub fn stream(
+        &self,
+        method: Method,
+        path: &str,
+        query: Query,
+        body: Option<&Value>,
+    ) -> CliResult<Events<BufReader<Response>>> {
+        let request = self
+            .request(method, path, query, body)
+            .header("Accept", "text/event-stream");
+        let response = self.send(request, path)?;
+        Ok(Events::new(BufReader::new(response)))
+    }
+
+    fn json(
+        &self,
+        method: Method,
+        path: &str,
+        query: Query,
+        body: Option<&Value>,
+    ) -> CliResult<Value> {
+        let request = self
+            .request(method, path, query, body)
+            .timeout(REQUEST_TIMEOUT);
+        let text = self
+            .send(request, path)?
+            .text()
+            .map_err(|error| self.transport(path, error))?;
+        if text.trim().is_empty() {
+            return Ok(Value::Null);
+        }
+        serde_json::from_str(&text)
+            .map_err(|error| CliError::failure(format!("{path}: the answer is not JSON: {error}")))
+    }
+
+    fn request(
+        &self,
+        method: Method,
+        path: &str,
+        query: Query,
+        body: Option<&Value>,
+    ) -> RequestBuilder {
+        let mut request = self.http.request(method, format!("{}{path}", self.base));
+        if !query.is_empty() {
+            request = request.query(query);
+        }
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        request
+    }
+
+    /// Sends the request; a non-2xx answer becomes the API's error.
+    fn send(&self, request: RequestBuilder, path: &str) -> CliResult<Response> {
+        let response = request
+            .send()
+            .map_err(|error| self.transport(path, error))?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let text = response.text().unwrap_or_default();
+        Err(api_error(status.as_u16(), &text))
+    }
+
+    fn transport(&self, path: &str, error: reqwest::Error) -> CliError {
+        CliError::failure(format!(
+            "cannot reach {}{path}: {error} (is BERTH_URL right?)",
+            self.base
+        ))
+    }
+}
+
+/// The error envelope `{"error":{"code","message",…}}`; any other body keeps its first line.
+pub fn api_error(status: u16, body: &str) -> CliError {
+    let envelope: Option<Value> = serde_json::from_str(body).ok();
+    let field = |name: &str| {
+        envelope
+            .as_ref()
+            .and_then(|e| e["error"][name].as_str())
+            .map(str::to_string)
+    };
+    let fallback = body.lines().next().unwrap_or_default().chars().take(200);
+    CliError::Api {
+        status,
+        code: field("code").unwrap_or_else(|| format!("http_{status}")),
+        message: field("message").unwrap_or_else(|| fallback.collect()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_envelope_gives_code_and_message() {
+        let body = r#"{"error":{"code":"not_found","category":"user","message":"no project prj-x","retriable":false,"details":{}}}"#;
+        match api_error(404, body) {
+            CliError::Api {
+                status,
+                code,
+                message,
+            } => {
+                assert_eq!((status, code.as_str()), (404, "not_found"));
+                assert_eq!(message, "no project prj-x");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_body_that_is_not_the_envelope_is_kept_short() {
+        let error = api_error(502, "Bad Gateway\n<html>…");
+        assert_eq!(error.to_string(), "http_502: Bad Gateway (HTTP 502)");
+        assert_eq!(error.exit_code(), 1);
+    }
+}

@@ -1,0 +1,225 @@
+//! Sign-in, sign-out, the current organization, and organizations.
+
+use std::io::BufRead;
+
+use serde_json::{Value, json};
+
+use super::{Ctx, created, show};
+use crate::cli::{Login, Organizations};
+use crate::config::{self, Config, TokenKind};
+use crate::error::{CliError, CliResult};
+use crate::output::{Column, col, items};
+
+const ORGANIZATION_COLUMNS: &[Column] = &[
+    col("", "/current"),
+    col("ID", "/organizationId"),
+    col("SLUG", "/slug"),
+    col("NAME", "/name"),
+    col("ROLE", "/role"),
+];
+
+pub fn login(ctx: &Ctx, args: Login) -> CliResult<()> {
+    let url = ctx.url()?;
+    let config = match (args.token, args.email) {
+        (Some(token), _) => deploy_token_config(url, token)?,
+        (None, Some(email)) => {
+            let password = password(&email, args.password_stdin)?;
+            session_config(ctx, url, email, &password)?
+        }
+        (None, None) => {
+            return Err(CliError::Usage(
+                "sign in with --email (password prompted) or --token".into(),
+            ));
+        }
+    };
+    config::save(&config)?;
+    let who = config.email.as_deref().unwrap_or("a deploy token");
+    let path = config::path()?;
+    ctx.out.done(
+        &json!({"url": config.url, "email": config.email, "tokenKind": config.token_kind}),
+        &format!(
+            "Signed in to {} as {who} (saved in {})",
+            config.url.as_deref().unwrap_or_default(),
+            path.display()
+        ),
+    );
+    Ok(())
+}
+
+fn password(email: &str, from_stdin: bool) -> CliResult<String> {
+    let password = if from_stdin {
+        let mut line = String::new();
+        std::io::stdin().lock().read_line(&mut line)?;
+        line.trim_end_matches(['\r', '\n']).to_string()
+    } else {
+        rpassword::prompt_password(format!("Password for {email}: ")).map_err(|error| {
+            CliError::Usage(format!(
+                "cannot prompt for a password ({error}): use --password-stdin"
+            ))
+        })?
+    };
+    if password.is_empty() {
+        return Err(CliError::Usage("the password is empty".into()));
+    }
+    Ok(password)
+}
+
+fn session_config(ctx: &Ctx, url: String, email: String, password: &str) -> CliResult<Config> {
+    let body = json!({
+        "email": email, "password": password,
+        "clientKind": "cli", "displayName": "berth CLI",
+    });
+    let answer = ctx
+        .anonymous()?
+        .post("/auth/login", &body)
+        .map_err(|error| match error {
+            CliError::Api {
+                status: 401,
+                code,
+                message,
+            } => CliError::Api {
+                status: 401,
+                code,
+                message: format!("{message} (wrong email or password?)"),
+            },
+            other => other,
+        })?;
+    let token = answer["token"]
+        .as_str()
+        .ok_or_else(|| CliError::failure("the login answer has no token"))?;
+    Ok(Config {
+        url: Some(url),
+        token: Some(token.to_string()),
+        token_kind: Some(TokenKind::Session),
+        email: Some(email),
+    })
+}
+
+/// Checks the token with a cheap read before storing it.
+fn deploy_token_config(url: String, token: String) -> CliResult<Config> {
+    let api = crate::client::Api::new(&url, Some(token.clone()))?;
+    api.get("/projects/count", &[])?;
+    Ok(Config {
+        url: Some(url),
+        token: Some(token),
+        token_kind: Some(TokenKind::DeployToken),
+        email: None,
+    })
+}
+
+pub fn logout(ctx: &Ctx) -> CliResult<()> {
+    let mut config = ctx.config.clone();
+    if config.token.is_none() {
+        ctx.out.done(&Value::Null, "Not signed in");
+        return Ok(());
+    }
+    let mut answer = Value::Null;
+    if config.token_kind == Some(TokenKind::Session) {
+        let api = crate::client::Api::new(&ctx.url()?, config.token.clone())?;
+        match api.post("/auth/logout", &json!({})) {
+            Ok(revoked) => answer = revoked,
+            // A session already gone is signed out all the same.
+            Err(CliError::Api { status: 401, .. }) => {}
+            Err(other) => return Err(other),
+        }
+    }
+    config.token = None;
+    config.token_kind = None;
+    config::save(&config)?;
+    ctx.out.done(&answer, "Signed out");
+    Ok(())
+}
+
+/// `berth context [ORG]`: shows the organizations, or switches to ORG (id or slug).
+pub fn context(ctx: &Ctx, organization: Option<String>) -> CliResult<()> {
+    let api = ctx.api()?;
+    let mut answer = api.get("/organizations/current-context", &[])?;
+    if let Some(name) = organization {
+        let id = organization_id(&answer, &name)?;
+        answer = api.post(
+            "/organizations/current-context/switch",
+            &json!({"organizationId": id}),
+        )?;
+        let slug = answer.pointer("/currentOrganization/slug").cloned();
+        ctx.out.done(
+            &answer,
+            &format!(
+                "Switched to organization {} ({id})",
+                slug.and_then(|s| s.as_str().map(str::to_string))
+                    .unwrap_or_default()
+            ),
+        );
+        return Ok(());
+    }
+    print_organizations(ctx, &answer);
+    Ok(())
+}
+
+/// The id of the organization whose id or slug is `name`, among the caller's.
+fn organization_id(context: &Value, name: &str) -> CliResult<String> {
+    items(context, "/organizations")
+        .iter()
+        .find(|o| o["organizationId"] == name || o["slug"] == name)
+        .and_then(|o| o["organizationId"].as_str().map(str::to_string))
+        .ok_or_else(|| {
+            CliError::NotFound(format!("you are not a member of an organization {name}"))
+        })
+}
+
+/// The caller's organizations, the current one marked `*`.
+fn print_organizations(ctx: &Ctx, context: &Value) {
+    let current = context
+        .pointer("/currentOrganization/organizationId")
+        .cloned();
+    let rows: Vec<Value> = items(context, "/organizations")
+        .into_iter()
+        .map(|mut o| {
+            o["current"] = json!(if Some(&o["organizationId"]) == current.as_ref() {
+                "*"
+            } else {
+                ""
+            });
+            o
+        })
+        .collect();
+    ctx.out
+        .list(context, &rows, ORGANIZATION_COLUMNS, "/organizationId");
+}
+
+pub fn organizations(ctx: &Ctx, command: Organizations) -> CliResult<()> {
+    let api = ctx.api()?;
+    match command {
+        Organizations::List => {
+            let answer = api.get("/organizations/current-context", &[])?;
+            print_organizations(ctx, &answer);
+        }
+        Organizations::Show { organization } => {
+            let context = api.get("/organizations/current-context", &[])?;
+            let id = organization_id(&context, &organization)?;
+            show(
+                ctx,
+                &format!("/organizations/{id}/profile"),
+                &[
+                    col("ID", "/organizationId"),
+                    col("NAME", "/name"),
+                    col("SLUG", "/slug"),
+                    col("ROLE", "/role"),
+                    col("CREATED", "/createdAt"),
+                ],
+                "/organizationId",
+            )?;
+        }
+        Organizations::Create { name, slug } => {
+            let answer = api.post("/organizations", &json!({"name": name, "slug": slug}))?;
+            created(ctx, &answer, "organization", "/id");
+        }
+        Organizations::Delete { organization } => {
+            let context = api.get("/organizations/current-context", &[])?;
+            let id = organization_id(&context, &organization)?;
+            let body = json!({"confirmation": {"organizationId": id}});
+            let answer = api.delete(&format!("/organizations/{id}"), &body)?;
+            ctx.out.done(&answer, &format!("Deleted organization {id}"));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,131 @@
+//! Servers and the SSH credentials they use.
+
+use serde_json::json;
+
+use super::{Ctx, created, id_of, list, show};
+use crate::cli::{Credentials, Servers};
+use crate::error::{CliError, CliResult};
+use crate::output::{Column, col};
+
+const SERVER_COLUMNS: &[Column] = &[
+    col("ID", "/id"),
+    col("NAME", "/name"),
+    col("HOST", "/host"),
+    col("PORT", "/port"),
+    col("STATUS", "/lifecycleStatus"),
+    col("REACHABLE", "/reachable"),
+    col("PROXY", "/proxy/status"),
+    col("DOCKER", "/dockerVersion"),
+];
+
+const CREDENTIAL_COLUMNS: &[Column] = &[
+    col("ID", "/id"),
+    col("NAME", "/name"),
+    col("KIND", "/kind"),
+    col("USERNAME", "/username"),
+    col("FINGERPRINT", "/fingerprint"),
+    col("CREATED", "/createdAt"),
+];
+
+pub fn server_id(ctx: &Ctx, name: &str) -> CliResult<String> {
+    id_of(ctx.api()?, "/servers", "srv-", name)
+}
+
+pub fn servers(ctx: &Ctx, command: Servers) -> CliResult<()> {
+    match command {
+        Servers::List => list(ctx, "/servers", &[], SERVER_COLUMNS, "/id"),
+        Servers::Show { server } => {
+            let id = server_id(ctx, &server)?;
+            let mut fields = SERVER_COLUMNS.to_vec();
+            fields.extend([
+                col("HOST KEY", "/hostKeyFingerprint"),
+                col("BASE DOMAIN", "/baseDomain"),
+                col("LAST CONTACT", "/lastContactAt"),
+            ]);
+            show(ctx, &format!("/servers/{id}"), &fields, "/id")
+        }
+        Servers::Create {
+            name,
+            host,
+            port,
+            username,
+            credential,
+            base_domain,
+        } => {
+            let credential = id_of(ctx.api()?, "/credentials/ssh", "ssh-", &credential)?;
+            let body = json!({
+                "name": name, "host": host, "port": port, "username": username,
+                "credentialId": credential, "baseDomain": base_domain,
+            });
+            let answer = ctx.api()?.post("/servers", &body)?;
+            created(ctx, &answer, "server", "/id");
+            Ok(())
+        }
+        Servers::Activate { server } => lifecycle(ctx, &server, "activate"),
+        Servers::Deactivate { server } => lifecycle(ctx, &server, "deactivate"),
+        Servers::Delete { server } => {
+            let id = server_id(ctx, &server)?;
+            let body = json!({"confirmation": {"serverId": id}});
+            let answer = ctx.api()?.delete(&format!("/servers/{id}"), &body)?;
+            ctx.out.done(&answer, &format!("Deleted server {id}"));
+            Ok(())
+        }
+    }
+}
+
+fn lifecycle(ctx: &Ctx, server: &str, action: &str) -> CliResult<()> {
+    let id = server_id(ctx, server)?;
+    let answer = ctx
+        .api()?
+        .post(&format!("/servers/{id}/{action}"), &json!({}))?;
+    ctx.out.record(&answer, SERVER_COLUMNS, "/id");
+    Ok(())
+}
+
+pub fn credentials(ctx: &Ctx, command: Credentials) -> CliResult<()> {
+    match command {
+        Credentials::List => list(ctx, "/credentials/ssh", &[], CREDENTIAL_COLUMNS, "/id"),
+        Credentials::Show { credential } => {
+            let id = id_of(ctx.api()?, "/credentials/ssh", "ssh-", &credential)?;
+            let answer = ctx.api()?.get(
+                &format!("/credentials/ssh/{id}"),
+                &[("includeUsage", "true".into())],
+            )?;
+            let mut view = answer["credential"].clone();
+            view["servers"] = answer["usage"]["totalServers"].clone();
+            let mut fields = CREDENTIAL_COLUMNS.to_vec();
+            fields.push(col("SERVERS", "/servers"));
+            ctx.out.record_of(&answer, &view, &fields, "/id");
+            Ok(())
+        }
+        Credentials::Create {
+            name,
+            private_key_file,
+            username,
+        } => {
+            let private_key = std::fs::read_to_string(&private_key_file).map_err(|error| {
+                CliError::failure(format!(
+                    "cannot read {}: {error}",
+                    private_key_file.display()
+                ))
+            })?;
+            let body = json!({
+                "name": name, "kind": "ssh-private-key", "privateKey": private_key,
+                "username": username,
+            });
+            let answer = ctx.api()?.post("/credentials/ssh", &body)?;
+            created(ctx, &answer, "SSH credential", "/id");
+            Ok(())
+        }
+        Credentials::Delete { credential } => {
+            let id = id_of(ctx.api()?, "/credentials/ssh", "ssh-", &credential)?;
+            let body = json!({"confirmation": {"credentialId": id}});
+            let answer = ctx
+                .api()?
+                .delete(&format!("/credentials/ssh/{id}"), &body)?;
+            ctx.out
+                .done(&answer, &format!("Deleted SSH credential {id}"));
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,183 @@
+//! Reading how a resource does: runtime logs, health, the diagnostic summary, access-failure
+//! evidence and a deployment's stored timeline.
+
+use berth_crds::access_failure::AccessFailureEvidence;
+use berth_crds::progress::ProgressEvent;
+use reqwest::Method;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::Ctx;
+use super::resources::find_resource;
+use crate::error::{CliError, CliResult};
+use crate::output::{Column, Format, col, items};
+use crate::progress::ProgressView;
+
+pub fn logs(ctx: &Ctx, resource: &str, follow: bool, tail: u32) -> CliResult<()> {
+    let id = find_resource(ctx, resource)?.0.id;
+    let path = format!("/resources/{id}/runtime-logs");
+    let mut query = vec![("tailLines", tail.to_string())];
+    if !follow {
+        let answer = ctx.api()?.get(&path, &query)?;
+        if ctx.out.human() {
+            items(&answer, "/logs").iter().for_each(print_log_line);
+        } else {
+            ctx.out.raw(&answer);
+        }
+        return Ok(());
+    }
+    query.push(("follow", "true".into()));
+    for data in ctx.api()?.stream(Method::GET, &path, &query, None)? {
+        let data = data.map_err(|error| CliError::failure(format!("the stream broke: {error}")))?;
+        if ctx.out.human() {
+            print_log_line(&serde_json::from_str(&data).unwrap_or(Value::Null));
+        } else {
+            // One JSON line per log line, as the API sent it.
+            println!("{data}");
+        }
+    }
+    Ok(())
+}
+
+/// A runtime log line as the container wrote it (already masked by the API).
+fn print_log_line(line: &Value) {
+    println!("{}", line["message"].as_str().unwrap_or_default());
+}
+
+const HEALTH_FIELDS: &[Column] = &[
+    col("RESOURCE", "/resourceId"),
+    col("OVERALL", "/overall"),
+    col("RUNTIME", "/runtime/lifecycle"),
+    col("RUNTIME HEALTH", "/runtime/health"),
+    col("MESSAGE", "/runtime/message"),
+    col("PUBLIC ACCESS", "/publicAccess/status"),
+    col("URL", "/publicAccess/url"),
+    col("DEPLOYMENT", "/latestDeployment/id"),
+    col("DEPLOYMENT STATUS", "/latestDeployment/status"),
+    col("PARTIAL", "/partial"),
+    col("SOURCE ERRORS", "/sourceErrorCodes"),
+    col("OBSERVED", "/observedAt"),
+];
+
+pub fn health(ctx: &Ctx, resource: &str, live: bool) -> CliResult<()> {
+    let id = find_resource(ctx, resource)?.0.id;
+    let mode = if live { "live" } else { "cached" };
+    let answer = ctx
+        .api()?
+        .get(&format!("/resources/{id}/health"), &[("mode", mode.into())])?;
+    let mut view = answer.clone();
+    view["sourceErrorCodes"] = items(&answer, "/sourceErrors")
+        .iter()
+        .map(|e| e["code"].clone())
+        .collect();
+    ctx.out.record_of(&answer, &view, HEALTH_FIELDS, "/overall");
+    Ok(())
+}
+
+pub fn diagnose(ctx: &Ctx, resource: &str, deployment: Option<String>) -> CliResult<()> {
+    let id = find_resource(ctx, resource)?.0.id;
+    let query: Vec<(&str, String)> = deployment
+        .map(|d| ("deploymentId", d))
+        .into_iter()
+        .collect();
+    let answer = ctx
+        .api()?
+        .get(&format!("/resources/{id}/diagnostic-summary"), &query)?;
+    if ctx.out.human() {
+        let markdown = answer.pointer("/copy/markdown").and_then(Value::as_str);
+        println!("{}", markdown.unwrap_or_default().trim_end());
+    } else {
+        ctx.out.raw(&answer);
+    }
+    Ok(())
+}
+
+/// `resources.access-failure-evidence.lookup/v1`; the evidence is the type the controller
+/// stores.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AccessFailureLookup {
+    evidence: AccessFailureEvidence,
+    next_action: String,
+    captured_at: String,
+    expires_at: String,
+}
+
+pub fn why(ctx: &Ctx, request_id: &str) -> CliResult<()> {
+    let answer = ctx
+        .api()?
+        .get(&format!("/resource-access-failures/{request_id}"), &[])?;
+    if !ctx.out.human() {
+        ctx.out.record(&answer, &[], "/requestId");
+        return Ok(());
+    }
+    let lookup: AccessFailureLookup = serde_json::from_value(answer)
+        .map_err(|error| CliError::failure(format!("unexpected access-failure record: {error}")))?;
+    let evidence = &lookup.evidence;
+    let route = evidence.route.clone().unwrap_or_default();
+    let rows = [
+        ("REQUEST", evidence.request_id.clone()),
+        ("CODE", evidence.code.clone()),
+        ("HTTP STATUS", evidence.http_status.to_string()),
+        ("CATEGORY", evidence.category.clone()),
+        ("PHASE", evidence.phase.clone()),
+        (
+            "CAUSE",
+            evidence.cause_code.clone().unwrap_or_else(|| "-".into()),
+        ),
+        (
+            "REQUEST URL",
+            format!("{} {}", evidence.affected.method, evidence.affected.url),
+        ),
+        ("RESOURCE", route.resource_id.unwrap_or_else(|| "-".into())),
+        (
+            "DEPLOYMENT",
+            route.deployment_id.unwrap_or_else(|| "-".into()),
+        ),
+        ("SERVER", route.server_id.unwrap_or_else(|| "-".into())),
+        ("NEXT ACTION", lookup.next_action),
+        ("CAPTURED", lookup.captured_at),
+        ("EXPIRES", lookup.expires_at),
+    ];
+    for (header, value) in rows {
+        println!(
+            "{}  {value}",
+            ctx.out
+                .paint(crate::output::Style::Bold, &format!("{header:11}"))
+        );
+    }
+    Ok(())
+}
+
+pub fn timeline(ctx: &Ctx, resource: &str, deployment: &str) -> CliResult<()> {
+    let id = find_resource(ctx, resource)?.0.id;
+    let path = format!("/resources/{id}/deployments/{deployment}/timeline");
+    // Every page, so the whole timeline is shown (and printed as one answer with -o).
+    let mut answer = ctx.api()?.get(&path, &[])?;
+    let mut entries = items(&answer, "/entries");
+    while let Some(after) = answer.get("nextAfter").and_then(Value::as_i64) {
+        answer = ctx.api()?.get(&path, &[("after", after.to_string())])?;
+        entries.extend(items(&answer, "/entries"));
+    }
+    if !ctx.out.human() {
+        if let Some(object) = answer.as_object_mut() {
+            object.remove("nextAfter");
+            object.insert("entries".into(), Value::Array(entries));
+        }
+        match ctx.out.format {
+            Format::Table => ctx.out.record(&answer, &[], "/deploymentId"),
+            _ => ctx.out.raw(&answer),
+        }
+        return Ok(());
+    }
+    let mut view = ProgressView::default();
+    for entry in entries {
+        // An entry is a progress event with its `sequence`.
+        let event: ProgressEvent = serde_json::from_value(entry)
+            .map_err(|error| CliError::failure(format!("unexpected timeline entry: {error}")))?;
+        for line in view.lines(&ctx.out, &event) {
+            println!("{line}");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,291 @@
+//! Resources, their variables (with `env import FILE`) and their secrets.
+
+use std::io::Read;
+
+use berth_crds::resource::AccessSummary;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::infra::server_id;
+use super::workspace::{environment_id, project_id};
+use super::{Ctx, created, resolve};
+use crate::cli::{ExposureOption, ResourceOption, Resources, Secrets, Variables};
+use crate::error::{CliError, CliResult};
+use crate::output::{Column, col, items};
+
+const RESOURCE_COLUMNS: &[Column] = &[
+    col("ID", "/id"),
+    col("SLUG", "/slug"),
+    col("NAME", "/name"),
+    col("KIND", "/kind"),
+    col("ENVIRONMENT", "/environmentId"),
+    col("DEPLOYMENTS", "/deploymentCount"),
+    col("LAST", "/lastDeploymentStatus"),
+    col("URL", "/accessSummary/latestGeneratedAccessRoute/url"),
+];
+
+const VARIABLE_COLUMNS: &[Column] = &[
+    col("KEY", "/key"),
+    col("VALUE", "/value"),
+    col("EXPOSURE", "/exposure"),
+    col("SCOPE", "/scope"),
+    col("SECRET", "/isSecret"),
+];
+
+/// What the CLI needs of a resource list item (spec §2.2 "Resource"); the access summary is
+/// the type the controller writes.
+#[derive(Deserialize, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceRef {
+    pub id: String,
+    pub slug: String,
+    pub project_id: String,
+    pub environment_id: String,
+    #[serde(default)]
+    pub access_summary: Option<AccessSummary>,
+}
+
+impl ResourceRef {
+    /// The URL that serves the resource: its latest applied route, else the planned one.
+    pub fn url(&self) -> Option<String> {
+        let summary = self.access_summary.as_ref()?;
+        [
+            &summary.latest_server_applied_domain_route,
+            &summary.latest_durable_domain_route,
+            &summary.latest_generated_access_route,
+        ]
+        .into_iter()
+        .find_map(|route| route.as_ref().map(|r| r.url.clone()))
+        .or_else(|| {
+            summary
+                .planned_generated_access_route
+                .as_ref()
+                .map(|r| r.url.clone())
+        })
+    }
+}
+
+/// The resource whose id, slug or name is `name`, as listed.
+pub fn find_resource(ctx: &Ctx, name: &str) -> CliResult<(ResourceRef, Value)> {
+    let item = resolve(ctx.api()?, "/resources", &[], "id", name)?;
+    let resource = serde_json::from_value(item.clone())
+        .map_err(|error| CliError::failure(format!("unexpected resource record: {error}")))?;
+    Ok((resource, item))
+}
+
+pub fn resources(ctx: &Ctx, command: Resources) -> CliResult<()> {
+    match command {
+        Resources::List {
+            project,
+            environment,
+        } => {
+            let mut query = Vec::new();
+            if let Some(project) = project {
+                query.push(("projectId", project_id(ctx, &project)?));
+            }
+            if let Some(environment) = environment {
+                query.push(("environmentId", environment_id(ctx, &environment)?));
+            }
+            super::list(ctx, "/resources", &query, RESOURCE_COLUMNS, "/id")
+        }
+        Resources::Show { resource } => {
+            let (_, item) = find_resource(ctx, &resource)?;
+            let mut fields = RESOURCE_COLUMNS.to_vec();
+            fields.extend([
+                col("PROJECT", "/projectId"),
+                col("PORT", "/networkProfile/internalPort"),
+                col("ROUTE", "/proxyRouteStatus"),
+                col("LAST DEPLOYMENT", "/lastDeploymentId"),
+                col("CREATED", "/createdAt"),
+            ]);
+            ctx.out.record(&item, &fields, "/id");
+            Ok(())
+        }
+        Resources::Create {
+            name,
+            project,
+            environment,
+            kind,
+            slug,
+            server,
+            image,
+            folder,
+            port,
+        } => {
+            let source = match (image, folder) {
+                (Some(image), _) => json!({"kind": "docker-image", "locator": image}),
+                (None, Some(folder)) => json!({"kind": "local-folder", "locator": folder}),
+                (None, None) => Value::Null,
+            };
+            let server = server.map(|s| server_id(ctx, &s)).transpose()?;
+            let body = json!({
+                "projectId": project_id(ctx, &project)?,
+                "environmentId": environment_id(ctx, &environment)?,
+                "name": name, "kind": kind, "slug": slug, "serverId": server,
+                "source": source,
+                "networkProfile": port.map(|p| json!({"internalPort": p})),
+            });
+            let answer = ctx.api()?.post("/resources", &body)?;
+            created(ctx, &answer, "resource", "/id");
+            Ok(())
+        }
+        Resources::Delete { resource } => {
+            let (resource, _) = find_resource(ctx, &resource)?;
+            let body = json!({"confirmation": {"resourceSlug": resource.slug}});
+            let answer = ctx
+                .api()?
+                .delete(&format!("/resources/{}", resource.id), &body)?;
+            ctx.out
+                .done(&answer, &format!("Deleted resource {}", resource.id));
+            Ok(())
+        }
+    }
+}
+
+fn resource_id(ctx: &Ctx, option: &ResourceOption) -> CliResult<String> {
+    Ok(find_resource(ctx, &option.resource)?.0.id)
+}
+
+pub fn variables(ctx: &Ctx, command: Variables) -> CliResult<()> {
+    match command {
+        Variables::List { resource } => {
+            let id = resource_id(ctx, &resource)?;
+            let answer = ctx
+                .api()?
+                .get(&format!("/resources/{id}/effective-config"), &[])?;
+            let entries = items(&answer, "/effectiveEntries");
+            ctx.out.list(&answer, &entries, VARIABLE_COLUMNS, "/key");
+            Ok(())
+        }
+        Variables::Set {
+            resource,
+            exposure,
+            assignments,
+        } => {
+            let id = resource_id(ctx, &resource)?;
+            for assignment in &assignments {
+                let (key, value) = assignment
+                    .split_once('=')
+                    .ok_or_else(|| CliError::Usage(format!("{assignment}: expected KEY=VALUE")))?;
+                let body = json!({"key": key, "value": value, "exposure": exposure.exposure});
+                ctx.api()?
+                    .post(&format!("/resources/{id}/variables"), &body)?;
+                // Never echo the value: a secret-looking key is stored as a secret.
+                ctx.out
+                    .done(&Value::Null, &format!("Set {key} ({})", exposure.exposure));
+            }
+            Ok(())
+        }
+        Variables::Delete {
+            resource,
+            exposure,
+            key,
+        } => {
+            let id = resource_id(ctx, &resource)?;
+            let body = json!({"exposure": exposure.exposure});
+            ctx.api()?
+                .delete(&format!("/resources/{id}/variables/{key}"), &body)?;
+            ctx.out.done(&Value::Null, &format!("Deleted {key}"));
+            Ok(())
+        }
+        Variables::Import {
+            file,
+            resource,
+            exposure,
+        } => import(ctx, &file, &resource, &exposure),
+    }
+}
+
+/// `env import FILE`: the file's text as the API's env-file import (all entries or none).
+fn import(
+    ctx: &Ctx,
+    file: &std::path::Path,
+    resource: &ResourceOption,
+    exposure: &ExposureOption,
+) -> CliResult<()> {
+    let content = if file.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text)?;
+        text
+    } else {
+        std::fs::read_to_string(file).map_err(|error| {
+            CliError::failure(format!("cannot read {}: {error}", file.display()))
+        })?
+    };
+    let id = resource_id(ctx, resource)?;
+    let body = json!({"content": content, "exposure": exposure.exposure});
+    let answer = ctx
+        .api()?
+        .post(&format!("/resources/{id}/variables/import"), &body)?;
+    let imported = items(&answer, "/importedEntries");
+    ctx.out.list(
+        &answer,
+        &imported,
+        &[
+            col("KEY", "/key"),
+            col("VALUE", "/value"),
+            col("EXPOSURE", "/exposure"),
+            col("SECRET", "/isSecret"),
+            col("ACTION", "/action"),
+            col("LINE", "/sourceLine"),
+        ],
+        "/key",
+    );
+    Ok(())
+}
+
+pub fn secrets(ctx: &Ctx, command: Secrets) -> CliResult<()> {
+    match command {
+        Secrets::List { resource, exposure } => {
+            let id = resource_id(ctx, &resource)?;
+            let answer = ctx.api()?.get(
+                &format!("/resources/{id}/secrets"),
+                &[("exposure", exposure.exposure)],
+            )?;
+            ctx.out
+                .list(&answer, &items(&answer, "/items"), VARIABLE_COLUMNS, "/key");
+            Ok(())
+        }
+        Secrets::Set {
+            resource,
+            exposure,
+            key,
+        } => {
+            let id = resource_id(ctx, &resource)?;
+            let mut value = String::new();
+            std::io::stdin().read_to_string(&mut value)?;
+            let value = value.trim_end_matches(['\r', '\n']);
+            if value.is_empty() {
+                return Err(CliError::Usage(
+                    "pipe the secret's value into standard input".into(),
+                ));
+            }
+            let api = ctx.api()?;
+            let exposure = exposure.exposure;
+            let body = json!({"key": key, "value": value, "exposure": exposure});
+            // Create; an existing secret is rotated instead.
+            let answer = match api.post(&format!("/resources/{id}/secrets"), &body) {
+                Err(CliError::Api { status: 409, .. }) => api.post(
+                    &format!("/resources/{id}/secrets/{key}"),
+                    &json!({"value": value, "exposure": exposure}),
+                )?,
+                other => other?,
+            };
+            ctx.out.done(&answer, &format!("Set secret {key}"));
+            Ok(())
+        }
+        Secrets::Delete {
+            resource,
+            exposure,
+            key,
+        } => {
+            let id = resource_id(ctx, &resource)?;
+            let body = json!({"exposure": exposure.exposure});
+            let answer = ctx
+                .api()?
+                .delete(&format!("/resources/{id}/secrets/{key}"), &body)?;
+            ctx.out.done(&answer, &format!("Deleted secret {key}"));
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! Projects and environments.
+
+use serde_json::json;
+
+use super::{Ctx, created, id_of, list, show};
+use crate::cli::{Environments, Projects};
+use crate::error::CliResult;
+use crate::output::{Column, col};
+
+const PROJECT_COLUMNS: &[Column] = &[
+    col("ID", "/id"),
+    col("SLUG", "/slug"),
+    col("NAME", "/name"),
+    col("STATUS", "/lifecycleStatus"),
+    col("CREATED", "/createdAt"),
+];
+
+const ENVIRONMENT_COLUMNS: &[Column] = &[
+    col("ID", "/id"),
+    col("PROJECT", "/projectId"),
+    col("NAME", "/name"),
+    col("KIND", "/kind"),
+    col("STATUS", "/lifecycleStatus"),
+    col("CREATED", "/createdAt"),
+];
+
+/// A project's id from its id, slug or name.
+pub fn project_id(ctx: &Ctx, name: &str) -> CliResult<String> {
+    id_of(ctx.api()?, "/projects", "prj-", name)
+}
+
+pub fn projects(ctx: &Ctx, command: Projects) -> CliResult<()> {
+    match command {
+        Projects::List => list(ctx, "/projects", &[], PROJECT_COLUMNS, "/id"),
+        Projects::Show { project } => {
+            let id = project_id(ctx, &project)?;
+            show(ctx, &format!("/projects/{id}"), PROJECT_COLUMNS, "/id")
+        }
+        Projects::Create { name, description } => {
+            let body = json!({"name": name, "description": description});
+            let answer = ctx.api()?.post("/projects", &body)?;
+            created(ctx, &answer, "project", "/id");
+            Ok(())
+        }
+        Projects::Delete { project } => {
+            let id = project_id(ctx, &project)?;
+            let body = json!({"confirmation": {"projectId": id}});
+            let answer = ctx.api()?.delete(&format!("/projects/{id}"), &body)?;
+            ctx.out.done(&answer, &format!("Archived project {id}"));
+            Ok(())
+        }
+    }
+}
+
+/// An environment's id from its id or name (names are unique within a project only).
+pub fn environment_id(ctx: &Ctx, name: &str) -> CliResult<String> {
+    id_of(ctx.api()?, "/environments", "env-", name)
+}
+
+pub fn environments(ctx: &Ctx, command: Environments) -> CliResult<()> {
+    match command {
+        Environments::List { project } => {
+            let query = match project {
+                Some(project) => vec![("projectId", project_id(ctx, &project)?)],
+                None => Vec::new(),
+            };
+            list(ctx, "/environments", &query, ENVIRONMENT_COLUMNS, "/id")
+        }
+        Environments::Show { environment } => {
+            let id = environment_id(ctx, &environment)?;
+            show(
+                ctx,
+                &format!("/environments/{id}"),
+                ENVIRONMENT_COLUMNS,
+                "/id",
+            )
+        }
+        Environments::Create {
+            project,
+            name,
+            kind,
+        } => {
+            let body = json!({"projectId": project_id(ctx, &project)?, "name": name, "kind": kind});
+            let answer = ctx.api()?.post("/environments", &body)?;
+            created(ctx, &answer, "environment", "/id");
+            Ok(())
+        }
+        Environments::Delete {
+            environment,
+            reason,
+        } => {
+            let id = environment_id(ctx, &environment)?;
+            let body = json!({"reason": reason});
+            let answer = ctx
+                .api()?
+                .post(&format!("/environments/{id}/archive"), &body)?;
+            ctx.out.done(&answer, &format!("Archived environment {id}"));
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,73 @@
+//! `berth`: Berth's command-line client. It talks only to the REST API; the record types it
+//! reads (progress events, access-failure evidence, access summaries) are `berth-crds`'s, the
+//! ones the server writes.
+
+mod cli;
+mod client;
+mod commands;
+mod config;
+mod error;
+mod output;
+mod progress;
+mod sse;
+
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser};
+
+use cli::{Cli, Command};
+use commands::{Ctx, account, deploy, infra, observe, resources, tokens, workspace};
+use error::CliResult;
+use output::Output;
+
+fn main() -> ExitCode {
+    // clap exits with 2 on usage errors and 0 for --help/--version.
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::from(error.exit_code())
+        }
+    }
+}
+
+fn run(cli: Cli) -> CliResult<()> {
+    if let Command::Completion { shell } = cli.command {
+        clap_complete::generate(shell, &mut Cli::command(), "berth", &mut std::io::stdout());
+        return Ok(());
+    }
+    let out = Output::new(cli.global.output, cli.global.quiet);
+    let ctx = Ctx::new(out, cli.global.url)?;
+    match cli.command {
+        Command::Login(args) => account::login(&ctx, args),
+        Command::Logout => account::logout(&ctx),
+        Command::Context { organization } => account::context(&ctx, organization),
+        Command::Organizations(command) => account::organizations(&ctx, command),
+        Command::Projects(command) => workspace::projects(&ctx, command),
+        Command::Environments(command) => workspace::environments(&ctx, command),
+        Command::Servers(command) => infra::servers(&ctx, command),
+        Command::Credentials(command) => infra::credentials(&ctx, command),
+        Command::Resources(command) => resources::resources(&ctx, command),
+        Command::Tokens(command) => tokens::tokens(&ctx, command),
+        Command::Variables(command) => resources::variables(&ctx, command),
+        Command::Secrets(command) => resources::secrets(&ctx, command),
+        Command::Deploy { resource, server } => deploy::deploy(&ctx, &resource, server),
+        Command::Logs {
+            resource,
+            follow,
+            tail,
+        } => observe::logs(&ctx, &resource, follow, tail),
+        Command::Health { resource, live } => observe::health(&ctx, &resource, live),
+        Command::Diagnose {
+            resource,
+            deployment,
+        } => observe::diagnose(&ctx, &resource, deployment),
+        Command::Why { request_id } => observe::why(&ctx, &request_id),
+        Command::Timeline {
+            resource,
+            deployment,
+        } => observe::timeline(&ctx, &resource, &deployment),
+        Command::Completion { .. } => unreachable!("handled above"),
+    }
+}
