@@ -116,6 +116,8 @@ Berth is running (set up in $1 s).
   REST API         $BERTH_URL   (OpenAPI: $BERTH_URL/openapi.json)   log: .berth/shim.log
   administrator    \$BERTH_ADMIN_EMAIL / \$BERTH_ADMIN_PASSWORD (in .berth/dev.env)
   try it           source .berth/dev.env && curl -s \$BERTH_URL/bootstrap/auth/status
+  berth CLI        $BERTH_BIN_DIR/berth   (built with Berth; put it on PATH, or link it as kubectl-berth)
+                   echo "\$BERTH_ADMIN_PASSWORD" | berth login --email "\$BERTH_ADMIN_EMAIL" --password-stdin
   controller       http://$CONTROLLER_ADDR/metrics   log: .berth/controller.log
   API server       $(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')
   local server     ssh -i \$BERTH_SSH_KEY -p \$BERTH_SSH_PORT root@127.0.0.1

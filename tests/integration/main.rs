@@ -2,6 +2,7 @@
 //! Every test here runs against the real local stack.
 
 mod bookkeeping;
+mod cli;
 mod controller_process;
 mod crd_manifests;
 mod crd_validation;

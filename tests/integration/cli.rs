@@ -1,0 +1,423 @@
+//! The `berth` binary against the running shim, as a person or a script uses it: sign-in
+//! (and a wrong password), context switch, projects and environments with `-o json`, `env
+//! import`, a deploy that succeeds and one that fails, and a revoked deploy token. Each test
+//! has its own config dir, so nothing is shared but the stack.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use berth_crds::member::{Member, MemberSpec, OrganizationRole};
+use berth_tests::rest::{TestOrg, TestUser, base_url};
+use berth_tests::{client, eventually, random_suffix};
+use kube::Api;
+use kube::api::PostParams;
+use serde_json::{Value, json};
+
+use crate::deploy_support::{WAIT, delete_resource, ready_server, remove_server, wait_listed_with};
+use crate::shim_projects_envs::{environment, project};
+
+/// Exit codes `berth --help` documents.
+const AUTH: i32 = 3;
+const NOT_FOUND: i32 = 4;
+
+/// A person at a terminal: their own HOME and config dir, and the built binary.
+struct Berth {
+    home: tempfile::TempDir,
+}
+
+#[derive(Debug)]
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    /// Asserts success and returns stdout.
+    #[track_caller]
+    fn ok(self) -> String {
+        assert_eq!(self.code, 0, "berth failed: {self:#?}");
+        self.stdout
+    }
+
+    /// Asserts success and parses stdout as JSON.
+    #[track_caller]
+    fn json(self) -> Value {
+        let stdout = self.ok();
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+    }
+}
+
+fn binary() -> PathBuf {
+    let dir = std::env::var("BERTH_BIN_DIR").expect("BERTH_BIN_DIR (hack/test.sh sets it)");
+    PathBuf::from(dir).join("berth")
+}
+
+impl Berth {
+    fn new() -> Self {
+        Self {
+            home: tempfile::tempdir().expect("a temporary HOME"),
+        }
+    }
+
+    fn config_file(&self) -> PathBuf {
+        self.home.path().join("config/berth/config.json")
+    }
+
+    async fn run(&self, args: &[&str]) -> Run {
+        self.run_with(&binary(), args, None, &[]).await
+    }
+
+    /// Runs `program` with `args`, `stdin` piped in and extra `env`; BERTH_TOKEN only when
+    /// given, colour off.
+    async fn run_with(
+        &self,
+        program: &std::path::Path,
+        args: &[&str],
+        stdin: Option<&str>,
+        env: &[(&str, &str)],
+    ) -> Run {
+        let mut command = std::process::Command::new(program);
+        command
+            .args(args)
+            .env("HOME", self.home.path())
+            .env("XDG_CONFIG_HOME", self.home.path().join("config"))
+            .env("BERTH_URL", base_url())
+            .env("NO_COLOR", "1")
+            .env_remove("BERTH_TOKEN")
+            .envs(env.iter().copied())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let stdin = stdin.unwrap_or_default().to_string();
+        // Off the async threads: a deploy runs for a while, and others run beside it.
+        let output = tokio::task::spawn_blocking(move || {
+            let mut child = command.spawn().expect("the berth binary runs");
+            let mut input = child.stdin.take().expect("stdin");
+            input.write_all(stdin.as_bytes()).expect("stdin written");
+            drop(input);
+            child.wait_with_output().expect("berth's output")
+        });
+        let output = tokio::time::timeout(Duration::from_secs(300), output)
+            .await
+            .expect("berth finished within 5 minutes")
+            .expect("the runner thread");
+        Run {
+            code: output.status.code().expect("an exit code"),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    async fn login(&self, user: &TestUser) {
+        let args = ["login", "--email", &user.email, "--password-stdin"];
+        let password = format!("{}\n", user.password);
+        let run = self.run_with(&binary(), &args, Some(&password), &[]).await;
+        assert!(run.ok().contains("Signed in"));
+    }
+}
+
+/// Makes `user` a member of `org` too, and waits until the REST API sees it.
+async fn add_member(client: &kube::Client, org: &TestOrg, user: &TestUser) {
+    let member = Member::new(
+        &format!("mem-{}", random_suffix()),
+        MemberSpec {
+            user_id: user.user_id.clone(),
+            email: user.email.clone(),
+            role: OrganizationRole::Member,
+            active: true,
+        },
+    );
+    Api::<Member>::namespaced(client.clone(), &org.namespace)
+        .create(&PostParams::default(), &member)
+        .await
+        .expect("create member");
+    eventually(WAIT, "second membership visible", || async {
+        let context = user.rest.get("/organizations/current-context").await.ok();
+        let organizations = context["organizations"].as_array()?.clone();
+        organizations
+            .iter()
+            .any(|o| o["organizationId"] == org.id.as_str())
+            .then_some(())
+    })
+    .await;
+}
+
+fn ids(list: &Value) -> Vec<&str> {
+    list["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter_map(|item| item["id"].as_str())
+        .collect()
+}
+
+#[tokio::test]
+async fn cli_signs_in_switches_context_and_manages_projects_and_environments() {
+    let client = client().await;
+    let mut home_org = TestOrg::new(&client).await;
+    let other_org = TestOrg::new(&client).await;
+    let user = home_org.user(OrganizationRole::Owner).await;
+    add_member(&client, &other_org, &user).await;
+    let berth = Berth::new();
+
+    // Not signed in yet: exit 3 and a hint.
+    let run = berth.run(&["projects", "list"]).await;
+    assert_eq!(run.code, AUTH, "{run:#?}");
+    assert!(run.stderr.contains("berth login"), "{run:#?}");
+
+    // A wrong password is refused with exit 3, the API's code and a clear message.
+    let args = ["login", "--email", &user.email, "--password-stdin"];
+    let run = berth
+        .run_with(&binary(), &args, Some("not-the-password\n"), &[])
+        .await;
+    assert_eq!(run.code, AUTH, "{run:#?}");
+    assert!(run.stderr.contains("wrong email or password"), "{run:#?}");
+    assert!(!berth.config_file().exists(), "nothing stored on failure");
+
+    berth.login(&user).await;
+    let stored = std::fs::read_to_string(berth.config_file()).unwrap();
+    assert!(
+        !stored.contains(&user.password),
+        "the password is never stored"
+    );
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(berth.config_file())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    // Context: both organizations listed, the switch sticks (it is the session's).
+    let context = berth.run(&["context", "-o", "json"]).await.json();
+    assert_eq!(context["organizations"].as_array().unwrap().len(), 2);
+    let table = berth.run(&["context"]).await.ok();
+    assert!(table.lines().next().unwrap().contains("SLUG"), "{table}");
+    berth.run(&["context", &other_org.id]).await.ok();
+    let context = berth.run(&["context", "-o", "json"]).await.json();
+    assert_eq!(
+        context["currentOrganization"]["organizationId"],
+        other_org.id.as_str()
+    );
+    let run = berth.run(&["context", "no-such-org"]).await;
+    assert_eq!(run.code, NOT_FOUND, "{run:#?}");
+    berth.run(&["context", &home_org.id]).await.ok();
+
+    // Projects and environments, created by name, listed as the API's JSON, archived.
+    let project_id = berth.run(&["projects", "create", "Shop", "-q"]).await.ok();
+    let project_id = project_id.trim();
+    assert!(project_id.starts_with("prj-"), "{project_id}");
+    let listed = berth.run(&["projects", "list", "-o", "json"]).await.json();
+    assert_eq!(ids(&listed), vec![project_id]);
+    assert_eq!(listed["items"][0]["organizationId"], home_org.id.as_str());
+    let create_env = [
+        "environments",
+        "create",
+        "--project",
+        "Shop",
+        "prod",
+        "--kind",
+        "production",
+        "-q",
+    ];
+    let environment_id = berth.run(&create_env).await.ok().trim().to_string();
+    assert!(environment_id.starts_with("env-"), "{environment_id}");
+    let listed = berth
+        .run(&["envs", "list", "--project", project_id, "-o", "json"])
+        .await
+        .json();
+    assert_eq!(ids(&listed), vec![environment_id.as_str()]);
+    assert_eq!(listed["items"][0]["kind"], "production");
+    let table = berth.run(&["envs", "list"]).await.ok();
+    let header = table.lines().next().unwrap();
+    assert!(
+        header.starts_with("ID") && header.contains("KIND"),
+        "{table}"
+    );
+    assert!(table.contains(&environment_id) && table.contains("production"));
+    let yaml = berth
+        .run(&["projects", "show", project_id, "-o", "yaml"])
+        .await
+        .ok();
+    assert!(yaml.contains(&format!("id: {project_id}")), "{yaml}");
+
+    berth.run(&["envs", "delete", &environment_id]).await.ok();
+    let shown = berth
+        .run(&["envs", "show", &environment_id, "-o", "json"])
+        .await
+        .json();
+    assert_eq!(shown["lifecycleStatus"], "archived");
+    berth.run(&["projects", "delete", project_id]).await.ok();
+    let listed = berth.run(&["projects", "list", "-o", "json"]).await.json();
+    assert!(ids(&listed).is_empty(), "{listed}");
+    let run = berth.run(&["projects", "show", "prj-missing"]).await;
+    assert_eq!(run.code, NOT_FOUND, "{run:#?}");
+    assert!(run.stderr.contains("not_found"), "{run:#?}");
+
+    // argv[0] does not matter: the same binary as the kubectl plugin.
+    let plugin = berth.home.path().join("kubectl-berth");
+    std::os::unix::fs::symlink(binary(), &plugin).unwrap();
+    let run = berth.run_with(&plugin, &["context", "-q"], None, &[]).await;
+    let mut listed: Vec<String> = run.ok().lines().map(str::to_string).collect();
+    listed.sort();
+    let mut expected = vec![home_org.id.clone(), other_org.id.clone()];
+    expected.sort();
+    assert_eq!(listed, expected);
+
+    // Signed out: the session is revoked, and the next command says so.
+    berth.run(&["logout"]).await.ok();
+    let run = berth.run(&["projects", "list"]).await;
+    assert_eq!(run.code, AUTH, "{run:#?}");
+}
+
+#[tokio::test]
+async fn cli_refuses_an_invalid_or_revoked_deploy_token_with_exit_3() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let owner = org.user(OrganizationRole::Owner).await;
+    let berth = Berth::new();
+    berth.login(&owner).await;
+
+    let secret = berth
+        .run(&["tokens", "create", "--name", "ci", "-q"])
+        .await
+        .ok()
+        .trim()
+        .to_string();
+    assert!(!secret.is_empty());
+    let tokens = berth.run(&["tokens", "list", "-o", "json"]).await.json();
+    let token = tokens["items"][0].clone();
+    assert_eq!(token["displayName"], "ci");
+    let listed = berth.run(&["tokens", "list"]).await.ok();
+    assert!(
+        !listed.contains(&secret),
+        "a listed token never shows its secret"
+    );
+
+    let ci = Berth::new();
+    let env = [("BERTH_TOKEN", secret.as_str())];
+    let run = ci
+        .run_with(&binary(), &["projects", "list", "-o", "json"], None, &env)
+        .await;
+    run.json();
+
+    let token_id = token["tokenId"].as_str().unwrap();
+    berth.run(&["tokens", "revoke", token_id]).await.ok();
+    let run = ci
+        .run_with(&binary(), &["projects", "list"], None, &env)
+        .await;
+    assert_eq!(run.code, AUTH, "{run:#?}");
+    assert!(run.stderr.contains("unauthenticated"), "{run:#?}");
+
+    let run = ci.run(&["login", "--token", "not-a-token"]).await;
+    assert_eq!(run.code, AUTH, "{run:#?}");
+    assert!(!ci.config_file().exists(), "an invalid token is not stored");
+}
+
+/// A resource of the sample app on `server`, serving `/healthz` (or a `health` path that
+/// fails, for a deploy that fails).
+async fn sample_resource(
+    user: &TestUser,
+    ids: (&str, &str, &str),
+    slug: &str,
+    image: &str,
+    health: &str,
+) -> String {
+    let (project, environment, server) = ids;
+    let body = json!({
+        "projectId": project, "environmentId": environment, "name": slug, "slug": slug,
+        "kind": "application", "serverId": server,
+        "source": {"kind": "docker-image", "locator": image},
+        "networkProfile": {"internalPort": 8080},
+        "runtimeProfile": {"healthCheck": {"path": health, "intervalSeconds": 1, "retries": 1}},
+    });
+    let created = user.rest.post("/resources", body).await.ok();
+    created["id"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn cli_imports_an_env_file_and_deploys_with_progress_or_the_error_code() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let admin = org.user(OrganizationRole::Admin).await;
+    let (server, _) = ready_server(&admin.rest).await;
+    let shop = project(&admin.rest, "Shop").await;
+    let prod = environment(&admin.rest, &shop, "prod").await;
+    let ids = (shop.as_str(), prod.as_str(), server.as_str());
+    let good = format!("cligood{}", random_suffix());
+    let broken = format!("clibroken{}", random_suffix());
+    let good_id = sample_resource(&admin, ids, &good, "berth/sample-app:2", "/healthz").await;
+    let broken_id = sample_resource(&admin, ids, &broken, "berth/sample-app:1", "/nope").await;
+    let berth = Berth::new();
+    berth.login(&admin).await;
+
+    // env import: a .env file, all entries at once, shown in the effective configuration.
+    let file = berth.home.path().join("app.env");
+    std::fs::write(&file, "# app\nGREETING=hello\nEMPTY=\n").unwrap();
+    let file = file.to_str().unwrap();
+    let imported = berth
+        .run(&["env", "import", file, "--resource", &good, "-o", "json"])
+        .await
+        .json();
+    let keys: Vec<&str> = imported["importedEntries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, vec!["GREETING", "EMPTY"]);
+    let listed = berth.run(&["env", "list", "-r", &good]).await.ok();
+    assert!(
+        listed
+            .lines()
+            .any(|l| l.starts_with("GREETING") && l.contains("hello")),
+        "{listed}"
+    );
+
+    // The controller's own first attempts end first; then both deploy through the stream.
+    tokio::join!(
+        wait_listed_with(&admin.rest, &good_id, "succeeded"),
+        wait_listed_with(&admin.rest, &broken_id, "failed"),
+    );
+    let (deploy_good, deploy_broken) = (["deploy", &good], ["deploy", &broken]);
+    let (succeeded, failed) = tokio::join!(berth.run(&deploy_good), berth.run(&deploy_broken));
+    let shown = succeeded.ok();
+    let step = shown.find("step 1/5").unwrap_or_else(|| panic!("{shown}"));
+    let url = shown
+        .find(&format!("URL: http://{good}.localhost"))
+        .unwrap_or_else(|| panic!("{shown}"));
+    assert!(step < url, "progress, then the URL: {shown}");
+    assert!(shown.contains("step 5/5"), "{shown}");
+    assert_eq!(failed.code, 1, "{failed:#?}");
+    assert!(failed.stdout.contains("step 1/5"), "{failed:#?}");
+    assert!(
+        failed.stderr.contains("(health_check_failed)"),
+        "{failed:#?}"
+    );
+
+    // The attempt's timeline and the resource's health read back through the CLI too.
+    let listed = berth.run(&["resources", "list", "-o", "json"]).await.json();
+    let item = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["id"] == good_id.as_str())
+        .cloned()
+        .expect("the resource is listed");
+    let deployment = item["lastDeploymentId"].as_str().unwrap();
+    let timeline = berth.run(&["timeline", &good, deployment]).await.ok();
+    assert!(
+        timeline.contains("step 5/5") && timeline.contains("succeeded"),
+        "{timeline}"
+    );
+    let health = berth.run(&["health", &good, "-o", "json"]).await.json();
+    assert_eq!(health["resourceId"], good_id.as_str());
+    let diagnosis = berth.run(&["diagnose", &broken]).await.ok();
+    assert!(diagnosis.contains("health_check_failed"), "{diagnosis}");
+
+    delete_resource(&admin.rest, &good_id, &good).await;
+    delete_resource(&admin.rest, &broken_id, &broken).await;
+    remove_server(&admin.rest, &server).await;
+}
