@@ -76,6 +76,20 @@ pub enum Command {
         after_help = "Example:\n  berth orgs list"
     )]
     Organizations(Organizations),
+    /// Members of the current organization.
+    #[command(
+        subcommand,
+        visible_alias = "member",
+        after_help = "Example:\n  berth members list"
+    )]
+    Members(Members),
+    /// Invitations to the current organization.
+    #[command(
+        subcommand,
+        visible_alias = "invitation",
+        after_help = "Example:\n  berth invitations create ana@example.com --role member"
+    )]
+    Invitations(Invitations),
     /// Projects of the current organization.
     #[command(
         subcommand,
@@ -226,6 +240,53 @@ pub enum Organizations {
         after_help = "Example:\n  berth orgs delete acme"
     )]
     Delete { organization: String },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Members {
+    /// List the organization's members.
+    #[command(visible_alias = "ls", after_help = "Example:\n  berth members list")]
+    List,
+    /// Change a member's role (member id or email).
+    #[command(after_help = "Example:\n  berth members role ana@example.com admin")]
+    Role {
+        member: String,
+        /// owner, admin or member.
+        role: String,
+    },
+    /// Remove a member (reversible with `reactivate`).
+    #[command(
+        visible_alias = "rm",
+        after_help = "Example:\n  berth members remove ana@example.com"
+    )]
+    Remove { member: String },
+    /// Reactivate a removed member.
+    #[command(after_help = "Example:\n  berth members reactivate mem-abc")]
+    Reactivate { member: String },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Invitations {
+    /// List the organization's invitations.
+    #[command(
+        visible_alias = "ls",
+        after_help = "Example:\n  berth invitations list"
+    )]
+    List,
+    /// Invite someone by email.
+    #[command(after_help = "Example:\n  berth invitations create ana@example.com --role admin")]
+    Create {
+        email: String,
+        /// owner, admin or member.
+        #[arg(long, default_value = "member")]
+        role: String,
+    },
+    /// Revoke a pending invitation.
+    #[command(after_help = "Example:\n  berth invitations revoke inv-abc")]
+    Revoke { invitation: String },
+    /// Accept an invitation sent to your email.
+    #[command(after_help = "Example:\n  berth invitations accept inv-abc")]
+    Accept { invitation: String },
 }
 
 #[derive(Subcommand, Debug)]

@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use clap::{CommandFactory, Parser};
 
 use cli::{Cli, Command};
-use commands::{Ctx, account, deploy, infra, observe, resources, tokens, workspace};
+use commands::{Ctx, account, deploy, infra, members, observe, resources, tokens, workspace};
 use error::CliResult;
 use output::Output;
 
@@ -33,41 +33,43 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> CliResult<()> {
-    if let Command::Completion { shell } = cli.command {
-        clap_complete::generate(shell, &mut Cli::command(), "berth", &mut std::io::stdout());
-        return Ok(());
-    }
     let out = Output::new(cli.global.output, cli.global.quiet);
-    let ctx = Ctx::new(out, cli.global.url)?;
+    // Not for `completion`, which needs neither the API nor the stored sign-in.
+    let ctx = || Ctx::new(out, cli.global.url);
     match cli.command {
-        Command::Login(args) => account::login(&ctx, args),
-        Command::Logout => account::logout(&ctx),
-        Command::Context { organization } => account::context(&ctx, organization),
-        Command::Organizations(command) => account::organizations(&ctx, command),
-        Command::Projects(command) => workspace::projects(&ctx, command),
-        Command::Environments(command) => workspace::environments(&ctx, command),
-        Command::Servers(command) => infra::servers(&ctx, command),
-        Command::Credentials(command) => infra::credentials(&ctx, command),
-        Command::Resources(command) => resources::resources(&ctx, command),
-        Command::Tokens(command) => tokens::tokens(&ctx, command),
-        Command::Variables(command) => resources::variables(&ctx, command),
-        Command::Secrets(command) => resources::secrets(&ctx, command),
-        Command::Deploy { resource, server } => deploy::deploy(&ctx, &resource, server),
+        Command::Completion { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "berth", &mut std::io::stdout());
+            Ok(())
+        }
+        Command::Login(args) => account::login(&ctx()?, args),
+        Command::Logout => account::logout(&ctx()?),
+        Command::Context { organization } => account::context(&ctx()?, organization),
+        Command::Organizations(command) => account::organizations(&ctx()?, command),
+        Command::Members(command) => members::members(&ctx()?, command),
+        Command::Invitations(command) => members::invitations(&ctx()?, command),
+        Command::Projects(command) => workspace::projects(&ctx()?, command),
+        Command::Environments(command) => workspace::environments(&ctx()?, command),
+        Command::Servers(command) => infra::servers(&ctx()?, command),
+        Command::Credentials(command) => infra::credentials(&ctx()?, command),
+        Command::Resources(command) => resources::resources(&ctx()?, command),
+        Command::Tokens(command) => tokens::tokens(&ctx()?, command),
+        Command::Variables(command) => resources::variables(&ctx()?, command),
+        Command::Secrets(command) => resources::secrets(&ctx()?, command),
+        Command::Deploy { resource, server } => deploy::deploy(&ctx()?, &resource, server),
         Command::Logs {
             resource,
             follow,
             tail,
-        } => observe::logs(&ctx, &resource, follow, tail),
-        Command::Health { resource, live } => observe::health(&ctx, &resource, live),
+        } => observe::logs(&ctx()?, &resource, follow, tail),
+        Command::Health { resource, live } => observe::health(&ctx()?, &resource, live),
         Command::Diagnose {
             resource,
             deployment,
-        } => observe::diagnose(&ctx, &resource, deployment),
-        Command::Why { request_id } => observe::why(&ctx, &request_id),
+        } => observe::diagnose(&ctx()?, &resource, deployment),
+        Command::Why { request_id } => observe::why(&ctx()?, &request_id),
         Command::Timeline {
             resource,
             deployment,
-        } => observe::timeline(&ctx, &resource, &deployment),
-        Command::Completion { .. } => unreachable!("handled above"),
+        } => observe::timeline(&ctx()?, &resource, &deployment),
     }
 }

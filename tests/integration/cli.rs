@@ -256,6 +256,24 @@ async fn cli_signs_in_switches_context_and_manages_projects_and_environments() {
     assert_eq!(run.code, NOT_FOUND, "{run:#?}");
     assert!(run.stderr.contains("not_found"), "{run:#?}");
 
+    // Members and invitations of the current organization.
+    let members = berth.run(&["members", "list", "-o", "json"]).await.json();
+    assert_eq!(members["items"][0]["email"], user.email.as_str());
+    let invitee = format!("invitee-{}@test.berth.local", random_suffix());
+    let create_invitation = ["invitations", "create", &invitee, "--role", "member", "-q"];
+    let invitation = berth.run(&create_invitation).await.ok().trim().to_string();
+    assert!(invitation.starts_with("inv-"), "{invitation}");
+    let pending = berth.run(&["invitations", "list"]).await.ok();
+    assert!(
+        pending.contains(&invitee) && pending.contains("pending"),
+        "{pending}"
+    );
+    let revoked = berth
+        .run(&["invitations", "revoke", &invitation, "-o", "json"])
+        .await
+        .json();
+    assert_eq!(revoked["status"], "revoked");
+
     // argv[0] does not matter: the same binary as the kubectl plugin.
     let plugin = berth.home.path().join("kubectl-berth");
     std::os::unix::fs::symlink(binary(), &plugin).unwrap();

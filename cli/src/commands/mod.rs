@@ -4,6 +4,7 @@
 pub mod account;
 pub mod deploy;
 pub mod infra;
+pub mod members;
 pub mod observe;
 pub mod resources;
 pub mod tokens;
