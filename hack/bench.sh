@@ -10,6 +10,8 @@
 #   hack/bench.sh observe runtime logs (tail 1000) on the release shim against the raw Docker
 #                         logs call through an SSH tunnel; cached health p99 against GET /projects
 #                         p99; observation store inserts per second on SQLite and PostgreSQL
+#   hack/bench.sh cli     `berth resources list -o json` wall time against curl of the same
+#                         endpoint (start-up cost of the CLI), p50s in one run
 #   hack/bench.sh scale   what idle apps cost: API requests, CPU, RSS and SSH channels at rest
 #                         with N Resources, 200 applied at once, drift repair time
 set -euo pipefail
@@ -48,6 +50,11 @@ Commands:
         32), kept-alive and fresh: fails when a p99 is above 1.5x. Then berth-bench-store:
         timeline and health-history inserts per second on SQLite and PostgreSQL. Extra
         arguments go to the berth-bench-observe binary.
+  cli [RUNS]
+        A berth-shim started for the run (127.0.0.1:7073), signed in as the first
+        administrator: \`berth resources list -o json\` (release build) against curl of
+        GET /api/resources with the same token, alternating, RUNS times each (default 40).
+        Prints both p50s and their ratio; fails above 1.5x.
   scale [N] [DECLARED]
         Release berth-controller with N (default 300) Resources of the sample app on the local
         server, then DECLARED (default 2000) in all, the rest without a server. At rest for 60 s
@@ -208,8 +215,71 @@ bench_observe() {
   return "$status"
 }
 
+BENCH_CLI_ADDR=127.0.0.1:7073
+
+bench_cli_ready() { curl -fs --max-time 2 "http://$BENCH_CLI_ADDR/readyz" >/dev/null; }
+
+# bench_cli_p50 FILE: the median of the numbers in FILE, one a line.
+bench_cli_p50() { sort -n "$1" | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+
+bench_cli() {
+  local runs=${1:-40}
+  stack_env
+  # shellcheck source-path=SCRIPTDIR
+  source "$HACK_DIR/lib/berth.sh"
+  log "building berth-shim and the berth CLI (release)"
+  (cd "$HACK_DIR/.." && cargo build --quiet -p berth-apiserver-shim --bin berth-shim)
+  (cd "$HACK_DIR/.." && cargo build --quiet --release -p berth-cli --bin berth)
+  berth_install_crds
+  berth_install_rbac
+  local kubeconfig logfile=$BERTH_RUN_DIR/bench-cli-shim.log
+  kubeconfig=$(berth_sa_kubeconfig berth-shim)
+  stop_bg berth-shim-cli
+  KUBECONFIG=$kubeconfig BERTH_SHIM_ADDR=$BENCH_CLI_ADDR \
+    start_bg berth-shim-cli "$logfile" "$BERTH_BIN_DIR/berth-shim"
+  local work
+  work=$(mktemp -d)
+  # shellcheck disable=SC2064 # expand now: what this run started
+  trap "stop_bg berth-shim-cli; rm -rf $work" EXIT
+  wait_for 60 "bench berth-shim /readyz (log: $logfile)" bench_cli_ready
+  export BERTH_URL=http://$BENCH_CLI_ADDR/api
+  berth_bootstrap_admin
+  [[ -n "${BERTH_ADMIN_PASSWORD:-}" ]] || die "the first administrator's password is unknown"
+  local token
+  token=$(jq -n --arg e "$BERTH_ADMIN_EMAIL" --arg p "$BERTH_ADMIN_PASSWORD" \
+    '{email: $e, password: $p, clientKind: "cli"}' |
+    curl -fsS -X POST -H 'Content-Type: application/json' -d @- "$BERTH_URL/auth/login" |
+    jq -r .token)
+  local berth=$CARGO_TARGET_DIR/release/berth start i
+  # Same endpoint, same token, same output (the JSON body): only the client differs.
+  curl_once() {
+    curl -fsS -H "Authorization: Bearer $token" "$BERTH_URL/resources" >/dev/null
+  }
+  berth_once() {
+    HOME=$work XDG_CONFIG_HOME=$work/config BERTH_TOKEN=$token "$berth" resources list -o json >/dev/null
+  }
+  curl_once && berth_once # warm both paths
+  for ((i = 0; i < runs; i++)); do
+    start=$(date +%s%N); curl_once; echo $((($(date +%s%N) - start) / 1000)) >>"$work/curl.us"
+    start=$(date +%s%N); berth_once; echo $((($(date +%s%N) - start) / 1000)) >>"$work/berth.us"
+  done
+  local curl_p50 berth_p50
+  curl_p50=$(bench_cli_p50 "$work/curl.us")
+  berth_p50=$(bench_cli_p50 "$work/berth.us")
+  echo "GET /api/resources, $runs runs each, $(nproc) cores:"
+  echo "  curl                               p50 ${curl_p50} us"
+  echo "  berth resources list -o json       p50 ${berth_p50} us"
+  awk -v b="$berth_p50" -v c="$curl_p50" 'BEGIN {
+    r = b / c
+    printf "  ratio %.2fx (goal <= 1.5x)\n", r
+    if (r > 1.5) { print "FAIL: berth is slower than 1.5x curl"; exit 1 }
+    print "PASS: berth within 1.5x curl"
+  }'
+}
+
 case "${1:-}" in
   ssh) shift; bench_ssh "$@" ;;
+  cli) shift; bench_cli "$@" ;;
   shim) shift; bench_shim "$@" ;;
   deploy) shift; bench_deploy "$@" ;;
   observe) shift; bench_observe "$@" ;;
