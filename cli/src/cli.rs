@@ -201,6 +201,17 @@ pub enum Command {
         /// Deployment id.
         deployment: String,
     },
+    /// An interactive shell on a server (administrators), until the shell exits.
+    #[command(
+        after_help = "Example:\n  berth terminal edge --directory /srv\n\nRaw mode while it runs (Ctrl-C goes to the remote shell); exit the shell to leave."
+    )]
+    Terminal {
+        /// Server id or name.
+        server: String,
+        /// Start in this directory, relative to the login directory.
+        #[arg(long)]
+        directory: Option<String>,
+    },
     /// Print a shell completion script.
     #[command(after_help = "Example:\n  berth completion bash > /etc/bash_completion.d/berth")]
     Completion { shell: Shell },

@@ -2,6 +2,7 @@
 //! and the API's error envelope turned into a [`CliError`].
 
 use std::io::BufReader;
+use std::net::TcpStream;
 use std::time::Duration;
 
 use reqwest::Method;
@@ -22,6 +23,9 @@ pub struct Api {
 }
 
 pub type Query<'a> = &'a [(&'a str, String)];
+
+/// A WebSocket (the terminal's), plain or TLS as the API URL is.
+pub type Socket = tungstenite::WebSocket<tungstenite::stream::MaybeTlsStream<TcpStream>>;
 
 impl Api {
     pub fn new(base: &str, token: Option<String>) -> CliResult<Self> {
@@ -64,6 +68,40 @@ impl Api {
             .header("Accept", "text/event-stream");
         let response = self.send(request, path)?;
         Ok(Events::new(BufReader::new(response)))
+    }
+
+    /// Opens the WebSocket at `path` (absolute, as the API returns it) on the API's host, with
+    /// the bearer token; a read waits at most `poll` so the caller can do other work.
+    pub fn websocket(&self, path: &str, poll: Duration) -> CliResult<Socket> {
+        use tungstenite::client::IntoClientRequest;
+        let (scheme, rest) = self.base.split_once("://").unwrap_or(("http", &self.base));
+        let authority = rest.split('/').next().unwrap_or(rest);
+        let scheme = if scheme == "https" { "wss" } else { "ws" };
+        let url = format!("{scheme}://{authority}{path}");
+        let mut request = url
+            .as_str()
+            .into_client_request()
+            .map_err(|error| CliError::failure(format!("{url}: {error}")))?;
+        if let Some(token) = &self.token {
+            let value = format!("Bearer {token}")
+                .parse()
+                .map_err(|_| CliError::Auth("the token is not a valid header value".into()))?;
+            request.headers_mut().insert("Authorization", value);
+        }
+        let (socket, _) = tungstenite::connect(request).map_err(|error| match error {
+            tungstenite::Error::Http(response) => {
+                let body = response.body().as_deref().unwrap_or_default();
+                api_error(response.status().as_u16(), &String::from_utf8_lossy(body))
+            }
+            other => CliError::failure(format!("cannot open {url}: {other}")),
+        })?;
+        let stream = match socket.get_ref() {
+            tungstenite::stream::MaybeTlsStream::Plain(stream) => stream,
+            tungstenite::stream::MaybeTlsStream::Rustls(stream) => stream.get_ref(),
+            _ => return Err(CliError::failure("unsupported WebSocket transport")),
+        };
+        stream.set_read_timeout(Some(poll))?;
+        Ok(socket)
     }
 
     fn json(

@@ -16,7 +16,9 @@ use std::process::ExitCode;
 use clap::{CommandFactory, Parser};
 
 use cli::{Cli, Command};
-use commands::{Ctx, account, deploy, infra, members, observe, resources, tokens, workspace};
+use commands::{
+    Ctx, account, deploy, infra, members, observe, resources, terminal, tokens, workspace,
+};
 use error::CliResult;
 use output::Output;
 
@@ -67,6 +69,7 @@ fn run(cli: Cli) -> CliResult<()> {
             deployment,
         } => observe::diagnose(&ctx()?, &resource, deployment),
         Command::Why { request_id } => observe::why(&ctx()?, &request_id),
+        Command::Terminal { server, directory } => terminal::terminal(&ctx()?, &server, directory),
         Command::Timeline {
             resource,
             deployment,

@@ -394,6 +394,21 @@ async fn cli_imports_an_env_file_and_deploys_with_progress_or_the_error_code() {
         "{listed}"
     );
 
+    // A shell on the server through `berth terminal` (raw mode on script(1)'s terminal): the
+    // typed command runs remotely, and the shell's exit status makes the CLI fail.
+    let command = format!("{} terminal {server}", binary().display());
+    let typed = "echo cli-$((6*7))\nexit 3\n";
+    let script = std::path::Path::new("script");
+    let shell = berth
+        .run_with(script, &["-qec", &command, "/dev/null"], Some(typed), &[])
+        .await;
+    assert_eq!(shell.code, 1, "{shell:#?}");
+    assert!(shell.stdout.contains("cli-42"), "{shell:#?}");
+    assert!(
+        shell.stdout.contains("the shell exited with status 3"),
+        "{shell:#?}"
+    );
+
     // The controller's own first attempts end first; then both deploy through the stream.
     tokio::join!(
         wait_listed_with(&admin.rest, &good_id, "succeeded"),
@@ -413,6 +428,28 @@ async fn cli_imports_an_env_file_and_deploys_with_progress_or_the_error_code() {
     assert!(
         failed.stderr.contains("(health_check_failed)"),
         "{failed:#?}"
+    );
+
+    // On a terminal (a pseudo-terminal from script(1)): colour, and a spinner with the step's
+    // elapsed time on a line that is cleared and redrawn under the output.
+    let command = format!("{} deploy {good}", binary().display());
+    let tty = berth
+        .run_with(
+            script,
+            &["-qec", &command, "/dev/null"],
+            None,
+            &[("NO_COLOR", "")],
+        )
+        .await;
+    let shown = tty.ok();
+    assert!(shown.contains("\x1b[1mstep 1/5"), "bold steps: {shown:?}");
+    assert!(
+        shown.contains("\r\x1b[2K") && shown.contains("(0s)"),
+        "a spinner: {shown:?}"
+    );
+    assert!(
+        shown.contains(&format!("URL: http://{good}.localhost")),
+        "{shown:?}"
     );
 
     // The attempt's timeline and the resource's health read back through the CLI too.

@@ -7,6 +7,7 @@ pub mod infra;
 pub mod members;
 pub mod observe;
 pub mod resources;
+pub mod terminal;
 pub mod tokens;
 pub mod workspace;
 
