@@ -429,6 +429,8 @@ async fn cli_imports_an_env_file_and_deploys_with_progress_or_the_error_code() {
         failed.stderr.contains("(health_check_failed)"),
         "{failed:#?}"
     );
+    let once = !failed.stdout.contains("health_check_failed");
+    assert!(once, "the error is shown once, on stderr: {failed:#?}");
 
     // On a terminal (a pseudo-terminal from script(1)): colour, and a spinner with the step's
     // elapsed time on a line that is cleared and redrawn under the output.

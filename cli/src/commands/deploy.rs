@@ -40,10 +40,13 @@ pub fn deploy(ctx: &Ctx, resource: &str, server: Option<String>) -> CliResult<()
             CliError::failure(format!("unexpected progress event ({error}): {data}"))
         })?;
         if ctx.out.human() {
-            let lines = view.lines(&ctx.out, &event);
-            match &spinner {
-                Some(spinner) => spinner.show(&lines, &event.step.label),
-                None => lines.iter().for_each(|line| println!("{line}")),
+            // A failure's message is the error printed last (on stderr): not twice.
+            if event.status != StreamStatus::Failed {
+                let lines = view.lines(&ctx.out, &event);
+                match &spinner {
+                    Some(spinner) => spinner.show(&lines, &event.step.label),
+                    None => lines.iter().for_each(|line| println!("{line}")),
+                }
             }
         } else if !ctx.out.quiet {
             print_event(ctx.out.format, &data);
