@@ -360,7 +360,7 @@ async fn cli_imports_an_env_file_and_deploys_with_progress_or_the_error_code() {
     let client = client().await;
     let mut org = TestOrg::new(&client).await;
     let admin = org.user(OrganizationRole::Admin).await;
-    let (server, _) = ready_server(&admin.rest).await;
+    let (server, proxy_port) = ready_server(&admin.rest).await;
     let shop = project(&admin.rest, "Shop").await;
     let prod = environment(&admin.rest, &shop, "prod").await;
     let ids = (shop.as_str(), prod.as_str(), server.as_str());
@@ -473,6 +473,36 @@ async fn cli_imports_an_env_file_and_deploys_with_progress_or_the_error_code() {
     assert_eq!(health["resourceId"], good_id.as_str());
     let diagnosis = berth.run(&["diagnose", &broken]).await.ok();
     assert!(diagnosis.contains("health_check_failed"), "{diagnosis}");
+
+    let logs = berth
+        .run(&["logs", &good, "--tail", "5", "-o", "json"])
+        .await
+        .json();
+    assert_eq!(logs["resourceId"], good_id.as_str());
+    assert!(logs["logs"].is_array(), "{logs}");
+
+    // `berth why`: the edge proxy's evidence for a request it could not serve.
+    let unknown_host = format!("nobody{}.localhost", random_suffix());
+    let answer = reqwest::Client::new()
+        .get(format!("http://127.0.0.1:{proxy_port}/"))
+        .header("Host", &unknown_host)
+        .send()
+        .await
+        .expect("the edge proxy answers");
+    let request_id = answer.headers()["x-request-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let path = format!("/resource-access-failures/{request_id}");
+    eventually(WAIT, "the evidence is captured", || async {
+        (admin.rest.get(&path).await.status == 200).then_some(())
+    })
+    .await;
+    let why = berth.run(&["why", &request_id]).await.ok();
+    assert!(why.contains("resource_access_route_not_found"), "{why}");
+    assert!(why.contains(&unknown_host) && why.contains("404"), "{why}");
+    let run = berth.run(&["why", "no-such-request"]).await;
+    assert_eq!(run.code, NOT_FOUND, "{run:#?}");
 
     delete_resource(&admin.rest, &good_id, &good).await;
     delete_resource(&admin.rest, &broken_id, &broken).await;
