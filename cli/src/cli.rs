@@ -170,13 +170,16 @@ pub enum Command {
         tail: u32,
     },
     /// A resource's health (cached, or asked of the server now with --live).
-    #[command(after_help = "Example:\n  berth health web --live")]
+    #[command(after_help = "Examples:\n  berth health web --live\n  berth health web --history")]
     Health {
         /// Resource id or slug.
         resource: String,
         /// Ask the server now (Docker inspect, a request through the edge proxy).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "history")]
         live: bool,
+        /// How it has been: the recorded observations of the last 24 hours, oldest first.
+        #[arg(long)]
+        history: bool,
     },
     /// Everything about a resource for a support ticket, as Markdown ready to paste.
     #[command(after_help = "Example:\n  berth diagnose web > ticket.md")]
@@ -477,6 +480,15 @@ pub enum Resources {
         #[arg(long)]
         port: Option<u16>,
     },
+    /// Stop the resource's runtime (its image, configuration and route stay).
+    #[command(after_help = "Example:\n  berth resources stop web")]
+    Stop { resource: String },
+    /// Start a stopped runtime again.
+    #[command(after_help = "Example:\n  berth resources start web")]
+    Start { resource: String },
+    /// Restart the runtime once.
+    #[command(after_help = "Example:\n  berth resources restart web")]
+    Restart { resource: String },
     /// Delete a resource: its containers, route and deployments.
     #[command(
         visible_alias = "rm",

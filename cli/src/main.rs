@@ -63,7 +63,16 @@ fn run(cli: Cli) -> CliResult<()> {
             follow,
             tail,
         } => observe::logs(&ctx()?, &resource, follow, tail),
-        Command::Health { resource, live } => observe::health(&ctx()?, &resource, live),
+        Command::Health {
+            resource,
+            live: _,
+            history: true,
+        } => observe::health_history(&ctx()?, &resource),
+        Command::Health {
+            resource,
+            live,
+            history: false,
+        } => observe::health(&ctx()?, &resource, live),
         Command::Diagnose {
             resource,
             deployment,

@@ -504,6 +504,18 @@ async fn cli_imports_an_env_file_and_deploys_with_progress_or_the_error_code() {
     let run = berth.run(&["why", "no-such-request"]).await;
     assert_eq!(run.code, NOT_FOUND, "{run:#?}");
 
+    let history = berth
+        .run(&["health", &good, "--history", "-o", "json"])
+        .await
+        .json();
+    assert!(history["observations"].is_array(), "{history}");
+    let restart = berth
+        .run(&["resources", "restart", &good, "-o", "json"])
+        .await
+        .json();
+    assert_eq!(restart["operation"], "restart");
+    assert_eq!(restart["status"], "accepted");
+
     delete_resource(&admin.rest, &good_id, &good).await;
     delete_resource(&admin.rest, &broken_id, &broken).await;
     remove_server(&admin.rest, &server).await;

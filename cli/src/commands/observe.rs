@@ -74,6 +74,27 @@ pub fn health(ctx: &Ctx, resource: &str, live: bool) -> CliResult<()> {
     Ok(())
 }
 
+const HISTORY_COLUMNS: &[Column] = &[
+    col("OBSERVED", "/observedAt"),
+    col("OVERALL", "/overall"),
+    col("RUNTIME", "/runtimeLifecycle"),
+    col("HEALTH", "/runtimeHealth"),
+    col("PUBLIC ACCESS", "/publicAccessStatus"),
+    col("PROXY", "/proxyStatus"),
+    col("DEPLOYMENT", "/latestDeploymentId"),
+];
+
+pub fn health_history(ctx: &Ctx, resource: &str) -> CliResult<()> {
+    let id = find_resource(ctx, resource)?.0.id;
+    let answer = ctx
+        .api()?
+        .get(&format!("/resources/{id}/health-history"), &[])?;
+    let observations = items(&answer, "/observations");
+    ctx.out
+        .list(&answer, &observations, HISTORY_COLUMNS, "/observationId");
+    Ok(())
+}
+
 pub fn diagnose(ctx: &Ctx, resource: &str, deployment: Option<String>) -> CliResult<()> {
     let id = find_resource(ctx, resource)?.0.id;
     let query: Vec<(&str, String)> = deployment

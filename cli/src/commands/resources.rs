@@ -129,6 +129,9 @@ pub fn resources(ctx: &Ctx, command: Resources) -> CliResult<()> {
             created(ctx, &answer, "resource", "/id");
             Ok(())
         }
+        Resources::Stop { resource } => runtime_control(ctx, &resource, "stop"),
+        Resources::Start { resource } => runtime_control(ctx, &resource, "start"),
+        Resources::Restart { resource } => runtime_control(ctx, &resource, "restart"),
         Resources::Delete { resource } => {
             let (resource, _) = find_resource(ctx, &resource)?;
             let body = json!({"confirmation": {"resourceSlug": resource.slug}});
@@ -140,6 +143,23 @@ pub fn resources(ctx: &Ctx, command: Resources) -> CliResult<()> {
             Ok(())
         }
     }
+}
+
+/// Asks for a stop, start or restart; the controller carries it out (`berth health` shows it).
+fn runtime_control(ctx: &Ctx, resource: &str, operation: &str) -> CliResult<()> {
+    let (resource, _) = find_resource(ctx, resource)?;
+    let path = format!("/resources/{}/runtime-control", resource.id);
+    let answer = ctx.api()?.post(&path, &json!({"operation": operation}))?;
+    ctx.out.record(
+        &answer,
+        &[
+            col("ATTEMPT", "/runtimeControlAttemptId"),
+            col("OPERATION", "/operation"),
+            col("STATUS", "/status"),
+        ],
+        "/runtimeControlAttemptId",
+    );
+    Ok(())
 }
 
 fn resource_id(ctx: &Ctx, option: &ResourceOption) -> CliResult<String> {
