@@ -69,6 +69,9 @@ pub enum Command {
         /// Organization id or slug to act in from now on.
         organization: Option<String>,
     },
+    /// Your account: profile and signed-in sessions.
+    #[command(subcommand, after_help = "Example:\n  berth account sessions")]
+    Account(Account),
     /// Organizations you belong to.
     #[command(
         subcommand,
@@ -234,6 +237,19 @@ pub struct Login {
 }
 
 #[derive(Subcommand, Debug)]
+pub enum Account {
+    /// Show your profile.
+    #[command(after_help = "Example:\n  berth account show")]
+    Show,
+    /// List your signed-in sessions (this CLI's is marked current).
+    #[command(after_help = "Example:\n  berth account sessions")]
+    Sessions,
+    /// Sign one of your sessions out.
+    #[command(after_help = "Example:\n  berth account revoke-session sess-abc")]
+    RevokeSession { session: String },
+}
+
+#[derive(Subcommand, Debug)]
 pub enum Organizations {
     /// List your organizations.
     #[command(visible_alias = "ls", after_help = "Example:\n  berth orgs list")]
@@ -317,6 +333,16 @@ pub enum Projects {
         name: String,
         #[arg(long)]
         description: Option<String>,
+    },
+    /// Rename a project (and, with --slug, change its slug).
+    #[command(
+        after_help = "Example:\n  berth projects rename prj-abc \"Web Shop\" --slug web-shop"
+    )]
+    Rename {
+        project: String,
+        name: String,
+        #[arg(long)]
+        slug: Option<String>,
     },
     /// Archive a project (its history stays readable).
     #[command(

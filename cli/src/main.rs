@@ -46,6 +46,7 @@ fn run(cli: Cli) -> CliResult<()> {
         Command::Login(args) => account::login(&ctx()?, args),
         Command::Logout => account::logout(&ctx()?),
         Command::Context { organization } => account::context(&ctx()?, organization),
+        Command::Account(command) => account::account(&ctx()?, command),
         Command::Organizations(command) => account::organizations(&ctx()?, command),
         Command::Members(command) => members::members(&ctx()?, command),
         Command::Invitations(command) => members::invitations(&ctx()?, command),

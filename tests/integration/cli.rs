@@ -243,6 +243,12 @@ async fn cli_signs_in_switches_context_and_manages_projects_and_environments() {
         .ok();
     assert!(yaml.contains(&format!("id: {project_id}")), "{yaml}");
 
+    let renamed = berth
+        .run(&["projects", "rename", project_id, "Web Shop", "-o", "json"])
+        .await
+        .json();
+    assert_eq!(renamed["name"], "Web Shop");
+
     berth.run(&["envs", "delete", &environment_id]).await.ok();
     let shown = berth
         .run(&["envs", "show", &environment_id, "-o", "json"])
@@ -283,6 +289,22 @@ async fn cli_signs_in_switches_context_and_manages_projects_and_environments() {
     let mut expected = vec![home_org.id.clone(), other_org.id.clone()];
     expected.sort();
     assert_eq!(listed, expected);
+
+    // The account: its profile, and this CLI's session among the user's.
+    let profile = berth.run(&["account", "show", "-o", "json"]).await.json();
+    assert_eq!(profile["email"], user.email.as_str());
+    let sessions = berth
+        .run(&["account", "sessions", "-o", "json"])
+        .await
+        .json();
+    let current = sessions["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["current"] == true)
+        .cloned()
+        .expect("the CLI's session is the current one");
+    assert_eq!(current["clientKind"], "cli", "{sessions}");
 
     // Signed out: the session is revoked, and the next command says so.
     berth.run(&["logout"]).await.ok();

@@ -5,7 +5,7 @@ use std::io::BufRead;
 use serde_json::{Value, json};
 
 use super::{Ctx, created, show};
-use crate::cli::{Login, Organizations};
+use crate::cli::{Account, Login, Organizations};
 use crate::config::{self, Config, TokenKind};
 use crate::error::{CliError, CliResult};
 use crate::output::{Column, col, items};
@@ -222,4 +222,41 @@ pub fn organizations(ctx: &Ctx, command: Organizations) -> CliResult<()> {
         }
     }
     Ok(())
+}
+
+const SESSION_COLUMNS: &[Column] = &[
+    col("ID", "/sessionId"),
+    col("CLIENT", "/clientKind"),
+    col("NAME", "/displayName"),
+    col("CURRENT", "/current"),
+    col("CREATED", "/createdAt"),
+    col("LAST ACTIVE", "/lastActiveAt"),
+    col("EXPIRES", "/expiresAt"),
+];
+
+pub fn account(ctx: &Ctx, command: Account) -> CliResult<()> {
+    match command {
+        Account::Show => show(
+            ctx,
+            "/account/profile",
+            &[
+                col("USER", "/userId"),
+                col("EMAIL", "/email"),
+                col("NAME", "/displayName"),
+                col("VERIFIED", "/emailVerified"),
+                col("CREATED", "/createdAt"),
+            ],
+            "/userId",
+        ),
+        Account::Sessions => {
+            super::list(ctx, "/account/sessions", &[], SESSION_COLUMNS, "/sessionId")
+        }
+        Account::RevokeSession { session } => {
+            let path = format!("/account/sessions/{session}/revoke");
+            let answer = ctx.api()?.post(&path, &json!({}))?;
+            ctx.out
+                .done(&answer, &format!("Signed out session {session}"));
+            Ok(())
+        }
+    }
 }

@@ -42,6 +42,17 @@ pub fn projects(ctx: &Ctx, command: Projects) -> CliResult<()> {
             created(ctx, &answer, "project", "/id");
             Ok(())
         }
+        Projects::Rename {
+            project,
+            name,
+            slug,
+        } => {
+            let id = project_id(ctx, &project)?;
+            let body = json!({"name": name, "slug": slug});
+            let answer = ctx.api()?.post(&format!("/projects/{id}/rename"), &body)?;
+            ctx.out.record(&answer, PROJECT_COLUMNS, "/id");
+            Ok(())
+        }
         Projects::Delete { project } => {
             let id = project_id(ctx, &project)?;
             let body = json!({"confirmation": {"projectId": id}});
