@@ -69,6 +69,7 @@ pub async fn run(options: ShimOptions) -> anyhow::Result<()> {
         server_access: Default::default(),
         server_deletions: Default::default(),
         timelines,
+        recent_access_failures: Default::default(),
     };
     let listener = tokio::net::TcpListener::bind(options.listen).await?;
     tracing::info!(address = %options.listen, "serving the REST API under /api");

@@ -28,6 +28,8 @@ pub struct AppState {
     pub server_deletions: Arc<crate::routes::servers::DeleteReceipts>,
     /// Deployment timelines, recorded by berth-controller in the shared observation store.
     pub timelines: Arc<dyn berth_timeline::TimelineStore>,
+    /// Resources' latest access-failure evidence as recently read, for cached health.
+    pub recent_access_failures: Arc<crate::routes::access_failures::RecentLatest>,
 }
 
 /// Settings from the command line.
