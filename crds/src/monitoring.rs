@@ -78,7 +78,7 @@ impl Signal {
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct MonitoringSample {
-    /// Unique per sample: `<server>:<runtime or host>:<observed ms>`.
+    /// Unique per sample: `<namespace>/<server>:<container id prefix or host>:<observed ms>`.
     pub sample_id: String,
     /// When the server read its counters (RFC 3339, UTC; the server's clock).
     pub observed_at: String,
