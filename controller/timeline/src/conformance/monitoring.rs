@@ -243,7 +243,7 @@ fn the_window_bounds_both_ends_and_a_limit_keeps_the_latest(fixture: &Fixture) {
 fn stored_ids_are_skipped_and_a_tick_goes_in_one_call(fixture: &Fixture) {
     let store = fixture.open();
     let first = host("edge", T0);
-    store.record_samples(&[first.clone()]).unwrap();
+    store.record_samples(std::slice::from_ref(&first)).unwrap();
     // The same tick written again (a retry after a lost reply), with a new sample beside it
     // and the new one twice in the batch: the stored one stays as it was.
     let mut again = first.clone();
