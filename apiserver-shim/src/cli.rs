@@ -39,13 +39,13 @@ pub struct ShimOptions {
     )]
     pub observation_store: Option<berth_timeline::StoreLocation>,
     /// Seconds between the server observer's monitoring samples, as berth-controller's option
-    /// of the same name (5..=86400): samples older than two intervals are `stale`, gaps longer
+    /// of the same name (5..=3600): samples older than two intervals are `stale`, gaps longer
     /// than 2.5 intervals are `missing-samples`.
     #[arg(
         long,
         env = "BERTH_MONITORING_INTERVAL_SECONDS",
         default_value_t = 30,
-        value_parser = clap::value_parser!(u64).range(5..=86_400)
+        value_parser = clap::value_parser!(u64).range(5..=3600)
     )]
     pub monitoring_interval_seconds: u64,
     /// Hours raw monitoring samples are kept (1..=87600), reported as `rawRetentionHours`.

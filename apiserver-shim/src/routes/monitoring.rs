@@ -651,6 +651,37 @@ mod tests {
     }
 
     #[test]
+    fn a_deploy_token_sees_only_the_samples_its_scope_covers() {
+        use crate::auth::Principal;
+        use berth_crds::deploy_token::DeployTokenScope;
+        let token = |scope: DeployTokenScope| Caller {
+            principal: Principal::DeployToken {
+                token_id: "tok-1".into(),
+                scope,
+            },
+            organization: None,
+        };
+        let (edge, web) = (host("edge", 0), container("edge", "c1", 0));
+        let mut unattributed = container("edge", "c2", 0);
+        unattributed.scope_evidence.resource_id = None;
+        let unlimited = token(DeployTokenScope::default());
+        assert!(visible(&unlimited, &edge) && visible(&unlimited, &web));
+        assert!(visible(&unlimited, &unattributed));
+        let web_only = token(DeployTokenScope {
+            resource_ids: vec!["web".into()],
+            ..DeployTokenScope::default()
+        });
+        assert!(visible(&web_only, &web) && visible(&web_only, &edge));
+        assert!(!visible(&web_only, &unattributed));
+        let api_only = token(DeployTokenScope {
+            resource_ids: vec!["api".into()],
+            deployment_target_ids: vec!["db".into()],
+            ..DeployTokenScope::default()
+        });
+        assert!(!visible(&api_only, &web) && !visible(&api_only, &edge));
+    }
+
+    #[test]
     fn freshness_is_live_within_two_intervals_then_stale_and_none_without_samples() {
         assert_eq!(freshness(&[], now(), INTERVAL), "none");
         let recent = [host("edge", -120), host("edge", -59)];

@@ -20,8 +20,7 @@ ON CONFLICT (sample_id) DO NOTHING";
 macro_rules! select {
     ($access:literal) => {
         concat!(
-            "SELECT sample FROM monitoring_samples
-             WHERE namespace = ?1 ",
+            "SELECT sample FROM monitoring_samples WHERE ",
             $access,
             " AND observed_ms BETWEEN ?2 AND ?3
                AND (?4 IS NULL OR scope = ?4)
@@ -35,9 +34,11 @@ macro_rules! select {
     };
 }
 
-const BY_RESOURCE: &str = select!("AND resource = ?8");
-const BY_SERVER: &str = select!("AND server = ?5");
-const BY_NAMESPACE: &str = select!("");
+const BY_RESOURCE: &str = select!("namespace = ?1 AND resource = ?8");
+const BY_SERVER: &str = select!("namespace = ?1 AND server = ?5");
+/// A whole namespace goes through the window (`+` keeps SQLite off the namespace's prefix of
+/// the other indexes, which would read every sample the namespace ever kept).
+const BY_NAMESPACE: &str = select!("+namespace = ?1");
 
 impl MonitoringStore for SqliteTimeline {
     fn record_samples(&self, samples: &[SampleRecord]) -> Result<(), TimelineError> {
