@@ -26,7 +26,7 @@ pub use access_failures::{
 };
 pub use health_history::{HealthObservation, HealthQuery};
 pub use location::{PostgresUrl, StoreLocation, mask_url, open};
-pub use monitoring::{MonitoringStore, SampleQuery, SampleRecord};
+pub use monitoring::{MonitoringStore, RollupQuery, RollupRow, SampleQuery, SampleRecord, Tier};
 pub use postgres::PostgresTimeline;
 pub use sqlite::SqliteTimeline;
 pub use writer::TimelineWriter;

@@ -29,7 +29,113 @@ CREATE INDEX IF NOT EXISTS monitoring_samples_by_resource
     ON monitoring_samples (namespace, resource, observed_ms);
 CREATE INDEX IF NOT EXISTS monitoring_samples_by_age
     ON monitoring_samples (observed_ms);
+CREATE TABLE IF NOT EXISTS monitoring_rollups (
+    namespace   TEXT   NOT NULL,
+    series      TEXT   NOT NULL,
+    tier        TEXT   NOT NULL,
+    bucket_ms   BIGINT NOT NULL,
+    metric      TEXT   NOT NULL,
+    server      TEXT   NOT NULL,
+    scope       TEXT   NOT NULL,
+    project     TEXT,
+    environment TEXT,
+    resource    TEXT,
+    deployment  TEXT,
+    n           BIGINT NOT NULL,
+    total       DOUBLE PRECISION NOT NULL,
+    lo          DOUBLE PRECISION NOT NULL,
+    hi          DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (namespace, series, tier, bucket_ms, metric)
+);
+CREATE INDEX IF NOT EXISTS monitoring_rollups_by_resource
+    ON monitoring_rollups (namespace, tier, resource, bucket_ms);
+CREATE INDEX IF NOT EXISTS monitoring_rollups_by_server
+    ON monitoring_rollups (namespace, tier, server, bucket_ms);
+CREATE INDEX IF NOT EXISTS monitoring_rollups_by_age
+    ON monitoring_rollups (bucket_ms);
 ";
+
+/// Adds one contribution to a rollup row (the same SQL for both backends; `excluded` is the
+/// row that conflicted). A macro, so statements can `concat!` it.
+macro_rules! upsert_rollup_tail {
+    () => {
+        "
+ON CONFLICT (namespace, series, tier, bucket_ms, metric) DO UPDATE SET
+    n = monitoring_rollups.n + excluded.n,
+    total = monitoring_rollups.total + excluded.total,
+    lo = CASE WHEN excluded.lo < monitoring_rollups.lo THEN excluded.lo
+              ELSE monitoring_rollups.lo END,
+    hi = CASE WHEN excluded.hi > monitoring_rollups.hi THEN excluded.hi
+              ELSE monitoring_rollups.hi END"
+    };
+}
+pub(crate) use upsert_rollup_tail;
+
+/// Rollup granularities (`bucket` of `GET /runtime-monitoring/rollup`), kept as samples are
+/// recorded so a window of weeks reads a few rows per series, not every sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Tier {
+    Minute,
+    FiveMinute,
+    Hour,
+}
+
+impl Tier {
+    pub const ALL: [Tier; 3] = [Tier::Minute, Tier::FiveMinute, Tier::Hour];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Minute => "minute",
+            Self::FiveMinute => "five-minute",
+            Self::Hour => "hour",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.as_str() == value)
+    }
+
+    pub fn millis(self) -> i64 {
+        match self {
+            Self::Minute => 60_000,
+            Self::FiveMinute => 300_000,
+            Self::Hour => 3_600_000,
+        }
+    }
+
+    /// Start of the bucket holding `at_ms`.
+    pub fn bucket(self, at_ms: i64) -> i64 {
+        at_ms - at_ms.rem_euclid(self.millis())
+    }
+}
+
+/// One series' aggregate of one metric over one bucket.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RollupRow {
+    /// `host:<server>` for a host, else the container id.
+    pub series: String,
+    pub server: String,
+    /// `server` (a host) or `resource` (a container), as in the samples table.
+    pub scope: String,
+    pub project: Option<String>,
+    pub environment: Option<String>,
+    pub resource: Option<String>,
+    pub deployment: Option<String>,
+    pub bucket_ms: i64,
+    /// A `Totals` field's JSON name, e.g. `containerCpuPercent`.
+    pub metric: String,
+    pub count: i64,
+    pub total: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+/// What rollup to read: the filters of [`SampleQuery`] (its `limit` unused) and a tier.
+#[derive(Debug, Clone)]
+pub struct RollupQuery {
+    pub filters: SampleQuery,
+    pub tier: Tier,
+}
 
 /// One sample and whose it is.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,8 +170,53 @@ pub trait MonitoringStore: Send + Sync {
     fn record_samples(&self, samples: &[SampleRecord]) -> Result<(), TimelineError>;
     /// The latest `limit` samples observed in [from_ms, to_ms] matching the filters, oldest first.
     fn samples(&self, query: &SampleQuery) -> Result<Vec<MonitoringSample>, TimelineError>;
-    /// Deletes samples observed before `before_ms`; returns how many.
+    /// Deletes samples observed before `before_ms`, and rollup buckets starting before it;
+    /// returns how many samples.
     fn prune_samples(&self, before_ms: i64) -> Result<usize, TimelineError>;
+    /// The rollup rows of `query.tier` whose buckets start in the window, matching the
+    /// filters, oldest bucket first.
+    fn rollup(&self, query: &RollupQuery) -> Result<Vec<RollupRow>, TimelineError>;
+}
+
+/// A sample's contribution to each tier's bucket of each metric it holds.
+pub(crate) fn contributions(
+    record: &SampleRecord,
+) -> Result<Vec<(Tier, RollupRow)>, TimelineError> {
+    let sample = &record.sample;
+    let evidence = &sample.scope_evidence;
+    let series = match &sample.labels.runtime_id {
+        Some(id) => id.clone(),
+        None => format!("host:{}", evidence.server_id),
+    };
+    let totals = serde_json::to_value(&sample.totals)?;
+    let metrics: Vec<(String, f64)> = totals
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(name, value)| Some((name.clone(), value.as_f64()?)))
+        .collect();
+    let mut rows = Vec::with_capacity(metrics.len() * Tier::ALL.len());
+    for tier in Tier::ALL {
+        for (metric, value) in &metrics {
+            let row = RollupRow {
+                series: series.clone(),
+                server: evidence.server_id.clone(),
+                scope: scope_of(sample).to_string(),
+                project: evidence.project_id.clone(),
+                environment: evidence.environment_id.clone(),
+                resource: evidence.resource_id.clone(),
+                deployment: evidence.deployment_id.clone(),
+                bucket_ms: tier.bucket(record.observed_ms),
+                metric: metric.clone(),
+                count: 1,
+                total: *value,
+                min: *value,
+                max: *value,
+            };
+            rows.push((tier, row));
+        }
+    }
+    Ok(rows)
 }
 
 /// `scope` column of host samples.

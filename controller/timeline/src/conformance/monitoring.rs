@@ -5,13 +5,14 @@ use berth_crds::monitoring::{
 };
 
 use super::Fixture;
-use crate::{SampleQuery, SampleRecord};
+use crate::{RollupQuery, SampleQuery, SampleRecord, Tier};
 
 on_both_backends!(
     samples_come_back_as_recorded_oldest_first_and_filtered,
     the_window_bounds_both_ends_and_a_limit_keeps_the_latest,
     stored_ids_are_skipped_and_a_tick_goes_in_one_call,
     pruning_deletes_samples_observed_before_the_cutoff,
+    rollups_aggregate_each_series_per_bucket_and_count_a_sample_once,
 );
 
 const T0: i64 = 1_900_000_000_000;
@@ -287,4 +288,58 @@ fn pruning_deletes_samples_observed_before_the_cutoff(fixture: &Fixture) {
             .map(|r| r.sample.sample_id.clone())
             .to_vec()
     );
+}
+
+fn rollups_aggregate_each_series_per_bucket_and_count_a_sample_once(fixture: &Fixture) {
+    let store = fixture.open();
+    let mut records = two_ticks();
+    // The second tick (30 s later, the same five minutes but the next minute): web works harder.
+    records[6].sample.totals.container_cpu_percent = Some(5.0);
+    store.record_samples(&records).unwrap();
+    store.record_samples(&records).unwrap();
+    let mut web = query();
+    web.resource = Some("web".into());
+    let rollup = |filters: &SampleQuery, tier| {
+        let query = RollupQuery {
+            filters: filters.clone(),
+            tier,
+        };
+        store.rollup(&query).unwrap()
+    };
+    let rows = rollup(&web, Tier::FiveMinute);
+    let cpu: Vec<_> = rows
+        .iter()
+        .filter(|r| r.metric == "containerCpuPercent")
+        .collect();
+    assert_eq!(cpu.len(), 1, "{rows:?}");
+    let row = cpu[0];
+    assert_eq!((row.count, row.total, row.min, row.max), (2, 8.0, 3.0, 5.0));
+    assert_eq!(row.bucket_ms, Tier::FiveMinute.bucket(T0));
+    assert_eq!(row.project.as_deref(), Some("shop"));
+    assert_eq!(row.deployment.as_deref(), Some("dep-web-1"));
+    let minutes: Vec<i64> = rollup(&web, Tier::Minute)
+        .iter()
+        .filter(|r| r.metric == "containerCpuPercent")
+        .map(|r| r.bucket_ms)
+        .collect();
+    assert_eq!(
+        minutes,
+        [Tier::Minute.bucket(T0), Tier::Minute.bucket(T0 + 30_000)]
+    );
+    let mut db = query();
+    db.kind = Some(ScopeKind::Server);
+    db.server = Some("db".into());
+    let hosts = rollup(&db, Tier::Hour);
+    assert!(!hosts.is_empty());
+    assert!(
+        hosts
+            .iter()
+            .all(|r| r.series == "host:db" && r.scope == "server"),
+        "{hosts:?}"
+    );
+    let cores = hosts.iter().find(|r| r.metric == "logicalCores").unwrap();
+    assert_eq!((cores.count, cores.max), (2, 4.0));
+    // Pruning takes the buckets that start before the cutoff.
+    store.prune_samples(T0 + 3_600_000).unwrap();
+    assert!(rollup(&query(), Tier::Hour).is_empty());
 }

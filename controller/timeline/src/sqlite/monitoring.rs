@@ -5,8 +5,10 @@ use rusqlite::params;
 
 use super::SqliteTimeline;
 use crate::TimelineError;
+use crate::monitoring::upsert_rollup_tail;
 use crate::monitoring::{
-    Access, MonitoringStore, Row, SampleQuery, SampleRecord, oldest_first, scope_filter,
+    Access, MonitoringStore, RollupQuery, RollupRow, Row, SampleQuery, SampleRecord, contributions,
+    oldest_first, scope_filter,
 };
 
 const INSERT: &str = "
@@ -15,6 +17,40 @@ INSERT INTO monitoring_samples
      observed_ms, sample)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
 ON CONFLICT (sample_id) DO NOTHING";
+
+/// One rollup contribution, added to the row of its bucket.
+const UPSERT_ROLLUP: &str = concat!(
+    "INSERT INTO monitoring_rollups
+        (namespace, series, tier, bucket_ms, metric, server, scope, project, environment,
+         resource, deployment, n, total, lo, hi)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+    upsert_rollup_tail!()
+);
+
+/// The rollup read of one [`Access`], with the parameters of the samples' read and `?10` the
+/// tier.
+macro_rules! select_rollup {
+    ($access:literal) => {
+        concat!(
+            "SELECT series, server, scope, project, environment, resource, deployment,
+                    bucket_ms, metric, n, total, lo, hi
+             FROM monitoring_rollups WHERE namespace = ?1 AND tier = ?10 ",
+            $access,
+            " AND bucket_ms BETWEEN ?2 AND ?3
+               AND (?4 IS NULL OR scope = ?4)
+               AND (?5 IS NULL OR server = ?5)
+               AND (?6 IS NULL OR project = ?6)
+               AND (?7 IS NULL OR environment = ?7)
+               AND (?8 IS NULL OR resource = ?8)
+               AND (?9 IS NULL OR deployment = ?9)
+             ORDER BY bucket_ms, series, metric"
+        )
+    };
+}
+
+const ROLLUP_BY_RESOURCE: &str = select_rollup!("AND resource = ?8");
+const ROLLUP_BY_SERVER: &str = select_rollup!("AND server = ?5");
+const ROLLUP_BY_NAMESPACE: &str = select_rollup!("");
 
 /// The read of one [`Access`]: `$access` is the predicate that picks the index.
 macro_rules! select {
@@ -47,8 +83,9 @@ impl MonitoringStore for SqliteTimeline {
         let transaction = connection.transaction()?;
         {
             let mut insert = transaction.prepare_cached(INSERT)?;
-            for row in &rows {
-                insert.execute(params![
+            let mut upsert = transaction.prepare_cached(UPSERT_ROLLUP)?;
+            for (row, record) in rows.iter().zip(samples) {
+                let inserted = insert.execute(params![
                     row.sample_id,
                     row.namespace,
                     row.server,
@@ -60,6 +97,29 @@ impl MonitoringStore for SqliteTimeline {
                     row.observed_ms,
                     row.sample,
                 ])?;
+                // A sample stored already was counted already.
+                if inserted == 0 {
+                    continue;
+                }
+                for (tier, rollup) in contributions(record)? {
+                    upsert.execute(params![
+                        row.namespace,
+                        rollup.series,
+                        tier.as_str(),
+                        rollup.bucket_ms,
+                        rollup.metric,
+                        rollup.server,
+                        rollup.scope,
+                        rollup.project,
+                        rollup.environment,
+                        rollup.resource,
+                        rollup.deployment,
+                        rollup.count,
+                        rollup.total,
+                        rollup.min,
+                        rollup.max,
+                    ])?;
+                }
             }
         }
         transaction.commit()?;
@@ -95,10 +155,58 @@ impl MonitoringStore for SqliteTimeline {
     }
 
     fn prune_samples(&self, before_ms: i64) -> Result<usize, TimelineError> {
-        let removed = self.connection().execute(
+        let connection = self.connection();
+        let removed = connection.execute(
             "DELETE FROM monitoring_samples WHERE observed_ms < ?1",
             params![before_ms],
         )?;
+        connection.execute(
+            "DELETE FROM monitoring_rollups WHERE bucket_ms < ?1",
+            params![before_ms],
+        )?;
         Ok(removed)
+    }
+
+    fn rollup(&self, query: &RollupQuery) -> Result<Vec<RollupRow>, TimelineError> {
+        let filters = &query.filters;
+        let sql = match Access::of(filters) {
+            Access::Resource => ROLLUP_BY_RESOURCE,
+            Access::Server => ROLLUP_BY_SERVER,
+            Access::Namespace => ROLLUP_BY_NAMESPACE,
+        };
+        let connection = self.connection();
+        let mut select = connection.prepare_cached(sql)?;
+        let rows = select.query_map(
+            params![
+                filters.namespace,
+                filters.from_ms,
+                filters.to_ms,
+                scope_filter(filters.kind),
+                filters.server,
+                filters.project,
+                filters.environment,
+                filters.resource,
+                filters.deployment,
+                query.tier.as_str(),
+            ],
+            |row| {
+                Ok(RollupRow {
+                    series: row.get(0)?,
+                    server: row.get(1)?,
+                    scope: row.get(2)?,
+                    project: row.get(3)?,
+                    environment: row.get(4)?,
+                    resource: row.get(5)?,
+                    deployment: row.get(6)?,
+                    bucket_ms: row.get(7)?,
+                    metric: row.get(8)?,
+                    count: row.get(9)?,
+                    total: row.get(10)?,
+                    min: row.get(11)?,
+                    max: row.get(12)?,
+                })
+            },
+        )?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
     }
 }
