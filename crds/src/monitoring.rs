@@ -204,6 +204,56 @@ impl Totals {
     }
 }
 
+/// Reads one metric from a sample's totals.
+pub type ReadMetric = fn(&Totals) -> Option<f64>;
+
+/// Every metric: the camelCase name of a [`Totals`] field, its signal, and how to read it.
+/// Threshold rules and rollups name metrics by these names.
+pub const METRICS: [(&str, Signal, ReadMetric); 18] = [
+    ("logicalCores", Signal::Cpu, |t| t.logical_cores),
+    ("hostCpuPercent", Signal::Cpu, |t| t.host_cpu_percent),
+    ("containerCpuPercent", Signal::Cpu, |t| {
+        t.container_cpu_percent
+    }),
+    ("containerCpuCores", Signal::Cpu, |t| t.container_cpu_cores),
+    ("memoryTotalBytes", Signal::Memory, |t| t.memory_total_bytes),
+    ("memoryAvailableBytes", Signal::Memory, |t| {
+        t.memory_available_bytes
+    }),
+    ("memoryUsedBytes", Signal::Memory, |t| t.memory_used_bytes),
+    ("load1", Signal::Load, |t| t.load1),
+    ("load5", Signal::Load, |t| t.load5),
+    ("load15", Signal::Load, |t| t.load15),
+    ("diskTotalBytes", Signal::Disk, |t| t.disk_total_bytes),
+    ("diskUsedBytes", Signal::Disk, |t| t.disk_used_bytes),
+    ("inodesTotal", Signal::Disk, |t| t.inodes_total),
+    ("inodesUsed", Signal::Disk, |t| t.inodes_used),
+    ("networkRxBytes", Signal::Network, |t| t.network_rx_bytes),
+    ("networkTxBytes", Signal::Network, |t| t.network_tx_bytes),
+    ("dockerImageBytes", Signal::DockerStorage, |t| {
+        t.docker_image_bytes
+    }),
+    ("dockerBuildCacheBytes", Signal::DockerStorage, |t| {
+        t.docker_build_cache_bytes
+    }),
+];
+
+/// The signal of `metric`, if it names a [`Totals`] field.
+pub fn metric_signal(metric: &str) -> Option<Signal> {
+    METRICS
+        .iter()
+        .find(|(name, _, _)| *name == metric)
+        .map(|(_, signal, _)| *signal)
+}
+
+/// The value of `metric` in `totals`, when measured.
+pub fn metric_value(totals: &Totals, metric: &str) -> Option<f64> {
+    METRICS
+        .iter()
+        .find(|(name, _, _)| *name == metric)
+        .and_then(|(_, _, read)| read(totals))
+}
+
 /// `warnings[]` entry, e.g. `missing-samples` for a gap.
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -244,5 +294,37 @@ mod tests {
         );
         assert_eq!(Signal::parse("docker-storage"), Some(Signal::DockerStorage));
         assert_eq!(Signal::parse("gpu"), None);
+    }
+
+    #[test]
+    fn every_total_is_a_metric_of_the_signal_that_keeps_it() {
+        let every = Totals {
+            logical_cores: Some(1.0),
+            host_cpu_percent: Some(1.0),
+            container_cpu_percent: Some(1.0),
+            container_cpu_cores: Some(1.0),
+            memory_total_bytes: Some(1.0),
+            memory_available_bytes: Some(1.0),
+            memory_used_bytes: Some(1.0),
+            load1: Some(1.0),
+            load5: Some(1.0),
+            load15: Some(1.0),
+            disk_total_bytes: Some(1.0),
+            disk_used_bytes: Some(1.0),
+            inodes_total: Some(1.0),
+            inodes_used: Some(1.0),
+            network_rx_bytes: Some(1.0),
+            network_tx_bytes: Some(1.0),
+            docker_image_bytes: Some(1.0),
+            docker_build_cache_bytes: Some(1.0),
+        };
+        let json = serde_json::to_value(&every).unwrap();
+        assert_eq!(json.as_object().unwrap().len(), METRICS.len());
+        for (name, signal, read) in METRICS {
+            assert_eq!(read(&every), Some(1.0), "{name}");
+            let kept = serde_json::to_value(every.only(&[signal])).unwrap();
+            assert!(kept.get(name).is_some(), "{name} is not kept by {signal:?}");
+            assert_eq!(metric_signal(name), Some(signal));
+        }
     }
 }

@@ -4,7 +4,7 @@
 //! `GET /runtime-monitoring/samples` by scope and window. Each row keeps the whole sample as
 //! JSON (`sample`) beside the columns queries filter on.
 
-use berth_crds::monitoring::{MonitoringSample, ScopeKind};
+use berth_crds::monitoring::{METRICS, MonitoringSample, ScopeKind};
 
 use super::TimelineError;
 
@@ -179,21 +179,16 @@ pub trait MonitoringStore: Send + Sync {
 }
 
 /// A sample's contribution to each tier's bucket of each metric it holds.
-pub(crate) fn contributions(
-    record: &SampleRecord,
-) -> Result<Vec<(Tier, RollupRow)>, TimelineError> {
+pub(crate) fn contributions(record: &SampleRecord) -> Vec<(Tier, RollupRow)> {
     let sample = &record.sample;
     let evidence = &sample.scope_evidence;
     let series = match &sample.labels.runtime_id {
         Some(id) => id.clone(),
         None => format!("host:{}", evidence.server_id),
     };
-    let totals = serde_json::to_value(&sample.totals)?;
-    let metrics: Vec<(String, f64)> = totals
-        .as_object()
-        .into_iter()
-        .flatten()
-        .filter_map(|(name, value)| Some((name.clone(), value.as_f64()?)))
+    let metrics: Vec<(&str, f64)> = METRICS
+        .iter()
+        .filter_map(|(name, _, read)| Some((*name, read(&sample.totals)?)))
         .collect();
     let mut rows = Vec::with_capacity(metrics.len() * Tier::ALL.len());
     for tier in Tier::ALL {
@@ -207,7 +202,7 @@ pub(crate) fn contributions(
                 resource: evidence.resource_id.clone(),
                 deployment: evidence.deployment_id.clone(),
                 bucket_ms: tier.bucket(record.observed_ms),
-                metric: metric.clone(),
+                metric: metric.to_string(),
                 count: 1,
                 total: *value,
                 min: *value,
@@ -216,7 +211,7 @@ pub(crate) fn contributions(
             rows.push((tier, row));
         }
     }
-    Ok(rows)
+    rows
 }
 
 /// `scope` column of host samples.

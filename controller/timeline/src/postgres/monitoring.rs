@@ -93,14 +93,14 @@ struct Contributions {
 
 impl Contributions {
     /// Of each sample id's first occurrence: a repeated one is stored, and counted, once.
-    fn of(samples: &[SampleRecord]) -> Result<Self, TimelineError> {
+    fn of(samples: &[SampleRecord]) -> Self {
         let mut columns = Self::default();
         let mut seen = HashSet::new();
         for record in samples {
             if !seen.insert(record.sample.sample_id.as_str()) {
                 continue;
             }
-            for (tier, row) in contributions(record)? {
+            for (tier, row) in contributions(record) {
                 columns.sample_ids.push(record.sample.sample_id.clone());
                 columns.namespaces.push(record.namespace.clone());
                 columns.series.push(row.series);
@@ -116,7 +116,7 @@ impl Contributions {
                 columns.values.push(row.total);
             }
         }
-        Ok(columns)
+        columns
     }
 }
 
@@ -168,7 +168,7 @@ impl MonitoringStore for PostgresTimeline {
         let deployments: Vec<Option<&str>> = rows.iter().map(|r| r.deployment).collect();
         let observed: Vec<i64> = rows.iter().map(|r| r.observed_ms).collect();
         let json: Vec<&str> = rows.iter().map(|r| r.sample.as_str()).collect();
-        let c = Contributions::of(samples)?;
+        let c = Contributions::of(samples);
         self.block_on(self.run(async |connection| {
             let insert = connection.prepare(INSERT).await?;
             let params: [&(dyn ToSql + Sync); 23] = [

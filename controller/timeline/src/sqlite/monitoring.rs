@@ -101,7 +101,7 @@ impl MonitoringStore for SqliteTimeline {
                 if inserted == 0 {
                     continue;
                 }
-                for (tier, rollup) in contributions(record)? {
+                for (tier, rollup) in contributions(record) {
                     upsert.execute(params![
                         row.namespace,
                         rollup.series,
