@@ -100,6 +100,49 @@ async fn the_sample_app_and_its_server_are_sampled_and_attributed() {
         assert!(keys.iter().all(|k| k.starts_with("memory")), "{keys:?}");
     }
 
+    // The rollup: per-minute buckets of the same samples, the deployment as a marker and the
+    // app as the top contributor.
+    let rollup = member
+        .get(&format!(
+            "/runtime-monitoring/rollup?scope.resourceId={id}&bucket=minute\
+             &includeDeploymentMarkers=true&includeTopContributors=true"
+        ))
+        .await
+        .ok();
+    assert_eq!(rollup["schemaVersion"], "runtime-monitoring.rollup/v1");
+    assert_eq!(rollup["bucket"], "minute");
+    let cpu = rollup["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["metric"] == "containerCpuPercent")
+        .unwrap_or_else(|| panic!("a CPU series in {rollup}"));
+    assert_eq!(cpu["signal"], "cpu");
+    assert!(
+        cpu["points"][0]["samples"].as_i64().unwrap() >= 1,
+        "{rollup}"
+    );
+    assert!(
+        rollup["totals"]["memoryUsedBytes"]["avg"].as_f64().unwrap() > 0.0,
+        "{rollup}"
+    );
+    let markers = rollup["deploymentMarkers"].as_array().unwrap();
+    assert!(
+        markers
+            .iter()
+            .any(|m| m["deploymentId"] == deployment.as_str()),
+        "{rollup}"
+    );
+    assert_eq!(
+        rollup["topContributors"][0]["resourceId"],
+        id.as_str(),
+        "{rollup}"
+    );
+    assert!(
+        rollup["topContributors"][0]["memoryUsedBytes"].is_number(),
+        "{rollup}"
+    );
+
     // Bad input names its field and changes nothing.
     let base = "/runtime-monitoring/samples";
     let from = format!("{base}?window.from=2026-01-01T00:00:00%2B01:00");
@@ -110,6 +153,20 @@ async fn the_sample_app_and_its_server_are_sampled_and_attributed() {
     invalid(
         member.get(&format!("{base}?scope.kind=galaxy")).await,
         "scope.kind",
+    );
+    let rollup = "/runtime-monitoring/rollup";
+    invalid(member.get(rollup).await, "bucket");
+    invalid(member.get(&format!("{rollup}?bucket=week")).await, "bucket");
+    let two_days = "window.from=2026-01-01T00:00:00Z&window.to=2026-01-03T00:00:00Z";
+    invalid(
+        member
+            .get(&format!("{rollup}?bucket=minute&{two_days}"))
+            .await,
+        "bucket",
+    );
+    invalid(
+        member.get(&format!("{rollup}?bucket=hour&limit=5")).await,
+        "limit",
     );
 
     // Another organization sees none of it.

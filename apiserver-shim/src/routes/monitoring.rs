@@ -32,17 +32,31 @@ use crate::extract::QueryParams;
 use crate::state::AppState;
 use crate::validate;
 
+mod rollup;
+
 pub fn endpoints() -> Vec<Endpoint> {
-    vec![Endpoint::get::<SamplesList, _, _>(
-        "/runtime-monitoring/samples",
-        "Monitoring samples the server observer recorded (host totals per server, usage per \
+    vec![
+        Endpoint::get::<SamplesList, _, _>(
+            "/runtime-monitoring/samples",
+            "Monitoring samples the server observer recorded (host totals per server, usage per \
          managed container), the latest `limit` of a window, oldest first; read-only, collects \
          nothing fresh (query: scope.kind, scope.serverId, scope.projectId, \
          scope.environmentId, scope.resourceId, scope.deploymentId, window.from, window.to \
          (UTC, ending in Z; default the last hour), signals (cpu, memory, load, disk, network, \
          docker-storage; comma-separated or repeated; default all), limit 1..720 default 300)",
-        list,
-    )]
+            list,
+        ),
+        Endpoint::get::<rollup::Rollup, _, _>(
+            "/runtime-monitoring/rollup",
+            "Monitoring samples summed up per bucket from the store's rollup tiers: series per \
+             metric (avg, min, max, samples per bucket), totals over the window, \
+             topContributors (resources by CPU cores and memory bytes) and deploymentMarkers \
+             (query: the scope, window and signals of /runtime-monitoring/samples; bucket: \
+             minute, five-minute or hour, required, at most 1440 buckets; \
+             includeDeploymentMarkers, includeTopContributors: true|false)",
+            rollup::show,
+        ),
+    ]
 }
 
 /// `limit` bounds and default (spec §8).
@@ -136,9 +150,37 @@ struct Parsed {
     limit: usize,
 }
 
-/// Checks the query; `signals` holds every `signals` value given (the parameter may repeat).
+/// What samples and rollups both select: a scope, a window and signals.
+#[derive(Debug, PartialEq)]
+struct Selection {
+    scope: Scope,
+    from: Timestamp,
+    to: Timestamp,
+    signals: Vec<Signal>,
+}
+
+/// Checks the samples query; `signals` holds every `signals` value given (the parameter may
+/// repeat).
 fn parse_query(query: &QueryParams, signals: &[String], now: Timestamp) -> ApiResult<Parsed> {
-    known_params(query, PARAMS)?;
+    let selection = parse_selection(query, PARAMS, signals, now)?;
+    let limit = query.integer("limit", LIMIT.0, LIMIT.1, DEFAULT_LIMIT)?;
+    Ok(Parsed {
+        scope: selection.scope,
+        from: selection.from,
+        to: selection.to,
+        signals: selection.signals,
+        limit: limit as usize,
+    })
+}
+
+/// Checks the parameters both reads take; `known` lists every parameter the endpoint takes.
+fn parse_selection(
+    query: &QueryParams,
+    known: &[&str],
+    signals: &[String],
+    now: Timestamp,
+) -> ApiResult<Selection> {
+    known_params(query, known)?;
     let kinds: Vec<&str> = SCOPE_KINDS.iter().map(|k| k.as_str()).collect();
     let kind = query
         .one_of("scope.kind", &kinds, None)?
@@ -176,13 +218,11 @@ fn parse_query(query: &QueryParams, signals: &[String], now: Timestamp) -> ApiRe
         ));
     }
     let signals = parse_signals(signals)?;
-    let limit = query.integer("limit", LIMIT.0, LIMIT.1, DEFAULT_LIMIT)?;
-    Ok(Parsed {
+    Ok(Selection {
         scope,
         from,
         to,
         signals,
-        limit: limit as usize,
     })
 }
 
