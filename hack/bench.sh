@@ -12,6 +12,8 @@
 #                         p99; observation store inserts per second on SQLite and PostgreSQL
 #   hack/bench.sh cli     `berth resources list -o json` wall time against curl of the same
 #                         endpoint (start-up cost of the CLI), p50s in one run
+#   hack/bench.sh monitor the agentless monitoring probe: CPU per tick for 100 containers
+#                         against an idle tick; CPU and memory against docker stats
 #   hack/bench.sh scale   what idle apps cost: API requests, CPU, RSS and SSH channels at rest
 #                         with N Resources, 200 applied at once, drift repair time
 set -euo pipefail
@@ -21,6 +23,8 @@ export BERTH_LOG_PREFIX=bench
 source "$HACK_DIR/lib/common.sh"
 # shellcheck source-path=SCRIPTDIR
 source "$HACK_DIR/lib/bench-scale.sh"
+# shellcheck source-path=SCRIPTDIR
+source "$HACK_DIR/lib/bench-monitor.sh"
 
 usage() {
   cat <<USAGE
@@ -55,6 +59,13 @@ Commands:
         administrator: \`berth resources list -o json\` (release build) against curl of
         GET /api/resources with the same token, alternating, RUNS times each (default 40).
         Prints both p50s and their ratio; fails above 1.5x.
+  monitor [CONTAINERS] [RUNS]
+        The probe berth-controller runs on every server tick (controller/src/observer/usage/
+        probe.sh), over SSH against the stack's sshd: CPU seconds per tick (the probe and its
+        children, RUNS runs, default 20) for CONTAINERS (default 100) running containers against
+        none, alternating; fails at 1 % of one core at the default 30 s cadence. Then a
+        container burning a core and holding 64 MiB: the probe's containerCpuPercent and memory
+        against docker stats (fails beyond 10 points or 5 %).
   scale [N] [DECLARED]
         Release berth-controller with N (default 300) Resources of the sample app on the local
         server, then DECLARED (default 2000) in all, the rest without a server. At rest for 60 s
@@ -283,6 +294,7 @@ case "${1:-}" in
   shim) shift; bench_shim "$@" ;;
   deploy) shift; bench_deploy "$@" ;;
   observe) shift; bench_observe "$@" ;;
+  monitor) shift; bench_monitor "$@" ;;
   scale) shift; bench_scale "$@" ;;
   -h | --help | help) usage ;;
   *) usage >&2; exit 2 ;;

@@ -75,6 +75,8 @@ kubectl delete namespace -l berth.dev/test=true --wait=false >/dev/null 2>&1 || 
 # Fresh logs per run, so the secret scan below judges this run only.
 : >"$BERTH_RUN_DIR/test-controller.log"
 : >"$BERTH_RUN_DIR/test-shim.log"
+# Monitoring samples every 5 s (30 s by default), so tests see two within seconds.
+export BERTH_MONITORING_INTERVAL_SECONDS=5
 berth_start_controller "$BERTH_RUN_DIR/test-controller.log"
 trap 'berth_stop_shim; berth_stop_controller' EXIT
 berth_start_shim "$BERTH_RUN_DIR/test-shim.log"

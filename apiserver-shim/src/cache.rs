@@ -53,8 +53,18 @@ pub struct Caches {
     pub deployments: Store<Deployment>,
 }
 
-/// Starts a watch-backed cache of every `K` in the cluster.
+/// Starts a watch-backed cache of every `K` in the cluster. The objects keep their field
+/// managers: writes decide from them what the REST API owns (`write.rs`).
 fn start<K>(client: &Client) -> Store<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + Hash + Clone,
+{
+    start_modified(client, |_| {})
+}
+
+/// The same, each object changed by `modify` before it is cached.
+fn start_modified<K>(client: &Client, modify: impl FnMut(&mut K) + Send + 'static) -> Store<K>
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + Hash + Clone,
@@ -62,7 +72,7 @@ where
     let (reader, writer) = reflector::store();
     let stream = watcher(Api::<K>::all(client.clone()), watcher::Config::default())
         .default_backoff()
-        .modify(berth_crds::trim_for_cache)
+        .modify(modify)
         .reflect(writer)
         .applied_objects();
     tokio::spawn(async move {
@@ -93,7 +103,8 @@ impl Caches {
             servers: start(client),
             ssh_credentials: start(client),
             resources: start(client),
-            deployments: start(client),
+            // Read-only here, and numerous: trimmed of what no read uses.
+            deployments: start_modified(client, berth_crds::trim_for_cache),
         }
     }
 

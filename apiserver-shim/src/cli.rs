@@ -38,6 +38,24 @@ pub struct ShimOptions {
         hide_env_values = true
     )]
     pub observation_store: Option<berth_timeline::StoreLocation>,
+    /// Seconds between the server observer's monitoring samples, as berth-controller's option
+    /// of the same name (5..=3600): samples older than two intervals are `stale`, gaps longer
+    /// than 2.5 intervals are `missing-samples`.
+    #[arg(
+        long,
+        env = "BERTH_MONITORING_INTERVAL_SECONDS",
+        default_value_t = 30,
+        value_parser = clap::value_parser!(u64).range(5..=3600)
+    )]
+    pub monitoring_interval_seconds: u64,
+    /// Hours raw monitoring samples are kept (1..=87600), reported as `rawRetentionHours`.
+    #[arg(
+        long,
+        env = "BERTH_MONITORING_RETENTION_HOURS",
+        default_value_t = 168,
+        value_parser = clap::value_parser!(u64).range(1..=87_600)
+    )]
+    pub monitoring_retention_hours: u64,
 }
 
 impl ShimOptions {
@@ -78,5 +96,29 @@ mod tests {
             .find(|arg| arg.get_id() == "observation_store")
             .unwrap();
         assert!(option.is_hide_env_values_set());
+    }
+
+    #[test]
+    fn monitoring_defaults_to_30_seconds_and_a_week_and_refuses_intervals_below_5_seconds() {
+        let cli = ShimOptions::try_parse_from(["berth-shim"]).unwrap();
+        assert_eq!(cli.monitoring_interval_seconds, 30);
+        assert_eq!(cli.monitoring_retention_hours, 168);
+        let cli = ShimOptions::try_parse_from([
+            "berth-shim",
+            "--monitoring-interval-seconds",
+            "5",
+            "--monitoring-retention-hours",
+            "24",
+        ])
+        .unwrap();
+        assert_eq!(cli.monitoring_interval_seconds, 5);
+        assert_eq!(cli.monitoring_retention_hours, 24);
+        for bad in [
+            ["--monitoring-interval-seconds", "4"],
+            ["--monitoring-retention-hours", "0"],
+        ] {
+            let args = ["berth-shim", bad[0], bad[1]];
+            assert!(ShimOptions::try_parse_from(args).is_err(), "{bad:?}");
+        }
     }
 }

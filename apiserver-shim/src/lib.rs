@@ -62,6 +62,10 @@ pub async fn run(options: ShimOptions) -> anyhow::Result<()> {
             public_url: options.public_url(),
             session_ttl: std::time::Duration::from_secs(options.session_hours * 3600),
             observation_store_driver,
+            monitoring_interval: std::time::Duration::from_secs(
+                options.monitoring_interval_seconds,
+            ),
+            monitoring_retention_hours: options.monitoring_retention_hours,
         }),
         login_limiter: Default::default(),
         metrics: Default::default(),
@@ -69,6 +73,7 @@ pub async fn run(options: ShimOptions) -> anyhow::Result<()> {
         server_access: Default::default(),
         server_deletions: Default::default(),
         timelines,
+        recent_access_failures: Default::default(),
     };
     let listener = tokio::net::TcpListener::bind(options.listen).await?;
     tracing::info!(address = %options.listen, "serving the REST API under /api");

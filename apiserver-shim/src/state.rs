@@ -28,6 +28,8 @@ pub struct AppState {
     pub server_deletions: Arc<crate::routes::servers::DeleteReceipts>,
     /// Deployment timelines, recorded by berth-controller in the shared observation store.
     pub timelines: Arc<dyn berth_timeline::TimelineStore>,
+    /// Resources' latest access-failure evidence as recently read, for cached health.
+    pub recent_access_failures: Arc<crate::routes::access_failures::RecentLatest>,
 }
 
 /// Settings from the command line.
@@ -41,4 +43,9 @@ pub struct Config {
     pub session_ttl: std::time::Duration,
     /// The observation store's database: `sqlite` or `postgresql` (diagnostics show it).
     pub observation_store_driver: &'static str,
+    /// How often berth-controller's server observer samples (`--monitoring-interval-seconds`,
+    /// the controller's option of the same name): sets `freshness` and `missing-samples`.
+    pub monitoring_interval: std::time::Duration,
+    /// How long raw monitoring samples are kept (`retention.rawRetentionHours`).
+    pub monitoring_retention_hours: u64,
 }

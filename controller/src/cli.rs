@@ -22,7 +22,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Run the reconcilers (the default).
-    Run(RunOptions),
+    Run(Box<RunOptions>),
     /// Print every Berth CRD as YAML.
     Crd,
 }
@@ -72,6 +72,14 @@ pub struct RunOptions {
     #[arg(long, env = "BERTH_HEALTH_HISTORY_RETENTION_DAYS", default_value_t = 7,
           value_parser = clap::value_parser!(u64).range(1..=3650))]
     pub health_history_retention_days: u64,
+    /// Seconds between two monitoring samples of each server and its containers.
+    #[arg(long, env = "BERTH_MONITORING_INTERVAL_SECONDS", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(5..=3600))]
+    pub monitoring_interval_seconds: u64,
+    /// Hours monitoring samples are kept.
+    #[arg(long, env = "BERTH_MONITORING_RETENTION_HOURS", default_value_t = 168,
+          value_parser = clap::value_parser!(u64).range(1..=87_600))]
+    pub monitoring_retention_hours: u64,
 }
 
 impl RunOptions {
@@ -80,6 +88,14 @@ impl RunOptions {
         crate::health_history::Settings {
             interval: std::time::Duration::from_secs(self.health_history_interval_seconds),
             retention: std::time::Duration::from_secs(self.health_history_retention_days * 86_400),
+        }
+    }
+
+    /// How monitoring samples are collected and kept.
+    pub fn monitoring(&self) -> crate::observer::usage::Settings {
+        crate::observer::usage::Settings {
+            interval: std::time::Duration::from_secs(self.monitoring_interval_seconds),
+            retention: std::time::Duration::from_secs(self.monitoring_retention_hours * 3600),
         }
     }
 

@@ -32,7 +32,7 @@ pub async fn run(options: RunOptions) -> anyhow::Result<()> {
     let client = api_requests::counted_client().await?;
     let timeline = open_timeline(&options).await?;
     let (caches, feeds) = cache::Caches::new();
-    let (observers, wakes) = observer::Observers::new();
+    let (observers, wakes) = observer::Observers::new(options.monitoring());
     let context = Context::new(
         client.clone(),
         Metrics::default(),
@@ -94,6 +94,7 @@ async fn open_timeline(options: &RunOptions) -> anyhow::Result<berth_timeline::T
     let store = tokio::task::spawn_blocking(move || berth_timeline::open(&location)).await??;
     let retention = Duration::from_secs(options.timeline_retention_days * 24 * 3600);
     let health_retention = options.health_history().retention;
+    let sample_retention = options.monitoring().retention;
     let pruned = Arc::clone(&store);
     tokio::spawn(async move {
         let mut hourly = tokio::time::interval(Duration::from_secs(3600));
@@ -111,6 +112,9 @@ async fn open_timeline(options: &RunOptions) -> anyhow::Result<berth_timeline::T
                 store.prune_access_failures(berth_timeline::now_ms())
             })
             .await;
+            let store = Arc::clone(&pruned);
+            let before_ms = berth_timeline::now_ms() - sample_retention.as_millis() as i64;
+            prune("monitoring samples", move || store.prune_samples(before_ms)).await;
         }
     });
     tracing::info!(store = %shown, "observation store open");

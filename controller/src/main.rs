@@ -6,7 +6,10 @@ use clap::Parser;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    match cli.command.unwrap_or(Command::Run(cli.run)) {
+    match cli
+        .command
+        .unwrap_or_else(|| Command::Run(Box::new(cli.run)))
+    {
         Command::Crd => {
             for crd in berth_crds::all_crds() {
                 print!("---\n{}", berth_crds::render_manifest(&crd));
@@ -15,7 +18,7 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Run(options) => {
             berth_controller::telemetry::init(&options.log_format);
-            berth_controller::run(options).await
+            berth_controller::run(*options).await
         }
     }
 }

@@ -21,6 +21,7 @@ pub mod limits;
 pub mod masking;
 pub mod member;
 pub mod migration;
+pub mod monitoring;
 pub mod organization;
 pub mod overlay_decision;
 pub mod progress;

@@ -25,6 +25,7 @@ mod shim_deployments_stream;
 mod shim_diagnostics;
 mod shim_health;
 mod shim_input_validation;
+mod shim_monitoring;
 mod shim_organizations;
 mod shim_projects_envs;
 mod shim_resource_config;

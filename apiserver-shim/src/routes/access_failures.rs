@@ -11,8 +11,9 @@
 //! arrived may come before the evidence: an id shaped like the proxy's (a UUID) is looked up
 //! again for up to [`CAPTURE_LAG`] before it counts as unknown; any other id answers at once.
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -194,8 +195,8 @@ async fn find(store: &Arc<dyn TimelineStore>, id: &str) -> ApiResult<Option<Acce
     }
 }
 
-/// `resource`'s latest unexpired evidence, as its health (`publicAccess.latestAccessFailure`)
-/// and diagnostic summary (`access.latestAccessFailure`) show it.
+/// `resource`'s latest unexpired evidence, as its diagnostic summary
+/// (`access.latestAccessFailure`) and live health show it.
 pub async fn latest_of(state: &AppState, resource: &Resource) -> ApiResult<Option<Value>> {
     let (namespace, name) = (
         resource.namespace().unwrap_or_default(),
@@ -209,6 +210,48 @@ pub async fn latest_of(state: &AppState, resource: &Resource) -> ApiResult<Optio
         .map(|r| serde_json::to_value(r.evidence))
         .transpose()
         .map_err(ApiError::internal)
+}
+
+/// How long one store read of a resource's latest evidence serves cached health: many
+/// clients polling one resource's health then cost the store one read per period.
+const RECENT_REUSE: Duration = Duration::from_secs(2);
+/// Above this many remembered resources, the expired ones are forgotten.
+const RECENT_CAPACITY: usize = 4096;
+
+/// A resource: its namespace and name.
+type ResourceKey = (String, String);
+
+/// Recent reads of [`latest_of`], per resource, with when each was read.
+#[derive(Default)]
+pub struct RecentLatest(Mutex<HashMap<ResourceKey, (Instant, Option<Value>)>>);
+
+/// [`latest_of`] as read at most [`RECENT_REUSE`] ago: what `mode=cached` health shows.
+pub async fn recent_latest_of(state: &AppState, resource: &Resource) -> ApiResult<Option<Value>> {
+    let key = (
+        resource.namespace().unwrap_or_default(),
+        resource.name_any(),
+    );
+    let recent = &state.recent_access_failures.0;
+    let remembered = lock(recent)
+        .get(&key)
+        .filter(|(read_at, _)| read_at.elapsed() < RECENT_REUSE)
+        .map(|(_, latest)| latest.clone());
+    if let Some(latest) = remembered {
+        return Ok(latest);
+    }
+    let latest = latest_of(state, resource).await?;
+    let mut recent = lock(recent);
+    if recent.len() >= RECENT_CAPACITY {
+        recent.retain(|_, (read_at, _)| read_at.elapsed() < RECENT_REUSE);
+    }
+    recent.insert(key, (Instant::now(), latest.clone()));
+    Ok(latest)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn rfc3339(ms: i64) -> String {

@@ -16,6 +16,7 @@ pub mod health;
 pub mod identity;
 pub mod invitations;
 pub mod members;
+pub mod monitoring;
 pub mod organizations;
 pub mod overlays;
 pub mod projects;
@@ -156,6 +157,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         resource_health::endpoints(),
         diagnostics::endpoints(),
         access_failures::endpoints(),
+        monitoring::endpoints(),
     ]
     .into_iter()
     .flatten()

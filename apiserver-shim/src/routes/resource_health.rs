@@ -126,7 +126,12 @@ async fn show(
         server: server.as_deref(),
         now: probes::now(),
     });
-    match access_failures::latest_of(&state, &resource).await {
+    let latest_failure = if parsed.live {
+        access_failures::latest_of(&state, &resource).await
+    } else {
+        access_failures::recent_latest_of(&state, &resource).await
+    };
+    match latest_failure {
         Ok(latest) => health.public_access.latest_access_failure = latest,
         Err(_) => source_errors.push(SourceError {
             source: "access-failure-evidence",

@@ -35,7 +35,7 @@ pub(crate) fn count_channel(kind: &'static str) {
 }
 
 pub use client_key::{ClientKey, ClientKeyError};
-pub use connection::{Endpoint, ServerConnection, Timeouts};
+pub use connection::{CommandOutput, Endpoint, ServerConnection, Timeouts};
 pub use credential_key::{KeyProblem, key_from_secret, load_key};
 pub use edge_proxy::{EdgeProxy, EdgeProxyNames, EdgeProxySettings, ProxyChange, edge_config};
 pub use error::RemoteError;

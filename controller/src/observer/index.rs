@@ -11,6 +11,8 @@ use berth_remote::edge_proxy::{COMPONENT_LABEL, SERVER_LABEL};
 /// A managed container as last observed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ContainerRecord {
+    /// Docker's container id (the monitoring collector finds its cgroup by it).
+    pub id: String,
     pub name: String,
     /// `Some` for application containers: the Resource and the attempt that started it.
     pub owner: Option<Owner>,
@@ -44,6 +46,7 @@ pub struct Owner {
 /// A container as one listing shows it.
 #[derive(Clone, Debug)]
 pub struct Listed {
+    pub id: String,
     pub name: String,
     pub labels: HashMap<String, String>,
     pub running: bool,
@@ -52,6 +55,8 @@ pub struct Listed {
 /// One Docker container event.
 #[derive(Clone, Debug)]
 pub struct ContainerEvent {
+    /// The container's id.
+    pub id: String,
     pub action: String,
     /// Docker puts the container's name and labels here, plus e.g. `exitCode` on `die`.
     pub attributes: HashMap<String, String>,
@@ -99,7 +104,7 @@ impl ServerIndex {
         let mut changes = Changes::default();
         let mut fresh = HashMap::new();
         for container in listed {
-            let mut record = record_from_labels(&container.name, &container.labels);
+            let mut record = record_from_labels(&container.id, &container.name, &container.labels);
             record.running = container.running;
             if let Some(before) = self.containers.get(&record.name) {
                 record.exit_code = before.exit_code;
@@ -145,7 +150,7 @@ impl ServerIndex {
         let record = self
             .containers
             .entry(name.clone())
-            .or_insert_with(|| record_from_labels(name, &event.attributes));
+            .or_insert_with(|| record_from_labels(&event.id, name, &event.attributes));
         let action = event.action.as_str();
         match action {
             "start" | "restart" | "unpause" => {
@@ -196,7 +201,7 @@ fn note(changes: &mut Changes, record: &ContainerRecord) {
     }
 }
 
-fn record_from_labels(name: &str, labels: &HashMap<String, String>) -> ContainerRecord {
+fn record_from_labels(id: &str, name: &str, labels: &HashMap<String, String>) -> ContainerRecord {
     let owner = match (
         labels.get(NAMESPACE_LABEL),
         labels.get(RESOURCE_LABEL),
@@ -214,6 +219,7 @@ fn record_from_labels(name: &str, labels: &HashMap<String, String>) -> Container
         _ => None,
     };
     ContainerRecord {
+        id: id.to_string(),
         name: name.to_string(),
         owner,
         proxy_of,
@@ -243,6 +249,7 @@ mod tests {
     fn event(action: &str, name: &str, mut attributes: HashMap<String, String>) -> ContainerEvent {
         attributes.insert("name".into(), name.into());
         ContainerEvent {
+            id: format!("id-{name}"),
             action: action.into(),
             attributes,
         }
@@ -250,6 +257,7 @@ mod tests {
 
     fn listed(name: &str, resource: &str, running: bool) -> Listed {
         Listed {
+            id: format!("id-{name}"),
             name: name.into(),
             labels: app_labels(resource),
             running,

@@ -6,6 +6,7 @@
 mod access_log;
 pub mod index;
 mod task;
+pub mod usage;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
@@ -94,6 +95,15 @@ impl ObservedServer {
             .collect()
     }
 
+    /// Every running application container (one with an owner), as last observed.
+    pub fn running_applications(&self) -> Vec<ContainerRecord> {
+        read(&self.index)
+            .containers()
+            .filter(|c| c.running && c.owner.is_some())
+            .cloned()
+            .collect()
+    }
+
     /// The last stop of container `name` if no evidence was taken for it yet; it counts as
     /// taken from now on, so one crash is recorded once.
     pub fn take_death(&self, name: &str) -> Option<Death> {
@@ -171,6 +181,7 @@ impl Wakers {
 pub struct Observers {
     running: Mutex<HashMap<ServerId, Running>>,
     pub wake: Wakers,
+    monitoring: usage::Settings,
 }
 
 struct Running {
@@ -179,12 +190,13 @@ struct Running {
 }
 
 impl Observers {
-    pub fn new() -> (Self, WakeReceivers) {
+    pub fn new(monitoring: usage::Settings) -> (Self, WakeReceivers) {
         let (resources, resources_rx) = mpsc::unbounded();
         let (servers, servers_rx) = mpsc::unbounded();
         let observers = Self {
             running: Mutex::default(),
             wake: Wakers { resources, servers },
+            monitoring,
         };
         let receivers = WakeReceivers {
             resources: resources_rx,
@@ -200,12 +212,18 @@ impl Observers {
             return;
         }
         let observed = Arc::new(ObservedServer::new());
-        // Both followers share the task, so stopping the observer stops both.
+        // The followers share the task, so stopping the observer stops them all.
         let events = task::observe(Arc::clone(context), id.clone(), Arc::clone(&observed));
         let access_log =
             access_log::follow_access_log(Arc::clone(context), id.clone(), Arc::clone(&observed));
+        let samples = usage::collect(
+            Arc::clone(context),
+            id.clone(),
+            Arc::clone(&observed),
+            self.monitoring,
+        );
         let task = tokio::spawn(async move {
-            tokio::join!(events, access_log);
+            tokio::join!(events, access_log, samples);
         });
         tracing::info!(server = %id, "observing the server's containers");
         running.insert(

@@ -140,6 +140,7 @@ async fn relist(
                 .trim_start_matches('/')
                 .to_string();
             Some(Listed {
+                id: c.id?,
                 name,
                 labels: c.labels.unwrap_or_default(),
                 running: c.state.is_some_and(|s| s.to_string() == "running"),
@@ -155,9 +156,11 @@ fn container_event(message: EventMessage) -> Option<ContainerEvent> {
     if message.typ != Some(EventMessageTypeEnum::CONTAINER) {
         return None;
     }
+    let actor = message.actor?;
     Some(ContainerEvent {
+        id: actor.id?,
         action: message.action?,
-        attributes: message.actor?.attributes.unwrap_or_default(),
+        attributes: actor.attributes.unwrap_or_default(),
     })
 }
 

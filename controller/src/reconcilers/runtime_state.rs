@@ -198,6 +198,7 @@ mod tests {
 
     fn record(running: bool, exit_code: Option<i64>, oom_killed: bool) -> ContainerRecord {
         ContainerRecord {
+            id: "c0ffee".into(),
             deaths: 0,
             died_oom: false,
             stop_requested: false,

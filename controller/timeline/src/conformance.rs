@@ -34,6 +34,8 @@ macro_rules! on_both_backends {
 
 // Access-failure evidence, which these macros also run on both backends.
 mod access_failures;
+// Monitoring samples, likewise.
+mod monitoring;
 
 on_both_backends!(
     timelines_keep_order_per_attempt_and_page_after_a_sequence,

@@ -12,6 +12,7 @@ mod access_failures;
 mod conformance;
 mod health_history;
 mod location;
+mod monitoring;
 mod postgres;
 mod sqlite;
 mod writer;
@@ -25,6 +26,7 @@ pub use access_failures::{
 };
 pub use health_history::{HealthObservation, HealthQuery};
 pub use location::{PostgresUrl, StoreLocation, mask_url, open};
+pub use monitoring::{MonitoringStore, RollupQuery, RollupRow, SampleQuery, SampleRecord, Tier};
 pub use postgres::PostgresTimeline;
 pub use sqlite::SqliteTimeline;
 pub use writer::TimelineWriter;
@@ -81,8 +83,9 @@ pub enum TimelineError {
 
 /// Where timelines live: [`SqliteTimeline`] or [`PostgresTimeline`]. Every call blocks; make
 /// them where blocking is allowed (`spawn_blocking`, a thread of its own). A store keeps
-/// access-failure evidence too ([`AccessFailureStore`]).
-pub trait TimelineStore: AccessFailureStore + Send + Sync {
+/// access-failure evidence ([`AccessFailureStore`]) and monitoring samples
+/// ([`MonitoringStore`]) too.
+pub trait TimelineStore: AccessFailureStore + MonitoringStore + Send + Sync {
     /// Adds `events` to the end of `key`'s timeline, all or none.
     fn append(&self, key: &TimelineKey, events: &[ProgressEvent]) -> Result<(), TimelineError>;
     /// Up to `limit` entries of `key`'s timeline recorded after `after` (0: from the start).

@@ -25,6 +25,7 @@ use super::{
 };
 
 mod access_failures;
+mod monitoring;
 
 /// Connections one process keeps at most: one writer, the pruner, and the shim's readers.
 const MAX_CONNECTIONS: usize = 8;
@@ -204,6 +205,7 @@ impl PostgresTimeline {
             // Kept apart from the versioned list (idempotent SQL) so branches adding
             // migrations of their own do not collide on a version number.
             access_failures::create_schema(&transaction).await?;
+            monitoring::create_schema(&transaction).await?;
             if applied as usize > MIGRATIONS.len() {
                 tracing::warn!(
                     applied,

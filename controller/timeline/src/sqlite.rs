@@ -14,6 +14,7 @@ use super::{
 };
 
 mod access_failures;
+mod monitoring;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS deployment_timeline (
@@ -66,6 +67,7 @@ impl SqliteTimeline {
         connection.pragma_update(None, "synchronous", "NORMAL")?;
         connection.execute_batch(SCHEMA)?;
         connection.execute_batch(crate::access_failures::SCHEMA)?;
+        connection.execute_batch(crate::monitoring::SCHEMA)?;
         Ok(Self {
             connection: Mutex::new(connection),
         })

@@ -16,8 +16,8 @@ use crate::error::{Error, Result};
 use berth_remote::docker::{docker_call, docker_over_ssh};
 use berth_remote::key_from_secret;
 use berth_remote::{
-    ClientKey, EdgeProxy, EdgeProxySettings, Endpoint, ProxyChange, RemoteError, ServerConnection,
-    ServerId, facts,
+    ClientKey, CommandOutput, EdgeProxy, EdgeProxySettings, Endpoint, ProxyChange, RemoteError,
+    ServerConnection, ServerId, facts,
 };
 
 /// How long a freshly started proxy gets to open its admin socket.
@@ -99,6 +99,31 @@ pub async fn server_connection(
         .connect(&id, &endpoint(&server), &key, pinned.as_deref())
         .await?;
     Ok((server, connection))
+}
+
+/// Runs `command` on one of server `name`'s exec channels (the pool counts them against
+/// sshd's session limit).
+pub async fn server_exec(
+    context: &Context,
+    namespace: &str,
+    name: &str,
+    command: &str,
+) -> Result<CommandOutput> {
+    let server = Caches::get(&context.caches.servers, namespace, name)
+        .ok_or_else(|| Error::InvalidSpec(format!("Server {name} does not exist")))?;
+    let key = credential_key(context, &server).map_err(|f| Error::InvalidSpec(f.message))?;
+    let pinned = pinned_host_key(&server);
+    let output = context
+        .servers
+        .exec(
+            &server_id(&server),
+            &endpoint(&server),
+            &key,
+            pinned.as_deref(),
+            command,
+        )
+        .await?;
+    Ok(output)
 }
 
 fn failure(error: &RemoteError) -> Failure {

@@ -1,0 +1,782 @@
+//! Spec §4.5 `GET /runtime-monitoring/samples` (`runtime-monitoring.samples.list/v1`): the
+//! Monitoring samples berth-controller's server observer recorded in the observation store,
+//! for a server's host and for each managed container, read back by scope and window.
+//! Read-only: it collects nothing fresh; how fresh the answer is says `freshness`.
+//!
+//! A failing store read is no error: the answer is `partial`, with no samples and a
+//! `monitoring-store` entry in `sourceErrors`. Gaps longer than
+//! [`GAP_FACTOR`] collection intervals between a series' consecutive samples are reported as
+//! `missing-samples` warnings, one per gap.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::{RawQuery, State};
+use berth_crds::member::OrganizationRole;
+use berth_crds::monitoring::{
+    MonitoringSample, SAMPLES_SCHEMA_VERSION, SampleSourceError, SampleWarning, ScopeKind, Signal,
+};
+use berth_timeline::{SampleQuery, TimelineError};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::Endpoint;
+use super::common::{bounded, known_params, parse_utc};
+use super::{environments, projects, resource_config, servers};
+use crate::auth::{Caller, ScopeDimension};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::QueryParams;
+use crate::state::AppState;
+use crate::validate;
+
+mod rollup;
+
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::get::<SamplesList, _, _>(
+            "/runtime-monitoring/samples",
+            "Monitoring samples the server observer recorded (host totals per server, usage per \
+         managed container), the latest `limit` of a window, oldest first; read-only, collects \
+         nothing fresh (query: scope.kind, scope.serverId, scope.projectId, \
+         scope.environmentId, scope.resourceId, scope.deploymentId, window.from, window.to \
+         (UTC, ending in Z; default the last hour), signals (cpu, memory, load, disk, network, \
+         docker-storage; comma-separated or repeated; default all), limit 1..720 default 300)",
+            list,
+        ),
+        Endpoint::get::<rollup::Rollup, _, _>(
+            "/runtime-monitoring/rollup",
+            "Monitoring samples summed up per bucket from the store's rollup tiers: series per \
+             metric (avg, min, max, samples per bucket), totals over the window, \
+             topContributors (resources by CPU cores and memory bytes) and deploymentMarkers \
+             (query: the scope, window and signals of /runtime-monitoring/samples; bucket: \
+             minute, five-minute or hour, required, at most 1440 buckets; \
+             includeDeploymentMarkers, includeTopContributors: true|false)",
+            rollup::show,
+        ),
+    ]
+}
+
+/// `limit` bounds and default (spec §8).
+pub const LIMIT: (u64, u64) = (1, 720);
+const DEFAULT_LIMIT: u64 = 300;
+/// The window when `window.from` is not given: the hour before `window.to`.
+const DEFAULT_WINDOW: SignedDuration = SignedDuration::from_hours(1);
+/// The longest scope filter (a Kubernetes object name).
+const ID_MAX: usize = 253;
+/// `sourceErrors[].source` of a failed store read, and its code.
+pub const STORE_SOURCE: &str = "monitoring-store";
+pub const STORE_UNAVAILABLE: &str = "monitoring_store_unavailable";
+/// `warnings[].code` of a gap in a series.
+pub const MISSING_SAMPLES: &str = "missing-samples";
+/// A gap longer than this many collection intervals is reported (a tick late is not).
+pub const GAP_FACTOR: f64 = 2.5;
+/// Samples younger than this many collection intervals are `live`.
+const LIVE_FACTOR: u32 = 2;
+
+const PARAMS: &[&str] = &[
+    "scope.kind",
+    "scope.serverId",
+    "scope.projectId",
+    "scope.environmentId",
+    "scope.resourceId",
+    "scope.deploymentId",
+    "window.from",
+    "window.to",
+    "signals",
+    "limit",
+];
+const SCOPE_KINDS: [ScopeKind; 5] = [
+    ScopeKind::Server,
+    ScopeKind::Project,
+    ScopeKind::Environment,
+    ScopeKind::Resource,
+    ScopeKind::Deployment,
+];
+
+/// Spec §4.5 samples list.
+#[derive(Serialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct SamplesList {
+    pub schema_version: &'static str,
+    /// The scope filters, as given.
+    pub scope: Scope,
+    pub from: String,
+    pub to: String,
+    pub generated_at: String,
+    /// `live`: the newest sample is younger than two collection intervals; `stale`: older;
+    /// `none`: no samples.
+    pub freshness: &'static str,
+    /// Whether some source could not be read (see `sourceErrors`).
+    pub partial: bool,
+    pub retention: Retention,
+    /// Oldest first; the latest `limit` of the window, each with the totals of `signals` only.
+    pub samples: Vec<MonitoringSample>,
+    /// `missing-samples`: one per gap in a server's or a container's series.
+    pub warnings: Vec<SampleWarning>,
+    pub source_errors: Vec<SampleSourceError>,
+}
+
+/// The query's scope filters.
+#[derive(Serialize, JsonSchema, Debug, Clone, Default, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Scope {
+    pub kind: Option<ScopeKind>,
+    pub server_id: Option<String>,
+    pub project_id: Option<String>,
+    pub environment_id: Option<String>,
+    pub resource_id: Option<String>,
+    pub deployment_id: Option<String>,
+}
+
+/// How long raw samples are kept, and so the span a window can find them in.
+#[derive(Serialize, JsonSchema, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Retention {
+    pub raw_retention_hours: u64,
+    pub retained_from: String,
+    pub retained_to: String,
+}
+
+/// The query, checked.
+#[derive(Debug, PartialEq)]
+struct Parsed {
+    scope: Scope,
+    from: Timestamp,
+    to: Timestamp,
+    signals: Vec<Signal>,
+    limit: usize,
+}
+
+/// What samples and rollups both select: a scope, a window and signals.
+#[derive(Debug, PartialEq)]
+struct Selection {
+    scope: Scope,
+    from: Timestamp,
+    to: Timestamp,
+    signals: Vec<Signal>,
+}
+
+/// Checks the samples query; `signals` holds every `signals` value given (the parameter may
+/// repeat).
+fn parse_query(query: &QueryParams, signals: &[String], now: Timestamp) -> ApiResult<Parsed> {
+    let selection = parse_selection(query, PARAMS, signals, now)?;
+    let limit = query.integer("limit", LIMIT.0, LIMIT.1, DEFAULT_LIMIT)?;
+    Ok(Parsed {
+        scope: selection.scope,
+        from: selection.from,
+        to: selection.to,
+        signals: selection.signals,
+        limit: limit as usize,
+    })
+}
+
+/// Checks the parameters both reads take; `known` lists every parameter the endpoint takes.
+fn parse_selection(
+    query: &QueryParams,
+    known: &[&str],
+    signals: &[String],
+    now: Timestamp,
+) -> ApiResult<Selection> {
+    known_params(query, known)?;
+    let kinds: Vec<&str> = SCOPE_KINDS.iter().map(|k| k.as_str()).collect();
+    let kind = query
+        .one_of("scope.kind", &kinds, None)?
+        .and_then(|name| SCOPE_KINDS.into_iter().find(|k| k.as_str() == name));
+    let id = |field: &str| -> ApiResult<Option<String>> {
+        let value = query.string(field)?;
+        if let Some(value) = value {
+            bounded(field, value, ID_MAX)?;
+        }
+        Ok(value.map(str::to_string))
+    };
+    let scope = Scope {
+        kind,
+        server_id: id("scope.serverId")?,
+        project_id: id("scope.projectId")?,
+        environment_id: id("scope.environmentId")?,
+        resource_id: id("scope.resourceId")?,
+        deployment_id: id("scope.deploymentId")?,
+    };
+    let utc = |field: &str| {
+        query
+            .string(field)?
+            .map(|value| parse_utc(field, value))
+            .transpose()
+    };
+    let to = utc("window.to")?.unwrap_or(now);
+    let from = match utc("window.from")? {
+        Some(from) => from,
+        None => to.checked_sub(DEFAULT_WINDOW).unwrap_or(Timestamp::MIN),
+    };
+    if from > to {
+        return Err(ApiError::validation(
+            "window.from",
+            "window.from must not be after window.to",
+        ));
+    }
+    let signals = parse_signals(signals)?;
+    Ok(Selection {
+        scope,
+        from,
+        to,
+        signals,
+    })
+}
+
+/// `signals`: names separated by commas, in one value or several; none given means all.
+fn parse_signals(values: &[String]) -> ApiResult<Vec<Signal>> {
+    if values.is_empty() {
+        return Ok(Signal::ALL.to_vec());
+    }
+    let mut signals = Vec::new();
+    for name in values.iter().flat_map(|value| value.split(',')) {
+        let Some(signal) = Signal::parse(name.trim()) else {
+            let allowed: Vec<&str> = Signal::ALL.iter().map(|s| s.as_str()).collect();
+            return Err(ApiError::validation(
+                "signals",
+                format!(
+                    "signals must name one or more of: {} (got `{name}`)",
+                    allowed.join(", ")
+                ),
+            )
+            .with_detail("allowed", allowed));
+        };
+        if !signals.contains(&signal) {
+            signals.push(signal);
+        }
+    }
+    Ok(signals)
+}
+
+/// Every value of `signals` in the raw query string (the query map keeps only the last of a
+/// repeated parameter).
+fn signal_values(raw: Option<&str>) -> ApiResult<Vec<String>> {
+    let decode = |text: &str| {
+        validate::percent_decode(&text.replace('+', " ")).ok_or_else(|| {
+            ApiError::malformed("the query has a broken percent-escape or is not UTF-8")
+        })
+    };
+    let mut values = Vec::new();
+    for pair in raw.unwrap_or_default().split('&') {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        if decode(key)? == "signals" {
+            values.push(decode(value)?);
+        }
+    }
+    Ok(values)
+}
+
+/// Whether a sample measured a server's host (else one container).
+fn is_host(sample: &MonitoringSample) -> bool {
+    match sample.scope_evidence.scope {
+        Some(kind) => kind == ScopeKind::Server,
+        None => sample.labels.artifact_kind == "host",
+    }
+}
+
+/// Whether a deploy token's scope covers the sample (users see their whole organization).
+fn visible(caller: &Caller, sample: &MonitoringSample) -> bool {
+    let evidence = &sample.scope_evidence;
+    let sees = |dimension, id: &Option<String>| caller.sees(dimension, id.as_deref().unwrap_or(""));
+    if is_host(sample) {
+        return caller.sees(ScopeDimension::Target, &evidence.server_id);
+    }
+    sees(ScopeDimension::Resource, &evidence.resource_id)
+        && sees(ScopeDimension::Project, &evidence.project_id)
+        && sees(ScopeDimension::Environment, &evidence.environment_id)
+}
+
+fn observed_ms(sample: &MonitoringSample) -> Option<i64> {
+    sample
+        .observed_at
+        .parse::<Timestamp>()
+        .ok()
+        .map(|t| t.as_millisecond())
+}
+
+fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// `live`, `stale` or `none`, from the newest sample's age at `now`.
+fn freshness(samples: &[MonitoringSample], now: Timestamp, interval: Duration) -> &'static str {
+    let Some(newest) = samples.iter().filter_map(observed_ms).max() else {
+        return "none";
+    };
+    let age = now.as_millisecond().saturating_sub(newest);
+    if age < millis(interval).saturating_mul(i64::from(LIVE_FACTOR)) {
+        "live"
+    } else {
+        "stale"
+    }
+}
+
+/// A length in words: `2m30s`, `1h5m0s`, `45s`.
+fn length(ms: i64) -> String {
+    let seconds = ms / 1000;
+    let (hours, minutes, seconds) = (seconds / 3600, seconds / 60 % 60, seconds % 60);
+    match (hours, minutes) {
+        (0, 0) => format!("{seconds}s"),
+        (0, _) => format!("{minutes}m{seconds}s"),
+        _ => format!("{hours}h{minutes}m{seconds}s"),
+    }
+}
+
+/// One `missing-samples` warning per gap longer than [`GAP_FACTOR`] intervals between
+/// consecutive samples of a series: a server's host samples, or one container's (its
+/// `labels.runtimeId`). `samples` are oldest first.
+fn missing_samples(samples: &[MonitoringSample], interval: Duration) -> Vec<SampleWarning> {
+    let longest = (millis(interval) as f64 * GAP_FACTOR) as i64;
+    let mut previous: HashMap<(bool, String), (i64, &str)> = HashMap::new();
+    let mut warnings = Vec::new();
+    for sample in samples {
+        let Some(at) = observed_ms(sample) else {
+            continue;
+        };
+        let host = is_host(sample);
+        let evidence = &sample.scope_evidence;
+        let series = if host {
+            evidence.server_id.clone()
+        } else {
+            sample
+                .labels
+                .runtime_id
+                .clone()
+                .or_else(|| evidence.resource_id.clone())
+                .unwrap_or_default()
+        };
+        let key = (host, series);
+        if let Some((before, started)) = previous.get(&key).copied()
+            && at - before > longest
+        {
+            let what = if host {
+                format!("server {}", evidence.server_id)
+            } else {
+                let resource = evidence.resource_id.as_deref().unwrap_or("unattributed");
+                format!("container {} of resource {resource}", key.1)
+            };
+            warnings.push(SampleWarning {
+                code: MISSING_SAMPLES.into(),
+                message: format!(
+                    "no samples of {what} for {} after {started} (one is expected every {})",
+                    length(at - before),
+                    length(millis(interval)),
+                ),
+                signal: None,
+                scope: Some(evidence.scope.unwrap_or(if host {
+                    ScopeKind::Server
+                } else {
+                    ScopeKind::Resource
+                })),
+            });
+        }
+        previous.insert(key, (at, sample.observed_at.as_str()));
+    }
+    warnings
+}
+
+/// Checks each id filter names an object of the caller's organization it may see (404
+/// otherwise, as for any other route).
+fn check_scope(state: &AppState, caller: &Caller, scope: &Scope) -> ApiResult<()> {
+    if let Some(id) = &scope.server_id {
+        servers::lookup(state, caller, id)?;
+    }
+    if let Some(id) = &scope.project_id {
+        projects::lookup(state, caller, id)?;
+    }
+    if let Some(id) = &scope.environment_id {
+        environments::lookup(state, caller, id)?;
+    }
+    if let Some(id) = &scope.resource_id {
+        resource_config::lookup(state, caller, id)?;
+    }
+    Ok(())
+}
+
+/// The samples of `query`, or why the store could not say.
+async fn read(
+    state: &AppState,
+    query: SampleQuery,
+) -> ApiResult<Result<Vec<MonitoringSample>, TimelineError>> {
+    let store = Arc::clone(&state.timelines);
+    tokio::task::spawn_blocking(move || store.samples(&query))
+        .await
+        .map_err(ApiError::internal)
+}
+
+fn retention(hours: u64, now: Timestamp) -> Retention {
+    let span = SignedDuration::from_hours(i64::try_from(hours).unwrap_or(i64::MAX / 3600));
+    Retention {
+        raw_retention_hours: hours,
+        retained_from: now.checked_sub(span).unwrap_or(Timestamp::MIN).to_string(),
+        retained_to: now.to_string(),
+    }
+}
+
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    query: QueryParams,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<SamplesList>> {
+    let now = Timestamp::now();
+    let parsed = parse_query(&query, &signal_values(raw.as_deref())?, now)?;
+    let organization = caller.require_role(OrganizationRole::Member)?;
+    check_scope(&state, &caller, &parsed.scope)?;
+    let store_query = SampleQuery {
+        namespace: organization.namespace.clone(),
+        kind: parsed.scope.kind,
+        server: parsed.scope.server_id.clone(),
+        project: parsed.scope.project_id.clone(),
+        environment: parsed.scope.environment_id.clone(),
+        resource: parsed.scope.resource_id.clone(),
+        deployment: parsed.scope.deployment_id.clone(),
+        from_ms: parsed.from.as_millisecond(),
+        to_ms: parsed.to.as_millisecond(),
+        limit: parsed.limit,
+    };
+    let (samples, source_errors) = match read(&state, store_query).await? {
+        Ok(samples) => (samples, Vec::new()),
+        Err(error) => {
+            tracing::warn!(%error, "observation store unavailable: monitoring samples");
+            let failed = SampleSourceError {
+                source: STORE_SOURCE.into(),
+                code: STORE_UNAVAILABLE.into(),
+                message: "monitoring samples could not be read: the observation store failed"
+                    .into(),
+                retryable: true,
+            };
+            (Vec::new(), vec![failed])
+        }
+    };
+    let samples: Vec<MonitoringSample> = samples
+        .into_iter()
+        .filter(|sample| visible(&caller, sample))
+        .map(|mut sample| {
+            sample.totals = sample.totals.only(&parsed.signals);
+            sample
+        })
+        .collect();
+    let interval = state.config.monitoring_interval;
+    Ok(Json(SamplesList {
+        schema_version: SAMPLES_SCHEMA_VERSION,
+        scope: parsed.scope,
+        from: parsed.from.to_string(),
+        to: parsed.to.to_string(),
+        generated_at: now.to_string(),
+        freshness: freshness(&samples, now, interval),
+        partial: !source_errors.is_empty(),
+        retention: retention(state.config.monitoring_retention_hours, now),
+        warnings: missing_samples(&samples, interval),
+        samples,
+        source_errors,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_crds::monitoring::{PROVIDER_KEY, SampleLabels, ScopeEvidence, Totals};
+
+    fn query(pairs: &[(&str, &str)]) -> QueryParams {
+        QueryParams::from_pairs(pairs)
+    }
+
+    fn now() -> Timestamp {
+        "2030-01-02T00:00:00Z".parse().unwrap()
+    }
+
+    fn parse(pairs: &[(&str, &str)]) -> ApiResult<Parsed> {
+        let signals: Vec<String> = pairs
+            .iter()
+            .filter(|(k, _)| *k == "signals")
+            .map(|(_, v)| v.to_string())
+            .collect();
+        parse_query(&query(pairs), &signals, now())
+    }
+
+    #[test]
+    fn the_window_defaults_to_the_last_hour_the_limit_to_300_and_signals_to_all() {
+        let parsed = parse(&[]).unwrap();
+        assert_eq!(parsed.to, now());
+        assert_eq!(parsed.from.to_string(), "2030-01-01T23:00:00Z");
+        assert_eq!(parsed.limit, 300);
+        assert_eq!(parsed.signals, Signal::ALL.to_vec());
+        assert_eq!(parsed.scope, Scope::default());
+    }
+
+    #[test]
+    fn scope_filters_window_signals_and_limit_are_read() {
+        let parsed = parse(&[
+            ("scope.kind", "resource"),
+            ("scope.serverId", "edge"),
+            ("scope.projectId", "shop"),
+            ("scope.environmentId", "production"),
+            ("scope.resourceId", "web"),
+            ("scope.deploymentId", "dep-web-1"),
+            ("window.from", "2030-01-01T00:00:00Z"),
+            ("window.to", "2030-01-01T06:00:00Z"),
+            ("signals", "cpu,docker-storage"),
+            ("limit", "720"),
+        ])
+        .unwrap();
+        assert_eq!(parsed.scope.kind, Some(ScopeKind::Resource));
+        assert_eq!(parsed.scope.server_id.as_deref(), Some("edge"));
+        assert_eq!(parsed.scope.deployment_id.as_deref(), Some("dep-web-1"));
+        assert_eq!(parsed.from.to_string(), "2030-01-01T00:00:00Z");
+        assert_eq!(parsed.to.to_string(), "2030-01-01T06:00:00Z");
+        assert_eq!(parsed.signals, [Signal::Cpu, Signal::DockerStorage]);
+        assert_eq!(parsed.limit, 720);
+        let json = serde_json::to_value(&parsed.scope).unwrap();
+        assert_eq!(json["kind"], "resource");
+        assert_eq!(json["resourceId"], "web");
+    }
+
+    #[test]
+    fn signals_may_repeat_and_be_comma_separated() {
+        let values = signal_values(Some(
+            "signals=cpu%2Cmemory&limit=5&signals=load&signals=cpu",
+        ))
+        .unwrap();
+        assert_eq!(values, ["cpu,memory", "load", "cpu"]);
+        assert_eq!(
+            parse_signals(&values).unwrap(),
+            [Signal::Cpu, Signal::Memory, Signal::Load]
+        );
+        assert!(signal_values(None).unwrap().is_empty());
+        assert_eq!(signal_values(Some("signals=")).unwrap(), [""]);
+    }
+
+    #[test]
+    fn every_bad_parameter_is_a_422_naming_its_field() {
+        let long = "a".repeat(254);
+        for (pairs, field) in [
+            (vec![("scope.kind", "cluster")], "scope.kind"),
+            (vec![("scope.serverId", "")], "scope.serverId"),
+            (vec![("scope.projectId", long.as_str())], "scope.projectId"),
+            (vec![("scope.environmentId", "")], "scope.environmentId"),
+            (
+                vec![("scope.resourceId", long.as_str())],
+                "scope.resourceId",
+            ),
+            (vec![("scope.deploymentId", "")], "scope.deploymentId"),
+            (
+                vec![("window.from", "2030-01-01T00:00:00+02:00")],
+                "window.from",
+            ),
+            (vec![("window.to", "yesterday")], "window.to"),
+            (vec![("window.to", "2030-01-01T00:00:00")], "window.to"),
+            (
+                vec![
+                    ("window.from", "2030-01-02T00:00:00Z"),
+                    ("window.to", "2030-01-01T00:00:00Z"),
+                ],
+                "window.from",
+            ),
+            (vec![("signals", "gpu")], "signals"),
+            (vec![("signals", "cpu,")], "signals"),
+            (vec![("signals", "")], "signals"),
+            (vec![("limit", "0")], "limit"),
+            (vec![("limit", "721")], "limit"),
+            (vec![("limit", "ten")], "limit"),
+            (vec![("scope.server", "edge")], "scope.server"),
+            (vec![("window", "1h")], "window"),
+        ] {
+            let error = parse(&pairs).unwrap_err();
+            assert_eq!(error.status, 422, "{pairs:?}");
+            assert_eq!(error.body.details["field"], field, "{pairs:?}");
+        }
+        let error = parse(&[("signals", "cpu,gpu")]).unwrap_err();
+        assert_eq!(
+            error.body.details["allowed"],
+            serde_json::json!(["cpu", "memory", "load", "disk", "network", "docker-storage"])
+        );
+        let error = parse(&[("scope.kind", "cluster")]).unwrap_err();
+        assert_eq!(
+            error.body.details["allowed"],
+            serde_json::json!(["server", "project", "environment", "resource", "deployment"])
+        );
+    }
+
+    fn at(seconds: i64) -> String {
+        Timestamp::from_second(now().as_second() + seconds)
+            .unwrap()
+            .to_string()
+    }
+
+    fn host(server: &str, seconds: i64) -> MonitoringSample {
+        MonitoringSample {
+            sample_id: format!("{server}:host:{seconds}"),
+            observed_at: at(seconds),
+            collected_at: at(seconds),
+            scope_evidence: ScopeEvidence {
+                scope: Some(ScopeKind::Server),
+                server_id: server.into(),
+                ..ScopeEvidence::default()
+            },
+            totals: Totals {
+                host_cpu_percent: Some(10.0),
+                load1: Some(0.5),
+                ..Totals::default()
+            },
+            freshness: "live".into(),
+            partial: false,
+            labels: SampleLabels {
+                provider_key: PROVIDER_KEY.into(),
+                artifact_kind: "host".into(),
+                runtime_id: None,
+            },
+            warnings: Vec::new(),
+            source_errors: Vec::new(),
+        }
+    }
+
+    fn container(server: &str, runtime: &str, seconds: i64) -> MonitoringSample {
+        let mut sample = host(server, seconds);
+        sample.sample_id = format!("{server}:{runtime}:{seconds}");
+        sample.scope_evidence = ScopeEvidence {
+            scope: Some(ScopeKind::Resource),
+            server_id: server.into(),
+            resource_id: Some("web".into()),
+            ..ScopeEvidence::default()
+        };
+        sample.labels.artifact_kind = "container".into();
+        sample.labels.runtime_id = Some(runtime.into());
+        sample
+    }
+
+    const INTERVAL: Duration = Duration::from_secs(30);
+
+    #[test]
+    fn a_gap_longer_than_two_and_a_half_intervals_in_a_series_is_one_warning() {
+        // Oldest first, as the store answers. Host samples of `edge` every 30 s but for one
+        // gap of 90 s; `db` 75 s apart (exactly 2.5 intervals: no gap); container `c1` one
+        // gap of 5 min; `c2` replaced `c1` (a new series, however long after `c1` ended).
+        let mut samples = vec![
+            host("edge", -300),
+            container("edge", "c1", -300),
+            host("db", -300),
+            host("edge", -270),
+            host("db", -225),
+            host("edge", -180),
+            container("edge", "c1", -0),
+            container("edge", "c2", 0),
+            host("edge", -150),
+        ];
+        samples.sort_by_key(|s| s.observed_at.clone());
+        let warnings = missing_samples(&samples, INTERVAL);
+        assert_eq!(warnings.len(), 2, "{warnings:#?}");
+        let edge = &warnings[0];
+        assert_eq!(edge.code, MISSING_SAMPLES);
+        assert_eq!(edge.signal, None);
+        assert_eq!(edge.scope, Some(ScopeKind::Server));
+        assert!(edge.message.contains("server edge"), "{}", edge.message);
+        assert!(edge.message.contains(&at(-270)), "{}", edge.message);
+        assert!(edge.message.contains("for 1m30s"), "{}", edge.message);
+        let c1 = &warnings[1];
+        assert_eq!(c1.scope, Some(ScopeKind::Resource));
+        assert!(c1.message.contains("container c1"), "{}", c1.message);
+        assert!(c1.message.contains(&at(-300)), "{}", c1.message);
+        assert!(c1.message.contains("for 5m0s"), "{}", c1.message);
+
+        // Two gaps of one series are two warnings; regular series none.
+        let series: Vec<_> = [0, 30, 200, 230, 400].map(|s| host("edge", s)).to_vec();
+        assert_eq!(missing_samples(&series, INTERVAL).len(), 2);
+        let regular: Vec<_> = (0..10).map(|n| host("edge", n * 30)).collect();
+        assert!(missing_samples(&regular, INTERVAL).is_empty());
+        assert!(missing_samples(&[], INTERVAL).is_empty());
+    }
+
+    #[test]
+    fn a_deploy_token_sees_only_the_samples_its_scope_covers() {
+        use crate::auth::Principal;
+        use berth_crds::deploy_token::DeployTokenScope;
+        let token = |scope: DeployTokenScope| Caller {
+            principal: Principal::DeployToken {
+                token_id: "tok-1".into(),
+                scope,
+            },
+            organization: None,
+        };
+        let (edge, web) = (host("edge", 0), container("edge", "c1", 0));
+        let mut unattributed = container("edge", "c2", 0);
+        unattributed.scope_evidence.resource_id = None;
+        let unlimited = token(DeployTokenScope::default());
+        assert!(visible(&unlimited, &edge) && visible(&unlimited, &web));
+        assert!(visible(&unlimited, &unattributed));
+        let web_only = token(DeployTokenScope {
+            resource_ids: vec!["web".into()],
+            ..DeployTokenScope::default()
+        });
+        assert!(visible(&web_only, &web) && visible(&web_only, &edge));
+        assert!(!visible(&web_only, &unattributed));
+        let api_only = token(DeployTokenScope {
+            resource_ids: vec!["api".into()],
+            deployment_target_ids: vec!["db".into()],
+            ..DeployTokenScope::default()
+        });
+        assert!(!visible(&api_only, &web) && !visible(&api_only, &edge));
+    }
+
+    #[test]
+    fn freshness_is_live_within_two_intervals_then_stale_and_none_without_samples() {
+        assert_eq!(freshness(&[], now(), INTERVAL), "none");
+        let recent = [host("edge", -120), host("edge", -59)];
+        assert_eq!(freshness(&recent, now(), INTERVAL), "live");
+        let old = [host("edge", -61)];
+        assert_eq!(freshness(&old, now(), INTERVAL), "stale");
+    }
+
+    #[test]
+    fn retention_spans_the_hours_before_now() {
+        let retention = retention(168, now());
+        assert_eq!(retention.raw_retention_hours, 168);
+        assert_eq!(retention.retained_from, "2029-12-26T00:00:00Z");
+        assert_eq!(retention.retained_to, "2030-01-02T00:00:00Z");
+    }
+
+    #[test]
+    fn the_list_serializes_with_the_spec_field_names() {
+        let list = SamplesList {
+            schema_version: SAMPLES_SCHEMA_VERSION,
+            scope: Scope::default(),
+            from: at(-3600),
+            to: at(0),
+            generated_at: at(0),
+            freshness: "none",
+            partial: true,
+            retention: retention(1, now()),
+            samples: Vec::new(),
+            warnings: Vec::new(),
+            source_errors: vec![SampleSourceError {
+                source: STORE_SOURCE.into(),
+                code: STORE_UNAVAILABLE.into(),
+                message: "down".into(),
+                retryable: true,
+            }],
+        };
+        let json = serde_json::to_value(&list).unwrap();
+        assert_eq!(json["schemaVersion"], "runtime-monitoring.samples.list/v1");
+        for field in [
+            "scope",
+            "from",
+            "to",
+            "generatedAt",
+            "freshness",
+            "partial",
+            "retention",
+            "samples",
+            "warnings",
+            "sourceErrors",
+        ] {
+            assert!(json.get(field).is_some(), "{field} missing: {json}");
+        }
+        assert_eq!(json["retention"]["rawRetentionHours"], 1);
+        assert_eq!(json["sourceErrors"][0]["source"], "monitoring-store");
+        assert_eq!(json["sourceErrors"][0]["retryable"], true);
+        assert_eq!(json["scope"]["kind"], serde_json::Value::Null);
+    }
+}

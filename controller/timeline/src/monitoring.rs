@@ -1,0 +1,305 @@
+//! Runtime monitoring samples (spec §2.2 "Monitoring sample", §4.5): what the controller's
+//! server observer measured on each tick, for a server's host and for each managed container,
+//! recorded in one call per server and tick, and read back by the shim's
+//! `GET /runtime-monitoring/samples` by scope and window. Each row keeps the whole sample as
+//! JSON (`sample`) beside the columns queries filter on.
+
+use berth_crds::monitoring::{METRICS, MonitoringSample, ScopeKind};
+
+use super::TimelineError;
+
+/// Table and indexes of the samples, created when a store opens; the same SQL suits SQLite and
+/// PostgreSQL.
+pub(crate) const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS monitoring_samples (
+    sample_id   TEXT   PRIMARY KEY,
+    namespace   TEXT   NOT NULL,
+    server      TEXT   NOT NULL,
+    scope       TEXT   NOT NULL,
+    project     TEXT,
+    environment TEXT,
+    resource    TEXT,
+    deployment  TEXT,
+    observed_ms BIGINT NOT NULL,
+    sample      TEXT   NOT NULL
+);
+CREATE INDEX IF NOT EXISTS monitoring_samples_by_server
+    ON monitoring_samples (namespace, server, observed_ms);
+CREATE INDEX IF NOT EXISTS monitoring_samples_by_resource
+    ON monitoring_samples (namespace, resource, observed_ms);
+CREATE INDEX IF NOT EXISTS monitoring_samples_by_age
+    ON monitoring_samples (observed_ms);
+CREATE TABLE IF NOT EXISTS monitoring_rollups (
+    namespace   TEXT   NOT NULL,
+    series      TEXT   NOT NULL,
+    tier        TEXT   NOT NULL,
+    bucket_ms   BIGINT NOT NULL,
+    metric      TEXT   NOT NULL,
+    server      TEXT   NOT NULL,
+    scope       TEXT   NOT NULL,
+    project     TEXT,
+    environment TEXT,
+    resource    TEXT,
+    deployment  TEXT,
+    n           BIGINT NOT NULL,
+    total       DOUBLE PRECISION NOT NULL,
+    lo          DOUBLE PRECISION NOT NULL,
+    hi          DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (namespace, series, tier, bucket_ms, metric)
+);
+CREATE INDEX IF NOT EXISTS monitoring_rollups_by_resource
+    ON monitoring_rollups (namespace, tier, resource, bucket_ms);
+CREATE INDEX IF NOT EXISTS monitoring_rollups_by_server
+    ON monitoring_rollups (namespace, tier, server, bucket_ms);
+CREATE INDEX IF NOT EXISTS monitoring_rollups_by_age
+    ON monitoring_rollups (bucket_ms);
+";
+
+/// Adds one contribution to a rollup row (the same SQL for both backends; `excluded` is the
+/// row that conflicted). A macro, so statements can `concat!` it.
+macro_rules! upsert_rollup_tail {
+    () => {
+        "
+ON CONFLICT (namespace, series, tier, bucket_ms, metric) DO UPDATE SET
+    n = monitoring_rollups.n + excluded.n,
+    total = monitoring_rollups.total + excluded.total,
+    lo = CASE WHEN excluded.lo < monitoring_rollups.lo THEN excluded.lo
+              ELSE monitoring_rollups.lo END,
+    hi = CASE WHEN excluded.hi > monitoring_rollups.hi THEN excluded.hi
+              ELSE monitoring_rollups.hi END"
+    };
+}
+pub(crate) use upsert_rollup_tail;
+
+/// Rollup granularities (`bucket` of `GET /runtime-monitoring/rollup`), kept as samples are
+/// recorded so a window of weeks reads a few rows per series, not every sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Tier {
+    Minute,
+    FiveMinute,
+    Hour,
+}
+
+impl Tier {
+    pub const ALL: [Tier; 3] = [Tier::Minute, Tier::FiveMinute, Tier::Hour];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Minute => "minute",
+            Self::FiveMinute => "five-minute",
+            Self::Hour => "hour",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.as_str() == value)
+    }
+
+    pub fn millis(self) -> i64 {
+        match self {
+            Self::Minute => 60_000,
+            Self::FiveMinute => 300_000,
+            Self::Hour => 3_600_000,
+        }
+    }
+
+    /// Start of the bucket holding `at_ms`.
+    pub fn bucket(self, at_ms: i64) -> i64 {
+        at_ms - at_ms.rem_euclid(self.millis())
+    }
+}
+
+/// One series' aggregate of one metric over one bucket.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RollupRow {
+    /// `host:<server>` for a host, else the container id.
+    pub series: String,
+    pub server: String,
+    /// `server` (a host) or `resource` (a container), as in the samples table.
+    pub scope: String,
+    pub project: Option<String>,
+    pub environment: Option<String>,
+    pub resource: Option<String>,
+    pub deployment: Option<String>,
+    pub bucket_ms: i64,
+    /// A `Totals` field's JSON name, e.g. `containerCpuPercent`.
+    pub metric: String,
+    pub count: i64,
+    pub total: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+/// What rollup to read: the filters of [`SampleQuery`] (its `limit` unused) and a tier.
+#[derive(Debug, Clone)]
+pub struct RollupQuery {
+    pub filters: SampleQuery,
+    pub tier: Tier,
+}
+
+/// One sample and whose it is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SampleRecord {
+    /// The organization namespace of the server measured.
+    pub namespace: String,
+    /// When the server read its counters, in Unix milliseconds (the sample's `observedAt`).
+    pub observed_ms: i64,
+    pub sample: MonitoringSample,
+}
+
+/// What to read: one organization namespace, optional filters, a window, the latest `limit`.
+#[derive(Debug, Clone, Default)]
+pub struct SampleQuery {
+    pub namespace: String,
+    /// Some(Server): host samples only; Some(any other kind): container samples only; None: both.
+    pub kind: Option<ScopeKind>,
+    pub server: Option<String>,
+    pub project: Option<String>,
+    pub environment: Option<String>,
+    pub resource: Option<String>,
+    pub deployment: Option<String>,
+    pub from_ms: i64,
+    pub to_ms: i64,
+    pub limit: usize,
+}
+
+/// Where samples live: every [`TimelineStore`](crate::TimelineStore) keeps them too. Calls
+/// block, as every store call.
+pub trait MonitoringStore: Send + Sync {
+    /// Stores `samples` all or none; a sample whose `sample_id` is stored already is skipped.
+    fn record_samples(&self, samples: &[SampleRecord]) -> Result<(), TimelineError>;
+    /// The latest `limit` samples observed in [from_ms, to_ms] matching the filters, oldest first.
+    fn samples(&self, query: &SampleQuery) -> Result<Vec<MonitoringSample>, TimelineError>;
+    /// Deletes samples observed before `before_ms`, and rollup buckets starting before it;
+    /// returns how many samples.
+    fn prune_samples(&self, before_ms: i64) -> Result<usize, TimelineError>;
+    /// The rollup rows of `query.tier` whose buckets start in the window, matching the
+    /// filters, oldest bucket first.
+    fn rollup(&self, query: &RollupQuery) -> Result<Vec<RollupRow>, TimelineError>;
+}
+
+/// A sample's contribution to each tier's bucket of each metric it holds.
+pub(crate) fn contributions(record: &SampleRecord) -> Vec<(Tier, RollupRow)> {
+    let sample = &record.sample;
+    let evidence = &sample.scope_evidence;
+    let series = match &sample.labels.runtime_id {
+        Some(id) => id.clone(),
+        None => format!("host:{}", evidence.server_id),
+    };
+    let metrics: Vec<(&str, f64)> = METRICS
+        .iter()
+        .filter_map(|(name, _, read)| Some((*name, read(&sample.totals)?)))
+        .collect();
+    let mut rows = Vec::with_capacity(metrics.len() * Tier::ALL.len());
+    for tier in Tier::ALL {
+        for (metric, value) in &metrics {
+            let row = RollupRow {
+                series: series.clone(),
+                server: evidence.server_id.clone(),
+                scope: scope_of(sample).to_string(),
+                project: evidence.project_id.clone(),
+                environment: evidence.environment_id.clone(),
+                resource: evidence.resource_id.clone(),
+                deployment: evidence.deployment_id.clone(),
+                bucket_ms: tier.bucket(record.observed_ms),
+                metric: metric.to_string(),
+                count: 1,
+                total: *value,
+                min: *value,
+                max: *value,
+            };
+            rows.push((tier, row));
+        }
+    }
+    rows
+}
+
+/// `scope` column of host samples.
+pub(crate) const SERVER_SCOPE: &str = "server";
+/// `scope` column of container samples, whatever scope their evidence names.
+pub(crate) const CONTAINER_SCOPE: &str = "resource";
+
+/// The `scope` column of a sample: a host's, or a container's.
+pub(crate) fn scope_of(sample: &MonitoringSample) -> &'static str {
+    let host = match sample.scope_evidence.scope {
+        Some(kind) => kind == ScopeKind::Server,
+        None => sample.labels.artifact_kind == "host",
+    };
+    if host { SERVER_SCOPE } else { CONTAINER_SCOPE }
+}
+
+/// The `scope` column a query's kind selects; `None`: either.
+pub(crate) fn scope_filter(kind: Option<ScopeKind>) -> Option<&'static str> {
+    kind.map(|kind| {
+        if kind == ScopeKind::Server {
+            SERVER_SCOPE
+        } else {
+            CONTAINER_SCOPE
+        }
+    })
+}
+
+/// Which index a query goes through: a resource's, a server's, or the namespace's. The other
+/// filters apply as `(param IS NULL OR column = param)`, so each plan stays one fixed statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    Resource,
+    Server,
+    Namespace,
+}
+
+impl Access {
+    pub(crate) fn of(query: &SampleQuery) -> Self {
+        if query.resource.is_some() {
+            Self::Resource
+        } else if query.server.is_some() {
+            Self::Server
+        } else {
+            Self::Namespace
+        }
+    }
+}
+
+/// The columns of one stored sample, as both backends bind them.
+pub(crate) struct Row<'a> {
+    pub sample_id: &'a str,
+    pub namespace: &'a str,
+    pub server: &'a str,
+    pub scope: &'static str,
+    pub project: Option<&'a str>,
+    pub environment: Option<&'a str>,
+    pub resource: Option<&'a str>,
+    pub deployment: Option<&'a str>,
+    pub observed_ms: i64,
+    pub sample: String,
+}
+
+impl<'a> Row<'a> {
+    pub(crate) fn of(record: &'a SampleRecord) -> Result<Self, TimelineError> {
+        let evidence = &record.sample.scope_evidence;
+        Ok(Self {
+            sample_id: &record.sample.sample_id,
+            namespace: &record.namespace,
+            server: &evidence.server_id,
+            scope: scope_of(&record.sample),
+            project: evidence.project_id.as_deref(),
+            environment: evidence.environment_id.as_deref(),
+            resource: evidence.resource_id.as_deref(),
+            deployment: evidence.deployment_id.as_deref(),
+            observed_ms: record.observed_ms,
+            sample: serde_json::to_string(&record.sample)?,
+        })
+    }
+}
+
+/// Samples read newest first (the latest `limit`), decoded, in the answer's order: oldest first.
+pub(crate) fn oldest_first(
+    newest_first: impl IntoIterator<Item = String>,
+) -> Result<Vec<MonitoringSample>, TimelineError> {
+    let mut samples = newest_first
+        .into_iter()
+        .map(|json| serde_json::from_str(&json))
+        .collect::<Result<Vec<MonitoringSample>, _>>()?;
+    samples.reverse();
+    Ok(samples)
+}

@@ -1,0 +1,212 @@
+//! Monitoring samples in the SQLite store.
+
+use berth_crds::monitoring::MonitoringSample;
+use rusqlite::params;
+
+use super::SqliteTimeline;
+use crate::TimelineError;
+use crate::monitoring::upsert_rollup_tail;
+use crate::monitoring::{
+    Access, MonitoringStore, RollupQuery, RollupRow, Row, SampleQuery, SampleRecord, contributions,
+    oldest_first, scope_filter,
+};
+
+const INSERT: &str = "
+INSERT INTO monitoring_samples
+    (sample_id, namespace, server, scope, project, environment, resource, deployment,
+     observed_ms, sample)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+ON CONFLICT (sample_id) DO NOTHING";
+
+/// One rollup contribution, added to the row of its bucket.
+const UPSERT_ROLLUP: &str = concat!(
+    "INSERT INTO monitoring_rollups
+        (namespace, series, tier, bucket_ms, metric, server, scope, project, environment,
+         resource, deployment, n, total, lo, hi)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+    upsert_rollup_tail!()
+);
+
+/// The rollup read of one [`Access`], with the parameters of the samples' read and `?10` the
+/// tier.
+macro_rules! select_rollup {
+    ($access:literal) => {
+        concat!(
+            "SELECT series, server, scope, project, environment, resource, deployment,
+                    bucket_ms, metric, n, total, lo, hi
+             FROM monitoring_rollups WHERE namespace = ?1 AND tier = ?10 ",
+            $access,
+            " AND bucket_ms BETWEEN ?2 AND ?3
+               AND (?4 IS NULL OR scope = ?4)
+               AND (?5 IS NULL OR server = ?5)
+               AND (?6 IS NULL OR project = ?6)
+               AND (?7 IS NULL OR environment = ?7)
+               AND (?8 IS NULL OR resource = ?8)
+               AND (?9 IS NULL OR deployment = ?9)
+             ORDER BY bucket_ms, series, metric"
+        )
+    };
+}
+
+const ROLLUP_BY_RESOURCE: &str = select_rollup!("AND resource = ?8");
+const ROLLUP_BY_SERVER: &str = select_rollup!("AND server = ?5");
+const ROLLUP_BY_NAMESPACE: &str = select_rollup!("");
+
+/// The read of one [`Access`]: `$access` is the predicate that picks the index.
+macro_rules! select {
+    ($access:literal) => {
+        concat!(
+            "SELECT sample FROM monitoring_samples WHERE ",
+            $access,
+            " AND observed_ms BETWEEN ?2 AND ?3
+               AND (?4 IS NULL OR scope = ?4)
+               AND (?5 IS NULL OR server = ?5)
+               AND (?6 IS NULL OR project = ?6)
+               AND (?7 IS NULL OR environment = ?7)
+               AND (?8 IS NULL OR resource = ?8)
+               AND (?9 IS NULL OR deployment = ?9)
+             ORDER BY observed_ms DESC, sample_id DESC LIMIT ?10"
+        )
+    };
+}
+
+const BY_RESOURCE: &str = select!("namespace = ?1 AND resource = ?8");
+const BY_SERVER: &str = select!("namespace = ?1 AND server = ?5");
+/// A whole namespace goes through the window (`+` keeps SQLite off the namespace's prefix of
+/// the other indexes, which would read every sample the namespace ever kept).
+const BY_NAMESPACE: &str = select!("+namespace = ?1");
+
+impl MonitoringStore for SqliteTimeline {
+    fn record_samples(&self, samples: &[SampleRecord]) -> Result<(), TimelineError> {
+        let rows = samples.iter().map(Row::of).collect::<Result<Vec<_>, _>>()?;
+        let mut connection = self.connection();
+        let transaction = connection.transaction()?;
+        {
+            let mut insert = transaction.prepare_cached(INSERT)?;
+            let mut upsert = transaction.prepare_cached(UPSERT_ROLLUP)?;
+            for (row, record) in rows.iter().zip(samples) {
+                let inserted = insert.execute(params![
+                    row.sample_id,
+                    row.namespace,
+                    row.server,
+                    row.scope,
+                    row.project,
+                    row.environment,
+                    row.resource,
+                    row.deployment,
+                    row.observed_ms,
+                    row.sample,
+                ])?;
+                // A sample stored already was counted already.
+                if inserted == 0 {
+                    continue;
+                }
+                for (tier, rollup) in contributions(record) {
+                    upsert.execute(params![
+                        row.namespace,
+                        rollup.series,
+                        tier.as_str(),
+                        rollup.bucket_ms,
+                        rollup.metric,
+                        rollup.server,
+                        rollup.scope,
+                        rollup.project,
+                        rollup.environment,
+                        rollup.resource,
+                        rollup.deployment,
+                        rollup.count,
+                        rollup.total,
+                        rollup.min,
+                        rollup.max,
+                    ])?;
+                }
+            }
+        }
+        transaction.commit()?;
+        Ok(())
+    }
+
+    fn samples(&self, query: &SampleQuery) -> Result<Vec<MonitoringSample>, TimelineError> {
+        let sql = match Access::of(query) {
+            Access::Resource => BY_RESOURCE,
+            Access::Server => BY_SERVER,
+            Access::Namespace => BY_NAMESPACE,
+        };
+        let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+        let connection = self.connection();
+        let mut select = connection.prepare_cached(sql)?;
+        let rows = select.query_map(
+            params![
+                query.namespace,
+                query.from_ms,
+                query.to_ms,
+                scope_filter(query.kind),
+                query.server,
+                query.project,
+                query.environment,
+                query.resource,
+                query.deployment,
+                limit,
+            ],
+            |row| row.get::<_, String>(0),
+        )?;
+        let newest_first = rows.collect::<Result<Vec<_>, _>>()?;
+        oldest_first(newest_first)
+    }
+
+    fn prune_samples(&self, before_ms: i64) -> Result<usize, TimelineError> {
+        let connection = self.connection();
+        let removed = connection.execute(
+            "DELETE FROM monitoring_samples WHERE observed_ms < ?1",
+            params![before_ms],
+        )?;
+        connection.execute(
+            "DELETE FROM monitoring_rollups WHERE bucket_ms < ?1",
+            params![before_ms],
+        )?;
+        Ok(removed)
+    }
+
+    fn rollup(&self, query: &RollupQuery) -> Result<Vec<RollupRow>, TimelineError> {
+        let filters = &query.filters;
+        let sql = match Access::of(filters) {
+            Access::Resource => ROLLUP_BY_RESOURCE,
+            Access::Server => ROLLUP_BY_SERVER,
+            Access::Namespace => ROLLUP_BY_NAMESPACE,
+        };
+        let connection = self.connection();
+        let mut select = connection.prepare_cached(sql)?;
+        let rows = select.query_map(
+            params![
+                filters.namespace,
+                filters.from_ms,
+                filters.to_ms,
+                scope_filter(filters.kind),
+                filters.server,
+                filters.project,
+                filters.environment,
+                filters.resource,
+                filters.deployment,
+                query.tier.as_str(),
+            ],
+            |row| {
+                Ok(RollupRow {
+                    series: row.get(0)?,
+                    server: row.get(1)?,
+                    scope: row.get(2)?,
+                    project: row.get(3)?,
+                    environment: row.get(4)?,
+                    resource: row.get(5)?,
+                    deployment: row.get(6)?,
+                    bucket_ms: row.get(7)?,
+                    metric: row.get(8)?,
+                    count: row.get(9)?,
+                    total: row.get(10)?,
+                    min: row.get(11)?,
+                    max: row.get(12)?,
+                })
+            },
+        )?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+}

@@ -1,0 +1,182 @@
+//! Runtime monitoring (spec §4.5) against the real stack: the server observer samples the
+//! host and the sample app's container over SSH, without an agent, and
+//! `GET /runtime-monitoring/samples` serves them attributed to project, environment, resource
+//! and deployment. `hack/test.sh` runs berth-controller with a 5-second cadence.
+
+use berth_crds::member::OrganizationRole;
+use berth_tests::rest::{Rest, TestOrg};
+use berth_tests::{client, eventually, random_suffix};
+use serde_json::{Value, json};
+
+use crate::deploy_support::{WAIT, delete_resource, ready_server, remove_server, wait_listed_with};
+use crate::shim_projects_envs::{environment, invalid, project};
+
+async fn samples(rest: &Rest, query: &str) -> Value {
+    rest.get(&format!("/runtime-monitoring/samples?{query}"))
+        .await
+        .ok()
+}
+
+/// The first sample of `query`'s answer for which `wanted` holds.
+async fn wait_sample(rest: &Rest, query: &str, wanted: impl Fn(&Value) -> bool) -> Value {
+    eventually(WAIT, &format!("a sample of {query}"), || async {
+        let body = samples(rest, query).await;
+        body["samples"]
+            .as_array()?
+            .iter()
+            .find(|s| wanted(s))
+            .cloned()
+    })
+    .await
+}
+
+#[tokio::test]
+async fn the_sample_app_and_its_server_are_sampled_and_attributed() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let admin = org.user(OrganizationRole::Admin).await.rest;
+    let member = org.user(OrganizationRole::Member).await.rest;
+    let (server, _port) = ready_server(&admin).await;
+    let shop = project(&member, "Shop").await;
+    let prod = environment(&member, &shop, "prod").await;
+    let slug = format!("mon{}", random_suffix());
+    let created = member
+        .post(
+            "/resources",
+            json!({
+                "projectId": shop, "environmentId": prod, "name": "Monitored", "slug": slug,
+                "kind": "application", "serverId": server,
+                "source": {"kind": "docker-image", "locator": "berth/sample-app:1"},
+                "networkProfile": {"internalPort": 8080},
+            }),
+        )
+        .await
+        .ok();
+    let id = created["id"].as_str().unwrap().to_string();
+    let item = wait_listed_with(&member, &id, "succeeded").await;
+    let deployment = item["lastDeploymentId"].as_str().unwrap().to_string();
+
+    // The container: attributed, with memory at once and a CPU share from the second tick.
+    let query = format!("scope.resourceId={id}");
+    let sample = wait_sample(&member, &query, |s| {
+        s["totals"]["containerCpuPercent"].is_number()
+    })
+    .await;
+    let scope = &sample["scopeEvidence"];
+    assert_eq!(scope["serverId"], server.as_str(), "{sample}");
+    assert_eq!(scope["projectId"], shop.as_str(), "{sample}");
+    assert_eq!(scope["environmentId"], prod.as_str(), "{sample}");
+    assert_eq!(scope["resourceId"], id.as_str(), "{sample}");
+    assert_eq!(scope["deploymentId"], deployment.as_str(), "{sample}");
+    assert_eq!(sample["labels"]["artifactKind"], "container", "{sample}");
+    assert!(
+        sample["totals"]["memoryUsedBytes"].as_f64().unwrap() > 0.0,
+        "{sample}"
+    );
+    let cpu = sample["totals"]["containerCpuPercent"].as_f64().unwrap();
+    assert!((0.0..=100.0).contains(&cpu), "{sample}");
+    let body = samples(&member, &query).await;
+    assert_eq!(body["schemaVersion"], "runtime-monitoring.samples.list/v1");
+    assert_eq!(body["freshness"], "live", "{body}");
+    assert!(body["retention"]["rawRetentionHours"].is_number(), "{body}");
+
+    // The host: cores, memory and the disk Docker keeps its data on.
+    let query = format!("scope.kind=server&scope.serverId={server}");
+    let host = wait_sample(&member, &query, |s| {
+        s["totals"]["hostCpuPercent"].is_number()
+    })
+    .await;
+    let totals = &host["totals"];
+    assert!(totals["logicalCores"].as_f64().unwrap() >= 1.0, "{host}");
+    assert!(totals["memoryTotalBytes"].as_f64().unwrap() > 0.0, "{host}");
+    assert!(totals["diskTotalBytes"].as_f64().unwrap() > 0.0, "{host}");
+    assert!(totals["dockerImageBytes"].as_f64().unwrap() > 0.0, "{host}");
+    assert_eq!(host["scopeEvidence"]["resourceId"], Value::Null, "{host}");
+
+    // Signals keep only their totals.
+    let only = samples(&member, &format!("scope.resourceId={id}&signals=memory")).await;
+    for sample in only["samples"].as_array().unwrap() {
+        let keys: Vec<&String> = sample["totals"].as_object().unwrap().keys().collect();
+        assert!(keys.iter().all(|k| k.starts_with("memory")), "{keys:?}");
+    }
+
+    // The rollup: per-minute buckets of the same samples, the deployment as a marker and the
+    // app as the top contributor.
+    let rollup = member
+        .get(&format!(
+            "/runtime-monitoring/rollup?scope.resourceId={id}&bucket=minute\
+             &includeDeploymentMarkers=true&includeTopContributors=true"
+        ))
+        .await
+        .ok();
+    assert_eq!(rollup["schemaVersion"], "runtime-monitoring.rollup/v1");
+    assert_eq!(rollup["bucket"], "minute");
+    let cpu = rollup["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["metric"] == "containerCpuPercent")
+        .unwrap_or_else(|| panic!("a CPU series in {rollup}"));
+    assert_eq!(cpu["signal"], "cpu");
+    assert!(
+        cpu["points"][0]["samples"].as_i64().unwrap() >= 1,
+        "{rollup}"
+    );
+    assert!(
+        rollup["totals"]["memoryUsedBytes"]["avg"].as_f64().unwrap() > 0.0,
+        "{rollup}"
+    );
+    let markers = rollup["deploymentMarkers"].as_array().unwrap();
+    assert!(
+        markers
+            .iter()
+            .any(|m| m["deploymentId"] == deployment.as_str()),
+        "{rollup}"
+    );
+    assert_eq!(
+        rollup["topContributors"][0]["resourceId"],
+        id.as_str(),
+        "{rollup}"
+    );
+    assert!(
+        rollup["topContributors"][0]["memoryUsedBytes"].is_number(),
+        "{rollup}"
+    );
+
+    // Bad input names its field and changes nothing.
+    let base = "/runtime-monitoring/samples";
+    let from = format!("{base}?window.from=2026-01-01T00:00:00%2B01:00");
+    invalid(member.get(&from).await, "window.from");
+    invalid(member.get(&format!("{base}?limit=0")).await, "limit");
+    invalid(member.get(&format!("{base}?limit=721")).await, "limit");
+    invalid(member.get(&format!("{base}?signals=gpu")).await, "signals");
+    invalid(
+        member.get(&format!("{base}?scope.kind=galaxy")).await,
+        "scope.kind",
+    );
+    let rollup = "/runtime-monitoring/rollup";
+    invalid(member.get(rollup).await, "bucket");
+    invalid(member.get(&format!("{rollup}?bucket=week")).await, "bucket");
+    let two_days = "window.from=2026-01-01T00:00:00Z&window.to=2026-01-03T00:00:00Z";
+    invalid(
+        member
+            .get(&format!("{rollup}?bucket=minute&{two_days}"))
+            .await,
+        "bucket",
+    );
+    invalid(
+        member.get(&format!("{rollup}?bucket=hour&limit=5")).await,
+        "limit",
+    );
+
+    // Another organization sees none of it.
+    let mut other = TestOrg::new(&client).await;
+    let outsider = other.user(OrganizationRole::Owner).await.rest;
+    outsider
+        .get(&format!("{base}?scope.resourceId={id}"))
+        .await
+        .error(404, "not_found");
+
+    delete_resource(&admin, &id, &slug).await;
+    remove_server(&admin, &server).await;
+}
