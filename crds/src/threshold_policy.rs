@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::Condition;
-use crate::monitoring::{Signal, Totals};
+use crate::monitoring::{Signal, metric_signal};
 
 /// Monitoring thresholds for one scope.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
@@ -186,56 +186,6 @@ impl Severity {
     }
 }
 
-/// Reads one metric from a sample's totals.
-pub type ReadMetric = fn(&Totals) -> Option<f64>;
-
-/// The metrics a rule can watch: the camelCase names of [`Totals`] fields, their signal, and
-/// how to read them from a sample's totals.
-pub const METRICS: [(&str, Signal, ReadMetric); 18] = [
-    ("logicalCores", Signal::Cpu, |t| t.logical_cores),
-    ("hostCpuPercent", Signal::Cpu, |t| t.host_cpu_percent),
-    ("containerCpuPercent", Signal::Cpu, |t| {
-        t.container_cpu_percent
-    }),
-    ("containerCpuCores", Signal::Cpu, |t| t.container_cpu_cores),
-    ("memoryTotalBytes", Signal::Memory, |t| t.memory_total_bytes),
-    ("memoryAvailableBytes", Signal::Memory, |t| {
-        t.memory_available_bytes
-    }),
-    ("memoryUsedBytes", Signal::Memory, |t| t.memory_used_bytes),
-    ("load1", Signal::Load, |t| t.load1),
-    ("load5", Signal::Load, |t| t.load5),
-    ("load15", Signal::Load, |t| t.load15),
-    ("diskTotalBytes", Signal::Disk, |t| t.disk_total_bytes),
-    ("diskUsedBytes", Signal::Disk, |t| t.disk_used_bytes),
-    ("inodesTotal", Signal::Disk, |t| t.inodes_total),
-    ("inodesUsed", Signal::Disk, |t| t.inodes_used),
-    ("networkRxBytes", Signal::Network, |t| t.network_rx_bytes),
-    ("networkTxBytes", Signal::Network, |t| t.network_tx_bytes),
-    ("dockerImageBytes", Signal::DockerStorage, |t| {
-        t.docker_image_bytes
-    }),
-    ("dockerBuildCacheBytes", Signal::DockerStorage, |t| {
-        t.docker_build_cache_bytes
-    }),
-];
-
-/// The signal of `metric`, if it names a [`Totals`] field.
-pub fn metric_signal(metric: &str) -> Option<Signal> {
-    METRICS
-        .iter()
-        .find(|(name, _, _)| *name == metric)
-        .map(|(_, signal, _)| *signal)
-}
-
-/// The value of `metric` in `totals`, when measured.
-pub fn metric_value(totals: &Totals, metric: &str) -> Option<f64> {
-    METRICS
-        .iter()
-        .find(|(name, _, _)| *name == metric)
-        .and_then(|(_, _, read)| read(totals))
-}
-
 impl ThresholdRule {
     /// The most severe level whose boundary `value` breaches, ignoring duration and hysteresis.
     pub fn level(&self, value: f64) -> Severity {
@@ -401,24 +351,6 @@ mod tests {
             for_samples: 1,
             clear_at: None,
         }
-    }
-
-    #[test]
-    fn every_metric_is_a_totals_field_name() {
-        let full: Totals = serde_json::from_value(serde_json::Value::Object(
-            METRICS
-                .iter()
-                .map(|(name, _, _)| (name.to_string(), 1.0.into()))
-                .collect(),
-        ))
-        .unwrap();
-        let json = serde_json::to_value(&full).unwrap();
-        assert_eq!(json.as_object().unwrap().len(), METRICS.len());
-        for (name, _, read) in METRICS {
-            assert_eq!(read(&full), Some(1.0), "{name}");
-        }
-        assert_eq!(metric_signal("memoryUsedBytes"), Some(Signal::Memory));
-        assert_eq!(metric_signal("memory_used_bytes"), None);
     }
 
     #[test]

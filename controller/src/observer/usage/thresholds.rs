@@ -9,10 +9,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
 use berth_crds::condition::{self, Condition, ConditionStatus};
-use berth_crds::monitoring::{MonitoringSample, ScopeKind};
+use berth_crds::monitoring::{MonitoringSample, ScopeKind, metric_value};
 use berth_crds::threshold_policy::{
     CrossedRule, INSPECT_RUNTIME_USAGE, MonitoringScope, Severity, THRESHOLD_CROSSED,
-    ThresholdEvaluation, ThresholdPolicy, ThresholdRule, WITHIN_BOUNDS, metric_value,
+    ThresholdEvaluation, ThresholdPolicy, ThresholdRule, WITHIN_BOUNDS,
 };
 use berth_remote::ServerId;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
