@@ -1,88 +1,20 @@
-//! Runtime-monitoring thresholds (spec §4.5): on every monitoring tick, the server's samples
-//! are held against the enabled ThresholdPolicies of its namespace whose scope they match. It
-//! costs no I/O per tick: consecutive-breach counters live in memory, and only when a policy's
-//! evaluated state changes is its status (`evaluation`, `ThresholdCrossed`) written and a
-//! Kubernetes Event published, so existing Kubernetes alerting sees it. Non-enforcing:
-//! nothing is ever stopped or throttled.
+//! The pure rules of threshold evaluation: which samples a scope takes, how a series moves
+//! between `ok`, `warning` and `critical` (consecutive breaches, `clearAt` hysteresis), and the
+//! evaluation of a policy over all its series (per rule the worst series, the worst rule).
 
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::Arc;
 
-use berth_crds::condition::{self, Condition, ConditionStatus};
 use berth_crds::monitoring::{MonitoringSample, ScopeKind, metric_value};
 use berth_crds::threshold_policy::{
-    CrossedRule, INSPECT_RUNTIME_USAGE, MonitoringScope, Severity, THRESHOLD_CROSSED,
-    ThresholdEvaluation, ThresholdPolicy, ThresholdRule, WITHIN_BOUNDS,
+    CrossedRule, INSPECT_RUNTIME_USAGE, MonitoringScope, Severity, ThresholdEvaluation,
+    ThresholdPolicy, ThresholdRule,
 };
-use berth_remote::ServerId;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use kube::runtime::events::EventType;
-use kube::{Api, Resource, ResourceExt};
-use serde_json::{Map, Value, json};
-
-use crate::context::Context;
-use crate::status::apply_fields_as_if_unchanged;
-
-/// The evaluator's own field manager: the bookkeeping controller applies the policy's other
-/// status fields as `berth-controller`, and its applies must not drop `evaluation`.
-const FIELD_MANAGER: &str = "berth-threshold-evaluator";
-
-/// Event reasons of the state changes.
-pub const THRESHOLD_WARNING: &str = "ThresholdWarning";
-pub const THRESHOLD_CRITICAL: &str = "ThresholdCritical";
-pub const THRESHOLD_CLEARED: &str = "ThresholdCleared";
-
-/// Every policy's counters, shared by the observers of all servers: a project's policy sees
-/// the containers of every server it runs on.
-static MEMORY: LazyLock<Mutex<HashMap<PolicyKey, PolicyMemory>>> = LazyLock::new(Mutex::default);
-
-/// `(namespace, name)` of a policy.
-type PolicyKey = (String, String);
-
-/// Holds `samples`, one tick of server `server`, against the policies they fall under, and
-/// reports every policy whose state changed.
-pub async fn evaluate(context: &Context, server: &ServerId, samples: &[MonitoringSample]) {
-    let policies: Vec<Arc<ThresholdPolicy>> = context
-        .caches
-        .threshold_policies
-        .state()
-        .into_iter()
-        .filter(|policy| policy.namespace().as_deref() == Some(server.namespace.as_str()))
-        .collect();
-    let now = Timestamp::now();
-    let changes: Vec<Change> = {
-        let mut memory = MEMORY.lock().unwrap_or_else(|e| e.into_inner());
-        forget_deleted(&mut memory, &server.namespace, &policies);
-        policies
-            .iter()
-            .filter(|policy| policy.spec.enabled && covers(&policy.spec.scope, &server.name))
-            .filter_map(|policy| {
-                let key = (server.namespace.clone(), policy.name_any());
-                let entry = memory
-                    .entry(key)
-                    .or_insert_with(|| PolicyMemory::new(policy));
-                entry.step(policy, &server.name, samples, now)
-            })
-            .collect()
-    };
-    for change in changes {
-        report(context, change).await;
-    }
-}
-
-/// Drops the counters of the namespace's policies that no longer exist.
-fn forget_deleted(
-    memory: &mut HashMap<PolicyKey, PolicyMemory>,
-    namespace: &str,
-    policies: &[Arc<ThresholdPolicy>],
-) {
-    memory
-        .retain(|(ns, name), _| ns != namespace || policies.iter().any(|p| p.name_any() == *name));
-}
 
 /// Whether samples of `server` can fall under `scope`: a server scope only its own server's.
-fn covers(scope: &MonitoringScope, server: &str) -> bool {
+pub(super) fn covers(scope: &MonitoringScope, server: &str) -> bool {
     match scope_kind(scope) {
         Some(ScopeKind::Server) => scope.server_id.as_deref() == Some(server),
         Some(_) => true,
@@ -164,24 +96,24 @@ type SeriesKey = (String, String, String);
 
 /// What is remembered of one policy between ticks.
 #[derive(Debug, Default)]
-struct PolicyMemory {
+pub(super) struct PolicyMemory {
     /// The spec generation the counters were kept for; new rules start afresh.
     generation: Option<i64>,
     series: HashMap<SeriesKey, Series>,
     /// What the status says now (from the status until the first write).
-    written: Option<Summary>,
+    pub(super) written: Option<Summary>,
 }
 
 /// The part of an evaluation whose change is reported.
 #[derive(Clone, Debug, PartialEq)]
-struct Summary {
+pub(super) struct Summary {
     state: Severity,
     /// `(rule id, severity, boundary)` of each rule crossed.
     crossed: Vec<(String, Severity, f64)>,
 }
 
 impl Summary {
-    fn of(evaluation: &ThresholdEvaluation) -> Self {
+    pub(super) fn of(evaluation: &ThresholdEvaluation) -> Self {
         let crossed = evaluation
             .crossed
             .iter()
@@ -195,14 +127,14 @@ impl Summary {
 }
 
 /// A policy whose state changed, to write and announce.
-struct Change {
-    policy: Arc<ThresholdPolicy>,
-    evaluation: ThresholdEvaluation,
-    previous: Option<Severity>,
+pub(super) struct Change {
+    pub(super) policy: Arc<ThresholdPolicy>,
+    pub(super) evaluation: ThresholdEvaluation,
+    pub(super) previous: Option<Severity>,
 }
 
 impl PolicyMemory {
-    fn new(policy: &ThresholdPolicy) -> Self {
+    pub(super) fn new(policy: &ThresholdPolicy) -> Self {
         let written = policy.status.as_ref().and_then(|s| s.evaluation.as_ref());
         Self {
             generation: policy.metadata.generation,
@@ -213,7 +145,7 @@ impl PolicyMemory {
 
     /// Takes server `server`'s samples of one tick; the evaluation when it differs from
     /// what the status says.
-    fn step(
+    pub(super) fn step(
         &mut self,
         policy: &Arc<ThresholdPolicy>,
         server: &str,
@@ -320,119 +252,12 @@ fn worst_of(
     Some((crossed, worst.sample_id.clone()))
 }
 
-/// Writes the changed evaluation and its condition, then publishes the Event of a state
-/// change; a failed write is retried on the next tick (the memory keeps the old state).
-async fn report(context: &Context, change: Change) {
-    let Change {
-        policy,
-        evaluation,
-        previous,
-    } = change;
-    let api = Api::<ThresholdPolicy>::namespaced(
-        context.client.clone(),
-        &policy.namespace().unwrap_or_default(),
-    );
-    let fields = status_fields(&policy, &evaluation);
-    match apply_fields_as_if_unchanged(&api, policy.as_ref(), FIELD_MANAGER, &fields).await {
-        Ok(true) => {}
-        Ok(false) => return,
-        Err(error) => {
-            tracing::warn!(policy = %policy.name_any(), %error, "could not write the threshold evaluation");
-            return;
-        }
-    }
-    let key = (policy.namespace().unwrap_or_default(), policy.name_any());
-    if let Some(memory) = MEMORY
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get_mut(&key)
-    {
-        memory.written = Some(Summary::of(&evaluation));
-    }
-    let state = evaluation.state;
-    if previous.unwrap_or_default() != state {
-        let (type_, reason) = event_of(state);
-        let note = event_note(&evaluation);
-        context
-            .publish_event(&policy.object_ref(&()), type_, reason, note)
-            .await;
-    }
-}
-
-/// `evaluation` and the conditions with `ThresholdCrossed` merged in.
-fn status_fields(policy: &ThresholdPolicy, evaluation: &ThresholdEvaluation) -> Map<String, Value> {
-    let mut conditions: Vec<Condition> = policy
-        .status
-        .as_ref()
-        .map(|s| s.conditions.clone())
-        .unwrap_or_default();
-    let (status, reason, message) = match evaluation.state {
-        Severity::Ok => (
-            ConditionStatus::False,
-            WITHIN_BOUNDS,
-            "no rule's boundary is crossed".to_string(),
-        ),
-        severity => (
-            ConditionStatus::True,
-            if severity == Severity::Critical {
-                "Critical"
-            } else {
-                "Warning"
-            },
-            event_note(evaluation),
-        ),
-    };
-    let crossed = Condition::new(
-        THRESHOLD_CROSSED,
-        status,
-        reason,
-        message,
-        policy.meta().generation,
-        evaluation.evaluated_at.0,
-    );
-    condition::merge(&mut conditions, crossed);
-    let mut fields = Map::new();
-    fields.insert("evaluation".into(), json!(evaluation));
-    fields.insert("conditions".into(), json!(conditions));
-    fields
-}
-
-fn event_of(state: Severity) -> (EventType, &'static str) {
-    match state {
-        Severity::Ok => (EventType::Normal, THRESHOLD_CLEARED),
-        Severity::Warning => (EventType::Warning, THRESHOLD_WARNING),
-        Severity::Critical => (EventType::Warning, THRESHOLD_CRITICAL),
-    }
-}
-
-/// What is crossed, with observed values and boundaries; or that nothing is.
-fn event_note(evaluation: &ThresholdEvaluation) -> String {
-    if evaluation.crossed.is_empty() {
-        return "every rule is back within its bounds".into();
-    }
-    let crossed: Vec<String> = evaluation
-        .crossed
-        .iter()
-        .map(|c| {
-            format!(
-                "{} {}: observed {} crossed the {} boundary {} (rule {})",
-                c.signal,
-                c.metric,
-                c.observed_value,
-                c.severity.as_str(),
-                c.boundary,
-                c.rule_id
-            )
-        })
-        .collect();
-    format!("{}; non-enforcing, nothing was stopped", crossed.join("; "))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use berth_crds::monitoring::{SampleLabels, ScopeEvidence, Totals};
     use berth_crds::threshold_policy::{Comparator, ThresholdPolicySpec};
+    use serde_json::json;
 
     fn rule(comparator: Comparator, warning: f64, critical: f64) -> ThresholdRule {
         ThresholdRule {
@@ -615,6 +440,5 @@ mod tests {
         assert_eq!(change.evaluation.state, Severity::Ok);
         assert!(change.evaluation.crossed.is_empty());
         assert_eq!(change.previous, Some(Severity::Critical));
-        assert_eq!(event_of(Severity::Ok).1, THRESHOLD_CLEARED);
     }
 }
