@@ -24,6 +24,7 @@ use berth_crds::route_surface_decision::RouteSurfaceDecision;
 use berth_crds::server::Server;
 use berth_crds::session::Session;
 use berth_crds::ssh_credential::SshCredential;
+use berth_crds::threshold_policy::ThresholdPolicy;
 use berth_crds::usage_intent::UsageIntent;
 use berth_crds::user::User;
 
@@ -51,6 +52,7 @@ pub struct Caches {
     pub resources: Store<BerthResource>,
     /// Read by name only (health, diagnostics, runtime logs); see `routes::common::find_deployment`.
     pub deployments: Store<Deployment>,
+    pub threshold_policies: Store<ThresholdPolicy>,
 }
 
 /// Starts a watch-backed cache of every `K` in the cluster. The objects keep their field
@@ -105,6 +107,7 @@ impl Caches {
             resources: start(client),
             // Read-only here, and numerous: trimmed of what no read uses.
             deployments: start_modified(client, berth_crds::trim_for_cache),
+            threshold_policies: start(client),
         }
     }
 
@@ -126,6 +129,7 @@ impl Caches {
             self.ssh_credentials.wait_until_ready(),
             self.resources.wait_until_ready(),
             self.deployments.wait_until_ready(),
+            self.threshold_policies.wait_until_ready(),
         )?;
         Ok(())
     }

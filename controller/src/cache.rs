@@ -13,6 +13,7 @@ use berth_crds::project::Project;
 use berth_crds::resource::Resource;
 use berth_crds::server::Server;
 use berth_crds::ssh_credential::SshCredential;
+use berth_crds::threshold_policy::ThresholdPolicy;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::Secret;
 use kube::runtime::reflector::{self, ObjectRef, ReflectHandle, Store};
@@ -34,6 +35,8 @@ pub struct Caches {
     pub environments: Store<Environment>,
     pub organizations: Store<Organization>,
     pub secrets: Store<Secret>,
+    /// Read by the server observers, which evaluate the policies on every monitoring tick.
+    pub threshold_policies: Store<ThresholdPolicy>,
 }
 
 /// The writing side of [`Caches`]: subscribe to a kind's changes, then [`Feeds::run`] the
@@ -47,6 +50,7 @@ pub struct Feeds {
     pub environments: Feed<Environment>,
     pub organizations: Feed<Organization>,
     pub secrets: Feed<Secret>,
+    pub threshold_policies: Feed<ThresholdPolicy>,
 }
 
 /// One kind's store writer.
@@ -98,6 +102,7 @@ impl Caches {
         let (environments, environments_feed) = Feed::new();
         let (organizations, organizations_feed) = Feed::new();
         let (secrets, secrets_feed) = Feed::new();
+        let (threshold_policies, threshold_policies_feed) = Feed::new();
         let caches = Self {
             resources,
             deployments,
@@ -107,6 +112,7 @@ impl Caches {
             environments,
             organizations,
             secrets,
+            threshold_policies,
         };
         let feeds = Feeds {
             resources: resources_feed,
@@ -117,6 +123,7 @@ impl Caches {
             environments: environments_feed,
             organizations: organizations_feed,
             secrets: secrets_feed,
+            threshold_policies: threshold_policies_feed,
         };
         (caches, feeds)
     }
@@ -132,6 +139,7 @@ impl Caches {
             self.environments.wait_until_ready(),
             self.organizations.wait_until_ready(),
             self.secrets.wait_until_ready(),
+            self.threshold_policies.wait_until_ready(),
         );
     }
 
@@ -179,7 +187,8 @@ impl Feeds {
             self.projects.run(client.clone()),
             self.environments.run(client.clone()),
             self.organizations.run(client.clone()),
-            self.secrets.run(client),
+            self.secrets.run(client.clone()),
+            self.threshold_policies.run(client),
         );
     }
 }

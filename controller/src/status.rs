@@ -73,7 +73,14 @@ where
         .await?;
         return Ok(true);
     }
-    server_side_apply(api, object, metadata, &serde_json::json!(status)).await?;
+    server_side_apply(
+        api,
+        object,
+        FIELD_MANAGER,
+        metadata,
+        &serde_json::json!(status),
+    )
+    .await?;
     Ok(true)
 }
 
@@ -88,18 +95,34 @@ pub async fn apply_owned_fields_if_unchanged<K>(
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
 {
+    apply_fields_as_if_unchanged(api, object, FIELD_MANAGER, fields).await
+}
+
+/// [`apply_owned_fields_if_unchanged`] as another field manager, for a writer whose fields
+/// must survive the applies of the kind's own reconciler (a server-side apply drops the fields
+/// its manager stops sending).
+pub async fn apply_fields_as_if_unchanged<K>(
+    api: &Api<K>,
+    object: &K,
+    manager: &str,
+    fields: &serde_json::Map<String, Value>,
+) -> Result<bool>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
+{
     let metadata = serde_json::json!({ "resourceVersion": object.resource_version() });
     let status = Value::Object(fields.clone());
-    match server_side_apply(api, object, metadata, &status).await {
+    match server_side_apply(api, object, manager, metadata, &status).await {
         Err(error) if error.is_conflict() => Ok(false),
         written => written.map(|()| true),
     }
 }
 
-/// The one status write: server-side apply of `status` under Berth's field manager.
+/// The one status write: server-side apply of `status` under `manager`.
 async fn server_side_apply<K>(
     api: &Api<K>,
     object: &K,
+    manager: &str,
     metadata: Value,
     status: &Value,
 ) -> Result<()>
@@ -114,7 +137,7 @@ where
     });
     api.patch_status(
         &object.name_any(),
-        &PatchParams::apply(FIELD_MANAGER).force(),
+        &PatchParams::apply(manager).force(),
         &Patch::Apply(&patch),
     )
     .await?;

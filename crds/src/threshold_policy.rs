@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::Condition;
+use crate::monitoring::{Signal, metric_signal};
 
 /// Monitoring thresholds for one scope.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
@@ -83,9 +84,171 @@ pub struct ThresholdRule {
     pub warning: Option<f64>,
     /// Boundary reported as critical.
     pub critical: f64,
-    /// How the observed value is compared with a boundary, e.g. `greater-than-or-equal`.
-    #[schemars(length(min = 1))]
-    pub comparator: String,
+    /// How the observed value is compared with a boundary.
+    #[serde(default)]
+    pub comparator: Comparator,
+    /// Consecutive breaching samples before the state changes: one spike is not a breach.
+    #[serde(default = "default_for_samples")]
+    #[schemars(range(min = 1, max = 100))]
+    pub for_samples: u32,
+    /// Hysteresis: once a boundary is crossed, the state holds until the value is back past
+    /// `clearAt` (without it, until the value is back past the boundary).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clear_at: Option<f64>,
+}
+
+fn default_for_samples() -> u32 {
+    1
+}
+
+/// Largest `forSamples`.
+pub const MAX_FOR_SAMPLES: u32 = 100;
+
+/// How an observed value is compared with a boundary; "breaches" means the comparison holds.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Comparator {
+    GreaterThan,
+    #[default]
+    GreaterThanOrEqual,
+    LessThan,
+    LessThanOrEqual,
+}
+
+impl Comparator {
+    pub const ALL: [Comparator; 4] = [
+        Self::GreaterThan,
+        Self::GreaterThanOrEqual,
+        Self::LessThan,
+        Self::LessThanOrEqual,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::GreaterThan => "greater-than",
+            Self::GreaterThanOrEqual => "greater-than-or-equal",
+            Self::LessThan => "less-than",
+            Self::LessThanOrEqual => "less-than-or-equal",
+        }
+    }
+
+    /// Whether `value` breaches `boundary`.
+    pub fn breaches(self, value: f64, boundary: f64) -> bool {
+        match self {
+            Self::GreaterThan => value > boundary,
+            Self::GreaterThanOrEqual => value >= boundary,
+            Self::LessThan => value < boundary,
+            Self::LessThanOrEqual => value <= boundary,
+        }
+    }
+
+    /// Whether larger values are worse (the `greater-than` comparators).
+    pub fn rising(self) -> bool {
+        matches!(self, Self::GreaterThan | Self::GreaterThanOrEqual)
+    }
+
+    /// Whether `a` is further on the breaching side than `b`.
+    pub fn worse(self, a: f64, b: f64) -> bool {
+        if self.rising() { a > b } else { a < b }
+    }
+}
+
+/// How bad a state is, worst last.
+#[derive(
+    Serialize,
+    Deserialize,
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Severity {
+    #[default]
+    Ok,
+    Warning,
+    Critical,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Warning => "warning",
+            Self::Critical => "critical",
+        }
+    }
+}
+
+impl ThresholdRule {
+    /// The most severe level whose boundary `value` breaches, ignoring duration and hysteresis.
+    pub fn level(&self, value: f64) -> Severity {
+        let breaches = |boundary| self.comparator.breaches(value, boundary);
+        if breaches(self.critical) {
+            Severity::Critical
+        } else if self.warning.is_some_and(breaches) {
+            Severity::Warning
+        } else {
+            Severity::Ok
+        }
+    }
+
+    /// The boundary of `severity` (`None` for `ok` or a rule without a warning).
+    pub fn boundary(&self, severity: Severity) -> Option<f64> {
+        match severity {
+            Severity::Ok => None,
+            Severity::Warning => self.warning,
+            Severity::Critical => Some(self.critical),
+        }
+    }
+
+    /// Why the rule is inconsistent, as (field, message): a metric not of the signal, a
+    /// warning past the critical boundary, a `clearAt` on the breaching side, a `forSamples`
+    /// out of range. Field names are relative to the rule.
+    pub fn problem(&self) -> Option<(&'static str, String)> {
+        let Some(signal) = Signal::parse(&self.signal) else {
+            return Some(("signal", format!("unknown signal `{}`", self.signal)));
+        };
+        match metric_signal(&self.metric) {
+            None => return Some(("metric", format!("unknown metric `{}`", self.metric))),
+            Some(of) if of != signal => {
+                let message = format!(
+                    "metric `{}` is of signal `{}`, not `{}`",
+                    self.metric,
+                    of.as_str(),
+                    signal.as_str()
+                );
+                return Some(("metric", message));
+            }
+            Some(_) => {}
+        }
+        let comparator = self.comparator.as_str();
+        if let Some(warning) = self.warning
+            && self.comparator.worse(warning, self.critical)
+        {
+            let message = format!("with `{comparator}`, warning must not be past critical");
+            return Some(("warning", message));
+        }
+        let lowest = self.warning.unwrap_or(self.critical);
+        if let Some(clear_at) = self.clear_at
+            && self.comparator.worse(clear_at, lowest)
+        {
+            let message =
+                format!("with `{comparator}`, clearAt must not be past the lowest boundary");
+            return Some(("clearAt", message));
+        }
+        if !(1..=MAX_FOR_SAMPLES).contains(&self.for_samples) {
+            let message = format!("forSamples must be 1..={MAX_FOR_SAMPLES}");
+            return Some(("forSamples", message));
+        }
+        None
+    }
 }
 
 /// Who last changed a policy.
@@ -104,7 +267,132 @@ pub struct ThresholdPolicyStatus {
     /// Generation of the spec last acted on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    /// Current conditions; `Ready` once the policy is evaluated.
+    /// Current conditions: `Ready`, and `ThresholdCrossed` once evaluated.
     #[serde(default)]
     pub conditions: Vec<Condition>,
+    /// The latest evaluation, rewritten only when its state changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evaluation: Option<ThresholdEvaluation>,
+}
+
+/// Condition type: whether a boundary is crossed (`True`, reason `Warning` or `Critical`) or
+/// not (`False`, reason `WithinBounds`).
+pub const THRESHOLD_CROSSED: &str = "ThresholdCrossed";
+/// `ThresholdCrossed=False`.
+pub const WITHIN_BOUNDS: &str = "WithinBounds";
+/// `nextActions` entry while a boundary is crossed.
+pub const INSPECT_RUNTIME_USAGE: &str = "inspect-runtime-usage";
+
+/// Spec §2.2 "Threshold evaluation".
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThresholdEvaluation {
+    /// The worst severity crossed: `ok`, `warning` or `critical`.
+    pub state: Severity,
+    pub evaluated_at: Time,
+    /// The sample the worst crossing (or, within bounds, the evaluation) was read from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_sample_id: Option<String>,
+    /// One entry per rule crossed, at its worst series.
+    #[serde(default)]
+    pub crossed: Vec<CrossedRule>,
+    /// What to do next, e.g. `inspect-runtime-usage`.
+    #[serde(default)]
+    pub next_actions: Vec<String>,
+    /// Sources that could not be read for the evaluation.
+    #[serde(default)]
+    pub source_errors: Vec<EvaluationSourceError>,
+}
+
+/// A source the evaluation could not read (the shape of a sample's `sourceErrors`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvaluationSourceError {
+    /// What could not be read, e.g. `monitoring-store`.
+    pub source: String,
+    /// Machine-readable code.
+    pub code: String,
+    /// Human-readable explanation.
+    pub message: String,
+    /// Whether a later evaluation may succeed.
+    pub retryable: bool,
+}
+
+/// A rule whose boundary is crossed.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CrossedRule {
+    /// The rule crossed.
+    pub rule_id: String,
+    /// Its signal, e.g. `memory`.
+    pub signal: String,
+    /// Its metric, e.g. `memoryUsedBytes`.
+    pub metric: String,
+    /// `warning` or `critical`.
+    pub severity: Severity,
+    /// The value of the worst series when the state changed.
+    pub observed_value: f64,
+    /// The boundary of `severity`.
+    pub boundary: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(comparator: Comparator, warning: Option<f64>, critical: f64) -> ThresholdRule {
+        ThresholdRule {
+            rule_id: "r".into(),
+            signal: "cpu".into(),
+            metric: "hostCpuPercent".into(),
+            warning,
+            critical,
+            comparator,
+            for_samples: 1,
+            clear_at: None,
+        }
+    }
+
+    #[test]
+    fn comparators_and_levels() {
+        let above = rule(Comparator::GreaterThanOrEqual, Some(80.0), 95.0);
+        assert_eq!(above.level(79.9), Severity::Ok);
+        assert_eq!(above.level(80.0), Severity::Warning);
+        assert_eq!(above.level(95.0), Severity::Critical);
+        let strictly = rule(Comparator::GreaterThan, Some(80.0), 95.0);
+        assert_eq!(strictly.level(80.0), Severity::Ok);
+        assert_eq!(strictly.level(95.0), Severity::Warning);
+        let below = rule(Comparator::LessThan, Some(20.0), 5.0);
+        assert_eq!(below.level(20.0), Severity::Ok);
+        assert_eq!(below.level(19.0), Severity::Warning);
+        assert_eq!(below.level(4.0), Severity::Critical);
+        let at_most = rule(Comparator::LessThanOrEqual, None, 5.0);
+        assert_eq!(at_most.level(5.0), Severity::Critical);
+        assert_eq!(at_most.level(6.0), Severity::Ok);
+    }
+
+    #[test]
+    fn inconsistent_rules_name_their_field() {
+        let field = |r: ThresholdRule| r.problem().map(|(field, _)| field);
+        assert_eq!(field(rule(Comparator::GreaterThan, Some(80.0), 95.0)), None);
+        assert_eq!(
+            field(rule(Comparator::GreaterThan, Some(96.0), 95.0)),
+            Some("warning")
+        );
+        assert_eq!(
+            field(rule(Comparator::LessThan, Some(4.0), 5.0)),
+            Some("warning")
+        );
+        let mut wrong_signal = rule(Comparator::GreaterThan, None, 1.0);
+        wrong_signal.metric = "memoryUsedBytes".into();
+        assert_eq!(field(wrong_signal.clone()), Some("metric"));
+        wrong_signal.signal = "gpu".into();
+        assert_eq!(field(wrong_signal), Some("signal"));
+        let mut clear = rule(Comparator::GreaterThan, Some(80.0), 95.0);
+        clear.clear_at = Some(81.0);
+        assert_eq!(field(clear.clone()), Some("clearAt"));
+        clear.clear_at = Some(70.0);
+        clear.for_samples = 101;
+        assert_eq!(field(clear), Some("forSamples"));
+    }
 }

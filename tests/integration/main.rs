@@ -33,6 +33,7 @@ mod shim_resources;
 mod shim_runtime_control;
 mod shim_runtime_logs;
 mod shim_servers;
+mod shim_thresholds;
 mod shim_tokens;
 mod shim_variables;
 mod ssh_pool;

@@ -28,6 +28,7 @@ pub mod runtime_logs;
 pub mod server_access;
 pub mod servers;
 pub mod terminal;
+pub mod thresholds;
 pub mod usage_intents;
 pub mod users;
 
@@ -158,6 +159,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         diagnostics::endpoints(),
         access_failures::endpoints(),
         monitoring::endpoints(),
+        thresholds::endpoints(),
     ]
     .into_iter()
     .flatten()

@@ -6,6 +6,7 @@
 //! samples endpoint reports as `missing-samples`.
 
 pub mod probe;
+pub mod thresholds;
 mod totals;
 
 use std::sync::Arc;
@@ -124,6 +125,7 @@ async fn sample_once(
         };
         samples.push(stamp.container(&container.id, scope, totals));
     }
+    thresholds::evaluate(context, id, &samples).await;
     store(context, &id.namespace, stamp.observed_ms, samples).await;
     Ok(reading)
 }

@@ -1,0 +1,549 @@
+//! Spec §4.5 `GET`/`POST /runtime-monitoring/thresholds`: the ThresholdPolicy of one scope in
+//! the caller's organization, and its evaluation as berth-controller last wrote it. One policy
+//! per scope, named after it; a POST creates or replaces it. Non-enforcing: crossing a
+//! threshold is reported (status, conditions, Kubernetes Events), nothing is ever stopped.
+
+use axum::Json;
+use axum::extract::State;
+use berth_crds::member::OrganizationRole;
+use berth_crds::monitoring::ScopeKind;
+use berth_crds::threshold_policy::{
+    Comparator, MonitoringScope, ThresholdEvaluation, ThresholdPolicy, ThresholdPolicySpec,
+    ThresholdRule,
+};
+use k8s_openapi::jiff::Timestamp;
+use kube::{Api, ResourceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::Endpoint;
+use super::common::{bounded, find_in, known_params, non_empty, parse_utc, timestamp};
+use super::{environments, projects, resource_config, servers};
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{JsonBody, QueryParams};
+use crate::state::AppState;
+use crate::write::{self, UPDATED_BY_ID, UPDATED_BY_KIND};
+
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::get::<ThresholdsShow, _, _>(
+            "/runtime-monitoring/thresholds",
+            "The threshold policy of a scope and its latest evaluation (query: policyId, or \
+             scope.kind with the kind's id: scope.serverId, scope.projectId, \
+             scope.environmentId, scope.resourceId, scope.deploymentId; window.from, \
+             window.to (UTC, ending in Z) are checked and echoed)",
+            show,
+        ),
+        Endpoint::post::<SetThresholds, ThresholdsAnswer, _, _>(
+            "/runtime-monitoring/thresholds",
+            "Create or replace the threshold policy of a scope (admins); non-enforcing: \
+             crossings are reported as status, conditions and Kubernetes Events, nothing is \
+             stopped or throttled",
+            set,
+        ),
+    ]
+}
+
+pub const SHOW_SCHEMA_VERSION: &str = "runtime-monitoring-thresholds.show/v1";
+pub const POLICY_SCHEMA_VERSION: &str = "runtime-monitoring-thresholds.policy/v1";
+/// Most rules in one policy.
+pub const MAX_RULES: usize = 32;
+/// Longest Kubernetes object name, which a policy's name (`<kind>-<id>`) must fit.
+const NAME_MAX: usize = 253;
+
+const PARAMS: &[&str] = &[
+    "policyId",
+    "scope.kind",
+    "scope.serverId",
+    "scope.projectId",
+    "scope.environmentId",
+    "scope.resourceId",
+    "scope.deploymentId",
+    "window.from",
+    "window.to",
+];
+const SCOPE_KINDS: [ScopeKind; 5] = [
+    ScopeKind::Server,
+    ScopeKind::Project,
+    ScopeKind::Environment,
+    ScopeKind::Resource,
+    ScopeKind::Deployment,
+];
+
+/// `POST` body.
+#[derive(Deserialize, JsonSchema, Debug)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SetThresholds {
+    /// What the thresholds watch: `kind` and the kind's id (e.g. `serverId` for `server`).
+    pub scope: ScopeInput,
+    /// 1..=32 rules.
+    pub rules: Vec<RuleInput>,
+    /// Whether the thresholds are evaluated (default true).
+    pub enabled: Option<bool>,
+}
+
+#[derive(Deserialize, JsonSchema, Debug)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ScopeInput {
+    /// `server`, `project`, `environment`, `resource` or `deployment`.
+    pub kind: String,
+    pub server_id: Option<String>,
+    pub project_id: Option<String>,
+    pub environment_id: Option<String>,
+    pub resource_id: Option<String>,
+    pub deployment_id: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema, Debug)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RuleInput {
+    /// `cpu`, `memory`, `load`, `disk`, `network` or `docker-storage`.
+    pub signal: String,
+    /// A sample total of that signal, e.g. `memoryUsedBytes`, `containerCpuPercent`.
+    pub metric: String,
+    /// Boundary reported as a warning (not past `critical`).
+    pub warning: Option<f64>,
+    /// Boundary reported as critical.
+    pub critical: f64,
+    /// Default `greater-than-or-equal`.
+    pub comparator: Option<Comparator>,
+    /// Consecutive breaching samples before the state changes, 1..=100 (default 1).
+    pub for_samples: Option<u32>,
+    /// Once crossed, the state holds until the value is back past this (hysteresis).
+    pub clear_at: Option<f64>,
+}
+
+/// Spec §2.2 "Threshold policy".
+#[derive(Serialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyRecord {
+    pub schema_version: &'static str,
+    pub policy_id: String,
+    pub scope: MonitoringScope,
+    pub rules: Vec<ThresholdRule>,
+    pub enabled: bool,
+    pub updated_at: String,
+    pub updated_by_actor_id: String,
+    /// `user`, `deploy-token`, or `kubernetes` for a change made outside the API.
+    pub updated_by_actor_kind: String,
+}
+
+/// `GET` answer.
+#[derive(Serialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct ThresholdsShow {
+    pub schema_version: &'static str,
+    pub scope: MonitoringScope,
+    pub generated_at: String,
+    /// The window asked for, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window: Option<Window>,
+    pub policy: PolicyRecord,
+    /// `null` until berth-controller first evaluated the policy.
+    pub evaluation: Option<ThresholdEvaluation>,
+}
+
+#[derive(Serialize, JsonSchema, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Window {
+    pub from: Option<String>,
+    pub to: Option<String>,
+}
+
+/// `POST` answer.
+#[derive(Serialize, JsonSchema, Debug)]
+pub struct ThresholdsAnswer {
+    pub policy: PolicyRecord,
+}
+
+/// What a GET names: a policy by id, or a scope.
+#[derive(Debug, PartialEq)]
+enum Wanted {
+    Policy(String),
+    Scope(MonitoringScope),
+}
+
+fn parse_query(query: &QueryParams) -> ApiResult<(Wanted, Option<Window>)> {
+    known_params(query, PARAMS)?;
+    let window = parse_window(query)?;
+    if let Some(id) = query.string("policyId")? {
+        bounded("policyId", id, NAME_MAX)?;
+        return Ok((Wanted::Policy(id.to_string()), window));
+    }
+    let kinds: Vec<&str> = SCOPE_KINDS.iter().map(|k| k.as_str()).collect();
+    let kind = query.one_of("scope.kind", &kinds, None)?.ok_or_else(|| {
+        ApiError::validation("scope.kind", "give policyId, or scope.kind and its id")
+    })?;
+    let id = |field: &str| query.string(field).map(|v| v.map(str::to_string));
+    let scope = MonitoringScope {
+        kind: kind.to_string(),
+        server_id: id("scope.serverId")?,
+        project_id: id("scope.projectId")?,
+        environment_id: id("scope.environmentId")?,
+        resource_id: id("scope.resourceId")?,
+        deployment_id: id("scope.deploymentId")?,
+    };
+    policy_name(&scope, "scope.")?;
+    Ok((Wanted::Scope(scope), window))
+}
+
+/// `window.from`/`window.to`: UTC, ending in `Z`, in order.
+fn parse_window(query: &QueryParams) -> ApiResult<Option<Window>> {
+    let utc = |field: &str| {
+        query
+            .string(field)?
+            .map(|value| parse_utc(field, value))
+            .transpose()
+    };
+    let (from, to) = (utc("window.from")?, utc("window.to")?);
+    if let (Some(from), Some(to)) = (from, to)
+        && from > to
+    {
+        return Err(ApiError::validation(
+            "window.from",
+            "window.from must not be after window.to",
+        ));
+    }
+    let shown = |t: Option<Timestamp>| t.map(|t| t.to_string());
+    Ok((from.is_some() || to.is_some()).then(|| Window {
+        from: shown(from),
+        to: shown(to),
+    }))
+}
+
+/// The scope's own id: `serverId` of a `server` scope, and so on.
+fn own_id(scope: &MonitoringScope) -> (&'static str, Option<&str>) {
+    match scope.kind.as_str() {
+        "server" => ("serverId", scope.server_id.as_deref()),
+        "project" => ("projectId", scope.project_id.as_deref()),
+        "environment" => ("environmentId", scope.environment_id.as_deref()),
+        "resource" => ("resourceId", scope.resource_id.as_deref()),
+        _ => ("deploymentId", scope.deployment_id.as_deref()),
+    }
+}
+
+/// The one policy name of a scope, `<kind>-<id>`; `prefix` is where the scope's fields are
+/// named in errors (`scope.` in both the query and the body).
+fn policy_name(scope: &MonitoringScope, prefix: &str) -> ApiResult<String> {
+    let (field, id) = own_id(scope);
+    let field = format!("{prefix}{field}");
+    let id = id.ok_or_else(|| {
+        ApiError::validation(
+            &field,
+            format!("{field} is required for a {} scope", scope.kind),
+        )
+    })?;
+    let name = format!("{}-{id}", scope.kind);
+    if name.len() > NAME_MAX {
+        return Err(ApiError::validation(&field, format!("{field} is too long")));
+    }
+    Ok(name)
+}
+
+/// Checks each id names an object of the caller's organization it may see (404 otherwise).
+fn check_scope(state: &AppState, caller: &Caller, scope: &MonitoringScope) -> ApiResult<()> {
+    let organization = caller.organization()?;
+    if let Some(id) = &scope.server_id {
+        servers::lookup(state, caller, id)?;
+    }
+    if let Some(id) = &scope.project_id {
+        projects::lookup(state, caller, id)?;
+    }
+    if let Some(id) = &scope.environment_id {
+        environments::lookup(state, caller, id)?;
+    }
+    if let Some(id) = &scope.resource_id {
+        resource_config::lookup(state, caller, id)?;
+    }
+    if let Some(id) = &scope.deployment_id {
+        find_in(
+            &state.caches.deployments,
+            &organization.namespace,
+            id,
+            "deployment",
+        )?;
+    }
+    Ok(())
+}
+
+/// The body, checked, as a policy spec; every error names its field.
+fn spec_of(body: SetThresholds) -> ApiResult<ThresholdPolicySpec> {
+    let SetThresholds {
+        scope,
+        rules,
+        enabled,
+    } = body;
+    let kinds: Vec<&str> = SCOPE_KINDS.iter().map(|k| k.as_str()).collect();
+    if !kinds.contains(&scope.kind.as_str()) {
+        return Err(ApiError::validation(
+            "scope.kind",
+            format!("scope.kind must be one of: {}", kinds.join(", ")),
+        )
+        .with_detail("allowed", kinds));
+    }
+    let scope = MonitoringScope {
+        kind: scope.kind,
+        server_id: scope.server_id,
+        project_id: scope.project_id,
+        environment_id: scope.environment_id,
+        resource_id: scope.resource_id,
+        deployment_id: scope.deployment_id,
+    };
+    for (field, id) in [
+        ("scope.serverId", &scope.server_id),
+        ("scope.projectId", &scope.project_id),
+        ("scope.environmentId", &scope.environment_id),
+        ("scope.resourceId", &scope.resource_id),
+        ("scope.deploymentId", &scope.deployment_id),
+    ] {
+        if let Some(id) = id {
+            non_empty(field, id)?;
+        }
+    }
+    policy_name(&scope, "scope.")?;
+    if rules.is_empty() || rules.len() > MAX_RULES {
+        return Err(ApiError::validation(
+            "rules",
+            format!("rules must hold 1 to {MAX_RULES} rules"),
+        ));
+    }
+    let rules = rules
+        .into_iter()
+        .enumerate()
+        .map(|(index, input)| rule_of(index, input))
+        .collect::<ApiResult<Vec<_>>>()?;
+    Ok(ThresholdPolicySpec {
+        scope,
+        rules,
+        enabled: enabled.unwrap_or(true),
+    })
+}
+
+fn rule_of(index: usize, input: RuleInput) -> ApiResult<ThresholdRule> {
+    let rule = ThresholdRule {
+        rule_id: format!("rule-{}", index + 1),
+        signal: input.signal,
+        metric: input.metric,
+        warning: input.warning,
+        critical: input.critical,
+        comparator: input.comparator.unwrap_or_default(),
+        for_samples: input.for_samples.unwrap_or(1),
+        clear_at: input.clear_at,
+    };
+    match rule.problem() {
+        Some((field, message)) => Err(ApiError::validation(
+            &format!("rules[{index}].{field}"),
+            format!("rules[{index}].{field}: {message}"),
+        )),
+        None => Ok(rule),
+    }
+}
+
+/// The policy as spec §2.2 records it. Who changed it and when: the actor the shim recorded,
+/// and the time berth-controller stamped for this generation (else `written_at`).
+fn record(policy: &ThresholdPolicy, written_at: Option<Timestamp>) -> PolicyRecord {
+    let status = policy.status.clone().unwrap_or_default();
+    let annotations = policy.annotations();
+    let current = status.observed_generation == policy.metadata.generation;
+    let stamped = status
+        .updated_at
+        .as_ref()
+        .filter(|_| current)
+        .map(timestamp);
+    let updated_at = stamped
+        .or_else(|| written_at.map(|t| t.to_string()))
+        .or_else(|| policy.metadata.creation_timestamp.as_ref().map(timestamp))
+        .unwrap_or_default();
+    let actor = |annotation: &str, recorded: Option<String>| {
+        annotations
+            .get(annotation)
+            .cloned()
+            .or(recorded)
+            .unwrap_or_else(|| "unknown".into())
+    };
+    PolicyRecord {
+        schema_version: POLICY_SCHEMA_VERSION,
+        policy_id: policy.name_any(),
+        scope: policy.spec.scope.clone(),
+        rules: policy.spec.rules.clone(),
+        enabled: policy.spec.enabled,
+        updated_at,
+        updated_by_actor_id: actor(UPDATED_BY_ID, status.updated_by_actor_id),
+        updated_by_actor_kind: actor(UPDATED_BY_KIND, status.updated_by_actor_kind),
+    }
+}
+
+async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    query: QueryParams,
+) -> ApiResult<Json<ThresholdsShow>> {
+    let (wanted, window) = parse_query(&query)?;
+    let organization = caller.require_role(OrganizationRole::Member)?;
+    let name = match &wanted {
+        Wanted::Policy(id) => id.clone(),
+        Wanted::Scope(scope) => {
+            check_scope(&state, &caller, scope)?;
+            policy_name(scope, "scope.")?
+        }
+    };
+    let policy = find_in(
+        &state.caches.threshold_policies,
+        &organization.namespace,
+        &name,
+        "threshold policy",
+    )?;
+    // A policy id reveals the scope: the caller must see it too.
+    check_scope(&state, &caller, &policy.spec.scope)?;
+    Ok(Json(ThresholdsShow {
+        schema_version: SHOW_SCHEMA_VERSION,
+        scope: policy.spec.scope.clone(),
+        generated_at: Timestamp::now().to_string(),
+        window,
+        evaluation: policy.status.as_ref().and_then(|s| s.evaluation.clone()),
+        policy: record(&policy, None),
+    }))
+}
+
+async fn set(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<SetThresholds>,
+) -> ApiResult<Json<ThresholdsAnswer>> {
+    let spec = spec_of(body)?;
+    let organization = caller.require_role(OrganizationRole::Admin)?.clone();
+    check_scope(&state, &caller, &spec.scope)?;
+    let name = policy_name(&spec.scope, "scope.")?;
+    let mut policy = ThresholdPolicy::new(&name, spec);
+    policy.metadata.namespace = Some(organization.namespace.clone());
+    let api = Api::<ThresholdPolicy>::namespaced(state.client.clone(), &organization.namespace);
+    let written = write::apply(
+        &api,
+        &state.caches.threshold_policies,
+        Some(&caller),
+        policy,
+    )
+    .await?;
+    Ok(Json(ThresholdsAnswer {
+        policy: record(&written, Some(Timestamp::now())),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn body(value: serde_json::Value) -> ApiResult<ThresholdPolicySpec> {
+        spec_of(crate::extract::parse_json(value.to_string().as_bytes())?)
+    }
+
+    fn server_rule(rule: serde_json::Value) -> serde_json::Value {
+        json!({"scope": {"kind": "server", "serverId": "edge"}, "rules": [rule]})
+    }
+
+    #[test]
+    fn a_valid_body_becomes_the_spec_with_defaults() {
+        let spec = body(server_rule(json!({
+            "signal": "memory", "metric": "memoryUsedBytes", "warning": 1, "critical": 1e18,
+        })))
+        .unwrap();
+        let rule = &spec.rules[0];
+        assert_eq!(rule.rule_id, "rule-1");
+        assert_eq!(rule.comparator, Comparator::GreaterThanOrEqual);
+        assert_eq!(rule.for_samples, 1);
+        assert!(spec.enabled);
+        assert_eq!(policy_name(&spec.scope, "scope.").unwrap(), "server-edge");
+    }
+
+    #[test]
+    fn every_bad_body_is_a_422_naming_its_field() {
+        let rule = |extra: serde_json::Value| {
+            let mut rule = json!({"signal": "cpu", "metric": "hostCpuPercent", "critical": 90});
+            rule.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            server_rule(rule)
+        };
+        for (value, field) in [
+            (rule(json!({"signal": "gpu"})), "rules[0].signal"),
+            (rule(json!({"metric": "cpuPercent"})), "rules[0].metric"),
+            (
+                rule(json!({"metric": "memoryUsedBytes"})),
+                "rules[0].metric",
+            ),
+            (rule(json!({"comparator": "above"})), "rules[0].comparator"),
+            (rule(json!({"warning": 95})), "rules[0].warning"),
+            (
+                rule(json!({"comparator": "less-than", "warning": 80})),
+                "rules[0].warning",
+            ),
+            (rule(json!({"forSamples": 0})), "rules[0].forSamples"),
+            (rule(json!({"forSamples": 101})), "rules[0].forSamples"),
+            (
+                rule(json!({"warning": 80, "clearAt": 85})),
+                "rules[0].clearAt",
+            ),
+            (rule(json!({"critical": "high"})), "rules[0].critical"),
+            (rule(json!({"threshold": 1})), "rules[0].threshold"),
+            (
+                json!({"scope": {"kind": "server"}, "rules": []}),
+                "scope.serverId",
+            ),
+            (
+                json!({"scope": {"kind": "cluster"}, "rules": []}),
+                "scope.kind",
+            ),
+            (
+                json!({"scope": {"kind": "server", "serverId": "edge"}, "rules": []}),
+                "rules",
+            ),
+            (
+                json!({"scope": {"kind": "server", "serverId": " "}, "rules": []}),
+                "scope.serverId",
+            ),
+        ] {
+            let error = body(value.clone()).unwrap_err();
+            assert_eq!(error.status, 422, "{value}");
+            assert_eq!(error.body.details["field"], field, "{value}");
+        }
+    }
+
+    #[test]
+    fn the_query_names_a_policy_or_a_scope_and_checks_the_window() {
+        let query = |pairs: &[(&str, &str)]| parse_query(&QueryParams::from_pairs(pairs));
+        let (wanted, window) = query(&[("policyId", "server-edge")]).unwrap();
+        assert_eq!(wanted, Wanted::Policy("server-edge".into()));
+        assert_eq!(window, None);
+        let (wanted, window) = query(&[
+            ("scope.kind", "resource"),
+            ("scope.resourceId", "web"),
+            ("window.to", "2030-01-01T00:00:00Z"),
+        ])
+        .unwrap();
+        let Wanted::Scope(scope) = wanted else {
+            panic!("a scope")
+        };
+        assert_eq!(policy_name(&scope, "scope.").unwrap(), "resource-web");
+        assert_eq!(window.unwrap().to.as_deref(), Some("2030-01-01T00:00:00Z"));
+        for (pairs, field) in [
+            (vec![], "scope.kind"),
+            (vec![("scope.kind", "server")], "scope.serverId"),
+            (vec![("scope.kind", "cluster")], "scope.kind"),
+            (vec![("policyId", "")], "policyId"),
+            (
+                vec![
+                    ("policyId", "p"),
+                    ("window.from", "2030-01-01T00:00:00+01:00"),
+                ],
+                "window.from",
+            ),
+            (vec![("policy", "p")], "policy"),
+        ] {
+            let error = query(&pairs).unwrap_err();
+            assert_eq!(error.status, 422, "{pairs:?}");
+            assert_eq!(error.body.details["field"], field, "{pairs:?}");
+        }
+    }
+}

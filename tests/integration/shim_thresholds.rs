@@ -1,0 +1,207 @@
+//! Runtime-monitoring thresholds (spec §4.5) against the real stack: a ThresholdPolicy set
+//! through `POST /runtime-monitoring/thresholds` is evaluated by berth-controller on every
+//! monitoring tick (5 s under `hack/test.sh`); a crossing shows in `GET`, in the policy's
+//! `ThresholdCrossed` condition and as a Kubernetes Event, and so does its clearing.
+
+use std::time::Duration;
+
+use berth_crds::member::OrganizationRole;
+use berth_tests::rest::{Rest, TestOrg};
+use berth_tests::{client, eventually, kubectl};
+use serde_json::{Value, json};
+
+use crate::deploy_support::{ready_server, remove_server};
+use crate::shim_projects_envs::invalid;
+
+/// A few 5-second ticks, with room for a busy machine.
+const EVALUATED: Duration = Duration::from_secs(45);
+const PATH: &str = "/runtime-monitoring/thresholds";
+
+fn memory_rule(warning: f64) -> Value {
+    json!({
+        "signal": "memory", "metric": "memoryUsedBytes",
+        "warning": warning, "critical": 1e18, "comparator": "greater-than-or-equal",
+    })
+}
+
+fn server_policy(server: &str, rule: Value) -> Value {
+    json!({"scope": {"kind": "server", "serverId": server}, "rules": [rule]})
+}
+
+/// The GET answer once its evaluation is in `state`.
+async fn wait_state(rest: &Rest, server: &str, state: &str) -> Value {
+    let query = format!("{PATH}?scope.kind=server&scope.serverId={server}");
+    eventually(EVALUATED, &format!("threshold state {state}"), || async {
+        let body = rest.get(&query).await.ok();
+        (body["evaluation"]["state"] == state).then_some(body)
+    })
+    .await
+}
+
+/// `(reason, note)` of the Events about ThresholdPolicy `name`.
+fn policy_events(namespace: &str, name: &str) -> Vec<(String, String)> {
+    let output = kubectl(
+        &["get", "events.events.k8s.io", "-n", namespace, "-o", "json"],
+        None,
+    );
+    assert!(output.status.success(), "kubectl get events failed");
+    let list: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["regarding"]["kind"] == "ThresholdPolicy" && e["regarding"]["name"] == name)
+        .map(|e| (text(&e["reason"]), text(&e["note"])))
+        .collect()
+}
+
+async fn wait_event(namespace: &str, name: &str, reason: &str) -> String {
+    eventually(EVALUATED, &format!("event {reason}"), || async {
+        policy_events(namespace, name)
+            .into_iter()
+            .find(|(r, _)| r == reason)
+            .map(|(_, note)| note)
+    })
+    .await
+}
+
+/// The policy's `ThresholdCrossed` condition, read from the cluster.
+fn crossed_condition(namespace: &str, name: &str) -> Value {
+    let output = kubectl(
+        &[
+            "get",
+            "thresholdpolicies.berth.dev",
+            name,
+            "-n",
+            namespace,
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    assert!(
+        output.status.success(),
+        "kubectl get thresholdpolicy failed"
+    );
+    let policy: Value = serde_json::from_slice(&output.stdout).unwrap();
+    policy["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == "ThresholdCrossed")
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+#[tokio::test]
+async fn a_tiny_memory_warning_is_reported_with_an_event_and_clears() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let admin = org.user(OrganizationRole::Admin).await.rest;
+    let member = org.user(OrganizationRole::Member).await.rest;
+    let (server, _port) = ready_server(&admin).await;
+
+    // Members read, admins write.
+    member
+        .post(PATH, server_policy(&server, memory_rule(1.0)))
+        .await
+        .error(403, "forbidden");
+    let set = admin
+        .post(PATH, server_policy(&server, memory_rule(1.0)))
+        .await
+        .ok();
+    let policy = &set["policy"];
+    let name = policy["policyId"].as_str().unwrap().to_string();
+    assert_eq!(
+        policy["schemaVersion"],
+        "runtime-monitoring-thresholds.policy/v1"
+    );
+    assert_eq!(policy["scope"]["serverId"], server.as_str(), "{set}");
+    assert_eq!(policy["rules"][0]["ruleId"], "rule-1", "{set}");
+    assert_eq!(policy["rules"][0]["forSamples"], 1, "{set}");
+    assert_eq!(policy["enabled"], true, "{set}");
+    assert_eq!(policy["updatedByActorKind"], "user", "{set}");
+
+    // Any host uses more than one byte of memory: a warning, not critical.
+    let shown = wait_state(&member, &server, "warning").await;
+    assert_eq!(
+        shown["schemaVersion"],
+        "runtime-monitoring-thresholds.show/v1"
+    );
+    assert_eq!(shown["policy"]["policyId"], name.as_str(), "{shown}");
+    let evaluation = &shown["evaluation"];
+    let crossed = &evaluation["crossed"][0];
+    assert_eq!(crossed["ruleId"], "rule-1", "{shown}");
+    assert_eq!(crossed["metric"], "memoryUsedBytes", "{shown}");
+    assert_eq!(crossed["severity"], "warning", "{shown}");
+    assert_eq!(crossed["boundary"], 1.0, "{shown}");
+    assert!(crossed["observedValue"].as_f64().unwrap() > 1.0, "{shown}");
+    assert_eq!(evaluation["nextActions"], json!(["inspect-runtime-usage"]));
+    assert!(
+        evaluation["sourceSampleId"]
+            .as_str()
+            .unwrap()
+            .contains(":host:"),
+        "{shown}"
+    );
+    let note = wait_event(&org.namespace, &name, "ThresholdWarning").await;
+    assert!(note.contains("memoryUsedBytes"), "{note}");
+    let condition = crossed_condition(&org.namespace, &name);
+    assert_eq!(condition["status"], "True", "{condition}");
+    assert_eq!(condition["reason"], "Warning", "{condition}");
+    let by_id = member.get(&format!("{PATH}?policyId={name}")).await.ok();
+    assert_eq!(by_id["evaluation"]["state"], "warning", "{by_id}");
+
+    // A warning no host reaches: cleared.
+    admin
+        .post(PATH, server_policy(&server, memory_rule(1e17)))
+        .await
+        .ok();
+    let cleared = wait_state(&member, &server, "ok").await;
+    assert_eq!(cleared["evaluation"]["crossed"], json!([]), "{cleared}");
+    assert_eq!(cleared["policy"]["rules"][0]["warning"], 1e17, "{cleared}");
+    let note = wait_event(&org.namespace, &name, "ThresholdCleared").await;
+    assert!(note.contains("within"), "{note}");
+    let condition = crossed_condition(&org.namespace, &name);
+    assert_eq!(condition["reason"], "WithinBounds", "{condition}");
+
+    // Bad bodies name their field and change nothing; unknown scopes are 404.
+    let bad = |rule: Value| server_policy(&server, rule);
+    let mut rule = memory_rule(1.0);
+    rule["signal"] = json!("gpu");
+    invalid(admin.post(PATH, bad(rule)).await, "rules[0].signal");
+    let mut rule = memory_rule(1.0);
+    rule["metric"] = json!("hostCpuPercent");
+    invalid(admin.post(PATH, bad(rule)).await, "rules[0].metric");
+    let mut rule = memory_rule(1.0);
+    rule["comparator"] = json!("above");
+    invalid(admin.post(PATH, bad(rule)).await, "rules[0].comparator");
+    invalid(
+        admin.post(PATH, bad(memory_rule(1e19))).await,
+        "rules[0].warning",
+    );
+    let mut rule = memory_rule(1.0);
+    rule["forSamples"] = json!(0);
+    invalid(admin.post(PATH, bad(rule)).await, "rules[0].forSamples");
+    invalid(
+        member.get(&format!("{PATH}?scope.kind=server")).await,
+        "scope.serverId",
+    );
+    admin
+        .post(PATH, server_policy("no-such-server", memory_rule(1.0)))
+        .await
+        .error(404, "not_found");
+    let unchanged = member.get(&format!("{PATH}?policyId={name}")).await.ok();
+    assert_eq!(unchanged["policy"]["rules"][0]["warning"], 1e17);
+
+    // Another organization sees none of it.
+    let mut other = TestOrg::new(&client).await;
+    let outsider = other.user(OrganizationRole::Owner).await.rest;
+    outsider
+        .get(&format!("{PATH}?policyId={name}"))
+        .await
+        .error(404, "not_found");
+
+    remove_server(&admin, &server).await;
+}
