@@ -185,6 +185,24 @@ async fn kubectl_apply_serves_the_sample_app_through_the_edge_proxy_and_delete_c
     let http = reqwest::Client::new();
     let (code, _) = fetch(&http, port, "web.localhost").await.unwrap();
     assert_eq!(code, 404);
+
+    // Created again under the same name, it starts with no history of the one deleted.
+    eventually(WAIT, "the resource gone", || {
+        let resources = resources.clone();
+        async move { resources.get_opt("web").await.ok()?.is_none().then_some(()) }
+    })
+    .await;
+    apply(&resource_yaml(&ns, "web", "berth/sample-app:1", "/healthz"));
+    let again = eventually(WAIT, "the new resource's status", || {
+        let resources = resources.clone();
+        async move {
+            let s = resources.get("web").await.ok()?.status?;
+            (s.last_deployment_status == Some(DeploymentState::Succeeded)).then_some(s)
+        }
+    })
+    .await;
+    assert_eq!(again.deployment_count, 1, "{again:?}");
+    teardown(&ns, "web").await;
 }
 
 #[tokio::test]

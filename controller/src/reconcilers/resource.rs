@@ -830,7 +830,24 @@ async fn cleanup(resource: &Resource, context: &Context, namespace: &str) -> Res
             Err(error) => return Err(error.into()),
         }
     }
+    forget_history(context, namespace, &name).await;
     Ok(Action::await_change())
+}
+
+/// Drops the deleted resource's history from the observation store, so one created again
+/// under its name neither counts nor shows the old attempts. A store that fails leaves it to
+/// the retention pruning, with a warning: deletion does not wait on the store.
+async fn forget_history(context: &Context, namespace: &str, name: &str) {
+    let Some(store) = context.timeline.store() else {
+        return;
+    };
+    let (namespace, name) = (namespace.to_string(), name.to_string());
+    let forgot = tokio::task::spawn_blocking(move || store.forget_resource(&namespace, &name));
+    match forgot.await {
+        Ok(Ok(_)) => {}
+        Ok(Err(error)) => tracing::warn!(%error, "could not forget a deleted resource's history"),
+        Err(error) => tracing::warn!(%error, "forgetting a deleted resource's history stopped"),
+    }
 }
 
 #[cfg(test)]

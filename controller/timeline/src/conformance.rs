@@ -44,6 +44,7 @@ on_both_backends!(
     concurrent_writers_and_a_following_reader_agree_on_every_entry,
     stores_opened_at_once_create_the_schema_once,
     health_history_answers_the_latest_of_a_window_oldest_first,
+    forgetting_a_resource_removes_its_history_and_no_one_elses,
 );
 
 fn event(message: &str) -> ProgressEvent {
@@ -412,4 +413,31 @@ fn admin_here(url: &str, sql: &str) -> Result<(), tokio_postgres::Error> {
         let _ = connection.await;
         outcome
     })
+}
+
+fn forgetting_a_resource_removes_its_history_and_no_one_elses(fixture: &Fixture) {
+    let store = fixture.open();
+    for resource in ["web", "api"] {
+        let key = TimelineKey::new("org-a", resource, "dep-1");
+        store.append(&key, &[event("step")]).unwrap();
+        store
+            .record_health(&[observation(resource, now_ms(), "healthy")])
+            .unwrap();
+    }
+    let other = TimelineKey::new("org-b", "web", "dep-1");
+    store.append(&other, &[event("step")]).unwrap();
+    assert_eq!(store.forget_resource("org-a", "web").unwrap(), 2);
+    assert!(store.attempts("org-a", "web").unwrap().is_empty());
+    assert_eq!(store.attempts("org-a", "api").unwrap(), ["dep-1"]);
+    assert_eq!(store.attempts("org-b", "web").unwrap(), ["dep-1"]);
+    let health = |resource: &str| HealthQuery {
+        namespace: "org-a".into(),
+        resource: resource.into(),
+        from_ms: 0,
+        to_ms: now_ms() + 1,
+        limit: 10,
+    };
+    assert!(store.health_history(&health("web")).unwrap().is_empty());
+    assert_eq!(store.health_history(&health("api")).unwrap().len(), 1);
+    assert_eq!(store.forget_resource("org-a", "web").unwrap(), 0);
 }

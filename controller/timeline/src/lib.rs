@@ -101,6 +101,10 @@ pub trait TimelineStore: AccessFailureStore + MonitoringStore + Send + Sync {
     fn attempts(&self, namespace: &str, resource: &str) -> Result<Vec<String>, TimelineError>;
     /// Removes timeline entries recorded more than `retention` ago; returns how many went.
     fn prune(&self, retention: Duration) -> Result<usize, TimelineError>;
+    /// Forgets everything recorded of `resource` in `namespace` — its timelines, health
+    /// history, monitoring samples and rollups, access-failure evidence — so a resource
+    /// created again under the same name starts with no history. Returns the rows deleted.
+    fn forget_resource(&self, namespace: &str, resource: &str) -> Result<usize, TimelineError>;
     /// Adds health observations, all or none.
     fn record_health(&self, observations: &[HealthObservation]) -> Result<(), TimelineError>;
     /// The observations `query` selects, oldest first.

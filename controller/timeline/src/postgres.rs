@@ -312,6 +312,37 @@ impl TimelineStore for PostgresTimeline {
         Ok(rows.iter().map(|row| row.get(0)).collect())
     }
 
+    fn forget_resource(&self, namespace: &str, resource: &str) -> Result<usize, TimelineError> {
+        const FORGET: &str = "
+            WITH timeline AS (
+                DELETE FROM deployment_timeline WHERE namespace = $1 AND resource = $2
+                RETURNING 1
+            ), health AS (
+                DELETE FROM health_history WHERE namespace = $1 AND resource = $2 RETURNING 1
+            ), samples AS (
+                DELETE FROM monitoring_samples WHERE namespace = $1 AND resource = $2
+                RETURNING 1
+            ), rollups AS (
+                DELETE FROM monitoring_rollups WHERE namespace = $1 AND resource = $2
+                RETURNING 1
+            ), evidence AS (
+                DELETE FROM access_failure_evidence WHERE namespace = $1 AND resource = $2
+                RETURNING 1
+            )
+            SELECT (SELECT count(*) FROM timeline) + (SELECT count(*) FROM health)
+                 + (SELECT count(*) FROM samples) + (SELECT count(*) FROM rollups)
+                 + (SELECT count(*) FROM evidence)";
+        let removed: i64 = self.block_on(self.run(async |connection| {
+            let forget = connection.prepare(FORGET).await?;
+            let row = connection
+                .client
+                .query_one(&forget, &[&namespace, &resource])
+                .await?;
+            Ok(row.get(0))
+        }))?;
+        Ok(usize::try_from(removed).unwrap_or(usize::MAX))
+    }
+
     fn prune(&self, retention: Duration) -> Result<usize, TimelineError> {
         self.delete_older(PRUNE, retention)
     }

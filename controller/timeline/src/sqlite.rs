@@ -166,6 +166,24 @@ impl TimelineStore for SqliteTimeline {
         Ok(names)
     }
 
+    fn forget_resource(&self, namespace: &str, resource: &str) -> Result<usize, TimelineError> {
+        const FORGET: [&str; 5] = [
+            "DELETE FROM deployment_timeline WHERE namespace = ?1 AND resource = ?2",
+            "DELETE FROM health_history WHERE namespace = ?1 AND resource = ?2",
+            "DELETE FROM monitoring_samples WHERE namespace = ?1 AND resource = ?2",
+            "DELETE FROM monitoring_rollups WHERE namespace = ?1 AND resource = ?2",
+            "DELETE FROM access_failure_evidence WHERE namespace = ?1 AND resource = ?2",
+        ];
+        let mut connection = self.connection();
+        let transaction = connection.transaction()?;
+        let mut removed = 0;
+        for sql in FORGET {
+            removed += transaction.execute(sql, params![namespace, resource])?;
+        }
+        transaction.commit()?;
+        Ok(removed)
+    }
+
     fn prune(&self, retention: Duration) -> Result<usize, TimelineError> {
         let cutoff = now_ms() - i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
         let connection = self.connection();

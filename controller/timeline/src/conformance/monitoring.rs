@@ -13,6 +13,7 @@ on_both_backends!(
     stored_ids_are_skipped_and_a_tick_goes_in_one_call,
     pruning_deletes_samples_observed_before_the_cutoff,
     rollups_aggregate_each_series_per_bucket_and_count_a_sample_once,
+    forgetting_a_resource_removes_its_samples_and_rollups,
 );
 
 const T0: i64 = 1_900_000_000_000;
@@ -342,4 +343,25 @@ fn rollups_aggregate_each_series_per_bucket_and_count_a_sample_once(fixture: &Fi
     // Pruning takes the buckets that start before the cutoff.
     store.prune_samples(T0 + 3_600_000).unwrap();
     assert!(rollup(&query(), Tier::Hour).is_empty());
+}
+
+fn forgetting_a_resource_removes_its_samples_and_rollups(fixture: &Fixture) {
+    let store = fixture.open();
+    store.record_samples(&two_ticks()).unwrap();
+    assert!(store.forget_resource("org-a", "web").unwrap() > 0);
+    let left: Vec<Option<String>> = store
+        .samples(&query())
+        .unwrap()
+        .into_iter()
+        .map(|s| s.scope_evidence.resource_id)
+        .collect();
+    assert!(!left.contains(&Some("web".into())), "{left:?}");
+    assert!(left.contains(&Some("api".into())), "{left:?}");
+    let rollup = RollupQuery {
+        filters: query(),
+        tier: Tier::Hour,
+    };
+    let rows = store.rollup(&rollup).unwrap();
+    assert!(rows.iter().all(|r| r.resource.as_deref() != Some("web")));
+    assert!(rows.iter().any(|r| r.resource.as_deref() == Some("api")));
 }
