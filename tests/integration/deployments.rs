@@ -180,6 +180,10 @@ async fn kubectl_apply_serves_the_sample_app_through_the_edge_proxy_and_delete_c
     let env = inspected[0]["Config"]["Env"].to_string();
     assert!(env.contains("GREETING=hello"), "{env}");
 
+    // A second attempt, so the history to forget holds more than the new resource's first.
+    set_image(&ns, "web", "berth/sample-app:2", "/healthz").await;
+    wait_ended(&ns, "dep-web-2").await;
+
     // Deleting the resource removes its containers and its route.
     teardown(&ns, "web").await;
     let http = reqwest::Client::new();
