@@ -25,6 +25,14 @@ pub enum ScopeKind {
 }
 
 impl ScopeKind {
+    pub const ALL: [ScopeKind; 5] = [
+        Self::Server,
+        Self::Project,
+        Self::Environment,
+        Self::Resource,
+        Self::Deployment,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Server => "server",

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use berth_crds::deployment::Deployment;
 use berth_crds::limits::DNS_LABEL_MAX;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::jiff::Timestamp;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Resource, ResourceExt};
 use schemars::JsonSchema;
@@ -241,6 +242,50 @@ pub fn parse_utc(field: &str, value: &str) -> Result<k8s_openapi::jiff::Timestam
         ));
     }
     Ok(parsed.0)
+}
+
+/// The optional UTC bounds named `from` and `to` in the query, in order when both are given.
+pub fn utc_range(
+    query: &crate::extract::QueryParams,
+    from: &str,
+    to: &str,
+) -> Result<(Option<Timestamp>, Option<Timestamp>), ApiError> {
+    let utc = |field: &str| {
+        query
+            .string(field)?
+            .map(|value| parse_utc(field, value))
+            .transpose()
+    };
+    let (start, end) = (utc(from)?, utc(to)?);
+    if let (Some(start), Some(end)) = (start, end) {
+        in_order(from, to, start, end)?;
+    }
+    Ok((start, end))
+}
+
+/// A UTC window from the query: `to` defaults to `now`, `from` to `span` before `to`.
+pub fn utc_window(
+    query: &crate::extract::QueryParams,
+    from: &str,
+    to: &str,
+    now: Timestamp,
+    span: k8s_openapi::jiff::SignedDuration,
+) -> Result<(Timestamp, Timestamp), ApiError> {
+    let (start, end) = utc_range(query, from, to)?;
+    let end = end.unwrap_or(now);
+    let start = start.unwrap_or_else(|| end.checked_sub(span).unwrap_or(Timestamp::MIN));
+    in_order(from, to, start, end)?;
+    Ok((start, end))
+}
+
+fn in_order(from: &str, to: &str, start: Timestamp, end: Timestamp) -> Result<(), ApiError> {
+    if start > end {
+        return Err(ApiError::validation(
+            from,
+            format!("{from} must not be after {to}"),
+        ));
+    }
+    Ok(())
 }
 
 /// Runs an observation-store call off the async threads; a failing store is a 503 naming

@@ -25,7 +25,7 @@ pub use self::record::DiagnosticSummary;
 use self::record::{Focus, Redaction, SourceError, System, Tail, Window};
 use super::Endpoint;
 use super::access_failures;
-use super::common::{bounded, find_deployment, find_in, known_params, parse_utc, store_call};
+use super::common::{bounded, find_deployment, find_in, known_params, store_call, utc_range};
 use super::deployments::masker;
 use super::environments;
 use super::resource_config::lookup;
@@ -82,21 +82,7 @@ fn parse_query(query: &QueryParams) -> ApiResult<DiagnosticQuery> {
             "locale",
         ],
     )?;
-    let utc = |field: &str| {
-        query
-            .string(field)?
-            .map(|value| parse_utc(field, value))
-            .transpose()
-    };
-    let (from, to) = (utc("observationFrom")?, utc("observationTo")?);
-    if let (Some(from), Some(to)) = (from, to)
-        && from > to
-    {
-        return Err(ApiError::validation(
-            "observationFrom",
-            "observationFrom must not be after observationTo",
-        ));
-    }
+    let (from, to) = utc_range(query, "observationFrom", "observationTo")?;
     let deployment_id = query.string("deploymentId")?.map(str::to_string);
     if let Some(id) = &deployment_id {
         bounded("deploymentId", id, 253)?;

@@ -24,7 +24,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::Endpoint;
-use super::common::{bounded, known_params, parse_utc};
+use super::common::{bounded, known_params, utc_window};
 use super::{environments, projects, resource_config, servers};
 use crate::auth::{Caller, ScopeDimension};
 use crate::error::{ApiError, ApiResult};
@@ -87,13 +87,6 @@ const PARAMS: &[&str] = &[
     "window.to",
     "signals",
     "limit",
-];
-const SCOPE_KINDS: [ScopeKind; 5] = [
-    ScopeKind::Server,
-    ScopeKind::Project,
-    ScopeKind::Environment,
-    ScopeKind::Resource,
-    ScopeKind::Deployment,
 ];
 
 /// Spec §4.5 samples list.
@@ -181,10 +174,10 @@ fn parse_selection(
     now: Timestamp,
 ) -> ApiResult<Selection> {
     known_params(query, known)?;
-    let kinds: Vec<&str> = SCOPE_KINDS.iter().map(|k| k.as_str()).collect();
+    let kinds: Vec<&str> = ScopeKind::ALL.iter().map(|k| k.as_str()).collect();
     let kind = query
         .one_of("scope.kind", &kinds, None)?
-        .and_then(|name| SCOPE_KINDS.into_iter().find(|k| k.as_str() == name));
+        .and_then(|name| ScopeKind::ALL.into_iter().find(|k| k.as_str() == name));
     let id = |field: &str| -> ApiResult<Option<String>> {
         let value = query.string(field)?;
         if let Some(value) = value {
@@ -200,23 +193,7 @@ fn parse_selection(
         resource_id: id("scope.resourceId")?,
         deployment_id: id("scope.deploymentId")?,
     };
-    let utc = |field: &str| {
-        query
-            .string(field)?
-            .map(|value| parse_utc(field, value))
-            .transpose()
-    };
-    let to = utc("window.to")?.unwrap_or(now);
-    let from = match utc("window.from")? {
-        Some(from) => from,
-        None => to.checked_sub(DEFAULT_WINDOW).unwrap_or(Timestamp::MIN),
-    };
-    if from > to {
-        return Err(ApiError::validation(
-            "window.from",
-            "window.from must not be after window.to",
-        ));
-    }
+    let (from, to) = utc_window(query, "window.from", "window.to", now, DEFAULT_WINDOW)?;
     let signals = parse_signals(signals)?;
     Ok(Selection {
         scope,

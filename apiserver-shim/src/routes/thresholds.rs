@@ -17,7 +17,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::Endpoint;
-use super::common::{bounded, find_in, known_params, non_empty, parse_utc, timestamp};
+use super::common::{bounded, find_in, known_params, non_empty, timestamp, utc_range};
 use super::{environments, projects, resource_config, servers};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
@@ -62,13 +62,6 @@ const PARAMS: &[&str] = &[
     "scope.deploymentId",
     "window.from",
     "window.to",
-];
-const SCOPE_KINDS: [ScopeKind; 5] = [
-    ScopeKind::Server,
-    ScopeKind::Project,
-    ScopeKind::Environment,
-    ScopeKind::Resource,
-    ScopeKind::Deployment,
 ];
 
 /// `POST` body.
@@ -171,7 +164,7 @@ fn parse_query(query: &QueryParams) -> ApiResult<(Wanted, Option<Window>)> {
         bounded("policyId", id, NAME_MAX)?;
         return Ok((Wanted::Policy(id.to_string()), window));
     }
-    let kinds: Vec<&str> = SCOPE_KINDS.iter().map(|k| k.as_str()).collect();
+    let kinds: Vec<&str> = ScopeKind::ALL.iter().map(|k| k.as_str()).collect();
     let kind = query.one_of("scope.kind", &kinds, None)?.ok_or_else(|| {
         ApiError::validation("scope.kind", "give policyId, or scope.kind and its id")
     })?;
@@ -190,21 +183,7 @@ fn parse_query(query: &QueryParams) -> ApiResult<(Wanted, Option<Window>)> {
 
 /// `window.from`/`window.to`: UTC, ending in `Z`, in order.
 fn parse_window(query: &QueryParams) -> ApiResult<Option<Window>> {
-    let utc = |field: &str| {
-        query
-            .string(field)?
-            .map(|value| parse_utc(field, value))
-            .transpose()
-    };
-    let (from, to) = (utc("window.from")?, utc("window.to")?);
-    if let (Some(from), Some(to)) = (from, to)
-        && from > to
-    {
-        return Err(ApiError::validation(
-            "window.from",
-            "window.from must not be after window.to",
-        ));
-    }
+    let (from, to) = utc_range(query, "window.from", "window.to")?;
     let shown = |t: Option<Timestamp>| t.map(|t| t.to_string());
     Ok((from.is_some() || to.is_some()).then(|| Window {
         from: shown(from),
@@ -274,7 +253,7 @@ fn spec_of(body: SetThresholds) -> ApiResult<ThresholdPolicySpec> {
         rules,
         enabled,
     } = body;
-    let kinds: Vec<&str> = SCOPE_KINDS.iter().map(|k| k.as_str()).collect();
+    let kinds: Vec<&str> = ScopeKind::ALL.iter().map(|k| k.as_str()).collect();
     if !kinds.contains(&scope.kind.as_str()) {
         return Err(ApiError::validation(
             "scope.kind",

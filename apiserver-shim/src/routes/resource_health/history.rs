@@ -12,9 +12,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::auth::Caller;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::extract::QueryParams;
-use crate::routes::common::{known_params, parse_utc, store_call};
+use crate::routes::common::{known_params, store_call, utc_window};
 use crate::routes::environments;
 use crate::routes::resource_config::lookup;
 use crate::state::AppState;
@@ -92,23 +92,7 @@ fn parse_query(query: &QueryParams, now: Timestamp) -> ApiResult<Window> {
         query,
         &["window.from", "window.to", "limit", "previewEnvironmentId"],
     )?;
-    let utc = |field: &str| {
-        query
-            .string(field)?
-            .map(|value| parse_utc(field, value))
-            .transpose()
-    };
-    let to = utc("window.to")?.unwrap_or(now);
-    let from = match utc("window.from")? {
-        Some(from) => from,
-        None => to.checked_sub(DEFAULT_WINDOW).unwrap_or(Timestamp::MIN),
-    };
-    if from > to {
-        return Err(ApiError::validation(
-            "window.from",
-            "window.from must not be after window.to",
-        ));
-    }
+    let (from, to) = utc_window(query, "window.from", "window.to", now, DEFAULT_WINDOW)?;
     let limit = query.integer("limit", LIMIT.0, LIMIT.1, DEFAULT_LIMIT)?;
     Ok(Window {
         from,
