@@ -2,6 +2,8 @@
 //! "Retention default policy"). Configuration only: it never deletes by itself unless the
 //! destructive scheduling flag is set.
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -92,4 +94,75 @@ pub struct RetentionPolicyStatus {
     /// Current conditions; `Ready` once the policy is in effect.
     #[serde(default)]
     pub conditions: Vec<Condition>,
+    /// What the latest scheduled run of the policy found or deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_run: Option<RetentionRun>,
+}
+
+/// One scheduled run of a policy over the observation store.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RetentionRun {
+    /// When the run finished.
+    pub at: Time,
+    /// `dry-run` (counted, deleted nothing) or `destructive` (deleted).
+    pub mode: RetentionRunMode,
+    /// History recorded before this instant was selected.
+    pub cutoff: Time,
+    /// Rows older than the cutoff, per history kept in this category (e.g.
+    /// `monitoring-samples`); in a dry run, what a destructive run would delete.
+    pub matched_rows: BTreeMap<String, i64>,
+    /// Rows deleted (zero in a dry run).
+    pub deleted_rows: i64,
+    /// Organization namespaces the run covered (a system policy covers those without an
+    /// enabled policy of their own for the category).
+    pub namespaces: Vec<String>,
+    /// Why a run found nothing to govern, or failed in part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// How a scheduled run treats what it finds.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum RetentionRunMode {
+    DryRun,
+    Destructive,
+}
+
+impl RetentionCategory {
+    pub const ALL: [RetentionCategory; 6] = [
+        Self::AuditRows,
+        Self::DomainEventStreams,
+        Self::ProcessAttempts,
+        Self::ProviderJobLogs,
+        Self::ResourceRuntimeLogArchives,
+        Self::RuntimeMonitoringSamples,
+    ];
+
+    /// The category as the API and object names spell it, e.g. `process-attempts`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::AuditRows => "audit-rows",
+            Self::DomainEventStreams => "domain-event-streams",
+            Self::ProcessAttempts => "process-attempts",
+            Self::ProviderJobLogs => "provider-job-logs",
+            Self::ResourceRuntimeLogArchives => "resource-runtime-log-archives",
+            Self::RuntimeMonitoringSamples => "runtime-monitoring-samples",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.as_str() == value)
+    }
+
+    /// Days kept by the system default Berth creates when none exists.
+    pub fn default_days(self) -> i64 {
+        match self {
+            Self::AuditRows => 365,
+            Self::DomainEventStreams | Self::ProviderJobLogs | Self::ProcessAttempts => 30,
+            Self::ResourceRuntimeLogArchives => 14,
+            Self::RuntimeMonitoringSamples => 7,
+        }
+    }
 }

@@ -1,8 +1,10 @@
 //! What monitoring costs the observation store (SQLite, the default), in one run: `--days` of
 //! minute samples for `--resources` containers (and their server's host) recorded as the
 //! collector records them, one call per tick; then, alternating, the rollup of the whole
-//! window in hour buckets against the samples query of the last hour (p99 of `--runs` each,
-//! both for the whole namespace and for one resource; goal ≤ 3× for the namespace); store
+//! window in hour buckets, with the resources' usage that ranks `topContributors` (what
+//! `GET /runtime-monitoring/rollup` reads for a user), against the samples query of the last
+//! hour (p99 of `--runs` each, both for the whole namespace and for one resource; goal ≤ 3×
+//! for the namespace); store
 //! bytes per container-day; and whether the file stops growing once pruned to one day:
 //! another day recorded after the prune must fit in the pages the prune freed.
 
@@ -13,7 +15,9 @@ use std::time::{Duration, Instant};
 use berth_crds::monitoring::{
     MonitoringSample, PROVIDER_KEY, SampleLabels, ScopeEvidence, ScopeKind, Totals,
 };
-use berth_timeline::{RollupQuery, SampleQuery, SampleRecord, StoreLocation, Tier, TimelineStore};
+use berth_timeline::{
+    Detail, RollupQuery, SampleQuery, SampleRecord, StoreLocation, Tier, TimelineStore,
+};
 use clap::Parser;
 
 #[derive(Parser, Debug)]
@@ -204,12 +208,14 @@ fn measure_reads(store: &Arc<dyn TimelineStore>, options: &Options) -> bool {
         let rollup = RollupQuery {
             filters: window(END - options.days * DAY, resource),
             tier: Tier::Hour,
+            detail: Detail::Totals,
         };
         let samples = window(END - 60 * MINUTE, resource);
         let (mut rollups, mut reads, mut rows) = (Vec::new(), Vec::new(), 0);
         for _ in 0..options.runs {
             let started = Instant::now();
             rows = store.rollup(&rollup).expect("rollup").len();
+            rows += store.resource_usage(&rollup).expect("usage").len();
             rollups.push(started.elapsed());
             let started = Instant::now();
             store.samples(&samples).expect("samples");

@@ -121,6 +121,21 @@ impl Caller {
         }
     }
 
+    /// Whether the caller sees only part of its organization (a deploy token with a scope).
+    pub fn is_limited(&self) -> bool {
+        let Principal::DeployToken { scope, .. } = &self.principal else {
+            return false;
+        };
+        [
+            &scope.project_ids,
+            &scope.environment_ids,
+            &scope.resource_ids,
+            &scope.deployment_target_ids,
+        ]
+        .iter()
+        .any(|ids| !ids.is_empty())
+    }
+
     /// Whether a deploy token's scope lets it see `id` (lists filter with this).
     pub fn sees(&self, dimension: ScopeDimension, id: &str) -> bool {
         self.require_in_scope(dimension, id).is_ok()

@@ -14,6 +14,7 @@ mod health_history;
 mod location;
 mod monitoring;
 mod postgres;
+mod retention;
 mod sqlite;
 mod writer;
 
@@ -26,8 +27,12 @@ pub use access_failures::{
 };
 pub use health_history::{HealthObservation, HealthQuery};
 pub use location::{PostgresUrl, StoreLocation, mask_url, open};
-pub use monitoring::{MonitoringStore, RollupQuery, RollupRow, SampleQuery, SampleRecord, Tier};
+pub use monitoring::{
+    CONTRIBUTOR_METRICS, Detail, MonitoringStore, RollupQuery, RollupRow, SampleQuery,
+    SampleRecord, Tier,
+};
 pub use postgres::PostgresTimeline;
+pub use retention::{History, RetentionStore};
 pub use sqlite::SqliteTimeline;
 pub use writer::TimelineWriter;
 
@@ -85,7 +90,9 @@ pub enum TimelineError {
 /// them where blocking is allowed (`spawn_blocking`, a thread of its own). A store keeps
 /// access-failure evidence ([`AccessFailureStore`]) and monitoring samples
 /// ([`MonitoringStore`]) too.
-pub trait TimelineStore: AccessFailureStore + MonitoringStore + Send + Sync {
+pub trait TimelineStore:
+    AccessFailureStore + MonitoringStore + RetentionStore + Send + Sync
+{
     /// Adds `events` to the end of `key`'s timeline, all or none.
     fn append(&self, key: &TimelineKey, events: &[ProgressEvent]) -> Result<(), TimelineError>;
     /// Up to `limit` entries of `key`'s timeline recorded after `after` (0: from the start).

@@ -53,6 +53,8 @@ CREATE INDEX IF NOT EXISTS monitoring_rollups_by_server
     ON monitoring_rollups (namespace, tier, server, bucket_ms);
 CREATE INDEX IF NOT EXISTS monitoring_rollups_by_age
     ON monitoring_rollups (bucket_ms);
+CREATE INDEX IF NOT EXISTS monitoring_rollups_by_scope
+    ON monitoring_rollups (namespace, tier, scope, bucket_ms);
 ";
 
 /// Adds one contribution to a rollup row (the same SQL for both backends; `excluded` is the
@@ -130,11 +132,50 @@ pub struct RollupRow {
     pub max: f64,
 }
 
-/// What rollup to read: the filters of [`SampleQuery`] (its `limit` unused) and a tier.
+impl RollupRow {
+    /// Whether the row measures hosts (one, or all of them), not containers.
+    pub fn of_hosts(&self) -> bool {
+        self.scope == SERVER_SCOPE || self.scope == TOTAL_HOSTS
+    }
+
+    /// A row with no key and no sums, to fill in.
+    fn empty() -> Self {
+        Self {
+            series: String::new(),
+            server: String::new(),
+            scope: String::new(),
+            project: None,
+            environment: None,
+            resource: None,
+            deployment: None,
+            bucket_ms: 0,
+            metric: String::new(),
+            count: 0,
+            total: 0.0,
+            min: 0.0,
+            max: 0.0,
+        }
+    }
+}
+
+/// What rollup to read: the filters of [`SampleQuery`] (its `limit` unused), a tier, and
+/// whether the scope's totals will do.
 #[derive(Debug, Clone)]
 pub struct RollupQuery {
     pub filters: SampleQuery,
     pub tier: Tier,
+    pub detail: Detail,
+}
+
+/// How much of a rollup a reader needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    /// The scope's sum per bucket: the pre-summed totals rows where the filters match a
+    /// grouping the store keeps (the namespace, a project, an environment, a server), so a
+    /// week of a whole organization reads a few rows per bucket; every series otherwise.
+    Totals,
+    /// Every container's and host's own rows (a deploy token filters out what it may not see).
+    Series,
 }
 
 /// One sample and whose it is.
@@ -174,44 +215,190 @@ pub trait MonitoringStore: Send + Sync {
     /// returns how many samples.
     fn prune_samples(&self, before_ms: i64) -> Result<usize, TimelineError>;
     /// The rollup rows of `query.tier` whose buckets start in the window, matching the
-    /// filters, oldest bucket first.
+    /// filters, oldest bucket first: every series', or with [`Detail::Totals`] the scope's
+    /// totals where the store keeps them.
     fn rollup(&self, query: &RollupQuery) -> Result<Vec<RollupRow>, TimelineError>;
+    /// Per resource of the scope, its [`CONTRIBUTOR_METRICS`] summed over the window: one row
+    /// per resource and metric (`series` the resource, `bucket_ms` its first bucket).
+    fn resource_usage(&self, query: &RollupQuery) -> Result<Vec<RollupRow>, TimelineError>;
 }
 
-/// A sample's contribution to each tier's bucket of each metric it holds.
+/// What ranks resources in `topContributors`: CPU in cores, memory in bytes.
+pub const CONTRIBUTOR_METRICS: [&str; 2] = ["containerCpuCores", "memoryUsedBytes"];
+
+/// A sample's contribution to each tier's bucket of each metric it holds: to its own series,
+/// and to the totals of every grouping it belongs to.
 pub(crate) fn contributions(record: &SampleRecord) -> Vec<(Tier, RollupRow)> {
     let sample = &record.sample;
-    let evidence = &sample.scope_evidence;
-    let series = match &sample.labels.runtime_id {
-        Some(id) => id.clone(),
-        None => format!("host:{}", evidence.server_id),
-    };
     let metrics: Vec<(&str, f64)> = METRICS
         .iter()
         .filter_map(|(name, _, read)| Some((*name, read(&sample.totals)?)))
         .collect();
-    let mut rows = Vec::with_capacity(metrics.len() * Tier::ALL.len());
-    for tier in Tier::ALL {
-        for (metric, value) in &metrics {
-            let row = RollupRow {
-                series: series.clone(),
-                server: evidence.server_id.clone(),
-                scope: scope_of(sample).to_string(),
-                project: evidence.project_id.clone(),
-                environment: evidence.environment_id.clone(),
-                resource: evidence.resource_id.clone(),
-                deployment: evidence.deployment_id.clone(),
-                bucket_ms: tier.bucket(record.observed_ms),
-                metric: metric.to_string(),
-                count: 1,
-                total: *value,
-                min: *value,
-                max: *value,
-            };
-            rows.push((tier, row));
+    let series = std::iter::once(own_series(sample)).chain(totals_series(sample));
+    let mut rows = Vec::new();
+    for key in series {
+        for tier in Tier::ALL {
+            for (metric, value) in &metrics {
+                let row = RollupRow {
+                    bucket_ms: tier.bucket(record.observed_ms),
+                    metric: metric.to_string(),
+                    count: 1,
+                    total: *value,
+                    min: *value,
+                    max: *value,
+                    ..key.clone()
+                };
+                rows.push((tier, row));
+            }
         }
     }
     rows
+}
+
+/// The row key of a sample's own series: its container, or its host.
+fn own_series(sample: &MonitoringSample) -> RollupRow {
+    let evidence = &sample.scope_evidence;
+    RollupRow {
+        series: match &sample.labels.runtime_id {
+            Some(id) => id.clone(),
+            None => format!("host:{}", evidence.server_id),
+        },
+        server: evidence.server_id.clone(),
+        scope: scope_of(sample).to_string(),
+        project: evidence.project_id.clone(),
+        environment: evidence.environment_id.clone(),
+        resource: evidence.resource_id.clone(),
+        deployment: evidence.deployment_id.clone(),
+        ..RollupRow::empty()
+    }
+}
+
+/// `scope` column of the totals rows of each grouping.
+pub(crate) const TOTAL_HOSTS: &str = "total-hosts";
+pub(crate) const TOTAL_NAMESPACE: &str = "total-namespace";
+pub(crate) const TOTAL_PROJECT: &str = "total-project";
+pub(crate) const TOTAL_ENVIRONMENT: &str = "total-environment";
+pub(crate) const TOTAL_SERVER: &str = "total-server";
+
+/// The totals a sample adds to: every host's; or, for a container, the namespace's, its
+/// server's, its project's and its environment's. Their rows carry only the columns of the
+/// grouping, so the filters of a query apply to them as to any row.
+fn totals_series(sample: &MonitoringSample) -> Vec<RollupRow> {
+    let evidence = &sample.scope_evidence;
+    let total = |scope: &str, series: String| RollupRow {
+        series,
+        scope: scope.to_string(),
+        ..RollupRow::empty()
+    };
+    if scope_of(sample) == SERVER_SCOPE {
+        return vec![total(TOTAL_HOSTS, "hosts".into())];
+    }
+    let server = &evidence.server_id;
+    let mut totals = vec![
+        total(TOTAL_NAMESPACE, "containers".into()),
+        RollupRow {
+            server: server.clone(),
+            ..total(TOTAL_SERVER, format!("containers:server:{server}"))
+        },
+    ];
+    if let Some(project) = &evidence.project_id {
+        totals.push(RollupRow {
+            project: Some(project.clone()),
+            ..total(TOTAL_PROJECT, format!("containers:project:{project}"))
+        });
+        if let Some(environment) = &evidence.environment_id {
+            totals.push(RollupRow {
+                project: Some(project.clone()),
+                environment: Some(environment.clone()),
+                ..total(
+                    TOTAL_ENVIRONMENT,
+                    format!("containers:environment:{project}/{environment}"),
+                )
+            });
+        }
+    }
+    totals
+}
+
+/// How a rollup read selects its rows: the index it goes through, the two `scope` values it
+/// takes (the same twice for one), and the filters that remain.
+pub(crate) struct RollupRead {
+    pub access: Access,
+    pub scopes: [&'static str; 2],
+    pub filters: SampleQuery,
+}
+
+impl RollupRead {
+    pub(crate) fn of(query: &RollupQuery) -> Self {
+        let filters = &query.filters;
+        let per_series = || {
+            let scopes = match scope_filter(filters.kind) {
+                Some(scope) => [scope, scope],
+                None => [SERVER_SCOPE, CONTAINER_SCOPE],
+            };
+            Self {
+                access: Access::of(filters),
+                scopes,
+                filters: filters.clone(),
+            }
+        };
+        if query.detail == Detail::Series
+            || filters.resource.is_some()
+            || filters.deployment.is_some()
+        {
+            return per_series();
+        }
+        let hosts_only = filters.kind == Some(ScopeKind::Server);
+        let with_hosts = filters.kind.is_none();
+        let grouped = filters.project.is_some() || filters.environment.is_some();
+        let (access, scopes) = match (&filters.server, grouped) {
+            (Some(_), true) => return per_series(),
+            (Some(_), false) if hosts_only => return per_series(),
+            (Some(_), false) if with_hosts => (Access::Server, [TOTAL_SERVER, SERVER_SCOPE]),
+            (Some(_), false) => (Access::Server, [TOTAL_SERVER, TOTAL_SERVER]),
+            (None, _) if hosts_only => (Access::Namespace, [TOTAL_HOSTS, TOTAL_HOSTS]),
+            (None, true) if filters.environment.is_some() => {
+                (Access::Namespace, [TOTAL_ENVIRONMENT, TOTAL_ENVIRONMENT])
+            }
+            (None, true) => (Access::Namespace, [TOTAL_PROJECT, TOTAL_PROJECT]),
+            (None, false) if with_hosts => (Access::Namespace, [TOTAL_NAMESPACE, TOTAL_HOSTS]),
+            (None, false) => (Access::Namespace, [TOTAL_NAMESPACE, TOTAL_NAMESPACE]),
+        };
+        Self {
+            access,
+            scopes,
+            filters: filters.clone(),
+        }
+    }
+}
+
+/// Sums the contributions of one batch (each with its namespace) that land in the same row,
+/// so each row is written once per batch.
+pub(crate) fn merged(
+    contributions: impl IntoIterator<Item = (String, Tier, RollupRow)>,
+) -> Vec<(String, Tier, RollupRow)> {
+    type Key = (String, String, Tier, i64, String);
+    let mut rows: std::collections::HashMap<Key, RollupRow> = std::collections::HashMap::new();
+    for (namespace, tier, row) in contributions {
+        let key = (
+            namespace,
+            row.series.clone(),
+            tier,
+            row.bucket_ms,
+            row.metric.clone(),
+        );
+        rows.entry(key)
+            .and_modify(|sum| {
+                sum.count += row.count;
+                sum.total += row.total;
+                sum.min = sum.min.min(row.min);
+                sum.max = sum.max.max(row.max);
+            })
+            .or_insert(row);
+    }
+    rows.into_iter()
+        .map(|((namespace, _, tier, _, _), row)| (namespace, tier, row))
+        .collect()
 }
 
 /// `scope` column of host samples.

@@ -20,8 +20,8 @@ use tokio_postgres::{Client, Config, NoTls, Statement};
 
 use super::health_history::oldest_first;
 use super::{
-    HealthObservation, HealthQuery, PostgresUrl, TimelineEntry, TimelineError, TimelineKey,
-    TimelineStore,
+    HealthObservation, HealthQuery, History, PostgresUrl, RetentionStore, TimelineEntry,
+    TimelineError, TimelineKey, TimelineStore,
 };
 
 mod access_failures;
@@ -556,5 +556,51 @@ impl Drop for Lease<'_> {
         {
             self.pool.idle_connections().push(connection);
         }
+    }
+}
+
+/// SQLite's numbered placeholders (`?1`) as PostgreSQL's (`$1`).
+fn numbered(sql: &str) -> String {
+    sql.replace('?', "$")
+}
+
+impl RetentionStore for PostgresTimeline {
+    fn count_before(
+        &self,
+        namespace: &str,
+        history: History,
+        before_ms: i64,
+    ) -> Result<u64, TimelineError> {
+        let sql = numbered(&history.count_sql());
+        let count: i64 = self.block_on(self.run(async |connection| {
+            let row = connection
+                .client
+                .query_one(&sql, &[&namespace, &before_ms])
+                .await?;
+            Ok(row.get(0))
+        }))?;
+        Ok(u64::try_from(count).unwrap_or(0))
+    }
+
+    fn delete_before(
+        &self,
+        namespace: &str,
+        history: History,
+        before_ms: i64,
+    ) -> Result<u64, TimelineError> {
+        let statements: Vec<String> = history.delete_sql().iter().map(|s| numbered(s)).collect();
+        // One statement after another: each is safe to run again, so a run cut short is
+        // finished by the next.
+        self.block_on(self.run(async |connection| {
+            let mut deleted = None;
+            for sql in &statements {
+                let rows = connection
+                    .client
+                    .execute(sql.as_str(), &[&namespace, &before_ms])
+                    .await?;
+                deleted.get_or_insert(rows);
+            }
+            Ok(deleted.unwrap_or(0))
+        }))
     }
 }

@@ -10,7 +10,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::health_history::oldest_first;
 use super::{
-    HealthObservation, HealthQuery, TimelineEntry, TimelineError, TimelineKey, TimelineStore,
+    HealthObservation, HealthQuery, History, RetentionStore, TimelineEntry, TimelineError,
+    TimelineKey, TimelineStore,
 };
 
 mod access_failures;
@@ -278,5 +279,39 @@ mod tests {
             Ok(_) => panic!("opened a store under /proc"),
         };
         assert!(error.contains("/proc/berth/store.sqlite"), "{error}");
+    }
+}
+
+impl RetentionStore for SqliteTimeline {
+    fn count_before(
+        &self,
+        namespace: &str,
+        history: History,
+        before_ms: i64,
+    ) -> Result<u64, TimelineError> {
+        let count: i64 = self.connection().query_row(
+            &history.count_sql(),
+            params![namespace, before_ms],
+            |row| row.get(0),
+        )?;
+        Ok(u64::try_from(count).unwrap_or(0))
+    }
+
+    fn delete_before(
+        &self,
+        namespace: &str,
+        history: History,
+        before_ms: i64,
+    ) -> Result<u64, TimelineError> {
+        let mut connection = self.connection();
+        let transaction = connection.transaction()?;
+        let mut statements = history.delete_sql().into_iter();
+        let first = statements.next().expect("one statement at least");
+        let deleted = transaction.execute(&first, params![namespace, before_ms])?;
+        for sql in statements {
+            transaction.execute(&sql, params![namespace, before_ms])?;
+        }
+        transaction.commit()?;
+        Ok(deleted as u64)
     }
 }

@@ -13,7 +13,7 @@ use axum::extract::{RawQuery, State};
 use berth_crds::deployment::DeploymentState;
 use berth_crds::member::OrganizationRole;
 use berth_crds::monitoring::{SampleSourceError, SampleWarning, ScopeKind, Signal, metric_signal};
-use berth_timeline::{RollupQuery, RollupRow, SampleQuery, Tier};
+use berth_timeline::{Detail, RollupQuery, RollupRow, SampleQuery, Tier};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use schemars::JsonSchema;
@@ -159,7 +159,7 @@ fn parse_bucket(query: &QueryParams, from: Timestamp, to: Timestamp) -> ApiResul
 /// Whether a deploy token's scope covers the row (users see their whole organization).
 fn visible(caller: &Caller, row: &RollupRow) -> bool {
     let sees = |dimension, id: &Option<String>| caller.sees(dimension, id.as_deref().unwrap_or(""));
-    if row.scope == "server" {
+    if row.of_hosts() {
         return caller.sees(ScopeDimension::Target, &row.server);
     }
     sees(ScopeDimension::Resource, &row.resource)
@@ -305,20 +305,20 @@ fn top_contributors(rows: &[RollupRow]) -> Vec<Contributor> {
 
 /// A gap of more than one bucket between two buckets of one series: one warning each.
 fn gaps(rows: &[RollupRow], tier: Tier) -> Vec<SampleWarning> {
-    let mut buckets: BTreeMap<(&str, &str), Vec<i64>> = BTreeMap::new();
+    let mut buckets: BTreeMap<(&str, bool), Vec<i64>> = BTreeMap::new();
     for row in rows {
-        let key = (row.series.as_str(), row.scope.as_str());
+        let key = (row.series.as_str(), row.of_hosts());
         let seen = buckets.entry(key).or_default();
         if seen.last() != Some(&row.bucket_ms) {
             seen.push(row.bucket_ms);
         }
     }
     let mut warnings = Vec::new();
-    for ((series, scope), starts) in buckets {
+    for ((series, of_hosts), starts) in buckets {
         for pair in starts.windows(2) {
             let missing = (pair[1] - pair[0]) / tier.millis() - 1;
             if missing > 0 {
-                let kind = if scope == "server" {
+                let kind = if of_hosts {
                     ScopeKind::Server
                 } else {
                     ScopeKind::Resource
@@ -410,14 +410,26 @@ fn deployment_markers(
     markers.into_iter().map(|(_, marker)| marker).collect()
 }
 
+/// The rollup rows of the scope and, when asked for, each resource's usage over the window.
+type Read = (Vec<RollupRow>, Vec<RollupRow>);
+
 async fn read(
     state: &AppState,
     query: RollupQuery,
-) -> ApiResult<Result<Vec<RollupRow>, berth_timeline::TimelineError>> {
+    contributors_wanted: bool,
+) -> ApiResult<Result<Read, berth_timeline::TimelineError>> {
     let store = Arc::clone(&state.timelines);
-    tokio::task::spawn_blocking(move || store.rollup(&query))
-        .await
-        .map_err(ApiError::internal)
+    tokio::task::spawn_blocking(move || {
+        let rows = store.rollup(&query)?;
+        let usage = if contributors_wanted {
+            store.resource_usage(&query)?
+        } else {
+            Vec::new()
+        };
+        Ok((rows, usage))
+    })
+    .await
+    .map_err(ApiError::internal)
 }
 
 pub async fn show(
@@ -446,8 +458,20 @@ pub async fn show(
         to_ms: selection.to.as_millisecond(),
         limit: 0,
     };
-    let (rows, source_errors) = match read(&state, RollupQuery { filters, tier }).await? {
-        Ok(rows) => (rows, Vec::new()),
+    // A deploy token limited to part of the organization reads every series and sees those in
+    // its scope; everyone else reads the scope's totals.
+    let detail = if caller.is_limited() {
+        Detail::Series
+    } else {
+        Detail::Totals
+    };
+    let query = RollupQuery {
+        filters,
+        tier,
+        detail,
+    };
+    let ((rows, usage), source_errors) = match read(&state, query, contributors_wanted).await? {
+        Ok(read) => (read, Vec::new()),
         Err(error) => {
             tracing::warn!(%error, "observation store unavailable: monitoring rollup");
             let failed = SampleSourceError {
@@ -457,10 +481,11 @@ pub async fn show(
                     .into(),
                 retryable: true,
             };
-            (Vec::new(), vec![failed])
+            ((Vec::new(), Vec::new()), vec![failed])
         }
     };
     let rows: Vec<RollupRow> = rows.into_iter().filter(|r| visible(&caller, r)).collect();
+    let usage: Vec<RollupRow> = usage.into_iter().filter(|r| visible(&caller, r)).collect();
     let (series, totals) = series_and_totals(&rows, &selection.signals);
     let markers = if markers_wanted {
         let namespace = &organization.namespace;
@@ -479,11 +504,7 @@ pub async fn show(
         retention: retention(state.config.monitoring_retention_hours, now),
         series,
         totals,
-        top_contributors: if contributors_wanted {
-            top_contributors(&rows)
-        } else {
-            Vec::new()
-        },
+        top_contributors: top_contributors(&usage),
         deployment_markers: markers,
         warnings: gaps(&rows, tier),
         source_errors,

@@ -5,7 +5,9 @@ use berth_crds::monitoring::{
 };
 
 use super::Fixture;
-use crate::{RollupQuery, SampleQuery, SampleRecord, Tier};
+use std::collections::BTreeMap;
+
+use crate::{Detail, History, RollupQuery, RollupRow, SampleQuery, SampleRecord, Tier};
 
 on_both_backends!(
     samples_come_back_as_recorded_oldest_first_and_filtered,
@@ -14,6 +16,9 @@ on_both_backends!(
     pruning_deletes_samples_observed_before_the_cutoff,
     rollups_aggregate_each_series_per_bucket_and_count_a_sample_once,
     forgetting_a_resource_removes_its_samples_and_rollups,
+    a_scopes_totals_sum_up_its_series,
+    resource_usage_sums_each_resources_window,
+    retention_counts_and_deletes_one_namespaces_old_samples,
 );
 
 const T0: i64 = 1_900_000_000_000;
@@ -304,6 +309,7 @@ fn rollups_aggregate_each_series_per_bucket_and_count_a_sample_once(fixture: &Fi
         let query = RollupQuery {
             filters: filters.clone(),
             tier,
+            detail: Detail::Series,
         };
         store.rollup(&query).unwrap()
     };
@@ -360,8 +366,208 @@ fn forgetting_a_resource_removes_its_samples_and_rollups(fixture: &Fixture) {
     let rollup = RollupQuery {
         filters: query(),
         tier: Tier::Hour,
+        detail: Detail::Series,
     };
     let rows = store.rollup(&rollup).unwrap();
     assert!(rows.iter().all(|r| r.resource.as_deref() != Some("web")));
     assert!(rows.iter().any(|r| r.resource.as_deref() == Some("api")));
+}
+
+/// Count, sum, min and max per bucket and metric, however the rows split them.
+fn per_bucket(rows: &[RollupRow]) -> BTreeMap<(i64, String), (i64, f64, f64, f64)> {
+    let mut sums = BTreeMap::new();
+    for row in rows {
+        let key = (row.bucket_ms, row.metric.clone());
+        let sum = sums
+            .entry(key)
+            .or_insert((0, 0.0, f64::INFINITY, f64::NEG_INFINITY));
+        sum.0 += row.count;
+        sum.1 += row.total;
+        sum.2 = sum.2.min(row.min);
+        sum.3 = sum.3.max(row.max);
+    }
+    sums
+}
+
+fn a_scopes_totals_sum_up_its_series(fixture: &Fixture) {
+    let store = fixture.open();
+    let mut records = two_ticks();
+    records[6].sample.totals.container_cpu_percent = Some(5.0);
+    store.record_samples(&records[..4]).unwrap();
+    store.record_samples(&records[4..]).unwrap();
+    let scopes: Vec<(&str, SampleQuery)> = vec![
+        ("the namespace", query()),
+        (
+            "hosts",
+            SampleQuery {
+                kind: Some(ScopeKind::Server),
+                ..query()
+            },
+        ),
+        (
+            "containers",
+            SampleQuery {
+                kind: Some(ScopeKind::Resource),
+                ..query()
+            },
+        ),
+        (
+            "a project",
+            SampleQuery {
+                project: Some("shop".into()),
+                ..query()
+            },
+        ),
+        (
+            "an environment",
+            SampleQuery {
+                environment: Some("staging".into()),
+                ..query()
+            },
+        ),
+        (
+            "a project's environment",
+            SampleQuery {
+                project: Some("shop".into()),
+                environment: Some("production".into()),
+                ..query()
+            },
+        ),
+        (
+            "a server",
+            SampleQuery {
+                server: Some("edge".into()),
+                ..query()
+            },
+        ),
+        (
+            "a server's containers",
+            SampleQuery {
+                server: Some("edge".into()),
+                kind: Some(ScopeKind::Resource),
+                ..query()
+            },
+        ),
+        (
+            "an idle server",
+            SampleQuery {
+                server: Some("db".into()),
+                ..query()
+            },
+        ),
+        (
+            "another project",
+            SampleQuery {
+                project: Some("blog".into()),
+                ..query()
+            },
+        ),
+    ];
+    for (name, filters) in scopes {
+        for tier in Tier::ALL {
+            let read = |detail| {
+                let query = RollupQuery {
+                    filters: filters.clone(),
+                    tier,
+                    detail,
+                };
+                store.rollup(&query).unwrap()
+            };
+            let (totals, series) = (read(Detail::Totals), read(Detail::Series));
+            assert_eq!(per_bucket(&totals), per_bucket(&series), "{name}, {tier:?}");
+        }
+    }
+    let whole = RollupQuery {
+        filters: query(),
+        tier: Tier::Hour,
+        detail: Detail::Totals,
+    };
+    let rows = store.rollup(&whole).unwrap();
+    assert!(!rows.is_empty());
+    assert!(
+        rows.iter()
+            .all(|r| r.series == "containers" || r.series == "hosts"),
+        "a namespace reads its totals, not every series: {rows:?}"
+    );
+}
+
+fn resource_usage_sums_each_resources_window(fixture: &Fixture) {
+    let store = fixture.open();
+    let mut records = two_ticks();
+    for record in &mut records {
+        record.sample.totals.container_cpu_cores = record.sample.totals.container_cpu_percent;
+    }
+    records[6].sample.totals.container_cpu_cores = Some(5.0);
+    store.record_samples(&records).unwrap();
+    let usage = |filters: SampleQuery| {
+        let query = RollupQuery {
+            filters,
+            tier: Tier::Minute,
+            detail: Detail::Totals,
+        };
+        let mut rows: Vec<(String, String, i64, f64)> = store
+            .resource_usage(&query)
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.resource.unwrap(), r.metric, r.count, r.total))
+            .collect();
+        rows.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        rows
+    };
+    let cores = |r: &(String, String, i64, f64)| r.1 == "containerCpuCores";
+    let all: Vec<_> = usage(query()).into_iter().filter(cores).collect();
+    assert_eq!(
+        all,
+        [
+            ("api".to_string(), "containerCpuCores".to_string(), 2, 6.0),
+            ("web".to_string(), "containerCpuCores".to_string(), 2, 8.0),
+        ]
+    );
+    let staging = SampleQuery {
+        environment: Some("staging".into()),
+        ..query()
+    };
+    let resources: Vec<String> = usage(staging).into_iter().map(|r| r.0).collect();
+    assert_eq!(resources, ["api", "api"], "cores and memory of api only");
+}
+
+fn retention_counts_and_deletes_one_namespaces_old_samples(fixture: &Fixture) {
+    let store = fixture.open();
+    let records = two_ticks();
+    store.record_samples(&records).unwrap();
+    let mut other = host("other-edge", T0);
+    other.namespace = "org-b".into();
+    store.record_samples(&[other]).unwrap();
+    let samples = History::MonitoringSamples;
+    let cutoff = T0 + 1;
+    assert_eq!(store.count_before("org-a", samples, cutoff).unwrap(), 4);
+    assert_eq!(
+        store.count_before("org-a", samples, T0).unwrap(),
+        0,
+        "the cutoff stays"
+    );
+    assert_eq!(
+        store.samples(&query()).unwrap().len(),
+        8,
+        "counting deletes nothing"
+    );
+    assert_eq!(store.delete_before("org-a", samples, cutoff).unwrap(), 4);
+    assert_eq!(store.count_before("org-a", samples, cutoff).unwrap(), 0);
+    let left = store.samples(&query()).unwrap();
+    assert!(
+        left.iter()
+            .all(|s| s.observed_at == format!("@{}", T0 + 30_000)),
+        "{left:?}"
+    );
+    let org_b = SampleQuery {
+        namespace: "org-b".into(),
+        ..query()
+    };
+    assert_eq!(
+        store.samples(&org_b).unwrap().len(),
+        1,
+        "another namespace keeps its own"
+    );
+    let timelines = History::DeploymentTimelines;
+    assert_eq!(store.count_before("org-a", timelines, cutoff).unwrap(), 0);
 }

@@ -9,8 +9,8 @@ use super::{Failed, PostgresTimeline};
 use crate::TimelineError;
 use crate::monitoring::upsert_rollup_tail;
 use crate::monitoring::{
-    Access, MonitoringStore, RollupQuery, RollupRow, Row, SCHEMA, SampleQuery, SampleRecord,
-    contributions, oldest_first, scope_filter,
+    Access, CONTAINER_SCOPE, Detail, MonitoringStore, RollupQuery, RollupRead, RollupRow, Row,
+    SCHEMA, SampleQuery, SampleRecord, Tier, contributions, oldest_first, scope_filter,
 };
 
 /// One statement for a whole tick, however many containers it measured: the samples, then
@@ -48,8 +48,8 @@ FROM contributions",
     upsert_rollup_tail!()
 );
 
-/// The rollup read of one [`Access`], with the parameters of the samples' read and `$10` the
-/// tier.
+/// The rollup read of one [`Access`], with the parameters of the samples' read, `$10` the
+/// tier and `$4`, `$11` the two `scope` values of its [`RollupRead`].
 macro_rules! select_rollup {
     ($access:literal) => {
         concat!(
@@ -58,7 +58,7 @@ macro_rules! select_rollup {
              FROM monitoring_rollups WHERE namespace = $1 AND tier = $10 ",
             $access,
             " AND bucket_ms BETWEEN $2 AND $3
-               AND ($4::text IS NULL OR scope = $4::text)
+               AND scope IN ($4::text, $11::text)
                AND ($5::text IS NULL OR server = $5::text)
                AND ($6::text IS NULL OR project = $6::text)
                AND ($7::text IS NULL OR environment = $7::text)
@@ -72,6 +72,22 @@ macro_rules! select_rollup {
 const ROLLUP_BY_RESOURCE: &str = select_rollup!("AND resource = $8::text");
 const ROLLUP_BY_SERVER: &str = select_rollup!("AND server = $5::text");
 const ROLLUP_BY_NAMESPACE: &str = select_rollup!("");
+
+/// Per resource of the scope (container series), the contributor metrics summed over the
+/// window; the parameters of [`select_rollup`].
+const RESOURCE_USAGE: &str = "
+SELECT resource, min(server), scope, project, environment, resource, NULL::text,
+       min(bucket_ms), metric, sum(n)::bigint, sum(total), min(lo), max(hi)
+FROM monitoring_rollups WHERE namespace = $1 AND tier = $10 AND scope IN ($4::text, $11::text)
+   AND bucket_ms BETWEEN $2 AND $3
+   AND metric IN ('containerCpuCores', 'memoryUsedBytes')
+   AND resource IS NOT NULL
+   AND ($5::text IS NULL OR server = $5::text)
+   AND ($6::text IS NULL OR project = $6::text)
+   AND ($7::text IS NULL OR environment = $7::text)
+   AND ($8::text IS NULL OR resource = $8::text)
+   AND ($9::text IS NULL OR deployment = $9::text)
+GROUP BY resource, scope, project, environment, metric";
 
 /// Column arrays of the rollup contributions of a batch, for `unnest`.
 #[derive(Default)]
@@ -242,27 +258,50 @@ impl MonitoringStore for PostgresTimeline {
     }
 
     fn rollup(&self, query: &RollupQuery) -> Result<Vec<RollupRow>, TimelineError> {
-        let filters = &query.filters;
-        let sql = match Access::of(filters) {
+        let read = RollupRead::of(query);
+        let sql = match read.access {
             Access::Resource => ROLLUP_BY_RESOURCE,
             Access::Server => ROLLUP_BY_SERVER,
             Access::Namespace => ROLLUP_BY_NAMESPACE,
         };
-        let scope = scope_filter(filters.kind);
-        let tier = query.tier.as_str();
+        self.read_rollup(sql, &read, query.tier)
+    }
+
+    fn resource_usage(&self, query: &RollupQuery) -> Result<Vec<RollupRow>, TimelineError> {
+        let read = RollupRead {
+            scopes: [CONTAINER_SCOPE, CONTAINER_SCOPE],
+            ..RollupRead::of(&RollupQuery {
+                detail: Detail::Series,
+                ..query.clone()
+            })
+        };
+        self.read_rollup(RESOURCE_USAGE, &read, query.tier)
+    }
+}
+
+impl PostgresTimeline {
+    fn read_rollup(
+        &self,
+        sql: &'static str,
+        read: &RollupRead,
+        tier: Tier,
+    ) -> Result<Vec<RollupRow>, TimelineError> {
+        let filters = &read.filters;
+        let tier = tier.as_str();
         let rows = self.block_on(self.run(async |connection| {
             let select = connection.prepare(sql).await?;
-            let params: [&(dyn ToSql + Sync); 10] = [
+            let params: [&(dyn ToSql + Sync); 11] = [
                 &filters.namespace,
                 &filters.from_ms,
                 &filters.to_ms,
-                &scope,
+                &read.scopes[0],
                 &filters.server,
                 &filters.project,
                 &filters.environment,
                 &filters.resource,
                 &filters.deployment,
                 &tier,
+                &read.scopes[1],
             ];
             Ok(connection.client.query(&select, &params).await?)
         }))?;

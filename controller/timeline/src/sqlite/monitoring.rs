@@ -7,8 +7,8 @@ use super::SqliteTimeline;
 use crate::TimelineError;
 use crate::monitoring::upsert_rollup_tail;
 use crate::monitoring::{
-    Access, MonitoringStore, RollupQuery, RollupRow, Row, SampleQuery, SampleRecord, contributions,
-    oldest_first, scope_filter,
+    Access, CONTAINER_SCOPE, Detail, MonitoringStore, RollupQuery, RollupRead, RollupRow, Row,
+    SampleQuery, SampleRecord, Tier, contributions, merged, oldest_first, scope_filter,
 };
 
 const INSERT: &str = "
@@ -27,8 +27,8 @@ const UPSERT_ROLLUP: &str = concat!(
     upsert_rollup_tail!()
 );
 
-/// The rollup read of one [`Access`], with the parameters of the samples' read and `?10` the
-/// tier.
+/// The rollup read of one [`Access`], with the parameters of the samples' read, `?10` the
+/// tier and `?4`, `?11` the two `scope` values of its [`RollupRead`].
 macro_rules! select_rollup {
     ($access:literal) => {
         concat!(
@@ -37,7 +37,7 @@ macro_rules! select_rollup {
              FROM monitoring_rollups WHERE namespace = ?1 AND tier = ?10 ",
             $access,
             " AND bucket_ms BETWEEN ?2 AND ?3
-               AND (?4 IS NULL OR scope = ?4)
+               AND scope IN (?4, ?11)
                AND (?5 IS NULL OR server = ?5)
                AND (?6 IS NULL OR project = ?6)
                AND (?7 IS NULL OR environment = ?7)
@@ -51,6 +51,22 @@ macro_rules! select_rollup {
 const ROLLUP_BY_RESOURCE: &str = select_rollup!("AND resource = ?8");
 const ROLLUP_BY_SERVER: &str = select_rollup!("AND server = ?5");
 const ROLLUP_BY_NAMESPACE: &str = select_rollup!("");
+
+/// Per resource of the scope (container series), the contributor metrics summed over the
+/// window; the parameters of [`select_rollup`].
+const RESOURCE_USAGE: &str = "
+SELECT resource, min(server), scope, project, environment, resource, NULL,
+       min(bucket_ms), metric, sum(n), sum(total), min(lo), max(hi)
+FROM monitoring_rollups WHERE namespace = ?1 AND tier = ?10 AND scope IN (?4, ?11)
+   AND bucket_ms BETWEEN ?2 AND ?3
+   AND metric IN ('containerCpuCores', 'memoryUsedBytes')
+   AND resource IS NOT NULL
+   AND (?5 IS NULL OR server = ?5)
+   AND (?6 IS NULL OR project = ?6)
+   AND (?7 IS NULL OR environment = ?7)
+   AND (?8 IS NULL OR resource = ?8)
+   AND (?9 IS NULL OR deployment = ?9)
+GROUP BY resource, project, environment, metric";
 
 /// The read of one [`Access`]: `$access` is the predicate that picks the index.
 macro_rules! select {
@@ -84,6 +100,7 @@ impl MonitoringStore for SqliteTimeline {
         {
             let mut insert = transaction.prepare_cached(INSERT)?;
             let mut upsert = transaction.prepare_cached(UPSERT_ROLLUP)?;
+            let mut pending = Vec::new();
             for (row, record) in rows.iter().zip(samples) {
                 let inserted = insert.execute(params![
                     row.sample_id,
@@ -101,25 +118,31 @@ impl MonitoringStore for SqliteTimeline {
                 if inserted == 0 {
                     continue;
                 }
-                for (tier, rollup) in contributions(record) {
-                    upsert.execute(params![
-                        row.namespace,
-                        rollup.series,
-                        tier.as_str(),
-                        rollup.bucket_ms,
-                        rollup.metric,
-                        rollup.server,
-                        rollup.scope,
-                        rollup.project,
-                        rollup.environment,
-                        rollup.resource,
-                        rollup.deployment,
-                        rollup.count,
-                        rollup.total,
-                        rollup.min,
-                        rollup.max,
-                    ])?;
-                }
+                let namespace = &record.namespace;
+                pending.extend(
+                    contributions(record)
+                        .into_iter()
+                        .map(|(tier, rollup)| (namespace.clone(), tier, rollup)),
+                );
+            }
+            for (namespace, tier, rollup) in merged(pending) {
+                upsert.execute(params![
+                    namespace,
+                    rollup.series,
+                    tier.as_str(),
+                    rollup.bucket_ms,
+                    rollup.metric,
+                    rollup.server,
+                    rollup.scope,
+                    rollup.project,
+                    rollup.environment,
+                    rollup.resource,
+                    rollup.deployment,
+                    rollup.count,
+                    rollup.total,
+                    rollup.min,
+                    rollup.max,
+                ])?;
             }
         }
         transaction.commit()?;
@@ -168,12 +191,35 @@ impl MonitoringStore for SqliteTimeline {
     }
 
     fn rollup(&self, query: &RollupQuery) -> Result<Vec<RollupRow>, TimelineError> {
-        let filters = &query.filters;
-        let sql = match Access::of(filters) {
+        let read = RollupRead::of(query);
+        let sql = match read.access {
             Access::Resource => ROLLUP_BY_RESOURCE,
             Access::Server => ROLLUP_BY_SERVER,
             Access::Namespace => ROLLUP_BY_NAMESPACE,
         };
+        self.read_rollup(sql, &read, query.tier)
+    }
+
+    fn resource_usage(&self, query: &RollupQuery) -> Result<Vec<RollupRow>, TimelineError> {
+        let read = RollupRead {
+            scopes: [CONTAINER_SCOPE, CONTAINER_SCOPE],
+            ..RollupRead::of(&RollupQuery {
+                detail: Detail::Series,
+                ..query.clone()
+            })
+        };
+        self.read_rollup(RESOURCE_USAGE, &read, query.tier)
+    }
+}
+
+impl SqliteTimeline {
+    fn read_rollup(
+        &self,
+        sql: &str,
+        read: &RollupRead,
+        tier: Tier,
+    ) -> Result<Vec<RollupRow>, TimelineError> {
+        let filters = &read.filters;
         let connection = self.connection();
         let mut select = connection.prepare_cached(sql)?;
         let rows = select.query_map(
@@ -181,13 +227,14 @@ impl MonitoringStore for SqliteTimeline {
                 filters.namespace,
                 filters.from_ms,
                 filters.to_ms,
-                scope_filter(filters.kind),
+                read.scopes[0],
                 filters.server,
                 filters.project,
                 filters.environment,
                 filters.resource,
                 filters.deployment,
-                query.tier.as_str(),
+                tier.as_str(),
+                read.scopes[1],
             ],
             |row| {
                 Ok(RollupRow {

@@ -1,0 +1,73 @@
+//! What retention policies (spec §2.2 "Retention default policy") prune: each kind of history
+//! the store keeps, counted or deleted per organization namespace before a cutoff.
+
+use crate::TimelineError;
+
+/// A kind of history in the store, each in its own table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum History {
+    DeploymentTimelines,
+    HealthHistory,
+    MonitoringSamples,
+    AccessFailureEvidence,
+}
+
+impl History {
+    /// The name reported in a run's `matchedRows`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::DeploymentTimelines => "deployment-timelines",
+            Self::HealthHistory => "health-history",
+            Self::MonitoringSamples => "monitoring-samples",
+            Self::AccessFailureEvidence => "access-failure-evidence",
+        }
+    }
+
+    /// The table and its time column, in Unix milliseconds.
+    fn table(self) -> (&'static str, &'static str) {
+        match self {
+            Self::DeploymentTimelines => ("deployment_timeline", "recorded_ms"),
+            Self::HealthHistory => ("health_history", "observed_ms"),
+            Self::MonitoringSamples => ("monitoring_samples", "observed_ms"),
+            Self::AccessFailureEvidence => ("access_failure_evidence", "captured_ms"),
+        }
+    }
+
+    /// Counts the rows of a namespace recorded before `?2` (`?1` the namespace).
+    pub(crate) fn count_sql(self) -> String {
+        let (table, column) = self.table();
+        format!("SELECT count(*) FROM {table} WHERE namespace = ?1 AND {column} < ?2")
+    }
+
+    /// Deletes them; monitoring samples take their rollup buckets along.
+    pub(crate) fn delete_sql(self) -> Vec<String> {
+        let (table, column) = self.table();
+        let mut statements = vec![format!(
+            "DELETE FROM {table} WHERE namespace = ?1 AND {column} < ?2"
+        )];
+        if self == Self::MonitoringSamples {
+            statements.push(
+                "DELETE FROM monitoring_rollups WHERE namespace = ?1 AND bucket_ms < ?2".into(),
+            );
+        }
+        statements
+    }
+}
+
+/// Where retention runs count and delete history: every store keeps it.
+pub trait RetentionStore: Send + Sync {
+    /// Rows of `history` in `namespace` recorded before `before_ms`.
+    fn count_before(
+        &self,
+        namespace: &str,
+        history: History,
+        before_ms: i64,
+    ) -> Result<u64, TimelineError>;
+    /// Deletes them; returns how many rows of `history` went.
+    fn delete_before(
+        &self,
+        namespace: &str,
+        history: History,
+        before_ms: i64,
+    ) -> Result<u64, TimelineError>;
+}
