@@ -20,6 +20,7 @@ use berth_crds::organization::Organization;
 use berth_crds::overlay_decision::OverlayDecision;
 use berth_crds::project::Project;
 use berth_crds::resource::Resource as BerthResource;
+use berth_crds::retention_policy::RetentionPolicy;
 use berth_crds::route_surface_decision::RouteSurfaceDecision;
 use berth_crds::server::Server;
 use berth_crds::session::Session;
@@ -53,6 +54,7 @@ pub struct Caches {
     /// Read by name only (health, diagnostics, runtime logs); see `routes::common::find_deployment`.
     pub deployments: Store<Deployment>,
     pub threshold_policies: Store<ThresholdPolicy>,
+    pub retention_policies: Store<RetentionPolicy>,
 }
 
 /// Starts a watch-backed cache of every `K` in the cluster. The objects keep their field
@@ -108,6 +110,7 @@ impl Caches {
             // Read-only here, and numerous: trimmed of what no read uses.
             deployments: start_modified(client, berth_crds::trim_for_cache),
             threshold_policies: start(client),
+            retention_policies: start(client),
         }
     }
 
@@ -130,6 +133,7 @@ impl Caches {
             self.resources.wait_until_ready(),
             self.deployments.wait_until_ready(),
             self.threshold_policies.wait_until_ready(),
+            self.retention_policies.wait_until_ready(),
         )?;
         Ok(())
     }

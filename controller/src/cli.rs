@@ -76,6 +76,10 @@ pub struct RunOptions {
     #[arg(long, env = "BERTH_MONITORING_INTERVAL_SECONDS", default_value_t = 30,
           value_parser = clap::value_parser!(u64).range(5..=3600))]
     pub monitoring_interval_seconds: u64,
+    /// Seconds between two scheduled runs of each retention policy (a change runs it at once).
+    #[arg(long, env = "BERTH_RETENTION_INTERVAL_SECONDS", default_value_t = 3600,
+          value_parser = clap::value_parser!(u64).range(5..=86_400))]
+    pub retention_interval_seconds: u64,
     /// Hours monitoring samples are kept.
     #[arg(long, env = "BERTH_MONITORING_RETENTION_HOURS", default_value_t = 168,
           value_parser = clap::value_parser!(u64).range(1..=87_600))]
@@ -88,6 +92,14 @@ impl RunOptions {
         crate::health_history::Settings {
             interval: std::time::Duration::from_secs(self.health_history_interval_seconds),
             retention: std::time::Duration::from_secs(self.health_history_retention_days * 86_400),
+        }
+    }
+
+    /// How retention policies run.
+    pub fn retention(&self) -> crate::reconcilers::retention::Settings {
+        crate::reconcilers::retention::Settings {
+            interval: std::time::Duration::from_secs(self.retention_interval_seconds),
+            system_namespace: self.system_namespace.clone(),
         }
     }
 

@@ -18,6 +18,9 @@ pub enum Error {
 
     #[error("remote operation failed: {0}")]
     Remote(#[source] berth_remote::RemoteError),
+
+    #[error("observation store failed: {0}")]
+    ObservationStore(String),
 }
 
 impl From<berth_remote::RemoteError> for Error {
@@ -43,6 +46,7 @@ impl Error {
             Self::InvalidSpec(_) => "invalid_spec",
             Self::MissingObjectKey(_) => "missing_object_key",
             Self::Remote(error) => error.metric_label(),
+            Self::ObservationStore(_) => "observation_store",
         }
     }
 

@@ -50,6 +50,7 @@ pub async fn run(options: RunOptions) -> anyhow::Result<()> {
 
     startup::wait_for_crds(&client, Duration::from_secs(options.crd_wait_seconds)).await?;
     ensure_system_namespace(&client, &options.system_namespace).await?;
+    reconcilers::retention::ensure_system_defaults(&client, &options.system_namespace).await?;
 
     let identity = options.identity.clone().unwrap_or_else(default_identity);
     let Some(leader) =
@@ -67,6 +68,7 @@ pub async fn run(options: RunOptions) -> anyhow::Result<()> {
             feeds,
             wakes,
             options.health_history(),
+            options.retention(),
             shutdown.clone(),
         ) => Ok(()),
         lost = leader.lost() => Err(anyhow::anyhow!("lost the leader Lease: {lost}")),

@@ -105,6 +105,9 @@ pub struct RetentionPolicyStatus {
 pub struct RetentionRun {
     /// When the run finished.
     pub at: Time,
+    /// Generation of the spec the run applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i64>,
     /// `dry-run` (counted, deleted nothing) or `destructive` (deleted).
     pub mode: RetentionRunMode,
     /// History recorded before this instant was selected.

@@ -30,6 +30,7 @@ mod shim_organizations;
 mod shim_projects_envs;
 mod shim_resource_config;
 mod shim_resources;
+mod shim_retention;
 mod shim_runtime_control;
 mod shim_runtime_logs;
 mod shim_servers;

@@ -24,6 +24,7 @@ pub mod resource_config;
 pub mod resource_health;
 pub mod resource_input;
 pub mod resources;
+pub mod retention;
 pub mod runtime_logs;
 pub mod server_access;
 pub mod servers;
@@ -160,6 +161,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         access_failures::endpoints(),
         monitoring::endpoints(),
         thresholds::endpoints(),
+        retention::endpoints(),
     ]
     .into_iter()
     .flatten()

@@ -11,6 +11,7 @@ pub mod fresh;
 pub mod organization;
 pub mod project;
 pub mod resource;
+pub mod retention;
 pub mod runtime_control;
 pub mod runtime_state;
 pub mod server;
@@ -109,6 +110,7 @@ pub async fn run_all(
     feeds: Feeds,
     wakes: WakeReceivers,
     health_history: crate::health_history::Settings,
+    retention: retention::Settings,
     shutdown: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) {
     use berth_crds::{
@@ -160,6 +162,7 @@ pub async fn run_all(
             bookkeeping::run::<RouteSurfaceDecision>(context.clone(), shutdown.clone()),
             bookkeeping::run::<ThresholdPolicy>(context.clone(), shutdown.clone()),
             bookkeeping::run::<RetentionPolicy>(context.clone(), shutdown.clone()),
+            retention::run(context.clone(), retention, shutdown.clone()),
             crate::health_history::run(
                 context.clone(),
                 health_changes,

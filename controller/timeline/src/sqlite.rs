@@ -268,20 +268,6 @@ impl TimelineStore for SqliteTimeline {
 }
 
 // The behaviour both backends share is tested in `conformance`.
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_unusable_path_names_itself() {
-        let error = match SqliteTimeline::open(Path::new("/proc/berth/store.sqlite")) {
-            Err(error) => error.to_string(),
-            Ok(_) => panic!("opened a store under /proc"),
-        };
-        assert!(error.contains("/proc/berth/store.sqlite"), "{error}");
-    }
-}
-
 impl RetentionStore for SqliteTimeline {
     fn count_before(
         &self,
@@ -313,5 +299,19 @@ impl RetentionStore for SqliteTimeline {
         }
         transaction.commit()?;
         Ok(deleted as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unusable_path_names_itself() {
+        let error = match SqliteTimeline::open(Path::new("/proc/berth/store.sqlite")) {
+            Err(error) => error.to_string(),
+            Ok(_) => panic!("opened a store under /proc"),
+        };
+        assert!(error.contains("/proc/berth/store.sqlite"), "{error}");
     }
 }
