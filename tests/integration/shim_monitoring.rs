@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use crate::deploy_support::{WAIT, delete_resource, ready_server, remove_server, wait_listed_with};
 use crate::shim_projects_envs::{environment, invalid, project};
+use crate::shim_runtime_logs::follow;
 
 async fn samples(rest: &Rest, query: &str) -> Value {
     rest.get(&format!("/runtime-monitoring/samples?{query}"))
@@ -141,6 +142,61 @@ async fn the_sample_app_and_its_server_are_sampled_and_attributed() {
     assert!(
         rollup["topContributors"][0]["memoryUsedBytes"].is_number(),
         "{rollup}"
+    );
+
+    // The usage stream: a snapshot at once, then another; the app's container and image
+    // attributed to its project and environment.
+    let stream = format!("/runtime-usage/inspect/stream?scope.projectId={shop}&intervalSeconds=5");
+    let (status, content_type, snapshots, text) = follow(&member, &stream, 2).await;
+    assert_eq!(status, 200, "{text}");
+    assert!(
+        content_type.starts_with("text/event-stream"),
+        "{content_type}"
+    );
+    assert_eq!(snapshots.len(), 2, "{text}");
+    let snapshot = &snapshots[0];
+    assert_eq!(snapshot["schemaVersion"], "runtime-usage.inspect/v1");
+    assert_eq!(snapshot["freshness"], "live", "{snapshot}");
+    assert!(
+        snapshot["totals"]["memoryUsedBytes"].as_f64().unwrap() > 0.0,
+        "{snapshot}"
+    );
+    let resource = snapshot["byResource"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["scope"]["resourceId"] == id.as_str())
+        .unwrap_or_else(|| panic!("the app in byResource: {snapshot}"));
+    assert_eq!(resource["ownership"], "attributed");
+    assert_eq!(resource["currentDeploymentId"], deployment.as_str());
+    assert_eq!(
+        snapshot["byProject"][0]["scope"]["projectId"],
+        shop.as_str()
+    );
+    assert_eq!(
+        snapshot["byEnvironment"][0]["scope"]["environmentId"],
+        prod.as_str()
+    );
+    let artifacts = snapshot["artifacts"].as_array().unwrap();
+    for kind in ["active-runtime", "image"] {
+        let artifact = artifacts
+            .iter()
+            .find(|a| a["kind"] == kind && a["resourceId"] == id.as_str())
+            .unwrap_or_else(|| panic!("a {kind} artifact of the app: {snapshot}"));
+        assert_eq!(artifact["projectId"], shop.as_str(), "{artifact}");
+        assert_eq!(artifact["environmentId"], prod.as_str(), "{artifact}");
+        assert_eq!(artifact["ownership"], "attributed", "{artifact}");
+        assert_eq!(artifact["reclaimable"], "no", "{artifact}");
+    }
+    assert!(
+        snapshot["warnings"][0]["code"] == "partial-diagnostic",
+        "{snapshot}"
+    );
+    invalid(
+        member
+            .get("/runtime-usage/inspect/stream?intervalSeconds=1")
+            .await,
+        "intervalSeconds",
     );
 
     // Bad input names its field and changes nothing.

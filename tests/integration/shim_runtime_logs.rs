@@ -69,7 +69,11 @@ fn assert_lines(logs: &[Value], resource: &str, deployment: &str) {
 
 /// Opens the live tail and reads until `count` events arrived: (status, content type, events'
 /// data, the raw text read). The connection is dropped afterwards, as a client that leaves.
-async fn follow(rest: &Rest, path: &str, count: usize) -> (u16, String, Vec<Value>, String) {
+pub(crate) async fn follow(
+    rest: &Rest,
+    path: &str,
+    count: usize,
+) -> (u16, String, Vec<Value>, String) {
     let mut request = reqwest::Client::new().get(format!("{}{path}", base_url()));
     if let Some(token) = &rest.token {
         request = request.bearer_auth(token);

@@ -33,6 +33,7 @@ use crate::state::AppState;
 use crate::validate;
 
 mod rollup;
+mod usage;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -56,6 +57,17 @@ pub fn endpoints() -> Vec<Endpoint> {
              includeDeploymentMarkers, includeTopContributors: true|false)",
             rollup::show,
         ),
+        Endpoint::get::<usage::UsageSnapshot, _, _>(
+            "/runtime-usage/inspect/stream",
+            "Runtime usage snapshots as an event stream: the first at once, then one per \
+             interval until the client leaves; totals and usage by project, environment, \
+             resource and deployment from the latest monitoring samples, and the artifacts \
+             (running containers) with their label evidence (query: scope.kind, \
+             scope.serverId, scope.projectId, scope.environmentId, scope.resourceId, \
+             scope.deploymentId; intervalSeconds 5..3600, default the collection interval)",
+            usage::stream,
+        )
+        .event_stream(),
     ]
 }
 
@@ -174,6 +186,19 @@ fn parse_selection(
     now: Timestamp,
 ) -> ApiResult<Selection> {
     known_params(query, known)?;
+    let scope = parse_scope(query)?;
+    let (from, to) = utc_window(query, "window.from", "window.to", now, DEFAULT_WINDOW)?;
+    let signals = parse_signals(signals)?;
+    Ok(Selection {
+        scope,
+        from,
+        to,
+        signals,
+    })
+}
+
+/// The `scope.*` filters.
+fn parse_scope(query: &QueryParams) -> ApiResult<Scope> {
     let kinds: Vec<&str> = ScopeKind::ALL.iter().map(|k| k.as_str()).collect();
     let kind = query
         .one_of("scope.kind", &kinds, None)?
@@ -193,14 +218,7 @@ fn parse_selection(
         resource_id: id("scope.resourceId")?,
         deployment_id: id("scope.deploymentId")?,
     };
-    let (from, to) = utc_window(query, "window.from", "window.to", now, DEFAULT_WINDOW)?;
-    let signals = parse_signals(signals)?;
-    Ok(Selection {
-        scope,
-        from,
-        to,
-        signals,
-    })
+    Ok(scope)
 }
 
 /// `signals`: names separated by commas, in one value or several; none given means all.

@@ -1,0 +1,491 @@
+//! Spec §4.5 `GET /runtime-usage/inspect/stream`: Runtime usage snapshots
+//! (`runtime-usage.inspect/v1`) as an event stream, the first at once and then one per
+//! interval, until the client leaves. Each is built from the latest monitoring sample of every
+//! host and container in scope (the collector's, read from the observation store; nothing is
+//! measured on request), attributed through Berth's labels to project, environment, resource
+//! and deployment, with the artifacts behind them: running containers and their images.
+//!
+//! Not measured yet, and said so in every snapshot (`partial`, a `partial-diagnostic`
+//! warning): writable-layer, image, volume and build-cache bytes.
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use berth_crds::member::OrganizationRole;
+use berth_crds::monitoring::{METRICS, MonitoringSample, SampleSourceError};
+use berth_timeline::SampleQuery;
+use futures::Stream;
+use k8s_openapi::jiff::Timestamp;
+use kube::runtime::reflector::ObjectRef;
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::super::common::known_params;
+use super::{
+    LIVE_FACTOR, Scope, check_scope, freshness, is_host, millis, observed_ms, parse_scope, read,
+    visible,
+};
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::QueryParams;
+use crate::state::AppState;
+
+pub const SCHEMA_VERSION: &str = "runtime-usage.inspect/v1";
+/// `sourceErrors[].source` when the servers' latest measurements cannot be read.
+const RUNTIME_TARGET: &str = "runtime-target";
+const PARTIAL_DIAGNOSTIC: &str = "partial-diagnostic";
+/// `intervalSeconds` bounds.
+const INTERVAL: (u64, u64) = (5, 3600);
+/// Most samples one snapshot reads: a container's latest among a few ticks of every series.
+const READ_LIMIT: usize = 720;
+
+const PARAMS: &[&str] = &[
+    "scope.kind",
+    "scope.serverId",
+    "scope.projectId",
+    "scope.environmentId",
+    "scope.resourceId",
+    "scope.deploymentId",
+    "intervalSeconds",
+];
+
+/// Spec §2.2 "Runtime usage snapshot".
+#[derive(Serialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageSnapshot {
+    pub schema_version: &'static str,
+    pub scope: Scope,
+    pub generated_at: String,
+    /// The newest measurement in the snapshot; absent when there is none.
+    pub observed_at: Option<String>,
+    /// `live`, `stale` or `none`, as for monitoring samples.
+    pub freshness: &'static str,
+    pub partial: bool,
+    /// Sums over every container in scope (and host figures when the scope includes hosts),
+    /// by sample total name, e.g. `memoryUsedBytes`.
+    pub totals: BTreeMap<String, f64>,
+    pub by_project: Vec<Usage>,
+    pub by_environment: Vec<Usage>,
+    pub by_resource: Vec<Usage>,
+    pub by_deployment: Vec<Usage>,
+    pub artifacts: Vec<Artifact>,
+    pub warnings: Vec<UsageWarning>,
+    pub source_errors: Vec<SampleSourceError>,
+}
+
+/// The usage of one project, environment, resource or deployment.
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub scope: UsageScope,
+    /// `attributed`: every container counted carries Berth's labels.
+    pub ownership: &'static str,
+    pub totals: BTreeMap<String, f64>,
+    /// The deployment of the newest container counted.
+    pub current_deployment_id: Option<String>,
+    /// The newest container counted.
+    pub current_runtime_id: Option<String>,
+    pub artifact_count: usize,
+    pub warnings: Vec<UsageWarning>,
+}
+
+#[derive(Serialize, JsonSchema, Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageScope {
+    /// `project`, `environment`, `resource` or `deployment`.
+    pub kind: &'static str,
+    pub project_id: Option<String>,
+    pub environment_id: Option<String>,
+    pub resource_id: Option<String>,
+    pub deployment_id: Option<String>,
+}
+
+/// Spec §2.2 "Runtime artifact".
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Artifact {
+    /// `active-runtime` (a running container) or `image` (the image it runs).
+    pub kind: &'static str,
+    pub ownership: &'static str,
+    pub server_id: String,
+    pub project_id: Option<String>,
+    pub environment_id: Option<String>,
+    pub resource_id: Option<String>,
+    pub deployment_id: Option<String>,
+    pub destination_id: Option<String>,
+    /// The container id, or the image reference.
+    pub runtime_id: Option<String>,
+    /// Bytes on disk; not measured yet.
+    pub bytes: Option<u64>,
+    pub inode_count: Option<u64>,
+    pub observed_at: String,
+    pub evidence: Vec<Evidence>,
+    /// `no` while in use.
+    pub reclaimable: &'static str,
+    pub reclaim_blocked_reason: Option<String>,
+    pub warnings: Vec<UsageWarning>,
+}
+
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Evidence {
+    /// `label` (a container label) or `deployment` (the attempt's status).
+    pub source: &'static str,
+    pub key: String,
+}
+
+/// Spec §2.2 "Usage warning".
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageWarning {
+    pub code: &'static str,
+    pub message: String,
+    pub scope: Option<String>,
+    pub resource: Option<String>,
+}
+
+/// Adds the sample's totals into `sums`.
+fn add_totals(sums: &mut BTreeMap<String, f64>, sample: &MonitoringSample) {
+    for (name, _, read) in METRICS {
+        if let Some(value) = read(&sample.totals) {
+            *sums.entry(name.to_string()).or_default() += value;
+        }
+    }
+}
+
+/// The newest sample of each host and each container, oldest first.
+fn latest_per_series(samples: Vec<MonitoringSample>) -> Vec<MonitoringSample> {
+    let mut latest: BTreeMap<(bool, String), MonitoringSample> = BTreeMap::new();
+    for sample in samples {
+        let series = match &sample.labels.runtime_id {
+            Some(id) => id.clone(),
+            None => sample.scope_evidence.server_id.clone(),
+        };
+        let key = (is_host(&sample), series);
+        let newer = latest
+            .get(&key)
+            .is_none_or(|kept| observed_ms(kept) <= observed_ms(&sample));
+        if newer {
+            latest.insert(key, sample);
+        }
+    }
+    let mut samples: Vec<MonitoringSample> = latest.into_values().collect();
+    samples.sort_by_key(observed_ms);
+    samples
+}
+
+/// The groups of one kind, each container counted in the group its labels name.
+fn usage_by(
+    containers: &[&MonitoringSample],
+    kind: &'static str,
+    key: impl Fn(&MonitoringSample) -> Option<UsageScope>,
+) -> Vec<Usage> {
+    let mut groups: BTreeMap<UsageScope, Usage> = BTreeMap::new();
+    for sample in containers {
+        let Some(scope) = key(sample) else {
+            continue;
+        };
+        let usage = groups.entry(scope.clone()).or_insert_with(|| Usage {
+            scope: UsageScope { kind, ..scope },
+            ownership: "attributed",
+            totals: BTreeMap::new(),
+            current_deployment_id: None,
+            current_runtime_id: None,
+            artifact_count: 0,
+            warnings: Vec::new(),
+        });
+        add_totals(&mut usage.totals, sample);
+        // Oldest first: the last one counted is the newest.
+        usage.current_deployment_id = sample.scope_evidence.deployment_id.clone();
+        usage.current_runtime_id = sample.labels.runtime_id.clone();
+        usage.artifact_count += 1;
+    }
+    groups.into_values().collect()
+}
+
+fn groups(containers: &[&MonitoringSample]) -> [Vec<Usage>; 4] {
+    let scope = |sample: &MonitoringSample, depth: usize| {
+        let e = &sample.scope_evidence;
+        let ids = [
+            &e.project_id,
+            &e.environment_id,
+            &e.resource_id,
+            &e.deployment_id,
+        ];
+        ids[depth].as_ref()?;
+        let keep = |n: usize| if n <= depth { ids[n].clone() } else { None };
+        Some(UsageScope {
+            kind: "",
+            project_id: keep(0),
+            environment_id: keep(1),
+            resource_id: keep(2),
+            deployment_id: keep(3),
+        })
+    };
+    [
+        usage_by(containers, "project", |s| scope(s, 0)),
+        usage_by(containers, "environment", |s| scope(s, 1)),
+        usage_by(containers, "resource", |s| scope(s, 2)),
+        usage_by(containers, "deployment", |s| scope(s, 3)),
+    ]
+}
+
+/// The label keys a container sample was attributed by.
+fn label_evidence(sample: &MonitoringSample) -> Vec<Evidence> {
+    let e = &sample.scope_evidence;
+    [
+        (berth_crds::PROJECT_LABEL, e.project_id.is_some()),
+        (berth_crds::ENVIRONMENT_LABEL, e.environment_id.is_some()),
+        (berth_crds::RESOURCE_LABEL, e.resource_id.is_some()),
+        (berth_crds::DEPLOYMENT_LABEL, e.deployment_id.is_some()),
+    ]
+    .into_iter()
+    .filter(|(_, present)| *present)
+    .map(|(key, _)| Evidence {
+        source: "label",
+        key: key.to_string(),
+    })
+    .collect()
+}
+
+/// A running container, and the image its deployment built or pulled (when known).
+fn artifacts_of(state: &AppState, namespace: &str, sample: &MonitoringSample) -> Vec<Artifact> {
+    let e = &sample.scope_evidence;
+    let container = Artifact {
+        kind: "active-runtime",
+        ownership: "attributed",
+        server_id: e.server_id.clone(),
+        project_id: e.project_id.clone(),
+        environment_id: e.environment_id.clone(),
+        resource_id: e.resource_id.clone(),
+        deployment_id: e.deployment_id.clone(),
+        destination_id: None,
+        runtime_id: sample.labels.runtime_id.clone(),
+        bytes: None,
+        inode_count: None,
+        observed_at: sample.observed_at.clone(),
+        evidence: label_evidence(sample),
+        reclaimable: "no",
+        reclaim_blocked_reason: Some("the container is running".into()),
+        warnings: Vec::new(),
+    };
+    let image = e
+        .deployment_id
+        .as_deref()
+        .and_then(|id| {
+            let key = ObjectRef::new(id).within(namespace);
+            state.caches.deployments.get(&key)
+        })
+        .and_then(|d| d.status.as_ref()?.image_ref.clone())
+        .map(|image| Artifact {
+            kind: "image",
+            runtime_id: Some(image),
+            evidence: vec![Evidence {
+                source: "deployment",
+                key: "status.imageRef".into(),
+            }],
+            reclaim_blocked_reason: Some("a running container uses the image".into()),
+            ..container.clone()
+        });
+    std::iter::once(container).chain(image).collect()
+}
+
+/// One snapshot of the scope, now.
+async fn snapshot(
+    state: &AppState,
+    caller: &Caller,
+    namespace: &str,
+    scope: &Scope,
+) -> UsageSnapshot {
+    let now = Timestamp::now();
+    let interval = state.config.monitoring_interval;
+    let recent = millis(interval).saturating_mul(i64::from(LIVE_FACTOR) + 1);
+    let query = SampleQuery {
+        namespace: namespace.to_string(),
+        kind: scope.kind,
+        server: scope.server_id.clone(),
+        project: scope.project_id.clone(),
+        environment: scope.environment_id.clone(),
+        resource: scope.resource_id.clone(),
+        deployment: scope.deployment_id.clone(),
+        from_ms: now.as_millisecond() - recent,
+        to_ms: now.as_millisecond(),
+        limit: READ_LIMIT,
+    };
+    let (samples, source_errors) = match read(state, query).await {
+        Ok(Ok(samples)) => (samples, Vec::new()),
+        failed => {
+            if let Ok(Err(error)) = failed {
+                tracing::warn!(%error, "observation store unavailable: runtime usage");
+            }
+            let error = SampleSourceError {
+                source: RUNTIME_TARGET.into(),
+                code: "runtime_measurements_unavailable".into(),
+                message: "the servers' latest measurements could not be read".into(),
+                retryable: true,
+            };
+            (Vec::new(), vec![error])
+        }
+    };
+    let samples: Vec<MonitoringSample> =
+        samples.into_iter().filter(|s| visible(caller, s)).collect();
+    let samples = latest_per_series(samples);
+    let containers: Vec<&MonitoringSample> = samples.iter().filter(|s| !is_host(s)).collect();
+    let mut totals = BTreeMap::new();
+    for sample in &samples {
+        add_totals(&mut totals, sample);
+    }
+    let [by_project, by_environment, by_resource, by_deployment] = groups(&containers);
+    let artifacts = containers
+        .iter()
+        .flat_map(|s| artifacts_of(state, namespace, s))
+        .collect();
+    let not_measured = UsageWarning {
+        code: PARTIAL_DIAGNOSTIC,
+        message: "writable-layer, image, volume and build-cache bytes are not measured yet; \
+                  artifacts are running containers and their images"
+            .into(),
+        scope: None,
+        resource: Some("disk".into()),
+    };
+    UsageSnapshot {
+        schema_version: SCHEMA_VERSION,
+        scope: scope.clone(),
+        generated_at: now.to_string(),
+        observed_at: samples.last().map(|s| s.observed_at.clone()),
+        freshness: freshness(&samples, now, interval),
+        partial: true,
+        totals,
+        by_project,
+        by_environment,
+        by_resource,
+        by_deployment,
+        artifacts,
+        warnings: vec![not_measured],
+        source_errors,
+    }
+}
+
+pub async fn stream(
+    State(state): State<AppState>,
+    caller: Caller,
+    query: QueryParams,
+) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+    known_params(&query, PARAMS)?;
+    let scope = parse_scope(&query)?;
+    let default = state
+        .config
+        .monitoring_interval
+        .as_secs()
+        .clamp(INTERVAL.0, INTERVAL.1);
+    let seconds = query.integer("intervalSeconds", INTERVAL.0, INTERVAL.1, default)?;
+    let namespace = caller
+        .require_role(OrganizationRole::Member)?
+        .namespace
+        .clone();
+    check_scope(&state, &caller, &scope)?;
+    let every = Duration::from_secs(seconds);
+    // The first at once, then one per interval; dropped with the response when the client
+    // leaves, which ends the loop.
+    let events = futures::stream::unfold(0u64, move |sent| {
+        let (state, caller, namespace, scope) = (
+            state.clone(),
+            caller.clone(),
+            namespace.clone(),
+            scope.clone(),
+        );
+        async move {
+            if sent > 0 {
+                tokio::time::sleep(every).await;
+            }
+            let snapshot = snapshot(&state, &caller, &namespace, &scope).await;
+            let event = Event::default()
+                .event("message")
+                .id(sent.to_string())
+                .json_data(&snapshot)
+                .map_err(ApiError::internal);
+            let event = event.unwrap_or_else(|_| Event::default().comment("snapshot not encoded"));
+            Some((Ok(event), sent + 1))
+        }
+    });
+    Ok(Sse::new(events).keep_alive(KeepAlive::default()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_crds::monitoring::{PROVIDER_KEY, SampleLabels, ScopeEvidence, ScopeKind, Totals};
+
+    fn container(
+        resource: &str,
+        deployment: &str,
+        runtime: &str,
+        at: &str,
+        cpu: f64,
+    ) -> MonitoringSample {
+        MonitoringSample {
+            sample_id: format!("{runtime}:{at}"),
+            observed_at: at.into(),
+            collected_at: at.into(),
+            scope_evidence: ScopeEvidence {
+                scope: Some(ScopeKind::Resource),
+                server_id: "edge".into(),
+                project_id: Some("shop".into()),
+                environment_id: Some("production".into()),
+                resource_id: Some(resource.into()),
+                deployment_id: Some(deployment.into()),
+            },
+            totals: Totals {
+                container_cpu_percent: Some(cpu),
+                ..Totals::default()
+            },
+            freshness: "live".into(),
+            partial: false,
+            labels: SampleLabels {
+                provider_key: PROVIDER_KEY.into(),
+                artifact_kind: "container".into(),
+                runtime_id: Some(runtime.into()),
+            },
+            warnings: Vec::new(),
+            source_errors: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_latest_sample_of_each_container_is_grouped_by_what_its_labels_name() {
+        let samples = latest_per_series(vec![
+            container("web", "dep-web-1", "c1", "2030-01-01T00:00:00Z", 1.0),
+            container("web", "dep-web-1", "c1", "2030-01-01T00:00:30Z", 2.0),
+            container("api", "dep-api-3", "c2", "2030-01-01T00:00:30Z", 5.0),
+        ]);
+        assert_eq!(samples.len(), 2, "one per container");
+        let containers: Vec<&MonitoringSample> = samples.iter().collect();
+        let [projects, environments, resources, deployments] = groups(&containers);
+        assert_eq!(projects.len(), 1);
+        assert_eq!(projects[0].totals["containerCpuPercent"], 7.0);
+        assert_eq!(projects[0].artifact_count, 2);
+        assert_eq!(
+            environments[0].scope.environment_id.as_deref(),
+            Some("production")
+        );
+        let web = resources
+            .iter()
+            .find(|u| u.scope.resource_id.as_deref() == Some("web"))
+            .unwrap();
+        assert_eq!(
+            web.totals["containerCpuPercent"], 2.0,
+            "the latest, not the sum of ticks"
+        );
+        assert_eq!(web.current_runtime_id.as_deref(), Some("c1"));
+        assert_eq!(web.scope.kind, "resource");
+        assert_eq!(deployments.len(), 2);
+        assert_eq!(
+            label_evidence(&samples[0]).len(),
+            4,
+            "project, environment, resource and deployment labels"
+        );
+    }
+}
