@@ -14,6 +14,7 @@
 #                         endpoint (start-up cost of the CLI), p50s in one run
 #   hack/bench.sh monitor the agentless monitoring probe: CPU per tick for 100 containers
 #                         against an idle tick; CPU and memory against docker stats
+#   hack/bench.sh rollup  monitoring rollups of a week against an hour of samples; store bytes
 #   hack/bench.sh scale   what idle apps cost: API requests, CPU, RSS and SSH channels at rest
 #                         with N Resources, 200 applied at once, drift repair time
 set -euo pipefail
@@ -66,6 +67,13 @@ Commands:
         none, alternating; fails at 1 % of one core at the default 30 s cadence. Then a
         container burning a core and holding 64 MiB: the probe's containerCpuPercent and memory
         against docker stats (fails beyond 10 points or 5 %).
+  rollup [ARGS]
+        The observation store's monitoring tables on SQLite (release berth-bench-rollup, about
+        20 minutes, 3.5 GB in ~/.cache/berth): 7 days of minute samples for 100 containers
+        recorded tick by tick; a user's rollup of the week in hour buckets with its
+        topContributors read against the samples of the last hour (p99s, namespace goal <= 3x);
+        store bytes per container-day; pruned to one day, another day recorded must fit the
+        freed pages (goal <= 1.05x). ARGS go to the binary (--days, --resources, --runs).
   scale [N] [DECLARED]
         Release berth-controller with N (default 300) Resources of the sample app on the local
         server, then DECLARED (default 2000) in all, the rest without a server. At rest for 60 s
@@ -288,6 +296,13 @@ bench_cli() {
   }'
 }
 
+bench_rollup() {
+  export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$BERTH_CACHE/target}
+  log "building berth-bench-rollup (release)"
+  (cd "$HACK_DIR/.." && cargo build --quiet --release -p berth-tests --bin berth-bench-rollup)
+  TMPDIR=$BERTH_CACHE "$CARGO_TARGET_DIR/release/berth-bench-rollup" "$@"
+}
+
 case "${1:-}" in
   ssh) shift; bench_ssh "$@" ;;
   cli) shift; bench_cli "$@" ;;
@@ -295,6 +310,7 @@ case "${1:-}" in
   deploy) shift; bench_deploy "$@" ;;
   observe) shift; bench_observe "$@" ;;
   monitor) shift; bench_monitor "$@" ;;
+  rollup) shift; bench_rollup "$@" ;;
   scale) shift; bench_scale "$@" ;;
   -h | --help | help) usage ;;
   *) usage >&2; exit 2 ;;
