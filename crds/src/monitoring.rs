@@ -182,6 +182,9 @@ pub struct Totals {
     pub docker_image_bytes: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub docker_build_cache_bytes: Option<f64>,
+    /// Container: its writable layer on disk (Docker's `SizeRw`), read every 10th tick.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub container_writable_bytes: Option<f64>,
 }
 
 impl Totals {
@@ -208,6 +211,7 @@ impl Totals {
             network_tx_bytes: keep(Signal::Network, self.network_tx_bytes),
             docker_image_bytes: keep(Signal::DockerStorage, self.docker_image_bytes),
             docker_build_cache_bytes: keep(Signal::DockerStorage, self.docker_build_cache_bytes),
+            container_writable_bytes: keep(Signal::DockerStorage, self.container_writable_bytes),
         }
     }
 }
@@ -217,7 +221,7 @@ pub type ReadMetric = fn(&Totals) -> Option<f64>;
 
 /// Every metric: the camelCase name of a [`Totals`] field, its signal, and how to read it.
 /// Threshold rules and rollups name metrics by these names.
-pub const METRICS: [(&str, Signal, ReadMetric); 18] = [
+pub const METRICS: [(&str, Signal, ReadMetric); 19] = [
     ("logicalCores", Signal::Cpu, |t| t.logical_cores),
     ("hostCpuPercent", Signal::Cpu, |t| t.host_cpu_percent),
     ("containerCpuPercent", Signal::Cpu, |t| {
@@ -243,6 +247,9 @@ pub const METRICS: [(&str, Signal, ReadMetric); 18] = [
     }),
     ("dockerBuildCacheBytes", Signal::DockerStorage, |t| {
         t.docker_build_cache_bytes
+    }),
+    ("containerWritableBytes", Signal::DockerStorage, |t| {
+        t.container_writable_bytes
     }),
 ];
 
@@ -325,6 +332,7 @@ mod tests {
             network_tx_bytes: Some(1.0),
             docker_image_bytes: Some(1.0),
             docker_build_cache_bytes: Some(1.0),
+            container_writable_bytes: Some(1.0),
         };
         let json = serde_json::to_value(&every).unwrap();
         assert_eq!(json.as_object().unwrap().len(), METRICS.len());

@@ -76,6 +76,12 @@ async fn the_sample_app_and_its_server_are_sampled_and_attributed() {
     );
     let cpu = sample["totals"]["containerCpuPercent"].as_f64().unwrap();
     assert!((0.0..=100.0).contains(&cpu), "{sample}");
+    // Its writable layer, read from Docker every 10th tick.
+    let sized = wait_sample(&member, &query, |s| {
+        s["totals"]["containerWritableBytes"].is_number()
+    })
+    .await;
+    assert!(sized["totals"]["containerWritableBytes"].as_f64().unwrap() >= 0.0);
     let body = samples(&member, &query).await;
     assert_eq!(body["schemaVersion"], "runtime-monitoring.samples.list/v1");
     assert_eq!(body["freshness"], "live", "{body}");
@@ -187,6 +193,9 @@ async fn the_sample_app_and_its_server_are_sampled_and_attributed() {
         assert_eq!(artifact["environmentId"], prod.as_str(), "{artifact}");
         assert_eq!(artifact["ownership"], "attributed", "{artifact}");
         assert_eq!(artifact["reclaimable"], "no", "{artifact}");
+        if kind == "active-runtime" {
+            assert!(artifact["bytes"].is_u64(), "its writable layer: {artifact}");
+        }
     }
     assert!(
         snapshot["warnings"][0]["code"] == "partial-diagnostic",

@@ -36,8 +36,9 @@ pub fn endpoints() -> Vec<Endpoint> {
         ),
         Endpoint::post::<SetRetention, RetentionAnswer, _, _>(
             "/retention-defaults",
-            "Create or change the retention policy of a category (organization scope: admins; \
-             system scope: the first administrator); configuration only, it executes nothing",
+            "Create or change the retention policy of a category (organization scope: admins \
+             and organization-wide deploy tokens; system scope: the first administrator); \
+             configuration only, it executes nothing",
             set,
         ),
         Endpoint::get::<RetentionShow, _, _>(
@@ -320,6 +321,18 @@ fn require_platform_admin(state: &AppState, caller: &Caller) -> ApiResult<()> {
     }
 }
 
+/// Who may write an organization's policies: its admins, and its deploy tokens that are not
+/// limited to part of it (retention is organization-wide automation).
+fn require_writer(caller: &Caller) -> ApiResult<&CallerOrganization> {
+    match &caller.principal {
+        Principal::DeployToken { .. } if !caller.is_limited() => caller.organization(),
+        Principal::DeployToken { .. } => Err(ApiError::forbidden(
+            "a deploy token limited to part of the organization cannot change its retention",
+        )),
+        Principal::User { .. } => caller.require_role(OrganizationRole::Admin),
+    }
+}
+
 /// The body, checked; every error names its field.
 fn checked(body: &SetRetention) -> ApiResult<(RetentionCategory, RetentionScope)> {
     let category = parse_category("category", &body.category)?;
@@ -348,7 +361,7 @@ async fn set(
     JsonBody(body): JsonBody<SetRetention>,
 ) -> ApiResult<Json<RetentionAnswer>> {
     let (category, scope) = checked(&body)?;
-    let organization = caller.require_role(OrganizationRole::Admin)?.clone();
+    let organization = require_writer(&caller)?.clone();
     check_organization(&organization, scope, body.organization_id.as_deref())?;
     if scope == RetentionScope::System {
         require_platform_admin(&state, &caller)?;

@@ -6,7 +6,7 @@
 //! and deployment, with the artifacts behind them: running containers and their images.
 //!
 //! Not measured yet, and said so in every snapshot (`partial`, a `partial-diagnostic`
-//! warning): writable-layer, image, volume and build-cache bytes.
+//! warning): image, volume and build-cache bytes per artifact.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -118,7 +118,7 @@ pub struct Artifact {
     pub destination_id: Option<String>,
     /// The container id, or the image reference.
     pub runtime_id: Option<String>,
-    /// Bytes on disk; not measured yet.
+    /// Bytes on disk: a container's writable layer; not measured yet for images.
     pub bytes: Option<u64>,
     pub inode_count: Option<u64>,
     pub observed_at: String,
@@ -264,7 +264,8 @@ fn artifacts_of(state: &AppState, namespace: &str, sample: &MonitoringSample) ->
         deployment_id: e.deployment_id.clone(),
         destination_id: None,
         runtime_id: sample.labels.runtime_id.clone(),
-        bytes: None,
+        // Its writable layer, read every 10th collection tick.
+        bytes: sample.totals.container_writable_bytes.map(|b| b as u64),
         inode_count: None,
         observed_at: sample.observed_at.clone(),
         evidence: label_evidence(sample),
@@ -345,8 +346,8 @@ async fn snapshot(
         .collect();
     let not_measured = UsageWarning {
         code: PARTIAL_DIAGNOSTIC,
-        message: "writable-layer, image, volume and build-cache bytes are not measured yet; \
-                  artifacts are running containers and their images"
+        message: "image, volume and build-cache bytes per artifact are not measured yet; \
+                  artifacts are running containers (with their writable layer) and their images"
             .into(),
         scope: None,
         resource: Some("disk".into()),

@@ -34,8 +34,8 @@ pub struct Settings {
     pub retention: Duration,
 }
 
-/// Image and build-cache bytes are summed by Docker over every image: read every this many
-/// ticks, not every tick.
+/// Image, build-cache and writable-layer bytes make Docker walk every image and container
+/// layer: read every this many ticks, not every tick.
 const DOCKER_STORAGE_EVERY: u64 = 10;
 
 /// Collects samples of server `id` until the observer stops.
@@ -113,7 +113,7 @@ async fn sample_once(
         let Some(owner) = &container.owner else {
             continue;
         };
-        let totals = container_totals(previous, &reading, &container.id);
+        let totals = container_totals(previous, &reading, &container.id, storage);
         let resource = Caches::get(&context.caches.resources, &owner.namespace, &owner.resource);
         let scope = ScopeEvidence {
             scope: Some(ScopeKind::Resource),
@@ -188,7 +188,7 @@ impl<'a> Stamps<'a> {
     }
 }
 
-/// Docker's data root and what its images and build cache take. `/system/df` is read raw:
+/// Docker's data root and what its images, build cache and containers take. `/system/df` is read raw:
 /// its shape changed with API 1.52, and older daemons answer the older one.
 async fn read_docker_storage(
     context: &Context,
@@ -200,7 +200,7 @@ async fn read_docker_storage(
     let socket = &server.spec.docker_socket_path;
     let docker = docker_over_ssh(Arc::clone(&connection), socket);
     let info = docker.info().await.map_err(|e| e.to_string())?;
-    let request = http::Request::get("/system/df?type=image&type=build-cache")
+    let request = http::Request::get("/system/df?type=image&type=build-cache&type=container")
         .header(http::header::HOST, "docker")
         .body(http_body_util::Empty::<bytes::Bytes>::new())
         .map_err(|e| e.to_string())?;

@@ -1,16 +1,20 @@
 //! Totals from readings: gauges as read, CPU shares from the change of counters since the
 //! previous reading (none on the first tick, or after a container restarted).
 
+use std::collections::HashMap;
+
 use berth_crds::monitoring::Totals;
 use serde_json::Value;
 
 use super::probe::Reading;
 
-/// What Docker's images and build cache take on disk.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+/// What Docker's images, build cache and containers' writable layers take on disk.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct DockerStorage {
     pub image_bytes: Option<f64>,
     pub build_cache_bytes: Option<f64>,
+    /// Container id → its writable layer (`SizeRw`).
+    pub writable_bytes: HashMap<String, f64>,
 }
 
 impl DockerStorage {
@@ -24,9 +28,19 @@ impl DockerStorage {
             Some(records) => Some(records.iter().filter_map(|r| number(&r["Size"])).sum()),
             None => number(&df["BuildCacheUsage"]["TotalSize"]),
         };
+        // Before API 1.52 `Containers[]`; after, `ContainerUsage.Items[]`.
+        let containers = df["Containers"]
+            .as_array()
+            .or_else(|| df["ContainerUsage"]["Items"].as_array());
+        let writable_bytes = containers
+            .into_iter()
+            .flatten()
+            .filter_map(|c| Some((c["Id"].as_str()?.to_string(), number(&c["SizeRw"])?)))
+            .collect();
         Self {
             image_bytes,
             build_cache_bytes,
+            writable_bytes,
         }
     }
 }
@@ -62,7 +76,12 @@ pub fn host_totals(previous: Option<&Reading>, now: &Reading, storage: &DockerSt
 
 /// Container `id`'s totals now; its CPU share since `previous` (a share of every core, and
 /// in cores).
-pub fn container_totals(previous: Option<&Reading>, now: &Reading, id: &str) -> Totals {
+pub fn container_totals(
+    previous: Option<&Reading>,
+    now: &Reading,
+    id: &str,
+    storage: &DockerStorage,
+) -> Totals {
     let Some(container) = now.containers.get(id) else {
         return Totals::default();
     };
@@ -76,6 +95,7 @@ pub fn container_totals(previous: Option<&Reading>, now: &Reading, id: &str) -> 
         memory_used_bytes: container.memory_bytes,
         network_rx_bytes: container.network.map(|(rx, _)| rx),
         network_tx_bytes: container.network.map(|(_, tx)| tx),
+        container_writable_bytes: storage.writable_bytes.get(id).copied(),
         ..Totals::default()
     }
 }
@@ -112,7 +132,12 @@ mod tests {
         let before = reading(100.0, 1e9, (1000.0, 800.0));
         // 2 s later the container used 1 s of CPU: half a core, 12.5 % of four.
         let now = reading(102.0, 2e9, (1800.0, 1200.0));
-        let totals = container_totals(Some(&before), &now, "abc");
+        let storage = DockerStorage {
+            writable_bytes: [("abc".to_string(), 4096.0)].into(),
+            ..DockerStorage::default()
+        };
+        let totals = container_totals(Some(&before), &now, "abc", &storage);
+        assert_eq!(totals.container_writable_bytes, Some(4096.0));
         assert_eq!(totals.container_cpu_cores, Some(0.5));
         assert_eq!(totals.container_cpu_percent, Some(12.5));
         assert_eq!(totals.memory_used_bytes, Some(1000.0));
@@ -122,31 +147,38 @@ mod tests {
         assert_eq!(host.memory_used_bytes, Some(2000.0));
         // The first reading has nothing to compare with; a restarted counter neither.
         assert_eq!(
-            container_totals(None, &now, "abc").container_cpu_percent,
+            container_totals(None, &now, "abc", &storage).container_cpu_percent,
             None
         );
         let restarted = reading(104.0, 1e8, (2000.0, 1300.0));
-        let totals = container_totals(Some(&now), &restarted, "abc");
+        let totals = container_totals(Some(&now), &restarted, "abc", &storage);
         assert_eq!(totals.container_cpu_percent, None);
     }
 
     #[test]
     fn docker_storage_reads_both_shapes_of_system_df() {
-        let legacy =
-            serde_json::json!({"LayersSize": 500, "BuildCache": [{"Size": 7}, {"Size": 3}]});
-        let current = serde_json::json!({"ImageUsage": {"TotalSize": 600}, "BuildCacheUsage": {"TotalSize": 9}});
+        let legacy = serde_json::json!({
+            "LayersSize": 500, "BuildCache": [{"Size": 7}, {"Size": 3}],
+            "Containers": [{"Id": "abc", "SizeRw": 12}, {"Id": "def"}],
+        });
+        let current = serde_json::json!({
+            "ImageUsage": {"TotalSize": 600}, "BuildCacheUsage": {"TotalSize": 9},
+            "ContainerUsage": {"Items": [{"Id": "abc", "SizeRw": 13}]},
+        });
         assert_eq!(
             DockerStorage::from_df(&legacy),
             DockerStorage {
                 image_bytes: Some(500.0),
-                build_cache_bytes: Some(10.0)
+                build_cache_bytes: Some(10.0),
+                writable_bytes: [("abc".to_string(), 12.0)].into(),
             }
         );
         assert_eq!(
             DockerStorage::from_df(&current),
             DockerStorage {
                 image_bytes: Some(600.0),
-                build_cache_bytes: Some(9.0)
+                build_cache_bytes: Some(9.0),
+                writable_bytes: [("abc".to_string(), 13.0)].into(),
             }
         );
     }
