@@ -35,7 +35,11 @@ impl DockerStorage {
         let writable_bytes = containers
             .into_iter()
             .flatten()
-            .filter_map(|c| Some((c["Id"].as_str()?.to_string(), number(&c["SizeRw"])?)))
+            // Docker leaves out a `SizeRw` of 0 (a container that wrote nothing).
+            .filter_map(|c| {
+                let written = number(&c["SizeRw"]).unwrap_or(0.0);
+                Some((c["Id"].as_str()?.to_string(), written))
+            })
             .collect();
         Self {
             image_bytes,
@@ -170,7 +174,7 @@ mod tests {
             DockerStorage {
                 image_bytes: Some(500.0),
                 build_cache_bytes: Some(10.0),
-                writable_bytes: [("abc".to_string(), 12.0)].into(),
+                writable_bytes: [("abc".to_string(), 12.0), ("def".to_string(), 0.0)].into(),
             }
         );
         assert_eq!(
