@@ -399,6 +399,22 @@ pub struct StorageAttachment {
     pub destination_path: String,
 }
 
+/// Docker volume holding a storage volume of an organization. Volumes outlive containers and
+/// attachments: detaching, redeploying or deleting a resource keeps the data.
+pub fn volume_name(namespace: &str, storage_volume_id: &str) -> String {
+    let id: String = storage_volume_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    format!("berth-{namespace}-{id}")
+}
+
 fn default_root_path() -> String {
     "/".to_string()
 }

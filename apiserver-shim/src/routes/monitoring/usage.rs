@@ -3,7 +3,8 @@
 //! interval, until the client leaves. Each is built from the latest monitoring sample of every
 //! host and container in scope (the collector's, read from the observation store; nothing is
 //! measured on request), attributed through Berth's labels to project, environment, resource
-//! and deployment, with the artifacts behind them: running containers and their images.
+//! and deployment, with the artifacts behind them: running containers, their images and the
+//! volumes they mount.
 //!
 //! Not measured yet, and said so in every snapshot (`partial`, a `partial-diagnostic`
 //! warning): image, volume and build-cache bytes per artifact.
@@ -16,6 +17,7 @@ use axum::extract::State;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use berth_crds::member::OrganizationRole;
 use berth_crds::monitoring::{METRICS, MonitoringSample, SampleSourceError};
+use berth_crds::resource::volume_name;
 use berth_timeline::SampleQuery;
 use futures::Stream;
 use k8s_openapi::jiff::Timestamp;
@@ -107,7 +109,8 @@ pub struct UsageScope {
 #[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Artifact {
-    /// `active-runtime` (a running container) or `image` (the image it runs).
+    /// `active-runtime` (a running container), `image` (the image it runs) or `volume` (a
+    /// storage volume it mounts).
     pub kind: &'static str,
     pub ownership: &'static str,
     pub server_id: String,
@@ -116,7 +119,7 @@ pub struct Artifact {
     pub resource_id: Option<String>,
     pub deployment_id: Option<String>,
     pub destination_id: Option<String>,
-    /// The container id, or the image reference.
+    /// The container id, the image reference or the Docker volume name.
     pub runtime_id: Option<String>,
     /// Bytes on disk: a container's writable layer; not measured yet for images.
     pub bytes: Option<u64>,
@@ -132,7 +135,8 @@ pub struct Artifact {
 #[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Evidence {
-    /// `label` (a container label) or `deployment` (the attempt's status).
+    /// `label` (a container label), `deployment` (the attempt's status) or `resource` (its
+    /// spec).
     pub source: &'static str,
     pub key: String,
 }
@@ -251,10 +255,10 @@ fn label_evidence(sample: &MonitoringSample) -> Vec<Evidence> {
     .collect()
 }
 
-/// A running container, and the image its deployment built or pulled (when known).
-fn artifacts_of(state: &AppState, namespace: &str, sample: &MonitoringSample) -> Vec<Artifact> {
+/// A running container as an artifact.
+fn artifacts_of_container(sample: &MonitoringSample) -> Artifact {
     let e = &sample.scope_evidence;
-    let container = Artifact {
+    Artifact {
         kind: "active-runtime",
         ownership: "attributed",
         server_id: e.server_id.clone(),
@@ -272,8 +276,14 @@ fn artifacts_of(state: &AppState, namespace: &str, sample: &MonitoringSample) ->
         reclaimable: "no",
         reclaim_blocked_reason: Some("the container is running".into()),
         warnings: Vec::new(),
-    };
-    let image = e
+    }
+}
+
+/// A running container, and the image its deployment built or pulled (when known).
+fn artifacts_of(state: &AppState, namespace: &str, sample: &MonitoringSample) -> Vec<Artifact> {
+    let container = artifacts_of_container(sample);
+    let image = sample
+        .scope_evidence
         .deployment_id
         .as_deref()
         .and_then(|id| {
@@ -292,6 +302,44 @@ fn artifacts_of(state: &AppState, namespace: &str, sample: &MonitoringSample) ->
             ..container.clone()
         });
     std::iter::once(container).chain(image).collect()
+}
+
+/// The volumes mounted into each resource with a running container, from its storage
+/// attachments.
+fn volumes_of(
+    state: &AppState,
+    namespace: &str,
+    containers: &[&MonitoringSample],
+) -> Vec<Artifact> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut volumes = Vec::new();
+    for sample in containers {
+        let Some(resource_id) = sample.scope_evidence.resource_id.as_deref() else {
+            continue;
+        };
+        if !seen.insert(resource_id) {
+            continue;
+        }
+        let key = ObjectRef::new(resource_id).within(namespace);
+        let Some(resource) = state.caches.resources.get(&key) else {
+            continue;
+        };
+        let container = &artifacts_of_container(sample);
+        for attachment in &resource.spec.storage_attachments {
+            volumes.push(Artifact {
+                kind: "volume",
+                runtime_id: Some(volume_name(namespace, &attachment.storage_volume_id)),
+                bytes: None,
+                evidence: vec![Evidence {
+                    source: "resource",
+                    key: "spec.storageAttachments".into(),
+                }],
+                reclaim_blocked_reason: Some("a running container mounts the volume".into()),
+                ..container.clone()
+            });
+        }
+    }
+    volumes
 }
 
 /// One snapshot of the scope, now.
@@ -340,14 +388,16 @@ async fn snapshot(
         add_totals(&mut totals, sample);
     }
     let [by_project, by_environment, by_resource, by_deployment] = groups(&containers);
-    let artifacts = containers
+    let mut artifacts: Vec<Artifact> = containers
         .iter()
         .flat_map(|s| artifacts_of(state, namespace, s))
         .collect();
+    artifacts.extend(volumes_of(state, namespace, &containers));
     let not_measured = UsageWarning {
         code: PARTIAL_DIAGNOSTIC,
         message: "image, volume and build-cache bytes per artifact are not measured yet; \
-                  artifacts are running containers (with their writable layer) and their images"
+                  artifacts are running containers (with their writable layer), their images and \
+                  the volumes they mount"
             .into(),
         scope: None,
         resource: Some("disk".into()),

@@ -201,23 +201,8 @@ fn host_port(resource: &Resource) -> Result<Option<u16>, PlanError> {
 /// Scheme of generated routes: TLS for generated hosts is not issued yet.
 pub const ROUTE_SCHEME: AccessScheme = AccessScheme::Http;
 
+use berth_crds::resource::volume_name;
 pub use berth_remote::edge_proxy::route_id;
-
-/// Docker volume holding a storage volume of an organization. Volumes outlive containers and
-/// attachments: detaching, redeploying or deleting a resource keeps the data.
-pub fn volume_name(namespace: &str, storage_volume_id: &str) -> String {
-    let id: String = storage_volume_id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    format!("berth-{namespace}-{id}")
-}
 
 /// Longest name Docker's embedded DNS resolves: one DNS label.
 const MAX_DNS_LABEL: usize = 63;
