@@ -29,6 +29,14 @@ CREATE INDEX IF NOT EXISTS monitoring_samples_by_resource
     ON monitoring_samples (namespace, resource, observed_ms);
 CREATE INDEX IF NOT EXISTS monitoring_samples_by_age
     ON monitoring_samples (observed_ms);
+";
+
+/// The rollup table of one backend: its columns (the same for both) and its primary key, with
+/// the indexes both use.
+macro_rules! rollups_schema {
+    ($primary_key:literal, $table_options:literal, $extra_indexes:literal) => {
+        concat!(
+            "
 CREATE TABLE IF NOT EXISTS monitoring_rollups (
     namespace   TEXT   NOT NULL,
     series      TEXT   NOT NULL,
@@ -45,30 +53,57 @@ CREATE TABLE IF NOT EXISTS monitoring_rollups (
     total       DOUBLE PRECISION NOT NULL,
     lo          DOUBLE PRECISION NOT NULL,
     hi          DOUBLE PRECISION NOT NULL,
-    PRIMARY KEY (namespace, series, tier, bucket_ms, metric)
-);
+    PRIMARY KEY (",
+            $primary_key,
+            ")
+)",
+            $table_options,
+            ";
 CREATE INDEX IF NOT EXISTS monitoring_rollups_by_resource
     ON monitoring_rollups (namespace, tier, resource, bucket_ms);
 CREATE INDEX IF NOT EXISTS monitoring_rollups_by_server
     ON monitoring_rollups (namespace, tier, server, bucket_ms);
 CREATE INDEX IF NOT EXISTS monitoring_rollups_by_age
     ON monitoring_rollups (bucket_ms);
-CREATE INDEX IF NOT EXISTS monitoring_rollups_by_scope
-    ON monitoring_rollups (namespace, tier, scope, bucket_ms);
-";
+",
+            $extra_indexes
+        )
+    };
+}
 
-/// Adds one contribution to a rollup row (the same SQL for both backends; `excluded` is the
-/// row that conflicted). A macro, so statements can `concat!` it.
+/// SQLite keeps the rollups clustered by tier and scope (no rowid): a week of one tier's
+/// totals, or of every container, is one contiguous range of pages, not rows strewn among
+/// the far more numerous minute buckets.
+pub(crate) const SQLITE_ROLLUPS_SCHEMA: &str = rollups_schema!(
+    "namespace, tier, scope, series, bucket_ms, metric",
+    " WITHOUT ROWID",
+    ""
+);
+/// PostgreSQL: a heap, and an index for reads by tier and scope.
+pub(crate) const POSTGRES_ROLLUPS_SCHEMA: &str = rollups_schema!(
+    "namespace, series, tier, bucket_ms, metric",
+    "",
+    "CREATE INDEX IF NOT EXISTS monitoring_rollups_by_scope
+    ON monitoring_rollups (namespace, tier, scope, bucket_ms);"
+);
+
+/// Adds one contribution to a rollup row (the same SQL for both backends, given the
+/// backend's primary key; `excluded` is the row that conflicted). A macro, so statements can
+/// `concat!` it.
 macro_rules! upsert_rollup_tail {
-    () => {
-        "
-ON CONFLICT (namespace, series, tier, bucket_ms, metric) DO UPDATE SET
+    ($primary_key:literal) => {
+        concat!(
+            "
+ON CONFLICT (",
+            $primary_key,
+            ") DO UPDATE SET
     n = monitoring_rollups.n + excluded.n,
     total = monitoring_rollups.total + excluded.total,
     lo = CASE WHEN excluded.lo < monitoring_rollups.lo THEN excluded.lo
               ELSE monitoring_rollups.lo END,
     hi = CASE WHEN excluded.hi > monitoring_rollups.hi THEN excluded.hi
               ELSE monitoring_rollups.hi END"
+        )
     };
 }
 pub(crate) use upsert_rollup_tail;

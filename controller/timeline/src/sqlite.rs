@@ -43,6 +43,20 @@ CREATE INDEX IF NOT EXISTS health_history_by_resource
 CREATE INDEX IF NOT EXISTS health_history_by_age ON health_history (observed_ms);
 ";
 
+/// Creates what is missing of the schema in one write transaction, which waits for another
+/// process doing the same (two starting at once must not both migrate).
+fn create_schema(connection: &mut Connection) -> Result<(), TimelineError> {
+    let transaction =
+        connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    transaction.execute_batch(SCHEMA)?;
+    transaction.execute_batch(crate::access_failures::SCHEMA)?;
+    transaction.execute_batch(crate::monitoring::SCHEMA)?;
+    monitoring::cluster_rollups(&transaction)?;
+    transaction.execute_batch(crate::monitoring::SQLITE_ROLLUPS_SCHEMA)?;
+    transaction.commit()?;
+    Ok(())
+}
+
 /// A SQLite observation store.
 pub struct SqliteTimeline {
     connection: Mutex<Connection>,
@@ -58,7 +72,7 @@ impl SqliteTimeline {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| failed(e.to_string()))?;
         }
-        let connection = Connection::open(path).map_err(|e| failed(e.to_string()))?;
+        let mut connection = Connection::open(path).map_err(|e| failed(e.to_string()))?;
         // Two processes use the file: wait for the other's lock rather than fail.
         connection.busy_timeout(Duration::from_secs(5))?;
         let mode: String = connection.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
@@ -66,9 +80,7 @@ impl SqliteTimeline {
             tracing::warn!(path = %path.display(), %mode, "observation store not in WAL mode");
         }
         connection.pragma_update(None, "synchronous", "NORMAL")?;
-        connection.execute_batch(SCHEMA)?;
-        connection.execute_batch(crate::access_failures::SCHEMA)?;
-        connection.execute_batch(crate::monitoring::SCHEMA)?;
+        create_schema(&mut connection)?;
         Ok(Self {
             connection: Mutex::new(connection),
         })
@@ -313,5 +325,48 @@ mod tests {
             Ok(_) => panic!("opened a store under /proc"),
         };
         assert!(error.contains("/proc/berth/store.sqlite"), "{error}");
+    }
+
+    #[test]
+    fn rollups_written_before_clustering_move_into_the_clustered_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.sqlite");
+        {
+            let old = Connection::open(&path).unwrap();
+            old.execute_batch(
+                "CREATE TABLE monitoring_rollups (
+                     namespace TEXT NOT NULL, series TEXT NOT NULL, tier TEXT NOT NULL,
+                     bucket_ms BIGINT NOT NULL, metric TEXT NOT NULL, server TEXT NOT NULL,
+                     scope TEXT NOT NULL, project TEXT, environment TEXT, resource TEXT,
+                     deployment TEXT, n BIGINT NOT NULL, total DOUBLE PRECISION NOT NULL,
+                     lo DOUBLE PRECISION NOT NULL, hi DOUBLE PRECISION NOT NULL,
+                     PRIMARY KEY (namespace, series, tier, bucket_ms, metric));
+                 CREATE INDEX monitoring_rollups_by_resource
+                     ON monitoring_rollups (namespace, tier, resource, bucket_ms);
+                 INSERT INTO monitoring_rollups VALUES ('org-a', 'c1', 'hour', 0, 'load1',
+                     'edge', 'resource', 'shop', 'prod', 'web', NULL, 2, 3.0, 1.0, 2.0);",
+            )
+            .unwrap();
+        }
+        for _ in 0..2 {
+            let store = SqliteTimeline::open(&path).unwrap();
+            let connection = store.connection();
+            let sql: String = connection
+                .query_row(
+                    "SELECT sql FROM sqlite_master WHERE name = 'monitoring_rollups'",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert!(sql.contains("WITHOUT ROWID"), "{sql}");
+            let kept: (i64, f64) = connection
+                .query_row(
+                    "SELECT n, total FROM monitoring_rollups WHERE resource = 'web'",
+                    [],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .unwrap();
+            assert_eq!(kept, (2, 3.0), "the row moved, once");
+        }
     }
 }

@@ -45,7 +45,7 @@ INSERT INTO monitoring_rollups
 SELECT namespace, series, tier, bucket_ms, metric, server, scope, project, environment,
        resource, deployment, n, total, lo, hi
 FROM contributions",
-    upsert_rollup_tail!()
+    upsert_rollup_tail!("namespace, series, tier, bucket_ms, metric")
 );
 
 /// The rollup read of one [`Access`], with the parameters of the samples' read, `$10` the
@@ -165,7 +165,10 @@ const PRUNE_ROLLUPS: &str = "DELETE FROM monitoring_rollups WHERE bucket_ms < $1
 pub(super) async fn create_schema(
     transaction: &tokio_postgres::Transaction<'_>,
 ) -> Result<(), Failed> {
-    Ok(transaction.batch_execute(SCHEMA).await?)
+    transaction.batch_execute(SCHEMA).await?;
+    Ok(transaction
+        .batch_execute(crate::monitoring::POSTGRES_ROLLUPS_SCHEMA)
+        .await?)
 }
 
 impl MonitoringStore for PostgresTimeline {

@@ -1,7 +1,7 @@
 //! Monitoring samples in the SQLite store.
 
 use berth_crds::monitoring::MonitoringSample;
-use rusqlite::params;
+use rusqlite::{OptionalExtension, params};
 
 use super::SqliteTimeline;
 use crate::TimelineError;
@@ -24,7 +24,7 @@ const UPSERT_ROLLUP: &str = concat!(
         (namespace, series, tier, bucket_ms, metric, server, scope, project, environment,
          resource, deployment, n, total, lo, hi)
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
-    upsert_rollup_tail!()
+    upsert_rollup_tail!("namespace, tier, scope, series, bucket_ms, metric")
 );
 
 /// The rollup read of one [`Access`], with the parameters of the samples' read, `?10` the
@@ -91,6 +91,37 @@ const BY_SERVER: &str = select!("namespace = ?1 AND server = ?5");
 /// A whole namespace goes through the window (`+` keeps SQLite off the namespace's prefix of
 /// the other indexes, which would read every sample the namespace ever kept).
 const BY_NAMESPACE: &str = select!("+namespace = ?1");
+
+/// Moves the rollups of a store written before they were clustered (a rowid table) into the
+/// clustered table (inside the opening's transaction); nothing to do for a new or already
+/// moved store.
+pub(super) fn cluster_rollups(connection: &rusqlite::Connection) -> Result<(), TimelineError> {
+    let table: Option<String> = connection
+        .query_row(
+            "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'monitoring_rollups'",
+            [],
+            |row| row.get(0),
+        )
+        .optional()?;
+    if table.is_none_or(|sql| sql.contains("WITHOUT ROWID")) {
+        return Ok(());
+    }
+    let columns = "namespace, series, tier, bucket_ms, metric, server, scope, project, \
+                   environment, resource, deployment, n, total, lo, hi";
+    connection.execute_batch(&format!(
+        "ALTER TABLE monitoring_rollups RENAME TO monitoring_rollups_unclustered;
+         DROP INDEX IF EXISTS monitoring_rollups_by_resource;
+         DROP INDEX IF EXISTS monitoring_rollups_by_server;
+         DROP INDEX IF EXISTS monitoring_rollups_by_age;
+         DROP INDEX IF EXISTS monitoring_rollups_by_scope;
+         {}
+         INSERT INTO monitoring_rollups ({columns})
+             SELECT {columns} FROM monitoring_rollups_unclustered;
+         DROP TABLE monitoring_rollups_unclustered;",
+        crate::monitoring::SQLITE_ROLLUPS_SCHEMA
+    ))?;
+    Ok(())
+}
 
 impl MonitoringStore for SqliteTimeline {
     fn record_samples(&self, samples: &[SampleRecord]) -> Result<(), TimelineError> {
