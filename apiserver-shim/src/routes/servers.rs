@@ -26,8 +26,7 @@ use serde_json::json;
 
 use super::Endpoint;
 use super::common::{
-    Confirmation, IdResponse, all_in, bounded, confirm, created_at, find_in, known_params,
-    timestamp,
+    IdResponse, all_in, bounded, confirm, created_at, find_in, known_params, timestamp,
 };
 use super::credentials;
 use crate::auth::token::new_id;
@@ -37,6 +36,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
 use crate::state::{AppState, FIELD_MANAGER};
 use crate::write::{UPDATED_BY_ID, UPDATED_BY_KIND, apply};
+
+pub use berth_api::servers::{DeleteServer, NoBody};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -172,20 +173,6 @@ pub struct ProxyInput {
     pub image: Option<String>,
     pub http_port: Option<u16>,
     pub https_port: Option<u16>,
-}
-
-/// An empty object (or no body).
-#[derive(Deserialize, JsonSchema, Default)]
-#[serde(deny_unknown_fields)]
-pub struct NoBody {}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct DeleteServer {
-    /// Must carry `serverId` equal to the server being deleted.
-    pub confirmation: Option<Confirmation>,
-    /// Repeating a delete with the same key (within 24 hours) returns the same result.
-    pub idempotency_key: Option<String>,
 }
 
 /// Idempotency keys of recent deletes, kept in the shim's memory (a restart forgets them; a

@@ -27,7 +27,7 @@ use berth_remote::{PoolSettings, RemoteError, ServerConnection, ServerConnection
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 pub use self::bridge::{ClientMessage, ServerMessage, TerminalProtocol};
 use super::Endpoint;
@@ -39,6 +39,8 @@ use crate::auth::{Caller, bearer};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
 use crate::state::AppState;
+
+pub use berth_api::terminal::{CreateTerminalSession, TerminalScope};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -99,28 +101,6 @@ pub struct Transport {
     pub kind: String,
     /// Absolute path of the WebSocket endpoint on this API's host.
     pub path: String,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CreateTerminalSession {
-    /// What the terminal is opened on.
-    pub scope: TerminalScope,
-    /// Directory to start in, relative to the login user's home (1-512 characters; no `..`).
-    pub relative_directory: Option<String>,
-    /// Terminal height in rows (10-120, default 24).
-    pub initial_rows: Option<i64>,
-    /// Terminal width in columns (20-320, default 80).
-    pub initial_cols: Option<i64>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct TerminalScope {
-    /// `server`.
-    pub kind: String,
-    /// The server to open a shell on.
-    pub server_id: String,
 }
 
 /// A created session waiting for its WebSocket.
