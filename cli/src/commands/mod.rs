@@ -6,6 +6,8 @@ pub mod deploy;
 pub mod infra;
 pub mod members;
 pub mod observe;
+pub mod platform;
+pub mod resource_config;
 pub mod resources;
 pub mod terminal;
 pub mod tokens;
@@ -77,6 +79,14 @@ pub fn list(ctx: &Ctx, path: &str, query: Query, columns: &[Column], id: &str) -
     let answer = ctx.api()?.get(path, query)?;
     ctx.out
         .list(&answer, &items(&answer, "/items"), columns, id);
+    Ok(())
+}
+
+/// GET a `{count}` and print the number.
+pub fn count(ctx: &Ctx, path: &str) -> CliResult<()> {
+    let answer = ctx.api()?.get(path, &[])?;
+    let count = crate::output::cell(&answer, "/count");
+    ctx.out.done(&answer, &count);
     Ok(())
 }
 

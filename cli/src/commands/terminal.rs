@@ -6,6 +6,7 @@ use std::io::{IsTerminal, Read, Write};
 use std::sync::mpsc::{self, Receiver, TryRecvError};
 use std::time::Duration;
 
+use berth_api::terminal::{CreateTerminalSession, TerminalScope};
 use serde_json::{Value, json};
 use tungstenite::Message;
 
@@ -21,11 +22,15 @@ pub fn terminal(ctx: &Ctx, server: &str, directory: Option<String>) -> CliResult
     let api = ctx.api()?;
     let id = server_id(ctx, server)?;
     let (rows, cols) = window_size().unwrap_or((24, 80));
-    let body = json!({
-        "scope": {"kind": "server", "serverId": id},
-        "relativeDirectory": directory,
-        "initialRows": rows.clamp(10, 120), "initialCols": cols.clamp(20, 320),
-    });
+    let body = CreateTerminalSession {
+        scope: TerminalScope {
+            kind: "server".into(),
+            server_id: id,
+        },
+        relative_directory: directory,
+        initial_rows: Some(rows.clamp(10, 120).into()),
+        initial_cols: Some(cols.clamp(20, 320).into()),
+    };
     let session = api.post("/terminal-sessions", &body)?;
     let path = session
         .pointer("/transport/path")
