@@ -93,3 +93,31 @@ fn run(cli: Cli) -> CliResult<()> {
         } => observe::timeline(&ctx()?, &resource, &deployment, follow),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// The CLI reaches Berth through the REST API only: neither it nor the wire types it
+    /// shares with the shim may pull in a Kubernetes client or the web server.
+    #[test]
+    fn no_kubernetes_or_web_server_crates() {
+        let manifests = [
+            include_str!("../Cargo.toml"),
+            include_str!("../../apiserver-shim/api/Cargo.toml"),
+        ];
+        for manifest in manifests {
+            let dependencies = manifest.split("[dependencies]").nth(1).unwrap_or_default();
+            for name in [
+                "kube",
+                "k8s-openapi",
+                "axum",
+                "berth-crds",
+                "berth-apiserver-shim",
+            ] {
+                let declared = dependencies
+                    .lines()
+                    .any(|line| line.split(['=', '.', ' ']).next() == Some(name));
+                assert!(!declared, "{name} is a dependency:\n{manifest}");
+            }
+        }
+    }
+}
