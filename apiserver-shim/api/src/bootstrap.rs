@@ -34,3 +34,20 @@ pub struct FirstAdminRequest {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub organization_name: Option<String>,
 }
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct LoginResult {
+    /// The bearer token; shown only here.
+    pub token: String,
+    pub session_id: String,
+    pub user_id: String,
+    pub expires_at: String,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct LogoutResult {
+    pub session_id: String,
+    pub revoked_at: String,
+}

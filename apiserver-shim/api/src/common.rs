@@ -25,6 +25,19 @@ pub struct Confirmation {
     pub resource_slug: Option<String>,
 }
 
+/// `{ "id": … }`: what create and delete calls return.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+pub struct IdResponse {
+    /// Id of the object created or changed.
+    pub id: String,
+}
+
+/// `{ "count": … }`.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+pub struct CountResponse {
+    pub count: usize,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

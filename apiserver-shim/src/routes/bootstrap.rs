@@ -30,6 +30,8 @@ use crate::write::apply;
 
 pub use berth_api::bootstrap::{FirstAdminRequest, LoginRequest, LogoutRequest};
 
+pub use berth_api::bootstrap::{LoginResult, LogoutResult};
+
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
         Endpoint::get::<BootstrapStatus, _, _>(
@@ -110,23 +112,6 @@ pub struct FirstAdminResult {
     pub generated_password: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub login_url: Option<String>,
-}
-
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct LoginResult {
-    /// The bearer token; shown only here.
-    pub token: String,
-    pub session_id: String,
-    pub user_id: String,
-    pub expires_at: String,
-}
-
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct LogoutResult {
-    pub session_id: String,
-    pub revoked_at: String,
 }
 
 pub fn login_methods(configured: bool) -> Vec<LoginMethod> {

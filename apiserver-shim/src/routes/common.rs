@@ -8,26 +8,13 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Resource, ResourceExt};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use crate::error::ApiError;
 use crate::state::AppState;
 
 pub use berth_api::common::Confirmation;
 
-/// `{ "id": … }`: what create and delete calls return.
-#[derive(Serialize, JsonSchema)]
-pub struct IdResponse {
-    /// Id of the object created or changed.
-    pub id: String,
-}
-
-/// `{ "count": … }`.
-#[derive(Serialize, JsonSchema)]
-pub struct CountResponse {
-    pub count: usize,
-}
+pub use berth_api::common::{CountResponse, IdResponse};
 
 /// An ISO 8601 timestamp as the REST API prints it.
 pub fn timestamp(time: &Time) -> String {
