@@ -3,7 +3,7 @@
 use std::io::BufRead;
 
 use berth_api::account::{DeleteAccount, RevokeSession, UpdateProfile};
-use berth_api::bootstrap::{LoginRequest, LogoutRequest};
+use berth_api::bootstrap::{LoginRequest, LoginResult, LogoutRequest};
 use berth_api::common::Confirmation;
 use berth_api::organizations::{
     CreateOrganization, DeleteOrganization, SwitchOrganization, UpdateOrganization,
@@ -92,12 +92,11 @@ fn session_config(ctx: &Ctx, url: String, email: String, password: &str) -> CliR
             },
             other => other,
         })?;
-    let token = answer["token"]
-        .as_str()
-        .ok_or_else(|| CliError::failure("the login answer has no token"))?;
+    let answer: LoginResult = serde_json::from_value(answer)
+        .map_err(|error| CliError::failure(format!("unexpected login answer: {error}")))?;
     Ok(Config {
         url: Some(url),
-        token: Some(token.to_string()),
+        token: Some(answer.token),
         token_kind: Some(TokenKind::Session),
         email: Some(email),
     })

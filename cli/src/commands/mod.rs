@@ -15,6 +15,7 @@ pub mod workspace;
 
 use std::cell::OnceCell;
 
+use berth_api::common::CountResponse;
 use serde_json::Value;
 
 use crate::client::{Api, Query};
@@ -85,8 +86,9 @@ pub fn list(ctx: &Ctx, path: &str, query: Query, columns: &[Column], id: &str) -
 /// GET a `{count}` and print the number.
 pub fn count(ctx: &Ctx, path: &str) -> CliResult<()> {
     let answer = ctx.api()?.get(path, &[])?;
-    let count = crate::output::cell(&answer, "/count");
-    ctx.out.done(&answer, &count);
+    let count: CountResponse = serde_json::from_value(answer.clone())
+        .map_err(|error| CliError::failure(format!("{path}: unexpected answer: {error}")))?;
+    ctx.out.done(&answer, &count.count.to_string());
     Ok(())
 }
 
