@@ -711,6 +711,15 @@ pub enum Secrets {
         #[command(flatten)]
         exposure: ExposureOption,
     },
+    /// Show one secret (its value masked).
+    #[command(after_help = "Example:\n  berth secrets show --resource web API_KEY")]
+    Show {
+        #[command(flatten)]
+        resource: ResourceOption,
+        #[command(flatten)]
+        exposure: ExposureOption,
+        key: String,
+    },
     /// Create or rotate a secret; the value is read from standard input.
     #[command(
         after_help = "Example:\n  printf %s \"$KEY\" | berth secrets set --resource web API_KEY"

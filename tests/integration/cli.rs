@@ -440,6 +440,30 @@ async fn cli_imports_an_env_file_and_deploys_with_progress_or_the_error_code() {
         "{listed}"
     );
 
+    // A secret goes in through standard input and never comes out again.
+    let value = format!("s3cret-{}", random_suffix());
+    let set = ["secrets", "set", "--resource", &good, "API_KEY"];
+    berth
+        .run_with(&binary(), &set, Some(&value), &[])
+        .await
+        .ok();
+    let shown = berth
+        .run(&["secrets", "show", "--resource", &good, "API_KEY"])
+        .await
+        .ok();
+    assert!(
+        shown.contains("API_KEY") && !shown.contains(&value),
+        "{shown}"
+    );
+    let listed = berth
+        .run(&["secrets", "list", "--resource", &good, "-o", "json"])
+        .await
+        .ok();
+    assert!(
+        listed.contains("API_KEY") && !listed.contains(&value),
+        "{listed}"
+    );
+
     terminal_on_a_pane(&berth, &server).await;
 
     // The controller's own first attempts end first; then both deploy through the stream.

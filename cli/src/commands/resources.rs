@@ -283,6 +283,21 @@ pub fn secrets(ctx: &Ctx, command: Secrets) -> CliResult<()> {
                 .list(&answer, &items(&answer, "/items"), VARIABLE_COLUMNS, "/key");
             Ok(())
         }
+        Secrets::Show {
+            resource,
+            exposure,
+            key,
+        } => {
+            let id = resource_id(ctx, &resource)?;
+            let answer = ctx.api()?.get(
+                &format!("/resources/{id}/secrets/{key}"),
+                &[("exposure", exposure.exposure)],
+            )?;
+            let secret = answer["secret"].clone();
+            ctx.out
+                .record_of(&answer, &secret, VARIABLE_COLUMNS, "/key");
+            Ok(())
+        }
         Secrets::Set {
             resource,
             exposure,
