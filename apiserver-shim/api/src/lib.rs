@@ -13,6 +13,7 @@ pub mod account;
 pub mod bootstrap;
 pub mod common;
 pub mod credentials;
+pub mod decisions;
 pub mod deploy_tokens;
 pub mod deployments;
 pub mod environments;

@@ -21,7 +21,7 @@ use berth_crds::server::{
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::json;
 
 use super::Endpoint;
@@ -37,7 +37,7 @@ use crate::extract::{JsonBody, QueryParams};
 use crate::state::{AppState, FIELD_MANAGER};
 use crate::write::{UPDATED_BY_ID, UPDATED_BY_KIND, apply};
 
-pub use berth_api::servers::{DeleteServer, NoBody};
+pub use berth_api::servers::{CreateServer, DeleteServer, NoBody, ProxyInput};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -138,41 +138,6 @@ pub struct Blocker {
 #[derive(Serialize, JsonSchema)]
 pub struct ServerList {
     pub items: Vec<ServerRecord>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CreateServer {
-    /// Display name (1-120 characters).
-    pub name: String,
-    /// Host name or IP address sshd listens on.
-    pub host: String,
-    /// SSH port; 22 when omitted.
-    pub port: Option<u16>,
-    /// Login name; the credential's username, else `root`, when omitted.
-    pub username: Option<String>,
-    /// The SSH credential to log in with (in the caller's organization).
-    pub credential_id: String,
-    /// Provider of the server; `generic-ssh` when omitted.
-    pub provider_key: Option<String>,
-    /// Base domain for generated access URLs, e.g. `apps.example.com`.
-    pub base_domain: Option<String>,
-    /// Pins the host key up front (`SHA256:…`); otherwise the key seen first is pinned.
-    pub expected_host_key_fingerprint: Option<String>,
-    /// Edge proxy settings; Caddy on ports 80 and 443 when omitted.
-    pub proxy: Option<ProxyInput>,
-}
-
-/// Edge proxy settings of a new server.
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ProxyInput {
-    /// `caddy` (default), `traefik` or `none`.
-    pub kind: Option<ProxyKind>,
-    /// Container image of the proxy.
-    pub image: Option<String>,
-    pub http_port: Option<u16>,
-    pub https_port: Option<u16>,
 }
 
 /// Idempotency keys of recent deletes, kept in the shim's memory (a restart forgets them; a
