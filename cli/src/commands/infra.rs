@@ -4,8 +4,7 @@ use berth_api::common::Confirmation;
 use berth_api::credentials::{
     CreateCredential, DeleteCredential, RotateCredential, SshCredentialKind,
 };
-use berth_api::servers::{DeleteServer, NoBody};
-use serde_json::json;
+use berth_api::servers::{CreateServer, DeleteServer, NoBody};
 
 use super::{Ctx, created, id_of, list, show};
 use crate::cli::{Credentials, Servers};
@@ -58,10 +57,17 @@ pub fn servers(ctx: &Ctx, command: Servers) -> CliResult<()> {
             base_domain,
         } => {
             let credential = id_of(ctx.api()?, "/credentials/ssh", "ssh-", &credential)?;
-            let body = json!({
-                "name": name, "host": host, "port": port, "username": username,
-                "credentialId": credential, "baseDomain": base_domain,
-            });
+            let body = CreateServer {
+                name,
+                host,
+                port,
+                username,
+                credential_id: credential,
+                provider_key: None,
+                base_domain,
+                expected_host_key_fingerprint: None,
+                proxy: None,
+            };
             let answer = ctx.api()?.post("/servers", &body)?;
             created(ctx, &answer, "server", "/id");
             Ok(())

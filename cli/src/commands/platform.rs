@@ -6,8 +6,11 @@ use std::io::{BufRead, Read};
 use std::path::Path;
 
 use berth_api::bootstrap::FirstAdminRequest;
+use berth_api::decisions::{
+    CapabilityKeyQuery, CapabilityQuery, EntitlementQuery, OperationKeyQuery,
+};
 use berth_api::users::CreateUser;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::Ctx;
 use crate::cli::{Bootstrap, Decisions, Monitoring, QueryOptions, Users};
@@ -156,11 +159,11 @@ pub fn decisions(ctx: &Ctx, command: Decisions) -> CliResult<()> {
     let api = ctx.api()?;
     match command {
         Decisions::Capabilities { operations } => {
-            let queries: Vec<Value> = operations
-                .iter()
-                .map(|key| json!({"operationKey": key}))
+            let queries = operations
+                .into_iter()
+                .map(|operation_key| OperationKeyQuery { operation_key })
                 .collect();
-            let answer = api.post("/capabilities/query", &json!({"queries": queries}))?;
+            let answer = api.post("/capabilities/query", &CapabilityQuery { queries })?;
             let columns = [
                 col("OPERATION", "/operationKey"),
                 col("ALLOWED", "/allowed"),
@@ -169,11 +172,11 @@ pub fn decisions(ctx: &Ctx, command: Decisions) -> CliResult<()> {
             print_items(ctx, &answer, &columns, "/operationKey");
         }
         Decisions::Entitlements { capabilities } => {
-            let queries: Vec<Value> = capabilities
-                .iter()
-                .map(|key| json!({"capabilityKey": key}))
+            let queries = capabilities
+                .into_iter()
+                .map(|capability_key| CapabilityKeyQuery { capability_key })
                 .collect();
-            let answer = api.post("/entitlements/query", &json!({"queries": queries}))?;
+            let answer = api.post("/entitlements/query", &EntitlementQuery { queries })?;
             let columns = [
                 col("CAPABILITY", "/capabilityKey"),
                 col("ENTITLED", "/entitled"),
