@@ -22,7 +22,8 @@ fi
 step() { log "== $*"; }
 started=$SECONDS
 
-ensure_packages curl:curl jq:jq
+# tmux: the CLI's interactive tests (terminal, deploy progress) run it on a real pane.
+ensure_packages curl:curl jq:jq tmux:tmux
 cd "$(dirname "$HACK_DIR")"
 
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$BERTH_CACHE/target}

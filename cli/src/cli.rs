@@ -2,11 +2,15 @@
 
 use std::path::PathBuf;
 
+use berth_api::members::OrganizationRole;
 use clap::{Args, Parser, Subcommand};
 use clap_complete::Shell;
 
 use crate::error::EXIT_CODES_HELP;
 use crate::output::Format;
+
+mod platform;
+pub use platform::{Bootstrap, Decisions, Monitoring, QueryOptions, ResourceConfig, Users};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -69,6 +73,16 @@ pub enum Command {
         /// Organization id or slug to act in from now on.
         organization: Option<String>,
     },
+    /// First run: whether an administrator exists, and creating the first one.
+    #[command(subcommand, after_help = "Example:\n  berth bootstrap status")]
+    Bootstrap(Bootstrap),
+    /// User accounts (administrators create them).
+    #[command(
+        subcommand,
+        visible_alias = "user",
+        after_help = "Example:\n  berth users create ana@example.com"
+    )]
+    Users(Users),
     /// Your account: profile and signed-in sessions.
     #[command(subcommand, after_help = "Example:\n  berth account sessions")]
     Account(Account),
@@ -135,6 +149,25 @@ pub enum Command {
         after_help = "Example:\n  berth tokens create --name ci --project prj-abc"
     )]
     Tokens(Tokens),
+    /// A resource's profiles (network, access, runtime), source, auto-deploy and storage.
+    #[command(
+        subcommand,
+        after_help = "Example:\n  berth config network --resource web --port 8080"
+    )]
+    Config(ResourceConfig),
+    /// Monitoring samples, their rollup, and threshold policies.
+    #[command(
+        subcommand,
+        visible_alias = "mon",
+        after_help = "Example:\n  berth monitoring samples --query scope.kind=server --query scope.serverId=srv-abc"
+    )]
+    Monitoring(Monitoring),
+    /// Capability, entitlement, overlay, route-surface and usage-intent records.
+    #[command(
+        subcommand,
+        after_help = "Example:\n  berth decisions capabilities deployments.create"
+    )]
+    Decisions(Decisions),
     /// A resource's variables (`env import FILE` loads a .env file).
     #[command(
         subcommand,
@@ -200,12 +233,17 @@ pub enum Command {
         request_id: String,
     },
     /// The stored timeline of one deployment: its steps and build output.
-    #[command(after_help = "Example:\n  berth timeline web dep-web-3")]
+    #[command(
+        after_help = "Examples:\n  berth timeline web dep-web-3\n  berth timeline web dep-web-3 --follow"
+    )]
     Timeline {
         /// Resource id or slug.
         resource: String,
         /// Deployment id.
         deployment: String,
+        /// Keep printing new entries until the attempt has succeeded or failed.
+        #[arg(short, long)]
+        follow: bool,
     },
     /// An interactive shell on a server (administrators), until the shell exits.
     #[command(
@@ -221,6 +259,12 @@ pub enum Command {
     /// Print a shell completion script.
     #[command(after_help = "Example:\n  berth completion bash > /etc/bash_completion.d/berth")]
     Completion { shell: Shell },
+}
+
+/// A role as the API spells it (`owner`, `admin`, `member`).
+fn organization_role(text: &str) -> Result<OrganizationRole, String> {
+    serde_json::from_value(serde_json::Value::String(text.to_string()))
+        .map_err(|_| "expected owner, admin or member".to_string())
 }
 
 #[derive(Args, Debug)]
@@ -247,6 +291,17 @@ pub enum Account {
     /// Sign one of your sessions out.
     #[command(after_help = "Example:\n  berth account revoke-session sess-abc")]
     RevokeSession { session: String },
+    /// Change your display name or avatar (an empty value clears it).
+    #[command(after_help = "Example:\n  berth account update --display-name \"Ana Lima\"")]
+    Update {
+        #[arg(long)]
+        display_name: Option<String>,
+        #[arg(long)]
+        avatar_url: Option<String>,
+    },
+    /// Delete your account (asks for no confirmation: the API checks your user id).
+    #[command(after_help = "Example:\n  berth account delete")]
+    Delete,
 }
 
 #[derive(Subcommand, Debug)]
@@ -263,6 +318,15 @@ pub enum Organizations {
         name: String,
         #[arg(long)]
         slug: Option<String>,
+    },
+    /// Change an organization's name or logo.
+    #[command(after_help = "Example:\n  berth orgs update acme --name \"Acme GmbH\"")]
+    Update {
+        organization: String,
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(long)]
+        logo_url: Option<String>,
     },
     /// Delete an organization and everything in it.
     #[command(
@@ -282,7 +346,8 @@ pub enum Members {
     Role {
         member: String,
         /// owner, admin or member.
-        role: String,
+        #[arg(value_parser = organization_role)]
+        role: OrganizationRole,
     },
     /// Remove a member (reversible with `reactivate`).
     #[command(
@@ -293,6 +358,9 @@ pub enum Members {
     /// Reactivate a removed member.
     #[command(after_help = "Example:\n  berth members reactivate mem-abc")]
     Reactivate { member: String },
+    /// Hand your ownership to another member (you become admin).
+    #[command(after_help = "Example:\n  berth members transfer-ownership ana@example.com")]
+    TransferOwnership { member: String },
 }
 
 #[derive(Subcommand, Debug)]
@@ -308,8 +376,8 @@ pub enum Invitations {
     Create {
         email: String,
         /// owner, admin or member.
-        #[arg(long, default_value = "member")]
-        role: String,
+        #[arg(long, default_value = "member", value_parser = organization_role)]
+        role: OrganizationRole,
     },
     /// Revoke a pending invitation.
     #[command(after_help = "Example:\n  berth invitations revoke inv-abc")]
@@ -324,6 +392,9 @@ pub enum Projects {
     /// List projects.
     #[command(visible_alias = "ls", after_help = "Example:\n  berth projects list")]
     List,
+    /// Count active projects.
+    #[command(after_help = "Example:\n  berth projects count")]
+    Count,
     /// Show a project.
     #[command(after_help = "Example:\n  berth projects show prj-abc")]
     Show { project: String },
@@ -363,6 +434,9 @@ pub enum Environments {
         #[arg(long)]
         project: Option<String>,
     },
+    /// Count active environments.
+    #[command(after_help = "Example:\n  berth environments count")]
+    Count,
     /// Show an environment (variables masked).
     #[command(after_help = "Example:\n  berth environments show env-abc")]
     Show { environment: String },
@@ -454,6 +528,15 @@ pub enum Credentials {
         private_key_file: PathBuf,
         #[arg(long)]
         username: Option<String>,
+    },
+    /// Replace the private key in place; the next SSH connection uses the new key.
+    #[command(
+        after_help = "Example:\n  berth credentials rotate ops --private-key-file ~/.ssh/id_ed25519_new"
+    )]
+    Rotate {
+        credential: String,
+        #[arg(long)]
+        private_key_file: PathBuf,
     },
     /// Delete an SSH credential no server uses.
     #[command(
@@ -627,6 +710,15 @@ pub enum Secrets {
         resource: ResourceOption,
         #[command(flatten)]
         exposure: ExposureOption,
+    },
+    /// Show one secret (its value masked).
+    #[command(after_help = "Example:\n  berth secrets show --resource web API_KEY")]
+    Show {
+        #[command(flatten)]
+        resource: ResourceOption,
+        #[command(flatten)]
+        exposure: ExposureOption,
+        key: String,
     },
     /// Create or rotate a secret; the value is read from standard input.
     #[command(

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use reqwest::Method;
 use reqwest::blocking::{Client, RequestBuilder, Response};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::{CliError, CliResult};
@@ -44,14 +45,15 @@ impl Api {
     }
 
     pub fn get(&self, path: &str, query: Query) -> CliResult<Value> {
-        self.json(Method::GET, path, query, None)
+        self.json(Method::GET, path, query, None::<&()>)
     }
 
-    pub fn post(&self, path: &str, body: &Value) -> CliResult<Value> {
+    /// POST a request body, one of `berth-api`'s types (the shim's own definitions).
+    pub fn post(&self, path: &str, body: &impl Serialize) -> CliResult<Value> {
         self.json(Method::POST, path, &[], Some(body))
     }
 
-    pub fn delete(&self, path: &str, body: &Value) -> CliResult<Value> {
+    pub fn delete(&self, path: &str, body: &impl Serialize) -> CliResult<Value> {
         self.json(Method::DELETE, path, &[], Some(body))
     }
 
@@ -61,7 +63,7 @@ impl Api {
         method: Method,
         path: &str,
         query: Query,
-        body: Option<&Value>,
+        body: Option<&impl Serialize>,
     ) -> CliResult<Events<BufReader<Response>>> {
         let request = self
             .request(method, path, query, body)
@@ -109,7 +111,7 @@ impl Api {
         method: Method,
         path: &str,
         query: Query,
-        body: Option<&Value>,
+        body: Option<&impl Serialize>,
     ) -> CliResult<Value> {
         let request = self
             .request(method, path, query, body)
@@ -130,7 +132,7 @@ impl Api {
         method: Method,
         path: &str,
         query: Query,
-        body: Option<&Value>,
+        body: Option<&impl Serialize>,
     ) -> RequestBuilder {
         let mut request = self.http.request(method, format!("{}{path}", self.base));
         if !query.is_empty() {

@@ -1,6 +1,6 @@
-//! `berth`: Berth's command-line client. It talks only to the REST API; the record types it
-//! reads (progress events, access-failure evidence, access summaries) are `berth-crds`'s, the
-//! ones the server writes.
+//! `berth`: Berth's command-line client. It talks only to the REST API; the request bodies it
+//! sends and the records it reads (progress events, access-failure evidence) are `berth-api`'s,
+//! the shim's own definitions.
 
 mod cli;
 mod client;
@@ -17,7 +17,8 @@ use clap::{CommandFactory, Parser};
 
 use cli::{Cli, Command};
 use commands::{
-    Ctx, account, deploy, infra, members, observe, resources, terminal, tokens, workspace,
+    Ctx, account, deploy, infra, members, observe, platform, resource_config, resources, terminal,
+    tokens, workspace,
 };
 use error::CliResult;
 use output::Output;
@@ -46,6 +47,8 @@ fn run(cli: Cli) -> CliResult<()> {
         Command::Login(args) => account::login(&ctx()?, args),
         Command::Logout => account::logout(&ctx()?),
         Command::Context { organization } => account::context(&ctx()?, organization),
+        Command::Bootstrap(command) => platform::bootstrap(&ctx()?, command),
+        Command::Users(command) => platform::users(&ctx()?, command),
         Command::Account(command) => account::account(&ctx()?, command),
         Command::Organizations(command) => account::organizations(&ctx()?, command),
         Command::Members(command) => members::members(&ctx()?, command),
@@ -56,6 +59,9 @@ fn run(cli: Cli) -> CliResult<()> {
         Command::Credentials(command) => infra::credentials(&ctx()?, command),
         Command::Resources(command) => resources::resources(&ctx()?, command),
         Command::Tokens(command) => tokens::tokens(&ctx()?, command),
+        Command::Config(command) => resource_config::config(&ctx()?, command),
+        Command::Monitoring(command) => platform::monitoring(&ctx()?, command),
+        Command::Decisions(command) => platform::decisions(&ctx()?, command),
         Command::Variables(command) => resources::variables(&ctx()?, command),
         Command::Secrets(command) => resources::secrets(&ctx()?, command),
         Command::Deploy { resource, server } => deploy::deploy(&ctx()?, &resource, server),
@@ -83,6 +89,35 @@ fn run(cli: Cli) -> CliResult<()> {
         Command::Timeline {
             resource,
             deployment,
-        } => observe::timeline(&ctx()?, &resource, &deployment),
+            follow,
+        } => observe::timeline(&ctx()?, &resource, &deployment, follow),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The CLI reaches Berth through the REST API only: neither it nor the wire types it
+    /// shares with the shim may pull in a Kubernetes client or the web server.
+    #[test]
+    fn no_kubernetes_or_web_server_crates() {
+        let manifests = [
+            include_str!("../Cargo.toml"),
+            include_str!("../../apiserver-shim/api/Cargo.toml"),
+        ];
+        for manifest in manifests {
+            let dependencies = manifest.split("[dependencies]").nth(1).unwrap_or_default();
+            for name in [
+                "kube",
+                "k8s-openapi",
+                "axum",
+                "berth-crds",
+                "berth-apiserver-shim",
+            ] {
+                let declared = dependencies
+                    .lines()
+                    .any(|line| line.split(['=', '.', ' ']).next() == Some(name));
+                assert!(!declared, "{name} is a dependency:\n{manifest}");
+            }
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! the step changes, platform messages beneath it, and build or pull output indented. Shared
 //! by `berth deploy` (live) and `berth timeline` (stored).
 
-use berth_crds::progress::{Level, ProgressEvent, Source, StreamStatus};
+use berth_api::progress::{Level, ProgressEvent, Source, StreamStatus};
 
 use crate::output::{Output, Style};
 
@@ -55,8 +55,7 @@ impl ProgressView {
 mod tests {
     use super::*;
     use crate::output::Format;
-    use berth_crds::deployment::{DeploymentPhase, DeploymentStep};
-    use berth_crds::progress::OutputStream;
+    use berth_api::progress::{DeploymentPhase, DeploymentStep, OutputStream};
 
     fn event(
         current: i64,

@@ -15,6 +15,9 @@ use crate::{GENERATION_ANNOTATION, RESOURCE_LABEL};
 use crate::Condition;
 use crate::common::SourceDescriptor;
 
+/// Phase and step are wire types too (progress events carry them): defined in `berth-api`.
+pub use berth_api::progress::{DeploymentPhase, DeploymentStep};
+
 /// Status of a deployment attempt.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
@@ -38,18 +41,6 @@ impl DeploymentState {
             Self::Succeeded | Self::Failed | Self::Canceled | Self::RolledBack
         )
     }
-}
-
-/// Phase of a deployment attempt.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum DeploymentPhase {
-    Detect,
-    Plan,
-    Package,
-    Deploy,
-    Verify,
-    Rollback,
 }
 
 /// One attempt to deploy a resource. A newer attempt for the same resource supersedes it.
@@ -145,18 +136,6 @@ pub struct DeploymentStatus {
     /// Current conditions; `Ready` once the attempt succeeded.
     #[serde(default)]
     pub conditions: Vec<Condition>,
-}
-
-/// Progress through a deployment's steps.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DeploymentStep {
-    /// Number of the current step, from 1.
-    pub current: i64,
-    /// Number of steps.
-    pub total: i64,
-    /// What the current step does.
-    pub label: String,
 }
 
 /// A scheduled retry of an attempt that failed for a passing reason.

@@ -11,15 +11,7 @@ use crate::limits::NAME_MAX;
 use crate::variable::PlainVariable;
 
 /// Every value `spec.kind` may take (a closed set, checked by the API server and the shim).
-pub const ENVIRONMENT_KINDS: &[&str] = &[
-    "local",
-    "development",
-    "test",
-    "staging",
-    "production",
-    "preview",
-    "custom",
-];
+pub use berth_api::environments::ENVIRONMENT_KINDS;
 
 /// Condition reasons of an Environment.
 pub mod reason {

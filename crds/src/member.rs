@@ -8,25 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::Condition;
 
-/// Role of a member in an organization (spec §5).
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum OrganizationRole {
-    Owner,
-    Admin,
-    Member,
-}
-
-impl OrganizationRole {
-    /// The spelling used in the REST API.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Owner => "owner",
-            Self::Admin => "admin",
-            Self::Member => "member",
-        }
-    }
-}
+/// Role of a member in an organization (spec §5): a wire type too, defined in `berth-api`.
+pub use berth_api::members::OrganizationRole;
 
 /// A user's membership of the organization owning this namespace.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]

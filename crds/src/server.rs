@@ -20,15 +20,8 @@ pub enum ServerLifecycle {
     Inactive,
 }
 
-/// Edge proxy run on a server.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum ProxyKind {
-    None,
-    #[default]
-    Caddy,
-    Traefik,
-}
+/// Edge proxy run on a server: a wire type too, defined in `berth-api`.
+pub use berth_api::servers::ProxyKind;
 
 /// A server reached over SSH. Deleting it is refused until it is inactive and its delete
 /// blockers are clear.

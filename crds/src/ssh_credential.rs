@@ -10,13 +10,8 @@ use crate::Condition;
 use crate::limits::{NAME_MAX, OBJECT_NAME_MAX};
 use crate::server::{Server, ServerLifecycle};
 
-/// Kind of SSH credential; the spec names only private keys.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum SshCredentialKind {
-    #[default]
-    SshPrivateKey,
-}
+/// Kind of SSH credential: a wire type too, defined in `berth-api`.
+pub use berth_api::credentials::SshCredentialKind;
 
 /// A reusable SSH credential. Deleting it is refused while any server uses it.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]

@@ -15,6 +15,7 @@ use kube::Api;
 use kube::api::PostParams;
 use serde_json::{Value, json};
 
+use crate::cli_tmux::Pane;
 use crate::deploy_support::{WAIT, delete_resource, ready_server, remove_server, wait_listed_with};
 use crate::shim_projects_envs::{environment, project};
 
@@ -109,6 +110,17 @@ impl Berth {
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
         }
+    }
+
+    /// The environment `run_with` gives the binary, for a command started on a tmux pane.
+    fn terminal_env(&self) -> Vec<(&'static str, String)> {
+        let home = self.home.path();
+        vec![
+            ("HOME", home.display().to_string()),
+            ("XDG_CONFIG_HOME", home.join("config").display().to_string()),
+            ("BERTH_URL", base_url()),
+            ("BERTH_TOKEN", String::new()),
+        ]
     }
 
     async fn login(&self, user: &TestUser) {
@@ -212,6 +224,18 @@ async fn cli_signs_in_switches_context_and_manages_projects_and_environments() {
     let listed = berth.run(&["projects", "list", "-o", "json"]).await.json();
     assert_eq!(ids(&listed), vec![project_id]);
     assert_eq!(listed["items"][0]["organizationId"], home_org.id.as_str());
+    assert_eq!(berth.run(&["projects", "count"]).await.ok().trim(), "1");
+    let decided = berth
+        .run(&[
+            "decisions",
+            "capabilities",
+            "deployments.create",
+            "-o",
+            "json",
+        ])
+        .await
+        .json();
+    assert_eq!(decided["capabilities"][0]["allowed"], true, "{decided}");
     let create_env = [
         "environments",
         "create",
@@ -416,20 +440,31 @@ async fn cli_imports_an_env_file_and_deploys_with_progress_or_the_error_code() {
         "{listed}"
     );
 
-    // A shell on the server through `berth terminal` (raw mode on script(1)'s terminal): the
-    // typed command runs remotely, and the shell's exit status makes the CLI fail.
-    let command = format!("{} terminal {server}", binary().display());
-    let typed = "echo cli-$((6*7))\nexit 3\n";
-    let script = std::path::Path::new("script");
-    let shell = berth
-        .run_with(script, &["-qec", &command, "/dev/null"], Some(typed), &[])
-        .await;
-    assert_eq!(shell.code, 1, "{shell:#?}");
-    assert!(shell.stdout.contains("cli-42"), "{shell:#?}");
+    // A secret goes in through standard input and never comes out again.
+    let value = format!("s3cret-{}", random_suffix());
+    let set = ["secrets", "set", "--resource", &good, "API_KEY"];
+    berth
+        .run_with(&binary(), &set, Some(&value), &[])
+        .await
+        .ok();
+    let shown = berth
+        .run(&["secrets", "show", "--resource", &good, "API_KEY"])
+        .await
+        .ok();
     assert!(
-        shell.stdout.contains("the shell exited with status 3"),
-        "{shell:#?}"
+        shown.contains("API_KEY") && !shown.contains(&value),
+        "{shown}"
     );
+    let listed = berth
+        .run(&["secrets", "list", "--resource", &good, "-o", "json"])
+        .await
+        .ok();
+    assert!(
+        listed.contains("API_KEY") && !listed.contains(&value),
+        "{listed}"
+    );
+
+    terminal_on_a_pane(&berth, &server).await;
 
     // The controller's own first attempts end first; then both deploy through the stream.
     tokio::join!(
@@ -454,27 +489,7 @@ async fn cli_imports_an_env_file_and_deploys_with_progress_or_the_error_code() {
     let once = !failed.stdout.contains("health_check_failed");
     assert!(once, "the error is shown once, on stderr: {failed:#?}");
 
-    // On a terminal (a pseudo-terminal from script(1)): colour, and a spinner with the step's
-    // elapsed time on a line that is cleared and redrawn under the output.
-    let command = format!("{} deploy {good}", binary().display());
-    let tty = berth
-        .run_with(
-            script,
-            &["-qec", &command, "/dev/null"],
-            None,
-            &[("NO_COLOR", "")],
-        )
-        .await;
-    let shown = tty.ok();
-    assert!(shown.contains("\x1b[1mstep 1/5"), "bold steps: {shown:?}");
-    assert!(
-        shown.contains("\r\x1b[2K") && shown.contains("(0s)"),
-        "a spinner: {shown:?}"
-    );
-    assert!(
-        shown.contains(&format!("URL: http://{good}.localhost")),
-        "{shown:?}"
-    );
+    deploy_on_a_pane(&berth, &good).await;
 
     // The attempt's timeline and the resource's health read back through the CLI too.
     let listed = berth.run(&["resources", "list", "-o", "json"]).await.json();
@@ -491,6 +506,36 @@ async fn cli_imports_an_env_file_and_deploys_with_progress_or_the_error_code() {
         timeline.contains("step 5/5") && timeline.contains("succeeded"),
         "{timeline}"
     );
+    // Followed, a finished attempt's timeline is printed whole and the command ends.
+    let followed = berth
+        .run(&["timeline", &good, deployment, "--follow"])
+        .await
+        .ok();
+    assert!(followed.contains("step 5/5"), "{followed}");
+
+    // A resource's configuration, and the server's key rotated in place (the same key, so
+    // the server stays reachable).
+    let auto_deploy = berth
+        .run(&["config", "auto-deploy", "--resource", &good, "-o", "json"])
+        .await
+        .json();
+    assert_eq!(auto_deploy["resourceId"], good_id.as_str(), "{auto_deploy}");
+    let changed = berth
+        .run(&["config", "network", "--resource", &good, "--port", "8080"])
+        .await
+        .ok();
+    assert!(changed.contains("Changed the network profile"), "{changed}");
+    let credential = berth.run(&["credentials", "list", "-q"]).await.ok();
+    let key = berth_tests::stack_env("BERTH_SSH_KEY");
+    let rotate = [
+        "credentials",
+        "rotate",
+        credential.trim(),
+        "--private-key-file",
+        &key,
+    ];
+    let rotated = berth.run(&rotate).await.ok();
+    assert!(rotated.contains("1 server(s) use the new key"), "{rotated}");
     let health = berth.run(&["health", &good, "-o", "json"]).await.json();
     assert_eq!(health["resourceId"], good_id.as_str());
     let diagnosis = berth.run(&["diagnose", &broken]).await.ok();
@@ -541,4 +586,88 @@ async fn cli_imports_an_env_file_and_deploys_with_progress_or_the_error_code() {
     delete_resource(&admin.rest, &good_id, &good).await;
     delete_resource(&admin.rest, &broken_id, &broken).await;
     remove_server(&admin.rest, &server).await;
+}
+
+/// `berth terminal` on a tmux pane: the remote shell sees the window's size and its change,
+/// the shell's exit status makes the CLI fail, and the local terminal's settings are as they
+/// were once it exits.
+async fn terminal_on_a_pane(berth: &Berth, server: &str) {
+    let home = berth.home.path();
+    let (before, after) = (home.join("stty-before"), home.join("stty-after"));
+    let command = format!(
+        "stty -g > {}; {} terminal {server}; echo exit=$?; stty -g > {}; sleep 600",
+        before.display(),
+        binary().display(),
+        after.display()
+    );
+    let pane = Pane::start(&command, (100, 30), &berth.terminal_env());
+    // Only the remote shell turns `$((2*3))` into 6: the typed line itself shows the formula.
+    pane.type_line("stty size; echo size-$((2*3))");
+    let shown = pane.wait_for("size-6", WAIT).await;
+    assert!(shown.lines().any(|l| l.trim() == "30 100"), "{shown}");
+
+    pane.resize((120, 40));
+    // The CLI looks at the window size between reads (every 30 ms).
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    pane.type_line("stty size; echo size-$((3*3))");
+    let shown = pane.wait_for("size-9", WAIT).await;
+    assert!(shown.lines().any(|l| l.trim() == "40 120"), "{shown}");
+
+    pane.type_line("exit 3");
+    let shown = pane.wait_for("exit=", WAIT).await;
+    assert!(shown.contains("exit=1"), "{shown}");
+    assert!(shown.contains("the shell exited with status 3"), "{shown}");
+    eventually(WAIT, "the settings after the CLI are saved", || async {
+        std::fs::metadata(&after).ok().filter(|m| m.len() > 0)
+    })
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(&before).unwrap(),
+        std::fs::read_to_string(&after).unwrap(),
+        "raw mode is left: the terminal is restored"
+    );
+}
+
+/// `berth deploy` on a tmux pane: a spinner with the running step and its elapsed time while
+/// it runs, the step lines, the URL at the end, and no spinner left behind.
+async fn deploy_on_a_pane(berth: &Berth, slug: &str) {
+    let command = format!(
+        "{} deploy {slug}; echo exit=$?; sleep 600",
+        binary().display()
+    );
+    let pane = Pane::start(&command, (160, 50), &berth.terminal_env());
+    let spinner_line = |text: &str| {
+        text.lines().any(|line| {
+            let line = line.trim_end();
+            ["| ", "/ ", "- ", "\\ "]
+                .iter()
+                .any(|f| line.starts_with(f))
+                && line.ends_with("s)")
+        })
+    };
+    let started = std::time::Instant::now();
+    let mut saw_spinner = false;
+    let shown = loop {
+        let text = pane.text();
+        saw_spinner |= spinner_line(&text);
+        if text.contains("exit=") {
+            break text;
+        }
+        assert!(started.elapsed() < WAIT, "the deploy never ended:\n{text}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(shown.contains("exit=0"), "{shown}");
+    assert!(
+        saw_spinner,
+        "a spinner while a step runs; at the end:\n{shown}"
+    );
+    assert!(!spinner_line(&shown), "the spinner is cleared:\n{shown}");
+    let position = |what: &str| {
+        shown
+            .find(what)
+            .unwrap_or_else(|| panic!("{what:?} missing:\n{shown}"))
+    };
+    let url = position(&format!("URL: http://{slug}.localhost"));
+    assert!(position("step 1/5") < position("step 5/5"), "{shown}");
+    assert!(position("step 5/5") < url, "{shown}");
 }

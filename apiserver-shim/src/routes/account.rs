@@ -13,11 +13,11 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::DeleteParams;
 use kube::{Api, ResourceExt};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::Endpoint;
 use super::bootstrap::{FIRST_ADMIN_LABEL, password_secret_name, revoke_session};
-use super::common::{Confirmation, all_in, confirm, created_at, paginate, timestamp};
+use super::common::{all_in, confirm, created_at, paginate, timestamp};
 use super::identity::{display_name, image_url, memberships, now, updated_at};
 use super::members::deactivate;
 use crate::auth::Caller;
@@ -26,6 +26,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
 use crate::state::AppState;
 use crate::write::apply;
+
+pub use berth_api::account::{DeleteAccount, RevokeSession, UpdateProfile};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -73,17 +75,6 @@ pub struct AccountProfile {
     pub updated_at: String,
 }
 
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct UpdateProfile {
-    /// Name shown in the console and CLI; an empty string clears it.
-    pub display_name: Option<String>,
-    /// Avatar image URL (http or https); an empty string clears it.
-    pub avatar_url: Option<String>,
-    /// Refused: the email is the login name and cannot be changed here.
-    pub email: Option<String>,
-}
-
 /// The Session record of spec §2.2.
 #[derive(Serialize, JsonSchema, Clone)]
 #[serde(rename_all = "camelCase")]
@@ -116,22 +107,11 @@ pub struct SessionList {
     pub next_cursor: Option<String>,
 }
 
-#[derive(Deserialize, JsonSchema, Default)]
-#[serde(deny_unknown_fields)]
-pub struct RevokeSession {}
-
 #[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RevokedSession {
     pub session_id: String,
     pub revoked_at: String,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct DeleteAccount {
-    /// Must carry `userId` equal to your own user id.
-    pub confirmation: Option<Confirmation>,
 }
 
 #[derive(Serialize, JsonSchema)]

@@ -17,7 +17,7 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{ObjectMeta, PostParams};
 use kube::{Api, ResourceExt};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::Endpoint;
 use super::common::{non_empty, slugify, timestamp};
@@ -27,6 +27,10 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::state::AppState;
 use crate::write::apply;
+
+pub use berth_api::bootstrap::{FirstAdminRequest, LoginRequest, LogoutRequest};
+
+pub use berth_api::bootstrap::{LoginResult, LogoutResult};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -92,18 +96,6 @@ pub struct BootstrapStatus {
     pub next_steps: Vec<String>,
 }
 
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct FirstAdminRequest {
-    /// The administrator's email (their login name).
-    pub email: String,
-    pub display_name: Option<String>,
-    /// A password of at least 12 characters; one is generated and returned once when omitted.
-    pub password: Option<String>,
-    /// Display name of the first organization (default `Default`).
-    pub organization_name: Option<String>,
-}
-
 /// The First-admin result record of spec §2.2.
 #[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -120,38 +112,6 @@ pub struct FirstAdminResult {
     pub generated_password: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub login_url: Option<String>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct LoginRequest {
-    pub email: String,
-    pub password: String,
-    /// Kind of client, e.g. `web` (default) or `cli`.
-    pub client_kind: Option<String>,
-    /// Name shown in the session list.
-    pub display_name: Option<String>,
-}
-
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct LoginResult {
-    /// The bearer token; shown only here.
-    pub token: String,
-    pub session_id: String,
-    pub user_id: String,
-    pub expires_at: String,
-}
-
-#[derive(Deserialize, JsonSchema, Default)]
-#[serde(deny_unknown_fields)]
-pub struct LogoutRequest {}
-
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct LogoutResult {
-    pub session_id: String,
-    pub revoked_at: String,
 }
 
 pub fn login_methods(configured: bool) -> Vec<LoginMethod> {

@@ -8,38 +8,13 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Resource, ResourceExt};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// `{ "id": … }`: what create and delete calls return.
-#[derive(Serialize, JsonSchema)]
-pub struct IdResponse {
-    /// Id of the object created or changed.
-    pub id: String,
-}
+pub use berth_api::common::Confirmation;
 
-/// The `confirmation` object of destructive calls (spec §5): it repeats the target id.
-#[derive(Deserialize, JsonSchema, Default, Debug)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Confirmation {
-    pub project_id: Option<String>,
-    pub environment_id: Option<String>,
-    pub token_id: Option<String>,
-    pub user_id: Option<String>,
-    pub organization_id: Option<String>,
-    pub credential_id: Option<String>,
-    pub server_id: Option<String>,
-    pub resource_slug: Option<String>,
-}
-
-/// `{ "count": … }`.
-#[derive(Serialize, JsonSchema)]
-pub struct CountResponse {
-    pub count: usize,
-}
+pub use berth_api::common::{CountResponse, IdResponse};
 
 /// An ISO 8601 timestamp as the REST API prints it.
 pub fn timestamp(time: &Time) -> String {

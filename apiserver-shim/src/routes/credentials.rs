@@ -10,7 +10,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use berth_crds::member::OrganizationRole;
 use berth_crds::ssh_credential::{
-    PrivateKeySecretRef, SshCredential, SshCredentialKind, SshCredentialSpec, SshCredentialUsage,
+    PrivateKeySecretRef, SshCredential, SshCredentialSpec, SshCredentialUsage,
 };
 use berth_remote::{ClientKey, ClientKeyError};
 use k8s_openapi::api::core::v1::Secret;
@@ -19,13 +19,13 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Api, Resource, ResourceExt};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::json;
 
 use super::Endpoint;
 use super::common::{
-    Confirmation, IdResponse, all_in, bounded, confirm, created_at, find_in, known_params,
-    merge_status, timestamp,
+    IdResponse, all_in, bounded, confirm, created_at, find_in, known_params, merge_status,
+    timestamp,
 };
 use crate::auth::token::new_id;
 use crate::auth::{Caller, CallerOrganization, Principal};
@@ -33,6 +33,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
 use crate::state::AppState;
 use crate::write::apply;
+
+pub use berth_api::credentials::{CreateCredential, DeleteCredential, RotateCredential};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -136,35 +138,6 @@ pub struct RotatedCredential {
     pub credential: RotatedCredentialRecord,
     /// The servers whose next connection uses the new key.
     pub affected_usage: SshCredentialUsage,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CreateCredential {
-    /// Display name (1-120 characters).
-    pub name: String,
-    /// `ssh-private-key`.
-    pub kind: SshCredentialKind,
-    /// Unencrypted OpenSSH or PEM private key. Stored only in a Secret; never returned.
-    pub private_key: String,
-    /// Login name servers use with this key unless they set their own.
-    pub username: Option<String>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct DeleteCredential {
-    /// Must carry `credentialId` equal to the credential being deleted.
-    pub confirmation: Option<Confirmation>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct RotateCredential {
-    /// The new unencrypted OpenSSH or PEM private key.
-    pub private_key: String,
-    /// Must carry `credentialId` equal to the credential being rotated.
-    pub confirmation: Option<Confirmation>,
 }
 
 /// A JSON body whose error messages never repeat a string value: a key pasted into the wrong

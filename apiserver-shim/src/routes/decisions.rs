@@ -21,6 +21,10 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::write::{UPDATED_BY_ID, UPDATED_BY_KIND};
 
+pub use berth_api::decisions::{
+    CapabilityKeyQuery, CapabilityQuery, EntitlementQuery, OperationKeyQuery,
+};
+
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
         Endpoint::post::<CapabilityQuery, CapabilityAnswer, _, _>(
@@ -52,20 +56,6 @@ pub const MAX_REFS: usize = 32;
 pub const SOURCE: &str = "self-hosted";
 const SELF_HOSTED_REASON: &str = "self-hosted Berth has no plan limits";
 
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CapabilityQuery {
-    /// 1-100 operations to decide on.
-    pub queries: Vec<OperationKeyQuery>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct OperationKeyQuery {
-    /// Operation, e.g. `deployments.create`.
-    pub operation_key: String,
-}
-
 /// The Capability decision record of spec §2.2.
 #[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -80,20 +70,6 @@ pub struct CapabilityDecision {
 #[derive(Serialize, JsonSchema)]
 pub struct CapabilityAnswer {
     pub capabilities: Vec<CapabilityDecision>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct EntitlementQuery {
-    /// 1-100 capabilities to check.
-    pub queries: Vec<CapabilityKeyQuery>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CapabilityKeyQuery {
-    /// Capability, e.g. `custom-domains`.
-    pub capability_key: String,
 }
 
 /// The Entitlement record of spec §2.2.

@@ -12,13 +12,13 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::{Api, ResourceExt};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::json;
 
 use super::Endpoint;
 use super::common::{
-    Confirmation, all_in, bounded, confirm, created_at, find_in, known_params, merge_status,
-    parse_timestamp, timestamp,
+    all_in, bounded, confirm, created_at, find_in, known_params, merge_status, parse_timestamp,
+    timestamp,
 };
 use crate::auth::token::{self, new_id};
 use crate::auth::{Caller, CallerOrganization, Principal, check_token_usable, user_organization};
@@ -26,6 +26,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
 use crate::state::AppState;
 use crate::write::apply;
+
+pub use berth_api::deploy_tokens::{ConfirmedAction, CreateToken, ScopeInput};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -119,53 +121,6 @@ pub struct RotatedToken {
 pub struct RevokedToken {
     pub token_id: String,
     pub revoked_at: String,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CreateToken {
-    /// The organization the token belongs to: the caller's current organization.
-    pub organization_id: String,
-    /// Name shown in lists (1-120 characters).
-    pub display_name: String,
-    /// What the token may act on; an empty or missing array places no limit of that kind.
-    pub scope: ScopeInput,
-    /// When the token stops working (ISO 8601, in the future); never when omitted.
-    pub expires_at: Option<String>,
-}
-
-/// The six scope arrays of a new token.
-#[derive(Deserialize, JsonSchema, Default)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ScopeInput {
-    /// Servers the token may deploy to.
-    #[serde(default)]
-    pub deployment_target_ids: Vec<String>,
-    /// Environments the token may act on.
-    #[serde(default)]
-    pub environment_ids: Vec<String>,
-    /// Projects the token may act on.
-    #[serde(default)]
-    pub project_ids: Vec<String>,
-    /// Repositories (`owner/name`) the token may be used from.
-    #[serde(default)]
-    pub repository_full_names: Vec<String>,
-    /// Resources the token may act on.
-    #[serde(default)]
-    pub resource_ids: Vec<String>,
-    /// Workflow commands the token may run, e.g. `source-link-deploy`, `preview-cleanup`.
-    #[serde(default)]
-    pub workflow_commands: Vec<String>,
-}
-
-/// Body of rotate and revoke.
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ConfirmedAction {
-    /// The organization the token belongs to.
-    pub organization_id: String,
-    /// Must carry `tokenId` equal to the token being changed.
-    pub confirmation: Option<Confirmation>,
 }
 
 /// Managing tokens needs a signed-in admin (or owner) of `organization_id`. It need not be the

@@ -26,8 +26,6 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::PostParams;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, ResourceExt};
-use schemars::JsonSchema;
-use serde::Deserialize;
 
 pub use self::progress::{Level, Masker, ProgressEvent, StreamStatus, Tracker};
 use self::timeline::OutputFollower;
@@ -40,6 +38,8 @@ use crate::extract::JsonBody;
 use crate::state::{AppState, FIELD_MANAGER};
 use crate::write::{UPDATED_BY_ID, UPDATED_BY_KIND};
 use berth_timeline::TimelineKey;
+
+pub use berth_api::deployments::StartDeployment;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -68,21 +68,6 @@ const BUFFER: usize = 16;
 const OUTPUT_POLL: Duration = Duration::from_millis(250);
 /// What started attempts made through this endpoint (`spec.trigger`).
 pub const TRIGGER: &str = "manual";
-
-#[derive(Deserialize, JsonSchema, Debug)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct StartDeployment {
-    /// The resource's project.
-    pub project_id: String,
-    /// The server to deploy to: the one the resource names.
-    pub server_id: String,
-    /// The resource's environment.
-    pub environment_id: String,
-    /// The resource to deploy (its current source is deployed).
-    pub resource_id: String,
-    /// Deployment destination on the server; the resource's when omitted.
-    pub destination_id: Option<String>,
-}
 
 fn validate(body: &StartDeployment) -> ApiResult<()> {
     bounded("projectId", &body.project_id, 253)?;

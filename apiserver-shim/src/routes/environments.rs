@@ -13,7 +13,7 @@ use berth_crds::member::OrganizationRole;
 use berth_crds::variable::{PlainVariable, VariableExposure};
 use kube::{Api, ResourceExt};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::Endpoint;
 use super::common::{
@@ -26,6 +26,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
 use crate::state::{AppState, FIELD_MANAGER};
 use crate::write::{apply, only_owned};
+
+pub use berth_api::environments::{ArchiveEnvironment, CreateEnvironment};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -104,27 +106,6 @@ pub struct MaskedVariable {
 #[derive(Serialize, JsonSchema)]
 pub struct EnvironmentList {
     pub items: Vec<EnvironmentRecord>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CreateEnvironment {
-    /// The project it belongs to (active, in the caller's organization).
-    pub project_id: String,
-    /// Display name, unique among the project's active environments (1-120 characters).
-    pub name: String,
-    /// `local`, `development`, `test`, `staging`, `production`, `preview` or `custom`.
-    #[schemars(extend("enum" = ENVIRONMENT_KINDS))]
-    pub kind: String,
-    /// An environment of the same project this one derives from (previews).
-    pub parent_environment_id: Option<String>,
-}
-
-#[derive(Deserialize, JsonSchema, Default)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ArchiveEnvironment {
-    /// Why the environment is archived (shown as `archiveReason`).
-    pub reason: Option<String>,
 }
 
 /// Key fragments that mark a plain variable's value as a secret worth hiding anyway.

@@ -11,7 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::{Api, ResourceExt};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::Endpoint;
 use super::bootstrap::validate_email;
@@ -24,6 +24,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
 use crate::state::AppState;
 use crate::write::apply;
+
+pub use berth_api::invitations::{AcceptInvitation, CreateInvitation, RevokeInvitation};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -88,23 +90,6 @@ pub struct InvitationList {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
 }
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CreateInvitation {
-    /// Email address of the person invited.
-    pub email: String,
-    /// Role granted on acceptance; only an owner may invite an owner.
-    pub role: OrganizationRole,
-}
-
-#[derive(Deserialize, JsonSchema, Default)]
-#[serde(deny_unknown_fields)]
-pub struct RevokeInvitation {}
-
-#[derive(Deserialize, JsonSchema, Default)]
-#[serde(deny_unknown_fields)]
-pub struct AcceptInvitation {}
 
 /// The accepted invitation and the membership it created or reactivated.
 #[derive(Serialize, JsonSchema)]

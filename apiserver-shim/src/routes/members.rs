@@ -9,7 +9,7 @@ use berth_crds::limits::MEMBER_LIST_LIMIT_MAX;
 use berth_crds::member::{Member, MemberSpec, OrganizationRole};
 use kube::{Api, ResourceExt};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::Endpoint;
 use super::common::{all_in, created_at, find_in, paginate, timestamp};
@@ -19,6 +19,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
 use crate::state::AppState;
 use crate::write::apply;
+
+pub use berth_api::members::{ChangeRole, ReactivateMember, RemoveMember, TransferOwnership};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -86,36 +88,12 @@ pub struct MemberList {
     pub next_cursor: Option<String>,
 }
 
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ChangeRole {
-    /// The new role: `owner`, `admin` or `member`.
-    pub role: OrganizationRole,
-}
-
-#[derive(Deserialize, JsonSchema, Default)]
-#[serde(deny_unknown_fields)]
-pub struct RemoveMember {}
-
 #[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RemovedMember {
     pub member_id: String,
     pub organization_id: String,
     pub removed_at: String,
-}
-
-#[derive(Deserialize, JsonSchema, Default)]
-#[serde(deny_unknown_fields)]
-pub struct ReactivateMember {}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct TransferOwnership {
-    /// Your own owner membership; it becomes `admin`.
-    pub from_member_id: String,
-    /// An active member of the organization; it becomes `owner`.
-    pub to_member_id: String,
 }
 
 #[derive(Serialize, JsonSchema)]

@@ -10,13 +10,11 @@ use berth_crds::session::Session;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::Endpoint;
 use super::bootstrap::{LoginMethod, login_methods, wait_for_namespace};
-use super::common::{
-    self, Confirmation, IdResponse, confirm, created_at, non_empty, slugify, timestamp,
-};
+use super::common::{self, IdResponse, confirm, created_at, non_empty, slugify, timestamp};
 use super::identity::{
     Permissions, display_name, image_url, in_organization, live_organization, memberships, now,
     permissions, updated_at,
@@ -29,6 +27,10 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::state::{AppState, FIELD_MANAGER};
 use crate::write::apply;
+
+pub use berth_api::organizations::{
+    CreateOrganization, DeleteOrganization, SwitchOrganization, UpdateOrganization,
+};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -105,13 +107,6 @@ pub struct OrganizationContext {
     pub permissions: Permissions,
 }
 
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct SwitchOrganization {
-    /// An organization you are an active member of.
-    pub organization_id: String,
-}
-
 /// The Organization profile record of spec §2.2.
 #[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -126,32 +121,6 @@ pub struct OrganizationProfile {
     pub logo_url: Option<String>,
     pub created_at: String,
     pub updated_at: String,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct UpdateOrganization {
-    /// New display name (1-120 characters).
-    pub name: Option<String>,
-    /// Logo image URL (http or https); an empty string clears it.
-    pub logo_url: Option<String>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CreateOrganization {
-    /// Display name (1-120 characters).
-    pub name: String,
-    /// Id and URL-safe short name (1-58 lowercase letters, digits, dashes); derived from the
-    /// name when omitted.
-    pub slug: Option<String>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct DeleteOrganization {
-    /// Must carry `organizationId` equal to the organization being deleted.
-    pub confirmation: Option<Confirmation>,
 }
 
 #[derive(Serialize, JsonSchema)]

@@ -8,12 +8,12 @@ use berth_crds::member::OrganizationRole;
 use berth_crds::project::{Project, ProjectSpec};
 use kube::{Api, ResourceExt};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::Endpoint;
 use super::common::{
-    Confirmation, CountResponse, IdResponse, all_in, bounded, confirm, created_at, find_in,
-    slugify, timestamp, validate_slug,
+    CountResponse, IdResponse, all_in, bounded, confirm, created_at, find_in, slugify, timestamp,
+    validate_slug,
 };
 use crate::auth::token::new_id;
 use crate::auth::{Caller, ScopeDimension};
@@ -21,6 +21,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
 use crate::state::{AppState, FIELD_MANAGER};
 use crate::write::{apply, only_owned};
+
+pub use berth_api::projects::{ArchiveProject, CreateProject, RenameProject};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -74,36 +76,6 @@ pub struct ProjectList {
     pub total: usize,
     pub limit: u64,
     pub offset: u64,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CreateProject {
-    /// Display name (required, at least 1 character).
-    pub name: String,
-    /// URL-safe short name; derived from the name when omitted.
-    pub slug: Option<String>,
-    pub description: Option<String>,
-    /// Position in ordered lists.
-    pub display_order: Option<u32>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ArchiveProject {
-    /// Must carry `projectId` equal to the project being archived.
-    pub confirmation: Option<Confirmation>,
-    /// Why the project is archived (shown as `archiveReason`).
-    pub reason: Option<String>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct RenameProject {
-    /// The new display name.
-    pub name: String,
-    /// A new slug; unchanged when omitted.
-    pub slug: Option<String>,
 }
 
 /// Converts the custom resource to the REST record.

@@ -17,10 +17,10 @@ use berth_crds::resource::{
 };
 use kube::{Api, ResourceExt};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::Endpoint;
-use super::common::{Confirmation, IdResponse, all_in, bounded, created_at, known_params};
+use super::common::{IdResponse, all_in, bounded, created_at, known_params};
 use super::resource_config::lookup;
 use super::servers::DeleteReceipts;
 use super::{environments, projects};
@@ -31,6 +31,8 @@ use crate::extract::{JsonBody, QueryParams};
 use crate::state::AppState;
 
 pub use create::CreateResource;
+
+pub use berth_api::resources::DeleteResource;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -92,16 +94,6 @@ pub struct ResourceRecord {
 #[derive(Serialize, JsonSchema)]
 pub struct ResourceList {
     pub items: Vec<ResourceRecord>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct DeleteResource {
-    /// Must carry `resourceSlug` equal to the slug of the resource being deleted.
-    pub confirmation: Option<Confirmation>,
-    /// Repeating a delete with the same key (within 24 hours, on the same shim) returns the
-    /// same `{id}`, even once the resource is gone.
-    pub idempotency_key: Option<String>,
 }
 
 /// Converts the custom resource to the list item; deployment facts come from its status.

@@ -21,13 +21,12 @@ use berth_crds::server::{
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::json;
 
 use super::Endpoint;
 use super::common::{
-    Confirmation, IdResponse, all_in, bounded, confirm, created_at, find_in, known_params,
-    timestamp,
+    IdResponse, all_in, bounded, confirm, created_at, find_in, known_params, timestamp,
 };
 use super::credentials;
 use crate::auth::token::new_id;
@@ -37,6 +36,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
 use crate::state::{AppState, FIELD_MANAGER};
 use crate::write::{UPDATED_BY_ID, UPDATED_BY_KIND, apply};
+
+pub use berth_api::servers::{CreateServer, DeleteServer, NoBody, ProxyInput};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -137,55 +138,6 @@ pub struct Blocker {
 #[derive(Serialize, JsonSchema)]
 pub struct ServerList {
     pub items: Vec<ServerRecord>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CreateServer {
-    /// Display name (1-120 characters).
-    pub name: String,
-    /// Host name or IP address sshd listens on.
-    pub host: String,
-    /// SSH port; 22 when omitted.
-    pub port: Option<u16>,
-    /// Login name; the credential's username, else `root`, when omitted.
-    pub username: Option<String>,
-    /// The SSH credential to log in with (in the caller's organization).
-    pub credential_id: String,
-    /// Provider of the server; `generic-ssh` when omitted.
-    pub provider_key: Option<String>,
-    /// Base domain for generated access URLs, e.g. `apps.example.com`.
-    pub base_domain: Option<String>,
-    /// Pins the host key up front (`SHA256:…`); otherwise the key seen first is pinned.
-    pub expected_host_key_fingerprint: Option<String>,
-    /// Edge proxy settings; Caddy on ports 80 and 443 when omitted.
-    pub proxy: Option<ProxyInput>,
-}
-
-/// Edge proxy settings of a new server.
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ProxyInput {
-    /// `caddy` (default), `traefik` or `none`.
-    pub kind: Option<ProxyKind>,
-    /// Container image of the proxy.
-    pub image: Option<String>,
-    pub http_port: Option<u16>,
-    pub https_port: Option<u16>,
-}
-
-/// An empty object (or no body).
-#[derive(Deserialize, JsonSchema, Default)]
-#[serde(deny_unknown_fields)]
-pub struct NoBody {}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct DeleteServer {
-    /// Must carry `serverId` equal to the server being deleted.
-    pub confirmation: Option<Confirmation>,
-    /// Repeating a delete with the same key (within 24 hours) returns the same result.
-    pub idempotency_key: Option<String>,
 }
 
 /// Idempotency keys of recent deletes, kept in the shim's memory (a restart forgets them; a

@@ -26,8 +26,6 @@ use berth_crds::server::Server;
 use berth_remote::{PoolSettings, RemoteError, ServerConnection, ServerConnectionPool, ServerId};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 
 pub use self::bridge::{ClientMessage, ServerMessage, TerminalProtocol};
 use super::Endpoint;
@@ -39,6 +37,10 @@ use crate::auth::{Caller, bearer};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
 use crate::state::AppState;
+
+pub use berth_api::terminal::{CreateTerminalSession, TerminalScope};
+
+pub use berth_api::terminal::{TerminalSessionRecord, Transport};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -72,56 +74,6 @@ pub const COLS: (i64, i64) = (20, 320);
 const DEFAULT_ROWS: i64 = 24;
 const DEFAULT_COLS: i64 = 80;
 const MAX_DIRECTORY: usize = 512;
-
-/// The Terminal session record of spec §2.2.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct TerminalSessionRecord {
-    /// Single-use id; connect within 60 seconds.
-    pub session_id: String,
-    /// `server`.
-    pub scope: String,
-    pub server_id: String,
-    pub transport: Transport,
-    pub provider_key: String,
-    /// Where the shell starts, relative to the login user's home (`~/…`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub working_directory: Option<String>,
-    pub created_at: String,
-    /// The WebSocket must be opened before this time.
-    pub expires_at: String,
-}
-
-/// How to reach the terminal.
-#[derive(Serialize, JsonSchema)]
-pub struct Transport {
-    /// `websocket`.
-    pub kind: String,
-    /// Absolute path of the WebSocket endpoint on this API's host.
-    pub path: String,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CreateTerminalSession {
-    /// What the terminal is opened on.
-    pub scope: TerminalScope,
-    /// Directory to start in, relative to the login user's home (1-512 characters; no `..`).
-    pub relative_directory: Option<String>,
-    /// Terminal height in rows (10-120, default 24).
-    pub initial_rows: Option<i64>,
-    /// Terminal width in columns (20-320, default 80).
-    pub initial_cols: Option<i64>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct TerminalScope {
-    /// `server`.
-    pub kind: String,
-    /// The server to open a shell on.
-    pub server_id: String,
-}
 
 /// A created session waiting for its WebSocket.
 struct Pending {

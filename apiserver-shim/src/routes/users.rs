@@ -7,7 +7,7 @@ use berth_crds::member::OrganizationRole;
 use berth_crds::user::{User, UserSpec};
 use kube::{Api, ResourceExt};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::Endpoint;
 use super::bootstrap::{MIN_PASSWORD_LENGTH, password_secret_name, store_password, validate_email};
@@ -19,6 +19,8 @@ use crate::extract::JsonBody;
 use crate::state::AppState;
 use crate::write::apply;
 
+pub use berth_api::users::CreateUser;
+
 pub fn endpoints() -> Vec<Endpoint> {
     vec![Endpoint::post::<CreateUser, CreatedUser, _, _>(
         "/users",
@@ -29,17 +31,6 @@ pub fn endpoints() -> Vec<Endpoint> {
 
 /// Longest password accepted (Argon2 takes any length; this bounds the work per request).
 pub const MAX_PASSWORD_LENGTH: usize = 256;
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CreateUser {
-    /// Email address the person signs in with; unique across the platform.
-    pub email: String,
-    /// Name shown in the console and CLI.
-    pub display_name: Option<String>,
-    /// At least 12 characters; one is generated and returned once when omitted.
-    pub password: Option<String>,
-}
 
 #[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

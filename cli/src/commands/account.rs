@@ -2,6 +2,12 @@
 
 use std::io::BufRead;
 
+use berth_api::account::{DeleteAccount, RevokeSession, UpdateProfile};
+use berth_api::bootstrap::{LoginRequest, LoginResult, LogoutRequest};
+use berth_api::common::Confirmation;
+use berth_api::organizations::{
+    CreateOrganization, DeleteOrganization, SwitchOrganization, UpdateOrganization,
+};
 use serde_json::{Value, json};
 
 use super::{Ctx, created, show};
@@ -65,10 +71,12 @@ fn password(email: &str, from_stdin: bool) -> CliResult<String> {
 }
 
 fn session_config(ctx: &Ctx, url: String, email: String, password: &str) -> CliResult<Config> {
-    let body = json!({
-        "email": email, "password": password,
-        "clientKind": "cli", "displayName": "berth CLI",
-    });
+    let body = LoginRequest {
+        email: email.clone(),
+        password: password.to_string(),
+        client_kind: Some("cli".into()),
+        display_name: Some("berth CLI".into()),
+    };
     let answer = ctx
         .anonymous()?
         .post("/auth/login", &body)
@@ -84,12 +92,11 @@ fn session_config(ctx: &Ctx, url: String, email: String, password: &str) -> CliR
             },
             other => other,
         })?;
-    let token = answer["token"]
-        .as_str()
-        .ok_or_else(|| CliError::failure("the login answer has no token"))?;
+    let answer: LoginResult = serde_json::from_value(answer)
+        .map_err(|error| CliError::failure(format!("unexpected login answer: {error}")))?;
     Ok(Config {
         url: Some(url),
-        token: Some(token.to_string()),
+        token: Some(answer.token),
         token_kind: Some(TokenKind::Session),
         email: Some(email),
     })
@@ -116,7 +123,7 @@ pub fn logout(ctx: &Ctx) -> CliResult<()> {
     let mut answer = Value::Null;
     if config.token_kind == Some(TokenKind::Session) {
         let api = crate::client::Api::new(&ctx.url()?, config.token.clone())?;
-        match api.post("/auth/logout", &json!({})) {
+        match api.post("/auth/logout", &LogoutRequest {}) {
             Ok(revoked) => answer = revoked,
             // A session already gone is signed out all the same.
             Err(CliError::Api { status: 401, .. }) => {}
@@ -138,7 +145,9 @@ pub fn context(ctx: &Ctx, organization: Option<String>) -> CliResult<()> {
         let id = organization_id(&answer, &name)?;
         answer = api.post(
             "/organizations/current-context/switch",
-            &json!({"organizationId": id}),
+            &SwitchOrganization {
+                organization_id: id.clone(),
+            },
         )?;
         let slug = answer.pointer("/currentOrganization/slug").cloned();
         ctx.out.done(
@@ -210,19 +219,43 @@ pub fn organizations(ctx: &Ctx, command: Organizations) -> CliResult<()> {
             )?;
         }
         Organizations::Create { name, slug } => {
-            let answer = api.post("/organizations", &json!({"name": name, "slug": slug}))?;
+            let answer = api.post("/organizations", &CreateOrganization { name, slug })?;
             created(ctx, &answer, "organization", "/id");
+        }
+        Organizations::Update {
+            organization,
+            name,
+            logo_url,
+        } => {
+            let context = api.get("/organizations/current-context", &[])?;
+            let id = organization_id(&context, &organization)?;
+            let body = UpdateOrganization { name, logo_url };
+            let answer = api.post(&format!("/organizations/{id}/profile"), &body)?;
+            ctx.out.done(&answer, &format!("Updated organization {id}"));
         }
         Organizations::Delete { organization } => {
             let context = api.get("/organizations/current-context", &[])?;
             let id = organization_id(&context, &organization)?;
-            let body = json!({"confirmation": {"organizationId": id}});
+            let body = DeleteOrganization {
+                confirmation: Some(Confirmation {
+                    organization_id: Some(id.clone()),
+                    ..Confirmation::default()
+                }),
+            };
             let answer = api.delete(&format!("/organizations/{id}"), &body)?;
             ctx.out.done(&answer, &format!("Deleted organization {id}"));
         }
     }
     Ok(())
 }
+
+const PROFILE_COLUMNS: &[Column] = &[
+    col("USER", "/userId"),
+    col("EMAIL", "/email"),
+    col("NAME", "/displayName"),
+    col("VERIFIED", "/emailVerified"),
+    col("CREATED", "/createdAt"),
+];
 
 const SESSION_COLUMNS: &[Column] = &[
     col("ID", "/sessionId"),
@@ -236,26 +269,42 @@ const SESSION_COLUMNS: &[Column] = &[
 
 pub fn account(ctx: &Ctx, command: Account) -> CliResult<()> {
     match command {
-        Account::Show => show(
-            ctx,
-            "/account/profile",
-            &[
-                col("USER", "/userId"),
-                col("EMAIL", "/email"),
-                col("NAME", "/displayName"),
-                col("VERIFIED", "/emailVerified"),
-                col("CREATED", "/createdAt"),
-            ],
-            "/userId",
-        ),
+        Account::Show => show(ctx, "/account/profile", PROFILE_COLUMNS, "/userId"),
         Account::Sessions => {
             super::list(ctx, "/account/sessions", &[], SESSION_COLUMNS, "/sessionId")
         }
         Account::RevokeSession { session } => {
             let path = format!("/account/sessions/{session}/revoke");
-            let answer = ctx.api()?.post(&path, &json!({}))?;
+            let answer = ctx.api()?.post(&path, &RevokeSession {})?;
             ctx.out
                 .done(&answer, &format!("Signed out session {session}"));
+            Ok(())
+        }
+        Account::Update {
+            display_name,
+            avatar_url,
+        } => {
+            let body = UpdateProfile {
+                display_name,
+                avatar_url,
+                email: None,
+            };
+            let answer = ctx.api()?.post("/account/profile", &body)?;
+            ctx.out.record(&answer, PROFILE_COLUMNS, "/userId");
+            Ok(())
+        }
+        Account::Delete => {
+            let api = ctx.api()?;
+            let profile = api.get("/account/profile", &[])?;
+            let user = crate::output::cell(&profile, "/userId");
+            let body = DeleteAccount {
+                confirmation: Some(Confirmation {
+                    user_id: Some(user.clone()),
+                    ..Confirmation::default()
+                }),
+            };
+            let answer = api.delete("/account", &body)?;
+            ctx.out.done(&answer, &format!("Deleted account {user}"));
             Ok(())
         }
     }

@@ -7,9 +7,10 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use berth_crds::progress::{ProgressEvent, StreamStatus};
+use berth_api::deployments::StartDeployment;
+use berth_api::progress::{ProgressEvent, StreamStatus};
 use reqwest::Method;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::Ctx;
 use super::infra::server_id;
@@ -24,10 +25,13 @@ pub fn deploy(ctx: &Ctx, resource: &str, server: Option<String>) -> CliResult<()
         Some(server) => server_id(ctx, &server)?,
         None => resource_server(ctx, &resource)?,
     };
-    let body = json!({
-        "projectId": resource.project_id, "environmentId": resource.environment_id,
-        "serverId": server, "resourceId": resource.id,
-    });
+    let body = StartDeployment {
+        project_id: resource.project_id.clone(),
+        server_id: server,
+        environment_id: resource.environment_id.clone(),
+        resource_id: resource.id.clone(),
+        destination_id: None,
+    };
     let events = ctx
         .api()?
         .stream(Method::POST, "/deployments/stream", &[], Some(&body))?;

@@ -1,6 +1,10 @@
 //! Servers and the SSH credentials they use.
 
-use serde_json::json;
+use berth_api::common::Confirmation;
+use berth_api::credentials::{
+    CreateCredential, DeleteCredential, RotateCredential, SshCredentialKind,
+};
+use berth_api::servers::{CreateServer, DeleteServer, NoBody};
 
 use super::{Ctx, created, id_of, list, show};
 use crate::cli::{Credentials, Servers};
@@ -53,10 +57,17 @@ pub fn servers(ctx: &Ctx, command: Servers) -> CliResult<()> {
             base_domain,
         } => {
             let credential = id_of(ctx.api()?, "/credentials/ssh", "ssh-", &credential)?;
-            let body = json!({
-                "name": name, "host": host, "port": port, "username": username,
-                "credentialId": credential, "baseDomain": base_domain,
-            });
+            let body = CreateServer {
+                name,
+                host,
+                port,
+                username,
+                credential_id: credential,
+                provider_key: None,
+                base_domain,
+                expected_host_key_fingerprint: None,
+                proxy: None,
+            };
             let answer = ctx.api()?.post("/servers", &body)?;
             created(ctx, &answer, "server", "/id");
             Ok(())
@@ -65,7 +76,13 @@ pub fn servers(ctx: &Ctx, command: Servers) -> CliResult<()> {
         Servers::Deactivate { server } => lifecycle(ctx, &server, "deactivate"),
         Servers::Delete { server } => {
             let id = server_id(ctx, &server)?;
-            let body = json!({"confirmation": {"serverId": id}});
+            let body = DeleteServer {
+                confirmation: Some(Confirmation {
+                    server_id: Some(id.clone()),
+                    ..Confirmation::default()
+                }),
+                idempotency_key: None,
+            };
             let answer = ctx.api()?.delete(&format!("/servers/{id}"), &body)?;
             ctx.out.done(&answer, &format!("Deleted server {id}"));
             Ok(())
@@ -77,7 +94,7 @@ fn lifecycle(ctx: &Ctx, server: &str, action: &str) -> CliResult<()> {
     let id = server_id(ctx, server)?;
     let answer = ctx
         .api()?
-        .post(&format!("/servers/{id}/{action}"), &json!({}))?;
+        .post(&format!("/servers/{id}/{action}"), &NoBody {})?;
     ctx.out.record(&answer, SERVER_COLUMNS, "/id");
     Ok(())
 }
@@ -103,23 +120,47 @@ pub fn credentials(ctx: &Ctx, command: Credentials) -> CliResult<()> {
             private_key_file,
             username,
         } => {
-            let private_key = std::fs::read_to_string(&private_key_file).map_err(|error| {
-                CliError::failure(format!(
-                    "cannot read {}: {error}",
-                    private_key_file.display()
-                ))
-            })?;
-            let body = json!({
-                "name": name, "kind": "ssh-private-key", "privateKey": private_key,
-                "username": username,
-            });
+            let private_key = read_key(&private_key_file)?;
+            let body = CreateCredential {
+                name,
+                kind: SshCredentialKind::SshPrivateKey,
+                private_key,
+                username,
+            };
             let answer = ctx.api()?.post("/credentials/ssh", &body)?;
             created(ctx, &answer, "SSH credential", "/id");
             Ok(())
         }
+        Credentials::Rotate {
+            credential,
+            private_key_file,
+        } => {
+            let id = id_of(ctx.api()?, "/credentials/ssh", "ssh-", &credential)?;
+            let body = RotateCredential {
+                private_key: read_key(&private_key_file)?,
+                confirmation: Some(Confirmation {
+                    credential_id: Some(id.clone()),
+                    ..Confirmation::default()
+                }),
+            };
+            let answer = ctx
+                .api()?
+                .post(&format!("/credentials/ssh/{id}/rotate"), &body)?;
+            let servers = crate::output::cell(&answer, "/affectedUsage/totalServers");
+            ctx.out.done(
+                &answer,
+                &format!("Rotated SSH credential {id}; {servers} server(s) use the new key"),
+            );
+            Ok(())
+        }
         Credentials::Delete { credential } => {
             let id = id_of(ctx.api()?, "/credentials/ssh", "ssh-", &credential)?;
-            let body = json!({"confirmation": {"credentialId": id}});
+            let body = DeleteCredential {
+                confirmation: Some(Confirmation {
+                    credential_id: Some(id.clone()),
+                    ..Confirmation::default()
+                }),
+            };
             let answer = ctx
                 .api()?
                 .delete(&format!("/credentials/ssh/{id}"), &body)?;
@@ -128,4 +169,10 @@ pub fn credentials(ctx: &Ctx, command: Credentials) -> CliResult<()> {
             Ok(())
         }
     }
+}
+
+/// A private key file's text; never echoed, also not in errors.
+fn read_key(file: &std::path::Path) -> CliResult<String> {
+    std::fs::read_to_string(file)
+        .map_err(|error| CliError::failure(format!("cannot read {}: {error}", file.display())))
 }

@@ -1,6 +1,8 @@
 //! Members of the current organization and invitations to it.
 
-use serde_json::{Value, json};
+use berth_api::invitations::{AcceptInvitation, CreateInvitation, RevokeInvitation};
+use berth_api::members::{ChangeRole, ReactivateMember, RemoveMember, TransferOwnership};
+use serde_json::Value;
 
 use super::{Ctx, current_organization};
 use crate::cli::{Invitations, Members};
@@ -48,18 +50,32 @@ pub fn members(ctx: &Ctx, command: Members) -> CliResult<()> {
         }
         Members::Role { member, role } => {
             let id = member_id(&member)?;
-            let changed = api.post(&format!("{base}/{id}/role"), &json!({"role": role}))?;
+            let changed = api.post(&format!("{base}/{id}/role"), &ChangeRole { role })?;
             ctx.out.record(&changed, MEMBER_COLUMNS, "/memberId");
         }
         Members::Remove { member } => {
             let id = member_id(&member)?;
-            let removed = api.delete(&format!("{base}/{id}"), &json!({}))?;
+            let removed = api.delete(&format!("{base}/{id}"), &RemoveMember {})?;
             ctx.out.done(&removed, &format!("Removed member {id}"));
         }
         Members::Reactivate { member } => {
             let id = member_id(&member)?;
-            let member = api.post(&format!("{base}/{id}/reactivate"), &json!({}))?;
+            let member = api.post(&format!("{base}/{id}/reactivate"), &ReactivateMember {})?;
             ctx.out.record(&member, MEMBER_COLUMNS, "/memberId");
+        }
+        Members::TransferOwnership { member } => {
+            let profile = api.get("/account/profile", &[])?;
+            let me = crate::output::cell(&profile, "/email");
+            let body = TransferOwnership {
+                from_member_id: member_id(&me)?,
+                to_member_id: member_id(&member)?,
+            };
+            let path = format!("/organizations/{organization}/owner-transfer");
+            let answer = api.post(&path, &body)?;
+            ctx.out.done(
+                &answer,
+                &format!("{member} is now the owner; you are an admin"),
+            );
         }
     }
     Ok(())
@@ -82,17 +98,20 @@ pub fn invitations(ctx: &Ctx, command: Invitations) -> CliResult<()> {
             );
         }
         Invitations::Create { email, role } => {
-            let answer = api.post(&base()?, &json!({"email": email, "role": role}))?;
+            let answer = api.post(&base()?, &CreateInvitation { email, role })?;
             ctx.out.record(&answer, INVITATION_COLUMNS, "/invitationId");
         }
         Invitations::Revoke { invitation } => {
             let path = format!("{}/{invitation}/revoke", base()?);
-            let answer = api.post(&path, &json!({}))?;
+            let answer = api.post(&path, &RevokeInvitation {})?;
             ctx.out.record(&answer, INVITATION_COLUMNS, "/invitationId");
         }
         // The invitee accepts from no organization of the inviter's yet.
         Invitations::Accept { invitation } => {
-            let answer = api.post(&format!("/invitations/{invitation}/accept"), &json!({}))?;
+            let answer = api.post(
+                &format!("/invitations/{invitation}/accept"),
+                &AcceptInvitation {},
+            )?;
             let organization = answer.pointer("/invitation/organizationId").cloned();
             let organization = organization.as_ref().and_then(Value::as_str).unwrap_or("-");
             ctx.out

@@ -6,6 +6,8 @@ pub mod deploy;
 pub mod infra;
 pub mod members;
 pub mod observe;
+pub mod platform;
+pub mod resource_config;
 pub mod resources;
 pub mod terminal;
 pub mod tokens;
@@ -13,6 +15,7 @@ pub mod workspace;
 
 use std::cell::OnceCell;
 
+use berth_api::common::CountResponse;
 use serde_json::Value;
 
 use crate::client::{Api, Query};
@@ -77,6 +80,15 @@ pub fn list(ctx: &Ctx, path: &str, query: Query, columns: &[Column], id: &str) -
     let answer = ctx.api()?.get(path, query)?;
     ctx.out
         .list(&answer, &items(&answer, "/items"), columns, id);
+    Ok(())
+}
+
+/// GET a `{count}` and print the number.
+pub fn count(ctx: &Ctx, path: &str) -> CliResult<()> {
+    let answer = ctx.api()?.get(path, &[])?;
+    let count: CountResponse = serde_json::from_value(answer.clone())
+        .map_err(|error| CliError::failure(format!("{path}: unexpected answer: {error}")))?;
+    ctx.out.done(&answer, &count.count.to_string());
     Ok(())
 }
 

@@ -1,8 +1,8 @@
 //! Reading how a resource does: runtime logs, health, the diagnostic summary, access-failure
 //! evidence and a deployment's stored timeline.
 
-use berth_crds::access_failure::AccessFailureEvidence;
-use berth_crds::progress::ProgressEvent;
+use berth_api::access_failure::AccessFailureEvidence;
+use berth_api::progress::ProgressEvent;
 use reqwest::Method;
 use serde::Deserialize;
 use serde_json::Value;
@@ -27,7 +27,7 @@ pub fn logs(ctx: &Ctx, resource: &str, follow: bool, tail: u32) -> CliResult<()>
         return Ok(());
     }
     query.push(("follow", "true".into()));
-    for data in ctx.api()?.stream(Method::GET, &path, &query, None)? {
+    for data in ctx.api()?.stream(Method::GET, &path, &query, None::<&()>)? {
         let data = data.map_err(|error| CliError::failure(format!("the stream broke: {error}")))?;
         if ctx.out.human() {
             print_log_line(&serde_json::from_str(&data).unwrap_or(Value::Null));
@@ -170,9 +170,15 @@ pub fn why(ctx: &Ctx, request_id: &str) -> CliResult<()> {
     Ok(())
 }
 
-pub fn timeline(ctx: &Ctx, resource: &str, deployment: &str) -> CliResult<()> {
+/// How often `timeline --follow` asks for new entries.
+const FOLLOW_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
+pub fn timeline(ctx: &Ctx, resource: &str, deployment: &str, follow: bool) -> CliResult<()> {
     let id = find_resource(ctx, resource)?.0.id;
     let path = format!("/resources/{id}/deployments/{deployment}/timeline");
+    if follow {
+        return follow_timeline(ctx, &path);
+    }
     // Every page, so the whole timeline is shown (and printed as one answer with -o).
     let mut answer = ctx.api()?.get(&path, &[])?;
     let mut entries = items(&answer, "/entries");
@@ -201,4 +207,37 @@ pub fn timeline(ctx: &Ctx, resource: &str, deployment: &str) -> CliResult<()> {
         }
     }
     Ok(())
+}
+
+/// Prints entries as they are recorded until the attempt has an outcome: one line per entry
+/// for people, one JSON event per line for scripts (like `deploy -o json`).
+fn follow_timeline(ctx: &Ctx, path: &str) -> CliResult<()> {
+    let mut view = ProgressView::default();
+    let mut after = 0;
+    loop {
+        let answer = ctx.api()?.get(path, &[("after", after.to_string())])?;
+        for entry in items(&answer, "/entries") {
+            after = entry["sequence"].as_i64().unwrap_or(after);
+            if ctx.out.human() {
+                let event: ProgressEvent = serde_json::from_value(entry).map_err(|error| {
+                    CliError::failure(format!("unexpected timeline entry: {error}"))
+                })?;
+                for line in view.lines(&ctx.out, &event) {
+                    println!("{line}");
+                }
+            } else if !ctx.out.quiet {
+                println!("{entry}");
+            }
+        }
+        let finished = matches!(
+            answer["status"].as_str(),
+            Some("succeeded" | "failed" | "canceled" | "rolled-back")
+        );
+        if answer["nextAfter"].is_null() && finished {
+            return Ok(());
+        }
+        if answer["nextAfter"].is_null() {
+            std::thread::sleep(FOLLOW_INTERVAL);
+        }
+    }
 }

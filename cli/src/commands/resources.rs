@@ -2,7 +2,11 @@
 
 use std::io::Read;
 
-use berth_crds::resource::AccessSummary;
+use berth_api::common::Confirmation;
+use berth_api::resources::DeleteResource;
+use berth_api::runtime_control::RuntimeControlRequest;
+use berth_api::secrets::{CreateSecret, DeleteSecret, RotateSecret};
+use berth_api::variables::{DeleteVariable, ImportVariables, SetVariable};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -32,8 +36,7 @@ const VARIABLE_COLUMNS: &[Column] = &[
     col("SECRET", "/isSecret"),
 ];
 
-/// What the CLI needs of a resource list item (spec §2.2 "Resource"); the access summary is
-/// the type the controller writes.
+/// What the CLI needs of a resource list item (spec §2.2 "Resource").
 #[derive(Deserialize, Debug, Clone)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceRef {
@@ -41,27 +44,23 @@ pub struct ResourceRef {
     pub slug: String,
     pub project_id: String,
     pub environment_id: String,
+    /// Read by field name only: its record type belongs to the controller's objects.
     #[serde(default)]
-    pub access_summary: Option<AccessSummary>,
+    pub access_summary: Value,
 }
 
 impl ResourceRef {
     /// The URL that serves the resource: its latest applied route, else the planned one.
     pub fn url(&self) -> Option<String> {
-        let summary = self.access_summary.as_ref()?;
         [
-            &summary.latest_server_applied_domain_route,
-            &summary.latest_durable_domain_route,
-            &summary.latest_generated_access_route,
+            "latestServerAppliedDomainRoute",
+            "latestDurableDomainRoute",
+            "latestGeneratedAccessRoute",
+            "plannedGeneratedAccessRoute",
         ]
         .into_iter()
-        .find_map(|route| route.as_ref().map(|r| r.url.clone()))
-        .or_else(|| {
-            summary
-                .planned_generated_access_route
-                .as_ref()
-                .map(|r| r.url.clone())
-        })
+        .find_map(|route| self.access_summary[route]["url"].as_str())
+        .map(str::to_string)
     }
 }
 
@@ -134,7 +133,13 @@ pub fn resources(ctx: &Ctx, command: Resources) -> CliResult<()> {
         Resources::Restart { resource } => runtime_control(ctx, &resource, "restart"),
         Resources::Delete { resource } => {
             let (resource, _) = find_resource(ctx, &resource)?;
-            let body = json!({"confirmation": {"resourceSlug": resource.slug}});
+            let body = DeleteResource {
+                confirmation: Some(Confirmation {
+                    resource_slug: Some(resource.slug.clone()),
+                    ..Confirmation::default()
+                }),
+                idempotency_key: None,
+            };
             let answer = ctx
                 .api()?
                 .delete(&format!("/resources/{}", resource.id), &body)?;
@@ -149,7 +154,10 @@ pub fn resources(ctx: &Ctx, command: Resources) -> CliResult<()> {
 fn runtime_control(ctx: &Ctx, resource: &str, operation: &str) -> CliResult<()> {
     let (resource, _) = find_resource(ctx, resource)?;
     let path = format!("/resources/{}/runtime-control", resource.id);
-    let answer = ctx.api()?.post(&path, &json!({"operation": operation}))?;
+    let body = RuntimeControlRequest {
+        operation: operation.to_string(),
+    };
+    let answer = ctx.api()?.post(&path, &body)?;
     ctx.out.record(
         &answer,
         &[
@@ -187,7 +195,11 @@ pub fn variables(ctx: &Ctx, command: Variables) -> CliResult<()> {
                 let (key, value) = assignment
                     .split_once('=')
                     .ok_or_else(|| CliError::Usage(format!("{assignment}: expected KEY=VALUE")))?;
-                let body = json!({"key": key, "value": value, "exposure": exposure.exposure});
+                let body = SetVariable {
+                    key: key.to_string(),
+                    value: value.to_string(),
+                    exposure: Some(exposure.exposure.clone()),
+                };
                 ctx.api()?
                     .post(&format!("/resources/{id}/variables"), &body)?;
                 // Never echo the value: a secret-looking key is stored as a secret.
@@ -202,7 +214,9 @@ pub fn variables(ctx: &Ctx, command: Variables) -> CliResult<()> {
             key,
         } => {
             let id = resource_id(ctx, &resource)?;
-            let body = json!({"exposure": exposure.exposure});
+            let body = DeleteVariable {
+                exposure: Some(exposure.exposure),
+            };
             ctx.api()?
                 .delete(&format!("/resources/{id}/variables/{key}"), &body)?;
             ctx.out.done(&Value::Null, &format!("Deleted {key}"));
@@ -233,7 +247,10 @@ fn import(
         })?
     };
     let id = resource_id(ctx, resource)?;
-    let body = json!({"content": content, "exposure": exposure.exposure});
+    let body = ImportVariables {
+        content,
+        exposure: Some(exposure.exposure.clone()),
+    };
     let answer = ctx
         .api()?
         .post(&format!("/resources/{id}/variables/import"), &body)?;
@@ -266,6 +283,21 @@ pub fn secrets(ctx: &Ctx, command: Secrets) -> CliResult<()> {
                 .list(&answer, &items(&answer, "/items"), VARIABLE_COLUMNS, "/key");
             Ok(())
         }
+        Secrets::Show {
+            resource,
+            exposure,
+            key,
+        } => {
+            let id = resource_id(ctx, &resource)?;
+            let answer = ctx.api()?.get(
+                &format!("/resources/{id}/secrets/{key}"),
+                &[("exposure", exposure.exposure)],
+            )?;
+            let secret = answer["secret"].clone();
+            ctx.out
+                .record_of(&answer, &secret, VARIABLE_COLUMNS, "/key");
+            Ok(())
+        }
         Secrets::Set {
             resource,
             exposure,
@@ -282,12 +314,19 @@ pub fn secrets(ctx: &Ctx, command: Secrets) -> CliResult<()> {
             }
             let api = ctx.api()?;
             let exposure = exposure.exposure;
-            let body = json!({"key": key, "value": value, "exposure": exposure});
+            let body = CreateSecret {
+                key: key.clone(),
+                value: value.to_string(),
+                exposure: Some(exposure.clone()),
+            };
             // Create; an existing secret is rotated instead.
             let answer = match api.post(&format!("/resources/{id}/secrets"), &body) {
                 Err(CliError::Api { status: 409, .. }) => api.post(
                     &format!("/resources/{id}/secrets/{key}"),
-                    &json!({"value": value, "exposure": exposure}),
+                    &RotateSecret {
+                        value: value.to_string(),
+                        exposure: Some(exposure),
+                    },
                 )?,
                 other => other?,
             };
@@ -300,7 +339,9 @@ pub fn secrets(ctx: &Ctx, command: Secrets) -> CliResult<()> {
             key,
         } => {
             let id = resource_id(ctx, &resource)?;
-            let body = json!({"exposure": exposure.exposure});
+            let body = DeleteSecret {
+                exposure: Some(exposure.exposure),
+            };
             let answer = ctx
                 .api()?
                 .delete(&format!("/resources/{id}/secrets/{key}"), &body)?;

@@ -6,7 +6,9 @@ use std::io::{IsTerminal, Read, Write};
 use std::sync::mpsc::{self, Receiver, TryRecvError};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use berth_api::terminal::{
+    ClientMessage, CreateTerminalSession, ServerMessage, TerminalScope, TerminalSessionRecord,
+};
 use tungstenite::Message;
 
 use super::Ctx;
@@ -21,17 +23,20 @@ pub fn terminal(ctx: &Ctx, server: &str, directory: Option<String>) -> CliResult
     let api = ctx.api()?;
     let id = server_id(ctx, server)?;
     let (rows, cols) = window_size().unwrap_or((24, 80));
-    let body = json!({
-        "scope": {"kind": "server", "serverId": id},
-        "relativeDirectory": directory,
-        "initialRows": rows.clamp(10, 120), "initialCols": cols.clamp(20, 320),
-    });
-    let session = api.post("/terminal-sessions", &body)?;
-    let path = session
-        .pointer("/transport/path")
-        .and_then(Value::as_str)
-        .ok_or_else(|| CliError::failure("the terminal session has no transport path"))?;
-    let mut socket = api.websocket(path, POLL)?;
+    let body = CreateTerminalSession {
+        scope: TerminalScope {
+            kind: "server".into(),
+            server_id: id,
+        },
+        relative_directory: directory,
+        initial_rows: Some(rows.clamp(10, 120).into()),
+        initial_cols: Some(cols.clamp(20, 320).into()),
+    };
+    let session: TerminalSessionRecord =
+        serde_json::from_value(api.post("/terminal-sessions", &body)?).map_err(|error| {
+            CliError::failure(format!("unexpected terminal session record: {error}"))
+        })?;
+    let mut socket = api.websocket(&session.transport.path, POLL)?;
     let _raw = RawMode::enter();
     let outcome = bridge(&mut socket, stdin_reader(), (rows, cols));
     let _ = socket.close(None);
@@ -64,25 +69,26 @@ fn bridge(
         }
         if let Some(now) = window_size().filter(|now| *now != size) {
             size = now;
-            let resize = json!({"type": "resize", "rows": now.0.clamp(10, 120), "cols": now.1.clamp(20, 320)});
-            send(socket, Message::Text(resize.to_string().into()))?;
+            let resize = ClientMessage::Resize {
+                rows: now.0.clamp(10, 120).into(),
+                cols: now.1.clamp(20, 320).into(),
+            };
+            let text = serde_json::to_string(&resize).expect("control messages serialize");
+            send(socket, Message::Text(text.into()))?;
         }
         match socket.read() {
             Ok(Message::Binary(bytes)) => {
                 stdout.write_all(&bytes)?;
                 stdout.flush()?;
             }
-            Ok(Message::Text(text)) => {
-                let control: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-                match control["type"].as_str() {
-                    Some("exit") => exit_status = control["exitStatus"].as_u64().map(|s| s as u32),
-                    Some("error") => eprint!(
-                        "\r\nberth: {}\r\n",
-                        control["message"].as_str().unwrap_or_default()
-                    ),
-                    _ => {}
-                }
-            }
+            Ok(Message::Text(text)) => match serde_json::from_str::<ServerMessage>(&text) {
+                Ok(ServerMessage::Exit {
+                    exit_status: status,
+                    ..
+                }) => exit_status = status,
+                Ok(ServerMessage::Error { message }) => eprint!("\r\nberth: {message}\r\n"),
+                _ => {}
+            },
             Ok(Message::Close(_)) => return Ok(exit_status),
             Ok(_) => {}
             Err(tungstenite::Error::Io(error)) if waited(&error) => {}

@@ -1,7 +1,9 @@
 //! Deploy tokens of the current organization. Their secret is printed only when the API
 //! returns it: on creation and rotation.
 
-use serde_json::{Value, json};
+use berth_api::common::Confirmation;
+use berth_api::deploy_tokens::{ConfirmedAction, CreateToken, ScopeInput};
+use serde_json::Value;
 
 use super::{Ctx, current_organization};
 use crate::cli::Tokens;
@@ -44,13 +46,17 @@ pub fn tokens(ctx: &Ctx, command: Tokens) -> CliResult<()> {
             resources,
             expires_at,
         } => {
-            let body = json!({
-                "organizationId": organization, "displayName": name, "expiresAt": expires_at,
-                "scope": {
-                    "projectIds": projects, "environmentIds": environments,
-                    "resourceIds": resources,
+            let body = CreateToken {
+                organization_id: organization.clone(),
+                display_name: name,
+                scope: ScopeInput {
+                    project_ids: projects,
+                    environment_ids: environments,
+                    resource_ids: resources,
+                    ..ScopeInput::default()
                 },
-            });
+                expires_at,
+            };
             let answer = api.post("/deploy-tokens", &body)?;
             print_secret(ctx, &answer, "Created");
         }
@@ -73,8 +79,14 @@ pub fn tokens(ctx: &Ctx, command: Tokens) -> CliResult<()> {
     Ok(())
 }
 
-fn confirm(organization: &str, token: &str) -> Value {
-    json!({"organizationId": organization, "confirmation": {"tokenId": token}})
+fn confirm(organization: &str, token: &str) -> ConfirmedAction {
+    ConfirmedAction {
+        organization_id: organization.to_string(),
+        confirmation: Some(Confirmation {
+            token_id: Some(token.to_string()),
+            ..Confirmation::default()
+        }),
+    }
 }
 
 /// The one-time secret: with `-q` the secret alone (for `$(berth tokens create -q …)`).

@@ -1,6 +1,8 @@
 //! Projects and environments.
 
-use serde_json::json;
+use berth_api::common::Confirmation;
+use berth_api::environments::{ArchiveEnvironment, CreateEnvironment};
+use berth_api::projects::{ArchiveProject, CreateProject, RenameProject};
 
 use super::{Ctx, created, id_of, list, show};
 use crate::cli::{Environments, Projects};
@@ -32,12 +34,18 @@ pub fn project_id(ctx: &Ctx, name: &str) -> CliResult<String> {
 pub fn projects(ctx: &Ctx, command: Projects) -> CliResult<()> {
     match command {
         Projects::List => list(ctx, "/projects", &[], PROJECT_COLUMNS, "/id"),
+        Projects::Count => super::count(ctx, "/projects/count"),
         Projects::Show { project } => {
             let id = project_id(ctx, &project)?;
             show(ctx, &format!("/projects/{id}"), PROJECT_COLUMNS, "/id")
         }
         Projects::Create { name, description } => {
-            let body = json!({"name": name, "description": description});
+            let body = CreateProject {
+                name,
+                slug: None,
+                description,
+                display_order: None,
+            };
             let answer = ctx.api()?.post("/projects", &body)?;
             created(ctx, &answer, "project", "/id");
             Ok(())
@@ -48,14 +56,20 @@ pub fn projects(ctx: &Ctx, command: Projects) -> CliResult<()> {
             slug,
         } => {
             let id = project_id(ctx, &project)?;
-            let body = json!({"name": name, "slug": slug});
+            let body = RenameProject { name, slug };
             let answer = ctx.api()?.post(&format!("/projects/{id}/rename"), &body)?;
             ctx.out.record(&answer, PROJECT_COLUMNS, "/id");
             Ok(())
         }
         Projects::Delete { project } => {
             let id = project_id(ctx, &project)?;
-            let body = json!({"confirmation": {"projectId": id}});
+            let body = ArchiveProject {
+                confirmation: Some(Confirmation {
+                    project_id: Some(id.clone()),
+                    ..Confirmation::default()
+                }),
+                reason: None,
+            };
             let answer = ctx.api()?.delete(&format!("/projects/{id}"), &body)?;
             ctx.out.done(&answer, &format!("Archived project {id}"));
             Ok(())
@@ -77,6 +91,7 @@ pub fn environments(ctx: &Ctx, command: Environments) -> CliResult<()> {
             };
             list(ctx, "/environments", &query, ENVIRONMENT_COLUMNS, "/id")
         }
+        Environments::Count => super::count(ctx, "/environments/count"),
         Environments::Show { environment } => {
             let id = environment_id(ctx, &environment)?;
             show(
@@ -91,7 +106,12 @@ pub fn environments(ctx: &Ctx, command: Environments) -> CliResult<()> {
             name,
             kind,
         } => {
-            let body = json!({"projectId": project_id(ctx, &project)?, "name": name, "kind": kind});
+            let body = CreateEnvironment {
+                project_id: project_id(ctx, &project)?,
+                name,
+                kind,
+                parent_environment_id: None,
+            };
             let answer = ctx.api()?.post("/environments", &body)?;
             created(ctx, &answer, "environment", "/id");
             Ok(())
@@ -101,7 +121,7 @@ pub fn environments(ctx: &Ctx, command: Environments) -> CliResult<()> {
             reason,
         } => {
             let id = environment_id(ctx, &environment)?;
-            let body = json!({"reason": reason});
+            let body = ArchiveEnvironment { reason };
             let answer = ctx
                 .api()?
                 .post(&format!("/environments/{id}/archive"), &body)?;

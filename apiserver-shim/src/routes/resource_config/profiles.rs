@@ -19,6 +19,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::state::AppState;
 
+pub use berth_api::storage::{AttachStorage, DetachStorage};
+
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
         Endpoint::post::<SetNetworkProfile, IdResponse, _, _>(
@@ -66,20 +68,6 @@ pub struct SetAccessProfile {
 pub struct SetRuntimeProfile {
     pub runtime_profile: RuntimeProfileInput,
 }
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct AttachStorage {
-    /// Id of the storage volume (>= 1 character).
-    pub storage_volume_id: String,
-    /// Absolute path inside the container.
-    pub destination_path: String,
-}
-
-/// A body with no fields (an empty body is accepted too).
-#[derive(Deserialize, JsonSchema, Default)]
-#[serde(deny_unknown_fields)]
-pub struct DetachStorage {}
 
 /// Loads the resource for a write: visible to the caller, and in a deploy token's scope.
 pub(super) fn for_write(

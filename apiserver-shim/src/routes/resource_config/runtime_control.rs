@@ -14,8 +14,6 @@ use berth_crds::runtime_control::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
-use schemars::JsonSchema;
-use serde::Deserialize;
 
 use super::super::Endpoint;
 use super::super::common::find_in;
@@ -26,6 +24,8 @@ use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::state::AppState;
+
+pub use berth_api::runtime_control::RuntimeControlRequest;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![Endpoint::post::<
@@ -40,13 +40,6 @@ pub fn endpoints() -> Vec<Endpoint> {
          directly; refused (409 resource_archived) when its project or environment is archived",
         control,
     )]
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct RuntimeControlRequest {
-    /// `stop`, `start` or `restart`.
-    pub operation: String,
 }
 
 /// The allowed `operation` values, for the 422 answer.

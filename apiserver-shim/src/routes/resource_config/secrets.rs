@@ -14,7 +14,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use kube::api::PostParams;
 use kube::{Api, Resource as _, ResourceExt};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::super::Endpoint;
 use super::super::common::{known_params, timestamp};
@@ -26,6 +26,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::QueryParams;
 use crate::state::AppState;
 use berth_crds::masking::MASK;
+
+pub use berth_api::secrets::{CreateSecret, DeleteSecret, RotateSecret};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -88,33 +90,6 @@ pub struct SecretRef {
     pub resource_id: String,
     pub key: String,
     pub exposure: String,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CreateSecret {
-    /// Variable name, e.g. `DATABASE_PASSWORD`.
-    pub key: String,
-    /// The value; stored only in a Kubernetes Secret and never returned.
-    pub value: String,
-    /// `runtime` (default) or `build-time`.
-    pub exposure: Option<String>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct RotateSecret {
-    /// The new value.
-    pub value: String,
-    /// `runtime` (default) or `build-time`.
-    pub exposure: Option<String>,
-}
-
-#[derive(Deserialize, JsonSchema, Default)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct DeleteSecret {
-    /// `runtime` (default) or `build-time`.
-    pub exposure: Option<String>,
 }
 
 /// Name of the Secret holding a resource's secret values.

@@ -19,6 +19,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
 use crate::state::AppState;
 
+pub use berth_api::source::SetAutoDeploy;
+
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
         Endpoint::post::<SetSource, IdResponse, _, _>(
@@ -67,19 +69,6 @@ pub struct SetSource {
     pub source: SourceInput,
     /// A repeat with the same key returns the same result and changes nothing.
     pub idempotency_key: Option<String>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct SetAutoDeploy {
-    /// `enable` or `disable`.
-    pub mode: String,
-    /// What triggers a deployment; default `git-push`.
-    pub trigger_kind: Option<String>,
-    /// Source refs that trigger a deployment, e.g. `refs/heads/main`.
-    pub refs: Option<Vec<String>>,
-    /// Event kinds that trigger a deployment; default `["push"]`.
-    pub event_kinds: Option<Vec<String>>,
 }
 
 /// Auto-deploy policy result of spec §2.2.

@@ -9,7 +9,7 @@ use berth_crds::resource::{Resource, ResourceSpec};
 use berth_crds::variable::{PlainVariable, VariableExposure};
 use kube::ResourceExt;
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::super::Endpoint;
 use super::super::common::timestamp;
@@ -22,6 +22,8 @@ use crate::auth::{Caller, ScopeDimension};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 use berth_crds::masking::MASK;
+
+pub use berth_api::variables::{DeleteVariable, ImportVariables, SetVariable};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -60,31 +62,6 @@ pub struct VariableEntry {
     pub kind: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub updated_at: Option<String>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct SetVariable {
-    pub key: String,
-    pub value: String,
-    /// `runtime` (default) or `build-time`.
-    pub exposure: Option<String>,
-}
-
-#[derive(Deserialize, JsonSchema, Default)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct DeleteVariable {
-    /// `runtime` (default) or `build-time`.
-    pub exposure: Option<String>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ImportVariables {
-    /// Env-file text: `KEY=value` lines, `export` prefixes, `#` comments.
-    pub content: String,
-    /// `runtime` (default) or `build-time`, for every imported entry.
-    pub exposure: Option<String>,
 }
 
 /// The Variable import result of spec §2.2.

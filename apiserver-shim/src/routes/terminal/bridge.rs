@@ -14,10 +14,12 @@ use axum::extract::ws::{CloseFrame, Message, WebSocket};
 use russh::client::Msg;
 use russh::{Channel, ChannelMsg};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use tokio::time::Instant;
 
 use super::{COLS, OpenSlot, ROWS};
+
+pub use berth_api::terminal::{ClientMessage, ServerMessage};
 
 /// A session without input or output for this long is closed.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
@@ -25,40 +27,6 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 const NORMAL: u16 = 1000;
 /// Close code when the server side fails (SSH channel lost).
 const SERVER_ERROR: u16 = 1011;
-
-/// A control message from the client (a text frame).
-#[derive(Serialize, Deserialize, JsonSchema, Debug, PartialEq)]
-#[serde(tag = "type", rename_all = "kebab-case", deny_unknown_fields)]
-pub enum ClientMessage {
-    /// Text typed into the terminal (binary frames carry raw bytes instead).
-    Input { data: String },
-    /// The terminal's new size.
-    Resize { rows: i64, cols: i64 },
-}
-
-/// A control message from the server (a text frame).
-#[derive(Serialize, JsonSchema, Debug)]
-#[serde(tag = "type", rename_all = "kebab-case")]
-pub enum ServerMessage {
-    /// The shell runs; output follows as binary frames.
-    #[serde(rename_all = "camelCase")]
-    Ready {
-        session_id: String,
-        server_id: String,
-        rows: u32,
-        cols: u32,
-    },
-    /// The shell ended; the socket closes next.
-    #[serde(rename_all = "camelCase")]
-    Exit {
-        #[serde(skip_serializing_if = "Option::is_none")]
-        exit_status: Option<u32>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        signal: Option<String>,
-    },
-    /// A control message was refused, or the session is being closed.
-    Error { message: String },
-}
 
 /// The frames of the terminal WebSocket, for the OpenAPI document.
 #[derive(Serialize, JsonSchema)]

@@ -1,0 +1,53 @@
+//! Spec §4.1, bootstrap and sign-in.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LoginRequest {
+    pub email: String,
+    pub password: String,
+    /// Kind of client, e.g. `web` (default) or `cli`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_kind: Option<String>,
+    /// Name shown in the session list.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Default)]
+#[serde(deny_unknown_fields)]
+pub struct LogoutRequest {}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct FirstAdminRequest {
+    /// The administrator's email (their login name).
+    pub email: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// A password of at least 12 characters; one is generated and returned once when omitted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub password: Option<String>,
+    /// Display name of the first organization (default `Default`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub organization_name: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct LoginResult {
+    /// The bearer token; shown only here.
+    pub token: String,
+    pub session_id: String,
+    pub user_id: String,
+    pub expires_at: String,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct LogoutResult {
+    pub session_id: String,
+    pub revoked_at: String,
+}

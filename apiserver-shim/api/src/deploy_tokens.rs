@@ -1,0 +1,55 @@
+//! Spec §4.8, deploy tokens.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::common::Confirmation;
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateToken {
+    /// The organization the token belongs to: the caller's current organization.
+    pub organization_id: String,
+    /// Name shown in lists (1-120 characters).
+    pub display_name: String,
+    /// What the token may act on; an empty or missing array places no limit of that kind.
+    pub scope: ScopeInput,
+    /// When the token stops working (ISO 8601, in the future); never when omitted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+}
+
+/// The six scope arrays of a new token.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ScopeInput {
+    /// Servers the token may deploy to.
+    #[serde(default)]
+    pub deployment_target_ids: Vec<String>,
+    /// Environments the token may act on.
+    #[serde(default)]
+    pub environment_ids: Vec<String>,
+    /// Projects the token may act on.
+    #[serde(default)]
+    pub project_ids: Vec<String>,
+    /// Repositories (`owner/name`) the token may be used from.
+    #[serde(default)]
+    pub repository_full_names: Vec<String>,
+    /// Resources the token may act on.
+    #[serde(default)]
+    pub resource_ids: Vec<String>,
+    /// Workflow commands the token may run, e.g. `source-link-deploy`, `preview-cleanup`.
+    #[serde(default)]
+    pub workflow_commands: Vec<String>,
+}
+
+/// Body of rotate and revoke.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ConfirmedAction {
+    /// The organization the token belongs to.
+    pub organization_id: String,
+    /// Must carry `tokenId` equal to the token being changed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confirmation: Option<Confirmation>,
+}

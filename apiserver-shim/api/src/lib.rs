@@ -1,0 +1,33 @@
+//! Berth's REST wire types (DESIGN §1): the bodies `berth-shim` accepts and answers with and
+//! the `berth` CLI sends and reads, defined once so client and server cannot drift. Only serde
+//! and schemars: no web server, no Kubernetes client, no I/O. Modules mirror the shim's route
+//! groups; the shim re-exports each type where its routes declare it.
+//!
+//! Request types derive `Serialize` for the CLI; an absent optional field is left out of the
+//! JSON rather than sent as `null`.
+
+#![forbid(unsafe_code)]
+
+pub mod access_failure;
+pub mod account;
+pub mod bootstrap;
+pub mod common;
+pub mod credentials;
+pub mod decisions;
+pub mod deploy_tokens;
+pub mod deployments;
+pub mod environments;
+pub mod invitations;
+pub mod members;
+pub mod organizations;
+pub mod progress;
+pub mod projects;
+pub mod resources;
+pub mod runtime_control;
+pub mod secrets;
+pub mod servers;
+pub mod source;
+pub mod storage;
+pub mod terminal;
+pub mod users;
+pub mod variables;

@@ -1,0 +1,91 @@
+//! Spec §4.10, terminal sessions and the control messages of their WebSocket.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateTerminalSession {
+    /// What the terminal is opened on.
+    pub scope: TerminalScope,
+    /// Directory to start in, relative to the login user's home (1-512 characters; no `..`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub relative_directory: Option<String>,
+    /// Terminal height in rows (10-120, default 24).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub initial_rows: Option<i64>,
+    /// Terminal width in columns (20-320, default 80).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub initial_cols: Option<i64>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TerminalScope {
+    /// `server`.
+    pub kind: String,
+    /// The server to open a shell on.
+    pub server_id: String,
+}
+
+/// The Terminal session record of spec §2.2.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct TerminalSessionRecord {
+    /// Single-use id; connect within 60 seconds.
+    pub session_id: String,
+    /// `server`.
+    pub scope: String,
+    pub server_id: String,
+    pub transport: Transport,
+    pub provider_key: String,
+    /// Where the shell starts, relative to the login user's home (`~/…`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub working_directory: Option<String>,
+    pub created_at: String,
+    /// The WebSocket must be opened before this time.
+    pub expires_at: String,
+}
+
+/// How to reach the terminal.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+pub struct Transport {
+    /// `websocket`.
+    pub kind: String,
+    /// Absolute path of the WebSocket endpoint on this API's host.
+    pub path: String,
+}
+
+/// A control message from the client (a text frame).
+#[derive(Serialize, Deserialize, JsonSchema, Debug, PartialEq)]
+#[serde(tag = "type", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum ClientMessage {
+    /// Text typed into the terminal (binary frames carry raw bytes instead).
+    Input { data: String },
+    /// The terminal's new size.
+    Resize { rows: i64, cols: i64 },
+}
+
+/// A control message from the server (a text frame).
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum ServerMessage {
+    /// The shell runs; output follows as binary frames.
+    #[serde(rename_all = "camelCase")]
+    Ready {
+        session_id: String,
+        server_id: String,
+        rows: u32,
+        cols: u32,
+    },
+    /// The shell ended; the socket closes next.
+    #[serde(rename_all = "camelCase")]
+    Exit {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        exit_status: Option<u32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        signal: Option<String>,
+    },
+    /// A control message was refused, or the session is being closed.
+    Error { message: String },
+}

@@ -1,0 +1,236 @@
+//! The command line of the endpoints beyond the everyday nouns: first-run bootstrap, user
+//! accounts, a resource's profiles, storage and auto-deploy, monitoring and thresholds, and the
+//! decision records (capabilities, entitlements, overlays, route surfaces, usage intents).
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+use super::ResourceOption;
+
+#[derive(Subcommand, Debug)]
+pub enum Bootstrap {
+    /// Whether a first administrator and organization exist.
+    #[command(after_help = "Example:\n  berth bootstrap status")]
+    Status,
+    /// Create the first administrator and organization (once); a generated password is shown
+    /// once.
+    #[command(
+        after_help = "Example:\n  berth bootstrap first-admin --email admin@example.com --organization Acme"
+    )]
+    FirstAdmin {
+        #[arg(long)]
+        email: String,
+        #[arg(long)]
+        display_name: Option<String>,
+        /// Display name of the first organization (default `Default`).
+        #[arg(long)]
+        organization: Option<String>,
+        /// Read the password from standard input instead of having one generated.
+        #[arg(long)]
+        password_stdin: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Users {
+    /// Create a user account (administrators); a generated password is shown once.
+    #[command(after_help = "Example:\n  berth users create ana@example.com --display-name Ana")]
+    Create {
+        email: String,
+        #[arg(long)]
+        display_name: Option<String>,
+        /// Read the password from standard input instead of having one generated.
+        #[arg(long)]
+        password_stdin: bool,
+    },
+}
+
+/// A resource's network, access and runtime profiles, storage, source and auto-deploy.
+#[derive(Subcommand, Debug)]
+pub enum ResourceConfig {
+    /// Set where the application listens and how it is exposed.
+    #[command(after_help = "Example:\n  berth config network --resource web --port 8080")]
+    Network {
+        #[command(flatten)]
+        resource: ResourceOption,
+        /// The port the application listens on.
+        #[arg(long)]
+        port: i64,
+        /// http (default) or tcp.
+        #[arg(long)]
+        protocol: Option<String>,
+        /// reverse-proxy (default), direct-port or none.
+        #[arg(long)]
+        exposure: Option<String>,
+        /// Host port of direct-port exposure.
+        #[arg(long)]
+        host_port: Option<i64>,
+    },
+    /// Set the generated access route: on or off, and its path prefix.
+    #[command(after_help = "Example:\n  berth config access --resource web --path-prefix /shop")]
+    Access {
+        #[command(flatten)]
+        resource: ResourceOption,
+        /// inherit (default) or disabled.
+        #[arg(long)]
+        generated_access: Option<String>,
+        #[arg(long)]
+        path_prefix: Option<String>,
+    },
+    /// Set how the resource is built, started and health-checked.
+    #[command(
+        after_help = "Example:\n  berth config runtime --resource web --health-path /healthz --restart-policy always"
+    )]
+    Runtime {
+        #[command(flatten)]
+        resource: ResourceOption,
+        /// e.g. dockerfile, docker-image, static.
+        #[arg(long)]
+        strategy: Option<String>,
+        #[arg(long)]
+        start_command: Option<String>,
+        #[arg(long)]
+        build_command: Option<String>,
+        /// The HTTP path a new container must answer before it takes traffic.
+        #[arg(long)]
+        health_path: Option<String>,
+        /// unless-stopped (default), always, on-failure or never.
+        #[arg(long)]
+        restart_policy: Option<String>,
+    },
+    /// Bind the resource to a new source (deployed by the next `berth deploy`).
+    #[command(
+        after_help = "Examples:\n  berth config source --resource web --image nginx:1.27\n  berth config source --resource web --folder /srv/app"
+    )]
+    Source {
+        #[command(flatten)]
+        resource: ResourceOption,
+        #[arg(long, conflicts_with = "folder", required_unless_present = "folder")]
+        image: Option<String>,
+        #[arg(long)]
+        folder: Option<String>,
+    },
+    /// Show auto-deploy, or turn it on or off.
+    #[command(
+        after_help = "Examples:\n  berth config auto-deploy --resource web\n  berth config auto-deploy --resource web enable --ref refs/heads/main"
+    )]
+    AutoDeploy {
+        #[command(flatten)]
+        resource: ResourceOption,
+        /// enable or disable; shows the policy when omitted.
+        #[arg(value_parser = ["enable", "disable"])]
+        mode: Option<String>,
+        /// Source refs that trigger a deployment (repeatable).
+        #[arg(long = "ref")]
+        refs: Vec<String>,
+    },
+    /// Attach a storage volume at a path in the container.
+    #[command(
+        after_help = "Example:\n  berth config attach-storage --resource web vol-data /var/lib/app"
+    )]
+    AttachStorage {
+        #[command(flatten)]
+        resource: ResourceOption,
+        volume: String,
+        path: String,
+    },
+    /// Detach a storage volume (the volume is kept).
+    #[command(after_help = "Example:\n  berth config detach-storage --resource web att-abc")]
+    DetachStorage {
+        #[command(flatten)]
+        resource: ResourceOption,
+        attachment: String,
+    },
+}
+
+/// `KEY=VALUE` query parameters, passed to the API as they are.
+#[derive(Args, Debug)]
+pub struct QueryOptions {
+    /// A query parameter of the endpoint, e.g. `--query window.from=2026-11-01T00:00:00Z`
+    /// (repeatable).
+    #[arg(long = "query", value_name = "KEY=VALUE")]
+    pub query: Vec<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Monitoring {
+    /// The latest monitoring samples (host totals per server, usage per container).
+    #[command(
+        after_help = "Example:\n  berth monitoring samples --query scope.kind=server --query scope.serverId=srv-abc"
+    )]
+    Samples {
+        #[command(flatten)]
+        query: QueryOptions,
+    },
+    /// Samples summed up per bucket (avg, min, max).
+    #[command(
+        after_help = "Example:\n  berth monitoring rollup --query scope.kind=server --query scope.serverId=srv-abc"
+    )]
+    Rollup {
+        #[command(flatten)]
+        query: QueryOptions,
+    },
+    /// A scope's threshold policy and its latest evaluation.
+    #[command(
+        after_help = "Example:\n  berth monitoring thresholds --query scope.kind=server --query scope.serverId=srv-abc"
+    )]
+    Thresholds {
+        #[command(flatten)]
+        query: QueryOptions,
+    },
+    /// Create or replace a scope's threshold policy from a JSON file (the API's body).
+    #[command(
+        after_help = "Example:\n  berth monitoring set-thresholds thresholds.json\n\nThe file holds {\"scope\": {\"kind\": \"server\", \"serverId\": …}, \"rules\": […]}."
+    )]
+    SetThresholds {
+        /// The body as JSON; - for standard input.
+        file: PathBuf,
+    },
+}
+
+/// Decision and usage records (self-hosted Berth allows and entitles everything).
+#[derive(Subcommand, Debug)]
+pub enum Decisions {
+    /// Whether operations are allowed.
+    #[command(after_help = "Example:\n  berth decisions capabilities deployments.create")]
+    Capabilities {
+        #[arg(required = true)]
+        operations: Vec<String>,
+    },
+    /// Whether capabilities are entitled.
+    #[command(after_help = "Example:\n  berth decisions entitlements custom-domains")]
+    Entitlements {
+        #[arg(required = true)]
+        capabilities: Vec<String>,
+    },
+    /// List deployment-overlay decision records.
+    #[command(after_help = "Example:\n  berth decisions overlays")]
+    Overlays {
+        #[command(flatten)]
+        query: QueryOptions,
+    },
+    /// List route-surface decision records.
+    #[command(after_help = "Example:\n  berth decisions route-surfaces")]
+    RouteSurfaces {
+        #[command(flatten)]
+        query: QueryOptions,
+    },
+    /// List usage-intent records.
+    #[command(after_help = "Example:\n  berth decisions usage-intents")]
+    UsageIntents {
+        #[command(flatten)]
+        query: QueryOptions,
+    },
+    /// Decide on a deployment overlay, a route surface, or record a usage intent, from a JSON
+    /// file (the API's body).
+    #[command(
+        after_help = "Example:\n  berth decisions record usage-intent intent.json\n\nKinds: overlay, route-surface, usage-intent."
+    )]
+    Record {
+        #[arg(value_parser = ["overlay", "route-surface", "usage-intent"])]
+        kind: String,
+        /// The body as JSON; - for standard input.
+        file: PathBuf,
+    },
+}

@@ -1,0 +1,211 @@
+//! First-run bootstrap, user accounts, monitoring and thresholds, and the decision records.
+//! Bodies the API nests deeply (threshold rules, decision records) are read from a JSON file
+//! in the API's own shape rather than spelled out as options.
+
+use std::io::{BufRead, Read};
+use std::path::Path;
+
+use berth_api::bootstrap::FirstAdminRequest;
+use berth_api::decisions::{
+    CapabilityKeyQuery, CapabilityQuery, EntitlementQuery, OperationKeyQuery,
+};
+use berth_api::users::CreateUser;
+use serde_json::Value;
+
+use super::Ctx;
+use crate::cli::{Bootstrap, Decisions, Monitoring, QueryOptions, Users};
+use crate::error::{CliError, CliResult};
+use crate::output::{Column, col};
+
+pub fn bootstrap(ctx: &Ctx, command: Bootstrap) -> CliResult<()> {
+    let api = ctx.anonymous()?;
+    match command {
+        Bootstrap::Status => {
+            let answer = api.get("/bootstrap/auth/status", &[])?;
+            ctx.out.record(
+                &answer,
+                &[
+                    col("REQUIRED", "/bootstrapRequired"),
+                    col("ADMIN", "/firstAdminEmail"),
+                    col("ORGANIZATION", "/organizationSlug"),
+                    col("LOGIN URL", "/loginUrl"),
+                ],
+                "/organizationId",
+            );
+        }
+        Bootstrap::FirstAdmin {
+            email,
+            display_name,
+            organization,
+            password_stdin,
+        } => {
+            let body = FirstAdminRequest {
+                email,
+                display_name,
+                password: password_stdin.then(read_password).transpose()?,
+                organization_name: organization,
+            };
+            let answer = api.post("/bootstrap/auth/first-admin", &body)?;
+            print_account(ctx, &answer, "Created the first administrator");
+        }
+    }
+    Ok(())
+}
+
+pub fn users(ctx: &Ctx, command: Users) -> CliResult<()> {
+    match command {
+        Users::Create {
+            email,
+            display_name,
+            password_stdin,
+        } => {
+            let body = CreateUser {
+                email,
+                display_name,
+                password: password_stdin.then(read_password).transpose()?,
+            };
+            let answer = ctx.api()?.post("/users", &body)?;
+            print_account(ctx, &answer, "Created user");
+        }
+    }
+    Ok(())
+}
+
+fn read_password() -> CliResult<String> {
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    Ok(line.trim_end_matches(['\r', '\n']).to_string())
+}
+
+/// A new account: its id, and the generated password, which the API returns only this once.
+fn print_account(ctx: &Ctx, answer: &Value, verb: &str) {
+    if !ctx.out.human() {
+        ctx.out.raw(answer);
+        return;
+    }
+    println!(
+        "{verb} {} ({})",
+        crate::output::cell(answer, "/email"),
+        crate::output::cell(answer, "/userId")
+    );
+    if let Some(password) = answer["generatedPassword"].as_str() {
+        println!("Password (shown only now): {password}");
+    }
+}
+
+/// `--query KEY=VALUE` options as query parameters.
+fn query(options: &QueryOptions) -> CliResult<Vec<(&str, String)>> {
+    options
+        .query
+        .iter()
+        .map(|pair| {
+            pair.split_once('=')
+                .map(|(key, value)| (key, value.to_string()))
+                .ok_or_else(|| CliError::Usage(format!("--query {pair}: expected KEY=VALUE")))
+        })
+        .collect()
+}
+
+/// A JSON body from a file, or standard input for `-`.
+fn json_file(file: &Path) -> CliResult<Value> {
+    let text = if file.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text)?;
+        text
+    } else {
+        std::fs::read_to_string(file).map_err(|error| {
+            CliError::failure(format!("cannot read {}: {error}", file.display()))
+        })?
+    };
+    serde_json::from_str(&text)
+        .map_err(|error| CliError::Usage(format!("{}: not JSON: {error}", file.display())))
+}
+
+pub fn monitoring(ctx: &Ctx, command: Monitoring) -> CliResult<()> {
+    let api = ctx.api()?;
+    let (path, query) = match &command {
+        Monitoring::Samples { query: q } => ("/runtime-monitoring/samples", query(q)?),
+        Monitoring::Rollup { query: q } => ("/runtime-monitoring/rollup", query(q)?),
+        Monitoring::Thresholds { query: q } => ("/runtime-monitoring/thresholds", query(q)?),
+        Monitoring::SetThresholds { file } => {
+            let answer = api.post("/runtime-monitoring/thresholds", &json_file(file)?)?;
+            ctx.out.done(&answer, "Saved the threshold policy");
+            return Ok(());
+        }
+    };
+    // Nested series and evaluations: the API's JSON as it came (YAML with -o yaml).
+    let answer = api.get(path, &query)?;
+    ctx.out.raw(&answer);
+    Ok(())
+}
+
+const RECORD_COLUMNS: &[Column] = &[
+    col("ID", "/id"),
+    col("OPERATION", "/operationKey"),
+    col("CAPABILITY", "/capabilityKey"),
+    col("DECISION", "/decision"),
+    col("STATUS", "/status"),
+    col("SOURCE", "/source"),
+];
+
+/// A list of decision or usage records (`records`).
+fn records(ctx: &Ctx, path: &str, options: &QueryOptions) -> CliResult<()> {
+    let answer = ctx.api()?.get(path, &query(options)?)?;
+    print_items(ctx, &answer, RECORD_COLUMNS, "/id");
+    Ok(())
+}
+
+pub fn decisions(ctx: &Ctx, command: Decisions) -> CliResult<()> {
+    let api = ctx.api()?;
+    match command {
+        Decisions::Capabilities { operations } => {
+            let queries = operations
+                .into_iter()
+                .map(|operation_key| OperationKeyQuery { operation_key })
+                .collect();
+            let answer = api.post("/capabilities/query", &CapabilityQuery { queries })?;
+            let columns = [
+                col("OPERATION", "/operationKey"),
+                col("ALLOWED", "/allowed"),
+                col("MODE", "/mode"),
+            ];
+            print_items(ctx, &answer, &columns, "/operationKey");
+        }
+        Decisions::Entitlements { capabilities } => {
+            let queries = capabilities
+                .into_iter()
+                .map(|capability_key| CapabilityKeyQuery { capability_key })
+                .collect();
+            let answer = api.post("/entitlements/query", &EntitlementQuery { queries })?;
+            let columns = [
+                col("CAPABILITY", "/capabilityKey"),
+                col("ENTITLED", "/entitled"),
+                col("STATUS", "/status"),
+            ];
+            print_items(ctx, &answer, &columns, "/capabilityKey");
+        }
+        Decisions::Overlays { query: q } => records(ctx, "/deployment-overlays", &q)?,
+        Decisions::RouteSurfaces { query: q } => records(ctx, "/route-surfaces", &q)?,
+        Decisions::UsageIntents { query: q } => records(ctx, "/usage-intents", &q)?,
+        Decisions::Record { kind, file } => {
+            let path = match kind.as_str() {
+                "overlay" => "/deployment-overlays",
+                "route-surface" => "/route-surfaces",
+                _ => "/usage-intents",
+            };
+            let answer = api.post(path, &json_file(&file)?)?;
+            ctx.out.raw(&answer);
+        }
+    }
+    Ok(())
+}
+
+/// The answer's first array (`decisions`, `entitlements`, …) as a table.
+fn print_items(ctx: &Ctx, answer: &Value, columns: &[Column], id: &str) {
+    let rows = answer
+        .as_object()
+        .and_then(|object| object.values().find_map(Value::as_array))
+        .cloned()
+        .unwrap_or_default();
+    ctx.out.list(answer, &rows, columns, id);
+}
