@@ -267,7 +267,7 @@ fn config_redeployment(
         .is_some_and(DeploymentState::is_terminal);
     // Attempts from before fingerprints existed say nothing about what changed.
     let used = status.and_then(|s| s.config_fingerprint.as_ref())?;
-    if !idle {
+    if !idle || !config_sources_remain(context, namespace, resource) {
         return None;
     }
     let entries = config::lasting_entries(context, namespace, resource);
@@ -279,6 +279,26 @@ fn config_redeployment(
     deployment.metadata.name = Some(name);
     deployment.spec.trigger = Some("config-change".into());
     Some(deployment)
+}
+
+/// Whether the resource's organization, project and environment still exist and are not being
+/// deleted: when they go (deleting an organization takes its namespace and everything in it),
+/// their variables and secrets leaving is a deletion, not a configuration change to deploy.
+fn config_sources_remain(context: &Context, namespace: &str, resource: &Resource) -> bool {
+    let caches = &context.caches;
+    let project = Caches::get(&caches.projects, namespace, &resource.spec.project_id);
+    let environment = Caches::get(
+        &caches.environments,
+        namespace,
+        &resource.spec.environment_id,
+    );
+    let organization_deleting = caches.organizations.state().iter().any(|o| {
+        berth_crds::organization::Organization::namespace_name(&o.name_any()) == namespace
+            && o.metadata.deletion_timestamp.is_some()
+    });
+    !organization_deleting
+        && project.is_some_and(|p| p.metadata.deletion_timestamp.is_none())
+        && environment.is_some_and(|e| e.metadata.deletion_timestamp.is_none())
 }
 
 /// Removes finished attempts beyond `spec.deploymentHistoryLimit`, oldest first, once their
