@@ -671,3 +671,64 @@ async fn deploy_on_a_pane(berth: &Berth, slug: &str) {
     assert!(position("step 1/5") < position("step 5/5"), "{shown}");
     assert!(position("step 5/5") < url, "{shown}");
 }
+
+#[tokio::test]
+async fn cli_shows_and_sets_retention_and_streams_usage() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let admin = org.user(OrganizationRole::Admin).await;
+    let berth = Berth::new();
+    berth.login(&admin).await;
+
+    let list = berth
+        .run(&["monitoring", "retention", "-o", "json"])
+        .await
+        .json();
+    assert_eq!(list["schemaVersion"], "retention-defaults.list/v1");
+    assert_eq!(list["items"].as_array().unwrap().len(), 6, "{list}");
+    let args = [
+        "monitoring",
+        "set-retention",
+        "process-attempts",
+        "9",
+        "--dry-run",
+        "true",
+    ];
+    assert!(
+        berth
+            .run(&args)
+            .await
+            .ok()
+            .contains("Saved the retention policy")
+    );
+    let shown = berth
+        .run(&[
+            "monitoring",
+            "retention",
+            "process-attempts",
+            "--query",
+            "scope=organization",
+            "-o",
+            "json",
+        ])
+        .await
+        .json();
+    assert_eq!(shown["policy"]["retentionDays"], 9, "{shown}");
+    assert_eq!(shown["policy"]["dryRunSchedulingEnabled"], true, "{shown}");
+    // The API's 422 names the field; the CLI passes it on with a non-zero exit.
+    let run = berth
+        .run(&["monitoring", "set-retention", "logs", "9"])
+        .await;
+    assert_ne!(run.code, 0, "{run:#?}");
+    assert!(run.stderr.contains("category"), "{run:#?}");
+
+    // One usage snapshot, then the CLI leaves the stream.
+    let run = berth
+        .run(&["monitoring", "usage", "--count", "1"])
+        .await
+        .ok();
+    let lines: Vec<&str> = run.lines().collect();
+    assert_eq!(lines.len(), 1, "{run}");
+    let snapshot: Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(snapshot["schemaVersion"], "runtime-usage.inspect/v1");
+}

@@ -23,6 +23,7 @@ pub mod organizations;
 pub mod progress;
 pub mod projects;
 pub mod resources;
+pub mod retention;
 pub mod runtime_control;
 pub mod secrets;
 pub mod servers;

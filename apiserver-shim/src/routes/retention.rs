@@ -15,7 +15,9 @@ use berth_crds::retention_policy::{
 };
 use kube::{Api, ResourceExt};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+
+pub use berth_api::retention::SetRetention;
 
 use super::Endpoint;
 use super::bootstrap::FIRST_ADMIN_LABEL;
@@ -93,24 +95,6 @@ pub struct RetentionList {
 pub struct RetentionShow {
     pub schema_version: &'static str,
     pub policy: PolicyRecord,
-}
-
-/// `POST` body.
-#[derive(Deserialize, JsonSchema, Debug)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct SetRetention {
-    /// One of the six categories, e.g. `runtime-monitoring-samples`.
-    pub category: String,
-    /// Days history is kept, 1..=36500.
-    pub retention_days: i64,
-    /// `organization` (default) or `system`.
-    pub scope: Option<String>,
-    /// The caller's organization (organization scope only).
-    pub organization_id: Option<String>,
-    /// Omitted flags keep their current value (false, or true for `enabled`, when new).
-    pub dry_run_scheduling_enabled: Option<bool>,
-    pub destructive_scheduling_enabled: Option<bool>,
-    pub enabled: Option<bool>,
 }
 
 #[derive(Serialize, JsonSchema, Debug)]

@@ -187,6 +187,50 @@ pub enum Monitoring {
         /// The body as JSON; - for standard input.
         file: PathBuf,
     },
+    /// Live usage snapshots: totals by project, environment, resource and deployment, and the
+    /// containers, images and volumes behind them (one JSON line per snapshot).
+    #[command(
+        after_help = "Example:\n  berth monitoring usage --count 1 --query scope.projectId=prj-abc"
+    )]
+    Usage {
+        /// Stop after this many snapshots (default: until interrupted).
+        #[arg(long)]
+        count: Option<u64>,
+        #[command(flatten)]
+        query: QueryOptions,
+    },
+    /// Retention policies: the system defaults and the organization's own, or one category's.
+    #[command(
+        after_help = "Example:\n  berth monitoring retention\n  berth monitoring retention process-attempts --query scope=organization"
+    )]
+    Retention {
+        /// One category, e.g. runtime-monitoring-samples.
+        category: Option<String>,
+        #[command(flatten)]
+        query: QueryOptions,
+    },
+    /// Create or change the organization's retention policy of a category (configuration
+    /// only: berth-controller runs it on a schedule).
+    #[command(
+        after_help = "Example:\n  berth monitoring set-retention runtime-monitoring-samples 3 --dry-run true"
+    )]
+    SetRetention {
+        category: String,
+        /// Days history is kept (1..36500).
+        days: i64,
+        /// `organization` (default) or `system` (the first administrator only).
+        #[arg(long)]
+        scope: Option<String>,
+        /// Count what a run would delete.
+        #[arg(long)]
+        dry_run: Option<bool>,
+        /// Delete what is older than the retention.
+        #[arg(long)]
+        destructive: Option<bool>,
+        /// Whether the policy is in effect.
+        #[arg(long)]
+        enabled: Option<bool>,
+    },
 }
 
 /// Decision and usage records (self-hosted Berth allows and entitles everything).

@@ -9,10 +9,11 @@ use berth_api::bootstrap::FirstAdminRequest;
 use berth_api::decisions::{
     CapabilityKeyQuery, CapabilityQuery, EntitlementQuery, OperationKeyQuery,
 };
+use berth_api::retention::SetRetention;
 use berth_api::users::CreateUser;
 use serde_json::Value;
 
-use super::Ctx;
+use super::{Ctx, Query};
 use crate::cli::{Bootstrap, Decisions, Monitoring, QueryOptions, Users};
 use crate::error::{CliError, CliResult};
 use crate::output::{Column, col};
@@ -121,6 +122,20 @@ fn json_file(file: &Path) -> CliResult<Value> {
         .map_err(|error| CliError::Usage(format!("{}: not JSON: {error}", file.display())))
 }
 
+/// Usage snapshots as they arrive, one JSON line each, until `count` or the stream ends.
+fn usage(api: &crate::client::Api, count: Option<u64>, query: Query) -> CliResult<()> {
+    let path = "/runtime-usage/inspect/stream";
+    let events = api.stream(reqwest::Method::GET, path, query, None::<&()>)?;
+    for (shown, data) in (1u64..).zip(events) {
+        let data = data.map_err(|error| CliError::failure(format!("the stream broke: {error}")))?;
+        println!("{data}");
+        if count.is_some_and(|count| shown >= count) {
+            break;
+        }
+    }
+    Ok(())
+}
+
 pub fn monitoring(ctx: &Ctx, command: Monitoring) -> CliResult<()> {
     let api = ctx.api()?;
     let (path, query) = match &command {
@@ -130,6 +145,33 @@ pub fn monitoring(ctx: &Ctx, command: Monitoring) -> CliResult<()> {
         Monitoring::SetThresholds { file } => {
             let answer = api.post("/runtime-monitoring/thresholds", &json_file(file)?)?;
             ctx.out.done(&answer, "Saved the threshold policy");
+            return Ok(());
+        }
+        Monitoring::Usage { count, query: q } => return usage(api, *count, &query(q)?),
+        Monitoring::Retention {
+            category: Some(category),
+            query: q,
+        } => (&*format!("/retention-defaults/{category}"), query(q)?),
+        Monitoring::Retention { query: q, .. } => ("/retention-defaults", query(q)?),
+        Monitoring::SetRetention {
+            category,
+            days,
+            scope,
+            dry_run,
+            destructive,
+            enabled,
+        } => {
+            let body = SetRetention {
+                category: category.clone(),
+                retention_days: *days,
+                scope: scope.clone(),
+                organization_id: None,
+                dry_run_scheduling_enabled: *dry_run,
+                destructive_scheduling_enabled: *destructive,
+                enabled: *enabled,
+            };
+            let answer = api.post("/retention-defaults", &body)?;
+            ctx.out.done(&answer, "Saved the retention policy");
             return Ok(());
         }
     };
