@@ -12,7 +12,8 @@
 # The DNS answers every A query with 127.0.0.1 (where server 1's edge proxy publishes its
 # ports); tests point other names elsewhere through its management API
 # (POST http://127.0.0.1:8055/add-a {"host":"x.","addresses":["…"]}). Pebble validates HTTP-01
-# on port $BERTH_PEBBLE_HTTP_PORT, the edge proxy's HTTP port in the stack, and refuses orders
+# on port $BERTH_PEBBLE_HTTP_PORT (5002, Pebble's own default: a port no other stack user's edge
+# proxy publishes, so tests' servers publish theirs there), and refuses orders
 # for names under $BERTH_PEBBLE_BLOCKED_DOMAIN (a CA refusing an order, for tests). Certificates
 # live $BERTH_PEBBLE_CERT_VALIDITY seconds, so renewal happens within a test.
 
@@ -20,7 +21,7 @@ BERTH_PEBBLE_PORT=${BERTH_PEBBLE_PORT:-14000}
 BERTH_PEBBLE_MANAGEMENT_PORT=${BERTH_PEBBLE_MANAGEMENT_PORT:-15000}
 BERTH_CHALLTESTSRV_DNS_PORT=${BERTH_CHALLTESTSRV_DNS_PORT:-8053}
 BERTH_CHALLTESTSRV_MANAGEMENT_PORT=${BERTH_CHALLTESTSRV_MANAGEMENT_PORT:-8055}
-BERTH_PEBBLE_HTTP_PORT=${BERTH_PEBBLE_HTTP_PORT:-8080}
+BERTH_PEBBLE_HTTP_PORT=${BERTH_PEBBLE_HTTP_PORT:-5002}
 BERTH_PEBBLE_CERT_VALIDITY=${BERTH_PEBBLE_CERT_VALIDITY:-120}
 BERTH_PEBBLE_BLOCKED_DOMAIN=${BERTH_PEBBLE_BLOCKED_DOMAIN:-refused.berth.test}
 BERTH_PEBBLE_DIR=$BERTH_STACK_DIR/pebble
@@ -48,7 +49,7 @@ _pebble_files() {
       ) 2>/dev/null
     rm -f "$BERTH_PEBBLE_DIR/wfe.csr"
   fi
-  cat >"$BERTH_PEBBLE_DIR/config.json" <<EOF
+  cat >"$BERTH_PEBBLE_DIR/config.json.new" <<EOF
 {
   "pebble": {
     "listenAddress": "127.0.0.1:$BERTH_PEBBLE_PORT",
@@ -64,6 +65,16 @@ _pebble_files() {
   }
 }
 EOF
+  if cmp -s "$BERTH_PEBBLE_DIR/config.json.new" "$BERTH_PEBBLE_DIR/config.json"; then
+    rm -f "$BERTH_PEBBLE_DIR/config.json.new"
+    return 0
+  fi
+  mv "$BERTH_PEBBLE_DIR/config.json.new" "$BERTH_PEBBLE_DIR/config.json"
+  # Pebble reads its configuration at start only (it keeps no state worth keeping).
+  if is_running pebble; then
+    log "pebble: configuration changed; restarting it"
+    stop_bg pebble 10
+  fi
 }
 
 up_pebble() {
@@ -83,12 +94,12 @@ up_pebble() {
   else
     log "pebble-challtestsrv: running"
   fi
+  _pebble_files
   if is_running pebble; then
     log "pebble: running"
     return 0
   fi
   port_in_use "$BERTH_PEBBLE_PORT" && die "pebble: port $BERTH_PEBBLE_PORT is already in use by another process"
-  _pebble_files
   log "pebble: starting on https://127.0.0.1:$BERTH_PEBBLE_PORT/dir (certificates live ${BERTH_PEBBLE_CERT_VALIDITY}s)"
   rm -f "$BERTH_PEBBLE_DIR/root.pem"
   # No artificial validation sleeps, no rejected nonces and no reused authorizations: every
