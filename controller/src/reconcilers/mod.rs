@@ -8,6 +8,7 @@ pub mod config_triggers;
 pub mod crash_evidence;
 pub mod deployment;
 pub mod domain_binding;
+pub mod domain_routes;
 pub mod environment;
 pub mod fresh;
 pub mod organization;
@@ -126,6 +127,7 @@ pub async fn run_all(
         environments: feeds.environments.subscribe(),
         projects: feeds.projects.subscribe(),
         organizations: feeds.organizations.subscribe(),
+        domain_bindings: feeds.domain_bindings.subscribe(),
         woken: wakes.resources,
     };
     let servers = server::Inputs {
