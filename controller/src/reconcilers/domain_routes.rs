@@ -11,12 +11,16 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
 /// `(durable, server-applied)`: the newest binding with a URL, and the newest whose route the
-/// edge proxy applied. `https` once TLS is active (the binding's URL says so).
+/// edge proxy applied. `https` once TLS is active (the binding's URL says so). None before a
+/// deployment serves the resource: a route names the deployment that realizes it.
 pub fn domain_routes<'a>(
     bindings: impl IntoIterator<Item = &'a DomainBinding>,
     serving: Option<&Deployment>,
     target_port: i64,
 ) -> (Option<AppliedAccessRoute>, Option<AppliedAccessRoute>) {
+    let Some(serving) = serving else {
+        return (None, None);
+    };
     let mut routed: Vec<(&DomainBinding, AppliedAccessRoute, bool)> = bindings
         .into_iter()
         .filter_map(|binding| {
@@ -36,10 +40,8 @@ pub fn domain_routes<'a>(
                 url,
                 hostname: binding.spec.hostname.clone(),
                 provider_key: Some("caddy".into()),
-                deployment_id: serving.map(|d| d.name_any()).unwrap_or_default(),
-                deployment_status: serving
-                    .and_then(|d| d.status.as_ref()?.status)
-                    .unwrap_or(DeploymentState::Created),
+                deployment_id: serving.name_any(),
+                deployment_status: DeploymentState::Succeeded,
                 path_prefix: binding.spec.path_prefix.clone(),
                 proxy_kind: ProxyKind::Caddy,
                 target_port: Some(target_port),
@@ -95,13 +97,22 @@ mod tests {
     fn the_newest_binding_is_durable_and_the_newest_applied_one_is_server_applied() {
         let shop = binding("shop", "https://shop.example/", true, 0);
         let blog = binding("blog", "http://blog.example/", false, 10);
-        let (durable, applied) = domain_routes([&shop, &blog], None, 8080);
+        let serving: Deployment = serde_json::from_value(serde_json::json!({
+            "apiVersion": "berth.dev/v1alpha1", "kind": "Deployment",
+            "metadata": { "name": "dep-web-1" },
+            "spec": { "resourceId": "web", "serverId": "local", "environmentId": "env",
+                      "projectId": "prj", "trigger": "x" },
+        }))
+        .unwrap();
+        let (durable, applied) = domain_routes([&shop, &blog], Some(&serving), 8080);
         let durable = durable.unwrap();
         assert_eq!(durable.hostname, "blog.example");
         assert_eq!(durable.scheme, AccessScheme::Http);
         let applied = applied.unwrap();
         assert_eq!(applied.url, "https://shop.example/");
         assert_eq!(applied.scheme, AccessScheme::Https);
-        assert_eq!(domain_routes([], None, 8080), (None, None));
+        assert_eq!(durable.deployment_id, "dep-web-1");
+        assert_eq!(domain_routes([], Some(&serving), 8080), (None, None));
+        assert_eq!(domain_routes([&shop], None, 8080), (None, None));
     }
 }
