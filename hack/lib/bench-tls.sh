@@ -64,6 +64,11 @@ YAML
   echo "$seconds"
 }
 
+# True when no container publishes the ports this benchmark needs.
+bench_tls_ports_free() {
+  ! docker ps --format '{{.Ports}}' | grep -qE ":($BENCH_TLS_HTTP_PORT|$BENCH_TLS_HTTPS_PORT)->"
+}
+
 bench_tls_median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 bench_tls() {
@@ -72,14 +77,14 @@ bench_tls() {
   # shellcheck source-path=SCRIPTDIR
   source "$HACK_DIR/lib/berth.sh"
   ensure_packages bc:bc
-  if docker ps --format '{{.Ports}}' | grep -qE ":($BENCH_TLS_HTTP_PORT|$BENCH_TLS_HTTPS_PORT)->"; then
-    die "ports $BENCH_TLS_HTTP_PORT/$BENCH_TLS_HTTPS_PORT are published by a container; they are needed here"
-  fi
   log "building Berth"
   (cd "$HACK_DIR/.." && cargo build --quiet --bins -p berth-controller)
   berth_install_crds
   berth_install_rbac
+  # The Resource, then the Server (it waits for its resources), while the controller still runs,
+  # so their finalizers remove the app and the edge proxy.
   local cleanup="docker rm -f berth-bench-tls-caddy >/dev/null 2>&1 || true"
+  cleanup="$cleanup; kubectl -n $ns delete resource.berth.dev web --timeout=60s >/dev/null 2>&1 || true"
   cleanup="$cleanup; kubectl -n $ns delete server.berth.dev local --timeout=60s >/dev/null 2>&1 || true"
   cleanup="$cleanup; kubectl delete namespace $ns --wait=false >/dev/null 2>&1 || true"
   if ! controller_ready; then
@@ -88,6 +93,8 @@ bench_tls() {
   fi
   # shellcheck disable=SC2064 # expand now: what this run started
   trap "$cleanup" EXIT
+  # An earlier run's proxy may still be going away (the controller removes it).
+  wait_for 120 "ports $BENCH_TLS_HTTP_PORT/$BENCH_TLS_HTTPS_PORT free of containers" bench_tls_ports_free
 
   log "Caddy's automatic HTTPS from Pebble, $runs runs"
   for ((i = 0; i < runs; i++)); do

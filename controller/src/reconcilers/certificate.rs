@@ -281,21 +281,28 @@ async fn obtain(
     preflight::challenge_path_answers(&expected, address, &proxy, &prefix)
         .await
         .map_err(|m| preflight_failed(format!("pre-flight: {m}")))?;
-    let account = acme::account(&context.client, namespace, &context.acme)
-        .await
-        .map_err(order_failed)?;
-    match acme::issue(&account, hostname, &proxy, &prefix).await {
+    let outcome = order_with_account(context, namespace, hostname, &proxy, &prefix).await;
+    acme::remove_answers(&proxy, &prefix).await;
+    outcome.map_err(order_failed)
+}
+
+/// The namespace's account, then the order; once more with a new account when the CA forgot
+/// the old one (a test CA restarted).
+async fn order_with_account(
+    context: &Context,
+    namespace: &str,
+    hostname: &str,
+    proxy: &EdgeProxy,
+    prefix: &str,
+) -> std::result::Result<acme::Issued, acme::AcmeFailure> {
+    let account = acme::account(&context.client, namespace, &context.acme).await?;
+    match acme::issue(&account, hostname, proxy, prefix).await {
         Err(failure) if acme::is_unknown_account(&failure) => {
-            // The CA forgot the account (a test CA restarted): register again, once.
             let secrets = Api::<Secret>::namespaced(context.client.clone(), namespace);
-            let account = acme::create_account(&secrets, &context.acme)
-                .await
-                .map_err(order_failed)?;
-            acme::issue(&account, hostname, &proxy, &prefix)
-                .await
-                .map_err(order_failed)
+            let account = acme::create_account(&secrets, &context.acme).await?;
+            acme::issue(&account, hostname, proxy, prefix).await
         }
-        other => other.map_err(order_failed),
+        other => other,
     }
 }
 

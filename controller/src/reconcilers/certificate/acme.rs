@@ -131,14 +131,18 @@ pub fn is_unknown_account(failure: &AcmeFailure) -> bool {
 }
 
 /// Orders a certificate for `hostname`, answering HTTP-01 through `proxy` with routes under
-/// `route_prefix`, which are removed again whatever the outcome.
+/// `route_prefix` (the caller removes them with [`remove_answers`] whatever the outcome).
 pub async fn issue(
     account: &Account,
     hostname: &str,
     proxy: &EdgeProxy,
     route_prefix: &str,
 ) -> Result<Issued, AcmeFailure> {
-    let outcome = order(account, hostname, proxy, route_prefix).await;
+    order(account, hostname, proxy, route_prefix).await
+}
+
+/// Takes every answer (and the pre-flight probe) under `route_prefix` off the proxy.
+pub async fn remove_answers(proxy: &EdgeProxy, route_prefix: &str) {
     let removed = proxy
         .update_routes(|routes, _| {
             routes.retain(|r| {
@@ -149,9 +153,8 @@ pub async fn issue(
         })
         .await;
     if let Err(error) = removed {
-        tracing::warn!(%error, hostname, "could not remove the HTTP-01 answers");
+        tracing::warn!(%error, "could not remove the HTTP-01 answers");
     }
-    outcome
 }
 
 async fn order(
@@ -187,8 +190,9 @@ async fn order(
             .map_err(|e| AcmeFailure::at("the CA refused the challenge", e))?;
     }
     let retries = RetryPolicy::new()
-        .initial_delay(Duration::from_millis(200))
-        .backoff(1.5)
+        // A CA validates within a second or two; Pebble at once.
+        .initial_delay(Duration::from_millis(50))
+        .backoff(1.6)
         .timeout(VALIDATION_WAIT);
     let status = order
         .poll_ready(&retries)
