@@ -15,6 +15,8 @@
 #   hack/bench.sh monitor the agentless monitoring probe: CPU per tick for 100 containers
 #                         against an idle tick; CPU and memory against docker stats
 #   hack/bench.sh rollup  monitoring rollups of a week against an hour of samples; store bytes
+#   hack/bench.sh tls     a DomainBinding applied until the first verified HTTPS 200 against
+#                         Caddy's own automatic HTTPS from the same Pebble, p50s in one run
 #   hack/bench.sh scale   what idle apps cost: API requests, CPU, RSS and SSH channels at rest
 #                         with N Resources, 200 applied at once, drift repair time
 set -euo pipefail
@@ -26,6 +28,8 @@ source "$HACK_DIR/lib/common.sh"
 source "$HACK_DIR/lib/bench-scale.sh"
 # shellcheck source-path=SCRIPTDIR
 source "$HACK_DIR/lib/bench-monitor.sh"
+# shellcheck source-path=SCRIPTDIR
+source "$HACK_DIR/lib/bench-tls.sh"
 
 usage() {
   cat <<USAGE
@@ -74,6 +78,13 @@ Commands:
         topContributors read against the samples of the last hour (p99s, namespace goal <= 3x);
         store bytes per container-day; pruned to one day, another day recorded must fit the
         freed pages (goal <= 1.05x). ARGS go to the binary (--days, --resources, --runs).
+  tls [RUNS]
+        A server whose edge proxy publishes 5002/5003 (the ports Pebble validates on) and the
+        sample app; RUNS times (default 3) a DomainBinding for a new host name until curl,
+        trusting only Pebble's root, gets a 200 over HTTPS; before that, RUNS times Caddy's
+        own automatic HTTPS (a Caddy container on the host network) obtaining a certificate
+        from the same Pebble until the same curl succeeds. Prints both p50s and their ratio;
+        fails above 1.5x.
   scale [N] [DECLARED]
         Release berth-controller with N (default 300) Resources of the sample app on the local
         server, then DECLARED (default 2000) in all, the rest without a server. At rest for 60 s
@@ -84,10 +95,11 @@ Commands:
 USAGE
 }
 
-# bench_local_server NAMESPACE PORT: a new namespace holding the stack's sshd as Server `local`
-# (its key in Secret `key`), its edge proxy on PORT; returns once the Server is Ready.
+# bench_local_server NAMESPACE PORT [HTTPS_PORT]: a new namespace holding the stack's sshd as
+# Server `local` (its key in Secret `key`), its edge proxy on PORT (HTTPS on HTTPS_PORT, default
+# PORT+1); returns once the Server is Ready.
 bench_local_server() {
-  local ns=$1 port=$2
+  local ns=$1 port=$2 https_port=${3:-$(($2 + 1))}
   kubectl create namespace "$ns" >/dev/null
   kubectl -n "$ns" create secret generic key --from-file=privateKey="$BERTH_SSH_KEY" >/dev/null
   kubectl -n "$ns" apply -f - >/dev/null <<YAML
@@ -104,7 +116,7 @@ spec:
   port: $BERTH_SSH_PORT
   username: root
   credentialId: key
-  proxy: { kind: caddy, httpPort: $port, httpsPort: $((port + 1)) }
+  proxy: { kind: caddy, httpPort: $port, httpsPort: $https_port }
 YAML
   kubectl -n "$ns" wait --for=condition=Ready server/local --timeout=90s >/dev/null
 }
@@ -311,6 +323,7 @@ case "${1:-}" in
   observe) shift; bench_observe "$@" ;;
   monitor) shift; bench_monitor "$@" ;;
   rollup) shift; bench_rollup "$@" ;;
+  tls) shift; bench_tls "$@" ;;
   scale) shift; bench_scale "$@" ;;
   -h | --help | help) usage ;;
   *) usage >&2; exit 2 ;;

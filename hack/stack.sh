@@ -17,6 +17,7 @@ source "$HACK_DIR/lib/common.sh"
 source "$HACK_DIR/lib/images.sh"
 source "$HACK_DIR/lib/registry.sh"
 source "$HACK_DIR/lib/postgres.sh"
+source "$HACK_DIR/lib/pebble.sh"
 
 D=$BERTH_STACK_DIR
 LOGS=$D/logs
@@ -58,6 +59,10 @@ Runs Berth's local development stack on loopback (DESIGN §7):
                            holding $BERTH_REGISTRY_SAMPLE_REPO:{${BERTH_SAMPLE_VERSIONS[*]}}
   postgres                 127.0.0.1:$BERTH_POSTGRES_PORT, database $BERTH_POSTGRES_DB (password: \$BERTH_STACK_DIR/postgres.env;
                            URL: BERTH_TEST_POSTGRES_URL in 'env'), Debian's postgresql
+  pebble                   https://127.0.0.1:$BERTH_PEBBLE_PORT/dir (ACME; directory trusted with \$BERTH_STACK_DIR/pki/ca.crt,
+                           issuing root in \$BERTH_STACK_DIR/pebble/root.pem; certificates live ${BERTH_PEBBLE_CERT_VALIDITY}s;
+                           HTTP-01 checked on port $BERTH_PEBBLE_HTTP_PORT; orders for $BERTH_PEBBLE_BLOCKED_DOMAIN refused)
+  pebble-challtestsrv      DNS 127.0.0.1:$BERTH_CHALLTESTSRV_DNS_PORT (every name: 127.0.0.1), management http://127.0.0.1:$BERTH_CHALLTESTSRV_MANAGEMENT_PORT
   images                   $BERTH_BUSYBOX_IMAGE, ${BERTH_SAMPLE_VERSIONS[*]/#/$BERTH_SAMPLE_REPO:}, $BERTH_EDGE_IMAGE
 
 Commands:
@@ -87,7 +92,9 @@ port_in_use() { [[ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ]]; }
 check_ports() {
   local spec name port
   for spec in etcd:$ETCD_PORT etcd:$ETCD_PEER_PORT kube-apiserver:$API_PORT \
-    kube-controller-manager:$CM_PORT sshd:$SSH_PORT registry:${BERTH_REGISTRY_ADDR##*:}; do
+    kube-controller-manager:$CM_PORT sshd:$SSH_PORT registry:${BERTH_REGISTRY_ADDR##*:} \
+    pebble:$BERTH_PEBBLE_PORT pebble:$BERTH_PEBBLE_MANAGEMENT_PORT \
+    challtestsrv:$BERTH_CHALLTESTSRV_DNS_PORT challtestsrv:$BERTH_CHALLTESTSRV_MANAGEMENT_PORT; do
     name=${spec%%:*} port=${spec#*:}
     if ! is_running "$name" && port_in_use "$port"; then
       die "$name: port $port on loopback is already in use by another process"
@@ -474,6 +481,7 @@ cmd_up() {
   up_srv2
   up_registry
   up_postgres
+  up_pebble
   build_kubernetes
   wait_etcd
   up_apiserver
@@ -482,6 +490,7 @@ cmd_up() {
   wait_registry
   ensure_registry_images
   wait_postgres
+  wait_pebble
   wait_sshd
   wait_srv2
   wait_apiserver
@@ -509,6 +518,7 @@ cmd_down() {
     ip netns del "$SRV2_NS"
   fi
   down_postgres
+  down_pebble
   if docker_ready; then log "docker: engine not started by this script, left running"; fi
 }
 
@@ -558,6 +568,11 @@ cmd_status() {
   else
     report postgres 0 "127.0.0.1:$BERTH_POSTGRES_PORT/$BERTH_POSTGRES_DB"
   fi
+  if pebble_ready && challtestsrv_ready; then
+    report pebble 1 "https://127.0.0.1:$BERTH_PEBBLE_PORT/dir, DNS 127.0.0.1:$BERTH_CHALLTESTSRV_DNS_PORT, $(pid_of pebble)"
+  else
+    report pebble 0 "https://127.0.0.1:$BERTH_PEBBLE_PORT/dir, DNS 127.0.0.1:$BERTH_CHALLTESTSRV_DNS_PORT"
+  fi
   if docker_ready && images_present; then
     report images 1 "$BERTH_BUSYBOX_IMAGE ${BERTH_SAMPLE_VERSIONS[*]/#/$BERTH_SAMPLE_REPO:} $BERTH_EDGE_IMAGE"
   else
@@ -590,6 +605,7 @@ export BERTH_EDGE_IMAGE=$BERTH_EDGE_IMAGE
 EOF
   registry_env
   postgres_env
+  pebble_env
 }
 
 # Restarts one daemon of the stack, as a server's operator would (fault tests, hack/chaos.sh).

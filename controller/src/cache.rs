@@ -7,6 +7,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
 use berth_crds::deployment::Deployment;
+use berth_crds::domain_binding::DomainBinding;
 use berth_crds::environment::Environment;
 use berth_crds::organization::Organization;
 use berth_crds::project::Project;
@@ -37,6 +38,7 @@ pub struct Caches {
     pub secrets: Store<Secret>,
     /// Read by the server observers, which evaluate the policies on every monitoring tick.
     pub threshold_policies: Store<ThresholdPolicy>,
+    pub domain_bindings: Store<DomainBinding>,
 }
 
 /// The writing side of [`Caches`]: subscribe to a kind's changes, then [`Feeds::run`] the
@@ -51,6 +53,7 @@ pub struct Feeds {
     pub organizations: Feed<Organization>,
     pub secrets: Feed<Secret>,
     pub threshold_policies: Feed<ThresholdPolicy>,
+    pub domain_bindings: Feed<DomainBinding>,
 }
 
 /// One kind's store writer.
@@ -103,6 +106,7 @@ impl Caches {
         let (organizations, organizations_feed) = Feed::new();
         let (secrets, secrets_feed) = Feed::new();
         let (threshold_policies, threshold_policies_feed) = Feed::new();
+        let (domain_bindings, domain_bindings_feed) = Feed::new();
         let caches = Self {
             resources,
             deployments,
@@ -113,6 +117,7 @@ impl Caches {
             organizations,
             secrets,
             threshold_policies,
+            domain_bindings,
         };
         let feeds = Feeds {
             resources: resources_feed,
@@ -124,6 +129,7 @@ impl Caches {
             organizations: organizations_feed,
             secrets: secrets_feed,
             threshold_policies: threshold_policies_feed,
+            domain_bindings: domain_bindings_feed,
         };
         (caches, feeds)
     }
@@ -140,6 +146,7 @@ impl Caches {
             self.organizations.wait_until_ready(),
             self.secrets.wait_until_ready(),
             self.threshold_policies.wait_until_ready(),
+            self.domain_bindings.wait_until_ready(),
         );
     }
 
@@ -188,7 +195,8 @@ impl Feeds {
             self.environments.run(client.clone()),
             self.organizations.run(client.clone()),
             self.secrets.run(client.clone()),
-            self.threshold_policies.run(client),
+            self.threshold_policies.run(client.clone()),
+            self.domain_bindings.run(client),
         );
     }
 }

@@ -59,6 +59,21 @@ pub struct RunOptions {
         hide_env_values = true
     )]
     pub observation_store: Option<berth_timeline::StoreLocation>,
+    /// ACME directory certificates are ordered from (DESIGN §5b).
+    #[arg(
+        long,
+        env = "BERTH_ACME_DIRECTORY_URL",
+        default_value = "https://acme-v02.api.letsencrypt.org/directory"
+    )]
+    pub acme_directory_url: String,
+    /// PEM file of a root to trust for the ACME directory's HTTPS (a test CA); system roots
+    /// when unset.
+    #[arg(long, env = "BERTH_ACME_DIRECTORY_CA")]
+    pub acme_directory_ca: Option<std::path::PathBuf>,
+    /// DNS server (`address:port`) the pre-flight check resolves host names with, the one the
+    /// CA uses (a test DNS); the system resolver when unset.
+    #[arg(long, env = "BERTH_ACME_DNS")]
+    pub acme_dns: Option<SocketAddr>,
     /// Days deployment timelines are kept.
     #[arg(long, env = "BERTH_TIMELINE_RETENTION_DAYS", default_value_t = 30,
           value_parser = clap::value_parser!(u64).range(1..=3650))]
@@ -87,6 +102,14 @@ pub struct RunOptions {
 }
 
 impl RunOptions {
+    pub fn acme(&self) -> crate::context::AcmeSettings {
+        crate::context::AcmeSettings {
+            directory_url: self.acme_directory_url.clone(),
+            directory_ca: self.acme_directory_ca.clone(),
+            dns_server: self.acme_dns,
+        }
+    }
+
     /// How the health history is kept.
     pub fn health_history(&self) -> crate::health_history::Settings {
         crate::health_history::Settings {

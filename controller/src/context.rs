@@ -34,6 +34,30 @@ pub struct Context {
     pub observers: Observers,
     /// The deployment attempts running now, one task each.
     pub attempts: Attempts,
+    /// Where certificates come from and how host names are checked (DESIGN §5b).
+    pub acme: AcmeSettings,
+}
+
+/// The ACME CA Berth orders certificates from, and the resolver its pre-flight check uses.
+#[derive(Clone, Debug)]
+pub struct AcmeSettings {
+    /// The CA's directory URL.
+    pub directory_url: String,
+    /// A PEM root to trust for the directory's HTTPS (a test CA such as Pebble); the system's
+    /// roots when `None`.
+    pub directory_ca: Option<std::path::PathBuf>,
+    /// The DNS server the CA resolves with (a test DNS); the system resolver when `None`.
+    pub dns_server: Option<std::net::SocketAddr>,
+}
+
+impl Default for AcmeSettings {
+    fn default() -> Self {
+        Self {
+            directory_url: "https://acme-v02.api.letsencrypt.org/directory".into(),
+            directory_ca: None,
+            dns_server: None,
+        }
+    }
 }
 
 impl Context {
@@ -43,6 +67,7 @@ impl Context {
         timeline: TimelineWriter,
         caches: Caches,
         observers: Observers,
+        acme: AcmeSettings,
     ) -> Arc<Self> {
         let reporter = Reporter {
             controller: FIELD_MANAGER.into(),
@@ -58,6 +83,7 @@ impl Context {
             caches,
             observers,
             attempts: Attempts::default(),
+            acme,
         })
     }
 

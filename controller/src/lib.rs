@@ -39,6 +39,7 @@ pub async fn run(options: RunOptions) -> anyhow::Result<()> {
         timeline,
         caches,
         observers,
+        options.acme(),
     );
     let shutdown = shutdown::on_signal();
 

@@ -50,6 +50,48 @@ pub struct DomainBindingSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
     pub server_id: Option<String>,
+    /// Plain HTTP once TLS is active: `redirect` (default; answered with 308 to HTTPS) or
+    /// `serve` (the application answers on both).
+    #[serde(default)]
+    pub http_policy: HttpPolicy,
+}
+
+/// What plain HTTP does for a host name served over TLS.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum HttpPolicy {
+    #[default]
+    Redirect,
+    Serve,
+}
+
+/// `tlsMode` under which Berth obtains the certificate by ACME.
+pub const TLS_MODE_AUTO: &str = "auto";
+/// `tlsMode` without TLS: plain HTTP only.
+pub const TLS_MODE_DISABLED: &str = "disabled";
+
+/// Condition types of a DomainBinding besides `Ready`.
+pub mod condition_type {
+    /// The host name resolves to the server's address.
+    pub const VERIFIED: &str = "Verified";
+    /// The edge proxy of the server routes the host name.
+    pub const ROUTE_APPLIED: &str = "RouteApplied";
+    /// A certificate for the host name is loaded and served (checked by a TLS handshake).
+    pub const CERTIFICATE_SERVED: &str = "CertificateServed";
+}
+
+/// Reasons of a DomainBinding's conditions.
+pub mod reason {
+    pub const RESOLVES_TO_SERVER: &str = "ResolvesToServer";
+    pub const RESOLVES_ELSEWHERE: &str = "ResolvesElsewhere";
+    pub const DOES_NOT_RESOLVE: &str = "DoesNotResolve";
+    pub const APPLIED: &str = "Applied";
+    pub const NOT_APPLIED: &str = "NotApplied";
+    pub const SERVED: &str = "Served";
+    pub const WAITING_FOR_CERTIFICATE: &str = "WaitingForCertificate";
+    pub const SERVED_CERTIFICATE_DIFFERS: &str = "ServedCertificateDiffers";
+    pub const TLS_DISABLED: &str = "TlsDisabled";
+    pub const SERVER_NOT_READY: &str = "ServerNotReady";
 }
 
 fn default_path_prefix() -> String {
@@ -70,6 +112,18 @@ pub struct DomainBindingStatus {
     /// Status of the route on the edge proxy, e.g. `ready`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub route_status: Option<String>,
+    /// Id (object name) of the Server whose edge proxy serves the route.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_id: Option<String>,
+    /// Where the host name is served, `https://…` once TLS is active.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Addresses the host name resolved to at the last check.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resolved_addresses: Vec<String>,
+    /// SHA-256 (hex) of the leaf certificate the edge proxy presented for the host name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served_certificate_sha256: Option<String>,
     /// Generation of the spec last acted on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,

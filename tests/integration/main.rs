@@ -39,3 +39,4 @@ mod shim_thresholds;
 mod shim_tokens;
 mod shim_variables;
 mod ssh_pool;
+mod tls;

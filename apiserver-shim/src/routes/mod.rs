@@ -5,6 +5,7 @@
 pub mod access_failures;
 pub mod account;
 pub mod bootstrap;
+pub mod certificates;
 pub mod common;
 pub mod credentials;
 pub mod decisions;
@@ -153,6 +154,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         servers::endpoints(),
         terminal::endpoints(),
         deployments::endpoints(),
+        certificates::endpoints(),
         resources::endpoints(),
         resource_config::endpoints(),
         runtime_logs::endpoints(),

@@ -277,6 +277,22 @@ impl ServerConnection {
         .await
     }
 
+    /// Opens a `direct-tcpip` channel to `host:port` as seen from the server (its published
+    /// ports on `127.0.0.1`, say): a raw byte stream, e.g. for a TLS handshake through the tunnel.
+    pub async fn open_tcp(&self, host: &str, port: u16) -> Result<Channel<Msg>, RemoteError> {
+        super::count_channel("tcp");
+        within(self.timeouts.channel_open, "opening a TCP channel", async {
+            self.handle
+                .channel_open_direct_tcpip(host, u32::from(port), "127.0.0.1", 0)
+                .await
+                .map_err(|source| RemoteError::Ssh {
+                    operation: "opening a TCP channel",
+                    source,
+                })
+        })
+        .await
+    }
+
     /// Opens an interactive session: a PTY of `cols`×`rows` (TERM `xterm-256color`) running the
     /// login shell, or `command` when given (the shell runs it; it may `exec` a shell itself).
     /// Waits for the server to grant both requests. Terminals are long-lived, so they do not

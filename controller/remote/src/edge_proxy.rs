@@ -26,6 +26,7 @@ use super::docker::{docker_call, docker_over_ssh, is_not_found};
 use super::error::RemoteError;
 use super::pool::ServerId;
 use crate::edge_failures;
+use crate::edge_tls::{TlsParts, challenges_first};
 
 /// Docker network the proxy and the applications it routes to share.
 pub const EDGE_NETWORK: &str = "berth-edge";
@@ -38,6 +39,10 @@ pub const COMPONENT_LABEL: &str = "berth.dev/component";
 pub const SERVER_LABEL: &str = "berth.dev/server";
 /// Label holding the settings a proxy container was created with; a change recreates it.
 const SETTINGS_LABEL: &str = "berth.dev/proxy-settings";
+
+/// Serializes read-modify-write cycles of proxy configurations in this process: deployments
+/// switch routes while domains and certificates add theirs.
+pub static CONFIG_UPDATES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Serializes creating the edge network (see `ensure_network`).
 static NETWORK_CREATION: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -204,8 +209,50 @@ impl EdgeProxy {
         if serving && handles_failures(&current) {
             return Ok(false);
         }
-        self.load(&edge_config(resource_routes(&current))).await?;
+        let mut config = edge_config(resource_routes(&current));
+        TlsParts::of(&current).apply_to(&mut config);
+        self.load(&config).await?;
         Ok(true)
+    }
+
+    /// Rebuilds the configuration around edited routes: `edit` gets the plain server's routes
+    /// (those with an `@id`) and the HTTPS side, as running now. Serialized with every other
+    /// update in this process; nothing is loaded when nothing changed.
+    pub async fn update_routes<F>(&self, edit: F) -> Result<(), RemoteError>
+    where
+        F: FnOnce(&mut Vec<Value>, &mut TlsParts),
+    {
+        let _serialized = CONFIG_UPDATES.lock().await;
+        let current = self.config().await?;
+        let mut routes = resource_routes(&current);
+        let mut tls = TlsParts::of(&current);
+        edit(&mut routes, &mut tls);
+        let mut config = edge_config(challenges_first(routes));
+        tls.apply_to(&mut config);
+        if config == current {
+            return Ok(());
+        }
+        self.load(&config).await
+    }
+
+    /// Writes files into the proxy container's admin directory (e.g. `tls/x.key`), through
+    /// Docker's archive API: their content never appears on a command line or in an error.
+    pub async fn put_files(&self, files: &[(&str, &[u8])]) -> Result<(), RemoteError> {
+        let archive = tar_of(files)
+            .map_err(|e| RemoteError::ProxyAdmin(format!("packing files for the proxy: {e}")))?;
+        let options = bollard::query_parameters::UploadToContainerOptionsBuilder::new()
+            .path(ADMIN_DIR_IN_CONTAINER)
+            .build();
+        docker_call(
+            &self.connection,
+            "writing files into the edge proxy container",
+            self.docker.upload_to_container(
+                &self.names.container,
+                Some(options),
+                bollard::body_full(Bytes::from(archive)),
+            ),
+        )
+        .await
     }
 
     async fn network_exists(&self) -> Result<bool, RemoteError> {
@@ -304,6 +351,32 @@ impl EdgeProxy {
         }
         Ok(body)
     }
+}
+
+/// A tar archive of `files` (paths relative to the target directory), readable by the owner
+/// only: some hold private keys.
+fn tar_of(files: &[(&str, &[u8])]) -> std::io::Result<Vec<u8>> {
+    let mut builder = tar::Builder::new(Vec::new());
+    let mut directories: Vec<&str> = Vec::new();
+    for (path, _) in files {
+        if let Some((directory, _)) = path.rsplit_once('/')
+            && !directories.contains(&directory)
+        {
+            directories.push(directory);
+            let mut header = tar::Header::new_gnu();
+            header.set_entry_type(tar::EntryType::Directory);
+            header.set_mode(0o700);
+            header.set_size(0);
+            builder.append_data(&mut header, format!("{directory}/"), std::io::empty())?;
+        }
+    }
+    for (path, content) in files {
+        let mut header = tar::Header::new_gnu();
+        header.set_mode(0o600);
+        header.set_size(content.len() as u64);
+        builder.append_data(&mut header, path, *content)?;
+    }
+    builder.into_inner()
 }
 
 fn managed_labels() -> HashMap<String, String> {

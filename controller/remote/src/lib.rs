@@ -8,6 +8,7 @@ pub mod credential_key;
 pub mod docker;
 pub mod edge_failures;
 pub mod edge_proxy;
+pub mod edge_tls;
 pub mod error;
 pub mod facts;
 pub mod host_key;

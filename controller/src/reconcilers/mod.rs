@@ -3,9 +3,12 @@
 pub mod archive;
 pub mod bookkeeping;
 pub mod bookkept_kinds;
+pub mod certificate;
 pub mod config_triggers;
 pub mod crash_evidence;
 pub mod deployment;
+pub mod domain_binding;
+pub mod domain_routes;
 pub mod environment;
 pub mod fresh;
 pub mod organization;
@@ -126,6 +129,7 @@ pub async fn run_all(
         environments: feeds.environments.subscribe(),
         projects: feeds.projects.subscribe(),
         organizations: feeds.organizations.subscribe(),
+        domain_bindings: feeds.domain_bindings.subscribe(),
         woken: wakes.resources,
     };
     let servers = server::Inputs {
@@ -149,6 +153,8 @@ pub async fn run_all(
             project::run(context.clone(), shutdown.clone()),
             environment::run(context.clone(), shutdown.clone()),
             ssh_credential::run(context.clone(), shutdown.clone()),
+            certificate::run(context.clone(), shutdown.clone()),
+            domain_binding::run(context.clone(), shutdown.clone()),
             server::run(context.clone(), servers, shutdown.clone()),
             deployment::run(context.clone(), deployments, shutdown.clone()),
             resource::run(context.clone(), resources, shutdown.clone()),

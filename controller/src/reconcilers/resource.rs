@@ -8,6 +8,7 @@ use std::sync::Arc;
 use berth_crds::GENERATION_ANNOTATION;
 use berth_crds::condition::{self, Condition, ConditionStatus, READY};
 use berth_crds::deployment::{Deployment, DeploymentState};
+use berth_crds::domain_binding::DomainBinding;
 use berth_crds::environment::Environment;
 use berth_crds::organization::Organization;
 use berth_crds::project::Project;
@@ -33,6 +34,7 @@ use super::config_triggers as triggers;
 use super::deployment::plan::{self, ROUTE_SCHEME, SUPPORTED_SOURCES};
 use super::deployment::runtime::Target;
 use super::deployment::{config, connect, package};
+use super::domain_routes::domain_routes;
 use super::fresh::with_current_finalizers;
 use super::{RESYNC_AFTER, drain, error_policy};
 use super::{crash_evidence, runtime_control, runtime_state};
@@ -56,6 +58,7 @@ pub struct Inputs {
     pub environments: ReflectHandle<Environment>,
     pub projects: ReflectHandle<Project>,
     pub organizations: ReflectHandle<Organization>,
+    pub domain_bindings: ReflectHandle<DomainBinding>,
     pub woken: UnboundedReceiver<ObjectRef<Resource>>,
 }
 
@@ -95,6 +98,18 @@ pub async fn run(
             move |organization| {
                 triggers::resources_of_organization(&by_organization, &organization)
             },
+        )
+        // A domain binding's URL or readiness: the access summary's domain routes.
+        .watches_shared_stream(
+            changed_by(inputs.domain_bindings, |binding: &DomainBinding| {
+                let status = binding.status.as_ref();
+                digest(format!(
+                    "{:?}{:?}",
+                    status.and_then(|s| s.url.clone()),
+                    status.map(|s| &s.conditions)
+                ))
+            }),
+            |binding| Some(ObjectRef::new(&binding.spec.resource_id).within(&binding.namespace()?)),
         )
         // The server's observer: a managed container stopped, died or vanished, or the edge
         // proxy restarted without routes.
@@ -220,6 +235,22 @@ async fn apply(resource: &Resource, context: &Context, namespace: &str) -> Resul
     );
     status.deployment_count = i64::try_from(attempts.len()).unwrap_or(i64::MAX);
     status.runtime_control = control.control;
+    let bindings: Vec<Arc<DomainBinding>> = context
+        .caches
+        .domain_bindings
+        .state()
+        .into_iter()
+        .filter(|b| b.namespace().as_deref() == Some(namespace) && b.spec.resource_id == name)
+        .collect();
+    let (durable, applied) = domain_routes(
+        bindings.iter().map(AsRef::as_ref),
+        serving(&deployments),
+        plan::internal_port(resource).map_or(0, i64::from),
+    );
+    if let Some(summary) = status.access_summary.as_mut() {
+        summary.latest_durable_domain_route = durable;
+        summary.latest_server_applied_domain_route = applied;
+    }
     let api = Api::<Resource>::namespaced(context.client.clone(), namespace);
     apply_status(&api, resource, control.written.as_ref(), &status).await?;
     Ok(Action::requeue(if control.retry_soon {

@@ -31,11 +31,8 @@ use berth_remote::docker::{
     self, docker_call, docker_over_ssh, is_conflict, is_not_found, is_not_modified,
 };
 use berth_remote::edge_proxy::EDGE_NETWORK;
-use berth_remote::{EdgeProxy, RemoteError, ServerConnection, ServerId, edge_config};
+use berth_remote::{EdgeProxy, RemoteError, ServerConnection, ServerId};
 
-/// Serializes read-modify-write of edge proxy configurations: Caddy's `/load` replaces the
-/// whole config, so two resources switching at once would drop each other's route.
-static ROUTE_UPDATES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 /// Container probes during this long after start are not counted as failures: the process may
 /// not listen yet.
 const STARTUP_GRACE: Duration = Duration::from_secs(3);
@@ -503,21 +500,15 @@ impl Target {
         route_id: &str,
         target: Option<(&RoutePlan, &str, u16)>,
     ) -> Result<(), RemoteError> {
-        let _serialized = ROUTE_UPDATES.lock().await;
-        let current = self.proxy.config().await?;
-        let mut routes: Vec<Value> = current
-            .pointer("/apps/http/servers/edge/routes")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
-            .into_iter()
-            // Routes without an id are the catch-all 404 `edge_config` appends again.
-            .filter(|r| r.get("@id").is_some_and(|id| id != route_id))
-            .collect();
-        if let Some((route, upstream, port)) = target {
-            routes.push(caddy_route(route, upstream, port));
-        }
-        self.proxy.load(&edge_config(routes)).await
+        // Every other route, the domains' and certificates' included, stays as it is.
+        self.proxy
+            .update_routes(|routes, _tls| {
+                routes.retain(|r| r.get("@id").is_some_and(|id| id != route_id));
+                if let Some((route, upstream, port)) = target {
+                    routes.push(caddy_route(route, upstream, port));
+                }
+            })
+            .await
     }
 }
 

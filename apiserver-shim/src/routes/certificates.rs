@@ -1,0 +1,466 @@
+//! Spec §4.8 `POST /certificates/issue-or-renew`, plus listing and showing domain bindings and
+//! certificates (beyond the spec: the CLI and the console need them). Issuance itself is
+//! berth-controller's: the shim records the request on the Certificate (an attempt id in an
+//! annotation) and answers at once. Idempotent by `idempotencyKey`: the attempt id is derived
+//! from it, so repeats, even concurrent ones, name one attempt. No key material is read here.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use berth_crds::certificate::{
+    ACME_PROVIDER, Certificate, CertificateReason, CertificateSpec, IDEMPOTENCY_KEY_ANNOTATION,
+    REQUESTED_ATTEMPT_ANNOTATION,
+};
+use berth_crds::condition::{Condition, READY, is_true};
+use berth_crds::domain_binding::DomainBinding;
+use berth_crds::member::OrganizationRole;
+use kube::api::{ListParams, ObjectMeta, Patch, PatchParams};
+use kube::{Api, Resource, ResourceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::Endpoint;
+use super::common::{bounded, non_empty, timestamp};
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::JsonBody;
+use crate::state::{AppState, FIELD_MANAGER};
+
+/// Longest object name (a DNS subdomain).
+const NAME_MAX: usize = 253;
+/// Longest idempotency key or causation id.
+const KEY_MAX: usize = 256;
+/// The only challenge type Berth answers (through the edge proxy).
+const HTTP_01: &str = "http-01";
+/// Annotation keeping the caller's causation id of the latest request.
+const CAUSATION_ANNOTATION: &str = "berth.dev/causation-id";
+
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::post::<IssueOrRenew, IssueResult, _, _>(
+            "/certificates/issue-or-renew",
+            "Issue or renew the certificate of a domain binding (idempotent by idempotencyKey)",
+            issue_or_renew,
+        ),
+        Endpoint::get::<CertificateList, _, _>(
+            "/certificates",
+            "List certificates",
+            list_certificates,
+        ),
+        Endpoint::get::<CertificateView, _, _>(
+            "/certificates/{certificateId}",
+            "Show a certificate",
+            show_certificate,
+        ),
+        Endpoint::get::<DomainBindingList, _, _>(
+            "/domain-bindings",
+            "List domain bindings",
+            list_bindings,
+        ),
+        Endpoint::get::<DomainBindingView, _, _>(
+            "/domain-bindings/{domainBindingId}",
+            "Show a domain binding",
+            show_binding,
+        ),
+    ]
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct IssueOrRenew {
+    /// Id of the domain binding the certificate is for.
+    #[schemars(length(min = 1))]
+    pub domain_binding_id: String,
+    /// Id of the certificate; the binding's own (same id) when omitted.
+    #[schemars(length(min = 1))]
+    pub certificate_id: Option<String>,
+    /// `issue` (default), `renew` or `replace`.
+    pub reason: Option<CertificateReason>,
+    /// Certificate provider: `acme`.
+    #[schemars(length(min = 1))]
+    pub provider_key: Option<String>,
+    /// ACME challenge type: `http-01`.
+    #[schemars(length(min = 1))]
+    pub challenge_type: Option<String>,
+    /// Repeats with the same key name the same attempt.
+    #[schemars(length(min = 1))]
+    pub idempotency_key: Option<String>,
+    /// The caller's id of what caused this request.
+    #[schemars(length(min = 1))]
+    pub causation_id: Option<String>,
+}
+
+/// The Certificate issue result of spec §2.2.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct IssueResult {
+    pub certificate_id: String,
+    pub attempt_id: String,
+}
+
+/// A certificate as the API shows it; never key material.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CertificateView {
+    pub id: String,
+    pub domain_binding_id: String,
+    pub provider_key: String,
+    pub secret_name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempt_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issued_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_after: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub renew_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub days_until_expiry: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sha256_fingerprint: Option<String>,
+    pub failed_attempts: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_retry_at: Option<String>,
+    pub ready: bool,
+    pub conditions: Vec<ConditionView>,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct CertificateList {
+    pub items: Vec<CertificateView>,
+}
+
+/// A domain binding as the API shows it.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DomainBindingView {
+    pub id: String,
+    pub hostname: String,
+    pub path_prefix: String,
+    pub resource_id: String,
+    pub tls_mode: String,
+    pub http_policy: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub certificate_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub route_status: Option<String>,
+    pub resolved_addresses: Vec<String>,
+    pub ready: bool,
+    pub conditions: Vec<ConditionView>,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct DomainBindingList {
+    pub items: Vec<DomainBindingView>,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConditionView {
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub status: String,
+    pub reason: String,
+    pub message: String,
+    pub last_transition_time: String,
+}
+
+fn conditions(conditions: &[Condition]) -> Vec<ConditionView> {
+    conditions
+        .iter()
+        .map(|c| ConditionView {
+            type_: c.type_.clone(),
+            status: format!("{:?}", c.status),
+            reason: c.reason.clone(),
+            message: c.message.clone(),
+            last_transition_time: timestamp(&c.last_transition_time),
+        })
+        .collect()
+}
+
+/// An object name of 1..=253 lowercase letters, digits, dashes and dots.
+fn object_name(field: &str, value: &str) -> Result<(), ApiError> {
+    non_empty(field, value)?;
+    let valid = value.len() <= NAME_MAX
+        && value
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+        && value.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && value.ends_with(|c: char| c.is_ascii_alphanumeric());
+    if valid {
+        return Ok(());
+    }
+    Err(ApiError::validation(
+        field,
+        format!("{field} must be an id: 1-{NAME_MAX} lowercase letters, digits, dashes or dots"),
+    ))
+}
+
+/// The attempt an idempotency key names, the same for every repeat in the organization.
+fn attempt_for_key(namespace: &str, certificate: &str, key: &str) -> String {
+    let digest = Sha256::digest(format!("{namespace}/{certificate}/{key}").as_bytes());
+    format!("att-{}", &hex::encode(digest)[..12])
+}
+
+async fn issue_or_renew(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<IssueOrRenew>,
+) -> ApiResult<Json<IssueResult>> {
+    object_name("domainBindingId", &body.domain_binding_id)?;
+    if let Some(id) = &body.certificate_id {
+        object_name("certificateId", id)?;
+    }
+    if let Some(provider) = &body.provider_key {
+        non_empty("providerKey", provider)?;
+        if provider != ACME_PROVIDER {
+            return Err(ApiError::validation(
+                "providerKey",
+                format!("providerKey must be {ACME_PROVIDER:?}: Berth issues certificates by ACME"),
+            ));
+        }
+    }
+    if let Some(challenge) = &body.challenge_type {
+        non_empty("challengeType", challenge)?;
+        if challenge != HTTP_01 {
+            return Err(ApiError::validation(
+                "challengeType",
+                format!("challengeType must be {HTTP_01:?}, the challenge Berth answers"),
+            ));
+        }
+    }
+    for (field, value) in [
+        ("idempotencyKey", &body.idempotency_key),
+        ("causationId", &body.causation_id),
+    ] {
+        if let Some(value) = value {
+            non_empty(field, value)?;
+            bounded(field, value, KEY_MAX)?;
+        }
+    }
+    let organization = caller.require_role(OrganizationRole::Member)?;
+    let namespace = organization.namespace.clone();
+    let bindings = Api::<DomainBinding>::namespaced(state.client.clone(), &namespace);
+    let binding = bindings
+        .get_opt(&body.domain_binding_id)
+        .await?
+        .ok_or_else(|| {
+            ApiError::not_found("domain binding", &body.domain_binding_id)
+                .with_detail("field", "domainBindingId")
+        })?;
+    let certificate_id = body
+        .certificate_id
+        .clone()
+        .unwrap_or_else(|| binding.name_any());
+    let certificates = Api::<Certificate>::namespaced(state.client.clone(), &namespace);
+    let existing = certificates.get_opt(&certificate_id).await?;
+    if let Some(existing) = &existing {
+        if existing.spec.domain_binding_id != binding.name_any() {
+            return Err(ApiError::conflict(format!(
+                "certificate {certificate_id} belongs to domain binding {}",
+                existing.spec.domain_binding_id
+            ))
+            .with_detail("field", "certificateId"));
+        }
+        // A repeat of the latest request: the attempt it started.
+        if let Some(key) = &body.idempotency_key
+            && existing.annotations().get(IDEMPOTENCY_KEY_ANNOTATION) == Some(key)
+            && let Some(attempt) = existing.annotations().get(REQUESTED_ATTEMPT_ANNOTATION)
+        {
+            return Ok(Json(IssueResult {
+                certificate_id,
+                attempt_id: attempt.clone(),
+            }));
+        }
+    }
+    let attempt_id = match &body.idempotency_key {
+        Some(key) => attempt_for_key(&namespace, &certificate_id, key),
+        None => {
+            let bytes: [u8; 6] = rand::random();
+            format!("att-{}", hex::encode(bytes))
+        }
+    };
+    let mut annotations = std::collections::BTreeMap::from([(
+        REQUESTED_ATTEMPT_ANNOTATION.to_string(),
+        attempt_id.clone(),
+    )]);
+    if let Some(key) = &body.idempotency_key {
+        annotations.insert(IDEMPOTENCY_KEY_ANNOTATION.into(), key.clone());
+    }
+    if let Some(causation) = &body.causation_id {
+        annotations.insert(CAUSATION_ANNOTATION.into(), causation.clone());
+    }
+    let certificate = Certificate {
+        metadata: ObjectMeta {
+            name: Some(certificate_id.clone()),
+            annotations: Some(annotations),
+            owner_references: binding.controller_owner_ref(&()).map(|o| vec![o]),
+            ..Default::default()
+        },
+        spec: CertificateSpec {
+            domain_binding_id: binding.name_any(),
+            reason: body.reason.unwrap_or_default(),
+            provider_key: Some(ACME_PROVIDER.into()),
+            challenge_type: Some(HTTP_01.into()),
+            secret_name: existing.as_ref().and_then(|c| c.spec.secret_name.clone()),
+        },
+        status: None,
+    };
+    let mut value = serde_json::to_value(&certificate).map_err(ApiError::internal)?;
+    if let Some(map) = value.as_object_mut() {
+        map.remove("status");
+    }
+    certificates
+        .patch(
+            &certificate_id,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&value),
+        )
+        .await?;
+    Ok(Json(IssueResult {
+        certificate_id,
+        attempt_id,
+    }))
+}
+
+fn certificate_view(certificate: &Certificate) -> CertificateView {
+    let status = certificate.status.clone().unwrap_or_default();
+    CertificateView {
+        id: certificate.name_any(),
+        domain_binding_id: certificate.spec.domain_binding_id.clone(),
+        provider_key: certificate
+            .spec
+            .provider_key
+            .clone()
+            .unwrap_or_else(|| ACME_PROVIDER.into()),
+        secret_name: status.secret_name.clone().unwrap_or_else(|| {
+            certificate
+                .spec
+                .secret_name
+                .clone()
+                .unwrap_or_else(|| format!("{}-tls", certificate.name_any()))
+        }),
+        hostname: status.hostname.clone(),
+        attempt_id: status.attempt_id.clone(),
+        issued_at: status.issued_at.as_ref().map(timestamp),
+        not_after: status.not_after.as_ref().map(timestamp),
+        renew_at: status.renew_at.as_ref().map(timestamp),
+        days_until_expiry: status.days_until_expiry,
+        sha256_fingerprint: status.sha256_fingerprint.clone(),
+        failed_attempts: status.failed_attempts,
+        next_retry_at: status.next_retry_at.as_ref().map(timestamp),
+        ready: is_true(&status.conditions, READY),
+        conditions: conditions(&status.conditions),
+    }
+}
+
+fn binding_view(binding: &DomainBinding) -> DomainBindingView {
+    let status = binding.status.clone().unwrap_or_default();
+    DomainBindingView {
+        id: binding.name_any(),
+        hostname: binding.spec.hostname.clone(),
+        path_prefix: binding.spec.path_prefix.clone(),
+        resource_id: binding.spec.resource_id.clone(),
+        tls_mode: binding.spec.tls_mode.clone(),
+        http_policy: serde_json::to_value(binding.spec.http_policy)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default(),
+        server_id: status
+            .server_id
+            .clone()
+            .or_else(|| binding.spec.server_id.clone()),
+        certificate_id: status.certificate_id.clone(),
+        url: status.url.clone(),
+        route_status: status.route_status.clone(),
+        resolved_addresses: status.resolved_addresses.clone(),
+        ready: is_true(&status.conditions, READY),
+        conditions: conditions(&status.conditions),
+    }
+}
+
+async fn list_certificates(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> ApiResult<Json<CertificateList>> {
+    let organization = caller.require_role(OrganizationRole::Member)?;
+    let api = Api::<Certificate>::namespaced(state.client.clone(), &organization.namespace);
+    let mut items: Vec<CertificateView> = api
+        .list(&ListParams::default())
+        .await?
+        .items
+        .iter()
+        .map(certificate_view)
+        .collect();
+    items.sort_by(|a, b| a.id.cmp(&b.id));
+    Ok(Json(CertificateList { items }))
+}
+
+async fn show_certificate(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<CertificateView>> {
+    let organization = caller.require_role(OrganizationRole::Member)?;
+    object_name("certificateId", &id).map_err(|_| ApiError::not_found("certificate", &id))?;
+    let api = Api::<Certificate>::namespaced(state.client.clone(), &organization.namespace);
+    let certificate = api
+        .get_opt(&id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("certificate", &id))?;
+    Ok(Json(certificate_view(&certificate)))
+}
+
+async fn list_bindings(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> ApiResult<Json<DomainBindingList>> {
+    let organization = caller.require_role(OrganizationRole::Member)?;
+    let api = Api::<DomainBinding>::namespaced(state.client.clone(), &organization.namespace);
+    let mut items: Vec<DomainBindingView> = api
+        .list(&ListParams::default())
+        .await?
+        .items
+        .iter()
+        .map(binding_view)
+        .collect();
+    items.sort_by(|a, b| a.id.cmp(&b.id));
+    Ok(Json(DomainBindingList { items }))
+}
+
+async fn show_binding(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<DomainBindingView>> {
+    let organization = caller.require_role(OrganizationRole::Member)?;
+    object_name("domainBindingId", &id).map_err(|_| ApiError::not_found("domain binding", &id))?;
+    let api = Api::<DomainBinding>::namespaced(state.client.clone(), &organization.namespace);
+    let binding = api
+        .get_opt(&id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("domain binding", &id))?;
+    Ok(Json(binding_view(&binding)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_key_names_one_attempt_per_certificate() {
+        let first = attempt_for_key("org-a", "shop", "k1");
+        assert_eq!(first, attempt_for_key("org-a", "shop", "k1"));
+        assert_ne!(first, attempt_for_key("org-a", "shop", "k2"));
+        assert_ne!(first, attempt_for_key("org-b", "shop", "k1"));
+        assert!(object_name("x", "shop.example").is_ok());
+        assert!(object_name("x", "Shop").is_err());
+        assert!(object_name("x", "-a").is_err());
+    }
+}
