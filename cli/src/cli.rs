@@ -10,7 +10,7 @@ use crate::error::EXIT_CODES_HELP;
 use crate::output::Format;
 
 mod platform;
-pub use platform::{Bootstrap, Decisions, Monitoring, QueryOptions, ResourceConfig, Users};
+pub use platform::{Bootstrap, Decisions, Monitoring, QueryOptions, ResourceConfig, Tls, Users};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -162,6 +162,12 @@ pub enum Command {
         after_help = "Example:\n  berth monitoring samples --query scope.kind=server --query scope.serverId=srv-abc"
     )]
     Monitoring(Monitoring),
+    /// Custom domains and their TLS certificates.
+    #[command(
+        subcommand,
+        after_help = "Example:\n  berth tls certificates\n  berth tls issue dom-shop --reason renew"
+    )]
+    Tls(Tls),
     /// Capability, entitlement, overlay, route-surface and usage-intent records.
     #[command(
         subcommand,

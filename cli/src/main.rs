@@ -61,6 +61,7 @@ fn run(cli: Cli) -> CliResult<()> {
         Command::Tokens(command) => tokens::tokens(&ctx()?, command),
         Command::Config(command) => resource_config::config(&ctx()?, command),
         Command::Monitoring(command) => platform::monitoring(&ctx()?, command),
+        Command::Tls(command) => platform::tls(&ctx()?, command),
         Command::Decisions(command) => platform::decisions(&ctx()?, command),
         Command::Variables(command) => resources::variables(&ctx()?, command),
         Command::Secrets(command) => resources::secrets(&ctx()?, command),

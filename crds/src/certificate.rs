@@ -9,15 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::Condition;
 use crate::limits::OBJECT_NAME_MAX;
 
-/// Why a certificate is requested.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum CertificateReason {
-    #[default]
-    Issue,
-    Renew,
-    Replace,
-}
+pub use berth_api::certificates::CertificateReason;
 
 /// A TLS certificate for a domain binding; the key pair lives in a `kubernetes.io/tls` Secret.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]

@@ -722,6 +722,16 @@ async fn cli_shows_and_sets_retention_and_streams_usage() {
     assert_ne!(run.code, 0, "{run:#?}");
     assert!(run.stderr.contains("category"), "{run:#?}");
 
+    // Certificates and domain bindings: none yet; asking for one of a binding that does not
+    // exist is "not found".
+    berth
+        .run(&["tls", "certificates", "-o", "json"])
+        .await
+        .json();
+    berth.run(&["tls", "domains", "-o", "json"]).await.json();
+    let run = berth.run(&["tls", "issue", "dom-missing"]).await;
+    assert_eq!(run.code, NOT_FOUND, "{run:#?}");
+
     // One usage snapshot, then the CLI leaves the stream.
     let run = berth
         .run(&["monitoring", "usage", "--count", "1"])

@@ -11,6 +11,7 @@
 pub mod access_failure;
 pub mod account;
 pub mod bootstrap;
+pub mod certificates;
 pub mod common;
 pub mod credentials;
 pub mod decisions;

@@ -7,7 +7,7 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use berth_crds::certificate::{
-    ACME_PROVIDER, Certificate, CertificateReason, CertificateSpec, IDEMPOTENCY_KEY_ANNOTATION,
+    ACME_PROVIDER, Certificate, CertificateSpec, IDEMPOTENCY_KEY_ANNOTATION,
     REQUESTED_ATTEMPT_ANNOTATION,
 };
 use berth_crds::condition::{Condition, READY, is_true};
@@ -16,7 +16,7 @@ use berth_crds::member::OrganizationRole;
 use kube::api::{ListParams, ObjectMeta, Patch, PatchParams};
 use kube::{Api, Resource, ResourceExt};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::Endpoint;
@@ -65,30 +65,7 @@ pub fn endpoints() -> Vec<Endpoint> {
     ]
 }
 
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct IssueOrRenew {
-    /// Id of the domain binding the certificate is for.
-    #[schemars(length(min = 1))]
-    pub domain_binding_id: String,
-    /// Id of the certificate; the binding's own (same id) when omitted.
-    #[schemars(length(min = 1))]
-    pub certificate_id: Option<String>,
-    /// `issue` (default), `renew` or `replace`.
-    pub reason: Option<CertificateReason>,
-    /// Certificate provider: `acme`.
-    #[schemars(length(min = 1))]
-    pub provider_key: Option<String>,
-    /// ACME challenge type: `http-01`.
-    #[schemars(length(min = 1))]
-    pub challenge_type: Option<String>,
-    /// Repeats with the same key name the same attempt.
-    #[schemars(length(min = 1))]
-    pub idempotency_key: Option<String>,
-    /// The caller's id of what caused this request.
-    #[schemars(length(min = 1))]
-    pub causation_id: Option<String>,
-}
+pub use berth_api::certificates::IssueOrRenew;
 
 /// The Certificate issue result of spec §2.2.
 #[derive(Serialize, JsonSchema)]

@@ -233,6 +233,30 @@ pub enum Monitoring {
     },
 }
 
+#[derive(Subcommand, Debug)]
+pub enum Tls {
+    /// Certificates (never their keys), or one with its expiry and conditions.
+    #[command(after_help = "Example:\n  berth tls certificates\n  berth tls certificates dom-shop")]
+    Certificates { id: Option<String> },
+    /// Domain bindings, or one with its verification, route and served certificate.
+    #[command(after_help = "Example:\n  berth tls domains\n  berth tls domains dom-shop")]
+    Domains { id: Option<String> },
+    /// Ask for a certificate for a domain binding now (answers the attempt's id).
+    #[command(
+        after_help = "Example:\n  berth tls issue dom-shop --reason renew --idempotency-key renew-1"
+    )]
+    Issue {
+        /// The domain binding's id.
+        binding: String,
+        /// `issue` (default), `renew` or `replace`.
+        #[arg(long, value_parser = ["issue", "renew", "replace"])]
+        reason: Option<String>,
+        /// Asking again with the same key starts no second attempt.
+        #[arg(long)]
+        idempotency_key: Option<String>,
+    },
+}
+
 /// Decision and usage records (self-hosted Berth allows and entitles everything).
 #[derive(Subcommand, Debug)]
 pub enum Decisions {

@@ -6,6 +6,7 @@ use std::io::{BufRead, Read};
 use std::path::Path;
 
 use berth_api::bootstrap::FirstAdminRequest;
+use berth_api::certificates::{CertificateReason, IssueOrRenew};
 use berth_api::decisions::{
     CapabilityKeyQuery, CapabilityQuery, EntitlementQuery, OperationKeyQuery,
 };
@@ -14,7 +15,7 @@ use berth_api::users::CreateUser;
 use serde_json::Value;
 
 use super::{Ctx, Query};
-use crate::cli::{Bootstrap, Decisions, Monitoring, QueryOptions, Users};
+use crate::cli::{Bootstrap, Decisions, Monitoring, QueryOptions, Tls, Users};
 use crate::error::{CliError, CliResult};
 use crate::output::{Column, col};
 
@@ -250,4 +251,45 @@ fn print_items(ctx: &Ctx, answer: &Value, columns: &[Column], id: &str) {
         .cloned()
         .unwrap_or_default();
     ctx.out.list(answer, &rows, columns, id);
+}
+
+pub fn tls(ctx: &Ctx, command: Tls) -> CliResult<()> {
+    let api = ctx.api()?;
+    let answer = match command {
+        Tls::Certificates { id } => api.get(&listed_or_one("/certificates", id), &[])?,
+        Tls::Domains { id } => api.get(&listed_or_one("/domain-bindings", id), &[])?,
+        Tls::Issue {
+            binding,
+            reason,
+            idempotency_key,
+        } => {
+            let reason = reason.map(|r| match r.as_str() {
+                "renew" => CertificateReason::Renew,
+                "replace" => CertificateReason::Replace,
+                _ => CertificateReason::Issue,
+            });
+            let body = IssueOrRenew {
+                domain_binding_id: binding,
+                certificate_id: None,
+                reason,
+                provider_key: None,
+                challenge_type: None,
+                idempotency_key,
+                causation_id: None,
+            };
+            let answer = api.post("/certificates/issue-or-renew", &body)?;
+            ctx.out.done(&answer, "Asked for a certificate");
+            return Ok(());
+        }
+    };
+    ctx.out.raw(&answer);
+    Ok(())
+}
+
+/// `base`, or `base/{id}` when one is named.
+fn listed_or_one(base: &str, id: Option<String>) -> String {
+    match id {
+        Some(id) => format!("{base}/{id}"),
+        None => base.to_string(),
+    }
 }
