@@ -344,3 +344,22 @@ mod tests {
         }
     }
 }
+
+/// One thing on a server's disk as Docker accounts it (`GET /system/df`): an image, a volume
+/// or the build cache. The server observer keeps the latest of each server in the observation
+/// store; the usage stream attributes them to deployments and resources.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DiskArtifact {
+    /// `image`, `volume` or `build-cache`.
+    pub kind: String,
+    /// The image id, the volume name, or `build-cache`.
+    pub id: String,
+    /// An image's tags and digests.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub references: Vec<String>,
+    /// Bytes on disk; for an image, with the layers it shares with others.
+    pub bytes: Option<u64>,
+    /// Containers using it (any state); for the build cache, its records in use.
+    pub in_use_by: Option<u64>,
+}

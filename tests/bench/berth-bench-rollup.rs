@@ -35,6 +35,10 @@ struct Options {
     /// Goal: rollup p99 at most this many times the samples p99 (namespace-wide).
     #[arg(long, default_value_t = 3.0)]
     goal: f64,
+    /// Keep the store in this file (default: a temporary one), recorded but not pruned; a file
+    /// recorded by an earlier run is only read again, to iterate on reads.
+    #[arg(long)]
+    store: Option<std::path::PathBuf>,
 }
 
 const NAMESPACE: &str = "org-bench";
@@ -46,22 +50,21 @@ const END: i64 = 1_900_000_020_000 - 1_900_000_020_000 % MINUTE;
 fn main() -> anyhow::Result<()> {
     let options = Options::parse();
     let dir = tempfile::tempdir()?;
-    let file = dir.path().join("bench.sqlite");
+    let file = options
+        .store
+        .clone()
+        .unwrap_or_else(|| dir.path().join("bench.sqlite"));
+    let reused = file.exists();
     let store = berth_timeline::open(&StoreLocation::Sqlite(file.clone()))?;
-    let start = END - options.days * DAY;
-    println!(
-        "recording {} days of minute samples for {} containers and their host",
-        options.days, options.resources
-    );
-    let recorded = Instant::now();
-    record(&store, &options, start, END)?;
-    let rows = options.days * 1440 * (options.resources as i64 + 1);
-    let elapsed = recorded.elapsed();
-    println!(
-        "recorded {rows} samples in {:.0} s ({:.0} samples/s with their rollups)",
-        elapsed.as_secs_f64(),
-        rows as f64 / elapsed.as_secs_f64()
-    );
+    if reused {
+        println!("reading {} as recorded by an earlier run", file.display());
+        return if measure_reads(&store, &options) {
+            Ok(())
+        } else {
+            anyhow::bail!("a goal was missed")
+        };
+    }
+    record_all(&store, &options)?;
     let container_days = options.resources as f64 * options.days as f64;
     let bytes = store_bytes(&file);
     println!(
@@ -70,12 +73,38 @@ fn main() -> anyhow::Result<()> {
         bytes as f64 / 1024.0 / container_days
     );
     let passed = measure_reads(&store, &options);
+    if options.store.is_some() {
+        println!("kept {} unpruned", file.display());
+        return if passed {
+            Ok(())
+        } else {
+            anyhow::bail!("a goal was missed")
+        };
+    }
     let stops_growing = prune_and_grow(&store, &file, &options)?;
     if passed && stops_growing {
         Ok(())
     } else {
         anyhow::bail!("a goal was missed")
     }
+}
+
+/// The whole window, reporting how fast it was recorded.
+fn record_all(store: &Arc<dyn TimelineStore>, options: &Options) -> anyhow::Result<()> {
+    println!(
+        "recording {} days of minute samples for {} containers and their host",
+        options.days, options.resources
+    );
+    let recorded = Instant::now();
+    record(store, options, END - options.days * DAY, END)?;
+    let rows = options.days * 1440 * (options.resources as i64 + 1);
+    let elapsed = recorded.elapsed();
+    println!(
+        "recorded {rows} samples in {:.0} s ({:.0} samples/s with their rollups)",
+        elapsed.as_secs_f64(),
+        rows as f64 / elapsed.as_secs_f64()
+    );
+    Ok(())
 }
 
 /// One collector tick per minute from `from` to `to`: the host and every container.

@@ -245,3 +245,128 @@ async fn the_sample_app_and_its_server_are_sampled_and_attributed() {
     delete_resource(&admin, &id, &slug).await;
     remove_server(&admin, &server).await;
 }
+
+/// `docker` on the stack's Docker (the local server's), failing the test when it fails.
+fn docker(args: &[&str]) -> String {
+    let output = std::process::Command::new("docker")
+        .args(args)
+        .output()
+        .expect("docker runs");
+    assert!(output.status.success(), "docker {args:?}: {output:?}");
+    String::from_utf8_lossy(&output.stdout).trim().to_string()
+}
+
+/// The artifact of `kind` named `runtime_id` in the next snapshots of `stream`, once present.
+async fn wait_artifact(rest: &Rest, stream: &str, kind: &str, runtime_id: &str) -> Value {
+    eventually(WAIT, &format!("a {kind} artifact {runtime_id}"), || async {
+        let (_, _, snapshots, _) = follow(rest, stream, 1).await;
+        snapshots[0]["artifacts"]
+            .as_array()?
+            .iter()
+            .find(|a| a["kind"] == kind && a["runtimeId"] == runtime_id)
+            .cloned()
+    })
+    .await
+}
+
+#[tokio::test]
+async fn images_volumes_and_the_build_cache_are_reported_with_their_bytes() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let admin = org.user(OrganizationRole::Admin).await.rest;
+    let member = org.user(OrganizationRole::Member).await.rest;
+    // A volume nothing mounts and no resource declares, holding 2 MiB.
+    let idle = format!("berth-idle-{}", random_suffix());
+    docker(&["volume", "create", &idle]);
+    let mountpoint = docker(&["volume", "inspect", "-f", "{{.Mountpoint}}", &idle]);
+    std::fs::write(format!("{mountpoint}/blob"), vec![7u8; 2 << 20]).unwrap();
+
+    let (server, _port) = ready_server(&admin).await;
+    let shop = project(&member, "Shop").await;
+    let prod = environment(&member, &shop, "prod").await;
+    let slug = format!("disk{}", random_suffix());
+    let created = member
+        .post(
+            "/resources",
+            json!({
+                "projectId": shop, "environmentId": prod, "name": "Disk", "slug": slug,
+                "kind": "application", "serverId": server,
+                "source": {"kind": "docker-image", "locator": "berth/sample-app:1"},
+                "networkProfile": {"internalPort": 8080},
+            }),
+        )
+        .await
+        .ok();
+    let id = created["id"].as_str().unwrap().to_string();
+    wait_listed_with(&member, &id, "succeeded").await;
+    // A volume the app declares and mounts, from its next deployment on.
+    member
+        .post(
+            &format!("/resources/{id}/storage-attachments"),
+            json!({"storageVolumeId": "vol-data", "destinationPath": "/data"}),
+        )
+        .await
+        .ok();
+    let body =
+        json!({"projectId": shop, "environmentId": prod, "serverId": server, "resourceId": id});
+    let (status, _, text) = crate::shim_deployments_stream::stream(&member, &body).await;
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("\"succeeded\""), "{text}");
+
+    let stream = "/runtime-usage/inspect/stream?intervalSeconds=5";
+    let image = wait_artifact(&member, stream, "image", "berth/sample-app:1").await;
+    assert_eq!(image["resourceId"], id.as_str(), "{image}");
+    assert_eq!(image["projectId"], shop.as_str(), "{image}");
+    assert_eq!(image["ownership"], "attributed", "{image}");
+    assert!(image["bytes"].as_u64().unwrap() > 0, "{image}");
+    assert_eq!(image["reclaimable"], "no", "{image}");
+    assert!(
+        image["reclaimBlockedReason"]
+            .as_str()
+            .unwrap()
+            .contains("containers use the image"),
+        "{image}"
+    );
+
+    let declared = berth_crds::resource::volume_name(&org.namespace, "vol-data");
+    let volume = wait_artifact(&member, stream, "volume", &declared).await;
+    assert_eq!(volume["resourceId"], id.as_str(), "{volume}");
+    assert_eq!(volume["environmentId"], prod.as_str(), "{volume}");
+    assert!(volume["bytes"].is_u64(), "{volume}");
+    assert_eq!(volume["reclaimable"], "no", "{volume}");
+
+    let unused = wait_artifact(&member, stream, "volume", &idle).await;
+    assert_eq!(unused["ownership"], "unattributed", "{unused}");
+    assert!(unused["bytes"].as_u64().unwrap() >= 2 << 20, "{unused}");
+    assert_eq!(unused["reclaimable"], "yes", "{unused}");
+    assert_eq!(unused["resourceId"], Value::Null, "{unused}");
+
+    let (_, _, snapshots, _) = follow(&member, stream, 1).await;
+    let artifacts = snapshots[0]["artifacts"].as_array().unwrap();
+    let cache = artifacts
+        .iter()
+        .find(|a| a["kind"] == "build-cache" && a["serverId"] == server.as_str())
+        .unwrap_or_else(|| panic!("the server's build cache: {}", snapshots[0]));
+    assert!(cache["bytes"].is_u64(), "{cache}");
+    // A scope naming the project leaves out what no resource of it owns.
+    let scoped = format!("{stream}&scope.projectId={shop}");
+    let (_, _, snapshots, _) = follow(&member, &scoped, 1).await;
+    let artifacts = snapshots[0]["artifacts"].as_array().unwrap();
+    assert!(
+        artifacts.iter().all(|a| a["projectId"] == shop.as_str()),
+        "{}",
+        snapshots[0]
+    );
+    assert!(
+        artifacts.iter().any(|a| a["kind"] == "volume"),
+        "{}",
+        snapshots[0]
+    );
+
+    delete_resource(&admin, &id, &slug).await;
+    remove_server(&admin, &server).await;
+    docker(&["volume", "rm", &idle]);
+    let _ = std::process::Command::new("docker")
+        .args(["volume", "rm", &declared])
+        .output();
+}

@@ -32,6 +32,7 @@ use crate::extract::QueryParams;
 use crate::state::AppState;
 use crate::validate;
 
+mod disk;
 mod rollup;
 mod usage;
 

@@ -10,6 +10,7 @@
 mod access_failures;
 #[cfg(test)]
 mod conformance;
+mod disk;
 mod health_history;
 mod location;
 mod monitoring;
@@ -25,6 +26,7 @@ use berth_crds::progress::ProgressEvent;
 pub use access_failures::{
     ACCESS_FAILURE_RETENTION, AccessFailureRecord, AccessFailureStore, now_ms,
 };
+pub use disk::{DiskRecord, DiskStore};
 pub use health_history::{HealthObservation, HealthQuery};
 pub use location::{PostgresUrl, StoreLocation, mask_url, open};
 pub use monitoring::{
@@ -91,7 +93,7 @@ pub enum TimelineError {
 /// access-failure evidence ([`AccessFailureStore`]) and monitoring samples
 /// ([`MonitoringStore`]) too.
 pub trait TimelineStore:
-    AccessFailureStore + MonitoringStore + RetentionStore + Send + Sync
+    AccessFailureStore + DiskStore + MonitoringStore + RetentionStore + Send + Sync
 {
     /// Adds `events` to the end of `key`'s timeline, all or none.
     fn append(&self, key: &TimelineKey, events: &[ProgressEvent]) -> Result<(), TimelineError>;

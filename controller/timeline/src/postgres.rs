@@ -25,6 +25,7 @@ use super::{
 };
 
 mod access_failures;
+mod disk;
 mod monitoring;
 
 /// Connections one process keeps at most: one writer, the pruner, and the shim's readers.
@@ -206,6 +207,7 @@ impl PostgresTimeline {
             // migrations of their own do not collide on a version number.
             access_failures::create_schema(&transaction).await?;
             monitoring::create_schema(&transaction).await?;
+            transaction.batch_execute(crate::disk::SCHEMA).await?;
             if applied as usize > MIGRATIONS.len() {
                 tracing::warn!(
                     applied,

@@ -15,6 +15,7 @@ use super::{
 };
 
 mod access_failures;
+mod disk;
 mod monitoring;
 
 const SCHEMA: &str = "
@@ -50,6 +51,7 @@ fn create_schema(connection: &mut Connection) -> Result<(), TimelineError> {
         connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     transaction.execute_batch(SCHEMA)?;
     transaction.execute_batch(crate::access_failures::SCHEMA)?;
+    transaction.execute_batch(crate::disk::SCHEMA)?;
     transaction.execute_batch(crate::monitoring::SCHEMA)?;
     monitoring::cluster_rollups(&transaction)?;
     transaction.execute_batch(crate::monitoring::SQLITE_ROLLUPS_SCHEMA)?;

@@ -3,32 +3,31 @@
 //! interval, until the client leaves. Each is built from the latest monitoring sample of every
 //! host and container in scope (the collector's, read from the observation store; nothing is
 //! measured on request), attributed through Berth's labels to project, environment, resource
-//! and deployment, with the artifacts behind them: running containers, their images and the
-//! volumes they mount.
+//! and deployment, with the artifacts behind them: running containers with their writable
+//! layers, and each server's images, volumes and build cache with their bytes ([`disk`]).
 //!
-//! Not measured yet, and said so in every snapshot (`partial`, a `partial-diagnostic`
-//! warning): image, volume and build-cache bytes per artifact.
+//! Not measured, and said so in every snapshot (`partial`, a `partial-diagnostic` warning):
+//! inode counts per artifact, which Docker does not report.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::State;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use berth_crds::member::OrganizationRole;
 use berth_crds::monitoring::{METRICS, MonitoringSample, SampleSourceError};
-use berth_crds::resource::volume_name;
-use berth_timeline::SampleQuery;
+use berth_timeline::{DiskRecord, SampleQuery, TimelineError};
 use futures::Stream;
 use k8s_openapi::jiff::Timestamp;
-use kube::runtime::reflector::ObjectRef;
 use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::super::common::known_params;
+use super::disk::disk_artifacts;
 use super::{
-    LIVE_FACTOR, Scope, check_scope, freshness, is_host, millis, observed_ms, parse_scope, read,
-    visible,
+    LIVE_FACTOR, Scope, check_scope, freshness, is_host, millis, observed_ms, parse_scope, visible,
 };
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
@@ -109,8 +108,8 @@ pub struct UsageScope {
 #[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Artifact {
-    /// `active-runtime` (a running container), `image` (the image it runs) or `volume` (a
-    /// storage volume it mounts).
+    /// `active-runtime` (a running container), `image`, `volume` or `build-cache` (a server's
+    /// whole build cache).
     pub kind: &'static str,
     pub ownership: &'static str,
     pub server_id: String,
@@ -121,12 +120,13 @@ pub struct Artifact {
     pub destination_id: Option<String>,
     /// The container id, the image reference or the Docker volume name.
     pub runtime_id: Option<String>,
-    /// Bytes on disk: a container's writable layer; not measured yet for images.
+    /// Bytes on disk: a container's writable layer, an image with the layers it shares, a
+    /// volume's contents, the whole build cache.
     pub bytes: Option<u64>,
     pub inode_count: Option<u64>,
     pub observed_at: String,
     pub evidence: Vec<Evidence>,
-    /// `no` while in use.
+    /// `yes` when nothing uses it and no resource declares it, else `no` with the reason.
     pub reclaimable: &'static str,
     pub reclaim_blocked_reason: Option<String>,
     pub warnings: Vec<UsageWarning>,
@@ -135,8 +135,8 @@ pub struct Artifact {
 #[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Evidence {
-    /// `label` (a container label), `deployment` (the attempt's status) or `resource` (its
-    /// spec).
+    /// `label` (a container label), `deployment` (the attempt's status), `resource` (its
+    /// spec) or `docker` (Docker's disk usage report).
     pub source: &'static str,
     pub key: String,
 }
@@ -256,7 +256,7 @@ fn label_evidence(sample: &MonitoringSample) -> Vec<Evidence> {
 }
 
 /// A running container as an artifact.
-fn artifacts_of_container(sample: &MonitoringSample) -> Artifact {
+fn artifact_of_container(sample: &MonitoringSample) -> Artifact {
     let e = &sample.scope_evidence;
     Artifact {
         kind: "active-runtime",
@@ -279,67 +279,15 @@ fn artifacts_of_container(sample: &MonitoringSample) -> Artifact {
     }
 }
 
-/// A running container, and the image its deployment built or pulled (when known).
-fn artifacts_of(state: &AppState, namespace: &str, sample: &MonitoringSample) -> Vec<Artifact> {
-    let container = artifacts_of_container(sample);
-    let image = sample
-        .scope_evidence
-        .deployment_id
-        .as_deref()
-        .and_then(|id| {
-            let key = ObjectRef::new(id).within(namespace);
-            state.caches.deployments.get(&key)
-        })
-        .and_then(|d| d.status.as_ref()?.image_ref.clone())
-        .map(|image| Artifact {
-            kind: "image",
-            runtime_id: Some(image),
-            evidence: vec![Evidence {
-                source: "deployment",
-                key: "status.imageRef".into(),
-            }],
-            reclaim_blocked_reason: Some("a running container uses the image".into()),
-            ..container.clone()
-        });
-    std::iter::once(container).chain(image).collect()
-}
-
-/// The volumes mounted into each resource with a running container, from its storage
-/// attachments.
-fn volumes_of(
+/// The latest samples `query` selects and every server's disk artifacts, in one blocking read.
+async fn read_measurements(
     state: &AppState,
-    namespace: &str,
-    containers: &[&MonitoringSample],
-) -> Vec<Artifact> {
-    let mut seen = std::collections::BTreeSet::new();
-    let mut volumes = Vec::new();
-    for sample in containers {
-        let Some(resource_id) = sample.scope_evidence.resource_id.as_deref() else {
-            continue;
-        };
-        if !seen.insert(resource_id) {
-            continue;
-        }
-        let key = ObjectRef::new(resource_id).within(namespace);
-        let Some(resource) = state.caches.resources.get(&key) else {
-            continue;
-        };
-        let container = &artifacts_of_container(sample);
-        for attachment in &resource.spec.storage_attachments {
-            volumes.push(Artifact {
-                kind: "volume",
-                runtime_id: Some(volume_name(namespace, &attachment.storage_volume_id)),
-                bytes: None,
-                evidence: vec![Evidence {
-                    source: "resource",
-                    key: "spec.storageAttachments".into(),
-                }],
-                reclaim_blocked_reason: Some("a running container mounts the volume".into()),
-                ..container.clone()
-            });
-        }
-    }
-    volumes
+    query: SampleQuery,
+) -> ApiResult<Result<(Vec<MonitoringSample>, Vec<DiskRecord>), TimelineError>> {
+    let store = Arc::clone(&state.timelines);
+    tokio::task::spawn_blocking(move || Ok((store.samples(&query)?, store.disk(&query.namespace)?)))
+        .await
+        .map_err(ApiError::internal)
 }
 
 /// One snapshot of the scope, now.
@@ -364,8 +312,8 @@ async fn snapshot(
         to_ms: now.as_millisecond(),
         limit: READ_LIMIT,
     };
-    let (samples, source_errors) = match read(state, query).await {
-        Ok(Ok(samples)) => (samples, Vec::new()),
+    let (samples, disk, source_errors) = match read_measurements(state, query).await {
+        Ok(Ok((samples, disk))) => (samples, disk, Vec::new()),
         failed => {
             if let Ok(Err(error)) = failed {
                 tracing::warn!(%error, "observation store unavailable: runtime usage");
@@ -376,7 +324,7 @@ async fn snapshot(
                 message: "the servers' latest measurements could not be read".into(),
                 retryable: true,
             };
-            (Vec::new(), vec![error])
+            (Vec::new(), Vec::new(), vec![error])
         }
     };
     let samples: Vec<MonitoringSample> =
@@ -390,15 +338,12 @@ async fn snapshot(
     let [by_project, by_environment, by_resource, by_deployment] = groups(&containers);
     let mut artifacts: Vec<Artifact> = containers
         .iter()
-        .flat_map(|s| artifacts_of(state, namespace, s))
+        .map(|s| artifact_of_container(s))
         .collect();
-    artifacts.extend(volumes_of(state, namespace, &containers));
+    artifacts.extend(disk_artifacts(state, caller, namespace, scope, &disk));
     let not_measured = UsageWarning {
         code: PARTIAL_DIAGNOSTIC,
-        message: "image, volume and build-cache bytes per artifact are not measured yet; \
-                  artifacts are running containers (with their writable layer), their images and \
-                  the volumes they mount"
-            .into(),
+        message: "inode counts per artifact are not measured: Docker does not report them".into(),
         scope: None,
         resource: Some("disk".into()),
     };

@@ -17,7 +17,7 @@ use berth_crds::monitoring::{
 };
 use berth_remote::ServerId;
 use berth_remote::docker::docker_over_ssh;
-use berth_timeline::SampleRecord;
+use berth_timeline::{DiskRecord, SampleRecord};
 use k8s_openapi::jiff::Timestamp;
 
 use self::probe::Reading;
@@ -34,8 +34,9 @@ pub struct Settings {
     pub retention: Duration,
 }
 
-/// Image, build-cache and writable-layer bytes make Docker walk every image and container
-/// layer: read every this many ticks, not every tick.
+/// Image, volume, build-cache and writable-layer bytes make Docker walk every image and
+/// container layer and every volume: read every this many ticks, not every tick (and at once
+/// when the running containers changed).
 const DOCKER_STORAGE_EVERY: u64 = 10;
 
 /// Collects samples of server `id` until the observer stops.
@@ -50,17 +51,22 @@ pub async fn collect(
     let mut previous: Option<Reading> = None;
     let mut storage = DockerStorage::default();
     let mut root: Option<String> = None;
+    // The running containers at the last storage read: a deploy changes them, and the disk.
+    let mut read_with: Option<Vec<String>> = None;
     for tick in 0u64.. {
         ticks.tick().await;
         if observed.connectivity() != Connectivity::Live {
             previous = None;
             continue;
         }
-        if root.is_none() || tick % DOCKER_STORAGE_EVERY == 0 {
+        let running = running_ids(&observed);
+        if read_with.as_ref() != Some(&running) || tick % DOCKER_STORAGE_EVERY == 0 {
             match read_docker_storage(&context, &id).await {
                 Ok((data_root, read)) => {
                     root = Some(data_root);
+                    store_disk(&context, &id, &read).await;
                     storage = read;
+                    read_with = Some(running);
                 }
                 Err(error) => tracing::debug!(server = %id, %error, "docker storage unread"),
             }
@@ -83,6 +89,17 @@ pub async fn collect(
             }
         }
     }
+}
+
+/// The ids of the managed containers running now, sorted.
+fn running_ids(observed: &ObservedServer) -> Vec<String> {
+    let mut ids: Vec<String> = observed
+        .running_applications()
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    ids.sort();
+    ids
 }
 
 /// One tick: read, compute against the previous reading, attribute, store.
@@ -200,10 +217,11 @@ async fn read_docker_storage(
     let socket = &server.spec.docker_socket_path;
     let docker = docker_over_ssh(Arc::clone(&connection), socket);
     let info = docker.info().await.map_err(|e| e.to_string())?;
-    let request = http::Request::get("/system/df?type=image&type=build-cache&type=container")
-        .header(http::header::HOST, "docker")
-        .body(http_body_util::Empty::<bytes::Bytes>::new())
-        .map_err(|e| e.to_string())?;
+    let request =
+        http::Request::get("/system/df?type=image&type=build-cache&type=container&type=volume")
+            .header(http::header::HOST, "docker")
+            .body(http_body_util::Empty::<bytes::Bytes>::new())
+            .map_err(|e| e.to_string())?;
     let (status, body) = connection
         .send_http_collect(socket, request)
         .await
@@ -216,6 +234,25 @@ async fn read_docker_storage(
         .docker_root_dir
         .unwrap_or_else(|| "/var/lib/docker".into());
     Ok((root, DockerStorage::from_df(&df)))
+}
+
+/// Keeps what the server's images, volumes and build cache take, replacing the previous read;
+/// a store that fails keeps the previous, with a warning.
+async fn store_disk(context: &Context, id: &ServerId, storage: &DockerStorage) {
+    let Some(store) = context.timeline.store() else {
+        return;
+    };
+    let record = DiskRecord {
+        namespace: id.namespace.clone(),
+        server: id.name.clone(),
+        observed_ms: Timestamp::now().as_millisecond(),
+        artifacts: storage.artifacts.clone(),
+    };
+    match tokio::task::spawn_blocking(move || store.record_disk(&record)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => tracing::warn!(%error, "could not store disk artifacts"),
+        Err(error) => tracing::warn!(%error, "storing disk artifacts stopped"),
+    }
 }
 
 /// Stores one tick's samples; a store that fails loses them, with a warning.

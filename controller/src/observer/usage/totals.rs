@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use berth_crds::monitoring::Totals;
+use berth_crds::monitoring::{DiskArtifact, Totals};
 use serde_json::Value;
 
 use super::probe::Reading;
@@ -15,6 +15,8 @@ pub struct DockerStorage {
     pub build_cache_bytes: Option<f64>,
     /// Container id → its writable layer (`SizeRw`).
     pub writable_bytes: HashMap<String, f64>,
+    /// Every image and volume, and the build cache as one.
+    pub artifacts: Vec<DiskArtifact>,
 }
 
 impl DockerStorage {
@@ -41,12 +43,83 @@ impl DockerStorage {
                 Some((c["Id"].as_str()?.to_string(), written))
             })
             .collect();
+        let mut artifacts = images(df);
+        artifacts.extend(volumes(df));
+        artifacts.extend(build_cache(df, build_cache_bytes));
         Self {
             image_bytes,
             build_cache_bytes,
             writable_bytes,
+            artifacts,
         }
     }
+}
+
+/// The items of a `/system/df` list: `Images` before API 1.52, `ImageUsage.Items` after.
+fn items<'a>(df: &'a Value, legacy: &str, current: &str) -> &'a [Value] {
+    df[legacy]
+        .as_array()
+        .or_else(|| df[current]["Items"].as_array())
+        .map_or(&[], Vec::as_slice)
+}
+
+fn count(value: &Value) -> Option<u64> {
+    value.as_i64().and_then(|n| u64::try_from(n).ok())
+}
+
+fn images(df: &Value) -> Vec<DiskArtifact> {
+    items(df, "Images", "ImageUsage")
+        .iter()
+        .filter_map(|image| {
+            let strings = |key: &str| {
+                image[key]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect::<Vec<_>>()
+            };
+            let mut references = strings("RepoTags");
+            references.extend(strings("RepoDigests"));
+            Some(DiskArtifact {
+                kind: "image".into(),
+                id: image["Id"].as_str()?.to_string(),
+                references,
+                bytes: count(&image["Size"]),
+                // -1 when Docker did not count.
+                in_use_by: count(&image["Containers"]),
+            })
+        })
+        .collect()
+}
+
+fn volumes(df: &Value) -> Vec<DiskArtifact> {
+    items(df, "Volumes", "VolumeUsage")
+        .iter()
+        .filter_map(|volume| {
+            let usage = &volume["UsageData"];
+            Some(DiskArtifact {
+                kind: "volume".into(),
+                id: volume["Name"].as_str()?.to_string(),
+                references: Vec::new(),
+                bytes: count(&usage["Size"]),
+                in_use_by: count(&usage["RefCount"]),
+            })
+        })
+        .collect()
+}
+
+/// The build cache as one artifact, with how many of its records a build is using.
+fn build_cache(df: &Value, bytes: Option<f64>) -> Option<DiskArtifact> {
+    let records = items(df, "BuildCache", "BuildCacheUsage");
+    let in_use = records.iter().filter(|r| r["InUse"] == true).count();
+    Some(DiskArtifact {
+        kind: "build-cache".into(),
+        id: "build-cache".into(),
+        references: Vec::new(),
+        bytes: Some(bytes? as u64),
+        in_use_by: Some(in_use as u64),
+    })
 }
 
 /// The host's totals now; CPU busy share since `previous`.
@@ -162,19 +235,39 @@ mod tests {
     #[test]
     fn docker_storage_reads_both_shapes_of_system_df() {
         let legacy = serde_json::json!({
-            "LayersSize": 500, "BuildCache": [{"Size": 7}, {"Size": 3}],
+            "LayersSize": 500, "BuildCache": [{"Size": 7, "InUse": true}, {"Size": 3}],
             "Containers": [{"Id": "abc", "SizeRw": 12}, {"Id": "def"}],
+            "Images": [{"Id": "sha256:1", "RepoTags": ["app:1"], "RepoDigests": null,
+                        "Size": 400, "Containers": 2}],
+            "Volumes": [{"Name": "data", "UsageData": {"Size": 64, "RefCount": 1}},
+                        {"Name": "uncounted", "UsageData": {"Size": -1, "RefCount": -1}}],
         });
         let current = serde_json::json!({
             "ImageUsage": {"TotalSize": 600}, "BuildCacheUsage": {"TotalSize": 9},
             "ContainerUsage": {"Items": [{"Id": "abc", "SizeRw": 13}]},
         });
+        let artifact = |kind: &str, id: &str, bytes, in_use_by| DiskArtifact {
+            kind: kind.into(),
+            id: id.into(),
+            references: Vec::new(),
+            bytes,
+            in_use_by,
+        };
         assert_eq!(
             DockerStorage::from_df(&legacy),
             DockerStorage {
                 image_bytes: Some(500.0),
                 build_cache_bytes: Some(10.0),
                 writable_bytes: [("abc".to_string(), 12.0), ("def".to_string(), 0.0)].into(),
+                artifacts: vec![
+                    DiskArtifact {
+                        references: vec!["app:1".into()],
+                        ..artifact("image", "sha256:1", Some(400), Some(2))
+                    },
+                    artifact("volume", "data", Some(64), Some(1)),
+                    artifact("volume", "uncounted", None, None),
+                    artifact("build-cache", "build-cache", Some(10), Some(1)),
+                ],
             }
         );
         assert_eq!(
@@ -183,6 +276,7 @@ mod tests {
                 image_bytes: Some(600.0),
                 build_cache_bytes: Some(9.0),
                 writable_bytes: [("abc".to_string(), 13.0)].into(),
+                artifacts: vec![artifact("build-cache", "build-cache", Some(9), Some(0))],
             }
         );
     }

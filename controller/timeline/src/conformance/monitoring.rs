@@ -7,7 +7,7 @@ use berth_crds::monitoring::{
 use super::Fixture;
 use std::collections::BTreeMap;
 
-use crate::{Detail, History, RollupQuery, RollupRow, SampleQuery, SampleRecord, Tier};
+use crate::{Detail, DiskRecord, History, RollupQuery, RollupRow, SampleQuery, SampleRecord, Tier};
 
 on_both_backends!(
     samples_come_back_as_recorded_oldest_first_and_filtered,
@@ -19,6 +19,7 @@ on_both_backends!(
     a_scopes_totals_sum_up_its_series,
     resource_usage_sums_each_resources_window,
     retention_counts_and_deletes_one_namespaces_old_samples,
+    a_servers_disk_artifacts_are_replaced_by_its_next_read,
 );
 
 const T0: i64 = 1_900_000_000_000;
@@ -570,4 +571,41 @@ fn retention_counts_and_deletes_one_namespaces_old_samples(fixture: &Fixture) {
     );
     let timelines = History::DeploymentTimelines;
     assert_eq!(store.count_before("org-a", timelines, cutoff).unwrap(), 0);
+}
+
+fn disk(namespace: &str, server: &str, at: i64, bytes: &[u64]) -> DiskRecord {
+    let artifacts = bytes
+        .iter()
+        .enumerate()
+        .map(|(n, bytes)| berth_crds::monitoring::DiskArtifact {
+            kind: "image".into(),
+            id: format!("sha256:{n}"),
+            references: vec![format!("registry/app:{n}")],
+            bytes: Some(*bytes),
+            in_use_by: Some(n as u64),
+        })
+        .collect();
+    DiskRecord {
+        namespace: namespace.into(),
+        server: server.into(),
+        observed_ms: at,
+        artifacts,
+    }
+}
+
+fn a_servers_disk_artifacts_are_replaced_by_its_next_read(fixture: &Fixture) {
+    let store = fixture.open();
+    let first = disk("org-a", "edge", T0, &[10, 20]);
+    store.record_disk(&first).unwrap();
+    store.record_disk(&disk("org-a", "db", T0, &[5])).unwrap();
+    store.record_disk(&disk("org-b", "edge", T0, &[7])).unwrap();
+    assert_eq!(store.disk("org-a").unwrap()[1], first);
+    let next = disk("org-a", "edge", T0 + 60_000, &[30]);
+    store.record_disk(&next).unwrap();
+    let kept = store.disk("org-a").unwrap();
+    let servers: Vec<&str> = kept.iter().map(|r| r.server.as_str()).collect();
+    assert_eq!(servers, ["db", "edge"], "one row per server, by name");
+    assert_eq!(kept[1], next, "the newer read replaces the older");
+    assert_eq!(store.disk("org-b").unwrap().len(), 1);
+    assert!(store.disk("org-c").unwrap().is_empty());
 }

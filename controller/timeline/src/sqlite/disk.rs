@@ -1,0 +1,33 @@
+//! Servers' disk artifacts in the SQLite store.
+
+use rusqlite::params;
+
+use super::SqliteTimeline;
+use crate::TimelineError;
+use crate::disk::{DiskRecord, DiskStore, SELECT, UPSERT, record};
+
+impl DiskStore for SqliteTimeline {
+    fn record_disk(&self, disk: &DiskRecord) -> Result<(), TimelineError> {
+        let artifacts = serde_json::to_string(&disk.artifacts)?;
+        self.connection().prepare_cached(UPSERT)?.execute(params![
+            disk.namespace,
+            disk.server,
+            disk.observed_ms,
+            artifacts
+        ])?;
+        Ok(())
+    }
+
+    fn disk(&self, namespace: &str) -> Result<Vec<DiskRecord>, TimelineError> {
+        let connection = self.connection();
+        let mut select = connection.prepare_cached(SELECT)?;
+        let rows = select.query_map(params![namespace], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get::<_, String>(2)?))
+        })?;
+        rows.map(|row| {
+            let (server, observed_ms, artifacts) = row?;
+            record(namespace, server, observed_ms, &artifacts)
+        })
+        .collect()
+    }
+}
