@@ -348,6 +348,13 @@ async fn images_volumes_and_the_build_cache_are_reported_with_their_bytes() {
         .find(|a| a["kind"] == "build-cache" && a["serverId"] == server.as_str())
         .unwrap_or_else(|| panic!("the server's build cache: {}", snapshots[0]));
     assert!(cache["bytes"].is_u64(), "{cache}");
+    // Another organization's containers on the same machine are not this one's.
+    let running = artifacts.iter().filter(|a| a["kind"] == "active-runtime");
+    assert!(
+        running.clone().count() >= 1 && running.clone().all(|a| a["projectId"] == shop.as_str()),
+        "{}",
+        snapshots[0]
+    );
     // A scope naming the project leaves out what no resource of it owns.
     let scoped = format!("{stream}&scope.projectId={shop}");
     let (_, _, snapshots, _) = follow(&member, &scoped, 1).await;

@@ -127,7 +127,12 @@ async fn sample_once(
     let stamp = Stamps::new(id, observed_at, collected_at);
     let mut samples = vec![stamp.host(host_totals(previous, &reading, storage))];
     for container in &containers {
-        let Some(owner) = &container.owner else {
+        // Another organization's container on the same machine is not this server's to report.
+        let Some(owner) = container
+            .owner
+            .as_ref()
+            .filter(|o| o.namespace == id.namespace)
+        else {
             continue;
         };
         let totals = container_totals(previous, &reading, &container.id, storage);

@@ -26,9 +26,10 @@ impl DockerStorage {
         let number = |value: &Value| value.as_f64();
         let image_bytes =
             number(&df["LayersSize"]).or_else(|| number(&df["ImageUsage"]["TotalSize"]));
+        // An empty build cache is `null` before API 1.52, beside the classic builder's size.
         let build_cache_bytes = match df["BuildCache"].as_array() {
             Some(records) => Some(records.iter().filter_map(|r| number(&r["Size"])).sum()),
-            None => number(&df["BuildCacheUsage"]["TotalSize"]),
+            None => number(&df["BuildCacheUsage"]["TotalSize"]).or(number(&df["BuilderSize"])),
         };
         // Before API 1.52 `Containers[]`; after, `ContainerUsage.Items[]`.
         let containers = df["Containers"]
@@ -278,6 +279,11 @@ mod tests {
                 writable_bytes: [("abc".to_string(), 13.0)].into(),
                 artifacts: vec![artifact("build-cache", "build-cache", Some(9), Some(0))],
             }
+        );
+        let empty = serde_json::json!({"LayersSize": 0, "BuildCache": null, "BuilderSize": 0});
+        assert_eq!(
+            DockerStorage::from_df(&empty).artifacts,
+            [artifact("build-cache", "build-cache", Some(0), Some(0))]
         );
     }
 }
