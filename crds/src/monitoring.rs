@@ -362,4 +362,10 @@ pub struct DiskArtifact {
     pub bytes: Option<u64>,
     /// Containers using it (any state); for the build cache, its records in use.
     pub in_use_by: Option<u64>,
+    /// Files and directories in it: counted for volumes of the local driver only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inode_count: Option<u64>,
+    /// Where a local volume's files are on the server (what its inodes are counted in).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mountpoint: Option<String>,
 }

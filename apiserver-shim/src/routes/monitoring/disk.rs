@@ -166,7 +166,7 @@ fn artifact(
         destination_id: None,
         runtime_id,
         bytes: disk.bytes,
-        inode_count: None,
+        inode_count: disk.inode_count,
         observed_at: observed_at.to_string(),
         evidence: owner
             .evidence

@@ -7,7 +7,7 @@
 //! layers, and each server's images, volumes and build cache with their bytes ([`disk`]).
 //!
 //! Not measured, and said so in every snapshot (`partial`, a `partial-diagnostic` warning):
-//! inode counts per artifact, which Docker does not report.
+//! inode counts of images, containers and the build cache (those of local volumes are).
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;

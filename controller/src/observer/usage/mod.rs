@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use berth_crds::monitoring::{
-    MonitoringSample, PROVIDER_KEY, SampleLabels, ScopeEvidence, ScopeKind, Totals,
+    DiskArtifact, MonitoringSample, PROVIDER_KEY, SampleLabels, ScopeEvidence, ScopeKind, Totals,
 };
 use berth_remote::ServerId;
 use berth_remote::docker::docker_over_ssh;
@@ -238,7 +238,47 @@ async fn read_docker_storage(
     let root = info
         .docker_root_dir
         .unwrap_or_else(|| "/var/lib/docker".into());
-    Ok((root, DockerStorage::from_df(&df)))
+    let mut storage = DockerStorage::from_df(&df);
+    count_volume_inodes(&connection, &mut storage.artifacts).await;
+    Ok((root, storage))
+}
+
+/// Counts the files and directories of each local volume (Docker does not), in one exec; a
+/// volume it cannot read keeps no count.
+async fn count_volume_inodes(
+    connection: &berth_remote::ServerConnection,
+    artifacts: &mut [DiskArtifact],
+) {
+    let mountpoints: Vec<String> = artifacts
+        .iter()
+        .filter_map(|a| a.mountpoint.as_deref().map(probe::quote))
+        .collect();
+    if mountpoints.is_empty() {
+        return;
+    }
+    let command = format!(
+        "for d in {}; do [ -d \"$d\" ] && echo \"$(find \"$d\" -xdev 2>/dev/null | wc -l) $d\"; done",
+        mountpoints.join(" ")
+    );
+    let output = match connection.exec(&command).await {
+        Ok(output) => output.stdout_text(),
+        Err(error) => {
+            tracing::debug!(%error, "volume inodes uncounted");
+            return;
+        }
+    };
+    let counts: std::collections::HashMap<&str, u64> = output
+        .lines()
+        .filter_map(|line| {
+            let (count, path) = line.trim_start().split_once(' ')?;
+            Some((path, count.parse().ok()?))
+        })
+        .collect();
+    for artifact in artifacts {
+        if let Some(path) = artifact.mountpoint.as_deref() {
+            artifact.inode_count = counts.get(path).copied();
+        }
+    }
 }
 
 /// Keeps what the server's images, volumes and build cache take, replacing the previous read;

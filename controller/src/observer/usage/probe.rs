@@ -55,7 +55,7 @@ pub fn command(root: &str, ids: &[String]) -> String {
     command
 }
 
-fn quote(value: &str) -> String {
+pub(super) fn quote(value: &str) -> String {
     format!("'{}'", value.replace('\'', r"'\''"))
 }
 

@@ -89,6 +89,7 @@ fn images(df: &Value) -> Vec<DiskArtifact> {
                 bytes: count(&image["Size"]),
                 // -1 when Docker did not count.
                 in_use_by: count(&image["Containers"]),
+                ..DiskArtifact::default()
             })
         })
         .collect()
@@ -99,12 +100,17 @@ fn volumes(df: &Value) -> Vec<DiskArtifact> {
         .iter()
         .filter_map(|volume| {
             let usage = &volume["UsageData"];
+            let local = volume["Driver"].as_str().is_none_or(|d| d == "local");
             Some(DiskArtifact {
                 kind: "volume".into(),
                 id: volume["Name"].as_str()?.to_string(),
-                references: Vec::new(),
                 bytes: count(&usage["Size"]),
                 in_use_by: count(&usage["RefCount"]),
+                mountpoint: volume["Mountpoint"]
+                    .as_str()
+                    .filter(|_| local)
+                    .map(str::to_string),
+                ..DiskArtifact::default()
             })
         })
         .collect()
@@ -117,9 +123,9 @@ fn build_cache(df: &Value, bytes: Option<f64>) -> Option<DiskArtifact> {
     Some(DiskArtifact {
         kind: "build-cache".into(),
         id: "build-cache".into(),
-        references: Vec::new(),
         bytes: Some(bytes? as u64),
         in_use_by: Some(in_use as u64),
+        ..DiskArtifact::default()
     })
 }
 
@@ -240,7 +246,8 @@ mod tests {
             "Containers": [{"Id": "abc", "SizeRw": 12}, {"Id": "def"}],
             "Images": [{"Id": "sha256:1", "RepoTags": ["app:1"], "RepoDigests": null,
                         "Size": 400, "Containers": 2}],
-            "Volumes": [{"Name": "data", "UsageData": {"Size": 64, "RefCount": 1}},
+            "Volumes": [{"Name": "data", "Driver": "local", "Mountpoint": "/v/data/_data",
+                         "UsageData": {"Size": 64, "RefCount": 1}},
                         {"Name": "uncounted", "UsageData": {"Size": -1, "RefCount": -1}}],
         });
         let current = serde_json::json!({
@@ -250,9 +257,9 @@ mod tests {
         let artifact = |kind: &str, id: &str, bytes, in_use_by| DiskArtifact {
             kind: kind.into(),
             id: id.into(),
-            references: Vec::new(),
             bytes,
             in_use_by,
+            ..DiskArtifact::default()
         };
         assert_eq!(
             DockerStorage::from_df(&legacy),
@@ -265,7 +272,10 @@ mod tests {
                         references: vec!["app:1".into()],
                         ..artifact("image", "sha256:1", Some(400), Some(2))
                     },
-                    artifact("volume", "data", Some(64), Some(1)),
+                    DiskArtifact {
+                        mountpoint: Some("/v/data/_data".into()),
+                        ..artifact("volume", "data", Some(64), Some(1))
+                    },
                     artifact("volume", "uncounted", None, None),
                     artifact("build-cache", "build-cache", Some(10), Some(1)),
                 ],

@@ -583,6 +583,8 @@ fn disk(namespace: &str, server: &str, at: i64, bytes: &[u64]) -> DiskRecord {
             references: vec![format!("registry/app:{n}")],
             bytes: Some(*bytes),
             in_use_by: Some(n as u64),
+            inode_count: Some(n as u64 + 1),
+            mountpoint: None,
         })
         .collect();
     DiskRecord {
