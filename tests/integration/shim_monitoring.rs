@@ -338,7 +338,10 @@ async fn images_volumes_and_the_build_cache_are_reported_with_their_bytes() {
     let unused = wait_artifact(&member, stream, "volume", &idle).await;
     assert_eq!(unused["ownership"], "unattributed", "{unused}");
     assert!(unused["bytes"].as_u64().unwrap() >= 2 << 20, "{unused}");
-    assert_eq!(unused["inodeCount"], 2, "its directory and one file: {unused}");
+    assert_eq!(
+        unused["inodeCount"], 2,
+        "its directory and one file: {unused}"
+    );
     assert_eq!(unused["reclaimable"], "yes", "{unused}");
     assert_eq!(unused["resourceId"], Value::Null, "{unused}");
 

@@ -407,6 +407,55 @@ impl RollupRead {
     }
 }
 
+impl RollupRead {
+    /// The read of [`MonitoringStore::resource_usage`]: every container series in scope.
+    pub(crate) fn of_usage(query: &RollupQuery) -> Self {
+        Self {
+            scopes: [CONTAINER_SCOPE, CONTAINER_SCOPE],
+            ..Self::of(&RollupQuery {
+                detail: Detail::Series,
+                ..query.clone()
+            })
+        }
+    }
+
+    /// The backend's statement for this read's access, of its three (by resource, by
+    /// server, by namespace).
+    pub(crate) fn statement(
+        &self,
+        [resource, server, namespace]: [&'static str; 3],
+    ) -> &'static str {
+        match self.access {
+            Access::Resource => resource,
+            Access::Server => server,
+            Access::Namespace => namespace,
+        }
+    }
+}
+
+/// A [`RollupRow`] from the columns every rollup read selects, in their order; `?` after the
+/// row when reading a column can fail (SQLite's `get`), nothing when it panics instead.
+macro_rules! rollup_row {
+    ($row:ident $($try:tt)?) => {
+        RollupRow {
+            series: $row.get(0)$($try)?,
+            server: $row.get(1)$($try)?,
+            scope: $row.get(2)$($try)?,
+            project: $row.get(3)$($try)?,
+            environment: $row.get(4)$($try)?,
+            resource: $row.get(5)$($try)?,
+            deployment: $row.get(6)$($try)?,
+            bucket_ms: $row.get(7)$($try)?,
+            metric: $row.get(8)$($try)?,
+            count: $row.get(9)$($try)?,
+            total: $row.get(10)$($try)?,
+            min: $row.get(11)$($try)?,
+            max: $row.get(12)$($try)?,
+        }
+    };
+}
+pub(crate) use rollup_row;
+
 /// Sums the contributions of one batch (each with its namespace) that land in the same row,
 /// so each row is written once per batch.
 pub(crate) fn merged(

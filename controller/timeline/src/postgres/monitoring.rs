@@ -7,11 +7,11 @@ use tokio_postgres::types::ToSql;
 
 use super::{Failed, PostgresTimeline};
 use crate::TimelineError;
-use crate::monitoring::upsert_rollup_tail;
 use crate::monitoring::{
-    Access, CONTAINER_SCOPE, Detail, MonitoringStore, RollupQuery, RollupRead, RollupRow, Row,
-    SCHEMA, SampleQuery, SampleRecord, Tier, contributions, oldest_first, scope_filter,
+    Access, MonitoringStore, RollupQuery, RollupRead, RollupRow, Row, SCHEMA, SampleQuery,
+    SampleRecord, Tier, contributions, oldest_first, scope_filter,
 };
+use crate::monitoring::{rollup_row, upsert_rollup_tail};
 
 /// One statement for a whole tick, however many containers it measured: the samples, then
 /// the rollup contributions of those newly stored (grouped, so each rollup row changes once).
@@ -262,22 +262,12 @@ impl MonitoringStore for PostgresTimeline {
 
     fn rollup(&self, query: &RollupQuery) -> Result<Vec<RollupRow>, TimelineError> {
         let read = RollupRead::of(query);
-        let sql = match read.access {
-            Access::Resource => ROLLUP_BY_RESOURCE,
-            Access::Server => ROLLUP_BY_SERVER,
-            Access::Namespace => ROLLUP_BY_NAMESPACE,
-        };
+        let sql = read.statement([ROLLUP_BY_RESOURCE, ROLLUP_BY_SERVER, ROLLUP_BY_NAMESPACE]);
         self.read_rollup(sql, &read, query.tier)
     }
 
     fn resource_usage(&self, query: &RollupQuery) -> Result<Vec<RollupRow>, TimelineError> {
-        let read = RollupRead {
-            scopes: [CONTAINER_SCOPE, CONTAINER_SCOPE],
-            ..RollupRead::of(&RollupQuery {
-                detail: Detail::Series,
-                ..query.clone()
-            })
-        };
+        let read = RollupRead::of_usage(query);
         self.read_rollup(RESOURCE_USAGE, &read, query.tier)
     }
 }
@@ -308,23 +298,6 @@ impl PostgresTimeline {
             ];
             Ok(connection.client.query(&select, &params).await?)
         }))?;
-        Ok(rows
-            .iter()
-            .map(|row| RollupRow {
-                series: row.get(0),
-                server: row.get(1),
-                scope: row.get(2),
-                project: row.get(3),
-                environment: row.get(4),
-                resource: row.get(5),
-                deployment: row.get(6),
-                bucket_ms: row.get(7),
-                metric: row.get(8),
-                count: row.get(9),
-                total: row.get(10),
-                min: row.get(11),
-                max: row.get(12),
-            })
-            .collect())
+        Ok(rows.iter().map(|row| rollup_row!(row)).collect())
     }
 }

@@ -5,11 +5,11 @@ use rusqlite::{OptionalExtension, params};
 
 use super::SqliteTimeline;
 use crate::TimelineError;
-use crate::monitoring::upsert_rollup_tail;
 use crate::monitoring::{
-    Access, CONTAINER_SCOPE, Detail, MonitoringStore, RollupQuery, RollupRead, RollupRow, Row,
-    SampleQuery, SampleRecord, Tier, contributions, merged, oldest_first, scope_filter,
+    Access, MonitoringStore, RollupQuery, RollupRead, RollupRow, Row, SampleQuery, SampleRecord,
+    Tier, contributions, merged, oldest_first, scope_filter,
 };
+use crate::monitoring::{rollup_row, upsert_rollup_tail};
 
 const INSERT: &str = "
 INSERT INTO monitoring_samples
@@ -223,22 +223,12 @@ impl MonitoringStore for SqliteTimeline {
 
     fn rollup(&self, query: &RollupQuery) -> Result<Vec<RollupRow>, TimelineError> {
         let read = RollupRead::of(query);
-        let sql = match read.access {
-            Access::Resource => ROLLUP_BY_RESOURCE,
-            Access::Server => ROLLUP_BY_SERVER,
-            Access::Namespace => ROLLUP_BY_NAMESPACE,
-        };
+        let sql = read.statement([ROLLUP_BY_RESOURCE, ROLLUP_BY_SERVER, ROLLUP_BY_NAMESPACE]);
         self.read_rollup(sql, &read, query.tier)
     }
 
     fn resource_usage(&self, query: &RollupQuery) -> Result<Vec<RollupRow>, TimelineError> {
-        let read = RollupRead {
-            scopes: [CONTAINER_SCOPE, CONTAINER_SCOPE],
-            ..RollupRead::of(&RollupQuery {
-                detail: Detail::Series,
-                ..query.clone()
-            })
-        };
+        let read = RollupRead::of_usage(query);
         self.read_rollup(RESOURCE_USAGE, &read, query.tier)
     }
 }
@@ -267,23 +257,7 @@ impl SqliteTimeline {
                 tier.as_str(),
                 read.scopes[1],
             ],
-            |row| {
-                Ok(RollupRow {
-                    series: row.get(0)?,
-                    server: row.get(1)?,
-                    scope: row.get(2)?,
-                    project: row.get(3)?,
-                    environment: row.get(4)?,
-                    resource: row.get(5)?,
-                    deployment: row.get(6)?,
-                    bucket_ms: row.get(7)?,
-                    metric: row.get(8)?,
-                    count: row.get(9)?,
-                    total: row.get(10)?,
-                    min: row.get(11)?,
-                    max: row.get(12)?,
-                })
-            },
+            |row| Ok(rollup_row!(row?)),
         )?;
         Ok(rows.collect::<Result<Vec<_>, _>>()?)
     }
