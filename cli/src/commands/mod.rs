@@ -75,6 +75,13 @@ impl Ctx {
     }
 }
 
+/// An option's value as the API's enum (`--kind static-site`), or a usage error listing the
+/// values the API takes.
+pub fn wire_enum<T: serde::de::DeserializeOwned>(option: &str, value: &str) -> CliResult<T> {
+    serde_json::from_value(Value::String(value.to_string()))
+        .map_err(|error| CliError::Usage(format!("--{option} {value}: {error}")))
+}
+
 /// GET a list and print its `/items` with `columns`; `id` points at each item's id.
 pub fn list(ctx: &Ctx, path: &str, query: Query, columns: &[Column], id: &str) -> CliResult<()> {
     let answer = ctx.api()?.get(path, query)?;

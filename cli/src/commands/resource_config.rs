@@ -1,12 +1,15 @@
 //! `berth config`: a resource's network, access and runtime profiles, its source, auto-deploy
 //! and storage attachments. A change takes effect with the next deployment.
 
-use berth_api::source::SetAutoDeploy;
+use berth_api::profiles::{SetAccessProfile, SetNetworkProfile, SetRuntimeProfile};
+use berth_api::resource_input::{
+    AccessProfileInput, HealthCheckInput, NetworkProfileInput, RuntimeProfileInput, SourceInput,
+};
+use berth_api::source::{SetAutoDeploy, SetSource};
 use berth_api::storage::{AttachStorage, DetachStorage};
-use serde_json::{Map, Value, json};
 
-use super::Ctx;
 use super::resources::find_resource;
+use super::{Ctx, wire_enum};
 use crate::cli::ResourceConfig;
 use crate::error::CliResult;
 use crate::output::col;
@@ -20,13 +23,17 @@ pub fn config(ctx: &Ctx, command: ResourceConfig) -> CliResult<()> {
             exposure,
             host_port,
         } => {
-            let profile = present(&[
-                ("internalPort", json!(port)),
-                ("upstreamProtocol", json!(protocol)),
-                ("exposureMode", json!(exposure)),
-                ("hostPort", json!(host_port)),
-            ]);
-            let body = json!({"networkProfile": profile});
+            let profile = NetworkProfileInput {
+                upstream_protocol: protocol.map(|p| wire_enum("protocol", &p)).transpose()?,
+                exposure_mode: exposure.map(|e| wire_enum("exposure", &e)).transpose()?,
+                host_port,
+                ..NetworkProfileInput::port(port)
+            };
+            // The services are the server's to check: none are named here.
+            profile.validate([])?;
+            let body = SetNetworkProfile {
+                network_profile: profile,
+            };
             change(
                 ctx,
                 &resource.resource,
@@ -40,11 +47,16 @@ pub fn config(ctx: &Ctx, command: ResourceConfig) -> CliResult<()> {
             generated_access,
             path_prefix,
         } => {
-            let profile = present(&[
-                ("generatedAccessMode", json!(generated_access)),
-                ("pathPrefix", json!(path_prefix)),
-            ]);
-            let body = json!({"accessProfile": profile});
+            let profile = AccessProfileInput {
+                generated_access_mode: generated_access
+                    .map(|g| wire_enum("generated-access", &g))
+                    .transpose()?,
+                path_prefix,
+            };
+            profile.validate()?;
+            let body = SetAccessProfile {
+                access_profile: profile,
+            };
             change(
                 ctx,
                 &resource.resource,
@@ -61,15 +73,23 @@ pub fn config(ctx: &Ctx, command: ResourceConfig) -> CliResult<()> {
             health_path,
             restart_policy,
         } => {
-            let health = health_path.map(|path| json!({"path": path}));
-            let profile = present(&[
-                ("strategy", json!(strategy)),
-                ("startCommand", json!(start_command)),
-                ("buildCommand", json!(build_command)),
-                ("healthCheck", json!(health)),
-                ("restartPolicy", json!(restart_policy)),
-            ]);
-            let body = json!({"runtimeProfile": profile});
+            let profile = RuntimeProfileInput {
+                strategy,
+                start_command,
+                build_command,
+                health_check: health_path.map(|path| HealthCheckInput {
+                    path: Some(path),
+                    ..HealthCheckInput::default()
+                }),
+                restart_policy: restart_policy
+                    .map(|r| wire_enum("restart-policy", &r))
+                    .transpose()?,
+                ..RuntimeProfileInput::default()
+            };
+            profile.validate()?;
+            let body = SetRuntimeProfile {
+                runtime_profile: profile,
+            };
             change(
                 ctx,
                 &resource.resource,
@@ -84,10 +104,14 @@ pub fn config(ctx: &Ctx, command: ResourceConfig) -> CliResult<()> {
             folder,
         } => {
             let source = match (image, folder) {
-                (Some(image), _) => json!({"kind": "docker-image", "locator": image}),
-                (None, folder) => json!({"kind": "local-folder", "locator": folder}),
+                (Some(image), _) => SourceInput::new("docker-image", &image),
+                (None, folder) => SourceInput::new("local-folder", &folder.unwrap_or_default()),
             };
-            let body = json!({"source": source});
+            source.validate()?;
+            let body = SetSource {
+                source,
+                idempotency_key: None,
+            };
             change(ctx, &resource.resource, "source", &body, "source")
         }
         ResourceConfig::AutoDeploy {
@@ -169,14 +193,4 @@ fn change(
         &format!("Changed the {what} of {id} (deployed by the next `berth deploy`)"),
     );
     Ok(())
-}
-
-/// An object of the options given: the API reads a missing field as "unset" or "keep".
-fn present(fields: &[(&str, Value)]) -> Value {
-    let object: Map<String, Value> = fields
-        .iter()
-        .filter(|(_, value)| !value.is_null())
-        .map(|(key, value)| (key.to_string(), value.clone()))
-        .collect();
-    Value::Object(object)
 }

@@ -3,16 +3,17 @@
 use std::io::Read;
 
 use berth_api::common::Confirmation;
-use berth_api::resources::DeleteResource;
+use berth_api::resource_input::{NetworkProfileInput, SourceInput};
+use berth_api::resources::{CreateResource, DeleteResource};
 use berth_api::runtime_control::RuntimeControlRequest;
 use berth_api::secrets::{CreateSecret, DeleteSecret, RotateSecret};
 use berth_api::variables::{DeleteVariable, ImportVariables, SetVariable};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::infra::server_id;
 use super::workspace::{environment_id, project_id};
-use super::{Ctx, created, resolve};
+use super::{Ctx, created, resolve, wire_enum};
 use crate::cli::{ExposureOption, ResourceOption, Resources, Secrets, Variables};
 use crate::error::{CliError, CliResult};
 use crate::output::{Column, col, items};
@@ -112,18 +113,29 @@ pub fn resources(ctx: &Ctx, command: Resources) -> CliResult<()> {
             port,
         } => {
             let source = match (image, folder) {
-                (Some(image), _) => json!({"kind": "docker-image", "locator": image}),
-                (None, Some(folder)) => json!({"kind": "local-folder", "locator": folder}),
-                (None, None) => Value::Null,
+                (Some(image), _) => Some(SourceInput::new("docker-image", &image)),
+                (None, Some(folder)) => Some(SourceInput::new("local-folder", &folder)),
+                (None, None) => None,
             };
+            let kind = wire_enum("kind", &kind)?;
             let server = server.map(|s| server_id(ctx, &s)).transpose()?;
-            let body = json!({
-                "projectId": project_id(ctx, &project)?,
-                "environmentId": environment_id(ctx, &environment)?,
-                "name": name, "kind": kind, "slug": slug, "serverId": server,
-                "source": source,
-                "networkProfile": port.map(|p| json!({"internalPort": p})),
-            });
+            let body = CreateResource {
+                project_id: project_id(ctx, &project)?,
+                environment_id: environment_id(ctx, &environment)?,
+                name,
+                kind,
+                slug,
+                description: None,
+                server_id: server,
+                destination_id: None,
+                services: None,
+                source,
+                network_profile: port.map(|p| NetworkProfileInput::port(p.into())),
+                access_profile: None,
+                runtime_profile: None,
+                image_pull_secret_name: None,
+            };
+            body.validate()?;
             let answer = ctx.api()?.post("/resources", &body)?;
             created(ctx, &answer, "resource", "/id");
             Ok(())
