@@ -188,6 +188,9 @@ impl From<berth_api::validate::FieldError> for ApiError {
         if let Some(max) = error.max {
             api = api.with_detail("max", max);
         }
+        if !error.allowed.is_empty() {
+            api = api.with_detail("allowed", error.allowed);
+        }
         api
     }
 }

@@ -12,6 +12,8 @@ pub struct FieldError {
     pub message: String,
     pub min: Option<i64>,
     pub max: Option<i64>,
+    /// The values allowed, when the rule is a list of them.
+    pub allowed: Vec<String>,
 }
 
 impl FieldError {
@@ -21,6 +23,18 @@ impl FieldError {
             message: message.into(),
             min: None,
             max: None,
+            allowed: Vec::new(),
+        }
+    }
+
+    /// The error of a value that must be one of `allowed`.
+    pub fn not_one_of(field: &str, allowed: &[&str]) -> Self {
+        Self {
+            allowed: allowed.iter().map(|value| value.to_string()).collect(),
+            ..Self::new(
+                field,
+                format!("{field} must be one of: {}", allowed.join(", ")),
+            )
         }
     }
 
