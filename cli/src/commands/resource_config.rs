@@ -1,6 +1,7 @@
 //! `berth config`: a resource's network, access and runtime profiles, its source, auto-deploy
 //! and storage attachments. A change takes effect with the next deployment.
 
+use berth_api::common::IdResponse;
 use berth_api::profiles::{SetAccessProfile, SetNetworkProfile, SetRuntimeProfile};
 use berth_api::resource_input::{
     AccessProfileInput, HealthCheckInput, NetworkProfileInput, RuntimeProfileInput, SourceInput,
@@ -11,7 +12,7 @@ use berth_api::storage::{AttachStorage, DetachStorage};
 use super::resources::find_resource;
 use super::{Ctx, wire_enum};
 use crate::cli::ResourceConfig;
-use crate::error::CliResult;
+use crate::error::{CliError, CliResult};
 use crate::output::col;
 
 pub fn config(ctx: &Ctx, command: ResourceConfig) -> CliResult<()> {
@@ -154,13 +155,22 @@ pub fn config(ctx: &Ctx, command: ResourceConfig) -> CliResult<()> {
                 storage_volume_id: volume,
                 destination_path: path,
             };
-            change(
-                ctx,
-                &resource.resource,
-                "storage-attachments",
-                &body,
-                "storage",
-            )
+            body.validate()?;
+            let id = find_resource(ctx, &resource.resource)?.0.id;
+            let path = format!("/resources/{id}/storage-attachments");
+            let answer = ctx.api()?.post(&path, &body)?;
+            let attached: IdResponse = serde_json::from_value(answer.clone()).map_err(|error| {
+                CliError::failure(format!("{path}: unexpected answer: {error}"))
+            })?;
+            // The attachment's id is what `detach-storage` takes.
+            ctx.out.done(
+                &answer,
+                &format!(
+                    "Attached {} at {} to {id} as {} (mounted by the next `berth deploy`)",
+                    body.storage_volume_id, body.destination_path, attached.id
+                ),
+            );
+            Ok(())
         }
         ResourceConfig::DetachStorage {
             resource,

@@ -3,11 +3,10 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
-use berth_crds::limits::{OBJECT_NAME_MAX, TEXT_MAX};
 use berth_crds::resource::{Resource, StorageAttachment};
 
 use super::super::Endpoint;
-use super::super::common::{IdResponse, bounded};
+use super::super::common::IdResponse;
 use super::super::resource_input as convert;
 use super::variables::require_writer;
 use super::{lookup, save};
@@ -117,14 +116,7 @@ async fn attach(
     JsonBody(body): JsonBody<AttachStorage>,
 ) -> ApiResult<Json<IdResponse>> {
     let resource = for_write(&state, &caller, &id)?;
-    bounded("storageVolumeId", &body.storage_volume_id, OBJECT_NAME_MAX)?;
-    bounded("destinationPath", &body.destination_path, TEXT_MAX)?;
-    if !body.destination_path.starts_with('/') {
-        return Err(ApiError::validation(
-            "destinationPath",
-            "destinationPath must be an absolute path inside the container",
-        ));
-    }
+    body.validate()?;
     let mut spec = resource.spec.clone();
     if spec
         .storage_attachments
