@@ -84,10 +84,7 @@ async fn cli_creates_users_transfers_ownership_and_deletes_an_account() {
 
     // A new account: its generated password is shown once, and signs in.
     let email = format!("cli-user-{}@test.berth.local", random_suffix());
-    let created = berth
-        .run(&["users", "create", "--email", &email])
-        .await
-        .ok();
+    let created = berth.run(&["users", "create", &email]).await.ok();
     assert!(
         created.contains(&format!("Created user {email}")),
         "{created}"
@@ -109,12 +106,10 @@ async fn cli_creates_users_transfers_ownership_and_deletes_an_account() {
         .await;
     assert!(run.ok().contains("Signed in"));
     // The same email again is a conflict; a malformed one names the field.
-    let run = berth.run(&["users", "create", "--email", &email]).await;
+    let run = berth.run(&["users", "create", &email]).await;
     assert_eq!(run.code, CONFLICT, "{run:#?}");
     assert!(run.stderr.contains("already exists"), "{run:#?}");
-    let run = berth
-        .run(&["users", "create", "--email", "not-an-email"])
-        .await;
+    let run = berth.run(&["users", "create", "not-an-email"]).await;
     assert_eq!(run.code, 1, "{run:#?}");
     assert!(run.stderr.contains("email"), "{run:#?}");
     delete_user(&client, &user_id).await;
