@@ -2,6 +2,7 @@
 //! a field renamed on one side breaks the build of both. `-o json|yaml` prints the answer as
 //! it came, never these.
 
+use berth_api::deploy_tokens::TokenRecord;
 use berth_api::environments::EnvironmentRecord;
 use berth_api::members::MemberRecord;
 use berth_api::organizations::OrganizationSummary;
@@ -87,6 +88,37 @@ impl Row for VariableEntry {
 
     fn id(&self) -> &str {
         &self.key
+    }
+}
+
+/// A deploy token: never its secret, which the record does not carry.
+impl Row for TokenRecord {
+    const HEADERS: &'static [&'static str] = &[
+        "ID",
+        "NAME",
+        "STATUS",
+        "SUFFIX",
+        "PROJECTS",
+        "RESOURCES",
+        "EXPIRES",
+        "LAST USED",
+    ];
+
+    fn cells(&self) -> Vec<String> {
+        vec![
+            text(&self.token_id),
+            text(&self.display_name),
+            text(&self.status),
+            text(&self.secret_suffix),
+            text(&self.scope.project_ids.join(",")),
+            text(&self.scope.resource_ids.join(",")),
+            optional(self.expires_at.as_ref()),
+            optional(self.last_used_at.as_ref()),
+        ]
+    }
+
+    fn id(&self) -> &str {
+        &self.token_id
     }
 }
 
