@@ -29,6 +29,39 @@ pub struct EntitlementQuery {
     pub queries: Vec<CapabilityKeyQuery>,
 }
 
+impl CapabilityQuery {
+    pub fn validate(&self) -> Checked {
+        count_queries(self.queries.len())?;
+        for (index, query) in self.queries.iter().enumerate() {
+            let field = format!("queries[{index}].operationKey");
+            bounded(&field, &query.operation_key, MAX_KEY)?;
+        }
+        Ok(())
+    }
+}
+
+impl EntitlementQuery {
+    pub fn validate(&self) -> Checked {
+        count_queries(self.queries.len())?;
+        for (index, query) in self.queries.iter().enumerate() {
+            let field = format!("queries[{index}].capabilityKey");
+            bounded(&field, &query.capability_key, MAX_KEY)?;
+        }
+        Ok(())
+    }
+}
+
+/// 1 to [`MAX_QUERIES`] queries.
+pub fn count_queries(count: usize) -> Checked {
+    if count == 0 || count > MAX_QUERIES {
+        return Err(FieldError::new(
+            "queries",
+            format!("queries must hold 1 to {MAX_QUERIES} entries"),
+        ));
+    }
+    Ok(())
+}
+
 #[derive(Serialize, Deserialize, JsonSchema, Debug)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CapabilityKeyQuery {

@@ -89,14 +89,9 @@ async fn capabilities(
     _caller: Caller,
     JsonBody(body): JsonBody<CapabilityQuery>,
 ) -> ApiResult<Json<CapabilityAnswer>> {
-    count_queries(body.queries.len())?;
+    body.validate()?;
     let mut capabilities = Vec::with_capacity(body.queries.len());
-    for (index, query) in body.queries.into_iter().enumerate() {
-        bounded(
-            &format!("queries[{index}].operationKey"),
-            &query.operation_key,
-            MAX_KEY,
-        )?;
+    for query in body.queries {
         capabilities.push(CapabilityDecision {
             operation_key: query.operation_key,
             allowed: true,
@@ -111,14 +106,9 @@ async fn entitlements(
     _caller: Caller,
     JsonBody(body): JsonBody<EntitlementQuery>,
 ) -> ApiResult<Json<EntitlementAnswer>> {
-    count_queries(body.queries.len())?;
+    body.validate()?;
     let mut entitlements = Vec::with_capacity(body.queries.len());
-    for (index, query) in body.queries.into_iter().enumerate() {
-        bounded(
-            &format!("queries[{index}].capabilityKey"),
-            &query.capability_key,
-            MAX_KEY,
-        )?;
+    for query in body.queries {
         entitlements.push(Entitlement {
             capability_key: query.capability_key,
             entitled: true,
@@ -129,16 +119,6 @@ async fn entitlements(
         });
     }
     Ok(Json(EntitlementAnswer { entitlements }))
-}
-
-fn count_queries(count: usize) -> ApiResult<()> {
-    if count == 0 || count > MAX_QUERIES {
-        return Err(ApiError::validation(
-            "queries",
-            format!("queries must hold 1 to {MAX_QUERIES} entries"),
-        ));
-    }
-    Ok(())
 }
 
 /// The context fields of a decision or usage request, as given (spec §2.2: tenant, account,
@@ -331,6 +311,7 @@ mod tests {
 
     #[test]
     fn query_counts_are_bounded() {
+        use berth_api::decisions::count_queries;
         assert!(count_queries(0).is_err());
         assert!(count_queries(1).is_ok());
         assert!(count_queries(MAX_QUERIES + 1).is_err());

@@ -224,7 +224,9 @@ pub fn decisions(ctx: &Ctx, command: Decisions) -> CliResult<()> {
                 .into_iter()
                 .map(|operation_key| OperationKeyQuery { operation_key })
                 .collect();
-            let answer = api.post("/capabilities/query", &CapabilityQuery { queries })?;
+            let body = CapabilityQuery { queries };
+            body.validate()?;
+            let answer = api.post("/capabilities/query", &body)?;
             let columns = [
                 col("OPERATION", "/operationKey"),
                 col("ALLOWED", "/allowed"),
@@ -237,7 +239,9 @@ pub fn decisions(ctx: &Ctx, command: Decisions) -> CliResult<()> {
                 .into_iter()
                 .map(|capability_key| CapabilityKeyQuery { capability_key })
                 .collect();
-            let answer = api.post("/entitlements/query", &EntitlementQuery { queries })?;
+            let body = EntitlementQuery { queries };
+            body.validate()?;
+            let answer = api.post("/entitlements/query", &body)?;
             let columns = [
                 col("CAPABILITY", "/capabilityKey"),
                 col("ENTITLED", "/entitled"),
