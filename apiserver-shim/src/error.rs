@@ -177,6 +177,24 @@ impl ApiError {
     }
 }
 
+/// A field check of `berth-api` (the CLI runs the same one): a 422 naming the field, with
+/// its bounds when it has them.
+impl From<berth_api::validate::FieldError> for ApiError {
+    fn from(error: berth_api::validate::FieldError) -> Self {
+        let mut api = ApiError::validation(&error.field, error.message);
+        if let Some(min) = error.min {
+            api = api.with_detail("min", min);
+        }
+        if let Some(max) = error.max {
+            api = api.with_detail("max", max);
+        }
+        if !error.allowed.is_empty() {
+            api = api.with_detail("allowed", error.allowed);
+        }
+        api
+    }
+}
+
 impl From<kube::Error> for ApiError {
     fn from(error: kube::Error) -> Self {
         match &error {

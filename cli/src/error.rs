@@ -85,6 +85,14 @@ impl fmt::Display for CliError {
     }
 }
 
+/// A request the API's own field check refuses is not sent: a usage error naming the field,
+/// as the API's 422 would.
+impl From<berth_api::validate::FieldError> for CliError {
+    fn from(error: berth_api::validate::FieldError) -> Self {
+        Self::Usage(error.message)
+    }
+}
+
 impl From<std::io::Error> for CliError {
     fn from(error: std::io::Error) -> Self {
         Self::Failure(error.to_string())

@@ -9,6 +9,7 @@ mod config;
 mod error;
 mod output;
 mod progress;
+mod rows;
 mod sse;
 
 use std::process::ExitCode;

@@ -141,18 +141,60 @@ impl Output {
         }
     }
 
+    /// A typed list: `rows` as a table, their ids with `-q`, or `answer` (the API's whole
+    /// response) as JSON or YAML.
+    pub fn rows<R: Row>(&self, answer: &Value, rows: &[R]) {
+        if self.quiet {
+            for row in rows {
+                println!("{}", row.id());
+            }
+            return;
+        }
+        match self.format {
+            Format::Table => {
+                let cells = rows.iter().map(Row::cells).collect();
+                print!("{}", self.grid(R::HEADERS, cells));
+            }
+            _ => self.raw(answer),
+        }
+    }
+
+    /// One typed record as `FIELD  value` lines, its id with `-q`, or the API's JSON or YAML.
+    pub fn row<R: Row>(&self, answer: &Value, record: &R) {
+        if self.quiet {
+            println!("{}", record.id());
+            return;
+        }
+        match self.format {
+            Format::Table => {
+                let width = R::HEADERS.iter().map(|h| h.len()).max().unwrap_or(0);
+                for (header, value) in R::HEADERS.iter().zip(record.cells()) {
+                    let header = format!("{header:width$}");
+                    println!("{}  {value}", self.paint(Style::Bold, &header));
+                }
+            }
+            _ => self.raw(answer),
+        }
+    }
+
     pub fn table(&self, items: &[Value], columns: &[Column]) -> String {
         let rows: Vec<Vec<String>> = items
             .iter()
             .map(|item| columns.iter().map(|c| cell(item, c.pointer)).collect())
             .collect();
-        let widths: Vec<usize> = columns
+        let headers: Vec<&str> = columns.iter().map(|c| c.header).collect();
+        self.grid(&headers, rows)
+    }
+
+    /// Aligned columns under bold `headers`.
+    pub(crate) fn grid(&self, headers: &[&str], rows: Vec<Vec<String>>) -> String {
+        let widths: Vec<usize> = headers
             .iter()
             .enumerate()
-            .map(|(i, column)| {
+            .map(|(i, header)| {
                 rows.iter()
                     .map(|row| row[i].chars().count())
-                    .chain([column.header.len()])
+                    .chain([header.len()])
                     .max()
                     .unwrap_or(0)
             })
@@ -175,13 +217,37 @@ impl Output {
             }
             text.trim_end().to_string() + "\n"
         };
-        let headers = columns.iter().map(|c| c.header.to_string()).collect();
+        let headers = headers.iter().map(|h| h.to_string()).collect();
         let mut out = line(headers, Some(Style::Bold));
         for row in rows {
             out.push_str(&line(row, None));
         }
         out
     }
+}
+
+/// A record the CLI shows as a table row, read as the API's own type (berth-api): a field the
+/// API renames breaks this crate's build, not a table at run time.
+pub trait Row {
+    /// Column headers, in the order of [`Row::cells`].
+    const HEADERS: &'static [&'static str];
+    fn cells(&self) -> Vec<String>;
+    /// What `-q` prints.
+    fn id(&self) -> &str;
+}
+
+/// A text cell: `-` when empty, as [`cell`] shows it.
+pub fn text(value: &str) -> String {
+    if value.is_empty() {
+        "-".to_string()
+    } else {
+        value.to_string()
+    }
+}
+
+/// An optional text cell: `-` when absent or empty.
+pub fn optional(value: Option<&String>) -> String {
+    text(value.map_or("", String::as_str))
 }
 
 /// A value for a table cell: strings as they are, lists comma-separated, absent as `-`.

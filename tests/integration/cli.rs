@@ -20,44 +20,44 @@ use crate::deploy_support::{WAIT, delete_resource, ready_server, remove_server, 
 use crate::shim_projects_envs::{environment, project};
 
 /// Exit codes `berth --help` documents.
-const AUTH: i32 = 3;
-const NOT_FOUND: i32 = 4;
+pub(crate) const AUTH: i32 = 3;
+pub(crate) const NOT_FOUND: i32 = 4;
 
 /// A person at a terminal: their own HOME and config dir, and the built binary.
-struct Berth {
-    home: tempfile::TempDir,
+pub(crate) struct Berth {
+    pub(crate) home: tempfile::TempDir,
 }
 
 #[derive(Debug)]
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Run {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
 impl Run {
     /// Asserts success and returns stdout.
     #[track_caller]
-    fn ok(self) -> String {
+    pub(crate) fn ok(self) -> String {
         assert_eq!(self.code, 0, "berth failed: {self:#?}");
         self.stdout
     }
 
     /// Asserts success and parses stdout as JSON.
     #[track_caller]
-    fn json(self) -> Value {
+    pub(crate) fn json(self) -> Value {
         let stdout = self.ok();
         serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
     }
 }
 
-fn binary() -> PathBuf {
+pub(crate) fn binary() -> PathBuf {
     let dir = std::env::var("BERTH_BIN_DIR").expect("BERTH_BIN_DIR (hack/test.sh sets it)");
     PathBuf::from(dir).join("berth")
 }
 
 impl Berth {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             home: tempfile::tempdir().expect("a temporary HOME"),
         }
@@ -67,13 +67,13 @@ impl Berth {
         self.home.path().join("config/berth/config.json")
     }
 
-    async fn run(&self, args: &[&str]) -> Run {
+    pub(crate) async fn run(&self, args: &[&str]) -> Run {
         self.run_with(&binary(), args, None, &[]).await
     }
 
     /// Runs `program` with `args`, `stdin` piped in and extra `env`; BERTH_TOKEN only when
     /// given, colour off.
-    async fn run_with(
+    pub(crate) async fn run_with(
         &self,
         program: &std::path::Path,
         args: &[&str],
@@ -123,7 +123,7 @@ impl Berth {
         ]
     }
 
-    async fn login(&self, user: &TestUser) {
+    pub(crate) async fn login(&self, user: &TestUser) {
         let args = ["login", "--email", &user.email, "--password-stdin"];
         let password = format!("{}\n", user.password);
         let run = self.run_with(&binary(), &args, Some(&password), &[]).await;
@@ -132,7 +132,7 @@ impl Berth {
 }
 
 /// Makes `user` a member of `org` too, and waits until the REST API sees it.
-async fn add_member(client: &kube::Client, org: &TestOrg, user: &TestUser) {
+pub(crate) async fn add_member(client: &kube::Client, org: &TestOrg, user: &TestUser) {
     let member = Member::new(
         &format!("mem-{}", random_suffix()),
         MemberSpec {

@@ -3,6 +3,7 @@
 
 mod bookkeeping;
 mod cli;
+mod cli_platform;
 mod cli_tmux;
 mod controller_process;
 mod crd_manifests;

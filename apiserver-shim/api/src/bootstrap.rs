@@ -51,3 +51,12 @@ pub struct LogoutResult {
     pub session_id: String,
     pub revoked_at: String,
 }
+
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct LoginMethod {
+    pub key: String,
+    pub configured: bool,
+    pub enabled: bool,
+    pub reason: String,
+}

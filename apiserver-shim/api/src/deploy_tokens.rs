@@ -53,3 +53,64 @@ pub struct ConfirmedAction {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub confirmation: Option<Confirmation>,
 }
+
+// The DeployToken CRD's scope as the API shows it; the shim's tests hold the two schemas
+// equal (doc comment included: it is the schema's description).
+/// The six scope arrays of a deploy token (spec §2.2).
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DeployTokenScope {
+    /// Ids of the deployment targets (servers) the token may deploy to.
+    #[serde(default)]
+    #[schemars(inner(length(min = 1)))]
+    pub deployment_target_ids: Vec<String>,
+    /// Ids of the environments the token may act on.
+    #[serde(default)]
+    #[schemars(inner(length(min = 1)))]
+    pub environment_ids: Vec<String>,
+    /// Ids of the projects the token may act on.
+    #[serde(default)]
+    #[schemars(inner(length(min = 1)))]
+    pub project_ids: Vec<String>,
+    /// Repositories (`owner/name`) the token may be used from.
+    #[serde(default)]
+    #[schemars(inner(length(min = 1)))]
+    pub repository_full_names: Vec<String>,
+    /// Ids of the resources the token may act on.
+    #[serde(default)]
+    #[schemars(inner(length(min = 1)))]
+    pub resource_ids: Vec<String>,
+    /// Workflow commands the token may run, e.g. `source-link-deploy`, `preview-cleanup`.
+    #[serde(default)]
+    #[schemars(inner(length(min = 1)))]
+    pub workflow_commands: Vec<String>,
+}
+
+/// The Deploy token record of spec §2.2 (list and show); never the secret.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenRecord {
+    pub token_id: String,
+    pub organization_id: String,
+    pub display_name: String,
+    /// `active` or `revoked`.
+    pub status: String,
+    /// Last characters of the secret, to tell tokens apart.
+    pub secret_suffix: String,
+    pub scope: DeployTokenScope,
+    pub created_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_used_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rotated_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revoked_at: Option<String>,
+}
+
+/// `{ items }` of `GET /deploy-tokens`.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+pub struct TokenList {
+    pub items: Vec<TokenRecord>,
+}

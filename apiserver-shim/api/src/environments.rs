@@ -37,3 +37,51 @@ pub struct ArchiveEnvironment {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
+
+/// The Environment record of spec §2.2.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct EnvironmentRecord {
+    pub id: String,
+    pub project_id: String,
+    pub name: String,
+    /// e.g. `local`, `production`, `staging`, `preview`.
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_environment_id: Option<String>,
+    /// `active` or `archived`.
+    pub lifecycle_status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub locked_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lock_reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub archived_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub archive_reason: Option<String>,
+    pub created_at: String,
+    /// The environment's variables; values of secret-looking keys read `****`.
+    pub masked_variables: Vec<MaskedVariable>,
+}
+
+/// One environment variable as the API shows it.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct MaskedVariable {
+    pub key: String,
+    /// The value, or `****` when the key or value looks secret.
+    pub value: String,
+    /// Always `environment`: inherited by every resource of the environment.
+    pub scope: String,
+    /// `build-time` or `runtime`.
+    pub exposure: String,
+    pub is_secret: bool,
+    /// `secret` or `plain-config`.
+    pub kind: String,
+}
+
+/// `{ items }` of `GET /environments`.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+pub struct EnvironmentList {
+    pub items: Vec<EnvironmentRecord>,
+}

@@ -4,7 +4,10 @@
 //! groups; the shim re-exports each type where its routes declare it.
 //!
 //! Request types derive `Serialize` for the CLI; an absent optional field is left out of the
-//! JSON rather than sent as `null`.
+//! JSON rather than sent as `null` (except where a stored digest fixes the shape).
+//!
+//! Checks a request can pass without the cluster live here too ([`validate`]): the shim maps
+//! their [`validate::FieldError`] to its 422, the CLI runs them before sending.
 
 #![forbid(unsafe_code)]
 
@@ -18,11 +21,16 @@ pub mod decisions;
 pub mod deploy_tokens;
 pub mod deployments;
 pub mod environments;
+pub mod identity;
 pub mod invitations;
+pub mod limits;
 pub mod members;
 pub mod organizations;
+pub mod overlays;
+pub mod profiles;
 pub mod progress;
 pub mod projects;
+pub mod resource_input;
 pub mod resources;
 pub mod retention;
 pub mod runtime_control;
@@ -31,5 +39,8 @@ pub mod servers;
 pub mod source;
 pub mod storage;
 pub mod terminal;
+pub mod thresholds;
+pub mod usage_intents;
 pub mod users;
+pub mod validate;
 pub mod variables;

@@ -46,3 +46,30 @@ pub struct ChangeRole {
     /// The new role: `owner`, `admin` or `member`.
     pub role: OrganizationRole,
 }
+
+/// The Member record of spec §2.2.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct MemberRecord {
+    pub member_id: String,
+    pub user_id: String,
+    /// `owner`, `admin` or `member`.
+    pub role: String,
+    pub joined_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub avatar_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    pub email: String,
+    /// `active` or `removed`.
+    pub status: String,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct MemberList {
+    pub items: Vec<MemberRecord>,
+    /// Pass as `cursor` to get the next page; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}

@@ -3,7 +3,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::bootstrap::LoginMethod;
 use crate::common::Confirmation;
+use crate::identity::Permissions;
 
 #[derive(Serialize, Deserialize, JsonSchema, Debug)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -40,4 +42,39 @@ pub struct UpdateOrganization {
     /// Logo image URL (http or https); an empty string clears it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub logo_url: Option<String>,
+}
+
+/// One organization in the Organization context record.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct OrganizationSummary {
+    pub organization_id: String,
+    pub name: String,
+    pub slug: String,
+    /// Your role there: `owner`, `admin` or `member`.
+    pub role: String,
+}
+
+/// The signed-in user in the Organization context record.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextUser {
+    pub user_id: String,
+    pub email: String,
+    pub display_name: Option<String>,
+    pub avatar_url: Option<String>,
+}
+
+/// The Organization context record of spec §2.2.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct OrganizationContext {
+    pub user: ContextUser,
+    /// The organization requests act in; absent for a user who belongs to none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current_organization: Option<OrganizationSummary>,
+    pub organizations: Vec<OrganizationSummary>,
+    pub login_methods: Vec<LoginMethod>,
+    /// What your role allows in the current organization.
+    pub permissions: Permissions,
 }

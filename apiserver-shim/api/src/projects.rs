@@ -40,3 +40,31 @@ pub struct RenameProject {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slug: Option<String>,
 }
+
+/// The Project record of spec §2.2.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ProjectRecord {
+    pub id: String,
+    pub organization_id: String,
+    pub name: String,
+    pub slug: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// `active` or `archived`.
+    pub lifecycle_status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub archived_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub archive_reason: Option<String>,
+    pub display_order: i64,
+    pub created_at: String,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+pub struct ProjectList {
+    pub items: Vec<ProjectRecord>,
+    pub total: usize,
+    pub limit: u64,
+    pub offset: u64,
+}

@@ -4,6 +4,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::common::Confirmation;
+use crate::limits::{DESCRIPTION_MAX, DNS_LABEL_MAX, NAME_MAX, OBJECT_NAME_MAX};
+use crate::resource_input::{
+    AccessProfileInput, NetworkProfileInput, ResourceKind, RuntimeProfileInput, ServiceInput,
+    SourceInput,
+};
+use crate::validate::{Checked, bounded, dns_label, optional_text};
 
 #[derive(Serialize, Deserialize, JsonSchema, Debug)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -15,4 +21,173 @@ pub struct DeleteResource {
     /// same `{id}`, even once the resource is gone.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
+}
+
+// `POST /resources` (not in the spec's endpoint list: REST users need something to deploy).
+// No doc comment: it would become the OpenAPI schema's description.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateResource {
+    /// The project (in the caller's organization).
+    pub project_id: String,
+    /// An environment of that project.
+    pub environment_id: String,
+    /// Display name (1-120 characters).
+    pub name: String,
+    pub kind: ResourceKind,
+    /// URL-safe short name (the generated host's first label, 1-63 lowercase letters, digits
+    /// or dashes); derived from the name when omitted. Unique within the environment and on
+    /// the server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slug: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The server deployments go to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_id: Option<String>,
+    /// Deployment destination on the server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub destination_id: Option<String>,
+    /// Services the resource runs (unique names).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub services: Option<Vec<ServiceInput>>,
+    /// Where the code or artifact comes from, e.g. `{"kind":"docker-image","locator":"app:1"}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<SourceInput>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network_profile: Option<NetworkProfileInput>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub access_profile: Option<AccessProfileInput>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime_profile: Option<RuntimeProfileInput>,
+    /// Name of a `kubernetes.io/dockerconfigjson` Secret (in the organization's namespace)
+    /// whose credentials pull a `docker-image` source the server does not have.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image_pull_secret_name: Option<String>,
+}
+
+impl CreateResource {
+    /// Checks every field that needs no lookup; the source and profiles as their update
+    /// endpoints do.
+    pub fn validate(&self) -> Checked {
+        bounded("projectId", &self.project_id, OBJECT_NAME_MAX)?;
+        bounded("environmentId", &self.environment_id, OBJECT_NAME_MAX)?;
+        bounded("name", &self.name, NAME_MAX)?;
+        if let Some(slug) = &self.slug {
+            dns_label("slug", slug, DNS_LABEL_MAX)?;
+        }
+        let ids = [
+            ("description", &self.description, DESCRIPTION_MAX),
+            ("serverId", &self.server_id, OBJECT_NAME_MAX),
+            ("destinationId", &self.destination_id, OBJECT_NAME_MAX),
+            (
+                "imagePullSecretName",
+                &self.image_pull_secret_name,
+                OBJECT_NAME_MAX,
+            ),
+        ];
+        for (field, value, max) in ids {
+            optional_text(field, value.as_ref(), max)?;
+        }
+        let services = self.services.as_deref().unwrap_or_default();
+        ServiceInput::validate_all(services)?;
+        if let Some(source) = &self.source {
+            source.validate()?;
+        }
+        if let Some(network) = &self.network_profile {
+            network.validate(services.iter().map(|s| s.name.as_str()))?;
+        }
+        if let Some(access) = &self.access_profile {
+            access.validate()?;
+        }
+        self.runtime_profile
+            .as_ref()
+            .map_or(Ok(()), RuntimeProfileInput::validate)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn body(extra: serde_json::Value) -> CreateResource {
+        let mut value = json!({
+            "projectId": "prj-1", "environmentId": "env-1", "name": "Web", "kind": "application",
+        });
+        if let (Some(base), Some(extra)) = (value.as_object_mut(), extra.as_object()) {
+            base.extend(extra.clone());
+        }
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn bad_fields_are_named() {
+        let cases = [
+            (json!({"name": " "}), "name"),
+            (json!({"slug": "Bad_Slug"}), "slug"),
+            (json!({"serverId": ""}), "serverId"),
+            (
+                json!({"source": {"kind": "docker-image", "locator": ""}}),
+                "source.locator",
+            ),
+            (
+                json!({"networkProfile": {"internalPort": 0}}),
+                "networkProfile.internalPort",
+            ),
+            (
+                json!({"networkProfile": {"internalPort": 80, "hostPort": -1}}),
+                "networkProfile.hostPort",
+            ),
+            (
+                json!({"services": [{"name": "web", "kind": "web"}],
+                       "networkProfile": {"internalPort": 80, "targetServiceName": "api"}}),
+                "networkProfile.targetServiceName",
+            ),
+            (
+                json!({"services": [{"name": "a", "kind": "web"}, {"name": "a", "kind": "api"}]}),
+                "services[1].name",
+            ),
+            // Checked on create as on `POST /resources/{id}/source` and `/network-profile`.
+            (
+                json!({"source": {"kind": "Docker Image", "locator": "app:1"}}),
+                "source.kind",
+            ),
+            (
+                json!({"networkProfile": {"internalPort": 80, "targetServiceName": "Web"}}),
+                "networkProfile.targetServiceName",
+            ),
+            (
+                json!({"services": [{"name": "web_1", "kind": "web"}]}),
+                "services[0].name",
+            ),
+            (
+                json!({"accessProfile": {"pathPrefix": "api"}}),
+                "accessProfile.pathPrefix",
+            ),
+            (
+                json!({"runtimeProfile": {"healthCheck": {"path": "healthz"}}}),
+                "runtimeProfile.healthCheck.path",
+            ),
+            (
+                json!({"runtimeProfile": {"healthCheck": {"expectedStatusCode": 99}}}),
+                "runtimeProfile.healthCheck.expectedStatusCode",
+            ),
+        ];
+        for (extra, field) in cases {
+            assert_eq!(body(extra).validate().unwrap_err().field, field);
+        }
+        assert!(body(json!({"slug": "web-1"})).validate().is_ok());
+    }
+
+    #[test]
+    fn the_cli_sends_only_what_it_sets() {
+        let mut create = body(json!({}));
+        create.network_profile = Some(NetworkProfileInput::port(8080));
+        assert_eq!(
+            serde_json::to_value(&create).unwrap(),
+            json!({"projectId": "prj-1", "environmentId": "env-1", "name": "Web",
+                   "kind": "application", "networkProfile": {"internalPort": 8080}})
+        );
+    }
 }

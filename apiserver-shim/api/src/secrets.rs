@@ -3,6 +3,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::variables::VariableEntry;
+
 #[derive(Serialize, Deserialize, JsonSchema, Debug)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CreateSecret {
@@ -31,4 +33,23 @@ pub struct DeleteSecret {
     /// `runtime` (default) or `build-time`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exposure: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct SecretList {
+    /// `resources.secrets.list/v1`.
+    pub schema_version: String,
+    pub resource_id: String,
+    pub items: Vec<VariableEntry>,
+    pub generated_at: String,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct SecretShow {
+    /// `resources.secrets.show/v1`.
+    pub schema_version: String,
+    pub secret: VariableEntry,
+    pub generated_at: String,
 }

@@ -3,6 +3,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::resource_input::SourceInput;
+
 #[derive(Serialize, Deserialize, JsonSchema, Debug)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SetAutoDeploy {
@@ -17,4 +19,14 @@ pub struct SetAutoDeploy {
     /// Event kinds that trigger a deployment; default `["push"]`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub event_kinds: Option<Vec<String>>,
+}
+
+// `POST /resources/{id}/source` (no doc comment: it would become the schema's description).
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SetSource {
+    pub source: SourceInput,
+    /// A repeat with the same key returns the same result and changes nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
 }

@@ -30,3 +30,54 @@ pub struct ImportVariables {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exposure: Option<String>,
 }
+
+/// The Secret/variable entry of spec §2.2.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct VariableEntry {
+    pub resource_id: String,
+    pub key: String,
+    /// The value, or `****` for secrets.
+    pub value: String,
+    /// Where the entry is defined: `resource` or `environment`.
+    pub scope: String,
+    /// `build-time` or `runtime`.
+    pub exposure: String,
+    pub is_secret: bool,
+    /// `secret` or `plain-config`.
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<String>,
+}
+
+/// Effective config of spec §2.2.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct EffectiveConfig {
+    /// `resources.effective-config/v1`.
+    pub schema_version: String,
+    pub resource_id: String,
+    /// The environment whose entries were merged (the preview one when asked).
+    pub environment_id: String,
+    /// Entries the resource defines itself.
+    pub owned_entries: Vec<VariableEntry>,
+    /// What the next deployment gets: one entry per key and exposure, from the strongest scope.
+    pub effective_entries: Vec<VariableEntry>,
+    /// Entries hidden by a stronger scope.
+    pub overrides: Vec<Override>,
+    /// Scope names, weakest first.
+    pub precedence: Vec<String>,
+    pub generated_at: String,
+}
+
+/// One entry replaced by a stronger scope.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct Override {
+    pub key: String,
+    pub exposure: String,
+    /// Scope whose entry is used.
+    pub winning_scope: String,
+    /// Scope whose entry is hidden.
+    pub overridden_scope: String,
+}

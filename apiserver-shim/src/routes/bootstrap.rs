@@ -28,6 +28,8 @@ use crate::extract::JsonBody;
 use crate::state::AppState;
 use crate::write::apply;
 
+pub use berth_api::bootstrap::LoginMethod;
+
 pub use berth_api::bootstrap::{FirstAdminRequest, LoginRequest, LogoutRequest};
 
 pub use berth_api::bootstrap::{LoginResult, LogoutResult};
@@ -66,15 +68,6 @@ pub const LOCAL_PASSWORD: &str = "local-password";
 pub const FIRST_ADMIN_LABEL: &str = "berth.dev/first-admin";
 /// ConfigMap whose creation makes the first-admin call happen at most once, even under races.
 const BOOTSTRAP_LOCK: &str = "berth-bootstrap";
-
-#[derive(Serialize, JsonSchema, Clone)]
-#[serde(rename_all = "camelCase")]
-pub struct LoginMethod {
-    pub key: String,
-    pub configured: bool,
-    pub enabled: bool,
-    pub reason: String,
-}
 
 /// The Bootstrap auth status record of spec §2.2.
 #[derive(Serialize, JsonSchema)]

@@ -98,34 +98,13 @@ pub fn confirm(
 
 /// Rejects an empty or whitespace-only required string (spec §8: length >= 1).
 pub fn non_empty(field: &str, value: &str) -> Result<(), ApiError> {
-    if value.trim().is_empty() {
-        return Err(ApiError::validation(
-            field,
-            format!("{field} must be at least 1 character"),
-        ));
-    }
-    Ok(())
+    Ok(berth_api::validate::non_empty(field, value)?)
 }
 
 /// A DNS label of 1..=`max` characters (the CRDs' `DNS_LABEL_PATTERN`): lowercase letters,
 /// digits and dashes, not starting or ending with a dash. Slugs and service names are labels.
 pub fn dns_label(field: &str, value: &str, max: usize) -> Result<(), ApiError> {
-    let valid = (1..=max).contains(&value.len())
-        && value
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !value.starts_with('-')
-        && !value.ends_with('-');
-    if valid {
-        return Ok(());
-    }
-    Err(ApiError::validation(
-        field,
-        format!(
-            "{field} must be 1-{max} lowercase letters, digits or dashes, not starting or ending with a dash"
-        ),
-    )
-    .with_detail("max", max))
+    Ok(berth_api::validate::dns_label(field, value, max)?)
 }
 
 /// The `slug` of a new or renamed organization, project or resource; `max` is the kind's
@@ -196,15 +175,7 @@ pub fn known_params(query: &crate::extract::QueryParams, allowed: &[&str]) -> Re
 
 /// A required string of 1..=`max` characters (spec §8: identifiers and filters are >= 1).
 pub fn bounded(field: &str, value: &str, max: usize) -> Result<(), ApiError> {
-    non_empty(field, value)?;
-    if value.chars().count() > max {
-        return Err(ApiError::validation(
-            field,
-            format!("{field} must be at most {max} characters"),
-        )
-        .with_detail("max", max));
-    }
-    Ok(())
+    Ok(berth_api::validate::bounded(field, value, max)?)
 }
 
 /// A query date-time in UTC (`Z`), as the spec's conventions ask for windows and cursors.

@@ -11,7 +11,7 @@ use kube::api::PostParams;
 use kube::runtime::reflector::Store;
 use kube::{Api, Resource, ResourceExt};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::Endpoint;
 use super::common::bounded;
@@ -22,7 +22,8 @@ use crate::extract::JsonBody;
 use crate::write::{UPDATED_BY_ID, UPDATED_BY_KIND};
 
 pub use berth_api::decisions::{
-    CapabilityKeyQuery, CapabilityQuery, EntitlementQuery, OperationKeyQuery,
+    ActorInput, CapabilityKeyQuery, CapabilityQuery, EntitlementQuery, MAX_KEY, MAX_QUERIES,
+    OperationKeyQuery,
 };
 
 pub fn endpoints() -> Vec<Endpoint> {
@@ -44,14 +45,6 @@ pub fn endpoints() -> Vec<Endpoint> {
 pub const MAX_LIMIT: u64 = berth_crds::limits::LIST_LIMIT_MAX;
 /// `limit` when the caller gives none.
 pub const DEFAULT_LIMIT: u64 = 100;
-/// Most queries one capability or entitlement call may carry.
-pub const MAX_QUERIES: usize = 100;
-/// Longest key, source or id a record holds.
-pub const MAX_KEY: usize = 256;
-/// Largest `attributes` or `details` map, as JSON: records live in etcd.
-pub const MAX_MAP_BYTES: usize = 16 * 1024;
-/// Most entries in `resourceRefs`.
-pub const MAX_REFS: usize = 32;
 /// What a self-hosted installation reports as the source of its answers.
 pub const SOURCE: &str = "self-hosted";
 const SELF_HOSTED_REASON: &str = "self-hosted Berth has no plan limits";
@@ -92,32 +85,13 @@ pub struct EntitlementAnswer {
     pub entitlements: Vec<Entitlement>,
 }
 
-/// Context fields every decision and usage record accepts.
-#[derive(Deserialize, JsonSchema, Default)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ActorInput {
-    /// `user` or `deploy-token`; must be the caller's kind.
-    pub kind: Option<String>,
-    /// Must be the caller's id (user id or deploy token id).
-    pub id: Option<String>,
-    /// Must be the signed-in user's id.
-    pub user_id: Option<String>,
-    /// Must be the signed-in user's email.
-    pub email: Option<String>,
-}
-
 async fn capabilities(
     _caller: Caller,
     JsonBody(body): JsonBody<CapabilityQuery>,
 ) -> ApiResult<Json<CapabilityAnswer>> {
-    count_queries(body.queries.len())?;
+    body.validate()?;
     let mut capabilities = Vec::with_capacity(body.queries.len());
-    for (index, query) in body.queries.into_iter().enumerate() {
-        bounded(
-            &format!("queries[{index}].operationKey"),
-            &query.operation_key,
-            MAX_KEY,
-        )?;
+    for query in body.queries {
         capabilities.push(CapabilityDecision {
             operation_key: query.operation_key,
             allowed: true,
@@ -132,14 +106,9 @@ async fn entitlements(
     _caller: Caller,
     JsonBody(body): JsonBody<EntitlementQuery>,
 ) -> ApiResult<Json<EntitlementAnswer>> {
-    count_queries(body.queries.len())?;
+    body.validate()?;
     let mut entitlements = Vec::with_capacity(body.queries.len());
-    for (index, query) in body.queries.into_iter().enumerate() {
-        bounded(
-            &format!("queries[{index}].capabilityKey"),
-            &query.capability_key,
-            MAX_KEY,
-        )?;
+    for query in body.queries {
         entitlements.push(Entitlement {
             capability_key: query.capability_key,
             entitled: true,
@@ -150,16 +119,6 @@ async fn entitlements(
         });
     }
     Ok(Json(EntitlementAnswer { entitlements }))
-}
-
-fn count_queries(count: usize) -> ApiResult<()> {
-    if count == 0 || count > MAX_QUERIES {
-        return Err(ApiError::validation(
-            "queries",
-            format!("queries must hold 1 to {MAX_QUERIES} entries"),
-        ));
-    }
-    Ok(())
 }
 
 /// The context fields of a decision or usage request, as given (spec §2.2: tenant, account,
@@ -175,39 +134,18 @@ pub struct ContextInput {
     pub details: Option<JsonMap>,
 }
 
-/// Checks a record's context and fills it in: ids within limits, the organization is the
+/// Checks a record's context against the caller and fills it in: the organization is the
 /// caller's (any other is a 404), the actor is the caller, and a deploy token names only ids
-/// in its scope. The stored context always holds the organization and the actor.
+/// in its scope. The limits of its fields are checked before, by the body's `validate`
+/// (`berth_api::decisions::ContextFields`). The stored context always holds the organization
+/// and the actor.
 pub fn context(caller: &Caller, input: ContextInput) -> ApiResult<DecisionContext> {
     let organization = caller.require_role(OrganizationRole::Member)?;
-    for (field, value) in [
-        ("tenantId", &input.tenant_id),
-        ("accountId", &input.account_id),
-    ] {
-        if let Some(value) = value {
-            bounded(field, value, MAX_KEY)?;
-        }
-    }
     if let Some(id) = &input.organization_id {
         own_organization(caller, id)?;
     }
     if let Some(refs) = &input.resource_refs {
         check_refs(caller, refs)?;
-    }
-    for (field, map) in [
-        ("attributes", &input.attributes),
-        ("details", &input.details),
-    ] {
-        let size = map
-            .as_ref()
-            .map(|m| serde_json::to_vec(m).map(|v| v.len()).unwrap_or(usize::MAX))
-            .unwrap_or(0);
-        if size > MAX_MAP_BYTES {
-            return Err(ApiError::validation(
-                field,
-                format!("{field} must be at most {MAX_MAP_BYTES} bytes of JSON"),
-            ));
-        }
     }
     Ok(DecisionContext {
         tenant_id: input.tenant_id,
@@ -250,16 +188,9 @@ fn dimension(key: &str) -> Option<ScopeDimension> {
     }
 }
 
+/// The organization and scope of each reference (their limits are checked before).
 fn check_refs(caller: &Caller, refs: &ResourceRefs) -> ApiResult<()> {
-    if refs.len() > MAX_REFS {
-        return Err(ApiError::validation(
-            "resourceRefs",
-            format!("resourceRefs may hold at most {MAX_REFS} entries"),
-        ));
-    }
     for (key, value) in refs {
-        bounded("resourceRefs", key, 64)?;
-        bounded(&format!("resourceRefs.{key}"), value, MAX_KEY)?;
         if key == "organizationId" {
             own_organization(caller, value)?;
         }
@@ -380,6 +311,7 @@ mod tests {
 
     #[test]
     fn query_counts_are_bounded() {
+        use berth_api::decisions::count_queries;
         assert!(count_queries(0).is_err());
         assert!(count_queries(1).is_ok());
         assert!(count_queries(MAX_QUERIES + 1).is_err());

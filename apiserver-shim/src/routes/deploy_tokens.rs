@@ -27,6 +27,8 @@ use crate::extract::{JsonBody, QueryParams};
 use crate::state::AppState;
 use crate::write::apply;
 
+pub use berth_api::deploy_tokens::{DeployTokenScope as TokenScope, TokenList, TokenRecord};
+
 pub use berth_api::deploy_tokens::{ConfirmedAction, CreateToken, ScopeInput};
 
 pub fn endpoints() -> Vec<Endpoint> {
@@ -58,35 +60,6 @@ pub const MAX_SCOPE_ENTRIES: usize = 100;
 /// Longest display name.
 const MAX_NAME: usize = NAME_MAX;
 
-/// The Deploy token record of spec §2.2 (list and show); never the secret.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct TokenRecord {
-    pub token_id: String,
-    pub organization_id: String,
-    pub display_name: String,
-    /// `active` or `revoked`.
-    pub status: String,
-    /// Last characters of the secret, to tell tokens apart.
-    pub secret_suffix: String,
-    pub scope: DeployTokenScope,
-    pub created_at: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub expires_at: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_used_at: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rotated_at: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub revoked_at: Option<String>,
-}
-
-/// `{ items }` of `GET /deploy-tokens`.
-#[derive(Serialize, JsonSchema)]
-pub struct TokenList {
-    pub items: Vec<TokenRecord>,
-}
-
 /// The Deploy token created record of spec §2.2: the only response besides rotate that
 /// carries the secret.
 #[derive(Serialize, JsonSchema)]
@@ -98,7 +71,7 @@ pub struct CreatedToken {
     pub organization_id: String,
     pub display_name: String,
     pub secret_suffix: String,
-    pub scopes: DeployTokenScope,
+    pub scopes: TokenScope,
     pub created_at: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<String>,
@@ -112,7 +85,7 @@ pub struct RotatedToken {
     /// The new secret bearer token; the previous one no longer works.
     pub token: String,
     pub rotated_at: String,
-    pub scopes: DeployTokenScope,
+    pub scopes: TokenScope,
 }
 
 /// Result of a revocation.
@@ -195,6 +168,26 @@ fn state_name(state: DeployTokenState) -> &'static str {
     }
 }
 
+/// The scope as the API shows it.
+fn wire_scope(scope: &DeployTokenScope) -> TokenScope {
+    let DeployTokenScope {
+        deployment_target_ids,
+        environment_ids,
+        project_ids,
+        repository_full_names,
+        resource_ids,
+        workflow_commands,
+    } = scope.clone();
+    TokenScope {
+        deployment_target_ids,
+        environment_ids,
+        project_ids,
+        repository_full_names,
+        resource_ids,
+        workflow_commands,
+    }
+}
+
 /// Converts the custom resource to the REST record.
 pub fn record(token: &DeployToken, organization_id: &str) -> TokenRecord {
     let status = token.status.clone().unwrap_or_default();
@@ -204,7 +197,7 @@ pub fn record(token: &DeployToken, organization_id: &str) -> TokenRecord {
         display_name: token.spec.display_name.clone(),
         status: state_name(state_of(token)).to_string(),
         secret_suffix: token.spec.secret_suffix.clone(),
-        scope: token.spec.scope.clone(),
+        scope: wire_scope(&token.spec.scope),
         created_at: created_at(&token.metadata),
         expires_at: token.spec.expires_at.as_ref().map(timestamp),
         last_used_at: status.last_used_at.as_ref().map(timestamp),
@@ -318,7 +311,7 @@ async fn create(
         organization_id: organization.id.clone(),
         display_name: written.spec.display_name.clone(),
         secret_suffix: written.spec.secret_suffix.clone(),
-        scopes: written.spec.scope.clone(),
+        scopes: wire_scope(&written.spec.scope),
         created_at: created_at(&written.metadata),
         expires_at: written.spec.expires_at.as_ref().map(timestamp),
     }))
@@ -400,7 +393,7 @@ async fn rotate(
         token_id: id,
         token: secret,
         rotated_at: timestamp(&rotated_at),
-        scopes: written.spec.scope,
+        scopes: wire_scope(&written.spec.scope),
     }))
 }
 
@@ -461,6 +454,19 @@ mod tests {
                 secret_suffix: "bd_x".into(),
             },
         )
+    }
+
+    #[test]
+    fn the_wire_scope_is_the_crd_scope() {
+        let schema = |mut value: serde_json::Value| {
+            value.as_object_mut().unwrap().remove("title");
+            value
+        };
+        let generator = || schemars::SchemaGenerator::default();
+        assert_eq!(
+            schema(generator().root_schema_for::<TokenScope>().to_value()),
+            schema(generator().root_schema_for::<DeployTokenScope>().to_value())
+        );
     }
 
     #[test]

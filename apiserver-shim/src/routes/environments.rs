@@ -12,8 +12,6 @@ use berth_crds::limits::{LIST_LIMIT_MAX, NAME_MAX, OBJECT_NAME_MAX};
 use berth_crds::member::OrganizationRole;
 use berth_crds::variable::{PlainVariable, VariableExposure};
 use kube::{Api, ResourceExt};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::Endpoint;
 use super::common::{
@@ -26,6 +24,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
 use crate::state::{AppState, FIELD_MANAGER};
 use crate::write::{apply, only_owned};
+
+pub use berth_api::environments::{EnvironmentList, EnvironmentRecord, MaskedVariable};
 
 pub use berth_api::environments::{ArchiveEnvironment, CreateEnvironment};
 
@@ -59,54 +59,6 @@ pub fn endpoints() -> Vec<Endpoint> {
 pub const MAX_LIMIT: u64 = LIST_LIMIT_MAX;
 /// `limit` when the caller gives none.
 pub const DEFAULT_LIMIT: u64 = 100;
-
-/// The Environment record of spec §2.2.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct EnvironmentRecord {
-    pub id: String,
-    pub project_id: String,
-    pub name: String,
-    /// e.g. `local`, `production`, `staging`, `preview`.
-    pub kind: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub parent_environment_id: Option<String>,
-    /// `active` or `archived`.
-    pub lifecycle_status: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub locked_at: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub lock_reason: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub archived_at: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub archive_reason: Option<String>,
-    pub created_at: String,
-    /// The environment's variables; values of secret-looking keys read `****`.
-    pub masked_variables: Vec<MaskedVariable>,
-}
-
-/// One environment variable as the API shows it.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct MaskedVariable {
-    pub key: String,
-    /// The value, or `****` when the key or value looks secret.
-    pub value: String,
-    /// Always `environment`: inherited by every resource of the environment.
-    pub scope: String,
-    /// `build-time` or `runtime`.
-    pub exposure: String,
-    pub is_secret: bool,
-    /// `secret` or `plain-config`.
-    pub kind: String,
-}
-
-/// `{ items }` of `GET /environments`.
-#[derive(Serialize, JsonSchema)]
-pub struct EnvironmentList {
-    pub items: Vec<EnvironmentRecord>,
-}
 
 /// Key fragments that mark a plain variable's value as a secret worth hiding anyway.
 const SECRET_WORDS: &[&str] = &[

@@ -12,9 +12,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::reflector::Store;
 use kube::{Api, Resource, ResourceExt};
-use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 
 use super::common::{created_at, timestamp};
 use crate::auth::{self, Caller, CallerOrganization, user_organization};
@@ -22,22 +20,7 @@ use crate::cache::catch_up;
 use crate::error::{ApiError, ApiResult};
 use crate::state::{AppState, FIELD_MANAGER};
 
-/// Longest display name (users, organizations), as the CRDs allow.
-pub const MAX_NAME_LENGTH: usize = berth_crds::limits::NAME_MAX;
-/// Longest avatar or logo URL.
-pub const MAX_URL_LENGTH: usize = 2048;
-
-/// The six organization permission booleans of spec §2.1.
-#[derive(Serialize, Deserialize, JsonSchema, Default, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct Permissions {
-    pub can_invite_members: bool,
-    pub can_list_members: bool,
-    pub can_manage_deploy_tokens: bool,
-    pub can_remove_members: bool,
-    pub can_transfer_ownership: bool,
-    pub can_update_member_roles: bool,
-}
+pub use berth_api::identity::Permissions;
 
 /// Permissions of `role` (all false without one), typed from `auth::permissions`, the one place
 /// that decides them.
@@ -159,38 +142,15 @@ pub fn updated_at(meta: &ObjectMeta) -> String {
         .unwrap_or_else(|| created_at(meta))
 }
 
-/// A display name: trimmed, at most [`MAX_NAME_LENGTH`] characters; `None` when blank.
+/// A display name: trimmed, at most `berth_api::identity::MAX_NAME_LENGTH` characters; `None`
+/// when blank.
 pub fn display_name(field: &str, value: &str) -> ApiResult<Option<String>> {
-    let trimmed = value.trim();
-    if trimmed.chars().count() > MAX_NAME_LENGTH {
-        return Err(ApiError::validation(
-            field,
-            format!("{field} must be at most {MAX_NAME_LENGTH} characters"),
-        ));
-    }
-    Ok((!trimmed.is_empty()).then(|| trimmed.to_string()))
+    Ok(berth_api::identity::display_name(field, value)?)
 }
 
 /// An image URL (http or https); `None` when blank, which clears it.
 pub fn image_url(field: &str, value: &str) -> ApiResult<Option<String>> {
-    let trimmed = value.trim();
-    if trimmed.is_empty() {
-        return Ok(None);
-    }
-    let valid = trimmed.len() <= MAX_URL_LENGTH
-        && !trimmed.contains(char::is_whitespace)
-        && ["https://", "http://"].iter().any(|scheme| {
-            trimmed
-                .strip_prefix(scheme)
-                .is_some_and(|rest| !rest.is_empty())
-        });
-    if !valid {
-        return Err(ApiError::validation(
-            field,
-            format!("{field} must be an http(s) URL of at most {MAX_URL_LENGTH} characters"),
-        ));
-    }
-    Ok(Some(trimmed.to_string()))
+    Ok(berth_api::identity::image_url(field, value)?)
 }
 
 #[cfg(test)]

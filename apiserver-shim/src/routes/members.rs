@@ -20,6 +20,8 @@ use crate::extract::{JsonBody, QueryParams};
 use crate::state::AppState;
 use crate::write::apply;
 
+pub use berth_api::members::{MemberList, MemberRecord};
+
 pub use berth_api::members::{ChangeRole, ReactivateMember, RemoveMember, TransferOwnership};
 
 pub fn endpoints() -> Vec<Endpoint> {
@@ -60,33 +62,6 @@ pub const DEFAULT_LIMIT: u64 = 50;
 pub const ACTIVE: &str = "active";
 /// `status` of a removed member.
 pub const REMOVED: &str = "removed";
-
-/// The Member record of spec §2.2.
-#[derive(Serialize, JsonSchema, Clone, Debug)]
-#[serde(rename_all = "camelCase")]
-pub struct MemberRecord {
-    pub member_id: String,
-    pub user_id: String,
-    /// `owner`, `admin` or `member`.
-    pub role: String,
-    pub joined_at: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub avatar_url: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub display_name: Option<String>,
-    pub email: String,
-    /// `active` or `removed`.
-    pub status: String,
-}
-
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct MemberList {
-    pub items: Vec<MemberRecord>,
-    /// Pass as `cursor` to get the next page; absent on the last page.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-}
 
 #[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::Endpoint;
-use super::bootstrap::{LoginMethod, login_methods, wait_for_namespace};
+use super::bootstrap::{login_methods, wait_for_namespace};
 use super::common::{self, IdResponse, confirm, created_at, non_empty, slugify, timestamp};
 use super::identity::{
     Permissions, display_name, image_url, in_organization, live_organization, memberships, now,
@@ -27,6 +27,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::state::{AppState, FIELD_MANAGER};
 use crate::write::apply;
+
+pub use berth_api::organizations::{ContextUser, OrganizationContext, OrganizationSummary};
 
 pub use berth_api::organizations::{
     CreateOrganization, DeleteOrganization, SwitchOrganization, UpdateOrganization,
@@ -71,41 +73,6 @@ pub fn endpoints() -> Vec<Endpoint> {
 pub const MAX_SLUG_LENGTH: usize = berth_crds::limits::ORGANIZATION_SLUG_MAX;
 /// Path segments under `/organizations/` that are not organization ids.
 const RESERVED_SLUGS: &[&str] = &["current-context"];
-
-/// One organization in the Organization context record.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct OrganizationSummary {
-    pub organization_id: String,
-    pub name: String,
-    pub slug: String,
-    /// Your role there: `owner`, `admin` or `member`.
-    pub role: String,
-}
-
-/// The signed-in user in the Organization context record.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ContextUser {
-    pub user_id: String,
-    pub email: String,
-    pub display_name: Option<String>,
-    pub avatar_url: Option<String>,
-}
-
-/// The Organization context record of spec §2.2.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct OrganizationContext {
-    pub user: ContextUser,
-    /// The organization requests act in; absent for a user who belongs to none.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub current_organization: Option<OrganizationSummary>,
-    pub organizations: Vec<OrganizationSummary>,
-    pub login_methods: Vec<LoginMethod>,
-    /// What your role allows in the current organization.
-    pub permissions: Permissions,
-}
 
 /// The Organization profile record of spec §2.2.
 #[derive(Serialize, JsonSchema)]

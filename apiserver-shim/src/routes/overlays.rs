@@ -4,19 +4,19 @@
 
 use axum::Json;
 use axum::extract::State;
-use berth_crds::common::{DecisionContext, JsonMap, ResourceRefs};
+use berth_crds::common::DecisionContext;
 use berth_crds::member::OrganizationRole;
 use berth_crds::overlay_decision::{OverlayDecision, OverlayDecisionSpec};
 use berth_crds::route_surface_decision::{RouteSurfaceDecision, RouteSurfaceDecisionSpec};
 use kube::{Api, ResourceExt};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::Endpoint;
-use super::common::{all_in, bounded, known_params, timestamp};
+use super::common::{all_in, known_params, timestamp};
 use super::decisions::{
-    ActorInput, ContextInput, DEFAULT_LIMIT, MAX_KEY, MAX_LIMIT, context, context_filter_values,
-    create_new, matches_all, newest, refs_visible,
+    ContextInput, DEFAULT_LIMIT, MAX_LIMIT, context, context_filter_values, create_new,
+    matches_all, newest, refs_visible,
 };
 use crate::auth::Caller;
 use crate::auth::token::new_id;
@@ -53,57 +53,7 @@ pub fn endpoints() -> Vec<Endpoint> {
 const ENABLED: &str = "enabled";
 const REASON: &str = "self-hosted Berth enables every operation";
 
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct DecideOverlay {
-    /// Operation to decide on.
-    pub operation_key: String,
-    /// What asks, e.g. `cli`.
-    pub source: String,
-    /// Capability the operation belongs to.
-    pub capability_key: Option<String>,
-    /// Tenant the record belongs to, if the caller tracks one.
-    pub tenant_id: Option<String>,
-    /// Account the record belongs to, if the caller tracks one.
-    pub account_id: Option<String>,
-    /// The caller's organization (filled in when omitted).
-    pub organization_id: Option<String>,
-    /// Who acts; the caller, filled in when omitted.
-    pub actor: Option<ActorInput>,
-    /// Ids the decision is about; a deploy token may name only ids in its scope.
-    pub resource_refs: Option<ResourceRefs>,
-    /// Arbitrary attributes (at most 16 KiB of JSON).
-    pub attributes: Option<JsonMap>,
-    /// Arbitrary details (at most 16 KiB of JSON).
-    pub details: Option<JsonMap>,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct DecideRouteSurface {
-    /// Operation to decide on.
-    pub operation_key: String,
-    /// What asks, e.g. `cli`.
-    pub source: String,
-    /// Kind of route surface, e.g. `generated-access`.
-    pub surface_kind: String,
-    /// Capability the operation belongs to.
-    pub capability_key: Option<String>,
-    /// Tenant the record belongs to, if the caller tracks one.
-    pub tenant_id: Option<String>,
-    /// Account the record belongs to, if the caller tracks one.
-    pub account_id: Option<String>,
-    /// The caller's organization (filled in when omitted).
-    pub organization_id: Option<String>,
-    /// Who acts; the caller, filled in when omitted.
-    pub actor: Option<ActorInput>,
-    /// Ids the decision is about; a deploy token may name only ids in its scope.
-    pub resource_refs: Option<ResourceRefs>,
-    /// Arbitrary attributes (at most 16 KiB of JSON).
-    pub attributes: Option<JsonMap>,
-    /// Arbitrary details (at most 16 KiB of JSON).
-    pub details: Option<JsonMap>,
-}
+pub use berth_api::overlays::{DecideOverlay, DecideRouteSurface};
 
 /// Fields the deployment-overlay and route-surface records share (spec §2.2).
 #[derive(Serialize, JsonSchema)]
@@ -314,26 +264,12 @@ async fn list_route_surfaces(
     Ok(Json(RouteSurfaceList { records }))
 }
 
-/// Checks the keys both requests carry.
-fn check_keys(operation_key: &str, source: &str, capability_key: Option<&str>) -> ApiResult<()> {
-    bounded("operationKey", operation_key, MAX_KEY)?;
-    bounded("source", source, MAX_KEY)?;
-    if let Some(key) = capability_key {
-        bounded("capabilityKey", key, MAX_KEY)?;
-    }
-    Ok(())
-}
-
 async fn decide_overlay(
     State(state): State<AppState>,
     caller: Caller,
     JsonBody(body): JsonBody<DecideOverlay>,
 ) -> ApiResult<Json<OverlayAnswer>> {
-    check_keys(
-        &body.operation_key,
-        &body.source,
-        body.capability_key.as_deref(),
-    )?;
+    body.validate()?;
     let context = context(
         &caller,
         ContextInput {
@@ -382,12 +318,7 @@ async fn decide_route_surface(
     caller: Caller,
     JsonBody(body): JsonBody<DecideRouteSurface>,
 ) -> ApiResult<Json<RouteSurfaceAnswer>> {
-    check_keys(
-        &body.operation_key,
-        &body.source,
-        body.capability_key.as_deref(),
-    )?;
-    bounded("surfaceKind", &body.surface_kind, MAX_KEY)?;
+    body.validate()?;
     let context = context(
         &caller,
         ContextInput {

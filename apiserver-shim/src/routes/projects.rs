@@ -7,8 +7,6 @@ use berth_crds::limits::{DNS_LABEL_MAX, LIST_LIMIT_MAX, NAME_MAX, PROJECTS_OFFSE
 use berth_crds::member::OrganizationRole;
 use berth_crds::project::{Project, ProjectSpec};
 use kube::{Api, ResourceExt};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::Endpoint;
 use super::common::{
@@ -21,6 +19,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
 use crate::state::{AppState, FIELD_MANAGER};
 use crate::write::{apply, only_owned};
+
+pub use berth_api::projects::{ProjectList, ProjectRecord};
 
 pub use berth_api::projects::{ArchiveProject, CreateProject, RenameProject};
 
@@ -49,34 +49,6 @@ pub const MAX_LIMIT: u64 = LIST_LIMIT_MAX;
 pub const DEFAULT_LIMIT: u64 = 50;
 /// Largest `offset` (spec §8): 2^53 - 1.
 pub const MAX_OFFSET: u64 = PROJECTS_OFFSET_MAX;
-
-/// The Project record of spec §2.2.
-#[derive(Serialize, JsonSchema, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct ProjectRecord {
-    pub id: String,
-    pub organization_id: String,
-    pub name: String,
-    pub slug: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// `active` or `archived`.
-    pub lifecycle_status: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub archived_at: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub archive_reason: Option<String>,
-    pub display_order: i64,
-    pub created_at: String,
-}
-
-#[derive(Serialize, JsonSchema)]
-pub struct ProjectList {
-    pub items: Vec<ProjectRecord>,
-    pub total: usize,
-    pub limit: u64,
-    pub offset: u64,
-}
 
 /// Converts the custom resource to the REST record.
 pub fn record(project: &Project, organization_id: &str) -> ProjectRecord {

@@ -14,10 +14,10 @@ use berth_crds::threshold_policy::{
 use k8s_openapi::jiff::Timestamp;
 use kube::{Api, ResourceExt};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::Endpoint;
-use super::common::{bounded, find_in, known_params, non_empty, timestamp, utc_range};
+use super::common::{bounded, find_in, known_params, timestamp, utc_range};
 use super::{environments, projects, resource_config, servers};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
@@ -47,8 +47,6 @@ pub fn endpoints() -> Vec<Endpoint> {
 
 pub const SHOW_SCHEMA_VERSION: &str = "runtime-monitoring-thresholds.show/v1";
 pub const POLICY_SCHEMA_VERSION: &str = "runtime-monitoring-thresholds.policy/v1";
-/// Most rules in one policy.
-pub const MAX_RULES: usize = 32;
 /// Longest Kubernetes object name, which a policy's name (`<kind>-<id>`) must fit.
 const NAME_MAX: usize = 253;
 
@@ -64,48 +62,7 @@ const PARAMS: &[&str] = &[
     "window.to",
 ];
 
-/// `POST` body.
-#[derive(Deserialize, JsonSchema, Debug)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct SetThresholds {
-    /// What the thresholds watch: `kind` and the kind's id (e.g. `serverId` for `server`).
-    pub scope: ScopeInput,
-    /// 1..=32 rules.
-    pub rules: Vec<RuleInput>,
-    /// Whether the thresholds are evaluated (default true).
-    pub enabled: Option<bool>,
-}
-
-#[derive(Deserialize, JsonSchema, Debug)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ScopeInput {
-    /// `server`, `project`, `environment`, `resource` or `deployment`.
-    pub kind: String,
-    pub server_id: Option<String>,
-    pub project_id: Option<String>,
-    pub environment_id: Option<String>,
-    pub resource_id: Option<String>,
-    pub deployment_id: Option<String>,
-}
-
-#[derive(Deserialize, JsonSchema, Debug)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct RuleInput {
-    /// `cpu`, `memory`, `load`, `disk`, `network` or `docker-storage`.
-    pub signal: String,
-    /// A sample total of that signal, e.g. `memoryUsedBytes`, `containerCpuPercent`.
-    pub metric: String,
-    /// Boundary reported as a warning (not past `critical`).
-    pub warning: Option<f64>,
-    /// Boundary reported as critical.
-    pub critical: f64,
-    /// Default `greater-than-or-equal`.
-    pub comparator: Option<Comparator>,
-    /// Consecutive breaching samples before the state changes, 1..=100 (default 1).
-    pub for_samples: Option<u32>,
-    /// Once crossed, the state holds until the value is back past this (hysteresis).
-    pub clear_at: Option<f64>,
-}
+pub use berth_api::thresholds::{MAX_RULES, RuleInput, ScopeInput, SetThresholds};
 
 /// Spec §2.2 "Threshold policy".
 #[derive(Serialize, JsonSchema, Debug)]
@@ -246,21 +203,15 @@ fn check_scope(state: &AppState, caller: &Caller, scope: &MonitoringScope) -> Ap
     Ok(())
 }
 
-/// The body, checked, as a policy spec; every error names its field.
+/// The body, checked, as a policy spec; every error names its field. The scope and the
+/// number of rules are `berth-api`'s checks (the CLI runs them too), each rule the CRD's.
 fn spec_of(body: SetThresholds) -> ApiResult<ThresholdPolicySpec> {
+    body.validate()?;
     let SetThresholds {
         scope,
         rules,
         enabled,
     } = body;
-    let kinds: Vec<&str> = ScopeKind::ALL.iter().map(|k| k.as_str()).collect();
-    if !kinds.contains(&scope.kind.as_str()) {
-        return Err(ApiError::validation(
-            "scope.kind",
-            format!("scope.kind must be one of: {}", kinds.join(", ")),
-        )
-        .with_detail("allowed", kinds));
-    }
     let scope = MonitoringScope {
         kind: scope.kind,
         server_id: scope.server_id,
@@ -269,24 +220,7 @@ fn spec_of(body: SetThresholds) -> ApiResult<ThresholdPolicySpec> {
         resource_id: scope.resource_id,
         deployment_id: scope.deployment_id,
     };
-    for (field, id) in [
-        ("scope.serverId", &scope.server_id),
-        ("scope.projectId", &scope.project_id),
-        ("scope.environmentId", &scope.environment_id),
-        ("scope.resourceId", &scope.resource_id),
-        ("scope.deploymentId", &scope.deployment_id),
-    ] {
-        if let Some(id) = id {
-            non_empty(field, id)?;
-        }
-    }
     policy_name(&scope, "scope.")?;
-    if rules.is_empty() || rules.len() > MAX_RULES {
-        return Err(ApiError::validation(
-            "rules",
-            format!("rules must hold 1 to {MAX_RULES} rules"),
-        ));
-    }
     let rules = rules
         .into_iter()
         .enumerate()
@@ -306,7 +240,7 @@ fn rule_of(index: usize, input: RuleInput) -> ApiResult<ThresholdRule> {
         metric: input.metric,
         warning: input.warning,
         critical: input.critical,
-        comparator: input.comparator.unwrap_or_default(),
+        comparator: input.comparator.map(comparator).unwrap_or_default(),
         for_samples: input.for_samples.unwrap_or(1),
         clear_at: input.clear_at,
     };
@@ -316,6 +250,16 @@ fn rule_of(index: usize, input: RuleInput) -> ApiResult<ThresholdRule> {
             format!("rules[{index}].{field}: {message}"),
         )),
         None => Ok(rule),
+    }
+}
+
+fn comparator(wire: berth_api::thresholds::Comparator) -> Comparator {
+    use berth_api::thresholds::Comparator as Wire;
+    match wire {
+        Wire::GreaterThan => Comparator::GreaterThan,
+        Wire::GreaterThanOrEqual => Comparator::GreaterThanOrEqual,
+        Wire::LessThan => Comparator::LessThan,
+        Wire::LessThanOrEqual => Comparator::LessThanOrEqual,
     }
 }
 
@@ -420,6 +364,19 @@ mod tests {
 
     fn server_rule(rule: serde_json::Value) -> serde_json::Value {
         json!({"scope": {"kind": "server", "serverId": "edge"}, "rules": [rule]})
+    }
+
+    #[test]
+    fn the_wire_spells_the_crd_scope_kinds_and_comparators() {
+        let kinds: Vec<&str> = ScopeKind::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(kinds, berth_api::thresholds::SCOPE_KINDS);
+        let wire = |c: berth_api::thresholds::Comparator| serde_json::to_value(c).unwrap();
+        for crd in Comparator::ALL {
+            let spelled = serde_json::to_value(crd).unwrap();
+            let parsed = serde_json::from_value(spelled.clone()).unwrap();
+            assert_eq!(wire(parsed), spelled);
+            assert_eq!(comparator(parsed), crd);
+        }
     }
 
     #[test]

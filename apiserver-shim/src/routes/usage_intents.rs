@@ -3,20 +3,20 @@
 
 use axum::Json;
 use axum::extract::State;
-use berth_crds::common::{DecisionContext, JsonMap, Quantity, ResourceRefs};
+use berth_crds::common::{DecisionContext, Quantity};
 use berth_crds::member::OrganizationRole;
 use berth_crds::usage_intent::{UsageIntent, UsageIntentSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::{Api, ResourceExt};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::Endpoint;
-use super::common::{all_in, bounded, known_params, parse_timestamp, timestamp};
+use super::common::{all_in, known_params, parse_timestamp, timestamp};
 use super::decisions::{
-    ActorInput, ContextInput, DEFAULT_LIMIT, MAX_KEY, MAX_LIMIT, context, context_filter_values,
-    create_new, matches_all, newest, refs_visible,
+    ContextInput, DEFAULT_LIMIT, MAX_LIMIT, context, context_filter_values, create_new,
+    matches_all, newest, refs_visible,
 };
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
@@ -34,43 +34,7 @@ pub fn endpoints() -> Vec<Endpoint> {
     ]
 }
 
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct QuantityInput {
-    /// A finite amount, at least 0.
-    pub value: f64,
-    /// Unit, e.g. `deployment`.
-    pub unit: String,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct RecordUsageIntent {
-    /// Repeats with the same key (within the organization) return the original record.
-    pub idempotency_key: String,
-    /// Capability used.
-    pub capability_key: String,
-    /// What reports the intent, e.g. `cli`.
-    pub source: String,
-    /// Tenant the record belongs to, if the caller tracks one.
-    pub tenant_id: Option<String>,
-    /// Account the record belongs to, if the caller tracks one.
-    pub account_id: Option<String>,
-    /// The caller's organization (filled in when omitted).
-    pub organization_id: Option<String>,
-    /// Who acted; the caller, filled in when omitted.
-    pub actor: Option<ActorInput>,
-    /// Ids the intent is about; a deploy token may name only ids in its scope.
-    pub resource_refs: Option<ResourceRefs>,
-    /// How much was used.
-    pub quantity: Option<QuantityInput>,
-    /// When the usage happened (ISO 8601).
-    pub occurred_at: Option<String>,
-    /// Arbitrary attributes (at most 16 KiB of JSON).
-    pub attributes: Option<JsonMap>,
-    /// Arbitrary details (at most 16 KiB of JSON).
-    pub details: Option<JsonMap>,
-}
+pub use berth_api::usage_intents::{QuantityInput, RecordUsageIntent};
 
 /// The Usage-intent record of spec §2.2.
 #[derive(Serialize, JsonSchema, Clone)]
@@ -204,25 +168,11 @@ async fn record(
     caller: Caller,
     JsonBody(body): JsonBody<RecordUsageIntent>,
 ) -> ApiResult<Json<UsageIntentAnswer>> {
-    bounded("idempotencyKey", &body.idempotency_key, MAX_KEY)?;
-    bounded("capabilityKey", &body.capability_key, MAX_KEY)?;
-    bounded("source", &body.source, MAX_KEY)?;
-    let quantity = match body.quantity {
-        None => None,
-        Some(q) => {
-            if !q.value.is_finite() || q.value < 0.0 {
-                return Err(ApiError::validation(
-                    "quantity.value",
-                    "quantity.value must be a finite number of at least 0",
-                ));
-            }
-            bounded("quantity.unit", &q.unit, MAX_KEY)?;
-            Some(Quantity {
-                value: q.value,
-                unit: q.unit,
-            })
-        }
-    };
+    body.validate()?;
+    let quantity = body.quantity.map(|q| Quantity {
+        value: q.value,
+        unit: q.unit,
+    });
     let occurred_at: Option<Time> = body
         .occurred_at
         .as_deref()

@@ -6,23 +6,17 @@ use berth_api::account::{DeleteAccount, RevokeSession, UpdateProfile};
 use berth_api::bootstrap::{LoginRequest, LoginResult, LogoutRequest};
 use berth_api::common::Confirmation;
 use berth_api::organizations::{
-    CreateOrganization, DeleteOrganization, SwitchOrganization, UpdateOrganization,
+    CreateOrganization, DeleteOrganization, OrganizationContext, SwitchOrganization,
+    UpdateOrganization,
 };
 use serde_json::{Value, json};
 
-use super::{Ctx, created, show};
+use super::{Ctx, created, read_as, show};
 use crate::cli::{Account, Login, Organizations};
 use crate::config::{self, Config, TokenKind};
 use crate::error::{CliError, CliResult};
-use crate::output::{Column, col, items};
-
-const ORGANIZATION_COLUMNS: &[Column] = &[
-    col("", "/current"),
-    col("ID", "/organizationId"),
-    col("SLUG", "/slug"),
-    col("NAME", "/name"),
-    col("ROLE", "/role"),
-];
+use crate::output::{Column, col};
+use crate::rows::OrganizationRow;
 
 pub fn login(ctx: &Ctx, args: Login) -> CliResult<()> {
     let url = ctx.url()?;
@@ -160,39 +154,36 @@ pub fn context(ctx: &Ctx, organization: Option<String>) -> CliResult<()> {
         );
         return Ok(());
     }
-    print_organizations(ctx, &answer);
-    Ok(())
+    print_organizations(ctx, &answer)
 }
 
 /// The id of the organization whose id or slug is `name`, among the caller's.
 fn organization_id(context: &Value, name: &str) -> CliResult<String> {
-    items(context, "/organizations")
-        .iter()
-        .find(|o| o["organizationId"] == name || o["slug"] == name)
-        .and_then(|o| o["organizationId"].as_str().map(str::to_string))
+    let context: OrganizationContext = read_as("/organizations/current-context", context)?;
+    context
+        .organizations
+        .into_iter()
+        .find(|o| o.organization_id == name || o.slug == name)
+        .map(|o| o.organization_id)
         .ok_or_else(|| {
             CliError::NotFound(format!("you are not a member of an organization {name}"))
         })
 }
 
 /// The caller's organizations, the current one marked `*`.
-fn print_organizations(ctx: &Ctx, context: &Value) {
-    let current = context
-        .pointer("/currentOrganization/organizationId")
-        .cloned();
-    let rows: Vec<Value> = items(context, "/organizations")
-        .into_iter()
-        .map(|mut o| {
-            o["current"] = json!(if Some(&o["organizationId"]) == current.as_ref() {
-                "*"
-            } else {
-                ""
-            });
-            o
+fn print_organizations(ctx: &Ctx, answer: &Value) -> CliResult<()> {
+    let context: OrganizationContext = read_as("/organizations/current-context", answer)?;
+    let current = context.current_organization.map(|o| o.organization_id);
+    let rows: Vec<OrganizationRow> = context
+        .organizations
+        .iter()
+        .map(|organization| OrganizationRow {
+            organization,
+            current: current.as_ref() == Some(&organization.organization_id),
         })
         .collect();
-    ctx.out
-        .list(context, &rows, ORGANIZATION_COLUMNS, "/organizationId");
+    ctx.out.rows(answer, &rows);
+    Ok(())
 }
 
 pub fn organizations(ctx: &Ctx, command: Organizations) -> CliResult<()> {
@@ -200,7 +191,7 @@ pub fn organizations(ctx: &Ctx, command: Organizations) -> CliResult<()> {
     match command {
         Organizations::List => {
             let answer = api.get("/organizations/current-context", &[])?;
-            print_organizations(ctx, &answer);
+            print_organizations(ctx, &answer)?;
         }
         Organizations::Show { organization } => {
             let context = api.get("/organizations/current-context", &[])?;

@@ -1,22 +1,15 @@
 //! Members of the current organization and invitations to it.
 
 use berth_api::invitations::{AcceptInvitation, CreateInvitation, RevokeInvitation};
-use berth_api::members::{ChangeRole, ReactivateMember, RemoveMember, TransferOwnership};
+use berth_api::members::{
+    ChangeRole, MemberList, MemberRecord, ReactivateMember, RemoveMember, TransferOwnership,
+};
 use serde_json::Value;
 
-use super::{Ctx, current_organization};
+use super::{Ctx, current_organization, get_as, read_as};
 use crate::cli::{Invitations, Members};
 use crate::error::{CliError, CliResult};
 use crate::output::{Column, col, items};
-
-const MEMBER_COLUMNS: &[Column] = &[
-    col("ID", "/memberId"),
-    col("EMAIL", "/email"),
-    col("NAME", "/displayName"),
-    col("ROLE", "/role"),
-    col("STATUS", "/status"),
-    col("JOINED", "/joinedAt"),
-];
 
 const INVITATION_COLUMNS: &[Column] = &[
     col("ID", "/invitationId"),
@@ -31,27 +24,25 @@ pub fn members(ctx: &Ctx, command: Members) -> CliResult<()> {
     let api = ctx.api()?;
     let organization = current_organization(api)?;
     let base = format!("/organizations/{organization}/members");
-    let answer = api.get(&base, &[])?;
+    let (answer, list): (_, MemberList) = get_as(api, &base, &[])?;
     let member_id = |name: &str| -> CliResult<String> {
-        items(&answer, "/items")
+        list.items
             .iter()
-            .find(|m| m["memberId"] == name || m["email"] == name)
-            .and_then(|m| m["memberId"].as_str().map(str::to_string))
+            .find(|m| m.member_id == name || m.email == name)
+            .map(|m| m.member_id.clone())
             .ok_or_else(|| CliError::NotFound(format!("no member {name} in {organization}")))
     };
+    // A member record the API answers a change with.
+    let changed = |path: &str, answer: &Value| -> CliResult<()> {
+        let member: MemberRecord = read_as(path, answer)?;
+        ctx.out.row(answer, &member);
+        Ok(())
+    };
     match command {
-        Members::List => {
-            ctx.out.list(
-                &answer,
-                &items(&answer, "/items"),
-                MEMBER_COLUMNS,
-                "/memberId",
-            );
-        }
+        Members::List => ctx.out.rows(&answer, &list.items),
         Members::Role { member, role } => {
-            let id = member_id(&member)?;
-            let changed = api.post(&format!("{base}/{id}/role"), &ChangeRole { role })?;
-            ctx.out.record(&changed, MEMBER_COLUMNS, "/memberId");
+            let path = format!("{base}/{}/role", member_id(&member)?);
+            changed(&path, &api.post(&path, &ChangeRole { role })?)?;
         }
         Members::Remove { member } => {
             let id = member_id(&member)?;
@@ -59,9 +50,8 @@ pub fn members(ctx: &Ctx, command: Members) -> CliResult<()> {
             ctx.out.done(&removed, &format!("Removed member {id}"));
         }
         Members::Reactivate { member } => {
-            let id = member_id(&member)?;
-            let member = api.post(&format!("{base}/{id}/reactivate"), &ReactivateMember {})?;
-            ctx.out.record(&member, MEMBER_COLUMNS, "/memberId");
+            let path = format!("{base}/{}/reactivate", member_id(&member)?);
+            changed(&path, &api.post(&path, &ReactivateMember {})?)?;
         }
         Members::TransferOwnership { member } => {
             let profile = api.get("/account/profile", &[])?;

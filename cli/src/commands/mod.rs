@@ -16,6 +16,7 @@ pub mod workspace;
 use std::cell::OnceCell;
 
 use berth_api::common::CountResponse;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::client::{Api, Query};
@@ -75,6 +76,13 @@ impl Ctx {
     }
 }
 
+/// An option's value as the API's enum (`--kind static-site`), or a usage error listing the
+/// values the API takes.
+pub fn wire_enum<T: serde::de::DeserializeOwned>(option: &str, value: &str) -> CliResult<T> {
+    serde_json::from_value(Value::String(value.to_string()))
+        .map_err(|error| CliError::Usage(format!("--{option} {value}: {error}")))
+}
+
 /// GET a list and print its `/items` with `columns`; `id` points at each item's id.
 pub fn list(ctx: &Ctx, path: &str, query: Query, columns: &[Column], id: &str) -> CliResult<()> {
     let answer = ctx.api()?.get(path, query)?;
@@ -83,11 +91,22 @@ pub fn list(ctx: &Ctx, path: &str, query: Query, columns: &[Column], id: &str) -
     Ok(())
 }
 
+/// An answer read as the API's type `T` (berth-api); `what` names it in the error.
+pub fn read_as<T: DeserializeOwned>(what: &str, answer: &Value) -> CliResult<T> {
+    serde_json::from_value(answer.clone())
+        .map_err(|error| CliError::failure(format!("{what}: unexpected answer: {error}")))
+}
+
+/// GET `path`: the answer as it came (what `-o json|yaml` prints) and read as `T`.
+pub fn get_as<T: DeserializeOwned>(api: &Api, path: &str, query: Query) -> CliResult<(Value, T)> {
+    let answer = api.get(path, query)?;
+    let typed = read_as(path, &answer)?;
+    Ok((answer, typed))
+}
+
 /// GET a `{count}` and print the number.
 pub fn count(ctx: &Ctx, path: &str) -> CliResult<()> {
-    let answer = ctx.api()?.get(path, &[])?;
-    let count: CountResponse = serde_json::from_value(answer.clone())
-        .map_err(|error| CliError::failure(format!("{path}: unexpected answer: {error}")))?;
+    let (answer, count): (Value, CountResponse) = get_as(ctx.api()?, path, &[])?;
     ctx.out.done(&answer, &count.count.to_string());
     Ok(())
 }

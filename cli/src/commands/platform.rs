@@ -1,6 +1,7 @@
 //! First-run bootstrap, user accounts, monitoring and thresholds, and the decision records.
 //! Bodies the API nests deeply (threshold rules, decision records) are read from a JSON file
-//! in the API's own shape rather than spelled out as options.
+//! in the API's own shape rather than spelled out as options; the file is read as the API's
+//! typed body and checked as the API checks it before anything is sent.
 
 use std::io::{BufRead, Read};
 use std::path::Path;
@@ -10,8 +11,12 @@ use berth_api::certificates::{CertificateReason, IssueOrRenew};
 use berth_api::decisions::{
     CapabilityKeyQuery, CapabilityQuery, EntitlementQuery, OperationKeyQuery,
 };
+use berth_api::overlays::{DecideOverlay, DecideRouteSurface};
 use berth_api::retention::SetRetention;
+use berth_api::thresholds::SetThresholds;
+use berth_api::usage_intents::RecordUsageIntent;
 use berth_api::users::CreateUser;
+use berth_api::validate::Checked;
 use serde_json::Value;
 
 use super::{Ctx, Query};
@@ -108,6 +113,18 @@ fn query(options: &QueryOptions) -> CliResult<Vec<(&str, String)>> {
         .collect()
 }
 
+/// A JSON body from a file, or standard input for `-`, read as the API's type `T` and checked
+/// with `validate` (the API's own field checks): a misspelt or bad field is refused here.
+fn body_file<T: serde::de::DeserializeOwned>(
+    file: &Path,
+    validate: impl FnOnce(&T) -> Checked,
+) -> CliResult<T> {
+    let body = serde_json::from_value(json_file(file)?)
+        .map_err(|error| CliError::Usage(format!("{}: {error}", file.display())))?;
+    validate(&body)?;
+    Ok(body)
+}
+
 /// A JSON body from a file, or standard input for `-`.
 fn json_file(file: &Path) -> CliResult<Value> {
     let text = if file.as_os_str() == "-" {
@@ -144,7 +161,8 @@ pub fn monitoring(ctx: &Ctx, command: Monitoring) -> CliResult<()> {
         Monitoring::Rollup { query: q } => ("/runtime-monitoring/rollup", query(q)?),
         Monitoring::Thresholds { query: q } => ("/runtime-monitoring/thresholds", query(q)?),
         Monitoring::SetThresholds { file } => {
-            let answer = api.post("/runtime-monitoring/thresholds", &json_file(file)?)?;
+            let body = body_file(file, SetThresholds::validate)?;
+            let answer = api.post("/runtime-monitoring/thresholds", &body)?;
             ctx.out.done(&answer, "Saved the threshold policy");
             return Ok(());
         }
@@ -206,7 +224,9 @@ pub fn decisions(ctx: &Ctx, command: Decisions) -> CliResult<()> {
                 .into_iter()
                 .map(|operation_key| OperationKeyQuery { operation_key })
                 .collect();
-            let answer = api.post("/capabilities/query", &CapabilityQuery { queries })?;
+            let body = CapabilityQuery { queries };
+            body.validate()?;
+            let answer = api.post("/capabilities/query", &body)?;
             let columns = [
                 col("OPERATION", "/operationKey"),
                 col("ALLOWED", "/allowed"),
@@ -219,7 +239,9 @@ pub fn decisions(ctx: &Ctx, command: Decisions) -> CliResult<()> {
                 .into_iter()
                 .map(|capability_key| CapabilityKeyQuery { capability_key })
                 .collect();
-            let answer = api.post("/entitlements/query", &EntitlementQuery { queries })?;
+            let body = EntitlementQuery { queries };
+            body.validate()?;
+            let answer = api.post("/entitlements/query", &body)?;
             let columns = [
                 col("CAPABILITY", "/capabilityKey"),
                 col("ENTITLED", "/entitled"),
@@ -231,12 +253,20 @@ pub fn decisions(ctx: &Ctx, command: Decisions) -> CliResult<()> {
         Decisions::RouteSurfaces { query: q } => records(ctx, "/route-surfaces", &q)?,
         Decisions::UsageIntents { query: q } => records(ctx, "/usage-intents", &q)?,
         Decisions::Record { kind, file } => {
-            let path = match kind.as_str() {
-                "overlay" => "/deployment-overlays",
-                "route-surface" => "/route-surfaces",
-                _ => "/usage-intents",
+            let answer = match kind.as_str() {
+                "overlay" => api.post(
+                    "/deployment-overlays",
+                    &body_file(&file, DecideOverlay::validate)?,
+                )?,
+                "route-surface" => api.post(
+                    "/route-surfaces",
+                    &body_file(&file, DecideRouteSurface::validate)?,
+                )?,
+                _ => api.post(
+                    "/usage-intents",
+                    &body_file(&file, RecordUsageIntent::validate)?,
+                )?,
             };
-            let answer = api.post(path, &json_file(&file)?)?;
             ctx.out.raw(&answer);
         }
     }

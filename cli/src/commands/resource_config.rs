@@ -1,14 +1,18 @@
 //! `berth config`: a resource's network, access and runtime profiles, its source, auto-deploy
 //! and storage attachments. A change takes effect with the next deployment.
 
-use berth_api::source::SetAutoDeploy;
+use berth_api::common::IdResponse;
+use berth_api::profiles::{SetAccessProfile, SetNetworkProfile, SetRuntimeProfile};
+use berth_api::resource_input::{
+    AccessProfileInput, HealthCheckInput, NetworkProfileInput, RuntimeProfileInput, SourceInput,
+};
+use berth_api::source::{SetAutoDeploy, SetSource};
 use berth_api::storage::{AttachStorage, DetachStorage};
-use serde_json::{Map, Value, json};
 
-use super::Ctx;
 use super::resources::find_resource;
+use super::{Ctx, wire_enum};
 use crate::cli::ResourceConfig;
-use crate::error::CliResult;
+use crate::error::{CliError, CliResult};
 use crate::output::col;
 
 pub fn config(ctx: &Ctx, command: ResourceConfig) -> CliResult<()> {
@@ -20,13 +24,17 @@ pub fn config(ctx: &Ctx, command: ResourceConfig) -> CliResult<()> {
             exposure,
             host_port,
         } => {
-            let profile = present(&[
-                ("internalPort", json!(port)),
-                ("upstreamProtocol", json!(protocol)),
-                ("exposureMode", json!(exposure)),
-                ("hostPort", json!(host_port)),
-            ]);
-            let body = json!({"networkProfile": profile});
+            let profile = NetworkProfileInput {
+                upstream_protocol: protocol.map(|p| wire_enum("protocol", &p)).transpose()?,
+                exposure_mode: exposure.map(|e| wire_enum("exposure", &e)).transpose()?,
+                host_port,
+                ..NetworkProfileInput::port(port)
+            };
+            // The services are the server's to check: none are named here.
+            profile.validate([])?;
+            let body = SetNetworkProfile {
+                network_profile: profile,
+            };
             change(
                 ctx,
                 &resource.resource,
@@ -40,11 +48,16 @@ pub fn config(ctx: &Ctx, command: ResourceConfig) -> CliResult<()> {
             generated_access,
             path_prefix,
         } => {
-            let profile = present(&[
-                ("generatedAccessMode", json!(generated_access)),
-                ("pathPrefix", json!(path_prefix)),
-            ]);
-            let body = json!({"accessProfile": profile});
+            let profile = AccessProfileInput {
+                generated_access_mode: generated_access
+                    .map(|g| wire_enum("generated-access", &g))
+                    .transpose()?,
+                path_prefix,
+            };
+            profile.validate()?;
+            let body = SetAccessProfile {
+                access_profile: profile,
+            };
             change(
                 ctx,
                 &resource.resource,
@@ -61,15 +74,23 @@ pub fn config(ctx: &Ctx, command: ResourceConfig) -> CliResult<()> {
             health_path,
             restart_policy,
         } => {
-            let health = health_path.map(|path| json!({"path": path}));
-            let profile = present(&[
-                ("strategy", json!(strategy)),
-                ("startCommand", json!(start_command)),
-                ("buildCommand", json!(build_command)),
-                ("healthCheck", json!(health)),
-                ("restartPolicy", json!(restart_policy)),
-            ]);
-            let body = json!({"runtimeProfile": profile});
+            let profile = RuntimeProfileInput {
+                strategy,
+                start_command,
+                build_command,
+                health_check: health_path.map(|path| HealthCheckInput {
+                    path: Some(path),
+                    ..HealthCheckInput::default()
+                }),
+                restart_policy: restart_policy
+                    .map(|r| wire_enum("restart-policy", &r))
+                    .transpose()?,
+                ..RuntimeProfileInput::default()
+            };
+            profile.validate()?;
+            let body = SetRuntimeProfile {
+                runtime_profile: profile,
+            };
             change(
                 ctx,
                 &resource.resource,
@@ -84,10 +105,14 @@ pub fn config(ctx: &Ctx, command: ResourceConfig) -> CliResult<()> {
             folder,
         } => {
             let source = match (image, folder) {
-                (Some(image), _) => json!({"kind": "docker-image", "locator": image}),
-                (None, folder) => json!({"kind": "local-folder", "locator": folder}),
+                (Some(image), _) => SourceInput::new("docker-image", &image),
+                (None, folder) => SourceInput::new("local-folder", &folder.unwrap_or_default()),
             };
-            let body = json!({"source": source});
+            source.validate()?;
+            let body = SetSource {
+                source,
+                idempotency_key: None,
+            };
             change(ctx, &resource.resource, "source", &body, "source")
         }
         ResourceConfig::AutoDeploy {
@@ -130,13 +155,22 @@ pub fn config(ctx: &Ctx, command: ResourceConfig) -> CliResult<()> {
                 storage_volume_id: volume,
                 destination_path: path,
             };
-            change(
-                ctx,
-                &resource.resource,
-                "storage-attachments",
-                &body,
-                "storage",
-            )
+            body.validate()?;
+            let id = find_resource(ctx, &resource.resource)?.0.id;
+            let path = format!("/resources/{id}/storage-attachments");
+            let answer = ctx.api()?.post(&path, &body)?;
+            let attached: IdResponse = serde_json::from_value(answer.clone()).map_err(|error| {
+                CliError::failure(format!("{path}: unexpected answer: {error}"))
+            })?;
+            // The attachment's id is what `detach-storage` takes.
+            ctx.out.done(
+                &answer,
+                &format!(
+                    "Attached {} at {} to {id} as {} (mounted by the next `berth deploy`)",
+                    body.storage_volume_id, body.destination_path, attached.id
+                ),
+            );
+            Ok(())
         }
         ResourceConfig::DetachStorage {
             resource,
@@ -169,14 +203,4 @@ fn change(
         &format!("Changed the {what} of {id} (deployed by the next `berth deploy`)"),
     );
     Ok(())
-}
-
-/// An object of the options given: the API reads a missing field as "unset" or "keep".
-fn present(fields: &[(&str, Value)]) -> Value {
-    let object: Map<String, Value> = fields
-        .iter()
-        .filter(|(_, value)| !value.is_null())
-        .map(|(key, value)| (key.to_string(), value.clone()))
-        .collect();
-    Value::Object(object)
 }

@@ -3,16 +3,17 @@
 use std::io::Read;
 
 use berth_api::common::Confirmation;
-use berth_api::resources::DeleteResource;
+use berth_api::resource_input::{NetworkProfileInput, SourceInput};
+use berth_api::resources::{CreateResource, DeleteResource};
 use berth_api::runtime_control::RuntimeControlRequest;
-use berth_api::secrets::{CreateSecret, DeleteSecret, RotateSecret};
-use berth_api::variables::{DeleteVariable, ImportVariables, SetVariable};
+use berth_api::secrets::{CreateSecret, DeleteSecret, RotateSecret, SecretList, SecretShow};
+use berth_api::variables::{DeleteVariable, EffectiveConfig, ImportVariables, SetVariable};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::infra::server_id;
 use super::workspace::{environment_id, project_id};
-use super::{Ctx, created, resolve};
+use super::{Ctx, created, get_as, resolve, wire_enum};
 use crate::cli::{ExposureOption, ResourceOption, Resources, Secrets, Variables};
 use crate::error::{CliError, CliResult};
 use crate::output::{Column, col, items};
@@ -26,14 +27,6 @@ const RESOURCE_COLUMNS: &[Column] = &[
     col("DEPLOYMENTS", "/deploymentCount"),
     col("LAST", "/lastDeploymentStatus"),
     col("URL", "/accessSummary/latestGeneratedAccessRoute/url"),
-];
-
-const VARIABLE_COLUMNS: &[Column] = &[
-    col("KEY", "/key"),
-    col("VALUE", "/value"),
-    col("EXPOSURE", "/exposure"),
-    col("SCOPE", "/scope"),
-    col("SECRET", "/isSecret"),
 ];
 
 /// What the CLI needs of a resource list item (spec §2.2 "Resource").
@@ -112,18 +105,29 @@ pub fn resources(ctx: &Ctx, command: Resources) -> CliResult<()> {
             port,
         } => {
             let source = match (image, folder) {
-                (Some(image), _) => json!({"kind": "docker-image", "locator": image}),
-                (None, Some(folder)) => json!({"kind": "local-folder", "locator": folder}),
-                (None, None) => Value::Null,
+                (Some(image), _) => Some(SourceInput::new("docker-image", &image)),
+                (None, Some(folder)) => Some(SourceInput::new("local-folder", &folder)),
+                (None, None) => None,
             };
+            let kind = wire_enum("kind", &kind)?;
             let server = server.map(|s| server_id(ctx, &s)).transpose()?;
-            let body = json!({
-                "projectId": project_id(ctx, &project)?,
-                "environmentId": environment_id(ctx, &environment)?,
-                "name": name, "kind": kind, "slug": slug, "serverId": server,
-                "source": source,
-                "networkProfile": port.map(|p| json!({"internalPort": p})),
-            });
+            let body = CreateResource {
+                project_id: project_id(ctx, &project)?,
+                environment_id: environment_id(ctx, &environment)?,
+                name,
+                kind,
+                slug,
+                description: None,
+                server_id: server,
+                destination_id: None,
+                services: None,
+                source,
+                network_profile: port.map(|p| NetworkProfileInput::port(p.into())),
+                access_profile: None,
+                runtime_profile: None,
+                image_pull_secret_name: None,
+            };
+            body.validate()?;
             let answer = ctx.api()?.post("/resources", &body)?;
             created(ctx, &answer, "resource", "/id");
             Ok(())
@@ -178,11 +182,9 @@ pub fn variables(ctx: &Ctx, command: Variables) -> CliResult<()> {
     match command {
         Variables::List { resource } => {
             let id = resource_id(ctx, &resource)?;
-            let answer = ctx
-                .api()?
-                .get(&format!("/resources/{id}/effective-config"), &[])?;
-            let entries = items(&answer, "/effectiveEntries");
-            ctx.out.list(&answer, &entries, VARIABLE_COLUMNS, "/key");
+            let path = format!("/resources/{id}/effective-config");
+            let (answer, config): (_, EffectiveConfig) = get_as(ctx.api()?, &path, &[])?;
+            ctx.out.rows(&answer, &config.effective_entries);
             Ok(())
         }
         Variables::Set {
@@ -275,12 +277,10 @@ pub fn secrets(ctx: &Ctx, command: Secrets) -> CliResult<()> {
     match command {
         Secrets::List { resource, exposure } => {
             let id = resource_id(ctx, &resource)?;
-            let answer = ctx.api()?.get(
-                &format!("/resources/{id}/secrets"),
-                &[("exposure", exposure.exposure)],
-            )?;
-            ctx.out
-                .list(&answer, &items(&answer, "/items"), VARIABLE_COLUMNS, "/key");
+            let path = format!("/resources/{id}/secrets");
+            let query = [("exposure", exposure.exposure)];
+            let (answer, list): (_, SecretList) = get_as(ctx.api()?, &path, &query)?;
+            ctx.out.rows(&answer, &list.items);
             Ok(())
         }
         Secrets::Show {
@@ -289,13 +289,10 @@ pub fn secrets(ctx: &Ctx, command: Secrets) -> CliResult<()> {
             key,
         } => {
             let id = resource_id(ctx, &resource)?;
-            let answer = ctx.api()?.get(
-                &format!("/resources/{id}/secrets/{key}"),
-                &[("exposure", exposure.exposure)],
-            )?;
-            let secret = answer["secret"].clone();
-            ctx.out
-                .record_of(&answer, &secret, VARIABLE_COLUMNS, "/key");
+            let path = format!("/resources/{id}/secrets/{key}");
+            let query = [("exposure", exposure.exposure)];
+            let (answer, shown): (_, SecretShow) = get_as(ctx.api()?, &path, &query)?;
+            ctx.out.row(&answer, &shown.secret);
             Ok(())
         }
         Secrets::Set {

@@ -2,24 +2,12 @@
 //! returns it: on creation and rotation.
 
 use berth_api::common::Confirmation;
-use berth_api::deploy_tokens::{ConfirmedAction, CreateToken, ScopeInput};
+use berth_api::deploy_tokens::{ConfirmedAction, CreateToken, ScopeInput, TokenList, TokenRecord};
 use serde_json::Value;
 
-use super::{Ctx, current_organization};
+use super::{Ctx, current_organization, get_as};
 use crate::cli::Tokens;
 use crate::error::CliResult;
-use crate::output::{Column, col, items};
-
-const TOKEN_COLUMNS: &[Column] = &[
-    col("ID", "/tokenId"),
-    col("NAME", "/displayName"),
-    col("STATUS", "/status"),
-    col("SUFFIX", "/secretSuffix"),
-    col("PROJECTS", "/scope/projectIds"),
-    col("RESOURCES", "/scope/resourceIds"),
-    col("EXPIRES", "/expiresAt"),
-    col("LAST USED", "/lastUsedAt"),
-];
 
 pub fn tokens(ctx: &Ctx, command: Tokens) -> CliResult<()> {
     let api = ctx.api()?;
@@ -27,17 +15,13 @@ pub fn tokens(ctx: &Ctx, command: Tokens) -> CliResult<()> {
     let in_organization = [("organizationId", organization.clone())];
     match command {
         Tokens::List => {
-            let answer = api.get("/deploy-tokens", &in_organization)?;
-            ctx.out.list(
-                &answer,
-                &items(&answer, "/items"),
-                TOKEN_COLUMNS,
-                "/tokenId",
-            );
+            let (answer, list): (_, TokenList) = get_as(api, "/deploy-tokens", &in_organization)?;
+            ctx.out.rows(&answer, &list.items);
         }
         Tokens::Show { token } => {
-            let answer = api.get(&format!("/deploy-tokens/{token}"), &in_organization)?;
-            ctx.out.record(&answer, TOKEN_COLUMNS, "/tokenId");
+            let path = format!("/deploy-tokens/{token}");
+            let (answer, token): (_, TokenRecord) = get_as(api, &path, &in_organization)?;
+            ctx.out.row(&answer, &token);
         }
         Tokens::Create {
             name,

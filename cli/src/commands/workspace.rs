@@ -4,27 +4,12 @@ use berth_api::common::Confirmation;
 use berth_api::environments::{ArchiveEnvironment, CreateEnvironment};
 use berth_api::projects::{ArchiveProject, CreateProject, RenameProject};
 
-use super::{Ctx, created, id_of, list, show};
+use berth_api::environments::{EnvironmentList, EnvironmentRecord};
+use berth_api::projects::{ProjectList, ProjectRecord};
+
+use super::{Ctx, created, get_as, id_of, read_as};
 use crate::cli::{Environments, Projects};
 use crate::error::CliResult;
-use crate::output::{Column, col};
-
-const PROJECT_COLUMNS: &[Column] = &[
-    col("ID", "/id"),
-    col("SLUG", "/slug"),
-    col("NAME", "/name"),
-    col("STATUS", "/lifecycleStatus"),
-    col("CREATED", "/createdAt"),
-];
-
-const ENVIRONMENT_COLUMNS: &[Column] = &[
-    col("ID", "/id"),
-    col("PROJECT", "/projectId"),
-    col("NAME", "/name"),
-    col("KIND", "/kind"),
-    col("STATUS", "/lifecycleStatus"),
-    col("CREATED", "/createdAt"),
-];
 
 /// A project's id from its id, slug or name.
 pub fn project_id(ctx: &Ctx, name: &str) -> CliResult<String> {
@@ -33,11 +18,18 @@ pub fn project_id(ctx: &Ctx, name: &str) -> CliResult<String> {
 
 pub fn projects(ctx: &Ctx, command: Projects) -> CliResult<()> {
     match command {
-        Projects::List => list(ctx, "/projects", &[], PROJECT_COLUMNS, "/id"),
+        Projects::List => {
+            let (answer, list): (_, ProjectList) = get_as(ctx.api()?, "/projects", &[])?;
+            ctx.out.rows(&answer, &list.items);
+            Ok(())
+        }
         Projects::Count => super::count(ctx, "/projects/count"),
         Projects::Show { project } => {
             let id = project_id(ctx, &project)?;
-            show(ctx, &format!("/projects/{id}"), PROJECT_COLUMNS, "/id")
+            let path = format!("/projects/{id}");
+            let (answer, project): (_, ProjectRecord) = get_as(ctx.api()?, &path, &[])?;
+            ctx.out.row(&answer, &project);
+            Ok(())
         }
         Projects::Create { name, description } => {
             let body = CreateProject {
@@ -57,8 +49,10 @@ pub fn projects(ctx: &Ctx, command: Projects) -> CliResult<()> {
         } => {
             let id = project_id(ctx, &project)?;
             let body = RenameProject { name, slug };
-            let answer = ctx.api()?.post(&format!("/projects/{id}/rename"), &body)?;
-            ctx.out.record(&answer, PROJECT_COLUMNS, "/id");
+            let path = format!("/projects/{id}/rename");
+            let answer = ctx.api()?.post(&path, &body)?;
+            let project: ProjectRecord = read_as(&path, &answer)?;
+            ctx.out.row(&answer, &project);
             Ok(())
         }
         Projects::Delete { project } => {
@@ -89,17 +83,17 @@ pub fn environments(ctx: &Ctx, command: Environments) -> CliResult<()> {
                 Some(project) => vec![("projectId", project_id(ctx, &project)?)],
                 None => Vec::new(),
             };
-            list(ctx, "/environments", &query, ENVIRONMENT_COLUMNS, "/id")
+            let (answer, list): (_, EnvironmentList) = get_as(ctx.api()?, "/environments", &query)?;
+            ctx.out.rows(&answer, &list.items);
+            Ok(())
         }
         Environments::Count => super::count(ctx, "/environments/count"),
         Environments::Show { environment } => {
             let id = environment_id(ctx, &environment)?;
-            show(
-                ctx,
-                &format!("/environments/{id}"),
-                ENVIRONMENT_COLUMNS,
-                "/id",
-            )
+            let path = format!("/environments/{id}");
+            let (answer, environment): (_, EnvironmentRecord) = get_as(ctx.api()?, &path, &[])?;
+            ctx.out.row(&answer, &environment);
+            Ok(())
         }
         Environments::Create {
             project,

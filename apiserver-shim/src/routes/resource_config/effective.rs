@@ -11,8 +11,6 @@ use berth_crds::organization::Organization;
 use berth_crds::resource::Resource;
 use berth_crds::variable::PlainVariable;
 use kube::runtime::reflector::ObjectRef;
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::super::Endpoint;
 use super::super::common::known_params;
@@ -27,44 +25,14 @@ use crate::extract::QueryParams;
 use crate::state::AppState;
 use berth_crds::masking::MASK;
 
+pub use berth_api::variables::{EffectiveConfig, Override};
+
 pub fn endpoints() -> Vec<Endpoint> {
     vec![Endpoint::get::<EffectiveConfig, _, _>(
         "/resources/{resourceId}/effective-config",
         "Show the effective configuration (masked)",
         show,
     )]
-}
-
-/// Effective config of spec §2.2.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct EffectiveConfig {
-    /// `resources.effective-config/v1`.
-    pub schema_version: &'static str,
-    pub resource_id: String,
-    /// The environment whose entries were merged (the preview one when asked).
-    pub environment_id: String,
-    /// Entries the resource defines itself.
-    pub owned_entries: Vec<VariableEntry>,
-    /// What the next deployment gets: one entry per key and exposure, from the strongest scope.
-    pub effective_entries: Vec<VariableEntry>,
-    /// Entries hidden by a stronger scope.
-    pub overrides: Vec<Override>,
-    /// Scope names, weakest first.
-    pub precedence: Vec<&'static str>,
-    pub generated_at: String,
-}
-
-/// One entry replaced by a stronger scope.
-#[derive(Serialize, JsonSchema, Clone)]
-#[serde(rename_all = "camelCase")]
-pub struct Override {
-    pub key: String,
-    pub exposure: String,
-    /// Scope whose entry is used.
-    pub winning_scope: String,
-    /// Scope whose entry is hidden.
-    pub overridden_scope: String,
 }
 
 /// An entry of any scope as the API shows it: secret values and secret-looking plain values
@@ -163,13 +131,13 @@ async fn show(
         })
         .collect();
     Ok(Json(EffectiveConfig {
-        schema_version: "resources.effective-config/v1",
+        schema_version: "resources.effective-config/v1".into(),
         resource_id: id,
         environment_id,
         owned_entries: owned,
         effective_entries,
         overrides,
-        precedence: ConfigScope::PRECEDENCE.map(ConfigScope::as_str).to_vec(),
+        precedence: ConfigScope::PRECEDENCE.map(|s| s.as_str().into()).to_vec(),
         generated_at: now(),
     }))
 }

@@ -3,14 +3,11 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
-use berth_crds::limits::{OBJECT_NAME_MAX, TEXT_MAX};
 use berth_crds::resource::{Resource, StorageAttachment};
-use schemars::JsonSchema;
-use serde::Deserialize;
 
 use super::super::Endpoint;
-use super::super::common::{IdResponse, bounded};
-use super::super::resource_input::{AccessProfileInput, NetworkProfileInput, RuntimeProfileInput};
+use super::super::common::IdResponse;
+use super::super::resource_input as convert;
 use super::variables::require_writer;
 use super::{lookup, save};
 use crate::auth::Caller;
@@ -19,6 +16,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::state::AppState;
 
+pub use berth_api::profiles::{SetAccessProfile, SetNetworkProfile, SetRuntimeProfile};
 pub use berth_api::storage::{AttachStorage, DetachStorage};
 
 pub fn endpoints() -> Vec<Endpoint> {
@@ -51,24 +49,6 @@ pub fn endpoints() -> Vec<Endpoint> {
     ]
 }
 
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct SetNetworkProfile {
-    pub network_profile: NetworkProfileInput,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct SetAccessProfile {
-    pub access_profile: AccessProfileInput,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct SetRuntimeProfile {
-    pub runtime_profile: RuntimeProfileInput,
-}
-
 /// Loads the resource for a write: visible to the caller, and in a deploy token's scope.
 pub(super) fn for_write(
     state: &AppState,
@@ -90,7 +70,7 @@ async fn network_profile(
     let input = body.network_profile;
     input.validate(resource.spec.services.iter().map(|s| s.name.as_str()))?;
     let mut spec = resource.spec.clone();
-    spec.network_profile = Some(input.into_profile());
+    spec.network_profile = Some(convert::network_profile(input));
     save(&state, &caller, &resource, spec).await?;
     Ok(Json(IdResponse { id }))
 }
@@ -105,7 +85,7 @@ async fn access_profile(
     let input = body.access_profile;
     input.validate()?;
     let mut spec = resource.spec.clone();
-    spec.access_profile = Some(input.into_profile());
+    spec.access_profile = Some(convert::access_profile(input));
     save(&state, &caller, &resource, spec).await?;
     Ok(Json(IdResponse { id }))
 }
@@ -124,7 +104,7 @@ async fn runtime_profile(
         .runtime_profile
         .as_ref()
         .and_then(|p| p.health_check.clone());
-    spec.runtime_profile = Some(input.into_profile(current_health_check)?);
+    spec.runtime_profile = Some(convert::runtime_profile(input, current_health_check)?);
     save(&state, &caller, &resource, spec).await?;
     Ok(Json(IdResponse { id }))
 }
@@ -136,14 +116,7 @@ async fn attach(
     JsonBody(body): JsonBody<AttachStorage>,
 ) -> ApiResult<Json<IdResponse>> {
     let resource = for_write(&state, &caller, &id)?;
-    bounded("storageVolumeId", &body.storage_volume_id, OBJECT_NAME_MAX)?;
-    bounded("destinationPath", &body.destination_path, TEXT_MAX)?;
-    if !body.destination_path.starts_with('/') {
-        return Err(ApiError::validation(
-            "destinationPath",
-            "destinationPath must be an absolute path inside the container",
-        ));
-    }
+    body.validate()?;
     let mut spec = resource.spec.clone();
     if spec
         .storage_attachments

@@ -27,6 +27,8 @@ use crate::extract::QueryParams;
 use crate::state::AppState;
 use berth_crds::masking::MASK;
 
+pub use berth_api::secrets::{SecretList, SecretShow};
+
 pub use berth_api::secrets::{CreateSecret, DeleteSecret, RotateSecret};
 
 pub fn endpoints() -> Vec<Endpoint> {
@@ -63,25 +65,6 @@ pub fn endpoints() -> Vec<Endpoint> {
 const UPDATED_AT_ANNOTATION: &str = "berth.dev/updated-at";
 /// Label naming the Resource a secrets Secret belongs to.
 const RESOURCE_LABEL: &str = "berth.dev/resource";
-
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SecretList {
-    /// `resources.secrets.list/v1`.
-    pub schema_version: &'static str,
-    pub resource_id: String,
-    pub items: Vec<VariableEntry>,
-    pub generated_at: String,
-}
-
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SecretShow {
-    /// `resources.secrets.show/v1`.
-    pub schema_version: &'static str,
-    pub secret: VariableEntry,
-    pub generated_at: String,
-}
 
 /// What a secret write returns: which entry changed, never its value.
 #[derive(Serialize, JsonSchema)]
@@ -279,7 +262,7 @@ async fn list(
         .filter(|e| e.exposure == exposure_name(exposure))
         .collect();
     Ok(Json(SecretList {
-        schema_version: "resources.secrets.list/v1",
+        schema_version: "resources.secrets.list/v1".into(),
         resource_id: id,
         items,
         generated_at: now(),
@@ -311,7 +294,7 @@ async fn show(
     let resource = lookup(&state, &caller, &id)?;
     let secret = existing(&state, &resource, exposure, &key).await?;
     Ok(Json(SecretShow {
-        schema_version: "resources.secrets.show/v1",
+        schema_version: "resources.secrets.show/v1".into(),
         secret,
         generated_at: now(),
     }))

@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 
 use super::super::Endpoint;
 use super::super::common::{IdResponse, bounded, known_params};
-use super::super::resource_input::SourceInput;
+use super::super::resource_input::source_descriptor;
 use super::profiles::for_write;
 use super::{lookup, save, save_object};
 use crate::auth::Caller;
@@ -19,7 +19,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
 use crate::state::AppState;
 
-pub use berth_api::source::SetAutoDeploy;
+pub use berth_api::source::{SetAutoDeploy, SetSource};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -61,14 +61,6 @@ fn source_receipts(resource: &Resource) -> Vec<SourceReceipt> {
         .get(SOURCE_IDEMPOTENCY_ANNOTATION)
         .and_then(|text| serde_json::from_str(text).ok())
         .unwrap_or_default()
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct SetSource {
-    pub source: SourceInput,
-    /// A repeat with the same key returns the same result and changes nothing.
-    pub idempotency_key: Option<String>,
 }
 
 /// Auto-deploy policy result of spec §2.2.
@@ -121,7 +113,7 @@ async fn source(
         }
     }
     let mut desired = Resource::new(&id, resource.spec.clone());
-    desired.spec.source = Some(body.source.into_descriptor());
+    desired.spec.source = Some(source_descriptor(body.source));
     if !receipts.is_empty() {
         desired.annotations_mut().insert(
             SOURCE_IDEMPOTENCY_ANNOTATION.into(),

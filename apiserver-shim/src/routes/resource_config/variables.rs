@@ -23,6 +23,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 use berth_crds::masking::MASK;
 
+pub use berth_api::variables::VariableEntry;
+
 pub use berth_api::variables::{DeleteVariable, ImportVariables, SetVariable};
 
 pub fn endpoints() -> Vec<Endpoint> {
@@ -43,25 +45,6 @@ pub fn endpoints() -> Vec<Endpoint> {
             import,
         ),
     ]
-}
-
-/// The Secret/variable entry of spec §2.2.
-#[derive(Serialize, JsonSchema, Clone, Debug)]
-#[serde(rename_all = "camelCase")]
-pub struct VariableEntry {
-    pub resource_id: String,
-    pub key: String,
-    /// The value, or `****` for secrets.
-    pub value: String,
-    /// Where the entry is defined: `resource` or `environment`.
-    pub scope: String,
-    /// `build-time` or `runtime`.
-    pub exposure: String,
-    pub is_secret: bool,
-    /// `secret` or `plain-config`.
-    pub kind: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub updated_at: Option<String>,
 }
 
 /// The Variable import result of spec §2.2.

@@ -4,96 +4,25 @@
 
 use axum::Json;
 use axum::extract::State;
-use berth_crds::limits::{DESCRIPTION_MAX, DNS_LABEL_MAX, NAME_MAX, OBJECT_NAME_MAX};
 use berth_crds::member::OrganizationRole;
-use berth_crds::resource::{Resource, ResourceKind, ResourceSpec};
+use berth_crds::resource::{Resource, ResourceSpec};
 use berth_crds::server::ServerLifecycle;
 use kube::{Api, ResourceExt};
-use schemars::JsonSchema;
-use serde::Deserialize;
 
 use super::{ResourceRecord, record};
 use crate::auth::token::new_id;
 use crate::auth::{Caller, ScopeDimension};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
-use crate::routes::common::{all_in, bounded, slugify, validate_slug};
+use crate::routes::common::{all_in, slugify};
 use crate::routes::resource_input::{
-    AccessProfileInput, NetworkProfileInput, RuntimeProfileInput, ServiceInput, SourceInput,
-    optional_text,
+    access_profile, network_profile, resource_kind, runtime_profile, service, source_descriptor,
 };
 use crate::routes::{environments, projects, servers};
 use crate::state::AppState;
 use crate::write::apply;
 
-#[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct CreateResource {
-    /// The project (in the caller's organization).
-    pub project_id: String,
-    /// An environment of that project.
-    pub environment_id: String,
-    /// Display name (1-120 characters).
-    pub name: String,
-    pub kind: ResourceKind,
-    /// URL-safe short name (the generated host's first label, 1-63 lowercase letters, digits
-    /// or dashes); derived from the name when omitted. Unique within the environment and on
-    /// the server.
-    pub slug: Option<String>,
-    pub description: Option<String>,
-    /// The server deployments go to.
-    pub server_id: Option<String>,
-    /// Deployment destination on the server.
-    pub destination_id: Option<String>,
-    /// Services the resource runs (unique names).
-    pub services: Option<Vec<ServiceInput>>,
-    /// Where the code or artifact comes from, e.g. `{"kind":"docker-image","locator":"app:1"}`.
-    pub source: Option<SourceInput>,
-    pub network_profile: Option<NetworkProfileInput>,
-    pub access_profile: Option<AccessProfileInput>,
-    pub runtime_profile: Option<RuntimeProfileInput>,
-    /// Name of a `kubernetes.io/dockerconfigjson` Secret (in the organization's namespace)
-    /// whose credentials pull a `docker-image` source the server does not have.
-    pub image_pull_secret_name: Option<String>,
-}
-
-/// Checks every field that needs no lookup; the source and profiles as their update
-/// endpoints do.
-fn validate_body(body: &CreateResource) -> ApiResult<()> {
-    bounded("projectId", &body.project_id, OBJECT_NAME_MAX)?;
-    bounded("environmentId", &body.environment_id, OBJECT_NAME_MAX)?;
-    bounded("name", &body.name, NAME_MAX)?;
-    if let Some(slug) = &body.slug {
-        validate_slug(slug, DNS_LABEL_MAX)?;
-    }
-    let ids = [
-        ("description", &body.description, DESCRIPTION_MAX),
-        ("serverId", &body.server_id, OBJECT_NAME_MAX),
-        ("destinationId", &body.destination_id, OBJECT_NAME_MAX),
-        (
-            "imagePullSecretName",
-            &body.image_pull_secret_name,
-            OBJECT_NAME_MAX,
-        ),
-    ];
-    for (field, value, max) in ids {
-        optional_text(field, value.as_ref(), max)?;
-    }
-    let services = body.services.as_deref().unwrap_or_default();
-    ServiceInput::validate_all(services)?;
-    if let Some(source) = &body.source {
-        source.validate()?;
-    }
-    if let Some(network) = &body.network_profile {
-        network.validate(services.iter().map(|s| s.name.as_str()))?;
-    }
-    if let Some(access) = &body.access_profile {
-        access.validate()?;
-    }
-    body.runtime_profile
-        .as_ref()
-        .map_or(Ok(()), RuntimeProfileInput::validate)
-}
+pub use berth_api::resources::CreateResource;
 
 /// A 422 on `field` for an id that names nothing the caller may use (or a 409 where the
 /// object exists but does not take new resources).
@@ -177,7 +106,7 @@ fn spec_of(body: CreateResource, slug: String) -> ApiResult<ResourceSpec> {
         .services
         .unwrap_or_default()
         .into_iter()
-        .map(ServiceInput::into_service)
+        .map(service)
         .collect();
     Ok(ResourceSpec {
         project_id: body.project_id,
@@ -186,16 +115,16 @@ fn spec_of(body: CreateResource, slug: String) -> ApiResult<ResourceSpec> {
         destination_id: body.destination_id,
         name: body.name.trim().to_string(),
         slug: Some(slug),
-        kind: body.kind,
+        kind: resource_kind(body.kind),
         description: body.description.filter(|d| !d.trim().is_empty()),
         services,
-        source: body.source.map(SourceInput::into_descriptor),
+        source: body.source.map(source_descriptor),
         runtime_profile: body
             .runtime_profile
-            .map(|profile| profile.into_profile(None))
+            .map(|profile| runtime_profile(profile, None))
             .transpose()?,
-        network_profile: body.network_profile.map(NetworkProfileInput::into_profile),
-        access_profile: body.access_profile.map(AccessProfileInput::into_profile),
+        network_profile: body.network_profile.map(network_profile),
+        access_profile: body.access_profile.map(access_profile),
         auto_deploy: Default::default(),
         storage_attachments: Vec::new(),
         deployment_history_limit: None,
@@ -217,7 +146,7 @@ pub async fn create(
     JsonBody(body): JsonBody<CreateResource>,
 ) -> ApiResult<Json<ResourceRecord>> {
     let organization = caller.require_role(OrganizationRole::Member)?.clone();
-    validate_body(&body)?;
+    body.validate()?;
     check_placement(&state, &caller, &body)?;
     if let Some(server) = &body.server_id {
         check_server(&state, &caller, server)?;
@@ -249,70 +178,13 @@ mod tests {
         serde_json::from_value(value).unwrap()
     }
 
-    fn field_of(result: ApiResult<()>) -> String {
-        result.unwrap_err().body.details["field"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    }
-
+    /// The checks are `berth-api`'s (`bad_fields_are_named` there); here, that the shim runs
+    /// them and answers a 422 naming the field.
     #[test]
-    fn bad_fields_are_named() {
-        let cases = [
-            (json!({"name": " "}), "name"),
-            (json!({"slug": "Bad_Slug"}), "slug"),
-            (json!({"serverId": ""}), "serverId"),
-            (
-                json!({"source": {"kind": "docker-image", "locator": ""}}),
-                "source.locator",
-            ),
-            (
-                json!({"networkProfile": {"internalPort": 0}}),
-                "networkProfile.internalPort",
-            ),
-            (
-                json!({"networkProfile": {"internalPort": 80, "hostPort": -1}}),
-                "networkProfile.hostPort",
-            ),
-            (
-                json!({"services": [{"name": "web", "kind": "web"}],
-                       "networkProfile": {"internalPort": 80, "targetServiceName": "api"}}),
-                "networkProfile.targetServiceName",
-            ),
-            (
-                json!({"services": [{"name": "a", "kind": "web"}, {"name": "a", "kind": "api"}]}),
-                "services[1].name",
-            ),
-            // Checked on create as on `POST /resources/{id}/source` and `/network-profile`.
-            (
-                json!({"source": {"kind": "Docker Image", "locator": "app:1"}}),
-                "source.kind",
-            ),
-            (
-                json!({"networkProfile": {"internalPort": 80, "targetServiceName": "Web"}}),
-                "networkProfile.targetServiceName",
-            ),
-            (
-                json!({"services": [{"name": "web_1", "kind": "web"}]}),
-                "services[0].name",
-            ),
-            (
-                json!({"accessProfile": {"pathPrefix": "api"}}),
-                "accessProfile.pathPrefix",
-            ),
-            (
-                json!({"runtimeProfile": {"healthCheck": {"path": "healthz"}}}),
-                "runtimeProfile.healthCheck.path",
-            ),
-            (
-                json!({"runtimeProfile": {"healthCheck": {"expectedStatusCode": 99}}}),
-                "runtimeProfile.healthCheck.expectedStatusCode",
-            ),
-        ];
-        for (extra, field) in cases {
-            assert_eq!(field_of(validate_body(&body(extra))), field);
-        }
-        assert!(validate_body(&body(json!({"slug": "web-1"}))).is_ok());
+    fn bad_fields_are_422s() {
+        let error = ApiError::from(body(json!({"slug": "Bad_Slug"})).validate().unwrap_err());
+        assert_eq!(error.status, 422);
+        assert_eq!(error.body.details["field"], "slug");
     }
 
     #[test]

@@ -1,0 +1,418 @@
+//! The `berth` binary against the running shim, for the commands beyond the everyday nouns:
+//! bootstrap (its refusal: the stack's first administrator exists), users, owner transfer
+//! and account deletion, monitoring thresholds, samples and rollup, decision records and
+//! storage attachments. Each asserts what a person notices: the output, the exit code, and
+//! the object as a later read shows it. A body the API's own field checks refuse is refused
+//! by the CLI before it is sent, with exit 2 and the field named.
+
+use berth_crds::member::OrganizationRole;
+use berth_crds::resource::Resource;
+use berth_tests::rest::TestOrg;
+use berth_tests::{client, random_suffix};
+use kube::Api;
+use kube::api::DeleteParams;
+use serde_json::{Value, json};
+
+use crate::cli::{AUTH, Berth, NOT_FOUND, binary};
+use crate::shim_projects_envs::{environment, project};
+
+/// Exit codes `berth --help` documents.
+const USAGE: i32 = 2;
+const CONFLICT: i32 = 5;
+
+/// Writes `body` to a file in the person's home and returns its path.
+fn body_file(berth: &Berth, name: &str, body: &Value) -> String {
+    let path = berth.home.path().join(name);
+    std::fs::write(&path, body.to_string()).expect("body file written");
+    path.display().to_string()
+}
+
+/// The members of the current organization as `berth members list -o json` shows them:
+/// email → role.
+async fn roles(berth: &Berth) -> Vec<(String, String)> {
+    let list = berth.run(&["members", "list", "-o", "json"]).await.json();
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    list["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|m| (text(&m["email"]), text(&m["role"])))
+        .collect()
+}
+
+#[tokio::test]
+async fn cli_bootstrap_reports_the_first_admin_and_refuses_a_second() {
+    let berth = Berth::new();
+    let status = berth
+        .run(&["bootstrap", "status", "-o", "json"])
+        .await
+        .json();
+    // hack/test.sh created the first administrator before the tests.
+    assert_eq!(status["bootstrapRequired"], false, "{status}");
+    if let Ok(email) = std::env::var("BERTH_ADMIN_EMAIL") {
+        assert_eq!(status["firstAdminEmail"], email.as_str(), "{status}");
+    }
+    let email = format!("second-admin-{}@test.berth.local", random_suffix());
+    let args = [
+        "bootstrap",
+        "first-admin",
+        "--email",
+        &email,
+        "--organization",
+        "Second",
+    ];
+    let run = berth.run(&args).await;
+    assert_eq!(run.code, CONFLICT, "{run:#?}");
+    assert!(run.stderr.contains("already exists"), "{run:#?}");
+    assert!(!run.stdout.contains("Password"), "{run:#?}");
+    // Nobody can sign in as the refused administrator.
+    let login = ["login", "--email", &email, "--password-stdin"];
+    let run = berth
+        .run_with(&binary(), &login, Some("anything\n"), &[])
+        .await;
+    assert_eq!(run.code, AUTH, "{run:#?}");
+}
+
+#[tokio::test]
+async fn cli_creates_users_transfers_ownership_and_deletes_an_account() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let owner = org.user(OrganizationRole::Owner).await;
+    let member = org.user(OrganizationRole::Member).await;
+    let berth = Berth::new();
+    berth.login(&owner).await;
+
+    // A new account: its generated password is shown once, and signs in.
+    let email = format!("cli-user-{}@test.berth.local", random_suffix());
+    let created = berth.run(&["users", "create", &email]).await.ok();
+    assert!(
+        created.contains(&format!("Created user {email}")),
+        "{created}"
+    );
+    let password = created
+        .lines()
+        .find_map(|line| line.strip_prefix("Password (shown only now): "))
+        .unwrap_or_else(|| panic!("a generated password in {created}"))
+        .to_string();
+    let user_id = created
+        .split(['(', ')'])
+        .nth(1)
+        .expect("the new user's id")
+        .to_string();
+    let newcomer = Berth::new();
+    let login = ["login", "--email", &email, "--password-stdin"];
+    let run = newcomer
+        .run_with(&binary(), &login, Some(&format!("{password}\n")), &[])
+        .await;
+    assert!(run.ok().contains("Signed in"));
+    // The same email again is a conflict; a malformed one names the field.
+    let run = berth.run(&["users", "create", &email]).await;
+    assert_eq!(run.code, CONFLICT, "{run:#?}");
+    assert!(run.stderr.contains("already exists"), "{run:#?}");
+    let run = berth.run(&["users", "create", "not-an-email"]).await;
+    assert_eq!(run.code, 1, "{run:#?}");
+    assert!(run.stderr.contains("email"), "{run:#?}");
+    delete_user(&client, &user_id).await;
+
+    // The sole owner cannot delete their account; they hand the organization over first.
+    let run = berth.run(&["account", "delete"]).await;
+    assert_eq!(run.code, CONFLICT, "{run:#?}");
+    assert!(run.stderr.contains("only owner"), "{run:#?}");
+    let args = ["members", "transfer-ownership", &member.email];
+    let said = berth.run(&args).await.ok();
+    assert!(said.contains("is now the owner"), "{said}");
+    let after = roles(&berth).await;
+    assert!(
+        after.contains(&(member.email.clone(), "owner".into())),
+        "{after:?}"
+    );
+    assert!(
+        after.contains(&(owner.email.clone(), "admin".into())),
+        "{after:?}"
+    );
+    // An unknown member is "not found", and nothing changes.
+    let run = berth
+        .run(&["members", "transfer-ownership", "nobody@test.berth.local"])
+        .await;
+    assert_eq!(run.code, NOT_FOUND, "{run:#?}");
+
+    let said = berth.run(&["account", "delete"]).await.ok();
+    assert!(
+        said.contains(&format!("Deleted account {}", owner.user_id)),
+        "{said}"
+    );
+    // The stored session is gone, and the password no longer signs in.
+    let run = berth.run(&["projects", "list"]).await;
+    assert_eq!(run.code, AUTH, "{run:#?}");
+    let login = ["login", "--email", &owner.email, "--password-stdin"];
+    let run = berth
+        .run_with(
+            &binary(),
+            &login,
+            Some(&format!("{}\n", owner.password)),
+            &[],
+        )
+        .await;
+    assert_eq!(run.code, AUTH, "{run:#?}");
+    let left = member
+        .rest
+        .get(&format!("/organizations/{}/members", org.id))
+        .await
+        .ok();
+    let active: Vec<&Value> = left["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["email"] == owner.email.as_str() && m["status"] == "active")
+        .collect();
+    assert!(active.is_empty(), "the deleted account left: {left}");
+}
+
+/// Removes a user the CLI created (TestOrg removes only its own).
+async fn delete_user(client: &kube::Client, user_id: &str) {
+    let _ = Api::<berth_crds::user::User>::all(client.clone())
+        .delete(user_id, &DeleteParams::background())
+        .await;
+    let secret = berth_apiserver_shim::routes::bootstrap::password_secret_name(user_id);
+    let _ = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(
+        client.clone(),
+        berth_crds::SYSTEM_NAMESPACE,
+    )
+    .delete(&secret, &DeleteParams::background())
+    .await;
+}
+
+#[tokio::test]
+async fn cli_sets_thresholds_records_decisions_and_attaches_storage() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let admin = org.user(OrganizationRole::Admin).await;
+    let project_id = project(&admin.rest, "Monitored").await;
+    let environment_id = environment(&admin.rest, &project_id, "dev").await;
+    let berth = Berth::new();
+    berth.login(&admin).await;
+
+    // Thresholds: saved from a file, then shown as the API holds them.
+    let scope = json!({"kind": "project", "projectId": project_id});
+    let rule = json!({"signal": "memory", "metric": "memoryUsedBytes", "critical": 1e18});
+    let file = body_file(
+        &berth,
+        "thresholds.json",
+        &json!({"scope": scope, "rules": [rule]}),
+    );
+    let said = berth
+        .run(&["monitoring", "set-thresholds", &file])
+        .await
+        .ok();
+    assert!(said.contains("Saved the threshold policy"), "{said}");
+    let project_query = format!("scope.projectId={project_id}");
+    let args = [
+        "monitoring",
+        "thresholds",
+        "--query",
+        "scope.kind=project",
+        "--query",
+        &project_query,
+        "-o",
+        "json",
+    ];
+    let shown = berth.run(&args).await.json();
+    assert_eq!(
+        shown["policy"]["rules"][0]["metric"], "memoryUsedBytes",
+        "{shown}"
+    );
+    assert_eq!(shown["policy"]["enabled"], true, "{shown}");
+    // A misspelt field or an unknown scope kind is refused before sending: exit 2, named.
+    let typo = json!({"scope": scope, "rules": [{"signal": "memory", "metric": "memoryUsedBytes", "critcal": 1}]});
+    let run = berth
+        .run(&[
+            "monitoring",
+            "set-thresholds",
+            &body_file(&berth, "typo.json", &typo),
+        ])
+        .await;
+    assert_eq!(run.code, USAGE, "{run:#?}");
+    assert!(run.stderr.contains("critcal"), "{run:#?}");
+    let cluster = json!({"scope": {"kind": "cluster"}, "rules": [rule]});
+    let run = berth
+        .run(&[
+            "monitoring",
+            "set-thresholds",
+            &body_file(&berth, "cluster.json", &cluster),
+        ])
+        .await;
+    assert_eq!(run.code, USAGE, "{run:#?}");
+    assert!(run.stderr.contains("scope.kind"), "{run:#?}");
+
+    // Samples and their rollup of the project (none yet), and a bad query named.
+    let samples = berth
+        .run(&[
+            "monitoring",
+            "samples",
+            "--query",
+            &project_query,
+            "-o",
+            "json",
+        ])
+        .await
+        .json();
+    assert!(samples["samples"].is_array(), "{samples}");
+    let rollup = berth
+        .run(&[
+            "monitoring",
+            "rollup",
+            "--query",
+            &project_query,
+            "--query",
+            "bucket=minute",
+            "-o",
+            "json",
+        ])
+        .await
+        .json();
+    assert!(rollup["series"].is_array(), "{rollup}");
+    let run = berth
+        .run(&["monitoring", "samples", "--query", "scope.planet=mars"])
+        .await;
+    assert_ne!(run.code, 0, "{run:#?}");
+    assert!(run.stderr.contains("scope.planet"), "{run:#?}");
+
+    decisions(&berth).await;
+    storage(&berth, &client, &org, &project_id, &environment_id).await;
+}
+
+/// `berth decisions record` from files, and the lists that show the records.
+async fn decisions(berth: &Berth) {
+    let overlay = json!({"operationKey": "deployments.create", "source": "cli"});
+    let file = body_file(berth, "overlay.json", &overlay);
+    let decided = berth
+        .run(&["decisions", "record", "overlay", &file, "-o", "json"])
+        .await
+        .json();
+    assert_eq!(decided["result"]["allowed"], true, "{decided}");
+    let id = decided["result"]["record"]["id"]
+        .as_str()
+        .expect("a record id");
+    let listed = berth
+        .run(&["decisions", "overlays", "-o", "json"])
+        .await
+        .json();
+    let ids: Vec<&str> = listed["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["id"].as_str())
+        .collect();
+    assert!(ids.contains(&id), "{listed}");
+
+    // A usage intent is idempotent by key: the repeat is a duplicate of the first record.
+    let key = format!("cli-{}", random_suffix());
+    let intent = json!({"idempotencyKey": key, "capabilityKey": "deployments", "source": "cli"});
+    let file = body_file(berth, "intent.json", &intent);
+    let args = ["decisions", "record", "usage-intent", &file, "-o", "json"];
+    let first = berth.run(&args).await.json();
+    let again = berth.run(&args).await.json();
+    assert_eq!(first["result"]["duplicate"], false, "{first}");
+    assert_eq!(again["result"]["duplicate"], true, "{again}");
+    assert_eq!(
+        again["result"]["record"]["id"],
+        first["result"]["record"]["id"]
+    );
+    // A bad body never reaches the API: exit 2 naming the field, no record.
+    let bad = json!({"idempotencyKey": "", "capabilityKey": "deployments", "source": "cli"});
+    let file = body_file(berth, "bad-intent.json", &bad);
+    let run = berth
+        .run(&["decisions", "record", "usage-intent", &file])
+        .await;
+    assert_eq!(run.code, USAGE, "{run:#?}");
+    assert!(run.stderr.contains("idempotencyKey"), "{run:#?}");
+    let listed = berth
+        .run(&["decisions", "usage-intents", "-o", "json"])
+        .await
+        .json();
+    assert_eq!(listed["records"].as_array().unwrap().len(), 1, "{listed}");
+}
+
+/// A resource created with the typed body, a volume attached and detached.
+async fn storage(
+    berth: &Berth,
+    client: &kube::Client,
+    org: &TestOrg,
+    project_id: &str,
+    environment_id: &str,
+) {
+    let create = [
+        "resources",
+        "create",
+        "Web",
+        "--project",
+        project_id,
+        "--environment",
+        environment_id,
+        "--image",
+        "berth/sample-app:1",
+        "--port",
+        "8080",
+        "-o",
+        "json",
+    ];
+    let created = berth.run(&create).await.json();
+    let id = created["id"].as_str().expect("the resource id").to_string();
+    assert_eq!(created["networkProfile"]["internalPort"], 8080, "{created}");
+    // A bad kind or port is refused before sending, and nothing more is created.
+    let mut bad = create.to_vec();
+    bad[2] = "Other";
+    bad.extend(["--kind", "spaceship"]);
+    let run = berth.run(&bad).await;
+    assert_eq!(run.code, USAGE, "{run:#?}");
+    assert!(run.stderr.contains("--kind spaceship"), "{run:#?}");
+    let listed = berth.run(&["resources", "list", "-o", "json"]).await.json();
+    assert_eq!(listed["items"].as_array().unwrap().len(), 1, "{listed}");
+
+    let resources = Api::<Resource>::namespaced(client.clone(), &org.namespace);
+    let args = [
+        "config",
+        "attach-storage",
+        "--resource",
+        "web",
+        "vol-data",
+        "/var/lib/app",
+    ];
+    let said = berth.run(&args).await.ok();
+    let attachment = said
+        .split_whitespace()
+        .find(|word| word.starts_with("att-"))
+        .unwrap_or_else(|| panic!("the attachment id in {said}"))
+        .to_string();
+    let attached = resources.get(&id).await.unwrap().spec.storage_attachments;
+    assert_eq!(attached.len(), 1);
+    assert_eq!(
+        (
+            attached[0].attachment_id.as_str(),
+            attached[0].destination_path.as_str()
+        ),
+        (attachment.as_str(), "/var/lib/app")
+    );
+    // The same path again is a conflict; a relative one is refused before sending.
+    let run = berth.run(&args).await;
+    assert_eq!(run.code, CONFLICT, "{run:#?}");
+    let relative = [
+        "config",
+        "attach-storage",
+        "--resource",
+        "web",
+        "vol-data",
+        "var/lib",
+    ];
+    let run = berth.run(&relative).await;
+    assert_eq!(run.code, USAGE, "{run:#?}");
+    assert!(run.stderr.contains("destinationPath"), "{run:#?}");
+
+    let detach = ["config", "detach-storage", "--resource", "web", &attachment];
+    let said = berth.run(&detach).await.ok();
+    assert!(said.contains(&format!("Detached {attachment}")), "{said}");
+    let left = resources.get(&id).await.unwrap().spec.storage_attachments;
+    assert!(left.is_empty(), "{left:?}");
+    let run = berth.run(&detach).await;
+    assert_eq!(run.code, NOT_FOUND, "{run:#?}");
+}
