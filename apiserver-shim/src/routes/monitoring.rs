@@ -24,7 +24,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::Endpoint;
-use super::common::{bounded, known_params, utc_window};
+use super::common::{bounded, find_in, known_params, utc_window};
 use super::{environments, projects, resource_config, servers};
 use crate::auth::{Caller, ScopeDimension};
 use crate::error::{ApiError, ApiResult};
@@ -89,18 +89,23 @@ pub const GAP_FACTOR: f64 = 2.5;
 /// Samples younger than this many collection intervals are `live`.
 const LIVE_FACTOR: u32 = 2;
 
-const PARAMS: &[&str] = &[
+/// The `scope.*` query parameters of every monitoring read and of threshold policies.
+pub const SCOPE_PARAMS: [&str; 6] = [
     "scope.kind",
     "scope.serverId",
     "scope.projectId",
     "scope.environmentId",
     "scope.resourceId",
     "scope.deploymentId",
-    "window.from",
-    "window.to",
-    "signals",
-    "limit",
 ];
+
+/// Beside [`SCOPE_PARAMS`].
+const PARAMS: &[&str] = &["window.from", "window.to", "signals", "limit"];
+
+/// The query parameters of a read: the scope's and `own`.
+pub fn with_scope_params(own: &[&'static str]) -> Vec<&'static str> {
+    SCOPE_PARAMS.iter().chain(own).copied().collect()
+}
 
 /// Spec §4.5 samples list.
 #[derive(Serialize, JsonSchema, Debug)]
@@ -168,7 +173,7 @@ struct Selection {
 /// Checks the samples query; `signals` holds every `signals` value given (the parameter may
 /// repeat).
 fn parse_query(query: &QueryParams, signals: &[String], now: Timestamp) -> ApiResult<Parsed> {
-    let selection = parse_selection(query, PARAMS, signals, now)?;
+    let selection = parse_selection(query, &with_scope_params(PARAMS), signals, now)?;
     let limit = query.integer("limit", LIMIT.0, LIMIT.1, DEFAULT_LIMIT)?;
     Ok(Parsed {
         scope: selection.scope,
@@ -374,22 +379,48 @@ fn missing_samples(samples: &[MonitoringSample], interval: Duration) -> Vec<Samp
     warnings
 }
 
-/// Checks each id filter names an object of the caller's organization it may see (404
-/// otherwise, as for any other route).
-fn check_scope(state: &AppState, caller: &Caller, scope: &Scope) -> ApiResult<()> {
-    if let Some(id) = &scope.server_id {
+/// The ids of a scope that must name objects the caller may see.
+#[derive(Default)]
+pub struct ScopeIds<'a> {
+    pub server: Option<&'a str>,
+    pub project: Option<&'a str>,
+    pub environment: Option<&'a str>,
+    pub resource: Option<&'a str>,
+    /// Only thresholds check it: samples outlive the Deployment objects they name.
+    pub deployment: Option<&'a str>,
+}
+
+/// Checks each id names an object of the caller's organization it may see (404 otherwise, as
+/// for any other route): monitoring reads' filters and threshold policies' scopes.
+pub fn check_scope_ids(state: &AppState, caller: &Caller, ids: ScopeIds) -> ApiResult<()> {
+    if let Some(id) = ids.server {
         servers::lookup(state, caller, id)?;
     }
-    if let Some(id) = &scope.project_id {
+    if let Some(id) = ids.project {
         projects::lookup(state, caller, id)?;
     }
-    if let Some(id) = &scope.environment_id {
+    if let Some(id) = ids.environment {
         environments::lookup(state, caller, id)?;
     }
-    if let Some(id) = &scope.resource_id {
+    if let Some(id) = ids.resource {
         resource_config::lookup(state, caller, id)?;
     }
+    if let Some(id) = ids.deployment {
+        let namespace = &caller.organization()?.namespace;
+        find_in(&state.caches.deployments, namespace, id, "deployment")?;
+    }
     Ok(())
+}
+
+fn check_scope(state: &AppState, caller: &Caller, scope: &Scope) -> ApiResult<()> {
+    let ids = ScopeIds {
+        server: scope.server_id.as_deref(),
+        project: scope.project_id.as_deref(),
+        environment: scope.environment_id.as_deref(),
+        resource: scope.resource_id.as_deref(),
+        deployment: None,
+    };
+    check_scope_ids(state, caller, ids)
 }
 
 /// The samples of `query`, or why the store could not say.

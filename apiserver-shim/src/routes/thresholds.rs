@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use super::Endpoint;
 use super::common::{bounded, find_in, known_params, timestamp, utc_range};
-use super::{environments, projects, resource_config, servers};
+use super::monitoring::{ScopeIds, check_scope_ids, with_scope_params};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
@@ -50,17 +50,8 @@ pub const POLICY_SCHEMA_VERSION: &str = "runtime-monitoring-thresholds.policy/v1
 /// Longest Kubernetes object name, which a policy's name (`<kind>-<id>`) must fit.
 const NAME_MAX: usize = 253;
 
-const PARAMS: &[&str] = &[
-    "policyId",
-    "scope.kind",
-    "scope.serverId",
-    "scope.projectId",
-    "scope.environmentId",
-    "scope.resourceId",
-    "scope.deploymentId",
-    "window.from",
-    "window.to",
-];
+/// Beside the scope's.
+const PARAMS: &[&str] = &["policyId", "window.from", "window.to"];
 
 pub use berth_api::thresholds::{MAX_RULES, RuleInput, ScopeInput, SetThresholds};
 
@@ -115,7 +106,7 @@ enum Wanted {
 }
 
 fn parse_query(query: &QueryParams) -> ApiResult<(Wanted, Option<Window>)> {
-    known_params(query, PARAMS)?;
+    known_params(query, &with_scope_params(PARAMS))?;
     let window = parse_window(query)?;
     if let Some(id) = query.string("policyId")? {
         bounded("policyId", id, NAME_MAX)?;
@@ -177,30 +168,15 @@ fn policy_name(scope: &MonitoringScope, prefix: &str) -> ApiResult<String> {
     Ok(name)
 }
 
-/// Checks each id names an object of the caller's organization it may see (404 otherwise).
 fn check_scope(state: &AppState, caller: &Caller, scope: &MonitoringScope) -> ApiResult<()> {
-    let organization = caller.organization()?;
-    if let Some(id) = &scope.server_id {
-        servers::lookup(state, caller, id)?;
-    }
-    if let Some(id) = &scope.project_id {
-        projects::lookup(state, caller, id)?;
-    }
-    if let Some(id) = &scope.environment_id {
-        environments::lookup(state, caller, id)?;
-    }
-    if let Some(id) = &scope.resource_id {
-        resource_config::lookup(state, caller, id)?;
-    }
-    if let Some(id) = &scope.deployment_id {
-        find_in(
-            &state.caches.deployments,
-            &organization.namespace,
-            id,
-            "deployment",
-        )?;
-    }
-    Ok(())
+    let ids = ScopeIds {
+        server: scope.server_id.as_deref(),
+        project: scope.project_id.as_deref(),
+        environment: scope.environment_id.as_deref(),
+        resource: scope.resource_id.as_deref(),
+        deployment: scope.deployment_id.as_deref(),
+    };
+    check_scope_ids(state, caller, ids)
 }
 
 /// The body, checked, as a policy spec; every error names its field. The scope and the

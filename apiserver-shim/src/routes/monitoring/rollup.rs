@@ -21,7 +21,7 @@ use serde::Serialize;
 
 use super::{
     MISSING_SAMPLES, Retention, STORE_SOURCE, STORE_UNAVAILABLE, Scope, check_scope, millis,
-    parse_selection, retention, signal_values,
+    parse_selection, retention, signal_values, with_scope_params,
 };
 use crate::auth::{Caller, ScopeDimension};
 use crate::error::{ApiError, ApiResult};
@@ -36,13 +36,8 @@ pub const MAX_BUCKETS: i64 = 1440;
 /// Resources listed in `topContributors`.
 const TOP: usize = 10;
 
-pub const PARAMS: &[&str] = &[
-    "scope.kind",
-    "scope.serverId",
-    "scope.projectId",
-    "scope.environmentId",
-    "scope.resourceId",
-    "scope.deploymentId",
+/// Beside the scope's.
+const PARAMS: &[&str] = &[
     "window.from",
     "window.to",
     "signals",
@@ -439,7 +434,12 @@ pub async fn show(
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Rollup>> {
     let now = Timestamp::now();
-    let selection = parse_selection(&query, PARAMS, &signal_values(raw.as_deref())?, now)?;
+    let selection = parse_selection(
+        &query,
+        &with_scope_params(PARAMS),
+        &signal_values(raw.as_deref())?,
+        now,
+    )?;
     let tier = parse_bucket(&query, selection.from, selection.to)?;
     let markers_wanted = query.boolean("includeDeploymentMarkers")?;
     let contributors_wanted = query.boolean("includeTopContributors")?;

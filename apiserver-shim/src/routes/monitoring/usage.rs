@@ -28,6 +28,7 @@ use super::super::common::known_params;
 use super::disk::disk_artifacts;
 use super::{
     LIVE_FACTOR, Scope, check_scope, freshness, is_host, millis, observed_ms, parse_scope, visible,
+    with_scope_params,
 };
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
@@ -43,15 +44,8 @@ const INTERVAL: (u64, u64) = (5, 3600);
 /// Most samples one snapshot reads: a container's latest among a few ticks of every series.
 const READ_LIMIT: usize = 720;
 
-const PARAMS: &[&str] = &[
-    "scope.kind",
-    "scope.serverId",
-    "scope.projectId",
-    "scope.environmentId",
-    "scope.resourceId",
-    "scope.deploymentId",
-    "intervalSeconds",
-];
+/// Beside the scope's.
+const PARAMS: &[&str] = &["intervalSeconds"];
 
 /// Spec §2.2 "Runtime usage snapshot".
 #[derive(Serialize, JsonSchema, Debug)]
@@ -370,7 +364,7 @@ pub async fn stream(
     caller: Caller,
     query: QueryParams,
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
-    known_params(&query, PARAMS)?;
+    known_params(&query, &with_scope_params(PARAMS))?;
     let scope = parse_scope(&query)?;
     let default = state
         .config
