@@ -16,32 +16,8 @@ use crate::Condition;
 use crate::common::SourceDescriptor;
 
 /// Phase and step are wire types too (progress events carry them): defined in `berth-api`.
+pub use berth_api::deployments::DeploymentState;
 pub use berth_api::progress::{DeploymentPhase, DeploymentStep};
-
-/// Status of a deployment attempt.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum DeploymentState {
-    Created,
-    Planning,
-    Planned,
-    Running,
-    CancelRequested,
-    Succeeded,
-    Failed,
-    Canceled,
-    RolledBack,
-}
-
-impl DeploymentState {
-    /// Whether the attempt has ended and will not change again.
-    pub fn is_terminal(self) -> bool {
-        matches!(
-            self,
-            Self::Succeeded | Self::Failed | Self::Canceled | Self::RolledBack
-        )
-    }
-}
 
 /// One attempt to deploy a resource. A newer attempt for the same resource supersedes it.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]

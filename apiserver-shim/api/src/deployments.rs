@@ -1,7 +1,12 @@
-//! Spec §6, deployments started through the event stream.
+//! Spec §6, deployments started through the event stream, and an attempt's stored timeline.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use crate::progress::ProgressEvent;
+
+/// The timeline's `schemaVersion`.
+pub const TIMELINE_SCHEMA_VERSION: &str = "deployments.timeline/v1";
 
 #[derive(Serialize, Deserialize, JsonSchema, Debug)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -17,4 +22,58 @@ pub struct StartDeployment {
     /// Deployment destination on the server; the resource's when omitted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub destination_id: Option<String>,
+}
+
+/// Status of a deployment attempt.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeploymentState {
+    Created,
+    Planning,
+    Planned,
+    Running,
+    CancelRequested,
+    Succeeded,
+    Failed,
+    Canceled,
+    RolledBack,
+}
+
+impl DeploymentState {
+    /// Whether the attempt has ended and will not change again.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            Self::Succeeded | Self::Failed | Self::Canceled | Self::RolledBack
+        )
+    }
+}
+
+/// `GET /resources/{resourceId}/deployments/{deploymentId}/timeline`: an attempt's timeline,
+/// oldest entry first.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct Timeline {
+    /// `deployments.timeline/v1`.
+    pub schema_version: String,
+    pub resource_id: String,
+    pub deployment_id: String,
+    /// The attempt's status, while its Deployment object exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<DeploymentState>,
+    pub entries: Vec<TimelineItem>,
+    /// Pass as `after` to read on; absent once the timeline was read to its end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_after: Option<i64>,
+    pub generated_at: String,
+}
+
+/// One entry: a deployment progress event (spec §6) and its place in the timeline.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct TimelineItem {
+    /// Increases along the timeline; pass the last one seen as `after` to read on.
+    pub sequence: i64,
+    #[serde(flatten)]
+    pub event: ProgressEvent,
 }

@@ -2,13 +2,14 @@
 //! evidence and a deployment's stored timeline.
 
 use berth_api::access_failure::AccessFailureEvidence;
+use berth_api::deployments::{DeploymentState, Timeline};
 use berth_api::progress::ProgressEvent;
 use reqwest::Method;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::Ctx;
 use super::resources::find_resource;
+use super::{Ctx, get_as};
 use crate::error::{CliError, CliResult};
 use crate::output::{Column, Format, col, items};
 use crate::progress::ProgressView;
@@ -180,11 +181,14 @@ pub fn timeline(ctx: &Ctx, resource: &str, deployment: &str, follow: bool) -> Cl
         return follow_timeline(ctx, &path);
     }
     // Every page, so the whole timeline is shown (and printed as one answer with -o).
-    let mut answer = ctx.api()?.get(&path, &[])?;
+    let api = ctx.api()?;
+    let (mut answer, mut page) = get_as::<Timeline>(api, &path, &[])?;
     let mut entries = items(&answer, "/entries");
-    while let Some(after) = answer.get("nextAfter").and_then(Value::as_i64) {
-        answer = ctx.api()?.get(&path, &[("after", after.to_string())])?;
+    let mut events: Vec<ProgressEvent> = page.entries.into_iter().map(|e| e.event).collect();
+    while let Some(after) = page.next_after {
+        (answer, page) = get_as(api, &path, &[("after", after.to_string())])?;
         entries.extend(items(&answer, "/entries"));
+        events.extend(page.entries.into_iter().map(|e| e.event));
     }
     if !ctx.out.human() {
         if let Some(object) = answer.as_object_mut() {
@@ -198,11 +202,8 @@ pub fn timeline(ctx: &Ctx, resource: &str, deployment: &str, follow: bool) -> Cl
         return Ok(());
     }
     let mut view = ProgressView::default();
-    for entry in entries {
-        // An entry is a progress event with its `sequence`.
-        let event: ProgressEvent = serde_json::from_value(entry)
-            .map_err(|error| CliError::failure(format!("unexpected timeline entry: {error}")))?;
-        for line in view.lines(&ctx.out, &event) {
+    for event in &events {
+        for line in view.lines(&ctx.out, event) {
             println!("{line}");
         }
     }
@@ -212,31 +213,26 @@ pub fn timeline(ctx: &Ctx, resource: &str, deployment: &str, follow: bool) -> Cl
 /// Prints entries as they are recorded until the attempt has an outcome: one line per entry
 /// for people, one JSON event per line for scripts (like `deploy -o json`).
 fn follow_timeline(ctx: &Ctx, path: &str) -> CliResult<()> {
+    let api = ctx.api()?;
     let mut view = ProgressView::default();
     let mut after = 0;
     loop {
-        let answer = ctx.api()?.get(path, &[("after", after.to_string())])?;
-        for entry in items(&answer, "/entries") {
-            after = entry["sequence"].as_i64().unwrap_or(after);
+        let (_, page) = get_as::<Timeline>(api, path, &[("after", after.to_string())])?;
+        for entry in &page.entries {
+            after = entry.sequence;
             if ctx.out.human() {
-                let event: ProgressEvent = serde_json::from_value(entry).map_err(|error| {
-                    CliError::failure(format!("unexpected timeline entry: {error}"))
-                })?;
-                for line in view.lines(&ctx.out, &event) {
+                for line in view.lines(&ctx.out, &entry.event) {
                     println!("{line}");
                 }
             } else if !ctx.out.quiet {
-                println!("{entry}");
+                println!("{}", serde_json::to_string(entry).unwrap_or_default());
             }
         }
-        let finished = matches!(
-            answer["status"].as_str(),
-            Some("succeeded" | "failed" | "canceled" | "rolled-back")
-        );
-        if answer["nextAfter"].is_null() && finished {
+        let finished = page.status.is_some_and(DeploymentState::is_terminal);
+        if page.next_after.is_none() && finished {
             return Ok(());
         }
-        if answer["nextAfter"].is_null() {
+        if page.next_after.is_none() {
             std::thread::sleep(FOLLOW_INTERVAL);
         }
     }

@@ -7,13 +7,11 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path, State};
-use berth_crds::deployment::DeploymentState;
+pub use berth_api::deployments::{TIMELINE_SCHEMA_VERSION, Timeline, TimelineItem};
 use berth_crds::progress::{ProgressEvent, Source};
 use berth_timeline::{TimelineEntry, TimelineError, TimelineKey, TimelineStore};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::masker;
 use crate::auth::Caller;
@@ -27,34 +25,6 @@ use crate::state::AppState;
 const PAGE: usize = 500;
 /// Most entries one timeline request returns.
 const MAX_LIMIT: u64 = 1_000;
-
-/// An attempt's timeline, oldest entry first.
-#[derive(Serialize, JsonSchema, Debug)]
-#[serde(rename_all = "camelCase")]
-pub struct Timeline {
-    /// `deployments.timeline/v1`.
-    pub schema_version: &'static str,
-    pub resource_id: String,
-    pub deployment_id: String,
-    /// The attempt's status, while its Deployment object exists.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub status: Option<DeploymentState>,
-    pub entries: Vec<TimelineItem>,
-    /// Pass as `after` to read on; absent once the timeline was read to its end.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_after: Option<i64>,
-    pub generated_at: String,
-}
-
-/// One entry: a deployment progress event (spec §6) and its place in the timeline.
-#[derive(Serialize, JsonSchema, Debug)]
-#[serde(rename_all = "camelCase")]
-pub struct TimelineItem {
-    /// Increases along the timeline; pass the last one seen as `after` to read on.
-    pub sequence: i64,
-    #[serde(flatten)]
-    pub event: ProgressEvent,
-}
 
 /// Runs a store call off the async threads.
 async fn blocking<T: Send + 'static>(
@@ -149,7 +119,7 @@ pub async fn show(
         })
         .collect();
     Ok(Json(Timeline {
-        schema_version: "deployments.timeline/v1",
+        schema_version: TIMELINE_SCHEMA_VERSION.into(),
         resource_id,
         deployment_id,
         status: deployment.and_then(|d| d.status).and_then(|s| s.status),
