@@ -335,3 +335,39 @@ async fn twelve_redeploys_keep_the_history_limit_and_every_timeline() {
     delete_resource(&admin, &id, &slug).await;
     remove_server(&admin, &server).await;
 }
+
+#[tokio::test]
+async fn a_key_still_held_for_a_credential_that_is_gone_is_released() {
+    use k8s_openapi::api::core::v1::Secret;
+    use kube::api::{DeleteParams, PostParams};
+
+    let client = client().await;
+    let ns = TestNamespace::new(&client, "orphankey").await;
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &ns.name);
+    // What a hold that landed after its credential's cleanup leaves: the key Secret with the
+    // credential's finalizer and no SshCredential naming it.
+    let key: Secret = serde_json::from_value(json!({
+        "metadata": {
+            "name": "ssh-gone-key",
+            // berth-controller's `ssh_credential::KEY_FINALIZER`.
+            "finalizers": ["berth.dev/ssh-credential-key"],
+        },
+        "stringData": {"privateKey": "not a key"},
+    }))
+    .unwrap();
+    secrets.create(&PostParams::default(), &key).await.unwrap();
+    secrets
+        .delete("ssh-gone-key", &DeleteParams::default())
+        .await
+        .unwrap();
+    // Without the release it would stay, being deleted, forever (and its namespace with it).
+    eventually(WAIT, "the orphaned key released and deleted", || async {
+        secrets
+            .get_opt("ssh-gone-key")
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+}

@@ -42,6 +42,7 @@ pub async fn run(
     let controller = Controller::new(credentials, watcher::Config::default());
     let by_secret = controller.store();
     let by_server = controller.store();
+    let client = context.client.clone();
     // Secrets carry no Berth label, so every Secret is watched and mapped to the credentials
     // that reference it; a server change re-counts the usage of its namespace's credentials
     // (all of them, since the server may have just switched away from one).
@@ -52,14 +53,19 @@ pub async fn run(
             move |secret| {
                 let namespace = secret.namespace();
                 let name = secret.name_any();
-                by_secret
+                let credentials: Vec<_> = by_secret
                     .state()
                     .into_iter()
                     .filter(|c| {
                         c.namespace() == namespace && c.spec.private_key_secret_ref.name == name
                     })
                     .map(|c| ObjectRef::from_obj(c.as_ref()))
-                    .collect::<Vec<_>>()
+                    .collect();
+                if credentials.is_empty() && secret.finalizers().iter().any(|f| f == KEY_FINALIZER)
+                {
+                    tokio::spawn(release_orphaned_key(client.clone(), secret));
+                }
+                credentials
             },
         )
         .watches(
@@ -247,6 +253,50 @@ async fn hold_key(client: &kube::Client, credential: &SshCredential, hold: bool)
         .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await?;
     Ok(())
+}
+
+/// Releases [`KEY_FINALIZER`] from a Secret no SshCredential references any more. A hold can
+/// land after its credential's cleanup (a deletion between the check and the write, or a
+/// write a killed controller had sent); the finalizer would then keep the Secret, and its
+/// namespace, from ever being deleted. The API server is asked, not the cache, which may not
+/// have listed the credentials yet.
+async fn release_orphaned_key(client: kube::Client, secret: Secret) {
+    let namespace = secret.namespace().unwrap_or_default();
+    let name = secret.name_any();
+    let credentials = Api::<SshCredential>::namespaced(client.clone(), &namespace);
+    let referenced = match credentials.list(&ListParams::default()).await {
+        Ok(list) => list
+            .items
+            .iter()
+            .any(|c| c.spec.private_key_secret_ref.name == name),
+        Err(error) => {
+            tracing::warn!(%error, %namespace, secret = %name, "could not check an SSH key's credential");
+            return;
+        }
+    };
+    if referenced {
+        return;
+    }
+    let finalizers: Vec<&String> = secret
+        .finalizers()
+        .iter()
+        .filter(|f| *f != KEY_FINALIZER)
+        .collect();
+    let patch = serde_json::json!({ "metadata": {
+        "finalizers": finalizers,
+        "resourceVersion": secret.resource_version(),
+    }});
+    let secrets = Api::<Secret>::namespaced(client, &namespace);
+    match secrets
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => {
+            tracing::info!(%namespace, secret = %name, "released the key of a credential that is gone")
+        }
+        // A newer version brings another event, and another look.
+        Err(error) => tracing::debug!(%error, %namespace, secret = %name, "key not released"),
+    }
 }
 
 /// Whether the credential exists, as the API server has it now, and is not being deleted.
