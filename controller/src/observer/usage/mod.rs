@@ -59,7 +59,7 @@ pub async fn collect(
             previous = None;
             continue;
         }
-        let running = running_ids(&observed);
+        let running = running_ids(&observed, &id.namespace);
         if read_with.as_ref() != Some(&running) || tick % DOCKER_STORAGE_EVERY == 0 {
             match read_docker_storage(&context, &id).await {
                 Ok((data_root, read)) => {
@@ -91,11 +91,12 @@ pub async fn collect(
     }
 }
 
-/// The ids of the managed containers running now, sorted.
-fn running_ids(observed: &ObservedServer) -> Vec<String> {
+/// The ids of the server's organization's managed containers running now, sorted.
+fn running_ids(observed: &ObservedServer, namespace: &str) -> Vec<String> {
     let mut ids: Vec<String> = observed
         .running_applications()
         .into_iter()
+        .filter(|c| c.owner.as_ref().is_some_and(|o| o.namespace == namespace))
         .map(|c| c.id)
         .collect();
     ids.sort();
