@@ -58,35 +58,8 @@ pub struct DeployTokenSpec {
     pub secret_suffix: String,
 }
 
-/// The six scope arrays of a deploy token (spec §2.2).
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DeployTokenScope {
-    /// Ids of the deployment targets (servers) the token may deploy to.
-    #[serde(default)]
-    #[schemars(inner(length(min = 1)))]
-    pub deployment_target_ids: Vec<String>,
-    /// Ids of the environments the token may act on.
-    #[serde(default)]
-    #[schemars(inner(length(min = 1)))]
-    pub environment_ids: Vec<String>,
-    /// Ids of the projects the token may act on.
-    #[serde(default)]
-    #[schemars(inner(length(min = 1)))]
-    pub project_ids: Vec<String>,
-    /// Repositories (`owner/name`) the token may be used from.
-    #[serde(default)]
-    #[schemars(inner(length(min = 1)))]
-    pub repository_full_names: Vec<String>,
-    /// Ids of the resources the token may act on.
-    #[serde(default)]
-    #[schemars(inner(length(min = 1)))]
-    pub resource_ids: Vec<String>,
-    /// Workflow commands the token may run, e.g. `source-link-deploy`, `preview-cleanup`.
-    #[serde(default)]
-    #[schemars(inner(length(min = 1)))]
-    pub workflow_commands: Vec<String>,
-}
+/// The six scope arrays of a deploy token: a wire type too, defined in `berth-api`.
+pub use berth_api::deploy_tokens::DeployTokenScope;
 
 /// What the platform observed about a deploy token.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]

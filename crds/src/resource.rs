@@ -21,31 +21,11 @@ use crate::limits::{
     OBJECT_NAME_MAX, TCP_PORT_MAX, TEXT_MAX, URL_PATH_MAX,
 };
 
-/// What a resource is.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum ResourceKind {
-    Application,
-    Service,
-    Database,
-    Cache,
-    ComposeStack,
-    Worker,
-    StaticSite,
-    External,
-}
-
-/// What one service of a resource does.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum ServiceKind {
-    Web,
-    Api,
-    Worker,
-    Database,
-    Cache,
-    Service,
-}
+/// The wire enums of a Resource's spec: defined once in `berth-api`, which the REST API's
+/// requests and the CLI use too.
+pub use berth_api::resource_input::{
+    ExposureMode, GeneratedAccessMode, ResourceKind, RestartPolicy, ServiceKind, UpstreamProtocol,
+};
 
 /// A deployable resource in an environment of a project.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
@@ -157,30 +137,6 @@ pub struct ResourceService {
     pub kind: ServiceKind,
 }
 
-/// Container restart policy. Docker's `no` is spelled `never` here: YAML 1.1 readers such as
-/// kubectl turn a bare `no` into `false`, which a string field then rejects.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum RestartPolicy {
-    Never,
-    Always,
-    #[default]
-    UnlessStopped,
-    OnFailure,
-}
-
-impl RestartPolicy {
-    /// The policy name as Docker spells it.
-    pub fn docker_name(self) -> &'static str {
-        match self {
-            Self::Never => "no",
-            Self::Always => "always",
-            Self::UnlessStopped => "unless-stopped",
-            Self::OnFailure => "on-failure",
-        }
-    }
-}
-
 /// How a resource is built and run.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -247,25 +203,6 @@ pub struct HealthCheck {
     pub start_period_seconds: i32,
 }
 
-/// Protocol the edge proxy speaks to the container.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum UpstreamProtocol {
-    #[default]
-    Http,
-    Tcp,
-}
-
-/// How traffic reaches the container.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum ExposureMode {
-    None,
-    #[default]
-    ReverseProxy,
-    DirectPort,
-}
-
 /// Which port a resource listens on and how traffic reaches it (spec §2.2 "Network profile").
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -287,15 +224,6 @@ pub struct NetworkProfile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = MAX_PORT_NUMBER))]
     pub host_port: Option<i64>,
-}
-
-/// Whether a resource gets a generated access URL.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum GeneratedAccessMode {
-    #[default]
-    Inherit,
-    Disabled,
 }
 
 /// How the generated access URL behaves (spec §2.2 "Access profile").

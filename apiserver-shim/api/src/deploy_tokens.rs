@@ -54,8 +54,7 @@ pub struct ConfirmedAction {
     pub confirmation: Option<Confirmation>,
 }
 
-// The DeployToken CRD's scope as the API shows it; the shim's tests hold the two schemas
-// equal (doc comment included: it is the schema's description).
+// The DeployToken CRD's scope too (`berth-crds` re-exports it).
 /// The six scope arrays of a deploy token (spec §2.2).
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]

@@ -4,9 +4,8 @@
 //! `validate`; its limits are [`crate::limits`], the CRD schema's. Errors name the field by its
 //! JSON path (`networkProfile.hostPort`) and say what is allowed.
 //!
-//! The enums spell the values of the Resource CRD's enums of the same names (the shim converts
-//! them, and its tests prove both list the same values). They are inlined in the OpenAPI
-//! document so its `ResourceKind` etc. stay the CRD's, which the response records use.
+//! The enums are the Resource CRD's own (`berth-crds` re-exports them), so a request, the
+//! stored spec and the response records spell the same values by one definition.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -25,7 +24,6 @@ use crate::validate::{
 /// What a resource is.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
-#[schemars(inline)]
 pub enum ResourceKind {
     Application,
     Service,
@@ -40,7 +38,6 @@ pub enum ResourceKind {
 /// What one service of a resource does.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
-#[schemars(inline)]
 pub enum ServiceKind {
     Web,
     Api,
@@ -51,43 +48,55 @@ pub enum ServiceKind {
 }
 
 /// Protocol the edge proxy speaks to the container.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
-#[schemars(inline)]
 pub enum UpstreamProtocol {
+    #[default]
     Http,
     Tcp,
 }
 
 /// How traffic reaches the container.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
-#[schemars(inline)]
 pub enum ExposureMode {
     None,
+    #[default]
     ReverseProxy,
     DirectPort,
 }
 
 /// Whether a resource gets a generated access URL.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
-#[schemars(inline)]
 pub enum GeneratedAccessMode {
+    #[default]
     Inherit,
     Disabled,
 }
 
 /// Container restart policy. Docker's `no` is spelled `never` here: YAML 1.1 readers such as
 /// kubectl turn a bare `no` into `false`, which a string field then rejects.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
-#[schemars(inline)]
 pub enum RestartPolicy {
     Never,
     Always,
+    #[default]
     UnlessStopped,
     OnFailure,
+}
+
+impl RestartPolicy {
+    /// The policy name as Docker spells it.
+    pub fn docker_name(self) -> &'static str {
+        match self {
+            Self::Never => "no",
+            Self::Always => "always",
+            Self::UnlessStopped => "unless-stopped",
+            Self::OnFailure => "on-failure",
+        }
+    }
 }
 
 /// One service of a resource.

@@ -3,11 +3,9 @@
 //! (`validate`), so a REST call and the CLI refuse the same values; their limits equal
 //! `berth_crds::limits`, the CRD schema's, as the tests below hold.
 
-use berth_api::resource_input as input;
 use berth_crds::common::SourceDescriptor;
 use berth_crds::resource::{
-    AccessProfile, ExposureMode, GeneratedAccessMode, HealthCheck, NetworkProfile, ResourceKind,
-    ResourceService, RestartPolicy, RuntimeProfile, ServiceKind, UpstreamProtocol,
+    AccessProfile, HealthCheck, NetworkProfile, ResourceService, RuntimeProfile,
 };
 
 pub use berth_api::resource_input::{
@@ -27,65 +25,10 @@ pub fn in_range(field: &str, value: Option<i64>, min: i64, max: i64) -> ApiResul
     Ok(berth_api::validate::in_range(field, value, min, max)?)
 }
 
-pub fn resource_kind(kind: input::ResourceKind) -> ResourceKind {
-    match kind {
-        input::ResourceKind::Application => ResourceKind::Application,
-        input::ResourceKind::Service => ResourceKind::Service,
-        input::ResourceKind::Database => ResourceKind::Database,
-        input::ResourceKind::Cache => ResourceKind::Cache,
-        input::ResourceKind::ComposeStack => ResourceKind::ComposeStack,
-        input::ResourceKind::Worker => ResourceKind::Worker,
-        input::ResourceKind::StaticSite => ResourceKind::StaticSite,
-        input::ResourceKind::External => ResourceKind::External,
-    }
-}
-
-fn service_kind(kind: input::ServiceKind) -> ServiceKind {
-    match kind {
-        input::ServiceKind::Web => ServiceKind::Web,
-        input::ServiceKind::Api => ServiceKind::Api,
-        input::ServiceKind::Worker => ServiceKind::Worker,
-        input::ServiceKind::Database => ServiceKind::Database,
-        input::ServiceKind::Cache => ServiceKind::Cache,
-        input::ServiceKind::Service => ServiceKind::Service,
-    }
-}
-
-fn upstream_protocol(protocol: input::UpstreamProtocol) -> UpstreamProtocol {
-    match protocol {
-        input::UpstreamProtocol::Http => UpstreamProtocol::Http,
-        input::UpstreamProtocol::Tcp => UpstreamProtocol::Tcp,
-    }
-}
-
-fn exposure_mode(mode: input::ExposureMode) -> ExposureMode {
-    match mode {
-        input::ExposureMode::None => ExposureMode::None,
-        input::ExposureMode::ReverseProxy => ExposureMode::ReverseProxy,
-        input::ExposureMode::DirectPort => ExposureMode::DirectPort,
-    }
-}
-
-fn generated_access_mode(mode: input::GeneratedAccessMode) -> GeneratedAccessMode {
-    match mode {
-        input::GeneratedAccessMode::Inherit => GeneratedAccessMode::Inherit,
-        input::GeneratedAccessMode::Disabled => GeneratedAccessMode::Disabled,
-    }
-}
-
-fn restart_policy(policy: input::RestartPolicy) -> RestartPolicy {
-    match policy {
-        input::RestartPolicy::Never => RestartPolicy::Never,
-        input::RestartPolicy::Always => RestartPolicy::Always,
-        input::RestartPolicy::UnlessStopped => RestartPolicy::UnlessStopped,
-        input::RestartPolicy::OnFailure => RestartPolicy::OnFailure,
-    }
-}
-
 pub fn service(input: ServiceInput) -> ResourceService {
     ResourceService {
         name: input.name,
-        kind: service_kind(input.kind),
+        kind: input.kind,
     }
 }
 
@@ -102,11 +45,8 @@ pub fn source_descriptor(input: SourceInput) -> SourceDescriptor {
 pub fn network_profile(input: NetworkProfileInput) -> NetworkProfile {
     NetworkProfile {
         internal_port: input.internal_port,
-        upstream_protocol: input
-            .upstream_protocol
-            .map(upstream_protocol)
-            .unwrap_or_default(),
-        exposure_mode: input.exposure_mode.map(exposure_mode).unwrap_or_default(),
+        upstream_protocol: input.upstream_protocol.unwrap_or_default(),
+        exposure_mode: input.exposure_mode.unwrap_or_default(),
         target_service_name: input.target_service_name,
         host_port: input.host_port,
     }
@@ -114,10 +54,7 @@ pub fn network_profile(input: NetworkProfileInput) -> NetworkProfile {
 
 pub fn access_profile(input: AccessProfileInput) -> AccessProfile {
     AccessProfile {
-        generated_access_mode: input
-            .generated_access_mode
-            .map(generated_access_mode)
-            .unwrap_or_default(),
+        generated_access_mode: input.generated_access_mode.unwrap_or_default(),
         path_prefix: input.path_prefix.unwrap_or_else(|| "/".into()),
     }
 }
@@ -138,7 +75,7 @@ pub fn runtime_profile(
         start_command: input.start_command,
         publish_directory: input.publish_directory,
         health_check,
-        restart_policy: input.restart_policy.map(restart_policy).unwrap_or_default(),
+        restart_policy: input.restart_policy.unwrap_or_default(),
     })
 }
 
@@ -154,34 +91,12 @@ fn health_check(input: HealthCheckInput) -> ApiResult<HealthCheck> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use schemars::{JsonSchema, SchemaGenerator};
+    use berth_crds::resource::{ExposureMode, RestartPolicy, UpstreamProtocol};
     use serde::de::DeserializeOwned;
     use serde_json::{Value, json};
 
     fn parse<T: DeserializeOwned>(value: Value) -> T {
         serde_json::from_value(value).unwrap()
-    }
-
-    /// The wire enum and the CRD enum spell the same values with the same description.
-    fn same_schema<Wire: JsonSchema, Crd: JsonSchema>() {
-        let wire = SchemaGenerator::default().root_schema_for::<Wire>();
-        let crd = SchemaGenerator::default().root_schema_for::<Crd>();
-        let strip = |schema: schemars::Schema| {
-            let mut value = schema.to_value();
-            value.as_object_mut().unwrap().remove("title");
-            value
-        };
-        assert_eq!(strip(wire), strip(crd), "{}", Crd::schema_name());
-    }
-
-    #[test]
-    fn wire_enums_are_the_crd_enums() {
-        same_schema::<input::ResourceKind, ResourceKind>();
-        same_schema::<input::ServiceKind, ServiceKind>();
-        same_schema::<input::UpstreamProtocol, UpstreamProtocol>();
-        same_schema::<input::ExposureMode, ExposureMode>();
-        same_schema::<input::GeneratedAccessMode, GeneratedAccessMode>();
-        same_schema::<input::RestartPolicy, RestartPolicy>();
     }
 
     #[test]

@@ -16,7 +16,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::routes::common::{all_in, slugify};
 use crate::routes::resource_input::{
-    access_profile, network_profile, resource_kind, runtime_profile, service, source_descriptor,
+    access_profile, network_profile, runtime_profile, service, source_descriptor,
 };
 use crate::routes::{environments, projects, servers};
 use crate::state::AppState;
@@ -115,7 +115,7 @@ fn spec_of(body: CreateResource, slug: String) -> ApiResult<ResourceSpec> {
         destination_id: body.destination_id,
         name: body.name.trim().to_string(),
         slug: Some(slug),
-        kind: resource_kind(body.kind),
+        kind: body.kind,
         description: body.description.filter(|d| !d.trim().is_empty()),
         services,
         source: body.source.map(source_descriptor),
