@@ -169,20 +169,6 @@ mod tests {
     }
 
     #[test]
-    fn profile_fields_are_checked() {
-        assert_eq!(
-            display_name("displayName", "  Ada ").unwrap(),
-            Some("Ada".into())
-        );
-        assert_eq!(display_name("displayName", " ").unwrap(), None);
-        assert!(display_name("displayName", &"x".repeat(121)).is_err());
-        assert_eq!(image_url("avatarUrl", "").unwrap(), None);
-        assert!(image_url("avatarUrl", "https://example.com/a.png").is_ok());
-        assert!(image_url("avatarUrl", "ftp://example.com/a.png").is_err());
-        assert!(image_url("avatarUrl", "https://").is_err());
-    }
-
-    #[test]
     fn now_has_whole_seconds() {
         assert_eq!(now().0.subsec_nanosecond(), 0);
     }
