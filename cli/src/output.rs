@@ -250,6 +250,16 @@ pub fn optional(value: Option<&String>) -> String {
     text(value.map_or("", String::as_str))
 }
 
+/// A cell of one of the API's enums or numbers: its wire form (`not-ready`, `8080`), as
+/// `-o json` shows it; `-` when absent.
+pub fn wire<T: serde::Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(Value::String(name)) => text(&name),
+        Ok(Value::Null) | Err(_) => "-".to_string(),
+        Ok(other) => other.to_string(),
+    }
+}
+
 /// A value for a table cell: strings as they are, lists comma-separated, absent as `-`.
 pub fn cell(item: &Value, pointer: &str) -> String {
     match item.pointer(pointer) {

@@ -7,9 +7,11 @@ use berth_api::environments::EnvironmentRecord;
 use berth_api::members::MemberRecord;
 use berth_api::organizations::OrganizationSummary;
 use berth_api::projects::ProjectRecord;
+use berth_api::resources::ResourceRecord;
+use berth_api::servers::ServerRecord;
 use berth_api::variables::VariableEntry;
 
-use crate::output::{Row, optional, text};
+use crate::output::{Row, optional, text, wire};
 
 impl Row for ProjectRecord {
     const HEADERS: &'static [&'static str] = &["ID", "SLUG", "NAME", "STATUS", "CREATED"];
@@ -122,6 +124,146 @@ impl Row for TokenRecord {
     }
 }
 
+impl Row for ResourceRecord {
+    const HEADERS: &'static [&'static str] = &[
+        "ID",
+        "SLUG",
+        "NAME",
+        "KIND",
+        "ENVIRONMENT",
+        "DEPLOYMENTS",
+        "LAST",
+        "URL",
+    ];
+
+    fn cells(&self) -> Vec<String> {
+        vec![
+            text(&self.id),
+            text(&self.slug),
+            text(&self.name),
+            wire(&self.kind),
+            text(&self.environment_id),
+            self.deployment_count.to_string(),
+            wire(&self.last_deployment_status),
+            text(self.url().unwrap_or_default()),
+        ]
+    }
+
+    fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+/// A resource as `resources show` prints it: its list row and more.
+pub struct ResourceDetail<'a>(pub &'a ResourceRecord);
+
+impl Row for ResourceDetail<'_> {
+    const HEADERS: &'static [&'static str] = &[
+        "ID",
+        "SLUG",
+        "NAME",
+        "KIND",
+        "ENVIRONMENT",
+        "DEPLOYMENTS",
+        "LAST",
+        "URL",
+        "PROJECT",
+        "PORT",
+        "ROUTE",
+        "LAST DEPLOYMENT",
+        "CREATED",
+    ];
+
+    fn cells(&self) -> Vec<String> {
+        let r = self.0;
+        let port = r.network_profile.as_ref().map(|n| n.internal_port);
+        let mut cells = r.cells();
+        cells.extend([
+            text(&r.project_id),
+            wire(&port),
+            wire(&r.proxy_route_status),
+            optional(r.last_deployment_id.as_ref()),
+            text(&r.created_at),
+        ]);
+        cells
+    }
+
+    fn id(&self) -> &str {
+        &self.0.id
+    }
+}
+
+impl Row for ServerRecord {
+    const HEADERS: &'static [&'static str] = &[
+        "ID",
+        "NAME",
+        "HOST",
+        "PORT",
+        "STATUS",
+        "REACHABLE",
+        "PROXY",
+        "DOCKER",
+    ];
+
+    fn cells(&self) -> Vec<String> {
+        vec![
+            text(&self.id),
+            text(&self.name),
+            text(&self.host),
+            self.port.to_string(),
+            wire(&self.lifecycle_status),
+            self.reachable.to_string(),
+            text(&self.proxy.status),
+            optional(self.docker_version.as_ref()),
+        ]
+    }
+
+    fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+/// A server as `servers show` prints it: its list row and more.
+pub struct ServerDetail<'a>(pub &'a ServerRecord);
+
+impl Row for ServerDetail<'_> {
+    const HEADERS: &'static [&'static str] = &[
+        "ID",
+        "NAME",
+        "HOST",
+        "PORT",
+        "STATUS",
+        "REACHABLE",
+        "PROXY",
+        "DOCKER",
+        "HOST KEY",
+        "BASE DOMAIN",
+        "LAST CONTACT",
+        "BLOCKERS",
+    ];
+
+    fn cells(&self) -> Vec<String> {
+        let server = self.0;
+        let blockers: Vec<String> = server
+            .delete_blockers
+            .iter()
+            .map(|b| format!("{} {}", b.kind, b.id))
+            .collect();
+        let mut cells = server.cells();
+        cells.extend([
+            optional(server.host_key_fingerprint.as_ref()),
+            optional(server.base_domain.as_ref()),
+            optional(server.last_contact_at.as_ref()),
+            text(&blockers.join(", ")),
+        ]);
+        cells
+    }
+
+    fn id(&self) -> &str {
+        &self.0.id
+    }
+}
+
 /// One of the caller's organizations, the current one marked `*`.
 pub struct OrganizationRow<'a> {
     pub organization: &'a OrganizationSummary,
@@ -184,5 +326,67 @@ mod tests {
             entry.cells(),
             ["TOKEN", "****", "runtime", "resource", "true"]
         );
+    }
+
+    /// Resources and servers print what their JSON-pointer columns printed before they were
+    /// read typed; the URL is the newest applied route's.
+    #[test]
+    fn resource_and_server_rows_print_the_table_people_saw() {
+        let out = Output {
+            format: Format::Table,
+            quiet: false,
+            color: false,
+        };
+        let resource = json!({"id": "res-1", "projectId": "prj-1", "environmentId": "env-1",
+            "name": "Web", "slug": "web", "kind": "application", "createdAt": "2030-01-01T00:00:00Z",
+            "services": [], "deploymentCount": 2, "lastDeploymentStatus": "succeeded",
+            "networkProfile": {"internalPort": 8080},
+            "accessSummary": {"latestGeneratedAccessRoute": {"url": "http://web.example",
+                "hostname": "web.example", "scheme": "http", "deploymentId": "dep-2",
+                "deploymentStatus": "succeeded", "pathPrefix": "/", "proxyKind": "caddy",
+                "updatedAt": "2030-01-01T00:00:00Z"}}});
+        let columns = [
+            col("ID", "/id"),
+            col("SLUG", "/slug"),
+            col("NAME", "/name"),
+            col("KIND", "/kind"),
+            col("ENVIRONMENT", "/environmentId"),
+            col("DEPLOYMENTS", "/deploymentCount"),
+            col("LAST", "/lastDeploymentStatus"),
+            col("URL", "/accessSummary/latestGeneratedAccessRoute/url"),
+        ];
+        let record: ResourceRecord = serde_json::from_value(resource.clone()).unwrap();
+        assert_eq!(
+            out.grid(ResourceRecord::HEADERS, vec![record.cells()]),
+            out.table(&[resource], &columns)
+        );
+        let detail = ResourceDetail(&record).cells();
+        assert_eq!(detail[9..], ["8080", "-", "-", "2030-01-01T00:00:00Z"]);
+
+        let server = json!({"id": "srv-1", "name": "one", "host": "10.0.0.1", "port": 22,
+            "username": "root", "credentialId": "ssh-1", "providerKey": "generic-ssh",
+            "lifecycleStatus": "inactive", "reachable": true, "dockerVersion": "26.1.5",
+            "proxy": {"kind": "caddy", "status": "not-ready", "image": "caddy", "httpPort": 80,
+                "httpsPort": 443},
+            "conditions": [{"type": "Ready", "status": "False", "reason": "ProxyNotReady",
+                "message": "…", "lastTransitionTime": "2030-01-01T00:00:00Z"}],
+            "deleteBlockers": [{"kind": "resource", "id": "res-1"}],
+            "createdAt": "2030-01-01T00:00:00Z"});
+        let columns = [
+            col("ID", "/id"),
+            col("NAME", "/name"),
+            col("HOST", "/host"),
+            col("PORT", "/port"),
+            col("STATUS", "/lifecycleStatus"),
+            col("REACHABLE", "/reachable"),
+            col("PROXY", "/proxy/status"),
+            col("DOCKER", "/dockerVersion"),
+        ];
+        let record: ServerRecord = serde_json::from_value(server.clone()).unwrap();
+        assert_eq!(
+            out.grid(ServerRecord::HEADERS, vec![record.cells()]),
+            out.table(&[server], &columns)
+        );
+        assert_eq!(ServerDetail(&record).cells()[11], "resource res-1");
     }
 }

@@ -6,6 +6,10 @@ use k8s_openapi::jiff::Timestamp;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use berth_api::conditions::ConditionRecord;
+/// Status of a condition, as Kubernetes spells it: a wire type too, defined in `berth-api`.
+pub use berth_api::conditions::ConditionStatus;
+
 /// Condition type every kind reports; `kubectl wait --for=condition=Ready` reads it.
 pub const READY: &str = "Ready";
 
@@ -30,14 +34,6 @@ pub mod reason {
     pub const REVOKED: &str = "Revoked";
 }
 
-/// Status of a condition, as Kubernetes spells it.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
-pub enum ConditionStatus {
-    True,
-    False,
-    Unknown,
-}
-
 /// One observation about an object, in the shape kstatus and Flux understand.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -56,6 +52,25 @@ pub struct Condition {
     /// The `metadata.generation` this condition was computed from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+}
+
+/// A time as Kubernetes writes it (RFC 3339, whole seconds): how the REST API shows the times
+/// the controller writes.
+pub fn wire_time(time: &Time) -> String {
+    time.0.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+impl From<&Condition> for ConditionRecord {
+    fn from(condition: &Condition) -> Self {
+        Self {
+            type_: condition.type_.clone(),
+            status: condition.status,
+            reason: condition.reason.clone(),
+            message: condition.message.clone(),
+            last_transition_time: wire_time(&condition.last_transition_time),
+            observed_generation: condition.observed_generation,
+        }
+    }
 }
 
 impl Condition {
@@ -129,6 +144,19 @@ mod tests {
             Some(1),
             Timestamp::now(),
         )
+    }
+
+    /// The REST API shows a condition exactly as the object's status holds it.
+    #[test]
+    fn the_wire_condition_is_the_stored_one() {
+        let mut condition = ready(ConditionStatus::False, "down");
+        condition.last_transition_time = Time("2030-01-02T03:04:05.678Z".parse().unwrap());
+        let wire = ConditionRecord::from(&condition);
+        assert_eq!(wire.last_transition_time, "2030-01-02T03:04:05Z");
+        assert_eq!(
+            serde_json::to_value(&wire).unwrap(),
+            serde_json::to_value(&condition).unwrap()
+        );
     }
 
     #[test]

@@ -519,7 +519,7 @@ fn route_intent(
         runtime_health: runtime.health.clone(),
         latest_observation: LatestObservation {
             source: "resource-access-summary",
-            observed_at: timestamp(&route.updated_at),
+            observed_at: route.updated_at.clone(),
             request_id: None,
             deployment_id: route.deployment_id.clone(),
         },

@@ -11,7 +11,6 @@ use crate::Condition;
 use crate::common::SourceDescriptor;
 use crate::deployment::DeploymentState;
 use crate::runtime_control::{RuntimeControlSpec, RuntimeControlStatus};
-use crate::server::ProxyKind;
 use crate::variable::PlainVariable;
 
 pub use crate::limits::MAX_PORT_NUMBER;
@@ -21,11 +20,17 @@ use crate::limits::{
     OBJECT_NAME_MAX, TCP_PORT_MAX, TEXT_MAX, URL_PATH_MAX,
 };
 
+/// The profiles and the access summary a Resource holds, which the REST API serves as they
+/// are: defined once in `berth-api`, too.
+pub use berth_api::access::{
+    AccessScheme, AccessSummary, AppliedAccessRoute, PlannedAccessRoute, ProxyRouteStatus,
+};
 /// The wire enums of a Resource's spec: defined once in `berth-api`, which the REST API's
 /// requests and the CLI use too.
 pub use berth_api::resource_input::{
     ExposureMode, GeneratedAccessMode, ResourceKind, RestartPolicy, ServiceKind, UpstreamProtocol,
 };
+pub use berth_api::resources::{AccessProfile, NetworkProfile, ResourceService};
 
 /// A deployable resource in an environment of a project.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
@@ -126,17 +131,6 @@ pub struct ImagePullSecretRef {
     pub name: String,
 }
 
-/// One service of a resource.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ResourceService {
-    /// Service name (a DNS label), unique in the resource.
-    #[schemars(length(min = 1, max = DNS_LABEL_MAX), regex(pattern = DNS_LABEL_PATTERN))]
-    pub name: String,
-    /// What the service does.
-    pub kind: ServiceKind,
-}
-
 /// How a resource is built and run.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -201,42 +195,6 @@ pub struct HealthCheck {
     #[serde(default)]
     #[schemars(range(min = 0, max = HEALTH_CHECK_SECONDS_MAX))]
     pub start_period_seconds: i32,
-}
-
-/// Which port a resource listens on and how traffic reaches it (spec §2.2 "Network profile").
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct NetworkProfile {
-    /// Port the application listens on inside the container.
-    #[schemars(range(min = 1, max = MAX_PORT_NUMBER))]
-    pub internal_port: i64,
-    /// `http` (default) or `tcp`.
-    #[serde(default)]
-    pub upstream_protocol: UpstreamProtocol,
-    /// `reverse-proxy` (default), `direct-port` or `none`.
-    #[serde(default)]
-    pub exposure_mode: ExposureMode,
-    /// Service that receives traffic, for resources with several services (a DNS label).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = DNS_LABEL_MAX), regex(pattern = DNS_LABEL_PATTERN))]
-    pub target_service_name: Option<String>,
-    /// Host port published with `direct-port` exposure.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = MAX_PORT_NUMBER))]
-    pub host_port: Option<i64>,
-}
-
-/// How the generated access URL behaves (spec §2.2 "Access profile").
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AccessProfile {
-    /// `inherit` (default) or `disabled`.
-    #[serde(default)]
-    pub generated_access_mode: GeneratedAccessMode,
-    /// Path prefix the resource is served under.
-    #[serde(default = "default_root_path")]
-    #[schemars(length(min = 1, max = URL_PATH_MAX), regex(pattern = ABSOLUTE_PATH_PATTERN))]
-    pub path_prefix: String,
 }
 
 /// When a resource redeploys by itself.
@@ -363,16 +321,6 @@ fn default_trigger_kind() -> String {
     "git-push".to_string()
 }
 
-/// Whether the edge proxy serves a resource's route.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum ProxyRouteStatus {
-    Unknown,
-    Ready,
-    NotReady,
-    Failed,
-}
-
 /// What the controller observed about a resource.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -460,84 +408,6 @@ pub enum RuntimeHealth {
     /// Docker's health check has not passed yet.
     Starting,
     Unknown,
-}
-
-/// URL scheme of an access route.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum AccessScheme {
-    Http,
-    Https,
-}
-
-/// Where a resource can be reached (spec §2.2 "Access summary").
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AccessSummary {
-    /// The generated route the next deployment will serve.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub planned_generated_access_route: Option<PlannedAccessRoute>,
-    /// The generated route the latest deployment serves.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub latest_generated_access_route: Option<AppliedAccessRoute>,
-    /// The latest route through a durable domain binding.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub latest_durable_domain_route: Option<AppliedAccessRoute>,
-    /// The latest domain route applied on the server's edge proxy.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub latest_server_applied_domain_route: Option<AppliedAccessRoute>,
-    /// Whether the edge proxy serves the route.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub proxy_route_status: Option<ProxyRouteStatus>,
-}
-
-/// A route planned for the next deployment.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PlannedAccessRoute {
-    /// Full URL.
-    pub url: String,
-    /// Host name of the URL.
-    pub hostname: String,
-    /// `http` or `https`.
-    pub scheme: AccessScheme,
-    /// Edge proxy provider, e.g. `caddy`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provider_key: Option<String>,
-    /// Path prefix of the route.
-    pub path_prefix: String,
-    /// Edge proxy kind.
-    pub proxy_kind: ProxyKind,
-    /// Container port the route forwards to.
-    pub target_port: i64,
-}
-
-/// A route a deployment realized.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AppliedAccessRoute {
-    /// Full URL.
-    pub url: String,
-    /// Host name of the URL.
-    pub hostname: String,
-    /// `http` or `https`.
-    pub scheme: AccessScheme,
-    /// Edge proxy provider, e.g. `caddy`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provider_key: Option<String>,
-    /// Id of the Deployment that realized the route.
-    pub deployment_id: String,
-    /// Status of that Deployment.
-    pub deployment_status: DeploymentState,
-    /// Path prefix of the route.
-    pub path_prefix: String,
-    /// Edge proxy kind.
-    pub proxy_kind: ProxyKind,
-    /// Container port the route forwards to.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target_port: Option<i64>,
-    /// When the route was last updated.
-    pub updated_at: Time,
 }
 
 /// Reasons of a Resource's `Ready` condition.

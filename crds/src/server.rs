@@ -11,17 +11,9 @@ use crate::limits::{NAME_MAX, OBJECT_NAME_MAX, TCP_PORT_MAX};
 /// Default edge proxy image, built locally from Debian's `caddy` package.
 pub const DEFAULT_PROXY_IMAGE: &str = "berth/edge-caddy:2.6.2";
 
-/// Whether a server takes deployments. Only an inactive server may be deleted.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum ServerLifecycle {
-    #[default]
-    Active,
-    Inactive,
-}
-
-/// Edge proxy run on a server: a wire type too, defined in `berth-api`.
-pub use berth_api::servers::ProxyKind;
+/// Edge proxy run on a server, its lifecycle and its facts: wire types too, defined in
+/// `berth-api`.
+pub use berth_api::servers::{ProxyKind, ServerFacts, ServerLifecycle};
 
 /// A server reached over SSH. Deleting it is refused until it is inactive and its delete
 /// blockers are clear.
@@ -197,26 +189,4 @@ pub struct ServerStatus {
     /// Current conditions; `Ready` once SSH, Docker and the edge proxy work.
     #[serde(default)]
     pub conditions: Vec<Condition>,
-}
-
-/// Facts gathered from a server. The strings are optional rather than defaulting to `""`:
-/// Kubernetes 1.20 rejects a CRD whose schema has an empty-string default.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ServerFacts {
-    /// Operating system, e.g. `Debian GNU/Linux 12 (bookworm)`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub os: Option<String>,
-    /// CPU architecture, e.g. `x86_64`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub arch: Option<String>,
-    /// Number of logical CPUs.
-    #[serde(default)]
-    pub cpus: i64,
-    /// Total memory in bytes.
-    #[serde(default)]
-    pub memory_bytes: i64,
-    /// Kernel release.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kernel: Option<String>,
 }

@@ -11,11 +11,13 @@
 
 #![forbid(unsafe_code)]
 
+pub mod access;
 pub mod access_failure;
 pub mod account;
 pub mod bootstrap;
 pub mod certificates;
 pub mod common;
+pub mod conditions;
 pub mod credentials;
 pub mod decisions;
 pub mod deploy_tokens;

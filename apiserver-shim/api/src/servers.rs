@@ -4,6 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::common::Confirmation;
+use crate::conditions::ConditionRecord;
 
 /// An empty object (or no body).
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Default)]
@@ -74,4 +75,96 @@ pub struct ProxyInput {
     pub http_port: Option<u16>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub https_port: Option<u16>,
+}
+
+/// A server as the REST API shows it.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerRecord {
+    pub id: String,
+    pub name: String,
+    pub host: String,
+    pub port: i32,
+    pub username: String,
+    pub credential_id: String,
+    pub provider_key: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_domain: Option<String>,
+    /// `active` (takes deployments) or `inactive` (may be deleted).
+    pub lifecycle_status: ServerLifecycle,
+    /// Whether the controller's last SSH connection succeeded.
+    pub reachable: bool,
+    /// The pinned SSH host key (`SHA256:…`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_key_fingerprint: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub docker_version: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub facts: Option<ServerFacts>,
+    pub proxy: ProxyRecord,
+    /// `Reachable`, `DockerReady`, `ProxyReady`, `Ready` and, while blocked, `DeletionBlocked`.
+    pub conditions: Vec<ConditionRecord>,
+    /// What keeps the server from being deleted (resources and deployments on it).
+    pub delete_blockers: Vec<Blocker>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_contact_at: Option<String>,
+    pub created_at: String,
+}
+
+/// The edge proxy of a server.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct ProxyRecord {
+    /// `caddy`, `traefik` or `none`.
+    pub kind: ProxyKind,
+    /// `ready`, `not-ready`, `unknown` (not checked yet), `unsupported` or `disabled`.
+    pub status: String,
+    pub image: String,
+    pub http_port: i32,
+    pub https_port: i32,
+}
+
+/// An object that keeps another from being deleted.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Blocker {
+    /// `resource` or `deployment`.
+    pub kind: String,
+    pub id: String,
+}
+
+/// `{ items }` of `GET /servers`.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+pub struct ServerList {
+    pub items: Vec<ServerRecord>,
+}
+
+/// Whether a server takes deployments. Only an inactive server may be deleted.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ServerLifecycle {
+    #[default]
+    Active,
+    Inactive,
+}
+
+/// Facts gathered from a server. The strings are optional rather than defaulting to `""`:
+/// Kubernetes 1.20 rejects a CRD whose schema has an empty-string default.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerFacts {
+    /// Operating system, e.g. `Debian GNU/Linux 12 (bookworm)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os: Option<String>,
+    /// CPU architecture, e.g. `x86_64`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch: Option<String>,
+    /// Number of logical CPUs.
+    #[serde(default)]
+    pub cpus: i64,
+    /// Total memory in bytes.
+    #[serde(default)]
+    pub memory_bytes: i64,
+    /// Kernel release.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
 }

@@ -100,44 +100,6 @@ mod tests {
     }
 
     #[test]
-    fn wire_limits_are_the_crd_limits() {
-        use berth_api::limits as wire;
-        use berth_crds::limits as crd;
-        let sizes = [
-            (wire::NAME_MAX, crd::NAME_MAX),
-            (wire::DNS_LABEL_MAX, crd::DNS_LABEL_MAX),
-            (wire::ORGANIZATION_SLUG_MAX, crd::ORGANIZATION_SLUG_MAX),
-            (wire::OBJECT_NAME_MAX, crd::OBJECT_NAME_MAX),
-            (wire::DESCRIPTION_MAX, crd::DESCRIPTION_MAX),
-            (wire::TEXT_MAX, crd::TEXT_MAX),
-            (wire::URL_PATH_MAX, crd::URL_PATH_MAX),
-            (wire::SOURCE_KIND_MAX, crd::SOURCE_KIND_MAX),
-            (wire::SOURCE_DISPLAY_NAME_MAX, crd::SOURCE_DISPLAY_NAME_MAX),
-        ];
-        for (wire, crd) in sizes {
-            assert_eq!(wire, crd);
-        }
-        let numbers = [
-            (wire::JSON_SAFE_INTEGER_MAX, crd::JSON_SAFE_INTEGER_MAX),
-            (wire::MAX_PORT_NUMBER, crd::MAX_PORT_NUMBER),
-            (wire::TCP_PORT_MAX, crd::TCP_PORT_MAX),
-            (wire::HTTP_STATUS_MIN, crd::HTTP_STATUS_MIN),
-            (wire::HTTP_STATUS_MAX, crd::HTTP_STATUS_MAX),
-            (
-                wire::HEALTH_CHECK_SECONDS_MAX,
-                crd::HEALTH_CHECK_SECONDS_MAX,
-            ),
-            (
-                wire::HEALTH_CHECK_RETRIES_MAX,
-                crd::HEALTH_CHECK_RETRIES_MAX,
-            ),
-        ];
-        for (wire, crd) in numbers {
-            assert_eq!(wire, crd);
-        }
-    }
-
-    #[test]
     fn a_field_error_is_a_422_naming_the_field_and_its_bounds() {
         let network = parse::<NetworkProfileInput>(json!({"internalPort": 0}));
         let error = ApiError::from(network.validate([]).unwrap_err());

@@ -9,15 +9,9 @@ use std::sync::{Arc, LazyLock};
 
 use axum::Json;
 use axum::extract::{Path, State};
-use berth_crds::deployment::DeploymentState;
 use berth_crds::member::OrganizationRole;
-use berth_crds::resource::{
-    AccessProfile, AccessSummary, NetworkProfile, ProxyRouteStatus, Resource, ResourceKind,
-    ResourceService,
-};
+use berth_crds::resource::Resource;
 use kube::{Api, ResourceExt};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::Endpoint;
 use super::common::{IdResponse, all_in, bounded, created_at, known_params};
@@ -32,7 +26,7 @@ use crate::state::AppState;
 
 pub use create::CreateResource;
 
-pub use berth_api::resources::DeleteResource;
+pub use berth_api::resources::{DeleteResource, ResourceList, ResourceRecord};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -54,46 +48,6 @@ pub fn endpoints() -> Vec<Endpoint> {
             delete,
         ),
     ]
-}
-
-/// The Resource list item of spec §2.2.
-#[derive(Serialize, JsonSchema, Debug)]
-#[serde(rename_all = "camelCase")]
-pub struct ResourceRecord {
-    pub id: String,
-    pub project_id: String,
-    pub environment_id: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub destination_id: Option<String>,
-    pub name: String,
-    /// URL-safe short name; the first label of the generated host name.
-    pub slug: String,
-    pub kind: ResourceKind,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    pub created_at: String,
-    pub services: Vec<ResourceService>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub network_profile: Option<NetworkProfile>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub access_profile: Option<AccessProfile>,
-    pub deployment_count: i64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_deployment_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_deployment_status: Option<DeploymentState>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub access_summary: Option<AccessSummary>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub proxy_route_status: Option<ProxyRouteStatus>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_route_realization_deployment_id: Option<String>,
-}
-
-/// `{ items }` of `GET /resources`.
-#[derive(Serialize, JsonSchema)]
-pub struct ResourceList {
-    pub items: Vec<ResourceRecord>,
 }
 
 /// Converts the custom resource to the list item; deployment facts come from its status.

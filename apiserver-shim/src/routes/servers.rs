@@ -9,19 +9,14 @@ use std::time::{Duration, Instant};
 
 use axum::Json;
 use axum::extract::{Path, State};
-use berth_crds::Condition;
 use berth_crds::condition::{self, ConditionStatus};
 use berth_crds::deployment::Deployment;
 use berth_crds::limits::{DNS_LABEL_MAX, LIST_LIMIT_MAX, NAME_MAX, OBJECT_NAME_MAX, TCP_PORT_MAX};
 use berth_crds::member::OrganizationRole;
 use berth_crds::resource::Resource as BerthResource;
-use berth_crds::server::{
-    ProxyKind, Server, ServerFacts, ServerLifecycle, ServerProxy, ServerSpec,
-};
+use berth_crds::server::{ProxyKind, Server, ServerLifecycle, ServerProxy, ServerSpec};
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
-use schemars::JsonSchema;
-use serde::Serialize;
 use serde_json::json;
 
 use super::Endpoint;
@@ -37,7 +32,9 @@ use crate::extract::{JsonBody, QueryParams};
 use crate::state::{AppState, FIELD_MANAGER};
 use crate::write::{UPDATED_BY_ID, UPDATED_BY_KIND, apply};
 
-pub use berth_api::servers::{CreateServer, DeleteServer, NoBody, ProxyInput};
+pub use berth_api::servers::{
+    Blocker, CreateServer, DeleteServer, NoBody, ProxyInput, ProxyRecord, ServerList, ServerRecord,
+};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -78,67 +75,6 @@ pub const DEFAULT_LIMIT: u64 = 100;
 const RECEIPT_TTL: Duration = Duration::from_secs(24 * 3600);
 /// Most idempotency keys remembered at once.
 const MAX_RECEIPTS: usize = 10_000;
-
-/// A server as the REST API shows it.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ServerRecord {
-    pub id: String,
-    pub name: String,
-    pub host: String,
-    pub port: i32,
-    pub username: String,
-    pub credential_id: String,
-    pub provider_key: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub base_domain: Option<String>,
-    /// `active` (takes deployments) or `inactive` (may be deleted).
-    pub lifecycle_status: ServerLifecycle,
-    /// Whether the controller's last SSH connection succeeded.
-    pub reachable: bool,
-    /// The pinned SSH host key (`SHA256:…`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub host_key_fingerprint: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub docker_version: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub facts: Option<ServerFacts>,
-    pub proxy: ProxyRecord,
-    /// `Reachable`, `DockerReady`, `ProxyReady`, `Ready` and, while blocked, `DeletionBlocked`.
-    pub conditions: Vec<Condition>,
-    /// What keeps the server from being deleted (resources and deployments on it).
-    pub delete_blockers: Vec<Blocker>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_contact_at: Option<String>,
-    pub created_at: String,
-}
-
-/// The edge proxy of a server.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ProxyRecord {
-    /// `caddy`, `traefik` or `none`.
-    pub kind: ProxyKind,
-    /// `ready`, `not-ready`, `unknown` (not checked yet), `unsupported` or `disabled`.
-    pub status: String,
-    pub image: String,
-    pub http_port: i32,
-    pub https_port: i32,
-}
-
-/// An object that keeps another from being deleted.
-#[derive(Serialize, JsonSchema, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Blocker {
-    /// `resource` or `deployment`.
-    pub kind: String,
-    pub id: String,
-}
-
-/// `{ items }` of `GET /servers`.
-#[derive(Serialize, JsonSchema)]
-pub struct ServerList {
-    pub items: Vec<ServerRecord>,
-}
 
 /// Idempotency keys of recent deletes, kept in the shim's memory (a restart forgets them; a
 /// retry then sees 404 for a server that is gone).
@@ -252,7 +188,7 @@ pub fn record(server: &Server) -> ServerRecord {
             http_port: spec.proxy.http_port,
             https_port: spec.proxy.https_port,
         },
-        conditions: status.conditions.clone(),
+        conditions: status.conditions.iter().map(Into::into).collect(),
         delete_blockers: blockers_of(&status.delete_blockers),
         last_contact_at: status.last_contact_at.as_ref().map(timestamp),
         created_at: created_at(&server.metadata),

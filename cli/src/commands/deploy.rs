@@ -9,12 +9,13 @@ use std::time::{Duration, Instant};
 
 use berth_api::deployments::StartDeployment;
 use berth_api::progress::{ProgressEvent, StreamStatus};
+use berth_api::resources::ResourceRecord;
 use reqwest::Method;
 use serde_json::Value;
 
 use super::Ctx;
 use super::infra::server_id;
-use super::resources::{ResourceRef, find_resource};
+use super::resources::find_resource;
 use crate::error::{CliError, CliResult};
 use crate::output::Format;
 use crate::progress::ProgressView;
@@ -62,7 +63,7 @@ pub fn deploy(ctx: &Ctx, resource: &str, server: Option<String>) -> CliResult<()
 }
 
 /// The outcome: the URL after a success; the error (code in its message) after a failure.
-fn finish(ctx: &Ctx, resource: &ResourceRef, last: Option<ProgressEvent>) -> CliResult<()> {
+fn finish(ctx: &Ctx, resource: &ResourceRecord, last: Option<ProgressEvent>) -> CliResult<()> {
     let Some(last) = last else {
         return Err(CliError::failure(
             "the deployment stream ended without an event",
@@ -70,11 +71,11 @@ fn finish(ctx: &Ctx, resource: &ResourceRef, last: Option<ProgressEvent>) -> Cli
     };
     match last.status {
         StreamStatus::Succeeded => {
-            let url = find_resource(ctx, &resource.id)?.0.url();
+            let (resource, _) = find_resource(ctx, &resource.id)?;
             if ctx.out.quiet {
                 println!("{}", last.deployment_id);
             } else if ctx.out.human() {
-                match url {
+                match resource.url() {
                     Some(url) => println!("URL: {url}"),
                     None => {
                         println!("(no route: the resource is not exposed through the edge proxy)")
@@ -108,7 +109,7 @@ fn print_event(format: Format, data: &str) {
 
 /// The server a resource deploys to. The resource list does not name it, so it is read from
 /// the diagnostic summary's context (without its log tails).
-fn resource_server(ctx: &Ctx, resource: &ResourceRef) -> CliResult<String> {
+fn resource_server(ctx: &Ctx, resource: &ResourceRecord) -> CliResult<String> {
     let query = [
         ("includeDeploymentTimelineTail", "false".to_string()),
         ("includeRuntimeLogTail", "false".to_string()),

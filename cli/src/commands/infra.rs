@@ -4,23 +4,13 @@ use berth_api::common::Confirmation;
 use berth_api::credentials::{
     CreateCredential, DeleteCredential, RotateCredential, SshCredentialKind,
 };
-use berth_api::servers::{CreateServer, DeleteServer, NoBody};
+use berth_api::servers::{CreateServer, DeleteServer, NoBody, ServerList, ServerRecord};
 
-use super::{Ctx, created, id_of, list, show};
+use super::{Ctx, created, get_as, id_of, list, read_as};
 use crate::cli::{Credentials, Servers};
 use crate::error::{CliError, CliResult};
 use crate::output::{Column, col};
-
-const SERVER_COLUMNS: &[Column] = &[
-    col("ID", "/id"),
-    col("NAME", "/name"),
-    col("HOST", "/host"),
-    col("PORT", "/port"),
-    col("STATUS", "/lifecycleStatus"),
-    col("REACHABLE", "/reachable"),
-    col("PROXY", "/proxy/status"),
-    col("DOCKER", "/dockerVersion"),
-];
+use crate::rows::ServerDetail;
 
 const CREDENTIAL_COLUMNS: &[Column] = &[
     col("ID", "/id"),
@@ -37,16 +27,17 @@ pub fn server_id(ctx: &Ctx, name: &str) -> CliResult<String> {
 
 pub fn servers(ctx: &Ctx, command: Servers) -> CliResult<()> {
     match command {
-        Servers::List => list(ctx, "/servers", &[], SERVER_COLUMNS, "/id"),
+        Servers::List => {
+            let (answer, list): (_, ServerList) = get_as(ctx.api()?, "/servers", &[])?;
+            ctx.out.rows(&answer, &list.items);
+            Ok(())
+        }
         Servers::Show { server } => {
             let id = server_id(ctx, &server)?;
-            let mut fields = SERVER_COLUMNS.to_vec();
-            fields.extend([
-                col("HOST KEY", "/hostKeyFingerprint"),
-                col("BASE DOMAIN", "/baseDomain"),
-                col("LAST CONTACT", "/lastContactAt"),
-            ]);
-            show(ctx, &format!("/servers/{id}"), &fields, "/id")
+            let path = format!("/servers/{id}");
+            let (answer, server): (_, ServerRecord) = get_as(ctx.api()?, &path, &[])?;
+            ctx.out.row(&answer, &ServerDetail(&server));
+            Ok(())
         }
         Servers::Create {
             name,
@@ -95,7 +86,8 @@ fn lifecycle(ctx: &Ctx, server: &str, action: &str) -> CliResult<()> {
     let answer = ctx
         .api()?
         .post(&format!("/servers/{id}/{action}"), &NoBody {})?;
-    ctx.out.record(&answer, SERVER_COLUMNS, "/id");
+    let server: ServerRecord = read_as("server", &answer)?;
+    ctx.out.row(&answer, &server);
     Ok(())
 }
 

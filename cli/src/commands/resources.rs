@@ -4,64 +4,25 @@ use std::io::Read;
 
 use berth_api::common::Confirmation;
 use berth_api::resource_input::{NetworkProfileInput, SourceInput};
-use berth_api::resources::{CreateResource, DeleteResource};
+use berth_api::resources::{CreateResource, DeleteResource, ResourceList, ResourceRecord};
 use berth_api::runtime_control::RuntimeControlRequest;
 use berth_api::secrets::{CreateSecret, DeleteSecret, RotateSecret, SecretList, SecretShow};
 use berth_api::variables::{DeleteVariable, EffectiveConfig, ImportVariables, SetVariable};
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::infra::server_id;
 use super::workspace::{environment_id, project_id};
-use super::{Ctx, created, get_as, resolve, wire_enum};
+use super::{Ctx, created, get_as, read_as, resolve, wire_enum};
 use crate::cli::{ExposureOption, ResourceOption, Resources, Secrets, Variables};
 use crate::error::{CliError, CliResult};
-use crate::output::{Column, col, items};
+use crate::output::{col, items};
+use crate::rows::ResourceDetail;
 
-const RESOURCE_COLUMNS: &[Column] = &[
-    col("ID", "/id"),
-    col("SLUG", "/slug"),
-    col("NAME", "/name"),
-    col("KIND", "/kind"),
-    col("ENVIRONMENT", "/environmentId"),
-    col("DEPLOYMENTS", "/deploymentCount"),
-    col("LAST", "/lastDeploymentStatus"),
-    col("URL", "/accessSummary/latestGeneratedAccessRoute/url"),
-];
-
-/// What the CLI needs of a resource list item (spec §2.2 "Resource").
-#[derive(Deserialize, Debug, Clone)]
-#[serde(rename_all = "camelCase")]
-pub struct ResourceRef {
-    pub id: String,
-    pub slug: String,
-    pub project_id: String,
-    pub environment_id: String,
-    /// Read by field name only: its record type belongs to the controller's objects.
-    #[serde(default)]
-    pub access_summary: Value,
-}
-
-impl ResourceRef {
-    /// The URL that serves the resource: its latest applied route, else the planned one.
-    pub fn url(&self) -> Option<String> {
-        [
-            "latestServerAppliedDomainRoute",
-            "latestDurableDomainRoute",
-            "latestGeneratedAccessRoute",
-            "plannedGeneratedAccessRoute",
-        ]
-        .into_iter()
-        .find_map(|route| self.access_summary[route]["url"].as_str())
-        .map(str::to_string)
-    }
-}
-
-/// The resource whose id, slug or name is `name`, as listed.
-pub fn find_resource(ctx: &Ctx, name: &str) -> CliResult<(ResourceRef, Value)> {
+/// The resource whose id, slug or name is `name`, as listed: read as the API's record, and as
+/// it came (what `-o json|yaml` prints).
+pub fn find_resource(ctx: &Ctx, name: &str) -> CliResult<(ResourceRecord, Value)> {
     let item = resolve(ctx.api()?, "/resources", &[], "id", name)?;
-    let resource = serde_json::from_value(item.clone())
-        .map_err(|error| CliError::failure(format!("unexpected resource record: {error}")))?;
+    let resource = read_as("resource", &item)?;
     Ok((resource, item))
 }
 
@@ -78,19 +39,13 @@ pub fn resources(ctx: &Ctx, command: Resources) -> CliResult<()> {
             if let Some(environment) = environment {
                 query.push(("environmentId", environment_id(ctx, &environment)?));
             }
-            super::list(ctx, "/resources", &query, RESOURCE_COLUMNS, "/id")
+            let (answer, list): (_, ResourceList) = get_as(ctx.api()?, "/resources", &query)?;
+            ctx.out.rows(&answer, &list.items);
+            Ok(())
         }
         Resources::Show { resource } => {
-            let (_, item) = find_resource(ctx, &resource)?;
-            let mut fields = RESOURCE_COLUMNS.to_vec();
-            fields.extend([
-                col("PROJECT", "/projectId"),
-                col("PORT", "/networkProfile/internalPort"),
-                col("ROUTE", "/proxyRouteStatus"),
-                col("LAST DEPLOYMENT", "/lastDeploymentId"),
-                col("CREATED", "/createdAt"),
-            ]);
-            ctx.out.record(&item, &fields, "/id");
+            let (record, item) = find_resource(ctx, &resource)?;
+            ctx.out.row(&item, &ResourceDetail(&record));
             Ok(())
         }
         Resources::Create {

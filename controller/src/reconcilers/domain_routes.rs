@@ -1,7 +1,7 @@
 //! The domain routes of a Resource's access summary (spec §2.2 `latestDurableDomainRoute`,
 //! `latestServerAppliedDomainRoute`), from its DomainBindings' status. Pure.
 
-use berth_crds::condition::{self, READY};
+use berth_crds::condition::{self, READY, wire_time};
 use berth_crds::deployment::{Deployment, DeploymentState};
 use berth_crds::domain_binding::{DomainBinding, condition_type};
 use berth_crds::resource::{AccessScheme, AppliedAccessRoute};
@@ -45,15 +45,14 @@ pub fn domain_routes<'a>(
                 path_prefix: binding.spec.path_prefix.clone(),
                 proxy_kind: ProxyKind::Caddy,
                 target_port: Some(target_port),
-                updated_at: changed,
+                updated_at: wire_time(&changed),
             };
             Some((binding, route, applied))
         })
         .collect();
-    // Newest last; ties by name, so the choice is stable.
-    routed.sort_by(|a, b| {
-        (a.1.updated_at.0, a.0.name_any()).cmp(&(b.1.updated_at.0, b.0.name_any()))
-    });
+    // Newest last (the fixed-width times sort as text); ties by name, so the choice is stable.
+    routed
+        .sort_by(|a, b| (&a.1.updated_at, a.0.name_any()).cmp(&(&b.1.updated_at, b.0.name_any())));
     let durable = routed.last().map(|(_, route, _)| route.clone());
     let applied = routed
         .iter()

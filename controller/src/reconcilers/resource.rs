@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use berth_crds::GENERATION_ANNOTATION;
-use berth_crds::condition::{self, Condition, ConditionStatus, READY};
+use berth_crds::condition::{self, Condition, ConditionStatus, READY, wire_time};
 use berth_crds::deployment::{Deployment, DeploymentState};
 use berth_crds::domain_binding::DomainBinding;
 use berth_crds::environment::Environment;
@@ -769,11 +769,12 @@ pub fn desired_status(
             path_prefix: r.path_prefix.clone(),
             proxy_kind,
             target_port: Some(target_port),
-            updated_at: d
-                .status
-                .as_ref()
-                .and_then(|s| s.finished_at.clone())
-                .unwrap_or(Time(Timestamp::UNIX_EPOCH)),
+            updated_at: wire_time(
+                &d.status
+                    .as_ref()
+                    .and_then(|s| s.finished_at.clone())
+                    .unwrap_or(Time(Timestamp::UNIX_EPOCH)),
+            ),
         });
     let generation = resource.metadata.generation;
     let mut status = ResourceStatus {
