@@ -243,6 +243,23 @@ async fn cli_sets_thresholds_records_decisions_and_attaches_storage() {
         .await;
     assert_eq!(run.code, USAGE, "{run:#?}");
     assert!(run.stderr.contains("scope.kind"), "{run:#?}");
+    // So is a rule the server would refuse: here the second names a metric of another signal.
+    // Nothing is saved: the policy still holds the rule set first.
+    let cpu = json!({"signal": "cpu", "metric": "hostCpuPercent", "critical": 90});
+    let foreign = json!({"signal": "cpu", "metric": "memoryUsedBytes", "critical": 1});
+    let mixed = json!({"scope": scope, "rules": [cpu, foreign]});
+    let run = berth
+        .run(&[
+            "monitoring",
+            "set-thresholds",
+            &body_file(&berth, "mixed.json", &mixed),
+        ])
+        .await;
+    assert_eq!(run.code, USAGE, "{run:#?}");
+    assert!(run.stderr.contains("rules[1].metric"), "{run:#?}");
+    assert!(run.stderr.contains("signal `memory`"), "{run:#?}");
+    let kept = berth.run(&args).await.json();
+    assert_eq!(kept["policy"]["rules"], shown["policy"]["rules"], "{kept}");
 
     // Samples and their rollup of the project (none yet), and a bad query named.
     let samples = berth
