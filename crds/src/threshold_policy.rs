@@ -1,13 +1,18 @@
 //! ThresholdPolicy: non-enforcing runtime-monitoring thresholds (spec §2.2 "Threshold policy").
 //! Crossing a threshold is reported; nothing is stopped or throttled.
 
+use berth_api::thresholds::{DEFAULT_FOR_SAMPLES, RuleFields};
+use berth_api::validate::Checked;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::Condition;
-use crate::monitoring::{Signal, metric_signal};
+
+/// How a boundary is compared and the largest `forSamples`: defined once in `berth-api`, whose
+/// requests and rule checks use them too.
+pub use berth_api::thresholds::{Comparator, MAX_FOR_SAMPLES};
 
 /// Monitoring thresholds for one scope.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
@@ -98,59 +103,7 @@ pub struct ThresholdRule {
 }
 
 fn default_for_samples() -> u32 {
-    1
-}
-
-/// Largest `forSamples`.
-pub const MAX_FOR_SAMPLES: u32 = 100;
-
-/// How an observed value is compared with a boundary; "breaches" means the comparison holds.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum Comparator {
-    GreaterThan,
-    #[default]
-    GreaterThanOrEqual,
-    LessThan,
-    LessThanOrEqual,
-}
-
-impl Comparator {
-    pub const ALL: [Comparator; 4] = [
-        Self::GreaterThan,
-        Self::GreaterThanOrEqual,
-        Self::LessThan,
-        Self::LessThanOrEqual,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::GreaterThan => "greater-than",
-            Self::GreaterThanOrEqual => "greater-than-or-equal",
-            Self::LessThan => "less-than",
-            Self::LessThanOrEqual => "less-than-or-equal",
-        }
-    }
-
-    /// Whether `value` breaches `boundary`.
-    pub fn breaches(self, value: f64, boundary: f64) -> bool {
-        match self {
-            Self::GreaterThan => value > boundary,
-            Self::GreaterThanOrEqual => value >= boundary,
-            Self::LessThan => value < boundary,
-            Self::LessThanOrEqual => value <= boundary,
-        }
-    }
-
-    /// Whether larger values are worse (the `greater-than` comparators).
-    pub fn rising(self) -> bool {
-        matches!(self, Self::GreaterThan | Self::GreaterThanOrEqual)
-    }
-
-    /// Whether `a` is further on the breaching side than `b`.
-    pub fn worse(self, a: f64, b: f64) -> bool {
-        if self.rising() { a > b } else { a < b }
-    }
+    DEFAULT_FOR_SAMPLES
 }
 
 /// How bad a state is, worst last.
@@ -208,46 +161,34 @@ impl ThresholdRule {
         }
     }
 
-    /// Why the rule is inconsistent, as (field, message): a metric not of the signal, a
-    /// warning past the critical boundary, a `clearAt` on the breaching side, a `forSamples`
-    /// out of range. Field names are relative to the rule.
-    pub fn problem(&self) -> Option<(&'static str, String)> {
-        let Some(signal) = Signal::parse(&self.signal) else {
-            return Some(("signal", format!("unknown signal `{}`", self.signal)));
-        };
-        match metric_signal(&self.metric) {
-            None => return Some(("metric", format!("unknown metric `{}`", self.metric))),
-            Some(of) if of != signal => {
-                let message = format!(
-                    "metric `{}` is of signal `{}`, not `{}`",
-                    self.metric,
-                    of.as_str(),
-                    signal.as_str()
-                );
-                return Some(("metric", message));
-            }
-            Some(_) => {}
+    /// The rule as `berth-api`'s rule checks read it; every field but the id (spelt out, so a
+    /// new field is weighed here).
+    pub fn fields(&self) -> RuleFields<'_> {
+        let Self {
+            rule_id: _,
+            signal,
+            metric,
+            warning,
+            critical,
+            comparator,
+            for_samples,
+            clear_at,
+        } = self;
+        RuleFields {
+            signal,
+            metric,
+            warning: *warning,
+            critical: *critical,
+            comparator: *comparator,
+            for_samples: *for_samples,
+            clear_at: *clear_at,
         }
-        let comparator = self.comparator.as_str();
-        if let Some(warning) = self.warning
-            && self.comparator.worse(warning, self.critical)
-        {
-            let message = format!("with `{comparator}`, warning must not be past critical");
-            return Some(("warning", message));
-        }
-        let lowest = self.warning.unwrap_or(self.critical);
-        if let Some(clear_at) = self.clear_at
-            && self.comparator.worse(clear_at, lowest)
-        {
-            let message =
-                format!("with `{comparator}`, clearAt must not be past the lowest boundary");
-            return Some(("clearAt", message));
-        }
-        if !(1..=MAX_FOR_SAMPLES).contains(&self.for_samples) {
-            let message = format!("forSamples must be 1..={MAX_FOR_SAMPLES}");
-            return Some(("forSamples", message));
-        }
-        None
+    }
+
+    /// Why the rule is inconsistent, by `berth-api`'s rule checks (the REST API runs them on a
+    /// request's rules): the error names the field under `at`, e.g. `spec.rules[2].metric`.
+    pub fn problem(&self, at: &str) -> Checked {
+        self.fields().check(at)
     }
 }
 
@@ -372,27 +313,11 @@ mod tests {
     }
 
     #[test]
-    fn inconsistent_rules_name_their_field() {
-        let field = |r: ThresholdRule| r.problem().map(|(field, _)| field);
-        assert_eq!(field(rule(Comparator::GreaterThan, Some(80.0), 95.0)), None);
-        assert_eq!(
-            field(rule(Comparator::GreaterThan, Some(96.0), 95.0)),
-            Some("warning")
-        );
-        assert_eq!(
-            field(rule(Comparator::LessThan, Some(4.0), 5.0)),
-            Some("warning")
-        );
-        let mut wrong_signal = rule(Comparator::GreaterThan, None, 1.0);
-        wrong_signal.metric = "memoryUsedBytes".into();
-        assert_eq!(field(wrong_signal.clone()), Some("metric"));
-        wrong_signal.signal = "gpu".into();
-        assert_eq!(field(wrong_signal), Some("signal"));
-        let mut clear = rule(Comparator::GreaterThan, Some(80.0), 95.0);
-        clear.clear_at = Some(81.0);
-        assert_eq!(field(clear.clone()), Some("clearAt"));
-        clear.clear_at = Some(70.0);
-        clear.for_samples = 101;
-        assert_eq!(field(clear), Some("forSamples"));
+    fn a_stored_rule_is_checked_as_a_request_rule() {
+        let mut rule = rule(Comparator::GreaterThan, Some(80.0), 95.0);
+        assert_eq!(rule.problem("spec.rules[0]"), Ok(()));
+        rule.metric = "memoryUsedBytes".into();
+        let error = rule.problem("spec.rules[0]").unwrap_err();
+        assert_eq!(error.field, "spec.rules[0].metric");
     }
 }

@@ -224,25 +224,21 @@ async fn cli_sets_thresholds_records_decisions_and_attaches_storage() {
     assert_eq!(shown["policy"]["enabled"], true, "{shown}");
     // A misspelt field or an unknown scope kind is refused before sending: exit 2, named.
     let typo = json!({"scope": scope, "rules": [{"signal": "memory", "metric": "memoryUsedBytes", "critcal": 1}]});
-    let run = berth
-        .run(&[
-            "monitoring",
-            "set-thresholds",
-            &body_file(&berth, "typo.json", &typo),
-        ])
-        .await;
-    assert_eq!(run.code, USAGE, "{run:#?}");
-    assert!(run.stderr.contains("critcal"), "{run:#?}");
+    let said = refused_thresholds(&berth, "typo.json", &typo).await;
+    assert!(said.contains("critcal"), "{said}");
     let cluster = json!({"scope": {"kind": "cluster"}, "rules": [rule]});
-    let run = berth
-        .run(&[
-            "monitoring",
-            "set-thresholds",
-            &body_file(&berth, "cluster.json", &cluster),
-        ])
-        .await;
-    assert_eq!(run.code, USAGE, "{run:#?}");
-    assert!(run.stderr.contains("scope.kind"), "{run:#?}");
+    let said = refused_thresholds(&berth, "cluster.json", &cluster).await;
+    assert!(said.contains("scope.kind"), "{said}");
+    // So is a rule the server would refuse: here the second names a metric of another signal.
+    // Nothing is saved: the policy still holds the rule set first.
+    let cpu = json!({"signal": "cpu", "metric": "hostCpuPercent", "critical": 90});
+    let foreign = json!({"signal": "cpu", "metric": "memoryUsedBytes", "critical": 1});
+    let mixed = json!({"scope": scope, "rules": [cpu, foreign]});
+    let said = refused_thresholds(&berth, "mixed.json", &mixed).await;
+    assert!(said.contains("rules[1].metric"), "{said}");
+    assert!(said.contains("signal `memory`"), "{said}");
+    let kept = berth.run(&args).await.json();
+    assert_eq!(kept["policy"]["rules"], shown["policy"]["rules"], "{kept}");
 
     // Samples and their rollup of the project (none yet), and a bad query named.
     let samples = berth
@@ -279,6 +275,15 @@ async fn cli_sets_thresholds_records_decisions_and_attaches_storage() {
 
     decisions(&berth).await;
     storage(&berth, &client, &org, &project_id, &environment_id).await;
+}
+
+/// What `berth monitoring set-thresholds` says, on standard error, when it refuses `body`
+/// before sending it (exit 2).
+async fn refused_thresholds(berth: &Berth, name: &str, body: &Value) -> String {
+    let file = body_file(berth, name, body);
+    let run = berth.run(&["monitoring", "set-thresholds", &file]).await;
+    assert_eq!(run.code, USAGE, "{run:#?}");
+    run.stderr
 }
 
 /// `berth decisions record` from files, and the lists that show the records.

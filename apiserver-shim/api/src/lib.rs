@@ -27,6 +27,7 @@ pub mod identity;
 pub mod invitations;
 pub mod limits;
 pub mod members;
+pub mod monitoring;
 pub mod organizations;
 pub mod overlays;
 pub mod profiles;

@@ -1,26 +1,72 @@
-//! Monitoring threshold policies: the body that creates or replaces a scope's policy. The
-//! rules' own checks (signal, metric, boundaries in order) are the ThresholdPolicy CRD's and
-//! run in the shim.
+//! Monitoring threshold policies: the body that creates or replaces a scope's policy, and the
+//! checks of one rule (a known signal, one of its metrics, boundaries in order). The
+//! ThresholdPolicy CRD's rules run the same checks: `berth-crds` re-exports [`Comparator`] and
+//! checks its `ThresholdRule` through [`RuleFields`].
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::monitoring::{Signal, metric_signal};
 use crate::validate::{Checked, FieldError, non_empty};
 
 /// Most rules in one policy.
 pub const MAX_RULES: usize = 32;
 /// The scope kinds a policy may watch (the CRD's `ScopeKind`, as the shim's tests hold).
 pub const SCOPE_KINDS: [&str; 5] = ["server", "project", "environment", "resource", "deployment"];
+/// `forSamples` of a rule that gives none.
+pub const DEFAULT_FOR_SAMPLES: u32 = 1;
+/// Largest `forSamples`.
+pub const MAX_FOR_SAMPLES: u32 = 100;
+/// Longest policy name, `<kind>-<id>`: a Kubernetes object name.
+pub const POLICY_NAME_MAX: usize = 253;
 
 /// How an observed value is compared with a boundary; "breaches" means the comparison holds.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
-#[schemars(inline)]
 pub enum Comparator {
     GreaterThan,
+    #[default]
     GreaterThanOrEqual,
     LessThan,
     LessThanOrEqual,
+}
+
+impl Comparator {
+    pub const ALL: [Comparator; 4] = [
+        Self::GreaterThan,
+        Self::GreaterThanOrEqual,
+        Self::LessThan,
+        Self::LessThanOrEqual,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::GreaterThan => "greater-than",
+            Self::GreaterThanOrEqual => "greater-than-or-equal",
+            Self::LessThan => "less-than",
+            Self::LessThanOrEqual => "less-than-or-equal",
+        }
+    }
+
+    /// Whether `value` breaches `boundary`.
+    pub fn breaches(self, value: f64, boundary: f64) -> bool {
+        match self {
+            Self::GreaterThan => value > boundary,
+            Self::GreaterThanOrEqual => value >= boundary,
+            Self::LessThan => value < boundary,
+            Self::LessThanOrEqual => value <= boundary,
+        }
+    }
+
+    /// Whether larger values are worse (the `greater-than` comparators).
+    pub fn rising(self) -> bool {
+        matches!(self, Self::GreaterThan | Self::GreaterThanOrEqual)
+    }
+
+    /// Whether `a` is further on the breaching side than `b`.
+    pub fn worse(self, a: f64, b: f64) -> bool {
+        if self.rising() { a > b } else { a < b }
+    }
 }
 
 /// `POST` body.
@@ -77,7 +123,7 @@ pub struct RuleInput {
 }
 
 impl SetThresholds {
-    /// The scope's kind and ids, and the number of rules.
+    /// The scope's kind and ids, the number of rules, and every rule's own checks.
     pub fn validate(&self) -> Checked {
         let scope = &self.scope;
         if !SCOPE_KINDS.contains(&scope.kind.as_str()) {
@@ -94,17 +140,15 @@ impl SetThresholds {
                 non_empty(field, id)?;
             }
         }
-        let (field, id) = scope.own_id();
-        if id.is_none() {
-            let field = format!("scope.{field}");
-            let message = format!("{field} is required for a {} scope", scope.kind);
-            return Err(FieldError::new(&field, message));
-        }
+        policy_name(&scope.kind, scope.own_id())?;
         if self.rules.is_empty() || self.rules.len() > MAX_RULES {
             return Err(FieldError::new(
                 "rules",
                 format!("rules must hold 1 to {MAX_RULES} rules"),
             ));
+        }
+        for (index, rule) in self.rules.iter().enumerate() {
+            rule.fields().check(&format!("rules[{index}]"))?;
         }
         Ok(())
     }
@@ -120,5 +164,194 @@ impl ScopeInput {
             "resource" => ("resourceId", self.resource_id.as_deref()),
             _ => ("deploymentId", self.deployment_id.as_deref()),
         }
+    }
+}
+
+/// The one policy name of a scope, `<kind>-<id>`, from the scope's own id as
+/// [`ScopeInput::own_id`] gives it; an error names `scope.<field>`.
+pub fn policy_name(kind: &str, (field, id): (&str, Option<&str>)) -> Result<String, FieldError> {
+    let field = format!("scope.{field}");
+    let Some(id) = id else {
+        let message = format!("{field} is required for a {kind} scope");
+        return Err(FieldError::new(&field, message));
+    };
+    let name = format!("{kind}-{id}");
+    if name.len() > POLICY_NAME_MAX {
+        return Err(FieldError::new(&field, format!("{field} is too long")));
+    }
+    Ok(name)
+}
+
+impl RuleInput {
+    /// The rule as its checks read it, with the defaults filled in.
+    pub fn fields(&self) -> RuleFields<'_> {
+        RuleFields {
+            signal: &self.signal,
+            metric: &self.metric,
+            warning: self.warning,
+            critical: self.critical,
+            comparator: self.comparator.unwrap_or_default(),
+            for_samples: self.for_samples.unwrap_or(DEFAULT_FOR_SAMPLES),
+            clear_at: self.clear_at,
+        }
+    }
+}
+
+/// One threshold rule as its checks read it: a request's rule with its defaults filled in
+/// ([`RuleInput::fields`]), or a stored one (the ThresholdPolicy CRD's `ThresholdRule`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RuleFields<'a> {
+    pub signal: &'a str,
+    pub metric: &'a str,
+    pub warning: Option<f64>,
+    pub critical: f64,
+    pub comparator: Comparator,
+    pub for_samples: u32,
+    pub clear_at: Option<f64>,
+}
+
+impl RuleFields<'_> {
+    /// Why the rule is inconsistent: an unknown signal, an unknown metric or one of another
+    /// signal, a warning past the critical boundary, a `clearAt` past the lowest boundary, a
+    /// `forSamples` out of range. `at` is where the rule is (`rules[2]`); the error names the
+    /// field under it (`rules[2].metric`).
+    pub fn check(&self, at: &str) -> Checked {
+        let error = |field: &str, message: String| {
+            let field = format!("{at}.{field}");
+            Err(FieldError::new(&field, format!("{field}: {message}")))
+        };
+        let Some(signal) = Signal::parse(self.signal) else {
+            return error("signal", format!("unknown signal `{}`", self.signal));
+        };
+        match metric_signal(self.metric) {
+            None => return error("metric", format!("unknown metric `{}`", self.metric)),
+            Some(of) if of != signal => {
+                let message = format!(
+                    "metric `{}` is of signal `{}`, not `{}`",
+                    self.metric,
+                    of.as_str(),
+                    signal.as_str()
+                );
+                return error("metric", message);
+            }
+            Some(_) => {}
+        }
+        let comparator = self.comparator.as_str();
+        if let Some(warning) = self.warning
+            && self.comparator.worse(warning, self.critical)
+        {
+            let message = format!("with `{comparator}`, warning must not be past critical");
+            return error("warning", message);
+        }
+        let lowest = self.warning.unwrap_or(self.critical);
+        if let Some(clear_at) = self.clear_at
+            && self.comparator.worse(clear_at, lowest)
+        {
+            let message =
+                format!("with `{comparator}`, clearAt must not be past the lowest boundary");
+            return error("clearAt", message);
+        }
+        if !(1..=MAX_FOR_SAMPLES).contains(&self.for_samples) {
+            let message = format!("forSamples must be 1..={MAX_FOR_SAMPLES}");
+            return error("forSamples", message);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The field a rule's checks name, for a CPU rule with `critical: 95` and `changes`.
+    fn named(changes: serde_json::Value) -> Option<String> {
+        let mut rule =
+            serde_json::json!({"signal": "cpu", "metric": "hostCpuPercent", "critical": 95});
+        let fields = rule.as_object_mut().unwrap();
+        fields.extend(changes.as_object().unwrap().clone());
+        let rule: RuleInput = serde_json::from_value(rule).unwrap();
+        let field = rule.fields().check("rules[2]").err()?.field;
+        Some(field.strip_prefix("rules[2].").unwrap().to_string())
+    }
+
+    #[test]
+    fn inconsistent_rules_name_their_field() {
+        let named = |changes| named(changes).unwrap_or_default();
+        for (changes, field) in [
+            (
+                serde_json::json!({"comparator": "greater-than", "warning": 80}),
+                "",
+            ),
+            (
+                serde_json::json!({"comparator": "greater-than", "warning": 96}),
+                "warning",
+            ),
+            (
+                serde_json::json!({"comparator": "less-than", "critical": 5, "warning": 4}),
+                "warning",
+            ),
+            (
+                serde_json::json!({"comparator": "less-than", "critical": 5, "warning": 6}),
+                "",
+            ),
+            (serde_json::json!({"metric": "memoryUsedBytes"}), "metric"),
+            (serde_json::json!({"metric": "cpuPercent"}), "metric"),
+            (
+                serde_json::json!({"signal": "gpu", "metric": "memoryUsedBytes"}),
+                "signal",
+            ),
+            (serde_json::json!({"warning": 80, "clearAt": 81}), "clearAt"),
+            (serde_json::json!({"warning": 80, "clearAt": 70}), ""),
+            (serde_json::json!({"clearAt": 96}), "clearAt"),
+            (serde_json::json!({"forSamples": 100}), ""),
+            (serde_json::json!({"forSamples": 101}), "forSamples"),
+            (serde_json::json!({"forSamples": 0}), "forSamples"),
+        ] {
+            assert_eq!(named(changes.clone()), field, "{changes}");
+        }
+    }
+
+    fn body(value: serde_json::Value) -> SetThresholds {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn the_body_checks_every_rule_with_its_defaults() {
+        let cpu = serde_json::json!({"signal": "cpu", "metric": "hostCpuPercent", "critical": 90});
+        let memory =
+            serde_json::json!({"signal": "cpu", "metric": "memoryUsedBytes", "critical": 1});
+        let scope = serde_json::json!({"kind": "server", "serverId": "edge"});
+        assert_eq!(
+            body(serde_json::json!({"scope": scope, "rules": [cpu]})).validate(),
+            Ok(())
+        );
+        let error = body(serde_json::json!({"scope": scope, "rules": [cpu, memory]}))
+            .validate()
+            .unwrap_err();
+        assert_eq!(error.field, "rules[1].metric");
+        assert_eq!(
+            error.message,
+            "rules[1].metric: metric `memoryUsedBytes` is of signal `memory`, not `cpu`"
+        );
+        // The default comparator is `greater-than-or-equal`: a warning above critical is past it.
+        let mut warning = cpu.clone();
+        warning["warning"] = 95.into();
+        let error = body(serde_json::json!({"scope": scope, "rules": [warning]}))
+            .validate()
+            .unwrap_err();
+        assert_eq!(error.field, "rules[0].warning");
+    }
+
+    #[test]
+    fn a_policy_is_named_after_its_scope_and_fits_an_object_name() {
+        assert_eq!(
+            policy_name("server", ("serverId", Some("edge"))),
+            Ok("server-edge".into())
+        );
+        let missing = policy_name("server", ("serverId", None)).unwrap_err();
+        assert_eq!(missing.field, "scope.serverId");
+        let long = "a".repeat(POLICY_NAME_MAX);
+        let error = policy_name("project", ("projectId", Some(&long))).unwrap_err();
+        assert_eq!(error.field, "scope.projectId");
     }
 }

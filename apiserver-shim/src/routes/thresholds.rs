@@ -8,8 +8,7 @@ use axum::extract::State;
 use berth_crds::member::OrganizationRole;
 use berth_crds::monitoring::ScopeKind;
 use berth_crds::threshold_policy::{
-    Comparator, MonitoringScope, ThresholdEvaluation, ThresholdPolicy, ThresholdPolicySpec,
-    ThresholdRule,
+    MonitoringScope, ThresholdEvaluation, ThresholdPolicy, ThresholdPolicySpec, ThresholdRule,
 };
 use k8s_openapi::jiff::Timestamp;
 use kube::{Api, ResourceExt};
@@ -47,13 +46,12 @@ pub fn endpoints() -> Vec<Endpoint> {
 
 pub const SHOW_SCHEMA_VERSION: &str = "runtime-monitoring-thresholds.show/v1";
 pub const POLICY_SCHEMA_VERSION: &str = "runtime-monitoring-thresholds.policy/v1";
-/// Longest Kubernetes object name, which a policy's name (`<kind>-<id>`) must fit.
-const NAME_MAX: usize = 253;
 
 /// Beside the scope's.
 const PARAMS: &[&str] = &["policyId", "window.from", "window.to"];
 
 pub use berth_api::thresholds::{MAX_RULES, RuleInput, ScopeInput, SetThresholds};
+use berth_api::thresholds::{POLICY_NAME_MAX, RuleFields};
 
 /// Spec §2.2 "Threshold policy".
 #[derive(Serialize, JsonSchema, Debug)]
@@ -109,7 +107,7 @@ fn parse_query(query: &QueryParams) -> ApiResult<(Wanted, Option<Window>)> {
     known_params(query, &with_scope_params(PARAMS))?;
     let window = parse_window(query)?;
     if let Some(id) = query.string("policyId")? {
-        bounded("policyId", id, NAME_MAX)?;
+        bounded("policyId", id, POLICY_NAME_MAX)?;
         return Ok((Wanted::Policy(id.to_string()), window));
     }
     let kinds: Vec<&str> = ScopeKind::ALL.iter().map(|k| k.as_str()).collect();
@@ -125,7 +123,7 @@ fn parse_query(query: &QueryParams) -> ApiResult<(Wanted, Option<Window>)> {
         resource_id: id("scope.resourceId")?,
         deployment_id: id("scope.deploymentId")?,
     };
-    policy_name(&scope, "scope.")?;
+    policy_name(&scope)?;
     Ok((Wanted::Scope(scope), window))
 }
 
@@ -150,22 +148,13 @@ fn own_id(scope: &MonitoringScope) -> (&'static str, Option<&str>) {
     }
 }
 
-/// The one policy name of a scope, `<kind>-<id>`; `prefix` is where the scope's fields are
-/// named in errors (`scope.` in both the query and the body).
-fn policy_name(scope: &MonitoringScope, prefix: &str) -> ApiResult<String> {
-    let (field, id) = own_id(scope);
-    let field = format!("{prefix}{field}");
-    let id = id.ok_or_else(|| {
-        ApiError::validation(
-            &field,
-            format!("{field} is required for a {} scope", scope.kind),
-        )
-    })?;
-    let name = format!("{}-{id}", scope.kind);
-    if name.len() > NAME_MAX {
-        return Err(ApiError::validation(&field, format!("{field} is too long")));
-    }
-    Ok(name)
+/// The one policy name of a scope, `<kind>-<id>` (`berth-api`'s, which the POST body's
+/// checks run too).
+fn policy_name(scope: &MonitoringScope) -> ApiResult<String> {
+    Ok(berth_api::thresholds::policy_name(
+        &scope.kind,
+        own_id(scope),
+    )?)
 }
 
 fn check_scope(state: &AppState, caller: &Caller, scope: &MonitoringScope) -> ApiResult<()> {
@@ -179,8 +168,8 @@ fn check_scope(state: &AppState, caller: &Caller, scope: &MonitoringScope) -> Ap
     check_scope_ids(state, caller, ids)
 }
 
-/// The body, checked, as a policy spec; every error names its field. The scope and the
-/// number of rules are `berth-api`'s checks (the CLI runs them too), each rule the CRD's.
+/// The body, checked, as a policy spec; every error names its field. The checks are all
+/// `berth-api`'s (the CLI runs them too): the scope, the number of rules, each rule.
 fn spec_of(body: SetThresholds) -> ApiResult<ThresholdPolicySpec> {
     body.validate()?;
     let SetThresholds {
@@ -196,12 +185,7 @@ fn spec_of(body: SetThresholds) -> ApiResult<ThresholdPolicySpec> {
         resource_id: scope.resource_id,
         deployment_id: scope.deployment_id,
     };
-    policy_name(&scope, "scope.")?;
-    let rules = rules
-        .into_iter()
-        .enumerate()
-        .map(|(index, input)| rule_of(index, input))
-        .collect::<ApiResult<Vec<_>>>()?;
+    let rules = rules.into_iter().enumerate().map(rule_of).collect();
     Ok(ThresholdPolicySpec {
         scope,
         rules,
@@ -209,33 +193,22 @@ fn spec_of(body: SetThresholds) -> ApiResult<ThresholdPolicySpec> {
     })
 }
 
-fn rule_of(index: usize, input: RuleInput) -> ApiResult<ThresholdRule> {
-    let rule = ThresholdRule {
+/// The rule stored for `input`, with `berth-api`'s defaults.
+fn rule_of((index, input): (usize, RuleInput)) -> ThresholdRule {
+    let RuleFields {
+        comparator,
+        for_samples,
+        ..
+    } = input.fields();
+    ThresholdRule {
         rule_id: format!("rule-{}", index + 1),
         signal: input.signal,
         metric: input.metric,
         warning: input.warning,
         critical: input.critical,
-        comparator: input.comparator.map(comparator).unwrap_or_default(),
-        for_samples: input.for_samples.unwrap_or(1),
+        comparator,
+        for_samples,
         clear_at: input.clear_at,
-    };
-    match rule.problem() {
-        Some((field, message)) => Err(ApiError::validation(
-            &format!("rules[{index}].{field}"),
-            format!("rules[{index}].{field}: {message}"),
-        )),
-        None => Ok(rule),
-    }
-}
-
-fn comparator(wire: berth_api::thresholds::Comparator) -> Comparator {
-    use berth_api::thresholds::Comparator as Wire;
-    match wire {
-        Wire::GreaterThan => Comparator::GreaterThan,
-        Wire::GreaterThanOrEqual => Comparator::GreaterThanOrEqual,
-        Wire::LessThan => Comparator::LessThan,
-        Wire::LessThanOrEqual => Comparator::LessThanOrEqual,
     }
 }
 
@@ -284,7 +257,7 @@ async fn show(
         Wanted::Policy(id) => id.clone(),
         Wanted::Scope(scope) => {
             check_scope(&state, &caller, scope)?;
-            policy_name(scope, "scope.")?
+            policy_name(scope)?
         }
     };
     let policy = find_in(
@@ -313,7 +286,7 @@ async fn set(
     let spec = spec_of(body)?;
     let organization = caller.require_role(OrganizationRole::Admin)?.clone();
     check_scope(&state, &caller, &spec.scope)?;
-    let name = policy_name(&spec.scope, "scope.")?;
+    let name = policy_name(&spec.scope)?;
     let mut policy = ThresholdPolicy::new(&name, spec);
     policy.metadata.namespace = Some(organization.namespace.clone());
     let api = Api::<ThresholdPolicy>::namespaced(state.client.clone(), &organization.namespace);
@@ -332,6 +305,7 @@ async fn set(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use berth_crds::threshold_policy::Comparator;
     use serde_json::json;
 
     fn body(value: serde_json::Value) -> ApiResult<ThresholdPolicySpec> {
@@ -343,16 +317,9 @@ mod tests {
     }
 
     #[test]
-    fn the_wire_spells_the_crd_scope_kinds_and_comparators() {
+    fn the_wire_spells_the_crd_scope_kinds() {
         let kinds: Vec<&str> = ScopeKind::ALL.iter().map(|k| k.as_str()).collect();
         assert_eq!(kinds, berth_api::thresholds::SCOPE_KINDS);
-        let wire = |c: berth_api::thresholds::Comparator| serde_json::to_value(c).unwrap();
-        for crd in Comparator::ALL {
-            let spelled = serde_json::to_value(crd).unwrap();
-            let parsed = serde_json::from_value(spelled.clone()).unwrap();
-            assert_eq!(wire(parsed), spelled);
-            assert_eq!(comparator(parsed), crd);
-        }
     }
 
     #[test]
@@ -366,7 +333,7 @@ mod tests {
         assert_eq!(rule.comparator, Comparator::GreaterThanOrEqual);
         assert_eq!(rule.for_samples, 1);
         assert!(spec.enabled);
-        assert_eq!(policy_name(&spec.scope, "scope.").unwrap(), "server-edge");
+        assert_eq!(policy_name(&spec.scope).unwrap(), "server-edge");
     }
 
     #[test]
@@ -437,7 +404,7 @@ mod tests {
         let Wanted::Scope(scope) = wanted else {
             panic!("a scope")
         };
-        assert_eq!(policy_name(&scope, "scope.").unwrap(), "resource-web");
+        assert_eq!(policy_name(&scope).unwrap(), "resource-web");
         assert_eq!(window.unwrap().to.as_deref(), Some("2030-01-01T00:00:00Z"));
         for (pairs, field) in [
             (vec![], "scope.kind"),
