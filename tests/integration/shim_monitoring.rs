@@ -345,19 +345,27 @@ async fn images_volumes_and_the_build_cache_are_reported_with_their_bytes() {
     assert_eq!(unused["reclaimable"], "yes", "{unused}");
     assert_eq!(unused["resourceId"], Value::Null, "{unused}");
 
-    let (_, _, snapshots, _) = follow(&member, stream, 1).await;
-    let artifacts = snapshots[0]["artifacts"].as_array().unwrap();
+    // The redeploy replaced the container: wait until a sample has seen the new one.
+    let snapshot = eventually(WAIT, "a running container in the snapshot", || async {
+        let (_, _, snapshots, _) = follow(&member, stream, 1).await;
+        let artifacts = snapshots[0]["artifacts"].as_array()?;
+        artifacts
+            .iter()
+            .any(|a| a["kind"] == "active-runtime")
+            .then(|| snapshots[0].clone())
+    })
+    .await;
+    let artifacts = snapshot["artifacts"].as_array().unwrap();
     let cache = artifacts
         .iter()
         .find(|a| a["kind"] == "build-cache" && a["serverId"] == server.as_str())
-        .unwrap_or_else(|| panic!("the server's build cache: {}", snapshots[0]));
+        .unwrap_or_else(|| panic!("the server's build cache: {snapshot}"));
     assert!(cache["bytes"].is_u64(), "{cache}");
     // Another organization's containers on the same machine are not this one's.
     let running = artifacts.iter().filter(|a| a["kind"] == "active-runtime");
     assert!(
-        running.clone().count() >= 1 && running.clone().all(|a| a["projectId"] == shop.as_str()),
-        "{}",
-        snapshots[0]
+        running.clone().all(|a| a["projectId"] == shop.as_str()),
+        "{snapshot}"
     );
     // A scope naming the project leaves out what no resource of it owns.
     let scoped = format!("{stream}&scope.projectId={shop}");
