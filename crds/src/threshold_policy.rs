@@ -1,8 +1,8 @@
 //! ThresholdPolicy: non-enforcing runtime-monitoring thresholds (spec §2.2 "Threshold policy").
 //! Crossing a threshold is reported; nothing is stopped or throttled.
 
-use berth_api::thresholds::{DEFAULT_FOR_SAMPLES, RuleFields};
-use berth_api::validate::Checked;
+use berth_api::thresholds::{DEFAULT_FOR_SAMPLES, RuleFields, ScopeInput, policy_name};
+use berth_api::validate::{Checked, FieldError};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -71,6 +71,59 @@ pub struct MonitoringScope {
     pub deployment_id: Option<String>,
 }
 
+/// The REST API's scope as stored, and back: one place spells out the fields, so the scope's
+/// own id and policy name come from `berth-api` alone ([`ScopeInput::own_id`]).
+impl From<ScopeInput> for MonitoringScope {
+    fn from(input: ScopeInput) -> Self {
+        let ScopeInput {
+            kind,
+            server_id,
+            project_id,
+            environment_id,
+            resource_id,
+            deployment_id,
+        } = input;
+        Self {
+            kind,
+            server_id,
+            project_id,
+            environment_id,
+            resource_id,
+            deployment_id,
+        }
+    }
+}
+
+impl From<MonitoringScope> for ScopeInput {
+    fn from(scope: MonitoringScope) -> Self {
+        let MonitoringScope {
+            kind,
+            server_id,
+            project_id,
+            environment_id,
+            resource_id,
+            deployment_id,
+        } = scope;
+        Self {
+            kind,
+            server_id,
+            project_id,
+            environment_id,
+            resource_id,
+            deployment_id,
+        }
+    }
+}
+
+impl MonitoringScope {
+    /// The one policy name of the scope, `<kind>-<id>`, by `berth-api`'s rule (which a POST
+    /// body's checks run too); an error names `scope.<field>`.
+    pub fn policy_name(&self) -> Result<String, FieldError> {
+        let input = ScopeInput::from(self.clone());
+        policy_name(&self.kind, input.own_id())
+    }
+}
+
 /// One threshold on one metric.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -104,6 +157,18 @@ pub struct ThresholdRule {
 
 fn default_for_samples() -> u32 {
     DEFAULT_FOR_SAMPLES
+}
+
+impl ThresholdPolicySpec {
+    /// The first inconsistent rule, named under `spec.rules[i]`: a policy applied with
+    /// `kubectl` skips the REST API's checks, and a rule on an unknown metric would otherwise
+    /// never be evaluated without anyone being told.
+    pub fn problem(&self) -> Checked {
+        for (index, rule) in self.rules.iter().enumerate() {
+            rule.problem(&format!("spec.rules[{index}]"))?;
+        }
+        Ok(())
+    }
 }
 
 /// How bad a state is, worst last.

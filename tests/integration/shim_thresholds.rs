@@ -66,8 +66,8 @@ async fn wait_event(namespace: &str, name: &str, reason: &str) -> String {
     .await
 }
 
-/// The policy's `ThresholdCrossed` condition, read from the cluster.
-fn crossed_condition(namespace: &str, name: &str) -> Value {
+/// The policy's condition of type `type_`, read from the cluster.
+fn policy_condition(namespace: &str, name: &str, type_: &str) -> Value {
     let output = kubectl(
         &[
             "get",
@@ -89,7 +89,7 @@ fn crossed_condition(namespace: &str, name: &str) -> Value {
         .as_array()
         .into_iter()
         .flatten()
-        .find(|c| c["type"] == "ThresholdCrossed")
+        .find(|c| c["type"] == type_)
         .cloned()
         .unwrap_or(Value::Null)
 }
@@ -147,7 +147,7 @@ async fn a_tiny_memory_warning_is_reported_with_an_event_and_clears() {
     );
     let note = wait_event(&org.namespace, &name, "ThresholdWarning").await;
     assert!(note.contains("memoryUsedBytes"), "{note}");
-    let condition = crossed_condition(&org.namespace, &name);
+    let condition = policy_condition(&org.namespace, &name, "ThresholdCrossed");
     assert_eq!(condition["status"], "True", "{condition}");
     assert_eq!(condition["reason"], "Warning", "{condition}");
     let by_id = member.get(&format!("{PATH}?policyId={name}")).await.ok();
@@ -163,7 +163,7 @@ async fn a_tiny_memory_warning_is_reported_with_an_event_and_clears() {
     assert_eq!(cleared["policy"]["rules"][0]["warning"], 1e17, "{cleared}");
     let note = wait_event(&org.namespace, &name, "ThresholdCleared").await;
     assert!(note.contains("within"), "{note}");
-    let condition = crossed_condition(&org.namespace, &name);
+    let condition = policy_condition(&org.namespace, &name, "ThresholdCrossed");
     assert_eq!(condition["reason"], "WithinBounds", "{condition}");
 
     // Bad bodies name their field and change nothing; unknown scopes are 404.
@@ -202,6 +202,44 @@ async fn a_tiny_memory_warning_is_reported_with_an_event_and_clears() {
         .get(&format!("{PATH}?policyId={name}"))
         .await
         .error(404, "not_found");
+
+    // A rule written with kubectl skips those checks: the policy says what is wrong with it
+    // instead of reporting bounds it cannot check.
+    let patch = |metric: &str| {
+        let rule = json!([{"op": "replace", "path": "/spec/rules/0/metric", "value": metric}]);
+        let (kind, rule) = ("thresholdpolicies.berth.dev", rule.to_string());
+        let args = [
+            "patch",
+            kind,
+            &name,
+            "-n",
+            &org.namespace,
+            "--type=json",
+            "-p",
+            &rule,
+        ];
+        let output = kubectl(&args, None);
+        assert!(output.status.success(), "kubectl patch failed");
+    };
+    let ready_reason = |reason: &'static str| {
+        let (namespace, name) = (org.namespace.clone(), name.clone());
+        async move {
+            eventually(EVALUATED, &format!("Ready reason {reason}"), || async {
+                let ready = policy_condition(&namespace, &name, "Ready");
+                (ready["reason"] == reason).then_some(ready)
+            })
+            .await
+        }
+    };
+    patch("memoryUsedByte");
+    let ready = ready_reason("InvalidSpec").await;
+    assert_eq!(ready["status"], "False", "{ready}");
+    let message = ready["message"].as_str().unwrap();
+    assert!(message.contains("spec.rules[0].metric"), "{message}");
+    assert!(message.contains("memoryUsedByte"), "{message}");
+    patch("memoryUsedBytes");
+    let ready = ready_reason("Reconciled").await;
+    assert_eq!(ready["status"], "True", "{ready}");
 
     remove_server(&admin, &server).await;
 }

@@ -123,7 +123,7 @@ fn parse_query(query: &QueryParams) -> ApiResult<(Wanted, Option<Window>)> {
         resource_id: id("scope.resourceId")?,
         deployment_id: id("scope.deploymentId")?,
     };
-    policy_name(&scope)?;
+    scope.policy_name()?;
     Ok((Wanted::Scope(scope), window))
 }
 
@@ -135,26 +135,6 @@ fn parse_window(query: &QueryParams) -> ApiResult<Option<Window>> {
         from: shown(from),
         to: shown(to),
     }))
-}
-
-/// The scope's own id: `serverId` of a `server` scope, and so on.
-fn own_id(scope: &MonitoringScope) -> (&'static str, Option<&str>) {
-    match scope.kind.as_str() {
-        "server" => ("serverId", scope.server_id.as_deref()),
-        "project" => ("projectId", scope.project_id.as_deref()),
-        "environment" => ("environmentId", scope.environment_id.as_deref()),
-        "resource" => ("resourceId", scope.resource_id.as_deref()),
-        _ => ("deploymentId", scope.deployment_id.as_deref()),
-    }
-}
-
-/// The one policy name of a scope, `<kind>-<id>` (`berth-api`'s, which the POST body's
-/// checks run too).
-fn policy_name(scope: &MonitoringScope) -> ApiResult<String> {
-    Ok(berth_api::thresholds::policy_name(
-        &scope.kind,
-        own_id(scope),
-    )?)
 }
 
 fn check_scope(state: &AppState, caller: &Caller, scope: &MonitoringScope) -> ApiResult<()> {
@@ -177,14 +157,7 @@ fn spec_of(body: SetThresholds) -> ApiResult<ThresholdPolicySpec> {
         rules,
         enabled,
     } = body;
-    let scope = MonitoringScope {
-        kind: scope.kind,
-        server_id: scope.server_id,
-        project_id: scope.project_id,
-        environment_id: scope.environment_id,
-        resource_id: scope.resource_id,
-        deployment_id: scope.deployment_id,
-    };
+    let scope = MonitoringScope::from(scope);
     let rules = rules.into_iter().enumerate().map(rule_of).collect();
     Ok(ThresholdPolicySpec {
         scope,
@@ -257,7 +230,7 @@ async fn show(
         Wanted::Policy(id) => id.clone(),
         Wanted::Scope(scope) => {
             check_scope(&state, &caller, scope)?;
-            policy_name(scope)?
+            scope.policy_name()?
         }
     };
     let policy = find_in(
@@ -286,7 +259,7 @@ async fn set(
     let spec = spec_of(body)?;
     let organization = caller.require_role(OrganizationRole::Admin)?.clone();
     check_scope(&state, &caller, &spec.scope)?;
-    let name = policy_name(&spec.scope)?;
+    let name = spec.scope.policy_name()?;
     let mut policy = ThresholdPolicy::new(&name, spec);
     policy.metadata.namespace = Some(organization.namespace.clone());
     let api = Api::<ThresholdPolicy>::namespaced(state.client.clone(), &organization.namespace);
@@ -333,7 +306,7 @@ mod tests {
         assert_eq!(rule.comparator, Comparator::GreaterThanOrEqual);
         assert_eq!(rule.for_samples, 1);
         assert!(spec.enabled);
-        assert_eq!(policy_name(&spec.scope).unwrap(), "server-edge");
+        assert_eq!(spec.scope.policy_name().unwrap(), "server-edge");
     }
 
     #[test]
@@ -404,7 +377,7 @@ mod tests {
         let Wanted::Scope(scope) = wanted else {
             panic!("a scope")
         };
-        assert_eq!(policy_name(&scope).unwrap(), "resource-web");
+        assert_eq!(scope.policy_name().unwrap(), "resource-web");
         assert_eq!(window.unwrap().to.as_deref(), Some("2030-01-01T00:00:00Z"));
         for (pairs, field) in [
             (vec![], "scope.kind"),

@@ -264,20 +264,17 @@ impl Bookkept for RouteSurfaceDecision {
     }
 }
 
-/// Policies report who changed them last: the REST shim's actor annotations, or the field
-/// manager (`kubectl`, a GitOps tool) that last wrote the spec.
+/// `Ready=True` of a policy whose spec is consistent.
+const POLICY_STORED: &str = "policy stored; it is non-enforcing";
+
+/// `status` (its `Ready`) with who changed the policy last: the REST shim's actor annotations,
+/// or the field manager (`kubectl`, a GitOps tool) that last wrote the spec.
 fn policy_status<K: Resource>(
     object: &K,
+    mut status: Map<String, Value>,
     status_json: &Value,
-    conditions: &[Condition],
     now: Timestamp,
 ) -> Map<String, Value> {
-    let mut status = accepted(
-        object,
-        conditions,
-        "policy stored; it is non-enforcing",
-        now,
-    );
     let annotations = object.annotations();
     let (kind, id) = match (
         annotations.get("berth.dev/updated-by-actor-kind"),
@@ -327,7 +324,17 @@ impl Bookkept for ThresholdPolicy {
         namespaced_api(self, client)
     }
     fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Map<String, Value> {
-        policy_status(self, &self.status_json(), conditions, now)
+        let stored = match self.spec.problem() {
+            Ok(()) => accepted(self, conditions, POLICY_STORED, now),
+            Err(problem) => not_ready(
+                self,
+                conditions,
+                reason::INVALID_SPEC,
+                &problem.message,
+                now,
+            ),
+        };
+        policy_status(self, stored, &self.status_json(), now)
     }
 }
 
@@ -337,7 +344,8 @@ impl Bookkept for RetentionPolicy {
         namespaced_api(self, client)
     }
     fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Map<String, Value> {
-        policy_status(self, &self.status_json(), conditions, now)
+        let stored = accepted(self, conditions, POLICY_STORED, now);
+        policy_status(self, stored, &self.status_json(), now)
     }
 }
 

@@ -57,7 +57,7 @@ pub async fn evaluate(context: &Context, server: &ServerId, samples: &[Monitorin
         forget_deleted(&mut memory, &server.namespace, &policies);
         policies
             .iter()
-            .filter(|policy| policy.spec.enabled && covers(&policy.spec.scope, &server.name))
+            .filter(|policy| evaluated(policy) && covers(&policy.spec.scope, &server.name))
             .filter_map(|policy| {
                 let key = (server.namespace.clone(), policy.name_any());
                 let entry = memory
@@ -70,6 +70,12 @@ pub async fn evaluate(context: &Context, server: &ServerId, samples: &[Monitorin
     for change in changes {
         report(context, change).await;
     }
+}
+
+/// Whether a policy is evaluated: enabled, and its rules consistent (an inconsistent one says
+/// why in its `Ready` condition instead of reporting bounds it cannot check).
+fn evaluated(policy: &ThresholdPolicy) -> bool {
+    policy.spec.enabled && policy.spec.problem().is_ok()
 }
 
 /// Drops the counters of the namespace's policies that no longer exist.
