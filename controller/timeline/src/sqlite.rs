@@ -3,10 +3,10 @@
 
 use std::path::Path;
 use std::sync::Mutex;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use berth_crds::progress::ProgressEvent;
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 
 use super::health_history::oldest_first;
 use super::{
@@ -59,6 +59,29 @@ fn create_schema(connection: &mut Connection) -> Result<(), TimelineError> {
     Ok(())
 }
 
+/// How long a call waits for another connection's lock.
+const BUSY_WAIT: Duration = Duration::from_secs(5);
+
+/// Runs `attempt` again while SQLite answers "busy", for up to [`BUSY_WAIT`]. Processes
+/// opening a new file at once race to switch it to WAL and create the schema, and SQLite
+/// answers "busy" at once, without the busy timeout, where waiting could deadlock.
+fn retry_while_busy<T>(
+    mut attempt: impl FnMut() -> Result<T, TimelineError>,
+) -> Result<T, TimelineError> {
+    let deadline = Instant::now() + BUSY_WAIT;
+    loop {
+        match attempt() {
+            Err(TimelineError::Sqlite(error))
+                if error.sqlite_error_code() == Some(ErrorCode::DatabaseBusy)
+                    && Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            outcome => return outcome,
+        }
+    }
+}
+
 /// A SQLite observation store.
 pub struct SqliteTimeline {
     connection: Mutex<Connection>,
@@ -76,13 +99,15 @@ impl SqliteTimeline {
         }
         let mut connection = Connection::open(path).map_err(|e| failed(e.to_string()))?;
         // Two processes use the file: wait for the other's lock rather than fail.
-        connection.busy_timeout(Duration::from_secs(5))?;
-        let mode: String = connection.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+        connection.busy_timeout(BUSY_WAIT)?;
+        let mode: String = retry_while_busy(|| {
+            Ok(connection.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?)
+        })?;
         if !mode.eq_ignore_ascii_case("wal") {
             tracing::warn!(path = %path.display(), %mode, "observation store not in WAL mode");
         }
         connection.pragma_update(None, "synchronous", "NORMAL")?;
-        create_schema(&mut connection)?;
+        retry_while_busy(|| create_schema(&mut connection))?;
         Ok(Self {
             connection: Mutex::new(connection),
         })
