@@ -18,6 +18,7 @@ source "$HACK_DIR/lib/images.sh"
 source "$HACK_DIR/lib/registry.sh"
 source "$HACK_DIR/lib/postgres.sh"
 source "$HACK_DIR/lib/pebble.sh"
+source "$HACK_DIR/lib/git-server.sh"
 
 D=$BERTH_STACK_DIR
 LOGS=$D/logs
@@ -62,6 +63,8 @@ Runs Berth's local development stack on loopback (DESIGN §7):
   pebble                   https://127.0.0.1:$BERTH_PEBBLE_PORT/dir (ACME; directory trusted with \$BERTH_STACK_DIR/pki/ca.crt,
                            issuing root in \$BERTH_STACK_DIR/pebble/root.pem; certificates live ${BERTH_PEBBLE_CERT_VALIDITY}s;
                            HTTP-01 checked on port $BERTH_PEBBLE_HTTP_PORT; orders for $BERTH_PEBBLE_BLOCKED_DOMAIN refused)
+  git                      bare repositories in \$BERTH_STACK_DIR/git/repos over http://127.0.0.1:$BERTH_GIT_HTTP_PORT/git,
+                           git://127.0.0.1:$BERTH_GIT_DAEMON_PORT and SSH (deploy key \$BERTH_STACK_DIR/ssh/git_deploy_ed25519)
   pebble-challtestsrv      DNS 127.0.0.1:$BERTH_CHALLTESTSRV_DNS_PORT (every name: 127.0.0.1), management http://127.0.0.1:$BERTH_CHALLTESTSRV_MANAGEMENT_PORT
   images                   $BERTH_BUSYBOX_IMAGE, ${BERTH_SAMPLE_VERSIONS[*]/#/$BERTH_SAMPLE_REPO:}, $BERTH_EDGE_IMAGE
 
@@ -94,7 +97,8 @@ check_ports() {
   for spec in etcd:$ETCD_PORT etcd:$ETCD_PEER_PORT kube-apiserver:$API_PORT \
     kube-controller-manager:$CM_PORT sshd:$SSH_PORT registry:${BERTH_REGISTRY_ADDR##*:} \
     pebble:$BERTH_PEBBLE_PORT pebble:$BERTH_PEBBLE_MANAGEMENT_PORT \
-    challtestsrv:$BERTH_CHALLTESTSRV_DNS_PORT challtestsrv:$BERTH_CHALLTESTSRV_MANAGEMENT_PORT; do
+    challtestsrv:$BERTH_CHALLTESTSRV_DNS_PORT challtestsrv:$BERTH_CHALLTESTSRV_MANAGEMENT_PORT \
+    git-http:$BERTH_GIT_HTTP_PORT git-daemon:$BERTH_GIT_DAEMON_PORT; do
     name=${spec%%:*} port=${spec#*:}
     if ! is_running "$name" && port_in_use "$port"; then
       die "$name: port $port on loopback is already in use by another process"
@@ -473,6 +477,7 @@ cmd_up() {
   install_packages
   ensure_pki
   ensure_ssh_keys
+  ensure_git_deploy_key
   check_ports
   # Independent pieces start first, so their startup overlaps with the API server build/start.
   up_etcd
@@ -482,6 +487,7 @@ cmd_up() {
   up_registry
   up_postgres
   up_pebble
+  up_git_server
   build_kubernetes
   wait_etcd
   up_apiserver
@@ -491,6 +497,7 @@ cmd_up() {
   ensure_registry_images
   wait_postgres
   wait_pebble
+  wait_git_server
   wait_sshd
   wait_srv2
   wait_apiserver
@@ -503,7 +510,7 @@ cmd_up() {
 cmd_down() {
   local name
   # Reverse dependency order; only what start_bg started is touched.
-  for name in kube-controller-manager kube-apiserver etcd registry srv2-sshd srv2-dockerd sshd dockerd; do
+  for name in kube-controller-manager kube-apiserver etcd registry git-http git-daemon srv2-sshd srv2-dockerd sshd dockerd; do
     if is_running "$name"; then
       log "$name: stopping"
       # dockerd stops its containers first (up to its own 15 s shutdown timeout).
@@ -573,6 +580,11 @@ cmd_status() {
   else
     report pebble 0 "https://127.0.0.1:$BERTH_PEBBLE_PORT/dir, DNS 127.0.0.1:$BERTH_CHALLTESTSRV_DNS_PORT"
   fi
+  if git_server_ready; then
+    report git 1 "http://127.0.0.1:$BERTH_GIT_HTTP_PORT/git, git://127.0.0.1:$BERTH_GIT_DAEMON_PORT, ssh (deploy key)"
+  else
+    report git 0 "http://127.0.0.1:$BERTH_GIT_HTTP_PORT/git, git://127.0.0.1:$BERTH_GIT_DAEMON_PORT"
+  fi
   if docker_ready && images_present; then
     report images 1 "$BERTH_BUSYBOX_IMAGE ${BERTH_SAMPLE_VERSIONS[*]/#/$BERTH_SAMPLE_REPO:} $BERTH_EDGE_IMAGE"
   else
@@ -606,6 +618,7 @@ EOF
   registry_env
   postgres_env
   pebble_env
+  git_server_env
 }
 
 # Restarts one daemon of the stack, as a server's operator would (fault tests, hack/chaos.sh).

@@ -99,9 +99,19 @@ pub struct RunOptions {
     #[arg(long, env = "BERTH_MONITORING_RETENTION_HOURS", default_value_t = 168,
           value_parser = clap::value_parser!(u64).range(1..=87_600))]
     pub monitoring_retention_hours: u64,
+    /// Directory of the copies of git repositories the controller fetches (and the commits it
+    /// exports for builds); default: `sources` in the data directory.
+    #[arg(long, env = "BERTH_SOURCE_CACHE_DIR")]
+    pub source_cache_dir: Option<std::path::PathBuf>,
 }
 
 impl RunOptions {
+    /// The controller's copies of git repositories.
+    pub fn sources(&self) -> berth_source::SourceCache {
+        let dir = self.source_cache_dir.clone();
+        berth_source::SourceCache::new(dir.unwrap_or_else(|| self.data_dir.join("sources")))
+    }
+
     pub fn acme(&self) -> crate::context::AcmeSettings {
         crate::context::AcmeSettings {
             directory_url: self.acme_directory_url.clone(),

@@ -12,6 +12,7 @@ use crate::metrics::Metrics;
 use crate::observer::Observers;
 use crate::reconcilers::deployment::supervisor::Attempts;
 use berth_remote::{PoolSettings, ServerConnectionPool};
+use berth_source::SourceCache;
 use berth_timeline::TimelineWriter;
 
 /// Field manager of every write the controller makes (server-side apply).
@@ -36,6 +37,8 @@ pub struct Context {
     pub attempts: Attempts,
     /// Where certificates come from and how host names are checked (DESIGN §5b).
     pub acme: AcmeSettings,
+    /// The controller's copies of the git repositories it deploys (DESIGN §5a').
+    pub sources: SourceCache,
 }
 
 /// The ACME CA Berth orders certificates from, and the resolver its pre-flight check uses.
@@ -68,6 +71,7 @@ impl Context {
         caches: Caches,
         observers: Observers,
         acme: AcmeSettings,
+        sources: SourceCache,
     ) -> Arc<Self> {
         let reporter = Reporter {
             controller: FIELD_MANAGER.into(),
@@ -84,6 +88,7 @@ impl Context {
             observers,
             attempts: Attempts::default(),
             acme,
+            sources,
         })
     }
 

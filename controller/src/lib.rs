@@ -40,6 +40,7 @@ pub async fn run(options: RunOptions) -> anyhow::Result<()> {
         caches,
         observers,
         options.acme(),
+        options.sources(),
     );
     let shutdown = shutdown::on_signal();
 

@@ -69,10 +69,25 @@ pub struct SourceDescriptor {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = TEXT_MAX))]
     pub base_directory: Option<String>,
-    /// Extra source facts, e.g. the git ref or commit.
+    /// Branch, tag or ref of a git source (`main`, `v1.2.0`, `refs/heads/main`); the
+    /// repository's default branch when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = TEXT_MAX))]
+    pub git_ref: Option<String>,
+    /// Commit of a git source to deploy (40 or 64 hex digits), on `gitRef`; its newest commit
+    /// when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = COMMIT_SHA_PATTERN))]
+    pub commit_sha: Option<String>,
+    /// Settings of the source kind: `credentialId` (the SshCredential whose key reads a
+    /// `git-deploy-key` repository) and `hostKeyFingerprint` (the git host's SSH key,
+    /// `SHA256:…`; pinned on first contact when omitted).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: BTreeMap<String, String>,
 }
+
+/// A full git commit id: SHA-1 (40) or SHA-256 (64) lower-case hex digits.
+pub const COMMIT_SHA_PATTERN: &str = "^([0-9a-f]{40}|[0-9a-f]{64})$";
 
 /// The context every decision and usage record carries (spec §2.2 usage-intent,
 /// deployment-overlay and route-surface records): whose record it is, who acted, what it is

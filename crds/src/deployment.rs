@@ -100,6 +100,9 @@ pub struct DeploymentStatus {
     /// Image the attempt built or pulled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_ref: Option<String>,
+    /// The commit a git source's attempt fetched and built.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_commit: Option<SourceCommit>,
     /// Why the attempt failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<DeploymentError>,
@@ -112,6 +115,32 @@ pub struct DeploymentStatus {
     /// Current conditions; `Ready` once the attempt succeeded.
     #[serde(default)]
     pub conditions: Vec<Condition>,
+}
+
+/// The commit of a git source an attempt deploys.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceCommit {
+    /// The repository, however its URL is spelled (`github.com/acme/shop`).
+    pub repository: String,
+    /// The branch, tag or ref followed; the repository's default branch when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_ref: Option<String>,
+    /// The commit id.
+    pub sha: String,
+    /// The first line of the commit message.
+    pub subject: String,
+    /// Who wrote the commit.
+    pub author_name: String,
+    /// The commit author's email address.
+    pub author_email: String,
+    /// When the commit was authored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authored_at: Option<Time>,
+    /// The SSH host key the git host showed (`SHA256:…`): the pin for the resource's next
+    /// fetches when its source pins none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_key_fingerprint: Option<String>,
 }
 
 /// A scheduled retry of an attempt that failed for a passing reason.
@@ -210,6 +239,8 @@ pub enum DeploymentErrorCode {
     DockerfilePathInvalid,
     /// The server's proxy image, which serves static sites, is not an image reference.
     ProxyImageInvalid,
+    /// A field of the resource's spec would not take effect for its source and strategy.
+    FieldNotSupported,
     /// An application resource has no `networkProfile`.
     NetworkProfileMissing,
     /// `networkProfile.internalPort` is not a TCP port.
@@ -224,6 +255,16 @@ pub enum DeploymentErrorCode {
     SourceFolderNotFound,
     /// The source folder has no Dockerfile at the expected path.
     DockerfileNotFound,
+    /// `auto` found neither a Dockerfile nor an `index.html` to decide how to build.
+    BuildStrategyUndetermined,
+    /// The git repository, ref or commit could not be fetched (or the host refused the key).
+    SourceFetchFailed,
+    /// The git host did not answer or the connection broke (retried).
+    SourceUnreachable,
+    /// The git host's SSH key is not the pinned one.
+    SourceHostKeyMismatch,
+    /// The SshCredential of a deploy key does not exist or holds no usable key.
+    DeployKeyInvalid,
     /// A file of the build context could not be read.
     BuildContextUnreadable,
     /// The build context exceeds the upload limit.
@@ -250,7 +291,7 @@ pub enum DeploymentErrorCode {
 
 impl DeploymentErrorCode {
     /// Every code, in the order the README lists them.
-    pub const ALL: [Self; 32] = [
+    pub const ALL: [Self; 38] = [
         Self::Canceled,
         Self::Superseded,
         Self::Deleted,
@@ -265,6 +306,7 @@ impl DeploymentErrorCode {
         Self::PublishDirectoryInvalid,
         Self::DockerfilePathInvalid,
         Self::ProxyImageInvalid,
+        Self::FieldNotSupported,
         Self::NetworkProfileMissing,
         Self::InternalPortInvalid,
         Self::TcpReverseProxyUnsupported,
@@ -272,6 +314,11 @@ impl DeploymentErrorCode {
         Self::HostPortInvalid,
         Self::SourceFolderNotFound,
         Self::DockerfileNotFound,
+        Self::BuildStrategyUndetermined,
+        Self::SourceFetchFailed,
+        Self::SourceUnreachable,
+        Self::SourceHostKeyMismatch,
+        Self::DeployKeyInvalid,
         Self::BuildContextUnreadable,
         Self::BuildContextTooLarge,
         Self::BuildFailed,
@@ -302,6 +349,7 @@ impl DeploymentErrorCode {
             Self::PublishDirectoryInvalid => "publish_directory_invalid",
             Self::DockerfilePathInvalid => "dockerfile_path_invalid",
             Self::ProxyImageInvalid => "proxy_image_invalid",
+            Self::FieldNotSupported => "field_not_supported",
             Self::NetworkProfileMissing => "network_profile_missing",
             Self::InternalPortInvalid => "internal_port_invalid",
             Self::TcpReverseProxyUnsupported => "tcp_reverse_proxy_unsupported",
@@ -309,6 +357,11 @@ impl DeploymentErrorCode {
             Self::HostPortInvalid => "host_port_invalid",
             Self::SourceFolderNotFound => "source_folder_not_found",
             Self::DockerfileNotFound => "dockerfile_not_found",
+            Self::BuildStrategyUndetermined => "build_strategy_undetermined",
+            Self::SourceFetchFailed => "source_fetch_failed",
+            Self::SourceUnreachable => "source_unreachable",
+            Self::SourceHostKeyMismatch => "source_host_key_mismatch",
+            Self::DeployKeyInvalid => "deploy_key_invalid",
             Self::BuildContextUnreadable => "build_context_unreadable",
             Self::BuildContextTooLarge => "build_context_too_large",
             Self::BuildFailed => "build_failed",

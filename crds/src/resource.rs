@@ -13,6 +13,9 @@ use crate::deployment::DeploymentState;
 use crate::runtime_control::{RuntimeControlSpec, RuntimeControlStatus};
 use crate::variable::PlainVariable;
 
+mod support;
+pub use support::resolved_strategy;
+
 pub use crate::limits::MAX_PORT_NUMBER;
 use crate::limits::{
     ABSOLUTE_PATH_PATTERN, DESCRIPTION_MAX, DNS_LABEL_MAX, DNS_LABEL_PATTERN,
@@ -25,6 +28,7 @@ use crate::limits::{
 pub use berth_api::access::{
     AccessScheme, AccessSummary, AppliedAccessRoute, PlannedAccessRoute, ProxyRouteStatus,
 };
+pub use berth_api::build::{BuildStrategy, SourceKind};
 /// The wire enums of a Resource's spec: defined once in `berth-api`, which the REST API's
 /// requests and the CLI use too.
 pub use berth_api::resource_input::{
@@ -132,29 +136,51 @@ pub struct ImagePullSecretRef {
 }
 
 /// How a resource is built and run.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RuntimeProfile {
-    /// Build and run strategy, e.g. `dockerfile`, `docker-image`, `static`.
+    /// How the resource is built: `auto` (default), `dockerfile`, `docker-compose`,
+    /// `prebuilt-image`, `workspace-commands` or `static`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = TEXT_MAX))]
-    pub strategy: Option<String>,
-    /// Command that installs dependencies.
+    pub strategy: Option<BuildStrategy>,
+    /// Command that installs dependencies, run in the build on `baseImage`
+    /// (`workspace-commands` and `static`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = TEXT_MAX))]
     pub install_command: Option<String>,
-    /// Command that builds the application.
+    /// Command that builds the application, run in the build after the install command
+    /// (`workspace-commands` and `static`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = TEXT_MAX))]
     pub build_command: Option<String>,
-    /// Command that starts the application.
+    /// Command that starts the application, run by `/bin/sh -c` in place of the image's own
+    /// command.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = TEXT_MAX))]
     pub start_command: Option<String>,
-    /// Directory served by a static site, relative to the source.
+    /// Directory served by a static site, relative to the base directory (after the build
+    /// commands, when there are any).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = TEXT_MAX))]
     pub publish_directory: Option<String>,
+    /// Image the install, build and start commands run on (`workspace-commands`, and the build
+    /// stage of a `static` site with commands), e.g. `node:22-alpine`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = TEXT_MAX))]
+    pub base_image: Option<String>,
+    /// Dockerfile to build, relative to the base directory (default `Dockerfile`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = TEXT_MAX))]
+    pub dockerfile_path: Option<String>,
+    /// Stage of a multi-stage Dockerfile to build (its last stage when omitted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = TEXT_MAX))]
+    pub build_target: Option<String>,
+    /// Compose file of a `compose-stack`, relative to the base directory (default
+    /// `compose.yaml`, then `compose.yml`, `docker-compose.yaml`, `docker-compose.yml`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = TEXT_MAX))]
+    pub docker_compose_file_path: Option<String>,
     /// Health check a new container must pass before it takes traffic.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health_check: Option<HealthCheck>,
@@ -236,13 +262,22 @@ impl AutoDeployPolicy {
 
 /// SHA-256 of a source's binding: its kind and where it comes from, without the version. For
 /// a `docker-image` source that is the image repository (a new tag is a new version of the
-/// same binding); for others the locator (a git ref lives in `metadata`).
+/// same binding); for a git source the repository (however its URL is spelled) and the branch
+/// or tag it follows (a new commit is a new version); for others the locator.
 pub fn source_binding_fingerprint(source: &SourceDescriptor) -> String {
     use sha2::{Digest, Sha256};
-    let binding = if source.kind == "docker-image" {
-        image_repository(&source.locator)
-    } else {
-        source.locator.as_str()
+    let repository = SourceKind::parse("source.kind", &source.kind)
+        .ok()
+        .filter(|kind| kind.is_git())
+        .and_then(|_| berth_api::repository::RepoLocator::parse(&source.locator).ok());
+    let binding = match (&repository, source.kind.as_str()) {
+        (Some(repository), _) => format!(
+            "{}\n{}",
+            repository.identity(),
+            source.git_ref.as_deref().unwrap_or("HEAD")
+        ),
+        (None, "docker-image") => image_repository(&source.locator).to_string(),
+        (None, _) => source.locator.clone(),
     };
     let digest = Sha256::digest(format!("{}\n{binding}", source.kind));
     format!("sha256:{}", hex::encode(digest))
@@ -472,6 +507,8 @@ mod tests {
             locator: locator.into(),
             display_name: None,
             base_directory: None,
+            git_ref: None,
+            commit_sha: None,
             metadata: Default::default(),
         }
     }

@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, HashSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::build::{BuildStrategy, SourceFields, check_source};
 use crate::limits::{
     DNS_LABEL_MAX, HEALTH_CHECK_RETRIES_MAX, HEALTH_CHECK_SECONDS_MAX, HTTP_STATUS_MAX,
     HTTP_STATUS_MIN, MAX_PORT_NUMBER, SOURCE_DISPLAY_NAME_MAX, SOURCE_KIND_MAX, TCP_PORT_MAX,
@@ -126,19 +127,31 @@ impl ServiceInput {
     }
 }
 
-/// Resource source input of spec §2.2.
+/// Resource source input of spec §2.2, with Appaloft's `gitRef` and `commitSha`.
 ///
 /// Serialised with its empty fields (`null`, `{}`): the digest of that JSON is what
-/// `POST /resources/{id}/source` remembers per idempotency key, so its shape must not change.
+/// `POST /resources/{id}/source` remembers per idempotency key, so its shape must not change
+/// (the git fields, added later, are left out when absent).
 #[derive(Deserialize, Serialize, JsonSchema, Debug, Clone)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SourceInput {
-    /// e.g. `docker-image`, `local-folder`, `git`: 1-63 lowercase letters, digits or dashes.
+    /// `docker-image`, `local-folder`, `local-git`, `remote-git`, `git-public` or
+    /// `git-deploy-key`.
     pub kind: String,
-    /// An image reference, path or repository URL.
+    /// An image reference, an absolute path on the controller, or a repository URL
+    /// (`https://…`, `ssh://…`, `git@host:owner/repo.git`, `git://…`).
     pub locator: String,
     pub display_name: Option<String>,
+    /// Directory inside the source to build from (relative, no `..`).
     pub base_directory: Option<String>,
+    /// Branch, tag or ref of a git source; its default branch when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_ref: Option<String>,
+    /// Commit of a git source (40 or 64 hex digits); the ref's newest when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit_sha: Option<String>,
+    /// `credentialId` (the SSH credential of a deploy key) and `hostKeyFingerprint` (the git
+    /// host's key, `SHA256:…`) for repositories read over SSH; nothing else.
     #[serde(default)]
     pub metadata: BTreeMap<String, String>,
 }
@@ -151,23 +164,14 @@ impl SourceInput {
             locator: locator.to_string(),
             display_name: None,
             base_directory: None,
+            git_ref: None,
+            commit_sha: None,
             metadata: BTreeMap::new(),
         }
     }
 
     pub fn validate(&self) -> Checked {
-        let field = "source.kind";
-        bounded(field, &self.kind, SOURCE_KIND_MAX)?;
-        let word = self
-            .kind
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-        if !word {
-            return Err(FieldError::new(
-                field,
-                format!("{field} must be lowercase letters, digits or dashes, e.g. local-folder"),
-            ));
-        }
+        bounded("source.kind", &self.kind, SOURCE_KIND_MAX)?;
         bounded("source.locator", &self.locator, TEXT_MAX)?;
         optional_text(
             "source.displayName",
@@ -178,7 +182,16 @@ impl SourceInput {
             "source.baseDirectory",
             self.base_directory.as_ref(),
             TEXT_MAX,
-        )
+        )?;
+        check_source(SourceFields {
+            kind: &self.kind,
+            locator: &self.locator,
+            base_directory: self.base_directory.as_deref(),
+            git_ref: self.git_ref.as_deref(),
+            commit_sha: self.commit_sha.as_deref(),
+            metadata: &self.metadata,
+        })
+        .map(drop)
     }
 }
 
@@ -256,22 +269,39 @@ impl AccessProfileInput {
     }
 }
 
-/// How the resource is built and run; fields left out are unset.
+/// How the resource is built and run; fields left out are unset. A field the resource's
+/// source and strategy would not use is refused, naming it.
 #[derive(Deserialize, Serialize, JsonSchema, Default, Debug, Clone)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RuntimeProfileInput {
-    /// e.g. `dockerfile`, `docker-image`, `static`.
+    /// `auto` (default), `dockerfile`, `docker-compose`, `prebuilt-image`,
+    /// `workspace-commands` or `static`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub strategy: Option<String>,
+    pub strategy: Option<BuildStrategy>,
+    /// Run in the build on `baseImage` (`workspace-commands`, `static`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub install_command: Option<String>,
+    /// Run in the build after the install command (`workspace-commands`, `static`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub build_command: Option<String>,
+    /// Run by `/bin/sh -c` in place of the image's command.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_command: Option<String>,
-    /// Directory a static site serves, relative to the source.
+    /// Directory a static site serves, relative to the base directory.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub publish_directory: Option<String>,
+    /// Image the commands run on, e.g. `node:22-alpine`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_image: Option<String>,
+    /// Dockerfile to build, relative to the base directory (default `Dockerfile`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dockerfile_path: Option<String>,
+    /// Stage of a multi-stage Dockerfile to build.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub build_target: Option<String>,
+    /// Compose file of a `compose-stack`, relative to the base directory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub docker_compose_file_path: Option<String>,
     /// Health check a new container must pass before it takes traffic. An update that leaves
     /// it out keeps the resource's current one.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -284,11 +314,17 @@ pub struct RuntimeProfileInput {
 impl RuntimeProfileInput {
     pub fn validate(&self) -> Checked {
         let texts = [
-            ("runtimeProfile.strategy", &self.strategy),
             ("runtimeProfile.installCommand", &self.install_command),
             ("runtimeProfile.buildCommand", &self.build_command),
             ("runtimeProfile.startCommand", &self.start_command),
             ("runtimeProfile.publishDirectory", &self.publish_directory),
+            ("runtimeProfile.baseImage", &self.base_image),
+            ("runtimeProfile.dockerfilePath", &self.dockerfile_path),
+            ("runtimeProfile.buildTarget", &self.build_target),
+            (
+                "runtimeProfile.dockerComposeFilePath",
+                &self.docker_compose_file_path,
+            ),
         ];
         for (field, value) in texts {
             optional_text(field, value.as_ref(), TEXT_MAX)?;
@@ -371,13 +407,14 @@ mod tests {
     }
 
     #[test]
-    fn source_kinds_are_words_on_every_endpoint() {
-        let source = |kind: &str| parse::<SourceInput>(json!({"kind": kind, "locator": "x"}));
+    fn source_kinds_are_the_ones_berth_deploys() {
+        let source = |kind: &str| parse::<SourceInput>(json!({"kind": kind, "locator": "/x"}));
         assert!(source("local-folder").validate().is_ok());
         for bad in [
             "",
             "Docker-Image",
             "git lab",
+            "git",
             &"a".repeat(SOURCE_KIND_MAX + 1),
         ] {
             assert_eq!(field_of(source(bad).validate()), "source.kind", "{bad}");
@@ -387,7 +424,7 @@ mod tests {
     #[test]
     fn source_texts_have_the_crd_limits() {
         let source = |extra: Value| {
-            let mut value = json!({"kind": "git", "locator": "https://example.com/a.git"});
+            let mut value = json!({"kind": "remote-git", "locator": "https://example.com/a.git"});
             value
                 .as_object_mut()
                 .unwrap()
@@ -497,7 +534,10 @@ mod tests {
     fn runtime_profiles_are_checked_alike_on_create_and_update() {
         let runtime = |value: Value| parse::<RuntimeProfileInput>(value).validate();
         let cases = [
-            (json!({"strategy": ""}), "runtimeProfile.strategy"),
+            (
+                json!({"baseImage": "a".repeat(TEXT_MAX + 1)}),
+                "runtimeProfile.baseImage",
+            ),
             (
                 json!({"buildCommand": "a".repeat(TEXT_MAX + 1)}),
                 "runtimeProfile.buildCommand",

@@ -38,6 +38,8 @@ pub fn source_descriptor(input: SourceInput) -> SourceDescriptor {
         locator: input.locator,
         display_name: input.display_name,
         base_directory: input.base_directory,
+        git_ref: input.git_ref,
+        commit_sha: input.commit_sha,
         metadata: input.metadata,
     }
 }
@@ -74,6 +76,10 @@ pub fn runtime_profile(
         build_command: input.build_command,
         start_command: input.start_command,
         publish_directory: input.publish_directory,
+        base_image: input.base_image,
+        dockerfile_path: input.dockerfile_path,
+        build_target: input.build_target,
+        docker_compose_file_path: input.docker_compose_file_path,
         health_check,
         restart_policy: input.restart_policy.unwrap_or_default(),
     })

@@ -80,18 +80,36 @@ pub enum ResourceConfig {
     },
     /// Set how the resource is built, started and health-checked.
     #[command(
-        after_help = "Example:\n  berth config runtime --resource web --health-path /healthz --restart-policy always"
+        after_help = "Examples:\n  berth config runtime --resource web --health-path /healthz --restart-policy always\n  berth config runtime --resource api --base-image node:22-alpine --install-command 'npm ci' \\\n    --build-command 'npm run build' --start-command 'node dist/server.js'"
     )]
     Runtime {
         #[command(flatten)]
         resource: ResourceOption,
-        /// e.g. dockerfile, docker-image, static.
+        /// auto (default), dockerfile, docker-compose, prebuilt-image, workspace-commands or
+        /// static.
         #[arg(long)]
         strategy: Option<String>,
+        /// Run by /bin/sh -c in place of the image's command.
         #[arg(long)]
         start_command: Option<String>,
+        /// Run in the build on --base-image (workspace-commands, static).
+        #[arg(long)]
+        install_command: Option<String>,
+        /// Run in the build after the install command (workspace-commands, static).
         #[arg(long)]
         build_command: Option<String>,
+        /// The image the install, build and start commands run on.
+        #[arg(long)]
+        base_image: Option<String>,
+        /// The directory a static site serves, relative to the base directory.
+        #[arg(long)]
+        publish_directory: Option<String>,
+        /// The Dockerfile to build, relative to the base directory.
+        #[arg(long)]
+        dockerfile: Option<String>,
+        /// The stage of a multi-stage Dockerfile to build.
+        #[arg(long)]
+        build_target: Option<String>,
         /// The HTTP path a new container must answer before it takes traffic.
         #[arg(long)]
         health_path: Option<String>,

@@ -70,14 +70,24 @@ pub fn config(ctx: &Ctx, command: ResourceConfig) -> CliResult<()> {
             resource,
             strategy,
             start_command,
+            install_command,
             build_command,
+            base_image,
+            publish_directory,
+            dockerfile,
+            build_target,
             health_path,
             restart_policy,
         } => {
             let profile = RuntimeProfileInput {
-                strategy,
+                strategy: strategy.map(|s| wire_enum("strategy", &s)).transpose()?,
                 start_command,
+                install_command,
                 build_command,
+                base_image,
+                publish_directory,
+                dockerfile_path: dockerfile,
+                build_target,
                 health_check: health_path.map(|path| HealthCheckInput {
                     path: Some(path),
                     ..HealthCheckInput::default()

@@ -245,6 +245,27 @@ impl ServerConnection {
         .await
     }
 
+    /// Starts `command` on an exec channel and hands the channel over, for a command whose
+    /// input and output are a long conversation (git's `git-upload-pack`). No deadline past
+    /// the start: the caller bounds the conversation.
+    pub async fn exec_channel(&self, command: &str) -> Result<Channel<Msg>, RemoteError> {
+        super::count_channel("exec");
+        let ssh = |operation: &'static str| move |source| RemoteError::Ssh { operation, source };
+        let channel = within(
+            self.timeouts.channel_open,
+            "opening an exec channel",
+            async {
+                self.handle
+                    .channel_open_session()
+                    .await
+                    .map_err(ssh("opening an exec channel"))
+            },
+        )
+        .await?;
+        channel.exec(true, command).await.map_err(ssh("exec"))?;
+        Ok(channel)
+    }
+
     /// Runs `command` and returns its standard output; a non-zero exit is an error.
     pub async fn run(&self, command: &str) -> Result<String, RemoteError> {
         let output = self.exec(command).await?;

@@ -31,7 +31,7 @@ use kube::runtime::reflector::{ObjectRef, ReflectHandle};
 use kube::{Api, Resource as _, ResourceExt};
 
 use super::config_triggers as triggers;
-use super::deployment::plan::{self, ROUTE_SCHEME, SUPPORTED_SOURCES};
+use super::deployment::plan::{self, ROUTE_SCHEME};
 use super::deployment::runtime::Target;
 use super::deployment::{config, connect, package};
 use super::domain_routes::domain_routes;
@@ -154,11 +154,8 @@ fn deployments_of(context: &Context, namespace: &str, resource: &str) -> Vec<Dep
 /// changed source binding.
 pub fn needs_deployment(resource: &Resource, deployments: &[Deployment]) -> bool {
     let deployable = resource.spec.server_id.is_some()
-        && resource
-            .spec
-            .source
-            .as_ref()
-            .is_some_and(|s| SUPPORTED_SOURCES.contains(&s.kind.as_str()));
+        && resource.spec.source.is_some()
+        && resource.spec.check_support().is_ok();
     let generation = resource.metadata.generation.unwrap_or(0).to_string();
     let covered = deployments
         .iter()
@@ -800,7 +797,17 @@ pub fn desired_status(
     };
     // Stopped on request is the desired state reached (as a Deployment scaled to zero is
     // available), so GitOps health checks do not report a deliberate stop as a failure.
+    // A field Berth would not honour is said first: what runs is not what was declared.
+    let refused = resource.spec.check_support().err();
     let (ready, reason, message) = match (serving, route_status) {
+        _ if refused.is_some() => (
+            ConditionStatus::False,
+            berth_crds::condition::reason::INVALID_SPEC,
+            format!(
+                "spec.{}; nothing is deployed until it is fixed",
+                refused.map(|e| e.message).unwrap_or_default()
+            ),
+        ),
         (Some(_), _) if observed.stopped => (
             ConditionStatus::True,
             reason::STOPPED,

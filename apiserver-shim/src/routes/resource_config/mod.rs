@@ -69,6 +69,8 @@ pub async fn save(
     resource: &Resource,
     spec: ResourceSpec,
 ) -> ApiResult<Resource> {
+    // Every field the resource declares takes effect, or the write is refused naming it.
+    spec.check_support()?;
     let mut desired = Resource::new(&resource.name_any(), spec);
     for key in KEPT_ANNOTATIONS {
         if let Some(value) = resource.annotations().get(*key) {

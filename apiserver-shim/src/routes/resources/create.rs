@@ -155,7 +155,9 @@ pub async fn create(
     caller.require_in_scope(ScopeDimension::Resource, &id)?;
     let slug = body.slug.clone().unwrap_or_else(|| slugify(&body.name));
     check_slug_free(&state, &organization.namespace, &slug, &body)?;
-    let resource = Resource::new(&id, spec_of(body, slug)?);
+    let spec = spec_of(body, slug)?;
+    spec.check_support()?;
+    let resource = Resource::new(&id, spec);
     let api = Api::<Resource>::namespaced(state.client.clone(), &organization.namespace);
     let written = apply(&api, &state.caches.resources, Some(&caller), resource).await?;
     tracing::info!(resource = %written.name_any(), organization = %organization.id, "resource created");

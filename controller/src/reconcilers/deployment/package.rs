@@ -1,42 +1,46 @@
-//! The package phase: gets the image an attempt runs onto the server, by source kind.
+//! The package phase: gets the image an attempt runs onto the server.
 //!
-//! - `docker-image`: used when already there, otherwise pulled from its registry with the
-//!   credentials of the Resource's `imagePullSecretRef` (see `pull`).
-//! - `local-folder`: the folder is uploaded as a build context and built through Docker's build
-//!   API over the SSH tunnel, from its Dockerfile; a static site instead gets a generated
-//!   Dockerfile that serves its publish directory with the edge proxy's Caddy (that image is on
-//!   every server already). The locator is an absolute directory on the controller's own
-//!   filesystem: the controller reads it. (A CLI deploying from a workstation uploads the folder
-//!   first and names where it put it.)
+//! - A prebuilt image (`docker-image`) is used when already there, otherwise pulled from its
+//!   registry with the credentials of the Resource's `imagePullSecretRef` (see `pull`).
+//! - A git source's commit is fetched into the controller's copy of the repository
+//!   (`source`); an image already built from the same commit and build inputs is reused
+//!   (`reuse`), otherwise the commit's files are exported to a folder.
+//! - A folder (exported, or a `local-folder` on the controller's own filesystem) is built by
+//!   its recipe (`recipe`: its Dockerfile, Berth's around the workspace commands, or static
+//!   files served by the edge proxy's Caddy, on every server already) through Docker's build
+//!   API over the SSH tunnel (`build`).
 //!
 //! Built images are tagged `berth-built/<namespace>-<resource>:<deployment>` and labelled like
 //! containers; after a successful attempt all but the newest few are removed.
 
+mod build;
 mod context;
 mod pull;
+pub mod recipe;
+pub mod reuse;
+pub mod source;
 
 use berth_crds::{NAMESPACE_LABEL, RESOURCE_LABEL};
-use std::collections::{HashMap, VecDeque};
-use std::path::Path;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use berth_crds::deployment::DeploymentErrorCode as Code;
-use berth_crds::masking::Masker;
 use berth_crds::progress::OutputStream;
+use bollard::auth::DockerCredentials;
 use bollard::models::ImageSummary;
-use bollard::query_parameters::{
-    BuildImageOptionsBuilder, ListImagesOptionsBuilder, RemoveImageOptionsBuilder,
-};
-use futures::StreamExt;
+use bollard::query_parameters::{ListImagesOptionsBuilder, RemoveImageOptionsBuilder};
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 
-use self::context::{Ignore, Listing};
-use super::plan::{BUILT_REPOSITORY_PREFIX, Packaging, Plan};
+use self::build::{Destination, run_build};
+use self::recipe::Build;
+use self::source::{FetchedSource, SourceAccess, short};
+use super::plan::{BUILT_REPOSITORY_PREFIX, BuildPlan, Origin, Packaging, Plan, Recipe};
 use super::progress::OutputSink;
 use super::runtime::Target;
 use berth_remote::RemoteError;
-use berth_remote::docker::{docker_call, docker_over_ssh_within};
+use berth_remote::docker::docker_call;
 
 /// Built images kept per resource (besides the serving one), so a recent version can be
 /// started again without a rebuild.
@@ -44,13 +48,6 @@ pub const KEEP_BUILT_IMAGES: usize = 3;
 /// Deadline of a package phase that builds (upload plus every Dockerfile step) or pulls (every
 /// layer download): either may take minutes.
 const BUILD_TIMEOUT: Duration = Duration::from_secs(15 * 60);
-/// Name of the generated Dockerfile in a static site's context; a file of that name in the
-/// publish directory is left out, so the two cannot clash.
-const GENERATED_DOCKERFILE: &str = ".berth.Dockerfile";
-/// Build output lines a failure message quotes.
-const TAIL_LINES: usize = 10;
-/// Longest quoted build output line, in characters.
-const MAX_LINE_CHARS: usize = 300;
 
 /// Why the package phase failed; `code` and `message` go into the attempt's `lastError`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,53 +63,89 @@ fn failure(code: Code, message: impl Into<String>) -> PackageFailure {
     }
 }
 
-/// Deadline of the package phase, whatever the source: a build or a pull may take minutes
-/// (an image already present is found in one call, well within it).
+/// Deadline of the package phase, whatever the source: a fetch, a build or a pull may take
+/// minutes (an image already present is found in one call, well within it).
 pub fn phase_timeout() -> Duration {
     BUILD_TIMEOUT
 }
 
 /// What the package step says it does.
 pub fn step_label(plan: &Plan) -> String {
-    match plan.packaging {
-        Packaging::Pull { .. } => {
-            format!(
-                "Checking image {} on the server, pulling it if missing",
-                plan.image
-            )
+    let Packaging::Build(build) = &plan.packaging else {
+        return format!(
+            "Checking image {} on the server, pulling it if missing",
+            plan.image
+        );
+    };
+    match &build.origin {
+        Origin::Git(git) => format!(
+            "Fetching {} and building image {}",
+            git.repository.identity(),
+            plan.image
+        ),
+        Origin::Folder(folder) => {
+            format!("Building image {} from {}", plan.image, folder.display())
         }
-        Packaging::Dockerfile { .. } => {
-            format!("Building image {} from the Dockerfile", plan.image)
-        }
-        Packaging::StaticSite { .. } => format!("Building static site image {}", plan.image),
     }
 }
 
+/// The server an image goes to, and what reaching it needs.
+pub struct Server<'a> {
+    pub target: &'a Target,
+    pub docker_socket: &'a str,
+    /// The Resource's namespace, where a pull Secret is read.
+    pub secrets: &'a Api<Secret>,
+}
+
 /// Runs the package phase: afterwards `plan.image` is on the server, or the failure says why.
-/// `secrets` is the Resource's namespace, where a pull Secret is read.
+/// `fetched` is the commit of a git source ([`source::fetch`]).
 pub async fn package(
-    target: &Target,
-    docker_socket: &str,
+    server: Server<'_>,
     plan: &Plan,
-    secrets: &Api<Secret>,
+    fetched: Option<&FetchedSource>,
+    sources: &SourceAccess,
     output: &OutputSink,
 ) -> Result<(), PackageFailure> {
     let build = match &plan.packaging {
         Packaging::Pull { pull_secret } => {
-            let credentials = (pull_secret.as_deref(), secrets);
-            return ensure_pulled(target, docker_socket, &plan.image, credentials, output).await;
+            let credentials = (pull_secret.as_deref(), server.secrets);
+            return ensure_pulled(&server, &plan.image, credentials, output).await;
         }
-        Packaging::Dockerfile {
-            context,
-            dockerfile,
-        } => dockerfile_build(context, dockerfile, &plan.build_args).await?,
-        Packaging::StaticSite {
-            context,
-            server_image,
-        } => static_site_build(context, server_image, plan.internal_port).await?,
+        Packaging::Build(build) => build,
     };
-    run_build(target, docker_socket, plan, build, output).await?;
-    match target.image_present(&plan.image).await {
+    let mut labels = plan.labels.clone();
+    if let Some(fetched) = fetched {
+        let key = reuse::build_key(build, &fetched.fetched.commit.sha, &plan.build_args);
+        if reused(&server, plan, &key, fetched, output).await? {
+            return Ok(());
+        }
+        labels.insert(reuse::BUILD_KEY_LABEL.to_string(), key);
+    }
+    // An exported commit stays on disk until the build has read it.
+    let (root, _exported) = match (&build.origin, fetched) {
+        (Origin::Folder(folder), _) => (folder.join(&build.base_directory), None),
+        (Origin::Git(_), Some(fetched)) => {
+            let exported = export(sources, build, fetched).await?;
+            (exported.path().to_path_buf(), Some(exported))
+        }
+        (Origin::Git(_), None) => {
+            return Err(failure(
+                Code::SourceFetchFailed,
+                "the commit was not fetched",
+            ));
+        }
+    };
+    let prepared = prepare(build, root, plan).await?;
+    let credentials = build_credentials(&server, build, &prepared).await?;
+    let destination = Destination {
+        target: server.target,
+        docker_socket: server.docker_socket,
+        plan,
+        labels,
+        credentials,
+    };
+    run_build(destination, prepared, output).await?;
+    match server.target.image_present(&plan.image).await {
         Ok(true) => Ok(()),
         Ok(false) => Err(failure(
             Code::BuildFailed,
@@ -122,14 +155,108 @@ pub async fn package(
     }
 }
 
+/// Tags the image an earlier attempt built from the same commit and inputs, if the server has
+/// it; whether it did.
+async fn reused(
+    server: &Server<'_>,
+    plan: &Plan,
+    key: &str,
+    fetched: &FetchedSource,
+    output: &OutputSink,
+) -> Result<bool, PackageFailure> {
+    let docker = |error: RemoteError| failure(Code::DockerError, error.to_string());
+    let Some(image) = reuse::find(server.target, key).await.map_err(docker)? else {
+        return Ok(false);
+    };
+    reuse::adopt(server.target, &image, plan)
+        .await
+        .map_err(docker)?;
+    output.line(
+        OutputStream::Stdout,
+        &format!(
+            "Reusing image {} built from commit {} with the same build inputs: no rebuild",
+            short(image.trim_start_matches("sha256:")),
+            short(&fetched.fetched.commit.sha)
+        ),
+    );
+    Ok(true)
+}
+
+async fn export(
+    sources: &SourceAccess,
+    build: &BuildPlan,
+    fetched: &FetchedSource,
+) -> Result<berth_source::Exported, PackageFailure> {
+    let base = build.base_directory.to_str().filter(|b| !b.is_empty());
+    let exported = sources
+        .cache
+        .export(&fetched.repository, &fetched.fetched.commit.sha, base)
+        .await;
+    exported.map_err(|error| failure(Code::SourceFetchFailed, error.to_string()))
+}
+
+/// The recipe decided from the files, and the build ready to upload.
+async fn prepare(build: &BuildPlan, root: PathBuf, plan: &Plan) -> Result<Build, PackageFailure> {
+    let recipe = build.recipe.clone();
+    let (port, args) = (plan.internal_port, plan.build_args.clone());
+    let start = plan.start_command.clone();
+    blocking(move || {
+        let recipe = recipe::decide(&recipe, &root)?;
+        recipe::prepare(&recipe, &root, port, &args, start.as_deref())
+    })
+    .await
+}
+
+/// Credentials for the registries of the build's base images, from the pull Secret.
+async fn build_credentials(
+    server: &Server<'_>,
+    build: &BuildPlan,
+    prepared: &Build,
+) -> Result<Option<HashMap<String, DockerCredentials>>, PackageFailure> {
+    let Some(secret) = &build.pull_secret else {
+        return Ok(None);
+    };
+    let mut credentials = HashMap::new();
+    for image in base_images(&build.recipe, prepared) {
+        let registry = pull::parse_reference(&image).registry;
+        let auth = pull::registry_auth(server.secrets, secret, &registry).await?;
+        if let Some(found) = auth.credentials {
+            let address = found.serveraddress.clone().unwrap_or(registry);
+            credentials.insert(address, found);
+        }
+    }
+    Ok(Some(credentials))
+}
+
+/// The images a build starts from: the recipe's base image, or the `FROM` lines of the
+/// source's Dockerfile (stages named earlier excepted).
+fn base_images(recipe: &Recipe, prepared: &Build) -> Vec<String> {
+    match recipe {
+        Recipe::Commands(commands) => vec![commands.base_image.clone()],
+        Recipe::Static {
+            stage: Some(stage), ..
+        } => vec![stage.base_image.clone()],
+        _ => {
+            let dockerfile = prepared
+                .listing
+                .files
+                .iter()
+                .find(|entry| entry.name == Path::new(&prepared.dockerfile))
+                .and_then(|entry| std::fs::read_to_string(&entry.path).ok())
+                .unwrap_or_default();
+            recipe::from_images(&dockerfile)
+        }
+    }
+}
+
 /// Uses `image` when the server has it, otherwise pulls it; the Secret is read only then.
 async fn ensure_pulled(
-    target: &Target,
-    docker_socket: &str,
+    server: &Server<'_>,
     image: &str,
     (pull_secret, secrets): (Option<&str>, &Api<Secret>),
     output: &OutputSink,
 ) -> Result<(), PackageFailure> {
+    let target = server.target;
     match target.image_present(image).await {
         Ok(true) => return Ok(()),
         Ok(false) => {}
@@ -142,7 +269,7 @@ async fn ensure_pulled(
         }
         None => None,
     };
-    pull::pull(target, docker_socket, image, auth, output).await?;
+    pull::pull(target, server.docker_socket, image, auth, output).await?;
     match target.image_present(image).await {
         Ok(true) => Ok(()),
         Ok(false) => Err(failure(
@@ -153,98 +280,6 @@ async fn ensure_pulled(
     }
 }
 
-/// A build ready to upload: the listed files, generated files, and its parameters.
-struct Build {
-    listing: Listing,
-    generated: Vec<(String, Vec<u8>)>,
-    dockerfile: String,
-    build_args: HashMap<String, String>,
-}
-
-/// Lists a folder's context for its own Dockerfile (always sent, like `.dockerignore`).
-async fn dockerfile_build(
-    context: &Path,
-    dockerfile: &str,
-    build_args: &HashMap<String, String>,
-) -> Result<Build, PackageFailure> {
-    let (context, name) = (context.to_path_buf(), dockerfile.to_string());
-    let listing = blocking(move || {
-        folder_present(&context)?;
-        if !context.join(&name).is_file() {
-            return Err(failure(
-                Code::DockerfileNotFound,
-                format!("no Dockerfile at {}", context.join(&name).display()),
-            ));
-        }
-        let ignore = Ignore::read(&context)?;
-        context::list(&context, &ignore, &[], &[name.as_str(), ".dockerignore"])
-    })
-    .await?;
-    Ok(Build {
-        listing,
-        generated: Vec::new(),
-        dockerfile: dockerfile.to_string(),
-        build_args: build_args.clone(),
-    })
-}
-
-/// Lists a static site's publish directory and generates the Dockerfile that serves it.
-async fn static_site_build(
-    context: &Path,
-    server_image: &str,
-    port: u16,
-) -> Result<Build, PackageFailure> {
-    let context = context.to_path_buf();
-    let listing = blocking(move || {
-        folder_present(&context)?;
-        let ignore = Ignore::read(&context)?;
-        // The site's own `.dockerignore` filters here; the generated one replaces it.
-        let skipped = [GENERATED_DOCKERFILE, ".dockerignore"];
-        context::list(&context, &ignore, &skipped, &[])
-    })
-    .await?;
-    // Docker drops the files this `.dockerignore` names after reading the Dockerfile, so
-    // neither is copied into the served directory.
-    let ignore = format!(".dockerignore\n{GENERATED_DOCKERFILE}\n");
-    Ok(Build {
-        listing,
-        generated: vec![
-            (
-                GENERATED_DOCKERFILE.to_string(),
-                static_dockerfile(server_image, port).into_bytes(),
-            ),
-            (".dockerignore".to_string(), ignore.into_bytes()),
-        ],
-        dockerfile: GENERATED_DOCKERFILE.to_string(),
-        build_args: HashMap::new(),
-    })
-}
-
-/// The Dockerfile of a static site: the edge proxy's image (Caddy, on every server) serving
-/// the copied files.
-fn static_dockerfile(server_image: &str, port: u16) -> String {
-    format!(
-        "FROM {server_image}\n\
-         COPY . /srv\n\
-         EXPOSE {port}\n\
-         ENTRYPOINT [\"caddy\", \"file-server\", \"--root\", \"/srv\", \"--listen\", \":{port}\"]\n"
-    )
-}
-
-fn folder_present(folder: &Path) -> Result<(), PackageFailure> {
-    if folder.is_dir() {
-        Ok(())
-    } else {
-        Err(failure(
-            Code::SourceFolderNotFound,
-            format!(
-                "{} is not a directory the controller can read",
-                folder.display()
-            ),
-        ))
-    }
-}
-
 /// Runs filesystem work off the async threads.
 async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, PackageFailure> + Send + 'static,
@@ -252,153 +287,6 @@ async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(work)
         .await
         .unwrap_or_else(|error| Err(failure(Code::BuildContextUnreadable, error.to_string())))
-}
-
-/// Uploads the context and follows the build's output to its end.
-async fn run_build(
-    target: &Target,
-    docker_socket: &str,
-    plan: &Plan,
-    build: Build,
-    sink: &OutputSink,
-) -> Result<(), PackageFailure> {
-    let masker = Masker::new(build.build_args.values());
-    let options = BuildImageOptionsBuilder::new()
-        .dockerfile(&build.dockerfile)
-        .t(&plan.image)
-        .rm(true)
-        .forcerm(true)
-        // The container's labels, so images can be attributed and pruned like containers.
-        .labels(&plan.labels)
-        .buildargs(&build.build_args)
-        .build();
-    tracing::info!(
-        image = %plan.image,
-        files = build.listing.files.len(),
-        bytes = build.listing.bytes,
-        "building an image"
-    );
-    let (body, writer) = context::stream(build.listing, build.generated);
-    // Docker answers only once it has read the whole context: the deadline covers the upload.
-    let docker = docker_over_ssh_within(target.connection.clone(), docker_socket, BUILD_TIMEOUT);
-    let mut output = docker.build_image(options, None, Some(bollard::body_try_stream(body)));
-    let mut log = BuildLog::new(&masker, &plan.image, sink);
-    let mut failed = None;
-    while let Some(item) = output.next().await {
-        match item {
-            Ok(info) => {
-                log.push(info.stream.as_deref().unwrap_or_default());
-                if let Some(status) = info.status {
-                    log.push(&format!("{status}\n"));
-                }
-            }
-            Err(error) => {
-                failed = Some(error);
-                break;
-            }
-        }
-    }
-    drop(output);
-    log.finish();
-    // A context that could not be read explains a failed upload better than the upload error.
-    if let Ok(Err(error)) = writer.await {
-        let message = format!("could not read the build context: {error}");
-        return Err(failure(Code::BuildContextUnreadable, masker.mask(&message)));
-    }
-    match failed {
-        None => Ok(()),
-        Some(error) => Err(build_failure(&error, &log, &masker)),
-    }
-}
-
-/// A failed build: Docker's own refusals are the user's to fix (`build_failed`); a broken
-/// transport is not (`docker_error`).
-fn build_failure(
-    error: &bollard::errors::Error,
-    log: &BuildLog<'_>,
-    masker: &Masker,
-) -> PackageFailure {
-    use bollard::errors::Error::{DockerResponseServerError, DockerStreamError};
-    let (code, reason) = match error {
-        DockerStreamError { error } => (Code::BuildFailed, error.clone()),
-        DockerResponseServerError { message, .. } => (Code::BuildFailed, message.clone()),
-        other => (Code::DockerError, other.to_string()),
-    };
-    let mut message = masker.mask(reason.trim());
-    let tail = log.tail();
-    if !tail.is_empty() {
-        message.push_str("\nlast build output:\n");
-        message.push_str(&tail.join("\n"));
-    }
-    failure(code, message)
-}
-
-/// Build output cut into masked lines: recorded in the attempt's timeline, logged at debug
-/// level, the last few kept for a failure.
-struct BuildLog<'a> {
-    masker: &'a Masker,
-    image: &'a str,
-    output: &'a OutputSink,
-    partial: String,
-    tail: VecDeque<String>,
-}
-
-impl<'a> BuildLog<'a> {
-    fn new(masker: &'a Masker, image: &'a str, output: &'a OutputSink) -> Self {
-        Self {
-            masker,
-            image,
-            output,
-            partial: String::new(),
-            tail: VecDeque::new(),
-        }
-    }
-
-    /// Adds output; only whole lines are masked, so a value split across chunks still is.
-    fn push(&mut self, text: &str) {
-        self.partial.push_str(text);
-        while let Some(end) = self.partial.find('\n') {
-            let line: String = self.partial.drain(..=end).collect();
-            self.line(&line);
-        }
-        // A line this long without an end is flushed anyway.
-        if self.partial.len() > 64 * 1024 {
-            let line = std::mem::take(&mut self.partial);
-            self.line(&line);
-        }
-    }
-
-    fn finish(&mut self) {
-        let line = std::mem::take(&mut self.partial);
-        self.line(&line);
-    }
-
-    fn line(&mut self, line: &str) {
-        let line = line.trim_end();
-        if line.trim().is_empty() {
-            return;
-        }
-        let masked = self.masker.mask(line);
-        tracing::debug!(image = %self.image, line = %masked, "build output");
-        self.output.line(OutputStream::Stdout, &masked);
-        if self.tail.len() == TAIL_LINES {
-            self.tail.pop_front();
-        }
-        self.tail.push_back(shorten(&masked));
-    }
-
-    fn tail(&self) -> Vec<String> {
-        self.tail.iter().cloned().collect()
-    }
-}
-
-fn shorten(line: &str) -> String {
-    if line.chars().count() <= MAX_LINE_CHARS {
-        return line.to_string();
-    }
-    let mut short: String = line.chars().take(MAX_LINE_CHARS).collect();
-    short.push('…');
-    short
 }
 
 /// Removes the resource's built images beyond the newest [`KEEP_BUILT_IMAGES`], never
@@ -490,57 +378,6 @@ fn images_to_prune(images: &[ImageSummary], keep: usize, serving: &str) -> Vec<S
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_static_site_dockerfile_serves_the_copied_files() {
-        let dockerfile = static_dockerfile("berth/edge-caddy:2.6.2", 8080);
-        assert!(dockerfile.starts_with("FROM berth/edge-caddy:2.6.2\nCOPY . /srv\n"));
-        assert!(
-            dockerfile.contains(r#""--listen", ":8080"]"#),
-            "{dockerfile}"
-        );
-    }
-
-    #[test]
-    fn build_arg_values_are_masked_in_output_and_failures() {
-        let args = HashMap::from([
-            ("TOKEN".to_string(), "s3cr3t-value".to_string()),
-            ("SHORT".to_string(), "s3cr3t".to_string()),
-            ("EMPTY".to_string(), String::new()),
-        ]);
-        let masker = Masker::new(args.values());
-        assert_eq!(
-            masker.mask("echo s3cr3t-value and s3cr3t"),
-            "echo **** and ****"
-        );
-        let sink = OutputSink::disabled();
-        let mut log = BuildLog::new(&masker, "img", &sink);
-        // A value split across two output chunks is still masked.
-        log.push("Step 2/3 : RUN echo s3cr");
-        log.push("3t-value\nok\n");
-        log.finish();
-        assert_eq!(log.tail(), vec!["Step 2/3 : RUN echo ****", "ok"]);
-        let error = bollard::errors::Error::DockerStreamError {
-            error: "The command '/bin/sh -c test s3cr3t' returned a non-zero code: 1".into(),
-        };
-        let failure = build_failure(&error, &log, &masker);
-        assert_eq!(failure.code, "build_failed");
-        assert!(!failure.message.contains("s3cr3t"), "{}", failure.message);
-        assert!(failure.message.contains("last build output:\nStep 2/3"));
-    }
-
-    #[test]
-    fn the_failure_tail_keeps_the_last_lines() {
-        let masker = Masker::default();
-        let sink = OutputSink::disabled();
-        let mut log = BuildLog::new(&masker, "img", &sink);
-        for i in 0..25 {
-            log.push(&format!("line {i}\n"));
-        }
-        let tail = log.tail();
-        assert_eq!(tail.len(), TAIL_LINES);
-        assert_eq!(tail.last().unwrap(), "line 24");
-    }
 
     fn image(id: &str, tag: Option<&str>, created: i64) -> ImageSummary {
         ImageSummary {

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use berth_crds::common::SourceDescriptor;
 use berth_crds::resource::{
-    AccessScheme, ExposureMode, GeneratedAccessMode, Resource, ResourceKind, RestartPolicy,
-    UpstreamProtocol,
+    AccessScheme, BuildStrategy, ExposureMode, GeneratedAccessMode, Resource, ResourceKind,
+    RestartPolicy, UpstreamProtocol,
 };
 use berth_crds::server::{ProxyKind, Server};
 use berth_crds::{
@@ -22,14 +22,11 @@ use berth_crds::deployment::DeploymentErrorCode as Code;
 
 mod packaging;
 
-pub use self::packaging::{BUILT_REPOSITORY_PREFIX, Packaging, built_tag, packaging_of};
+pub use self::packaging::{
+    BUILT_REPOSITORY_PREFIX, BuildPlan, Commands, DEFAULT_DOCKERFILE, GitOrigin, Origin, Packaging,
+    Recipe, built_tag, packaging_of, slash_path,
+};
 
-/// Source kind of a prebuilt image, pulled onto the server when missing.
-pub const DOCKER_IMAGE_SOURCE: &str = "docker-image";
-/// Source kind of a folder on the controller's filesystem, built into an image on the server.
-pub const LOCAL_FOLDER_SOURCE: &str = "local-folder";
-/// Every source kind this controller deploys.
-pub const SUPPORTED_SOURCES: [&str; 2] = [DOCKER_IMAGE_SOURCE, LOCAL_FOLDER_SOURCE];
 /// Port a static site's file server listens on when the resource names none.
 pub const STATIC_SITE_PORT: u16 = 8080;
 /// Domain generated hosts live under when the server names none; `*.localhost` resolves to
@@ -80,6 +77,8 @@ pub struct Plan {
     /// Secret values of the configuration: masked in anything recorded from the container.
     pub secret_values: Vec<String>,
     pub restart_policy: RestartPolicy,
+    /// `runtimeProfile.startCommand`: run by `/bin/sh -c` in place of the image's command.
+    pub start_command: Option<String>,
     pub internal_port: u16,
     pub health: HealthPlan,
     pub route: Option<RoutePlan>,
@@ -233,15 +232,15 @@ pub fn upstream_alias(namespace: &str, resource: &str) -> String {
     format!("berth-upstream-{hash}")
 }
 
-/// Whether the resource is a static site: files served as they are, no Dockerfile needed.
+/// Whether the resource is (or may turn out to be) a static site, whose file server Berth runs
+/// on [`STATIC_SITE_PORT`]: declared so, or `auto` with nothing that says otherwise.
 pub fn is_static_site(resource: &Resource) -> bool {
-    resource.spec.kind == ResourceKind::StaticSite
-        || resource
-            .spec
-            .runtime_profile
-            .as_ref()
-            .and_then(|r| r.strategy.as_deref())
-            == Some("static")
+    let strategy = resource
+        .spec
+        .runtime_profile
+        .as_ref()
+        .and_then(|r| r.strategy);
+    resource.spec.kind == ResourceKind::StaticSite || strategy == Some(BuildStrategy::Static)
 }
 
 /// The port the container listens on; static sites default to [`STATIC_SITE_PORT`], since
@@ -274,16 +273,7 @@ pub fn plan(
     let source = source
         .or(resource.spec.source.as_ref())
         .ok_or_else(|| plan_error(Code::SourceMissing, "the resource declares no source"))?;
-    if !SUPPORTED_SOURCES.contains(&source.kind.as_str()) {
-        return Err(plan_error(
-            Code::SourceKindUnsupported,
-            format!(
-                "source kind `{}` is not supported yet; use one of: {}",
-                source.kind,
-                SUPPORTED_SOURCES.join(", ")
-            ),
-        ));
-    }
+    let packaging = packaging_of(resource, server, source)?;
     let internal_port = internal_port(resource)?;
     let protocol = upstream(resource);
     if protocol == UpstreamProtocol::Tcp && exposure(resource) == ExposureMode::ReverseProxy {
@@ -294,7 +284,6 @@ pub fn plan(
         ));
     }
     let host_port = host_port(resource)?;
-    let packaging = packaging_of(resource, server, source)?;
     let runtime = resource.spec.runtime_profile.clone();
     let check = runtime.as_ref().and_then(|r| r.health_check.clone());
     let secs = |s: i32| Duration::from_secs(u64::try_from(s.max(1)).unwrap_or(1));
@@ -348,7 +337,11 @@ pub fn plan(
         env: Vec::new(),
         build_args: HashMap::new(),
         secret_values: Vec::new(),
-        restart_policy: runtime.map(|r| r.restart_policy).unwrap_or_default(),
+        restart_policy: runtime
+            .as_ref()
+            .map(|r| r.restart_policy)
+            .unwrap_or_default(),
+        start_command: runtime.and_then(|r| r.start_command),
         internal_port,
         health,
         route: route(resource, server),
@@ -505,17 +498,19 @@ pub(super) mod tests {
         let resource = resource(json!({ "source": { "kind": "git", "locator": "x" } }));
         let error = plan(&resource, &server(None), "d", None).unwrap_err();
         assert_eq!(error.code, "source_kind_unsupported");
-        assert!(error.message.contains("local-folder"), "{}", error.message);
+        assert!(error.message.contains("remote-git"), "{}", error.message);
     }
 
     #[test]
-    fn a_local_folder_runs_the_image_its_attempt_builds() {
+    fn a_local_folder_runs_the_image_its_attempt_builds_and_its_start_command() {
         let resource = resource(json!({
             "source": { "kind": "local-folder", "locator": "/srv/app" },
+            "runtimeProfile": { "strategy": "dockerfile", "startCommand": "./serve --port 8080" },
         }));
         let plan = plan(&resource, &server(None), "dep-web-2", None).unwrap();
         assert_eq!(plan.image, "berth-built/org-acme-web:dep-web-2");
-        assert!(matches!(plan.packaging, Packaging::Dockerfile { .. }));
+        assert!(matches!(plan.packaging, Packaging::Build(_)));
+        assert_eq!(plan.start_command.as_deref(), Some("./serve --port 8080"));
     }
 
     #[test]
@@ -527,7 +522,10 @@ pub(super) mod tests {
         let plan = plan(&resource, &server(None), "dep-web-1", None).unwrap();
         assert_eq!(plan.internal_port, STATIC_SITE_PORT);
         assert_eq!(plan.health.port, STATIC_SITE_PORT);
-        assert!(matches!(plan.packaging, Packaging::StaticSite { .. }));
+        let Packaging::Build(build) = plan.packaging else {
+            panic!("a static site is built")
+        };
+        assert!(matches!(build.recipe, Recipe::Static { .. }));
         let app = super::tests::resource(json!({ "networkProfile": null }));
         let error = super::plan(&app, &server(None), "d", None).unwrap_err();
         assert_eq!(error.code, "network_profile_missing");

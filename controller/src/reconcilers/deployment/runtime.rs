@@ -559,8 +559,18 @@ pub fn container_body(plan: &Plan, serving: bool) -> ContainerCreateBody {
         berth_crds::resource::RestartPolicy::UnlessStopped => RestartPolicyNameEnum::UNLESS_STOPPED,
         berth_crds::resource::RestartPolicy::OnFailure => RestartPolicyNameEnum::ON_FAILURE,
     };
+    // A start command replaces the image's entrypoint and command, as `sh -c` runs it.
+    let (entrypoint, cmd) = match &plan.start_command {
+        Some(command) => (
+            Some(vec!["/bin/sh".to_string(), "-c".to_string()]),
+            Some(vec![command.clone()]),
+        ),
+        None => (None, None),
+    };
     ContainerCreateBody {
         image: Some(plan.image.clone()),
+        entrypoint,
+        cmd,
         labels: Some(plan.labels.clone()),
         env: Some(plan.env.clone()),
         exposed_ports: Some(vec![format!("{}/tcp", plan.internal_port)]),

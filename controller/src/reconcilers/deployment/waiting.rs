@@ -71,6 +71,7 @@ pub fn is_transient(phase: DeploymentPhase, code: Code) -> bool {
         Code::ServerUnreachable
         | Code::ServerNotReady
         | Code::RouteSwitchFailed
+        | Code::SourceUnreachable
         | Code::DockerError => true,
         // A build may simply take too long; every other phase waits only on the server.
         Code::PhaseTimeout => phase != DeploymentPhase::Package,

@@ -57,16 +57,24 @@ pub fn pinned_host_key(server: &Server) -> Option<String> {
 /// The private key of the server's credential, or why there is none, from the caches.
 pub fn credential_key(context: &Context, server: &Server) -> Result<ClientKey, Failure> {
     let namespace = server.namespace().unwrap_or_default();
-    let name = &server.spec.credential_id;
+    credential_key_named(context, &namespace, &server.spec.credential_id)
+}
+
+/// The private key of the SshCredential `name` in `namespace`, from the caches.
+pub fn credential_key_named(
+    context: &Context,
+    namespace: &str,
+    name: &str,
+) -> Result<ClientKey, Failure> {
     let caches = &context.caches;
-    let Some(credential) = Caches::get(&caches.credentials, &namespace, name) else {
+    let Some(credential) = Caches::get(&caches.credentials, namespace, name) else {
         return Err(Failure::new(
             reason::CREDENTIAL_NOT_READY,
             format!("SshCredential {name} does not exist"),
         ));
     };
     let reference = &credential.spec.private_key_secret_ref;
-    let secret = Caches::get(&caches.secrets, &namespace, &reference.name);
+    let secret = Caches::get(&caches.secrets, namespace, &reference.name);
     key_from_secret(secret.as_deref(), &reference.name, &reference.key).map_err(|problem| {
         Failure::new(
             reason::CREDENTIAL_NOT_READY,

@@ -12,7 +12,8 @@ use kube::{Api, ResourceExt};
 
 use super::super::config;
 use super::super::connect;
-use super::super::package;
+use super::super::package::source::SourceAccess;
+use super::super::package::{self, PackageFailure};
 use super::super::plan::{self, Plan};
 use super::super::progress::{OutputSink, Progress};
 use super::super::runtime::{ProbeError, start_or_reuse};
@@ -20,6 +21,8 @@ use super::super::supervisor::{Interrupt, Signal};
 use super::server::{Runtime, ServerRuntime};
 use crate::context::Context;
 use crate::error::Error;
+use crate::reconcilers::server::observe::credential_key_named;
+use berth_crds::deployment::Deployment;
 use berth_crds::masking::Masker;
 use berth_remote::RemoteError;
 
@@ -257,12 +260,45 @@ pub async fn plan(
     progress.status.image_ref = Some(plan.image.clone());
     progress.status.status = Some(DeploymentState::Planned);
     progress.write();
+    let sources = source_access(context, deployment, &mut plan)?;
     let runtime = ServerRuntime {
         target,
         docker_socket: server.spec.docker_socket_path.clone(),
         secrets: Api::<Secret>::namespaced(context.client.clone(), &namespace),
+        sources,
     };
     Ok((plan, runtime))
+}
+
+/// What fetching the plan's git source needs: its deploy key, read from the SshCredential the
+/// source names, and the git host's key the fetch must find (the source's pin, else the one
+/// the resource's latest fetch recorded).
+fn source_access(
+    context: &Context,
+    deployment: &Deployment,
+    plan: &mut Plan,
+) -> Result<SourceAccess, Stop> {
+    use DeploymentPhase::Plan;
+    let mut access = SourceAccess {
+        cache: context.sources.clone(),
+        deploy_key: None,
+    };
+    let Some(git) = package::source::git_origin_mut(plan) else {
+        return Ok(access);
+    };
+    let namespace = deployment.namespace().unwrap_or_default();
+    if git.pinned_host_key.is_none() {
+        let attempts = context
+            .caches
+            .deployments_of(&namespace, &deployment.spec.resource_id);
+        git.pinned_host_key = package::source::recorded_host_key(&attempts, &git.repository);
+    }
+    if let Some(id) = &git.credential_id {
+        let key = credential_key_named(context, &namespace, id)
+            .map_err(|failure| stop(Plan, Code::DeployKeyInvalid, failure.message))?;
+        access.deploy_key = Some(key);
+    }
+    Ok(access)
 }
 
 /// Package: the image onto the server. A build or a pull may take minutes; a cancel or a
@@ -277,9 +313,19 @@ pub async fn package(
     progress.status.status = Some(DeploymentState::Running);
     progress.step(Package, 3, &package::step_label(plan));
     let output = progress.output();
+    let failed = |f: PackageFailure| stop(Package, f.code, f.message);
+    let fetching = async { runtime.fetch_source(plan, &output).await.map_err(failed) };
+    let fetched = guard
+        .within(Package, package::phase_timeout(), fetching)
+        .await?;
+    // The commit is on the attempt before it is built: a failed build names what failed.
+    if let Some(fetched) = &fetched {
+        progress.status.source_commit = Some(fetched.record());
+        progress.write();
+    }
     let packaged = async {
-        let packaged = runtime.package(plan, &output).await;
-        packaged.map_err(|f| stop(Package, f.code, f.message))
+        let packaged = runtime.package(plan, fetched.as_ref(), &output).await;
+        packaged.map_err(failed)
     };
     guard
         .within(Package, package::phase_timeout(), packaged)

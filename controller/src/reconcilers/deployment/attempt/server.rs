@@ -8,6 +8,7 @@ use berth_crds::progress::OutputStream;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 
+use super::super::package::source::{FetchedSource, SourceAccess};
 use super::super::package::{self, PackageFailure};
 use super::super::plan::{Plan, RoutePlan};
 use super::super::progress::OutputSink;
@@ -16,10 +17,20 @@ use berth_remote::RemoteError;
 
 /// The server side of an attempt.
 pub trait Runtime: Containers {
-    /// Gets `plan.image` onto the server: found there, pulled, or built.
+    /// Fetches the commit of a git source into the controller's copy; `None` for a source
+    /// that is not a repository.
+    fn fetch_source(
+        &self,
+        plan: &Plan,
+        output: &OutputSink,
+    ) -> impl Future<Output = Result<Option<FetchedSource>, PackageFailure>> + Send;
+
+    /// Gets `plan.image` onto the server: found there, pulled, or built (from `fetched`, the
+    /// commit of a git source).
     fn package(
         &self,
         plan: &Plan,
+        fetched: Option<&FetchedSource>,
         output: &OutputSink,
     ) -> impl Future<Output = Result<(), PackageFailure>> + Send;
 
@@ -71,6 +82,8 @@ pub struct ServerRuntime {
     pub docker_socket: String,
     /// The Resource's namespace, where an image pull Secret is read.
     pub secrets: Api<Secret>,
+    /// The controller's copies of repositories, and the source's deploy key.
+    pub sources: SourceAccess,
 }
 
 impl Containers for ServerRuntime {
@@ -92,15 +105,26 @@ impl Containers for ServerRuntime {
 }
 
 impl Runtime for ServerRuntime {
-    async fn package(&self, plan: &Plan, output: &OutputSink) -> Result<(), PackageFailure> {
-        package::package(
-            &self.target,
-            &self.docker_socket,
-            plan,
-            &self.secrets,
-            output,
-        )
-        .await
+    async fn fetch_source(
+        &self,
+        plan: &Plan,
+        output: &OutputSink,
+    ) -> Result<Option<FetchedSource>, PackageFailure> {
+        package::source::fetch(plan, &self.sources, output).await
+    }
+
+    async fn package(
+        &self,
+        plan: &Plan,
+        fetched: Option<&FetchedSource>,
+        output: &OutputSink,
+    ) -> Result<(), PackageFailure> {
+        let server = package::Server {
+            target: &self.target,
+            docker_socket: &self.docker_socket,
+            secrets: &self.secrets,
+        };
+        package::package(server, plan, fetched, &self.sources, output).await
     }
 
     async fn probe_until_healthy(&self, plan: &Plan) -> Result<(), ProbeError> {

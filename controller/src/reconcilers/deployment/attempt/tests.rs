@@ -13,6 +13,7 @@ use berth_crds::progress::OutputStream;
 use tokio::sync::watch;
 
 use super::super::package::PackageFailure;
+use super::super::package::source::FetchedSource;
 use super::super::plan::tests::sample_plan;
 use super::super::plan::{Plan, RoutePlan};
 use super::super::progress::{OutputSink, Progress};
@@ -133,7 +134,20 @@ impl Containers for FakeServer {
 }
 
 impl Runtime for FakeServer {
-    async fn package(&self, _plan: &Plan, _output: &OutputSink) -> Result<(), PackageFailure> {
+    async fn fetch_source(
+        &self,
+        _plan: &Plan,
+        _output: &OutputSink,
+    ) -> Result<Option<FetchedSource>, PackageFailure> {
+        Ok(None)
+    }
+
+    async fn package(
+        &self,
+        _plan: &Plan,
+        _fetched: Option<&FetchedSource>,
+        _output: &OutputSink,
+    ) -> Result<(), PackageFailure> {
         match &self.packaging {
             Packaging::Done => Ok(()),
             Packaging::Forever => std::future::pending().await,
