@@ -190,7 +190,7 @@ pub enum Command {
     Secrets(Secrets),
     /// Deploy a resource now and follow its progress to the URL that serves it.
     #[command(
-        after_help = "Example:\n  berth deploy web\n\nExits 0 when the deployment succeeded, 1 when it failed (its error code and message are shown)."
+        after_help = "Examples:\n  berth deploy web\n  berth deploy web --commit \"$GITHUB_SHA\"   # from CI, with a deploy token\n\nExits 0 when the deployment succeeded, 1 when it failed (its error code and message are shown)."
     )]
     Deploy {
         /// Resource id or slug.
@@ -198,6 +198,12 @@ pub enum Command {
         /// The server to deploy to (default: the resource's).
         #[arg(long)]
         server: Option<String>,
+        /// A git source's commit to deploy (40 hex digits) instead of its ref's newest.
+        #[arg(long)]
+        commit: Option<String>,
+        /// A git source's branch, tag or ref to deploy instead of the one it follows.
+        #[arg(long = "ref")]
+        git_ref: Option<String>,
     },
     /// A resource's runtime logs.
     #[command(after_help = "Examples:\n  berth logs web --tail 50\n  berth logs web -f")]

@@ -66,7 +66,17 @@ fn run(cli: Cli) -> CliResult<()> {
         Command::Decisions(command) => platform::decisions(&ctx()?, command),
         Command::Variables(command) => resources::variables(&ctx()?, command),
         Command::Secrets(command) => resources::secrets(&ctx()?, command),
-        Command::Deploy { resource, server } => deploy::deploy(&ctx()?, &resource, server),
+        Command::Deploy {
+            resource,
+            server,
+            commit,
+            git_ref,
+        } => deploy::deploy(
+            &ctx()?,
+            &resource,
+            server,
+            deploy::Revision { commit, git_ref },
+        ),
         Command::Logs {
             resource,
             follow,

@@ -22,6 +22,19 @@ pub struct StartDeployment {
     /// Deployment destination on the server; the resource's when omitted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub destination_id: Option<String>,
+    /// A git source's commit to deploy (40 or 64 hex digits) instead of its ref's newest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit_sha: Option<String>,
+    /// A git source's branch, tag or ref to deploy instead of the one the resource follows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_ref: Option<String>,
+}
+
+/// `POST /deployments`: the attempt started, to follow with its timeline.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct DeploymentCreated {
+    pub id: String,
 }
 
 /// Status of a deployment attempt.

@@ -172,13 +172,7 @@ impl RepoLocator {
 
     /// The port to connect to: the locator's, else the transport's own.
     pub fn port_or_default(&self) -> u16 {
-        self.port.unwrap_or(match self.transport {
-            GitTransport::Https => 443,
-            GitTransport::Http => 80,
-            GitTransport::Ssh => 22,
-            GitTransport::Git => 9418,
-            GitTransport::Local => 0,
-        })
+        self.port.or(self.default_port()).unwrap_or(0)
     }
 
     /// Which repository this is, whatever the transport and spelling: the host and the path
@@ -194,7 +188,24 @@ impl RepoLocator {
         if self.transport == GitTransport::Local {
             return format!("local{}", normalize_local(&self.path));
         }
-        format!("{}/{}", self.host, path.to_ascii_lowercase())
+        // A port the locator names is part of where the repository is (two servers on one
+        // host); the transport's own is not (an HTTPS and an SSH URL of one repository).
+        let explicit_port = self
+            .port
+            .filter(|port| Some(*port) != self.default_port())
+            .map(|port| format!(":{port}"))
+            .unwrap_or_default();
+        format!("{}{explicit_port}/{}", self.host, path.to_ascii_lowercase())
+    }
+
+    fn default_port(&self) -> Option<u16> {
+        match self.transport {
+            GitTransport::Https => Some(443),
+            GitTransport::Http => Some(80),
+            GitTransport::Ssh => Some(22),
+            GitTransport::Git => Some(9418),
+            GitTransport::Local => None,
+        }
     }
 
     /// `owner/repo`: the last two path segments without `.git` (what deploy tokens scope
@@ -262,6 +273,7 @@ mod tests {
             "ssh://git@github.com/acme/shop.git",
             "git@github.com:acme/shop.git",
             "git://github.com/acme/shop.git/",
+            "ssh://git@github.com:22/acme/shop.git",
         ];
         for locator in spellings {
             let parsed = RepoLocator::parse(locator).unwrap();
@@ -280,6 +292,7 @@ mod tests {
         assert_eq!((scp.ssh_user(), scp.port_or_default()), ("git", 22));
         let http = RepoLocator::parse("http://127.0.0.1:8418/git/app.git").unwrap();
         assert_eq!(http.http_url(), "http://127.0.0.1:8418/git/app.git");
+        assert_eq!(http.identity(), "127.0.0.1:8418/git/app");
         assert_eq!(
             RepoLocator::parse("git://127.0.0.1/app")
                 .unwrap()

@@ -16,9 +16,13 @@ pub struct SetAutoDeploy {
     /// Source refs that trigger a deployment, e.g. `refs/heads/main`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub refs: Option<Vec<String>>,
-    /// Event kinds that trigger a deployment; default `["push"]`.
+    /// Event kinds that trigger a deployment: `push`, `tag`; default `["push"]`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub event_kinds: Option<Vec<String>>,
+    /// With `enable`: a new webhook secret for the binding even if it has one (the old one
+    /// stops verifying). A git source's first enable creates one; either way it is shown once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rotate_webhook_secret: Option<bool>,
 }
 
 // `POST /resources/{id}/source` (no doc comment: it would become the schema's description).

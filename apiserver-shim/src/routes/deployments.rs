@@ -32,17 +32,28 @@ use self::timeline::OutputFollower;
 use super::common::{bounded, find_in};
 use super::environments::looks_secret;
 use super::{Endpoint, resource_config, servers};
-use crate::auth::Caller;
+use crate::auth::{Caller, Principal, ScopeDimension};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::state::{AppState, FIELD_MANAGER};
 use crate::write::{UPDATED_BY_ID, UPDATED_BY_KIND};
+use axum::Json;
+use axum::http::StatusCode;
+use berth_api::build::SourceKind;
+use berth_api::repository::RepoLocator;
 use berth_timeline::TimelineKey;
 
-pub use berth_api::deployments::StartDeployment;
+pub use berth_api::deployments::{DeploymentCreated, StartDeployment};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
+        Endpoint::post::<StartDeployment, DeploymentCreated, _, _>(
+            "/deployments",
+            "Start a deployment attempt without following it (201 with its id); a git source's \
+             commitSha or gitRef may be given, which a deploy token needs the \
+             `source-link-deploy` workflow command and the repository in its scope for",
+            create,
+        ),
         Endpoint::post::<StartDeployment, ProgressEvent, _, _>(
             "/deployments/stream",
             "Deploy a resource to a server and stream progress: each event is `event: message`, \
@@ -77,8 +88,52 @@ fn validate(body: &StartDeployment) -> ApiResult<()> {
     if let Some(destination) = &body.destination_id {
         bounded("destinationId", destination, 253)?;
     }
+    if let Some(sha) = &body.commit_sha {
+        berth_api::build::check_commit_sha("commitSha", sha)?;
+    }
+    if let Some(git_ref) = &body.git_ref {
+        berth_api::build::check_git_ref("gitRef", git_ref)?;
+    }
     Ok(())
 }
+
+/// A commit or ref asked for: only on a git source, and for a deploy token only with the
+/// `source-link-deploy` workflow command and the repository in its scope.
+fn check_source_link(
+    caller: &Caller,
+    resource: &Resource,
+    body: &StartDeployment,
+) -> ApiResult<()> {
+    let (field, _) = match (&body.commit_sha, &body.git_ref) {
+        (Some(sha), _) => ("commitSha", sha),
+        (None, Some(git_ref)) => ("gitRef", git_ref),
+        (None, None) => return Ok(()),
+    };
+    let source = resource.spec.source.as_ref();
+    let repository = source
+        .filter(|s| SourceKind::parse("source.kind", &s.kind).is_ok_and(SourceKind::is_git))
+        .and_then(|s| RepoLocator::parse(&s.locator).ok())
+        .ok_or_else(|| {
+            ApiError::validation(
+                field,
+                format!("{field}: the resource's source is not a git repository"),
+            )
+        })?;
+    caller.require_in_scope(ScopeDimension::WorkflowCommand, SOURCE_LINK_DEPLOY)?;
+    if let Principal::DeployToken { scope, .. } = &caller.principal {
+        let name = repository.full_name();
+        let allowed = &scope.repository_full_names;
+        if !allowed.is_empty() && !allowed.iter().any(|a| a.eq_ignore_ascii_case(&name)) {
+            return Err(ApiError::forbidden(format!(
+                "this deploy token's scope does not include the repository {name}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The workflow command of a deploy of a given commit from CI (spec §4.2).
+pub const SOURCE_LINK_DEPLOY: &str = "source-link-deploy";
 
 /// The resource (404 naming `resourceId` when the caller cannot see it), matching the project
 /// and environment of the request, with a source to deploy.
@@ -192,6 +247,14 @@ fn new_deployment(caller: &Caller, resource: &Resource, body: &StartDeployment) 
         destination_id,
         TRIGGER,
     );
+    if let Some(source) = deployment.spec.source_snapshot.as_mut() {
+        if body.git_ref.is_some() {
+            source.git_ref = body.git_ref.clone();
+        }
+        if body.commit_sha.is_some() {
+            source.commit_sha = body.commit_sha.clone();
+        }
+    }
     let (kind, actor) = caller.actor();
     let annotations = deployment.metadata.annotations.get_or_insert_default();
     annotations.insert(UPDATED_BY_KIND.to_string(), kind.to_string());
@@ -255,25 +318,49 @@ fn sse_event(id: u64, data: &ProgressEvent) -> Event {
         .unwrap_or_else(|_| Event::default().event("message").id(id.to_string()))
 }
 
-/// Starts the attempt, then streams its progress.
-async fn start(
-    State(state): State<AppState>,
-    caller: Caller,
-    JsonBody(body): JsonBody<StartDeployment>,
-) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+/// Checks the request and creates its attempt; returns the attempt and its resource.
+async fn start_attempt(
+    state: &AppState,
+    caller: &Caller,
+    body: &StartDeployment,
+) -> ApiResult<(Deployment, Resource)> {
     let organization = caller.require_role(OrganizationRole::Member)?.clone();
-    validate(&body)?;
-    let resource = deployable(&state, &caller, &body)?;
-    check_server(&state, &caller, &resource, &body.server_id)?;
-    let masker = masker(&state, &caller, &resource).await?;
+    validate(body)?;
+    let resource = deployable(state, caller, body)?;
+    check_server(state, caller, &resource, &body.server_id)?;
+    check_source_link(caller, &resource, body)?;
     let api = Api::<Deployment>::namespaced(state.client.clone(), &organization.namespace);
-    let created = create_deployment(&api, new_deployment(&caller, &resource, &body)).await?;
+    let created = create_deployment(&api, new_deployment(caller, &resource, body)).await?;
     tracing::info!(
         deployment = %created.name_any(),
         resource = %resource.name_any(),
         organization = %organization.id,
         "deployment started"
     );
+    Ok((created, resource))
+}
+
+/// Starts the attempt and answers with its id (201).
+async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<StartDeployment>,
+) -> ApiResult<(StatusCode, Json<DeploymentCreated>)> {
+    let (created, _) = start_attempt(&state, &caller, &body).await?;
+    let id = created.name_any();
+    Ok((StatusCode::CREATED, Json(DeploymentCreated { id })))
+}
+
+/// Starts the attempt, then streams its progress.
+async fn start(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<StartDeployment>,
+) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+    let organization = caller.organization()?.clone();
+    let (created, resource) = start_attempt(&state, &caller, &body).await?;
+    let masker = masker(&state, &caller, &resource).await?;
+    let api = Api::<Deployment>::namespaced(state.client.clone(), &organization.namespace);
     let (sender, receiver) = mpsc::channel(BUFFER);
     let key = TimelineKey::new(
         &organization.namespace,

@@ -33,6 +33,7 @@ pub mod terminal;
 pub mod thresholds;
 pub mod usage_intents;
 pub mod users;
+pub mod webhooks;
 
 use axum::Router;
 use axum::handler::Handler;
@@ -154,6 +155,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         servers::endpoints(),
         terminal::endpoints(),
         deployments::endpoints(),
+        webhooks::endpoints(),
         certificates::endpoints(),
         resources::endpoints(),
         resource_config::endpoints(),

@@ -119,19 +119,40 @@ pub enum ResourceConfig {
     },
     /// Bind the resource to a new source (deployed by the next `berth deploy`).
     #[command(
-        after_help = "Examples:\n  berth config source --resource web --image nginx:1.27\n  berth config source --resource web --folder /srv/app"
+        after_help = "Examples:\n  berth config source --resource web --image nginx:1.27\n  berth config source --resource web --folder /srv/app\n  berth config source --resource web --git https://github.com/acme/shop.git --ref main\n  berth config source --resource web --git git@github.com:acme/shop.git --deploy-key shop-deploy"
     )]
     Source {
         #[command(flatten)]
         resource: ResourceOption,
-        #[arg(long, conflicts_with = "folder", required_unless_present = "folder")]
+        /// A prebuilt image.
+        #[arg(long, conflicts_with_all = ["folder", "git"], required_unless_present_any = ["folder", "git"])]
         image: Option<String>,
-        #[arg(long)]
+        /// A folder on the controller's filesystem.
+        #[arg(long, conflicts_with = "git")]
         folder: Option<String>,
+        /// A git repository: an https://, ssh://, git@host:path or git:// URL, or a path on
+        /// the controller.
+        #[arg(long)]
+        git: Option<String>,
+        /// The branch, tag or ref to follow (the repository's default branch when omitted).
+        #[arg(long = "ref", requires = "git")]
+        git_ref: Option<String>,
+        /// A commit to deploy (40 hex digits) instead of the ref's newest.
+        #[arg(long, requires = "git")]
+        commit: Option<String>,
+        /// The directory inside the source to build from.
+        #[arg(long)]
+        base_directory: Option<String>,
+        /// The SSH credential whose key (a deploy key) reads a private repository over SSH.
+        #[arg(long, requires = "git")]
+        deploy_key: Option<String>,
+        /// The git host's SSH key fingerprint (SHA256:…), pinned on first fetch when omitted.
+        #[arg(long, requires = "deploy_key")]
+        host_key: Option<String>,
     },
     /// Show auto-deploy, or turn it on or off.
     #[command(
-        after_help = "Examples:\n  berth config auto-deploy --resource web\n  berth config auto-deploy --resource web enable --ref refs/heads/main"
+        after_help = "Examples:\n  berth config auto-deploy --resource web\n  berth config auto-deploy --resource web enable --ref refs/heads/main\n\nFor a git source, the first enable prints the webhook secret once: give it to the git host's\npush webhook, delivered to $BERTH_URL/webhooks/github (or gitlab, gitea)."
     )]
     AutoDeploy {
         #[command(flatten)]
@@ -139,9 +160,16 @@ pub enum ResourceConfig {
         /// enable or disable; shows the policy when omitted.
         #[arg(value_parser = ["enable", "disable"])]
         mode: Option<String>,
-        /// Source refs that trigger a deployment (repeatable).
+        /// Source refs that trigger a deployment, e.g. refs/heads/main (repeatable; `*`
+        /// matches any run of characters).
         #[arg(long = "ref")]
         refs: Vec<String>,
+        /// Event kinds that trigger a deployment: push, tag (repeatable; default push).
+        #[arg(long = "event")]
+        events: Vec<String>,
+        /// Replace the binding's webhook secret (shown once); the old one stops verifying.
+        #[arg(long)]
+        rotate_webhook_secret: bool,
     },
     /// Attach a storage volume at a path in the container.
     #[command(

@@ -20,7 +20,18 @@ use crate::error::{CliError, CliResult};
 use crate::output::Format;
 use crate::progress::ProgressView;
 
-pub fn deploy(ctx: &Ctx, resource: &str, server: Option<String>) -> CliResult<()> {
+/// Which revision of a git source to deploy; the followed ref's newest when empty.
+pub struct Revision {
+    pub commit: Option<String>,
+    pub git_ref: Option<String>,
+}
+
+pub fn deploy(
+    ctx: &Ctx,
+    resource: &str,
+    server: Option<String>,
+    revision: Revision,
+) -> CliResult<()> {
     let (resource, _) = find_resource(ctx, resource)?;
     let server = match server {
         Some(server) => server_id(ctx, &server)?,
@@ -32,6 +43,8 @@ pub fn deploy(ctx: &Ctx, resource: &str, server: Option<String>) -> CliResult<()
         environment_id: resource.environment_id.clone(),
         resource_id: resource.id.clone(),
         destination_id: None,
+        commit_sha: revision.commit,
+        git_ref: revision.git_ref,
     };
     let events = ctx
         .api()?

@@ -1,6 +1,7 @@
 //! `berth config`: a resource's network, access and runtime profiles, its source, auto-deploy
 //! and storage attachments. A change takes effect with the next deployment.
 
+use berth_api::build::{CREDENTIAL_ID, HOST_KEY_FINGERPRINT};
 use berth_api::common::IdResponse;
 use berth_api::profiles::{SetAccessProfile, SetNetworkProfile, SetRuntimeProfile};
 use berth_api::resource_input::{
@@ -113,11 +114,30 @@ pub fn config(ctx: &Ctx, command: ResourceConfig) -> CliResult<()> {
             resource,
             image,
             folder,
+            git,
+            git_ref,
+            commit,
+            base_directory,
+            deploy_key,
+            host_key,
         } => {
-            let source = match (image, folder) {
-                (Some(image), _) => SourceInput::new("docker-image", &image),
-                (None, folder) => SourceInput::new("local-folder", &folder.unwrap_or_default()),
+            let mut source = match (image, folder, git) {
+                (Some(image), _, _) => SourceInput::new("docker-image", &image),
+                (_, Some(folder), _) => SourceInput::new("local-folder", &folder),
+                (_, _, git) => {
+                    let locator = git.unwrap_or_default();
+                    SourceInput::new(git_kind(&locator, deploy_key.is_some()), &locator)
+                }
             };
+            source.git_ref = git_ref;
+            source.commit_sha = commit;
+            source.base_directory = base_directory;
+            if let Some(credential) = deploy_key {
+                source.metadata.insert(CREDENTIAL_ID.into(), credential);
+            }
+            if let Some(pin) = host_key {
+                source.metadata.insert(HOST_KEY_FINGERPRINT.into(), pin);
+            }
             source.validate()?;
             let body = SetSource {
                 source,
@@ -129,6 +149,8 @@ pub fn config(ctx: &Ctx, command: ResourceConfig) -> CliResult<()> {
             resource,
             mode,
             refs,
+            events,
+            rotate_webhook_secret,
         } => {
             let id = find_resource(ctx, &resource.resource)?.0.id;
             let path = format!("/resources/{id}/auto-deploy");
@@ -139,7 +161,8 @@ pub fn config(ctx: &Ctx, command: ResourceConfig) -> CliResult<()> {
                         mode,
                         trigger_kind: None,
                         refs: (!refs.is_empty()).then_some(refs),
-                        event_kinds: None,
+                        event_kinds: (!events.is_empty()).then_some(events),
+                        rotate_webhook_secret: rotate_webhook_secret.then_some(true),
                     };
                     ctx.api()?.post(&path, &body)?
                 }
@@ -151,6 +174,7 @@ pub fn config(ctx: &Ctx, command: ResourceConfig) -> CliResult<()> {
                     col("TRIGGER", "/triggerKind"),
                     col("REFS", "/refs"),
                     col("BLOCKED", "/blockedReason"),
+                    col("WEBHOOK SECRET (shown once)", "/webhookSecret"),
                 ],
                 "/resourceId",
             );
@@ -213,4 +237,16 @@ fn change(
         &format!("Changed the {what} of {id} (deployed by the next `berth deploy`)"),
     );
     Ok(())
+}
+
+/// The source kind of a `--git` locator: a path is a repository on the controller, a deploy
+/// key means SSH, anything else is read without a credential.
+fn git_kind(locator: &str, deploy_key: bool) -> &'static str {
+    if locator.starts_with('/') || locator.starts_with("file://") {
+        "local-git"
+    } else if deploy_key {
+        "git-deploy-key"
+    } else {
+        "git-public"
+    }
 }

@@ -10,6 +10,7 @@ mod secrets;
 mod source;
 mod spec_variables;
 mod variables;
+mod webhook_secret;
 
 use std::sync::Arc;
 

@@ -220,7 +220,8 @@ fn api_code(error: &kube::Error) -> Option<u16> {
     }
 }
 
-fn new_secret(resource: &Resource, name: &str) -> Secret {
+/// An empty Secret `name` owned by `resource` (deleted with it).
+pub(super) fn new_secret(resource: &Resource, name: &str) -> Secret {
     let owner = OwnerReference {
         api_version: Resource::api_version(&()).into(),
         kind: Resource::kind(&()).into(),

@@ -12,12 +12,14 @@ use sha2::{Digest, Sha256};
 use super::super::Endpoint;
 use super::super::common::{IdResponse, bounded, known_params};
 use super::super::resource_input::source_descriptor;
+use super::super::webhooks::decide::GIT_PUSH;
 use super::profiles::for_write;
-use super::{lookup, save, save_object};
+use super::{lookup, save, save_object, webhook_secret};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
 use crate::state::AppState;
+use berth_api::build::SourceKind;
 
 pub use berth_api::source::{SetAutoDeploy, SetSource};
 
@@ -79,6 +81,11 @@ pub struct AutoDeployResult {
     /// Why an enabled policy does not fire, e.g. `source-binding-changed`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub blocked_reason: Option<String>,
+    /// The webhook secret of a git source's binding, shown once: when enabling created it or
+    /// `rotateWebhookSecret` replaced it. Pushes are delivered to `POST /webhooks/{provider}`
+    /// signed with it (GitHub and Gitea) or carrying it (GitLab's token).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub webhook_secret: Option<String>,
 }
 
 async fn source(
@@ -141,6 +148,7 @@ pub fn auto_deploy_result(resource: &Resource) -> AutoDeployResult {
         event_kinds: policy.event_kinds.clone(),
         source_binding_fingerprint: policy.source_binding_fingerprint.clone(),
         blocked_reason: blocked.then(|| "source-binding-changed".into()),
+        webhook_secret: None,
     }
 }
 
@@ -169,16 +177,21 @@ async fn auto_deploy(
                 .with_detail("field", "mode"));
             };
             if let Some(kind) = &body.trigger_kind {
-                bounded("triggerKind", kind, 63)?;
+                one_of("triggerKind", kind, &[GIT_PUSH])?;
                 policy.trigger_kind = kind.clone();
             }
             if let Some(refs) = body.refs {
                 text_list("refs", &refs)?;
+                for (index, git_ref) in refs.iter().enumerate() {
+                    full_ref(&format!("refs[{index}]"), git_ref)?;
+                }
                 policy.refs = refs;
             }
             match body.event_kinds {
                 Some(kinds) => {
-                    text_list("eventKinds", &kinds)?;
+                    for (index, kind) in kinds.iter().enumerate() {
+                        one_of(&format!("eventKinds[{index}]"), kind, &["push", "tag"])?;
+                    }
                     policy.event_kinds = kinds;
                 }
                 None if policy.event_kinds.is_empty() => policy.event_kinds = vec!["push".into()],
@@ -198,12 +211,50 @@ async fn auto_deploy(
             );
         }
     }
+    let rotate = body.rotate_webhook_secret.unwrap_or(false);
+    if rotate && body.mode != "enable" {
+        return Err(ApiError::validation(
+            "rotateWebhookSecret",
+            "rotateWebhookSecret goes with mode enable",
+        ));
+    }
     let written = if spec == resource.spec {
         (*resource).clone()
     } else {
         save(&state, &caller, &resource, spec).await?
     };
-    Ok(Json(auto_deploy_result(&written)))
+    let mut result = auto_deploy_result(&written);
+    if body.mode == "enable" && is_git(&written) {
+        result.webhook_secret = webhook_secret::ensure(&state, &written, rotate).await?;
+    }
+    Ok(Json(result))
+}
+
+fn is_git(resource: &Resource) -> bool {
+    let kind = resource.spec.source.as_ref().map(|s| s.kind.as_str());
+    kind.is_some_and(|kind| SourceKind::parse("source.kind", kind).is_ok_and(SourceKind::is_git))
+}
+
+fn one_of(field: &str, value: &str, allowed: &[&str]) -> ApiResult<()> {
+    if allowed.contains(&value) {
+        return Ok(());
+    }
+    Err(ApiError::from(berth_api::validate::FieldError::not_one_of(
+        field, allowed,
+    )))
+}
+
+/// A ref as a push names it: `refs/heads/main`, `refs/tags/v*` (`*` matches any run).
+fn full_ref(field: &str, git_ref: &str) -> ApiResult<()> {
+    let name = git_ref.replace('*', "x");
+    berth_api::build::check_git_ref(field, &name)?;
+    if !git_ref.starts_with("refs/") {
+        return Err(ApiError::validation(
+            field,
+            format!("{field} must be a full ref such as refs/heads/main or refs/tags/v*"),
+        ));
+    }
+    Ok(())
 }
 
 async fn show_auto_deploy(
