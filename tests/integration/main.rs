@@ -16,6 +16,8 @@ mod deployments_build;
 mod deployments_registry;
 mod disruptive;
 mod examples_apply;
+mod git_sources;
+mod git_support;
 mod org_project_env;
 mod self_healing;
 mod servers;

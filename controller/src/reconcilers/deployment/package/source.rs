@@ -116,7 +116,12 @@ pub async fn fetch(
         commit: git.commit.clone(),
         ssh,
     };
-    let fetched = access.cache.fetch(&request).await.map_err(fetch_failure)?;
+    let identity = git.repository.identity();
+    let fetched = access
+        .cache
+        .fetch(&request)
+        .await
+        .map_err(|error| fetch_failure(&identity, error))?;
     let commit = &fetched.commit;
     output.line(
         OutputStream::Stdout,
@@ -151,13 +156,18 @@ fn ssh_access(git: &GitOrigin, access: &SourceAccess) -> Result<Option<SshAccess
     }))
 }
 
-fn fetch_failure(error: SourceError) -> PackageFailure {
+/// A failed fetch, its message naming the repository.
+fn fetch_failure(repository: &str, error: SourceError) -> PackageFailure {
     let code = match &error {
         SourceError::Refused(_) | SourceError::Local(_) => Code::SourceFetchFailed,
         SourceError::HostKeyMismatch { .. } => Code::SourceHostKeyMismatch,
         SourceError::Unreachable(_) => Code::SourceUnreachable,
     };
-    failure(code, error.to_string())
+    let message = error.to_string();
+    match message.contains(repository) {
+        true => failure(code, message),
+        false => failure(code, format!("{repository}: {message}")),
+    }
 }
 
 /// A commit id as people read it.
