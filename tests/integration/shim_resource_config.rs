@@ -178,14 +178,24 @@ async fn profiles_source_auto_deploy_and_storage() {
         .await;
     invalid(reply, "accessProfile.pathPrefix");
 
+    // Build commands run on a base image: without one they would do nothing, so are refused.
+    let reply = rest
+        .post(
+            &format!("{base}/runtime-profile"),
+            json!({"runtimeProfile": {"strategy": "static", "buildCommand": "make", "publishDirectory": "dist"}}),
+        )
+        .await;
+    invalid(reply, "runtimeProfile.baseImage");
     rest.post(
         &format!("{base}/runtime-profile"),
-        json!({"runtimeProfile": {"strategy": "static", "buildCommand": "make", "publishDirectory": "dist"}}),
+        json!({"runtimeProfile": {"strategy": "static", "baseImage": "berth/busybox:1",
+            "buildCommand": "make", "publishDirectory": "dist"}}),
     )
     .await
     .ok();
     let runtime = spec_of(&client, &org, &id).await.runtime_profile.unwrap();
     assert_eq!(runtime.publish_directory.as_deref(), Some("dist"));
+    assert_eq!(runtime.base_image.as_deref(), Some("berth/busybox:1"));
     let reply = rest
         .post(
             &format!("{base}/runtime-profile"),
@@ -241,14 +251,14 @@ async fn profiles_source_auto_deploy_and_storage() {
     let reply = rest
         .post(
             &format!("{base}/source"),
-            json!({"source": {"kind": "git", "locator": "https://x/y.git"}, "idempotencyKey": "bind-1"}),
+            json!({"source": {"kind": "remote-git", "locator": "https://x/y.git"}, "idempotencyKey": "bind-1"}),
         )
         .await;
     reply.error(409, "conflict");
     invalid(
         rest.post(
             &format!("{base}/source"),
-            json!({"source": {"kind": "git", "locator": ""}}),
+            json!({"source": {"kind": "remote-git", "locator": ""}}),
         )
         .await,
         "source.locator",
@@ -256,7 +266,7 @@ async fn profiles_source_auto_deploy_and_storage() {
 
     rest.post(
         &format!("{base}/source"),
-        json!({"source": {"kind": "git", "locator": "https://example.com/shop.git"}, "idempotencyKey": "bind-2"}),
+        json!({"source": {"kind": "remote-git", "locator": "https://example.com/shop.git"}, "idempotencyKey": "bind-2"}),
     )
     .await
     .ok();
@@ -270,7 +280,7 @@ async fn profiles_source_auto_deploy_and_storage() {
         .ok();
     assert_eq!(again["id"], id.as_str());
     let bound = spec_of(&client, &org, &id).await.source.unwrap();
-    assert_eq!(bound.kind, "git");
+    assert_eq!(bound.kind, "remote-git");
     let blocked = rest.get(&format!("{base}/auto-deploy")).await.ok();
     assert_eq!(blocked["status"], "blocked", "{blocked}");
     assert_eq!(blocked["blockedReason"], "source-binding-changed");

@@ -39,10 +39,12 @@ impl ResourceSpec {
         if self.kind == ResourceKind::External {
             return self.check_external();
         }
-        if let Some(source) = &self.source {
-            let kind = check_source(source_fields(source))?;
-            self.check_runtime(kind)?;
-        }
+        // Without a source, the runtime profile is checked as for a source Berth builds.
+        let kind = match &self.source {
+            Some(source) => check_source(source_fields(source))?,
+            None => SourceKind::LocalFolder,
+        };
+        self.check_runtime(kind)?;
         self.check_network()
     }
 
@@ -304,5 +306,40 @@ fn requires(strategy: Option<BuildStrategy>, profile: &RuntimeProfile) -> Result
             ))
         }
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    fn spec(extra: Value) -> ResourceSpec {
+        let mut spec = json!({
+            "projectId": "p", "environmentId": "e", "name": "web", "kind": "application",
+        });
+        for (key, value) in extra.as_object().unwrap() {
+            spec[key] = value.clone();
+        }
+        serde_json::from_value(spec).unwrap()
+    }
+
+    fn refused(extra: Value) -> String {
+        spec(extra).check_support().expect_err("refused").field
+    }
+
+    #[test]
+    fn commands_need_a_base_image_with_or_without_a_source() {
+        let profile =
+            json!({ "strategy": "static", "buildCommand": "make", "publishDirectory": "dist" });
+        assert_eq!(
+            refused(json!({ "runtimeProfile": profile })),
+            "runtimeProfile.baseImage"
+        );
+        let folder = json!({ "kind": "local-folder", "locator": "/srv/app" });
+        assert_eq!(
+            refused(json!({ "runtimeProfile": profile, "source": folder })),
+            "runtimeProfile.baseImage"
+        );
     }
 }
