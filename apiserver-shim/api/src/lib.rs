@@ -47,3 +47,4 @@ pub mod usage_intents;
 pub mod users;
 pub mod validate;
 pub mod variables;
+pub mod wire;

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::access_failure::AccessFailureEvidence;
 use berth_crds::member::OrganizationRole;

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use axum::Json;
+use crate::json::Json;
 use berth_crds::common::{Actor, DecisionContext, JsonMap, ResourceRefs};
 use berth_crds::member::OrganizationRole;
 use kube::api::PostParams;

@@ -10,7 +10,7 @@ mod copy;
 mod proxy;
 mod record;
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::deployment::Deployment;
 use berth_crds::health::{Inputs, build};

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{RawQuery, State};
 use berth_crds::member::OrganizationRole;
 use berth_crds::monitoring::{

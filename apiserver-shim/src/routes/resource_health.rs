@@ -8,7 +8,7 @@
 mod history;
 mod probes;
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{Path, State};
 use kube::ResourceExt;
 

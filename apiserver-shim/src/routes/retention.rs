@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::member::OrganizationRole;
 use berth_crds::retention_policy::{

@@ -10,7 +10,7 @@ mod lines;
 use std::convert::Infallible;
 use std::time::Duration;
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{Path, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};

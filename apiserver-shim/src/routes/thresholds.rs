@@ -3,7 +3,7 @@
 //! per scope, named after it; a POST creates or replaces it. Non-enforcing: crossing a
 //! threshold is reported (status, conditions, Kubernetes Events), nothing is ever stopped.
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::State;
 use berth_crds::member::OrganizationRole;
 use berth_crds::monitoring::ScopeKind;

@@ -1,7 +1,7 @@
 //! Spec §4.1 usage-intent records, idempotent by `idempotencyKey` within the organization: a
 //! repeat, even a concurrent one, returns `duplicate: true` and the original record.
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::State;
 use berth_crds::common::{DecisionContext, Quantity};
 use berth_crds::member::OrganizationRole;

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{RawQuery, State};
 use berth_crds::deployment::DeploymentState;
 use berth_crds::member::OrganizationRole;

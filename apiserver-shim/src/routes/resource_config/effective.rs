@@ -4,7 +4,7 @@
 //! shown is what the next deployment's container gets; only the `deployment` scope
 //! (`BERTH_DEPLOYMENT_ID` and per-attempt overrides) is added when an attempt starts.
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::config::{self, ConfigEntry, ConfigScope, Scopes, merge};
 use berth_crds::organization::Organization;

@@ -2,7 +2,7 @@
 //! the Resource's Secret), the rest as plain variables in the Resource spec; a key lives in
 //! one place per exposure, so writing it in one store removes it from the other.
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::member::OrganizationRole;
 use berth_crds::resource::{Resource, ResourceSpec};

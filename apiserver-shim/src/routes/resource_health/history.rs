@@ -2,7 +2,7 @@
 //! health records berth-controller recorded in the observation store, on every change and
 //! periodically while unchanged, read back by time window.
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_timeline::{HealthObservation, HealthQuery};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
