@@ -20,7 +20,9 @@ pub fn document() -> Value {
     let mut settings = SchemaSettings::draft2020_12();
     settings.definitions_path = "/components/schemas".into();
     // Answers never hold a null field (berth-api's wire rule); the document says so.
-    settings.transforms.push(Box::new(berth_api::wire::NoNullFields));
+    settings
+        .transforms
+        .push(Box::new(berth_api::wire::NoNullFields));
     let mut generator = settings.into_generator();
     let error = generator.subschema_for::<ErrorEnvelope>();
     let mut paths = Map::new();

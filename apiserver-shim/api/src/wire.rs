@@ -423,10 +423,7 @@ pub struct NoNullFields;
 
 impl Transform for NoNullFields {
     fn transform(&mut self, schema: &mut Schema) {
-        if let Some(properties) = schema
-            .get_mut("properties")
-            .and_then(Value::as_object_mut)
-        {
+        if let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) {
             for property in properties.values_mut() {
                 drop_null(property);
             }
