@@ -20,7 +20,7 @@ use crate::deploy_support::{WAIT, delete_resource, ready_server, remove_server};
 use crate::shim_projects_envs::{environment, invalid, project};
 
 /// One request through the edge proxy: (status, `X-Request-Id`, body as JSON).
-async fn through_edge(
+pub(crate) async fn through_edge(
     http: &reqwest::Client,
     port: u16,
     host: &str,
@@ -56,7 +56,7 @@ fn assert_answer(answer: &(u16, String, Value), status: u16, code: &str) -> Stri
 }
 
 /// The lookup of `id` once the controller captured it.
-async fn lookup(rest: &Rest, id: &str) -> Value {
+pub(crate) async fn lookup(rest: &Rest, id: &str) -> Value {
     let path = format!("/resource-access-failures/{id}");
     eventually(WAIT, &format!("evidence of {id}"), || async {
         let reply = rest.get(&path).await;

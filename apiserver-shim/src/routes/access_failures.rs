@@ -207,7 +207,7 @@ pub async fn latest_of(state: &AppState, resource: &Resource) -> ApiResult<Optio
     })
     .await?;
     record
-        .map(|r| serde_json::to_value(r.evidence))
+        .map(|r| berth_api::wire::to_value(&r.evidence))
         .transpose()
         .map_err(ApiError::internal)
 }

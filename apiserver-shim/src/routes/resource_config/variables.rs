@@ -344,7 +344,7 @@ async fn import(
             exposure: exposure_text.clone(),
             kind: if secret { "secret" } else { "plain-config" }.into(),
             is_secret: secret,
-            action: if existed { "updated" } else { "created" }.into(),
+            action: if existed { "replaced" } else { "created" }.into(),
             source_line: entry.line,
         });
         changes.push(Change {
