@@ -121,7 +121,10 @@ async fn contract_identity_organizations_and_configuration_read_as_the_spec_says
     c.expect("GET /bootstrap/auth/status", "BootstrapStatus", status);
     let body = json!({"queries": [{"operationKey": "deployments.create"}]});
     let reply = rest.post("/capabilities/query", body).await;
-    c.expect("POST /capabilities/query", "CapabilityAnswer", reply);
+    let answer = c.expect("POST /capabilities/query", "CapabilityAnswer", reply);
+    // Optional fields are filled where Berth has a value.
+    assert!(answer["capabilities"][0]["hint"].is_string(), "{answer}");
+    assert!(answer["capabilities"][0]["reason"].is_string(), "{answer}");
     let body = json!({"queries": [{"capabilityKey": "deployments"}]});
     let reply = rest.post("/entitlements/query", body).await;
     c.expect("POST /entitlements/query", "EntitlementAnswer", reply);
@@ -131,7 +134,10 @@ async fn contract_identity_organizations_and_configuration_read_as_the_spec_says
         "quantity": {"value": 2, "unit": "minutes"}, "attributes": {"note": null},
     });
     let reply = rest.post("/usage-intents", intent).await;
-    c.expect("POST /usage-intents", "UsageIntentAnswer", reply);
+    let answer = c.expect("POST /usage-intents", "UsageIntentAnswer", reply);
+    let record = &answer["result"]["record"];
+    assert_eq!(record["occurredAt"], record["recordedAt"], "{answer}");
+    assert!(answer["result"]["reason"].is_string(), "{answer}");
     c.expect(
         "GET /usage-intents",
         "UsageIntentList",
@@ -248,6 +254,16 @@ async fn contract_identity_organizations_and_configuration_read_as_the_spec_says
         "MemberRemoved",
         reply,
     );
+    let reply = rest.get(&format!("{org_path}/members")).await;
+    let members = c.expect("GET /organizations/{id}/members", "MemberList", reply);
+    let removed = members["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["memberId"] == leaving.member_id.as_str())
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(removed["status"], "deactivated", "{members}");
     let reply = rest.post(&format!("{gone}/reactivate"), json!({})).await;
     c.expect(
         "POST /organizations/{id}/members/{id}/reactivate",

@@ -143,7 +143,7 @@ fn sse_event(line: &RuntimeLogLine) -> Event {
     Event::default()
         .event("message")
         .id(id.clone())
-        .json_data(line)
+        .json_data(berth_api::wire::Wire(line))
         .unwrap_or_else(|_| Event::default().event("message").id(id))
 }
 

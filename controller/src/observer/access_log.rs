@@ -140,7 +140,7 @@ pub fn evidence(
         generated_at: Timestamp::from_millisecond(failure.at_ms)
             .map(|t| t.to_string())
             .unwrap_or_default(),
-        code: failure.code.clone(),
+        code: reason.map_or_else(|| failure.code.clone(), |r| r.code.to_string()),
         category: text(|r| r.category),
         phase: text(|r| r.phase),
         http_status: failure.status,
