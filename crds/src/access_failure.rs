@@ -14,6 +14,8 @@ pub const ROUTE_NOT_FOUND: &str = "resource_access_route_not_found";
 /// `X-Berth-Access-Failure` header). The evidence says `resource_access_route_not_found`, the
 /// spec's code, with `causeCode: no_route_for_path`.
 pub const PATH_NOT_FOUND: &str = "resource_access_path_not_found";
+/// `causeCode` of a path no route of its host claims.
+pub const NO_ROUTE_FOR_PATH: &str = "no_route_for_path";
 /// The route's upstream (the resource's container) refused, vanished or is not ready.
 pub const UPSTREAM_UNAVAILABLE: &str = "resource_access_upstream_unavailable";
 
@@ -67,7 +69,12 @@ pub use berth_api::access_failure::{AccessFailureEvidence, AccessRoute, Affected
 /// the spec's value sets named a path's 404 `resource_access_path_not_found` and the phase of
 /// an unreachable upstream `edge-upstream-connect`.
 pub fn with_current_reason(mut evidence: AccessFailureEvidence) -> AccessFailureEvidence {
-    if let Some(reason) = reason(&evidence.code) {
+    // A path's 404 shares its code with an unknown host's; its cause tells them apart.
+    let key = match evidence.cause_code.as_deref() {
+        Some(NO_ROUTE_FOR_PATH) => PATH_NOT_FOUND,
+        _ => evidence.code.as_str(),
+    };
+    if let Some(reason) = reason(key) {
         evidence.code = reason.code.into();
         evidence.category = reason.category.into();
         evidence.phase = reason.phase.into();
@@ -88,6 +95,49 @@ mod tests {
         }
         // A path no route claims is the spec's "no route", said apart by its cause.
         assert_eq!(reason(PATH_NOT_FOUND).unwrap().code, ROUTE_NOT_FOUND);
+    }
+
+    #[test]
+    fn stored_evidence_is_served_with_its_current_reason() {
+        let stored = |code: &str, cause: &str, phase: &str| AccessFailureEvidence {
+            schema_version: SCHEMA_VERSION.into(),
+            request_id: "r".into(),
+            generated_at: "t".into(),
+            code: code.into(),
+            category: "user".into(),
+            phase: phase.into(),
+            http_status: 404,
+            retriable: false,
+            owner_hint: "resource".into(),
+            next_action: "check-access-profile".into(),
+            affected: AffectedRequest::default(),
+            route: None,
+            cause_code: Some(cause.into()),
+            correlation_id: None,
+            causation_id: None,
+        };
+        for code in [PATH_NOT_FOUND, ROUTE_NOT_FOUND] {
+            let path = with_current_reason(stored(code, NO_ROUTE_FOR_PATH, "edge-request-routing"));
+            assert_eq!(
+                (
+                    path.code.as_str(),
+                    path.category.as_str(),
+                    path.next_action.as_str()
+                ),
+                (ROUTE_NOT_FOUND, "not-found", "inspect-proxy-preview")
+            );
+        }
+        let host = with_current_reason(stored(ROUTE_NOT_FOUND, "no_route_for_host", "x"));
+        assert_eq!(
+            (host.category.as_str(), host.phase.as_str()),
+            ("infra", "edge-request-routing")
+        );
+        let down = with_current_reason(stored(
+            UPSTREAM_UNAVAILABLE,
+            "upstream_connection_failed",
+            "edge-upstream-connect",
+        ));
+        assert_eq!(down.phase, "upstream-connection");
         assert_eq!(reason("resource_access_other"), None);
         // The spec's sample.
         let sample = reason(ROUTE_NOT_FOUND).unwrap();
