@@ -11,12 +11,14 @@ mod schema;
 
 use std::sync::LazyLock;
 
+use berth_crds::certificate::Certificate;
+use berth_crds::domain_binding::DomainBinding;
 use berth_crds::member::OrganizationRole;
 use berth_crds::resource::Resource;
 use berth_tests::rest::{Reply, Rest, TestOrg};
 use berth_tests::{client, eventually, random_suffix};
 use kube::Api;
-use kube::api::{Patch, PatchParams};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 use self::schema::Spec;
@@ -27,7 +29,7 @@ use crate::shim_access_failures::{lookup, through_edge};
 use crate::shim_deployments_stream::{parse_events, stream};
 use crate::shim_projects_envs::{environment, project};
 use crate::shim_runtime_logs::follow;
-use crate::shim_servers::{create_credential, stack_key};
+use crate::shim_servers::stack_key;
 
 static SPEC: LazyLock<Spec> = LazyLock::new(|| Spec::new(records::RECORDS));
 
@@ -272,8 +274,11 @@ async fn contract_identity_organizations_and_configuration_read_as_the_spec_says
     );
 
     // §4.4
-    let shop = project(rest, "Shop").await;
-    let prod = environment(rest, &shop, "prod").await;
+    let reply = rest.post("/projects", json!({"name": "Shop"})).await;
+    let shop = id_of(&c.expect("POST /projects", "Id", reply), "id");
+    let body = json!({"projectId": shop, "name": "prod", "kind": "production"});
+    let reply = rest.post("/environments", body).await;
+    let prod = id_of(&c.expect("POST /environments", "Id", reply), "id");
     c.expect(
         "GET /projects/count",
         "Count",
@@ -331,7 +336,9 @@ async fn contract_identity_organizations_and_configuration_read_as_the_spec_says
     c.expect("GET /retention-defaults/{category}", "RetentionShow", reply);
 
     // §4.6
-    let credential = create_credential(rest, &stack_key()).await;
+    let body = json!({"name": "wire", "kind": "ssh-private-key", "privateKey": stack_key()});
+    let reply = rest.post("/credentials/ssh", body).await;
+    let credential = id_of(&c.expect("POST /credentials/ssh", "Id", reply), "id");
     let reply = rest.get("/credentials/ssh").await;
     c.expect("GET /credentials/ssh", "CredentialList", reply);
     let path = format!("/credentials/ssh/{credential}");
@@ -674,6 +681,29 @@ async fn contract_resources_observations_and_monitoring_read_as_the_spec_says() 
     let body = json!({"scope": {"kind": "server", "serverId": server}});
     let reply = admin.post("/terminal-sessions", body).await;
     c.expect("POST /terminal-sessions", "TerminalSession", reply);
+    let binding: DomainBinding = serde_json::from_value(json!({
+        "apiVersion": "berth.dev/v1alpha1", "kind": "DomainBinding",
+        "metadata": {"name": format!("{slug}-tls"), "namespace": org.namespace},
+        "spec": {"resourceId": id, "hostname": format!("{slug}.wire.test"), "tlsMode": "disabled"},
+    }))
+    .unwrap();
+    let bindings = Api::<DomainBinding>::namespaced(kube.clone(), &org.namespace);
+    bindings
+        .create(&PostParams::default(), &binding)
+        .await
+        .expect("create a domain binding");
+    let body = json!({"domainBindingId": format!("{slug}-tls"), "idempotencyKey": "wire-1"});
+    let reply = admin.post("/certificates/issue-or-renew", body).await;
+    c.expect(
+        "POST /certificates/issue-or-renew",
+        "CertificateIssue",
+        reply,
+    );
+    let name = format!("{slug}-tls");
+    let _ = Api::<Certificate>::namespaced(kube.clone(), &org.namespace)
+        .delete(&name, &DeleteParams::default())
+        .await;
+    let _ = bindings.delete(&name, &DeleteParams::default()).await;
 
     // Removal.
     let reply = admin
