@@ -7,6 +7,7 @@ pub mod cache;
 pub mod cli;
 pub mod error;
 pub mod extract;
+pub mod json;
 pub mod metrics;
 pub mod openapi;
 pub mod ratelimit;

@@ -4,6 +4,7 @@ use std::sync::OnceLock;
 
 use axum::Json;
 use schemars::generate::SchemaSettings;
+use schemars::transform::Transform;
 use serde_json::{Map, Value, json};
 
 use crate::error::ErrorEnvelope;
@@ -18,6 +19,10 @@ pub async fn serve() -> Json<Value> {
 pub fn document() -> Value {
     let mut settings = SchemaSettings::draft2020_12();
     settings.definitions_path = "/components/schemas".into();
+    // Answers never hold a null field (berth-api's wire rule); the document says so.
+    settings
+        .transforms
+        .push(Box::new(berth_api::wire::NoNullFields));
     let mut generator = settings.into_generator();
     let error = generator.subschema_for::<ErrorEnvelope>();
     let mut paths = Map::new();
@@ -26,12 +31,12 @@ pub fn document() -> Value {
             "summary": endpoint.summary,
             "operationId": operation_id(endpoint.method.as_str(), endpoint.path),
             "responses": {
-                "200": {"description": "Success", "content": {endpoint.response_media_type: {"schema": (endpoint.response)(&mut generator)}}},
+                "200": {"description": "Success", "content": {endpoint.response_media_type: {"schema": inline(endpoint.response, &mut generator)}}},
                 "default": {"description": "Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx)", "content": {"application/json": {"schema": error}}},
             },
         });
         if let Some(request) = endpoint.request {
-            operation["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": request(&mut generator)}}});
+            operation["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": inline(request, &mut generator)}}});
         }
         if endpoint.public {
             operation["security"] = json!([]);
@@ -58,6 +63,17 @@ pub fn document() -> Value {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
     })
+}
+
+/// A body's schema; one written in place rather than referenced gets the transforms that
+/// `components.schemas` get.
+fn inline(
+    schema_of: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
+    generator: &mut schemars::SchemaGenerator,
+) -> schemars::Schema {
+    let mut schema = schema_of(generator);
+    berth_api::wire::NoNullFields.transform(&mut schema);
+    schema
 }
 
 fn path_parameters(path: &str) -> impl Iterator<Item = &str> {
@@ -115,6 +131,45 @@ mod tests {
                 document["components"]["schemas"][name].is_object(),
                 "dangling {target}"
             );
+        }
+    }
+
+    /// Every property schema in `value`, with where it is.
+    fn properties<'a>(value: &'a Value, at: String, out: &mut Vec<(String, &'a Value)>) {
+        match value {
+            Value::Object(object) => {
+                if let Some(Value::Object(properties)) = object.get("properties") {
+                    for (name, property) in properties {
+                        out.push((format!("{at}.{name}"), property));
+                    }
+                }
+                for (key, child) in object {
+                    properties(child, format!("{at}/{key}"), out);
+                }
+            }
+            Value::Array(items) => {
+                for (index, child) in items.iter().enumerate() {
+                    properties(child, format!("{at}/{index}"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn no_field_of_any_answer_admits_null() {
+        let document = document();
+        let mut found = Vec::new();
+        properties(&document, String::new(), &mut found);
+        assert!(found.len() > 500, "only {} properties", found.len());
+        for (at, property) in found {
+            let text = property.to_string();
+            let nullable = property["type"] == "null"
+                || text.contains(r#"{"type":"null"}"#)
+                || property["type"]
+                    .as_array()
+                    .is_some_and(|types| types.iter().any(|t| t == "null"));
+            assert!(!nullable, "{at} admits null: {text}");
         }
     }
 }

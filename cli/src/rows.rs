@@ -5,6 +5,7 @@
 use berth_api::deploy_tokens::TokenRecord;
 use berth_api::environments::EnvironmentRecord;
 use berth_api::members::MemberRecord;
+use berth_api::monitoring::{Point, ResourceMetrics, Sample, Scope, Signal};
 use berth_api::organizations::OrganizationSummary;
 use berth_api::projects::ProjectRecord;
 use berth_api::resources::ResourceRecord;
@@ -289,6 +290,73 @@ impl Row for OrganizationRow<'_> {
     }
 }
 
+/// `group.field=value` of every figure measured, e.g. `cpu.containerCpuPercent=2.5`.
+fn figures(metrics: &ResourceMetrics) -> String {
+    let all: Vec<String> = metrics
+        .figures()
+        .into_iter()
+        .map(|(signal, name, value)| format!("{}.{name}={value}", signal.as_str()))
+        .collect();
+    text(&all.join(" "))
+}
+
+/// `kind/id` of a monitoring scope, e.g. `resource/web`.
+fn scope(scope: &Scope) -> String {
+    let id = [
+        &scope.deployment_id,
+        &scope.resource_id,
+        &scope.environment_id,
+        &scope.project_id,
+        &scope.server_id,
+    ]
+    .into_iter()
+    .find_map(|id| id.as_deref());
+    match (scope.kind, id) {
+        (Some(kind), Some(id)) => format!("{}/{id}", kind.as_str()),
+        (Some(kind), None) => kind.as_str().to_string(),
+        (None, _) => "-".to_string(),
+    }
+}
+
+impl Row for Sample {
+    const HEADERS: &'static [&'static str] = &["OBSERVED", "SCOPE", "FIGURES"];
+
+    fn cells(&self) -> Vec<String> {
+        vec![
+            text(&self.observed_at),
+            scope(&self.scope_evidence.scope),
+            figures(&self.totals),
+        ]
+    }
+
+    fn id(&self) -> &str {
+        &self.sample_id
+    }
+}
+
+/// One bucket of a rollup series.
+pub struct RollupPoint {
+    pub signal: Signal,
+    pub point: Point,
+}
+
+impl Row for RollupPoint {
+    const HEADERS: &'static [&'static str] = &["SIGNAL", "FROM", "SAMPLES", "AVERAGES"];
+
+    fn cells(&self) -> Vec<String> {
+        vec![
+            self.signal.as_str().to_string(),
+            text(&self.point.from),
+            self.point.sample_count.to_string(),
+            figures(&self.point.totals),
+        ]
+    }
+
+    fn id(&self) -> &str {
+        &self.point.from
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -388,5 +456,24 @@ mod tests {
             out.table(&[server], &columns)
         );
         assert_eq!(ServerDetail(&record).cells()[11], "resource res-1");
+    }
+
+    /// A sample prints when, whose and every figure it holds.
+    #[test]
+    fn a_sample_row_names_its_scope_and_each_figure() {
+        let sample: Sample = serde_json::from_value(json!({"sampleId": "s-1",
+            "observedAt": "2030-01-01T00:00:00Z", "collectedAt": "2030-01-01T00:00:00Z",
+            "scopeEvidence": {"scope": {"kind": "resource", "resourceId": "web"}, "serverId": "edge"},
+            "totals": {"cpu": {"containerCpuPercent": 2.5}, "memory": {"containerUsedBytes": 1024.0}},
+            "freshness": "live", "partial": false, "labels": {}, "warnings": [], "sourceErrors": []}))
+        .unwrap();
+        assert_eq!(
+            sample.cells(),
+            [
+                "2030-01-01T00:00:00Z",
+                "resource/web",
+                "cpu.containerCpuPercent=2.5 memory.containerUsedBytes=1024"
+            ]
+        );
     }
 }

@@ -191,7 +191,7 @@ fn observation(resource: &Resource, record: &ResourceHealth, now_ms: i64) -> Hea
         resource: resource.name_any(),
         observed_ms: now_ms,
         overall: record.overall.to_string(),
-        summary: serde_json::to_value(record).unwrap_or_default(),
+        summary: record.to_json(),
     }
 }
 

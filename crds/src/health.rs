@@ -52,7 +52,8 @@ pub struct ResourceHealth {
 #[serde(rename_all = "camelCase")]
 pub struct LatestDeployment {
     pub id: String,
-    pub status: Option<DeploymentState>,
+    /// `created` until the attempt reports another.
+    pub status: DeploymentState,
     pub created_at: Option<String>,
     pub started_at: Option<String>,
     pub finished_at: Option<String>,
@@ -114,12 +115,16 @@ pub fn runtime_control_block(attempt: &RuntimeControlAttempt) -> RuntimeControlB
     }
 }
 
-#[derive(Serialize, JsonSchema, Debug, Clone)]
+/// The runtime as the controller observed it. Its states are the controller's (a removed
+/// container is `missing`, a Docker health check `starting`); the wire names them with the
+/// spec's value sets ([`wire_runtime`]).
+#[derive(JsonSchema, Debug, Clone)]
 #[serde(rename_all = "camelCase")]
 pub struct RuntimeBlock {
-    /// `not-deployed`, `running`, `exited`, `missing`, `stopped` (on request) or `unknown`.
+    /// `not-deployed`, `starting`, `running`, `exited`, `stopped` (on request) or `unknown`
+    /// (with `reasonCode: runtime_missing` for a container removed by hand).
     pub lifecycle: String,
-    /// `healthy`, `unhealthy`, `starting` or `unknown`.
+    /// `healthy`, `unhealthy` or `unknown` (also while a health check is starting).
     pub health: String,
     pub observed_at: Option<String>,
     pub runtime_kind: &'static str,
@@ -151,12 +156,12 @@ pub struct PublicAccess {
     /// `ready`, `not-ready`, `unknown` or `not-configured`.
     pub status: &'static str,
     pub url: Option<String>,
-    /// `generated` (Berth's generated host) or `durable-domain`.
+    /// `generated-latest` (Berth's generated host, as last applied).
     pub kind: Option<&'static str>,
     pub reason_code: Option<&'static str>,
     pub phase: Option<&'static str>,
     pub route_intent_status: Option<RouteIntentStatus>,
-    /// Access-failure evidence is not recorded yet: always null.
+    /// The resource's most recent unexpired access-failure evidence.
     pub latest_access_failure: Option<Value>,
 }
 
@@ -206,7 +211,8 @@ pub struct RouteContext {
 pub struct RouteProxy {
     /// `required` (through the edge proxy) or `not-required` (direct port).
     pub intent: &'static str,
-    /// `configured` or `not-configured`.
+    /// `ready` (applied and serving), `applied` (its runtime is not ready), `not-ready`,
+    /// `unknown`, or `not-configured` (no proxy).
     pub applied: &'static str,
     pub provider_key: Option<String>,
 }
@@ -232,7 +238,7 @@ pub struct CopySafeSummary {
 #[derive(Serialize, JsonSchema, Debug, Clone)]
 #[serde(rename_all = "camelCase")]
 pub struct ProxyBlock {
-    /// `ready`, `not-ready`, `disabled` or `unknown`.
+    /// `ready`, `not-ready`, `not-configured` (the server runs no edge proxy) or `unknown`.
     pub status: &'static str,
     pub provider_key: Option<String>,
     pub last_route_realization_deployment_id: Option<String>,
@@ -264,10 +270,167 @@ pub struct Check {
 #[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct SourceError {
+    /// `deployment`, `runtime`, `health-policy`, `health-check`, `proxy`, `public-access`,
+    /// `domain-binding` or `runtime-control`.
     pub source: &'static str,
     pub code: &'static str,
+    /// `infra`: what failed is Berth's or the server's, not the caller's.
+    pub category: &'static str,
+    /// What was being read, e.g. `runtime-probe`.
+    pub phase: &'static str,
+    pub retriable: bool,
     pub message: String,
-    pub retryable: bool,
+}
+
+impl SourceError {
+    /// A part that could not be read for a passing reason, worth asking again.
+    pub fn infra(
+        source: &'static str,
+        code: &'static str,
+        phase: &'static str,
+        message: String,
+    ) -> Self {
+        Self {
+            source,
+            code,
+            category: "infra",
+            phase,
+            retriable: true,
+            message,
+        }
+    }
+}
+
+/// The runtime's states with the spec's value sets (Appaloft's closed ones): a container
+/// removed by hand (`missing`) is `unknown`, one whose health check is still starting runs as
+/// `starting` with its health `unknown`. Returns `(lifecycle, health, reason for the first)`.
+pub fn wire_runtime(lifecycle: &str, health: &str) -> (String, String, Option<&'static str>) {
+    let health_known = ["healthy", "unhealthy", "unknown", "not-configured"].contains(&health);
+    let wire_health = if health_known { health } else { "unknown" };
+    let (lifecycle, reason) = match (lifecycle, health) {
+        ("missing", _) => ("unknown", Some("runtime_missing")),
+        ("running", "starting") => ("starting", None),
+        (other, _) => (other, None),
+    };
+    (lifecycle.to_string(), wire_health.to_string(), reason)
+}
+
+impl Serialize for RuntimeBlock {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let (lifecycle, health, reason) = wire_runtime(&self.lifecycle, &self.health);
+        let reason_code = self.reason_code.as_deref().or(reason);
+        let mut block = serializer.serialize_struct("RuntimeBlock", 6)?;
+        block.serialize_field("lifecycle", &lifecycle)?;
+        block.serialize_field("health", &health)?;
+        block.serialize_field("observedAt", &self.observed_at)?;
+        block.serialize_field("runtimeKind", &self.runtime_kind)?;
+        block.serialize_field("reasonCode", &reason_code)?;
+        block.serialize_field("message", &self.message)?;
+        block.end()
+    }
+}
+
+impl ResourceHealth {
+    /// The record as the wire has it (no `null` field): what the health history keeps.
+    pub fn to_json(&self) -> Value {
+        berth_api::wire::to_value(self).unwrap_or_default()
+    }
+}
+
+/// A health record the observation store kept, as the wire has it: records written before the
+/// wire's rules held `null`s and the controller's own names for some states.
+pub fn stored_to_wire(mut summary: Value) -> Value {
+    strip_nulls(&mut summary);
+    let text = |value: &Value, pointer: &str| {
+        value
+            .pointer(pointer)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    if let (Some(lifecycle), Some(health)) = (
+        text(&summary, "/runtime/lifecycle"),
+        text(&summary, "/runtime/health"),
+    ) {
+        let (lifecycle, health, reason) = wire_runtime(&lifecycle, &health);
+        let runtime = &mut summary["runtime"];
+        runtime["lifecycle"] = lifecycle.into();
+        runtime["health"] = health.into();
+        if let (Some(reason), None) = (reason, runtime.get("reasonCode")) {
+            runtime["reasonCode"] = reason.into();
+        }
+    }
+    if let Some(deployment) = summary.get_mut("latestDeployment")
+        && deployment.get("status").is_none()
+    {
+        deployment["status"] = "created".into();
+    }
+    let access_ready = text(&summary, "/publicAccess/status").as_deref() == Some("ready");
+    rename(
+        &mut summary,
+        "/publicAccess/kind",
+        "generated",
+        "generated-latest",
+    );
+    let applied = if access_ready { "ready" } else { "applied" };
+    rename(
+        &mut summary,
+        "/publicAccess/routeIntentStatus/proxy/applied",
+        "configured",
+        applied,
+    );
+    let summary_status = "/publicAccess/routeIntentStatus/copySafeSummary/status";
+    rename(&mut summary, summary_status, "ready", "available");
+    rename(&mut summary, "/proxy/status", "disabled", "not-configured");
+    let errors = summary
+        .get("sourceErrors")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    summary["sourceErrors"] = errors.into_iter().map(stored_source_error).collect();
+    summary
+}
+
+/// Replaces the string at `pointer` when it is `from`.
+fn rename(value: &mut Value, pointer: &str, from: &str, to: &str) {
+    if let Some(slot) = value.pointer_mut(pointer)
+        && slot == from
+    {
+        *slot = to.into();
+    }
+}
+
+/// A `sourceErrors` entry written before the wire's rules (`retryable`, sources of its own).
+fn stored_source_error(mut error: Value) -> Value {
+    let Some(object) = error.as_object_mut() else {
+        return error;
+    };
+    if let Some(retryable) = object.remove("retryable") {
+        object.entry("retriable").or_insert(retryable);
+    }
+    let source = match object.get("source").and_then(Value::as_str) {
+        Some("server") => Some("runtime"),
+        Some("access-failure-evidence") => Some("public-access"),
+        _ => None,
+    };
+    if let Some(source) = source {
+        object.insert("source".into(), source.into());
+    }
+    object.entry("category").or_insert("infra".into());
+    object.entry("phase").or_insert("health-read".into());
+    error
+}
+
+/// Removes every `null` member, at any depth.
+fn strip_nulls(value: &mut Value) {
+    match value {
+        Value::Object(members) => {
+            members.retain(|_, member| !member.is_null());
+            members.values_mut().for_each(strip_nulls);
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_nulls),
+        _ => {}
+    }
 }
 
 /// A Kubernetes time as the API shows it (RFC 3339, UTC `Z`).
@@ -379,7 +542,7 @@ fn latest_deployment(deployment: &Deployment) -> LatestDeployment {
     let status = deployment.status.clone().unwrap_or_default();
     LatestDeployment {
         id: deployment.name_any(),
-        status: status.status,
+        status: status.status.unwrap_or(DeploymentState::Created),
         created_at: deployment
             .metadata
             .creation_timestamp
@@ -392,7 +555,7 @@ fn latest_deployment(deployment: &Deployment) -> LatestDeployment {
         last_error: status
             .last_error
             .as_ref()
-            .and_then(|e| serde_json::to_value(e).ok()),
+            .and_then(|e| berth_api::wire::to_value(e).ok()),
     }
 }
 
@@ -461,7 +624,7 @@ fn public_access(
     PublicAccess {
         status,
         url: Some(route.url.clone()),
-        kind: Some("generated"),
+        kind: Some("generated-latest"),
         reason_code: reason,
         phase: reason.map(|_| "edge-request-routing"),
         route_intent_status: Some(route_intent(inputs, route, status, reason, runtime)),
@@ -507,11 +670,7 @@ fn route_intent(
         },
         proxy: RouteProxy {
             intent: if direct { "not-required" } else { "required" },
-            applied: if status == "ready" || direct {
-                "configured"
-            } else {
-                "not-configured"
-            },
+            applied: route_applied(direct, status, blocking),
             provider_key: route.provider_key.clone(),
         },
         domain_verification: "not-applicable",
@@ -530,7 +689,11 @@ fn route_intent(
             "none"
         },
         copy_safe_summary: CopySafeSummary {
-            status,
+            status: if status == "ready" {
+                "available"
+            } else {
+                status
+            },
             code: blocking,
             phase: blocking.map(|_| "edge-request-routing"),
             message,
@@ -538,10 +701,21 @@ fn route_intent(
     }
 }
 
+/// How far the edge proxy has applied a route in state `status` (blocked by `blocking`).
+fn route_applied(direct: bool, status: &str, blocking: Option<&str>) -> &'static str {
+    match (direct, status, blocking) {
+        (true, _, _) => "not-configured",
+        (false, "ready", _) => "ready",
+        (false, _, Some("runtime_not_ready" | "runtime_stopped")) => "applied",
+        (false, "not-ready", _) => "not-ready",
+        _ => "unknown",
+    }
+}
+
 fn proxy_block(server: Option<&Server>, status: &crate::resource::ResourceStatus) -> ProxyBlock {
     let disabled = server.is_some_and(|s| s.spec.proxy.kind == ProxyKind::None);
     let (state, reason) = if disabled {
-        ("disabled", None)
+        ("not-configured", Some("edge_proxy_disabled"))
     } else {
         match status.proxy_route_status {
             Some(ProxyRouteStatus::Ready) => ("ready", None),

@@ -11,44 +11,18 @@ pub const SAMPLES_SCHEMA_VERSION: &str = "runtime-monitoring.samples.list/v1";
 /// `labels.providerKey` of every sample: read from Docker and the kernel over SSH.
 pub const PROVIDER_KEY: &str = "docker";
 
-/// The signals and the metrics of a sample's totals: defined once in `berth-api`, whose
-/// threshold rules name them too.
-pub use berth_api::monitoring::{METRICS, ReadMetric, Signal, Totals, metric_signal, metric_value};
+use berth_api::monitoring as wire;
+/// The signals, scopes and metrics of a sample, and its wire form: defined once in `berth-api`,
+/// whose threshold rules name them too.
+pub use berth_api::monitoring::{
+    ResourceMetrics, STORED_METRICS, ScopeKind, Signal, StoredMetric, Totals, wire_metric,
+};
 
-/// What a sample is about.
-#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[serde(rename_all = "kebab-case")]
-pub enum ScopeKind {
-    /// The server's host totals.
-    Server,
-    Project,
-    Environment,
-    /// One managed container, attributed to its resource and deployment.
-    Resource,
-    Deployment,
-}
+/// `labels.artifactKind` of a container's sample on the wire (Appaloft's closed set).
+pub const ACTIVE_RUNTIME: &str = "active-runtime";
 
-impl ScopeKind {
-    pub const ALL: [ScopeKind; 5] = [
-        Self::Server,
-        Self::Project,
-        Self::Environment,
-        Self::Resource,
-        Self::Deployment,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Server => "server",
-            Self::Project => "project",
-            Self::Environment => "environment",
-            Self::Resource => "resource",
-            Self::Deployment => "deployment",
-        }
-    }
-}
-
-/// Spec §2.2 "Monitoring sample".
+/// One sample as the observation store keeps it: its figures flat ([`Totals`]), its scope a
+/// kind. [`MonitoringSample::to_wire`] gives the spec's §2.2 "Monitoring sample".
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct MonitoringSample {
@@ -112,6 +86,85 @@ pub struct SampleSourceError {
     pub code: String,
     pub message: String,
     pub retryable: bool,
+}
+
+impl MonitoringSample {
+    /// Whether it measured a server's host (else one container).
+    pub fn is_host(&self) -> bool {
+        match self.scope_evidence.scope {
+            Some(kind) => kind == ScopeKind::Server,
+            None => self.labels.artifact_kind == "host",
+        }
+    }
+
+    /// Its figures as the spec's `resourceMetrics`.
+    pub fn metrics(&self) -> ResourceMetrics {
+        ResourceMetrics::of_sample(&self.totals, self.is_host())
+    }
+
+    /// The scope it measured: its server, or its container's resource (the server when the
+    /// container is attributed to none).
+    pub fn scope(&self) -> wire::Scope {
+        let evidence = &self.scope_evidence;
+        match (&evidence.resource_id, self.is_host()) {
+            (Some(resource), false) => wire::Scope::of(ScopeKind::Resource, resource),
+            _ => wire::Scope::of(ScopeKind::Server, &evidence.server_id),
+        }
+    }
+
+    /// The spec's §2.2 "Monitoring sample", with the groups of `signals` only.
+    pub fn to_wire(&self, signals: &[Signal]) -> wire::Sample {
+        let evidence = &self.scope_evidence;
+        let scope = self.scope();
+        wire::Sample {
+            sample_id: self.sample_id.clone(),
+            observed_at: self.observed_at.clone(),
+            collected_at: self.collected_at.clone(),
+            scope_evidence: wire::ScopeEvidence {
+                scope: scope.clone(),
+                server_id: Some(evidence.server_id.clone()),
+                project_id: evidence.project_id.clone(),
+                environment_id: evidence.environment_id.clone(),
+                resource_id: evidence.resource_id.clone(),
+                deployment_id: evidence.deployment_id.clone(),
+            },
+            totals: self.metrics().only(signals),
+            freshness: self.freshness.clone(),
+            partial: self.partial,
+            labels: wire::SampleLabels {
+                provider_key: Some(self.labels.provider_key.clone()),
+                artifact_kind: (!self.is_host()).then(|| ACTIVE_RUNTIME.to_string()),
+                runtime_id: self.labels.runtime_id.clone(),
+            },
+            warnings: self
+                .warnings
+                .iter()
+                .map(|w| wire::MonitoringWarning {
+                    code: w.code.clone(),
+                    message: w.message.clone(),
+                    signal: w.signal.as_deref().and_then(Signal::parse),
+                    scope: Some(scope.clone()),
+                })
+                .collect(),
+            source_errors: self
+                .source_errors
+                .iter()
+                .map(SampleSourceError::to_wire)
+                .collect(),
+        }
+    }
+}
+
+impl SampleSourceError {
+    /// The spec's `sourceErrors` entry (`retriable`).
+    pub fn to_wire(&self) -> wire::SourceError {
+        wire::SourceError {
+            source: self.source.clone(),
+            code: self.code.clone(),
+            message: self.message.clone(),
+            retriable: self.retryable,
+        }
+    }
 }
 
 /// One thing on a server's disk as Docker accounts it (`GET /system/df`): an image, a volume

@@ -12,7 +12,7 @@ use crate::Condition;
 
 /// How a boundary is compared and the largest `forSamples`: defined once in `berth-api`, whose
 /// requests and rule checks use them too.
-pub use berth_api::thresholds::{Comparator, MAX_FOR_SAMPLES};
+pub use berth_api::thresholds::{Comparator, MAX_FOR_SAMPLES, actor_kind};
 
 /// Monitoring thresholds for one scope.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
@@ -131,10 +131,11 @@ pub struct ThresholdRule {
     /// Id of the rule, unique in the policy.
     #[schemars(length(min = 1))]
     pub rule_id: String,
-    /// Signal watched, e.g. `cpu`.
+    /// Signal watched: a group of the samples' totals (`cpu`, `memory`, `disk`, `inode`,
+    /// `docker`, `network`).
     #[schemars(length(min = 1))]
     pub signal: String,
-    /// Metric of the signal, e.g. `containerCpuPercent`.
+    /// Metric of the signal, a field of that group, e.g. `containerCpuPercent`.
     #[schemars(length(min = 1))]
     pub metric: String,
     /// Boundary reported as a warning.
@@ -332,7 +333,7 @@ pub struct CrossedRule {
     pub rule_id: String,
     /// Its signal, e.g. `memory`.
     pub signal: String,
-    /// Its metric, e.g. `memoryUsedBytes`.
+    /// Its metric, e.g. `containerUsedBytes`.
     pub metric: String,
     /// `warning` or `critical`.
     pub severity: Severity,
@@ -340,6 +341,9 @@ pub struct CrossedRule {
     pub observed_value: f64,
     /// The boundary of `severity`.
     pub boundary: f64,
+    /// The resource whose container is the worst series; absent for a server's host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_id: Option<String>,
 }
 
 #[cfg(test)]
@@ -350,7 +354,7 @@ mod tests {
         ThresholdRule {
             rule_id: "r".into(),
             signal: "cpu".into(),
-            metric: "hostCpuPercent".into(),
+            metric: "containerCpuPercent".into(),
             warning,
             critical,
             comparator,
@@ -381,7 +385,7 @@ mod tests {
     fn a_stored_rule_is_checked_as_a_request_rule() {
         let mut rule = rule(Comparator::GreaterThan, Some(80.0), 95.0);
         assert_eq!(rule.problem("spec.rules[0]"), Ok(()));
-        rule.metric = "memoryUsedBytes".into();
+        rule.metric = "containerUsedBytes".into();
         let error = rule.problem("spec.rules[0]").unwrap_err();
         assert_eq!(error.field, "spec.rules[0].metric");
     }

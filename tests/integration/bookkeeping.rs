@@ -125,6 +125,6 @@ spec:
         status.get("updatedAt").is_some().then_some(status)
     })
     .await;
-    assert_eq!(status["updatedByActorKind"], "kubernetes");
+    assert_eq!(status["updatedByActorKind"], "user");
     assert_eq!(status["updatedByActorId"], "kubectl");
 }

@@ -194,7 +194,7 @@ async fn cli_sets_thresholds_records_decisions_and_attaches_storage() {
 
     // Thresholds: saved from a file, then shown as the API holds them.
     let scope = json!({"kind": "project", "projectId": project_id});
-    let rule = json!({"signal": "memory", "metric": "memoryUsedBytes", "critical": 1e18});
+    let rule = json!({"signal": "memory", "metric": "containerUsedBytes", "critical": 1e18});
     let file = body_file(
         &berth,
         "thresholds.json",
@@ -218,12 +218,12 @@ async fn cli_sets_thresholds_records_decisions_and_attaches_storage() {
     ];
     let shown = berth.run(&args).await.json();
     assert_eq!(
-        shown["policy"]["rules"][0]["metric"], "memoryUsedBytes",
+        shown["policy"]["rules"][0]["metric"], "containerUsedBytes",
         "{shown}"
     );
     assert_eq!(shown["policy"]["enabled"], true, "{shown}");
     // A misspelt field or an unknown scope kind is refused before sending: exit 2, named.
-    let typo = json!({"scope": scope, "rules": [{"signal": "memory", "metric": "memoryUsedBytes", "critcal": 1}]});
+    let typo = json!({"scope": scope, "rules": [{"signal": "memory", "metric": "usedBytes", "critcal": 1}]});
     let said = refused_thresholds(&berth, "typo.json", &typo).await;
     assert!(said.contains("critcal"), "{said}");
     let cluster = json!({"scope": {"kind": "cluster"}, "rules": [rule]});
@@ -231,12 +231,12 @@ async fn cli_sets_thresholds_records_decisions_and_attaches_storage() {
     assert!(said.contains("scope.kind"), "{said}");
     // So is a rule the server would refuse: here the second names a metric of another signal.
     // Nothing is saved: the policy still holds the rule set first.
-    let cpu = json!({"signal": "cpu", "metric": "hostCpuPercent", "critical": 90});
-    let foreign = json!({"signal": "cpu", "metric": "memoryUsedBytes", "critical": 1});
+    let cpu = json!({"signal": "cpu", "metric": "containerCpuPercent", "critical": 90});
+    let foreign = json!({"signal": "cpu", "metric": "containerUsedBytes", "critical": 1});
     let mixed = json!({"scope": scope, "rules": [cpu, foreign]});
     let said = refused_thresholds(&berth, "mixed.json", &mixed).await;
     assert!(said.contains("rules[1].metric"), "{said}");
-    assert!(said.contains("signal `memory`"), "{said}");
+    assert!(said.contains("signal `cpu`"), "{said}");
     let kept = berth.run(&args).await.json();
     assert_eq!(kept["policy"]["rules"], shown["policy"]["rules"], "{kept}");
 
@@ -267,6 +267,27 @@ async fn cli_sets_thresholds_records_decisions_and_attaches_storage() {
         .await
         .json();
     assert!(rollup["series"].is_array(), "{rollup}");
+    // As tables: one line per sample, per signal and bucket (none yet: only the headers).
+    let table = berth
+        .run(&["monitoring", "samples", "--query", &project_query])
+        .await
+        .ok();
+    assert!(table.starts_with("OBSERVED  SCOPE  FIGURES"), "{table}");
+    let table = berth
+        .run(&[
+            "monitoring",
+            "rollup",
+            "--query",
+            &project_query,
+            "--query",
+            "bucket=minute",
+        ])
+        .await
+        .ok();
+    assert!(
+        table.starts_with("SIGNAL  FROM  SAMPLES  AVERAGES"),
+        "{table}"
+    );
     let run = berth
         .run(&["monitoring", "samples", "--query", "scope.planet=mars"])
         .await;

@@ -20,7 +20,7 @@ use crate::deploy_support::{WAIT, delete_resource, ready_server, remove_server};
 use crate::shim_projects_envs::{environment, invalid, project};
 
 /// One request through the edge proxy: (status, `X-Request-Id`, body as JSON).
-async fn through_edge(
+pub(crate) async fn through_edge(
     http: &reqwest::Client,
     port: u16,
     host: &str,
@@ -56,7 +56,7 @@ fn assert_answer(answer: &(u16, String, Value), status: u16, code: &str) -> Stri
 }
 
 /// The lookup of `id` once the controller captured it.
-async fn lookup(rest: &Rest, id: &str) -> Value {
+pub(crate) async fn lookup(rest: &Rest, id: &str) -> Value {
     let path = format!("/resource-access-failures/{id}");
     eventually(WAIT, &format!("evidence of {id}"), || async {
         let reply = rest.get(&path).await;
@@ -199,22 +199,30 @@ async fn edge_failures_carry_a_request_id_whose_evidence_the_lookup_returns() {
 
     // The app's host, a path its route does not claim.
     let answer = through_edge(&http, port, &host, "/elsewhere").await;
-    let unclaimed = assert_answer(&answer, 404, "resource_access_path_not_found");
+    let unclaimed = assert_answer(&answer, 404, "resource_access_route_not_found");
     let found = lookup(&member, &unclaimed).await;
     assert_evidence(
         &found,
         &unclaimed,
         &host,
         "/elsewhere",
-        "resource_access_path_not_found",
+        "resource_access_route_not_found",
         404,
     );
+    assert_eq!(
+        found["evidence"]["causeCode"], "no_route_for_path",
+        "{found}"
+    );
+    assert_eq!(found["evidence"]["category"], "not-found", "{found}");
     assert_eq!(found["relatedIds"]["resourceId"], id.as_str(), "{found}");
     // Health and the diagnostic summary name the resource's latest failure.
     let health = member.get(&format!("/resources/{id}/health")).await.ok();
     let latest = &health["publicAccess"]["latestAccessFailure"];
     assert_eq!(latest["requestId"], unclaimed.as_str(), "{health}");
-    assert_eq!(latest["code"], "resource_access_path_not_found", "{health}");
+    assert_eq!(
+        latest["code"], "resource_access_route_not_found",
+        "{health}"
+    );
     let summary = member
         .get(&format!("/resources/{id}/diagnostic-summary"))
         .await

@@ -326,7 +326,7 @@ async fn shim_account_delete_confirms_and_removes_the_account() {
         .find(|m| m["memberId"] == member.member_id.as_str())
         .cloned()
         .expect("the removed member is listed");
-    assert_eq!(record["status"], "removed");
+    assert_eq!(record["status"], "deactivated");
 
     let ci = deploy_token(&client, &org).await;
     ci.delete(
@@ -390,7 +390,9 @@ async fn shim_account_delete_protects_organizations_and_the_first_admin() {
         .iter()
         .map(|m| (m["role"].as_str().unwrap(), m["status"].as_str().unwrap()))
         .collect();
-    assert!(statuses.contains(&("owner", "removed")) && statuses.contains(&("owner", "active")));
+    assert!(
+        statuses.contains(&("owner", "deactivated")) && statuses.contains(&("owner", "active"))
+    );
 
     // The first administrator's account is kept: bootstrap cannot run again.
     let admin = Rest::admin().await;

@@ -109,7 +109,16 @@ async fn a_failed_build_is_summarised_with_its_phase_code_tails_and_route_and_no
     assert!(deployment["timelineCount"].as_i64().unwrap() > 0);
 
     let timeline = &summary["deploymentTimeline"];
-    assert_eq!(timeline["status"], "included", "{timeline}");
+    assert_eq!(timeline["status"], "available", "{timeline}");
+    // Diagnostic log lines: each says whether a secret was masked in it.
+    assert!(
+        timeline["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|l| l["masked"].is_boolean() && l["phase"].is_string()),
+        "{timeline}"
+    );
     assert_eq!(timeline["tailLimit"], 50);
     let timeline_text = texts(&[&timeline["lines"]]).join("\n");
     assert!(
@@ -118,7 +127,15 @@ async fn a_failed_build_is_summarised_with_its_phase_code_tails_and_route_and_no
     );
     // The failed attempt has no container: the tail is of the one still serving.
     let logs = &summary["runtimeLogs"];
-    assert_eq!(logs["status"], "included", "{logs}");
+    assert_eq!(logs["status"], "available", "{logs}");
+    assert!(
+        logs["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l["masked"] == true && l["source"] == "application"),
+        "{logs}"
+    );
     let log_text = texts(&[&logs["lines"]]);
     assert!(
         log_text.iter().any(|l| l == "api token is ****"),
@@ -128,13 +145,20 @@ async fn a_failed_build_is_summarised_with_its_phase_code_tails_and_route_and_no
     assert!(summary["redaction"]["maskedValueCount"].as_u64().unwrap() >= 1);
 
     let proxy = &summary["proxy"];
-    assert_eq!(proxy["configurationStatus"], "included", "{proxy}");
+    assert_eq!(proxy["configurationStatus"], "applied", "{proxy}");
+    assert_eq!(proxy["proxyRouteStatus"], "ready", "{proxy}");
+    let selected = &summary["access"]["selectedRoute"];
+    assert_eq!(
+        selected["schemaVersion"], "route-intent-status/v1",
+        "{selected}"
+    );
+    assert_eq!(selected, &summary["access"]["routeIntentStatuses"][0]);
     let sections = proxy["sections"].as_array().unwrap();
     let formats: Vec<&str> = sections
         .iter()
         .filter_map(|s| s["format"].as_str())
         .collect();
-    assert_eq!(formats, ["caddy-json", "docker-labels"]);
+    assert_eq!(formats, ["json", "docker-labels"]);
     assert!(
         sections[0]["content"]
             .as_str()

@@ -57,54 +57,93 @@ async fn the_sample_app_and_its_server_are_sampled_and_attributed() {
     let item = wait_listed_with(&member, &id, "succeeded").await;
     let deployment = item["lastDeploymentId"].as_str().unwrap().to_string();
 
-    // The container: attributed, with memory at once and a CPU share from the second tick.
+    // The container: attributed, with memory at once and a CPU share from the second tick,
+    // its figures nested as the spec's resourceMetrics.
     let query = format!("scope.resourceId={id}");
     let sample = wait_sample(&member, &query, |s| {
-        s["totals"]["containerCpuPercent"].is_number()
+        s["totals"]["cpu"]["containerCpuPercent"].is_number()
     })
     .await;
     let scope = &sample["scopeEvidence"];
+    assert_eq!(
+        scope["scope"],
+        json!({"kind": "resource", "resourceId": id}),
+        "{sample}"
+    );
     assert_eq!(scope["serverId"], server.as_str(), "{sample}");
     assert_eq!(scope["projectId"], shop.as_str(), "{sample}");
     assert_eq!(scope["environmentId"], prod.as_str(), "{sample}");
     assert_eq!(scope["resourceId"], id.as_str(), "{sample}");
     assert_eq!(scope["deploymentId"], deployment.as_str(), "{sample}");
-    assert_eq!(sample["labels"]["artifactKind"], "container", "{sample}");
-    assert!(
-        sample["totals"]["memoryUsedBytes"].as_f64().unwrap() > 0.0,
+    assert_eq!(
+        sample["labels"]["artifactKind"], "active-runtime",
         "{sample}"
     );
-    let cpu = sample["totals"]["containerCpuPercent"].as_f64().unwrap();
+    assert!(
+        sample["totals"]["memory"]["containerUsedBytes"]
+            .as_f64()
+            .unwrap()
+            > 0.0,
+        "{sample}"
+    );
+    assert!(
+        sample["totals"]["memory"].get("usedBytes").is_none(),
+        "{sample}"
+    );
+    let cpu = sample["totals"]["cpu"]["containerCpuPercent"]
+        .as_f64()
+        .unwrap();
     assert!((0.0..=100.0).contains(&cpu), "{sample}");
     // Its writable layer, read from Docker every 10th tick.
     let sized = wait_sample(&member, &query, |s| {
-        s["totals"]["containerWritableBytes"].is_number()
+        s["totals"]["docker"]["containerWritableBytes"].is_number()
     })
     .await;
-    assert!(sized["totals"]["containerWritableBytes"].as_f64().unwrap() >= 0.0);
+    let writable = &sized["totals"]["docker"]["containerWritableBytes"];
+    assert!(writable.as_f64().unwrap() >= 0.0, "{sized}");
     let body = samples(&member, &query).await;
     assert_eq!(body["schemaVersion"], "runtime-monitoring.samples.list/v1");
     assert_eq!(body["freshness"], "live", "{body}");
     assert!(body["retention"]["rawRetentionHours"].is_number(), "{body}");
 
-    // The host: cores, memory and the disk Docker keeps its data on.
+    // The host: cores, load, memory, the disk and inodes Docker keeps its data on, and
+    // Docker's images.
     let query = format!("scope.kind=server&scope.serverId={server}");
     let host = wait_sample(&member, &query, |s| {
-        s["totals"]["hostCpuPercent"].is_number()
+        s["totals"]["docker"]["imageBytes"].is_number()
     })
     .await;
-    let totals = &host["totals"];
-    assert!(totals["logicalCores"].as_f64().unwrap() >= 1.0, "{host}");
-    assert!(totals["memoryTotalBytes"].as_f64().unwrap() > 0.0, "{host}");
-    assert!(totals["diskTotalBytes"].as_f64().unwrap() > 0.0, "{host}");
-    assert!(totals["dockerImageBytes"].as_f64().unwrap() > 0.0, "{host}");
-    assert_eq!(host["scopeEvidence"]["resourceId"], Value::Null, "{host}");
+    let figure = |group: &str, field: &str| host["totals"][group][field].as_f64().unwrap();
+    assert!(figure("cpu", "logicalCores") >= 1.0, "{host}");
+    assert!(figure("cpu", "loadAverage1m") >= 0.0, "{host}");
+    assert!(figure("memory", "totalBytes") > 0.0, "{host}");
+    let used = figure("memory", "usedBytes") + figure("memory", "availableBytes");
+    assert_eq!(used, figure("memory", "totalBytes"), "{host}");
+    let disk = figure("disk", "usedBytes") + figure("disk", "availableBytes");
+    assert_eq!(disk, figure("disk", "totalBytes"), "{host}");
+    assert!(
+        figure("inode", "total") > figure("inode", "available"),
+        "{host}"
+    );
+    assert!(figure("docker", "imageBytes") > 0.0, "{host}");
+    assert_eq!(
+        host["scopeEvidence"]["scope"],
+        json!({"kind": "server", "serverId": server}),
+        "{host}"
+    );
+    assert!(host["scopeEvidence"].get("resourceId").is_none(), "{host}");
+    assert!(host["labels"].get("artifactKind").is_none(), "{host}");
 
-    // Signals keep only their totals.
+    // Signals keep only their groups; the answer echoes the scope with its kind.
     let only = samples(&member, &format!("scope.resourceId={id}&signals=memory")).await;
+    assert_eq!(
+        only["scope"],
+        json!({"kind": "resource", "resourceId": id}),
+        "{only}"
+    );
     for sample in only["samples"].as_array().unwrap() {
         let keys: Vec<&String> = sample["totals"].as_object().unwrap().keys().collect();
-        assert!(keys.iter().all(|k| k.starts_with("memory")), "{keys:?}");
+        assert_eq!(keys, ["memory"], "{sample}");
     }
 
     // The rollup: per-minute buckets of the same samples, the deployment as a marker and the
@@ -122,33 +161,61 @@ async fn the_sample_app_and_its_server_are_sampled_and_attributed() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|s| s["metric"] == "containerCpuPercent")
+        .find(|s| s["signal"] == "cpu")
         .unwrap_or_else(|| panic!("a CPU series in {rollup}"));
-    assert_eq!(cpu["signal"], "cpu");
-    assert!(
-        cpu["points"][0]["samples"].as_i64().unwrap() >= 1,
-        "{rollup}"
+    let point = &cpu["points"][0];
+    assert!(point["sampleCount"].as_u64().unwrap() >= 1, "{rollup}");
+    let (from, to) = (
+        point["from"].as_str().unwrap(),
+        point["to"].as_str().unwrap(),
+    );
+    let second = |t: &str| {
+        t.parse::<k8s_openapi::jiff::Timestamp>()
+            .unwrap()
+            .as_second()
+    };
+    assert_eq!(second(to) - second(from), 60, "{point}");
+    assert_eq!(
+        point["totals"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        ["cpu"],
+        "a series holds its own signal: {point}"
     );
     assert!(
-        rollup["totals"]["memoryUsedBytes"]["avg"].as_f64().unwrap() > 0.0,
+        rollup["totals"]["memory"]["containerUsedBytes"]
+            .as_f64()
+            .unwrap()
+            > 0.0,
         "{rollup}"
     );
     let markers = rollup["deploymentMarkers"].as_array().unwrap();
-    assert!(
-        markers
-            .iter()
-            .any(|m| m["deploymentId"] == deployment.as_str()),
-        "{rollup}"
-    );
+    let marker = markers
+        .iter()
+        .find(|m| m["deploymentId"] == deployment.as_str())
+        .unwrap_or_else(|| panic!("the deployment's marker in {rollup}"));
+    assert_eq!(marker["resourceId"], id.as_str(), "{marker}");
+    assert_eq!(marker["environmentId"], prod.as_str(), "{marker}");
+    assert_eq!(marker["status"], "succeeded", "{marker}");
     assert_eq!(
-        rollup["topContributors"][0]["resourceId"],
-        id.as_str(),
+        marker["label"],
+        format!("Deployment {deployment} succeeded"),
+        "{marker}"
+    );
+    assert_eq!(marker["correlation"], "time", "{marker}");
+    let top = &rollup["topContributors"][0];
+    assert_eq!(
+        top["scope"],
+        json!({"kind": "resource", "resourceId": id}),
         "{rollup}"
     );
     assert!(
-        rollup["topContributors"][0]["memoryUsedBytes"].is_number(),
+        top["totals"]["memory"]["containerUsedBytes"].is_number(),
         "{rollup}"
     );
+    assert!(top["sampleCount"].as_u64().unwrap() >= 1, "{rollup}");
 
     // The usage stream: a snapshot at once, then another; the app's container and image
     // attributed to its project and environment.
@@ -164,7 +231,15 @@ async fn the_sample_app_and_its_server_are_sampled_and_attributed() {
     assert_eq!(snapshot["schemaVersion"], "runtime-usage.inspect/v1");
     assert_eq!(snapshot["freshness"], "live", "{snapshot}");
     assert!(
-        snapshot["totals"]["memoryUsedBytes"].as_f64().unwrap() > 0.0,
+        snapshot["totals"]["memory"]["containerUsedBytes"]
+            .as_f64()
+            .unwrap()
+            > 0.0,
+        "{snapshot}"
+    );
+    assert_eq!(
+        snapshot["scope"],
+        json!({"kind": "project", "projectId": shop}),
         "{snapshot}"
     );
     let resource = snapshot["byResource"]
@@ -174,6 +249,8 @@ async fn the_sample_app_and_its_server_are_sampled_and_attributed() {
         .find(|u| u["scope"]["resourceId"] == id.as_str())
         .unwrap_or_else(|| panic!("the app in byResource: {snapshot}"));
     assert_eq!(resource["ownership"], "attributed");
+    assert_eq!(resource["scope"]["kind"], "resource");
+    assert!(resource["totals"]["memory"]["containerUsedBytes"].is_number());
     assert_eq!(resource["currentDeploymentId"], deployment.as_str());
     assert_eq!(
         snapshot["byProject"][0]["scope"]["projectId"],
@@ -184,7 +261,7 @@ async fn the_sample_app_and_its_server_are_sampled_and_attributed() {
         prod.as_str()
     );
     let artifacts = snapshot["artifacts"].as_array().unwrap();
-    for kind in ["active-runtime", "image"] {
+    for kind in ["active-runtime", "docker-image"] {
         let artifact = artifacts
             .iter()
             .find(|a| a["kind"] == kind && a["resourceId"] == id.as_str())
@@ -215,6 +292,7 @@ async fn the_sample_app_and_its_server_are_sampled_and_attributed() {
     invalid(member.get(&format!("{base}?limit=0")).await, "limit");
     invalid(member.get(&format!("{base}?limit=721")).await, "limit");
     invalid(member.get(&format!("{base}?signals=gpu")).await, "signals");
+    invalid(member.get(&format!("{base}?signals=load")).await, "signals");
     invalid(
         member.get(&format!("{base}?scope.kind=galaxy")).await,
         "scope.kind",
@@ -314,7 +392,7 @@ async fn images_volumes_and_the_build_cache_are_reported_with_their_bytes() {
     assert!(text.contains("\"succeeded\""), "{text}");
 
     let stream = "/runtime-usage/inspect/stream?intervalSeconds=5";
-    let image = wait_artifact(&member, stream, "image", "berth/sample-app:1").await;
+    let image = wait_artifact(&member, stream, "docker-image", "berth/sample-app:1").await;
     assert_eq!(image["resourceId"], id.as_str(), "{image}");
     assert_eq!(image["projectId"], shop.as_str(), "{image}");
     assert_eq!(image["ownership"], "attributed", "{image}");
@@ -358,7 +436,7 @@ async fn images_volumes_and_the_build_cache_are_reported_with_their_bytes() {
     let artifacts = snapshot["artifacts"].as_array().unwrap();
     let cache = artifacts
         .iter()
-        .find(|a| a["kind"] == "build-cache" && a["serverId"] == server.as_str())
+        .find(|a| a["kind"] == "docker-build-cache" && a["serverId"] == server.as_str())
         .unwrap_or_else(|| panic!("the server's build cache: {snapshot}"));
     assert!(cache["bytes"].is_u64(), "{cache}");
     // Another organization's containers on the same machine are not this one's.

@@ -554,7 +554,7 @@ async fn shim_members_are_removed_and_reactivated() {
     let items = admin.rest.get(&members_path).await.ok()["items"].clone();
     assert_eq!(
         find_member(items.as_array().unwrap(), &member.member_id)["status"],
-        "removed"
+        "deactivated"
     );
     let again = admin
         .rest

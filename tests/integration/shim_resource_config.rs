@@ -458,7 +458,7 @@ async fn variables_import_and_secrets_never_show_values() {
     assert_eq!(result["resourceId"], id.as_str());
     let entries = result["importedEntries"].as_array().unwrap();
     let by_key = |key: &str| entries.iter().find(|e| e["key"] == key).unwrap().clone();
-    assert_eq!(by_key("LOG_LEVEL")["action"], "updated");
+    assert_eq!(by_key("LOG_LEVEL")["action"], "replaced");
     assert_eq!(by_key("LOG_LEVEL")["sourceLine"], 3);
     assert_eq!(by_key("GREETING")["value"], "hi");
     assert_eq!(by_key("GREETING")["sourceLine"], 7);
@@ -704,30 +704,27 @@ async fn effective_config_merges_every_scope_and_reads_gitops_config() {
     );
     assert_eq!(find("SESSION_SECRET")["value"], "****");
     assert_eq!(find("STRIPE_KEY")["value"], "****");
-    let override_of = |key: &str| -> Vec<(String, String)> {
+    // One override per key and exposure: the scope used, and every scope it hides.
+    let override_of = |key: &str| -> Value {
         effective["overrides"]
             .as_array()
             .unwrap()
             .iter()
-            .filter(|o| o["key"] == key)
-            .map(|o| {
-                (
-                    o["overriddenScope"].as_str().unwrap().to_string(),
-                    o["winningScope"].as_str().unwrap().to_string(),
-                )
-            })
-            .collect()
+            .find(|o| o["key"] == key)
+            .cloned()
+            .unwrap_or_default()
     };
-    let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
     assert_eq!(
         override_of("LOG_LEVEL"),
-        vec![
-            pair("organization", "environment"),
-            pair("environment", "resource")
-        ]
+        json!({"key": "LOG_LEVEL", "exposure": "runtime", "selectedScope": "resource",
+            "overriddenScopes": ["organization", "environment"]})
     );
-    assert_eq!(override_of("REGION"), vec![pair("project", "environment")]);
-    assert_eq!(effective["overrides"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        override_of("REGION"),
+        json!({"key": "REGION", "exposure": "runtime", "selectedScope": "environment",
+            "overriddenScopes": ["project"]})
+    );
+    assert_eq!(effective["overrides"].as_array().unwrap().len(), 2);
     // The hand-written Secret is listed like one the API wrote.
     let list = rest.get(&format!("{base}/secrets")).await.ok();
     assert_eq!(keys(&list["items"]), vec!["STRIPE_KEY"]);

@@ -10,8 +10,8 @@ use berth_tests::rest::{Rest, TestOrg};
 use berth_tests::{client, eventually, kubectl};
 use serde_json::{Value, json};
 
-use crate::deploy_support::{ready_server, remove_server};
-use crate::shim_projects_envs::invalid;
+use crate::deploy_support::{WAIT, delete_resource, ready_server, remove_server, wait_listed_with};
+use crate::shim_projects_envs::{environment, invalid, project};
 
 /// A few 5-second ticks, with room for a busy machine.
 const EVALUATED: Duration = Duration::from_secs(45);
@@ -19,7 +19,7 @@ const PATH: &str = "/runtime-monitoring/thresholds";
 
 fn memory_rule(warning: f64) -> Value {
     json!({
-        "signal": "memory", "metric": "memoryUsedBytes",
+        "signal": "memory", "metric": "usedBytes",
         "warning": warning, "critical": 1e18, "comparator": "greater-than-or-equal",
     })
 }
@@ -133,7 +133,8 @@ async fn a_tiny_memory_warning_is_reported_with_an_event_and_clears() {
     let evaluation = &shown["evaluation"];
     let crossed = &evaluation["crossed"][0];
     assert_eq!(crossed["ruleId"], "rule-1", "{shown}");
-    assert_eq!(crossed["metric"], "memoryUsedBytes", "{shown}");
+    assert_eq!(crossed["metric"], "usedBytes", "{shown}");
+    assert!(crossed.get("resourceId").is_none(), "the host's: {shown}");
     assert_eq!(crossed["severity"], "warning", "{shown}");
     assert_eq!(crossed["boundary"], 1.0, "{shown}");
     assert!(crossed["observedValue"].as_f64().unwrap() > 1.0, "{shown}");
@@ -146,7 +147,7 @@ async fn a_tiny_memory_warning_is_reported_with_an_event_and_clears() {
         "{shown}"
     );
     let note = wait_event(&org.namespace, &name, "ThresholdWarning").await;
-    assert!(note.contains("memoryUsedBytes"), "{note}");
+    assert!(note.contains("usedBytes"), "{note}");
     let condition = policy_condition(&org.namespace, &name, "ThresholdCrossed");
     assert_eq!(condition["status"], "True", "{condition}");
     assert_eq!(condition["reason"], "Warning", "{condition}");
@@ -231,15 +232,98 @@ async fn a_tiny_memory_warning_is_reported_with_an_event_and_clears() {
             .await
         }
     };
-    patch("memoryUsedByte");
+    patch("memoryUsedBytes");
     let ready = ready_reason("InvalidSpec").await;
     assert_eq!(ready["status"], "False", "{ready}");
     let message = ready["message"].as_str().unwrap();
     assert!(message.contains("spec.rules[0].metric"), "{message}");
-    assert!(message.contains("memoryUsedByte"), "{message}");
-    patch("memoryUsedBytes");
+    assert!(message.contains("memoryUsedBytes"), "{message}");
+    patch("usedBytes");
     let ready = ready_reason("Reconciled").await;
     assert_eq!(ready["status"], "True", "{ready}");
 
+    remove_server(&admin, &server).await;
+}
+
+/// The spec's own example: a server-scoped rule on `containerCpuPercent`, a container metric, is
+/// held against every container on the server. A warning bound of 0 is crossed by the first
+/// two samples of the app's container after the policy exists, names the app, and the
+/// evaluation keeps up with the samples (the newest `evaluatedAt` and `sourceSampleId`).
+#[tokio::test]
+async fn a_server_scoped_container_cpu_bound_of_zero_is_crossed_by_the_apps_container() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let admin = org.user(OrganizationRole::Admin).await.rest;
+    let (server, _port) = ready_server(&admin).await;
+    let shop = project(&admin, "Shop").await;
+    let prod = environment(&admin, &shop, "prod").await;
+    let slug = format!("cpu{}", berth_tests::random_suffix());
+    let created = admin
+        .post(
+            "/resources",
+            json!({
+                "projectId": shop, "environmentId": prod, "name": "Busy", "slug": slug,
+                "kind": "application", "serverId": server,
+                "source": {"kind": "docker-image", "locator": "berth/sample-app:1"},
+                "networkProfile": {"internalPort": 8080},
+            }),
+        )
+        .await
+        .ok();
+    let app = created["id"].as_str().unwrap().to_string();
+    wait_listed_with(&admin, &app, "succeeded").await;
+
+    // One collection interval (5 s under hack/test.sh) before the policy exists: a tick read
+    // just before it may be evaluated just after.
+    let now = k8s_openapi::jiff::Timestamp::now();
+    let set_at = now
+        .checked_sub(k8s_openapi::jiff::SignedDuration::from_secs(5))
+        .unwrap();
+    let rule = json!({
+        "signal": "cpu", "metric": "containerCpuPercent", "warning": 0, "critical": 1000,
+    });
+    admin.post(PATH, server_policy(&server, rule)).await.ok();
+    let shown = wait_state(&admin, &server, "warning").await;
+    let crossed = &shown["evaluation"]["crossed"][0];
+    assert_eq!(crossed["metric"], "containerCpuPercent", "{shown}");
+    assert_eq!(crossed["resourceId"], app.as_str(), "{shown}");
+    assert_eq!(crossed["boundary"], 0.0, "{shown}");
+    assert!(crossed["observedValue"].as_f64().unwrap() >= 0.0, "{shown}");
+    // Within two samples: the crossing sample is one of the container's first two since the
+    // policy was set (three since a tick before).
+    let source = shown["evaluation"]["sourceSampleId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let since = admin
+        .get(&format!(
+            "/runtime-monitoring/samples?scope.resourceId={app}&window.from={set_at}"
+        ))
+        .await
+        .ok();
+    let ids: Vec<&str> = since["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["sampleId"].as_str())
+        .collect();
+    let first = &ids[..ids.len().min(3)];
+    assert!(first.contains(&source.as_str()), "{source} not in {ids:?}");
+
+    // The evaluation moves with the samples, though nothing changes state.
+    let at = |body: &Value| {
+        let text = body["evaluation"]["evaluatedAt"].as_str()?;
+        text.parse::<k8s_openapi::jiff::Timestamp>().ok()
+    };
+    let evaluated = at(&shown).unwrap_or_else(|| panic!("evaluatedAt in {shown}"));
+    let query = format!("{PATH}?scope.kind=server&scope.serverId={server}");
+    let later = eventually(WAIT, "a newer evaluatedAt", || async {
+        let body = admin.get(&query).await.ok();
+        (at(&body)? > evaluated).then_some(body)
+    })
+    .await;
+    assert_eq!(later["evaluation"]["state"], "warning", "{later}");
+
+    delete_resource(&admin, &app, &slug).await;
     remove_server(&admin, &server).await;
 }

@@ -49,3 +49,4 @@ pub mod usage_intents;
 pub mod users;
 pub mod validate;
 pub mod variables;
+pub mod wire;

@@ -6,7 +6,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::monitoring::{Signal, metric_signal};
+use crate::monitoring::{Signal, rule_metrics};
 use crate::validate::{Checked, FieldError, non_empty};
 
 /// Most rules in one policy.
@@ -102,9 +102,13 @@ pub struct ScopeInput {
 #[derive(Serialize, Deserialize, JsonSchema, Debug)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RuleInput {
-    /// `cpu`, `memory`, `load`, `disk`, `network` or `docker-storage`.
+    /// A group of the samples' `totals`: `cpu`, `memory`, `disk`, `inode`, `docker` or
+    /// `network`.
     pub signal: String,
-    /// A sample total of that signal, e.g. `memoryUsedBytes`, `containerCpuPercent`.
+    /// A field of that group: `cpu` `containerCpuPercent` or `loadAverage1m`; `memory`
+    /// `containerUsedBytes` or `usedBytes`; `disk` `usedBytes` or `attributedBytes`; `inode`
+    /// `used`; `docker` `imageBytes`, `buildCacheBytes` or `containerWritableBytes`; `network`
+    /// `rxBytes` or `txBytes`.
     pub metric: String,
     /// Boundary reported as a warning (not past `critical`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -197,6 +201,50 @@ impl RuleInput {
     }
 }
 
+/// Spec §2.2 "Threshold evaluation", as `GET /runtime-monitoring/thresholds` answers it.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Evaluation {
+    /// `ok`, `warning` or `critical`; `unknown` until the policy is first evaluated.
+    pub state: String,
+    /// When the policy was last held against a sample: the newest sample of its scope.
+    pub evaluated_at: Option<String>,
+    /// The sample the worst crossing was read from; within bounds, the newest evaluated.
+    pub source_sample_id: Option<String>,
+    pub crossed: Vec<Crossing>,
+    /// `inspect-runtime-usage` while a boundary is crossed.
+    pub next_actions: Vec<String>,
+    pub source_errors: Vec<crate::monitoring::SourceError>,
+}
+
+/// A rule whose boundary is crossed.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Crossing {
+    pub rule_id: String,
+    pub signal: String,
+    pub metric: String,
+    /// `warning` or `critical`.
+    pub severity: String,
+    pub observed_value: f64,
+    pub boundary: f64,
+    /// The resource whose container crossed it; absent for a server's host.
+    pub resource_id: Option<String>,
+}
+
+/// `updatedByActorKind` of a record (Appaloft's closed set): `deploy-token`, `user`, or
+/// `system` for Berth's own writes. A change made outside the API (kubectl, a GitOps tool) is
+/// a person's: `user`, unless its field manager is one of Berth's (`berth-…`).
+pub fn actor_kind(recorded: &str, actor_id: &str) -> &'static str {
+    match recorded {
+        "deploy-token" => "deploy-token",
+        "system" => "system",
+        "user" => "user",
+        _ if actor_id.starts_with("berth-") => "system",
+        _ => "user",
+    }
+}
+
 /// One threshold rule as its checks read it: a request's rule with its defaults filled in
 /// ([`RuleInput::fields`]), or a stored one (the ThresholdPolicy CRD's `ThresholdRule`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -223,18 +271,15 @@ impl RuleFields<'_> {
         let Some(signal) = Signal::parse(self.signal) else {
             return error("signal", format!("unknown signal `{}`", self.signal));
         };
-        match metric_signal(self.metric) {
-            None => return error("metric", format!("unknown metric `{}`", self.metric)),
-            Some(of) if of != signal => {
-                let message = format!(
-                    "metric `{}` is of signal `{}`, not `{}`",
-                    self.metric,
-                    of.as_str(),
-                    signal.as_str()
-                );
-                return error("metric", message);
-            }
-            Some(_) => {}
+        let metrics = rule_metrics(signal);
+        if !metrics.contains(&self.metric) {
+            let message = format!(
+                "`{}` is not a metric of signal `{}`: one of {}",
+                self.metric,
+                signal.as_str(),
+                metrics.join(", ")
+            );
+            return error("metric", message);
         }
         let comparator = self.comparator.as_str();
         if let Some(warning) = self.warning
@@ -266,7 +311,7 @@ mod tests {
     /// The field a rule's checks name, for a CPU rule with `critical: 95` and `changes`.
     fn named(changes: serde_json::Value) -> Option<String> {
         let mut rule =
-            serde_json::json!({"signal": "cpu", "metric": "hostCpuPercent", "critical": 95});
+            serde_json::json!({"signal": "cpu", "metric": "containerCpuPercent", "critical": 95});
         let fields = rule.as_object_mut().unwrap();
         fields.extend(changes.as_object().unwrap().clone());
         let rule: RuleInput = serde_json::from_value(rule).unwrap();
@@ -294,10 +339,15 @@ mod tests {
                 serde_json::json!({"comparator": "less-than", "critical": 5, "warning": 6}),
                 "",
             ),
-            (serde_json::json!({"metric": "memoryUsedBytes"}), "metric"),
-            (serde_json::json!({"metric": "cpuPercent"}), "metric"),
+            (serde_json::json!({"metric": "usedBytes"}), "metric"),
+            (serde_json::json!({"metric": "hostCpuPercent"}), "metric"),
+            (serde_json::json!({"metric": "loadAverage1m"}), ""),
             (
-                serde_json::json!({"signal": "gpu", "metric": "memoryUsedBytes"}),
+                serde_json::json!({"signal": "memory", "metric": "usedBytes"}),
+                "",
+            ),
+            (
+                serde_json::json!({"signal": "gpu", "metric": "usedBytes"}),
                 "signal",
             ),
             (serde_json::json!({"warning": 80, "clearAt": 81}), "clearAt"),
@@ -317,9 +367,10 @@ mod tests {
 
     #[test]
     fn the_body_checks_every_rule_with_its_defaults() {
-        let cpu = serde_json::json!({"signal": "cpu", "metric": "hostCpuPercent", "critical": 90});
+        let cpu =
+            serde_json::json!({"signal": "cpu", "metric": "containerCpuPercent", "critical": 90});
         let memory =
-            serde_json::json!({"signal": "cpu", "metric": "memoryUsedBytes", "critical": 1});
+            serde_json::json!({"signal": "cpu", "metric": "containerUsedBytes", "critical": 1});
         let scope = serde_json::json!({"kind": "server", "serverId": "edge"});
         assert_eq!(
             body(serde_json::json!({"scope": scope, "rules": [cpu]})).validate(),
@@ -331,7 +382,8 @@ mod tests {
         assert_eq!(error.field, "rules[1].metric");
         assert_eq!(
             error.message,
-            "rules[1].metric: metric `memoryUsedBytes` is of signal `memory`, not `cpu`"
+            "rules[1].metric: `containerUsedBytes` is not a metric of signal `cpu`: one of \
+             containerCpuPercent, loadAverage1m"
         );
         // The default comparator is `greater-than-or-equal`: a warning above critical is past it.
         let mut warning = cpu.clone();

@@ -63,21 +63,21 @@ pub struct EffectiveConfig {
     pub owned_entries: Vec<VariableEntry>,
     /// What the next deployment gets: one entry per key and exposure, from the strongest scope.
     pub effective_entries: Vec<VariableEntry>,
-    /// Entries hidden by a stronger scope.
+    /// Per key and exposure that more than one scope sets: the scope used and those hidden.
     pub overrides: Vec<Override>,
     /// Scope names, weakest first.
     pub precedence: Vec<String>,
     pub generated_at: String,
 }
 
-/// One entry replaced by a stronger scope.
-#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug)]
+/// A key and exposure several scopes set: the strongest is used, the others are hidden.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Override {
     pub key: String,
     pub exposure: String,
-    /// Scope whose entry is used.
-    pub winning_scope: String,
-    /// Scope whose entry is hidden.
-    pub overridden_scope: String,
+    /// The scope whose entry is used.
+    pub selected_scope: String,
+    /// The scopes whose entries it hides, weakest first.
+    pub overridden_scopes: Vec<String>,
 }

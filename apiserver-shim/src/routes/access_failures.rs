@@ -15,9 +15,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{Path, State};
-use berth_crds::access_failure::AccessFailureEvidence;
+use berth_crds::access_failure::{AccessFailureEvidence, with_current_reason};
 use berth_crds::member::OrganizationRole;
 use berth_crds::resource::Resource;
 use berth_timeline::{AccessFailureRecord, TimelineError, TimelineStore};
@@ -207,7 +207,7 @@ pub async fn latest_of(state: &AppState, resource: &Resource) -> ApiResult<Optio
     })
     .await?;
     record
-        .map(|r| serde_json::to_value(r.evidence))
+        .map(|r| berth_api::wire::to_value(&with_current_reason(r.evidence)))
         .transpose()
         .map_err(ApiError::internal)
 }
@@ -277,6 +277,7 @@ fn answer(
     filters: Filters,
     record: AccessFailureRecord,
 ) -> AccessFailureLookup {
+    let evidence = with_current_reason(record.evidence.clone());
     AccessFailureLookup {
         schema_version: SCHEMA_VERSION,
         request_id,
@@ -285,10 +286,10 @@ fn answer(
         status: "found",
         matched_source: MATCHED_SOURCE,
         related_ids: related_ids(&record),
-        next_action: record.evidence.next_action.clone(),
+        next_action: evidence.next_action.clone(),
         captured_at: rfc3339(record.captured_at_ms),
         expires_at: rfc3339(record.expires_at_ms),
-        evidence: record.evidence,
+        evidence,
     }
 }
 
@@ -325,7 +326,7 @@ mod tests {
             generated_at: "2030-01-01T00:00:00Z".into(),
             code: "resource_access_upstream_unavailable".into(),
             category: "infra".into(),
-            phase: "edge-upstream-connect".into(),
+            phase: "upstream-connection".into(),
             http_status: 502,
             retriable: true,
             owner_hint: "resource".into(),

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::limits::MEMBER_LIST_LIMIT_MAX;
 use berth_crds::member::{Member, OrganizationRole};

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use berth_crds::member::{Member, MemberSpec, OrganizationRole};

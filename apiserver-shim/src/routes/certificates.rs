@@ -4,7 +4,7 @@
 //! annotation) and answers at once. Idempotent by `idempotencyKey`: the attempt id is derived
 //! from it, so repeats, even concurrent ones, name one attempt. No key material is read here.
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::certificate::{
     ACME_PROVIDER, Certificate, CertificateSpec, IDEMPOTENCY_KEY_ANNOTATION,

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{FromRequest, Path, Request, State};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use axum::Json;
+use crate::json::Json;
 use berth_crds::common::{Actor, DecisionContext, JsonMap, ResourceRefs};
 use berth_crds::member::OrganizationRole;
 use kube::api::PostParams;
@@ -48,6 +48,8 @@ pub const DEFAULT_LIMIT: u64 = 100;
 /// What a self-hosted installation reports as the source of its answers.
 pub const SOURCE: &str = "self-hosted";
 const SELF_HOSTED_REASON: &str = "self-hosted Berth has no plan limits";
+/// What a person may do about a decision: nothing, here.
+const SELF_HOSTED_HINT: &str = "no plan or quota applies: every operation a role allows is allowed";
 
 /// The Capability decision record of spec §2.2.
 #[derive(Serialize, JsonSchema)]
@@ -57,6 +59,7 @@ pub struct CapabilityDecision {
     pub allowed: bool,
     /// `unrestricted` on self-hosted Berth.
     pub mode: String,
+    pub hint: String,
     pub reason: String,
 }
 
@@ -75,6 +78,7 @@ pub struct Entitlement {
     pub status: String,
     /// `unrestricted`: nothing limits the capability.
     pub mode: String,
+    pub hint: String,
     pub reason: String,
     /// `self-hosted`.
     pub source: String,
@@ -96,6 +100,7 @@ async fn capabilities(
             operation_key: query.operation_key,
             allowed: true,
             mode: "unrestricted".into(),
+            hint: SELF_HOSTED_HINT.into(),
             reason: SELF_HOSTED_REASON.into(),
         });
     }
@@ -114,6 +119,7 @@ async fn entitlements(
             entitled: true,
             status: "entitled".into(),
             mode: "unrestricted".into(),
+            hint: SELF_HOSTED_HINT.into(),
             reason: SELF_HOSTED_REASON.into(),
             source: SOURCE.into(),
         });

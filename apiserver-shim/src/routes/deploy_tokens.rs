@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::deploy_token::{DeployToken, DeployTokenScope, DeployTokenSpec, DeployTokenState};
 use berth_crds::limits::{DEPLOY_TOKEN_LIST_LIMIT_MAX, NAME_MAX, OBJECT_NAME_MAX};

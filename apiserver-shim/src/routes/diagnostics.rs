@@ -10,7 +10,7 @@ mod copy;
 mod proxy;
 mod record;
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::deployment::Deployment;
 use berth_crds::health::{Inputs, build};
@@ -19,10 +19,9 @@ use berth_crds::resource::Resource;
 use berth_timeline::TimelineKey;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
-use serde_json::Value;
 
 pub use self::record::DiagnosticSummary;
-use self::record::{Focus, Redaction, SourceError, System, Tail, Window};
+use self::record::{Focus, LogLine, Redaction, SourceError, System, Tail, Window};
 use super::Endpoint;
 use super::access_failures;
 use super::common::{bounded, find_deployment, find_in, known_params, store_call, utc_range};
@@ -133,7 +132,7 @@ async fn show(
     match access_failures::latest_of(&state, &resource).await {
         Ok(latest) => health.public_access.latest_access_failure = latest,
         Err(_) => errors.push(source_error(
-            "access-failure-evidence",
+            "access",
             "access_failure_evidence_unreadable",
             "access-failure-read",
             None,
@@ -163,19 +162,13 @@ async fn show(
     let masked_value_count = timeline_masked + logs_masked + proxy_masked;
     let mut summary = DiagnosticSummary {
         schema_version: record::SCHEMA_VERSION,
-        generated_at: now,
+        generated_at: now.clone(),
         focus: Focus {
             resource_id: id,
             requested_deployment_id: query.deployment_id.clone(),
             deployment_id: deployment.as_ref().map(|d| d.name_any()),
         },
-        context: record::context(
-            &resource,
-            Window {
-                from: query.from.map(|t| t.to_string()),
-                to: query.to.map(|t| t.to_string()),
-            },
-        ),
+        context: record::context(&resource, window(&resource, &query, &now)),
         deployment: deployment
             .as_ref()
             .map(|d| mask_error(record::deployment_block(d, timeline_count), &masker)),
@@ -290,9 +283,7 @@ async fn timeline_tail(
         .map(|entry| {
             let (message, replaced) = masker.mask_counted(&entry.event.message);
             masked += replaced;
-            let mut event = entry.event;
-            event.message = message;
-            serde_json::to_value(event).unwrap_or_default()
+            LogLine::of_event(&entry.event, message, replaced > 0)
         })
         .collect();
     (Tail::lines(query.tail_lines, lines), count, masked)
@@ -324,11 +315,7 @@ async fn log_tail(
     match read {
         Ok(logs) => {
             let masked = logs.logs.iter().filter(|line| line.masked).count();
-            let lines: Vec<Value> = logs
-                .logs
-                .iter()
-                .filter_map(|line| serde_json::to_value(line).ok())
-                .collect();
+            let lines: Vec<LogLine> = logs.logs.iter().map(runtime_line).collect();
             (Tail::lines(query.tail_lines, lines), masked)
         }
         Err(error) => {
@@ -351,6 +338,42 @@ async fn log_tail(
     }
 }
 
+/// A line the runtime wrote, as a diagnostic log line: the application's, with no deployment
+/// phase or level.
+fn runtime_line(line: &runtime_logs::RuntimeLogLine) -> LogLine {
+    LogLine {
+        timestamp: line.timestamp.clone(),
+        source: "application".into(),
+        phase: None,
+        level: None,
+        stream: line.stream.and_then(record::wire_name),
+        service_name: line.service_name.clone(),
+        message: line.message.clone(),
+        masked: line.masked,
+    }
+}
+
+/// The observation window asked for: `observationFrom` (else the resource's creation) to
+/// `observationTo` (else now); none when neither is given.
+fn window(resource: &Resource, query: &DiagnosticQuery, now: &str) -> Option<Window> {
+    if query.from.is_none() && query.to.is_none() {
+        return None;
+    }
+    let created = resource
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .map(|t| t.0.to_string());
+    Some(Window {
+        from: query
+            .from
+            .map(|t| t.to_string())
+            .or(created)
+            .unwrap_or_default(),
+        to: query.to.map_or_else(|| now.to_string(), |t| t.to_string()),
+    })
+}
+
 /// The deployment's error message masked like everything else shown.
 fn mask_error(mut block: record::DeploymentBlock, masker: &Masker) -> record::DeploymentBlock {
     if let Some(error) = &mut block.last_error {
@@ -362,7 +385,8 @@ fn mask_error(mut block: record::DeploymentBlock, masker: &Masker) -> record::De
 fn system(state: &AppState, query: &DiagnosticQuery) -> System {
     let driver = state.config.observation_store_driver;
     System {
-        entrypoint: "api",
+        // The REST API.
+        entrypoint: "http",
         request_id: format!("diag-{:016x}", rand::random::<u64>()),
         locale: query.locale.clone(),
         readiness_status: "ready",

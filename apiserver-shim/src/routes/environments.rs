@@ -4,7 +4,7 @@
 use berth_crds::masking::MASK;
 use std::sync::Arc;
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::environment::{ENVIRONMENT_KINDS, Environment, EnvironmentSpec};
 use berth_crds::lifecycle::LifecycleStatus;

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::invitation::{Invitation, InvitationSpec, InvitationState};
 use berth_crds::member::{MemberSpec, OrganizationRole};

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::limits::MEMBER_LIST_LIMIT_MAX;
 use berth_crds::member::{Member, MemberSpec, OrganizationRole};
@@ -60,8 +60,9 @@ pub const MAX_LIMIT: u64 = MEMBER_LIST_LIMIT_MAX;
 pub const DEFAULT_LIMIT: u64 = 50;
 /// `status` of an active member.
 pub const ACTIVE: &str = "active";
-/// `status` of a removed member.
-pub const REMOVED: &str = "removed";
+/// `status` of a removed member (the spec's member statuses, closed with Appaloft's:
+/// `active`, `deactivated`); reactivating makes it `active` again.
+pub const REMOVED: &str = "deactivated";
 
 #[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

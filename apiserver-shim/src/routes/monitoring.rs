@@ -12,12 +12,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{RawQuery, State};
+use berth_api::monitoring::{MonitoringWarning, Sample, SourceError};
+pub use berth_api::monitoring::{Retention, Scope};
 use berth_crds::member::OrganizationRole;
-use berth_crds::monitoring::{
-    MonitoringSample, SAMPLES_SCHEMA_VERSION, SampleSourceError, SampleWarning, ScopeKind, Signal,
-};
+use berth_crds::monitoring::{MonitoringSample, SAMPLES_SCHEMA_VERSION, ScopeKind, Signal};
 use berth_timeline::{SampleQuery, TimelineError};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use schemars::JsonSchema;
@@ -44,15 +44,15 @@ pub fn endpoints() -> Vec<Endpoint> {
          managed container), the latest `limit` of a window, oldest first; read-only, collects \
          nothing fresh (query: scope.kind, scope.serverId, scope.projectId, \
          scope.environmentId, scope.resourceId, scope.deploymentId, window.from, window.to \
-         (UTC, ending in Z; default the last hour), signals (cpu, memory, load, disk, network, \
-         docker-storage; comma-separated or repeated; default all), limit 1..720 default 300)",
+         (UTC, ending in Z; default the last hour), signals (cpu, memory, disk, inode, docker, \
+         network; comma-separated or repeated; default all), limit 1..720 default 300)",
             list,
         ),
         Endpoint::get::<rollup::Rollup, _, _>(
             "/runtime-monitoring/rollup",
             "Monitoring samples summed up per bucket from the store's rollup tiers: series per \
-             metric (avg, min, max, samples per bucket), totals over the window, \
-             topContributors (resources by CPU cores and memory bytes) and deploymentMarkers \
+             signal (each bucket's average totals and sample count), totals over the window, \
+             topContributors (resources by CPU share and memory bytes) and deploymentMarkers \
              (query: the scope, window and signals of /runtime-monitoring/samples; bucket: \
              minute, five-minute or hour, required, at most 1440 buckets; \
              includeDeploymentMarkers, includeTopContributors: true|false)",
@@ -82,6 +82,8 @@ const ID_MAX: usize = 253;
 /// `sourceErrors[].source` of a failed store read, and its code.
 pub const STORE_SOURCE: &str = "monitoring-store";
 pub const STORE_UNAVAILABLE: &str = "monitoring_store_unavailable";
+/// `freshness` of an answer without samples.
+pub const UNKNOWN: &str = "unknown";
 /// `warnings[].code` of a gap in a series.
 pub const MISSING_SAMPLES: &str = "missing-samples";
 /// A gap longer than this many collection intervals is reported (a tick late is not).
@@ -112,43 +114,43 @@ pub fn with_scope_params(own: &[&'static str]) -> Vec<&'static str> {
 #[serde(rename_all = "camelCase")]
 pub struct SamplesList {
     pub schema_version: &'static str,
-    /// The scope filters, as given.
+    /// The scope filters, as given; `kind`, when not given, is the kind of the most specific
+    /// id given (none: the whole organization).
     pub scope: Scope,
     pub from: String,
     pub to: String,
     pub generated_at: String,
     /// `live`: the newest sample is younger than two collection intervals; `stale`: older;
-    /// `none`: no samples.
+    /// `unknown`: no samples.
     pub freshness: &'static str,
     /// Whether some source could not be read (see `sourceErrors`).
     pub partial: bool,
     pub retention: Retention,
     /// Oldest first; the latest `limit` of the window, each with the totals of `signals` only.
-    pub samples: Vec<MonitoringSample>,
+    pub samples: Vec<Sample>,
     /// `missing-samples`: one per gap in a server's or a container's series.
-    pub warnings: Vec<SampleWarning>,
-    pub source_errors: Vec<SampleSourceError>,
+    pub warnings: Vec<MonitoringWarning>,
+    pub source_errors: Vec<SourceError>,
 }
 
-/// The query's scope filters.
-#[derive(Serialize, JsonSchema, Debug, Clone, Default, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct Scope {
-    pub kind: Option<ScopeKind>,
-    pub server_id: Option<String>,
-    pub project_id: Option<String>,
-    pub environment_id: Option<String>,
-    pub resource_id: Option<String>,
-    pub deployment_id: Option<String>,
-}
-
-/// How long raw samples are kept, and so the span a window can find them in.
-#[derive(Serialize, JsonSchema, Debug, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct Retention {
-    pub raw_retention_hours: u64,
-    pub retained_from: String,
-    pub retained_to: String,
+/// The scope an answer echoes: the filters given, with the kind of the most specific id when
+/// `scope.kind` was not given.
+pub fn echoed(scope: &Scope) -> Scope {
+    let kind = scope.kind.or_else(|| {
+        [
+            (ScopeKind::Deployment, &scope.deployment_id),
+            (ScopeKind::Resource, &scope.resource_id),
+            (ScopeKind::Environment, &scope.environment_id),
+            (ScopeKind::Project, &scope.project_id),
+            (ScopeKind::Server, &scope.server_id),
+        ]
+        .into_iter()
+        .find_map(|(kind, id)| id.is_some().then_some(kind))
+    });
+    Scope {
+        kind,
+        ..scope.clone()
+    }
 }
 
 /// The query, checked.
@@ -270,19 +272,11 @@ fn signal_values(raw: Option<&str>) -> ApiResult<Vec<String>> {
     Ok(values)
 }
 
-/// Whether a sample measured a server's host (else one container).
-fn is_host(sample: &MonitoringSample) -> bool {
-    match sample.scope_evidence.scope {
-        Some(kind) => kind == ScopeKind::Server,
-        None => sample.labels.artifact_kind == "host",
-    }
-}
-
 /// Whether a deploy token's scope covers the sample (users see their whole organization).
 fn visible(caller: &Caller, sample: &MonitoringSample) -> bool {
     let evidence = &sample.scope_evidence;
     let sees = |dimension, id: &Option<String>| caller.sees(dimension, id.as_deref().unwrap_or(""));
-    if is_host(sample) {
+    if sample.is_host() {
         return caller.sees(ScopeDimension::Target, &evidence.server_id);
     }
     sees(ScopeDimension::Resource, &evidence.resource_id)
@@ -302,10 +296,10 @@ fn millis(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
-/// `live`, `stale` or `none`, from the newest sample's age at `now`.
+/// `live`, `stale` or `unknown`, from the newest sample's age at `now`.
 fn freshness(samples: &[MonitoringSample], now: Timestamp, interval: Duration) -> &'static str {
     let Some(newest) = samples.iter().filter_map(observed_ms).max() else {
-        return "none";
+        return UNKNOWN;
     };
     let age = now.as_millisecond().saturating_sub(newest);
     if age < millis(interval).saturating_mul(i64::from(LIVE_FACTOR)) {
@@ -329,7 +323,7 @@ fn length(ms: i64) -> String {
 /// One `missing-samples` warning per gap longer than [`GAP_FACTOR`] intervals between
 /// consecutive samples of a series: a server's host samples, or one container's (its
 /// `labels.runtimeId`). `samples` are oldest first.
-fn missing_samples(samples: &[MonitoringSample], interval: Duration) -> Vec<SampleWarning> {
+fn missing_samples(samples: &[MonitoringSample], interval: Duration) -> Vec<MonitoringWarning> {
     let longest = (millis(interval) as f64 * GAP_FACTOR) as i64;
     let mut previous: HashMap<(bool, String), (i64, &str)> = HashMap::new();
     let mut warnings = Vec::new();
@@ -337,7 +331,7 @@ fn missing_samples(samples: &[MonitoringSample], interval: Duration) -> Vec<Samp
         let Some(at) = observed_ms(sample) else {
             continue;
         };
-        let host = is_host(sample);
+        let host = sample.is_host();
         let evidence = &sample.scope_evidence;
         let series = if host {
             evidence.server_id.clone()
@@ -359,7 +353,7 @@ fn missing_samples(samples: &[MonitoringSample], interval: Duration) -> Vec<Samp
                 let resource = evidence.resource_id.as_deref().unwrap_or("unattributed");
                 format!("container {} of resource {resource}", key.1)
             };
-            warnings.push(SampleWarning {
+            warnings.push(MonitoringWarning {
                 code: MISSING_SAMPLES.into(),
                 message: format!(
                     "no samples of {what} for {} after {started} (one is expected every {})",
@@ -367,11 +361,7 @@ fn missing_samples(samples: &[MonitoringSample], interval: Duration) -> Vec<Samp
                     length(millis(interval)),
                 ),
                 signal: None,
-                scope: Some(evidence.scope.unwrap_or(if host {
-                    ScopeKind::Server
-                } else {
-                    ScopeKind::Resource
-                })),
+                scope: Some(sample.scope()),
             });
         }
         previous.insert(key, (at, sample.observed_at.as_str()));
@@ -469,12 +459,12 @@ async fn list(
         Ok(samples) => (samples, Vec::new()),
         Err(error) => {
             tracing::warn!(%error, "observation store unavailable: monitoring samples");
-            let failed = SampleSourceError {
+            let failed = SourceError {
                 source: STORE_SOURCE.into(),
                 code: STORE_UNAVAILABLE.into(),
                 message: "monitoring samples could not be read: the observation store failed"
                     .into(),
-                retryable: true,
+                retriable: true,
             };
             (Vec::new(), vec![failed])
         }
@@ -482,15 +472,11 @@ async fn list(
     let samples: Vec<MonitoringSample> = samples
         .into_iter()
         .filter(|sample| visible(&caller, sample))
-        .map(|mut sample| {
-            sample.totals = sample.totals.only(&parsed.signals);
-            sample
-        })
         .collect();
     let interval = state.config.monitoring_interval;
     Ok(Json(SamplesList {
         schema_version: SAMPLES_SCHEMA_VERSION,
-        scope: parsed.scope,
+        scope: echoed(&parsed.scope),
         from: parsed.from.to_string(),
         to: parsed.to.to_string(),
         generated_at: now.to_string(),
@@ -498,7 +484,7 @@ async fn list(
         partial: !source_errors.is_empty(),
         retention: retention(state.config.monitoring_retention_hours, now),
         warnings: missing_samples(&samples, interval),
-        samples,
+        samples: samples.iter().map(|s| s.to_wire(&parsed.signals)).collect(),
         source_errors,
     }))
 }
@@ -546,7 +532,7 @@ mod tests {
             ("scope.deploymentId", "dep-web-1"),
             ("window.from", "2030-01-01T00:00:00Z"),
             ("window.to", "2030-01-01T06:00:00Z"),
-            ("signals", "cpu,docker-storage"),
+            ("signals", "cpu,docker"),
             ("limit", "720"),
         ])
         .unwrap();
@@ -555,7 +541,7 @@ mod tests {
         assert_eq!(parsed.scope.deployment_id.as_deref(), Some("dep-web-1"));
         assert_eq!(parsed.from.to_string(), "2030-01-01T00:00:00Z");
         assert_eq!(parsed.to.to_string(), "2030-01-01T06:00:00Z");
-        assert_eq!(parsed.signals, [Signal::Cpu, Signal::DockerStorage]);
+        assert_eq!(parsed.signals, [Signal::Cpu, Signal::Docker]);
         assert_eq!(parsed.limit, 720);
         let json = serde_json::to_value(&parsed.scope).unwrap();
         assert_eq!(json["kind"], "resource");
@@ -565,13 +551,13 @@ mod tests {
     #[test]
     fn signals_may_repeat_and_be_comma_separated() {
         let values = signal_values(Some(
-            "signals=cpu%2Cmemory&limit=5&signals=load&signals=cpu",
+            "signals=cpu%2Cmemory&limit=5&signals=inode&signals=cpu",
         ))
         .unwrap();
-        assert_eq!(values, ["cpu,memory", "load", "cpu"]);
+        assert_eq!(values, ["cpu,memory", "inode", "cpu"]);
         assert_eq!(
             parse_signals(&values).unwrap(),
-            [Signal::Cpu, Signal::Memory, Signal::Load]
+            [Signal::Cpu, Signal::Memory, Signal::Inode]
         );
         assert!(signal_values(None).unwrap().is_empty());
         assert_eq!(signal_values(Some("signals=")).unwrap(), [""]);
@@ -619,7 +605,7 @@ mod tests {
         let error = parse(&[("signals", "cpu,gpu")]).unwrap_err();
         assert_eq!(
             error.body.details["allowed"],
-            serde_json::json!(["cpu", "memory", "load", "disk", "network", "docker-storage"])
+            serde_json::json!(["cpu", "memory", "disk", "inode", "docker", "network"])
         );
         let error = parse(&[("scope.kind", "cluster")]).unwrap_err();
         assert_eq!(
@@ -699,12 +685,12 @@ mod tests {
         let edge = &warnings[0];
         assert_eq!(edge.code, MISSING_SAMPLES);
         assert_eq!(edge.signal, None);
-        assert_eq!(edge.scope, Some(ScopeKind::Server));
+        assert_eq!(edge.scope, Some(Scope::of(ScopeKind::Server, "edge")));
         assert!(edge.message.contains("server edge"), "{}", edge.message);
         assert!(edge.message.contains(&at(-270)), "{}", edge.message);
         assert!(edge.message.contains("for 1m30s"), "{}", edge.message);
         let c1 = &warnings[1];
-        assert_eq!(c1.scope, Some(ScopeKind::Resource));
+        assert_eq!(c1.scope, Some(Scope::of(ScopeKind::Resource, "web")));
         assert!(c1.message.contains("container c1"), "{}", c1.message);
         assert!(c1.message.contains(&at(-300)), "{}", c1.message);
         assert!(c1.message.contains("for 5m0s"), "{}", c1.message);
@@ -749,8 +735,8 @@ mod tests {
     }
 
     #[test]
-    fn freshness_is_live_within_two_intervals_then_stale_and_none_without_samples() {
-        assert_eq!(freshness(&[], now(), INTERVAL), "none");
+    fn freshness_is_live_within_two_intervals_then_stale_and_unknown_without_samples() {
+        assert_eq!(freshness(&[], now(), INTERVAL), "unknown");
         let recent = [host("edge", -120), host("edge", -59)];
         assert_eq!(freshness(&recent, now(), INTERVAL), "live");
         let old = [host("edge", -61)];
@@ -773,16 +759,16 @@ mod tests {
             from: at(-3600),
             to: at(0),
             generated_at: at(0),
-            freshness: "none",
+            freshness: UNKNOWN,
             partial: true,
             retention: retention(1, now()),
             samples: Vec::new(),
             warnings: Vec::new(),
-            source_errors: vec![SampleSourceError {
+            source_errors: vec![SourceError {
                 source: STORE_SOURCE.into(),
                 code: STORE_UNAVAILABLE.into(),
                 message: "down".into(),
-                retryable: true,
+                retriable: true,
             }],
         };
         let json = serde_json::to_value(&list).unwrap();
@@ -803,7 +789,7 @@ mod tests {
         }
         assert_eq!(json["retention"]["rawRetentionHours"], 1);
         assert_eq!(json["sourceErrors"][0]["source"], "monitoring-store");
-        assert_eq!(json["sourceErrors"][0]["retryable"], true);
+        assert_eq!(json["sourceErrors"][0]["retriable"], true);
         assert_eq!(json["scope"]["kind"], serde_json::Value::Null);
     }
 }

@@ -2,7 +2,7 @@
 //! and deletion, and creating further organizations (not in the spec's table; without it a
 //! user could never belong to more than the first organization).
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::member::{MemberSpec, OrganizationRole};
 use berth_crds::organization::{Organization, OrganizationSpec};

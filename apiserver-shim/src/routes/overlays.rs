@@ -2,7 +2,7 @@
 //! operation; each decision is stored as a record (OverlayDecision, RouteSurfaceDecision) in the
 //! caller's organization so it can be listed and audited with `kubectl`.
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::State;
 use berth_crds::common::DecisionContext;
 use berth_crds::member::OrganizationRole;

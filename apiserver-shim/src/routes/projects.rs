@@ -1,6 +1,6 @@
 //! Spec §4.4, projects: count, list, create, show, archive (DELETE), rename.
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::lifecycle::LifecycleStatus;
 use berth_crds::limits::{DNS_LABEL_MAX, LIST_LIMIT_MAX, NAME_MAX, PROJECTS_OFFSET_MAX};

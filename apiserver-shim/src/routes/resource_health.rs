@@ -8,7 +8,7 @@
 mod history;
 mod probes;
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{Path, State};
 use kube::ResourceExt;
 
@@ -104,12 +104,12 @@ async fn show(
             Ok(found) => found,
             Err(error) => {
                 tracing::warn!(%error, resource = %id, "health: reading the latest deployment failed");
-                source_errors.push(SourceError {
-                    source: "deployment",
-                    code: "deployment_unreadable",
-                    message: "the latest deployment could not be read".into(),
-                    retryable: true,
-                });
+                source_errors.push(SourceError::infra(
+                    "deployment",
+                    "deployment_unreadable",
+                    "deployment-read",
+                    "the latest deployment could not be read".into(),
+                ));
                 None
             }
         },
@@ -133,12 +133,12 @@ async fn show(
     };
     match latest_failure {
         Ok(latest) => health.public_access.latest_access_failure = latest,
-        Err(_) => source_errors.push(SourceError {
-            source: "access-failure-evidence",
-            code: "access_failure_evidence_unreadable",
-            message: "the latest access-failure evidence could not be read".into(),
-            retryable: true,
-        }),
+        Err(_) => source_errors.push(SourceError::infra(
+            "public-access",
+            "access_failure_evidence_unreadable",
+            "access-failure-read",
+            "the latest access-failure evidence could not be read".into(),
+        )),
     }
     health.source_errors = source_errors;
     if parsed.checks {

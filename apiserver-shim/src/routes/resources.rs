@@ -7,7 +7,7 @@ mod create;
 
 use std::sync::{Arc, LazyLock};
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::member::OrganizationRole;
 use berth_crds::resource::Resource;

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::member::OrganizationRole;
 use berth_crds::retention_policy::{
@@ -77,7 +77,8 @@ pub struct PolicyRecord {
     pub updated_at: String,
     pub updated_by_actor_id: String,
     /// `user`, `deploy-token`, or `system` for the defaults Berth created.
-    pub updated_by_actor_kind: String,
+    /// `user`, `deploy-token` or `system`.
+    pub updated_by_actor_kind: &'static str,
     /// What the latest scheduled run counted or deleted (beyond the spec).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_run: Option<RetentionRun>,
@@ -174,6 +175,7 @@ fn record(policy: &RetentionPolicy, organization: &CallerOrganization) -> Policy
     let system = spec.scope == RetentionScope::System;
     let owner = if system { "berth" } else { "unknown" };
     let kind = if system { "system" } else { "unknown" };
+    let actor_id = actor(UPDATED_BY_ID, status.updated_by_actor_id.clone(), owner);
     let id_prefix = if system {
         "system"
     } else {
@@ -195,8 +197,11 @@ fn record(policy: &RetentionPolicy, organization: &CallerOrganization) -> Policy
             .or(policy.metadata.creation_timestamp.as_ref())
             .map(timestamp)
             .unwrap_or_default(),
-        updated_by_actor_id: actor(UPDATED_BY_ID, status.updated_by_actor_id, owner),
-        updated_by_actor_kind: actor(UPDATED_BY_KIND, status.updated_by_actor_kind, kind),
+        updated_by_actor_kind: berth_api::thresholds::actor_kind(
+            &actor(UPDATED_BY_KIND, status.updated_by_actor_kind, kind),
+            &actor_id,
+        ),
+        updated_by_actor_id: actor_id,
         last_run: status.last_run,
     }
 }

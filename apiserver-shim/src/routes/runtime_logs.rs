@@ -10,7 +10,7 @@ mod lines;
 use std::convert::Infallible;
 use std::time::Duration;
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{Path, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -143,7 +143,7 @@ fn sse_event(line: &RuntimeLogLine) -> Event {
     Event::default()
         .event("message")
         .id(id.clone())
-        .json_data(line)
+        .json_data(berth_api::wire::Wire(line))
         .unwrap_or_else(|_| Event::default().event("message").id(id))
 }
 

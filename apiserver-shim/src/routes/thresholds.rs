@@ -3,20 +3,23 @@
 //! per scope, named after it; a POST creates or replaces it. Non-enforcing: crossing a
 //! threshold is reported (status, conditions, Kubernetes Events), nothing is ever stopped.
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::State;
+use berth_api::monitoring::SourceError;
 use berth_crds::member::OrganizationRole;
-use berth_crds::monitoring::ScopeKind;
+use berth_crds::monitoring::{MonitoringSample, ScopeKind};
 use berth_crds::threshold_policy::{
-    MonitoringScope, ThresholdEvaluation, ThresholdPolicy, ThresholdPolicySpec, ThresholdRule,
+    CrossedRule, MonitoringScope, Severity, ThresholdEvaluation, ThresholdPolicy,
+    ThresholdPolicySpec, ThresholdRule,
 };
+use berth_timeline::SampleQuery;
 use k8s_openapi::jiff::Timestamp;
 use kube::{Api, ResourceExt};
 use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::Endpoint;
-use super::common::{bounded, find_in, known_params, timestamp, utc_range};
+use super::common::{bounded, find_in, known_params, store_call, timestamp, utc_range};
 use super::monitoring::{ScopeIds, check_scope_ids, with_scope_params};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
@@ -50,8 +53,8 @@ pub const POLICY_SCHEMA_VERSION: &str = "runtime-monitoring-thresholds.policy/v1
 /// Beside the scope's.
 const PARAMS: &[&str] = &["policyId", "window.from", "window.to"];
 
-pub use berth_api::thresholds::{MAX_RULES, RuleInput, ScopeInput, SetThresholds};
-use berth_api::thresholds::{POLICY_NAME_MAX, RuleFields};
+use berth_api::thresholds::{Crossing, POLICY_NAME_MAX, RuleFields, actor_kind};
+pub use berth_api::thresholds::{Evaluation, MAX_RULES, RuleInput, ScopeInput, SetThresholds};
 
 /// Spec §2.2 "Threshold policy".
 #[derive(Serialize, JsonSchema, Debug)]
@@ -64,8 +67,9 @@ pub struct PolicyRecord {
     pub enabled: bool,
     pub updated_at: String,
     pub updated_by_actor_id: String,
-    /// `user`, `deploy-token`, or `kubernetes` for a change made outside the API.
-    pub updated_by_actor_kind: String,
+    /// `user`, `deploy-token`, or `system`; a change made outside the API (kubectl, a GitOps
+    /// tool) is `user`, with its field manager as the actor id.
+    pub updated_by_actor_kind: &'static str,
 }
 
 /// `GET` answer.
@@ -79,8 +83,8 @@ pub struct ThresholdsShow {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub window: Option<Window>,
     pub policy: PolicyRecord,
-    /// `null` until berth-controller first evaluated the policy.
-    pub evaluation: Option<ThresholdEvaluation>,
+    /// `state: unknown` until berth-controller first evaluated the policy.
+    pub evaluation: Evaluation,
 }
 
 #[derive(Serialize, JsonSchema, Debug, PartialEq)]
@@ -207,6 +211,8 @@ fn record(policy: &ThresholdPolicy, written_at: Option<Timestamp>) -> PolicyReco
             .or(recorded)
             .unwrap_or_else(|| "unknown".into())
     };
+    let actor_id = actor(UPDATED_BY_ID, status.updated_by_actor_id);
+    let kind = actor(UPDATED_BY_KIND, status.updated_by_actor_kind);
     PolicyRecord {
         schema_version: POLICY_SCHEMA_VERSION,
         policy_id: policy.name_any(),
@@ -214,9 +220,94 @@ fn record(policy: &ThresholdPolicy, written_at: Option<Timestamp>) -> PolicyReco
         rules: policy.spec.rules.clone(),
         enabled: policy.spec.enabled,
         updated_at,
-        updated_by_actor_id: actor(UPDATED_BY_ID, status.updated_by_actor_id),
-        updated_by_actor_kind: actor(UPDATED_BY_KIND, status.updated_by_actor_kind),
+        updated_by_actor_kind: actor_kind(&kind, &actor_id),
+        updated_by_actor_id: actor_id,
     }
+}
+
+/// The evaluation on the wire: what berth-controller last wrote (it writes only when the state
+/// changes), brought up to `newest`, the newest sample of the scope it has evaluated since.
+fn evaluation(
+    written: Option<&ThresholdEvaluation>,
+    newest: Option<&MonitoringSample>,
+) -> Evaluation {
+    let Some(written) = written else {
+        return Evaluation {
+            state: "unknown".into(),
+            evaluated_at: None,
+            source_sample_id: None,
+            crossed: Vec::new(),
+            next_actions: Vec::new(),
+            source_errors: Vec::new(),
+        };
+    };
+    let within_bounds = written.state == Severity::Ok;
+    let source_sample_id = match newest {
+        Some(sample) if within_bounds => Some(sample.sample_id.clone()),
+        _ => written.source_sample_id.clone(),
+    };
+    Evaluation {
+        state: written.state.as_str().to_string(),
+        evaluated_at: Some(newest.map_or_else(
+            || timestamp(&written.evaluated_at),
+            |s| s.collected_at.clone(),
+        )),
+        source_sample_id,
+        crossed: written.crossed.iter().map(crossing).collect(),
+        next_actions: written.next_actions.clone(),
+        source_errors: written
+            .source_errors
+            .iter()
+            .map(|e| SourceError {
+                source: e.source.clone(),
+                code: e.code.clone(),
+                message: e.message.clone(),
+                retriable: e.retryable,
+            })
+            .collect(),
+    }
+}
+
+fn crossing(crossed: &CrossedRule) -> Crossing {
+    Crossing {
+        rule_id: crossed.rule_id.clone(),
+        signal: crossed.signal.clone(),
+        metric: crossed.metric.clone(),
+        severity: crossed.severity.as_str().to_string(),
+        observed_value: crossed.observed_value,
+        boundary: crossed.boundary,
+        resource_id: crossed.resource_id.clone(),
+    }
+}
+
+/// The newest sample of the policy's scope collected after its written evaluation: every
+/// sample of an enabled, consistent policy's scope is evaluated as it is recorded.
+async fn newest_evaluated(state: &AppState, policy: &ThresholdPolicy) -> Option<MonitoringSample> {
+    let written = policy.status.as_ref()?.evaluation.as_ref()?;
+    if !policy.spec.enabled || policy.spec.problem().is_err() {
+        return None;
+    }
+    let scope = &policy.spec.scope;
+    let kind = ScopeKind::parse(&scope.kind);
+    let query = SampleQuery {
+        namespace: policy.namespace().unwrap_or_default(),
+        // A server scope takes its host and its containers; the others containers only.
+        kind: kind.filter(|k| *k != ScopeKind::Server),
+        server: scope.server_id.clone(),
+        project: scope.project_id.clone(),
+        environment: scope.environment_id.clone(),
+        resource: scope.resource_id.clone(),
+        deployment: scope.deployment_id.clone(),
+        from_ms: written.evaluated_at.0.as_millisecond() + 1,
+        to_ms: Timestamp::now().as_millisecond(),
+        limit: 1,
+    };
+    let read = store_call(&state.timelines, "monitoring samples", move |store| {
+        store.samples(&query)
+    })
+    .await;
+    // The evaluation as written is still true when the store cannot say more.
+    read.ok()?.into_iter().next()
 }
 
 async fn show(
@@ -241,12 +332,14 @@ async fn show(
     )?;
     // A policy id reveals the scope: the caller must see it too.
     check_scope(&state, &caller, &policy.spec.scope)?;
+    let newest = newest_evaluated(&state, &policy).await;
+    let written = policy.status.as_ref().and_then(|s| s.evaluation.as_ref());
     Ok(Json(ThresholdsShow {
         schema_version: SHOW_SCHEMA_VERSION,
         scope: policy.spec.scope.clone(),
         generated_at: Timestamp::now().to_string(),
         window,
-        evaluation: policy.status.as_ref().and_then(|s| s.evaluation.clone()),
+        evaluation: evaluation(written, newest.as_ref()),
         policy: record(&policy, None),
     }))
 }
@@ -298,7 +391,7 @@ mod tests {
     #[test]
     fn a_valid_body_becomes_the_spec_with_defaults() {
         let spec = body(server_rule(json!({
-            "signal": "memory", "metric": "memoryUsedBytes", "warning": 1, "critical": 1e18,
+            "signal": "memory", "metric": "usedBytes", "warning": 1, "critical": 1e18,
         })))
         .unwrap();
         let rule = &spec.rules[0];
@@ -312,7 +405,8 @@ mod tests {
     #[test]
     fn every_bad_body_is_a_422_naming_its_field() {
         let rule = |extra: serde_json::Value| {
-            let mut rule = json!({"signal": "cpu", "metric": "hostCpuPercent", "critical": 90});
+            let mut rule =
+                json!({"signal": "cpu", "metric": "containerCpuPercent", "critical": 90});
             rule.as_object_mut()
                 .unwrap()
                 .extend(extra.as_object().unwrap().clone());
@@ -321,10 +415,7 @@ mod tests {
         for (value, field) in [
             (rule(json!({"signal": "gpu"})), "rules[0].signal"),
             (rule(json!({"metric": "cpuPercent"})), "rules[0].metric"),
-            (
-                rule(json!({"metric": "memoryUsedBytes"})),
-                "rules[0].metric",
-            ),
+            (rule(json!({"metric": "usedBytes"})), "rules[0].metric"),
             (rule(json!({"comparator": "above"})), "rules[0].comparator"),
             (rule(json!({"warning": 95})), "rules[0].warning"),
             (

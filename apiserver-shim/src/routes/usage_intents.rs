@@ -1,7 +1,7 @@
 //! Spec §4.1 usage-intent records, idempotent by `idempotencyKey` within the organization: a
 //! repeat, even a concurrent one, returns `duplicate: true` and the original record.
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::State;
 use berth_crds::common::{DecisionContext, Quantity};
 use berth_crds::member::OrganizationRole;
@@ -92,6 +92,14 @@ pub fn usage_intent_name(idempotency_key: &str) -> String {
     format!("ui-{}", &digest[..40])
 }
 
+/// Why a record has its status, when it does not say itself.
+fn reason_of(status: &str) -> Option<&'static str> {
+    match status {
+        "accepted" => Some("recorded; self-hosted Berth meters nothing against a plan"),
+        _ => None,
+    }
+}
+
 /// Converts the custom resource to the REST record.
 pub fn usage_intent_record(intent: &UsageIntent) -> UsageIntentRecord {
     let spec = intent.spec.clone();
@@ -105,11 +113,18 @@ pub fn usage_intent_record(intent: &UsageIntent) -> UsageIntentRecord {
         id: intent.name_any(),
         idempotency_key: spec.idempotency_key,
         capability_key: spec.capability_key,
+        reason: spec
+            .reason
+            .or_else(|| reason_of(&spec.status).map(str::to_string)),
         status: spec.status,
-        reason: spec.reason,
         source: spec.source,
         quantity: spec.quantity,
-        occurred_at: spec.occurred_at.as_ref().map(timestamp),
+        // An intent that says nothing of when it happened happened when it was recorded.
+        occurred_at: spec
+            .occurred_at
+            .as_ref()
+            .or(recorded_at.as_ref())
+            .map(timestamp),
         recorded_at: recorded_at.as_ref().map(timestamp).unwrap_or_default(),
         context: spec.context,
     }

@@ -1,7 +1,7 @@
 //! `POST /users` (not in the spec's table): an administrator creates an account for someone
 //! who will then accept an invitation. Membership only ever comes from an invitation.
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::State;
 use berth_crds::member::OrganizationRole;
 use berth_crds::user::{User, UserSpec};

@@ -201,7 +201,8 @@ pub struct QueryOptions {
 
 #[derive(Subcommand, Debug)]
 pub enum Monitoring {
-    /// The latest monitoring samples (host totals per server, usage per container).
+    /// The latest monitoring samples (host totals per server, usage per container), each
+    /// figure as `group.field=value` of the spec's resourceMetrics.
     #[command(
         after_help = "Example:\n  berth monitoring samples --query scope.kind=server --query scope.serverId=srv-abc"
     )]
@@ -209,7 +210,7 @@ pub enum Monitoring {
         #[command(flatten)]
         query: QueryOptions,
     },
-    /// Samples summed up per bucket (avg, min, max).
+    /// Samples summed up per bucket: one line per signal and bucket, with its averages.
     #[command(
         after_help = "Example:\n  berth monitoring rollup --query scope.kind=server --query scope.serverId=srv-abc"
     )]

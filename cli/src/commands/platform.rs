@@ -11,18 +11,21 @@ use berth_api::certificates::{CertificateReason, IssueOrRenew};
 use berth_api::decisions::{
     CapabilityKeyQuery, CapabilityQuery, EntitlementQuery, OperationKeyQuery,
 };
+use berth_api::monitoring::{Sample, Series};
 use berth_api::overlays::{DecideOverlay, DecideRouteSurface};
 use berth_api::retention::SetRetention;
 use berth_api::thresholds::SetThresholds;
 use berth_api::usage_intents::RecordUsageIntent;
 use berth_api::users::CreateUser;
 use berth_api::validate::Checked;
+use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Ctx, Query};
+use super::{Ctx, Query, get_as};
 use crate::cli::{Bootstrap, Decisions, Monitoring, QueryOptions, Tls, Users};
 use crate::error::{CliError, CliResult};
 use crate::output::{Column, col};
+use crate::rows::RollupPoint;
 
 pub fn bootstrap(ctx: &Ctx, command: Bootstrap) -> CliResult<()> {
     let api = ctx.anonymous()?;
@@ -154,11 +157,50 @@ fn usage(api: &crate::client::Api, count: Option<u64>, query: Query) -> CliResul
     Ok(())
 }
 
+/// `samples` of `GET /runtime-monitoring/samples`.
+#[derive(Deserialize)]
+struct SamplesAnswer {
+    samples: Vec<Sample>,
+}
+
+/// `series` of `GET /runtime-monitoring/rollup`.
+#[derive(Deserialize)]
+struct RollupAnswer {
+    series: Vec<Series>,
+}
+
+/// Samples as a table: when, whose, and every figure measured.
+fn samples(ctx: &Ctx, query: Query) -> CliResult<()> {
+    let path = "/runtime-monitoring/samples";
+    let (answer, typed): (Value, SamplesAnswer) = get_as(ctx.api()?, path, query)?;
+    ctx.out.rows(&answer, &typed.samples);
+    Ok(())
+}
+
+/// A rollup as a table: one line per signal and bucket, with the bucket's averages.
+fn rollup(ctx: &Ctx, query: Query) -> CliResult<()> {
+    let path = "/runtime-monitoring/rollup";
+    let (answer, typed): (Value, RollupAnswer) = get_as(ctx.api()?, path, query)?;
+    let points: Vec<RollupPoint> = typed
+        .series
+        .into_iter()
+        .flat_map(|series| {
+            let signal = series.signal;
+            series
+                .points
+                .into_iter()
+                .map(move |point| RollupPoint { signal, point })
+        })
+        .collect();
+    ctx.out.rows(&answer, &points);
+    Ok(())
+}
+
 pub fn monitoring(ctx: &Ctx, command: Monitoring) -> CliResult<()> {
     let api = ctx.api()?;
     let (path, query) = match &command {
-        Monitoring::Samples { query: q } => ("/runtime-monitoring/samples", query(q)?),
-        Monitoring::Rollup { query: q } => ("/runtime-monitoring/rollup", query(q)?),
+        Monitoring::Samples { query: q } => return samples(ctx, &query(q)?),
+        Monitoring::Rollup { query: q } => return rollup(ctx, &query(q)?),
         Monitoring::Thresholds { query: q } => ("/runtime-monitoring/thresholds", query(q)?),
         Monitoring::SetThresholds { file } => {
             let body = body_file(file, SetThresholds::validate)?;
@@ -194,7 +236,7 @@ pub fn monitoring(ctx: &Ctx, command: Monitoring) -> CliResult<()> {
             return Ok(());
         }
     };
-    // Nested series and evaluations: the API's JSON as it came (YAML with -o yaml).
+    // A policy and its evaluation, nested: the API's JSON as it came (YAML with -o yaml).
     let answer = api.get(path, &query)?;
     ctx.out.raw(&answer);
     Ok(())

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use berth_crds::access_failure::{
-    AccessFailureEvidence, AccessRoute, AffectedRequest, GENERATED_ROUTE_SOURCE, PATH_NOT_FOUND,
-    ROUTE_NOT_FOUND, SCHEMA_VERSION, reason,
+    AccessFailureEvidence, AccessRoute, AffectedRequest, GENERATED_ROUTE_SOURCE, NO_ROUTE_FOR_PATH,
+    PATH_NOT_FOUND, ROUTE_NOT_FOUND, SCHEMA_VERSION, reason,
 };
 use berth_crds::resource::Resource;
 use berth_crds::server::Server;
@@ -140,7 +140,7 @@ pub fn evidence(
         generated_at: Timestamp::from_millisecond(failure.at_ms)
             .map(|t| t.to_string())
             .unwrap_or_default(),
-        code: failure.code.clone(),
+        code: reason.map_or_else(|| failure.code.clone(), |r| r.code.to_string()),
         category: text(|r| r.category),
         phase: text(|r| r.phase),
         http_status: failure.status,
@@ -205,7 +205,7 @@ fn route_of(
 fn cause_code(code: &str, status: u16) -> &'static str {
     match (code, status) {
         (ROUTE_NOT_FOUND, _) => "no_route_for_host",
-        (PATH_NOT_FOUND, _) => "no_route_for_path",
+        (PATH_NOT_FOUND, _) => NO_ROUTE_FOR_PATH,
         (_, 502) => "upstream_connection_failed",
         (_, 503) => "upstream_not_ready",
         (_, 504) => "upstream_timeout",

@@ -9,6 +9,7 @@ use berth_crds::retention_policy::RetentionPolicy;
 use berth_crds::route_surface_decision::RouteSurfaceDecision;
 use berth_crds::session::Session;
 use berth_crds::threshold_policy::ThresholdPolicy;
+use berth_crds::threshold_policy::actor_kind;
 use berth_crds::usage_intent::UsageIntent;
 use berth_crds::user::User;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -268,7 +269,8 @@ impl Bookkept for RouteSurfaceDecision {
 const POLICY_STORED: &str = "policy stored; it is non-enforcing";
 
 /// `status` (its `Ready`) with who changed the policy last: the REST shim's actor annotations,
-/// or the field manager (`kubectl`, a GitOps tool) that last wrote the spec.
+/// or the field manager (`kubectl`, a GitOps tool) that last wrote the spec, a `user` (or
+/// `system` for Berth's own).
 fn policy_status<K: Resource>(
     object: &K,
     mut status: Map<String, Value>,
@@ -281,10 +283,10 @@ fn policy_status<K: Resource>(
         annotations.get("berth.dev/updated-by-actor-id"),
     ) {
         (Some(kind), Some(id)) => (kind.clone(), id.clone()),
-        _ => (
-            "kubernetes".to_string(),
-            last_spec_manager(object).unwrap_or_else(|| "unknown".into()),
-        ),
+        _ => {
+            let manager = last_spec_manager(object).unwrap_or_else(|| "unknown".into());
+            (actor_kind("", &manager).to_string(), manager)
+        }
     };
     // `updatedAt` moves when the spec's generation does.
     let same_generation =

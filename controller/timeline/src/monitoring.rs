@@ -4,7 +4,7 @@
 //! `GET /runtime-monitoring/samples` by scope and window. Each row keeps the whole sample as
 //! JSON (`sample`) beside the columns queries filter on.
 
-use berth_crds::monitoring::{METRICS, MonitoringSample, ScopeKind};
+use berth_crds::monitoring::{MonitoringSample, STORED_METRICS, ScopeKind};
 
 use super::TimelineError;
 
@@ -258,16 +258,16 @@ pub trait MonitoringStore: Send + Sync {
     fn resource_usage(&self, query: &RollupQuery) -> Result<Vec<RollupRow>, TimelineError>;
 }
 
-/// What ranks resources in `topContributors`: CPU in cores, memory in bytes.
-pub const CONTRIBUTOR_METRICS: [&str; 2] = ["containerCpuCores", "memoryUsedBytes"];
+/// What ranks resources in `topContributors`: their containers' CPU share, then memory bytes.
+pub const CONTRIBUTOR_METRICS: [&str; 2] = ["containerCpuPercent", "memoryUsedBytes"];
 
 /// A sample's contribution to each tier's bucket of each metric it holds: to its own series,
 /// and to the totals of every grouping it belongs to.
 pub(crate) fn contributions(record: &SampleRecord) -> Vec<(Tier, RollupRow)> {
     let sample = &record.sample;
-    let metrics: Vec<(&str, f64)> = METRICS
+    let metrics: Vec<(&str, f64)> = STORED_METRICS
         .iter()
-        .filter_map(|(name, _, read)| Some((*name, read(&sample.totals)?)))
+        .filter_map(|m| Some((m.name, (m.read)(&sample.totals)?)))
         .collect();
     let series = std::iter::once(own_series(sample)).chain(totals_series(sample));
     let mut rows = Vec::new();

@@ -19,7 +19,7 @@ pub fn texts(summary: &DiagnosticSummary, masker: &Masker) -> Copy {
 }
 
 fn without_copy(summary: &DiagnosticSummary) -> Value {
-    let mut value = serde_json::to_value(summary).unwrap_or_default();
+    let mut value = berth_api::wire::to_value(summary).unwrap_or_default();
     if let Some(object) = value.as_object_mut() {
         object.remove("copy");
     }
@@ -51,11 +51,7 @@ fn facts(summary: &DiagnosticSummary) -> Vec<(&'static str, String)> {
         Some(deployment) => {
             facts.push((
                 "Deployment",
-                format!(
-                    "{} ({})",
-                    deployment.id,
-                    deployment.status.as_deref().unwrap_or("unknown")
-                ),
+                format!("{} ({})", deployment.id, deployment.status),
             ));
             if let Some(error) = &deployment.last_error {
                 facts.push((
@@ -134,9 +130,7 @@ fn tails(summary: &DiagnosticSummary) -> [(&'static str, &Tail); 2] {
 /// One text line per entry: its time, then its message.
 fn tail_lines(tail: &Tail) -> impl Iterator<Item = String> + '_ {
     tail.lines.iter().map(|line| {
-        let field = |name: &str| line.get(name).and_then(Value::as_str).unwrap_or_default();
-        format!("{} {}", field("timestamp"), field("message"))
-            .trim()
-            .to_string()
+        let at = line.timestamp.as_deref().unwrap_or_default();
+        format!("{at} {}", line.message).trim().to_string()
     })
 }

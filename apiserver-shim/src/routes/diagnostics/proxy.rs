@@ -39,13 +39,14 @@ pub async fn block(
     }
     proxy.configuration_included = true;
     let Some(server) = server.filter(|s| s.spec.proxy.kind != ProxyKind::None) else {
-        proxy.configuration_status = "not-found";
+        proxy.configuration_status = Some("not-configured");
         return (proxy, 0);
     };
     let routes = match read_routes(state, server).await {
         Ok(routes) => routes,
         Err(message) => {
-            proxy.configuration_status = "unavailable";
+            proxy.reason_code = Some("proxy_configuration_unavailable");
+            proxy.phase = Some("proxy-configuration-read");
             errors.push(SourceError {
                 source: "proxy",
                 code: "proxy_configuration_unavailable",
@@ -69,7 +70,7 @@ pub async fn block(
         .iter()
         .find(|r| r.get("@id").and_then(Value::as_str) == Some(own_id.as_str()));
     let Some(own) = own else {
-        proxy.configuration_status = "not-found";
+        proxy.configuration_status = Some("not-configured");
         proxy.warnings.push(Warning {
             code: "route_not_applied",
             message: "the edge proxy holds no route for this resource".into(),
@@ -78,7 +79,7 @@ pub async fn block(
         return (proxy, 0);
     };
     let (sections, masked) = sections(own, masker);
-    proxy.configuration_status = "included";
+    proxy.configuration_status = Some("applied");
     proxy.section_count = sections.len();
     proxy.sections = sections;
     (proxy, masked)
@@ -103,20 +104,27 @@ fn summary(resource: &Resource, health: &ResourceHealth) -> Proxy {
         })
         .into_iter()
         .collect();
+    let route_status = resource.status.as_ref().and_then(|s| s.proxy_route_status);
     Proxy {
-        status: health.proxy.status,
+        status: section_status(health.proxy.status),
         provider_key: health.proxy.provider_key.clone(),
-        proxy_route_status: health
-            .public_access
-            .route_intent_status
-            .as_ref()
-            .map(|r| r.proxy.applied.to_string()),
+        proxy_route_status: route_status.and_then(super::record::wire_name),
         configuration_included: false,
-        configuration_status: "not-requested",
+        configuration_status: None,
         tls_routes,
         reason_code: health.proxy.reason_code,
         phase: health.proxy.reason_code.map(|_| "proxy-route-realization"),
         ..Proxy::default()
+    }
+}
+
+/// The proxy section's status from the health record's proxy verdict.
+fn section_status(proxy: &str) -> &'static str {
+    match proxy {
+        "ready" => "available",
+        "not-ready" => "unavailable",
+        "not-configured" => "not-configured",
+        _ => "unknown",
     }
 }
 
@@ -163,9 +171,9 @@ pub fn sections(route: &Value, masker: &Masker) -> (Vec<Section>, usize) {
         Section {
             id: "caddy-route",
             title: "Caddy route as applied on the server",
-            format: "caddy-json",
+            format: "json",
             redacted: masked_applied > 0,
-            source: "server-applied",
+            source: "snapshot",
             content: applied,
         },
         Section {
@@ -262,7 +270,7 @@ mod tests {
         assert_eq!(sections.len(), 2);
         assert!(masked >= 1);
         assert!(sections[0].redacted);
-        assert_eq!(sections[0].format, "caddy-json");
+        assert_eq!(sections[0].format, "json");
         assert_eq!(sections[1].format, "docker-labels");
         for section in &sections {
             assert!(!section.content.contains("s3cret-value"), "{section:?}");

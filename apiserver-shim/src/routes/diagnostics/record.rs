@@ -56,22 +56,27 @@ pub struct Context {
     pub target_provider_key: &'static str,
     pub services: Vec<Value>,
     pub network_profile: Option<Value>,
-    pub observation_window: Window,
+    /// The window asked for (`observationFrom`, `observationTo`); one end given alone runs
+    /// from the resource's creation or to now.
+    pub observation_window: Option<Window>,
 }
 
 #[derive(Serialize, JsonSchema, Debug, Clone)]
 #[serde(rename_all = "camelCase")]
 pub struct Window {
-    pub from: Option<String>,
-    pub to: Option<String>,
+    pub from: String,
+    pub to: String,
 }
 
 #[derive(Serialize, JsonSchema, Debug, Clone)]
 #[serde(rename_all = "camelCase")]
 pub struct DeploymentBlock {
     pub id: String,
-    pub status: Option<String>,
-    pub lifecycle_phase: Option<String>,
+    /// `created` until the attempt reports another.
+    pub status: String,
+    /// The attempt's place in its lifecycle: its status (the spec's value set is the
+    /// statuses'); the step it is in is `status.currentStep` of the Deployment.
+    pub lifecycle_phase: String,
     pub runtime_plan_id: Option<String>,
     pub source_kind: Option<String>,
     pub source_display_name: Option<String>,
@@ -104,7 +109,8 @@ pub struct Access {
     pub server_applied_url: Option<String>,
     pub planned_url: Option<String>,
     pub latest_access_failure: Option<Value>,
-    pub selected_route: Option<Value>,
+    /// The route a client reaches the resource by: the first of `routeIntentStatuses`.
+    pub selected_route: Option<RouteIntentStatus>,
     pub route_intent_statuses: Vec<RouteIntentStatus>,
     pub proxy_route_status: Option<String>,
     pub last_route_realization_deployment_id: Option<String>,
@@ -115,12 +121,16 @@ pub struct Access {
 #[derive(Serialize, JsonSchema, Debug, Clone, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct Proxy {
+    /// `available` (the route serves), `unavailable`, `not-configured` (no edge proxy) or
+    /// `unknown`.
     pub status: &'static str,
     pub provider_key: Option<String>,
+    /// The resource's route on the proxy: `unknown`, `ready`, `not-ready` or `failed`.
     pub proxy_route_status: Option<String>,
     pub configuration_included: bool,
-    /// `included`, `not-requested`, `not-found` (no route for the resource) or `unavailable`.
-    pub configuration_status: &'static str,
+    /// With `includeProxyConfiguration`: `applied` (read from the proxy) or `not-configured`
+    /// (the proxy holds no route for the resource); absent when it could not be read.
+    pub configuration_status: Option<&'static str>,
     pub configuration_generated_at: Option<String>,
     pub route_count: usize,
     pub section_count: usize,
@@ -137,10 +147,11 @@ pub struct Proxy {
 pub struct Section {
     pub id: &'static str,
     pub title: &'static str,
-    /// `caddy-json` or `docker-labels`.
+    /// `json` (Caddy's route) or `docker-labels`.
     pub format: &'static str,
     pub redacted: bool,
-    /// `server-applied` (read from the proxy) or `provider-rendered` (what Berth would write).
+    /// `snapshot` (read from the proxy as applied) or `provider-rendered` (what Berth would
+    /// write for another provider).
     pub source: &'static str,
     pub content: String,
 }
@@ -170,11 +181,11 @@ pub struct Warning {
 #[derive(Serialize, JsonSchema, Debug, Clone)]
 #[serde(rename_all = "camelCase")]
 pub struct Tail {
-    /// `included`, `not-requested`, `empty` or `unavailable`.
+    /// `available`, `not-requested`, `empty` or `unavailable`.
     pub status: &'static str,
     pub tail_limit: u64,
     pub line_count: usize,
-    pub lines: Vec<Value>,
+    pub lines: Vec<LogLine>,
     pub reason_code: Option<&'static str>,
     pub phase: Option<&'static str>,
 }
@@ -184,11 +195,11 @@ impl Tail {
         Self::of("not-requested", tail_limit, Vec::new())
     }
 
-    pub fn lines(tail_limit: u64, lines: Vec<Value>) -> Self {
+    pub fn lines(tail_limit: u64, lines: Vec<LogLine>) -> Self {
         let status = if lines.is_empty() {
             "empty"
         } else {
-            "included"
+            "available"
         };
         Self::of(status, tail_limit, lines)
     }
@@ -201,7 +212,7 @@ impl Tail {
         }
     }
 
-    fn of(status: &'static str, tail_limit: u64, lines: Vec<Value>) -> Self {
+    fn of(status: &'static str, tail_limit: u64, lines: Vec<LogLine>) -> Self {
         Self {
             status,
             tail_limit,
@@ -209,6 +220,44 @@ impl Tail {
             lines,
             reason_code: None,
             phase: None,
+        }
+    }
+}
+
+/// Spec §2.2 "Diagnostic log line": a deployment timeline entry, or a line the runtime wrote
+/// (which has no deployment phase or level).
+#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct LogLine {
+    pub timestamp: Option<String>,
+    /// `platform` or `application`.
+    pub source: String,
+    pub phase: Option<String>,
+    pub level: Option<String>,
+    /// `stdout` or `stderr`.
+    pub stream: Option<String>,
+    pub service_name: Option<String>,
+    pub message: String,
+    /// Whether a secret value was replaced in `message`.
+    pub masked: bool,
+}
+
+impl LogLine {
+    /// A deployment timeline entry, its message masked (`masked` says whether anything was).
+    pub fn of_event(
+        event: &berth_api::progress::ProgressEvent,
+        message: String,
+        masked: bool,
+    ) -> Self {
+        Self {
+            timestamp: Some(event.timestamp.clone()),
+            source: wire_name(event.source).unwrap_or_default(),
+            phase: wire_name(event.phase),
+            level: wire_name(event.level),
+            stream: event.stream.and_then(wire_name),
+            service_name: None,
+            message,
+            masked,
         }
     }
 }
@@ -255,7 +304,7 @@ pub struct Copy {
     pub plain_text: String,
 }
 
-pub fn context(resource: &Resource, window: Window) -> Context {
+pub fn context(resource: &Resource, window: Option<Window>) -> Context {
     let spec = &resource.spec;
     Context {
         project_id: spec.project_id.clone(),
@@ -276,18 +325,18 @@ pub fn context(resource: &Resource, window: Window) -> Context {
         services: spec
             .services
             .iter()
-            .filter_map(|s| serde_json::to_value(s).ok())
+            .filter_map(|s| berth_api::wire::to_value(s).ok())
             .collect(),
         network_profile: spec
             .network_profile
             .as_ref()
-            .and_then(|n| serde_json::to_value(n).ok()),
+            .and_then(|n| berth_api::wire::to_value(n).ok()),
         observation_window: window,
     }
 }
 
 /// How an enum serializes (its wire name), e.g. `succeeded` for a deployment state.
-fn wire_name<T: Serialize>(value: T) -> Option<String> {
+pub fn wire_name<T: Serialize>(value: T) -> Option<String> {
     serde_json::to_value(value)
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
@@ -296,10 +345,14 @@ fn wire_name<T: Serialize>(value: T) -> Option<String> {
 pub fn deployment_block(deployment: &Deployment, timeline_count: i64) -> DeploymentBlock {
     let status = deployment.status.clone().unwrap_or_default();
     let source = deployment.spec.source_snapshot.as_ref();
+    let state = status
+        .status
+        .and_then(wire_name)
+        .unwrap_or_else(|| "created".into());
     DeploymentBlock {
         id: deployment.name_any(),
-        status: status.status.and_then(wire_name),
-        lifecycle_phase: status.phase.and_then(wire_name),
+        lifecycle_phase: state.clone(),
+        status: state,
         runtime_plan_id: status.image_ref.clone(),
         source_kind: source.map(|s| s.kind.clone()),
         source_display_name: source.map(|s| {
@@ -351,11 +404,7 @@ pub fn access(resource: &Resource, health: &ResourceHealth) -> Access {
         "not-configured" => ("not-configured", public.reason_code),
         _ => ("unavailable", public.reason_code),
     };
-    let selected = summary
-        .latest_durable_domain_route
-        .as_ref()
-        .or(summary.latest_generated_access_route.as_ref())
-        .and_then(|r| serde_json::to_value(r).ok());
+    let routes: Vec<RouteIntentStatus> = public.route_intent_status.iter().cloned().collect();
     Access {
         status: state,
         generated_url: url(&summary.latest_generated_access_route),
@@ -366,8 +415,8 @@ pub fn access(resource: &Resource, health: &ResourceHealth) -> Access {
             .as_ref()
             .map(|r| r.url.clone()),
         latest_access_failure: public.latest_access_failure.clone(),
-        selected_route: selected,
-        route_intent_statuses: public.route_intent_status.iter().cloned().collect(),
+        selected_route: routes.first().cloned(),
+        route_intent_statuses: routes,
         proxy_route_status: status.proxy_route_status.and_then(wire_name),
         last_route_realization_deployment_id: status.last_route_realization_deployment_id,
         reason_code: reason,

@@ -16,6 +16,12 @@ use super::usage::{Artifact, Evidence};
 use crate::auth::{Caller, ScopeDimension};
 use crate::state::AppState;
 
+/// `evidence[].source` (Appaloft's closed set): an attempt's recorded image, a resource's
+/// declared volumes, Docker's own report of what it holds.
+const DEPLOYMENT_SNAPSHOT: &str = "deployment-snapshot";
+const READ_MODEL: &str = "read-model";
+const RUNTIME_IDENTITY: &str = "runtime-identity";
+
 /// Who an image or a volume belongs to, and what says so.
 #[derive(Clone, Debug, Default)]
 struct Owner {
@@ -57,7 +63,7 @@ impl Owners {
                 resource_id: Some(spec.resource_id.clone()),
                 deployment_id: deployment.metadata.name.clone(),
                 reference: Some(image.clone()),
-                evidence: Some(evidence("deployment", "status.imageRef")),
+                evidence: Some(evidence(DEPLOYMENT_SNAPSHOT, "status.imageRef")),
             };
             images.insert(image, owner);
         }
@@ -71,7 +77,7 @@ impl Owners {
                     project_id: Some(resource.spec.project_id.clone()),
                     environment_id: Some(resource.spec.environment_id.clone()),
                     resource_id: resource.metadata.name.clone(),
-                    evidence: Some(evidence("resource", "spec.storageAttachments")),
+                    evidence: Some(evidence(READ_MODEL, "spec.storageAttachments")),
                     ..Owner::default()
                 };
                 volumes.insert(volume_name(namespace, &attachment.storage_volume_id), owner);
@@ -171,7 +177,7 @@ fn artifact(
         evidence: owner
             .evidence
             .into_iter()
-            .chain([evidence("docker", "system/df")])
+            .chain([evidence(RUNTIME_IDENTITY, "system/df")])
             .collect(),
         reclaimable,
         reclaim_blocked_reason: blocked,
@@ -179,11 +185,12 @@ fn artifact(
     }
 }
 
+/// The artifact `kind` on the wire (Appaloft's closed set) of what Docker reports.
 fn kind(kind: &str) -> &'static str {
     match kind {
-        "image" => "image",
+        "image" => "docker-image",
         "volume" => "volume",
-        _ => "build-cache",
+        _ => "docker-build-cache",
     }
 }
 

@@ -1,18 +1,22 @@
 //! Spec §4.5 `GET /runtime-monitoring/rollup` (`runtime-monitoring.rollup/v1`): the samples of a
 //! scope and window summed up per bucket (`minute`, `five-minute`, `hour`). It reads the store's
 //! rollup tiers, kept as samples are recorded, so a window of weeks reads a few rows per series;
-//! `totals` over the whole window, `topContributors` (resources by CPU, in cores, and memory, in
-//! bytes) and `deploymentMarkers` (attempts started in the window, from the Deployment cache).
+//! per signal a series of buckets, each the average of its samples as `resourceMetrics`;
+//! `totals` over the whole window, `topContributors` (resources by CPU share, then memory) and
+//! `deploymentMarkers` (attempts started in the window, from the Deployment cache).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{RawQuery, State};
+use berth_api::monitoring::{
+    Contributor, DeploymentMarker, MonitoringWarning, Point, ResourceMetrics, Series, SourceError,
+};
 use berth_crds::deployment::DeploymentState;
 use berth_crds::member::OrganizationRole;
-use berth_crds::monitoring::{SampleSourceError, SampleWarning, ScopeKind, Signal, metric_signal};
+use berth_crds::monitoring::{ScopeKind, Signal, wire_metric};
 use berth_timeline::{Detail, RollupQuery, RollupRow, SampleQuery, Tier};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
@@ -20,8 +24,8 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::{
-    MISSING_SAMPLES, Retention, STORE_SOURCE, STORE_UNAVAILABLE, Scope, check_scope, millis,
-    parse_selection, retention, signal_values, with_scope_params,
+    MISSING_SAMPLES, Retention, STORE_SOURCE, STORE_UNAVAILABLE, Scope, UNKNOWN, check_scope,
+    echoed, millis, parse_selection, retention, signal_values, with_scope_params,
 };
 use crate::auth::{Caller, ScopeDimension};
 use crate::error::{ApiError, ApiResult};
@@ -35,6 +39,8 @@ pub const SCHEMA_VERSION: &str = "runtime-monitoring.rollup/v1";
 pub const MAX_BUCKETS: i64 = 1440;
 /// Resources listed in `topContributors`.
 const TOP: usize = 10;
+/// `correlation` of every deployment marker: placed by time.
+const BY_TIME: &str = "time";
 
 /// Beside the scope's.
 const PARAMS: &[&str] = &[
@@ -57,74 +63,21 @@ pub struct Rollup {
     pub bucket: &'static str,
     pub generated_at: String,
     /// `live`: the newest bucket holds a sample of the last two collection intervals; `stale`:
-    /// older; `none`: no samples in the window.
+    /// older; `unknown`: no samples in the window.
     pub freshness: &'static str,
     pub partial: bool,
     pub retention: Retention,
-    /// One per metric measured in the window, its buckets oldest first.
+    /// One per signal measured in the window, its buckets oldest first.
     pub series: Vec<Series>,
-    /// Per metric, over the whole window.
-    pub totals: BTreeMap<String, Aggregate>,
+    /// Every figure averaged over the window.
+    pub totals: ResourceMetrics,
     /// Resources using the most CPU (then memory), with `includeTopContributors`.
     pub top_contributors: Vec<Contributor>,
     /// Attempts started in the window, with `includeDeploymentMarkers`.
     pub deployment_markers: Vec<DeploymentMarker>,
     /// `missing-samples`: one per gap of a bucket or more in a series.
-    pub warnings: Vec<SampleWarning>,
-    pub source_errors: Vec<SampleSourceError>,
-}
-
-#[derive(Serialize, JsonSchema, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct Series {
-    pub signal: Signal,
-    /// A `totals` name of the samples, e.g. `containerCpuPercent`.
-    pub metric: String,
-    pub points: Vec<Point>,
-}
-
-/// One bucket of a series: over every sample of the scope in it (one per container or host
-/// and collection tick).
-#[derive(Serialize, JsonSchema, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct Point {
-    pub bucket_start: String,
-    pub avg: f64,
-    pub min: f64,
-    pub max: f64,
-    pub samples: i64,
-}
-
-#[derive(Serialize, JsonSchema, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct Aggregate {
-    pub avg: f64,
-    pub min: f64,
-    pub max: f64,
-    pub samples: i64,
-}
-
-/// A resource's average use over the window, in absolute units.
-#[derive(Serialize, JsonSchema, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct Contributor {
-    pub resource_id: String,
-    pub project_id: Option<String>,
-    pub environment_id: Option<String>,
-    /// Cores kept busy on average.
-    pub container_cpu_cores: Option<f64>,
-    pub memory_used_bytes: Option<f64>,
-}
-
-#[derive(Serialize, JsonSchema, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct DeploymentMarker {
-    pub deployment_id: String,
-    pub resource_id: String,
-    pub server_id: String,
-    /// When the attempt was created.
-    pub at: String,
-    pub status: Option<DeploymentState>,
+    pub warnings: Vec<MonitoringWarning>,
+    pub source_errors: Vec<SourceError>,
 }
 
 /// `bucket`: required, one of the tiers, and few enough buckets for the window.
@@ -207,86 +160,114 @@ fn round(value: f64) -> f64 {
     (value * 1000.0).round() / 1000.0
 }
 
-/// Series per metric (of `signals`), buckets oldest first, and the window's totals.
+/// Where a row's figure goes on the wire, if its signal is asked for.
+fn wanted(row: &RollupRow, signals: &[Signal]) -> Option<(Signal, &'static str)> {
+    wire_metric(&row.metric, row.of_hosts()).filter(|(signal, _)| signals.contains(signal))
+}
+
+/// Averages of the sums, as `resourceMetrics`.
+fn averages<'a>(
+    sums: impl IntoIterator<Item = (&'a (Signal, &'static str), &'a Sum)>,
+) -> ResourceMetrics {
+    let mut metrics = ResourceMetrics::default();
+    for ((signal, name), sum) in sums {
+        metrics.set(*signal, name, sum.avg());
+    }
+    metrics.derive_available();
+    metrics
+}
+
+/// One bucket of one signal: the sums of each figure, and how many samples of hosts and of
+/// containers gave each.
+#[derive(Default)]
+struct Bucket {
+    figures: BTreeMap<(Signal, &'static str), Sum>,
+    counts: BTreeMap<(bool, &'static str), i64>,
+}
+
+impl Bucket {
+    fn add(&mut self, field: (Signal, &'static str), row: &RollupRow) {
+        self.figures.entry(field).or_default().add(row);
+        *self.counts.entry((row.of_hosts(), field.1)).or_default() += row.count;
+    }
+
+    /// The samples in the bucket: of hosts, the most any host figure counted, and the same of
+    /// containers.
+    fn sample_count(&self) -> u64 {
+        let most = |host: bool| {
+            self.counts
+                .iter()
+                .filter(|((of_hosts, _), _)| *of_hosts == host)
+                .map(|(_, count)| *count)
+                .max()
+                .unwrap_or(0)
+        };
+        u64::try_from(most(true) + most(false)).unwrap_or(0)
+    }
+}
+
+/// A series per signal (of `signals`), buckets oldest first, and the window's averages.
 fn series_and_totals(
     rows: &[RollupRow],
     signals: &[Signal],
-) -> (Vec<Series>, BTreeMap<String, Aggregate>) {
-    let mut per_metric: BTreeMap<&str, BTreeMap<i64, Sum>> = BTreeMap::new();
+    tier: Tier,
+) -> (Vec<Series>, ResourceMetrics) {
+    let mut buckets: BTreeMap<(Signal, i64), Bucket> = BTreeMap::new();
+    let mut window: BTreeMap<(Signal, &'static str), Sum> = BTreeMap::new();
     for row in rows {
-        let wanted = metric_signal(&row.metric).is_some_and(|s| signals.contains(&s));
-        if wanted {
-            let buckets = per_metric.entry(&row.metric).or_default();
-            buckets.entry(row.bucket_ms).or_default().add(row);
-        }
-    }
-    let mut series = Vec::new();
-    let mut totals = BTreeMap::new();
-    for (metric, buckets) in per_metric {
-        let mut window = Sum::default();
-        let points = buckets
-            .iter()
-            .map(|(start, sum)| {
-                window.merge(*sum);
-                Point {
-                    bucket_start: rfc3339(*start),
-                    avg: sum.avg(),
-                    min: sum.min,
-                    max: sum.max,
-                    samples: sum.count,
-                }
-            })
-            .collect();
-        let aggregate = Aggregate {
-            avg: window.avg(),
-            min: window.min,
-            max: window.max,
-            samples: window.count,
-        };
-        totals.insert(metric.to_string(), aggregate);
-        let signal = metric_signal(metric).expect("filtered to known metrics");
-        series.push(Series {
-            signal,
-            metric: metric.to_string(),
-            points,
-        });
-    }
-    (series, totals)
-}
-
-/// Resources by average CPU cores, then memory; the top [`TOP`].
-fn top_contributors(rows: &[RollupRow]) -> Vec<Contributor> {
-    type Key<'a> = (&'a str, Option<&'a str>, Option<&'a str>);
-    let mut per_resource: BTreeMap<Key, (Sum, Sum)> = BTreeMap::new();
-    for row in rows {
-        let Some(resource) = row.resource.as_deref() else {
+        let Some(field) = wanted(row, signals) else {
             continue;
         };
-        let key = (resource, row.project.as_deref(), row.environment.as_deref());
-        let (cpu, memory) = per_resource.entry(key).or_default();
-        match row.metric.as_str() {
-            "containerCpuCores" => cpu.add(row),
-            "memoryUsedBytes" => memory.add(row),
-            _ => {}
+        buckets
+            .entry((field.0, row.bucket_ms))
+            .or_default()
+            .add(field, row);
+        window.entry(field).or_default().add(row);
+    }
+    let mut series: Vec<Series> = Vec::new();
+    for ((signal, start), bucket) in buckets {
+        let point = Point {
+            from: rfc3339(start),
+            to: rfc3339(start + tier.millis()),
+            sample_count: bucket.sample_count(),
+            totals: averages(&bucket.figures),
+        };
+        match series.last_mut() {
+            Some(last) if last.signal == signal => last.points.push(point),
+            _ => series.push(Series {
+                signal,
+                points: vec![point],
+            }),
         }
     }
-    let measured = |sum: &Sum| (sum.count > 0).then(|| sum.avg());
+    (series, averages(&window))
+}
+
+/// Resources by average CPU share, then memory; the top [`TOP`].
+fn top_contributors(rows: &[RollupRow]) -> Vec<Contributor> {
+    let mut per_resource: BTreeMap<&str, BTreeMap<(Signal, &'static str), Sum>> = BTreeMap::new();
+    for row in rows {
+        let (Some(resource), Some(field)) =
+            (row.resource.as_deref(), wire_metric(&row.metric, false))
+        else {
+            continue;
+        };
+        let figures = per_resource.entry(resource).or_default();
+        figures.entry(field).or_default().add(row);
+    }
     let mut contributors: Vec<Contributor> = per_resource
         .into_iter()
-        .map(
-            |((resource, project, environment), (cpu, memory))| Contributor {
-                resource_id: resource.to_string(),
-                project_id: project.map(str::to_string),
-                environment_id: environment.map(str::to_string),
-                container_cpu_cores: measured(&cpu),
-                memory_used_bytes: measured(&memory),
-            },
-        )
+        .map(|(resource, figures)| Contributor {
+            scope: Scope::of(ScopeKind::Resource, resource),
+            sample_count: figures.values().map(|s| s.count).max().unwrap_or(0) as u64,
+            totals: averages(&figures),
+        })
         .collect();
     let key = |c: &Contributor| {
+        let figure = |signal, name| c.totals.get(signal, name).unwrap_or(0.0);
         (
-            c.container_cpu_cores.unwrap_or(0.0),
-            c.memory_used_bytes.unwrap_or(0.0),
+            figure(Signal::Cpu, "containerCpuPercent"),
+            figure(Signal::Memory, "containerUsedBytes"),
         )
     };
     contributors.sort_by(|a, b| {
@@ -299,26 +280,24 @@ fn top_contributors(rows: &[RollupRow]) -> Vec<Contributor> {
 }
 
 /// A gap of more than one bucket between two buckets of one series: one warning each.
-fn gaps(rows: &[RollupRow], tier: Tier) -> Vec<SampleWarning> {
-    let mut buckets: BTreeMap<(&str, bool), Vec<i64>> = BTreeMap::new();
+fn gaps(rows: &[RollupRow], tier: Tier) -> Vec<MonitoringWarning> {
+    type Seen = (Vec<i64>, Option<Scope>);
+    let mut buckets: BTreeMap<(&str, bool), Seen> = BTreeMap::new();
     for row in rows {
         let key = (row.series.as_str(), row.of_hosts());
-        let seen = buckets.entry(key).or_default();
+        let (seen, _) = buckets
+            .entry(key)
+            .or_insert_with(|| (Vec::new(), series_scope(row)));
         if seen.last() != Some(&row.bucket_ms) {
             seen.push(row.bucket_ms);
         }
     }
     let mut warnings = Vec::new();
-    for ((series, of_hosts), starts) in buckets {
+    for ((series, of_hosts), (starts, scope)) in buckets {
         for pair in starts.windows(2) {
             let missing = (pair[1] - pair[0]) / tier.millis() - 1;
             if missing > 0 {
-                let kind = if of_hosts {
-                    ScopeKind::Server
-                } else {
-                    ScopeKind::Resource
-                };
-                warnings.push(SampleWarning {
+                warnings.push(MonitoringWarning {
                     code: MISSING_SAMPLES.into(),
                     message: format!(
                         "{series}: no samples in {missing} {} bucket(s) after {}",
@@ -326,17 +305,33 @@ fn gaps(rows: &[RollupRow], tier: Tier) -> Vec<SampleWarning> {
                         rfc3339(pair[0])
                     ),
                     signal: None,
-                    scope: Some(kind),
+                    scope: scope.clone(),
                 });
             }
         }
+        let _ = of_hosts;
     }
     warnings
 }
 
+/// The scope a row's series measures: a server's host, a resource's container, or (for the
+/// store's sums over a grouping) none.
+fn series_scope(row: &RollupRow) -> Option<Scope> {
+    let id = |id: &Option<String>| {
+        id.as_deref()
+            .filter(|id| !id.is_empty())
+            .map(str::to_string)
+    };
+    match (row.of_hosts(), id(&row.resource)) {
+        (false, Some(resource)) => Some(Scope::of(ScopeKind::Resource, &resource)),
+        (true, _) if !row.server.is_empty() => Some(Scope::of(ScopeKind::Server, &row.server)),
+        _ => None,
+    }
+}
+
 fn freshness(rows: &[RollupRow], tier: Tier, now: Timestamp, interval: Duration) -> &'static str {
     let Some(newest) = rows.iter().map(|r| r.bucket_ms).max() else {
-        return "none";
+        return UNKNOWN;
     };
     let live_since = now.as_millisecond() - tier.millis() - 2 * millis(interval);
     if newest >= live_since {
@@ -390,19 +385,36 @@ fn deployment_markers(
                         .is_some_and(|r| r.spec.environment_id == *e)
                 });
             (in_scope && at >= from && at <= to).then(|| {
-                let marker = DeploymentMarker {
-                    deployment_id: d.name_any(),
-                    resource_id: spec.resource_id.clone(),
-                    server_id: spec.server_id.clone(),
-                    at: at.to_string(),
-                    status: d.status.as_ref().and_then(|s| s.status),
-                };
-                (at, marker)
+                let status = d.status.as_ref().and_then(|s| s.status);
+                (at, marker(&d.name_any(), spec, status, at))
             })
         })
         .collect();
     markers.sort_by_key(|(at, _)| *at);
     markers.into_iter().map(|(_, marker)| marker).collect()
+}
+
+/// The marker of attempt `id`, created `at`.
+fn marker(
+    id: &str,
+    spec: &berth_crds::deployment::DeploymentSpec,
+    status: Option<DeploymentState>,
+    at: Timestamp,
+) -> DeploymentMarker {
+    let status = status.unwrap_or(DeploymentState::Created);
+    let status = serde_json::to_value(status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    DeploymentMarker {
+        deployment_id: id.to_string(),
+        resource_id: spec.resource_id.clone(),
+        environment_id: spec.environment_id.clone(),
+        observed_at: at.to_string(),
+        label: format!("Deployment {id} {status}"),
+        status,
+        correlation: BY_TIME.into(),
+    }
 }
 
 /// The rollup rows of the scope and, when asked for, each resource's usage over the window.
@@ -474,19 +486,19 @@ pub async fn show(
         Ok(read) => (read, Vec::new()),
         Err(error) => {
             tracing::warn!(%error, "observation store unavailable: monitoring rollup");
-            let failed = SampleSourceError {
+            let failed = SourceError {
                 source: STORE_SOURCE.into(),
                 code: STORE_UNAVAILABLE.into(),
                 message: "the monitoring rollup could not be read: the observation store failed"
                     .into(),
-                retryable: true,
+                retriable: true,
             };
             ((Vec::new(), Vec::new()), vec![failed])
         }
     };
     let rows: Vec<RollupRow> = rows.into_iter().filter(|r| visible(&caller, r)).collect();
     let usage: Vec<RollupRow> = usage.into_iter().filter(|r| visible(&caller, r)).collect();
-    let (series, totals) = series_and_totals(&rows, &selection.signals);
+    let (series, totals) = series_and_totals(&rows, &selection.signals, tier);
     let markers = if markers_wanted {
         let namespace = &organization.namespace;
         deployment_markers(&state, namespace, scope, selection.from, selection.to)
@@ -508,7 +520,7 @@ pub async fn show(
         deployment_markers: markers,
         warnings: gaps(&rows, tier),
         source_errors,
-        scope: selection.scope,
+        scope: echoed(&selection.scope),
     }))
 }
 
@@ -553,41 +565,55 @@ mod tests {
             row("b", Some("api"), 0, "containerCpuPercent", &[6.0]),
             row("a", Some("web"), hour, "containerCpuPercent", &[10.0]),
             row("a", Some("web"), hour, "memoryUsedBytes", &[100.0]),
+            row("host:edge", None, hour, "load1", &[0.5, 1.5]),
+            row("host:edge", None, hour, "hostCpuPercent", &[50.0]),
         ];
-        let (series, totals) = series_and_totals(&rows, &[Signal::Cpu]);
+        let (series, totals) = series_and_totals(&rows, &[Signal::Cpu], Tier::Hour);
         assert_eq!(series.len(), 1, "memory was not asked for");
+        assert_eq!(series[0].signal, Signal::Cpu);
         let points = &series[0].points;
         assert_eq!(points.len(), 2);
+        assert_eq!(points[0].from, "1970-01-01T00:00:00Z");
+        assert_eq!(points[0].to, "1970-01-01T01:00:00Z");
+        assert_eq!(points[0].sample_count, 3);
         assert_eq!(
-            (
-                points[0].avg,
-                points[0].min,
-                points[0].max,
-                points[0].samples
-            ),
-            (4.0, 2.0, 6.0, 3)
+            points[0].totals.get(Signal::Cpu, "containerCpuPercent"),
+            Some(4.0)
         );
-        assert_eq!(points[1].avg, 10.0);
-        let cpu = &totals["containerCpuPercent"];
+        // A host's two samples and a container's one in the second hour.
+        assert_eq!(points[1].sample_count, 3);
         assert_eq!(
-            (cpu.avg, cpu.min, cpu.max, cpu.samples),
-            (5.5, 2.0, 10.0, 4)
+            points[1].totals.get(Signal::Cpu, "loadAverage1m"),
+            Some(1.0)
         );
+        let json = berth_api::wire::to_value(&points[1].totals).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"cpu": {"loadAverage1m": 1.0, "containerCpuPercent": 10.0}}),
+            "hostCpuPercent has no field on the wire"
+        );
+        assert_eq!(totals.get(Signal::Cpu, "containerCpuPercent"), Some(5.5));
+        assert_eq!(totals.memory, None);
     }
 
     #[test]
-    fn top_contributors_rank_resources_by_cpu_cores_then_memory() {
+    fn top_contributors_rank_resources_by_cpu_share_then_memory() {
         let rows = vec![
-            row("a", Some("web"), 0, "containerCpuCores", &[0.1]),
-            row("b", Some("api"), 0, "containerCpuCores", &[0.5]),
+            row("a", Some("web"), 0, "containerCpuPercent", &[0.1]),
+            row("b", Some("api"), 0, "containerCpuPercent", &[0.5]),
             row("b", Some("api"), 0, "memoryUsedBytes", &[2048.0]),
             row("host:edge", None, 0, "hostCpuPercent", &[50.0]),
         ];
         let top = top_contributors(&rows);
-        let ids: Vec<&str> = top.iter().map(|c| c.resource_id.as_str()).collect();
-        assert_eq!(ids, ["api", "web"]);
-        assert_eq!(top[0].memory_used_bytes, Some(2048.0));
-        assert_eq!(top[1].memory_used_bytes, None);
+        let ids: Vec<Option<&str>> = top.iter().map(|c| c.scope.resource_id.as_deref()).collect();
+        assert_eq!(ids, [Some("api"), Some("web")]);
+        assert_eq!(top[0].scope.kind, Some(ScopeKind::Resource));
+        assert_eq!(
+            top[0].totals.get(Signal::Memory, "containerUsedBytes"),
+            Some(2048.0)
+        );
+        assert_eq!(top[0].sample_count, 1);
+        assert_eq!(top[1].totals.memory, None);
     }
 
     #[test]

@@ -16,8 +16,9 @@ use std::time::Duration;
 
 use axum::extract::State;
 use axum::response::sse::{Event, KeepAlive, Sse};
+use berth_api::monitoring::{ResourceMetrics, SourceError};
 use berth_crds::member::OrganizationRole;
-use berth_crds::monitoring::{METRICS, MonitoringSample, SampleSourceError};
+use berth_crds::monitoring::{MonitoringSample, ScopeKind};
 use berth_timeline::{DiskRecord, SampleQuery, TimelineError};
 use futures::Stream;
 use k8s_openapi::jiff::Timestamp;
@@ -27,7 +28,7 @@ use serde::Serialize;
 use super::super::common::known_params;
 use super::disk::disk_artifacts;
 use super::{
-    LIVE_FACTOR, Scope, check_scope, freshness, is_host, millis, observed_ms, parse_scope, visible,
+    LIVE_FACTOR, Scope, check_scope, echoed, freshness, millis, observed_ms, parse_scope, visible,
     with_scope_params,
 };
 use crate::auth::Caller;
@@ -56,29 +57,30 @@ pub struct UsageSnapshot {
     pub generated_at: String,
     /// The newest measurement in the snapshot; absent when there is none.
     pub observed_at: Option<String>,
-    /// `live`, `stale` or `none`, as for monitoring samples.
+    /// `live`, `stale` or `unknown`, as for monitoring samples.
     pub freshness: &'static str,
     pub partial: bool,
-    /// Sums over every container in scope (and host figures when the scope includes hosts),
-    /// by sample total name, e.g. `memoryUsedBytes`.
-    pub totals: BTreeMap<String, f64>,
+    /// Sums over every container in scope (and the hosts' figures when the scope includes
+    /// hosts).
+    pub totals: ResourceMetrics,
     pub by_project: Vec<Usage>,
     pub by_environment: Vec<Usage>,
     pub by_resource: Vec<Usage>,
     pub by_deployment: Vec<Usage>,
     pub artifacts: Vec<Artifact>,
     pub warnings: Vec<UsageWarning>,
-    pub source_errors: Vec<SampleSourceError>,
+    pub source_errors: Vec<SourceError>,
 }
 
 /// The usage of one project, environment, resource or deployment.
 #[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
-    pub scope: UsageScope,
+    /// The group's kind and id, with the ids of what it belongs to.
+    pub scope: Scope,
     /// `attributed`: every container counted carries Berth's labels.
     pub ownership: &'static str,
-    pub totals: BTreeMap<String, f64>,
+    pub totals: ResourceMetrics,
     /// The deployment of the newest container counted.
     pub current_deployment_id: Option<String>,
     /// The newest container counted.
@@ -87,23 +89,15 @@ pub struct Usage {
     pub warnings: Vec<UsageWarning>,
 }
 
-#[derive(Serialize, JsonSchema, Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
-#[serde(rename_all = "camelCase")]
-pub struct UsageScope {
-    /// `project`, `environment`, `resource` or `deployment`.
-    pub kind: &'static str,
-    pub project_id: Option<String>,
-    pub environment_id: Option<String>,
-    pub resource_id: Option<String>,
-    pub deployment_id: Option<String>,
-}
+/// A group's key: its project, environment, resource and deployment ids, down to its kind.
+type GroupKey = [Option<String>; 4];
 
 /// Spec §2.2 "Runtime artifact".
 #[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Artifact {
-    /// `active-runtime` (a running container), `image`, `volume` or `build-cache` (a server's
-    /// whole build cache).
+    /// `active-runtime` (a running container), `docker-image`, `volume` or
+    /// `docker-build-cache` (a server's whole build cache).
     pub kind: &'static str,
     pub ownership: &'static str,
     pub server_id: String,
@@ -129,8 +123,9 @@ pub struct Artifact {
 #[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Evidence {
-    /// `label` (a container label), `deployment` (the attempt's status), `resource` (its
-    /// spec) or `docker` (Docker's disk usage report).
+    /// `label` (a container label), `deployment-snapshot` (the attempt's status),
+    /// `read-model` (a resource's spec) or `runtime-identity` (Docker's own report of what it
+    /// holds).
     pub source: &'static str,
     pub key: String,
 }
@@ -139,19 +134,13 @@ pub struct Evidence {
 #[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct UsageWarning {
+    /// `partial-diagnostic`, …
     pub code: &'static str,
     pub message: String,
-    pub scope: Option<String>,
+    pub scope: Option<Scope>,
+    /// What was not measured: `cpu`, `memory`, `disk`, `inode`, `docker`, `network` or
+    /// `ownership`.
     pub resource: Option<String>,
-}
-
-/// Adds the sample's totals into `sums`.
-fn add_totals(sums: &mut BTreeMap<String, f64>, sample: &MonitoringSample) {
-    for (name, _, read) in METRICS {
-        if let Some(value) = read(&sample.totals) {
-            *sums.entry(name.to_string()).or_default() += value;
-        }
-    }
 }
 
 /// The newest sample of each host and each container, oldest first.
@@ -162,7 +151,7 @@ fn latest_per_series(samples: Vec<MonitoringSample>) -> Vec<MonitoringSample> {
             Some(id) => id.clone(),
             None => sample.scope_evidence.server_id.clone(),
         };
-        let key = (is_host(&sample), series);
+        let key = (sample.is_host(), series);
         let newer = latest
             .get(&key)
             .is_none_or(|kept| observed_ms(kept) <= observed_ms(&sample));
@@ -176,26 +165,37 @@ fn latest_per_series(samples: Vec<MonitoringSample>) -> Vec<MonitoringSample> {
 }
 
 /// The groups of one kind, each container counted in the group its labels name.
-fn usage_by(
-    containers: &[&MonitoringSample],
-    kind: &'static str,
-    key: impl Fn(&MonitoringSample) -> Option<UsageScope>,
-) -> Vec<Usage> {
-    let mut groups: BTreeMap<UsageScope, Usage> = BTreeMap::new();
+fn usage_by(containers: &[&MonitoringSample], kind: ScopeKind, depth: usize) -> Vec<Usage> {
+    let mut groups: BTreeMap<GroupKey, Usage> = BTreeMap::new();
     for sample in containers {
-        let Some(scope) = key(sample) else {
+        let e = &sample.scope_evidence;
+        let ids = [
+            &e.project_id,
+            &e.environment_id,
+            &e.resource_id,
+            &e.deployment_id,
+        ];
+        if ids[depth].is_none() {
             continue;
-        };
-        let usage = groups.entry(scope.clone()).or_insert_with(|| Usage {
-            scope: UsageScope { kind, ..scope },
+        }
+        let key: GroupKey = std::array::from_fn(|n| ids[n].clone().filter(|_| n <= depth));
+        let usage = groups.entry(key.clone()).or_insert_with(|| Usage {
+            scope: Scope {
+                kind: Some(kind),
+                server_id: None,
+                project_id: key[0].clone(),
+                environment_id: key[1].clone(),
+                resource_id: key[2].clone(),
+                deployment_id: key[3].clone(),
+            },
             ownership: "attributed",
-            totals: BTreeMap::new(),
+            totals: ResourceMetrics::default(),
             current_deployment_id: None,
             current_runtime_id: None,
             artifact_count: 0,
             warnings: Vec::new(),
         });
-        add_totals(&mut usage.totals, sample);
+        usage.totals.add_all(&sample.metrics());
         // Oldest first: the last one counted is the newest.
         usage.current_deployment_id = sample.scope_evidence.deployment_id.clone();
         usage.current_runtime_id = sample.labels.runtime_id.clone();
@@ -205,29 +205,11 @@ fn usage_by(
 }
 
 fn groups(containers: &[&MonitoringSample]) -> [Vec<Usage>; 4] {
-    let scope = |sample: &MonitoringSample, depth: usize| {
-        let e = &sample.scope_evidence;
-        let ids = [
-            &e.project_id,
-            &e.environment_id,
-            &e.resource_id,
-            &e.deployment_id,
-        ];
-        ids[depth].as_ref()?;
-        let keep = |n: usize| if n <= depth { ids[n].clone() } else { None };
-        Some(UsageScope {
-            kind: "",
-            project_id: keep(0),
-            environment_id: keep(1),
-            resource_id: keep(2),
-            deployment_id: keep(3),
-        })
-    };
     [
-        usage_by(containers, "project", |s| scope(s, 0)),
-        usage_by(containers, "environment", |s| scope(s, 1)),
-        usage_by(containers, "resource", |s| scope(s, 2)),
-        usage_by(containers, "deployment", |s| scope(s, 3)),
+        usage_by(containers, ScopeKind::Project, 0),
+        usage_by(containers, ScopeKind::Environment, 1),
+        usage_by(containers, ScopeKind::Resource, 2),
+        usage_by(containers, ScopeKind::Deployment, 3),
     ]
 }
 
@@ -312,11 +294,11 @@ async fn snapshot(
             if let Ok(Err(error)) = failed {
                 tracing::warn!(%error, "observation store unavailable: runtime usage");
             }
-            let error = SampleSourceError {
+            let error = SourceError {
                 source: RUNTIME_TARGET.into(),
                 code: "runtime_measurements_unavailable".into(),
                 message: "the servers' latest measurements could not be read".into(),
-                retryable: true,
+                retriable: true,
             };
             (Vec::new(), Vec::new(), vec![error])
         }
@@ -324,10 +306,10 @@ async fn snapshot(
     let samples: Vec<MonitoringSample> =
         samples.into_iter().filter(|s| visible(caller, s)).collect();
     let samples = latest_per_series(samples);
-    let containers: Vec<&MonitoringSample> = samples.iter().filter(|s| !is_host(s)).collect();
-    let mut totals = BTreeMap::new();
+    let containers: Vec<&MonitoringSample> = samples.iter().filter(|s| !s.is_host()).collect();
+    let mut totals = ResourceMetrics::default();
     for sample in &samples {
-        add_totals(&mut totals, sample);
+        totals.add_all(&sample.metrics());
     }
     let [by_project, by_environment, by_resource, by_deployment] = groups(&containers);
     let mut artifacts: Vec<Artifact> = containers
@@ -339,11 +321,11 @@ async fn snapshot(
         code: PARTIAL_DIAGNOSTIC,
         message: "inode counts per artifact are not measured: Docker does not report them".into(),
         scope: None,
-        resource: Some("disk".into()),
+        resource: Some("inode".into()),
     };
     UsageSnapshot {
         schema_version: SCHEMA_VERSION,
-        scope: scope.clone(),
+        scope: echoed(scope),
         generated_at: now.to_string(),
         observed_at: samples.last().map(|s| s.observed_at.clone()),
         freshness: freshness(&samples, now, interval),
@@ -395,7 +377,7 @@ pub async fn stream(
             let event = Event::default()
                 .event("message")
                 .id(sent.to_string())
-                .json_data(&snapshot)
+                .json_data(berth_api::wire::Wire(&snapshot))
                 .map_err(ApiError::internal);
             let event = event.unwrap_or_else(|_| Event::default().comment("snapshot not encoded"));
             Some((Ok(event), sent + 1))
@@ -407,7 +389,7 @@ pub async fn stream(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_crds::monitoring::{PROVIDER_KEY, SampleLabels, ScopeEvidence, ScopeKind, Totals};
+    use berth_crds::monitoring::{PROVIDER_KEY, SampleLabels, ScopeEvidence, Signal, Totals};
 
     fn container(
         resource: &str,
@@ -455,7 +437,8 @@ mod tests {
         let containers: Vec<&MonitoringSample> = samples.iter().collect();
         let [projects, environments, resources, deployments] = groups(&containers);
         assert_eq!(projects.len(), 1);
-        assert_eq!(projects[0].totals["containerCpuPercent"], 7.0);
+        let cpu = |usage: &Usage| usage.totals.get(Signal::Cpu, "containerCpuPercent");
+        assert_eq!(cpu(&projects[0]), Some(7.0));
         assert_eq!(projects[0].artifact_count, 2);
         assert_eq!(
             environments[0].scope.environment_id.as_deref(),
@@ -465,12 +448,11 @@ mod tests {
             .iter()
             .find(|u| u.scope.resource_id.as_deref() == Some("web"))
             .unwrap();
-        assert_eq!(
-            web.totals["containerCpuPercent"], 2.0,
-            "the latest, not the sum of ticks"
-        );
+        assert_eq!(cpu(web), Some(2.0), "the latest, not the sum of ticks");
         assert_eq!(web.current_runtime_id.as_deref(), Some("c1"));
-        assert_eq!(web.scope.kind, "resource");
+        assert_eq!(web.scope.kind, Some(ScopeKind::Resource));
+        assert_eq!(web.scope.project_id.as_deref(), Some("shop"));
+        assert_eq!(web.scope.deployment_id, None);
         assert_eq!(deployments.len(), 2);
         assert_eq!(
             label_evidence(&samples[0]).len(),

@@ -4,9 +4,9 @@
 //! shown is what the next deployment's container gets; only the `deployment` scope
 //! (`BERTH_DEPLOYMENT_ID` and per-attempt overrides) is added when an attempt starts.
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{Path, State};
-use berth_crds::config::{self, ConfigEntry, ConfigScope, Scopes, merge};
+use berth_crds::config::{self, ConfigEntry, ConfigOverride, ConfigScope, Scopes, merge};
 use berth_crds::organization::Organization;
 use berth_crds::resource::Resource;
 use berth_crds::variable::PlainVariable;
@@ -83,6 +83,37 @@ async fn scope_entries(
     }))
 }
 
+/// The merge's hidden entries grouped per key and exposure: the scope used (the effective
+/// entry's) and every scope it hides, weakest first.
+fn overrides(hidden: &[ConfigOverride], effective: &[VariableEntry]) -> Vec<Override> {
+    let mut grouped: Vec<Override> = Vec::new();
+    for hidden in hidden {
+        let exposure = hidden.exposure.as_str();
+        let overridden = hidden.overridden_scope.as_str().to_string();
+        if let Some(group) = grouped
+            .iter_mut()
+            .find(|g| g.key == hidden.key && g.exposure == exposure)
+        {
+            group.overridden_scopes.push(overridden);
+            continue;
+        }
+        let selected = effective
+            .iter()
+            .find(|e| e.key == hidden.key && e.exposure == exposure)
+            .map_or_else(
+                || hidden.winning_scope.as_str().to_string(),
+                |e| e.scope.clone(),
+            );
+        grouped.push(Override {
+            key: hidden.key.clone(),
+            exposure: exposure.to_string(),
+            selected_scope: selected,
+            overridden_scopes: vec![overridden],
+        });
+    }
+    grouped
+}
+
 async fn show(
     State(state): State<AppState>,
     caller: Caller,
@@ -107,7 +138,7 @@ async fn show(
     let owned = owned_entries(&state, &resource).await?;
     let (effective, hidden) =
         merge(scope_entries(&state, &caller, &resource, &environment_id).await?);
-    let effective_entries = effective
+    let effective_entries: Vec<_> = effective
         .iter()
         .map(|entry| {
             let mut shown = shown(&id, entry);
@@ -121,15 +152,7 @@ async fn show(
             shown
         })
         .collect();
-    let overrides = hidden
-        .into_iter()
-        .map(|o| Override {
-            key: o.key,
-            exposure: o.exposure.as_str().to_string(),
-            winning_scope: o.winning_scope.as_str().to_string(),
-            overridden_scope: o.overridden_scope.as_str().to_string(),
-        })
-        .collect();
+    let overrides = overrides(&hidden, &effective_entries);
     Ok(Json(EffectiveConfig {
         schema_version: "resources.effective-config/v1".into(),
         resource_id: id,

@@ -1,7 +1,7 @@
 //! Network, access and runtime profiles and storage attachments. Each profile POST replaces
 //! that part of the Resource spec.
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::resource::{Resource, StorageAttachment};
 

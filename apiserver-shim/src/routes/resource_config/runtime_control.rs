@@ -4,7 +4,7 @@
 //! `spec.runtime`, the field GitOps users set by hand; the controller carries it out and
 //! records the attempt in the status. The answer is 202 with the attempt as accepted.
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use berth_crds::resource::Resource;

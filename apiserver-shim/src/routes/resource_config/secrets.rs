@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::resource::Resource;
 use berth_crds::variable::{VariableExposure, parse_secret_data_key};

@@ -1,7 +1,7 @@
 //! The source binding (idempotent by key) and the auto-deploy policy, which a changed source
 //! binding blocks until it is enabled again.
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::resource::{Resource, source_binding_fingerprint};
 use kube::ResourceExt;

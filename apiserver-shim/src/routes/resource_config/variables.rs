@@ -2,7 +2,7 @@
 //! the Resource's Secret), the rest as plain variables in the Resource spec; a key lives in
 //! one place per exposure, so writing it in one store removes it from the other.
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::member::OrganizationRole;
 use berth_crds::resource::{Resource, ResourceSpec};
@@ -344,7 +344,7 @@ async fn import(
             exposure: exposure_text.clone(),
             kind: if secret { "secret" } else { "plain-config" }.into(),
             is_secret: secret,
-            action: if existed { "updated" } else { "created" }.into(),
+            action: if existed { "replaced" } else { "created" }.into(),
             source_line: entry.line,
         });
         changes.push(Change {

@@ -2,8 +2,9 @@
 //! health records berth-controller recorded in the observation store, on every change and
 //! periodically while unchanged, read back by time window.
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{Path, State};
+use berth_crds::health::{SourceError, stored_to_wire};
 use berth_timeline::{HealthObservation, HealthQuery};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
@@ -37,6 +38,8 @@ pub struct HealthHistory {
     pub generated_at: String,
     /// Oldest first; the latest `limit` of the window.
     pub observations: Vec<Observation>,
+    /// Parts that could not be read (none: a failed store read is a 503).
+    pub source_errors: Vec<SourceError>,
 }
 
 #[derive(Serialize, JsonSchema, Debug, PartialEq)]
@@ -45,11 +48,11 @@ pub struct Observation {
     pub observation_id: String,
     pub observed_at: String,
     pub overall: String,
-    pub runtime_lifecycle: Option<String>,
-    pub runtime_health: Option<String>,
-    pub public_access_status: Option<String>,
-    pub proxy_status: Option<String>,
-    pub health_policy_status: Option<String>,
+    pub runtime_lifecycle: String,
+    pub runtime_health: String,
+    pub public_access_status: String,
+    pub proxy_status: String,
+    pub health_policy_status: String,
     pub latest_deployment_id: Option<String>,
     /// The Resource health record (`resources.health/v1`) as it was then.
     pub summary: Value,
@@ -57,24 +60,26 @@ pub struct Observation {
 
 impl Observation {
     fn of(stored: HealthObservation) -> Self {
+        let summary = stored_to_wire(stored.summary);
         let text = |pointer: &str| {
-            stored
-                .summary
+            summary
                 .pointer(pointer)
                 .and_then(Value::as_str)
                 .map(str::to_string)
         };
+        let state = |pointer: &str| text(pointer).unwrap_or_else(|| "unknown".into());
         Self {
             observation_id: stored.id.to_string(),
             observed_at: millis_to_utc(stored.observed_ms),
             overall: stored.overall.clone(),
-            runtime_lifecycle: text("/runtime/lifecycle"),
-            runtime_health: text("/runtime/health"),
-            public_access_status: text("/publicAccess/status"),
-            proxy_status: text("/proxy/status"),
-            health_policy_status: text("/healthPolicy/status"),
+            runtime_lifecycle: state("/runtime/lifecycle"),
+            runtime_health: state("/runtime/health"),
+            public_access_status: state("/publicAccess/status"),
+            proxy_status: state("/proxy/status"),
+            health_policy_status: text("/healthPolicy/status")
+                .unwrap_or_else(|| "not-configured".into()),
             latest_deployment_id: text("/latestDeployment/id"),
-            summary: stored.summary,
+            summary,
         }
     }
 }
@@ -131,6 +136,7 @@ pub async fn show(
         to: window.to.to_string(),
         generated_at: now.to_string(),
         observations: stored.into_iter().map(Observation::of).collect(),
+        source_errors: Vec::new(),
     }))
 }
 
@@ -193,24 +199,71 @@ mod tests {
             "publicAccess": { "status": "not-ready" },
             "proxy": { "status": "ready" },
             "healthPolicy": { "status": "configured" },
-            "latestDeployment": { "id": "dep-1" },
+            "latestDeployment": { "id": "dep-1", "status": "failed" },
+            "sourceErrors": [],
         });
-        let observation = Observation::of(HealthObservation {
+        let observation = Observation::of(stored(summary.clone()));
+        assert_eq!(observation.observation_id, "7");
+        assert_eq!(observation.observed_at, "1970-01-01T00:00:01Z");
+        assert_eq!(observation.runtime_lifecycle, "exited");
+        assert_eq!(observation.public_access_status, "not-ready");
+        assert_eq!(observation.latest_deployment_id.as_deref(), Some("dep-1"));
+        assert_eq!(observation.summary, summary);
+    }
+
+    fn stored(summary: Value) -> HealthObservation {
+        HealthObservation {
             id: 7,
             namespace: "org-a".into(),
             resource: "web".into(),
             observed_ms: 1_000,
             overall: "unhealthy".into(),
-            summary: summary.clone(),
+            summary,
+        }
+    }
+
+    /// Records kept before the wire's rules had `null`s and the controller's own names; they
+    /// are served as a strict client reads them.
+    #[test]
+    fn a_summary_stored_before_the_wire_rules_is_served_by_them() {
+        let summary = serde_json::json!({
+            "observedAt": null,
+            "runtime": { "lifecycle": "missing", "health": "starting", "reasonCode": null },
+            "latestDeployment": { "id": "dep-1", "status": null, "lastError": null },
+            "publicAccess": {
+                "status": "ready", "kind": "generated", "latestAccessFailure": null,
+                "routeIntentStatus": {
+                    "proxy": { "applied": "configured" },
+                    "copySafeSummary": { "status": "ready", "code": null },
+                },
+            },
+            "proxy": { "status": "disabled" },
+            "healthPolicy": { "status": "not-configured", "type": null },
+            "sourceErrors": [{"source": "server", "code": "probe_timeout", "message": "m",
+                "retryable": true}],
         });
-        assert_eq!(observation.observation_id, "7");
-        assert_eq!(observation.observed_at, "1970-01-01T00:00:01Z");
-        assert_eq!(observation.runtime_lifecycle.as_deref(), Some("exited"));
+        let observation = Observation::of(stored(summary));
+        assert_eq!(observation.runtime_lifecycle, "unknown");
+        assert_eq!(observation.runtime_health, "unknown");
+        assert_eq!(observation.proxy_status, "not-configured");
         assert_eq!(
-            observation.public_access_status.as_deref(),
-            Some("not-ready")
+            observation.summary,
+            serde_json::json!({
+                "runtime": { "lifecycle": "unknown", "health": "unknown",
+                    "reasonCode": "runtime_missing" },
+                "latestDeployment": { "id": "dep-1", "status": "created" },
+                "publicAccess": {
+                    "status": "ready", "kind": "generated-latest",
+                    "routeIntentStatus": {
+                        "proxy": { "applied": "ready" },
+                        "copySafeSummary": { "status": "available" },
+                    },
+                },
+                "proxy": { "status": "not-configured" },
+                "healthPolicy": { "status": "not-configured" },
+                "sourceErrors": [{"source": "runtime", "code": "probe_timeout", "message": "m",
+                    "retriable": true, "category": "infra", "phase": "health-read"}],
+            })
         );
-        assert_eq!(observation.latest_deployment_id.as_deref(), Some("dep-1"));
-        assert_eq!(observation.summary, summary);
     }
 }

@@ -63,10 +63,13 @@ pub async fn run(
 ) {
     let Some(server) = server else {
         health.source_errors.push(SourceError {
-            source: "server",
-            code: "server_not_assigned",
-            message: "the resource has no server to probe".into(),
-            retryable: false,
+            retriable: false,
+            ..SourceError::infra(
+                "runtime",
+                "server_not_assigned",
+                "runtime-probe",
+                "the resource has no server to probe".into(),
+            )
         });
         return;
     };
@@ -86,21 +89,21 @@ pub async fn run(
     };
     match tokio::time::timeout(PROBE_WITHIN, probe).await {
         Ok(Ok(checks)) => health.checks.extend(checks),
-        Ok(Err(error)) => health.source_errors.push(SourceError {
-            source: "server",
-            code: "server_unreachable",
-            message: error.body.message.clone(),
-            retryable: true,
-        }),
-        Err(_) => health.source_errors.push(SourceError {
-            source: "server",
-            code: "probe_timeout",
-            message: format!(
+        Ok(Err(error)) => health.source_errors.push(SourceError::infra(
+            "runtime",
+            "server_unreachable",
+            "runtime-probe",
+            error.body.message.clone(),
+        )),
+        Err(_) => health.source_errors.push(SourceError::infra(
+            "runtime",
+            "probe_timeout",
+            "runtime-probe",
+            format!(
                 "the server did not answer within {}s",
                 PROBE_WITHIN.as_secs()
             ),
-            retryable: true,
-        }),
+        )),
     }
 }
 

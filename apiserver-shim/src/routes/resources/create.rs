@@ -2,7 +2,7 @@
 //! endpoint list, but REST users need it to have something to deploy (as `POST /organizations`).
 //! Every field is checked here, naming the field, before anything is written.
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::State;
 use berth_crds::member::OrganizationRole;
 use berth_crds::resource::{Resource, ResourceSpec};

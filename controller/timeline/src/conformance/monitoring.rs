@@ -495,10 +495,7 @@ fn a_scopes_totals_sum_up_its_series(fixture: &Fixture) {
 fn resource_usage_sums_each_resources_window(fixture: &Fixture) {
     let store = fixture.open();
     let mut records = two_ticks();
-    for record in &mut records {
-        record.sample.totals.container_cpu_cores = record.sample.totals.container_cpu_percent;
-    }
-    records[6].sample.totals.container_cpu_cores = Some(5.0);
+    records[6].sample.totals.container_cpu_percent = Some(5.0);
     store.record_samples(&records).unwrap();
     let usage = |filters: SampleQuery| {
         let query = RollupQuery {
@@ -515,13 +512,13 @@ fn resource_usage_sums_each_resources_window(fixture: &Fixture) {
         rows.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
         rows
     };
-    let cores = |r: &(String, String, i64, f64)| r.1 == "containerCpuCores";
+    let cores = |r: &(String, String, i64, f64)| r.1 == "containerCpuPercent";
     let all: Vec<_> = usage(query()).into_iter().filter(cores).collect();
     assert_eq!(
         all,
         [
-            ("api".to_string(), "containerCpuCores".to_string(), 2, 6.0),
-            ("web".to_string(), "containerCpuCores".to_string(), 2, 8.0),
+            ("api".to_string(), "containerCpuPercent".to_string(), 2, 6.0),
+            ("web".to_string(), "containerCpuPercent".to_string(), 2, 8.0),
         ]
     );
     let staging = SampleQuery {

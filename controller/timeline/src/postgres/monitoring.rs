@@ -80,7 +80,7 @@ SELECT resource, min(server), scope, project, environment, resource, NULL::text,
        min(bucket_ms), metric, sum(n)::bigint, sum(total), min(lo), max(hi)
 FROM monitoring_rollups WHERE namespace = $1 AND tier = $10 AND scope IN ($4::text, $11::text)
    AND bucket_ms BETWEEN $2 AND $3
-   AND metric IN ('containerCpuCores', 'memoryUsedBytes')
+   AND metric IN ('containerCpuPercent', 'memoryUsedBytes')
    AND resource IS NOT NULL
    AND ($5::text IS NULL OR server = $5::text)
    AND ($6::text IS NULL OR project = $6::text)

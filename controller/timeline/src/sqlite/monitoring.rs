@@ -59,7 +59,7 @@ SELECT resource, min(server), scope, project, environment, resource, NULL,
        min(bucket_ms), metric, sum(n), sum(total), min(lo), max(hi)
 FROM monitoring_rollups WHERE namespace = ?1 AND tier = ?10 AND scope IN (?4, ?11)
    AND bucket_ms BETWEEN ?2 AND ?3
-   AND metric IN ('containerCpuCores', 'memoryUsedBytes')
+   AND metric IN ('containerCpuPercent', 'memoryUsedBytes')
    AND resource IS NOT NULL
    AND (?5 IS NULL OR server = ?5)
    AND (?6 IS NULL OR project = ?6)

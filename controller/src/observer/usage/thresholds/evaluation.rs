@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use berth_crds::monitoring::{MonitoringSample, ScopeKind, metric_value};
+use berth_crds::monitoring::{MonitoringSample, ScopeKind, Signal};
 use berth_crds::threshold_policy::{
     CrossedRule, INSPECT_RUNTIME_USAGE, MonitoringScope, Severity, ThresholdEvaluation,
     ThresholdPolicy, ThresholdRule,
@@ -23,32 +23,34 @@ pub(super) fn covers(scope: &MonitoringScope, server: &str) -> bool {
 }
 
 fn scope_kind(scope: &MonitoringScope) -> Option<ScopeKind> {
-    [
-        ScopeKind::Server,
-        ScopeKind::Project,
-        ScopeKind::Environment,
-        ScopeKind::Resource,
-        ScopeKind::Deployment,
-    ]
-    .into_iter()
-    .find(|kind| kind.as_str() == scope.kind)
+    ScopeKind::parse(&scope.kind)
 }
 
-/// Whether `sample` falls under `scope`: a server scope takes its host sample, the others the
-/// container samples whose attribution matches every id the scope names.
+/// Whether `sample` falls under `scope`: a server scope takes its host's sample and every
+/// container's on it (a rule on a container metric reads the containers, one on a host metric
+/// the host); the others the container samples whose attribution matches every id the scope
+/// names.
 fn matches(scope: &MonitoringScope, sample: &MonitoringSample) -> bool {
     let evidence = &sample.scope_evidence;
-    let host = evidence.scope == Some(ScopeKind::Server);
-    let wants_host = scope_kind(scope) == Some(ScopeKind::Server);
     let same = |wanted: &Option<String>, seen: Option<&str>| {
         wanted.as_deref().is_none_or(|id| seen == Some(id))
     };
-    host == wants_host
-        && same(&scope.server_id, Some(&evidence.server_id))
+    let server = same(&scope.server_id, Some(&evidence.server_id));
+    if scope_kind(scope) == Some(ScopeKind::Server) {
+        return server;
+    }
+    !sample.is_host()
+        && server
         && same(&scope.project_id, evidence.project_id.as_deref())
         && same(&scope.environment_id, evidence.environment_id.as_deref())
         && same(&scope.resource_id, evidence.resource_id.as_deref())
         && same(&scope.deployment_id, evidence.deployment_id.as_deref())
+}
+
+/// The value `rule` reads from `sample`: the field of the sample's `resourceMetrics` it names.
+fn rule_value(rule: &ThresholdRule, sample: &MonitoringSample) -> Option<f64> {
+    let signal = Signal::parse(&rule.signal)?;
+    sample.metrics().get(signal, &rule.metric)
 }
 
 /// One series (a server's host, or one container) of one rule.
@@ -62,13 +64,15 @@ struct Series {
     /// The latest value and the sample it came from.
     value: f64,
     sample_id: String,
+    /// The resource of the container measured; `None` for a host.
+    resource_id: Option<String>,
 }
 
 impl Series {
     /// Takes one sample's value: a level is reached after `forSamples` consecutive samples
     /// at or past it, and left at once when the value is back past the boundary, or with
     /// `clearAt`, back past `clearAt`.
-    fn observe(&mut self, rule: &ThresholdRule, value: f64, sample_id: &str) {
+    fn observe(&mut self, rule: &ThresholdRule, value: f64, sample: &MonitoringSample) {
         let level = rule.level(value);
         let streak = |count: u32, reached: bool| if reached { count + 1 } else { 0 };
         self.warning_streak = streak(self.warning_streak, level >= Severity::Warning);
@@ -87,7 +91,10 @@ impl Series {
             self.state = sustained;
         }
         self.value = value;
-        self.sample_id = sample_id.to_string();
+        self.sample_id = sample.sample_id.clone();
+        self.resource_id = (!sample.is_host())
+            .then(|| sample.scope_evidence.resource_id.clone())
+            .flatten();
     }
 }
 
@@ -185,9 +192,9 @@ impl PolicyMemory {
                     server.to_string(),
                     runtime.to_string(),
                 );
-                if let Some(value) = metric_value(&sample.totals, &rule.metric) {
+                if let Some(value) = rule_value(rule, sample) {
                     let series = self.series.entry(key.clone()).or_default();
-                    series.observe(rule, value, &sample.sample_id);
+                    series.observe(rule, value, sample);
                 }
                 seen.push(key);
             }
@@ -248,6 +255,7 @@ fn worst_of(
         severity: worst.state,
         observed_value: worst.value,
         boundary: rule.boundary(worst.state)?,
+        resource_id: worst.resource_id.clone(),
     };
     Some((crossed, worst.sample_id.clone()))
 }
@@ -263,7 +271,7 @@ mod tests {
         ThresholdRule {
             rule_id: "mem".into(),
             signal: "memory".into(),
-            metric: "memoryUsedBytes".into(),
+            metric: "containerUsedBytes".into(),
             warning: Some(warning),
             critical,
             comparator,
@@ -278,7 +286,7 @@ mod tests {
         values
             .iter()
             .map(|value| {
-                series.observe(rule, *value, "s");
+                series.observe(rule, *value, &sample("edge", Some("c1"), 0.0));
                 series.state
             })
             .collect()
@@ -380,7 +388,8 @@ mod tests {
         let web = sample("edge", Some("c1"), 1.0);
         let server: MonitoringScope =
             serde_json::from_value(json!({"kind": "server", "serverId": "edge"})).unwrap();
-        assert!(matches(&server, &host) && !matches(&server, &web));
+        assert!(matches(&server, &host) && matches(&server, &web));
+        assert!(!matches(&server, &sample("db", Some("c9"), 1.0)));
         assert!(covers(&server, "edge") && !covers(&server, "db"));
         let project: MonitoringScope =
             serde_json::from_value(json!({"kind": "project", "projectId": "shop"})).unwrap();
@@ -420,6 +429,7 @@ mod tests {
             "cpu unmeasured: {evaluation:?}"
         );
         assert_eq!(evaluation.crossed[0].observed_value, 2000.0);
+        assert_eq!(evaluation.crossed[0].resource_id.as_deref(), Some("web"));
         assert_eq!(evaluation.crossed[0].boundary, 1000.0);
         assert_eq!(evaluation.source_sample_id.as_deref(), Some("edge:c2"));
         assert_eq!(evaluation.next_actions, [INSPECT_RUNTIME_USAGE]);
@@ -440,5 +450,36 @@ mod tests {
         assert_eq!(change.evaluation.state, Severity::Ok);
         assert!(change.evaluation.crossed.is_empty());
         assert_eq!(change.previous, Some(Severity::Critical));
+    }
+
+    #[test]
+    fn a_server_scoped_rule_on_a_container_metric_reads_every_container_on_the_server() {
+        let now = Timestamp::now();
+        let cpu = ThresholdRule {
+            rule_id: "cpu".into(),
+            signal: "cpu".into(),
+            metric: "containerCpuPercent".into(),
+            ..rule(Comparator::GreaterThanOrEqual, 0.0, 90.0)
+        };
+        let policy = policy(json!({"kind": "server", "serverId": "edge"}), vec![cpu]);
+        let mut memory = PolicyMemory::new(&policy);
+        let with_cpu = |runtime: &str, percent: Option<f64>| {
+            let mut sample = sample("edge", Some(runtime), 1.0);
+            sample.sample_id = format!("edge:{runtime}:2");
+            sample.totals.container_cpu_percent = percent;
+            sample
+        };
+        // The first tick has no CPU share yet (no earlier counters): nothing to compare.
+        let first = [sample("edge", None, 1.0), with_cpu("c1", None)];
+        let change = memory.step(&policy, "edge", &first, now).unwrap();
+        assert_eq!(change.evaluation.state, Severity::Ok);
+        memory.written = Some(Summary::of(&change.evaluation));
+        let second = [sample("edge", None, 1.0), with_cpu("c1", Some(0.3))];
+        let change = memory.step(&policy, "edge", &second, now).unwrap();
+        let evaluation = &change.evaluation;
+        assert_eq!(evaluation.state, Severity::Warning, "{evaluation:?}");
+        assert_eq!(evaluation.crossed[0].resource_id.as_deref(), Some("web"));
+        assert_eq!(evaluation.crossed[0].observed_value, 0.3);
+        assert_eq!(evaluation.source_sample_id.as_deref(), Some("edge:c1:2"));
     }
 }
