@@ -35,9 +35,9 @@ use super::{Endpoint, resource_config, servers};
 use crate::auth::{Caller, Principal, ScopeDimension};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
+use crate::json::Json;
 use crate::state::{AppState, FIELD_MANAGER};
 use crate::write::{UPDATED_BY_ID, UPDATED_BY_KIND};
-use axum::Json;
 use axum::http::StatusCode;
 use berth_api::build::SourceKind;
 use berth_api::repository::RepoLocator;
@@ -314,7 +314,7 @@ fn sse_event(id: u64, data: &ProgressEvent) -> Event {
     Event::default()
         .event("message")
         .id(id.to_string())
-        .json_data(data)
+        .json_data(berth_api::wire::Wire(data))
         .unwrap_or_else(|_| Event::default().event("message").id(id.to_string()))
 }
 

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use axum::Json;
+use crate::json::Json;
 use axum::extract::{Path, State};
 pub use berth_api::deployments::{TIMELINE_SCHEMA_VERSION, Timeline, TimelineItem};
 use berth_crds::progress::{ProgressEvent, Source};

@@ -11,7 +11,7 @@ mod signature;
 
 use std::sync::Arc;
 
-use axum::Json;
+use crate::json::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
