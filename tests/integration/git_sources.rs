@@ -64,14 +64,14 @@ async fn attempts(deployments: &Api<Deployment>, resource: &str) -> Vec<String> 
 
 /// Kept-alive clients alternating GET and POST through the proxy until stopped: (answered,
 /// failures). A failure is no answer, or the proxy's own 502/503/504.
-struct Load {
+pub(crate) struct Load {
     stop: Arc<AtomicBool>,
     answered: Arc<AtomicU64>,
     clients: Vec<tokio::task::JoinHandle<Vec<String>>>,
 }
 
 impl Load {
-    fn start(port: u16, host: &str, clients: usize) -> Self {
+    pub(crate) fn start(port: u16, host: &str, clients: usize) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let answered = Arc::new(AtomicU64::new(0));
         let clients = (0..clients)
@@ -110,7 +110,7 @@ impl Load {
         }
     }
 
-    async fn finish(self) -> (u64, Vec<String>) {
+    pub(crate) async fn finish(self) -> (u64, Vec<String>) {
         self.stop.store(true, Ordering::Relaxed);
         let mut failures = Vec::new();
         for client in self.clients {

@@ -5,6 +5,7 @@ mod bookkeeping;
 mod cli;
 mod cli_platform;
 mod cli_tmux;
+mod compose_stacks;
 mod contract;
 mod controller_process;
 mod crd_manifests;

@@ -18,6 +18,9 @@ pub const SERVICE_LABEL: &str = "berth.dev/service";
 /// Label of a stack's long-lived service container (not the routed one), which attempts
 /// replace only when it changed.
 pub const SIDECAR_LABEL: &str = "berth.dev/sidecar";
+/// The variable naming the attempt, which a kept service keeps from the attempt that
+/// started it.
+const DEPLOYMENT_ID_VARIABLE: &str = "BERTH_DEPLOYMENT_ID";
 /// Label holding the digest of a sidecar's settings and image.
 pub const SETTINGS_LABEL: &str = "berth.dev/settings";
 
@@ -323,6 +326,9 @@ pub fn settings_digest(service: &StackService, image_id: &str) -> String {
     let mut settings = service.settings.clone();
     // The attempt that started it is no setting of its own.
     settings.labels.remove(berth_crds::DEPLOYMENT_LABEL);
+    settings
+        .env
+        .retain(|entry| !entry.starts_with(&format!("{DEPLOYMENT_ID_VARIABLE}=")));
     let mut labels: Vec<_> = settings.labels.iter().collect();
     labels.sort();
     let text = format!(
