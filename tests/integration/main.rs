@@ -43,5 +43,6 @@ mod shim_servers;
 mod shim_thresholds;
 mod shim_tokens;
 mod shim_variables;
+mod spec_fields;
 mod ssh_pool;
 mod tls;
