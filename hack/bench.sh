@@ -19,6 +19,8 @@
 #                         Caddy's own automatic HTTPS from the same Pebble, p50s in one run
 #   hack/bench.sh scale   what idle apps cost: API requests, CPU, RSS and SSH channels at rest
 #                         with N Resources, 200 applied at once, drift repair time
+#   hack/bench.sh build   a warm rebuild of an unchanged commit against a plain docker build of
+#                         the same files over SSH; push-to-serving time of a small app
 set -euo pipefail
 HACK_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export BERTH_LOG_PREFIX=bench
@@ -30,6 +32,8 @@ source "$HACK_DIR/lib/bench-scale.sh"
 source "$HACK_DIR/lib/bench-monitor.sh"
 # shellcheck source-path=SCRIPTDIR
 source "$HACK_DIR/lib/bench-tls.sh"
+# shellcheck source-path=SCRIPTDIR
+source "$HACK_DIR/lib/bench-build.sh"
 
 usage() {
   cat <<USAGE
@@ -92,6 +96,14 @@ Commands:
         stopped, its CPU and RSS, SSH channels/min; 200 Resources applied at once until Ready;
         drift repair (container removed by hand until the route answers 200). Fails when a
         goal of issue 10 is missed.
+  build [RUNS]
+        With the release berth-controller, in the quickstart's organization (run hack/dev.sh
+        first), a Resource deploying a small Dockerfile app from the stack's git server. RUNS
+        times each (default 5), alternating: a new attempt of the unchanged commit, its package
+        phase (fetch, then the image found by its build key) read from its timeline, against a
+        plain `docker build` of the same files over SSH to the same Docker (its cache warm);
+        fails above 1.2x. Then RUNS pushes, each from `git push` and its signed webhook until
+        the new page answers through the edge proxy: p50.
 USAGE
 }
 
@@ -325,6 +337,7 @@ case "${1:-}" in
   rollup) shift; bench_rollup "$@" ;;
   tls) shift; bench_tls "$@" ;;
   scale) shift; bench_scale "$@" ;;
+  build) shift; bench_build "$@" ;;
   -h | --help | help) usage ;;
   *) usage >&2; exit 2 ;;
 esac

@@ -257,6 +257,37 @@ async fn a_push_deploys_its_commit_through_a_signed_webhook_without_dropping_a_r
     assert!(text.contains("Reusing image"), "{text}");
     assert!(!text.contains("Building the Dockerfile"), "{text}");
 
+    // From CI: a deploy token with `source-link-deploy` and the repository in its scope deploys
+    // a given commit; without either it is refused.
+    // The last two segments of the repository's path, as a git host names it.
+    let full_name = format!("git/{}", repo.name);
+    let ci_scope =
+        json!({"workflowCommands": ["source-link-deploy"], "repositoryFullNames": [full_name]});
+    let (_, ci_token) = crate::shim_tokens::create_token(&admin, &org.id, ci_scope).await;
+    let ci = admin.with_token(&ci_token);
+    let pinned = json!({"projectId": shop, "environmentId": prod, "serverId": server,
+        "resourceId": id, "commitSha": first});
+    let by_ci = ci.post("/deployments", pinned.clone()).await.expect(201);
+    let by_ci = by_ci["id"].as_str().unwrap().to_string();
+    let deployed = succeeded(&deployments, &by_ci).await;
+    assert_eq!(deployed.status.unwrap().source_commit.unwrap().sha, first);
+    wait_body(port, &host, "git revision 1").await;
+    for scope in [
+        json!({"workflowCommands": ["preview-cleanup"]}),
+        json!({"workflowCommands": ["source-link-deploy"], "repositoryFullNames": ["stack/another"]}),
+    ] {
+        let (_, token) = crate::shim_tokens::create_token(&admin, &org.id, scope).await;
+        admin
+            .with_token(&token)
+            .post("/deployments", pinned.clone())
+            .await
+            .error(403, "forbidden");
+    }
+    let bad_sha = json!({"projectId": shop, "environmentId": prod, "serverId": server,
+        "resourceId": id, "commitSha": "abc"});
+    let refused = admin.post("/deployments", bad_sha).await.expect(422);
+    assert_eq!(refused["error"]["details"]["field"], "commitSha");
+
     // Another branch as the source: the binding changed, so auto-deploy blocks until confirmed.
     repo.branch("release");
     repo.write("www/index.html", &page("git release"));

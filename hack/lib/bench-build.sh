@@ -1,0 +1,180 @@
+# shellcheck shell=bash
+# hack/bench.sh build: deploying from a repository, with the release berth-controller (as users
+# run it) in the quickstart's organization (run hack/dev.sh first). In one run:
+#   - a warm rebuild of an unchanged commit: the package phase of a new attempt of the same
+#     commit (fetch, then the image found by its build key) from the attempt's own timeline,
+#     against a plain `docker build` of the same files through an SSH tunnel to the same Docker
+#     (OpenSSH's socket forwarding, the legacy builder, its layer cache warm), alternating, p50s; fails
+#     above 1.2x;
+#   - push to serving: a commit pushed to the stack's git server and its signed GitHub webhook
+#     delivered, until the new page answers through the edge proxy, p50.
+
+BUILD_NS=org-acme
+BUILD_RESOURCE=bench-build
+
+build_ms() { echo $((($(date +%s%N) - $1) / 1000000)); }
+
+# build_p50 FILE: the median of the numbers in FILE.
+build_p50() { sort -n "$1" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+# build_repo DIR: a small web app (a Dockerfile, 200 files to upload) committed to a bare
+# repository of the stack's git server; prints its name.
+build_repo() {
+  local work=$1 name
+  name="bench-build-$RANDOM"
+  mkdir -p "$work/www"
+  cat >"$work/Dockerfile" <<'DOCKERFILE'
+FROM berth/busybox:1
+COPY www/ /www/
+RUN ls /www | wc -l > /www/count.txt
+EXPOSE 8080
+CMD ["/bin/sh", "-c", "httpd -f -p 8080 -h /www & trap 'exit 0' TERM; wait"]
+DOCKERFILE
+  local i
+  for ((i = 0; i < 200; i++)); do head -c 2048 /dev/urandom | base64 >"$work/www/asset-$i.txt"; done
+  echo "<h1>bench build 0</h1>" >"$work/www/index.html"
+  git -C "$work" init -q -b main
+  git -C "$work" add -A
+  git -C "$work" -c user.name=Bench -c user.email=bench@berth.local commit -qm "bench app"
+  git init -q --bare -b main "$BERTH_GIT_ROOT/$name.git"
+  git -C "$work" push -q "$BERTH_GIT_ROOT/$name.git" main
+  echo "$name"
+}
+
+# build_timeline_ms DEPLOYMENT TOKEN: the package phase of an attempt, from its timeline.
+build_timeline_ms() {
+  local timeline
+  timeline=$(curl -fsS -H "Authorization: Bearer $2" \
+    "$BERTH_URL/resources/$BUILD_RESOURCE/deployments/$1/timeline?limit=1000")
+  local start end
+  start=$(jq -r '[.entries[] | select(.phase == "package")][0].timestamp' <<<"$timeline")
+  end=$(jq -r '[.entries[] | select(.phase == "deploy")][0].timestamp' <<<"$timeline")
+  echo $((($(date -d "$end" +%s%N) - $(date -d "$start" +%s%N)) / 1000000))
+}
+
+# build_wait_succeeded DEPLOYMENT: until the attempt ended; fails unless it succeeded.
+build_wait_succeeded() {
+  local status
+  for _ in $(seq 1 600); do
+    status=$(kubectl -n "$BUILD_NS" get deployment.berth.dev "$1" -o jsonpath='{.status.status}' 2>/dev/null || true)
+    case "$status" in
+      succeeded) return 0 ;;
+      failed | canceled | rolled-back) die "attempt $1 ended $status" ;;
+    esac
+    sleep 0.2
+  done
+  die "attempt $1 did not end"
+}
+
+bench_build() {
+  local runs=${1:-5}
+  stack_env
+  # shellcheck source-path=SCRIPTDIR
+  source "$HACK_DIR/lib/berth.sh"
+  kubectl get namespace "$BUILD_NS" >/dev/null 2>&1 || die "run hack/dev.sh first (the quickstart's organization)"
+  # shellcheck disable=SC1090
+  source "$BERTH_ADMIN_ENV"
+  log "building berth-controller (release, as users run it) and berth-shim"
+  (cd "$HACK_DIR/.." && cargo build --quiet --release -p berth-controller --bin berth-controller)
+  (cd "$HACK_DIR/.." && cargo build --quiet --bins -p berth-apiserver-shim)
+  BERTH_BIN_DIR=$CARGO_TARGET_DIR/release berth_start_controller "$BERTH_RUN_DIR/bench-build-controller.log"
+  shim_ready || berth_start_shim "$BERTH_RUN_DIR/shim.log"
+  local work secret token repo port floor_home
+  work=$(mktemp -d)
+  floor_home=$(mktemp -d)
+  # shellcheck disable=SC2064 # expand now: what this run made
+  trap "kubectl -n $BUILD_NS delete resource.berth.dev $BUILD_RESOURCE --wait=false >/dev/null 2>&1 || true; \
+    BERTH_BIN_DIR=$CARGO_TARGET_DIR/debug berth_start_controller $BERTH_RUN_DIR/controller.log; \
+    rm -rf $work $floor_home" EXIT
+  repo=$(build_repo "$work/app")
+  secret=$(openssl rand -hex 32)
+  token=$(jq -n --arg e "$BERTH_ADMIN_EMAIL" --arg p "$BERTH_ADMIN_PASSWORD" '{email: $e, password: $p}' |
+    curl -fsS -X POST -H 'Content-Type: application/json' -d @- "$BERTH_URL/auth/login" | jq -r .token)
+  port=$(kubectl -n "$BUILD_NS" get server.berth.dev local -o jsonpath='{.spec.proxy.httpPort}')
+  kubectl -n "$BUILD_NS" delete secret "$BUILD_RESOURCE-webhook" --ignore-not-found >/dev/null
+  kubectl -n "$BUILD_NS" create secret generic "$BUILD_RESOURCE-webhook" --from-literal=secret="$secret" >/dev/null
+  kubectl apply -f - >/dev/null <<YAML
+apiVersion: berth.dev/v1alpha1
+kind: Resource
+metadata: { name: $BUILD_RESOURCE, namespace: $BUILD_NS }
+spec:
+  projectId: shop
+  environmentId: shop-production
+  serverId: local
+  name: $BUILD_RESOURCE
+  kind: application
+  source: { kind: git-public, locator: "$BERTH_GIT_HTTP_URL/$repo.git", gitRef: main }
+  networkProfile: { internalPort: 8080 }
+  runtimeProfile: { healthCheck: { path: /, intervalSeconds: 1, retries: 2 } }
+  autoDeploy: { enabled: true, refs: [refs/heads/main] }
+YAML
+  log "first deployment of $repo (a cold build)"
+  build_wait_succeeded "dep-$BUILD_RESOURCE-1"
+
+  # The floor: the docker CLI through an SSH tunnel to the same Docker socket (OpenSSH's
+  # streamlocal forwarding, kept open like Berth's connection).
+  local tunnel=$floor_home/docker.sock
+  ssh -i "$BERTH_SSH_KEY" -p "$BERTH_SSH_PORT" -o UserKnownHostsFile="$BERTH_SSH_KNOWN_HOSTS" \
+    -o StrictHostKeyChecking=yes -o BatchMode=yes -o ExitOnForwardFailure=yes -N \
+    -L "$tunnel:/var/run/docker.sock" root@127.0.0.1 &
+  local tunnel_pid=$!
+  # shellcheck disable=SC2064 # expand now: what this run made
+  trap "kill $tunnel_pid 2>/dev/null; $(trap -p EXIT | sed "s/^trap -- '//; s/' EXIT$//")" EXIT
+  wait_for 10 "the SSH tunnel to Docker" test -S "$tunnel"
+  local context=$work/context
+  git -C "$work/app" archive --format=tar HEAD | (mkdir -p "$context" && tar -C "$context" -x)
+  floor_build() {
+    DOCKER_BUILDKIT=0 DOCKER_HOST=unix://$tunnel \
+      docker build -q -t bench-build-floor:1 "$context" >/dev/null 2>&1
+  }
+  floor_build # warm its layer cache
+  local i start generation deployment
+  for ((i = 1; i <= runs; i++)); do
+    generation=$(kubectl -n "$BUILD_NS" patch resource.berth.dev "$BUILD_RESOURCE" --type merge \
+      -p "{\"spec\":{\"description\":\"warm $i\"}}" -o jsonpath='{.metadata.generation}')
+    deployment=dep-$BUILD_RESOURCE-$generation
+    build_wait_succeeded "$deployment"
+    build_timeline_ms "$deployment" "$token" >>"$work/berth.ms"
+    start=$(date +%s%N)
+    floor_build
+    build_ms "$start" >>"$work/floor.ms"
+  done
+
+  # Push to serving: a new page committed, pushed and announced by a signed webhook.
+  local sha body signature
+  for ((i = 1; i <= runs; i++)); do
+    echo "<h1>bench build $i</h1>" >"$work/app/www/index.html"
+    git -C "$work/app" -c user.name=Bench -c user.email=bench@berth.local commit -qam "page $i"
+    start=$(date +%s%N)
+    git -C "$work/app" push -q "$BERTH_GIT_ROOT/$repo.git" main
+    sha=$(git -C "$work/app" rev-parse HEAD)
+    body=$(jq -cn --arg sha "$sha" --arg url "$BERTH_GIT_HTTP_URL/$repo.git" \
+      '{ref: "refs/heads/main", after: $sha, repository: {clone_url: $url}}')
+    signature=$(printf %s "$body" | openssl dgst -sha256 -hmac "$secret" -r | cut -d' ' -f1)
+    curl -fsS -o /dev/null -X POST -H 'Content-Type: application/json' -H 'X-GitHub-Event: push' \
+      -H "X-GitHub-Delivery: bench-$RANDOM-$i" -H "X-Hub-Signature-256: sha256=$signature" \
+      -d "$body" "$BERTH_URL/webhooks/github"
+    until curl -fsS --max-time 2 --resolve "$BUILD_RESOURCE.localhost:$port:127.0.0.1" \
+      "http://$BUILD_RESOURCE.localhost:$port/" 2>/dev/null | grep -q "bench build $i<"; do
+      sleep 0.05
+    done
+    build_ms "$start" >>"$work/push.ms"
+  done
+
+  local berth_p50 floor_p50 push_p50
+  berth_p50=$(build_p50 "$work/berth.ms")
+  floor_p50=$(build_p50 "$work/floor.ms")
+  push_p50=$(build_p50 "$work/push.ms")
+  echo "Deploying from a repository, $runs runs each, $(nproc) cores, release berth-controller:"
+  echo "  warm rebuild of an unchanged commit (package phase)  p50 ${berth_p50} ms   $(paste -sd' ' "$work/berth.ms")"
+  echo "  plain docker build of the same files over SSH         p50 ${floor_p50} ms   $(paste -sd' ' "$work/floor.ms")"
+  echo "  push to serving (push, webhook, fetch, build, switch)  p50 ${push_p50} ms   $(paste -sd' ' "$work/push.ms")"
+  local ratio
+  ratio=$(awk -v a="$berth_p50" -v b="$floor_p50" 'BEGIN {printf "%.2f", a / b}')
+  if awk -v r="$ratio" 'BEGIN {exit !(r <= 1.2)}'; then
+    echo "  ratio ${ratio}x: PASS (goal <= 1.2x)"
+  else
+    echo "  ratio ${ratio}x: FAIL (goal <= 1.2x)"
+    return 1
+  fi
+}
