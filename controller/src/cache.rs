@@ -172,15 +172,9 @@ impl Caches {
     }
 }
 
-/// Orders attempts by creation time, names breaking ties, so exactly one is newest.
+/// Orders attempts as they were requested, so exactly one is newest.
 pub fn oldest_first(a: &Deployment, b: &Deployment) -> std::cmp::Ordering {
-    let key = |d: &Deployment| {
-        (
-            d.metadata.creation_timestamp.clone().map(|t| t.0),
-            d.name_any(),
-        )
-    };
-    key(a).cmp(&key(b))
+    a.attempt_order().cmp(&b.attempt_order())
 }
 
 impl Feeds {

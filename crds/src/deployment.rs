@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -11,6 +12,13 @@ use serde::{Deserialize, Serialize};
 use crate::resource::Resource;
 use crate::variable::PlainVariable;
 use crate::{GENERATION_ANNOTATION, RESOURCE_LABEL};
+
+/// When Berth asked for the attempt, to the nanosecond: orders attempts created within one
+/// second of each other.
+pub const REQUESTED_AT_ANNOTATION: &str = "berth.dev/requested-at";
+
+/// See [`Deployment::attempt_order`].
+pub type AttemptOrder = (Option<Timestamp>, Option<Timestamp>, String);
 
 use crate::Condition;
 use crate::common::SourceDescriptor;
@@ -20,7 +28,7 @@ pub use berth_api::deployments::DeploymentState;
 pub use berth_api::progress::{DeploymentPhase, DeploymentStep};
 
 /// One attempt to deploy a resource. A newer attempt for the same resource supersedes it.
-#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(
     group = "berth.dev",
     version = "v1alpha1",
@@ -223,11 +231,32 @@ impl Deployment {
         );
         deployment.metadata.labels =
             Some(BTreeMap::from([(RESOURCE_LABEL.to_string(), resource_id)]));
-        deployment.metadata.annotations = Some(BTreeMap::from([(
-            GENERATION_ANNOTATION.to_string(),
-            generation,
-        )]));
+        deployment.metadata.annotations = Some(BTreeMap::from([
+            (GENERATION_ANNOTATION.to_string(), generation),
+            (
+                REQUESTED_AT_ANNOTATION.to_string(),
+                Timestamp::now().to_string(),
+            ),
+        ]));
         deployment
+    }
+
+    /// Where the attempt stands among its resource's attempts: creation time, then when it was
+    /// requested (creation times have whole seconds only, so two attempts requested within
+    /// one second would otherwise be told apart by name alone), then name — so exactly one
+    /// attempt is newest and it is the one requested last.
+    pub fn attempt_order(&self) -> AttemptOrder {
+        let requested_at = self
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(REQUESTED_AT_ANNOTATION))
+            .and_then(|at| at.parse().ok());
+        (
+            self.metadata.creation_timestamp.clone().map(|t| t.0),
+            requested_at,
+            self.metadata.name.clone().unwrap_or_default(),
+        )
     }
 }
 
@@ -470,5 +499,25 @@ mod tests {
             .map(|c| c.as_str())
             .collect();
         assert_eq!(listed, all);
+    }
+
+    /// An attempt of `name` created in second 100, requested at `nanos` past it.
+    fn attempt(name: &str, nanos: Option<i32>) -> Deployment {
+        let mut d = Deployment::new(name, DeploymentSpec::default());
+        d.metadata.creation_timestamp = Some(Time(Timestamp::from_second(100).unwrap()));
+        let requested = nanos.map(|n| Timestamp::new(100, n).unwrap().to_string());
+        d.metadata.annotations =
+            requested.map(|at| BTreeMap::from([(REQUESTED_AT_ANNOTATION.to_string(), at)]));
+        d
+    }
+
+    #[test]
+    fn the_attempt_requested_last_within_a_second_is_newest_whatever_its_name() {
+        let first = attempt("dep-web-md2p", Some(97_000_000));
+        let second = attempt("dep-web-m5ez", Some(947_000_000));
+        assert!(second.attempt_order() > first.attempt_order());
+        // Without the annotation (say, applied with kubectl) the name breaks the tie.
+        let applied = attempt("dep-web-zz", None);
+        assert!(first.attempt_order() > applied.attempt_order());
     }
 }

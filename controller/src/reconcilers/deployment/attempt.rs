@@ -344,13 +344,7 @@ impl Siblings for CacheSiblings<'_> {
     }
 }
 
-/// Whether `a` was created after `b` (names break ties, so exactly one attempt is newest).
+/// Whether `a` was requested after `b` (exactly one attempt is newest).
 pub fn is_newer(a: &Deployment, b: &Deployment) -> bool {
-    let key = |d: &Deployment| {
-        (
-            d.metadata.creation_timestamp.clone().map(|t| t.0),
-            d.name_any(),
-        )
-    };
-    key(a) > key(b)
+    a.attempt_order() > b.attempt_order()
 }

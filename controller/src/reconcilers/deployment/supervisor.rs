@@ -9,9 +9,8 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use berth_crds::deployment::Deployment;
+use berth_crds::deployment::{AttemptOrder, Deployment};
 use futures::Stream;
-use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 use tokio::sync::{mpsc, watch};
@@ -42,8 +41,8 @@ pub struct AttemptKey {
     pub uid: String,
     pub namespace: String,
     pub resource: String,
-    /// Creation time, then name: exactly one attempt of a resource is newest.
-    pub order: (Option<Timestamp>, String),
+    /// Exactly one attempt of a resource is newest.
+    pub order: AttemptOrder,
 }
 
 impl AttemptKey {
@@ -52,15 +51,12 @@ impl AttemptKey {
             uid: deployment.uid().unwrap_or_else(|| deployment.name_any()),
             namespace: deployment.namespace().unwrap_or_default(),
             resource: deployment.spec.resource_id.clone(),
-            order: (
-                deployment.metadata.creation_timestamp.clone().map(|t| t.0),
-                deployment.name_any(),
-            ),
+            order: deployment.attempt_order(),
         }
     }
 
     fn reference(&self) -> ObjectRef<Deployment> {
-        ObjectRef::new(&self.order.1).within(&self.namespace)
+        ObjectRef::new(&self.order.2).within(&self.namespace)
     }
 }
 
@@ -158,7 +154,7 @@ impl Attempts {
             .map(|r| r.key.clone())
             .collect();
         for old in older {
-            self.signal(&old, Interrupt::Superseded(key.order.1.clone()));
+            self.signal(&old, Interrupt::Superseded(key.order.2.clone()));
         }
     }
 

@@ -483,6 +483,7 @@ fn key(name: &str, resource: &str, second: i64) -> super::super::supervisor::Att
         resource: resource.into(),
         order: (
             Some(k8s_openapi::jiff::Timestamp::from_second(second).unwrap()),
+            None,
             name.into(),
         ),
     }

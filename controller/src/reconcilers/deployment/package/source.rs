@@ -80,7 +80,7 @@ pub fn recorded_host_key(attempts: &[Arc<Deployment>], repository: &RepoLocator)
             commit.is_some_and(|c| c.repository == identity && c.host_key_fingerprint.is_some())
         })
         .collect();
-    recorded.sort_by_key(|d| d.metadata.creation_timestamp.clone().map(|t| t.0));
+    recorded.sort_by_key(|d| d.attempt_order());
     let newest = recorded.last()?;
     newest
         .status
