@@ -10,6 +10,7 @@ pub mod common;
 pub mod credentials;
 pub mod decisions;
 pub mod deploy_tokens;
+pub mod deployment_attempts;
 pub mod deployments;
 pub mod diagnostics;
 pub mod environments;
@@ -155,6 +156,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         servers::endpoints(),
         terminal::endpoints(),
         deployments::endpoints(),
+        deployment_attempts::endpoints(),
         webhooks::endpoints(),
         certificates::endpoints(),
         resources::endpoints(),

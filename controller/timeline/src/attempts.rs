@@ -267,7 +267,10 @@ mod tests {
         assert!(sql.ends_with("LIMIT $8"), "{sql}");
         assert_eq!(values.len(), 8);
         let (count, values) = Filter::count(&query, Dialect::Sqlite);
-        assert!(!count.contains("created_ms <"), "the cursor does not count: {count}");
+        assert!(
+            !count.contains("created_ms <"),
+            "the cursor does not count: {count}"
+        );
         assert_eq!(values.len(), 4);
     }
 }

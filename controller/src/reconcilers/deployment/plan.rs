@@ -529,7 +529,10 @@ pub(super) mod tests {
         let mut plan = plan(&resource, &server(None), "dep-web-3", None).unwrap();
         serve_image(&mut plan, "berth-built/org-acme-web:dep-web-1", None);
         assert_eq!(plan.image, "berth-built/org-acme-web:dep-web-1");
-        assert!(matches!(plan.packaging, Packaging::Pull { pull_secret: None }));
+        assert!(matches!(
+            plan.packaging,
+            Packaging::Pull { pull_secret: None }
+        ));
         assert_eq!(plan.container_name, "berth-org-acme-web-dep-web-3");
     }
 

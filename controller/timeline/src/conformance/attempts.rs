@@ -46,28 +46,45 @@ fn removed_attempts_page_newest_first_within_filters_and_scope(fixture: &Fixture
         ..AttemptQuery::default()
     };
     let first = store.removed_attempts(&web).unwrap();
-    assert_eq!(names(&first), ["dep-web-5", "dep-web-4"], "live ones are not listed");
+    assert_eq!(
+        names(&first),
+        ["dep-web-5", "dep-web-4"],
+        "live ones are not listed"
+    );
     let last = &first[1];
     let next = AttemptQuery {
         before: Some((last.created_ms, last.deployment.clone())),
         ..web.clone()
     };
-    assert_eq!(names(&store.removed_attempts(&next).unwrap()), ["dep-web-3", "dep-web-2"]);
-    assert_eq!(store.count_removed(&next).unwrap(), 5, "the cursor does not count");
+    assert_eq!(
+        names(&store.removed_attempts(&next).unwrap()),
+        ["dep-web-3", "dep-web-2"]
+    );
+    assert_eq!(
+        store.count_removed(&next).unwrap(),
+        5,
+        "the cursor does not count"
+    );
     let failed = AttemptQuery {
         resource: None,
         status: Some("failed".into()),
         limit: 10,
         ..web.clone()
     };
-    assert_eq!(names(&store.removed_attempts(&failed).unwrap()), ["dep-web-2"]);
+    assert_eq!(
+        names(&store.removed_attempts(&failed).unwrap()),
+        ["dep-web-2"]
+    );
     let scoped = AttemptQuery {
         resource: None,
         within_resources: vec!["api".into()],
         limit: 10,
         ..web.clone()
     };
-    assert_eq!(names(&store.removed_attempts(&scoped).unwrap()), ["dep-api-1"]);
+    assert_eq!(
+        names(&store.removed_attempts(&scoped).unwrap()),
+        ["dep-api-1"]
+    );
     let other = AttemptQuery {
         namespace: "org-b".into(),
         ..web
@@ -88,10 +105,16 @@ fn attempts_are_replaced_forgotten_and_counted_per_timeline(fixture: &Fixture) {
     done.status = "succeeded".into();
     store.record_attempts(&[done]).unwrap();
     store
-        .mark_removed("org-a", &["dep-web-1".to_string(), "dep-unknown".to_string()])
+        .mark_removed(
+            "org-a",
+            &["dep-web-1".to_string(), "dep-unknown".to_string()],
+        )
         .unwrap();
     let stored = store.attempt("org-a", "dep-web-1").unwrap().unwrap();
-    assert_eq!((stored.status.as_str(), stored.removed), ("succeeded", true));
+    assert_eq!(
+        (stored.status.as_str(), stored.removed),
+        ("succeeded", true)
+    );
     assert!(store.attempt("org-a", "dep-unknown").unwrap().is_none());
 
     let key = TimelineKey::new("org-a", "web", "dep-web-1");
@@ -102,7 +125,9 @@ fn attempts_are_replaced_forgotten_and_counted_per_timeline(fixture: &Fixture) {
         .unwrap();
     assert_eq!(counts, vec![("dep-web-1".to_string(), 2)]);
 
-    store.record_attempts(&[attempt("dep-api-1", "api", 5, "failed")]).unwrap();
+    store
+        .record_attempts(&[attempt("dep-api-1", "api", 5, "failed")])
+        .unwrap();
     store.forget_resource("org-a", "web").unwrap();
     assert!(store.attempt("org-a", "dep-web-1").unwrap().is_none());
     assert!(store.attempt("org-a", "dep-api-1").unwrap().is_some());

@@ -75,17 +75,18 @@ impl AttemptStore for PostgresTimeline {
     }
 
     fn unremoved_attempts(&self) -> Result<Vec<(String, String)>, TimelineError> {
-        let rows = self.block_on(self.run(async |connection| {
-            Ok(connection.client.query(UNREMOVED, &[]).await?)
-        }))?;
+        let rows = self.block_on(
+            self.run(async |connection| Ok(connection.client.query(UNREMOVED, &[]).await?)),
+        )?;
         Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
     }
 
     fn removed_attempts(&self, query: &AttemptQuery) -> Result<Vec<AttemptRecord>, TimelineError> {
         let (sql, values) = Filter::select(query, Dialect::Postgres);
-        let rows = self.block_on(self.run(async |connection| {
-            Ok(connection.client.query(&sql, &bound(&values)).await?)
-        }))?;
+        let rows =
+            self.block_on(self.run(async |connection| {
+                Ok(connection.client.query(&sql, &bound(&values)).await?)
+            }))?;
         Ok(rows.iter().map(record).collect())
     }
 
