@@ -161,6 +161,9 @@ mod tests {
             ("web", "srv-1")
         );
         let read = object(&row).unwrap();
-        assert_eq!((read.spec, read.metadata), (deployment.spec, deployment.metadata));
+        assert_eq!(
+            (read.spec, read.metadata),
+            (deployment.spec, deployment.metadata)
+        );
     }
 }

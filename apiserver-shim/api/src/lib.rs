@@ -36,6 +36,7 @@ pub mod profiles;
 pub mod progress;
 pub mod projects;
 pub mod repository;
+pub mod resource_detail;
 pub mod resource_input;
 pub mod resources;
 pub mod retention;

@@ -157,6 +157,7 @@ fn deployable(state: &AppState, caller: &Caller, body: &StartDeployment) -> ApiR
             ));
         }
     }
+    super::resources::lifecycle::require_writable(state, &resource)?;
     if spec.source.is_none() {
         return Err(ApiError::conflict(format!(
             "resource {} has no source to deploy; bind one with POST /resources/{}/source",

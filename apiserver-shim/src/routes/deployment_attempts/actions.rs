@@ -81,6 +81,7 @@ fn deployable(
                 format!("resource {id} no longer exists; its attempts cannot run again"),
             )
         })?;
+    crate::routes::resources::lifecycle::require_writable(state, resource)?;
     let server = resource.spec.server_id.clone().unwrap_or_default();
     check_server(state, caller, resource, &server)?;
     Ok(Resource::clone(resource))
