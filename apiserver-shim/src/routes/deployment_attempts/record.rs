@@ -37,12 +37,19 @@ pub fn state(deployment: &Deployment) -> DeploymentState {
 pub fn trigger(deployment: &Deployment) -> DeploymentTrigger {
     let kind = TriggerKind::parse(deployment.spec.trigger.as_deref());
     let annotations = deployment.annotations();
+    // Attempts berth-controller starts on its own (it creates them without a field manager
+    // name of its own).
+    let by_controller = matches!(
+        kind,
+        TriggerKind::ResourceCreated | TriggerKind::AutoDeploy | TriggerKind::ConfigChange
+    );
     let (actor_kind, actor_id) = match (
         annotations.get(UPDATED_BY_KIND),
         annotations.get(UPDATED_BY_ID),
         annotations.get(CREATED_BY_MANAGER),
     ) {
         (Some(kind), Some(id), _) => (Some(kind.clone()), Some(id.clone())),
+        _ if by_controller => (Some("system".into()), Some("berth-controller".into())),
         (_, _, Some(manager)) if SYSTEM_MANAGERS.contains(&manager.as_str()) => {
             (Some("system".into()), Some(manager.clone()))
         }
