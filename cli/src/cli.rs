@@ -574,6 +574,9 @@ pub enum Deployments {
     /// succeeded); a broken connection resumes where it was.
     #[command(after_help = "Example:\n  berth deployments follow dep-web-3")]
     Follow { deployment: String },
+    /// The evidence that an attempt serves: health check, route, a request through the edge.
+    #[command(after_help = "Example:\n  berth deployments proof dep-web-3")]
+    Proof { deployment: String },
     /// Cancel a running attempt: its build or health check stops, what serves stays.
     #[command(after_help = "Example:\n  berth deployments cancel dep-web-3")]
     Cancel { deployment: String },

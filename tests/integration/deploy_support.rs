@@ -249,12 +249,13 @@ impl Load {
                             false => http.get(&url),
                         };
                         post = !post;
+                        let method = if post { "GET" } else { "POST" };
                         match request.header("Host", &host).send().await {
                             Ok(r) if ![502, 503, 504].contains(&r.status().as_u16()) => {
                                 let _ = r.bytes().await;
                                 answered.fetch_add(1, Ordering::Relaxed);
                             }
-                            outcome => failures.push(format!("{outcome:?}")),
+                            outcome => failures.push(format!("{method} {outcome:?}")),
                         }
                     }
                     failures
@@ -268,6 +269,7 @@ impl Load {
         }
     }
 
+    /// Each failure starts with its method (`GET …`, `POST …`).
     pub async fn finish(self) -> (u64, Vec<String>) {
         use std::sync::atomic::Ordering;
         self.stop.store(true, Ordering::Relaxed);

@@ -13,7 +13,6 @@ use crate::progress::{DeploymentPhase, DeploymentStep, Level, OutputStream, Sour
 
 pub const SHOW_SCHEMA_VERSION: &str = "deployments.show/v1";
 pub const TIMELINE_SCHEMA_VERSION: &str = "deployments.timeline/v1";
-pub const PROOF_SCHEMA_VERSION: &str = "deployments.proof/v1";
 
 /// What started an attempt (`spec.trigger`), as Berth records it.
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Copy, PartialEq, Eq)]

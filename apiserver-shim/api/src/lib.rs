@@ -22,6 +22,7 @@ pub mod conditions;
 pub mod credentials;
 pub mod decisions;
 pub mod deploy_tokens;
+pub mod deployment_proof;
 pub mod deployment_records;
 pub mod deployments;
 pub mod environments;

@@ -50,6 +50,19 @@ const FIELDS: &[Column] = &[
     col("TIMELINE", "/timeline/timelineCount"),
 ];
 
+const PROOF_FIELDS: &[Column] = &[
+    col("DEPLOYMENT", "/deploymentId"),
+    col("VERDICT", "/verdict"),
+    col("IMAGE", "/observed/artifact/reference"),
+    col("SERVING", "/observed/workload/deploymentId"),
+    col("HEALTH", "/observed/health/status"),
+    col("HEALTH SAYS", "/observed/health/summary"),
+    col("ACCESS", "/observed/access/status"),
+    col("ACCESS SAYS", "/observed/access/summary"),
+    col("URL", "/observed/access/routes/0/url"),
+    col("MISMATCH", "/mismatches/0/reasonCode"),
+];
+
 pub fn deployments(ctx: &Ctx, command: Deployments) -> CliResult<()> {
     match command {
         Deployments::List {
@@ -67,6 +80,13 @@ pub fn deployments(ctx: &Ctx, command: Deployments) -> CliResult<()> {
             Ok(())
         }
         Deployments::Follow { deployment } => follow(ctx, &deployment),
+        Deployments::Proof { deployment } => {
+            let answer = ctx
+                .api()?
+                .get(&format!("/deployments/{deployment}/proof"), &[])?;
+            ctx.out.record(&answer, PROOF_FIELDS, "/verdict");
+            Ok(())
+        }
         Deployments::Cancel { deployment } => {
             let body = CancelDeployment {
                 confirm: Some(deployment.clone()),

@@ -6,6 +6,7 @@
 
 mod actions;
 mod list;
+mod proof;
 pub mod record;
 mod show;
 mod timeline;
@@ -65,6 +66,15 @@ pub fn endpoints() -> Vec<Endpoint> {
             timeline::stream,
         )
         .event_stream(),
+        Endpoint::get::<berth_api::deployment_proof::DeploymentProof, _, _>(
+            "/deployments/{deploymentId}/proof",
+            "The evidence that an attempt serves (deployments.proof/v1): the health check it \
+             passed, its verify timeline, the serving container, the route the edge proxy \
+             holds, and for the serving attempt a Docker inspect and a request through the \
+             edge proxy made now; verdict verified, partially-verified, unverified, stale or \
+             failed",
+            proof::proof,
+        ),
         Endpoint::post::<CancelDeployment, DeploymentCanceled, _, _>(
             "/deployments/{deploymentId}/cancel",
             "Cancel a running attempt (`confirm` repeats its id): a running build or health \
