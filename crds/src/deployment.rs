@@ -124,6 +124,9 @@ pub struct DeploymentStatus {
     /// The commit a git source's attempt fetched and built.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_commit: Option<SourceCommit>,
+    /// The services of a Compose stack's attempt and the containers that run them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack: Option<StackStatus>,
     /// Why the attempt failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<DeploymentError>,
@@ -136,6 +139,28 @@ pub struct DeploymentStatus {
     /// Current conditions; `Ready` once the attempt succeeded.
     #[serde(default)]
     pub conditions: Vec<Condition>,
+}
+
+/// A Compose stack as an attempt brought it up.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StackStatus {
+    /// The service the edge proxy routes to (the attempt's own container).
+    pub routed_service: String,
+    /// Every service of the stack, dependencies first.
+    pub services: Vec<StackServiceStatus>,
+}
+
+/// One service of a stack.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StackServiceStatus {
+    /// The Compose service's name.
+    pub name: String,
+    /// The Docker container that runs it.
+    pub container: String,
+    /// The image it runs.
+    pub image: String,
 }
 
 /// The commit of a git source an attempt deploys.
@@ -288,6 +313,10 @@ pub enum DeploymentErrorCode {
     SourceHostKeyMismatch,
     /// The SshCredential of a deploy key does not exist or holds no usable key.
     DeployKeyInvalid,
+    /// The Compose file is missing, unreadable, or asks for what a Berth stack cannot do.
+    ComposeFileInvalid,
+    /// A service of the stack did not start, or did not reach its `depends_on` condition.
+    ComposeServiceFailed,
     /// A file of the build context could not be read.
     BuildContextUnreadable,
     /// The build context exceeds the upload limit.
@@ -314,7 +343,7 @@ pub enum DeploymentErrorCode {
 
 impl DeploymentErrorCode {
     /// Every code, in the order the README lists them.
-    pub const ALL: [Self; 38] = [
+    pub const ALL: [Self; 40] = [
         Self::Canceled,
         Self::Superseded,
         Self::Deleted,
@@ -342,6 +371,8 @@ impl DeploymentErrorCode {
         Self::SourceUnreachable,
         Self::SourceHostKeyMismatch,
         Self::DeployKeyInvalid,
+        Self::ComposeFileInvalid,
+        Self::ComposeServiceFailed,
         Self::BuildContextUnreadable,
         Self::BuildContextTooLarge,
         Self::BuildFailed,
@@ -385,6 +416,8 @@ impl DeploymentErrorCode {
             Self::SourceUnreachable => "source_unreachable",
             Self::SourceHostKeyMismatch => "source_host_key_mismatch",
             Self::DeployKeyInvalid => "deploy_key_invalid",
+            Self::ComposeFileInvalid => "compose_file_invalid",
+            Self::ComposeServiceFailed => "compose_service_failed",
             Self::BuildContextUnreadable => "build_context_unreadable",
             Self::BuildContextTooLarge => "build_context_too_large",
             Self::BuildFailed => "build_failed",

@@ -18,7 +18,7 @@ use kube::Api;
 use serde_json::{Value, json};
 
 use crate::deploy_support::{delete_resource, ready_server, remove_server, wait_body};
-use crate::git_support::{GitRepo, deliver, deploy_key, get, github_push};
+use crate::git_support::{GitRepo, deliver, deliver_as, deploy_key, get, github_push};
 use crate::shim_projects_envs::{environment, project};
 
 const WAIT: Duration = Duration::from_secs(150);
@@ -64,14 +64,14 @@ async fn attempts(deployments: &Api<Deployment>, resource: &str) -> Vec<String> 
 
 /// Kept-alive clients alternating GET and POST through the proxy until stopped: (answered,
 /// failures). A failure is no answer, or the proxy's own 502/503/504.
-struct Load {
+pub(crate) struct Load {
     stop: Arc<AtomicBool>,
     answered: Arc<AtomicU64>,
     clients: Vec<tokio::task::JoinHandle<Vec<String>>>,
 }
 
 impl Load {
-    fn start(port: u16, host: &str, clients: usize) -> Self {
+    pub(crate) fn start(port: u16, host: &str, clients: usize) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let answered = Arc::new(AtomicU64::new(0));
         let clients = (0..clients)
@@ -110,7 +110,7 @@ impl Load {
         }
     }
 
-    async fn finish(self) -> (u64, Vec<String>) {
+    pub(crate) async fn finish(self) -> (u64, Vec<String>) {
         self.stop.store(true, Ordering::Relaxed);
         let mut failures = Vec::new();
         for client in self.clients {
@@ -293,6 +293,46 @@ async fn a_push_deploys_its_commit_through_a_signed_webhook_without_dropping_a_r
         .to_string();
     succeeded(&deployments, &deployment).await;
     wait_body(port, &host, "git release").await;
+
+    // GitLab sends the secret as its token, Gitea signs like GitHub without the prefix.
+    let gitlab = json!({
+        "ref": "refs/heads/release", "checkout_sha": release, "user_name": "Ada",
+        "project": { "git_http_url": repo.http_url(), "git_ssh_url": repo.ssh_url() },
+    });
+    let token = |value: &str| {
+        vec![
+            ("x-gitlab-event", "Push Hook".to_string()),
+            ("x-gitlab-token", value.to_string()),
+        ]
+    };
+    let (status, receipt) = deliver_as("gitlab", &token(&secret), &gitlab).await;
+    assert_eq!(
+        (status, &receipt["deployments"][0]["duplicate"]),
+        (202, &json!(false)),
+        "{receipt}"
+    );
+    let gitlab_attempt = receipt["deployments"][0]["deploymentId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    succeeded(&deployments, &gitlab_attempt).await;
+    assert_eq!(deliver_as("gitlab", &token("wrong"), &gitlab).await.0, 401);
+    let gitea = github_push(&repo, "refs/heads/feature", &release);
+    let body = serde_json::to_vec(&gitea).unwrap();
+    let signature = crate::git_support::github_signature(&secret, &body);
+    let headers = vec![
+        ("x-gitea-event", "push".to_string()),
+        (
+            "x-gitea-signature",
+            signature.trim_start_matches("sha256=").to_string(),
+        ),
+    ];
+    let (status, receipt) = deliver_as("gitea", &headers, &gitea).await;
+    assert_eq!(
+        (status, &receipt["ignored"][0]["reason"]),
+        (202, &json!("ref-not-followed"))
+    );
+    assert_eq!(deliver_as("bitbucket", &headers, &gitea).await.0, 422);
 
     // The webhook secret never reaches a log.
     for variable in ["BERTH_SHIM_LOG", "BERTH_CONTROLLER_LOG"] {

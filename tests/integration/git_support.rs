@@ -163,3 +163,21 @@ pub async fn get(port: u16, host: &str, path: &str) -> (u16, String) {
     let status = response.status().as_u16();
     (status, response.text().await.unwrap_or_default())
 }
+
+/// Delivers `payload` to `POST /webhooks/{provider}` with `headers`: (status, body).
+pub async fn deliver_as(
+    provider: &str,
+    headers: &[(&str, String)],
+    payload: &Value,
+) -> (u16, Value) {
+    let mut request = reqwest::Client::new()
+        .post(format!("{}/webhooks/{provider}", base_url()))
+        .header("content-type", "application/json")
+        .body(serde_json::to_vec(payload).unwrap());
+    for (name, value) in headers {
+        request = request.header(*name, value);
+    }
+    let response = request.send().await.expect("the shim answers");
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}

@@ -6,6 +6,8 @@ use std::collections::{BTreeSet, HashMap};
 use berth_crds::MANAGED_LABEL;
 
 use berth_crds::{DEPLOYMENT_LABEL, NAMESPACE_LABEL, RESOURCE_LABEL};
+
+use crate::reconcilers::deployment::compose::stack::SIDECAR_LABEL;
 use berth_remote::edge_proxy::{COMPONENT_LABEL, SERVER_LABEL};
 
 /// A managed container as last observed.
@@ -41,6 +43,8 @@ pub struct Owner {
     pub namespace: String,
     pub resource: String,
     pub deployment: String,
+    /// A Compose stack's long-lived service, which outlives the attempt that started it.
+    pub sidecar: bool,
 }
 
 /// A container as one listing shows it.
@@ -211,6 +215,7 @@ fn record_from_labels(id: &str, name: &str, labels: &HashMap<String, String>) ->
             namespace: namespace.clone(),
             resource: resource.clone(),
             deployment: deployment.clone(),
+            sidecar: labels.contains_key(SIDECAR_LABEL),
         }),
         _ => None,
     };

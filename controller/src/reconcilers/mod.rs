@@ -19,6 +19,7 @@ pub mod runtime_control;
 pub mod runtime_state;
 pub mod server;
 pub mod ssh_credential;
+pub mod stack_repair;
 
 use std::sync::Arc;
 use std::time::Duration;

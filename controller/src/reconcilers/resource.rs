@@ -33,9 +33,10 @@ use kube::{Api, Resource as _, ResourceExt};
 use super::config_triggers as triggers;
 use super::deployment::plan::{self, ROUTE_SCHEME};
 use super::deployment::runtime::Target;
-use super::deployment::{config, connect, package};
+use super::deployment::{compose, config, connect, package};
 use super::domain_routes::domain_routes;
 use super::fresh::with_current_finalizers;
+use super::stack_repair;
 use super::{RESYNC_AFTER, drain, error_policy};
 use super::{crash_evidence, runtime_control, runtime_state};
 use crate::cache::{Caches, changed_by, digest};
@@ -446,6 +447,10 @@ async fn check_serving(
         // Docker's restart policy started it again before drift repair saw it stopped.
         record_restarted(resource, context, namespace, current, &death).await;
     }
+    if stack_repair::is_stack(resource) && stack_repair::needs_repair(&observed, resource, current)
+    {
+        repair_stack(resource, context, namespace, current, &observed).await;
+    }
     let route_check = observed.route_check_due(namespace, &name);
     if running && route_check.is_none() {
         return ProxyRouteStatus::Ready;
@@ -510,6 +515,8 @@ fn stray_containers(
     observed
         .containers_of(namespace, resource)
         .into_iter()
+        // A stack's long-lived services belong to the stack, not to the attempt that started them.
+        .filter(|c| !c.owner.as_ref().is_some_and(|o| o.sidecar))
         .filter_map(|c| Some((c.name, c.owner?.deployment)))
         .filter(|(_, attempt)| *attempt != serving.name_any() && ended(attempt))
         .map(|(name, _)| name)
@@ -569,6 +576,9 @@ async fn repair(
     if let Some(observed) = container_suspect {
         // A recreated container gets the configuration as it is now: the old one's is gone.
         apply_current_config(context, namespace, resource, current, &mut plan);
+        if stack_repair::is_stack(resource) {
+            plan.compose = stack_repair::routed_settings(context, current, &plan).await;
+        }
         let key = TimelineKey::new(namespace, resource.name_any(), current.name_any());
         let restored = restore_container(resource, context, observed, &target, &plan, &key);
         if let Err(status) = restored.await {
@@ -580,6 +590,24 @@ async fn repair(
         return ProxyRouteStatus::Unknown;
     }
     restore_route(resource, context, namespace, &target, &plan).await
+}
+
+/// Brings the serving stack's other services back (see `stack_repair`).
+async fn repair_stack(
+    resource: &Resource,
+    context: &Context,
+    namespace: &str,
+    current: &Deployment,
+    observed: &ObservedServer,
+) {
+    let Ok((server, target)) = connect(context, namespace, &current.spec.server_id).await else {
+        return;
+    };
+    let Some(mut plan) = stack_repair::plan_of(resource, &server, current) else {
+        return;
+    };
+    apply_current_config(context, namespace, resource, current, &mut plan);
+    stack_repair::repair(resource, context, observed, &target, current, &plan).await;
 }
 
 /// The serving attempt's configuration as it is now (lasting scopes and the attempt's own).
@@ -866,6 +894,7 @@ async fn cleanup(resource: &Resource, context: &Context, namespace: &str) -> Res
                 for (container, _) in target.resource_containers(namespace, &name).await? {
                     target.remove_container(&container).await?;
                 }
+                compose::run::remove_stack(&target, namespace, &name).await?;
                 package::remove_built_images(&target, namespace, &name).await;
             }
             Err(error) => {

@@ -14,6 +14,8 @@ use berth_remote::ServerId;
 
 /// What the observer of the serving attempt's server knows about its container.
 #[derive(Clone, Debug, PartialEq)]
+// One value per reconcile, never stored: the size of a container record costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Seen {
     /// No attempt has succeeded.
     NotDeployed,

@@ -45,7 +45,37 @@ impl ResourceSpec {
             None => SourceKind::LocalFolder,
         };
         self.check_runtime(kind)?;
-        self.check_network()
+        self.check_network()?;
+        self.check_auto_deploy()
+    }
+
+    /// Auto-deploy answers git pushes and tags; other triggers are not built.
+    fn check_auto_deploy(&self) -> Result<(), FieldError> {
+        let policy = &self.auto_deploy;
+        if policy.trigger_kind != "git-push" {
+            return Err(FieldError::not_one_of(
+                "autoDeploy.triggerKind",
+                &["git-push"],
+            ));
+        }
+        for (index, kind) in policy.event_kinds.iter().enumerate() {
+            if !["push", "tag"].contains(&kind.as_str()) {
+                return Err(FieldError::not_one_of(
+                    &format!("autoDeploy.eventKinds[{index}]"),
+                    &["push", "tag"],
+                ));
+            }
+        }
+        for (index, git_ref) in policy.refs.iter().enumerate() {
+            if !git_ref.starts_with("refs/") {
+                let field = format!("autoDeploy.refs[{index}]");
+                return Err(FieldError::new(
+                    &field,
+                    format!("{field} must be a full ref such as refs/heads/main or refs/tags/v*"),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// An external resource is something Berth lists but does not run.

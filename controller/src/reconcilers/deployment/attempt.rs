@@ -157,9 +157,13 @@ async fn phases(
     guard: &Guard<'_>,
 ) -> std::result::Result<(), Halt> {
     let resource = phases::detect(context, progress, guard).await?;
-    let (plan, server) = phases::plan(context, progress, guard, &resource).await?;
-    phases::package(&server, progress, guard, &plan).await?;
-    phases::roll_out(&server, progress, guard, &plan).await
+    let (mut plan, server) = phases::plan(context, progress, guard, &resource).await?;
+    let stack = phases::package(&server, progress, guard, &plan).await?;
+    // A stack's routed container carries its Compose service's settings.
+    if let Some(stack) = &stack {
+        plan.compose = Some(Box::new(stack.routed().settings.clone()));
+    }
+    phases::roll_out(&server, progress, guard, &plan, stack.as_ref()).await
 }
 
 /// Ends the attempt as `stopped` says, with an Event.

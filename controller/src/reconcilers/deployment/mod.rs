@@ -4,6 +4,7 @@
 //! run is a task of the context's [`supervisor::Attempts`], so `reconcile` stays short.
 
 pub mod attempt;
+pub mod compose;
 pub mod config;
 pub mod package;
 pub mod plan;

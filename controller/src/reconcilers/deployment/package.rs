@@ -18,6 +18,7 @@ mod context;
 mod pull;
 pub mod recipe;
 pub mod reuse;
+mod services;
 pub mod source;
 
 use berth_crds::{NAMESPACE_LABEL, RESOURCE_LABEL};
@@ -36,6 +37,7 @@ use kube::Api;
 use self::build::{Destination, run_build};
 use self::recipe::Build;
 use self::source::{FetchedSource, SourceAccess, short};
+use super::compose::stack::Stack;
 use super::plan::{BUILT_REPOSITORY_PREFIX, BuildPlan, Origin, Packaging, Plan, Recipe};
 use super::progress::OutputSink;
 use super::runtime::Target;
@@ -97,27 +99,30 @@ pub struct Server<'a> {
     pub secrets: &'a Api<Secret>,
 }
 
-/// Runs the package phase: afterwards `plan.image` is on the server, or the failure says why.
-/// `fetched` is the commit of a git source ([`source::fetch`]).
+/// Runs the package phase: afterwards `plan.image` is on the server (and, for a Compose
+/// stack, every service's image: the stack is returned), or the failure says why. `fetched`
+/// is the commit of a git source ([`source::fetch`]).
 pub async fn package(
     server: Server<'_>,
     plan: &Plan,
     fetched: Option<&FetchedSource>,
     sources: &SourceAccess,
     output: &OutputSink,
-) -> Result<(), PackageFailure> {
+) -> Result<Option<Stack>, PackageFailure> {
     let build = match &plan.packaging {
         Packaging::Pull { pull_secret } => {
             let credentials = (pull_secret.as_deref(), server.secrets);
-            return ensure_pulled(&server, &plan.image, credentials, output).await;
+            ensure_pulled(&server, &plan.image, credentials, output).await?;
+            return Ok(None);
         }
         Packaging::Build(build) => build,
     };
+    let compose = matches!(build.recipe, Recipe::Compose { .. });
     let mut labels = plan.labels.clone();
-    if let Some(fetched) = fetched {
+    if let Some(fetched) = fetched.filter(|_| !compose) {
         let key = reuse::build_key(build, &fetched.fetched.commit.sha, &plan.build_args);
         if reused(&server, plan, &key, fetched, output).await? {
-            return Ok(());
+            return Ok(None);
         }
         labels.insert(reuse::BUILD_KEY_LABEL.to_string(), key);
     }
@@ -135,8 +140,13 @@ pub async fn package(
             ));
         }
     };
+    if let Recipe::Compose { file, target } = &build.recipe {
+        let stack = services::load(root.clone(), file.clone(), target.clone(), plan).await?;
+        services::package(&server, build, &stack, plan, &root, output).await?;
+        return Ok(Some(stack));
+    }
     let prepared = prepare(build, root, plan).await?;
-    let credentials = build_credentials(&server, build, &prepared).await?;
+    let credentials = build_credentials(&server, build, &build.recipe, &prepared).await?;
     let destination = Destination {
         target: server.target,
         docker_socket: server.docker_socket,
@@ -145,11 +155,16 @@ pub async fn package(
         credentials,
     };
     run_build(destination, prepared, output).await?;
-    match server.target.image_present(&plan.image).await {
+    built(&server, &plan.image).await.map(|()| None)
+}
+
+/// Whether the build left `image` on the server.
+async fn built(server: &Server<'_>, image: &str) -> Result<(), PackageFailure> {
+    match server.target.image_present(image).await {
         Ok(true) => Ok(()),
         Ok(false) => Err(failure(
             Code::BuildFailed,
-            format!("the build finished without producing image {}", plan.image),
+            format!("the build finished without producing image {image}"),
         )),
         Err(error) => Err(failure(Code::DockerError, error.to_string())),
     }
@@ -211,13 +226,14 @@ async fn prepare(build: &BuildPlan, root: PathBuf, plan: &Plan) -> Result<Build,
 async fn build_credentials(
     server: &Server<'_>,
     build: &BuildPlan,
+    recipe: &Recipe,
     prepared: &Build,
 ) -> Result<Option<HashMap<String, DockerCredentials>>, PackageFailure> {
     let Some(secret) = &build.pull_secret else {
         return Ok(None);
     };
     let mut credentials = HashMap::new();
-    for image in base_images(&build.recipe, prepared) {
+    for image in base_images(recipe, prepared) {
         let registry = pull::parse_reference(&image).registry;
         let auth = pull::registry_auth(server.secrets, secret, &registry).await?;
         if let Some(found) = auth.credentials {

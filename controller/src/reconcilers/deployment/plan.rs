@@ -22,6 +22,8 @@ use berth_crds::deployment::DeploymentErrorCode as Code;
 
 mod packaging;
 
+use super::compose::stack::ContainerSettings;
+
 pub use self::packaging::{
     BUILT_REPOSITORY_PREFIX, BuildPlan, Commands, DEFAULT_DOCKERFILE, GitOrigin, Origin, Packaging,
     Recipe, built_tag, packaging_of, slash_path,
@@ -79,6 +81,9 @@ pub struct Plan {
     pub restart_policy: RestartPolicy,
     /// `runtimeProfile.startCommand`: run by `/bin/sh -c` in place of the image's command.
     pub start_command: Option<String>,
+    /// The Compose service settings of a stack's routed container (filled in by the package
+    /// phase, which reads the Compose file).
+    pub compose: Option<Box<ContainerSettings>>,
     pub internal_port: u16,
     pub health: HealthPlan,
     pub route: Option<RoutePlan>,
@@ -342,6 +347,7 @@ pub fn plan(
             .map(|r| r.restart_policy)
             .unwrap_or_default(),
         start_command: runtime.and_then(|r| r.start_command),
+        compose: None,
         internal_port,
         health,
         route: route(resource, server),

@@ -26,6 +26,8 @@ use http::header::HOST;
 use http_body_util::Empty;
 use serde_json::Value;
 
+use super::compose::run::{apply_settings, join_stack_network};
+use super::compose::stack::SIDECAR_LABEL;
 use super::plan::{HealthPlan, Plan, RoutePlan, caddy_route};
 use berth_remote::docker::{
     self, docker_call, docker_over_ssh, is_conflict, is_not_found, is_not_modified,
@@ -166,10 +168,15 @@ impl Target {
         )
         .await;
         match created {
-            Ok(_) => Ok(true),
-            Err(error) if is_conflict(&error) => Ok(false),
-            Err(error) => Err(error),
+            Ok(_) => {}
+            Err(error) if is_conflict(&error) => return Ok(false),
+            Err(error) => return Err(error),
         }
+        // A stack's routed service also answers to its name on the stack's own network.
+        if let Some(settings) = &plan.compose {
+            join_stack_network(self, &plan.container_name, settings).await?;
+        }
+        Ok(true)
     }
 
     /// Puts the container on the resource's upstream name: requests through the proxy reach it
@@ -352,8 +359,14 @@ impl Target {
         let containers =
             docker::resource_containers(&self.connection, &self.docker, namespace, resource)
                 .await?;
+        // A stack's long-lived services are the stack's, not one attempt's.
         Ok(containers
             .into_iter()
+            .filter(|c| {
+                !c.labels
+                    .as_ref()
+                    .is_some_and(|l| l.contains_key(SIDECAR_LABEL))
+            })
             .filter_map(|c| {
                 let deployment = c.labels.as_ref()?.get(DEPLOYMENT_LABEL)?.clone();
                 let name = c.names?.into_iter().next()?;
@@ -567,7 +580,7 @@ pub fn container_body(plan: &Plan, serving: bool) -> ContainerCreateBody {
         ),
         None => (None, None),
     };
-    ContainerCreateBody {
+    let mut body = ContainerCreateBody {
         image: Some(plan.image.clone()),
         entrypoint,
         cmd,
@@ -609,5 +622,9 @@ pub fn container_body(plan: &Plan, serving: bool) -> ContainerCreateBody {
             )])),
         }),
         ..Default::default()
+    };
+    if let Some(settings) = &plan.compose {
+        apply_settings(&mut body, settings);
     }
+    body
 }

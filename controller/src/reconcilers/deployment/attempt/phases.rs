@@ -10,6 +10,7 @@ use berth_crds::resource::Resource;
 use k8s_openapi::api::core::v1::Secret;
 use kube::{Api, ResourceExt};
 
+use super::super::compose::{run::StackError, stack::Stack};
 use super::super::config;
 use super::super::connect;
 use super::super::package::source::SourceAccess;
@@ -30,6 +31,8 @@ use DeploymentPhase::{Deploy, Detect, Package, Verify};
 
 /// Deadline of the detect, plan and deploy phases (package has its own, see `package`).
 pub const PHASE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Deadline of bringing a stack's services up, `depends_on` conditions included.
+const STACK_TIMEOUT: Duration = Duration::from_secs(300);
 /// How often a long phase looks in the cache for its Deployment's deletion.
 const DELETION_POLL: Duration = Duration::from_millis(250);
 /// Lines of a failed container's output kept in the timeline.
@@ -317,7 +320,7 @@ pub async fn package(
     progress: &mut Progress<'_>,
     guard: &Guard<'_>,
     plan: &Plan,
-) -> Result<(), Halt> {
+) -> Result<Option<Stack>, Halt> {
     guard.check(Package)?;
     progress.status.status = Some(DeploymentState::Running);
     progress.step(Package, 3, &package::step_label(plan));
@@ -336,13 +339,13 @@ pub async fn package(
         let packaged = runtime.package(plan, fetched.as_ref(), &output).await;
         packaged.map_err(failed)
     };
-    guard
+    let stack = guard
         .within(Package, package::phase_timeout(), packaged)
         .await?;
     // The build's output is in the timeline before the status moves on: readers that follow
     // the status (the progress stream) then show every line before the next step.
     progress.flush_output().await;
-    Ok(())
+    Ok(stack)
 }
 
 /// Deploy, verify, and what follows either: on success the older attempts' containers go; a
@@ -352,18 +355,26 @@ pub async fn roll_out(
     progress: &mut Progress<'_>,
     guard: &Guard<'_>,
     plan: &Plan,
+    stack: Option<&Stack>,
 ) -> Result<(), Halt> {
     guard.check(Deploy)?;
     // Until an attempt succeeded, no route reaches the upstream name: the first container may
     // carry it from the start, which spares the rejoin in verify.
     let first = !guard.siblings.any_succeeded();
     let served = async {
-        deploy(runtime, progress, plan, first).await?;
+        deploy(runtime, progress, plan, stack, first).await?;
         verify(runtime, progress, guard, plan, first).await
     };
     match served.await {
         Ok(()) => {
             retire_older(runtime, guard.siblings, progress, plan).await;
+            if let Some(stack) = stack {
+                let deployment = progress.deployment;
+                let namespace = deployment.namespace().unwrap_or_default();
+                runtime
+                    .remove_dropped_services(&namespace, &deployment.spec.resource_id, stack)
+                    .await;
+            }
             Ok(())
         }
         Err(Halt::Stop(stopped)) => {
@@ -378,15 +389,36 @@ pub async fn roll_out(
     }
 }
 
-/// Deploy: the attempt's container started, off the upstream name unless it is the `first`.
+/// Deploy: a stack's other services brought up first, then the attempt's container started,
+/// off the upstream name unless it is the `first`.
 async fn deploy(
     runtime: &impl Runtime,
     progress: &mut Progress<'_>,
     plan: &Plan,
+    stack: Option<&Stack>,
     first: bool,
 ) -> Result<(), Halt> {
     let label = format!("Starting container {}", plan.container_name);
     progress.step(Deploy, 4, &label);
+    if let Some(stack) = stack {
+        let output = progress.output();
+        let up = async {
+            runtime
+                .bring_up_stack(stack)
+                .await
+                .map_err(|error| match error {
+                    StackError::Remote(error) => stop_remote(Deploy, Code::DockerError, &error),
+                    StackError::Service(message) => {
+                        stop(Deploy, Code::ComposeServiceFailed, message)
+                    }
+                })
+        };
+        for line in timed(Deploy, STACK_TIMEOUT, up).await? {
+            output.line(berth_crds::progress::OutputStream::Stdout, &line);
+        }
+        progress.status.stack = Some(stack.record());
+        progress.write();
+    }
     progress.status.container_id = Some(plan.container_name.clone());
     let started = async {
         let started = start_or_reuse(runtime, plan, first).await;

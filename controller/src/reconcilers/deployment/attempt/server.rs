@@ -8,6 +8,7 @@ use berth_crds::progress::OutputStream;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 
+use super::super::compose::{self, run::StackError, stack::Stack};
 use super::super::package::source::{FetchedSource, SourceAccess};
 use super::super::package::{self, PackageFailure};
 use super::super::plan::{Plan, RoutePlan};
@@ -26,13 +27,28 @@ pub trait Runtime: Containers {
     ) -> impl Future<Output = Result<Option<FetchedSource>, PackageFailure>> + Send;
 
     /// Gets `plan.image` onto the server: found there, pulled, or built (from `fetched`, the
-    /// commit of a git source).
+    /// commit of a git source); a Compose stack's every service image too (the stack).
     fn package(
         &self,
         plan: &Plan,
         fetched: Option<&FetchedSource>,
         output: &OutputSink,
-    ) -> impl Future<Output = Result<(), PackageFailure>> + Send;
+    ) -> impl Future<Output = Result<Option<Stack>, PackageFailure>> + Send;
+
+    /// Brings a stack's other services up (kept when unchanged) and waits for what the routed
+    /// service depends on; says what each service did.
+    fn bring_up_stack(
+        &self,
+        stack: &Stack,
+    ) -> impl Future<Output = Result<Vec<String>, StackError>> + Send;
+
+    /// Removes the stack's services its Compose file no longer has.
+    fn remove_dropped_services(
+        &self,
+        namespace: &str,
+        resource: &str,
+        stack: &Stack,
+    ) -> impl Future<Output = ()> + Send;
 
     /// Probes the container until it answers as its health check expects, or says why not.
     fn probe_until_healthy(
@@ -118,13 +134,21 @@ impl Runtime for ServerRuntime {
         plan: &Plan,
         fetched: Option<&FetchedSource>,
         output: &OutputSink,
-    ) -> Result<(), PackageFailure> {
+    ) -> Result<Option<Stack>, PackageFailure> {
         let server = package::Server {
             target: &self.target,
             docker_socket: &self.docker_socket,
             secrets: &self.secrets,
         };
         package::package(server, plan, fetched, &self.sources, output).await
+    }
+
+    async fn bring_up_stack(&self, stack: &Stack) -> Result<Vec<String>, StackError> {
+        compose::run::bring_up(&self.target, stack).await
+    }
+
+    async fn remove_dropped_services(&self, namespace: &str, resource: &str, stack: &Stack) {
+        compose::run::remove_dropped(&self.target, namespace, resource, stack).await;
     }
 
     async fn probe_until_healthy(&self, plan: &Plan) -> Result<(), ProbeError> {

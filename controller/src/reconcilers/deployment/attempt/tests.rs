@@ -12,6 +12,8 @@ use berth_crds::deployment::{
 use berth_crds::progress::OutputStream;
 use tokio::sync::watch;
 
+use super::super::compose::run::StackError;
+use super::super::compose::stack::Stack;
 use super::super::package::PackageFailure;
 use super::super::package::source::FetchedSource;
 use super::super::plan::tests::sample_plan;
@@ -147,16 +149,22 @@ impl Runtime for FakeServer {
         _plan: &Plan,
         _fetched: Option<&FetchedSource>,
         _output: &OutputSink,
-    ) -> Result<(), PackageFailure> {
+    ) -> Result<Option<Stack>, PackageFailure> {
         match &self.packaging {
-            Packaging::Done => Ok(()),
+            Packaging::Done => Ok(None),
             Packaging::Forever => std::future::pending().await,
             Packaging::DoneThen(interrupt) => {
                 self.signal.send_replace(Some(interrupt.clone()));
-                Ok(())
+                Ok(None)
             }
         }
     }
+
+    async fn bring_up_stack(&self, _stack: &Stack) -> Result<Vec<String>, StackError> {
+        Ok(Vec::new())
+    }
+
+    async fn remove_dropped_services(&self, _namespace: &str, _resource: &str, _stack: &Stack) {}
 
     async fn probe_until_healthy(&self, plan: &Plan) -> Result<(), ProbeError> {
         let running = self
@@ -267,7 +275,7 @@ async fn attempt(
     assert_eq!(plan.container_name, NEW, "the plan the tests expect");
     let outcome = async {
         phases::package(server, &mut progress, &guard, &plan).await?;
-        phases::roll_out(server, &mut progress, &guard, &plan).await
+        phases::roll_out(server, &mut progress, &guard, &plan, None).await
     }
     .await;
     (outcome, progress.status)

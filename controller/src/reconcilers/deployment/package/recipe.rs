@@ -120,6 +120,7 @@ pub fn prepare(
             )
         }
         Recipe::Detect { .. } => unreachable!("decided before"),
+        Recipe::Compose { .. } => unreachable!("a stack builds its services one by one"),
     }
 }
 

@@ -82,6 +82,12 @@ pub enum Recipe {
     /// `auto` with nothing declared: the Dockerfile when the source has one, otherwise its
     /// files served as a static site when it holds an `index.html`.
     Detect { server_image: String },
+    /// The services of a Compose file (`runtimeProfile.dockerComposeFilePath`, else the first
+    /// of Compose's own names), routing `networkProfile.targetServiceName`.
+    Compose {
+        file: Option<String>,
+        target: Option<String>,
+    },
 }
 
 /// The workspace commands of a build.
@@ -113,7 +119,7 @@ pub fn packaging_of(
     let plan = BuildPlan {
         origin: origin(kind, source),
         base_directory: relative(base, Code::BaseDirectoryInvalid, "source.baseDirectory")?,
-        recipe: recipe(strategy, &profile, server)?,
+        recipe: with_target(recipe(strategy, &profile, server)?, &spec),
         pull_secret,
     };
     Ok(Packaging::Build(Box::new(plan)))
@@ -149,6 +155,20 @@ fn origin(kind: SourceKind, source: &SourceDescriptor) -> Origin {
             pinned_host_key: source.metadata.get(HOST_KEY_FINGERPRINT).cloned(),
         }),
         None => Origin::Folder(PathBuf::from(&source.locator)),
+    }
+}
+
+/// A Compose recipe learns the service the edge proxy routes to.
+fn with_target(recipe: Recipe, spec: &berth_crds::resource::ResourceSpec) -> Recipe {
+    match recipe {
+        Recipe::Compose { file, .. } => Recipe::Compose {
+            file,
+            target: spec
+                .network_profile
+                .as_ref()
+                .and_then(|n| n.target_service_name.clone()),
+        },
+        other => other,
     }
 }
 
@@ -203,11 +223,10 @@ fn recipe(
         None => Ok(Recipe::Detect {
             server_image: file_server_image(server)?,
         }),
-        Some(BuildStrategy::DockerCompose) => Err(plan_error(
-            Code::FieldNotSupported,
-            "runtimeProfile.strategy docker-compose: compose stacks are planned by the stack \
-             deployer",
-        )),
+        Some(BuildStrategy::DockerCompose) => Ok(Recipe::Compose {
+            file: profile.docker_compose_file_path.clone(),
+            target: None,
+        }),
         Some(BuildStrategy::Auto | BuildStrategy::PrebuiltImage) => {
             unreachable!("auto is resolved and prebuilt images are pulled")
         }
