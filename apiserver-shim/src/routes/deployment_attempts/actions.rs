@@ -327,7 +327,7 @@ pub async fn rollback_candidates(
         .filter(|d| (created(d), d.name_any()) < (created(before), before.name_any()))
         .filter(|d| visible(caller, d))
         .collect();
-    candidates.sort_by(|a, b| (created(b), b.name_any()).cmp(&(created(a), a.name_any())));
+    candidates.sort_by_key(|d| std::cmp::Reverse((created(d), d.name_any())));
     Ok(candidates)
 }
 

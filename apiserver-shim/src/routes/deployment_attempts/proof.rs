@@ -442,7 +442,7 @@ fn mismatches(id: &str, facts: Facts, observed: &ObservedProof) -> Vec<ProofMism
 #[cfg(test)]
 mod tests {
     use super::*;
-    use CheckStatus::{Failed, Passed, Skipped, Unavailable};
+    use CheckStatus::{Passed, Skipped, Unavailable};
 
     fn facts(
         status: DeploymentState,
@@ -483,11 +483,11 @@ mod tests {
             "no route to check"
         );
         assert_eq!(
-            verdict(facts(Succeeded, Some(true), Passed, Failed)),
+            verdict(facts(Succeeded, Some(true), Passed, CheckStatus::Failed)),
             ProofVerdict::Failed
         );
         assert_eq!(
-            verdict(facts(Succeeded, Some(true), Failed, Passed)),
+            verdict(facts(Succeeded, Some(true), CheckStatus::Failed, Passed)),
             ProofVerdict::Failed
         );
         assert_eq!(
