@@ -434,6 +434,9 @@ pub enum Projects {
         #[arg(long)]
         slug: Option<String>,
     },
+    /// Restore an archived project (admins).
+    #[command(after_help = "Example:\n  berth projects restore prj-abc")]
+    Restore { project: String },
     /// Archive a project (its history stays readable).
     #[command(
         visible_alias = "rm",
@@ -481,6 +484,54 @@ pub enum Environments {
         #[arg(long)]
         reason: Option<String>,
     },
+    /// Rename an environment.
+    #[command(after_help = "Example:\n  berth environments rename env-abc staging-eu")]
+    Rename { environment: String, name: String },
+    /// Lock an environment (admins): no deployments or changes until unlocked.
+    #[command(
+        after_help = "Example:\n  berth environments lock env-abc --reason \"release freeze\""
+    )]
+    Lock {
+        environment: String,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Unlock an environment (admins).
+    #[command(after_help = "Example:\n  berth environments unlock env-abc")]
+    Unlock { environment: String },
+    /// Set a plain variable every resource of the environment inherits.
+    #[command(
+        after_help = "Example:\n  berth environments set env-abc LOG_LEVEL=debug --build-time"
+    )]
+    Set {
+        environment: String,
+        /// KEY=VALUE.
+        assignment: String,
+        #[arg(long)]
+        build_time: bool,
+    },
+    /// Remove an environment variable.
+    #[command(after_help = "Example:\n  berth environments unset env-abc LOG_LEVEL")]
+    Unset {
+        environment: String,
+        key: String,
+        #[arg(long)]
+        build_time: bool,
+    },
+    /// A new environment of the same project with a copy of this one's variables.
+    #[command(after_help = "Example:\n  berth environments clone env-abc staging-2 --kind staging")]
+    Clone {
+        environment: String,
+        name: String,
+        #[arg(long)]
+        kind: Option<String>,
+    },
+    /// How two environments' variables differ (secret-looking values masked).
+    #[command(after_help = "Example:\n  berth environments diff staging production")]
+    Diff { environment: String, other: String },
+    /// Copy an environment's variables into another (shows the diff first).
+    #[command(after_help = "Example:\n  berth environments promote staging production")]
+    Promote { environment: String, target: String },
 }
 
 #[derive(Subcommand, Debug)]

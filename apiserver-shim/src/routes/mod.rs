@@ -13,6 +13,7 @@ pub mod deploy_tokens;
 pub mod deployment_attempts;
 pub mod deployments;
 pub mod diagnostics;
+pub mod environment_changes;
 pub mod environments;
 pub mod health;
 pub mod identity;
@@ -152,6 +153,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         overlays::endpoints(),
         deploy_tokens::endpoints(),
         environments::endpoints(),
+        environment_changes::endpoints(),
         credentials::endpoints(),
         servers::endpoints(),
         terminal::endpoints(),

@@ -4,6 +4,7 @@
 pub mod account;
 pub mod deploy;
 pub mod deployments;
+pub mod environment_changes;
 pub mod infra;
 pub mod members;
 pub mod observe;

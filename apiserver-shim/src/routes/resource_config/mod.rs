@@ -8,7 +8,7 @@ mod profiles;
 mod runtime_control;
 mod secrets;
 mod source;
-mod spec_variables;
+pub mod spec_variables;
 mod variables;
 mod webhook_secret;
 
