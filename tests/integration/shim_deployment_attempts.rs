@@ -24,7 +24,12 @@ const WAIT: Duration = Duration::from_secs(180);
 
 /// A resource of `source` deployed by the controller, once its first attempt succeeded:
 /// (resource id, host name).
-async fn deployed(rest: &Rest, server: &str, source: Value, port_check: &str) -> (String, String) {
+pub(crate) async fn deployed(
+    rest: &Rest,
+    server: &str,
+    source: Value,
+    port_check: &str,
+) -> (String, String) {
     let shop = project(rest, "Shop").await;
     let prod = environment(rest, &shop, "prod").await;
     let slug = format!("att{}", random_suffix());
@@ -46,7 +51,7 @@ async fn deployed(rest: &Rest, server: &str, source: Value, port_check: &str) ->
 }
 
 /// Starts an attempt of the resource with `POST /deployments`; returns its id.
-async fn start(rest: &Rest, resource: &str) -> String {
+pub(crate) async fn start(rest: &Rest, resource: &str) -> String {
     let record = rest.get(&format!("/resources/{resource}")).await.ok()["resource"].clone();
     let body = json!({
         "projectId": record["projectId"], "environmentId": record["environmentId"],
@@ -69,7 +74,7 @@ async fn settled(resource: &str) {
 }
 
 /// Waits until the attempt ended; returns its record.
-async fn ended(rest: &Rest, id: &str) -> Value {
+pub(crate) async fn ended(rest: &Rest, id: &str) -> Value {
     eventually(WAIT, &format!("deployment {id} ended"), || async {
         let shown = rest.get(&format!("/deployments/{id}")).await.ok();
         let done = ["succeeded", "failed", "canceled", "rolled-back"];

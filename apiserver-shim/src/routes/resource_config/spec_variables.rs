@@ -130,15 +130,10 @@ async fn replace_list<K>(api: &Api<K>, written: &K, remaining: Vec<PlainVariable
 where
     K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
-    // `null` removes the list in a merge patch.
-    let list = if remaining.is_empty() {
-        Value::Null
-    } else {
-        json!(remaining)
-    };
+    // An empty list rather than `null`: some kinds' schemas require the field.
     let patch = json!({
         "metadata": { "resourceVersion": written.resource_version() },
-        "spec": { "variables": list },
+        "spec": { "variables": remaining },
     });
     let params = PatchParams {
         field_manager: Some(VARIABLES_FIELD_MANAGER.into()),
