@@ -3,6 +3,7 @@
 
 use std::fmt::Debug;
 use std::hash::Hash;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -29,6 +30,7 @@ use berth_crds::threshold_policy::ThresholdPolicy;
 use berth_crds::usage_intent::UsageIntent;
 use berth_crds::user::User;
 
+use crate::changes::{ChangeLog, ChangedObject, WatchChanges};
 use crate::error::ApiError;
 
 /// How long a handler waits for its own write to show up in the cache.
@@ -55,6 +57,8 @@ pub struct Caches {
     pub deployments: Store<Deployment>,
     pub threshold_policies: Store<ThresholdPolicy>,
     pub retention_policies: Store<RetentionPolicy>,
+    /// Changes of resources, deployments and servers, in order (the change feed's source).
+    pub changes: Arc<ChangeLog>,
 }
 
 /// Starts a watch-backed cache of every `K` in the cluster. The objects keep their field
@@ -90,8 +94,75 @@ where
     reader
 }
 
+/// The same, each change of an object also appended to `log`.
+fn start_logged<K>(
+    client: &Client,
+    modify: impl FnMut(&mut K) + Send + 'static,
+    log: Arc<ChangeLog>,
+    wrap: fn(Arc<K>) -> ChangedObject,
+) -> Store<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + Hash + Clone,
+{
+    let (reader, writer) = reflector::store();
+    let mut changes = WatchChanges::new(reader.clone(), wrap);
+    let stream = watcher(Api::<K>::all(client.clone()), watcher::Config::default())
+        .default_backoff()
+        .modify(modify)
+        .reflect(writer);
+    tokio::spawn(async move {
+        futures::pin_mut!(stream);
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(event) => {
+                    for (deleted, object) in changes.on(&event) {
+                        log.push(deleted, object);
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(%error, kind = %K::kind(&K::DynamicType::default()), "cache watch error")
+                }
+            }
+        }
+    });
+    reader
+}
+
+/// Deployments are read-only here and numerous: trimmed of what no read uses, after noting
+/// which field manager created one applied with kubectl or a GitOps tool (its actor).
+fn trim_deployment(deployment: &mut Deployment) {
+    // The manager owning `spec.resourceId` wrote the attempt (a later cancel owns only
+    // `spec.cancelRequested`, the controller only the status).
+    let creator = deployment
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .find(|entry| {
+            entry.subresource.as_deref().unwrap_or_default().is_empty()
+                && entry
+                    .fields_v1
+                    .as_ref()
+                    .is_some_and(|fields| fields.0.pointer("/f:spec/f:resourceId").is_some())
+        })
+        .and_then(|entry| entry.manager.clone());
+    if let Some(creator) = creator {
+        deployment
+            .metadata
+            .annotations
+            .get_or_insert_default()
+            .insert(CREATED_BY_MANAGER.to_string(), creator);
+    }
+    berth_crds::trim_for_cache(deployment);
+}
+
+/// Annotation the cache adds to its copy of a Deployment: the field manager that created it.
+pub const CREATED_BY_MANAGER: &str = "berth.dev/created-by-manager";
+
 impl Caches {
     pub fn start(client: &Client) -> Self {
+        let changes = Arc::new(ChangeLog::default());
         Self {
             organizations: start(client),
             users: start(client),
@@ -104,13 +175,18 @@ impl Caches {
             usage_intents: start(client),
             overlay_decisions: start(client),
             route_surface_decisions: start(client),
-            servers: start(client),
+            servers: start_logged(client, |_| {}, changes.clone(), ChangedObject::Server),
             ssh_credentials: start(client),
-            resources: start(client),
-            // Read-only here, and numerous: trimmed of what no read uses.
-            deployments: start_modified(client, berth_crds::trim_for_cache),
+            resources: start_logged(client, |_| {}, changes.clone(), ChangedObject::Resource),
+            deployments: start_logged(
+                client,
+                trim_deployment,
+                changes.clone(),
+                ChangedObject::Deployment,
+            ),
             threshold_policies: start(client),
             retention_policies: start(client),
+            changes,
         }
     }
 

@@ -111,6 +111,12 @@ impl ApiError {
         Self::new(StatusCode::CONFLICT, "conflict", "conflict", message)
     }
 
+    /// 409 with a code of its own, for a state a client may match on (e.g.
+    /// `deployment_not_active`).
+    pub fn conflict_code(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, code, "conflict", message)
+    }
+
     /// 409: runtime control of a resource whose project or environment is archived (spec §7
     /// blocked reason `resource-archived`).
     pub fn resource_archived(message: impl Into<String>) -> Self {

@@ -2,8 +2,10 @@
 //! Berth's custom resources from reflector caches and writing them with server-side apply.
 #![forbid(unsafe_code)]
 
+pub mod attempt_archive;
 pub mod auth;
 pub mod cache;
+pub mod changes;
 pub mod cli;
 pub mod error;
 pub mod extract;
@@ -55,6 +57,7 @@ pub async fn run(options: ShimOptions) -> anyhow::Result<()> {
     let caches = Caches::start(&client);
     tracing::info!("filling caches");
     caches.wait_until_ready().await?;
+    tokio::spawn(attempt_archive::run(caches.clone(), timelines.clone()));
     let state = AppState {
         client,
         caches,

@@ -188,6 +188,13 @@ pub enum Command {
         after_help = "Example:\n  printf %s \"$KEY\" | berth secrets set --resource web API_KEY"
     )]
     Secrets(Secrets),
+    /// Deployment attempts: list, show, follow, cancel, retry, roll back.
+    #[command(
+        subcommand,
+        visible_alias = "deps",
+        after_help = "Examples:\n  berth deployments list --resource web\n  berth deployments follow dep-web-3\n  berth deployments rollback dep-web-5 --follow"
+    )]
+    Deployments(Deployments),
     /// Deploy a resource now and follow its progress to the URL that serves it.
     #[command(
         after_help = "Examples:\n  berth deploy web\n  berth deploy web --commit \"$GITHUB_SHA\"   # from CI, with a deploy token\n\nExits 0 when the deployment succeeded, 1 when it failed (its error code and message are shown)."
@@ -427,6 +434,9 @@ pub enum Projects {
         #[arg(long)]
         slug: Option<String>,
     },
+    /// Restore an archived project (admins).
+    #[command(after_help = "Example:\n  berth projects restore prj-abc")]
+    Restore { project: String },
     /// Archive a project (its history stays readable).
     #[command(
         visible_alias = "rm",
@@ -474,6 +484,54 @@ pub enum Environments {
         #[arg(long)]
         reason: Option<String>,
     },
+    /// Rename an environment.
+    #[command(after_help = "Example:\n  berth environments rename env-abc staging-eu")]
+    Rename { environment: String, name: String },
+    /// Lock an environment (admins): no deployments or changes until unlocked.
+    #[command(
+        after_help = "Example:\n  berth environments lock env-abc --reason \"release freeze\""
+    )]
+    Lock {
+        environment: String,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Unlock an environment (admins).
+    #[command(after_help = "Example:\n  berth environments unlock env-abc")]
+    Unlock { environment: String },
+    /// Set a plain variable every resource of the environment inherits.
+    #[command(
+        after_help = "Example:\n  berth environments set env-abc LOG_LEVEL=debug --build-time"
+    )]
+    Set {
+        environment: String,
+        /// KEY=VALUE.
+        assignment: String,
+        #[arg(long)]
+        build_time: bool,
+    },
+    /// Remove an environment variable.
+    #[command(after_help = "Example:\n  berth environments unset env-abc LOG_LEVEL")]
+    Unset {
+        environment: String,
+        key: String,
+        #[arg(long)]
+        build_time: bool,
+    },
+    /// A new environment of the same project with a copy of this one's variables.
+    #[command(after_help = "Example:\n  berth environments clone env-abc staging-2 --kind staging")]
+    Clone {
+        environment: String,
+        name: String,
+        #[arg(long)]
+        kind: Option<String>,
+    },
+    /// How two environments' variables differ (secret-looking values masked).
+    #[command(after_help = "Example:\n  berth environments diff staging production")]
+    Diff { environment: String, other: String },
+    /// Copy an environment's variables into another (shows the diff first).
+    #[command(after_help = "Example:\n  berth environments promote staging production")]
+    Promote { environment: String, target: String },
 }
 
 #[derive(Subcommand, Debug)]
@@ -516,6 +574,84 @@ pub enum Servers {
         after_help = "Example:\n  berth servers delete srv-abc"
     )]
     Delete { server: String },
+}
+
+/// Filters of `deployments list` and `count`.
+#[derive(Args, Debug, Default)]
+pub struct DeploymentFilters {
+    /// Resource id, slug or name.
+    #[arg(long)]
+    pub resource: Option<String>,
+    #[arg(long)]
+    pub project: Option<String>,
+    #[arg(long)]
+    pub environment: Option<String>,
+    #[arg(long)]
+    pub server: Option<String>,
+    /// created, planning, planned, running, cancel-requested, succeeded, failed, canceled or
+    /// rolled-back.
+    #[arg(long)]
+    pub status: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Deployments {
+    /// List attempts, newest first (also those the controller removed beyond the history
+    /// limit).
+    #[command(
+        visible_alias = "ls",
+        after_help = "Examples:\n  berth deployments list --resource web --status failed\n  berth deployments list --all -o json"
+    )]
+    List {
+        #[command(flatten)]
+        filters: DeploymentFilters,
+        /// Attempts per page (1-500, default 50).
+        #[arg(long)]
+        limit: Option<u32>,
+        /// Every page, not only the first.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Count attempts.
+    #[command(after_help = "Example:\n  berth deployments count --resource web")]
+    Count {
+        #[command(flatten)]
+        filters: DeploymentFilters,
+    },
+    /// Show an attempt: status, step, error, image, commit, who started it.
+    #[command(after_help = "Example:\n  berth deployments show dep-web-3")]
+    Show { deployment: String },
+    /// Print an attempt's timeline as it is recorded until it ends (exit 1 unless it
+    /// succeeded); a broken connection resumes where it was.
+    #[command(after_help = "Example:\n  berth deployments follow dep-web-3")]
+    Follow { deployment: String },
+    /// The evidence that an attempt serves: health check, route, a request through the edge.
+    #[command(after_help = "Example:\n  berth deployments proof dep-web-3")]
+    Proof { deployment: String },
+    /// Cancel a running attempt: its build or health check stops, what serves stays.
+    #[command(after_help = "Example:\n  berth deployments cancel dep-web-3")]
+    Cancel { deployment: String },
+    /// Run a failed or canceled attempt again (same source and commit).
+    #[command(after_help = "Example:\n  berth deployments retry dep-web-3 --follow")]
+    Retry {
+        deployment: String,
+        /// Follow the new attempt until it ends.
+        #[arg(short, long)]
+        follow: bool,
+    },
+    /// Serve an earlier succeeded attempt's image again (no rebuild).
+    #[command(
+        after_help = "Examples:\n  berth deployments rollback dep-web-5\n  berth deployments rollback dep-web-5 --to dep-web-2 --follow"
+    )]
+    Rollback {
+        /// The attempt to roll back from (usually the serving one).
+        deployment: String,
+        /// The succeeded attempt to return to (default: the newest one before DEPLOYMENT).
+        #[arg(long)]
+        to: Option<String>,
+        #[arg(short, long)]
+        follow: bool,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -571,9 +707,31 @@ pub enum Resources {
         #[arg(long)]
         environment: Option<String>,
     },
-    /// Show a resource (id or slug).
+    /// Show a resource (id or slug); `-o json` prints the whole record.
     #[command(after_help = "Example:\n  berth resources show web")]
     Show { resource: String },
+    /// Deploy the resource's current source again (or that of --from).
+    #[command(
+        after_help = "Examples:\n  berth resources redeploy web --follow\n  berth resources redeploy web --from dep-web-2"
+    )]
+    Redeploy {
+        resource: String,
+        /// An earlier attempt whose source (and commit) to deploy.
+        #[arg(long)]
+        from: Option<String>,
+        #[arg(short, long)]
+        follow: bool,
+    },
+    /// Archive a resource: no deployments or changes until restored (it keeps serving).
+    #[command(after_help = "Example:\n  berth resources archive web --reason \"replaced by web2\"")]
+    Archive {
+        resource: String,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Restore an archived resource.
+    #[command(after_help = "Example:\n  berth resources restore web")]
+    Restore { resource: String },
     /// Create a resource; with --server and a source it deploys at once.
     #[command(
         after_help = "Example:\n  berth resources create web --project prj-abc --environment env-abc \\\n    --server srv-abc --image nginx:1.27 --port 80"

@@ -18,8 +18,8 @@ use clap::{CommandFactory, Parser};
 
 use cli::{Cli, Command};
 use commands::{
-    Ctx, account, deploy, infra, members, observe, platform, resource_config, resources, terminal,
-    tokens, workspace,
+    Ctx, account, deploy, deployments, infra, members, observe, platform, resource_config,
+    resources, terminal, tokens, workspace,
 };
 use error::CliResult;
 use output::Output;
@@ -59,6 +59,7 @@ fn run(cli: Cli) -> CliResult<()> {
         Command::Servers(command) => infra::servers(&ctx()?, command),
         Command::Credentials(command) => infra::credentials(&ctx()?, command),
         Command::Resources(command) => resources::resources(&ctx()?, command),
+        Command::Deployments(command) => deployments::deployments(&ctx()?, command),
         Command::Tokens(command) => tokens::tokens(&ctx()?, command),
         Command::Config(command) => resource_config::config(&ctx()?, command),
         Command::Monitoring(command) => platform::monitoring(&ctx()?, command),

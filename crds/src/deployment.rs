@@ -76,6 +76,27 @@ pub struct DeploymentSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "crate::variable::variables_schema")]
     pub variables: Vec<PlainVariable>,
+    /// The earlier attempt this one repeats: the one retried, or the one whose source a
+    /// redeploy uses again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub source_deployment_id: Option<String>,
+    /// Set on a rollback: the earlier succeeded attempt whose image this attempt serves again,
+    /// without fetching or building the source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback_of: Option<RollbackTarget>,
+}
+
+/// The attempt a rollback returns to, and the image it served.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RollbackTarget {
+    /// Id (object name) of the earlier succeeded Deployment.
+    #[schemars(length(min = 1))]
+    pub deployment_id: String,
+    /// The image that attempt served (its `status.imageRef`), run again as it is.
+    #[schemars(length(min = 1))]
+    pub image_ref: String,
 }
 
 /// What happened to a deployment attempt.
@@ -227,6 +248,8 @@ impl Deployment {
                 cancel_requested: false,
                 trigger: Some(trigger.into()),
                 variables: Vec::new(),
+                source_deployment_id: None,
+                rollback_of: None,
             },
         );
         deployment.metadata.labels =

@@ -149,3 +149,134 @@ pub fn assert_never_shown(value: &str, extra: &[&str]) {
         assert!(!log.contains(value), "a secret value is in {path}");
     }
 }
+
+/// One event of an event stream: its `id` (empty without one) and parsed `data`.
+#[derive(Debug, Clone)]
+pub struct StreamEvent {
+    pub id: String,
+    pub data: Value,
+}
+
+/// An event stream read as it arrives, event by event.
+pub struct EventReader {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl EventReader {
+    /// Opens `GET path` with `headers` as `rest`; panics unless it answers 200 with an event
+    /// stream.
+    pub async fn open(rest: &Rest, path: &str, headers: &[(&str, &str)]) -> Self {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(600))
+            .build()
+            .unwrap();
+        let mut request = http.get(format!("{}{path}", berth_tests::rest::base_url()));
+        if let Some(token) = &rest.token {
+            request = request.bearer_auth(token);
+        }
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let response = request.send().await.expect("the shim answers");
+        let content_type = response.headers().get("content-type").cloned();
+        assert_eq!(response.status().as_u16(), 200, "{path}");
+        assert_eq!(
+            content_type.and_then(|v| v.to_str().ok().map(str::to_string)),
+            Some("text/event-stream".to_string())
+        );
+        Self {
+            response,
+            buffer: String::new(),
+        }
+    }
+
+    /// The next event with data, or `None` once the stream ended.
+    pub async fn next(&mut self) -> Option<StreamEvent> {
+        loop {
+            while let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let field = |name: &str| {
+                    block
+                        .lines()
+                        .filter_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
+                        .map(|value| value.strip_prefix(' ').unwrap_or(value))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                };
+                let data = field("data");
+                if !data.is_empty() {
+                    return Some(StreamEvent {
+                        id: field("id"),
+                        data: serde_json::from_str(&data).expect("data is JSON"),
+                    });
+                }
+            }
+            let chunk = self.response.chunk().await.expect("the stream reads")?;
+            self.buffer
+                .push_str(&String::from_utf8_lossy(&chunk).replace("\r\n", "\n"));
+        }
+    }
+}
+
+/// Kept-alive clients alternating GET and POST through the proxy until stopped: (answered,
+/// failures). A failure is no answer, or the proxy's own 502/503/504.
+pub struct Load {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    answered: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    clients: Vec<tokio::task::JoinHandle<Vec<String>>>,
+}
+
+impl Load {
+    pub fn start(port: u16, host: &str, clients: usize) -> Self {
+        use std::sync::atomic::Ordering;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let answered = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let clients = (0..clients)
+            .map(|_| {
+                let (stop, answered, host) = (stop.clone(), answered.clone(), host.to_string());
+                tokio::spawn(async move {
+                    let http = reqwest::Client::builder()
+                        .pool_max_idle_per_host(1)
+                        .http1_only()
+                        .build()
+                        .unwrap();
+                    let url = format!("http://127.0.0.1:{port}/");
+                    let (mut failures, mut post) = (Vec::new(), false);
+                    while !stop.load(Ordering::Relaxed) {
+                        let request = match post {
+                            true => http.post(&url).body("ping"),
+                            false => http.get(&url),
+                        };
+                        post = !post;
+                        let method = if post { "GET" } else { "POST" };
+                        match request.header("Host", &host).send().await {
+                            Ok(r) if ![502, 503, 504].contains(&r.status().as_u16()) => {
+                                let _ = r.bytes().await;
+                                answered.fetch_add(1, Ordering::Relaxed);
+                            }
+                            outcome => failures.push(format!("{method} {outcome:?}")),
+                        }
+                    }
+                    failures
+                })
+            })
+            .collect();
+        Self {
+            stop,
+            answered,
+            clients,
+        }
+    }
+
+    /// Each failure starts with its method (`GET …`, `POST …`).
+    pub async fn finish(self) -> (u64, Vec<String>) {
+        use std::sync::atomic::Ordering;
+        self.stop.store(true, Ordering::Relaxed);
+        let mut failures = Vec::new();
+        for client in self.clients {
+            failures.extend(client.await.unwrap());
+        }
+        (self.answered.load(Ordering::Relaxed), failures)
+    }
+}

@@ -23,6 +23,10 @@ pub struct Confirmation {
     pub server_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resource_slug: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deployment_id: Option<String>,
 }
 
 /// `{ "id": … }`: what create and delete calls return.

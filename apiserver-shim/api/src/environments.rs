@@ -85,3 +85,115 @@ pub struct MaskedVariable {
 pub struct EnvironmentList {
     pub items: Vec<EnvironmentRecord>,
 }
+
+/// `POST /environments/{environmentId}/variables`: sets one plain variable every resource of
+/// the environment inherits (Appaloft's body). Secret values belong to a resource's secrets.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SetEnvironmentVariable {
+    pub key: String,
+    /// May be empty.
+    pub value: String,
+    /// `build-time` or `runtime` (default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exposure: Option<String>,
+    /// `plain-config` (default); `secret` is refused (set secrets on the resource).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// `environment` (the only scope written here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// `true` is refused, as `kind: secret`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_secret: Option<bool>,
+}
+
+/// `DELETE /environments/{environmentId}/variables/{key}`.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct UnsetEnvironmentVariable {
+    /// `build-time` or `runtime` (default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exposure: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+}
+
+/// `POST /environments/{environmentId}/rename`.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RenameEnvironment {
+    /// Unique among the project's active environments (1-120 characters).
+    pub name: String,
+}
+
+/// `POST /environments/{environmentId}/lock`: deployments and changes of the environment and
+/// its resources are refused until it is unlocked.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LockEnvironment {
+    /// Why (at most 280 characters), shown in every refusal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// `POST /environments/{environmentId}/unlock`.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Default)]
+#[serde(deny_unknown_fields)]
+pub struct UnlockEnvironment {}
+
+/// `POST /environments/{environmentId}/clone`: a new environment of the same project with a
+/// copy of this one's variables.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CloneEnvironment {
+    pub target_name: String,
+    /// The new environment's kind; the source's when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_kind: Option<String>,
+}
+
+/// `POST /environments/{environmentId}/promote`: this environment's variables copied into
+/// another — an existing one (`targetEnvironmentId`, confirmed, e.g. staging into production)
+/// or a new one (`targetName` and `targetKind`, as Appaloft does). Read the
+/// `GET /environments/{id}/diff/{other}` first.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PromoteEnvironment {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_environment_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_kind: Option<String>,
+    /// With `targetEnvironmentId`: `confirmation.environmentId` repeats it (its variables
+    /// change).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmation: Option<crate::common::Confirmation>,
+}
+
+/// How a variable differs between two environments.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum VariableChange {
+    Added,
+    Removed,
+    Changed,
+    Unchanged,
+}
+
+/// One entry of `GET /environments/{environmentId}/diff/{otherEnvironmentId}` (Appaloft's
+/// answer is the bare list): `left` is the first environment's, `right` the other's; `added`
+/// means only `right` has it. Secret-looking values read `****` on both sides; a change hidden
+/// behind the mask still says `changed`.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct VariableDiff {
+    pub key: String,
+    pub exposure: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left: Option<MaskedVariable>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub right: Option<MaskedVariable>,
+    pub change: VariableChange,
+}

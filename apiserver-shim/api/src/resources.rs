@@ -294,3 +294,21 @@ pub struct AccessProfile {
 fn default_root_path() -> String {
     "/".to_string()
 }
+
+/// `POST /resources/{resourceId}/archive`: the resource takes no deployments or changes
+/// until restored; its runtime, route and history stay.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ArchiveResource {
+    /// Why (at most 280 characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+}
+
+/// `POST /resources/{resourceId}/restore` (and `POST /projects/{projectId}/restore`): no
+/// field.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RestoreResource {}

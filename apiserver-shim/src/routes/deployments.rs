@@ -157,6 +157,7 @@ fn deployable(state: &AppState, caller: &Caller, body: &StartDeployment) -> ApiR
             ));
         }
     }
+    super::resources::lifecycle::require_writable(state, &resource)?;
     if spec.source.is_none() {
         return Err(ApiError::conflict(format!(
             "resource {} has no source to deploy; bind one with POST /resources/{}/source",
@@ -169,7 +170,7 @@ fn deployable(state: &AppState, caller: &Caller, body: &StartDeployment) -> ApiR
 
 /// The server exists for the caller, takes deployments, and is the one the resource names
 /// (the controller removes a resource's containers from that server only).
-fn check_server(
+pub(crate) fn check_server(
     state: &AppState,
     caller: &Caller,
     resource: &Resource,
@@ -205,13 +206,13 @@ fn check_server(
 /// Docker's DNS, where a label over 63 characters does not resolve; and starting with a letter,
 /// so it sorts after the controller's `dep-<resource>-<generation>` when the controller breaks
 /// a creation-time tie by name to pick the newest attempt.
-fn deployment_name(resource: &str) -> String {
+pub(crate) fn deployment_name(resource: &str) -> String {
     let random = crate::auth::token::new_id("x");
     format!("dep-{resource}-m{}", &random[random.len() - 3..])
 }
 
 /// Creates the attempt's Deployment; a name already taken (1 in 46656) gets another try.
-async fn create_deployment(
+pub(crate) async fn create_deployment(
     api: &Api<Deployment>,
     mut deployment: Deployment,
 ) -> ApiResult<Deployment> {

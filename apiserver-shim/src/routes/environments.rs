@@ -93,7 +93,7 @@ pub fn looks_secret(key: &str, value: &str) -> bool {
     key_hit || url_password
 }
 
-fn masked(variable: &PlainVariable) -> MaskedVariable {
+pub fn masked(variable: &PlainVariable) -> MaskedVariable {
     let secret = looks_secret(&variable.key, &variable.value);
     MaskedVariable {
         key: variable.key.clone(),
@@ -227,7 +227,7 @@ async fn list(
 }
 
 /// `kind` must be one of the closed set the CRD allows.
-fn validate_kind(kind: &str) -> ApiResult<()> {
+pub fn validate_kind(kind: &str) -> ApiResult<()> {
     if ENVIRONMENT_KINDS.contains(&kind) {
         return Ok(());
     }

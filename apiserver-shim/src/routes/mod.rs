@@ -10,8 +10,10 @@ pub mod common;
 pub mod credentials;
 pub mod decisions;
 pub mod deploy_tokens;
+pub mod deployment_attempts;
 pub mod deployments;
 pub mod diagnostics;
+pub mod environment_changes;
 pub mod environments;
 pub mod health;
 pub mod identity;
@@ -151,10 +153,12 @@ pub fn endpoints() -> Vec<Endpoint> {
         overlays::endpoints(),
         deploy_tokens::endpoints(),
         environments::endpoints(),
+        environment_changes::endpoints(),
         credentials::endpoints(),
         servers::endpoints(),
         terminal::endpoints(),
         deployments::endpoints(),
+        deployment_attempts::endpoints(),
         webhooks::endpoints(),
         certificates::endpoints(),
         resources::endpoints(),

@@ -35,6 +35,12 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Archive a project (history stays readable)",
             archive,
         ),
+        Endpoint::post::<berth_api::resources::RestoreResource, IdResponse, _, _>(
+            "/projects/{projectId}/restore",
+            "Restore an archived project (admin): its environments and resources take \
+             deployments and changes again",
+            restore,
+        ),
         Endpoint::post::<RenameProject, ProjectRecord, _, _>(
             "/projects/{projectId}/rename",
             "Rename a project",
@@ -247,6 +253,27 @@ async fn archive(
     desired.spec.archive_reason = body.reason.filter(|r| !r.trim().is_empty());
     let api = Api::<Project>::namespaced(state.client.clone(), &organization.namespace);
     apply(&api, &state.caches.projects, Some(&caller), desired).await?;
+    Ok(Json(IdResponse { id }))
+}
+
+async fn restore(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(_): JsonBody<berth_api::resources::RestoreResource>,
+) -> ApiResult<Json<IdResponse>> {
+    let project = lookup(&state, &caller, &id)?;
+    let organization = caller.require_role(OrganizationRole::Admin)?;
+    if !project.spec.archived {
+        return Ok(Json(IdResponse { id }));
+    }
+    let mut desired = Project::new(&id, project.spec.clone());
+    desired.spec.variables = only_owned(&project.metadata, FIELD_MANAGER, &project.spec.variables);
+    desired.spec.archived = false;
+    desired.spec.archive_reason = None;
+    let api = Api::<Project>::namespaced(state.client.clone(), &organization.namespace);
+    apply(&api, &state.caches.projects, Some(&caller), desired).await?;
+    tracing::info!(project = %id, "project restored");
     Ok(Json(IdResponse { id }))
 }
 

@@ -46,11 +46,11 @@ pub fn endpoints() -> Vec<Endpoint> {
 
 /// The query, checked.
 #[derive(Debug, Default, PartialEq)]
-struct HealthQuery {
-    live: bool,
-    checks: bool,
-    runtime_probe: bool,
-    public_access_probe: bool,
+pub struct HealthQuery {
+    pub live: bool,
+    pub checks: bool,
+    pub runtime_probe: bool,
+    pub public_access_probe: bool,
 }
 
 fn parse_query(query: &QueryParams) -> ApiResult<HealthQuery> {
@@ -93,6 +93,16 @@ async fn show(
     if let Some(preview) = query.string("previewEnvironmentId")? {
         environments::lookup(&state, &caller, preview)?;
     }
+    Ok(Json(assemble(&state, &resource, &parsed).await))
+}
+
+/// The resource's health as `parsed` asks for it: recorded, and with `live` probed now.
+pub async fn assemble(
+    state: &AppState,
+    resource: &berth_crds::resource::Resource,
+    parsed: &HealthQuery,
+) -> ResourceHealth {
+    let id = resource.name_any();
     let namespace = resource.namespace().unwrap_or_default();
     let latest_id = resource
         .status
@@ -100,7 +110,7 @@ async fn show(
         .and_then(|s| s.last_deployment_id.clone());
     let mut source_errors = Vec::new();
     let latest = match latest_id {
-        Some(name) => match find_deployment(&state, &namespace, &name).await {
+        Some(name) => match find_deployment(state, &namespace, &name).await {
             Ok(found) => found,
             Err(error) => {
                 tracing::warn!(%error, resource = %id, "health: reading the latest deployment failed");
@@ -121,15 +131,15 @@ async fn show(
         .as_ref()
         .and_then(|s| find_in(&state.caches.servers, &namespace, s, "server").ok());
     let mut health = build(&Inputs {
-        resource: &resource,
+        resource,
         latest: latest.as_ref(),
         server: server.as_deref(),
         now: probes::now(),
     });
     let latest_failure = if parsed.live {
-        access_failures::latest_of(&state, &resource).await
+        access_failures::latest_of(state, resource).await
     } else {
-        access_failures::recent_latest_of(&state, &resource).await
+        access_failures::recent_latest_of(state, resource).await
     };
     match latest_failure {
         Ok(latest) => health.public_access.latest_access_failure = latest,
@@ -145,11 +155,11 @@ async fn show(
         health.checks.push(probes::recorded_runtime_check(&health));
     }
     if parsed.live {
-        probes::run(&state, &resource, server.as_deref(), &parsed, &mut health).await;
+        probes::run(state, resource, server.as_deref(), parsed, &mut health).await;
     }
     health.partial = !health.source_errors.is_empty();
     health.overall = overall(&health);
-    Ok(Json(health))
+    health
 }
 
 #[cfg(test)]

@@ -4,6 +4,8 @@
 //! spec so REST users can create what they deploy, `POST /resources` (in [`create`]).
 
 mod create;
+pub mod lifecycle;
+mod show;
 
 use std::sync::{Arc, LazyLock};
 
@@ -40,6 +42,24 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Create a resource in an environment of a project; with serverId and a docker-image \
              source the controller deploys it",
             create::create,
+        ),
+        Endpoint::get::<berth_api::resource_detail::ResourceDetail, _, _>(
+            "/resources/{resourceId}",
+            "One resource, whole (resources.show/v1): identity, source, profiles, auto-deploy, \
+             health policy, storage attachments, access summary, runtime, latest deployment, \
+             lifecycle",
+            show::show,
+        ),
+        Endpoint::post::<berth_api::resources::ArchiveResource, IdResponse, _, _>(
+            "/resources/{resourceId}/archive",
+            "Archive a resource (reason?): it takes no deployments and no changes until \
+             restored; its runtime, route and history stay",
+            lifecycle::archive,
+        ),
+        Endpoint::post::<berth_api::resources::RestoreResource, IdResponse, _, _>(
+            "/resources/{resourceId}/restore",
+            "Restore an archived resource",
+            lifecycle::restore,
         ),
         Endpoint::delete::<DeleteResource, IdResponse, _, _>(
             "/resources/{resourceId}",

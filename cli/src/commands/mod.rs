@@ -3,6 +3,8 @@
 
 pub mod account;
 pub mod deploy;
+pub mod deployments;
+pub mod environment_changes;
 pub mod infra;
 pub mod members;
 pub mod observe;
@@ -106,7 +108,12 @@ pub fn get_as<T: DeserializeOwned>(api: &Api, path: &str, query: Query) -> CliRe
 
 /// GET a `{count}` and print the number.
 pub fn count(ctx: &Ctx, path: &str) -> CliResult<()> {
-    let (answer, count): (Value, CountResponse) = get_as(ctx.api()?, path, &[])?;
+    count_at(ctx, path, &[])
+}
+
+/// GET a `{count}` with a query and print the number.
+pub fn count_at(ctx: &Ctx, path: &str, query: Query) -> CliResult<()> {
+    let (answer, count): (Value, CountResponse) = get_as(ctx.api()?, path, query)?;
     ctx.out.done(&answer, &count.count.to_string());
     Ok(())
 }

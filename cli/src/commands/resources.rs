@@ -44,8 +44,35 @@ pub fn resources(ctx: &Ctx, command: Resources) -> CliResult<()> {
             Ok(())
         }
         Resources::Show { resource } => {
-            let (record, item) = find_resource(ctx, &resource)?;
-            ctx.out.row(&item, &ResourceDetail(&record));
+            let (record, _) = find_resource(ctx, &resource)?;
+            let whole = ctx.api()?.get(&format!("/resources/{}", record.id), &[])?;
+            ctx.out.row(&whole, &ResourceDetail(&record));
+            Ok(())
+        }
+        Resources::Redeploy {
+            resource,
+            from,
+            follow,
+        } => super::deployments::redeploy(ctx, &resource, from, follow),
+        Resources::Archive { resource, reason } => {
+            let id = find_resource(ctx, &resource)?.0.id;
+            let body = berth_api::resources::ArchiveResource {
+                reason,
+                idempotency_key: None,
+            };
+            let answer = ctx
+                .api()?
+                .post(&format!("/resources/{id}/archive"), &body)?;
+            ctx.out.done(&answer, &format!("Archived resource {id}"));
+            Ok(())
+        }
+        Resources::Restore { resource } => {
+            let id = find_resource(ctx, &resource)?.0.id;
+            let body = berth_api::resources::RestoreResource {};
+            let answer = ctx
+                .api()?
+                .post(&format!("/resources/{id}/restore"), &body)?;
+            ctx.out.done(&answer, &format!("Restored resource {id}"));
             Ok(())
         }
         Resources::Create {

@@ -68,6 +68,13 @@ pub fn projects(ctx: &Ctx, command: Projects) -> CliResult<()> {
             ctx.out.done(&answer, &format!("Archived project {id}"));
             Ok(())
         }
+        Projects::Restore { project } => {
+            let id = project_id(ctx, &project)?;
+            let body = berth_api::resources::RestoreResource {};
+            let answer = ctx.api()?.post(&format!("/projects/{id}/restore"), &body)?;
+            ctx.out.done(&answer, &format!("Restored project {id}"));
+            Ok(())
+        }
     }
 }
 
@@ -122,5 +129,6 @@ pub fn environments(ctx: &Ctx, command: Environments) -> CliResult<()> {
             ctx.out.done(&answer, &format!("Archived environment {id}"));
             Ok(())
         }
+        other => super::environment_changes::run(ctx, other),
     }
 }

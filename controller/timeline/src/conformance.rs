@@ -36,6 +36,8 @@ macro_rules! on_both_backends {
 mod access_failures;
 // Monitoring samples, likewise.
 mod monitoring;
+// Removed deployment attempts, likewise.
+mod attempts;
 
 on_both_backends!(
     timelines_keep_order_per_attempt_and_page_after_a_sequence,

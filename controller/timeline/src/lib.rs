@@ -8,6 +8,7 @@
 //! from a [`StoreLocation`].
 
 mod access_failures;
+mod attempts;
 #[cfg(test)]
 mod conformance;
 mod disk;
@@ -26,6 +27,7 @@ use berth_crds::progress::ProgressEvent;
 pub use access_failures::{
     ACCESS_FAILURE_RETENTION, AccessFailureRecord, AccessFailureStore, now_ms,
 };
+pub use attempts::{AttemptQuery, AttemptRecord, AttemptStore};
 pub use disk::{DiskRecord, DiskStore};
 pub use health_history::{HealthObservation, HealthQuery};
 pub use location::{PostgresUrl, StoreLocation, mask_url, open};
@@ -93,7 +95,7 @@ pub enum TimelineError {
 /// access-failure evidence ([`AccessFailureStore`]) and monitoring samples
 /// ([`MonitoringStore`]) too.
 pub trait TimelineStore:
-    AccessFailureStore + DiskStore + MonitoringStore + RetentionStore + Send + Sync
+    AccessFailureStore + AttemptStore + DiskStore + MonitoringStore + RetentionStore + Send + Sync
 {
     /// Adds `events` to the end of `key`'s timeline, all or none.
     fn append(&self, key: &TimelineKey, events: &[ProgressEvent]) -> Result<(), TimelineError>;

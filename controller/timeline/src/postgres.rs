@@ -25,6 +25,7 @@ use super::{
 };
 
 mod access_failures;
+mod attempts;
 mod disk;
 mod monitoring;
 
@@ -94,6 +95,10 @@ WHERE namespace = $1 AND resource = $2 ORDER BY deployment";
 const PRUNE: &str = "
 DELETE FROM deployment_timeline
 WHERE recorded_ms < (extract(epoch FROM clock_timestamp()) * 1000)::bigint - $1";
+/// Removed attempts go with the timelines' retention.
+const PRUNE_ATTEMPTS: &str = "
+DELETE FROM deployment_attempts WHERE removed
+    AND created_ms < (extract(epoch FROM clock_timestamp()) * 1000)::bigint - $1";
 const PRUNE_HEALTH: &str = "
 DELETE FROM health_history
 WHERE observed_ms < (extract(epoch FROM clock_timestamp()) * 1000)::bigint - $1";
@@ -208,6 +213,7 @@ impl PostgresTimeline {
             access_failures::create_schema(&transaction).await?;
             monitoring::create_schema(&transaction).await?;
             transaction.batch_execute(crate::disk::SCHEMA).await?;
+            transaction.batch_execute(crate::attempts::SCHEMA).await?;
             if applied as usize > MIGRATIONS.len() {
                 tracing::warn!(
                     applied,
@@ -330,6 +336,8 @@ impl TimelineStore for PostgresTimeline {
             ), evidence AS (
                 DELETE FROM access_failure_evidence WHERE namespace = $1 AND resource = $2
                 RETURNING 1
+            ), attempts AS (
+                DELETE FROM deployment_attempts WHERE namespace = $1 AND resource = $2
             )
             SELECT (SELECT count(*) FROM timeline) + (SELECT count(*) FROM health)
                  + (SELECT count(*) FROM samples) + (SELECT count(*) FROM rollups)
@@ -346,7 +354,9 @@ impl TimelineStore for PostgresTimeline {
     }
 
     fn prune(&self, retention: Duration) -> Result<usize, TimelineError> {
-        self.delete_older(PRUNE, retention)
+        let removed = self.delete_older(PRUNE, retention)?;
+        self.delete_older(PRUNE_ATTEMPTS, retention)?;
+        Ok(removed)
     }
 
     fn prune_health_history(&self, retention: Duration) -> Result<usize, TimelineError> {

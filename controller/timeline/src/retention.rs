@@ -45,6 +45,14 @@ impl History {
         let mut statements = vec![format!(
             "DELETE FROM {table} WHERE namespace = ?1 AND {column} < ?2"
         )];
+        if self == Self::DeploymentTimelines {
+            // The attempts listed beside their timelines go with them.
+            statements.push(
+                "DELETE FROM deployment_attempts WHERE namespace = ?1 AND removed = TRUE \
+                 AND created_ms < ?2"
+                    .into(),
+            );
+        }
         if self == Self::MonitoringSamples {
             statements.push(
                 "DELETE FROM monitoring_rollups WHERE namespace = ?1 AND bucket_ms < ?2".into(),

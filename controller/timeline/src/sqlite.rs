@@ -15,6 +15,7 @@ use super::{
 };
 
 mod access_failures;
+mod attempts;
 mod disk;
 mod monitoring;
 
@@ -52,6 +53,7 @@ fn create_schema(connection: &mut Connection) -> Result<(), TimelineError> {
     transaction.execute_batch(SCHEMA)?;
     transaction.execute_batch(crate::access_failures::SCHEMA)?;
     transaction.execute_batch(crate::disk::SCHEMA)?;
+    transaction.execute_batch(crate::attempts::SCHEMA)?;
     transaction.execute_batch(crate::monitoring::SCHEMA)?;
     monitoring::cluster_rollups(&transaction)?;
     transaction.execute_batch(crate::monitoring::SQLITE_ROLLUPS_SCHEMA)?;
@@ -207,8 +209,9 @@ impl TimelineStore for SqliteTimeline {
     }
 
     fn forget_resource(&self, namespace: &str, resource: &str) -> Result<usize, TimelineError> {
-        const FORGET: [&str; 5] = [
+        const FORGET: [&str; 6] = [
             "DELETE FROM deployment_timeline WHERE namespace = ?1 AND resource = ?2",
+            crate::attempts::FORGET,
             "DELETE FROM health_history WHERE namespace = ?1 AND resource = ?2",
             "DELETE FROM monitoring_samples WHERE namespace = ?1 AND resource = ?2",
             "DELETE FROM monitoring_rollups WHERE namespace = ?1 AND resource = ?2",
@@ -231,6 +234,7 @@ impl TimelineStore for SqliteTimeline {
             "DELETE FROM deployment_timeline WHERE recorded_ms < ?1",
             params![cutoff],
         )?;
+        connection.execute(crate::attempts::PRUNE, params![cutoff])?;
         Ok(removed)
     }
 

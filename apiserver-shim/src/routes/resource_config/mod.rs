@@ -8,7 +8,7 @@ mod profiles;
 mod runtime_control;
 mod secrets;
 mod source;
-mod spec_variables;
+pub mod spec_variables;
 mod variables;
 mod webhook_secret;
 
@@ -59,6 +59,14 @@ pub fn lookup(state: &AppState, caller: &Caller, id: &str) -> ApiResult<Arc<Reso
     Ok(resource)
 }
 
+/// The resource, for a change: as [`lookup`], and refused while it is archived or its
+/// environment is locked.
+pub fn lookup_writable(state: &AppState, caller: &Caller, id: &str) -> ApiResult<Arc<Resource>> {
+    let resource = lookup(state, caller, id)?;
+    crate::routes::resources::lifecycle::require_writable(state, &resource)?;
+    Ok(resource)
+}
+
 /// Annotations the shim keeps on a Resource across its own writes (a server-side apply drops
 /// every field of ours the new object leaves out).
 const KEPT_ANNOTATIONS: &[&str] = &[source::SOURCE_IDEMPOTENCY_ANNOTATION];
@@ -70,6 +78,7 @@ pub async fn save(
     resource: &Resource,
     spec: ResourceSpec,
 ) -> ApiResult<Resource> {
+    crate::routes::resources::lifecycle::require_writable(state, resource)?;
     // Every field the resource declares takes effect, or the write is refused naming it.
     spec.check_support()?;
     let mut desired = Resource::new(&resource.name_any(), spec);

@@ -20,7 +20,7 @@ use super::super::Endpoint;
 use super::super::common::{known_params, timestamp};
 use super::super::credentials::KeyBody;
 use super::variables::{Change, VariableEntry, apply_changes};
-use super::{exposure_name, lookup, parse_exposure, validate_key};
+use super::{exposure_name, lookup, lookup_writable, parse_exposure, validate_key};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::QueryParams;
@@ -307,7 +307,7 @@ async fn create(
     Path(id): Path<String>,
     KeyBody(body): KeyBody<CreateSecret>,
 ) -> ApiResult<Json<SecretRef>> {
-    let resource = lookup(&state, &caller, &id)?;
+    let resource = lookup_writable(&state, &caller, &id)?;
     super::variables::require_writer(&caller, &id)?;
     validate_key("key", &body.key)?;
     let exposure = parse_exposure(body.exposure.as_deref())?;
@@ -332,7 +332,7 @@ async fn rotate(
     Path((id, key)): Path<(String, String)>,
     KeyBody(body): KeyBody<RotateSecret>,
 ) -> ApiResult<Json<SecretRef>> {
-    let resource = lookup(&state, &caller, &id)?;
+    let resource = lookup_writable(&state, &caller, &id)?;
     super::variables::require_writer(&caller, &id)?;
     let exposure = parse_exposure(body.exposure.as_deref())?;
     existing(&state, &resource, exposure, &key).await?;
@@ -347,7 +347,7 @@ async fn delete(
     Path((id, key)): Path<(String, String)>,
     KeyBody(body): KeyBody<DeleteSecret>,
 ) -> ApiResult<Json<SecretRef>> {
-    let resource = lookup(&state, &caller, &id)?;
+    let resource = lookup_writable(&state, &caller, &id)?;
     super::variables::require_writer(&caller, &id)?;
     let exposure = parse_exposure(body.exposure.as_deref())?;
     existing(&state, &resource, exposure, &key).await?;

@@ -24,38 +24,82 @@ pub async fn save_variables(
     desired: &ResourceSpec,
 ) -> ApiResult<Resource> {
     let api = resources_api(state, resource);
-    let fields = own_entries(caller, resource, desired);
-    let name = resource.name_any();
-    let store = &state.caches.resources;
-    let written = apply_fields(&api, store, VARIABLES_FIELD_MANAGER, &name, fields).await?;
-    let removed = removed_keys(&resource.spec.variables, &desired.variables);
-    match without(&written, &removed) {
-        None => Ok(written),
-        Some(remaining) => {
-            let patched = replace_list(&api, &written, remaining).await?;
-            catch_up(store, &patched).await?;
-            Ok(patched)
+    let mut extra = Map::new();
+    if let Some(secrets_ref) = &desired.secrets_ref {
+        extra.insert("secretsRef".into(), secrets_ref.as_str().into());
+    }
+    let variables = |r: &Resource| r.spec.variables.clone();
+    let write = VariablesWrite {
+        api: &api,
+        store: &state.caches.resources,
+        variables,
+    };
+    write
+        .save(caller, resource, &desired.variables, extra)
+        .await
+}
+
+/// Where an object keeping `spec.variables` (a Resource, an Environment) is written.
+pub struct VariablesWrite<'a, K: kube::Resource<DynamicType = ()> + 'static> {
+    pub api: &'a Api<K>,
+    pub store: &'a kube::runtime::reflector::Store<K>,
+    pub variables: fn(&K) -> Vec<PlainVariable>,
+}
+
+impl<K> VariablesWrite<'_, K>
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    /// Makes the object's variables `desired` (the shim's own entries applied, other
+    /// managers' kept), with `extra` spec fields applied beside them.
+    pub async fn save(
+        &self,
+        caller: &Caller,
+        object: &K,
+        desired: &[PlainVariable],
+        extra: Map<String, Value>,
+    ) -> ApiResult<K> {
+        let before = (self.variables)(object);
+        let fields = own_entries(caller, object.meta(), &before, desired, extra);
+        let name = object.name_any();
+        let written =
+            apply_fields(self.api, self.store, VARIABLES_FIELD_MANAGER, &name, fields).await?;
+        let removed = removed_keys(&before, desired);
+        let listed = (self.variables)(&written);
+        match without(&listed, &removed) {
+            None => Ok(written),
+            Some(remaining) => {
+                let patched = replace_list(self.api, &written, remaining).await?;
+                catch_up(self.store, &patched).await?;
+                Ok(patched)
+            }
         }
     }
 }
 
-/// The apply body: the entries the shim owns after the change, and the Secret reference.
-fn own_entries(caller: &Caller, resource: &Resource, desired: &ResourceSpec) -> Value {
-    let before = &resource.spec.variables;
-    let owned = owned_variables(&resource.metadata, VARIABLES_FIELD_MANAGER, before);
+/// The apply body: the entries the shim owns after the change, and `extra` spec fields.
+fn own_entries(
+    caller: &Caller,
+    meta: &kube::api::ObjectMeta,
+    before: &[PlainVariable],
+    desired: &[PlainVariable],
+    mut spec: Map<String, Value>,
+) -> Value {
+    let owned = owned_variables(meta, VARIABLES_FIELD_MANAGER, before);
     let mine: Vec<&PlainVariable> = desired
-        .variables
         .iter()
         .filter(|v| owned.contains(&variable_key(v)) || !before.contains(v))
         .collect();
     // An empty list is left out rather than sent: that drops this manager's entries just
     // the same.
-    let mut spec = Map::new();
     if !mine.is_empty() {
         spec.insert("variables".into(), json!(mine));
-    }
-    if let Some(secrets_ref) = &desired.secrets_ref {
-        spec.insert("secretsRef".into(), secrets_ref.as_str().into());
     }
     json!({
         "metadata": { "annotations": actor_annotations(caller) },
@@ -72,30 +116,24 @@ fn removed_keys(before: &[PlainVariable], after: &[PlainVariable]) -> Vec<Variab
 }
 
 /// The written list without `removed`, or `None` when none of them is left in it.
-fn without<'a>(written: &'a Resource, removed: &[VariableKey]) -> Option<Vec<&'a PlainVariable>> {
-    let variables = &written.spec.variables;
-    let remaining: Vec<&PlainVariable> = variables
+fn without(variables: &[PlainVariable], removed: &[VariableKey]) -> Option<Vec<PlainVariable>> {
+    let remaining: Vec<PlainVariable> = variables
         .iter()
         .filter(|v| !removed.contains(&variable_key(v)))
+        .cloned()
         .collect();
     (remaining.len() < variables.len()).then_some(remaining)
 }
 
 /// Replaces the whole list (a merge patch), only over the version just written.
-async fn replace_list(
-    api: &Api<Resource>,
-    written: &Resource,
-    remaining: Vec<&PlainVariable>,
-) -> ApiResult<Resource> {
-    // `null` removes the list in a merge patch.
-    let list = if remaining.is_empty() {
-        Value::Null
-    } else {
-        json!(remaining)
-    };
+async fn replace_list<K>(api: &Api<K>, written: &K, remaining: Vec<PlainVariable>) -> ApiResult<K>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    // An empty list rather than `null`: some kinds' schemas require the field.
     let patch = json!({
         "metadata": { "resourceVersion": written.resource_version() },
-        "spec": { "variables": list },
+        "spec": { "variables": remaining },
     });
     let params = PatchParams {
         field_manager: Some(VARIABLES_FIELD_MANAGER.into()),

@@ -17,7 +17,7 @@ use super::super::credentials::KeyBody;
 use super::super::environments::looks_secret;
 use super::import::parse;
 use super::spec_variables::save_variables;
-use super::{exposure_name, lookup, parse_exposure, secrets, validate_key};
+use super::{exposure_name, lookup_writable, parse_exposure, secrets, validate_key};
 use crate::auth::{Caller, ScopeDimension};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -236,7 +236,7 @@ async fn set(
     Path(id): Path<String>,
     KeyBody(body): KeyBody<SetVariable>,
 ) -> ApiResult<Json<()>> {
-    let resource = lookup(&state, &caller, &id)?;
+    let resource = lookup_writable(&state, &caller, &id)?;
     require_writer(&caller, &id)?;
     validate_key("key", &body.key)?;
     let exposure = parse_exposure(body.exposure.as_deref())?;
@@ -257,7 +257,7 @@ async fn delete(
     Path((id, key)): Path<(String, String)>,
     KeyBody(body): KeyBody<DeleteVariable>,
 ) -> ApiResult<Json<()>> {
-    let resource = lookup(&state, &caller, &id)?;
+    let resource = lookup_writable(&state, &caller, &id)?;
     require_writer(&caller, &id)?;
     let exposure = parse_exposure(body.exposure.as_deref())?;
     let owned = owned_entries(&state, &resource).await?;
@@ -283,7 +283,7 @@ async fn import(
     Path(id): Path<String>,
     KeyBody(body): KeyBody<ImportVariables>,
 ) -> ApiResult<Json<ImportResult>> {
-    let resource = lookup(&state, &caller, &id)?;
+    let resource = lookup_writable(&state, &caller, &id)?;
     require_writer(&caller, &id)?;
     let exposure = parse_exposure(body.exposure.as_deref())?;
     if body.content.trim().is_empty() {

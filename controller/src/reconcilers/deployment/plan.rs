@@ -364,6 +364,14 @@ pub fn plan(
     })
 }
 
+/// A rollback (`spec.rollbackOf`): the plan serves the earlier attempt's image as it is on the
+/// server (pulled only if it went missing), so nothing is fetched or built again; every other
+/// part of the plan (configuration, health check, route) is the resource's current one.
+pub fn serve_image(plan: &mut Plan, image: &str, pull_secret: Option<String>) {
+    plan.image = image.to_string();
+    plan.packaging = Packaging::Pull { pull_secret };
+}
+
 /// The Caddy route sending the resource's host (and path prefix) to `upstream:port`. Each
 /// request dials anew (no upstream keep-alive), so it reaches whichever containers carry the
 /// upstream name at that moment; a container that stopped listening is skipped for another.
@@ -517,6 +525,21 @@ pub(super) mod tests {
         assert_eq!(plan.image, "berth-built/org-acme-web:dep-web-2");
         assert!(matches!(plan.packaging, Packaging::Build(_)));
         assert_eq!(plan.start_command.as_deref(), Some("./serve --port 8080"));
+    }
+
+    #[test]
+    fn a_rollback_serves_the_earlier_image_without_a_build() {
+        let resource = resource(json!({
+            "source": { "kind": "local-folder", "locator": "/srv/app" },
+        }));
+        let mut plan = plan(&resource, &server(None), "dep-web-3", None).unwrap();
+        serve_image(&mut plan, "berth-built/org-acme-web:dep-web-1", None);
+        assert_eq!(plan.image, "berth-built/org-acme-web:dep-web-1");
+        assert!(matches!(
+            plan.packaging,
+            Packaging::Pull { pull_secret: None }
+        ));
+        assert_eq!(plan.container_name, "berth-org-acme-web-dep-web-3");
     }
 
     #[test]

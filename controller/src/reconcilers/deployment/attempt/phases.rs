@@ -257,6 +257,15 @@ pub async fn plan(
         deployment.spec.source_snapshot.as_ref(),
     )
     .map_err(|e| stop(Plan, e.code, e.message))?;
+    // A rollback runs the earlier attempt's image instead of fetching and building the source.
+    if let Some(rollback) = &deployment.spec.rollback_of {
+        let secret = resource.spec.image_pull_secret_ref.as_ref();
+        plan::serve_image(
+            &mut plan,
+            &rollback.image_ref,
+            secret.map(|r| r.name.clone()),
+        );
+    }
     let entries = entries?;
     progress.status.config_fingerprint = Some(berth_crds::config::fingerprint(&entries));
     config::apply_to(&mut plan, entries);

@@ -1,0 +1,303 @@
+//! What changed, in order: every object the watch caches of resources, deployments, servers and
+//! domain bindings see change or go, numbered, kept in memory for a while. The change feed
+//! (`GET /events/stream`) and the deployment archive read it from a position of their own;
+//! a position older than what is kept is a [`Gap`], after which a reader starts again from the
+//! caches. Positions carry the process's epoch, so one from before a restart is a gap too.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use berth_crds::deployment::Deployment;
+use berth_crds::domain_binding::DomainBinding;
+use berth_crds::resource::Resource;
+use berth_crds::server::Server;
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use kube::runtime::reflector::Store;
+use kube::runtime::watcher;
+use tokio::sync::watch;
+
+/// Changes kept for readers that fall behind or reconnect.
+pub const KEPT: usize = 10_000;
+
+/// An object as it was when it changed.
+#[derive(Debug, Clone)]
+pub enum ChangedObject {
+    Resource(Arc<Resource>),
+    Deployment(Arc<Deployment>),
+    Server(Arc<Server>),
+    DomainBinding(Arc<DomainBinding>),
+}
+
+impl ChangedObject {
+    pub fn namespace(&self) -> String {
+        match self {
+            Self::Resource(o) => o.namespace(),
+            Self::Deployment(o) => o.namespace(),
+            Self::Server(o) => o.namespace(),
+            Self::DomainBinding(o) => o.namespace(),
+        }
+        .unwrap_or_default()
+    }
+
+    pub fn name(&self) -> String {
+        match self {
+            Self::Resource(o) => o.name_any(),
+            Self::Deployment(o) => o.name_any(),
+            Self::Server(o) => o.name_any(),
+            Self::DomainBinding(o) => o.name_any(),
+        }
+    }
+
+    /// The kind as the change feed names it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Resource(_) => "resource",
+            Self::Deployment(_) => "deployment",
+            Self::Server(_) => "server",
+            Self::DomainBinding(_) => "domain-binding",
+        }
+    }
+}
+
+/// One change.
+#[derive(Debug, Clone)]
+pub struct Change {
+    pub sequence: u64,
+    pub at: Timestamp,
+    /// The object went (its last state is `object`).
+    pub deleted: bool,
+    pub object: ChangedObject,
+}
+
+/// The reader's position is older than what is kept, or from another process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gap;
+
+/// A position in the log as clients see it: `<epoch>-<sequence>`.
+pub fn position(epoch: u64, sequence: u64) -> String {
+    format!("{epoch}-{sequence}")
+}
+
+/// The numbered, bounded log.
+pub struct ChangeLog {
+    /// Distinguishes this process's positions from an earlier one's.
+    pub epoch: u64,
+    kept: Mutex<VecDeque<Arc<Change>>>,
+    latest: watch::Sender<u64>,
+}
+
+impl Default for ChangeLog {
+    fn default() -> Self {
+        let epoch = Timestamp::now().as_millisecond().unsigned_abs();
+        Self {
+            epoch,
+            kept: Mutex::new(VecDeque::new()),
+            latest: watch::channel(0).0,
+        }
+    }
+}
+
+impl ChangeLog {
+    /// Appends a change and wakes the readers.
+    pub fn push(&self, deleted: bool, object: ChangedObject) {
+        let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        let sequence = *self.latest.borrow() + 1;
+        kept.push_back(Arc::new(Change {
+            sequence,
+            at: Timestamp::now(),
+            deleted,
+            object,
+        }));
+        if kept.len() > KEPT {
+            kept.pop_front();
+        }
+        self.latest.send_replace(sequence);
+    }
+
+    /// The sequence of the newest change (0: none yet).
+    pub fn latest(&self) -> u64 {
+        *self.latest.borrow()
+    }
+
+    /// Wakes when a change is pushed.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.latest.subscribe()
+    }
+
+    /// Every kept change after `after`, oldest first; a [`Gap`] when some of them are no
+    /// longer kept.
+    pub fn since(&self, after: u64) -> Result<Vec<Arc<Change>>, Gap> {
+        let kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        let oldest = kept.front().map_or(self.latest() + 1, |c| c.sequence);
+        if after + 1 < oldest {
+            return Err(Gap);
+        }
+        Ok(kept
+            .iter()
+            .filter(|c| c.sequence > after)
+            .cloned()
+            .collect())
+    }
+
+    /// A client's `<epoch>-<sequence>`: the sequence when it is of this process.
+    pub fn parse_position(&self, text: &str) -> Result<u64, Gap> {
+        let (epoch, sequence) = text.split_once('-').ok_or(Gap)?;
+        match (epoch.parse::<u64>(), sequence.parse::<u64>()) {
+            (Ok(epoch), Ok(sequence)) if epoch == self.epoch && sequence <= self.latest() => {
+                Ok(sequence)
+            }
+            _ => Err(Gap),
+        }
+    }
+}
+
+/// Turns one kind's watch events into changes: applied objects as they come, and at the end
+/// of a relist the objects it no longer holds as deleted (a watch that restarts reports no
+/// deletes of its own). An object relisted unchanged is no change.
+pub struct WatchChanges<K: kube::Resource + Clone + 'static>
+where
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    wrap: fn(Arc<K>) -> ChangedObject,
+    /// The cache, which still holds the objects as before while a relist runs.
+    store: Store<K>,
+    /// What the cache held when the relist began, by key.
+    before: Option<HashMap<(String, String), Arc<K>>>,
+    /// Keys relisted so far.
+    relisted: HashSet<(String, String)>,
+}
+
+fn key_of<K: kube::Resource>(object: &K) -> (String, String) {
+    (object.namespace().unwrap_or_default(), object.name_any())
+}
+
+impl<K: kube::Resource + Clone + 'static> WatchChanges<K>
+where
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    pub fn new(store: Store<K>, wrap: fn(Arc<K>) -> ChangedObject) -> Self {
+        Self {
+            wrap,
+            store,
+            before: None,
+            relisted: HashSet::new(),
+        }
+    }
+
+    /// The changes `event` makes, as `(deleted, object)`.
+    pub fn on(&mut self, event: &watcher::Event<K>) -> Vec<(bool, ChangedObject)> {
+        match event {
+            watcher::Event::Init => {
+                let state = self.store.state().into_iter();
+                self.before = Some(state.map(|o| (key_of(o.as_ref()), o)).collect());
+                self.relisted.clear();
+                Vec::new()
+            }
+            watcher::Event::InitApply(object) => {
+                let key = key_of(object);
+                let previous = self.before.as_ref().and_then(|b| b.get(&key));
+                let unchanged =
+                    previous.is_some_and(|p| p.resource_version() == object.resource_version());
+                self.relisted.insert(key);
+                if unchanged {
+                    return Vec::new();
+                }
+                vec![(false, (self.wrap)(Arc::new(object.clone())))]
+            }
+            watcher::Event::InitDone => {
+                let before = self.before.take().unwrap_or_default();
+                let relisted = std::mem::take(&mut self.relisted);
+                before
+                    .into_iter()
+                    .filter(|(key, _)| !relisted.contains(key))
+                    .map(|(_, object)| (true, (self.wrap)(object)))
+                    .collect()
+            }
+            watcher::Event::Apply(object) => {
+                vec![(false, (self.wrap)(Arc::new(object.clone())))]
+            }
+            watcher::Event::Delete(object) => {
+                vec![(true, (self.wrap)(Arc::new(object.clone())))]
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_crds::server::ServerSpec;
+
+    fn server(name: &str, version: &str) -> Server {
+        let spec: ServerSpec = serde_json::from_value(serde_json::json!({
+            "host": "127.0.0.1", "username": "root", "credentialId": "key",
+        }))
+        .unwrap();
+        let mut server = Server::new(name, spec);
+        server.metadata.namespace = Some("org-a".into());
+        server.metadata.resource_version = Some(version.into());
+        server
+    }
+
+    #[test]
+    fn positions_older_than_what_is_kept_or_of_another_process_are_gaps() {
+        let log = ChangeLog::default();
+        for n in 0..(KEPT + 5) {
+            log.push(
+                false,
+                ChangedObject::Server(Arc::new(server(&format!("s{n}"), "1"))),
+            );
+        }
+        assert_eq!(log.latest(), (KEPT + 5) as u64);
+        assert!(log.since(0).is_err());
+        let recent = log.since(KEPT as u64).unwrap();
+        assert_eq!(
+            recent.iter().map(|c| c.sequence).collect::<Vec<_>>(),
+            [
+                KEPT as u64 + 1,
+                KEPT as u64 + 2,
+                KEPT as u64 + 3,
+                KEPT as u64 + 4,
+                KEPT as u64 + 5
+            ]
+        );
+        assert!(log.since(log.latest()).unwrap().is_empty());
+        let mine = position(log.epoch, 3);
+        assert_eq!(log.parse_position(&mine), Ok(3));
+        assert_eq!(log.parse_position(&position(log.epoch + 1, 3)), Err(Gap));
+        assert_eq!(log.parse_position("x"), Err(Gap));
+        assert_eq!(log.parse_position(&position(log.epoch, u64::MAX)), Err(Gap));
+    }
+
+    #[test]
+    fn a_relist_reports_what_went_and_skips_what_did_not_change() {
+        let (reader, mut writer) = kube::runtime::reflector::store::<Server>();
+        let mut changes = WatchChanges::new(reader, ChangedObject::Server);
+        let events = [
+            watcher::Event::Init,
+            watcher::Event::InitApply(server("a", "1")),
+            watcher::Event::InitApply(server("b", "1")),
+            watcher::Event::InitDone,
+        ];
+        let mut seen = Vec::new();
+        for event in &events {
+            writer.apply_watcher_event(event);
+            seen.extend(changes.on(event));
+        }
+        assert_eq!(seen.len(), 2, "the first list is all new");
+        let relist = [
+            watcher::Event::Init,
+            watcher::Event::InitApply(server("a", "1")),
+            watcher::Event::InitDone,
+        ];
+        let mut seen = Vec::new();
+        for event in &relist {
+            writer.apply_watcher_event(event);
+            seen.extend(changes.on(event));
+        }
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        assert!(seen[0].0, "b went while the watch was down");
+        assert_eq!(seen[0].1.name(), "b");
+    }
+}

@@ -1,0 +1,601 @@
+//! Changing an environment (Appaloft 1.10.5's routes): its variables, name and lock, cloning it,
+//! promoting its variables into another environment, and the diff of two environments'
+//! variables. A locked environment refuses every change but its unlock, and its resources take
+//! no deployments (`resources::lifecycle::require_writable`).
+
+use std::collections::BTreeMap;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use berth_api::common::IdResponse;
+use berth_api::environments::{
+    CloneEnvironment, LockEnvironment, PromoteEnvironment, RenameEnvironment,
+    SetEnvironmentVariable, UnlockEnvironment, UnsetEnvironmentVariable, VariableChange,
+    VariableDiff,
+};
+use berth_crds::environment::{Environment, EnvironmentSpec};
+use berth_crds::limits::{NAME_MAX, OBJECT_NAME_MAX};
+use berth_crds::member::OrganizationRole;
+use berth_crds::variable::PlainVariable;
+use kube::{Api, ResourceExt};
+use serde_json::Map;
+
+use super::Endpoint;
+use super::common::{all_in, bounded, confirm};
+use super::environments::{lookup, masked, validate_kind};
+use super::resource_config::spec_variables::VariablesWrite;
+use super::resource_config::{exposure_name, parse_exposure, validate_key};
+use crate::auth::Caller;
+use crate::auth::token::new_id;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::JsonBody;
+use crate::json::Json;
+use crate::state::{AppState, FIELD_MANAGER};
+use crate::write::{apply, only_owned};
+
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::post::<SetEnvironmentVariable, (), _, _>(
+            "/environments/{environmentId}/variables",
+            "Set a plain variable every resource of the environment inherits (key, value, \
+             exposure; answers JSON null). Secret values are refused here: set them on the \
+             resource",
+            set_variable,
+        ),
+        Endpoint::delete::<UnsetEnvironmentVariable, (), _, _>(
+            "/environments/{environmentId}/variables/{key}",
+            "Remove an environment variable (exposure, default runtime; answers JSON null)",
+            unset_variable,
+        ),
+        Endpoint::post::<RenameEnvironment, IdResponse, _, _>(
+            "/environments/{environmentId}/rename",
+            "Rename an environment",
+            rename,
+        ),
+        Endpoint::post::<LockEnvironment, IdResponse, _, _>(
+            "/environments/{environmentId}/lock",
+            "Lock an environment (admin; reason?): it and its resources refuse deployments \
+             and changes, with the reason, until unlocked",
+            lock,
+        ),
+        Endpoint::post::<UnlockEnvironment, IdResponse, _, _>(
+            "/environments/{environmentId}/unlock",
+            "Unlock an environment (admin)",
+            unlock,
+        ),
+        Endpoint::post::<CloneEnvironment, IdResponse, _, _>(
+            "/environments/{environmentId}/clone",
+            "A new environment of the same project with a copy of this one's variables \
+             (targetName, targetKind?)",
+            clone,
+        ),
+        Endpoint::post::<PromoteEnvironment, IdResponse, _, _>(
+            "/environments/{environmentId}/promote",
+            "Copy this environment's variables into another: an existing one \
+             (targetEnvironmentId, confirmation.environmentId; its other variables stay) or \
+             a new one (targetName, targetKind)",
+            promote,
+        ),
+        Endpoint::get::<Vec<VariableDiff>, _, _>(
+            "/environments/{environmentId}/diff/{otherEnvironmentId}",
+            "How two environments' variables differ (added, removed, changed, unchanged), \
+             secret-looking values masked",
+            diff,
+        ),
+    ]
+}
+
+/// Longest lock reason (Appaloft's).
+const REASON_MAX: usize = 280;
+
+/// Refuses a change of a locked (or archived) environment.
+pub fn require_unlocked(environment: &Environment) -> ApiResult<()> {
+    let id = environment.name_any();
+    if environment.spec.archived {
+        return Err(ApiError::conflict_code(
+            "environment_archived",
+            format!("environment {id} is archived"),
+        )
+        .with_detail("environmentId", id));
+    }
+    if environment.spec.locked {
+        let reason = environment.spec.lock_reason.clone();
+        let why = reason
+            .as_deref()
+            .map(|r| format!(": {r}"))
+            .unwrap_or_default();
+        let mut error = ApiError::conflict_code(
+            "environment_locked",
+            format!("environment {id} is locked{why}; unlock it first"),
+        )
+        .with_detail("blockedReason", "environment-locked")
+        .with_detail("environmentId", id);
+        if let Some(reason) = reason {
+            error = error.with_detail("lockReason", reason);
+        }
+        return Err(error);
+    }
+    Ok(())
+}
+
+fn api(state: &AppState, caller: &Caller) -> ApiResult<Api<Environment>> {
+    let namespace = &caller.organization()?.namespace;
+    Ok(Api::namespaced(state.client.clone(), namespace))
+}
+
+/// Writes `variables` as the environment's (the shim's entries; kubectl's stay theirs).
+async fn save_variables(
+    state: &AppState,
+    caller: &Caller,
+    environment: &Environment,
+    variables: &[PlainVariable],
+) -> ApiResult<Environment> {
+    let api = api(state, caller)?;
+    let write = VariablesWrite {
+        api: &api,
+        store: &state.caches.environments,
+        variables: |e: &Environment| e.spec.variables.clone(),
+    };
+    write.save(caller, environment, variables, Map::new()).await
+}
+
+async fn set_variable(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<SetEnvironmentVariable>,
+) -> ApiResult<Json<()>> {
+    validate_key("key", &body.key)?;
+    bounded_value(&body.value)?;
+    let exposure = parse_exposure(body.exposure.as_deref())?;
+    let secret = body.is_secret == Some(true) || body.kind.as_deref() == Some("secret");
+    match body.kind.as_deref() {
+        None | Some("plain-config" | "secret") => {}
+        Some(_) => {
+            return Err(ApiError::validation("kind", "kind must be plain-config"));
+        }
+    }
+    if secret {
+        return Err(ApiError::validation(
+            if body.is_secret == Some(true) {
+                "isSecret"
+            } else {
+                "kind"
+            },
+            "secret values are not kept on environments: set them on each resource with \
+             POST /resources/{resourceId}/secrets",
+        ));
+    }
+    if body.scope.as_deref().is_some_and(|s| s != "environment") {
+        return Err(ApiError::validation("scope", "scope must be environment"));
+    }
+    caller.require_role(OrganizationRole::Member)?;
+    let environment = lookup(&state, &caller, &id)?;
+    require_unlocked(&environment)?;
+    let mut variables: Vec<PlainVariable> = environment
+        .spec
+        .variables
+        .iter()
+        .filter(|v| !(v.key == body.key && v.exposure == exposure))
+        .cloned()
+        .collect();
+    variables.push(PlainVariable {
+        key: body.key.clone(),
+        value: body.value,
+        exposure,
+    });
+    save_variables(&state, &caller, &environment, &variables).await?;
+    tracing::info!(environment = %id, key = %body.key, "environment variable set");
+    Ok(Json(()))
+}
+
+/// Values are free text (line breaks allowed), bounded like a resource's.
+fn bounded_value(value: &str) -> ApiResult<()> {
+    const VALUE_MAX: usize = 32 * 1024;
+    if value.len() > VALUE_MAX {
+        return Err(ApiError::validation(
+            "value",
+            format!("value must be at most {VALUE_MAX} bytes"),
+        ));
+    }
+    Ok(())
+}
+
+async fn unset_variable(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((id, key)): Path<(String, String)>,
+    JsonBody(body): JsonBody<UnsetEnvironmentVariable>,
+) -> ApiResult<Json<()>> {
+    validate_key("key", &key)?;
+    let exposure = parse_exposure(body.exposure.as_deref())?;
+    if body.scope.as_deref().is_some_and(|s| s != "environment") {
+        return Err(ApiError::validation("scope", "scope must be environment"));
+    }
+    caller.require_role(OrganizationRole::Member)?;
+    let environment = lookup(&state, &caller, &id)?;
+    require_unlocked(&environment)?;
+    let exists = environment
+        .spec
+        .variables
+        .iter()
+        .any(|v| v.key == key && v.exposure == exposure);
+    if !exists {
+        return Err(ApiError::not_found(
+            "variable",
+            &format!("{key} ({})", exposure_name(exposure)),
+        ));
+    }
+    let variables: Vec<PlainVariable> = environment
+        .spec
+        .variables
+        .iter()
+        .filter(|v| !(v.key == key && v.exposure == exposure))
+        .cloned()
+        .collect();
+    save_variables(&state, &caller, &environment, &variables).await?;
+    Ok(Json(()))
+}
+
+/// The environment's spec as the shim writes it back: other managers' variables left out.
+fn desired(environment: &Environment) -> Environment {
+    let mut desired = Environment::new(&environment.name_any(), environment.spec.clone());
+    desired.spec.variables = only_owned(
+        &environment.metadata,
+        FIELD_MANAGER,
+        &environment.spec.variables,
+    );
+    desired
+}
+
+/// A name free among the project's active environments (but `except`'s own).
+fn name_free(
+    state: &AppState,
+    caller: &Caller,
+    project: &str,
+    name: &str,
+    field: &str,
+    except: Option<&str>,
+) -> ApiResult<()> {
+    let namespace = &caller.organization()?.namespace;
+    let taken = all_in(&state.caches.environments, namespace)
+        .iter()
+        .any(|e| {
+            e.spec.project_id == project
+                && !e.spec.archived
+                && Some(e.name_any().as_str()) != except
+                && e.spec.name.eq_ignore_ascii_case(name)
+        });
+    if taken {
+        return Err(ApiError::conflict(format!(
+            "the project already has an active environment named {name}"
+        ))
+        .with_detail("field", field));
+    }
+    Ok(())
+}
+
+async fn rename(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<RenameEnvironment>,
+) -> ApiResult<Json<IdResponse>> {
+    let name = body.name.trim().to_string();
+    bounded("name", &name, NAME_MAX)?;
+    caller.require_role(OrganizationRole::Member)?;
+    let environment = lookup(&state, &caller, &id)?;
+    require_unlocked(&environment)?;
+    name_free(
+        &state,
+        &caller,
+        &environment.spec.project_id,
+        &name,
+        "name",
+        Some(&id),
+    )?;
+    let mut changed = desired(&environment);
+    changed.spec.name = name;
+    apply(
+        &api(&state, &caller)?,
+        &state.caches.environments,
+        Some(&caller),
+        changed,
+    )
+    .await?;
+    Ok(Json(IdResponse { id }))
+}
+
+async fn set_lock(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+    lock: Option<Option<String>>,
+) -> ApiResult<()> {
+    caller.require_role(OrganizationRole::Admin)?;
+    let environment = lookup(state, caller, id)?;
+    let locked = lock.is_some();
+    if environment.spec.locked == locked {
+        // Locking twice keeps the first reason; unlocking twice changes nothing.
+        return Ok(());
+    }
+    let mut changed = desired(&environment);
+    changed.spec.locked = locked;
+    changed.spec.lock_reason = lock.flatten();
+    apply(
+        &api(state, caller)?,
+        &state.caches.environments,
+        Some(caller),
+        changed,
+    )
+    .await?;
+    tracing::info!(environment = %id, locked, "environment lock changed");
+    Ok(())
+}
+
+async fn lock(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<LockEnvironment>,
+) -> ApiResult<Json<IdResponse>> {
+    let reason = body.reason.map(|r| r.trim().to_string());
+    if let Some(reason) = &reason {
+        bounded("reason", reason, REASON_MAX)?;
+    }
+    set_lock(&state, &caller, &id, Some(reason)).await?;
+    Ok(Json(IdResponse { id }))
+}
+
+async fn unlock(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(_): JsonBody<UnlockEnvironment>,
+) -> ApiResult<Json<IdResponse>> {
+    set_lock(&state, &caller, &id, None).await?;
+    Ok(Json(IdResponse { id }))
+}
+
+/// A new environment of `source`'s project named `name` with `source`'s variables.
+async fn create_copy(
+    state: &AppState,
+    caller: &Caller,
+    source: &Environment,
+    name: String,
+    kind: String,
+) -> ApiResult<String> {
+    let id = new_id("env");
+    let copy = Environment::new(
+        &id,
+        EnvironmentSpec {
+            project_id: source.spec.project_id.clone(),
+            name,
+            kind,
+            parent_environment_id: None,
+            variables: source.spec.variables.clone(),
+            locked: false,
+            lock_reason: None,
+            archived: false,
+            archive_reason: None,
+        },
+    );
+    apply(
+        &api(state, caller)?,
+        &state.caches.environments,
+        Some(caller),
+        copy,
+    )
+    .await?;
+    Ok(id)
+}
+
+/// Checks the name and kind of a new environment.
+fn new_target(
+    state: &AppState,
+    caller: &Caller,
+    source: &Environment,
+    name: &str,
+    kind: Option<&str>,
+) -> ApiResult<(String, String)> {
+    let name = name.trim().to_string();
+    bounded("targetName", &name, NAME_MAX)?;
+    let kind = kind.unwrap_or(&source.spec.kind).to_string();
+    validate_kind(&kind).map_err(|e| e.with_detail("field", "targetKind"))?;
+    name_free(
+        state,
+        caller,
+        &source.spec.project_id,
+        &name,
+        "targetName",
+        None,
+    )?;
+    Ok((name, kind))
+}
+
+async fn clone(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<CloneEnvironment>,
+) -> ApiResult<(StatusCode, Json<IdResponse>)> {
+    caller.require_role(OrganizationRole::Member)?;
+    let source = lookup(&state, &caller, &id)?;
+    let (name, kind) = new_target(
+        &state,
+        &caller,
+        &source,
+        &body.target_name,
+        body.target_kind.as_deref(),
+    )?;
+    let created = create_copy(&state, &caller, &source, name, kind).await?;
+    Ok((StatusCode::CREATED, Json(IdResponse { id: created })))
+}
+
+async fn promote(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<PromoteEnvironment>,
+) -> ApiResult<(StatusCode, Json<IdResponse>)> {
+    caller.require_role(OrganizationRole::Member)?;
+    let source = lookup(&state, &caller, &id)?;
+    let Some(target_id) = body.target_environment_id.as_deref() else {
+        let name = body.target_name.as_deref().ok_or_else(|| {
+            ApiError::validation(
+                "targetEnvironmentId",
+                "give targetEnvironmentId (an existing environment) or targetName and targetKind",
+            )
+        })?;
+        let kind = body.target_kind.as_deref().ok_or_else(|| {
+            ApiError::validation("targetKind", "targetKind is required with targetName")
+        })?;
+        let (name, kind) = new_target(&state, &caller, &source, name, Some(kind))?;
+        let created = create_copy(&state, &caller, &source, name, kind).await?;
+        return Ok((StatusCode::CREATED, Json(IdResponse { id: created })));
+    };
+    bounded("targetEnvironmentId", target_id, OBJECT_NAME_MAX)?;
+    if body.target_name.is_some() || body.target_kind.is_some() {
+        return Err(ApiError::validation(
+            "targetName",
+            "targetName and targetKind create a new environment: leave them out with targetEnvironmentId",
+        ));
+    }
+    if target_id == id {
+        return Err(ApiError::validation(
+            "targetEnvironmentId",
+            "an environment cannot be promoted into itself",
+        ));
+    }
+    let target = lookup(&state, &caller, target_id)
+        .map_err(|e| e.with_detail("field", "targetEnvironmentId"))?;
+    if target.spec.project_id != source.spec.project_id {
+        return Err(ApiError::validation(
+            "targetEnvironmentId",
+            "the target environment must belong to the same project",
+        ));
+    }
+    let given = body
+        .confirmation
+        .as_ref()
+        .and_then(|c| c.environment_id.as_deref());
+    confirm(given, target_id, "environmentId", "environment")?;
+    require_unlocked(&target)?;
+    let variables = promoted(&source.spec.variables, &target.spec.variables);
+    save_variables(&state, &caller, &target, &variables).await?;
+    tracing::info!(from = %id, into = %target_id, "environment promoted");
+    Ok((
+        StatusCode::OK,
+        Json(IdResponse {
+            id: target_id.to_string(),
+        }),
+    ))
+}
+
+/// The target's variables after a promotion: the source's entries replace the target's of the
+/// same key and exposure; the target's others stay.
+pub fn promoted(source: &[PlainVariable], target: &[PlainVariable]) -> Vec<PlainVariable> {
+    let mut merged: BTreeMap<(String, String), PlainVariable> = target
+        .iter()
+        .map(|v| ((v.key.clone(), exposure_name(v.exposure).into()), v.clone()))
+        .collect();
+    for v in source {
+        merged.insert((v.key.clone(), exposure_name(v.exposure).into()), v.clone());
+    }
+    merged.into_values().collect()
+}
+
+/// The diff of two variable lists, by key and exposure, in key order.
+pub fn variable_diff(left: &[PlainVariable], right: &[PlainVariable]) -> Vec<VariableDiff> {
+    let index = |list: &[PlainVariable]| -> BTreeMap<(String, String), PlainVariable> {
+        list.iter()
+            .map(|v| ((v.key.clone(), exposure_name(v.exposure).into()), v.clone()))
+            .collect()
+    };
+    let (left, right) = (index(left), index(right));
+    let mut keys: Vec<&(String, String)> = left.keys().chain(right.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .map(|key| {
+            let (l, r) = (left.get(key), right.get(key));
+            let change = match (l, r) {
+                (Some(_), None) => VariableChange::Removed,
+                (None, Some(_)) => VariableChange::Added,
+                (Some(l), Some(r)) if l.value == r.value => VariableChange::Unchanged,
+                _ => VariableChange::Changed,
+            };
+            VariableDiff {
+                key: key.0.clone(),
+                exposure: key.1.clone(),
+                left: l.map(masked),
+                right: r.map(masked),
+                change,
+            }
+        })
+        .collect()
+}
+
+async fn diff(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((id, other)): Path<(String, String)>,
+) -> ApiResult<Json<Vec<VariableDiff>>> {
+    caller.require_role(OrganizationRole::Member)?;
+    let left = lookup(&state, &caller, &id)?;
+    let right = lookup(&state, &caller, &other)?;
+    Ok(Json(variable_diff(
+        &left.spec.variables,
+        &right.spec.variables,
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_crds::variable::VariableExposure;
+
+    fn var(key: &str, value: &str) -> PlainVariable {
+        PlainVariable {
+            key: key.into(),
+            value: value.into(),
+            exposure: VariableExposure::Runtime,
+        }
+    }
+
+    #[test]
+    fn a_diff_names_each_change_and_masks_secrets_on_both_sides() {
+        let staging = [
+            var("MODE", "fast"),
+            var("API_TOKEN", "new"),
+            var("ONLY_STAGING", "1"),
+        ];
+        let production = [
+            var("MODE", "fast"),
+            var("API_TOKEN", "old"),
+            var("ONLY_PROD", "2"),
+        ];
+        let diff = variable_diff(&staging, &production);
+        let by_key = |k: &str| diff.iter().find(|d| d.key == k).unwrap();
+        assert_eq!(by_key("MODE").change, VariableChange::Unchanged);
+        assert_eq!(by_key("ONLY_STAGING").change, VariableChange::Removed);
+        assert_eq!(by_key("ONLY_PROD").change, VariableChange::Added);
+        let token = by_key("API_TOKEN");
+        assert_eq!(
+            token.change,
+            VariableChange::Changed,
+            "a masked change still shows"
+        );
+        assert_eq!(token.left.as_ref().unwrap().value, "****");
+        assert_eq!(token.right.as_ref().unwrap().value, "****");
+    }
+
+    #[test]
+    fn a_promotion_overrides_same_keys_and_keeps_the_targets_others() {
+        let merged = promoted(
+            &[var("MODE", "fast")],
+            &[var("MODE", "slow"), var("KEEP", "1")],
+        );
+        assert_eq!(merged, vec![var("KEEP", "1"), var("MODE", "fast")]);
+    }
+}

@@ -1,0 +1,135 @@
+//! Removed deployment attempts in the PostgreSQL store.
+
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
+
+use super::{Failed, PostgresTimeline, numbered};
+use crate::TimelineError;
+use crate::attempts::{
+    AttemptQuery, AttemptRecord, AttemptStore, Dialect, Filter, MARK_REMOVED, ONE, UNREMOVED,
+    UPSERT, Value, timeline_counts_sql,
+};
+
+fn record(row: &Row) -> AttemptRecord {
+    AttemptRecord {
+        namespace: row.get(0),
+        deployment: row.get(1),
+        resource: row.get(2),
+        project: row.get(3),
+        environment: row.get(4),
+        server: row.get(5),
+        status: row.get(6),
+        created_ms: row.get(7),
+        removed: row.get(8),
+        object: row.get(9),
+    }
+}
+
+fn bound(values: &[Value]) -> Vec<&(dyn ToSql + Sync)> {
+    values
+        .iter()
+        .map(|value| match value {
+            Value::Text(text) => text as &(dyn ToSql + Sync),
+            Value::Integer(number) => number as &(dyn ToSql + Sync),
+        })
+        .collect()
+}
+
+impl AttemptStore for PostgresTimeline {
+    fn record_attempts(&self, records: &[AttemptRecord]) -> Result<(), TimelineError> {
+        let sql = numbered(UPSERT);
+        self.block_on(self.run(async |connection| {
+            let transaction = connection.client.transaction().await?;
+            let upsert = transaction.prepare(&sql).await?;
+            for r in records {
+                let params: [&(dyn ToSql + Sync); 10] = [
+                    &r.namespace,
+                    &r.deployment,
+                    &r.resource,
+                    &r.project,
+                    &r.environment,
+                    &r.server,
+                    &r.status,
+                    &r.created_ms,
+                    &r.removed,
+                    &r.object,
+                ];
+                transaction.execute(&upsert, &params).await?;
+            }
+            transaction.commit().await.map_err(Failed::maybe_committed)
+        }))
+    }
+
+    fn mark_removed(&self, namespace: &str, deployments: &[String]) -> Result<(), TimelineError> {
+        let sql = numbered(MARK_REMOVED);
+        self.block_on(self.run(async |connection| {
+            let mark = connection.client.prepare(&sql).await?;
+            for deployment in deployments {
+                connection
+                    .client
+                    .execute(&mark, &[&namespace, deployment])
+                    .await?;
+            }
+            Ok(())
+        }))
+    }
+
+    fn unremoved_attempts(&self) -> Result<Vec<(String, String)>, TimelineError> {
+        let rows = self.block_on(
+            self.run(async |connection| Ok(connection.client.query(UNREMOVED, &[]).await?)),
+        )?;
+        Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
+    }
+
+    fn removed_attempts(&self, query: &AttemptQuery) -> Result<Vec<AttemptRecord>, TimelineError> {
+        let (sql, values) = Filter::select(query, Dialect::Postgres);
+        let rows =
+            self.block_on(self.run(async |connection| {
+                Ok(connection.client.query(&sql, &bound(&values)).await?)
+            }))?;
+        Ok(rows.iter().map(record).collect())
+    }
+
+    fn count_removed(&self, query: &AttemptQuery) -> Result<u64, TimelineError> {
+        let (sql, values) = Filter::count(query, Dialect::Postgres);
+        let count: i64 = self.block_on(self.run(async |connection| {
+            let row = connection.client.query_one(&sql, &bound(&values)).await?;
+            Ok(row.get(0))
+        }))?;
+        Ok(u64::try_from(count).unwrap_or(0))
+    }
+
+    fn attempt(
+        &self,
+        namespace: &str,
+        deployment: &str,
+    ) -> Result<Option<AttemptRecord>, TimelineError> {
+        let sql = numbered(ONE);
+        let row = self.block_on(self.run(async |connection| {
+            Ok(connection
+                .client
+                .query_opt(&sql, &[&namespace, &deployment])
+                .await?)
+        }))?;
+        Ok(row.as_ref().map(record))
+    }
+
+    fn timeline_counts(
+        &self,
+        namespace: &str,
+        resource: &str,
+        deployments: &[String],
+    ) -> Result<Vec<(String, i64)>, TimelineError> {
+        if deployments.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = timeline_counts_sql(Dialect::Postgres, deployments.len());
+        let (namespace, resource) = (namespace.to_string(), resource.to_string());
+        let rows = self.block_on(self.run(async |connection| {
+            let mut params: Vec<&(dyn ToSql + Sync)> = vec![&namespace, &resource];
+            params.extend(deployments.iter().map(|d| d as &(dyn ToSql + Sync)));
+            Ok(connection.client.query(&sql, &params).await?)
+        }))?;
+        Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
+    }
+}

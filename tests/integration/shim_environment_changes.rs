@@ -1,0 +1,399 @@
+//! Resources, projects and environments changed over REST on the real stack: the whole
+//! resource record, archive and restore, environment variables reaching the container on the
+//! next deploy, a locked environment refusing deployments and changes, rename, clone, diff and
+//! promote, and other organizations' ids answering 404.
+
+use berth_crds::member::OrganizationRole;
+use berth_tests::client;
+use berth_tests::rest::TestOrg;
+use serde_json::json;
+
+use crate::deploy_support::{delete_resource, docker_names, ready_server, remove_server};
+use crate::shim_deployment_attempts::{deployed, ended, start};
+use crate::shim_projects_envs::{environment, invalid, project};
+
+/// The environment variables of a running container.
+fn container_env(name: &str) -> Vec<String> {
+    let output = std::process::Command::new("docker")
+        .args(["inspect", "--format", "{{json .Config.Env}}", name])
+        .output()
+        .expect("docker CLI (tests only)");
+    serde_json::from_slice(&output.stdout).unwrap_or_default()
+}
+
+#[tokio::test]
+async fn environment_variables_locks_and_archives_govern_what_deploys() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let admin = org.user(OrganizationRole::Admin).await.rest;
+    let member = org.user(OrganizationRole::Member).await.rest;
+    let (server, _port) = ready_server(&admin).await;
+    let source = json!({"kind": "docker-image", "locator": "berth/sample-app:1"});
+    let (id, host) = deployed(&member, &server, source, "/healthz").await;
+
+    // The whole record.
+    let detail = member.get(&format!("/resources/{id}")).await.ok();
+    assert_eq!(detail["schemaVersion"], "resources.show/v1");
+    assert_eq!(detail["resource"]["serverId"], server);
+    assert_eq!(detail["source"]["imageName"], "berth/sample-app");
+    assert_eq!(detail["source"]["imageTag"], "1");
+    assert_eq!(detail["healthPolicy"]["http"]["path"], "/healthz");
+    assert_eq!(detail["latestDeployment"]["status"], "succeeded");
+    assert_eq!(detail["runtime"]["lifecycle"], "running");
+    assert_eq!(detail["lifecycle"]["status"], "active");
+    assert_eq!(detail["autoDeployPolicy"]["status"], "disabled");
+    let environment_id = detail["resource"]["environmentId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let env_path = format!("/environments/{environment_id}");
+
+    // An environment variable reaches the container on the next deploy.
+    let set = format!("{env_path}/variables");
+    invalid(
+        member
+            .post(&set, json!({"key": "1BAD", "value": "x"}))
+            .await,
+        "key",
+    );
+    invalid(
+        member
+            .post(&set, json!({"key": "A", "value": "x", "exposure": "both"}))
+            .await,
+        "exposure",
+    );
+    invalid(
+        member
+            .post(&set, json!({"key": "A", "value": "x", "isSecret": true}))
+            .await,
+        "isSecret",
+    );
+    let answer = member
+        .post(&set, json!({"key": "GREETING", "value": "from the environment", "exposure": "runtime", "kind": "plain-config"}))
+        .await
+        .ok();
+    assert!(answer.is_null(), "{answer}");
+    let shown = member.get(&env_path).await.ok();
+    assert_eq!(shown["maskedVariables"][0]["key"], "GREETING");
+    let attempt = start(&member, &id).await;
+    assert_eq!(ended(&member, &attempt).await["status"], "succeeded");
+    let container = docker_names(&format!("label=berth.dev/deployment={attempt}"));
+    let env = container_env(&container[0]);
+    assert!(
+        env.contains(&"GREETING=from the environment".to_string()),
+        "{env:?}"
+    );
+    member
+        .delete(&format!("{set}/GREETING"), json!({}))
+        .await
+        .ok();
+    member
+        .delete(&format!("{set}/GREETING"), json!({}))
+        .await
+        .error(404, "not_found");
+
+    // Locked: deployments and changes are refused with the reason, until unlocked.
+    member
+        .post(
+            &format!("{env_path}/lock"),
+            json!({"reason": "release freeze"}),
+        )
+        .await
+        .error(403, "forbidden");
+    admin
+        .post(
+            &format!("{env_path}/lock"),
+            json!({"reason": "release freeze"}),
+        )
+        .await
+        .ok();
+    let locked = member.get(&env_path).await.ok();
+    assert_eq!(locked["lockReason"], "release freeze");
+    let record = member.get(&format!("/resources/{id}")).await.ok()["resource"].clone();
+    let deploy = json!({
+        "projectId": record["projectId"], "environmentId": environment_id,
+        "resourceId": id, "serverId": server,
+    });
+    let refused = member.post("/deployments", deploy.clone()).await;
+    let error = refused.error(409, "environment_locked");
+    assert_eq!(error["details"]["lockReason"], "release freeze");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("release freeze")
+    );
+    member
+        .post(
+            &format!("/resources/{id}/variables"),
+            json!({"key": "X", "value": "1", "exposure": "runtime"}),
+        )
+        .await
+        .error(409, "environment_locked");
+    member
+        .post(&set, json!({"key": "X", "value": "1"}))
+        .await
+        .error(409, "environment_locked");
+    member
+        .post(
+            &format!("/resources/{id}/redeploy"),
+            json!({"confirmation": {"resourceId": id}}),
+        )
+        .await
+        .error(409, "environment_locked");
+    admin
+        .post(&format!("{env_path}/unlock"), json!({}))
+        .await
+        .ok();
+    assert!(member.get(&env_path).await.ok().get("lockReason").is_none());
+
+    // Archived: refused likewise; restored: it deploys again.
+    member
+        .post(
+            &format!("/resources/{id}/archive"),
+            json!({"reason": "moved"}),
+        )
+        .await
+        .ok();
+    let archived = member.get(&format!("/resources/{id}")).await.ok();
+    assert_eq!(archived["lifecycle"]["status"], "archived");
+    assert_eq!(archived["lifecycle"]["archiveReason"], "moved");
+    let refused = member.post("/deployments", deploy.clone()).await;
+    assert_eq!(
+        refused.error(409, "resource_archived")["details"]["blockedReason"],
+        "resource-archived"
+    );
+    invalid(
+        member
+            .post(
+                &format!("/resources/{id}/archive"),
+                json!({"reason": "x".repeat(281)}),
+            )
+            .await,
+        "reason",
+    );
+    member
+        .post(&format!("/resources/{id}/restore"), json!({}))
+        .await
+        .ok();
+    let created = member
+        .post("/deployments", deploy.clone())
+        .await
+        .expect(201);
+    let again = created["id"].as_str().unwrap();
+    assert_eq!(ended(&member, again).await["status"], "succeeded");
+
+    // Another organization sees none of it.
+    let mut other = TestOrg::new(&client).await;
+    let outsider = other.user(OrganizationRole::Owner).await.rest;
+    outsider
+        .get(&format!("/resources/{id}"))
+        .await
+        .error(404, "not_found");
+    for path in ["archive", "restore"] {
+        outsider
+            .post(&format!("/resources/{id}/{path}"), json!({}))
+            .await
+            .error(404, "not_found");
+    }
+    for path in ["lock", "unlock"] {
+        outsider
+            .post(&format!("{env_path}/{path}"), json!({}))
+            .await
+            .error(404, "not_found");
+    }
+    outsider
+        .post(&set, json!({"key": "A", "value": "1"}))
+        .await
+        .error(404, "not_found");
+
+    delete_resource(&admin, &id, &host.replace(".localhost", "")).await;
+    remove_server(&admin, &server).await;
+}
+
+#[tokio::test]
+async fn environments_are_renamed_cloned_diffed_and_promoted_and_projects_restored() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let admin = org.user(OrganizationRole::Admin).await.rest;
+    let member = org.user(OrganizationRole::Member).await.rest;
+    let shop = project(&member, "Shop").await;
+    let staging = environment(&member, &shop, "staging").await;
+    let production = environment(&member, &shop, "production").await;
+    let set = |env: &str| format!("/environments/{env}/variables");
+    for (env, key, value) in [
+        (&staging, "MODE", "fast"),
+        (&staging, "API_TOKEN", "staging-secret-value"),
+        (&staging, "NEW_FLAG", "on"),
+        (&production, "MODE", "fast"),
+        (&production, "API_TOKEN", "production-secret-value"),
+        (&production, "ONLY_PROD", "1"),
+    ] {
+        member
+            .post(&set(env), json!({"key": key, "value": value}))
+            .await
+            .ok();
+    }
+
+    // Rename: unique among the project's active environments.
+    member
+        .post(
+            &format!("/environments/{staging}/rename"),
+            json!({"name": "production"}),
+        )
+        .await
+        .error(409, "conflict");
+    invalid(
+        member
+            .post(
+                &format!("/environments/{staging}/rename"),
+                json!({"name": ""}),
+            )
+            .await,
+        "name",
+    );
+    member
+        .post(
+            &format!("/environments/{staging}/rename"),
+            json!({"name": "stage"}),
+        )
+        .await
+        .ok();
+    assert_eq!(
+        member.get(&format!("/environments/{staging}")).await.ok()["name"],
+        "stage"
+    );
+
+    // Diff, masked: what promoting staging into production would change.
+    let diff = member
+        .get(&format!("/environments/{staging}/diff/{production}"))
+        .await
+        .ok();
+    let change = |key: &str| {
+        diff.as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["key"] == key)
+            .unwrap()["change"]
+            .clone()
+    };
+    assert_eq!(change("MODE"), "unchanged");
+    assert_eq!(change("API_TOKEN"), "changed");
+    assert_eq!(change("NEW_FLAG"), "removed");
+    assert_eq!(change("ONLY_PROD"), "added");
+    assert!(!diff.to_string().contains("secret-value"), "{diff}");
+
+    // Promote: confirmed; the target gets staging's entries and keeps its own others.
+    let promote = format!("/environments/{staging}/promote");
+    invalid(
+        member
+            .post(&promote, json!({"targetEnvironmentId": production}))
+            .await,
+        "confirmation.environmentId",
+    );
+    let body =
+        json!({"targetEnvironmentId": production, "confirmation": {"environmentId": production}});
+    let promoted = member.post(&promote, body.clone()).await.ok();
+    assert_eq!(promoted["id"], production);
+    let after = member
+        .get(&format!("/environments/{staging}/diff/{production}"))
+        .await
+        .ok();
+    assert!(
+        after
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|d| d["change"] == "unchanged" || d["key"] == "ONLY_PROD"),
+        "{after}"
+    );
+    // A locked target refuses it.
+    admin
+        .post(&format!("/environments/{production}/lock"), json!({}))
+        .await
+        .ok();
+    member
+        .post(&promote, body)
+        .await
+        .error(409, "environment_locked");
+    admin
+        .post(&format!("/environments/{production}/unlock"), json!({}))
+        .await
+        .ok();
+
+    // Clone and promote into a new environment copy the variables.
+    let cloned = member
+        .post(
+            &format!("/environments/{staging}/clone"),
+            json!({"targetName": "stage-2"}),
+        )
+        .await
+        .expect(201);
+    let clone_id = cloned["id"].as_str().unwrap();
+    let copy = member.get(&format!("/environments/{clone_id}")).await.ok();
+    assert_eq!(copy["kind"], "preview");
+    assert_eq!(copy["maskedVariables"].as_array().unwrap().len(), 3);
+    invalid(
+        member
+            .post(
+                &format!("/environments/{staging}/clone"),
+                json!({"targetName": "x", "targetKind": "prod"}),
+            )
+            .await,
+        "targetKind",
+    );
+    let fresh = member
+        .post(
+            &promote,
+            json!({"targetName": "canary", "targetKind": "production"}),
+        )
+        .await
+        .expect(201);
+    let canary = member
+        .get(&format!("/environments/{}", fresh["id"].as_str().unwrap()))
+        .await
+        .ok();
+    assert_eq!(canary["kind"], "production");
+
+    // A project archived and restored.
+    admin
+        .delete(
+            &format!("/projects/{shop}"),
+            json!({"confirmation": {"projectId": shop}}),
+        )
+        .await
+        .ok();
+    assert_eq!(
+        member.get(&format!("/projects/{shop}")).await.ok()["lifecycleStatus"],
+        "archived"
+    );
+    member
+        .post(&format!("/projects/{shop}/restore"), json!({}))
+        .await
+        .error(403, "forbidden");
+    admin
+        .post(&format!("/projects/{shop}/restore"), json!({}))
+        .await
+        .ok();
+    let restored = member.get(&format!("/projects/{shop}")).await.ok();
+    assert_eq!(restored["lifecycleStatus"], "active");
+    assert!(restored.get("archivedAt").is_none(), "{restored}");
+
+    let mut other = TestOrg::new(&client).await;
+    let outsider = other.user(OrganizationRole::Owner).await.rest;
+    outsider
+        .get(&format!("/environments/{staging}/diff/{production}"))
+        .await
+        .error(404, "not_found");
+    outsider
+        .post(&format!("/projects/{shop}/restore"), json!({}))
+        .await
+        .error(404, "not_found");
+    outsider
+        .post(
+            &format!("/environments/{staging}/clone"),
+            json!({"targetName": "x"}),
+        )
+        .await
+        .error(404, "not_found");
+}
