@@ -65,21 +65,37 @@ where
         desired: &[PlainVariable],
         extra: Map<String, Value>,
     ) -> ApiResult<K> {
-        let before = (self.variables)(object);
-        let fields = own_entries(caller, object.meta(), &before, desired, extra);
-        let name = object.name_any();
-        let written =
-            apply_fields(self.api, self.store, VARIABLES_FIELD_MANAGER, &name, fields).await?;
-        let removed = removed_keys(&before, desired);
-        let listed = (self.variables)(&written);
-        match without(&listed, &removed) {
-            None => Ok(written),
-            Some(remaining) => {
-                let patched = replace_list(self.api, &written, remaining).await?;
-                catch_up(self.store, &patched).await?;
-                Ok(patched)
-            }
-        }
+        // Removed entries go first, by a patch of the whole list: an apply that drops a
+        // list's last entries makes the API server (1.20) write `null`, which the schema
+        // refuses.
+        let removed = removed_keys(&(self.variables)(object), desired);
+        let object = if removed.is_empty() {
+            object.clone()
+        } else {
+            self.remove(&object.name_any(), &removed).await?
+        };
+        let listed = (self.variables)(&object);
+        let fields = own_entries(caller, object.meta(), &listed, desired, extra);
+        apply_fields(
+            self.api,
+            self.store,
+            VARIABLES_FIELD_MANAGER,
+            &object.name_any(),
+            fields,
+        )
+        .await
+    }
+
+    /// Removes `removed` from the object as it is now (the cache may lag behind another
+    /// manager's write); returns the object written.
+    async fn remove(&self, name: &str, removed: &[VariableKey]) -> ApiResult<K> {
+        let current = self.api.get(name).await?;
+        let Some(remaining) = without(&(self.variables)(&current), removed) else {
+            return Ok(current);
+        };
+        let patched = replace_list(self.api, &current, remaining).await?;
+        catch_up(self.store, &patched).await?;
+        Ok(patched)
     }
 }
 
@@ -96,8 +112,8 @@ fn own_entries(
         .iter()
         .filter(|v| owned.contains(&variable_key(v)) || !before.contains(v))
         .collect();
-    // An empty list is left out rather than sent: that drops this manager's entries just
-    // the same.
+    // Nothing of the list is left to this manager when it keeps no entry: the removed ones
+    // are gone already.
     if !mine.is_empty() {
         spec.insert("variables".into(), json!(mine));
     }
@@ -125,12 +141,12 @@ fn without(variables: &[PlainVariable], removed: &[VariableKey]) -> Option<Vec<P
     (remaining.len() < variables.len()).then_some(remaining)
 }
 
-/// Replaces the whole list (a merge patch), only over the version just written.
+/// Replaces the whole list (a merge patch), only over the version just read.
 async fn replace_list<K>(api: &Api<K>, written: &K, remaining: Vec<PlainVariable>) -> ApiResult<K>
 where
     K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
-    // An empty list rather than `null`: some kinds' schemas require the field.
+    // An empty list rather than `null`: the schema refuses `null`.
     let patch = json!({
         "metadata": { "resourceVersion": written.resource_version() },
         "spec": { "variables": remaining },
