@@ -568,6 +568,12 @@ pub enum Servers {
     /// Take deployments again.
     #[command(after_help = "Example:\n  berth servers activate srv-abc")]
     Activate { server: String },
+    /// Rename a server (its display name; the id stays).
+    #[command(after_help = "Example:\n  berth servers rename srv-abc edge-eu-1")]
+    Rename { server: String, name: String },
+    /// What stands in the way of deleting a server (it is not deleted).
+    #[command(after_help = "Example:\n  berth servers delete-check srv-abc")]
+    DeleteCheck { server: String },
     /// Delete an inactive server.
     #[command(
         visible_alias = "rm",

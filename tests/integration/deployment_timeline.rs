@@ -120,7 +120,11 @@ async fn build_output_is_streamed_and_the_timeline_outlives_the_attempt() {
         .iter()
         .map(|e| e["step"]["current"].as_i64().unwrap())
         .collect();
-    assert!(steps.windows(2).all(|w| w[0] <= w[1]), "{steps:?}");
+    let seen: Vec<String> = events
+        .iter()
+        .map(|e| format!("{} {} {}", e["step"]["current"], e["source"], e["message"]))
+        .collect();
+    assert!(steps.windows(2).all(|w| w[0] <= w[1]), "{seen:#?}");
 
     // The timeline as stored: steps, the same output lines, the outcome last.
     let deployment = last["deploymentId"].as_str().unwrap().to_string();

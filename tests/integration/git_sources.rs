@@ -437,7 +437,7 @@ fn built_images(ns: &TestNamespace, resource: &str) -> Vec<String> {
 }
 
 /// A new ed25519 key (PEM) no server or repository knows.
-fn unknown_key() -> String {
+pub(crate) fn unknown_key() -> String {
     let dir = std::env::temp_dir().join(format!("berth-key-{}", random_suffix()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("key");

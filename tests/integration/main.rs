@@ -30,6 +30,7 @@ mod shim_decisions;
 mod shim_deployment_attempts;
 mod shim_deployments_stream;
 mod shim_diagnostics;
+mod shim_domain_server_changes;
 mod shim_environment_changes;
 mod shim_health;
 mod shim_input_validation;

@@ -429,7 +429,7 @@ async fn fields_berth_would_not_honour_are_refused_over_rest_and_kubectl() {
         let output = kubectl(&["apply", "-f", "-"], Some(&manifest.to_string()));
         assert!(output.status.success(), "{manifest}: {output:?}");
         let resources = ns.api::<Resource>();
-        let message = eventually(Duration::from_secs(30), &format!("{name} judged"), || {
+        let message = eventually(Duration::from_secs(120), &format!("{name} judged"), || {
             let (resources, name) = (resources.clone(), name.clone());
             async move {
                 let resource = resources.get(&name).await.ok()?;

@@ -227,7 +227,7 @@ pub fn record(credential: &SshCredential) -> CredentialRecord {
 }
 
 /// Parses a submitted key. The message names the problem, never the input.
-fn parse_key(field: &str, text: &str) -> ApiResult<ClientKey> {
+pub(super) fn parse_key(field: &str, text: &str) -> ApiResult<ClientKey> {
     if text.len() > MAX_KEY_BYTES {
         return Err(ApiError::validation(
             field,

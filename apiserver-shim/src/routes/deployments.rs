@@ -443,6 +443,10 @@ async fn follow(
                 return;
             }
         }
+        // That output may be of a later step than this change: the change is old news then.
+        if !last && tracker.passed(&event) {
+            continue;
+        }
         if !send(event).await || last {
             return;
         }

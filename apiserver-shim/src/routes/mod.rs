@@ -13,6 +13,7 @@ pub mod deploy_tokens;
 pub mod deployment_attempts;
 pub mod deployments;
 pub mod diagnostics;
+pub mod domain_binding_changes;
 pub mod environment_changes;
 pub mod environments;
 pub mod health;
@@ -30,6 +31,8 @@ pub mod resources;
 pub mod retention;
 pub mod runtime_logs;
 pub mod server_access;
+pub mod server_changes;
+pub mod server_connectivity;
 pub mod servers;
 pub mod terminal;
 pub mod thresholds;
@@ -156,11 +159,14 @@ pub fn endpoints() -> Vec<Endpoint> {
         environment_changes::endpoints(),
         credentials::endpoints(),
         servers::endpoints(),
+        server_changes::endpoints(),
+        server_connectivity::endpoints(),
         terminal::endpoints(),
         deployments::endpoints(),
         deployment_attempts::endpoints(),
         webhooks::endpoints(),
         certificates::endpoints(),
+        domain_binding_changes::endpoints(),
         resources::endpoints(),
         resource_config::endpoints(),
         runtime_logs::endpoints(),

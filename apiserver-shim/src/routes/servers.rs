@@ -110,7 +110,7 @@ impl DeleteReceipts {
     }
 }
 
-fn writer(caller: &Caller) -> ApiResult<&CallerOrganization> {
+pub(super) fn writer(caller: &Caller) -> ApiResult<&CallerOrganization> {
     caller.require_user()?;
     caller.require_role(OrganizationRole::Admin)
 }
@@ -367,8 +367,8 @@ async fn show(
     Ok(Json(record(&server)))
 }
 
-/// Sets `spec.lifecycleStatus` alone (a merge patch), leaving every other field to whoever
-/// manages it (a GitOps tool, say).
+/// Sets `spec.lifecycleStatus` alone, leaving every other field to whoever manages it (a
+/// GitOps tool, say).
 async fn set_lifecycle(
     state: &AppState,
     caller: &Caller,
@@ -376,14 +376,28 @@ async fn set_lifecycle(
     lifecycle: ServerLifecycle,
 ) -> ApiResult<Json<ServerRecord>> {
     let server = lookup(state, caller, id)?;
-    let organization = writer(caller)?;
+    writer(caller)?;
     if server.spec.lifecycle_status == lifecycle {
         return Ok(Json(record(&server)));
     }
+    let written = merge_spec(state, caller, id, json!({ "lifecycleStatus": lifecycle })).await?;
+    tracing::info!(server = %id, ?lifecycle, "server lifecycle changed");
+    Ok(Json(record(&written)))
+}
+
+/// Writes the spec fields of `spec` alone (a merge patch) on behalf of an administrator,
+/// noting who changed it; returns the stored server once the cache has it.
+pub(super) async fn merge_spec(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+    spec: serde_json::Value,
+) -> ApiResult<Server> {
+    let organization = writer(caller)?;
     let (kind, actor) = caller.actor();
     let patch = json!({
         "metadata": { "annotations": { UPDATED_BY_KIND: kind, UPDATED_BY_ID: actor } },
-        "spec": { "lifecycleStatus": lifecycle },
+        "spec": spec,
     });
     let api = Api::<Server>::namespaced(state.client.clone(), &organization.namespace);
     let params = PatchParams {
@@ -392,8 +406,7 @@ async fn set_lifecycle(
     };
     let written = api.patch(id, &params, &Patch::Merge(&patch)).await?;
     catch_up(&state.caches.servers, &written).await?;
-    tracing::info!(server = %id, organization = %organization.id, ?lifecycle, "server lifecycle changed");
-    Ok(Json(record(&written)))
+    Ok(written)
 }
 
 async fn deactivate(
@@ -417,7 +430,7 @@ async fn activate(
 /// Delete-safety blockers: resources and deployments naming the server right now, plus what
 /// the controller last reported about other kinds. Its resource and deployment entries are
 /// left out: the live lists are the truth and the status lags a deletion by one recheck.
-async fn current_blockers(state: &AppState, server: &Server) -> ApiResult<Vec<Blocker>> {
+pub(super) async fn current_blockers(state: &AppState, server: &Server) -> ApiResult<Vec<Blocker>> {
     let namespace = server.namespace().unwrap_or_default();
     let name = server.name_any();
     let resources = Api::<BerthResource>::namespaced(state.client.clone(), &namespace)

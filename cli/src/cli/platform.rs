@@ -302,6 +302,36 @@ pub enum Tls {
         #[arg(long)]
         idempotency_key: Option<String>,
     },
+    /// Bind a host name (and path prefix) to a resource; the controller routes it, checks
+    /// its DNS and, under `--tls auto`, gets its certificate.
+    #[command(
+        after_help = "Example:\n  berth tls bind shop.example.com --resource web\n  berth tls bind api.example.com --resource api --path /v1 --tls disabled"
+    )]
+    Bind {
+        /// Host name, e.g. shop.example.com or *.example.com.
+        domain: String,
+        /// Resource id or slug.
+        #[arg(short, long)]
+        resource: String,
+        /// Path prefix served under the host name.
+        #[arg(long, default_value = "/")]
+        path: String,
+        /// `auto` (an ACME certificate) or `disabled` (plain HTTP).
+        #[arg(long, value_parser = ["auto", "disabled"], default_value = "auto")]
+        tls: String,
+        /// Binding again with the same key creates no second binding.
+        #[arg(long)]
+        idempotency_key: Option<String>,
+    },
+    /// What unbinding would leave behind (certificates that stop being renewed).
+    #[command(after_help = "Example:\n  berth tls delete-check dom-shop")]
+    DeleteCheck { binding: String },
+    /// Unbind a host name (its route goes; the resource keeps serving its other names).
+    #[command(
+        visible_alias = "unbind",
+        after_help = "Example:\n  berth tls delete dom-shop"
+    )]
+    Delete { binding: String },
 }
 
 /// Decision and usage records (self-hosted Berth allows and entitles everything).

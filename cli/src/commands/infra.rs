@@ -63,6 +63,22 @@ pub fn servers(ctx: &Ctx, command: Servers) -> CliResult<()> {
             created(ctx, &answer, "server", "/id");
             Ok(())
         }
+        Servers::Rename { server, name } => {
+            let id = server_id(ctx, &server)?;
+            let body = serde_json::json!({ "name": name });
+            let answer = ctx.api()?.post(&format!("/servers/{id}/rename"), &body)?;
+            ctx.out
+                .done(&answer, &format!("Renamed server {id} to {name}"));
+            Ok(())
+        }
+        Servers::DeleteCheck { server } => {
+            let id = server_id(ctx, &server)?;
+            let answer = ctx
+                .api()?
+                .get(&format!("/servers/{id}/delete-check"), &[])?;
+            ctx.out.raw(&answer);
+            Ok(())
+        }
         Servers::Activate { server } => lifecycle(ctx, &server, "activate"),
         Servers::Deactivate { server } => lifecycle(ctx, &server, "deactivate"),
         Servers::Delete { server } => {

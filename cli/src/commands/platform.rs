@@ -353,8 +353,46 @@ pub fn tls(ctx: &Ctx, command: Tls) -> CliResult<()> {
             ctx.out.done(&answer, "Asked for a certificate");
             return Ok(());
         }
+        Tls::Bind {
+            domain,
+            resource,
+            path,
+            tls,
+            idempotency_key,
+        } => return bind(ctx, domain, &resource, path, tls, idempotency_key),
+        Tls::DeleteCheck { binding } => {
+            api.get(&format!("/domain-bindings/{binding}/delete-check"), &[])?
+        }
+        Tls::Delete { binding } => {
+            let body = serde_json::json!({ "confirmation": { "domainBindingId": binding } });
+            let answer = api.delete(&format!("/domain-bindings/{binding}"), &body)?;
+            ctx.out.done(&answer, &format!("Unbound {binding}"));
+            return Ok(());
+        }
     };
     ctx.out.raw(&answer);
+    Ok(())
+}
+
+/// `POST /domain-bindings` for the resource, in its project and environment.
+fn bind(
+    ctx: &Ctx,
+    domain: String,
+    resource: &str,
+    path: String,
+    tls: String,
+    idempotency_key: Option<String>,
+) -> CliResult<()> {
+    let (resource, _) = super::resources::find_resource(ctx, resource)?;
+    let mut body = serde_json::json!({
+        "projectId": resource.project_id, "environmentId": resource.environment_id,
+        "resourceId": resource.id, "domainName": domain, "pathPrefix": path, "tlsMode": tls,
+    });
+    if let Some(key) = idempotency_key {
+        body["idempotencyKey"] = key.into();
+    }
+    let answer = ctx.api()?.post("/domain-bindings", &body)?;
+    super::created(ctx, &answer, "domain binding", "/id");
     Ok(())
 }
 

@@ -70,7 +70,12 @@ impl Tracker {
 
     /// An event of the attempt's timeline (build output), masked once more with what this
     /// stream knows to be secret.
-    pub fn recorded(&self, event: &ProgressEvent) -> ProgressEvent {
+    /// The timeline can be ahead of the watch: its line's step becomes the one reported, so
+    /// steps only go forward.
+    pub fn recorded(&mut self, event: &ProgressEvent) -> ProgressEvent {
+        if event.step.current > self.step.current {
+            self.step = event.step.clone();
+        }
         ProgressEvent {
             message: self.masker.mask(&event.message),
             ..event.clone()
@@ -88,17 +93,30 @@ impl Tracker {
         self.event(Level::Info, StreamStatus::Running, &message)
     }
 
+    /// Whether the stream already reported a later step than `event`'s.
+    pub fn passed(&self, event: &ProgressEvent) -> bool {
+        event.step.current < self.step.current
+    }
+
     /// The event a new look at the Deployment calls for, if any, and whether it is the last.
     pub fn observe(&mut self, deployment: &Deployment) -> Option<(ProgressEvent, bool)> {
         let status = deployment.status.clone().unwrap_or_default();
         if let Some(phase) = status.phase {
             self.phase = phase;
         }
-        if let Some(step) = status.current_step.clone().filter(valid_step) {
+        let step = status.current_step.clone().filter(valid_step);
+        // A step the stream already passed (its output went out first) is not reported again.
+        let behind = step
+            .as_ref()
+            .is_some_and(|step| step.current < self.step.current);
+        if let Some(step) = step.filter(|_| !behind) {
             self.step = step;
         }
         if let Some(state) = status.status.filter(|s| s.is_terminal()) {
             return Some((self.finished(state, &status), true));
+        }
+        if behind && status.status != Some(DeploymentState::CancelRequested) {
+            return None;
         }
         let position = Position::of(&status);
         if self.last.as_ref() == Some(&position) {
@@ -205,8 +223,20 @@ mod tests {
     }
 
     #[test]
+    fn output_ahead_of_the_watch_keeps_steps_going_forward() {
+        let mut tracker = Tracker::new(&deployment(None), Masker::new(Vec::<String>::new()));
+        let mut line = tracker.event(Level::Info, StreamStatus::Running, "building");
+        line.step.current = 3;
+        assert_eq!(tracker.recorded(&line).step.current, 3);
+        let late = deployment(Some(at(DeploymentPhase::Detect, 2, "Planning")));
+        assert!(tracker.observe(&late).is_none(), "a step already passed");
+        let next = deployment(Some(at(DeploymentPhase::Deploy, 4, "Starting")));
+        assert_eq!(tracker.observe(&next).unwrap().0.step.current, 4);
+    }
+
+    #[test]
     fn one_event_per_step_then_a_final_one() {
-        let mut tracker = Tracker::new(&deployment(None), Masker::default());
+        let mut tracker = Tracker::new(&deployment(None), Masker::new(Vec::<String>::new()));
         let first = tracker.created(&deployment(None));
         assert_eq!(
             (first.status, first.step.current),

@@ -1,0 +1,298 @@
+//! Domain bindings and servers changed over REST on the real stack: a host name bound to a
+//! deployed app serves it through the edge proxy, a second binding of the same name is
+//! refused, unbinding takes the route away while the app keeps its own name; a server is
+//! renamed and its delete-check names what stands in the way; other organizations get 404. A
+//! connectivity test reports each step (TCP, handshake with the host key, login, Docker) and
+//! stores nothing.
+
+use berth_crds::member::OrganizationRole;
+use berth_tests::rest::TestOrg;
+use berth_tests::{client, eventually, random_suffix};
+use serde_json::json;
+
+use crate::deploy_support::{WAIT, delete_resource, fetch, ready_server, remove_server, wait_body};
+use crate::shim_deployment_attempts::deployed;
+use crate::shim_servers::{assert_key_never_shown, stack_key};
+
+#[tokio::test]
+async fn a_domain_bound_over_rest_serves_the_app_until_it_is_unbound() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let admin = org.user(OrganizationRole::Admin).await.rest;
+    let member = org.user(OrganizationRole::Member).await.rest;
+    let (server, port) = ready_server(&admin).await;
+    let source = json!({"kind": "docker-image", "locator": "berth/sample-app:1"});
+    let (id, host) = deployed(&member, &server, source, "/healthz").await;
+    let resource = member.get(&format!("/resources/{id}")).await.ok()["resource"].clone();
+    let domain = format!("shop{}.localhost", random_suffix());
+
+    // Bad input is refused by its field, and nothing is created.
+    let bind = |extra: serde_json::Value| {
+        let mut body = json!({
+            "projectId": resource["projectId"], "environmentId": resource["environmentId"],
+            "resourceId": id, "domainName": domain, "tlsMode": "disabled",
+        });
+        body.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        body
+    };
+    for (extra, field) in [
+        (json!({"domainName": "not a host"}), "domainName"),
+        (json!({"pathHandling": "strip"}), "pathHandling"),
+        (json!({"tlsMode": "manual"}), "tlsMode"),
+        (json!({"environmentId": "env-other"}), "environmentId"),
+    ] {
+        let refused = member
+            .post("/domain-bindings", bind(extra))
+            .await
+            .expect(422);
+        assert_eq!(refused["error"]["details"]["field"], field, "{refused}");
+    }
+    let before = member.get("/domain-bindings").await.ok()["items"].clone();
+    assert_eq!(before.as_array().map(Vec::len), Some(0), "{before}");
+
+    // Bound: the host name serves the app through the edge proxy.
+    let keyed = bind(json!({"idempotencyKey": "bind-1"}));
+    let created = member
+        .post("/domain-bindings", keyed.clone())
+        .await
+        .expect(201);
+    let binding = created["id"].as_str().unwrap().to_string();
+    let again = member.post("/domain-bindings", keyed).await.expect(201);
+    assert_eq!(again["id"], binding.as_str(), "one key, one binding");
+    wait_body(port, &domain, "sample-app v1").await;
+    let shown = member
+        .get(&format!("/domain-bindings/{binding}"))
+        .await
+        .ok();
+    assert_eq!(shown["hostname"], domain.as_str());
+    assert_eq!(shown["resourceId"], id.as_str());
+    // The same name again (without the key) is a conflict naming the binding.
+    let taken = member
+        .post("/domain-bindings", bind(json!({})))
+        .await
+        .expect(409);
+    assert_eq!(
+        taken["error"]["details"]["conflictingDomainBindingId"],
+        binding.as_str()
+    );
+
+    // Delete-check, then an unconfirmed delete refused, then unbound.
+    let check = member
+        .get(&format!("/domain-bindings/{binding}/delete-check"))
+        .await
+        .ok();
+    assert_eq!(check["safeToDelete"], true, "{check}");
+    let path = format!("/domain-bindings/{binding}");
+    member.delete(&path, json!({})).await.expect(422);
+    let wrong = json!({"confirmation": {"domainBindingId": "dom-other"}});
+    member.delete(&path, wrong).await.expect(409);
+    wait_body(port, &domain, "sample-app v1").await;
+    let confirmed = json!({"confirmation": {"domainBindingId": binding}});
+    let deleted = member.delete(&path, confirmed).await.ok();
+    assert_eq!(deleted["id"], binding.as_str());
+    let http = reqwest::Client::new();
+    eventually(WAIT, &format!("{domain} no longer routed"), || {
+        let (http, domain) = (http.clone(), domain.clone());
+        async move {
+            let (status, _) = fetch(&http, port, &domain).await?;
+            (status != 200).then_some(())
+        }
+    })
+    .await;
+    // The app keeps serving under its own name.
+    wait_body(port, &host, "sample-app v1").await;
+    member.get(&path).await.error(404, "not_found");
+
+    // Another organization sees none of it.
+    let mut other = TestOrg::new(&client).await;
+    let outsider = other.user(OrganizationRole::Owner).await.rest;
+    outsider
+        .post(
+            "/domain-bindings",
+            bind(json!({"domainName": "x.localhost"})),
+        )
+        .await
+        .error(404, "not_found");
+    outsider
+        .get(&format!("/servers/{server}/delete-check"))
+        .await
+        .error(404, "not_found");
+    outsider
+        .post(
+            &format!("/servers/{server}/rename"),
+            json!({"name": "mine"}),
+        )
+        .await
+        .error(404, "not_found");
+
+    // The server: renamed by an administrator only; its delete-check names what blocks it.
+    let rename = format!("/servers/{server}/rename");
+    member
+        .post(&rename, json!({"name": "edge-eu"}))
+        .await
+        .error(403, "forbidden");
+    admin.post(&rename, json!({"name": ""})).await.expect(422);
+    admin.post(&rename, json!({"name": "edge-eu"})).await.ok();
+    assert_eq!(
+        admin.get(&format!("/servers/{server}")).await.ok()["name"],
+        "edge-eu"
+    );
+    let check = member
+        .get(&format!("/servers/{server}/delete-check"))
+        .await
+        .ok();
+    assert_eq!(check["schemaVersion"], "servers.delete-check/v1");
+    assert_eq!(check["eligible"], false);
+    let kinds: Vec<&str> = check["blockers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["kind"].as_str())
+        .collect();
+    assert!(kinds.contains(&"active-server"), "{check}");
+    assert!(kinds.contains(&"resource-placement"), "{check}");
+    assert!(kinds.contains(&"deployment-history"), "{check}");
+
+    let slug = resource["slug"].as_str().unwrap().to_string();
+    delete_resource(&admin, &id, &slug).await;
+    remove_server(&admin, &server).await;
+}
+
+#[tokio::test]
+async fn a_connectivity_test_reports_each_step_and_stores_nothing() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let admin = org.user(OrganizationRole::Admin).await.rest;
+    let member = org.user(OrganizationRole::Member).await.rest;
+    let ssh_port: u16 = berth_tests::stack_env("BERTH_SSH_PORT").parse().unwrap();
+    let key = stack_key();
+    let draft = |extra: serde_json::Value| {
+        let mut server = json!({"name": "draft", "host": "127.0.0.1", "port": ssh_port,
+            "username": "root", "credential": {"kind": "ssh-private-key", "privateKey": key}});
+        server
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        json!({ "server": server })
+    };
+    let statuses = |report: &serde_json::Value| -> Vec<(String, String)> {
+        report["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["name"].as_str().unwrap().into(),
+                    c["status"].as_str().unwrap().into(),
+                )
+            })
+            .collect()
+    };
+    let named = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    };
+
+    // A good host and key: every step passes, the host key to pin and Docker's version shown.
+    let report = admin
+        .post("/servers/connectivity-tests", draft(json!({})))
+        .await
+        .ok();
+    assert_eq!(report["status"], "healthy", "{report}");
+    let host_key = report["checks"][1]["metadata"]["hostKeyFingerprint"]
+        .as_str()
+        .expect("the host key to pin")
+        .to_string();
+    assert!(host_key.starts_with("SHA256:"), "{report}");
+    assert!(
+        report["checks"][3]["metadata"]["dockerVersion"].is_string(),
+        "{report}"
+    );
+    // Pinned to that key it passes; pinned to another the handshake fails, nothing after it.
+    let pinned = draft(json!({"expectedHostKeyFingerprint": host_key}));
+    let report = admin.post("/servers/connectivity-tests", pinned).await.ok();
+    assert_eq!(report["status"], "healthy", "{report}");
+    let wrong_pin =
+        json!({"expectedHostKeyFingerprint": "SHA256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"});
+    let report = admin
+        .post("/servers/connectivity-tests", draft(wrong_pin))
+        .await
+        .ok();
+    assert_eq!(report["status"], "unreachable");
+    assert_eq!(
+        statuses(&report),
+        named(&[
+            ("tcp", "passed"),
+            ("ssh-handshake", "failed"),
+            ("authentication", "skipped"),
+            ("docker", "skipped")
+        ])
+    );
+    assert_eq!(
+        report["checks"][1]["metadata"]["hostKeyFingerprint"],
+        host_key.as_str()
+    );
+    // A key the server does not know fails authentication; a closed port fails TCP.
+    let stranger = crate::git_sources::unknown_key();
+    let unknown = json!({"credential": {"kind": "ssh-private-key", "privateKey": stranger}});
+    let report = admin
+        .post("/servers/connectivity-tests", draft(unknown))
+        .await
+        .ok();
+    assert_eq!(report["checks"][2]["status"], "failed", "{report}");
+    let closed = draft(json!({"port": 1}));
+    let report = admin.post("/servers/connectivity-tests", closed).await.ok();
+    assert_eq!(report["checks"][0]["status"], "failed", "{report}");
+    // Bad input names its field; members may not test; nothing was stored.
+    for (extra, field) in [
+        (
+            json!({"credential": {"kind": "ssh-private-key", "privateKey": "not a key"}}),
+            "server.credential.privateKey",
+        ),
+        (
+            json!({"credential": {"kind": "local-ssh-agent"}}),
+            "server.credential.kind",
+        ),
+        (
+            json!({"expectedHostKeyFingerprint": "md5"}),
+            "server.expectedHostKeyFingerprint",
+        ),
+    ] {
+        let refused = admin
+            .post("/servers/connectivity-tests", draft(extra))
+            .await
+            .expect(422);
+        assert_eq!(refused["error"]["details"]["field"], field, "{refused}");
+    }
+    member
+        .post("/servers/connectivity-tests", draft(json!({})))
+        .await
+        .error(403, "forbidden");
+    let servers = admin.get("/servers").await.ok();
+    assert_eq!(
+        servers["items"].as_array().map(Vec::len),
+        Some(0),
+        "{servers}"
+    );
+    let credentials = admin.get("/credentials/ssh").await.ok();
+    assert_eq!(
+        credentials["items"].as_array().map(Vec::len),
+        Some(0),
+        "{credentials}"
+    );
+    assert_key_never_shown(&key);
+
+    // A registered server is tested against the key it pinned.
+    let (server, _) = ready_server(&admin).await;
+    let report = admin
+        .post(&format!("/servers/{server}/connectivity-tests"), json!({}))
+        .await
+        .ok();
+    assert_eq!(report["status"], "healthy", "{report}");
+    assert_eq!(report["serverId"], server.as_str());
+    remove_server(&admin, &server).await;
+}
