@@ -264,13 +264,18 @@ pub enum Command {
         #[arg(short, long)]
         follow: bool,
     },
-    /// An interactive shell on a server (administrators), until the shell exits.
+    /// An interactive shell on a server, or in a resource's serving container
+    /// (administrators), until the shell exits.
     #[command(
-        after_help = "Example:\n  berth terminal edge --directory /srv\n\nRaw mode while it runs (Ctrl-C goes to the remote shell); exit the shell to leave."
+        after_help = "Example:\n  berth terminal edge --directory /srv\n  berth terminal --resource web\n\nRaw mode while it runs (Ctrl-C goes to the remote shell); exit the shell to leave."
     )]
     Terminal {
         /// Server id or name.
-        server: String,
+        #[arg(required_unless_present = "resource")]
+        server: Option<String>,
+        /// A shell in this resource's serving container instead (id or slug).
+        #[arg(long, short, conflicts_with_all = ["server", "directory"])]
+        resource: Option<String>,
         /// Start in this directory, relative to the login directory.
         #[arg(long)]
         directory: Option<String>,

@@ -98,7 +98,11 @@ fn run(cli: Cli) -> CliResult<()> {
             deployment,
         } => observe::diagnose(&ctx()?, &resource, deployment),
         Command::Why { request_id } => observe::why(&ctx()?, &request_id),
-        Command::Terminal { server, directory } => terminal::terminal(&ctx()?, &server, directory),
+        Command::Terminal {
+            server,
+            resource,
+            directory,
+        } => terminal::terminal(&ctx()?, server.as_deref(), resource.as_deref(), directory),
         Command::Timeline {
             resource,
             deployment,

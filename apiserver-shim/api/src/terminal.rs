@@ -22,10 +22,15 @@ pub struct CreateTerminalSession {
 #[derive(Serialize, Deserialize, JsonSchema, Debug)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TerminalScope {
-    /// `server`.
+    /// `server` (a login shell on the server) or `resource` (a shell in the resource's
+    /// serving container: `bash`, else `sh`).
     pub kind: String,
-    /// The server to open a shell on.
-    pub server_id: String,
+    /// The server to open a shell on (scope `server`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_id: Option<String>,
+    /// The resource whose serving container to open a shell in (scope `resource`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_id: Option<String>,
 }
 
 /// The Terminal session record of spec §2.2.
@@ -34,9 +39,15 @@ pub struct TerminalScope {
 pub struct TerminalSessionRecord {
     /// Single-use id; connect within 60 seconds.
     pub session_id: String,
-    /// `server`.
+    /// `server` or `resource`.
     pub scope: String,
     pub server_id: String,
+    /// The resource of a `resource` terminal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_id: Option<String>,
+    /// The container a `resource` terminal runs in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_id: Option<String>,
     pub transport: Transport,
     pub provider_key: String,
     /// Where the shell starts, relative to the login user's home (`~/…`).

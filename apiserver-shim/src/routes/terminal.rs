@@ -84,7 +84,34 @@ struct Pending {
     rows: u32,
     cols: u32,
     directory: Option<String>,
+    /// The container of a `resource` terminal.
+    container: Option<ContainerShell>,
     expires: Instant,
+}
+
+/// Where a `resource` terminal runs: a container on the server, reached with the Docker CLI
+/// on the server's socket.
+#[derive(Clone, Debug)]
+struct ContainerShell {
+    container_id: String,
+    docker_socket: String,
+}
+
+impl ContainerShell {
+    /// `docker exec` of `bash` where the image has it, else `sh`. The id is hexadecimal and
+    /// the socket path single-quoted, so nothing is expanded on the server.
+    fn command(&self) -> String {
+        let socket = self.docker_socket.replace('\'', r"'\''");
+        let id: String = self
+            .container_id
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .collect();
+        format!(
+            "exec docker -H 'unix://{socket}' exec -it {id} /bin/sh -c \
+             'if command -v bash >/dev/null 2>&1; then exec bash; else exec sh; fi'"
+        )
+    }
 }
 
 /// Terminal state of the shim: pending sessions, open sessions per server, and the SSH
@@ -277,13 +304,7 @@ async fn create(
 ) -> ApiResult<Json<TerminalSessionRecord>> {
     let (user_id, _, login_session_id) = caller.require_user()?;
     let organization = caller.require_role(OrganizationRole::Admin)?;
-    if body.scope.kind != "server" {
-        return Err(ApiError::validation(
-            "scope.kind",
-            "scope.kind must be `server`; terminals on resources are not offered",
-        ));
-    }
-    bounded("scope.serverId", &body.scope.server_id, 253)?;
+    let (server, container) = target(&state, &caller, &body).await?;
     let directory = body
         .relative_directory
         .as_deref()
@@ -292,7 +313,6 @@ async fn create(
         .flatten();
     let rows = dimension("initialRows", body.initial_rows, ROWS, DEFAULT_ROWS)?;
     let cols = dimension("initialCols", body.initial_cols, COLS, DEFAULT_COLS)?;
-    let server = servers::lookup(&state, &caller, &body.scope.server_id)?;
     let id = server_id(&server);
     if state.terminals.open_count(&id).await >= MAX_OPEN_PER_SERVER {
         return Err(too_many());
@@ -313,6 +333,7 @@ async fn create(
             rows,
             cols,
             directory: directory.clone(),
+            container: container.clone(),
             expires: Instant::now() + CONNECT_WITHIN,
         },
     )?;
@@ -323,13 +344,101 @@ async fn create(
             path: websocket_path(&state, &session_id),
         },
         session_id,
-        scope: "server".into(),
+        scope: body.scope.kind.clone(),
         server_id: server.name_any(),
+        resource_id: body
+            .scope
+            .resource_id
+            .clone()
+            .filter(|_| container.is_some()),
+        container_id: container.map(|c| c.container_id),
         provider_key: server.spec.provider_key.clone(),
         working_directory: directory.map(|d| format!("~/{d}")),
         created_at: created.to_string(),
         expires_at: expires.to_string(),
     }))
+}
+
+/// The server a terminal runs on and, for scope `resource`, the container it runs in.
+async fn target(
+    state: &AppState,
+    caller: &Caller,
+    body: &CreateTerminalSession,
+) -> ApiResult<(Arc<Server>, Option<ContainerShell>)> {
+    let scope = &body.scope;
+    match scope.kind.as_str() {
+        "server" => {
+            let id = scope.server_id.as_deref().ok_or_else(|| {
+                ApiError::validation("scope.serverId", "scope.serverId is required")
+            })?;
+            bounded("scope.serverId", id, 253)?;
+            if scope.resource_id.is_some() {
+                return Err(ApiError::validation(
+                    "scope.resourceId",
+                    "scope.resourceId belongs to scope.kind resource",
+                ));
+            }
+            Ok((servers::lookup(state, caller, id)?, None))
+        }
+        "resource" => {
+            let id = scope.resource_id.as_deref().ok_or_else(|| {
+                ApiError::validation("scope.resourceId", "scope.resourceId is required")
+            })?;
+            bounded("scope.resourceId", id, 253)?;
+            if body.relative_directory.is_some() {
+                return Err(ApiError::validation(
+                    "relativeDirectory",
+                    "relativeDirectory applies to server terminals; a resource terminal \
+                     starts in the container's working directory",
+                ));
+            }
+            let resource = super::resource_config::lookup(state, caller, id)?;
+            let (server, container_id) = serving_container(state, &resource).await?;
+            let docker_socket = server.spec.docker_socket_path.clone();
+            let shell = ContainerShell {
+                container_id,
+                docker_socket,
+            };
+            Ok((server, Some(shell)))
+        }
+        _ => Err(ApiError::validation(
+            "scope.kind",
+            "scope.kind must be server or resource",
+        )),
+    }
+}
+
+/// The resource's server and its running serving container (else its newest running one);
+/// 409 when none runs.
+async fn serving_container(
+    state: &AppState,
+    resource: &berth_crds::resource::Resource,
+) -> ApiResult<(Arc<Server>, String)> {
+    let namespace = resource.namespace().unwrap_or_default();
+    let id = resource.name_any();
+    let not_running = || {
+        ApiError::conflict(format!(
+            "resource {id} has no running container to open a terminal in; deploy or start it"
+        ))
+    };
+    let server_name = resource.spec.server_id.clone().ok_or_else(not_running)?;
+    let server = super::common::find_in(&state.caches.servers, &namespace, &server_name, "server")
+        .map_err(|_| not_running())?;
+    let connection = connection(state, &server).await?;
+    let docker =
+        berth_remote::docker::docker_over_ssh(connection.clone(), &server.spec.docker_socket_path);
+    let candidates =
+        super::runtime_logs::container::resource_containers(&connection, &docker, &namespace, &id)
+            .await
+            .map_err(remote_error)?;
+    let serving = resource
+        .status
+        .as_ref()
+        .and_then(|s| s.last_route_realization_deployment_id.as_deref());
+    let container = super::runtime_logs::container::choose(&candidates, None, serving)
+        .filter(|c| c.running)
+        .ok_or_else(not_running)?;
+    Ok((server, container.id.clone()))
 }
 
 /// The caller of a WebSocket request: `Authorization: Bearer`, else `?access_token=`.
@@ -377,7 +486,10 @@ async fn connect(
     let server = servers::lookup(&state, &caller, &pending.server_id)?;
     let slot = state.terminals.reserve(&server_id(&server)).await?;
     let connection = connection(&state, &server).await?;
-    let command = pending.directory.as_deref().map(shell_command);
+    let command = match &pending.container {
+        Some(container) => Some(container.command()),
+        None => pending.directory.as_deref().map(shell_command),
+    };
     let channel = connection
         .open_terminal(pending.cols, pending.rows, command.as_deref())
         .await
@@ -436,6 +548,17 @@ mod tests {
     }
 
     #[test]
+    fn a_container_shell_expands_nothing_of_its_socket_path() {
+        let shell = ContainerShell {
+            container_id: "abc123;rm".into(),
+            docker_socket: "/run/it's.sock".into(),
+        };
+        let command = shell.command();
+        assert!(command.contains(r"'unix:///run/it'\''s.sock'"), "{command}");
+        assert!(command.contains("exec -it abc123rm "), "{command}");
+    }
+
+    #[test]
     fn pending_sessions_belong_to_their_creator() {
         let terminals = Terminals::default();
         let pending = |user: &str| Pending {
@@ -446,6 +569,7 @@ mod tests {
             rows: 24,
             cols: 80,
             directory: None,
+            container: None,
             expires: Instant::now() + CONNECT_WITHIN,
         };
         terminals.insert("trm-1".into(), pending("usr-a")).unwrap();

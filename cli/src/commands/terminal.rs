@@ -19,15 +19,34 @@ use crate::error::{CliError, CliResult};
 /// How long one wait for output lasts before input and the window size are looked at again.
 const POLL: Duration = Duration::from_millis(30);
 
-pub fn terminal(ctx: &Ctx, server: &str, directory: Option<String>) -> CliResult<()> {
+/// A shell on `server`, or with `resource` in that resource's serving container.
+pub fn terminal(
+    ctx: &Ctx,
+    server: Option<&str>,
+    resource: Option<&str>,
+    directory: Option<String>,
+) -> CliResult<()> {
     let api = ctx.api()?;
-    let id = server_id(ctx, server)?;
+    let scope = match (server, resource) {
+        (_, Some(resource)) => TerminalScope {
+            kind: "resource".into(),
+            server_id: None,
+            resource_id: Some(super::resources::find_resource(ctx, resource)?.0.id),
+        },
+        (Some(server), None) => TerminalScope {
+            kind: "server".into(),
+            server_id: Some(server_id(ctx, server)?),
+            resource_id: None,
+        },
+        (None, None) => {
+            return Err(CliError::Usage(
+                "name a server, or a resource with --resource".into(),
+            ));
+        }
+    };
     let (rows, cols) = window_size().unwrap_or((24, 80));
     let body = CreateTerminalSession {
-        scope: TerminalScope {
-            kind: "server".into(),
-            server_id: id,
-        },
+        scope,
         relative_directory: directory,
         initial_rows: Some(rows.clamp(10, 120).into()),
         initial_cols: Some(cols.clamp(20, 320).into()),

@@ -190,7 +190,7 @@ async fn terminal_session_runs_a_command_resizes_and_is_single_use() {
                 json!({"scope": {"kind": "resource", "serverId": server}}),
             )
             .await,
-        "scope.kind",
+        "scope.resourceId",
     );
     Rest::anonymous()
         .post(
@@ -289,4 +289,72 @@ async fn terminal_session_runs_a_command_resizes_and_is_single_use() {
     drop(sshd);
     std::fs::remove_dir_all(&keys).ok();
     assert_key_never_shown(&key);
+}
+
+#[tokio::test]
+async fn a_resource_terminal_opens_a_shell_in_the_apps_serving_container() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let admin = org.user(OrganizationRole::Admin).await.rest;
+    let member = org.user(OrganizationRole::Member).await.rest;
+    let (server, _) = crate::deploy_support::ready_server(&admin).await;
+    let source = json!({"kind": "docker-image", "locator": "berth/sample-app:1"});
+    let (id, _) =
+        crate::shim_deployment_attempts::deployed(&admin, &server, source, "/healthz").await;
+    let scope = json!({"scope": {"kind": "resource", "resourceId": id}});
+
+    // Administrators only; the scope's fields are checked.
+    member
+        .post("/terminal-sessions", scope.clone())
+        .await
+        .error(403, "forbidden");
+    for (body, field) in [
+        (json!({"scope": {"kind": "resource"}}), "scope.resourceId"),
+        (
+            json!({"scope": {"kind": "pod", "resourceId": id}}),
+            "scope.kind",
+        ),
+        (
+            json!({"scope": {"kind": "resource", "resourceId": id}, "relativeDirectory": "x"}),
+            "relativeDirectory",
+        ),
+    ] {
+        let refused = admin.post("/terminal-sessions", body).await.expect(422);
+        assert_eq!(refused["error"]["details"]["field"], field, "{refused}");
+    }
+    admin
+        .post(
+            "/terminal-sessions",
+            json!({"scope": {"kind": "resource", "resourceId": "res-none"}}),
+        )
+        .await
+        .error(404, "not_found");
+
+    // The shell runs in the serving container: its host name is the container's short id.
+    let record = admin.post("/terminal-sessions", scope).await.ok();
+    assert_eq!(record["scope"], "resource");
+    assert_eq!(record["resourceId"], id.as_str());
+    let container = record["containerId"]
+        .as_str()
+        .expect("containerId")
+        .to_string();
+    let path = record["transport"]["path"].as_str().unwrap();
+    let mut shell = connect(&admin, path, false)
+        .await
+        .expect("the WebSocket opens");
+    shell
+        .run_and_expect(
+            "echo \"in=$(hostname)-$((6*7))\"",
+            &format!("in={}-42", &container[..12]),
+        )
+        .await;
+    let exit = shell.exit().await;
+    assert_eq!(exit["exitStatus"], 0, "{exit}");
+
+    let slug = admin.get(&format!("/resources/{id}")).await.ok()["resource"]["slug"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    crate::deploy_support::delete_resource(&admin, &id, &slug).await;
+    crate::deploy_support::remove_server(&admin, &server).await;
 }
