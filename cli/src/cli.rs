@@ -576,6 +576,20 @@ pub enum Servers {
     /// Rename a server (its display name; the id stays).
     #[command(after_help = "Example:\n  berth servers rename srv-abc edge-eu-1")]
     Rename { server: String, name: String },
+    /// Docker's usage on a server, the organization's containers, and what is reclaimable.
+    #[command(after_help = "Example:\n  berth servers capacity srv-abc")]
+    Capacity { server: String },
+    /// Remove the organization's stopped containers nothing serves from (lists them only,
+    /// unless --apply).
+    #[command(
+        after_help = "Example:\n  berth servers prune srv-abc\n  berth servers prune srv-abc --apply"
+    )]
+    Prune {
+        server: String,
+        /// Remove them (without it, a dry run).
+        #[arg(long)]
+        apply: bool,
+    },
     /// What stands in the way of deleting a server (it is not deleted).
     #[command(after_help = "Example:\n  berth servers delete-check srv-abc")]
     DeleteCheck { server: String },

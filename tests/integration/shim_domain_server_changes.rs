@@ -3,7 +3,8 @@
 //! refused, unbinding takes the route away while the app keeps its own name; a server is
 //! renamed and its delete-check names what stands in the way; other organizations get 404. A
 //! connectivity test reports each step (TCP, handshake with the host key, login, Docker) and
-//! stores nothing.
+//! stores nothing. Capacity lists the organization's containers; prune removes only its stopped
+//! leftovers.
 
 use berth_crds::member::OrganizationRole;
 use berth_tests::rest::TestOrg;
@@ -294,5 +295,116 @@ async fn a_connectivity_test_reports_each_step_and_stores_nothing() {
         .ok();
     assert_eq!(report["status"], "healthy", "{report}");
     assert_eq!(report["serverId"], server.as_str());
+    remove_server(&admin, &server).await;
+}
+
+/// A stopped container labelled as Berth's for `namespace` (a leftover Berth no longer
+/// tracks); returns its id.
+fn leftover(namespace: &str, labels: &[(&str, &str)]) -> String {
+    let mut args = vec!["create".to_string()];
+    let base = [
+        ("berth.dev/managed", "true"),
+        ("berth.dev/namespace", namespace),
+        ("berth.dev/resource", "res-gone"),
+        ("berth.dev/deployment", "dep-res-gone-1"),
+    ];
+    for (key, value) in base.iter().chain(labels) {
+        args.push("--label".into());
+        args.push(format!("{key}={value}"));
+    }
+    args.extend(["berth/busybox:1".into(), "true".into()]);
+    let output = std::process::Command::new("docker")
+        .args(&args)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8(output.stdout).unwrap().trim().to_string()
+}
+
+fn exists(container: &str) -> bool {
+    std::process::Command::new("docker")
+        .args(["inspect", container])
+        .output()
+        .unwrap()
+        .status
+        .success()
+}
+
+#[tokio::test]
+async fn prune_removes_only_the_organizations_stopped_leftovers() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let admin = org.user(OrganizationRole::Admin).await.rest;
+    let member = org.user(OrganizationRole::Member).await.rest;
+    let (server, port) = ready_server(&admin).await;
+    let source = json!({"kind": "docker-image", "locator": "berth/sample-app:1"});
+    let (id, host) = deployed(&member, &server, source, "/healthz").await;
+    let ours = leftover(&org.namespace, &[]);
+    let theirs = leftover("org-someone-else", &[]);
+    let not_berths = {
+        let output = std::process::Command::new("docker")
+            .args(["create", "berth/busybox:1", "true"])
+            .output()
+            .unwrap();
+        String::from_utf8(output.stdout).unwrap().trim().to_string()
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+
+    // Capacity lists the organization's containers: the app running, the leftover stopped.
+    let capacity = member
+        .get(&format!("/servers/{server}/capacity"))
+        .await
+        .ok();
+    assert_eq!(capacity["schemaVersion"], "servers.capacity.inspect/v1");
+    let listed: Vec<(&str, bool)> = capacity["platformContainers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["id"].as_str().unwrap(), c["running"] == true))
+        .collect();
+    assert!(listed.contains(&(ours.as_str(), false)), "{capacity}");
+    assert!(listed.iter().any(|(_, running)| *running), "{capacity}");
+    assert!(
+        !listed.iter().any(|(c, _)| *c == theirs || *c == not_berths),
+        "{capacity}"
+    );
+
+    // A dry run (the default) lists only our leftover and removes nothing.
+    let path = format!("/servers/{server}/capacity/prune");
+    let dry = admin.post(&path, json!({})).await.ok();
+    assert_eq!(dry["dryRun"], true);
+    let matched: Vec<&str> = dry["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["action"] == "matched")
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(matched, vec![ours.as_str()], "{dry}");
+    assert!(exists(&ours));
+    // Members may look, not prune; categories Berth does not prune are refused by name.
+    member.post(&path, json!({})).await.error(403, "forbidden");
+    let refused = admin
+        .post(&path, json!({"categories": ["unused-images"]}))
+        .await
+        .expect(422);
+    assert_eq!(refused["error"]["details"]["field"], "categories");
+
+    // Applied: the leftover goes; the other organization's, a stranger's and the app stay.
+    let applied = admin.post(&path, json!({"dryRun": false})).await.ok();
+    assert_eq!(applied["summary"]["prunedCount"], 1, "{applied}");
+    assert!(!exists(&ours));
+    assert!(exists(&theirs) && exists(&not_berths));
+    wait_body(port, &host, "sample-app v1").await;
+
+    for container in [theirs, not_berths] {
+        std::process::Command::new("docker")
+            .args(["rm", &container])
+            .output()
+            .unwrap();
+    }
+    let resource = admin.get(&format!("/resources/{id}")).await.ok();
+    let slug = resource["resource"]["slug"].as_str().unwrap().to_string();
+    delete_resource(&admin, &id, &slug).await;
     remove_server(&admin, &server).await;
 }

@@ -31,6 +31,7 @@ pub mod resources;
 pub mod retention;
 pub mod runtime_logs;
 pub mod server_access;
+pub mod server_capacity;
 pub mod server_changes;
 pub mod server_connectivity;
 pub mod servers;
@@ -160,6 +161,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         credentials::endpoints(),
         servers::endpoints(),
         server_changes::endpoints(),
+        server_capacity::endpoints(),
         server_connectivity::endpoints(),
         terminal::endpoints(),
         deployments::endpoints(),

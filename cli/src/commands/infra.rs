@@ -79,6 +79,20 @@ pub fn servers(ctx: &Ctx, command: Servers) -> CliResult<()> {
             ctx.out.raw(&answer);
             Ok(())
         }
+        Servers::Capacity { server } => {
+            let id = server_id(ctx, &server)?;
+            let answer = ctx.api()?.get(&format!("/servers/{id}/capacity"), &[])?;
+            ctx.out.raw(&answer);
+            Ok(())
+        }
+        Servers::Prune { server, apply } => {
+            let id = server_id(ctx, &server)?;
+            let body = serde_json::json!({ "dryRun": !apply });
+            let path = format!("/servers/{id}/capacity/prune");
+            let answer = ctx.api()?.post(&path, &body)?;
+            ctx.out.raw(&answer);
+            Ok(())
+        }
         Servers::Activate { server } => lifecycle(ctx, &server, "activate"),
         Servers::Deactivate { server } => lifecycle(ctx, &server, "deactivate"),
         Servers::Delete { server } => {
