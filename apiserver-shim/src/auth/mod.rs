@@ -208,25 +208,40 @@ impl FromRequestParts<AppState> for Caller {
             return deploy_token_caller(state, &digest);
         }
         let session = find_session(state, &digest)?;
-        let user_id = session.spec.user_id.clone();
-        let user = state
-            .caches
-            .users
-            .state()
-            .into_iter()
-            .find(|u| u.name_any() == user_id)
-            .ok_or_else(|| ApiError::unauthenticated("the session's user no longer exists"))?;
-        let organization =
-            user_organization(state, &user_id, session.spec.organization_id.as_deref());
-        Ok(Caller {
-            principal: Principal::User {
-                user_id,
-                email: user.spec.email.clone(),
-                session_id: session.name_any(),
-            },
-            organization,
-        })
+        session_caller(state, &session)
     }
+}
+
+/// The caller a login session stands for, if it is still live: how a terminal ticket (handed
+/// out to that session) authenticates its WebSocket without the token in a URL.
+pub fn caller_of_session(state: &AppState, session_id: &str) -> Result<Caller, ApiError> {
+    let session = state
+        .caches
+        .sessions
+        .find(|s| s.name_any() == session_id)
+        .ok_or_else(|| ApiError::unauthenticated("the session no longer exists"))?;
+    live(&session)?;
+    session_caller(state, &session)
+}
+
+fn session_caller(state: &AppState, session: &Session) -> Result<Caller, ApiError> {
+    let user_id = session.spec.user_id.clone();
+    let user = state
+        .caches
+        .users
+        .state()
+        .into_iter()
+        .find(|u| u.name_any() == user_id)
+        .ok_or_else(|| ApiError::unauthenticated("the session's user no longer exists"))?;
+    let organization = user_organization(state, &user_id, session.spec.organization_id.as_deref());
+    Ok(Caller {
+        principal: Principal::User {
+            user_id,
+            email: user.spec.email.clone(),
+            session_id: session.name_any(),
+        },
+        organization,
+    })
 }
 
 /// A live (not revoked, not expired) session whose token digest matches.
@@ -236,6 +251,12 @@ fn find_session(state: &AppState, digest: &str) -> Result<std::sync::Arc<Session
         .sessions
         .find(|s| s.spec.token_digest == digest)
         .ok_or_else(|| ApiError::unauthenticated("the token is not valid"))?;
+    live(&session)?;
+    Ok(session)
+}
+
+/// Refuses a revoked or expired session.
+fn live(session: &Session) -> Result<(), ApiError> {
     if session.spec.revoked {
         return Err(ApiError::unauthenticated(
             "the session was revoked; sign in again",
@@ -246,7 +267,7 @@ fn find_session(state: &AppState, digest: &str) -> Result<std::sync::Arc<Session
             "the session expired; sign in again",
         ));
     }
-    Ok(session)
+    Ok(())
 }
 
 fn deploy_token_caller(state: &AppState, digest: &str) -> Result<Caller, ApiError> {

@@ -49,10 +49,15 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Open an interactive shell on a server (admin); connect to transport.path within 60 s",
             create,
         ),
+        Endpoint::get::<SessionList, _, _>(
+            "/terminal-sessions",
+            "The caller's terminal sessions: waiting for their WebSocket, or connected",
+            list,
+        ),
         Endpoint::get::<TerminalProtocol, _, _>(
             "/terminal-sessions/{sessionId}/ws",
-            "WebSocket of a terminal session (single use, same bearer token as the create call, \
-             as Authorization or ?access_token=). Client to server: binary frames are keystrokes; \
+            "WebSocket of a terminal session (single use: open transport.path as returned, \
+             with its ?ticket=, or with the create call's bearer token as Authorization). Client to server: binary frames are keystrokes; \
              text frames are JSON {\"type\":\"input\",\"data\":\"…\"} or \
              {\"type\":\"resize\",\"rows\":R,\"cols\":C}. Server to client: binary frames are \
              terminal output; text frames are JSON {\"type\":\"ready\"|\"exit\"|\"error\",…}; \
@@ -60,6 +65,26 @@ pub fn endpoints() -> Vec<Endpoint> {
             connect,
         ),
     ]
+}
+
+/// A terminal session as `GET /terminal-sessions` lists it.
+#[derive(serde::Serialize, schemars::JsonSchema, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct ListedSession {
+    pub session_id: String,
+    /// `server` or `resource`.
+    pub scope: String,
+    pub server_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource_id: Option<String>,
+    /// `pending` (waiting for its WebSocket) or `connected`.
+    pub status: String,
+    pub created_at: String,
+}
+
+#[derive(serde::Serialize, schemars::JsonSchema, Debug)]
+pub struct SessionList {
+    pub items: Vec<ListedSession>,
 }
 
 /// How long a created session waits for its WebSocket.
@@ -86,6 +111,10 @@ struct Pending {
     directory: Option<String>,
     /// The container of a `resource` terminal.
     container: Option<ContainerShell>,
+    /// Opens the WebSocket in place of the bearer token (which then never goes in a URL).
+    ticket: String,
+    /// What `GET /terminal-sessions` shows of it.
+    listed: ListedSession,
     expires: Instant,
 }
 
@@ -118,6 +147,8 @@ impl ContainerShell {
 /// connections they use (one per server, like the controller's, but this process's own).
 pub struct Terminals {
     pending: Mutex<HashMap<String, Pending>>,
+    /// Connected sessions by id, with the user who opened them.
+    connected: Mutex<HashMap<String, (String, ListedSession)>>,
     open: tokio::sync::Mutex<HashMap<ServerId, usize>>,
     pool: ServerConnectionPool,
 }
@@ -126,6 +157,7 @@ impl Default for Terminals {
     fn default() -> Self {
         Self {
             pending: Mutex::default(),
+            connected: Mutex::default(),
             open: tokio::sync::Mutex::default(),
             pool: ServerConnectionPool::new(PoolSettings::default()),
         }
@@ -172,6 +204,49 @@ impl Terminals {
         }
         map.insert(id, pending);
         Ok(())
+    }
+
+    /// Takes the session if `ticket` is its ticket and it has not expired.
+    fn take_by_ticket(&self, id: &str, ticket: &str) -> Option<Pending> {
+        let mut map = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        map.retain(|_, p| p.expires > Instant::now());
+        // Digests are compared, so the comparison's time says nothing about the ticket.
+        let digest = crate::auth::token::digest;
+        let owned = map
+            .get(id)
+            .is_some_and(|p| digest(&p.ticket) == digest(ticket));
+        if owned { map.remove(id) } else { None }
+    }
+
+    /// The user's sessions: waiting for their WebSocket, and connected.
+    fn of_user(&self, user: &str) -> Vec<ListedSession> {
+        let now = Instant::now();
+        let pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let connected = self.connected.lock().unwrap_or_else(|e| e.into_inner());
+        let mut sessions: Vec<ListedSession> = pending
+            .values()
+            .filter(|p| p.user_id == user && p.expires > now)
+            .map(|p| p.listed.clone())
+            .chain(
+                connected
+                    .values()
+                    .filter(|(owner, _)| owner == user)
+                    .map(|(_, listed)| listed.clone()),
+            )
+            .collect();
+        sessions.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+        sessions
+    }
+
+    fn connected(&self, user: &str, mut listed: ListedSession) {
+        listed.status = "connected".into();
+        let mut connected = self.connected.lock().unwrap_or_else(|e| e.into_inner());
+        connected.insert(listed.session_id.clone(), (user.to_string(), listed));
+    }
+
+    fn disconnected(&self, id: &str) {
+        let mut connected = self.connected.lock().unwrap_or_else(|e| e.into_inner());
+        connected.remove(id);
     }
 
     /// Takes the session if `user` and `login` created it and it has not expired; anyone else
@@ -323,6 +398,19 @@ async fn create(
     let session_id = new_id("trm");
     let created = Timestamp::now();
     let expires = created + CONNECT_WITHIN;
+    let ticket = crate::auth::token::generate("btt_");
+    let listed = ListedSession {
+        session_id: session_id.clone(),
+        scope: body.scope.kind.clone(),
+        server_id: server.name_any(),
+        resource_id: body
+            .scope
+            .resource_id
+            .clone()
+            .filter(|_| container.is_some()),
+        status: "pending".into(),
+        created_at: created.to_string(),
+    };
     state.terminals.insert(
         session_id.clone(),
         Pending {
@@ -334,6 +422,8 @@ async fn create(
             cols,
             directory: directory.clone(),
             container: container.clone(),
+            ticket: ticket.clone(),
+            listed,
             expires: Instant::now() + CONNECT_WITHIN,
         },
     )?;
@@ -341,7 +431,7 @@ async fn create(
     Ok(Json(TerminalSessionRecord {
         transport: Transport {
             kind: "websocket".into(),
-            path: websocket_path(&state, &session_id),
+            path: format!("{}?ticket={ticket}", websocket_path(&state, &session_id)),
         },
         session_id,
         scope: body.scope.kind.clone(),
@@ -441,43 +531,80 @@ async fn serving_container(
     Ok((server, container.id.clone()))
 }
 
-/// The caller of a WebSocket request: `Authorization: Bearer`, else `?access_token=`.
-pub struct SocketCaller(pub Caller);
+/// Who opens a WebSocket: the session's single-use `?ticket=` (so no token goes in a URL),
+/// else the caller's bearer token as `Authorization` or `?access_token=`.
+pub enum SocketAuth {
+    Ticket(String),
+    Caller(Box<Caller>),
+}
 
-impl FromRequestParts<AppState> for SocketCaller {
+impl FromRequestParts<AppState> for SocketAuth {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
-        if bearer(parts).is_none() {
-            let query = QueryParams::from_request_parts(parts, state).await?;
-            known_params(&query, &["access_token"])?;
-            if let Some(token) = query.string("access_token")? {
-                let value = HeaderValue::from_str(&format!("Bearer {token}"))
-                    .map_err(|_| ApiError::unauthenticated("the access token is not valid"))?;
-                parts.headers.insert(AUTHORIZATION, value);
-            }
+        let query = QueryParams::from_request_parts(parts, state).await?;
+        known_params(&query, &["access_token", "ticket"])?;
+        if let Some(ticket) = query.string("ticket")? {
+            return Ok(Self::Ticket(ticket.to_string()));
         }
-        Caller::from_request_parts(parts, state).await.map(Self)
+        if bearer(parts).is_none()
+            && let Some(token) = query.string("access_token")?
+        {
+            let value = HeaderValue::from_str(&format!("Bearer {token}"))
+                .map_err(|_| ApiError::unauthenticated("the access token is not valid"))?;
+            parts.headers.insert(AUTHORIZATION, value);
+        }
+        let caller = Caller::from_request_parts(parts, state).await?;
+        Ok(Self::Caller(Box::new(caller)))
     }
+}
+
+/// The pending session `id` and its creator as a caller: by ticket, or by the creator's
+/// own token (then only the user and login session that created it may take it).
+fn claim(state: &AppState, id: &str, auth: SocketAuth) -> ApiResult<(Pending, Caller)> {
+    let gone = || ApiError::not_found("terminal session", id);
+    match auth {
+        SocketAuth::Ticket(ticket) => {
+            let pending = state
+                .terminals
+                .take_by_ticket(id, &ticket)
+                .ok_or_else(gone)?;
+            let caller = crate::auth::caller_of_session(state, &pending.login_session_id)?;
+            Ok((pending, caller))
+        }
+        SocketAuth::Caller(caller) => {
+            let (user_id, _, login_session_id) = caller.require_user()?;
+            let pending = state
+                .terminals
+                .take(id, user_id, login_session_id)
+                .ok_or_else(gone)?;
+            Ok((pending, *caller))
+        }
+    }
+}
+
+/// `GET /terminal-sessions`: the caller's sessions waiting for their WebSocket or connected.
+async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<SessionList>> {
+    let (user_id, _, _) = caller.require_user()?;
+    Ok(Json(SessionList {
+        items: state.terminals.of_user(user_id),
+    }))
 }
 
 async fn connect(
     State(state): State<AppState>,
     Path(session_id): Path<String>,
-    SocketCaller(caller): SocketCaller,
+    auth: SocketAuth,
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> ApiResult<Response> {
-    let (user_id, _, login_session_id) = caller.require_user()?;
     let upgrade = upgrade.map_err(|rejection| {
         ApiError::malformed(format!(
             "this endpoint expects a WebSocket upgrade: {rejection}"
         ))
     })?;
     let gone = || ApiError::not_found("terminal session", &session_id);
-    let pending = state
-        .terminals
-        .take(&session_id, user_id, login_session_id)
-        .ok_or_else(gone)?;
+    let (pending, caller) = claim(&state, &session_id, auth)?;
+    let (user_id, _, _) = caller.require_user()?;
     // The role and the server are checked again: either may have changed in the meantime.
     let organization = caller.require_role(OrganizationRole::Admin)?;
     if organization.namespace != pending.namespace {
@@ -502,7 +629,13 @@ async fn connect(
         cols: pending.cols,
     };
     tracing::info!(session = %session.id, server = %session.server_id, user = %session.user_id, "terminal session connected");
-    Ok(upgrade.on_upgrade(move |socket| bridge::run(socket, channel, session, slot)))
+    let terminals = state.terminals.clone();
+    terminals.connected(user_id, pending.listed.clone());
+    Ok(upgrade.on_upgrade(move |socket| async move {
+        let id = session.id.clone();
+        bridge::run(socket, channel, session, slot).await;
+        terminals.disconnected(&id);
+    }))
 }
 
 #[cfg(test)]
@@ -570,6 +703,15 @@ mod tests {
             cols: 80,
             directory: None,
             container: None,
+            ticket: "btt_x".into(),
+            listed: ListedSession {
+                session_id: "trm-1".into(),
+                scope: "server".into(),
+                server_id: "srv".into(),
+                resource_id: None,
+                status: "pending".into(),
+                created_at: String::new(),
+            },
             expires: Instant::now() + CONNECT_WITHIN,
         };
         terminals.insert("trm-1".into(), pending("usr-a")).unwrap();

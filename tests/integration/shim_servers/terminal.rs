@@ -35,14 +35,14 @@ async fn connect(rest: &Rest, path: &str, token_in_query: bool) -> Result<Shell,
         .next()
         .unwrap()
         .to_string();
-    let token = rest.token.clone().expect("a signed-in caller");
-    let url = if token_in_query {
-        format!("{origin}{path}?access_token={token}")
-    } else {
-        format!("{origin}{path}")
+    // Without a token (an anonymous caller) only the path's ticket can open it.
+    let token = rest.token.clone();
+    let url = match &token {
+        Some(token) if token_in_query => format!("{origin}{path}?access_token={token}"),
+        _ => format!("{origin}{path}"),
     };
     let mut request = url.into_client_request().unwrap();
-    if !token_in_query {
+    if let Some(token) = token.filter(|_| !token_in_query) {
         request
             .headers_mut()
             .insert("Authorization", format!("Bearer {token}").parse().unwrap());
@@ -229,20 +229,45 @@ async fn terminal_session_runs_a_command_resizes_and_is_single_use() {
     assert_eq!(record["serverId"], server.as_str());
     assert_eq!(record["providerKey"], "generic-ssh");
     assert_eq!(record["transport"]["kind"], "websocket");
-    let path = record["transport"]["path"].as_str().unwrap().to_string();
+    let with_ticket = record["transport"]["path"].as_str().unwrap().to_string();
     let session = record["sessionId"].as_str().unwrap();
-    assert_eq!(path, format!("/api/terminal-sessions/{session}/ws"));
-    // Only its creator may connect, and a refusal does not use the session up.
+    let path = format!("/api/terminal-sessions/{session}/ws");
+    assert!(
+        with_ticket.starts_with(&format!("{path}?ticket=btt_")),
+        "{with_ticket}"
+    );
+    // Listed for its creator only, waiting for its WebSocket.
+    let listed = admin.get("/terminal-sessions").await.ok();
+    assert_eq!(listed["items"][0]["sessionId"], session, "{listed}");
+    assert_eq!(listed["items"][0]["status"], "pending");
+    let theirs = other_admin.get("/terminal-sessions").await.ok();
+    assert_eq!(
+        theirs["items"].as_array().map(Vec::len),
+        Some(0),
+        "{theirs}"
+    );
+    // Only its creator or its ticket may connect, and a refusal does not use the session up.
+    let anonymous = Rest::anonymous();
     assert_eq!(connect(&other_admin, &path, false).await.err(), Some(404));
     assert_eq!(connect(&outsider, &path, true).await.err(), Some(404));
-    let mut shell = connect(&admin, &path, true)
+    let forged = format!("{path}?ticket=btt_forged");
+    assert_eq!(connect(&anonymous, &forged, false).await.err(), Some(404));
+    // The ticket alone opens it: no token in the URL.
+    let mut shell = connect(&anonymous, &with_ticket, false)
         .await
-        .expect("creator connects");
+        .expect("the ticket connects");
     assert_eq!(
         connect(&admin, &path, false).await.err(),
         Some(404),
         "single use"
     );
+    assert_eq!(
+        connect(&anonymous, &with_ticket, false).await.err(),
+        Some(404),
+        "single use"
+    );
+    let listed = admin.get("/terminal-sessions").await.ok();
+    assert_eq!(listed["items"][0]["status"], "connected", "{listed}");
 
     let ready = shell.events[0].clone();
     assert_eq!(
