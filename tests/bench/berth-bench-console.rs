@@ -101,6 +101,22 @@ async fn run(
     let ids = &fixtures.resources;
     let history = ids[0].clone();
     archive_attempts(options, org, &fixtures, &history).await?;
+    let outcome = measure(options, client, org, owner, shim, &token, ids, &history).await;
+    forget(options, &org.namespace, &history).await;
+    outcome
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn measure(
+    options: &Options,
+    client: &Client,
+    org: &TestOrg,
+    owner: &Rest,
+    shim: &ShimAddress,
+    token: &str,
+    ids: &[String],
+    history: &str,
+) -> anyhow::Result<()> {
     let listed = owner
         .get(&format!("/deployments/count?resourceId={history}"))
         .await;
@@ -122,7 +138,7 @@ async fn run(
         ),
         ("projects", format!("{}/projects", shim.path)),
     ];
-    let samples = load(options, shim, &token, &targets).await?;
+    let samples = load(options, shim, token, &targets).await?;
     println!(
         "\n1-2. GET /resources/{{id}} and GET /deployments?resourceId= against GET /projects: \
          concurrency {}, {} alternating rounds",
@@ -163,7 +179,7 @@ async fn run(
     println!("\n3. GET /resources ({} resources) on the wire", ids.len());
     let mut smallest = f64::MAX;
     for encoding in ["identity", "gzip", "br"] {
-        let (bytes, used) = wire_size(shim, &token, encoding).await?;
+        let (bytes, used) = wire_size(shim, token, encoding).await?;
         let kb = bytes as f64 / 1000.0;
         println!("{encoding:<10} {kb:>10.1} KB (Content-Encoding: {used})");
         if encoding != "identity" {
@@ -179,7 +195,7 @@ async fn run(
     }
 
     println!("\n4. change feed: a status write until its event reaches the client");
-    let latencies = feed_latency(options, client, org, shim, &token, &ids[1]).await?;
+    let latencies = feed_latency(options, client, org, shim, token, &ids[1]).await?;
     let sample = Sample::of(latencies);
     print_header();
     sample.print("status write -> change event");
@@ -271,11 +287,7 @@ async fn archive_attempts(
     fixtures: &Fixtures,
     resource: &str,
 ) -> anyhow::Result<()> {
-    let location = match (&options.observation_store, &options.data_dir) {
-        (Some(location), _) => location.clone(),
-        (None, Some(dir)) => StoreLocation::Sqlite(dir.join(berth_timeline::FILE_NAME)),
-        (None, None) => bail!("set BERTH_OBSERVATION_STORE or BERTH_DATA_DIR (the shim's store)"),
-    };
+    let location = store_location(options)?;
     let detail = (&fixtures.project, &fixtures.environment);
     let now_ms = berth_timeline::now_ms();
     let records: Vec<AttemptRecord> = (0..options.attempts)
@@ -315,6 +327,34 @@ async fn archive_attempts(
     })
     .await??;
     Ok(())
+}
+
+/// The shim's observation store.
+fn store_location(options: &Options) -> anyhow::Result<StoreLocation> {
+    Ok(match (&options.observation_store, &options.data_dir) {
+        (Some(location), _) => location.clone(),
+        (None, Some(dir)) => StoreLocation::Sqlite(dir.join(berth_timeline::FILE_NAME)),
+        (None, None) => bail!("set BERTH_OBSERVATION_STORE or BERTH_DATA_DIR (the shim's store)"),
+    })
+}
+
+/// Removes what the run kept in the observation store (the archived attempts, the audit
+/// records stay with the organization's namespace, which no one reuses).
+async fn forget(options: &Options, namespace: &str, resource: &str) {
+    let (Ok(location), namespace, resource) = (
+        store_location(options),
+        namespace.to_string(),
+        resource.to_string(),
+    ) else {
+        return;
+    };
+    let forgotten = tokio::task::spawn_blocking(move || -> anyhow::Result<usize> {
+        Ok(berth_timeline::open(&location)?.forget_resource(&namespace, &resource)?)
+    })
+    .await;
+    if let Ok(Err(error)) = forgotten {
+        eprintln!("cleanup: {error:#}");
+    }
 }
 
 /// Requests of each target, kept-alive and fresh, in alternating rounds after a warm-up.
