@@ -128,13 +128,9 @@ fn object_visible(caller: &Caller, kind: &str, id: &str, resource: Option<&str>)
         "Environment" => ScopeDimension::Environment,
         "Server" => ScopeDimension::Target,
         // Organization-wide objects: a scoped token does not see them.
-        _ => return unscoped(caller),
+        _ => return !caller.is_limited(),
     };
     caller.sees(dimension, id)
-}
-
-fn unscoped(caller: &Caller) -> bool {
-    matches!(caller.principal, crate::auth::Principal::User { .. })
 }
 
 fn record_visible(caller: &Caller, record: &AuditRecord) -> bool {

@@ -317,3 +317,121 @@ fn change_event(epoch: u64, change: &Change) -> Event {
     };
     sse(&envelope, "change", id)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::{CallerOrganization, Principal};
+    use berth_api::deploy_tokens::DeployTokenScope;
+    use berth_crds::member::OrganizationRole;
+    use berth_crds::server::{Server, ServerSpec};
+
+    fn server(namespace: &str, name: &str) -> ChangedObject {
+        let spec: ServerSpec = serde_json::from_value(serde_json::json!({
+            "host": "127.0.0.1", "username": "root", "credentialId": "key",
+        }))
+        .unwrap();
+        let mut server = Server::new(name, spec);
+        server.metadata.namespace = Some(namespace.into());
+        ChangedObject::Server(Arc::new(server))
+    }
+
+    fn caller(scope: Option<DeployTokenScope>) -> Caller {
+        let principal = match scope {
+            Some(scope) => Principal::DeployToken {
+                token_id: "dtk-1".into(),
+                scope,
+            },
+            None => Principal::User {
+                user_id: "usr-1".into(),
+                email: "a@example.com".into(),
+                session_id: "ses-1".into(),
+            },
+        };
+        Caller {
+            principal,
+            organization: Some(CallerOrganization {
+                id: "acme".into(),
+                namespace: "org-a".into(),
+                role: OrganizationRole::Member,
+                member_id: None,
+            }),
+        }
+    }
+
+    fn change(object: ChangedObject) -> Change {
+        Change {
+            sequence: 1,
+            at: k8s_openapi::jiff::Timestamp::now(),
+            deleted: false,
+            change_type: berth_api::activity::ChangeType::Created,
+            object,
+        }
+    }
+
+    #[test]
+    fn only_the_callers_organization_kinds_and_scope_are_shown() {
+        let filter = Filter {
+            namespace: "org-a".into(),
+            resource: None,
+            kinds: ChangeKind::ALL.to_vec(),
+        };
+        let member = caller(None);
+        assert!(shows(&member, &filter, &change(server("org-a", "srv-1"))));
+        assert!(!shows(&member, &filter, &change(server("org-b", "srv-1"))));
+        let deployments_only = Filter {
+            namespace: "org-a".into(),
+            resource: None,
+            kinds: vec![ChangeKind::Deployment],
+        };
+        assert!(!shows(
+            &member,
+            &deployments_only,
+            &change(server("org-a", "srv-1"))
+        ));
+        let scoped = caller(Some(DeployTokenScope {
+            deployment_target_ids: vec!["srv-2".into()],
+            ..DeployTokenScope::default()
+        }));
+        assert!(!shows(&scoped, &filter, &change(server("org-a", "srv-1"))));
+        assert!(shows(&scoped, &filter, &change(server("org-a", "srv-2"))));
+        // A resource filter leaves out what belongs to no resource.
+        let one_resource = Filter {
+            resource: Some("res-1".into()),
+            ..filter
+        };
+        assert!(!shows(
+            &member,
+            &one_resource,
+            &change(server("org-a", "srv-1"))
+        ));
+    }
+
+    #[test]
+    fn a_position_must_be_well_formed_and_one_not_kept_is_a_gap() {
+        let log = ChangeLog::default();
+        log.push(false, server("org-a", "srv-1"));
+        let headers = HeaderMap::new();
+        let fresh = start(&log, &QueryParams::from_pairs(&[]), &headers).unwrap();
+        assert_eq!(fresh, Ok(1), "a new client starts after the latest change");
+        let mine = position(log.epoch, 0);
+        let resumed = start(
+            &log,
+            &QueryParams::from_pairs(&[("after", &mine)]),
+            &headers,
+        );
+        assert_eq!(resumed.unwrap(), Ok(0));
+        let old = start(
+            &log,
+            &QueryParams::from_pairs(&[("after", "1-1")]),
+            &headers,
+        );
+        assert_eq!(old.unwrap(), Err(Gap));
+        let error = start(&log, &QueryParams::from_pairs(&[("after", "x")]), &headers);
+        assert_eq!(error.unwrap_err().body.details["field"], "after");
+        let mut bad = HeaderMap::new();
+        bad.insert("last-event-id", "42".parse().unwrap());
+        let error = start(&log, &QueryParams::from_pairs(&[]), &bad).unwrap_err();
+        assert_eq!(error.body.details["field"], "Last-Event-ID");
+    }
+}
