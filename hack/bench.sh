@@ -19,6 +19,10 @@
 #                         Caddy's own automatic HTTPS from the same Pebble, p50s in one run
 #   hack/bench.sh scale   what idle apps cost: API requests, CPU, RSS and SSH channels at rest
 #                         with N Resources, 200 applied at once, drift repair time
+#   hack/bench.sh console-api  the console's reads on a release shim: GET /resources/{id}
+#                         (1,000 resources) and GET /deployments?resourceId= (500 attempts) p99
+#                         against GET /projects p99; 1,000 resources on the wire compressed;
+#                         change-feed latency from a status write to the client
 #   hack/bench.sh build   a warm rebuild of an unchanged commit against a plain docker build of
 #                         the same files over SSH; push-to-serving time of a small app
 set -euo pipefail
@@ -34,6 +38,8 @@ source "$HACK_DIR/lib/bench-monitor.sh"
 source "$HACK_DIR/lib/bench-tls.sh"
 # shellcheck source-path=SCRIPTDIR
 source "$HACK_DIR/lib/bench-build.sh"
+# shellcheck source-path=SCRIPTDIR
+source "$HACK_DIR/lib/bench-console.sh"
 
 usage() {
   cat <<USAGE
@@ -104,6 +110,15 @@ Commands:
         plain `docker build` of the same files over SSH to the same Docker (its cache warm);
         fails above 1.2x. Then RUNS pushes, each from `git push` and its signed webhook until
         the new page answers through the edge proxy: p50.
+  console-api [--resources N] [--attempts N] [--concurrency N] [--requests N] [--rounds N]
+              [--feed-writes N]
+        A release berth-shim started for the run (127.0.0.1:7074) and a throwaway organization
+        of 1,000 resources, one with 500 attempts in its history. Alternating, kept-alive and
+        fresh connections: GET /resources/{id} p99 against GET /projects p99 (goal <= 1.5x),
+        GET /deployments?resourceId= p99 against GET /projects p99 (goal <= 2x); GET /resources
+        on the wire with gzip and brotli (goal <= 150 KB); a Resource status written through
+        the API server until its change event reaches a GET /events/stream client, p99 (goal
+        <= 200 ms). Extra arguments go to the berth-bench-console binary.
 USAGE
 }
 
@@ -338,6 +353,7 @@ case "${1:-}" in
   tls) shift; bench_tls "$@" ;;
   scale) shift; bench_scale "$@" ;;
   build) shift; bench_build "$@" ;;
+  console-api) shift; bench_console_api "$@" ;;
   -h | --help | help) usage ;;
   *) usage >&2; exit 2 ;;
 esac

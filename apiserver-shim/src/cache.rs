@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 
 use berth_crds::deploy_token::DeployToken;
 use berth_crds::deployment::Deployment;
+use berth_crds::domain_binding::DomainBinding;
 use berth_crds::environment::Environment;
 use berth_crds::invitation::Invitation;
 use berth_crds::member::Member;
@@ -29,6 +30,7 @@ use berth_crds::ssh_credential::SshCredential;
 use berth_crds::threshold_policy::ThresholdPolicy;
 use berth_crds::usage_intent::UsageIntent;
 use berth_crds::user::User;
+use k8s_openapi::api::events::v1::Event as KubeEvent;
 
 use crate::changes::{ChangeLog, ChangedObject, WatchChanges};
 use crate::error::ApiError;
@@ -57,7 +59,12 @@ pub struct Caches {
     pub deployments: Store<Deployment>,
     pub threshold_policies: Store<ThresholdPolicy>,
     pub retention_policies: Store<RetentionPolicy>,
-    /// Changes of resources, deployments and servers, in order (the change feed's source).
+    pub domain_bindings: Store<DomainBinding>,
+    /// Kubernetes Events (events.k8s.io) of every namespace: the objects' side of the audit
+    /// events. The API server expires them (an hour by default).
+    pub kube_events: Store<KubeEvent>,
+    /// Changes of resources, deployments, servers and domain bindings, in order (the change
+    /// feed's source).
     pub changes: Arc<ChangeLog>,
 }
 
@@ -186,6 +193,15 @@ impl Caches {
             ),
             threshold_policies: start(client),
             retention_policies: start(client),
+            domain_bindings: start_logged(
+                client,
+                |_| {},
+                changes.clone(),
+                ChangedObject::DomainBinding,
+            ),
+            kube_events: start_modified(client, |event: &mut KubeEvent| {
+                event.metadata.managed_fields = None;
+            }),
             changes,
         }
     }
@@ -210,6 +226,8 @@ impl Caches {
             self.deployments.wait_until_ready(),
             self.threshold_policies.wait_until_ready(),
             self.retention_policies.wait_until_ready(),
+            self.domain_bindings.wait_until_ready(),
+            self.kube_events.wait_until_ready(),
         )?;
         Ok(())
     }

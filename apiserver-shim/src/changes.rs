@@ -7,6 +7,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
+use berth_api::activity::{ChangeKind, ChangeType};
 use berth_crds::deployment::Deployment;
 use berth_crds::domain_binding::DomainBinding;
 use berth_crds::resource::Resource;
@@ -50,12 +51,12 @@ impl ChangedObject {
     }
 
     /// The kind as the change feed names it.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> ChangeKind {
         match self {
-            Self::Resource(_) => "resource",
-            Self::Deployment(_) => "deployment",
-            Self::Server(_) => "server",
-            Self::DomainBinding(_) => "domain-binding",
+            Self::Resource(_) => ChangeKind::Resource,
+            Self::Deployment(_) => ChangeKind::Deployment,
+            Self::Server(_) => ChangeKind::Server,
+            Self::DomainBinding(_) => ChangeKind::DomainBinding,
         }
     }
 }
@@ -67,6 +68,8 @@ pub struct Change {
     pub at: Timestamp,
     /// The object went (its last state is `object`).
     pub deleted: bool,
+    /// Created: the first change the log saw of the object (since it went, if it did).
+    pub change_type: ChangeType,
     pub object: ChangedObject,
 }
 
@@ -83,8 +86,15 @@ pub fn position(epoch: u64, sequence: u64) -> String {
 pub struct ChangeLog {
     /// Distinguishes this process's positions from an earlier one's.
     pub epoch: u64,
-    kept: Mutex<VecDeque<Arc<Change>>>,
+    kept: Mutex<Kept>,
     latest: watch::Sender<u64>,
+}
+
+#[derive(Default)]
+struct Kept {
+    changes: VecDeque<Arc<Change>>,
+    /// Every object the log saw and did not see go, by kind, namespace and name.
+    known: HashSet<(ChangeKind, String, String)>,
 }
 
 impl Default for ChangeLog {
@@ -92,7 +102,7 @@ impl Default for ChangeLog {
         let epoch = Timestamp::now().as_millisecond().unsigned_abs();
         Self {
             epoch,
-            kept: Mutex::new(VecDeque::new()),
+            kept: Mutex::new(Kept::default()),
             latest: watch::channel(0).0,
         }
     }
@@ -103,14 +113,24 @@ impl ChangeLog {
     pub fn push(&self, deleted: bool, object: ChangedObject) {
         let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
         let sequence = *self.latest.borrow() + 1;
-        kept.push_back(Arc::new(Change {
+        let key = (object.kind(), object.namespace(), object.name());
+        let change_type = if deleted {
+            kept.known.remove(&key);
+            ChangeType::Deleted
+        } else if kept.known.insert(key) {
+            ChangeType::Created
+        } else {
+            ChangeType::Updated
+        };
+        kept.changes.push_back(Arc::new(Change {
             sequence,
             at: Timestamp::now(),
             deleted,
+            change_type,
             object,
         }));
-        if kept.len() > KEPT {
-            kept.pop_front();
+        if kept.changes.len() > KEPT {
+            kept.changes.pop_front();
         }
         self.latest.send_replace(sequence);
     }
@@ -129,11 +149,15 @@ impl ChangeLog {
     /// longer kept.
     pub fn since(&self, after: u64) -> Result<Vec<Arc<Change>>, Gap> {
         let kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
-        let oldest = kept.front().map_or(self.latest() + 1, |c| c.sequence);
+        let oldest = kept
+            .changes
+            .front()
+            .map_or(self.latest() + 1, |c| c.sequence);
         if after + 1 < oldest {
             return Err(Gap);
         }
         Ok(kept
+            .changes
             .iter()
             .filter(|c| c.sequence > after)
             .cloned()
@@ -299,5 +323,30 @@ mod tests {
         assert_eq!(seen.len(), 1, "{seen:?}");
         assert!(seen[0].0, "b went while the watch was down");
         assert_eq!(seen[0].1.name(), "b");
+    }
+
+    #[test]
+    fn a_change_says_whether_the_object_was_created_updated_or_deleted() {
+        let log = ChangeLog::default();
+        let a = || ChangedObject::Server(Arc::new(server("a", "1")));
+        log.push(false, a());
+        log.push(false, a());
+        log.push(true, a());
+        log.push(false, a());
+        let types: Vec<ChangeType> = log
+            .since(0)
+            .unwrap()
+            .iter()
+            .map(|c| c.change_type)
+            .collect();
+        assert_eq!(
+            types,
+            [
+                ChangeType::Created,
+                ChangeType::Updated,
+                ChangeType::Deleted,
+                ChangeType::Created
+            ]
+        );
     }
 }

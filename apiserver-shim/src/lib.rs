@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 pub mod attempt_archive;
+pub mod audit;
 pub mod auth;
 pub mod cache;
 pub mod changes;
@@ -37,6 +38,10 @@ pub fn app(state: AppState) -> Router {
         .route("/metrics", axum::routing::get(metrics::serve))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
+            audit::record,
+        ))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
             metrics::track,
         ))
         .fallback(|| async { ApiError::not_found("endpoint", "this path").into_response() })
@@ -44,7 +49,20 @@ pub fn app(state: AppState) -> Router {
             ApiError::new_method_not_allowed().into_response()
         })
         .layer(axum::middleware::from_fn(validate::refuse_bad_paths))
+        .layer(compression())
         .with_state(state)
+}
+
+/// gzip or brotli, as the client's Accept-Encoding prefers; never an event stream (each event
+/// must reach the client when it is sent) nor a body too small to gain.
+fn compression()
+-> tower_http::compression::CompressionLayer<impl tower_http::compression::Predicate> {
+    use tower_http::compression::predicate::{NotForContentType, Predicate as _};
+    use tower_http::compression::{CompressionLayer, DefaultPredicate};
+    CompressionLayer::new()
+        .gzip(true)
+        .br(true)
+        .compress_when(DefaultPredicate::new().and(NotForContentType::SSE))
 }
 
 /// Runs the shim until SIGTERM/SIGINT.

@@ -9,7 +9,7 @@ use std::fmt::Debug;
 use berth_crds::variable::{PlainVariable, VariableExposure};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Patch, PatchParams};
-use kube::runtime::reflector::Store;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -61,7 +61,7 @@ pub async fn apply_fields<K>(
     mut fields: Value,
 ) -> Result<K, ApiError>
 where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
+    K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug,
 {
     if let Some(map) = fields.as_object_mut() {
         map.insert("apiVersion".into(), K::api_version(&()).into());
@@ -72,6 +72,10 @@ where
             .ok_or_else(|| ApiError::internal("metadata is not an object"))?
             .insert("name".into(), name.into());
     }
+    let before = api
+        .namespace()
+        .and_then(|namespace| store.get(&ObjectRef::new(name).within(namespace)))
+        .and_then(|cached| serde_json::to_value(cached.as_ref()).ok());
     let written = api
         .patch(
             name,
@@ -79,6 +83,9 @@ where
             &Patch::Apply(&fields),
         )
         .await?;
+    if let Ok(after) = serde_json::to_value(&written) {
+        crate::audit::note_write(&K::kind(&()), before.as_ref(), &after, &fields);
+    }
     catch_up(store, &written).await?;
     Ok(written)
 }

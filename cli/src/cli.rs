@@ -245,6 +245,52 @@ pub enum Command {
         #[arg(long)]
         deployment: Option<String>,
     },
+    /// Follow changes of your organization's resources, deployments, servers and domain
+    /// bindings as they happen (the change feed; no polling). One line per change: when, kind,
+    /// id, created/updated/deleted, status, summary; `-o json` prints each event's JSON. A
+    /// broken connection resumes after the last change seen; Ctrl-C stops.
+    #[command(
+        visible_alias = "watch",
+        after_help = "Examples:\n  berth events\n  berth events --resource web --kind deployment\n  berth events --after 1764181234567-42   # resume after an event id\n  berth events --count 1 -o json          # wait for the next change, print it, exit"
+    )]
+    Events {
+        /// Only this resource (id or slug), its deployments and its domain bindings.
+        #[arg(long)]
+        resource: Option<String>,
+        /// Only these kinds: resource, deployment, server, domain-binding (repeat or
+        /// comma-separate).
+        #[arg(long, value_delimiter = ',')]
+        kind: Vec<String>,
+        /// Resume after this event id (an `eventId` printed with -o json); changes no longer
+        /// kept are announced with a note to re-read.
+        #[arg(long)]
+        after: Option<String>,
+        /// Exit after this many changes.
+        #[arg(long)]
+        count: Option<u64>,
+        /// Accepted for symmetry with other `--watch` commands: events always follow.
+        #[arg(short, long, hide = true)]
+        watch: bool,
+    },
+    /// Who changed what, newest first: REST writes (actor, operation, changed fields) and the
+    /// objects' Kubernetes Events (berth-controller's reconciles).
+    #[command(
+        after_help = "Examples:\n  berth audit --resource web          # e.g. who turned off auto-deploy?\n  berth audit --object srv-1 --limit 10\n  berth audit --all -o json"
+    )]
+    Audit {
+        /// Only this resource (id or slug) and its objects.
+        #[arg(long)]
+        resource: Option<String>,
+        /// Only this object (any kind's id).
+        #[arg(long)]
+        object: Option<String>,
+        /// Events per page (1-100, default 50).
+        #[arg(long)]
+        limit: Option<u32>,
+        /// Every page, not only the first.
+        #[arg(long)]
+        all: bool,
+    },
     /// Why a request failed: the edge proxy's evidence for an X-Request-Id.
     #[command(after_help = "Example:\n  berth why 3f0c5e1e-0d7e-4d59-9a43-2b1d6f0b9c11")]
     Why {

@@ -18,8 +18,8 @@ use clap::{CommandFactory, Parser};
 
 use cli::{Cli, Command};
 use commands::{
-    Ctx, account, deploy, deployments, infra, members, observe, platform, resource_config,
-    resources, terminal, tokens, workspace,
+    Ctx, account, activity, deploy, deployments, infra, members, observe, platform,
+    resource_config, resources, terminal, tokens, workspace,
 };
 use error::CliResult;
 use output::Output;
@@ -98,6 +98,35 @@ fn run(cli: Cli) -> CliResult<()> {
             deployment,
         } => observe::diagnose(&ctx()?, &resource, deployment),
         Command::Why { request_id } => observe::why(&ctx()?, &request_id),
+        Command::Events {
+            resource,
+            kind,
+            after,
+            count,
+            watch: _,
+        } => activity::events(
+            &ctx()?,
+            activity::EventsOptions {
+                resource,
+                kinds: kind,
+                after,
+                count,
+            },
+        ),
+        Command::Audit {
+            resource,
+            object,
+            limit,
+            all,
+        } => activity::audit(
+            &ctx()?,
+            activity::AuditOptions {
+                resource,
+                object,
+                limit,
+                all,
+            },
+        ),
         Command::Terminal {
             server,
             resource,

@@ -26,6 +26,7 @@ mod servers;
 mod shim_access_failures;
 mod shim_account;
 mod shim_basics;
+mod shim_change_feed;
 mod shim_decisions;
 mod shim_deployment_attempts;
 mod shim_deployments_stream;

@@ -14,6 +14,7 @@
 pub mod access;
 pub mod access_failure;
 pub mod account;
+pub mod activity;
 pub mod bootstrap;
 pub mod build;
 pub mod certificates;

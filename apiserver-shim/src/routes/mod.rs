@@ -4,6 +4,7 @@
 
 pub mod access_failures;
 pub mod account;
+pub mod activity;
 pub mod bootstrap;
 pub mod certificates;
 pub mod common;
@@ -178,6 +179,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         monitoring::endpoints(),
         thresholds::endpoints(),
         retention::endpoints(),
+        activity::endpoints(),
     ]
     .into_iter()
     .flatten()

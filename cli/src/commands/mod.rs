@@ -2,6 +2,7 @@
 //! through [`Ctx::out`].
 
 pub mod account;
+pub mod activity;
 pub mod deploy;
 pub mod deployments;
 pub mod environment_changes;

@@ -38,6 +38,8 @@ mod access_failures;
 mod monitoring;
 // Removed deployment attempts, likewise.
 mod attempts;
+// REST writes' audit records, likewise.
+mod audit;
 
 on_both_backends!(
     timelines_keep_order_per_attempt_and_page_after_a_sequence,

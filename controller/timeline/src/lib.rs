@@ -9,6 +9,7 @@
 
 mod access_failures;
 mod attempts;
+mod audit;
 #[cfg(test)]
 mod conformance;
 mod disk;
@@ -28,6 +29,7 @@ pub use access_failures::{
     ACCESS_FAILURE_RETENTION, AccessFailureRecord, AccessFailureStore, now_ms,
 };
 pub use attempts::{AttemptQuery, AttemptRecord, AttemptStore};
+pub use audit::{AuditQuery, AuditRecord, AuditStore};
 pub use disk::{DiskRecord, DiskStore};
 pub use health_history::{HealthObservation, HealthQuery};
 pub use location::{PostgresUrl, StoreLocation, mask_url, open};
@@ -95,7 +97,14 @@ pub enum TimelineError {
 /// access-failure evidence ([`AccessFailureStore`]) and monitoring samples
 /// ([`MonitoringStore`]) too.
 pub trait TimelineStore:
-    AccessFailureStore + AttemptStore + DiskStore + MonitoringStore + RetentionStore + Send + Sync
+    AccessFailureStore
+    + AttemptStore
+    + AuditStore
+    + DiskStore
+    + MonitoringStore
+    + RetentionStore
+    + Send
+    + Sync
 {
     /// Adds `events` to the end of `key`'s timeline, all or none.
     fn append(&self, key: &TimelineKey, events: &[ProgressEvent]) -> Result<(), TimelineError>;

@@ -26,6 +26,7 @@ use super::{
 
 mod access_failures;
 mod attempts;
+mod audit;
 mod disk;
 mod monitoring;
 
@@ -214,6 +215,7 @@ impl PostgresTimeline {
             monitoring::create_schema(&transaction).await?;
             transaction.batch_execute(crate::disk::SCHEMA).await?;
             transaction.batch_execute(crate::attempts::SCHEMA).await?;
+            transaction.batch_execute(crate::audit::SCHEMA).await?;
             if applied as usize > MIGRATIONS.len() {
                 tracing::warn!(
                     applied,

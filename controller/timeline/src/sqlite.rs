@@ -16,6 +16,7 @@ use super::{
 
 mod access_failures;
 mod attempts;
+mod audit;
 mod disk;
 mod monitoring;
 
@@ -54,6 +55,7 @@ fn create_schema(connection: &mut Connection) -> Result<(), TimelineError> {
     transaction.execute_batch(crate::access_failures::SCHEMA)?;
     transaction.execute_batch(crate::disk::SCHEMA)?;
     transaction.execute_batch(crate::attempts::SCHEMA)?;
+    transaction.execute_batch(crate::audit::SCHEMA)?;
     transaction.execute_batch(crate::monitoring::SCHEMA)?;
     monitoring::cluster_rollups(&transaction)?;
     transaction.execute_batch(crate::monitoring::SQLITE_ROLLUPS_SCHEMA)?;

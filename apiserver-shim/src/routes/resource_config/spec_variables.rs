@@ -51,6 +51,7 @@ where
     K: kube::Resource<DynamicType = ()>
         + Clone
         + serde::de::DeserializeOwned
+        + serde::Serialize
         + std::fmt::Debug
         + Send
         + Sync
@@ -144,7 +145,11 @@ fn without(variables: &[PlainVariable], removed: &[VariableKey]) -> Option<Vec<P
 /// Replaces the whole list (a merge patch), only over the version just read.
 async fn replace_list<K>(api: &Api<K>, written: &K, remaining: Vec<PlainVariable>) -> ApiResult<K>
 where
-    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::Serialize
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
 {
     // An empty list rather than `null`: the schema refuses `null`.
     let patch = json!({

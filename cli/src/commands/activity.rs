@@ -1,0 +1,150 @@
+//! `berth events` (the change feed, followed as it happens) and `berth audit` (who changed
+//! what, newest first).
+
+use berth_api::activity::FeedEnvelope;
+use reqwest::Method;
+use serde_json::Value;
+
+use super::resources::find_resource;
+use super::{Ctx, read_as};
+use crate::error::{CliError, CliResult};
+use crate::output::{Column, col, items};
+
+const AUDIT_COLUMNS: &[Column] = &[
+    col("WHEN", "/createdAt"),
+    col("ACTOR", "/actor/id"),
+    col("KIND", "/aggregateKind"),
+    col("OBJECT", "/aggregateId"),
+    col("EVENT", "/eventType"),
+    col("SUMMARY", "/summary"),
+];
+
+/// How many times `events` reconnects in a row after the stream broke before it gives up.
+const RECONNECTS: u32 = 5;
+
+/// What `berth events` follows.
+pub struct EventsOptions {
+    pub resource: Option<String>,
+    pub kinds: Vec<String>,
+    pub after: Option<String>,
+    /// Stop after this many changes (default: follow until interrupted).
+    pub count: Option<u64>,
+}
+
+/// Prints each change of the organization's objects as the shim sees it, resuming after the
+/// last one seen when the connection breaks.
+pub fn events(ctx: &Ctx, options: EventsOptions) -> CliResult<()> {
+    let mut query = Vec::new();
+    if let Some(resource) = &options.resource {
+        query.push(("resourceId", find_resource(ctx, resource)?.0.id));
+    }
+    if !options.kinds.is_empty() {
+        query.push(("kind", options.kinds.join(",")));
+    }
+    let mut after = options.after.clone();
+    let mut printed = 0u64;
+    let mut reconnects = 0;
+    loop {
+        let mut with_position = query.clone();
+        if let Some(after) = &after {
+            with_position.push(("after", after.clone()));
+        }
+        let stream =
+            ctx.api()?
+                .stream(Method::GET, "/events/stream", &with_position, None::<&()>)?;
+        for data in stream {
+            let data = match data {
+                Ok(data) => data,
+                Err(_) => break,
+            };
+            reconnects = 0;
+            let envelope: FeedEnvelope = read_as(
+                "change event",
+                &serde_json::from_str(&data).unwrap_or(Value::Null),
+            )?;
+            match envelope {
+                FeedEnvelope::Change { change, .. } => {
+                    after = Some(change.event_id.clone());
+                    if ctx.out.quiet {
+                        println!("{}", change.object_id);
+                    } else if ctx.out.human() {
+                        let status = change.status.as_deref().unwrap_or("-");
+                        let kind = change.kind.as_str();
+                        let change_type = serde_json::to_value(change.change_type)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_string))
+                            .unwrap_or_default();
+                        println!(
+                            "{}  {kind:<14} {:<28} {change_type:<8} {status:<12} {}",
+                            change.occurred_at, change.object_id, change.summary
+                        );
+                    } else {
+                        println!("{data}");
+                    }
+                    printed += 1;
+                    if options.count.is_some_and(|count| printed >= count) {
+                        return Ok(());
+                    }
+                }
+                FeedEnvelope::Resync {
+                    event_id, reason, ..
+                } => {
+                    after = Some(event_id);
+                    if ctx.out.human() {
+                        eprintln!("note: {reason}");
+                    } else if !ctx.out.quiet {
+                        println!("{data}");
+                    }
+                }
+            }
+        }
+        reconnects += 1;
+        if reconnects > RECONNECTS {
+            return Err(CliError::failure(
+                "the change feed kept breaking; run berth events --after ID to resume",
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+}
+
+/// What `berth audit` lists.
+pub struct AuditOptions {
+    pub resource: Option<String>,
+    pub object: Option<String>,
+    pub limit: Option<u32>,
+    pub all: bool,
+}
+
+pub fn audit(ctx: &Ctx, options: AuditOptions) -> CliResult<()> {
+    let mut query = Vec::new();
+    if let Some(resource) = &options.resource {
+        query.push(("resourceId", find_resource(ctx, resource)?.0.id));
+    }
+    if let Some(object) = &options.object {
+        query.push(("aggregateId", object.clone()));
+    }
+    if let Some(limit) = options.limit {
+        query.push(("limit", limit.to_string()));
+    }
+    let api = ctx.api()?;
+    let mut answer = api.get("/audit-events", &query)?;
+    let mut rows = items(&answer, "/items");
+    while options.all
+        && let Some(cursor) = answer["nextCursor"].as_str().map(str::to_string)
+    {
+        let mut next = query.clone();
+        next.push(("cursor", cursor));
+        let page = api.get("/audit-events", &next)?;
+        rows.extend(items(&page, "/items"));
+        answer = page;
+    }
+    if options.all
+        && let Some(object) = answer.as_object_mut()
+    {
+        object.insert("items".into(), Value::Array(rows.clone()));
+        object.remove("nextCursor");
+    }
+    ctx.out.list(&answer, &rows, AUDIT_COLUMNS, "/auditEventId");
+    Ok(())
+}

@@ -1,0 +1,493 @@
+//! The change feed, compression and audit events on the real stack: a deployment's status
+//! changes arrive in order and a client that reconnects with its last id misses none; another
+//! organization sees none of them and its ids answer 404; answers are compressed with gzip or
+//! brotli as negotiated (decoding to the same bytes) but event streams never are; and the
+//! audit events name who turned auto-deploy off over REST.
+
+use std::io::Read;
+use std::time::Duration;
+
+use berth_crds::member::OrganizationRole;
+use berth_tests::client;
+use berth_tests::rest::{Rest, TestOrg, base_url};
+use serde_json::{Value, json};
+
+use crate::cli::Berth;
+use crate::deploy_support::{EventReader, ready_server};
+use crate::shim_deployment_attempts::{deployed, start};
+use crate::shim_projects_envs::{environment, invalid, project};
+use crate::shim_tokens::create_token;
+
+/// Long enough for an attempt (pull, health check, switch) on two busy cores.
+const WAIT: Duration = Duration::from_secs(180);
+
+/// The order a successful attempt's statuses go through: berth-controller marks it running as
+/// it starts (detect), then planning, planned, running again (package to verify), succeeded.
+const ORDER: [&str; 5] = ["running", "planning", "planned", "running", "succeeded"];
+
+/// Whether `seen` (repeats removed) follows [`ORDER`], skipping none but those a status write
+/// may coalesce.
+fn in_order(seen: &[&str]) -> bool {
+    let mut deduped: Vec<&str> = seen.to_vec();
+    deduped.dedup();
+    let mut order = ORDER.iter();
+    deduped.iter().all(|status| order.any(|o| o == status))
+}
+
+/// Reads change events until `done` holds for one, or fails after [`WAIT`].
+async fn read_until(reader: &mut EventReader, done: impl Fn(&Value) -> bool) -> Vec<Value> {
+    let mut seen = Vec::new();
+    tokio::time::timeout(WAIT, async {
+        loop {
+            let event = reader.next().await.expect("the feed stays open");
+            assert_eq!(event.data["kind"], "change", "{}", event.data);
+            let change = event.data["change"].clone();
+            assert_eq!(event.id, change["eventId"].as_str().unwrap());
+            let finished = done(&change);
+            seen.push(change);
+            if finished {
+                return;
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no end within {WAIT:?}; seen {seen:#?}"));
+    seen
+}
+
+/// Reads whatever arrives within `window`.
+async fn read_for(reader: &mut EventReader, window: Duration) -> Vec<Value> {
+    let mut seen = Vec::new();
+    let _ = tokio::time::timeout(window, async {
+        while let Some(event) = reader.next().await {
+            seen.push(event.data);
+        }
+    })
+    .await;
+    seen
+}
+
+fn sequences(changes: &[Value]) -> Vec<u64> {
+    changes
+        .iter()
+        .map(|c| c["sequence"].as_u64().expect("a sequence"))
+        .collect()
+}
+
+fn succeeded(attempt: &str) -> impl Fn(&Value) -> bool + '_ {
+    move |change| change["objectId"] == attempt && change["status"] == "succeeded"
+}
+
+#[tokio::test]
+async fn the_change_feed_delivers_a_deployments_statuses_in_order_and_resumes_without_a_gap() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let admin = org.user(OrganizationRole::Admin).await.rest;
+    let member = org.user(OrganizationRole::Member).await.rest;
+    let (server, _port) = ready_server(&admin).await;
+    let source = json!({"kind": "docker-image", "locator": "berth/sample-app:1"});
+    let (id, _host) = deployed(&member, &server, source, "/healthz").await;
+
+    // One client stays connected throughout; another drops after two changes and resumes.
+    let path = format!("/events/stream?resourceId={id}&kind=deployment");
+    let mut steady = EventReader::open(&member, &path, &[]).await;
+    let mut first = EventReader::open(&member, &path, &[]).await;
+    // Another organization follows its own feed over the same time.
+    let mut other = TestOrg::new(&client).await;
+    let outsider = other.user(OrganizationRole::Owner).await.rest;
+    let mut outsider_feed = EventReader::open(&outsider, "/events/stream", &[]).await;
+
+    let attempt = start(&member, &id).await;
+    let mut resumed = Vec::new();
+    while resumed.len() < 2 {
+        let event = first.next().await.expect("changes before the end");
+        resumed.push(event.data["change"].clone());
+    }
+    drop(first);
+    let last = resumed.last().unwrap()["eventId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut again = EventReader::open(&member, &path, &[("Last-Event-ID", last.as_str())]).await;
+    let done = succeeded(&attempt);
+    let finished_early = resumed.iter().any(&done);
+    if !finished_early {
+        resumed.extend(read_until(&mut again, &done).await);
+    }
+    let all = read_until(&mut steady, &done).await;
+
+    assert_eq!(
+        sequences(&resumed),
+        sequences(&all),
+        "the resumed client saw every change once, in order"
+    );
+    assert!(sequences(&all).windows(2).all(|w| w[0] < w[1]));
+    let statuses: Vec<&str> = all
+        .iter()
+        .filter(|c| c["objectId"] == attempt)
+        .filter_map(|c| c["status"].as_str())
+        .collect();
+    assert!(in_order(&statuses), "{statuses:?}");
+    assert!(statuses.contains(&"planning"), "{statuses:?}");
+    assert_eq!(statuses.last(), Some(&"succeeded"));
+    let created = all.iter().find(|c| c["objectId"] == attempt).unwrap();
+    assert_eq!(created["changeType"], "created", "{created}");
+    for change in &all {
+        assert_eq!(change["kind"], "deployment");
+        assert_eq!(change["resourceId"], id.as_str());
+        assert!(change["summary"].as_str().unwrap().contains("deployment"));
+        assert!(change.as_object().unwrap().values().all(|v| !v.is_null()));
+    }
+
+    // `after` resumes like the header; the CLI prints the next change and exits.
+    let after = all[0]["eventId"].as_str().unwrap();
+    let mut from_query = EventReader::open(&member, &format!("{path}&after={after}"), &[]).await;
+    let next = from_query.next().await.unwrap();
+    assert_eq!(next.data["change"]["sequence"], all[1]["sequence"]);
+    let berth = Berth::new();
+    let token_env = member.token.clone().unwrap();
+    let printed = berth
+        .run_with(
+            &crate::cli::binary(),
+            &[
+                "events",
+                "--kind",
+                "deployment",
+                "--after",
+                after,
+                "--count",
+                "1",
+                "-o",
+                "json",
+            ],
+            None,
+            &[("BERTH_TOKEN", token_env.as_str())],
+        )
+        .await
+        .json();
+    assert_eq!(printed["change"]["kind"], "deployment", "{printed}");
+    // A position of an earlier process (or no longer kept) asks the client to re-read.
+    let mut stale = EventReader::open(&member, "/events/stream?after=1-1", &[]).await;
+    let resync = stale.next().await.unwrap();
+    assert_eq!(resync.data["kind"], "resync", "{}", resync.data);
+    assert_eq!(resync.id, resync.data["eventId"].as_str().unwrap());
+
+    // The outsider saw none of it, and the ids answer 404.
+    for data in read_for(&mut outsider_feed, Duration::from_secs(2)).await {
+        let change = &data["change"];
+        assert_ne!(change["resourceId"], id.as_str(), "{data}");
+        assert_ne!(change["objectId"], attempt.as_str(), "{data}");
+        assert_ne!(change["serverId"], server.as_str(), "{data}");
+    }
+    outsider
+        .get(&format!("/events/stream?resourceId={id}"))
+        .await
+        .error(404, "not_found");
+    outsider
+        .get(&format!("/audit-events?resourceId={id}"))
+        .await
+        .error(404, "not_found");
+    // A deploy token scoped to another resource sees no change of this one.
+    let (_, token) = create_token(&admin, &org.id, json!({"resourceIds": ["res-elsewhere"]})).await;
+    let scoped = member.with_token(&token);
+    scoped
+        .get(&format!("/events/stream?resourceId={id}"))
+        .await
+        .error(404, "not_found");
+
+    invalid(member.get("/events/stream?after=nope").await, "after");
+    invalid(member.get("/events/stream?kind=pods").await, "kind");
+    invalid(member.get("/events/stream?since=1").await, "since");
+    Rest::anonymous()
+        .get("/events/stream")
+        .await
+        .error(401, "unauthenticated");
+}
+
+/// GET `path` with `Accept-Encoding: encoding`: (status, Content-Encoding, Content-Type, body).
+async fn fetch(
+    token: Option<&str>,
+    path: &str,
+    encoding: &str,
+) -> (u16, Option<String>, String, Vec<u8>) {
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let mut request = http
+        .get(format!("{}{path}", base_url()))
+        .header("accept-encoding", encoding);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.expect("the shim answers");
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    let (encoding, content_type) = (header("content-encoding"), header("content-type"));
+    let status = response.status().as_u16();
+    // A stream never ends: the first chunk says enough.
+    let body = if content_type.as_deref() == Some("text/event-stream") {
+        Vec::new()
+    } else {
+        response.bytes().await.unwrap().to_vec()
+    };
+    (status, encoding, content_type.unwrap_or_default(), body)
+}
+
+fn gunzip(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(bytes)
+        .read_to_end(&mut out)
+        .expect("valid gzip");
+    out
+}
+
+fn unbrotli(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    brotli::Decompressor::new(bytes, 4096)
+        .read_to_end(&mut out)
+        .expect("valid brotli");
+    out
+}
+
+#[tokio::test]
+async fn answers_are_compressed_as_negotiated_and_event_streams_are_not() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let owner = org.user(OrganizationRole::Owner).await.rest;
+    for n in 0..5 {
+        project(&owner, &format!("Compressed {n}")).await;
+    }
+    let token = owner.token.clone().unwrap();
+    for (path, token) in [("/openapi.json", None), ("/projects", Some(token.as_str()))] {
+        let (status, encoding, content_type, plain) = fetch(token, path, "identity").await;
+        assert_eq!((status, encoding), (200, None), "{path}");
+        assert_eq!(content_type, "application/json");
+        let (status, encoding, _, gzipped) = fetch(token, path, "gzip").await;
+        assert_eq!((status, encoding.as_deref()), (200, Some("gzip")), "{path}");
+        assert_eq!(
+            gunzip(&gzipped),
+            plain,
+            "{path}: gzip decodes to the same body"
+        );
+        assert!(gzipped.len() < plain.len());
+        let (status, encoding, _, brotlied) = fetch(token, path, "br").await;
+        assert_eq!((status, encoding.as_deref()), (200, Some("br")), "{path}");
+        assert_eq!(
+            unbrotli(&brotlied),
+            plain,
+            "{path}: brotli decodes to the same body"
+        );
+        // Both offered: the shim picks one of them and the body still decodes the same.
+        let (_, encoding, _, either) = fetch(token, path, "gzip, br").await;
+        let decoded = match encoding.as_deref() {
+            Some("gzip") => gunzip(&either),
+            Some("br") => unbrotli(&either),
+            other => panic!("{path}: no compression for gzip, br: {other:?}"),
+        };
+        assert_eq!(decoded, plain);
+    }
+    // Event streams: every event must reach the client when it is sent.
+    let (status, encoding, content_type, _) =
+        fetch(Some(&token), "/events/stream", "gzip, br").await;
+    assert_eq!(status, 200);
+    assert_eq!(content_type, "text/event-stream");
+    assert_eq!(encoding, None, "an event stream is never compressed");
+    // An error is JSON too, and says what is wrong once decoded.
+    let (status, encoding, _, body) = fetch(Some(&token), "/audit-events?limit=1000", "gzip").await;
+    assert_eq!(status, 422);
+    let body = match encoding.as_deref() {
+        Some("gzip") => gunzip(&body),
+        _ => body,
+    };
+    let error: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(error["error"]["details"]["field"], "limit", "{error}");
+}
+
+#[tokio::test]
+async fn audit_events_name_who_turned_auto_deploy_off_over_rest() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let admin_user = org.user(OrganizationRole::Admin).await;
+    let member_user = org.user(OrganizationRole::Member).await;
+    let (admin, member) = (admin_user.rest.clone(), member_user.rest.clone());
+    let shop = project(&admin, "Shop").await;
+    let prod = environment(&admin, &shop, "prod").await;
+    let slug = format!("aud{}", berth_tests::random_suffix());
+    let created = admin
+        .post(
+            "/resources",
+            json!({
+                "projectId": shop, "environmentId": prod, "name": slug, "slug": slug,
+                "kind": "application",
+                "source": {"kind": "docker-image", "locator": "berth/sample-app:1"},
+                "networkProfile": {"internalPort": 8080},
+            }),
+        )
+        .await
+        .ok();
+    let id = created["id"].as_str().unwrap().to_string();
+    let auto_deploy = format!("/resources/{id}/auto-deploy");
+    admin
+        .post(&auto_deploy, json!({"mode": "enable"}))
+        .await
+        .ok();
+    member
+        .post(&auto_deploy, json!({"mode": "disable"}))
+        .await
+        .ok();
+    // Disabling again changes nothing, so it is no event.
+    member
+        .post(&auto_deploy, json!({"mode": "disable"}))
+        .await
+        .ok();
+
+    let list = member
+        .get(&format!("/audit-events?resourceId={id}"))
+        .await
+        .ok();
+    assert_eq!(list["schemaVersion"], "audit-events.list/v1");
+    assert!(list["generatedAt"].is_string());
+    let rest_items: Vec<&Value> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["source"] == "rest")
+        .collect();
+    assert_eq!(rest_items.len(), 3, "{list:#}");
+    let off = rest_items[0];
+    assert_eq!(off["actor"]["kind"], "user");
+    assert_eq!(off["actor"]["id"], member_user.user_id.as_str(), "{off}");
+    assert_eq!(off["aggregateId"], id.as_str());
+    assert_eq!(off["aggregateKind"], "resource");
+    assert_eq!(off["eventType"], "resource.updated");
+    assert_eq!(off["resourceId"], id.as_str());
+    assert_eq!(off["action"], "POST /resources/{resourceId}/auto-deploy");
+    assert!(
+        off["changes"]
+            .as_array()
+            .unwrap()
+            .contains(&json!({"field": "spec.autoDeploy.enabled", "value": false})),
+        "{off}"
+    );
+    assert!(
+        off["summary"]
+            .as_str()
+            .unwrap()
+            .contains("spec.autoDeploy.enabled=false")
+    );
+    let on = rest_items[1];
+    assert_eq!(on["actor"]["id"], admin_user.user_id.as_str());
+    assert!(
+        on["changes"]
+            .as_array()
+            .unwrap()
+            .contains(&json!({"field": "spec.autoDeploy.enabled", "value": true}))
+    );
+    assert_eq!(rest_items[2]["eventType"], "resource.created");
+    assert_eq!(rest_items[2]["action"], "POST /resources");
+    for item in list["items"].as_array().unwrap() {
+        assert!(
+            item.as_object().unwrap().values().all(|v| !v.is_null()),
+            "{item}"
+        );
+    }
+
+    // Paged newest first by cursor: the pages together are the whole list.
+    let ids = |page: &Value| -> Vec<Value> {
+        let items = page["items"].as_array().unwrap();
+        items.iter().map(|i| i["auditEventId"].clone()).collect()
+    };
+    let whole = member
+        .get(&format!("/audit-events?resourceId={id}&limit=100"))
+        .await
+        .ok();
+    let mut paged = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut path = format!("/audit-events?resourceId={id}&limit=2");
+        if let Some(cursor) = &cursor {
+            path.push_str(&format!("&cursor={cursor}"));
+        }
+        let page = member.get(&path).await.ok();
+        paged.extend(ids(&page));
+        match page["nextCursor"].as_str() {
+            Some(next) => cursor = Some(next.to_string()),
+            None => break,
+        }
+    }
+    assert_eq!(paged, ids(&whole));
+    assert!(ids(&whole).contains(&off["auditEventId"]));
+    let by_object = member
+        .get(&format!("/audit-events?aggregateId={id}&limit=100"))
+        .await
+        .ok();
+    assert!(by_object["items"].as_array().unwrap().len() >= 3);
+
+    // The CLI answers the question.
+    let berth = Berth::new();
+    berth.login(&member_user).await;
+    let printed = berth
+        .run(&["audit", "--resource", &slug, "-o", "json"])
+        .await
+        .json();
+    assert_eq!(
+        printed["items"][0]["actor"]["id"],
+        member_user.user_id.as_str()
+    );
+    let table = berth.run(&["audit", "--resource", &slug]).await.ok();
+    assert!(table.contains("spec.autoDeploy.enabled=false"), "{table}");
+
+    // Deploy tokens see only their scope; other organizations get 404.
+    let (_, elsewhere) =
+        create_token(&admin, &org.id, json!({"resourceIds": ["res-elsewhere"]})).await;
+    member
+        .with_token(&elsewhere)
+        .get(&format!("/audit-events?resourceId={id}"))
+        .await
+        .error(404, "not_found");
+    let everything = member
+        .with_token(&elsewhere)
+        .get("/audit-events")
+        .await
+        .ok();
+    assert!(
+        everything["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|i| i["resourceId"] != id.as_str()),
+        "{everything}"
+    );
+    let (_, within) = create_token(&admin, &org.id, json!({"resourceIds": [id]})).await;
+    let scoped = member
+        .with_token(&within)
+        .get(&format!("/audit-events?resourceId={id}"))
+        .await
+        .ok();
+    assert!(ids(&scoped).contains(&off["auditEventId"]), "{scoped}");
+    let mut other = TestOrg::new(&client).await;
+    let outsider = other.user(OrganizationRole::Owner).await.rest;
+    outsider
+        .get(&format!("/audit-events?resourceId={id}"))
+        .await
+        .error(404, "not_found");
+    let theirs = outsider.get("/audit-events").await.ok();
+    assert!(
+        theirs["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|i| i["aggregateId"] != id.as_str()),
+        "{theirs}"
+    );
+
+    invalid(member.get("/audit-events?limit=0").await, "limit");
+    invalid(member.get("/audit-events?cursor=nope").await, "cursor");
+    invalid(member.get("/audit-events?resource=x").await, "resource");
+}
