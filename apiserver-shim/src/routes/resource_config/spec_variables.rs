@@ -1,6 +1,7 @@
 //! Writes a Resource's plain variables as the shim's own entries of `spec.variables`, a list
 //! keyed by key and exposure: entries another manager (kubectl, GitOps) applied stay theirs.
 
+use axum::http::StatusCode;
 use berth_crds::resource::{Resource, ResourceSpec};
 use berth_crds::variable::PlainVariable;
 use kube::api::{Patch, PatchParams};
@@ -38,6 +39,9 @@ pub async fn save_variables(
         .save(caller, resource, &desired.variables, extra)
         .await
 }
+
+/// How often a removal is tried again after another writer changed the object.
+const REMOVE_TRIES: u32 = 5;
 
 /// Where an object keeping `spec.variables` (a Resource, an Environment) is written.
 pub struct VariablesWrite<'a, K: kube::Resource<DynamicType = ()> + 'static> {
@@ -90,13 +94,25 @@ where
     /// Removes `removed` from the object as it is now (the cache may lag behind another
     /// manager's write); returns the object written.
     async fn remove(&self, name: &str, removed: &[VariableKey]) -> ApiResult<K> {
-        let current = self.api.get(name).await?;
-        let Some(remaining) = without(&(self.variables)(&current), removed) else {
-            return Ok(current);
-        };
-        let patched = replace_list(self.api, &current, remaining).await?;
-        catch_up(self.store, &patched).await?;
-        Ok(patched)
+        // The patch applies only over the version read; another writer (the controller's
+        // finalizer or status) may come in between, so read and try again a few times.
+        let mut tries = 0;
+        loop {
+            let current = self.api.get(name).await?;
+            let Some(remaining) = without(&(self.variables)(&current), removed) else {
+                return Ok(current);
+            };
+            match replace_list(self.api, &current, remaining).await {
+                Ok(patched) => {
+                    catch_up(self.store, &patched).await?;
+                    return Ok(patched);
+                }
+                Err(error) if error.status == StatusCode::CONFLICT && tries < REMOVE_TRIES => {
+                    tries += 1;
+                }
+                Err(error) => return Err(error),
+            }
+        }
     }
 }
 
