@@ -324,9 +324,12 @@ async fn locate(
 }
 
 /// Whether `name` can be a Kubernetes object name (no deployment is named otherwise).
-fn object_name(name: &str) -> bool {
-    name.chars()
-        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+pub fn object_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 253
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
 }
 
 fn unknown_deployment(query: &LogQuery) -> ApiError {

@@ -146,6 +146,10 @@ pub async fn find(state: &AppState, caller: &Caller, id: &str) -> ApiResult<Atte
         .namespace
         .clone();
     let not_found = || ApiError::not_found("deployment", id);
+    // An id no object can have is not asked of the API server (which would refuse it).
+    if !crate::routes::runtime_logs::object_name(id) {
+        return Err(not_found());
+    }
     if let Some(deployment) = find_deployment(state, &namespace, id).await? {
         if !visible(caller, &deployment) {
             return Err(not_found());
