@@ -208,14 +208,20 @@ impl Terminals {
 
     /// Takes the session if `ticket` is its ticket and it has not expired.
     fn take_by_ticket(&self, id: &str, ticket: &str) -> Option<Pending> {
-        let mut map = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        map.retain(|_, p| p.expires > Instant::now());
         // Digests are compared, so the comparison's time says nothing about the ticket.
         let digest = crate::auth::token::digest;
-        let owned = map
-            .get(id)
-            .is_some_and(|p| digest(&p.ticket) == digest(ticket));
-        if owned { map.remove(id) } else { None }
+        self.take_if(id, |p| digest(&p.ticket) == digest(ticket))
+    }
+
+    /// Removes and returns the unexpired session `id` when `owned` says it may be taken.
+    fn take_if(&self, id: &str, owned: impl Fn(&Pending) -> bool) -> Option<Pending> {
+        let mut map = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        map.retain(|_, p| p.expires > Instant::now());
+        if map.get(id).is_some_and(owned) {
+            map.remove(id)
+        } else {
+            None
+        }
     }
 
     /// The user's sessions: waiting for their WebSocket, and connected.
@@ -252,12 +258,7 @@ impl Terminals {
     /// Takes the session if `user` and `login` created it and it has not expired; anyone else
     /// learns nothing and consumes nothing.
     fn take(&self, id: &str, user: &str, login: &str) -> Option<Pending> {
-        let mut map = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        map.retain(|_, p| p.expires > Instant::now());
-        let owned = map
-            .get(id)
-            .is_some_and(|p| p.user_id == user && p.login_session_id == login);
-        if owned { map.remove(id) } else { None }
+        self.take_if(id, |p| p.user_id == user && p.login_session_id == login)
     }
 
     async fn open_count(&self, server: &ServerId) -> usize {
@@ -449,6 +450,13 @@ async fn create(
     }))
 }
 
+/// An id the scope needs: present and of a bounded length.
+fn required_id<'a>(field: &str, value: Option<&'a str>) -> ApiResult<&'a str> {
+    let id = value.ok_or_else(|| ApiError::validation(field, format!("{field} is required")))?;
+    bounded(field, id, 253)?;
+    Ok(id)
+}
+
 /// The server a terminal runs on and, for scope `resource`, the container it runs in.
 async fn target(
     state: &AppState,
@@ -458,10 +466,7 @@ async fn target(
     let scope = &body.scope;
     match scope.kind.as_str() {
         "server" => {
-            let id = scope.server_id.as_deref().ok_or_else(|| {
-                ApiError::validation("scope.serverId", "scope.serverId is required")
-            })?;
-            bounded("scope.serverId", id, 253)?;
+            let id = required_id("scope.serverId", scope.server_id.as_deref())?;
             if scope.resource_id.is_some() {
                 return Err(ApiError::validation(
                     "scope.resourceId",
@@ -471,10 +476,7 @@ async fn target(
             Ok((servers::lookup(state, caller, id)?, None))
         }
         "resource" => {
-            let id = scope.resource_id.as_deref().ok_or_else(|| {
-                ApiError::validation("scope.resourceId", "scope.resourceId is required")
-            })?;
-            bounded("scope.resourceId", id, 253)?;
+            let id = required_id("scope.resourceId", scope.resource_id.as_deref())?;
             if body.relative_directory.is_some() {
                 return Err(ApiError::validation(
                     "relativeDirectory",
