@@ -56,6 +56,10 @@ pub struct ShimOptions {
         value_parser = clap::value_parser!(u64).range(1..=87_600)
     )]
     pub monitoring_retention_hours: u64,
+    /// DNS server (`address:port`) DNS readiness resolves host names with, as berth-controller's
+    /// certificate pre-flight (the same option); the system resolver when unset.
+    #[arg(long, env = "BERTH_ACME_DNS")]
+    pub acme_dns: Option<SocketAddr>,
 }
 
 impl ShimOptions {

@@ -88,6 +88,7 @@ pub async fn run(options: ShimOptions) -> anyhow::Result<()> {
                 options.monitoring_interval_seconds,
             ),
             monitoring_retention_hours: options.monitoring_retention_hours,
+            dns_server: options.acme_dns,
         }),
         login_limiter: Default::default(),
         metrics: Default::default(),

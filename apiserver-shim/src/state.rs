@@ -48,4 +48,6 @@ pub struct Config {
     pub monitoring_interval: std::time::Duration,
     /// How long raw monitoring samples are kept (`retention.rawRetentionHours`).
     pub monitoring_retention_hours: u64,
+    /// The DNS server host names are resolved with (`--acme-dns`); the system's when unset.
+    pub dns_server: Option<std::net::SocketAddr>,
 }

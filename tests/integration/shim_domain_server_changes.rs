@@ -1,19 +1,74 @@
 //! Domain bindings and servers changed over REST on the real stack: a host name bound to a
 //! deployed app serves it through the edge proxy, a second binding of the same name is
-//! refused, unbinding takes the route away while the app keeps its own name; a server is
+//! refused (DNS readiness says so before and after binding, and where a name leads),
+//! unbinding takes the route away while the app keeps its own name; a server is
 //! renamed and its delete-check names what stands in the way; other organizations get 404. A
 //! connectivity test reports each step (TCP, handshake with the host key, login, Docker) and
 //! stores nothing. Capacity lists the organization's containers; prune removes only its stopped
 //! leftovers.
 
 use berth_crds::member::OrganizationRole;
-use berth_tests::rest::TestOrg;
+use berth_tests::rest::{Rest, TestOrg};
 use berth_tests::{client, eventually, random_suffix};
 use serde_json::json;
 
 use crate::deploy_support::{WAIT, delete_resource, fetch, ready_server, remove_server, wait_body};
 use crate::shim_deployment_attempts::deployed;
 use crate::shim_servers::{assert_key_never_shown, stack_key};
+use crate::tls::dns_a_record;
+
+/// DNS readiness of a name not yet bound: one leading to the server (the stack's DNS answers
+/// 127.0.0.1 by default) is ready, one pointed elsewhere says where it leads and what to set;
+/// DNS-connector fields and a missing name are refused by field.
+async fn dns_readiness_before_binding(member: &Rest, resource: &str, domain: &str) {
+    let inspect = "/domain-bindings/dns-readiness/inspect";
+    let ready = member
+        .post(
+            inspect,
+            json!({"resourceId": resource, "domainName": domain}),
+        )
+        .await
+        .ok();
+    assert_eq!(ready["resolution"]["status"], "points-at-server", "{ready}");
+    assert_eq!(ready["conflict"]["status"], "available", "{ready}");
+    assert_eq!(ready["ready"], true, "{ready}");
+    assert_eq!(ready["actions"]["canApplyDns"], false, "{ready}");
+    assert_eq!(ready["requiredRecords"][0]["type"], "A", "{ready}");
+    assert_eq!(ready["requiredRecords"][0]["value"], "127.0.0.1", "{ready}");
+
+    let elsewhere = format!("away{}.localhost", random_suffix());
+    dns_a_record(&elsewhere, "198.18.0.77").await;
+    let away = member
+        .post(
+            inspect,
+            json!({"resourceId": resource, "domainName": elsewhere}),
+        )
+        .await
+        .ok();
+    assert_eq!(away["resolution"]["status"], "points-elsewhere", "{away}");
+    assert_eq!(away["resolution"]["addresses"], json!(["198.18.0.77"]));
+    assert_eq!(away["ready"], false, "{away}");
+    let message = away["resolution"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("198.18.0.77") && message.contains("127.0.0.1"),
+        "{message}"
+    );
+
+    for (body, field) in [
+        (json!({"resourceId": resource}), "domainName"),
+        (
+            json!({"resourceId": resource, "domainName": "not a host"}),
+            "domainName",
+        ),
+        (
+            json!({"resourceId": resource, "domainName": domain, "connectorKey": "cloudflare"}),
+            "connectorKey",
+        ),
+    ] {
+        let refused = member.post(inspect, body).await.expect(422);
+        assert_eq!(refused["error"]["details"]["field"], field, "{refused}");
+    }
+}
 
 #[tokio::test]
 async fn a_domain_bound_over_rest_serves_the_app_until_it_is_unbound() {
@@ -52,6 +107,7 @@ async fn a_domain_bound_over_rest_serves_the_app_until_it_is_unbound() {
     }
     let before = member.get("/domain-bindings").await.ok()["items"].clone();
     assert_eq!(before.as_array().map(Vec::len), Some(0), "{before}");
+    dns_readiness_before_binding(&member, &id, &domain).await;
 
     // Bound: the host name serves the app through the edge proxy.
     let keyed = bind(json!({"idempotencyKey": "bind-1"}));
@@ -78,6 +134,26 @@ async fn a_domain_bound_over_rest_serves_the_app_until_it_is_unbound() {
         taken["error"]["details"]["conflictingDomainBindingId"],
         binding.as_str()
     );
+
+    // Bound, the name is the binding's: a second binding of it would conflict.
+    let inspect = "/domain-bindings/dns-readiness/inspect";
+    let own = member
+        .post(inspect, json!({"domainBindingId": binding}))
+        .await
+        .ok();
+    assert_eq!(own["domainBindingId"], binding.as_str(), "{own}");
+    assert_eq!(own["conflict"]["status"], "available", "{own}");
+    assert_eq!(own["ready"], true, "{own}");
+    let second = member
+        .post(inspect, json!({"resourceId": id, "domainName": domain}))
+        .await
+        .ok();
+    assert_eq!(second["conflict"]["status"], "conflict", "{second}");
+    assert_eq!(
+        second["conflict"]["conflictingDomainBindingId"],
+        binding.as_str()
+    );
+    assert_eq!(second["ready"], false, "{second}");
 
     // Delete-check, then an unconfirmed delete refused, then unbound.
     let check = member
@@ -113,6 +189,13 @@ async fn a_domain_bound_over_rest_serves_the_app_until_it_is_unbound() {
         .post(
             "/domain-bindings",
             bind(json!({"domainName": "x.localhost"})),
+        )
+        .await
+        .error(404, "not_found");
+    outsider
+        .post(
+            "/domain-bindings/dns-readiness/inspect",
+            json!({"resourceId": id, "domainName": "x.localhost"}),
         )
         .await
         .error(404, "not_found");

@@ -143,7 +143,7 @@ fn leaf_sha256(chain_pem: &[u8]) -> String {
 }
 
 /// Points `hostname` at `address` in the DNS Pebble resolves with.
-async fn dns_a_record(hostname: &str, address: &str) {
+pub async fn dns_a_record(hostname: &str, address: &str) {
     let url = format!("{}/add-a", stack_env("BERTH_ACME_DNS_MANAGEMENT_URL"));
     let response = reqwest::Client::new()
         .post(url)

@@ -131,17 +131,7 @@ pub struct DeleteBlocker {
 
 /// What a create request asks for, checked: the spec to write.
 fn binding_spec(body: &CreateDomainBinding) -> ApiResult<DomainBindingSpec> {
-    let hostname = body
-        .domain_name
-        .trim()
-        .trim_end_matches('.')
-        .to_ascii_lowercase();
-    if !is_host_name(&hostname) {
-        return Err(ApiError::validation(
-            "domainName",
-            "domainName must be a host name such as shop.example.com or *.example.com",
-        ));
-    }
+    let hostname = normalized_host_name(&body.domain_name)?;
     let path_prefix = body.path_prefix.clone().unwrap_or_else(|| "/".into());
     if !path_prefix.starts_with('/') || path_prefix.chars().any(|c| c.is_whitespace()) {
         return Err(ApiError::validation(
@@ -215,6 +205,18 @@ fn refuse_unsupported(body: &CreateDomainBinding) -> ApiResult<()> {
         return unsupported("destinationId", "bindings route to the resource's server");
     }
     Ok(())
+}
+
+/// `domainName` as a binding holds it (lowercase, no final dot), or a 400 naming the field.
+pub fn normalized_host_name(given: &str) -> ApiResult<String> {
+    let hostname = given.trim().trim_end_matches('.').to_ascii_lowercase();
+    if !is_host_name(&hostname) {
+        return Err(ApiError::validation(
+            "domainName",
+            "domainName must be a host name such as shop.example.com or *.example.com",
+        ));
+    }
+    Ok(hostname)
 }
 
 /// A lowercase DNS name, optionally a wildcard of one label.

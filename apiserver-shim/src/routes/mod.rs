@@ -15,6 +15,7 @@ pub mod deployment_attempts;
 pub mod deployments;
 pub mod diagnostics;
 pub mod domain_binding_changes;
+pub mod domain_binding_readiness;
 pub mod environment_changes;
 pub mod environments;
 pub mod health;
@@ -170,6 +171,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         webhooks::endpoints(),
         certificates::endpoints(),
         domain_binding_changes::endpoints(),
+        domain_binding_readiness::endpoints(),
         resources::endpoints(),
         resource_config::endpoints(),
         runtime_logs::endpoints(),

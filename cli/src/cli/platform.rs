@@ -323,6 +323,21 @@ pub enum Tls {
         #[arg(long)]
         idempotency_key: Option<String>,
     },
+    /// Where a host name resolves, against the resource's server, and the A record to create:
+    /// before binding (`--resource`) or for a binding's id.
+    #[command(
+        after_help = "Example:\n  berth tls dns-check shop.example.com --resource web\n  berth tls dns-check dom-shop"
+    )]
+    DnsCheck {
+        /// Host name (with `--resource`), else a domain binding's id.
+        domain: String,
+        /// Resource id or slug the host name would be bound to.
+        #[arg(short, long)]
+        resource: Option<String>,
+        /// Path prefix (for the conflict check).
+        #[arg(long)]
+        path: Option<String>,
+    },
     /// What unbinding would leave behind (certificates that stop being renewed).
     #[command(after_help = "Example:\n  berth tls delete-check dom-shop")]
     DeleteCheck { binding: String },

@@ -360,6 +360,11 @@ pub fn tls(ctx: &Ctx, command: Tls) -> CliResult<()> {
             tls,
             idempotency_key,
         } => return bind(ctx, domain, &resource, path, tls, idempotency_key),
+        Tls::DnsCheck {
+            domain,
+            resource,
+            path,
+        } => dns_check(ctx, domain, resource, path)?,
         Tls::DeleteCheck { binding } => {
             api.get(&format!("/domain-bindings/{binding}/delete-check"), &[])?
         }
@@ -394,6 +399,27 @@ fn bind(
     let answer = ctx.api()?.post("/domain-bindings", &body)?;
     super::created(ctx, &answer, "domain binding", "/id");
     Ok(())
+}
+
+/// `POST /domain-bindings/dns-readiness/inspect` for a host name of a resource, or a binding.
+fn dns_check(
+    ctx: &Ctx,
+    domain: String,
+    resource: Option<String>,
+    path: Option<String>,
+) -> CliResult<serde_json::Value> {
+    let mut body = match resource {
+        Some(resource) => {
+            let (resource, _) = super::resources::find_resource(ctx, &resource)?;
+            serde_json::json!({ "resourceId": resource.id, "domainName": domain })
+        }
+        None => serde_json::json!({ "domainBindingId": domain }),
+    };
+    if let Some(path) = path {
+        body["pathPrefix"] = path.into();
+    }
+    ctx.api()?
+        .post("/domain-bindings/dns-readiness/inspect", &body)
 }
 
 /// `base`, or `base/{id}` when one is named.

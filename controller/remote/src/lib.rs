@@ -5,6 +5,7 @@
 pub mod client_key;
 pub mod connection;
 pub mod credential_key;
+pub mod dns;
 pub mod docker;
 pub mod edge_failures;
 pub mod edge_proxy;

@@ -7,7 +7,6 @@
 //! Idle cost: one requeue at the renewal time; nothing in between.
 
 mod acme;
-pub mod dns;
 mod facts;
 pub mod preflight;
 pub mod schedule;

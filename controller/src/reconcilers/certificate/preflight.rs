@@ -9,7 +9,7 @@ use berth_remote::EdgeProxy;
 use berth_remote::edge_tls::{ACME_CHALLENGE_PATH, challenge_route};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::dns;
+use berth_remote::dns;
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -27,29 +27,23 @@ pub struct Expected<'a> {
 pub async fn host_name_resolves_to_server(expected: &Expected<'_>) -> Result<Vec<IpAddr>, String> {
     let hostname = expected.hostname;
     let resolved = dns::resolve(hostname, expected.dns_server).await?;
-    if resolved.is_empty() {
-        return Err(format!(
-            "{hostname} does not resolve to any address; point its A record at server {} ({})",
-            expected.server_name, expected.server_host
-        ));
-    }
-    let server_addresses: Vec<IpAddr> = tokio::net::lookup_host((expected.server_host, 0))
-        .await
-        .map_err(|e| {
-            format!(
-                "server address {} does not resolve: {e}",
-                expected.server_host
-            )
-        })?
-        .map(|a| a.ip())
-        .collect();
-    if !resolved.iter().any(|a| server_addresses.contains(a)) {
-        return Err(format!(
-            "{hostname} resolves to {}, not to server {} ({}); the CA would reach another machine",
-            join(&resolved),
-            expected.server_name,
-            join(&server_addresses)
-        ));
+    let server_addresses = dns::server_addresses(expected.server_host).await?;
+    match dns::pointing(&resolved, &server_addresses) {
+        dns::Pointing::AtServer => {}
+        dns::Pointing::Nowhere => {
+            return Err(format!(
+                "{hostname} does not resolve to any address; point its A record at server {} ({})",
+                expected.server_name, expected.server_host
+            ));
+        }
+        dns::Pointing::Elsewhere => {
+            return Err(format!(
+                "{hostname} resolves to {}, not to server {} ({}); the CA would reach another machine",
+                join(&resolved),
+                expected.server_name,
+                join(&server_addresses)
+            ));
+        }
     }
     Ok(resolved)
 }

@@ -1,6 +1,7 @@
 //! The A records of a host name, as the CA sees them: from the DNS server the CA resolves with
 //! when one is configured (a test DNS such as `pebble-challtestsrv`), else the system resolver.
 //! One UDP question, no recursion logic: enough to compare with a server's address.
+//! Shared by the certificate pre-flight (controller) and DNS readiness (shim).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
@@ -21,6 +22,37 @@ pub async fn resolve(
             Err(_) => Ok(Vec::new()),
         },
     }
+}
+
+/// Where a host name leads, compared with a server's addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pointing {
+    /// At least one of its addresses is the server's.
+    AtServer,
+    /// It resolves, but to none of the server's addresses.
+    Elsewhere,
+    /// It has no A record.
+    Nowhere,
+}
+
+/// Where `resolved` (a host name's addresses) leads relative to `server` (the server's).
+pub fn pointing(resolved: &[IpAddr], server: &[IpAddr]) -> Pointing {
+    if resolved.is_empty() {
+        Pointing::Nowhere
+    } else if resolved.iter().any(|a| server.contains(a)) {
+        Pointing::AtServer
+    } else {
+        Pointing::Elsewhere
+    }
+}
+
+/// The addresses a server's `host` (a name or an address) stands for.
+pub async fn server_addresses(host: &str) -> Result<Vec<IpAddr>, String> {
+    Ok(tokio::net::lookup_host((host, 0))
+        .await
+        .map_err(|e| format!("server address {host} does not resolve: {e}"))?
+        .map(|a| a.ip())
+        .collect())
 }
 
 async fn query_a(hostname: &str, server: SocketAddr) -> Result<Vec<IpAddr>, String> {
@@ -131,5 +163,13 @@ mod tests {
         );
         assert!(decode_a_records(8, &answer).is_err());
         assert!(encode_query(1, "bad..name").is_err());
+    }
+
+    #[test]
+    fn a_host_name_points_at_the_server_when_any_address_is_the_servers() {
+        let a = |last| IpAddr::V4(Ipv4Addr::new(198, 18, 0, last));
+        assert_eq!(pointing(&[a(1), a(2)], &[a(2)]), Pointing::AtServer);
+        assert_eq!(pointing(&[a(1)], &[a(2)]), Pointing::Elsewhere);
+        assert_eq!(pointing(&[], &[a(2)]), Pointing::Nowhere);
     }
 }
