@@ -318,7 +318,8 @@ pub enum DeploymentErrorCode {
     ProxyImageInvalid,
     /// A field of the resource's spec would not take effect for its source and strategy.
     FieldNotSupported,
-    /// An application resource has no `networkProfile`.
+    /// No longer given (an app without a `networkProfile` deploys without a route); kept so
+    /// attempts recorded with it still read.
     NetworkProfileMissing,
     /// `networkProfile.internalPort` is not a TCP port.
     InternalPortInvalid,
@@ -366,13 +367,27 @@ pub enum DeploymentErrorCode {
     ContainerStartFailed,
     /// The new container did not pass its health check; the old one keeps serving.
     HealthCheckFailed,
+    /// `runtimeProfile.healthCheck` cannot be carried out (a command check without a command,
+    /// an http check of an app with no port).
+    HealthCheckInvalid,
+    /// The new container exited (or was killed) before it was healthy: its exit code and
+    /// last output are in the timeline.
+    ContainerExited,
+    /// The start command (or the image's) was not found or not executable (exit 126 or 127).
+    StartCommandNotFound,
+    /// Nothing listens on the probed port; the ports the app listens on are in the message.
+    PortNotListening,
+    /// The health check answered, but not with the expected status.
+    HealthCheckUnexpectedStatus,
+    /// The health check got no answer in time while the container kept running.
+    HealthCheckTimedOut,
     /// The edge proxy's route or the upstream name could not be switched to the new container.
     RouteSwitchFailed,
 }
 
 impl DeploymentErrorCode {
     /// Every code, in the order the README lists them.
-    pub const ALL: [Self; 40] = [
+    pub const ALL: [Self; 46] = [
         Self::Canceled,
         Self::Superseded,
         Self::Deleted,
@@ -412,6 +427,12 @@ impl DeploymentErrorCode {
         Self::DockerError,
         Self::ContainerStartFailed,
         Self::HealthCheckFailed,
+        Self::HealthCheckInvalid,
+        Self::ContainerExited,
+        Self::StartCommandNotFound,
+        Self::PortNotListening,
+        Self::HealthCheckUnexpectedStatus,
+        Self::HealthCheckTimedOut,
         Self::RouteSwitchFailed,
     ];
 
@@ -457,6 +478,12 @@ impl DeploymentErrorCode {
             Self::DockerError => "docker_error",
             Self::ContainerStartFailed => "container_start_failed",
             Self::HealthCheckFailed => "health_check_failed",
+            Self::HealthCheckInvalid => "health_check_invalid",
+            Self::ContainerExited => "container_exited",
+            Self::StartCommandNotFound => "start_command_not_found",
+            Self::PortNotListening => "port_not_listening",
+            Self::HealthCheckUnexpectedStatus => "health_check_unexpected_status",
+            Self::HealthCheckTimedOut => "health_check_timed_out",
             Self::RouteSwitchFailed => "route_switch_failed",
         }
     }

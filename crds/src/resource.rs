@@ -32,7 +32,8 @@ pub use berth_api::build::{BuildStrategy, SourceKind};
 /// The wire enums of a Resource's spec: defined once in `berth-api`, which the REST API's
 /// requests and the CLI use too.
 pub use berth_api::resource_input::{
-    ExposureMode, GeneratedAccessMode, ResourceKind, RestartPolicy, ServiceKind, UpstreamProtocol,
+    ExposureMode, GeneratedAccessMode, HealthCheckKind, ResourceKind, RestartPolicy, ServiceKind,
+    UpstreamProtocol,
 };
 pub use berth_api::resources::{AccessProfile, NetworkProfile, ResourceService};
 
@@ -189,10 +190,18 @@ pub struct RuntimeProfile {
     pub restart_policy: RestartPolicy,
 }
 
-/// An HTTP health check.
+/// A health check: an HTTP request (a connection for `upstreamProtocol: tcp`) to a port of the
+/// container, or a command run in it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HealthCheck {
+    /// `http` (default) or `command`.
+    #[serde(rename = "type", default, skip_serializing_if = "is_http")]
+    pub kind: HealthCheckKind,
+    /// With `type: command`: run by `/bin/sh -c` in the container; exit 0 is healthy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = TEXT_MAX))]
+    pub command: Option<String>,
     /// Request path.
     #[serde(default = "default_root_path")]
     #[schemars(length(min = 1, max = URL_PATH_MAX), regex(pattern = ABSOLUTE_PATH_PATTERN))]
@@ -334,6 +343,10 @@ pub fn volume_name(namespace: &str, storage_volume_id: &str) -> String {
         })
         .collect();
     format!("berth-{namespace}-{id}")
+}
+
+fn is_http(kind: &HealthCheckKind) -> bool {
+    *kind == HealthCheckKind::Http
 }
 
 fn default_root_path() -> String {

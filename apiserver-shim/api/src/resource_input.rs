@@ -335,10 +335,26 @@ impl RuntimeProfileInput {
     }
 }
 
-/// An HTTP health check; omitted settings take the platform's defaults.
+/// What a health check does: an HTTP request (or, for `upstreamProtocol: tcp`, a connection)
+/// to a port, or a command run in the container (exit 0 is healthy).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum HealthCheckKind {
+    #[default]
+    Http,
+    Command,
+}
+
+/// A health check; omitted settings take the platform's defaults.
 #[derive(Deserialize, Serialize, JsonSchema, Default, Debug, Clone)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct HealthCheckInput {
+    /// `http` (default) or `command`.
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<HealthCheckKind>,
+    /// With `type: command`: run by `/bin/sh -c` in the container; exit 0 is healthy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
     /// Request path, starting with `/` (default `/`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
@@ -365,6 +381,23 @@ pub struct HealthCheckInput {
 impl HealthCheckInput {
     pub fn validate(&self) -> Checked {
         absolute_path("runtimeProfile.healthCheck.path", self.path.as_ref())?;
+        let field = "runtimeProfile.healthCheck.command";
+        optional_text(field, self.command.as_ref(), TEXT_MAX)?;
+        match (self.kind.unwrap_or_default(), &self.command) {
+            (HealthCheckKind::Command, None) => {
+                return Err(FieldError::new(
+                    field,
+                    format!("{field} is required with type command"),
+                ));
+            }
+            (HealthCheckKind::Http, Some(_)) => {
+                return Err(FieldError::new(
+                    field,
+                    format!("{field} is allowed with type command only"),
+                ));
+            }
+            _ => {}
+        }
         let seconds = HEALTH_CHECK_SECONDS_MAX;
         let limits = [
             ("port", self.port, 1, TCP_PORT_MAX),

@@ -32,6 +32,11 @@ pub struct ChannelLabel {
 pub static CHANNELS_OPENED: LazyLock<Family<ChannelLabel, Counter>> =
     LazyLock::new(Family::default);
 
+/// `value` in single quotes for the server's shell: one word, nothing expanded.
+pub fn shell_quote(value: &str) -> String {
+    format!("'{}'", value.replace('\'', r"'\''"))
+}
+
 pub(crate) fn count_channel(kind: &'static str) {
     CHANNELS_OPENED.get_or_create(&ChannelLabel { kind }).inc();
 }

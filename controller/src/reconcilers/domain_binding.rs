@@ -199,7 +199,15 @@ async fn apply(context: &Context, namespace: &str, binding: &DomainBinding) -> R
     };
 
     // The route, with TLS once a key pair is at hand.
-    let port = internal_port(&resource).map_err(|e| Error::InvalidSpec(e.message))?;
+    let port = internal_port(&resource)
+        .map_err(|e| Error::InvalidSpec(e.message))?
+        .ok_or_else(|| {
+            Error::InvalidSpec(format!(
+                "resource {} listens on no port (it has no networkProfile): a host name cannot \
+                 be routed to it",
+                binding.spec.resource_id
+            ))
+        })?;
     let id = domain_route_id(namespace, &binding.name_any());
     let tls = match &key_pair {
         Some((facts, chain, key)) => {

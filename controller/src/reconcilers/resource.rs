@@ -243,7 +243,10 @@ async fn apply(resource: &Resource, context: &Context, namespace: &str) -> Resul
     let (durable, applied) = domain_routes(
         bindings.iter().map(AsRef::as_ref),
         serving(&deployments),
-        plan::internal_port(resource).map_or(0, i64::from),
+        plan::internal_port(resource)
+            .ok()
+            .flatten()
+            .map_or(0, i64::from),
     );
     if let Some(summary) = status.access_summary.as_mut() {
         summary.latest_durable_domain_route = durable;
@@ -716,7 +719,8 @@ async fn restore_route(
     let wanted = plan
         .route
         .as_ref()
-        .map(|r| (r, plan.upstream.as_str(), plan.internal_port));
+        .zip(plan.internal_port)
+        .map(|(r, port)| (r, plan.upstream.as_str(), port));
     match target.ensure_route(&route_id, wanted).await {
         Ok(false) => ProxyRouteStatus::Ready,
         Ok(true) => {
@@ -762,7 +766,10 @@ pub fn desired_status(
     let last = deployments.last();
     let mut proxy_kind = server.map_or(ProxyKind::Caddy, |s| s.spec.proxy.kind);
     // Static sites without a network profile listen on Berth's default port.
-    let target_port = plan::internal_port(resource).map_or(0, i64::from);
+    let target_port = plan::internal_port(resource)
+        .ok()
+        .flatten()
+        .map_or(0, i64::from);
     let mut route = server.and_then(|s| plan::route(resource, s));
     let mut provider_key = Some("caddy".to_string());
     // `direct-port`: the container answers on the server's own port, no proxy in between.

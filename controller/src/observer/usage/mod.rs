@@ -252,7 +252,7 @@ async fn count_volume_inodes(
 ) {
     let mountpoints: Vec<String> = artifacts
         .iter()
-        .filter_map(|a| a.mountpoint.as_deref().map(probe::quote))
+        .filter_map(|a| a.mountpoint.as_deref().map(berth_remote::shell_quote))
         .collect();
     if mountpoints.is_empty() {
         return;

@@ -4,6 +4,7 @@
 //! (v2, or v1 as on older hosts) for CPU time and memory, and its network namespace through
 //! one of its processes.
 
+use berth_remote::shell_quote;
 use std::collections::HashMap;
 
 /// Arguments: the filesystem to measure (Docker's data root), then container ids.
@@ -47,16 +48,16 @@ pub struct Reading {
 
 /// The command line running [`SCRIPT`] for `ids`, measuring the filesystem at `root`.
 pub fn command(root: &str, ids: &[String]) -> String {
-    let mut command = format!("sh -c {} berth-usage {}", quote(SCRIPT), quote(root));
+    let mut command = format!(
+        "sh -c {} berth-usage {}",
+        shell_quote(SCRIPT),
+        shell_quote(root)
+    );
     for id in ids {
         command.push(' ');
-        command.push_str(&quote(id));
+        command.push_str(&shell_quote(id));
     }
     command
-}
-
-pub(super) fn quote(value: &str) -> String {
-    format!("'{}'", value.replace('\'', r"'\''"))
 }
 
 /// Parses what [`SCRIPT`] printed; lines it does not know or cannot read are skipped.

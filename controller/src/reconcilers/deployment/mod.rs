@@ -6,8 +6,10 @@
 pub mod attempt;
 pub mod compose;
 pub mod config;
+pub mod diagnosis;
 pub mod package;
 pub mod plan;
+pub mod probe;
 pub mod progress;
 pub mod runtime;
 pub mod supervisor;

@@ -213,7 +213,9 @@ async fn export(
 /// The recipe decided from the files, and the build ready to upload.
 async fn prepare(build: &BuildPlan, root: PathBuf, plan: &Plan) -> Result<Build, PackageFailure> {
     let recipe = build.recipe.clone();
-    let (port, args) = (plan.internal_port, plan.build_args.clone());
+    // Only a static site's file server uses the port, and a static site always has one.
+    let port = plan.internal_port.unwrap_or(super::plan::STATIC_SITE_PORT);
+    let args = plan.build_args.clone();
     let start = plan.start_command.clone();
     blocking(move || {
         let recipe = recipe::decide(&recipe, &root)?;

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use berth_crds::common::SourceDescriptor;
 use berth_crds::resource::{
-    AccessScheme, BuildStrategy, ExposureMode, GeneratedAccessMode, Resource, ResourceKind,
-    RestartPolicy, UpstreamProtocol,
+    AccessScheme, BuildStrategy, ExposureMode, GeneratedAccessMode, HealthCheckKind, Resource,
+    ResourceKind, RestartPolicy, UpstreamProtocol,
 };
 use berth_crds::server::{ProxyKind, Server};
 use berth_crds::{
@@ -35,18 +35,42 @@ pub const STATIC_SITE_PORT: u16 = 8080;
 /// loopback everywhere, so the URL works from the server itself.
 pub const DEFAULT_BASE_DOMAIN: &str = "localhost";
 
-/// An HTTP health check with its defaults resolved.
+/// What tells that a new container is healthy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Probe {
+    /// A GET of `path` on `port` answering `expected_status`.
+    Http {
+        path: String,
+        port: u16,
+        expected_status: u16,
+    },
+    /// The port accepting a connection (`upstreamProtocol: tcp`).
+    Tcp { port: u16 },
+    /// A command run in the container by `/bin/sh -c` exiting 0.
+    Command { command: String },
+    /// No port and no command (a worker): still running, never restarted, once the start
+    /// period is over.
+    Running,
+}
+
+/// A health check with its defaults resolved.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HealthPlan {
-    /// `tcp`: the port accepting a connection is healthy (`path` and status unused).
-    pub protocol: UpstreamProtocol,
-    pub path: String,
-    pub port: u16,
-    pub expected_status: u16,
+    pub probe: Probe,
     pub interval: Duration,
     pub timeout: Duration,
     pub retries: u32,
     pub start_period: Duration,
+}
+
+impl HealthPlan {
+    /// The port probed, if the check is one of a port.
+    pub fn port(&self) -> Option<u16> {
+        match self.probe {
+            Probe::Http { port, .. } | Probe::Tcp { port } => Some(port),
+            Probe::Command { .. } | Probe::Running => None,
+        }
+    }
 }
 
 /// The host-matched route the edge proxy gets.
@@ -84,7 +108,8 @@ pub struct Plan {
     /// The Compose service settings of a stack's routed container (filled in by the package
     /// phase, which reads the Compose file).
     pub compose: Option<Box<ContainerSettings>>,
-    pub internal_port: u16,
+    /// The port the app listens on; `None` for one that listens on none (a worker).
+    pub internal_port: Option<u16>,
     pub health: HealthPlan,
     pub route: Option<RoutePlan>,
     /// Host port the container port is published on (`direct-port` exposure).
@@ -126,9 +151,11 @@ fn upstream(resource: &Resource) -> UpstreamProtocol {
 /// The generated route of `resource` on `server`, or `None` when generated access is off or
 /// traffic does not go through the edge proxy (`direct-port`, `none`).
 pub fn route(resource: &Resource, server: &Server) -> Option<RoutePlan> {
-    // Only a Caddy edge proxy is driven by Berth; other kinds have no route to switch.
+    // Only a Caddy edge proxy is driven by Berth; other kinds have no route to switch. An app
+    // that listens on no port has nothing to route to.
     if server.spec.proxy.kind != ProxyKind::Caddy
         || exposure(resource) != ExposureMode::ReverseProxy
+        || !matches!(internal_port(resource), Ok(Some(_)))
     {
         return None;
     }
@@ -249,23 +276,81 @@ pub fn is_static_site(resource: &Resource) -> bool {
 }
 
 /// The port the container listens on; static sites default to [`STATIC_SITE_PORT`], since
-/// Berth runs their file server itself.
-pub fn internal_port(resource: &Resource) -> Result<u16, PlanError> {
+/// Berth runs their file server itself. Without a network profile the app listens on none
+/// (a worker or a queue consumer): it gets no route.
+pub fn internal_port(resource: &Resource) -> Result<Option<u16>, PlanError> {
     let Some(network) = resource.spec.network_profile.as_ref() else {
-        if is_static_site(resource) {
-            return Ok(STATIC_SITE_PORT);
-        }
-        return Err(plan_error(
-            Code::NetworkProfileMissing,
-            "networkProfile.internalPort is required",
-        ));
+        return Ok(is_static_site(resource).then_some(STATIC_SITE_PORT));
     };
-    u16::try_from(network.internal_port).map_err(|_| {
+    u16::try_from(network.internal_port).map(Some).map_err(|_| {
         plan_error(
             Code::InternalPortInvalid,
             format!("internalPort {} is not a TCP port", network.internal_port),
         )
     })
+}
+
+/// The resource's health check with its defaults, for an app on `port` (if any).
+fn health_plan(resource: &Resource, port: Option<u16>) -> Result<HealthPlan, PlanError> {
+    let check = resource
+        .spec
+        .runtime_profile
+        .as_ref()
+        .and_then(|r| r.health_check.clone());
+    let secs = |s: i32| Duration::from_secs(u64::try_from(s.max(1)).unwrap_or(1));
+    let Some(check) = check else {
+        let probe = match port {
+            Some(port) => port_probe(resource, "/".into(), port, 200),
+            None => Probe::Running,
+        };
+        return Ok(HealthPlan {
+            probe,
+            interval: Duration::from_secs(2),
+            timeout: Duration::from_secs(5),
+            retries: 3,
+            start_period: Duration::ZERO,
+        });
+    };
+    let probe = match (check.kind, check.command) {
+        (HealthCheckKind::Command, Some(command)) => Probe::Command { command },
+        (HealthCheckKind::Command, None) => {
+            return Err(plan_error(
+                Code::HealthCheckInvalid,
+                "runtimeProfile.healthCheck.command is required with type command",
+            ));
+        }
+        (HealthCheckKind::Http, _) => {
+            let port = check.port.and_then(|p| u16::try_from(p).ok()).or(port);
+            let Some(port) = port else {
+                return Err(plan_error(
+                    Code::HealthCheckInvalid,
+                    "an http health check needs a port: set networkProfile.internalPort or \
+                     runtimeProfile.healthCheck.port, or use type command",
+                ));
+            };
+            let expected = u16::try_from(check.expected_status_code).unwrap_or(200);
+            port_probe(resource, check.path, port, expected)
+        }
+    };
+    Ok(HealthPlan {
+        probe,
+        interval: secs(check.interval_seconds),
+        timeout: secs(check.timeout_seconds),
+        retries: u32::try_from(check.retries).unwrap_or(0),
+        start_period: Duration::from_secs(u64::try_from(check.start_period_seconds).unwrap_or(0)),
+    })
+}
+
+/// An HTTP check of `port`, or a connection for `upstreamProtocol: tcp`.
+fn port_probe(resource: &Resource, path: String, port: u16, expected_status: u16) -> Probe {
+    match upstream(resource) {
+        UpstreamProtocol::Tcp => Probe::Tcp { port },
+        UpstreamProtocol::Http => Probe::Http {
+            path,
+            port,
+            expected_status,
+        },
+    }
 }
 
 /// Plans an attempt of `deployment_name` for `resource` on `server` from `source`.
@@ -280,8 +365,9 @@ pub fn plan(
         .ok_or_else(|| plan_error(Code::SourceMissing, "the resource declares no source"))?;
     let packaging = packaging_of(resource, server, source)?;
     let internal_port = internal_port(resource)?;
-    let protocol = upstream(resource);
-    if protocol == UpstreamProtocol::Tcp && exposure(resource) == ExposureMode::ReverseProxy {
+    if upstream(resource) == UpstreamProtocol::Tcp
+        && exposure(resource) == ExposureMode::ReverseProxy
+    {
         return Err(plan_error(
             Code::TcpReverseProxyUnsupported,
             "the edge proxy routes HTTP only; use networkProfile.exposureMode direct-port or none \
@@ -290,33 +376,7 @@ pub fn plan(
     }
     let host_port = host_port(resource)?;
     let runtime = resource.spec.runtime_profile.clone();
-    let check = runtime.as_ref().and_then(|r| r.health_check.clone());
-    let secs = |s: i32| Duration::from_secs(u64::try_from(s.max(1)).unwrap_or(1));
-    let health = match check {
-        Some(c) => HealthPlan {
-            protocol,
-            path: c.path,
-            port: c
-                .port
-                .and_then(|p| u16::try_from(p).ok())
-                .unwrap_or(internal_port),
-            expected_status: u16::try_from(c.expected_status_code).unwrap_or(200),
-            interval: secs(c.interval_seconds),
-            timeout: secs(c.timeout_seconds),
-            retries: u32::try_from(c.retries).unwrap_or(0),
-            start_period: Duration::from_secs(u64::try_from(c.start_period_seconds).unwrap_or(0)),
-        },
-        None => HealthPlan {
-            protocol,
-            path: "/".into(),
-            port: internal_port,
-            expected_status: 200,
-            interval: Duration::from_secs(2),
-            timeout: Duration::from_secs(5),
-            retries: 3,
-            start_period: Duration::ZERO,
-        },
-    };
+    let health = health_plan(resource, internal_port)?;
     let namespace = resource.namespace().unwrap_or_default();
     let resource_name = resource.name_any();
     let labels = HashMap::from([
@@ -443,7 +503,7 @@ pub(super) mod tests {
         let route = plan.route.unwrap();
         assert_eq!(route.hostname, "sample-app.localhost");
         assert_eq!(route.url, "http://sample-app.localhost:8080/");
-        assert_eq!(plan.health.port, 8080);
+        assert_eq!(plan.health.port(), Some(8080));
     }
 
     #[test]
@@ -465,7 +525,7 @@ pub(super) mod tests {
         let planned = plan(&direct, &server(None), "d", None).unwrap();
         assert_eq!(planned.route, None);
         assert_eq!(planned.host_port, Some(15432));
-        assert_eq!(planned.health.protocol, UpstreamProtocol::Tcp);
+        assert_eq!(planned.health.probe, Probe::Tcp { port: 5432 });
         let url = direct_route(&direct, &server(None)).unwrap().url;
         assert_eq!(url, "http://127.0.0.1:15432/");
         let missing = resource(json!({
@@ -549,14 +609,40 @@ pub(super) mod tests {
             "source": { "kind": "local-folder", "locator": "/srv/site" },
         }));
         let plan = plan(&resource, &server(None), "dep-web-1", None).unwrap();
-        assert_eq!(plan.internal_port, STATIC_SITE_PORT);
-        assert_eq!(plan.health.port, STATIC_SITE_PORT);
+        assert_eq!(plan.internal_port, Some(STATIC_SITE_PORT));
+        assert_eq!(plan.health.port(), Some(STATIC_SITE_PORT));
         let Packaging::Build(build) = plan.packaging else {
             panic!("a static site is built")
         };
         assert!(matches!(build.recipe, Recipe::Static { .. }));
-        let app = super::tests::resource(json!({ "networkProfile": null }));
-        let error = super::plan(&app, &server(None), "d", None).unwrap_err();
-        assert_eq!(error.code, "network_profile_missing");
+    }
+
+    #[test]
+    fn an_app_without_a_port_gets_no_route_and_is_checked_by_running_or_a_command() {
+        let worker = resource(json!({ "kind": "worker", "networkProfile": null }));
+        let planned = plan(&worker, &server(None), "d", None).unwrap();
+        assert_eq!(planned.internal_port, None);
+        assert_eq!(planned.route, None);
+        assert_eq!(planned.health.probe, Probe::Running);
+        let checked = resource(json!({ "networkProfile": null, "runtimeProfile": {
+            "healthCheck": { "type": "command", "command": "test -f /tmp/ready", "retries": 5 },
+        }}));
+        let planned = plan(&checked, &server(None), "d", None).unwrap();
+        let command = "test -f /tmp/ready".to_string();
+        assert_eq!(planned.health.probe, Probe::Command { command });
+        assert_eq!(planned.health.retries, 5);
+        let http_without_port = resource(json!({ "networkProfile": null, "runtimeProfile": {
+            "healthCheck": { "path": "/healthz" },
+        }}));
+        let error = plan(&http_without_port, &server(None), "d", None).unwrap_err();
+        assert_eq!(error.code, Code::HealthCheckInvalid);
+        let no_command =
+            resource(json!({ "runtimeProfile": { "healthCheck": { "type": "command" } } }));
+        let error = plan(&no_command, &server(None), "d", None).unwrap_err();
+        assert!(
+            error.message.contains("healthCheck.command"),
+            "{}",
+            error.message
+        );
     }
 }

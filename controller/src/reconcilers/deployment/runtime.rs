@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use berth_crds::progress::OutputStream;
-use berth_crds::resource::UpstreamProtocol;
 use bollard::Docker;
 use bollard::container::LogOutput;
 use bollard::models::{
@@ -20,45 +19,16 @@ use bollard::query_parameters::{
     CreateContainerOptionsBuilder, InspectContainerOptions, LogsOptionsBuilder,
     RemoveContainerOptionsBuilder, StartContainerOptions, StopContainerOptionsBuilder,
 };
-use bytes::Bytes;
-use http::Request;
-use http::header::HOST;
-use http_body_util::Empty;
 use serde_json::Value;
 
 use super::compose::run::{apply_settings, join_stack_network};
 use super::compose::stack::SIDECAR_LABEL;
-use super::plan::{HealthPlan, Plan, RoutePlan, caddy_route};
+use super::plan::{Plan, RoutePlan, caddy_route};
 use berth_remote::docker::{
     self, docker_call, docker_over_ssh, is_conflict, is_not_found, is_not_modified,
 };
 use berth_remote::edge_proxy::EDGE_NETWORK;
 use berth_remote::{EdgeProxy, RemoteError, ServerConnection, ServerId};
-
-/// Container probes during this long after start are not counted as failures: the process may
-/// not listen yet.
-const STARTUP_GRACE: Duration = Duration::from_secs(3);
-/// Wait between probes while inside the startup grace.
-const STARTUP_POLL: Duration = Duration::from_millis(20);
-
-/// Why a health check did not pass.
-#[derive(Debug)]
-pub enum ProbeError {
-    /// The app did not answer as expected.
-    Unhealthy(String),
-    /// The server's Docker or the SSH connection did not answer: nothing is known of the app.
-    Unreachable(String),
-}
-
-impl ProbeError {
-    fn from_remote(error: RemoteError) -> Self {
-        if error.is_transient() {
-            Self::Unreachable(error.to_string())
-        } else {
-            Self::Unhealthy(error.to_string())
-        }
-    }
-}
 
 /// A server's containers, as far as starting an attempt's container goes.
 pub trait Containers: Send + Sync {
@@ -109,6 +79,8 @@ pub async fn start_or_reuse(
 pub struct Target {
     pub connection: Arc<ServerConnection>,
     pub docker: Docker,
+    /// The Docker socket on the server, for the `docker` commands run over SSH.
+    pub docker_socket: String,
     pub proxy: EdgeProxy,
 }
 
@@ -128,6 +100,7 @@ impl Target {
         Self {
             docker: docker_over_ssh(connection.clone(), docker_socket),
             proxy: EdgeProxy::new(connection.clone(), docker_socket, server),
+            docker_socket: docker_socket.to_string(),
             connection,
         }
     }
@@ -231,7 +204,10 @@ impl Target {
     }
 
     /// The container as Docker describes it; `None` when it does not exist.
-    async fn inspect(&self, name: &str) -> Result<Option<ContainerInspectResponse>, RemoteError> {
+    pub(super) async fn inspect(
+        &self,
+        name: &str,
+    ) -> Result<Option<ContainerInspectResponse>, RemoteError> {
         let inspected = docker_call(
             &self.connection,
             "inspecting the container",
@@ -279,22 +255,6 @@ impl Target {
             .inspect(name)
             .await?
             .is_some_and(|c| is_running(&c) && edge_endpoint(c).is_some()))
-    }
-
-    /// The address of a running container on the edge network: one inspect tells both.
-    async fn running_address(&self, name: &str) -> Result<String, ProbeError> {
-        let container = self
-            .inspect(name)
-            .await
-            .map_err(ProbeError::from_remote)?
-            .filter(is_running)
-            .ok_or_else(|| ProbeError::Unhealthy("the container is not running".into()))?;
-        edge_endpoint(container)
-            .and_then(|endpoint| endpoint.ip_address)
-            .filter(|ip| !ip.is_empty())
-            .ok_or_else(|| {
-                ProbeError::Unhealthy("the container has no address on the edge network".into())
-            })
     }
 
     /// Removes a container (stopping it first); `false` when there was none.
@@ -407,79 +367,6 @@ impl Target {
         Ok(tail)
     }
 
-    /// Probes the container until it answers the expected status, or returns why it did not.
-    /// The server becoming unreachable ends probing at once: that says nothing of the app.
-    pub async fn probe_until_healthy(&self, plan: &Plan) -> Result<(), ProbeError> {
-        let health = &plan.health;
-        let started = tokio::time::Instant::now();
-        let grace = health.start_period.max(STARTUP_GRACE);
-        let mut failures = 0u32;
-        loop {
-            let outcome = self.probe_once(&plan.container_name, health).await;
-            let last = match outcome {
-                Ok(()) => return Ok(()),
-                Err(unreachable @ ProbeError::Unreachable(_)) => return Err(unreachable),
-                Err(_) if self.connection.is_closed() => {
-                    return Err(ProbeError::Unreachable("the SSH connection closed".into()));
-                }
-                Err(ProbeError::Unhealthy(problem)) => problem,
-            };
-            if started.elapsed() < grace {
-                tokio::time::sleep(STARTUP_POLL).await;
-                continue;
-            }
-            failures += 1;
-            if failures > health.retries {
-                return Err(ProbeError::Unhealthy(format!(
-                    "health check GET {} on port {} failed {failures} time(s): {last}",
-                    health.path, health.port
-                )));
-            }
-            tokio::time::sleep(health.interval).await;
-        }
-    }
-
-    async fn probe_once(&self, container: &str, health: &HealthPlan) -> Result<(), ProbeError> {
-        let address = self.running_address(container).await?;
-        self.probe_address(&address, health)
-            .await
-            .map_err(ProbeError::Unhealthy)
-    }
-
-    /// One health check of the container at `address`, through a `direct-tcpip` channel.
-    async fn probe_address(&self, address: &str, health: &HealthPlan) -> Result<(), String> {
-        if health.protocol == UpstreamProtocol::Tcp {
-            // sshd opens the channel only once the container's port accepts the connection.
-            return tokio::time::timeout(
-                health.timeout,
-                self.connection.probe_tcp(address, health.port),
-            )
-            .await
-            .map_err(|_| format!("no connection within {}s", health.timeout.as_secs()))?
-            .map_err(|e| e.to_string());
-        }
-        let request = Request::get(&health.path)
-            .header(HOST, format!("{address}:{}", health.port))
-            .body(Empty::<Bytes>::new())
-            .map_err(|e| e.to_string())?;
-        let answer = tokio::time::timeout(
-            health.timeout,
-            self.connection.send_http_tcp(address, health.port, request),
-        )
-        .await
-        .map_err(|_| format!("no answer within {}s", health.timeout.as_secs()))?
-        .map_err(|e| e.to_string())?;
-        let (status, _) = answer;
-        if status.as_u16() == health.expected_status {
-            Ok(())
-        } else {
-            Err(format!(
-                "answered {status}, expected {}",
-                health.expected_status
-            ))
-        }
-    }
-
     /// Puts the resource's route back when the proxy lost or changed it: a restarted proxy
     /// starts from its base configuration. Returns whether the route had to be written.
     pub async fn ensure_route(
@@ -543,7 +430,7 @@ impl Containers for Target {
     }
 }
 
-fn is_running(container: &ContainerInspectResponse) -> bool {
+pub(super) fn is_running(container: &ContainerInspectResponse) -> bool {
     container
         .state
         .as_ref()
@@ -552,7 +439,7 @@ fn is_running(container: &ContainerInspectResponse) -> bool {
 }
 
 /// The container's endpoint on the edge network, if it is attached.
-fn edge_endpoint(container: ContainerInspectResponse) -> Option<EndpointSettings> {
+pub(super) fn edge_endpoint(container: ContainerInspectResponse) -> Option<EndpointSettings> {
     container.network_settings?.networks?.remove(EDGE_NETWORK)
 }
 
@@ -586,7 +473,7 @@ pub fn container_body(plan: &Plan, serving: bool) -> ContainerCreateBody {
         cmd,
         labels: Some(plan.labels.clone()),
         env: Some(plan.env.clone()),
-        exposed_ports: Some(vec![format!("{}/tcp", plan.internal_port)]),
+        exposed_ports: plan.internal_port.map(|port| vec![format!("{port}/tcp")]),
         host_config: Some(HostConfig {
             restart_policy: Some(RestartPolicy {
                 name: Some(restart),
@@ -604,15 +491,18 @@ pub fn container_body(plan: &Plan, serving: bool) -> ContainerCreateBody {
                     })
                     .collect(),
             ),
-            port_bindings: plan.host_port.map(|host_port| {
-                HashMap::from([(
-                    format!("{}/tcp", plan.internal_port),
-                    Some(vec![PortBinding {
-                        host_ip: None,
-                        host_port: Some(host_port.to_string()),
-                    }]),
-                )])
-            }),
+            port_bindings: plan
+                .host_port
+                .zip(plan.internal_port)
+                .map(|(host_port, port)| {
+                    HashMap::from([(
+                        format!("{port}/tcp"),
+                        Some(vec![PortBinding {
+                            host_ip: None,
+                            host_port: Some(host_port.to_string()),
+                        }]),
+                    )])
+                }),
             ..Default::default()
         }),
         networking_config: serving.then(|| NetworkingConfig {

@@ -13,11 +13,13 @@ use kube::{Api, ResourceExt};
 use super::super::compose::{run::StackError, stack::Stack};
 use super::super::config;
 use super::super::connect;
+use super::super::diagnosis::{self, Evidence, Unhealthy};
 use super::super::package::source::SourceAccess;
 use super::super::package::{self, PackageFailure};
 use super::super::plan::{self, Plan};
+use super::super::probe::ProbeError;
 use super::super::progress::{OutputSink, Progress};
-use super::super::runtime::{ProbeError, start_or_reuse};
+use super::super::runtime::start_or_reuse;
 use super::super::supervisor::{Interrupt, Signal};
 use super::server::{Runtime, ServerRuntime};
 use crate::context::Context;
@@ -25,6 +27,7 @@ use crate::error::Error;
 use crate::reconcilers::server::observe::credential_key_named;
 use berth_crds::deployment::Deployment;
 use berth_crds::masking::Masker;
+use berth_crds::progress::Level;
 use berth_remote::RemoteError;
 
 use DeploymentPhase::{Deploy, Detect, Package, Verify};
@@ -439,28 +442,27 @@ async fn verify(
 ) -> Result<(), Halt> {
     progress.step(Verify, 5, "Health check, then switching the route");
     let health = &plan.health;
+    // Room for the evidence of a failure as well as the probes.
     let limit = health.start_period
         + (health.interval + health.timeout) * (health.retries + 2)
-        + Duration::from_secs(10);
+        + Duration::from_secs(10)
+        + PHASE_TIMEOUT;
     let probed = async {
-        runtime
-            .probe_until_healthy(plan)
-            .await
-            .map_err(|error| match error {
-                ProbeError::Unhealthy(message) => stop(Verify, Code::HealthCheckFailed, message),
-                ProbeError::Unreachable(message) => Stop {
-                    transient: true,
-                    ..stop(Verify, Code::ServerUnreachable, message)
-                },
-            })
+        match runtime.probe_until_healthy(plan).await {
+            Ok(()) => Ok(()),
+            Err(ProbeError::Unreachable(message)) => Err(Stop {
+                transient: true,
+                ..stop(Verify, Code::ServerUnreachable, message)
+            }),
+            Err(ProbeError::Unhealthy(unhealthy)) => {
+                // What the container shows now explains the failure; it goes with the container.
+                let evidence = runtime.failure_evidence(plan).await;
+                record_log_tail(runtime, plan, &progress.output()).await;
+                Err(explained(progress, plan, &unhealthy, &evidence))
+            }
+        }
     };
     let verified = guard.within(Verify, limit, probed).await;
-    if let Err(Halt::Stop(stopped)) = &verified
-        && stopped.state == DeploymentState::Failed
-    {
-        // What the container said explains most failed checks; it goes with the container.
-        record_log_tail(runtime, plan, &progress.output()).await;
-    }
     verified?;
     guard.check(Verify)?;
     let deployment = progress.deployment;
@@ -469,7 +471,8 @@ async fn verify(
     let route = plan
         .route
         .as_ref()
-        .map(|r| (r, plan.upstream.as_str(), plan.internal_port));
+        .zip(plan.internal_port)
+        .map(|(r, port)| (r, plan.upstream.as_str(), port));
     let switched = async {
         if !first {
             // A re-run may find its container promoted already: no rejoin then.
@@ -510,6 +513,47 @@ async fn retire_older(
     runtime
         .prune_built_images(&namespace, resource, &plan.image)
         .await;
+}
+
+/// The failed check's cause as the attempt's error (secrets masked), its evidence noted in the
+/// timeline.
+fn explained(
+    progress: &Progress<'_>,
+    plan: &Plan,
+    unhealthy: &Unhealthy,
+    evidence: &Evidence,
+) -> Stop {
+    let masker = Masker::new(plan.secret_values.iter().chain(plan.build_args.values()));
+    let start_command = plan.start_command.as_deref();
+    let diagnosis = diagnosis::diagnose(&plan.health, start_command, unhealthy, evidence);
+    let ports = evidence
+        .listening
+        .as_ref()
+        .map_or("unknown".into(), |ports| {
+            match ports
+                .iter()
+                .map(u16::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+            {
+                none if none.is_empty() => "none".to_string(),
+                some => some,
+            }
+        });
+    let exit = evidence.exit_code.map_or("none".into(), |c| c.to_string());
+    progress.note(
+        Level::Warn,
+        format!(
+            "evidence: running {}, exit code {exit}, OOM-killed {}, restarts {}, listening ports \
+             {ports}; {} probe(s) over {}s",
+            evidence.running,
+            evidence.oom_killed,
+            evidence.restarts,
+            unhealthy.tries,
+            unhealthy.waited.as_secs()
+        ),
+    );
+    stop(Verify, diagnosis.code, masker.mask(&diagnosis.message))
 }
 
 /// Records the last lines of the new container's output, masked, in the attempt's timeline.

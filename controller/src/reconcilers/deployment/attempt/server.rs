@@ -9,11 +9,13 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 
 use super::super::compose::{self, run::StackError, stack::Stack};
+use super::super::diagnosis::Evidence;
 use super::super::package::source::{FetchedSource, SourceAccess};
 use super::super::package::{self, PackageFailure};
 use super::super::plan::{Plan, RoutePlan};
+use super::super::probe::ProbeError;
 use super::super::progress::OutputSink;
-use super::super::runtime::{Containers, ProbeError, Target};
+use super::super::runtime::{Containers, Target};
 use berth_remote::RemoteError;
 
 /// The server side of an attempt.
@@ -55,6 +57,9 @@ pub trait Runtime: Containers {
         &self,
         plan: &Plan,
     ) -> impl Future<Output = Result<(), ProbeError>> + Send;
+
+    /// What the container shows after a failed check: state, listening ports, last output.
+    fn failure_evidence(&self, plan: &Plan) -> impl Future<Output = Evidence> + Send;
 
     /// Puts the running container on the upstream name unless it carries it already.
     fn ensure_promoted(&self, plan: &Plan) -> impl Future<Output = Result<(), RemoteError>> + Send;
@@ -153,6 +158,10 @@ impl Runtime for ServerRuntime {
 
     async fn probe_until_healthy(&self, plan: &Plan) -> Result<(), ProbeError> {
         self.target.probe_until_healthy(plan).await
+    }
+
+    async fn failure_evidence(&self, plan: &Plan) -> Evidence {
+        self.target.failure_evidence(plan).await
     }
 
     async fn ensure_promoted(&self, plan: &Plan) -> Result<(), RemoteError> {

@@ -14,12 +14,14 @@ use tokio::sync::watch;
 
 use super::super::compose::run::StackError;
 use super::super::compose::stack::Stack;
+use super::super::diagnosis::{Evidence, ProbeFailure, Unhealthy};
 use super::super::package::PackageFailure;
 use super::super::package::source::FetchedSource;
 use super::super::plan::tests::sample_plan;
 use super::super::plan::{Plan, RoutePlan};
+use super::super::probe::ProbeError;
 use super::super::progress::{OutputSink, Progress};
-use super::super::runtime::{Containers, ProbeError};
+use super::super::runtime::Containers;
 use super::super::supervisor::{Interrupt, Signal};
 use super::phases::{self, Guard, Halt, Siblings};
 use super::server::Runtime;
@@ -173,7 +175,26 @@ impl Runtime for FakeServer {
         if self.healthy && running {
             Ok(())
         } else {
-            Err(ProbeError::Unhealthy("answered 500, expected 200".into()))
+            Err(ProbeError::Unhealthy(Unhealthy {
+                failure: ProbeFailure::Status {
+                    status: 500,
+                    body: String::new(),
+                },
+                tries: 4,
+                waited: std::time::Duration::from_secs(8),
+            }))
+        }
+    }
+
+    async fn failure_evidence(&self, plan: &Plan) -> Evidence {
+        let running = self
+            .container(&plan.container_name)
+            .is_some_and(|c| c.running);
+        Evidence {
+            running,
+            exit_code: Some(0),
+            listening: Some(vec![8080]),
+            ..Evidence::default()
         }
     }
 
@@ -330,7 +351,7 @@ async fn a_failed_health_check_removes_only_the_new_container() {
     assert_eq!(
         (stop.code, stop.phase, stop.state),
         (
-            Code::HealthCheckFailed,
+            Code::HealthCheckUnexpectedStatus,
             DeploymentPhase::Verify,
             DeploymentState::Failed
         )
