@@ -580,11 +580,12 @@ fn health_policy(resource: &Resource) -> HealthPolicy {
             reason_code: Some("health_check_not_configured"),
         };
     };
+    let command = check.kind == berth_api::resource_input::HealthCheckKind::Command;
     HealthPolicy {
         status: "configured",
         enabled: true,
-        type_: Some("http"),
-        path: Some(check.path.clone()),
+        type_: Some(if command { "command" } else { "http" }),
+        path: (!command).then(|| check.path.clone()),
         port: check.port.map(i64::from),
         expected_status_code: Some(i64::from(check.expected_status_code)),
         interval_seconds: Some(i64::from(check.interval_seconds)),

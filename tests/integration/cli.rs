@@ -483,10 +483,11 @@ async fn cli_imports_an_env_file_and_deploys_with_progress_or_the_error_code() {
     assert_eq!(failed.code, 1, "{failed:#?}");
     assert!(failed.stdout.contains("step 1/5"), "{failed:#?}");
     assert!(
-        failed.stderr.contains("(health_check_failed)"),
+        failed.stderr.contains("(health_check_unexpected_status)")
+            && failed.stderr.contains("answered 404"),
         "{failed:#?}"
     );
-    let once = !failed.stdout.contains("health_check_failed");
+    let once = !failed.stdout.contains("health_check_unexpected_status");
     assert!(once, "the error is shown once, on stderr: {failed:#?}");
 
     deploy_on_a_pane(&berth, &good).await;
@@ -539,7 +540,10 @@ async fn cli_imports_an_env_file_and_deploys_with_progress_or_the_error_code() {
     let health = berth.run(&["health", &good, "-o", "json"]).await.json();
     assert_eq!(health["resourceId"], good_id.as_str());
     let diagnosis = berth.run(&["diagnose", &broken]).await.ok();
-    assert!(diagnosis.contains("health_check_failed"), "{diagnosis}");
+    assert!(
+        diagnosis.contains("health_check_unexpected_status"),
+        "{diagnosis}"
+    );
 
     let logs = berth
         .run(&["logs", &good, "--tail", "5", "-o", "json"])

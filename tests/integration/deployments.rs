@@ -332,7 +332,7 @@ async fn failing_health_check_keeps_the_old_version_serving() {
     );
     let error = status.last_error.expect("lastError");
     assert_eq!(error.phase, DeploymentPhase::Verify);
-    assert_eq!(error.code, "health_check_failed");
+    assert_eq!(error.code, "health_check_unexpected_status");
     assert!(error.message.contains("/nope"), "{}", error.message);
 
     let http = reqwest::Client::new();

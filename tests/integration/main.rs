@@ -10,6 +10,7 @@ mod contract;
 mod controller_process;
 mod crd_manifests;
 mod crd_validation;
+mod deploy_failures;
 mod deploy_support;
 mod deployed_config;
 mod deployment_timeline;

@@ -301,7 +301,10 @@ async fn a_failed_attempt_is_retried_and_a_rollback_and_a_redeploy_drop_no_reque
     let failing = start(&member, &id).await;
     let failed = ended(&member, &failing).await;
     assert_eq!(failed["status"], "failed");
-    assert_eq!(failed["lastError"]["code"], "health_check_failed");
+    assert_eq!(
+        failed["lastError"]["code"],
+        "health_check_unexpected_status"
+    );
     wait_body(port, &host, "sample-app v2").await;
 
     // Retry needs a confirmation and a failed attempt; fixed, it runs the same source again.

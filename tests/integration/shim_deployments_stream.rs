@@ -376,7 +376,7 @@ async fn stream_ends_failed_with_the_health_check_error() {
         .unwrap();
     assert_eq!(
         stored.status.unwrap().last_error.unwrap().code,
-        "health_check_failed"
+        "health_check_unexpected_status"
     );
     delete_resource(&admin, &id, &slug).await;
     remove_server(&admin, &server).await;

@@ -95,9 +95,13 @@ pub struct HttpCheck {
 #[serde(rename_all = "camelCase")]
 pub struct HealthPolicy {
     pub enabled: bool,
-    /// `http` (a TCP connect for `upstreamProtocol: tcp` is still reported as `http`'s port).
+    /// `http` (a TCP connect for `upstreamProtocol: tcp` is still reported as `http`'s port)
+    /// or `command`.
     #[serde(rename = "type")]
     pub kind: String,
+    /// The command of a `command` check, run by `/bin/sh -c` in the container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
     pub interval_seconds: i64,
     pub timeout_seconds: i64,
     pub retries: i64,

@@ -111,8 +111,12 @@ pub enum ResourceConfig {
         #[arg(long)]
         build_target: Option<String>,
         /// The HTTP path a new container must answer before it takes traffic.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "health_command")]
         health_path: Option<String>,
+        /// A command run in a new container (by /bin/sh -c) that must exit 0 before it takes
+        /// over: the check of a worker that listens on no port.
+        #[arg(long)]
+        health_command: Option<String>,
         /// unless-stopped (default), always, on-failure or never.
         #[arg(long)]
         restart_policy: Option<String>,

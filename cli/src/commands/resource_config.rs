@@ -5,7 +5,8 @@ use berth_api::build::{CREDENTIAL_ID, HOST_KEY_FINGERPRINT};
 use berth_api::common::IdResponse;
 use berth_api::profiles::{SetAccessProfile, SetNetworkProfile, SetRuntimeProfile};
 use berth_api::resource_input::{
-    AccessProfileInput, HealthCheckInput, NetworkProfileInput, RuntimeProfileInput, SourceInput,
+    AccessProfileInput, HealthCheckInput, HealthCheckKind, NetworkProfileInput,
+    RuntimeProfileInput, SourceInput,
 };
 use berth_api::source::{SetAutoDeploy, SetSource};
 use berth_api::storage::{AttachStorage, DetachStorage};
@@ -78,6 +79,7 @@ pub fn config(ctx: &Ctx, command: ResourceConfig) -> CliResult<()> {
             dockerfile,
             build_target,
             health_path,
+            health_command,
             restart_policy,
         } => {
             let profile = RuntimeProfileInput {
@@ -89,10 +91,7 @@ pub fn config(ctx: &Ctx, command: ResourceConfig) -> CliResult<()> {
                 publish_directory,
                 dockerfile_path: dockerfile,
                 build_target,
-                health_check: health_path.map(|path| HealthCheckInput {
-                    path: Some(path),
-                    ..HealthCheckInput::default()
-                }),
+                health_check: health_check(health_path, health_command),
                 restart_policy: restart_policy
                     .map(|r| wire_enum("restart-policy", &r))
                     .transpose()?,
@@ -248,5 +247,21 @@ fn git_kind(locator: &str, deploy_key: bool) -> &'static str {
         "git-deploy-key"
     } else {
         "git-public"
+    }
+}
+
+/// `--health-path` (an HTTP check) or `--health-command` (a command check).
+fn health_check(path: Option<String>, command: Option<String>) -> Option<HealthCheckInput> {
+    match (path, command) {
+        (_, Some(command)) => Some(HealthCheckInput {
+            kind: Some(HealthCheckKind::Command),
+            command: Some(command),
+            ..HealthCheckInput::default()
+        }),
+        (Some(path), None) => Some(HealthCheckInput {
+            path: Some(path),
+            ..HealthCheckInput::default()
+        }),
+        (None, None) => None,
     }
 }

@@ -7,7 +7,7 @@ use berth_api::resource_detail::{
     ResourceDetail, ResourceIdentity, ResourceLifecycle, RuntimeSummary, SHOW_SCHEMA_VERSION,
     SourceProfile, StorageAttachmentSummary,
 };
-use berth_api::resource_input::RuntimeProfileInput;
+use berth_api::resource_input::{HealthCheckKind, RuntimeProfileInput};
 use berth_crds::resource::{Resource, source_binding_fingerprint};
 use berth_crds::runtime_control::DesiredRuntimeState;
 use k8s_openapi::jiff::Timestamp;
@@ -119,14 +119,16 @@ fn health_policy(resource: &Resource) -> Option<HealthPolicy> {
         .runtime_profile
         .as_ref()
         .and_then(|p| p.health_check.as_ref())?;
+    let command = check.kind == HealthCheckKind::Command;
     Some(HealthPolicy {
         enabled: true,
-        kind: "http".into(),
+        kind: if command { "command" } else { "http" }.into(),
+        command: check.command.clone(),
         interval_seconds: check.interval_seconds.into(),
         timeout_seconds: check.timeout_seconds.into(),
         retries: check.retries.into(),
         start_period_seconds: check.start_period_seconds.into(),
-        http: Some(HttpCheck {
+        http: (!command).then(|| HttpCheck {
             method: "GET".into(),
             scheme: "http".into(),
             host: "localhost".into(),

@@ -103,6 +103,10 @@ pub struct Plan {
     /// Secret values of the configuration: masked in anything recorded from the container.
     pub secret_values: Vec<String>,
     pub restart_policy: RestartPolicy,
+    /// Docker does not restart the container until it passed its health check: an attempt's
+    /// new container that crashes at start is a failed deploy (with its exit code kept), not
+    /// a restart loop. Off for a container drift repair starts.
+    pub restart_held: bool,
     /// `runtimeProfile.startCommand`: run by `/bin/sh -c` in place of the image's command.
     pub start_command: Option<String>,
     /// The Compose service settings of a stack's routed container (filled in by the package
@@ -406,6 +410,7 @@ pub fn plan(
             .as_ref()
             .map(|r| r.restart_policy)
             .unwrap_or_default(),
+        restart_held: false,
         start_command: runtime.and_then(|r| r.start_command),
         compose: None,
         internal_port,

@@ -75,12 +75,14 @@ impl Target {
                 }
                 Err(Missed::Failed(failure)) => failure,
             };
-            if started.elapsed() < grace {
+            // An attempt's container is not restarted while it is checked: stopped, it stays so.
+            let stopped = failure == ProbeFailure::NotRunning && plan.restart_held;
+            if started.elapsed() < grace && !stopped {
                 tokio::time::sleep(STARTUP_POLL).await;
                 continue;
             }
             failures += 1;
-            if failures > health.retries || health.probe == Probe::Running {
+            if failures > health.retries || health.probe == Probe::Running || stopped {
                 return Err(ProbeError::Unhealthy(Unhealthy {
                     failure,
                     tries,

@@ -11,9 +11,9 @@ use berth_crds::progress::OutputStream;
 use bollard::Docker;
 use bollard::container::LogOutput;
 use bollard::models::{
-    ContainerCreateBody, ContainerInspectResponse, EndpointSettings, HostConfig, Mount, MountType,
-    NetworkConnectRequest, NetworkDisconnectRequest, NetworkingConfig, PortBinding, RestartPolicy,
-    RestartPolicyNameEnum,
+    ContainerCreateBody, ContainerInspectResponse, ContainerUpdateBody, EndpointSettings,
+    HostConfig, Mount, MountType, NetworkConnectRequest, NetworkDisconnectRequest,
+    NetworkingConfig, PortBinding, RestartPolicy, RestartPolicyNameEnum,
 };
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, InspectContainerOptions, LogsOptionsBuilder,
@@ -150,6 +150,30 @@ impl Target {
             join_stack_network(self, &plan.container_name, settings).await?;
         }
         Ok(true)
+    }
+
+    /// Gives a verified container the restart policy held back while it was checked.
+    pub async fn release_restarts(&self, plan: &Plan) -> Result<(), RemoteError> {
+        if !plan.restart_held {
+            return Ok(());
+        }
+        let released = Plan {
+            restart_held: false,
+            ..plan.clone()
+        };
+        let policy = container_body(&released, false)
+            .host_config
+            .and_then(|h| h.restart_policy);
+        let update = ContainerUpdateBody {
+            restart_policy: policy,
+            ..Default::default()
+        };
+        docker_call(
+            &self.connection,
+            "setting the restart policy",
+            self.docker.update_container(&plan.container_name, update),
+        )
+        .await
     }
 
     /// Puts the container on the resource's upstream name: requests through the proxy reach it
@@ -515,6 +539,14 @@ pub fn container_body(plan: &Plan, serving: bool) -> ContainerCreateBody {
     };
     if let Some(settings) = &plan.compose {
         apply_settings(&mut body, settings);
+    }
+    if plan.restart_held
+        && let Some(host) = body.host_config.as_mut()
+    {
+        host.restart_policy = Some(RestartPolicy {
+            name: Some(RestartPolicyNameEnum::NO),
+            maximum_retry_count: None,
+        });
     }
     body
 }

@@ -260,6 +260,7 @@ pub async fn plan(
         deployment.spec.source_snapshot.as_ref(),
     )
     .map_err(|e| stop(Plan, e.code, e.message))?;
+    plan.restart_held = true;
     // A rollback runs the earlier attempt's image instead of fetching and building the source.
     if let Some(rollback) = &deployment.spec.rollback_of {
         let secret = resource.spec.image_pull_secret_ref.as_ref();
@@ -474,6 +475,7 @@ async fn verify(
         .zip(plan.internal_port)
         .map(|(r, port)| (r, plan.upstream.as_str(), port));
     let switched = async {
+        runtime.release_restarts(plan).await?;
         if !first {
             // A re-run may find its container promoted already: no rejoin then.
             runtime.ensure_promoted(plan).await?;

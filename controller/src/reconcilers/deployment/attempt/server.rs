@@ -61,6 +61,10 @@ pub trait Runtime: Containers {
     /// What the container shows after a failed check: state, listening ports, last output.
     fn failure_evidence(&self, plan: &Plan) -> impl Future<Output = Evidence> + Send;
 
+    /// Gives the verified container its restart policy, held back while it was checked.
+    fn release_restarts(&self, plan: &Plan)
+    -> impl Future<Output = Result<(), RemoteError>> + Send;
+
     /// Puts the running container on the upstream name unless it carries it already.
     fn ensure_promoted(&self, plan: &Plan) -> impl Future<Output = Result<(), RemoteError>> + Send;
 
@@ -162,6 +166,10 @@ impl Runtime for ServerRuntime {
 
     async fn failure_evidence(&self, plan: &Plan) -> Evidence {
         self.target.failure_evidence(plan).await
+    }
+
+    async fn release_restarts(&self, plan: &Plan) -> Result<(), RemoteError> {
+        self.target.release_restarts(plan).await
     }
 
     async fn ensure_promoted(&self, plan: &Plan) -> Result<(), RemoteError> {

@@ -198,6 +198,10 @@ impl Runtime for FakeServer {
         }
     }
 
+    async fn release_restarts(&self, _plan: &Plan) -> Result<(), RemoteError> {
+        Ok(())
+    }
+
     async fn ensure_promoted(&self, plan: &Plan) -> Result<(), RemoteError> {
         if let Some(container) = self
             .containers
