@@ -92,10 +92,9 @@ async fn a_failed_deploy_names_its_cause_while_the_serving_version_keeps_serving
     let failed = berth.run(&["deploy", slug]).await;
     assert_ne!(failed.code, 0, "{failed:#?}");
     assert!(
-        failed.stderr.contains("(container_exited)")
-            && failed
-                .stderr
-                .contains("exited with code 3: \"fatal: cannot bind\""),
+        failed
+            .stderr
+            .contains(&format!("{message} (container_exited)")),
         "{failed:#?}"
     );
 
@@ -143,6 +142,7 @@ async fn a_failed_deploy_names_its_cause_while_the_serving_version_keeps_serving
     // An app listening on another port than declared (its first deploy): the ports it uses.
     let other = other_port_resource(&member, &server).await;
     let record = ended(&member, &other.1).await;
+    assert_eq!(record["status"], "failed", "{record}");
     let (code, message) = error_of(&record);
     assert_eq!(code, "port_not_listening", "{message}");
     assert_eq!(
@@ -167,7 +167,11 @@ async fn other_port_resource(rest: &Rest, server: &str) -> (String, String, Stri
                 "kind": "application", "serverId": server,
                 "source": {"kind": "docker-image", "locator": "berth/sample-app:1"},
                 "networkProfile": {"internalPort": 9090},
-                "runtimeProfile": {"healthCheck": {"path": "/healthz", "intervalSeconds": 1, "retries": 2}},
+                // Bound to 8080 whatever PORT (the declared port) says.
+                "runtimeProfile": {
+                    "startCommand": "exec httpd -f -p 8080 -h /www",
+                    "healthCheck": {"path": "/healthz", "intervalSeconds": 1, "retries": 2},
+                },
             }),
         )
         .await

@@ -50,7 +50,7 @@ pub struct Evidence {
     /// Times Docker's restart policy started it again.
     pub restarts: i64,
     /// TCP ports it listens on, from its own socket table; `None` when that could not be read.
-    pub listening: Option<Vec<u16>>,
+    pub listening: Option<Listening>,
     /// Its last lines of output, secrets masked, oldest first.
     pub last_lines: Vec<String>,
 }
@@ -103,7 +103,18 @@ pub fn diagnose(
             diagnosis(Code::HealthCheckFailed, format!("{check} {ended}{output}"))
         }
         (_, Some(port)) => match &evidence.listening {
-            Some(ports) if !ports.contains(&port) => not_listening(port, ports),
+            Some(ports) if ports.loopback.contains(&port) && !ports.reachable.contains(&port) => {
+                diagnosis(
+                    Code::PortNotListening,
+                    format!(
+                        "the app listens on {port} on 127.0.0.1 only, out of the proxy's reach; \
+                         bind it to 0.0.0.0"
+                    ),
+                )
+            }
+            Some(ports) if !ports.reachable.contains(&port) => {
+                not_listening(port, &ports.reachable)
+            }
             _ => timed_out(&check, health, unhealthy),
         },
         (ProbeFailure::Other(words), None) | (ProbeFailure::NoAnswer(words), None) => {
@@ -235,24 +246,51 @@ fn quoted(text: &str) -> String {
     }
 }
 
+/// Ports listened on, from a socket table.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Listening {
+    /// On every address or the container's own: reachable from the edge network.
+    pub reachable: Vec<u16>,
+    /// On loopback only (Docker's embedded DNS among them): unreachable from outside.
+    pub loopback: Vec<u16>,
+}
+
 /// The listening TCP ports in the text of `/proc/<pid>/net/tcp` and `tcp6`, ascending.
-pub fn listening_ports(socket_table: &str) -> Vec<u16> {
+pub fn listening_ports(socket_table: &str) -> Listening {
     const LISTEN: &str = "0A";
-    let mut ports: Vec<u16> = socket_table
-        .lines()
-        .filter_map(|line| {
-            let mut fields = line.split_whitespace();
-            let local = fields.nth(1)?;
-            let state = fields.nth(1)?;
-            let port = local.rsplit_once(':')?.1;
-            (state == LISTEN)
-                .then(|| u16::from_str_radix(port, 16).ok())
-                .flatten()
-        })
-        .collect();
-    ports.sort_unstable();
-    ports.dedup();
-    ports
+    let mut listening = Listening::default();
+    for line in socket_table.lines() {
+        let mut fields = line.split_whitespace();
+        let (Some(local), Some(state)) = (fields.nth(1), fields.nth(1)) else {
+            continue;
+        };
+        let Some((address, port)) = local.rsplit_once(':') else {
+            continue;
+        };
+        let Ok(port) = u16::from_str_radix(port, 16) else {
+            continue;
+        };
+        if state != LISTEN {
+            continue;
+        }
+        match is_loopback(address) {
+            true => listening.loopback.push(port),
+            false => listening.reachable.push(port),
+        }
+    }
+    for ports in [&mut listening.reachable, &mut listening.loopback] {
+        ports.sort_unstable();
+        ports.dedup();
+    }
+    listening
+}
+
+/// A socket table's address (hex, in the kernel's byte order) is 127.0.0.0/8 or ::1.
+fn is_loopback(address: &str) -> bool {
+    const V6_LOOPBACK: &str = "00000000000000000000000001000000";
+    const V4_MAPPED: &str = "0000000000000000FFFF0000";
+    let v4 = address.strip_prefix(V4_MAPPED).unwrap_or(address);
+    (v4.len() == 8 && v4.ends_with("7F")) || address == V6_LOOPBACK
 }
 
 #[cfg(test)]
@@ -285,7 +323,10 @@ mod tests {
         Evidence {
             running: true,
             exit_code: Some(0),
-            listening: Some(listening.to_vec()),
+            listening: Some(Listening {
+                reachable: listening.to_vec(),
+                loopback: vec![40125],
+            }),
             ..Evidence::default()
         }
     }
@@ -414,11 +455,29 @@ mod tests {
     }
 
     #[test]
-    fn the_socket_table_yields_listening_ports_only() {
+    fn a_port_bound_to_loopback_only_is_named_so() {
+        let failure = unhealthy(ProbeFailure::NoAnswer("connection refused".into()));
+        let evidence = Evidence {
+            listening: Some(Listening {
+                reachable: vec![],
+                loopback: vec![8080],
+            }),
+            ..running(&[])
+        };
+        let found = diagnose(&http(8080), None, &failure, &evidence);
+        assert_eq!(found.code, Code::PortNotListening);
+        assert!(found.message.contains("127.0.0.1 only"), "{found:?}");
+    }
+
+    #[test]
+    fn the_socket_table_yields_listening_ports_by_reach() {
         let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
             0: 00000000:2382 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1\n\
             1: 0100007F:1F90 0100007F:A2C4 01 00000000:00000000 00:00000000 00000000     0        0 2\n\
+            2: 0B00007F:9CBD 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 3\n\
             0: 00000000000000000000000000000000:1F90 00000000000000000000000000000000:0000 0A 0 0 0 0 0\n";
-        assert_eq!(listening_ports(table), vec![8080, 9090]);
+        let listening = listening_ports(table);
+        assert_eq!(listening.reachable, vec![8080, 9090]);
+        assert_eq!(listening.loopback, vec![40125]);
     }
 }

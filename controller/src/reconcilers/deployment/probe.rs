@@ -13,7 +13,7 @@ use http::header::HOST;
 use http_body_util::Empty;
 use tokio::time::Instant;
 
-use super::diagnosis::{Evidence, ProbeFailure, Unhealthy, listening_ports};
+use super::diagnosis::{Evidence, Listening, ProbeFailure, Unhealthy, listening_ports};
 use super::plan::{HealthPlan, Plan, Probe};
 use super::runtime::{Target, edge_endpoint, is_running};
 use berth_remote::RemoteError;
@@ -226,7 +226,7 @@ impl Target {
 
     /// The TCP ports process `pid` (the container's first) listens on, from its network
     /// namespace's socket table as the server's `/proc` shows it.
-    async fn listening(&self, pid: i64) -> Option<Vec<u16>> {
+    async fn listening(&self, pid: i64) -> Option<Listening> {
         let command = format!("cat /proc/{pid}/net/tcp /proc/{pid}/net/tcp6 2>/dev/null");
         match self.connection.exec(&command).await {
             Ok(output) if !output.stdout.is_empty() => Some(listening_ports(&output.stdout_text())),

@@ -533,6 +533,7 @@ fn explained(
         .as_ref()
         .map_or("unknown".into(), |ports| {
             match ports
+                .reachable
                 .iter()
                 .map(u16::to_string)
                 .collect::<Vec<_>>()

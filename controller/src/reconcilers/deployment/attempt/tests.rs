@@ -14,7 +14,7 @@ use tokio::sync::watch;
 
 use super::super::compose::run::StackError;
 use super::super::compose::stack::Stack;
-use super::super::diagnosis::{Evidence, ProbeFailure, Unhealthy};
+use super::super::diagnosis::{Evidence, Listening, ProbeFailure, Unhealthy};
 use super::super::package::PackageFailure;
 use super::super::package::source::FetchedSource;
 use super::super::plan::tests::sample_plan;
@@ -193,7 +193,10 @@ impl Runtime for FakeServer {
         Evidence {
             running,
             exit_code: Some(0),
-            listening: Some(vec![8080]),
+            listening: Some(Listening {
+                reachable: vec![8080],
+                loopback: Vec::new(),
+            }),
             ..Evidence::default()
         }
     }
