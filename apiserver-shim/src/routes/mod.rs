@@ -36,6 +36,7 @@ pub mod server_capacity;
 pub mod server_changes;
 pub mod server_connectivity;
 pub mod servers;
+pub mod storage_volumes;
 pub mod terminal;
 pub mod thresholds;
 pub mod usage_intents;
@@ -172,6 +173,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         domain_binding_changes::endpoints(),
         resources::endpoints(),
         resource_config::endpoints(),
+        storage_volumes::endpoints(),
         runtime_logs::endpoints(),
         resource_health::endpoints(),
         diagnostics::endpoints(),
