@@ -255,6 +255,7 @@ pub async fn plan(
         &server,
         &deployment.name_any(),
         deployment.spec.source_snapshot.as_ref(),
+        &context.caches.storage_volumes_of(resource),
     )
     .map_err(|e| stop(Plan, e.code, e.message))?;
     // A rollback runs the earlier attempt's image instead of fetching and building the source.
