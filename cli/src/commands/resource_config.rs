@@ -186,7 +186,7 @@ pub fn config(ctx: &Ctx, command: ResourceConfig) -> CliResult<()> {
             path,
         } => {
             let body = AttachStorage {
-                storage_volume_id: volume,
+                storage_volume_id: super::volumes::volume_id(ctx, &volume)?,
                 destination_path: path,
             };
             body.validate()?;
