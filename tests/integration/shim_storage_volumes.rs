@@ -38,14 +38,16 @@ pub(crate) async fn named_volume(
     create_volume(rest, body).await
 }
 
-/// Ids of `GET /storage-volumes{query}`, oldest first.
+/// Ids of `GET /storage-volumes{query}`, sorted.
 async fn listed(rest: &Rest, query: &str) -> Vec<String> {
-    rest.get(&format!("/storage-volumes{query}")).await.ok()["items"]
+    let mut ids: Vec<String> = rest.get(&format!("/storage-volumes{query}")).await.ok()["items"]
         .as_array()
         .expect("items")
         .iter()
         .map(|item| item["id"].as_str().unwrap().to_string())
-        .collect()
+        .collect();
+    ids.sort();
+    ids
 }
 
 /// The `storageVolume` of `GET /storage-volumes/{id}`.
@@ -145,7 +147,9 @@ async fn bad_volumes_are_refused_by_field_and_create_nothing() {
         .error(409, "storage_volume_slug_conflict");
     assert_eq!(error["details"]["field"], "name");
     let other = named_volume(&member, &blog, &blog_env, "Uploads").await;
-    assert_eq!(listed(&member, "").await, [id.clone(), other.clone()]);
+    let mut both = vec![id.clone(), other.clone()];
+    both.sort();
+    assert_eq!(listed(&member, "").await, both);
     assert_eq!(
         listed(&member, &format!("?environmentId={prod}")).await,
         [id]
