@@ -390,9 +390,19 @@ async fn volumes_mount_into_deployed_containers_and_named_data_survives_a_redepl
 
     // An attachment naming no StorageVolume (applied with kubectl) fails its attempt, naming
     // it, rather than mounting something else in its place.
-    let orphan = missing_volume_attempt(&client, &org, &start).await;
+    let orphan = first_attempt_error(&client, &org, &start, "vol-gone").await;
     assert_eq!(orphan.code, "storage_volume_not_found");
     assert!(orphan.message.contains("vol-gone"), "{}", orphan.message);
+    // A bind mount of a directory the server lacks: Docker refuses the container, saying why.
+    let absent = format!("{}/absent", host_dir.path().display());
+    let body = json!({
+        "projectId": shop, "environmentId": prod, "name": "Absent", "kind": "bind-mount",
+        "sourcePath": absent,
+    });
+    let absent_volume = create_volume(&admin, body).await;
+    let refused = first_attempt_error(&client, &org, &start, &absent_volume).await;
+    assert_eq!(refused.code, "container_start_failed");
+    assert!(refused.message.contains(&absent), "{}", refused.message);
 
     delete_resource(&admin, &web, "files").await;
     let _ = std::process::Command::new("docker")
@@ -417,12 +427,13 @@ async fn fetch_path(http: &reqwest::Client, port: u16, path: &str) -> Option<Str
     response.text().await.ok()
 }
 
-/// A Resource applied with kubectl whose attachment names no StorageVolume: its first
+/// A new Resource applied with kubectl whose attachment names storage volume `volume`: its first
 /// attempt's error.
-async fn missing_volume_attempt(
+async fn first_attempt_error(
     client: &Client,
     org: &TestOrg,
     start: &Value,
+    volume: &str,
 ) -> berth_crds::deployment::DeploymentError {
     let id = format!("orphan{}", berth_tests::random_suffix());
     let spec: ResourceSpec = serde_json::from_value(json!({
@@ -431,7 +442,7 @@ async fn missing_volume_attempt(
         "source": {"kind": "docker-image", "locator": "berth/sample-app:1"},
         "networkProfile": {"internalPort": 8080},
         "storageAttachments": [
-            {"attachmentId": "a1", "storageVolumeId": "vol-gone", "destinationPath": "/data"},
+            {"attachmentId": "a1", "storageVolumeId": volume, "destinationPath": "/data"},
         ],
     }))
     .unwrap();
