@@ -67,6 +67,46 @@ async fn attach(rest: &Rest, resource: &str, volume: &str, path: &str) -> Reply 
         .await
 }
 
+/// A create body in `project`/`environment` with `patch` applied (`null` removes a field).
+fn volume_body(project: &str, environment: &str, patch: Value) -> Value {
+    let mut body = json!({
+        "projectId": project, "environmentId": environment, "name": "Uploads",
+        "kind": "named-volume",
+    });
+    let fields = body.as_object_mut().unwrap();
+    for (key, value) in patch.as_object().unwrap() {
+        match value {
+            Value::Null => fields.remove(key),
+            value => fields.insert(key.clone(), value.clone()),
+        };
+    }
+    body
+}
+
+/// Bodies a create refuses (as patches of [`volume_body`]) and the field each names.
+fn refusals(other_project_environment: &str) -> Vec<(Value, &'static str)> {
+    let bind = |path: &str| json!({"kind": "bind-mount", "sourcePath": path});
+    vec![
+        (json!({"name": null}), "name"),
+        (json!({"name": "  "}), "name"),
+        (json!({"kind": "tmpfs"}), "kind"),
+        (json!({"kind": "bind-mount"}), "sourcePath"),
+        (bind("srv/data"), "sourcePath"),
+        (bind("/srv/../etc"), "sourcePath"),
+        (bind("/"), "sourcePath"),
+        (json!({"sourcePath": "/srv/data"}), "sourcePath"),
+        (
+            json!({"environmentId": other_project_environment}),
+            "environmentId",
+        ),
+        (json!({"projectId": ""}), "projectId"),
+        (
+            json!({"backupRelationship": {"retentionRequired": true}}),
+            "backupRelationship",
+        ),
+    ]
+}
+
 #[tokio::test]
 async fn bad_volumes_are_refused_by_field_and_create_nothing() {
     let client = client().await;
@@ -76,47 +116,9 @@ async fn bad_volumes_are_refused_by_field_and_create_nothing() {
     let prod = environment(&member, &shop, "prod").await;
     let blog = project(&member, "Blog").await;
     let blog_env = environment(&member, &blog, "prod").await;
-    let body = |patch: Value| {
-        let mut body = json!({
-            "projectId": shop, "environmentId": prod, "name": "Uploads", "kind": "named-volume",
-        });
-        for (key, value) in patch.as_object().unwrap() {
-            match value {
-                Value::Null => body.as_object_mut().unwrap().remove(key),
-                value => body
-                    .as_object_mut()
-                    .unwrap()
-                    .insert(key.clone(), value.clone()),
-            };
-        }
-        body
-    };
+    let body = |patch: Value| volume_body(&shop, &prod, patch);
     let post = |patch: Value| member.post("/storage-volumes", body(patch));
-    for (patch, field) in [
-        (json!({"name": null}), "name"),
-        (json!({"name": "  "}), "name"),
-        (json!({"kind": "tmpfs"}), "kind"),
-        (json!({"kind": "bind-mount"}), "sourcePath"),
-        (
-            json!({"kind": "bind-mount", "sourcePath": "srv/data"}),
-            "sourcePath",
-        ),
-        (
-            json!({"kind": "bind-mount", "sourcePath": "/srv/../etc"}),
-            "sourcePath",
-        ),
-        (
-            json!({"kind": "bind-mount", "sourcePath": "/"}),
-            "sourcePath",
-        ),
-        (json!({"sourcePath": "/srv/data"}), "sourcePath"),
-        (json!({"environmentId": blog_env}), "environmentId"),
-        (json!({"projectId": ""}), "projectId"),
-        (
-            json!({"backupRelationship": {"retentionRequired": true}}),
-            "backupRelationship",
-        ),
-    ] {
+    for (patch, field) in refusals(&blog_env) {
         invalid(post(patch.clone()).await, field);
     }
     for (patch, kind) in [
@@ -184,24 +186,7 @@ async fn volumes_list_their_attachments_and_are_deleted_only_when_detached() {
     .await;
     let elsewhere = named_volume(&member, &shop, &staging, "Cache").await;
 
-    let volume = shown(&member, &uploads).await;
-    assert_eq!(volume["name"], "Uploads");
-    assert_eq!(volume["slug"], "uploads");
-    assert_eq!(volume["kind"], "named-volume");
-    assert_eq!(volume["lifecycleStatus"], "active");
-    assert_eq!(
-        (
-            volume["attachmentCount"].clone(),
-            volume["attachments"].clone()
-        ),
-        (json!(0), json!([]))
-    );
-    assert!(
-        volume.get("sourcePath").is_none(),
-        "no null, no empty field: {volume}"
-    );
-    assert!(volume["createdAt"].as_str().unwrap().ends_with('Z'));
-    assert_eq!(shown(&member, &media).await["sourcePath"], "/srv/media");
+    assert_unattached(&member, &uploads, &media).await;
 
     // Attaching names an existing volume of the resource's own environment.
     let web = resource(&member, &shop, &prod).await;
@@ -214,32 +199,7 @@ async fn volumes_list_their_attachments_and_are_deleted_only_when_detached() {
         "storageVolumeId",
     );
     let attachment = attach(&member, &web, &uploads, "/data").await.ok()["id"].clone();
-    let volume = shown(&member, &uploads).await;
-    assert_eq!(volume["attachmentCount"], 1);
-    let attached = &volume["attachments"][0];
-    assert_eq!(attached["attachmentId"], attachment);
-    assert_eq!(attached["resourceId"], web.as_str());
-    assert_eq!(attached["resourceName"], "Web");
-    assert_eq!(
-        (
-            attached["destinationPath"].as_str(),
-            attached["mountMode"].as_str()
-        ),
-        (Some("/data"), Some("read-write"))
-    );
-    assert!(
-        attached["attachedAt"].as_str().unwrap().ends_with('Z'),
-        "{attached}"
-    );
-    let detail = member.get(&format!("/resources/{web}")).await.ok();
-    let summary = &detail["storageAttachments"][0];
-    assert_eq!(
-        (
-            summary["storageVolumeName"].as_str(),
-            summary["storageVolumeKind"].as_str()
-        ),
-        (Some("Uploads"), Some("named-volume"))
-    );
+    assert_attached(&member, &uploads, &web, &attachment).await;
 
     // Deleting it is refused while attached, naming the resource; the data's fate is told.
     let error = member
@@ -273,19 +233,76 @@ async fn volumes_list_their_attachments_and_are_deleted_only_when_detached() {
         .await
         .error(404, "not_found");
 
-    // Another organization's volume is unknown here, for every route.
-    let mut other_org = TestOrg::new(&client).await;
+    // Another organization's volume is unknown there, for every route.
+    assert_unknown_elsewhere(&client, &media).await;
+    assert_eq!(shown(&member, &media).await["id"], media.as_str());
+}
+
+/// A new named volume and a bind mount as `show` answers them: no attachments, no null.
+async fn assert_unattached(member: &Rest, uploads: &str, media: &str) {
+    let volume = shown(member, uploads).await;
+    assert_eq!(volume["name"], "Uploads");
+    assert_eq!(volume["slug"], "uploads");
+    assert_eq!(volume["kind"], "named-volume");
+    assert_eq!(volume["lifecycleStatus"], "active");
+    assert_eq!(
+        (
+            volume["attachmentCount"].clone(),
+            volume["attachments"].clone()
+        ),
+        (json!(0), json!([]))
+    );
+    assert!(
+        volume.get("sourcePath").is_none(),
+        "no null, no empty field: {volume}"
+    );
+    assert!(volume["createdAt"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(shown(member, media).await["sourcePath"], "/srv/media");
+}
+
+/// The volume lists its one attachment, and the resource's detail names the volume.
+async fn assert_attached(member: &Rest, uploads: &str, web: &str, attachment: &Value) {
+    let volume = shown(member, uploads).await;
+    assert_eq!(volume["attachmentCount"], 1);
+    let attached = &volume["attachments"][0];
+    assert_eq!(&attached["attachmentId"], attachment);
+    assert_eq!(attached["resourceId"], web);
+    assert_eq!(attached["resourceName"], "Web");
+    assert_eq!(
+        (
+            attached["destinationPath"].as_str(),
+            attached["mountMode"].as_str()
+        ),
+        (Some("/data"), Some("read-write"))
+    );
+    assert!(
+        attached["attachedAt"].as_str().unwrap().ends_with('Z'),
+        "{attached}"
+    );
+    let detail = member.get(&format!("/resources/{web}")).await.ok();
+    let summary = &detail["storageAttachments"][0];
+    assert_eq!(
+        (
+            summary["storageVolumeName"].as_str(),
+            summary["storageVolumeKind"].as_str()
+        ),
+        (Some("Uploads"), Some("named-volume"))
+    );
+}
+
+/// A member of another organization finds volume `id` nowhere.
+async fn assert_unknown_elsewhere(client: &Client, id: &str) {
+    let mut other_org = TestOrg::new(client).await;
     let stranger = other_org.user(OrganizationRole::Admin).await.rest;
     stranger
-        .get(&format!("/storage-volumes/{media}"))
+        .get(&format!("/storage-volumes/{id}"))
         .await
         .error(404, "not_found");
     stranger
-        .delete(&format!("/storage-volumes/{media}"), json!({}))
+        .delete(&format!("/storage-volumes/{id}"), json!({}))
         .await
         .error(404, "not_found");
     assert!(listed(&stranger, "").await.is_empty());
-    assert_eq!(shown(&member, &media).await["id"], media.as_str());
 }
 
 /// A resource created over REST without a server (nothing deploys); returns its id.
@@ -388,21 +405,7 @@ async fn volumes_mount_into_deployed_containers_and_named_data_survives_a_redepl
         Some("kept-data\n")
     );
 
-    // An attachment naming no StorageVolume (applied with kubectl) fails its attempt, naming
-    // it, rather than mounting something else in its place.
-    let orphan = first_attempt_error(&client, &org, &start, "vol-gone").await;
-    assert_eq!(orphan.code, "storage_volume_not_found");
-    assert!(orphan.message.contains("vol-gone"), "{}", orphan.message);
-    // A bind mount of a directory the server lacks: Docker refuses the container, saying why.
-    let absent = format!("{}/absent", host_dir.path().display());
-    let body = json!({
-        "projectId": shop, "environmentId": prod, "name": "Absent", "kind": "bind-mount",
-        "sourcePath": absent,
-    });
-    let absent_volume = create_volume(&admin, body).await;
-    let refused = first_attempt_error(&client, &org, &start, &absent_volume).await;
-    assert_eq!(refused.code, "container_start_failed");
-    assert!(refused.message.contains(&absent), "{}", refused.message);
+    refused_mounts(&client, &org, &admin, &start, host_dir.path()).await;
 
     delete_resource(&admin, &web, "files").await;
     let _ = std::process::Command::new("docker")
@@ -425,6 +428,30 @@ async fn fetch_path(http: &reqwest::Client, port: u16, path: &str) -> Option<Str
         .ok()?;
     (response.status() == 200).then_some(())?;
     response.text().await.ok()
+}
+
+/// Attachments the controller refuses to mount: one naming no StorageVolume (applied with
+/// kubectl) fails its attempt naming it rather than mounting something else in its place; a
+/// bind mount of a directory the server lacks is refused by Docker, saying why.
+async fn refused_mounts(
+    client: &Client,
+    org: &TestOrg,
+    admin: &Rest,
+    start: &Value,
+    host_dir: &std::path::Path,
+) {
+    let orphan = first_attempt_error(client, org, start, "vol-gone").await;
+    assert_eq!(orphan.code, "storage_volume_not_found");
+    assert!(orphan.message.contains("vol-gone"), "{}", orphan.message);
+    let absent = format!("{}/absent", host_dir.display());
+    let body = json!({
+        "projectId": start["projectId"], "environmentId": start["environmentId"],
+        "name": "Absent", "kind": "bind-mount", "sourcePath": absent,
+    });
+    let absent_volume = create_volume(admin, body).await;
+    let refused = first_attempt_error(client, org, start, &absent_volume).await;
+    assert_eq!(refused.code, "container_start_failed");
+    assert!(refused.message.contains(&absent), "{}", refused.message);
 }
 
 /// A new Resource applied with kubectl whose attachment names storage volume `volume`: its first
