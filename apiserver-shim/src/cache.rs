@@ -27,6 +27,7 @@ use berth_crds::route_surface_decision::RouteSurfaceDecision;
 use berth_crds::server::Server;
 use berth_crds::session::Session;
 use berth_crds::ssh_credential::SshCredential;
+use berth_crds::storage_volume::StorageVolume;
 use berth_crds::threshold_policy::ThresholdPolicy;
 use berth_crds::usage_intent::UsageIntent;
 use berth_crds::user::User;
@@ -60,6 +61,7 @@ pub struct Caches {
     pub threshold_policies: Store<ThresholdPolicy>,
     pub retention_policies: Store<RetentionPolicy>,
     pub domain_bindings: Store<DomainBinding>,
+    pub storage_volumes: Store<StorageVolume>,
     /// Kubernetes Events (events.k8s.io) of every namespace: the objects' side of the audit
     /// events. The API server expires them (an hour by default).
     pub kube_events: Store<KubeEvent>,
@@ -199,6 +201,7 @@ impl Caches {
                 changes.clone(),
                 ChangedObject::DomainBinding,
             ),
+            storage_volumes: start(client),
             kube_events: start_modified(client, |event: &mut KubeEvent| {
                 event.metadata.managed_fields = None;
             }),
@@ -227,6 +230,7 @@ impl Caches {
             self.threshold_policies.wait_until_ready(),
             self.retention_policies.wait_until_ready(),
             self.domain_bindings.wait_until_ready(),
+            self.storage_volumes.wait_until_ready(),
             self.kube_events.wait_until_ready(),
         )?;
         Ok(())

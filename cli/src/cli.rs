@@ -10,7 +10,9 @@ use crate::error::EXIT_CODES_HELP;
 use crate::output::Format;
 
 mod platform;
+mod volumes;
 pub use platform::{Bootstrap, Decisions, Monitoring, QueryOptions, ResourceConfig, Tls, Users};
+pub use volumes::Volumes;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -149,6 +151,13 @@ pub enum Command {
         after_help = "Example:\n  berth tokens create --name ci --project prj-abc"
     )]
     Tokens(Tokens),
+    /// Storage volumes: named Docker volumes or server directories resources mount.
+    #[command(
+        subcommand,
+        visible_alias = "volume",
+        after_help = "Example:\n  berth volumes create uploads --project Shop --environment prod"
+    )]
+    Volumes(Volumes),
     /// A resource's profiles (network, access, runtime), source, auto-deploy and storage.
     #[command(
         subcommand,

@@ -19,7 +19,7 @@ use clap::{CommandFactory, Parser};
 use cli::{Cli, Command};
 use commands::{
     Ctx, account, activity, deploy, deployments, infra, members, observe, platform,
-    resource_config, resources, terminal, tokens, workspace,
+    resource_config, resources, terminal, tokens, volumes, workspace,
 };
 use error::CliResult;
 use output::Output;
@@ -62,6 +62,7 @@ fn run(cli: Cli) -> CliResult<()> {
         Command::Deployments(command) => deployments::deployments(&ctx()?, command),
         Command::Tokens(command) => tokens::tokens(&ctx()?, command),
         Command::Config(command) => resource_config::config(&ctx()?, command),
+        Command::Volumes(command) => volumes::volumes(&ctx()?, command),
         Command::Monitoring(command) => platform::monitoring(&ctx()?, command),
         Command::Tls(command) => platform::tls(&ctx()?, command),
         Command::Decisions(command) => platform::decisions(&ctx()?, command),

@@ -14,6 +14,7 @@ use berth_crds::project::Project;
 use berth_crds::resource::Resource;
 use berth_crds::server::Server;
 use berth_crds::ssh_credential::SshCredential;
+use berth_crds::storage_volume::StorageVolume;
 use berth_crds::threshold_policy::ThresholdPolicy;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::Secret;
@@ -39,6 +40,8 @@ pub struct Caches {
     /// Read by the server observers, which evaluate the policies on every monitoring tick.
     pub threshold_policies: Store<ThresholdPolicy>,
     pub domain_bindings: Store<DomainBinding>,
+    /// Read when an attempt (or a repair) plans a resource's mounts.
+    pub storage_volumes: Store<StorageVolume>,
 }
 
 /// The writing side of [`Caches`]: subscribe to a kind's changes, then [`Feeds::run`] the
@@ -54,6 +57,7 @@ pub struct Feeds {
     pub secrets: Feed<Secret>,
     pub threshold_policies: Feed<ThresholdPolicy>,
     pub domain_bindings: Feed<DomainBinding>,
+    pub storage_volumes: Feed<StorageVolume>,
 }
 
 /// One kind's store writer.
@@ -107,6 +111,7 @@ impl Caches {
         let (secrets, secrets_feed) = Feed::new();
         let (threshold_policies, threshold_policies_feed) = Feed::new();
         let (domain_bindings, domain_bindings_feed) = Feed::new();
+        let (storage_volumes, storage_volumes_feed) = Feed::new();
         let caches = Self {
             resources,
             deployments,
@@ -118,6 +123,7 @@ impl Caches {
             secrets,
             threshold_policies,
             domain_bindings,
+            storage_volumes,
         };
         let feeds = Feeds {
             resources: resources_feed,
@@ -130,6 +136,7 @@ impl Caches {
             secrets: secrets_feed,
             threshold_policies: threshold_policies_feed,
             domain_bindings: domain_bindings_feed,
+            storage_volumes: storage_volumes_feed,
         };
         (caches, feeds)
     }
@@ -147,6 +154,7 @@ impl Caches {
             self.secrets.wait_until_ready(),
             self.threshold_policies.wait_until_ready(),
             self.domain_bindings.wait_until_ready(),
+            self.storage_volumes.wait_until_ready(),
         );
     }
 
@@ -156,6 +164,20 @@ impl Caches {
         K: kube::Resource<DynamicType = ()> + Clone,
     {
         store.get(&ObjectRef::new(name).within(namespace))
+    }
+
+    /// The StorageVolumes `resource`'s attachments name, by id (those that exist).
+    pub fn storage_volumes_of(&self, resource: &Resource) -> HashMap<String, Arc<StorageVolume>> {
+        let namespace = resource.namespace().unwrap_or_default();
+        resource
+            .spec
+            .storage_attachments
+            .iter()
+            .filter_map(|a| {
+                let volume = Self::get(&self.storage_volumes, &namespace, &a.storage_volume_id)?;
+                Some((a.storage_volume_id.clone(), volume))
+            })
+            .collect()
     }
 
     /// The Deployments of one Resource, oldest first.
@@ -190,7 +212,8 @@ impl Feeds {
             self.organizations.run(client.clone()),
             self.secrets.run(client.clone()),
             self.threshold_policies.run(client.clone()),
-            self.domain_bindings.run(client),
+            self.domain_bindings.run(client.clone()),
+            self.storage_volumes.run(client),
         );
     }
 }

@@ -329,6 +329,11 @@ pub enum DeploymentErrorCode {
     HostPortMissing,
     /// `networkProfile.hostPort` is not a TCP port.
     HostPortInvalid,
+    /// A storage attachment names a StorageVolume that does not exist.
+    StorageVolumeNotFound,
+    /// An attached StorageVolume cannot be mounted: it breaks the `sourcePath` rule or belongs
+    /// to another environment.
+    StorageVolumeInvalid,
     /// The `local-folder` source is not a directory the controller can read.
     SourceFolderNotFound,
     /// The source folder has no Dockerfile at the expected path.
@@ -387,7 +392,7 @@ pub enum DeploymentErrorCode {
 
 impl DeploymentErrorCode {
     /// Every code, in the order the README lists them.
-    pub const ALL: [Self; 46] = [
+    pub const ALL: [Self; 48] = [
         Self::Canceled,
         Self::Superseded,
         Self::Deleted,
@@ -408,6 +413,8 @@ impl DeploymentErrorCode {
         Self::TcpReverseProxyUnsupported,
         Self::HostPortMissing,
         Self::HostPortInvalid,
+        Self::StorageVolumeNotFound,
+        Self::StorageVolumeInvalid,
         Self::SourceFolderNotFound,
         Self::DockerfileNotFound,
         Self::BuildStrategyUndetermined,
@@ -459,6 +466,8 @@ impl DeploymentErrorCode {
             Self::TcpReverseProxyUnsupported => "tcp_reverse_proxy_unsupported",
             Self::HostPortMissing => "host_port_missing",
             Self::HostPortInvalid => "host_port_invalid",
+            Self::StorageVolumeNotFound => "storage_volume_not_found",
+            Self::StorageVolumeInvalid => "storage_volume_invalid",
             Self::SourceFolderNotFound => "source_folder_not_found",
             Self::DockerfileNotFound => "dockerfile_not_found",
             Self::BuildStrategyUndetermined => "build_strategy_undetermined",

@@ -33,6 +33,7 @@ pub mod runtime_control;
 pub mod server;
 pub mod session;
 pub mod ssh_credential;
+pub mod storage_volume;
 pub mod threshold_policy;
 pub mod usage_intent;
 pub mod user;
@@ -101,6 +102,7 @@ fn crds_as_derived() -> Vec<CustomResourceDefinition> {
         ssh_credential::SshCredential::crd(),
         server::Server::crd(),
         resource::Resource::crd(),
+        storage_volume::StorageVolume::crd(),
         deployment::Deployment::crd(),
         domain_binding::DomainBinding::crd(),
         certificate::Certificate::crd(),

@@ -327,10 +327,15 @@ pub struct StorageAttachment {
     /// Absolute path inside the container.
     #[schemars(length(min = 1, max = TEXT_MAX), regex(pattern = ABSOLUTE_PATH_PATTERN))]
     pub destination_path: String,
+    /// When the volume was attached (set by the REST API; shown as `attachedAt`, which is the
+    /// resource's creation time when this is left out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attached_at: Option<Time>,
 }
 
-/// Docker volume holding a storage volume of an organization. Volumes outlive containers and
-/// attachments: detaching, redeploying or deleting a resource keeps the data.
+/// Docker volume holding a `named-volume` StorageVolume of an organization. Volumes outlive
+/// containers, attachments and the StorageVolume object: detaching, redeploying or deleting a
+/// resource or the volume keeps the data.
 pub fn volume_name(namespace: &str, storage_volume_id: &str) -> String {
     let id: String = storage_volume_id
         .chars()

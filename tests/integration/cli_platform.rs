@@ -395,13 +395,45 @@ async fn storage(
     let listed = berth.run(&["resources", "list", "-o", "json"]).await.json();
     assert_eq!(listed["items"].as_array().unwrap().len(), 1, "{listed}");
 
+    // A volume of the resource's environment, named by its name from then on.
+    let volume = [
+        "volumes",
+        "create",
+        "App Data",
+        "--project",
+        project_id,
+        "--environment",
+        environment_id,
+        "-q",
+    ];
+    let volume_id = berth.run(&volume).await.ok().trim().to_string();
+    assert!(volume_id.starts_with("vol-"), "{volume_id}");
+    let run = berth.run(&volume).await;
+    assert_eq!(run.code, CONFLICT, "{run:#?}");
+    let bind = [
+        "volumes",
+        "create",
+        "Host",
+        "--project",
+        project_id,
+        "--environment",
+        environment_id,
+        "--source-path",
+        "srv",
+    ];
+    let run = berth.run(&bind).await;
+    assert_eq!(run.code, USAGE, "{run:#?}");
+    assert!(run.stderr.contains("sourcePath"), "{run:#?}");
+    let listed = berth.run(&["volumes", "list", "-q"]).await.ok();
+    assert_eq!(listed.trim(), volume_id, "a refused volume was created");
+
     let resources = Api::<Resource>::namespaced(client.clone(), &org.namespace);
     let args = [
         "config",
         "attach-storage",
         "--resource",
         "web",
-        "vol-data",
+        "App Data",
         "/var/lib/app",
     ];
     let said = berth.run(&args).await.ok();
@@ -415,10 +447,17 @@ async fn storage(
     assert_eq!(
         (
             attached[0].attachment_id.as_str(),
+            attached[0].storage_volume_id.as_str(),
             attached[0].destination_path.as_str()
         ),
-        (attachment.as_str(), "/var/lib/app")
+        (attachment.as_str(), volume_id.as_str(), "/var/lib/app")
     );
+    let shown = berth.run(&["volumes", "show", "app-data"]).await.ok();
+    assert!(shown.contains(&format!("{id}:/var/lib/app")), "{shown}");
+    // Attached, it cannot be deleted: exit 5 naming the resource.
+    let run = berth.run(&["volumes", "delete", "App Data"]).await;
+    assert_eq!(run.code, CONFLICT, "{run:#?}");
+    assert!(run.stderr.contains(&id), "{run:#?}");
     // The same path again is a conflict; a relative one is refused before sending.
     let run = berth.run(&args).await;
     assert_eq!(run.code, CONFLICT, "{run:#?}");
@@ -427,7 +466,7 @@ async fn storage(
         "attach-storage",
         "--resource",
         "web",
-        "vol-data",
+        "App Data",
         "var/lib",
     ];
     let run = berth.run(&relative).await;
@@ -440,5 +479,9 @@ async fn storage(
     let left = resources.get(&id).await.unwrap().spec.storage_attachments;
     assert!(left.is_empty(), "{left:?}");
     let run = berth.run(&detach).await;
+    assert_eq!(run.code, NOT_FOUND, "{run:#?}");
+    let said = berth.run(&["volumes", "delete", "App Data"]).await.ok();
+    assert!(said.contains("data on servers is kept"), "{said}");
+    let run = berth.run(&["volumes", "show", &volume_id]).await;
     assert_eq!(run.code, NOT_FOUND, "{run:#?}");
 }

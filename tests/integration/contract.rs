@@ -512,7 +512,11 @@ async fn contract_resources_observations_and_monitoring_read_as_the_spec_says() 
         "AutoDeployResult",
         reply,
     );
-    let body = json!({"storageVolumeId": "vol-wire", "destinationPath": "/data"});
+    let volume = json!({
+        "projectId": shop, "environmentId": prod, "name": "Wire", "kind": "named-volume",
+    });
+    let volume = admin.post("/storage-volumes", volume).await.expect(201);
+    let body = json!({"storageVolumeId": volume["id"], "destinationPath": "/data"});
     let attached = c.expect(
         "POST /resources/{id}/storage-attachments",
         "Id",

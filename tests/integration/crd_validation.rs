@@ -16,6 +16,7 @@ use berth_crds::route_surface_decision::RouteSurfaceDecision;
 use berth_crds::server::Server;
 use berth_crds::session::Session;
 use berth_crds::ssh_credential::SshCredential;
+use berth_crds::storage_volume::StorageVolume;
 use berth_crds::threshold_policy::ThresholdPolicy;
 use berth_crds::usage_intent::UsageIntent;
 use berth_crds::user::User;
@@ -49,6 +50,7 @@ fn api_resource(kind: &str) -> ApiResource {
         "OverlayDecision" => ApiResource::erase::<OverlayDecision>(&()),
         "RouteSurfaceDecision" => ApiResource::erase::<RouteSurfaceDecision>(&()),
         "Migration" => ApiResource::erase::<Migration>(&()),
+        "StorageVolume" => ApiResource::erase::<StorageVolume>(&()),
         other => panic!("no API resource for {other}"),
     }
 }
@@ -71,6 +73,7 @@ const KINDS: &[&str] = &[
     "OverlayDecision",
     "RouteSurfaceDecision",
     "Migration",
+    "StorageVolume",
 ];
 
 /// A handle for `kind`: cluster-wide for User, in `namespace` for everything else.
@@ -158,6 +161,13 @@ fn valid_spec(kind: &str) -> Value {
             "surfaceKind": "generated-access",
         }),
         "Migration" => json!({ "plan": { "steps": [{ "id": "project" }] }, "digest": DIGEST }),
+        "StorageVolume" => json!({
+            "projectId": "shop",
+            "environmentId": "shop-production",
+            "name": "Uploads",
+            "kind": "bind-mount",
+            "sourcePath": "/srv/uploads",
+        }),
         other => panic!("no valid spec for {other}"),
     }
 }
@@ -235,6 +245,12 @@ fn invalid_rows() -> Vec<Invalid> {
         set("OverlayDecision", "/operationKey", json!(""), "spec.operationKey"),
         set("OverlayDecision", "/source", json!(""), "spec.source"),
         set("RouteSurfaceDecision", "/surfaceKind", json!(""), "spec.surfaceKind"),
+        set("StorageVolume", "/projectId", json!(""), "spec.projectId"),
+        set("StorageVolume", "/name", json!(""), "spec.name"),
+        remove("StorageVolume", "/environmentId", "spec.environmentId"),
+        set("StorageVolume", "/sourcePath", json!("srv/uploads"), "spec.sourcePath"),
+        set("StorageVolume", "/sourcePath", json!("/"), "spec.sourcePath"),
+        set("StorageVolume", "/sourcePath", json!("/srv/$(id)"), "spec.sourcePath"),
         // Ports and probe settings Berth itself bounds.
         set("Server", "/port", json!(0), "spec.port"),
         set("Server", "/port", json!(65536), "spec.port"),
@@ -265,6 +281,7 @@ fn invalid_rows() -> Vec<Invalid> {
         set("Server", "/lifecycleStatus", json!("archived"), "spec.lifecycleStatus"),
         set("SshCredential", "/kind", json!("password"), "spec.kind"),
         set("Migration", "/protocol", json!("platform-migration/v2"), "spec.protocol"),
+        set("StorageVolume", "/kind", json!("tmpfs"), "spec.kind"),
     ]
 }
 

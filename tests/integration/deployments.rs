@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use berth_crds::condition::{ConditionStatus, READY};
 use berth_crds::deployment::{Deployment, DeploymentPhase, DeploymentState};
 use berth_crds::resource::Resource;
+use berth_crds::storage_volume::StorageVolume;
 use berth_tests::{TestNamespace, client, eventually, kubectl, random_suffix, stack_env};
 use kube::api::{Patch, PatchParams};
 use rand::Rng;
@@ -586,6 +587,26 @@ async fn storage_attachments_keep_data_across_deployments_and_detaching() {
     manifest["spec"]["storageAttachments"] = json!([
         { "attachmentId": "a1", "storageVolumeId": "uploads", "destinationPath": "/www/data" },
     ]);
+    // The volume the attachment names, applied first (as GitOps would), ready once checked.
+    let volume = json!({
+        "apiVersion": "berth.dev/v1alpha1", "kind": "StorageVolume",
+        "metadata": { "name": "uploads", "namespace": ns.name },
+        "spec": {
+            "projectId": "prj-demo", "environmentId": "env-prod", "name": "Uploads",
+            "kind": "named-volume",
+        },
+    });
+    apply(&volume.to_string());
+    let volumes = ns.api::<StorageVolume>();
+    eventually(WAIT, "storage volume Ready", || {
+        let volumes = volumes.clone();
+        async move {
+            let status = volumes.get("uploads").await.ok()?.status?;
+            let ready = status.conditions.iter().find(|c| c.type_ == READY)?;
+            (ready.status == ConditionStatus::True).then_some(())
+        }
+    })
+    .await;
     apply(&manifest.to_string());
     let deployment = wait_ended(&ns, "dep-files-1").await;
     let status = deployment.status.unwrap();

@@ -45,6 +45,7 @@ mod shim_retention;
 mod shim_runtime_control;
 mod shim_runtime_logs;
 mod shim_servers;
+mod shim_storage_volumes;
 mod shim_thresholds;
 mod shim_tokens;
 mod shim_variables;

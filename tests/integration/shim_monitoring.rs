@@ -378,10 +378,11 @@ async fn images_volumes_and_the_build_cache_are_reported_with_their_bytes() {
     let id = created["id"].as_str().unwrap().to_string();
     wait_listed_with(&member, &id, "succeeded").await;
     // A volume the app declares and mounts, from its next deployment on.
+    let data = crate::shim_storage_volumes::named_volume(&member, &shop, &prod, "Data").await;
     member
         .post(
             &format!("/resources/{id}/storage-attachments"),
-            json!({"storageVolumeId": "vol-data", "destinationPath": "/data"}),
+            json!({"storageVolumeId": data, "destinationPath": "/data"}),
         )
         .await
         .ok();
@@ -406,7 +407,7 @@ async fn images_volumes_and_the_build_cache_are_reported_with_their_bytes() {
         "{image}"
     );
 
-    let declared = berth_crds::resource::volume_name(&org.namespace, "vol-data");
+    let declared = berth_crds::resource::volume_name(&org.namespace, &data);
     let volume = wait_artifact(&member, stream, "volume", &declared).await;
     assert_eq!(volume["resourceId"], id.as_str(), "{volume}");
     assert_eq!(volume["environmentId"], prod.as_str(), "{volume}");

@@ -20,6 +20,7 @@ use kube::{Api, Client};
 use serde_json::{Value, json};
 
 use crate::shim_projects_envs::{environment, invalid, project};
+use crate::shim_storage_volumes::named_volume;
 use crate::shim_tokens::create_token;
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -300,31 +301,33 @@ async fn profiles_source_auto_deploy_and_storage() {
     );
 
     // Storage: attach, refuse a second volume at the same path, detach (the volume stays).
+    let data = named_volume(rest, &project_id, &env_id, "Data").await;
+    let other = named_volume(rest, &project_id, &env_id, "Other").await;
     let attached = rest
         .post(
             &format!("{base}/storage-attachments"),
-            json!({"storageVolumeId": "vol-data", "destinationPath": "/data"}),
+            json!({"storageVolumeId": data, "destinationPath": "/data"}),
         )
         .await
         .ok();
     let attachment = attached["id"].as_str().unwrap().to_string();
     rest.post(
         &format!("{base}/storage-attachments"),
-        json!({"storageVolumeId": "vol-other", "destinationPath": "/data"}),
+        json!({"storageVolumeId": other, "destinationPath": "/data"}),
     )
     .await
     .error(409, "conflict");
     invalid(
         rest.post(
             &format!("{base}/storage-attachments"),
-            json!({"storageVolumeId": "vol-data", "destinationPath": "data"}),
+            json!({"storageVolumeId": data, "destinationPath": "data"}),
         )
         .await,
         "destinationPath",
     );
     let spec = spec_of(&client, &org, &id).await;
     assert_eq!(spec.storage_attachments.len(), 1);
-    assert_eq!(spec.storage_attachments[0].storage_volume_id, "vol-data");
+    assert_eq!(spec.storage_attachments[0].storage_volume_id, data);
     let detached = rest
         .delete(
             &format!("{base}/storage-attachments/{attachment}"),

@@ -27,6 +27,8 @@ pub struct Confirmation {
     pub resource_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deployment_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_volume_id: Option<String>,
 }
 
 /// `{ "id": … }`: what create and delete calls return.

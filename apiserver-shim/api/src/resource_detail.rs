@@ -116,11 +116,17 @@ pub struct HealthPolicy {
 pub struct StorageAttachmentSummary {
     pub id: String,
     pub storage_volume_id: String,
-    /// `named-volume`.
-    pub storage_volume_kind: String,
+    /// The volume's name; left out when no StorageVolume of that id exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_volume_name: Option<String>,
+    /// `named-volume` or `bind-mount`; left out when no StorageVolume of that id exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_volume_kind: Option<String>,
     pub destination_path: String,
     /// `read-write`.
     pub mount_mode: String,
+    /// When it was attached (the resource's creation time when not recorded).
+    pub attached_at: String,
 }
 
 /// The latest attempt.

@@ -37,6 +37,7 @@ pub mod server_capacity;
 pub mod server_changes;
 pub mod server_connectivity;
 pub mod servers;
+pub mod storage_volumes;
 pub mod terminal;
 pub mod thresholds;
 pub mod usage_intents;
@@ -174,6 +175,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         domain_binding_readiness::endpoints(),
         resources::endpoints(),
         resource_config::endpoints(),
+        storage_volumes::endpoints(),
         runtime_logs::endpoints(),
         resource_health::endpoints(),
         diagnostics::endpoints(),

@@ -175,14 +175,17 @@ pub enum ResourceConfig {
         #[arg(long)]
         rotate_webhook_secret: bool,
     },
-    /// Attach a storage volume at a path in the container.
+    /// Attach a storage volume of the resource's environment at a path in the container
+    /// (create one with `berth volumes create`).
     #[command(
-        after_help = "Example:\n  berth config attach-storage --resource web vol-data /var/lib/app"
+        after_help = "Example:\n  berth config attach-storage --resource web uploads /var/lib/app"
     )]
     AttachStorage {
         #[command(flatten)]
         resource: ResourceOption,
+        /// Storage volume id, slug or name.
         volume: String,
+        /// Absolute path inside the container.
         path: String,
     },
     /// Detach a storage volume (the volume is kept).

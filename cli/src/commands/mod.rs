@@ -14,6 +14,7 @@ pub mod resource_config;
 pub mod resources;
 pub mod terminal;
 pub mod tokens;
+pub mod volumes;
 pub mod workspace;
 
 use std::cell::OnceCell;

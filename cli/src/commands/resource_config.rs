@@ -184,11 +184,12 @@ pub fn config(ctx: &Ctx, command: ResourceConfig) -> CliResult<()> {
             volume,
             path,
         } => {
-            let body = AttachStorage {
+            let mut body = AttachStorage {
                 storage_volume_id: volume,
                 destination_path: path,
             };
             body.validate()?;
+            body.storage_volume_id = super::volumes::volume_id(ctx, &body.storage_volume_id)?;
             let id = find_resource(ctx, &resource.resource)?.0.id;
             let path = format!("/resources/{id}/storage-attachments");
             let answer = ctx.api()?.post(&path, &body)?;

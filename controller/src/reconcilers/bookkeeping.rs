@@ -1,7 +1,8 @@
 //! Status for kinds whose reconciliation is pure bookkeeping (no remote side effects): users,
-//! sessions, members, invitations, deploy tokens, decisions and policies. Each kind says which
-//! status fields it owns; one generic controller applies exactly those, so fields other writers
-//! own (the REST shim's `lastUsedAt`, say) are never overwritten with stale values.
+//! sessions, members, invitations, deploy tokens, decisions, policies and storage volumes. Each
+//! kind says which status fields it owns; one generic controller applies exactly those, so
+//! fields other writers own (the REST shim's `lastUsedAt`, say) are never overwritten with
+//! stale values.
 
 use std::fmt::Debug;
 use std::sync::Arc;

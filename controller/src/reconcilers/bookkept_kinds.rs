@@ -8,6 +8,7 @@ use berth_crds::overlay_decision::OverlayDecision;
 use berth_crds::retention_policy::RetentionPolicy;
 use berth_crds::route_surface_decision::RouteSurfaceDecision;
 use berth_crds::session::Session;
+use berth_crds::storage_volume::StorageVolume;
 use berth_crds::threshold_policy::ThresholdPolicy;
 use berth_crds::threshold_policy::actor_kind;
 use berth_crds::usage_intent::UsageIntent;
@@ -262,6 +263,21 @@ impl Bookkept for RouteSurfaceDecision {
     }
     fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Map<String, Value> {
         recorded_once(self, conditions, "decision recorded", "decidedAt", now)
+    }
+}
+
+impl Bookkept for StorageVolume {
+    const KIND: &'static str = "StorageVolume";
+    fn api_for(&self, client: Client) -> Api<Self> {
+        namespaced_api(self, client)
+    }
+    /// The `sourcePath` rule the schema cannot express is checked here, so a volume applied
+    /// with kubectl that breaks it says so before an attempt refuses to mount it.
+    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Map<String, Value> {
+        match self.spec.problem() {
+            None => accepted(self, conditions, "volume can be attached and mounted", now),
+            Some(problem) => not_ready(self, conditions, reason::INVALID_SPEC, &problem, now),
+        }
     }
 }
 

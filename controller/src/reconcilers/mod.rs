@@ -121,7 +121,8 @@ pub async fn run_all(
         deploy_token::DeployToken, invitation::Invitation, member::Member,
         overlay_decision::OverlayDecision, retention_policy::RetentionPolicy,
         route_surface_decision::RouteSurfaceDecision, session::Session,
-        threshold_policy::ThresholdPolicy, usage_intent::UsageIntent, user::User,
+        storage_volume::StorageVolume, threshold_policy::ThresholdPolicy,
+        usage_intent::UsageIntent, user::User,
     };
     let resources = resource::Inputs {
         resources: feeds.resources.subscribe(),
@@ -169,6 +170,7 @@ pub async fn run_all(
             bookkeeping::run::<RouteSurfaceDecision>(context.clone(), shutdown.clone()),
             bookkeeping::run::<ThresholdPolicy>(context.clone(), shutdown.clone()),
             bookkeeping::run::<RetentionPolicy>(context.clone(), shutdown.clone()),
+            bookkeeping::run::<StorageVolume>(context.clone(), shutdown.clone()),
             retention::run(context.clone(), retention, shutdown.clone()),
             crate::health_history::run(
                 context.clone(),

@@ -573,6 +573,7 @@ async fn repair(
         &server,
         &current.name_any(),
         current.spec.source_snapshot.as_ref(),
+        &context.caches.storage_volumes_of(resource),
     ) else {
         return ProxyRouteStatus::Failed;
     };
@@ -606,7 +607,12 @@ async fn repair_stack(
     let Ok((server, target)) = connect(context, namespace, &current.spec.server_id).await else {
         return;
     };
-    let Some(mut plan) = stack_repair::plan_of(resource, &server, current) else {
+    let Some(mut plan) = stack_repair::plan_of(
+        resource,
+        &server,
+        current,
+        &context.caches.storage_volumes_of(resource),
+    ) else {
         return;
     };
     apply_current_config(context, namespace, resource, current, &mut plan);
@@ -648,6 +654,7 @@ async fn record_restarted(
         &server,
         &current.name_any(),
         current.spec.source_snapshot.as_ref(),
+        &context.caches.storage_volumes_of(resource),
     );
     let Ok(mut plan) = plan else { return };
     // The masker needs the secret values the container runs with.

@@ -147,12 +147,14 @@ pub fn plan_of(
     resource: &Resource,
     server: &berth_crds::server::Server,
     current: &Deployment,
+    volumes: &plan::AttachedVolumes,
 ) -> Option<Plan> {
     plan::plan(
         resource,
         server,
         &current.name_any(),
         current.spec.source_snapshot.as_ref(),
+        volumes,
     )
     .ok()
 }

@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 
 use berth_crds::resource::volume_name;
+use berth_crds::storage_volume::StorageVolumeKind;
 use berth_timeline::DiskRecord;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::reflector::ObjectRef;
@@ -73,6 +74,16 @@ impl Owners {
                 continue;
             }
             for attachment in &resource.spec.storage_attachments {
+                // A bind-mounted directory is no Docker volume.
+                let volume = crate::routes::common::find_in(
+                    &state.caches.storage_volumes,
+                    namespace,
+                    &attachment.storage_volume_id,
+                    "storage volume",
+                );
+                if volume.is_ok_and(|v| v.spec.kind == StorageVolumeKind::BindMount) {
+                    continue;
+                }
                 let owner = Owner {
                     project_id: Some(resource.spec.project_id.clone()),
                     environment_id: Some(resource.spec.environment_id.clone()),

@@ -4,6 +4,8 @@
 use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::resource::{Resource, StorageAttachment};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
 
 use super::super::Endpoint;
 use super::super::common::IdResponse;
@@ -38,7 +40,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         ),
         Endpoint::post::<AttachStorage, IdResponse, _, _>(
             "/resources/{resourceId}/storage-attachments",
-            "Attach a storage volume at a path",
+            "Attach a storage volume of the resource's environment at a path",
             attach,
         ),
         Endpoint::delete::<DetachStorage, IdResponse, _, _>(
@@ -117,6 +119,12 @@ async fn attach(
 ) -> ApiResult<Json<IdResponse>> {
     let resource = for_write(&state, &caller, &id)?;
     body.validate()?;
+    crate::routes::storage_volumes::attachable(
+        &state,
+        &caller,
+        &resource,
+        &body.storage_volume_id,
+    )?;
     let mut spec = resource.spec.clone();
     if spec
         .storage_attachments
@@ -134,6 +142,7 @@ async fn attach(
         attachment_id: attachment_id.clone(),
         storage_volume_id: body.storage_volume_id,
         destination_path: body.destination_path,
+        attached_at: Some(Time(Timestamp::now())),
     });
     save(&state, &caller, &resource, spec).await?;
     Ok(Json(IdResponse { id: attachment_id }))

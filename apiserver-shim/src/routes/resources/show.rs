@@ -145,6 +145,35 @@ fn health_policy(resource: &Resource) -> Option<HealthPolicy> {
     })
 }
 
+/// The attachments with the name and kind of the volume each mounts (left out for an id no
+/// StorageVolume has).
+fn storage_attachments(state: &AppState, resource: &Resource) -> Vec<StorageAttachmentSummary> {
+    let namespace = resource.namespace().unwrap_or_default();
+    resource
+        .spec
+        .storage_attachments
+        .iter()
+        .map(|a| {
+            let volume = find_in(
+                &state.caches.storage_volumes,
+                &namespace,
+                &a.storage_volume_id,
+                "storage volume",
+            )
+            .ok();
+            StorageAttachmentSummary {
+                id: a.attachment_id.clone(),
+                storage_volume_id: a.storage_volume_id.clone(),
+                storage_volume_name: volume.as_ref().map(|v| v.spec.name.clone()),
+                storage_volume_kind: volume.map(|v| v.spec.kind.as_str().to_string()),
+                destination_path: a.destination_path.clone(),
+                mount_mode: "read-write".into(),
+                attached_at: crate::routes::storage_volumes::attached_at(resource, a),
+            }
+        })
+        .collect()
+}
+
 fn latest_deployment(state: &AppState, resource: &Resource) -> Option<LatestDeployment> {
     let namespace = resource.namespace().unwrap_or_default();
     let id = resource.status.as_ref()?.last_deployment_id.clone()?;
@@ -230,17 +259,7 @@ pub fn detail(state: &AppState, resource: &Resource) -> ResourceDetail {
         network_profile: spec.network_profile.clone(),
         access_profile: spec.access_profile.clone(),
         health_policy: health_policy(resource),
-        storage_attachments: spec
-            .storage_attachments
-            .iter()
-            .map(|a| StorageAttachmentSummary {
-                id: a.attachment_id.clone(),
-                storage_volume_id: a.storage_volume_id.clone(),
-                storage_volume_kind: "named-volume".into(),
-                destination_path: a.destination_path.clone(),
-                mount_mode: "read-write".into(),
-            })
-            .collect(),
+        storage_attachments: storage_attachments(state, resource),
         access_summary: status.access_summary.clone(),
         proxy_route_status: status.proxy_route_status,
         latest_deployment: latest_deployment(state, resource),

@@ -21,8 +21,11 @@ use serde_json::{Value, json};
 use berth_crds::deployment::DeploymentErrorCode as Code;
 
 mod packaging;
+mod storage;
 
 use super::compose::stack::ContainerSettings;
+
+pub use self::storage::{AttachedVolumes, VolumeMount};
 
 pub use self::packaging::{
     BUILT_REPOSITORY_PREFIX, BuildPlan, Commands, DEFAULT_DOCKERFILE, GitOrigin, Origin, Packaging,
@@ -118,8 +121,8 @@ pub struct Plan {
     pub route: Option<RoutePlan>,
     /// Host port the container port is published on (`direct-port` exposure).
     pub host_port: Option<u16>,
-    /// Docker volumes mounted into the container: (volume name, path inside the container).
-    pub volumes: Vec<(String, String)>,
+    /// What the resource's storage attachments mount into the container.
+    pub volumes: Vec<VolumeMount>,
 }
 
 /// Why an attempt cannot be planned; the message goes into `lastError`.
@@ -236,7 +239,6 @@ fn host_port(resource: &Resource) -> Result<Option<u16>, PlanError> {
 /// Scheme of generated routes: TLS for generated hosts is not issued yet.
 pub const ROUTE_SCHEME: AccessScheme = AccessScheme::Http;
 
-use berth_crds::resource::volume_name;
 pub use berth_remote::edge_proxy::route_id;
 
 /// Longest name Docker's embedded DNS resolves: one DNS label.
@@ -357,12 +359,14 @@ fn port_probe(resource: &Resource, path: String, port: u16, expected_status: u16
     }
 }
 
-/// Plans an attempt of `deployment_name` for `resource` on `server` from `source`.
+/// Plans an attempt of `deployment_name` for `resource` on `server` from `source`, mounting
+/// the StorageVolumes its attachments name (`volumes`, looked up by the caller).
 pub fn plan(
     resource: &Resource,
     server: &Server,
     deployment_name: &str,
     source: Option<&SourceDescriptor>,
+    volumes: &AttachedVolumes,
 ) -> Result<Plan, PlanError> {
     let source = source
         .or(resource.spec.source.as_ref())
@@ -379,6 +383,7 @@ pub fn plan(
         ));
     }
     let host_port = host_port(resource)?;
+    let mounts = storage::mounts(resource, volumes)?;
     let runtime = resource.spec.runtime_profile.clone();
     let health = health_plan(resource, internal_port)?;
     let namespace = resource.namespace().unwrap_or_default();
@@ -417,15 +422,7 @@ pub fn plan(
         health,
         route: route(resource, server),
         host_port,
-        volumes: resource
-            .spec
-            .storage_attachments
-            .iter()
-            .map(|a| {
-                let volume = volume_name(&namespace, &a.storage_volume_id);
-                (volume, a.destination_path.clone())
-            })
-            .collect(),
+        volumes: mounts,
     })
 }
 
@@ -493,14 +490,25 @@ pub(super) mod tests {
         Server::new("local", spec)
     }
 
+    /// `resource`'s plan on the default server, without a source snapshot or volumes.
+    fn plan_for(resource: &Resource, deployment: &str) -> Result<Plan, PlanError> {
+        plan(
+            resource,
+            &server(None),
+            deployment,
+            None,
+            &AttachedVolumes::new(),
+        )
+    }
+
     /// A plan for the sample app, for tests of later steps.
     pub fn sample_plan() -> Plan {
-        plan(&resource(json!({})), &server(None), "dep-web-1", None).unwrap()
+        plan_for(&resource(json!({})), "dep-web-1").unwrap()
     }
 
     #[test]
     fn plans_labels_env_name_and_default_route() {
-        let plan = plan(&resource(json!({})), &server(None), "dep-web-1", None).unwrap();
+        let plan = plan_for(&resource(json!({})), "dep-web-1").unwrap();
         assert_eq!(plan.container_name, "berth-org-acme-web-dep-web-1");
         assert_eq!(plan.image, "berth/sample-app:1");
         assert_eq!(plan.labels[DEPLOYMENT_LABEL], "dep-web-1");
@@ -527,7 +535,7 @@ pub(super) mod tests {
         let direct = resource(json!({
             "networkProfile": { "internalPort": 5432, "exposureMode": "direct-port", "hostPort": 15432, "upstreamProtocol": "tcp" },
         }));
-        let planned = plan(&direct, &server(None), "d", None).unwrap();
+        let planned = plan_for(&direct, "d").unwrap();
         assert_eq!(planned.route, None);
         assert_eq!(planned.host_port, Some(15432));
         assert_eq!(planned.health.probe, Probe::Tcp { port: 5432 });
@@ -536,24 +544,23 @@ pub(super) mod tests {
         let missing = resource(json!({
             "networkProfile": { "internalPort": 8080, "exposureMode": "direct-port" },
         }));
-        let error = plan(&missing, &server(None), "d", None).unwrap_err();
+        let error = plan_for(&missing, "d").unwrap_err();
         assert_eq!(error.code, "host_port_missing");
         let proxied_tcp = resource(json!({
             "networkProfile": { "internalPort": 5432, "upstreamProtocol": "tcp" },
         }));
-        let error = plan(&proxied_tcp, &server(None), "d", None).unwrap_err();
+        let error = plan_for(&proxied_tcp, "d").unwrap_err();
         assert_eq!(error.code, "tcp_reverse_proxy_unsupported");
         let hidden = resource(json!({
             "networkProfile": { "internalPort": 8080, "exposureMode": "none" },
         }));
-        let planned = plan(&hidden, &server(None), "d", None).unwrap();
+        let planned = plan_for(&hidden, "d").unwrap();
         assert_eq!((planned.route, planned.host_port), (None, None));
         let stored = resource(json!({
-            "storageAttachments": [{ "attachmentId": "a1", "storageVolumeId": "uploads/2", "destinationPath": "/data" }],
+            "storageAttachments": [{ "attachmentId": "a1", "storageVolumeId": "uploads", "destinationPath": "/data" }],
         }));
-        let planned = plan(&stored, &server(None), "d", None).unwrap();
-        let volume = ("berth-org-acme-uploads-2".to_string(), "/data".to_string());
-        assert_eq!(planned.volumes, vec![volume]);
+        let error = plan_for(&stored, "d").unwrap_err();
+        assert_eq!(error.code, "storage_volume_not_found");
     }
 
     #[test]
@@ -575,7 +582,7 @@ pub(super) mod tests {
     #[test]
     fn other_source_kinds_are_refused_with_a_code() {
         let resource = resource(json!({ "source": { "kind": "git", "locator": "x" } }));
-        let error = plan(&resource, &server(None), "d", None).unwrap_err();
+        let error = plan_for(&resource, "d").unwrap_err();
         assert_eq!(error.code, "source_kind_unsupported");
         assert!(error.message.contains("remote-git"), "{}", error.message);
     }
@@ -586,7 +593,7 @@ pub(super) mod tests {
             "source": { "kind": "local-folder", "locator": "/srv/app" },
             "runtimeProfile": { "strategy": "dockerfile", "startCommand": "./serve --port 8080" },
         }));
-        let plan = plan(&resource, &server(None), "dep-web-2", None).unwrap();
+        let plan = plan_for(&resource, "dep-web-2").unwrap();
         assert_eq!(plan.image, "berth-built/org-acme-web:dep-web-2");
         assert!(matches!(plan.packaging, Packaging::Build(_)));
         assert_eq!(plan.start_command.as_deref(), Some("./serve --port 8080"));
@@ -597,7 +604,7 @@ pub(super) mod tests {
         let resource = resource(json!({
             "source": { "kind": "local-folder", "locator": "/srv/app" },
         }));
-        let mut plan = plan(&resource, &server(None), "dep-web-3", None).unwrap();
+        let mut plan = plan_for(&resource, "dep-web-3").unwrap();
         serve_image(&mut plan, "berth-built/org-acme-web:dep-web-1", None);
         assert_eq!(plan.image, "berth-built/org-acme-web:dep-web-1");
         assert!(matches!(
@@ -613,7 +620,7 @@ pub(super) mod tests {
             "kind": "static-site", "networkProfile": null,
             "source": { "kind": "local-folder", "locator": "/srv/site" },
         }));
-        let plan = plan(&resource, &server(None), "dep-web-1", None).unwrap();
+        let plan = plan_for(&resource, "dep-web-1").unwrap();
         assert_eq!(plan.internal_port, Some(STATIC_SITE_PORT));
         assert_eq!(plan.health.port(), Some(STATIC_SITE_PORT));
         let Packaging::Build(build) = plan.packaging else {
@@ -625,25 +632,25 @@ pub(super) mod tests {
     #[test]
     fn an_app_without_a_port_gets_no_route_and_is_checked_by_running_or_a_command() {
         let worker = resource(json!({ "kind": "worker", "networkProfile": null }));
-        let planned = plan(&worker, &server(None), "d", None).unwrap();
+        let planned = plan_for(&worker, "d").unwrap();
         assert_eq!(planned.internal_port, None);
         assert_eq!(planned.route, None);
         assert_eq!(planned.health.probe, Probe::Running);
         let checked = resource(json!({ "networkProfile": null, "runtimeProfile": {
             "healthCheck": { "type": "command", "command": "test -f /tmp/ready", "retries": 5 },
         }}));
-        let planned = plan(&checked, &server(None), "d", None).unwrap();
+        let planned = plan_for(&checked, "d").unwrap();
         let command = "test -f /tmp/ready".to_string();
         assert_eq!(planned.health.probe, Probe::Command { command });
         assert_eq!(planned.health.retries, 5);
         let http_without_port = resource(json!({ "networkProfile": null, "runtimeProfile": {
             "healthCheck": { "path": "/healthz" },
         }}));
-        let error = plan(&http_without_port, &server(None), "d", None).unwrap_err();
+        let error = plan_for(&http_without_port, "d").unwrap_err();
         assert_eq!(error.code, Code::HealthCheckInvalid);
         let no_command =
             resource(json!({ "runtimeProfile": { "healthCheck": { "type": "command" } } }));
-        let error = plan(&no_command, &server(None), "d", None).unwrap_err();
+        let error = plan_for(&no_command, "d").unwrap_err();
         assert!(
             error.message.contains("healthCheck.command"),
             "{}",

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use berth_crds::progress::OutputStream;
+use berth_crds::storage_volume::StorageVolumeKind;
 use bollard::Docker;
 use bollard::container::LogOutput;
 use bollard::models::{
@@ -507,10 +508,13 @@ pub fn container_body(plan: &Plan, serving: bool) -> ContainerCreateBody {
             mounts: Some(
                 plan.volumes
                     .iter()
-                    .map(|(volume, path)| Mount {
-                        typ: Some(MountType::VOLUME),
-                        source: Some(volume.clone()),
-                        target: Some(path.clone()),
+                    .map(|mount| Mount {
+                        typ: Some(match mount.kind {
+                            StorageVolumeKind::NamedVolume => MountType::VOLUME,
+                            StorageVolumeKind::BindMount => MountType::BIND,
+                        }),
+                        source: Some(mount.source.clone()),
+                        target: Some(mount.target.clone()),
                         ..Default::default()
                     })
                     .collect(),

@@ -258,6 +258,7 @@ pub async fn plan(
         &server,
         &deployment.name_any(),
         deployment.spec.source_snapshot.as_ref(),
+        &context.caches.storage_volumes_of(resource),
     )
     .map_err(|e| stop(Plan, e.code, e.message))?;
     plan.restart_held = true;

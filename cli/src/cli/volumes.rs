@@ -1,0 +1,62 @@
+//! `berth volumes`: storage volumes a resource mounts (attach one with `berth config
+//! attach-storage`).
+
+use clap::Subcommand;
+
+#[derive(Subcommand, Debug)]
+pub enum Volumes {
+    /// List storage volumes with the resources they are attached to.
+    #[command(
+        visible_alias = "ls",
+        after_help = "Examples:\n  berth volumes list\n  berth volumes list --project Shop --environment prod"
+    )]
+    List {
+        /// Only this project's volumes (id, slug or name).
+        #[arg(long)]
+        project: Option<String>,
+        /// Only this environment's volumes (id or name).
+        #[arg(long)]
+        environment: Option<String>,
+    },
+    /// Show a storage volume and where it is attached.
+    #[command(after_help = "Example:\n  berth volumes show uploads")]
+    Show {
+        /// Volume id, slug or name.
+        volume: String,
+    },
+    /// Create a storage volume in an environment: a Docker volume Berth names (named-volume,
+    /// the default), or a directory of the server mounted as it is (bind-mount, with
+    /// --source-path).
+    #[command(
+        after_help = "Examples:\n  berth volumes create uploads --project Shop --environment prod\n  berth volumes create media --project Shop --environment prod --source-path /srv/media\n  berth config attach-storage --resource web uploads /var/lib/app/uploads"
+    )]
+    Create {
+        /// Display name; its slug must be free in the environment.
+        name: String,
+        /// Project id, slug or name.
+        #[arg(long)]
+        project: String,
+        /// Environment id or name (of that project).
+        #[arg(long)]
+        environment: String,
+        /// named-volume or bind-mount (default: bind-mount with --source-path, else
+        /// named-volume).
+        #[arg(long)]
+        kind: Option<String>,
+        /// Absolute path of a directory on the server (bind-mount only).
+        #[arg(long)]
+        source_path: Option<String>,
+        #[arg(long)]
+        description: Option<String>,
+    },
+    /// Delete a storage volume no resource attaches (detach it first). Its data on servers
+    /// (the Docker volume or the directory) is kept.
+    #[command(
+        visible_alias = "rm",
+        after_help = "Example:\n  berth volumes delete uploads"
+    )]
+    Delete {
+        /// Volume id, slug or name.
+        volume: String,
+    },
+}
