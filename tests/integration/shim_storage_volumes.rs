@@ -3,11 +3,13 @@
 //! their attachments, attaching only existing volumes of the resource's environment, a
 //! refused delete while attached, and what the volumes hold inside deployed containers.
 
+use berth_crds::condition::{ConditionStatus, READY};
 use berth_crds::deployment::{Deployment, DeploymentState};
 use berth_crds::member::OrganizationRole;
 use berth_crds::resource::{Resource, ResourceSpec};
+use berth_crds::storage_volume::StorageVolume;
 use berth_tests::rest::{Reply, Rest, TestOrg};
-use berth_tests::{client, eventually, kubectl};
+use berth_tests::{TestNamespace, client, eventually, kubectl};
 use kube::api::PostParams;
 use kube::{Api, Client};
 use serde_json::{Value, json};
@@ -487,4 +489,40 @@ async fn first_attempt_error(
     .await;
     let _ = resources.delete(&id, &Default::default()).await;
     status.last_error.expect("the failed attempt's error")
+}
+
+#[tokio::test]
+async fn a_volume_applied_with_kubectl_that_breaks_the_source_path_rule_says_so() {
+    let client = client().await;
+    let ns = TestNamespace::new(&client, "vol-rule").await;
+    for (name, kind, source_path) in [
+        ("bind-without-path", "bind-mount", None),
+        ("named-with-path", "named-volume", Some("/srv/data")),
+    ] {
+        let manifest = json!({
+            "apiVersion": "berth.dev/v1alpha1", "kind": "StorageVolume",
+            "metadata": { "name": name, "namespace": ns.name },
+            "spec": {
+                "projectId": "prj-1", "environmentId": "env-1", "name": name, "kind": kind,
+                "sourcePath": source_path,
+            },
+        });
+        let output = kubectl(&["apply", "-f", "-"], Some(&manifest.to_string()));
+        assert!(output.status.success(), "kubectl apply: {output:?}");
+    }
+    let volumes = ns.api::<StorageVolume>();
+    for name in ["bind-without-path", "named-with-path"] {
+        let ready = eventually(WAIT, &format!("{name} Ready=False"), || async {
+            let status = volumes.get(name).await.ok()?.status?;
+            let ready = status.conditions.into_iter().find(|c| c.type_ == READY)?;
+            (ready.status == ConditionStatus::False).then_some(ready)
+        })
+        .await;
+        assert_eq!(ready.reason, "InvalidSpec");
+        assert!(
+            ready.message.contains("spec.sourcePath"),
+            "{}",
+            ready.message
+        );
+    }
 }
