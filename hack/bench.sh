@@ -158,7 +158,7 @@ stack_env() {
 bench_ssh() {
   stack_env
   log "building berth-bench-ssh"
-  (cd "$HACK_DIR/.." && cargo build --quiet -p berth-tests --bin berth-bench-ssh)
+  (cd "$HACK_DIR/.." && cargo build --quiet --features berth-tests/bench -p berth-tests --bin berth-bench-ssh)
   log "running (debug build; the same profile the controller runs with in dev and test)"
   "$CARGO_TARGET_DIR/debug/berth-bench-ssh" "$@"
 }
@@ -172,7 +172,7 @@ bench_shim() {
   # shellcheck source-path=SCRIPTDIR
   source "$HACK_DIR/lib/berth.sh"
   log "building Berth and berth-bench-shim"
-  (cd "$HACK_DIR/.." && cargo build --quiet --bins -p berth-apiserver-shim -p berth-controller -p berth-tests)
+  (cd "$HACK_DIR/.." && cargo build --quiet --bins -p berth-apiserver-shim -p berth-controller -p berth-tests --features berth-tests/bench)
   berth_install_crds
   berth_install_rbac
   # Organizations get their namespace from berth-controller; reuse one that runs already.
@@ -200,7 +200,7 @@ bench_deploy() {
   # shellcheck source-path=SCRIPTDIR
   source "$HACK_DIR/lib/berth.sh"
   log "building Berth"
-  (cd "$HACK_DIR/.." && cargo build --quiet --bins -p berth-controller -p berth-tests)
+  (cd "$HACK_DIR/.." && cargo build --quiet --bins -p berth-controller -p berth-tests --features berth-tests/bench)
   berth_install_crds
   berth_install_rbac
   # The Server goes first, while the controller still runs, so its finalizer removes the proxy.
@@ -241,7 +241,7 @@ bench_observe() {
   # code in the same profile. berth-controller only deploys the app: the dev/test build.
   log "building berth-shim and the observe and store benches (release), berth-controller"
   (cd "$HACK_DIR/.." && cargo build --quiet --release -p berth-apiserver-shim --bin berth-shim \
-    -p berth-tests --bin berth-bench-observe --bin berth-bench-store)
+    --features berth-tests/bench -p berth-tests --bin berth-bench-observe --bin berth-bench-store)
   (cd "$HACK_DIR/.." && cargo build --quiet -p berth-controller --bin berth-controller)
   berth_install_crds
   berth_install_rbac
@@ -338,7 +338,7 @@ bench_cli() {
 bench_rollup() {
   export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$BERTH_CACHE/target}
   log "building berth-bench-rollup (release)"
-  (cd "$HACK_DIR/.." && cargo build --quiet --release -p berth-tests --bin berth-bench-rollup)
+  (cd "$HACK_DIR/.." && cargo build --quiet --release --features berth-tests/bench -p berth-tests --bin berth-bench-rollup)
   TMPDIR=$BERTH_CACHE "$CARGO_TARGET_DIR/release/berth-bench-rollup" "$@"
 }
 

@@ -39,7 +39,8 @@ if [[ -z "${BERTH_TEST_QUICK:-}" ]]; then
   cargo fmt --all -- --check
 
   step "clippy (-D warnings)"
-  cargo clippy --workspace --all-targets --quiet -- -D warnings
+  # --all-features: the benchmark clients (berth-tests/bench) are linted too.
+  cargo clippy --workspace --all-targets --all-features --quiet -- -D warnings
 
   step "unit tests"
   cargo test --workspace --exclude berth-tests --quiet

@@ -19,7 +19,7 @@ bench_console_api() {
   # organization's namespace: the dev/test build.
   log "building berth-shim and berth-bench-console (release), berth-controller"
   (cd "$HACK_DIR/.." && cargo build --quiet --release -p berth-apiserver-shim --bin berth-shim \
-    -p berth-tests --bin berth-bench-console)
+    --features berth-tests/bench -p berth-tests --bin berth-bench-console)
   (cd "$HACK_DIR/.." && cargo build --quiet -p berth-controller --bin berth-controller)
   berth_install_crds
   berth_install_rbac
