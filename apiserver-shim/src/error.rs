@@ -4,30 +4,9 @@
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use schemars::JsonSchema;
-use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-/// The body of every error response.
-#[derive(Serialize, JsonSchema, Debug)]
-pub struct ErrorEnvelope {
-    pub error: ErrorBody,
-}
-
-/// What went wrong, for people and for programs.
-#[derive(Serialize, JsonSchema, Debug, Clone)]
-pub struct ErrorBody {
-    /// Stable machine-readable code, e.g. `validation_error`.
-    pub code: &'static str,
-    /// Who can fix it: `user`, `auth`, `conflict` or `infra`.
-    pub category: &'static str,
-    /// Human-readable explanation; never contains a secret value.
-    pub message: String,
-    /// Whether repeating the same request may succeed.
-    pub retriable: bool,
-    /// Structured context, e.g. the offending `field`.
-    pub details: Map<String, Value>,
-}
+pub use berth_api::error::{ErrorBody, ErrorEnvelope};
 
 /// An error on its way to becoming a response.
 #[derive(Debug, Clone)]
@@ -48,8 +27,8 @@ impl ApiError {
         Self {
             status,
             body: ErrorBody {
-                code,
-                category,
+                code: code.into(),
+                category: category.into(),
                 message: message.into(),
                 retriable: status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS,
                 details: Map::new(),

@@ -5,6 +5,7 @@ use std::io::BufReader;
 use std::net::TcpStream;
 use std::time::Duration;
 
+use berth_api::error::ErrorEnvelope;
 use reqwest::Method;
 use reqwest::blocking::{Client, RequestBuilder, Response};
 use serde::Serialize;
@@ -170,18 +171,23 @@ impl Api {
 
 /// The error envelope `{"error":{"code","message",…}}`; any other body keeps its first line.
 pub fn api_error(status: u16, body: &str) -> CliError {
-    let envelope: Option<Value> = serde_json::from_str(body).ok();
-    let field = |name: &str| {
-        envelope
-            .as_ref()
-            .and_then(|e| e["error"][name].as_str())
-            .map(str::to_string)
-    };
-    let fallback = body.lines().next().unwrap_or_default().chars().take(200);
-    CliError::Api {
-        status,
-        code: field("code").unwrap_or_else(|| format!("http_{status}")),
-        message: field("message").unwrap_or_else(|| fallback.collect()),
+    match serde_json::from_str::<ErrorEnvelope>(body) {
+        Ok(ErrorEnvelope { error }) => CliError::Api {
+            status,
+            code: error.code.into_owned(),
+            message: error.message,
+        },
+        Err(_) => CliError::Api {
+            status,
+            code: format!("http_{status}"),
+            message: body
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .chars()
+                .take(200)
+                .collect(),
+        },
     }
 }
 

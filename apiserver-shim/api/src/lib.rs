@@ -27,6 +27,7 @@ pub mod deployment_proof;
 pub mod deployment_records;
 pub mod deployments;
 pub mod environments;
+pub mod error;
 pub mod identity;
 pub mod invitations;
 pub mod limits;
