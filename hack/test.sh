@@ -62,7 +62,7 @@ if [[ -z "${BERTH_TEST_QUICK:-}" ]]; then
   # on PostgreSQL too.
   step "observation store tests on PostgreSQL"
   [[ -n "${BERTH_TEST_POSTGRES_URL:-}" ]] || die "hack/stack.sh env gave no BERTH_TEST_POSTGRES_URL"
-  cargo test -p berth-timeline --quiet
+  cargo test -p berth-observations --quiet
 fi
 # shellcheck source-path=SCRIPTDIR
 source "$HACK_DIR/lib/berth.sh"

@@ -11,7 +11,7 @@ use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::Response;
 use berth_api::activity::AuditFieldChange;
-use berth_timeline::AuditRecord;
+use berth_observations::AuditRecord;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
 

@@ -37,7 +37,7 @@ pub struct ShimOptions {
         value_name = "URL",
         hide_env_values = true
     )]
-    pub observation_store: Option<berth_timeline::StoreLocation>,
+    pub observation_store: Option<berth_observations::StoreLocation>,
     /// Seconds between the server observer's monitoring samples, as berth-controller's option
     /// of the same name (5..=3600): samples older than two intervals are `stale`, gaps longer
     /// than 2.5 intervals are `missing-samples`.
@@ -64,10 +64,10 @@ pub struct ShimOptions {
 
 impl ShimOptions {
     /// Where the observation store is: `--observation-store`, else the data directory's file.
-    pub fn observation_store(&self) -> berth_timeline::StoreLocation {
+    pub fn observation_store(&self) -> berth_observations::StoreLocation {
         self.observation_store
             .clone()
-            .unwrap_or_else(|| berth_timeline::StoreLocation::in_data_dir(&self.data_dir))
+            .unwrap_or_else(|| berth_observations::StoreLocation::in_data_dir(&self.data_dir))
     }
 }
 
@@ -90,7 +90,7 @@ mod tests {
         let cli = ShimOptions::try_parse_from(["berth-shim", "--observation-store", url]).unwrap();
         assert!(matches!(
             cli.observation_store(),
-            berth_timeline::StoreLocation::Postgres(_)
+            berth_observations::StoreLocation::Postgres(_)
         ));
         assert!(!format!("{cli:?}").contains("s3cret"), "{cli:?}");
         // `--help` would print the variable's value beside the option otherwise.

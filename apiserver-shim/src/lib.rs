@@ -71,7 +71,8 @@ pub async fn run(options: ShimOptions) -> anyhow::Result<()> {
     let location = options.observation_store();
     tracing::info!(store = %location, "opening the observation store");
     let observation_store_driver = location.driver();
-    let timelines = tokio::task::spawn_blocking(move || berth_timeline::open(&location)).await??;
+    let timelines =
+        tokio::task::spawn_blocking(move || berth_observations::open(&location)).await??;
     let caches = Caches::start(&client);
     tracing::info!("filling caches");
     caches.wait_until_ready().await?;

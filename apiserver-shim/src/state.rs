@@ -27,7 +27,7 @@ pub struct AppState {
     /// Recent `DELETE /servers` idempotency keys.
     pub server_deletions: Arc<crate::routes::servers::DeleteReceipts>,
     /// Deployment timelines, recorded by berth-controller in the shared observation store.
-    pub timelines: Arc<dyn berth_timeline::TimelineStore>,
+    pub timelines: Arc<dyn berth_observations::ObservationStore>,
     /// Resources' latest access-failure evidence as recently read, for cached health.
     pub recent_access_failures: Arc<crate::routes::access_failures::RecentLatest>,
 }

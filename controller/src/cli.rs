@@ -58,7 +58,7 @@ pub struct RunOptions {
         value_name = "URL",
         hide_env_values = true
     )]
-    pub observation_store: Option<berth_timeline::StoreLocation>,
+    pub observation_store: Option<berth_observations::StoreLocation>,
     /// ACME directory certificates are ordered from (DESIGN §5b).
     #[arg(
         long,
@@ -145,10 +145,10 @@ impl RunOptions {
     }
 
     /// Where the observation store is: `--observation-store`, else the data directory's file.
-    pub fn observation_store(&self) -> berth_timeline::StoreLocation {
+    pub fn observation_store(&self) -> berth_observations::StoreLocation {
         self.observation_store
             .clone()
-            .unwrap_or_else(|| berth_timeline::StoreLocation::in_data_dir(&self.data_dir))
+            .unwrap_or_else(|| berth_observations::StoreLocation::in_data_dir(&self.data_dir))
     }
 }
 
@@ -163,7 +163,7 @@ mod tests {
         let cli = Cli::try_parse_from(["berth-controller", "--observation-store", url]).unwrap();
         assert!(matches!(
             cli.run.observation_store(),
-            berth_timeline::StoreLocation::Postgres(_)
+            berth_observations::StoreLocation::Postgres(_)
         ));
         assert!(!format!("{cli:?}").contains("s3cret"), "{cli:?}");
         // `--help` would print the variable's value beside the option otherwise.

@@ -11,9 +11,9 @@ use crate::cache::Caches;
 use crate::metrics::Metrics;
 use crate::observer::Observers;
 use crate::reconcilers::deployment::supervisor::Attempts;
+use berth_observations::TimelineWriter;
 use berth_remote::{PoolSettings, ServerConnectionPool};
 use berth_source::SourceCache;
-use berth_timeline::TimelineWriter;
 
 /// Field manager of every write the controller makes (server-side apply).
 pub const FIELD_MANAGER: &str = "berth-controller";

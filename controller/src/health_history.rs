@@ -13,7 +13,7 @@ use berth_crds::deployment::Deployment;
 use berth_crds::health::{Inputs, ResourceHealth, build};
 use berth_crds::resource::Resource;
 use berth_crds::server::Server;
-use berth_timeline::HealthObservation;
+use berth_observations::HealthObservation;
 use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;

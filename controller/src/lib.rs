@@ -90,12 +90,12 @@ pub async fn run(options: RunOptions) -> anyhow::Result<()> {
 }
 
 /// Opens the observation store, prunes it now and hourly, and starts its writer.
-async fn open_timeline(options: &RunOptions) -> anyhow::Result<berth_timeline::TimelineWriter> {
+async fn open_timeline(options: &RunOptions) -> anyhow::Result<berth_observations::TimelineWriter> {
     use std::sync::Arc;
     let location = options.observation_store();
     // Shown masked: a URL's password never reaches a log line.
     let shown = location.to_string();
-    let store = tokio::task::spawn_blocking(move || berth_timeline::open(&location)).await??;
+    let store = tokio::task::spawn_blocking(move || berth_observations::open(&location)).await??;
     let retention = Duration::from_secs(options.timeline_retention_days * 24 * 3600);
     let health_retention = options.health_history().retention;
     let sample_retention = options.monitoring().retention;
@@ -113,22 +113,22 @@ async fn open_timeline(options: &RunOptions) -> anyhow::Result<berth_timeline::T
             .await;
             let store = Arc::clone(&pruned);
             prune("expired access-failure evidence", move || {
-                store.prune_access_failures(berth_timeline::now_ms())
+                store.prune_access_failures(berth_observations::now_ms())
             })
             .await;
             let store = Arc::clone(&pruned);
-            let before_ms = berth_timeline::now_ms() - sample_retention.as_millis() as i64;
+            let before_ms = berth_observations::now_ms() - sample_retention.as_millis() as i64;
             prune("monitoring samples", move || store.prune_samples(before_ms)).await;
         }
     });
     tracing::info!(store = %shown, "observation store open");
-    Ok(berth_timeline::TimelineWriter::start(store)?)
+    Ok(berth_observations::TimelineWriter::start(store)?)
 }
 
 /// Runs one pruning call off the async threads and logs what it did.
 async fn prune(
     what: &'static str,
-    call: impl FnOnce() -> Result<usize, berth_timeline::TimelineError> + Send + 'static,
+    call: impl FnOnce() -> Result<usize, berth_observations::TimelineError> + Send + 'static,
 ) {
     match tokio::task::spawn_blocking(call).await {
         Ok(Ok(0)) => {}

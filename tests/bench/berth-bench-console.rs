@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail, ensure};
 use berth_crds::member::OrganizationRole;
 use berth_crds::resource::Resource;
+use berth_observations::{AttemptRecord, StoreLocation};
 use berth_tests::rest::{Rest, TestOrg};
-use berth_timeline::{AttemptRecord, StoreLocation};
 use clap::Parser;
 use futures::StreamExt;
 use http_body_util::{BodyExt, Full};
@@ -289,7 +289,7 @@ async fn archive_attempts(
 ) -> anyhow::Result<()> {
     let location = store_location(options)?;
     let detail = (&fixtures.project, &fixtures.environment);
-    let now_ms = berth_timeline::now_ms();
+    let now_ms = berth_observations::now_ms();
     let records: Vec<AttemptRecord> = (0..options.attempts)
         .map(|n| {
             let name = format!("dep-{resource}-h{n:04}");
@@ -321,7 +321,7 @@ async fn archive_attempts(
         })
         .collect();
     tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
-        let store = berth_timeline::open(&location)?;
+        let store = berth_observations::open(&location)?;
         store.record_attempts(&records)?;
         Ok(())
     })
@@ -333,7 +333,7 @@ async fn archive_attempts(
 fn store_location(options: &Options) -> anyhow::Result<StoreLocation> {
     Ok(match (&options.observation_store, &options.data_dir) {
         (Some(location), _) => location.clone(),
-        (None, Some(dir)) => StoreLocation::Sqlite(dir.join(berth_timeline::FILE_NAME)),
+        (None, Some(dir)) => StoreLocation::Sqlite(dir.join(berth_observations::FILE_NAME)),
         (None, None) => bail!("set BERTH_OBSERVATION_STORE or BERTH_DATA_DIR (the shim's store)"),
     })
 }
@@ -349,7 +349,7 @@ async fn forget(options: &Options, namespace: &str, resource: &str) {
         return;
     };
     let forgotten = tokio::task::spawn_blocking(move || -> anyhow::Result<usize> {
-        Ok(berth_timeline::open(&location)?.forget_resource(&namespace, &resource)?)
+        Ok(berth_observations::open(&location)?.forget_resource(&namespace, &resource)?)
     })
     .await;
     if let Ok(Err(error)) = forgotten {

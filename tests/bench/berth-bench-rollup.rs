@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use berth_crds::monitoring::{
     MonitoringSample, PROVIDER_KEY, SampleLabels, ScopeEvidence, ScopeKind, Totals,
 };
-use berth_timeline::{
-    Detail, RollupQuery, SampleQuery, SampleRecord, StoreLocation, Tier, TimelineStore,
+use berth_observations::{
+    Detail, ObservationStore, RollupQuery, SampleQuery, SampleRecord, StoreLocation, Tier,
 };
 use clap::Parser;
 
@@ -55,7 +55,7 @@ fn main() -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(|| dir.path().join("bench.sqlite"));
     let reused = file.exists();
-    let store = berth_timeline::open(&StoreLocation::Sqlite(file.clone()))?;
+    let store = berth_observations::open(&StoreLocation::Sqlite(file.clone()))?;
     if reused {
         println!("reading {} as recorded by an earlier run", file.display());
         return if measure_reads(&store, &options) {
@@ -90,7 +90,7 @@ fn main() -> anyhow::Result<()> {
 }
 
 /// The whole window, reporting how fast it was recorded.
-fn record_all(store: &Arc<dyn TimelineStore>, options: &Options) -> anyhow::Result<()> {
+fn record_all(store: &Arc<dyn ObservationStore>, options: &Options) -> anyhow::Result<()> {
     println!(
         "recording {} days of minute samples for {} containers and their host",
         options.days, options.resources
@@ -109,7 +109,7 @@ fn record_all(store: &Arc<dyn TimelineStore>, options: &Options) -> anyhow::Resu
 
 /// One collector tick per minute from `from` to `to`: the host and every container.
 fn record(
-    store: &Arc<dyn TimelineStore>,
+    store: &Arc<dyn ObservationStore>,
     options: &Options,
     from: i64,
     to: i64,
@@ -223,7 +223,7 @@ fn p99(mut times: Vec<Duration>) -> Duration {
 
 /// Rollup of the whole window (hour buckets) against the samples of the last hour, alternating;
 /// for the namespace and for one resource. Returns whether the namespace goal was met.
-fn measure_reads(store: &Arc<dyn TimelineStore>, options: &Options) -> bool {
+fn measure_reads(store: &Arc<dyn ObservationStore>, options: &Options) -> bool {
     let window = |from_ms: i64, resource: Option<&str>| SampleQuery {
         namespace: NAMESPACE.into(),
         resource: resource.map(str::to_string),
@@ -283,7 +283,7 @@ fn measure_reads(store: &Arc<dyn TimelineStore>, options: &Options) -> bool {
 
 /// Prunes to the last day, records one more day, prunes again: the file must not grow.
 fn prune_and_grow(
-    store: &Arc<dyn TimelineStore>,
+    store: &Arc<dyn ObservationStore>,
     file: &Path,
     options: &Options,
 ) -> anyhow::Result<bool> {

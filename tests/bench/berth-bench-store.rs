@@ -1,5 +1,5 @@
 //! Observation store inserts per second, on SQLite and (given a database) PostgreSQL, in one
-//! run: timeline entries appended through `TimelineStore` as the controller's writer does, one
+//! run: timeline entries appended through `ObservationStore` as the controller's writer does, one
 //! entry per transaction (a quiet attempt) and in batches (build output); and health-history
 //! observations (`record_health`, a health record of about 1.5 KB each) one at a time (a
 //! resource whose state changed) and in batches (the controller's periodic sweep, every
@@ -14,7 +14,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use anyhow::Context as _;
 use berth_crds::deployment::{DeploymentPhase, DeploymentStep};
 use berth_crds::progress::{Level, ProgressEvent, Source, StreamStatus};
-use berth_timeline::{HealthObservation, StoreLocation, TimelineKey, TimelineStore};
+use berth_observations::{HealthObservation, ObservationStore, StoreLocation, TimelineKey};
 use clap::Parser;
 
 #[derive(Parser, Debug)]
@@ -45,7 +45,7 @@ fn main() -> anyhow::Result<()> {
     );
     let dir = tempfile::tempdir()?;
     let sqlite = StoreLocation::Sqlite(dir.path().join("bench.sqlite"));
-    measure("sqlite", &berth_timeline::open(&sqlite)?, &options)?;
+    measure("sqlite", &berth_observations::open(&sqlite)?, &options)?;
     if let Some(url) = &options.postgres {
         let schema = format!("berth_bench_{}", std::process::id());
         admin(url, &format!("CREATE SCHEMA {schema}"))?;
@@ -53,7 +53,7 @@ fn main() -> anyhow::Result<()> {
         let location: StoreLocation = format!("{url}{separator}options=-csearch_path%3D{schema}")
             .parse()
             .expect("parsing a location never fails");
-        let outcome = berth_timeline::open(&location)
+        let outcome = berth_observations::open(&location)
             .map_err(anyhow::Error::from)
             .and_then(|store| measure("postgres", &store, &options));
         admin(url, &format!("DROP SCHEMA {schema} CASCADE"))?;
@@ -64,14 +64,14 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn measure(name: &str, store: &Arc<dyn TimelineStore>, options: &Options) -> anyhow::Result<()> {
+fn measure(name: &str, store: &Arc<dyn ObservationStore>, options: &Options) -> anyhow::Result<()> {
     measure_timeline(name, store, options)?;
     measure_health(name, store, options)
 }
 
 fn measure_timeline(
     name: &str,
-    store: &Arc<dyn TimelineStore>,
+    store: &Arc<dyn ObservationStore>,
     options: &Options,
 ) -> anyhow::Result<()> {
     for per_append in [1, options.batch.max(1)] {
@@ -97,7 +97,7 @@ fn measure_timeline(
 /// sweep's worth when the periodic pass finds every resource due.
 fn measure_health(
     name: &str,
-    store: &Arc<dyn TimelineStore>,
+    store: &Arc<dyn ObservationStore>,
     options: &Options,
 ) -> anyhow::Result<()> {
     for per_call in [1, options.sweep.max(1)] {
@@ -203,7 +203,7 @@ fn admin(url: &str, sql: &str) -> anyhow::Result<()> {
     runtime.block_on(async {
         let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
             .await
-            .with_context(|| format!("connecting to {}", berth_timeline::mask_url(url)))?;
+            .with_context(|| format!("connecting to {}", berth_observations::mask_url(url)))?;
         let connection = tokio::spawn(connection);
         client.batch_execute(sql).await.context(sql.to_string())?;
         drop(client);

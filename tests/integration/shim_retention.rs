@@ -10,9 +10,9 @@ use berth_crds::member::OrganizationRole;
 use berth_crds::monitoring::{
     MonitoringSample, PROVIDER_KEY, SampleLabels, ScopeEvidence, ScopeKind, Totals,
 };
+use berth_observations::{History, ObservationStore, SampleRecord, StoreLocation};
 use berth_tests::rest::{Rest, TestOrg};
 use berth_tests::{client, eventually, kubectl};
-use berth_timeline::{History, SampleRecord, StoreLocation, TimelineStore};
 use serde_json::{Value, json};
 
 use crate::shim_projects_envs::invalid;
@@ -23,14 +23,14 @@ const RUN: Duration = Duration::from_secs(60);
 const HOUR_MS: i64 = 3_600_000;
 
 /// The store berth-controller writes (`hack/test.sh` runs it on the data directory's SQLite).
-fn store() -> std::sync::Arc<dyn TimelineStore> {
+fn store() -> std::sync::Arc<dyn ObservationStore> {
     let dir = std::env::var("BERTH_DATA_DIR").expect("BERTH_DATA_DIR (hack/test.sh sets it)");
-    berth_timeline::open(&StoreLocation::in_data_dir(&PathBuf::from(dir))).expect("open store")
+    berth_observations::open(&StoreLocation::in_data_dir(&PathBuf::from(dir))).expect("open store")
 }
 
 /// A host sample of `namespace` observed `hours_ago`.
 fn sample(namespace: &str, hours_ago: i64) -> SampleRecord {
-    let at = berth_timeline::now_ms() - hours_ago * HOUR_MS;
+    let at = berth_observations::now_ms() - hours_ago * HOUR_MS;
     let stamp = k8s_openapi::jiff::Timestamp::from_millisecond(at)
         .unwrap()
         .to_string();
@@ -208,7 +208,7 @@ async fn a_dry_run_reports_old_samples_and_a_destructive_run_deletes_only_them()
     let recent: Vec<SampleRecord> = (1..4).map(|n| sample(&org.namespace, n)).collect();
     store.record_samples(&old).unwrap();
     store.record_samples(&recent).unwrap();
-    let cutoff = berth_timeline::now_ms() - 48 * HOUR_MS;
+    let cutoff = berth_observations::now_ms() - 48 * HOUR_MS;
     let samples = History::MonitoringSamples;
 
     let before = k8s_openapi::jiff::Timestamp::now().to_string();
@@ -255,7 +255,7 @@ async fn a_dry_run_reports_old_samples_and_a_destructive_run_deletes_only_them()
         store.count_before(&org.namespace, samples, cutoff).unwrap(),
         0
     );
-    let now = berth_timeline::now_ms();
+    let now = berth_observations::now_ms();
     assert_eq!(
         store.count_before(&org.namespace, samples, now).unwrap(),
         3,

@@ -237,9 +237,11 @@ fn in_order(from: &str, to: &str, start: Timestamp, end: Timestamp) -> Result<()
 /// Runs an observation-store call off the async threads; a failing store is a 503 naming
 /// `what` could not be read (the cause goes to the log).
 pub async fn store_call<T: Send + 'static>(
-    store: &std::sync::Arc<dyn berth_timeline::TimelineStore>,
+    store: &std::sync::Arc<dyn berth_observations::ObservationStore>,
     what: &'static str,
-    call: impl FnOnce(&dyn berth_timeline::TimelineStore) -> Result<T, berth_timeline::TimelineError>
+    call: impl FnOnce(
+        &dyn berth_observations::ObservationStore,
+    ) -> Result<T, berth_observations::TimelineError>
     + Send
     + 'static,
 ) -> Result<T, ApiError> {

@@ -41,7 +41,7 @@ use crate::write::{UPDATED_BY_ID, UPDATED_BY_KIND};
 use axum::http::StatusCode;
 use berth_api::build::SourceKind;
 use berth_api::repository::RepoLocator;
-use berth_timeline::TimelineKey;
+use berth_observations::TimelineKey;
 
 pub use berth_api::deployments::{DeploymentCreated, StartDeployment};
 

@@ -16,7 +16,7 @@ use berth_crds::deployment::Deployment;
 use berth_crds::health::{Inputs, build};
 use berth_crds::masking::Masker;
 use berth_crds::resource::Resource;
-use berth_timeline::TimelineKey;
+use berth_observations::TimelineKey;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 

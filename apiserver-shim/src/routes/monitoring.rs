@@ -18,7 +18,7 @@ use berth_api::monitoring::{MonitoringWarning, Sample, SourceError};
 pub use berth_api::monitoring::{Retention, Scope};
 use berth_crds::member::OrganizationRole;
 use berth_crds::monitoring::{MonitoringSample, SAMPLES_SCHEMA_VERSION, ScopeKind, Signal};
-use berth_timeline::{SampleQuery, TimelineError};
+use berth_observations::{SampleQuery, TimelineError};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use schemars::JsonSchema;
 use serde::Serialize;

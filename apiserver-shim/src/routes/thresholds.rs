@@ -12,7 +12,7 @@ use berth_crds::threshold_policy::{
     CrossedRule, MonitoringScope, Severity, ThresholdEvaluation, ThresholdPolicy,
     ThresholdPolicySpec, ThresholdRule,
 };
-use berth_timeline::SampleQuery;
+use berth_observations::SampleQuery;
 use k8s_openapi::jiff::Timestamp;
 use kube::{Api, ResourceExt};
 use schemars::JsonSchema;

@@ -14,10 +14,10 @@ use berth_crds::access_failure::{
 };
 use berth_crds::resource::Resource;
 use berth_crds::server::Server;
+use berth_observations::{AccessFailureRecord, now_ms};
 use berth_remote::docker::docker_over_ssh_within;
 use berth_remote::edge_failures::{EdgeFailure, parse_failure_line};
 use berth_remote::{EdgeProxyNames, ServerId};
-use berth_timeline::{AccessFailureRecord, now_ms};
 use bollard::container::LogOutput;
 use bollard::query_parameters::LogsOptionsBuilder;
 use futures::StreamExt;

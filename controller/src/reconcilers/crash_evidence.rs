@@ -9,7 +9,7 @@ use std::time::Duration;
 use berth_crds::deployment::{DeploymentPhase, DeploymentStep};
 use berth_crds::masking::Masker;
 use berth_crds::progress::{Level, OutputStream, ProgressEvent, Source, StreamStatus, TOTAL_STEPS};
-use berth_timeline::TimelineKey;
+use berth_observations::TimelineKey;
 use k8s_openapi::jiff::Timestamp;
 
 use super::deployment::plan::Plan;

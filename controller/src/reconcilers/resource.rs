@@ -44,8 +44,8 @@ use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::observer::{Connectivity, Death, ObservedServer};
 use crate::status::apply_status;
+use berth_observations::TimelineKey;
 use berth_remote::ServerId;
-use berth_timeline::TimelineKey;
 
 const KIND: &str = "Resource";
 /// Removes the resource's containers and route before it goes away.

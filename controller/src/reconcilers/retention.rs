@@ -14,7 +14,7 @@ use berth_crds::retention_policy::{
     RetentionCategory, RetentionPolicy, RetentionPolicySpec, RetentionRun, RetentionRunMode,
     RetentionScope,
 };
-use berth_timeline::{History, TimelineStore};
+use berth_observations::{History, ObservationStore};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams, PostParams};
@@ -187,12 +187,12 @@ fn governed_namespaces(policy: &RetentionPolicy, runner: &Runner) -> Vec<String>
 /// Counts (dry run) or deletes (destructive) each history of the category in each namespace;
 /// rows per history.
 fn apply(
-    store: &dyn TimelineStore,
+    store: &dyn ObservationStore,
     namespaces: &[String],
     category: RetentionCategory,
     cutoff_ms: i64,
     mode: RetentionRunMode,
-) -> std::result::Result<BTreeMap<String, i64>, berth_timeline::TimelineError> {
+) -> std::result::Result<BTreeMap<String, i64>, berth_observations::TimelineError> {
     let mut rows = BTreeMap::new();
     for history in histories(category) {
         let mut total = 0u64;

@@ -7,7 +7,7 @@ use berth_api::activity::{
     AUDIT_LIST_SCHEMA_VERSION, AuditActor, AuditEvent, AuditEventList, AuditFieldChange,
     AuditSource,
 };
-use berth_timeline::{AuditQuery, AuditRecord};
+use berth_observations::{AuditQuery, AuditRecord};
 use k8s_openapi::api::events::v1::Event as KubeEvent;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;

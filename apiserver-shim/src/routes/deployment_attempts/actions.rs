@@ -303,7 +303,7 @@ pub async fn rollback_candidates(
         .filter(|d| d.spec.resource_id == resource)
         .map(|d| Deployment::clone(&d))
         .collect();
-    let query = berth_timeline::AttemptQuery {
+    let query = berth_observations::AttemptQuery {
         namespace: namespace.clone(),
         resource: Some(resource),
         status: Some("succeeded".into()),

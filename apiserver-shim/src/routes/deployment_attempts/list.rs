@@ -10,7 +10,7 @@ use axum::extract::State;
 use berth_api::deployment_records::DeploymentList;
 use berth_crds::deployment::{Deployment, DeploymentState};
 use berth_crds::member::OrganizationRole;
-use berth_timeline::AttemptQuery;
+use berth_observations::AttemptQuery;
 use kube::ResourceExt;
 
 use super::record::{state, summary};

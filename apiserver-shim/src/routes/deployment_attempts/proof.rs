@@ -15,7 +15,7 @@ use berth_api::deployment_proof::{
 use berth_crds::deployment::{Deployment, DeploymentPhase, DeploymentState};
 use berth_crds::health::ResourceHealth;
 use berth_crds::resource::Resource;
-use berth_timeline::TimelineKey;
+use berth_observations::TimelineKey;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use sha2::{Digest, Sha256};

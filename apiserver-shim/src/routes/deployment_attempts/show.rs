@@ -8,7 +8,7 @@ use berth_api::deployment_records::{
 };
 use berth_crds::deployment::DeploymentState;
 use berth_crds::progress::{Level, Source};
-use berth_timeline::TimelineKey;
+use berth_observations::TimelineKey;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 

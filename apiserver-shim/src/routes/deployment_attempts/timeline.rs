@@ -18,7 +18,7 @@ use berth_api::deployment_records::{
 use berth_crds::deployment::DeploymentState;
 use berth_crds::masking::Masker;
 use berth_crds::progress::{Source, StreamStatus};
-use berth_timeline::{TimelineEntry as StoredEntry, TimelineKey};
+use berth_observations::{TimelineEntry as StoredEntry, TimelineKey};
 use futures::channel::mpsc;
 use futures::{SinkExt, Stream};
 use kube::ResourceExt;

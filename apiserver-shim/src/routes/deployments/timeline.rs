@@ -9,7 +9,7 @@ use crate::json::Json;
 use axum::extract::{Path, State};
 pub use berth_api::deployments::{TIMELINE_SCHEMA_VERSION, Timeline, TimelineItem};
 use berth_crds::progress::{ProgressEvent, Source};
-use berth_timeline::{TimelineEntry, TimelineError, TimelineKey, TimelineStore};
+use berth_observations::{ObservationStore, TimelineEntry, TimelineError, TimelineKey};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
@@ -28,21 +28,21 @@ const MAX_LIMIT: u64 = 1_000;
 
 /// Runs a store call off the async threads.
 async fn blocking<T: Send + 'static>(
-    store: &Arc<dyn TimelineStore>,
-    call: impl FnOnce(&dyn TimelineStore) -> Result<T, TimelineError> + Send + 'static,
+    store: &Arc<dyn ObservationStore>,
+    call: impl FnOnce(&dyn ObservationStore) -> Result<T, TimelineError> + Send + 'static,
 ) -> ApiResult<T> {
     store_call(store, "deployment timelines", call).await
 }
 
 /// Follows the `application` entries (build output) of one attempt's timeline.
 pub struct OutputFollower {
-    store: Arc<dyn TimelineStore>,
+    store: Arc<dyn ObservationStore>,
     key: TimelineKey,
     after: i64,
 }
 
 impl OutputFollower {
-    pub fn new(store: Arc<dyn TimelineStore>, key: TimelineKey) -> Self {
+    pub fn new(store: Arc<dyn ObservationStore>, key: TimelineKey) -> Self {
         Self {
             store,
             key,

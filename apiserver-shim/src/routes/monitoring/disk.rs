@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use berth_crds::resource::volume_name;
 use berth_crds::storage_volume::StorageVolumeKind;
-use berth_timeline::DiskRecord;
+use berth_observations::DiskRecord;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::reflector::ObjectRef;
 

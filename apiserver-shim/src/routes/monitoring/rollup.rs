@@ -17,7 +17,7 @@ use berth_api::monitoring::{
 use berth_crds::deployment::DeploymentState;
 use berth_crds::member::OrganizationRole;
 use berth_crds::monitoring::{ScopeKind, Signal, wire_metric};
-use berth_timeline::{Detail, RollupQuery, RollupRow, SampleQuery, Tier};
+use berth_observations::{Detail, RollupQuery, RollupRow, SampleQuery, Tier};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use schemars::JsonSchema;
@@ -424,7 +424,7 @@ async fn read(
     state: &AppState,
     query: RollupQuery,
     contributors_wanted: bool,
-) -> ApiResult<Result<Read, berth_timeline::TimelineError>> {
+) -> ApiResult<Result<Read, berth_observations::TimelineError>> {
     let store = Arc::clone(&state.timelines);
     tokio::task::spawn_blocking(move || {
         let rows = store.rollup(&query)?;

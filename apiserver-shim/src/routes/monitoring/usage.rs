@@ -19,7 +19,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use berth_api::monitoring::{ResourceMetrics, SourceError};
 use berth_crds::member::OrganizationRole;
 use berth_crds::monitoring::{MonitoringSample, ScopeKind};
-use berth_timeline::{DiskRecord, SampleQuery, TimelineError};
+use berth_observations::{DiskRecord, SampleQuery, TimelineError};
 use futures::Stream;
 use k8s_openapi::jiff::Timestamp;
 use schemars::JsonSchema;

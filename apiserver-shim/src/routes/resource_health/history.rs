@@ -5,7 +5,7 @@
 use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::health::{SourceError, stored_to_wire};
-use berth_timeline::{HealthObservation, HealthQuery};
+use berth_observations::{HealthObservation, HealthQuery};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
 use schemars::JsonSchema;

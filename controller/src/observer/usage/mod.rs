@@ -15,9 +15,9 @@ use std::time::Duration;
 use berth_crds::monitoring::{
     DiskArtifact, MonitoringSample, PROVIDER_KEY, SampleLabels, ScopeEvidence, ScopeKind, Totals,
 };
+use berth_observations::{DiskRecord, SampleRecord};
 use berth_remote::ServerId;
 use berth_remote::docker::docker_over_ssh;
-use berth_timeline::{DiskRecord, SampleRecord};
 use k8s_openapi::jiff::Timestamp;
 
 use self::probe::Reading;

@@ -18,7 +18,7 @@ use tokio::task::JoinHandle;
 
 use crate::error::Result;
 use crate::status::apply_status;
-use berth_timeline::{MAX_OUTPUT_LINES, TimelineKey, TimelineWriter};
+use berth_observations::{MAX_OUTPUT_LINES, TimelineKey, TimelineWriter};
 
 /// The attempt's status and the queue to its writer.
 pub struct Progress<'a> {
@@ -329,7 +329,7 @@ async fn write_in_order(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_timeline::{SqliteTimeline, TimelineStore};
+    use berth_observations::{ObservationStore, SqliteTimeline};
 
     #[tokio::test]
     async fn output_beyond_the_cap_is_left_out_with_one_line_saying_so() {

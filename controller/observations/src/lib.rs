@@ -1,6 +1,7 @@
-//! Deployment timelines (DESIGN §3 and §5): every attempt's progress steps and the output of its
-//! build, kept in the observation store so they outlive the stream that showed them, the
-//! Deployment object and restarts of Berth. Entries hold only masked text.
+//! The observation store (DESIGN §3 and §5): what Berth observes over time — deployment
+//! timelines (every attempt's steps and build output), health history, monitoring samples,
+//! access failures, audit — kept so it outlives the stream that showed it, the objects and
+//! restarts of Berth. Entries hold only masked text.
 //!
 //! The controller records through a [`TimelineWriter`] (never blocking an attempt); the REST
 //! shim reads the same store to stream build output and to serve past timelines. The store is a
@@ -96,7 +97,7 @@ pub enum TimelineError {
 /// them where blocking is allowed (`spawn_blocking`, a thread of its own). A store keeps
 /// access-failure evidence ([`AccessFailureStore`]) and monitoring samples
 /// ([`MonitoringStore`]) too.
-pub trait TimelineStore:
+pub trait ObservationStore:
     AccessFailureStore
     + AttemptStore
     + AuditStore

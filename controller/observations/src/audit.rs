@@ -41,7 +41,7 @@ pub struct AuditQuery {
     pub limit: usize,
 }
 
-/// Where REST writes are recorded: every [`TimelineStore`](crate::TimelineStore) keeps them.
+/// Where REST writes are recorded: every [`ObservationStore`](crate::ObservationStore) keeps them.
 pub trait AuditStore: Send + Sync {
     /// Adds the records, all or none; a record whose id is stored already is skipped.
     fn record_audit(&self, records: &[AuditRecord]) -> Result<(), TimelineError>;

@@ -43,7 +43,7 @@ pub struct AttemptQuery {
     pub limit: usize,
 }
 
-/// Where removed attempts are kept: every [`TimelineStore`](crate::TimelineStore) keeps them.
+/// Where removed attempts are kept: every [`ObservationStore`](crate::ObservationStore) keeps them.
 pub trait AttemptStore: Send + Sync {
     /// Adds or replaces each record (by namespace and deployment).
     fn record_attempts(&self, records: &[AttemptRecord]) -> Result<(), TimelineError>;

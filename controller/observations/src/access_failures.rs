@@ -69,7 +69,7 @@ impl AccessFailureRecord {
     }
 }
 
-/// Where evidence lives: every [`TimelineStore`](crate::TimelineStore) keeps it too. Calls
+/// Where evidence lives: every [`ObservationStore`](crate::ObservationStore) keeps it too. Calls
 /// block, as every store call.
 pub trait AccessFailureStore: Send + Sync {
     /// Stores `record` unless evidence of its request id is stored already (a log read twice

@@ -10,8 +10,8 @@ use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 
 use super::health_history::oldest_first;
 use super::{
-    HealthObservation, HealthQuery, History, RetentionStore, TimelineEntry, TimelineError,
-    TimelineKey, TimelineStore,
+    HealthObservation, HealthQuery, History, ObservationStore, RetentionStore, TimelineEntry,
+    TimelineError, TimelineKey,
 };
 
 mod access_failures;
@@ -131,7 +131,7 @@ fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-impl TimelineStore for SqliteTimeline {
+impl ObservationStore for SqliteTimeline {
     fn append(&self, key: &TimelineKey, events: &[ProgressEvent]) -> Result<(), TimelineError> {
         let mut connection = self.connection();
         let transaction = connection.transaction()?;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::Arc;
 
-use super::{FILE_NAME, PostgresTimeline, SqliteTimeline, TimelineError, TimelineStore};
+use super::{FILE_NAME, ObservationStore, PostgresTimeline, SqliteTimeline, TimelineError};
 
 /// A store's location. Parsing never fails, so that a command-line parser never echoes a
 /// mistyped URL with its password; [`open`] names what it cannot open, masked.
@@ -59,7 +59,7 @@ impl FromStr for StoreLocation {
 
 /// Opens the store at `location`, creating its schema if needed. Blocking: call it where
 /// blocking is allowed (`spawn_blocking`, a plain thread), as every store call.
-pub fn open(location: &StoreLocation) -> Result<Arc<dyn TimelineStore>, TimelineError> {
+pub fn open(location: &StoreLocation) -> Result<Arc<dyn ObservationStore>, TimelineError> {
     match location {
         StoreLocation::Sqlite(path) => {
             // A URL of a scheme Berth does not know would otherwise become a relative path.

@@ -15,7 +15,7 @@ pub struct DiskRecord {
     pub artifacts: Vec<DiskArtifact>,
 }
 
-/// Where servers' disk artifacts live: every [`TimelineStore`](crate::TimelineStore) keeps
+/// Where servers' disk artifacts live: every [`ObservationStore`](crate::ObservationStore) keeps
 /// them too.
 pub trait DiskStore: Send + Sync {
     /// Replaces what is kept of `record`'s server.

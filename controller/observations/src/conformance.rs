@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use berth_crds::deployment::{DeploymentPhase, DeploymentStep};
 use berth_crds::progress::{Level, ProgressEvent, Source, StreamStatus};
 
-use super::{HealthObservation, HealthQuery, StoreLocation, TimelineKey, TimelineStore, open};
+use super::{HealthObservation, HealthQuery, ObservationStore, StoreLocation, TimelineKey, open};
 
 const POSTGRES_URL: &str = "BERTH_TEST_POSTGRES_URL";
 
@@ -75,7 +75,7 @@ fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-fn messages(store: &dyn TimelineStore, key: &TimelineKey) -> Vec<String> {
+fn messages(store: &dyn ObservationStore, key: &TimelineKey) -> Vec<String> {
     let entries = store.read(key, 0, usize::MAX).unwrap();
     entries.into_iter().map(|e| e.event.message).collect()
 }
@@ -373,7 +373,7 @@ impl Fixture {
         })
     }
 
-    fn open(&self) -> std::sync::Arc<dyn TimelineStore> {
+    fn open(&self) -> std::sync::Arc<dyn ObservationStore> {
         open(&self.location).unwrap_or_else(|error| panic!("{error}"))
     }
 }

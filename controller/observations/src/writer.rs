@@ -6,7 +6,7 @@ use std::sync::Arc;
 use berth_crds::progress::ProgressEvent;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{HealthObservation, TimelineKey, TimelineStore};
+use super::{HealthObservation, ObservationStore, TimelineKey};
 
 /// Entries taken from the queue into one batch at most.
 const BATCH: usize = 512;
@@ -20,16 +20,16 @@ enum Command {
 #[derive(Clone, Default)]
 pub struct TimelineWriter {
     queue: Option<mpsc::UnboundedSender<Command>>,
-    store: Option<Arc<dyn TimelineStore>>,
+    store: Option<Arc<dyn ObservationStore>>,
 }
 
 impl TimelineWriter {
     /// Starts the writer thread over `store`. It ends when the last handle is dropped.
-    pub fn start(store: Arc<dyn TimelineStore>) -> std::io::Result<Self> {
+    pub fn start(store: Arc<dyn ObservationStore>) -> std::io::Result<Self> {
         let (queue, commands) = mpsc::unbounded_channel();
         let written = Arc::clone(&store);
         std::thread::Builder::new()
-            .name("berth-timeline".into())
+            .name("berth-observations".into())
             .spawn(move || write_batches(written.as_ref(), commands))?;
         Ok(Self {
             queue: Some(queue),
@@ -65,7 +65,7 @@ impl TimelineWriter {
     }
 
     /// The store itself, for records that need no queue (none without a store).
-    pub fn store(&self) -> Option<Arc<dyn TimelineStore>> {
+    pub fn store(&self) -> Option<Arc<dyn ObservationStore>> {
         self.store.clone()
     }
 
@@ -88,7 +88,7 @@ impl TimelineWriter {
 
 /// The writer thread: takes what is queued, stores consecutive entries of one attempt in one
 /// transaction, then answers the flushes that were waiting behind them.
-fn write_batches(store: &dyn TimelineStore, mut commands: mpsc::UnboundedReceiver<Command>) {
+fn write_batches(store: &dyn ObservationStore, mut commands: mpsc::UnboundedReceiver<Command>) {
     while let Some(first) = commands.blocking_recv() {
         let mut batch = vec![first];
         while batch.len() < BATCH {
@@ -121,7 +121,7 @@ fn write_batches(store: &dyn TimelineStore, mut commands: mpsc::UnboundedReceive
     }
 }
 
-fn store_run(store: &dyn TimelineStore, key: &TimelineKey, events: &[ProgressEvent]) {
+fn store_run(store: &dyn ObservationStore, key: &TimelineKey, events: &[ProgressEvent]) {
     if let Err(error) = store.append(key, events) {
         tracing::warn!(
             %error,

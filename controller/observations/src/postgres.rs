@@ -20,8 +20,8 @@ use tokio_postgres::{Client, Config, NoTls, Statement};
 
 use super::health_history::oldest_first;
 use super::{
-    HealthObservation, HealthQuery, History, PostgresUrl, RetentionStore, TimelineEntry,
-    TimelineError, TimelineKey, TimelineStore,
+    HealthObservation, HealthQuery, History, ObservationStore, PostgresUrl, RetentionStore,
+    TimelineEntry, TimelineError, TimelineKey,
 };
 
 mod access_failures;
@@ -251,7 +251,7 @@ impl Drop for PostgresTimeline {
     }
 }
 
-impl TimelineStore for PostgresTimeline {
+impl ObservationStore for PostgresTimeline {
     fn append(&self, key: &TimelineKey, events: &[ProgressEvent]) -> Result<(), TimelineError> {
         let events = events
             .iter()

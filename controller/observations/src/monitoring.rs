@@ -239,7 +239,7 @@ pub struct SampleQuery {
     pub limit: usize,
 }
 
-/// Where samples live: every [`TimelineStore`](crate::TimelineStore) keeps them too. Calls
+/// Where samples live: every [`ObservationStore`](crate::ObservationStore) keeps them too. Calls
 /// block, as every store call.
 pub trait MonitoringStore: Send + Sync {
     /// Stores `samples` all or none; a sample whose `sample_id` is stored already is skipped.
