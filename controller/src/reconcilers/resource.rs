@@ -910,6 +910,14 @@ async fn cleanup(resource: &Resource, context: &Context, namespace: &str) -> Res
                 }
                 compose::run::remove_stack(&target, namespace, &name).await?;
                 package::remove_built_images(&target, namespace, &name).await;
+                // The server's observer forgets the route it confirmed for the resource.
+                let id = ServerId {
+                    namespace: namespace.to_string(),
+                    name: server_id.clone(),
+                };
+                if let Some(observed) = context.observers.get(&id) {
+                    observed.forget_route(namespace, &name);
+                }
             }
             Err(error) => {
                 let note = format!(

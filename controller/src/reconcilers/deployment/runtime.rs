@@ -476,14 +476,20 @@ fn upstream_endpoint(plan: &Plan) -> EndpointSettings {
     }
 }
 
+/// Docker's name of a restart policy.
+pub fn docker_restart(policy: berth_crds::resource::RestartPolicy) -> RestartPolicyNameEnum {
+    use berth_crds::resource::RestartPolicy as Policy;
+    match policy {
+        Policy::Never => RestartPolicyNameEnum::NO,
+        Policy::Always => RestartPolicyNameEnum::ALWAYS,
+        Policy::UnlessStopped => RestartPolicyNameEnum::UNLESS_STOPPED,
+        Policy::OnFailure => RestartPolicyNameEnum::ON_FAILURE,
+    }
+}
+
 /// The container Docker creates for an attempt; `serving` puts it on the upstream name.
 pub fn container_body(plan: &Plan, serving: bool) -> ContainerCreateBody {
-    let restart = match plan.restart_policy {
-        berth_crds::resource::RestartPolicy::Never => RestartPolicyNameEnum::NO,
-        berth_crds::resource::RestartPolicy::Always => RestartPolicyNameEnum::ALWAYS,
-        berth_crds::resource::RestartPolicy::UnlessStopped => RestartPolicyNameEnum::UNLESS_STOPPED,
-        berth_crds::resource::RestartPolicy::OnFailure => RestartPolicyNameEnum::ON_FAILURE,
-    };
+    let restart = docker_restart(plan.restart_policy);
     // A start command replaces the image's entrypoint and command, as `sh -c` runs it.
     let (entrypoint, cmd) = match &plan.start_command {
         Some(command) => (

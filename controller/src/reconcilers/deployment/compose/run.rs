@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use bollard::models::{
     ContainerCreateBody, EndpointSettings, HealthStatusEnum, NetworkConnectRequest,
-    NetworkCreateRequest, RestartPolicy, RestartPolicyNameEnum,
+    NetworkCreateRequest, RestartPolicy,
 };
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, InspectContainerOptions, InspectNetworkOptions,
@@ -19,7 +19,8 @@ use super::file::{Condition, Dependency};
 use super::stack::{
     ContainerSettings, SETTINGS_LABEL, SIDECAR_LABEL, Stack, StackService, settings_digest,
 };
-use crate::reconcilers::deployment::runtime::Target;
+use crate::reconcilers::deployment::runtime::{Target, docker_restart};
+use berth_crds::resource::RestartPolicy as Policy;
 use berth_crds::{MANAGED_LABEL, NAMESPACE_LABEL, RESOURCE_LABEL};
 use berth_remote::RemoteError;
 use berth_remote::docker::{docker_call, is_conflict, is_not_found};
@@ -159,12 +160,12 @@ pub fn apply_settings(body: &mut ContainerCreateBody, settings: &ContainerSettin
         .extend(settings.mounts.iter().cloned());
     if let Some(restart) = &settings.restart {
         host.restart_policy = Some(RestartPolicy {
-            name: Some(match restart.as_str() {
-                "no" => RestartPolicyNameEnum::NO,
-                "always" => RestartPolicyNameEnum::ALWAYS,
-                "on-failure" => RestartPolicyNameEnum::ON_FAILURE,
-                _ => RestartPolicyNameEnum::UNLESS_STOPPED,
-            }),
+            name: Some(docker_restart(match restart.as_str() {
+                "no" => Policy::Never,
+                "always" => Policy::Always,
+                "on-failure" => Policy::OnFailure,
+                _ => Policy::UnlessStopped,
+            })),
             maximum_retry_count: None,
         });
     }
@@ -431,6 +432,9 @@ mod tests {
         assert_eq!(body.exposed_ports.unwrap(), ["9000/tcp"]);
         assert_eq!(body.user.as_deref(), Some("1000"));
         let policy = body.host_config.unwrap().restart_policy.unwrap();
-        assert_eq!(policy.name, Some(RestartPolicyNameEnum::ON_FAILURE));
+        assert_eq!(
+            policy.name,
+            Some(bollard::models::RestartPolicyNameEnum::ON_FAILURE)
+        );
     }
 }
