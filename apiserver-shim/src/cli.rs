@@ -26,18 +26,8 @@ pub struct ShimOptions {
     /// Log format: `text` or `json`.
     #[arg(long, env = "BERTH_LOG_FORMAT", default_value = "text")]
     pub log_format: String,
-    /// Directory of the observation store berth-controller records deployment timelines in.
-    #[arg(long, env = "BERTH_DATA_DIR", default_value = "/var/lib/berth")]
-    pub data_dir: std::path::PathBuf,
-    /// Observation store, as berth-controller's option of the same name: a `postgres://` URL
-    /// or a SQLite file; default: the SQLite file in the data directory.
-    #[arg(
-        long,
-        env = "BERTH_OBSERVATION_STORE",
-        value_name = "URL",
-        hide_env_values = true
-    )]
-    pub observation_store: Option<berth_observations::StoreLocation>,
+    #[command(flatten)]
+    pub store: berth_observations::StoreOptions,
     /// Seconds between the server observer's monitoring samples, as berth-controller's option
     /// of the same name (5..=3600): samples older than two intervals are `stale`, gaps longer
     /// than 2.5 intervals are `missing-samples`.
@@ -63,15 +53,6 @@ pub struct ShimOptions {
 }
 
 impl ShimOptions {
-    /// Where the observation store is: `--observation-store`, else the data directory's file.
-    pub fn observation_store(&self) -> berth_observations::StoreLocation {
-        self.observation_store
-            .clone()
-            .unwrap_or_else(|| berth_observations::StoreLocation::in_data_dir(&self.data_dir))
-    }
-}
-
-impl ShimOptions {
     pub fn public_url(&self) -> String {
         self.public_url
             .clone()
@@ -82,25 +63,6 @@ impl ShimOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
-
-    #[test]
-    fn the_observation_store_url_never_shows_its_password() {
-        let url = "postgres://berth:s3cret@db:5432/berth";
-        let cli = ShimOptions::try_parse_from(["berth-shim", "--observation-store", url]).unwrap();
-        assert!(matches!(
-            cli.observation_store(),
-            berth_observations::StoreLocation::Postgres(_)
-        ));
-        assert!(!format!("{cli:?}").contains("s3cret"), "{cli:?}");
-        // `--help` would print the variable's value beside the option otherwise.
-        let command = ShimOptions::command();
-        let option = command
-            .get_arguments()
-            .find(|arg| arg.get_id() == "observation_store")
-            .unwrap();
-        assert!(option.is_hide_env_values_set());
-    }
 
     #[test]
     fn monitoring_defaults_to_30_seconds_and_a_week_and_refuses_intervals_below_5_seconds() {

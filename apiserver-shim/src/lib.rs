@@ -68,7 +68,7 @@ fn compression()
 /// Runs the shim until SIGTERM/SIGINT.
 pub async fn run(options: ShimOptions) -> anyhow::Result<()> {
     let client = Client::try_default().await?;
-    let location = options.observation_store();
+    let location = options.store.location();
     tracing::info!(store = %location, "opening the observation store");
     let observation_store_driver = location.driver();
     let timelines =

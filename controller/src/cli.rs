@@ -47,18 +47,8 @@ pub struct RunOptions {
     /// Log format: `text` or `json`.
     #[arg(long, env = "BERTH_LOG_FORMAT", default_value = "text")]
     pub log_format: String,
-    /// Directory of the observation store (deployment timelines), shared with berth-shim.
-    #[arg(long, env = "BERTH_DATA_DIR", default_value = "/var/lib/berth")]
-    pub data_dir: std::path::PathBuf,
-    /// Observation store: a `postgres://` URL (one database for every replica and shim) or a
-    /// SQLite file; default: the SQLite file in the data directory.
-    #[arg(
-        long,
-        env = "BERTH_OBSERVATION_STORE",
-        value_name = "URL",
-        hide_env_values = true
-    )]
-    pub observation_store: Option<berth_observations::StoreLocation>,
+    #[command(flatten)]
+    pub store: berth_observations::StoreOptions,
     /// ACME directory certificates are ordered from (DESIGN §5b).
     #[arg(
         long,
@@ -109,7 +99,7 @@ impl RunOptions {
     /// The controller's copies of git repositories.
     pub fn sources(&self) -> berth_source::SourceCache {
         let dir = self.source_cache_dir.clone();
-        berth_source::SourceCache::new(dir.unwrap_or_else(|| self.data_dir.join("sources")))
+        berth_source::SourceCache::new(dir.unwrap_or_else(|| self.store.data_dir.join("sources")))
     }
 
     pub fn acme(&self) -> crate::context::AcmeSettings {
@@ -142,36 +132,5 @@ impl RunOptions {
             interval: std::time::Duration::from_secs(self.monitoring_interval_seconds),
             retention: std::time::Duration::from_secs(self.monitoring_retention_hours * 3600),
         }
-    }
-
-    /// Where the observation store is: `--observation-store`, else the data directory's file.
-    pub fn observation_store(&self) -> berth_observations::StoreLocation {
-        self.observation_store
-            .clone()
-            .unwrap_or_else(|| berth_observations::StoreLocation::in_data_dir(&self.data_dir))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::CommandFactory;
-
-    #[test]
-    fn the_observation_store_url_never_shows_its_password() {
-        let url = "postgres://berth:s3cret@db:5432/berth";
-        let cli = Cli::try_parse_from(["berth-controller", "--observation-store", url]).unwrap();
-        assert!(matches!(
-            cli.run.observation_store(),
-            berth_observations::StoreLocation::Postgres(_)
-        ));
-        assert!(!format!("{cli:?}").contains("s3cret"), "{cli:?}");
-        // `--help` would print the variable's value beside the option otherwise.
-        let command = Cli::command();
-        let option = command
-            .get_arguments()
-            .find(|arg| arg.get_id() == "observation_store")
-            .unwrap();
-        assert!(option.is_hide_env_values_set());
     }
 }

@@ -92,7 +92,7 @@ pub async fn run(options: RunOptions) -> anyhow::Result<()> {
 /// Opens the observation store, prunes it now and hourly, and starts its writer.
 async fn open_timeline(options: &RunOptions) -> anyhow::Result<berth_observations::TimelineWriter> {
     use std::sync::Arc;
-    let location = options.observation_store();
+    let location = options.store.location();
     // Shown masked: a URL's password never reaches a log line.
     let shown = location.to_string();
     let store = tokio::task::spawn_blocking(move || berth_observations::open(&location)).await??;

@@ -17,6 +17,7 @@ mod disk;
 mod health_history;
 mod location;
 mod monitoring;
+mod options;
 mod postgres;
 mod retention;
 mod sqlite;
@@ -38,6 +39,7 @@ pub use monitoring::{
     CONTRIBUTOR_METRICS, Detail, MonitoringStore, RollupQuery, RollupRow, SampleQuery,
     SampleRecord, Tier,
 };
+pub use options::StoreOptions;
 pub use postgres::PostgresTimeline;
 pub use retention::{History, RetentionStore};
 pub use sqlite::SqliteTimeline;
