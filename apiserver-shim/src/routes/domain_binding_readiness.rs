@@ -166,8 +166,10 @@ pub struct RequiredRecord {
     pub purpose: String,
 }
 
-/// What is inspected: the binding (if any), resource, host name and path prefix.
+/// What is inspected: the organization's namespace, the binding (if any), resource, host name
+/// and path prefix.
 struct Subject {
+    namespace: String,
     binding: Option<DomainBinding>,
     resource_id: String,
     hostname: String,
@@ -205,6 +207,7 @@ fn subject(state: &AppState, caller: &Caller, body: &InspectDnsReadiness) -> Api
         lookup(state, caller, &binding.spec.resource_id)
             .map_err(|_| ApiError::not_found("domain binding", id))?;
         return Ok(Subject {
+            namespace: organization.namespace.clone(),
             resource_id: binding.spec.resource_id.clone(),
             hostname: binding.spec.hostname.clone(),
             path_prefix: binding.spec.path_prefix.clone(),
@@ -227,6 +230,7 @@ fn subject(state: &AppState, caller: &Caller, body: &InspectDnsReadiness) -> Api
     }
     lookup(state, caller, resource_id)?;
     Ok(Subject {
+        namespace: organization.namespace.clone(),
         binding: None,
         resource_id: resource_id.clone(),
         hostname,
@@ -235,7 +239,8 @@ fn subject(state: &AppState, caller: &Caller, body: &InspectDnsReadiness) -> Api
 }
 
 /// Another binding of the organization holding the same host name and path prefix.
-fn conflict(state: &AppState, namespace: &str, subject: &Subject) -> Conflict {
+fn conflict(state: &AppState, subject: &Subject) -> Conflict {
+    let namespace = subject.namespace.as_str();
     let own = subject.binding.as_ref().map(|b| b.name_any());
     let taken = state.caches.domain_bindings.state().into_iter().find(|b| {
         b.namespace().as_deref() == Some(namespace)
@@ -272,7 +277,8 @@ fn conflict(state: &AppState, namespace: &str, subject: &Subject) -> Conflict {
 }
 
 /// The server the name must lead to: the binding's, else the resource's; its id and host.
-fn target_server(state: &AppState, namespace: &str, subject: &Subject) -> Option<(String, String)> {
+fn target_server(state: &AppState, subject: &Subject) -> Option<(String, String)> {
+    let namespace = subject.namespace.as_str();
     let resource = find_in(
         &state.caches.resources,
         namespace,
@@ -311,7 +317,19 @@ async fn resolve(
         };
         return (resolution, Vec::new());
     };
-    let server_addresses = dns::server_addresses(&host).await.unwrap_or_default();
+    let server_addresses = match dns::server_addresses(&host).await {
+        Ok(addresses) => addresses,
+        Err(error) => {
+            let resolution = Resolution {
+                status: "lookup-failed".into(),
+                addresses: Vec::new(),
+                server_id: Some(server_id),
+                server_addresses: Vec::new(),
+                message: error,
+            };
+            return (resolution, Vec::new());
+        }
+    };
     let records = server_addresses
         .iter()
         .filter(|a| a.is_ipv4())
@@ -407,12 +425,8 @@ async fn inspect(
 ) -> ApiResult<Json<DnsReadiness>> {
     refuse_connector_fields(&body)?;
     let subject = subject(&state, &caller, &body)?;
-    let namespace = caller
-        .require_role(OrganizationRole::Member)?
-        .namespace
-        .clone();
-    let conflict = conflict(&state, &namespace, &subject);
-    let server = target_server(&state, &namespace, &subject);
+    let conflict = conflict(&state, &subject);
+    let server = target_server(&state, &subject);
     let (resolution, required_records) = resolve(&state, &subject.hostname, server).await;
     let (provider_discovery, selected_connector, zone_match, plan, actions) =
         no_connector(&subject.hostname);

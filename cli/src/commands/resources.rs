@@ -11,7 +11,7 @@ use berth_api::variables::{DeleteVariable, EffectiveConfig, ImportVariables, Set
 use serde_json::Value;
 
 use super::infra::server_id;
-use super::workspace::{environment_id, project_id};
+use super::workspace::{environment_id, project_id, scope_query};
 use super::{Ctx, created, get_as, read_as, resolve, wire_enum};
 use crate::cli::{ExposureOption, ResourceOption, Resources, Secrets, Variables};
 use crate::error::{CliError, CliResult};
@@ -32,13 +32,7 @@ pub fn resources(ctx: &Ctx, command: Resources) -> CliResult<()> {
             project,
             environment,
         } => {
-            let mut query = Vec::new();
-            if let Some(project) = project {
-                query.push(("projectId", project_id(ctx, &project)?));
-            }
-            if let Some(environment) = environment {
-                query.push(("environmentId", environment_id(ctx, &environment)?));
-            }
+            let query = scope_query(ctx, project, environment)?;
             let (answer, list): (_, ResourceList) = get_as(ctx.api()?, "/resources", &query)?;
             ctx.out.rows(&answer, &list.items);
             Ok(())

@@ -6,7 +6,7 @@ use berth_api::storage::{
     StorageVolumeShow, StorageVolumeSummary,
 };
 
-use super::workspace::{environment_id, project_id};
+use super::workspace::{environment_id, project_id, scope_query};
 use super::{Ctx, created, get_as, id_of, wire_enum};
 use crate::cli::Volumes;
 use crate::error::CliResult;
@@ -56,13 +56,7 @@ pub fn volumes(ctx: &Ctx, command: Volumes) -> CliResult<()> {
             project,
             environment,
         } => {
-            let mut query = Vec::new();
-            if let Some(project) = project {
-                query.push(("projectId", project_id(ctx, &project)?));
-            }
-            if let Some(environment) = environment {
-                query.push(("environmentId", environment_id(ctx, &environment)?));
-            }
+            let query = scope_query(ctx, project, environment)?;
             let (answer, list): (_, StorageVolumeList) =
                 get_as(ctx.api()?, "/storage-volumes", &query)?;
             ctx.out.rows(&answer, &list.items);

@@ -11,6 +11,22 @@ use super::{Ctx, created, get_as, id_of, read_as};
 use crate::cli::{Environments, Projects};
 use crate::error::CliResult;
 
+/// The `projectId` and `environmentId` filters of a list, from names, slugs or ids.
+pub fn scope_query(
+    ctx: &Ctx,
+    project: Option<String>,
+    environment: Option<String>,
+) -> CliResult<Vec<(&'static str, String)>> {
+    let mut query = Vec::new();
+    if let Some(project) = project {
+        query.push(("projectId", project_id(ctx, &project)?));
+    }
+    if let Some(environment) = environment {
+        query.push(("environmentId", environment_id(ctx, &environment)?));
+    }
+    Ok(query)
+}
+
 /// A project's id from its id, slug or name.
 pub fn project_id(ctx: &Ctx, name: &str) -> CliResult<String> {
     id_of(ctx.api()?, "/projects", "prj-", name)

@@ -117,10 +117,23 @@ pub fn diagnose(
             }
             _ => timed_out(&check, health, unhealthy),
         },
-        (ProbeFailure::Other(words), None) | (ProbeFailure::NoAnswer(words), None) => {
-            diagnosis(Code::HealthCheckFailed, format!("{check} failed: {words}"))
+        // What Docker said when a command could not be run at all.
+        (failure, None) => diagnosis(
+            Code::HealthCheckFailed,
+            format!("{check} failed: {}", failure.words()),
+        ),
+    }
+}
+
+impl ProbeFailure {
+    /// The failure in the transport's or Docker's words.
+    fn words(&self) -> String {
+        match self {
+            Self::NotRunning => "the container is not running".into(),
+            Self::NoAnswer(words) | Self::Other(words) => words.clone(),
+            Self::Status { status, .. } => format!("answered {status}"),
+            Self::Command { exit_code, .. } => format!("exit code {exit_code:?}"),
         }
-        (ProbeFailure::NotRunning, None) => exited(start_command, evidence),
     }
 }
 
