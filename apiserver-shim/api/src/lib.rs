@@ -32,6 +32,7 @@ pub mod identity;
 pub mod invitations;
 pub mod limits;
 pub mod members;
+pub mod migrations;
 pub mod monitoring;
 pub mod organizations;
 pub mod overlays;

@@ -1,0 +1,577 @@
+//! Platform migration (spec §4.9): the neutral bundle, the plan, receipts and the answers of
+//! `POST /migrations/plan|apply|status|verify|cleanup`. Shapes follow Appaloft 1.10.5's
+//! `platform-migration/v1` so its clients find the same wire; Berth's additions are optional
+//! fields (`source` beside `bundle`, `secretValues`, `confirmDataLoss`, `migrationName`).
+//! Every object is strict: an unknown key is refused, naming it.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The protocol every plan and answer names.
+pub const PROTOCOL: &str = "platform-migration/v1";
+/// `apiVersion` of a neutral bundle.
+pub const BUNDLE_API_VERSION: &str = "appaloft.io/migration/v1";
+/// `kind` of a neutral bundle.
+pub const BUNDLE_KIND: &str = "MigrationBundle";
+
+/// A scalar of a receipt's `output` or an evidence `summary`.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(untagged)]
+pub enum Scalar {
+    Text(String),
+    Number(i64),
+    Flag(bool),
+}
+
+// ---------------------------------------------------------------------------------------------
+// The neutral bundle (Appaloft's `MigrationBundle`).
+
+/// What to migrate, independent of the platform it came from.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MigrationBundle {
+    /// Always `appaloft.io/migration/v1`.
+    pub api_version: String,
+    /// Always `MigrationBundle`.
+    pub kind: String,
+    pub metadata: BundleMetadata,
+    pub spec: BundleSpec,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BundleMetadata {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<BundleOrigin>,
+}
+
+/// The platform a bundle was translated from.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BundleOrigin {
+    /// Lower-cased platform name (`railway`, `heroku`, `compose`).
+    pub provider: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_ref: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BundleSpec {
+    pub project: BundleProject,
+    pub environment: BundleEnvironment,
+    pub target: BundleTarget,
+    pub resources: Vec<BundleResource>,
+    #[serde(default)]
+    pub variables: Vec<BundleVariable>,
+    #[serde(default)]
+    pub dependencies: Vec<BundleDependency>,
+    #[serde(default)]
+    pub volumes: Vec<BundleVolume>,
+    #[serde(default)]
+    pub domains: Vec<BundleDomain>,
+    /// Problems the adapter found; copied into the plan's blockers.
+    #[serde(default)]
+    pub source_blockers: Vec<Blocker>,
+    /// Berth's addition: what the adapter read but did not migrate (fields it does not
+    /// understand, variables kept out), copied into the plan's warnings.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub source_warnings: Vec<String>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BundleProject {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub organization_id: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BundleEnvironment {
+    pub name: String,
+    /// `local|development|test|staging|production|preview|custom`.
+    pub kind: String,
+}
+
+/// Where the resources run: a Berth server id.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BundleTarget {
+    pub deployment_target_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destination_id: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BundleResource {
+    /// `^[a-z][a-z0-9-]*$`, unique in the bundle.
+    #[serde(rename = "ref")]
+    pub reference: String,
+    pub name: String,
+    /// `application|service|database|cache|compose-stack|worker|static-site|external`.
+    #[serde(default = "default_resource_kind")]
+    pub kind: String,
+    #[serde(default)]
+    pub services: Vec<BundleService>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub source: BundleSource,
+    #[serde(default)]
+    pub runtime: BundleRuntime,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<BundleNetwork>,
+}
+
+fn default_resource_kind() -> String {
+    "application".into()
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BundleService {
+    pub name: String,
+    /// `web|api|worker|database|cache|service`.
+    pub kind: String,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BundleSource {
+    /// A source kind of `POST /resources` (`docker-image`, `remote-git`, `git-public`, …).
+    pub kind: String,
+    pub locator: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_ref: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit_sha: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_directory: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_digest: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BundleRuntime {
+    /// `auto|dockerfile|docker-compose|prebuilt-image|workspace-commands|static|helm`.
+    #[serde(default = "default_strategy")]
+    pub strategy: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub install_command: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build_command: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_command: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publish_directory: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dockerfile_path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub docker_compose_file_path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_check_path: Option<String>,
+}
+
+impl Default for BundleRuntime {
+    fn default() -> Self {
+        Self {
+            strategy: default_strategy(),
+            install_command: None,
+            build_command: None,
+            start_command: None,
+            publish_directory: None,
+            dockerfile_path: None,
+            docker_compose_file_path: None,
+            health_check_path: None,
+        }
+    }
+}
+
+fn default_strategy() -> String {
+    "auto".into()
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BundleNetwork {
+    pub internal_port: u16,
+    /// `http|tcp`.
+    #[serde(default = "default_protocol")]
+    pub upstream_protocol: String,
+    /// `none|reverse-proxy|direct-port`.
+    #[serde(default = "default_exposure")]
+    pub exposure_mode: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_service_name: Option<String>,
+}
+
+fn default_protocol() -> String {
+    "http".into()
+}
+
+fn default_exposure() -> String {
+    "reverse-proxy".into()
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BundleVariable {
+    pub key: String,
+    /// Exactly one of `value` and `secretRef`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// `k8s://<secret>#<key>` or `env://NAME`; never a value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<String>,
+    /// `build-time|runtime`.
+    pub exposure: String,
+    /// `plain-config|secret|provider-specific|deployment-strategy`.
+    #[serde(default = "default_variable_kind")]
+    pub kind: String,
+    /// The resource it belongs to; absent = the environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_ref: Option<String>,
+}
+
+fn default_variable_kind() -> String {
+    "plain-config".into()
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BundleDependency {
+    #[serde(rename = "ref")]
+    pub reference: String,
+    pub name: String,
+    /// `postgres|mysql|redis|mongodb|clickhouse|generic`.
+    pub kind: String,
+    /// `appaloft-managed|imported-external`.
+    #[serde(default = "default_source_mode")]
+    pub source_mode: String,
+    pub provider_key: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_secret_ref: Option<String>,
+    #[serde(default)]
+    pub bindings: Vec<BundleBinding>,
+}
+
+fn default_source_mode() -> String {
+    "appaloft-managed".into()
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BundleBinding {
+    pub resource_ref: String,
+    /// The environment variable the connection URL is injected as.
+    pub target_name: String,
+    /// `runtime-only|build-and-runtime`.
+    #[serde(default = "default_scope")]
+    pub scope: String,
+    /// `env|file`.
+    #[serde(default = "default_injection")]
+    pub injection_mode: String,
+}
+
+fn default_scope() -> String {
+    "runtime-only".into()
+}
+
+fn default_injection() -> String {
+    "env".into()
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BundleVolume {
+    #[serde(rename = "ref")]
+    pub reference: String,
+    pub name: String,
+    pub resource_ref: String,
+    pub mount_path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_mb: Option<u64>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BundleDomain {
+    pub hostname: String,
+    pub resource_ref: String,
+    /// `automatic|manual|disabled`.
+    #[serde(default = "default_tls_policy")]
+    pub tls_policy: String,
+}
+
+fn default_tls_policy() -> String {
+    "automatic".into()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The plan.
+
+/// What stops a plan from being applied.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(deny_unknown_fields)]
+pub struct Blocker {
+    pub code: String,
+    pub path: String,
+    pub message: String,
+}
+
+/// Undoing a step, for cleanup.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StepCleanup {
+    pub operation_key: String,
+    /// Always `created-by-receipt`: only what a receipt says was created is undone.
+    pub ownership: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<BTreeMap<String, Value>>")]
+    pub input: Option<serde_json::Map<String, Value>>,
+}
+
+/// One ordinary operation of the plan. `input` may hold `{"$ref":
+/// "steps.<id>.output.<name>"}` and `{"$secretRef": "<ref>"}` placeholders.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Step {
+    pub id: String,
+    pub operation_key: String,
+    pub depends_on: Vec<String>,
+    #[schemars(with = "BTreeMap<String, Value>")]
+    pub input: serde_json::Map<String, Value>,
+    /// Output name → the field of the operation's result it is read from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub produces: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cleanup: Option<StepCleanup>,
+}
+
+/// `ready` or `blocked` (blocked ⇔ blockers non-empty).
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlanState {
+    Ready,
+    Blocked,
+}
+
+/// The answer of `plan`, sent back unchanged to apply, status, verify and cleanup.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MigrationPlan {
+    /// `platform-migration/v1`.
+    pub protocol: String,
+    pub state: PlanState,
+    pub bundle_digest: String,
+    /// `sha256:<hex>` over the other six fields (RFC 8785, keys sorted).
+    pub plan_digest: String,
+    pub steps: Vec<Step>,
+    pub blockers: Vec<Blocker>,
+    pub warnings: Vec<String>,
+    /// Berth's addition: every variable of the bundle and how it is migrated.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variable_report: Vec<VariableReport>,
+    /// Berth's addition: `hmac-sha256:<hex>` of `planDigest` under the shim's key, so a plan
+    /// edited by a client (even with its digest recomputed) is refused at apply. Not part of
+    /// the digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attestation: Option<String>,
+}
+
+/// How one variable of the source is migrated (never its value).
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct VariableReport {
+    pub key: String,
+    /// The resource ref, or absent for the environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_ref: Option<String>,
+    /// `value` | `secret-ref` | `dependency-binding` | `not-migrated`.
+    pub migrated_as: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// A completed step.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Receipt {
+    pub step_id: String,
+    pub operation_key: String,
+    /// Always `completed`.
+    pub state: String,
+    pub output: BTreeMap<String, Scalar>,
+    /// `created` or `reused` (an object that existed before; cleanup never touches it).
+    pub ownership: String,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Requests.
+
+/// `POST /migrations/plan`: a neutral bundle, or (Berth) the vendor files to translate.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PlanRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bundle: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<VendorSource>,
+}
+
+/// Vendor files, recognised by content.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct VendorSource {
+    /// `railway`, `heroku` or `compose`.
+    pub provider: String,
+    /// File name → content.
+    pub files: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<BundleTarget>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<BundleProject>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<BundleEnvironment>,
+}
+
+/// `POST /migrations/apply`.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApplyRequest {
+    pub plan: MigrationPlan,
+    pub confirmed_plan_digest: String,
+    #[serde(default)]
+    pub prior_receipts: Vec<Receipt>,
+    /// Berth: values of the plan's `env://NAME` references, read by the client from its own
+    /// environment; used for this request only, never stored or echoed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub secret_values: BTreeMap<String, String>,
+}
+
+/// `POST /migrations/status` and `/migrations/verify`.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReadbackRequest {
+    pub plan: MigrationPlan,
+    pub receipts: Vec<Receipt>,
+}
+
+/// `POST /migrations/cleanup`.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CleanupRequest {
+    pub plan: MigrationPlan,
+    pub receipts: Vec<Receipt>,
+    pub confirmed_plan_digest: String,
+    /// Berth: delete a volume or database that received data after apply.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub confirm_data_loss: bool,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Answers.
+
+/// Why a step failed during apply or cleanup (a 200 answer, not an HTTP error).
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StepFailure {
+    pub step_id: String,
+    pub operation_key: String,
+    pub code: String,
+    pub category: String,
+    pub message: String,
+    pub retriable: bool,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Resume {
+    pub remaining_step_ids: Vec<String>,
+    pub cleanup_step_ids: Vec<String>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApplyResult {
+    pub protocol: String,
+    pub plan_digest: String,
+    /// `completed` | `partial` | `failed`.
+    pub state: String,
+    pub receipts: Vec<Receipt>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<StepFailure>,
+    pub resume: Resume,
+    /// Berth: the `Migration` object that holds this task (`kubectl get bmig NAME`).
+    pub migration_name: String,
+}
+
+/// What one read-back query found.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Evidence {
+    pub step_id: String,
+    pub operation_key: String,
+    pub query_name: String,
+    /// `available` | `absent` | `unavailable`.
+    pub state: String,
+    /// `passed` | `attention` | `observed` | `unavailable`.
+    pub evaluation: String,
+    pub summary: BTreeMap<String, Scalar>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StatusResult {
+    pub protocol: String,
+    pub plan_digest: String,
+    /// `complete` | `partial` | `unavailable`.
+    pub state: String,
+    pub completed_step_ids: Vec<String>,
+    pub pending_step_ids: Vec<String>,
+    pub evidence: Vec<Evidence>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct VerificationResult {
+    pub protocol: String,
+    pub plan_digest: String,
+    /// `passed` | `attention` | `incomplete`.
+    pub state: String,
+    pub evidence: Vec<Evidence>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CleanupAction {
+    pub step_id: String,
+    pub operation_key: String,
+    pub command_name: String,
+    pub state: String,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CleanupResult {
+    pub protocol: String,
+    pub plan_digest: String,
+    /// `completed` | `partial` | `failed`.
+    pub state: String,
+    pub actions: Vec<CleanupAction>,
+    pub skipped_step_ids: Vec<String>,
+    pub remaining_step_ids: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<StepFailure>,
+}

@@ -1,0 +1,1 @@
+//! Vendor files → the neutral bundle.
