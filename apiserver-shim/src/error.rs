@@ -63,6 +63,12 @@ impl ApiError {
         .with_detail("field", field)
     }
 
+    /// 422 with a code of its own: a rule of one operation, naming the field.
+    pub fn validation_code(code: &'static str, field: &str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, code, "user", message)
+            .with_detail("field", field)
+    }
+
     /// 401: no valid credentials.
     pub fn unauthenticated(message: impl Into<String>) -> Self {
         Self::new(StatusCode::UNAUTHORIZED, "unauthenticated", "auth", message)

@@ -17,6 +17,8 @@ pub enum MigrationProtocol {
 }
 
 /// A migration task: plan → digest confirmation → apply or resume → verify → optional cleanup.
+/// berth-shim writes it when a plan is applied (`POST /migrations/apply`) and records each
+/// step's receipt in `status` as the step completes; the steps run as the caller who applied.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(
     group = "berth.dev",
@@ -67,6 +69,13 @@ pub struct MigrationStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "crate::common::optional_arbitrary_object")]
     pub verify_result: Option<JsonMap>,
+    /// Why the last apply or cleanup stopped (step, code, message; never a secret value).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::common::optional_arbitrary_object")]
+    pub failure: Option<JsonMap>,
+    /// Steps whose objects cleanup has removed, newest first; a second cleanup skips them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cleaned_step_ids: Vec<String>,
     /// Generation of the spec last acted on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,

@@ -34,16 +34,41 @@ pub fn suffix(secret: &str) -> String {
         .collect()
 }
 
-/// A random lowercase id for object names, e.g. `prj-k3x9…`.
+tokio::task_local! {
+    /// Set while a migration step runs (`with_id_seed`): the ids it creates are derived from
+    /// the seed instead of drawn at random, so a step re-run after a lost receipt names the
+    /// same objects instead of creating them twice.
+    static ID_SEED: String;
+}
+
+/// Runs `work` with ids derived from `seed` (see [`new_id`]).
+pub async fn with_id_seed<F: std::future::Future>(seed: String, work: F) -> F::Output {
+    ID_SEED.scope(seed, work).await
+}
+
+/// The id [`new_id`] returns for `prefix` under `seed`.
+pub fn seeded_id(seed: &str, prefix: &str) -> String {
+    let digest = Sha256::digest(format!("{seed}/{prefix}").as_bytes());
+    format!("{prefix}-{}", id_tail(&digest[..12]))
+}
+
+/// A lowercase id for object names, e.g. `prj-k3x9…`: random, or derived from the seed of
+/// the migration step being run.
 pub fn new_id(prefix: &str) -> String {
-    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    if let Ok(id) = ID_SEED.try_with(|seed| seeded_id(seed, prefix)) {
+        return id;
+    }
     let mut bytes = [0u8; 12];
     rand::rng().fill_bytes(&mut bytes);
-    let tail: String = bytes
+    format!("{prefix}-{}", id_tail(&bytes))
+}
+
+fn id_tail(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    bytes
         .iter()
         .map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char)
-        .collect();
-    format!("{prefix}-{tail}")
+        .collect()
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ pub mod health;
 pub mod identity;
 pub mod invitations;
 pub mod members;
+pub mod migrations;
 pub mod monitoring;
 pub mod organizations;
 pub mod overlays;
@@ -184,6 +185,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         thresholds::endpoints(),
         retention::endpoints(),
         activity::endpoints(),
+        migrations::endpoints(),
     ]
     .into_iter()
     .flatten()

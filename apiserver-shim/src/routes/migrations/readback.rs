@@ -1,0 +1,349 @@
+//! Status and verify: one read of the real state per receipt, through the ordinary read
+//! operations as the caller. Verify looks into the nested answers Appaloft's verify skips:
+//! the resource's live health (overall, runtime, checks), the deployment's outcome, each
+//! domain's route and certificate, and whether every migrated variable is in the effective
+//! configuration. Summaries hold allow-listed scalars only: no value, no log.
+
+use std::collections::BTreeMap;
+
+use axum::http::Method;
+use berth_api::migrations::{Evidence, MigrationPlan, Receipt, Scalar, Step};
+use berth_migrate::plan::resolve_input;
+use serde_json::{Map, Value};
+
+use super::dispatch::{Dispatcher, Refusal};
+
+/// `state` of an evidence.
+const AVAILABLE: &str = "available";
+const ABSENT: &str = "absent";
+const UNAVAILABLE: &str = "unavailable";
+
+/// `evaluation` of an evidence.
+pub const PASSED: &str = "passed";
+pub const ATTENTION: &str = "attention";
+pub const OBSERVED: &str = "observed";
+
+/// What one read found, and whether the object is still settling (a deployment running).
+pub struct Finding {
+    pub evidence: Evidence,
+    pub settling: bool,
+}
+
+/// The read of one receipt's object, for status (`deep` false) or verify (`deep` true).
+pub async fn read(
+    dispatcher: &Dispatcher,
+    plan: &MigrationPlan,
+    receipts: &[Receipt],
+    index: usize,
+    deep: bool,
+) -> Vec<Finding> {
+    let receipt = &receipts[index];
+    let Some(step) = plan.steps.iter().find(|s| s.id == receipt.step_id) else {
+        return Vec::new();
+    };
+    let input =
+        resolve_input(step, &receipts[..index], &mut |_| Ok(String::new())).unwrap_or_default();
+    let ids = Ids {
+        output: &receipt.output,
+        input: &input,
+    };
+    let mut findings = Vec::new();
+    for query in queries(&step.operation_key, &ids, deep) {
+        let answer = dispatcher.call(Method::GET, &query.path, None).await;
+        findings.push(finding(step, &query, answer));
+    }
+    if deep && step.operation_key == "resources.create" {
+        let expected = migrated_keys(plan, receipts, &ids);
+        if let Some(id) = ids.get("resourceId") {
+            let path = format!("/resources/{id}/effective-config");
+            let answer = dispatcher.call(Method::GET, &path, None).await;
+            findings.push(config_finding(step, answer, &expected));
+        }
+    }
+    findings
+}
+
+struct Ids<'a> {
+    output: &'a BTreeMap<String, Scalar>,
+    input: &'a Map<String, Value>,
+}
+
+impl Ids<'_> {
+    fn get(&self, name: &str) -> Option<String> {
+        match self.output.get(name) {
+            Some(Scalar::Text(text)) => return Some(text.clone()),
+            Some(Scalar::Number(n)) => return Some(n.to_string()),
+            _ => {}
+        }
+        self.input
+            .get(name)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    }
+}
+
+/// A read's summary, evaluation, and whether the object is still settling.
+type Judgement = (Map<String, Value>, &'static str, bool);
+
+struct Query {
+    path: String,
+    name: &'static str,
+    judge: fn(&Value) -> Judgement,
+}
+
+/// The reads of a step's object: a show for status; for verify, the deeper one.
+fn queries(operation_key: &str, ids: &Ids<'_>, deep: bool) -> Vec<Query> {
+    let query = |path: Option<String>, name, judge| path.map(|path| Query { path, name, judge });
+    let id = |name: &str| ids.get(name);
+    let found = match (operation_key, deep) {
+        ("projects.create", _) => query(
+            id("projectId").map(|i| format!("/projects/{i}")),
+            "ShowProjectQuery",
+            observed,
+        ),
+        ("environments.create" | "environments.set-variable", _) => query(
+            id("environmentId").map(|i| format!("/environments/{i}")),
+            "ShowEnvironmentQuery",
+            observed,
+        ),
+        ("storage-volumes.create", _) => query(
+            id("storageVolumeId").map(|i| format!("/storage-volumes/{i}")),
+            "ShowStorageVolumeQuery",
+            observed,
+        ),
+        ("resources.create", true) => query(
+            id("resourceId").map(|i| format!("/resources/{i}/health?mode=live")),
+            "ResourceHealthQuery",
+            judge_health,
+        ),
+        (
+            "resources.create"
+            | "resources.set-variable"
+            | "resources.set-secret"
+            | "resources.attach-storage",
+            _,
+        ) => query(
+            id("resourceId").map(|i| format!("/resources/{i}")),
+            "ShowResourceQuery",
+            observed,
+        ),
+        ("domain-bindings.create", _) => query(
+            id("domainBindingId").map(|i| format!("/domain-bindings/{i}")),
+            "ShowDomainBindingQuery",
+            judge_binding,
+        ),
+        ("deployments.create", _) => query(
+            id("deploymentId").map(|i| format!("/deployments/{i}")),
+            "ShowDeploymentQuery",
+            judge_deployment,
+        ),
+        _ => None,
+    };
+    found.into_iter().collect()
+}
+
+fn finding(step: &Step, query: &Query, answer: Result<Value, Refusal>) -> Finding {
+    let (state, evaluation, summary, error_code, settling) = match answer {
+        Ok(value) => {
+            let (summary, evaluation, settling) = (query.judge)(&value);
+            (AVAILABLE, evaluation, summary, None, settling)
+        }
+        Err(refusal) if refusal.is_not_found() => {
+            (ABSENT, ATTENTION, Map::new(), Some(refusal.code), false)
+        }
+        Err(refusal) => (
+            UNAVAILABLE,
+            UNAVAILABLE,
+            Map::new(),
+            Some(refusal.code),
+            false,
+        ),
+    };
+    Finding {
+        evidence: Evidence {
+            step_id: step.id.clone(),
+            operation_key: step.operation_key.clone(),
+            query_name: query.name.into(),
+            state: state.into(),
+            evaluation: evaluation.into(),
+            summary: scalars(summary),
+            error_code,
+        },
+        settling,
+    }
+}
+
+fn scalars(map: Map<String, Value>) -> BTreeMap<String, Scalar> {
+    let mut out = BTreeMap::new();
+    for (key, value) in map {
+        let scalar = match value {
+            Value::String(s) => Scalar::Text(s),
+            Value::Bool(b) => Scalar::Flag(b),
+            Value::Number(n) => Scalar::Number(n.as_i64().unwrap_or_default()),
+            _ => continue,
+        };
+        out.insert(key, scalar);
+    }
+    if out.is_empty() {
+        out.insert("observed".into(), Scalar::Flag(true));
+    }
+    out
+}
+
+/// Top-level scalars a summary may hold (Appaloft's allow-list; never a value or a log).
+const SUMMARY_KEYS: &[&str] = &[
+    "id",
+    "status",
+    "state",
+    "current",
+    "phase",
+    "ready",
+    "healthy",
+    "slug",
+    "name",
+    "domainName",
+    "hostname",
+    "lifecycleStatus",
+    "archivedAt",
+    "createdAt",
+    "finishedAt",
+];
+
+fn allow_listed(value: &Value) -> Map<String, Value> {
+    let mut summary = Map::new();
+    for key in SUMMARY_KEYS {
+        if let Some(v) = value.get(key).filter(|v| !v.is_object() && !v.is_array()) {
+            summary.insert((*key).into(), v.clone());
+        }
+    }
+    summary
+}
+
+/// A show's facts; a resource's are under `resource`.
+fn observed(value: &Value) -> Judgement {
+    let facts = value.get("resource").unwrap_or(value);
+    (allow_listed(facts), OBSERVED, false)
+}
+
+fn text<'a>(value: &'a Value, pointer: &str) -> &'a str {
+    value
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or("unknown")
+}
+
+/// Live health: `healthy` passes; anything else (stopped, degraded, unhealthy) needs a look.
+fn judge_health(value: &Value) -> Judgement {
+    let overall = text(value, "/overall");
+    let failed_checks = value
+        .get("checks")
+        .and_then(Value::as_array)
+        .map(|checks| {
+            checks
+                .iter()
+                .filter(|c| text(c, "/status") == "failed")
+                .count()
+        })
+        .unwrap_or(0);
+    let mut summary = Map::new();
+    summary.insert("overall".into(), overall.into());
+    summary.insert("runtime".into(), text(value, "/runtime/lifecycle").into());
+    summary.insert(
+        "runtimeHealth".into(),
+        text(value, "/runtime/health").into(),
+    );
+    summary.insert(
+        "publicAccess".into(),
+        text(value, "/publicAccess/status").into(),
+    );
+    summary.insert("failedChecks".into(), (failed_checks as i64).into());
+    let settling = overall == "not-deployed";
+    let evaluation = if overall == "healthy" {
+        PASSED
+    } else {
+        ATTENTION
+    };
+    (summary, evaluation, settling)
+}
+
+/// A deployment that succeeded passes; one still running is settling; any other end fails.
+fn judge_deployment(value: &Value) -> Judgement {
+    let current = text(value, "/status/current");
+    let mut summary = Map::new();
+    summary.insert("id".into(), text(value, "/deployment/id").into());
+    summary.insert("current".into(), current.into());
+    if let Some(code) = value.pointer("/latestFailure/code").and_then(Value::as_str) {
+        summary.insert("errorCode".into(), code.into());
+    }
+    let finished = ["succeeded", "failed", "canceled", "rolled-back"].contains(&current);
+    let evaluation = if current == "succeeded" {
+        PASSED
+    } else {
+        ATTENTION
+    };
+    (summary, evaluation, !finished)
+}
+
+/// A binding passes when Berth reports its route (and certificate, with TLS) ready.
+fn judge_binding(value: &Value) -> Judgement {
+    let mut summary = allow_listed(value);
+    summary.insert("routeStatus".into(), text(value, "/routeStatus").into());
+    summary.insert("tlsMode".into(), text(value, "/tlsMode").into());
+    let ready = value.get("ready").and_then(Value::as_bool).unwrap_or(false);
+    (summary, if ready { PASSED } else { ATTENTION }, false)
+}
+
+/// The keys this resource's variable and secret steps set.
+fn migrated_keys(plan: &MigrationPlan, receipts: &[Receipt], ids: &Ids<'_>) -> Vec<String> {
+    let resource = ids.get("resourceId");
+    let mut keys = Vec::new();
+    for (index, receipt) in receipts.iter().enumerate() {
+        let Some(step) = plan.steps.iter().find(|s| s.id == receipt.step_id) else {
+            continue;
+        };
+        let sets_variable = matches!(
+            step.operation_key.as_str(),
+            "resources.set-variable" | "resources.set-secret"
+        );
+        let input = resolve_input(step, &receipts[..index], &mut |_| Ok(String::new()));
+        if let (true, Ok(input)) = (sets_variable, input)
+            && input.get("resourceId").and_then(Value::as_str) == resource.as_deref()
+            && let Some(key) = input.get("key").and_then(Value::as_str)
+        {
+            keys.push(key.to_string());
+        }
+    }
+    keys
+}
+
+/// Every migrated key present in the effective configuration (values stay masked there).
+fn config_finding(step: &Step, answer: Result<Value, Refusal>, expected: &[String]) -> Finding {
+    let query = Query {
+        path: String::new(),
+        name: "EffectiveConfigQuery",
+        judge: observed,
+    };
+    let mut found = finding(step, &query, answer.clone());
+    if let Ok(value) = answer {
+        let present: Vec<&str> = value
+            .get("effectiveEntries")
+            .and_then(Value::as_array)
+            .map(|entries| {
+                entries
+                    .iter()
+                    .filter_map(|e| e.get("key")?.as_str())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let missing = expected
+            .iter()
+            .filter(|k| !present.contains(&k.as_str()))
+            .count();
+        let summary = &mut found.evidence.summary;
+        summary.clear();
+        summary.insert("expectedKeys".into(), Scalar::Number(expected.len() as i64));
+        summary.insert("missingKeys".into(), Scalar::Number(missing as i64));
+        found.evidence.evaluation = if missing == 0 { PASSED } else { ATTENTION }.into();
+    }
+    found
+}

@@ -1,0 +1,207 @@
+//! The `Migration` object that holds an applied plan: the plan as confirmed, the receipts of
+//! the steps done so far and cleanup's progress, in the organization's namespace. Receipts a
+//! client sends are checked against these, so a forged or edited receipt is refused.
+
+use berth_api::migrations::{MigrationPlan, Receipt, StepFailure};
+use berth_crds::condition::{Condition, ConditionStatus, merge};
+use berth_crds::migration::{Migration, MigrationProtocol, MigrationSpec, MigrationStatus};
+use kube::api::{Patch, PatchParams};
+use kube::{Api, ResourceExt};
+use serde_json::{Value, json};
+
+use crate::error::{ApiError, ApiResult};
+use crate::state::{AppState, FIELD_MANAGER};
+
+/// Where a task is (`status.phase`).
+pub mod phase {
+    pub const APPLYING: &str = "applying";
+    pub const APPLIED: &str = "applied";
+    pub const FAILED: &str = "failed";
+    pub const CLEANING_UP: &str = "cleaning-up";
+    pub const CLEANED_UP: &str = "cleaned-up";
+}
+
+/// The object name of the task of a plan: `mig-` and the digest's first 16 hex digits.
+pub fn name_of(plan_digest: &str) -> String {
+    let hex = plan_digest.trim_start_matches("sha256:");
+    format!("mig-{}", &hex[..16.min(hex.len())])
+}
+
+fn api(state: &AppState, namespace: &str) -> Api<Migration> {
+    Api::namespaced(state.client.clone(), namespace)
+}
+
+/// The task of `plan`, if it was ever applied.
+pub async fn find(
+    state: &AppState,
+    namespace: &str,
+    plan: &MigrationPlan,
+) -> ApiResult<Option<Migration>> {
+    Ok(api(state, namespace)
+        .get_opt(&name_of(&plan.plan_digest))
+        .await?)
+}
+
+/// The task of `plan`, written now if this is its first apply.
+pub async fn open(state: &AppState, namespace: &str, plan: &MigrationPlan) -> ApiResult<Migration> {
+    if let Some(existing) = find(state, namespace, plan).await? {
+        return Ok(existing);
+    }
+    let plan_map = match serde_json::to_value(plan).map_err(ApiError::internal)? {
+        Value::Object(map) => map,
+        _ => return Err(ApiError::internal("a plan is a JSON object")),
+    };
+    let spec = MigrationSpec {
+        protocol: MigrationProtocol::PlatformMigrationV1,
+        plan: plan_map,
+        digest: plan.plan_digest.clone(),
+        confirmed_digest: Some(plan.plan_digest.clone()),
+        cleanup_confirmed_digest: None,
+    };
+    let migration = Migration::new(&name_of(&plan.plan_digest), spec);
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    let name = migration.name_any();
+    Ok(api(state, namespace)
+        .patch(&name, &params, &Patch::Apply(&migration))
+        .await?)
+}
+
+/// The receipts the task holds.
+pub fn receipts(migration: &Migration) -> Vec<Receipt> {
+    let stored = migration.status.as_ref().map(|s| s.receipts.clone());
+    stored
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|r| serde_json::from_value(Value::Object(r)).ok())
+        .collect()
+}
+
+/// Steps cleanup already undid.
+pub fn cleaned(migration: &Migration) -> Vec<String> {
+    migration
+        .status
+        .as_ref()
+        .map(|s| s.cleaned_step_ids.clone())
+        .unwrap_or_default()
+}
+
+/// `claimed` (what a client sends) must repeat the stored receipts, in order: a receipt the
+/// server never issued, or one edited, is refused. Fewer is fine (a response was lost).
+pub fn check_claimed(
+    field: &str,
+    stored: Option<&[Receipt]>,
+    claimed: &[Receipt],
+) -> ApiResult<()> {
+    let stored = stored.unwrap_or_default();
+    for (index, receipt) in claimed.iter().enumerate() {
+        if stored.get(index) != Some(receipt) {
+            return Err(ApiError::validation(
+                &format!("{field}[{index}]"),
+                format!(
+                    "{field}[{index}] (step {}) is not a receipt this Berth issued for the plan",
+                    receipt.step_id
+                ),
+            )
+            .with_detail("phase", "migration-receipt-validation")
+            .with_detail("receiptIndex", index));
+        }
+    }
+    Ok(())
+}
+
+/// What the task records after a step or a stop.
+pub struct Progress<'a> {
+    pub phase: &'a str,
+    pub receipts: &'a [Receipt],
+    pub failure: Option<&'a StepFailure>,
+    pub cleaned_step_ids: &'a [String],
+}
+
+/// Writes the task's status: receipts, phase, failure and the Ready condition.
+pub async fn record(
+    state: &AppState,
+    namespace: &str,
+    migration: &Migration,
+    progress: Progress<'_>,
+) -> ApiResult<()> {
+    let mut conditions = migration
+        .status
+        .as_ref()
+        .map(|s| s.conditions.clone())
+        .unwrap_or_default();
+    merge(&mut conditions, ready_condition(&progress, migration));
+    let status = MigrationStatus {
+        phase: Some(progress.phase.to_string()),
+        receipts: progress
+            .receipts
+            .iter()
+            .filter_map(|r| match serde_json::to_value(r) {
+                Ok(Value::Object(map)) => Some(map),
+                _ => None,
+            })
+            .collect(),
+        verify_result: migration
+            .status
+            .as_ref()
+            .and_then(|s| s.verify_result.clone()),
+        failure: progress
+            .failure
+            .and_then(|f| serde_json::to_value(f).ok())
+            .and_then(|v| v.as_object().cloned()),
+        cleaned_step_ids: progress.cleaned_step_ids.to_vec(),
+        observed_generation: migration.metadata.generation,
+        conditions,
+    };
+    api(state, namespace)
+        .patch_status(
+            &migration.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "status": status })),
+        )
+        .await?;
+    Ok(())
+}
+
+fn ready_condition(progress: &Progress<'_>, migration: &Migration) -> Condition {
+    let (status, reason, message) = match (progress.phase, progress.failure) {
+        (_, Some(failure)) => (
+            ConditionStatus::False,
+            "StepFailed",
+            format!(
+                "step {} stopped: {} ({})",
+                failure.step_id, failure.message, failure.code
+            ),
+        ),
+        (phase::APPLIED, None) => (
+            ConditionStatus::True,
+            "Applied",
+            format!("all {} steps completed", progress.receipts.len()),
+        ),
+        (phase::CLEANED_UP, None) => (
+            ConditionStatus::False,
+            "CleanedUp",
+            "what the migration created was removed".to_string(),
+        ),
+        (phase, None) => (
+            ConditionStatus::False,
+            "InProgress",
+            format!("{phase}: {} steps completed", progress.receipts.len()),
+        ),
+    };
+    Condition::new(
+        "Ready",
+        status,
+        reason,
+        message,
+        migration.metadata.generation,
+        k8s_openapi::jiff::Timestamp::now(),
+    )
+}
+
+/// Deletes a task that was cleaned up, so the plan can be applied afresh.
+pub async fn remove(state: &AppState, namespace: &str, migration: &Migration) -> ApiResult<()> {
+    api(state, namespace)
+        .delete(&migration.name_any(), &Default::default())
+        .await?;
+    Ok(())
+}
