@@ -9,8 +9,10 @@ use clap_complete::Shell;
 use crate::error::EXIT_CODES_HELP;
 use crate::output::Format;
 
+mod migrate;
 mod platform;
 mod volumes;
+pub use migrate::{Migrate, Platform};
 pub use platform::{Bootstrap, Decisions, Monitoring, QueryOptions, ResourceConfig, Tls, Users};
 pub use volumes::Volumes;
 
@@ -158,6 +160,13 @@ pub enum Command {
         after_help = "Example:\n  berth volumes create uploads --project Shop --environment prod"
     )]
     Volumes(Volumes),
+    /// Move apps from Railway, Heroku or a Compose file to Berth: plan, apply, verify, undo.
+    #[command(
+        subcommand,
+        visible_alias = "migration",
+        after_help = "Example:\n  berth migrate plan --from compose compose.yaml --server srv-abc"
+    )]
+    Migrate(Migrate),
     /// A resource's profiles (network, access, runtime), source, auto-deploy and storage.
     #[command(
         subcommand,

@@ -8,6 +8,7 @@ pub mod deployments;
 pub mod environment_changes;
 pub mod infra;
 pub mod members;
+pub mod migrate;
 pub mod observe;
 pub mod platform;
 pub mod resource_config;
