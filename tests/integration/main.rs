@@ -21,6 +21,7 @@ mod disruptive;
 mod examples_apply;
 mod git_sources;
 mod git_support;
+mod migrations;
 mod org_project_env;
 mod self_healing;
 mod servers;

@@ -1,0 +1,370 @@
+//! Platform migration (spec §4.9) against the running shim, controller and a real server: a
+//! bundle planned, applied as a `Migration` task, verified through the edge, resumed after a
+//! lost receipt without duplicates, cleaned up; and every refusal (edited plan, wrong digest,
+//! forged receipt, blocked plan, a caller without the rights of a step) creating nothing.
+
+use berth_crds::member::OrganizationRole;
+use berth_crds::migration::Migration;
+use berth_crds::project::Project;
+use berth_crds::resource::Resource;
+use berth_tests::rest::{Rest, TestOrg};
+use berth_tests::{client, eventually, kubectl, random_suffix};
+use kube::api::{Patch, PatchParams};
+use kube::{Api, Client};
+use serde_json::{Value, json};
+
+use crate::deploy_support::{
+    WAIT, assert_never_shown, docker_names, ready_server, remove_server, wait_body,
+};
+use crate::shim_account::deploy_token;
+use crate::shim_projects_envs::project;
+
+const SECRET: &str = "migr-s3cr3t-value-4711";
+
+/// A web app with a domain, a worker, a database with a volume, variables and a secret.
+fn bundle(server: &str, domain: &str) -> Value {
+    let image = json!({"kind": "docker-image", "locator": "berth/sample-app:1"});
+    json!({
+        "apiVersion": "appaloft.io/migration/v1", "kind": "MigrationBundle",
+        "metadata": {"name": "shop", "source": {"provider": "compose"}},
+        "spec": {
+            "project": {"name": "Shop"},
+            "environment": {"name": "production", "kind": "production"},
+            "target": {"deploymentTargetId": server},
+            "resources": [
+                {"ref": "web", "name": "Web", "source": image,
+                 "network": {"internalPort": 8080}, "runtime": {"healthCheckPath": "/healthz"}},
+                {"ref": "worker", "name": "Worker", "kind": "worker", "source": image},
+                {"ref": "db", "name": "DB", "kind": "database", "source": image},
+            ],
+            "variables": [
+                {"key": "APP_MODE", "value": "production", "exposure": "runtime"},
+                {"key": "GREETING", "value": "hello", "exposure": "runtime", "resourceRef": "web"},
+                {"key": "SESSION_SECRET", "secretRef": "env://SESSION_SECRET",
+                 "exposure": "runtime", "kind": "secret", "resourceRef": "web"},
+            ],
+            "volumes": [{"ref": "data", "name": "DB data", "resourceRef": "db", "mountPath": "/data"}],
+            "domains": [{"hostname": domain, "resourceRef": "web", "tlsPolicy": "disabled"}],
+        }
+    })
+}
+
+async fn plan(rest: &Rest, bundle: &Value) -> Value {
+    rest.post("/migrations/plan", json!({ "bundle": bundle }))
+        .await
+        .ok()
+}
+
+fn apply_body(plan: &Value, receipts: &Value) -> Value {
+    json!({
+        "plan": plan, "confirmedPlanDigest": plan["planDigest"], "priorReceipts": receipts,
+        "secretValues": {"env://SESSION_SECRET": SECRET},
+    })
+}
+
+async fn verify(rest: &Rest, plan: &Value, receipts: &Value) -> Value {
+    let body = json!({"plan": plan, "receipts": receipts});
+    rest.post("/migrations/verify", body).await.ok()
+}
+
+/// Waits until verify's verdict is `state`; returns the answer.
+async fn verdict(rest: &Rest, plan: &Value, receipts: &Value, state: &str) -> Value {
+    eventually(WAIT, &format!("verify {state}"), || async {
+        let answer = verify(rest, plan, receipts).await;
+        (answer["state"] == state).then_some(answer)
+    })
+    .await
+}
+
+async fn names<K>(client: &Client, namespace: &str) -> Vec<String>
+where
+    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let api = Api::<K>::namespaced(client.clone(), namespace);
+    let mut names: Vec<String> = api
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(kube::ResourceExt::name_any)
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn a_bundle_is_planned_applied_verified_resumed_and_cleaned_up() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let owner = org.user(OrganizationRole::Owner).await.rest;
+    let member = org.user(OrganizationRole::Member).await.rest;
+    let (server, port) = ready_server(&owner).await;
+    let existing = project(&owner, "Shop").await;
+    let domain = format!("shop{}.localhost", random_suffix());
+    let planned = plan(&member, &bundle(&server, &domain)).await;
+    assert_eq!(planned["state"], "ready", "{planned}");
+    assert!(
+        planned["attestation"]
+            .as_str()
+            .unwrap()
+            .starts_with("hmac-sha256:")
+    );
+
+    let applied = member
+        .post("/migrations/apply", apply_body(&planned, &json!([])))
+        .await
+        .ok();
+    assert_eq!(applied["state"], "completed", "{applied}");
+    let receipts = applied["receipts"].clone();
+    assert_eq!(
+        receipts.as_array().unwrap().len(),
+        planned["steps"].as_array().unwrap().len()
+    );
+    assert_eq!(receipts[0]["stepId"], "project:create");
+    assert_eq!(
+        receipts[0]["ownership"], "reused",
+        "the existing project is reused"
+    );
+    assert_eq!(receipts[0]["output"]["projectId"], existing.as_str());
+    let task = applied["migrationName"].as_str().unwrap().to_string();
+    let shown = kubectl(
+        &["get", "bmig", &task, "-n", &org.namespace, "-o", "json"],
+        None,
+    );
+    let object: Value = serde_json::from_slice(&shown.stdout).expect("kubectl get bmig");
+    assert_eq!(object["status"]["phase"], "applied", "{object}");
+
+    // The app answers through the edge under its migrated domain, and verify says so.
+    wait_body(port, &domain, "sample-app v1").await;
+    let passed = verdict(&member, &planned, &receipts, "passed").await;
+    let queries: Vec<&str> = passed["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["queryName"].as_str().unwrap())
+        .collect();
+    for query in [
+        "ResourceHealthQuery",
+        "ShowDeploymentQuery",
+        "ShowDomainBindingQuery",
+        "EffectiveConfigQuery",
+    ] {
+        assert!(queries.contains(&query), "{query} in {passed}");
+    }
+
+    lost_receipts_are_resumed_without_duplicates(&client, &org, &member, &planned, &receipts).await;
+    killed_app_needs_attention(&member, &planned, &receipts).await;
+    cleanup_removes_only_what_was_created(
+        &client, &org, &owner, &member, &planned, &receipts, &existing,
+    )
+    .await;
+    assert_never_shown(SECRET, &[&String::from_utf8_lossy(&shown.stdout)]);
+    remove_server(&owner, &server).await;
+}
+
+/// As if the shim died after running the last steps but before recording them: apply again
+/// runs them again, naming the same objects, and creates nothing twice.
+async fn lost_receipts_are_resumed_without_duplicates(
+    client: &Client,
+    org: &TestOrg,
+    member: &Rest,
+    planned: &Value,
+    receipts: &Value,
+) {
+    let resources = names::<Resource>(client, &org.namespace).await;
+    let deployments = names::<berth_crds::deployment::Deployment>(client, &org.namespace).await;
+    let all = receipts.as_array().unwrap();
+    let kept: Vec<Value> = all[..all.len() - 6].to_vec();
+    let task = Api::<Migration>::namespaced(client.clone(), &org.namespace);
+    let name = berth_tests::eventually(WAIT, "the task", || async {
+        task.list(&Default::default())
+            .await
+            .ok()?
+            .items
+            .into_iter()
+            .next()
+    })
+    .await;
+    let name = kube::ResourceExt::name_any(&name);
+    task.patch_status(
+        &name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"receipts": kept}})),
+    )
+    .await
+    .unwrap();
+    // The client still holds all receipts: the server no longer issued the last six.
+    let refused = member
+        .post("/migrations/apply", apply_body(planned, receipts))
+        .await
+        .expect(422);
+    assert_eq!(refused["error"]["code"], "validation_error", "{refused}");
+    let resumed = member
+        .post("/migrations/apply", apply_body(planned, &json!(kept)))
+        .await
+        .ok();
+    assert_eq!(resumed["state"], "completed", "{resumed}");
+    assert_eq!(
+        &resumed["receipts"], receipts,
+        "the same objects, the same receipts"
+    );
+    assert_eq!(names::<Resource>(client, &org.namespace).await, resources);
+    let after = names::<berth_crds::deployment::Deployment>(client, &org.namespace).await;
+    assert_eq!(after, deployments, "no second deployment");
+}
+
+/// The web app's container killed: verify is no longer `passed`.
+async fn killed_app_needs_attention(member: &Rest, planned: &Value, receipts: &Value) {
+    let web = receipts
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["stepId"] == "resource:create:web")
+        .unwrap()["output"]["resourceId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Stopped on request, so the controller does not bring it back before verify looks.
+    member
+        .post(
+            &format!("/resources/{web}/runtime-control"),
+            json!({"operation": "stop"}),
+        )
+        .await
+        .expect(202);
+    let filter = format!("label=berth.dev/resource={web}");
+    assert!(
+        !docker_names(&filter).is_empty(),
+        "the web container exists"
+    );
+    let answer = verdict(member, planned, receipts, "attention").await;
+    let health = answer["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["queryName"] == "ResourceHealthQuery" && e["stepId"] == "resource:create:web")
+        .cloned()
+        .unwrap();
+    assert_eq!(health["evaluation"], "attention", "{answer}");
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn cleanup_removes_only_what_was_created(
+    client: &Client,
+    org: &TestOrg,
+    owner: &Rest,
+    member: &Rest,
+    planned: &Value,
+    receipts: &Value,
+    existing: &str,
+) {
+    let body = |data_loss: bool| {
+        json!({"plan": planned, "receipts": receipts,
+               "confirmedPlanDigest": planned["planDigest"], "confirmDataLoss": data_loss})
+    };
+    member
+        .post("/migrations/cleanup", body(true))
+        .await
+        .error(403, "forbidden");
+    // Without the data-loss confirmation, it stops at the database (its volume waits too).
+    let partial = owner.post("/migrations/cleanup", body(false)).await.ok();
+    assert_eq!(partial["state"], "partial", "{partial}");
+    assert_eq!(
+        partial["failure"]["code"],
+        "migration_cleanup_data_loss_unconfirmed"
+    );
+    let done = owner.post("/migrations/cleanup", body(true)).await.ok();
+    assert_eq!(done["state"], "completed", "{done}");
+    assert_eq!(done["skippedStepIds"], json!(["project:create"]));
+    let again = owner.post("/migrations/cleanup", body(true)).await.ok();
+    assert_eq!(
+        (again["state"].clone(), again["actions"].clone()),
+        (json!("completed"), json!([]))
+    );
+    eventually(WAIT, "the migrated resources gone", || async {
+        names::<Resource>(client, &org.namespace)
+            .await
+            .is_empty()
+            .then_some(())
+    })
+    .await;
+    let projects = Api::<Project>::namespaced(client.clone(), &org.namespace);
+    let kept = projects
+        .get(existing)
+        .await
+        .expect("the project that existed is kept");
+    assert!(
+        !kept.spec.archived,
+        "cleanup never archives a reused project"
+    );
+}
+
+#[tokio::test]
+async fn refused_plans_and_receipts_create_nothing() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let member = org.user(OrganizationRole::Member).await.rest;
+    let planned = plan(&member, &bundle("srv-anywhere", "shop.localhost")).await;
+    let apply = |body: Value| member.post("/migrations/apply", body);
+
+    // A wrong confirmation, an edited plan (digest recomputed), a forged receipt.
+    let mut wrong = apply_body(&planned, &json!([]));
+    wrong["confirmedPlanDigest"] = json!(format!("sha256:{}", "0".repeat(64)));
+    let refused = apply(wrong)
+        .await
+        .error(422, "migration_plan_digest_mismatch");
+    assert_eq!(refused["details"]["field"], "confirmedPlanDigest");
+    let mut edited: berth_api::migrations::MigrationPlan =
+        serde_json::from_value(planned.clone()).unwrap();
+    edited.steps[0]
+        .input
+        .insert("name".into(), json!("Someone else's"));
+    edited.plan_digest = berth_migrate::plan::plan_digest(&edited);
+    let edited = serde_json::to_value(&edited).unwrap();
+    apply(apply_body(&edited, &json!([])))
+        .await
+        .error(422, "migration_plan_not_attested");
+    let forged = json!([{"stepId": "project:create", "operationKey": "projects.create",
+        "state": "completed", "output": {"projectId": "prj-victim"}, "ownership": "created"}]);
+    let refused = apply(apply_body(&planned, &forged))
+        .await
+        .error(422, "validation_error");
+    assert_eq!(refused["details"]["field"], "priorReceipts[0]", "{refused}");
+
+    // A blocked plan (no server to deploy to), and bad bundles, named by field.
+    let blocked = plan(&member, &bundle("", "shop.localhost")).await;
+    assert_eq!(blocked["state"], "blocked", "{blocked}");
+    apply(apply_body(&blocked, &json!([])))
+        .await
+        .error(422, "migration_plan_blocked");
+    let mut unknown = bundle("srv-x", "shop.localhost");
+    unknown["spec"]["resources"][0]["replicas"] = json!(2);
+    let refused = member
+        .post("/migrations/plan", json!({"bundle": unknown}))
+        .await
+        .expect(422);
+    assert!(
+        refused["error"]["details"]["field"]
+            .as_str()
+            .unwrap()
+            .contains("replicas"),
+        "{refused}"
+    );
+
+    // A deploy token may not create projects, directly or through a plan.
+    let token = deploy_token(&client, &org).await;
+    let answer = token
+        .post("/migrations/apply", apply_body(&planned, &json!([])))
+        .await
+        .ok();
+    assert_eq!(answer["state"], "failed", "{answer}");
+    assert_eq!(answer["failure"]["stepId"], "project:create");
+    assert_eq!(answer["failure"]["code"], "forbidden");
+
+    assert!(names::<Project>(&client, &org.namespace).await.is_empty());
+    assert!(names::<Resource>(&client, &org.namespace).await.is_empty());
+}
