@@ -151,7 +151,7 @@ fn hostname(field: &str, value: &str) -> Checked {
 }
 
 /// Refuses the second item whose identity repeats, naming its field.
-fn unique<'a, K: std::hash::Hash + Eq>(
+fn unique<K: std::hash::Hash + Eq>(
     items: impl IntoIterator<Item = K>,
     field: impl Fn(usize) -> String,
     what: &str,
