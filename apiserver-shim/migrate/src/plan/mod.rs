@@ -57,9 +57,9 @@ fn shape_error(path: &str, message: &str) -> FieldError {
             .and_then(|rest| rest.split('`').next())
             .map(str::to_string)
     };
-    if let Some(key) = quoted("unknown field `") {
-        let field = format!("{path}.{key}");
-        return FieldError::new(&field, format!("{field} is not a known key"));
+    // serde_path_to_error's path already ends with the unknown key.
+    if quoted("unknown field `").is_some() {
+        return FieldError::new(path, format!("{path} is not a known key"));
     }
     if let Some(key) = quoted("missing field `") {
         let field = format!("{path}.{key}");

@@ -1,0 +1,1 @@
+//! Receipts, placeholders and cleanup.

@@ -1,0 +1,1 @@
+//! Digests and attestation.
