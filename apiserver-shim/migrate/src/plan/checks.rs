@@ -11,6 +11,24 @@ use super::steps::blocker;
 
 /// Blockers and warnings of the whole bundle (the resources' own come from their steps).
 pub fn review(bundle: &MigrationBundle, found: &mut Findings) {
+    review_refs(bundle, found);
+    for dependency in &bundle.spec.dependencies {
+        review_dependency(dependency, found);
+    }
+    if bundle.spec.target.deployment_target_id.is_empty() {
+        found.blockers.push(blocker(
+            "target_missing",
+            "spec.target.deploymentTargetId",
+            "The bundle names no deployment target: set spec.target.deploymentTargetId to a Berth server id.".into(),
+        ));
+    }
+    review_domains(bundle, found);
+    review_conflicts(bundle, found);
+    review_warnings(bundle, found);
+}
+
+/// `unknown_resource_ref` for each item naming a resource the bundle lacks (it gets no step).
+fn review_refs(bundle: &MigrationBundle, found: &mut Findings) {
     let spec = &bundle.spec;
     let resources: BTreeSet<&str> = spec
         .resources
@@ -55,19 +73,6 @@ pub fn review(bundle: &MigrationBundle, found: &mut Findings) {
         }
     }
     found.blockers.extend(missing);
-    for dependency in &spec.dependencies {
-        review_dependency(dependency, found);
-    }
-    if spec.target.deployment_target_id.is_empty() {
-        found.blockers.push(blocker(
-            "target_missing",
-            "spec.target.deploymentTargetId",
-            "The bundle names no deployment target: set spec.target.deploymentTargetId to a Berth server id.".into(),
-        ));
-    }
-    review_domains(bundle, found);
-    review_conflicts(bundle, found);
-    review_warnings(bundle, found);
 }
 
 /// Berth has no managed dependency provider; an imported one is a connection secret, injected

@@ -46,6 +46,11 @@ pub fn check_plan_shape(plan: &MigrationPlan) -> Result<(), FieldError> {
             "plan.state must be blocked exactly when the plan has blockers",
         ));
     }
+    check_steps(plan)
+}
+
+/// Ids present and unique; each `dependsOn` an earlier step.
+fn check_steps(plan: &MigrationPlan) -> Result<(), FieldError> {
     let mut seen = HashSet::new();
     for (i, step) in plan.steps.iter().enumerate() {
         if step.id.trim().is_empty() || step.operation_key.trim().is_empty() {
@@ -88,43 +93,50 @@ pub fn check_receipts(plan: &MigrationPlan, receipts: &[Receipt]) -> Result<(), 
             )
         });
     }
-    for (i, (receipt, step)) in receipts.iter().zip(&plan.steps).enumerate() {
-        let field = |name: &str| format!("receipts[{i}].{name}");
-        if receipt.step_id != step.id {
-            let field = field("stepId");
+    receipts
+        .iter()
+        .zip(&plan.steps)
+        .enumerate()
+        .try_for_each(|(i, (receipt, step))| check_receipt(i, receipt, step))
+}
+
+/// Receipt `i` against step `i`.
+fn check_receipt(i: usize, receipt: &Receipt, step: &Step) -> Result<(), FieldError> {
+    let field = |name: &str| format!("receipts[{i}].{name}");
+    if receipt.step_id != step.id {
+        let field = field("stepId");
+        return Err(FieldError::new(
+            &field,
+            format!(
+                "{field} must be {} (receipts follow the plan's steps in order)",
+                step.id
+            ),
+        ));
+    }
+    if receipt.operation_key != step.operation_key {
+        let field = field("operationKey");
+        return Err(FieldError::new(
+            &field,
+            format!("{field} must be {}", step.operation_key),
+        ));
+    }
+    for name in step.produces.iter().flat_map(|p| p.keys()) {
+        if !receipt.output.contains_key(name) {
+            let field = field(&format!("output.{name}"));
             return Err(FieldError::new(
                 &field,
-                format!(
-                    "{field} must be {} (receipts follow the plan's steps in order)",
-                    step.id
-                ),
+                format!("{field} is required: step {} produces it", step.id),
             ));
         }
-        if receipt.operation_key != step.operation_key {
-            let field = field("operationKey");
-            return Err(FieldError::new(
-                &field,
-                format!("{field} must be {}", step.operation_key),
-            ));
-        }
-        for name in step.produces.iter().flat_map(|p| p.keys()) {
-            if !receipt.output.contains_key(name) {
-                let field = field(&format!("output.{name}"));
-                return Err(FieldError::new(
-                    &field,
-                    format!("{field} is required: step {} produces it", step.id),
-                ));
-            }
-        }
-        if receipt.state != "completed" {
-            return Err(FieldError::not_one_of(&field("state"), &["completed"]));
-        }
-        if !matches!(receipt.ownership.as_str(), "created" | "reused") {
-            return Err(FieldError::not_one_of(
-                &field("ownership"),
-                &["created", "reused"],
-            ));
-        }
+    }
+    if receipt.state != "completed" {
+        return Err(FieldError::not_one_of(&field("state"), &["completed"]));
+    }
+    if !matches!(receipt.ownership.as_str(), "created" | "reused") {
+        return Err(FieldError::not_one_of(
+            &field("ownership"),
+            &["created", "reused"],
+        ));
     }
     Ok(())
 }
