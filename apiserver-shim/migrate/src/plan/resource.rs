@@ -23,6 +23,7 @@ pub fn create_input(
     found: &mut Findings,
 ) -> Map<String, Value> {
     let path = format!("spec.resources.{}", resource.reference);
+    let known_blockers = found.blockers.len();
     let mut input = Map::new();
     input.insert(
         "projectId".into(),
@@ -59,7 +60,10 @@ pub fn create_input(
         );
         input.insert("networkProfile".into(), Value::Object(profile));
     }
-    check_with_berth(&input, &path, found);
+    // A source or strategy already blocked would only be reported twice.
+    if found.blockers.len() == known_blockers {
+        check_with_berth(&input, &path, found);
+    }
     input
 }
 

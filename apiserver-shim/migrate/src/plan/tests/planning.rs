@@ -436,3 +436,47 @@ fn environment_secrets_go_to_every_resource() {
     assert!(!ids.contains(&"resource-secret:worker:SENTRY_DSN:runtime"));
     assert!(ids.contains(&"resource-variable:worker:SENTRY_DSN:runtime"));
 }
+
+#[test]
+fn sources_berth_cannot_deploy_block_and_unmapped_fields_warn() {
+    let plan = plan_of(&with_spec(|s| {
+        s["resources"][0]["source"]["imageDigest"] = json!("sha256:abc");
+        s["resources"][1]["source"] = json!({"kind": "helm-chart", "locator": "oci://charts/w"});
+        s["resources"][1]["runtime"]["strategy"] = json!("helm");
+        s["resources"][2]["source"]["gitRef"] = json!("main");
+        s["project"]["organizationId"] = json!("org-1");
+        s["volumes"][0]["sizeMb"] = json!(1024);
+    }))
+    .unwrap();
+    let found: Vec<_> = plan
+        .blockers
+        .iter()
+        .map(|b| (b.code.as_str(), b.path.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("resource_input_invalid", "spec.resources.db"),
+            (
+                "runtime_strategy_unsupported",
+                "spec.resources.worker.runtime.strategy"
+            ),
+            (
+                "source_kind_unsupported",
+                "spec.resources.worker.source.kind"
+            ),
+        ]
+    );
+    assert!(plan.blockers[0].message.contains("source.gitRef"));
+    let web = step(&plan, "resource:create:web");
+    assert!(
+        !web.input["source"]
+            .as_object()
+            .unwrap()
+            .contains_key("imageDigest")
+    );
+    assert_eq!(plan.warnings.len(), 3, "{:?}", plan.warnings);
+    assert!(plan.warnings.iter().any(|w| w.contains("imageDigest")));
+    assert!(plan.warnings.iter().any(|w| w.contains("organizationId")));
+    assert!(plan.warnings.iter().any(|w| w.contains("sizeMb")));
+}
