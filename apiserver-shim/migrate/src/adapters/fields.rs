@@ -111,10 +111,6 @@ impl<'a> Obj<'a> {
         self.map.get(key).filter(|value| !value.is_null())
     }
 
-    pub fn has(&self, key: &str) -> bool {
-        self.map.get(key).is_some_and(|value| !value.is_null())
-    }
-
     /// Keys present (and not null) but never read.
     pub fn unread(&self) -> Vec<String> {
         self.map
@@ -144,17 +140,5 @@ fn show(path: &str) -> &str {
         "the file"
     } else {
         path
-    }
-}
-
-/// A JSON value's type in words, for messages that must not quote it.
-pub(crate) fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
