@@ -5,9 +5,9 @@
 use std::collections::BTreeSet;
 
 use berth_api::migrations::{
-    Blocker, BundleDependency, BundleDomain, BundleEnvironment, BundleMetadata, BundleOrigin,
-    BundleProject, BundleResource, BundleRuntime, BundleSource, BundleSpec, BundleTarget,
-    BundleVariable, BundleVolume, MigrationBundle, BUNDLE_API_VERSION, BUNDLE_KIND,
+    BUNDLE_API_VERSION, BUNDLE_KIND, Blocker, BundleDependency, BundleDomain, BundleEnvironment,
+    BundleMetadata, BundleOrigin, BundleProject, BundleResource, BundleRuntime, BundleSource,
+    BundleSpec, BundleTarget, BundleVariable, BundleVolume, MigrationBundle,
 };
 use berth_api::validate::FieldError;
 
@@ -88,7 +88,10 @@ impl Draft {
                 format!("the {provider} files describe no service to migrate"),
             ));
         }
-        let name = self.name.clone().unwrap_or_else(|| fallback_name.to_string());
+        let name = self
+            .name
+            .clone()
+            .unwrap_or_else(|| fallback_name.to_string());
         let project = defaults.project.clone().unwrap_or(BundleProject {
             name: name.clone(),
             description: self.description.clone(),
@@ -99,10 +102,14 @@ impl Draft {
             .clone()
             .or(self.environment)
             .unwrap_or_else(default_environment);
-        let target = defaults.target.clone().or(self.target).unwrap_or(BundleTarget {
-            deployment_target_id: String::new(),
-            destination_id: None,
-        });
+        let target = defaults
+            .target
+            .clone()
+            .or(self.target)
+            .unwrap_or(BundleTarget {
+                deployment_target_id: String::new(),
+                destination_id: None,
+            });
         Ok(MigrationBundle {
             api_version: BUNDLE_API_VERSION.to_string(),
             kind: BUNDLE_KIND.to_string(),
@@ -219,7 +226,9 @@ pub(crate) fn is_secret_key(key: &str) -> bool {
     ];
     let upper = key.to_ascii_uppercase();
     upper == "DATABASE_URL"
-        || upper.split(|c: char| !c.is_ascii_alphanumeric()).any(|word| WORDS.contains(&word))
+        || upper
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|word| WORDS.contains(&word))
         || ["PASSWORD", "SECRET", "TOKEN", "KEY"]
             .iter()
             .any(|end| upper.ends_with(end))

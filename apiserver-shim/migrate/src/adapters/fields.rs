@@ -5,7 +5,7 @@
 use berth_api::validate::FieldError;
 use serde_json::{Map, Value};
 
-use super::draft::{file_error, Draft};
+use super::draft::{Draft, file_error};
 
 /// One JSON object of a vendor file and the keys read from it so far.
 pub(crate) struct Obj<'a> {
@@ -25,7 +25,10 @@ impl<'a> Obj<'a> {
                 map,
                 read: Vec::new(),
             }),
-            _ => Err(file_error(file, format!("{} must be an object", show(path)))),
+            _ => Err(file_error(
+                file,
+                format!("{} must be an object", show(path)),
+            )),
         }
     }
 
@@ -136,9 +139,5 @@ impl<'a> Obj<'a> {
 }
 
 fn show(path: &str) -> &str {
-    if path.is_empty() {
-        "the file"
-    } else {
-        path
-    }
+    if path.is_empty() { "the file" } else { path }
 }

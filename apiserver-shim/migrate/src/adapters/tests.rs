@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use berth_api::migrations::{BundleTarget, VendorSource};
 
-use super::draft::{has_credentials, is_secret_key, slugify, Refs};
+use super::draft::{Refs, has_credentials, is_secret_key, slugify};
 use super::translate;
 
 fn source(provider: &str, files: &[(&str, &str)]) -> VendorSource {
@@ -65,7 +65,13 @@ fn slugs_follow_the_ref_pattern() {
 
 #[test]
 fn secret_names_and_credential_urls() {
-    for key in ["DB_PASSWORD", "SESSION_SECRET", "GITHUB_TOKEN", "API_KEY", "DATABASE_URL"] {
+    for key in [
+        "DB_PASSWORD",
+        "SESSION_SECRET",
+        "GITHUB_TOKEN",
+        "API_KEY",
+        "DATABASE_URL",
+    ] {
         assert!(is_secret_key(key), "{key}");
     }
     for key in ["PORT", "LOG_LEVEL", "APP_MODE", "KEYBOARD_LAYOUT"] {

@@ -6,9 +6,9 @@ use berth_api::validate::FieldError;
 use serde_json::Value;
 
 use super::same_file;
-use crate::adapters::draft::{file_error, is_secret, list, plain, secret, Draft};
-use crate::adapters::fields::Obj;
 use crate::adapters::Files;
+use crate::adapters::draft::{Draft, file_error, is_secret, list, plain, secret};
+use crate::adapters::fields::Obj;
 
 /// Keys and values, later entries winning.
 pub(super) type Vars = Vec<(String, Option<String>)>;
@@ -34,7 +34,13 @@ pub(super) fn env_files(
             .iter()
             .map(|item| match item {
                 Value::String(path) => Some((path.clone(), true)),
-                other => Some((other.get("path")?.as_str()?.to_string(), other.get("required").and_then(Value::as_bool).unwrap_or(true))),
+                other => Some((
+                    other.get("path")?.as_str()?.to_string(),
+                    other
+                        .get("required")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(true),
+                )),
             })
             .collect::<Option<_>>()
             .ok_or_else(|| obj.wrong("env_file", "a path or a list of paths"))?,
@@ -51,9 +57,15 @@ pub(super) fn env_files(
             None if required => draft.block(
                 "compose_env_file_missing",
                 obj.at("env_file"),
-                format!("Service {name} reads {path}, which was not uploaded; add it to source.files."),
+                format!(
+                    "Service {name} reads {path}, which was not uploaded; add it to source.files."
+                ),
             ),
-            None => draft.warn(format!("{}: {} {path} is optional and was not uploaded.", obj.file, obj.child("env_file"))),
+            None => draft.warn(format!(
+                "{}: {} {path} is optional and was not uploaded.",
+                obj.file,
+                obj.child("env_file")
+            )),
         }
     }
     Ok(())
@@ -69,7 +81,10 @@ fn dotenv(file: &str, content: &str) -> Result<Vec<(String, String)>, FieldError
         }
         let line = line.strip_prefix("export ").unwrap_or(line);
         let Some((key, value)) = line.split_once('=') else {
-            return Err(file_error(file, format!("line {} of {file} is not KEY=VALUE", index + 1)));
+            return Err(file_error(
+                file,
+                format!("line {} of {file} is not KEY=VALUE", index + 1),
+            ));
         };
         let value = value.trim();
         let unquoted = ['"', '\'']
@@ -97,7 +112,9 @@ pub(super) fn environment(obj: &mut Obj, vars: &mut Vars) -> Result<(), FieldErr
         }
         Some(Value::Array(items)) => {
             for item in items {
-                let text = item.as_str().ok_or_else(|| obj.wrong("environment", "a map or a list of KEY=VALUE"))?;
+                let text = item
+                    .as_str()
+                    .ok_or_else(|| obj.wrong("environment", "a map or a list of KEY=VALUE"))?;
                 match text.split_once('=') {
                     Some((key, value)) => set(vars, key, Some(value.to_string())),
                     None => set(vars, text, None),
@@ -118,7 +135,9 @@ pub(super) fn emit(obj: &Obj, reference: &str, vars: Vars, draft: &mut Draft) {
                 outside.push(key.clone());
                 draft.variables.push(secret(&key, Some(reference)));
             }
-            Some(value) if !is_secret(&key, &value) => draft.variables.push(plain(&key, &value, Some(reference))),
+            Some(value) if !is_secret(&key, &value) => {
+                draft.variables.push(plain(&key, &value, Some(reference)))
+            }
             Some(_) => {
                 secrets.push(key.clone());
                 draft.variables.push(secret(&key, Some(reference)));

@@ -7,9 +7,9 @@ use berth_api::migrations::MigrationBundle;
 use berth_api::validate::FieldError;
 use serde_json::Value;
 
-use super::draft::{file_error, Draft};
+use super::draft::{Draft, file_error};
 use super::fields::Obj;
-use super::{base_name, Defaults, Files};
+use super::{Defaults, Files, base_name};
 
 mod env;
 mod service;
@@ -36,13 +36,22 @@ pub fn translate(files: &Files, defaults: &Defaults) -> Result<MigrationBundle, 
     }
     let Some((file, value)) = compose else {
         let name = others.first().copied().unwrap_or("");
-        return Err(file_error(name, format!("{name} is not a Compose file: expected YAML with a top-level `services:` mapping")));
+        return Err(file_error(
+            name,
+            format!(
+                "{name} is not a Compose file: expected YAML with a top-level `services:` mapping"
+            ),
+        ));
     };
     let mut draft = Draft::default();
     let mut used = Vec::new();
     let mut top = Obj::new(file, "", &value)?;
     draft.name = top.str("name")?.map(str::to_string);
-    let services = top.obj("services")?.map(|s| s.members()).transpose()?.unwrap_or_default();
+    let services = top
+        .obj("services")?
+        .map(|s| s.members())
+        .transpose()?
+        .unwrap_or_default();
     for (name, obj) in services {
         service::translate(name, obj, files, &mut used, &mut draft)?;
     }
@@ -50,7 +59,9 @@ pub fn translate(files: &Files, defaults: &Defaults) -> Result<MigrationBundle, 
     if let Some(unused) = others.iter().find(|name| !used.contains(&name.to_string())) {
         return Err(file_error(
             unused,
-            format!("{unused} is neither a Compose file (YAML with `services:`) nor an env_file a service names"),
+            format!(
+                "{unused} is neither a Compose file (YAML with `services:`) nor an env_file a service names"
+            ),
         ));
     }
     draft.finish("compose", "compose", defaults)
@@ -77,12 +88,22 @@ fn top_level(top: &mut Obj, draft: &mut Draft) -> Result<(), FieldError> {
         }
     }
     if top.get("version").is_some() {
-        draft.warn(format!("{}: version is obsolete in Compose and is ignored.", top.file));
+        draft.warn(format!(
+            "{}: version is obsolete in Compose and is ignored.",
+            top.file
+        ));
     }
-    let extensions: Vec<String> = top.unread().into_iter().filter(|key| key.starts_with("x-")).collect();
+    let extensions: Vec<String> = top
+        .unread()
+        .into_iter()
+        .filter(|key| key.starts_with("x-"))
+        .collect();
     for key in &extensions {
         top.get(key);
-        draft.warn(format!("{}: {key} is a Compose extension field and is ignored.", top.file));
+        draft.warn(format!(
+            "{}: {key} is a Compose extension field and is ignored.",
+            top.file
+        ));
     }
     top.warn_unread(draft);
     Ok(())

@@ -5,9 +5,9 @@ use berth_api::validate::FieldError;
 use serde_json::Value;
 
 use super::env;
-use crate::adapters::draft::{database_kind, image_source, source, Draft};
-use crate::adapters::fields::Obj;
 use crate::adapters::Files;
+use crate::adapters::draft::{Draft, database_kind, image_source, source};
+use crate::adapters::fields::Obj;
 
 mod checks;
 
@@ -32,7 +32,11 @@ pub(super) fn translate(
     let reference = draft.add_resource(name, kind, bundle_source);
     let network = match (published, exposed) {
         (Some(port), _) if database.is_none() => Some(network(port, "http", "reverse-proxy")),
-        (Some(port), _) | (None, Some(port)) => Some(network(port, if database.is_some() { "tcp" } else { "http" }, "none")),
+        (Some(port), _) | (None, Some(port)) => Some(network(
+            port,
+            if database.is_some() { "tcp" } else { "http" },
+            "none",
+        )),
         (None, None) => None,
     };
     if published.is_some() && database.is_some() {
@@ -75,7 +79,9 @@ fn build_source(
     draft: &mut Draft,
 ) -> Result<(BundleSource, Option<String>), FieldError> {
     match obj.get("build") {
-        Some(Value::String(context)) => Ok((source("local-folder", context), Some("Dockerfile".into()))),
+        Some(Value::String(context)) => {
+            Ok((source("local-folder", context), Some("Dockerfile".into())))
+        }
         Some(value @ Value::Object(_)) => {
             let mut build = Obj::new(obj.file, &obj.child("build"), value)?;
             let context = build.str("context")?.unwrap_or(".").to_string();
@@ -97,8 +103,11 @@ fn command(obj: &mut Obj) -> Result<Option<String>, FieldError> {
         None => Ok(None),
         Some(Value::String(line)) => Ok(Some(line.clone())),
         Some(Value::Array(words)) => {
-            let words: Option<Vec<String>> = words.iter().map(|w| w.as_str().map(shell_word)).collect();
-            words.map(|w| Some(w.join(" "))).ok_or_else(|| obj.wrong("command", "a string or a list of strings"))
+            let words: Option<Vec<String>> =
+                words.iter().map(|w| w.as_str().map(shell_word)).collect();
+            words
+                .map(|w| Some(w.join(" ")))
+                .ok_or_else(|| obj.wrong("command", "a string or a list of strings"))
         }
         Some(_) => Err(obj.wrong("command", "a string or a list of strings")),
     }
@@ -106,7 +115,10 @@ fn command(obj: &mut Obj) -> Result<Option<String>, FieldError> {
 
 /// A word a POSIX shell reads back unchanged.
 pub(super) fn shell_word(word: &str) -> String {
-    let safe = !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c));
+    let safe = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c));
     if safe {
         word.to_string()
     } else {
@@ -115,7 +127,12 @@ pub(super) fn shell_word(word: &str) -> String {
 }
 
 /// `volumes`: named volumes migrate; bind mounts block; anonymous and tmpfs are warnings.
-fn volumes(obj: &mut Obj, name: &str, reference: &str, draft: &mut Draft) -> Result<(), FieldError> {
+fn volumes(
+    obj: &mut Obj,
+    name: &str,
+    reference: &str,
+    draft: &mut Draft,
+) -> Result<(), FieldError> {
     let path = obj.at("volumes");
     for (index, item) in obj.arr("volumes")?.into_iter().flatten().enumerate() {
         let (kind, src, target) = match item {
@@ -123,7 +140,9 @@ fn volumes(obj: &mut Obj, name: &str, reference: &str, draft: &mut Draft) -> Res
                 let parts: Vec<&str> = short.split(':').collect();
                 match parts.as_slice() {
                     [target] => ("volume", "", *target),
-                    [src, target, ..] => (if is_path(src) { "bind" } else { "volume" }, *src, *target),
+                    [src, target, ..] => {
+                        (if is_path(src) { "bind" } else { "volume" }, *src, *target)
+                    }
                     [] => ("volume", "", ""),
                 }
             }

@@ -30,14 +30,38 @@ fn example() {
     let resources: Vec<(&str, &str, Option<u16>, Option<&str>)> = spec
         .resources
         .iter()
-        .map(|r| (r.reference.as_str(), r.kind.as_str(), r.network.as_ref().map(|n| n.internal_port), r.runtime.start_command.as_deref()))
+        .map(|r| {
+            (
+                r.reference.as_str(),
+                r.kind.as_str(),
+                r.network.as_ref().map(|n| n.internal_port),
+                r.runtime.start_command.as_deref(),
+            )
+        })
         .collect();
     assert_eq!(
         resources,
-        [("db", "database", None, None), ("web", "application", Some(8080), None), ("worker", "worker", None, Some("sleep infinity"))]
+        [
+            ("db", "database", None, None),
+            ("web", "application", Some(8080), None),
+            ("worker", "worker", None, Some("sleep infinity"))
+        ]
     );
-    assert_eq!(spec.resources[1].runtime.health_check_path.as_deref(), Some("/healthz"));
-    let volumes: Vec<(&str, &str, &str)> = spec.volumes.iter().map(|v| (v.reference.as_str(), v.resource_ref.as_str(), v.mount_path.as_str())).collect();
+    assert_eq!(
+        spec.resources[1].runtime.health_check_path.as_deref(),
+        Some("/healthz")
+    );
+    let volumes: Vec<(&str, &str, &str)> = spec
+        .volumes
+        .iter()
+        .map(|v| {
+            (
+                v.reference.as_str(),
+                v.resource_ref.as_str(),
+                v.mount_path.as_str(),
+            )
+        })
+        .collect();
     assert_eq!(volumes, [("db-data", "db", "/var/lib/postgresql/data")]);
     let secrets: Vec<(&str, &str)> = spec
         .variables
@@ -45,9 +69,18 @@ fn example() {
         .filter(|v| v.secret_ref.is_some())
         .map(|v| (v.resource_ref.as_deref().unwrap(), v.key.as_str()))
         .collect();
-    assert_eq!(secrets, [("db", "POSTGRES_PASSWORD"), ("web", "DATABASE_URL"), ("web", "SESSION_SECRET")]);
+    assert_eq!(
+        secrets,
+        [
+            ("db", "POSTGRES_PASSWORD"),
+            ("web", "DATABASE_URL"),
+            ("web", "SESSION_SECRET")
+        ]
+    );
     assert_eq!(spec.variables.len(), 9);
-    assert!(spec.dependencies.is_empty() && spec.domains.is_empty() && spec.source_blockers.is_empty());
+    assert!(
+        spec.dependencies.is_empty() && spec.domains.is_empty() && spec.source_blockers.is_empty()
+    );
     assert_eq!(
         spec.source_warnings,
         [
@@ -66,14 +99,41 @@ fn example() {
 #[test]
 fn recognised_by_content_and_env_files_resolved() {
     let compose = "services:\n  api:\n    build: {context: ./api, dockerfile: Dockerfile.prod}\n    env_file: ./api.env\n    expose: [\"3000\"]\n";
-    let bundle = run(&[("whatever.txt", compose), ("api.env", "# c\nexport MODE=\"fast\"\nAPI_TOKEN=seed-env-token\n")]);
+    let bundle = run(&[
+        ("whatever.txt", compose),
+        (
+            "api.env",
+            "# c\nexport MODE=\"fast\"\nAPI_TOKEN=seed-env-token\n",
+        ),
+    ]);
     let api = &bundle.spec.resources[0];
-    assert_eq!((api.source.kind.as_str(), api.source.locator.as_str()), ("local-folder", "./api"));
-    assert_eq!((api.runtime.strategy.as_str(), api.runtime.dockerfile_path.as_deref()), ("dockerfile", Some("Dockerfile.prod")));
-    assert_eq!(api.network.as_ref().map(|n| (n.internal_port, n.exposure_mode.as_str())), Some((3000, "none")));
+    assert_eq!(
+        (api.source.kind.as_str(), api.source.locator.as_str()),
+        ("local-folder", "./api")
+    );
+    assert_eq!(
+        (
+            api.runtime.strategy.as_str(),
+            api.runtime.dockerfile_path.as_deref()
+        ),
+        ("dockerfile", Some("Dockerfile.prod"))
+    );
+    assert_eq!(
+        api.network
+            .as_ref()
+            .map(|n| (n.internal_port, n.exposure_mode.as_str())),
+        Some((3000, "none"))
+    );
     assert_eq!(bundle.spec.variables[0].value.as_deref(), Some("fast"));
-    assert_eq!(bundle.spec.variables[1].secret_ref.as_deref(), Some("env://API_TOKEN"));
-    assert!(!serde_json::to_string(&bundle).unwrap().contains("seed-env-token"));
+    assert_eq!(
+        bundle.spec.variables[1].secret_ref.as_deref(),
+        Some("env://API_TOKEN")
+    );
+    assert!(
+        !serde_json::to_string(&bundle)
+            .unwrap()
+            .contains("seed-env-token")
+    );
 }
 
 #[test]
@@ -105,7 +165,12 @@ services:
     container_name: app
 "#;
     let bundle = run(&[("c.yml", compose)]);
-    let codes: Vec<&str> = bundle.spec.source_blockers.iter().map(|b| b.code.as_str()).collect();
+    let codes: Vec<&str> = bundle
+        .spec
+        .source_blockers
+        .iter()
+        .map(|b| b.code.as_str())
+        .collect();
     assert_eq!(
         codes,
         [
@@ -120,7 +185,12 @@ services:
         ]
     );
     let warnings = bundle.spec.source_warnings.join("\n");
-    for expected in ["restart on-failure", "labels are not migrated (their proxy host rules", "services.app.container_name", "x-common is a Compose extension"] {
+    for expected in [
+        "restart on-failure",
+        "labels are not migrated (their proxy host rules",
+        "services.app.container_name",
+        "x-common is a Compose extension",
+    ] {
         assert!(warnings.contains(expected), "{expected} in {warnings}");
     }
     assert_eq!(bundle.spec.volumes[0].reference, "cache");

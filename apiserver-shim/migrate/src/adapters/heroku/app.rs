@@ -5,7 +5,7 @@ use berth_api::migrations::BundleSource;
 use berth_api::validate::FieldError;
 use serde_json::Value;
 
-use crate::adapters::draft::{image_source, is_secret, source, Draft};
+use crate::adapters::draft::{Draft, image_source, is_secret, source};
 use crate::adapters::fields::Obj;
 
 /// How an app.json `env` entry migrates.
@@ -50,7 +50,13 @@ impl App {
             ));
         }
         top.warn_unread(draft);
-        Ok(Self { source, env, formation, addons, file: file.to_string() })
+        Ok(Self {
+            source,
+            env,
+            formation,
+            addons,
+            file: file.to_string(),
+        })
     }
 }
 

@@ -8,8 +8,8 @@ use berth_api::migrations::MigrationBundle;
 use berth_api::validate::FieldError;
 use serde_json::{Map, Value};
 
-use super::draft::{file_error, Draft};
-use super::{base_name, Defaults, Files};
+use super::draft::{Draft, file_error};
+use super::{Defaults, Files, base_name};
 
 mod app;
 mod parse;
@@ -21,8 +21,21 @@ pub use parse::{shell_quote, shell_unquote};
 
 /// app.json's top-level keys (https://devcenter.heroku.com/articles/app-json-schema).
 const APP_KEYS: [&str; 15] = [
-    "name", "description", "keywords", "website", "repository", "logo", "success_url",
-    "scripts", "env", "formation", "image", "addons", "buildpacks", "environments", "stack",
+    "name",
+    "description",
+    "keywords",
+    "website",
+    "repository",
+    "logo",
+    "success_url",
+    "scripts",
+    "env",
+    "formation",
+    "image",
+    "addons",
+    "buildpacks",
+    "environments",
+    "stack",
 ];
 
 /// The files of one Heroku app, each parsed.
@@ -53,7 +66,10 @@ pub fn translate(files: &Files, defaults: &Defaults) -> Result<MigrationBundle, 
 fn recognise<'a>(name: &'a str, content: &str, inputs: &mut Inputs<'a>) -> Result<(), FieldError> {
     let once = |taken: bool, what: &str| {
         if taken {
-            Err(file_error(name, format!("{name} is a second {what}; send one per app")))
+            Err(file_error(
+                name,
+                format!("{name} is a second {what}; send one per app"),
+            ))
         } else {
             Ok(())
         }
@@ -67,11 +83,16 @@ fn recognise<'a>(name: &'a str, content: &str, inputs: &mut Inputs<'a>) -> Resul
             }
             Value::Object(map) if is_config_json(map) => {
                 once(inputs.config.is_some(), "config export")?;
-                let vars = map.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()));
+                let vars = map
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()));
                 inputs.config = Some((name, vars.collect()));
                 return Ok(());
             }
-            Value::Object(map) if map.keys().any(|key| APP_KEYS.contains(&key.as_str())) || base_name(name) == "app.json" => {
+            Value::Object(map)
+                if map.keys().any(|key| APP_KEYS.contains(&key.as_str()))
+                    || base_name(name) == "app.json" =>
+            {
                 once(inputs.app.is_some(), "app.json")?;
                 inputs.app = Some((name, value));
                 return Ok(());
@@ -101,6 +122,8 @@ fn recognise<'a>(name: &'a str, content: &str, inputs: &mut Inputs<'a>) -> Resul
 /// are lower-case, none of app.json's keys.
 fn is_config_json(map: &Map<String, Value>) -> bool {
     let strings = map.values().all(Value::is_string) && map.keys().all(|k| parse::is_env_key(k));
-    let upper = map.keys().all(|k| !k.chars().any(|c| c.is_ascii_lowercase()));
+    let upper = map
+        .keys()
+        .all(|k| !k.chars().any(|c| c.is_ascii_lowercase()));
     strings && (upper || !map.keys().any(|key| APP_KEYS.contains(&key.as_str())))
 }

@@ -10,7 +10,10 @@ const SPECIAL: &str = "\"#!$&'()*,:;<=>?@[\\]^`{|}";
 
 /// A value as `heroku config --shell` prints it.
 pub fn shell_quote(value: &str) -> String {
-    if !value.chars().any(|c| c.is_whitespace() || SPECIAL.contains(c)) {
+    if !value
+        .chars()
+        .any(|c| c.is_whitespace() || SPECIAL.contains(c))
+    {
         return value.to_string();
     }
     if value.contains('\'') || value.contains('\n') {
@@ -77,11 +80,19 @@ pub fn config_lines(file: &str, content: &str) -> Result<Vec<(String, String)>, 
         if trimmed.is_empty() || trimmed.starts_with("=== ") || trimmed.starts_with('#') {
             continue;
         }
-        let split = if listing { line.split_once(':') } else { line.split_once('=') };
+        let split = if listing {
+            line.split_once(':')
+        } else {
+            line.split_once('=')
+        };
         let parsed = split
             .filter(|(key, _)| is_env_key(key.trim()))
             .and_then(|(key, raw)| {
-                let value = if listing { Some(raw.trim().to_string()) } else { shell_unquote(raw) };
+                let value = if listing {
+                    Some(raw.trim().to_string())
+                } else {
+                    shell_unquote(raw)
+                };
                 value.map(|value| (key.trim().to_string(), value))
             });
         match parsed {
@@ -89,8 +100,11 @@ pub fn config_lines(file: &str, content: &str) -> Result<Vec<(String, String)>, 
             None => {
                 return Err(file_error(
                     file,
-                    format!("line {} of {file} is not KEY=value as `heroku config --shell` prints it", index + 1),
-                ))
+                    format!(
+                        "line {} of {file} is not KEY=value as `heroku config --shell` prints it",
+                        index + 1
+                    ),
+                ));
             }
         }
     }
@@ -120,8 +134,11 @@ pub fn procfile(file: &str, content: &str) -> Result<Vec<(String, String)>, Fiel
             None => {
                 return Err(file_error(
                     file,
-                    format!("line {} of {file} is not `<process type>: <command>`", index + 1),
-                ))
+                    format!(
+                        "line {} of {file} is not `<process type>: <command>`",
+                        index + 1
+                    ),
+                ));
             }
         }
     }
@@ -137,7 +154,9 @@ fn procfile_line(line: &str) -> Option<(String, String)> {
     let (kind, command) = line.split_once(':')?;
     let valid = !kind.is_empty()
         && kind.len() <= 63
-        && kind.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        && kind
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
     let command = command.trim();
     (valid && !command.is_empty()).then(|| (kind.to_string(), command.to_string()))
 }

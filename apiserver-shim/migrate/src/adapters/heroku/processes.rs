@@ -4,16 +4,18 @@
 use berth_api::migrations::BundleNetwork;
 use berth_api::validate::FieldError;
 
-
-use super::app::App;
 use super::Inputs;
-use crate::adapters::draft::{list, plain, source, Draft};
-
+use super::app::App;
+use crate::adapters::draft::{Draft, list, plain, source};
 
 /// The port a migrated `web` process listens on (Heroku assigns `$PORT`; Berth sets it).
 pub const WEB_PORT: u16 = 5000;
 
-pub(crate) fn translate(inputs: &Inputs, app: Option<&App>, draft: &mut Draft) -> Result<(), FieldError> {
+pub(crate) fn translate(
+    inputs: &Inputs,
+    app: Option<&App>,
+    draft: &mut Draft,
+) -> Result<(), FieldError> {
     let src = app.and_then(|app| app.source.clone()).unwrap_or_else(|| {
         draft.warn("heroku: app.json names no repository or image: every process is migrated from the local folder `.`.");
         source("local-folder", ".")
@@ -21,7 +23,10 @@ pub(crate) fn translate(inputs: &Inputs, app: Option<&App>, draft: &mut Draft) -
     let mut refs = Vec::new();
     for (kind, command) in process_types(inputs, app, draft) {
         if kind == "release" {
-            let at = inputs.procfile.as_ref().map_or("Procfile", |(file, _)| file);
+            let at = inputs
+                .procfile
+                .as_ref()
+                .map_or("Procfile", |(file, _)| file);
             draft.block(
                 "heroku_release_phase_unsupported",
                 format!("{at}:release"),
@@ -31,7 +36,11 @@ pub(crate) fn translate(inputs: &Inputs, app: Option<&App>, draft: &mut Draft) -
             continue;
         }
         let web = kind == "web";
-        let reference = draft.add_resource(&kind, if web { "application" } else { "worker" }, src.clone());
+        let reference = draft.add_resource(
+            &kind,
+            if web { "application" } else { "worker" },
+            src.clone(),
+        );
         draft.resource(&reference).runtime.start_command = command;
         if web {
             web_port(&reference, draft);
@@ -48,7 +57,11 @@ pub(crate) fn translate(inputs: &Inputs, app: Option<&App>, draft: &mut Draft) -
 
 /// Procfile types in file order, then formation types the Procfile lacks; `web` alone when
 /// neither names any.
-fn process_types(inputs: &Inputs, app: Option<&App>, draft: &mut Draft) -> Vec<(String, Option<String>)> {
+fn process_types(
+    inputs: &Inputs,
+    app: Option<&App>,
+    draft: &mut Draft,
+) -> Vec<(String, Option<String>)> {
     let mut types: Vec<(String, Option<String>)> = Vec::new();
     for (kind, command) in inputs.procfile.iter().flat_map(|(_, p)| p) {
         match types.iter_mut().find(|(known, _)| known == kind) {
@@ -75,7 +88,9 @@ fn web_port(reference: &str, draft: &mut Draft) {
         exposure_mode: "reverse-proxy".into(),
         target_service_name: None,
     });
-    draft.variables.push(plain("PORT", &WEB_PORT.to_string(), Some(reference)));
+    draft
+        .variables
+        .push(plain("PORT", &WEB_PORT.to_string(), Some(reference)));
     draft.warn(format!(
         "heroku: the web process binds $PORT on Heroku; on Berth PORT={WEB_PORT} is set on resource {reference} and traffic is routed to it."
     ));
@@ -95,11 +110,19 @@ fn formation(app: &App, draft: &mut Draft) {
 
 /// Add-ons whose URL is in the config export become dependencies; the others are warnings.
 fn addons(app: &App, inputs: &Inputs, draft: &mut Draft) {
-    let keys: Vec<&str> = inputs.config.iter().flat_map(|(_, vars)| vars.iter().map(|(k, _)| k.as_str())).collect();
+    let keys: Vec<&str> = inputs
+        .config
+        .iter()
+        .flat_map(|(_, vars)| vars.iter().map(|(k, _)| k.as_str()))
+        .collect();
     let unmapped: Vec<String> = app
         .addons
         .iter()
-        .filter(|addon| !keys.iter().any(|key| addon_of(key, "").is_some_and(|(_, provider)| provider_matches(addon, provider))))
+        .filter(|addon| {
+            !keys.iter().any(|key| {
+                addon_of(key, "").is_some_and(|(_, provider)| provider_matches(addon, provider))
+            })
+        })
         .cloned()
         .collect();
     if !unmapped.is_empty() {
@@ -113,7 +136,9 @@ fn addons(app: &App, inputs: &Inputs, draft: &mut Draft) {
 
 fn provider_matches(addon: &str, provider: &str) -> bool {
     let addon = addon.to_ascii_lowercase();
-    provider.strip_prefix("heroku-").is_some_and(|name| addon.contains(name) || (name == "mongodb" && addon.contains("mongo")))
+    provider
+        .strip_prefix("heroku-")
+        .is_some_and(|name| addon.contains(name) || (name == "mongodb" && addon.contains("mongo")))
 }
 
 /// `(dependency kind, providerKey)` of an add-on URL key.
@@ -125,11 +150,12 @@ pub(super) fn addon_of(key: &str, value: &str) -> Option<(&'static str, &'static
         "REDIS_URL" | "REDIS_TLS_URL" => Some(("redis", "heroku-redis")),
         "MONGODB_URI" => Some(("mongodb", "heroku-mongodb")),
         "CLOUDAMQP_URL" => Some(("generic", "heroku-cloudamqp")),
-        _ if key.starts_with("HEROKU_POSTGRESQL_") && key.ends_with("_URL") => Some(("postgres", "heroku-postgresql")),
+        _ if key.starts_with("HEROKU_POSTGRESQL_") && key.ends_with("_URL") => {
+            Some(("postgres", "heroku-postgresql"))
+        }
         _ => None,
     }
 }
 
 mod variables;
 use variables::{domains, variables};
-

@@ -21,7 +21,12 @@ fn run(files: &[(&str, &str)]) -> MigrationBundle {
 }
 
 fn example() -> MigrationBundle {
-    run(&[("app.json", APP), ("Procfile", PROCFILE), ("config.txt", CONFIG), ("domains.json", DOMAINS)])
+    run(&[
+        ("app.json", APP),
+        ("Procfile", PROCFILE),
+        ("config.txt", CONFIG),
+        ("domains.json", DOMAINS),
+    ])
 }
 
 #[test]
@@ -31,32 +36,80 @@ fn example_resources_variables_dependencies_domains() {
     let resources: Vec<(&str, &str, Option<&str>, Option<u16>)> = spec
         .resources
         .iter()
-        .map(|r| (r.reference.as_str(), r.kind.as_str(), r.runtime.start_command.as_deref(), r.network.as_ref().map(|n| n.internal_port)))
+        .map(|r| {
+            (
+                r.reference.as_str(),
+                r.kind.as_str(),
+                r.runtime.start_command.as_deref(),
+                r.network.as_ref().map(|n| n.internal_port),
+            )
+        })
         .collect();
     assert_eq!(
         resources,
-        [("web", "application", Some("/bin/sample-app"), Some(5000)), ("worker", "worker", Some("sleep infinity"), None)]
+        [
+            ("web", "application", Some("/bin/sample-app"), Some(5000)),
+            ("worker", "worker", Some("sleep infinity"), None)
+        ]
     );
-    assert!(spec.resources.iter().all(|r| r.source.kind == "docker-image" && r.source.locator == "berth/sample-app:1"));
+    assert!(
+        spec.resources
+            .iter()
+            .all(|r| r.source.kind == "docker-image" && r.source.locator == "berth/sample-app:1")
+    );
     let vars: Vec<(&str, &str, Option<&str>, Option<&str>)> = spec
         .variables
         .iter()
-        .map(|v| (v.resource_ref.as_deref().unwrap(), v.key.as_str(), v.value.as_deref(), v.secret_ref.as_deref()))
+        .map(|v| {
+            (
+                v.resource_ref.as_deref().unwrap(),
+                v.key.as_str(),
+                v.value.as_deref(),
+                v.secret_ref.as_deref(),
+            )
+        })
         .collect();
     let mut expected = vec![("web", "PORT", Some("5000"), None)];
     for reference in ["web", "worker"] {
         for key in ["APP_MODE", "GREETING", "SECRET_KEY_BASE"] {
-            expected.push((reference, key, None, Some(["env://", key].concat()).map(|s| &*s.leak())));
+            expected.push((
+                reference,
+                key,
+                None,
+                Some(["env://", key].concat()).map(|s| &*s.leak()),
+            ));
         }
     }
     assert_eq!(vars, expected);
-    let [dependency] = spec.dependencies.as_slice() else { panic!("one dependency") };
-    assert_eq!((dependency.reference.as_str(), dependency.kind.as_str(), dependency.provider_key.as_str()), ("database", "postgres", "heroku-postgresql"));
-    assert_eq!(dependency.connection_secret_ref.as_deref(), Some("env://DATABASE_URL"));
-    let bound: Vec<&str> = dependency.bindings.iter().map(|b| b.resource_ref.as_str()).collect();
+    let [dependency] = spec.dependencies.as_slice() else {
+        panic!("one dependency")
+    };
+    assert_eq!(
+        (
+            dependency.reference.as_str(),
+            dependency.kind.as_str(),
+            dependency.provider_key.as_str()
+        ),
+        ("database", "postgres", "heroku-postgresql")
+    );
+    assert_eq!(
+        dependency.connection_secret_ref.as_deref(),
+        Some("env://DATABASE_URL")
+    );
+    let bound: Vec<&str> = dependency
+        .bindings
+        .iter()
+        .map(|b| b.resource_ref.as_str())
+        .collect();
     assert_eq!(bound, ["web", "worker"]);
     assert_eq!(spec.domains.len(), 1);
-    assert_eq!((spec.domains[0].hostname.as_str(), spec.domains[0].resource_ref.as_str()), ("shop.example.test", "web"));
+    assert_eq!(
+        (
+            spec.domains[0].hostname.as_str(),
+            spec.domains[0].resource_ref.as_str()
+        ),
+        ("shop.example.test", "web")
+    );
     assert!(spec.volumes.is_empty());
     assert!(spec.source_blockers.is_empty());
 }
@@ -82,7 +135,11 @@ fn example_warnings() {
 #[test]
 fn no_seeded_value_leaks() {
     let text = serde_json::to_string(&example()).unwrap();
-    for seeded in ["seed-heroku-db-pass", "seed-secret-key-base-5e1f", "hello from heroku"] {
+    for seeded in [
+        "seed-heroku-db-pass",
+        "seed-secret-key-base-5e1f",
+        "hello from heroku",
+    ] {
         assert!(!text.contains(seeded), "{seeded}");
     }
 }
@@ -91,13 +148,19 @@ fn no_seeded_value_leaks() {
 fn recognised_by_content_whatever_the_names() {
     let mut renamed = run(&[("1", APP), ("2", PROCFILE), ("3", CONFIG), ("4", DOMAINS)]);
     let mut expected = example();
-    assert_eq!(renamed.spec.source_warnings.len(), expected.spec.source_warnings.len());
+    assert_eq!(
+        renamed.spec.source_warnings.len(),
+        expected.spec.source_warnings.len()
+    );
     renamed.spec.source_warnings.clear();
     expected.spec.source_warnings.clear();
     assert_eq!(renamed, expected);
     let json_config = r#"{"DATABASE_URL":"postgres://a:b@h/d","GREETING":"hello from heroku"}"#;
     let bundle = run(&[("Procfile", PROCFILE), ("vars.json", json_config)]);
-    assert_eq!(bundle.spec.dependencies[0].connection_secret_ref.as_deref(), Some("env://DATABASE_URL"));
+    assert_eq!(
+        bundle.spec.dependencies[0].connection_secret_ref.as_deref(),
+        Some("env://DATABASE_URL")
+    );
     assert_eq!(bundle.spec.resources[0].source.kind, "local-folder");
 }
 
@@ -112,13 +175,24 @@ fn unrecognised_file_is_an_error_naming_it() {
 #[test]
 fn release_and_formation_quantity_block() {
     let app = r#"{"name":"a","formation":{"web":{"quantity":3}}}"#;
-    let bundle = run(&[("app.json", app), ("Procfile", "release: ./migrate\nweb: ./serve\n// comment\n")]);
-    let blockers: Vec<(&str, &str)> = bundle.spec.source_blockers.iter().map(|b| (b.code.as_str(), b.path.as_str())).collect();
+    let bundle = run(&[
+        ("app.json", app),
+        ("Procfile", "release: ./migrate\nweb: ./serve\n// comment\n"),
+    ]);
+    let blockers: Vec<(&str, &str)> = bundle
+        .spec
+        .source_blockers
+        .iter()
+        .map(|b| (b.code.as_str(), b.path.as_str()))
+        .collect();
     assert_eq!(
         blockers,
         [
             ("heroku_release_phase_unsupported", "Procfile:release"),
-            ("heroku_formation_quantity_requires_scale_profile", "app.json:formation.web.quantity"),
+            (
+                "heroku_formation_quantity_requires_scale_profile",
+                "app.json:formation.web.quantity"
+            ),
         ]
     );
     assert_eq!(bundle.spec.resources.len(), 1);
@@ -126,7 +200,18 @@ fn release_and_formation_quantity_block() {
 
 #[test]
 fn shell_quoting_round_trips() {
-    for value in ["plain", "", "with space", "it's", "a\"b", "$HOME `x` !", "back\\slash", "line\nbreak", "q'uote\\and\nnl", "p://u:p@h/d"] {
+    for value in [
+        "plain",
+        "",
+        "with space",
+        "it's",
+        "a\"b",
+        "$HOME `x` !",
+        "back\\slash",
+        "line\nbreak",
+        "q'uote\\and\nnl",
+        "p://u:p@h/d",
+    ] {
         let quoted = shell_quote(value);
         assert_eq!(shell_unquote(&quoted).as_deref(), Some(value), "{quoted}");
     }

@@ -3,15 +3,15 @@
 //! secret-looking plain value becomes an `env://KEY` reference.
 
 use berth_api::migrations::{
-    BundleBinding, BundleDependency, BundleDomain, BundleEnvironment, BundleNetwork,
-    BundleTarget, BundleVolume, MigrationBundle,
+    BundleBinding, BundleDependency, BundleDomain, BundleEnvironment, BundleNetwork, BundleTarget,
+    BundleVolume, MigrationBundle,
 };
 use berth_api::validate::FieldError;
 use serde_json::Value;
 
-use crate::adapters::draft::{image_source, is_secret, list, plain, secret, source, Draft};
-use crate::adapters::fields::Obj;
 use crate::adapters::Defaults;
+use crate::adapters::draft::{Draft, image_source, is_secret, list, plain, secret, source};
+use crate::adapters::fields::Obj;
 
 /// The whole export.
 pub(super) fn translate(
@@ -44,10 +44,16 @@ pub(super) fn translate(
         target.warn_unread(&mut draft);
     }
     for (index, item) in top.arr("services")?.into_iter().flatten().enumerate() {
-        service(Obj::new(file, &format!("services.{index}"), item)?, &mut draft)?;
+        service(
+            Obj::new(file, &format!("services.{index}"), item)?,
+            &mut draft,
+        )?;
     }
     for (index, item) in top.arr("dependencies")?.into_iter().flatten().enumerate() {
-        dependency(Obj::new(file, &format!("dependencies.{index}"), item)?, &mut draft)?;
+        dependency(
+            Obj::new(file, &format!("dependencies.{index}"), item)?,
+            &mut draft,
+        )?;
     }
     top.warn_unread(&mut draft);
     draft.finish("railway", "railway", defaults)
@@ -63,7 +69,9 @@ fn required<'a>(obj: &mut Obj<'a>, key: &str) -> Result<&'a str, FieldError> {
 fn service(mut obj: Obj, draft: &mut Draft) -> Result<(), FieldError> {
     let given = required(&mut obj, "ref")?;
     let name = obj.str("name")?.unwrap_or(given).to_string();
-    let mut src = obj.obj("source")?.ok_or_else(|| obj.wrong("source", "an object"))?;
+    let mut src = obj
+        .obj("source")?
+        .ok_or_else(|| obj.wrong("source", "an object"))?;
     let image = src.str("image")?;
     let bundle_source = match (image, src.str("repositoryUrl")?) {
         (Some(image), _) => {
@@ -133,7 +141,9 @@ fn deploy_of(mut deploy: Obj, reference: &str, draft: &mut Draft) -> Result<(), 
         draft.block(
             "railway_cron_requires_scheduled_task_mapping",
             format!("{}.cronSchedule", deploy.path),
-            format!("Service {reference} cron schedule requires an explicit ScheduledTask mapping."),
+            format!(
+                "Service {reference} cron schedule requires an explicit ScheduledTask mapping."
+            ),
         );
     }
     deploy.warn_unread(draft);
@@ -162,7 +172,7 @@ fn variables(obj: &mut Obj, reference: &str, draft: &mut Draft) -> Result<(), Fi
         var.warn_unread(draft);
         let mut variable = match (value, secret_ref) {
             (Some(_), Some(_)) | (None, None) => {
-                return Err(var.wrong("value", "given, or secretRef, but not both"))
+                return Err(var.wrong("value", "given, or secretRef, but not both"));
             }
             (None, Some(reference_to)) => {
                 let mut variable = secret(key, Some(reference));
@@ -244,7 +254,11 @@ fn dependency(mut obj: Obj, draft: &mut Draft) -> Result<(), FieldError> {
         binding.warn_unread(draft);
     }
     obj.warn_unread(draft);
-    let mode = if connection.is_some() { "imported-external" } else { "appaloft-managed" };
+    let mode = if connection.is_some() {
+        "imported-external"
+    } else {
+        "appaloft-managed"
+    };
     draft.dependencies.push(BundleDependency {
         reference: draft.dependency_refs.allocate(given, "dep"),
         name,
@@ -256,4 +270,3 @@ fn dependency(mut obj: Obj, draft: &mut Draft) -> Result<(), FieldError> {
     });
     Ok(())
 }
-

@@ -6,10 +6,10 @@ use berth_api::validate::FieldError;
 use serde_json::{Map, Value};
 
 use super::env_config::Known;
-use super::settings::{apply_build, apply_deploy, Target};
-use crate::adapters::draft::{file_error, slugify, source, Draft};
-use crate::adapters::fields::Obj;
+use super::settings::{Target, apply_build, apply_deploy};
 use crate::adapters::Defaults;
+use crate::adapters::draft::{Draft, file_error, slugify, source};
+use crate::adapters::fields::Obj;
 
 /// Applies one file to the service it names (or, without an environment config, to a
 /// resource of its own).
@@ -30,7 +30,11 @@ pub(super) fn apply(
         Some(known) => (known.reference.clone(), known.name.clone(), known.image),
         None => standalone(file, named.as_deref(), draft),
     };
-    let target = Target { reference: &reference, name: &name, image };
+    let target = Target {
+        reference: &reference,
+        name: &name,
+        image,
+    };
     if let Some(build) = &build {
         apply_build(Obj::new(file, "build", build)?, &target, draft)?;
     }
@@ -47,8 +51,12 @@ fn effective(
     environment: &str,
     draft: &mut Draft,
 ) -> Result<(Option<Value>, Option<Value>), FieldError> {
-    let mut build = top.obj("build")?.map(|_| top.peek("build").cloned().unwrap_or_default());
-    let mut deploy = top.obj("deploy")?.map(|_| top.peek("deploy").cloned().unwrap_or_default());
+    let mut build = top
+        .obj("build")?
+        .map(|_| top.peek("build").cloned().unwrap_or_default());
+    let mut deploy = top
+        .obj("deploy")?
+        .map(|_| top.peek("deploy").cloned().unwrap_or_default());
     let Some(environments) = environments else {
         return Ok((build, deploy));
     };
@@ -95,7 +103,13 @@ fn target<'a>(
     if services.is_empty() {
         return Ok(None);
     }
-    let names = || services.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ");
+    let names = || {
+        services
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     match named {
         Some(named) => services
             .iter()

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use berth_api::migrations::{BundleNetwork, BundleSource, BundleVolume};
 use berth_api::validate::FieldError;
 
-use super::settings::{apply_build, apply_deploy, Target};
-use crate::adapters::draft::{database_kind, image_source, source, Draft};
+use super::settings::{Target, apply_build, apply_deploy};
+use crate::adapters::draft::{Draft, database_kind, image_source, source};
 use crate::adapters::fields::Obj;
 
 mod variables;
@@ -65,8 +65,15 @@ fn volume_sizes(
     draft: &mut Draft,
 ) -> Result<BTreeMap<String, Option<u64>>, FieldError> {
     let mut sizes = BTreeMap::new();
-    for (id, mut volume) in volumes.map(|v| v.members()).transpose()?.unwrap_or_default() {
-        sizes.insert(id.to_string(), volume.uint("sizeMb")?.filter(|size| *size > 0));
+    for (id, mut volume) in volumes
+        .map(|v| v.members())
+        .transpose()?
+        .unwrap_or_default()
+    {
+        sizes.insert(
+            id.to_string(),
+            volume.uint("sizeMb")?.filter(|size| *size > 0),
+        );
         volume.warn_unread(draft);
     }
     Ok(sizes)
@@ -110,7 +117,11 @@ fn service(
         ));
     }
     networking.emit(&reference, &name, port, draft);
-    let target = Target { reference: &reference, name: &name, image: image.is_some() };
+    let target = Target {
+        reference: &reference,
+        name: &name,
+        image: image.is_some(),
+    };
     if let Some(build) = entry.obj("build")? {
         apply_build(build, &target, draft)?;
     }
@@ -125,7 +136,11 @@ fn service(
     }
     entry.warn_unread(draft);
     let image = image.is_some();
-    Ok(Some(Known { name, reference, image }))
+    Ok(Some(Known {
+        name,
+        reference,
+        image,
+    }))
 }
 
 /// `source.image` → docker-image; `source.repo` → remote-git (GitHub for `owner/name`).

@@ -8,8 +8,8 @@ use berth_api::migrations::MigrationBundle;
 use berth_api::validate::FieldError;
 use serde_json::Value;
 
-use super::draft::{file_error, Draft};
-use super::{base_name, Defaults, Files};
+use super::draft::{Draft, file_error};
+use super::{Defaults, Files, base_name};
 
 mod appaloft;
 mod code;

@@ -79,10 +79,16 @@ pub(crate) fn apply_deploy(
         draft.block(
             "railway_cron_requires_scheduled_task_mapping",
             deploy.at("cronSchedule"),
-            format!("Service {} cron schedule requires an explicit ScheduledTask mapping.", target.name),
+            format!(
+                "Service {} cron schedule requires an explicit ScheduledTask mapping.",
+                target.name
+            ),
         );
     }
-    if deploy.get("preDeployCommand").is_some_and(|value| !is_empty(value)) {
+    if deploy
+        .get("preDeployCommand")
+        .is_some_and(|value| !is_empty(value))
+    {
         draft.block(
             "railway_pre_deploy_unsupported",
             deploy.at("preDeployCommand"),
@@ -125,7 +131,10 @@ fn replicas(deploy: &mut Obj, target: &Target, draft: &mut Draft) -> Result<(), 
         draft.block(
             "railway_replicas_require_scale_profile",
             deploy.at("numReplicas"),
-            format!("Service {} replicas require the R5 scale profile.", target.name),
+            format!(
+                "Service {} replicas require the R5 scale profile.",
+                target.name
+            ),
         );
     }
     let Some(regions) = deploy.obj("multiRegionConfig")? else {
@@ -140,7 +149,10 @@ fn replicas(deploy: &mut Obj, target: &Target, draft: &mut Draft) -> Result<(), 
         draft.block(
             "railway_replicas_require_scale_profile",
             deploy.at("multiRegionConfig"),
-            format!("Service {} replicas require the R5 scale profile.", target.name),
+            format!(
+                "Service {} replicas require the R5 scale profile.",
+                target.name
+            ),
         );
     }
     draft.warn(format!(

@@ -7,8 +7,12 @@ use berth_api::migrations::MigrationBundle;
 use super::translate;
 use crate::adapters::Defaults;
 
-const ENV_CONFIG: &str = include_str!("../../../../../examples/migrate/railway/environment-config.json");
+const ENV_CONFIG: &str =
+    include_str!("../../../../../examples/migrate/railway/environment-config.json");
 const WEB_CODE: &str = include_str!("../../../../../examples/migrate/railway/web.railway.json");
+
+/// (resourceRef, key, value, secretRef) of a variable.
+type VarRow<'a> = (Option<&'a str>, &'a str, Option<&'a str>, Option<&'a str>);
 
 fn run(files: &[(&str, &str)]) -> MigrationBundle {
     let files: BTreeMap<String, String> = files
@@ -22,7 +26,10 @@ const WEB: &str = "services.2b1f9c40-5d3e-4a8b-9c1d-0e7f6a5b4c31";
 const PG: &str = "services.9e8d7c6b-5a4f-4e3d-9c2b-1a0f9e8d7c63";
 
 fn example() -> MigrationBundle {
-    run(&[("environment-config.json", ENV_CONFIG), ("web.railway.json", WEB_CODE)])
+    run(&[
+        ("environment-config.json", ENV_CONFIG),
+        ("web.railway.json", WEB_CODE),
+    ])
 }
 
 #[test]
@@ -31,7 +38,13 @@ fn example_resources_ports_and_domains() {
     let refs: Vec<(&str, &str, &str)> = spec
         .resources
         .iter()
-        .map(|r| (r.reference.as_str(), r.kind.as_str(), r.source.locator.as_str()))
+        .map(|r| {
+            (
+                r.reference.as_str(),
+                r.kind.as_str(),
+                r.source.locator.as_str(),
+            )
+        })
         .collect();
     assert_eq!(
         refs,
@@ -41,10 +54,19 @@ fn example_resources_ports_and_domains() {
             ("postgres", "database", "postgres:16"),
         ]
     );
-    assert_eq!(spec.resources[0].network.as_ref().unwrap().internal_port, 8080);
-    assert_eq!(spec.resources[0].runtime.health_check_path.as_deref(), Some("/healthz"));
+    assert_eq!(
+        spec.resources[0].network.as_ref().unwrap().internal_port,
+        8080
+    );
+    assert_eq!(
+        spec.resources[0].runtime.health_check_path.as_deref(),
+        Some("/healthz")
+    );
     assert!(spec.resources[1].network.is_none());
-    assert_eq!(spec.resources[1].runtime.start_command.as_deref(), Some("sleep infinity"));
+    assert_eq!(
+        spec.resources[1].runtime.start_command.as_deref(),
+        Some("sleep infinity")
+    );
     let domains: Vec<(&str, &str)> = spec
         .domains
         .iter()
@@ -54,7 +76,10 @@ fn example_resources_ports_and_domains() {
     assert_eq!(spec.volumes.len(), 1);
     let volume = &spec.volumes[0];
     assert_eq!(volume.reference, "vol-4f3e2d1c-0b9a-4876-a5b4-c3d2e1f0a9b8");
-    assert_eq!((volume.resource_ref.as_str(), volume.mount_path.as_str()), ("postgres", "/var/lib/postgresql/data"));
+    assert_eq!(
+        (volume.resource_ref.as_str(), volume.mount_path.as_str()),
+        ("postgres", "/var/lib/postgresql/data")
+    );
     assert_eq!(volume.size_mb, Some(5000));
     assert!(spec.source_blockers.is_empty());
 }
@@ -62,34 +87,67 @@ fn example_resources_ports_and_domains() {
 #[test]
 fn example_variables_and_dependency() {
     let spec = example().spec;
-    let vars: Vec<(Option<&str>, &str, Option<&str>, Option<&str>)> = spec
+    let vars: Vec<VarRow> = spec
         .variables
         .iter()
-        .map(|v| (v.resource_ref.as_deref(), v.key.as_str(), v.value.as_deref(), v.secret_ref.as_deref()))
+        .map(|v| {
+            (
+                v.resource_ref.as_deref(),
+                v.key.as_str(),
+                v.value.as_deref(),
+                v.secret_ref.as_deref(),
+            )
+        })
         .collect();
     assert_eq!(
         vars,
         [
             (Some("web"), "LOG_LEVEL", Some("info"), None),
-            (Some("web"), "SESSION_SECRET", None, Some("env://SESSION_SECRET")),
+            (
+                Some("web"),
+                "SESSION_SECRET",
+                None,
+                Some("env://SESSION_SECRET")
+            ),
             (Some("worker"), "QUEUE_NAME", Some("default"), None),
             (Some("postgres"), "POSTGRES_DB", Some("railway"), None),
-            (Some("postgres"), "POSTGRES_PASSWORD", None, Some("env://POSTGRES_PASSWORD")),
+            (
+                Some("postgres"),
+                "POSTGRES_PASSWORD",
+                None,
+                Some("env://POSTGRES_PASSWORD")
+            ),
             (Some("postgres"), "POSTGRES_USER", Some("postgres"), None),
             (None, "APP_MODE", Some("production"), None),
         ]
     );
-    assert!(spec.variables.iter().filter(|v| v.secret_ref.is_some()).all(|v| v.kind == "secret"));
-    let [dependency] = spec.dependencies.as_slice() else { panic!("one dependency") };
-    assert_eq!((dependency.reference.as_str(), dependency.kind.as_str()), ("postgres", "postgres"));
+    assert!(
+        spec.variables
+            .iter()
+            .filter(|v| v.secret_ref.is_some())
+            .all(|v| v.kind == "secret")
+    );
+    let [dependency] = spec.dependencies.as_slice() else {
+        panic!("one dependency")
+    };
+    assert_eq!(
+        (dependency.reference.as_str(), dependency.kind.as_str()),
+        ("postgres", "postgres")
+    );
     assert_eq!(dependency.source_mode, "imported-external");
-    assert_eq!(dependency.connection_secret_ref.as_deref(), Some("env://POSTGRES_DATABASE_URL"));
+    assert_eq!(
+        dependency.connection_secret_ref.as_deref(),
+        Some("env://POSTGRES_DATABASE_URL")
+    );
     let bindings: Vec<(&str, &str)> = dependency
         .bindings
         .iter()
         .map(|b| (b.resource_ref.as_str(), b.target_name.as_str()))
         .collect();
-    assert_eq!(bindings, [("web", "DATABASE_URL"), ("worker", "DATABASE_URL")]);
+    assert_eq!(
+        bindings,
+        [("web", "DATABASE_URL"), ("worker", "DATABASE_URL")]
+    );
 }
 
 #[test]
@@ -122,20 +180,38 @@ fn no_seeded_value_leaks() {
 
 #[test]
 fn recognised_by_content_not_name() {
-    let bundle = run(&[("dump-1.txt", ENV_CONFIG), ("web/upload.json", WEB_CODE.replace("$schema", "x").as_str())]);
+    let bundle = run(&[
+        ("dump-1.txt", ENV_CONFIG),
+        ("web/upload.json", WEB_CODE.replace("$schema", "x").as_str()),
+    ]);
     assert_eq!(bundle.spec.resources.len(), 3);
-        let files = BTreeMap::from([
+    let files = BTreeMap::from([
         ("a.json".to_string(), ENV_CONFIG.to_string()),
         ("web/railway.toml".to_string(), "[deploy]\nstartCommand = \"./serve\"\nnumReplicas = 3\ncronSchedule = \"*/5 * * * *\"\npreDeployCommand = [\"./migrate\"]\n".to_string()),
     ]);
     let bundle = translate(&files, &Defaults::default()).unwrap();
-    assert_eq!(bundle.spec.resources[0].runtime.start_command.as_deref(), Some("./serve"));
-    let codes: Vec<&str> = bundle.spec.source_blockers.iter().map(|b| b.code.as_str()).collect();
+    assert_eq!(
+        bundle.spec.resources[0].runtime.start_command.as_deref(),
+        Some("./serve")
+    );
+    let codes: Vec<&str> = bundle
+        .spec
+        .source_blockers
+        .iter()
+        .map(|b| b.code.as_str())
+        .collect();
     assert_eq!(
         codes,
-        ["railway_replicas_require_scale_profile", "railway_cron_requires_scheduled_task_mapping", "railway_pre_deploy_unsupported"]
+        [
+            "railway_replicas_require_scale_profile",
+            "railway_cron_requires_scheduled_task_mapping",
+            "railway_pre_deploy_unsupported"
+        ]
     );
-    assert_eq!(bundle.spec.source_blockers[0].path, "web/railway.toml:deploy.numReplicas");
+    assert_eq!(
+        bundle.spec.source_blockers[0].path,
+        "web/railway.toml:deploy.numReplicas"
+    );
 }
 
 #[test]
@@ -162,17 +238,32 @@ fn standalone_config_as_code_and_environment_blocks() {
         "environments":{"staging":{"deploy":{"startCommand":"./b","numReplicas":2}}}}"#;
     let files = BTreeMap::from([("railway.json".to_string(), code.to_string())]);
     let defaults = Defaults {
-        environment: Some(berth_api::migrations::BundleEnvironment { name: "staging".into(), kind: "staging".into() }),
+        environment: Some(berth_api::migrations::BundleEnvironment {
+            name: "staging".into(),
+            kind: "staging".into(),
+        }),
         ..Defaults::default()
     };
     let bundle = translate(&files, &defaults).unwrap();
     let resource = &bundle.spec.resources[0];
-    assert_eq!((resource.reference.as_str(), resource.source.kind.as_str()), ("app", "local-folder"));
+    assert_eq!(
+        (resource.reference.as_str(), resource.source.kind.as_str()),
+        ("app", "local-folder")
+    );
     assert_eq!(resource.runtime.start_command.as_deref(), Some("./b"));
     assert_eq!(resource.runtime.build_command.as_deref(), Some("make"));
     assert_eq!(bundle.spec.environment.name, "staging");
-    assert_eq!(bundle.spec.source_blockers[0].code, "railway_replicas_require_scale_profile");
-    assert!(bundle.spec.source_warnings.iter().any(|w| w.contains("builder NIXPACKS")));
+    assert_eq!(
+        bundle.spec.source_blockers[0].code,
+        "railway_replicas_require_scale_profile"
+    );
+    assert!(
+        bundle
+            .spec
+            .source_warnings
+            .iter()
+            .any(|w| w.contains("builder NIXPACKS"))
+    );
 }
 
 #[test]
@@ -186,8 +277,17 @@ fn tcp_proxy_and_deleted_service() {
     assert_eq!(resource.source.git_ref.as_deref(), Some("main"));
     assert_eq!(resource.network.as_ref().unwrap().internal_port, 3000);
     assert_eq!(bundle.spec.resources.len(), 1);
-    assert_eq!(bundle.spec.source_blockers[0].code, "railway_tcp_proxy_unsupported");
-    assert!(bundle.spec.source_warnings.iter().any(|w| w.contains("services.s2 (old) is deleted")));
+    assert_eq!(
+        bundle.spec.source_blockers[0].code,
+        "railway_tcp_proxy_unsupported"
+    );
+    assert!(
+        bundle
+            .spec
+            .source_warnings
+            .iter()
+            .any(|w| w.contains("services.s2 (old) is deleted"))
+    );
 }
 
 #[test]
@@ -204,19 +304,43 @@ fn appaloft_export() {
     let bundle = run(&[("export.json", export)]);
     assert_eq!(bundle.spec.project.name, "Shop");
     assert_eq!(bundle.spec.target.deployment_target_id, "srv_1");
-    let paths: Vec<(&str, &str)> = bundle.spec.source_blockers.iter().map(|b| (b.code.as_str(), b.path.as_str())).collect();
+    let paths: Vec<(&str, &str)> = bundle
+        .spec
+        .source_blockers
+        .iter()
+        .map(|b| (b.code.as_str(), b.path.as_str()))
+        .collect();
     assert_eq!(
         paths,
         [
-            ("railway_replicas_require_scale_profile", "services.0.deploy.replicas"),
-            ("railway_cron_requires_scheduled_task_mapping", "services.0.deploy.cronSchedule"),
+            (
+                "railway_replicas_require_scale_profile",
+                "services.0.deploy.replicas"
+            ),
+            (
+                "railway_cron_requires_scheduled_task_mapping",
+                "services.0.deploy.cronSchedule"
+            ),
         ]
     );
-    assert_eq!(bundle.spec.variables[0].secret_ref.as_deref(), Some("env://API_TOKEN"));
+    assert_eq!(
+        bundle.spec.variables[0].secret_ref.as_deref(),
+        Some("env://API_TOKEN")
+    );
     assert_eq!(bundle.spec.variables[1].exposure, "build-time");
     assert_eq!(bundle.spec.domains[0].hostname, "shop.example.test");
     assert_eq!(bundle.spec.dependencies[0].source_mode, "imported-external");
     assert_eq!(bundle.spec.dependencies[0].bindings[0].resource_ref, "web");
-    assert!(bundle.spec.source_warnings.iter().any(|w| w.contains("metadata.projectId")));
-    assert!(!serde_json::to_string(&bundle).unwrap().contains("seed-token-1"));
+    assert!(
+        bundle
+            .spec
+            .source_warnings
+            .iter()
+            .any(|w| w.contains("metadata.projectId"))
+    );
+    assert!(
+        !serde_json::to_string(&bundle)
+            .unwrap()
+            .contains("seed-token-1")
+    );
 }

@@ -7,7 +7,11 @@ use crate::adapters::draft::Draft;
 use crate::adapters::fields::Obj;
 
 /// The container port of the first `ports` entry; more than one port (or a range) blocks.
-pub(super) fn ports(obj: &mut Obj, name: &str, draft: &mut Draft) -> Result<Option<u16>, FieldError> {
+pub(super) fn ports(
+    obj: &mut Obj,
+    name: &str,
+    draft: &mut Draft,
+) -> Result<Option<u16>, FieldError> {
     let Some(items) = obj.arr("ports")? else {
         return Ok(None);
     };
@@ -19,7 +23,10 @@ pub(super) fn ports(obj: &mut Obj, name: &str, draft: &mut Draft) -> Result<Opti
                 let spec = short.split('/').next().unwrap_or("");
                 spec.rsplit(':').next().unwrap_or("").to_string()
             }
-            Value::Object(map) => map.get("target").map(|t| t.to_string().trim_matches('"').to_string()).unwrap_or_default(),
+            Value::Object(map) => map
+                .get("target")
+                .map(|t| t.to_string().trim_matches('"').to_string())
+                .unwrap_or_default(),
             _ => String::new(),
         };
         if container.contains('-') {
@@ -35,7 +42,9 @@ pub(super) fn ports(obj: &mut Obj, name: &str, draft: &mut Draft) -> Result<Opti
             format!("Service {name} publishes more than one port; a Berth resource routes to one."),
         );
     }
-    let first = ports.iter().find_map(|p| p.parse::<u16>().ok().filter(|p| *p > 0));
+    let first = ports
+        .iter()
+        .find_map(|p| p.parse::<u16>().ok().filter(|p| *p > 0));
     match (first, ports.is_empty()) {
         (None, false) => Err(obj.wrong("ports", "container ports (1-65535)")),
         (port, _) => Ok(port),
@@ -48,7 +57,10 @@ pub(super) fn expose(obj: &mut Obj) -> Result<Option<u16>, FieldError> {
         return Ok(None);
     };
     Ok(items.iter().find_map(|item| {
-        let text = item.as_str().map(str::to_string).unwrap_or_else(|| item.to_string());
+        let text = item
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_else(|| item.to_string());
         text.split('/').next()?.parse::<u16>().ok()
     }))
 }
@@ -70,19 +82,29 @@ pub(super) fn healthcheck(obj: &mut Obj, draft: &mut Draft) -> Result<Option<Str
     };
     let path = http_path(&words);
     if path.is_none() {
-        draft.warn(format!("{}: {}.test is not an HTTP request to localhost and is not migrated.", check.file, check.path));
+        draft.warn(format!(
+            "{}: {}.test is not an HTTP request to localhost and is not migrated.",
+            check.file, check.path
+        ));
     }
     for key in check.unread() {
-        draft.warn(format!("{}: {key} is not migrated: Berth uses its own health check timing.", check.file));
+        draft.warn(format!(
+            "{}: {key} is not migrated: Berth uses its own health check timing.",
+            check.file
+        ));
     }
     Ok(path)
 }
 
 fn http_path(words: &[String]) -> Option<String> {
-    let tool = words.iter().any(|w| matches!(w.rsplit('/').next(), Some("curl" | "wget")));
+    let tool = words
+        .iter()
+        .any(|w| matches!(w.rsplit('/').next(), Some("curl" | "wget")));
     let url = words.iter().find_map(|w| {
         let w = w.trim_matches(['"', '\'']);
-        ["http://localhost", "http://127.0.0.1"].iter().find_map(|p| w.strip_prefix(p))
+        ["http://localhost", "http://127.0.0.1"]
+            .iter()
+            .find_map(|p| w.strip_prefix(p))
     })?;
     let rest = url.trim_start_matches(|c: char| c == ':' || c.is_ascii_digit());
     let path = if rest.is_empty() { "/" } else { rest };
@@ -94,34 +116,79 @@ fn http_path(words: &[String]) -> Option<String> {
 pub(super) fn behaviour(obj: &mut Obj, name: &str, draft: &mut Draft) -> Result<(), FieldError> {
     if let Some(mut deploy) = obj.obj("deploy")? {
         if deploy.uint("replicas")?.is_some_and(|n| n > 1) {
-            draft.block("compose_replicas_require_scale_profile", deploy.at("replicas"), format!("Service {name} replicas require the R5 scale profile."));
+            draft.block(
+                "compose_replicas_require_scale_profile",
+                deploy.at("replicas"),
+                format!("Service {name} replicas require the R5 scale profile."),
+            );
         }
         deploy.warn_unread(draft);
     }
     let blocked = [
-        ("network_mode", "compose_network_mode_unsupported", "uses network_mode; Berth gives every resource its own network"),
-        ("privileged", "compose_privileged_unsupported", "runs privileged; Berth does not run privileged containers"),
-        ("cap_add", "compose_cap_add_unsupported", "adds Linux capabilities; Berth does not grant them"),
-        ("devices", "compose_devices_unsupported", "maps host devices; Berth does not"),
+        (
+            "network_mode",
+            "compose_network_mode_unsupported",
+            "uses network_mode; Berth gives every resource its own network",
+        ),
+        (
+            "privileged",
+            "compose_privileged_unsupported",
+            "runs privileged; Berth does not run privileged containers",
+        ),
+        (
+            "cap_add",
+            "compose_cap_add_unsupported",
+            "adds Linux capabilities; Berth does not grant them",
+        ),
+        (
+            "devices",
+            "compose_devices_unsupported",
+            "maps host devices; Berth does not",
+        ),
     ];
     for (key, code, what) in blocked {
-        let set = obj.get(key).is_some_and(|v| !matches!(v, Value::Bool(false)));
+        let set = obj
+            .get(key)
+            .is_some_and(|v| !matches!(v, Value::Bool(false)));
         if set {
             draft.block(code, obj.at(key), format!("Service {name} {what}."));
         }
     }
-    if let Some(policy) = obj.str("restart")?.filter(|p| !matches!(*p, "always" | "unless-stopped")) {
-        draft.warn(format!("{}: {} {policy} is not migrated: Berth always restarts a stopped container.", obj.file, obj.child("restart")));
+    if let Some(policy) = obj
+        .str("restart")?
+        .filter(|p| !matches!(*p, "always" | "unless-stopped"))
+    {
+        draft.warn(format!(
+            "{}: {} {policy} is not migrated: Berth always restarts a stopped container.",
+            obj.file,
+            obj.child("restart")
+        ));
     }
     if let Some(depends) = obj.get("depends_on") {
         let healthy = depends.to_string().contains("service_healthy");
-        let extra = if healthy { " (including its service_healthy conditions)" } else { "" };
-        draft.warn(format!("{}: {}{extra} is not migrated: Berth deploys each resource on its own.", obj.file, obj.child("depends_on")));
+        let extra = if healthy {
+            " (including its service_healthy conditions)"
+        } else {
+            ""
+        };
+        draft.warn(format!(
+            "{}: {}{extra} is not migrated: Berth deploys each resource on its own.",
+            obj.file,
+            obj.child("depends_on")
+        ));
     }
     if let Some(labels) = obj.get("labels") {
         let text = labels.to_string().to_ascii_lowercase();
-        let routing = if text.contains("traefik") || text.contains("caddy") { " (their proxy host rules too: add those hosts as domains)" } else { "" };
-        draft.warn(format!("{}: {} are not migrated{routing}.", obj.file, obj.child("labels")));
+        let routing = if text.contains("traefik") || text.contains("caddy") {
+            " (their proxy host rules too: add those hosts as domains)"
+        } else {
+            ""
+        };
+        draft.warn(format!(
+            "{}: {} are not migrated{routing}.",
+            obj.file,
+            obj.child("labels")
+        ));
     }
     Ok(())
 }

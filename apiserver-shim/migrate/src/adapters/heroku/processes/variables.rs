@@ -3,10 +3,10 @@
 use berth_api::migrations::{BundleBinding, BundleDependency, BundleDomain};
 use berth_api::validate::FieldError;
 
-use super::super::app::{App, Env};
 use super::super::Inputs;
+use super::super::app::{App, Env};
 use super::addon_of;
-use crate::adapters::draft::{env_ref, list, plain, secret, Draft};
+use crate::adapters::draft::{Draft, env_ref, list, plain, secret};
 use crate::adapters::fields::Obj;
 
 /// app.json `env` defaults first, the config export over them; every process gets each.
@@ -44,7 +44,13 @@ pub(super) fn variables(inputs: &Inputs, app: Option<&App>, refs: &[String], dra
     report(file, &secrets, &skipped, &addon_keys, draft);
 }
 
-fn report(file: &str, secrets: &[String], skipped: &[String], addons: &[String], draft: &mut Draft) {
+fn report(
+    file: &str,
+    secrets: &[String],
+    skipped: &[String],
+    addons: &[String],
+    draft: &mut Draft,
+) {
     if !secrets.is_empty() {
         draft.warn(format!(
             "{file}: config vars {} are not copied: each becomes env://<KEY> on every process, supplied at apply from your environment.",
@@ -97,14 +103,30 @@ pub(super) fn domains(inputs: &Inputs, has_web: bool, draft: &mut Draft) -> Resu
         let hostname = domain.str("hostname")?.unwrap_or("").to_ascii_lowercase();
         let kind = domain.str("kind")?.unwrap_or("custom");
         // State Heroku reports about the domain, not settings to migrate.
-        for key in ["id", "cname", "status", "acm_status", "acm_status_reason", "sni_endpoint", "app", "created_at", "updated_at"] {
+        for key in [
+            "id",
+            "cname",
+            "status",
+            "acm_status",
+            "acm_status_reason",
+            "sni_endpoint",
+            "app",
+            "created_at",
+            "updated_at",
+        ] {
             domain.get(key);
         }
         domain.warn_unread(draft);
         if kind == "heroku" || hostname.ends_with(".herokuapp.com") {
-            draft.warn(format!("{file}: {hostname} is Heroku's own domain and is not migrated."));
+            draft.warn(format!(
+                "{file}: {hostname} is Heroku's own domain and is not migrated."
+            ));
         } else if has_web {
-            draft.domains.push(BundleDomain { hostname, resource_ref: "web".into(), tls_policy: "automatic".into() });
+            draft.domains.push(BundleDomain {
+                hostname,
+                resource_ref: "web".into(),
+                tls_policy: "automatic".into(),
+            });
         } else {
             draft.block(
                 "heroku_domain_without_web_process",

@@ -81,7 +81,11 @@ impl Networking {
 /// `{<host>: {port}}`.
 fn domains(obj: Option<Obj>, draft: &mut Draft) -> Result<Vec<(String, Option<u16>)>, FieldError> {
     let mut found = Vec::new();
-    for (host, mut entry) in obj.map(|obj| obj.members()).transpose()?.unwrap_or_default() {
+    for (host, mut entry) in obj
+        .map(|obj| obj.members())
+        .transpose()?
+        .unwrap_or_default()
+    {
         let port = match entry.uint("port")? {
             Some(port) => Some(
                 u16::try_from(port)

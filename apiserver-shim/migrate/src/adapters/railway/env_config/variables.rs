@@ -6,7 +6,7 @@ use berth_api::migrations::{BundleBinding, BundleDependency};
 use berth_api::validate::FieldError;
 use serde_json::Value;
 
-use crate::adapters::draft::{database_kind, env_ref, is_secret, list, plain, secret, Draft};
+use crate::adapters::draft::{Draft, database_kind, env_ref, is_secret, list, plain, secret};
 use crate::adapters::fields::Obj;
 
 /// What a variable reference may point at.
