@@ -368,3 +368,67 @@ async fn refused_plans_and_receipts_create_nothing() {
     assert!(names::<Project>(&client, &org.namespace).await.is_empty());
     assert!(names::<Resource>(&client, &org.namespace).await.is_empty());
 }
+
+#[tokio::test]
+async fn plans_are_deterministic_and_vendor_files_are_planned_over_rest() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let member = org.user(OrganizationRole::Member).await.rest;
+    let original = bundle("srv-x", "shop.localhost");
+    let mut shuffled = original.clone();
+    for list in ["resources", "variables"] {
+        let items = shuffled["spec"][list].as_array_mut().unwrap();
+        items.reverse();
+    }
+    let first = plan(&member, &original).await;
+    assert_eq!(
+        plan(&member, &shuffled).await["planDigest"],
+        first["planDigest"]
+    );
+    let mut edited = original.clone();
+    edited["spec"]["variables"][0]["value"] = json!("staging");
+    assert_ne!(
+        plan(&member, &edited).await["planDigest"],
+        first["planDigest"]
+    );
+
+    // The Compose example, uploaded under any name: recognised by its content.
+    let compose = std::fs::read_to_string(
+        berth_tests::repo_root().join("examples/migrate/compose/compose.yaml"),
+    )
+    .unwrap();
+    let source = |provider: &str, name: &str| {
+        json!({"source": {"provider": provider, "files": {name: compose},
+               "target": {"deploymentTargetId": "srv-x"}}})
+    };
+    let planned = member
+        .post("/migrations/plan", source("compose", "upload-1.txt"))
+        .await
+        .ok();
+    let steps: Vec<&str> = planned["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert!(steps.contains(&"resource:create:web"), "{planned}");
+    assert!(steps.contains(&"deployment:create:web"), "{planned}");
+    let refused = member
+        .post("/migrations/plan", source("render", "compose.yaml"))
+        .await
+        .expect(422);
+    assert_eq!(refused["error"]["details"]["field"], "source.provider");
+    let mut unreadable = source("compose", "notes.txt");
+    unreadable["source"]["files"]["notes.txt"] = json!("just some notes");
+    let refused = member
+        .post("/migrations/plan", unreadable)
+        .await
+        .expect(422);
+    assert!(
+        refused["error"]["details"]["field"]
+            .as_str()
+            .unwrap()
+            .contains("notes.txt"),
+        "{refused}"
+    );
+}

@@ -347,3 +347,48 @@ fn config_finding(step: &Step, answer: Result<Value, Refusal>, expected: &[Strin
     }
     found
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn only_a_healthy_resource_passes() {
+        let healthy = json!({"overall": "healthy", "runtime": {"lifecycle": "running"}});
+        assert_eq!(judge_health(&healthy).1, PASSED);
+        for overall in ["stopped", "degraded", "unhealthy", "unknown"] {
+            let (summary, evaluation, _) = judge_health(&json!({ "overall": overall }));
+            assert_eq!(evaluation, ATTENTION, "{overall}");
+            assert_eq!(summary["overall"], overall);
+        }
+        assert!(
+            judge_health(&json!({"overall": "not-deployed"})).2,
+            "still settling"
+        );
+    }
+
+    #[test]
+    fn a_running_deployment_settles_and_a_failed_one_needs_attention() {
+        let running = json!({"status": {"current": "running"}, "deployment": {"id": "d"}});
+        let (_, evaluation, settling) = judge_deployment(&running);
+        assert_eq!((evaluation, settling), (ATTENTION, true));
+        let failed = json!({"status": {"current": "failed"}, "latestFailure": {"code": "port_not_listening"}});
+        let (summary, evaluation, settling) = judge_deployment(&failed);
+        assert_eq!((evaluation, settling), (ATTENTION, false));
+        assert_eq!(summary["errorCode"], "port_not_listening");
+        let done = json!({"status": {"current": "succeeded"}});
+        assert_eq!(judge_deployment(&done).1, PASSED);
+    }
+
+    #[test]
+    fn summaries_hold_allow_listed_scalars_only() {
+        let shown = json!({"resource": {"id": "res-1", "name": "Web", "slug": "web",
+            "variables": [{"value": "secret"}], "description": "free text"}});
+        let (summary, evaluation, _) = observed(&shown);
+        assert_eq!(evaluation, OBSERVED);
+        let keys: Vec<&String> = summary.keys().collect();
+        assert_eq!(keys, ["id", "name", "slug"]);
+        assert_eq!(scalars(Map::new())["observed"], Scalar::Flag(true));
+    }
+}

@@ -205,3 +205,39 @@ pub async fn remove(state: &AppState, namespace: &str, migration: &Migration) ->
         .await?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn receipt(step: &str, id: &str) -> Receipt {
+        serde_json::from_value(json!({
+            "stepId": step, "operationKey": "projects.create", "state": "completed",
+            "output": {"projectId": id}, "ownership": "created",
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn claimed_receipts_must_repeat_the_stored_ones() {
+        let stored = [receipt("project:create", "prj-a"), receipt("b", "x")];
+        assert!(
+            check_claimed("r", Some(&stored), &[]).is_ok(),
+            "a lost response"
+        );
+        assert!(check_claimed("r", Some(&stored), &stored[..1]).is_ok());
+        let forged = [receipt("project:create", "prj-victim")];
+        let error = check_claimed("r", Some(&stored), &forged).unwrap_err();
+        assert_eq!(error.body.details["field"], "r[0]");
+        assert!(
+            check_claimed("r", None, &stored[..1]).is_err(),
+            "never issued"
+        );
+    }
+
+    #[test]
+    fn a_task_is_named_by_its_digest() {
+        let digest = format!("sha256:{}", "ab".repeat(32));
+        assert_eq!(name_of(&digest), "mig-abababababababab");
+    }
+}
