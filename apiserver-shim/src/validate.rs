@@ -12,8 +12,9 @@ use crate::error::ApiError;
 const MULTI_LINE_FIELDS: &[&str] = &["content", "privateKey", "value", "description", "reason"];
 
 /// Objects holding caller-chosen keys and arbitrary values (spec §2.1 `details`,
-/// `attributes`; source `metadata`): any string inside may span lines.
-const FREE_FORM_OBJECTS: &[&str] = &["details", "attributes", "metadata"];
+/// `attributes`; source `metadata`; a migration source's uploaded `files`, name → content):
+/// any string inside may span lines.
+const FREE_FORM_OBJECTS: &[&str] = &["details", "attributes", "metadata", "files"];
 
 /// Longest single-line string accepted anywhere (names, ids, hosts, locators, URLs…);
 /// per-field limits of spec §8 are tighter and checked by the handlers.
