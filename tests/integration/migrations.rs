@@ -432,3 +432,82 @@ async fn plans_are_deterministic_and_vendor_files_are_planned_over_rest() {
         "{refused}"
     );
 }
+
+const CLI_SECRET: &str = "cli-migr-s3cr3t-0815";
+
+#[tokio::test]
+async fn the_cli_migrates_a_compose_file_and_undoes_it() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let owner = org.user(OrganizationRole::Owner).await;
+    let (server, _) = ready_server(&owner.rest).await;
+    let berth = crate::cli::Berth::new();
+    berth.login(&owner).await;
+    let slug = format!("mig{}", random_suffix());
+    let compose = berth.home.path().join("compose.yaml");
+    let file = format!(
+        "services:\n  {slug}:\n    image: berth/sample-app:1\n    ports: [\"8080:8080\"]\n    \
+         environment:\n      GREETING: hello\n      SESSION_SECRET: {CLI_SECRET}\n"
+    );
+    std::fs::write(&compose, file).unwrap();
+    let task = berth.home.path().join("task.json");
+    let (compose, task) = (compose.to_str().unwrap(), task.to_str().unwrap());
+    let args = [
+        "migrate", "plan", "--from", "compose", compose, "--server", &server,
+    ];
+    let planned = berth
+        .run(&[&args[..], &["--project", "Shop", "--task-file", task]].concat())
+        .await
+        .ok();
+    assert!(
+        planned.contains(&format!("resource:create:{slug}")),
+        "{planned}"
+    );
+    assert!(planned.contains("SESSION_SECRET → secret-ref"), "{planned}");
+    let digest = planned
+        .lines()
+        .find_map(|l| l.split("--confirm ").nth(1))
+        .expect("plan prints the apply command")
+        .to_string();
+    let plan_file = std::fs::read_to_string(task).unwrap();
+    assert!(
+        !plan_file.contains(CLI_SECRET),
+        "the task file holds no secret value"
+    );
+
+    // Without the secret in its environment, apply stops at that step and says why.
+    let stopped = berth
+        .run(&["migrate", "apply", task, "--confirm", &digest])
+        .await;
+    assert_eq!(stopped.code, 1, "{stopped:?}");
+    assert!(stopped.stdout.contains("SESSION_SECRET"), "{stopped:?}");
+    let env = [("SESSION_SECRET", CLI_SECRET)];
+    let resumed = berth
+        .run_with(
+            &crate::cli::binary(),
+            &["migrate", "resume", task],
+            None,
+            &env,
+        )
+        .await
+        .ok();
+    assert!(resumed.contains("completed"), "{resumed}");
+    eventually(WAIT, "verify passed", || async {
+        let run = berth.run(&["migrate", "verify", task]).await;
+        (run.code == 0).then_some(())
+    })
+    .await;
+    let status = berth
+        .run(&["migrate", "status", task, "-o", "json"])
+        .await
+        .json();
+    assert_eq!(status["state"], "complete", "{status}");
+
+    let cleaned = berth
+        .run(&["migrate", "cleanup", task, "--confirm", &digest])
+        .await
+        .ok();
+    assert!(cleaned.contains("DeleteResource"), "{cleaned}");
+    assert_never_shown(CLI_SECRET, &[&planned, &resumed, &cleaned]);
+    remove_server(&owner.rest, &server).await;
+}
