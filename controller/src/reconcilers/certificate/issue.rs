@@ -76,7 +76,7 @@ async fn order_with_account(
 ) -> std::result::Result<acme::Issued, acme::AcmeFailure> {
     let account = acme::account(&context.client, namespace, &context.acme).await?;
     match acme::issue(&account, hostname, proxy, prefix).await {
-        Err(failure) if acme::is_unknown_account(&failure) => {
+        Err(failure) if failure.unknown_account => {
             let secrets = Api::<Secret>::namespaced(context.client.clone(), namespace);
             let account = acme::create_account(&secrets, &context.acme).await?;
             acme::issue(&account, hostname, proxy, prefix).await

@@ -10,6 +10,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::runtime::events::EventType;
 
 use super::CertificateFacts;
+use super::acme::AcmeFailure;
 use super::decide::{self, AttemptFailure, Decision, Event, Stamp};
 
 use ConditionStatus::{False, True};
@@ -285,4 +286,23 @@ fn a_kept_certificate_after_failures_leaves_failed_alone() {
     let mut settled = status();
     decide::settle(&mut settled, None, now);
     assert!(settled.conditions.is_empty());
+}
+
+#[test]
+fn only_the_cas_account_does_not_exist_problem_means_a_new_account() {
+    let problem = |type_: &str| {
+        let json =
+            serde_json::json!({ "type": type_, "detail": "unable to find account", "status": 400 });
+        instant_acme::Error::Api(serde_json::from_value(json).unwrap())
+    };
+    let forgotten = problem("urn:ietf:params:acme:error:accountDoesNotExist");
+    let failure = AcmeFailure::from_ca("the CA refused the order", forgotten);
+    assert!(failure.unknown_account);
+    assert_eq!(
+        failure.message,
+        "the CA refused the order: API error: unable to find account \
+         (urn:ietf:params:acme:error:accountDoesNotExist)"
+    );
+    let refused = problem("urn:ietf:params:acme:error:rejectedIdentifier");
+    assert!(!AcmeFailure::from_ca("the CA refused the order", refused).unknown_account);
 }
