@@ -34,15 +34,35 @@ pub struct Issued {
 #[derive(Debug)]
 pub struct AcmeFailure {
     pub message: String,
+    /// The CA no longer knows the account (its database was reset, as a restarted Pebble's).
+    pub unknown_account: bool,
 }
 
 impl AcmeFailure {
     fn at(step: &str, error: impl std::fmt::Display) -> Self {
         Self {
             message: format!("{step}: {error}"),
+            unknown_account: false,
+        }
+    }
+
+    /// A failure of a request to the CA, sorted by the type of the CA's problem document.
+    pub(super) fn from_ca(step: &str, error: instant_acme::Error) -> Self {
+        let unknown_account = matches!(
+            &error,
+            instant_acme::Error::Api(problem)
+                if problem.r#type.as_deref().is_some_and(|t| t.ends_with(ACCOUNT_DOES_NOT_EXIST))
+        );
+        Self {
+            unknown_account,
+            ..Self::at(step, error)
         }
     }
 }
+
+/// RFC 8555 problem type (after `urn:ietf:params:acme:error:`) of a request by an account the
+/// CA does not know.
+const ACCOUNT_DOES_NOT_EXIST: &str = ":accountDoesNotExist";
 
 /// The namespace's account at `settings.directory_url`, created on first use.
 pub async fn account(
@@ -125,11 +145,6 @@ fn builder(settings: &AcmeSettings) -> Result<instant_acme::AccountBuilder, Acme
     .map_err(|e| AcmeFailure::at("preparing the ACME client", e))
 }
 
-/// Whether the CA no longer knows the account (its database was reset, as a restarted Pebble's).
-pub fn is_unknown_account(failure: &AcmeFailure) -> bool {
-    failure.message.contains("accountDoesNotExist")
-}
-
 /// Orders a certificate for `hostname`, answering HTTP-01 through `proxy` with routes under
 /// `route_prefix` (the caller removes them with [`remove_answers`] whatever the outcome).
 pub async fn issue(
@@ -167,11 +182,11 @@ async fn order(
     let mut order = account
         .new_order(&NewOrder::new(&identifiers))
         .await
-        .map_err(|e| AcmeFailure::at("the CA refused the order", e))?;
+        .map_err(|e| AcmeFailure::from_ca("the CA refused the order", e))?;
     let mut authorizations = order.authorizations();
     while let Some(authorization) = authorizations.next().await {
         let mut authorization =
-            authorization.map_err(|e| AcmeFailure::at("reading the authorization", e))?;
+            authorization.map_err(|e| AcmeFailure::from_ca("reading the authorization", e))?;
         if authorization.status == AuthorizationStatus::Valid {
             continue;
         }
@@ -187,7 +202,7 @@ async fn order(
         challenge
             .set_ready()
             .await
-            .map_err(|e| AcmeFailure::at("the CA refused the challenge", e))?;
+            .map_err(|e| AcmeFailure::from_ca("the CA refused the challenge", e))?;
     }
     let retries = RetryPolicy::new()
         // A CA validates within a second or two; Pebble at once.
@@ -197,7 +212,7 @@ async fn order(
     let status = order
         .poll_ready(&retries)
         .await
-        .map_err(|e| AcmeFailure::at("waiting for validation", e))?;
+        .map_err(|e| AcmeFailure::from_ca("waiting for validation", e))?;
     if status != OrderStatus::Ready {
         return Err(AcmeFailure::at(
             "the CA did not validate the HTTP-01 challenge",
@@ -207,11 +222,11 @@ async fn order(
     let key_pem = order
         .finalize()
         .await
-        .map_err(|e| AcmeFailure::at("finalizing the order", e))?;
+        .map_err(|e| AcmeFailure::from_ca("finalizing the order", e))?;
     let chain_pem = order
         .poll_certificate(&retries)
         .await
-        .map_err(|e| AcmeFailure::at("downloading the certificate", e))?;
+        .map_err(|e| AcmeFailure::from_ca("downloading the certificate", e))?;
     Ok(Issued { chain_pem, key_pem })
 }
 

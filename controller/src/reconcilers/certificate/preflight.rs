@@ -23,29 +23,67 @@ pub struct Expected<'a> {
     pub dns_server: Option<SocketAddr>,
 }
 
-/// The addresses the host name resolves to, once both checks pass; else the reason.
-pub async fn host_name_resolves_to_server(expected: &Expected<'_>) -> Result<Vec<IpAddr>, String> {
-    let hostname = expected.hostname;
-    let resolved = dns::resolve(hostname, expected.dns_server).await?;
-    let server_addresses = dns::server_addresses(expected.server_host).await?;
-    match dns::pointing(&resolved, &server_addresses) {
-        dns::Pointing::AtServer => {}
-        dns::Pointing::Nowhere => {
-            return Err(format!(
-                "{hostname} does not resolve to any address; point its A record at server {} ({})",
-                expected.server_name, expected.server_host
-            ));
-        }
-        dns::Pointing::Elsewhere => {
-            return Err(format!(
-                "{hostname} resolves to {}, not to server {} ({}); the CA would reach another machine",
-                join(&resolved),
-                expected.server_name,
-                join(&server_addresses)
-            ));
+/// Why a host name does not lead to the server, each with the message a person reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ResolutionFailure {
+    /// The host name has no A record.
+    Nowhere(String),
+    /// The host name resolves, but to none of the server's addresses.
+    Elsewhere(String),
+    /// The server's own `host` does not resolve.
+    ServerAddressUnknown(String),
+    /// The DNS question about the host name failed (no answer, a bad answer).
+    Lookup(String),
+}
+
+impl ResolutionFailure {
+    /// Whether nothing resolved: the host name (or the server's own address) has no address,
+    /// as opposed to pointing elsewhere or a failed lookup.
+    pub fn resolves_nowhere(&self) -> bool {
+        matches!(self, Self::Nowhere(_) | Self::ServerAddressUnknown(_))
+    }
+
+    pub fn message(&self) -> &str {
+        match self {
+            Self::Nowhere(message)
+            | Self::Elsewhere(message)
+            | Self::ServerAddressUnknown(message)
+            | Self::Lookup(message) => message,
         }
     }
-    Ok(resolved)
+}
+
+/// The addresses the host name resolves to, once both checks pass; else the reason.
+pub async fn host_name_resolves_to_server(expected: &Expected<'_>) -> Result<Vec<IpAddr>, String> {
+    host_name_leads_to_server(expected)
+        .await
+        .map_err(|failure| failure.message().to_string())
+}
+
+/// Like [`host_name_resolves_to_server`], with the kind of failure.
+pub async fn host_name_leads_to_server(
+    expected: &Expected<'_>,
+) -> Result<Vec<IpAddr>, ResolutionFailure> {
+    let hostname = expected.hostname;
+    let resolved = dns::resolve(hostname, expected.dns_server)
+        .await
+        .map_err(ResolutionFailure::Lookup)?;
+    let server_addresses = dns::server_addresses(expected.server_host)
+        .await
+        .map_err(ResolutionFailure::ServerAddressUnknown)?;
+    match dns::pointing(&resolved, &server_addresses) {
+        dns::Pointing::AtServer => Ok(resolved),
+        dns::Pointing::Nowhere => Err(ResolutionFailure::Nowhere(format!(
+            "{hostname} does not resolve to any address; point its A record at server {} ({})",
+            expected.server_name, expected.server_host
+        ))),
+        dns::Pointing::Elsewhere => Err(ResolutionFailure::Elsewhere(format!(
+            "{hostname} resolves to {}, not to server {} ({}); the CA would reach another machine",
+            join(&resolved),
+            expected.server_name,
+            join(&server_addresses)
+        ))),
+    }
 }
 
 /// Publishes a probe answer for the host name on the proxy and fetches it the way the CA
