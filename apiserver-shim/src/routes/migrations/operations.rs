@@ -164,110 +164,139 @@ impl Undo<'_> {
 
 /// The calls that undo a step (`cleanup.operationKey`), in order.
 pub fn cleanup_calls(undo: &Undo<'_>) -> Result<Vec<Call>, String> {
-    let call = |method: Method, path: String, body: Option<Value>, command_name| Call {
+    let call = match undo.operation_key {
+        "projects.archive" | "environments.archive" => archive(undo)?,
+        "environments.unset-variable" => Call {
+            method: Method::DELETE,
+            path: format!(
+                "/environments/{}/variables/{}",
+                undo.segment("environmentId")?,
+                undo.segment("key")?
+            ),
+            body: Some(json!({"exposure": undo.exposure(), "scope": "environment"})),
+            command_name: "UnsetEnvironmentVariable",
+        },
+        "resources.unset-variable" | "resources.delete-secret" => unset_resource_entry(undo)?,
+        "resources.delete" => resource_delete(undo)?,
+        "storage-volumes.delete"
+        | "resources.detach-storage"
+        | "domain-bindings.delete"
+        | "deployments.cleanup-runtime" => delete_by_id(undo)?,
+        other => return Err(format!("{other} is not a cleanup operation Berth knows")),
+    };
+    Ok(vec![call])
+}
+
+impl Undo<'_> {
+    fn segment(&self, name: &str) -> Result<String, String> {
+        self.field(name).map(|v| encode_segment(&v))
+    }
+
+    fn exposure(&self) -> Value {
+        self.extra("exposure").unwrap_or_else(|| json!("runtime"))
+    }
+}
+
+/// A project or environment is archived, not deleted (what else it holds is not the
+/// migration's to remove).
+fn archive(undo: &Undo<'_>) -> Result<Call, String> {
+    Ok(match undo.operation_key {
+        "projects.archive" => {
+            let id = undo.field("projectId")?;
+            Call {
+                method: Method::POST,
+                path: format!("/projects/{}/archive", encode_segment(&id)),
+                body: Some(
+                    json!({"confirmation": {"projectId": id}, "reason": "migration cleanup"}),
+                ),
+                command_name: "ArchiveProject",
+            }
+        }
+        _ => Call {
+            method: Method::POST,
+            path: format!("/environments/{}/archive", undo.segment("environmentId")?),
+            body: Some(json!({"reason": "migration cleanup"})),
+            command_name: "ArchiveEnvironment",
+        },
+    })
+}
+
+/// A resource's variable or secret, by key and exposure.
+fn unset_resource_entry(undo: &Undo<'_>) -> Result<Call, String> {
+    let (collection, command_name) = match undo.operation_key {
+        "resources.unset-variable" => ("variables", "UnsetResourceVariable"),
+        _ => ("secrets", "DeleteResourceSecret"),
+    };
+    Ok(Call {
+        method: Method::DELETE,
+        path: format!(
+            "/resources/{}/{collection}/{}",
+            undo.segment("resourceId")?,
+            undo.segment("key")?
+        ),
+        body: Some(json!({"exposure": undo.exposure()})),
+        command_name,
+    })
+}
+
+/// The removals confirmed by repeating the id they name.
+fn delete_by_id(undo: &Undo<'_>) -> Result<Call, String> {
+    let call = |method, path: String, body, command_name| Call {
         method,
         path,
         body,
         command_name,
     };
-    let seg = |name: &str| undo.field(name).map(|v| encode_segment(&v));
-    let exposure = || undo.extra("exposure").unwrap_or_else(|| json!("runtime"));
     Ok(match undo.operation_key {
-        "projects.archive" => {
-            let id = undo.field("projectId")?;
-            vec![call(
-                Method::POST,
-                format!("/projects/{}/archive", encode_segment(&id)),
-                Some(json!({"confirmation": {"projectId": id}, "reason": "migration cleanup"})),
-                "ArchiveProject",
-            )]
-        }
-        "environments.archive" => vec![call(
-            Method::POST,
-            format!("/environments/{}/archive", seg("environmentId")?),
-            Some(json!({"reason": "migration cleanup"})),
-            "ArchiveEnvironment",
-        )],
-        "environments.unset-variable" => vec![call(
+        "storage-volumes.delete" => call(
             Method::DELETE,
-            format!(
-                "/environments/{}/variables/{}",
-                seg("environmentId")?,
-                seg("key")?
-            ),
-            Some(json!({"exposure": exposure(), "scope": "environment"})),
-            "UnsetEnvironmentVariable",
-        )],
-        "storage-volumes.delete" => {
-            let id = undo.field("storageVolumeId")?;
-            vec![call(
-                Method::DELETE,
-                format!("/storage-volumes/{}", encode_segment(&id)),
-                None,
-                "DeleteStorageVolume",
-            )]
-        }
-        "resources.delete" => resource_delete(undo)?,
-        "resources.unset-variable" => vec![call(
-            Method::DELETE,
-            format!(
-                "/resources/{}/variables/{}",
-                seg("resourceId")?,
-                seg("key")?
-            ),
-            Some(json!({"exposure": exposure()})),
-            "UnsetResourceVariable",
-        )],
-        "resources.delete-secret" => vec![call(
-            Method::DELETE,
-            format!("/resources/{}/secrets/{}", seg("resourceId")?, seg("key")?),
-            Some(json!({"exposure": exposure()})),
-            "DeleteResourceSecret",
-        )],
-        "resources.detach-storage" => vec![call(
+            format!("/storage-volumes/{}", undo.segment("storageVolumeId")?),
+            None,
+            "DeleteStorageVolume",
+        ),
+        "resources.detach-storage" => call(
             Method::DELETE,
             format!(
                 "/resources/{}/storage-attachments/{}",
-                seg("resourceId")?,
-                seg("attachmentId")?
+                undo.segment("resourceId")?,
+                undo.segment("attachmentId")?
             ),
             None,
             "DetachResourceStorage",
-        )],
+        ),
         "domain-bindings.delete" => {
             let id = undo.field("domainBindingId")?;
-            vec![call(
+            call(
                 Method::DELETE,
                 format!("/domain-bindings/{}", encode_segment(&id)),
                 Some(json!({"confirmation": {"domainBindingId": id}})),
                 "DeleteDomainBinding",
-            )]
+            )
         }
-        "deployments.cleanup-runtime" => {
+        _ => {
             let id = undo.field("deploymentId")?;
-            vec![call(
+            call(
                 Method::POST,
                 format!("/deployments/{}/cleanup-runtime", encode_segment(&id)),
                 Some(json!({"confirm": id})),
                 "CleanupDeploymentRuntime",
-            )]
+            )
         }
-        other => return Err(format!("{other} is not a cleanup operation Berth knows")),
     })
 }
 
-fn resource_delete(undo: &Undo<'_>) -> Result<Vec<Call>, String> {
+fn resource_delete(undo: &Undo<'_>) -> Result<Call, String> {
     let id = undo.field("resourceId")?;
     let slug = undo
         .resource_slug
         .clone()
         .ok_or_else(|| "the resource's slug could not be read".to_string())?;
-    Ok(vec![Call {
+    Ok(Call {
         method: Method::DELETE,
         path: format!("/resources/{}", encode_segment(&id)),
         body: Some(json!({"confirmation": {"resourceSlug": slug}})),
         command_name: "DeleteResource",
-    }])
+    })
 }
 
 #[cfg(test)]
@@ -312,5 +341,61 @@ mod tests {
         let calls = cleanup_calls(&undo).unwrap();
         assert_eq!(calls[0].path, "/domain-bindings/dom-1");
         assert_eq!(calls[0].method, Method::DELETE);
+    }
+
+    #[test]
+    fn every_cleanup_operation_has_its_call() {
+        let output = map(json!({
+            "projectId": "prj-1", "environmentId": "env-1", "storageVolumeId": "vol-1",
+            "resourceId": "res-1", "attachmentId": "att-1", "domainBindingId": "dom-1",
+            "deploymentId": "dep-1",
+        }));
+        let input = map(json!({"key": "API_KEY"}));
+        let cases = [
+            ("projects.archive", "POST /projects/prj-1/archive"),
+            ("environments.archive", "POST /environments/env-1/archive"),
+            (
+                "environments.unset-variable",
+                "DELETE /environments/env-1/variables/API_KEY",
+            ),
+            ("storage-volumes.delete", "DELETE /storage-volumes/vol-1"),
+            ("resources.delete", "DELETE /resources/res-1"),
+            (
+                "resources.unset-variable",
+                "DELETE /resources/res-1/variables/API_KEY",
+            ),
+            (
+                "resources.delete-secret",
+                "DELETE /resources/res-1/secrets/API_KEY",
+            ),
+            (
+                "resources.detach-storage",
+                "DELETE /resources/res-1/storage-attachments/att-1",
+            ),
+            ("domain-bindings.delete", "DELETE /domain-bindings/dom-1"),
+            (
+                "deployments.cleanup-runtime",
+                "POST /deployments/dep-1/cleanup-runtime",
+            ),
+        ];
+        for (operation_key, expected) in cases {
+            let undo = Undo {
+                operation_key,
+                input: &input,
+                output: &output,
+                cleanup_input: None,
+                resource_slug: Some("web".into()),
+            };
+            let calls = cleanup_calls(&undo).unwrap();
+            assert_eq!(format!("{} {}", calls[0].method, calls[0].path), expected);
+        }
+        let unknown = Undo {
+            operation_key: "servers.delete",
+            input: &input,
+            output: &output,
+            cleanup_input: None,
+            resource_slug: None,
+        };
+        assert!(cleanup_calls(&unknown).is_err());
     }
 }
