@@ -99,6 +99,7 @@ pub async fn run(options: ShimOptions) -> anyhow::Result<()> {
         timelines,
         recent_access_failures: Default::default(),
     };
+    tokio::spawn(routes::migrations::gitops::run(state.clone()));
     let listener = tokio::net::TcpListener::bind(options.listen).await?;
     tracing::info!(address = %options.listen, "serving the REST API under /api");
     axum::serve(listener, app(state))

@@ -52,6 +52,13 @@ pub struct MigrationSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = SHA256_DIGEST_PATTERN))]
     pub cleanup_confirmed_digest: Option<String>,
+    /// With cleanup: also remove the database resources and storage volumes it created.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub confirm_data_loss: bool,
+    /// Any new value runs a task that stopped on a failure again (kubectl-written tasks; a
+    /// failure a retry can fix is retried without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<String>,
 }
 
 /// Progress of a migration task.

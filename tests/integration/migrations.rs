@@ -10,7 +10,7 @@ use berth_crds::resource::Resource;
 use berth_tests::rest::{Rest, TestOrg};
 use berth_tests::{client, eventually, kubectl, random_suffix};
 use kube::api::{Patch, PatchParams};
-use kube::{Api, Client};
+use kube::{Api, Client, ResourceExt};
 use serde_json::{Value, json};
 
 use crate::deploy_support::{
@@ -510,4 +510,107 @@ async fn the_cli_migrates_a_compose_file_and_undoes_it() {
     assert!(cleaned.contains("DeleteResource"), "{cleaned}");
     assert_never_shown(CLI_SECRET, &[&planned, &resumed, &cleaned]);
     remove_server(&owner.rest, &server).await;
+}
+
+#[tokio::test]
+async fn a_migration_applied_with_kubectl_runs_and_cleans_up_the_same_way() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let owner = org.user(OrganizationRole::Owner).await.rest;
+    let (server, _) = ready_server(&owner).await;
+    let secret_value = "gitops-migr-s3cr3t-77";
+    let secrets =
+        Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), &org.namespace);
+    let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
+        "metadata": {"name": "shop-secrets"}, "stringData": {"session": secret_value},
+    }))
+    .unwrap();
+    secrets.create(&Default::default(), &secret).await.unwrap();
+    let slug = format!("gitops{}", random_suffix());
+    let bundle = json!({
+        "apiVersion": "appaloft.io/migration/v1", "kind": "MigrationBundle",
+        "metadata": {"name": "gitops"},
+        "spec": {
+            "project": {"name": "GitOps"},
+            "environment": {"name": "production", "kind": "production"},
+            "target": {"deploymentTargetId": server},
+            "resources": [{"ref": slug, "name": "Web",
+                "source": {"kind": "docker-image", "locator": "berth/sample-app:1"},
+                "network": {"internalPort": 8080}}],
+            "variables": [{"key": "SESSION_SECRET", "secretRef": "k8s://shop-secrets#session",
+                "exposure": "runtime", "kind": "secret", "resourceRef": slug}],
+        }
+    });
+    let planned = plan(&owner, &bundle).await;
+    let digest = planned["planDigest"].as_str().unwrap().to_string();
+    let migration: Migration = serde_json::from_value(json!({
+        "apiVersion": "berth.dev/v1alpha1", "kind": "Migration",
+        "metadata": {"name": "gitops-shop"},
+        "spec": {"plan": planned, "digest": digest, "confirmedDigest": digest},
+    }))
+    .unwrap();
+    let api = Api::<Migration>::namespaced(client.clone(), &org.namespace);
+    api.create(&Default::default(), &migration).await.unwrap();
+    let phase = |wanted: &'static str| {
+        let api = api.clone();
+        async move {
+            eventually(WAIT, &format!("the Migration {wanted}"), || async {
+                let status = api.get("gitops-shop").await.ok()?.status?;
+                (status.phase.as_deref() == Some(wanted)).then_some(status)
+            })
+            .await
+        }
+    };
+    let applied = phase("applied").await;
+    assert_eq!(
+        applied.receipts.len(),
+        planned["steps"].as_array().unwrap().len()
+    );
+    let resources = Api::<Resource>::namespaced(client.clone(), &org.namespace);
+    let listed = resources.list(&Default::default()).await.unwrap().items;
+    assert_eq!(listed.len(), 1);
+    let actor = listed[0]
+        .annotations()
+        .get("berth.dev/updated-by-actor-id")
+        .cloned();
+    assert_eq!(
+        actor.as_deref(),
+        Some("gitops-shop"),
+        "written as the migration"
+    );
+
+    // Cleanup is asked in the spec too.
+    let patch = json!({"spec": {"cleanupConfirmedDigest": digest}});
+    api.patch(
+        "gitops-shop",
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .unwrap();
+    phase("cleaned-up").await;
+    eventually(WAIT, "the resource gone", || async {
+        resources
+            .list(&Default::default())
+            .await
+            .ok()?
+            .items
+            .is_empty()
+            .then_some(())
+    })
+    .await;
+    let object = kubectl(
+        &[
+            "get",
+            "bmig",
+            "gitops-shop",
+            "-n",
+            &org.namespace,
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    assert_never_shown(secret_value, &[&String::from_utf8_lossy(&object.stdout)]);
+    remove_server(&owner, &server).await;
 }

@@ -1,6 +1,7 @@
 //! Who is calling: a user with a session token, or a deploy token; in which organization and
 //! with which role. Every route that is not public takes a [`Caller`].
 
+pub mod internal;
 pub mod last_used;
 pub mod password;
 pub mod token;
@@ -32,6 +33,8 @@ pub enum Principal {
         token_id: String,
         scope: DeployTokenScope,
     },
+    /// A Migration written with kubectl, running its steps (`internal`).
+    Migration { migration: String },
 }
 
 /// A caller, resolved to its current organization and role there.
@@ -54,6 +57,7 @@ pub struct CallerOrganization {
 /// Actor kinds recorded on the objects a caller writes (`updatedByActorKind`).
 pub const ACTOR_USER: &str = "user";
 pub const ACTOR_DEPLOY_TOKEN: &str = "deploy-token";
+pub const ACTOR_MIGRATION: &str = "migration";
 
 impl Caller {
     /// The caller's current organization, or 403 if it has none.
@@ -85,9 +89,9 @@ impl Caller {
                 email,
                 session_id,
             } => Ok((user_id, email, session_id)),
-            Principal::DeployToken { .. } => Err(ApiError::forbidden(
-                "deploy tokens cannot call this endpoint; sign in as a user",
-            )),
+            Principal::DeployToken { .. } | Principal::Migration { .. } => Err(
+                ApiError::forbidden("deploy tokens cannot call this endpoint; sign in as a user"),
+            ),
         }
     }
 
@@ -96,6 +100,7 @@ impl Caller {
         match &self.principal {
             Principal::User { user_id, .. } => (ACTOR_USER, user_id),
             Principal::DeployToken { token_id, .. } => (ACTOR_DEPLOY_TOKEN, token_id),
+            Principal::Migration { migration } => (ACTOR_MIGRATION, migration),
         }
     }
 
@@ -206,6 +211,10 @@ impl FromRequestParts<AppState> for Caller {
         let digest = token::digest(secret);
         if secret.starts_with(token::DEPLOY_TOKEN_PREFIX) {
             return deploy_token_caller(state, &digest);
+        }
+        if secret.starts_with(internal::INTERNAL_PREFIX) {
+            return internal::caller(secret)
+                .ok_or_else(|| ApiError::unauthenticated("the token is not valid"));
         }
         let session = find_session(state, &digest)?;
         session_caller(state, &session)

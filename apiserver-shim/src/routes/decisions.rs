@@ -223,12 +223,15 @@ fn actor_of(caller: &Caller, given: ActorInput) -> ApiResult<Actor> {
             user_id: Some(user_id.clone()),
             email: Some(email.clone()),
         },
-        Principal::DeployToken { token_id, .. } => Actor {
-            kind: crate::auth::ACTOR_DEPLOY_TOKEN.into(),
-            id: Some(token_id.clone()),
-            user_id: None,
-            email: None,
-        },
+        Principal::DeployToken { .. } | Principal::Migration { .. } => {
+            let (kind, id) = caller.actor();
+            Actor {
+                kind: kind.into(),
+                id: Some(id.to_string()),
+                user_id: None,
+                email: None,
+            }
+        }
     };
     let checks = [
         ("kind", given.kind.as_deref(), Some(actual.kind.as_str())),

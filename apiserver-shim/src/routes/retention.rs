@@ -318,7 +318,9 @@ fn require_writer(caller: &Caller) -> ApiResult<&CallerOrganization> {
         Principal::DeployToken { .. } => Err(ApiError::forbidden(
             "a deploy token limited to part of the organization cannot change its retention",
         )),
-        Principal::User { .. } => caller.require_role(OrganizationRole::Admin),
+        Principal::User { .. } | Principal::Migration { .. } => {
+            caller.require_role(OrganizationRole::Admin)
+        }
     }
 }
 

@@ -127,7 +127,7 @@ fn newest_first(a: &Deployment, b: &Deployment) -> std::cmp::Ordering {
 fn archive_query(namespace: &str, caller: &Caller, filters: &Filters) -> AttemptQuery {
     let scope = match &caller.principal {
         Principal::DeployToken { scope, .. } => Some(scope),
-        Principal::User { .. } => None,
+        Principal::User { .. } | Principal::Migration { .. } => None,
     };
     let within = |pick: fn(&berth_crds::deploy_token::DeployTokenScope) -> &Vec<String>| {
         scope.map(pick).cloned().unwrap_or_default()

@@ -8,6 +8,7 @@ mod apply;
 mod cleanup;
 mod cleanup_runtime;
 mod dispatch;
+pub mod gitops;
 mod key;
 mod operations;
 mod readback;

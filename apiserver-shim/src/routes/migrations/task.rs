@@ -21,6 +21,11 @@ pub mod phase {
     pub const CLEANED_UP: &str = "cleaned-up";
 }
 
+/// Marks a task applied over REST: its steps run only when its caller asks (apply), never by
+/// the watcher of kubectl-written tasks.
+pub const RUNNER_ANNOTATION: &str = "berth.dev/migration-runner";
+pub const RUNNER_API: &str = "api";
+
 /// The object name of the task of a plan: `mig-` and the digest's first 16 hex digits.
 pub fn name_of(plan_digest: &str) -> String {
     let hex = plan_digest.trim_start_matches("sha256:");
@@ -57,8 +62,13 @@ pub async fn open(state: &AppState, namespace: &str, plan: &MigrationPlan) -> Ap
         digest: plan.plan_digest.clone(),
         confirmed_digest: Some(plan.plan_digest.clone()),
         cleanup_confirmed_digest: None,
+        confirm_data_loss: false,
+        retry: None,
     };
-    let migration = Migration::new(&name_of(&plan.plan_digest), spec);
+    let mut migration = Migration::new(&name_of(&plan.plan_digest), spec);
+    migration
+        .annotations_mut()
+        .insert(RUNNER_ANNOTATION.into(), RUNNER_API.into());
     let params = PatchParams::apply(FIELD_MANAGER).force();
     let name = migration.name_any();
     Ok(api(state, namespace)
@@ -156,10 +166,19 @@ pub async fn record(
         .patch_status(
             &migration.name_any(),
             &PatchParams::default(),
-            &Patch::Merge(json!({ "status": status })),
+            &Patch::Merge(json!({ "status": with_nulls(status)? })),
         )
         .await?;
     Ok(())
+}
+
+/// The status as a merge patch: a failure that is over is removed (`null`), not left behind.
+fn with_nulls(status: MigrationStatus) -> ApiResult<Value> {
+    let mut value = serde_json::to_value(status).map_err(ApiError::internal)?;
+    if let Some(map) = value.as_object_mut() {
+        map.entry("failure").or_insert(Value::Null);
+    }
+    Ok(value)
 }
 
 fn ready_condition(progress: &Progress<'_>, migration: &Migration) -> Condition {

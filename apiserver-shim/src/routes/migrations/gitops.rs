@@ -1,0 +1,254 @@
+//! Migrations written with kubectl or synced by a GitOps tool: a `Migration` whose
+//! `confirmedDigest` repeats its plan's digest (a plan made by `POST /migrations/plan`, so it
+//! is attested) is applied the way `POST /migrations/apply` applies one — the same steps,
+//! receipts and idempotent ids — acting as the organization's owner (`auth::internal`).
+//! `cleanupConfirmedDigest` asks for cleanup; `confirmDataLoss` allows removing databases and
+//! volumes. A failure a retry can fix is retried; one that needs a person stays on the object
+//! (`Ready=False StepFailed`) until its spec changes (e.g. a new `retry` value).
+
+use std::time::Duration;
+
+use berth_api::migrations::{MigrationPlan, StepFailure};
+use berth_crds::migration::Migration;
+use berth_migrate::plan::{attestation_matches, check_plan_shape, plan_digest, secret_refs};
+use futures::StreamExt;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, ResourceExt};
+
+use super::dispatch::Dispatcher;
+use super::secrets::ResolvedSecrets;
+use super::task::{self, Progress, phase};
+use super::{RunGuard, apply, cleanup, key};
+use crate::auth::internal::Grant;
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+/// How long a failure a retry can fix waits before the task runs again.
+const RETRY_AFTER: Duration = Duration::from_secs(30);
+
+/// What a task asks for now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Work {
+    Apply,
+    Cleanup,
+}
+
+/// What to do with `migration`, decided from the object alone.
+pub fn wanted(migration: &Migration) -> Option<Work> {
+    let annotations = migration.annotations();
+    if annotations.get(task::RUNNER_ANNOTATION).map(String::as_str) == Some(task::RUNNER_API)
+        || migration.metadata.deletion_timestamp.is_some()
+    {
+        return None;
+    }
+    let spec = &migration.spec;
+    let status = migration.status.clone().unwrap_or_default();
+    let waiting_for_person =
+        status.failure.is_some() && status.observed_generation == migration.metadata.generation;
+    if waiting_for_person {
+        return None;
+    }
+    let phase = status.phase.as_deref();
+    if spec.cleanup_confirmed_digest.as_ref() == Some(&spec.digest) {
+        return (phase != Some(phase::CLEANED_UP)).then_some(Work::Cleanup);
+    }
+    let applying = matches!(phase, None | Some(phase::APPLYING) | Some(phase::FAILED));
+    (spec.confirmed_digest.as_ref() == Some(&spec.digest) && applying).then_some(Work::Apply)
+}
+
+/// Watches every Migration and runs those that ask for work.
+pub async fn run(state: AppState) {
+    let api = Api::<Migration>::all(state.client.clone());
+    let mut events = watcher(api, watcher::Config::default())
+        .default_backoff()
+        .applied_objects()
+        .boxed();
+    while let Some(event) = events.next().await {
+        match event {
+            Ok(migration) => {
+                if let Some(work) = wanted(&migration) {
+                    tokio::spawn(execute(state.clone(), migration, work));
+                }
+            }
+            Err(error) => tracing::warn!(%error, "watching migrations"),
+        }
+    }
+}
+
+async fn execute(state: AppState, migration: Migration, work: Work) {
+    let name = migration.name_any();
+    let Ok(_guard) = RunGuard::take(&name) else {
+        return; // this shim runs it already
+    };
+    match run_once(&state, &migration, work).await {
+        Ok(Some(failure)) if failure.retriable => {
+            tracing::info!(migration = %name, step = %failure.step_id, "retrying a migration step later");
+            tokio::time::sleep(RETRY_AFTER).await;
+            drop(_guard);
+            if let Some(fresh) = reread(&state, &migration).await {
+                Box::pin(execute(state, fresh, work)).await;
+            }
+        }
+        Ok(_) => {}
+        Err(error) => {
+            tracing::warn!(migration = %name, error = %error.body.message, "migration not run")
+        }
+    }
+}
+
+async fn reread(state: &AppState, migration: &Migration) -> Option<Migration> {
+    let namespace = migration.namespace()?;
+    let api = Api::<Migration>::namespaced(state.client.clone(), &namespace);
+    api.get_opt(&migration.name_any()).await.ok().flatten()
+}
+
+/// Runs the task once; answers the failure it stopped on, if any.
+async fn run_once(
+    state: &AppState,
+    migration: &Migration,
+    work: Work,
+) -> ApiResult<Option<StepFailure>> {
+    let namespace = migration.namespace().unwrap_or_default();
+    let plan = match checked_plan(state, migration).await {
+        Ok(plan) => plan,
+        Err(refusal) => {
+            refuse(state, &namespace, migration, refusal).await?;
+            return Ok(None);
+        }
+    };
+    let organization = state
+        .caches
+        .organizations
+        .find(|o| o.status.as_ref().and_then(|s| s.namespace.as_deref()) == Some(&namespace))
+        .ok_or_else(|| ApiError::not_found_message("no organization owns this namespace"))?;
+    let grant = Grant::for_migration(&migration.name_any(), &organization.name_any(), &namespace);
+    let header = grant.header().parse().map_err(ApiError::internal)?;
+    let dispatcher = Dispatcher::new(state.clone(), header);
+    match work {
+        Work::Apply => {
+            let references = secret_refs(&plan).into_iter().map(|(_, r)| r);
+            let secrets =
+                ResolvedSecrets::resolve(state, &namespace, references, &Default::default()).await;
+            let result = apply::run(&dispatcher, &namespace, migration, &plan, &secrets).await?;
+            Ok(result.failure)
+        }
+        Work::Cleanup => {
+            let confirm = migration.spec.confirm_data_loss;
+            let result = cleanup::run(&dispatcher, &namespace, migration, &plan, confirm).await?;
+            Ok(result.failure)
+        }
+    }
+}
+
+/// The spec's plan, if it is whole, its digest is its own and this Berth made it.
+async fn checked_plan(state: &AppState, migration: &Migration) -> Result<MigrationPlan, String> {
+    let plan: MigrationPlan =
+        serde_json::from_value(serde_json::Value::Object(migration.spec.plan.clone()))
+            .map_err(|e| format!("spec.plan is not a migration plan: {e}"))?;
+    check_plan_shape(&plan).map_err(|e| e.message)?;
+    if plan_digest(&plan) != plan.plan_digest || plan.plan_digest != migration.spec.digest {
+        return Err("spec.digest is not the digest of spec.plan".into());
+    }
+    let key = key::attestation_key(state)
+        .await
+        .map_err(|e| e.body.message)?;
+    if !attestation_matches(key, &plan) {
+        return Err(
+            "spec.plan was not made by this Berth or was changed after it was made: make it \
+             with `berth migrate plan` (or POST /migrations/plan)"
+                .into(),
+        );
+    }
+    Ok(plan)
+}
+
+/// Records why the task's plan is not run.
+async fn refuse(
+    state: &AppState,
+    namespace: &str,
+    migration: &Migration,
+    message: String,
+) -> ApiResult<()> {
+    let failure = StepFailure {
+        step_id: String::new(),
+        operation_key: String::new(),
+        code: "migration_plan_invalid".into(),
+        category: "user".into(),
+        message,
+        retriable: false,
+    };
+    let progress = Progress {
+        phase: phase::FAILED,
+        receipts: &task::receipts(migration),
+        failure: Some(&failure),
+        cleaned_step_ids: &task::cleaned(migration),
+    };
+    task::record(state, namespace, migration, progress).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_crds::migration::{MigrationSpec, MigrationStatus};
+    use serde_json::json;
+
+    fn migration(phase: Option<&str>, confirmed: bool) -> Migration {
+        let digest = format!("sha256:{}", "a".repeat(64));
+        let mut m = Migration::new(
+            "mig-a",
+            MigrationSpec {
+                protocol: Default::default(),
+                plan: Default::default(),
+                digest: digest.clone(),
+                confirmed_digest: confirmed.then(|| digest.clone()),
+                cleanup_confirmed_digest: None,
+                confirm_data_loss: false,
+                retry: None,
+            },
+        );
+        m.metadata.generation = Some(1);
+        m.status = Some(MigrationStatus {
+            phase: phase.map(str::to_string),
+            observed_generation: Some(1),
+            ..Default::default()
+        });
+        m
+    }
+
+    #[test]
+    fn a_confirmed_task_is_applied_until_it_is_done() {
+        assert_eq!(wanted(&migration(None, true)), Some(Work::Apply));
+        assert_eq!(
+            wanted(&migration(Some("applying"), true)),
+            Some(Work::Apply)
+        );
+        assert_eq!(wanted(&migration(Some("applied"), true)), None);
+        assert_eq!(wanted(&migration(None, false)), None, "not confirmed");
+    }
+
+    #[test]
+    fn tasks_applied_over_rest_are_left_to_their_caller() {
+        let mut m = migration(None, true);
+        m.annotations_mut()
+            .insert(task::RUNNER_ANNOTATION.into(), task::RUNNER_API.into());
+        assert_eq!(wanted(&m), None);
+    }
+
+    #[test]
+    fn a_failure_waits_for_a_change_of_spec() {
+        let mut m = migration(Some("failed"), true);
+        m.status.as_mut().unwrap().failure = json!({"code": "forbidden"}).as_object().cloned();
+        assert_eq!(wanted(&m), None);
+        m.metadata.generation = Some(2);
+        assert_eq!(wanted(&m), Some(Work::Apply), "spec.retry changed");
+    }
+
+    #[test]
+    fn cleanup_is_asked_by_repeating_the_digest() {
+        let mut m = migration(Some("applied"), true);
+        m.spec.cleanup_confirmed_digest = Some(m.spec.digest.clone());
+        assert_eq!(wanted(&m), Some(Work::Cleanup));
+        m.status.as_mut().unwrap().phase = Some("cleaned-up".into());
+        assert_eq!(wanted(&m), None);
+    }
+}
