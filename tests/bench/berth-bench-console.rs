@@ -69,6 +69,15 @@ struct Options {
     wire_goal_kb: f64,
     #[arg(long, default_value_t = 200.0)]
     feed_goal_ms: f64,
+    /// Resources of the bundle `POST /migrations/plan` plans (a large platform export).
+    #[arg(long, default_value_t = 200)]
+    plan_resources: usize,
+    /// Plans timed (alternating with as many GET /projects).
+    #[arg(long, default_value_t = 60)]
+    plans: usize,
+    /// Goal of plan p99 / GET /projects p99.
+    #[arg(long, default_value_t = 40.0)]
+    plan_goal: f64,
 }
 
 #[tokio::main]
@@ -210,8 +219,77 @@ async fn measure(
     ) {
         failed.push("change-feed latency");
     }
+    if !plan_cost(options, owner).await? {
+        failed.push("migration plan");
+    }
     ensure!(failed.is_empty(), "goal missed: {}", failed.join(", "));
     Ok(())
+}
+
+/// 5. `POST /migrations/plan` of a bundle of `--plan-resources` resources (each with a
+/// variable, a secret reference and a domain: parse, canonicalise, plan, two digests, the
+/// attestation) against `GET /projects`, alternating on the client's kept-alive connection.
+async fn plan_cost(options: &Options, owner: &Rest) -> anyhow::Result<bool> {
+    let resources: Vec<_> = (0..options.plan_resources)
+        .map(|i| {
+            json!({"ref": format!("app-{i}"), "name": format!("App {i}"),
+                "source": {"kind": "docker-image", "locator": "berth/sample-app:1"},
+                "network": {"internalPort": 8080}})
+        })
+        .collect();
+    let variables: Vec<_> = (0..options.plan_resources)
+        .flat_map(|i| {
+            [
+                json!({"key": "MODE", "value": "production", "exposure": "runtime",
+                    "resourceRef": format!("app-{i}")}),
+                json!({"key": "API_TOKEN", "secretRef": format!("env://APP_{i}_TOKEN"),
+                    "exposure": "runtime", "kind": "secret", "resourceRef": format!("app-{i}")}),
+            ]
+        })
+        .collect();
+    let domains: Vec<_> = (0..options.plan_resources)
+        .map(|i| json!({"hostname": format!("app-{i}.example.test"), "resourceRef": format!("app-{i}")}))
+        .collect();
+    let bundle = json!({"bundle": {
+        "apiVersion": "appaloft.io/migration/v1", "kind": "MigrationBundle",
+        "metadata": {"name": "bench"},
+        "spec": {"project": {"name": "Bench"}, "environment": {"name": "production", "kind": "production"},
+            "target": {"deploymentTargetId": "srv-bench"}, "resources": resources,
+            "variables": variables, "domains": domains}}});
+    let (mut plans, mut reads) = (Vec::new(), Vec::new());
+    for round in 0..options.plans + 5 {
+        let started = Instant::now();
+        let planned = owner.post("/migrations/plan", bundle.clone()).await;
+        let plan_time = started.elapsed();
+        ensure!(planned.status == 200, "plan: {}", planned.body);
+        let started = Instant::now();
+        let listed = owner.get("/projects").await;
+        let read_time = started.elapsed();
+        ensure!(listed.status == 200, "projects: {}", listed.body);
+        if round >= 5 {
+            plans.push(plan_time);
+            reads.push(read_time);
+        }
+    }
+    println!(
+        "\n5. POST /migrations/plan ({} resources, {} steps) against GET /projects, kept-alive",
+        options.plan_resources,
+        options.plan_resources * 5 + 2
+    );
+    let (plans, reads) = (Sample::of(plans), Sample::of(reads));
+    print_header();
+    plans.print("migration plan");
+    reads.print("projects");
+    let ratio = plans.p99() / reads.p99();
+    Ok(verdict(
+        &format!(
+            "plan of {} resources p99 {:.1} ms, {ratio:.1}x GET /projects p99",
+            options.plan_resources,
+            plans.p99() * 1e3
+        ),
+        ratio,
+        options.plan_goal,
+    ))
 }
 
 /// A project, an environment and resources in it.
