@@ -184,6 +184,32 @@ async fn first_admin(
     State(state): State<AppState>,
     JsonBody(body): JsonBody<FirstAdminRequest>,
 ) -> ApiResult<Json<FirstAdminResult>> {
+    validate_first_admin(&body)?;
+    claim_bootstrap(&state).await?;
+
+    let email = body.email.trim().to_lowercase();
+    let (password, generated) = chosen_password(body.password);
+    let user_id = create_first_admin(&state, &email, body.display_name.clone(), &password).await?;
+    let organization_name = body.organization_name.unwrap_or_else(|| "Default".into());
+    let (organization_id, slug) = create_first_organization(&state, organization_name).await?;
+    add_owner(&state, &organization_id, &user_id, &email).await?;
+
+    tracing::info!(user = %user_id, organization = %slug, "first administrator created");
+    Ok(Json(FirstAdminResult {
+        bootstrap_required: false,
+        created: true,
+        email,
+        login_methods: login_methods(true),
+        organization_id,
+        organization_slug: slug,
+        user_id,
+        generated_password: generated,
+        login_url: Some(login_url(&state)),
+    }))
+}
+
+/// The request's fields, checked before anything is read.
+fn validate_first_admin(body: &FirstAdminRequest) -> ApiResult<()> {
     validate_email("email", &body.email)?;
     if let Some(password) = &body.password
         && password.chars().count() < MIN_PASSWORD_LENGTH
@@ -196,6 +222,12 @@ async fn first_admin(
     if let Some(name) = &body.organization_name {
         non_empty("organizationName", name)?;
     }
+    Ok(())
+}
+
+/// Makes this call the one that creates the first administrator: none exists yet, and the
+/// bootstrap lock is taken.
+async fn claim_bootstrap(state: &AppState) -> ApiResult<()> {
     if state
         .caches
         .users
@@ -206,23 +238,34 @@ async fn first_admin(
             "the first administrator already exists; sign in instead",
         ));
     }
-    take_bootstrap_lock(&state).await?;
+    take_bootstrap_lock(state).await
+}
 
-    let email = body.email.trim().to_lowercase();
-    let (password, generated) = match body.password {
+/// The password to set, and the same again when it was generated (returned once).
+fn chosen_password(requested: Option<String>) -> (String, Option<String>) {
+    match requested {
         Some(password) => (password, None),
         None => {
             let password = password::generate();
             (password.clone(), Some(password))
         }
-    };
+    }
+}
+
+/// Stores the password's hash and creates the first administrator's User; returns its id.
+async fn create_first_admin(
+    state: &AppState,
+    email: &str,
+    display_name: Option<String>,
+    password: &str,
+) -> ApiResult<String> {
     let user_id = new_id("usr");
-    store_password(&state, &user_id, &password).await?;
+    store_password(state, &user_id, password).await?;
     let mut user = User::new(
         &user_id,
         UserSpec {
-            email: email.clone(),
-            display_name: body.display_name.clone(),
+            email: email.to_string(),
+            display_name,
             avatar_url: None,
             password_secret_ref: Some(password_secret_name(&user_id)),
         },
@@ -236,8 +279,14 @@ async fn first_admin(
         user,
     )
     .await?;
+    Ok(user_id)
+}
 
-    let organization_name = body.organization_name.unwrap_or_else(|| "Default".into());
+/// Creates the first organization; returns its id and slug.
+async fn create_first_organization(
+    state: &AppState,
+    organization_name: String,
+) -> ApiResult<(String, String)> {
     let slug = slugify(&organization_name);
     let organization = Organization::new(
         &slug,
@@ -255,12 +304,22 @@ async fn first_admin(
         organization,
     )
     .await?;
-    let namespace = wait_for_namespace(&state, &organization.name_any()).await?;
+    Ok((organization.name_any(), slug))
+}
+
+/// Makes the first administrator the organization's owner, once its namespace exists.
+async fn add_owner(
+    state: &AppState,
+    organization_id: &str,
+    user_id: &str,
+    email: &str,
+) -> ApiResult<()> {
+    let namespace = wait_for_namespace(state, organization_id).await?;
     let member = Member::new(
         &new_id("mem"),
         MemberSpec {
-            user_id: user_id.clone(),
-            email: email.clone(),
+            user_id: user_id.to_string(),
+            email: email.to_string(),
             role: OrganizationRole::Owner,
             active: true,
         },
@@ -272,19 +331,7 @@ async fn first_admin(
         member,
     )
     .await?;
-
-    tracing::info!(user = %user_id, organization = %slug, "first administrator created");
-    Ok(Json(FirstAdminResult {
-        bootstrap_required: false,
-        created: true,
-        email,
-        login_methods: login_methods(true),
-        organization_id: organization.name_any(),
-        organization_slug: slug,
-        user_id,
-        generated_password: generated,
-        login_url: Some(login_url(&state)),
-    }))
+    Ok(())
 }
 
 /// Creating (not applying) a fixed ConfigMap succeeds exactly once.

@@ -190,6 +190,48 @@ async fn issue_or_renew(
     caller: Caller,
     JsonBody(body): JsonBody<IssueOrRenew>,
 ) -> ApiResult<Json<IssueResult>> {
+    validate_request(&body)?;
+    let organization = caller.require_role(OrganizationRole::Member)?;
+    let namespace = organization.namespace.clone();
+    let bindings = Api::<DomainBinding>::namespaced(state.client.clone(), &namespace);
+    let binding = bindings
+        .get_opt(&body.domain_binding_id)
+        .await?
+        .ok_or_else(|| {
+            ApiError::not_found("domain binding", &body.domain_binding_id)
+                .with_detail("field", "domainBindingId")
+        })?;
+    let certificate_id = body
+        .certificate_id
+        .clone()
+        .unwrap_or_else(|| binding.name_any());
+    let certificates = Api::<Certificate>::namespaced(state.client.clone(), &namespace);
+    let existing = certificates.get_opt(&certificate_id).await?;
+    if let Some(existing) = &existing
+        && let Some(attempt_id) = repeated_attempt(existing, &binding, &certificate_id, &body)?
+    {
+        return Ok(Json(IssueResult {
+            certificate_id,
+            attempt_id,
+        }));
+    }
+    let attempt_id = new_attempt_id(&namespace, &certificate_id, &body);
+    let certificate = requested_certificate(
+        &binding,
+        &certificate_id,
+        &attempt_id,
+        &body,
+        existing.as_ref(),
+    );
+    apply_certificate(&certificates, &certificate_id, &certificate).await?;
+    Ok(Json(IssueResult {
+        certificate_id,
+        attempt_id,
+    }))
+}
+
+/// The request's fields, checked before anything is read.
+fn validate_request(body: &IssueOrRenew) -> Result<(), ApiError> {
     object_name("domainBindingId", &body.domain_binding_id)?;
     if let Some(id) = &body.certificate_id {
         object_name("certificateId", id)?;
@@ -221,51 +263,57 @@ async fn issue_or_renew(
             bounded(field, value, KEY_MAX)?;
         }
     }
-    let organization = caller.require_role(OrganizationRole::Member)?;
-    let namespace = organization.namespace.clone();
-    let bindings = Api::<DomainBinding>::namespaced(state.client.clone(), &namespace);
-    let binding = bindings
-        .get_opt(&body.domain_binding_id)
-        .await?
-        .ok_or_else(|| {
-            ApiError::not_found("domain binding", &body.domain_binding_id)
-                .with_detail("field", "domainBindingId")
-        })?;
-    let certificate_id = body
-        .certificate_id
-        .clone()
-        .unwrap_or_else(|| binding.name_any());
-    let certificates = Api::<Certificate>::namespaced(state.client.clone(), &namespace);
-    let existing = certificates.get_opt(&certificate_id).await?;
-    if let Some(existing) = &existing {
-        if existing.spec.domain_binding_id != binding.name_any() {
-            return Err(ApiError::conflict(format!(
-                "certificate {certificate_id} belongs to domain binding {}",
-                existing.spec.domain_binding_id
-            ))
-            .with_detail("field", "certificateId"));
-        }
-        // A repeat of the latest request: the attempt it started.
-        if let Some(key) = &body.idempotency_key
-            && existing.annotations().get(IDEMPOTENCY_KEY_ANNOTATION) == Some(key)
-            && let Some(attempt) = existing.annotations().get(REQUESTED_ATTEMPT_ANNOTATION)
-        {
-            return Ok(Json(IssueResult {
-                certificate_id,
-                attempt_id: attempt.clone(),
-            }));
-        }
+    Ok(())
+}
+
+/// The attempt an `existing` certificate already started for this request (a repeat of its
+/// latest request, by idempotency key); a conflict when it belongs to another binding.
+fn repeated_attempt(
+    existing: &Certificate,
+    binding: &DomainBinding,
+    certificate_id: &str,
+    body: &IssueOrRenew,
+) -> Result<Option<String>, ApiError> {
+    if existing.spec.domain_binding_id != binding.name_any() {
+        return Err(ApiError::conflict(format!(
+            "certificate {certificate_id} belongs to domain binding {}",
+            existing.spec.domain_binding_id
+        ))
+        .with_detail("field", "certificateId"));
     }
-    let attempt_id = match &body.idempotency_key {
-        Some(key) => attempt_for_key(&namespace, &certificate_id, key),
+    // A repeat of the latest request: the attempt it started.
+    if let Some(key) = &body.idempotency_key
+        && existing.annotations().get(IDEMPOTENCY_KEY_ANNOTATION) == Some(key)
+        && let Some(attempt) = existing.annotations().get(REQUESTED_ATTEMPT_ANNOTATION)
+    {
+        return Ok(Some(attempt.clone()));
+    }
+    Ok(None)
+}
+
+/// The id of the attempt this request starts: from its idempotency key, else random.
+fn new_attempt_id(namespace: &str, certificate_id: &str, body: &IssueOrRenew) -> String {
+    match &body.idempotency_key {
+        Some(key) => attempt_for_key(namespace, certificate_id, key),
         None => {
             let bytes: [u8; 6] = rand::random();
             format!("att-{}", hex::encode(bytes))
         }
-    };
+    }
+}
+
+/// The Certificate as this request wants it: the attempt it asks for in its annotations,
+/// owned by its binding, keeping the Secret an `existing` one names.
+fn requested_certificate(
+    binding: &DomainBinding,
+    certificate_id: &str,
+    attempt_id: &str,
+    body: &IssueOrRenew,
+    existing: Option<&Certificate>,
+) -> Certificate {
     let mut annotations = std::collections::BTreeMap::from([(
         REQUESTED_ATTEMPT_ANNOTATION.to_string(),
-        attempt_id.clone(),
+        attempt_id.to_string(),
     )]);
     if let Some(key) = &body.idempotency_key {
         annotations.insert(IDEMPOTENCY_KEY_ANNOTATION.into(), key.clone());
@@ -273,9 +321,9 @@ async fn issue_or_renew(
     if let Some(causation) = &body.causation_id {
         annotations.insert(CAUSATION_ANNOTATION.into(), causation.clone());
     }
-    let certificate = Certificate {
+    Certificate {
         metadata: ObjectMeta {
-            name: Some(certificate_id.clone()),
+            name: Some(certificate_id.to_string()),
             annotations: Some(annotations),
             owner_references: binding.controller_owner_ref(&()).map(|o| vec![o]),
             ..Default::default()
@@ -285,25 +333,30 @@ async fn issue_or_renew(
             reason: body.reason.unwrap_or_default(),
             provider_key: Some(ACME_PROVIDER.into()),
             challenge_type: Some(HTTP_01.into()),
-            secret_name: existing.as_ref().and_then(|c| c.spec.secret_name.clone()),
+            secret_name: existing.and_then(|c| c.spec.secret_name.clone()),
         },
         status: None,
-    };
-    let mut value = serde_json::to_value(&certificate).map_err(ApiError::internal)?;
+    }
+}
+
+/// Server-side applies `certificate` (without a status) as the shim's field manager.
+async fn apply_certificate(
+    certificates: &Api<Certificate>,
+    certificate_id: &str,
+    certificate: &Certificate,
+) -> ApiResult<()> {
+    let mut value = serde_json::to_value(certificate).map_err(ApiError::internal)?;
     if let Some(map) = value.as_object_mut() {
         map.remove("status");
     }
     certificates
         .patch(
-            &certificate_id,
+            certificate_id,
             &PatchParams::apply(FIELD_MANAGER).force(),
             &Patch::Apply(&value),
         )
         .await?;
-    Ok(Json(IssueResult {
-        certificate_id,
-        attempt_id,
-    }))
+    Ok(())
 }
 
 fn certificate_view(certificate: &Certificate) -> CertificateView {

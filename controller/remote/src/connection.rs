@@ -93,6 +93,99 @@ pub struct ServerConnection {
     timeouts: Timeouts,
 }
 
+/// TCP connect and SSH key exchange within `timeouts.connect`, the host key checked against
+/// `pinned`. Returns the handle and the fingerprint of the host key the server showed.
+async fn handshake(
+    endpoint: &Endpoint,
+    pinned: Option<&str>,
+    timeouts: &Timeouts,
+) -> Result<(Handle<HostKeyCheck>, String), RemoteError> {
+    let config = Arc::new(client::Config {
+        keepalive_interval: Some(timeouts.keepalive),
+        keepalive_max: 3,
+        nodelay: true,
+        ..Default::default()
+    });
+    let (handler, seen) = HostKeyCheck::new(pinned.map(str::to_string));
+    let exchange = key_exchange(endpoint, config, handler);
+    let handshake = within(timeouts.connect, "SSH connect", exchange).await;
+    let seen = seen.lock().ok().and_then(|slot| slot.clone());
+    let handle = match handshake {
+        Ok(handle) => handle,
+        Err(error) => {
+            return Err(match (pinned, seen) {
+                (Some(expected), Some(got)) if expected != got => RemoteError::HostKeyMismatch {
+                    expected: expected.to_string(),
+                    got,
+                },
+                _ => error,
+            });
+        }
+    };
+    // russh asks the handler before it completes the key exchange, so the slot is filled.
+    let host_key_fingerprint = seen.ok_or(RemoteError::Ssh {
+        operation: "key exchange",
+        source: russh::Error::UnknownKey,
+    })?;
+    Ok((handle, host_key_fingerprint))
+}
+
+/// Opens the TCP stream and runs the SSH key exchange over it.
+async fn key_exchange(
+    endpoint: &Endpoint,
+    config: Arc<client::Config>,
+    handler: HostKeyCheck,
+) -> Result<Handle<HostKeyCheck>, RemoteError> {
+    let address = endpoint.address();
+    let stream = tokio::net::TcpStream::connect((endpoint.host.as_str(), endpoint.port))
+        .await
+        .map_err(|source| RemoteError::Connect {
+            address: address.clone(),
+            source,
+        })?;
+    stream.set_nodelay(true).ok();
+    client::connect_stream(config, stream, handler)
+        .await
+        .map_err(|source| RemoteError::Ssh {
+            operation: "key exchange",
+            source,
+        })
+}
+
+/// Logs in as the endpoint's user with `key`, by its best supported RSA hash.
+async fn authenticate(
+    handle: &mut Handle<HostKeyCheck>,
+    endpoint: &Endpoint,
+    key: &ClientKey,
+) -> Result<(), RemoteError> {
+    let hash = handle
+        .best_supported_rsa_hash()
+        .await
+        .map_err(|source| RemoteError::Ssh {
+            operation: "authentication",
+            source,
+        })?
+        .flatten();
+    let result = handle
+        .authenticate_publickey(
+            endpoint.username.clone(),
+            PrivateKeyWithHashAlg::new(key.private_key(), hash),
+        )
+        .await
+        .map_err(|source| RemoteError::Ssh {
+            operation: "authentication",
+            source,
+        })?;
+    if result.success() {
+        Ok(())
+    } else {
+        Err(RemoteError::AuthenticationRejected {
+            user: endpoint.username.clone(),
+            key_fingerprint: key.fingerprint().to_string(),
+        })
+    }
+}
+
 impl ServerConnection {
     /// Connects, verifies the host key against `pinned` (before authenticating) and logs in.
     pub async fn open(
@@ -101,78 +194,12 @@ impl ServerConnection {
         pinned: Option<&str>,
         timeouts: &Timeouts,
     ) -> Result<Self, RemoteError> {
-        let config = Arc::new(client::Config {
-            keepalive_interval: Some(timeouts.keepalive),
-            keepalive_max: 3,
-            nodelay: true,
-            ..Default::default()
-        });
-        let (handler, seen) = HostKeyCheck::new(pinned.map(str::to_string));
-        let address = endpoint.address();
-        let handshake = within(timeouts.connect, "SSH connect", async {
-            let stream = tokio::net::TcpStream::connect((endpoint.host.as_str(), endpoint.port))
-                .await
-                .map_err(|source| RemoteError::Connect {
-                    address: address.clone(),
-                    source,
-                })?;
-            stream.set_nodelay(true).ok();
-            client::connect_stream(config, stream, handler)
-                .await
-                .map_err(|source| RemoteError::Ssh {
-                    operation: "key exchange",
-                    source,
-                })
-        })
-        .await;
-        let seen = seen.lock().ok().and_then(|slot| slot.clone());
-        let mut handle = match handshake {
-            Ok(handle) => handle,
-            Err(error) => {
-                return Err(match (pinned, seen) {
-                    (Some(expected), Some(got)) if expected != got => {
-                        RemoteError::HostKeyMismatch {
-                            expected: expected.to_string(),
-                            got,
-                        }
-                    }
-                    _ => error,
-                });
-            }
-        };
-        // russh asks the handler before it completes the key exchange, so the slot is filled.
-        let host_key_fingerprint = seen.ok_or(RemoteError::Ssh {
-            operation: "key exchange",
-            source: russh::Error::UnknownKey,
-        })?;
-        within(timeouts.authenticate, "SSH authentication", async {
-            let hash = handle
-                .best_supported_rsa_hash()
-                .await
-                .map_err(|source| RemoteError::Ssh {
-                    operation: "authentication",
-                    source,
-                })?
-                .flatten();
-            let result = handle
-                .authenticate_publickey(
-                    endpoint.username.clone(),
-                    PrivateKeyWithHashAlg::new(key.private_key(), hash),
-                )
-                .await
-                .map_err(|source| RemoteError::Ssh {
-                    operation: "authentication",
-                    source,
-                })?;
-            if result.success() {
-                Ok(())
-            } else {
-                Err(RemoteError::AuthenticationRejected {
-                    user: endpoint.username.clone(),
-                    key_fingerprint: key.fingerprint().to_string(),
-                })
-            }
-        })
+        let (mut handle, host_key_fingerprint) = handshake(endpoint, pinned, timeouts).await?;
+        within(
+            timeouts.authenticate,
+            "SSH authentication",
+            authenticate(&mut handle, endpoint, key),
+        )
         .await?;
         Ok(Self {
             handle,

@@ -12,9 +12,9 @@ use berth_api::deployment_proof::{
     ObservedWorkload, PROOF_SCHEMA_VERSION, PlannedArtifact, PlannedProof, PlannedSource,
     ProofMismatch, ProofVerdict, RuntimeTarget, UnavailableEvidence, VerificationStep,
 };
-use berth_crds::deployment::{Deployment, DeploymentPhase, DeploymentState};
-use berth_crds::health::ResourceHealth;
-use berth_crds::resource::Resource;
+use berth_crds::deployment::{Deployment, DeploymentPhase, DeploymentState, DeploymentStatus};
+use berth_crds::health::{Check, ResourceHealth};
+use berth_crds::resource::{AppliedAccessRoute, Resource};
 use berth_observations::TimelineKey;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
@@ -249,7 +249,59 @@ fn observe(
     // An attempt succeeds only once its health check passed; the live inspect may say it
     // fails now.
     let runtime = check("runtime-container");
-    let health_check = match (succeeded, runtime) {
+    let health_check = health_check(succeeded, runtime);
+    if let Some(c) = runtime {
+        evidence.push(EvidenceReference {
+            kind: "runtime-readback".into(),
+            reference: "runtime-container".into(),
+            summary: c.message.clone(),
+            observed_at: Some(c.observed_at.clone()),
+        });
+    }
+    let route = latest_route(attempt);
+    let public = check("public-access");
+    let access = match (public, &route) {
+        (Some(c), Some(route)) => {
+            evidence.push(EvidenceReference {
+                kind: "access-observation".into(),
+                reference: route.url.clone(),
+                summary: c.message.clone(),
+                observed_at: Some(c.observed_at.clone()),
+            });
+            checked_access(c, route, &id, &serving_id)
+        }
+        (None, None) if health.is_some() => no_route(),
+        _ => unchecked_access(succeeded, unavailable),
+    };
+    for error in health
+        .map(|h| h.source_errors.as_slice())
+        .unwrap_or_default()
+    {
+        unavailable.push(UnavailableEvidence {
+            kind: "workload".into(),
+            reason_code: error.code.to_string(),
+            summary: error.message.clone(),
+        });
+    }
+    ObservedProof {
+        available: health.is_some(),
+        observed_at: observed_at.to_string(),
+        artifact: artifact(&status),
+        workload: workload(&status, &id, serving_id),
+        configuration: configuration(&status),
+        health: health_check,
+        access,
+        recovery: ObservedRecovery {
+            rollback_candidate_deployment_id: None,
+            reason_code: None,
+        },
+    }
+}
+
+/// The health check: passed when the attempt succeeded (it succeeds only once its health
+/// check passed), unless the live inspect of its container (`runtime`) failed.
+fn health_check(succeeded: bool, runtime: Option<&Check>) -> ObservedCheck {
+    match (succeeded, runtime) {
         (false, _) => ObservedCheck {
             status: CheckStatus::Skipped,
             summary: "the attempt did not succeed".into(),
@@ -265,128 +317,120 @@ fn observe(
             summary: "the new container passed its health check before it took traffic".into(),
             reason_code: None,
         },
-    };
-    if let Some(c) = runtime {
-        evidence.push(EvidenceReference {
-            kind: "runtime-readback".into(),
-            reference: "runtime-container".into(),
-            summary: c.message.clone(),
-            observed_at: Some(c.observed_at.clone()),
-        });
     }
-    let route = attempt
+}
+
+/// The generated route the resource's access summary says the edge proxy holds.
+fn latest_route(attempt: &Attempt) -> Option<AppliedAccessRoute> {
+    attempt
         .resource
         .as_ref()
         .and_then(|r| r.status.as_ref())
         .and_then(|s| s.access_summary.as_ref())
-        .and_then(|a| a.latest_generated_access_route.clone());
-    let public = check("public-access");
-    let access = match (public, &route) {
-        (Some(c), Some(route)) => {
-            evidence.push(EvidenceReference {
-                kind: "access-observation".into(),
-                reference: route.url.clone(),
-                summary: c.message.clone(),
-                observed_at: Some(c.observed_at.clone()),
-            });
-            let targets = route.deployment_id == id;
-            ObservedAccess {
-                status: check_status(c.status),
-                summary: c.message.clone(),
-                reason_code: c.reason_code.clone(),
-                route_targets_workload: Some(targets),
-                routes: vec![ObservedRoute {
-                    url: route.url.clone(),
-                    route_behavior: "serve".into(),
-                    expected_deployment_id: id.clone(),
-                    observed_deployment_id: serving_id.clone(),
-                    observed_status: c.status_code.map(i64::from),
-                    matched: targets && c.status == "passed",
-                    reason_code: c.reason_code.clone(),
-                }],
-            }
-        }
-        (None, None) if health.is_some() => ObservedAccess {
-            status: CheckStatus::Skipped,
-            summary: "the resource has no route through the edge proxy".into(),
-            reason_code: None,
-            route_targets_workload: None,
-            routes: Vec::new(),
-        },
-        _ => {
-            if succeeded {
-                unavailable.push(UnavailableEvidence {
-                    kind: "access".into(),
-                    reason_code: "public_access_unavailable".into(),
-                    summary: "no request through the edge proxy could be made".into(),
-                });
-            }
-            ObservedAccess {
-                status: if succeeded {
-                    CheckStatus::Unavailable
-                } else {
-                    CheckStatus::Skipped
-                },
-                summary: "not checked".into(),
-                reason_code: (!succeeded).then(|| "deployment_not_succeeded".into()),
-                route_targets_workload: None,
-                routes: Vec::new(),
-            }
-        }
-    };
-    for error in health
-        .map(|h| h.source_errors.as_slice())
-        .unwrap_or_default()
-    {
+        .and_then(|a| a.latest_generated_access_route.clone())
+}
+
+/// Access as the request through the edge proxy (`public`) found it on `route`.
+fn checked_access(
+    public: &Check,
+    route: &AppliedAccessRoute,
+    id: &str,
+    serving_id: &Option<String>,
+) -> ObservedAccess {
+    let targets = route.deployment_id == id;
+    ObservedAccess {
+        status: check_status(public.status),
+        summary: public.message.clone(),
+        reason_code: public.reason_code.clone(),
+        route_targets_workload: Some(targets),
+        routes: vec![ObservedRoute {
+            url: route.url.clone(),
+            route_behavior: "serve".into(),
+            expected_deployment_id: id.to_string(),
+            observed_deployment_id: serving_id.clone(),
+            observed_status: public.status_code.map(i64::from),
+            matched: targets && public.status == "passed",
+            reason_code: public.reason_code.clone(),
+        }],
+    }
+}
+
+/// Access of a resource the edge proxy does not route: nothing to check.
+fn no_route() -> ObservedAccess {
+    ObservedAccess {
+        status: CheckStatus::Skipped,
+        summary: "the resource has no route through the edge proxy".into(),
+        reason_code: None,
+        route_targets_workload: None,
+        routes: Vec::new(),
+    }
+}
+
+/// Access not checked: unavailable evidence for an attempt that succeeded, skipped otherwise.
+fn unchecked_access(succeeded: bool, unavailable: &mut Vec<UnavailableEvidence>) -> ObservedAccess {
+    if succeeded {
         unavailable.push(UnavailableEvidence {
-            kind: "workload".into(),
-            reason_code: error.code.to_string(),
-            summary: error.message.clone(),
+            kind: "access".into(),
+            reason_code: "public_access_unavailable".into(),
+            summary: "no request through the edge proxy could be made".into(),
         });
     }
-    let serving = serving_id.as_deref() == Some(id.as_str());
-    ObservedProof {
-        available: health.is_some(),
-        observed_at: observed_at.to_string(),
-        artifact: ObservedArtifact {
-            available: status.image_ref.is_some(),
-            reference: status.image_ref.clone(),
-            reason_code: status
-                .image_ref
-                .is_none()
-                .then(|| "artifact_identity_unavailable".into()),
+    ObservedAccess {
+        status: if succeeded {
+            CheckStatus::Unavailable
+        } else {
+            CheckStatus::Skipped
         },
-        workload: ObservedWorkload {
-            available: serving_id.is_some(),
-            identity: serving
-                .then(|| {
-                    status
-                        .container_id
-                        .as_ref()
-                        .map(|c| c.chars().take(12).collect())
-                })
-                .flatten(),
-            deployment_id: serving_id,
-            started_at: status
-                .finished_at
-                .as_ref()
-                .map(crate::routes::common::timestamp),
-            reason_code: (!serving).then(|| "workload_generation_mismatch".into()),
-        },
-        configuration: ObservedConfiguration {
-            available: status.config_fingerprint.is_some(),
-            fingerprint: status.config_fingerprint.clone(),
-            reason_code: status
-                .config_fingerprint
-                .is_none()
-                .then(|| "configuration_evidence_unavailable".into()),
-        },
-        health: health_check,
-        access,
-        recovery: ObservedRecovery {
-            rollback_candidate_deployment_id: None,
-            reason_code: None,
-        },
+        summary: "not checked".into(),
+        reason_code: (!succeeded).then(|| "deployment_not_succeeded".into()),
+        route_targets_workload: None,
+        routes: Vec::new(),
+    }
+}
+
+/// The image the attempt ran.
+fn artifact(status: &DeploymentStatus) -> ObservedArtifact {
+    ObservedArtifact {
+        available: status.image_ref.is_some(),
+        reference: status.image_ref.clone(),
+        reason_code: status
+            .image_ref
+            .is_none()
+            .then(|| "artifact_identity_unavailable".into()),
+    }
+}
+
+/// The container serving the resource (`serving_id`'s), identified when it is the attempt's.
+fn workload(status: &DeploymentStatus, id: &str, serving_id: Option<String>) -> ObservedWorkload {
+    let serving = serving_id.as_deref() == Some(id);
+    ObservedWorkload {
+        available: serving_id.is_some(),
+        identity: serving
+            .then(|| {
+                status
+                    .container_id
+                    .as_ref()
+                    .map(|c| c.chars().take(12).collect())
+            })
+            .flatten(),
+        deployment_id: serving_id,
+        started_at: status
+            .finished_at
+            .as_ref()
+            .map(crate::routes::common::timestamp),
+        reason_code: (!serving).then(|| "workload_generation_mismatch".into()),
+    }
+}
+
+/// The configuration the attempt ran with, by its fingerprint.
+fn configuration(status: &DeploymentStatus) -> ObservedConfiguration {
+    ObservedConfiguration {
+        available: status.config_fingerprint.is_some(),
+        fingerprint: status.config_fingerprint.clone(),
+        reason_code: status
+            .config_fingerprint
+            .is_none()
+            .then(|| "configuration_evidence_unavailable".into()),
     }
 }
 

@@ -1,0 +1,67 @@
+//! Configuration redeploys: a new attempt when the configuration the latest attempt ran with
+//! changed without the Resource's generation moving (a secret rotated, a variable set…).
+
+use berth_crds::deployment::{Deployment, DeploymentState};
+use berth_crds::resource::Resource;
+use kube::ResourceExt;
+
+use super::attempts::new_deployment;
+use crate::cache::Caches;
+use crate::context::Context;
+use crate::reconcilers::deployment::config;
+
+/// With auto-deploy on and nothing running, a configuration that changed since the latest
+/// attempt (a secret rotated, an environment variable set…: nothing that bumps the Resource's
+/// generation) gets a new attempt, like a spec change does. `attempts` (every attempt the
+/// resource ever had) keeps the name unique even after old attempts were removed.
+pub(super) fn config_redeployment(
+    resource: &Resource,
+    context: &Context,
+    namespace: &str,
+    deployments: &[Deployment],
+    attempts: usize,
+) -> Option<Deployment> {
+    let policy = &resource.spec.auto_deploy;
+    if !policy.enabled || policy.blocked(resource.spec.source.as_ref()) {
+        return None;
+    }
+    let latest = deployments.last()?;
+    let status = latest.status.as_ref();
+    let idle = status
+        .and_then(|s| s.status)
+        .is_some_and(DeploymentState::is_terminal);
+    // Attempts from before fingerprints existed say nothing about what changed.
+    let used = status.and_then(|s| s.config_fingerprint.as_ref())?;
+    if !idle || !config_sources_remain(context, namespace, resource) {
+        return None;
+    }
+    let entries = config::lasting_entries(context, namespace, resource);
+    if berth_crds::config::fingerprint(&entries) == *used {
+        return None;
+    }
+    let mut deployment = new_deployment(resource, false);
+    let name = format!("{}-c{attempts}", deployment.name_any());
+    deployment.metadata.name = Some(name);
+    deployment.spec.trigger = Some("config-change".into());
+    Some(deployment)
+}
+
+/// Whether the resource's organization, project and environment still exist and are not being
+/// deleted: when they go (deleting an organization takes its namespace and everything in it),
+/// their variables and secrets leaving is a deletion, not a configuration change to deploy.
+fn config_sources_remain(context: &Context, namespace: &str, resource: &Resource) -> bool {
+    let caches = &context.caches;
+    let project = Caches::get(&caches.projects, namespace, &resource.spec.project_id);
+    let environment = Caches::get(
+        &caches.environments,
+        namespace,
+        &resource.spec.environment_id,
+    );
+    let organization_deleting = caches.organizations.state().iter().any(|o| {
+        berth_crds::organization::Organization::namespace_name(&o.name_any()) == namespace
+            && o.metadata.deletion_timestamp.is_some()
+    });
+    !organization_deleting
+        && project.is_some_and(|p| p.metadata.deletion_timestamp.is_none())
+        && environment.is_some_and(|e| e.metadata.deletion_timestamp.is_none())
+}

@@ -1,0 +1,113 @@
+//! The pure half of a Resource's reconcile: from its attempts and what was observed of its
+//! runtime, the status it should have, with its `Ready` condition. No I/O.
+
+use std::sync::Arc;
+
+use berth_crds::condition::{self, Condition, ConditionStatus, READY};
+use berth_crds::deployment::{Deployment, DeploymentState};
+use berth_crds::domain_binding::DomainBinding;
+use berth_crds::resource::{ProxyRouteStatus, Resource, ResourceStatus, reason};
+use berth_crds::runtime_control::RuntimeControlStatus;
+use berth_crds::server::Server;
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+
+use super::access;
+use super::attempts::{serving, state};
+use crate::reconcilers::runtime_state;
+
+/// What the reconciler observed of the resource's runtime: its route, its container, and what
+/// its attempts, runtime control and domain bindings report.
+pub struct Observed {
+    pub route_status: ProxyRouteStatus,
+    pub runtime: runtime_state::Seen,
+    /// The runtime is stopped on request (`status.runtimeControl.appliedState`).
+    pub stopped: bool,
+    /// How many attempts the resource ever had: its Deployments, and the older attempts whose
+    /// timelines the observation store still keeps.
+    pub attempts: usize,
+    /// `status.runtimeControl` as runtime control left it.
+    pub runtime_control: Option<RuntimeControlStatus>,
+    /// The resource's domain bindings, for the access summary's domain routes.
+    pub bindings: Vec<Arc<DomainBinding>>,
+}
+
+/// The status the resource should have now.
+pub fn decide(
+    resource: &Resource,
+    server: Option<&Server>,
+    deployments: &[Deployment],
+    observed: Observed,
+    now: Timestamp,
+) -> ResourceStatus {
+    let current = resource.status.clone().unwrap_or_default();
+    let route_status = observed.route_status;
+    let last = deployments.last();
+    let serving = serving(deployments);
+    let access = access::summary(resource, server, serving, route_status, &observed.bindings);
+    let runtime = runtime_state::observation(&observed.runtime, current.runtime.as_ref(), now);
+    let mut status = ResourceStatus {
+        deployment_count: i64::try_from(observed.attempts).unwrap_or(i64::MAX),
+        last_deployment_id: last.map(|d| d.name_any()),
+        last_deployment_status: last.map(|d| state(d).unwrap_or(DeploymentState::Created)),
+        access_summary: Some(access),
+        proxy_route_status: Some(route_status),
+        last_route_realization_deployment_id: serving.map(|d| d.name_any()),
+        observed_generation: resource.metadata.generation,
+        runtime: Some(runtime),
+        runtime_control: observed.runtime_control,
+        conditions: current.conditions,
+    };
+    let (ready, reason, message) = readiness(resource, serving, route_status, observed.stopped);
+    let generation = resource.metadata.generation;
+    condition::merge(
+        &mut status.conditions,
+        Condition::new(READY, ready, reason, message, generation, now),
+    );
+    status
+}
+
+/// The `Ready` condition's status, reason and message.
+///
+/// Stopped on request is the desired state reached (as a Deployment scaled to zero is
+/// available), so GitOps health checks do not report a deliberate stop as a failure.
+/// A field Berth would not honour is said first: what runs is not what was declared.
+fn readiness(
+    resource: &Resource,
+    serving: Option<&Deployment>,
+    route_status: ProxyRouteStatus,
+    stopped: bool,
+) -> (ConditionStatus, &'static str, String) {
+    if let Err(refused) = resource.spec.check_support() {
+        return (
+            ConditionStatus::False,
+            condition::reason::INVALID_SPEC,
+            format!(
+                "spec.{}; nothing is deployed until it is fixed",
+                refused.message
+            ),
+        );
+    }
+    match (serving, route_status) {
+        (Some(_), _) if stopped => (
+            ConditionStatus::True,
+            reason::STOPPED,
+            "stopped on request (spec.runtime.desiredState: stopped); nothing serves".to_string(),
+        ),
+        (Some(d), ProxyRouteStatus::Ready) => (
+            ConditionStatus::True,
+            reason::SERVING,
+            format!("deployment {} serves the resource", d.name_any()),
+        ),
+        (Some(_), _) => (
+            ConditionStatus::False,
+            reason::ROUTE_NOT_READY,
+            "the serving container is not running".to_string(),
+        ),
+        (None, _) => (
+            ConditionStatus::False,
+            reason::NOT_DEPLOYED,
+            "no deployment has succeeded yet".to_string(),
+        ),
+    }
+}
