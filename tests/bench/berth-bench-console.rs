@@ -226,8 +226,8 @@ async fn measure(
     Ok(())
 }
 
-/// 5. `POST /migrations/plan` of a bundle of `--plan-resources` resources (each with a
-/// variable, a secret reference and a domain: parse, canonicalise, plan, two digests, the
+/// Step 5: `POST /migrations/plan` of a bundle of `--plan-resources` resources (each with
+/// a variable, a secret reference and a domain: parse, canonicalise, plan, two digests, the
 /// attestation) against `GET /projects`, alternating on the client's kept-alive connection.
 async fn plan_cost(options: &Options, owner: &Rest) -> anyhow::Result<bool> {
     let resources: Vec<_> = (0..options.plan_resources)

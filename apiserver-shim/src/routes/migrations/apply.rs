@@ -176,33 +176,22 @@ async fn already_done(
     let exists = |store_has: bool, id: String| store_has.then_some(id);
     let (id, ownership) = match step.operation_key.as_str() {
         "projects.create" => {
-            let id = seeded_id(seed, "prj");
-            let mine = all_in(&caches.projects, namespace)
+            let projects = all_in(&caches.projects, namespace);
+            let mine = seeded_id(seed, "prj");
+            let same_name = projects
                 .iter()
-                .any(|p| p.name_any() == id);
-            let reused = all_in(&caches.projects, namespace)
-                .into_iter()
                 .find(|p| !p.spec.archived && p.spec.name.eq_ignore_ascii_case(text("name")));
-            match (mine, reused) {
-                (true, _) => (id, CREATED),
-                (false, Some(project)) => (project.name_any(), REUSED),
-                _ => return None,
-            }
+            mine_or_reused(&projects, mine, same_name.map(|p| p.name_any()))?
         }
         "environments.create" => {
-            let id = seeded_id(seed, "env");
             let environments = all_in(&caches.environments, namespace);
-            let mine = environments.iter().any(|e| e.name_any() == id);
-            let reused = environments.into_iter().find(|e| {
+            let mine = seeded_id(seed, "env");
+            let same_name = environments.iter().find(|e| {
                 !e.spec.archived
                     && e.spec.project_id == text("projectId")
                     && e.spec.name.eq_ignore_ascii_case(text("name"))
             });
-            match (mine, reused) {
-                (true, _) => (id, CREATED),
-                (false, Some(environment)) => (environment.name_any(), REUSED),
-                _ => return None,
-            }
+            mine_or_reused(&environments, mine, same_name.map(|e| e.name_any()))?
         }
         "storage-volumes.create" => {
             let id = seeded_id(seed, "vol");
@@ -243,6 +232,22 @@ async fn already_done(
         _ => return None,
     };
     receipt(step, &json!({ "id": id }), ownership).ok()
+}
+
+/// The object this step created earlier (`mine`, if it exists), else one of the same name that
+/// was there before (reused).
+fn mine_or_reused<K: kube::Resource>(
+    existing: &[std::sync::Arc<K>],
+    mine: String,
+    same_name: Option<String>,
+) -> Option<(String, &'static str)> {
+    if existing
+        .iter()
+        .any(|o| o.meta().name.as_deref() == Some(mine.as_str()))
+    {
+        return Some((mine, CREATED));
+    }
+    same_name.map(|name| (name, REUSED))
 }
 
 /// The receipt of a step from the operation's answer: each `produces` name read from its
