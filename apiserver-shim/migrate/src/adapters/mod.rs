@@ -76,4 +76,6 @@ pub(crate) fn base_name(name: &str) -> &str {
 }
 
 #[cfg(test)]
+mod robustness_tests;
+#[cfg(test)]
 mod tests;
