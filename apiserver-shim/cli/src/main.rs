@@ -150,7 +150,8 @@ mod tests {
     fn no_kubernetes_or_web_server_crates() {
         let manifests = [
             include_str!("../Cargo.toml"),
-            include_str!("../../apiserver-shim/api/Cargo.toml"),
+            include_str!("../../api/Cargo.toml"),
+            include_str!("../../migrate/Cargo.toml"),
         ];
         for manifest in manifests {
             let dependencies = manifest.split("[dependencies]").nth(1).unwrap_or_default();
