@@ -150,7 +150,7 @@ pub(super) fn emit(obj: &Obj, reference: &str, vars: Vars, draft: &mut Draft) {
     }
     if !secrets.is_empty() {
         draft.warn(format!(
-            "{}: {}: {} look like secrets: their values are not copied; each becomes env://<KEY>, supplied at apply from your environment.",
+            "{}: {}: secret-looking {}: values not copied; each becomes env://<KEY>, supplied at apply from your environment.",
             obj.file, obj.path, list(&secrets)
         ));
     }

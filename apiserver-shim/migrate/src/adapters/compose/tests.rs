@@ -84,9 +84,9 @@ fn example() {
     assert_eq!(
         spec.source_warnings,
         [
-            "compose.yaml: services.db: POSTGRES_PASSWORD look like secrets: their values are not copied; each becomes env://<KEY>, supplied at apply from your environment.",
+            "compose.yaml: services.db: secret-looking POSTGRES_PASSWORD: values not copied; each becomes env://<KEY>, supplied at apply from your environment.",
             "compose.yaml: services.web.healthcheck.interval is not migrated: Berth uses its own health check timing.",
-            "compose.yaml: services.web: DATABASE_URL, SESSION_SECRET look like secrets: their values are not copied; each becomes env://<KEY>, supplied at apply from your environment.",
+            "compose.yaml: services.web: secret-looking DATABASE_URL, SESSION_SECRET: values not copied; each becomes env://<KEY>, supplied at apply from your environment.",
             "compose.yaml: services.web.depends_on is not migrated: Berth deploys each resource on its own.",
         ]
     );

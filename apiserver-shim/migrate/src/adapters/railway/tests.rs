@@ -156,10 +156,10 @@ fn example_warnings() {
     let expected = [
         format!("{env}: {WEB}.networking.serviceDomains.web-production-5d3e.up.railway.app is a Railway domain and is not migrated; point a domain of your own at Berth instead."),
         format!("{env}: {WEB}.variables: references to Postgres become the dependency postgres, imported from the existing Railway database: supply its connection URL at apply as env://POSTGRES_DATABASE_URL; its data is not copied."),
-        format!("{env}: {WEB}.variables: SESSION_SECRET look like secrets: their values are not copied; each becomes env://<KEY>, supplied at apply from your environment."),
+        format!("{env}: {WEB}.variables: secret-looking SESSION_SECRET: values not copied; each becomes env://<KEY>, supplied at apply from your environment."),
         format!("{env}: {WEB}.variables: PUBLIC_URL reference Railway variables (${{{{…}}}}) that do not exist outside Railway and are not migrated; set them on Berth by hand."),
         format!("{env}: {PG} (Postgres) looks like a postgres database: it is migrated as an empty database resource; its data is not copied."),
-        format!("{env}: {PG}.variables: POSTGRES_PASSWORD look like secrets: their values are not copied; each becomes env://<KEY>, supplied at apply from your environment."),
+        format!("{env}: {PG}.variables: secret-looking POSTGRES_PASSWORD: values not copied; each becomes env://<KEY>, supplied at apply from your environment."),
         format!("{env}: {PG}.variables: DATABASE_URL reference Railway variables (${{{{…}}}}) that do not exist outside Railway and are not migrated; set them on Berth by hand."),
         "web.railway.json: environments.staging apply to other environments than production and are not used.".to_string(),
         "web.railway.json: deploy.healthcheckTimeout is not migrated: Berth uses its own health check timing.".to_string(),

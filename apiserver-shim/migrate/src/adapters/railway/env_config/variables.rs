@@ -170,7 +170,7 @@ impl Report {
         let at = format!("{}: {}", obj.file, obj.path);
         if !self.secrets.is_empty() {
             draft.warn(format!(
-                "{at}: {} look like secrets: their values are not copied; each becomes \
+                "{at}: secret-looking {}: values not copied; each becomes \
                  env://<KEY>, supplied at apply from your environment.",
                 list(&self.secrets)
             ));
