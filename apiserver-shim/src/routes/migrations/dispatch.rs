@@ -44,11 +44,14 @@ impl Refusal {
 pub struct Dispatcher {
     state: AppState,
     authorization: HeaderValue,
+    /// The whole application, built once per run (not per operation).
+    app: axum::Router,
 }
 
 impl Dispatcher {
     pub fn new(state: AppState, authorization: HeaderValue) -> Self {
         Self {
+            app: crate::app(state.clone()),
             state,
             authorization,
         }
@@ -66,7 +69,9 @@ impl Dispatcher {
         body: Option<&Value>,
     ) -> Result<Value, Refusal> {
         let request = self.request(method, path, body)?;
-        let response = crate::app(self.state.clone())
+        let response = self
+            .app
+            .clone()
             .oneshot(request)
             .await
             .map_err(|never| match never {})?;

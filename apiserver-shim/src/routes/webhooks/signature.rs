@@ -2,31 +2,10 @@
 //! Gitea sign the body with HMAC-SHA256, GitLab sends the secret itself as a token. Compared
 //! in constant time.
 
-use sha2::{Digest, Sha256};
-
 use super::payload::Provider;
 
-const BLOCK: usize = 64;
-
-/// HMAC-SHA256 of `message` under `key` (RFC 2104).
-pub fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
-    let mut block = [0u8; BLOCK];
-    if key.len() > BLOCK {
-        block[..32].copy_from_slice(&Sha256::digest(key));
-    } else {
-        block[..key.len()].copy_from_slice(key);
-    }
-    let pad = |byte: u8| block.map(|k| k ^ byte);
-    let inner = Sha256::new()
-        .chain_update(pad(0x36))
-        .chain_update(message)
-        .finalize();
-    Sha256::new()
-        .chain_update(pad(0x5c))
-        .chain_update(inner)
-        .finalize()
-        .into()
-}
+/// HMAC-SHA256 (RFC 2104): the one implementation, shared with plan attestation.
+pub use berth_migrate::plan::hmac_sha256;
 
 /// Equal bytes, in time that depends only on the length.
 fn same(a: &[u8], b: &[u8]) -> bool {
