@@ -154,6 +154,26 @@ where
     }
 }
 
+/// Like [`eventually`], but `check` says why it is not done yet, and the last reason is in the
+/// panic message: a timeout then shows what the test last saw.
+pub async fn eventually_explained<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, String>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let last = match check().await {
+            Ok(value) => return value,
+            Err(reason) => reason,
+        };
+        if tokio::time::Instant::now() >= deadline {
+            panic!("timed out after {timeout:?} waiting for {what}; last seen:\n{last}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 /// The repository root (tests read `examples/` and `manifests/` from it).
 pub fn repo_root() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

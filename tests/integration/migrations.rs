@@ -8,7 +8,7 @@ use berth_crds::migration::Migration;
 use berth_crds::project::Project;
 use berth_crds::resource::Resource;
 use berth_tests::rest::{Rest, TestOrg};
-use berth_tests::{client, eventually, kubectl, random_suffix};
+use berth_tests::{client, eventually, eventually_explained, kubectl, random_suffix};
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Client, ResourceExt};
 use serde_json::{Value, json};
@@ -492,9 +492,13 @@ async fn the_cli_migrates_a_compose_file_and_undoes_it() {
         .await
         .ok();
     assert!(resumed.contains("completed"), "{resumed}");
-    eventually(WAIT, "verify passed", || async {
+    // A deploy under the suite's full load can take longer than one alone.
+    eventually_explained(WAIT * 2, "verify passed", || async {
         let run = berth.run(&["migrate", "verify", task]).await;
-        (run.code == 0).then_some(())
+        match run.code {
+            0 => Ok(()),
+            _ => Err(format!("{}{}", run.stdout, run.stderr)),
+        }
     })
     .await;
     let status = berth
