@@ -1,8 +1,9 @@
-//! Command line of `berth-shim`. Every option can also come from the environment.
+//! Command line of `berth-shim`. Every option can also come from the environment. Without a
+//! subcommand it serves; `berth-shim openapi` prints the API's OpenAPI document and exits.
 
 use std::net::SocketAddr;
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
 
 #[derive(Parser, Debug, Clone)]
 #[command(
@@ -11,6 +12,9 @@ use clap::Parser;
     about = "Berth's REST API: serves the interface specification from Berth's custom resources."
 )]
 pub struct ShimOptions {
+    /// Something to do instead of serving.
+    #[command(subcommand)]
+    pub command: Option<Command>,
     /// Address to listen on.
     #[arg(long, env = "BERTH_SHIM_ADDR", default_value = "127.0.0.1:7070")]
     pub listen: SocketAddr,
@@ -52,6 +56,15 @@ pub struct ShimOptions {
     pub acme_dns: Option<SocketAddr>,
 }
 
+/// What `berth-shim` can do besides serving.
+#[derive(Subcommand, Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// Print the REST API's OpenAPI document (pretty JSON) to stdout and exit.
+    ///
+    /// Needs no cluster, so the console's TypeScript types can be generated from it offline.
+    Openapi,
+}
+
 impl ShimOptions {
     pub fn public_url(&self) -> String {
         self.public_url
@@ -63,6 +76,15 @@ impl ShimOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn serving_is_the_default_and_openapi_is_a_subcommand() {
+        let serve = ShimOptions::try_parse_from(["berth-shim", "--listen", "0.0.0.0:7070"]);
+        assert_eq!(serve.unwrap().command, None);
+        let openapi = ShimOptions::try_parse_from(["berth-shim", "openapi"]).unwrap();
+        assert_eq!(openapi.command, Some(Command::Openapi));
+        assert!(ShimOptions::try_parse_from(["berth-shim", "openapapi"]).is_err());
+    }
 
     #[test]
     fn monitoring_defaults_to_30_seconds_and_a_week_and_refuses_intervals_below_5_seconds() {

@@ -1,5 +1,6 @@
 //! Berth's REST shim: serves the interface specification's endpoints under `/api` by reading
-//! Berth's custom resources from reflector caches and writing them with server-side apply.
+//! Berth's custom resources from reflector caches and writing them with server-side apply, and
+//! the web console (compiled into the binary, see [`console`]) at `/`, on the same origin.
 #![forbid(unsafe_code)]
 
 pub mod attempt_archive;
@@ -8,6 +9,7 @@ pub mod auth;
 pub mod cache;
 pub mod changes;
 pub mod cli;
+pub mod console;
 pub mod error;
 pub mod extract;
 pub mod json;
@@ -22,7 +24,8 @@ pub mod write;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::response::IntoResponse;
+use axum::extract::{Request, State};
+use axum::response::{IntoResponse, Response};
 use kube::Client;
 
 use crate::cache::Caches;
@@ -30,7 +33,9 @@ use crate::cli::ShimOptions;
 use crate::error::ApiError;
 use crate::state::{AppState, Config};
 
-/// The whole HTTP application: health at the origin, the API under `/api`.
+/// The whole HTTP application: health and metrics at the origin, the API under `/api`, and the
+/// web console at `/` for whatever no route matches (its assets, and its page for any path a
+/// browser navigates to); anything else unrouted gets the API's JSON 404.
 pub fn app(state: AppState) -> Router {
     Router::new()
         .merge(routes::health::router())
@@ -44,7 +49,7 @@ pub fn app(state: AppState) -> Router {
             state.clone(),
             metrics::track,
         ))
-        .fallback(|| async { ApiError::not_found("endpoint", "this path").into_response() })
+        .fallback(console_or_not_found)
         .method_not_allowed_fallback(|| async {
             ApiError::new_method_not_allowed().into_response()
         })
@@ -53,8 +58,16 @@ pub fn app(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// gzip or brotli, as the client's Accept-Encoding prefers; never an event stream (each event
-/// must reach the client when it is sent) nor a body too small to gain.
+/// Unrouted requests: the console's files and page, else the API's JSON 404. The console
+/// counts its own answers in the metrics: the route layers above do not reach the fallback.
+async fn console_or_not_found(State(state): State<AppState>, request: Request) -> Response {
+    console::answer(&request, &state.metrics)
+        .unwrap_or_else(|| ApiError::not_found("endpoint", "this path").into_response())
+}
+
+/// gzip or brotli, as the client's Accept-Encoding prefers (the console's HTML, JS, CSS and SVG
+/// too); never an event stream (each event must reach the client when it is sent) nor a body
+/// too small to gain.
 fn compression()
 -> tower_http::compression::CompressionLayer<impl tower_http::compression::Predicate> {
     use tower_http::compression::predicate::{NotForContentType, Predicate as _};
@@ -101,7 +114,7 @@ pub async fn run(options: ShimOptions) -> anyhow::Result<()> {
     };
     tokio::spawn(routes::migrations::gitops::run(state.clone()));
     let listener = tokio::net::TcpListener::bind(options.listen).await?;
-    tracing::info!(address = %options.listen, "serving the REST API under /api");
+    tracing::info!(address = %options.listen, "serving the REST API under /api and the console at /");
     axum::serve(listener, app(state))
         .with_graceful_shutdown(shutdown_signal())
         .await?;

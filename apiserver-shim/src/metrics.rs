@@ -64,6 +64,24 @@ impl HttpMetrics {
             .expect("writing to a String cannot fail");
         out
     }
+
+    /// Counts one answer under `route`, a template (never a raw path, which would make a
+    /// label per id or per console deep link), and its time since `started`.
+    pub fn observe(&self, method: String, route: String, status: u16, started: Instant) {
+        self.duration
+            .get_or_create(&RouteLabels {
+                method: method.clone(),
+                route: route.clone(),
+            })
+            .observe(started.elapsed().as_secs_f64());
+        self.requests
+            .get_or_create(&RequestLabels {
+                method,
+                route,
+                status,
+            })
+            .inc();
+    }
 }
 
 /// Middleware: times every routed request and counts it by route and status.
@@ -75,22 +93,9 @@ pub async fn track(State(state): State<AppState>, request: Request, next: Next) 
         .map_or_else(|| "unmatched".to_string(), |path| path.as_str().to_string());
     let started = Instant::now();
     let response = next.run(request).await;
-    let metrics = &state.metrics;
-    metrics
-        .duration
-        .get_or_create(&RouteLabels {
-            method: method.clone(),
-            route: route.clone(),
-        })
-        .observe(started.elapsed().as_secs_f64());
-    metrics
-        .requests
-        .get_or_create(&RequestLabels {
-            method,
-            route,
-            status: response.status().as_u16(),
-        })
-        .inc();
+    state
+        .metrics
+        .observe(method, route, response.status().as_u16(), started);
     response
 }
 

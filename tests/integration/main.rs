@@ -6,6 +6,7 @@ mod cli;
 mod cli_platform;
 mod cli_tmux;
 mod compose_stacks;
+mod console;
 mod contract;
 mod controller_process;
 mod crd_manifests;

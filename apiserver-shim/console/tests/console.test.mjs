@@ -1,0 +1,217 @@
+// The console as a user drives it, in a real Chromium against the real stack: sign in, create
+// a project, an environment and the sample app, watch it deploy (across a reload), open it,
+// read its logs, use its terminal, manage a secret that never reaches the DOM, deploy again,
+// roll back, cancel a slow build, bind a domain, create a deploy token shown once, delete the
+// resource; and a member who sees no administrator actions.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { env, origin, launch, newPage, shot, signIn, assertNoErrors, assertNotInDom, rest, suffix } from './support.mjs';
+
+const DEPLOY = 240_000;
+const owner = { email: env('BERTH_CONSOLE_OWNER_EMAIL'), password: env('BERTH_CONSOLE_OWNER_PASSWORD') };
+const member = { email: env('BERTH_CONSOLE_MEMBER_EMAIL'), password: env('BERTH_CONSOLE_MEMBER_PASSWORD') };
+const serverId = env('BERTH_CONSOLE_SERVER_ID');
+const slowFolder = env('BERTH_CONSOLE_SLOW_FOLDER');
+const id = suffix();
+const greeting = `console-says-hello-${id}`;
+const secretValue = `s3cret-${id}-one`;
+const rotatedValue = `s3cret-${id}-two`;
+
+let browser;
+let page;
+const state = {};
+
+before(async () => {
+  browser = await launch();
+  page = await newPage(browser);
+});
+after(async () => {
+  await browser?.close();
+});
+
+/** The attempt shown on the Deployments tab ended with `status`. */
+async function attemptEnded(status, timeout = DEPLOY) {
+  await page.locator(`section.attempt[data-status="${status}"]`).waitFor({ timeout });
+}
+
+test('an owner signs in and creates a project and an environment', async () => {
+  await signIn(page, owner.email, owner.password);
+  await shot(page, '01-projects');
+  await page.getByLabel('Project name').fill(`Console ${id}`);
+  await page.getByRole('button', { name: 'Create project' }).click();
+  await page.getByRole('heading', { name: `Console ${id}` }).waitFor();
+  state.projectUrl = page.url();
+  await page.getByLabel('Environment name').fill('production');
+  await page.getByRole('button', { name: 'Create environment' }).click();
+  await page.locator('.chip', { hasText: 'production' }).waitFor();
+  await shot(page, '02-project');
+  assertNoErrors(page);
+});
+
+test('the sample app is created, its progress shown live and across a reload, to success', async () => {
+  await page.getByLabel('Resource name').fill(`web${id}`);
+  await page.getByLabel('Docker image').fill('berth/sample-app:1');
+  await page.getByLabel('Port').fill('8080');
+  await page.getByLabel('Start command').fill(`sh -c 'echo ${greeting}; exec /bin/sample-app'`);
+  await page.getByLabel('Server').selectOption(serverId);
+  await page.getByRole('button', { name: 'Create resource' }).click();
+  await page.getByRole('progressbar', { name: 'Deployment progress' }).waitFor();
+  state.resourceUrl = page.url().replace(/\/deployments.*$/, '');
+  // The first lines of the attempt arrive while it runs…
+  await page.locator('pre.timeline .line').first().waitFor({ timeout: 30_000 });
+  await shot(page, '03-deploying');
+  // …and a reload re-attaches to the same attempt, which goes on to succeed.
+  await page.reload();
+  await attemptEnded('succeeded');
+  const lines = await page.locator('pre.timeline .line').count();
+  assert.ok(lines > 3, `the timeline after the reload shows the attempt's lines (${lines})`);
+  await shot(page, '04-deployed');
+  assertNoErrors(page);
+});
+
+test('the resource overview shows its URL, which serves the app', async () => {
+  await page.goto(`${state.resourceUrl}/overview`);
+  const link = page.locator('dl.facts a[target=_blank]');
+  await link.waitFor({ timeout: 60_000 });
+  state.appUrl = await link.getAttribute('href');
+  await page.getByRole('button', { name: 'Check now' }).click();
+  await shot(page, '05-overview');
+  const app = await browser.newPage();
+  const answer = await app.goto(state.appUrl);
+  assert.equal(answer.status(), 200, `${state.appUrl} serves the app`);
+  await app.close();
+  assertNoErrors(page);
+});
+
+test("the logs tab shows what the app printed", async () => {
+  await page.getByRole('link', { name: 'Logs' }).click();
+  await page.getByTestId('logs').getByText(greeting).waitFor({ timeout: 30_000 });
+  await page.getByLabel('Search logs').fill('no-such-line');
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid=logs] .line').length === 0);
+  await page.getByLabel('Search logs').fill(greeting);
+  await page.getByTestId('logs').getByText(greeting).waitFor();
+  await shot(page, '06-logs');
+  assertNoErrors(page);
+});
+
+test("the terminal runs a command in the app's container", async () => {
+  await page.getByRole('link', { name: 'Terminal' }).click();
+  await page.getByRole('button', { name: 'Open terminal' }).click();
+  await page.locator('.badge', { hasText: 'connected' }).waitFor({ timeout: 30_000 });
+  await page.locator('.xterm-helper-textarea').focus();
+  await page.keyboard.type(`echo term-$((6*7))-${id}\n`);
+  await page.locator('.xterm-rows', { hasText: `term-42-${id}` }).waitFor({ timeout: 15_000 });
+  await shot(page, '07-terminal');
+  await page.getByRole('button', { name: 'Disconnect' }).click();
+  await page.getByRole('button', { name: 'Reconnect' }).waitFor();
+  assertNoErrors(page);
+});
+
+test('a secret is set, rotated and deleted and its value never reaches the DOM', async () => {
+  await page.getByRole('link', { name: 'Configuration' }).click();
+  await page.getByLabel('Secret key').fill('SESSION_KEY');
+  await page.getByLabel('Secret value').fill(secretValue);
+  await page.getByRole('button', { name: 'Add secret' }).click();
+  await page.getByRole('status').getByText('Secret SESSION_KEY created').waitFor();
+  await assertNotInDom(page, secretValue, 'the new secret');
+  await page.getByRole('button', { name: 'Rotate secret SESSION_KEY' }).click();
+  await page.getByLabel('New value for SESSION_KEY').fill(rotatedValue);
+  await page.getByRole('button', { name: 'Save new value' }).click();
+  await page.getByRole('status').getByText('Secret SESSION_KEY rotated').waitFor();
+  await assertNotInDom(page, rotatedValue, 'the rotated secret');
+  await shot(page, '08-configuration');
+  await page.getByRole('button', { name: 'Delete secret SESSION_KEY' }).click();
+  await page.getByRole('status').getByText('Secret SESSION_KEY deleted').waitFor();
+  assert.equal(await page.getByRole('button', { name: 'Delete secret SESSION_KEY' }).count(), 0);
+  assertNoErrors(page);
+});
+
+test('a redeploy succeeds and a rollback serves the first attempt again', async () => {
+  await page.getByRole('link', { name: 'Deployments' }).click();
+  await page.getByRole('button', { name: 'Deploy' }).click();
+  await page.waitForURL(/deployment=/);
+  await attemptEnded('succeeded');
+  await page.getByRole('button', { name: 'Roll back to this' }).first().click();
+  await page.getByRole('button', { name: 'Confirm roll back' }).click();
+  await attemptEnded('succeeded');
+  const rows = page.locator('table tbody tr');
+  assert.ok((await rows.count()) >= 3, 'the history lists the first deploy, the redeploy and the rollback');
+  await shot(page, '09-rolled-back');
+  assertNoErrors(page);
+});
+
+test('a slow build is cancelled from its deployment page', async () => {
+  const api = await rest(owner.email, owner.password);
+  const project = state.projectUrl.split('/').pop();
+  const environments = await api.get(`/environments?projectId=${project}`);
+  const created = await api.post('/resources', {
+    projectId: project,
+    environmentId: environments.items[0].id,
+    name: `slow${id}`,
+    kind: 'application',
+    serverId,
+    source: { kind: 'local-folder', locator: slowFolder },
+    networkProfile: { internalPort: 8080 },
+  });
+  state.slow = created.id;
+  await page.goto(`${origin()}/resources/${created.id}/deployments`);
+  await page.getByRole('button', { name: 'Cancel deployment' }).click({ timeout: 60_000 });
+  await page.getByRole('button', { name: 'Confirm cancel' }).click();
+  await attemptEnded('canceled', 60_000);
+  await shot(page, '10-canceled');
+  assertNoErrors(page);
+});
+
+test('a domain is bound and unbound', async () => {
+  await page.goto(`${state.resourceUrl}/domains`);
+  await page.getByLabel('Domain name').fill(`shop-${id}.test`);
+  await page.getByLabel('TLS').selectOption('disabled');
+  await page.getByRole('button', { name: 'Bind domain' }).click();
+  await page.getByRole('cell', { name: `shop-${id}.test` }).waitFor();
+  await shot(page, '11-domains');
+  await page.getByRole('button', { name: 'Unbind' }).click();
+  await page.getByRole('button', { name: `Confirm unbind shop-${id}.test` }).click();
+  await page.getByText('No custom domain').waitFor({ timeout: 30_000 });
+  assertNoErrors(page);
+});
+
+test('a deploy token secret is shown once and gone after leaving the page', async () => {
+  await page.getByRole('link', { name: 'Deploy tokens' }).click();
+  await page.getByLabel('Token name').fill(`ci-${id}`);
+  await page.getByRole('button', { name: 'Create token' }).click();
+  const token = await page.getByTestId('token-secret').textContent();
+  assert.match(token, /^bdt_/, 'the new secret is shown');
+  await shot(page, '12-token');
+  await page.getByRole('link', { name: 'Projects' }).click();
+  await page.getByRole('link', { name: 'Deploy tokens' }).click();
+  await page.getByRole('cell', { name: `ci-${id}` }).waitFor();
+  await assertNotInDom(page, token, 'the deploy token secret');
+  assertNoErrors(page);
+});
+
+test("a member's console offers no administrator actions", async () => {
+  const memberPage = await newPage(browser, { width: 390, height: 844 });
+  await signIn(memberPage, member.email, member.password);
+  await memberPage.goto(`${state.resourceUrl}/settings`);
+  await memberPage.getByText('Only administrators of this organization delete resources.').waitFor();
+  assert.equal(await memberPage.getByRole('button', { name: 'Delete resource' }).count(), 0);
+  await memberPage.getByRole('link', { name: 'Terminal' }).click();
+  await memberPage.getByText('Terminals are for administrators').waitFor();
+  await memberPage.getByRole('link', { name: 'Deploy tokens' }).click();
+  await memberPage.getByText('managed by the organization').waitFor();
+  await shot(memberPage, '13-member-phone');
+  assertNoErrors(memberPage);
+  await memberPage.context().close();
+});
+
+test('the resource is deleted after typing its slug', async () => {
+  for (const resource of [state.resourceUrl, `${origin()}/resources/${state.slow}`]) {
+    await page.goto(`${resource}/settings`);
+    const slug = await page.locator('.danger-zone p code').textContent();
+    await page.getByLabel('Resource slug').fill(slug);
+    await page.getByRole('button', { name: 'Delete resource' }).click();
+    await page.getByRole('heading', { name: 'Resources' }).waitFor();
+  }
+  await shot(page, '14-deleted');
+  assertNoErrors(page);
+});
