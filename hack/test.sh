@@ -44,6 +44,12 @@ if [[ -z "${BERTH_TEST_QUICK:-}" ]]; then
 
   step "unit tests"
   cargo test --workspace --exclude berth-tests --quiet
+
+  step "web console: the committed build and API types match their sources"
+  "$HACK_DIR/console.sh" check
+else
+  # The browser tests need Chromium and the console's npm packages.
+  "$HACK_DIR/console.sh" deps
 fi
 
 step "local stack"

@@ -7,6 +7,7 @@ mod cli_platform;
 mod cli_tmux;
 mod compose_stacks;
 mod console;
+mod console_browser;
 mod contract;
 mod controller_process;
 mod crd_manifests;

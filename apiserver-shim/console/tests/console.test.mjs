@@ -34,6 +34,14 @@ async function attemptEnded(status, timeout = DEPLOY) {
   await page.locator(`section.attempt[data-status="${status}"]`).waitFor({ timeout });
 }
 
+/** `start` begins a new attempt: the page switches to it and follows it to success. */
+async function newAttemptSucceeds(start) {
+  const before = await page.locator('#attempt code').textContent();
+  await start();
+  await page.waitForFunction((old) => document.querySelector('#attempt code')?.textContent !== old, before);
+  await attemptEnded('succeeded');
+}
+
 test('an owner signs in and creates a project and an environment', async () => {
   await signIn(page, owner.email, owner.password);
   await shot(page, '01-projects');
@@ -128,14 +136,13 @@ test('a secret is set, rotated and deleted and its value never reaches the DOM',
 
 test('a redeploy succeeds and a rollback serves the first attempt again', async () => {
   await page.getByRole('link', { name: 'Deployments' }).click();
-  await page.getByRole('button', { name: 'Deploy' }).click();
-  await page.waitForURL(/deployment=/);
-  await attemptEnded('succeeded');
-  await page.getByRole('button', { name: 'Roll back to this' }).first().click();
-  await page.getByRole('button', { name: 'Confirm roll back' }).click();
-  await attemptEnded('succeeded');
-  const rows = page.locator('table tbody tr');
-  assert.ok((await rows.count()) >= 3, 'the history lists the first deploy, the redeploy and the rollback');
+  await newAttemptSucceeds(() => page.getByRole('button', { name: 'Deploy', exact: true }).click());
+  await newAttemptSucceeds(async () => {
+    await page.getByRole('button', { name: 'Roll back to this' }).first().click();
+    await page.getByRole('button', { name: 'Confirm roll back' }).click();
+  });
+  // The history lists the first deploy, the redeploy and the rollback.
+  await page.waitForFunction(() => document.querySelectorAll('table tbody tr').length >= 3);
   await shot(page, '09-rolled-back');
   assertNoErrors(page);
 });

@@ -41,6 +41,7 @@ export async function newPage(browser, viewport = { width: 1280, height: 800 }) 
 /** Errors the page logged, except the ones a test provoked on purpose (`expected`). */
 export function assertNoErrors(page, expected = []) {
   const left = page.errors.filter((e) => !expected.some((pattern) => pattern.test(e)));
+  page.errors = [];
   assert.deepEqual(left, [], `the page logged errors: ${left.join('\n')}`);
 }
 

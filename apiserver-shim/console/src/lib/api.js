@@ -2,6 +2,12 @@
 // bearer token. Whatever the console does, a script can do with the same calls.
 import { session, signOut } from './session.svelte.js';
 
+/**
+ * The API's request and answer shapes, generated from /api/openapi.json into api-types.d.ts by
+ * `hack/console.sh build` (CI fails when they drift from the shim).
+ * @typedef {import('./api-types').components['schemas']} Schemas
+ */
+
 /** An answer the API refused, carrying its error envelope. */
 export class ApiError extends Error {
   constructor(status, envelope) {

@@ -1,0 +1,73 @@
+//! The web console driven in a real Chromium (Debian's, through playwright-core): the flows of
+//! `apiserver-shim/console/tests/` run against this suite's berth-shim, as the owner and a
+//! member of a fresh organization with a ready server. Screenshots of every page land in
+//! `.berth/console-shots/`. `hack/test.sh` installs Chromium and the console's npm packages.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use berth_crds::member::OrganizationRole;
+use berth_tests::rest::{TestOrg, base_url};
+use berth_tests::{client, repo_root};
+
+use crate::deploy_support::{ready_server, remove_server};
+use crate::deployments_build::Scratch;
+
+/// Every flow of the file, each deploy included, on two busy cores.
+const FLOWS: Duration = Duration::from_secs(900);
+
+/// A build that would take five minutes: the console cancels it.
+const SLOW_BUILD: &str = "FROM berth/busybox:1\nRUN sleep 300\nCOPY www/ /www/\n\
+                          CMD [\"httpd\", \"-f\", \"-p\", \"8080\", \"-h\", \"/www\"]\n";
+
+fn console_dir() -> PathBuf {
+    repo_root().join("apiserver-shim/console")
+}
+
+#[tokio::test]
+async fn the_console_deploys_observes_configures_and_deletes_an_app_in_a_real_browser() {
+    assert!(
+        console_dir().join("node_modules/playwright-core").is_dir(),
+        "the console's npm packages are missing: run hack/console.sh deps (hack/test.sh does)"
+    );
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let owner = org.user(OrganizationRole::Owner).await;
+    let member = org.user(OrganizationRole::Member).await;
+    let (server, _) = ready_server(&owner.rest).await;
+    let slow = Scratch::new();
+    slow.write("Dockerfile", SLOW_BUILD);
+    slow.write("www/index.html", "never served\n");
+    let shots = repo_root().join(".berth/console-shots");
+
+    let run = tokio::process::Command::new("node")
+        .args(["--test", "--test-concurrency=1", "tests/"])
+        .current_dir(console_dir())
+        .env("BERTH_CONSOLE_URL", base_url().trim_end_matches("/api"))
+        .env("BERTH_CONSOLE_OWNER_EMAIL", &owner.email)
+        .env("BERTH_CONSOLE_OWNER_PASSWORD", &owner.password)
+        .env("BERTH_CONSOLE_MEMBER_EMAIL", &member.email)
+        .env("BERTH_CONSOLE_MEMBER_PASSWORD", &member.password)
+        .env("BERTH_CONSOLE_SERVER_ID", &server)
+        .env("BERTH_CONSOLE_SLOW_FOLDER", slow.path())
+        .env("BERTH_CONSOLE_SHOTS", &shots)
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(FLOWS, run)
+        .await
+        .expect("the browser flows finish in time")
+        .expect("node runs");
+    let report = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "browser flows failed (screenshots in {}):\n{report}\n{}",
+        shots.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // The console deleted what it created: nothing is left to hold the server.
+    let left = owner.rest.get("/resources").await.ok();
+    assert_eq!(left["items"].as_array().map(Vec::len), Some(0), "{left}");
+    remove_server(&owner.rest, &server).await;
+}
