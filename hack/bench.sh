@@ -19,6 +19,7 @@
 #                         Caddy's own automatic HTTPS from the same Pebble, p50s in one run
 #   hack/bench.sh scale   what idle apps cost: API requests, CPU, RSS and SSH channels at rest
 #                         with N Resources, 200 applied at once, drift repair time
+#   hack/bench.sh console-ui   the web console in Chromium: first-load JS, 1,000 resources, filter
 #   hack/bench.sh console-api  the console's reads on a release shim: GET /resources/{id}
 #                         (1,000 resources) and GET /deployments?resourceId= (500 attempts) p99
 #                         against GET /projects p99; 1,000 resources on the wire compressed;
@@ -119,6 +120,13 @@ Commands:
         on the wire with gzip and brotli (goal <= 150 KB); a Resource status written through
         the API server until its change event reaches a GET /events/stream client, p99 (goal
         <= 200 ms). Extra arguments go to the berth-bench-console binary.
+  console-ui [N]
+        The web console in Debian's Chromium against that release berth-shim, as the stack's
+        first administrator (run hack/dev.sh first), with a throwaway organization of N
+        resources (default 1,000): first-load JavaScript on the wire (goal <= 80 KB gzip); the
+        resources page from navigation to N rows on screen, median of 5 (goal <= 1 s, and <= 4x
+        the same browser fetching and parsing GET /resources alone); a filter keystroke to the
+        next paint, median of 20 (goal <= 100 ms); the JS heap (goal <= 150 MB).
 USAGE
 }
 
@@ -354,6 +362,7 @@ case "${1:-}" in
   scale) shift; bench_scale "$@" ;;
   build) shift; bench_build "$@" ;;
   console-api) shift; bench_console_api "$@" ;;
+  console-ui) shift; bench_console_ui "$@" ;;
   -h | --help | help) usage ;;
   *) usage >&2; exit 2 ;;
 esac

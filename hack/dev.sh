@@ -108,11 +108,21 @@ write_dev_env() {
   )
 }
 
+# The administrator's email and password for the console, or where they would be.
+admin_sign_in() {
+  if [[ -s "$BERTH_ADMIN_ENV" ]]; then
+    (source "$BERTH_ADMIN_ENV" && echo "$BERTH_ADMIN_EMAIL / $BERTH_ADMIN_PASSWORD")
+  else
+    echo "(unknown: $BERTH_ADMIN_ENV is missing)"
+  fi
+}
+
 summary() {
   cat <<SUMMARY
 
 Berth is running (set up in $1 s).
   environment      source .berth/dev.env
+  web console      ${BERTH_URL%/api}/   sign in as the administrator: $(admin_sign_in)
   REST API         $BERTH_URL   (OpenAPI: $BERTH_URL/openapi.json)   log: .berth/shim.log
   administrator    \$BERTH_ADMIN_EMAIL / \$BERTH_ADMIN_PASSWORD (in .berth/dev.env)
   try it           source .berth/dev.env && curl -s \$BERTH_URL/bootstrap/auth/status

@@ -11,24 +11,27 @@ BENCH_CONSOLE_ADDR=127.0.0.1:7074
 
 bench_console_ready() { curl -fs --max-time 2 "http://$BENCH_CONSOLE_ADDR/readyz" >/dev/null; }
 
-bench_console_api() {
+# bench_console_shim WHAT: the stack, Berth's CRDs and RBAC, berth-controller (started when
+# none runs: organizations need their namespaces) and a release berth-shim of the run's own on
+# BENCH_CONSOLE_ADDR; stops what it started when the script exits.
+bench_console_shim() {
   stack_env
   # shellcheck source-path=SCRIPTDIR
   source "$HACK_DIR/lib/berth.sh"
   # Release: the figures are about the shim users run. berth-controller only makes the
   # organization's namespace: the dev/test build.
-  log "building berth-shim and berth-bench-console (release), berth-controller"
-  (cd "$HACK_DIR/.." && cargo build --quiet --release -p berth-apiserver-shim --bin berth-shim \
-    --features berth-tests/bench -p berth-tests --bin berth-bench-console)
+  log "building berth-shim (release) and berth-controller"
+  (cd "$HACK_DIR/.." && cargo build --quiet --release -p berth-apiserver-shim --bin berth-shim "$@")
   (cd "$HACK_DIR/.." && cargo build --quiet -p berth-controller --bin berth-controller)
   berth_install_crds
   berth_install_rbac
   mkdir -p "$BERTH_RUN_DIR"
-  local cleanup='stop_bg berth-shim-console' pid
+  BENCH_CONSOLE_CLEANUP='stop_bg berth-shim-console'
+  local pid
   if ! controller_ready; then
     berth_start_controller "$BERTH_RUN_DIR/bench-controller.log"
     read -r pid _ <"$BERTH_STACK_DIR/berth-controller.pid"
-    cleanup="$cleanup; bench_stop_own_controller $pid"
+    BENCH_CONSOLE_CLEANUP="$BENCH_CONSOLE_CLEANUP; bench_stop_own_controller $pid"
   fi
   # A shim of its own (name, port), so neither the test shim nor another bench's is touched.
   local kubeconfig logfile=$BERTH_RUN_DIR/bench-console-shim.log
@@ -37,14 +40,40 @@ bench_console_api() {
   KUBECONFIG=$kubeconfig BERTH_SHIM_ADDR=$BENCH_CONSOLE_ADDR \
     start_bg berth-shim-console "$logfile" "$CARGO_TARGET_DIR/release/berth-shim"
   # shellcheck disable=SC2064 # expand now: what this run started
-  trap "$cleanup" EXIT
+  trap "$BENCH_CONSOLE_CLEANUP" EXIT
   wait_for 60 "bench berth-shim /readyz (log: $logfile)" bench_console_ready
+}
+
+# bench_summary OUT STATUS: the goals a run printed, after its full output.
+bench_summary() {
+  echo
+  echo "Summary (one run, release builds, $(nproc) cores):"
+  grep -E '^(PASS|FAIL):' "$1" || echo "no goal was measured (see the errors above)"
+  return "$2"
+}
+
+bench_console_api() {
+  bench_console_shim --features berth-tests/bench -p berth-tests --bin berth-bench-console
   local out=$BERTH_RUN_DIR/bench-console.out status=0
   log "running (release berth-shim and benchmark client, $(nproc) cores)"
   BERTH_URL=http://$BENCH_CONSOLE_ADDR/api "$CARGO_TARGET_DIR/release/berth-bench-console" "$@" |
     tee "$out" || status=$?
-  echo
-  echo "Summary (one run, release builds, $(nproc) cores):"
-  grep -E '^(PASS|FAIL):' "$out" || echo "no goal was measured (see the errors above)"
-  return "$status"
+  bench_summary "$out" "$status"
+}
+
+# hack/bench.sh console-ui [N]: the console in Debian's Chromium against the release shim, as
+# the stack's first administrator (hack/dev.sh or hack/test.sh made it); the figures and goals
+# are apiserver-shim/console/bench/ui.mjs's.
+bench_console_ui() {
+  [[ -s "$BERTH_STACK_DIR/admin.env" ]] ||
+    die "no administrator's credentials in $BERTH_STACK_DIR/admin.env: run hack/dev.sh first"
+  "$HACK_DIR/console.sh" deps
+  bench_console_shim
+  local out=$BERTH_RUN_DIR/bench-console-ui.out status=0
+  log "running (release berth-shim, Chromium $(chromium --version 2>/dev/null | awk '{print $2}'), $(nproc) cores)"
+  # shellcheck disable=SC1091 # written by berth_bootstrap_admin
+  (source "$BERTH_STACK_DIR/admin.env" &&
+    BERTH_CONSOLE_URL=http://$BENCH_CONSOLE_ADDR node "$HACK_DIR/../apiserver-shim/console/bench/ui.mjs" "$@") |
+    tee "$out" || status=$?
+  bench_summary "$out" "$status"
 }

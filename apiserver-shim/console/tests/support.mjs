@@ -32,8 +32,12 @@ export async function newPage(browser, viewport = { width: 1280, height: 800 }) 
   const page = await context.newPage();
   page.errors = [];
   page.on('pageerror', (error) => page.errors.push(String(error)));
+  // Chromium logs a failed request without its URL: record the response instead.
   page.on('console', (message) => {
-    if (message.type() === 'error') page.errors.push(message.text());
+    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) page.errors.push(message.text());
+  });
+  page.on('response', (response) => {
+    if (response.status() >= 400) page.errors.push(`${response.status()} ${response.request().method()} ${response.url()}`);
   });
   return page;
 }
