@@ -120,13 +120,16 @@ Commands:
         on the wire with gzip and brotli (goal <= 150 KB); a Resource status written through
         the API server until its change event reaches a GET /events/stream client, p99 (goal
         <= 200 ms). Extra arguments go to the berth-bench-console binary.
-  console-ui [N]
+  console-ui [N] [SECONDS]
         The web console in Debian's Chromium against that release berth-shim, as the stack's
         first administrator (run hack/dev.sh first), with a throwaway organization of N
         resources (default 1,000): first-load JavaScript on the wire (goal <= 80 KB gzip); the
         resources page from navigation to N rows on screen, median of 5 (goal <= 1 s, and <= 4x
         the same browser fetching and parsing GET /resources alone); a filter keystroke to the
-        next paint, median of 20 (goal <= 100 ms); the JS heap (goal <= 150 MB).
+        next paint, median of 20 (goal <= 100 ms); the JS heap (goal <= 150 MB). Then a chatty
+        app (about 2,000 lines/s) on the quickstart's server, its Logs tab followed for SECONDS
+        (default 30): lines painted per second (goal >= 1,000 and >= 0.9x node reading the bare
+        event stream), the longest task (goal <= 100 ms), lines in the page (<= 2,000), heap.
 USAGE
 }
 

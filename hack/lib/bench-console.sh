@@ -61,19 +61,24 @@ bench_console_api() {
   bench_summary "$out" "$status"
 }
 
-# hack/bench.sh console-ui [N]: the console in Debian's Chromium against the release shim, as
-# the stack's first administrator (hack/dev.sh or hack/test.sh made it); the figures and goals
-# are apiserver-shim/console/bench/ui.mjs's.
+# hack/bench.sh console-ui [N] [SECONDS]: the console in Debian's Chromium against the release
+# shim, as the stack's first administrator: N resources listed (apiserver-shim/console/bench/
+# ui.mjs), then a chatty app's logs tailed for SECONDS on the quickstart's server (logs.mjs).
+# hack/dev.sh must have run (the administrator, the quickstart); the goals are the scripts'.
 bench_console_ui() {
   [[ -s "$BERTH_STACK_DIR/admin.env" ]] ||
     die "no administrator's credentials in $BERTH_STACK_DIR/admin.env: run hack/dev.sh first"
   "$HACK_DIR/console.sh" deps
   bench_console_shim
-  local out=$BERTH_RUN_DIR/bench-console-ui.out status=0
-  log "running (release berth-shim, Chromium $(chromium --version 2>/dev/null | awk '{print $2}'), $(nproc) cores)"
+  local out=$BERTH_RUN_DIR/bench-console-ui.out status=0 bench=$HACK_DIR/../apiserver-shim/console/bench
+  log "running (release berth-shim, $(chromium --version 2>/dev/null | awk '{print $1, $2}'), $(nproc) cores)"
   # shellcheck disable=SC1091 # written by berth_bootstrap_admin
-  (source "$BERTH_STACK_DIR/admin.env" &&
-    BERTH_CONSOLE_URL=http://$BENCH_CONSOLE_ADDR node "$HACK_DIR/../apiserver-shim/console/bench/ui.mjs" "$@") |
-    tee "$out" || status=$?
+  (
+    source "$BERTH_STACK_DIR/admin.env"
+    export BERTH_CONSOLE_URL=http://$BENCH_CONSOLE_ADDR BERTH_ADMIN_EMAIL BERTH_ADMIN_PASSWORD
+    node "$bench/ui.mjs" "${1:-1000}"
+    list=$?
+    node "$bench/logs.mjs" "${2:-30}" && exit "$list"
+  ) | tee "$out" || status=$?
   bench_summary "$out" "$status"
 }

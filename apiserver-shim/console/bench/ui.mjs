@@ -2,8 +2,9 @@
 // release berth-shim. A throwaway organization gets one project with N resources (default
 // 1,000); then, each figure with a baseline measured in the same run:
 //   - first-load JavaScript on the wire (gzip), against the budget of 80 KB;
-//   - the resources page, from navigation until N rows are on screen, against the baseline of
-//     the same browser fetching and parsing GET /api/resources alone (goal: ≤ 1 s and ≤ 4×);
+//   - the resources page, from navigation until N rows are on screen (goal ≤ 1 s), against the
+//     least a page can do to show them: in the same tab, fetch GET /api/resources, build a plain
+//     DOM table of the same rows and wait for its paint (goal ≤ 4×);
 //   - a filter keystroke until the next paint (median of 20), against one animation frame;
 //   - the tab's JS heap with the list shown.
 // The organization is deleted at the end.
@@ -86,7 +87,17 @@ async function measure(browser, { organizationId, projectId }) {
         const { token } = JSON.parse(sessionStorage.getItem('berth.session'));
         const start = performance.now();
         const response = await fetch(`/api/resources?projectId=${project}`, { headers: { Authorization: `Bearer ${token}` } });
-        (await response.json()).items.length;
+        const { items } = await response.json();
+        const table = document.createElement('table');
+        for (const r of items) {
+          const row = table.insertRow();
+          for (const value of [r.name, r.environmentId, r.kind, r.lastDeploymentStatus, r.proxyRouteStatus, r.slug, r.createdAt]) {
+            row.insertCell().textContent = value ?? '—';
+          }
+        }
+        document.body.append(table);
+        await new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve)));
+        table.remove();
         return performance.now() - start;
       }, projectId),
     );
@@ -95,7 +106,7 @@ async function measure(browser, { organizationId, projectId }) {
   const list = median(listTimes);
   const baseline = median(baselineTimes);
   goal(`resources page usable with ${count} rows (median of 5)`, Math.round(list), ' ms', list <= 1000, 'budget 1,000 ms');
-  goal('… against fetching and parsing GET /resources alone', (list / baseline).toFixed(2), '×', list / baseline <= 4, `baseline ${Math.round(baseline)} ms, goal ≤ 4×`);
+  goal('… against a plain DOM table of the same rows', (list / baseline).toFixed(2), '×', list / baseline <= 4, `baseline ${Math.round(baseline)} ms (fetch, build, paint), goal ≤ 4×`);
 
   const keystrokes = await page.evaluate(async () => {
     const input = document.querySelector('input[type=search]');

@@ -71,8 +71,8 @@ test('the sample app is created, its progress shown live and across a reload, to
   // …and a reload re-attaches to the same attempt, which goes on to succeed.
   await page.reload();
   await attemptEnded('succeeded');
-  const lines = await page.locator('pre.timeline .line').count();
-  assert.ok(lines > 3, `the timeline after the reload shows the attempt's lines (${lines})`);
+  // The timeline after the reload shows the attempt's lines, read back from its start.
+  await page.waitForFunction(() => document.querySelectorAll('pre.timeline .line').length > 3);
   await shot(page, '04-deployed');
   assertNoErrors(page);
 });
@@ -117,6 +117,11 @@ test("the terminal runs a command in the app's container", async () => {
 
 test('a secret is set, rotated and deleted and its value never reaches the DOM', async () => {
   await page.getByRole('link', { name: 'Configuration' }).click();
+  // The start command the app was created with is there, and saving it again is accepted.
+  const start = page.getByLabel('Start command');
+  assert.match(await start.inputValue(), new RegExp(greeting));
+  await page.getByRole('button', { name: 'Save start command' }).click();
+  await page.getByRole('status').getByText('Saved').waitFor();
   await page.getByLabel('Secret key').fill('SESSION_KEY');
   await page.getByLabel('Secret value').fill(secretValue);
   await page.getByRole('button', { name: 'Add secret' }).click();

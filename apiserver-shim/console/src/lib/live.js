@@ -1,25 +1,47 @@
-// Keeps a page fresh without reloads: follows the change feed (GET /events/stream) and calls
-// `onChange` for each change, reconnecting after a break. Returns a function that stops it.
+// Keeps pages fresh without reloads: one follow of the change feed (GET /events/stream) for
+// the whole tab, shared by every page and tab that listens (a browser allows few connections
+// per host), resumed after the last event seen when it breaks, closed when nobody listens.
 import { events } from './api.js';
 
-export function watchChanges(onChange) {
-  const controller = new AbortController();
-  (async () => {
-    while (!controller.signal.aborted) {
-      try {
-        for await (const event of events('GET', '/events/stream', undefined, controller.signal)) {
-          if (event?.change) onChange(event.change);
-        }
-      } catch {
-        // A dropped connection or a restarted shim: reconnect shortly.
+const listeners = new Set();
+let controller = null;
+
+async function follow(signal) {
+  let after = '';
+  while (!signal.aborted) {
+    try {
+      const path = after ? `/events/stream?after=${encodeURIComponent(after)}` : '/events/stream';
+      for await (const event of events('GET', path, undefined, signal)) {
+        const change = event?.change;
+        after = change?.eventId ?? event?.eventId ?? after;
+        if (change) for (const listener of listeners) listener(change);
       }
-      await new Promise((resolve) => setTimeout(resolve, 2000));
+    } catch (error) {
+      // A dropped connection or a restarted shim: resume shortly; from now on when the point
+      // to resume from is no longer known (422).
+      if (error?.status === 422) after = '';
     }
-  })();
-  return () => controller.abort();
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+  }
 }
 
-/** Calls `fn` at most once per `ms`, after the last call (a burst of changes → one refetch). */
+/** Calls `onChange` for each change until the returned function is called. */
+export function watchChanges(onChange) {
+  listeners.add(onChange);
+  if (!controller) {
+    controller = new AbortController();
+    follow(controller.signal);
+  }
+  return () => {
+    listeners.delete(onChange);
+    if (listeners.size === 0 && controller) {
+      controller.abort();
+      controller = null;
+    }
+  };
+}
+
+/** Calls `fn` once, `ms` after the last call: a burst of changes makes one refetch. */
 export function debounce(fn, ms = 300) {
   let timer;
   return (...args) => {
