@@ -69,37 +69,27 @@ fn run(cli: Cli) -> CliResult<()> {
         Command::Decisions(command) => platform::decisions(&ctx()?, command),
         Command::Variables(command) => resources::variables(&ctx()?, command),
         Command::Secrets(command) => resources::secrets(&ctx()?, command),
+        task @ (Command::Deploy { .. }
+        | Command::Events { .. }
+        | Command::Audit { .. }
+        | Command::Terminal { .. }) => run_task(&ctx()?, task),
+        observe @ (Command::Logs { .. }
+        | Command::Health { .. }
+        | Command::Diagnose { .. }
+        | Command::Why { .. }
+        | Command::Timeline { .. }) => run_observe(&ctx()?, observe),
+    }
+}
+
+/// `deploy`, `events`, `audit` and `terminal`, whose options are gathered here.
+fn run_task(ctx: &Ctx, command: Command) -> CliResult<()> {
+    match command {
         Command::Deploy {
             resource,
             server,
             commit,
             git_ref,
-        } => deploy::deploy(
-            &ctx()?,
-            &resource,
-            server,
-            deploy::Revision { commit, git_ref },
-        ),
-        Command::Logs {
-            resource,
-            follow,
-            tail,
-        } => observe::logs(&ctx()?, &resource, follow, tail),
-        Command::Health {
-            resource,
-            live: _,
-            history: true,
-        } => observe::health_history(&ctx()?, &resource),
-        Command::Health {
-            resource,
-            live,
-            history: false,
-        } => observe::health(&ctx()?, &resource, live),
-        Command::Diagnose {
-            resource,
-            deployment,
-        } => observe::diagnose(&ctx()?, &resource, deployment),
-        Command::Why { request_id } => observe::why(&ctx()?, &request_id),
+        } => deploy::deploy(ctx, &resource, server, deploy::Revision { commit, git_ref }),
         Command::Events {
             resource,
             kind,
@@ -107,7 +97,7 @@ fn run(cli: Cli) -> CliResult<()> {
             count,
             watch: _,
         } => activity::events(
-            &ctx()?,
+            ctx,
             activity::EventsOptions {
                 resource,
                 kinds: kind,
@@ -121,7 +111,7 @@ fn run(cli: Cli) -> CliResult<()> {
             limit,
             all,
         } => activity::audit(
-            &ctx()?,
+            ctx,
             activity::AuditOptions {
                 resource,
                 object,
@@ -133,12 +123,40 @@ fn run(cli: Cli) -> CliResult<()> {
             server,
             resource,
             directory,
-        } => terminal::terminal(&ctx()?, server.as_deref(), resource.as_deref(), directory),
+        } => terminal::terminal(ctx, server.as_deref(), resource.as_deref(), directory),
+        _ => unreachable!("`run` passes the task verbs only"),
+    }
+}
+
+/// A resource's logs, health, diagnosis and deployment timeline, and `why` a request failed.
+fn run_observe(ctx: &Ctx, command: Command) -> CliResult<()> {
+    match command {
+        Command::Logs {
+            resource,
+            follow,
+            tail,
+        } => observe::logs(ctx, &resource, follow, tail),
+        Command::Health {
+            resource,
+            live: _,
+            history: true,
+        } => observe::health_history(ctx, &resource),
+        Command::Health {
+            resource,
+            live,
+            history: false,
+        } => observe::health(ctx, &resource, live),
+        Command::Diagnose {
+            resource,
+            deployment,
+        } => observe::diagnose(ctx, &resource, deployment),
+        Command::Why { request_id } => observe::why(ctx, &request_id),
         Command::Timeline {
             resource,
             deployment,
             follow,
-        } => observe::timeline(&ctx()?, &resource, &deployment, follow),
+        } => observe::timeline(ctx, &resource, &deployment, follow),
+        _ => unreachable!("`run` passes the observing commands only"),
     }
 }
 

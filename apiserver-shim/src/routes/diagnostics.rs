@@ -13,7 +13,7 @@ mod record;
 use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::deployment::Deployment;
-use berth_crds::health::{Inputs, build};
+use berth_crds::health::{Inputs, ResourceHealth, build};
 use berth_crds::masking::Masker;
 use berth_crds::resource::Resource;
 use berth_observations::TimelineKey;
@@ -21,7 +21,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
 pub use self::record::DiagnosticSummary;
-use self::record::{Focus, LogLine, Redaction, SourceError, System, Tail, Window};
+use self::record::{Focus, LogLine, Proxy, Redaction, SourceError, System, Tail, Window};
 use super::Endpoint;
 use super::access_failures;
 use super::common::{bounded, find_deployment, find_in, known_params, store_call, utc_range};
@@ -116,6 +116,40 @@ async fn show(
     let masker = masker(&state, &caller, &resource).await?;
     let mut errors = Vec::new();
     let deployment = focus_deployment(&state, &resource, &query, &mut errors).await?;
+    // Nothing read from here on fails the answer: what cannot be read is a `sourceErrors` entry.
+    let focus = deployment.as_ref();
+    let parts = read_parts(&state, &caller, &resource, focus, &query, &masker, errors).await;
+    let system = system(&state, &query);
+    let mut summary = summary(id, &resource, focus, &query, parts, system, &masker);
+    summary.copy = copy::texts(&summary, &masker);
+    Ok(Json(summary))
+}
+
+/// The parts of a summary read now from the caches, the stores and the server, with the
+/// sources that could not be read.
+struct Parts {
+    now: String,
+    health: ResourceHealth,
+    proxy: Proxy,
+    timeline: Tail,
+    timeline_count: i64,
+    logs: Tail,
+    /// Secret values masked in the timeline, the logs and the proxy block together.
+    masked_value_count: usize,
+    errors: Vec<SourceError>,
+}
+
+/// Reads the resource's health, the tails and the proxy block (masked), adding a
+/// `sourceErrors` entry for each that cannot be read.
+async fn read_parts(
+    state: &AppState,
+    caller: &Caller,
+    resource: &Resource,
+    deployment: Option<&Deployment>,
+    query: &DiagnosticQuery,
+    masker: &Masker,
+    mut errors: Vec<SourceError>,
+) -> Parts {
     let namespace = resource.namespace().unwrap_or_default();
     let server = resource
         .spec
@@ -124,12 +158,12 @@ async fn show(
         .and_then(|s| find_in(&state.caches.servers, &namespace, s, "server").ok());
     let now = Timestamp::now().to_string();
     let mut health = build(&Inputs {
-        resource: &resource,
-        latest: deployment.as_ref(),
+        resource,
+        latest: deployment,
         server: server.as_deref(),
         now: now.clone(),
     });
-    match access_failures::latest_of(&state, &resource).await {
+    match access_failures::latest_of(state, resource).await {
         Ok(latest) => health.public_access.latest_access_failure = latest,
         Err(_) => errors.push(source_error(
             "access",
@@ -139,54 +173,68 @@ async fn show(
             "the latest access-failure evidence could not be read".into(),
         )),
     }
-    let (timeline, timeline_count, timeline_masked) = timeline_tail(
-        &state,
-        &resource,
-        deployment.as_ref(),
-        &query,
-        &masker,
-        &mut errors,
-    )
-    .await;
-    let (logs, logs_masked) = log_tail(&state, &caller, &resource, &query, &mut errors).await;
+    let (timeline, timeline_count, timeline_masked) =
+        timeline_tail(state, resource, deployment, query, masker, &mut errors).await;
+    let (logs, logs_masked) = log_tail(state, caller, resource, query, &mut errors).await;
     let (proxy, proxy_masked) = proxy::block(
-        &state,
-        &resource,
+        state,
+        resource,
         server.as_deref(),
         &health,
         query.proxy_configuration,
-        &masker,
+        masker,
         &mut errors,
     )
     .await;
-    let masked_value_count = timeline_masked + logs_masked + proxy_masked;
-    let mut summary = DiagnosticSummary {
+    Parts {
+        now,
+        health,
+        proxy,
+        timeline,
+        timeline_count,
+        logs,
+        masked_value_count: timeline_masked + logs_masked + proxy_masked,
+        errors,
+    }
+}
+
+/// The record of what was read, with no I/O of its own; the caller adds the `copy` texts,
+/// which are made from the rest of it.
+fn summary(
+    id: String,
+    resource: &Resource,
+    deployment: Option<&Deployment>,
+    query: &DiagnosticQuery,
+    parts: Parts,
+    system: System,
+    masker: &Masker,
+) -> DiagnosticSummary {
+    let masked_value_count = parts.masked_value_count;
+    let window = window(resource, query, &parts.now);
+    DiagnosticSummary {
         schema_version: record::SCHEMA_VERSION,
-        generated_at: now.clone(),
+        generated_at: parts.now,
         focus: Focus {
             resource_id: id,
             requested_deployment_id: query.deployment_id.clone(),
-            deployment_id: deployment.as_ref().map(|d| d.name_any()),
+            deployment_id: deployment.map(|d| d.name_any()),
         },
-        context: record::context(&resource, window(&resource, &query, &now)),
+        context: record::context(resource, window),
         deployment: deployment
-            .as_ref()
-            .map(|d| mask_error(record::deployment_block(d, timeline_count), &masker)),
-        access: record::access(&resource, &health),
-        proxy,
-        deployment_timeline: timeline,
-        runtime_logs: logs,
-        system: system(&state, &query),
-        source_errors: errors,
+            .map(|d| mask_error(record::deployment_block(d, parts.timeline_count), masker)),
+        access: record::access(resource, &parts.health),
+        proxy: parts.proxy,
+        deployment_timeline: parts.timeline,
+        runtime_logs: parts.logs,
+        system,
+        source_errors: parts.errors,
         redaction: Redaction {
             policy: REDACTION_POLICY,
             masked: masked_value_count > 0,
             masked_value_count,
         },
         copy: Default::default(),
-    };
-    summary.copy = copy::texts(&summary, &masker);
-    Ok(Json(summary))
+    }
 }
 
 /// The deployment asked for (404 when it is not one of the resource's), else the latest.

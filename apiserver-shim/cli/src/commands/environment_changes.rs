@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::Ctx;
 use super::workspace::environment_id;
 use crate::cli::Environments;
+use crate::client::Api;
 use crate::error::{CliError, CliResult};
 use crate::output::{Column, col};
 
@@ -29,123 +30,168 @@ pub fn run(ctx: &Ctx, command: Environments) -> CliResult<()> {
     let api = ctx.api()?;
     match command {
         Environments::Rename { environment, name } => {
-            let id = environment_id(ctx, &environment)?;
-            let answer = api.post(
-                &format!("/environments/{id}/rename"),
-                &RenameEnvironment { name },
-            )?;
-            ctx.out.done(&answer, &format!("Renamed environment {id}"));
+            let body = RenameEnvironment { name };
+            post_action(ctx, api, &environment, "rename", &body, "Renamed")
         }
         Environments::Lock {
             environment,
             reason,
         } => {
-            let id = environment_id(ctx, &environment)?;
-            let answer = api.post(
-                &format!("/environments/{id}/lock"),
-                &LockEnvironment { reason },
-            )?;
-            ctx.out.done(&answer, &format!("Locked environment {id}"));
+            let body = LockEnvironment { reason };
+            post_action(ctx, api, &environment, "lock", &body, "Locked")
         }
         Environments::Unlock { environment } => {
-            let id = environment_id(ctx, &environment)?;
-            let answer = api.post(&format!("/environments/{id}/unlock"), &UnlockEnvironment {})?;
-            ctx.out.done(&answer, &format!("Unlocked environment {id}"));
+            let body = UnlockEnvironment {};
+            post_action(ctx, api, &environment, "unlock", &body, "Unlocked")
         }
         Environments::Set {
             environment,
             assignment,
             build_time,
-        } => {
-            let id = environment_id(ctx, &environment)?;
-            let (key, value) = assignment
-                .split_once('=')
-                .ok_or_else(|| CliError::Usage(format!("{assignment}: expected KEY=VALUE")))?;
-            let body = SetEnvironmentVariable {
-                key: key.to_string(),
-                value: value.to_string(),
-                exposure: exposure(build_time),
-                kind: None,
-                scope: None,
-                is_secret: None,
-            };
-            let answer = api.post(&format!("/environments/{id}/variables"), &body)?;
-            ctx.out
-                .done(&answer, &format!("Set {key} on environment {id}"));
-        }
+        } => set_variable(ctx, api, &environment, &assignment, build_time),
         Environments::Unset {
             environment,
             key,
             build_time,
-        } => {
-            let id = environment_id(ctx, &environment)?;
-            let body = UnsetEnvironmentVariable {
-                exposure: exposure(build_time),
-                scope: None,
-            };
-            let answer = api.delete(&format!("/environments/{id}/variables/{key}"), &body)?;
-            ctx.out
-                .done(&answer, &format!("Removed {key} from environment {id}"));
-        }
+        } => unset_variable(ctx, api, &environment, &key, build_time),
         Environments::Clone {
             environment,
             name,
             kind,
-        } => {
-            let id = environment_id(ctx, &environment)?;
-            let body = CloneEnvironment {
-                target_name: name,
-                target_kind: kind,
-            };
-            let answer = api.post(&format!("/environments/{id}/clone"), &body)?;
-            super::created(ctx, &answer, "environment", "/id");
-        }
-        Environments::Diff { environment, other } => {
-            let (left, right) = (
-                environment_id(ctx, &environment)?,
-                environment_id(ctx, &other)?,
-            );
-            let answer = api.get(&format!("/environments/{left}/diff/{right}"), &[])?;
-            let rows = answer.as_array().cloned().unwrap_or_default();
-            ctx.out.list(&answer, &rows, DIFF, "/key");
-        }
+        } => clone_environment(ctx, api, &environment, name, kind),
+        Environments::Diff { environment, other } => diff(ctx, api, &environment, &other),
         Environments::Promote {
             environment,
             target,
-        } => {
-            let (source, into) = (
-                environment_id(ctx, &environment)?,
-                environment_id(ctx, &target)?,
-            );
-            let diff = api.get(&format!("/environments/{source}/diff/{into}"), &[])?;
-            if ctx.out.human() {
-                let changing: Vec<Value> = diff
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter(|d| d["change"] == "removed" || d["change"] == "changed")
-                    .cloned()
-                    .collect();
-                println!(
-                    "Promoting {source} into {into}: {} variable(s) change",
-                    changing.len()
-                );
-                print!("{}", ctx.out.table(&changing, DIFF));
-            }
-            let body = PromoteEnvironment {
-                target_environment_id: Some(into.clone()),
-                confirmation: Some(Confirmation {
-                    environment_id: Some(into.clone()),
-                    ..Confirmation::default()
-                }),
-                ..PromoteEnvironment::default()
-            };
-            let answer = api.post(&format!("/environments/{source}/promote"), &body)?;
-            ctx.out
-                .done(&answer, &format!("Promoted {source} into {into}"));
-        }
+        } => promote(ctx, api, &environment, &target),
         // List, count, show, create and delete are `workspace`'s.
-        other => return super::workspace::environments(ctx, other),
+        other => super::workspace::environments(ctx, other),
     }
+}
+
+/// POSTs `body` to the environment's `action` and says it was done (`verb`).
+fn post_action(
+    ctx: &Ctx,
+    api: &Api,
+    environment: &str,
+    action: &str,
+    body: &impl serde::Serialize,
+    verb: &str,
+) -> CliResult<()> {
+    let id = environment_id(ctx, environment)?;
+    let answer = api.post(&format!("/environments/{id}/{action}"), body)?;
+    ctx.out.done(&answer, &format!("{verb} environment {id}"));
     Ok(())
+}
+
+/// `KEY=VALUE` as the environment's variable.
+fn set_variable(
+    ctx: &Ctx,
+    api: &Api,
+    environment: &str,
+    assignment: &str,
+    build_time: bool,
+) -> CliResult<()> {
+    let id = environment_id(ctx, environment)?;
+    let (key, value) = assignment
+        .split_once('=')
+        .ok_or_else(|| CliError::Usage(format!("{assignment}: expected KEY=VALUE")))?;
+    let body = SetEnvironmentVariable {
+        key: key.to_string(),
+        value: value.to_string(),
+        exposure: exposure(build_time),
+        kind: None,
+        scope: None,
+        is_secret: None,
+    };
+    let answer = api.post(&format!("/environments/{id}/variables"), &body)?;
+    ctx.out
+        .done(&answer, &format!("Set {key} on environment {id}"));
+    Ok(())
+}
+
+fn unset_variable(
+    ctx: &Ctx,
+    api: &Api,
+    environment: &str,
+    key: &str,
+    build_time: bool,
+) -> CliResult<()> {
+    let id = environment_id(ctx, environment)?;
+    let body = UnsetEnvironmentVariable {
+        exposure: exposure(build_time),
+        scope: None,
+    };
+    let answer = api.delete(&format!("/environments/{id}/variables/{key}"), &body)?;
+    ctx.out
+        .done(&answer, &format!("Removed {key} from environment {id}"));
+    Ok(())
+}
+
+/// A new environment named `name` with the variables of `environment`.
+fn clone_environment(
+    ctx: &Ctx,
+    api: &Api,
+    environment: &str,
+    name: String,
+    kind: Option<String>,
+) -> CliResult<()> {
+    let id = environment_id(ctx, environment)?;
+    let body = CloneEnvironment {
+        target_name: name,
+        target_kind: kind,
+    };
+    let answer = api.post(&format!("/environments/{id}/clone"), &body)?;
+    super::created(ctx, &answer, "environment", "/id");
+    Ok(())
+}
+
+fn diff(ctx: &Ctx, api: &Api, environment: &str, other: &str) -> CliResult<()> {
+    let (left, right) = (
+        environment_id(ctx, environment)?,
+        environment_id(ctx, other)?,
+    );
+    let answer = api.get(&format!("/environments/{left}/diff/{right}"), &[])?;
+    let rows = answer.as_array().cloned().unwrap_or_default();
+    ctx.out.list(&answer, &rows, DIFF, "/key");
+    Ok(())
+}
+
+/// Copies the variables of `environment` into `target`, showing people first what changes.
+fn promote(ctx: &Ctx, api: &Api, environment: &str, target: &str) -> CliResult<()> {
+    let (source, into) = (
+        environment_id(ctx, environment)?,
+        environment_id(ctx, target)?,
+    );
+    let diff = api.get(&format!("/environments/{source}/diff/{into}"), &[])?;
+    if ctx.out.human() {
+        let changing = changing(&diff);
+        println!(
+            "Promoting {source} into {into}: {} variable(s) change",
+            changing.len()
+        );
+        print!("{}", ctx.out.table(&changing, DIFF));
+    }
+    let body = PromoteEnvironment {
+        target_environment_id: Some(into.clone()),
+        confirmation: Some(Confirmation {
+            environment_id: Some(into.clone()),
+            ..Confirmation::default()
+        }),
+        ..PromoteEnvironment::default()
+    };
+    let answer = api.post(&format!("/environments/{source}/promote"), &body)?;
+    ctx.out
+        .done(&answer, &format!("Promoted {source} into {into}"));
+    Ok(())
+}
+
+/// The entries of a diff a promotion changes in its target: those removed or changed.
+fn changing(diff: &Value) -> Vec<Value> {
+    diff.as_array()
+        .into_iter()
+        .flatten()
+        .filter(|d| d["change"] == "removed" || d["change"] == "changed")
+        .cloned()
+        .collect()
 }

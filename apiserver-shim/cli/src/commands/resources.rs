@@ -31,44 +31,15 @@ pub fn resources(ctx: &Ctx, command: Resources) -> CliResult<()> {
         Resources::List {
             project,
             environment,
-        } => {
-            let query = scope_query(ctx, project, environment)?;
-            let (answer, list): (_, ResourceList) = get_as(ctx.api()?, "/resources", &query)?;
-            ctx.out.rows(&answer, &list.items);
-            Ok(())
-        }
-        Resources::Show { resource } => {
-            let (record, _) = find_resource(ctx, &resource)?;
-            let whole = ctx.api()?.get(&format!("/resources/{}", record.id), &[])?;
-            ctx.out.row(&whole, &ResourceDetail(&record));
-            Ok(())
-        }
+        } => list(ctx, project, environment),
+        Resources::Show { resource } => show(ctx, &resource),
         Resources::Redeploy {
             resource,
             from,
             follow,
         } => super::deployments::redeploy(ctx, &resource, from, follow),
-        Resources::Archive { resource, reason } => {
-            let id = find_resource(ctx, &resource)?.0.id;
-            let body = berth_api::resources::ArchiveResource {
-                reason,
-                idempotency_key: None,
-            };
-            let answer = ctx
-                .api()?
-                .post(&format!("/resources/{id}/archive"), &body)?;
-            ctx.out.done(&answer, &format!("Archived resource {id}"));
-            Ok(())
-        }
-        Resources::Restore { resource } => {
-            let id = find_resource(ctx, &resource)?.0.id;
-            let body = berth_api::resources::RestoreResource {};
-            let answer = ctx
-                .api()?
-                .post(&format!("/resources/{id}/restore"), &body)?;
-            ctx.out.done(&answer, &format!("Restored resource {id}"));
-            Ok(())
-        }
+        Resources::Archive { resource, reason } => archive(ctx, &resource, reason),
+        Resources::Restore { resource } => restore(ctx, &resource),
         Resources::Create {
             name,
             project,
@@ -79,55 +50,125 @@ pub fn resources(ctx: &Ctx, command: Resources) -> CliResult<()> {
             image,
             folder,
             port,
-        } => {
-            let source = match (image, folder) {
-                (Some(image), _) => Some(SourceInput::new("docker-image", &image)),
-                (None, Some(folder)) => Some(SourceInput::new("local-folder", &folder)),
-                (None, None) => None,
-            };
-            let kind = wire_enum("kind", &kind)?;
-            let server = server.map(|s| server_id(ctx, &s)).transpose()?;
-            let body = CreateResource {
-                project_id: project_id(ctx, &project)?,
-                environment_id: environment_id(ctx, &environment)?,
+        } => create(
+            ctx,
+            CreateOptions {
                 name,
+                project,
+                environment,
                 kind,
                 slug,
-                description: None,
-                server_id: server,
-                destination_id: None,
-                services: None,
-                source,
-                network_profile: port.map(|p| NetworkProfileInput::port(p.into())),
-                access_profile: None,
-                runtime_profile: None,
-                image_pull_secret_name: None,
-            };
-            body.validate()?;
-            let answer = ctx.api()?.post("/resources", &body)?;
-            created(ctx, &answer, "resource", "/id");
-            Ok(())
-        }
+                server,
+                image,
+                folder,
+                port,
+            },
+        ),
         Resources::Stop { resource } => runtime_control(ctx, &resource, "stop"),
         Resources::Start { resource } => runtime_control(ctx, &resource, "start"),
         Resources::Restart { resource } => runtime_control(ctx, &resource, "restart"),
-        Resources::Delete { resource } => {
-            let (resource, _) = find_resource(ctx, &resource)?;
-            let body = DeleteResource {
-                confirmation: Some(Confirmation {
-                    resource_slug: Some(resource.slug.clone()),
-                    ..Confirmation::default()
-                }),
-                idempotency_key: None,
-            };
-            let answer = ctx
-                .api()?
-                .delete(&format!("/resources/{}", resource.id), &body)?;
-            ctx.out
-                .done(&answer, &format!("Deleted resource {}", resource.id));
-            Ok(())
-        }
+        Resources::Delete { resource } => delete(ctx, &resource),
     }
+}
+
+fn list(ctx: &Ctx, project: Option<String>, environment: Option<String>) -> CliResult<()> {
+    let query = scope_query(ctx, project, environment)?;
+    let (answer, list): (_, ResourceList) = get_as(ctx.api()?, "/resources", &query)?;
+    ctx.out.rows(&answer, &list.items);
+    Ok(())
+}
+
+fn show(ctx: &Ctx, resource: &str) -> CliResult<()> {
+    let (record, _) = find_resource(ctx, resource)?;
+    let whole = ctx.api()?.get(&format!("/resources/{}", record.id), &[])?;
+    ctx.out.row(&whole, &ResourceDetail(&record));
+    Ok(())
+}
+
+fn archive(ctx: &Ctx, resource: &str, reason: Option<String>) -> CliResult<()> {
+    let id = find_resource(ctx, resource)?.0.id;
+    let body = berth_api::resources::ArchiveResource {
+        reason,
+        idempotency_key: None,
+    };
+    let answer = ctx
+        .api()?
+        .post(&format!("/resources/{id}/archive"), &body)?;
+    ctx.out.done(&answer, &format!("Archived resource {id}"));
+    Ok(())
+}
+
+fn restore(ctx: &Ctx, resource: &str) -> CliResult<()> {
+    let id = find_resource(ctx, resource)?.0.id;
+    let body = berth_api::resources::RestoreResource {};
+    let answer = ctx
+        .api()?
+        .post(&format!("/resources/{id}/restore"), &body)?;
+    ctx.out.done(&answer, &format!("Restored resource {id}"));
+    Ok(())
+}
+
+/// What `berth resources create` was given; the project, environment and server as names,
+/// slugs or ids.
+struct CreateOptions {
+    name: String,
+    project: String,
+    environment: String,
+    kind: String,
+    slug: Option<String>,
+    server: Option<String>,
+    image: Option<String>,
+    folder: Option<String>,
+    port: Option<u16>,
+}
+
+/// Creates the resource; with a server and a source it deploys at once.
+fn create(ctx: &Ctx, options: CreateOptions) -> CliResult<()> {
+    let source = match (options.image, options.folder) {
+        (Some(image), _) => Some(SourceInput::new("docker-image", &image)),
+        (None, Some(folder)) => Some(SourceInput::new("local-folder", &folder)),
+        (None, None) => None,
+    };
+    let kind = wire_enum("kind", &options.kind)?;
+    let server = options.server.map(|s| server_id(ctx, &s)).transpose()?;
+    let body = CreateResource {
+        project_id: project_id(ctx, &options.project)?,
+        environment_id: environment_id(ctx, &options.environment)?,
+        name: options.name,
+        kind,
+        slug: options.slug,
+        description: None,
+        server_id: server,
+        destination_id: None,
+        services: None,
+        source,
+        network_profile: options.port.map(|p| NetworkProfileInput::port(p.into())),
+        access_profile: None,
+        runtime_profile: None,
+        image_pull_secret_name: None,
+    };
+    body.validate()?;
+    let answer = ctx.api()?.post("/resources", &body)?;
+    created(ctx, &answer, "resource", "/id");
+    Ok(())
+}
+
+/// Deletes the resource, confirmed with its slug as the API asks.
+fn delete(ctx: &Ctx, resource: &str) -> CliResult<()> {
+    let (resource, _) = find_resource(ctx, resource)?;
+    let body = DeleteResource {
+        confirmation: Some(Confirmation {
+            resource_slug: Some(resource.slug.clone()),
+            ..Confirmation::default()
+        }),
+        idempotency_key: None,
+    };
+    let answer = ctx
+        .api()?
+        .delete(&format!("/resources/{}", resource.id), &body)?;
+    ctx.out
+        .done(&answer, &format!("Deleted resource {}", resource.id));
+    Ok(())
 }
 
 /// Asks for a stop, start or restart; the controller carries it out (`berth health` shows it).

@@ -55,6 +55,13 @@ enum End {
     ChannelFailed,
 }
 
+/// What ended a session, and what the shell reported on its way out (for the `exit` message).
+struct Ending {
+    end: End,
+    exit_status: Option<u32>,
+    signal: Option<String>,
+}
+
 /// Pumps bytes both ways until the shell exits, the client leaves or the session idles out.
 pub async fn run(
     mut socket: WebSocket,
@@ -63,25 +70,60 @@ pub async fn run(
     _slot: OpenSlot,
 ) {
     let started = Instant::now();
-    let ready = ServerMessage::Ready {
+    let ending = if send_json(&mut socket, &ready(&session)).await {
+        pump(&mut socket, &mut channel).await
+    } else {
+        Ending {
+            end: End::ClientLeft,
+            exit_status: None,
+            signal: None,
+        }
+    };
+    let _ = channel.eof().await;
+    let _ = channel.close().await;
+    let exit_status = ending.exit_status;
+    let (last_message, code, reason) = farewell(ending);
+    if let Some(message) = last_message {
+        send_json(&mut socket, &message).await;
+    }
+    let frame = CloseFrame {
+        code,
+        reason: reason.into(),
+    };
+    let _ = socket.send(Message::Close(Some(frame))).await;
+    tracing::info!(
+        session = %session.id,
+        server = %session.server_id,
+        user = %session.user_id,
+        seconds = started.elapsed().as_secs(),
+        exit_status,
+        reason,
+        "terminal session ended"
+    );
+}
+
+/// The first message: the shell runs, at this size.
+fn ready(session: &Session) -> ServerMessage {
+    ServerMessage::Ready {
         session_id: session.id.clone(),
         server_id: session.server_id.clone(),
         rows: session.rows,
         cols: session.cols,
-    };
-    let mut end = if send_json(&mut socket, &ready).await {
-        None
-    } else {
-        Some(End::ClientLeft)
-    };
+    }
+}
+
+/// Passes client frames to the shell and its output to the client until something ends the
+/// session. Traffic either way restarts the idle clock.
+async fn pump(socket: &mut WebSocket, channel: &mut Channel<Msg>) -> Ending {
     let (mut exit_status, mut signal) = (None, None);
     let mut idle_until = Instant::now() + IDLE_TIMEOUT;
+    let mut end = None;
     while end.is_none() {
         tokio::select! {
             incoming = socket.recv() => {
                 idle_until = Instant::now() + IDLE_TIMEOUT;
                 end = match incoming {
-                    Some(Ok(message)) => from_client(&mut socket, &channel, message).await,
+                    Some(Ok(message)) => from_client(socket, channel, message).await,
                     Some(Err(_)) | None => Some(End::ClientLeft),
                 };
             }
@@ -104,43 +146,34 @@ pub async fn run(
             _ = tokio::time::sleep_until(idle_until) => end = Some(End::Idle),
         }
     }
-    let end = end.unwrap_or(End::ClientLeft);
-    let _ = channel.eof().await;
-    let _ = channel.close().await;
-    let (code, reason) = match end {
+    Ending {
+        end: end.unwrap_or(End::ClientLeft),
+        exit_status,
+        signal,
+    }
+}
+
+/// How the session is closed: the message the client is told last (the shell's exit, or why
+/// the session idled out), and the close frame's code and reason.
+fn farewell(ending: Ending) -> (Option<ServerMessage>, u16, &'static str) {
+    match ending.end {
         End::ShellExited => {
             let exit = ServerMessage::Exit {
-                exit_status,
-                signal,
+                exit_status: ending.exit_status,
+                signal: ending.signal,
             };
-            send_json(&mut socket, &exit).await;
-            (NORMAL, "the shell exited")
+            (Some(exit), NORMAL, "the shell exited")
         }
         End::Idle => {
             let message = format!(
                 "closed after {} minutes without traffic",
                 IDLE_TIMEOUT.as_secs() / 60
             );
-            send_json(&mut socket, &ServerMessage::Error { message }).await;
-            (NORMAL, "idle")
+            (Some(ServerMessage::Error { message }), NORMAL, "idle")
         }
-        End::ChannelFailed => (SERVER_ERROR, "the SSH channel failed"),
-        End::ClientLeft => (NORMAL, "client left"),
-    };
-    let frame = CloseFrame {
-        code,
-        reason: reason.into(),
-    };
-    let _ = socket.send(Message::Close(Some(frame))).await;
-    tracing::info!(
-        session = %session.id,
-        server = %session.server_id,
-        user = %session.user_id,
-        seconds = started.elapsed().as_secs(),
-        exit_status,
-        reason,
-        "terminal session ended"
-    );
+        End::ChannelFailed => (None, SERVER_ERROR, "the SSH channel failed"),
+        End::ClientLeft => (None, NORMAL, "client left"),
+    }
 }
 
 /// Handles one frame from the client; `Some` ends the session.
@@ -224,5 +257,34 @@ mod tests {
         })
         .unwrap();
         assert_eq!(text, r#"{"type":"exit","exitStatus":0}"#);
+    }
+
+    #[test]
+    fn the_client_is_told_why_the_session_closes() {
+        let ending = |end| Ending {
+            end,
+            exit_status: Some(2),
+            signal: None,
+        };
+        let told = |ending| {
+            let (message, code, reason) = farewell(ending);
+            let text = message.map(|m| serde_json::to_string(&m).unwrap());
+            (text, code, reason)
+        };
+        let exited = r#"{"type":"exit","exitStatus":2}"#.to_string();
+        assert_eq!(
+            told(ending(End::ShellExited)),
+            (Some(exited), NORMAL, "the shell exited")
+        );
+        let idle = r#"{"type":"error","message":"closed after 30 minutes without traffic"}"#;
+        assert_eq!(
+            told(ending(End::Idle)),
+            (Some(idle.to_string()), NORMAL, "idle")
+        );
+        assert_eq!(
+            told(ending(End::ChannelFailed)),
+            (None, SERVER_ERROR, "the SSH channel failed")
+        );
+        assert_eq!(told(ending(End::ClientLeft)), (None, NORMAL, "client left"));
     }
 }
