@@ -102,6 +102,15 @@ test("the logs tab shows what the app printed", async () => {
   assertNoErrors(page);
 });
 
+test("the monitor tab charts the app's last hour", async () => {
+  await page.getByRole('link', { name: 'Monitor' }).click();
+  for (const chart of ['CPU', 'Memory', 'Network received', 'Network sent']) {
+    await page.getByRole('img', { name: `${chart} over time` }).waitFor({ timeout: 30_000 });
+  }
+  await shot(page, '06b-monitor');
+  assertNoErrors(page);
+});
+
 test("the terminal runs a command in the app's container", async () => {
   await page.getByRole('link', { name: 'Terminal' }).click();
   await page.getByRole('button', { name: 'Open terminal' }).click();
@@ -184,6 +193,24 @@ test('a domain is bound and unbound', async () => {
   await page.getByRole('button', { name: 'Unbind' }).click();
   await page.getByRole('button', { name: `Confirm unbind shop-${id}.test` }).click();
   await page.getByText('No custom domain').waitFor({ timeout: 30_000 });
+  assertNoErrors(page);
+});
+
+test('a volume is created, attached, detached and deleted', async () => {
+  await page.goto(`${state.resourceUrl}/storage`);
+  await page.getByLabel('New volume name').fill(`data-${id}`);
+  await page.getByRole('button', { name: 'Create volume' }).click();
+  await page.getByRole('status').getByText(`Volume data-${id} created`).waitFor();
+  await page.getByLabel('Path in the container').fill('/srv/data');
+  await page.getByRole('button', { name: 'Attach volume' }).click();
+  await page.getByRole('status').getByText('Attached at /srv/data').waitFor();
+  await page.getByRole('cell', { name: '/srv/data', exact: true }).first().waitFor();
+  await shot(page, '11b-storage');
+  await page.getByRole('button', { name: `Detach data-${id}` }).click();
+  await page.getByRole('status').getByText('Detached from /srv/data').waitFor();
+  await page.getByRole('button', { name: `Delete volume data-${id}` }).click();
+  await page.getByRole('button', { name: `Confirm delete data-${id}` }).click();
+  await page.getByRole('status').getByText(`Volume data-${id} deleted`).waitFor();
   assertNoErrors(page);
 });
 
