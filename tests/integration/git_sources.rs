@@ -55,6 +55,32 @@ async fn succeeded(deployments: &Api<Deployment>, name: &str) -> Deployment {
     deployment
 }
 
+/// Waits until the resource's current generation has its attempt and no attempt still runs.
+async fn settled(client: &kube::Client, namespace: &str, resource: &str) {
+    let resources = Api::<berth_crds::resource::Resource>::namespaced(client.clone(), namespace);
+    let deployments = Api::<Deployment>::namespaced(client.clone(), namespace);
+    let params = kube::api::ListParams::default().labels(&format!("berth.dev/resource={resource}"));
+    eventually(WAIT, "the current generation deployed", || async {
+        let generation = resources.get(resource).await.ok()?.metadata.generation?;
+        let list = deployments.list(&params).await.ok()?;
+        let covered = list.items.iter().any(|d| {
+            d.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(berth_crds::GENERATION_ANNOTATION))
+                == Some(&generation.to_string())
+        });
+        let ended = list.items.iter().all(|d| {
+            d.status
+                .as_ref()
+                .and_then(|s| s.status)
+                .is_some_and(DeploymentState::is_terminal)
+        });
+        (covered && ended).then_some(())
+    })
+    .await;
+}
+
 /// Names of the resource's attempts.
 async fn attempts(deployments: &Api<Deployment>, resource: &str) -> Vec<String> {
     let params = kube::api::ListParams::default().labels(&format!("berth.dev/resource={resource}"));
@@ -183,6 +209,10 @@ async fn a_push_deploys_its_commit_through_a_signed_webhook_without_dropping_a_r
         .await
         .ok();
     assert!(again.get("webhookSecret").is_none(), "{again}");
+    // Enabling auto-deploy is a spec change, which auto-deploy answers with an attempt of the
+    // unchanged branch; let it end, so the push below is the newest attempt and nothing
+    // supersedes it.
+    settled(&client, &org.namespace, &id).await;
 
     // A push of revision 2 deploys it while kept-alive clients keep going.
     let load = Load::start(port, &host, 4);
