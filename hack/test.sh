@@ -105,8 +105,13 @@ step "integration tests (real API server, Docker, sshd)"
 export BERTH_CONTROLLER_LOG=$BERTH_RUN_DIR/test-controller.log BERTH_BIN_DIR
 export BERTH_CONTROLLER_KUBECONFIG=$BERTH_STACK_DIR/berth-controller.kubeconfig
 export BERTH_SHIM_LOG=$BERTH_RUN_DIR/test-shim.log
-cargo test -p berth-tests --test integration -- --skip disruptive:: "${filter[@]}" ||
-  { logs_excerpt; exit 1; }
+# The browser flows run after the rest, on their own: Chromium's load would slow the others.
+cargo test -p berth-tests --test integration -- --skip disruptive:: --skip console_browser:: \
+  "${filter[@]}" || { logs_excerpt; exit 1; }
+if [[ ${#filter[@]} -eq 0 || "${filter[*]}" == *console* ]]; then
+  step "web console in Chromium"
+  cargo test -p berth-tests --test integration -- console_browser:: || { logs_excerpt; exit 1; }
+fi
 # Faults that disturb the shared stack (dockerd and sshd restarts) run alone, after the rest.
 if [[ ${#filter[@]} -eq 0 || "${filter[*]}" == *disruptive* ]]; then
   step "disruptive tests, one at a time"

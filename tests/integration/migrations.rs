@@ -67,9 +67,10 @@ async fn verify(rest: &Rest, plan: &Value, receipts: &Value) -> Value {
     rest.post("/migrations/verify", body).await.ok()
 }
 
-/// Waits until verify's verdict is `state`; returns the answer.
+/// Waits until verify's verdict is `state`; returns the answer. A deploy under the suite's
+/// full load can take longer than one alone.
 async fn verdict(rest: &Rest, plan: &Value, receipts: &Value, state: &str) -> Value {
-    eventually(WAIT, &format!("verify {state}"), || async {
+    eventually(WAIT * 2, &format!("verify {state}"), || async {
         let answer = verify(rest, plan, receipts).await;
         (answer["state"] == state).then_some(answer)
     })

@@ -41,6 +41,24 @@ export function watchChanges(onChange) {
   };
 }
 
+/**
+ * Calls `reload` for the changes `wanted` accepts, once `ms` after the last of a burst. The
+ * returned function stops it and drops a reload still pending: a page that is gone (a deleted
+ * resource's) must not fetch.
+ */
+export function reloadOnChange(wanted, reload, ms = 300) {
+  let timer;
+  const stop = watchChanges((change) => {
+    if (!wanted(change)) return;
+    clearTimeout(timer);
+    timer = setTimeout(reload, ms);
+  });
+  return () => {
+    stop();
+    clearTimeout(timer);
+  };
+}
+
 /** Calls `fn` once, `ms` after the last call: a burst of changes makes one refetch. */
 export function debounce(fn, ms = 300) {
   let timer;
