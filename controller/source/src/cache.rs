@@ -75,15 +75,14 @@ impl SourceCache {
 
     /// Brings `request`'s commit into the copy of its repository and says which it is.
     pub async fn fetch(&self, request: &FetchRequest) -> Result<Fetched, SourceError> {
-        let lock = self.lock_of(&request.repository);
-        let _held = lock.lock().await;
+        let held = self.lock_of(&request.repository).lock_owned().await;
         let wanted = Wanted {
             git_ref: request.git_ref.clone(),
             commit: request.commit.clone(),
         };
         if request.repository.transport == GitTransport::Local {
             let path = PathBuf::from(request.repository.remote_path());
-            let commit = blocking(move || fetch::resolve_local(&path, &wanted)).await?;
+            let commit = blocking(held, move || fetch::resolve_local(&path, &wanted)).await?;
             return Ok(Fetched {
                 commit,
                 host_key_fingerprint: None,
@@ -92,8 +91,10 @@ impl SourceCache {
         let (connect, host_key_fingerprint) = self.connect(request).await?;
         let copy = self.copy_of(&request.repository);
         let repository = request.repository.clone();
-        let commit =
-            blocking(move || fetch::fetch_into(&copy, &repository, connect, &wanted)).await?;
+        let commit = blocking(held, move || {
+            fetch::fetch_into(&copy, &repository, connect, &wanted)
+        })
+        .await?;
         Ok(Fetched {
             commit,
             host_key_fingerprint,
@@ -146,15 +147,17 @@ impl SourceCache {
         commit: &str,
         base_directory: Option<&str>,
     ) -> Result<Exported, SourceError> {
-        let lock = self.lock_of(repository);
-        let _held = lock.lock().await;
+        let held = self.lock_of(repository).lock_owned().await;
         let copy = match repository.transport {
             GitTransport::Local => PathBuf::from(repository.remote_path()),
             _ => self.copy_of(repository),
         };
         let exports = self.root.join("exports");
         let (commit, base) = (commit.to_string(), base_directory.map(str::to_string));
-        blocking(move || checkout::export(&copy, &commit, base.as_deref(), &exports)).await
+        blocking(held, move || {
+            checkout::export(&copy, &commit, base.as_deref(), &exports)
+        })
+        .await
     }
 
     /// The cache's root directory.
@@ -163,11 +166,17 @@ impl SourceCache {
     }
 }
 
-/// Runs git work off the async threads.
+/// Runs git work off the async threads, holding the repository's lock until the work ends:
+/// a caller that stops waiting (its attempt cancelled) must not let the next fetch start while
+/// gix still holds the copy's lock files.
 async fn blocking<T: Send + 'static>(
+    held: tokio::sync::OwnedMutexGuard<()>,
     work: impl FnOnce() -> Result<T, SourceError> + Send + 'static,
 ) -> Result<T, SourceError> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .unwrap_or_else(|error| Err(SourceError::Local(error.to_string())))
+    tokio::task::spawn_blocking(move || {
+        let _held = held;
+        work()
+    })
+    .await
+    .unwrap_or_else(|error| Err(SourceError::Local(error.to_string())))
 }
