@@ -188,7 +188,7 @@ bench_shim() {
   berth_install_rbac
   # Organizations get their namespace from berth-controller; reuse one that runs already.
   local cleanup='stop_bg berth-shim-bench'
-  if ! controller_ready; then
+  if ! controller_leading; then
     berth_start_controller "$BERTH_RUN_DIR/bench-controller.log"
     cleanup="$cleanup; berth_stop_controller"
   fi
@@ -217,7 +217,7 @@ bench_deploy() {
   # The Server goes first, while the controller still runs, so its finalizer removes the proxy.
   local cleanup="kubectl -n $ns delete server.berth.dev local --timeout=60s >/dev/null 2>&1 || true"
   cleanup="$cleanup; kubectl delete namespace $ns --wait=false >/dev/null 2>&1 || true"
-  if ! controller_ready; then
+  if ! controller_leading; then
     berth_start_controller "$BERTH_RUN_DIR/bench-controller.log"
     cleanup="$cleanup; berth_stop_controller"
   fi
@@ -257,7 +257,7 @@ bench_observe() {
   berth_install_crds
   berth_install_rbac
   local cleanup='stop_bg berth-shim-observe' pid
-  if ! controller_ready; then
+  if ! controller_leading; then
     berth_start_controller "$BERTH_RUN_DIR/bench-controller.log"
     read -r pid _ <"$BERTH_STACK_DIR/berth-controller.pid"
     cleanup="$cleanup; bench_stop_own_controller $pid"

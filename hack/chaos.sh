@@ -83,7 +83,7 @@ cleanup() {
   # Undo a fault an interruption left in place, so Berth can remove what it created.
   "$HACK_DIR/stack.sh" restore-srv2 9>&- >/dev/null 2>&1
   apiserver_ok || "$HACK_DIR/stack.sh" up 9>&- >/dev/null 2>&1
-  controller_ready || (berth_start_controller "$CONTROLLER_LOG") 9>&- >/dev/null 2>&1
+  controller_leading || (berth_start_controller "$CONTROLLER_LOG") 9>&- >/dev/null 2>&1
   if kubectl get namespace "$NS" >/dev/null 2>&1; then
     # Resources first (their containers go), then the Servers (their edge proxies go).
     k delete resources.berth.dev --all --timeout=90s >/dev/null 2>&1
@@ -198,7 +198,7 @@ setup() {
   berth_build
   berth_install_crds
   berth_install_rbac
-  if controller_ready; then
+  if controller_leading; then
     had_controller=1
   else
     start_controller

@@ -62,6 +62,8 @@ if ! flock -n 9; then
 fi
 # fd 9 closed: the stack's daemons outlive this run and must not hold its lock.
 "$HACK_DIR/stack.sh" up 9>&-
+# A node left up by an interrupted run: the suite runs Berth as processes on loopback.
+if [[ -f "$BERTH_STACK_DIR/node.mode" ]]; then "$HACK_DIR/stack.sh" node down 9>&-; fi
 eval "$("$HACK_DIR/stack.sh" env)"
 if [[ -z "${BERTH_TEST_QUICK:-}" ]]; then
   # The unit tests above ran the store's tests on SQLite; with the stack's database they run
@@ -107,7 +109,7 @@ export BERTH_CONTROLLER_KUBECONFIG=$BERTH_STACK_DIR/berth-controller.kubeconfig
 export BERTH_SHIM_LOG=$BERTH_RUN_DIR/test-shim.log
 # The browser flows run after the rest, on their own: Chromium's load would slow the others.
 cargo test -p berth-tests --test integration -- --skip disruptive:: --skip console_browser:: \
-  "${filter[@]}" || { logs_excerpt; exit 1; }
+  --skip in_cluster:: "${filter[@]}" || { logs_excerpt; exit 1; }
 if [[ ${#filter[@]} -eq 0 || "${filter[*]}" == *console* ]]; then
   step "web console in Chromium"
   cargo test -p berth-tests --test integration -- console_browser:: || { logs_excerpt; exit 1; }
@@ -123,6 +125,25 @@ if [[ ${#filter[@]} -eq 0 ]]; then
   # kept-alive load (hack/chaos.sh --quick). It inherits this run's lock on fd 9.
   step "fault suite (hack/chaos.sh --quick)"
   timeout 300 "$HACK_DIR/chaos.sh" --quick
+fi
+
+if [[ ${#filter[@]} -eq 0 || "${filter[*]}" == *in_cluster* ]]; then
+  # Berth as pods on a real kubelet, in place of the processes; they come back afterwards.
+  step "Berth in the cluster: pods on the stack's node (hack/stack.sh node up)"
+  # shellcheck source-path=SCRIPTDIR
+  source "$HACK_DIR/lib/in-cluster.sh"
+  berth_stop_shim
+  berth_stop_controller
+  in_cluster_up
+  in_cluster_apply
+  BERTH_URL=$(in_cluster_url) BERTH_SSH_HOST=$BERTH_NODE_IP \
+    cargo test -p berth-tests --test integration -- --test-threads=1 --nocapture in_cluster:: ||
+    { in_cluster_logs; in_cluster_remove; exit 1; }
+  in_cluster_remove
+  "$HACK_DIR/stack.sh" node down 9>&-
+  eval "$("$HACK_DIR/stack.sh" env)"
+  berth_start_controller "$BERTH_RUN_DIR/test-controller.log"
+  berth_start_shim "$BERTH_RUN_DIR/test-shim.log"
 fi
 
 # Last, because it changes and deletes whatever it reaches; `-- schemathesis` runs it alone.

@@ -54,6 +54,16 @@ pub struct ShimOptions {
     /// certificate pre-flight (the same option); the system resolver when unset.
     #[arg(long, env = "BERTH_ACME_DNS")]
     pub acme_dns: Option<SocketAddr>,
+    /// Seconds to keep serving after SIGTERM while /readyz answers 503 (0..=120), so that load
+    /// balancers, and a Kubernetes Service's endpoints, stop sending new requests before the
+    /// listener closes; requests in flight then finish.
+    #[arg(
+        long,
+        env = "BERTH_SHIM_DRAIN_SECONDS",
+        default_value_t = 0,
+        value_parser = clap::value_parser!(u64).range(0..=120)
+    )]
+    pub drain_seconds: u64,
 }
 
 /// What `berth-shim` can do besides serving.

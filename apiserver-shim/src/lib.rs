@@ -31,6 +31,7 @@ use kube::Client;
 use crate::cache::Caches;
 use crate::cli::ShimOptions;
 use crate::error::ApiError;
+use crate::ratelimit::LoginLimiter;
 use crate::state::{AppState, Config};
 
 /// The whole HTTP application: health and metrics at the origin, the API under `/api`, and the
@@ -104,22 +105,49 @@ pub async fn run(options: ShimOptions) -> anyhow::Result<()> {
             monitoring_retention_hours: options.monitoring_retention_hours,
             dns_server: options.acme_dns,
         }),
-        login_limiter: Default::default(),
+        login_limiter: Arc::new(LoginLimiter::new(timelines.clone())),
         metrics: Default::default(),
         terminals: Default::default(),
         server_access: Default::default(),
         server_deletions: Default::default(),
         timelines,
         recent_access_failures: Default::default(),
+        draining: Default::default(),
     };
     tokio::spawn(routes::migrations::gitops::run(state.clone()));
     let listener = tokio::net::TcpListener::bind(options.listen).await?;
     tracing::info!(address = %options.listen, "serving the REST API under /api and the console at /");
+    let drain = Drain {
+        flag: state.draining.clone(),
+        period: std::time::Duration::from_secs(options.drain_seconds),
+    };
     axum::serve(listener, app(state))
-        .with_graceful_shutdown(shutdown_signal())
+        .with_graceful_shutdown(drain.after_signal())
         .await?;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// What happens between SIGTERM and the listener closing.
+struct Drain {
+    flag: Arc<std::sync::atomic::AtomicBool>,
+    period: std::time::Duration,
+}
+
+impl Drain {
+    /// Resolves when the shim should stop accepting connections: after the signal and the
+    /// drain period, during which it still serves but reports itself not ready.
+    async fn after_signal(self) {
+        shutdown_signal().await;
+        if !self.period.is_zero() {
+            self.flag.store(true, std::sync::atomic::Ordering::Relaxed);
+            tracing::info!(
+                seconds = self.period.as_secs(),
+                "draining before the listener closes"
+            );
+            tokio::time::sleep(self.period).await;
+        }
+    }
 }
 
 async fn shutdown_signal() {

@@ -18,9 +18,11 @@ pub struct AppState {
     pub client: Client,
     pub caches: Caches,
     pub config: Arc<Config>,
+    /// Login attempts per email, counted in the observation store every replica shares.
     pub login_limiter: Arc<LoginLimiter>,
     pub metrics: Arc<crate::metrics::HttpMetrics>,
-    /// Terminal sessions waiting for their WebSocket, and the SSH connections they use.
+    /// This process's connected terminal sessions and the SSH connections they use (pending
+    /// ones are in the observation store).
     pub terminals: Arc<crate::routes::terminal::Terminals>,
     /// SSH connections for reads on servers (runtime logs), closed when idle.
     pub server_access: Arc<crate::routes::server_access::ServerAccess>,
@@ -30,6 +32,8 @@ pub struct AppState {
     pub timelines: Arc<dyn berth_observations::ObservationStore>,
     /// Resources' latest access-failure evidence as recently read, for cached health.
     pub recent_access_failures: Arc<crate::routes::access_failures::RecentLatest>,
+    /// Set on SIGTERM: /readyz answers 503 while the shim drains.
+    pub draining: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Settings from the command line.

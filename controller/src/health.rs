@@ -25,7 +25,7 @@ async fn readyz(State(context): State<Arc<Context>>) -> impl IntoResponse {
     } else {
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            "waiting for CRDs or the leader Lease",
+            "waiting for the CRDs and the system namespace",
         )
     }
 }

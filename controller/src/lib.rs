@@ -54,6 +54,10 @@ pub async fn run(options: RunOptions) -> anyhow::Result<()> {
     ensure_system_namespace(&client, &options.system_namespace).await?;
     reconcilers::retention::ensure_system_defaults(&client, &options.system_namespace).await?;
 
+    // Ready means able to lead, not leading: a standby replica must count as available, or a
+    // rolling update and a PodDisruptionBudget wait forever for the leader to go first.
+    // Who leads is the Lease, and the `berth_leader` gauge.
+    context.set_ready(true);
     let identity = options.identity.clone().unwrap_or_else(default_identity);
     let Some(leader) =
         leadership::acquire(&client, &options, &identity, &context, shutdown.clone()).await?
@@ -62,7 +66,6 @@ pub async fn run(options: RunOptions) -> anyhow::Result<()> {
         return Ok(());
     };
 
-    context.set_ready(true);
     tracing::info!(%identity, "leader; starting reconcilers");
     let outcome = tokio::select! {
         _ = reconcilers::run_all(

@@ -28,7 +28,7 @@ bench_console_shim() {
   mkdir -p "$BERTH_RUN_DIR"
   BENCH_CONSOLE_CLEANUP='stop_bg berth-shim-console'
   local pid
-  if ! controller_ready; then
+  if ! controller_leading; then
     berth_start_controller "$BERTH_RUN_DIR/bench-controller.log"
     read -r pid _ <"$BERTH_STACK_DIR/berth-controller.pid"
     BENCH_CONSOLE_CLEANUP="$BENCH_CONSOLE_CLEANUP; bench_stop_own_controller $pid"

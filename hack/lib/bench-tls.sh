@@ -87,7 +87,7 @@ bench_tls() {
   cleanup="$cleanup; kubectl -n $ns delete resource.berth.dev web --timeout=60s >/dev/null 2>&1 || true"
   cleanup="$cleanup; kubectl -n $ns delete server.berth.dev local --timeout=60s >/dev/null 2>&1 || true"
   cleanup="$cleanup; kubectl delete namespace $ns --wait=false >/dev/null 2>&1 || true"
-  if ! controller_ready; then
+  if ! controller_leading; then
     berth_start_controller "$BERTH_RUN_DIR/bench-controller.log"
     cleanup="$cleanup; berth_stop_controller"
   fi

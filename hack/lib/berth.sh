@@ -71,7 +71,11 @@ KUBECONFIG
   echo "$file"
 }
 
-controller_ready() { curl -fs --max-time 2 "http://$CONTROLLER_ADDR/readyz" >/dev/null; }
+# Ready means able to lead; the local stack runs one replica, so it waits until it leads too.
+controller_leading() {
+  curl -fs --max-time 2 "http://$CONTROLLER_ADDR/readyz" >/dev/null &&
+    curl -fs --max-time 2 "http://$CONTROLLER_ADDR/metrics" | grep -qx 'berth_leader 1'
+}
 
 berth_start_controller() {
   local logfile=$1 kubeconfig
@@ -80,7 +84,7 @@ berth_start_controller() {
   log "starting berth-controller (log: $logfile)"
   KUBECONFIG=$kubeconfig BERTH_CONTROLLER_ADDR=$CONTROLLER_ADDR \
     start_bg berth-controller "$logfile" "$BERTH_BIN_DIR/berth-controller" run
-  wait_for 60 "berth-controller /readyz (log: $logfile)" controller_ready
+  wait_for 60 "berth-controller to lead (log: $logfile)" controller_leading
 }
 
 berth_stop_controller() { stop_bg berth-controller 20; }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver and kube-controller-manager from Debian's `kubernetes` source package
-# (DESIGN §7) and caches the binaries under $BERTH_CACHE/bin. Debian ships neither binary, only
-# the source. Each binary is built once: one already in the cache is left alone.
+# Builds kube-apiserver and kube-controller-manager (and, for the stack's node, kubelet,
+# kube-scheduler and kube-proxy) from Debian's `kubernetes` source package (DESIGN §7) and caches
+# the binaries under $BERTH_CACHE/bin. Debian ships none of them, only the source. Each binary is built once: one already in the cache is left alone.
 #
 # Usage: build-kubernetes.sh [NAME...]   (default: kube-apiserver kube-controller-manager)
 #
@@ -18,7 +18,7 @@ names=("$@")
 missing=()
 for name in "${names[@]}"; do
   case "$name" in
-    kube-apiserver | kube-controller-manager) ;;
+    kube-apiserver | kube-controller-manager | kubelet | kube-scheduler | kube-proxy) ;;
     *)
       echo "build-kubernetes.sh: unsupported binary '$name'" >&2
       exit 2
@@ -68,6 +68,16 @@ if [[ ! -L "$src/.go/src/k8s.io/kubernetes" ]]; then
   rm -f "$src/vendor/github.com/modern-go/reflect2/go.mod"
   mkdir -p "$src/.go/src/k8s.io"
   ln -sfn ../../.. "$src/.go/src/k8s.io/kubernetes"
+fi
+
+# Negative OOM score adjustments need CAP_SYS_RESOURCE, which some machines (this kind of VM)
+# withhold even from root: the kubelet's pod sandbox (-998) and Guaranteed pods' containers
+# (-997) would fail to start there. The stack's node only runs Berth's own pods, so both get 0.
+if [[ " ${missing[*]} " == *" kubelet "* ]]; then
+  sed -i 's/defaultSandboxOOMAdj int = -998/defaultSandboxOOMAdj int = 0/' \
+    "$src/pkg/kubelet/dockershim/docker_sandbox.go"
+  sed -i 's/guaranteedOOMScoreAdj int = -997/guaranteedOOMScoreAdj int = 0/' \
+    "$src/pkg/kubelet/qos/policy.go"
 fi
 
 # Measured on 2 cores: kube-apiserver 4.5 minutes from nothing; kube-controller-manager 52 s more

@@ -1,5 +1,6 @@
-//! The berth-controller process as an operator sees it: a second replica stays on standby while
-//! the first holds the Lease, serves health and metrics, and exits promptly on SIGTERM.
+//! The berth-controller process as an operator sees it: a second replica is ready but stays on
+//! standby while the first holds the Lease, serves health and metrics, and exits promptly on
+//! SIGTERM.
 
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -49,30 +50,27 @@ async fn a_second_replica_waits_on_standby_and_stops_on_sigterm() {
         .expect("start a second controller");
     let mut standby = Standby(child);
 
-    eventually(Duration::from_secs(30), "standby /healthz", || async {
-        let (status, _) = get(&format!("http://{STANDBY_ADDR}/healthz")).await?;
+    eventually(Duration::from_secs(30), "standby /readyz", || async {
+        let (status, _) = get(&format!("http://{STANDBY_ADDR}/readyz")).await?;
         (status == 200).then_some(())
     })
     .await;
-    // It must keep waiting: the first replica holds the Lease and renews it.
+    // It is ready (able to lead: a rolling update and a PodDisruptionBudget count it as
+    // available) but keeps waiting: the first replica holds the Lease and renews it.
     for _ in 0..10 {
         let (status, _) = get(&format!("http://{STANDBY_ADDR}/readyz"))
             .await
             .expect("readyz answers");
-        assert_eq!(
-            status, 503,
-            "a standby replica reported ready while another holds the Lease"
+        assert_eq!(status, 200, "a standby replica able to lead is ready");
+        let (_, metrics) = get(&format!("http://{STANDBY_ADDR}/metrics"))
+            .await
+            .unwrap();
+        assert!(
+            metrics.contains("berth_leader 0"),
+            "a standby replica took the Lease while another holds it: {metrics}"
         );
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
-    let (_, metrics) = get(&format!("http://{STANDBY_ADDR}/metrics"))
-        .await
-        .unwrap();
-    assert!(
-        metrics.contains("berth_leader 0"),
-        "standby metrics: {metrics}"
-    );
-
     let (_, leader_metrics) = get(&format!("http://{LEADER_ADDR}/metrics"))
         .await
         .expect("leader metrics");

@@ -22,7 +22,7 @@ pub async fn ready_server(admin: &Rest) -> (String, u16) {
     let http_port: u16 = 20100 + rand::rng().random_range(0..800);
     let ssh_port: u16 = berth_tests::stack_env("BERTH_SSH_PORT").parse().unwrap();
     let body = json!({
-        "name": "edge", "host": "127.0.0.1", "port": ssh_port, "username": "root",
+        "name": "edge", "host": berth_tests::stack_env("BERTH_SSH_HOST"), "port": ssh_port, "username": "root",
         "credentialId": credential,
         "proxy": {"kind": "caddy", "httpPort": http_port, "httpsPort": http_port + 1000},
     });

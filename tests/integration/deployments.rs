@@ -28,7 +28,7 @@ pub(crate) async fn ready_server(ns: &TestNamespace) -> u16 {
     let servers = create_server(
         ns,
         "local",
-        "127.0.0.1",
+        &stack_env("BERTH_SSH_HOST"),
         stack_env("BERTH_SSH_PORT").parse().unwrap(),
         "key",
         json!({ "proxy": { "kind": "caddy", "httpPort": http_port, "httpsPort": http_port + 1000 } }),

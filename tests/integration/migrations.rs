@@ -70,9 +70,21 @@ async fn verify(rest: &Rest, plan: &Value, receipts: &Value) -> Value {
 /// Waits until verify's verdict is `state`; returns the answer. A deploy under the suite's
 /// full load can take longer than one alone.
 async fn verdict(rest: &Rest, plan: &Value, receipts: &Value, state: &str) -> Value {
-    eventually(WAIT * 2, &format!("verify {state}"), || async {
+    eventually_explained(WAIT * 2, &format!("verify {state}"), || async {
         let answer = verify(rest, plan, receipts).await;
-        (answer["state"] == state).then_some(answer)
+        if answer["state"] == state {
+            return Ok(answer);
+        }
+        let pending: Vec<&Value> = answer["evidence"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|e| e["evaluation"] != "passed" && e["evaluation"] != "observed")
+            .collect();
+        Err(format!(
+            "state {}; not passed: {pending:?}",
+            answer["state"]
+        ))
     })
     .await
 }

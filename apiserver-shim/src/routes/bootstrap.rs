@@ -438,10 +438,10 @@ async fn login(
     JsonBody(body): JsonBody<LoginRequest>,
 ) -> ApiResult<Json<LoginResult>> {
     let email = body.email.trim().to_lowercase();
-    state.login_limiter.check(&email)?;
+    // Counted now, forgotten only on success: a failure stays counted whatever its cause.
+    state.login_limiter.attempt(&email).await?;
     let refused = || ApiError::unauthenticated("the email or password is wrong");
     let Some(user) = find_user_by_email(&state, &email).await? else {
-        state.login_limiter.failed(&email);
         return Err(refused());
     };
     let api = Api::<Secret>::namespaced(state.client.clone(), &state.config.system_namespace);
@@ -455,10 +455,9 @@ async fn login(
                 .map(|h| String::from_utf8_lossy(&h.0).into_owned())
         });
     if !hash.is_some_and(|hash| password::verify(&body.password, &hash)) {
-        state.login_limiter.failed(&email);
         return Err(refused());
     }
-    state.login_limiter.succeeded(&email);
+    state.login_limiter.succeeded(&email).await;
 
     let secret = token::generate(token::SESSION_PREFIX);
     let session_id = new_id("sess");

@@ -13,8 +13,11 @@ pub fn router() -> Router<AppState> {
         .route("/readyz", get(readyz))
 }
 
-/// Ready when the API server answers.
+/// Ready when the API server answers, until the shim begins to drain.
 async fn readyz(State(state): State<AppState>) -> (StatusCode, &'static str) {
+    if state.draining.load(std::sync::atomic::Ordering::Relaxed) {
+        return (StatusCode::SERVICE_UNAVAILABLE, "shutting down");
+    }
     match state.client.apiserver_version().await {
         Ok(_) => (StatusCode::OK, "ok"),
         Err(_) => (

@@ -5,14 +5,16 @@
 //! A session id is single-use, expires [`CONNECT_WITHIN`] after creation, and only the user and
 //! login session that created it may connect (the WebSocket request carries the same bearer
 //! token, as `Authorization` or, since browsers cannot set headers on a WebSocket,
-//! `?access_token=`). Pending sessions live in this process's memory only: a restarted or
-//! different shim replica does not know them, and the client simply creates a new one.
+//! `?access_token=`). Pending sessions live in the observation store ([`pending`]), so the
+//! WebSocket may reach any shim replica behind the Service; a connected session lives on the
+//! replica that bridges it.
 
 mod bridge;
+mod pending;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::json::Json;
 use axum::extract::ws::{WebSocketUpgrade, rejection::WebSocketUpgradeRejection};
@@ -28,6 +30,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
 pub use self::bridge::{ClientMessage, ServerMessage, TerminalProtocol};
+use self::pending::{Claim, Creator, Pending};
 use super::Endpoint;
 use super::common::{bounded, known_params};
 use super::server_access::{self, IDLE_CONNECTION, server_id};
@@ -68,7 +71,7 @@ pub fn endpoints() -> Vec<Endpoint> {
 }
 
 /// A terminal session as `GET /terminal-sessions` lists it.
-#[derive(serde::Serialize, schemars::JsonSchema, Debug, Clone)]
+#[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema, Debug, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ListedSession {
     pub session_id: String,
@@ -100,27 +103,10 @@ const DEFAULT_ROWS: i64 = 24;
 const DEFAULT_COLS: i64 = 80;
 const MAX_DIRECTORY: usize = 512;
 
-/// A created session waiting for its WebSocket.
-struct Pending {
-    user_id: String,
-    login_session_id: String,
-    namespace: String,
-    server_id: String,
-    rows: u32,
-    cols: u32,
-    directory: Option<String>,
-    /// The container of a `resource` terminal.
-    container: Option<ContainerShell>,
-    /// Opens the WebSocket in place of the bearer token (which then never goes in a URL).
-    ticket: String,
-    /// What `GET /terminal-sessions` shows of it.
-    listed: ListedSession,
-    expires: Instant,
-}
-
 /// Where a `resource` terminal runs: a container on the server, reached with the Docker CLI
 /// on the server's socket.
-#[derive(Clone, Debug)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
 struct ContainerShell {
     container_id: String,
     docker_socket: String,
@@ -143,10 +129,10 @@ impl ContainerShell {
     }
 }
 
-/// Terminal state of the shim: pending sessions, open sessions per server, and the SSH
-/// connections they use (one per server, like the controller's, but this process's own).
+/// Terminal state of this shim process: connected sessions, open sessions per server, and the
+/// SSH connections they use (one per server, like the controller's, but this process's own).
+/// A WebSocket lives on one replica, so these stay per process; pending sessions do not.
 pub struct Terminals {
-    pending: Mutex<HashMap<String, Pending>>,
     /// Connected sessions by id, with the user who opened them.
     connected: Mutex<HashMap<String, (String, ListedSession)>>,
     open: tokio::sync::Mutex<HashMap<ServerId, usize>>,
@@ -156,7 +142,6 @@ pub struct Terminals {
 impl Default for Terminals {
     fn default() -> Self {
         Self {
-            pending: Mutex::default(),
             connected: Mutex::default(),
             open: tokio::sync::Mutex::default(),
             pool: ServerConnectionPool::new(PoolSettings::default()),
@@ -189,59 +174,14 @@ impl Drop for OpenSlot {
 }
 
 impl Terminals {
-    fn insert(&self, id: String, pending: Pending) -> ApiResult<()> {
-        let mut map = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        map.retain(|_, p| p.expires > Instant::now());
-        let waiting = map
-            .values()
-            .filter(|p| p.user_id == pending.user_id)
-            .count();
-        if waiting >= MAX_PENDING_PER_USER {
-            return Err(ApiError::rate_limited(
-                "too many terminal sessions waiting for their WebSocket; connect or wait a minute",
-                CONNECT_WITHIN.as_secs(),
-            ));
-        }
-        map.insert(id, pending);
-        Ok(())
-    }
-
-    /// Takes the session if `ticket` is its ticket and it has not expired.
-    fn take_by_ticket(&self, id: &str, ticket: &str) -> Option<Pending> {
-        // Digests are compared, so the comparison's time says nothing about the ticket.
-        let digest = crate::auth::token::digest;
-        self.take_if(id, |p| digest(&p.ticket) == digest(ticket))
-    }
-
-    /// Removes and returns the unexpired session `id` when `owned` says it may be taken.
-    fn take_if(&self, id: &str, owned: impl Fn(&Pending) -> bool) -> Option<Pending> {
-        let mut map = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        map.retain(|_, p| p.expires > Instant::now());
-        if map.get(id).is_some_and(owned) {
-            map.remove(id)
-        } else {
-            None
-        }
-    }
-
-    /// The user's sessions: waiting for their WebSocket, and connected.
-    fn of_user(&self, user: &str) -> Vec<ListedSession> {
-        let now = Instant::now();
-        let pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+    /// The user's sessions connected on this replica.
+    fn connected_of(&self, user: &str) -> Vec<ListedSession> {
         let connected = self.connected.lock().unwrap_or_else(|e| e.into_inner());
-        let mut sessions: Vec<ListedSession> = pending
+        connected
             .values()
-            .filter(|p| p.user_id == user && p.expires > now)
-            .map(|p| p.listed.clone())
-            .chain(
-                connected
-                    .values()
-                    .filter(|(owner, _)| owner == user)
-                    .map(|(_, listed)| listed.clone()),
-            )
-            .collect();
-        sessions.sort_by(|a, b| b.created_at.cmp(&a.created_at));
-        sessions
+            .filter(|(owner, _)| owner == user)
+            .map(|(_, listed)| listed.clone())
+            .collect()
     }
 
     fn connected(&self, user: &str, mut listed: ListedSession) {
@@ -253,12 +193,6 @@ impl Terminals {
     fn disconnected(&self, id: &str) {
         let mut connected = self.connected.lock().unwrap_or_else(|e| e.into_inner());
         connected.remove(id);
-    }
-
-    /// Takes the session if `user` and `login` created it and it has not expired; anyone else
-    /// learns nothing and consumes nothing.
-    fn take(&self, id: &str, user: &str, login: &str) -> Option<Pending> {
-        self.take_if(id, |p| p.user_id == user && p.login_session_id == login)
     }
 
     async fn open_count(&self, server: &ServerId) -> usize {
@@ -412,22 +346,23 @@ async fn create(
         status: "pending".into(),
         created_at: created.to_string(),
     };
-    state.terminals.insert(
-        session_id.clone(),
-        Pending {
-            user_id: user_id.to_string(),
-            login_session_id: login_session_id.to_string(),
-            namespace: organization.namespace.clone(),
-            server_id: server.name_any(),
-            rows,
-            cols,
-            directory: directory.clone(),
-            container: container.clone(),
-            ticket: ticket.clone(),
-            listed,
-            expires: Instant::now() + CONNECT_WITHIN,
-        },
-    )?;
+    let pending = Pending {
+        namespace: organization.namespace.clone(),
+        server_id: server.name_any(),
+        rows,
+        cols,
+        directory: directory.clone(),
+        container: container.clone(),
+        listed,
+    };
+    let creator = Creator {
+        user_id: user_id.to_string(),
+        login_session_id: login_session_id.to_string(),
+        created_ms: created.as_millisecond(),
+    };
+    let record =
+        pending::record(&session_id, &creator, &ticket, &pending).map_err(ApiError::internal)?;
+    pending::insert(&state, record).await?;
     tracing::info!(session = %session_id, server = %server.name_any(), user = %user_id, "terminal session created");
     Ok(Json(TerminalSessionRecord {
         transport: Transport {
@@ -563,34 +498,43 @@ impl FromRequestParts<AppState> for SocketAuth {
 
 /// The pending session `id` and its creator as a caller: by ticket, or by the creator's
 /// own token (then only the user and login session that created it may take it).
-fn claim(state: &AppState, id: &str, auth: SocketAuth) -> ApiResult<(Pending, Caller)> {
+async fn claim(state: &AppState, id: &str, auth: SocketAuth) -> ApiResult<(Pending, Caller)> {
     let gone = || ApiError::not_found("terminal session", id);
     match auth {
         SocketAuth::Ticket(ticket) => {
-            let pending = state
-                .terminals
-                .take_by_ticket(id, &ticket)
+            let (login_session_id, pending) = pending::take(state, id, Claim::Ticket(ticket))
+                .await?
                 .ok_or_else(gone)?;
-            let caller = crate::auth::caller_of_session(state, &pending.login_session_id)?;
+            let caller = crate::auth::caller_of_session(state, &login_session_id)?;
             Ok((pending, caller))
         }
         SocketAuth::Caller(caller) => {
             let (user_id, _, login_session_id) = caller.require_user()?;
-            let pending = state
-                .terminals
-                .take(id, user_id, login_session_id)
-                .ok_or_else(gone)?;
+            let creator = Claim::Creator {
+                user_id: user_id.to_string(),
+                login_session_id: login_session_id.to_string(),
+            };
+            let (_, pending) = pending::take(state, id, creator).await?.ok_or_else(gone)?;
             Ok((pending, *caller))
         }
     }
 }
 
-/// `GET /terminal-sessions`: the caller's sessions waiting for their WebSocket or connected.
+/// `GET /terminal-sessions`: the caller's sessions waiting for their WebSocket (created on any
+/// replica) or connected (through this one), newest first.
 async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<SessionList>> {
     let (user_id, _, _) = caller.require_user()?;
+    let waiting = pending::of_user(&state, user_id).await?;
     Ok(Json(SessionList {
-        items: state.terminals.of_user(user_id),
+        items: newest_first(waiting, state.terminals.connected_of(user_id)),
     }))
+}
+
+/// Pending and connected sessions in one list, newest first.
+fn newest_first(pending: Vec<ListedSession>, connected: Vec<ListedSession>) -> Vec<ListedSession> {
+    let mut sessions: Vec<ListedSession> = pending.into_iter().chain(connected).collect();
+    sessions.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+    sessions
 }
 
 async fn connect(
@@ -605,7 +549,7 @@ async fn connect(
         ))
     })?;
     let gone = || ApiError::not_found("terminal session", &session_id);
-    let (pending, caller) = claim(&state, &session_id, auth)?;
+    let (pending, caller) = claim(&state, &session_id, auth).await?;
     let (user_id, _, _) = caller.require_user()?;
     // The role and the server are checked again: either may have changed in the meantime.
     let organization = caller.require_role(OrganizationRole::Admin)?;
@@ -694,35 +638,23 @@ mod tests {
     }
 
     #[test]
-    fn pending_sessions_belong_to_their_creator() {
-        let terminals = Terminals::default();
-        let pending = |user: &str| Pending {
-            user_id: user.into(),
-            login_session_id: "ses-1".into(),
-            namespace: "ns".into(),
+    fn pending_and_connected_sessions_are_listed_newest_first() {
+        let session = |id: &str, status: &str, created_at: &str| ListedSession {
+            session_id: id.into(),
+            scope: "server".into(),
             server_id: "srv".into(),
-            rows: 24,
-            cols: 80,
-            directory: None,
-            container: None,
-            ticket: "btt_x".into(),
-            listed: ListedSession {
-                session_id: "trm-1".into(),
-                scope: "server".into(),
-                server_id: "srv".into(),
-                resource_id: None,
-                status: "pending".into(),
-                created_at: String::new(),
-            },
-            expires: Instant::now() + CONNECT_WITHIN,
+            resource_id: None,
+            status: status.into(),
+            created_at: created_at.into(),
         };
-        terminals.insert("trm-1".into(), pending("usr-a")).unwrap();
-        assert!(terminals.take("trm-1", "usr-b", "ses-1").is_none());
-        assert!(terminals.take("trm-1", "usr-a", "ses-2").is_none());
-        assert!(terminals.take("trm-1", "usr-a", "ses-1").is_some());
-        assert!(
-            terminals.take("trm-1", "usr-a", "ses-1").is_none(),
-            "single use"
+        let listed = newest_first(
+            vec![
+                session("trm-2", "pending", "2030-01-01T00:00:02Z"),
+                session("trm-0", "pending", "2030-01-01T00:00:00Z"),
+            ],
+            vec![session("trm-1", "connected", "2030-01-01T00:00:01Z")],
         );
+        let ids: Vec<&str> = listed.iter().map(|s| s.session_id.as_str()).collect();
+        assert_eq!(ids, ["trm-2", "trm-1", "trm-0"]);
     }
 }

@@ -40,6 +40,9 @@ mod monitoring;
 mod attempts;
 // REST writes' audit records, likewise.
 mod audit;
+// The shim replicas' shared state: pending terminal sessions and login attempts, likewise.
+mod login_attempts;
+mod terminal_sessions;
 
 on_both_backends!(
     timelines_keep_order_per_attempt_and_page_after_a_sequence,

@@ -16,11 +16,13 @@ mod conformance;
 mod disk;
 mod health_history;
 mod location;
+mod login_attempts;
 mod monitoring;
 mod options;
 mod postgres;
 mod retention;
 mod sqlite;
+mod terminal_sessions;
 mod writer;
 
 use std::time::Duration;
@@ -35,6 +37,7 @@ pub use audit::{AuditQuery, AuditRecord, AuditStore};
 pub use disk::{DiskRecord, DiskStore};
 pub use health_history::{HealthObservation, HealthQuery};
 pub use location::{PostgresUrl, StoreLocation, mask_url, open};
+pub use login_attempts::{LoginAttemptStore, LoginAttempts};
 pub use monitoring::{
     CONTRIBUTOR_METRICS, Detail, MonitoringStore, RollupQuery, RollupRow, SampleQuery,
     SampleRecord, Tier,
@@ -43,6 +46,7 @@ pub use options::StoreOptions;
 pub use postgres::PostgresTimeline;
 pub use retention::{History, RetentionStore};
 pub use sqlite::SqliteTimeline;
+pub use terminal_sessions::{PendingTerminal, TerminalClaim, TerminalSessionStore};
 pub use writer::TimelineWriter;
 
 /// Name of the store's file in the data directory.
@@ -98,14 +102,17 @@ pub enum TimelineError {
 /// Where timelines live: [`SqliteTimeline`] or [`PostgresTimeline`]. Every call blocks; make
 /// them where blocking is allowed (`spawn_blocking`, a thread of its own). A store keeps
 /// access-failure evidence ([`AccessFailureStore`]) and monitoring samples
-/// ([`MonitoringStore`]) too.
+/// ([`MonitoringStore`]) too, and the state shim replicas share: pending terminal sessions
+/// ([`TerminalSessionStore`]) and login attempts ([`LoginAttemptStore`]).
 pub trait ObservationStore:
     AccessFailureStore
     + AttemptStore
     + AuditStore
     + DiskStore
+    + LoginAttemptStore
     + MonitoringStore
     + RetentionStore
+    + TerminalSessionStore
     + Send
     + Sync
 {

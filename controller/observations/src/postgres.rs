@@ -28,7 +28,9 @@ mod access_failures;
 mod attempts;
 mod audit;
 mod disk;
+mod login_attempts;
 mod monitoring;
+mod terminal_sessions;
 
 /// Connections one process keeps at most: one writer, the pruner, and the shim's readers.
 const MAX_CONNECTIONS: usize = 8;
@@ -216,6 +218,12 @@ impl PostgresTimeline {
             transaction.batch_execute(crate::disk::SCHEMA).await?;
             transaction.batch_execute(crate::attempts::SCHEMA).await?;
             transaction.batch_execute(crate::audit::SCHEMA).await?;
+            transaction
+                .batch_execute(crate::terminal_sessions::SCHEMA)
+                .await?;
+            transaction
+                .batch_execute(crate::login_attempts::SCHEMA)
+                .await?;
             if applied as usize > MIGRATIONS.len() {
                 tracing::warn!(
                     applied,

@@ -18,7 +18,9 @@ mod access_failures;
 mod attempts;
 mod audit;
 mod disk;
+mod login_attempts;
 mod monitoring;
+mod terminal_sessions;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS deployment_timeline (
@@ -56,6 +58,8 @@ fn create_schema(connection: &mut Connection) -> Result<(), TimelineError> {
     transaction.execute_batch(crate::disk::SCHEMA)?;
     transaction.execute_batch(crate::attempts::SCHEMA)?;
     transaction.execute_batch(crate::audit::SCHEMA)?;
+    transaction.execute_batch(crate::terminal_sessions::SCHEMA)?;
+    transaction.execute_batch(crate::login_attempts::SCHEMA)?;
     transaction.execute_batch(crate::monitoring::SCHEMA)?;
     monitoring::cluster_rollups(&transaction)?;
     transaction.execute_batch(crate::monitoring::SQLITE_ROLLUPS_SCHEMA)?;

@@ -62,8 +62,34 @@ where
         + 'static,
 {
     /// Makes the object's variables `desired` (the shim's own entries applied, other
-    /// managers' kept), with `extra` spec fields applied beside them.
+    /// managers' kept), with `extra` spec fields applied beside them. `desired` was derived
+    /// from `object`, which may be stale: only its difference from `object` is written, over
+    /// the version it is written to, so a write that raced this one (another request, another
+    /// replica) is kept, not undone.
     pub async fn save(
+        &self,
+        caller: &Caller,
+        object: &K,
+        desired: &[PlainVariable],
+        extra: Map<String, Value>,
+    ) -> ApiResult<K> {
+        let change = Change::between(&(self.variables)(object), desired);
+        let mut current = object.clone();
+        let mut tries = 0;
+        loop {
+            let desired = change.applied_to(&(self.variables)(&current));
+            match self.write(caller, &current, &desired, extra.clone()).await {
+                Err(error) if error.status == StatusCode::CONFLICT && tries < REMOVE_TRIES => {
+                    tries += 1;
+                    current = self.api.get(&object.name_any()).await?;
+                }
+                written => return written,
+            }
+        }
+    }
+
+    /// One write of `desired` over `object`'s version: 409 when the object changed since.
+    async fn write(
         &self,
         caller: &Caller,
         object: &K,
@@ -80,7 +106,8 @@ where
             self.remove(&object.name_any(), &removed).await?
         };
         let listed = (self.variables)(&object);
-        let fields = own_entries(caller, object.meta(), &listed, desired, extra);
+        let mut fields = own_entries(caller, object.meta(), &listed, desired, extra);
+        fields["metadata"]["resourceVersion"] = json!(object.resource_version());
         apply_fields(
             self.api,
             self.store,
@@ -113,6 +140,45 @@ where
                 Err(error) => return Err(error),
             }
         }
+    }
+}
+
+/// What a request changes in a variables list: entries set (added or changed) and keys
+/// removed, to be applied again to a newer version of the list.
+#[derive(Debug, PartialEq)]
+struct Change {
+    set: Vec<PlainVariable>,
+    removed: Vec<VariableKey>,
+}
+
+impl Change {
+    fn between(before: &[PlainVariable], after: &[PlainVariable]) -> Self {
+        Self {
+            set: after
+                .iter()
+                .filter(|v| !before.contains(v))
+                .cloned()
+                .collect(),
+            removed: removed_keys(before, after),
+        }
+    }
+
+    /// `list` with the removed keys dropped and the set entries in place (or appended).
+    fn applied_to(&self, list: &[PlainVariable]) -> Vec<PlainVariable> {
+        let mut out: Vec<PlainVariable> = list
+            .iter()
+            .filter(|v| !self.removed.contains(&variable_key(v)))
+            .map(|v| {
+                let replaced = self.set.iter().find(|s| variable_key(s) == variable_key(v));
+                replaced.unwrap_or(v).clone()
+            })
+            .collect();
+        for entry in &self.set {
+            if !out.iter().any(|v| variable_key(v) == variable_key(entry)) {
+                out.push(entry.clone());
+            }
+        }
+        out
     }
 }
 
@@ -192,6 +258,20 @@ mod tests {
             value: value.into(),
             exposure: VariableExposure::Runtime,
         }
+    }
+
+    #[test]
+    fn a_change_applied_to_a_newer_list_keeps_what_others_wrote_since() {
+        let seen = vec![plain("A", "1"), plain("B", "2")];
+        let desired = vec![plain("B", "changed"), plain("C", "3")];
+        let change = Change::between(&seen, &desired);
+        // Meanwhile another request added D and changed A.
+        let newer = vec![plain("A", "9"), plain("B", "2"), plain("D", "4")];
+        assert_eq!(
+            change.applied_to(&newer),
+            vec![plain("B", "changed"), plain("D", "4"), plain("C", "3")]
+        );
+        assert_eq!(change.applied_to(&seen), desired);
     }
 
     #[test]

@@ -243,21 +243,45 @@ fn one_line(command: &str) -> String {
 
 fn folder_present(folder: &Path) -> Result<(), PackageFailure> {
     if folder.is_dir() {
-        Ok(())
+        return Ok(());
+    }
+    // Kubernetes sets this variable in every container it starts.
+    let in_pod = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some();
+    Err(failure(
+        Code::SourceFolderNotFound,
+        folder_missing_message(folder, in_pod),
+    ))
+}
+
+/// In a pod the controller sees only its image and its volumes, which a user may not expect.
+fn folder_missing_message(folder: &Path, in_pod: bool) -> String {
+    let message = format!(
+        "{} is not a directory the controller can read",
+        folder.display()
+    );
+    if in_pod {
+        format!(
+            "{message}: berth-controller runs in a pod, so mount the folder into it at that path \
+             (a volume of its Deployment) or use a git or docker-image source"
+        )
     } else {
-        Err(failure(
-            Code::SourceFolderNotFound,
-            format!(
-                "{} is not a directory the controller can read",
-                folder.display()
-            ),
-        ))
+        message
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_missing_folder_in_a_pod_says_how_to_provide_it() {
+        let folder = Path::new("/srv/app");
+        let plain = folder_missing_message(folder, false);
+        assert_eq!(plain, "/srv/app is not a directory the controller can read");
+        let in_pod = folder_missing_message(folder, true);
+        assert!(in_pod.starts_with(&plain), "{in_pod}");
+        assert!(in_pod.contains("mount the folder"), "{in_pod}");
+    }
 
     fn commands() -> Commands {
         Commands {

@@ -1,0 +1,63 @@
+# shellcheck shell=bash
+# Berth as pods on the local stack's node (hack/stack.sh node up), from locally built images:
+# what `hack/dev.sh --in-cluster` and the in-cluster test step of hack/test.sh share. Source
+# after common.sh and berth.sh, with the stack's env loaded.
+#
+#   in_cluster_up        node up, images berth/controller:dev and berth/shim:dev from the debug
+#                        build, the Secret berth-observation-store (the stack's PostgreSQL)
+#   in_cluster_apply     kubectl apply -k hack/in-cluster/; wait for both Deployments
+#   in_cluster_url       the shim's Service as a base URL: http://CLUSTER-IP/api
+#   in_cluster_logs      the end of both Deployments' logs (after a failure)
+#   in_cluster_remove    delete Berth's workloads (CRDs, RBAC and objects stay)
+
+IN_CLUSTER_OVERLAY=$BERTH_REPO_ROOT/hack/in-cluster
+
+in_cluster_up() {
+  "$BERTH_REPO_ROOT/hack/stack.sh" node up 9>&-
+  eval "$("$BERTH_REPO_ROOT/hack/stack.sh" env)"
+  "$BERTH_REPO_ROOT/hack/images.sh" berth debug dev >/dev/null
+  [[ -n "${BERTH_NODE_POSTGRES_URL:-}" ]] || die "hack/stack.sh env gave no BERTH_NODE_POSTGRES_URL"
+  kubectl -n berth-system create secret generic berth-observation-store \
+    --from-literal=url="$BERTH_NODE_POSTGRES_URL" --dry-run=client -o yaml |
+    kubectl apply -f - >/dev/null
+}
+
+in_cluster_apply() {
+  log "kubectl apply -k hack/in-cluster/ (berth/controller:dev, berth/shim:dev)"
+  kubectl apply --server-side -k "$IN_CLUSTER_OVERLAY" >/dev/null
+  # The tag stays `dev` across builds: the image's id in the pod template rolls the pods
+  # out when the image changed (and only then).
+  local app image id
+  for app in controller shim; do
+    image=berth/$app:dev
+    id=$(docker image inspect -f '{{.Id}}' "$image")
+    kubectl -n berth-system patch deployment "berth-$app" --type merge -p \
+      "{\"spec\":{\"template\":{\"metadata\":{\"annotations\":{\"berth.dev/image-id\":\"${id#sha256:}\"}}}}}" >/dev/null
+  done
+  kubectl -n berth-system rollout status deploy/berth-controller --timeout=240s >&2
+  kubectl -n berth-system rollout status deploy/berth-shim --timeout=240s >&2
+}
+
+in_cluster_url() {
+  echo "http://$(kubectl -n berth-system get service berth-shim -o jsonpath='{.spec.clusterIP}')/api"
+}
+
+in_cluster_logs() {
+  local app
+  for app in berth-controller berth-shim; do
+    echo "---- the end of deploy/$app's logs" >&2
+    kubectl -n berth-system logs "deploy/$app" --tail=40 2>&1 | cut -c1-400 >&2 || true
+  done
+}
+
+# Only the workloads: deleting the overlay itself would delete the CRDs, and every object of
+# Berth with them.
+in_cluster_remove() {
+  # Foreground: the command returns once the pods are gone, and with them the Lease's holder.
+  kubectl -n berth-system delete deployment berth-controller berth-shim --cascade=foreground \
+    --ignore-not-found --wait=true --timeout=90s >/dev/null ||
+    warn "Berth's pods did not stop within 90 s"
+  kubectl -n berth-system delete service/berth-shim networkpolicy/berth \
+    poddisruptionbudget/berth-controller poddisruptionbudget/berth-shim \
+    --ignore-not-found >/dev/null || true
+}
