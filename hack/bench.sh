@@ -24,6 +24,9 @@
 #                         (1,000 resources) and GET /deployments?resourceId= (500 attempts) p99
 #                         against GET /projects p99; 1,000 resources on the wire compressed;
 #                         change-feed latency from a status write to the client
+#   hack/bench.sh in-cluster  Berth as pods on the stack's node from release images: image
+#                         sizes, pod start to Ready, failover p50 against the Lease's duration,
+#                         memory of each pod at rest
 #   hack/bench.sh build   a warm rebuild of an unchanged commit against a plain docker build of
 #                         the same files over SSH; push-to-serving time of a small app
 set -euo pipefail
@@ -41,6 +44,8 @@ source "$HACK_DIR/lib/bench-tls.sh"
 source "$HACK_DIR/lib/bench-build.sh"
 # shellcheck source-path=SCRIPTDIR
 source "$HACK_DIR/lib/bench-console.sh"
+# shellcheck source-path=SCRIPTDIR
+source "$HACK_DIR/lib/bench-in-cluster.sh"
 
 usage() {
   cat <<USAGE
@@ -130,6 +135,13 @@ Commands:
         app (about 2,000 lines/s) on the quickstart's server, its Logs tab followed for SECONDS
         (default 30): lines painted per second (goal >= 1,000 and >= 0.9x node reading the bare
         event stream), the longest task (goal <= 100 ms), lines in the page (<= 2,000), heap.
+  in-cluster [RUNS]
+        Berth as pods on the stack's node (hack/stack.sh node up) from release images built for
+        the run (berth/controller:bench, berth/shim:bench), the quickstart applied: image sizes
+        (goal <= 60 MB), each pod's creation to Ready, memory of each pod 30 s after the
+        quickstart is Ready (goals <= 64 MiB shim, <= 96 MiB controller), and RUNS (default 5)
+        failovers after a delete and after a forced kill of the leader's pod: p50 against the
+        Lease's 15 s (goal <= 15 s). Ends with the node down: run hack/dev.sh afterwards.
 USAGE
 }
 
@@ -366,6 +378,7 @@ case "${1:-}" in
   build) shift; bench_build "$@" ;;
   console-api) shift; bench_console_api "$@" ;;
   console-ui) shift; bench_console_ui "$@" ;;
+  in-cluster) shift; bench_in_cluster "$@" ;;
   -h | --help | help) usage ;;
   *) usage >&2; exit 2 ;;
 esac

@@ -158,6 +158,30 @@ impl Attempts {
         }
     }
 
+    /// Tells the running attempts of a resource that is being deleted to stop, and waits up to
+    /// `grace` until they have: an attempt still running could start a container after the
+    /// resource's cleanup removed the others. Waits by short sleeps, only while one runs.
+    pub async fn stop_resource(&self, namespace: &str, resource: &str, grace: Duration) {
+        let keys: Vec<AttemptKey> = self
+            .state()
+            .tasks
+            .values()
+            .filter(|r| r.key.namespace == namespace && r.key.resource == resource)
+            .map(|r| r.key.clone())
+            .collect();
+        for key in &keys {
+            self.signal(key, Interrupt::Deleted);
+        }
+        let deadline = tokio::time::Instant::now() + grace;
+        while keys.iter().any(|key| self.is_running(key)) {
+            if tokio::time::Instant::now() >= deadline {
+                tracing::warn!(resource, "deployment attempts did not stop in time");
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// Starts the attempt's task unless it runs already or the controller stops; returns
     /// whether it started. When the task ends (`after` is how long to wait first, say after a
     /// failed API call), the Deployment is reconciled again.

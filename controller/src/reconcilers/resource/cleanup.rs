@@ -16,6 +16,9 @@ use crate::error::Result;
 use crate::reconcilers::deployment::runtime::Target;
 use crate::reconcilers::deployment::{compose, connect, package};
 
+/// How long deletion waits for the resource's running attempts to stop.
+const STOP_ATTEMPTS_WITHIN: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Removes the resource's containers and route, then its deployments. An unreachable server
 /// does not block deletion forever: an event says what was left behind.
 pub(super) async fn cleanup(
@@ -32,6 +35,11 @@ pub(super) async fn cleanup(
             .status
             .as_ref()
             .is_some_and(|s| s.last_deployment_id.is_some());
+    // A running attempt stops first, so that nothing it starts outlives the cleanup.
+    context
+        .attempts
+        .stop_resource(namespace, &name, STOP_ATTEMPTS_WITHIN)
+        .await;
     if let Some(server_id) = resource.spec.server_id.as_ref().filter(|_| ever_deployed) {
         clear_server(resource, context, namespace, server_id).await?;
     }

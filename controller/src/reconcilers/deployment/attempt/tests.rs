@@ -518,6 +518,28 @@ fn key(name: &str, resource: &str, second: i64) -> super::super::supervisor::Att
 }
 
 #[tokio::test]
+async fn a_deleted_resource_s_attempts_stop_before_its_cleanup_goes_on() {
+    let attempts = super::super::supervisor::Attempts::default();
+    let (seen, mut heard) = tokio::sync::mpsc::unbounded_channel();
+    let (web, api) = (key("dep-web-1", "web", 1), key("dep-api-1", "api", 1));
+    assert!(attempts.start(web.clone(), waiting_task(seen.clone())));
+    assert!(attempts.start(api.clone(), waiting_task(seen)));
+    attempts
+        .stop_resource("org-acme", "web", Duration::from_secs(5))
+        .await;
+    assert!(
+        !attempts.is_running(&web),
+        "stopped before the call returned"
+    );
+    assert_eq!(heard.recv().await, Some(Interrupt::Deleted));
+    assert!(
+        attempts.is_running(&api),
+        "another resource's attempt goes on"
+    );
+    attempts.shut_down(Duration::from_secs(1)).await;
+}
+
+#[tokio::test]
 async fn the_supervisor_signals_running_attempts_and_stops_them_on_shutdown() {
     use futures::StreamExt;
     let attempts = super::super::supervisor::Attempts::default();

@@ -1,0 +1,128 @@
+# shellcheck shell=bash
+# hack/bench.sh in-cluster [RUNS]: Berth as pods on the stack's node (hack/stack.sh node up),
+# from release images (what users run), with the quickstart applied:
+#   image sizes (goal: at most 60 MB each)
+#   seconds from each pod's creation to Ready
+#   failover, RUNS times each (default 5): the Lease holder's pod deleted (SIGTERM: it releases
+#     the Lease) and killed (--force --grace-period=0: it cannot), seconds until the other
+#     replica holds the Lease; p50 against the Lease's duration, the longest a standby waits
+#     for a holder that is gone (goal: p50 at most 15 s)
+#   memory of each pod at rest (goals: at most 64 MiB shim, 96 MiB controller)
+# Afterwards Berth runs as processes again (hack/dev.sh's way). Source after common.sh.
+
+IN_CLUSTER_BENCH_TAG=bench
+IN_CLUSTER_LEASE_SECONDS=15
+
+in_cluster_bench_images() {
+  log "building berth-controller and berth-shim (release) and their images"
+  (cd "$HACK_DIR/.." && cargo build --quiet --release -p berth-controller \
+    -p berth-apiserver-shim --bin berth-controller --bin berth-shim)
+  "$HACK_DIR/images.sh" berth release "$IN_CLUSTER_BENCH_TAG"
+}
+
+in_cluster_bench_holder() {
+  kubectl -n berth-system get lease berth-controller -o jsonpath='{.spec.holderIdentity}'
+}
+
+# in_cluster_failover MODE: seconds (3 decimals) from deleting the holder's pod to a new holder.
+in_cluster_failover() {
+  local holder now started
+  kubectl -n berth-system rollout status deploy/berth-controller --timeout=240s >/dev/null
+  holder=$(in_cluster_bench_holder)
+  started=$(date +%s%3N)
+  if [[ "$1" == kill ]]; then
+    kubectl -n berth-system delete pod "$holder" --force --grace-period=0 >/dev/null 2>&1
+  else
+    kubectl -n berth-system delete pod "$holder" --wait=false >/dev/null
+  fi
+  while now=$(in_cluster_bench_holder) && [[ -z "$now" || "$now" == "$holder" ]]; do
+    (($(date +%s%3N) - started > 120000)) && die "no new Lease holder within 120 s"
+    sleep 0.05
+  done
+  echo "scale=3; ($(date +%s%3N) - $started) / 1000" | bc
+}
+
+in_cluster_p50() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+# MiB of the pods' main containers, one line per pod: NAME MIB.
+in_cluster_memory() {
+  local app=$1 name
+  for name in $(docker ps --filter "label=io.kubernetes.container.name=$app" \
+    --filter label=io.kubernetes.pod.namespace=berth-system --format '{{.Names}}'); do
+    docker stats --no-stream --format '{{.MemUsage}}' "$name" |
+      awk -v n="$name" '{ v = $1; m = v + 0; if (v ~ /GiB/) m *= 1024; else if (v ~ /KiB/) m /= 1024; printf "%s %.1f\n", n, m }'
+  done
+}
+
+bench_in_cluster() {
+  local runs=${1:-5} failed=0
+  ensure_packages bc:bc
+  stack_env
+  # shellcheck source-path=SCRIPTDIR
+  source "$HACK_DIR/lib/berth.sh"
+  # shellcheck source-path=SCRIPTDIR
+  source "$HACK_DIR/lib/in-cluster.sh"
+  berth_build
+  in_cluster_bench_images
+  berth_install_crds
+  berth_install_rbac
+  exec 9>"$BERTH_STACK_DIR/integration.lock"
+  flock 9
+  berth_stop_shim
+  berth_stop_controller
+  in_cluster_up
+  in_cluster_apply
+  kubectl -n berth-system set image deploy/berth-controller \
+    "controller=berth/controller:$IN_CLUSTER_BENCH_TAG" >/dev/null
+  kubectl -n berth-system set image deploy/berth-shim "shim=berth/shim:$IN_CLUSTER_BENCH_TAG" >/dev/null
+  kubectl -n berth-system rollout status deploy/berth-controller --timeout=240s >&2
+  kubectl -n berth-system rollout status deploy/berth-shim --timeout=240s >&2
+  BERTH_URL=$(in_cluster_url)
+  berth_bootstrap_admin
+  berth_quickstart_secret
+  kubectl apply --server-side -k "$HACK_DIR/in-cluster/quickstart" >/dev/null
+  kubectl kustomize "$HACK_DIR/in-cluster/quickstart" |
+    kubectl wait --for=condition=Ready --timeout=240s -f - >/dev/null
+
+  echo
+  echo "Berth in the cluster ($(nproc) cores, release images :$IN_CLUSTER_BENCH_TAG)"
+  local image size
+  for image in controller shim; do
+    size=$(docker image inspect -f '{{.Size}}' "berth/$image:$IN_CLUSTER_BENCH_TAG")
+    size=$((size / 1000000))
+    echo "image berth/$image: $size MB (goal: at most 60)"
+    ((size <= 60)) || failed=1
+  done
+  echo "pod creation to Ready (s): $(kubectl -n berth-system get pods -o json | jq -r '
+    [.items[] | select(.metadata.deletionTimestamp == null)
+     | (.status.conditions[] | select(.type == "Ready" and .status == "True")
+        | .lastTransitionTime | fromdate) - (.metadata.creationTimestamp | fromdate)
+     | tostring] | join(" ")')"
+
+  log "memory at rest: 30 s after the quickstart is Ready"
+  sleep 30
+  local name mib
+  while read -r name mib; do
+    echo "memory ${name%%_berth-*}: $mib MiB"
+    if [[ "$name" == k8s_shim* ]]; then
+      awk -v m="$mib" 'BEGIN { exit !(m <= 64) }' || failed=1
+    else
+      awk -v m="$mib" 'BEGIN { exit !(m <= 96) }' || failed=1
+    fi
+  done < <(in_cluster_memory controller; in_cluster_memory shim)
+
+  local mode p50 all
+  for mode in delete kill; do
+    all=$(for _ in $(seq 1 "$runs"); do in_cluster_failover "$mode"; done)
+    p50=$(in_cluster_p50 <<<"$all")
+    echo "failover after a $mode of the leader's pod (s): $(echo "$all" | tr '\n' ' ')p50 $p50;" \
+      "ratio to the Lease's $IN_CLUSTER_LEASE_SECONDS s: $(echo "scale=2; $p50 / $IN_CLUSTER_LEASE_SECONDS" | bc)"
+    awk -v p="$p50" 'BEGIN { exit !(p <= 15) }' || failed=1
+  done
+
+  in_cluster_remove
+  "$HACK_DIR/stack.sh" node down 9>&-
+  exec 9>&-
+  log "Berth as processes again: run hack/dev.sh"
+  return "$failed"
+}
