@@ -9,7 +9,7 @@ use std::time::Duration;
 use berth_crds::deployment::Deployment;
 use berth_crds::member::OrganizationRole;
 use berth_tests::rest::TestOrg;
-use berth_tests::{client, eventually, random_suffix};
+use berth_tests::{client, eventually, eventually_explained, random_suffix};
 use kube::Api;
 use serde_json::{Value, json};
 
@@ -246,8 +246,15 @@ async fn build_output_is_streamed_and_the_timeline_outlives_the_attempt() {
             .then_some(())
     })
     .await;
-    let kept = member.get(&path).await.ok();
-    assert!(kept.get("status").is_none(), "{kept}");
+    // The shim learns of the deletion from its watch, a moment after the API server.
+    let kept = eventually_explained(Duration::from_secs(30), "no status left", || async {
+        let kept = member.get(&path).await.ok();
+        match kept.get("status") {
+            None => Ok(kept),
+            Some(status) => Err(format!("status {status}")),
+        }
+    })
+    .await;
     assert_eq!(kept["entries"].as_array().unwrap().len(), entries.len());
 
     assert_never_shown(&secret, &[&text, &failed_text]);
