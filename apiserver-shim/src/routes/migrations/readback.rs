@@ -266,20 +266,23 @@ fn judge_health(value: &Value) -> Judgement {
     (summary, evaluation, settling)
 }
 
-/// A deployment that succeeded passes; one still running is settling; any other end fails.
+/// A deployment that succeeded passes; one still running is settling; one superseded by a
+/// newer deployment of its resource (a later step changed the resource, which redeployed it)
+/// is only observed: the resource's live health judges what serves now; any other end fails.
 fn judge_deployment(value: &Value) -> Judgement {
     let current = text(value, "/status/current");
+    let code = value.pointer("/latestFailure/code").and_then(Value::as_str);
     let mut summary = Map::new();
     summary.insert("id".into(), text(value, "/deployment/id").into());
     summary.insert("current".into(), current.into());
-    if let Some(code) = value.pointer("/latestFailure/code").and_then(Value::as_str) {
+    if let Some(code) = code {
         summary.insert("errorCode".into(), code.into());
     }
     let finished = ["succeeded", "failed", "canceled", "rolled-back"].contains(&current);
-    let evaluation = if current == "succeeded" {
-        PASSED
-    } else {
-        ATTENTION
+    let evaluation = match (current, code) {
+        ("succeeded", _) => PASSED,
+        ("canceled", Some("superseded")) => OBSERVED,
+        _ => ATTENTION,
     };
     (summary, evaluation, !finished)
 }
@@ -379,6 +382,16 @@ mod tests {
         assert_eq!(summary["errorCode"], "port_not_listening");
         let done = json!({"status": {"current": "succeeded"}});
         assert_eq!(judge_deployment(&done).1, PASSED);
+        let superseded =
+            json!({"status": {"current": "canceled"}, "latestFailure": {"code": "superseded"}});
+        assert_eq!(
+            judge_deployment(&superseded).1,
+            OBSERVED,
+            "the resource's health judges"
+        );
+        let canceled =
+            json!({"status": {"current": "canceled"}, "latestFailure": {"code": "canceled"}});
+        assert_eq!(judge_deployment(&canceled).1, ATTENTION);
     }
 
     #[test]
