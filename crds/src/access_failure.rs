@@ -63,7 +63,7 @@ pub fn reason(code: &str) -> Option<Reason> {
     Some(reason)
 }
 
-pub use berth_api::access_failure::{AccessFailureEvidence, AccessRoute, AffectedRequest};
+pub use berth_vocabulary::access_failure::{AccessFailureEvidence, AccessRoute, AffectedRequest};
 
 /// Evidence the store kept, with its code's reason as it is now: evidence recorded before
 /// the spec's value sets named a path's 404 `resource_access_path_not_found` and the phase of

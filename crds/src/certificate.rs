@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::Condition;
 use crate::limits::OBJECT_NAME_MAX;
 
-pub use berth_api::certificates::CertificateReason;
+pub use berth_vocabulary::certificates::CertificateReason;
 
 /// A TLS certificate for a domain binding; the key pair lives in a `kubernetes.io/tls` Secret.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]

@@ -6,9 +6,10 @@ use k8s_openapi::jiff::Timestamp;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use berth_api::conditions::ConditionRecord;
-/// Status of a condition, as Kubernetes spells it: a wire type too, defined in `berth-api`.
-pub use berth_api::conditions::ConditionStatus;
+use berth_vocabulary::conditions::ConditionRecord;
+/// Status of a condition, as Kubernetes spells it: a wire type too, defined in
+/// `berth-vocabulary`.
+pub use berth_vocabulary::conditions::ConditionStatus;
 
 /// Condition type every kind reports; `kubectl wait --for=condition=Ready` reads it.
 pub const READY: &str = "Ready";

@@ -58,8 +58,8 @@ pub struct DeployTokenSpec {
     pub secret_suffix: String,
 }
 
-/// The six scope arrays of a deploy token: a wire type too, defined in `berth-api`.
-pub use berth_api::deploy_tokens::DeployTokenScope;
+/// The six scope arrays of a deploy token: a wire type too, defined in `berth-vocabulary`.
+pub use berth_vocabulary::deploy_tokens::DeployTokenScope;
 
 /// What the platform observed about a deploy token.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]

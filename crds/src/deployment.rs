@@ -23,9 +23,10 @@ pub type AttemptOrder = (Option<Timestamp>, Option<Timestamp>, String);
 use crate::Condition;
 use crate::common::SourceDescriptor;
 
-/// Phase and step are wire types too (progress events carry them): defined in `berth-api`.
-pub use berth_api::deployments::DeploymentState;
-pub use berth_api::progress::{DeploymentPhase, DeploymentStep};
+/// Phase and step are wire types too (progress events carry them): defined in
+/// `berth-vocabulary`.
+pub use berth_vocabulary::deployments::DeploymentState;
+pub use berth_vocabulary::progress::{DeploymentPhase, DeploymentStep};
 
 /// One attempt to deploy a resource. A newer attempt for the same resource supersedes it.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]

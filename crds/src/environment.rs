@@ -11,7 +11,7 @@ use crate::limits::NAME_MAX;
 use crate::variable::PlainVariable;
 
 /// Every value `spec.kind` may take (a closed set, checked by the API server and the shim).
-pub use berth_api::environments::ENVIRONMENT_KINDS;
+pub use berth_vocabulary::environments::ENVIRONMENT_KINDS;
 
 /// Condition reasons of an Environment.
 pub mod reason {

@@ -334,7 +334,7 @@ impl Serialize for RuntimeBlock {
 impl ResourceHealth {
     /// The record as the wire has it (no `null` field): what the health history keeps.
     pub fn to_json(&self) -> Value {
-        berth_api::wire::to_value(self).unwrap_or_default()
+        berth_vocabulary::wire::to_value(self).unwrap_or_default()
     }
 }
 
@@ -555,7 +555,7 @@ fn latest_deployment(deployment: &Deployment) -> LatestDeployment {
         last_error: status
             .last_error
             .as_ref()
-            .and_then(|e| berth_api::wire::to_value(e).ok()),
+            .and_then(|e| berth_vocabulary::wire::to_value(e).ok()),
     }
 }
 
@@ -580,7 +580,7 @@ fn health_policy(resource: &Resource) -> HealthPolicy {
             reason_code: Some("health_check_not_configured"),
         };
     };
-    let command = check.kind == berth_api::resource_input::HealthCheckKind::Command;
+    let command = check.kind == berth_vocabulary::resource_input::HealthCheckKind::Command;
     HealthPolicy {
         status: "configured",
         enabled: true,

@@ -1,7 +1,8 @@
-//! The limits of spec §8 and the field bounds Berth adds to them: defined once in `berth-api`
-//! (the CLI does not depend on this crate) and re-exported here for the CRD schemas.
+//! The limits of spec §8 and the field bounds Berth adds to them: defined once in
+//! `berth-vocabulary` (which the REST wire types share) and re-exported here for the CRD
+//! schemas.
 
-pub use berth_api::limits::*;
+pub use berth_vocabulary::limits::*;
 
 #[cfg(test)]
 mod tests {

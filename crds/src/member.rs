@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::Condition;
 
-/// Role of a member in an organization (spec §5): a wire type too, defined in `berth-api`.
-pub use berth_api::members::OrganizationRole;
+/// Role of a member in an organization (spec §5): a wire type too, defined in
+/// `berth-vocabulary`.
+pub use berth_vocabulary::members::OrganizationRole;
 
 /// A user's membership of the organization owning this namespace.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]

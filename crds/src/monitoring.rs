@@ -11,10 +11,10 @@ pub const SAMPLES_SCHEMA_VERSION: &str = "runtime-monitoring.samples.list/v1";
 /// `labels.providerKey` of every sample: read from Docker and the kernel over SSH.
 pub const PROVIDER_KEY: &str = "docker";
 
-use berth_api::monitoring as wire;
-/// The signals, scopes and metrics of a sample, and its wire form: defined once in `berth-api`,
-/// whose threshold rules name them too.
-pub use berth_api::monitoring::{
+use berth_vocabulary::monitoring as wire;
+/// The signals, scopes and metrics of a sample, and its wire form: defined once in
+/// `berth-vocabulary`, whose threshold rules name them too.
+pub use berth_vocabulary::monitoring::{
     ResourceMetrics, STORED_METRICS, ScopeKind, Signal, StoredMetric, Totals, wire_metric,
 };
 

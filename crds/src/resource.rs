@@ -24,18 +24,18 @@ use crate::limits::{
 };
 
 /// The profiles and the access summary a Resource holds, which the REST API serves as they
-/// are: defined once in `berth-api`, too.
-pub use berth_api::access::{
+/// are: defined once in `berth-vocabulary`, too.
+pub use berth_vocabulary::access::{
     AccessScheme, AccessSummary, AppliedAccessRoute, PlannedAccessRoute, ProxyRouteStatus,
 };
-pub use berth_api::build::{BuildStrategy, SourceKind};
-/// The wire enums of a Resource's spec: defined once in `berth-api`, which the REST API's
-/// requests and the CLI use too.
-pub use berth_api::resource_input::{
+pub use berth_vocabulary::build::{BuildStrategy, SourceKind};
+/// The wire enums of a Resource's spec: defined once in `berth-vocabulary`, which the REST
+/// API's requests and the CLI use too.
+pub use berth_vocabulary::resource_input::{
     ExposureMode, GeneratedAccessMode, HealthCheckKind, ResourceKind, RestartPolicy, ServiceKind,
     UpstreamProtocol,
 };
-pub use berth_api::resources::{AccessProfile, NetworkProfile, ResourceService};
+pub use berth_vocabulary::resources::{AccessProfile, NetworkProfile, ResourceService};
 
 /// A deployable resource in an environment of a project.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
@@ -278,7 +278,7 @@ pub fn source_binding_fingerprint(source: &SourceDescriptor) -> String {
     let repository = SourceKind::parse("source.kind", &source.kind)
         .ok()
         .filter(|kind| kind.is_git())
-        .and_then(|_| berth_api::repository::RepoLocator::parse(&source.locator).ok());
+        .and_then(|_| berth_vocabulary::repository::RepoLocator::parse(&source.locator).ok());
     let binding = match (&repository, source.kind.as_str()) {
         (Some(repository), _) => format!(
             "{}\n{}",

@@ -12,8 +12,8 @@ use crate::limits::{NAME_MAX, OBJECT_NAME_MAX, TCP_PORT_MAX};
 pub const DEFAULT_PROXY_IMAGE: &str = "berth/edge-caddy:2.6.2";
 
 /// Edge proxy run on a server, its lifecycle and its facts: wire types too, defined in
-/// `berth-api`.
-pub use berth_api::servers::{ProxyKind, ServerFacts, ServerLifecycle};
+/// `berth-vocabulary`.
+pub use berth_vocabulary::servers::{ProxyKind, ServerFacts, ServerLifecycle};
 
 /// A server reached over SSH. Deleting it is refused until it is inactive and its delete
 /// blockers are clear.

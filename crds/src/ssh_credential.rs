@@ -10,8 +10,8 @@ use crate::Condition;
 use crate::limits::{NAME_MAX, OBJECT_NAME_MAX};
 use crate::server::{Server, ServerLifecycle};
 
-/// Kind of SSH credential: a wire type too, defined in `berth-api`.
-pub use berth_api::credentials::SshCredentialKind;
+/// Kind of SSH credential: a wire type too, defined in `berth-vocabulary`.
+pub use berth_vocabulary::credentials::SshCredentialKind;
 
 /// A reusable SSH credential. Deleting it is refused while any server uses it.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::Condition;
 use crate::limits::{DESCRIPTION_MAX, NAME_MAX, OBJECT_NAME_MAX, TEXT_MAX};
 
-pub use berth_api::storage::{StorageVolumeKind, check_source_path};
+pub use berth_vocabulary::storage::{StorageVolumeKind, check_source_path};
 
 /// A storage volume of an environment. Deleting it keeps the data on servers.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]

@@ -1,8 +1,8 @@
 //! ThresholdPolicy: non-enforcing runtime-monitoring thresholds (spec §2.2 "Threshold policy").
 //! Crossing a threshold is reported; nothing is stopped or throttled.
 
-use berth_api::thresholds::{DEFAULT_FOR_SAMPLES, RuleFields, ScopeInput, policy_name};
-use berth_api::validate::{Checked, FieldError};
+use berth_vocabulary::thresholds::{DEFAULT_FOR_SAMPLES, RuleFields, ScopeInput, policy_name};
+use berth_vocabulary::validate::{Checked, FieldError};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -10,9 +10,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::Condition;
 
-/// How a boundary is compared and the largest `forSamples`: defined once in `berth-api`, whose
-/// requests and rule checks use them too.
-pub use berth_api::thresholds::{Comparator, MAX_FOR_SAMPLES, actor_kind};
+/// How a boundary is compared and the largest `forSamples`: defined once in
+/// `berth-vocabulary`, whose rule checks the REST API's requests run too.
+pub use berth_vocabulary::thresholds::{Comparator, MAX_FOR_SAMPLES, actor_kind};
 
 /// Monitoring thresholds for one scope.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
@@ -72,7 +72,7 @@ pub struct MonitoringScope {
 }
 
 /// The REST API's scope as stored, and back: one place spells out the fields, so the scope's
-/// own id and policy name come from `berth-api` alone ([`ScopeInput::own_id`]).
+/// own id and policy name come from `berth-vocabulary` alone ([`ScopeInput::own_id`]).
 impl From<ScopeInput> for MonitoringScope {
     fn from(input: ScopeInput) -> Self {
         let ScopeInput {
@@ -116,8 +116,8 @@ impl From<MonitoringScope> for ScopeInput {
 }
 
 impl MonitoringScope {
-    /// The one policy name of the scope, `<kind>-<id>`, by `berth-api`'s rule (which a POST
-    /// body's checks run too); an error names `scope.<field>`.
+    /// The one policy name of the scope, `<kind>-<id>`, by `berth-vocabulary`'s rule (which a
+    /// POST body's checks run too); an error names `scope.<field>`.
     pub fn policy_name(&self) -> Result<String, FieldError> {
         let input = ScopeInput::from(self.clone());
         policy_name(&self.kind, input.own_id())
@@ -227,8 +227,8 @@ impl ThresholdRule {
         }
     }
 
-    /// The rule as `berth-api`'s rule checks read it; every field but the id (spelt out, so a
-    /// new field is weighed here).
+    /// The rule as `berth-vocabulary`'s rule checks read it; every field but the id (spelt out,
+    /// so a new field is weighed here).
     pub fn fields(&self) -> RuleFields<'_> {
         let Self {
             rule_id: _,
@@ -251,8 +251,8 @@ impl ThresholdRule {
         }
     }
 
-    /// Why the rule is inconsistent, by `berth-api`'s rule checks (the REST API runs them on a
-    /// request's rules): the error names the field under `at`, e.g. `spec.rules[2].metric`.
+    /// Why the rule is inconsistent, by `berth-vocabulary`'s rule checks (the REST API runs them
+    /// on a request's rules): the error names the field under `at`, e.g. `spec.rules[2].metric`.
     pub fn problem(&self, at: &str) -> Checked {
         self.fields().check(at)
     }

@@ -3,15 +3,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// Why a certificate is requested.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum CertificateReason {
-    #[default]
-    Issue,
-    Renew,
-    Replace,
-}
+// Shared with the CRDs: defined in `berth-vocabulary`.
+pub use berth_vocabulary::certificates::CertificateReason;
 
 /// `POST /certificates/issue-or-renew`.
 #[derive(Serialize, Deserialize, JsonSchema, Debug)]

@@ -5,6 +5,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::Confirmation;
 
+// Shared with the CRDs: defined in `berth-vocabulary`.
+pub use berth_vocabulary::credentials::SshCredentialKind;
+
 #[derive(Serialize, Deserialize, JsonSchema, Debug)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct DeleteCredential {
@@ -21,14 +24,6 @@ pub struct RotateCredential {
     /// Must carry `credentialId` equal to the credential being rotated.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub confirmation: Option<Confirmation>,
-}
-
-/// Kind of SSH credential; the spec names only private keys.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum SshCredentialKind {
-    #[default]
-    SshPrivateKey,
 }
 
 #[derive(Serialize, Deserialize, JsonSchema, Debug)]

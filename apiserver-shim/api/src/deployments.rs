@@ -5,6 +5,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::progress::ProgressEvent;
 
+// Shared with the CRDs: defined in `berth-vocabulary`.
+pub use berth_vocabulary::deployments::DeploymentState;
+
 /// The timeline's `schemaVersion`.
 pub const TIMELINE_SCHEMA_VERSION: &str = "deployments.timeline/v1";
 
@@ -35,31 +38,6 @@ pub struct StartDeployment {
 #[serde(rename_all = "camelCase")]
 pub struct DeploymentCreated {
     pub id: String,
-}
-
-/// Status of a deployment attempt.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum DeploymentState {
-    Created,
-    Planning,
-    Planned,
-    Running,
-    CancelRequested,
-    Succeeded,
-    Failed,
-    Canceled,
-    RolledBack,
-}
-
-impl DeploymentState {
-    /// Whether the attempt has ended and will not change again.
-    pub fn is_terminal(self) -> bool {
-        matches!(
-            self,
-            Self::Succeeded | Self::Failed | Self::Canceled | Self::RolledBack
-        )
-    }
 }
 
 /// `GET /resources/{resourceId}/deployments/{deploymentId}/timeline`: an attempt's timeline,

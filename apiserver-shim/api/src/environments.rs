@@ -3,17 +3,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// Every value an environment's `kind` may take (a closed set, checked by the API server and
-/// the shim).
-pub const ENVIRONMENT_KINDS: &[&str] = &[
-    "local",
-    "development",
-    "test",
-    "staging",
-    "production",
-    "preview",
-    "custom",
-];
+// Shared with the CRDs: defined in `berth-vocabulary`.
+pub use berth_vocabulary::environments::ENVIRONMENT_KINDS;
 
 #[derive(Serialize, Deserialize, JsonSchema, Debug)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]

@@ -1,7 +1,9 @@
 //! Berth's REST wire types (DESIGN §1): the bodies `berth-shim` accepts and answers with and
 //! the `berth` CLI sends and reads, defined once so client and server cannot drift. Only serde
 //! and schemars: no web server, no Kubernetes client, no I/O. Modules mirror the shim's route
-//! groups; the shim re-exports each type where its routes declare it.
+//! groups; the shim re-exports each type where its routes declare it. What the CRDs hold too
+//! (progress, access summaries, limits, field checks…) is defined in `berth-vocabulary`, below
+//! both, and re-exported here at the same paths.
 //!
 //! Request types derive `Serialize` for the CLI; an absent optional field is left out of the
 //! JSON rather than sent as `null` (except where a stored digest fixes the shape).
@@ -11,15 +13,18 @@
 
 #![forbid(unsafe_code)]
 
-pub mod access;
-pub mod access_failure;
+// The vocabulary shared with the CRDs, defined in `berth-vocabulary` and re-exported at the
+// paths it always had here. Modules below that define wire types of their own re-export the
+// shared ones beside them.
+pub use berth_vocabulary::{
+    access, access_failure, build, conditions, limits, progress, repository, validate, wire,
+};
+
 pub mod account;
 pub mod activity;
 pub mod bootstrap;
-pub mod build;
 pub mod certificates;
 pub mod common;
-pub mod conditions;
 pub mod credentials;
 pub mod decisions;
 pub mod deploy_tokens;
@@ -30,16 +35,13 @@ pub mod environments;
 pub mod error;
 pub mod identity;
 pub mod invitations;
-pub mod limits;
 pub mod members;
 pub mod migrations;
 pub mod monitoring;
 pub mod organizations;
 pub mod overlays;
 pub mod profiles;
-pub mod progress;
 pub mod projects;
-pub mod repository;
 pub mod resource_detail;
 pub mod resource_input;
 pub mod resources;
@@ -53,6 +55,4 @@ pub mod terminal;
 pub mod thresholds;
 pub mod usage_intents;
 pub mod users;
-pub mod validate;
 pub mod variables;
-pub mod wire;

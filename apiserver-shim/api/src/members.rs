@@ -3,6 +3,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+// Shared with the CRDs: defined in `berth-vocabulary`.
+pub use berth_vocabulary::members::OrganizationRole;
+
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Default)]
 #[serde(deny_unknown_fields)]
 pub struct RemoveMember {}
@@ -18,26 +21,6 @@ pub struct TransferOwnership {
     pub from_member_id: String,
     /// An active member of the organization; it becomes `owner`.
     pub to_member_id: String,
-}
-
-/// Role of a member in an organization (spec §5).
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum OrganizationRole {
-    Owner,
-    Admin,
-    Member,
-}
-
-impl OrganizationRole {
-    /// The spelling used in the REST API.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Owner => "owner",
-            Self::Admin => "admin",
-            Self::Member => "member",
-        }
-    }
 }
 
 #[derive(Serialize, Deserialize, JsonSchema, Debug)]

@@ -4,8 +4,9 @@
 //! `validate`; its limits are [`crate::limits`], the CRD schema's. Errors name the field by its
 //! JSON path (`networkProfile.hostPort`) and say what is allowed.
 //!
-//! The enums are the Resource CRD's own (`berth-crds` re-exports them), so a request, the
-//! stored spec and the response records spell the same values by one definition.
+//! The enums are the Resource CRD's own (defined in `berth-vocabulary`, re-exported here and by
+//! `berth-crds`), so a request, the stored spec and the response records spell the same values
+//! by one definition.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -22,83 +23,11 @@ use crate::validate::{
     Checked, FieldError, absolute_path, bounded, dns_label, in_range, optional_text,
 };
 
-/// What a resource is.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum ResourceKind {
-    Application,
-    Service,
-    Database,
-    Cache,
-    ComposeStack,
-    Worker,
-    StaticSite,
-    External,
-}
-
-/// What one service of a resource does.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum ServiceKind {
-    Web,
-    Api,
-    Worker,
-    Database,
-    Cache,
-    Service,
-}
-
-/// Protocol the edge proxy speaks to the container.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum UpstreamProtocol {
-    #[default]
-    Http,
-    Tcp,
-}
-
-/// How traffic reaches the container.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum ExposureMode {
-    None,
-    #[default]
-    ReverseProxy,
-    DirectPort,
-}
-
-/// Whether a resource gets a generated access URL.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum GeneratedAccessMode {
-    #[default]
-    Inherit,
-    Disabled,
-}
-
-/// Container restart policy. Docker's `no` is spelled `never` here: YAML 1.1 readers such as
-/// kubectl turn a bare `no` into `false`, which a string field then rejects.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum RestartPolicy {
-    Never,
-    Always,
-    #[default]
-    UnlessStopped,
-    OnFailure,
-}
-
-impl RestartPolicy {
-    /// The policy name as Docker spells it.
-    pub fn docker_name(self) -> &'static str {
-        match self {
-            Self::Never => "no",
-            Self::Always => "always",
-            Self::UnlessStopped => "unless-stopped",
-            Self::OnFailure => "on-failure",
-        }
-    }
-}
+// Shared with the CRDs: defined in `berth-vocabulary`.
+pub use berth_vocabulary::resource_input::{
+    ExposureMode, GeneratedAccessMode, HealthCheckKind, ResourceKind, RestartPolicy, ServiceKind,
+    UpstreamProtocol,
+};
 
 /// One service of a resource.
 #[derive(Deserialize, Serialize, JsonSchema, Debug, Clone)]
@@ -333,16 +262,6 @@ impl RuntimeProfileInput {
             .as_ref()
             .map_or(Ok(()), HealthCheckInput::validate)
     }
-}
-
-/// What a health check does: an HTTP request (or, for `upstreamProtocol: tcp`, a connection)
-/// to a port, or a command run in the container (exit 0 is healthy).
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum HealthCheckKind {
-    #[default]
-    Http,
-    Command,
 }
 
 /// A health check; omitted settings take the platform's defaults.

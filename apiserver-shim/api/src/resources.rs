@@ -6,15 +6,15 @@ use serde::{Deserialize, Serialize};
 use crate::access::{AccessSummary, ProxyRouteStatus};
 use crate::common::Confirmation;
 use crate::deployments::DeploymentState;
-use crate::limits::{
-    ABSOLUTE_PATH_PATTERN, DESCRIPTION_MAX, DNS_LABEL_MAX, DNS_LABEL_PATTERN, MAX_PORT_NUMBER,
-    NAME_MAX, OBJECT_NAME_MAX, URL_PATH_MAX,
-};
+use crate::limits::{DESCRIPTION_MAX, DNS_LABEL_MAX, NAME_MAX, OBJECT_NAME_MAX};
 use crate::resource_input::{
-    AccessProfileInput, ExposureMode, GeneratedAccessMode, NetworkProfileInput, ResourceKind,
-    RuntimeProfileInput, ServiceInput, ServiceKind, SourceInput, UpstreamProtocol,
+    AccessProfileInput, NetworkProfileInput, ResourceKind, RuntimeProfileInput, ServiceInput,
+    SourceInput,
 };
 use crate::validate::{Checked, bounded, dns_label, optional_text};
+
+// Shared with the CRDs: defined in `berth-vocabulary`.
+pub use berth_vocabulary::resources::{AccessProfile, NetworkProfile, ResourceService};
 
 #[derive(Serialize, Deserialize, JsonSchema, Debug)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -242,57 +242,6 @@ impl ResourceRecord {
 #[derive(Serialize, Deserialize, JsonSchema, Debug)]
 pub struct ResourceList {
     pub items: Vec<ResourceRecord>,
-}
-
-/// One service of a resource.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ResourceService {
-    /// Service name (a DNS label), unique in the resource.
-    #[schemars(length(min = 1, max = DNS_LABEL_MAX), regex(pattern = DNS_LABEL_PATTERN))]
-    pub name: String,
-    /// What the service does.
-    pub kind: ServiceKind,
-}
-
-/// Which port a resource listens on and how traffic reaches it (spec §2.2 "Network profile").
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct NetworkProfile {
-    /// Port the application listens on inside the container.
-    #[schemars(range(min = 1, max = MAX_PORT_NUMBER))]
-    pub internal_port: i64,
-    /// `http` (default) or `tcp`.
-    #[serde(default)]
-    pub upstream_protocol: UpstreamProtocol,
-    /// `reverse-proxy` (default), `direct-port` or `none`.
-    #[serde(default)]
-    pub exposure_mode: ExposureMode,
-    /// Service that receives traffic, for resources with several services (a DNS label).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = DNS_LABEL_MAX), regex(pattern = DNS_LABEL_PATTERN))]
-    pub target_service_name: Option<String>,
-    /// Host port published with `direct-port` exposure.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = MAX_PORT_NUMBER))]
-    pub host_port: Option<i64>,
-}
-
-/// How the generated access URL behaves (spec §2.2 "Access profile").
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AccessProfile {
-    /// `inherit` (default) or `disabled`.
-    #[serde(default)]
-    pub generated_access_mode: GeneratedAccessMode,
-    /// Path prefix the resource is served under.
-    #[serde(default = "default_root_path")]
-    #[schemars(length(min = 1, max = URL_PATH_MAX), regex(pattern = ABSOLUTE_PATH_PATTERN))]
-    pub path_prefix: String,
-}
-
-fn default_root_path() -> String {
-    "/".to_string()
 }
 
 /// `POST /resources/{resourceId}/archive`: the resource takes no deployments or changes

@@ -6,6 +6,9 @@ use serde::{Deserialize, Serialize};
 use crate::common::Confirmation;
 use crate::conditions::ConditionRecord;
 
+// Shared with the CRDs: defined in `berth-vocabulary`.
+pub use berth_vocabulary::servers::{ProxyKind, ServerFacts, ServerLifecycle};
+
 /// An empty object (or no body).
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Default)]
 #[serde(deny_unknown_fields)]
@@ -20,16 +23,6 @@ pub struct DeleteServer {
     /// Repeating a delete with the same key (within 24 hours) returns the same result.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
-}
-
-/// Edge proxy run on a server.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum ProxyKind {
-    None,
-    #[default]
-    Caddy,
-    Traefik,
 }
 
 #[derive(Serialize, Deserialize, JsonSchema, Debug)]
@@ -136,35 +129,4 @@ pub struct Blocker {
 #[derive(Serialize, Deserialize, JsonSchema, Debug)]
 pub struct ServerList {
     pub items: Vec<ServerRecord>,
-}
-
-/// Whether a server takes deployments. Only an inactive server may be deleted.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum ServerLifecycle {
-    #[default]
-    Active,
-    Inactive,
-}
-
-/// Facts gathered from a server. The strings are optional rather than defaulting to `""`:
-/// Kubernetes 1.20 rejects a CRD whose schema has an empty-string default.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ServerFacts {
-    /// Operating system, e.g. `Debian GNU/Linux 12 (bookworm)`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub os: Option<String>,
-    /// CPU architecture, e.g. `x86_64`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub arch: Option<String>,
-    /// Number of logical CPUs.
-    #[serde(default)]
-    pub cpus: i64,
-    /// Total memory in bytes.
-    #[serde(default)]
-    pub memory_bytes: i64,
-    /// Kernel release.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kernel: Option<String>,
 }

@@ -8,74 +8,13 @@ use crate::common::Confirmation;
 use crate::limits::{DESCRIPTION_MAX, NAME_MAX, OBJECT_NAME_MAX, TEXT_MAX};
 use crate::validate::{Checked, FieldError, bounded, optional_text};
 
+// Shared with the CRDs: defined in `berth-vocabulary`.
+pub use berth_vocabulary::storage::{StorageVolumeKind, check_source_path};
+
 /// `list` answer's `schemaVersion`.
 pub const LIST_SCHEMA: &str = "storage-volumes.list/v1";
 /// `show` answer's `schemaVersion`.
 pub const SHOW_SCHEMA: &str = "storage-volumes.show/v1";
-
-/// What a storage volume is on a server.
-#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[serde(rename_all = "kebab-case")]
-pub enum StorageVolumeKind {
-    /// A Docker volume Berth names `berth-<namespace>-<id>`; it outlives containers.
-    NamedVolume,
-    /// A directory of the server (`sourcePath`) mounted into the container as it is.
-    BindMount,
-}
-
-impl StorageVolumeKind {
-    /// The kind as the API spells it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::NamedVolume => "named-volume",
-            Self::BindMount => "bind-mount",
-        }
-    }
-}
-
-/// Shell metacharacters a bind source path may not hold (Appaloft's rule).
-const UNSAFE_PATH_CHARACTERS: &[char] = &[';', '&', '|', '`', '$', '<', '>'];
-
-/// The `sourcePath` rule of a storage volume: required and an absolute, normalized host path
-/// (no `.` or `..` segments, not `/` itself, no shell metacharacters) for `bind-mount`;
-/// forbidden for `named-volume`. The shim checks it before writing, the controller before
-/// mounting a volume applied with kubectl.
-pub fn check_source_path(kind: StorageVolumeKind, source_path: Option<&str>) -> Checked {
-    match (kind, source_path) {
-        (StorageVolumeKind::NamedVolume, None) => Ok(()),
-        (StorageVolumeKind::NamedVolume, Some(_)) => Err(FieldError::new(
-            "sourcePath",
-            "sourcePath must be left out for a named-volume (Berth names its Docker volume)",
-        )),
-        (StorageVolumeKind::BindMount, None) => Err(FieldError::new(
-            "sourcePath",
-            "sourcePath is required for a bind-mount: the absolute path of a directory on the server",
-        )),
-        (StorageVolumeKind::BindMount, Some(path)) => check_host_path(path),
-    }
-}
-
-fn check_host_path(path: &str) -> Checked {
-    bounded("sourcePath", path, TEXT_MAX)?;
-    let invalid = |why: &str| Err(FieldError::new("sourcePath", format!("sourcePath {why}")));
-    if !path.starts_with('/') || path.starts_with("//") {
-        return invalid("must be an absolute path on the server, such as /srv/app/data");
-    }
-    if path.contains(UNSAFE_PATH_CHARACTERS) || path.chars().any(char::is_whitespace) {
-        return invalid("must not contain whitespace or any of ; & | ` $ < >");
-    }
-    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-    if segments.is_empty() {
-        return invalid("must not be / itself");
-    }
-    if segments.iter().any(|s| *s == "." || *s == "..") {
-        return invalid("must not contain . or .. segments");
-    }
-    if path.contains("//") {
-        return invalid("must not contain empty segments (//)");
-    }
-    Ok(())
-}
 
 /// Appaloft's create-storage-volume input.
 #[derive(Serialize, Deserialize, JsonSchema, Debug)]
@@ -209,32 +148,6 @@ pub struct DetachStorage {}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use StorageVolumeKind::{BindMount, NamedVolume};
-
-    #[test]
-    fn a_bind_mount_needs_a_clean_absolute_path_and_a_named_volume_none() {
-        assert!(check_source_path(NamedVolume, None).is_ok());
-        assert!(check_source_path(BindMount, Some("/srv/app/data")).is_ok());
-        assert!(check_source_path(BindMount, Some("/srv/data/")).is_ok());
-        for bad in [
-            None,
-            Some(""),
-            Some("srv/data"),
-            Some("//srv"),
-            Some("/"),
-            Some("/srv/../etc"),
-            Some("/srv/./x"),
-            Some("/srv/$HOME"),
-            Some("/srv/a b"),
-            Some("/srv//a"),
-            Some("https://example.com/x"),
-        ] {
-            let error = check_source_path(BindMount, bad).unwrap_err();
-            assert_eq!(error.field, "sourcePath", "{bad:?}");
-        }
-        let error = check_source_path(NamedVolume, Some("/srv")).unwrap_err();
-        assert_eq!(error.field, "sourcePath");
-    }
 
     #[test]
     fn a_create_request_names_the_field_it_breaks() {

@@ -2,8 +2,10 @@
 //! for the resource as declared is refused, by name — a 422 over REST, `Ready=False
 //! InvalidSpec` for an object applied with kubectl — never accepted and ignored.
 
-use berth_api::build::{BuildStrategy, SourceFields, SourceKind, check_source, relative_path};
-use berth_api::validate::FieldError;
+use berth_vocabulary::build::{
+    BuildStrategy, SourceFields, SourceKind, check_source, relative_path,
+};
+use berth_vocabulary::validate::FieldError;
 
 use super::{ExposureMode, GeneratedAccessMode, ResourceKind, ResourceSpec, RuntimeProfile};
 use crate::common::SourceDescriptor;

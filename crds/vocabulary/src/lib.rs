@@ -1,0 +1,31 @@
+//! Berth's shared vocabulary: the enums, records, limits and checks that both the custom
+//! resources (`berth-crds`) and the REST wire types (`berth-api`) are made of. They live here,
+//! below both, so that neither crate depends on the other: the CRDs need no REST types and the
+//! REST types no Kubernetes. Only serde, serde_json and schemars.
+//!
+//! Modules carry the names of the `berth-api` modules that re-export them, so every
+//! `berth_api::<module>::<item>` path still names the same item.
+
+#![forbid(unsafe_code)]
+
+pub mod access;
+pub mod access_failure;
+pub mod build;
+pub mod certificates;
+pub mod conditions;
+pub mod credentials;
+pub mod deploy_tokens;
+pub mod deployments;
+pub mod environments;
+pub mod limits;
+pub mod members;
+pub mod monitoring;
+pub mod progress;
+pub mod repository;
+pub mod resource_input;
+pub mod resources;
+pub mod servers;
+pub mod storage;
+pub mod thresholds;
+pub mod validate;
+pub mod wire;
