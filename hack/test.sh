@@ -138,7 +138,8 @@ if [[ ${#filter[@]} -eq 0 || "${filter[*]}" == *in_cluster* ]]; then
   in_cluster_apply
   BERTH_URL=$(in_cluster_url) BERTH_SSH_HOST=$BERTH_NODE_IP \
     cargo test -p berth-tests --test integration -- --test-threads=1 --nocapture in_cluster:: ||
-    { in_cluster_logs; in_cluster_remove; exit 1; }
+    { in_cluster_logs; in_cluster_first_admin_repair; in_cluster_remove; exit 1; }
+  in_cluster_first_admin_repair
   in_cluster_remove
   "$HACK_DIR/stack.sh" node down 9>&-
   eval "$("$HACK_DIR/stack.sh" env)"

@@ -12,8 +12,11 @@ async fn main() -> anyhow::Result<()> {
     if options.command == Some(Command::Openapi) {
         return print_openapi();
     }
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("info,kube_runtime=warn,kube_client=warn"));
+    // tokio_postgres logs the database's NOTICEs ("already exists, skipping" on every
+    // start) at info.
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        EnvFilter::new("info,kube_runtime=warn,kube_client=warn,tokio_postgres=warn")
+    });
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
     if options.log_format == "json" {
         builder.json().init();

@@ -93,6 +93,11 @@ pub struct RunOptions {
     /// exports for builds); default: `sources` in the data directory.
     #[arg(long, env = "BERTH_SOURCE_CACHE_DIR")]
     pub source_cache_dir: Option<std::path::PathBuf>,
+    /// In the cluster: the namespace of Berth's own Deployments, which get a
+    /// PodDisruptionBudget each, in the policy version the API server serves (the manifests
+    /// set it to the pod's namespace).
+    #[arg(long, env = "BERTH_DISRUPTION_BUDGETS_IN")]
+    pub disruption_budgets_in: Option<String>,
 }
 
 impl RunOptions {

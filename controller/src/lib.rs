@@ -5,6 +5,7 @@ pub mod api_requests;
 pub mod cache;
 pub mod cli;
 pub mod context;
+pub mod disruption_budgets;
 pub mod error;
 pub mod health;
 pub mod health_history;
@@ -53,6 +54,9 @@ pub async fn run(options: RunOptions) -> anyhow::Result<()> {
     startup::wait_for_crds(&client, Duration::from_secs(options.crd_wait_seconds)).await?;
     ensure_system_namespace(&client, &options.system_namespace).await?;
     reconcilers::retention::ensure_system_defaults(&client, &options.system_namespace).await?;
+    if let Some(namespace) = options.disruption_budgets_in.clone() {
+        tokio::spawn(disruption_budgets::keep_applying(client.clone(), namespace));
+    }
 
     // Ready means able to lead, not leading: a standby replica must count as available, or a
     // rolling update and a PodDisruptionBudget wait forever for the leader to go first.
