@@ -63,52 +63,55 @@ pub fn servers(ctx: &Ctx, command: Servers) -> CliResult<()> {
             created(ctx, &answer, "server", "/id");
             Ok(())
         }
-        Servers::Rename { server, name } => {
-            let id = server_id(ctx, &server)?;
-            let body = serde_json::json!({ "name": name });
-            let answer = ctx.api()?.post(&format!("/servers/{id}/rename"), &body)?;
-            ctx.out
-                .done(&answer, &format!("Renamed server {id} to {name}"));
-            Ok(())
-        }
-        Servers::DeleteCheck { server } => {
-            let id = server_id(ctx, &server)?;
-            let answer = ctx
-                .api()?
-                .get(&format!("/servers/{id}/delete-check"), &[])?;
-            ctx.out.raw(&answer);
-            Ok(())
-        }
-        Servers::Capacity { server } => {
-            let id = server_id(ctx, &server)?;
-            let answer = ctx.api()?.get(&format!("/servers/{id}/capacity"), &[])?;
-            ctx.out.raw(&answer);
-            Ok(())
-        }
-        Servers::Prune { server, apply } => {
-            let id = server_id(ctx, &server)?;
-            let body = serde_json::json!({ "dryRun": !apply });
-            let path = format!("/servers/{id}/capacity/prune");
-            let answer = ctx.api()?.post(&path, &body)?;
-            ctx.out.raw(&answer);
-            Ok(())
-        }
+        Servers::Rename { server, name } => rename_server(ctx, &server, &name),
+        Servers::DeleteCheck { server } => server_report(ctx, &server, "delete-check"),
+        Servers::Capacity { server } => server_report(ctx, &server, "capacity"),
+        Servers::Prune { server, apply } => prune_server(ctx, &server, apply),
         Servers::Activate { server } => lifecycle(ctx, &server, "activate"),
         Servers::Deactivate { server } => lifecycle(ctx, &server, "deactivate"),
-        Servers::Delete { server } => {
-            let id = server_id(ctx, &server)?;
-            let body = DeleteServer {
-                confirmation: Some(Confirmation {
-                    server_id: Some(id.clone()),
-                    ..Confirmation::default()
-                }),
-                idempotency_key: None,
-            };
-            let answer = ctx.api()?.delete(&format!("/servers/{id}"), &body)?;
-            ctx.out.done(&answer, &format!("Deleted server {id}"));
-            Ok(())
-        }
+        Servers::Delete { server } => delete_server(ctx, &server),
     }
+}
+
+fn rename_server(ctx: &Ctx, server: &str, name: &str) -> CliResult<()> {
+    let id = server_id(ctx, server)?;
+    let body = serde_json::json!({ "name": name });
+    let answer = ctx.api()?.post(&format!("/servers/{id}/rename"), &body)?;
+    ctx.out
+        .done(&answer, &format!("Renamed server {id} to {name}"));
+    Ok(())
+}
+
+/// Prints what the server's `GET /servers/{id}/{report}` answers, as it is.
+fn server_report(ctx: &Ctx, server: &str, report: &str) -> CliResult<()> {
+    let id = server_id(ctx, server)?;
+    let answer = ctx.api()?.get(&format!("/servers/{id}/{report}"), &[])?;
+    ctx.out.raw(&answer);
+    Ok(())
+}
+
+/// Removes what is reclaimable on the server, or (without `apply`) only lists it.
+fn prune_server(ctx: &Ctx, server: &str, apply: bool) -> CliResult<()> {
+    let id = server_id(ctx, server)?;
+    let body = serde_json::json!({ "dryRun": !apply });
+    let path = format!("/servers/{id}/capacity/prune");
+    let answer = ctx.api()?.post(&path, &body)?;
+    ctx.out.raw(&answer);
+    Ok(())
+}
+
+fn delete_server(ctx: &Ctx, server: &str) -> CliResult<()> {
+    let id = server_id(ctx, server)?;
+    let body = DeleteServer {
+        confirmation: Some(Confirmation {
+            server_id: Some(id.clone()),
+            ..Confirmation::default()
+        }),
+        idempotency_key: None,
+    };
+    let answer = ctx.api()?.delete(&format!("/servers/{id}"), &body)?;
+    ctx.out.done(&answer, &format!("Deleted server {id}"));
+    Ok(())
 }
 
 fn lifecycle(ctx: &Ctx, server: &str, action: &str) -> CliResult<()> {

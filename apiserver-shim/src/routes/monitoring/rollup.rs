@@ -17,15 +17,15 @@ use berth_api::monitoring::{
 use berth_crds::deployment::DeploymentState;
 use berth_crds::member::OrganizationRole;
 use berth_crds::monitoring::{ScopeKind, Signal, wire_metric};
-use berth_observations::{Detail, RollupQuery, RollupRow, SampleQuery, Tier};
+use berth_observations::{Detail, RollupQuery, RollupRow, Tier, TimelineError};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::{
-    MISSING_SAMPLES, Retention, STORE_SOURCE, STORE_UNAVAILABLE, Scope, UNKNOWN, check_scope,
-    echoed, millis, parse_selection, retention, signal_values, with_scope_params,
+    MISSING_SAMPLES, Retention, Scope, Selection, UNKNOWN, check_scope, echoed, millis,
+    parse_selection, retention, scope_query, signal_values, store_unavailable, with_scope_params,
 };
 use crate::auth::{Caller, ScopeDimension};
 use crate::error::{ApiError, ApiResult};
@@ -420,13 +420,14 @@ fn marker(
 /// The rollup rows of the scope and, when asked for, each resource's usage over the window.
 type Read = (Vec<RollupRow>, Vec<RollupRow>);
 
+/// What `query` reads, or nothing and the source error saying the store failed.
 async fn read(
     state: &AppState,
     query: RollupQuery,
     contributors_wanted: bool,
-) -> ApiResult<Result<Read, berth_observations::TimelineError>> {
+) -> ApiResult<(Read, Vec<SourceError>)> {
     let store = Arc::clone(&state.timelines);
-    tokio::task::spawn_blocking(move || {
+    let read = tokio::task::spawn_blocking(move || -> Result<Read, TimelineError> {
         let rows = store.rollup(&query)?;
         let usage = if contributors_wanted {
             store.resource_usage(&query)?
@@ -436,7 +437,38 @@ async fn read(
         Ok((rows, usage))
     })
     .await
-    .map_err(ApiError::internal)
+    .map_err(ApiError::internal)?;
+    Ok(match read {
+        Ok(read) => (read, Vec::new()),
+        Err(error) => {
+            tracing::warn!(%error, "observation store unavailable: monitoring rollup");
+            let failed = store_unavailable("the monitoring rollup");
+            ((Vec::new(), Vec::new()), vec![failed])
+        }
+    })
+}
+
+/// The store's query of the selected scope and window, in whole buckets of `tier`.
+fn rollup_query(
+    caller: &Caller,
+    namespace: &str,
+    selection: &Selection,
+    tier: Tier,
+) -> RollupQuery {
+    let from_ms = tier.bucket(selection.from.as_millisecond());
+    let to_ms = selection.to.as_millisecond();
+    // A deploy token limited to part of the organization reads every series and sees those in
+    // its scope; everyone else reads the scope's totals.
+    let detail = if caller.is_limited() {
+        Detail::Series
+    } else {
+        Detail::Totals
+    };
+    RollupQuery {
+        filters: scope_query(namespace, &selection.scope, from_ms, to_ms, 0),
+        tier,
+        detail,
+    }
 }
 
 pub async fn show(
@@ -457,50 +489,14 @@ pub async fn show(
     let contributors_wanted = query.boolean("includeTopContributors")?;
     let organization = caller.require_role(OrganizationRole::Member)?;
     check_scope(&state, &caller, &selection.scope)?;
-    let scope = &selection.scope;
-    let filters = SampleQuery {
-        namespace: organization.namespace.clone(),
-        kind: scope.kind,
-        server: scope.server_id.clone(),
-        project: scope.project_id.clone(),
-        environment: scope.environment_id.clone(),
-        resource: scope.resource_id.clone(),
-        deployment: scope.deployment_id.clone(),
-        from_ms: tier.bucket(selection.from.as_millisecond()),
-        to_ms: selection.to.as_millisecond(),
-        limit: 0,
-    };
-    // A deploy token limited to part of the organization reads every series and sees those in
-    // its scope; everyone else reads the scope's totals.
-    let detail = if caller.is_limited() {
-        Detail::Series
-    } else {
-        Detail::Totals
-    };
-    let query = RollupQuery {
-        filters,
-        tier,
-        detail,
-    };
-    let ((rows, usage), source_errors) = match read(&state, query, contributors_wanted).await? {
-        Ok(read) => (read, Vec::new()),
-        Err(error) => {
-            tracing::warn!(%error, "observation store unavailable: monitoring rollup");
-            let failed = SourceError {
-                source: STORE_SOURCE.into(),
-                code: STORE_UNAVAILABLE.into(),
-                message: "the monitoring rollup could not be read: the observation store failed"
-                    .into(),
-                retriable: true,
-            };
-            ((Vec::new(), Vec::new()), vec![failed])
-        }
-    };
+    let namespace = &organization.namespace;
+    let query = rollup_query(&caller, namespace, &selection, tier);
+    let ((rows, usage), source_errors) = read(&state, query, contributors_wanted).await?;
     let rows: Vec<RollupRow> = rows.into_iter().filter(|r| visible(&caller, r)).collect();
     let usage: Vec<RollupRow> = usage.into_iter().filter(|r| visible(&caller, r)).collect();
     let (series, totals) = series_and_totals(&rows, &selection.signals, tier);
     let markers = if markers_wanted {
-        let namespace = &organization.namespace;
+        let scope = &selection.scope;
         deployment_markers(&state, namespace, scope, selection.from, selection.to)
     } else {
         Vec::new()
@@ -525,137 +521,4 @@ pub async fn show(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn row(
-        series: &str,
-        resource: Option<&str>,
-        bucket_ms: i64,
-        metric: &str,
-        values: &[f64],
-    ) -> RollupRow {
-        RollupRow {
-            series: series.into(),
-            server: "edge".into(),
-            scope: if resource.is_some() {
-                "resource"
-            } else {
-                "server"
-            }
-            .into(),
-            project: resource.map(|_| "shop".into()),
-            environment: resource.map(|_| "prod".into()),
-            resource: resource.map(str::to_string),
-            deployment: None,
-            bucket_ms,
-            metric: metric.into(),
-            count: values.len() as i64,
-            total: values.iter().sum(),
-            min: values.iter().copied().fold(f64::INFINITY, f64::min),
-            max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-        }
-    }
-
-    #[test]
-    fn buckets_average_every_series_and_totals_span_the_window() {
-        let hour = Tier::Hour.millis();
-        let rows = vec![
-            row("a", Some("web"), 0, "containerCpuPercent", &[2.0, 4.0]),
-            row("b", Some("api"), 0, "containerCpuPercent", &[6.0]),
-            row("a", Some("web"), hour, "containerCpuPercent", &[10.0]),
-            row("a", Some("web"), hour, "memoryUsedBytes", &[100.0]),
-            row("host:edge", None, hour, "load1", &[0.5, 1.5]),
-            row("host:edge", None, hour, "hostCpuPercent", &[50.0]),
-        ];
-        let (series, totals) = series_and_totals(&rows, &[Signal::Cpu], Tier::Hour);
-        assert_eq!(series.len(), 1, "memory was not asked for");
-        assert_eq!(series[0].signal, Signal::Cpu);
-        let points = &series[0].points;
-        assert_eq!(points.len(), 2);
-        assert_eq!(points[0].from, "1970-01-01T00:00:00Z");
-        assert_eq!(points[0].to, "1970-01-01T01:00:00Z");
-        assert_eq!(points[0].sample_count, 3);
-        assert_eq!(
-            points[0].totals.get(Signal::Cpu, "containerCpuPercent"),
-            Some(4.0)
-        );
-        // A host's two samples and a container's one in the second hour.
-        assert_eq!(points[1].sample_count, 3);
-        assert_eq!(
-            points[1].totals.get(Signal::Cpu, "loadAverage1m"),
-            Some(1.0)
-        );
-        let json = berth_api::wire::to_value(&points[1].totals).unwrap();
-        assert_eq!(
-            json,
-            serde_json::json!({"cpu": {"loadAverage1m": 1.0, "containerCpuPercent": 10.0}}),
-            "hostCpuPercent has no field on the wire"
-        );
-        assert_eq!(totals.get(Signal::Cpu, "containerCpuPercent"), Some(5.5));
-        assert_eq!(totals.memory, None);
-    }
-
-    #[test]
-    fn top_contributors_rank_resources_by_cpu_share_then_memory() {
-        let rows = vec![
-            row("a", Some("web"), 0, "containerCpuPercent", &[0.1]),
-            row("b", Some("api"), 0, "containerCpuPercent", &[0.5]),
-            row("b", Some("api"), 0, "memoryUsedBytes", &[2048.0]),
-            row("host:edge", None, 0, "hostCpuPercent", &[50.0]),
-        ];
-        let top = top_contributors(&rows);
-        let ids: Vec<Option<&str>> = top.iter().map(|c| c.scope.resource_id.as_deref()).collect();
-        assert_eq!(ids, [Some("api"), Some("web")]);
-        assert_eq!(top[0].scope.kind, Some(ScopeKind::Resource));
-        assert_eq!(
-            top[0].totals.get(Signal::Memory, "containerUsedBytes"),
-            Some(2048.0)
-        );
-        assert_eq!(top[0].sample_count, 1);
-        assert_eq!(top[1].totals.memory, None);
-    }
-
-    #[test]
-    fn a_bucket_without_samples_in_a_series_is_a_gap() {
-        let minute = Tier::Minute.millis();
-        let rows = vec![
-            row("a", Some("web"), 0, "containerCpuPercent", &[1.0]),
-            row("a", Some("web"), 0, "memoryUsedBytes", &[1.0]),
-            row("a", Some("web"), minute, "containerCpuPercent", &[1.0]),
-            row("a", Some("web"), 4 * minute, "containerCpuPercent", &[1.0]),
-        ];
-        let warnings = gaps(&rows, Tier::Minute);
-        assert_eq!(warnings.len(), 1, "{warnings:?}");
-        assert!(
-            warnings[0].message.contains("2 minute bucket(s)"),
-            "{warnings:?}"
-        );
-    }
-
-    #[test]
-    fn the_bucket_is_required_and_bounded_by_the_window() {
-        let query = |pairs: &[(&str, &str)]| QueryParams::from_pairs(pairs);
-        let from: Timestamp = "2026-11-01T00:00:00Z".parse().unwrap();
-        let day: Timestamp = "2026-11-02T00:00:00Z".parse().unwrap();
-        let month: Timestamp = "2026-12-01T00:00:00Z".parse().unwrap();
-        let field = |result: ApiResult<Tier>| result.unwrap_err().body.details["field"].clone();
-        assert_eq!(field(parse_bucket(&query(&[]), from, day)), "bucket");
-        assert_eq!(
-            field(parse_bucket(&query(&[("bucket", "week")]), from, day)),
-            "bucket"
-        );
-        assert_eq!(
-            parse_bucket(&query(&[("bucket", "minute")]), from, day).unwrap(),
-            Tier::Minute
-        );
-        assert_eq!(
-            field(parse_bucket(&query(&[("bucket", "minute")]), from, month)),
-            "bucket"
-        );
-        assert_eq!(
-            parse_bucket(&query(&[("bucket", "hour")]), from, month).unwrap(),
-            Tier::Hour
-        );
-    }
-}
+mod tests;

@@ -28,8 +28,8 @@ use serde::Serialize;
 use super::super::common::known_params;
 use super::disk::disk_artifacts;
 use super::{
-    LIVE_FACTOR, Scope, check_scope, echoed, freshness, millis, observed_ms, parse_scope, visible,
-    with_scope_params,
+    LIVE_FACTOR, Scope, check_scope, echoed, freshness, millis, observed_ms, parse_scope,
+    scope_query, visible, with_scope_params,
 };
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
@@ -276,18 +276,8 @@ async fn snapshot(
     let now = Timestamp::now();
     let interval = state.config.monitoring_interval;
     let recent = millis(interval).saturating_mul(i64::from(LIVE_FACTOR) + 1);
-    let query = SampleQuery {
-        namespace: namespace.to_string(),
-        kind: scope.kind,
-        server: scope.server_id.clone(),
-        project: scope.project_id.clone(),
-        environment: scope.environment_id.clone(),
-        resource: scope.resource_id.clone(),
-        deployment: scope.deployment_id.clone(),
-        from_ms: now.as_millisecond() - recent,
-        to_ms: now.as_millisecond(),
-        limit: READ_LIMIT,
-    };
+    let from_ms = now.as_millisecond() - recent;
+    let query = scope_query(namespace, scope, from_ms, now.as_millisecond(), READ_LIMIT);
     let (samples, disk, source_errors) = match read_measurements(state, query).await {
         Ok(Ok((samples, disk))) => (samples, disk, Vec::new()),
         failed => {

@@ -15,7 +15,7 @@ use super::super::Endpoint;
 use super::super::common::timestamp;
 use super::super::credentials::KeyBody;
 use super::super::environments::looks_secret;
-use super::import::parse;
+use super::import::{ParsedEntry, ParsedFile, parse};
 use super::spec_variables::save_variables;
 use super::{exposure_name, lookup_writable, parse_exposure, secrets, validate_key};
 use crate::auth::{Caller, ScopeDimension};
@@ -286,13 +286,25 @@ async fn import(
     let resource = lookup_writable(&state, &caller, &id)?;
     require_writer(&caller, &id)?;
     let exposure = parse_exposure(body.exposure.as_deref())?;
-    if body.content.trim().is_empty() {
+    let file = parse_env_file(&body.content)?;
+    let owned = owned_entries(&state, &resource).await?;
+    let (result, changes) = plan_import(&id, file, &owned, exposure);
+    if !changes.is_empty() {
+        apply_changes(&state, &caller, &resource, changes).await?;
+    }
+    Ok(Json(result))
+}
+
+/// The entries of an env file; a blank or malformed one is refused (with the line, never its
+/// text).
+fn parse_env_file(content: &str) -> ApiResult<ParsedFile> {
+    if content.trim().is_empty() {
         return Err(ApiError::validation(
             "content",
             "content must hold at least one KEY=value line",
         ));
     }
-    let file = parse(&body.content).map_err(|error| {
+    parse(content).map_err(|error| {
         ApiError::validation(
             "content",
             format!(
@@ -301,11 +313,20 @@ async fn import(
             ),
         )
         .with_detail("line", error.line)
-    })?;
-    let owned = owned_entries(&state, &resource).await?;
+    })
+}
+
+/// What importing `file` into resource `id` (which owns `owned`) under `exposure` reports, and
+/// the changes that write it.
+fn plan_import(
+    id: &str,
+    file: ParsedFile,
+    owned: &[VariableEntry],
+    exposure: VariableExposure,
+) -> (ImportResult, Vec<Change>) {
     let exposure_text = exposure_name(exposure).to_string();
     let mut result = ImportResult {
-        resource_id: id.clone(),
+        resource_id: id.to_string(),
         imported_entries: Vec::new(),
         duplicate_overrides: file
             .duplicates
@@ -334,19 +355,9 @@ async fn import(
                 rule: "resource-entry-replaced".into(),
             });
         }
-        result.imported_entries.push(ImportedEntry {
-            key: entry.key.clone(),
-            value: if secret {
-                MASK.to_string()
-            } else {
-                entry.value.clone()
-            },
-            exposure: exposure_text.clone(),
-            kind: if secret { "secret" } else { "plain-config" }.into(),
-            is_secret: secret,
-            action: if existed { "replaced" } else { "created" }.into(),
-            source_line: entry.line,
-        });
+        result
+            .imported_entries
+            .push(imported_entry(&entry, &exposure_text, secret, existed));
         changes.push(Change {
             exposure,
             key: entry.key,
@@ -354,10 +365,29 @@ async fn import(
             secret,
         });
     }
-    if !changes.is_empty() {
-        apply_changes(&state, &caller, &resource, changes).await?;
+    (result, changes)
+}
+
+/// How the import result shows `entry`: masked when `secret`, `replaced` when it `existed`.
+fn imported_entry(
+    entry: &ParsedEntry,
+    exposure: &str,
+    secret: bool,
+    existed: bool,
+) -> ImportedEntry {
+    ImportedEntry {
+        key: entry.key.clone(),
+        value: if secret {
+            MASK.to_string()
+        } else {
+            entry.value.clone()
+        },
+        exposure: exposure.to_string(),
+        kind: if secret { "secret" } else { "plain-config" }.into(),
+        is_secret: secret,
+        action: if existed { "replaced" } else { "created" }.into(),
+        source_line: entry.line,
     }
-    Ok(Json(result))
 }
 
 #[cfg(test)]
