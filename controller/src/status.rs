@@ -9,139 +9,145 @@ use serde_json::Value;
 use crate::context::FIELD_MANAGER;
 use crate::error::Result;
 
-/// Applies `status` to `object`'s status subresource unless it equals `current`.
-/// Returns whether a write happened.
-pub async fn apply_status<K, S>(
-    api: &Api<K>,
-    object: &K,
-    current: Option<&S>,
-    status: &S,
-) -> Result<bool>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
-    S: Serialize + PartialEq,
-{
-    write_status(api, object, current, status, None).await
+/// One status write of `object`: server-side apply on `/status` under our field manager,
+/// optionally only over the version `object` was read at, or as another field manager.
+///
+/// `StatusWriter::new(&api, &object).if_unchanged().apply(current, &status)`
+pub struct StatusWriter<'a, K> {
+    api: &'a Api<K>,
+    target: Target<'a, K>,
 }
 
-/// Like [`apply_status`], but only if `object` is still at the version it was read at: for a
-/// status concluded from a read that another writer may have overtaken (a 409 Conflict says
-/// so; the other write's watch event brings a fresh reconcile).
-pub async fn apply_status_if_unchanged<K, S>(
-    api: &Api<K>,
-    object: &K,
-    current: Option<&S>,
-    status: &S,
-) -> Result<bool>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
-    S: Serialize + PartialEq,
-{
-    let version = object.resource_version();
-    write_status(api, object, current, status, version.as_deref()).await
+/// Whom a write addresses and how: everything that decides the patch, without the API.
+struct Target<'a, K> {
+    object: &'a K,
+    manager: &'a str,
+    if_unchanged: bool,
 }
 
-async fn write_status<K, S>(
-    api: &Api<K>,
-    object: &K,
-    current: Option<&S>,
-    status: &S,
-    version: Option<&str>,
-) -> Result<bool>
+/// The PATCH one write sends, if any.
+#[derive(Debug, PartialEq)]
+enum StatusPatch {
+    /// The status already is what is wanted.
+    Nothing,
+    /// A JSON merge patch, for a write that drops fields.
+    Merge(Value),
+    /// A server-side apply.
+    Apply(Value),
+}
+
+impl<'a, K> StatusWriter<'a, K>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
-    S: Serialize + PartialEq,
 {
-    let metadata = match version {
-        Some(version) => serde_json::json!({ "resourceVersion": version }),
-        None => serde_json::json!({}),
-    };
-    if current == Some(status) {
-        return Ok(false);
+    /// A write of `object`'s status as our field manager, whatever its version now.
+    pub fn new(api: &'a Api<K>, object: &'a K) -> Self {
+        let target = Target {
+            object,
+            manager: FIELD_MANAGER,
+            if_unchanged: false,
+        };
+        Self { api, target }
     }
-    // Kubernetes 1.20's server-side apply turns a field our manager stops sending into a
-    // `null`, which the schema then rejects; a merge patch that removes it explicitly works.
-    if let Some(removal) = current.and_then(|current| removal_patch(current, status)) {
-        api.patch_status(
-            &object.name_any(),
-            &PatchParams {
-                field_manager: Some(FIELD_MANAGER.into()),
-                ..PatchParams::default()
-            },
-            &Patch::Merge(&serde_json::json!({ "metadata": metadata, "status": removal })),
-        )
-        .await?;
-        return Ok(true);
+
+    /// Only if `object` is still at the version it was read at: for a status concluded from a
+    /// read that another writer may have overtaken (a 409 Conflict says so; the other write's
+    /// watch event brings a fresh reconcile).
+    pub fn if_unchanged(mut self) -> Self {
+        self.target.if_unchanged = true;
+        self
     }
-    server_side_apply(
-        api,
-        object,
-        FIELD_MANAGER,
-        metadata,
-        &serde_json::json!(status),
-    )
-    .await?;
-    Ok(true)
-}
 
-/// Applies only the status fields in `fields` (the caller's share; other writers own the rest),
-/// and only over the version `object` was read at. `Ok(false)` when another write overtook it
-/// (409): its watch event brings a fresh reconcile.
-pub async fn apply_owned_fields_if_unchanged<K>(
-    api: &Api<K>,
-    object: &K,
-    fields: &serde_json::Map<String, Value>,
-) -> Result<bool>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
-{
-    apply_fields_as_if_unchanged(api, object, FIELD_MANAGER, fields).await
-}
+    /// As field manager `manager`, for a writer whose fields must survive the applies of the
+    /// kind's own reconciler (a server-side apply drops the fields its manager stops sending).
+    pub fn as_manager(mut self, manager: &'a str) -> Self {
+        self.target.manager = manager;
+        self
+    }
 
-/// [`apply_owned_fields_if_unchanged`] as another field manager, for a writer whose fields
-/// must survive the applies of the kind's own reconciler (a server-side apply drops the fields
-/// its manager stops sending).
-pub async fn apply_fields_as_if_unchanged<K>(
-    api: &Api<K>,
-    object: &K,
-    manager: &str,
-    fields: &serde_json::Map<String, Value>,
-) -> Result<bool>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
-{
-    let metadata = serde_json::json!({ "resourceVersion": object.resource_version() });
-    let status = Value::Object(fields.clone());
-    match server_side_apply(api, object, manager, metadata, &status).await {
-        Err(error) if error.is_conflict() => Ok(false),
-        written => written.map(|()| true),
+    /// Writes the whole `status` unless it equals `current`; whether a write happened.
+    pub async fn apply<S>(&self, current: Option<&S>, status: &S) -> Result<bool>
+    where
+        S: Serialize + PartialEq,
+    {
+        let patch = self.target.status_patch(current, status);
+        self.send(patch).await
+    }
+
+    /// Writes only the status fields in `fields` (the writer's share; other writers own the
+    /// rest). `Ok(false)` when another write overtook it (409): its watch event brings a fresh
+    /// reconcile.
+    pub async fn apply_fields(&self, fields: &serde_json::Map<String, Value>) -> Result<bool> {
+        let patch = self.target.fields_patch(fields);
+        match self.send(patch).await {
+            Err(error) if error.is_conflict() => Ok(false),
+            written => written,
+        }
+    }
+
+    async fn send(&self, patch: StatusPatch) -> Result<bool> {
+        let name = self.target.object.name_any();
+        match patch {
+            StatusPatch::Nothing => return Ok(false),
+            StatusPatch::Merge(patch) => {
+                let params = PatchParams {
+                    field_manager: Some(self.target.manager.into()),
+                    ..PatchParams::default()
+                };
+                self.api
+                    .patch_status(&name, &params, &Patch::Merge(&patch))
+                    .await?
+            }
+            StatusPatch::Apply(patch) => {
+                let params = PatchParams::apply(self.target.manager).force();
+                self.api
+                    .patch_status(&name, &params, &Patch::Apply(&patch))
+                    .await?
+            }
+        };
+        Ok(true)
     }
 }
 
-/// The one status write: server-side apply of `status` under `manager`.
-async fn server_side_apply<K>(
-    api: &Api<K>,
-    object: &K,
-    manager: &str,
-    metadata: Value,
-    status: &Value,
-) -> Result<()>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
-{
-    let patch = serde_json::json!({
-        "apiVersion": K::api_version(&()),
-        "kind": K::kind(&()),
-        "metadata": metadata,
-        "status": status,
-    });
-    api.patch_status(
-        &object.name_any(),
-        &PatchParams::apply(manager).force(),
-        &Patch::Apply(&patch),
-    )
-    .await?;
-    Ok(())
+impl<K: Resource<DynamicType = ()>> Target<'_, K> {
+    fn status_patch<S>(&self, current: Option<&S>, status: &S) -> StatusPatch
+    where
+        S: Serialize + PartialEq,
+    {
+        if current == Some(status) {
+            return StatusPatch::Nothing;
+        }
+        // Kubernetes 1.20's server-side apply turns a field our manager stops sending into a
+        // `null`, which the schema then rejects; a merge patch that removes it explicitly works.
+        if let Some(removal) = current.and_then(|current| removal_patch(current, status)) {
+            let metadata = self.metadata();
+            return StatusPatch::Merge(
+                serde_json::json!({ "metadata": metadata, "status": removal }),
+            );
+        }
+        self.server_side_apply(serde_json::json!(status))
+    }
+
+    fn fields_patch(&self, fields: &serde_json::Map<String, Value>) -> StatusPatch {
+        self.server_side_apply(Value::Object(fields.clone()))
+    }
+
+    fn server_side_apply(&self, status: Value) -> StatusPatch {
+        StatusPatch::Apply(serde_json::json!({
+            "apiVersion": K::api_version(&()),
+            "kind": K::kind(&()),
+            "metadata": self.metadata(),
+            "status": status,
+        }))
+    }
+
+    /// The version precondition, when the write must not overtake another.
+    fn metadata(&self) -> Value {
+        match self.object.resource_version().filter(|_| self.if_unchanged) {
+            Some(version) => serde_json::json!({ "resourceVersion": version }),
+            None => serde_json::json!({}),
+        }
+    }
 }
 
 /// A JSON merge patch from `current` to `desired` when `desired` drops a field `current` has
@@ -190,5 +196,74 @@ mod tests {
             json!({"summary": {"planned": null, "status": "ready"}, "count": 2})
         );
         assert_eq!(removal_patch(&desired, &current), None);
+    }
+
+    fn project(version: &str) -> berth_crds::project::Project {
+        serde_json::from_value(json!({
+            "apiVersion": "berth.dev/v1alpha1", "kind": "Project",
+            "metadata": {"name": "p", "resourceVersion": version},
+            "spec": {"name": "P"},
+        }))
+        .unwrap()
+    }
+
+    fn target(
+        object: &berth_crds::project::Project,
+        if_unchanged: bool,
+    ) -> Target<'_, berth_crds::project::Project> {
+        Target {
+            object,
+            manager: FIELD_MANAGER,
+            if_unchanged,
+        }
+    }
+
+    fn applied(metadata: Value, status: Value) -> StatusPatch {
+        use berth_crds::project::Project;
+        StatusPatch::Apply(json!({
+            "apiVersion": Project::api_version(&()), "kind": Project::kind(&()),
+            "metadata": metadata, "status": status,
+        }))
+    }
+
+    #[test]
+    fn an_unchanged_status_is_not_written() {
+        let object = project("5");
+        let status = json!({"count": 1});
+        let patch = target(&object, true).status_patch(Some(&status), &status);
+        assert_eq!(patch, StatusPatch::Nothing);
+    }
+
+    #[test]
+    fn a_changed_status_is_applied_with_a_version_only_if_unchanged() {
+        let object = project("5");
+        let (before, after) = (json!({"count": 1}), json!({"count": 2}));
+        let anyway = target(&object, false).status_patch(Some(&before), &after);
+        assert_eq!(anyway, applied(json!({}), after.clone()));
+        let guarded = target(&object, true).status_patch(Some(&before), &after);
+        assert_eq!(guarded, applied(json!({"resourceVersion": "5"}), after));
+    }
+
+    #[test]
+    fn a_status_dropping_a_field_is_merged_with_an_explicit_null() {
+        let object = project("5");
+        let (before, after) = (json!({"count": 1, "url": "u"}), json!({"count": 1}));
+        let patch = target(&object, true).status_patch(Some(&before), &after);
+        let expected = json!({
+            "metadata": {"resourceVersion": "5"},
+            "status": {"count": 1, "url": null},
+        });
+        assert_eq!(patch, StatusPatch::Merge(expected));
+    }
+
+    #[test]
+    fn owned_fields_are_applied_alone() {
+        let object = project("5");
+        let fields = json!({"evaluation": {"state": "ok"}});
+        let Value::Object(map) = fields.clone() else {
+            unreachable!()
+        };
+        let patch = target(&object, true).fields_patch(&map);
+        assert_eq!(patch, applied(json!({"resourceVersion": "5"}), fields));
     }
 }

@@ -1,10 +1,12 @@
 //! Archiving is a status transition shared by projects and environments: the object stays,
 //! `archivedAt` is stamped once, and history remains readable.
 
-use berth_crds::condition::{self, Condition, ConditionStatus};
+use berth_crds::condition::Condition;
 use berth_crds::lifecycle::LifecycleStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
+
+use super::conditions::Stamp;
 
 /// The lifecycle fields an object's status should carry.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,27 +39,15 @@ pub fn plan(
 }
 
 /// The `Archived` condition for a planned state.
-pub fn condition(state: &ArchiveState, generation: Option<i64>, now: Timestamp) -> Condition {
+pub fn condition(state: &ArchiveState, stamp: Stamp) -> Condition {
     match state.lifecycle {
-        LifecycleStatus::Archived => Condition::new(
-            condition::ARCHIVED,
-            ConditionStatus::True,
-            condition::reason::ARCHIVED,
+        LifecycleStatus::Archived => stamp.archived(
             state
                 .archive_reason
                 .clone()
                 .unwrap_or_else(|| "archived".into()),
-            generation,
-            now,
         ),
-        LifecycleStatus::Active => Condition::new(
-            condition::ARCHIVED,
-            ConditionStatus::False,
-            condition::reason::ACTIVE,
-            "in use",
-            generation,
-            now,
-        ),
+        LifecycleStatus::Active => stamp.active(),
     }
 }
 

@@ -8,7 +8,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Duration;
 
-use berth_crds::condition::{self, Condition, ConditionStatus, READY};
+use berth_crds::condition::{self, Condition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
@@ -23,7 +23,7 @@ use serde_json::{Map, Value, json};
 use super::{CONFLICT_RECHECK, RESYNC_AFTER, drain, error_policy};
 use crate::context::Context;
 use crate::error::Result;
-use crate::status::apply_owned_fields_if_unchanged;
+use crate::status::StatusWriter;
 
 /// What a bookkeeping kind computes: the status fields it owns, and when to look again.
 pub trait Bookkept:
@@ -77,7 +77,11 @@ async fn reconcile<K: Bookkept>(object: Arc<K>, context: Arc<Context>) -> Result
         let api = object.api_for(context.client.clone());
         // Only over the version read: the shim stamps times like `revokedAt` right after its
         // own spec write, and a stale stamp of ours must not replace the one it returned.
-        if !apply_owned_fields_if_unchanged(&api, object.as_ref(), &owned).await? {
+        if !StatusWriter::new(&api, object.as_ref())
+            .if_unchanged()
+            .apply_fields(&owned)
+            .await?
+        {
             return Ok(Action::requeue(CONFLICT_RECHECK));
         }
     }
@@ -105,20 +109,10 @@ fn is_subset(owned: &Map<String, Value>, current: &Value) -> bool {
         .all(|(key, value)| current.get(key) == Some(value))
 }
 
-/// Conditions with `Ready` merged in (keeps `lastTransitionTime` unless the status changes).
-pub fn with_ready(
-    conditions: &[Condition],
-    status: ConditionStatus,
-    reason: &str,
-    message: impl Into<String>,
-    generation: Option<i64>,
-    now: Timestamp,
-) -> Vec<Condition> {
+/// Conditions with `condition` merged in (keeps `lastTransitionTime` unless the status changes).
+pub fn with_condition(conditions: &[Condition], condition: Condition) -> Vec<Condition> {
     let mut conditions = conditions.to_vec();
-    condition::merge(
-        &mut conditions,
-        Condition::new(READY, status, reason, message, generation, now),
-    );
+    condition::merge(&mut conditions, condition);
     conditions
 }
 

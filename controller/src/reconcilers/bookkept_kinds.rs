@@ -1,6 +1,6 @@
 //! What each bookkeeping kind owns in its status (see `bookkeeping`).
 
-use berth_crds::condition::{Condition, ConditionStatus, reason};
+use berth_crds::condition::{Condition, reason};
 use berth_crds::deploy_token::DeployToken;
 use berth_crds::invitation::Invitation;
 use berth_crds::member::Member;
@@ -18,7 +18,8 @@ use k8s_openapi::jiff::Timestamp;
 use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::{Map, Value, json};
 
-use super::bookkeeping::{Bookkept, base_status, namespaced_api, stamp_once, with_ready};
+use super::bookkeeping::{Bookkept, base_status, namespaced_api, stamp_once, with_condition};
+use super::conditions::Stamp;
 
 fn accepted<K: Resource>(
     object: &K,
@@ -26,18 +27,8 @@ fn accepted<K: Resource>(
     message: &str,
     now: Timestamp,
 ) -> Map<String, Value> {
-    let generation = object.meta().generation;
-    base_status(
-        object,
-        with_ready(
-            conditions,
-            ConditionStatus::True,
-            reason::RECONCILED,
-            message,
-            generation,
-            now,
-        ),
-    )
+    let ready = stamp(object, now).reconciled(message);
+    base_status(object, with_condition(conditions, ready))
 }
 
 fn not_ready<K: Resource>(
@@ -47,18 +38,15 @@ fn not_ready<K: Resource>(
     message: &str,
     now: Timestamp,
 ) -> Map<String, Value> {
-    let generation = object.meta().generation;
-    base_status(
-        object,
-        with_ready(
-            conditions,
-            ConditionStatus::False,
-            why,
-            message,
-            generation,
-            now,
-        ),
-    )
+    let ready = stamp(object, now).not_ready(why, message);
+    base_status(object, with_condition(conditions, ready))
+}
+
+fn stamp<K: Resource>(object: &K, now: Timestamp) -> Stamp {
+    Stamp {
+        generation: object.meta().generation,
+        now,
+    }
 }
 
 /// The creation time, used as "recorded at" for write-once records.

@@ -38,7 +38,7 @@ use super::{drain, error_policy};
 use crate::cache::Caches;
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::status::apply_status;
+use crate::status::StatusWriter;
 
 const KIND: &str = "Certificate";
 /// How soon a certificate whose binding, resource or server is missing looks again.
@@ -237,7 +237,9 @@ async fn attempt_now(
     let api = Api::<Certificate>::namespaced(context.client.clone(), found.namespace);
     let started = decide::attempt_started(&mut status, attempt, renewal, stamp);
     let current = certificate.status.as_ref();
-    let written = apply_status(&api, certificate, current, &status).await?;
+    let written = StatusWriter::new(&api, certificate)
+        .apply(current, &status)
+        .await?;
     let before = if written { Some(&status) } else { current };
     publish(context, certificate, started).await;
     let outcome = issue::obtain(context, found.namespace, certificate, found.binding).await;
@@ -267,7 +269,9 @@ async fn write(
 ) -> Result<Action> {
     let namespace = certificate.namespace().unwrap_or_default();
     let api = Api::<Certificate>::namespaced(context.client.clone(), &namespace);
-    apply_status(&api, certificate, current, &decision.status).await?;
+    StatusWriter::new(&api, certificate)
+        .apply(current, &decision.status)
+        .await?;
     if let Some(event) = decision.event {
         publish(context, certificate, event).await;
     }

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use berth_crds::condition::{self, Condition, ConditionStatus, READY};
+use berth_crds::condition;
 use berth_crds::environment::{Environment, EnvironmentStatus, reason};
 use berth_crds::lifecycle::LifecycleStatus;
 use berth_crds::project::Project;
@@ -14,11 +14,12 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
 
+use super::conditions::Stamp;
 use super::project::publish_lifecycle_change;
 use super::{RESYNC_AFTER, archive, drain, error_policy};
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::status::apply_status;
+use crate::status::StatusWriter;
 
 const KIND: &str = "Environment";
 
@@ -55,6 +56,7 @@ pub fn desired_status(
 ) -> EnvironmentStatus {
     let current = environment.status.clone().unwrap_or_default();
     let generation = environment.metadata.generation;
+    let stamp = Stamp { generation, now };
     let spec = &environment.spec;
     let state = archive::plan(
         spec.archived,
@@ -73,34 +75,20 @@ pub fn desired_status(
         observed_generation: generation,
         conditions: current.conditions,
     };
-    condition::merge(
-        &mut status.conditions,
-        archive::condition(&state, generation, now),
-    );
+    condition::merge(&mut status.conditions, archive::condition(&state, stamp));
     let ready = if project_exists {
         let message = match state.lifecycle {
             LifecycleStatus::Active => "environment is active",
             LifecycleStatus::Archived => "environment is archived; its history stays readable",
         };
-        Condition::new(
-            READY,
-            ConditionStatus::True,
-            condition::reason::RECONCILED,
-            message,
-            generation,
-            now,
-        )
+        stamp.reconciled(message)
     } else {
-        Condition::new(
-            READY,
-            ConditionStatus::False,
+        stamp.not_ready(
             reason::PROJECT_NOT_FOUND,
             format!(
                 "project {} does not exist in this organization",
                 spec.project_id
             ),
-            generation,
-            now,
         )
     };
     condition::merge(&mut status.conditions, ready);
@@ -120,7 +108,9 @@ async fn reconcile(environment: Arc<Environment>, context: Arc<Context>) -> Resu
     let api = Api::<Environment>::namespaced(context.client.clone(), &namespace);
     let current = environment.status.as_ref();
     let status = desired_status(&environment, project_exists, Timestamp::now());
-    apply_status(&api, environment.as_ref(), current, &status).await?;
+    StatusWriter::new(&api, environment.as_ref())
+        .apply(current, &status)
+        .await?;
     publish_lifecycle_change(
         &context,
         &environment.object_ref(&()),
@@ -135,6 +125,7 @@ async fn reconcile(environment: Arc<Environment>, context: Arc<Context>) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
+    use berth_crds::condition::{ConditionStatus, READY};
     use berth_crds::environment::EnvironmentSpec;
 
     fn environment(locked: bool) -> Environment {

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use berth_crds::condition::{self, Condition, ConditionStatus, READY};
+use berth_crds::condition;
 use berth_crds::member::Member;
 use berth_crds::organization::{Organization, OrganizationStatus, reason};
 use berth_crds::{MANAGED_LABEL, ORGANIZATION_LABEL};
@@ -18,10 +18,12 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
 
+use super::conditions::Stamp;
 use super::{RESYNC_AFTER, drain, error_policy};
 use crate::context::{Context, FIELD_MANAGER};
 use crate::error::{Error, Result};
-use crate::status::apply_status;
+use crate::reconcilers::event_reason;
+use crate::status::StatusWriter;
 
 const KIND: &str = "Organization";
 /// Removes the organization's namespace before the Organization itself goes away.
@@ -108,7 +110,7 @@ async fn apply(organization: &Organization, context: &Context) -> Result<Action>
             .publish_event(
                 &reference,
                 EventType::Normal,
-                "NamespaceCreated",
+                event_reason::NAMESPACE_CREATED,
                 format!("created namespace {namespace_name}"),
             )
             .await;
@@ -129,7 +131,9 @@ async fn apply(organization: &Organization, context: &Context) -> Result<Action>
     );
     let api = Api::<Organization>::all(context.client.clone());
     let current = organization.status.as_ref();
-    apply_status::<Organization, OrganizationStatus>(&api, organization, current, &status).await?;
+    StatusWriter::new(&api, organization)
+        .apply(current, &status)
+        .await?;
     Ok(Action::requeue(RESYNC_AFTER))
 }
 
@@ -145,16 +149,14 @@ pub fn desired_status(
     status.namespace = Some(namespace_name.to_string());
     status.member_count = i64::try_from(member_count).unwrap_or(i64::MAX);
     status.observed_generation = organization.metadata.generation;
+    let stamp = Stamp {
+        generation: organization.metadata.generation,
+        now,
+    };
+    let message = format!("namespace {namespace_name} exists");
     condition::merge(
         &mut status.conditions,
-        Condition::new(
-            READY,
-            ConditionStatus::True,
-            reason::NAMESPACE_READY,
-            format!("namespace {namespace_name} exists"),
-            organization.metadata.generation,
-            now,
-        ),
+        stamp.ready(reason::NAMESPACE_READY, message),
     );
     status
 }
@@ -175,7 +177,7 @@ async fn cleanup(organization: &Organization, context: &Context) -> Result<Actio
             .publish_event(
                 &organization.object_ref(&()),
                 EventType::Normal,
-                "NamespaceDeleted",
+                event_reason::NAMESPACE_DELETED,
                 format!("deleting namespace {namespace_name}"),
             )
             .await;

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use berth_crds::condition::{self, Condition, ConditionStatus, READY};
+use berth_crds::condition;
 use berth_crds::lifecycle::LifecycleStatus;
 use berth_crds::project::{Project, ProjectStatus};
 use k8s_openapi::jiff::Timestamp;
@@ -12,10 +12,12 @@ use kube::runtime::events::EventType;
 use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
 
+use super::conditions::Stamp;
 use super::{RESYNC_AFTER, archive, drain, error_policy};
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::status::apply_status;
+use crate::reconcilers::event_reason;
+use crate::status::StatusWriter;
 
 const KIND: &str = "Project";
 
@@ -34,6 +36,7 @@ pub async fn run(
 pub fn desired_status(project: &Project, now: Timestamp) -> ProjectStatus {
     let current = project.status.clone().unwrap_or_default();
     let generation = project.metadata.generation;
+    let stamp = Stamp { generation, now };
     let state = archive::plan(
         project.spec.archived,
         project.spec.archive_reason.as_deref(),
@@ -47,25 +50,12 @@ pub fn desired_status(project: &Project, now: Timestamp) -> ProjectStatus {
         observed_generation: generation,
         conditions: current.conditions,
     };
-    condition::merge(
-        &mut status.conditions,
-        archive::condition(&state, generation, now),
-    );
+    condition::merge(&mut status.conditions, archive::condition(&state, stamp));
     let message = match state.lifecycle {
         LifecycleStatus::Active => "project is active".to_string(),
         LifecycleStatus::Archived => "project is archived; its history stays readable".to_string(),
     };
-    condition::merge(
-        &mut status.conditions,
-        Condition::new(
-            READY,
-            ConditionStatus::True,
-            condition::reason::RECONCILED,
-            message,
-            generation,
-            now,
-        ),
-    );
+    condition::merge(&mut status.conditions, stamp.reconciled(message));
     status
 }
 
@@ -77,7 +67,9 @@ async fn reconcile(project: Arc<Project>, context: Arc<Context>) -> Result<Actio
     let api = Api::<Project>::namespaced(context.client.clone(), &namespace);
     let current = project.status.as_ref();
     let status = desired_status(&project, Timestamp::now());
-    apply_status(&api, project.as_ref(), current, &status).await?;
+    StatusWriter::new(&api, project.as_ref())
+        .apply(current, &status)
+        .await?;
     publish_lifecycle_change(
         &context,
         &project.object_ref(&()),
@@ -99,10 +91,10 @@ pub async fn publish_lifecycle_change(
 ) {
     let (reason, note) = match (before, after) {
         (Some(LifecycleStatus::Active) | None, Some(LifecycleStatus::Archived)) => {
-            ("Archived", format!("{noun} archived"))
+            (event_reason::ARCHIVED, format!("{noun} archived"))
         }
         (Some(LifecycleStatus::Archived), Some(LifecycleStatus::Active)) => {
-            ("Restored", format!("{noun} restored"))
+            (event_reason::RESTORED, format!("{noun} restored"))
         }
         _ => return,
     };
@@ -114,6 +106,7 @@ pub async fn publish_lifecycle_change(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use berth_crds::condition::READY;
     use berth_crds::project::ProjectSpec;
 
     fn project(archived: bool) -> Project {

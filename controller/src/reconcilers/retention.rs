@@ -27,6 +27,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 use super::{drain, error_policy};
 use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::reconcilers::event_reason;
 
 const KIND: &str = "RetentionPolicy";
 /// Field manager of `status.lastRun`, apart from the bookkeeping of the kind's conditions.
@@ -236,14 +237,14 @@ async fn record(context: &Context, policy: &RetentionPolicy, run: &RetentionRun)
     let rows: i64 = run.matched_rows.values().sum();
     let (reason, note) = match run.mode {
         RetentionRunMode::DryRun => (
-            "RetentionDryRun",
+            event_reason::RETENTION_DRY_RUN,
             format!(
                 "dry run: {rows} rows recorded before {} would be deleted",
                 run.cutoff.0
             ),
         ),
         RetentionRunMode::Destructive => (
-            "RetentionPruned",
+            event_reason::RETENTION_PRUNED,
             format!(
                 "deleted {} rows recorded before {}",
                 run.deleted_rows, run.cutoff.0

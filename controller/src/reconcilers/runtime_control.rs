@@ -27,7 +27,8 @@ use super::deployment::runtime::Target;
 use crate::cache::Caches;
 use crate::context::Context;
 use crate::error::Result;
-use crate::status::apply_status;
+use crate::reconcilers::event_reason;
+use crate::status::StatusWriter;
 
 /// How long `docker stop` waits for the app to exit after SIGTERM before it kills it.
 pub const STOP_GRACE: Duration = Duration::from_secs(10);
@@ -186,7 +187,9 @@ async fn write(
         latest: attempt.clone(),
     });
     let api = Api::<Resource>::namespaced(context.client.clone(), namespace);
-    apply_status(&api, resource, carried.written.as_ref(), &status).await?;
+    StatusWriter::new(&api, resource)
+        .apply(carried.written.as_ref(), &status)
+        .await?;
     Ok(Some(status))
 }
 
@@ -325,15 +328,15 @@ async fn announce(resource: &Resource, context: &Context, attempt: &RuntimeContr
         RuntimeControlState::Succeeded => (
             EventType::Normal,
             match attempt.operation {
-                RuntimeOperation::Stop => "RuntimeStopped",
-                RuntimeOperation::Start => "RuntimeStarted",
-                RuntimeOperation::Restart => "RuntimeRestarted",
+                RuntimeOperation::Stop => event_reason::RUNTIME_STOPPED,
+                RuntimeOperation::Start => event_reason::RUNTIME_STARTED,
+                RuntimeOperation::Restart => event_reason::RUNTIME_RESTARTED,
             },
             format!("{operation} ({id}) succeeded"),
         ),
         RuntimeControlState::Blocked => (
             EventType::Warning,
-            "RuntimeControlBlocked",
+            event_reason::RUNTIME_CONTROL_BLOCKED,
             format!(
                 "{operation} ({id}) blocked: {}",
                 attempt.blocked_reason.as_deref().unwrap_or_default()
@@ -341,7 +344,7 @@ async fn announce(resource: &Resource, context: &Context, attempt: &RuntimeContr
         ),
         _ => (
             EventType::Warning,
-            "RuntimeControlFailed",
+            event_reason::RUNTIME_CONTROL_FAILED,
             format!(
                 "{operation} ({id}) failed: {}",
                 attempt.error_code.as_deref().unwrap_or_default()

@@ -28,7 +28,8 @@ use super::fresh::with_current_finalizers;
 use super::{drain, error_policy};
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::status::apply_status;
+use crate::reconcilers::event_reason;
+use crate::status::StatusWriter;
 use berth_remote::error::reason as remote_reason;
 use berth_remote::{EdgeProxy, ProxyChange};
 
@@ -168,7 +169,9 @@ async fn reconcile(server: Arc<Server>, context: Arc<Context>) -> Result<Action>
             // Blocked: report why and keep the finalizer; cleanup runs once the blockers are gone.
             let current = server.status.as_ref();
             let status = status::blocked(&server, blockers, Timestamp::now());
-            apply_status(&api, server.as_ref(), current, &status).await?;
+            StatusWriter::new(&api, server.as_ref())
+                .apply(current, &status)
+                .await?;
             publish_blocked(&context, &server, current, &status).await;
             return Ok(Action::requeue(UNHEALTHY_RECHECK));
         }
@@ -198,7 +201,9 @@ async fn apply(server: &Server, context: &Arc<Context>) -> Result<Action> {
     }
     let current = server.status.as_ref();
     let status = desired(server, &observation, Vec::new(), Timestamp::now());
-    apply_status(&api, server, current, &status).await?;
+    StatusWriter::new(&api, server)
+        .apply(current, &status)
+        .await?;
     publish_changes(context, server, current, &status, proxy_change).await;
     let healthy = condition::is_true(&status.conditions, berth_crds::condition::READY);
     Ok(Action::requeue(if healthy {
@@ -237,7 +242,12 @@ async fn cleanup(server: &Server, context: &Context) -> Result<Action> {
             if proxy.remove().await? {
                 let note = format!("removed edge proxy container {}", proxy.names().container);
                 context
-                    .publish_event(&reference, EventType::Normal, "ProxyRemoved", note)
+                    .publish_event(
+                        &reference,
+                        EventType::Normal,
+                        event_reason::PROXY_REMOVED,
+                        note,
+                    )
                     .await;
             }
             proxy.remove_admin_dir().await?;
@@ -247,7 +257,12 @@ async fn cleanup(server: &Server, context: &Context) -> Result<Action> {
                         was left on the host"
                 .to_string();
             context
-                .publish_event(&reference, EventType::Warning, "ProxyNotRemoved", note)
+                .publish_event(
+                    &reference,
+                    EventType::Warning,
+                    event_reason::PROXY_NOT_REMOVED,
+                    note,
+                )
                 .await;
         }
     }
@@ -273,9 +288,11 @@ async fn publish_changes(
             reachable_before.is_none_or(|was| was.status != now.status || was.reason != now.reason);
         if changed {
             let (type_, reason) = match (now.status, now.reason.as_str()) {
-                (ConditionStatus::True, _) => (EventType::Normal, "Reachable"),
-                (_, remote_reason::HOST_KEY_MISMATCH) => (EventType::Warning, "HostKeyMismatch"),
-                _ => (EventType::Warning, "Unreachable"),
+                (ConditionStatus::True, _) => (EventType::Normal, event_reason::REACHABLE),
+                (_, remote_reason::HOST_KEY_MISMATCH) => {
+                    (EventType::Warning, event_reason::HOST_KEY_MISMATCH)
+                }
+                _ => (EventType::Warning, event_reason::UNREACHABLE),
             };
             context
                 .publish_event(&reference, type_, reason, now.message.clone())
@@ -286,7 +303,12 @@ async fn publish_changes(
     if let (None, Some(pinned)) = (pinned_before, after.host_key_fingerprint.as_ref()) {
         let note = format!("host key {pinned} pinned on first contact");
         context
-            .publish_event(&reference, EventType::Normal, "HostKeyPinned", note)
+            .publish_event(
+                &reference,
+                EventType::Normal,
+                event_reason::HOST_KEY_PINNED,
+                note,
+            )
             .await;
     }
     if let Some(change) = proxy_change {
@@ -300,7 +322,12 @@ async fn publish_changes(
             server.spec.proxy.image, server.spec.proxy.http_port
         );
         context
-            .publish_event(&reference, EventType::Normal, "ProxyStarted", note)
+            .publish_event(
+                &reference,
+                EventType::Normal,
+                event_reason::PROXY_STARTED,
+                note,
+            )
             .await;
     }
 }
@@ -321,7 +348,7 @@ async fn publish_blocked(
             .publish_event(
                 &server.object_ref(&()),
                 EventType::Warning,
-                "DeletionBlocked",
+                event_reason::DELETION_BLOCKED,
                 note,
             )
             .await;

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use berth_crds::condition::{self, Condition, ConditionStatus, DELETION_BLOCKED, READY};
+use berth_crds::condition::{self, Condition, DELETION_BLOCKED};
 use berth_crds::server::Server;
 use berth_crds::ssh_credential::{SshCredential, SshCredentialStatus, SshCredentialUsage, reason};
 use k8s_openapi::api::core::v1::Secret;
@@ -18,11 +18,13 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
 
+use super::conditions::Stamp;
 use super::fresh::with_current_finalizers;
 use super::{CONFLICT_RECHECK, RESYNC_AFTER, drain, error_policy};
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::status::apply_status_if_unchanged;
+use crate::reconcilers::event_reason;
+use crate::status::StatusWriter;
 use berth_remote::{ClientKey, KeyProblem, load_key};
 
 const KIND: &str = "SshCredential";
@@ -120,59 +122,35 @@ pub fn desired_status(
         observed_generation: generation,
         conditions: current.conditions,
     };
+    let stamp = Stamp { generation, now };
     let ready = match key {
-        Ok(key) => Condition::new(
-            READY,
-            ConditionStatus::True,
+        Ok(key) => stamp.ready(
             reason::KEY_LOADED,
             format!(
                 "private key {} loaded; used by {} server(s)",
                 key.fingerprint(),
                 status.usage.total_servers
             ),
-            generation,
-            now,
         ),
-        Err(problem) => Condition::new(
-            READY,
-            ConditionStatus::False,
-            problem.reason(),
-            problem.message(),
-            generation,
-            now,
-        ),
+        Err(problem) => stamp.not_ready(problem.reason(), problem.message()),
     };
     condition::merge(&mut status.conditions, ready);
     if credential.metadata.deletion_timestamp.is_some() {
-        let deletion = deletion_condition(&status.delete_blockers, generation, now);
+        let deletion = deletion_condition(&status.delete_blockers, stamp);
         condition::merge(&mut status.conditions, deletion);
     }
     status
 }
 
 /// `DeletionBlocked`: `True` naming the servers while any uses the credential.
-fn deletion_condition(blockers: &[String], generation: Option<i64>, now: Timestamp) -> Condition {
+fn deletion_condition(blockers: &[String], stamp: Stamp) -> Condition {
     if blockers.is_empty() {
-        return Condition::new(
-            DELETION_BLOCKED,
-            ConditionStatus::False,
-            condition::reason::RECONCILED,
-            "no server uses this credential",
-            generation,
-            now,
-        );
+        return stamp.deletion_unblocked("no server uses this credential");
     }
-    Condition::new(
-        DELETION_BLOCKED,
-        ConditionStatus::True,
-        condition::reason::IN_USE,
-        format!(
-            "deletion waits until no server uses this credential: {}",
-            blockers.join(", ")
-        ),
-        generation,
-        now,
-    )
+    stamp.deletion_blocked(format!(
+        "deletion waits until no server uses this credential: {}",
+        blockers.join(", ")
+    ))
 }
 
 async fn reconcile(credential: Arc<SshCredential>, context: Arc<Context>) -> Result<Action> {
@@ -194,7 +172,11 @@ async fn reconcile(credential: Arc<SshCredential>, context: Arc<Context>) -> Res
     // What we read may be overtaken: the shim writes the key's Secret, then records the key
     // (and a rotation's time) in the status itself. Our conclusion ("no key yet", "rotated
     // just now") must not replace its record, so it is written only over the version read.
-    match apply_status_if_unchanged(&api, credential.as_ref(), current, &status).await {
+    match StatusWriter::new(&api, credential.as_ref())
+        .if_unchanged()
+        .apply(current, &status)
+        .await
+    {
         Err(error) if error.is_conflict() => return Ok(Action::requeue(CONFLICT_RECHECK)),
         written => written?,
     };
@@ -324,7 +306,12 @@ async fn publish_changes(
             after.fingerprint.as_deref().unwrap_or("unknown")
         );
         context
-            .publish_event(&reference, EventType::Normal, "KeyRotated", note)
+            .publish_event(
+                &reference,
+                EventType::Normal,
+                event_reason::KEY_ROTATED,
+                note,
+            )
             .await;
     }
     let was_blocked = before.is_some_and(|b| condition::is_true(&b.conditions, DELETION_BLOCKED));
@@ -334,7 +321,12 @@ async fn publish_changes(
             after.delete_blockers.join(", ")
         );
         context
-            .publish_event(&reference, EventType::Warning, "DeletionBlocked", note)
+            .publish_event(
+                &reference,
+                EventType::Warning,
+                event_reason::DELETION_BLOCKED,
+                note,
+            )
             .await;
     }
 }
@@ -342,6 +334,7 @@ async fn publish_changes(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use berth_crds::condition::{ConditionStatus, READY};
     use berth_crds::server::{ServerLifecycle, ServerSpec};
     use berth_crds::ssh_credential::{PrivateKeySecretRef, SshCredentialKind, SshCredentialSpec};
     use berth_remote::key_from_secret;

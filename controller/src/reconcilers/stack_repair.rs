@@ -14,6 +14,7 @@ use super::deployment::plan::{self, Origin, Packaging, Plan, Recipe};
 use super::deployment::runtime::Target;
 use crate::context::Context;
 use crate::observer::ObservedServer;
+use crate::reconcilers::event_reason;
 
 /// What drift of the stack's services the index shows: (stopped containers, missing ones).
 fn drift(
@@ -70,7 +71,7 @@ pub async fn repair(
             Ok(()) => format!("stack service container {container} was stopped; started it"),
             Err(error) => format!("could not start stack service container {container}: {error}"),
         };
-        event(resource, context, "DriftRepaired", note).await;
+        event(resource, context, event_reason::DRIFT_REPAIRED, note).await;
     }
     if !missing {
         return;
@@ -87,7 +88,7 @@ pub async fn repair(
                  redeploy to bring it back"
             .to_string(),
     };
-    event(resource, context, "DriftRepaired", note).await;
+    event(resource, context, event_reason::DRIFT_REPAIRED, note).await;
 }
 
 /// The routed service's Compose settings of the serving attempt, for recreating its

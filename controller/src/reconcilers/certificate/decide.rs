@@ -5,13 +5,14 @@
 use std::time::Duration;
 
 use berth_crds::certificate::{CertificateStatus, condition_type, reason};
-use berth_crds::condition::{self, Condition, ConditionStatus, READY};
+use berth_crds::condition::{self, Condition, READY};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::events::EventType;
 
 use super::schedule::retry_delay;
 use super::{CertificateFacts, DEPENDENCY_RECHECK};
+pub use crate::reconcilers::conditions::Stamp;
 
 /// The key pair stored in the certificate's Secret: `None` without a Secret, else the chain's
 /// facts or why it cannot be read.
@@ -40,37 +41,54 @@ pub struct Decision {
     pub requeue_after: Duration,
 }
 
-/// The generation and time every condition of one decision carries.
-#[derive(Clone, Copy, Debug)]
-pub struct Stamp {
-    pub generation: Option<i64>,
-    pub now: Timestamp,
+/// The certificate's own conditions, by name.
+impl Stamp {
+    /// `Issued=True`: a certificate is in use.
+    fn issued(&self, reason: &str, message: impl Into<String>) -> Condition {
+        self.holds(condition_type::ISSUED, reason, message)
+    }
+
+    /// `Issued=False`: no usable certificate.
+    fn not_issued(&self, reason: &str, message: impl Into<String>) -> Condition {
+        self.fails(condition_type::ISSUED, reason, message)
+    }
+
+    /// `Renewing=True`: an attempt is under way.
+    fn renewing(&self, reason: &str, message: impl Into<String>) -> Condition {
+        self.holds(condition_type::RENEWING, reason, message)
+    }
+
+    /// `Renewing=False`: no attempt under way.
+    fn idle(&self) -> Condition {
+        self.fails(
+            condition_type::RENEWING,
+            reason::IDLE,
+            "no attempt under way",
+        )
+    }
+
+    /// `Failed=True`: the latest attempt failed.
+    fn failed(&self, reason: &str, message: impl Into<String>) -> Condition {
+        self.holds(condition_type::FAILED, reason, message)
+    }
+
+    /// `Failed=False`: the latest attempt succeeded.
+    fn not_failed(&self) -> Condition {
+        let message = "the latest attempt succeeded";
+        self.fails(condition_type::FAILED, reason::NOT_FAILED, message)
+    }
 }
 
-impl Stamp {
-    fn set(
-        &self,
-        status: &mut CertificateStatus,
-        type_: &str,
-        holds: bool,
-        why: &str,
-        message: impl Into<String>,
-    ) {
-        let value = if holds {
-            ConditionStatus::True
-        } else {
-            ConditionStatus::False
-        };
-        let condition = Condition::new(type_, value, why, message, self.generation, self.now);
-        condition::merge(&mut status.conditions, condition);
-    }
+/// Merges `condition` into the certificate's conditions.
+fn set(status: &mut CertificateStatus, condition: Condition) {
+    condition::merge(&mut status.conditions, condition);
 }
 
 /// The binding the certificate names does not exist.
 pub fn binding_missing(mut status: CertificateStatus, binding_id: &str, stamp: Stamp) -> Decision {
     let message = format!("domain binding {binding_id} does not exist");
     let missing = condition::reason::DEPENDENCY_MISSING;
-    stamp.set(&mut status, READY, false, missing, message);
+    set(&mut status, stamp.not_ready(missing, message));
     Decision {
         status,
         event: None,
@@ -97,14 +115,8 @@ pub fn imported(
         Err(problem) => {
             record_stored(&mut status, None, now);
             let invalid = reason::INVALID_CERTIFICATE;
-            stamp.set(
-                &mut status,
-                condition_type::ISSUED,
-                false,
-                invalid,
-                problem.clone(),
-            );
-            stamp.set(&mut status, READY, false, invalid, problem);
+            set(&mut status, stamp.not_issued(invalid, problem.clone()));
+            set(&mut status, stamp.not_ready(invalid, problem));
             return Decision {
                 status,
                 event: None,
@@ -115,17 +127,14 @@ pub fn imported(
     record_stored(&mut status, Some(&facts), now);
     let (ready, why, message) = imported_readiness(&facts, &secret, now);
     let imported_from = format!("imported from Secret {secret}");
-    stamp.set(
-        &mut status,
-        condition_type::ISSUED,
-        true,
-        reason::IMPORTED,
-        imported_from,
-    );
+    set(&mut status, stamp.issued(reason::IMPORTED, imported_from));
     let warned_before = current
         .and_then(|c| condition::find(&c.conditions, READY))
         .is_some_and(|c| c.reason == why);
-    stamp.set(&mut status, READY, ready, why, message.clone());
+    set(
+        &mut status,
+        stamp.judged(READY, ready, why, message.clone()),
+    );
     let event = (why != reason::IMPORTED && !warned_before).then_some(Event {
         type_: EventType::Warning,
         reason: why,
@@ -194,7 +203,7 @@ pub fn attempt_started(
     };
     let hostname = status.hostname.clone().unwrap_or_default();
     let message = format!("attempt {attempt}: {what} a certificate for {hostname}");
-    stamp.set(status, condition_type::RENEWING, true, why, message.clone());
+    set(status, stamp.renewing(why, message.clone()));
     Event {
         type_: EventType::Normal,
         reason: why,
@@ -247,49 +256,24 @@ pub fn attempt_failed(
         status.failed_attempts, failure.message
     );
     let why = failure.reason;
-    stamp.set(
-        &mut status,
-        condition_type::FAILED,
-        true,
-        why,
-        message.clone(),
-    );
-    let idle = "no attempt under way";
-    stamp.set(
-        &mut status,
-        condition_type::RENEWING,
-        false,
-        reason::IDLE,
-        idle,
-    );
+    set(&mut status, stamp.failed(why, message.clone()));
+    set(&mut status, stamp.idle());
     match previous {
         Some(facts) if facts.not_after > now => {
             let stays = format!(
                 "the previous certificate stays in use until {}",
                 facts.not_after
             );
-            stamp.set(
-                &mut status,
-                condition_type::ISSUED,
-                true,
-                reason::ISSUED,
-                stays,
-            );
+            set(&mut status, stamp.issued(reason::ISSUED, stays));
             let valid = format!(
                 "certificate valid until {}; renewal failing",
                 facts.not_after
             );
-            stamp.set(&mut status, READY, true, reason::ISSUED, valid);
+            set(&mut status, stamp.ready(reason::ISSUED, valid));
         }
         _ => {
-            stamp.set(
-                &mut status,
-                condition_type::ISSUED,
-                false,
-                why,
-                message.clone(),
-            );
-            stamp.set(&mut status, READY, false, why, message.clone());
+            set(&mut status, stamp.not_issued(why, message.clone()));
+            set(&mut status, stamp.not_ready(why, message.clone()));
         }
     }
     Decision {
@@ -327,27 +311,12 @@ pub fn settle(status: &mut CertificateStatus, facts: Option<&CertificateFacts>, 
         facts.not_after,
         facts.renew_at()
     );
-    let issued = reason::ISSUED;
-    stamp.set(
-        status,
-        condition_type::ISSUED,
-        true,
-        issued,
-        message.clone(),
-    );
-    let idle = "no attempt under way";
-    stamp.set(status, condition_type::RENEWING, false, reason::IDLE, idle);
+    set(status, stamp.issued(reason::ISSUED, message.clone()));
+    set(status, stamp.idle());
     if status.failed_attempts == 0 {
-        let succeeded = "the latest attempt succeeded";
-        stamp.set(
-            status,
-            condition_type::FAILED,
-            false,
-            reason::NOT_FAILED,
-            succeeded,
-        );
+        set(status, stamp.not_failed());
     }
-    stamp.set(status, READY, true, issued, message);
+    set(status, stamp.ready(reason::ISSUED, message));
 }
 
 /// Time from `now` until `at`, at least a second.
@@ -357,4 +326,26 @@ pub fn until(at: Timestamp, now: Timestamp) -> Duration {
             .unwrap_or(0)
             .max(1),
     )
+}
+
+#[cfg(test)]
+mod condition_tests {
+    use crate::reconcilers::conditions::testing::{assert_builds, stamp};
+    use berth_crds::condition::ConditionStatus::{False, True};
+
+    #[test]
+    fn certificate_conditions_by_name() {
+        let s = stamp();
+        let idle = "no attempt under way";
+        let succeeded = "the latest attempt succeeded";
+        assert_builds(&[
+            (s.issued("Issued", "m"), ("Issued", True, "Issued", "m")),
+            (s.not_issued("Bad", "m"), ("Issued", False, "Bad", "m")),
+            (s.renewing("Due", "m"), ("Renewing", True, "Due", "m")),
+        ]);
+        assert_builds(&[(s.idle(), ("Renewing", False, "Idle", idle))]);
+        assert_builds(&[(s.failed("Dns", "m"), ("Failed", True, "Dns", "m"))]);
+        let not_failed = ("Failed", False, "NotFailed", succeeded);
+        assert_builds(&[(s.not_failed(), not_failed)]);
+    }
 }

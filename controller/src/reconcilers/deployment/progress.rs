@@ -3,7 +3,7 @@
 //! see each step), and the attempt waits for the queue only when it ends. Each step and the
 //! outcome are also recorded in the attempt's timeline, with the build's output lines.
 
-use berth_crds::condition::{self, Condition, ConditionStatus, READY};
+use berth_crds::condition::{self, Condition, READY};
 use berth_crds::deployment::{
     Deployment, DeploymentError, DeploymentPhase, DeploymentState, DeploymentStatus, DeploymentStep,
 };
@@ -17,7 +17,8 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::error::Result;
-use crate::status::apply_status;
+use crate::reconcilers::conditions::Stamp;
+use crate::status::StatusWriter;
 use berth_observations::{MAX_OUTPUT_LINES, TimelineKey, TimelineWriter};
 
 /// The attempt's status and the queue to its writer.
@@ -120,6 +121,14 @@ impl<'a> Progress<'a> {
         }
     }
 
+    /// The stamp of a condition set now (an attempt runs long; each condition has its own time).
+    fn stamp(&self) -> Stamp {
+        Stamp {
+            generation: self.deployment.metadata.generation,
+            now: Timestamp::now(),
+        }
+    }
+
     /// Moves to step `current` of `phase` and queues the status.
     pub fn step(&mut self, phase: DeploymentPhase, current: i64, label: &str) {
         self.status.phase = Some(phase);
@@ -136,20 +145,10 @@ impl<'a> Progress<'a> {
     /// Marks the attempt as waiting (`Ready` false with `reason`, the step label saying why)
     /// and queues the status; returns whether this is news (not the wait already recorded).
     pub fn waiting_for(&mut self, reason: &str, message: &str) -> bool {
-        let generation = self.deployment.metadata.generation;
         let news = !condition::find(&self.status.conditions, READY)
             .is_some_and(|ready| ready.reason == reason && ready.message == message);
-        condition::merge(
-            &mut self.status.conditions,
-            Condition::new(
-                READY,
-                ConditionStatus::False,
-                reason,
-                message,
-                generation,
-                Timestamp::now(),
-            ),
-        );
+        let waiting = self.stamp().not_ready(reason, message);
+        condition::merge(&mut self.status.conditions, waiting);
         let step = self.status.current_step.as_ref().map_or(1, |s| s.current);
         self.status.current_step = Some(DeploymentStep {
             current: step,
@@ -190,32 +189,31 @@ impl<'a> Progress<'a> {
         self.status.last_error = error;
         let generation = self.deployment.metadata.generation;
         self.status.observed_generation = generation;
-        let (status, reason, message) = if succeeded {
-            (ConditionStatus::True, "Succeeded", "the attempt succeeded")
+        let ready = if succeeded {
+            self.stamp().attempt_succeeded()
         } else {
-            (
-                ConditionStatus::False,
-                "Ended",
-                "the attempt did not succeed",
-            )
+            self.stamp().attempt_ended()
         };
-        condition::merge(
-            &mut self.status.conditions,
-            Condition::new(
-                READY,
-                status,
-                reason,
-                message.to_string(),
-                generation,
-                Timestamp::now(),
-            ),
-        );
+        condition::merge(&mut self.status.conditions, ready);
         self.record_outcome(state);
         // Readers of the timeline follow the status: once it says the attempt ended, every
         // entry of the attempt is stored.
         self.timeline.flush().await;
         self.write();
         self.finish_writes().await
+    }
+}
+
+/// The `Ready` an attempt ends with.
+impl Stamp {
+    /// `Ready=True`: the attempt succeeded.
+    fn attempt_succeeded(&self) -> Condition {
+        self.ready("Succeeded", "the attempt succeeded")
+    }
+
+    /// `Ready=False`: the attempt ended without success.
+    fn attempt_ended(&self) -> Condition {
+        self.not_ready("Ended", "the attempt did not succeed")
     }
 }
 
@@ -315,7 +313,8 @@ async fn write_in_order(
 ) -> Result<()> {
     let mut last = Ok(());
     while let Some(status) = updates.recv().await {
-        last = apply_status(&api, &deployment, written.as_ref(), &status)
+        last = StatusWriter::new(&api, &deployment)
+            .apply(written.as_ref(), &status)
             .await
             .map(drop);
         match &last {
@@ -329,7 +328,17 @@ async fn write_in_order(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reconcilers::conditions::testing::{expected, stamp};
+    use berth_crds::condition::ConditionStatus::{False, True};
     use berth_observations::{ObservationStore, SqliteTimeline};
+
+    #[test]
+    fn an_ending_attempt_says_whether_it_succeeded() {
+        let succeeded = expected("Ready", True, "Succeeded", "the attempt succeeded");
+        assert_eq!(stamp().attempt_succeeded(), succeeded);
+        let ended = expected("Ready", False, "Ended", "the attempt did not succeed");
+        assert_eq!(stamp().attempt_ended(), ended);
+    }
 
     #[tokio::test]
     async fn output_beyond_the_cap_is_left_out_with_one_line_saying_so() {

@@ -5,7 +5,7 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
-use berth_crds::condition::{self, Condition, ConditionStatus, READY};
+use berth_crds::condition::{self, ConditionStatus, READY};
 use berth_crds::domain_binding::{
     DomainBinding, DomainBindingStatus, HttpPolicy, condition_type, reason,
 };
@@ -19,6 +19,7 @@ use super::WAIT_RECHECK;
 use crate::reconcilers::RESYNC_AFTER;
 use crate::reconcilers::certificate::CertificateFacts;
 use crate::reconcilers::certificate::preflight::ResolutionFailure;
+use crate::reconcilers::conditions::Stamp;
 use crate::reconcilers::deployment::plan::upstream_alias;
 
 /// Reason of the Event sent when a binding becomes ready.
@@ -131,7 +132,7 @@ pub fn decide(binding: &DomainBinding, observed: &Observed, now: Timestamp) -> D
     };
     let placed = match observed {
         Observed::Unplaced(unplaced) => {
-            stamp.set(&mut status, READY, unplaced_verdict(unplaced));
+            set(&mut status, stamp, READY, unplaced_verdict(unplaced));
             return Decision {
                 status,
                 served_event: None,
@@ -143,16 +144,21 @@ pub fn decide(binding: &DomainBinding, observed: &Observed, now: Timestamp) -> D
     let hostname = &binding.spec.hostname;
     status.server_id = Some(placed.placement.server.clone());
     let verified = verification(&mut status, &placed.resolution, hostname, &placed.placement);
-    let verified = stamp.set(&mut status, condition_type::VERIFIED, verified);
+    let verified = set(&mut status, stamp, condition_type::VERIFIED, verified);
     status.certificate_id = match &placed.tls {
         Tls::Disabled => None,
         Tls::Waiting { certificate } => certificate.clone(),
         Tls::Loaded { certificate, .. } => Some(certificate.clone()),
     };
     let routed = route_verdict(&mut status, binding, &placed.route, &placed.placement);
-    let routed = stamp.set(&mut status, condition_type::ROUTE_APPLIED, routed);
+    let routed = set(&mut status, stamp, condition_type::ROUTE_APPLIED, routed);
     let served = certificate_verdict(&mut status, &placed.tls, hostname, &placed.placement);
-    let served = stamp.set(&mut status, condition_type::CERTIFICATE_SERVED, served);
+    let served = set(
+        &mut status,
+        stamp,
+        condition_type::CERTIFICATE_SERVED,
+        served,
+    );
     let tls_served = served || placed.tls == Tls::Disabled;
     let https = matches!(placed.tls, Tls::Loaded { .. });
     let (http_port, https_port) = (placed.placement.http_port, placed.placement.https_port);
@@ -167,7 +173,7 @@ pub fn decide(binding: &DomainBinding, observed: &Observed, now: Timestamp) -> D
     let ready = readiness(&status, verified && routed && tls_served, &url);
     let message = ready.message.clone();
     let was_ready = current.is_some_and(|c| condition::is_true(&c.conditions, READY));
-    let ready = stamp.set(&mut status, READY, ready);
+    let ready = set(&mut status, stamp, READY, ready);
     Decision {
         status,
         served_event: (ready && !was_ready).then_some(message),
@@ -192,31 +198,11 @@ impl Verdict {
     }
 }
 
-/// The generation and time every condition of one reconcile carries.
-struct Stamp {
-    generation: Option<i64>,
-    now: Timestamp,
-}
-
-impl Stamp {
-    /// Merges the condition `type_` with `verdict` into the status; whether it holds.
-    fn set(&self, status: &mut DomainBindingStatus, type_: &str, verdict: Verdict) -> bool {
-        let value = if verdict.holds {
-            ConditionStatus::True
-        } else {
-            ConditionStatus::False
-        };
-        let condition = Condition::new(
-            type_,
-            value,
-            verdict.reason,
-            verdict.message,
-            self.generation,
-            self.now,
-        );
-        condition::merge(&mut status.conditions, condition);
-        verdict.holds
-    }
+/// Merges the condition `type_` with `verdict` into the status; whether it holds.
+fn set(status: &mut DomainBindingStatus, stamp: Stamp, type_: &str, verdict: Verdict) -> bool {
+    let condition = stamp.judged(type_, verdict.holds, verdict.reason, verdict.message);
+    condition::merge(&mut status.conditions, condition);
+    verdict.holds
 }
 
 fn unplaced_verdict(unplaced: &Unplaced) -> Verdict {

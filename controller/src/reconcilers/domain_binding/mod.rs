@@ -29,7 +29,7 @@ use self::observe::Edge;
 use super::{drain, error_policy};
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::status::apply_status;
+use crate::status::StatusWriter;
 
 const KIND: &str = "DomainBinding";
 /// Removes the binding's routes from the edge proxy before the object goes.
@@ -139,7 +139,9 @@ async fn write(
     decision: Decision,
 ) -> Result<Action> {
     let api = Api::<DomainBinding>::namespaced(context.client.clone(), namespace);
-    apply_status(&api, binding, binding.status.as_ref(), &decision.status).await?;
+    StatusWriter::new(&api, binding)
+        .apply(binding.status.as_ref(), &decision.status)
+        .await?;
     if let Some(message) = decision.served_event {
         let reference = binding.object_ref(&());
         context

@@ -15,6 +15,7 @@ use crate::context::Context;
 use crate::error::Result;
 use crate::reconcilers::deployment::runtime::Target;
 use crate::reconcilers::deployment::{compose, connect, package};
+use crate::reconcilers::event_reason;
 
 /// How long deletion waits for the resource's running attempts to stop.
 const STOP_ATTEMPTS_WITHIN: std::time::Duration = std::time::Duration::from_secs(30);
@@ -95,7 +96,7 @@ async fn clear_server(
                 .publish_event(
                     &resource.object_ref(&()),
                     EventType::Warning,
-                    "CleanupIncomplete",
+                    event_reason::CLEANUP_INCOMPLETE,
                     note,
                 )
                 .await;
@@ -113,7 +114,7 @@ async fn drop_route(resource: &Resource, context: &Context, namespace: &str, tar
             .publish_event(
                 &resource.object_ref(&()),
                 EventType::Warning,
-                "RouteNotRemoved",
+                event_reason::ROUTE_NOT_REMOVED,
                 note,
             )
             .await;

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use berth_crds::condition::{self, Condition, ConditionStatus, READY};
+use berth_crds::condition::{self, Condition};
 use berth_crds::deployment::{Deployment, DeploymentState};
 use berth_crds::domain_binding::DomainBinding;
 use berth_crds::resource::{ProxyRouteStatus, Resource, ResourceStatus, reason};
@@ -14,6 +14,7 @@ use kube::ResourceExt;
 
 use super::access;
 use super::attempts::{serving, state};
+use crate::reconcilers::conditions::Stamp;
 use crate::reconcilers::runtime_state;
 
 /// What the reconciler observed of the resource's runtime: its route, its container, and what
@@ -58,16 +59,16 @@ pub fn decide(
         runtime_control: observed.runtime_control,
         conditions: current.conditions,
     };
-    let (ready, reason, message) = readiness(resource, serving, route_status, observed.stopped);
-    let generation = resource.metadata.generation;
-    condition::merge(
-        &mut status.conditions,
-        Condition::new(READY, ready, reason, message, generation, now),
-    );
+    let stamp = Stamp {
+        generation: resource.metadata.generation,
+        now,
+    };
+    let ready = readiness(resource, serving, route_status, observed.stopped, stamp);
+    condition::merge(&mut status.conditions, ready);
     status
 }
 
-/// The `Ready` condition's status, reason and message.
+/// The `Ready` condition.
 ///
 /// Stopped on request is the desired state reached (as a Deployment scaled to zero is
 /// available), so GitOps health checks do not report a deliberate stop as a failure.
@@ -77,10 +78,10 @@ fn readiness(
     serving: Option<&Deployment>,
     route_status: ProxyRouteStatus,
     stopped: bool,
-) -> (ConditionStatus, &'static str, String) {
+    stamp: Stamp,
+) -> Condition {
     if let Err(refused) = resource.spec.check_support() {
-        return (
-            ConditionStatus::False,
+        return stamp.not_ready(
             condition::reason::INVALID_SPEC,
             format!(
                 "spec.{}; nothing is deployed until it is fixed",
@@ -89,25 +90,18 @@ fn readiness(
         );
     }
     match (serving, route_status) {
-        (Some(_), _) if stopped => (
-            ConditionStatus::True,
+        (Some(_), _) if stopped => stamp.ready(
             reason::STOPPED,
-            "stopped on request (spec.runtime.desiredState: stopped); nothing serves".to_string(),
+            "stopped on request (spec.runtime.desiredState: stopped); nothing serves",
         ),
-        (Some(d), ProxyRouteStatus::Ready) => (
-            ConditionStatus::True,
+        (Some(d), ProxyRouteStatus::Ready) => stamp.ready(
             reason::SERVING,
             format!("deployment {} serves the resource", d.name_any()),
         ),
-        (Some(_), _) => (
-            ConditionStatus::False,
+        (Some(_), _) => stamp.not_ready(
             reason::ROUTE_NOT_READY,
-            "the serving container is not running".to_string(),
+            "the serving container is not running",
         ),
-        (None, _) => (
-            ConditionStatus::False,
-            reason::NOT_DEPLOYED,
-            "no deployment has succeeded yet".to_string(),
-        ),
+        (None, _) => stamp.not_ready(reason::NOT_DEPLOYED, "no deployment has succeeded yet"),
     }
 }

@@ -17,6 +17,7 @@ use crate::context::Context;
 use crate::observer::{Connectivity, Death, ObservedServer};
 use crate::reconcilers::deployment::runtime::Target;
 use crate::reconcilers::deployment::{config, connect, plan};
+use crate::reconcilers::event_reason;
 use crate::reconcilers::{crash_evidence, stack_repair};
 
 /// Whether the serving container runs and its route is in place, from what the server's
@@ -174,7 +175,7 @@ async fn remove_strays(
             .publish_event(
                 &resource.object_ref(&()),
                 EventType::Normal,
-                "StrayRemoved",
+                event_reason::STRAY_REMOVED,
                 note,
             )
             .await;
@@ -322,7 +323,12 @@ async fn restore_container(
                 plan.container_name
             );
             context
-                .publish_event(&reference, EventType::Normal, "DriftRepaired", note)
+                .publish_event(
+                    &reference,
+                    EventType::Normal,
+                    event_reason::DRIFT_REPAIRED,
+                    note,
+                )
                 .await;
             Ok(())
         }
@@ -332,7 +338,12 @@ async fn restore_container(
                 plan.container_name
             );
             context
-                .publish_event(&reference, EventType::Warning, "DriftRepairFailed", note)
+                .publish_event(
+                    &reference,
+                    EventType::Warning,
+                    event_reason::DRIFT_REPAIR_FAILED,
+                    note,
+                )
                 .await;
             Err(ProxyRouteStatus::Failed)
         }

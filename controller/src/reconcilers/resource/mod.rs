@@ -47,7 +47,7 @@ use super::{RESYNC_AFTER, drain, error_policy};
 use crate::cache::{Caches, changed_by, digest};
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::status::apply_status;
+use crate::status::StatusWriter;
 
 const KIND: &str = "Resource";
 /// Removes the resource's containers and route before it goes away.
@@ -198,7 +198,9 @@ async fn write(
     status: &ResourceStatus,
 ) -> Result<()> {
     let api = Api::<Resource>::namespaced(context.client.clone(), namespace);
-    apply_status(&api, resource, written, status).await?;
+    StatusWriter::new(&api, resource)
+        .apply(written, status)
+        .await?;
     Ok(())
 }
 

@@ -7,6 +7,7 @@ use kube::{Resource as _, ResourceExt};
 use crate::context::Context;
 use crate::reconcilers::deployment::plan;
 use crate::reconcilers::deployment::runtime::Target;
+use crate::reconcilers::event_reason;
 
 /// Writes the serving container's route again when the edge proxy lost it (a restarted or
 /// recreated proxy starts without routes).
@@ -34,7 +35,7 @@ pub(super) async fn restore_route(
                 .publish_event(
                     &resource.object_ref(&()),
                     EventType::Normal,
-                    "RouteRestored",
+                    event_reason::ROUTE_RESTORED,
                     note,
                 )
                 .await;

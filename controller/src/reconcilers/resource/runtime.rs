@@ -10,6 +10,7 @@ use kube::runtime::events::EventType;
 use super::attempts::serving;
 use crate::context::Context;
 use crate::reconcilers::deployment::connect;
+use crate::reconcilers::event_reason;
 use crate::reconcilers::{runtime_control, runtime_state};
 
 /// What the server's observer knows of the serving container; a container not running while
@@ -56,7 +57,7 @@ pub(super) async fn keep_stopped(
         .publish_event(
             &resource.object_ref(&()),
             EventType::Normal,
-            "DriftRepaired",
+            event_reason::DRIFT_REPAIRED,
             note,
         )
         .await;

@@ -1,11 +1,12 @@
 //! The status a Server should have, planned from what was observed. Pure, so the condition
 //! logic is unit-tested without SSH.
 
-use berth_crds::condition::DELETION_BLOCKED;
-use berth_crds::condition::{self, Condition, ConditionStatus, READY};
+use berth_crds::condition::{self, Condition, ConditionStatus};
 use berth_crds::server::{Server, ServerFacts, ServerStatus, conditions, reason};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
+
+use crate::reconcilers::conditions::Stamp;
 
 /// `lastContactAt` moves at most this often while nothing else changes, so a healthy server
 /// does not rewrite its status on every probe.
@@ -54,40 +55,24 @@ pub struct Observation {
     pub proxy: Option<Result<ProxyObservation, Failure>>,
 }
 
+/// `type_` from an observation: holds with its reason and message, or fails as `Failure` says.
 fn condition(
     type_: &str,
     result: Result<(&'static str, String), &Failure>,
-    generation: Option<i64>,
-    now: Timestamp,
+    stamp: Stamp,
 ) -> Condition {
     match result {
-        Ok((reason, message)) => Condition::new(
-            type_,
-            ConditionStatus::True,
-            reason,
-            message,
-            generation,
-            now,
-        ),
-        Err(failure) => Condition::new(
-            type_,
-            ConditionStatus::False,
-            failure.reason,
-            failure.message.clone(),
-            generation,
-            now,
-        ),
+        Ok((reason, message)) => stamp.holds(type_, reason, message),
+        Err(failure) => stamp.fails(type_, failure.reason, failure.message.clone()),
     }
 }
 
-fn unknown(type_: &str, generation: Option<i64>, now: Timestamp) -> Condition {
-    Condition::new(
+/// `type_` could not be checked because SSH failed first.
+fn not_checked(type_: &str, stamp: Stamp) -> Condition {
+    stamp.unknown(
         type_,
-        ConditionStatus::Unknown,
         reason::NOT_CONNECTED,
         "not checked: the server is not reachable",
-        generation,
-        now,
     )
 }
 
@@ -101,6 +86,7 @@ pub fn desired(
 ) -> ServerStatus {
     let current = server.status.clone().unwrap_or_default();
     let generation = server.metadata.generation;
+    let stamp = Stamp { generation, now };
     let mut status = ServerStatus {
         reachable: observation.contact.is_ok(),
         host_key_fingerprint: current.host_key_fingerprint.clone(),
@@ -119,14 +105,14 @@ pub fn desired(
         status.docker_version = Some(version.clone());
     }
     let observed = [
-        reachable_condition(&observation.contact, generation, now),
-        docker_condition(observation.docker.as_ref(), generation, now),
-        proxy_condition(server, observation.proxy.as_ref(), generation, now),
+        reachable_condition(&observation.contact, stamp),
+        docker_condition(observation.docker.as_ref(), stamp),
+        proxy_condition(server, observation.proxy.as_ref(), stamp),
     ];
     for observed in observed {
         condition::merge(&mut status.conditions, observed);
     }
-    let ready = ready_condition(&status.conditions, generation, now);
+    let ready = ready_condition(&status.conditions, stamp);
     condition::merge(&mut status.conditions, ready);
     if let Some(deletion) = deletion_condition(server, &status.delete_blockers, now) {
         condition::merge(&mut status.conditions, deletion);
@@ -153,11 +139,7 @@ fn record_contact(
     }
 }
 
-fn reachable_condition(
-    contact: &Result<Contact, Failure>,
-    generation: Option<i64>,
-    now: Timestamp,
-) -> Condition {
+fn reachable_condition(contact: &Result<Contact, Failure>, stamp: Stamp) -> Condition {
     let result = contact.as_ref().map(|contact| {
         let message = format!(
             "SSH to {} works; host key {}",
@@ -165,16 +147,12 @@ fn reachable_condition(
         );
         (reason::CONNECTED, message)
     });
-    condition(conditions::REACHABLE, result, generation, now)
+    condition(conditions::REACHABLE, result, stamp)
 }
 
-fn docker_condition(
-    docker: Option<&Result<String, Failure>>,
-    generation: Option<i64>,
-    now: Timestamp,
-) -> Condition {
+fn docker_condition(docker: Option<&Result<String, Failure>>, stamp: Stamp) -> Condition {
     let Some(docker) = docker else {
-        return unknown(conditions::DOCKER_READY, generation, now);
+        return not_checked(conditions::DOCKER_READY, stamp);
     };
     let result = docker.as_ref().map(|version| {
         (
@@ -182,43 +160,41 @@ fn docker_condition(
             format!("Docker {version} answers"),
         )
     });
-    condition(conditions::DOCKER_READY, result, generation, now)
+    condition(conditions::DOCKER_READY, result, stamp)
 }
 
 fn proxy_condition(
     server: &Server,
     proxy: Option<&Result<ProxyObservation, Failure>>,
-    generation: Option<i64>,
-    now: Timestamp,
+    stamp: Stamp,
 ) -> Condition {
     let type_ = conditions::PROXY_READY;
-    let (status, reason, message) = match proxy {
-        None => return unknown(type_, generation, now),
-        Some(Err(failure)) => return condition(type_, Err(failure), generation, now),
-        Some(Ok(ProxyObservation::Running { container })) => (
-            ConditionStatus::True,
+    match proxy {
+        None => not_checked(type_, stamp),
+        Some(Err(failure)) => condition(type_, Err(failure), stamp),
+        Some(Ok(ProxyObservation::Running { container })) => stamp.holds(
+            type_,
             reason::PROXY_RUNNING,
             format!(
                 "edge proxy {container} runs and its admin API answers; HTTP on port {}",
                 server.spec.proxy.http_port
             ),
         ),
-        Some(Ok(ProxyObservation::Disabled)) => (
-            ConditionStatus::True,
+        Some(Ok(ProxyObservation::Disabled)) => stamp.holds(
+            type_,
             reason::PROXY_DISABLED,
-            "no edge proxy requested (proxy.kind: none)".to_string(),
+            "no edge proxy requested (proxy.kind: none)",
         ),
-        Some(Ok(ProxyObservation::Unsupported(kind))) => (
-            ConditionStatus::False,
+        Some(Ok(ProxyObservation::Unsupported(kind))) => stamp.fails(
+            type_,
             reason::PROXY_KIND_UNSUPPORTED,
             format!("Berth runs only Caddy as edge proxy; {kind} is rendered for previews only"),
         ),
-    };
-    Condition::new(type_, status, reason, message, generation, now)
+    }
 }
 
 /// `Ready` holds when SSH, Docker and the proxy all do; else it names the first that fails.
-fn ready_condition(observed: &[Condition], generation: Option<i64>, now: Timestamp) -> Condition {
+fn ready_condition(observed: &[Condition], stamp: Stamp) -> Condition {
     let failed = [
         conditions::REACHABLE,
         conditions::DOCKER_READY,
@@ -229,21 +205,10 @@ fn ready_condition(observed: &[Condition], generation: Option<i64>, now: Timesta
         condition::find(observed, type_).filter(|c| c.status != ConditionStatus::True)
     });
     match failed {
-        None => Condition::new(
-            READY,
-            ConditionStatus::True,
-            reason::READY,
-            "SSH, Docker and the edge proxy work",
-            generation,
-            now,
-        ),
-        Some(failed) => Condition::new(
-            READY,
-            ConditionStatus::False,
+        None => stamp.ready(reason::READY, "SSH, Docker and the edge proxy work"),
+        Some(failed) => stamp.not_ready(
             &failed.reason,
             format!("{}: {}", failed.type_, failed.message),
-            generation,
-            now,
         ),
     }
 }
@@ -262,35 +227,25 @@ pub fn blocked(server: &Server, blockers: Vec<String>, now: Timestamp) -> Server
 /// `DeletionBlocked` while a requested deletion waits; `None` when no deletion is requested.
 fn deletion_condition(server: &Server, blockers: &[String], now: Timestamp) -> Option<Condition> {
     server.metadata.deletion_timestamp.as_ref()?;
-    let (state, reason, message) = if blockers.is_empty() {
-        (
-            ConditionStatus::False,
-            condition::reason::RECONCILED,
-            "nothing references this server".to_string(),
-        )
-    } else {
-        (
-            ConditionStatus::True,
-            condition::reason::IN_USE,
-            format!(
-                "deletion waits until nothing references this server: {}",
-                blockers.join(", ")
-            ),
-        )
-    };
-    Some(Condition::new(
-        DELETION_BLOCKED,
-        state,
-        reason,
-        message,
-        server.metadata.generation,
+    let stamp = Stamp {
+        generation: server.metadata.generation,
         now,
-    ))
+    };
+    Some(if blockers.is_empty() {
+        stamp.deletion_unblocked("nothing references this server")
+    } else {
+        stamp.deletion_blocked(format!(
+            "deletion waits until nothing references this server: {}",
+            blockers.join(", ")
+        ))
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reconcilers::conditions::testing::{expected, stamp};
+    use berth_crds::condition::{DELETION_BLOCKED, READY};
     use berth_crds::server::ServerSpec;
     use berth_remote::error::reason as remote;
 
@@ -421,5 +376,17 @@ mod tests {
         assert!(condition::is_true(&status.conditions, READY));
         assert!(condition::is_true(&status.conditions, DELETION_BLOCKED));
         assert_eq!(status.delete_blockers, vec!["deployment/dep-1"]);
+    }
+
+    #[test]
+    fn not_checked_is_unknown_because_ssh_failed() {
+        let message = "not checked: the server is not reachable";
+        let unknown = expected(
+            "DockerReady",
+            ConditionStatus::Unknown,
+            "NotConnected",
+            message,
+        );
+        assert_eq!(not_checked("DockerReady", stamp()), unknown);
     }
 }

@@ -10,7 +10,7 @@ mod evaluation;
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
-use berth_crds::condition::{self, Condition, ConditionStatus};
+use berth_crds::condition::{self, Condition};
 use berth_crds::monitoring::MonitoringSample;
 use berth_crds::threshold_policy::{
     Severity, THRESHOLD_CROSSED, ThresholdEvaluation, ThresholdPolicy, WITHIN_BOUNDS,
@@ -23,7 +23,8 @@ use serde_json::{Map, Value, json};
 
 use self::evaluation::{Change, PolicyMemory, Summary, covers};
 use crate::context::Context;
-use crate::status::apply_fields_as_if_unchanged;
+use crate::reconcilers::conditions::Stamp;
+use crate::status::StatusWriter;
 
 /// The evaluator's own field manager: the bookkeeping controller applies the policy's other
 /// status fields as `berth-controller`, and its applies must not drop `evaluation`.
@@ -101,7 +102,12 @@ async fn report(context: &Context, change: Change) {
         &policy.namespace().unwrap_or_default(),
     );
     let fields = status_fields(&policy, &evaluation);
-    match apply_fields_as_if_unchanged(&api, policy.as_ref(), FIELD_MANAGER, &fields).await {
+    match StatusWriter::new(&api, policy.as_ref())
+        .as_manager(FIELD_MANAGER)
+        .if_unchanged()
+        .apply_fields(&fields)
+        .await
+    {
         Ok(true) => {}
         Ok(false) => return,
         Err(error) => {
@@ -134,35 +140,38 @@ fn status_fields(policy: &ThresholdPolicy, evaluation: &ThresholdEvaluation) -> 
         .as_ref()
         .map(|s| s.conditions.clone())
         .unwrap_or_default();
-    let (status, reason, message) = match evaluation.state {
-        Severity::Ok => (
-            ConditionStatus::False,
-            WITHIN_BOUNDS,
-            "no rule's boundary is crossed".to_string(),
-        ),
-        severity => (
-            ConditionStatus::True,
-            if severity == Severity::Critical {
-                "Critical"
-            } else {
-                "Warning"
-            },
-            event_note(evaluation),
-        ),
+    let stamp = Stamp {
+        generation: policy.meta().generation,
+        now: evaluation.evaluated_at.0,
     };
-    let crossed = Condition::new(
-        THRESHOLD_CROSSED,
-        status,
-        reason,
-        message,
-        policy.meta().generation,
-        evaluation.evaluated_at.0,
-    );
+    let crossed = match evaluation.state {
+        Severity::Ok => stamp.within_bounds(),
+        severity => stamp.threshold_crossed(severity, event_note(evaluation)),
+    };
     condition::merge(&mut conditions, crossed);
     let mut fields = Map::new();
     fields.insert("evaluation".into(), json!(evaluation));
     fields.insert("conditions".into(), json!(conditions));
     fields
+}
+
+/// The `ThresholdCrossed` condition, by name.
+impl Stamp {
+    /// `ThresholdCrossed=False`: every rule is within its bounds.
+    fn within_bounds(&self) -> Condition {
+        let message = "no rule's boundary is crossed";
+        self.fails(THRESHOLD_CROSSED, WITHIN_BOUNDS, message)
+    }
+
+    /// `ThresholdCrossed=True` at `severity` (`Warning` or `Critical`), `message` saying what.
+    fn threshold_crossed(&self, severity: Severity, message: String) -> Condition {
+        let reason = if severity == Severity::Critical {
+            "Critical"
+        } else {
+            "Warning"
+        };
+        self.holds(THRESHOLD_CROSSED, reason, message)
+    }
 }
 
 fn event_of(state: Severity) -> (EventType, &'static str) {
@@ -194,4 +203,28 @@ fn event_note(evaluation: &ThresholdEvaluation) -> String {
         })
         .collect();
     format!("{}; non-enforcing, nothing was stopped", crossed.join("; "))
+}
+
+#[cfg(test)]
+mod condition_tests {
+    use super::*;
+    use crate::reconcilers::conditions::testing::{expected, stamp};
+    use berth_crds::condition::ConditionStatus::{False, True};
+
+    #[test]
+    fn threshold_crossed_by_name() {
+        let within = "no rule's boundary is crossed";
+        let ok = expected("ThresholdCrossed", False, "WithinBounds", within);
+        assert_eq!(stamp().within_bounds(), ok);
+        let warning = expected("ThresholdCrossed", True, "Warning", "m");
+        assert_eq!(
+            stamp().threshold_crossed(Severity::Warning, "m".into()),
+            warning
+        );
+        let critical = expected("ThresholdCrossed", True, "Critical", "m");
+        assert_eq!(
+            stamp().threshold_crossed(Severity::Critical, "m".into()),
+            critical
+        );
+    }
 }
