@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use berth_api::repository::{GitTransport, RepoLocator};
 use berth_remote::{ClientKey, Endpoint, ServerConnection, Timeouts};
+use berth_vocabulary::repository::{GitTransport, RepoLocator};
 use sha2::{Digest, Sha256};
 use tokio::runtime::Handle;
 

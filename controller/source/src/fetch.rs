@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
-use berth_api::repository::RepoLocator;
+use berth_vocabulary::repository::RepoLocator;
 use gix::ObjectId;
 use gix::remote::Direction;
 use gix::remote::fetch::Shallow;

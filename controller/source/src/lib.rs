@@ -18,7 +18,7 @@ mod error;
 mod fetch;
 mod transport;
 
-pub use berth_api::repository::{GitTransport, RepoLocator};
+pub use berth_vocabulary::repository::{GitTransport, RepoLocator};
 pub use cache::{FetchRequest, Fetched, SourceCache, SshAccess};
 pub use checkout::Exported;
 pub use error::SourceError;

@@ -6,8 +6,8 @@ mod ssh;
 
 use std::sync::Arc;
 
-use berth_api::repository::{GitTransport, RepoLocator};
 use berth_remote::ServerConnection;
+use berth_vocabulary::repository::{GitTransport, RepoLocator};
 use gix::protocol::transport::Protocol;
 use gix::protocol::transport::client::blocking_io::Transport;
 use tokio::runtime::Handle;

@@ -5,12 +5,12 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use berth_api::build::{BuildStrategy, CREDENTIAL_ID, HOST_KEY_FINGERPRINT, SourceKind};
-use berth_api::repository::RepoLocator;
 use berth_crds::common::SourceDescriptor;
 use berth_crds::deployment::DeploymentErrorCode as Code;
 use berth_crds::resource::{Resource, RuntimeProfile, resolved_strategy};
 use berth_crds::server::Server;
+use berth_vocabulary::build::{BuildStrategy, CREDENTIAL_ID, HOST_KEY_FINGERPRINT, SourceKind};
+use berth_vocabulary::repository::RepoLocator;
 
 use super::{PlanError, plan_error};
 
@@ -127,7 +127,7 @@ pub fn packaging_of(
 
 /// A field the spec declares but the build would not honour; the shim refuses such a spec
 /// before it is stored, so this meets only objects applied with kubectl.
-fn refusal(error: berth_api::validate::FieldError) -> PlanError {
+fn refusal(error: berth_vocabulary::validate::FieldError) -> PlanError {
     let code = match error.field.as_str() {
         "source.kind" => Code::SourceKindUnsupported,
         "source.locator" => Code::SourceLocatorInvalid,
