@@ -32,9 +32,10 @@ _pg_bin() {
   printf '%s\n' "${dirs[@]}" | sort -V | tail -n1
 }
 
-# _pg_owner CMD... — run CMD as the user the server runs as.
+# _pg_owner CMD... — run CMD as the user the server runs as (from /: the caller's directory,
+# e.g. a checkout under /root, is not the postgres user's to enter).
 _pg_owner() {
-  if ((EUID == 0)); then runuser -u postgres -- "$@"; else "$@"; fi
+  if ((EUID == 0)); then (cd / && runuser -u postgres -- "$@"); else "$@"; fi
 }
 
 # _pg_home — the cluster's directory: data/, the server log and the generated configuration.
