@@ -36,6 +36,12 @@ impl ApiError {
         }
     }
 
+    /// Marks an error a retry of the same request can fix.
+    pub fn retriable(mut self) -> Self {
+        self.body.retriable = true;
+        self
+    }
+
     /// Adds one entry to `details`.
     pub fn with_detail(mut self, key: &str, value: impl Into<Value>) -> Self {
         self.body.details.insert(key.to_string(), value.into());
@@ -215,7 +221,11 @@ impl ApiError {
             .and_then(|details| details.causes.iter().find(|c| !c.field.is_empty()));
         let error = match status.code {
             404 => Self::not_found_message("not found"),
-            409 | 410 => Self::conflict("the object changed or already exists; retry the request"),
+            409 if status.reason == "AlreadyExists" => Self::conflict("the object already exists"),
+            // Another writer changed the object first: the same request may well succeed now.
+            409 | 410 => {
+                Self::conflict("the object changed meanwhile; retry the request").retriable()
+            }
             // A namespace being deleted refuses new objects with 403: the organization is going.
             403 if status.message.contains("being terminated") => {
                 Self::conflict("the organization is being deleted")
@@ -274,6 +284,25 @@ mod tests {
         let terminating = api_error(403, "namespace org-x is being terminated", "");
         assert_eq!(terminating.status, 409);
         assert_eq!(api_error(413, "too large", "").status, 422);
+    }
+
+    #[test]
+    fn a_changed_object_is_worth_a_retry_an_existing_name_is_not() {
+        let refusal = |reason: &str| -> ApiError {
+            let status = Status::failure("refused", reason).with_code(409);
+            kube::Error::Api(status.boxed()).into()
+        };
+        let changed = refusal("Conflict");
+        assert_eq!(
+            (changed.status.as_u16(), changed.body.retriable),
+            (409, true)
+        );
+        let exists = refusal("AlreadyExists");
+        assert_eq!(
+            (exists.status.as_u16(), exists.body.retriable),
+            (409, false)
+        );
+        assert_eq!(exists.body.message, "the object already exists");
     }
 
     #[test]

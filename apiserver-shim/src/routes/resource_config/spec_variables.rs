@@ -40,8 +40,16 @@ pub async fn save_variables(
         .await
 }
 
-/// How often a removal is tried again after another writer changed the object.
-const REMOVE_TRIES: u32 = 5;
+/// How often a write is tried again after another writer changed the object. Every variable
+/// write makes the controller write the object's status, so under a burst of writes the
+/// object keeps changing: a short, growing, jittered pause lets one write through.
+const CONFLICT_RETRIES: u32 = 10;
+
+/// The pause before retry `tries` (1-based): 10–20 ms, growing to 100–200 ms.
+fn conflict_pause(tries: u32) -> std::time::Duration {
+    let base = 10 * u64::from(tries.min(10));
+    std::time::Duration::from_millis(base + rand::random_range(0..=base))
+}
 
 /// Where an object keeping `spec.variables` (a Resource, an Environment) is written.
 pub struct VariablesWrite<'a, K: kube::Resource<DynamicType = ()> + 'static> {
@@ -79,8 +87,9 @@ where
         loop {
             let desired = change.applied_to(&(self.variables)(&current));
             match self.write(caller, &current, &desired, extra.clone()).await {
-                Err(error) if error.status == StatusCode::CONFLICT && tries < REMOVE_TRIES => {
+                Err(error) if error.status == StatusCode::CONFLICT && tries < CONFLICT_RETRIES => {
                     tries += 1;
+                    tokio::time::sleep(conflict_pause(tries)).await;
                     current = self.api.get(&object.name_any()).await?;
                 }
                 written => return written,
@@ -134,8 +143,9 @@ where
                     catch_up(self.store, &patched).await?;
                     return Ok(patched);
                 }
-                Err(error) if error.status == StatusCode::CONFLICT && tries < REMOVE_TRIES => {
+                Err(error) if error.status == StatusCode::CONFLICT && tries < CONFLICT_RETRIES => {
                     tries += 1;
+                    tokio::time::sleep(conflict_pause(tries)).await;
                 }
                 Err(error) => return Err(error),
             }
