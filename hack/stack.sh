@@ -333,7 +333,6 @@ cmd_up() {
   install_packages
   ensure_pki
   ensure_ssh_keys
-  ensure_git_deploy_key
   check_ports
   # Independent pieces start first, so their startup overlaps with the API server build/start.
   up_etcd

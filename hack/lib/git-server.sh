@@ -19,8 +19,8 @@ BERTH_GIT_HTTP_PORT=8418
 BERTH_GIT_DAEMON_PORT=9418
 BERTH_GIT_DEPLOY_KEY=$BERTH_STACK_DIR/ssh/git_deploy_ed25519
 
-# Appends the deploy key to the sshd's authorized_keys (rewritten by ensure_ssh_keys on every
-# 'up'): it may run git-upload-pack and git-receive-pack, and nothing else.
+# Appends the deploy key to the sshd's authorized_keys (ensure_ssh_keys rewrites that file and
+# calls this): it may run git-upload-pack and git-receive-pack, and nothing else.
 ensure_git_deploy_key() {
   if [[ ! -f "$BERTH_GIT_DEPLOY_KEY" ]]; then
     log "git: generating the deploy key $BERTH_GIT_DEPLOY_KEY"

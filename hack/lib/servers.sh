@@ -53,6 +53,8 @@ ensure_ssh_keys() {
     ssh-keygen -q -t ed25519 -N '' -C berth-stack-srv2 -f "$SSH_DIR/srv2_host_ed25519_key"
   fi
   cp "$SSH_DIR/id_ed25519.pub" "$SSH_DIR/authorized_keys"
+  # Every rewrite keeps the git deploy key (`node up|down` rewrite it too).
+  ensure_git_deploy_key
   {
     echo "[127.0.0.1]:$SSH_PORT $(cut -d' ' -f1,2 "$SSH_DIR/ssh_host_ed25519_key.pub")"
     echo "$SRV2_ADDR $(cut -d' ' -f1,2 "$SSH_DIR/srv2_host_ed25519_key.pub")"
