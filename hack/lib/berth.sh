@@ -12,6 +12,7 @@
 #   berth_stop_shim
 #   berth_bootstrap_admin        create the first administrator once; credentials in admin.env
 #   berth_quickstart_secret      the quickstart organization and its Secret local-server-key
+#   berth_remove_orphan_proxies  edge-proxy containers of test namespaces that no longer exist
 
 BERTH_REPO_ROOT=${BERTH_REPO_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$BERTH_CACHE/target}
@@ -158,4 +159,19 @@ kind: Member
 metadata: { name: mem-$user, namespace: org-acme }
 spec: { userId: $user, email: $BERTH_ADMIN_EMAIL, role: owner, active: true }
 YAML
+}
+
+# A test namespace deleted while its Server was unreachable (the node taken down under it, a
+# run killed midway) leaves its edge proxy running on this machine's Docker, holding a host
+# port a later namespace may hash to. Test namespaces start with `t-`.
+berth_remove_orphan_proxies() {
+  local name namespace
+  while read -r name; do
+    namespace=${name#berth-edge-proxy.}
+    namespace=${namespace%%.*}
+    if ! kubectl get namespace "$namespace" >/dev/null 2>&1; then
+      log "removing $name (its namespace $namespace is gone)"
+      docker rm -f "$name" >/dev/null 2>&1 || true
+    fi
+  done < <(docker ps -a --format '{{.Names}}' --filter name=berth-edge-proxy.t- 2>/dev/null)
 }
