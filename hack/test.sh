@@ -141,6 +141,9 @@ if [[ ${#filter[@]} -eq 0 || "${filter[*]}" == *in_cluster* ]]; then
     cargo test -p berth-tests --test integration -- --test-threads=1 --nocapture in_cluster:: ||
     { in_cluster_logs; in_cluster_first_admin_repair; in_cluster_remove; exit 1; }
   in_cluster_first_admin_repair
+  # Its test namespaces go while the in-cluster controller can still reach their Server (the
+  # node): otherwise their edge proxies outlive them (berth_remove_orphan_proxies).
+  kubectl wait --for=delete namespace -l berth.dev/test=true --timeout=120s >/dev/null 2>&1 || true
   in_cluster_remove
   "$HACK_DIR/stack.sh" node down 9>&-
   eval "$("$HACK_DIR/stack.sh" env)"
