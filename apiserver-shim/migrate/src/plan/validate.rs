@@ -14,15 +14,8 @@ use super::canonical::variable_key;
 use super::limits;
 use super::secrets::{is_dns_label, parse_secret_ref};
 
-pub const ENVIRONMENT_KINDS: &[&str] = &[
-    "local",
-    "development",
-    "test",
-    "staging",
-    "production",
-    "preview",
-    "custom",
-];
+/// The environment kinds Berth accepts: the same closed set the CRD and the shim check.
+pub use berth_api::environments::ENVIRONMENT_KINDS;
 pub const RESOURCE_KINDS: &[&str] = &[
     "application",
     "service",
