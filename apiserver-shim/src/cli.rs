@@ -42,14 +42,6 @@ pub struct ShimOptions {
         value_parser = clap::value_parser!(u64).range(5..=3600)
     )]
     pub monitoring_interval_seconds: u64,
-    /// Hours raw monitoring samples are kept (1..=87600), reported as `rawRetentionHours`.
-    #[arg(
-        long,
-        env = "BERTH_MONITORING_RETENTION_HOURS",
-        default_value_t = 168,
-        value_parser = clap::value_parser!(u64).range(1..=87_600)
-    )]
-    pub monitoring_retention_hours: u64,
     /// DNS server (`address:port`) DNS readiness resolves host names with, as berth-controller's
     /// certificate pre-flight (the same option); the system resolver when unset.
     #[arg(long, env = "BERTH_ACME_DNS")]
@@ -97,26 +89,13 @@ mod tests {
     }
 
     #[test]
-    fn monitoring_defaults_to_30_seconds_and_a_week_and_refuses_intervals_below_5_seconds() {
+    fn monitoring_defaults_to_30_seconds_and_refuses_intervals_below_5_seconds() {
         let cli = ShimOptions::try_parse_from(["berth-shim"]).unwrap();
         assert_eq!(cli.monitoring_interval_seconds, 30);
-        assert_eq!(cli.monitoring_retention_hours, 168);
-        let cli = ShimOptions::try_parse_from([
-            "berth-shim",
-            "--monitoring-interval-seconds",
-            "5",
-            "--monitoring-retention-hours",
-            "24",
-        ])
-        .unwrap();
+        let cli = ShimOptions::try_parse_from(["berth-shim", "--monitoring-interval-seconds", "5"])
+            .unwrap();
         assert_eq!(cli.monitoring_interval_seconds, 5);
-        assert_eq!(cli.monitoring_retention_hours, 24);
-        for bad in [
-            ["--monitoring-interval-seconds", "4"],
-            ["--monitoring-retention-hours", "0"],
-        ] {
-            let args = ["berth-shim", bad[0], bad[1]];
-            assert!(ShimOptions::try_parse_from(args).is_err(), "{bad:?}");
-        }
+        let args = ["berth-shim", "--monitoring-interval-seconds", "4"];
+        assert!(ShimOptions::try_parse_from(args).is_err());
     }
 }

@@ -102,7 +102,6 @@ pub async fn run(options: ShimOptions) -> anyhow::Result<()> {
             monitoring_interval: std::time::Duration::from_secs(
                 options.monitoring_interval_seconds,
             ),
-            monitoring_retention_hours: options.monitoring_retention_hours,
             dns_server: options.acme_dns,
         }),
         login_limiter: Arc::new(LoginLimiter::new(timelines.clone())),

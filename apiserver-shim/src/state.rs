@@ -50,8 +50,6 @@ pub struct Config {
     /// How often berth-controller's server observer samples (`--monitoring-interval-seconds`,
     /// the controller's option of the same name): sets `freshness` and `missing-samples`.
     pub monitoring_interval: std::time::Duration,
-    /// How long raw monitoring samples are kept (`retention.rawRetentionHours`).
-    pub monitoring_retention_hours: u64,
     /// The DNS server host names are resolved with (`--acme-dns`); the system's when unset.
     pub dns_server: Option<std::net::SocketAddr>,
 }

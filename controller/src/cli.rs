@@ -64,7 +64,8 @@ pub struct RunOptions {
     /// CA uses (a test DNS); the system resolver when unset.
     #[arg(long, env = "BERTH_ACME_DNS")]
     pub acme_dns: Option<SocketAddr>,
-    /// Days deployment timelines are kept.
+    /// Days deployment timelines are kept: seeds the system RetentionPolicy `process-attempts`
+    /// (until a person changes that policy).
     #[arg(long, env = "BERTH_TIMELINE_RETENTION_DAYS", default_value_t = 30,
           value_parser = clap::value_parser!(u64).range(1..=3650))]
     pub timeline_retention_days: u64,
@@ -73,7 +74,8 @@ pub struct RunOptions {
     #[arg(long, env = "BERTH_HEALTH_HISTORY_INTERVAL_SECONDS", default_value_t = 900,
           value_parser = clap::value_parser!(u64).range(60..=86_400))]
     pub health_history_interval_seconds: u64,
-    /// Days health-history observations are kept.
+    /// Days health-history observations and access-failure evidence are kept: seeds the system
+    /// RetentionPolicy `domain-event-streams` (until a person changes that policy).
     #[arg(long, env = "BERTH_HEALTH_HISTORY_RETENTION_DAYS", default_value_t = 7,
           value_parser = clap::value_parser!(u64).range(1..=3650))]
     pub health_history_retention_days: u64,
@@ -85,7 +87,8 @@ pub struct RunOptions {
     #[arg(long, env = "BERTH_RETENTION_INTERVAL_SECONDS", default_value_t = 3600,
           value_parser = clap::value_parser!(u64).range(5..=86_400))]
     pub retention_interval_seconds: u64,
-    /// Hours monitoring samples are kept.
+    /// Hours monitoring samples are kept, rounded up to whole days: seeds the system
+    /// RetentionPolicy `runtime-monitoring-samples` (until a person changes that policy).
     #[arg(long, env = "BERTH_MONITORING_RETENTION_HOURS", default_value_t = 168,
           value_parser = clap::value_parser!(u64).range(1..=87_600))]
     pub monitoring_retention_hours: u64,
@@ -115,11 +118,20 @@ impl RunOptions {
         }
     }
 
-    /// How the health history is kept.
+    /// How often the health history is observed.
     pub fn health_history(&self) -> crate::health_history::Settings {
         crate::health_history::Settings {
             interval: std::time::Duration::from_secs(self.health_history_interval_seconds),
-            retention: std::time::Duration::from_secs(self.health_history_retention_days * 86_400),
+        }
+    }
+
+    /// What the system RetentionPolicies start as.
+    pub fn retention_seeds(&self) -> crate::reconcilers::retention_seeds::Seeds {
+        let days = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        crate::reconcilers::retention_seeds::Seeds {
+            process_attempts_days: days(self.timeline_retention_days),
+            domain_event_streams_days: days(self.health_history_retention_days),
+            monitoring_sample_days: days(self.monitoring_retention_hours.div_ceil(24)),
         }
     }
 
@@ -131,11 +143,10 @@ impl RunOptions {
         }
     }
 
-    /// How monitoring samples are collected and kept.
+    /// How monitoring samples are collected.
     pub fn monitoring(&self) -> crate::observer::usage::Settings {
         crate::observer::usage::Settings {
             interval: std::time::Duration::from_secs(self.monitoring_interval_seconds),
-            retention: std::time::Duration::from_secs(self.monitoring_retention_hours * 3600),
         }
     }
 }

@@ -22,11 +22,11 @@ use kube::runtime::reflector::{ObjectRef, ReflectHandle};
 
 use crate::context::Context;
 
-/// How often an unchanged record is observed again, and how long observations are kept.
+/// How often an unchanged record is observed again (how long records are kept is the
+/// `domain-event-streams` RetentionPolicy's).
 #[derive(Debug, Clone, Copy)]
 pub struct Settings {
     pub interval: Duration,
-    pub retention: Duration,
 }
 
 /// What makes two records "the same" for the history: the fields an observation lists.

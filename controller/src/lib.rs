@@ -53,7 +53,13 @@ pub async fn run(options: RunOptions) -> anyhow::Result<()> {
 
     startup::wait_for_crds(&client, Duration::from_secs(options.crd_wait_seconds)).await?;
     ensure_system_namespace(&client, &options.system_namespace).await?;
-    reconcilers::retention::ensure_system_defaults(&client, &options.system_namespace).await?;
+    let seeds = options.retention_seeds();
+    reconcilers::retention_seeds::ensure_system_defaults(
+        &client,
+        &options.system_namespace,
+        &seeds,
+    )
+    .await?;
     if let Some(namespace) = options.disruption_budgets_in.clone() {
         tokio::spawn(disruption_budgets::keep_applying(client.clone(), namespace));
     }
@@ -98,51 +104,12 @@ pub async fn run(options: RunOptions) -> anyhow::Result<()> {
 
 /// Opens the observation store, prunes it now and hourly, and starts its writer.
 async fn open_timeline(options: &RunOptions) -> anyhow::Result<berth_observations::TimelineWriter> {
-    use std::sync::Arc;
     let location = options.store.location();
     // Shown masked: a URL's password never reaches a log line.
     let shown = location.to_string();
     let store = tokio::task::spawn_blocking(move || berth_observations::open(&location)).await??;
-    let retention = Duration::from_secs(options.timeline_retention_days * 24 * 3600);
-    let health_retention = options.health_history().retention;
-    let sample_retention = options.monitoring().retention;
-    let pruned = Arc::clone(&store);
-    tokio::spawn(async move {
-        let mut hourly = tokio::time::interval(Duration::from_secs(3600));
-        loop {
-            hourly.tick().await;
-            let store = Arc::clone(&pruned);
-            prune("deployment timelines", move || store.prune(retention)).await;
-            let store = Arc::clone(&pruned);
-            prune("health history", move || {
-                store.prune_health_history(health_retention)
-            })
-            .await;
-            let store = Arc::clone(&pruned);
-            prune("expired access-failure evidence", move || {
-                store.prune_access_failures(berth_observations::now_ms())
-            })
-            .await;
-            let store = Arc::clone(&pruned);
-            let before_ms = berth_observations::now_ms() - sample_retention.as_millis() as i64;
-            prune("monitoring samples", move || store.prune_samples(before_ms)).await;
-        }
-    });
     tracing::info!(store = %shown, "observation store open");
     Ok(berth_observations::TimelineWriter::start(store)?)
-}
-
-/// Runs one pruning call off the async threads and logs what it did.
-async fn prune(
-    what: &'static str,
-    call: impl FnOnce() -> Result<usize, berth_observations::TimelineError> + Send + 'static,
-) {
-    match tokio::task::spawn_blocking(call).await {
-        Ok(Ok(0)) => {}
-        Ok(Ok(removed)) => tracing::info!(removed, "pruned old {what}"),
-        Ok(Err(error)) => tracing::warn!(%error, "could not prune {what}"),
-        Err(error) => tracing::warn!(%error, "pruning {what} stopped"),
-    }
 }
 
 /// Creates the system namespace (leases, sessions, system policies) if missing.

@@ -131,8 +131,11 @@ async fn every_category_has_a_system_default_and_bad_input_is_refused() {
     assert_eq!(policy["schemaVersion"], "retention-defaults.policy/v1");
     assert_eq!(policy["scope"], "system");
     assert_eq!(policy["id"], format!("system.{CATEGORY}"));
-    assert_eq!(policy["dryRunSchedulingEnabled"], true);
-    assert_eq!(policy["destructiveSchedulingEnabled"], false);
+    // Seeded from berth-controller's `--monitoring-retention-hours` (168): samples are deleted
+    // after 7 days, by this policy and nothing else.
+    assert_eq!(policy["retentionDays"], 7);
+    assert_eq!(policy["destructiveSchedulingEnabled"], true);
+    assert_eq!(policy["enabled"], true);
     // Nothing of the organization's own yet: the system default applies.
     let own = admin
         .rest

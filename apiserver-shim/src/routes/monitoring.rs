@@ -18,6 +18,7 @@ use berth_api::monitoring::{MonitoringWarning, Sample, SourceError};
 pub use berth_api::monitoring::{Retention, Scope};
 use berth_crds::member::OrganizationRole;
 use berth_crds::monitoring::{MonitoringSample, SAMPLES_SCHEMA_VERSION, ScopeKind, Signal};
+use berth_crds::retention_policy::RetentionCategory;
 use berth_observations::{SampleQuery, TimelineError};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use schemars::JsonSchema;
@@ -456,11 +457,26 @@ fn store_unavailable(what: &str) -> SourceError {
     }
 }
 
-fn retention(hours: u64, now: Timestamp) -> Retention {
-    let span = SignedDuration::from_hours(i64::try_from(hours).unwrap_or(i64::MAX / 3600));
+/// How long the organization's samples are kept: what its governing `runtime-monitoring-samples`
+/// RetentionPolicy deletes them after (the one mechanism that prunes them).
+fn samples_retention(state: &AppState, namespace: &str, now: Timestamp) -> Retention {
+    let category = RetentionCategory::RuntimeMonitoringSamples;
+    let days = super::retention::deleted_after_days(state, namespace, category);
+    retention(days, now)
+}
+
+/// Samples kept `days` (`None`: no policy deletes them, so all since the epoch are kept).
+fn retention(days: Option<i64>, now: Timestamp) -> Retention {
+    let retained_from = match days {
+        Some(days) => now
+            .checked_sub(SignedDuration::from_hours(days.saturating_mul(24)))
+            .unwrap_or(Timestamp::UNIX_EPOCH),
+        None => Timestamp::UNIX_EPOCH,
+    };
+    let span = now.duration_since(retained_from);
     Retention {
-        raw_retention_hours: hours,
-        retained_from: now.checked_sub(span).unwrap_or(Timestamp::MIN).to_string(),
+        raw_retention_hours: u64::try_from(span.as_hours()).unwrap_or_default(),
+        retained_from: retained_from.to_string(),
         retained_to: now.to_string(),
     }
 }
@@ -502,7 +518,7 @@ async fn list(
         generated_at: now.to_string(),
         freshness: freshness(&samples, now, interval),
         partial: !source_errors.is_empty(),
-        retention: retention(state.config.monitoring_retention_hours, now),
+        retention: samples_retention(&state, &organization.namespace, now),
         warnings: missing_samples(&samples, interval),
         samples: samples.iter().map(|s| s.to_wire(&parsed.signals)).collect(),
         source_errors,

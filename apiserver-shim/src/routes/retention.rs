@@ -206,6 +206,25 @@ fn record(policy: &RetentionPolicy, organization: &CallerOrganization) -> Policy
     }
 }
 
+/// Days an organization's history of `category` is deleted after: its own enabled policy,
+/// else the system default, when that one deletes; `None`: nothing deletes it.
+pub fn deleted_after_days(
+    state: &AppState,
+    namespace: &str,
+    category: RetentionCategory,
+) -> Option<i64> {
+    let enabled_in = |ns: &str| {
+        policies_of(state, ns)
+            .into_iter()
+            .find(|p| p.spec.category == category && p.spec.enabled)
+    };
+    let governing = enabled_in(namespace).or_else(|| enabled_in(&state.config.system_namespace))?;
+    governing
+        .spec
+        .destructive_scheduling_enabled
+        .then_some(governing.spec.retention_days)
+}
+
 /// The policies of `scope` in its namespace, by category.
 fn policies_of(state: &AppState, namespace: &str) -> Vec<Arc<RetentionPolicy>> {
     let mut policies: Vec<_> = state

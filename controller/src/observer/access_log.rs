@@ -104,7 +104,12 @@ async fn record(context: &Context, id: &ServerId, server: &Server, failure: Edge
         now_ms(),
         evidence,
     );
-    let stored = tokio::task::spawn_blocking(move || store.record_access_failure(&record)).await;
+    // Evidence past its `expiresAt` goes when new evidence comes: no sweep runs while idle.
+    let stored = tokio::task::spawn_blocking(move || {
+        store.record_access_failure(&record)?;
+        store.prune_access_failures(record.captured_at_ms)
+    })
+    .await;
     match stored {
         Ok(Ok(_)) => {}
         Ok(Err(error)) => {

@@ -17,6 +17,7 @@ pub mod organization;
 pub mod project;
 pub mod resource;
 pub mod retention;
+pub mod retention_seeds;
 pub mod runtime_control;
 pub mod runtime_state;
 pub mod server;

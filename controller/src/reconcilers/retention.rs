@@ -17,12 +17,12 @@ use berth_crds::retention_policy::{
 use berth_observations::{History, ObservationStore};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::Store;
 use kube::runtime::{Controller, watcher};
-use kube::{Api, Client, Resource, ResourceExt};
+use kube::{Api, Resource, ResourceExt};
 
 use super::{drain, error_policy};
 use crate::context::Context;
@@ -254,33 +254,6 @@ async fn record(context: &Context, policy: &RetentionPolicy, run: &RetentionRun)
     context
         .publish_event(&policy.object_ref(&()), EventType::Normal, reason, note)
         .await;
-    Ok(())
-}
-
-/// Creates the system default policy of each category that has none (dry runs on, deleting
-/// off), so every organization is governed and a person can see and change the defaults.
-pub async fn ensure_system_defaults(client: &Client, system_namespace: &str) -> Result<()> {
-    let api = Api::<RetentionPolicy>::namespaced(client.clone(), system_namespace);
-    for category in RetentionCategory::ALL {
-        let spec = RetentionPolicySpec {
-            scope: RetentionScope::System,
-            organization_id: None,
-            category,
-            retention_days: category.default_days(),
-            dry_run_scheduling_enabled: true,
-            destructive_scheduling_enabled: false,
-            enabled: true,
-        };
-        let policy = RetentionPolicy::new(category.as_str(), spec);
-        match api.create(&PostParams::default(), &policy).await {
-            Ok(_) => tracing::info!(
-                category = category.as_str(),
-                "system retention default created"
-            ),
-            Err(kube::Error::Api(response)) if response.code == 409 => {}
-            Err(error) => return Err(error.into()),
-        }
-    }
     Ok(())
 }
 

@@ -25,7 +25,8 @@ use serde::Serialize;
 
 use super::{
     MISSING_SAMPLES, Retention, Scope, Selection, UNKNOWN, check_scope, echoed, millis,
-    parse_selection, retention, scope_query, signal_values, store_unavailable, with_scope_params,
+    parse_selection, samples_retention, scope_query, signal_values, store_unavailable,
+    with_scope_params,
 };
 use crate::auth::{Caller, ScopeDimension};
 use crate::error::{ApiError, ApiResult};
@@ -509,7 +510,7 @@ pub async fn show(
         generated_at: now.to_string(),
         freshness: freshness(&rows, tier, now, state.config.monitoring_interval),
         partial: !source_errors.is_empty(),
-        retention: retention(state.config.monitoring_retention_hours, now),
+        retention: samples_retention(&state, namespace, now),
         series,
         totals,
         top_contributors: top_contributors(&usage),

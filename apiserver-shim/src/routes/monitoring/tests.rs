@@ -254,11 +254,14 @@ fn freshness_is_live_within_two_intervals_then_stale_and_unknown_without_samples
 }
 
 #[test]
-fn retention_spans_the_hours_before_now() {
-    let retention = retention(168, now());
-    assert_eq!(retention.raw_retention_hours, 168);
-    assert_eq!(retention.retained_from, "2029-12-26T00:00:00Z");
-    assert_eq!(retention.retained_to, "2030-01-02T00:00:00Z");
+fn retention_spans_the_policys_days_before_now_or_all_when_nothing_deletes() {
+    let week = retention(Some(7), now());
+    assert_eq!(week.raw_retention_hours, 168);
+    assert_eq!(week.retained_from, "2029-12-26T00:00:00Z");
+    assert_eq!(week.retained_to, "2030-01-02T00:00:00Z");
+    let kept = retention(None, now());
+    assert_eq!(kept.retained_from, "1970-01-01T00:00:00Z");
+    assert_eq!(kept.raw_retention_hours, 525_984);
 }
 
 #[test]
@@ -271,7 +274,7 @@ fn the_list_serializes_with_the_spec_field_names() {
         generated_at: at(0),
         freshness: UNKNOWN,
         partial: true,
-        retention: retention(1, now()),
+        retention: retention(Some(1), now()),
         samples: Vec::new(),
         warnings: Vec::new(),
         source_errors: vec![SourceError {
@@ -297,7 +300,7 @@ fn the_list_serializes_with_the_spec_field_names() {
     ] {
         assert!(json.get(field).is_some(), "{field} missing: {json}");
     }
-    assert_eq!(json["retention"]["rawRetentionHours"], 1);
+    assert_eq!(json["retention"]["rawRetentionHours"], 24);
     assert_eq!(json["sourceErrors"][0]["source"], "monitoring-store");
     assert_eq!(json["sourceErrors"][0]["retriable"], true);
     assert_eq!(json["scope"]["kind"], serde_json::Value::Null);

@@ -27,11 +27,11 @@ use crate::cache::Caches;
 use crate::context::Context;
 use crate::reconcilers::server::observe::{server_connection, server_exec};
 
-/// How often and how long samples are kept.
+/// How often samples are taken (how long they are kept is the `runtime-monitoring-samples`
+/// RetentionPolicy's).
 #[derive(Clone, Copy, Debug)]
 pub struct Settings {
     pub interval: Duration,
-    pub retention: Duration,
 }
 
 /// Image, volume, build-cache and writable-layer bytes make Docker walk every image and
