@@ -8,13 +8,13 @@ pub mod audit;
 pub mod auth;
 pub mod cache;
 pub mod changes;
-pub mod cli;
 pub mod console;
 pub mod error;
 pub mod extract;
 pub mod json;
 pub mod metrics;
 pub mod openapi;
+pub mod options;
 pub mod ratelimit;
 pub mod routes;
 pub mod state;
@@ -29,8 +29,8 @@ use axum::response::{IntoResponse, Response};
 use kube::Client;
 
 use crate::cache::Caches;
-use crate::cli::ShimOptions;
 use crate::error::ApiError;
+use crate::options::ShimOptions;
 use crate::ratelimit::LoginLimiter;
 use crate::state::{AppState, Config};
 
@@ -95,14 +95,12 @@ pub async fn run(options: ShimOptions) -> anyhow::Result<()> {
         client,
         caches,
         config: Arc::new(Config {
-            system_namespace: options.system_namespace.clone(),
+            system_namespace: options.system.system_namespace.clone(),
             public_url: options.public_url(),
             session_ttl: std::time::Duration::from_secs(options.session_hours * 3600),
             observation_store_driver,
-            monitoring_interval: std::time::Duration::from_secs(
-                options.monitoring_interval_seconds,
-            ),
-            dns_server: options.acme_dns,
+            monitoring_interval: options.monitoring_interval.interval(),
+            dns_server: options.dns.acme_dns,
         }),
         login_limiter: Arc::new(LoginLimiter::new(timelines.clone())),
         metrics: Default::default(),
@@ -137,7 +135,7 @@ impl Drain {
     /// Resolves when the shim should stop accepting connections: after the signal and the
     /// drain period, during which it still serves but reports itself not ready.
     async fn after_signal(self) {
-        shutdown_signal().await;
+        berth_process::shutdown::on_signal().await;
         if !self.period.is_zero() {
             self.flag.store(true, std::sync::atomic::Ordering::Relaxed);
             tracing::info!(
@@ -147,14 +145,4 @@ impl Drain {
             tokio::time::sleep(self.period).await;
         }
     }
-}
-
-async fn shutdown_signal() {
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("install SIGTERM handler");
-    tokio::select! {
-        _ = terminate.recv() => {},
-        _ = tokio::signal::ctrl_c() => {},
-    }
-    tracing::info!("shutting down");
 }

@@ -2,9 +2,8 @@
 
 use std::io::Write as _;
 
-use berth_apiserver_shim::cli::{Command, ShimOptions};
+use berth_apiserver_shim::options::{Command, ShimOptions};
 use clap::Parser;
-use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -12,17 +11,7 @@ async fn main() -> anyhow::Result<()> {
     if options.command == Some(Command::Openapi) {
         return print_openapi();
     }
-    // tokio_postgres logs the database's NOTICEs ("already exists, skipping" on every
-    // start) at info.
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        EnvFilter::new("info,kube_runtime=warn,kube_client=warn,tokio_postgres=warn")
-    });
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
-    if options.log_format == "json" {
-        builder.json().init();
-    } else {
-        builder.init();
-    }
+    options.logging.init();
     berth_apiserver_shim::run(options).await
 }
 

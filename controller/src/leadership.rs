@@ -6,9 +6,9 @@ use kube_lease_manager::LeaseManagerBuilder;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::cli::RunOptions;
 use crate::context::Context;
-use crate::shutdown::Shutdown;
+use crate::options::RunOptions;
+use berth_process::shutdown::Shutdown;
 
 /// Name of the Lease in the system namespace.
 pub const LEASE_NAME: &str = "berth-controller";
@@ -29,7 +29,7 @@ pub async fn acquire(
     shutdown: Shutdown,
 ) -> anyhow::Result<Option<Leader>> {
     let manager = LeaseManagerBuilder::new(client.clone(), LEASE_NAME)
-        .with_namespace(&options.system_namespace)
+        .with_namespace(&options.system.system_namespace)
         .with_identity(identity)
         .with_duration(options.lease_seconds)
         .with_grace((options.lease_seconds / 3).max(1))

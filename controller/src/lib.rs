@@ -3,7 +3,6 @@
 
 pub mod api_requests;
 pub mod cache;
-pub mod cli;
 pub mod context;
 pub mod disruption_budgets;
 pub mod error;
@@ -12,11 +11,10 @@ pub mod health_history;
 pub mod leadership;
 pub mod metrics;
 pub mod observer;
+pub mod options;
 pub mod reconcilers;
-pub mod shutdown;
 pub mod startup;
 pub mod status;
-pub mod telemetry;
 
 use std::time::Duration;
 
@@ -24,9 +22,9 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{ObjectMeta, Patch, PatchParams};
 use kube::{Api, Client};
 
-use crate::cli::RunOptions;
 use crate::context::{Context, FIELD_MANAGER};
 use crate::metrics::Metrics;
+use crate::options::RunOptions;
 
 /// Runs the controller until SIGTERM/SIGINT, or until this replica loses its Lease.
 pub async fn run(options: RunOptions) -> anyhow::Result<()> {
@@ -43,7 +41,7 @@ pub async fn run(options: RunOptions) -> anyhow::Result<()> {
         options.acme(),
         options.sources(),
     );
-    let shutdown = shutdown::on_signal();
+    let shutdown = berth_process::shutdown::on_signal();
 
     let server = tokio::spawn(health::serve(
         options.listen,
@@ -52,14 +50,10 @@ pub async fn run(options: RunOptions) -> anyhow::Result<()> {
     ));
 
     startup::wait_for_crds(&client, Duration::from_secs(options.crd_wait_seconds)).await?;
-    ensure_system_namespace(&client, &options.system_namespace).await?;
+    let system_namespace = &options.system.system_namespace;
+    ensure_system_namespace(&client, system_namespace).await?;
     let seeds = options.retention_seeds();
-    reconcilers::retention_seeds::ensure_system_defaults(
-        &client,
-        &options.system_namespace,
-        &seeds,
-    )
-    .await?;
+    reconcilers::retention_seeds::ensure_system_defaults(&client, system_namespace, &seeds).await?;
     if let Some(namespace) = options.disruption_budgets_in.clone() {
         tokio::spawn(disruption_budgets::keep_applying(client.clone(), namespace));
     }

@@ -1,6 +1,6 @@
 //! `berth-controller`: runs Berth's reconcilers against a Kubernetes API server.
 
-use berth_controller::cli::{Cli, Command};
+use berth_controller::options::{Cli, Command};
 use clap::Parser;
 
 #[tokio::main]
@@ -17,7 +17,7 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Run(options) => {
-            berth_controller::telemetry::init(&options.log_format);
+            options.logging.init();
             berth_controller::run(*options).await
         }
     }

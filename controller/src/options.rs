@@ -32,9 +32,8 @@ pub struct RunOptions {
     /// Address of the /metrics, /healthz and /readyz endpoints.
     #[arg(long, env = "BERTH_CONTROLLER_ADDR", default_value = "127.0.0.1:9464")]
     pub listen: SocketAddr,
-    /// Namespace holding the leader-election Lease.
-    #[arg(long, env = "BERTH_SYSTEM_NAMESPACE", default_value = berth_crds::SYSTEM_NAMESPACE)]
-    pub system_namespace: String,
+    #[command(flatten)]
+    pub system: berth_process::flags::SystemOptions,
     /// This replica's identity in the Lease (defaults to host name and process id).
     #[arg(long, env = "BERTH_CONTROLLER_IDENTITY")]
     pub identity: Option<String>,
@@ -44,9 +43,8 @@ pub struct RunOptions {
     /// How long to wait for Berth's CRDs to be established before giving up, in seconds.
     #[arg(long, env = "BERTH_CRD_WAIT_SECONDS", default_value_t = 120)]
     pub crd_wait_seconds: u64,
-    /// Log format: `text` or `json`.
-    #[arg(long, env = "BERTH_LOG_FORMAT", default_value = "text")]
-    pub log_format: String,
+    #[command(flatten)]
+    pub logging: berth_process::logging::LogOptions,
     #[command(flatten)]
     pub store: berth_observations::StoreOptions,
     /// ACME directory certificates are ordered from (DESIGN §5b).
@@ -60,10 +58,9 @@ pub struct RunOptions {
     /// when unset.
     #[arg(long, env = "BERTH_ACME_DIRECTORY_CA")]
     pub acme_directory_ca: Option<std::path::PathBuf>,
-    /// DNS server (`address:port`) the pre-flight check resolves host names with, the one the
-    /// CA uses (a test DNS); the system resolver when unset.
-    #[arg(long, env = "BERTH_ACME_DNS")]
-    pub acme_dns: Option<SocketAddr>,
+    /// The resolver of the certificate pre-flight check.
+    #[command(flatten)]
+    pub dns: berth_process::flags::DnsOptions,
     /// Days deployment timelines are kept: seeds the system RetentionPolicy `process-attempts`
     /// (until a person changes that policy).
     #[arg(long, env = "BERTH_TIMELINE_RETENTION_DAYS", default_value_t = 30,
@@ -79,10 +76,8 @@ pub struct RunOptions {
     #[arg(long, env = "BERTH_HEALTH_HISTORY_RETENTION_DAYS", default_value_t = 7,
           value_parser = clap::value_parser!(u64).range(1..=3650))]
     pub health_history_retention_days: u64,
-    /// Seconds between two monitoring samples of each server and its containers.
-    #[arg(long, env = "BERTH_MONITORING_INTERVAL_SECONDS", default_value_t = 30,
-          value_parser = clap::value_parser!(u64).range(5..=3600))]
-    pub monitoring_interval_seconds: u64,
+    #[command(flatten)]
+    pub monitoring_interval: berth_process::flags::MonitoringOptions,
     /// Seconds between two scheduled runs of each retention policy (a change runs it at once).
     #[arg(long, env = "BERTH_RETENTION_INTERVAL_SECONDS", default_value_t = 3600,
           value_parser = clap::value_parser!(u64).range(5..=86_400))]
@@ -114,7 +109,7 @@ impl RunOptions {
         crate::context::AcmeSettings {
             directory_url: self.acme_directory_url.clone(),
             directory_ca: self.acme_directory_ca.clone(),
-            dns_server: self.acme_dns,
+            dns_server: self.dns.acme_dns,
         }
     }
 
@@ -139,14 +134,14 @@ impl RunOptions {
     pub fn retention(&self) -> crate::reconcilers::retention::Settings {
         crate::reconcilers::retention::Settings {
             interval: std::time::Duration::from_secs(self.retention_interval_seconds),
-            system_namespace: self.system_namespace.clone(),
+            system_namespace: self.system.system_namespace.clone(),
         }
     }
 
     /// How monitoring samples are collected.
     pub fn monitoring(&self) -> crate::observer::usage::Settings {
         crate::observer::usage::Settings {
-            interval: std::time::Duration::from_secs(self.monitoring_interval_seconds),
+            interval: self.monitoring_interval.interval(),
         }
     }
 }

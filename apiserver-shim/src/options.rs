@@ -21,31 +21,21 @@ pub struct ShimOptions {
     /// Public base URL of the API, ending in `/api` (default: http://<listen>/api).
     #[arg(long, env = "BERTH_PUBLIC_URL")]
     pub public_url: Option<String>,
-    /// Namespace of sessions, password hashes and system policies.
-    #[arg(long, env = "BERTH_SYSTEM_NAMESPACE", default_value = berth_crds::SYSTEM_NAMESPACE)]
-    pub system_namespace: String,
+    #[command(flatten)]
+    pub system: berth_process::flags::SystemOptions,
     /// Hours a login session lasts.
     #[arg(long, env = "BERTH_SESSION_HOURS", default_value_t = 24 * 7)]
     pub session_hours: u64,
-    /// Log format: `text` or `json`.
-    #[arg(long, env = "BERTH_LOG_FORMAT", default_value = "text")]
-    pub log_format: String,
+    #[command(flatten)]
+    pub logging: berth_process::logging::LogOptions,
     #[command(flatten)]
     pub store: berth_observations::StoreOptions,
-    /// Seconds between the server observer's monitoring samples, as berth-controller's option
-    /// of the same name (5..=3600): samples older than two intervals are `stale`, gaps longer
-    /// than 2.5 intervals are `missing-samples`.
-    #[arg(
-        long,
-        env = "BERTH_MONITORING_INTERVAL_SECONDS",
-        default_value_t = 30,
-        value_parser = clap::value_parser!(u64).range(5..=3600)
-    )]
-    pub monitoring_interval_seconds: u64,
-    /// DNS server (`address:port`) DNS readiness resolves host names with, as berth-controller's
-    /// certificate pre-flight (the same option); the system resolver when unset.
-    #[arg(long, env = "BERTH_ACME_DNS")]
-    pub acme_dns: Option<SocketAddr>,
+    /// The pace berth-controller samples at, as its option of the same name.
+    #[command(flatten)]
+    pub monitoring_interval: berth_process::flags::MonitoringOptions,
+    /// The resolver of DNS readiness, as berth-controller's certificate pre-flight.
+    #[command(flatten)]
+    pub dns: berth_process::flags::DnsOptions,
     /// Seconds to keep serving after SIGTERM while /readyz answers 503 (0..=120), so that load
     /// balancers, and a Kubernetes Service's endpoints, stop sending new requests before the
     /// listener closes; requests in flight then finish.
@@ -86,16 +76,5 @@ mod tests {
         let openapi = ShimOptions::try_parse_from(["berth-shim", "openapi"]).unwrap();
         assert_eq!(openapi.command, Some(Command::Openapi));
         assert!(ShimOptions::try_parse_from(["berth-shim", "openapapi"]).is_err());
-    }
-
-    #[test]
-    fn monitoring_defaults_to_30_seconds_and_refuses_intervals_below_5_seconds() {
-        let cli = ShimOptions::try_parse_from(["berth-shim"]).unwrap();
-        assert_eq!(cli.monitoring_interval_seconds, 30);
-        let cli = ShimOptions::try_parse_from(["berth-shim", "--monitoring-interval-seconds", "5"])
-            .unwrap();
-        assert_eq!(cli.monitoring_interval_seconds, 5);
-        let args = ["berth-shim", "--monitoring-interval-seconds", "4"];
-        assert!(ShimOptions::try_parse_from(args).is_err());
     }
 }
