@@ -6,16 +6,21 @@ use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
+use berth_crds::certificate::Certificate;
 use berth_crds::deployment::Deployment;
 use berth_crds::domain_binding::DomainBinding;
 use berth_crds::environment::Environment;
+use berth_crds::member::Member;
 use berth_crds::organization::Organization;
 use berth_crds::project::Project;
 use berth_crds::resource::Resource;
+use berth_crds::retention_policy::RetentionPolicy;
 use berth_crds::server::Server;
 use berth_crds::ssh_credential::SshCredential;
 use berth_crds::storage_volume::StorageVolume;
 use berth_crds::threshold_policy::ThresholdPolicy;
+use futures::channel::mpsc::{self, UnboundedReceiver, UnboundedSender};
+use futures::stream::{self, Select};
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::Secret;
 use kube::runtime::reflector::{self, ObjectRef, ReflectHandle, Store};
@@ -42,6 +47,9 @@ pub struct Caches {
     pub domain_bindings: Store<DomainBinding>,
     /// Read when an attempt (or a repair) plans a resource's mounts.
     pub storage_volumes: Store<StorageVolume>,
+    pub certificates: Store<Certificate>,
+    pub members: Store<Member>,
+    pub retention_policies: Store<RetentionPolicy>,
 }
 
 /// The writing side of [`Caches`]: subscribe to a kind's changes, then [`Feeds::run`] the
@@ -58,11 +66,24 @@ pub struct Feeds {
     pub threshold_policies: Feed<ThresholdPolicy>,
     pub domain_bindings: Feed<DomainBinding>,
     pub storage_volumes: Feed<StorageVolume>,
+    pub certificates: Feed<Certificate>,
+    pub members: Feed<Member>,
+    pub retention_policies: Feed<RetentionPolicy>,
 }
+
+/// A subscription that also sees deletions (as the object was last seen): what a controller
+/// reacting to another kind needs, as `Controller::watches` gives it.
+pub type Touched<K> = Select<ReflectHandle<K>, UnboundedReceiver<Arc<K>>>;
 
 /// One kind's store writer.
 pub struct Feed<K: kube::Resource<DynamicType = ()> + Clone + 'static> {
     writer: reflector::store::Writer<K>,
+    /// The shared store passes on no deletions; these subscribers get them from here
+    /// (unbounded: deletions are few, and never hold the watch up).
+    deletions: Mutex<Vec<UnboundedSender<Arc<K>>>>,
+    /// Whether field managers and kubectl's last-applied copy are dropped (see
+    /// [`berth_crds::trim_for_cache`]).
+    trim: bool,
 }
 
 impl<K> Feed<K>
@@ -70,8 +91,30 @@ where
     K: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync,
 {
     fn new() -> (Store<K>, Self) {
+        Self::with_trim(true)
+    }
+
+    /// A feed whose objects keep their field managers, for readers that need them.
+    fn untrimmed() -> (Store<K>, Self) {
+        Self::with_trim(false)
+    }
+
+    fn with_trim(trim: bool) -> (Store<K>, Self) {
         let (reader, writer) = reflector::store_shared(SUBSCRIBER_BUFFER);
-        (reader, Self { writer })
+        let deletions = Mutex::default();
+        (
+            reader,
+            Self {
+                writer,
+                deletions,
+                trim,
+            },
+        )
+    }
+
+    /// The store this feed fills (the one [`Caches`] holds).
+    pub fn store(&self) -> Store<K> {
+        self.writer.as_reader()
     }
 
     /// Every object of the kind as it is added or changes (not deletions), in order.
@@ -81,16 +124,49 @@ where
             .expect("shared stores always accept subscribers")
     }
 
+    /// Every object of the kind as it is added, changes or is deleted: for a controller that
+    /// reacts to the kind (`watches_shared_stream`), as a deletion matters to it too.
+    pub fn subscribe_touched(&self) -> Touched<K> {
+        let (sender, deletions) = mpsc::unbounded();
+        self.deletions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(sender);
+        stream::select(self.subscribe(), deletions)
+    }
+
     /// Watches the kind cluster-wide into the store until the process stops.
     async fn run(self, client: Client) {
-        let kind = K::kind(&());
-        watcher(Api::<K>::all(client), watcher::Config::default())
-            .default_backoff()
-            .modify(berth_crds::trim_for_cache)
+        let events = watcher(Api::<K>::all(client), watcher::Config::default()).default_backoff();
+        self.reflect(events).await;
+    }
+
+    /// Applies `events` to the store, then passes each on to the subscribers.
+    async fn reflect(self, events: impl Stream<Item = watcher::Result<watcher::Event<K>>>) {
+        let (kind, trim) = (K::kind(&()), self.trim);
+        let deletions = self
+            .deletions
+            .into_inner()
+            .unwrap_or_else(|e| e.into_inner());
+        events
+            .modify(move |object| {
+                if trim {
+                    berth_crds::trim_for_cache(object);
+                }
+            })
             .reflect_shared(self.writer)
             .for_each(|event| {
-                if let Err(error) = event {
-                    tracing::warn!(%kind, %error, "watch failed; retrying");
+                match event {
+                    // Sent only now, so the object is gone from the store when it arrives.
+                    Ok(watcher::Event::Delete(object)) => {
+                        let object = Arc::new(object);
+                        for subscriber in &deletions {
+                            // A subscriber that ended (on shutdown) needs nothing more.
+                            let _ = subscriber.unbounded_send(object.clone());
+                        }
+                    }
+                    Err(error) => tracing::warn!(%kind, %error, "watch failed; retrying"),
+                    Ok(_) => {}
                 }
                 std::future::ready(())
             })
@@ -109,9 +185,13 @@ impl Caches {
         let (environments, environments_feed) = Feed::new();
         let (organizations, organizations_feed) = Feed::new();
         let (secrets, secrets_feed) = Feed::new();
-        let (threshold_policies, threshold_policies_feed) = Feed::new();
+        // Policy bookkeeping names the field manager that last wrote the spec.
+        let (threshold_policies, threshold_policies_feed) = Feed::untrimmed();
         let (domain_bindings, domain_bindings_feed) = Feed::new();
         let (storage_volumes, storage_volumes_feed) = Feed::new();
+        let (certificates, certificates_feed) = Feed::new();
+        let (members, members_feed) = Feed::new();
+        let (retention_policies, retention_policies_feed) = Feed::untrimmed();
         let caches = Self {
             resources,
             deployments,
@@ -124,6 +204,9 @@ impl Caches {
             threshold_policies,
             domain_bindings,
             storage_volumes,
+            certificates,
+            members,
+            retention_policies,
         };
         let feeds = Feeds {
             resources: resources_feed,
@@ -137,6 +220,9 @@ impl Caches {
             threshold_policies: threshold_policies_feed,
             domain_bindings: domain_bindings_feed,
             storage_volumes: storage_volumes_feed,
+            certificates: certificates_feed,
+            members: members_feed,
+            retention_policies: retention_policies_feed,
         };
         (caches, feeds)
     }
@@ -155,6 +241,9 @@ impl Caches {
             self.threshold_policies.wait_until_ready(),
             self.domain_bindings.wait_until_ready(),
             self.storage_volumes.wait_until_ready(),
+            self.certificates.wait_until_ready(),
+            self.members.wait_until_ready(),
+            self.retention_policies.wait_until_ready(),
         );
     }
 
@@ -213,7 +302,10 @@ impl Feeds {
             self.secrets.run(client.clone()),
             self.threshold_policies.run(client.clone()),
             self.domain_bindings.run(client.clone()),
-            self.storage_volumes.run(client),
+            self.storage_volumes.run(client.clone()),
+            self.certificates.run(client.clone()),
+            self.members.run(client.clone()),
+            self.retention_policies.run(client),
         );
     }
 }
@@ -242,6 +334,18 @@ pub fn digest(value: impl Hash) -> u64 {
     hasher.finish()
 }
 
+// Unit tests fill the stores by hand, as the watch would.
+#[cfg(test)]
+impl<K> Feed<K>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync,
+{
+    pub fn put(&mut self, object: K) {
+        self.writer
+            .apply_watcher_event(&watcher::Event::Apply(object));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,6 +359,46 @@ mod tests {
         let mut project = Project::new(name, spec);
         project.metadata.namespace = Some("org-a".into());
         Arc::new(project)
+    }
+
+    /// What a watch of projects yields.
+    type Event = watcher::Result<watcher::Event<Project>>;
+
+    #[tokio::test]
+    async fn a_touched_subscription_sees_a_deletion_once_the_store_forgot_the_object() {
+        let (store, feed) = Feed::<Project>::new();
+        let mut touched = feed.subscribe_touched();
+        let (send, events) = mpsc::unbounded::<Event>();
+        let steps = async {
+            let shop = Project::clone(&project("shop", "a"));
+            send.unbounded_send(Ok(watcher::Event::Apply(shop.clone())))
+                .unwrap();
+            assert_eq!(touched.next().await.unwrap().name_any(), "shop");
+            send.unbounded_send(Ok(watcher::Event::Delete(shop)))
+                .unwrap();
+            assert_eq!(touched.next().await.unwrap().name_any(), "shop");
+            assert!(Caches::get(&store, "org-a", "shop").is_none());
+            drop(send);
+            assert!(touched.next().await.is_none(), "ends with the watch");
+        };
+        let both = async { tokio::join!(feed.reflect(events), steps) };
+        let waited = tokio::time::timeout(std::time::Duration::from_secs(10), both).await;
+        waited.expect("every change and the deletion arrive");
+    }
+
+    #[tokio::test]
+    async fn only_untrimmed_feeds_keep_field_managers() {
+        for (kept, (store, feed)) in [(false, Feed::new()), (true, Feed::untrimmed())] {
+            let mut shop = Project::clone(&project("shop", "a"));
+            shop.metadata.managed_fields = Some(vec![Default::default()]);
+            let (send, events) = mpsc::unbounded::<Event>();
+            send.unbounded_send(Ok(watcher::Event::Apply(shop)))
+                .unwrap();
+            drop(send);
+            feed.reflect(events).await;
+            let cached = Caches::get(&store, "org-a", "shop").unwrap();
+            assert_eq!(cached.metadata.managed_fields.is_some(), kept);
+        }
     }
 
     #[tokio::test]

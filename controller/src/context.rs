@@ -15,6 +15,12 @@ use berth_observations::TimelineWriter;
 use berth_remote::{PoolSettings, ServerConnectionPool};
 use berth_source::SourceCache;
 
+// Unit tests' context on a scripted API server (`Context::test`).
+#[cfg(test)]
+pub mod api_server;
+#[cfg(test)]
+pub mod fixtures;
+
 /// Field manager of every write the controller makes (server-side apply).
 pub const FIELD_MANAGER: &str = "berth-controller";
 

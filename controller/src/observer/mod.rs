@@ -262,3 +262,25 @@ fn read(index: &RwLock<ServerIndex>) -> std::sync::RwLockReadGuard<'_, ServerInd
 fn write(index: &RwLock<ServerIndex>) -> std::sync::RwLockWriteGuard<'_, ServerIndex> {
     index.write().unwrap_or_else(|e| e.into_inner())
 }
+
+#[cfg(test)]
+impl Observers {
+    /// A live observer of `id` whose index lists `containers`, as a healthy server's observer
+    /// settles; nothing runs behind it (no SSH).
+    pub fn observe_for_test(
+        &self,
+        id: &ServerId,
+        containers: Vec<index::Listed>,
+    ) -> Arc<ObservedServer> {
+        let observed = Arc::new(ObservedServer::new());
+        write(&observed.index).replace(containers);
+        observed.set_connectivity(Connectivity::Live);
+        let task = tokio::spawn(async {}).abort_handle();
+        let running = Running {
+            observed: Arc::clone(&observed),
+            task,
+        };
+        lock(&self.running).insert(id.clone(), running);
+        observed
+    }
+}

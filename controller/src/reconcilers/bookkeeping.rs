@@ -14,6 +14,7 @@ use k8s_openapi::jiff::Timestamp;
 
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
+use kube::runtime::reflector::{ReflectHandle, Store};
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
 use serde::Serialize;
@@ -21,6 +22,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use super::{CONFLICT_RECHECK, RESYNC_AFTER, drain, error_policy};
+use crate::cache::Feed;
 use crate::context::Context;
 use crate::error::Result;
 use crate::status::StatusWriter;
@@ -52,15 +54,54 @@ pub trait Bookkept:
     }
 }
 
-/// Runs the bookkeeping controller for `K` until `shutdown`.
+/// Runs the bookkeeping controller for `K`, on its own watch, until `shutdown`: for a kind
+/// nothing else watches.
 pub async fn run<K: Bookkept>(
     context: Arc<Context>,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
     let api = Api::<K>::all(context.client.clone());
-    let stream = Controller::new(api, watcher::Config::default())
-        .graceful_shutdown_on(shutdown)
-        .run(reconcile::<K>, error_policy(K::KIND), context);
+    let controller = Controller::new(api, watcher::Config::default());
+    drive(controller, context, shutdown).await;
+}
+
+/// A cached kind's subscription and store, for [`run_shared`].
+pub struct Shared<K: Bookkept> {
+    objects: ReflectHandle<K>,
+    store: Store<K>,
+}
+
+impl<K: Bookkept> Shared<K> {
+    /// Subscribes to `feed` (before it runs); [`run_shared`] consumes the subscription.
+    pub fn subscribe(feed: &Feed<K>) -> Self {
+        Self {
+            objects: feed.subscribe(),
+            store: feed.store(),
+        }
+    }
+}
+
+/// Runs the bookkeeping controller for a cached `K` on its shared watch until `shutdown`.
+pub async fn run_shared<K: Bookkept>(
+    context: Arc<Context>,
+    shared: Shared<K>,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) {
+    let controller = Controller::for_shared_stream(shared.objects, shared.store);
+    drive(controller, context, shutdown).await;
+}
+
+/// Runs `controller` with the bookkeeping reconcile until `shutdown`.
+async fn drive<K: Bookkept>(
+    controller: Controller<K>,
+    context: Arc<Context>,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) {
+    let stream = controller.graceful_shutdown_on(shutdown).run(
+        reconcile::<K>,
+        error_policy(K::KIND),
+        context,
+    );
     drain(K::KIND, stream).await;
 }
 
@@ -139,6 +180,9 @@ pub fn stamp_once(current: &Value, field: &str, now: Timestamp) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::context::fixtures::Exchange;
+    use berth_crds::session::Session;
+    use http::StatusCode;
 
     #[test]
     fn subset_ignores_fields_owned_by_others() {
@@ -159,5 +203,65 @@ mod tests {
             json!("2020-01-01T00:00:00Z")
         );
         assert_eq!(stamp_once(&json!({}), "at", now), json!(Time(now)));
+    }
+
+    const SESSION: &str = "/apis/berth.dev/v1alpha1/namespaces/org-acme/sessions/ses-1/status";
+
+    /// A valid session (generation 1) whose status says so.
+    fn session() -> Session {
+        let mut session: Session = serde_json::from_value(json!({
+            "apiVersion": "berth.dev/v1alpha1", "kind": "Session",
+            "metadata": {
+                "name": "ses-1", "namespace": "org-acme", "generation": 1,
+                "resourceVersion": "7",
+            },
+            "spec": {
+                "userId": "usr-1", "clientKind": "cli", "tokenDigest": "a".repeat(64),
+                "expiresAt": "2099-01-01T00:00:00Z",
+            },
+        }))
+        .unwrap();
+        let at: Timestamp = "2026-01-01T08:00:00Z".parse().unwrap();
+        let owned = Value::Object(session.owned_status(&[], at));
+        session.status = serde_json::from_value(owned).unwrap();
+        session
+    }
+
+    #[tokio::test]
+    async fn an_up_to_date_session_costs_no_request() {
+        let (context, api, _feeds) = Context::test();
+        let script = api.expect_nothing();
+        let action = reconcile(Arc::new(session()), context).await.unwrap();
+        assert_eq!(action, Action::requeue(RESYNC_AFTER));
+        script.finish().await;
+    }
+
+    #[tokio::test]
+    async fn a_new_generation_is_applied_over_the_version_read_and_a_lost_race_retried() {
+        let (context, api, _feeds) = Context::test();
+        let mut session = session();
+        session.metadata.generation = Some(2);
+        let script = api.serve([
+            Exchange::patch(SESSION).returns(&session),
+            Exchange::patch(SESSION).rejected(StatusCode::CONFLICT, "Conflict"),
+        ]);
+        let action = reconcile(Arc::new(session.clone()), context.clone()).await;
+        assert_eq!(action.unwrap(), Action::requeue(RESYNC_AFTER));
+        let lost = reconcile(Arc::new(session.clone()), context).await;
+        assert_eq!(lost.unwrap(), Action::requeue(CONFLICT_RECHECK));
+        let sent = script.finish().await;
+        assert_eq!(sent[0].query, "&force=true&fieldManager=berth-controller");
+        let ready = json!({
+            "type": "Ready", "status": "True", "reason": "Reconciled",
+            "message": "session is valid", "observedGeneration": 2,
+            "lastTransitionTime": "2026-01-01T08:00:00Z",
+        });
+        let expected = json!({
+            "apiVersion": "berth.dev/v1alpha1", "kind": "Session",
+            "metadata": { "resourceVersion": "7" },
+            "status": { "observedGeneration": 2, "conditions": [ready] },
+        });
+        assert_eq!(sent[0].body, expected);
+        assert_eq!(sent[1].body, expected);
     }
 }

@@ -26,8 +26,7 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
+use kube::runtime::reflector::{ObjectRef, ReflectHandle};
 use kube::{Api, Resource, ResourceExt};
 
 use decide::{Decision, Stamp, Stored};
@@ -35,7 +34,7 @@ pub use facts::CertificateFacts;
 use schedule::{Step, next_step};
 
 use super::{drain, error_policy};
-use crate::cache::Caches;
+use crate::cache::{Caches, Touched};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::status::StatusWriter;
@@ -47,28 +46,30 @@ const DEPENDENCY_RECHECK: Duration = Duration::from_secs(30);
 pub const TLS_CERT_KEY: &str = "tls.crt";
 pub const TLS_KEY_KEY: &str = "tls.key";
 
+/// What the Certificate controller reacts to.
+pub struct Inputs {
+    pub certificates: ReflectHandle<Certificate>,
+    pub bindings: Touched<DomainBinding>,
+}
+
 pub async fn run(
     context: Arc<Context>,
+    inputs: Inputs,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let certificates = Api::<Certificate>::all(context.client.clone());
-    let controller = Controller::new(certificates, watcher::Config::default());
-    let by_binding = controller.store();
-    let stream = controller
-        .watches(
-            Api::<DomainBinding>::all(context.client.clone()),
-            watcher::Config::default(),
-            move |binding| {
-                let namespace = binding.namespace();
-                let name = binding.name_any();
-                by_binding
-                    .state()
-                    .into_iter()
-                    .filter(|c| c.namespace() == namespace && c.spec.domain_binding_id == name)
-                    .map(|c| ObjectRef::from_obj(c.as_ref()))
-                    .collect::<Vec<_>>()
-            },
-        )
+    let certificates = context.caches.certificates.clone();
+    let by_binding = certificates.clone();
+    let stream = Controller::for_shared_stream(inputs.certificates, certificates)
+        .watches_shared_stream(inputs.bindings, move |binding| {
+            let namespace = binding.namespace();
+            let name = binding.name_any();
+            by_binding
+                .state()
+                .into_iter()
+                .filter(|c| c.namespace() == namespace && c.spec.domain_binding_id == name)
+                .map(|c| ObjectRef::from_obj(c.as_ref()))
+                .collect::<Vec<_>>()
+        })
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy(KIND), context);
     drain(KIND, stream).await;
@@ -291,5 +292,7 @@ fn new_attempt_id() -> String {
 }
 
 // Declared last: hack/lib/largest_functions.py skips everything after `#[cfg(test)]`.
+#[cfg(test)]
+mod reconcile_tests;
 #[cfg(test)]
 mod tests;

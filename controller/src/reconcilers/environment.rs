@@ -10,30 +10,34 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
+use kube::runtime::reflector::{ObjectRef, ReflectHandle};
 use kube::{Api, Resource, ResourceExt};
 
 use super::conditions::Stamp;
 use super::project::publish_lifecycle_change;
 use super::{RESYNC_AFTER, archive, drain, error_policy};
+use crate::cache::Touched;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::status::StatusWriter;
 
 const KIND: &str = "Environment";
 
+/// What the Environment controller reacts to.
+pub struct Inputs {
+    pub environments: ReflectHandle<Environment>,
+    pub projects: Touched<Project>,
+}
+
 pub async fn run(
     context: Arc<Context>,
+    inputs: Inputs,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let environments = Api::<Environment>::all(context.client.clone());
-    let projects = Api::<Project>::all(context.client.clone());
-    let controller = Controller::new(environments, watcher::Config::default());
-    let store = controller.store();
-    // A project appearing or changing re-checks the environments that name it.
-    let stream = controller
-        .watches(projects, watcher::Config::default(), move |project| {
+    let store = context.caches.environments.clone();
+    // A project appearing, changing or going re-checks the environments that name it.
+    let stream = Controller::for_shared_stream(inputs.environments, store.clone())
+        .watches_shared_stream(inputs.projects, move |project| {
             let namespace = project.namespace();
             let name = project.name_any();
             store
@@ -168,5 +172,29 @@ mod tests {
         environment.status = Some(first.clone());
         let second = desired_status(&environment, true, Timestamp::now());
         assert_eq!(second.locked_at, first.locked_at);
+    }
+
+    /// Whether its project exists is the one thing it asks the API server.
+    #[tokio::test]
+    async fn a_reconciled_environment_only_reads_its_project() {
+        use crate::context::fixtures::Exchange;
+        let (context, api, _feeds) = Context::test();
+        let mut environment = environment(true);
+        environment.metadata.namespace = Some("org-acme".into());
+        let earlier = "2026-01-01T08:00:00Z".parse().unwrap();
+        environment.status = Some(desired_status(&environment, true, earlier));
+        let project: Project = serde_json::from_value(serde_json::json!({
+            "apiVersion": "berth.dev/v1alpha1", "kind": "Project",
+            "metadata": { "name": "prj-1", "namespace": "org-acme" },
+            "spec": { "name": "Shop" },
+        }))
+        .unwrap();
+        let script = api.serve([Exchange::get(
+            "/apis/berth.dev/v1alpha1/namespaces/org-acme/projects/prj-1",
+        )
+        .returns(&project)]);
+        let action = reconcile(Arc::new(environment), context).await.unwrap();
+        assert_eq!(action, Action::requeue(RESYNC_AFTER));
+        script.finish().await;
     }
 }

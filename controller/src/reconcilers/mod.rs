@@ -27,11 +27,18 @@ pub mod stack_repair;
 use std::sync::Arc;
 use std::time::Duration;
 
+use berth_crds::{
+    deploy_token::DeployToken, invitation::Invitation, member::Member,
+    overlay_decision::OverlayDecision, project::Project, resource::Resource as BerthResource,
+    retention_policy::RetentionPolicy, route_surface_decision::RouteSurfaceDecision,
+    session::Session, storage_volume::StorageVolume, threshold_policy::ThresholdPolicy,
+    usage_intent::UsageIntent, user::User,
+};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{ObjectRef, ReflectHandle};
 
 use crate::cache::Feeds;
 use crate::context::Context;
@@ -110,6 +117,83 @@ where
         .await;
 }
 
+/// What every controller reacts to: subscriptions to the shared watches, taken before they
+/// start, and the server observers' wake-ups.
+struct Inputs {
+    resources: resource::Inputs,
+    servers: server::Inputs,
+    deployments: deployment::Inputs,
+    organizations: organization::Inputs,
+    projects: ReflectHandle<Project>,
+    environments: environment::Inputs,
+    credentials: ssh_credential::Inputs,
+    certificates: certificate::Inputs,
+    domain_bindings: domain_binding::Inputs,
+    members: bookkeeping::Shared<Member>,
+    threshold_policies: bookkeeping::Shared<ThresholdPolicy>,
+    retention_policies: bookkeeping::Shared<RetentionPolicy>,
+    storage_volumes: bookkeeping::Shared<StorageVolume>,
+    retention: ReflectHandle<RetentionPolicy>,
+    health_changes: ReflectHandle<BerthResource>,
+}
+
+impl Inputs {
+    fn subscribe(feeds: &Feeds, wakes: WakeReceivers) -> Self {
+        Self {
+            resources: resource::Inputs {
+                resources: feeds.resources.subscribe(),
+                deployments: feeds.deployments.subscribe(),
+                secrets: feeds.secrets.subscribe(),
+                environments: feeds.environments.subscribe(),
+                projects: feeds.projects.subscribe(),
+                organizations: feeds.organizations.subscribe(),
+                domain_bindings: feeds.domain_bindings.subscribe(),
+                woken: wakes.resources,
+            },
+            servers: server::Inputs {
+                servers: feeds.servers.subscribe(),
+                credentials: feeds.credentials.subscribe(),
+                secrets: feeds.secrets.subscribe(),
+                resources: feeds.resources.subscribe(),
+                deployments: feeds.deployments.subscribe(),
+                woken: wakes.servers,
+            },
+            deployments: deployment::Inputs {
+                deployments: feeds.deployments.subscribe(),
+                servers: feeds.servers.subscribe(),
+            },
+            organizations: organization::Inputs {
+                organizations: feeds.organizations.subscribe(),
+                members: feeds.members.subscribe_touched(),
+            },
+            projects: feeds.projects.subscribe(),
+            environments: environment::Inputs {
+                environments: feeds.environments.subscribe(),
+                projects: feeds.projects.subscribe_touched(),
+            },
+            credentials: ssh_credential::Inputs {
+                credentials: feeds.credentials.subscribe(),
+                secrets: feeds.secrets.subscribe_touched(),
+                servers: feeds.servers.subscribe_touched(),
+            },
+            certificates: certificate::Inputs {
+                certificates: feeds.certificates.subscribe(),
+                bindings: feeds.domain_bindings.subscribe_touched(),
+            },
+            domain_bindings: domain_binding::Inputs {
+                bindings: feeds.domain_bindings.subscribe(),
+                certificates: feeds.certificates.subscribe_touched(),
+            },
+            members: bookkeeping::Shared::subscribe(&feeds.members),
+            threshold_policies: bookkeeping::Shared::subscribe(&feeds.threshold_policies),
+            retention_policies: bookkeeping::Shared::subscribe(&feeds.retention_policies),
+            storage_volumes: bookkeeping::Shared::subscribe(&feeds.storage_volumes),
+            retention: feeds.retention_policies.subscribe(),
+            health_changes: feeds.resources.subscribe(),
+        }
+    }
+}
+
 /// Runs every controller until `shutdown` resolves. The shared watches start once every
 /// controller has subscribed to the kinds it reacts to.
 pub async fn run_all(
@@ -120,74 +204,62 @@ pub async fn run_all(
     retention: retention::Settings,
     shutdown: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) {
-    use berth_crds::{
-        deploy_token::DeployToken, invitation::Invitation, member::Member,
-        overlay_decision::OverlayDecision, retention_policy::RetentionPolicy,
-        route_surface_decision::RouteSurfaceDecision, session::Session,
-        storage_volume::StorageVolume, threshold_policy::ThresholdPolicy,
-        usage_intent::UsageIntent, user::User,
-    };
-    let resources = resource::Inputs {
-        resources: feeds.resources.subscribe(),
-        deployments: feeds.deployments.subscribe(),
-        secrets: feeds.secrets.subscribe(),
-        environments: feeds.environments.subscribe(),
-        projects: feeds.projects.subscribe(),
-        organizations: feeds.organizations.subscribe(),
-        domain_bindings: feeds.domain_bindings.subscribe(),
-        woken: wakes.resources,
-    };
-    let servers = server::Inputs {
-        servers: feeds.servers.subscribe(),
-        credentials: feeds.credentials.subscribe(),
-        secrets: feeds.secrets.subscribe(),
-        resources: feeds.resources.subscribe(),
-        deployments: feeds.deployments.subscribe(),
-        woken: wakes.servers,
-    };
-    let deployments = deployment::Inputs {
-        deployments: feeds.deployments.subscribe(),
-        servers: feeds.servers.subscribe(),
-    };
-    let health_changes = feeds.resources.subscribe();
+    let inputs = Inputs::subscribe(&feeds, wakes);
     let controllers = async {
         context.caches.wait_until_ready().await;
         tracing::info!("caches filled; starting the controllers");
-        tokio::join!(
-            organization::run(context.clone(), shutdown.clone()),
-            project::run(context.clone(), shutdown.clone()),
-            environment::run(context.clone(), shutdown.clone()),
-            ssh_credential::run(context.clone(), shutdown.clone()),
-            certificate::run(context.clone(), shutdown.clone()),
-            domain_binding::run(context.clone(), shutdown.clone()),
-            server::run(context.clone(), servers, shutdown.clone()),
-            deployment::run(context.clone(), deployments, shutdown.clone()),
-            resource::run(context.clone(), resources, shutdown.clone()),
-            bookkeeping::run::<User>(context.clone(), shutdown.clone()),
-            bookkeeping::run::<Session>(context.clone(), shutdown.clone()),
-            bookkeeping::run::<Member>(context.clone(), shutdown.clone()),
-            bookkeeping::run::<Invitation>(context.clone(), shutdown.clone()),
-            bookkeeping::run::<DeployToken>(context.clone(), shutdown.clone()),
-            bookkeeping::run::<UsageIntent>(context.clone(), shutdown.clone()),
-            bookkeeping::run::<OverlayDecision>(context.clone(), shutdown.clone()),
-            bookkeeping::run::<RouteSurfaceDecision>(context.clone(), shutdown.clone()),
-            bookkeeping::run::<ThresholdPolicy>(context.clone(), shutdown.clone()),
-            bookkeeping::run::<RetentionPolicy>(context.clone(), shutdown.clone()),
-            bookkeeping::run::<StorageVolume>(context.clone(), shutdown.clone()),
-            retention::run(context.clone(), retention, shutdown.clone()),
-            crate::health_history::run(
-                context.clone(),
-                health_changes,
-                health_history,
-                shutdown.clone()
-            ),
-        );
+        run_controllers(context.clone(), inputs, health_history, retention, shutdown).await;
     };
     // The watches end with the process; the controllers end on shutdown.
     tokio::select! {
         _ = feeds.run(context.client.clone()) => {}
         _ = controllers => {}
     }
+}
+
+/// Every controller, each on its subscriptions (every one must be consumed, or its shared
+/// watch waits); the kinds only bookkeeping watches have a watch of their own.
+async fn run_controllers(
+    context: Arc<Context>,
+    inputs: Inputs,
+    health_history: crate::health_history::Settings,
+    retention: retention::Settings,
+    shutdown: impl Future<Output = ()> + Clone + Send + Sync + 'static,
+) {
+    tokio::join!(
+        organization::run(context.clone(), inputs.organizations, shutdown.clone()),
+        project::run(context.clone(), inputs.projects, shutdown.clone()),
+        environment::run(context.clone(), inputs.environments, shutdown.clone()),
+        ssh_credential::run(context.clone(), inputs.credentials, shutdown.clone()),
+        certificate::run(context.clone(), inputs.certificates, shutdown.clone()),
+        domain_binding::run(context.clone(), inputs.domain_bindings, shutdown.clone()),
+        server::run(context.clone(), inputs.servers, shutdown.clone()),
+        deployment::run(context.clone(), inputs.deployments, shutdown.clone()),
+        resource::run(context.clone(), inputs.resources, shutdown.clone()),
+        bookkeeping::run::<User>(context.clone(), shutdown.clone()),
+        bookkeeping::run::<Session>(context.clone(), shutdown.clone()),
+        bookkeeping::run::<Invitation>(context.clone(), shutdown.clone()),
+        bookkeeping::run::<DeployToken>(context.clone(), shutdown.clone()),
+        bookkeeping::run::<UsageIntent>(context.clone(), shutdown.clone()),
+        bookkeeping::run::<OverlayDecision>(context.clone(), shutdown.clone()),
+        bookkeeping::run::<RouteSurfaceDecision>(context.clone(), shutdown.clone()),
+        bookkeeping::run_shared(context.clone(), inputs.members, shutdown.clone()),
+        bookkeeping::run_shared(context.clone(), inputs.threshold_policies, shutdown.clone()),
+        bookkeeping::run_shared(context.clone(), inputs.retention_policies, shutdown.clone()),
+        bookkeeping::run_shared(context.clone(), inputs.storage_volumes, shutdown.clone()),
+        retention::run(
+            context.clone(),
+            inputs.retention,
+            retention,
+            shutdown.clone()
+        ),
+        crate::health_history::run(
+            context.clone(),
+            inputs.health_changes,
+            health_history,
+            shutdown.clone()
+        ),
+    );
 }
 
 #[cfg(test)]

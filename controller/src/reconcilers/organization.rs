@@ -14,12 +14,13 @@ use kube::runtime::Controller;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{ObjectRef, ReflectHandle};
 use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
 
 use super::conditions::Stamp;
 use super::{RESYNC_AFTER, drain, error_policy};
+use crate::cache::Touched;
 use crate::context::{Context, FIELD_MANAGER};
 use crate::error::{Error, Result};
 use crate::reconcilers::event_reason;
@@ -29,24 +30,34 @@ const KIND: &str = "Organization";
 /// Removes the organization's namespace before the Organization itself goes away.
 pub const FINALIZER: &str = "berth.dev/organization-namespace";
 
+/// What the Organization controller reacts to, besides its namespaces.
+pub struct Inputs {
+    pub organizations: ReflectHandle<Organization>,
+    pub members: Touched<Member>,
+}
+
 pub async fn run(
     context: Arc<Context>,
+    inputs: Inputs,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let organizations = Api::<Organization>::all(context.client.clone());
+    // Only this controller watches namespaces (their metadata), so it keeps its own watch.
     let namespaces = Api::<Namespace>::all(context.client.clone());
-    let members = Api::<Member>::all(context.client.clone());
-    let stream = Controller::new(organizations, watcher::Config::default())
+    let organizations = context.caches.organizations.clone();
+    let stream = Controller::for_shared_stream(inputs.organizations, organizations)
         .owns(namespaces, watcher::Config::default().labels(MANAGED_LABEL))
         // A member joining or leaving changes the organization's member count.
-        .watches(members, watcher::Config::default(), |member| {
-            let namespace = member.namespace()?;
-            let name = namespace.strip_prefix(berth_crds::organization::NAMESPACE_PREFIX)?;
-            Some(ObjectRef::<Organization>::new(name))
-        })
+        .watches_shared_stream(inputs.members, |member| organization_of(&member))
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy(KIND), context);
     drain(KIND, stream).await;
+}
+
+/// The organization whose namespace `member` lives in.
+fn organization_of(member: &Member) -> Option<ObjectRef<Organization>> {
+    let namespace = member.namespace()?;
+    let name = namespace.strip_prefix(berth_crds::organization::NAMESPACE_PREFIX)?;
+    Some(ObjectRef::new(name))
 }
 
 async fn reconcile(organization: Arc<Organization>, context: Arc<Context>) -> Result<Action> {
@@ -216,9 +227,52 @@ mod tests {
     }
 
     #[test]
+    fn a_member_maps_to_the_organization_of_its_namespace() {
+        let member = |namespace: &str| {
+            let spec = serde_json::from_value(serde_json::json!({
+                "userId": "usr-1", "email": "a@example.com", "role": "member",
+            }))
+            .unwrap();
+            let mut member = Member::new("mem-1", spec);
+            member.metadata.namespace = Some(namespace.into());
+            member
+        };
+        assert_eq!(
+            organization_of(&member("org-acme")),
+            Some(ObjectRef::new("acme"))
+        );
+        assert_eq!(organization_of(&member("default")), None);
+    }
+
+    #[test]
     fn an_organization_without_uid_is_refused() {
         let mut organization = organization("acme");
         organization.metadata.uid = None;
         assert!(desired_namespace(&organization).is_err());
+    }
+
+    /// Not a no-op yet: every reconcile (every resync) applies the namespace again, though it
+    /// is already as desired. The status, at least, is left alone.
+    #[tokio::test]
+    async fn a_reconciled_organization_applies_its_namespace_again_but_not_its_status() {
+        use crate::context::fixtures::Exchange;
+        let (context, api, _feeds) = Context::test();
+        let mut organization = organization("acme");
+        organization.metadata.finalizers = Some(vec![FINALIZER.into()]);
+        let earlier = "2026-01-01T08:00:00Z".parse().unwrap();
+        organization.status = Some(desired_status(&organization, "org-acme", 0, earlier));
+        let namespace = desired_namespace(&organization).unwrap();
+        let members = serde_json::json!({
+            "apiVersion": "berth.dev/v1alpha1", "kind": "MemberList", "metadata": {},
+            "items": [],
+        });
+        let script = api.serve([
+            Exchange::get("/api/v1/namespaces/org-acme").returns(&namespace),
+            Exchange::patch("/api/v1/namespaces/org-acme").returns(&namespace),
+            Exchange::get("/apis/berth.dev/v1alpha1/namespaces/org-acme/members").returns(&members),
+        ]);
+        let action = reconcile(Arc::new(organization), context).await.unwrap();
+        assert_eq!(action, Action::requeue(RESYNC_AFTER));
+        script.finish().await;
     }
 }

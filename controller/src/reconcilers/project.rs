@@ -9,7 +9,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
-use kube::runtime::watcher;
+use kube::runtime::reflector::ReflectHandle;
 use kube::{Api, Resource, ResourceExt};
 
 use super::conditions::Stamp;
@@ -23,10 +23,10 @@ const KIND: &str = "Project";
 
 pub async fn run(
     context: Arc<Context>,
+    projects: ReflectHandle<Project>,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let projects = Api::<Project>::all(context.client.clone());
-    let stream = Controller::new(projects, watcher::Config::default())
+    let stream = Controller::for_shared_stream(projects, context.caches.projects.clone())
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy(KIND), context);
     drain(KIND, stream).await;
@@ -151,5 +151,18 @@ mod tests {
         let first = desired_status(&project, Timestamp::now());
         project.status = Some(first.clone());
         assert_eq!(desired_status(&project, Timestamp::now()), first);
+    }
+
+    #[tokio::test]
+    async fn a_reconciled_project_costs_no_request() {
+        let (context, api, _feeds) = Context::test();
+        let mut project = project(true);
+        project.metadata.namespace = Some("org-acme".into());
+        let earlier = "2026-01-01T08:00:00Z".parse().unwrap();
+        project.status = Some(desired_status(&project, earlier));
+        let script = api.expect_nothing();
+        let action = reconcile(Arc::new(project), context).await.unwrap();
+        assert_eq!(action, Action::requeue(RESYNC_AFTER));
+        script.finish().await;
     }
 }

@@ -18,10 +18,10 @@ use berth_observations::{History, ObservationStore};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams};
+use kube::runtime::Controller;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
-use kube::runtime::reflector::Store;
-use kube::runtime::{Controller, watcher};
+use kube::runtime::reflector::{ReflectHandle, Store};
 use kube::{Api, Resource, ResourceExt};
 
 use super::{drain, error_policy};
@@ -52,13 +52,14 @@ struct Runner {
 
 pub async fn run(
     context: Arc<Context>,
+    policies: ReflectHandle<RetentionPolicy>,
     settings: Settings,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let api = Api::<RetentionPolicy>::all(context.client.clone());
-    let controller = Controller::new(api, watcher::Config::default());
+    let store = context.caches.retention_policies.clone();
+    let controller = Controller::for_shared_stream(policies, store.clone());
     let runner = Arc::new(Runner {
-        policies: controller.store(),
+        policies: store,
         context,
         interval: settings.interval,
         system_namespace: settings.system_namespace,

@@ -14,13 +14,13 @@ use kube::runtime::Controller;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
-use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
+use kube::runtime::reflector::{ObjectRef, ReflectHandle};
 use kube::{Api, Resource, ResourceExt};
 
 use super::conditions::Stamp;
 use super::fresh::with_current_finalizers;
 use super::{CONFLICT_RECHECK, RESYNC_AFTER, drain, error_policy};
+use crate::cache::Touched;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::reconcilers::event_reason;
@@ -36,53 +36,51 @@ pub const KEY_FINALIZER: &str = "berth.dev/ssh-credential-key";
 /// How often a blocked deletion is re-checked (server changes also trigger a check).
 const BLOCKED_RECHECK: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// What the SshCredential controller reacts to.
+pub struct Inputs {
+    pub credentials: ReflectHandle<SshCredential>,
+    pub secrets: Touched<Secret>,
+    pub servers: Touched<Server>,
+}
+
 pub async fn run(
     context: Arc<Context>,
+    inputs: Inputs,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let credentials = Api::<SshCredential>::all(context.client.clone());
-    let controller = Controller::new(credentials, watcher::Config::default());
-    let by_secret = controller.store();
-    let by_server = controller.store();
+    let credentials = context.caches.credentials.clone();
+    let by_secret = credentials.clone();
+    let by_server = credentials.clone();
     let client = context.client.clone();
-    // Secrets carry no Berth label, so every Secret is watched and mapped to the credentials
-    // that reference it; a server change re-counts the usage of its namespace's credentials
+    // Secrets carry no Berth label, so every Secret is mapped to the credentials that
+    // reference it; a server change re-counts the usage of its namespace's credentials
     // (all of them, since the server may have just switched away from one).
-    let stream = controller
-        .watches(
-            Api::<Secret>::all(context.client.clone()),
-            watcher::Config::default(),
-            move |secret| {
-                let namespace = secret.namespace();
-                let name = secret.name_any();
-                let credentials: Vec<_> = by_secret
-                    .state()
-                    .into_iter()
-                    .filter(|c| {
-                        c.namespace() == namespace && c.spec.private_key_secret_ref.name == name
-                    })
-                    .map(|c| ObjectRef::from_obj(c.as_ref()))
-                    .collect();
-                if credentials.is_empty() && secret.finalizers().iter().any(|f| f == KEY_FINALIZER)
-                {
-                    tokio::spawn(release_orphaned_key(client.clone(), secret));
-                }
-                credentials
-            },
-        )
-        .watches(
-            Api::<Server>::all(context.client.clone()),
-            watcher::Config::default(),
-            move |server| {
-                let namespace = server.namespace();
-                by_server
-                    .state()
-                    .into_iter()
-                    .filter(|c| c.namespace() == namespace)
-                    .map(|c| ObjectRef::from_obj(c.as_ref()))
-                    .collect::<Vec<_>>()
-            },
-        )
+    let stream = Controller::for_shared_stream(inputs.credentials, credentials)
+        .watches_shared_stream(inputs.secrets, move |secret| {
+            let namespace = secret.namespace();
+            let name = secret.name_any();
+            let credentials: Vec<_> = by_secret
+                .state()
+                .into_iter()
+                .filter(|c| {
+                    c.namespace() == namespace && c.spec.private_key_secret_ref.name == name
+                })
+                .map(|c| ObjectRef::from_obj(c.as_ref()))
+                .collect();
+            if credentials.is_empty() && secret.finalizers().iter().any(|f| f == KEY_FINALIZER) {
+                tokio::spawn(release_orphaned_key(client.clone(), Secret::clone(&secret)));
+            }
+            credentials
+        })
+        .watches_shared_stream(inputs.servers, move |server| {
+            let namespace = server.namespace();
+            by_server
+                .state()
+                .into_iter()
+                .filter(|c| c.namespace() == namespace)
+                .map(|c| ObjectRef::from_obj(c.as_ref()))
+                .collect::<Vec<_>>()
+        })
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy(KIND), context);
     drain(KIND, stream).await;
@@ -443,5 +441,37 @@ mod tests {
         let blocked = condition::find(&status.conditions, DELETION_BLOCKED).unwrap();
         assert_eq!(blocked.status, ConditionStatus::True);
         assert!(blocked.message.contains("server/web-1"));
+    }
+
+    /// Reads its key (twice: to describe it, then to see it held) and its servers; writes
+    /// nothing when the status and the key's finalizer are already in place.
+    #[tokio::test]
+    async fn a_credential_in_use_and_up_to_date_only_reads() {
+        use crate::context::fixtures::Exchange;
+        let (context, api, _feeds) = Context::test();
+        let mut secret = secret("privateKey", KEY);
+        secret.metadata.name = Some("deploy-key".into());
+        secret.metadata.finalizers = Some(vec![KEY_FINALIZER.into()]);
+        let servers = vec![server("web-1", "deploy-key", ServerLifecycle::Active)];
+        let mut credential = credential();
+        credential.metadata.namespace = Some("org-acme".into());
+        credential.metadata.finalizers = Some(vec![FINALIZER.into()]);
+        let key = key_from_secret(Some(&secret), "deploy-key", "privateKey");
+        let usage = SshCredentialUsage::of("deploy-key", &servers);
+        let earlier = "2026-01-01T08:00:00Z".parse().unwrap();
+        credential.status = Some(desired_status(&credential, &key, usage, earlier));
+        let list = serde_json::json!({
+            "apiVersion": "berth.dev/v1alpha1", "kind": "ServerList", "metadata": {},
+            "items": servers,
+        });
+        let key_path = "/api/v1/namespaces/org-acme/secrets/deploy-key";
+        let script = api.serve([
+            Exchange::get(key_path).returns(&secret),
+            Exchange::get("/apis/berth.dev/v1alpha1/namespaces/org-acme/servers").returns(&list),
+            Exchange::get(key_path).returns(&secret),
+        ]);
+        let action = reconcile(Arc::new(credential), context).await.unwrap();
+        assert_eq!(action, Action::requeue(RESYNC_AFTER));
+        script.finish().await;
     }
 }

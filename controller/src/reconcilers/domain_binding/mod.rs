@@ -20,13 +20,13 @@ use kube::runtime::Controller;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
-use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
+use kube::runtime::reflector::{ObjectRef, ReflectHandle};
 use kube::{Api, Resource, ResourceExt};
 
 use self::decide::{Decision, Observed, Placed, SERVED_EVENT, Tls, decide};
 use self::observe::Edge;
 use super::{drain, error_policy};
+use crate::cache::Touched;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::status::StatusWriter;
@@ -38,21 +38,24 @@ pub const FINALIZER: &str = "berth.dev/domain-binding-route";
 /// of its Certificate wakes it sooner).
 const WAIT_RECHECK: Duration = Duration::from_secs(15);
 
+/// What the DomainBinding controller reacts to.
+pub struct Inputs {
+    pub bindings: ReflectHandle<DomainBinding>,
+    pub certificates: Touched<Certificate>,
+}
+
 pub async fn run(
     context: Arc<Context>,
+    inputs: Inputs,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let bindings = Api::<DomainBinding>::all(context.client.clone());
-    let stream = Controller::new(bindings, watcher::Config::default())
-        .watches(
-            Api::<Certificate>::all(context.client.clone()),
-            watcher::Config::default(),
-            |certificate| {
-                certificate.namespace().map(|namespace| {
-                    ObjectRef::new(&certificate.spec.domain_binding_id).within(&namespace)
-                })
-            },
-        )
+    let bindings = context.caches.domain_bindings.clone();
+    let stream = Controller::for_shared_stream(inputs.bindings, bindings)
+        .watches_shared_stream(inputs.certificates, |certificate| {
+            certificate.namespace().map(|namespace| {
+                ObjectRef::new(&certificate.spec.domain_binding_id).within(&namespace)
+            })
+        })
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy(KIND), context);
     drain(KIND, stream).await;

@@ -206,4 +206,6 @@ async fn write(
 
 // Declared last: hack/lib/largest_functions.py skips everything after `#[cfg(test)]`.
 #[cfg(test)]
+mod reconcile_tests;
+#[cfg(test)]
 mod tests;
