@@ -15,7 +15,7 @@ use berth_observations::AuditRecord;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
 
-use crate::routes::common::store_call;
+use crate::observation_store::store_call;
 use crate::state::AppState;
 use crate::write::{UPDATED_BY_ID, UPDATED_BY_KIND};
 

@@ -362,7 +362,7 @@ mod tests {
                 answer(&request, &metrics)
                     .unwrap_or_else(|| StatusCode::IM_A_TEAPOT.into_response())
             })
-            .layer(crate::compression())
+            .layer(crate::routes::compression())
     }
 
     async fn get(router: &Router, path: &str, headers: &[(&str, &str)]) -> Response {

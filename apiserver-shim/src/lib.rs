@@ -13,71 +13,23 @@ pub mod error;
 pub mod extract;
 pub mod json;
 pub mod metrics;
-pub mod openapi;
+pub mod observation_store;
 pub mod options;
 pub mod ratelimit;
 pub mod routes;
+pub mod services;
 pub mod state;
 pub mod validate;
 pub mod write;
 
 use std::sync::Arc;
 
-use axum::Router;
-use axum::extract::{Request, State};
-use axum::response::{IntoResponse, Response};
 use kube::Client;
 
 use crate::cache::Caches;
-use crate::error::ApiError;
 use crate::options::ShimOptions;
 use crate::ratelimit::LoginLimiter;
 use crate::state::{AppState, Config};
-
-/// The whole HTTP application: health and metrics at the origin, the API under `/api`, and the
-/// web console at `/` for whatever no route matches (its assets, and its page for any path a
-/// browser navigates to); anything else unrouted gets the API's JSON 404.
-pub fn app(state: AppState) -> Router {
-    Router::new()
-        .merge(routes::health::router())
-        .nest("/api", routes::api_router())
-        .route("/metrics", axum::routing::get(metrics::serve))
-        .route_layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            audit::record,
-        ))
-        .route_layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            metrics::track,
-        ))
-        .fallback(console_or_not_found)
-        .method_not_allowed_fallback(|| async {
-            ApiError::new_method_not_allowed().into_response()
-        })
-        .layer(axum::middleware::from_fn(validate::refuse_bad_paths))
-        .layer(compression())
-        .with_state(state)
-}
-
-/// Unrouted requests: the console's files and page, else the API's JSON 404. The console
-/// counts its own answers in the metrics: the route layers above do not reach the fallback.
-async fn console_or_not_found(State(state): State<AppState>, request: Request) -> Response {
-    console::answer(&request, &state.metrics)
-        .unwrap_or_else(|| ApiError::not_found("endpoint", "this path").into_response())
-}
-
-/// gzip or brotli, as the client's Accept-Encoding prefers (the console's HTML, JS, CSS and SVG
-/// too); never an event stream (each event must reach the client when it is sent) nor a body
-/// too small to gain.
-fn compression()
--> tower_http::compression::CompressionLayer<impl tower_http::compression::Predicate> {
-    use tower_http::compression::predicate::{NotForContentType, Predicate as _};
-    use tower_http::compression::{CompressionLayer, DefaultPredicate};
-    CompressionLayer::new()
-        .gzip(true)
-        .br(true)
-        .compress_when(DefaultPredicate::new().and(NotForContentType::SSE))
-}
 
 /// Runs the shim until SIGTERM/SIGINT.
 pub async fn run(options: ShimOptions) -> anyhow::Result<()> {
@@ -111,6 +63,8 @@ pub async fn run(options: ShimOptions) -> anyhow::Result<()> {
         recent_access_failures: Default::default(),
         draining: Default::default(),
     };
+    // Not a service: the GitOps migration runner applies plans by replaying REST operations
+    // through the whole app, so it needs the state and the routes.
     tokio::spawn(routes::migrations::gitops::run(state.clone()));
     let listener = tokio::net::TcpListener::bind(options.listen).await?;
     tracing::info!(address = %options.listen, "serving the REST API under /api and the console at /");
@@ -118,7 +72,7 @@ pub async fn run(options: ShimOptions) -> anyhow::Result<()> {
         flag: state.draining.clone(),
         period: std::time::Duration::from_secs(options.drain_seconds),
     };
-    axum::serve(listener, app(state))
+    axum::serve(listener, routes::app(state))
         .with_graceful_shutdown(drain.after_signal())
         .await?;
     tracing::info!("stopped");

@@ -17,7 +17,8 @@ async fn main() -> anyhow::Result<()> {
 
 /// `berth-shim openapi`: the document, pretty, on stdout.
 fn print_openapi() -> anyhow::Result<()> {
-    let document = serde_json::to_string_pretty(&berth_apiserver_shim::openapi::document())?;
+    let document =
+        serde_json::to_string_pretty(&berth_apiserver_shim::routes::openapi::document())?;
     match writeln!(std::io::stdout().lock(), "{document}") {
         // A reader that stopped early (`| head`) is not a failure.
         Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),

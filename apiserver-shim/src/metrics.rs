@@ -1,5 +1,6 @@
 //! Request metrics served at `/metrics`: a count and a latency histogram per route and status.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
@@ -11,8 +12,6 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
-
-use crate::state::AppState;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
@@ -85,7 +84,11 @@ impl HttpMetrics {
 }
 
 /// Middleware: times every routed request and counts it by route and status.
-pub async fn track(State(state): State<AppState>, request: Request, next: Next) -> Response {
+pub async fn track(
+    State(metrics): State<Arc<HttpMetrics>>,
+    request: Request,
+    next: Next,
+) -> Response {
     let method = request.method().to_string();
     let route = request
         .extensions()
@@ -93,19 +96,17 @@ pub async fn track(State(state): State<AppState>, request: Request, next: Next) 
         .map_or_else(|| "unmatched".to_string(), |path| path.as_str().to_string());
     let started = Instant::now();
     let response = next.run(request).await;
-    state
-        .metrics
-        .observe(method, route, response.status().as_u16(), started);
+    metrics.observe(method, route, response.status().as_u16(), started);
     response
 }
 
 /// `GET /metrics`.
-pub async fn serve(State(state): State<AppState>) -> impl IntoResponse {
+pub async fn serve(State(metrics): State<Arc<HttpMetrics>>) -> impl IntoResponse {
     (
         [(
             header::CONTENT_TYPE,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
-        state.metrics.encode(),
+        metrics.encode(),
     )
 }

@@ -13,7 +13,7 @@ use berth_observations::{LoginAttempts, ObservationStore};
 
 use crate::auth::token::digest;
 use crate::error::{ApiError, ApiResult};
-use crate::routes::common::store_call;
+use crate::observation_store::store_call;
 
 /// Failed logins allowed per email within [`WINDOW`].
 pub const MAX_FAILURES: u32 = 5;

@@ -5,7 +5,12 @@ use std::sync::Arc;
 use kube::Client;
 
 use crate::cache::Caches;
+use crate::metrics::HttpMetrics;
 use crate::ratelimit::LoginLimiter;
+use crate::services::delete_receipts::DeleteReceipts;
+use crate::services::recent_access_failures::RecentLatest;
+use crate::services::server_access::ServerAccess;
+use crate::services::terminals::Terminals;
 
 /// Field manager of every write the shim makes (server-side apply).
 pub const FIELD_MANAGER: &str = "berth-shim";
@@ -20,20 +25,28 @@ pub struct AppState {
     pub config: Arc<Config>,
     /// Login attempts per email, counted in the observation store every replica shares.
     pub login_limiter: Arc<LoginLimiter>,
-    pub metrics: Arc<crate::metrics::HttpMetrics>,
+    pub metrics: Arc<HttpMetrics>,
     /// This process's connected terminal sessions and the SSH connections they use (pending
     /// ones are in the observation store).
-    pub terminals: Arc<crate::routes::terminal::Terminals>,
+    pub terminals: Arc<Terminals>,
     /// SSH connections for reads on servers (runtime logs), closed when idle.
-    pub server_access: Arc<crate::routes::server_access::ServerAccess>,
+    pub server_access: Arc<ServerAccess>,
     /// Recent `DELETE /servers` idempotency keys.
-    pub server_deletions: Arc<crate::routes::servers::DeleteReceipts>,
+    pub server_deletions: Arc<DeleteReceipts>,
     /// Deployment timelines, recorded by berth-controller in the shared observation store.
     pub timelines: Arc<dyn berth_observations::ObservationStore>,
     /// Resources' latest access-failure evidence as recently read, for cached health.
-    pub recent_access_failures: Arc<crate::routes::access_failures::RecentLatest>,
+    pub recent_access_failures: Arc<RecentLatest>,
     /// Set on SIGTERM: /readyz answers 503 while the shim drains.
     pub draining: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// Lets the metrics middleware and `GET /metrics` take the metrics alone, so `metrics` needs
+/// nothing of the state that holds it.
+impl axum::extract::FromRef<AppState> for Arc<HttpMetrics> {
+    fn from_ref(state: &AppState) -> Self {
+        state.metrics.clone()
+    }
 }
 
 /// Settings from the command line.

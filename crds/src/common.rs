@@ -1,8 +1,9 @@
 //! Shapes several kinds share (spec §2.1): actor, quantity, resource references, source
-//! descriptor, digests and arbitrary JSON maps.
+//! descriptor, digests, arbitrary JSON maps, decision context and policy change.
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
@@ -124,6 +125,25 @@ pub struct DecisionContext {
     pub details: Option<JsonMap>,
 }
 
+/// Who last changed a policy and which spec generation was last acted on: the start of the
+/// status of RetentionPolicy and ThresholdPolicy, flattened into each.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyChange {
+    /// When the policy last changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<Time>,
+    /// Id of the actor who last changed the policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_by_actor_id: Option<String>,
+    /// Kind of that actor, e.g. `user` or `deploy-token`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_by_actor_kind: Option<String>,
+    /// Generation of the spec last acted on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
 /// `true`, for `#[serde(default = ...)]` on flags that default on.
 pub(crate) fn default_true() -> bool {
     true
@@ -198,7 +218,7 @@ mod tests {
             "capabilityKey": "deployments",
         }));
         let spec: OverlayDecisionSpec = serde_json::from_value(overlay.clone()).unwrap();
-        assert_eq!(spec.context.tenant_id.as_deref(), Some("t-1"));
+        assert_eq!(spec.decision.context.tenant_id.as_deref(), Some("t-1"));
         assert_eq!(serde_json::to_value(&spec).unwrap(), overlay);
 
         let intent = with_context(json!({

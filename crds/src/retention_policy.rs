@@ -10,6 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::Condition;
+use crate::common::PolicyChange;
 
 /// Whether a policy applies to one organization or is the system default.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
@@ -79,18 +80,9 @@ pub struct RetentionPolicySpec {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RetentionPolicyStatus {
-    /// When the policy last changed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub updated_at: Option<Time>,
-    /// Id of the actor who last changed the policy.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub updated_by_actor_id: Option<String>,
-    /// Kind of that actor, e.g. `user` or `deploy-token`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub updated_by_actor_kind: Option<String>,
-    /// Generation of the spec last acted on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub observed_generation: Option<i64>,
+    /// When, by whom, and which generation was last acted on.
+    #[serde(flatten)]
+    pub change: PolicyChange,
     /// Current conditions; `Ready` once the policy is in effect.
     #[serde(default)]
     pub conditions: Vec<Condition>,

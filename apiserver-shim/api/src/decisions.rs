@@ -154,6 +154,54 @@ pub fn check_keys(operation_key: &str, source: &str, capability_key: Option<&Str
     optional_text("capabilityKey", capability_key, MAX_KEY)
 }
 
+/// The context fields of a decision or usage request, as given (spec §2.2: tenant, account,
+/// organization, actor, resource references, attributes, details), taken out of the body for
+/// the server to check against the caller and complete.
+#[derive(Default)]
+pub struct ContextInput {
+    pub tenant_id: Option<String>,
+    pub account_id: Option<String>,
+    pub organization_id: Option<String>,
+    pub actor: Option<ActorInput>,
+    pub resource_refs: Option<ResourceRefs>,
+    pub attributes: Option<JsonMap>,
+    pub details: Option<JsonMap>,
+}
+
+/// `context_fields` and `take_context` for a request body that declares the context fields as
+/// every decision and usage request does. A macro because the declarations are not a shared
+/// struct: flattened, serde's unknown-field error (the 422's message) no longer lists them.
+macro_rules! context_accessors {
+    ($body:ty) => {
+        impl $body {
+            /// The context fields, borrowed for their checks.
+            pub fn context_fields(&self) -> $crate::decisions::ContextFields<'_> {
+                $crate::decisions::ContextFields {
+                    tenant_id: self.tenant_id.as_ref(),
+                    account_id: self.account_id.as_ref(),
+                    resource_refs: self.resource_refs.as_ref(),
+                    attributes: self.attributes.as_ref(),
+                    details: self.details.as_ref(),
+                }
+            }
+
+            /// The context fields, taken out of the body.
+            pub fn take_context(&mut self) -> $crate::decisions::ContextInput {
+                $crate::decisions::ContextInput {
+                    tenant_id: self.tenant_id.take(),
+                    account_id: self.account_id.take(),
+                    organization_id: self.organization_id.take(),
+                    actor: self.actor.take(),
+                    resource_refs: self.resource_refs.take(),
+                    attributes: self.attributes.take(),
+                    details: self.details.take(),
+                }
+            }
+        }
+    };
+}
+pub(crate) use context_accessors;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::decisions::{ActorInput, ContextFields, JsonMap, MAX_KEY, ResourceRefs};
+use crate::decisions::{ActorInput, JsonMap, MAX_KEY, ResourceRefs, context_accessors};
 use crate::validate::{Checked, FieldError, bounded};
 
 #[derive(Serialize, Deserialize, JsonSchema, Debug)]
@@ -53,6 +53,8 @@ pub struct RecordUsageIntent {
     pub details: Option<JsonMap>,
 }
 
+context_accessors!(RecordUsageIntent);
+
 impl RecordUsageIntent {
     /// Every check that needs no caller and no clock; the server also parses `occurredAt`
     /// and checks organization, actor and scope.
@@ -69,13 +71,6 @@ impl RecordUsageIntent {
             }
             bounded("quantity.unit", &quantity.unit, MAX_KEY)?;
         }
-        ContextFields {
-            tenant_id: self.tenant_id.as_ref(),
-            account_id: self.account_id.as_ref(),
-            resource_refs: self.resource_refs.as_ref(),
-            attributes: self.attributes.as_ref(),
-            details: self.details.as_ref(),
-        }
-        .validate()
+        self.context_fields().validate()
     }
 }

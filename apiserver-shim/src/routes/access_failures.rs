@@ -11,25 +11,21 @@
 //! arrived may come before the evidence: an id shaped like the proxy's (a UUID) is looked up
 //! again for up to [`CAPTURE_LAG`] before it counts as unknown; any other id answers at once.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::access_failure::{AccessFailureEvidence, with_current_reason};
 use berth_crds::member::OrganizationRole;
-use berth_crds::resource::Resource;
 use berth_observations::{AccessFailureRecord, ObservationStore, TimelineError};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use kube::ResourceExt;
 use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::Value;
 
 use super::Endpoint;
-use super::common::{bounded, find_in, known_params, store_call, timestamp};
+use super::common::{bounded, find_in, known_params, timestamp};
 use super::resource_config::lookup;
 use crate::auth::{Caller, ScopeDimension};
 use crate::error::{ApiError, ApiResult};
@@ -199,65 +195,6 @@ async fn find(
         }
         tokio::time::sleep(CAPTURE_POLL).await;
     }
-}
-
-/// `resource`'s latest unexpired evidence, as its diagnostic summary
-/// (`access.latestAccessFailure`) and live health show it.
-pub async fn latest_of(state: &AppState, resource: &Resource) -> ApiResult<Option<Value>> {
-    let (namespace, name) = (
-        resource.namespace().unwrap_or_default(),
-        resource.name_any(),
-    );
-    let record = store_call(&state.timelines, "access-failure evidence", move |store| {
-        store.latest_access_failure(&namespace, &name)
-    })
-    .await?;
-    record
-        .map(|r| berth_api::wire::to_value(&with_current_reason(r.evidence)))
-        .transpose()
-        .map_err(ApiError::internal)
-}
-
-/// How long one store read of a resource's latest evidence serves cached health: many
-/// clients polling one resource's health then cost the store one read per period.
-const RECENT_REUSE: Duration = Duration::from_secs(2);
-/// Above this many remembered resources, the expired ones are forgotten.
-const RECENT_CAPACITY: usize = 4096;
-
-/// A resource: its namespace and name.
-type ResourceKey = (String, String);
-
-/// Recent reads of [`latest_of`], per resource, with when each was read.
-#[derive(Default)]
-pub struct RecentLatest(Mutex<HashMap<ResourceKey, (Instant, Option<Value>)>>);
-
-/// [`latest_of`] as read at most [`RECENT_REUSE`] ago: what `mode=cached` health shows.
-pub async fn recent_latest_of(state: &AppState, resource: &Resource) -> ApiResult<Option<Value>> {
-    let key = (
-        resource.namespace().unwrap_or_default(),
-        resource.name_any(),
-    );
-    let recent = &state.recent_access_failures.0;
-    let remembered = lock(recent)
-        .get(&key)
-        .filter(|(read_at, _)| read_at.elapsed() < RECENT_REUSE)
-        .map(|(_, latest)| latest.clone());
-    if let Some(latest) = remembered {
-        return Ok(latest);
-    }
-    let latest = latest_of(state, resource).await?;
-    let mut recent = lock(recent);
-    if recent.len() >= RECENT_CAPACITY {
-        recent.retain(|_, (read_at, _)| read_at.elapsed() < RECENT_REUSE);
-    }
-    recent.insert(key, (Instant::now(), latest.clone()));
-    Ok(latest)
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn rfc3339(ms: i64) -> String {

@@ -4,12 +4,15 @@ use std::sync::Arc;
 
 use berth_crds::deployment::Deployment;
 use berth_crds::limits::DNS_LABEL_MAX;
+use berth_crds::server::Server;
+use berth_remote::ServerConnection;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Resource, ResourceExt};
 
 use crate::error::ApiError;
+use crate::services::server_access::AccessLease;
 use crate::state::AppState;
 
 pub use berth_api::common::Confirmation;
@@ -234,27 +237,19 @@ fn in_order(from: &str, to: &str, start: Timestamp, end: Timestamp) -> Result<()
     Ok(())
 }
 
-/// Runs an observation-store call off the async threads; a failing store is a 503 naming
-/// `what` could not be read (the cause goes to the log).
-pub async fn store_call<T: Send + 'static>(
-    store: &std::sync::Arc<dyn berth_observations::ObservationStore>,
-    what: &'static str,
-    call: impl FnOnce(
-        &dyn berth_observations::ObservationStore,
-    ) -> Result<T, berth_observations::TimelineError>
-    + Send
-    + 'static,
-) -> Result<T, ApiError> {
-    let store = std::sync::Arc::clone(store);
-    tokio::task::spawn_blocking(move || call(store.as_ref()))
+/// The server's shared SSH connection (runtime logs, probes, capacity) and a lease that keeps
+/// it open: [`ServerAccess::connect`](crate::services::server_access::ServerAccess::connect)
+/// logged in with this process's client and cached credentials.
+pub async fn server_connection(
+    state: &AppState,
+    server: &Server,
+    action: &str,
+) -> Result<(Arc<ServerConnection>, AccessLease), ApiError> {
+    let credentials = &state.caches.ssh_credentials;
+    state
+        .server_access
+        .connect(&state.client, credentials, server, action)
         .await
-        .map_err(ApiError::internal)?
-        .map_err(|error| {
-            tracing::warn!(%error, what, "observation store unavailable");
-            ApiError::unavailable(format!(
-                "{what} are unavailable: the observation store failed"
-            ))
-        })
 }
 
 /// An ISO 8601 / RFC 3339 date-time with an offset, e.g. `2030-01-01T00:00:00Z`.

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::json::Json;
-use berth_crds::common::{Actor, DecisionContext, JsonMap, ResourceRefs};
+use berth_crds::common::{Actor, DecisionContext, ResourceRefs};
 use berth_crds::member::OrganizationRole;
 use kube::api::PostParams;
 use kube::runtime::reflector::Store;
@@ -22,8 +22,8 @@ use crate::extract::JsonBody;
 use crate::write::{UPDATED_BY_ID, UPDATED_BY_KIND};
 
 pub use berth_api::decisions::{
-    ActorInput, CapabilityKeyQuery, CapabilityQuery, EntitlementQuery, MAX_KEY, MAX_QUERIES,
-    OperationKeyQuery,
+    ActorInput, CapabilityKeyQuery, CapabilityQuery, ContextInput, EntitlementQuery, MAX_KEY,
+    MAX_QUERIES, OperationKeyQuery,
 };
 
 pub fn endpoints() -> Vec<Endpoint> {
@@ -125,19 +125,6 @@ async fn entitlements(
         });
     }
     Ok(Json(EntitlementAnswer { entitlements }))
-}
-
-/// The context fields of a decision or usage request, as given (spec §2.2: tenant, account,
-/// organization, actor, resource references, attributes, details).
-#[derive(Default)]
-pub struct ContextInput {
-    pub tenant_id: Option<String>,
-    pub account_id: Option<String>,
-    pub organization_id: Option<String>,
-    pub actor: Option<ActorInput>,
-    pub resource_refs: Option<ResourceRefs>,
-    pub attributes: Option<JsonMap>,
-    pub details: Option<JsonMap>,
 }
 
 /// Checks a record's context against the caller and fills it in: the organization is the

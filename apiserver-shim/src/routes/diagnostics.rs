@@ -23,8 +23,7 @@ use kube::ResourceExt;
 pub use self::record::DiagnosticSummary;
 use self::record::{Focus, LogLine, Proxy, Redaction, SourceError, System, Tail, Window};
 use super::Endpoint;
-use super::access_failures;
-use super::common::{bounded, find_deployment, find_in, known_params, store_call, utc_range};
+use super::common::{bounded, find_deployment, find_in, known_params, utc_range};
 use super::deployments::masker;
 use super::environments;
 use super::resource_config::lookup;
@@ -32,6 +31,8 @@ use super::runtime_logs;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::QueryParams;
+use crate::observation_store::store_call;
+use crate::services::recent_access_failures;
 use crate::state::AppState;
 
 pub fn endpoints() -> Vec<Endpoint> {
@@ -163,7 +164,7 @@ async fn read_parts(
         server: server.as_deref(),
         now: now.clone(),
     });
-    match access_failures::latest_of(state, resource).await {
+    match recent_access_failures::latest_of(&state.timelines, resource).await {
         Ok(latest) => health.public_access.latest_access_failure = latest,
         Err(_) => errors.push(source_error(
             "access",

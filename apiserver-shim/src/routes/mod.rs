@@ -1,6 +1,7 @@
 //! The route table. Every endpoint is declared once, with its request and response types, and
 //! both the axum router and the OpenAPI document are built from that declaration, so the
-//! document cannot drift from the code. Modules mirror the specification's sections.
+//! document cannot drift from the code. Modules mirror the specification's sections. [`app`]
+//! is the whole HTTP application around them (health, metrics, the console, the layers).
 
 pub mod access_failures;
 pub mod account;
@@ -24,6 +25,7 @@ pub mod invitations;
 pub mod members;
 pub mod migrations;
 pub mod monitoring;
+pub mod openapi;
 pub mod organizations;
 pub mod overlays;
 pub mod projects;
@@ -33,7 +35,6 @@ pub mod resource_input;
 pub mod resources;
 pub mod retention;
 pub mod runtime_logs;
-pub mod server_access;
 pub mod server_capacity;
 pub mod server_changes;
 pub mod server_connectivity;
@@ -46,12 +47,16 @@ pub mod users;
 pub mod webhooks;
 
 use axum::Router;
+use axum::extract::{Request, State};
 use axum::handler::Handler;
 use axum::http::Method;
-use axum::routing::{MethodRouter, on};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodRouter, get, on};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 
+use crate::error::ApiError;
 use crate::state::AppState;
+use crate::{audit, console, metrics, validate};
 
 type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
 
@@ -194,10 +199,54 @@ pub fn endpoints() -> Vec<Endpoint> {
 
 /// The router for everything under `/api`.
 pub fn api_router() -> Router<AppState> {
-    let mut router =
-        Router::new().route("/openapi.json", axum::routing::get(crate::openapi::serve));
+    let mut router = Router::new().route("/openapi.json", get(openapi::serve));
     for endpoint in endpoints() {
         router = router.route(endpoint.path, endpoint.route);
     }
     router
+}
+
+/// The whole HTTP application: health and metrics at the origin, the API under `/api`, and the
+/// web console at `/` for whatever no route matches (its assets, and its page for any path a
+/// browser navigates to); anything else unrouted gets the API's JSON 404.
+pub fn app(state: AppState) -> Router {
+    Router::new()
+        .merge(health::router())
+        .nest("/api", api_router())
+        .route("/metrics", get(metrics::serve))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            audit::record,
+        ))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            metrics::track,
+        ))
+        .fallback(console_or_not_found)
+        .method_not_allowed_fallback(|| async {
+            ApiError::new_method_not_allowed().into_response()
+        })
+        .layer(axum::middleware::from_fn(validate::refuse_bad_paths))
+        .layer(compression())
+        .with_state(state)
+}
+
+/// Unrouted requests: the console's files and page, else the API's JSON 404. The console
+/// counts its own answers in the metrics: the route layers above do not reach the fallback.
+async fn console_or_not_found(State(state): State<AppState>, request: Request) -> Response {
+    console::answer(&request, &state.metrics)
+        .unwrap_or_else(|| ApiError::not_found("endpoint", "this path").into_response())
+}
+
+/// gzip or brotli, as the client's Accept-Encoding prefers (the console's HTML, JS, CSS and SVG
+/// too); never an event stream (each event must reach the client when it is sent) nor a body
+/// too small to gain.
+pub(crate) fn compression()
+-> tower_http::compression::CompressionLayer<impl tower_http::compression::Predicate> {
+    use tower_http::compression::predicate::{NotForContentType, Predicate as _};
+    use tower_http::compression::{CompressionLayer, DefaultPredicate};
+    CompressionLayer::new()
+        .gzip(true)
+        .br(true)
+        .compress_when(DefaultPredicate::new().and(NotForContentType::SSE))
 }

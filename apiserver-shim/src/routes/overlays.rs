@@ -1,50 +1,62 @@
 //! Spec §4.1 deployment-overlay and route-surface decisions. Self-hosted Berth enables every
 //! operation; each decision is stored as a record (OverlayDecision, RouteSurfaceDecision) in the
-//! caller's organization so it can be listed and audited with `kubectl`.
+//! caller's organization so it can be listed and audited with `kubectl`. Both kinds share one
+//! spec, one record shape and one pair of handlers; [`DecisionKind`] and [`OwnFields`] hold
+//! what tells them apart.
+
+use std::fmt::Debug;
 
 use crate::json::Json;
 use axum::extract::State;
+use berth_api::overlays::DecisionInput;
 use berth_crds::common::DecisionContext;
 use berth_crds::member::OrganizationRole;
-use berth_crds::overlay_decision::{OverlayDecision, OverlayDecisionSpec};
+use berth_crds::overlay_decision::{
+    DecisionSpec, DecisionStatus, OverlayDecision, OverlayDecisionSpec,
+};
 use berth_crds::route_surface_decision::{RouteSurfaceDecision, RouteSurfaceDecisionSpec};
-use kube::{Api, ResourceExt};
-use schemars::JsonSchema;
+use kube::core::NamespaceResourceScope;
+use kube::core::object::HasStatus;
+use kube::runtime::reflector::Store;
+use kube::{Api, Resource, ResourceExt};
+use schemars::{JsonSchema, Schema};
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use super::Endpoint;
 use super::common::{all_in, known_params, timestamp};
 use super::decisions::{
-    ContextInput, DEFAULT_LIMIT, MAX_LIMIT, context, context_filter_values, create_new,
-    matches_all, newest, refs_visible,
+    DEFAULT_LIMIT, MAX_LIMIT, context, context_filter_values, create_new, matches_all, newest,
+    refs_visible,
 };
 use crate::auth::Caller;
 use crate::auth::token::new_id;
+use crate::cache::Caches;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
 use crate::state::AppState;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
-        Endpoint::get::<OverlayList, _, _>(
+        Endpoint::get::<DecisionList<Overlay>, _, _>(
             "/deployment-overlays",
             "List deployment-overlay decision records",
-            list_overlays,
+            list::<OverlayDecision>,
         ),
-        Endpoint::post::<DecideOverlay, OverlayAnswer, _, _>(
+        Endpoint::post::<DecideOverlay, DecisionAnswer<Overlay>, _, _>(
             "/deployment-overlays",
             "Decide on a deployment-overlay operation and record it",
-            decide_overlay,
+            decide::<OverlayDecision>,
         ),
-        Endpoint::get::<RouteSurfaceList, _, _>(
+        Endpoint::get::<DecisionList<RouteSurface>, _, _>(
             "/route-surfaces",
             "List route-surface decision records",
-            list_route_surfaces,
+            list::<RouteSurfaceDecision>,
         ),
-        Endpoint::post::<DecideRouteSurface, RouteSurfaceAnswer, _, _>(
+        Endpoint::post::<DecideRouteSurface, DecisionAnswer<RouteSurface>, _, _>(
             "/route-surfaces",
             "Decide on a route-surface operation and record it",
-            decide_route_surface,
+            decide::<RouteSurfaceDecision>,
         ),
     ]
 }
@@ -73,85 +85,201 @@ pub struct DecisionFields {
     pub context: DecisionContext,
 }
 
-/// The Deployment-overlay decision record of spec §2.2.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct OverlayRecord {
-    /// `deployment-overlay.decision/v1`.
-    pub schema_version: String,
-    #[serde(flatten)]
-    pub fields: DecisionFields,
+/// What one decision kind adds to the record and result every kind shares (flattened into
+/// both), and how the OpenAPI document names and describes them: `{K}Record`, `{K}Result`…
+/// after the type's name.
+pub trait OwnFields: Serialize + JsonSchema + Clone + Send + Sync + 'static {
+    /// The `schemaVersion` of its records.
+    const SCHEMA_VERSION: &'static str;
+    /// The description of its record's schema.
+    const RECORD: &'static str;
+    /// The description of its result's schema.
+    const RESULT: &'static str;
+    /// Its list filters beyond [`FILTERS`], in the order of `filter_values`.
+    const FILTERS: &'static [&'static str];
+    fn filter_values(&self) -> Vec<Option<&str>>;
 }
 
-/// The Route-surface decision record of spec §2.2.
-#[derive(Serialize, JsonSchema)]
+/// A deployment-overlay decision adds nothing.
+#[derive(Serialize, JsonSchema, Clone)]
+pub struct Overlay {}
+
+impl OwnFields for Overlay {
+    const SCHEMA_VERSION: &'static str = "deployment-overlay.decision/v1";
+    const RECORD: &'static str = "The Deployment-overlay decision record of spec §2.2.";
+    const RESULT: &'static str = "The Deployment-overlay result of spec §2.2.";
+    const FILTERS: &'static [&'static str] = &[];
+    fn filter_values(&self) -> Vec<Option<&str>> {
+        Vec::new()
+    }
+}
+
+/// A route-surface decision adds the kind of surface.
+#[derive(Serialize, JsonSchema, Clone)]
 #[serde(rename_all = "camelCase")]
-pub struct RouteSurfaceRecord {
-    /// `route-surface.decision/v1`.
-    pub schema_version: String,
-    #[serde(flatten)]
-    pub fields: DecisionFields,
+pub struct RouteSurface {
     pub surface_kind: String,
 }
 
-/// The Deployment-overlay result of spec §2.2.
+impl OwnFields for RouteSurface {
+    const SCHEMA_VERSION: &'static str = "route-surface.decision/v1";
+    const RECORD: &'static str = "The Route-surface decision record of spec §2.2.";
+    const RESULT: &'static str = "The Route-surface result of spec §2.2.";
+    const FILTERS: &'static [&'static str] = &["surfaceKind"];
+    fn filter_values(&self) -> Vec<Option<&str>> {
+        vec![Some(self.surface_kind.as_str())]
+    }
+}
+
+/// A decision record of spec §2.2: the shared fields, then the kind's own.
 #[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct OverlayResult {
+#[schemars(rename = "{K}Record", transform = describe_record::<K>)]
+pub struct DecisionRecord<K: OwnFields> {
+    /// [`OwnFields::SCHEMA_VERSION`].
+    pub schema_version: String,
+    #[serde(flatten)]
+    pub fields: DecisionFields,
+    #[serde(flatten)]
+    pub own: K,
+}
+
+/// A decision result of spec §2.2.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "{K}Result", transform = describe_result::<K>)]
+pub struct DecisionResult<K: OwnFields> {
     pub operation_key: String,
     pub decision: String,
     pub allowed: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     pub source: String,
-    pub record: OverlayRecord,
-}
-
-/// The Route-surface result of spec §2.2.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RouteSurfaceResult {
-    pub operation_key: String,
-    pub decision: String,
-    pub allowed: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    pub source: String,
-    pub surface_kind: String,
-    pub record: RouteSurfaceRecord,
+    #[serde(flatten)]
+    pub own: K,
+    pub record: DecisionRecord<K>,
 }
 
 #[derive(Serialize, JsonSchema)]
-pub struct OverlayAnswer {
-    pub result: OverlayResult,
+#[schemars(rename = "{K}Answer")]
+pub struct DecisionAnswer<K: OwnFields> {
+    pub result: DecisionResult<K>,
 }
 
 #[derive(Serialize, JsonSchema)]
-pub struct RouteSurfaceAnswer {
-    pub result: RouteSurfaceResult,
+#[schemars(rename = "{K}List")]
+pub struct DecisionList<K: OwnFields> {
+    pub records: Vec<DecisionRecord<K>>,
 }
 
-#[derive(Serialize, JsonSchema)]
-pub struct OverlayList {
-    pub records: Vec<OverlayRecord>,
+/// A record's schema says which kind it is, and its `schemaVersion`.
+fn describe_record<K: OwnFields>(schema: &mut Schema) {
+    schema.insert("description".into(), K::RECORD.into());
+    let version = format!("`{}`.", K::SCHEMA_VERSION);
+    if let Some(property) = schema
+        .get_mut("properties")
+        .and_then(|p| p.get_mut("schemaVersion"))
+    {
+        property["description"] = version.into();
+    }
 }
 
-#[derive(Serialize, JsonSchema)]
-pub struct RouteSurfaceList {
-    pub records: Vec<RouteSurfaceRecord>,
+/// A result's schema says which kind it is.
+fn describe_result<K: OwnFields>(schema: &mut Schema) {
+    schema.insert("description".into(), K::RESULT.into());
 }
 
-/// The shared fields of either kind; both specs spell them the same.
-macro_rules! decision_fields {
-    ($object:expr) => {{
-        let object = $object;
-        let spec = object.spec.clone();
-        let decided_at = object
-            .status
-            .as_ref()
-            .and_then(|s| s.decided_at.clone())
-            .or_else(|| object.metadata.creation_timestamp.clone());
-        DecisionFields {
+/// A decision kind as its routes serve it: where its objects are, and what its spec and
+/// request add to what every kind shares.
+pub trait DecisionKind:
+    Resource<DynamicType = (), Scope = NamespaceResourceScope>
+    + HasStatus<Status = DecisionStatus>
+    + Clone
+    + Debug
+    + Serialize
+    + DeserializeOwned
+    + Send
+    + Sync
+    + 'static
+{
+    /// Its request body.
+    type Decide: DeserializeOwned + Send + 'static;
+    /// What its records add.
+    type Own: OwnFields;
+    /// The prefix of new records' ids.
+    const ID_PREFIX: &'static str;
+    fn store(caches: &Caches) -> &Store<Self>;
+    /// The part of its spec every kind shares.
+    fn shared(&self) -> &DecisionSpec;
+    fn own(&self) -> Self::Own;
+    /// The body's checks that need no caller, then the body taken apart.
+    fn take_apart(body: Self::Decide) -> ApiResult<(DecisionInput, Self::Own)>;
+    fn object(id: &str, decision: DecisionSpec, own: Self::Own) -> Self;
+}
+
+impl DecisionKind for OverlayDecision {
+    type Decide = DecideOverlay;
+    type Own = Overlay;
+    const ID_PREFIX: &'static str = "ovl";
+    fn store(caches: &Caches) -> &Store<Self> {
+        &caches.overlay_decisions
+    }
+    fn shared(&self) -> &DecisionSpec {
+        &self.spec.decision
+    }
+    fn own(&self) -> Overlay {
+        Overlay {}
+    }
+    fn take_apart(body: DecideOverlay) -> ApiResult<(DecisionInput, Overlay)> {
+        body.validate()?;
+        Ok((body.into_input(), Overlay {}))
+    }
+    fn object(id: &str, decision: DecisionSpec, _: Overlay) -> Self {
+        Self::new(id, OverlayDecisionSpec { decision })
+    }
+}
+
+impl DecisionKind for RouteSurfaceDecision {
+    type Decide = DecideRouteSurface;
+    type Own = RouteSurface;
+    const ID_PREFIX: &'static str = "rsd";
+    fn store(caches: &Caches) -> &Store<Self> {
+        &caches.route_surface_decisions
+    }
+    fn shared(&self) -> &DecisionSpec {
+        &self.spec.decision
+    }
+    fn own(&self) -> RouteSurface {
+        let surface_kind = self.spec.surface_kind.clone();
+        RouteSurface { surface_kind }
+    }
+    fn take_apart(body: DecideRouteSurface) -> ApiResult<(DecisionInput, RouteSurface)> {
+        body.validate()?;
+        let surface_kind = body.surface_kind.clone();
+        Ok((body.into_input(), RouteSurface { surface_kind }))
+    }
+    fn object(id: &str, decision: DecisionSpec, own: RouteSurface) -> Self {
+        let surface_kind = own.surface_kind;
+        Self::new(
+            id,
+            RouteSurfaceDecisionSpec {
+                decision,
+                surface_kind,
+            },
+        )
+    }
+}
+
+/// The REST record of a decision of either kind.
+pub fn record_of<K: DecisionKind>(object: &K) -> DecisionRecord<K::Own> {
+    let spec = object.shared().clone();
+    let decided_at = object
+        .status()
+        .and_then(|s| s.decided_at.clone())
+        .or_else(|| object.meta().creation_timestamp.clone());
+    DecisionRecord {
+        schema_version: K::Own::SCHEMA_VERSION.into(),
+        fields: DecisionFields {
             id: object.name_any(),
             operation_key: spec.operation_key,
             decision: spec.decision,
@@ -160,22 +288,8 @@ macro_rules! decision_fields {
             capability_key: spec.capability_key,
             decided_at: decided_at.as_ref().map(timestamp).unwrap_or_default(),
             context: spec.context,
-        }
-    }};
-}
-
-pub fn overlay_record(decision: &OverlayDecision) -> OverlayRecord {
-    OverlayRecord {
-        schema_version: "deployment-overlay.decision/v1".into(),
-        fields: decision_fields!(decision),
-    }
-}
-
-pub fn route_surface_record(decision: &RouteSurfaceDecision) -> RouteSurfaceRecord {
-    RouteSurfaceRecord {
-        schema_version: "route-surface.decision/v1".into(),
-        fields: decision_fields!(decision),
-        surface_kind: decision.spec.surface_kind.clone(),
+        },
+        own: object.own(),
     }
 }
 
@@ -189,16 +303,20 @@ const FILTERS: [&str; 6] = [
     "source",
 ];
 
-fn filter_values(fields: &DecisionFields) -> [Option<&str>; 6] {
+/// The values a record answers [`FILTERS`] and then its kind's own filters with.
+fn filter_values<K: OwnFields>(record: &DecisionRecord<K>) -> Vec<Option<&str>> {
+    let fields = &record.fields;
     let [tenant, account, organization] = context_filter_values(&fields.context);
-    [
+    let mut values = vec![
         tenant,
         account,
         organization,
         Some(fields.operation_key.as_str()),
         fields.capability_key.as_deref(),
         Some(fields.source.as_str()),
-    ]
+    ];
+    values.extend(record.own.filter_values());
+    values
 }
 
 /// Reads the shared filters, `extra` ones and `limit`.
@@ -218,150 +336,65 @@ fn read_filters<'a>(
     Ok((filters, limit))
 }
 
-async fn list_overlays(
+async fn list<K: DecisionKind>(
     State(state): State<AppState>,
     caller: Caller,
     query: QueryParams,
-) -> ApiResult<Json<OverlayList>> {
-    let (filters, limit) = read_filters(&query, &[])?;
+) -> ApiResult<Json<DecisionList<K::Own>>> {
+    let (filters, limit) = read_filters(&query, K::Own::FILTERS)?;
     let organization = caller.require_role(OrganizationRole::Member)?;
-    let matching = all_in(&state.caches.overlay_decisions, &organization.namespace)
+    let matching = all_in(K::store(&state.caches), &organization.namespace)
         .into_iter()
-        .filter(|d| refs_visible(&caller, d.spec.context.resource_refs.as_ref()))
-        .filter(|d| matches_all(&filters, &filter_values(&overlay_record(d).fields)))
+        .filter(|d| refs_visible(&caller, d.shared().context.resource_refs.as_ref()))
+        .filter(|d| matches_all(&filters, &filter_values(&record_of::<K>(d))))
         .collect();
     let records = newest(matching, limit)
         .iter()
-        .map(|d| overlay_record(d))
+        .map(|d| record_of::<K>(d))
         .collect();
-    Ok(Json(OverlayList { records }))
+    Ok(Json(DecisionList { records }))
 }
 
-async fn list_route_surfaces(
+async fn decide<K: DecisionKind>(
     State(state): State<AppState>,
     caller: Caller,
-    query: QueryParams,
-) -> ApiResult<Json<RouteSurfaceList>> {
-    let (filters, limit) = read_filters(&query, &["surfaceKind"])?;
-    let organization = caller.require_role(OrganizationRole::Member)?;
-    let matching = all_in(
-        &state.caches.route_surface_decisions,
-        &organization.namespace,
-    )
-    .into_iter()
-    .filter(|d| refs_visible(&caller, d.spec.context.resource_refs.as_ref()))
-    .filter(|d| {
-        let record = route_surface_record(d);
-        let mut values = filter_values(&record.fields).to_vec();
-        values.push(Some(record.surface_kind.as_str()));
-        matches_all(&filters, &values)
-    })
-    .collect();
-    let records = newest(matching, limit)
-        .iter()
-        .map(|d| route_surface_record(d))
-        .collect();
-    Ok(Json(RouteSurfaceList { records }))
-}
-
-async fn decide_overlay(
-    State(state): State<AppState>,
-    caller: Caller,
-    JsonBody(body): JsonBody<DecideOverlay>,
-) -> ApiResult<Json<OverlayAnswer>> {
-    body.validate()?;
-    let context = context(
-        &caller,
-        ContextInput {
-            tenant_id: body.tenant_id,
-            account_id: body.account_id,
-            organization_id: body.organization_id,
-            actor: body.actor,
-            resource_refs: body.resource_refs,
-            attributes: body.attributes,
-            details: body.details,
-        },
-    )?;
-    let id = new_id("ovl");
-    let decision = OverlayDecision::new(
-        &id,
-        OverlayDecisionSpec {
-            operation_key: body.operation_key,
+    JsonBody(body): JsonBody<K::Decide>,
+) -> ApiResult<Json<DecisionAnswer<K::Own>>> {
+    let (input, own) = K::take_apart(body)?;
+    let context = context(&caller, input.context)?;
+    let decision = K::object(
+        &new_id(K::ID_PREFIX),
+        DecisionSpec {
+            operation_key: input.operation_key,
             decision: ENABLED.into(),
             reason: Some(REASON.into()),
-            source: body.source,
-            capability_key: body.capability_key,
+            source: input.source,
+            capability_key: input.capability_key,
             context,
         },
+        own,
     );
     let namespace = &caller.organization()?.namespace;
-    let api = Api::<OverlayDecision>::namespaced(state.client.clone(), namespace);
-    let store = &state.caches.overlay_decisions;
-    let created = create_new(&api, store, &caller, decision)
+    let api = Api::<K>::namespaced(state.client.clone(), namespace);
+    let created = create_new(&api, K::store(&state.caches), &caller, decision)
         .await?
         .ok_or_else(|| ApiError::conflict("a decision with this id exists; retry"))?;
-    let record = overlay_record(&created);
-    Ok(Json(OverlayAnswer {
-        result: OverlayResult {
-            operation_key: record.fields.operation_key.clone(),
-            decision: record.fields.decision.clone(),
-            allowed: record.fields.decision == ENABLED,
-            reason: record.fields.reason.clone(),
-            source: record.fields.source.clone(),
-            record,
-        },
+    Ok(Json(DecisionAnswer {
+        result: result_of(record_of(&created)),
     }))
 }
 
-async fn decide_route_surface(
-    State(state): State<AppState>,
-    caller: Caller,
-    JsonBody(body): JsonBody<DecideRouteSurface>,
-) -> ApiResult<Json<RouteSurfaceAnswer>> {
-    body.validate()?;
-    let context = context(
-        &caller,
-        ContextInput {
-            tenant_id: body.tenant_id,
-            account_id: body.account_id,
-            organization_id: body.organization_id,
-            actor: body.actor,
-            resource_refs: body.resource_refs,
-            attributes: body.attributes,
-            details: body.details,
-        },
-    )?;
-    let id = new_id("rsd");
-    let decision = RouteSurfaceDecision::new(
-        &id,
-        RouteSurfaceDecisionSpec {
-            operation_key: body.operation_key,
-            decision: ENABLED.into(),
-            reason: Some(REASON.into()),
-            source: body.source,
-            surface_kind: body.surface_kind,
-            capability_key: body.capability_key,
-            context,
-        },
-    );
-    let namespace = &caller.organization()?.namespace;
-    let api = Api::<RouteSurfaceDecision>::namespaced(state.client.clone(), namespace);
-    let store = &state.caches.route_surface_decisions;
-    let created = create_new(&api, store, &caller, decision)
-        .await?
-        .ok_or_else(|| ApiError::conflict("a decision with this id exists; retry"))?;
-    let record = route_surface_record(&created);
-    Ok(Json(RouteSurfaceAnswer {
-        result: RouteSurfaceResult {
-            operation_key: record.fields.operation_key.clone(),
-            decision: record.fields.decision.clone(),
-            allowed: record.fields.decision == ENABLED,
-            reason: record.fields.reason.clone(),
-            source: record.fields.source.clone(),
-            surface_kind: record.surface_kind.clone(),
-            record,
-        },
-    }))
+/// The result of spec §2.2 around a new record.
+fn result_of<K: OwnFields>(record: DecisionRecord<K>) -> DecisionResult<K> {
+    DecisionResult {
+        operation_key: record.fields.operation_key.clone(),
+        decision: record.fields.decision.clone(),
+        allowed: record.fields.decision == ENABLED,
+        reason: record.fields.reason.clone(),
+        source: record.fields.source.clone(),
+        own: record.own.clone(),
+        record,
+    }
 }
 
 #[cfg(test)]
@@ -379,7 +412,7 @@ mod tests {
             "attributes": {"a": 1},
         });
         let decision = RouteSurfaceDecision::new("rsd-1", serde_json::from_value(spec).unwrap());
-        let record = serde_json::to_value(route_surface_record(&decision)).unwrap();
+        let record = serde_json::to_value(record_of(&decision)).unwrap();
         assert_eq!(
             record,
             json!({
@@ -390,8 +423,42 @@ mod tests {
                 "attributes": {"a": 1}, "surfaceKind": "generated-access",
             })
         );
-        let record = route_surface_record(&decision);
-        let values = filter_values(&record.fields);
+        let record = record_of(&decision);
+        let values = filter_values(&record);
         assert_eq!(values[..3], [Some("t-1"), None, Some("shop")]);
+    }
+
+    /// One generic result serves both kinds; the route-surface one keeps `surfaceKind` between
+    /// `source` and `record`, and in the record after the shared fields.
+    #[test]
+    fn results_keep_their_field_order_on_the_wire() {
+        let spec = json!({
+            "operationKey": "routes.publish", "source": "cli", "surfaceKind": "generated-access",
+        });
+        let decision = RouteSurfaceDecision::new("rsd-1", serde_json::from_value(spec).unwrap());
+        let wire = berth_api::wire::to_vec(&result_of(record_of(&decision))).unwrap();
+        assert_eq!(
+            String::from_utf8(wire).unwrap(),
+            concat!(
+                r#"{"operationKey":"routes.publish","decision":"enabled","allowed":true,"#,
+                r#""source":"cli","surfaceKind":"generated-access","record":{"#,
+                r#""schemaVersion":"route-surface.decision/v1","id":"rsd-1","#,
+                r#""operationKey":"routes.publish","decision":"enabled","source":"cli","#,
+                r#""decidedAt":"","surfaceKind":"generated-access"}}"#,
+            )
+        );
+        let overlay = OverlayDecision::new(
+            "ovl-1",
+            serde_json::from_value(json!({
+                "operationKey": "deployments.preview", "source": "cli",
+            }))
+            .unwrap(),
+        );
+        let wire = berth_api::wire::to_vec(&result_of(record_of(&overlay))).unwrap();
+        assert!(String::from_utf8(wire).unwrap().ends_with(concat!(
+            r#""source":"cli","record":{"schemaVersion":"deployment-overlay.decision/v1","#,
+            r#""id":"ovl-1","operationKey":"deployments.preview","decision":"enabled","#,
+            r#""source":"cli","decidedAt":""}}"#,
+        )));
     }
 }

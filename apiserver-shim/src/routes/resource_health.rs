@@ -13,13 +13,13 @@ use axum::extract::{Path, State};
 use kube::ResourceExt;
 
 use super::Endpoint;
-use super::access_failures;
 use super::common::{find_deployment, find_in, known_params};
 use super::environments;
 use super::resource_config::lookup;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::QueryParams;
+use crate::services::recent_access_failures;
 use crate::state::AppState;
 use berth_crds::health::{Inputs, SourceError, build, overall};
 pub use berth_crds::health::{ResourceHealth, RuntimeControlBlock, runtime_control_block};
@@ -137,9 +137,12 @@ pub async fn assemble(
         now: probes::now(),
     });
     let latest_failure = if parsed.live {
-        access_failures::latest_of(state, resource).await
+        recent_access_failures::latest_of(&state.timelines, resource).await
     } else {
-        access_failures::recent_latest_of(state, resource).await
+        state
+            .recent_access_failures
+            .latest_of(&state.timelines, resource)
+            .await
     };
     match latest_failure {
         Ok(latest) => health.public_access.latest_access_failure = latest,

@@ -18,12 +18,12 @@ use kube::{Api, ResourceExt};
 use super::Endpoint;
 use super::common::{IdResponse, all_in, bounded, created_at, known_params};
 use super::resource_config::lookup;
-use super::servers::DeleteReceipts;
 use super::{environments, projects};
 use crate::auth::{Caller, ScopeDimension};
 use crate::cache::wait_deleted;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
+use crate::services::delete_receipts::DeleteReceipts;
 use crate::state::AppState;
 
 pub use create::CreateResource;

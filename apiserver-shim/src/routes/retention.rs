@@ -175,7 +175,11 @@ fn record(policy: &RetentionPolicy, organization: &CallerOrganization) -> Policy
     let system = spec.scope == RetentionScope::System;
     let owner = if system { "berth" } else { "unknown" };
     let kind = if system { "system" } else { "unknown" };
-    let actor_id = actor(UPDATED_BY_ID, status.updated_by_actor_id.clone(), owner);
+    let actor_id = actor(
+        UPDATED_BY_ID,
+        status.change.updated_by_actor_id.clone(),
+        owner,
+    );
     let id_prefix = if system {
         "system"
     } else {
@@ -192,13 +196,14 @@ fn record(policy: &RetentionPolicy, organization: &CallerOrganization) -> Policy
         destructive_scheduling_enabled: spec.destructive_scheduling_enabled,
         enabled: spec.enabled,
         updated_at: status
+            .change
             .updated_at
             .as_ref()
             .or(policy.metadata.creation_timestamp.as_ref())
             .map(timestamp)
             .unwrap_or_default(),
         updated_by_actor_kind: berth_api::thresholds::actor_kind(
-            &actor(UPDATED_BY_KIND, status.updated_by_actor_kind, kind),
+            &actor(UPDATED_BY_KIND, status.change.updated_by_actor_kind, kind),
             &actor_id,
         ),
         updated_by_actor_id: actor_id,

@@ -30,13 +30,15 @@ use tokio::sync::mpsc;
 use self::container::{choose, resource_containers};
 pub use self::lines::{LineBuilder, LineContext, LogStream, RuntimeLogLine};
 use super::Endpoint;
-use super::common::{bounded, find_deployment, find_in, known_params, parse_utc};
+use super::common::{
+    bounded, find_deployment, find_in, known_params, parse_utc, server_connection,
+};
 use super::deployments::masker;
 use super::resource_config::lookup;
-use super::server_access::{AccessLease, remote_error};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::QueryParams;
+use crate::services::server_access::{AccessLease, remote_error};
 use crate::state::AppState;
 
 pub fn endpoints() -> Vec<Endpoint> {
@@ -292,7 +294,7 @@ async fn locate(
     let Some(server) = server else {
         return none();
     };
-    let (connection, lease) = state.server_access.connect(state, &server, ACTION).await?;
+    let (connection, lease) = server_connection(state, &server, ACTION).await?;
     let docker = docker_over_ssh(connection.clone(), &server.spec.docker_socket_path);
     let candidates = resource_containers(&connection, &docker, &namespace, &id)
         .await

@@ -26,12 +26,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::Endpoint;
-use super::common::{all_in, parse_utc, store_call};
-use super::server_access::remote_error;
+use super::common::{all_in, parse_utc, server_connection};
 use super::servers::{lookup, writer};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
+use crate::observation_store::store_call;
+use crate::services::server_access::remote_error;
 use crate::state::AppState;
 
 const ACTION: &str = "inspect the server's capacity";
@@ -344,7 +345,7 @@ async fn inspect(
     caller.require_role(OrganizationRole::Member)?;
     let server = lookup(&state, &caller, &id)?;
     let namespace = server.namespace().unwrap_or_default();
-    let (connection, _lease) = state.server_access.connect(&state, &server, ACTION).await?;
+    let (connection, _lease) = server_connection(&state, &server, ACTION).await?;
     let docker = docker_over_ssh(connection.clone(), &server.spec.docker_socket_path);
     let mut warnings = Vec::new();
     let store_namespace = namespace.clone();
@@ -461,7 +462,7 @@ async fn prune(
     let server = lookup(&state, &caller, &id)?;
     writer(&caller)?;
     let namespace = server.namespace().unwrap_or_default();
-    let (connection, _lease) = state.server_access.connect(&state, &server, ACTION).await?;
+    let (connection, _lease) = server_connection(&state, &server, ACTION).await?;
     let docker = docker_over_ssh(connection.clone(), &server.spec.docker_socket_path);
     let listed: Vec<Container> = containers(&connection, &docker, &namespace)
         .await?

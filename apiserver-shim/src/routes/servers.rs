@@ -3,9 +3,7 @@
 //! server without delete-safety blockers; the controller's finalizer then removes the edge proxy
 //! and closes the SSH connection.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use crate::json::Json;
 use axum::extract::{Path, State};
@@ -71,45 +69,6 @@ pub fn endpoints() -> Vec<Endpoint> {
 pub const MAX_LIMIT: u64 = LIST_LIMIT_MAX;
 /// `limit` when the caller gives none.
 pub const DEFAULT_LIMIT: u64 = 100;
-/// How long a `DELETE /servers` idempotency key is remembered.
-const RECEIPT_TTL: Duration = Duration::from_secs(24 * 3600);
-/// Most idempotency keys remembered at once.
-const MAX_RECEIPTS: usize = 10_000;
-
-/// Idempotency keys of recent deletes, kept in the shim's memory (a restart forgets them; a
-/// retry then sees 404 for a server that is gone).
-#[derive(Default)]
-pub struct DeleteReceipts {
-    entries: Mutex<HashMap<(String, String), (String, Instant)>>,
-}
-
-impl DeleteReceipts {
-    pub(crate) fn get(&self, namespace: &str, key: &str) -> Option<String> {
-        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        entries
-            .get(&(namespace.to_string(), key.to_string()))
-            .filter(|(_, at)| at.elapsed() < RECEIPT_TTL)
-            .map(|(id, _)| id.clone())
-    }
-
-    pub(crate) fn record(&self, namespace: &str, key: &str, id: &str) {
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        entries.retain(|_, (_, at)| at.elapsed() < RECEIPT_TTL);
-        if entries.len() >= MAX_RECEIPTS
-            && let Some(oldest) = entries
-                .iter()
-                .min_by_key(|(_, (_, at))| *at)
-                .map(|(k, _)| k.clone())
-        {
-            entries.remove(&oldest);
-        }
-        entries.insert(
-            (namespace.to_string(), key.to_string()),
-            (id.to_string(), Instant::now()),
-        );
-    }
-}
-
 pub(super) fn writer(caller: &Caller) -> ApiResult<&CallerOrganization> {
     caller.require_user()?;
     caller.require_role(OrganizationRole::Admin)
@@ -542,15 +501,6 @@ async fn delete(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn receipts_remember_the_server_of_a_key() {
-        let receipts = DeleteReceipts::default();
-        assert_eq!(receipts.get("ns", "k"), None);
-        receipts.record("ns", "k", "srv-1");
-        assert_eq!(receipts.get("ns", "k").as_deref(), Some("srv-1"));
-        assert_eq!(receipts.get("other", "k"), None);
-    }
 
     #[test]
     fn controller_blockers_become_kind_and_id() {

@@ -7,14 +7,11 @@
 //! token, as `Authorization` or, since browsers cannot set headers on a WebSocket,
 //! `?access_token=`). Pending sessions live in the observation store ([`pending`]), so the
 //! WebSocket may reach any shim replica behind the Service; a connected session lives on the
-//! replica that bridges it.
+//! replica that bridges it ([`Terminals`](crate::services::terminals::Terminals)).
 
 mod bridge;
-mod pending;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
 use crate::json::Json;
 use axum::extract::ws::{WebSocketUpgrade, rejection::WebSocketUpgradeRejection};
@@ -25,20 +22,23 @@ use axum::http::request::Parts;
 use axum::response::Response;
 use berth_crds::member::OrganizationRole;
 use berth_crds::server::Server;
-use berth_remote::{PoolSettings, RemoteError, ServerConnection, ServerConnectionPool, ServerId};
+use berth_remote::{RemoteError, ServerConnection};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
 pub use self::bridge::{ClientMessage, ServerMessage, TerminalProtocol};
-use self::pending::{Claim, Creator, Pending};
 use super::Endpoint;
 use super::common::{bounded, known_params};
-use super::server_access::{self, IDLE_CONNECTION, server_id};
 use super::servers;
 use crate::auth::token::new_id;
 use crate::auth::{Caller, bearer};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
+use crate::services::server_access::{self, server_id};
+use crate::services::terminals::pending::{self, Claim, Creator, Pending};
+use crate::services::terminals::{
+    CONNECT_WITHIN, ContainerShell, ListedSession, MAX_OPEN_PER_SERVER, too_many,
+};
 use crate::state::AppState;
 
 pub use berth_api::terminal::{CreateTerminalSession, TerminalScope};
@@ -70,170 +70,17 @@ pub fn endpoints() -> Vec<Endpoint> {
     ]
 }
 
-/// A terminal session as `GET /terminal-sessions` lists it.
-#[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema, Debug, Clone, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct ListedSession {
-    pub session_id: String,
-    /// `server` or `resource`.
-    pub scope: String,
-    pub server_id: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub resource_id: Option<String>,
-    /// `pending` (waiting for its WebSocket) or `connected`.
-    pub status: String,
-    pub created_at: String,
-}
-
 #[derive(serde::Serialize, schemars::JsonSchema, Debug)]
 pub struct SessionList {
     pub items: Vec<ListedSession>,
 }
 
-/// How long a created session waits for its WebSocket.
-pub const CONNECT_WITHIN: Duration = Duration::from_secs(60);
-/// Terminal sessions open at once on one server (OpenSSH allows 10 sessions per connection).
-pub const MAX_OPEN_PER_SERVER: usize = 8;
-/// Sessions one user may have waiting for their WebSocket.
-const MAX_PENDING_PER_USER: usize = 16;
 /// Row and column limits (spec §8); also what a resize may ask for.
 pub const ROWS: (i64, i64) = (10, 120);
 pub const COLS: (i64, i64) = (20, 320);
 const DEFAULT_ROWS: i64 = 24;
 const DEFAULT_COLS: i64 = 80;
 const MAX_DIRECTORY: usize = 512;
-
-/// Where a `resource` terminal runs: a container on the server, reached with the Docker CLI
-/// on the server's socket.
-#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
-struct ContainerShell {
-    container_id: String,
-    docker_socket: String,
-}
-
-impl ContainerShell {
-    /// `docker exec` of `bash` where the image has it, else `sh`. The id is hexadecimal and
-    /// the socket path single-quoted, so nothing is expanded on the server.
-    fn command(&self) -> String {
-        let socket = self.docker_socket.replace('\'', r"'\''");
-        let id: String = self
-            .container_id
-            .chars()
-            .filter(char::is_ascii_alphanumeric)
-            .collect();
-        format!(
-            "exec docker -H 'unix://{socket}' exec -it {id} /bin/sh -c \
-             'if command -v bash >/dev/null 2>&1; then exec bash; else exec sh; fi'"
-        )
-    }
-}
-
-/// Terminal state of this shim process: connected sessions, open sessions per server, and the
-/// SSH connections they use (one per server, like the controller's, but this process's own).
-/// A WebSocket lives on one replica, so these stay per process; pending sessions do not.
-pub struct Terminals {
-    /// Connected sessions by id, with the user who opened them.
-    connected: Mutex<HashMap<String, (String, ListedSession)>>,
-    open: tokio::sync::Mutex<HashMap<ServerId, usize>>,
-    pool: ServerConnectionPool,
-}
-
-impl Default for Terminals {
-    fn default() -> Self {
-        Self {
-            connected: Mutex::default(),
-            open: tokio::sync::Mutex::default(),
-            pool: ServerConnectionPool::new(PoolSettings::default()),
-        }
-    }
-}
-
-/// One open terminal on a server; dropping it frees the slot.
-pub struct OpenSlot {
-    terminals: Arc<Terminals>,
-    server: ServerId,
-}
-
-impl Drop for OpenSlot {
-    fn drop(&mut self) {
-        let terminals = self.terminals.clone();
-        let server = self.server.clone();
-        tokio::spawn(async move {
-            let mut open = terminals.open.lock().await;
-            if let Some(count) = open.get_mut(&server) {
-                *count = count.saturating_sub(1);
-                if *count == 0 {
-                    open.remove(&server);
-                }
-            }
-            drop(open);
-            terminals.close_when_idle(server);
-        });
-    }
-}
-
-impl Terminals {
-    /// The user's sessions connected on this replica.
-    fn connected_of(&self, user: &str) -> Vec<ListedSession> {
-        let connected = self.connected.lock().unwrap_or_else(|e| e.into_inner());
-        connected
-            .values()
-            .filter(|(owner, _)| owner == user)
-            .map(|(_, listed)| listed.clone())
-            .collect()
-    }
-
-    fn connected(&self, user: &str, mut listed: ListedSession) {
-        listed.status = "connected".into();
-        let mut connected = self.connected.lock().unwrap_or_else(|e| e.into_inner());
-        connected.insert(listed.session_id.clone(), (user.to_string(), listed));
-    }
-
-    fn disconnected(&self, id: &str) {
-        let mut connected = self.connected.lock().unwrap_or_else(|e| e.into_inner());
-        connected.remove(id);
-    }
-
-    async fn open_count(&self, server: &ServerId) -> usize {
-        self.open.lock().await.get(server).copied().unwrap_or(0)
-    }
-
-    /// Claims a terminal slot on `server`, or 429 when it has [`MAX_OPEN_PER_SERVER`].
-    async fn reserve(self: &Arc<Self>, server: &ServerId) -> ApiResult<OpenSlot> {
-        let mut open = self.open.lock().await;
-        let count = open.entry(server.clone()).or_insert(0);
-        if *count >= MAX_OPEN_PER_SERVER {
-            return Err(too_many());
-        }
-        *count += 1;
-        Ok(OpenSlot {
-            terminals: self.clone(),
-            server: server.clone(),
-        })
-    }
-
-    /// Closes the server's SSH connection after [`IDLE_CONNECTION`] unless a terminal opened
-    /// meanwhile. The open-count lock is held while closing, so no terminal starts on a
-    /// connection that is going away.
-    fn close_when_idle(self: Arc<Self>, server: ServerId) {
-        tokio::spawn(async move {
-            tokio::time::sleep(IDLE_CONNECTION).await;
-            let open = self.open.lock().await;
-            if !open.contains_key(&server) {
-                self.pool.remove(&server).await;
-            }
-            drop(open);
-        });
-    }
-}
-
-fn too_many() -> ApiError {
-    ApiError::rate_limited(
-        format!("this server already has {MAX_OPEN_PER_SERVER} open terminal sessions"),
-        5,
-    )
-}
 
 /// `initialRows` / `initialCols`: an integer within `range`, or `default`.
 fn dimension(field: &str, value: Option<i64>, range: (i64, i64), default: i64) -> ApiResult<u32> {
@@ -293,7 +140,11 @@ fn remote_error(error: RemoteError) -> ApiError {
 
 /// The server's SSH connection in this process, logged in with its credential's current key.
 async fn connection(state: &AppState, server: &Server) -> ApiResult<Arc<ServerConnection>> {
-    server_access::connect(state, &state.terminals.pool, server, "open a terminal").await
+    let credentials = &state.caches.ssh_credentials;
+    state
+        .terminals
+        .connection(&state.client, credentials, server)
+        .await
 }
 
 /// The path of the WebSocket under the public API URL (which ends in `/api`).
@@ -362,7 +213,7 @@ async fn create(
     };
     let record =
         pending::record(&session_id, &creator, &ticket, &pending).map_err(ApiError::internal)?;
-    pending::insert(&state, record).await?;
+    pending::insert(&state.timelines, record).await?;
     tracing::info!(session = %session_id, server = %server.name_any(), user = %user_id, "terminal session created");
     Ok(Json(TerminalSessionRecord {
         transport: Transport {
@@ -502,9 +353,10 @@ async fn claim(state: &AppState, id: &str, auth: SocketAuth) -> ApiResult<(Pendi
     let gone = || ApiError::not_found("terminal session", id);
     match auth {
         SocketAuth::Ticket(ticket) => {
-            let (login_session_id, pending) = pending::take(state, id, Claim::Ticket(ticket))
-                .await?
-                .ok_or_else(gone)?;
+            let (login_session_id, pending) =
+                pending::take(&state.timelines, id, Claim::Ticket(ticket))
+                    .await?
+                    .ok_or_else(gone)?;
             let caller = crate::auth::caller_of_session(state, &login_session_id)?;
             Ok((pending, caller))
         }
@@ -514,7 +366,9 @@ async fn claim(state: &AppState, id: &str, auth: SocketAuth) -> ApiResult<(Pendi
                 user_id: user_id.to_string(),
                 login_session_id: login_session_id.to_string(),
             };
-            let (_, pending) = pending::take(state, id, creator).await?.ok_or_else(gone)?;
+            let (_, pending) = pending::take(&state.timelines, id, creator)
+                .await?
+                .ok_or_else(gone)?;
             Ok((pending, *caller))
         }
     }
@@ -524,7 +378,7 @@ async fn claim(state: &AppState, id: &str, auth: SocketAuth) -> ApiResult<(Pendi
 /// replica) or connected (through this one), newest first.
 async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<SessionList>> {
     let (user_id, _, _) = caller.require_user()?;
-    let waiting = pending::of_user(&state, user_id).await?;
+    let waiting = pending::of_user(&state.timelines, user_id).await?;
     Ok(Json(SessionList {
         items: newest_first(waiting, state.terminals.connected_of(user_id)),
     }))

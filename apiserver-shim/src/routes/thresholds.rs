@@ -19,11 +19,12 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::Endpoint;
-use super::common::{bounded, find_in, known_params, store_call, timestamp, utc_range};
+use super::common::{bounded, find_in, known_params, timestamp, utc_range};
 use super::monitoring::{ScopeIds, check_scope_ids, with_scope_params};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
+use crate::observation_store::store_call;
 use crate::state::AppState;
 use crate::write::{self, UPDATED_BY_ID, UPDATED_BY_KIND};
 
@@ -192,10 +193,10 @@ fn rule_of((index, input): (usize, RuleInput)) -> ThresholdRule {
 /// The policy as spec §2.2 records it. Who changed it and when: the actor the shim recorded,
 /// and the time berth-controller stamped for this generation (else `written_at`).
 fn record(policy: &ThresholdPolicy, written_at: Option<Timestamp>) -> PolicyRecord {
-    let status = policy.status.clone().unwrap_or_default();
+    let change = policy.status.clone().unwrap_or_default().change;
     let annotations = policy.annotations();
-    let current = status.observed_generation == policy.metadata.generation;
-    let stamped = status
+    let current = change.observed_generation == policy.metadata.generation;
+    let stamped = change
         .updated_at
         .as_ref()
         .filter(|_| current)
@@ -211,8 +212,8 @@ fn record(policy: &ThresholdPolicy, written_at: Option<Timestamp>) -> PolicyReco
             .or(recorded)
             .unwrap_or_else(|| "unknown".into())
     };
-    let actor_id = actor(UPDATED_BY_ID, status.updated_by_actor_id);
-    let kind = actor(UPDATED_BY_KIND, status.updated_by_actor_kind);
+    let actor_id = actor(UPDATED_BY_ID, change.updated_by_actor_id);
+    let kind = actor(UPDATED_BY_KIND, change.updated_by_actor_kind);
     PolicyRecord {
         schema_version: POLICY_SCHEMA_VERSION,
         policy_id: policy.name_any(),

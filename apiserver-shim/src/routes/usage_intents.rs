@@ -15,8 +15,8 @@ use sha2::{Digest, Sha256};
 use super::Endpoint;
 use super::common::{all_in, known_params, parse_timestamp, timestamp};
 use super::decisions::{
-    ContextInput, DEFAULT_LIMIT, MAX_LIMIT, context, context_filter_values, create_new,
-    matches_all, newest, refs_visible,
+    DEFAULT_LIMIT, MAX_LIMIT, context, context_filter_values, create_new, matches_all, newest,
+    refs_visible,
 };
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
@@ -181,10 +181,10 @@ async fn list(
 async fn record(
     State(state): State<AppState>,
     caller: Caller,
-    JsonBody(body): JsonBody<RecordUsageIntent>,
+    JsonBody(mut body): JsonBody<RecordUsageIntent>,
 ) -> ApiResult<Json<UsageIntentAnswer>> {
     body.validate()?;
-    let quantity = body.quantity.map(|q| Quantity {
+    let quantity = body.quantity.take().map(|q| Quantity {
         value: q.value,
         unit: q.unit,
     });
@@ -193,18 +193,7 @@ async fn record(
         .as_deref()
         .map(|t| parse_timestamp("occurredAt", t))
         .transpose()?;
-    let context = context(
-        &caller,
-        ContextInput {
-            tenant_id: body.tenant_id,
-            account_id: body.account_id,
-            organization_id: body.organization_id,
-            actor: body.actor,
-            resource_refs: body.resource_refs,
-            attributes: body.attributes,
-            details: body.details,
-        },
-    )?;
+    let context = context(&caller, body.take_context())?;
     let namespace = caller.organization()?.namespace.clone();
     let key = body.idempotency_key;
     let existing = state.caches.usage_intents.find(|i| {

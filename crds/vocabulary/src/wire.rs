@@ -161,56 +161,29 @@ impl<S: Serializer> Serializer for NoNull<S> {
     }
 }
 
-impl<S: ser::SerializeSeq> ser::SerializeSeq for NoNull<S> {
-    type Ok = S::Ok;
-    type Error = S::Error;
+/// The compound serializers that take bare values: each wraps them in [`Wire`], nothing more.
+macro_rules! wrap_values {
+    ($($compound:ident::$method:ident;)*) => {$(
+        impl<S: ser::$compound> ser::$compound for NoNull<S> {
+            type Ok = S::Ok;
+            type Error = S::Error;
 
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), S::Error> {
-        self.0.serialize_element(&Wire(value))
-    }
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), S::Error> {
+                self.0.$method(&Wire(value))
+            }
 
-    fn end(self) -> Result<S::Ok, S::Error> {
-        self.0.end()
-    }
+            fn end(self) -> Result<S::Ok, S::Error> {
+                self.0.end()
+            }
+        }
+    )*};
 }
 
-impl<S: ser::SerializeTuple> ser::SerializeTuple for NoNull<S> {
-    type Ok = S::Ok;
-    type Error = S::Error;
-
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), S::Error> {
-        self.0.serialize_element(&Wire(value))
-    }
-
-    fn end(self) -> Result<S::Ok, S::Error> {
-        self.0.end()
-    }
-}
-
-impl<S: ser::SerializeTupleStruct> ser::SerializeTupleStruct for NoNull<S> {
-    type Ok = S::Ok;
-    type Error = S::Error;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), S::Error> {
-        self.0.serialize_field(&Wire(value))
-    }
-
-    fn end(self) -> Result<S::Ok, S::Error> {
-        self.0.end()
-    }
-}
-
-impl<S: ser::SerializeTupleVariant> ser::SerializeTupleVariant for NoNull<S> {
-    type Ok = S::Ok;
-    type Error = S::Error;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), S::Error> {
-        self.0.serialize_field(&Wire(value))
-    }
-
-    fn end(self) -> Result<S::Ok, S::Error> {
-        self.0.end()
-    }
+wrap_values! {
+    SerializeSeq::serialize_element;
+    SerializeTuple::serialize_element;
+    SerializeTupleStruct::serialize_field;
+    SerializeTupleVariant::serialize_field;
 }
 
 /// A map's entries are kept, nulls too (only the structs inside them are filtered).
@@ -231,45 +204,32 @@ impl<S: ser::SerializeMap> ser::SerializeMap for NoNull<S> {
     }
 }
 
-impl<S: ser::SerializeStruct> ser::SerializeStruct for NoNull<S> {
-    type Ok = S::Ok;
-    type Error = S::Error;
+/// The compound serializers with named fields: a field that would be `null` is left out.
+macro_rules! skip_null_fields {
+    ($($compound:ident),*) => {$(
+        impl<S: ser::$compound> ser::$compound for NoNull<S> {
+            type Ok = S::Ok;
+            type Error = S::Error;
 
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), S::Error> {
-        if is_null(value) {
-            return self.0.skip_field(key);
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                key: &'static str,
+                value: &T,
+            ) -> Result<(), S::Error> {
+                if is_null(value) {
+                    return self.0.skip_field(key);
+                }
+                self.0.serialize_field(key, &Wire(value))
+            }
+
+            fn end(self) -> Result<S::Ok, S::Error> {
+                self.0.end()
+            }
         }
-        self.0.serialize_field(key, &Wire(value))
-    }
-
-    fn end(self) -> Result<S::Ok, S::Error> {
-        self.0.end()
-    }
+    )*};
 }
 
-impl<S: ser::SerializeStructVariant> ser::SerializeStructVariant for NoNull<S> {
-    type Ok = S::Ok;
-    type Error = S::Error;
-
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), S::Error> {
-        if is_null(value) {
-            return self.0.skip_field(key);
-        }
-        self.0.serialize_field(key, &Wire(value))
-    }
-
-    fn end(self) -> Result<S::Ok, S::Error> {
-        self.0.end()
-    }
-}
+skip_null_fields!(SerializeStruct, SerializeStructVariant);
 
 /// The probe's answer: it never serializes anything, it only tells `null` from the rest.
 #[derive(Debug)]

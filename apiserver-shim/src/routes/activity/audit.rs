@@ -18,7 +18,8 @@ use crate::auth::{Caller, ScopeDimension};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::QueryParams;
 use crate::json::Json;
-use crate::routes::common::{known_params, store_call};
+use crate::observation_store::store_call;
+use crate::routes::common::known_params;
 use crate::routes::deployment_attempts;
 use crate::state::AppState;
 

@@ -20,7 +20,8 @@ use crate::auth::{Caller, Principal, ScopeDimension};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::QueryParams;
 use crate::json::Json;
-use crate::routes::common::{CountResponse, all_in, known_params, store_call};
+use crate::observation_store::store_call;
+use crate::routes::common::{CountResponse, all_in, known_params};
 use crate::routes::{environments, projects, resource_config, servers};
 use crate::state::AppState;
 

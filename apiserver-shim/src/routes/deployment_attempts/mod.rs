@@ -23,10 +23,11 @@ use kube::ResourceExt;
 use std::sync::Arc;
 
 use super::Endpoint;
-use super::common::{CountResponse, find_deployment, find_in, store_call};
+use super::common::{CountResponse, find_deployment, find_in};
 use crate::attempt_archive;
 use crate::auth::{Caller, ScopeDimension};
 use crate::error::{ApiError, ApiResult};
+use crate::observation_store::store_call;
 use crate::state::AppState;
 
 pub fn endpoints() -> Vec<Endpoint> {

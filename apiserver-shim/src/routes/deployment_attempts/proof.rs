@@ -26,7 +26,7 @@ use super::{Attempt, find};
 use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::json::Json;
-use crate::routes::common::store_call;
+use crate::observation_store::store_call;
 use crate::routes::resource_health::{HealthQuery, assemble};
 use crate::state::AppState;
 

@@ -18,7 +18,8 @@ use super::{Attempt, find};
 use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::json::Json;
-use crate::routes::common::{find_in, store_call};
+use crate::observation_store::store_call;
+use crate::routes::common::find_in;
 use crate::state::AppState;
 
 pub async fn show(

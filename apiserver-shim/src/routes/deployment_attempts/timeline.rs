@@ -30,7 +30,8 @@ use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::QueryParams;
 use crate::json::Json;
-use crate::routes::common::{known_params, store_call};
+use crate::observation_store::store_call;
+use crate::routes::common::known_params;
 use crate::routes::deployments::masker;
 use crate::state::AppState;
 

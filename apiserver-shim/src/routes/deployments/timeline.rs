@@ -17,7 +17,8 @@ use super::masker;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::QueryParams;
-use crate::routes::common::{find_deployment, known_params, store_call};
+use crate::observation_store::store_call;
+use crate::routes::common::{find_deployment, known_params};
 use crate::routes::resource_config::lookup;
 use crate::state::AppState;
 

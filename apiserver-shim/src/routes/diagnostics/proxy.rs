@@ -16,7 +16,8 @@ use kube::ResourceExt;
 use serde_json::Value;
 
 use super::record::{Proxy, Section, SourceError, TlsRoute, Warning};
-use crate::routes::server_access::server_id;
+use crate::routes::common::server_connection;
+use crate::services::server_access::server_id;
 use crate::state::AppState;
 
 /// How long reading the proxy's configuration may take.
@@ -131,9 +132,7 @@ fn section_status(proxy: &str) -> &'static str {
 /// The routes of the edge server, read within [`READ_WITHIN`].
 async fn read_routes(state: &AppState, server: &Server) -> Result<Vec<Value>, String> {
     let read = async {
-        let (connection, _lease) = state
-            .server_access
-            .connect(state, server, ACTION)
+        let (connection, _lease) = server_connection(state, server, ACTION)
             .await
             .map_err(|e| e.body.message.clone())?;
         let proxy = EdgeProxy::new(

@@ -51,7 +51,7 @@ pub struct Dispatcher {
 impl Dispatcher {
     pub fn new(state: AppState, authorization: HeaderValue) -> Self {
         Self {
-            app: crate::app(state.clone()),
+            app: crate::routes::app(state.clone()),
             state,
             authorization,
         }

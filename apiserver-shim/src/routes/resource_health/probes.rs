@@ -16,7 +16,7 @@ use kube::ResourceExt;
 use serde_json::json;
 
 use super::HealthQuery;
-use crate::routes::common::timestamp;
+use crate::routes::common::{server_connection, timestamp};
 use crate::routes::runtime_logs::container::{choose, resource_containers};
 use crate::state::AppState;
 use berth_crds::health::{Check, ResourceHealth, SourceError};
@@ -75,7 +75,7 @@ pub async fn run(
     };
     let both = !query.runtime_probe && !query.public_access_probe;
     let probe = async {
-        let (connection, _lease) = state.server_access.connect(state, server, ACTION).await?;
+        let (connection, _lease) = server_connection(state, server, ACTION).await?;
         let mut checks = Vec::new();
         if query.runtime_probe || both {
             checks.push(runtime_probe(&connection, server, resource, health).await);

@@ -17,7 +17,8 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use tokio::time::Instant;
 
-use super::{COLS, OpenSlot, ROWS};
+use super::{COLS, ROWS};
+use crate::services::terminals::OpenSlot;
 
 pub use berth_api::terminal::{ClientMessage, ServerMessage};
 

@@ -41,17 +41,6 @@ fn dimensions_follow_spec_limits() {
 }
 
 #[test]
-fn a_container_shell_expands_nothing_of_its_socket_path() {
-    let shell = ContainerShell {
-        container_id: "abc123;rm".into(),
-        docker_socket: "/run/it's.sock".into(),
-    };
-    let command = shell.command();
-    assert!(command.contains(r"'unix:///run/it'\''s.sock'"), "{command}");
-    assert!(command.contains("exec -it abc123rm "), "{command}");
-}
-
-#[test]
 fn pending_and_connected_sessions_are_listed_newest_first() {
     let session = |id: &str, status: &str, created_at: &str| ListedSession {
         session_id: id.into(),

@@ -2,14 +2,15 @@
 //! replica a session is created on and the one its WebSocket reaches need not be the same.
 //! The store keeps the ticket's digest only; what the session opens is its `detail` JSON.
 
-use berth_observations::{PendingTerminal, TerminalClaim};
+use std::sync::Arc;
+
+use berth_observations::{ObservationStore, PendingTerminal, TerminalClaim};
 use serde::{Deserialize, Serialize};
 
 use super::{CONNECT_WITHIN, ContainerShell, ListedSession, MAX_PENDING_PER_USER};
 use crate::auth::token::digest;
 use crate::error::{ApiError, ApiResult};
-use crate::routes::common::store_call;
-use crate::state::AppState;
+use crate::observation_store::store_call;
 
 /// What `store_call` names when the store fails.
 const WHAT: &str = "terminal sessions";
@@ -17,7 +18,7 @@ const WHAT: &str = "terminal sessions";
 /// A created session waiting for its WebSocket: what opening it needs, and how it is listed.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub(super) struct Pending {
+pub struct Pending {
     pub namespace: String,
     pub server_id: String,
     pub rows: u32,
@@ -30,7 +31,7 @@ pub(super) struct Pending {
 }
 
 /// A session's creator, and where it was created.
-pub(super) struct Creator {
+pub struct Creator {
     pub user_id: String,
     pub login_session_id: String,
     /// Creation time, in Unix milliseconds.
@@ -38,7 +39,7 @@ pub(super) struct Creator {
 }
 
 /// Who takes a pending session: owned, so the claim can go to a blocking thread.
-pub(super) enum Claim {
+pub enum Claim {
     /// The session's ticket, as the WebSocket URL carried it.
     Ticket(String),
     /// The user and login session that created it, by their bearer token.
@@ -50,7 +51,7 @@ pub(super) enum Claim {
 
 /// The store's record of `pending`: the ticket only as its digest, expiring
 /// [`CONNECT_WITHIN`] after creation.
-pub(super) fn record(
+pub fn record(
     id: &str,
     creator: &Creator,
     ticket: &str,
@@ -78,9 +79,9 @@ fn pending(record: &PendingTerminal) -> Result<Pending, serde_json::Error> {
 
 /// Stores a created session; 429 when its creator has [`MAX_PENDING_PER_USER`] waiting
 /// already. Sessions expired meanwhile (of anyone) are removed on the way.
-pub(super) async fn insert(state: &AppState, record: PendingTerminal) -> ApiResult<()> {
+pub async fn insert(store: &Arc<dyn ObservationStore>, record: PendingTerminal) -> ApiResult<()> {
     let now = berth_observations::now_ms();
-    let stored = store_call(&state.timelines, WHAT, move |store| {
+    let stored = store_call(store, WHAT, move |store| {
         store.prune_pending_terminals(now)?;
         store.insert_pending_terminal(&record, MAX_PENDING_PER_USER, now)
     })
@@ -97,14 +98,14 @@ pub(super) async fn insert(state: &AppState, record: PendingTerminal) -> ApiResu
 /// Takes session `id` if `claim` fits it and it has not expired, whichever replica created
 /// it; returns the login session that created it, and the session. A claim that does not fit
 /// takes nothing.
-pub(super) async fn take(
-    state: &AppState,
+pub async fn take(
+    store: &Arc<dyn ObservationStore>,
     id: &str,
     claim: Claim,
 ) -> ApiResult<Option<(String, Pending)>> {
     let id = id.to_string();
     let now = berth_observations::now_ms();
-    let taken = store_call(&state.timelines, WHAT, move |store| match &claim {
+    let taken = store_call(store, WHAT, move |store| match &claim {
         // The store compares digests: no ticket sits in it, nor in its statements.
         Claim::Ticket(ticket) => {
             let digest = digest(ticket);
@@ -130,10 +131,13 @@ pub(super) async fn take(
 }
 
 /// The user's sessions waiting for their WebSocket, on any replica.
-pub(super) async fn of_user(state: &AppState, user_id: &str) -> ApiResult<Vec<ListedSession>> {
+pub async fn of_user(
+    store: &Arc<dyn ObservationStore>,
+    user_id: &str,
+) -> ApiResult<Vec<ListedSession>> {
     let user = user_id.to_string();
     let now = berth_observations::now_ms();
-    let records = store_call(&state.timelines, WHAT, move |store| {
+    let records = store_call(store, WHAT, move |store| {
         store.pending_terminals(&user, now)
     })
     .await?;

@@ -7,15 +7,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use berth_crds::server::Server;
+use berth_crds::ssh_credential::SshCredential;
 use berth_remote::{
     Endpoint as SshEndpoint, PoolSettings, RemoteError, ServerConnection, ServerConnectionPool,
     ServerId, load_key,
 };
-use kube::ResourceExt;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Client, ResourceExt};
 
-use super::common::find_in;
 use crate::error::{ApiError, ApiResult};
-use crate::state::AppState;
 
 /// An SSH connection nothing uses is closed after this long.
 pub const IDLE_CONNECTION: Duration = Duration::from_secs(90);
@@ -57,27 +57,25 @@ pub fn remote_error(action: &str, error: RemoteError) -> ApiError {
     .with_detail("reason", reason)
 }
 
-/// The server's SSH connection in `pool`, logged in with its credential's current key.
+/// The server's SSH connection in `pool`, logged in with its credential's current key (the
+/// credential from `credentials`, its key Secret read with `client`).
 pub async fn connect(
-    state: &AppState,
+    client: &Client,
+    credentials: &Store<SshCredential>,
     pool: &ServerConnectionPool,
     server: &Server,
     action: &str,
 ) -> ApiResult<Arc<ServerConnection>> {
     let namespace = server.namespace().unwrap_or_default();
     let credential_id = &server.spec.credential_id;
-    let credential = find_in(
-        &state.caches.ssh_credentials,
-        &namespace,
-        credential_id,
-        "SSH credential",
-    )
-    .map_err(|_| {
-        ApiError::conflict(format!(
-            "the server's SSH credential {credential_id} does not exist"
-        ))
-    })?;
-    let key = load_key(&state.client, &credential)
+    let credential = credentials
+        .get(&ObjectRef::new(credential_id).within(&namespace))
+        .ok_or_else(|| {
+            ApiError::conflict(format!(
+                "the server's SSH credential {credential_id} does not exist"
+            ))
+        })?;
+    let key = load_key(client, &credential)
         .await
         .map_err(|error| ApiError::unavailable(format!("cannot read the SSH key: {error}")))?
         .map_err(|problem| {
@@ -147,7 +145,8 @@ impl ServerAccess {
     /// connection is made, so an idle close cannot take it away meanwhile.
     pub async fn connect(
         self: &Arc<Self>,
-        state: &AppState,
+        client: &Client,
+        credentials: &Store<SshCredential>,
         server: &Server,
         action: &str,
     ) -> ApiResult<(Arc<ServerConnection>, AccessLease)> {
@@ -157,7 +156,7 @@ impl ServerAccess {
             access: self.clone(),
             server: id,
         };
-        let connection = connect(state, &self.pool, server, action).await?;
+        let connection = connect(client, credentials, &self.pool, server, action).await?;
         Ok((connection, lease))
     }
 }

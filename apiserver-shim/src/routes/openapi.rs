@@ -7,8 +7,8 @@ use schemars::generate::SchemaSettings;
 use schemars::transform::Transform;
 use serde_json::{Map, Value, json};
 
+use super::endpoints;
 use crate::error::ErrorEnvelope;
-use crate::routes::endpoints;
 
 pub async fn serve() -> Json<Value> {
     static DOCUMENT: OnceLock<Value> = OnceLock::new();
