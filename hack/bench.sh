@@ -256,6 +256,26 @@ bench_stop_own_controller() {
   if [[ "$pid" == "$1" ]]; then berth_stop_controller; fi
 }
 
+# bench_own_shim NAME ADDR READY_FN: a release berth-shim of the bench's own (process NAME,
+# listening on ADDR), so neither the test shim nor another bench's is touched, and
+# berth-controller if none leads; stops what it started when the script exits.
+bench_own_shim() {
+  local name=$1 addr=$2 ready=$3 cleanup="stop_bg $1" pid
+  if ! controller_leading; then
+    berth_start_controller "$BERTH_RUN_DIR/bench-controller.log"
+    read -r pid _ <"$BERTH_STACK_DIR/berth-controller.pid"
+    cleanup="$cleanup; bench_stop_own_controller $pid"
+  fi
+  local kubeconfig logfile=$BERTH_RUN_DIR/$name.log
+  kubeconfig=$(berth_sa_kubeconfig berth-shim)
+  stop_bg "$name"
+  KUBECONFIG=$kubeconfig BERTH_SHIM_ADDR=$addr \
+    start_bg "$name" "$logfile" "$CARGO_TARGET_DIR/release/berth-shim"
+  # shellcheck disable=SC2064 # expand now: what this run started
+  trap "$cleanup" EXIT
+  wait_for 60 "bench berth-shim /readyz (log: $logfile)" "$ready"
+}
+
 bench_observe() {
   stack_env
   # shellcheck source-path=SCRIPTDIR
@@ -268,21 +288,7 @@ bench_observe() {
   (cd "$HACK_DIR/.." && cargo build --quiet -p berth-controller --bin berth-controller)
   berth_install_crds
   berth_install_rbac
-  local cleanup='stop_bg berth-shim-observe' pid
-  if ! controller_leading; then
-    berth_start_controller "$BERTH_RUN_DIR/bench-controller.log"
-    read -r pid _ <"$BERTH_STACK_DIR/berth-controller.pid"
-    cleanup="$cleanup; bench_stop_own_controller $pid"
-  fi
-  # A shim of its own (name, port), so neither the test shim nor `bench.sh shim`'s is touched.
-  local kubeconfig logfile=$BERTH_RUN_DIR/bench-observe-shim.log
-  kubeconfig=$(berth_sa_kubeconfig berth-shim)
-  stop_bg berth-shim-observe
-  KUBECONFIG=$kubeconfig BERTH_SHIM_ADDR=$BENCH_OBSERVE_ADDR \
-    start_bg berth-shim-observe "$logfile" "$CARGO_TARGET_DIR/release/berth-shim"
-  # shellcheck disable=SC2064 # expand now: what this run started
-  trap "$cleanup" EXIT
-  wait_for 60 "bench berth-shim /readyz (log: $logfile)" bench_observe_ready
+  bench_own_shim berth-shim-observe "$BENCH_OBSERVE_ADDR" bench_observe_ready
   local out=$BERTH_RUN_DIR/bench-observe.out status=0
   log "running (release berth-shim and benchmark clients, $(nproc) cores)"
   BERTH_URL=http://$BENCH_OBSERVE_ADDR/api "$CARGO_TARGET_DIR/release/berth-bench-observe" \

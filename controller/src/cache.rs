@@ -20,16 +20,12 @@ use berth_crds::ssh_credential::SshCredential;
 use berth_crds::storage_volume::StorageVolume;
 use berth_crds::threshold_policy::ThresholdPolicy;
 use futures::channel::mpsc::{self, UnboundedReceiver, UnboundedSender};
-use futures::stream::{self, Select};
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::Secret;
-use kube::runtime::reflector::{self, ObjectRef, ReflectHandle, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
 use serde::de::DeserializeOwned;
-
-/// How many changes a slow subscriber may lag behind before the watch waits for it.
-const SUBSCRIBER_BUFFER: usize = 1024;
 
 /// Read handles of every cached kind.
 #[derive(Clone)]
@@ -71,19 +67,24 @@ pub struct Feeds {
     pub retention_policies: Feed<RetentionPolicy>,
 }
 
-/// A subscription that also sees deletions (as the object was last seen): what a controller
-/// reacting to another kind needs, as `Controller::watches` gives it.
-pub type Touched<K> = Select<ReflectHandle<K>, UnboundedReceiver<Arc<K>>>;
+/// One subscriber's copy of a kind's changes: each object as the watch reported it, once the
+/// store holds that state. Unbounded, so that no subscriber can hold the watch (and every other
+/// subscriber) up; a kube `Controller` drains its triggers at once.
+pub type Subscription<K> = UnboundedReceiver<Arc<K>>;
 
-/// One kind's store writer.
+/// One kind's store writer and its subscribers.
 pub struct Feed<K: kube::Resource<DynamicType = ()> + Clone + 'static> {
     writer: reflector::store::Writer<K>,
-    /// The shared store passes on no deletions; these subscribers get them from here
-    /// (unbounded: deletions are few, and never hold the watch up).
-    deletions: Mutex<Vec<UnboundedSender<Arc<K>>>>,
+    subscribers: Mutex<Vec<Subscriber<K>>>,
     /// Whether field managers and kubectl's last-applied copy are dropped (see
     /// [`berth_crds::trim_for_cache`]).
     trim: bool,
+}
+
+struct Subscriber<K> {
+    sender: UnboundedSender<Arc<K>>,
+    /// Whether deleted objects are passed on too.
+    deletions: bool,
 }
 
 impl<K> Feed<K>
@@ -100,16 +101,13 @@ where
     }
 
     fn with_trim(trim: bool) -> (Store<K>, Self) {
-        let (reader, writer) = reflector::store_shared(SUBSCRIBER_BUFFER);
-        let deletions = Mutex::default();
-        (
-            reader,
-            Self {
-                writer,
-                deletions,
-                trim,
-            },
-        )
+        let writer = reflector::store::Writer::default();
+        let feed = Self {
+            subscribers: Mutex::default(),
+            writer,
+            trim,
+        };
+        (feed.store(), feed)
     }
 
     /// The store this feed fills (the one [`Caches`] holds).
@@ -117,22 +115,26 @@ where
         self.writer.as_reader()
     }
 
-    /// Every object of the kind as it is added or changes (not deletions), in order.
-    pub fn subscribe(&self) -> ReflectHandle<K> {
-        self.writer
-            .subscribe()
-            .expect("shared stores always accept subscribers")
+    /// Every object of the kind as it is added or changes (not deletions), in order; after a
+    /// re-list, every object again.
+    pub fn subscribe(&self) -> Subscription<K> {
+        self.add_subscriber(false)
     }
 
     /// Every object of the kind as it is added, changes or is deleted: for a controller that
     /// reacts to the kind (`watches_shared_stream`), as a deletion matters to it too.
-    pub fn subscribe_touched(&self) -> Touched<K> {
-        let (sender, deletions) = mpsc::unbounded();
-        self.deletions
+    pub fn subscribe_touched(&self) -> Subscription<K> {
+        self.add_subscriber(true)
+    }
+
+    fn add_subscriber(&self, deletions: bool) -> Subscription<K> {
+        let (sender, receiver) = mpsc::unbounded();
+        let subscriber = Subscriber { sender, deletions };
+        self.subscribers
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push(sender);
-        stream::select(self.subscribe(), deletions)
+            .push(subscriber);
+        receiver
     }
 
     /// Watches the kind cluster-wide into the store until the process stops.
@@ -141,36 +143,57 @@ where
         self.reflect(events).await;
     }
 
-    /// Applies `events` to the store, then passes each on to the subscribers.
+    /// Applies `events` to the store, then passes each on to the subscribers. (kube's shared
+    /// stores are not used: their subscription stalls, without waking its task, when an
+    /// object is deleted before the subscriber reads its change, and then holds up the watch
+    /// and every other subscriber of the kind.)
     async fn reflect(self, events: impl Stream<Item = watcher::Result<watcher::Event<K>>>) {
         let (kind, trim) = (K::kind(&()), self.trim);
-        let deletions = self
-            .deletions
+        let mut writer = self.writer;
+        let subscribers = self
+            .subscribers
             .into_inner()
             .unwrap_or_else(|e| e.into_inner());
         events
-            .modify(move |object| {
-                if trim {
-                    berth_crds::trim_for_cache(object);
-                }
-            })
-            .reflect_shared(self.writer)
             .for_each(|event| {
                 match event {
-                    // Sent only now, so the object is gone from the store when it arrives.
-                    Ok(watcher::Event::Delete(object)) => {
-                        let object = Arc::new(object);
-                        for subscriber in &deletions {
-                            // A subscriber that ended (on shutdown) needs nothing more.
-                            let _ = subscriber.unbounded_send(object.clone());
-                        }
+                    Ok(event) => {
+                        let event = if trim {
+                            event.modify(berth_crds::trim_for_cache)
+                        } else {
+                            event
+                        };
+                        writer.apply_watcher_event(&event);
+                        dispatch(&subscribers, &event, &writer.as_reader());
                     }
                     Err(error) => tracing::warn!(%kind, %error, "watch failed; retrying"),
-                    Ok(_) => {}
                 }
                 std::future::ready(())
             })
             .await;
+    }
+}
+
+/// Passes one applied watch event on: a change to every subscriber, a deletion to those that
+/// asked for them, and the end of a (re-)list as every object the store now holds.
+fn dispatch<K: kube::Resource<DynamicType = ()> + Clone>(
+    subscribers: &[Subscriber<K>],
+    event: &watcher::Event<K>,
+    store: &Store<K>,
+) {
+    let send = |objects: &[Arc<K>], deleted: bool| {
+        for subscriber in subscribers.iter().filter(|s| s.deletions || !deleted) {
+            for object in objects {
+                // A subscriber that ended (on shutdown) needs nothing more.
+                let _ = subscriber.sender.unbounded_send(object.clone());
+            }
+        }
+    };
+    match event {
+        watcher::Event::Apply(object) => send(&[Arc::new(object.clone())], false),
+        watcher::Event::Delete(object) => send(&[Arc::new(object.clone())], true),
+        watcher::Event::InitDone => send(&store.state(), false),
+        watcher::Event::Init | watcher::Event::InitApply(_) => {}
     }
 }
 

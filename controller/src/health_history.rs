@@ -18,8 +18,9 @@ use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
-use kube::runtime::reflector::{ObjectRef, ReflectHandle};
+use kube::runtime::reflector::ObjectRef;
 
+use crate::cache::Subscription;
 use crate::context::Context;
 
 /// How often an unchanged record is observed again (how long records are kept is the
@@ -64,7 +65,7 @@ struct Recorded {
 /// Records until `shutdown` resolves (or the watch ends, with the process).
 pub async fn run(
     context: Arc<Context>,
-    changes: ReflectHandle<Resource>,
+    changes: Subscription<Resource>,
     settings: Settings,
     shutdown: impl Future<Output = ()>,
 ) {

@@ -26,22 +26,7 @@ bench_console_shim() {
   berth_install_crds
   berth_install_rbac
   mkdir -p "$BERTH_RUN_DIR"
-  BENCH_CONSOLE_CLEANUP='stop_bg berth-shim-console'
-  local pid
-  if ! controller_leading; then
-    berth_start_controller "$BERTH_RUN_DIR/bench-controller.log"
-    read -r pid _ <"$BERTH_STACK_DIR/berth-controller.pid"
-    BENCH_CONSOLE_CLEANUP="$BENCH_CONSOLE_CLEANUP; bench_stop_own_controller $pid"
-  fi
-  # A shim of its own (name, port), so neither the test shim nor another bench's is touched.
-  local kubeconfig logfile=$BERTH_RUN_DIR/bench-console-shim.log
-  kubeconfig=$(berth_sa_kubeconfig berth-shim)
-  stop_bg berth-shim-console
-  KUBECONFIG=$kubeconfig BERTH_SHIM_ADDR=$BENCH_CONSOLE_ADDR \
-    start_bg berth-shim-console "$logfile" "$CARGO_TARGET_DIR/release/berth-shim"
-  # shellcheck disable=SC2064 # expand now: what this run started
-  trap "$BENCH_CONSOLE_CLEANUP" EXIT
-  wait_for 60 "bench berth-shim /readyz (log: $logfile)" bench_console_ready
+  bench_own_shim berth-shim-console "$BENCH_CONSOLE_ADDR" bench_console_ready
 }
 
 # bench_summary OUT STATUS: the goals a run printed, after its full output.

@@ -14,7 +14,7 @@ use k8s_openapi::jiff::Timestamp;
 
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::{ReflectHandle, Store};
+use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
 use serde::Serialize;
@@ -23,6 +23,7 @@ use serde_json::{Map, Value, json};
 
 use super::{CONFLICT_RECHECK, RESYNC_AFTER, drain, error_policy};
 use crate::cache::Feed;
+use crate::cache::Subscription;
 use crate::context::Context;
 use crate::error::Result;
 use crate::status::StatusWriter;
@@ -67,7 +68,7 @@ pub async fn run<K: Bookkept>(
 
 /// A cached kind's subscription and store, for [`run_shared`].
 pub struct Shared<K: Bookkept> {
-    objects: ReflectHandle<K>,
+    objects: Subscription<K>,
     store: Store<K>,
 }
 

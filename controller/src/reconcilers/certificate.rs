@@ -26,7 +26,7 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::{ObjectRef, ReflectHandle};
+use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource, ResourceExt};
 
 use decide::{Decision, Stamp, Stored};
@@ -34,7 +34,7 @@ pub use facts::CertificateFacts;
 use schedule::{Step, next_step};
 
 use super::{drain, error_policy};
-use crate::cache::{Caches, Touched};
+use crate::cache::{Caches, Subscription};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::status::StatusWriter;
@@ -48,8 +48,8 @@ pub const TLS_KEY_KEY: &str = "tls.key";
 
 /// What the Certificate controller reacts to.
 pub struct Inputs {
-    pub certificates: ReflectHandle<Certificate>,
-    pub bindings: Touched<DomainBinding>,
+    pub certificates: Subscription<Certificate>,
+    pub bindings: Subscription<DomainBinding>,
 }
 
 pub async fn run(

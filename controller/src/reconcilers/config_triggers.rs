@@ -13,13 +13,14 @@ use std::sync::Arc;
 use futures::Stream;
 use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
-use kube::runtime::reflector::{ObjectRef, ReflectHandle, Store};
+use kube::runtime::reflector::{ObjectRef, Store};
 
+use crate::cache::Subscription;
 use crate::cache::{changed_by, digest};
 
 /// Objects of kind `K` whose spec (generation) changed, so status writes of other reconcilers
 /// trigger nothing.
-pub fn spec_changes<K>(objects: ReflectHandle<K>) -> impl Stream<Item = Arc<K>> + Send
+pub fn spec_changes<K>(objects: Subscription<K>) -> impl Stream<Item = Arc<K>> + Send
 where
     K: kube::Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
 {
@@ -27,7 +28,7 @@ where
 }
 
 /// Secrets whose contents may have changed.
-pub fn secret_changes(secrets: ReflectHandle<Secret>) -> impl Stream<Item = Arc<Secret>> + Send {
+pub fn secret_changes(secrets: Subscription<Secret>) -> impl Stream<Item = Arc<Secret>> + Send {
     changed_by(secrets, |secret: &Secret| digest(secret.resource_version()))
 }
 

@@ -10,13 +10,13 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::{ObjectRef, ReflectHandle};
+use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource, ResourceExt};
 
 use super::conditions::Stamp;
 use super::project::publish_lifecycle_change;
 use super::{RESYNC_AFTER, archive, drain, error_policy};
-use crate::cache::Touched;
+use crate::cache::Subscription;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::status::StatusWriter;
@@ -25,8 +25,8 @@ const KIND: &str = "Environment";
 
 /// What the Environment controller reacts to.
 pub struct Inputs {
-    pub environments: ReflectHandle<Environment>,
-    pub projects: Touched<Project>,
+    pub environments: Subscription<Environment>,
+    pub projects: Subscription<Project>,
 }
 
 pub async fn run(

@@ -38,9 +38,10 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
-use kube::runtime::reflector::{ObjectRef, ReflectHandle};
+use kube::runtime::reflector::ObjectRef;
 
 use crate::cache::Feeds;
+use crate::cache::Subscription;
 use crate::context::Context;
 use crate::error::Error;
 use crate::observer::WakeReceivers;
@@ -124,7 +125,7 @@ struct Inputs {
     servers: server::Inputs,
     deployments: deployment::Inputs,
     organizations: organization::Inputs,
-    projects: ReflectHandle<Project>,
+    projects: Subscription<Project>,
     environments: environment::Inputs,
     credentials: ssh_credential::Inputs,
     certificates: certificate::Inputs,
@@ -133,8 +134,8 @@ struct Inputs {
     threshold_policies: bookkeeping::Shared<ThresholdPolicy>,
     retention_policies: bookkeeping::Shared<RetentionPolicy>,
     storage_volumes: bookkeeping::Shared<StorageVolume>,
-    retention: ReflectHandle<RetentionPolicy>,
-    health_changes: ReflectHandle<BerthResource>,
+    retention: Subscription<RetentionPolicy>,
+    health_changes: Subscription<BerthResource>,
 }
 
 impl Inputs {

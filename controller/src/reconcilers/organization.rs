@@ -14,13 +14,13 @@ use kube::runtime::Controller;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
-use kube::runtime::reflector::{ObjectRef, ReflectHandle};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
 
 use super::conditions::Stamp;
 use super::{RESYNC_AFTER, drain, error_policy};
-use crate::cache::Touched;
+use crate::cache::Subscription;
 use crate::context::{Context, FIELD_MANAGER};
 use crate::error::{Error, Result};
 use crate::reconcilers::event_reason;
@@ -32,8 +32,8 @@ pub const FINALIZER: &str = "berth.dev/organization-namespace";
 
 /// What the Organization controller reacts to, besides its namespaces.
 pub struct Inputs {
-    pub organizations: ReflectHandle<Organization>,
-    pub members: Touched<Member>,
+    pub organizations: Subscription<Organization>,
+    pub members: Subscription<Member>,
 }
 
 pub async fn run(

@@ -9,11 +9,11 @@ use k8s_openapi::jiff::Timestamp;
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
-use kube::runtime::reflector::ReflectHandle;
 use kube::{Api, Resource, ResourceExt};
 
 use super::conditions::Stamp;
 use super::{RESYNC_AFTER, archive, drain, error_policy};
+use crate::cache::Subscription;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::reconcilers::event_reason;
@@ -23,7 +23,7 @@ const KIND: &str = "Project";
 
 pub async fn run(
     context: Arc<Context>,
-    projects: ReflectHandle<Project>,
+    projects: Subscription<Project>,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
     let stream = Controller::for_shared_stream(projects, context.caches.projects.clone())

@@ -21,10 +21,11 @@ use kube::api::{Patch, PatchParams};
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
-use kube::runtime::reflector::{ReflectHandle, Store};
+use kube::runtime::reflector::Store;
 use kube::{Api, Resource, ResourceExt};
 
 use super::{drain, error_policy};
+use crate::cache::Subscription;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::reconcilers::event_reason;
@@ -52,7 +53,7 @@ struct Runner {
 
 pub async fn run(
     context: Arc<Context>,
-    policies: ReflectHandle<RetentionPolicy>,
+    policies: Subscription<RetentionPolicy>,
     settings: Settings,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {

@@ -19,13 +19,14 @@ use kube::runtime::Controller;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
-use kube::runtime::reflector::{ObjectRef, ReflectHandle, Store};
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Resource, ResourceExt};
 
 use self::observe::{credential_key, endpoint, observe, pinned_host_key, server_id};
 use self::status::desired;
 use super::fresh::with_current_finalizers;
 use super::{drain, error_policy};
+use crate::cache::Subscription;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::reconcilers::event_reason;
@@ -45,11 +46,11 @@ const UNHEALTHY_RECHECK: Duration = Duration::from_secs(5);
 
 /// What the Server controller reacts to, besides its observers' wake-ups.
 pub struct Inputs {
-    pub servers: ReflectHandle<Server>,
-    pub credentials: ReflectHandle<SshCredential>,
-    pub secrets: ReflectHandle<Secret>,
-    pub resources: ReflectHandle<BerthResource>,
-    pub deployments: ReflectHandle<Deployment>,
+    pub servers: Subscription<Server>,
+    pub credentials: Subscription<SshCredential>,
+    pub secrets: Subscription<Secret>,
+    pub resources: Subscription<BerthResource>,
+    pub deployments: Subscription<Deployment>,
     pub woken: UnboundedReceiver<ObjectRef<Server>>,
 }
 

@@ -14,13 +14,13 @@ use kube::runtime::Controller;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
-use kube::runtime::reflector::{ObjectRef, ReflectHandle};
+use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource, ResourceExt};
 
 use super::conditions::Stamp;
 use super::fresh::with_current_finalizers;
 use super::{CONFLICT_RECHECK, RESYNC_AFTER, drain, error_policy};
-use crate::cache::Touched;
+use crate::cache::Subscription;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::reconcilers::event_reason;
@@ -38,9 +38,9 @@ const BLOCKED_RECHECK: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// What the SshCredential controller reacts to.
 pub struct Inputs {
-    pub credentials: ReflectHandle<SshCredential>,
-    pub secrets: Touched<Secret>,
-    pub servers: Touched<Server>,
+    pub credentials: Subscription<SshCredential>,
+    pub secrets: Subscription<Secret>,
+    pub servers: Subscription<Server>,
 }
 
 pub async fn run(

@@ -21,12 +21,12 @@ use berth_crds::deployment::Deployment;
 use berth_crds::server::Server;
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::ReflectHandle;
 use kube::{Api, ResourceExt};
 
 use self::runtime::Target;
 use super::server::observe::{server_connection, server_id};
 use super::{drain, error_policy};
+use crate::cache::Subscription;
 use crate::cache::{changed_by, digest};
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -35,8 +35,8 @@ const KIND: &str = "Deployment";
 
 /// What the Deployment controller reacts to.
 pub struct Inputs {
-    pub deployments: ReflectHandle<Deployment>,
-    pub servers: ReflectHandle<Server>,
+    pub deployments: Subscription<Deployment>,
+    pub servers: Subscription<Server>,
 }
 
 pub async fn run(

@@ -20,13 +20,13 @@ use kube::runtime::Controller;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
-use kube::runtime::reflector::{ObjectRef, ReflectHandle};
+use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource, ResourceExt};
 
 use self::decide::{Decision, Observed, Placed, SERVED_EVENT, Tls, decide};
 use self::observe::Edge;
 use super::{drain, error_policy};
-use crate::cache::Touched;
+use crate::cache::Subscription;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::status::StatusWriter;
@@ -40,8 +40,8 @@ const WAIT_RECHECK: Duration = Duration::from_secs(15);
 
 /// What the DomainBinding controller reacts to.
 pub struct Inputs {
-    pub bindings: ReflectHandle<DomainBinding>,
-    pub certificates: Touched<Certificate>,
+    pub bindings: Subscription<DomainBinding>,
+    pub certificates: Subscription<Certificate>,
 }
 
 pub async fn run(

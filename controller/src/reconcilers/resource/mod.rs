@@ -32,7 +32,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
 use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
-use kube::runtime::reflector::{ObjectRef, ReflectHandle};
+use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 
 pub use self::attempts::{needs_deployment, new_deployment};
@@ -44,6 +44,7 @@ use super::config_triggers as triggers;
 use super::fresh::with_current_finalizers;
 use super::runtime_control;
 use super::{RESYNC_AFTER, drain, error_policy};
+use crate::cache::Subscription;
 use crate::cache::{Caches, changed_by, digest};
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -55,13 +56,13 @@ pub const FINALIZER: &str = "berth.dev/resource-cleanup";
 
 /// What the Resource controller reacts to, besides the server observers' wake-ups.
 pub struct Inputs {
-    pub resources: ReflectHandle<Resource>,
-    pub deployments: ReflectHandle<Deployment>,
-    pub secrets: ReflectHandle<Secret>,
-    pub environments: ReflectHandle<Environment>,
-    pub projects: ReflectHandle<Project>,
-    pub organizations: ReflectHandle<Organization>,
-    pub domain_bindings: ReflectHandle<DomainBinding>,
+    pub resources: Subscription<Resource>,
+    pub deployments: Subscription<Deployment>,
+    pub secrets: Subscription<Secret>,
+    pub environments: Subscription<Environment>,
+    pub projects: Subscription<Project>,
+    pub organizations: Subscription<Organization>,
+    pub domain_bindings: Subscription<DomainBinding>,
     pub woken: UnboundedReceiver<ObjectRef<Resource>>,
 }
 
