@@ -81,7 +81,7 @@ Commands:
         GET /api/resources with the same token, alternating, RUNS times each (default 40).
         Prints both p50s and their ratio; fails above 1.5x.
   monitor [CONTAINERS] [RUNS]
-        The probe berth-controller runs on every server tick (controller/src/observer/usage/
+        The probe berth-controller runs on every server tick (controller/src/observer_tasks/usage/
         probe.sh), over SSH against the stack's sshd: CPU seconds per tick (the probe and its
         children, RUNS runs, default 20) for CONTAINERS (default 100) running containers against
         none, alternating; fails at 1 % of one core at the default 30 s cadence. Then a

@@ -7,10 +7,10 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 
+use crate::attempt_supervisor::Attempts;
 use crate::cache::Caches;
 use crate::metrics::Metrics;
 use crate::observer::Observers;
-use crate::reconcilers::deployment::supervisor::Attempts;
 use berth_observations::TimelineWriter;
 use berth_remote::{PoolSettings, ServerConnectionPool};
 use berth_source::SourceCache;

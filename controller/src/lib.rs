@@ -2,17 +2,22 @@
 #![forbid(unsafe_code)]
 
 pub mod api_requests;
+pub mod attempt_supervisor;
 pub mod cache;
+pub mod conditions;
 pub mod context;
 pub mod disruption_budgets;
 pub mod error;
-pub mod health;
 pub mod health_history;
 pub mod leadership;
+pub mod liveness;
 pub mod metrics;
 pub mod observer;
+pub mod observer_tasks;
 pub mod options;
 pub mod reconcilers;
+pub mod routes;
+pub mod server_connections;
 pub mod startup;
 pub mod status;
 
@@ -43,7 +48,7 @@ pub async fn run(options: RunOptions) -> anyhow::Result<()> {
     );
     let shutdown = berth_process::shutdown::on_signal();
 
-    let server = tokio::spawn(health::serve(
+    let server = tokio::spawn(liveness::serve(
         options.listen,
         context.clone(),
         shutdown.clone(),
@@ -86,7 +91,7 @@ pub async fn run(options: RunOptions) -> anyhow::Result<()> {
     // Running attempts stop, unfinished, for the next leader; once the Lease is gone they
     // write nothing more.
     let grace = match outcome {
-        Ok(()) => reconcilers::deployment::supervisor::SETTLE_ON_SHUTDOWN,
+        Ok(()) => attempt_supervisor::SETTLE_ON_SHUTDOWN,
         Err(_) => Duration::ZERO,
     };
     context.attempts.shut_down(grace).await;

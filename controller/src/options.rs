@@ -139,8 +139,8 @@ impl RunOptions {
     }
 
     /// How monitoring samples are collected.
-    pub fn monitoring(&self) -> crate::observer::usage::Settings {
-        crate::observer::usage::Settings {
+    pub fn monitoring(&self) -> crate::observer::MonitoringSettings {
+        crate::observer::MonitoringSettings {
             interval: self.monitoring_interval.interval(),
         }
     }

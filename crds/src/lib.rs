@@ -76,6 +76,9 @@ pub const ENVIRONMENT_LABEL: &str = "berth.dev/environment";
 /// Label naming the namespace (organization) a container belongs to: resource names are only
 /// unique per namespace, and several namespaces may share one Docker host.
 pub const NAMESPACE_LABEL: &str = "berth.dev/namespace";
+/// Label of a Compose stack's long-lived service container (not the routed one): attempts
+/// replace it only when it changed, and the stack repairs it when removed.
+pub const SIDECAR_LABEL: &str = "berth.dev/sidecar";
 /// Annotation on a Deployment: the Resource generation it was created for, so one spec change
 /// starts one attempt.
 pub const GENERATION_ANNOTATION: &str = "berth.dev/resource-generation";

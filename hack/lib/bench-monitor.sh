@@ -2,7 +2,7 @@
 # `hack/bench.sh monitor`: what Berth's agentless monitoring probe costs the server and how
 # close its figures are to Docker's own. Sourced by hack/bench.sh (stack_env, log, die).
 #
-# 1. Cost: the probe (controller/src/observer/usage/probe.sh, the very file the controller
+# 1. Cost: the probe (controller/src/observer_tasks/usage/probe.sh, the very file the controller
 #    runs) over SSH for N running containers against an idle tick (no container) in the same
 #    run: CPU seconds per tick of the probe and its children, and that as a share of one core
 #    at the default 30 s cadence (goal below 1 %). sshd's own cost per exec is not included.
@@ -10,7 +10,7 @@
 #    memory against `docker stats` for the same container (goals: within 10 points, 5 %).
 
 BENCH_MONITOR_LABEL=berth.dev/bench=monitor
-BENCH_MONITOR_PROBE=controller/src/observer/usage/probe.sh
+BENCH_MONITOR_PROBE=controller/src/observer_tasks/usage/probe.sh
 
 bench_monitor_ssh() {
   ssh -q -i "$BERTH_SSH_KEY" -p "$BERTH_SSH_PORT" -o BatchMode=yes \

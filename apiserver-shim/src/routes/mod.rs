@@ -19,9 +19,9 @@ pub mod domain_binding_changes;
 pub mod domain_binding_readiness;
 pub mod environment_changes;
 pub mod environments;
-pub mod health;
 pub mod identity;
 pub mod invitations;
+pub mod liveness;
 pub mod members;
 pub mod migrations;
 pub mod monitoring;
@@ -211,7 +211,7 @@ pub fn api_router() -> Router<AppState> {
 /// browser navigates to); anything else unrouted gets the API's JSON 404.
 pub fn app(state: AppState) -> Router {
     Router::new()
-        .merge(health::router())
+        .merge(liveness::router())
         .nest("/api", api_router())
         .route("/metrics", get(metrics::serve))
         .route_layer(axum::middleware::from_fn_with_state(

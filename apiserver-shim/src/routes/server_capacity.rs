@@ -14,7 +14,7 @@ use berth_crds::deployment::DeploymentState;
 use berth_crds::member::OrganizationRole;
 use berth_crds::monitoring::DiskArtifact;
 use berth_crds::server::Server;
-use berth_crds::{DEPLOYMENT_LABEL, MANAGED_LABEL, NAMESPACE_LABEL, RESOURCE_LABEL};
+use berth_crds::{DEPLOYMENT_LABEL, MANAGED_LABEL, NAMESPACE_LABEL, RESOURCE_LABEL, SIDECAR_LABEL};
 use berth_observations::DiskRecord;
 use berth_remote::docker::{docker_call, docker_over_ssh};
 use bollard::Docker;
@@ -38,8 +38,6 @@ use crate::state::AppState;
 const ACTION: &str = "inspect the server's capacity";
 /// The only category Berth prunes; Appaloft's others are refused by name.
 const STOPPED_CONTAINERS: &str = "stopped-containers";
-/// Label of a Compose stack's service containers (kept by the stack, repaired when removed).
-const SIDECAR_LABEL: &str = "berth.dev/sidecar";
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![

@@ -22,8 +22,7 @@ pub use super::api_server::{ApiServer, Exchange, Script, Sent};
 use super::{AcmeSettings, Context};
 use crate::cache::{Caches, Feeds};
 use crate::metrics::Metrics;
-use crate::observer::Observers;
-use crate::observer::usage::Settings as MonitoringSettings;
+use crate::observer::{MonitoringSettings, Observers};
 
 /// The SSH key of the stand-in server's credential (a throwaway key of the unit tests).
 const UNIT_TEST_KEY: &str = include_str!("../../remote/src/testdata/unit_test_key");
@@ -143,25 +142,6 @@ fn key_secret(namespace: &str) -> Secret {
 
 mod tests {
     use super::*;
-    use crate::reconcilers::deployment::connect;
-
-    /// The premise of every "opens no SSH connection" assertion: had the reconcile tried, the
-    /// stand-in server would have seen it.
-    #[tokio::test]
-    async fn a_reconciler_reaching_for_the_server_dials_the_stand_in() {
-        let (context, api, mut feeds) = Context::test();
-        let server = StandInServer::start(&mut feeds, "org-acme", "local").await;
-        let script = api.expect_nothing();
-        let reaching = tokio::spawn({
-            let context = context.clone();
-            async move { connect(&context, "org-acme", "local").await.is_ok() }
-        });
-        assert!(server.dialled_within(Duration::from_secs(10)).await);
-        // Not an SSH server: the handshake fails once the connection is dropped.
-        assert!(!reaching.await.unwrap());
-        assert_eq!(context.servers.connections_opened(), 0);
-        script.finish().await;
-    }
 
     #[tokio::test]
     async fn a_request_the_script_did_not_list_fails_the_test() {

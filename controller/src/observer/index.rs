@@ -3,11 +3,8 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use berth_crds::MANAGED_LABEL;
+use berth_crds::{DEPLOYMENT_LABEL, MANAGED_LABEL, NAMESPACE_LABEL, RESOURCE_LABEL, SIDECAR_LABEL};
 
-use berth_crds::{DEPLOYMENT_LABEL, NAMESPACE_LABEL, RESOURCE_LABEL};
-
-use crate::reconcilers::deployment::compose::stack::SIDECAR_LABEL;
 use berth_remote::edge_proxy::{COMPONENT_LABEL, SERVER_LABEL};
 
 /// A managed container as last observed.

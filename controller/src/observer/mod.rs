@@ -2,23 +2,33 @@
 //! the server's SSH connection, keeps an index of Berth's containers there, and wakes the
 //! reconcilers of what changed. Drift repair reads the index instead of probing each container;
 //! health, logs and monitoring read it too.
+//!
+//! This module is what the context holds and the reconcilers read: which observers run, what
+//! each knows, and whom they wake. The tasks themselves are [`crate::observer_tasks`]: they need
+//! the whole context, which this module does not know.
 
-mod access_log;
 pub mod index;
-mod task;
-pub mod usage;
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
 use berth_crds::resource::Resource;
 use berth_crds::server::Server;
 use futures::channel::mpsc;
 use kube::runtime::reflector::ObjectRef;
 
+use self::index::{Changes, ContainerEvent, Listed};
 pub use self::index::{ContainerRecord, ServerIndex};
-use crate::context::Context;
 use berth_remote::ServerId;
+
+/// How often an observer's monitoring collector samples its server (how long samples are kept
+/// is the `runtime-monitoring-samples` RetentionPolicy's).
+#[derive(Clone, Copy, Debug)]
+pub struct MonitoringSettings {
+    pub interval: Duration,
+}
 
 /// How far an observer got with its server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,7 +41,8 @@ pub enum Connectivity {
     Lost,
 }
 
-/// What one observer knows, shared between its task and the readers.
+/// What one observer knows, shared between its task and the readers. Only the observer's task
+/// writes it (the methods marked so).
 pub struct ObservedServer {
     index: RwLock<ServerIndex>,
     connectivity: Mutex<Connectivity>,
@@ -69,8 +80,8 @@ impl ObservedServer {
         *lock(&self.connectivity)
     }
 
-    /// Sets the connectivity; returns whether it changed.
-    fn set_connectivity(&self, now: Connectivity) -> bool {
+    /// Sets the connectivity; returns whether it changed. The observer's task only.
+    pub fn set_connectivity(&self, now: Connectivity) -> bool {
         let mut current = lock(&self.connectivity);
         let changed = *current != now;
         *current = now;
@@ -125,9 +136,27 @@ impl ObservedServer {
         })
     }
 
-    fn bump_epoch(&self) {
+    /// Replaces the index with a full listing. The observer's task only.
+    pub fn replace(&self, listed: Vec<Listed>) -> Changes {
+        write(&self.index).replace(listed)
+    }
+
+    /// Applies one Docker event to the index. The observer's task only.
+    pub fn apply(&self, event: &ContainerEvent) -> Changes {
+        write(&self.index).apply(event)
+    }
+
+    /// Starts a new epoch: the server was (re)subscribed to, or its proxy (re)started. The
+    /// observer's task only.
+    pub fn bump_epoch(&self) {
         *lock(&self.epoch) += 1;
         self.proxy_restarted.notify_one();
+    }
+
+    /// Resolves at the next epoch (at once if one began while nobody waited): the access-log
+    /// follower reconnects to a (re)started proxy.
+    pub async fn proxy_restarted(&self) {
+        self.proxy_restarted.notified().await;
     }
 
     /// The epoch a route check should record, or `None` when the resource's route was already
@@ -181,7 +210,7 @@ impl Wakers {
 pub struct Observers {
     running: Mutex<HashMap<ServerId, Running>>,
     pub wake: Wakers,
-    monitoring: usage::Settings,
+    monitoring: MonitoringSettings,
 }
 
 struct Running {
@@ -190,7 +219,7 @@ struct Running {
 }
 
 impl Observers {
-    pub fn new(monitoring: usage::Settings) -> (Self, WakeReceivers) {
+    pub fn new(monitoring: MonitoringSettings) -> (Self, WakeReceivers) {
         let (resources, resources_rx) = mpsc::unbounded();
         let (servers, servers_rx) = mpsc::unbounded();
         let observers = Self {
@@ -205,26 +234,23 @@ impl Observers {
         (observers, receivers)
     }
 
-    /// Starts the server's observer unless it runs.
-    pub fn ensure(&self, context: &Arc<Context>, id: &ServerId) {
+    /// How often the observers sample their servers.
+    pub fn monitoring(&self) -> MonitoringSettings {
+        self.monitoring
+    }
+
+    /// Starts the server's observer unless it runs: `observe` is handed what the observer
+    /// knows and returns its task ([`crate::observer_tasks::start`] says which).
+    pub fn ensure<F>(&self, id: &ServerId, observe: impl FnOnce(Arc<ObservedServer>) -> F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
         let mut running = lock(&self.running);
         if running.get(id).is_some_and(|r| !r.task.is_finished()) {
             return;
         }
         let observed = Arc::new(ObservedServer::new());
-        // The followers share the task, so stopping the observer stops them all.
-        let events = task::observe(Arc::clone(context), id.clone(), Arc::clone(&observed));
-        let access_log =
-            access_log::follow_access_log(Arc::clone(context), id.clone(), Arc::clone(&observed));
-        let samples = usage::collect(
-            Arc::clone(context),
-            id.clone(),
-            Arc::clone(&observed),
-            self.monitoring,
-        );
-        let task = tokio::spawn(async move {
-            tokio::join!(events, access_log, samples);
-        });
+        let task = tokio::spawn(observe(Arc::clone(&observed)));
         tracing::info!(server = %id, "observing the server's containers");
         running.insert(
             id.clone(),
@@ -273,7 +299,7 @@ impl Observers {
         containers: Vec<index::Listed>,
     ) -> Arc<ObservedServer> {
         let observed = Arc::new(ObservedServer::new());
-        write(&observed.index).replace(containers);
+        observed.replace(containers);
         observed.set_connectivity(Connectivity::Live);
         let task = tokio::spawn(async {}).abort_handle();
         let running = Running {

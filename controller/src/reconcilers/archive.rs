@@ -6,7 +6,7 @@ use berth_crds::lifecycle::LifecycleStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
-use super::conditions::Stamp;
+use crate::conditions::Stamp;
 
 /// The lifecycle fields an object's status should carry.
 #[derive(Debug, Clone, PartialEq)]

@@ -19,7 +19,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::{Map, Value, json};
 
 use super::bookkeeping::{Bookkept, base_status, namespaced_api, stamp_once, with_condition};
-use super::conditions::Stamp;
+use crate::conditions::Stamp;
 
 fn accepted<K: Resource>(
     object: &K,

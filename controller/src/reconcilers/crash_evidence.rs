@@ -13,7 +13,7 @@ use berth_observations::TimelineKey;
 use k8s_openapi::jiff::Timestamp;
 
 use super::deployment::plan::Plan;
-use super::deployment::runtime::{StopFacts, Target};
+use super::deployment::server_target::{StopFacts, Target};
 use crate::context::Context;
 use crate::observer::Death;
 

@@ -13,10 +13,10 @@ use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource, ResourceExt};
 
-use super::conditions::Stamp;
 use super::project::publish_lifecycle_change;
 use super::{RESYNC_AFTER, archive, drain, error_policy};
 use crate::cache::Subscription;
+use crate::conditions::Stamp;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::status::StatusWriter;

@@ -4,7 +4,6 @@ pub mod archive;
 pub mod bookkeeping;
 pub mod bookkept_kinds;
 pub mod certificate;
-pub mod conditions;
 pub mod config_triggers;
 pub mod crash_evidence;
 pub mod deployment;

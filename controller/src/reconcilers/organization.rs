@@ -18,9 +18,9 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
 
-use super::conditions::Stamp;
 use super::{RESYNC_AFTER, drain, error_policy};
 use crate::cache::Subscription;
+use crate::conditions::Stamp;
 use crate::context::{Context, FIELD_MANAGER};
 use crate::error::{Error, Result};
 use crate::reconcilers::event_reason;

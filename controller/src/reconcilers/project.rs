@@ -11,9 +11,9 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::{Api, Resource, ResourceExt};
 
-use super::conditions::Stamp;
 use super::{RESYNC_AFTER, archive, drain, error_policy};
 use crate::cache::Subscription;
+use crate::conditions::Stamp;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::reconcilers::event_reason;

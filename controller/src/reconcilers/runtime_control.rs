@@ -23,7 +23,7 @@ use kube::{Api, Resource as _, ResourceExt};
 
 use super::deployment::connect;
 use super::deployment::plan;
-use super::deployment::runtime::Target;
+use super::deployment::server_target::Target;
 use crate::cache::Caches;
 use crate::context::Context;
 use crate::error::Result;

@@ -22,14 +22,16 @@ use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Resource, ResourceExt};
 
-use self::observe::{credential_key, endpoint, observe, pinned_host_key, server_id};
+use self::observe::observe;
 use self::status::desired;
 use super::fresh::with_current_finalizers;
 use super::{drain, error_policy};
 use crate::cache::Subscription;
 use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::observer_tasks;
 use crate::reconcilers::event_reason;
+use crate::server_connections::{credential_key, endpoint, pinned_host_key, server_id};
 use crate::status::StatusWriter;
 use berth_remote::error::reason as remote_reason;
 use berth_remote::{EdgeProxy, ProxyChange};
@@ -198,7 +200,7 @@ async fn apply(server: &Server, context: &Arc<Context>) -> Result<Action> {
         .as_ref()
         .is_some_and(|docker| docker.is_ok())
     {
-        context.observers.ensure(context, &server_id(server));
+        observer_tasks::start(context, &server_id(server));
     }
     let current = server.status.as_ref();
     let status = desired(server, &observation, Vec::new(), Timestamp::now());

@@ -17,10 +17,10 @@ use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource, ResourceExt};
 
-use super::conditions::Stamp;
 use super::fresh::with_current_finalizers;
 use super::{CONFLICT_RECHECK, RESYNC_AFTER, drain, error_policy};
 use crate::cache::Subscription;
+use crate::conditions::Stamp;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::reconcilers::event_reason;

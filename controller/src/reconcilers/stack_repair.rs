@@ -11,7 +11,7 @@ use kube::{Resource as _, ResourceExt};
 
 use super::deployment::compose::{self, stack::Stack};
 use super::deployment::plan::{self, Origin, Packaging, Plan, Recipe};
-use super::deployment::runtime::Target;
+use super::deployment::server_target::Target;
 use crate::context::Context;
 use crate::observer::ObservedServer;
 use crate::reconcilers::event_reason;

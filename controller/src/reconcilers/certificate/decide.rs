@@ -12,7 +12,7 @@ use kube::runtime::events::EventType;
 
 use super::schedule::retry_delay;
 use super::{CertificateFacts, DEPENDENCY_RECHECK};
-pub use crate::reconcilers::conditions::Stamp;
+pub use crate::conditions::Stamp;
 
 /// The key pair stored in the certificate's Secret: `None` without a Secret, else the chain's
 /// facts or why it cannot be read.
@@ -330,7 +330,7 @@ pub fn until(at: Timestamp, now: Timestamp) -> Duration {
 
 #[cfg(test)]
 mod condition_tests {
-    use crate::reconcilers::conditions::testing::{assert_builds, stamp};
+    use crate::conditions::testing::{assert_builds, stamp};
     use berth_crds::condition::ConditionStatus::{False, True};
 
     #[test]

@@ -25,8 +25,8 @@ use kube::{Api, Resource as _, ResourceExt};
 
 use self::phases::{Guard, Halt, Siblings, Stop};
 use super::progress::Progress;
-use super::supervisor::{AttemptKey, Interrupt, Signal};
 use super::{KIND, waiting};
+use crate::attempt_supervisor::{AttemptKey, Interrupt, Signal};
 use crate::cache::Caches;
 use crate::context::Context;
 use crate::error::{Error, Result};

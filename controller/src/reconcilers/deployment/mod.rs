@@ -1,7 +1,8 @@
 //! Deployment: one attempt, run as phases detect → plan → package → deploy → verify (→ rollback)
 //! with a timeout each; progress and the last error are persisted in the status after every step.
 //! One active attempt per resource: a newer one supersedes (the older ends `canceled`). Each
-//! run is a task of the context's [`supervisor::Attempts`], so `reconcile` stays short.
+//! run is a task of the context's attempt supervisor ([`crate::attempt_supervisor`]), so
+//! `reconcile` stays short.
 
 pub mod attempt;
 pub mod compose;
@@ -11,8 +12,7 @@ pub mod package;
 pub mod plan;
 pub mod probe;
 pub mod progress;
-pub mod runtime;
-pub mod supervisor;
+pub mod server_target;
 pub mod waiting;
 
 use std::sync::Arc;
@@ -23,13 +23,14 @@ use kube::runtime::Controller;
 use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 
-use self::runtime::Target;
-use super::server::observe::{server_connection, server_id};
+use self::server_target::Target;
 use super::{drain, error_policy};
+use crate::attempt_supervisor;
 use crate::cache::Subscription;
 use crate::cache::{changed_by, digest};
 use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::server_connections::{server_connection, server_id};
 
 const KIND: &str = "Deployment";
 
@@ -61,7 +62,7 @@ pub async fn run(
     // Reconciles are short; the attempts they started stop now, not after a build.
     context
         .attempts
-        .shut_down(supervisor::SETTLE_ON_SHUTDOWN)
+        .shut_down(attempt_supervisor::SETTLE_ON_SHUTDOWN)
         .await;
 }
 

@@ -40,7 +40,7 @@ use self::source::{FetchedSource, SourceAccess, short};
 use super::compose::stack::Stack;
 use super::plan::{BUILT_REPOSITORY_PREFIX, BuildPlan, Origin, Packaging, Plan, Recipe};
 use super::progress::OutputSink;
-use super::runtime::Target;
+use super::server_target::Target;
 use berth_remote::RemoteError;
 use berth_remote::docker::docker_call;
 
@@ -214,7 +214,9 @@ async fn export(
 async fn prepare(build: &BuildPlan, root: PathBuf, plan: &Plan) -> Result<Build, PackageFailure> {
     let recipe = build.recipe.clone();
     // Only a static site's file server uses the port, and a static site always has one.
-    let port = plan.internal_port.unwrap_or(super::plan::STATIC_SITE_PORT);
+    let port = plan
+        .internal_port
+        .unwrap_or(crate::routes::STATIC_SITE_PORT);
     let args = plan.build_args.clone();
     let start = plan.start_command.clone();
     blocking(move || {

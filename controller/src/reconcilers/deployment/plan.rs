@@ -1,15 +1,15 @@
 //! What an attempt will do, computed without any I/O: container name, labels, environment, health
-//! check and the edge-proxy route (spec §2.2 "Network profile", "Access profile").
+//! check and the edge-proxy route (spec §2.2 "Network profile", "Access profile"; the route
+//! itself comes from [`crate::routes`]).
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use berth_crds::common::SourceDescriptor;
 use berth_crds::resource::{
-    AccessScheme, BuildStrategy, ExposureMode, GeneratedAccessMode, HealthCheckKind, Resource,
-    ResourceKind, RestartPolicy, UpstreamProtocol,
+    ExposureMode, HealthCheckKind, Resource, RestartPolicy, UpstreamProtocol,
 };
-use berth_crds::server::{ProxyKind, Server};
+use berth_crds::server::Server;
 use berth_crds::{
     DEPLOYMENT_LABEL, ENVIRONMENT_LABEL, MANAGED_LABEL, NAMESPACE_LABEL, PROJECT_LABEL,
     RESOURCE_LABEL,
@@ -24,6 +24,7 @@ mod packaging;
 mod storage;
 
 use super::compose::stack::ContainerSettings;
+use crate::routes::{InvalidPort, RoutePlan, exposure, internal_port, route};
 
 pub use self::storage::{AttachedVolumes, VolumeMount};
 
@@ -31,12 +32,6 @@ pub use self::packaging::{
     BUILT_REPOSITORY_PREFIX, BuildPlan, Commands, DEFAULT_DOCKERFILE, GitOrigin, Origin, Packaging,
     Recipe, built_tag, packaging_of, slash_path,
 };
-
-/// Port a static site's file server listens on when the resource names none.
-pub const STATIC_SITE_PORT: u16 = 8080;
-/// Domain generated hosts live under when the server names none; `*.localhost` resolves to
-/// loopback everywhere, so the URL works from the server itself.
-pub const DEFAULT_BASE_DOMAIN: &str = "localhost";
 
 /// What tells that a new container is healthy.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -74,18 +69,6 @@ impl HealthPlan {
             Probe::Command { .. } | Probe::Running => None,
         }
     }
-}
-
-/// The host-matched route the edge proxy gets.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RoutePlan {
-    /// Caddy `@id` of the route; one per resource, replaced on every switch.
-    pub id: String,
-    /// The resource's name, which the route tells the edge proxy's failure evidence.
-    pub resource: String,
-    pub hostname: String,
-    pub path_prefix: String,
-    pub url: String,
 }
 
 /// Everything the deploy and verify phases need.
@@ -139,12 +122,10 @@ fn plan_error(code: Code, message: impl Into<String>) -> PlanError {
     }
 }
 
-fn exposure(resource: &Resource) -> ExposureMode {
-    resource
-        .spec
-        .network_profile
-        .as_ref()
-        .map_or(ExposureMode::ReverseProxy, |n| n.exposure_mode)
+impl From<InvalidPort> for PlanError {
+    fn from(invalid: InvalidPort) -> Self {
+        plan_error(Code::InternalPortInvalid, invalid.to_string())
+    }
 }
 
 fn upstream(resource: &Resource) -> UpstreamProtocol {
@@ -153,63 +134,6 @@ fn upstream(resource: &Resource) -> UpstreamProtocol {
         .network_profile
         .as_ref()
         .map_or(UpstreamProtocol::Http, |n| n.upstream_protocol)
-}
-
-/// The generated route of `resource` on `server`, or `None` when generated access is off or
-/// traffic does not go through the edge proxy (`direct-port`, `none`).
-pub fn route(resource: &Resource, server: &Server) -> Option<RoutePlan> {
-    // Only a Caddy edge proxy is driven by Berth; other kinds have no route to switch. An app
-    // that listens on no port has nothing to route to.
-    if server.spec.proxy.kind != ProxyKind::Caddy
-        || exposure(resource) != ExposureMode::ReverseProxy
-        || !matches!(internal_port(resource), Ok(Some(_)))
-    {
-        return None;
-    }
-    let access = resource.spec.access_profile.as_ref();
-    if access.is_some_and(|a| a.generated_access_mode == GeneratedAccessMode::Disabled) {
-        return None;
-    }
-    let path_prefix = access.map_or("/".to_string(), |a| a.path_prefix.clone());
-    let domain = server
-        .spec
-        .base_domain
-        .clone()
-        .unwrap_or_else(|| DEFAULT_BASE_DOMAIN.into());
-    let hostname = format!("{}.{domain}", resource.host_slug());
-    let port = server.spec.proxy.http_port;
-    let url = if port == 80 {
-        format!("http://{hostname}{path_prefix}")
-    } else {
-        format!("http://{hostname}:{port}{path_prefix}")
-    };
-    Some(RoutePlan {
-        id: route_id(
-            &resource.namespace().unwrap_or_default(),
-            &resource.name_any(),
-        ),
-        resource: resource.name_any(),
-        hostname,
-        path_prefix,
-        url,
-    })
-}
-
-/// Where a `direct-port` resource answers: the server's host and the published port, no proxy.
-pub fn direct_route(resource: &Resource, server: &Server) -> Option<RoutePlan> {
-    let network = resource.spec.network_profile.as_ref()?;
-    if network.exposure_mode != ExposureMode::DirectPort {
-        return None;
-    }
-    let port = network.host_port?;
-    let hostname = server.spec.host.clone();
-    Some(RoutePlan {
-        id: String::new(),
-        resource: resource.name_any(),
-        url: format!("http://{hostname}:{port}/"),
-        hostname,
-        path_prefix: "/".into(),
-    })
 }
 
 /// The published host port of a `direct-port` resource.
@@ -235,9 +159,6 @@ fn host_port(resource: &Resource) -> Result<Option<u16>, PlanError> {
         )
     })
 }
-
-/// Scheme of generated routes: TLS for generated hosts is not issued yet.
-pub const ROUTE_SCHEME: AccessScheme = AccessScheme::Http;
 
 pub use berth_remote::edge_proxy::route_id;
 
@@ -268,32 +189,6 @@ pub fn upstream_alias(namespace: &str, resource: &str) -> String {
     use sha2::{Digest, Sha256};
     let hash = hex::encode(&Sha256::digest(format!("{namespace}/{resource}").as_bytes())[..8]);
     format!("berth-upstream-{hash}")
-}
-
-/// Whether the resource is (or may turn out to be) a static site, whose file server Berth runs
-/// on [`STATIC_SITE_PORT`]: declared so, or `auto` with nothing that says otherwise.
-pub fn is_static_site(resource: &Resource) -> bool {
-    let strategy = resource
-        .spec
-        .runtime_profile
-        .as_ref()
-        .and_then(|r| r.strategy);
-    resource.spec.kind == ResourceKind::StaticSite || strategy == Some(BuildStrategy::Static)
-}
-
-/// The port the container listens on; static sites default to [`STATIC_SITE_PORT`], since
-/// Berth runs their file server itself. Without a network profile the app listens on none
-/// (a worker or a queue consumer): it gets no route.
-pub fn internal_port(resource: &Resource) -> Result<Option<u16>, PlanError> {
-    let Some(network) = resource.spec.network_profile.as_ref() else {
-        return Ok(is_static_site(resource).then_some(STATIC_SITE_PORT));
-    };
-    u16::try_from(network.internal_port).map(Some).map_err(|_| {
-        plan_error(
-            Code::InternalPortInvalid,
-            format!("internalPort {} is not a TCP port", network.internal_port),
-        )
-    })
 }
 
 /// The resource's health check with its defaults, for an app on `port` (if any).

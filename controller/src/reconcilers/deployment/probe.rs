@@ -15,7 +15,7 @@ use tokio::time::Instant;
 
 use super::diagnosis::{Evidence, Listening, ProbeFailure, Unhealthy, listening_ports};
 use super::plan::{HealthPlan, Plan, Probe};
-use super::runtime::{Target, edge_endpoint, is_running};
+use super::server_target::{Target, edge_endpoint, is_running};
 use berth_remote::RemoteError;
 
 /// Container probes during this long after start are not counted as failures: the process may

@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use crate::conditions::Stamp;
 use crate::error::Result;
-use crate::reconcilers::conditions::Stamp;
 use crate::status::StatusWriter;
 use berth_observations::{MAX_OUTPUT_LINES, TimelineKey, TimelineWriter};
 
@@ -328,7 +328,7 @@ async fn write_in_order(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reconcilers::conditions::testing::{expected, stamp};
+    use crate::conditions::testing::{expected, stamp};
     use berth_crds::condition::ConditionStatus::{False, True};
     use berth_observations::{ObservationStore, SqliteTimeline};
 

@@ -16,10 +16,10 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
 use super::WAIT_RECHECK;
+use crate::conditions::Stamp;
 use crate::reconcilers::RESYNC_AFTER;
 use crate::reconcilers::certificate::CertificateFacts;
 use crate::reconcilers::certificate::preflight::ResolutionFailure;
-use crate::reconcilers::conditions::Stamp;
 use crate::reconcilers::deployment::plan::upstream_alias;
 
 /// Reason of the Event sent when a binding becomes ready.

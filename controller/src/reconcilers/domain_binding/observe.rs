@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::reconcilers::certificate::{
     CertificateFacts, TLS_CERT_KEY, TLS_KEY_KEY, preflight, secret_name, serving_server,
 };
-use crate::reconcilers::deployment::plan::internal_port;
+use crate::routes::internal_port;
 
 /// The binding's server, reachable: its facts, the resource served and the proxy to edit.
 pub struct Edge {
@@ -101,7 +101,7 @@ pub fn usable(facts: &CertificateFacts, hostname: &str, now: Timestamp) -> bool 
 /// The port the resource listens on, which the route dials.
 pub fn upstream_port(binding: &DomainBinding, edge: &Edge) -> Result<u16> {
     internal_port(&edge.resource)
-        .map_err(|e| Error::InvalidSpec(e.message))?
+        .map_err(|e| Error::InvalidSpec(e.to_string()))?
         .ok_or_else(|| {
             Error::InvalidSpec(format!(
                 "resource {} listens on no port (it has no networkProfile): a host name cannot \

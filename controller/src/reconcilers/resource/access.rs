@@ -16,8 +16,8 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
 use crate::context::Context;
-use crate::reconcilers::deployment::plan::{self, ROUTE_SCHEME, RoutePlan};
 use crate::reconcilers::domain_routes::domain_routes;
+use crate::routes::{self, ROUTE_SCHEME, RoutePlan};
 
 /// The resource's DomainBindings, from the cache.
 pub(super) fn bindings_of(
@@ -59,7 +59,7 @@ pub(super) fn summary(
 /// The port the resource's container listens on; static sites without a network profile
 /// listen on Berth's default port.
 fn target_port(resource: &Resource) -> i64 {
-    plan::internal_port(resource)
+    routes::internal_port(resource)
         .ok()
         .flatten()
         .map_or(0, i64::from)
@@ -75,7 +75,7 @@ struct Generated {
 /// The server's edge proxy routes the resource, unless it is `direct-port`: the container
 /// then answers on the server's own port, no proxy in between.
 fn generated(resource: &Resource, server: Option<&Server>) -> Generated {
-    if let Some(direct) = server.and_then(|s| plan::direct_route(resource, s)) {
+    if let Some(direct) = server.and_then(|s| routes::direct_route(resource, s)) {
         return Generated {
             route: Some(direct),
             proxy_kind: ProxyKind::None,
@@ -83,7 +83,7 @@ fn generated(resource: &Resource, server: Option<&Server>) -> Generated {
         };
     }
     Generated {
-        route: server.and_then(|s| plan::route(resource, s)),
+        route: server.and_then(|s| routes::route(resource, s)),
         proxy_kind: server.map_or(ProxyKind::Caddy, |s| s.spec.proxy.kind),
         provider_key: Some("caddy".to_string()),
     }

@@ -13,7 +13,7 @@ use kube::{Api, Resource as _, ResourceExt};
 use super::attempts::deployments_of;
 use crate::context::Context;
 use crate::error::Result;
-use crate::reconcilers::deployment::runtime::Target;
+use crate::reconcilers::deployment::server_target::Target;
 use crate::reconcilers::deployment::{compose, connect, package};
 use crate::reconcilers::event_reason;
 

@@ -14,7 +14,7 @@ use kube::ResourceExt;
 
 use super::access;
 use super::attempts::{serving, state};
-use crate::reconcilers::conditions::Stamp;
+use crate::conditions::Stamp;
 use crate::reconcilers::runtime_state;
 
 /// What the reconciler observed of the resource's runtime: its route, its container, and what

@@ -15,7 +15,7 @@ use super::route::restore_route;
 use super::runtime;
 use crate::context::Context;
 use crate::observer::{Connectivity, Death, ObservedServer};
-use crate::reconcilers::deployment::runtime::Target;
+use crate::reconcilers::deployment::server_target::Target;
 use crate::reconcilers::deployment::{config, connect, plan};
 use crate::reconcilers::event_reason;
 use crate::reconcilers::{crash_evidence, stack_repair};

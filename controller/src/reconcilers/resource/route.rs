@@ -6,7 +6,7 @@ use kube::{Resource as _, ResourceExt};
 
 use crate::context::Context;
 use crate::reconcilers::deployment::plan;
-use crate::reconcilers::deployment::runtime::Target;
+use crate::reconcilers::deployment::server_target::Target;
 use crate::reconcilers::event_reason;
 
 /// Writes the serving container's route again when the edge proxy lost it (a restarted or

@@ -4,135 +4,19 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use berth_crds::server::{ProxyKind, Server};
-use kube::ResourceExt;
-
-use berth_crds::server::reason;
+use berth_crds::server::{ProxyKind, Server, reason};
 
 use super::status::{Contact, Failure, Observation, ProxyObservation};
-use crate::cache::Caches;
 use crate::context::Context;
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::server_connections::{credential_key, endpoint, pinned_host_key, server_id};
 use berth_remote::docker::{docker_call, docker_over_ssh};
-use berth_remote::key_from_secret;
 use berth_remote::{
-    ClientKey, CommandOutput, EdgeProxy, EdgeProxySettings, Endpoint, ProxyChange, RemoteError,
-    ServerConnection, ServerId, facts,
+    EdgeProxy, EdgeProxySettings, ProxyChange, RemoteError, ServerConnection, ServerId, facts,
 };
 
 /// How long a freshly started proxy gets to open its admin socket.
 const PROXY_START_WAIT: Duration = Duration::from_secs(10);
-
-/// The server's identity in the connection pool.
-pub fn server_id(server: &Server) -> ServerId {
-    ServerId {
-        namespace: server.namespace().unwrap_or_default(),
-        name: server.name_any(),
-    }
-}
-
-pub fn endpoint(server: &Server) -> Endpoint {
-    Endpoint {
-        host: server.spec.host.clone(),
-        port: u16::try_from(server.spec.port).unwrap_or(22),
-        username: server.spec.username.clone(),
-    }
-}
-
-/// The host key fingerprint a connection must present: the spec's pin, else the one recorded on
-/// first contact.
-pub fn pinned_host_key(server: &Server) -> Option<String> {
-    server
-        .spec
-        .expected_host_key_fingerprint
-        .clone()
-        .or_else(|| {
-            server
-                .status
-                .as_ref()
-                .and_then(|s| s.host_key_fingerprint.clone())
-        })
-}
-
-/// The private key of the server's credential, or why there is none, from the caches.
-pub fn credential_key(context: &Context, server: &Server) -> Result<ClientKey, Failure> {
-    let namespace = server.namespace().unwrap_or_default();
-    credential_key_named(context, &namespace, &server.spec.credential_id)
-}
-
-/// The private key of the SshCredential `name` in `namespace`, from the caches.
-pub fn credential_key_named(
-    context: &Context,
-    namespace: &str,
-    name: &str,
-) -> Result<ClientKey, Failure> {
-    let caches = &context.caches;
-    let Some(credential) = Caches::get(&caches.credentials, namespace, name) else {
-        return Err(Failure::new(
-            reason::CREDENTIAL_NOT_READY,
-            format!("SshCredential {name} does not exist"),
-        ));
-    };
-    let reference = &credential.spec.private_key_secret_ref;
-    let secret = Caches::get(&caches.secrets, namespace, &reference.name);
-    key_from_secret(secret.as_deref(), &reference.name, &reference.key).map_err(|problem| {
-        Failure::new(
-            reason::CREDENTIAL_NOT_READY,
-            format!("SshCredential {name}: {}", problem.message()),
-        )
-    })
-}
-
-/// The cached Server `name` and a connection to it through the shared pool.
-pub async fn server_connection(
-    context: &Context,
-    namespace: &str,
-    name: &str,
-) -> Result<(Arc<Server>, Arc<ServerConnection>)> {
-    let server = Caches::get(&context.caches.servers, namespace, name)
-        .ok_or_else(|| Error::InvalidSpec(format!("Server {name} does not exist")))?;
-    let id = server_id(&server);
-    let key = match credential_key(context, &server) {
-        Ok(key) => key,
-        // The credential may go first when a whole namespace is deleted; a live connection
-        // still serves cleanup.
-        Err(failure) => match context.servers.current(&id).await {
-            Some(connection) => return Ok((server, connection)),
-            None => return Err(Error::InvalidSpec(failure.message)),
-        },
-    };
-    let pinned = pinned_host_key(&server);
-    let connection = context
-        .servers
-        .connect(&id, &endpoint(&server), &key, pinned.as_deref())
-        .await?;
-    Ok((server, connection))
-}
-
-/// Runs `command` on one of server `name`'s exec channels (the pool counts them against
-/// sshd's session limit).
-pub async fn server_exec(
-    context: &Context,
-    namespace: &str,
-    name: &str,
-    command: &str,
-) -> Result<CommandOutput> {
-    let server = Caches::get(&context.caches.servers, namespace, name)
-        .ok_or_else(|| Error::InvalidSpec(format!("Server {name} does not exist")))?;
-    let key = credential_key(context, &server).map_err(|f| Error::InvalidSpec(f.message))?;
-    let pinned = pinned_host_key(&server);
-    let output = context
-        .servers
-        .exec(
-            &server_id(&server),
-            &endpoint(&server),
-            &key,
-            pinned.as_deref(),
-            command,
-        )
-        .await?;
-    Ok(output)
-}
 
 fn failure(error: &RemoteError) -> Failure {
     Failure::new(error.reason(), error.condition_message())
@@ -150,7 +34,10 @@ pub async fn observe(
     };
     let key = match credential_key(context, server) {
         Ok(key) => key,
-        Err(failure) => return Ok((nothing(Err(failure)), None)),
+        Err(message) => {
+            let failure = Failure::new(reason::CREDENTIAL_NOT_READY, message);
+            return Ok((nothing(Err(failure)), None));
+        }
     };
     let id = server_id(server);
     let endpoint = endpoint(server);

@@ -6,7 +6,7 @@ use berth_crds::server::{Server, ServerFacts, ServerStatus, conditions, reason};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
-use crate::reconcilers::conditions::Stamp;
+use crate::conditions::Stamp;
 
 /// `lastContactAt` moves at most this often while nothing else changes, so a healthy server
 /// does not rewrite its status on every probe.
@@ -244,7 +244,7 @@ fn deletion_condition(server: &Server, blockers: &[String], now: Timestamp) -> O
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reconcilers::conditions::testing::{expected, stamp};
+    use crate::conditions::testing::{expected, stamp};
     use berth_crds::condition::{DELETION_BLOCKED, READY};
     use berth_crds::server::ServerSpec;
     use berth_remote::error::reason as remote;

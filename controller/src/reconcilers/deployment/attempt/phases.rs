@@ -19,12 +19,12 @@ use super::super::package::{self, PackageFailure};
 use super::super::plan::{self, Plan};
 use super::super::probe::ProbeError;
 use super::super::progress::{OutputSink, Progress};
-use super::super::runtime::start_or_reuse;
-use super::super::supervisor::{Interrupt, Signal};
+use super::super::server_target::start_or_reuse;
 use super::server::{Runtime, ServerRuntime};
+use crate::attempt_supervisor::{Interrupt, Signal};
 use crate::context::Context;
 use crate::error::Error;
-use crate::reconcilers::server::observe::credential_key_named;
+use crate::server_connections::credential_key_named;
 use berth_crds::deployment::Deployment;
 use berth_crds::masking::Masker;
 use berth_crds::progress::Level;
@@ -312,7 +312,7 @@ fn source_access(
     }
     if let Some(id) = &git.credential_id {
         let key = credential_key_named(context, &namespace, id)
-            .map_err(|failure| stop(Plan, Code::DeployKeyInvalid, failure.message))?;
+            .map_err(|message| stop(Plan, Code::DeployKeyInvalid, message))?;
         access.deploy_key = Some(key);
     }
     Ok(access)

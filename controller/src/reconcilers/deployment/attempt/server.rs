@@ -12,10 +12,11 @@ use super::super::compose::{self, run::StackError, stack::Stack};
 use super::super::diagnosis::Evidence;
 use super::super::package::source::{FetchedSource, SourceAccess};
 use super::super::package::{self, PackageFailure};
-use super::super::plan::{Plan, RoutePlan};
+use super::super::plan::Plan;
 use super::super::probe::ProbeError;
 use super::super::progress::OutputSink;
-use super::super::runtime::{Containers, Target};
+use super::super::server_target::{Containers, Target};
+use crate::routes::RoutePlan;
 use berth_remote::RemoteError;
 
 /// The server side of an attempt.

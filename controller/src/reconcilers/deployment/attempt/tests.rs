@@ -17,14 +17,15 @@ use super::super::compose::stack::Stack;
 use super::super::diagnosis::{Evidence, Listening, ProbeFailure, Unhealthy};
 use super::super::package::PackageFailure;
 use super::super::package::source::FetchedSource;
+use super::super::plan::Plan;
 use super::super::plan::tests::sample_plan;
-use super::super::plan::{Plan, RoutePlan};
 use super::super::probe::ProbeError;
 use super::super::progress::{OutputSink, Progress};
-use super::super::runtime::Containers;
-use super::super::supervisor::{Interrupt, Signal};
+use super::super::server_target::Containers;
 use super::phases::{self, Guard, Halt, Siblings};
 use super::server::Runtime;
+use crate::attempt_supervisor::Interrupt;
+use crate::routes::RoutePlan;
 use berth_remote::RemoteError;
 
 /// The attempt under test and its container (see `sample_plan`).
@@ -489,89 +490,4 @@ async fn the_first_attempt_carries_the_upstream_name_from_the_start() {
         "{:?}",
         server.changes()
     );
-}
-
-/// A task that waits for its signal and reports what it got.
-fn waiting_task(
-    seen: tokio::sync::mpsc::UnboundedSender<Interrupt>,
-) -> impl FnOnce(Signal) -> std::pin::Pin<Box<dyn Future<Output = Duration> + Send>> {
-    move |mut signal: Signal| {
-        Box::pin(async move {
-            let interrupt = signal.wait_for(Option::is_some).await.unwrap().clone();
-            let _ = seen.send(interrupt.unwrap());
-            Duration::ZERO
-        })
-    }
-}
-
-fn key(name: &str, resource: &str, second: i64) -> super::super::supervisor::AttemptKey {
-    super::super::supervisor::AttemptKey {
-        uid: format!("uid-{name}"),
-        namespace: "org-acme".into(),
-        resource: resource.into(),
-        order: (
-            Some(k8s_openapi::jiff::Timestamp::from_second(second).unwrap()),
-            None,
-            name.into(),
-        ),
-    }
-}
-
-#[tokio::test]
-async fn a_deleted_resource_s_attempts_stop_before_its_cleanup_goes_on() {
-    let attempts = super::super::supervisor::Attempts::default();
-    let (seen, mut heard) = tokio::sync::mpsc::unbounded_channel();
-    let (web, api) = (key("dep-web-1", "web", 1), key("dep-api-1", "api", 1));
-    assert!(attempts.start(web.clone(), waiting_task(seen.clone())));
-    assert!(attempts.start(api.clone(), waiting_task(seen)));
-    attempts
-        .stop_resource("org-acme", "web", Duration::from_secs(5))
-        .await;
-    assert!(
-        !attempts.is_running(&web),
-        "stopped before the call returned"
-    );
-    assert_eq!(heard.recv().await, Some(Interrupt::Deleted));
-    assert!(
-        attempts.is_running(&api),
-        "another resource's attempt goes on"
-    );
-    attempts.shut_down(Duration::from_secs(1)).await;
-}
-
-#[tokio::test]
-async fn the_supervisor_signals_running_attempts_and_stops_them_on_shutdown() {
-    use futures::StreamExt;
-    let attempts = super::super::supervisor::Attempts::default();
-    let mut ended = Box::pin(attempts.ended());
-    let (seen, mut heard) = tokio::sync::mpsc::unbounded_channel();
-    let (old, new, other) = (
-        key("dep-web-1", "web", 1),
-        key("dep-web-2", "web", 2),
-        key("dep-api-1", "api", 1),
-    );
-    assert!(attempts.start(old.clone(), waiting_task(seen.clone())));
-    assert!(
-        !attempts.start(old.clone(), waiting_task(seen.clone())),
-        "one task per uid"
-    );
-    assert!(attempts.start(other.clone(), waiting_task(seen.clone())));
-
-    // A newer attempt of the same resource stops the older one, and only that one.
-    attempts.supersede_older(&new);
-    let got = tokio::time::timeout(Duration::from_secs(1), heard.recv()).await;
-    assert_eq!(
-        got.unwrap(),
-        Some(Interrupt::Superseded("dep-web-2".into()))
-    );
-    let reconciled = tokio::time::timeout(Duration::from_secs(1), ended.next()).await;
-    assert_eq!(reconciled.unwrap().unwrap().name, "dep-web-1");
-    assert!(!attempts.is_running(&old));
-    assert!(attempts.is_running(&other));
-
-    // Shutdown reaches the rest and waits for them; nothing starts afterwards.
-    attempts.shut_down(Duration::from_secs(1)).await;
-    assert_eq!(heard.recv().await, Some(Interrupt::Shutdown));
-    assert!(!attempts.is_running(&other));
-    assert!(!attempts.start(new, waiting_task(seen)));
 }

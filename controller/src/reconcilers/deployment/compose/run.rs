@@ -16,12 +16,10 @@ use bollard::query_parameters::{
 };
 
 use super::file::{Condition, Dependency};
-use super::stack::{
-    ContainerSettings, SETTINGS_LABEL, SIDECAR_LABEL, Stack, StackService, settings_digest,
-};
-use crate::reconcilers::deployment::runtime::{Target, docker_restart};
+use super::stack::{ContainerSettings, SETTINGS_LABEL, Stack, StackService, settings_digest};
+use crate::reconcilers::deployment::server_target::{Target, docker_restart};
 use berth_crds::resource::RestartPolicy as Policy;
-use berth_crds::{MANAGED_LABEL, NAMESPACE_LABEL, RESOURCE_LABEL};
+use berth_crds::{MANAGED_LABEL, NAMESPACE_LABEL, RESOURCE_LABEL, SIDECAR_LABEL};
 use berth_remote::RemoteError;
 use berth_remote::docker::{docker_call, is_conflict, is_not_found};
 

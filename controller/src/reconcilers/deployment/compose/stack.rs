@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use berth_crds::SIDECAR_LABEL;
 use bollard::models::{HealthConfig, Mount, MountType};
 use sha2::{Digest, Sha256};
 
@@ -15,9 +16,6 @@ use crate::reconcilers::deployment::plan::Plan;
 
 /// Label of a container naming the Compose service it runs.
 pub const SERVICE_LABEL: &str = "berth.dev/service";
-/// Label of a stack's long-lived service container (not the routed one), which attempts
-/// replace only when it changed.
-pub const SIDECAR_LABEL: &str = "berth.dev/sidecar";
 /// The variable naming the attempt, which a kept service keeps from the attempt that
 /// started it.
 const DEPLOYMENT_ID_VARIABLE: &str = "BERTH_DEPLOYMENT_ID";

@@ -16,7 +16,7 @@ use super::recipe::Build;
 use super::{BUILD_TIMEOUT, PackageFailure, failure};
 use crate::reconcilers::deployment::plan::Plan;
 use crate::reconcilers::deployment::progress::OutputSink;
-use crate::reconcilers::deployment::runtime::Target;
+use crate::reconcilers::deployment::server_target::Target;
 use berth_remote::docker::docker_over_ssh_within;
 
 /// Build output lines a failure message quotes.

@@ -20,7 +20,7 @@ use berth_crds::masking::Masker;
 
 use super::{BUILD_TIMEOUT, Code, PackageFailure, failure};
 use crate::reconcilers::deployment::progress::OutputSink;
-use crate::reconcilers::deployment::runtime::Target;
+use crate::reconcilers::deployment::server_target::Target;
 use berth_remote::docker::docker_over_ssh_within;
 
 /// Registry of references that name none.

@@ -11,7 +11,7 @@ use bollard::query_parameters::{ListImagesOptionsBuilder, TagImageOptionsBuilder
 use sha2::{Digest, Sha256};
 
 use super::super::plan::{BuildPlan, Plan};
-use super::super::runtime::Target;
+use super::super::server_target::Target;
 use berth_remote::RemoteError;
 use berth_remote::docker::docker_call;
 

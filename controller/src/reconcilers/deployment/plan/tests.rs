@@ -2,6 +2,7 @@
 //! [`sample_plan`] serves the other deployment modules' tests too.
 
 use super::*;
+use crate::routes::{STATIC_SITE_PORT, direct_route};
 use berth_crds::resource::ResourceSpec;
 use berth_crds::server::ServerSpec;
 

@@ -1,5 +1,6 @@
-//! The conditions reconcilers set, one named constructor each, so a call says which condition
-//! it means rather than spelling type, status and reason positionally.
+//! The conditions the controller sets (the reconcilers, and the observer on ThresholdPolicies),
+//! one named constructor each, so a call says which condition it means rather than spelling
+//! type, status and reason positionally.
 //!
 //! Every constructor is a method of [`Stamp`]: the generation and time one reconcile observed,
 //! which every condition it sets carries (a parameter, so status planning stays pure).

@@ -1,4 +1,4 @@
-# Berth's monitoring probe (controller/src/observer/usage/probe.rs runs it; hack/bench.sh
+# Berth's monitoring probe (controller/src/observer_tasks/usage/probe.rs runs it; hack/bench.sh
 # monitor measures it). POSIX sh reading only /proc and cgroup files. Arguments: the
 # filesystem to measure (Docker's data root), then container ids. Its cost must not grow
 # with forks per container: the shell finds each container's files with builtins only, and

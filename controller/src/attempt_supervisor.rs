@@ -1,8 +1,10 @@
-//! Running attempts as tasks owned by the controller's context, keyed by the Deployment's uid.
-//! `reconcile` starts an attempt's task or signals it; a cancel, a newer attempt for the same
-//! resource, or shutdown reaches a running phase at once (a build of many minutes included),
-//! and SIGTERM waits for no build. An attempt stopped by shutdown or a lost Lease keeps its
-//! status as it was: the next leader finds it started and unfinished, and runs it again.
+//! The attempt supervisor: running deployment attempts as tasks owned by the controller's
+//! context, keyed by the Deployment's uid. The Deployment reconciler starts an attempt's task or
+//! signals it; a cancel, a newer attempt for the same resource, or shutdown reaches a running
+//! phase at once (a build of many minutes included), and SIGTERM waits for no build. An attempt
+//! stopped by shutdown or a lost Lease keeps its status as it was: the next leader finds it
+//! started and unfinished, and runs it again. The work itself is handed in as a future, so the
+//! context holds the supervisor without depending on the reconcilers.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -260,5 +262,95 @@ impl Attempts {
             tracing::warn!("deployment attempts did not stop in time; aborted");
             aborts.iter().for_each(tokio::task::AbortHandle::abort);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A task that waits for its signal and reports what it got.
+    fn waiting_task(
+        seen: tokio::sync::mpsc::UnboundedSender<Interrupt>,
+    ) -> impl FnOnce(Signal) -> std::pin::Pin<Box<dyn Future<Output = Duration> + Send>> {
+        move |mut signal: Signal| {
+            Box::pin(async move {
+                let interrupt = signal.wait_for(Option::is_some).await.unwrap().clone();
+                let _ = seen.send(interrupt.unwrap());
+                Duration::ZERO
+            })
+        }
+    }
+
+    fn key(name: &str, resource: &str, second: i64) -> AttemptKey {
+        AttemptKey {
+            uid: format!("uid-{name}"),
+            namespace: "org-acme".into(),
+            resource: resource.into(),
+            order: (
+                Some(k8s_openapi::jiff::Timestamp::from_second(second).unwrap()),
+                None,
+                name.into(),
+            ),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_deleted_resource_s_attempts_stop_before_its_cleanup_goes_on() {
+        let attempts = Attempts::default();
+        let (seen, mut heard) = tokio::sync::mpsc::unbounded_channel();
+        let (web, api) = (key("dep-web-1", "web", 1), key("dep-api-1", "api", 1));
+        assert!(attempts.start(web.clone(), waiting_task(seen.clone())));
+        assert!(attempts.start(api.clone(), waiting_task(seen)));
+        attempts
+            .stop_resource("org-acme", "web", Duration::from_secs(5))
+            .await;
+        assert!(
+            !attempts.is_running(&web),
+            "stopped before the call returned"
+        );
+        assert_eq!(heard.recv().await, Some(Interrupt::Deleted));
+        assert!(
+            attempts.is_running(&api),
+            "another resource's attempt goes on"
+        );
+        attempts.shut_down(Duration::from_secs(1)).await;
+    }
+
+    #[tokio::test]
+    async fn the_supervisor_signals_running_attempts_and_stops_them_on_shutdown() {
+        use futures::StreamExt;
+        let attempts = Attempts::default();
+        let mut ended = Box::pin(attempts.ended());
+        let (seen, mut heard) = tokio::sync::mpsc::unbounded_channel();
+        let (old, new, other) = (
+            key("dep-web-1", "web", 1),
+            key("dep-web-2", "web", 2),
+            key("dep-api-1", "api", 1),
+        );
+        assert!(attempts.start(old.clone(), waiting_task(seen.clone())));
+        assert!(
+            !attempts.start(old.clone(), waiting_task(seen.clone())),
+            "one task per uid"
+        );
+        assert!(attempts.start(other.clone(), waiting_task(seen.clone())));
+
+        // A newer attempt of the same resource stops the older one, and only that one.
+        attempts.supersede_older(&new);
+        let got = tokio::time::timeout(Duration::from_secs(1), heard.recv()).await;
+        assert_eq!(
+            got.unwrap(),
+            Some(Interrupt::Superseded("dep-web-2".into()))
+        );
+        let reconciled = tokio::time::timeout(Duration::from_secs(1), ended.next()).await;
+        assert_eq!(reconciled.unwrap().unwrap().name, "dep-web-1");
+        assert!(!attempts.is_running(&old));
+        assert!(attempts.is_running(&other));
+
+        // Shutdown reaches the rest and waits for them; nothing starts afterwards.
+        attempts.shut_down(Duration::from_secs(1)).await;
+        assert_eq!(heard.recv().await, Some(Interrupt::Shutdown));
+        assert!(!attempts.is_running(&other));
+        assert!(!attempts.start(new, waiting_task(seen)));
     }
 }

@@ -1,4 +1,6 @@
-//! `/healthz`, `/readyz` and `/metrics`.
+//! The controller process's own `/healthz` (alive), `/readyz` (able to lead) and `/metrics`, for
+//! the kubelet and Prometheus. Not a Resource's health: that is the Resource status and
+//! [`crate::health_history`].
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -22,8 +22,8 @@ use kube::{Api, Resource, ResourceExt};
 use serde_json::{Map, Value, json};
 
 use self::evaluation::{Change, PolicyMemory, Summary, covers};
+use crate::conditions::Stamp;
 use crate::context::Context;
-use crate::reconcilers::conditions::Stamp;
 use crate::status::StatusWriter;
 
 /// The evaluator's own field manager: the bookkeeping controller applies the policy's other
@@ -208,7 +208,7 @@ fn event_note(evaluation: &ThresholdEvaluation) -> String {
 #[cfg(test)]
 mod condition_tests {
     use super::*;
-    use crate::reconcilers::conditions::testing::{expected, stamp};
+    use crate::conditions::testing::{expected, stamp};
     use berth_crds::condition::ConditionStatus::{False, True};
 
     #[test]

@@ -24,11 +24,11 @@ use futures::StreamExt;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::reflector::ObjectRef;
 
-use super::ObservedServer;
-use super::task::backoff;
+use super::events::backoff;
 use crate::context::Context;
-use crate::reconcilers::deployment::plan::route;
-use crate::reconcilers::server::observe::server_connection;
+use crate::observer::ObservedServer;
+use crate::routes::route;
+use crate::server_connections::server_connection;
 
 /// How far back the first read of a log goes: failures logged while no controller ran.
 const REPLAY_ON_START: Duration = Duration::from_secs(3600);
@@ -47,7 +47,7 @@ pub async fn follow_access_log(context: Arc<Context>, id: ServerId, observed: Ar
         // A (re)started proxy is followed at once; otherwise wait out the backoff.
         tokio::select! {
             _ = tokio::time::sleep(backoff(failures)) => {}
-            _ = observed.proxy_restarted.notified() => {}
+            _ = observed.proxy_restarted() => {}
         }
     }
 }

@@ -10,7 +10,6 @@ pub mod thresholds;
 mod totals;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use berth_crds::monitoring::{
     DiskArtifact, MonitoringSample, PROVIDER_KEY, SampleLabels, ScopeEvidence, ScopeKind, Totals,
@@ -22,17 +21,10 @@ use k8s_openapi::jiff::Timestamp;
 
 use self::probe::Reading;
 use self::totals::{DockerStorage, container_totals, host_totals};
-use super::{Connectivity, ObservedServer};
 use crate::cache::Caches;
 use crate::context::Context;
-use crate::reconcilers::server::observe::{server_connection, server_exec};
-
-/// How often samples are taken (how long they are kept is the `runtime-monitoring-samples`
-/// RetentionPolicy's).
-#[derive(Clone, Copy, Debug)]
-pub struct Settings {
-    pub interval: Duration,
-}
+use crate::observer::{Connectivity, MonitoringSettings, ObservedServer};
+use crate::server_connections::{server_connection, server_exec};
 
 /// Image, volume, build-cache and writable-layer bytes make Docker walk every image and
 /// container layer and every volume: read every this many ticks, not every tick (and at once
@@ -44,7 +36,7 @@ pub async fn collect(
     context: Arc<Context>,
     id: ServerId,
     observed: Arc<ObservedServer>,
-    settings: Settings,
+    settings: MonitoringSettings,
 ) {
     let mut ticks = tokio::time::interval(settings.interval);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);

@@ -1,7 +1,9 @@
-//! The Docker and edge-proxy side of an attempt, over the server's SSH connection: the image
-//! check, container start and removal, the health probe and the route switch.
+//! A server's Docker and edge proxy as a [`Target`], over the server's SSH connection: the image
+//! check, container start and removal, the health probe and the route switch. Attempts use it,
+//! and so do drift repair, cleanup and runtime control. (A Resource's "runtime" is its serving
+//! container, elsewhere.)
 
-use berth_crds::DEPLOYMENT_LABEL;
+use berth_crds::{DEPLOYMENT_LABEL, SIDECAR_LABEL};
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
@@ -23,8 +25,8 @@ use bollard::query_parameters::{
 use serde_json::Value;
 
 use super::compose::run::{apply_settings, join_stack_network};
-use super::compose::stack::SIDECAR_LABEL;
-use super::plan::{Plan, RoutePlan, caddy_route};
+use super::plan::{Plan, caddy_route};
+use crate::routes::RoutePlan;
 use berth_remote::docker::{
     self, docker_call, docker_over_ssh, is_conflict, is_not_found, is_not_modified,
 };

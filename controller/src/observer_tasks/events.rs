@@ -1,6 +1,6 @@
-//! The observer's task: subscribe to the server's Docker events, list Berth's containers, then
-//! follow the events (and re-list on a slow resync) until the subscription breaks; then
-//! reconnect with backoff and list again, so no change is lost for good.
+//! The observer's first follower: subscribe to the server's Docker events, list Berth's
+//! containers, then follow the events (and re-list on a slow resync) until the subscription
+//! breaks; then reconnect with backoff and list again, so no change is lost for good.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -13,10 +13,10 @@ use bollard::query_parameters::{EventsOptionsBuilder, ListContainersOptionsBuild
 use futures::StreamExt;
 use kube::ResourceExt;
 
-use super::index::{Changes, ContainerEvent, Listed};
-use super::{Connectivity, ObservedServer, write};
 use crate::context::Context;
-use crate::reconcilers::server::observe::server_connection;
+use crate::observer::index::{Changes, ContainerEvent, Listed};
+use crate::observer::{Connectivity, ObservedServer};
+use crate::server_connections::server_connection;
 use berth_remote::docker::{docker_call, docker_over_ssh_within};
 use berth_remote::{ServerConnection, ServerId};
 
@@ -96,7 +96,7 @@ async fn follow(
                 Some(Err(error)) => return Err(error.to_string()),
                 Some(Ok(message)) => {
                     let changes = match container_event(message) {
-                        Some(event) => write(&observed.index).apply(&event),
+                        Some(event) => observed.apply(&event),
                         None => Changes::default(),
                     };
                     if changes.proxy_started {
@@ -147,7 +147,7 @@ async fn relist(
             })
         })
         .collect();
-    let changes = write(&observed.index).replace(listed);
+    let changes = observed.replace(listed);
     wake(context, id, &changes);
     Ok(())
 }
