@@ -11,13 +11,13 @@ use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::Response;
 use berth_api::activity::AuditFieldChange;
+use berth_crds::{UPDATED_BY_ID, UPDATED_BY_KIND};
 use berth_observations::AuditRecord;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
 
 use crate::observation_store::store_call;
 use crate::state::AppState;
-use crate::write::{UPDATED_BY_ID, UPDATED_BY_KIND};
 
 /// Changed fields listed per write at most; deeper or further ones are summed up by their
 /// parent.

@@ -7,6 +7,7 @@ use std::collections::HashSet;
 use std::fmt::Debug;
 
 use berth_crds::variable::{PlainVariable, VariableExposure};
+use berth_crds::{UPDATED_BY_ID, UPDATED_BY_KIND};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -19,11 +20,6 @@ use crate::auth::Caller;
 use crate::cache::catch_up;
 use crate::error::ApiError;
 use crate::state::FIELD_MANAGER;
-
-/// Annotation naming the kind of actor that last changed an object through the API.
-pub const UPDATED_BY_KIND: &str = "berth.dev/updated-by-actor-kind";
-/// Annotation naming the actor (user id or deploy token id).
-pub const UPDATED_BY_ID: &str = "berth.dev/updated-by-actor-id";
 
 /// Applies `object` (a full desired object: apiVersion, kind, metadata.name, the fields the
 /// shim owns) and waits until `store` has the result.

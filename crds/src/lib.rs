@@ -82,6 +82,11 @@ pub const SIDECAR_LABEL: &str = "berth.dev/sidecar";
 /// Annotation on a Deployment: the Resource generation it was created for, so one spec change
 /// starts one attempt.
 pub const GENERATION_ANNOTATION: &str = "berth.dev/resource-generation";
+/// Annotation naming the kind of actor (`user`, `deploy-token`…) that last changed an object
+/// through the REST API.
+pub const UPDATED_BY_KIND: &str = "berth.dev/updated-by-actor-kind";
+/// Annotation naming that actor (a user id or deploy token id).
+pub const UPDATED_BY_ID: &str = "berth.dev/updated-by-actor-id";
 /// The namespace holding cluster-wide Berth state (sessions, system policies, password hashes).
 pub const SYSTEM_NAMESPACE: &str = "berth-system";
 

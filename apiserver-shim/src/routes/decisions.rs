@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::json::Json;
 use berth_crds::common::{Actor, DecisionContext, ResourceRefs};
 use berth_crds::member::OrganizationRole;
+use berth_crds::{UPDATED_BY_ID, UPDATED_BY_KIND};
 use kube::api::PostParams;
 use kube::runtime::reflector::Store;
 use kube::{Api, Resource, ResourceExt};
@@ -19,7 +20,6 @@ use crate::auth::{Caller, Principal, ScopeDimension};
 use crate::cache::catch_up;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
-use crate::write::{UPDATED_BY_ID, UPDATED_BY_KIND};
 
 pub use berth_api::decisions::{
     ActorInput, CapabilityKeyQuery, CapabilityQuery, ContextInput, EntitlementQuery, MAX_KEY,

@@ -11,6 +11,7 @@ use berth_crds::domain_binding::{
 };
 use berth_crds::limits::OBJECT_NAME_MAX;
 use berth_crds::member::OrganizationRole;
+use berth_crds::{UPDATED_BY_ID, UPDATED_BY_KIND};
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, ResourceExt};
 use schemars::JsonSchema;
@@ -24,7 +25,6 @@ use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::state::AppState;
-use crate::write::{UPDATED_BY_ID, UPDATED_BY_KIND};
 
 /// Longest idempotency key.
 const KEY_MAX: usize = 255;

@@ -13,6 +13,7 @@ use berth_crds::member::OrganizationRole;
 use berth_crds::retention_policy::{
     RetentionCategory, RetentionPolicy, RetentionPolicySpec, RetentionRun, RetentionScope,
 };
+use berth_crds::{UPDATED_BY_ID, UPDATED_BY_KIND};
 use kube::{Api, ResourceExt};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -26,7 +27,7 @@ use crate::auth::{Caller, CallerOrganization, Principal};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
 use crate::state::AppState;
-use crate::write::{self, UPDATED_BY_ID, UPDATED_BY_KIND};
+use crate::write;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![

@@ -13,6 +13,7 @@ use berth_crds::limits::{DNS_LABEL_MAX, LIST_LIMIT_MAX, NAME_MAX, OBJECT_NAME_MA
 use berth_crds::member::OrganizationRole;
 use berth_crds::resource::Resource as BerthResource;
 use berth_crds::server::{ProxyKind, Server, ServerLifecycle, ServerProxy, ServerSpec};
+use berth_crds::{UPDATED_BY_ID, UPDATED_BY_KIND};
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
@@ -28,7 +29,7 @@ use crate::cache::{catch_up, wait_deleted};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
 use crate::state::{AppState, FIELD_MANAGER};
-use crate::write::{UPDATED_BY_ID, UPDATED_BY_KIND, apply};
+use crate::write::apply;
 
 pub use berth_api::servers::{
     Blocker, CreateServer, DeleteServer, NoBody, ProxyInput, ProxyRecord, ServerList, ServerRecord,

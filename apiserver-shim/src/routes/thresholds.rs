@@ -12,6 +12,7 @@ use berth_crds::threshold_policy::{
     CrossedRule, MonitoringScope, Severity, ThresholdEvaluation, ThresholdPolicy,
     ThresholdPolicySpec, ThresholdRule,
 };
+use berth_crds::{UPDATED_BY_ID, UPDATED_BY_KIND};
 use berth_observations::SampleQuery;
 use k8s_openapi::jiff::Timestamp;
 use kube::{Api, ResourceExt};
@@ -26,7 +27,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
 use crate::observation_store::store_call;
 use crate::state::AppState;
-use crate::write::{self, UPDATED_BY_ID, UPDATED_BY_KIND};
+use crate::write;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![

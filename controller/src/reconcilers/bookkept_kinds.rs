@@ -283,8 +283,8 @@ fn policy_status<K: Resource>(
 ) -> Map<String, Value> {
     let annotations = object.annotations();
     let (kind, id) = match (
-        annotations.get("berth.dev/updated-by-actor-kind"),
-        annotations.get("berth.dev/updated-by-actor-id"),
+        annotations.get(berth_crds::UPDATED_BY_KIND),
+        annotations.get(berth_crds::UPDATED_BY_ID),
     ) {
         (Some(kind), Some(id)) => (kind.clone(), id.clone()),
         _ => {

@@ -15,6 +15,7 @@ use berth_api::deployment_records::{
 };
 use berth_crds::deployment::{Deployment, DeploymentState, RollbackTarget};
 use berth_crds::resource::Resource;
+use berth_crds::{UPDATED_BY_ID, UPDATED_BY_KIND};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::reflector::ObjectRef;
@@ -32,7 +33,6 @@ use crate::routes::common::{all_in, bounded, confirm, timestamp};
 use crate::routes::deployments::{check_server, create_deployment, deployment_name};
 use crate::routes::resource_config;
 use crate::state::{AppState, FIELD_MANAGER};
-use crate::write::{UPDATED_BY_ID, UPDATED_BY_KIND};
 
 /// How long cancel waits for the controller to stop the attempt.
 const CANCEL_WAIT: Duration = Duration::from_secs(30);

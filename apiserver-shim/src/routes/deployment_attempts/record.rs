@@ -11,12 +11,12 @@ use berth_api::deployment_records::{
 use berth_crds::config::ConfigScope;
 use berth_crds::deployment::{Deployment, DeploymentError, DeploymentState};
 use berth_crds::resource::Resource;
+use berth_crds::{UPDATED_BY_ID, UPDATED_BY_KIND};
 use kube::ResourceExt;
 
 use crate::cache::CREATED_BY_MANAGER;
 use crate::routes::common::{created_at, timestamp};
 use crate::routes::environments::looks_secret;
-use crate::write::{UPDATED_BY_ID, UPDATED_BY_KIND};
 
 /// The five steps of every attempt (spec §6 `step.total`).
 const STEPS: [&str; 5] = ["detect", "plan", "package", "deploy", "verify"];

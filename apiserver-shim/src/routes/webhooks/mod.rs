@@ -19,6 +19,7 @@ use berth_api::build::SourceKind;
 use berth_api::repository::RepoLocator;
 use berth_crds::deployment::Deployment;
 use berth_crds::resource::Resource;
+use berth_crds::{UPDATED_BY_ID, UPDATED_BY_KIND};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::PostParams;
 use kube::{Api, ResourceExt};
@@ -33,7 +34,6 @@ use self::signature::{Proof, verifies};
 use super::Endpoint;
 use crate::error::{ApiError, ApiResult};
 use crate::state::{AppState, FIELD_MANAGER};
-use crate::write::{UPDATED_BY_ID, UPDATED_BY_KIND};
 
 pub use self::signature::hmac_sha256;
 
