@@ -20,7 +20,7 @@ use super::super::plan::{self, Plan};
 use super::super::probe::ProbeError;
 use super::super::progress::{OutputSink, Progress};
 use super::super::server_target::start_or_reuse;
-use super::server::{Runtime, ServerRuntime};
+use super::server::{AttemptServer, LiveServer};
 use crate::attempt_supervisor::{Interrupt, Signal};
 use crate::context::Context;
 use crate::error::Error;
@@ -226,7 +226,7 @@ pub async fn plan(
     progress: &mut Progress<'_>,
     guard: &Guard<'_>,
     resource: &Resource,
-) -> Result<(Plan, ServerRuntime), Halt> {
+) -> Result<(Plan, LiveServer), Halt> {
     use DeploymentPhase::Plan;
     let deployment = progress.deployment;
     let namespace = deployment.namespace().unwrap_or_default();
@@ -278,7 +278,7 @@ pub async fn plan(
     progress.status.status = Some(DeploymentState::Planned);
     progress.write();
     let sources = source_access(context, deployment, &mut plan)?;
-    let runtime = ServerRuntime {
+    let runtime = LiveServer {
         target,
         docker_socket: server.spec.docker_socket_path.clone(),
         secrets: Api::<Secret>::namespaced(context.client.clone(), &namespace),
@@ -321,7 +321,7 @@ fn source_access(
 /// Package: the image onto the server. A build or a pull may take minutes; a cancel or a
 /// newer attempt ends it at once.
 pub async fn package(
-    runtime: &impl Runtime,
+    runtime: &impl AttemptServer,
     progress: &mut Progress<'_>,
     guard: &Guard<'_>,
     plan: &Plan,
@@ -356,7 +356,7 @@ pub async fn package(
 /// Deploy, verify, and what follows either: on success the older attempts' containers go; a
 /// stop removes only this attempt's new container, while the old one keeps serving.
 pub async fn roll_out(
-    runtime: &impl Runtime,
+    runtime: &impl AttemptServer,
     progress: &mut Progress<'_>,
     guard: &Guard<'_>,
     plan: &Plan,
@@ -397,7 +397,7 @@ pub async fn roll_out(
 /// Deploy: a stack's other services brought up first, then the attempt's container started,
 /// off the upstream name unless it is the `first`.
 async fn deploy(
-    runtime: &impl Runtime,
+    runtime: &impl AttemptServer,
     progress: &mut Progress<'_>,
     plan: &Plan,
     stack: Option<&Stack>,
@@ -436,7 +436,7 @@ async fn deploy(
 /// the route is put in place (it names only that name, so the proxy's configuration changes on
 /// the first deploy or a new host only).
 async fn verify(
-    runtime: &impl Runtime,
+    runtime: &impl AttemptServer,
     progress: &mut Progress<'_>,
     guard: &Guard<'_>,
     plan: &Plan,
@@ -494,7 +494,7 @@ async fn verify(
 /// finish what they accepted before they exit. A newer attempt's container, started meanwhile,
 /// stays.
 async fn retire_older(
-    runtime: &impl Runtime,
+    runtime: &impl AttemptServer,
     siblings: &dyn Siblings,
     progress: &Progress<'_>,
     plan: &Plan,
@@ -561,7 +561,7 @@ fn explained(
 }
 
 /// Records the last lines of the new container's output, masked, in the attempt's timeline.
-async fn record_log_tail(runtime: &impl Runtime, plan: &Plan, output: &OutputSink) {
+async fn record_log_tail(runtime: &impl AttemptServer, plan: &Plan, output: &OutputSink) {
     let tail = tokio::time::timeout(
         PHASE_TIMEOUT,
         runtime.log_tail(&plan.container_name, LOG_TAIL_LINES),

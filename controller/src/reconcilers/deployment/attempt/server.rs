@@ -1,6 +1,6 @@
 //! What an attempt asks of its server's Docker and edge proxy. The attempt's rules (which
-//! container goes when, what a re-run reuses) are written against [`Runtime`]; the server's
-//! own is [`ServerRuntime`], and the unit tests use an in-memory fake.
+//! container goes when, what a re-run reuses) are written against [`AttemptServer`]; the server's
+//! own is [`LiveServer`], and the unit tests use an in-memory fake.
 
 use std::future::Future;
 
@@ -20,7 +20,7 @@ use crate::routes::RoutePlan;
 use berth_remote::RemoteError;
 
 /// The server side of an attempt.
-pub trait Runtime: Containers {
+pub trait AttemptServer: Containers {
     /// Fetches the commit of a git source into the controller's copy; `None` for a source
     /// that is not a repository.
     fn fetch_source(
@@ -103,7 +103,7 @@ pub trait Runtime: Containers {
 }
 
 /// A server's Docker and edge proxy over its SSH connection, with what packaging needs.
-pub struct ServerRuntime {
+pub struct LiveServer {
     pub target: Target,
     pub docker_socket: String,
     /// The Resource's namespace, where an image pull Secret is read.
@@ -112,7 +112,7 @@ pub struct ServerRuntime {
     pub sources: SourceAccess,
 }
 
-impl Containers for ServerRuntime {
+impl Containers for LiveServer {
     async fn create_container(&self, plan: &Plan, serving: bool) -> Result<bool, RemoteError> {
         self.target.create_container(plan, serving).await
     }
@@ -130,7 +130,7 @@ impl Containers for ServerRuntime {
     }
 }
 
-impl Runtime for ServerRuntime {
+impl AttemptServer for LiveServer {
     async fn fetch_source(
         &self,
         plan: &Plan,

@@ -23,7 +23,7 @@ use super::super::probe::ProbeError;
 use super::super::progress::{OutputSink, Progress};
 use super::super::server_target::Containers;
 use super::phases::{self, Guard, Halt, Siblings};
-use super::server::Runtime;
+use super::server::AttemptServer;
 use crate::attempt_supervisor::Interrupt;
 use crate::routes::RoutePlan;
 use berth_remote::RemoteError;
@@ -138,7 +138,7 @@ impl Containers for FakeServer {
     }
 }
 
-impl Runtime for FakeServer {
+impl AttemptServer for FakeServer {
     async fn fetch_source(
         &self,
         _plan: &Plan,
