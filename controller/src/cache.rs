@@ -409,6 +409,35 @@ mod tests {
         waited.expect("every change and the deletion arrive");
     }
 
+    /// kube's shared-store subscription went quiet here: the change of an object deleted
+    /// before it was read made it return `Pending` with no waker, and nothing after it came.
+    #[tokio::test]
+    async fn a_change_read_after_its_object_was_deleted_does_not_stop_the_subscription() {
+        let (_store, feed) = Feed::<Project>::new();
+        let mut changes = feed.subscribe();
+        let (send, events) = mpsc::unbounded::<Event>();
+        let gone = Project::clone(&project("gone", "a"));
+        send.unbounded_send(Ok(watcher::Event::Apply(gone.clone())))
+            .unwrap();
+        send.unbounded_send(Ok(watcher::Event::Delete(gone)))
+            .unwrap();
+        let shop = Project::clone(&project("shop", "a"));
+        send.unbounded_send(Ok(watcher::Event::Apply(shop)))
+            .unwrap();
+        drop(send);
+        // Every event is applied before the subscriber reads a thing.
+        feed.reflect(events).await;
+        let read = async {
+            let first = changes.next().await.unwrap().name_any();
+            let second = changes.next().await.unwrap().name_any();
+            (first, second, changes.next().await.is_none())
+        };
+        let read = tokio::time::timeout(std::time::Duration::from_secs(10), read).await;
+        let (first, second, ended) = read.expect("the subscription keeps delivering");
+        assert_eq!((first.as_str(), second.as_str()), ("gone", "shop"));
+        assert!(ended, "a plain subscription is not told of the deletion");
+    }
+
     #[tokio::test]
     async fn only_untrimmed_feeds_keep_field_managers() {
         for (kept, (store, feed)) in [(false, Feed::new()), (true, Feed::untrimmed())] {
