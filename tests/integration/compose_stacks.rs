@@ -43,11 +43,13 @@ volumes:
   shared:
 "#;
 
+/// The web drains on SIGTERM as Berth asks of an app (README, "Deploying"): its listener
+/// closes at once, what it accepted is answered within a second.
 const WEB_DOCKERFILE: &str = r#"FROM berth/busybox:1
 COPY www/ /www/
 RUN chmod +x /www/cgi-bin/* && ln -s /shared/heartbeat /www/heartbeat
 EXPOSE 8080
-CMD ["/bin/sh", "-c", "echo \"greeting $GREETING\" > /www/greeting.txt; httpd -f -p 8080 -h /www & trap 'exit 0' TERM; wait"]
+CMD ["/bin/sh", "-c", "echo \"greeting $GREETING\" > /www/greeting.txt; httpd -f -p 8080 -h /www & pid=$!; trap 'kill $pid; sleep 1; exit 0' TERM; wait"]
 "#;
 
 /// A CGI of the web service asking the api service by its name.

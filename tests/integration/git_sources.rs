@@ -23,11 +23,12 @@ use crate::shim_projects_envs::{environment, project};
 
 const WAIT: Duration = Duration::from_secs(150);
 
-/// A busybox web server serving `www/` on 8080, stopping at once on SIGTERM.
+/// A busybox web server serving `www/` on 8080. On SIGTERM it drains as Berth asks of an app
+/// (README, "Deploying"): its listener closes at once, what it accepted is answered.
 const DOCKERFILE: &str = r#"FROM berth/busybox:1
 COPY www/ /www/
 EXPOSE 8080
-CMD ["/bin/sh", "-c", "httpd -f -p 8080 -h /www & trap 'exit 0' TERM; wait"]
+CMD ["/bin/sh", "-c", "httpd -f -p 8080 -h /www & pid=$!; trap 'kill $pid; sleep 1; exit 0' TERM; wait"]
 "#;
 
 fn page(text: &str) -> String {
