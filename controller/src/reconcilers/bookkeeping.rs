@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use berth_crds::condition::{self, Condition};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
 use kube::runtime::Controller;
@@ -34,6 +33,9 @@ pub trait Bookkept:
 {
     const KIND: &'static str;
 
+    /// The kind's own status fields, beside `observedGeneration` and `conditions`.
+    type Fields: Serialize;
+
     /// An API handle that can write this object's status (namespaced or cluster-wide).
     fn api_for(&self, client: Client) -> Api<Self>;
 
@@ -47,11 +49,32 @@ pub trait Bookkept:
     }
 
     /// The owned status fields, given the current conditions and the time now.
-    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Map<String, Value>;
+    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Owned<Self::Fields>;
 
     /// When a time-based change (an expiry) is due; the object is reconciled again then.
     fn next_change(&self) -> Option<Timestamp> {
         None
+    }
+}
+
+/// The status fields a bookkeeping kind owns: the standard two and the kind's own `fields`.
+/// Only these are applied, so a field another writer owns is never in the patch.
+#[derive(Serialize, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Owned<F> {
+    pub observed_generation: Option<i64>,
+    pub conditions: Vec<Condition>,
+    #[serde(flatten)]
+    pub fields: F,
+}
+
+impl<F: Serialize> Owned<F> {
+    /// The owned fields as the JSON object applied to the status.
+    fn to_map(&self) -> Map<String, Value> {
+        match serde_json::to_value(self).expect("owned status serializes") {
+            Value::Object(map) => map,
+            _ => unreachable!("a struct serializes to an object"),
+        }
     }
 }
 
@@ -114,7 +137,7 @@ async fn reconcile<K: Bookkept>(object: Arc<K>, context: Arc<Context>) -> Result
         .and_then(|c| serde_json::from_value(c.clone()).ok())
         .unwrap_or_default();
     let now = Timestamp::now();
-    let owned = object.owned_status(&conditions, now);
+    let owned = object.owned_status(&conditions, now).to_map();
     if !is_subset(&owned, &current) {
         let api = object.api_for(context.client.clone());
         // Only over the version read: the shim stamps times like `revokedAt` right after its
@@ -158,26 +181,6 @@ pub fn with_condition(conditions: &[Condition], condition: Condition) -> Vec<Con
     conditions
 }
 
-/// The standard owned fields: `observedGeneration` and `conditions`.
-pub fn base_status<K: Resource>(object: &K, conditions: Vec<Condition>) -> Map<String, Value> {
-    let mut status = Map::new();
-    status.insert("observedGeneration".into(), json!(object.meta().generation));
-    status.insert(
-        "conditions".into(),
-        serde_json::to_value(conditions).expect("conditions serialize"),
-    );
-    status
-}
-
-/// A timestamp kept once set: the current value of `field`, or `now`.
-pub fn stamp_once(current: &Value, field: &str, now: Timestamp) -> Value {
-    current
-        .get(field)
-        .filter(|v| v.is_string())
-        .cloned()
-        .unwrap_or_else(|| json!(Time(now)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,16 +197,6 @@ mod tests {
         ));
         assert!(!is_subset(&owned, &json!({"status": "revoked"})));
         assert!(!is_subset(&owned, &json!({})));
-    }
-
-    #[test]
-    fn stamps_are_kept_once_set() {
-        let now = Timestamp::now();
-        assert_eq!(
-            stamp_once(&json!({"at": "2020-01-01T00:00:00Z"}), "at", now),
-            json!("2020-01-01T00:00:00Z")
-        );
-        assert_eq!(stamp_once(&json!({}), "at", now), json!(Time(now)));
     }
 
     const SESSION: &str = "/apis/berth.dev/v1alpha1/namespaces/org-acme/sessions/ses-1/status";
@@ -223,7 +216,7 @@ mod tests {
         }))
         .unwrap();
         let at: Timestamp = "2026-01-01T08:00:00Z".parse().unwrap();
-        let owned = Value::Object(session.owned_status(&[], at));
+        let owned = Value::Object(session.owned_status(&[], at).to_map());
         session.status = serde_json::from_value(owned).unwrap();
         session
     }

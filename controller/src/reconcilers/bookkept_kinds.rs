@@ -1,8 +1,10 @@
-//! What each bookkeeping kind owns in its status (see `bookkeeping`).
+//! What each bookkeeping kind owns in its status (see `bookkeeping`): the standard
+//! `observedGeneration` and `conditions`, and the typed fields of each kind's own.
 
+use berth_crds::common::PolicyChange;
 use berth_crds::condition::{Condition, reason};
-use berth_crds::deploy_token::DeployToken;
-use berth_crds::invitation::Invitation;
+use berth_crds::deploy_token::{DeployToken, DeployTokenState};
+use berth_crds::invitation::{Invitation, InvitationState};
 use berth_crds::member::Member;
 use berth_crds::overlay_decision::OverlayDecision;
 use berth_crds::retention_policy::RetentionPolicy;
@@ -16,271 +18,335 @@ use berth_crds::user::User;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::{Api, Client, Resource, ResourceExt};
-use serde_json::{Map, Value, json};
+use serde::Serialize;
 
-use super::bookkeeping::{Bookkept, base_status, namespaced_api, stamp_once, with_condition};
+use super::bookkeeping::{Bookkept, Owned, namespaced_api, with_condition};
 use crate::conditions::Stamp;
 
-fn accepted<K: Resource>(
-    object: &K,
-    conditions: &[Condition],
-    message: &str,
-    now: Timestamp,
-) -> Map<String, Value> {
-    let ready = stamp(object, now).reconciled(message);
-    base_status(object, with_condition(conditions, ready))
+/// `Ready=True` with `message`.
+fn accepted(object: &impl Resource, message: &str, now: Timestamp) -> Condition {
+    stamp(object, now).reconciled(message)
 }
 
-fn not_ready<K: Resource>(
-    object: &K,
-    conditions: &[Condition],
-    why: &str,
-    message: &str,
-    now: Timestamp,
-) -> Map<String, Value> {
-    let ready = stamp(object, now).not_ready(why, message);
-    base_status(object, with_condition(conditions, ready))
+/// `Ready=False` for the reason `why`.
+fn not_ready(object: &impl Resource, why: &str, message: &str, now: Timestamp) -> Condition {
+    stamp(object, now).not_ready(why, message)
 }
 
-fn stamp<K: Resource>(object: &K, now: Timestamp) -> Stamp {
+fn stamp(object: &impl Resource, now: Timestamp) -> Stamp {
     Stamp {
         generation: object.meta().generation,
         now,
     }
 }
 
-/// The creation time, used as "recorded at" for write-once records.
-fn created(object: &impl Resource) -> Value {
-    json!(object.meta().creation_timestamp)
+/// The owned status: `ready` merged into the current `conditions`, and the kind's `fields`.
+fn owned<F>(
+    object: &impl Resource,
+    conditions: &[Condition],
+    ready: Condition,
+    fields: F,
+) -> Owned<F> {
+    Owned {
+        observed_generation: object.meta().generation,
+        conditions: with_condition(conditions, ready),
+        fields,
+    }
 }
+
+/// A time kept once set: `current`, or `now`.
+fn kept_or_now(current: Option<&Time>, now: Timestamp) -> Time {
+    current.cloned().unwrap_or(Time(now))
+}
+
+/// The first value of a write-once time: `current`, or the object's creation.
+fn first(current: Option<&Time>, object: &impl Resource) -> Option<Time> {
+    current
+        .or(object.meta().creation_timestamp.as_ref())
+        .cloned()
+}
+
+/// A kind that owns nothing beyond `observedGeneration` and `conditions`.
+#[derive(Serialize, Debug, PartialEq)]
+pub struct NoFields {}
 
 impl Bookkept for User {
     const KIND: &'static str = "User";
+    type Fields = NoFields;
     fn api_for(&self, client: Client) -> Api<Self> {
         Api::all(client)
     }
-    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Map<String, Value> {
-        accepted(self, conditions, "user can sign in", now)
+    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Owned<NoFields> {
+        let ready = accepted(self, "user can sign in", now);
+        owned(self, conditions, ready, NoFields {})
     }
+}
+
+#[derive(Serialize, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionFields {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    revoked_at: Option<Time>,
 }
 
 impl Bookkept for Session {
     const KIND: &'static str = "Session";
+    type Fields = SessionFields;
     fn api_for(&self, client: Client) -> Api<Self> {
         namespaced_api(self, client)
     }
-    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Map<String, Value> {
-        if self.spec.revoked {
-            let mut status = not_ready(
-                self,
-                conditions,
-                reason::REVOKED,
-                "session was revoked",
-                now,
-            );
-            status.insert(
-                "revokedAt".into(),
-                stamp_once(&self.status_json(), "revokedAt", now),
-            );
-            status
+    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Owned<SessionFields> {
+        let current = self.status.as_ref();
+        let (ready, revoked_at) = if self.spec.revoked {
+            let at = kept_or_now(current.and_then(|s| s.revoked_at.as_ref()), now);
+            let ready = not_ready(self, reason::REVOKED, "session was revoked", now);
+            (ready, Some(at))
         } else if self.spec.expires_at.0 <= now {
-            not_ready(self, conditions, reason::EXPIRED, "session expired", now)
+            (
+                not_ready(self, reason::EXPIRED, "session expired", now),
+                None,
+            )
         } else {
-            accepted(self, conditions, "session is valid", now)
-        }
+            (accepted(self, "session is valid", now), None)
+        };
+        owned(self, conditions, ready, SessionFields { revoked_at })
     }
     fn next_change(&self) -> Option<Timestamp> {
         Some(self.spec.expires_at.0)
     }
+}
+
+#[derive(Serialize, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct MemberFields {
+    member_status: &'static str,
+    joined_at: Option<Time>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    removed_at: Option<Time>,
 }
 
 impl Bookkept for Member {
     const KIND: &'static str = "Member";
+    type Fields = MemberFields;
     fn api_for(&self, client: Client) -> Api<Self> {
         namespaced_api(self, client)
     }
-    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Map<String, Value> {
-        let current = self.status_json();
-        let joined = current
-            .get("joinedAt")
-            .cloned()
-            .unwrap_or_else(|| created(self));
-        if self.spec.active {
-            let mut status = accepted(self, conditions, "member of the organization", now);
-            status.insert("memberStatus".into(), json!("active"));
-            status.insert("joinedAt".into(), joined);
-            status
+    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Owned<MemberFields> {
+        let current = self.status.as_ref();
+        let joined_at = first(current.and_then(|s| s.joined_at.as_ref()), self);
+        let (ready, fields) = if self.spec.active {
+            let ready = accepted(self, "member of the organization", now);
+            let fields = MemberFields {
+                member_status: "active",
+                joined_at,
+                removed_at: None,
+            };
+            (ready, fields)
         } else {
-            let mut status = not_ready(
-                self,
-                conditions,
-                "Removed",
-                "removed from the organization",
-                now,
-            );
-            status.insert("memberStatus".into(), json!("removed"));
-            status.insert("joinedAt".into(), joined);
-            status.insert("removedAt".into(), stamp_once(&current, "removedAt", now));
-            status
-        }
+            let ready = not_ready(self, "Removed", "removed from the organization", now);
+            let removed_at = kept_or_now(current.and_then(|s| s.removed_at.as_ref()), now);
+            let fields = MemberFields {
+                member_status: "removed",
+                joined_at,
+                removed_at: Some(removed_at),
+            };
+            (ready, fields)
+        };
+        owned(self, conditions, ready, fields)
     }
+}
+
+#[derive(Serialize, Debug, PartialEq)]
+pub struct InvitationFields {
+    status: InvitationState,
 }
 
 impl Bookkept for Invitation {
     const KIND: &'static str = "Invitation";
+    type Fields = InvitationFields;
     fn api_for(&self, client: Client) -> Api<Self> {
         namespaced_api(self, client)
     }
-    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Map<String, Value> {
-        let current = self.status_json();
+    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Owned<InvitationFields> {
         // `acceptedAt` is the shim's proof of acceptance; a write from an older copy of the
         // object must not turn an accepted invitation back into a pending one.
-        let already_accepted = current.get("status") == Some(&json!("accepted"))
-            || current.get("acceptedAt").is_some_and(|at| at.is_string());
-        let (state, mut status) = if self.spec.revoked {
-            (
-                "revoked",
-                not_ready(
-                    self,
-                    conditions,
-                    reason::REVOKED,
-                    "invitation was revoked",
-                    now,
-                ),
-            )
+        let already_accepted = self.status.as_ref().is_some_and(|s| {
+            s.status == Some(InvitationState::Accepted) || s.accepted_at.is_some()
+        });
+        let (status, ready) = if self.spec.revoked {
+            let ready = not_ready(self, reason::REVOKED, "invitation was revoked", now);
+            (InvitationState::Revoked, ready)
         } else if already_accepted {
-            (
-                "accepted",
-                accepted(self, conditions, "invitation was accepted", now),
-            )
+            let ready = accepted(self, "invitation was accepted", now);
+            (InvitationState::Accepted, ready)
         } else if self.spec.expires_at.0 <= now {
-            (
-                "expired",
-                not_ready(self, conditions, reason::EXPIRED, "invitation expired", now),
-            )
+            let ready = not_ready(self, reason::EXPIRED, "invitation expired", now);
+            (InvitationState::Expired, ready)
         } else {
-            (
-                "pending",
-                accepted(self, conditions, "waiting for the invited person", now),
-            )
+            let ready = accepted(self, "waiting for the invited person", now);
+            (InvitationState::Pending, ready)
         };
-        status.insert("status".into(), json!(state));
-        status
+        owned(self, conditions, ready, InvitationFields { status })
     }
     fn next_change(&self) -> Option<Timestamp> {
         Some(self.spec.expires_at.0)
     }
 }
 
+#[derive(Serialize, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DeployTokenFields {
+    status: DeployTokenState,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    revoked_at: Option<Time>,
+}
+
 impl Bookkept for DeployToken {
     const KIND: &'static str = "DeployToken";
+    type Fields = DeployTokenFields;
     fn api_for(&self, client: Client) -> Api<Self> {
         namespaced_api(self, client)
     }
-    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Map<String, Value> {
+    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Owned<DeployTokenFields> {
         let expired = self.spec.expires_at.as_ref().is_some_and(|at| at.0 <= now);
-        let mut status = if self.spec.revoked {
-            let mut status = not_ready(self, conditions, reason::REVOKED, "token was revoked", now);
-            status.insert(
-                "revokedAt".into(),
-                stamp_once(&self.status_json(), "revokedAt", now),
-            );
-            status
-        } else if expired {
-            not_ready(self, conditions, reason::EXPIRED, "token expired", now)
+        let (ready, fields) = if self.spec.revoked {
+            let current = self.status.as_ref().and_then(|s| s.revoked_at.as_ref());
+            let fields = DeployTokenFields {
+                status: DeployTokenState::Revoked,
+                revoked_at: Some(kept_or_now(current, now)),
+            };
+            let ready = not_ready(self, reason::REVOKED, "token was revoked", now);
+            (ready, fields)
         } else {
-            accepted(self, conditions, "token is accepted within its scope", now)
+            let ready = match expired {
+                true => not_ready(self, reason::EXPIRED, "token expired", now),
+                false => accepted(self, "token is accepted within its scope", now),
+            };
+            let fields = DeployTokenFields {
+                status: DeployTokenState::Active,
+                revoked_at: None,
+            };
+            (ready, fields)
         };
-        status.insert(
-            "status".into(),
-            json!(if self.spec.revoked {
-                "revoked"
-            } else {
-                "active"
-            }),
-        );
-        status
+        owned(self, conditions, ready, fields)
     }
     fn next_change(&self) -> Option<Timestamp> {
         self.spec.expires_at.as_ref().map(|at| at.0)
     }
 }
 
-/// Write-once records: `Ready` plus a timestamp field that keeps its first value (creation time).
-fn recorded_once<K: Resource + Bookkept>(
-    object: &K,
-    conditions: &[Condition],
-    message: &str,
-    field: &str,
-    now: Timestamp,
-) -> Map<String, Value> {
-    let mut status = accepted(object, conditions, message, now);
-    let recorded = object
-        .status_json()
-        .get(field)
-        .cloned()
-        .unwrap_or_else(|| created(object));
-    status.insert(field.into(), recorded);
-    status
+/// A usage intent's write-once `recordedAt` (its creation time).
+#[derive(Serialize, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordedAt {
+    recorded_at: Option<Time>,
 }
 
 impl Bookkept for UsageIntent {
     const KIND: &'static str = "UsageIntent";
+    type Fields = RecordedAt;
     fn api_for(&self, client: Client) -> Api<Self> {
         namespaced_api(self, client)
     }
-    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Map<String, Value> {
-        recorded_once(self, conditions, "usage intent recorded", "recordedAt", now)
+    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Owned<RecordedAt> {
+        let current = self.status.as_ref().and_then(|s| s.recorded_at.as_ref());
+        let fields = RecordedAt {
+            recorded_at: first(current, self),
+        };
+        owned(
+            self,
+            conditions,
+            accepted(self, "usage intent recorded", now),
+            fields,
+        )
     }
+}
+
+/// A decision's write-once `decidedAt` (its creation time).
+#[derive(Serialize, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DecidedAt {
+    decided_at: Option<Time>,
+}
+
+/// The owned status of a recorded decision (overlay or route surface).
+fn decision(
+    object: &impl Resource,
+    current: Option<&Time>,
+    conditions: &[Condition],
+    now: Timestamp,
+) -> Owned<DecidedAt> {
+    let fields = DecidedAt {
+        decided_at: first(current, object),
+    };
+    owned(
+        object,
+        conditions,
+        accepted(object, "decision recorded", now),
+        fields,
+    )
 }
 
 impl Bookkept for OverlayDecision {
     const KIND: &'static str = "OverlayDecision";
+    type Fields = DecidedAt;
     fn api_for(&self, client: Client) -> Api<Self> {
         namespaced_api(self, client)
     }
-    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Map<String, Value> {
-        recorded_once(self, conditions, "decision recorded", "decidedAt", now)
+    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Owned<DecidedAt> {
+        let current = self.status.as_ref().and_then(|s| s.decided_at.as_ref());
+        decision(self, current, conditions, now)
     }
 }
 
 impl Bookkept for RouteSurfaceDecision {
     const KIND: &'static str = "RouteSurfaceDecision";
+    type Fields = DecidedAt;
     fn api_for(&self, client: Client) -> Api<Self> {
         namespaced_api(self, client)
     }
-    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Map<String, Value> {
-        recorded_once(self, conditions, "decision recorded", "decidedAt", now)
+    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Owned<DecidedAt> {
+        let current = self.status.as_ref().and_then(|s| s.decided_at.as_ref());
+        decision(self, current, conditions, now)
     }
 }
 
 impl Bookkept for StorageVolume {
     const KIND: &'static str = "StorageVolume";
+    type Fields = NoFields;
     fn api_for(&self, client: Client) -> Api<Self> {
         namespaced_api(self, client)
     }
     /// The `sourcePath` rule the schema cannot express is checked here, so a volume applied
     /// with kubectl that breaks it says so before an attempt refuses to mount it.
-    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Map<String, Value> {
-        match self.spec.problem() {
-            None => accepted(self, conditions, "volume can be attached and mounted", now),
-            Some(problem) => not_ready(self, conditions, reason::INVALID_SPEC, &problem, now),
-        }
+    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Owned<NoFields> {
+        let ready = match self.spec.problem() {
+            None => accepted(self, "volume can be attached and mounted", now),
+            Some(problem) => not_ready(self, reason::INVALID_SPEC, &problem, now),
+        };
+        owned(self, conditions, ready, NoFields {})
     }
 }
 
 /// `Ready=True` of a policy whose spec is consistent.
 const POLICY_STORED: &str = "policy stored; it is non-enforcing";
 
-/// `status` (its `Ready`) with who changed the policy last: the REST shim's actor annotations,
-/// or the field manager (`kubectl`, a GitOps tool) that last wrote the spec, a `user` (or
-/// `system` for Berth's own).
-fn policy_status<K: Resource>(
-    object: &K,
-    mut status: Map<String, Value>,
-    status_json: &Value,
+/// Who changed a policy last, and when: the REST shim's actor annotations, or the field
+/// manager (`kubectl`, a GitOps tool) that last wrote the spec, a `user` (or `system` for
+/// Berth's own).
+#[derive(Serialize, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyFields {
+    updated_at: Time,
+    updated_by_actor_kind: String,
+    updated_by_actor_id: String,
+}
+
+fn policy_fields(
+    object: &impl Resource,
+    current: Option<&PolicyChange>,
     now: Timestamp,
-) -> Map<String, Value> {
+) -> PolicyFields {
     let annotations = object.annotations();
     let (kind, id) = match (
         annotations.get(berth_crds::UPDATED_BY_KIND),
@@ -293,21 +359,20 @@ fn policy_status<K: Resource>(
         }
     };
     // `updatedAt` moves when the spec's generation does.
-    let same_generation =
-        status_json.get("observedGeneration") == Some(&json!(object.meta().generation));
-    let updated_at = if same_generation {
-        stamp_once(status_json, "updatedAt", now)
-    } else {
-        json!(Time(now))
+    let observed = current.and_then(|c| c.observed_generation);
+    let updated_at = match observed.is_some() && observed == object.meta().generation {
+        true => kept_or_now(current.and_then(|c| c.updated_at.as_ref()), now),
+        false => Time(now),
     };
-    status.insert("updatedAt".into(), updated_at);
-    status.insert("updatedByActorKind".into(), json!(kind));
-    status.insert("updatedByActorId".into(), json!(id));
-    status
+    PolicyFields {
+        updated_at,
+        updated_by_actor_kind: kind,
+        updated_by_actor_id: id,
+    }
 }
 
 /// The field manager of the most recent spec write, from `managedFields`.
-fn last_spec_manager<K: Resource>(object: &K) -> Option<String> {
+fn last_spec_manager(object: &impl Resource) -> Option<String> {
     object
         .meta()
         .managed_fields
@@ -326,65 +391,32 @@ fn last_spec_manager<K: Resource>(object: &K) -> Option<String> {
 
 impl Bookkept for ThresholdPolicy {
     const KIND: &'static str = "ThresholdPolicy";
+    type Fields = PolicyFields;
     fn api_for(&self, client: Client) -> Api<Self> {
         namespaced_api(self, client)
     }
-    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Map<String, Value> {
-        let stored = match self.spec.problem() {
-            Ok(()) => accepted(self, conditions, POLICY_STORED, now),
-            Err(problem) => not_ready(
-                self,
-                conditions,
-                reason::INVALID_SPEC,
-                &problem.message,
-                now,
-            ),
+    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Owned<PolicyFields> {
+        let ready = match self.spec.problem() {
+            Ok(()) => accepted(self, POLICY_STORED, now),
+            Err(problem) => not_ready(self, reason::INVALID_SPEC, &problem.message, now),
         };
-        policy_status(self, stored, &self.status_json(), now)
+        let current = self.status.as_ref().map(|s| &s.change);
+        owned(self, conditions, ready, policy_fields(self, current, now))
     }
 }
 
 impl Bookkept for RetentionPolicy {
     const KIND: &'static str = "RetentionPolicy";
+    type Fields = PolicyFields;
     fn api_for(&self, client: Client) -> Api<Self> {
         namespaced_api(self, client)
     }
-    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Map<String, Value> {
-        let stored = accepted(self, conditions, POLICY_STORED, now);
-        policy_status(self, stored, &self.status_json(), now)
+    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Owned<PolicyFields> {
+        let current = self.status.as_ref().map(|s| &s.change);
+        let fields = policy_fields(self, current, now);
+        owned(self, conditions, accepted(self, POLICY_STORED, now), fields)
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use berth_crds::invitation::InvitationSpec;
-    use berth_crds::member::OrganizationRole;
-
-    fn invitation(expires_at: &str, revoked: bool) -> Invitation {
-        Invitation::new(
-            "inv-1",
-            InvitationSpec {
-                email: "a@b.example".into(),
-                role: OrganizationRole::Member,
-                inviter_user_id: "usr-1".into(),
-                expires_at: Time(expires_at.parse().unwrap()),
-                revoked,
-            },
-        )
-    }
-
-    #[test]
-    fn invitation_states_follow_revocation_acceptance_and_expiry() {
-        let now: Timestamp = "2026-06-01T00:00:00Z".parse().unwrap();
-        let pending = invitation("2026-07-01T00:00:00Z", false).owned_status(&[], now);
-        assert_eq!(pending["status"], "pending");
-        let expired = invitation("2026-05-01T00:00:00Z", false).owned_status(&[], now);
-        assert_eq!(expired["status"], "expired");
-        let revoked = invitation("2026-07-01T00:00:00Z", true).owned_status(&[], now);
-        assert_eq!(revoked["status"], "revoked");
-        let mut accepted = invitation("2026-05-01T00:00:00Z", false);
-        accepted.status = serde_json::from_value(json!({"status": "accepted"})).ok();
-        assert_eq!(accepted.owned_status(&[], now)["status"], "accepted");
-    }
-}
+mod tests;
