@@ -19,6 +19,7 @@ pub mod ratelimit;
 pub mod routes;
 pub mod services;
 pub mod state;
+pub mod token;
 pub mod validate;
 pub mod write;
 

@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use berth_observations::{LoginAttempts, ObservationStore};
 
-use crate::auth::token::digest;
 use crate::error::{ApiError, ApiResult};
 use crate::observation_store::store_call;
+use crate::token::digest;
 
 /// Failed logins allowed per email within [`WINDOW`].
 pub const MAX_FAILURES: u32 = 5;

@@ -1,4 +1,5 @@
-//! Bearer secrets: generated here, shown once, stored only as a SHA-256 digest.
+//! Bearer secrets (generated here, shown once, stored only as a SHA-256 digest) and the ids of
+//! new objects.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;

@@ -385,7 +385,7 @@ struct Fixture {
 
 impl Fixture {
     async fn create(client: &Client, options: &Options) -> anyhow::Result<Self> {
-        let suffix = berth_apiserver_shim::auth::token::new_id("bench");
+        let suffix = berth_apiserver_shim::token::new_id("bench");
         let organization = suffix.clone();
         let organizations = Api::<Organization>::all(client.clone());
         organizations

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use berth_apiserver_shim::auth::token;
+use berth_apiserver_shim::token;
 use berth_crds::deploy_token::{DeployToken, DeployTokenSpec};
 use berth_crds::member::{Member, MemberSpec, OrganizationRole};
 use berth_crds::user::User;

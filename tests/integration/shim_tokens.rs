@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use berth_apiserver_shim::auth::token;
+use berth_apiserver_shim::token;
 use berth_crds::deploy_token::DeployToken;
 use berth_crds::environment::Environment;
 use berth_crds::member::OrganizationRole;

@@ -10,8 +10,8 @@ use std::sync::Mutex;
 
 use berth_crds::member::OrganizationRole;
 
-use super::token;
 use super::{Caller, CallerOrganization, Principal};
+use crate::token;
 
 /// Prefix of internal tokens; never issued to anyone.
 pub const INTERNAL_PREFIX: &str = "bit_";

@@ -4,7 +4,6 @@
 pub mod internal;
 pub mod last_used;
 pub mod password;
-pub mod token;
 
 use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
@@ -18,6 +17,7 @@ use kube::ResourceExt;
 
 use crate::error::ApiError;
 use crate::state::AppState;
+use crate::token;
 
 /// The authenticated identity behind a request.
 #[derive(Clone, Debug)]

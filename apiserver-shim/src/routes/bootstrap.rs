@@ -21,11 +21,11 @@ use serde::Serialize;
 
 use super::Endpoint;
 use super::common::{non_empty, slugify, timestamp};
-use crate::auth::token::{self, new_id};
 use crate::auth::{Caller, password};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::state::AppState;
+use crate::token::{self, new_id};
 use crate::write::apply;
 
 pub use berth_api::bootstrap::LoginMethod;

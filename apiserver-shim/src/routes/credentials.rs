@@ -27,11 +27,11 @@ use super::common::{
     IdResponse, all_in, bounded, confirm, created_at, find_in, known_params, merge_status,
     timestamp,
 };
-use crate::auth::token::new_id;
 use crate::auth::{Caller, CallerOrganization, Principal};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
 use crate::state::AppState;
+use crate::token::new_id;
 use crate::write::apply;
 
 pub use berth_api::credentials::{CreateCredential, DeleteCredential, RotateCredential};

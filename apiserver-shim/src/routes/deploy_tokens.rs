@@ -20,11 +20,11 @@ use super::common::{
     all_in, bounded, confirm, created_at, find_in, known_params, merge_status, parse_timestamp,
     timestamp,
 };
-use crate::auth::token::{self, new_id};
 use crate::auth::{Caller, CallerOrganization, Principal, check_token_usable, user_organization};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
 use crate::state::AppState;
+use crate::token::{self, new_id};
 use crate::write::apply;
 
 pub use berth_api::deploy_tokens::{TokenList, TokenRecord};

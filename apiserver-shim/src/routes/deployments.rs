@@ -207,7 +207,7 @@ pub(crate) fn check_server(
 /// so it sorts after the controller's `dep-<resource>-<generation>` when the controller breaks
 /// a creation-time tie by name to pick the newest attempt.
 pub(crate) fn deployment_name(resource: &str) -> String {
-    let random = crate::auth::token::new_id("x");
+    let random = crate::token::new_id("x");
     format!("dep-{resource}-m{}", &random[random.len() - 3..])
 }
 

@@ -241,7 +241,7 @@ fn binding_name(namespace: &str, key: Option<&str>) -> String {
             let digest = Sha256::digest(format!("{namespace}/{key}").as_bytes());
             format!("dom-{}", &hex::encode(digest)[..12])
         }
-        None => crate::auth::token::new_id("dom"),
+        None => crate::token::new_id("dom"),
     }
 }
 

@@ -26,11 +26,11 @@ use super::environments::{lookup, masked, validate_kind};
 use super::resource_config::spec_variables::VariablesWrite;
 use super::resource_config::{exposure_name, parse_exposure, validate_key};
 use crate::auth::Caller;
-use crate::auth::token::new_id;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::json::Json;
 use crate::state::{AppState, FIELD_MANAGER};
+use crate::token::new_id;
 use crate::write::{apply, only_owned};
 
 pub fn endpoints() -> Vec<Endpoint> {

@@ -18,11 +18,11 @@ use super::bootstrap::validate_email;
 use super::common::{all_in, created_at, find_in, paginate, timestamp};
 use super::identity::{apply_status, in_organization, now, organization_of_namespace};
 use super::members::{DEFAULT_LIMIT, MAX_LIMIT, MemberRecord, member_record, write_member};
-use crate::auth::token::new_id;
 use crate::auth::{Caller, role_name};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
 use crate::state::AppState;
+use crate::token::new_id;
 use crate::write::apply;
 
 pub use berth_api::invitations::{AcceptInvitation, CreateInvitation, RevokeInvitation};

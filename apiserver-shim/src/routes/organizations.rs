@@ -20,12 +20,12 @@ use super::identity::{
     permissions, updated_at,
 };
 use super::members::write_member;
-use crate::auth::token::new_id;
 use crate::auth::{Caller, CallerOrganization, role_name, user_organization};
 use crate::cache::{catch_up, wait_deleted};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::state::{AppState, FIELD_MANAGER};
+use crate::token::new_id;
 use crate::write::apply;
 
 pub use berth_api::organizations::{ContextUser, OrganizationContext, OrganizationSummary};

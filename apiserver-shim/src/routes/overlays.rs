@@ -30,11 +30,11 @@ use super::decisions::{
     refs_visible,
 };
 use crate::auth::Caller;
-use crate::auth::token::new_id;
 use crate::cache::Caches;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
 use crate::state::AppState;
+use crate::token::new_id;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![

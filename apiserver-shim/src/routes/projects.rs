@@ -13,11 +13,11 @@ use super::common::{
     CountResponse, IdResponse, all_in, bounded, confirm, created_at, find_in, slugify, timestamp,
     validate_slug,
 };
-use crate::auth::token::new_id;
 use crate::auth::{Caller, ScopeDimension};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
 use crate::state::{AppState, FIELD_MANAGER};
+use crate::token::new_id;
 use crate::write::{apply, only_owned};
 
 pub use berth_api::projects::{ProjectList, ProjectRecord};

@@ -23,12 +23,12 @@ use super::common::{
     IdResponse, all_in, bounded, confirm, created_at, find_in, known_params, timestamp,
 };
 use super::credentials;
-use crate::auth::token::new_id;
 use crate::auth::{Caller, CallerOrganization, ScopeDimension};
 use crate::cache::{catch_up, wait_deleted};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
 use crate::state::{AppState, FIELD_MANAGER};
+use crate::token::new_id;
 use crate::write::apply;
 
 pub use berth_api::servers::{

@@ -21,12 +21,12 @@ use kube::{Api, ResourceExt};
 use super::Endpoint;
 use super::common::{IdResponse, all_in, confirm, created_at, find_in, known_params, slugify};
 use super::{environments, projects};
-use crate::auth::token::new_id;
 use crate::auth::{Caller, ScopeDimension};
 use crate::cache::wait_deleted;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
 use crate::state::AppState;
+use crate::token::new_id;
 use crate::write::apply;
 
 pub use berth_api::storage::{

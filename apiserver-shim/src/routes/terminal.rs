@@ -30,7 +30,6 @@ pub use self::bridge::{ClientMessage, ServerMessage, TerminalProtocol};
 use super::Endpoint;
 use super::common::{bounded, known_params};
 use super::servers;
-use crate::auth::token::new_id;
 use crate::auth::{Caller, bearer};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
@@ -40,6 +39,7 @@ use crate::services::terminals::{
     CONNECT_WITHIN, ContainerShell, ListedSession, MAX_OPEN_PER_SERVER, too_many,
 };
 use crate::state::AppState;
+use crate::token::new_id;
 
 pub use berth_api::terminal::{CreateTerminalSession, TerminalScope};
 
@@ -184,7 +184,7 @@ async fn create(
     let session_id = new_id("trm");
     let created = Timestamp::now();
     let expires = created + CONNECT_WITHIN;
-    let ticket = crate::auth::token::generate("btt_");
+    let ticket = crate::token::generate("btt_");
     let listed = ListedSession {
         session_id: session_id.clone(),
         scope: body.scope.kind.clone(),

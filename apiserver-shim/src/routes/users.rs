@@ -12,11 +12,11 @@ use serde::Serialize;
 use super::Endpoint;
 use super::bootstrap::{MIN_PASSWORD_LENGTH, password_secret_name, store_password, validate_email};
 use super::identity::display_name;
-use crate::auth::token::new_id;
 use crate::auth::{Caller, password};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::state::AppState;
+use crate::token::new_id;
 use crate::write::apply;
 
 pub use berth_api::users::CreateUser;

@@ -13,10 +13,10 @@ use super::super::resource_input as convert;
 use super::variables::require_writer;
 use super::{lookup, save};
 use crate::auth::Caller;
-use crate::auth::token::new_id;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::state::AppState;
+use crate::token::new_id;
 
 pub use berth_api::profiles::{SetAccessProfile, SetNetworkProfile, SetRuntimeProfile};
 pub use berth_api::storage::{AttachStorage, DetachStorage};

@@ -10,7 +10,6 @@ use berth_crds::server::ServerLifecycle;
 use kube::{Api, ResourceExt};
 
 use super::{ResourceRecord, record};
-use crate::auth::token::new_id;
 use crate::auth::{Caller, ScopeDimension};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
@@ -20,6 +19,7 @@ use crate::routes::resource_input::{
 };
 use crate::routes::{environments, projects, servers};
 use crate::state::AppState;
+use crate::token::new_id;
 use crate::write::apply;
 
 pub use berth_api::resources::CreateResource;

@@ -8,9 +8,9 @@ use berth_observations::{ObservationStore, PendingTerminal, TerminalClaim};
 use serde::{Deserialize, Serialize};
 
 use super::{CONNECT_WITHIN, ContainerShell, ListedSession, MAX_PENDING_PER_USER};
-use crate::auth::token::digest;
 use crate::error::{ApiError, ApiResult};
 use crate::observation_store::store_call;
+use crate::token::digest;
 
 /// What `store_call` names when the store fails.
 const WHAT: &str = "terminal sessions";

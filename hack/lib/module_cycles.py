@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Import circles between sibling modules of a Rust crate, tests left out.
+
+    python3 hack/lib/module_cycles.py controller/src            # top-level modules
+    python3 hack/lib/module_cycles.py controller/src reconcilers  # the children of one module
+
+Each file's `use` paths (`crate::…`, `super::…`, `self::…`) are resolved to the module they
+name; an arrow joins two children of the chosen parent when one imports from the other. Prints
+every group of children that import each other in a circle; exits 1 when there is one.
+"""
+import os
+import re
+import sys
+
+IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+
+
+def module_of(root, path):
+    rel = os.path.relpath(path, root)[:-3].split(os.sep)
+    if rel[-1] in ("mod", "lib", "main"):
+        rel = rel[:-1]
+    return rel
+
+
+def non_test_source(text):
+    """The file's code before its test module, comments removed."""
+    cut = re.search(r"#\[cfg\(test\)\]\s*mod tests\s*\{", text)
+    code = text[: cut.start()] if cut else text
+    return re.sub(r"//[^\n]*", "", code)
+
+
+def use_paths(text):
+    """Every path a `use` item names (braces expanded), and every path written out in code."""
+    for item in re.finditer(r"\buse\s+([^;]+);", text):
+        yield from expand(re.sub(r"\s+", "", item.group(1)))
+    for inline in re.finditer(rf"(?<![A-Za-z0-9_:])(?:crate|super)(?:::{IDENT})+", text):
+        yield inline.group(0)
+
+
+def expand(tree):
+    brace = tree.find("{")
+    if brace < 0:
+        yield tree
+        return
+    prefix, inner = tree[:brace], tree[brace + 1 : tree.rfind("}")]
+    depth, start = 0, 0
+    for i, ch in enumerate(inner + ","):
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            part = inner[start:i]
+            start = i + 1
+            if part:
+                yield from expand(prefix + part)
+
+
+def resolve(module, path):
+    parts = [p for p in path.split("::") if p]
+    if not parts:
+        return None
+    if parts[0] == "crate":
+        return parts[1:]
+    base = list(module)
+    if parts[0] == "self":
+        parts = parts[1:]
+    elif parts[0] == "super":
+        while parts and parts[0] == "super":
+            base = base[:-1]
+            parts = parts[1:]
+    else:
+        return None  # another crate
+    return base + parts
+
+
+def main():
+    root = sys.argv[1]
+    parent = sys.argv[2].split("::") if len(sys.argv) > 2 and sys.argv[2] else []
+    edges = {}
+    for directory, _, files in os.walk(root):
+        if "tests" in os.path.relpath(directory, root).split(os.sep):
+            continue
+        for name in files:
+            if not name.endswith(".rs") or name == "tests.rs":
+                continue
+            path = os.path.join(directory, name)
+            module = module_of(root, path)
+            if module[: len(parent)] != parent or len(module) <= len(parent):
+                continue
+            source = module[len(parent)]
+            text = non_test_source(open(path, encoding="utf-8").read())
+            for used in use_paths(text):
+                target = resolve(module, used)
+                if not target or target[: len(parent)] != parent or len(target) <= len(parent):
+                    continue
+                child = target[len(parent)]
+                if child != source and re.fullmatch(IDENT, child):
+                    edges.setdefault(source, set()).add(child)
+    circles = strongly_connected(edges)
+    where = "::".join(parent) or "the crate root"
+    for circle in circles:
+        print(f"circle under {where}: {' <-> '.join(sorted(circle))}")
+        for a in sorted(circle):
+            print(f"  {a} -> {', '.join(sorted(edges.get(a, set()) & circle))}")
+    if not circles:
+        print(f"no circle under {where}")
+    sys.exit(1 if circles else 0)
+
+
+def strongly_connected(edges):
+    index, low, stack, on, out = {}, {}, [], set(), []
+    nodes = set(edges) | {b for bs in edges.values() for b in bs}
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = set()
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.add(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                out.append(group)
+
+    for v in sorted(nodes):
+        if v not in index:
+            visit(v)
+    return out
+
+
+if __name__ == "__main__":
+    main()
