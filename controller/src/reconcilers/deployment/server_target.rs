@@ -78,6 +78,9 @@ pub async fn start_or_reuse(
     containers.start(name).await
 }
 
+/// How long a retired container has to finish what it accepted after SIGTERM.
+pub const RETIRE_GRACE: Duration = Duration::from_secs(5);
+
 /// One server's Docker and edge proxy, reached over its SSH connection.
 pub struct Target {
     pub connection: Arc<ServerConnection>,
@@ -319,20 +322,11 @@ impl Target {
         }
     }
 
-    /// Stops a container gracefully (SIGTERM, then SIGKILL after a few seconds) and removes it.
+    /// Stops a container gracefully (SIGTERM, then SIGKILL after [`RETIRE_GRACE`]) and removes
+    /// it; a failed stop still ends in the forced removal.
     pub async fn retire(&self, name: &str) -> Result<(), RemoteError> {
-        let options = StopContainerOptionsBuilder::new().t(5).build();
-        let stopped = docker_call(
-            &self.connection,
-            "stopping the container",
-            self.docker.stop_container(name, Some(options)),
-        )
-        .await;
-        match stopped {
-            Ok(()) => {}
-            Err(error) if is_not_found(&error) => return Ok(()),
-            // 304: already stopped; anything else still ends in the forced removal.
-            Err(error) => tracing::debug!(%error, name, "stopping before removal failed"),
+        if let Err(error) = self.stop(name, RETIRE_GRACE).await {
+            tracing::debug!(%error, name, "stopping before removal failed");
         }
         self.remove_container(name).await.map(drop)
     }

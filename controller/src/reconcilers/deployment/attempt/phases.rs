@@ -278,13 +278,13 @@ pub async fn plan(
     progress.status.status = Some(DeploymentState::Planned);
     progress.write();
     let sources = source_access(context, deployment, &mut plan)?;
-    let runtime = LiveServer {
+    let live = LiveServer {
         target,
         docker_socket: server.spec.docker_socket_path.clone(),
         secrets: Api::<Secret>::namespaced(context.client.clone(), &namespace),
         sources,
     };
-    Ok((plan, runtime))
+    Ok((plan, live))
 }
 
 /// What fetching the plan's git source needs: its deploy key, read from the SshCredential the
@@ -321,7 +321,7 @@ fn source_access(
 /// Package: the image onto the server. A build or a pull may take minutes; a cancel or a
 /// newer attempt ends it at once.
 pub async fn package(
-    runtime: &impl AttemptServer,
+    server: &impl AttemptServer,
     progress: &mut Progress<'_>,
     guard: &Guard<'_>,
     plan: &Plan,
@@ -331,7 +331,7 @@ pub async fn package(
     progress.step(Package, 3, &package::step_label(plan));
     let output = progress.output();
     let failed = |f: PackageFailure| stop(Package, f.code, f.message);
-    let fetching = async { runtime.fetch_source(plan, &output).await.map_err(failed) };
+    let fetching = async { server.fetch_source(plan, &output).await.map_err(failed) };
     let fetched = guard
         .within(Package, package::phase_timeout(), fetching)
         .await?;
@@ -341,7 +341,7 @@ pub async fn package(
         progress.write();
     }
     let packaged = async {
-        let packaged = runtime.package(plan, fetched.as_ref(), &output).await;
+        let packaged = server.package(plan, fetched.as_ref(), &output).await;
         packaged.map_err(failed)
     };
     let stack = guard
@@ -356,7 +356,7 @@ pub async fn package(
 /// Deploy, verify, and what follows either: on success the older attempts' containers go; a
 /// stop removes only this attempt's new container, while the old one keeps serving.
 pub async fn roll_out(
-    runtime: &impl AttemptServer,
+    server: &impl AttemptServer,
     progress: &mut Progress<'_>,
     guard: &Guard<'_>,
     plan: &Plan,
@@ -367,16 +367,16 @@ pub async fn roll_out(
     // carry it from the start, which spares the rejoin in verify.
     let first = !guard.siblings.any_succeeded();
     let served = async {
-        deploy(runtime, progress, plan, stack, first).await?;
-        verify(runtime, progress, guard, plan, first).await
+        deploy(server, progress, plan, stack, first).await?;
+        verify(server, progress, guard, plan, first).await
     };
     match served.await {
         Ok(()) => {
-            retire_older(runtime, guard.siblings, progress, plan).await;
+            retire_older(server, guard.siblings, progress, plan).await;
             if let Some(stack) = stack {
                 let deployment = progress.deployment;
                 let namespace = deployment.namespace().unwrap_or_default();
-                runtime
+                server
                     .remove_dropped_services(&namespace, &deployment.spec.resource_id, stack)
                     .await;
             }
@@ -385,7 +385,7 @@ pub async fn roll_out(
         Err(Halt::Stop(stopped)) => {
             progress.status.phase = Some(DeploymentPhase::Rollback);
             let name = &plan.container_name;
-            if let Err(error) = runtime.remove_container(name).await {
+            if let Err(error) = server.remove_container(name).await {
                 tracing::warn!(%error, container = %name, "could not remove the failed container");
             }
             Err(stopped.into())
@@ -397,7 +397,7 @@ pub async fn roll_out(
 /// Deploy: a stack's other services brought up first, then the attempt's container started,
 /// off the upstream name unless it is the `first`.
 async fn deploy(
-    runtime: &impl AttemptServer,
+    server: &impl AttemptServer,
     progress: &mut Progress<'_>,
     plan: &Plan,
     stack: Option<&Stack>,
@@ -408,7 +408,7 @@ async fn deploy(
     if let Some(stack) = stack {
         let output = progress.output();
         let up = async {
-            runtime
+            server
                 .bring_up_stack(stack)
                 .await
                 .map_err(|error| match error {
@@ -426,7 +426,7 @@ async fn deploy(
     }
     progress.status.container_id = Some(plan.container_name.clone());
     let started = async {
-        let started = start_or_reuse(runtime, plan, first).await;
+        let started = start_or_reuse(server, plan, first).await;
         started.map_err(|e| stop_remote(Deploy, Code::ContainerStartFailed, &e))
     };
     Ok(timed(Deploy, PHASE_TIMEOUT, started).await?)
@@ -436,7 +436,7 @@ async fn deploy(
 /// the route is put in place (it names only that name, so the proxy's configuration changes on
 /// the first deploy or a new host only).
 async fn verify(
-    runtime: &impl AttemptServer,
+    server: &impl AttemptServer,
     progress: &mut Progress<'_>,
     guard: &Guard<'_>,
     plan: &Plan,
@@ -450,7 +450,7 @@ async fn verify(
         + Duration::from_secs(10)
         + PHASE_TIMEOUT;
     let probed = async {
-        match runtime.probe_until_healthy(plan).await {
+        match server.probe_until_healthy(plan).await {
             Ok(()) => Ok(()),
             Err(ProbeError::Unreachable(message)) => Err(Stop {
                 transient: true,
@@ -458,8 +458,8 @@ async fn verify(
             }),
             Err(ProbeError::Unhealthy(unhealthy)) => {
                 // What the container shows now explains the failure; it goes with the container.
-                let evidence = runtime.failure_evidence(plan).await;
-                record_log_tail(runtime, plan, &progress.output()).await;
+                let evidence = server.failure_evidence(plan).await;
+                record_log_tail(server, plan, &progress.output()).await;
                 Err(explained(progress, plan, &unhealthy, &evidence))
             }
         }
@@ -476,12 +476,12 @@ async fn verify(
         .zip(plan.internal_port)
         .map(|(r, port)| (r, plan.upstream.as_str(), port));
     let switched = async {
-        runtime.release_restarts(plan).await?;
+        server.release_restarts(plan).await?;
         if !first {
             // A re-run may find its container promoted already: no rejoin then.
-            runtime.ensure_promoted(plan).await?;
+            server.ensure_promoted(plan).await?;
         }
-        runtime.ensure_route(&route_id, route).await
+        server.ensure_route(&route_id, route).await
     };
     let switched = async {
         let switched = switched.await.map(drop);
@@ -494,14 +494,14 @@ async fn verify(
 /// finish what they accepted before they exit. A newer attempt's container, started meanwhile,
 /// stays.
 async fn retire_older(
-    runtime: &impl AttemptServer,
+    server: &impl AttemptServer,
     siblings: &dyn Siblings,
     progress: &Progress<'_>,
     plan: &Plan,
 ) {
     let namespace = progress.deployment.namespace().unwrap_or_default();
     let resource = &progress.deployment.spec.resource_id;
-    let containers = runtime
+    let containers = server
         .resource_containers(&namespace, resource)
         .await
         .unwrap_or_default();
@@ -509,11 +509,11 @@ async fn retire_older(
         *name != plan.container_name && !siblings.is_newer(started_by)
     });
     for (name, _) in older {
-        if let Err(error) = runtime.retire(&name).await {
+        if let Err(error) = server.retire(&name).await {
             tracing::warn!(%error, container = %name, "could not retire an old container");
         }
     }
-    runtime
+    server
         .prune_built_images(&namespace, resource, &plan.image)
         .await;
 }
@@ -561,10 +561,10 @@ fn explained(
 }
 
 /// Records the last lines of the new container's output, masked, in the attempt's timeline.
-async fn record_log_tail(runtime: &impl AttemptServer, plan: &Plan, output: &OutputSink) {
+async fn record_log_tail(server: &impl AttemptServer, plan: &Plan, output: &OutputSink) {
     let tail = tokio::time::timeout(
         PHASE_TIMEOUT,
-        runtime.log_tail(&plan.container_name, LOG_TAIL_LINES),
+        server.log_tail(&plan.container_name, LOG_TAIL_LINES),
     )
     .await
     .unwrap_or_else(|_| Err("no answer in time".into()));
