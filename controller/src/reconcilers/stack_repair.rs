@@ -10,6 +10,7 @@ use kube::runtime::events::EventType;
 use kube::{Resource as _, ResourceExt};
 
 use super::deployment::compose::{self, stack::Stack};
+use super::deployment::container_settings::ContainerSettings;
 use super::deployment::plan::{self, Origin, Packaging, Plan, Recipe};
 use super::deployment::server_target::Target;
 use crate::context::Context;
@@ -97,7 +98,7 @@ pub async fn routed_settings(
     context: &Context,
     current: &Deployment,
     plan: &Plan,
-) -> Option<Box<compose::stack::ContainerSettings>> {
+) -> Option<Box<ContainerSettings>> {
     let stack = reload(context, current, plan).await?;
     Some(Box::new(stack.routed().settings.clone()))
 }

@@ -7,8 +7,10 @@
 pub mod attempt;
 pub mod compose;
 pub mod config;
+pub mod container_settings;
 pub mod diagnosis;
 pub mod package;
+pub mod package_failure;
 pub mod plan;
 pub mod probe;
 pub mod progress;

@@ -38,6 +38,7 @@ use self::build::{Destination, run_build};
 use self::recipe::Build;
 use self::source::{FetchedSource, SourceAccess, short};
 use super::compose::stack::Stack;
+use super::package_failure::{PackageFailure, failure};
 use super::plan::{BUILT_REPOSITORY_PREFIX, BuildPlan, Origin, Packaging, Plan, Recipe};
 use super::progress::OutputSink;
 use super::server_target::Target;
@@ -50,20 +51,6 @@ pub const KEEP_BUILT_IMAGES: usize = 3;
 /// Deadline of a package phase that builds (upload plus every Dockerfile step) or pulls (every
 /// layer download): either may take minutes.
 const BUILD_TIMEOUT: Duration = Duration::from_secs(15 * 60);
-
-/// Why the package phase failed; `code` and `message` go into the attempt's `lastError`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PackageFailure {
-    pub code: Code,
-    pub message: String,
-}
-
-fn failure(code: Code, message: impl Into<String>) -> PackageFailure {
-    PackageFailure {
-        code,
-        message: message.into(),
-    }
-}
 
 /// Deadline of the package phase, whatever the source: a fetch, a build or a pull may take
 /// minutes (an image already present is found in one call, well within it).

@@ -23,7 +23,7 @@ use berth_crds::deployment::DeploymentErrorCode as Code;
 mod packaging;
 mod storage;
 
-use super::compose::stack::ContainerSettings;
+use super::container_settings::ContainerSettings;
 use crate::routes::{InvalidPort, RoutePlan, exposure, internal_port, route};
 
 pub use self::storage::{AttachedVolumes, VolumeMount};

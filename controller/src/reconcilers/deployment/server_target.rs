@@ -24,7 +24,9 @@ use bollard::query_parameters::{
 };
 use serde_json::Value;
 
-use super::compose::run::{apply_settings, join_stack_network};
+mod stack_network;
+
+use super::container_settings::{apply_settings, docker_restart};
 use super::plan::{Plan, caddy_route};
 use crate::routes::RoutePlan;
 use berth_remote::docker::{
@@ -153,7 +155,8 @@ impl Target {
         }
         // A stack's routed service also answers to its name on the stack's own network.
         if let Some(settings) = &plan.compose {
-            join_stack_network(self, &plan.container_name, settings).await?;
+            self.join_stack_network(&plan.container_name, settings)
+                .await?;
         }
         Ok(true)
     }
@@ -469,17 +472,6 @@ fn upstream_endpoint(plan: &Plan) -> EndpointSettings {
     EndpointSettings {
         aliases: Some(vec![plan.upstream.clone()]),
         ..Default::default()
-    }
-}
-
-/// Docker's name of a restart policy.
-pub fn docker_restart(policy: berth_crds::resource::RestartPolicy) -> RestartPolicyNameEnum {
-    use berth_crds::resource::RestartPolicy as Policy;
-    match policy {
-        Policy::Never => RestartPolicyNameEnum::NO,
-        Policy::Always => RestartPolicyNameEnum::ALWAYS,
-        Policy::UnlessStopped => RestartPolicyNameEnum::UNLESS_STOPPED,
-        Policy::OnFailure => RestartPolicyNameEnum::ON_FAILURE,
     }
 }
 

@@ -10,8 +10,9 @@ use kube::Api;
 
 use super::super::compose::{self, run::StackError, stack::Stack};
 use super::super::diagnosis::Evidence;
+use super::super::package;
 use super::super::package::source::{FetchedSource, SourceAccess};
-use super::super::package::{self, PackageFailure};
+use super::super::package_failure::PackageFailure;
 use super::super::plan::Plan;
 use super::super::probe::ProbeError;
 use super::super::progress::OutputSink;

@@ -14,7 +14,7 @@ use berth_crds::deployment::DeploymentErrorCode as Code;
 
 use self::file::ComposeFile;
 use self::stack::Stack;
-use super::package::PackageFailure;
+use super::package_failure::{PackageFailure, failure};
 use super::plan::Plan;
 
 /// The file names Compose looks for, in its order.
@@ -24,13 +24,6 @@ pub const COMPOSE_FILES: [&str; 4] = [
     "docker-compose.yaml",
     "docker-compose.yml",
 ];
-
-fn failure(code: Code, message: impl Into<String>) -> PackageFailure {
-    PackageFailure {
-        code,
-        message: message.into(),
-    }
-}
 
 /// Reads the Compose file in `root` (`declared`, else the first of [`COMPOSE_FILES`]) and
 /// plans its stack for `plan`, routing `target`. Reads files: run it off the async threads.

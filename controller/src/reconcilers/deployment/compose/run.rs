@@ -6,22 +6,18 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use bollard::models::{
-    ContainerCreateBody, EndpointSettings, HealthStatusEnum, NetworkConnectRequest,
-    NetworkCreateRequest, RestartPolicy,
-};
+use bollard::models::{ContainerCreateBody, EndpointSettings, HealthStatusEnum};
 use bollard::query_parameters::{
-    CreateContainerOptionsBuilder, InspectContainerOptions, InspectNetworkOptions,
-    ListContainersOptionsBuilder,
+    CreateContainerOptionsBuilder, InspectContainerOptions, ListContainersOptionsBuilder,
 };
 
 use super::file::{Condition, Dependency};
-use super::stack::{ContainerSettings, SETTINGS_LABEL, Stack, StackService, settings_digest};
-use crate::reconcilers::deployment::server_target::{Target, docker_restart};
-use berth_crds::resource::RestartPolicy as Policy;
-use berth_crds::{MANAGED_LABEL, NAMESPACE_LABEL, RESOURCE_LABEL, SIDECAR_LABEL};
+use super::stack::{SETTINGS_LABEL, Stack, StackService, settings_digest};
+use crate::reconcilers::deployment::container_settings::apply_settings;
+use crate::reconcilers::deployment::server_target::Target;
+use berth_crds::{NAMESPACE_LABEL, RESOURCE_LABEL, SIDECAR_LABEL};
 use berth_remote::RemoteError;
-use berth_remote::docker::{docker_call, is_conflict, is_not_found};
+use berth_remote::docker::{docker_call, is_not_found};
 
 /// How long a service may take to become healthy (or to complete) before its dependents give
 /// up.
@@ -56,7 +52,7 @@ impl std::fmt::Display for StackError {
 /// Brings every service but the routed one to its planned state, dependencies first, and
 /// waits for what the routed service depends on; returns what each service did.
 pub async fn bring_up(target: &Target, stack: &Stack) -> Result<Vec<String>, StackError> {
-    ensure_network(target, &stack.network).await?;
+    target.ensure_network(&stack.network).await?;
     let mut done = Vec::new();
     for service in stack.sidecars() {
         wait_for(target, stack, &service.depends_on).await?;
@@ -124,110 +120,6 @@ async fn create(target: &Target, service: &StackService, digest: &str) -> Result
     )
     .await?;
     Ok(())
-}
-
-/// Writes a service's settings into a container body (the routed container's too, beside
-/// what its attempt sets).
-pub fn apply_settings(body: &mut ContainerCreateBody, settings: &ContainerSettings) {
-    if settings.command.is_some() {
-        body.cmd = settings.command.clone();
-    }
-    if settings.entrypoint.is_some() {
-        body.entrypoint = settings.entrypoint.clone();
-    }
-    body.env = Some(settings.env.clone());
-    body.user = settings.user.clone();
-    body.working_dir = settings.working_dir.clone();
-    body.healthcheck = settings.healthcheck.clone();
-    body.labels = Some(settings.labels.clone());
-    let exposed = body.exposed_ports.get_or_insert_default();
-    for port in &settings.exposed {
-        let port = if port.contains('/') {
-            port.clone()
-        } else {
-            format!("{port}/tcp")
-        };
-        if !exposed.contains(&port) {
-            exposed.push(port);
-        }
-    }
-    body.stop_timeout = settings.stop_grace_seconds;
-    let host = body.host_config.get_or_insert_default();
-    host.mounts
-        .get_or_insert_default()
-        .extend(settings.mounts.iter().cloned());
-    if let Some(restart) = &settings.restart {
-        host.restart_policy = Some(RestartPolicy {
-            name: Some(docker_restart(match restart.as_str() {
-                "no" => Policy::Never,
-                "always" => Policy::Always,
-                "on-failure" => Policy::OnFailure,
-                _ => Policy::UnlessStopped,
-            })),
-            maximum_retry_count: None,
-        });
-    }
-}
-
-/// Joins a created container to its stack's network under its service name (Docker takes one
-/// network at creation; the routed container's is the edge network).
-pub async fn join_stack_network(
-    target: &Target,
-    container: &str,
-    settings: &ContainerSettings,
-) -> Result<(), RemoteError> {
-    let Some((network, aliases)) = &settings.network else {
-        return Ok(());
-    };
-    ensure_network(target, network).await?;
-    let join = NetworkConnectRequest {
-        container: container.to_string(),
-        endpoint_config: Some(EndpointSettings {
-            aliases: Some(aliases.clone()),
-            ..Default::default()
-        }),
-    };
-    docker_call(
-        &target.connection,
-        "joining the stack network",
-        target.docker.connect_network(network, join),
-    )
-    .await
-}
-
-async fn ensure_network(target: &Target, network: &str) -> Result<(), RemoteError> {
-    let inspected = docker_call(
-        &target.connection,
-        "inspecting the stack network",
-        target
-            .docker
-            .inspect_network(network, None::<InspectNetworkOptions>),
-    )
-    .await;
-    match inspected {
-        Ok(_) => return Ok(()),
-        Err(error) if is_not_found(&error) => {}
-        Err(error) => return Err(error),
-    }
-    let request = NetworkCreateRequest {
-        name: network.to_string(),
-        driver: Some("bridge".into()),
-        labels: Some(HashMap::from([(
-            MANAGED_LABEL.to_string(),
-            "true".to_string(),
-        )])),
-        ..Default::default()
-    };
-    match docker_call(
-        &target.connection,
-        "creating the stack network",
-        target.docker.create_network(request),
-    )
-    .await
-    {
-        Err(error) if is_conflict(&error) => Ok(()),
-        other => other.map(drop),
-    }
 }
 
 /// Waits until each dependency reaches its condition.
@@ -407,32 +299,5 @@ pub async fn remove_dropped(target: &Target, namespace: &str, resource: &str, st
         {
             tracing::warn!(%error, container = %name, "could not remove a dropped stack service");
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_service_settings_shape_its_container() {
-        let settings = ContainerSettings {
-            command: Some(vec!["sleep".into(), "60".into()]),
-            env: vec!["A=1".into()],
-            exposed: vec!["9000".into()],
-            restart: Some("on-failure".into()),
-            user: Some("1000".into()),
-            ..Default::default()
-        };
-        let mut body = ContainerCreateBody::default();
-        apply_settings(&mut body, &settings);
-        assert_eq!(body.cmd.unwrap(), ["sleep", "60"]);
-        assert_eq!(body.exposed_ports.unwrap(), ["9000/tcp"]);
-        assert_eq!(body.user.as_deref(), Some("1000"));
-        let policy = body.host_config.unwrap().restart_policy.unwrap();
-        assert_eq!(
-            policy.name,
-            Some(bollard::models::RestartPolicyNameEnum::ON_FAILURE)
-        );
     }
 }

@@ -12,6 +12,7 @@ use bollard::models::{HealthConfig, Mount, MountType};
 use sha2::{Digest, Sha256};
 
 use super::file::{ComposeError, ComposeFile, Dependency, Service, start_order};
+use crate::reconcilers::deployment::container_settings::ContainerSettings;
 use crate::reconcilers::deployment::plan::Plan;
 
 /// Label of a container naming the Compose service it runs.
@@ -67,26 +68,6 @@ impl ServiceImage {
             Self::Pulled(reference) => reference,
         }
     }
-}
-
-/// What a service's container is made of, beyond its image.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ContainerSettings {
-    pub command: Option<Vec<String>>,
-    pub entrypoint: Option<Vec<String>>,
-    /// `KEY=value`: Berth's runtime variables, then the service's own (which win).
-    pub env: Vec<String>,
-    pub mounts: Vec<Mount>,
-    pub healthcheck: Option<HealthConfig>,
-    /// Docker's restart policy name.
-    pub restart: Option<String>,
-    pub user: Option<String>,
-    pub working_dir: Option<String>,
-    pub exposed: Vec<String>,
-    pub labels: HashMap<String, String>,
-    /// The stack network to join, and the names the container answers to there.
-    pub network: Option<(String, Vec<String>)>,
-    pub stop_grace_seconds: Option<i64>,
 }
 
 /// Plans `file` (found in `compose_dir`, relative to the base directory) for the attempt

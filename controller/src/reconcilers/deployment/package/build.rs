@@ -11,9 +11,10 @@ use bollard::auth::DockerCredentials;
 use bollard::query_parameters::BuildImageOptionsBuilder;
 use futures::StreamExt;
 
+use super::BUILD_TIMEOUT;
 use super::context;
 use super::recipe::Build;
-use super::{BUILD_TIMEOUT, PackageFailure, failure};
+use crate::reconcilers::deployment::package_failure::{PackageFailure, failure};
 use crate::reconcilers::deployment::plan::Plan;
 use crate::reconcilers::deployment::progress::OutputSink;
 use crate::reconcilers::deployment::server_target::Target;

@@ -11,7 +11,8 @@ use futures::Stream;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::{Code, PackageFailure, failure};
+use super::Code;
+use crate::reconcilers::deployment::package_failure::{PackageFailure, failure};
 
 /// Largest context uploaded, counted in file bytes: beyond it a folder is most likely not
 /// meant to be sent whole (a `.dockerignore` can leave out what the build does not need).

@@ -18,7 +18,8 @@ use serde::Deserialize;
 
 use berth_crds::masking::Masker;
 
-use super::{BUILD_TIMEOUT, Code, PackageFailure, failure};
+use super::{BUILD_TIMEOUT, Code};
+use crate::reconcilers::deployment::package_failure::{PackageFailure, failure};
 use crate::reconcilers::deployment::progress::OutputSink;
 use crate::reconcilers::deployment::server_target::Target;
 use berth_remote::docker::docker_over_ssh_within;

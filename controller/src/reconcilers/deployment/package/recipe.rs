@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use berth_crds::deployment::DeploymentErrorCode as Code;
 
 use super::context::{self, Ignore, Listing};
-use super::{PackageFailure, failure};
+use crate::reconcilers::deployment::package_failure::{PackageFailure, failure};
 use crate::reconcilers::deployment::plan::{Commands, DEFAULT_DOCKERFILE, Recipe};
 
 /// Name of the Dockerfile Berth writes into a context; a file of that name in the source is

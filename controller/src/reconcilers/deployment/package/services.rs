@@ -9,10 +9,11 @@ use berth_crds::deployment::DeploymentErrorCode as Code;
 use berth_crds::progress::OutputStream;
 
 use super::build::{Destination, run_build};
-use super::{PackageFailure, Server, blocking, built, ensure_pulled, failure, recipe, reuse};
+use super::{Server, blocking, built, ensure_pulled, recipe, reuse};
 use crate::reconcilers::deployment::compose::{
     self, stack::SERVICE_LABEL, stack::ServiceImage, stack::Stack,
 };
+use crate::reconcilers::deployment::package_failure::{PackageFailure, failure};
 use crate::reconcilers::deployment::plan::{BuildPlan, DEFAULT_DOCKERFILE, Plan, Recipe};
 use crate::reconcilers::deployment::progress::OutputSink;
 

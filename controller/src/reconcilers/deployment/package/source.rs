@@ -11,7 +11,7 @@ use berth_source::{FetchRequest, Fetched, RepoLocator, SourceCache, SourceError,
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
-use super::{PackageFailure, failure};
+use crate::reconcilers::deployment::package_failure::{PackageFailure, failure};
 use crate::reconcilers::deployment::plan::{GitOrigin, Origin, Packaging, Plan};
 use crate::reconcilers::deployment::progress::OutputSink;
 
