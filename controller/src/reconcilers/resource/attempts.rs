@@ -9,7 +9,7 @@ use berth_crds::resource::Resource;
 use kube::api::PostParams;
 use kube::{Api, ResourceExt};
 
-use super::config_redeploy::config_redeployment;
+use super::config_redeploy::config_changed;
 use crate::context::Context;
 use crate::error::Result;
 
@@ -58,6 +58,16 @@ pub fn new_deployment(resource: &Resource, first: bool) -> Deployment {
     Deployment::of_resource(&name, resource, server_id, destination_id, trigger)
 }
 
+/// The attempt a changed configuration gets. `attempts` (every attempt the resource ever had)
+/// keeps its name unique even after old attempts were removed.
+fn config_redeployment(resource: &Resource, attempts: usize) -> Deployment {
+    let mut deployment = new_deployment(resource, false);
+    let name = format!("{}-c{attempts}", deployment.name_any());
+    deployment.metadata.name = Some(name);
+    deployment.spec.trigger = Some("config-change".into());
+    deployment
+}
+
 /// Starts the attempt the spec or a changed configuration calls for, if any. Returns the
 /// resource's deployments (the new one last) and every attempt it ever had.
 pub(super) async fn start_due(
@@ -70,8 +80,10 @@ pub(super) async fn start_due(
     let recorded = attempts_ever(context, namespace, &name, &deployments).await;
     let wanted = if needs_deployment(resource, &deployments) {
         Some(new_deployment(resource, deployments.is_empty()))
+    } else if config_changed(resource, context, namespace, &deployments) {
+        Some(config_redeployment(resource, recorded.len()))
     } else {
-        config_redeployment(resource, context, namespace, &deployments, recorded.len())
+        None
     };
     let mut attempts = recorded;
     if let Some(deployment) = wanted {

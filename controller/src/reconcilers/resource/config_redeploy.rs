@@ -5,45 +5,40 @@ use berth_crds::deployment::{Deployment, DeploymentState};
 use berth_crds::resource::Resource;
 use kube::ResourceExt;
 
-use super::attempts::new_deployment;
 use crate::cache::Caches;
 use crate::context::Context;
 use crate::reconcilers::deployment::config;
 
-/// With auto-deploy on and nothing running, a configuration that changed since the latest
-/// attempt (a secret rotated, an environment variable set…: nothing that bumps the Resource's
-/// generation) gets a new attempt, like a spec change does. `attempts` (every attempt the
-/// resource ever had) keeps the name unique even after old attempts were removed.
-pub(super) fn config_redeployment(
+/// Whether a configuration change calls for a new attempt: with auto-deploy on and nothing
+/// running, the configuration changed since the latest attempt (a secret rotated, an
+/// environment variable set…: nothing that bumps the Resource's generation), as a spec change
+/// would.
+pub(super) fn config_changed(
     resource: &Resource,
     context: &Context,
     namespace: &str,
     deployments: &[Deployment],
-    attempts: usize,
-) -> Option<Deployment> {
+) -> bool {
     let policy = &resource.spec.auto_deploy;
     if !policy.enabled || policy.blocked(resource.spec.source.as_ref()) {
-        return None;
+        return false;
     }
-    let latest = deployments.last()?;
+    let Some(latest) = deployments.last() else {
+        return false;
+    };
     let status = latest.status.as_ref();
     let idle = status
         .and_then(|s| s.status)
         .is_some_and(DeploymentState::is_terminal);
     // Attempts from before fingerprints existed say nothing about what changed.
-    let used = status.and_then(|s| s.config_fingerprint.as_ref())?;
+    let Some(used) = status.and_then(|s| s.config_fingerprint.as_ref()) else {
+        return false;
+    };
     if !idle || !config_sources_remain(context, namespace, resource) {
-        return None;
+        return false;
     }
     let entries = config::lasting_entries(context, namespace, resource);
-    if berth_crds::config::fingerprint(&entries) == *used {
-        return None;
-    }
-    let mut deployment = new_deployment(resource, false);
-    let name = format!("{}-c{attempts}", deployment.name_any());
-    deployment.metadata.name = Some(name);
-    deployment.spec.trigger = Some("config-change".into());
-    Some(deployment)
+    berth_crds::config::fingerprint(&entries) != *used
 }
 
 /// Whether the resource's organization, project and environment still exist and are not being
