@@ -26,7 +26,7 @@ use serde::Serialize;
 
 use super::Endpoint;
 use super::common::{bounded, find_in, known_params, timestamp};
-use super::resource_config::lookup;
+use super::resource_access::lookup;
 use crate::auth::{Caller, ScopeDimension};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::QueryParams;

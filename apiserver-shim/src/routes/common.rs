@@ -288,6 +288,15 @@ where
     Ok(written)
 }
 
+/// Whether `name` can be a Kubernetes object name (no deployment is named otherwise).
+pub fn object_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 253
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,7 +15,6 @@ use std::time::Duration;
 
 use axum::extract::State;
 use axum::response::sse::{Event, KeepAlive, Sse};
-use berth_crds::config::secret_name;
 use berth_crds::deployment::Deployment;
 use berth_crds::member::OrganizationRole;
 use berth_crds::resource::Resource;
@@ -23,16 +22,15 @@ use berth_crds::server::ServerLifecycle;
 use berth_crds::{UPDATED_BY_ID, UPDATED_BY_KIND};
 use futures::channel::mpsc;
 use futures::{SinkExt, Stream, StreamExt};
-use k8s_openapi::api::core::v1::Secret;
 use kube::api::PostParams;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, ResourceExt};
 
 pub use self::progress::{Level, Masker, ProgressEvent, StreamStatus, Tracker};
 use self::timeline::OutputFollower;
-use super::common::{bounded, find_in};
-use super::environments::looks_secret;
-use super::{Endpoint, resource_config, servers};
+use super::common::bounded;
+use super::resource_access::{masker, require_writable};
+use super::{Endpoint, servers};
 use crate::auth::{Caller, Principal, ScopeDimension};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
@@ -138,7 +136,7 @@ pub const SOURCE_LINK_DEPLOY: &str = "source-link-deploy";
 /// The resource (404 naming `resourceId` when the caller cannot see it), matching the project
 /// and environment of the request, with a source to deploy.
 fn deployable(state: &AppState, caller: &Caller, body: &StartDeployment) -> ApiResult<Resource> {
-    let resource = resource_config::lookup(state, caller, &body.resource_id)
+    let resource = crate::routes::resource_access::lookup(state, caller, &body.resource_id)
         .map_err(|e| e.with_detail("field", "resourceId"))?;
     if resource.metadata.deletion_timestamp.is_some() {
         return Err(
@@ -157,7 +155,7 @@ fn deployable(state: &AppState, caller: &Caller, body: &StartDeployment) -> ApiR
             ));
         }
     }
-    super::resources::lifecycle::require_writable(state, &resource)?;
+    require_writable(state, &resource)?;
     if spec.source.is_none() {
         return Err(ApiError::conflict(format!(
             "resource {} has no source to deploy; bind one with POST /resources/{}/source",
@@ -261,53 +259,6 @@ fn new_deployment(caller: &Caller, resource: &Resource, body: &StartDeployment) 
     annotations.insert(UPDATED_BY_KIND.to_string(), kind.to_string());
     annotations.insert(UPDATED_BY_ID.to_string(), actor.to_string());
     deployment
-}
-
-/// Values the stream must never show: the resource's secret values, and plain variables of
-/// every scope it inherits from (organization, project, environment, resource) that look
-/// secret. The controller keeps them out of what it writes; this is the second line.
-pub(crate) async fn masker(
-    state: &AppState,
-    caller: &Caller,
-    resource: &Resource,
-) -> ApiResult<Masker> {
-    let namespace = resource.namespace().unwrap_or_default();
-    let secret = Api::<Secret>::namespaced(state.client.clone(), &namespace)
-        .get_opt(&secret_name(resource))
-        .await?;
-    let stored = secret
-        .and_then(|s| s.data)
-        .unwrap_or_default()
-        .into_values()
-        .filter_map(|bytes| String::from_utf8(bytes.0).ok());
-    let spec = &resource.spec;
-    let organization = caller.organization()?;
-    let mut plain = spec.variables.clone();
-    let caches = &state.caches;
-    if let Some(o) = caches
-        .organizations
-        .find(|o| o.name_any() == organization.id)
-    {
-        plain.extend(o.spec.variables.clone());
-    }
-    if let Ok(p) = find_in(&caches.projects, &namespace, &spec.project_id, "project") {
-        plain.extend(p.spec.variables.clone());
-    }
-    if let Ok(e) = find_in(
-        &caches.environments,
-        &namespace,
-        &spec.environment_id,
-        "environment",
-    ) {
-        plain.extend(e.spec.variables.clone());
-    }
-    let secret_looking = plain
-        .into_iter()
-        .filter(|v| looks_secret(&v.key, &v.value))
-        .map(|v| v.value);
-    Ok(Masker::new(
-        stored.chain(secret_looking).collect::<Vec<_>>(),
-    ))
 }
 
 /// One SSE event of spec §6: `event: message`, an increasing `id`, JSON `data`.

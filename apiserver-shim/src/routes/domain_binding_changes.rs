@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 
 use super::Endpoint;
 use super::common::{IdResponse, bounded, confirm};
-use super::resource_config::lookup_writable;
+use super::resource_access::lookup_writable;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
@@ -348,7 +348,7 @@ async fn visible_binding(state: &AppState, caller: &Caller, id: &str) -> ApiResu
         false => None,
     }
     .ok_or_else(|| ApiError::not_found("domain binding", id))?;
-    super::resource_config::lookup(state, caller, &binding.spec.resource_id)
+    super::resource_access::lookup(state, caller, &binding.spec.resource_id)
         .map_err(|_| ApiError::not_found("domain binding", id))?;
     Ok(binding)
 }

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use super::Endpoint;
 use super::common::find_in;
 use super::domain_binding_changes::normalized_host_name;
-use super::resource_config::lookup;
+use super::resource_access::lookup;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;

@@ -29,6 +29,7 @@ pub mod openapi;
 pub mod organizations;
 pub mod overlays;
 pub mod projects;
+pub mod resource_access;
 pub mod resource_config;
 pub mod resource_health;
 pub mod resource_input;

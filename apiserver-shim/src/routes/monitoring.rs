@@ -26,13 +26,14 @@ use serde::Serialize;
 
 use super::Endpoint;
 use super::common::{bounded, find_in, known_params, utc_window};
-use super::{environments, projects, resource_config, servers};
+use super::{environments, projects, servers};
 use crate::auth::{Caller, ScopeDimension};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::QueryParams;
 use crate::state::AppState;
 use crate::validate;
 
+mod artifacts;
 mod disk;
 mod rollup;
 mod usage;
@@ -394,7 +395,7 @@ pub fn check_scope_ids(state: &AppState, caller: &Caller, ids: ScopeIds) -> ApiR
         environments::lookup(state, caller, id)?;
     }
     if let Some(id) = ids.resource {
-        resource_config::lookup(state, caller, id)?;
+        crate::routes::resource_access::lookup(state, caller, id)?;
     }
     if let Some(id) = ids.deployment {
         let namespace = &caller.organization()?.namespace;

@@ -15,7 +15,7 @@ use kube::ResourceExt;
 use super::Endpoint;
 use super::common::{find_deployment, find_in, known_params};
 use super::environments;
-use super::resource_config::lookup;
+use super::resource_access::lookup;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::QueryParams;

@@ -17,7 +17,7 @@ use kube::{Api, ResourceExt};
 
 use super::Endpoint;
 use super::common::{IdResponse, all_in, bounded, created_at, known_params};
-use super::resource_config::lookup;
+use super::resource_access::lookup;
 use super::{environments, projects};
 use crate::auth::{Caller, ScopeDimension};
 use crate::cache::wait_deleted;

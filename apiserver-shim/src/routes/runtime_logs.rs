@@ -31,10 +31,9 @@ use self::container::{choose, resource_containers};
 pub use self::lines::{LineBuilder, LineContext, LogStream, RuntimeLogLine};
 use super::Endpoint;
 use super::common::{
-    bounded, find_deployment, find_in, known_params, parse_utc, server_connection,
+    bounded, find_deployment, find_in, known_params, object_name, parse_utc, server_connection,
 };
-use super::deployments::masker;
-use super::resource_config::lookup;
+use super::resource_access::{lookup, masker};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::QueryParams;
@@ -323,15 +322,6 @@ async fn locate(
         builder,
         _lease: lease,
     }))
-}
-
-/// Whether `name` can be a Kubernetes object name (no deployment is named otherwise).
-pub fn object_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 253
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
 }
 
 fn unknown_deployment(query: &LogQuery) -> ApiError {

@@ -31,7 +31,6 @@ use crate::json::Json;
 use crate::observation_store::store_call;
 use crate::routes::common::{all_in, bounded, confirm, timestamp};
 use crate::routes::deployments::{check_server, create_deployment, deployment_name};
-use crate::routes::resource_config;
 use crate::state::{AppState, FIELD_MANAGER};
 
 /// How long cancel waits for the controller to stop the attempt.
@@ -82,7 +81,7 @@ fn deployable(
                 format!("resource {id} no longer exists; its attempts cannot run again"),
             )
         })?;
-    crate::routes::resources::lifecycle::require_writable(state, resource)?;
+    crate::routes::resource_access::require_writable(state, resource)?;
     let server = resource.spec.server_id.clone().unwrap_or_default();
     check_server(state, caller, resource, &server)?;
     Ok(Resource::clone(resource))
@@ -392,7 +391,7 @@ pub async fn redeploy(
     Path(id): Path<String>,
     JsonBody(body): JsonBody<RedeployResource>,
 ) -> ApiResult<(StatusCode, Json<IdResponse>)> {
-    let resource = resource_config::lookup(&state, &caller, &id)?;
+    let resource = crate::routes::resource_access::lookup(&state, &caller, &id)?;
     for (field, value) in [
         ("projectId", &body.project_id),
         ("environmentId", &body.environment_id),

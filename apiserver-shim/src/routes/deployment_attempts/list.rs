@@ -22,7 +22,7 @@ use crate::extract::QueryParams;
 use crate::json::Json;
 use crate::observation_store::store_call;
 use crate::routes::common::{CountResponse, all_in, known_params};
-use crate::routes::{environments, projects, resource_config, servers};
+use crate::routes::{environments, projects, servers};
 use crate::state::AppState;
 
 const FILTERS: [&str; 5] = [
@@ -76,7 +76,7 @@ fn filters(state: &AppState, caller: &Caller, query: &QueryParams) -> ApiResult<
     let mut filters = Filters::default();
     if let Some(id) = query.string("resourceId")? {
         caller.require_in_scope(ScopeDimension::Resource, id)?;
-        resource_config::lookup(state, caller, id)
+        crate::routes::resource_access::lookup(state, caller, id)
             .map_err(|e| e.with_detail("field", "resourceId"))?;
         filters.resource = Some(id.into());
     }

@@ -148,7 +148,7 @@ pub async fn find(state: &AppState, caller: &Caller, id: &str) -> ApiResult<Atte
         .clone();
     let not_found = || ApiError::not_found("deployment", id);
     // An id no object can have is not asked of the API server (which would refuse it).
-    if !crate::routes::runtime_logs::object_name(id) {
+    if !crate::routes::common::object_name(id) {
         return Err(not_found());
     }
     if let Some(deployment) = find_deployment(state, &namespace, id).await? {

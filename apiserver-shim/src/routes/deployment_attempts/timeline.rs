@@ -32,7 +32,7 @@ use crate::extract::QueryParams;
 use crate::json::Json;
 use crate::observation_store::store_call;
 use crate::routes::common::known_params;
-use crate::routes::deployments::masker;
+use crate::routes::resource_access::masker;
 use crate::state::AppState;
 
 const DEFAULT_LIMIT: u64 = 100;

@@ -13,13 +13,13 @@ use berth_observations::{ObservationStore, TimelineEntry, TimelineError, Timelin
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
-use super::masker;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::QueryParams;
 use crate::observation_store::store_call;
 use crate::routes::common::{find_deployment, known_params};
-use crate::routes::resource_config::lookup;
+use crate::routes::resource_access::lookup;
+use crate::routes::resource_access::masker;
 use crate::state::AppState;
 
 /// Entries read from the store at once.

@@ -13,7 +13,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::runtime::reflector::ObjectRef;
 
 use super::Scope;
-use super::usage::{Artifact, Evidence};
+use super::artifacts::{Artifact, Evidence};
 use crate::auth::{Caller, ScopeDimension};
 use crate::state::AppState;
 

@@ -16,9 +16,9 @@ use super::super::Endpoint;
 use super::super::common::known_params;
 use super::super::environments;
 use super::super::projects;
-use super::secrets::now;
+use super::secret_store::now;
 use super::variables::{VariableEntry, owned_entries, plain_entry};
-use super::{lookup, secrets};
+use super::{lookup, secret_store};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::QueryParams;
@@ -73,7 +73,7 @@ async fn scope_entries(
     let project = projects::lookup(state, caller, &resource.spec.project_id).ok();
     // A resource written by hand may name an environment that is gone; it contributes nothing.
     let environment = environments::lookup(state, caller, environment_id).ok();
-    let secret = secrets::fetch(state, resource).await?;
+    let secret = secret_store::fetch(state, resource).await?;
     Ok(config::scope_entries(&Scopes {
         resource,
         organization: organization.as_deref(),

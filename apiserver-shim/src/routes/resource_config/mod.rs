@@ -6,22 +6,20 @@ mod effective;
 pub mod import;
 mod profiles;
 mod runtime_control;
+mod secret_store;
 mod secrets;
 mod source;
 pub mod spec_variables;
 mod variables;
 mod webhook_secret;
 
-use std::sync::Arc;
-
-use berth_crds::member::OrganizationRole;
 use berth_crds::resource::{Resource, ResourceSpec};
 use berth_crds::variable::VariableExposure;
 use kube::{Api, ResourceExt};
 
 use super::Endpoint;
-use super::common::find_in;
-use crate::auth::{Caller, ScopeDimension};
+use super::resource_access::{lookup, lookup_writable, require_writable};
+use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::state::{AppState, FIELD_MANAGER};
 use crate::write::{apply, only_owned};
@@ -40,33 +38,6 @@ pub fn endpoints() -> Vec<Endpoint> {
     .collect()
 }
 
-/// A resource of the caller's organization the caller may see, or 404 (other organizations'
-/// resources and those outside a deploy token's scope look the same as missing ones).
-pub fn lookup(state: &AppState, caller: &Caller, id: &str) -> ApiResult<Arc<Resource>> {
-    let organization = caller.require_role(OrganizationRole::Member)?;
-    let resource = find_in(
-        &state.caches.resources,
-        &organization.namespace,
-        id,
-        "resource",
-    )?;
-    let visible = caller.sees(ScopeDimension::Resource, id)
-        && caller.sees(ScopeDimension::Project, &resource.spec.project_id)
-        && caller.sees(ScopeDimension::Environment, &resource.spec.environment_id);
-    if !visible {
-        return Err(ApiError::not_found("resource", id));
-    }
-    Ok(resource)
-}
-
-/// The resource, for a change: as [`lookup`], and refused while it is archived or its
-/// environment is locked.
-pub fn lookup_writable(state: &AppState, caller: &Caller, id: &str) -> ApiResult<Arc<Resource>> {
-    let resource = lookup(state, caller, id)?;
-    crate::routes::resources::lifecycle::require_writable(state, &resource)?;
-    Ok(resource)
-}
-
 /// Annotations the shim keeps on a Resource across its own writes (a server-side apply drops
 /// every field of ours the new object leaves out).
 const KEPT_ANNOTATIONS: &[&str] = &[source::SOURCE_IDEMPOTENCY_ANNOTATION];
@@ -78,7 +49,7 @@ pub async fn save(
     resource: &Resource,
     spec: ResourceSpec,
 ) -> ApiResult<Resource> {
-    crate::routes::resources::lifecycle::require_writable(state, resource)?;
+    require_writable(state, resource)?;
     // Every field the resource declares takes effect, or the write is refused naming it.
     spec.check_support()?;
     let mut desired = Resource::new(&resource.name_any(), spec);

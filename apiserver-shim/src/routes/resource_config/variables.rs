@@ -17,7 +17,7 @@ use super::super::credentials::KeyBody;
 use super::super::environments::looks_secret;
 use super::import::{ParsedEntry, ParsedFile, parse};
 use super::spec_variables::save_variables;
-use super::{exposure_name, lookup_writable, parse_exposure, secrets, validate_key};
+use super::{exposure_name, lookup_writable, parse_exposure, secret_store, validate_key};
 use crate::auth::{Caller, ScopeDimension};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -162,23 +162,23 @@ pub async fn apply_changes(
     let (mut spec, secret_changes) = plan(&resource.spec, &changes);
     let touches_secret = changes.iter().any(|c| c.secret && c.value.is_some());
     let before = if touches_secret || spec.secrets_ref.is_some() {
-        Some(secrets::write(state, resource, &secret_changes).await?)
+        Some(secret_store::write(state, resource, &secret_changes).await?)
     } else {
         // Deletes of plain keys still clear a same-named secret, if the Secret exists.
-        match secrets::fetch(state, resource).await? {
-            Some(_) => Some(secrets::write(state, resource, &secret_changes).await?),
+        match secret_store::fetch(state, resource).await? {
+            Some(_) => Some(secret_store::write(state, resource, &secret_changes).await?),
             None => None,
         }
     };
     if before.is_some() && spec.secrets_ref.is_none() {
-        spec.secrets_ref = Some(secrets::secret_name(resource));
+        spec.secrets_ref = Some(secret_store::secret_name(resource));
     }
     if spec == resource.spec {
         return Ok(());
     }
     if let Err(error) = save_variables(state, caller, resource, &spec).await {
         if let Some(before) = before {
-            secrets::restore(state, resource, before).await;
+            secret_store::restore(state, resource, before).await;
         }
         return Err(error);
     }
@@ -187,7 +187,7 @@ pub async fn apply_changes(
 
 /// The resource's own entries (plain and secret, both exposures), masked.
 pub async fn owned_entries(state: &AppState, resource: &Resource) -> ApiResult<Vec<VariableEntry>> {
-    let secret = secrets::fetch(state, resource).await?;
+    let secret = secret_store::fetch(state, resource).await?;
     let updated = resource
         .metadata
         .managed_fields
@@ -207,7 +207,7 @@ pub async fn owned_entries(state: &AppState, resource: &Resource) -> ApiResult<V
             entry
         })
         .collect();
-    entries.extend(secrets::entries(resource, secret.as_ref()));
+    entries.extend(secret_store::entries(resource, secret.as_ref()));
     Ok(entries)
 }
 

@@ -12,7 +12,7 @@ use kube::{Api, ResourceExt};
 use rand::RngCore;
 
 use super::super::webhooks::{WEBHOOK_SECRET_KEY, webhook_secret_name};
-use super::secrets::new_secret;
+use super::secret_store::new_secret;
 use crate::error::ApiResult;
 use crate::state::{AppState, FIELD_MANAGER};
 

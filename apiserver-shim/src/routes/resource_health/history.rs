@@ -18,7 +18,7 @@ use crate::extract::QueryParams;
 use crate::observation_store::store_call;
 use crate::routes::common::{known_params, utc_window};
 use crate::routes::environments;
-use crate::routes::resource_config::lookup;
+use crate::routes::resource_access::lookup;
 use crate::state::AppState;
 
 pub const SCHEMA_VERSION: &str = "resources.health-history/v1";

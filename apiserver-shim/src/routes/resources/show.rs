@@ -13,13 +13,13 @@ use berth_crds::runtime_control::DesiredRuntimeState;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
-use super::lifecycle::archived;
 use crate::auth::Caller;
 use crate::error::ApiResult;
 use crate::json::Json;
 use crate::routes::common::{created_at, find_in, timestamp};
 use crate::routes::deployment_attempts::record::state as attempt_state;
-use crate::routes::resource_config::lookup;
+use crate::routes::resource_access::archived;
+use crate::routes::resource_access::lookup;
 use crate::state::AppState;
 
 pub async fn show(
