@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::Condition;
 use crate::common::SourceDescriptor;
-use crate::deployment::DeploymentState;
 use crate::runtime_control::{RuntimeControlSpec, RuntimeControlStatus};
 use crate::variable::PlainVariable;
+use berth_vocabulary::deployments::DeploymentState;
 
 mod support;
 pub use support::resolved_strategy;

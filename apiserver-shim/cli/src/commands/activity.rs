@@ -5,7 +5,7 @@ use berth_api::activity::FeedEnvelope;
 use reqwest::Method;
 use serde_json::Value;
 
-use super::resources::find_resource;
+use super::find_resource;
 use super::{Ctx, read_as};
 use crate::error::{CliError, CliResult};
 use crate::output::{Column, col, items};

@@ -14,8 +14,8 @@ use reqwest::Method;
 use serde_json::Value;
 
 use super::Ctx;
+use super::find_resource;
 use super::infra::server_id;
-use super::resources::find_resource;
 use crate::error::{CliError, CliResult};
 use crate::output::Format;
 use crate::progress::ProgressView;

@@ -10,7 +10,7 @@ use berth_api::progress::{ProgressEvent, StreamStatus};
 use reqwest::Method;
 use serde_json::Value;
 
-use super::resources::find_resource;
+use super::find_resource;
 use super::{Ctx, count_at, read_as};
 use crate::cli::{DeploymentFilters, Deployments};
 use crate::error::{CliError, CliResult};
@@ -184,10 +184,7 @@ fn query(ctx: &Ctx, filters: &DeploymentFilters) -> CliResult<Vec<(&'static str,
         query.push(("projectId", super::workspace::project_id(ctx, project)?));
     }
     if let Some(environment) = &filters.environment {
-        query.push((
-            "environmentId",
-            super::workspace::environment_id(ctx, environment)?,
-        ));
+        query.push(("environmentId", super::environment_id(ctx, environment)?));
     }
     if let Some(server) = &filters.server {
         query.push(("serverId", super::infra::server_id(ctx, server)?));

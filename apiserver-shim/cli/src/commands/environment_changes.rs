@@ -7,8 +7,7 @@ use berth_api::environments::{
 };
 use serde_json::Value;
 
-use super::Ctx;
-use super::workspace::environment_id;
+use super::{Ctx, environment_id};
 use crate::cli::Environments;
 use crate::client::Api;
 use crate::error::{CliError, CliResult};
@@ -64,8 +63,9 @@ pub fn run(ctx: &Ctx, command: Environments) -> CliResult<()> {
             environment,
             target,
         } => promote(ctx, api, &environment, &target),
-        // List, count, show, create and delete are `workspace`'s.
-        other => super::workspace::environments(ctx, other),
+        // `workspace::environments` runs list, count, show, create and delete and hands only
+        // the rest here.
+        other => unreachable!("workspace::environments runs {other:?}"),
     }
 }
 

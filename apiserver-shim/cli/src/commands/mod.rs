@@ -24,6 +24,8 @@ use berth_api::common::CountResponse;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use berth_api::resources::ResourceRecord;
+
 use crate::client::{Api, Query};
 use crate::config::{self, Config};
 use crate::error::{CliError, CliResult};
@@ -165,6 +167,19 @@ pub fn resolve(
         }
     }
     Err(CliError::NotFound(format!("{path}: no entry named {name}")))
+}
+
+/// The resource whose id, slug or name is `name`, as listed: read as the API's record, and as
+/// it came (what `-o json|yaml` prints).
+pub fn find_resource(ctx: &Ctx, name: &str) -> CliResult<(ResourceRecord, Value)> {
+    let item = resolve(ctx.api()?, "/resources", &[], "id", name)?;
+    let resource = read_as("resource", &item)?;
+    Ok((resource, item))
+}
+
+/// An environment's id from its id or name (names are unique within a project only).
+pub fn environment_id(ctx: &Ctx, name: &str) -> CliResult<String> {
+    id_of(ctx.api()?, "/environments", "env-", name)
 }
 
 /// The id named by `name`: itself when it has the kind's id prefix (`prj-`), else the id of the

@@ -8,7 +8,7 @@ use reqwest::Method;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::resources::find_resource;
+use super::find_resource;
 use super::{Ctx, get_as};
 use crate::error::{CliError, CliResult};
 use crate::output::{Column, Format, col, items};

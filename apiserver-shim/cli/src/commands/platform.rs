@@ -388,7 +388,7 @@ fn bind(
     tls: String,
     idempotency_key: Option<String>,
 ) -> CliResult<()> {
-    let (resource, _) = super::resources::find_resource(ctx, resource)?;
+    let (resource, _) = super::find_resource(ctx, resource)?;
     let mut body = serde_json::json!({
         "projectId": resource.project_id, "environmentId": resource.environment_id,
         "resourceId": resource.id, "domainName": domain, "pathPrefix": path, "tlsMode": tls,
@@ -410,7 +410,7 @@ fn dns_check(
 ) -> CliResult<serde_json::Value> {
     let mut body = match resource {
         Some(resource) => {
-            let (resource, _) = super::resources::find_resource(ctx, &resource)?;
+            let (resource, _) = super::find_resource(ctx, &resource)?;
             serde_json::json!({ "resourceId": resource.id, "domainName": domain })
         }
         None => serde_json::json!({ "domainBindingId": domain }),

@@ -11,7 +11,7 @@ use berth_api::resource_input::{
 use berth_api::source::{SetAutoDeploy, SetSource};
 use berth_api::storage::{AttachStorage, DetachStorage};
 
-use super::resources::find_resource;
+use super::find_resource;
 use super::{Ctx, wire_enum};
 use crate::cli::{ResourceConfig, ResourceOption};
 use crate::error::{CliError, CliResult};

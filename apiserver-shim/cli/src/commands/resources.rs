@@ -4,27 +4,20 @@ use std::io::Read;
 
 use berth_api::common::Confirmation;
 use berth_api::resource_input::{NetworkProfileInput, SourceInput};
-use berth_api::resources::{CreateResource, DeleteResource, ResourceList, ResourceRecord};
+use berth_api::resources::{CreateResource, DeleteResource, ResourceList};
 use berth_api::runtime_control::RuntimeControlRequest;
 use berth_api::secrets::{CreateSecret, DeleteSecret, RotateSecret, SecretList, SecretShow};
 use berth_api::variables::{DeleteVariable, EffectiveConfig, ImportVariables, SetVariable};
 use serde_json::Value;
 
 use super::infra::server_id;
-use super::workspace::{environment_id, project_id, scope_query};
-use super::{Ctx, created, get_as, read_as, resolve, wire_enum};
+use super::workspace::{project_id, scope_query};
+use super::{Ctx, created, get_as, wire_enum};
+use super::{environment_id, find_resource};
 use crate::cli::{ExposureOption, ResourceOption, Resources, Secrets, Variables};
 use crate::error::{CliError, CliResult};
 use crate::output::{col, items};
 use crate::rows::ResourceDetail;
-
-/// The resource whose id, slug or name is `name`, as listed: read as the API's record, and as
-/// it came (what `-o json|yaml` prints).
-pub fn find_resource(ctx: &Ctx, name: &str) -> CliResult<(ResourceRecord, Value)> {
-    let item = resolve(ctx.api()?, "/resources", &[], "id", name)?;
-    let resource = read_as("resource", &item)?;
-    Ok((resource, item))
-}
 
 pub fn resources(ctx: &Ctx, command: Resources) -> CliResult<()> {
     match command {

@@ -31,7 +31,7 @@ pub fn terminal(
         (_, Some(resource)) => TerminalScope {
             kind: "resource".into(),
             server_id: None,
-            resource_id: Some(super::resources::find_resource(ctx, resource)?.0.id),
+            resource_id: Some(super::find_resource(ctx, resource)?.0.id),
         },
         (Some(server), None) => TerminalScope {
             kind: "server".into(),

@@ -6,7 +6,8 @@ use berth_api::storage::{
     StorageVolumeShow, StorageVolumeSummary,
 };
 
-use super::workspace::{environment_id, project_id, scope_query};
+use super::environment_id;
+use super::workspace::{project_id, scope_query};
 use super::{Ctx, created, get_as, id_of, wire_enum};
 use crate::cli::Volumes;
 use crate::error::CliResult;

@@ -7,7 +7,7 @@ use berth_api::projects::{ArchiveProject, CreateProject, RenameProject};
 use berth_api::environments::{EnvironmentList, EnvironmentRecord};
 use berth_api::projects::{ProjectList, ProjectRecord};
 
-use super::{Ctx, created, get_as, id_of, read_as};
+use super::{Ctx, created, environment_id, get_as, id_of, read_as};
 use crate::cli::{Environments, Projects};
 use crate::error::CliResult;
 
@@ -92,11 +92,6 @@ pub fn projects(ctx: &Ctx, command: Projects) -> CliResult<()> {
             Ok(())
         }
     }
-}
-
-/// An environment's id from its id or name (names are unique within a project only).
-pub fn environment_id(ctx: &Ctx, name: &str) -> CliResult<String> {
-    id_of(ctx.api()?, "/environments", "env-", name)
 }
 
 pub fn environments(ctx: &Ctx, command: Environments) -> CliResult<()> {

@@ -5,9 +5,9 @@ use std::collections::{BTreeSet, HashSet};
 
 use berth_api::migrations::{BundleDependency, MigrationBundle, VariableReport};
 
+use super::blocker;
 use super::resource::Findings;
 use super::secrets::looks_like_secret;
-use super::steps::blocker;
 
 /// Blockers and warnings of the whole bundle (the resources' own come from their steps).
 pub fn review(bundle: &MigrationBundle, found: &mut Findings) {

@@ -18,10 +18,10 @@ mod validate;
 mod tests;
 
 use berth_api::migrations::{
-    BUNDLE_API_VERSION, BUNDLE_KIND, MigrationBundle, MigrationPlan, PROTOCOL, PlanState,
+    BUNDLE_API_VERSION, BUNDLE_KIND, Blocker, MigrationBundle, MigrationPlan, PROTOCOL, PlanState,
 };
 use berth_api::validate::FieldError;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 pub use attest::{attest, attestation_matches, hmac_sha256};
 pub use digest::{bundle_digest, canonical_json, is_sha256, plan_digest};
@@ -31,6 +31,20 @@ pub use limits::{
 };
 pub use receipts::{Unresolved, check_plan_shape, check_receipts, cleanup_order, resolve_input};
 pub use secrets::{SecretRef, parse_secret_ref, secret_refs};
+
+/// `{"$ref": "steps.<step>.output.<name>"}`.
+fn placeholder(step: &str, output: &str) -> Value {
+    json!({"$ref": format!("steps.{step}.output.{output}")})
+}
+
+/// A reason the plan cannot be applied, at `path` of the bundle.
+fn blocker(code: &str, path: &str, message: String) -> Blocker {
+    Blocker {
+        code: code.into(),
+        path: path.into(),
+        message,
+    }
+}
 
 /// Reads a bundle strictly: size first, then the shape (an unknown key is refused by its path,
 /// `bundle.spec.resources[0].foo`), then `apiVersion` and `kind`. Messages name keys and types,

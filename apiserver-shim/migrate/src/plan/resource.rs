@@ -7,7 +7,7 @@ use berth_api::resources::CreateResource;
 use serde_json::{Map, Value, json};
 
 use super::secrets::looks_like_secret;
-use super::steps::{blocker, placeholder};
+use super::{blocker, placeholder};
 
 /// What one resource contributes besides its step.
 #[derive(Default)]

@@ -6,30 +6,18 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use berth_api::migrations::{
-    Blocker, BundleDomain, BundleResource, BundleVariable, MigrationBundle, Step, StepCleanup,
+    BundleDomain, BundleResource, BundleVariable, MigrationBundle, Step, StepCleanup,
 };
 use serde_json::{Map, Value, json};
 
+use super::placeholder;
 use super::resource::{Findings, create_input, insert_opt};
 
 pub const PROJECT: &str = "project:create";
 pub const ENVIRONMENT: &str = "environment:create";
 
-/// `{"$ref": "steps.<step>.output.<name>"}`.
-pub fn placeholder(step: &str, output: &str) -> Value {
-    json!({"$ref": format!("steps.{step}.output.{output}")})
-}
-
 fn secret(text: &str) -> Value {
     json!({"$secretRef": text})
-}
-
-pub fn blocker(code: &str, path: &str, message: String) -> Blocker {
-    Blocker {
-        code: code.into(),
-        path: path.into(),
-        message,
-    }
 }
 
 /// One step; `produces` is the one output most steps have (`id` of the result).
