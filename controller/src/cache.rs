@@ -21,7 +21,7 @@ use berth_crds::storage_volume::StorageVolume;
 use berth_crds::threshold_policy::ThresholdPolicy;
 use futures::channel::mpsc::{self, UnboundedReceiver, UnboundedSender};
 use futures::{Stream, StreamExt};
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
@@ -46,6 +46,8 @@ pub struct Caches {
     pub certificates: Store<Certificate>,
     pub members: Store<Member>,
     pub retention_policies: Store<RetentionPolicy>,
+    /// Berth's own namespaces (labelled managed), which the organization controller owns.
+    pub namespaces: Store<Namespace>,
 }
 
 /// The writing side of [`Caches`]: subscribe to a kind's changes, then [`Feeds::run`] the
@@ -65,6 +67,7 @@ pub struct Feeds {
     pub certificates: Feed<Certificate>,
     pub members: Feed<Member>,
     pub retention_policies: Feed<RetentionPolicy>,
+    pub namespaces: Feed<Namespace>,
 }
 
 /// One subscriber's copy of a kind's changes: each object as the watch reported it, once the
@@ -79,6 +82,8 @@ pub struct Feed<K: kube::Resource<DynamicType = ()> + Clone + 'static> {
     /// Whether field managers and kubectl's last-applied copy are dropped (see
     /// [`berth_crds::trim_for_cache`]).
     trim: bool,
+    /// The label selector of the watch, when only some objects of the kind are Berth's.
+    labels: Option<&'static str>,
 }
 
 struct Subscriber<K> {
@@ -100,12 +105,20 @@ where
         Self::with_trim(false)
     }
 
+    /// A feed of only the objects that carry `label`.
+    fn labelled(label: &'static str) -> (Store<K>, Self) {
+        let (store, mut feed) = Self::new();
+        feed.labels = Some(label);
+        (store, feed)
+    }
+
     fn with_trim(trim: bool) -> (Store<K>, Self) {
         let writer = reflector::store::Writer::default();
         let feed = Self {
             subscribers: Mutex::default(),
             writer,
             trim,
+            labels: None,
         };
         (feed.store(), feed)
     }
@@ -139,7 +152,11 @@ where
 
     /// Watches the kind cluster-wide into the store until the process stops.
     async fn run(self, client: Client) {
-        let events = watcher(Api::<K>::all(client), watcher::Config::default()).default_backoff();
+        let config = match self.labels {
+            Some(labels) => watcher::Config::default().labels(labels),
+            None => watcher::Config::default(),
+        };
+        let events = watcher(Api::<K>::all(client), config).default_backoff();
         self.reflect(events).await;
     }
 
@@ -215,6 +232,7 @@ impl Caches {
         let (certificates, certificates_feed) = Feed::new();
         let (members, members_feed) = Feed::new();
         let (retention_policies, retention_policies_feed) = Feed::untrimmed();
+        let (namespaces, namespaces_feed) = Feed::labelled(berth_crds::MANAGED_LABEL);
         let caches = Self {
             resources,
             deployments,
@@ -230,6 +248,7 @@ impl Caches {
             certificates,
             members,
             retention_policies,
+            namespaces,
         };
         let feeds = Feeds {
             resources: resources_feed,
@@ -246,6 +265,7 @@ impl Caches {
             certificates: certificates_feed,
             members: members_feed,
             retention_policies: retention_policies_feed,
+            namespaces: namespaces_feed,
         };
         (caches, feeds)
     }
@@ -267,6 +287,7 @@ impl Caches {
             self.certificates.wait_until_ready(),
             self.members.wait_until_ready(),
             self.retention_policies.wait_until_ready(),
+            self.namespaces.wait_until_ready(),
         );
     }
 
@@ -328,7 +349,8 @@ impl Feeds {
             self.storage_volumes.run(client.clone()),
             self.certificates.run(client.clone()),
             self.members.run(client.clone()),
-            self.retention_policies.run(client),
+            self.retention_policies.run(client.clone()),
+            self.namespaces.run(client),
         );
     }
 }

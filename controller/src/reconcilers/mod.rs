@@ -164,6 +164,7 @@ impl Inputs {
             },
             organizations: organization::Inputs {
                 organizations: feeds.organizations.subscribe(),
+                namespaces: feeds.namespaces.subscribe_touched(),
                 members: feeds.members.subscribe_touched(),
             },
             projects: feeds.projects.subscribe(),

@@ -9,13 +9,12 @@ use berth_crds::organization::{Organization, OrganizationStatus, reason};
 use berth_crds::{MANAGED_LABEL, ORGANIZATION_LABEL};
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams};
+use kube::api::{DeleteParams, ObjectMeta, Patch, PatchParams};
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
 use kube::{Api, Resource, ResourceExt};
 
 use super::{RESYNC_AFTER, drain, error_policy};
@@ -30,9 +29,11 @@ const KIND: &str = "Organization";
 /// Removes the organization's namespace before the Organization itself goes away.
 pub const FINALIZER: &str = "berth.dev/organization-namespace";
 
-/// What the Organization controller reacts to, besides its namespaces.
+/// What the Organization controller reacts to.
 pub struct Inputs {
     pub organizations: Subscription<Organization>,
+    /// Berth's namespaces: a change to one wakes the organization that owns it.
+    pub namespaces: Subscription<Namespace>,
     pub members: Subscription<Member>,
 }
 
@@ -41,11 +42,9 @@ pub async fn run(
     inputs: Inputs,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
-    // Only this controller watches namespaces (their metadata), so it keeps its own watch.
-    let namespaces = Api::<Namespace>::all(context.client.clone());
     let organizations = context.caches.organizations.clone();
     let stream = Controller::for_shared_stream(inputs.organizations, organizations)
-        .owns(namespaces, watcher::Config::default().labels(MANAGED_LABEL))
+        .owns_shared_stream(inputs.namespaces)
         // A member joining or leaving changes the organization's member count.
         .watches_shared_stream(inputs.members, |member| organization_of(&member))
         .graceful_shutdown_on(shutdown)
@@ -103,35 +102,41 @@ pub fn desired_namespace(organization: &Organization) -> Result<Namespace> {
     })
 }
 
+/// Whether `current` (from the cache) already is the namespace `desired` describes: it exists
+/// with the labels and the owner the organization gives it.
+fn namespace_as_desired(current: Option<&Namespace>, desired: &Namespace) -> bool {
+    let Some(current) = current else {
+        return false;
+    };
+    let labels = current.labels();
+    let owners = current.owner_references();
+    desired
+        .labels()
+        .iter()
+        .all(|(k, v)| labels.get(k) == Some(v))
+        && desired
+            .owner_references()
+            .iter()
+            .all(|o| owners.contains(o))
+}
+
 async fn apply(organization: &Organization, context: &Context) -> Result<Action> {
     let namespace = desired_namespace(organization)?;
     let namespace_name = namespace.name_any();
-    let namespaces = Api::<Namespace>::all(context.client.clone());
-    let existed = namespaces.get_opt(&namespace_name).await?.is_some();
-    namespaces
-        .patch(
-            &namespace_name,
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(&namespace),
-        )
-        .await?;
-    let reference = organization.object_ref(&());
-    if !existed {
-        context
-            .publish_event(
-                &reference,
-                EventType::Normal,
-                event_reason::NAMESPACE_CREATED,
-                format!("created namespace {namespace_name}"),
-            )
-            .await;
+    let cached = context
+        .caches
+        .namespaces
+        .get(&ObjectRef::new(&namespace_name));
+    if !namespace_as_desired(cached.as_deref(), &namespace) {
+        ensure_namespace(organization, &namespace, context).await?;
     }
-
-    let member_count = Api::<Member>::namespaced(context.client.clone(), &namespace_name)
-        .list(&ListParams::default())
-        .await?
-        .items
+    // The members cache is filled before the change that woke this reconcile is passed on.
+    let member_count = context
+        .caches
+        .members
+        .state()
         .iter()
+        .filter(|member| member.namespace().as_deref() == Some(namespace_name.as_str()))
         .filter(|member| member.spec.active)
         .count();
     let status = desired_status(
@@ -146,6 +151,35 @@ async fn apply(organization: &Organization, context: &Context) -> Result<Action>
         .apply(current, &status)
         .await?;
     Ok(Action::requeue(RESYNC_AFTER))
+}
+
+/// Creates or corrects the organization's namespace; says so on the Organization when it
+/// created it. (Read from the API server, not the cache: the cache may not have seen a
+/// namespace created moments ago, and the event is said once.)
+async fn ensure_namespace(
+    organization: &Organization,
+    namespace: &Namespace,
+    context: &Context,
+) -> Result<()> {
+    let namespace_name = namespace.name_any();
+    let namespaces = Api::<Namespace>::all(context.client.clone());
+    let existed = namespaces.get_opt(&namespace_name).await?.is_some();
+    namespaces
+        .patch(
+            &namespace_name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(namespace),
+        )
+        .await?;
+    if !existed {
+        let reference = organization.object_ref(&());
+        let message = format!("created namespace {namespace_name}");
+        let reason = event_reason::NAMESPACE_CREATED;
+        context
+            .publish_event(&reference, EventType::Normal, reason, message)
+            .await;
+    }
+    Ok(())
 }
 
 /// The status `organization` should have once its namespace exists with `member_count` active
@@ -251,28 +285,44 @@ mod tests {
         assert!(desired_namespace(&organization).is_err());
     }
 
-    /// Not a no-op yet: every reconcile (every resync) applies the namespace again, though it
-    /// is already as desired. The status, at least, is left alone.
-    #[tokio::test]
-    async fn a_reconciled_organization_applies_its_namespace_again_but_not_its_status() {
-        use crate::context::fixtures::Exchange;
-        let (context, api, _feeds) = Context::test();
+    /// An organization whose namespace and status are as they should be, in the caches.
+    fn reconciled(feeds: &mut crate::cache::Feeds) -> Organization {
         let mut organization = organization("acme");
         organization.metadata.finalizers = Some(vec![FINALIZER.into()]);
         let earlier = "2026-01-01T08:00:00Z".parse().unwrap();
         organization.status = Some(desired_status(&organization, "org-acme", 0, earlier));
-        let namespace = desired_namespace(&organization).unwrap();
-        let members = serde_json::json!({
-            "apiVersion": "berth.dev/v1alpha1", "kind": "MemberList", "metadata": {},
-            "items": [],
-        });
-        let script = api.serve([
-            Exchange::get("/api/v1/namespaces/org-acme").returns(&namespace),
-            Exchange::patch("/api/v1/namespaces/org-acme").returns(&namespace),
-            Exchange::get("/apis/berth.dev/v1alpha1/namespaces/org-acme/members").returns(&members),
-        ]);
+        feeds
+            .namespaces
+            .put(desired_namespace(&organization).unwrap());
+        organization
+    }
+
+    #[tokio::test]
+    async fn a_reconciled_organization_costs_no_request() {
+        let (context, api, mut feeds) = Context::test();
+        let organization = reconciled(&mut feeds);
+        let script = api.expect_nothing();
         let action = reconcile(Arc::new(organization), context).await.unwrap();
         assert_eq!(action, Action::requeue(RESYNC_AFTER));
         script.finish().await;
+    }
+
+    #[tokio::test]
+    async fn a_namespace_that_lost_its_owner_is_applied_again() {
+        use crate::context::fixtures::Exchange;
+        let (context, api, mut feeds) = Context::test();
+        let organization = reconciled(&mut feeds);
+        let namespace = desired_namespace(&organization).unwrap();
+        let mut orphaned = namespace.clone();
+        orphaned.metadata.owner_references = None;
+        feeds.namespaces.put(orphaned.clone());
+        let script = api.serve([
+            Exchange::get("/api/v1/namespaces/org-acme").returns(&orphaned),
+            Exchange::patch("/api/v1/namespaces/org-acme").returns(&namespace),
+        ]);
+        let action = reconcile(Arc::new(organization), context).await.unwrap();
+        assert_eq!(action, Action::requeue(RESYNC_AFTER));
+        let sent = script.finish().await;
+        assert_eq!(sent[1].body, serde_json::to_value(&namespace).unwrap());
     }
 }
