@@ -42,6 +42,9 @@ if [[ -z "${BERTH_TEST_QUICK:-}" ]]; then
   # --all-features: the benchmark clients (berth-tests/bench) are linted too.
   cargo clippy --workspace --all-targets --all-features --quiet -- -D warnings
 
+  step "no two modules import each other, at any level of any crate"
+  python3 "$HACK_DIR/lib/module_cycles.py" --all ./*/src ./*/*/src
+
   step "unit tests"
   cargo test --workspace --exclude berth-tests --quiet
 

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Import circles between sibling modules of a Rust crate, tests left out.
 
-    python3 hack/lib/module_cycles.py controller/src            # top-level modules
+    python3 hack/lib/module_cycles.py controller/src              # top-level modules
     python3 hack/lib/module_cycles.py controller/src reconcilers  # the children of one module
+    python3 hack/lib/module_cycles.py --all controller/src ...    # every level of each crate
 
-Each file's `use` paths (`crate::…`, `super::…`, `self::…`) are resolved to the module they
-name; an arrow joins two children of the chosen parent when one imports from the other. Prints
-every group of children that import each other in a circle; exits 1 when there is one.
+Each file's paths (`use crate::…`, `super::…`, `self::…`, and paths written out in code) are
+resolved to the module they name; an arrow joins two children of the chosen parent when one
+imports from the other. Prints every group of children that import each other in a circle;
+exits 1 when there is one.
 """
 import os
 import re
@@ -75,8 +77,27 @@ def resolve(module, path):
 
 
 def main():
-    root = sys.argv[1]
+    if sys.argv[1] == "--all":
+        found = [circles_under(root, parent) for root in sys.argv[2:] for parent in parents(root)]
+        sys.exit(1 if any(found) else 0)
     parent = sys.argv[2].split("::") if len(sys.argv) > 2 and sys.argv[2] else []
+    circles = circles_under(sys.argv[1], parent)
+    if not circles:
+        print(f"no circle under {'::'.join(parent) or 'the crate root'}")
+    sys.exit(1 if circles else 0)
+
+
+def parents(root):
+    """Every module of the crate that has children: the root and each folder."""
+    yield []
+    for directory, _, _ in os.walk(root):
+        rel = os.path.relpath(directory, root)
+        if rel != "." and "tests" not in rel.split(os.sep):
+            yield rel.split(os.sep)
+
+
+def circles_under(root, parent):
+    """Prints the circles among `parent`'s children in the crate at `root`; returns them."""
     edges = {}
     for directory, _, files in os.walk(root):
         if "tests" in os.path.relpath(directory, root).split(os.sep):
@@ -100,12 +121,10 @@ def main():
     circles = strongly_connected(edges)
     where = "::".join(parent) or "the crate root"
     for circle in circles:
-        print(f"circle under {where}: {' <-> '.join(sorted(circle))}")
+        print(f"{root}: circle under {where}: {' <-> '.join(sorted(circle))}")
         for a in sorted(circle):
             print(f"  {a} -> {', '.join(sorted(edges.get(a, set()) & circle))}")
-    if not circles:
-        print(f"no circle under {where}")
-    sys.exit(1 if circles else 0)
+    return circles
 
 
 def strongly_connected(edges):
