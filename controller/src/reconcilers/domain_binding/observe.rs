@@ -9,10 +9,11 @@ use berth_crds::domain_binding::{DomainBinding, TLS_MODE_AUTO, TLS_MODE_DISABLED
 use berth_remote::{EdgeProxy, ServerConnection, ServerId};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{ListParams, ObjectMeta, Patch, PatchParams};
+use kube::api::{ObjectMeta, Patch, PatchParams};
 use kube::{Api, Resource, ResourceExt};
 
 use super::decide::{KeyPair, Placement, Resolution, Unplaced};
+use crate::cache::Caches;
 use crate::context::{Context, FIELD_MANAGER};
 use crate::error::{Error, Result};
 use crate::reconcilers::certificate::{
@@ -111,31 +112,29 @@ pub fn upstream_port(binding: &DomainBinding, edge: &Edge) -> Result<u16> {
         })
 }
 
-/// The Certificate serving this binding: one that names it, else (under `auto`) Berth's own,
-/// created here: an idempotent apply, made while observing because the key pair is read from
-/// the Certificate it yields.
+/// The Certificate serving this binding (from the cache): one that names it, else (under
+/// `auto`) Berth's own, created here: an idempotent apply, made while observing because the key
+/// pair is read from the Certificate it yields.
 async fn certificate_of(
     context: &Context,
     namespace: &str,
     binding: &DomainBinding,
 ) -> Result<Option<Certificate>> {
-    let certificates = Api::<Certificate>::namespaced(context.client.clone(), namespace);
     let name = binding.name_any();
-    let mut naming: Vec<Certificate> = certificates
-        .list(&ListParams::default())
-        .await?
-        .items
-        .into_iter()
-        .filter(|c| c.spec.domain_binding_id == name && c.metadata.deletion_timestamp.is_none())
-        .collect();
+    let cached = context.caches.certificates.state();
+    let naming = cached.iter().filter(|c| {
+        c.namespace().as_deref() == Some(namespace)
+            && c.spec.domain_binding_id == name
+            && c.metadata.deletion_timestamp.is_none()
+    });
     // Berth's own (same name) first; otherwise the oldest, by name for a stable choice.
-    naming.sort_by_key(|c| (c.name_any() != name, c.name_any()));
-    if let Some(first) = naming.into_iter().next() {
-        return Ok(Some(first));
+    if let Some(first) = naming.min_by_key(|c| (c.name_any() != name, c.name_any())) {
+        return Ok(Some(Certificate::clone(first)));
     }
     if binding.spec.tls_mode != TLS_MODE_AUTO {
         return Ok(None);
     }
+    let certificates = Api::<Certificate>::namespaced(context.client.clone(), namespace);
     let certificate = Certificate {
         metadata: ObjectMeta {
             name: Some(name.clone()),
@@ -161,25 +160,31 @@ async fn certificate_of(
     Ok(Some(created))
 }
 
-/// The certificate's key pair, when its Secret holds one whose chain parses.
+/// The certificate's key pair, when its Secret holds one whose chain parses: from the cache,
+/// or from the API server when the cache has none yet (a Secret written moments ago does not
+/// wake the binding again).
 async fn key_pair(
     context: &Context,
     namespace: &str,
     certificate: &Certificate,
 ) -> Result<Option<KeyPair>> {
+    let name = secret_name(certificate);
+    let cached = Caches::get(&context.caches.secrets, namespace, &name);
+    if let Some(key_pair) = cached.as_deref().and_then(key_pair_in) {
+        return Ok(Some(key_pair));
+    }
     let secrets = Api::<Secret>::namespaced(context.client.clone(), namespace);
-    let Some(secret) = secrets.get_opt(&secret_name(certificate)).await? else {
-        return Ok(None);
-    };
-    let data = secret.data.unwrap_or_default();
-    let (Some(chain), Some(key)) = (data.get(TLS_CERT_KEY), data.get(TLS_KEY_KEY)) else {
-        return Ok(None);
-    };
-    Ok(CertificateFacts::of_chain(&chain.0)
-        .ok()
-        .map(|facts| KeyPair {
-            facts,
-            chain: chain.0.clone(),
-            key: key.0.clone(),
-        }))
+    Ok(secrets.get_opt(&name).await?.as_ref().and_then(key_pair_in))
+}
+
+/// The key pair `secret` holds, if its chain parses.
+fn key_pair_in(secret: &Secret) -> Option<KeyPair> {
+    let data = secret.data.as_ref()?;
+    let (chain, key) = (data.get(TLS_CERT_KEY)?, data.get(TLS_KEY_KEY)?);
+    let facts = CertificateFacts::of_chain(&chain.0).ok()?;
+    Some(KeyPair {
+        facts,
+        chain: chain.0.clone(),
+        key: key.0.clone(),
+    })
 }
