@@ -141,9 +141,10 @@ async fn reconcile(certificate: Arc<Certificate>, context: Arc<Context>) -> Resu
     let secret = secret_name(&certificate);
     status.secret_name = Some(secret.clone());
 
-    let bindings = Api::<DomainBinding>::namespaced(context.client.clone(), &namespace);
+    // From the cache: a binding that arrives later wakes the certificates naming it.
     let binding_id = &certificate.spec.domain_binding_id;
-    let Some(binding) = bindings.get_opt(binding_id).await? else {
+    let binding = Caches::get(&context.caches.domain_bindings, &namespace, binding_id);
+    let Some(binding) = binding else {
         let decision = decide::binding_missing(status, binding_id, stamp);
         return write(
             &context,
