@@ -207,7 +207,12 @@ fn dispatch<K: kube::Resource<DynamicType = ()> + Clone>(
         }
     };
     match event {
-        watcher::Event::Apply(object) => send(&[Arc::new(object.clone())], false),
+        // The store's own copy: a subscriber that keeps it, or a queue of changes not read
+        // yet, holds no second copy of the object.
+        watcher::Event::Apply(object) => {
+            let stored = store.get(&ObjectRef::from_obj(object));
+            send(&[stored.unwrap_or_else(|| Arc::new(object.clone()))], false)
+        }
         watcher::Event::Delete(object) => send(&[Arc::new(object.clone())], true),
         watcher::Event::InitDone => send(&store.state(), false),
         watcher::Event::Init | watcher::Event::InitApply(_) => {}
@@ -458,6 +463,23 @@ mod tests {
         let (first, second, ended) = read.expect("the subscription keeps delivering");
         assert_eq!((first.as_str(), second.as_str()), ("gone", "shop"));
         assert!(ended, "a plain subscription is not told of the deletion");
+    }
+
+    /// Memory: a change passed on is the store's own object, not a copy of it.
+    #[tokio::test]
+    async fn a_subscriber_gets_the_stores_copy_of_a_change() {
+        let (store, feed) = Feed::<Project>::new();
+        let mut changes = feed.subscribe();
+        let (send, events) = mpsc::unbounded::<Event>();
+        send.unbounded_send(Ok(watcher::Event::Apply(Project::clone(&project(
+            "shop", "a",
+        )))))
+        .unwrap();
+        drop(send);
+        feed.reflect(events).await;
+        let received = changes.next().await.unwrap();
+        let stored = Caches::get(&store, "org-a", "shop").unwrap();
+        assert!(Arc::ptr_eq(&received, &stored));
     }
 
     #[tokio::test]

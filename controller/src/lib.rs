@@ -101,7 +101,7 @@ pub async fn run(options: RunOptions) -> anyhow::Result<()> {
     outcome
 }
 
-/// Opens the observation store, prunes it now and hourly, and starts its writer.
+/// Opens the observation store and starts its writer (RetentionPolicies prune it).
 async fn open_timeline(options: &RunOptions) -> anyhow::Result<berth_observations::TimelineWriter> {
     let location = options.store.location();
     // Shown masked: a URL's password never reaches a log line.
