@@ -120,6 +120,25 @@ impl ApiError {
         .with_detail("blockedReason", "resource-archived")
     }
 
+    /// 409: a change in (or of) a locked environment; `advice` says what unlocking allows.
+    pub fn environment_locked(
+        environment_id: &str,
+        lock_reason: Option<&str>,
+        advice: &str,
+    ) -> Self {
+        let why = lock_reason.map(|r| format!(": {r}")).unwrap_or_default();
+        let error = Self::conflict_code(
+            "environment_locked",
+            format!("environment {environment_id} is locked{why}; {advice}"),
+        )
+        .with_detail("blockedReason", "environment-locked")
+        .with_detail("environmentId", environment_id);
+        match lock_reason {
+            Some(reason) => error.with_detail("lockReason", reason),
+            None => error,
+        }
+    }
+
     /// 409: a destructive call whose `confirmation` does not repeat the target.
     pub fn confirmation_mismatch(field: &str, expected_kind: &str) -> Self {
         Self::new(

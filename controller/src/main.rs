@@ -3,6 +3,11 @@
 use berth_controller::options::{Cli, Command};
 use clap::Parser;
 
+/// jemalloc returns freed memory to the system after a short decay; glibc's malloc kept most of
+/// what a burst of reconciles had freed, so the controller at rest sat near its peak.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();

@@ -6,7 +6,8 @@ use berth_crds::deployment::Deployment;
 use berth_crds::limits::DNS_LABEL_MAX;
 use berth_crds::server::Server;
 use berth_remote::ServerConnection;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Resource, ResourceExt};
@@ -295,6 +296,38 @@ pub fn object_name(name: &str) -> bool {
         && name
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+}
+
+/// An empty Secret `name` of `type_`, labelled as Berth's and with `owner_label: <owner's name>`,
+/// owned by `owner` so it goes away with it.
+pub fn owned_secret<K>(owner: &K, owner_label: &str, name: &str, type_: &str) -> Secret
+where
+    K: Resource<DynamicType = ()>,
+{
+    let reference = OwnerReference {
+        api_version: K::api_version(&()).into(),
+        kind: K::kind(&()).into(),
+        name: owner.name_any(),
+        uid: owner.uid().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: None,
+    };
+    Secret {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            labels: Some(
+                [
+                    (berth_crds::MANAGED_LABEL.to_string(), "true".to_string()),
+                    (owner_label.to_string(), owner.name_any()),
+                ]
+                .into(),
+            ),
+            owner_references: Some(vec![reference]),
+            ..Default::default()
+        },
+        type_: Some(type_.into()),
+        ..Default::default()
+    }
 }
 
 #[cfg(test)]

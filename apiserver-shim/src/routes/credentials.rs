@@ -14,10 +14,10 @@ use berth_crds::ssh_credential::{
 };
 use berth_remote::{ClientKey, ClientKeyError};
 use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
-use kube::{Api, Resource, ResourceExt};
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::{Api, ResourceExt};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::json;
@@ -25,7 +25,7 @@ use serde_json::json;
 use super::Endpoint;
 use super::common::{
     IdResponse, all_in, bounded, confirm, created_at, find_in, known_params, merge_status,
-    timestamp,
+    owned_secret, timestamp,
 };
 use crate::auth::{Caller, CallerOrganization, Principal};
 use crate::error::{ApiError, ApiResult};
@@ -356,28 +356,7 @@ async fn create(
 
 /// The Secret holding a credential's key, owned by the credential so it goes away with it.
 fn key_secret(credential: &SshCredential, name: &str, private_key: &str) -> Secret {
-    let owner = OwnerReference {
-        api_version: SshCredential::api_version(&()).into(),
-        kind: SshCredential::kind(&()).into(),
-        name: credential.name_any(),
-        uid: credential.uid().unwrap_or_default(),
-        controller: Some(true),
-        block_owner_deletion: None,
-    };
     Secret {
-        metadata: ObjectMeta {
-            name: Some(name.to_string()),
-            labels: Some(
-                [
-                    (berth_crds::MANAGED_LABEL.to_string(), "true".to_string()),
-                    (CREDENTIAL_LABEL.to_string(), credential.name_any()),
-                ]
-                .into(),
-            ),
-            owner_references: Some(vec![owner]),
-            ..Default::default()
-        },
-        type_: Some(SECRET_TYPE.into()),
         data: Some(
             [(
                 SECRET_KEY.to_string(),
@@ -385,7 +364,7 @@ fn key_secret(credential: &SshCredential, name: &str, private_key: &str) -> Secr
             )]
             .into(),
         ),
-        ..Default::default()
+        ..owned_secret(credential, CREDENTIAL_LABEL, name, SECRET_TYPE)
     }
 }
 

@@ -99,21 +99,11 @@ pub fn require_unlocked(environment: &Environment) -> ApiResult<()> {
         .with_detail("environmentId", id));
     }
     if environment.spec.locked {
-        let reason = environment.spec.lock_reason.clone();
-        let why = reason
-            .as_deref()
-            .map(|r| format!(": {r}"))
-            .unwrap_or_default();
-        let mut error = ApiError::conflict_code(
-            "environment_locked",
-            format!("environment {id} is locked{why}; unlock it first"),
-        )
-        .with_detail("blockedReason", "environment-locked")
-        .with_detail("environmentId", id);
-        if let Some(reason) = reason {
-            error = error.with_detail("lockReason", reason);
-        }
-        return Err(error);
+        return Err(ApiError::environment_locked(
+            &id,
+            environment.spec.lock_reason.as_deref(),
+            "unlock it first",
+        ));
     }
     Ok(())
 }

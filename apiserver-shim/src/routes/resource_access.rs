@@ -84,23 +84,11 @@ pub fn require_writable(state: &AppState, resource: &Resource) -> ApiResult<()> 
         "environment",
     ) && environment.spec.locked
     {
-        let reason = environment.spec.lock_reason.clone();
-        let why = reason
-            .as_deref()
-            .map(|r| format!(": {r}"))
-            .unwrap_or_default();
-        let mut error = ApiError::conflict_code(
-            "environment_locked",
-            format!(
-                "environment {environment_id} is locked{why}; unlock it to deploy or change its resources"
-            ),
-        )
-        .with_detail("blockedReason", "environment-locked")
-        .with_detail("environmentId", environment_id.as_str());
-        if let Some(reason) = reason {
-            error = error.with_detail("lockReason", reason);
-        }
-        return Err(error);
+        return Err(ApiError::environment_locked(
+            environment_id,
+            environment.spec.lock_reason.as_deref(),
+            "unlock it to deploy or change its resources",
+        ));
     }
     Ok(())
 }

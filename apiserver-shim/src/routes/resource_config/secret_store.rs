@@ -9,11 +9,10 @@ use berth_crds::resource::Resource;
 use berth_crds::variable::{VariableExposure, parse_secret_data_key};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::PostParams;
-use kube::{Api, Resource as _, ResourceExt};
+use kube::{Api, ResourceExt};
 
-use super::super::common::timestamp;
+use super::super::common::{owned_secret, timestamp};
 use super::exposure_name;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -171,30 +170,7 @@ fn api_code(error: &kube::Error) -> Option<u16> {
 
 /// An empty Secret `name` owned by `resource` (deleted with it).
 pub(super) fn new_secret(resource: &Resource, name: &str) -> Secret {
-    let owner = OwnerReference {
-        api_version: Resource::api_version(&()).into(),
-        kind: Resource::kind(&()).into(),
-        name: resource.name_any(),
-        uid: resource.uid().unwrap_or_default(),
-        controller: Some(true),
-        block_owner_deletion: None,
-    };
-    Secret {
-        metadata: ObjectMeta {
-            name: Some(name.to_string()),
-            labels: Some(
-                [
-                    (berth_crds::MANAGED_LABEL.to_string(), "true".to_string()),
-                    (RESOURCE_LABEL.to_string(), resource.name_any()),
-                ]
-                .into(),
-            ),
-            owner_references: Some(vec![owner]),
-            ..Default::default()
-        },
-        type_: Some("Opaque".into()),
-        ..Default::default()
-    }
+    owned_secret(resource, RESOURCE_LABEL, name, "Opaque")
 }
 
 /// Now, as the API prints timestamps.
