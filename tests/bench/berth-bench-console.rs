@@ -28,7 +28,7 @@ use kube::{Api, Client};
 use serde_json::json;
 
 mod shim_load;
-use shim_load::{Load, Sample, ShimAddress, connect, print_header, verdict};
+use shim_load::{Rounds, Sample, ShimAddress, connect, print_header, verdict};
 
 #[derive(Parser, Debug)]
 #[command(about = "Benchmark the console's reads and the change feed on berth-shim")]
@@ -149,7 +149,7 @@ async fn measure(
         ),
         ("projects", format!("{}/projects", shim.path)),
     ];
-    let samples = load(options, shim, token, &targets).await?;
+    let samples = rounds(options, shim, token).run(&targets).await?;
     println!(
         "\n1-2. GET /resources/{{id}} and GET /deployments?resourceId= against GET /projects: \
          concurrency {}, {} alternating rounds",
@@ -438,35 +438,14 @@ async fn forget(options: &Options, namespace: &str, resource: &str) {
     }
 }
 
-/// Requests of each target, kept-alive and fresh, in alternating rounds after a warm-up.
-async fn load<'a>(
-    options: &Options,
-    shim: &ShimAddress,
-    token: &str,
-    targets: &[(&'a str, String)],
-) -> anyhow::Result<HashMap<(&'a str, bool), Vec<Duration>>> {
-    let load = |path: &str, fresh: bool, requests: usize| Load {
+fn rounds(options: &Options, shim: &ShimAddress, token: &str) -> Rounds {
+    Rounds {
         shim: shim.clone(),
         token: token.to_string(),
-        path: path.to_string(),
-        fresh,
         concurrency: options.concurrency,
-        requests,
-    };
-    for (_, path) in targets {
-        load(path, false, options.concurrency * 2).run().await?;
+        requests: options.requests,
+        rounds: options.rounds,
     }
-    let per_round = options.requests.div_ceil(options.rounds.max(1));
-    let mut samples: HashMap<(&str, bool), Vec<Duration>> = HashMap::new();
-    for _ in 0..options.rounds.max(1) {
-        for fresh in [false, true] {
-            for (name, path) in targets {
-                let latencies = load(path, fresh, per_round).run().await?;
-                samples.entry((name, fresh)).or_default().extend(latencies);
-            }
-        }
-    }
-    Ok(samples)
 }
 
 /// Bytes of `GET /resources`' body as sent with `Accept-Encoding: encoding`, and the encoding

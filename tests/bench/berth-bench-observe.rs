@@ -31,7 +31,7 @@ use kube::{Api, Client};
 use serde_json::{Value, json};
 
 mod shim_load;
-use shim_load::{Load, Sample, Sender, ShimAddress, connect, get, print_header, verdict};
+use shim_load::{Rounds, Sample, Sender, ShimAddress, connect, get, print_header, verdict};
 
 #[derive(Parser, Debug)]
 #[command(about = "Benchmark runtime logs and cached health on berth-shim against baselines")]
@@ -506,29 +506,19 @@ async fn health_bench(
     health: &str,
     projects: &str,
 ) -> anyhow::Result<bool> {
-    let targets = [("health", health), ("projects", projects)];
-    let load = |path: &str, fresh: bool, requests: usize| Load {
+    let targets = [
+        ("health", health.to_string()),
+        ("projects", projects.to_string()),
+    ];
+    let mut samples = Rounds {
         shim: shim.clone(),
         token: token.to_string(),
-        path: path.to_string(),
-        fresh,
         concurrency: options.concurrency,
-        requests,
-    };
-    // Warm-up: connections and the shim's caches.
-    for (_, path) in targets {
-        load(path, false, options.concurrency * 2).run().await?;
+        requests: options.requests,
+        rounds: options.rounds,
     }
-    let per_round = options.requests.div_ceil(options.rounds.max(1));
-    let mut samples: HashMap<(&str, bool), Vec<Duration>> = HashMap::new();
-    for _ in 0..options.rounds.max(1) {
-        for fresh in [false, true] {
-            for (name, path) in targets {
-                let latencies = load(path, fresh, per_round).run().await?;
-                samples.entry((name, fresh)).or_default().extend(latencies);
-            }
-        }
-    }
+    .run(&targets)
+    .await?;
     println!(
         "\n2. cached health against GET /projects: concurrency {}, {} alternating rounds",
         options.concurrency, options.rounds

@@ -1,6 +1,7 @@
 //! The load the shim benchmarks share: `requests` GETs from `concurrency` workers on kept-alive
 //! or fresh HTTP/1.1 connections, latencies as sorted samples, PASS/FAIL lines. Loopback only.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -41,12 +42,17 @@ impl Load {
         Ok(latencies)
     }
 
+    /// A kept-alive worker connects before its first timed request: its latencies are of
+    /// requests on an open connection (the fresh load measures connecting).
     async fn worker(&self, next: Arc<AtomicUsize>) -> anyhow::Result<Vec<Duration>> {
         let mut latencies = Vec::new();
         let mut kept = None;
+        if !self.fresh {
+            kept = Some(connect(&self.shim).await?);
+        }
         while next.fetch_add(1, Ordering::Relaxed) < self.requests {
             let started = Instant::now();
-            if self.fresh || kept.is_none() {
+            if self.fresh {
                 kept = Some(connect(&self.shim).await?);
             }
             let sender = kept.as_mut().expect("connected");
@@ -54,6 +60,50 @@ impl Load {
             latencies.push(started.elapsed());
         }
         Ok(latencies)
+    }
+}
+
+/// Several targets under the same load: `requests` GETs of each, kept-alive and fresh, split
+/// over `rounds` after a warm-up of every target. Each round begins with the next target in
+/// turn, so no target always runs first after the previous round's burst of fresh connections.
+pub struct Rounds {
+    pub shim: ShimAddress,
+    pub token: String,
+    pub concurrency: usize,
+    pub requests: usize,
+    pub rounds: usize,
+}
+
+impl Rounds {
+    /// The latencies of each `(name, path)` target, by name and whether connections were fresh.
+    pub async fn run<'t>(
+        &self,
+        targets: &[(&'t str, String)],
+    ) -> anyhow::Result<HashMap<(&'t str, bool), Vec<Duration>>> {
+        let load = |path: &str, fresh: bool, requests: usize| Load {
+            shim: self.shim.clone(),
+            token: self.token.clone(),
+            path: path.to_string(),
+            fresh,
+            concurrency: self.concurrency,
+            requests,
+        };
+        for (_, path) in targets {
+            load(path, false, self.concurrency * 2).run().await?;
+        }
+        let rounds = self.rounds.max(1);
+        let per_round = self.requests.div_ceil(rounds);
+        let mut samples: HashMap<(&str, bool), Vec<Duration>> = HashMap::new();
+        for round in 0..rounds {
+            for fresh in [false, true] {
+                let in_turn = targets.iter().cycle().skip(round).take(targets.len());
+                for (name, path) in in_turn {
+                    let latencies = load(path, fresh, per_round).run().await?;
+                    samples.entry((name, fresh)).or_default().extend(latencies);
+                }
+            }
+        }
+        Ok(samples)
     }
 }
 

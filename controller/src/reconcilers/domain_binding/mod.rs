@@ -169,4 +169,6 @@ async fn remove_routes(context: &Context, namespace: &str, binding: &DomainBindi
 
 // Declared last: hack/lib/largest_functions.py skips everything after `#[cfg(test)]`.
 #[cfg(test)]
+mod reconcile_tests;
+#[cfg(test)]
 mod tests;
