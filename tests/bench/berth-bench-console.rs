@@ -54,8 +54,9 @@ struct Options {
     /// Requests per target and connection kind (split over the rounds).
     #[arg(long, default_value_t = 3000)]
     requests: usize,
-    /// Alternating rounds.
-    #[arg(long, default_value_t = 3)]
+    /// Alternating rounds: many short ones, so that a stall of the machine (a burst of work
+    /// elsewhere; a round lasts well under a second) falls on every target alike.
+    #[arg(long, default_value_t = 20)]
     rounds: usize,
     /// Status writes timed through the change feed.
     #[arg(long, default_value_t = 200)]

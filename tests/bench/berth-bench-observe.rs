@@ -69,8 +69,9 @@ struct Options {
     /// Requests per target and connection kind (split over the rounds).
     #[arg(long, default_value_t = 4000)]
     requests: usize,
-    /// Alternating rounds of the health and projects load.
-    #[arg(long, default_value_t = 4)]
+    /// Alternating rounds: many short ones, so that a stall of the machine (a burst of work
+    /// elsewhere; a round lasts well under a second) falls on every target alike.
+    #[arg(long, default_value_t = 20)]
     rounds: usize,
     /// Highest health/projects ratio of the p99s that meets the goal.
     #[arg(long, default_value_t = 1.5)]
