@@ -237,6 +237,13 @@ impl Deployment {
     ) -> Self {
         let resource_id = resource.metadata.name.clone().unwrap_or_default();
         let generation = resource.metadata.generation.unwrap_or(0).to_string();
+        // What the attempt deploys, so the Resource can tell which later changes it lacks.
+        let digests = crate::resource::deployed::spec_digests(
+            &resource.spec,
+            &resource.host_slug(),
+            &server_id,
+            destination_id.as_deref(),
+        );
         let mut deployment = Deployment::new(
             name,
             DeploymentSpec {
@@ -257,6 +264,10 @@ impl Deployment {
             Some(BTreeMap::from([(RESOURCE_LABEL.to_string(), resource_id)]));
         deployment.metadata.annotations = Some(BTreeMap::from([
             (GENERATION_ANNOTATION.to_string(), generation),
+            (
+                crate::resource::deployed::SPEC_DIGESTS_ANNOTATION.to_string(),
+                serde_json::to_string(&digests).unwrap_or_default(),
+            ),
             (
                 REQUESTED_AT_ANNOTATION.to_string(),
                 Timestamp::now().to_string(),

@@ -13,6 +13,7 @@ use crate::runtime_control::{RuntimeControlSpec, RuntimeControlStatus};
 use crate::variable::PlainVariable;
 use berth_vocabulary::deployments::DeploymentState;
 
+pub mod deployed;
 mod support;
 pub use support::resolved_strategy;
 
@@ -52,6 +53,7 @@ pub use berth_vocabulary::resources::{AccessProfile, NetworkProfile, ResourceSer
     printcolumn = r#"{"name":"Environment","type":"string","jsonPath":".spec.environmentId"}"#,
     printcolumn = r#"{"name":"Last Deployment","type":"string","jsonPath":".status.lastDeploymentStatus"}"#,
     printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Deployed","type":"string","jsonPath":".status.conditions[?(@.type==\"Deployed\")].status"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
@@ -405,7 +407,12 @@ pub struct ResourceStatus {
     /// The latest stop, start or restart and the state the runtime is kept in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime_control: Option<RuntimeControlStatus>,
-    /// Current conditions; `Ready` while the latest deployment serves.
+    /// Whether the serving deployment runs the declared spec, and which changed fields it does
+    /// not run yet; absent while nothing serves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deployed_state: Option<deployed::DeployedState>,
+    /// Current conditions; `Ready` while the latest deployment serves, `Deployed` while it runs
+    /// the declared spec.
     #[serde(default)]
     pub conditions: Vec<Condition>,
 }

@@ -10,6 +10,9 @@ use crate::access::{AccessSummary, ProxyRouteStatus};
 use crate::deployments::DeploymentState;
 use crate::resource_input::{ResourceKind, RuntimeProfileInput};
 use crate::resources::{AccessProfile, NetworkProfile, ResourceService};
+/// Whether the serving deployment runs the declared spec: the Resource's
+/// `status.deployedState`, defined in `berth-vocabulary`.
+pub use berth_vocabulary::deployed_spec::DeployedState;
 
 pub const SHOW_SCHEMA_VERSION: &str = "resources.show/v1";
 
@@ -212,6 +215,10 @@ pub struct ResourceDetail {
     pub proxy_route_status: Option<ProxyRouteStatus>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latest_deployment: Option<LatestDeployment>,
+    /// Whether the serving deployment runs the declared spec, and the changed spec fields it
+    /// does not run yet (the Resource's `Deployed` condition); absent while nothing serves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deployed_state: Option<DeployedState>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime: Option<RuntimeSummary>,
     pub lifecycle: ResourceLifecycle,

@@ -15,6 +15,7 @@ pub mod certificates;
 pub mod conditions;
 pub mod credentials;
 pub mod deploy_tokens;
+pub mod deployed_spec;
 pub mod deployments;
 pub mod environments;
 pub mod limits;

@@ -3338,6 +3338,31 @@ export interface components {
              */
             workflowCommands: string[];
         };
+        /**
+         * @description Whether the declared spec is what serves (`status.deployedState` of a Resource, and the
+         *     same in `GET /resources/{id}`). Absent while no deployment serves.
+         */
+        DeployedState: {
+            /**
+             * @description Top-level spec fields (and `configuration`) changed since the serving Deployment was
+             *     made and not deployed yet.
+             */
+            changesNotDeployed?: string[];
+            /**
+             * Format: int64
+             * @description The Resource's `metadata.generation` the serving Deployment was made from.
+             */
+            deployedGeneration?: number;
+            /** @description Id of an attempt now running that carries the declared spec, if any. */
+            deployingId?: string;
+            /** @description Id (object name) of the serving Deployment. */
+            deploymentId: string;
+            /**
+             * @description Whether the serving deployment runs the declared spec (fields that apply at once
+             *     aside).
+             */
+            upToDate: boolean;
+        };
         DeploymentBlock: {
             createdAt?: string;
             destinationId?: string;
@@ -5122,6 +5147,11 @@ export interface components {
             accessProfile?: components["schemas"]["AccessProfile"];
             accessSummary?: components["schemas"]["AccessSummary"];
             autoDeployPolicy: components["schemas"]["AutoDeploySummary"];
+            /**
+             * @description Whether the serving deployment runs the declared spec, and the changed spec fields it
+             *     does not run yet (the Resource's `Deployed` condition); absent while nothing serves.
+             */
+            deployedState?: components["schemas"]["DeployedState"];
             diagnostics: components["schemas"]["ProfileDiagnostic"][];
             generatedAt: string;
             healthPolicy?: components["schemas"]["HealthPolicy"];

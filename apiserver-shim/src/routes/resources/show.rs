@@ -263,6 +263,7 @@ pub fn detail(state: &AppState, resource: &Resource) -> ResourceDetail {
         access_summary: status.access_summary.clone(),
         proxy_route_status: status.proxy_route_status,
         latest_deployment: latest_deployment(state, resource),
+        deployed_state: status.deployed_state.clone(),
         runtime: runtime(resource),
         lifecycle: ResourceLifecycle {
             status: if lifecycle.is_some() {

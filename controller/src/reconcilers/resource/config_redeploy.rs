@@ -41,6 +41,21 @@ pub(super) fn config_changed(
     berth_crds::config::fingerprint(&entries) != *used
 }
 
+/// The fingerprint of the resource's configuration as it is now, which the serving attempt's
+/// `configFingerprint` is compared with (`Deployed` condition); `None` while its organization,
+/// project or environment are going away.
+pub(super) fn current_fingerprint(
+    resource: &Resource,
+    context: &Context,
+    namespace: &str,
+) -> Option<String> {
+    if !config_sources_remain(context, namespace, resource) {
+        return None;
+    }
+    let entries = config::lasting_entries(context, namespace, resource);
+    Some(berth_crds::config::fingerprint(&entries))
+}
+
 /// Whether the resource's organization, project and environment still exist and are not being
 /// deleted: when they go (deleting an organization takes its namespace and everything in it),
 /// their variables and secrets leaving is a deletion, not a configuration change to deploy.

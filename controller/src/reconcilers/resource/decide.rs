@@ -1,5 +1,6 @@
 //! The pure half of a Resource's reconcile: from its attempts and what was observed of its
-//! runtime, the status it should have, with its `Ready` condition. No I/O.
+//! runtime, the status it should have, with its `Ready` condition and its `Deployed` one
+//! (`deployed`). No I/O.
 
 use std::sync::Arc;
 
@@ -14,6 +15,7 @@ use kube::ResourceExt;
 
 use super::access;
 use super::attempts::{serving, state};
+use super::deployed;
 use crate::conditions::Stamp;
 use crate::reconcilers::runtime_state;
 
@@ -31,6 +33,9 @@ pub struct Observed {
     pub runtime_control: Option<RuntimeControlStatus>,
     /// The resource's domain bindings, for the access summary's domain routes.
     pub bindings: Vec<Arc<DomainBinding>>,
+    /// The fingerprint of the resource's configuration now, compared with the serving
+    /// attempt's; `None` when it is not known (its scopes are going away).
+    pub config_fingerprint: Option<String>,
 }
 
 /// The status the resource should have now.
@@ -57,6 +62,7 @@ pub fn decide(
         observed_generation: resource.metadata.generation,
         runtime: Some(runtime),
         runtime_control: observed.runtime_control,
+        deployed_state: None,
         conditions: current.conditions,
     };
     let stamp = Stamp {
@@ -65,6 +71,11 @@ pub fn decide(
     };
     let ready = readiness(resource, serving, route_status, observed.stopped, stamp);
     condition::merge(&mut status.conditions, ready);
+    let config = observed.config_fingerprint.as_deref();
+    let (deployed_state, deployed) =
+        deployed::deployed_state(resource, deployments, serving, config, stamp);
+    status.deployed_state = deployed_state;
+    condition::merge(&mut status.conditions, deployed);
     status
 }
 

@@ -5,13 +5,15 @@
 //! One reconcile is a pipeline: start the attempt the spec or a changed configuration calls for
 //! (`attempts`, `config_redeploy`), prune the history (`history`), carry out a stop, start or
 //! restart (`runtime`), check and mend the serving container and its route (`drift`, `route`),
-//! then decide the status (`decide`, `access`, pure) and write it. `cleanup` runs on deletion.
+//! then decide the status (`decide`, `access`, `deployed`, pure) and write it. `cleanup` runs on
+//! deletion.
 
 mod access;
 mod attempts;
 mod cleanup;
 mod config_redeploy;
 mod decide;
+mod deployed;
 mod drift;
 mod history;
 mod route;
@@ -172,6 +174,8 @@ async fn apply(resource: &Resource, context: &Context, namespace: &str) -> Resul
         attempts: attempts.len(),
         runtime_control: control.control,
         bindings: access::bindings_of(context, namespace, &name),
+        config_fingerprint: serving(&deployments)
+            .and_then(|_| config_redeploy::current_fingerprint(resource, context, namespace)),
     };
     let status = decide(
         resource,
@@ -206,6 +210,8 @@ async fn write(
 }
 
 // Declared last: hack/lib/largest_functions.py skips everything after `#[cfg(test)]`.
+#[cfg(test)]
+mod deployed_tests;
 #[cfg(test)]
 mod reconcile_tests;
 #[cfg(test)]

@@ -105,6 +105,7 @@ fn healthy_status(fixture: &Healthy, at: &str) -> ResourceStatus {
         attempts: 1,
         runtime_control: None,
         bindings: Vec::new(),
+        config_fingerprint: None,
     };
     let deployments = [fixture.serving.clone()];
     let at: Timestamp = at.parse().unwrap();
@@ -193,7 +194,15 @@ fn acknowledged_status() -> Value {
                 "type": "Ready", "status": "True", "reason": "Serving",
                 "message": "deployment dep-web-1 serves the resource",
                 "observedGeneration": 2, "lastTransitionTime": "2026-01-01T08:00:00Z",
+            }, {
+                // Generation 2 changed nothing an attempt deploys: still the declared spec.
+                "type": "Deployed", "status": "True", "reason": "SpecDeployed",
+                "message": "deployment dep-web-1 runs the declared spec",
+                "observedGeneration": 2, "lastTransitionTime": "2026-01-01T08:00:00Z",
             }],
+            "deployedState": {
+                "upToDate": true, "deploymentId": "dep-web-1", "deployedGeneration": 1,
+            },
             "deploymentCount": 1,
             "lastDeploymentId": "dep-web-1",
             "lastDeploymentStatus": "succeeded",
