@@ -23,6 +23,7 @@ mod disruptive;
 mod examples_apply;
 mod git_sources;
 mod git_support;
+mod gitops_truth;
 mod in_cluster;
 mod migrations;
 mod org_project_env;

@@ -301,6 +301,10 @@ async fn create(
         .with_detail("conflictingDomainBindingId", taken.name_any()));
     }
     let mut binding = DomainBinding::new(&name, spec);
+    // A binding made here is the resource's: it goes (and its Certificate with it) when the
+    // resource is deleted.
+    binding.metadata.owner_references =
+        kube::Resource::owner_ref(resource.as_ref(), &()).map(|o| vec![o]);
     let (kind, id) = caller.actor();
     binding.annotations_mut().extend([
         (UPDATED_BY_KIND.to_string(), kind.to_string()),

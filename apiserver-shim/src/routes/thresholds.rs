@@ -14,7 +14,9 @@ use berth_crds::threshold_policy::{
 };
 use berth_crds::{UPDATED_BY_ID, UPDATED_BY_KIND};
 use berth_observations::SampleQuery;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use k8s_openapi::jiff::Timestamp;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, ResourceExt};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -152,6 +154,38 @@ fn check_scope(state: &AppState, caller: &Caller, scope: &MonitoringScope) -> Ap
         deployment: scope.deployment_id.as_deref(),
     };
     check_scope_ids(state, caller, ids)
+}
+
+/// The object a policy's scope names (same namespace), as the policy's owner: the garbage
+/// collector removes the policy once the object is deleted (a deployment's goes when its
+/// attempt leaves the history).
+fn scope_owner(
+    state: &AppState,
+    namespace: &str,
+    scope: &MonitoringScope,
+) -> Option<OwnerReference> {
+    let caches = &state.caches;
+    let id = |id: &Option<String>| id.clone().unwrap_or_default();
+    match ScopeKind::parse(&scope.kind)? {
+        ScopeKind::Server => owner_in(&caches.servers, namespace, &id(&scope.server_id)),
+        ScopeKind::Project => owner_in(&caches.projects, namespace, &id(&scope.project_id)),
+        ScopeKind::Environment => {
+            owner_in(&caches.environments, namespace, &id(&scope.environment_id))
+        }
+        ScopeKind::Resource => owner_in(&caches.resources, namespace, &id(&scope.resource_id)),
+        ScopeKind::Deployment => {
+            owner_in(&caches.deployments, namespace, &id(&scope.deployment_id))
+        }
+    }
+}
+
+fn owner_in<K>(store: &Store<K>, namespace: &str, name: &str) -> Option<OwnerReference>
+where
+    K: kube::Resource<DynamicType = ()> + Clone,
+{
+    store
+        .get(&ObjectRef::new(name).within(namespace))?
+        .owner_ref(&())
 }
 
 /// The body, checked, as a policy spec; every error names its field. The checks are all
@@ -355,8 +389,12 @@ async fn set(
     let organization = caller.require_role(OrganizationRole::Admin)?.clone();
     check_scope(&state, &caller, &spec.scope)?;
     let name = spec.scope.policy_name()?;
+    let owner = scope_owner(&state, &organization.namespace, &spec.scope);
     let mut policy = ThresholdPolicy::new(&name, spec);
     policy.metadata.namespace = Some(organization.namespace.clone());
+    // The policy of a server, project, environment, resource or deployment goes with it; an
+    // organization's goes with the organization's namespace.
+    policy.metadata.owner_references = owner.map(|o| vec![o]);
     let api = Api::<ThresholdPolicy>::namespaced(state.client.clone(), &organization.namespace);
     let written = write::apply(
         &api,
