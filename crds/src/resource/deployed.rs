@@ -178,6 +178,38 @@ mod tests {
         assert_eq!(listed, declared);
     }
 
+    /// The README's table of fields is this table: same fields, same order, same class.
+    #[test]
+    fn the_readme_lists_every_field_as_the_code_classes_it() {
+        let readme = include_str!("../../../README.md");
+        let section = readme
+            .split("### Is the declared spec deployed?")
+            .nth(1)
+            .expect("README section \"Is the declared spec deployed?\"");
+        let section = section.split("\n### ").next().unwrap_or_default();
+        let listed: Vec<(String, String)> = section
+            .lines()
+            .filter_map(|line| line.strip_prefix("| `"))
+            .filter_map(|rest| {
+                let (field, rest) = rest.split_once('`')?;
+                let class = rest.split('|').nth(1)?.trim();
+                Some((field.to_string(), class.to_string()))
+            })
+            .filter(|(field, _)| field != CONFIGURATION)
+            .collect();
+        let table: Vec<(String, String)> = SPEC_FIELDS
+            .iter()
+            .map(|f| {
+                let class = match f.effect {
+                    FieldEffect::NewAttempt => "new attempt",
+                    FieldEffect::AtOnce => "at once",
+                };
+                (f.field.to_string(), class.to_string())
+            })
+            .collect();
+        assert_eq!(listed, table);
+    }
+
     #[test]
     fn a_changed_start_command_is_a_runtime_profile_change_a_description_none() {
         let before = resource(base());
