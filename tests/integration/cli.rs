@@ -746,3 +746,102 @@ async fn cli_shows_and_sets_retention_and_streams_usage() {
     let snapshot: Value = serde_json::from_str(lines[0]).unwrap();
     assert_eq!(snapshot["schemaVersion"], "runtime-usage.inspect/v1");
 }
+
+/// The value of `field` in a `FIELD  value` record view.
+fn record_field<'a>(shown: &'a str, field: &str) -> Option<&'a str> {
+    shown.lines().find_map(|line| {
+        let rest = line.strip_prefix(field)?;
+        rest.starts_with("  ").then(|| rest.trim())
+    })
+}
+
+/// `berth resources show` and `list` say when the declared spec is not what serves: which
+/// fields changed, what still serves and how to deploy them; `berth deploy`, as the notice
+/// says, deploys them and the notice goes.
+#[tokio::test]
+async fn cli_says_which_changes_are_not_deployed_and_how_to_deploy_them() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let admin = org.user(OrganizationRole::Admin).await;
+    let (server, _) = ready_server(&admin.rest).await;
+    let shop = project(&admin.rest, "Shop").await;
+    let prod = environment(&admin.rest, &shop, "prod").await;
+    let ids = (shop.as_str(), prod.as_str(), server.as_str());
+    let slug = format!("clipending{}", random_suffix());
+    let id = sample_resource(&admin, ids, &slug, "berth/sample-app:2", "/healthz").await;
+    wait_listed_with(&admin.rest, &id, "succeeded").await;
+    let berth = Berth::new();
+    berth.login(&admin).await;
+    let show = ["resources", "show", slug.as_str()];
+    let shown = eventually(WAIT, "the resource shown deployed", || async {
+        let shown = berth.run(&show).await.ok();
+        (record_field(&shown, "DEPLOYED") == Some("yes")).then_some(shown)
+    })
+    .await;
+    assert!(!shown.contains("changes not deployed"), "{shown}");
+
+    // A new start command, auto-deploy off (the default): the change waits, and says so.
+    let start = "exec /bin/sample-app";
+    let runtime = [
+        "config",
+        "runtime",
+        "--resource",
+        &slug,
+        "--start-command",
+        start,
+    ];
+    berth.run(&runtime).await.ok();
+    let shown = eventually(WAIT, "the change shown not deployed", || async {
+        let shown = berth.run(&show).await.ok();
+        let field = record_field(&shown, "DEPLOYED");
+        (field == Some("no: runtimeProfile")).then_some(shown)
+    })
+    .await;
+    assert!(
+        shown.contains("\nchanges not deployed: runtimeProfile\n")
+            && shown.contains("still serves the previous spec")
+            && shown.contains(&format!("`berth deploy {slug}`")),
+        "{shown}"
+    );
+    let listed = berth.run(&["resources", "list"]).await.ok();
+    let row = listed
+        .lines()
+        .find(|l| l.contains(&slug))
+        .unwrap_or_default();
+    assert!(row.contains("no: runtimeProfile"), "{listed}");
+    assert!(
+        listed.starts_with("ID") && listed.contains("DEPLOYED"),
+        "{listed}"
+    );
+    let listed = berth.run(&["resources", "list", "-o", "json"]).await.json();
+    let item = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["id"] == id.as_str())
+        .cloned()
+        .expect("the resource is listed");
+    assert_eq!(
+        item["deployedState"]["changesNotDeployed"],
+        json!(["runtimeProfile"]),
+        "{item}"
+    );
+    // Scripts see it too, and nothing but the answer on stdout.
+    let whole = berth
+        .run(&["resources", "show", &slug, "-o", "json"])
+        .await
+        .json();
+    assert_eq!(whole["deployedState"]["upToDate"], false, "{whole}");
+
+    // Deployed the way the notice says: the notice goes.
+    berth.run(&["deploy", &slug]).await.ok();
+    let shown = eventually(WAIT, "the change shown deployed", || async {
+        let shown = berth.run(&show).await.ok();
+        (record_field(&shown, "DEPLOYED") == Some("yes")).then_some(shown)
+    })
+    .await;
+    assert!(!shown.contains("changes not deployed"), "{shown}");
+
+    delete_resource(&admin.rest, &id, &slug).await;
+    remove_server(&admin.rest, &server).await;
+}

@@ -14,6 +14,7 @@ use crate::resource_input::{
 use crate::validate::{Checked, bounded, dns_label, optional_text};
 
 // Shared with the CRDs: defined in `berth-vocabulary`.
+pub use berth_vocabulary::deployed_spec::DeployedState;
 pub use berth_vocabulary::resources::{AccessProfile, NetworkProfile, ResourceService};
 
 #[derive(Serialize, Deserialize, JsonSchema, Debug)]
@@ -229,6 +230,10 @@ pub struct ResourceRecord {
     pub proxy_route_status: Option<ProxyRouteStatus>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_route_realization_deployment_id: Option<String>,
+    /// Whether the serving deployment runs the declared spec, and the changed spec fields it
+    /// does not run yet (the Resource's `Deployed` condition); absent while nothing serves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deployed_state: Option<DeployedState>,
 }
 
 impl ResourceRecord {

@@ -8,7 +8,7 @@ use berth_api::members::MemberRecord;
 use berth_api::monitoring::{Point, ResourceMetrics, Sample, Scope, Signal};
 use berth_api::organizations::OrganizationSummary;
 use berth_api::projects::ProjectRecord;
-use berth_api::resources::ResourceRecord;
+use berth_api::resources::{DeployedState, ResourceRecord};
 use berth_api::servers::ServerRecord;
 use berth_api::variables::VariableEntry;
 
@@ -134,6 +134,7 @@ impl Row for ResourceRecord {
         "ENVIRONMENT",
         "DEPLOYMENTS",
         "LAST",
+        "DEPLOYED",
         "URL",
     ];
 
@@ -146,6 +147,7 @@ impl Row for ResourceRecord {
             text(&self.environment_id),
             self.deployment_count.to_string(),
             wire(&self.last_deployment_status),
+            deployed(self.deployed_state.as_ref()),
             text(self.url().unwrap_or_default()),
         ]
     }
@@ -153,6 +155,46 @@ impl Row for ResourceRecord {
     fn id(&self) -> &str {
         &self.id
     }
+}
+
+/// Whether what serves is the declared spec: `yes`, `no: <fields>` (changes not deployed),
+/// `deploying: <fields>` while an attempt of the declared spec runs, `-` while nothing serves.
+fn deployed(state: Option<&DeployedState>) -> String {
+    match state {
+        None => "-".to_string(),
+        Some(state) if state.up_to_date => "yes".to_string(),
+        Some(state) => {
+            let fields = state.changes_not_deployed.join(",");
+            let word = if state.deploying_id.is_some() {
+                "deploying"
+            } else {
+                "no"
+            };
+            format!("{word}: {fields}")
+        }
+    }
+}
+
+/// What `resources show` says below the record when the declared spec is not what serves:
+/// the fields, what still serves, and how to deploy them.
+pub fn not_deployed_notice(resource: &ResourceRecord) -> Option<String> {
+    let state = resource.deployed_state.as_ref().filter(|s| !s.up_to_date)?;
+    let fields = state.changes_not_deployed.join(", ");
+    let serving = &state.deployment_id;
+    let then = match &state.deploying_id {
+        Some(deploying) => format!(
+            "deployment {deploying} is deploying them (berth deployments follow {deploying})"
+        ),
+        None => format!(
+            "deploy them with `berth deploy {0}`, or turn auto-deploy on (`berth config \
+             auto-deploy --resource {0} enable`) so changes deploy by themselves",
+            resource.slug
+        ),
+    };
+    Some(format!(
+        "changes not deployed: {fields}\ndeployment {serving} still serves the previous \
+         spec; {then}"
+    ))
 }
 
 /// A resource as `resources show` prints it: its list row and more.
@@ -421,6 +463,7 @@ mod tests {
             col("ENVIRONMENT", "/environmentId"),
             col("DEPLOYMENTS", "/deploymentCount"),
             col("LAST", "/lastDeploymentStatus"),
+            col("DEPLOYED", "/deployedState"),
             col("URL", "/accessSummary/latestGeneratedAccessRoute/url"),
         ];
         let record: ResourceRecord = serde_json::from_value(resource.clone()).unwrap();
@@ -429,7 +472,7 @@ mod tests {
             out.table(&[resource], &columns)
         );
         let detail = ResourceDetail(&record).cells();
-        assert_eq!(detail[9..], ["8080", "-", "-", "2030-01-01T00:00:00Z"]);
+        assert_eq!(detail[10..], ["8080", "-", "-", "2030-01-01T00:00:00Z"]);
 
         let server = json!({"id": "srv-1", "name": "one", "host": "10.0.0.1", "port": 22,
             "username": "root", "credentialId": "ssh-1", "providerKey": "generic-ssh",
@@ -456,6 +499,38 @@ mod tests {
             out.table(&[server], &columns)
         );
         assert_eq!(ServerDetail(&record).cells()[11], "resource res-1");
+    }
+
+    /// The DEPLOYED column and `resources show`'s notice say which changes are not deployed
+    /// and how to deploy them; nothing is said while the declared spec serves.
+    #[test]
+    fn a_resource_says_which_changes_are_not_deployed() {
+        let mut record: ResourceRecord = serde_json::from_value(json!({"id": "res-1",
+            "projectId": "prj-1", "environmentId": "env-1", "name": "Web", "slug": "web",
+            "kind": "application", "createdAt": "2030-01-01T00:00:00Z", "services": [],
+            "deploymentCount": 1,
+            "deployedState": {"upToDate": false, "deploymentId": "dep-web-1",
+                "changesNotDeployed": ["runtimeProfile", "configuration"]}}))
+        .unwrap();
+        assert_eq!(record.cells()[7], "no: runtimeProfile,configuration");
+        let notice = not_deployed_notice(&record).unwrap();
+        assert!(
+            notice.starts_with("changes not deployed: runtimeProfile, configuration\n")
+                && notice.contains("deployment dep-web-1 still serves")
+                && notice.contains("`berth deploy web`")
+                && notice.contains("auto-deploy --resource web enable"),
+            "{notice}"
+        );
+        let state = record.deployed_state.as_mut().unwrap();
+        state.deploying_id = Some("dep-web-2".into());
+        assert_eq!(record.cells()[7], "deploying: runtimeProfile,configuration");
+        let notice = not_deployed_notice(&record).unwrap();
+        assert!(notice.contains("dep-web-2 is deploying them"), "{notice}");
+        let state = record.deployed_state.as_mut().unwrap();
+        state.up_to_date = true;
+        state.changes_not_deployed.clear();
+        assert_eq!(record.cells()[7], "yes");
+        assert_eq!(not_deployed_notice(&record), None);
     }
 
     /// A sample prints when, whose and every figure it holds.

@@ -93,6 +93,7 @@ pub fn record(resource: &Resource) -> ResourceRecord {
         access_summary: status.access_summary,
         proxy_route_status: status.proxy_route_status,
         last_route_realization_deployment_id: status.last_route_realization_deployment_id,
+        deployed_state: status.deployed_state,
     }
 }
 

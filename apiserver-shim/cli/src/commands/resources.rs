@@ -17,7 +17,7 @@ use super::{environment_id, find_resource};
 use crate::cli::{ExposureOption, ResourceOption, Resources, Secrets, Variables};
 use crate::error::{CliError, CliResult};
 use crate::output::{col, items};
-use crate::rows::ResourceDetail;
+use crate::rows::{ResourceDetail, not_deployed_notice};
 
 pub fn resources(ctx: &Ctx, command: Resources) -> CliResult<()> {
     match command {
@@ -72,9 +72,19 @@ fn list(ctx: &Ctx, project: Option<String>, environment: Option<String>) -> CliR
 }
 
 fn show(ctx: &Ctx, resource: &str) -> CliResult<()> {
-    let (record, _) = find_resource(ctx, resource)?;
+    let (mut record, _) = find_resource(ctx, resource)?;
     let whole = ctx.api()?.get(&format!("/resources/{}", record.id), &[])?;
+    // The detail's deployed state is the one read just now.
+    let deployed = whole.get("deployedState").cloned().unwrap_or_default();
+    if let Ok(state) = serde_json::from_value(deployed) {
+        record.deployed_state = state;
+    }
     ctx.out.row(&whole, &ResourceDetail(&record));
+    if ctx.out.human()
+        && let Some(notice) = not_deployed_notice(&record)
+    {
+        println!("\n{notice}");
+    }
     Ok(())
 }
 

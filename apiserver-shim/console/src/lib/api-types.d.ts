@@ -5247,6 +5247,11 @@ export interface components {
             accessProfile?: components["schemas"]["AccessProfile"];
             accessSummary?: components["schemas"]["AccessSummary"];
             createdAt: string;
+            /**
+             * @description Whether the serving deployment runs the declared spec, and the changed spec fields it
+             *     does not run yet (the Resource's `Deployed` condition); absent while nothing serves.
+             */
+            deployedState?: components["schemas"]["DeployedState"];
             /** Format: int64 */
             deploymentCount: number;
             description?: string;
