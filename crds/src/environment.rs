@@ -64,6 +64,11 @@ pub struct EnvironmentSpec {
     /// Why the environment is locked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lock_reason: Option<String>,
+    /// When the lock was asked for: written with `locked` by the REST API, so its answers
+    /// carry the time at once; `status.lockedAt` takes it (or the time the controller first
+    /// saw the lock, when this is unset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locked_at: Option<Time>,
     /// Set to archive the environment; its deployment history stays readable.
     #[serde(default)]
     pub archived: bool,

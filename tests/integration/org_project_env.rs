@@ -43,6 +43,7 @@ fn environment(name: &str, project_id: &str) -> Environment {
             variables: vec![],
             locked: false,
             lock_reason: None,
+            locked_at: None,
             archived: false,
             archive_reason: None,
         },

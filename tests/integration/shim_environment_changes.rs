@@ -397,3 +397,70 @@ async fn environments_are_renamed_cloned_diffed_and_promoted_and_projects_restor
         .await
         .error(404, "not_found");
 }
+
+/// Issue 45's lifecycle rules: a lock answers its `lockedAt` at once; a locked environment
+/// is not cloned (409 with the lock's reason) until unlocked; an archived one is not locked.
+#[tokio::test]
+async fn a_locked_environment_is_not_cloned_and_an_archived_one_not_locked() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let admin = org.user(OrganizationRole::Admin).await.rest;
+    let member = org.user(OrganizationRole::Member).await.rest;
+    let shop = project(&member, "Shop").await;
+    let staging = environment(&member, &shop, "staging").await;
+    let path = format!("/environments/{staging}");
+
+    // The lock's time comes back with the first read after it, not once the controller ran.
+    let before = k8s_openapi::jiff::Timestamp::now();
+    admin
+        .post(&format!("{path}/lock"), json!({"reason": "release freeze"}))
+        .await
+        .ok();
+    let locked = member.get(&path).await.ok();
+    let at: k8s_openapi::jiff::Timestamp = locked["lockedAt"]
+        .as_str()
+        .unwrap_or_else(|| panic!("lockedAt with the lock: {locked}"))
+        .parse()
+        .unwrap();
+    let after = k8s_openapi::jiff::Timestamp::now();
+    // Whole seconds on the wire.
+    assert!(
+        at.as_second() >= before.as_second() && at <= after,
+        "{at} not within the request"
+    );
+    assert_eq!(locked["lockReason"], "release freeze");
+
+    let clone = format!("{path}/clone");
+    let refused = member
+        .post(&clone, json!({"targetName": "copy"}))
+        .await
+        .error(409, "environment_locked");
+    assert_eq!(refused["details"]["lockReason"], "release freeze");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("release freeze"),
+        "{refused}"
+    );
+    admin.post(&format!("{path}/unlock"), json!({})).await.ok();
+    let unlocked = member.get(&path).await.ok();
+    assert!(unlocked.get("lockedAt").is_none(), "{unlocked}");
+    member
+        .post(&clone, json!({"targetName": "copy"}))
+        .await
+        .expect(201);
+
+    admin
+        .post(&format!("{path}/archive"), json!({"reason": "done"}))
+        .await
+        .ok();
+    let refused = admin
+        .post(&format!("{path}/lock"), json!({"reason": "late"}))
+        .await
+        .error(409, "environment_archived");
+    assert_eq!(refused["details"]["environmentId"], staging.as_str());
+    let archived = member.get(&path).await.ok();
+    assert!(archived.get("lockedAt").is_none(), "{archived}");
+    assert!(archived.get("lockReason").is_none(), "{archived}");
+}

@@ -476,6 +476,7 @@ async fn environment_variables_are_masked_when_they_look_secret() {
             ],
             locked: true,
             lock_reason: Some("release freeze".into()),
+            locked_at: None,
             archived: false,
             archive_reason: None,
         },

@@ -17,6 +17,8 @@ use berth_crds::environment::{Environment, EnvironmentSpec};
 use berth_crds::limits::{NAME_MAX, OBJECT_NAME_MAX};
 use berth_crds::member::OrganizationRole;
 use berth_crds::variable::PlainVariable;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
 use kube::{Api, ResourceExt};
 use serde_json::Map;
 
@@ -305,6 +307,14 @@ async fn set_lock(
     caller.require_role(OrganizationRole::Admin)?;
     let environment = lookup(state, caller, id)?;
     let locked = lock.is_some();
+    if locked && environment.spec.archived {
+        // An archived environment takes no change; a lock would say it could.
+        return Err(ApiError::conflict_code(
+            "environment_archived",
+            format!("environment {id} is archived and cannot be locked"),
+        )
+        .with_detail("environmentId", id));
+    }
     if environment.spec.locked == locked {
         // Locking twice keeps the first reason; unlocking twice changes nothing.
         return Ok(());
@@ -312,6 +322,8 @@ async fn set_lock(
     let mut changed = desired(&environment);
     changed.spec.locked = locked;
     changed.spec.lock_reason = lock.flatten();
+    // The time goes with the lock itself, so every answer from now on carries it.
+    changed.spec.locked_at = locked.then(|| Time(Timestamp::now()));
     apply(
         &api(state, caller)?,
         &state.caches.environments,
@@ -366,6 +378,7 @@ async fn create_copy(
             variables: source.spec.variables.clone(),
             locked: false,
             lock_reason: None,
+            locked_at: None,
             archived: false,
             archive_reason: None,
         },
@@ -411,6 +424,13 @@ async fn clone(
 ) -> ApiResult<(StatusCode, Json<IdResponse>)> {
     caller.require_role(OrganizationRole::Member)?;
     let source = lookup(&state, &caller, &id)?;
+    if source.spec.locked {
+        return Err(ApiError::environment_locked(
+            &id,
+            source.spec.lock_reason.as_deref(),
+            "unlock it to clone it",
+        ));
+    }
     let (name, kind) = new_target(
         &state,
         &caller,

@@ -127,9 +127,11 @@ pub fn record(environment: &Environment) -> EnvironmentRecord {
         lifecycle_status: LifecycleStatus::from_archived(spec.archived)
             .as_str()
             .to_string(),
-        locked_at: status
+        // Written with the lock; the controller's stamp for a lock applied with kubectl.
+        locked_at: spec
             .locked_at
             .as_ref()
+            .or(status.locked_at.as_ref())
             .filter(|_| spec.locked)
             .map(timestamp),
         lock_reason: spec.lock_reason.clone().filter(|_| spec.locked),
@@ -291,6 +293,7 @@ async fn create(
             variables: vec![],
             locked: false,
             lock_reason: None,
+            locked_at: None,
             archived: false,
             archive_reason: None,
         },

@@ -68,9 +68,13 @@ pub fn desired_status(
         current.archived_at.as_ref(),
         now,
     );
-    let locked_at = spec
-        .locked
-        .then(|| current.locked_at.clone().unwrap_or(Time(now)));
+    // The time the lock was asked for, when its writer recorded it.
+    let locked_at = spec.locked.then(|| {
+        spec.locked_at
+            .clone()
+            .or_else(|| current.locked_at.clone())
+            .unwrap_or(Time(now))
+    });
     let mut status = EnvironmentStatus {
         lifecycle_status: Some(state.lifecycle),
         locked_at,
@@ -143,6 +147,7 @@ mod tests {
                 variables: vec![],
                 locked,
                 lock_reason: None,
+                locked_at: None,
                 archived: false,
                 archive_reason: None,
             },
@@ -172,6 +177,20 @@ mod tests {
         environment.status = Some(first.clone());
         let second = desired_status(&environment, true, Timestamp::now());
         assert_eq!(second.locked_at, first.locked_at);
+    }
+
+    /// A lock written with its time (the REST API's) keeps that time in status; unlocked,
+    /// the status has none.
+    #[test]
+    fn a_lock_written_with_its_time_keeps_it() {
+        let mut environment = environment(true);
+        let asked: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        environment.spec.locked_at = Some(Time(asked));
+        let status = desired_status(&environment, true, Timestamp::now());
+        assert_eq!(status.locked_at, Some(Time(asked)));
+        environment.spec.locked = false;
+        let status = desired_status(&environment, true, Timestamp::now());
+        assert!(status.locked_at.is_none());
     }
 
     /// Whether its project exists is the one thing it asks the API server.
