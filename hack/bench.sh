@@ -27,6 +27,8 @@
 #   hack/bench.sh in-cluster  Berth as pods on the stack's node from release images: image
 #                         sizes, pod start to Ready, failover p50 against the Lease's duration,
 #                         memory of each pod at rest
+#   hack/bench.sh all     every bench here, one after the other, and one table of figures
+#                         against goals; exits non-zero when any goal is missed
 #   hack/bench.sh build   a warm rebuild of an unchanged commit against a plain docker build of
 #                         the same files over SSH; push-to-serving time of a small app
 set -euo pipefail
@@ -46,12 +48,19 @@ source "$HACK_DIR/lib/bench-build.sh"
 source "$HACK_DIR/lib/bench-console.sh"
 # shellcheck source-path=SCRIPTDIR
 source "$HACK_DIR/lib/bench-in-cluster.sh"
+# shellcheck source-path=SCRIPTDIR
+source "$HACK_DIR/lib/bench-all.sh"
 
 usage() {
   cat <<USAGE
 Usage: hack/bench.sh COMMAND [ARGS...]
 
 Commands:
+  all
+        Every bench here with its defaults, one after the other (about 75 minutes on 2
+        cores; in-cluster last, since it ends with Berth's processes stopped: run hack/dev.sh
+        afterwards), each output in .berth/bench-all/NAME.out; then one table: bench, verdict,
+        time, and each figure against its goal. Fails when any bench misses a goal.
   ssh [--concurrency N] [--bursts N] [--sequential N]
         Docker API calls against the stack's sshd (root@127.0.0.1:2222) through Berth's
         ServerConnectionPool; extra arguments go to the berth-bench-ssh binary.
@@ -372,6 +381,7 @@ bench_rollup() {
 }
 
 case "${1:-}" in
+  all) shift; BERTH_REPO_ROOT=$(cd "$HACK_DIR/.." && pwd) bench_all "$@" ;;
   ssh) shift; bench_ssh "$@" ;;
   cli) shift; bench_cli "$@" ;;
   shim) shift; bench_shim "$@" ;;

@@ -8,8 +8,20 @@ use clap::Parser;
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+/// A worker thread's stack: a debug build's poll frames hold whole child futures, and an
+/// attempt's path from the task to a Docker call came near tokio's default of 2 MiB. Only
+/// touched pages cost memory.
+const WORKER_STACK_BYTES: usize = 8 << 20;
+
+fn main() -> anyhow::Result<()> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_stack_size(WORKER_STACK_BYTES)
+        .build()?
+        .block_on(run())
+}
+
+async fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli
         .command

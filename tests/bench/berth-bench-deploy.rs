@@ -4,11 +4,15 @@
 //! until the first 200 (no Kubernetes, no status, no proxy). Both sides start timing on an
 //! already connected client, so neither pays a process start or a login.
 
+mod deploy_steps;
+
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context as _, bail};
 use berth_crds::resource::{Resource, ResourceSpec};
+use berth_observations::{ObservationStore, TimelineKey};
 use berth_remote::docker::docker_over_ssh;
 use berth_remote::{
     ClientKey, Endpoint, PoolSettings, ServerConnection, ServerConnectionPool, ServerId,
@@ -71,11 +75,15 @@ async fn main() -> anyhow::Result<()> {
     let resources = Api::<Resource>::namespaced(client, &options.namespace);
     resources.list(&Default::default()).await?;
     let floor = Floor::connect(&options).await?;
+    let store = deploy_steps::open_store()?;
     let mut berth_ms = Vec::new();
     let mut floor_ms = Vec::new();
+    let mut steps = Vec::new();
     for run in 0..options.runs {
         let name = format!("b{run}");
-        berth_ms.push(berth_run(&resources, &options, &name).await?);
+        let (elapsed, breakdown) = berth_run(&resources, &store, &options, &name).await?;
+        berth_ms.push(elapsed);
+        steps.push(breakdown);
         floor_ms.push(floor.run(&options, run).await?);
     }
     let (berth_p50, floor_p50) = (median(&berth_ms), median(&floor_ms));
@@ -84,6 +92,7 @@ async fn main() -> anyhow::Result<()> {
     println!("berth create → first 200 through the proxy:  p50 {berth_p50} ms (all: {berth_ms:?})");
     println!("floor raw Docker API via tunnel → first 200: p50 {floor_p50} ms (all: {floor_ms:?})");
     println!("ratio: {ratio:.2}x (goal <= {}x)", options.goal);
+    deploy_steps::print(&steps);
     if ratio > options.goal {
         bail!(
             "Berth is {ratio:.2}x the floor, above the goal of {}x",
@@ -99,13 +108,15 @@ fn median(samples: &[u128]) -> u128 {
     sorted[sorted.len() / 2]
 }
 
-/// Creates a Resource, times it until the proxy answers 200 for its host, deletes it and waits
-/// until it is gone (containers and route removed by the controller's finalizer).
+/// Creates a Resource, times it until the proxy answers 200 for its host, reads where the time
+/// went from its attempt's timeline, deletes it and waits until it is gone (containers and route
+/// removed by the controller's finalizer).
 async fn berth_run(
     resources: &Api<Resource>,
+    store: &Arc<dyn ObservationStore>,
     options: &Options,
     name: &str,
-) -> anyhow::Result<u128> {
+) -> anyhow::Result<(u128, deploy_steps::Breakdown)> {
     let spec: ResourceSpec = serde_json::from_value(json!({
         "projectId": "prj-bench", "environmentId": "env-bench", "serverId": options.server,
         "name": name, "kind": "application",
@@ -113,6 +124,7 @@ async fn berth_run(
         "runtimeProfile": { "healthCheck": { "path": "/healthz" } },
         "networkProfile": { "internalPort": 8080 },
     }))?;
+    let created_ms = epoch_ms();
     let started = Instant::now();
     resources
         .create(&PostParams::default(), &Resource::new(name, spec))
@@ -125,6 +137,13 @@ async fn berth_run(
         tokio::time::sleep(POLL).await;
     }
     let elapsed = started.elapsed().as_millis();
+    let key = TimelineKey {
+        namespace: options.namespace.clone(),
+        resource: name.to_string(),
+        deployment: format!("dep-{name}-1"),
+    };
+    let served_ms = created_ms + i64::try_from(elapsed)?;
+    let breakdown = deploy_steps::breakdown(store, key, created_ms, served_ms).await?;
     resources.delete(name, &DeleteParams::default()).await?;
     let gone = Instant::now();
     while resources.get_opt(name).await?.is_some() {
@@ -133,7 +152,14 @@ async fn berth_run(
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    Ok(elapsed)
+    Ok((elapsed, breakdown))
+}
+
+fn epoch_ms() -> i64 {
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// Status of `GET /` for `host` through the edge proxy, on a new connection as a client makes.

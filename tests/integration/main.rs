@@ -24,6 +24,7 @@ mod examples_apply;
 mod git_sources;
 mod git_support;
 mod gitops_truth;
+mod health_rollout;
 mod in_cluster;
 mod migrations;
 mod org_project_env;

@@ -24,6 +24,9 @@ use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource as _, ResourceExt};
 
 use self::phases::{Guard, Halt, Siblings, Stop};
+use self::server::LiveServer;
+use super::compose::stack::Stack;
+use super::plan::Plan;
 use super::progress::Progress;
 use super::{KIND, waiting};
 use crate::attempt_supervisor::{AttemptKey, Interrupt, Signal};
@@ -126,10 +129,13 @@ async fn execute(context: &Context, deployment: &Deployment, signal: Signal) -> 
         signal,
         siblings: &siblings,
     };
-    match phases(context, &mut progress, &guard).await {
-        Ok(()) => {
+    // Boxed: the phases' state is large in a debug build, and a worker thread's stack small.
+    match Box::pin(phases(context, &mut progress, &guard)).await {
+        Ok(served) => {
             progress.status.retry = None;
-            progress.end(DeploymentState::Succeeded, None).await
+            let ended = progress.end(DeploymentState::Succeeded, None).await;
+            served.retire_older(guard.siblings, deployment).await;
+            ended
         }
         Err(Halt::Stop(stopped)) => {
             let transient = stopped.transient || waiting::is_transient(stopped.phase, stopped.code);
@@ -155,7 +161,7 @@ async fn phases(
     context: &Context,
     progress: &mut Progress<'_>,
     guard: &Guard<'_>,
-) -> std::result::Result<(), Halt> {
+) -> std::result::Result<Served, Halt> {
     let resource = phases::detect(context, progress, guard).await?;
     let (mut plan, server) = phases::plan(context, progress, guard, &resource).await?;
     let stack = phases::package(&server, progress, guard, &plan).await?;
@@ -163,7 +169,26 @@ async fn phases(
     if let Some(stack) = &stack {
         plan.compose = Some(Box::new(stack.routed().settings.clone()));
     }
-    phases::roll_out(&server, progress, guard, &plan, stack.as_ref()).await
+    phases::roll_out(&server, progress, guard, &plan, stack.as_ref()).await?;
+    Ok(Served {
+        server,
+        plan,
+        stack,
+    })
+}
+
+/// What a successful attempt still has to do once its success is written.
+struct Served {
+    server: LiveServer,
+    plan: Plan,
+    stack: Option<Stack>,
+}
+
+impl Served {
+    async fn retire_older(self, siblings: &dyn Siblings, deployment: &Deployment) {
+        let stack = self.stack.as_ref();
+        phases::retire_older(&self.server, siblings, deployment, &self.plan, stack).await;
+    }
 }
 
 /// Ends the attempt as `stopped` says, with an Event.

@@ -23,9 +23,11 @@ use super::super::progress::{OutputSink, Progress};
 use super::super::server_target::start_or_reuse;
 use super::server::{AttemptServer, LiveServer};
 use crate::attempt_supervisor::{Interrupt, Signal};
+use crate::cache::Caches;
 use crate::context::Context;
 use crate::error::Error;
 use crate::server_connections::credential_key_named;
+use berth_crds::GENERATION_ANNOTATION;
 use berth_crds::deployment::Deployment;
 use berth_crds::masking::Masker;
 use berth_crds::progress::Level;
@@ -209,14 +211,42 @@ pub async fn detect(
     progress.step(Detect, 1, "Detecting the source");
     guard.check(Detect)?;
     let namespace = deployment.namespace().unwrap_or_default();
-    let resources = Api::<Resource>::namespaced(context.client.clone(), &namespace);
-    let resource = resources.get_opt(&deployment.spec.resource_id).await;
-    let resource = resource.map_err(Error::from)?;
+    let name = &deployment.spec.resource_id;
+    let resource = match cached_resource(context, deployment, &namespace) {
+        Some(cached) => Some(cached),
+        None => {
+            let resources = Api::<Resource>::namespaced(context.client.clone(), &namespace);
+            resources.get_opt(name).await.map_err(Error::from)?
+        }
+    };
     let resource = resource.ok_or_else(|| {
         let message = format!("Resource {} does not exist", deployment.spec.resource_id);
         stop(Detect, Code::ResourceNotFound, message)
     })?;
     Ok(resource)
+}
+
+/// The attempt's Resource from the cache, when the cache has seen at least the generation the
+/// attempt was made for (the API server would answer the same or newer); otherwise `None`, and
+/// the API server is asked.
+fn cached_resource(
+    context: &Context,
+    deployment: &Deployment,
+    namespace: &str,
+) -> Option<Resource> {
+    let cached = Caches::get(
+        &context.caches.resources,
+        namespace,
+        &deployment.spec.resource_id,
+    )?;
+    let wanted: i64 = deployment
+        .annotations()
+        .get(GENERATION_ANNOTATION)?
+        .parse()
+        .ok()?;
+    let current = cached.metadata.generation?;
+    (current >= wanted && cached.metadata.deletion_timestamp.is_none())
+        .then(|| cached.as_ref().clone())
 }
 
 /// Plan: the container and route to set up, from the resource, its server and its effective
@@ -354,8 +384,8 @@ pub async fn package(
     Ok(stack)
 }
 
-/// Deploy, verify, and what follows either: on success the older attempts' containers go; a
-/// stop removes only this attempt's new container, while the old one keeps serving.
+/// Deploy, verify, and what follows a failure: a stop removes only this attempt's new
+/// container, while the old one keeps serving (on success, see [`retire_older`]).
 pub async fn roll_out(
     server: &impl AttemptServer,
     progress: &mut Progress<'_>,
@@ -367,22 +397,13 @@ pub async fn roll_out(
     // Until an attempt succeeded, no route reaches the upstream name: the first container may
     // carry it from the start, which spares the rejoin in verify.
     let first = !guard.siblings.any_succeeded();
+    // Boxed, so a debug build's poll frames do not hold both phases' whole state.
     let served = async {
-        deploy(server, progress, plan, stack, first).await?;
-        verify(server, progress, guard, plan, first).await
+        Box::pin(deploy(server, progress, plan, stack, first)).await?;
+        Box::pin(verify(server, progress, guard, plan, first)).await
     };
     match served.await {
-        Ok(()) => {
-            retire_older(server, guard.siblings, progress, plan).await;
-            if let Some(stack) = stack {
-                let deployment = progress.deployment;
-                let namespace = deployment.namespace().unwrap_or_default();
-                server
-                    .remove_dropped_services(&namespace, &deployment.spec.resource_id, stack)
-                    .await;
-            }
-            Ok(())
-        }
+        Ok(()) => Ok(()),
         Err(Halt::Stop(stopped)) => {
             progress.status.phase = Some(DeploymentPhase::Rollback);
             let name = &plan.container_name;
@@ -476,13 +497,17 @@ async fn verify(
         .as_ref()
         .zip(plan.internal_port)
         .map(|(r, port)| (r, plan.upstream.as_str(), port));
-    let switched = async {
-        server.release_restarts(plan).await?;
+    // The restart policy and the route are independent: set at once.
+    let routed = async {
         if !first {
             // A re-run may find its container promoted already: no rejoin then.
             server.ensure_promoted(plan).await?;
         }
         server.ensure_route(&route_id, route).await
+    };
+    let switched = async {
+        let (_, routed) = tokio::try_join!(server.release_restarts(plan), routed)?;
+        Ok::<_, berth_remote::RemoteError>(routed)
     };
     let switched = async {
         let switched = switched.await.map(drop);
@@ -491,17 +516,24 @@ async fn verify(
     Ok(timed(Verify, PHASE_TIMEOUT, switched).await?)
 }
 
-/// After a success: the containers of older attempts stop taking connections on SIGTERM and
-/// finish what they accepted before they exit. A newer attempt's container, started meanwhile,
-/// stays.
-async fn retire_older(
+/// Once the success is written (so the new container is the serving one when the old ones
+/// exit, and their exit is no failure of the resource): the containers of older attempts stop
+/// taking connections on SIGTERM and finish what they accepted before they exit, and a stack's
+/// dropped services go. A newer attempt's container, started meanwhile, stays.
+pub async fn retire_older(
     server: &impl AttemptServer,
     siblings: &dyn Siblings,
-    progress: &Progress<'_>,
+    deployment: &Deployment,
     plan: &Plan,
+    stack: Option<&Stack>,
 ) {
-    let namespace = progress.deployment.namespace().unwrap_or_default();
-    let resource = &progress.deployment.spec.resource_id;
+    let namespace = deployment.namespace().unwrap_or_default();
+    let resource = &deployment.spec.resource_id;
+    if let Some(stack) = stack {
+        server
+            .remove_dropped_services(&namespace, resource, stack)
+            .await;
+    }
     let containers = server
         .resource_containers(&namespace, resource)
         .await

@@ -307,6 +307,10 @@ async fn attempt(
         phases::roll_out(server, &mut progress, &guard, &plan, None).await
     }
     .await;
+    // The attempt's end is written here in a real run; then the older containers go.
+    if outcome.is_ok() {
+        phases::retire_older(server, siblings, &deployment, &plan, None).await;
+    }
     (outcome, progress.status)
 }
 

@@ -1,0 +1,170 @@
+//! Health history tells the truth during a rollout (issue 45): zero-downtime redeploys under
+//! kept-alive load record no `unhealthy` observation (the old container leaving is planned), while
+//! an unplanned exit of the serving container still does.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use berth_crds::member::OrganizationRole;
+use berth_tests::rest::{Rest, TestOrg};
+use berth_tests::{client, eventually, random_suffix};
+use serde_json::{Value, json};
+
+use crate::deploy_support::{delete_resource, ready_server, remove_server, wait_body};
+use crate::shim_deployments_stream::{assert_envelope, parse_events, stream};
+use crate::shim_projects_envs::{environment, project};
+
+const WAIT: Duration = Duration::from_secs(180);
+const REDEPLOYS: usize = 10;
+
+/// Requests that got an answer from the app, and those that did not (no answer, or the proxy's
+/// own 502/503/504).
+#[derive(Default)]
+struct Tally {
+    answered: AtomicU64,
+    failures: std::sync::Mutex<Vec<String>>,
+}
+
+/// One kept-alive connection sending GETs to `host` until `stop`.
+async fn kept_alive(port: u16, host: String, stop: Arc<AtomicBool>, tally: Arc<Tally>) {
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(1)
+        .http1_only()
+        .build()
+        .expect("http client");
+    let url = format!("http://127.0.0.1:{port}/");
+    while !stop.load(Ordering::Relaxed) {
+        match http.get(&url).header("Host", &host).send().await {
+            Ok(response) if ![502, 503, 504].contains(&response.status().as_u16()) => {
+                let _ = response.bytes().await;
+                tally.answered.fetch_add(1, Ordering::Relaxed);
+            }
+            outcome => tally.failures.lock().unwrap().push(format!("{outcome:?}")),
+        }
+    }
+}
+
+async fn history(rest: &Rest, id: &str) -> Vec<Value> {
+    let body = rest
+        .get(&format!("/resources/{id}/health-history?limit=720"))
+        .await
+        .ok();
+    body["observations"].as_array().cloned().unwrap_or_default()
+}
+
+fn overall(observations: &[Value]) -> Vec<String> {
+    observations
+        .iter()
+        .filter_map(|o| o["overall"].as_str().map(str::to_string))
+        .collect()
+}
+
+fn docker(args: &[&str]) -> String {
+    let output = std::process::Command::new("docker")
+        .args(args)
+        .output()
+        .expect("docker CLI (tests only)");
+    assert!(output.status.success(), "docker {args:?}: {output:?}");
+    String::from_utf8_lossy(&output.stdout).trim().to_string()
+}
+
+#[tokio::test]
+async fn redeploys_record_no_unhealthy_observation_and_a_killed_container_does() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let admin = org.user(OrganizationRole::Admin).await.rest;
+    let (server, port) = ready_server(&admin).await;
+    let shop = project(&admin, "Shop").await;
+    let prod = environment(&admin, &shop, "prod").await;
+    let slug = format!("roll{}", random_suffix());
+    let host = format!("{slug}.localhost");
+    let created = admin
+        .post(
+            "/resources",
+            json!({
+                "projectId": shop, "environmentId": prod, "name": "Rollout", "slug": slug,
+                "kind": "application", "serverId": server,
+                "source": { "kind": "docker-image", "locator": "berth/sample-app:1" },
+                "networkProfile": { "internalPort": 8080 },
+                "runtimeProfile": { "healthCheck": { "path": "/healthz", "intervalSeconds": 1 } },
+            }),
+        )
+        .await
+        .ok();
+    let id = created["id"].as_str().unwrap().to_string();
+    wait_body(port, &host, "sample-app v1").await;
+    eventually(WAIT, "a healthy observation in the history", || async {
+        overall(&history(&admin, &id).await)
+            .contains(&"healthy".to_string())
+            .then_some(())
+    })
+    .await;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let tally = Arc::new(Tally::default());
+    let clients: Vec<_> = (0..4)
+        .map(|_| tokio::spawn(kept_alive(port, host.clone(), stop.clone(), tally.clone())))
+        .collect();
+    let body = json!({
+        "projectId": shop, "environmentId": prod, "serverId": server, "resourceId": id,
+    });
+    for _ in 0..REDEPLOYS {
+        let (status, _, text) = stream(&admin, &body).await;
+        assert_eq!(status, 200, "{text}");
+        let events = assert_envelope(&parse_events(&text));
+        assert_eq!(events.last().unwrap()["status"], "succeeded", "{text}");
+    }
+    // The last old container drains and exits while the load goes on.
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    stop.store(true, Ordering::Relaxed);
+    for client in clients {
+        client.await.unwrap();
+    }
+    let answered = tally.answered.load(Ordering::Relaxed);
+    let failures = tally.failures.lock().unwrap().clone();
+    eprintln!("{REDEPLOYS} redeploys under load: {answered} answered, {failures:?} failed");
+    assert!(
+        answered > 100,
+        "too few requests to mean anything: {answered}"
+    );
+    assert!(failures.is_empty(), "{failures:#?}");
+    // Oldest first: everything from the first healthy observation on.
+    let during: Vec<String> = overall(&history(&admin, &id).await)
+        .into_iter()
+        .skip_while(|o| o != "healthy")
+        .collect();
+    assert!(
+        !during.iter().any(|o| o == "unhealthy" || o == "unknown"),
+        "a planned replacement is no failure: {during:?}"
+    );
+    assert!(
+        during.iter().filter(|o| *o == "healthy").count() > REDEPLOYS,
+        "{during:?}"
+    );
+
+    // An unplanned exit of the serving container is one.
+    let container = docker(&[
+        "ps",
+        "-q",
+        "--filter",
+        &format!("label=berth.dev/namespace={}", org.namespace),
+        "--filter",
+        &format!("label=berth.dev/resource={id}"),
+    ]);
+    assert_eq!(
+        container.lines().count(),
+        1,
+        "one serving container: {container}"
+    );
+    docker(&["kill", &container]);
+    eventually(WAIT, "the kill in the history", || async {
+        overall(&history(&admin, &id).await)
+            .contains(&"unhealthy".to_string())
+            .then_some(())
+    })
+    .await;
+
+    delete_resource(&admin, &id, &slug).await;
+    remove_server(&admin, &server).await;
+}
