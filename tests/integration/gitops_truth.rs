@@ -131,19 +131,31 @@ async fn a_change_not_deployed_is_said_while_the_old_version_serves_and_stays_re
             .iter()
             .all(|c| c.type_ != "Reconciling" && c.type_ != "Stalled")
     );
-    // The old version still serves: the new start command's file is not there.
+    // The old version still serves (the edge proxy's 404 for an unknown host would pass the
+    // second check alone): the new start command's file is not there.
+    assert_eq!(status_of(port, "/").await, Some(200));
     assert_eq!(status_of(port, "/changed.txt").await, Some(404));
-    // `kubectl get` shows it in the Deployed column.
+    let attempts = ns.api::<Deployment>().list(&ListParams::default()).await;
+    assert_eq!(
+        attempts.unwrap().items.len(),
+        1,
+        "nothing deployed the change"
+    );
+    // `kubectl get` shows it in the Deployed column: READY True, DEPLOYED False.
     let printed = berth_tests::kubectl(&["get", "bres", "truth", "-n", &ns.name], None);
     let table = String::from_utf8_lossy(&printed.stdout).to_string();
-    assert!(
-        table
-            .lines()
-            .next()
-            .unwrap_or_default()
-            .contains("DEPLOYED"),
-        "{table}"
+    // kubectl aligns each value under its header (headers may hold spaces).
+    let mut lines = table.lines();
+    let (header, row) = (
+        lines.next().unwrap_or_default(),
+        lines.next().unwrap_or_default(),
     );
+    let column = |name: &str| {
+        let at = header.find(&format!(" {name} "))? + 1;
+        row.get(at..)?.split_whitespace().next().map(str::to_string)
+    };
+    assert_eq!(column("READY").as_deref(), Some("True"), "{table}");
+    assert_eq!(column("DEPLOYED").as_deref(), Some("False"), "{table}");
 
     // Deploy, the way `berth deploy` and POST /deployments do: an attempt of the spec now.
     let resource = api.get("truth").await.unwrap();
