@@ -209,6 +209,7 @@ impl Row for ResourceDetail<'_> {
         "ENVIRONMENT",
         "DEPLOYMENTS",
         "LAST",
+        "DEPLOYED",
         "URL",
         "PROJECT",
         "PORT",
@@ -473,6 +474,8 @@ mod tests {
         );
         let detail = ResourceDetail(&record).cells();
         assert_eq!(detail[10..], ["8080", "-", "-", "2030-01-01T00:00:00Z"]);
+        assert_eq!(detail.len(), ResourceDetail::HEADERS.len());
+        assert_eq!(ResourceDetail::HEADERS[7], "DEPLOYED");
 
         let server = json!({"id": "srv-1", "name": "one", "host": "10.0.0.1", "port": 22,
             "username": "root", "credentialId": "ssh-1", "providerKey": "generic-ssh",
