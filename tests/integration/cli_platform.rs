@@ -239,6 +239,18 @@ async fn cli_sets_thresholds_records_decisions_and_attaches_storage() {
     assert!(said.contains("signal `cpu`"), "{said}");
     let kept = berth.run(&args).await.json();
     assert_eq!(kept["policy"]["rules"], shown["policy"]["rules"], "{kept}");
+    // Deleted by its id: the scope has no policy any more, and a second delete is a 404.
+    let policy = kept["policy"]["policyId"].as_str().unwrap().to_string();
+    let delete = ["monitoring", "delete-thresholds", policy.as_str()];
+    let said = berth.run(&delete).await.ok();
+    assert!(
+        said.contains(&format!("Deleted the threshold policy {policy}")),
+        "{said}"
+    );
+    let run = berth.run(&args).await;
+    assert_eq!(run.code, NOT_FOUND, "{run:#?}");
+    let run = berth.run(&delete).await;
+    assert_eq!(run.code, NOT_FOUND, "{run:#?}");
 
     // Samples and their rollup of the project (none yet), and a bad query named.
     let samples = berth

@@ -327,3 +327,43 @@ async fn a_server_scoped_container_cpu_bound_of_zero_is_crossed_by_the_apps_cont
     delete_resource(&admin, &app, &slug).await;
     remove_server(&admin, &server).await;
 }
+
+/// `DELETE /runtime-monitoring/thresholds/{policyId}`: administrators delete a policy by the id
+/// its GET answers; then its scope has none (404), a second delete is a 404, and neither a
+/// member nor another organization may delete it.
+#[tokio::test]
+async fn a_threshold_policy_is_deleted_by_its_id() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let admin = org.user(OrganizationRole::Admin).await.rest;
+    let member = org.user(OrganizationRole::Member).await.rest;
+    let shop = project(&admin, "Watched").await;
+    let scope = json!({"kind": "project", "projectId": shop});
+    let saved = admin
+        .post(PATH, json!({"scope": scope, "rules": [memory_rule(1e16)]}))
+        .await
+        .ok();
+    let id = saved["policy"]["policyId"].as_str().unwrap().to_string();
+    let query = format!("{PATH}?scope.kind=project&scope.projectId={shop}");
+    assert_eq!(member.get(&query).await.ok()["policy"]["policyId"], id);
+    let path = format!("{PATH}/{id}");
+
+    member
+        .delete(&path, json!({}))
+        .await
+        .error(403, "forbidden");
+    let mut other = TestOrg::new(&client).await;
+    let outsider = other.user(OrganizationRole::Owner).await.rest;
+    outsider
+        .delete(&path, json!({}))
+        .await
+        .error(404, "not_found");
+    invalid(admin.delete(&path, json!({"force": true})).await, "force");
+
+    let deleted = admin.delete(&path, json!({})).await.ok();
+    assert_eq!(deleted["id"], id.as_str());
+    member.get(&query).await.error(404, "not_found");
+    admin.delete(&path, json!({})).await.error(404, "not_found");
+    let left = kubectl(&["get", "bthr", &id, "-n", &org.namespace], None);
+    assert!(!left.status.success(), "the ThresholdPolicy object is gone");
+}

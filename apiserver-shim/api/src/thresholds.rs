@@ -19,6 +19,11 @@ pub const MAX_RULES: usize = 32;
 /// The scope kinds a policy may watch (the CRD's `ScopeKind`, as the shim's tests hold).
 pub const SCOPE_KINDS: [&str; 5] = ["server", "project", "environment", "resource", "deployment"];
 
+/// `DELETE /runtime-monitoring/thresholds/{policyId}`: no field.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Default)]
+#[serde(deny_unknown_fields)]
+pub struct DeleteThresholds {}
+
 /// `POST` body.
 #[derive(Serialize, Deserialize, JsonSchema, Debug)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]

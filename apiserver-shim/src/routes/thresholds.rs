@@ -4,7 +4,7 @@
 //! threshold is reported (status, conditions, Kubernetes Events), nothing is ever stopped.
 
 use crate::json::Json;
-use axum::extract::State;
+use axum::extract::{Path, State};
 use berth_api::monitoring::SourceError;
 use berth_crds::member::OrganizationRole;
 use berth_crds::monitoring::{MonitoringSample, ScopeKind};
@@ -16,15 +16,17 @@ use berth_crds::{UPDATED_BY_ID, UPDATED_BY_KIND};
 use berth_observations::SampleQuery;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use k8s_openapi::jiff::Timestamp;
+use kube::api::DeleteParams;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, ResourceExt};
 use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::Endpoint;
-use super::common::{bounded, find_in, known_params, timestamp, utc_range};
+use super::common::{IdResponse, bounded, find_in, known_params, timestamp, utc_range};
 use super::monitoring::{ScopeIds, check_scope_ids, with_scope_params};
 use crate::auth::Caller;
+use crate::cache::wait_deleted;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
 use crate::observation_store::store_call;
@@ -48,6 +50,12 @@ pub fn endpoints() -> Vec<Endpoint> {
              stopped or throttled",
             set,
         ),
+        Endpoint::delete::<DeleteThresholds, IdResponse, _, _>(
+            "/runtime-monitoring/thresholds/{policyId}",
+            "Delete a threshold policy (admins; the policyId GET and POST answer): its scope \
+             is no longer evaluated",
+            delete,
+        ),
     ]
 }
 
@@ -58,7 +66,9 @@ pub const POLICY_SCHEMA_VERSION: &str = "runtime-monitoring-thresholds.policy/v1
 const PARAMS: &[&str] = &["policyId", "window.from", "window.to"];
 
 use berth_api::thresholds::{Crossing, POLICY_NAME_MAX, RuleFields, actor_kind};
-pub use berth_api::thresholds::{Evaluation, MAX_RULES, RuleInput, ScopeInput, SetThresholds};
+pub use berth_api::thresholds::{
+    DeleteThresholds, Evaluation, MAX_RULES, RuleInput, ScopeInput, SetThresholds,
+};
 
 /// Spec §2.2 "Threshold policy".
 #[derive(Serialize, JsonSchema, Debug)]
@@ -406,6 +416,34 @@ async fn set(
     Ok(Json(ThresholdsAnswer {
         policy: record(&written, Some(Timestamp::now())),
     }))
+}
+
+async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(_): JsonBody<DeleteThresholds>,
+) -> ApiResult<Json<IdResponse>> {
+    bounded("policyId", &id, POLICY_NAME_MAX)?;
+    let organization = caller.require_role(OrganizationRole::Admin)?.clone();
+    let policy = find_in(
+        &state.caches.threshold_policies,
+        &organization.namespace,
+        &id,
+        "threshold policy",
+    )?;
+    // A deploy token outside the policy's scope learns nothing of it.
+    check_scope(&state, &caller, &policy.spec.scope)?;
+    let api = Api::<ThresholdPolicy>::namespaced(state.client.clone(), &organization.namespace);
+    let marked = match api.delete(&id, &DeleteParams::default()).await {
+        Ok(outcome) => outcome.left(),
+        // Deleted meanwhile: the same outcome.
+        Err(kube::Error::Api(e)) if e.code == 404 => None,
+        Err(e) => return Err(e.into()),
+    };
+    wait_deleted(&state.caches.threshold_policies, &policy, marked).await?;
+    tracing::info!(policy = %id, "threshold policy deleted");
+    Ok(Json(IdResponse { id }))
 }
 
 #[cfg(test)]

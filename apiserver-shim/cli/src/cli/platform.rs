@@ -241,6 +241,14 @@ pub enum Monitoring {
         /// The body as JSON; - for standard input.
         file: PathBuf,
     },
+    /// Delete a threshold policy: its scope is no longer evaluated.
+    #[command(
+        after_help = "Example:\n  berth monitoring delete-thresholds server-srv-abc\n\nThe policy id is the policyId `berth monitoring thresholds` shows."
+    )]
+    DeleteThresholds {
+        /// The policy's id (policyId).
+        policy: String,
+    },
     /// Live usage snapshots: totals by project, environment, resource and deployment, and the
     /// containers, images and volumes behind them (one JSON line per snapshot).
     #[command(

@@ -14,7 +14,7 @@ use berth_api::decisions::{
 use berth_api::monitoring::{Sample, Series};
 use berth_api::overlays::{DecideOverlay, DecideRouteSurface};
 use berth_api::retention::SetRetention;
-use berth_api::thresholds::SetThresholds;
+use berth_api::thresholds::{DeleteThresholds, SetThresholds};
 use berth_api::usage_intents::RecordUsageIntent;
 use berth_api::users::CreateUser;
 use berth_api::validate::Checked;
@@ -206,6 +206,13 @@ pub fn monitoring(ctx: &Ctx, command: Monitoring) -> CliResult<()> {
             let body = body_file(file, SetThresholds::validate)?;
             let answer = api.post("/runtime-monitoring/thresholds", &body)?;
             ctx.out.done(&answer, "Saved the threshold policy");
+            return Ok(());
+        }
+        Monitoring::DeleteThresholds { policy } => {
+            let path = format!("/runtime-monitoring/thresholds/{policy}");
+            let answer = api.delete(&path, &DeleteThresholds {})?;
+            ctx.out
+                .done(&answer, &format!("Deleted the threshold policy {policy}"));
             return Ok(());
         }
         Monitoring::Usage { count, query: q } => return usage(api, *count, &query(q)?),

@@ -1794,6 +1794,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/runtime-monitoring/thresholds/{policyId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete a threshold policy (admins; the policyId GET and POST answer): its scope is no longer evaluated */
+        delete: operations["delete_runtime_monitoring_thresholds_policyId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/runtime-usage/inspect/stream": {
         parameters: {
             query?: never;
@@ -3293,6 +3310,8 @@ export interface components {
         DeleteStorageVolume: {
             confirmation?: components["schemas"]["Confirmation"];
         };
+        /** @description `DELETE /runtime-monitoring/thresholds/{policyId}`: no field. */
+        DeleteThresholds: Record<string, never>;
         DeleteVariable: {
             /** @description `runtime` (default) or `build-time`. */
             exposure?: string;
@@ -11033,6 +11052,41 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ThresholdsAnswer"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    delete_runtime_monitoring_thresholds_policyId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                policyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DeleteThresholds"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdResponse"];
                 };
             };
             /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
