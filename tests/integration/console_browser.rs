@@ -25,8 +25,10 @@ fn console_dir() -> PathBuf {
     repo_root().join("apiserver-shim/console")
 }
 
-#[tokio::test]
-async fn the_console_deploys_observes_configures_and_deletes_an_app_in_a_real_browser() {
+/// Runs `flows` (files or folders of `apiserver-shim/console/`) with node's test runner as the
+/// owner and a member of a fresh organization with a ready server; asserts that they pass and
+/// that the console deleted every resource it created.
+async fn run_flows(flows: &[&str]) {
     assert!(
         console_dir().join("node_modules/playwright-core").is_dir(),
         "the console's npm packages are missing: run hack/console.sh deps (hack/test.sh does)"
@@ -42,7 +44,8 @@ async fn the_console_deploys_observes_configures_and_deletes_an_app_in_a_real_br
     let shots = repo_root().join(".berth/console-shots");
 
     let run = tokio::process::Command::new("node")
-        .args(["--test", "--test-concurrency=1", "tests/"])
+        .args(["--test", "--test-concurrency=1"])
+        .args(flows)
         .current_dir(console_dir())
         .env("BERTH_CONSOLE_URL", base_url().trim_end_matches("/api"))
         .env("BERTH_CONSOLE_OWNER_EMAIL", &owner.email)
@@ -70,4 +73,17 @@ async fn the_console_deploys_observes_configures_and_deletes_an_app_in_a_real_br
     let left = owner.rest.get("/resources").await.ok();
     assert_eq!(left["items"].as_array().map(Vec::len), Some(0), "{left}");
     remove_server(&owner.rest, &server).await;
+}
+
+/// Every `*.test.mjs` flow of `tests/`.
+#[tokio::test]
+async fn the_console_deploys_observes_configures_and_deletes_an_app_in_a_real_browser() {
+    run_flows(&["tests/"]).await;
+}
+
+/// Issue 47: the resource page's "Changes not deployed" notice and its Deploy button
+/// (`tests/deployed.flow.mjs`, which `node --test tests/` does not pick up).
+#[tokio::test]
+async fn the_console_says_changes_not_deployed_and_its_deploy_button_deploys_them() {
+    run_flows(&["tests/deployed.flow.mjs"]).await;
 }
