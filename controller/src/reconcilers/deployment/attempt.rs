@@ -134,6 +134,9 @@ async fn execute(context: &Context, deployment: &Deployment, signal: Signal) -> 
         Ok(served) => {
             progress.status.retry = None;
             let ended = progress.end(DeploymentState::Succeeded, None).await;
+            if ended.is_ok() {
+                succeeded_in_cache(context, deployment).await;
+            }
             served.retire_older(guard.siblings, deployment).await;
             ended
         }
@@ -306,6 +309,20 @@ async fn seen_by_cache(context: &Context, deployment: &Deployment) {
     let reference = ObjectRef::from_obj(deployment);
     for _ in 0..50 {
         if context.caches.deployments.get(&reference).is_some() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits (briefly) until the cache shows the attempt succeeded: from then on the Resource's
+/// reconciles take its container as the serving one, so the older ones leaving is no failure.
+async fn succeeded_in_cache(context: &Context, deployment: &Deployment) {
+    let reference = ObjectRef::from_obj(deployment);
+    for _ in 0..100 {
+        let cached = context.caches.deployments.get(&reference);
+        let state = cached.and_then(|d| d.status.as_ref().and_then(|s| s.status));
+        if state == Some(DeploymentState::Succeeded) {
             return;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;

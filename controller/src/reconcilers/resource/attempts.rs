@@ -77,28 +77,44 @@ pub(super) async fn start_due(
 ) -> Result<(Vec<Deployment>, BTreeSet<String>)> {
     let name = resource.name_any();
     let mut deployments = deployments_of(context, namespace, &name);
-    let recorded = attempts_ever(context, namespace, &name, &deployments).await;
-    let wanted = if needs_deployment(resource, &deployments) {
-        Some(new_deployment(resource, deployments.is_empty()))
-    } else if config_changed(resource, context, namespace, &deployments) {
-        Some(config_redeployment(resource, recorded.len()))
+    // A spec's attempt is named by its generation: it is created while the store is read.
+    let (recorded, created) = if needs_deployment(resource, &deployments) {
+        let wanted = new_deployment(resource, deployments.is_empty());
+        tokio::join!(
+            attempts_ever(context, namespace, &name, &deployments),
+            create(context, namespace, wanted)
+        )
     } else {
-        None
+        let recorded = attempts_ever(context, namespace, &name, &deployments).await;
+        let created = if config_changed(resource, context, namespace, &deployments) {
+            let deployment = config_redeployment(resource, recorded.len());
+            create(context, namespace, deployment).await
+        } else {
+            Ok(None)
+        };
+        (recorded, created)
     };
     let mut attempts = recorded;
-    if let Some(deployment) = wanted {
-        let api = Api::<Deployment>::namespaced(context.client.clone(), namespace);
-        match api.create(&PostParams::default(), &deployment).await {
-            Ok(created) => {
-                attempts.insert(created.name_any());
-                deployments.push(created);
-            }
-            // The cache had not seen our own earlier create yet.
-            Err(kube::Error::Api(e)) if e.code == 409 => {}
-            Err(error) => return Err(error.into()),
-        }
+    if let Some(created) = created? {
+        attempts.insert(created.name_any());
+        deployments.push(created);
     }
     Ok((deployments, attempts))
+}
+
+/// Creates `deployment`; `None` when it exists already (the cache had not seen our own
+/// earlier create yet).
+async fn create(
+    context: &Context,
+    namespace: &str,
+    deployment: Deployment,
+) -> Result<Option<Deployment>> {
+    let api = Api::<Deployment>::namespaced(context.client.clone(), namespace);
+    match api.create(&PostParams::default(), &deployment).await {
+        Ok(created) => Ok(Some(created)),
+        Err(kube::Error::Api(e)) if e.code == 409 => Ok(None),
+        Err(error) => Err(error.into()),
+    }
 }
 
 /// Every attempt the resource ever had: the Deployment objects, and the older attempts whose
