@@ -66,6 +66,8 @@ struct Running {
     key: AttemptKey,
     /// Tells a finished task's removal apart from a newer task of the same uid.
     run: u64,
+    /// The attempt succeeded and retires the older containers: its own container serves.
+    replacing: bool,
     signal: watch::Sender<Option<Interrupt>>,
     task: JoinHandle<()>,
 }
@@ -123,6 +125,26 @@ impl Attempts {
     /// Whether the attempt's task runs.
     pub fn is_running(&self, key: &AttemptKey) -> bool {
         self.state().tasks.contains_key(&key.uid)
+    }
+
+    /// Marks the running attempt as the one whose container serves while it retires the older
+    /// ones (until its task ends): their exit is planned, not the resource failing.
+    pub fn mark_replacing(&self, key: &AttemptKey) {
+        if let Some(running) = self.state().tasks.get_mut(&key.uid) {
+            running.replacing = true;
+        }
+    }
+
+    /// The attempt of a resource whose task is retiring the older containers, if any.
+    pub fn replacing(&self, namespace: &str, resource: &str) -> Option<String> {
+        let state = self.state();
+        let replacing = state
+            .tasks
+            .values()
+            .filter(|r| r.replacing && r.key.namespace == namespace && r.key.resource == resource);
+        replacing
+            .max_by(|a, b| a.key.order.cmp(&b.key.order))
+            .map(|r| r.key.order.2.clone())
     }
 
     /// Tells the running attempt to stop; `false` when it does not run.
@@ -217,6 +239,7 @@ impl Attempts {
             Running {
                 key,
                 run,
+                replacing: false,
                 signal,
                 task,
             },
@@ -293,6 +316,35 @@ mod tests {
                 name.into(),
             ),
         }
+    }
+
+    #[tokio::test]
+    async fn a_replacing_attempt_is_named_for_its_resource_until_its_task_ends() {
+        let attempts = Attempts::default();
+        let (seen, _heard) = tokio::sync::mpsc::unbounded_channel();
+        let (web, api) = (key("dep-web-2", "web", 2), key("dep-api-1", "api", 1));
+        assert!(attempts.start(web.clone(), waiting_task(seen.clone())));
+        assert!(attempts.start(api.clone(), waiting_task(seen)));
+        assert_eq!(
+            attempts.replacing("org-acme", "web"),
+            None,
+            "not yet verified"
+        );
+        attempts.mark_replacing(&web);
+        assert_eq!(
+            attempts.replacing("org-acme", "web").as_deref(),
+            Some("dep-web-2")
+        );
+        assert_eq!(attempts.replacing("org-acme", "api"), None);
+        attempts
+            .stop_resource("org-acme", "web", Duration::from_secs(5))
+            .await;
+        assert_eq!(
+            attempts.replacing("org-acme", "web"),
+            None,
+            "its task ended"
+        );
+        attempts.shut_down(Duration::from_secs(1)).await;
     }
 
     #[tokio::test]

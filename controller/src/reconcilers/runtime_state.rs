@@ -59,7 +59,11 @@ pub fn observe(
     let Some(observed) = observed.filter(|o| o.connectivity() == Connectivity::Live) else {
         return Seen::Unobserved;
     };
-    let deployment = serving.name_any();
+    // While a newer attempt retires the older containers, its own is the one that serves.
+    let deployment = context
+        .attempts
+        .replacing(namespace, resource)
+        .unwrap_or_else(|| serving.name_any());
     let record = observed.container(&plan::container_name(namespace, resource, &deployment));
     Seen::Container { deployment, record }
 }

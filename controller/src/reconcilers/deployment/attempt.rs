@@ -133,11 +133,15 @@ async fn execute(context: &Context, deployment: &Deployment, signal: Signal) -> 
     match Box::pin(phases(context, &mut progress, &guard)).await {
         Ok(served) => {
             progress.status.retry = None;
+            // The older containers go before the attempt says it succeeded, so a success means
+            // only the new version answers; meanwhile the new container is the serving one, and
+            // stays so until the cache shows the success.
+            context.attempts.mark_replacing(&AttemptKey::of(deployment));
+            served.retire_older(guard.siblings, deployment).await;
             let ended = progress.end(DeploymentState::Succeeded, None).await;
             if ended.is_ok() {
                 succeeded_in_cache(context, deployment).await;
             }
-            served.retire_older(guard.siblings, deployment).await;
             ended
         }
         Err(Halt::Stop(stopped)) => {
@@ -316,7 +320,7 @@ async fn seen_by_cache(context: &Context, deployment: &Deployment) {
 }
 
 /// Waits (briefly) until the cache shows the attempt succeeded: from then on the Resource's
-/// reconciles take its container as the serving one, so the older ones leaving is no failure.
+/// reconciles take its container as the serving one without asking the supervisor.
 async fn succeeded_in_cache(context: &Context, deployment: &Deployment) {
     let reference = ObjectRef::from_obj(deployment);
     for _ in 0..100 {

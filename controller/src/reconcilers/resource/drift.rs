@@ -13,7 +13,6 @@ use kube::{Resource as _, ResourceExt};
 use super::attempts::{serving, state};
 use super::route::restore_route;
 use super::runtime;
-use crate::attempt_supervisor::AttemptKey;
 use crate::context::Context;
 use crate::observer::{Connectivity, Death, ObservedServer};
 use crate::reconcilers::deployment::server_target::Target;
@@ -35,12 +34,9 @@ pub(super) async fn check_serving(
     let Some(current) = serving(deployments) else {
         return ProxyRouteStatus::NotReady;
     };
-    // An attempt's task still running after its success retires the older containers: they
-    // are not strays yet.
-    let busy = deployments.iter().any(|d| {
-        !state(d).is_some_and(DeploymentState::is_terminal)
-            || context.attempts.is_running(&AttemptKey::of(d))
-    });
+    let busy = deployments
+        .iter()
+        .any(|d| !state(d).is_some_and(DeploymentState::is_terminal));
     if busy {
         return ProxyRouteStatus::Ready;
     }

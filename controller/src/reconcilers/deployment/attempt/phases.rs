@@ -516,10 +516,9 @@ async fn verify(
     Ok(timed(Verify, PHASE_TIMEOUT, switched).await?)
 }
 
-/// Once the success is written (so the new container is the serving one when the old ones
-/// exit, and their exit is no failure of the resource): the containers of older attempts stop
-/// taking connections on SIGTERM and finish what they accepted before they exit, and a stack's
-/// dropped services go. A newer attempt's container, started meanwhile, stays.
+/// After verify, before the success is written: the containers of older attempts stop taking
+/// connections on SIGTERM and finish what they accepted before they exit, and a stack's dropped
+/// services go. A newer attempt's container, started meanwhile, stays.
 pub async fn retire_older(
     server: &impl AttemptServer,
     siblings: &dyn Siblings,
