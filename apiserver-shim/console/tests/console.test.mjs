@@ -150,7 +150,7 @@ test('a secret is set, rotated and deleted and its value never reaches the DOM',
 
 test('a redeploy succeeds and a rollback serves the first attempt again', async () => {
   await page.getByRole('link', { name: 'Deployments' }).click();
-  await newAttemptSucceeds(() => page.getByRole('button', { name: 'Deploy', exact: true }).click());
+  await newAttemptSucceeds(() => page.locator('div.row').getByRole('button', { name: 'Deploy', exact: true }).click());
   await newAttemptSucceeds(async () => {
     await page.getByRole('button', { name: 'Roll back to this' }).first().click();
     await page.getByRole('button', { name: 'Confirm roll back' }).click();
