@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use crate::deploy_support::{delete_resource, ready_server, remove_server, wait_body};
 use crate::shim_deployments_stream::{assert_envelope, parse_events, stream};
+use crate::shim_health::docker;
 use crate::shim_projects_envs::{environment, project};
 
 const WAIT: Duration = Duration::from_secs(180);
@@ -58,15 +59,6 @@ fn overall(observations: &[Value]) -> Vec<String> {
         .iter()
         .filter_map(|o| o["overall"].as_str().map(str::to_string))
         .collect()
-}
-
-fn docker(args: &[&str]) -> String {
-    let output = std::process::Command::new("docker")
-        .args(args)
-        .output()
-        .expect("docker CLI (tests only)");
-    assert!(output.status.success(), "docker {args:?}: {output:?}");
-    String::from_utf8_lossy(&output.stdout).trim().to_string()
 }
 
 #[tokio::test]

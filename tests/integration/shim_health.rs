@@ -47,7 +47,7 @@ async fn wait_health(rest: &Rest, id: &str, overall: &str, after: Timestamp) -> 
 }
 
 /// Runs the docker CLI (tests only) and returns its trimmed output.
-fn docker(args: &[&str]) -> String {
+pub(crate) fn docker(args: &[&str]) -> String {
     let output = std::process::Command::new("docker")
         .args(args)
         .output()
