@@ -392,29 +392,21 @@ impl Target {
     }
 
     /// Puts the resource's route back when the proxy lost or changed it: a restarted proxy
-    /// starts from its base configuration. Returns whether the route had to be written.
+    /// starts from its base configuration. Returns whether the route had to be written. One
+    /// read of the proxy's configuration, and a load only when the route differs.
     pub async fn ensure_route(
         &self,
         route_id: &str,
         target: Option<(&RoutePlan, &str, u16)>,
     ) -> Result<bool, RemoteError> {
-        let current = self.proxy.config().await?;
-        let present = current
-            .pointer("/apps/http/servers/edge/routes")
-            .and_then(Value::as_array)
-            .and_then(|routes| {
-                routes
-                    .iter()
-                    .find(|r| r.get("@id").and_then(Value::as_str) == Some(route_id))
-            });
         let wanted = target.map(|(route, upstream, port)| caddy_route(route, upstream, port));
-        // What decides where requests go: the matcher and the handler.
-        let essence = |route: &Value| (route.get("match").cloned(), route.get("handle").cloned());
-        if present.map(essence) == wanted.as_ref().map(essence) {
-            return Ok(false);
-        }
-        self.switch_route(route_id, target).await?;
-        Ok(true)
+        let mut written = false;
+        self.proxy
+            .update_routes(|routes, _tls| {
+                written = replace_route(routes, route_id, wanted);
+            })
+            .await?;
+        Ok(written)
     }
 
     /// Points the resource's route at `upstream:port` (or removes it with `None`), keeping
@@ -434,6 +426,20 @@ impl Target {
             })
             .await
     }
+}
+
+/// Makes the route `route_id` among `routes` the `wanted` one (or removes it with `None`);
+/// whether anything changed. Only the matcher and the handler decide where requests go.
+fn replace_route(routes: &mut Vec<Value>, route_id: &str, wanted: Option<Value>) -> bool {
+    let is_it = |route: &Value| route.get("@id").and_then(Value::as_str) == Some(route_id);
+    let essence = |route: &Value| (route.get("match").cloned(), route.get("handle").cloned());
+    let present = routes.iter().find(|route| is_it(route));
+    if present.map(essence) == wanted.as_ref().map(essence) {
+        return false;
+    }
+    routes.retain(|route| !is_it(route));
+    routes.extend(wanted);
+    true
 }
 
 impl Containers for Target {
@@ -547,4 +553,40 @@ pub fn container_body(plan: &Plan, serving: bool) -> ContainerCreateBody {
         });
     }
     body
+}
+
+#[cfg(test)]
+mod tests {
+    use super::replace_route;
+    use serde_json::{Value, json};
+
+    fn route(id: &str, upstream: &str) -> Value {
+        json!({ "@id": id, "match": [{ "host": [id] }], "handle": [{ "upstream": upstream }] })
+    }
+
+    #[test]
+    fn a_route_that_leads_where_wanted_is_left_alone() {
+        let mut routes = vec![route("a", "one"), route("b", "two")];
+        let mut same = route("a", "one");
+        same["terminal"] = json!(true);
+        assert!(!replace_route(&mut routes, "a", Some(same)));
+        assert_eq!(routes, [route("a", "one"), route("b", "two")]);
+    }
+
+    #[test]
+    fn a_changed_route_replaces_the_old_and_keeps_the_others() {
+        let mut routes = vec![route("a", "one"), route("b", "two")];
+        assert!(replace_route(&mut routes, "a", Some(route("a", "three"))));
+        assert_eq!(routes, [route("b", "two"), route("a", "three")]);
+        assert!(replace_route(&mut routes, "c", Some(route("c", "four"))));
+        assert_eq!(routes.len(), 3);
+    }
+
+    #[test]
+    fn none_removes_the_route_and_says_so_only_when_it_was_there() {
+        let mut routes = vec![route("a", "one"), route("b", "two")];
+        assert!(replace_route(&mut routes, "a", None));
+        assert_eq!(routes, [route("b", "two")]);
+        assert!(!replace_route(&mut routes, "a", None));
+    }
 }

@@ -43,7 +43,7 @@ pub use self::history::expired_attempts;
 
 use self::attempts::{serving, state};
 use super::config_triggers as triggers;
-use super::fresh::with_current_finalizers;
+use super::fresh::{with_current_finalizers, with_finalizer};
 use super::runtime_control;
 use super::{RESYNC_AFTER, drain, error_policy};
 use crate::cache::Subscription;
@@ -134,6 +134,7 @@ async fn reconcile(resource: Arc<Resource>, context: Arc<Context>) -> Result<Act
     let Some(resource) = with_current_finalizers(&api, resource, FINALIZER).await? else {
         return Ok(Action::await_change());
     };
+    let resource = with_finalizer(&api, resource, FINALIZER).await?;
     finalizer(&api, FINALIZER, resource, |event| async {
         match event {
             FinalizerEvent::Apply(resource) => apply(&resource, &context, &namespace).await,
