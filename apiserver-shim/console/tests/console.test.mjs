@@ -44,6 +44,13 @@ async function newAttemptSucceeds(start) {
 
 test('an owner signs in and creates a project and an environment', async () => {
   await signIn(page, owner.email, owner.password);
+  // The console's session says what made it, in the spec's words.
+  const current = await page.evaluate(async () => {
+    const { token } = JSON.parse(sessionStorage.getItem('berth.session'));
+    const answer = await fetch('/api/account/sessions', { headers: { Authorization: `Bearer ${token}` } });
+    return (await answer.json()).items.find((s) => s.current);
+  });
+  assert.equal(current?.clientKind, 'web');
   await shot(page, '01-projects');
   await page.getByLabel('Project name').fill(`Console ${id}`);
   await page.getByRole('button', { name: 'Create project' }).click();
