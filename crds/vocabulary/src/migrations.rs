@@ -2,7 +2,9 @@
 //! steps, the receipt of a completed step, a step's failure and the verify result. The REST API
 //! (`berth_api::migrations`) answers with them and the Migration custom resource stores them, so
 //! they are defined here, below both. Shapes follow Appaloft 1.10.5; every object is strict: an
-//! unknown key is refused, naming it.
+//! unknown key is refused, naming it. Fields the Migration CRD stores (receipts, failure, verify
+//! result) carry a doc comment each for `kubectl explain`; the plan's fields are documented
+//! only where the REST API's OpenAPI document already described them.
 
 use std::collections::BTreeMap;
 
@@ -29,11 +31,8 @@ pub enum Scalar {
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 #[serde(deny_unknown_fields)]
 pub struct Blocker {
-    /// Stable code of the problem, e.g. `target_missing`.
     pub code: String,
-    /// Where in the bundle the problem is, e.g. `spec.target.deploymentTargetId`.
     pub path: String,
-    /// What is wrong, naming keys, never a secret value.
     pub message: String,
 }
 
@@ -41,11 +40,9 @@ pub struct Blocker {
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StepCleanup {
-    /// The operation that undoes the step, e.g. `resources.delete`.
     pub operation_key: String,
     /// Always `created-by-receipt`: only what a receipt says was created is undone.
     pub ownership: String,
-    /// The undoing operation's input, with the same placeholders as the step's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<BTreeMap<String, Value>>")]
     pub input: Option<serde_json::Map<String, Value>>,
@@ -56,19 +53,14 @@ pub struct StepCleanup {
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Step {
-    /// Unique in the plan, e.g. `project:create`.
     pub id: String,
-    /// The ordinary Berth operation it runs, e.g. `projects.create`.
     pub operation_key: String,
-    /// Ids of earlier steps whose outputs it uses.
     pub depends_on: Vec<String>,
-    /// The operation's input, placeholders filled at apply.
     #[schemars(with = "BTreeMap<String, Value>")]
     pub input: serde_json::Map<String, Value>,
     /// Output name → the field of the operation's result it is read from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub produces: Option<BTreeMap<String, String>>,
-    /// How cleanup undoes the step, when it can.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cleanup: Option<StepCleanup>,
 }
@@ -87,17 +79,12 @@ pub enum PlanState {
 pub struct MigrationPlan {
     /// `platform-migration/v1`.
     pub protocol: String,
-    /// `ready`, or `blocked` when the plan has blockers.
     pub state: PlanState,
-    /// `sha256:<hex>` of the canonical bundle the plan was made from.
     pub bundle_digest: String,
     /// `sha256:<hex>` over the other six fields (RFC 8785, keys sorted).
     pub plan_digest: String,
-    /// The operations, in the order apply runs them.
     pub steps: Vec<Step>,
-    /// What stops the plan from being applied.
     pub blockers: Vec<Blocker>,
-    /// What the plan does not migrate or changes on the way.
     pub warnings: Vec<String>,
     /// Berth's addition: every variable of the bundle and how it is migrated.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -113,14 +100,12 @@ pub struct MigrationPlan {
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct VariableReport {
-    /// The variable's name.
     pub key: String,
     /// The resource ref, or absent for the environment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_ref: Option<String>,
     /// `value` | `secret-ref` | `dependency-binding` | `not-migrated`.
     pub migrated_as: String,
-    /// Why it is migrated so, when that needs saying.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
@@ -184,7 +169,6 @@ pub struct Evidence {
     pub error_code: Option<String>,
 }
 
-/// The answer of verify: what the read-back of every completed step found.
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct VerificationResult {
