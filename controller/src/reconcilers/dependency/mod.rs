@@ -17,7 +17,7 @@ mod server;
 use std::sync::Arc;
 use std::time::Duration;
 
-use berth_crds::condition::reason::INVALID_SPEC;
+use berth_crds::condition::reason::{DEPENDENCY_MISSING, INVALID_SPEC};
 use berth_crds::dependency_resource::{
     DELETE_DATA_ANNOTATION, DependencyResource, DependencyResourceStatus, DependencySource,
 };
@@ -33,6 +33,7 @@ use kube::{Api, Resource as _, ResourceExt};
 use self::plan::{Names, Observed, reason};
 use self::server::Converged;
 use super::fresh::{with_current_finalizers, with_finalizer};
+use crate::cache::Caches;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::reconcilers::deployment::connect;
@@ -48,6 +49,9 @@ pub const FINALIZER: &str = "berth.dev/dependency-cleanup";
 const CHECK_EVERY: Duration = Duration::from_secs(20);
 /// How soon a dependency not ready yet (starting, degraded, server failing) is looked at again.
 const RECHECK_SOON: Duration = Duration::from_secs(3);
+
+/// How soon a dependency whose server does not exist is looked at again.
+const WAIT_FOR_SERVER: Duration = Duration::from_secs(30);
 
 /// Runs the controller on its own watch until `shutdown`.
 pub async fn run(
@@ -100,6 +104,16 @@ async fn apply(
         let status = plan::not_run(dependency, reason::IMPORT_NOT_SUPPORTED, message, now);
         write(api, dependency, &status).await?;
         return Ok(Action::await_change());
+    }
+    // No Secret, container or password before the server exists (a Server applied later is
+    // noticed at the next look).
+    let namespace = dependency.namespace().unwrap_or_default();
+    let server = &dependency.spec.server_id;
+    if Caches::get(&context.caches.servers, &namespace, server).is_none() {
+        let message = format!("spec.serverId: server {server} does not exist");
+        let status = plan::not_run(dependency, DEPENDENCY_MISSING, message, now);
+        write(api, dependency, &status).await?;
+        return Ok(Action::requeue(WAIT_FOR_SERVER));
     }
     let names = Names::of(dependency);
     let password = credentials::ensure(dependency, context, &names).await?;
@@ -204,7 +218,7 @@ async fn cleanup(dependency: &DependencyResource, context: &Context) -> Result<A
         return Ok(Action::await_change());
     }
     let server = &dependency.spec.server_id;
-    if crate::cache::Caches::get(&context.caches.servers, &namespace, server).is_none() {
+    if Caches::get(&context.caches.servers, &namespace, server).is_none() {
         let note = format!(
             "server {server} no longer exists: container {} and volume {} may be left on it",
             names.container, names.volume

@@ -23,6 +23,8 @@ pub const DEPENDENCY_LABEL: &str = "berth.dev/dependency-resource";
 /// Label holding the image reference the container was created from: a changed `spec.image`
 /// recreates it (the data volume stays).
 pub const IMAGE_LABEL: &str = "berth.dev/dependency-image";
+/// Condition type present while `spec.exposure` asks for a host port: `False` for now.
+pub const EXPOSED: &str = "Exposed";
 /// Length of a generated password (letters and digits: no quoting in URLs or shells).
 const PASSWORD_LEN: usize = 32;
 
@@ -38,6 +40,8 @@ pub mod reason {
     pub const SERVER_FAILED: &str = "ServerFailed";
     /// An imported dependency: not reconciled yet.
     pub const IMPORT_NOT_SUPPORTED: &str = "ImportNotSupported";
+    /// `Exposed=False`: no host port is published until Berth can enforce `allowFrom`.
+    pub const ALLOW_LIST_NOT_ENFORCED: &str = "AllowListNotEnforced";
 }
 
 /// Names of one dependency's objects on its server (`berth-dep-<namespace>-<name>`).
@@ -231,6 +235,7 @@ pub fn decide(
         &mut conditions,
         Condition::new(READY, ready, reason, message, generation, now),
     );
+    exposure(dependency, &mut conditions, now);
     let (status, failure_code, failure_message) = realization;
     DependencyResourceStatus {
         observed_generation: generation,
@@ -251,6 +256,32 @@ pub fn decide(
         )),
         conditions,
     }
+}
+
+/// `Exposed=False` while `spec.exposure` asks for a host port: publishing one through Docker
+/// bypasses the server's firewall, so the port stays closed until Berth enforces `allowFrom`
+/// (a public toggle that does not do what it says is worse than none).
+fn exposure(dependency: &DependencyResource, conditions: &mut Vec<Condition>, now: Timestamp) {
+    let Some(exposure) = &dependency.spec.exposure else {
+        conditions.retain(|c| c.type_ != EXPOSED);
+        return;
+    };
+    let message = format!(
+        "host port {} is not published: Berth cannot enforce allowFrom on the server yet; \
+         the dependency is reachable on its private network only",
+        exposure.host_port
+    );
+    condition::merge(
+        conditions,
+        Condition::new(
+            EXPOSED,
+            ConditionStatus::False,
+            reason::ALLOW_LIST_NOT_ENFORCED,
+            message,
+            dependency.metadata.generation,
+            now,
+        ),
+    );
 }
 
 /// The status of a dependency the controller does not run: `Ready=False` with `reason` and
@@ -349,6 +380,26 @@ mod tests {
                 .join(" ")
                 .contains("pw-1234")
         );
+    }
+
+    #[test]
+    fn an_exposure_is_reported_not_published() {
+        let mut db = dependency("postgres");
+        db.spec.exposure = serde_json::from_value(
+            serde_json::json!({"hostPort": 15432, "allowFrom": ["203.0.113.0/24"]}),
+        )
+        .unwrap();
+        let names = Names::of(&db);
+        let body = container_body(&db, &names, "pw-1234");
+        assert!(body.host_config.unwrap().port_bindings.is_none());
+        let status = decide(&db, &names, &Observed::Healthy, Timestamp::now());
+        let exposed = condition::find(&status.conditions, EXPOSED).unwrap();
+        assert_eq!(exposed.status, ConditionStatus::False);
+        assert_eq!(exposed.reason, reason::ALLOW_LIST_NOT_ENFORCED);
+        db.spec.exposure = None;
+        db.status = Some(status);
+        let status = decide(&db, &names, &Observed::Healthy, Timestamp::now());
+        assert!(condition::find(&status.conditions, EXPOSED).is_none());
     }
 
     #[test]
