@@ -25,12 +25,12 @@ pub async fn ensure(
 ) -> Result<String> {
     let namespace = dependency.namespace().unwrap_or_default();
     if let Some(secret) = Caches::get(&context.caches.secrets, &namespace, &names.secret) {
-        return password_of(&secret, names);
+        return password_of(dependency, &secret, names);
     }
     let api = Api::<Secret>::namespaced(context.client.clone(), &namespace);
     // The cache may lag behind a Secret created a moment ago.
     if let Some(secret) = api.get_opt(&names.secret).await? {
-        return password_of(&secret, names);
+        return password_of(dependency, &secret, names);
     }
     let password = generate_password();
     let secret = secret(dependency, names, &password)?;
@@ -39,7 +39,7 @@ pub async fn ensure(
         // Created by a reconcile that overtook this one: use its password.
         Err(kube::Error::Api(status)) if status.code == 409 => {
             let secret = api.get(&names.secret).await?;
-            password_of(&secret, names)
+            password_of(dependency, &secret, names)
         }
         Err(error) => Err(error.into()),
     }
@@ -70,7 +70,22 @@ fn secret(dependency: &DependencyResource, names: &Names, password: &str) -> Res
     })
 }
 
-fn password_of(secret: &Secret, names: &Names) -> Result<String> {
+/// The password in the dependency's own Secret; a Secret of that name someone else made is
+/// never read (its password was not generated here).
+fn password_of(dependency: &DependencyResource, secret: &Secret, names: &Names) -> Result<String> {
+    let ours = dependency.uid().is_some_and(|uid| {
+        secret
+            .owner_references()
+            .iter()
+            .any(|owner| owner.uid == uid)
+    });
+    if !ours {
+        return Err(Error::InvalidSpec(format!(
+            "Secret {} exists and does not belong to this dependency: rename or remove it, \
+             and Berth generates the credentials there",
+            names.secret
+        )));
+    }
     secret
         .data
         .as_ref()
