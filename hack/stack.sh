@@ -49,7 +49,7 @@ Runs Berth's local development stack on loopback (DESIGN §7):
   server 2                 network namespace $SRV2_NS: sshd root@$SRV2_ADDR:$SRV2_SSH_PORT (same key,
                            its own host key), dockerd on $SRV2_DOCKER_SOCKET
   registry                 http://$BERTH_REGISTRY_ADDR (htpasswd auth; credentials: \$BERTH_STACK_DIR/registry.env),
-                           holding $BERTH_REGISTRY_SAMPLE_REPO:{${BERTH_SAMPLE_VERSIONS[*]}}
+                           holding $BERTH_REGISTRY_SAMPLE_REPO:{${BERTH_SAMPLE_VERSIONS[*]}}, berth/postgres and berth/redis
   postgres                 127.0.0.1:$BERTH_POSTGRES_PORT, database $BERTH_POSTGRES_DB (password: \$BERTH_STACK_DIR/postgres.env;
                            URL: BERTH_TEST_POSTGRES_URL in 'env'), Debian's postgresql
   pebble                   https://127.0.0.1:$BERTH_PEBBLE_PORT/dir (ACME; directory trusted with \$BERTH_STACK_DIR/pki/ca.crt,

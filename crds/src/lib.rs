@@ -10,6 +10,7 @@ pub mod certificate;
 pub mod common;
 pub mod condition;
 pub mod config;
+pub mod dependency_resource;
 pub mod deploy_token;
 pub mod deployment;
 pub mod domain_binding;
@@ -111,6 +112,7 @@ fn crds_as_derived() -> Vec<CustomResourceDefinition> {
         server::Server::crd(),
         resource::Resource::crd(),
         storage_volume::StorageVolume::crd(),
+        dependency_resource::DependencyResource::crd(),
         deployment::Deployment::crd(),
         domain_binding::DomainBinding::crd(),
         certificate::Certificate::crd(),

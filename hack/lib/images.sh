@@ -6,12 +6,19 @@
 #   berth/busybox:1        rootfs from Debian's busybox-static, `docker import`ed
 #   berth/sample-app:1,2   examples/apps/sample-app on top of berth/busybox:1
 #   berth/edge-caddy:2.6.2 Debian's caddy binary plus the libraries it links, on berth/busybox:1
+#   berth/postgres:<major> Debian's PostgreSQL server (postgresql-<major>) on berth/busybox:1,
+#                          started like the official image (images/postgres/entrypoint.sh)
+#   berth/redis:<major>    Debian's redis-server and redis-cli on berth/busybox:1, likewise
+#                          (images/redis/entrypoint.sh); the tests' managed databases run these
 
 BERTH_REPO_ROOT=${BERTH_REPO_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 BERTH_BUSYBOX_IMAGE=berth/busybox:1
 BERTH_SAMPLE_REPO=berth/sample-app
 BERTH_SAMPLE_VERSIONS=(1 2)
 BERTH_EDGE_IMAGE=berth/edge-caddy:2.6.2
+BERTH_POSTGRES_REPO=berth/postgres
+BERTH_REDIS_REPO=berth/redis
+BERTH_IMAGES_DIR=$BERTH_REPO_ROOT/hack/lib/images
 
 # The docker CLI here has no buildx plugin, so BuildKit is unavailable: use the legacy builder.
 # Its output (and deprecation notice) is shown only when the build fails.
@@ -140,14 +147,10 @@ EOF
 # _edge_rootfs DIR CADDY — caddy, the shared libraries and loader it links (Debian's build is
 # dynamic), the CA bundle, and a default config.
 _edge_rootfs() {
-  local root=$1 caddy=$2 lib
+  local root=$1 caddy=$2
   mkdir -p "$root"/{usr/bin,etc/caddy,etc/ssl/certs,config,data,srv,run/caddy}
   cp "$caddy" "$root/usr/bin/caddy"
-  # ldd prints "name => /path (addr)" for libraries and "/path (addr)" for the loader.
-  for lib in $(LC_ALL=C ldd "$caddy" | grep -o '/[^ ]*'); do
-    mkdir -p "$root$(dirname "$lib")"
-    cp -L "$lib" "$root$lib"
-  done
+  _copy_libraries "$root" "$caddy"
   if [[ -f /etc/ssl/certs/ca-certificates.crt ]]; then
     cp -L /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
   fi
@@ -156,10 +159,140 @@ _edge_rootfs() {
 EOF
 }
 
+# _copy_libraries ROOT FILE... — the shared libraries and loader FILE... link (Debian's builds
+# are dynamic), at their own paths under ROOT. ldd prints "name => /path (addr)" for libraries
+# and "/path (addr)" for the loader; files that are not dynamic executables are skipped.
+_copy_libraries() {
+  local root=$1 file lib
+  shift
+  for file in "$@"; do
+    for lib in $(LC_ALL=C ldd "$file" 2>/dev/null | grep -o '/[^ ]*'); do
+      [[ -e "$root$lib" ]] && continue
+      mkdir -p "$root$(dirname "$lib")"
+      cp -L "$lib" "$root$lib"
+    done
+  done
+}
+
+# _pg_server_major — the major version of the newest installed PostgreSQL server (Debian keeps
+# each under /usr/lib/postgresql/<major>).
+_pg_server_major() {
+  local servers=(/usr/lib/postgresql/*/bin/postgres)
+  [[ -x "${servers[0]}" ]] || return 1
+  printf '%s\n' "${servers[@]}" | cut -d/ -f5 | sort -V | tail -n1
+}
+
+# The official image's contract, for what Berth uses: initialised on first start from
+# POSTGRES_PASSWORD / POSTGRES_USER / POSTGRES_DB in $PGDATA, listening on 5432 with password
+# (SCRAM) logins over TCP and trusted local ones, run as `postgres` (uid 999); pg_isready and
+# psql inside.
+ensure_postgres_image() {
+  ensure_packages pg_isready:postgresql
+  local major
+  major=$(_pg_server_major) || die "no PostgreSQL server under /usr/lib/postgresql"
+  local image=$BERTH_POSTGRES_REPO:$major lib=/usr/lib/postgresql/$major
+  local share=/usr/share/postgresql/$major hash
+  hash=$(
+    {
+      find "$lib" -type f | LC_ALL=C sort | xargs sha256sum
+      _hash_of "$BERTH_IMAGES_DIR/postgres"
+      declare -f ensure_postgres_image _copy_libraries
+      _image_hash "$BERTH_BUSYBOX_IMAGE"
+    } | sha256sum | cut -c1-16
+  )
+  if _fresh "$image" "$hash"; then
+    log "image $image: present"
+    return 0
+  fi
+  log "image $image: building from $lib"
+  local ctx root
+  ctx=$(mktemp -d)
+  root=$ctx/rootfs
+  mkdir -p "$root/usr/lib/postgresql" "$root/usr/share/postgresql" "$root/usr/local/bin"
+  cp -a "$lib" "$root/usr/lib/postgresql/"
+  # JIT compilation (LLVM, most of the size) stays out: the server runs without it.
+  rm -rf "$root$lib/lib/llvmjit"* "$root$lib/lib/bitcode"
+  cp -a "$share" "$root/usr/share/postgresql/"
+  # The server's time zones are the system's (Debian builds --with-system-tzdata).
+  cp -a /usr/share/zoneinfo "$root/usr/share/"
+  # shellcheck disable=SC2046 # one word per library
+  _copy_libraries "$root" "$lib"/bin/* $(find "$root$lib/lib" -name '*.so')
+  install -m 755 "$BERTH_IMAGES_DIR/postgres/entrypoint.sh" \
+    "$root/usr/local/bin/docker-entrypoint.sh"
+  cat >"$ctx/Dockerfile" <<EOF
+FROM $BERTH_BUSYBOX_IMAGE
+RUN echo 'postgres:x:999:999:PostgreSQL:/var/lib/postgresql:/bin/sh' >>/etc/passwd && \\
+    echo 'postgres:x:999:' >>/etc/group && \\
+    mkdir -p /var/lib/postgresql/data /var/run/postgresql && \\
+    chown -R 999:999 /var/lib/postgresql /var/run/postgresql && chmod 3777 /var/run/postgresql
+COPY rootfs/ /
+ENV PATH=$lib/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \\
+    PG_MAJOR=$major PGDATA=/var/lib/postgresql/data
+LABEL local.berth-stack.source-hash=$hash org.opencontainers.image.title="berth postgres $major"
+VOLUME /var/lib/postgresql/data
+STOPSIGNAL SIGINT
+EXPOSE 5432
+ENTRYPOINT ["docker-entrypoint.sh"]
+CMD ["postgres"]
+EOF
+  _docker_build -t "$image" "$ctx"
+  rm -rf "$ctx"
+}
+
+# The official image's contract, for what Berth uses: data in /data, `requirepass` from
+# REDIS_PASSWORD when set (never on the command line), run as `redis` (uid 999); redis-cli inside.
+ensure_redis_image() {
+  ensure_packages redis-server:redis-server
+  local server cli major image hash
+  server=$(readlink -f "$(command -v redis-server)")
+  cli=$(readlink -f "$(command -v redis-cli)")
+  major=$(redis-server --version | sed -n 's/.* v=\([0-9]*\)\..*/\1/p')
+  [[ -n "$major" ]] || die "cannot read the version of $server"
+  image=$BERTH_REDIS_REPO:$major
+  hash=$(
+    {
+      sha256sum <"$server"
+      sha256sum <"$cli"
+      _hash_of "$BERTH_IMAGES_DIR/redis"
+      declare -f ensure_redis_image _copy_libraries
+      _image_hash "$BERTH_BUSYBOX_IMAGE"
+    } | sha256sum | cut -c1-16
+  )
+  if _fresh "$image" "$hash"; then
+    log "image $image: present"
+    return 0
+  fi
+  log "image $image: building from $server"
+  local ctx root
+  ctx=$(mktemp -d)
+  root=$ctx/rootfs
+  mkdir -p "$root/usr/bin" "$root/usr/local/bin"
+  cp "$server" "$root/usr/bin/redis-server"
+  cp "$cli" "$root/usr/bin/redis-cli"
+  _copy_libraries "$root" "$server" "$cli"
+  install -m 755 "$BERTH_IMAGES_DIR/redis/entrypoint.sh" "$root/usr/local/bin/docker-entrypoint.sh"
+  cat >"$ctx/Dockerfile" <<EOF
+FROM $BERTH_BUSYBOX_IMAGE
+RUN echo 'redis:x:999:999:Redis:/data:/bin/sh' >>/etc/passwd && echo 'redis:x:999:' >>/etc/group && \\
+    mkdir -p /data && chown 999:999 /data
+COPY rootfs/ /
+LABEL local.berth-stack.source-hash=$hash org.opencontainers.image.title="berth redis $major"
+VOLUME /data
+WORKDIR /data
+EXPOSE 6379
+ENTRYPOINT ["docker-entrypoint.sh"]
+CMD ["redis-server"]
+EOF
+  _docker_build -t "$image" "$ctx"
+  rm -rf "$ctx"
+}
+
 ensure_images() {
   ensure_busybox_image
   ensure_sample_images
   ensure_edge_image
+  ensure_postgres_image
+  ensure_redis_image
   # A rebuild leaves the previous image untagged; drop those (only ours, by label).
   docker image prune -f --filter label=local.berth-stack.source-hash >/dev/null
 }

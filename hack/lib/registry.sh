@@ -6,7 +6,7 @@
 #
 #   up_registry              write config and credentials once, start the registry
 #   wait_registry            wait until it answers /v2/
-#   ensure_registry_images   push the sample-app images into it unless already there
+#   ensure_registry_images   push the sample-app and database images into it unless there
 #   registry_ready           true when it answers
 #   registry_env             export lines for the credentials (hack/stack.sh env)
 #
@@ -92,28 +92,38 @@ wait_registry() {
     registry_ready
 }
 
-# _registry_digest TAG — the image id (config digest) the registry holds under TAG, or nothing.
+# _registry_digest REPO:TAG — the image id (config digest) the registry holds under it, or nothing.
 _registry_digest() {
+  local ref=$1
   curl -fs --max-time 5 -u "$BERTH_REGISTRY_USER:$BERTH_REGISTRY_PASSWORD" \
     -H 'Accept: application/vnd.docker.distribution.manifest.v2+json' \
-    "http://$BERTH_REGISTRY_ADDR/v2/$BERTH_SAMPLE_REPO/manifests/$1" 2>/dev/null |
+    "http://$BERTH_REGISTRY_ADDR/v2/${ref%:*}/manifests/${ref##*:}" 2>/dev/null |
     jq -r '.config.digest // empty' 2>/dev/null
 }
 
-# Pushes each sample version whose registry copy is missing or differs from the local image.
+# _registry_images — the local images the registry holds copies of: the sample versions and
+# the managed databases' images (berth/postgres:<major>, berth/redis:<major>).
+_registry_images() {
+  local v
+  for v in "${BERTH_SAMPLE_VERSIONS[@]}"; do echo "$BERTH_SAMPLE_REPO:$v"; done
+  docker image ls --format '{{.Repository}}:{{.Tag}}' "$BERTH_POSTGRES_REPO"
+  docker image ls --format '{{.Repository}}:{{.Tag}}' "$BERTH_REDIS_REPO"
+}
+
+# Pushes each image whose registry copy is missing or differs from the local image.
 # The docker CLI logs in with a throwaway client config, and the registry tag is removed again
 # afterwards, so the engine (also the stack's "server") starts without the registry copies.
 ensure_registry_images() {
-  local v local_id pushed=() config
+  local image local_id pushed=() config
   # shellcheck disable=SC1090
   source "$BERTH_REGISTRY_ENV"
-  for v in "${BERTH_SAMPLE_VERSIONS[@]}"; do
-    local_id=$(docker image inspect -f '{{.Id}}' "$BERTH_SAMPLE_REPO:$v")
-    if [[ "$(_registry_digest "$v")" == "$local_id" ]]; then
-      log "registry: $BERTH_REGISTRY_SAMPLE_REPO:$v present"
+  for image in $(_registry_images); do
+    local_id=$(docker image inspect -f '{{.Id}}' "$image")
+    if [[ "$(_registry_digest "$image")" == "$local_id" ]]; then
+      log "registry: $BERTH_REGISTRY_ADDR/$image present"
       continue
     fi
-    pushed+=("$v")
+    pushed+=("$image")
   done
   ((${#pushed[@]})) || return 0
   config=$(mktemp -d)
@@ -122,12 +132,12 @@ ensure_registry_images() {
     docker login -u "$BERTH_REGISTRY_USER" --password-stdin "$BERTH_REGISTRY_ADDR" \
       <<<"$BERTH_REGISTRY_PASSWORD" >/dev/null 2>&1 ||
       die "registry: docker login to $BERTH_REGISTRY_ADDR failed"
-    for v in "${pushed[@]}"; do
-      log "registry: pushing $BERTH_REGISTRY_SAMPLE_REPO:$v"
-      docker tag "$BERTH_SAMPLE_REPO:$v" "$BERTH_REGISTRY_SAMPLE_REPO:$v"
-      docker push -q "$BERTH_REGISTRY_SAMPLE_REPO:$v" >/dev/null ||
-        die "registry: pushing $BERTH_REGISTRY_SAMPLE_REPO:$v failed"
-      docker rmi "$BERTH_REGISTRY_SAMPLE_REPO:$v" >/dev/null
+    for image in "${pushed[@]}"; do
+      log "registry: pushing $BERTH_REGISTRY_ADDR/$image"
+      docker tag "$image" "$BERTH_REGISTRY_ADDR/$image"
+      docker push -q "$BERTH_REGISTRY_ADDR/$image" >/dev/null ||
+        die "registry: pushing $BERTH_REGISTRY_ADDR/$image failed"
+      docker rmi "$BERTH_REGISTRY_ADDR/$image" >/dev/null
     done
   ) || {
     rm -rf "$config"

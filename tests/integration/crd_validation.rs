@@ -3,6 +3,7 @@
 //! objects of every kind are accepted and come back with their defaults filled in.
 
 use berth_crds::certificate::Certificate;
+use berth_crds::dependency_resource::DependencyResource;
 use berth_crds::deploy_token::DeployToken;
 use berth_crds::deployment::Deployment;
 use berth_crds::domain_binding::DomainBinding;
@@ -51,6 +52,7 @@ fn api_resource(kind: &str) -> ApiResource {
         "RouteSurfaceDecision" => ApiResource::erase::<RouteSurfaceDecision>(&()),
         "Migration" => ApiResource::erase::<Migration>(&()),
         "StorageVolume" => ApiResource::erase::<StorageVolume>(&()),
+        "DependencyResource" => ApiResource::erase::<DependencyResource>(&()),
         other => panic!("no API resource for {other}"),
     }
 }
@@ -74,6 +76,7 @@ const KINDS: &[&str] = &[
     "RouteSurfaceDecision",
     "Migration",
     "StorageVolume",
+    "DependencyResource",
 ];
 
 /// A handle for `kind`: cluster-wide for User, in `namespace` for everything else.
@@ -168,6 +171,14 @@ fn valid_spec(kind: &str) -> Value {
             "kind": "bind-mount",
             "sourcePath": "/srv/uploads",
         }),
+        "DependencyResource" => json!({
+            "kind": "postgres",
+            "projectId": "shop",
+            "environmentId": "shop-production",
+            "serverId": "local",
+            "name": "Main database",
+            "exposure": { "hostPort": 15432, "allowFrom": ["203.0.113.0/24"] },
+        }),
         other => panic!("no valid spec for {other}"),
     }
 }
@@ -251,6 +262,13 @@ fn invalid_rows() -> Vec<Invalid> {
         set("StorageVolume", "/sourcePath", json!("srv/uploads"), "spec.sourcePath"),
         set("StorageVolume", "/sourcePath", json!("/"), "spec.sourcePath"),
         set("StorageVolume", "/sourcePath", json!("/srv/$(id)"), "spec.sourcePath"),
+        set("DependencyResource", "/name", json!(""), "spec.name"),
+        remove("DependencyResource", "/serverId", "spec.serverId"),
+        // A host port only for listed source addresses: never open to everyone.
+        remove("DependencyResource", "/exposure/allowFrom", "spec.exposure.allowFrom"),
+        set("DependencyResource", "/exposure/allowFrom", json!([]), "spec.exposure.allowFrom"),
+        set("DependencyResource", "/exposure/allowFrom/0", json!("anywhere"), "spec.exposure.allowFrom[0]"),
+        set("DependencyResource", "/exposure/hostPort", json!(0), "spec.exposure.hostPort"),
         // Ports and probe settings Berth itself bounds.
         set("Server", "/port", json!(0), "spec.port"),
         set("Server", "/port", json!(65536), "spec.port"),
@@ -282,6 +300,8 @@ fn invalid_rows() -> Vec<Invalid> {
         set("SshCredential", "/kind", json!("password"), "spec.kind"),
         set("Migration", "/protocol", json!("platform-migration/v2"), "spec.protocol"),
         set("StorageVolume", "/kind", json!("tmpfs"), "spec.kind"),
+        set("DependencyResource", "/kind", json!("mysql"), "spec.kind"),
+        set("DependencyResource", "/source", json!("external"), "spec.source"),
     ]
 }
 

@@ -39,6 +39,13 @@ pub const REACHABLE: &str = "Reachable";
 pub const HOST_KEY_PINNED: &str = "HostKeyPinned";
 /// A server's edge proxy was started (or created, or recreated).
 pub const PROXY_STARTED: &str = "ProxyStarted";
+/// A dependency resource answered its health check for the first time.
+pub const DEPENDENCY_READY: &str = "DependencyReady";
+/// A degraded dependency resource answers its health check again.
+pub const DEPENDENCY_RECOVERED: &str = "DependencyRecovered";
+/// A deleted dependency resource's container and network were removed (the note says whether
+/// the data volume was kept).
+pub const DEPENDENCY_REMOVED: &str = "DependencyRemoved";
 
 // Warning: something a user may have to act on.
 
@@ -56,6 +63,8 @@ pub const RUNTIME_CONTROL_BLOCKED: &str = "RuntimeControlBlocked";
 pub const RUNTIME_CONTROL_FAILED: &str = "RuntimeControlFailed";
 /// A server's edge proxy could not be removed.
 pub const PROXY_NOT_REMOVED: &str = "ProxyNotRemoved";
+/// A dependency resource that was ready fails its health check.
+pub const DEPENDENCY_DEGRADED: &str = "DependencyDegraded";
 /// A server presented another host key than the pinned one.
 pub const HOST_KEY_MISMATCH: &str = "HostKeyMismatch";
 /// A server does not answer over SSH.

@@ -6,6 +6,7 @@ pub mod archive;
 pub mod bookkeeping;
 pub mod bookkept_kinds;
 pub mod certificate;
+pub mod dependency;
 pub mod deployment;
 pub mod domain_binding;
 pub mod environment;
@@ -155,6 +156,7 @@ async fn run_controllers(
         server::run(context.clone(), inputs.servers, shutdown.clone()),
         deployment::run(context.clone(), inputs.deployments, shutdown.clone()),
         resource::run(context.clone(), inputs.resources, shutdown.clone()),
+        dependency::run(context.clone(), shutdown.clone()),
         bookkeeping::run::<User>(context.clone(), shutdown.clone()),
         bookkeeping::run::<Session>(context.clone(), shutdown.clone()),
         bookkeeping::run::<Invitation>(context.clone(), shutdown.clone()),

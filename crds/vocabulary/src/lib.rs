@@ -14,6 +14,7 @@ pub mod build;
 pub mod certificates;
 pub mod conditions;
 pub mod credentials;
+pub mod dependencies;
 pub mod deploy_tokens;
 pub mod deployed_spec;
 pub mod deployments;

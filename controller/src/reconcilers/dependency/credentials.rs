@@ -1,0 +1,102 @@
+//! The connection Secret of a managed dependency: a password generated once (never chosen by
+//! a caller) and the full URL on the private network, owned by the DependencyResource so it
+//! goes with it.
+
+use std::collections::BTreeMap;
+
+use berth_crds::MANAGED_LABEL;
+use berth_crds::dependency_resource::{DependencyResource, PASSWORD_KEY, URL_KEY, connection_url};
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::PostParams;
+use kube::{Api, Resource as _, ResourceExt};
+
+use super::plan::{DEPENDENCY_LABEL, Names, generate_password};
+use crate::cache::Caches;
+use crate::context::Context;
+use crate::error::{Error, Result};
+
+/// The dependency's password: read from its Secret, or generated into a new one.
+pub async fn ensure(
+    dependency: &DependencyResource,
+    context: &Context,
+    names: &Names,
+) -> Result<String> {
+    let namespace = dependency.namespace().unwrap_or_default();
+    if let Some(secret) = Caches::get(&context.caches.secrets, &namespace, &names.secret) {
+        return password_of(dependency, &secret, names);
+    }
+    let api = Api::<Secret>::namespaced(context.client.clone(), &namespace);
+    // The cache may lag behind a Secret created a moment ago.
+    if let Some(secret) = api.get_opt(&names.secret).await? {
+        return password_of(dependency, &secret, names);
+    }
+    let password = generate_password();
+    let secret = secret(dependency, names, &password)?;
+    match api.create(&PostParams::default(), &secret).await {
+        Ok(_) => Ok(password),
+        // Created by a reconcile that overtook this one: use its password.
+        Err(kube::Error::Api(status)) if status.code == 409 => {
+            let secret = api.get(&names.secret).await?;
+            password_of(dependency, &secret, names)
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
+fn secret(dependency: &DependencyResource, names: &Names, password: &str) -> Result<Secret> {
+    let owner = dependency
+        .controller_owner_ref(&())
+        .ok_or(Error::MissingObjectKey("metadata.uid"))?;
+    let url = connection_url(dependency.spec.kind, &names.container, password);
+    Ok(Secret {
+        metadata: ObjectMeta {
+            name: Some(names.secret.clone()),
+            namespace: dependency.namespace(),
+            labels: Some(BTreeMap::from([
+                (MANAGED_LABEL.to_string(), "true".to_string()),
+                (DEPENDENCY_LABEL.to_string(), dependency.name_any()),
+            ])),
+            owner_references: Some(vec![owner]),
+            ..Default::default()
+        },
+        type_: Some("Opaque".to_string()),
+        data: Some(BTreeMap::from([
+            (PASSWORD_KEY.to_string(), ByteString(password.into())),
+            (URL_KEY.to_string(), ByteString(url.into())),
+        ])),
+        ..Default::default()
+    })
+}
+
+/// The password in the dependency's own Secret; a Secret of that name someone else made is
+/// never read (its password was not generated here).
+fn password_of(dependency: &DependencyResource, secret: &Secret, names: &Names) -> Result<String> {
+    let ours = dependency.uid().is_some_and(|uid| {
+        secret
+            .owner_references()
+            .iter()
+            .any(|owner| owner.uid == uid)
+    });
+    if !ours {
+        return Err(Error::InvalidSpec(format!(
+            "Secret {} exists and does not belong to this dependency: rename or remove it, \
+             and Berth generates the credentials there",
+            names.secret
+        )));
+    }
+    secret
+        .data
+        .as_ref()
+        .and_then(|data| data.get(PASSWORD_KEY))
+        .and_then(|value| String::from_utf8(value.0.clone()).ok())
+        .filter(|password| !password.is_empty())
+        .ok_or_else(|| {
+            Error::InvalidSpec(format!(
+                "Secret {} has no `{PASSWORD_KEY}` key: delete it and Berth generates a new one \
+                 (the database keeps the password it was initialised with)",
+                names.secret
+            ))
+        })
+}

@@ -1,0 +1,275 @@
+//! DependencyResource: runs a managed PostgreSQL or Redis as one container of its image on the
+//! named server, with a named volume for its data and a private network of its own; keeps it
+//! running (a container removed or stopped by hand is put back, the volume with it untouched)
+//! and reports its health (`pg_isready` / `redis-cli PING` inside the container, through the
+//! tunnel). The credentials are generated here, kept in a Secret the object owns, and never
+//! written to a status, event, log line or error.
+//!
+//! Deletion (finalizer) removes the container and network and keeps the volume, unless the
+//! annotation `berth.dev/delete-data` holds the object's name.
+//!
+//! `plan` decides without I/O, `server` acts on the server, `credentials` keeps the Secret.
+
+mod credentials;
+mod plan;
+mod server;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use berth_crds::condition::reason::{DEPENDENCY_MISSING, INVALID_SPEC};
+use berth_crds::dependency_resource::{
+    DELETE_DATA_ANNOTATION, DependencyResource, DependencyResourceStatus, DependencySource,
+};
+use berth_crds::masking::Masker;
+use k8s_openapi::jiff::Timestamp;
+use kube::runtime::Controller;
+use kube::runtime::controller::Action;
+use kube::runtime::events::EventType;
+use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
+use kube::runtime::watcher;
+use kube::{Api, Resource as _, ResourceExt};
+
+use self::plan::{Names, Observed, reason};
+use self::server::Converged;
+use super::fresh::{with_current_finalizers, with_finalizer};
+use crate::cache::Caches;
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::reconcilers::deployment::connect;
+use crate::reconcilers::event_reason;
+use crate::reconcilers::policy::{drain, error_policy};
+use crate::status::StatusWriter;
+
+const KIND: &str = "DependencyResource";
+/// Removes the container and network (and the volume when asked) before the object goes.
+pub const FINALIZER: &str = "berth.dev/dependency-cleanup";
+/// How often a ready dependency's container and health are checked again: drift (a container
+/// removed or stopped by hand) and a failing health check are noticed within this.
+const CHECK_EVERY: Duration = Duration::from_secs(20);
+/// How soon a dependency not ready yet (starting, degraded, server failing) is looked at again.
+const RECHECK_SOON: Duration = Duration::from_secs(3);
+
+/// How soon a dependency whose server does not exist is looked at again.
+const WAIT_FOR_SERVER: Duration = Duration::from_secs(30);
+
+/// Runs the controller on its own watch until `shutdown`.
+pub async fn run(
+    context: Arc<Context>,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) {
+    let api = Api::<DependencyResource>::all(context.client.clone());
+    let stream = Controller::new(api, watcher::Config::default())
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy(KIND), context);
+    drain(KIND, stream).await;
+}
+
+async fn reconcile(dependency: Arc<DependencyResource>, context: Arc<Context>) -> Result<Action> {
+    let _timer = context.metrics.reconcile_started(KIND);
+    let namespace = dependency
+        .namespace()
+        .ok_or(Error::MissingObjectKey("metadata.namespace"))?;
+    let api = Api::<DependencyResource>::namespaced(context.client.clone(), &namespace);
+    let Some(dependency) = with_current_finalizers(&api, dependency, FINALIZER).await? else {
+        return Ok(Action::await_change());
+    };
+    let dependency = with_finalizer(&api, dependency, FINALIZER).await?;
+    finalizer(&api, FINALIZER, dependency, |event| async {
+        match event {
+            FinalizerEvent::Apply(dependency) => apply(&dependency, &context, &api).await,
+            FinalizerEvent::Cleanup(dependency) => cleanup(&dependency, &context).await,
+        }
+    })
+    .await
+    .map_err(|error| Error::Finalizer(Box::new(error)))
+}
+
+/// One reconcile of a live dependency: credentials, then the server's container, then health.
+async fn apply(
+    dependency: &DependencyResource,
+    context: &Context,
+    api: &Api<DependencyResource>,
+) -> Result<Action> {
+    let now = Timestamp::now();
+    if let Some(problem) = dependency.spec.problem() {
+        let status = plan::not_run(dependency, INVALID_SPEC, problem, now);
+        write(api, dependency, &status).await?;
+        return Ok(Action::await_change());
+    }
+    if dependency.spec.source == DependencySource::Imported {
+        let message = "imported dependencies are recorded but not checked yet: Berth does not \
+                       reach them"
+            .to_string();
+        let status = plan::not_run(dependency, reason::IMPORT_NOT_SUPPORTED, message, now);
+        write(api, dependency, &status).await?;
+        return Ok(Action::await_change());
+    }
+    // No Secret, container or password before the server exists (a Server applied later is
+    // noticed at the next look).
+    let namespace = dependency.namespace().unwrap_or_default();
+    let server = &dependency.spec.server_id;
+    if Caches::get(&context.caches.servers, &namespace, server).is_none() {
+        let message = format!("spec.serverId: server {server} does not exist");
+        let status = plan::not_run(dependency, DEPENDENCY_MISSING, message, now);
+        write(api, dependency, &status).await?;
+        return Ok(Action::requeue(WAIT_FOR_SERVER));
+    }
+    let names = Names::of(dependency);
+    let password = credentials::ensure(dependency, context, &names).await?;
+    // Whatever Docker or the connection says is masked before it is shown anywhere.
+    let masker = Masker::new([password.as_str()]);
+    let observed = observe(dependency, context, &names, &password, &masker).await;
+    let status = plan::decide(dependency, &names, &observed, now);
+    announce(dependency, context, &observed).await;
+    write(api, dependency, &status).await?;
+    Ok(Action::requeue(match observed {
+        Observed::Healthy => CHECK_EVERY,
+        _ => RECHECK_SOON,
+    }))
+}
+
+/// Makes the container run as declared and checks its health; a container put back after
+/// drift is announced.
+async fn observe(
+    dependency: &DependencyResource,
+    context: &Context,
+    names: &Names,
+    password: &str,
+    masker: &Masker,
+) -> Observed {
+    let namespace = dependency.namespace().unwrap_or_default();
+    let failed = |code: &str, error: &dyn std::fmt::Display| Observed::Failed {
+        code: code.to_string(),
+        message: masker.mask(&error.to_string()),
+    };
+    let target = match connect(context, &namespace, &dependency.spec.server_id).await {
+        Ok((_, target)) => target,
+        Err(error) => return failed("server_unreachable", &error),
+    };
+    let body = plan::container_body(dependency, names, password);
+    let converged = match server::converge(&target, names, body).await {
+        Ok(converged) => converged,
+        Err(error) => return failed("provider_error", &error),
+    };
+    let was_realized = dependency
+        .status
+        .as_ref()
+        .and_then(|s| s.provider_realization.as_ref())
+        .is_some_and(|r| r.realized_at.is_some());
+    if was_realized && converged != Converged::Running {
+        let note = match converged {
+            Converged::Started => format!("container {} was stopped; started it", names.container),
+            _ => format!(
+                "container {} was gone or ran another image; created it again on data volume {}",
+                names.container, names.volume
+            ),
+        };
+        event(
+            dependency,
+            context,
+            EventType::Normal,
+            event_reason::DRIFT_REPAIRED,
+            note,
+        )
+        .await;
+    }
+    match server::check_health(&target, names, dependency.spec.kind).await {
+        Ok(None) => Observed::Healthy,
+        Ok(Some(why)) => Observed::Unhealthy(masker.mask(&why)),
+        Err(error) => failed("health_check_failed", &error),
+    }
+}
+
+/// Events for the transitions a person wants to hear about: first ready, degraded, recovered.
+async fn announce(dependency: &DependencyResource, context: &Context, observed: &Observed) {
+    let was = dependency
+        .status
+        .as_ref()
+        .and_then(|s| s.lifecycle_status)
+        .map(|l| l.as_str());
+    let (kind, reason, note) = match (was, observed) {
+        (Some("ready"), Observed::Healthy) => return,
+        (Some("degraded"), Observed::Healthy) => (
+            EventType::Normal,
+            event_reason::DEPENDENCY_RECOVERED,
+            "the health check passes again".to_string(),
+        ),
+        (_, Observed::Healthy) => (
+            EventType::Normal,
+            event_reason::DEPENDENCY_READY,
+            format!("{} is ready", dependency.spec.kind.as_str()),
+        ),
+        (Some("ready"), Observed::Unhealthy(why) | Observed::Failed { message: why, .. }) => (
+            EventType::Warning,
+            event_reason::DEPENDENCY_DEGRADED,
+            why.clone(),
+        ),
+        _ => return,
+    };
+    event(dependency, context, kind, reason, note).await;
+}
+
+/// Removes the container and network; the volume only when the annotation names the object.
+async fn cleanup(dependency: &DependencyResource, context: &Context) -> Result<Action> {
+    let namespace = dependency.namespace().unwrap_or_default();
+    let names = Names::of(dependency);
+    if dependency.spec.source == DependencySource::Imported {
+        return Ok(Action::await_change());
+    }
+    let server = &dependency.spec.server_id;
+    if Caches::get(&context.caches.servers, &namespace, server).is_none() {
+        let note = format!(
+            "server {server} no longer exists: container {} and volume {} may be left on it",
+            names.container, names.volume
+        );
+        event(
+            dependency,
+            context,
+            EventType::Warning,
+            event_reason::CLEANUP_INCOMPLETE,
+            note,
+        )
+        .await;
+        return Ok(Action::await_change());
+    }
+    let (_, target) = connect(context, &namespace, server).await?;
+    let delete_data = dependency
+        .annotations()
+        .get(DELETE_DATA_ANNOTATION)
+        .is_some_and(|typed| *typed == dependency.name_any());
+    let done = server::remove(&target, &names, delete_data).await?;
+    tracing::info!(dependency = %dependency.name_any(), %namespace, done = %done.join("; "), "dependency removed");
+    event(
+        dependency,
+        context,
+        EventType::Normal,
+        event_reason::DEPENDENCY_REMOVED,
+        done.join("; "),
+    )
+    .await;
+    Ok(Action::await_change())
+}
+
+async fn write(
+    api: &Api<DependencyResource>,
+    dependency: &DependencyResource,
+    status: &DependencyResourceStatus,
+) -> Result<()> {
+    StatusWriter::new(api, dependency)
+        .apply(dependency.status.as_ref(), status)
+        .await?;
+    Ok(())
+}
+
+async fn event(
+    dependency: &DependencyResource,
+    context: &Context,
+    kind: EventType,
+    reason: &str,
+    note: String,
+) {
+    context
+        .publish_event(&dependency.object_ref(&()), kind, reason, note)
+        .await;
+}

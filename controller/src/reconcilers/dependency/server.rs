@@ -1,0 +1,259 @@
+//! A managed dependency on its server, over the server's SSH connection and Docker API: its
+//! network, volume and container made to exist and run, the health check run inside it, and
+//! the removal on deletion.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use berth_crds::MANAGED_LABEL;
+use berth_crds::dependency_resource::DependencyKind;
+use berth_remote::RemoteError;
+use berth_remote::docker::{docker_call, docker_over_ssh_within, is_conflict, is_not_found};
+use bollard::exec::{CreateExecOptions, StartExecOptions};
+use bollard::models::{ContainerCreateBody, VolumeCreateRequest};
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, CreateImageOptionsBuilder, InspectContainerOptions,
+    RemoveVolumeOptions,
+};
+use futures::StreamExt;
+
+use super::plan::{IMAGE_LABEL, Names, health_command};
+use crate::reconcilers::deployment::server_target::Target;
+
+/// How long a pull of the dependency's image may take.
+const PULL_TIMEOUT: Duration = Duration::from_secs(600);
+/// How long the health check may run.
+const HEALTH_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What making the container run took.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Converged {
+    /// It ran already as declared.
+    Running,
+    /// It was created (first time, removed by hand, or another image asked for).
+    Created,
+    /// It existed, stopped; it was started.
+    Started,
+}
+
+/// Creates the network and volume unless they exist, pulls the image when absent, and makes
+/// the container exist and run with `body` (recreated when its image differs from the spec's).
+pub async fn converge(
+    target: &Target,
+    names: &Names,
+    body: ContainerCreateBody,
+) -> Result<Converged, RemoteError> {
+    target.ensure_network(&names.network).await?;
+    ensure_volume(target, &names.volume).await?;
+    let image = body.image.clone().unwrap_or_default();
+    let container = inspect(target, &names.container).await?;
+    if let Some(container) = &container {
+        let labels = container.config.as_ref().and_then(|c| c.labels.as_ref());
+        let same_image = labels.and_then(|l| l.get(IMAGE_LABEL)) == Some(&image);
+        if same_image {
+            let running = container
+                .state
+                .as_ref()
+                .and_then(|s| s.running)
+                .unwrap_or(false);
+            if running {
+                return Ok(Converged::Running);
+            }
+            target.start(&names.container).await?;
+            return Ok(Converged::Started);
+        }
+        // Another image: the container goes, the data volume stays.
+        target.remove_container(&names.container).await?;
+    }
+    if !target.image_present(&image).await? {
+        pull(target, &image).await?;
+    }
+    let options = CreateContainerOptionsBuilder::new()
+        .name(&names.container)
+        .build();
+    let created = docker_call(
+        &target.connection,
+        "creating the dependency's container",
+        target.docker.create_container(Some(options), body),
+    )
+    .await;
+    match created {
+        Ok(_) => {}
+        // Another reconcile created it meanwhile: start it below.
+        Err(error) if is_conflict(&error) => {}
+        Err(error) => return Err(error),
+    }
+    target.start(&names.container).await?;
+    Ok(Converged::Created)
+}
+
+async fn inspect(
+    target: &Target,
+    name: &str,
+) -> Result<Option<bollard::models::ContainerInspectResponse>, RemoteError> {
+    let inspected = docker_call(
+        &target.connection,
+        "inspecting the dependency's container",
+        target
+            .docker
+            .inspect_container(name, None::<InspectContainerOptions>),
+    )
+    .await;
+    match inspected {
+        Ok(container) => Ok(Some(container)),
+        Err(error) if is_not_found(&error) => Ok(None),
+        Err(error) => Err(error),
+    }
+}
+
+async fn ensure_volume(target: &Target, volume: &str) -> Result<(), RemoteError> {
+    let request = VolumeCreateRequest {
+        name: Some(volume.to_string()),
+        labels: Some(HashMap::from([(
+            MANAGED_LABEL.to_string(),
+            "true".to_string(),
+        )])),
+        ..Default::default()
+    };
+    // Creating a volume that exists returns it unchanged.
+    docker_call(
+        &target.connection,
+        "creating the data volume",
+        target.docker.create_volume(request),
+    )
+    .await
+    .map(drop)
+}
+
+/// Pulls `image` anonymously (a registry needing credentials is not supported yet).
+async fn pull(target: &Target, image: &str) -> Result<(), RemoteError> {
+    let docker = docker_over_ssh_within(
+        target.connection.clone(),
+        &target.docker_socket,
+        PULL_TIMEOUT,
+    );
+    let options = CreateImageOptionsBuilder::new().from_image(image).build();
+    let mut progress = docker.create_image(Some(options), None, None);
+    while let Some(item) = progress.next().await {
+        item.map_err(|source| RemoteError::Docker {
+            operation: "pulling the dependency's image",
+            source,
+        })?;
+    }
+    Ok(())
+}
+
+/// Runs the kind's health check inside the container: `Ok(None)` when it passed, otherwise
+/// what failed.
+pub async fn check_health(
+    target: &Target,
+    names: &Names,
+    kind: DependencyKind,
+) -> Result<Option<String>, RemoteError> {
+    let exec = docker_call(
+        &target.connection,
+        "creating the health check",
+        target.docker.create_exec(
+            &names.container,
+            CreateExecOptions {
+                cmd: Some(health_command(kind)),
+                attach_stdout: Some(false),
+                attach_stderr: Some(false),
+                ..Default::default()
+            },
+        ),
+    )
+    .await?;
+    docker_call(
+        &target.connection,
+        "starting the health check",
+        target.docker.start_exec(
+            &exec.id,
+            Some(StartExecOptions {
+                detach: true,
+                ..Default::default()
+            }),
+        ),
+    )
+    .await?;
+    let deadline = tokio::time::Instant::now() + HEALTH_TIMEOUT;
+    loop {
+        let inspected = docker_call(
+            &target.connection,
+            "reading the health check",
+            target.docker.inspect_exec(&exec.id),
+        )
+        .await?;
+        if inspected.running != Some(true) {
+            return Ok(match inspected.exit_code {
+                Some(0) => None,
+                code => Some(format!(
+                    "the {} health check in container {} failed (exit code {})",
+                    what(kind),
+                    names.container,
+                    code.map_or("unknown".to_string(), |c| c.to_string())
+                )),
+            });
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Ok(Some(format!(
+                "the {} health check in container {} did not finish within {}s",
+                what(kind),
+                names.container,
+                HEALTH_TIMEOUT.as_secs()
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+fn what(kind: DependencyKind) -> &'static str {
+    match kind {
+        DependencyKind::Postgres => "pg_isready",
+        DependencyKind::Redis => "redis-cli PING",
+    }
+}
+
+/// What a deletion removed: the container and network always, the volume only when asked.
+pub async fn remove(
+    target: &Target,
+    names: &Names,
+    delete_data: bool,
+) -> Result<Vec<String>, RemoteError> {
+    let mut done = Vec::new();
+    if target.remove_container(&names.container).await? {
+        done.push(format!("removed container {}", names.container));
+    }
+    let removed = docker_call(
+        &target.connection,
+        "removing the dependency's network",
+        target.docker.remove_network(&names.network),
+    )
+    .await;
+    match removed {
+        Ok(()) => done.push(format!("removed network {}", names.network)),
+        Err(error) if is_not_found(&error) => {}
+        Err(error) => return Err(error),
+    }
+    if delete_data {
+        let removed = docker_call(
+            &target.connection,
+            "removing the data volume",
+            target
+                .docker
+                .remove_volume(&names.volume, None::<RemoveVolumeOptions>),
+        )
+        .await;
+        match removed {
+            Ok(()) => done.push(format!("removed data volume {}", names.volume)),
+            Err(error) if is_not_found(&error) => {}
+            Err(error) => return Err(error),
+        }
+    } else {
+        done.push(format!(
+            "kept data volume {} (annotate berth.dev/delete-data with the object's name to remove it)",
+            names.volume
+        ));
+    }
+    Ok(done)
+}
