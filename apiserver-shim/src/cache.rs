@@ -56,7 +56,7 @@ pub struct Caches {
     pub servers: Store<Server>,
     pub ssh_credentials: Store<SshCredential>,
     pub resources: Store<BerthResource>,
-    /// Read by name only (health, diagnostics, runtime logs); see `routes::common::find_deployment`.
+    /// Read by name only (health, diagnostics, runtime logs); see `domain::objects::find_deployment`.
     pub deployments: Store<Deployment>,
     pub threshold_policies: Store<ThresholdPolicy>,
     pub retention_policies: Store<RetentionPolicy>,

@@ -211,6 +211,46 @@ impl QueryParams {
     }
 }
 
+/// Rejects query parameters an endpoint does not know, so a misspelt filter is a 422 rather
+/// than a silently unfiltered list.
+pub fn known_params(query: &QueryParams, allowed: &[&str]) -> Result<(), ApiError> {
+    let mut unknown: Vec<&String> = query
+        .0
+        .keys()
+        .filter(|key| !allowed.contains(&key.as_str()))
+        .collect();
+    unknown.sort();
+    match unknown.first() {
+        None => Ok(()),
+        Some(name) => Err(ApiError::validation(
+            name,
+            format!(
+                "unknown query parameter {name}; this endpoint accepts: {}",
+                allowed.join(", ")
+            ),
+        )),
+    }
+}
+
+/// Cursor pagination: the cursor is the offset of the next item, as a decimal string.
+pub fn paginate<T: Clone>(
+    items: &[T],
+    cursor: Option<&str>,
+    limit: usize,
+) -> Result<(Vec<T>, Option<String>), ApiError> {
+    let start = match cursor {
+        None => 0,
+        Some(text) => text
+            .parse::<usize>()
+            .ok()
+            .filter(|offset| *offset <= items.len())
+            .ok_or_else(|| ApiError::validation("cursor", "cursor is not one this API returned"))?,
+    };
+    let end = (start + limit).min(items.len());
+    let next = (end < items.len()).then(|| end.to_string());
+    Ok((items[start..end].to_vec(), next))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -268,5 +308,17 @@ mod tests {
         assert_eq!(query.string("name").unwrap(), Some("a b"));
         let empty = QueryParams(form_pairs("name=").unwrap());
         assert!(empty.string("name").is_err());
+    }
+
+    #[test]
+    fn cursor_pages_reach_the_end() {
+        let items: Vec<u32> = (0..5).collect();
+        let (first, next) = paginate(&items, None, 2).unwrap();
+        assert_eq!(first, vec![0, 1]);
+        let (second, next) = paginate(&items, next.as_deref(), 2).unwrap();
+        assert_eq!(second, vec![2, 3]);
+        let (last, next) = paginate(&items, next.as_deref(), 2).unwrap();
+        assert_eq!((last, next), (vec![4], None));
+        assert!(paginate(&items, Some("x"), 2).is_err());
     }
 }

@@ -25,11 +25,13 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::Endpoint;
-use super::common::{bounded, find_in, known_params, timestamp};
 use super::resource_access::lookup;
 use crate::auth::{Caller, ScopeDimension};
+use crate::domain::fields::bounded;
+use crate::domain::objects::find_in;
+use crate::domain::time::timestamp;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::QueryParams;
+use crate::extract::{QueryParams, known_params};
 use crate::state::AppState;
 
 pub fn endpoints() -> Vec<Endpoint> {

@@ -17,13 +17,15 @@ use serde::Serialize;
 
 use super::Endpoint;
 use super::bootstrap::{FIRST_ADMIN_LABEL, password_secret_name, revoke_session};
-use super::common::{all_in, confirm, created_at, paginate, timestamp};
 use super::identity::{display_name, image_url, memberships, now, updated_at};
 use super::members::deactivate;
 use crate::auth::Caller;
 use crate::cache::wait_deleted;
+use crate::domain::fields::confirm;
+use crate::domain::objects::all_in;
+use crate::domain::time::{created_at, timestamp};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, QueryParams};
+use crate::extract::{JsonBody, QueryParams, paginate};
 use crate::state::AppState;
 use crate::write::apply;
 

@@ -20,19 +20,18 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::Endpoint;
-use super::common::{non_empty, slugify, timestamp};
 use crate::auth::{Caller, password};
+use crate::domain::fields::{non_empty, slugify};
+use crate::domain::time::timestamp;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::state::AppState;
 use crate::token::{self, new_id};
 use crate::write::apply;
 
-pub use berth_api::bootstrap::LoginMethod;
-
-pub use berth_api::bootstrap::{FirstAdminRequest, LoginRequest, LogoutRequest};
-
-pub use berth_api::bootstrap::{LoginResult, LogoutResult};
+pub use berth_api::bootstrap::{
+    FirstAdminRequest, LoginMethod, LoginRequest, LoginResult, LogoutRequest, LogoutResult,
+};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![

@@ -20,8 +20,10 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::Endpoint;
-use super::common::{all_in, bounded, find_in, non_empty, timestamp};
 use crate::auth::Caller;
+use crate::domain::fields::{bounded, non_empty};
+use crate::domain::objects::{all_in, find_in};
+use crate::domain::time::timestamp;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::state::{AppState, FIELD_MANAGER};

@@ -23,16 +23,16 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::Endpoint;
-use super::common::{
-    IdResponse, all_in, bounded, confirm, created_at, find_in, known_params, merge_status,
-    owned_secret, timestamp,
-};
 use crate::auth::{Caller, CallerOrganization, Principal};
+use crate::domain::fields::{bounded, confirm};
+use crate::domain::objects::{all_in, find_in, owned_secret};
+use crate::domain::time::{created_at, timestamp};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, QueryParams};
+use crate::extract::{JsonBody, QueryParams, known_params};
 use crate::state::AppState;
 use crate::token::new_id;
-use crate::write::apply;
+use crate::write::{apply, merge_status};
+use berth_api::common::IdResponse;
 
 pub use berth_api::credentials::{CreateCredential, DeleteCredential, RotateCredential};
 

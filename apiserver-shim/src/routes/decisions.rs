@@ -15,9 +15,9 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::Endpoint;
-use super::common::bounded;
 use crate::auth::{Caller, Principal, ScopeDimension};
 use crate::cache::catch_up;
+use crate::domain::fields::bounded;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 

@@ -16,20 +16,19 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::Endpoint;
-use super::common::{
-    all_in, bounded, confirm, created_at, find_in, known_params, merge_status, parse_timestamp,
-    timestamp,
-};
 use crate::auth::{Caller, CallerOrganization, Principal, check_token_usable, user_organization};
+use crate::domain::fields::{bounded, confirm};
+use crate::domain::objects::{all_in, find_in};
+use crate::domain::time::{created_at, parse_timestamp, timestamp};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, QueryParams};
+use crate::extract::{JsonBody, QueryParams, known_params};
 use crate::state::AppState;
 use crate::token::{self, new_id};
-use crate::write::apply;
+use crate::write::{apply, merge_status};
 
-pub use berth_api::deploy_tokens::{TokenList, TokenRecord};
-
-pub use berth_api::deploy_tokens::{ConfirmedAction, CreateToken, ScopeInput};
+pub use berth_api::deploy_tokens::{
+    ConfirmedAction, CreateToken, ScopeInput, TokenList, TokenRecord,
+};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![

@@ -28,10 +28,10 @@ use kube::{Api, ResourceExt};
 
 pub use self::progress::{Level, Masker, ProgressEvent, StreamStatus, Tracker};
 use self::timeline::OutputFollower;
-use super::common::bounded;
 use super::resource_access::{masker, require_writable};
 use super::{Endpoint, servers};
 use crate::auth::{Caller, Principal, ScopeDimension};
+use crate::domain::fields::bounded;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::json::Json;

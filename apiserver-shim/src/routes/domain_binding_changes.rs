@@ -19,12 +19,13 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::Endpoint;
-use super::common::{IdResponse, bounded, confirm};
 use super::resource_access::lookup_writable;
 use crate::auth::Caller;
+use crate::domain::fields::{bounded, confirm};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::state::AppState;
+use berth_api::common::IdResponse;
 
 /// Longest idempotency key.
 const KEY_MAX: usize = 255;
@@ -272,7 +273,7 @@ async fn create(
         }
     }
     if let Some(server) = &spec.server_id {
-        super::common::find_in(
+        crate::domain::objects::find_in(
             &state.caches.servers,
             &resource.namespace().unwrap_or_default(),
             server,

@@ -16,10 +16,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::Endpoint;
-use super::common::find_in;
 use super::domain_binding_changes::normalized_host_name;
 use super::resource_access::lookup;
 use crate::auth::Caller;
+use crate::domain::objects::find_in;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::state::AppState;

@@ -13,21 +13,21 @@ use berth_crds::member::OrganizationRole;
 use berth_crds::variable::{PlainVariable, VariableExposure};
 use kube::{Api, ResourceExt};
 
-use super::Endpoint;
-use super::common::{
-    CountResponse, IdResponse, all_in, bounded, created_at, find_in, known_params, timestamp,
-};
-use super::projects;
+use super::{Endpoint, projects};
 use crate::auth::{Caller, ScopeDimension};
+use crate::domain::fields::bounded;
+use crate::domain::objects::{all_in, find_in};
+use crate::domain::time::{created_at, timestamp};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, QueryParams};
+use crate::extract::{JsonBody, QueryParams, known_params};
 use crate::state::{AppState, FIELD_MANAGER};
 use crate::token::new_id;
 use crate::write::{apply, only_owned};
+use berth_api::common::{CountResponse, IdResponse};
 
-pub use berth_api::environments::{EnvironmentList, EnvironmentRecord, MaskedVariable};
-
-pub use berth_api::environments::{ArchiveEnvironment, CreateEnvironment};
+pub use berth_api::environments::{
+    ArchiveEnvironment, CreateEnvironment, EnvironmentList, EnvironmentRecord, MaskedVariable,
+};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![

@@ -14,9 +14,9 @@ use kube::runtime::reflector::Store;
 use kube::{Api, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
-use super::common::{created_at, timestamp};
 use crate::auth::{self, Caller, CallerOrganization, user_organization};
 use crate::cache::catch_up;
+use crate::domain::time::{created_at, timestamp};
 use crate::error::{ApiError, ApiResult};
 use crate::state::{AppState, FIELD_MANAGER};
 
@@ -84,7 +84,7 @@ pub fn in_organization(
 
 /// Active owners of the organization in `namespace`.
 pub fn active_owners(state: &AppState, namespace: &str) -> Vec<Arc<Member>> {
-    super::common::all_in(&state.caches.members, namespace)
+    crate::domain::objects::all_in(&state.caches.members, namespace)
         .into_iter()
         .filter(|m| m.spec.active && m.spec.role == OrganizationRole::Owner)
         .collect()

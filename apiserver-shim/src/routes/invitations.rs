@@ -15,12 +15,13 @@ use serde::Serialize;
 
 use super::Endpoint;
 use super::bootstrap::validate_email;
-use super::common::{all_in, created_at, find_in, paginate, timestamp};
 use super::identity::{apply_status, in_organization, now, organization_of_namespace};
 use super::members::{DEFAULT_LIMIT, MAX_LIMIT, MemberRecord, member_record, write_member};
 use crate::auth::{Caller, role_name};
+use crate::domain::objects::{all_in, find_in};
+use crate::domain::time::{created_at, timestamp};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, QueryParams};
+use crate::extract::{JsonBody, QueryParams, paginate};
 use crate::state::AppState;
 use crate::token::new_id;
 use crate::write::apply;

@@ -12,17 +12,18 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::Endpoint;
-use super::common::{all_in, created_at, find_in, paginate, timestamp};
 use super::identity::{active_owners, apply_status, in_organization, now, updated_at};
 use crate::auth::{Caller, CallerOrganization, role_name};
+use crate::domain::objects::{all_in, find_in};
+use crate::domain::time::{created_at, timestamp};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, QueryParams};
+use crate::extract::{JsonBody, QueryParams, paginate};
 use crate::state::AppState;
 use crate::write::apply;
 
-pub use berth_api::members::{MemberList, MemberRecord};
-
-pub use berth_api::members::{ChangeRole, ReactivateMember, RemoveMember, TransferOwnership};
+pub use berth_api::members::{
+    ChangeRole, MemberList, MemberRecord, ReactivateMember, RemoveMember, TransferOwnership,
+};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![

@@ -8,7 +8,6 @@ pub mod account;
 pub mod activity;
 pub mod bootstrap;
 pub mod certificates;
-pub mod common;
 pub mod credentials;
 pub mod decisions;
 pub mod deploy_tokens;

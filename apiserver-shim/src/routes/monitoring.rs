@@ -24,12 +24,13 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::Endpoint;
-use super::common::{bounded, find_in, known_params, utc_window};
-use super::{environments, projects, servers};
+use super::{Endpoint, environments, projects, servers};
 use crate::auth::{Caller, ScopeDimension};
+use crate::domain::fields::bounded;
+use crate::domain::objects::find_in;
+use crate::domain::time::utc_window;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::QueryParams;
+use crate::extract::{QueryParams, known_params};
 use crate::state::AppState;
 use crate::validate;
 

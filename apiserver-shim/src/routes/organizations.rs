@@ -14,7 +14,6 @@ use serde::Serialize;
 
 use super::Endpoint;
 use super::bootstrap::{login_methods, wait_for_namespace};
-use super::common::{self, IdResponse, confirm, created_at, non_empty, slugify, timestamp};
 use super::identity::{
     Permissions, display_name, image_url, in_organization, live_organization, memberships, now,
     permissions, updated_at,
@@ -22,11 +21,14 @@ use super::identity::{
 use super::members::write_member;
 use crate::auth::{Caller, CallerOrganization, role_name, user_organization};
 use crate::cache::{catch_up, wait_deleted};
+use crate::domain::fields::{confirm, non_empty, slugify};
+use crate::domain::time::{created_at, timestamp};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::state::{AppState, FIELD_MANAGER};
 use crate::token::new_id;
 use crate::write::apply;
+use berth_api::common::IdResponse;
 
 pub use berth_api::organizations::{ContextUser, OrganizationContext, OrganizationSummary};
 
@@ -267,7 +269,7 @@ async fn delete(
 
 /// The shared slug rule with the organization limit, and no reserved path segment.
 fn validate_slug(slug: &str) -> ApiResult<()> {
-    common::validate_slug(slug, MAX_SLUG_LENGTH)?;
+    crate::domain::fields::validate_slug(slug, MAX_SLUG_LENGTH)?;
     if RESERVED_SLUGS.contains(&slug) {
         return Err(ApiError::validation(
             "slug",

@@ -24,15 +24,16 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::Endpoint;
-use super::common::{all_in, known_params, timestamp};
 use super::decisions::{
     DEFAULT_LIMIT, MAX_LIMIT, context, context_filter_values, create_new, matches_all, newest,
     refs_visible,
 };
 use crate::auth::Caller;
 use crate::cache::Caches;
+use crate::domain::objects::all_in;
+use crate::domain::time::timestamp;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, QueryParams};
+use crate::extract::{JsonBody, QueryParams, known_params};
 use crate::state::AppState;
 use crate::token::new_id;
 

@@ -9,20 +9,20 @@ use berth_crds::project::{Project, ProjectSpec};
 use kube::{Api, ResourceExt};
 
 use super::Endpoint;
-use super::common::{
-    CountResponse, IdResponse, all_in, bounded, confirm, created_at, find_in, slugify, timestamp,
-    validate_slug,
-};
 use crate::auth::{Caller, ScopeDimension};
+use crate::domain::fields::{bounded, confirm, slugify, validate_slug};
+use crate::domain::objects::{all_in, find_in};
+use crate::domain::time::{created_at, timestamp};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
 use crate::state::{AppState, FIELD_MANAGER};
 use crate::token::new_id;
 use crate::write::{apply, only_owned};
+use berth_api::common::{CountResponse, IdResponse};
 
-pub use berth_api::projects::{ProjectList, ProjectRecord};
-
-pub use berth_api::projects::{ArchiveProject, CreateProject, RenameProject};
+pub use berth_api::projects::{
+    ArchiveProject, CreateProject, ProjectList, ProjectRecord, RenameProject,
+};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![

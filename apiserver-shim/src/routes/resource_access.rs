@@ -11,9 +11,10 @@ use berth_crds::resource::Resource;
 use k8s_openapi::api::core::v1::Secret;
 use kube::{Api, ResourceExt};
 
-use super::common::{find_in, timestamp};
 use super::environments::looks_secret;
 use crate::auth::{Caller, ScopeDimension};
+use crate::domain::objects::find_in;
+use crate::domain::time::timestamp;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 

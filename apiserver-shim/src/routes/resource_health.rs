@@ -12,13 +12,12 @@ use crate::json::Json;
 use axum::extract::{Path, State};
 use kube::ResourceExt;
 
-use super::Endpoint;
-use super::common::{find_deployment, find_in, known_params};
-use super::environments;
 use super::resource_access::lookup;
+use super::{Endpoint, environments};
 use crate::auth::Caller;
+use crate::domain::objects::{find_deployment, find_in};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::QueryParams;
+use crate::extract::{QueryParams, known_params};
 use crate::services::recent_access_failures;
 use crate::state::AppState;
 use berth_crds::health::{Inputs, SourceError, build, overall};

@@ -15,16 +15,18 @@ use berth_crds::member::OrganizationRole;
 use berth_crds::resource::Resource;
 use kube::{Api, ResourceExt};
 
-use super::Endpoint;
-use super::common::{IdResponse, all_in, bounded, created_at, known_params};
 use super::resource_access::lookup;
-use super::{environments, projects};
+use super::{Endpoint, environments, projects};
 use crate::auth::{Caller, ScopeDimension};
 use crate::cache::wait_deleted;
+use crate::domain::fields::bounded;
+use crate::domain::objects::all_in;
+use crate::domain::time::created_at;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, QueryParams};
+use crate::extract::{JsonBody, QueryParams, known_params};
 use crate::services::delete_receipts::DeleteReceipts;
 use crate::state::AppState;
+use berth_api::common::IdResponse;
 
 pub use create::CreateResource;
 

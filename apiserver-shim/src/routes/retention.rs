@@ -22,10 +22,11 @@ pub use berth_api::retention::SetRetention;
 
 use super::Endpoint;
 use super::bootstrap::FIRST_ADMIN_LABEL;
-use super::common::{find_in, known_params, timestamp};
 use crate::auth::{Caller, CallerOrganization, Principal};
+use crate::domain::objects::find_in;
+use crate::domain::time::timestamp;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, QueryParams};
+use crate::extract::{JsonBody, QueryParams, known_params};
 use crate::state::AppState;
 use crate::write;
 

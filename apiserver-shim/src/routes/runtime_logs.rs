@@ -30,13 +30,14 @@ use tokio::sync::mpsc;
 use self::container::{choose, resource_containers};
 pub use self::lines::{LineBuilder, LineContext, LogStream, RuntimeLogLine};
 use super::Endpoint;
-use super::common::{
-    bounded, find_deployment, find_in, known_params, object_name, parse_utc, server_connection,
-};
 use super::resource_access::{lookup, masker};
 use crate::auth::Caller;
+use crate::domain::fields::bounded;
+use crate::domain::objects::{find_deployment, find_in, object_name};
+use crate::domain::servers::server_connection;
+use crate::domain::time::parse_utc;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::QueryParams;
+use crate::extract::{QueryParams, known_params};
 use crate::services::server_access::{AccessLease, remote_error};
 use crate::state::AppState;
 

@@ -26,9 +26,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::Endpoint;
-use super::common::{all_in, parse_utc, server_connection};
 use super::servers::{lookup, writer};
 use crate::auth::Caller;
+use crate::domain::objects::all_in;
+use crate::domain::servers::server_connection;
+use crate::domain::time::parse_utc;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::observation_store::store_call;
@@ -440,7 +442,7 @@ fn checked(body: &PruneRequest) -> ApiResult<(i64, String, Vec<String>, bool)> {
         ));
     }
     if let Some(target) = &body.target {
-        super::common::bounded("target", target, 253)?;
+        crate::domain::fields::bounded("target", target, 253)?;
     }
     Ok((
         before.as_second(),

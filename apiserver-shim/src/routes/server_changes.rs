@@ -15,12 +15,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::Endpoint;
-use super::common::{IdResponse, bounded};
 use super::servers::{current_blockers, lookup, merge_spec, writer};
 use crate::auth::Caller;
+use crate::domain::fields::bounded;
 use crate::error::ApiResult;
 use crate::extract::JsonBody;
 use crate::state::AppState;
+use berth_api::common::IdResponse;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![

@@ -15,10 +15,11 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use super::Endpoint;
-use super::common::{bounded, find_in};
 use super::credentials::parse_key;
 use super::servers::{lookup, writer};
 use crate::auth::Caller;
+use crate::domain::fields::bounded;
+use crate::domain::objects::find_in;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::state::AppState;

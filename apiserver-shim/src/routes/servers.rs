@@ -18,18 +18,18 @@ use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
-use super::Endpoint;
-use super::common::{
-    IdResponse, all_in, bounded, confirm, created_at, find_in, known_params, timestamp,
-};
-use super::credentials;
+use super::{Endpoint, credentials};
 use crate::auth::{Caller, CallerOrganization, ScopeDimension};
 use crate::cache::{catch_up, wait_deleted};
+use crate::domain::fields::{bounded, confirm};
+use crate::domain::objects::{all_in, find_in};
+use crate::domain::time::{created_at, timestamp};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, QueryParams};
+use crate::extract::{JsonBody, QueryParams, known_params};
 use crate::state::{AppState, FIELD_MANAGER};
 use crate::token::new_id;
 use crate::write::apply;
+use berth_api::common::IdResponse;
 
 pub use berth_api::servers::{
     Blocker, CreateServer, DeleteServer, NoBody, ProxyInput, ProxyRecord, ServerList, ServerRecord,

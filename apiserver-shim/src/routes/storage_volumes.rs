@@ -18,16 +18,18 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::DeleteParams;
 use kube::{Api, ResourceExt};
 
-use super::Endpoint;
-use super::common::{IdResponse, all_in, confirm, created_at, find_in, known_params, slugify};
-use super::{environments, projects};
+use super::{Endpoint, environments, projects};
 use crate::auth::{Caller, ScopeDimension};
 use crate::cache::wait_deleted;
+use crate::domain::fields::{confirm, slugify};
+use crate::domain::objects::{all_in, find_in};
+use crate::domain::time::created_at;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, QueryParams};
+use crate::extract::{JsonBody, QueryParams, known_params};
 use crate::state::AppState;
 use crate::token::new_id;
 use crate::write::apply;
+use berth_api::common::IdResponse;
 
 pub use berth_api::storage::{
     CreateStorageVolume, DeleteStorageVolume, LIST_SCHEMA, SHOW_SCHEMA, StorageVolumeAttachment,
@@ -161,7 +163,7 @@ pub fn attached_at(
     attachment
         .attached_at
         .as_ref()
-        .map(super::common::timestamp)
+        .map(crate::domain::time::timestamp)
         .unwrap_or_else(|| created_at(&resource.metadata))
 }
 

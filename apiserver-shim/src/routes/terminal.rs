@@ -27,12 +27,11 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
 pub use self::bridge::{ClientMessage, ServerMessage, TerminalProtocol};
-use super::Endpoint;
-use super::common::{bounded, known_params};
-use super::servers;
+use super::{Endpoint, servers};
 use crate::auth::{Caller, bearer};
+use crate::domain::fields::bounded;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, QueryParams};
+use crate::extract::{JsonBody, QueryParams, known_params};
 use crate::services::server_access::{self, server_id};
 use crate::services::terminals::pending::{self, Claim, Creator, Pending};
 use crate::services::terminals::{
@@ -41,9 +40,9 @@ use crate::services::terminals::{
 use crate::state::AppState;
 use crate::token::new_id;
 
-pub use berth_api::terminal::{CreateTerminalSession, TerminalScope};
-
-pub use berth_api::terminal::{TerminalSessionRecord, Transport};
+pub use berth_api::terminal::{
+    CreateTerminalSession, TerminalScope, TerminalSessionRecord, Transport,
+};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -300,8 +299,9 @@ async fn serving_container(
         ))
     };
     let server_name = resource.spec.server_id.clone().ok_or_else(not_running)?;
-    let server = super::common::find_in(&state.caches.servers, &namespace, &server_name, "server")
-        .map_err(|_| not_running())?;
+    let server =
+        crate::domain::objects::find_in(&state.caches.servers, &namespace, &server_name, "server")
+            .map_err(|_| not_running())?;
     let connection = connection(state, &server).await?;
     let docker =
         berth_remote::docker::docker_over_ssh(connection.clone(), &server.spec.docker_socket_path);

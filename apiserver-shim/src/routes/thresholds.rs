@@ -23,15 +23,18 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::Endpoint;
-use super::common::{IdResponse, bounded, find_in, known_params, timestamp, utc_range};
 use super::monitoring::{ScopeIds, check_scope_ids, with_scope_params};
 use crate::auth::Caller;
 use crate::cache::wait_deleted;
+use crate::domain::fields::bounded;
+use crate::domain::objects::find_in;
+use crate::domain::time::{timestamp, utc_range};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, QueryParams};
+use crate::extract::{JsonBody, QueryParams, known_params};
 use crate::observation_store::store_call;
 use crate::state::AppState;
 use crate::write;
+use berth_api::common::IdResponse;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![

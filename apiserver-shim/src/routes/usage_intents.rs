@@ -13,14 +13,15 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::Endpoint;
-use super::common::{all_in, known_params, parse_timestamp, timestamp};
 use super::decisions::{
     DEFAULT_LIMIT, MAX_LIMIT, context, context_filter_values, create_new, matches_all, newest,
     refs_visible,
 };
 use crate::auth::Caller;
+use crate::domain::objects::all_in;
+use crate::domain::time::{parse_timestamp, timestamp};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, QueryParams};
+use crate::extract::{JsonBody, QueryParams, known_params};
 use crate::state::AppState;
 
 pub fn endpoints() -> Vec<Endpoint> {

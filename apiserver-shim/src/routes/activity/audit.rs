@@ -16,10 +16,9 @@ use kube::runtime::reflector::ObjectRef;
 use super::{namespace_of, resource_filter};
 use crate::auth::{Caller, ScopeDimension};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::QueryParams;
+use crate::extract::{QueryParams, known_params};
 use crate::json::Json;
 use crate::observation_store::store_call;
-use crate::routes::common::known_params;
 use crate::routes::deployment_attempts;
 use crate::state::AppState;
 

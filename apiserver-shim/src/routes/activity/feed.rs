@@ -18,8 +18,7 @@ use super::{namespace_of, resource_filter};
 use crate::auth::{Caller, ScopeDimension};
 use crate::changes::{Change, ChangeLog, ChangedObject, Gap, position};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::QueryParams;
-use crate::routes::common::known_params;
+use crate::extract::{QueryParams, known_params};
 use crate::routes::deployment_attempts;
 use crate::state::AppState;
 

@@ -25,11 +25,13 @@ use super::record::state as attempt_state;
 use super::{Attempt, find, visible};
 use crate::attempt_archive;
 use crate::auth::Caller;
+use crate::domain::fields::{bounded, confirm};
+use crate::domain::objects::all_in;
+use crate::domain::time::timestamp;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::json::Json;
 use crate::observation_store::store_call;
-use crate::routes::common::{all_in, bounded, confirm, timestamp};
 use crate::routes::deployments::{check_server, create_deployment, deployment_name};
 use crate::state::{AppState, FIELD_MANAGER};
 

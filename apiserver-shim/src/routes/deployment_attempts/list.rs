@@ -17,13 +17,14 @@ use super::record::{state, summary};
 use super::{resource_of, visible};
 use crate::attempt_archive;
 use crate::auth::{Caller, Principal, ScopeDimension};
+use crate::domain::objects::all_in;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::QueryParams;
+use crate::extract::{QueryParams, known_params};
 use crate::json::Json;
 use crate::observation_store::store_call;
-use crate::routes::common::{CountResponse, all_in, known_params};
 use crate::routes::{environments, projects, servers};
 use crate::state::AppState;
+use berth_api::common::CountResponse;
 
 const FILTERS: [&str; 5] = [
     "resourceId",

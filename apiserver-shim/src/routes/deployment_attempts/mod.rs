@@ -11,7 +11,7 @@ pub mod record;
 mod show;
 mod timeline;
 
-use berth_api::common::IdResponse;
+use berth_api::common::{CountResponse, IdResponse};
 use berth_api::deployment_records::{
     CancelDeployment, DeploymentCanceled, DeploymentList, DeploymentTimeline, RedeployResource,
     RetryDeployment, RollbackDeployment, ShowDeployment, TimelineEnvelope,
@@ -23,9 +23,9 @@ use kube::ResourceExt;
 use std::sync::Arc;
 
 use super::Endpoint;
-use super::common::{CountResponse, find_deployment, find_in};
 use crate::attempt_archive;
 use crate::auth::{Caller, ScopeDimension};
+use crate::domain::objects::{find_deployment, find_in};
 use crate::error::{ApiError, ApiResult};
 use crate::observation_store::store_call;
 use crate::state::AppState;
@@ -148,7 +148,7 @@ pub async fn find(state: &AppState, caller: &Caller, id: &str) -> ApiResult<Atte
         .clone();
     let not_found = || ApiError::not_found("deployment", id);
     // An id no object can have is not asked of the API server (which would refuse it).
-    if !crate::routes::common::object_name(id) {
+    if !crate::domain::objects::object_name(id) {
         return Err(not_found());
     }
     if let Some(deployment) = find_deployment(state, &namespace, id).await? {

@@ -417,7 +417,7 @@ fn workload(status: &DeploymentStatus, id: &str, serving_id: Option<String>) -> 
         started_at: status
             .finished_at
             .as_ref()
-            .map(crate::routes::common::timestamp),
+            .map(crate::domain::time::timestamp),
         reason_code: (!serving).then(|| "workload_generation_mismatch".into()),
     }
 }

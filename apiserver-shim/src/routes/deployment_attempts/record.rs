@@ -15,7 +15,7 @@ use berth_crds::{UPDATED_BY_ID, UPDATED_BY_KIND};
 use kube::ResourceExt;
 
 use crate::cache::CREATED_BY_MANAGER;
-use crate::routes::common::{created_at, timestamp};
+use crate::domain::time::{created_at, timestamp};
 use crate::routes::environments::looks_secret;
 
 /// The five steps of every attempt (spec §6 `step.total`).

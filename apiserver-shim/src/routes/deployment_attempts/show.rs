@@ -16,10 +16,10 @@ use super::actions::rollback_candidates;
 use super::record::{state as attempt_state, summary};
 use super::{Attempt, find};
 use crate::auth::Caller;
+use crate::domain::objects::find_in;
 use crate::error::ApiResult;
 use crate::json::Json;
 use crate::observation_store::store_call;
-use crate::routes::common::find_in;
 use crate::state::AppState;
 
 pub async fn show(

@@ -14,12 +14,11 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
 use crate::auth::Caller;
+use crate::domain::objects::find_deployment;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::QueryParams;
+use crate::extract::{QueryParams, known_params};
 use crate::observation_store::store_call;
-use crate::routes::common::{find_deployment, known_params};
-use crate::routes::resource_access::lookup;
-use crate::routes::resource_access::masker;
+use crate::routes::resource_access::{lookup, masker};
 use crate::state::AppState;
 
 /// Entries read from the store at once.

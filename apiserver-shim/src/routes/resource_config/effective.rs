@@ -12,16 +12,13 @@ use berth_crds::resource::Resource;
 use berth_crds::variable::PlainVariable;
 use kube::runtime::reflector::ObjectRef;
 
-use super::super::Endpoint;
-use super::super::common::known_params;
-use super::super::environments;
-use super::super::projects;
+use super::super::{Endpoint, environments, projects};
 use super::secret_store::now;
 use super::variables::{VariableEntry, owned_entries, plain_entry};
 use super::{lookup, secret_store};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::QueryParams;
+use crate::extract::{QueryParams, known_params};
 use crate::state::AppState;
 use berth_crds::masking::MASK;
 

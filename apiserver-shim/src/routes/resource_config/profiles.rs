@@ -7,9 +7,7 @@ use berth_crds::resource::{Resource, StorageAttachment};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
-use super::super::Endpoint;
-use super::super::common::IdResponse;
-use super::super::resource_input as convert;
+use super::super::{Endpoint, resource_input as convert};
 use super::variables::require_writer;
 use super::{lookup, save};
 use crate::auth::Caller;
@@ -17,6 +15,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::state::AppState;
 use crate::token::new_id;
+use berth_api::common::IdResponse;
 
 pub use berth_api::profiles::{SetAccessProfile, SetNetworkProfile, SetRuntimeProfile};
 pub use berth_api::storage::{AttachStorage, DetachStorage};

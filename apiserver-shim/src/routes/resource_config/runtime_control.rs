@@ -16,11 +16,11 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
 use super::super::Endpoint;
-use super::super::common::find_in;
 use super::super::resource_health::{RuntimeControlBlock, runtime_control_block};
 use super::profiles::for_write;
 use super::save;
 use crate::auth::Caller;
+use crate::domain::objects::find_in;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::state::AppState;

@@ -9,19 +9,16 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::super::Endpoint;
-use super::super::common::known_params;
 use super::super::credentials::KeyBody;
 use super::secret_store::{entries, fetch, now};
 use super::variables::{Change, VariableEntry, apply_changes};
 use super::{exposure_name, lookup, lookup_writable, parse_exposure, validate_key};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::QueryParams;
+use crate::extract::{QueryParams, known_params};
 use crate::state::AppState;
 
-pub use berth_api::secrets::{SecretList, SecretShow};
-
-pub use berth_api::secrets::{CreateSecret, DeleteSecret, RotateSecret};
+pub use berth_api::secrets::{CreateSecret, DeleteSecret, RotateSecret, SecretList, SecretShow};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![

@@ -12,20 +12,18 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::super::Endpoint;
-use super::super::common::timestamp;
 use super::super::credentials::KeyBody;
 use super::super::environments::looks_secret;
 use super::import::{ParsedEntry, ParsedFile, parse};
 use super::spec_variables::save_variables;
 use super::{exposure_name, lookup_writable, parse_exposure, secret_store, validate_key};
 use crate::auth::{Caller, ScopeDimension};
+use crate::domain::time::timestamp;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 use berth_crds::masking::MASK;
 
-pub use berth_api::variables::VariableEntry;
-
-pub use berth_api::variables::{DeleteVariable, ImportVariables, SetVariable};
+pub use berth_api::variables::{DeleteVariable, ImportVariables, SetVariable, VariableEntry};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![

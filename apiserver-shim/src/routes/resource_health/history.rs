@@ -13,10 +13,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::auth::Caller;
+use crate::domain::time::utc_window;
 use crate::error::ApiResult;
-use crate::extract::QueryParams;
+use crate::extract::{QueryParams, known_params};
 use crate::observation_store::store_call;
-use crate::routes::common::{known_params, utc_window};
 use crate::routes::environments;
 use crate::routes::resource_access::lookup;
 use crate::state::AppState;

@@ -16,7 +16,8 @@ use kube::ResourceExt;
 use serde_json::json;
 
 use super::HealthQuery;
-use crate::routes::common::{server_connection, timestamp};
+use crate::domain::servers::server_connection;
+use crate::domain::time::timestamp;
 use crate::routes::runtime_logs::container::{choose, resource_containers};
 use crate::state::AppState;
 use berth_crds::health::{Check, ResourceHealth, SourceError};

@@ -11,9 +11,10 @@ use kube::{Api, ResourceExt};
 
 use super::{ResourceRecord, record};
 use crate::auth::{Caller, ScopeDimension};
+use crate::domain::fields::slugify;
+use crate::domain::objects::all_in;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
-use crate::routes::common::{all_in, slugify};
 use crate::routes::resource_input::{
     access_profile, network_profile, runtime_profile, service, source_descriptor,
 };

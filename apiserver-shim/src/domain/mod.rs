@@ -1,0 +1,8 @@
+//! The shim's domain layer, under the routes: scoped lookups with their authorization
+//! decisions, the operations several endpoints share, and the rules they apply. A route parses
+//! its request, calls one operation here and answers; routes never import each other.
+
+pub mod fields;
+pub mod objects;
+pub mod servers;
+pub mod time;
