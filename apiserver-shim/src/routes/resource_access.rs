@@ -11,12 +11,12 @@ use berth_crds::resource::Resource;
 use k8s_openapi::api::core::v1::Secret;
 use kube::{Api, ResourceExt};
 
-use super::environments::looks_secret;
 use crate::auth::{Caller, ScopeDimension};
 use crate::domain::objects::find_in;
 use crate::domain::time::timestamp;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
+use berth_crds::masking::looks_secret;
 
 /// When the resource was archived (its own archive).
 pub const ARCHIVED_AT: &str = "berth.dev/archived-at";

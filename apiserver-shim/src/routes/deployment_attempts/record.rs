@@ -16,7 +16,7 @@ use kube::ResourceExt;
 
 use crate::cache::CREATED_BY_MANAGER;
 use crate::domain::time::{created_at, timestamp};
-use crate::routes::environments::looks_secret;
+use berth_crds::masking::looks_secret;
 
 /// The five steps of every attempt (spec §6 `step.total`).
 const STEPS: [&str; 5] = ["detect", "plan", "package", "deploy", "verify"];

@@ -13,7 +13,6 @@ use serde::Serialize;
 
 use super::super::Endpoint;
 use super::super::credentials::KeyBody;
-use super::super::environments::looks_secret;
 use super::import::{ParsedEntry, ParsedFile, parse};
 use super::spec_variables::save_variables;
 use super::{exposure_name, lookup_writable, parse_exposure, secret_store, validate_key};
@@ -22,6 +21,7 @@ use crate::domain::time::timestamp;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 use berth_crds::masking::MASK;
+use berth_crds::masking::looks_secret;
 
 pub use berth_api::variables::{DeleteVariable, ImportVariables, SetVariable, VariableEntry};
 
