@@ -3,6 +3,9 @@
 //! its request, calls one operation here and answers; routes never import each other.
 
 pub mod fields;
+pub mod identity;
 pub mod objects;
+pub mod resource_access;
+pub mod resource_input;
 pub mod servers;
 pub mod time;

@@ -25,10 +25,10 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::Endpoint;
-use super::resource_access::lookup;
 use crate::auth::{Caller, ScopeDimension};
 use crate::domain::fields::bounded;
 use crate::domain::objects::find_in;
+use crate::domain::resource_access::lookup;
 use crate::domain::time::timestamp;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{QueryParams, known_params};

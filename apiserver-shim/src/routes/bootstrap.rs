@@ -520,8 +520,8 @@ pub async fn revoke_session(state: &AppState, session_id: &str) -> ApiResult<Str
     let api = Api::namespaced(state.client.clone(), &state.config.system_namespace);
     // The time goes in before the spec changes: berth-controller stamps `revokedAt` only when
     // it is missing, so it keeps this one and a repeated revoke reports the same time.
-    let revoked_at = recorded.unwrap_or_else(super::identity::now);
-    super::identity::apply_status(
+    let revoked_at = recorded.unwrap_or_else(crate::domain::identity::now);
+    crate::domain::identity::apply_status(
         &api,
         &state.caches.sessions,
         session_id,

@@ -28,10 +28,10 @@ use kube::{Api, ResourceExt};
 
 pub use self::progress::{Level, Masker, ProgressEvent, StreamStatus, Tracker};
 use self::timeline::OutputFollower;
-use super::resource_access::{masker, require_writable};
 use super::{Endpoint, servers};
 use crate::auth::{Caller, Principal, ScopeDimension};
 use crate::domain::fields::bounded;
+use crate::domain::resource_access::{masker, require_writable};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::json::Json;
@@ -136,7 +136,7 @@ pub const SOURCE_LINK_DEPLOY: &str = "source-link-deploy";
 /// The resource (404 naming `resourceId` when the caller cannot see it), matching the project
 /// and environment of the request, with a source to deploy.
 fn deployable(state: &AppState, caller: &Caller, body: &StartDeployment) -> ApiResult<Resource> {
-    let resource = crate::routes::resource_access::lookup(state, caller, &body.resource_id)
+    let resource = crate::domain::resource_access::lookup(state, caller, &body.resource_id)
         .map_err(|e| e.with_detail("field", "resourceId"))?;
     if resource.metadata.deletion_timestamp.is_some() {
         return Err(

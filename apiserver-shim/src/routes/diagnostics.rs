@@ -22,11 +22,11 @@ use kube::ResourceExt;
 
 pub use self::record::DiagnosticSummary;
 use self::record::{Focus, LogLine, Proxy, Redaction, SourceError, System, Tail, Window};
-use super::resource_access::{lookup, masker};
 use super::{Endpoint, environments, runtime_logs};
 use crate::auth::Caller;
 use crate::domain::fields::bounded;
 use crate::domain::objects::{find_deployment, find_in};
+use crate::domain::resource_access::{lookup, masker};
 use crate::domain::time::utc_range;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{QueryParams, known_params};

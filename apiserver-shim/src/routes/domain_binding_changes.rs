@@ -19,9 +19,9 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::Endpoint;
-use super::resource_access::lookup_writable;
 use crate::auth::Caller;
 use crate::domain::fields::{bounded, confirm};
+use crate::domain::resource_access::lookup_writable;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::state::AppState;
@@ -353,7 +353,7 @@ async fn visible_binding(state: &AppState, caller: &Caller, id: &str) -> ApiResu
         false => None,
     }
     .ok_or_else(|| ApiError::not_found("domain binding", id))?;
-    super::resource_access::lookup(state, caller, &binding.spec.resource_id)
+    crate::domain::resource_access::lookup(state, caller, &binding.spec.resource_id)
         .map_err(|_| ApiError::not_found("domain binding", id))?;
     Ok(binding)
 }

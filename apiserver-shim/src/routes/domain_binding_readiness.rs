@@ -17,9 +17,9 @@ use serde::{Deserialize, Serialize};
 
 use super::Endpoint;
 use super::domain_binding_changes::normalized_host_name;
-use super::resource_access::lookup;
 use crate::auth::Caller;
 use crate::domain::objects::find_in;
+use crate::domain::resource_access::lookup;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::state::AppState;

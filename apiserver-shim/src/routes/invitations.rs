@@ -15,9 +15,9 @@ use serde::Serialize;
 
 use super::Endpoint;
 use super::bootstrap::validate_email;
-use super::identity::{apply_status, in_organization, now, organization_of_namespace};
 use super::members::{DEFAULT_LIMIT, MAX_LIMIT, MemberRecord, member_record, write_member};
 use crate::auth::{Caller, role_name};
+use crate::domain::identity::{apply_status, in_organization, now, organization_of_namespace};
 use crate::domain::objects::{all_in, find_in};
 use crate::domain::time::{created_at, timestamp};
 use crate::error::{ApiError, ApiResult};

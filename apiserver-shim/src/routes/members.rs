@@ -12,8 +12,8 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::Endpoint;
-use super::identity::{active_owners, apply_status, in_organization, now, updated_at};
 use crate::auth::{Caller, CallerOrganization, role_name};
+use crate::domain::identity::{active_owners, apply_status, in_organization, now, updated_at};
 use crate::domain::objects::{all_in, find_in};
 use crate::domain::time::{created_at, timestamp};
 use crate::error::{ApiError, ApiResult};

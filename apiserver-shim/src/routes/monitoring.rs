@@ -396,7 +396,7 @@ pub fn check_scope_ids(state: &AppState, caller: &Caller, ids: ScopeIds) -> ApiR
         environments::lookup(state, caller, id)?;
     }
     if let Some(id) = ids.resource {
-        crate::routes::resource_access::lookup(state, caller, id)?;
+        crate::domain::resource_access::lookup(state, caller, id)?;
     }
     if let Some(id) = ids.deployment {
         let namespace = &caller.organization()?.namespace;

@@ -12,10 +12,10 @@ use crate::json::Json;
 use axum::extract::{Path, State};
 use kube::ResourceExt;
 
-use super::resource_access::lookup;
 use super::{Endpoint, environments};
 use crate::auth::Caller;
 use crate::domain::objects::{find_deployment, find_in};
+use crate::domain::resource_access::lookup;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{QueryParams, known_params};
 use crate::services::recent_access_failures;

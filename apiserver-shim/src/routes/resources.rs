@@ -15,12 +15,12 @@ use berth_crds::member::OrganizationRole;
 use berth_crds::resource::Resource;
 use kube::{Api, ResourceExt};
 
-use super::resource_access::lookup;
 use super::{Endpoint, environments, projects};
 use crate::auth::{Caller, ScopeDimension};
 use crate::cache::wait_deleted;
 use crate::domain::fields::bounded;
 use crate::domain::objects::all_in;
+use crate::domain::resource_access::lookup;
 use crate::domain::time::created_at;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams, known_params};

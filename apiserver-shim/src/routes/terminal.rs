@@ -269,7 +269,7 @@ async fn target(
                      starts in the container's working directory",
                 ));
             }
-            let resource = super::resource_access::lookup(state, caller, id)?;
+            let resource = crate::domain::resource_access::lookup(state, caller, id)?;
             let (server, container_id) = serving_container(state, &resource).await?;
             let docker_socket = server.spec.docker_socket_path.clone();
             let shell = ContainerShell {

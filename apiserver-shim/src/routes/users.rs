@@ -11,8 +11,8 @@ use serde::Serialize;
 
 use super::Endpoint;
 use super::bootstrap::{MIN_PASSWORD_LENGTH, password_secret_name, store_password, validate_email};
-use super::identity::display_name;
 use crate::auth::{Caller, password};
+use crate::domain::identity::display_name;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::state::AppState;

@@ -83,7 +83,7 @@ fn deployable(
                 format!("resource {id} no longer exists; its attempts cannot run again"),
             )
         })?;
-    crate::routes::resource_access::require_writable(state, resource)?;
+    crate::domain::resource_access::require_writable(state, resource)?;
     let server = resource.spec.server_id.clone().unwrap_or_default();
     check_server(state, caller, resource, &server)?;
     Ok(Resource::clone(resource))
@@ -393,7 +393,7 @@ pub async fn redeploy(
     Path(id): Path<String>,
     JsonBody(body): JsonBody<RedeployResource>,
 ) -> ApiResult<(StatusCode, Json<IdResponse>)> {
-    let resource = crate::routes::resource_access::lookup(&state, &caller, &id)?;
+    let resource = crate::domain::resource_access::lookup(&state, &caller, &id)?;
     for (field, value) in [
         ("projectId", &body.project_id),
         ("environmentId", &body.environment_id),

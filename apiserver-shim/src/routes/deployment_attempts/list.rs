@@ -77,7 +77,7 @@ fn filters(state: &AppState, caller: &Caller, query: &QueryParams) -> ApiResult<
     let mut filters = Filters::default();
     if let Some(id) = query.string("resourceId")? {
         caller.require_in_scope(ScopeDimension::Resource, id)?;
-        crate::routes::resource_access::lookup(state, caller, id)
+        crate::domain::resource_access::lookup(state, caller, id)
             .map_err(|e| e.with_detail("field", "resourceId"))?;
         filters.resource = Some(id.into());
     }

@@ -15,10 +15,10 @@ use kube::ResourceExt;
 
 use crate::auth::Caller;
 use crate::domain::objects::find_deployment;
+use crate::domain::resource_access::{lookup, masker};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{QueryParams, known_params};
 use crate::observation_store::store_call;
-use crate::routes::resource_access::{lookup, masker};
 use crate::state::AppState;
 
 /// Entries read from the store at once.

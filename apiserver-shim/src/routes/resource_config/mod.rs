@@ -18,8 +18,8 @@ use berth_crds::variable::VariableExposure;
 use kube::{Api, ResourceExt};
 
 use super::Endpoint;
-use super::resource_access::{lookup, lookup_writable, require_writable};
 use crate::auth::Caller;
+use crate::domain::resource_access::{lookup, lookup_writable, require_writable};
 use crate::error::{ApiError, ApiResult};
 use crate::state::{AppState, FIELD_MANAGER};
 use crate::write::{apply, only_owned};

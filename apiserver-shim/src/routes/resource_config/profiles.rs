@@ -7,10 +7,11 @@ use berth_crds::resource::{Resource, StorageAttachment};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
-use super::super::{Endpoint, resource_input as convert};
+use super::super::Endpoint;
 use super::variables::require_writer;
 use super::{lookup, save};
 use crate::auth::Caller;
+use crate::domain::resource_input as convert;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::state::AppState;

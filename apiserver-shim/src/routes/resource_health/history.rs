@@ -13,12 +13,12 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::auth::Caller;
+use crate::domain::resource_access::lookup;
 use crate::domain::time::utc_window;
 use crate::error::ApiResult;
 use crate::extract::{QueryParams, known_params};
 use crate::observation_store::store_call;
 use crate::routes::environments;
-use crate::routes::resource_access::lookup;
 use crate::state::AppState;
 
 pub const SCHEMA_VERSION: &str = "resources.health-history/v1";

@@ -13,11 +13,11 @@ use super::{ResourceRecord, record};
 use crate::auth::{Caller, ScopeDimension};
 use crate::domain::fields::slugify;
 use crate::domain::objects::all_in;
-use crate::error::{ApiError, ApiResult};
-use crate::extract::JsonBody;
-use crate::routes::resource_input::{
+use crate::domain::resource_input::{
     access_profile, network_profile, runtime_profile, service, source_descriptor,
 };
+use crate::error::{ApiError, ApiResult};
+use crate::extract::JsonBody;
 use crate::routes::{environments, projects, servers};
 use crate::state::AppState;
 use crate::token::new_id;

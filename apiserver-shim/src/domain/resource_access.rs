@@ -117,7 +117,7 @@ pub fn lookup(state: &AppState, caller: &Caller, id: &str) -> ApiResult<Arc<Reso
 /// environment is locked.
 pub fn lookup_writable(state: &AppState, caller: &Caller, id: &str) -> ApiResult<Arc<Resource>> {
     let resource = lookup(state, caller, id)?;
-    crate::routes::resource_access::require_writable(state, &resource)?;
+    crate::domain::resource_access::require_writable(state, &resource)?;
     Ok(resource)
 }
 
