@@ -2,9 +2,11 @@
 //! decisions, the operations several endpoints share, and the rules they apply. A route parses
 //! its request, calls one operation here and answers; routes never import each other.
 
+pub mod environments;
 pub mod fields;
 pub mod identity;
 pub mod objects;
+pub mod projects;
 pub mod resource_access;
 pub mod resource_input;
 pub mod servers;

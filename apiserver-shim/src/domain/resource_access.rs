@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use berth_crds::config::secret_name;
 use berth_crds::masking::Masker;
+use berth_crds::masking::looks_secret;
 use berth_crds::member::OrganizationRole;
 use berth_crds::resource::Resource;
 use k8s_openapi::api::core::v1::Secret;
@@ -16,7 +17,6 @@ use crate::domain::objects::find_in;
 use crate::domain::time::timestamp;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
-use berth_crds::masking::looks_secret;
 
 /// When the resource was archived (its own archive).
 pub const ARCHIVED_AT: &str = "berth.dev/archived-at";

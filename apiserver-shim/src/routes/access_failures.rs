@@ -14,7 +14,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::access_failure::{AccessFailureEvidence, with_current_reason};
 use berth_crds::member::OrganizationRole;
@@ -32,6 +31,7 @@ use crate::domain::resource_access::lookup;
 use crate::domain::time::timestamp;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{QueryParams, known_params};
+use crate::json::Json;
 use crate::state::AppState;
 
 pub fn endpoints() -> Vec<Endpoint> {

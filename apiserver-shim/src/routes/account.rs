@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::limits::MEMBER_LIST_LIMIT_MAX;
 use berth_crds::member::{Member, OrganizationRole};
@@ -26,6 +25,7 @@ use crate::domain::objects::all_in;
 use crate::domain::time::{created_at, timestamp};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams, paginate};
+use crate::json::Json;
 use crate::state::AppState;
 use crate::write::apply;
 

@@ -3,7 +3,6 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::json::Json;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use berth_crds::member::{Member, MemberSpec, OrganizationRole};
@@ -25,6 +24,7 @@ use crate::domain::fields::{non_empty, slugify};
 use crate::domain::time::timestamp;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
+use crate::json::Json;
 use crate::state::AppState;
 use crate::token::{self, new_id};
 use crate::write::apply;

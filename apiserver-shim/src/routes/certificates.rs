@@ -4,7 +4,6 @@
 //! annotation) and answers at once. Idempotent by `idempotencyKey`: the attempt id is derived
 //! from it, so repeats, even concurrent ones, name one attempt. No key material is read here.
 
-use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::certificate::{
     ACME_PROVIDER, Certificate, CertificateSpec, IDEMPOTENCY_KEY_ANNOTATION,
@@ -26,6 +25,7 @@ use crate::domain::objects::{all_in, find_in};
 use crate::domain::time::timestamp;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
+use crate::json::Json;
 use crate::state::{AppState, FIELD_MANAGER};
 
 /// Longest object name (a DNS subdomain).

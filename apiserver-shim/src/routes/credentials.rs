@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
-use crate::json::Json;
 use axum::extract::{FromRequest, Path, Request, State};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use berth_api::common::IdResponse;
 use berth_crds::member::OrganizationRole;
 use berth_crds::ssh_credential::{
     PrivateKeySecretRef, SshCredential, SshCredentialSpec, SshCredentialUsage,
@@ -29,10 +29,10 @@ use crate::domain::objects::{all_in, find_in, owned_secret};
 use crate::domain::time::{created_at, timestamp};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams, known_params};
+use crate::json::Json;
 use crate::state::AppState;
 use crate::token::new_id;
 use crate::write::{apply, merge_status};
-use berth_api::common::IdResponse;
 
 pub use berth_api::credentials::{CreateCredential, DeleteCredential, RotateCredential};
 

@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use crate::json::Json;
 use berth_crds::common::{Actor, DecisionContext, ResourceRefs};
 use berth_crds::member::OrganizationRole;
 use berth_crds::{UPDATED_BY_ID, UPDATED_BY_KIND};
@@ -20,6 +19,7 @@ use crate::cache::catch_up;
 use crate::domain::fields::bounded;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
+use crate::json::Json;
 
 pub use berth_api::decisions::{
     ActorInput, CapabilityKeyQuery, CapabilityQuery, ContextInput, EntitlementQuery, MAX_KEY,

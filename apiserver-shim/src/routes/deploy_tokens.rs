@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::deploy_token::{DeployToken, DeployTokenScope, DeployTokenSpec, DeployTokenState};
 use berth_crds::limits::{DEPLOY_TOKEN_LIST_LIMIT_MAX, NAME_MAX, OBJECT_NAME_MAX};
@@ -22,6 +21,7 @@ use crate::domain::objects::{all_in, find_in};
 use crate::domain::time::{created_at, parse_timestamp, timestamp};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams, known_params};
+use crate::json::Json;
 use crate::state::AppState;
 use crate::token::{self, new_id};
 use crate::write::{apply, merge_status};

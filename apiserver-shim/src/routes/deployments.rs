@@ -14,19 +14,22 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::extract::State;
+use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
+use berth_api::build::SourceKind;
+use berth_api::repository::RepoLocator;
 use berth_crds::deployment::Deployment;
 use berth_crds::member::OrganizationRole;
 use berth_crds::resource::Resource;
 use berth_crds::server::ServerLifecycle;
 use berth_crds::{UPDATED_BY_ID, UPDATED_BY_KIND};
+use berth_observations::TimelineKey;
 use futures::channel::mpsc;
 use futures::{SinkExt, Stream, StreamExt};
 use kube::api::PostParams;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, ResourceExt};
 
-pub use self::progress::{Level, Masker, ProgressEvent, StreamStatus, Tracker};
 use self::timeline::OutputFollower;
 use super::{Endpoint, servers};
 use crate::auth::{Caller, Principal, ScopeDimension};
@@ -36,11 +39,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::json::Json;
 use crate::state::{AppState, FIELD_MANAGER};
-use axum::http::StatusCode;
-use berth_api::build::SourceKind;
-use berth_api::repository::RepoLocator;
-use berth_observations::TimelineKey;
 
+pub use self::progress::{Level, Masker, ProgressEvent, StreamStatus, Tracker};
 pub use berth_api::deployments::{DeploymentCreated, StartDeployment};
 
 pub fn endpoints() -> Vec<Endpoint> {

@@ -3,8 +3,8 @@
 //! `DELETE /domain-bindings/{id}` (confirmed). The controller routes, verifies and certifies a
 //! binding as it does one applied with kubectl; the shim only writes the object.
 
-use crate::json::Json;
 use axum::extract::{Path, State};
+use berth_api::common::IdResponse;
 use berth_crds::certificate::Certificate;
 use berth_crds::domain_binding::{
     DomainBinding, DomainBindingSpec, HttpPolicy, TLS_MODE_AUTO, TLS_MODE_DISABLED,
@@ -24,8 +24,8 @@ use crate::domain::fields::{bounded, confirm};
 use crate::domain::resource_access::lookup_writable;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
+use crate::json::Json;
 use crate::state::AppState;
-use berth_api::common::IdResponse;
 
 /// Longest idempotency key.
 const KEY_MAX: usize = 255;

@@ -6,7 +6,6 @@
 
 use std::net::IpAddr;
 
-use crate::json::Json;
 use axum::extract::State;
 use berth_crds::domain_binding::DomainBinding;
 use berth_crds::member::OrganizationRole;
@@ -22,6 +21,7 @@ use crate::domain::objects::find_in;
 use crate::domain::resource_access::lookup;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
+use crate::json::Json;
 use crate::state::AppState;
 
 pub fn endpoints() -> Vec<Endpoint> {

@@ -23,10 +23,10 @@ use kube::{Api, ResourceExt};
 use serde_json::Map;
 
 use super::Endpoint;
-use super::environments::{lookup, masked, validate_kind};
 use super::resource_config::spec_variables::VariablesWrite;
 use super::resource_config::{exposure_name, parse_exposure, validate_key};
 use crate::auth::Caller;
+use crate::domain::environments::{lookup, masked, validate_kind};
 use crate::domain::fields::{bounded, confirm};
 use crate::domain::objects::all_in;
 use crate::error::{ApiError, ApiResult};

@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::invitation::{Invitation, InvitationSpec, InvitationState};
 use berth_crds::member::{MemberSpec, OrganizationRole};
@@ -22,6 +21,7 @@ use crate::domain::objects::{all_in, find_in};
 use crate::domain::time::{created_at, timestamp};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams, paginate};
+use crate::json::Json;
 use crate::state::AppState;
 use crate::token::new_id;
 use crate::write::apply;

@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::limits::MEMBER_LIST_LIMIT_MAX;
 use berth_crds::member::{Member, MemberSpec, OrganizationRole};
@@ -18,6 +17,7 @@ use crate::domain::objects::{all_in, find_in};
 use crate::domain::time::{created_at, timestamp};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams, paginate};
+use crate::json::Json;
 use crate::state::AppState;
 use crate::write::apply;
 

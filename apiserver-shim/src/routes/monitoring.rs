@@ -12,10 +12,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::json::Json;
 use axum::extract::{RawQuery, State};
 use berth_api::monitoring::{MonitoringWarning, Sample, SourceError};
-pub use berth_api::monitoring::{Retention, Scope};
 use berth_crds::member::OrganizationRole;
 use berth_crds::monitoring::{MonitoringSample, SAMPLES_SCHEMA_VERSION, ScopeKind, Signal};
 use berth_crds::retention_policy::RetentionCategory;
@@ -24,15 +22,20 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::{Endpoint, environments, projects, servers};
+use super::{Endpoint, servers};
 use crate::auth::{Caller, ScopeDimension};
+use crate::domain::environments;
 use crate::domain::fields::bounded;
 use crate::domain::objects::find_in;
+use crate::domain::projects;
 use crate::domain::time::utc_window;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{QueryParams, known_params};
+use crate::json::Json;
 use crate::state::AppState;
 use crate::validate;
+
+pub use berth_api::monitoring::{Retention, Scope};
 
 mod artifacts;
 mod disk;

@@ -2,8 +2,8 @@
 //! and deletion, and creating further organizations (not in the spec's table; without it a
 //! user could never belong to more than the first organization).
 
-use crate::json::Json;
 use axum::extract::{Path, State};
+use berth_api::common::IdResponse;
 use berth_crds::member::{MemberSpec, OrganizationRole};
 use berth_crds::organization::{Organization, OrganizationSpec};
 use berth_crds::session::Session;
@@ -25,13 +25,12 @@ use crate::domain::identity::{
 use crate::domain::time::{created_at, timestamp};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
+use crate::json::Json;
 use crate::state::{AppState, FIELD_MANAGER};
 use crate::token::new_id;
 use crate::write::apply;
-use berth_api::common::IdResponse;
 
 pub use berth_api::organizations::{ContextUser, OrganizationContext, OrganizationSummary};
-
 pub use berth_api::organizations::{
     CreateOrganization, DeleteOrganization, SwitchOrganization, UpdateOrganization,
 };

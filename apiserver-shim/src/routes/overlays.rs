@@ -6,7 +6,6 @@
 
 use std::fmt::Debug;
 
-use crate::json::Json;
 use axum::extract::State;
 use berth_api::overlays::DecisionInput;
 use berth_crds::common::DecisionContext;
@@ -34,6 +33,7 @@ use crate::domain::objects::all_in;
 use crate::domain::time::timestamp;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams, known_params};
+use crate::json::Json;
 use crate::state::AppState;
 use crate::token::new_id;
 

@@ -8,19 +8,21 @@
 mod history;
 mod probes;
 
-use crate::json::Json;
 use axum::extract::{Path, State};
+use berth_crds::health::{Inputs, SourceError, build, overall};
 use kube::ResourceExt;
 
-use super::{Endpoint, environments};
+use super::Endpoint;
 use crate::auth::Caller;
+use crate::domain::environments;
 use crate::domain::objects::{find_deployment, find_in};
 use crate::domain::resource_access::lookup;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{QueryParams, known_params};
+use crate::json::Json;
 use crate::services::recent_access_failures;
 use crate::state::AppState;
-use berth_crds::health::{Inputs, SourceError, build, overall};
+
 pub use berth_crds::health::{ResourceHealth, RuntimeControlBlock, runtime_control_block};
 
 pub fn endpoints() -> Vec<Endpoint> {

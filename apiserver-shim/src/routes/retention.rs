@@ -7,7 +7,6 @@
 
 use std::sync::Arc;
 
-use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::member::OrganizationRole;
 use berth_crds::retention_policy::{
@@ -18,8 +17,6 @@ use kube::{Api, ResourceExt};
 use schemars::JsonSchema;
 use serde::Serialize;
 
-pub use berth_api::retention::SetRetention;
-
 use super::Endpoint;
 use super::bootstrap::FIRST_ADMIN_LABEL;
 use crate::auth::{Caller, CallerOrganization, Principal};
@@ -27,8 +24,11 @@ use crate::domain::objects::find_in;
 use crate::domain::time::timestamp;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams, known_params};
+use crate::json::Json;
 use crate::state::AppState;
 use crate::write;
+
+pub use berth_api::retention::SetRetention;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![

@@ -10,7 +10,6 @@ mod lines;
 use std::convert::Infallible;
 use std::time::Duration;
 
-use crate::json::Json;
 use axum::extract::{Path, State};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -28,7 +27,6 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 
 use self::container::{choose, resource_containers};
-pub use self::lines::{LineBuilder, LineContext, LogStream, RuntimeLogLine};
 use super::Endpoint;
 use crate::auth::Caller;
 use crate::domain::fields::bounded;
@@ -38,8 +36,11 @@ use crate::domain::servers::server_connection;
 use crate::domain::time::parse_utc;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{QueryParams, known_params};
+use crate::json::Json;
 use crate::services::server_access::{AccessLease, remote_error};
 use crate::state::AppState;
+
+pub use self::lines::{LineBuilder, LineContext, LogStream, RuntimeLogLine};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![Endpoint::get::<RuntimeLogs, _, _>(

@@ -8,7 +8,6 @@
 
 use std::collections::HashSet;
 
-use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::deployment::DeploymentState;
 use berth_crds::member::OrganizationRole;
@@ -33,6 +32,7 @@ use crate::domain::servers::server_connection;
 use crate::domain::time::parse_utc;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
+use crate::json::Json;
 use crate::observation_store::store_call;
 use crate::services::server_access::remote_error;
 use crate::state::AppState;

@@ -2,8 +2,8 @@
 //! `POST /servers/{id}/rename` and `GET /servers/{id}/delete-check` (what stands in the way
 //! of deleting it, without trying).
 
-use crate::json::Json;
 use axum::extract::{Path, State};
+use berth_api::common::IdResponse;
 use berth_api::servers::Blocker;
 use berth_crds::deployment::Deployment;
 use berth_crds::limits::NAME_MAX;
@@ -20,8 +20,8 @@ use crate::auth::Caller;
 use crate::domain::fields::bounded;
 use crate::error::ApiResult;
 use crate::extract::JsonBody;
+use crate::json::Json;
 use crate::state::AppState;
-use berth_api::common::IdResponse;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![

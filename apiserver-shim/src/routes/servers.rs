@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use crate::json::Json;
 use axum::extract::{Path, State};
+use berth_api::common::IdResponse;
 use berth_crds::condition::{self, ConditionStatus};
 use berth_crds::deployment::Deployment;
 use berth_crds::limits::{DNS_LABEL_MAX, LIST_LIMIT_MAX, NAME_MAX, OBJECT_NAME_MAX, TCP_PORT_MAX};
@@ -26,10 +26,10 @@ use crate::domain::objects::{all_in, find_in};
 use crate::domain::time::{created_at, timestamp};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams, known_params};
+use crate::json::Json;
 use crate::state::{AppState, FIELD_MANAGER};
 use crate::token::new_id;
 use crate::write::apply;
-use berth_api::common::IdResponse;
 
 pub use berth_api::servers::{
     Blocker, CreateServer, DeleteServer, NoBody, ProxyInput, ProxyRecord, ServerList, ServerRecord,

@@ -6,9 +6,9 @@
 
 use std::sync::Arc;
 
-use crate::json::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use berth_api::common::IdResponse;
 use berth_crds::environment::Environment;
 use berth_crds::member::OrganizationRole;
 use berth_crds::project::Project;
@@ -18,18 +18,20 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::DeleteParams;
 use kube::{Api, ResourceExt};
 
-use super::{Endpoint, environments, projects};
+use super::Endpoint;
 use crate::auth::{Caller, ScopeDimension};
 use crate::cache::wait_deleted;
+use crate::domain::environments;
 use crate::domain::fields::{confirm, slugify};
 use crate::domain::objects::{all_in, find_in};
+use crate::domain::projects;
 use crate::domain::time::created_at;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams, known_params};
+use crate::json::Json;
 use crate::state::AppState;
 use crate::token::new_id;
 use crate::write::apply;
-use berth_api::common::IdResponse;
 
 pub use berth_api::storage::{
     CreateStorageVolume, DeleteStorageVolume, LIST_SCHEMA, SHOW_SCHEMA, StorageVolumeAttachment,

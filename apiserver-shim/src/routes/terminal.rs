@@ -13,7 +13,6 @@ mod bridge;
 
 use std::sync::Arc;
 
-use crate::json::Json;
 use axum::extract::ws::{WebSocketUpgrade, rejection::WebSocketUpgradeRejection};
 use axum::extract::{FromRequestParts, Path, State};
 use axum::http::HeaderValue;
@@ -26,12 +25,12 @@ use berth_remote::{RemoteError, ServerConnection};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
-pub use self::bridge::{ClientMessage, ServerMessage, TerminalProtocol};
 use super::{Endpoint, servers};
 use crate::auth::{Caller, bearer};
 use crate::domain::fields::bounded;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams, known_params};
+use crate::json::Json;
 use crate::services::server_access::{self, server_id};
 use crate::services::terminals::pending::{self, Claim, Creator, Pending};
 use crate::services::terminals::{
@@ -40,6 +39,7 @@ use crate::services::terminals::{
 use crate::state::AppState;
 use crate::token::new_id;
 
+pub use self::bridge::{ClientMessage, ServerMessage, TerminalProtocol};
 pub use berth_api::terminal::{
     CreateTerminalSession, TerminalScope, TerminalSessionRecord, Transport,
 };

@@ -3,8 +3,8 @@
 //! per scope, named after it; a POST creates or replaces it. Non-enforcing: crossing a
 //! threshold is reported (status, conditions, Kubernetes Events), nothing is ever stopped.
 
-use crate::json::Json;
 use axum::extract::{Path, State};
+use berth_api::common::IdResponse;
 use berth_api::monitoring::SourceError;
 use berth_crds::member::OrganizationRole;
 use berth_crds::monitoring::{MonitoringSample, ScopeKind};
@@ -31,10 +31,10 @@ use crate::domain::objects::find_in;
 use crate::domain::time::{timestamp, utc_range};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams, known_params};
+use crate::json::Json;
 use crate::observation_store::store_call;
 use crate::state::AppState;
 use crate::write;
-use berth_api::common::IdResponse;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![

@@ -1,7 +1,6 @@
 //! Spec §4.1 usage-intent records, idempotent by `idempotencyKey` within the organization: a
 //! repeat, even a concurrent one, returns `duplicate: true` and the original record.
 
-use crate::json::Json;
 use axum::extract::State;
 use berth_crds::common::{DecisionContext, Quantity};
 use berth_crds::member::OrganizationRole;
@@ -22,6 +21,7 @@ use crate::domain::objects::all_in;
 use crate::domain::time::{parse_timestamp, timestamp};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams, known_params};
+use crate::json::Json;
 use crate::state::AppState;
 
 pub fn endpoints() -> Vec<Endpoint> {

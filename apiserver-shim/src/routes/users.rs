@@ -1,7 +1,6 @@
 //! `POST /users` (not in the spec's table): an administrator creates an account for someone
 //! who will then accept an invitation. Membership only ever comes from an invitation.
 
-use crate::json::Json;
 use axum::extract::State;
 use berth_crds::member::OrganizationRole;
 use berth_crds::user::{User, UserSpec};
@@ -15,6 +14,7 @@ use crate::auth::{Caller, password};
 use crate::domain::identity::display_name;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
+use crate::json::Json;
 use crate::state::AppState;
 use crate::token::new_id;
 use crate::write::apply;

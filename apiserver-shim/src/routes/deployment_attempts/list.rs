@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::extract::State;
+use berth_api::common::CountResponse;
 use berth_api::deployment_records::DeploymentList;
 use berth_crds::deployment::{Deployment, DeploymentState};
 use berth_crds::member::OrganizationRole;
@@ -17,14 +18,15 @@ use super::record::{state, summary};
 use super::{resource_of, visible};
 use crate::attempt_archive;
 use crate::auth::{Caller, Principal, ScopeDimension};
+use crate::domain::environments;
 use crate::domain::objects::all_in;
+use crate::domain::projects;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{QueryParams, known_params};
 use crate::json::Json;
 use crate::observation_store::store_call;
-use crate::routes::{environments, projects, servers};
+use crate::routes::servers;
 use crate::state::AppState;
-use berth_api::common::CountResponse;
 
 const FILTERS: [&str; 5] = [
     "resourceId",

@@ -11,6 +11,8 @@ pub mod record;
 mod show;
 mod timeline;
 
+use std::sync::Arc;
+
 use berth_api::common::{CountResponse, IdResponse};
 use berth_api::deployment_records::{
     CancelDeployment, DeploymentCanceled, DeploymentList, DeploymentTimeline, RedeployResource,
@@ -20,7 +22,6 @@ use berth_crds::deployment::Deployment;
 use berth_crds::member::OrganizationRole;
 use berth_crds::resource::Resource;
 use kube::ResourceExt;
-use std::sync::Arc;
 
 use super::Endpoint;
 use crate::attempt_archive;

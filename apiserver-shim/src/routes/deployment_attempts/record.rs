@@ -10,13 +10,13 @@ use berth_api::deployment_records::{
 };
 use berth_crds::config::ConfigScope;
 use berth_crds::deployment::{Deployment, DeploymentError, DeploymentState};
+use berth_crds::masking::looks_secret;
 use berth_crds::resource::Resource;
 use berth_crds::{UPDATED_BY_ID, UPDATED_BY_KIND};
 use kube::ResourceExt;
 
 use crate::cache::CREATED_BY_MANAGER;
 use crate::domain::time::{created_at, timestamp};
-use berth_crds::masking::looks_secret;
 
 /// The five steps of every attempt (spec §6 `step.total`).
 const STEPS: [&str; 5] = ["detect", "plan", "package", "deploy", "verify"];

@@ -1,8 +1,8 @@
 //! Network, access and runtime profiles and storage attachments. Each profile POST replaces
 //! that part of the Resource spec.
 
-use crate::json::Json;
 use axum::extract::{Path, State};
+use berth_api::common::IdResponse;
 use berth_crds::resource::{Resource, StorageAttachment};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -14,9 +14,9 @@ use crate::auth::Caller;
 use crate::domain::resource_input as convert;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
+use crate::json::Json;
 use crate::state::AppState;
 use crate::token::new_id;
-use berth_api::common::IdResponse;
 
 pub use berth_api::profiles::{SetAccessProfile, SetNetworkProfile, SetRuntimeProfile};
 pub use berth_api::storage::{AttachStorage, DetachStorage};

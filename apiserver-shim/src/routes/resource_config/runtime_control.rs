@@ -4,7 +4,6 @@
 //! `spec.runtime`, the field GitOps users set by hand; the controller carries it out and
 //! records the attempt in the status. The answer is 202 with the attempt as accepted.
 
-use crate::json::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use berth_crds::resource::Resource;
@@ -23,6 +22,7 @@ use crate::auth::Caller;
 use crate::domain::objects::find_in;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
+use crate::json::Json;
 use crate::state::AppState;
 
 pub use berth_api::runtime_control::RuntimeControlRequest;

@@ -1,7 +1,6 @@
 //! Secret variables: list, show, create, rotate, delete. Values live only in the Resource's
 //! Secret (`secret_store`); every read shows `****`.
 
-use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::resource::Resource;
 use berth_crds::variable::VariableExposure;
@@ -16,6 +15,7 @@ use super::{exposure_name, lookup, lookup_writable, parse_exposure, validate_key
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{QueryParams, known_params};
+use crate::json::Json;
 use crate::state::AppState;
 
 pub use berth_api::secrets::{CreateSecret, DeleteSecret, RotateSecret, SecretList, SecretShow};

@@ -1,8 +1,9 @@
 //! The source binding (idempotent by key) and the auto-deploy policy, which a changed source
 //! binding blocks until it is enabled again.
 
-use crate::json::Json;
 use axum::extract::{Path, State};
+use berth_api::build::SourceKind;
+use berth_api::common::IdResponse;
 use berth_crds::resource::{Resource, source_binding_fingerprint};
 use kube::ResourceExt;
 use schemars::JsonSchema;
@@ -18,9 +19,8 @@ use crate::domain::fields::bounded;
 use crate::domain::resource_input::source_descriptor;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams, known_params};
+use crate::json::Json;
 use crate::state::AppState;
-use berth_api::build::SourceKind;
-use berth_api::common::IdResponse;
 
 pub use berth_api::source::{SetAutoDeploy, SetSource};
 

@@ -2,8 +2,9 @@
 //! the Resource's Secret), the rest as plain variables in the Resource spec; a key lives in
 //! one place per exposure, so writing it in one store removes it from the other.
 
-use crate::json::Json;
 use axum::extract::{Path, State};
+use berth_crds::masking::MASK;
+use berth_crds::masking::looks_secret;
 use berth_crds::member::OrganizationRole;
 use berth_crds::resource::{Resource, ResourceSpec};
 use berth_crds::variable::{PlainVariable, VariableExposure};
@@ -19,9 +20,8 @@ use super::{exposure_name, lookup_writable, parse_exposure, secret_store, valida
 use crate::auth::{Caller, ScopeDimension};
 use crate::domain::time::timestamp;
 use crate::error::{ApiError, ApiResult};
+use crate::json::Json;
 use crate::state::AppState;
-use berth_crds::masking::MASK;
-use berth_crds::masking::looks_secret;
 
 pub use berth_api::variables::{DeleteVariable, ImportVariables, SetVariable, VariableEntry};
 
