@@ -251,6 +251,33 @@ pub fn paginate<T: Clone>(
     Ok((items[start..end].to_vec(), next))
 }
 
+/// A JSON body whose error messages never repeat a string value: a key pasted into the wrong
+/// field would otherwise come back in serde's "invalid type: string …" message.
+pub struct KeyBody<T>(pub T);
+
+pub fn without_values(error: ApiError) -> ApiError {
+    let message = &error.body.message;
+    if !message.contains("string \"") && !message.contains("unknown variant") {
+        return error;
+    }
+    let field = error.body.details.get("field").and_then(|f| f.as_str());
+    match field {
+        Some(field) => ApiError::validation(field, format!("{field}: invalid value")),
+        None => ApiError::malformed("the body is not valid"),
+    }
+}
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequest<S> for KeyBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match JsonBody::<T>::from_request(request, state).await {
+            Ok(JsonBody(body)) => Ok(Self(body)),
+            Err(error) => Err(without_values(error)),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -320,5 +347,18 @@ mod tests {
         let (last, next) = paginate(&items, next.as_deref(), 2).unwrap();
         assert_eq!((last, next), (vec![4], None));
         assert!(paginate(&items, Some("x"), 2).is_err());
+    }
+
+    #[test]
+    fn string_values_are_dropped_from_body_errors() {
+        let error = parse_json::<berth_api::credentials::RotateCredential>(
+            br#"{"privateKey":"k","confirmation":"-----BEGIN secret-text"}"#,
+        )
+        .err()
+        .unwrap();
+        assert!(error.body.message.contains("secret-text"));
+        let error = without_values(error);
+        assert!(!error.body.message.contains("secret-text"));
+        assert_eq!(error.body.details["field"], "confirmation");
     }
 }

@@ -2,6 +2,7 @@
 //! decisions, the operations several endpoints share, and the rules they apply. A route parses
 //! its request, calls one operation here and answers; routes never import each other.
 
+pub mod credentials;
 pub mod environments;
 pub mod fields;
 pub mod identity;

@@ -31,10 +31,11 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, ResourceExt};
 
 use self::timeline::OutputFollower;
-use super::{Endpoint, servers};
+use super::Endpoint;
 use crate::auth::{Caller, Principal, ScopeDimension};
 use crate::domain::fields::bounded;
 use crate::domain::resource_access::{masker, require_writable};
+use crate::domain::servers;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::json::Json;

@@ -22,12 +22,13 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::{Endpoint, servers};
+use super::Endpoint;
 use crate::auth::{Caller, ScopeDimension};
 use crate::domain::environments;
 use crate::domain::fields::bounded;
 use crate::domain::objects::find_in;
 use crate::domain::projects;
+use crate::domain::servers;
 use crate::domain::time::utc_window;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{QueryParams, known_params};

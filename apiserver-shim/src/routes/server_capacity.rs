@@ -25,10 +25,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::Endpoint;
-use super::servers::{lookup, writer};
 use crate::auth::Caller;
 use crate::domain::objects::all_in;
 use crate::domain::servers::server_connection;
+use crate::domain::servers::{lookup, writer};
 use crate::domain::time::parse_utc;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;

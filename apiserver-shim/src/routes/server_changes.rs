@@ -15,9 +15,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::Endpoint;
-use super::servers::{current_blockers, lookup, merge_spec, writer};
 use crate::auth::Caller;
 use crate::domain::fields::bounded;
+use crate::domain::servers::{current_blockers, lookup, merge_spec, writer};
 use crate::error::ApiResult;
 use crate::extract::JsonBody;
 use crate::json::Json;

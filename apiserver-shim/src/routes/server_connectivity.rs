@@ -14,11 +14,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::Endpoint;
-use super::credentials::parse_key;
-use super::servers::{lookup, writer};
 use crate::auth::Caller;
+use crate::domain::credentials::parse_key;
 use crate::domain::fields::bounded;
 use crate::domain::objects::find_in;
+use crate::domain::servers::{lookup, writer};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::json::Json;

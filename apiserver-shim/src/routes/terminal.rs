@@ -25,9 +25,10 @@ use berth_remote::{RemoteError, ServerConnection};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
-use super::{Endpoint, servers};
+use super::Endpoint;
 use crate::auth::{Caller, bearer};
 use crate::domain::fields::bounded;
+use crate::domain::servers;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams, known_params};
 use crate::json::Json;

@@ -21,11 +21,11 @@ use crate::auth::{Caller, Principal, ScopeDimension};
 use crate::domain::environments;
 use crate::domain::objects::all_in;
 use crate::domain::projects;
+use crate::domain::servers;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{QueryParams, known_params};
 use crate::json::Json;
 use crate::observation_store::store_call;
-use crate::routes::servers;
 use crate::state::AppState;
 
 const FILTERS: [&str; 5] = [

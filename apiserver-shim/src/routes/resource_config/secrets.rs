@@ -8,12 +8,12 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::super::Endpoint;
-use super::super::credentials::KeyBody;
 use super::secret_store::{entries, fetch, now};
 use super::variables::{Change, VariableEntry, apply_changes};
 use super::{exposure_name, lookup, lookup_writable, parse_exposure, validate_key};
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
+use crate::extract::KeyBody;
 use crate::extract::{QueryParams, known_params};
 use crate::json::Json;
 use crate::state::AppState;

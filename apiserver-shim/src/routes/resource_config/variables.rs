@@ -13,13 +13,13 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::super::Endpoint;
-use super::super::credentials::KeyBody;
 use super::import::{ParsedEntry, ParsedFile, parse};
 use super::spec_variables::save_variables;
 use super::{exposure_name, lookup_writable, parse_exposure, secret_store, validate_key};
 use crate::auth::{Caller, ScopeDimension};
 use crate::domain::time::timestamp;
 use crate::error::{ApiError, ApiResult};
+use crate::extract::KeyBody;
 use crate::json::Json;
 use crate::state::AppState;
 

@@ -17,10 +17,10 @@ use crate::domain::projects;
 use crate::domain::resource_input::{
     access_profile, network_profile, runtime_profile, service, source_descriptor,
 };
+use crate::domain::servers;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::json::Json;
-use crate::routes::servers;
 use crate::state::AppState;
 use crate::token::new_id;
 use crate::write::apply;
