@@ -4,6 +4,7 @@
 
 use std::fmt::Debug;
 use std::sync::Arc;
+use std::time::Duration;
 
 use berth_crds::member::{Member, OrganizationRole};
 use berth_crds::organization::Organization;
@@ -151,6 +152,27 @@ pub fn display_name(field: &str, value: &str) -> ApiResult<Option<String>> {
 /// An image URL (http or https); `None` when blank, which clears it.
 pub fn image_url(field: &str, value: &str) -> ApiResult<Option<String>> {
     Ok(berth_api::identity::image_url(field, value)?)
+}
+
+/// The controller provisions an organization's namespace; wait for it (bounded).
+pub async fn wait_for_namespace(state: &AppState, organization: &str) -> ApiResult<String> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let namespace = state
+            .caches
+            .organizations
+            .find(|o| o.name_any() == organization)
+            .and_then(|o| o.status.as_ref()?.namespace.clone());
+        if let Some(namespace) = namespace {
+            return Ok(namespace);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(ApiError::unavailable(
+                "the organization's namespace was not provisioned within 30 s; is berth-controller running?",
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 #[cfg(test)]

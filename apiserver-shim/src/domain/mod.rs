@@ -2,10 +2,12 @@
 //! decisions, the operations several endpoints share, and the rules they apply. A route parses
 //! its request, calls one operation here and answers; routes never import each other.
 
+pub mod accounts;
 pub mod credentials;
 pub mod environments;
 pub mod fields;
 pub mod identity;
+pub mod members;
 pub mod objects;
 pub mod projects;
 pub mod resource_access;

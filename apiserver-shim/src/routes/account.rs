@@ -15,12 +15,12 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::Endpoint;
-use super::bootstrap::{FIRST_ADMIN_LABEL, password_secret_name, revoke_session};
-use super::members::deactivate;
 use crate::auth::Caller;
 use crate::cache::wait_deleted;
+use crate::domain::accounts::{FIRST_ADMIN_LABEL, password_secret_name, revoke_session};
 use crate::domain::fields::confirm;
 use crate::domain::identity::{display_name, image_url, memberships, now, updated_at};
+use crate::domain::members::deactivate;
 use crate::domain::objects::all_in;
 use crate::domain::time::{created_at, timestamp};
 use crate::error::{ApiError, ApiResult};

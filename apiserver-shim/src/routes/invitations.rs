@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
+use berth_api::members::MemberRecord;
 use berth_crds::invitation::{Invitation, InvitationSpec, InvitationState};
 use berth_crds::member::{MemberSpec, OrganizationRole};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -13,10 +14,10 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::Endpoint;
-use super::bootstrap::validate_email;
-use super::members::{DEFAULT_LIMIT, MAX_LIMIT, MemberRecord, member_record, write_member};
 use crate::auth::{Caller, role_name};
+use crate::domain::accounts::validate_email;
 use crate::domain::identity::{apply_status, in_organization, now, organization_of_namespace};
+use crate::domain::members::{DEFAULT_LIMIT, MAX_LIMIT, member_record, write_member};
 use crate::domain::objects::{all_in, find_in};
 use crate::domain::time::{created_at, timestamp};
 use crate::error::{ApiError, ApiResult};

@@ -13,15 +13,16 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::Endpoint;
-use super::bootstrap::{login_methods, wait_for_namespace};
-use super::members::write_member;
 use crate::auth::{Caller, CallerOrganization, role_name, user_organization};
 use crate::cache::{catch_up, wait_deleted};
+use crate::domain::accounts::login_methods;
 use crate::domain::fields::{confirm, non_empty, slugify};
+use crate::domain::identity::wait_for_namespace;
 use crate::domain::identity::{
     Permissions, display_name, image_url, in_organization, live_organization, memberships, now,
     permissions, updated_at,
 };
+use crate::domain::members::write_member;
 use crate::domain::time::{created_at, timestamp};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;

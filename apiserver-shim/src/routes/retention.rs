@@ -18,8 +18,8 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::Endpoint;
-use super::bootstrap::FIRST_ADMIN_LABEL;
 use crate::auth::{Caller, CallerOrganization, Principal};
+use crate::domain::accounts::FIRST_ADMIN_LABEL;
 use crate::domain::objects::find_in;
 use crate::domain::time::timestamp;
 use crate::error::{ApiError, ApiResult};

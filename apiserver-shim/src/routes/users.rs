@@ -9,8 +9,10 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::Endpoint;
-use super::bootstrap::{MIN_PASSWORD_LENGTH, password_secret_name, store_password, validate_email};
 use crate::auth::{Caller, password};
+use crate::domain::accounts::{
+    MIN_PASSWORD_LENGTH, password_secret_name, store_password, validate_email,
+};
 use crate::domain::identity::display_name;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
