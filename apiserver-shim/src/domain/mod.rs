@@ -4,6 +4,7 @@
 
 pub mod accounts;
 pub mod credentials;
+pub mod decision_records;
 pub mod environments;
 pub mod fields;
 pub mod identity;

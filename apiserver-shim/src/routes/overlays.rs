@@ -23,12 +23,12 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::Endpoint;
-use super::decisions::{
+use crate::auth::Caller;
+use crate::cache::Caches;
+use crate::domain::decision_records::{
     DEFAULT_LIMIT, MAX_LIMIT, context, context_filter_values, create_new, matches_all, newest,
     refs_visible,
 };
-use crate::auth::Caller;
-use crate::cache::Caches;
 use crate::domain::objects::all_in;
 use crate::domain::time::timestamp;
 use crate::error::{ApiError, ApiResult};

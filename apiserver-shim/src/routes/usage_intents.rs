@@ -12,11 +12,11 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::Endpoint;
-use super::decisions::{
+use crate::auth::Caller;
+use crate::domain::decision_records::{
     DEFAULT_LIMIT, MAX_LIMIT, context, context_filter_values, create_new, matches_all, newest,
     refs_visible,
 };
-use crate::auth::Caller;
 use crate::domain::objects::all_in;
 use crate::domain::time::{parse_timestamp, timestamp};
 use crate::error::{ApiError, ApiResult};
