@@ -3,6 +3,7 @@
 //! its request, calls one operation here and answers; routes never import each other.
 
 pub mod accounts;
+pub mod containers;
 pub mod credentials;
 pub mod decision_records;
 pub mod environments;
@@ -13,5 +14,6 @@ pub mod objects;
 pub mod projects;
 pub mod resource_access;
 pub mod resource_input;
+pub mod runtime_logs;
 pub mod servers;
 pub mod time;

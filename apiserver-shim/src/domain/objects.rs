@@ -101,3 +101,14 @@ where
         ..Default::default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_object_names_can_name_a_deployment() {
+        assert!(object_name("dep-web-m1x") && object_name("dep-a.b-2"));
+        assert!(!object_name("../dep") && !object_name("Dep-1") && !object_name("a/b"));
+    }
+}

@@ -20,13 +20,13 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
 use self::record::{Focus, LogLine, Proxy, Redaction, SourceError, System, Tail, Window};
-use super::{Endpoint, runtime_logs};
+use super::Endpoint;
 use crate::auth::Caller;
-use crate::domain::environments;
 use crate::domain::fields::bounded;
 use crate::domain::objects::{find_deployment, find_in};
 use crate::domain::resource_access::{lookup, masker};
 use crate::domain::time::utc_range;
+use crate::domain::{environments, runtime_logs};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{QueryParams, known_params};
 use crate::json::Json;

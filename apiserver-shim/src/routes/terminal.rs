@@ -307,14 +307,14 @@ async fn serving_container(
     let docker =
         berth_remote::docker::docker_over_ssh(connection.clone(), &server.spec.docker_socket_path);
     let candidates =
-        super::runtime_logs::container::resource_containers(&connection, &docker, &namespace, &id)
+        crate::domain::containers::resource_containers(&connection, &docker, &namespace, &id)
             .await
             .map_err(remote_error)?;
     let serving = resource
         .status
         .as_ref()
         .and_then(|s| s.last_route_realization_deployment_id.as_deref());
-    let container = super::runtime_logs::container::choose(&candidates, None, serving)
+    let container = crate::domain::containers::choose(&candidates, None, serving)
         .filter(|c| c.running)
         .ok_or_else(not_running)?;
     Ok((server, container.id.clone()))

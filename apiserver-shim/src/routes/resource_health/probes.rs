@@ -17,9 +17,9 @@ use kube::ResourceExt;
 use serde_json::json;
 
 use super::HealthQuery;
+use crate::domain::containers::{choose, resource_containers};
 use crate::domain::servers::server_connection;
 use crate::domain::time::timestamp;
-use crate::routes::runtime_logs::container::{choose, resource_containers};
 use crate::state::AppState;
 
 /// The longest a live read waits for the server.
