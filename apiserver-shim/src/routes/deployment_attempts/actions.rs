@@ -21,10 +21,12 @@ use kube::api::{Patch, PatchParams};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 
-use super::record::state as attempt_state;
-use super::{Attempt, find, visible};
+use super::{Attempt, find};
 use crate::attempt_archive;
 use crate::auth::Caller;
+use crate::domain::deployments::{
+    attempt_state, check_server, create_deployment, deployment_name, visible,
+};
 use crate::domain::fields::{bounded, confirm};
 use crate::domain::objects::all_in;
 use crate::domain::time::timestamp;
@@ -32,7 +34,6 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::json::Json;
 use crate::observation_store::store_call;
-use crate::routes::deployments::{check_server, create_deployment, deployment_name};
 use crate::state::{AppState, FIELD_MANAGER};
 
 /// How long cancel waits for the controller to stop the attempt.

@@ -14,14 +14,13 @@ use berth_crds::member::OrganizationRole;
 use berth_observations::AttemptQuery;
 use kube::ResourceExt;
 
-use super::record::{state, summary};
-use super::{resource_of, visible};
+use super::record::summary;
+use super::resource_of;
 use crate::attempt_archive;
 use crate::auth::{Caller, Principal, ScopeDimension};
-use crate::domain::environments;
+use crate::domain::deployments::{attempt_state, visible};
 use crate::domain::objects::all_in;
-use crate::domain::projects;
-use crate::domain::servers;
+use crate::domain::{environments, projects, servers};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{QueryParams, known_params};
 use crate::json::Json;
@@ -58,7 +57,7 @@ impl Filters {
             && same(&self.project, &spec.project_id)
             && same(&self.environment, &spec.environment_id)
             && same(&self.server, &spec.server_id)
-            && self.status.is_none_or(|s| s == state(deployment))
+            && self.status.is_none_or(|s| s == attempt_state(deployment))
     }
 }
 

@@ -25,7 +25,8 @@ use kube::ResourceExt;
 
 use super::Endpoint;
 use crate::attempt_archive;
-use crate::auth::{Caller, ScopeDimension};
+use crate::auth::Caller;
+use crate::domain::deployments::visible;
 use crate::domain::objects::{find_deployment, find_in};
 use crate::error::{ApiError, ApiResult};
 use crate::observation_store::store_call;
@@ -112,16 +113,6 @@ pub struct Attempt {
     pub removed: bool,
     /// Its resource, while it exists.
     pub resource: Option<Arc<Resource>>,
-}
-
-/// Whether a deploy token's scope covers the attempt's resource, project, environment and
-/// server.
-pub fn visible(caller: &Caller, deployment: &Deployment) -> bool {
-    let spec = &deployment.spec;
-    caller.sees(ScopeDimension::Resource, &spec.resource_id)
-        && caller.sees(ScopeDimension::Project, &spec.project_id)
-        && caller.sees(ScopeDimension::Environment, &spec.environment_id)
-        && caller.sees(ScopeDimension::Target, &spec.server_id)
 }
 
 /// The resource an attempt belongs to; `None` when it is gone or is a newer resource of the

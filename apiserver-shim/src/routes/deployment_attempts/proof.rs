@@ -21,9 +21,10 @@ use kube::ResourceExt;
 use sha2::{Digest, Sha256};
 
 use super::actions::rollback_candidates;
-use super::record::{state as attempt_state, summary};
+use super::record::summary;
 use super::{Attempt, find};
 use crate::auth::Caller;
+use crate::domain::deployments::attempt_state;
 use crate::error::ApiResult;
 use crate::json::Json;
 use crate::observation_store::store_call;

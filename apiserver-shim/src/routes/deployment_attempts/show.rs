@@ -13,9 +13,10 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
 use super::actions::rollback_candidates;
-use super::record::{state as attempt_state, summary};
+use super::record::summary;
 use super::{Attempt, find};
 use crate::auth::Caller;
+use crate::domain::deployments::attempt_state;
 use crate::domain::objects::find_in;
 use crate::error::ApiResult;
 use crate::json::Json;

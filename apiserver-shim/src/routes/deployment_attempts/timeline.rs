@@ -24,9 +24,9 @@ use futures::{SinkExt, Stream};
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 
-use super::record::state as attempt_state;
 use super::{Attempt, find};
 use crate::auth::Caller;
+use crate::domain::deployments::attempt_state;
 use crate::domain::resource_access::masker;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{QueryParams, known_params};

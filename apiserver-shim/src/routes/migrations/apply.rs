@@ -221,7 +221,7 @@ async fn already_done(
         "deployments.create" => {
             let resource = text("resourceId").to_string();
             let name = with_id_seed(seed.to_string(), async move {
-                crate::routes::deployments::deployment_name(&resource)
+                crate::domain::deployments::deployment_name(&resource)
             })
             .await;
             let found = all_in(&caches.deployments, namespace)

@@ -14,12 +14,12 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
 use crate::auth::Caller;
+use crate::domain::deployments::attempt_state;
 use crate::domain::objects::find_in;
 use crate::domain::resource_access::{archived, lookup};
 use crate::domain::time::{created_at, timestamp};
 use crate::error::ApiResult;
 use crate::json::Json;
-use crate::routes::deployment_attempts::record::state as attempt_state;
 use crate::state::AppState;
 
 pub async fn show(
