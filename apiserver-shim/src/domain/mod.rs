@@ -17,4 +17,6 @@ pub mod resource_access;
 pub mod resource_input;
 pub mod runtime_logs;
 pub mod servers;
+pub mod spec_variables;
 pub mod time;
+pub mod variables;

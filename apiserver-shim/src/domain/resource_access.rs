@@ -167,3 +167,8 @@ pub(crate) async fn masker(
         stored.chain(secret_looking).collect::<Vec<_>>(),
     ))
 }
+
+pub fn resources_api(state: &AppState, resource: &Resource) -> Api<Resource> {
+    let namespace = resource.namespace().unwrap_or_default();
+    Api::namespaced(state.client.clone(), &namespace)
+}

@@ -175,7 +175,7 @@ fn environment_snapshot(deployment: &Deployment) -> EnvironmentSnapshot {
                     v.value.clone()
                 },
                 scope: ConfigScope::Deployment.as_str().into(),
-                exposure: crate::routes::resource_config::exposure_name(v.exposure).into(),
+                exposure: crate::domain::variables::exposure_name(v.exposure).into(),
                 is_secret: secret,
                 kind: if secret { "secret" } else { "plain-config" }.into(),
             }

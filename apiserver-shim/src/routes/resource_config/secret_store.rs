@@ -13,9 +13,9 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::PostParams;
 use kube::{Api, ResourceExt};
 
-use super::exposure_name;
 use crate::domain::objects::owned_secret;
 use crate::domain::time::timestamp;
+use crate::domain::variables::exposure_name;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 

@@ -10,11 +10,11 @@ use serde::Serialize;
 use super::super::Endpoint;
 use super::secret_store::{entries, fetch, now};
 use super::variables::{Change, VariableEntry, apply_changes};
-use super::{exposure_name, lookup, lookup_writable, parse_exposure, validate_key};
+use super::{lookup, lookup_writable};
 use crate::auth::Caller;
+use crate::domain::variables::{exposure_name, parse_exposure, validate_key};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::KeyBody;
-use crate::extract::{QueryParams, known_params};
+use crate::extract::{KeyBody, QueryParams, known_params};
 use crate::json::Json;
 use crate::state::AppState;
 

@@ -14,10 +14,11 @@ use serde::Serialize;
 
 use super::super::Endpoint;
 use super::import::{ParsedEntry, ParsedFile, parse};
-use super::spec_variables::save_variables;
-use super::{exposure_name, lookup_writable, parse_exposure, secret_store, validate_key};
+use super::{lookup_writable, secret_store};
 use crate::auth::{Caller, ScopeDimension};
+use crate::domain::spec_variables::save_variables;
 use crate::domain::time::timestamp;
+use crate::domain::variables::{exposure_name, parse_exposure, validate_key};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::KeyBody;
 use crate::json::Json;
