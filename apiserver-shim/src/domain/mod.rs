@@ -14,6 +14,7 @@ pub mod members;
 pub mod objects;
 pub mod projects;
 pub mod resource_access;
+pub mod resource_health;
 pub mod resource_input;
 pub mod runtime_logs;
 pub mod servers;

@@ -25,10 +25,10 @@ use super::record::summary;
 use super::{Attempt, find};
 use crate::auth::Caller;
 use crate::domain::deployments::attempt_state;
+use crate::domain::resource_health::{HealthQuery, assemble};
 use crate::error::ApiResult;
 use crate::json::Json;
 use crate::observation_store::store_call;
-use crate::routes::resource_health::{HealthQuery, assemble};
 use crate::state::AppState;
 
 /// What the verdict is drawn from.

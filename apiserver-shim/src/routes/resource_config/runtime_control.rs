@@ -6,6 +6,7 @@
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use berth_crds::health::{RuntimeControlBlock, runtime_control_block};
 use berth_crds::resource::Resource;
 use berth_crds::runtime_control::{
     DesiredRuntimeState, RuntimeControlAttempt, RuntimeControlSpec, RuntimeOperation, attempt_id,
@@ -15,7 +16,6 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
 use super::super::Endpoint;
-use super::super::resource_health::{RuntimeControlBlock, runtime_control_block};
 use super::profiles::for_write;
 use super::save;
 use crate::auth::Caller;
