@@ -1,8 +1,8 @@
 //! Field rules every route applies the same way: confirmations, required text, slugs.
 
-use berth_crds::limits::DNS_LABEL_MAX;
+use berth_crds::limits::{DNS_LABEL_MAX, OBJECT_NAME_MAX};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ApiResult};
 
 /// Checks a destructive call's `confirmation.<field>` repeats the target id.
 pub fn confirm(
@@ -61,6 +61,32 @@ pub fn slugify(name: &str) -> String {
     } else {
         slug
     }
+}
+
+/// `domainName` as a binding holds it (lowercase, no final dot), or a 400 naming the field.
+pub fn normalized_host_name(given: &str) -> ApiResult<String> {
+    let hostname = given.trim().trim_end_matches('.').to_ascii_lowercase();
+    if !is_host_name(&hostname) {
+        return Err(ApiError::validation(
+            "domainName",
+            "domainName must be a host name such as shop.example.com or *.example.com",
+        ));
+    }
+    Ok(hostname)
+}
+
+/// A lowercase DNS name, optionally a wildcard of one label.
+pub fn is_host_name(name: &str) -> bool {
+    let name = name.strip_prefix("*.").unwrap_or(name);
+    let label = |l: &str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && l.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    name.len() <= OBJECT_NAME_MAX && name.split('.').all(label)
 }
 
 #[cfg(test)]

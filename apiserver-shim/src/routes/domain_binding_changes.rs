@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 
 use super::Endpoint;
 use crate::auth::Caller;
-use crate::domain::fields::{bounded, confirm};
+use crate::domain::fields::{bounded, confirm, normalized_host_name};
 use crate::domain::resource_access::lookup_writable;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
@@ -206,32 +206,6 @@ fn refuse_unsupported(body: &CreateDomainBinding) -> ApiResult<()> {
         return unsupported("destinationId", "bindings route to the resource's server");
     }
     Ok(())
-}
-
-/// `domainName` as a binding holds it (lowercase, no final dot), or a 400 naming the field.
-pub fn normalized_host_name(given: &str) -> ApiResult<String> {
-    let hostname = given.trim().trim_end_matches('.').to_ascii_lowercase();
-    if !is_host_name(&hostname) {
-        return Err(ApiError::validation(
-            "domainName",
-            "domainName must be a host name such as shop.example.com or *.example.com",
-        ));
-    }
-    Ok(hostname)
-}
-
-/// A lowercase DNS name, optionally a wildcard of one label.
-fn is_host_name(name: &str) -> bool {
-    let name = name.strip_prefix("*.").unwrap_or(name);
-    let label = |l: &str| {
-        !l.is_empty()
-            && l.len() <= 63
-            && l.chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-            && !l.starts_with('-')
-            && !l.ends_with('-')
-    };
-    name.len() <= OBJECT_NAME_MAX && name.split('.').all(label)
 }
 
 /// The binding's object name: derived from the idempotency key when there is one, so a
@@ -434,6 +408,7 @@ async fn delete(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::fields::is_host_name;
 
     fn request(extra: serde_json::Value) -> CreateDomainBinding {
         let mut body = serde_json::json!({

@@ -15,8 +15,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::Endpoint;
-use super::domain_binding_changes::normalized_host_name;
 use crate::auth::Caller;
+use crate::domain::fields::normalized_host_name;
 use crate::domain::objects::find_in;
 use crate::domain::resource_access::lookup;
 use crate::error::{ApiError, ApiResult};

@@ -24,12 +24,10 @@ use serde::Serialize;
 
 use super::Endpoint;
 use crate::auth::{Caller, ScopeDimension};
-use crate::domain::environments;
 use crate::domain::fields::bounded;
 use crate::domain::objects::find_in;
-use crate::domain::projects;
-use crate::domain::servers;
 use crate::domain::time::utc_window;
+use crate::domain::{environments, projects, servers};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{QueryParams, known_params};
 use crate::json::Json;
@@ -467,7 +465,7 @@ fn store_unavailable(what: &str) -> SourceError {
 /// RetentionPolicy deletes them after (the one mechanism that prunes them).
 fn samples_retention(state: &AppState, namespace: &str, now: Timestamp) -> Retention {
     let category = RetentionCategory::RuntimeMonitoringSamples;
-    let days = super::retention::deleted_after_days(state, namespace, category);
+    let days = crate::domain::retention::deleted_after_days(state, namespace, category);
     retention(days, now)
 }
 

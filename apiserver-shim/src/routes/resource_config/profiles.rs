@@ -119,7 +119,7 @@ async fn attach(
 ) -> ApiResult<Json<IdResponse>> {
     let resource = for_write(&state, &caller, &id)?;
     body.validate()?;
-    crate::routes::storage_volumes::attachable(
+    crate::domain::storage_volumes::attachable(
         &state,
         &caller,
         &resource,

@@ -168,7 +168,7 @@ fn storage_attachments(state: &AppState, resource: &Resource) -> Vec<StorageAtta
                 storage_volume_kind: volume.map(|v| v.spec.kind.as_str().to_string()),
                 destination_path: a.destination_path.clone(),
                 mount_mode: "read-write".into(),
-                attached_at: crate::routes::storage_volumes::attached_at(resource, a),
+                attached_at: crate::domain::storage_volumes::attached_at(resource, a),
             }
         })
         .collect()
