@@ -23,10 +23,10 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::Endpoint;
-use super::monitoring::{ScopeIds, check_scope_ids, with_scope_params};
 use crate::auth::Caller;
 use crate::cache::wait_deleted;
 use crate::domain::fields::bounded;
+use crate::domain::monitoring_scope::{ScopeIds, check_scope_ids, with_scope_params};
 use crate::domain::objects::find_in;
 use crate::domain::time::{timestamp, utc_range};
 use crate::error::{ApiError, ApiResult};

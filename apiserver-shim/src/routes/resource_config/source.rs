@@ -11,12 +11,12 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::super::Endpoint;
-use super::super::webhooks::decide::GIT_PUSH;
 use super::profiles::for_write;
 use super::{lookup, save, save_object, webhook_secret};
 use crate::auth::Caller;
 use crate::domain::fields::bounded;
 use crate::domain::resource_input::source_descriptor;
+use crate::domain::webhooks::GIT_PUSH;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams, known_params};
 use crate::json::Json;
