@@ -13,8 +13,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{ObjectMeta, PostParams};
 use kube::{Api, ResourceExt};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::Endpoint;
 use crate::auth::{Caller, password};
@@ -33,7 +31,8 @@ use crate::token::{self, new_id};
 use crate::write::apply;
 
 pub use berth_api::bootstrap::{
-    FirstAdminRequest, LoginMethod, LoginRequest, LoginResult, LogoutRequest, LogoutResult,
+    BootstrapStatus, FirstAdminRequest, FirstAdminResult, LoginMethod, LoginRequest, LoginResult,
+    LogoutRequest, LogoutResult,
 };
 
 pub fn endpoints() -> Vec<Endpoint> {
@@ -66,44 +65,6 @@ pub fn endpoints() -> Vec<Endpoint> {
 
 /// ConfigMap whose creation makes the first-admin call happen at most once, even under races.
 const BOOTSTRAP_LOCK: &str = "berth-bootstrap";
-
-/// The Bootstrap auth status record of spec §2.2.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct BootstrapStatus {
-    pub bootstrap_required: bool,
-    pub first_admin_configured: bool,
-    pub organization_configured: bool,
-    pub login_methods: Vec<LoginMethod>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub first_admin_email: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub login_url: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub organization_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub organization_slug: Option<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub next_steps: Vec<String>,
-}
-
-/// The First-admin result record of spec §2.2.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct FirstAdminResult {
-    pub bootstrap_required: bool,
-    pub created: bool,
-    pub email: String,
-    pub login_methods: Vec<LoginMethod>,
-    pub organization_id: String,
-    pub organization_slug: String,
-    pub user_id: String,
-    /// Returned once, only when the password was generated.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub generated_password: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub login_url: Option<String>,
-}
 
 fn login_url(state: &AppState) -> String {
     format!(

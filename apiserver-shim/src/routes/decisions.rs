@@ -1,9 +1,6 @@
 //! Spec §4.1 decisions: capability and entitlement queries (self-hosted Berth allows and
 //! entitles everything). The checks of decision and usage records are `domain::decision_records`.
 
-use schemars::JsonSchema;
-use serde::Serialize;
-
 use super::Endpoint;
 use crate::auth::Caller;
 use crate::error::ApiResult;
@@ -11,8 +8,9 @@ use crate::extract::JsonBody;
 use crate::json::Json;
 
 pub use berth_api::decisions::{
-    ActorInput, CapabilityKeyQuery, CapabilityQuery, ContextInput, EntitlementQuery, MAX_KEY,
-    MAX_QUERIES, OperationKeyQuery,
+    ActorInput, CapabilityAnswer, CapabilityDecision, CapabilityKeyQuery, CapabilityQuery,
+    ContextInput, Entitlement, EntitlementAnswer, EntitlementQuery, MAX_KEY, MAX_QUERIES,
+    OperationKeyQuery,
 };
 
 pub fn endpoints() -> Vec<Endpoint> {
@@ -35,44 +33,6 @@ pub const SOURCE: &str = "self-hosted";
 const SELF_HOSTED_REASON: &str = "self-hosted Berth has no plan limits";
 /// What a person may do about a decision: nothing, here.
 const SELF_HOSTED_HINT: &str = "no plan or quota applies: every operation a role allows is allowed";
-
-/// The Capability decision record of spec §2.2.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CapabilityDecision {
-    pub operation_key: String,
-    pub allowed: bool,
-    /// `unrestricted` on self-hosted Berth.
-    pub mode: String,
-    pub hint: String,
-    pub reason: String,
-}
-
-#[derive(Serialize, JsonSchema)]
-pub struct CapabilityAnswer {
-    pub capabilities: Vec<CapabilityDecision>,
-}
-
-/// The Entitlement record of spec §2.2.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Entitlement {
-    pub capability_key: String,
-    pub entitled: bool,
-    /// `entitled`.
-    pub status: String,
-    /// `unrestricted`: nothing limits the capability.
-    pub mode: String,
-    pub hint: String,
-    pub reason: String,
-    /// `self-hosted`.
-    pub source: String,
-}
-
-#[derive(Serialize, JsonSchema)]
-pub struct EntitlementAnswer {
-    pub entitlements: Vec<Entitlement>,
-}
 
 async fn capabilities(
     _caller: Caller,

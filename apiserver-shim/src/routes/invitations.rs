@@ -4,14 +4,11 @@
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
-use berth_api::members::MemberRecord;
 use berth_crds::invitation::{Invitation, InvitationSpec, InvitationState};
 use berth_crds::member::{MemberSpec, OrganizationRole};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::{Api, ResourceExt};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::Endpoint;
 use crate::auth::{Caller, role_name};
@@ -27,7 +24,10 @@ use crate::state::AppState;
 use crate::token::new_id;
 use crate::write::apply;
 
-pub use berth_api::invitations::{AcceptInvitation, CreateInvitation, RevokeInvitation};
+pub use berth_api::invitations::{
+    AcceptInvitation, AcceptedInvitation, CreateInvitation, InvitationList, InvitationRecord,
+    Inviter, RevokeInvitation,
+};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -58,48 +58,6 @@ pub fn endpoints() -> Vec<Endpoint> {
 pub const VALIDITY: SignedDuration = SignedDuration::from_hours(7 * 24);
 /// The values of the `status` filter (spec §2.2).
 const STATUSES: &[&str] = &["accepted", "expired", "pending", "revoked"];
-
-/// Who sent an invitation.
-#[derive(Serialize, JsonSchema, Clone)]
-#[serde(rename_all = "camelCase")]
-pub struct Inviter {
-    pub user_id: String,
-    pub display_name: Option<String>,
-    pub email: Option<String>,
-}
-
-/// The Invitation record of spec §2.2.
-#[derive(Serialize, JsonSchema, Clone)]
-#[serde(rename_all = "camelCase")]
-pub struct InvitationRecord {
-    pub invitation_id: String,
-    pub organization_id: String,
-    pub email: String,
-    /// Role granted on acceptance.
-    pub role: String,
-    /// `accepted`, `expired`, `pending` or `revoked`.
-    pub status: String,
-    pub created_at: String,
-    pub expires_at: String,
-    pub inviter: Inviter,
-}
-
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct InvitationList {
-    pub items: Vec<InvitationRecord>,
-    /// Pass as `cursor` to get the next page; absent on the last page.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-}
-
-/// The accepted invitation and the membership it created or reactivated.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AcceptedInvitation {
-    pub invitation: InvitationRecord,
-    pub member: MemberRecord,
-}
 
 /// The invitation's state now, in berth-controller's order: revocation (spec), acceptance
 /// (`acceptedAt`, which only the shim writes), then expiry, computed from `expiresAt`.

@@ -6,8 +6,6 @@ use std::sync::Arc;
 use axum::extract::{Path, State};
 use berth_crds::member::{Member, OrganizationRole};
 use kube::ResourceExt;
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::Endpoint;
 use crate::auth::{Caller, CallerOrganization};
@@ -21,7 +19,8 @@ use crate::json::Json;
 use crate::state::AppState;
 
 pub use berth_api::members::{
-    ChangeRole, MemberList, MemberRecord, ReactivateMember, RemoveMember, TransferOwnership,
+    ChangeRole, MemberList, MemberRecord, ReactivateMember, RemoveMember, RemovedMember,
+    TransferOwnership, TransferredOwnership,
 };
 
 pub fn endpoints() -> Vec<Endpoint> {
@@ -52,22 +51,6 @@ pub fn endpoints() -> Vec<Endpoint> {
             transfer,
         ),
     ]
-}
-
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RemovedMember {
-    pub member_id: String,
-    pub organization_id: String,
-    pub removed_at: String,
-}
-
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct TransferredOwnership {
-    pub from_member: MemberRecord,
-    pub to_member: MemberRecord,
-    pub transferred_at: String,
 }
 
 /// Only an owner may hand out or take away the owner role.

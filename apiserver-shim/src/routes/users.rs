@@ -5,8 +5,6 @@ use axum::extract::State;
 use berth_crds::member::OrganizationRole;
 use berth_crds::user::{User, UserSpec};
 use kube::{Api, ResourceExt};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::Endpoint;
 use crate::auth::{Caller, password};
@@ -21,7 +19,7 @@ use crate::state::AppState;
 use crate::token::new_id;
 use crate::write::apply;
 
-pub use berth_api::users::CreateUser;
+pub use berth_api::users::{CreateUser, CreatedUser};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![Endpoint::post::<CreateUser, CreatedUser, _, _>(
@@ -33,16 +31,6 @@ pub fn endpoints() -> Vec<Endpoint> {
 
 /// Longest password accepted (Argon2 takes any length; this bounds the work per request).
 pub const MAX_PASSWORD_LENGTH: usize = 256;
-
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CreatedUser {
-    pub user_id: String,
-    pub email: String,
-    /// Returned once, only when the password was generated.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub generated_password: Option<String>,
-}
 
 fn check_password(password: &str) -> ApiResult<()> {
     let length = password.chars().count();
