@@ -1,6 +1,7 @@
 //! The shim's domain layer, under the routes: scoped lookups with their authorization
 //! decisions, the operations several endpoints share, and the rules they apply. A route parses
-//! its request, calls one operation here and answers; routes never import each other.
+//! its request, calls the domain and answers; routes never import each other, so what two
+//! areas share lives here (what one area alone uses may stay in its route).
 
 pub mod accounts;
 pub mod containers;
