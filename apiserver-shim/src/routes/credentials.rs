@@ -34,7 +34,10 @@ use crate::state::AppState;
 use crate::token::new_id;
 use crate::write::{apply, merge_status};
 
-pub use berth_api::credentials::{CreateCredential, DeleteCredential, RotateCredential};
+pub use berth_api::credentials::{
+    CreateCredential, CredentialList, CredentialRecord, DeleteCredential, RotateCredential,
+    RotatedCredentialRecord,
+};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -73,35 +76,6 @@ pub const SECRET_KEY: &str = "ssh-privatekey";
 pub const CREDENTIAL_LABEL: &str = "berth.dev/ssh-credential";
 const KIND: &str = "ssh-private-key";
 
-/// The SSH credential record of spec §2.2; never the private key.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CredentialRecord {
-    pub id: String,
-    pub name: String,
-    /// Always `ssh-private-key`.
-    pub kind: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub username: Option<String>,
-    pub public_key_configured: bool,
-    pub private_key_configured: bool,
-    pub created_at: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rotated_at: Option<String>,
-    /// The OpenSSH public key line, for a server's `authorized_keys` (not secret).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub public_key: Option<String>,
-    /// SHA-256 fingerprint of the key (`SHA256:…`), as `ssh-keygen -l` prints it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fingerprint: Option<String>,
-}
-
-/// `{ items }` of `GET /credentials/ssh`.
-#[derive(Serialize, JsonSchema)]
-pub struct CredentialList {
-    pub items: Vec<CredentialRecord>,
-}
-
 /// `GET /credentials/ssh/{credentialId}`.
 #[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -113,18 +87,6 @@ pub struct CredentialShow {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<SshCredentialUsage>,
     pub generated_at: String,
-}
-
-/// The credential part of a rotation result.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RotatedCredentialRecord {
-    pub id: String,
-    pub kind: String,
-    pub username_configured: bool,
-    pub public_key_configured: bool,
-    pub private_key_configured: bool,
-    pub rotated_at: String,
 }
 
 /// `POST /credentials/ssh/{credentialId}/rotate`.
