@@ -242,7 +242,7 @@ bench_deploy() {
   source "$HACK_DIR/lib/berth.sh"
   if [[ -n "${BERTH_BENCH_REPORT:-}" ]]; then
     profile=debug
-    goals=(--goal 1000 --goal-p99 1000)
+    goals=(--report)
     (cd "$HACK_DIR/.." && cargo build --quiet --features berth-tests/bench -p berth-tests --bin berth-bench-deploy)
   else
     log "building berth-controller and berth-bench-deploy (release)"

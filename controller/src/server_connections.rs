@@ -5,44 +5,15 @@
 use std::sync::Arc;
 
 use berth_crds::server::Server;
-use berth_remote::key_from_secret;
-use berth_remote::{ClientKey, CommandOutput, Endpoint, ServerConnection, ServerId};
+use berth_remote::{ClientKey, CommandOutput, ServerAddress, ServerConnection};
 use kube::ResourceExt;
 
 use crate::cache::Caches;
 use crate::context::Context;
 use crate::error::{Error, Result};
 
-/// The server's identity in the connection pool.
-pub fn server_id(server: &Server) -> ServerId {
-    ServerId {
-        namespace: server.namespace().unwrap_or_default(),
-        name: server.name_any(),
-    }
-}
-
-pub fn endpoint(server: &Server) -> Endpoint {
-    Endpoint {
-        host: server.spec.host.clone(),
-        port: u16::try_from(server.spec.port).unwrap_or(22),
-        username: server.spec.username.clone(),
-    }
-}
-
-/// The host key fingerprint a connection must present: the spec's pin, else the one recorded on
-/// first contact.
-pub fn pinned_host_key(server: &Server) -> Option<String> {
-    server
-        .spec
-        .expected_host_key_fingerprint
-        .clone()
-        .or_else(|| {
-            server
-                .status
-                .as_ref()
-                .and_then(|s| s.host_key_fingerprint.clone())
-        })
-}
+// How a Server is dialled is berth-remote's, shared with the shim.
+pub use berth_remote::{endpoint, pinned_host_key, server_id};
 
 /// The private key of the server's credential from the caches, or why there is none (which the
 /// Server's status reports as its credential not being ready).
@@ -61,9 +32,9 @@ pub fn credential_key_named(
     let Some(credential) = Caches::get(&caches.credentials, namespace, name) else {
         return Err(format!("SshCredential {name} does not exist"));
     };
-    let reference = &credential.spec.private_key_secret_ref;
-    let secret = Caches::get(&caches.secrets, namespace, &reference.name);
-    key_from_secret(secret.as_deref(), &reference.name, &reference.key)
+    let secret_name = &credential.spec.private_key_secret_ref.name;
+    let secret = Caches::get(&caches.secrets, namespace, secret_name);
+    berth_remote::credential_key(&credential, secret.as_deref())
         .map_err(|problem| format!("SshCredential {name}: {}", problem.message()))
 }
 
@@ -75,21 +46,17 @@ pub async fn server_connection(
 ) -> Result<(Arc<Server>, Arc<ServerConnection>)> {
     let server = Caches::get(&context.caches.servers, namespace, name)
         .ok_or_else(|| Error::InvalidSpec(format!("Server {name} does not exist")))?;
-    let id = server_id(&server);
+    let address = ServerAddress::of(&server);
     let key = match credential_key(context, &server) {
         Ok(key) => key,
         // The credential may go first when a whole namespace is deleted; a live connection
         // still serves cleanup.
-        Err(message) => match context.servers.current(&id).await {
+        Err(message) => match context.servers.current(&address.id).await {
             Some(connection) => return Ok((server, connection)),
             None => return Err(Error::InvalidSpec(message)),
         },
     };
-    let pinned = pinned_host_key(&server);
-    let connection = context
-        .servers
-        .connect(&id, &endpoint(&server), &key, pinned.as_deref())
-        .await?;
+    let connection = context.servers.connect_to(&address, &key).await?;
     Ok((server, connection))
 }
 
@@ -104,16 +71,9 @@ pub async fn server_exec(
     let server = Caches::get(&context.caches.servers, namespace, name)
         .ok_or_else(|| Error::InvalidSpec(format!("Server {name} does not exist")))?;
     let key = credential_key(context, &server).map_err(Error::InvalidSpec)?;
-    let pinned = pinned_host_key(&server);
     let output = context
         .servers
-        .exec(
-            &server_id(&server),
-            &endpoint(&server),
-            &key,
-            pinned.as_deref(),
-            command,
-        )
+        .exec_on(&ServerAddress::of(&server), &key, command)
         .await?;
     Ok(output)
 }

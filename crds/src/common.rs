@@ -166,14 +166,6 @@ pub(crate) fn optional_arbitrary_object(_: &mut SchemaGenerator) -> Schema {
     })
 }
 
-/// Schema of a list of arbitrary JSON objects the API server keeps as they are.
-pub(crate) fn arbitrary_object_list(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({
-        "type": "array",
-        "items": { "type": "object", "x-kubernetes-preserve-unknown-fields": true },
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use kube::CustomResourceExt;

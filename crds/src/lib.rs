@@ -164,6 +164,7 @@ pub fn generated_manifests() -> Vec<(String, String)> {
 fn normalize_schema(crd: CustomResourceDefinition) -> CustomResourceDefinition {
     let mut value = serde_json::to_value(&crd).expect("a CRD always serializes");
     strip_null_enum_values(&mut value);
+    keep_scalar_unions_as_they_are(&mut value);
     variable::allow_empty_values(&mut value);
     serde_json::from_value(value).expect("normalizing keeps a valid CRD")
 }
@@ -181,6 +182,30 @@ fn strip_null_enum_values(value: &mut serde_json::Value) {
             map.values_mut().for_each(strip_null_enum_values);
         }
         serde_json::Value::Array(items) => items.iter_mut().for_each(strip_null_enum_values),
+        _ => {}
+    }
+}
+
+/// An untagged enum of scalars (a migration receipt's `output` values: text, number or flag)
+/// is an `anyOf` whose branches kube stripped of their types, which is no structural schema.
+/// The API server cannot check a union of types, so such a value is kept as it is and serde
+/// checks it on reading.
+fn keep_scalar_unions_as_they_are(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            let untyped_union = map
+                .get("anyOf")
+                .and_then(|a| a.as_array())
+                .is_some_and(|branches| branches.iter().all(|branch| branch.get("type").is_none()));
+            if untyped_union && map.get("type").is_none() {
+                map.remove("anyOf");
+                map.insert("x-kubernetes-preserve-unknown-fields".into(), true.into());
+            }
+            map.values_mut().for_each(keep_scalar_unions_as_they_are);
+        }
+        serde_json::Value::Array(items) => {
+            items.iter_mut().for_each(keep_scalar_unions_as_they_are)
+        }
         _ => {}
     }
 }

@@ -1,6 +1,7 @@
 //! Migration: a platform-migration task (spec §4.9): the plan (protocol `platform-migration/v1`),
 //! its digest, the confirmations and the receipts. Plans and receipts never hold secret values.
 
+use berth_vocabulary::migrations::{Receipt, StepFailure, VerificationResult};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -70,16 +71,13 @@ pub struct MigrationStatus {
     pub phase: Option<String>,
     /// Receipts of completed steps, a prefix of the plan; each holds no secret values.
     #[serde(default)]
-    #[schemars(schema_with = "crate::common::arbitrary_object_list")]
-    pub receipts: Vec<JsonMap>,
+    pub receipts: Vec<Receipt>,
     /// Bounded, allow-listed summary of the last verify.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "crate::common::optional_arbitrary_object")]
-    pub verify_result: Option<JsonMap>,
+    pub verify_result: Option<VerificationResult>,
     /// Why the last apply or cleanup stopped (step, code, message; never a secret value).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "crate::common::optional_arbitrary_object")]
-    pub failure: Option<JsonMap>,
+    pub failure: Option<StepFailure>,
     /// Steps whose objects cleanup has removed, newest first; a second cleanup skips them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cleaned_step_ids: Vec<String>,
@@ -89,4 +87,62 @@ pub struct MigrationStatus {
     /// Current conditions; `Ready` once the last requested step completed.
     #[serde(default)]
     pub conditions: Vec<Condition>,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn status_schema() -> Value {
+        let crd = crate::all_crds()
+            .into_iter()
+            .find(|crd| crd.spec.names.kind == "Migration")
+            .expect("the Migration CRD");
+        let schema = serde_json::to_value(&crd.spec.versions[0].schema).unwrap();
+        schema["openAPIV3Schema"]["properties"]["status"].clone()
+    }
+
+    /// `kubectl explain migration.status.receipts` shows a receipt's fields; an output value
+    /// (text, number or flag) is kept as it is, since a structural schema has no union.
+    #[test]
+    fn receipts_failure_and_verify_result_are_typed() {
+        let status = status_schema();
+        let receipt = &status["properties"]["receipts"]["items"];
+        assert_eq!(receipt["properties"]["stepId"]["type"], "string");
+        let output = &receipt["properties"]["output"]["additionalProperties"];
+        assert_eq!(output["x-kubernetes-preserve-unknown-fields"], true);
+        assert!(output.get("anyOf").is_none());
+        assert_eq!(
+            status["properties"]["failure"]["properties"]["retriable"]["type"],
+            "boolean"
+        );
+        let evidence = &status["properties"]["verifyResult"]["properties"]["evidence"];
+        assert_eq!(
+            evidence["items"]["properties"]["queryName"]["type"],
+            "string"
+        );
+    }
+
+    /// What the shim stored as untyped maps reads back as the typed records, unchanged.
+    #[test]
+    fn stored_status_reads_and_writes_the_same_json() {
+        let stored = json!({
+            "phase": "failed",
+            "receipts": [{
+                "stepId": "project:create", "operationKey": "projects.create",
+                "state": "completed", "output": {"projectId": "prj-a", "count": 2, "fresh": true},
+                "ownership": "created",
+            }],
+            "failure": {
+                "stepId": "resource:web", "operationKey": "resources.create",
+                "code": "validation_error", "category": "user", "message": "bad port",
+                "retriable": false,
+            },
+            "conditions": [],
+        });
+        let status: MigrationStatus = serde_json::from_value(stored.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&status).unwrap(), stored);
+    }
 }

@@ -69,6 +69,10 @@ struct Options {
     /// Exit non-zero when the ratio of the p99s is above this.
     #[arg(long, default_value_t = 1.3)]
     goal_p99: f64,
+    /// Print the figures beside the goals without judging them (hack/test.sh's report line:
+    /// a debug controller on a busy CI machine).
+    #[arg(long)]
+    report: bool,
 }
 
 #[tokio::main]
@@ -100,10 +104,18 @@ async fn main() -> anyhow::Result<()> {
     println!(
         "floor raw Docker API via tunnel → first 200: p50 {floor_p50} ms, p99 {floor_p99} ms (all: {floor_ms:?})"
     );
-    println!("ratio p50: {ratio:.2}x (goal <= {}x)", options.goal);
-    println!("ratio p99: {ratio_p99:.2}x (goal <= {}x)", options.goal_p99);
+    let judged = if options.report {
+        "report only; the release bench's goal"
+    } else {
+        "goal"
+    };
+    println!("ratio p50: {ratio:.2}x ({judged} <= {}x)", options.goal);
+    println!(
+        "ratio p99: {ratio_p99:.2}x ({judged} <= {}x)",
+        options.goal_p99
+    );
     deploy_steps::print(&steps);
-    if ratio > options.goal || ratio_p99 > options.goal_p99 {
+    if !options.report && ratio > options.goal || ratio_p99 > options.goal_p99 {
         bail!(
             "Berth is {ratio:.2}x (p50) and {ratio_p99:.2}x (p99) the floor; goals {}x and {}x",
             options.goal,

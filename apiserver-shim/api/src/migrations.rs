@@ -10,21 +10,17 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The protocol every plan and answer names.
-pub const PROTOCOL: &str = "platform-migration/v1";
+// The plan, receipts, failures and verify result are shared with the Migration CRD, which
+// stores them: defined in `berth-vocabulary`.
+pub use berth_vocabulary::migrations::{
+    Blocker, Evidence, MigrationPlan, PROTOCOL, PlanState, Receipt, Scalar, Step, StepCleanup,
+    StepFailure, VariableReport, VerificationResult,
+};
+
 /// `apiVersion` of a neutral bundle.
 pub const BUNDLE_API_VERSION: &str = "appaloft.io/migration/v1";
 /// `kind` of a neutral bundle.
 pub const BUNDLE_KIND: &str = "MigrationBundle";
-
-/// A scalar of a receipt's `output` or an evidence `summary`.
-#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
-#[serde(untagged)]
-pub enum Scalar {
-    Text(String),
-    Number(i64),
-    Flag(bool),
-}
 
 // ---------------------------------------------------------------------------------------------
 // The neutral bundle (Appaloft's `MigrationBundle`).
@@ -317,105 +313,6 @@ fn default_tls_policy() -> String {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The plan.
-
-/// What stops a plan from being applied.
-#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-#[serde(deny_unknown_fields)]
-pub struct Blocker {
-    pub code: String,
-    pub path: String,
-    pub message: String,
-}
-
-/// Undoing a step, for cleanup.
-#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct StepCleanup {
-    pub operation_key: String,
-    /// Always `created-by-receipt`: only what a receipt says was created is undone.
-    pub ownership: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<BTreeMap<String, Value>>")]
-    pub input: Option<serde_json::Map<String, Value>>,
-}
-
-/// One ordinary operation of the plan. `input` may hold `{"$ref":
-/// "steps.<id>.output.<name>"}` and `{"$secretRef": "<ref>"}` placeholders.
-#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Step {
-    pub id: String,
-    pub operation_key: String,
-    pub depends_on: Vec<String>,
-    #[schemars(with = "BTreeMap<String, Value>")]
-    pub input: serde_json::Map<String, Value>,
-    /// Output name → the field of the operation's result it is read from.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub produces: Option<BTreeMap<String, String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cleanup: Option<StepCleanup>,
-}
-
-/// `ready` or `blocked` (blocked ⇔ blockers non-empty).
-#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub enum PlanState {
-    Ready,
-    Blocked,
-}
-
-/// The answer of `plan`, sent back unchanged to apply, status, verify and cleanup.
-#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct MigrationPlan {
-    /// `platform-migration/v1`.
-    pub protocol: String,
-    pub state: PlanState,
-    pub bundle_digest: String,
-    /// `sha256:<hex>` over the other six fields (RFC 8785, keys sorted).
-    pub plan_digest: String,
-    pub steps: Vec<Step>,
-    pub blockers: Vec<Blocker>,
-    pub warnings: Vec<String>,
-    /// Berth's addition: every variable of the bundle and how it is migrated.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub variable_report: Vec<VariableReport>,
-    /// Berth's addition: `hmac-sha256:<hex>` of `planDigest` under the shim's key, so a plan
-    /// edited by a client (even with its digest recomputed) is refused at apply. Not part of
-    /// the digest.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attestation: Option<String>,
-}
-
-/// How one variable of the source is migrated (never its value).
-#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct VariableReport {
-    pub key: String,
-    /// The resource ref, or absent for the environment.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resource_ref: Option<String>,
-    /// `value` | `secret-ref` | `dependency-binding` | `not-migrated`.
-    pub migrated_as: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-}
-
-/// A completed step.
-#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Receipt {
-    pub step_id: String,
-    pub operation_key: String,
-    /// Always `completed`.
-    pub state: String,
-    pub output: BTreeMap<String, Scalar>,
-    /// `created` or `reused` (an object that existed before; cleanup never touches it).
-    pub ownership: String,
-}
-
-// ---------------------------------------------------------------------------------------------
 // Requests.
 
 /// `POST /migrations/plan`: a neutral bundle, or (Berth) the vendor files to translate.
@@ -481,18 +378,6 @@ pub struct CleanupRequest {
 // ---------------------------------------------------------------------------------------------
 // Answers.
 
-/// Why a step failed during apply or cleanup (a 200 answer, not an HTTP error).
-#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct StepFailure {
-    pub step_id: String,
-    pub operation_key: String,
-    pub code: String,
-    pub category: String,
-    pub message: String,
-    pub retriable: bool,
-}
-
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Default)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Resume {
@@ -515,22 +400,6 @@ pub struct ApplyResult {
     pub migration_name: String,
 }
 
-/// What one read-back query found.
-#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Evidence {
-    pub step_id: String,
-    pub operation_key: String,
-    pub query_name: String,
-    /// `available` | `absent` | `unavailable`.
-    pub state: String,
-    /// `passed` | `attention` | `observed` | `unavailable`.
-    pub evaluation: String,
-    pub summary: BTreeMap<String, Scalar>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error_code: Option<String>,
-}
-
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StatusResult {
@@ -540,16 +409,6 @@ pub struct StatusResult {
     pub state: String,
     pub completed_step_ids: Vec<String>,
     pub pending_step_ids: Vec<String>,
-    pub evidence: Vec<Evidence>,
-}
-
-#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct VerificationResult {
-    pub protocol: String,
-    pub plan_digest: String,
-    /// `passed` | `attention` | `incomplete`.
-    pub state: String,
     pub evidence: Vec<Evidence>,
 }
 

@@ -9,38 +9,32 @@ use std::time::Duration;
 use berth_crds::server::Server;
 use berth_crds::ssh_credential::SshCredential;
 use berth_remote::{
-    Endpoint as SshEndpoint, PoolSettings, RemoteError, ServerConnection, ServerConnectionPool,
-    ServerId, load_key,
+    PoolSettings, RemoteError, ServerAddress, ServerConnection, ServerConnectionPool, ServerId,
+    load_key,
 };
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Client, ResourceExt};
 
 use crate::error::{ApiError, ApiResult};
 
+// How a Server is dialled is berth-remote's, shared with the controller.
+pub use berth_remote::server_id;
+
 /// An SSH connection nothing uses is closed after this long.
 pub const IDLE_CONNECTION: Duration = Duration::from_secs(90);
 
-/// The pinned host key a connection must see.
-fn pinned(server: &Server) -> ApiResult<String> {
-    server
-        .spec
-        .expected_host_key_fingerprint
-        .clone()
-        .or_else(|| server.status.as_ref()?.host_key_fingerprint.clone())
-        .ok_or_else(|| {
-            ApiError::conflict(format!(
-                "server {} has not been reached yet, so its host key is not pinned; wait until \
-                 it is reachable",
-                server.name_any()
-            ))
-        })
-}
-
-pub fn server_id(server: &Server) -> ServerId {
-    ServerId {
-        namespace: server.namespace().unwrap_or_default(),
-        name: server.name_any(),
+/// The server's address, refused when its host key is not pinned yet: first contact is the
+/// controller's, never the shim's.
+fn pinned_address(server: &Server) -> ApiResult<ServerAddress> {
+    let address = ServerAddress::of(server);
+    if address.pinned_host_key.is_none() {
+        return Err(ApiError::conflict(format!(
+            "server {} has not been reached yet, so its host key is not pinned; wait until it \
+             is reachable",
+            server.name_any()
+        )));
     }
+    Ok(address)
 }
 
 /// A remote failure as the REST API reports it (`cannot <action>: …`); messages name hosts and
@@ -84,12 +78,7 @@ pub async fn connect(
                 problem.message()
             ))
         })?;
-    let endpoint = SshEndpoint {
-        host: server.spec.host.clone(),
-        port: u16::try_from(server.spec.port).unwrap_or(22),
-        username: server.spec.username.clone(),
-    };
-    pool.connect(&server_id(server), &endpoint, &key, Some(&pinned(server)?))
+    pool.connect_to(&pinned_address(server)?, &key)
         .await
         .map_err(|error| remote_error(action, error))
 }

@@ -54,11 +54,16 @@ pub async fn load_key(
     let secret = Api::<Secret>::namespaced(client.clone(), namespace)
         .get_opt(&reference.name)
         .await?;
-    Ok(key_from_secret(
-        secret.as_ref(),
-        &reference.name,
-        &reference.key,
-    ))
+    Ok(credential_key(credential, secret.as_ref()))
+}
+
+/// The private key `credential` references, read from `secret` (its key Secret, if found).
+pub fn credential_key(
+    credential: &SshCredential,
+    secret: Option<&Secret>,
+) -> Result<ClientKey, KeyProblem> {
+    let reference = &credential.spec.private_key_secret_ref;
+    key_from_secret(secret, &reference.name, &reference.key)
 }
 
 /// The key in `secret` under `key`, or what is wrong with it.

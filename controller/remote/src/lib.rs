@@ -14,6 +14,7 @@ pub mod error;
 pub mod facts;
 pub mod host_key;
 pub mod pool;
+pub mod server_address;
 
 use std::sync::LazyLock;
 
@@ -43,7 +44,8 @@ pub(crate) fn count_channel(kind: &'static str) {
 
 pub use client_key::{ClientKey, ClientKeyError};
 pub use connection::{CommandOutput, Endpoint, ServerConnection, Timeouts};
-pub use credential_key::{KeyProblem, key_from_secret, load_key};
+pub use credential_key::{KeyProblem, credential_key, key_from_secret, load_key};
 pub use edge_proxy::{EdgeProxy, EdgeProxyNames, EdgeProxySettings, ProxyChange, edge_config};
 pub use error::RemoteError;
 pub use pool::{PoolSettings, ServerConnectionPool, ServerId, SessionLease};
+pub use server_address::{ServerAddress, endpoint, pinned_host_key, server_id};

@@ -20,7 +20,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
-use super::{CONFLICT_RECHECK, RESYNC_AFTER, drain, error_policy};
+use super::policy::{CONFLICT_RECHECK, RESYNC_AFTER, drain, error_policy};
 use crate::cache::Feed;
 use crate::cache::Subscription;
 use crate::context::Context;

@@ -33,7 +33,7 @@ use decide::{Decision, Stamp, Stored};
 pub use facts::CertificateFacts;
 use schedule::{Step, next_step};
 
-use super::{drain, error_policy};
+use super::policy::{drain, error_policy};
 use crate::cache::{Caches, Subscription};
 use crate::context::Context;
 use crate::error::{Error, Result};

@@ -13,8 +13,9 @@ use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource, ResourceExt};
 
+use super::archive;
+use super::policy::{RESYNC_AFTER, drain, error_policy};
 use super::project::publish_lifecycle_change;
-use super::{RESYNC_AFTER, archive, drain, error_policy};
 use crate::cache::Subscription;
 use crate::conditions::Stamp;
 use crate::context::Context;

@@ -17,7 +17,7 @@ use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource, ResourceExt};
 
-use super::{RESYNC_AFTER, drain, error_policy};
+use super::policy::{RESYNC_AFTER, drain, error_policy};
 use crate::cache::Subscription;
 use crate::conditions::Stamp;
 use crate::context::{Context, FIELD_MANAGER};

@@ -11,7 +11,8 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::{Api, Resource, ResourceExt};
 
-use super::{RESYNC_AFTER, archive, drain, error_policy};
+use super::archive;
+use super::policy::{RESYNC_AFTER, drain, error_policy};
 use crate::cache::Subscription;
 use crate::conditions::Stamp;
 use crate::context::Context;

@@ -24,7 +24,7 @@ use kube::runtime::events::EventType;
 use kube::runtime::reflector::Store;
 use kube::{Api, Resource, ResourceExt};
 
-use super::{drain, error_policy};
+use super::policy::{drain, error_policy};
 use crate::cache::Subscription;
 use crate::context::Context;
 use crate::error::{Error, Result};

@@ -25,7 +25,7 @@ use kube::{Api, Resource, ResourceExt};
 use self::observe::observe;
 use self::status::desired;
 use super::fresh::with_current_finalizers;
-use super::{drain, error_policy};
+use super::policy::{drain, error_policy};
 use crate::cache::Subscription;
 use crate::context::Context;
 use crate::error::{Error, Result};

@@ -18,7 +18,7 @@ use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource, ResourceExt};
 
 use super::fresh::with_current_finalizers;
-use super::{CONFLICT_RECHECK, RESYNC_AFTER, drain, error_policy};
+use super::policy::{CONFLICT_RECHECK, RESYNC_AFTER, drain, error_policy};
 use crate::cache::Subscription;
 use crate::conditions::Stamp;
 use crate::context::Context;

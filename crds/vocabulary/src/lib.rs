@@ -20,6 +20,7 @@ pub mod deployments;
 pub mod environments;
 pub mod limits;
 pub mod members;
+pub mod migrations;
 pub mod monitoring;
 pub mod progress;
 pub mod repository;

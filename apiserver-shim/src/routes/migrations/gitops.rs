@@ -237,7 +237,11 @@ mod tests {
     #[test]
     fn a_failure_waits_for_a_change_of_spec() {
         let mut m = migration(Some("failed"), true);
-        m.status.as_mut().unwrap().failure = json!({"code": "forbidden"}).as_object().cloned();
+        let failure = json!({
+            "stepId": "project:create", "operationKey": "projects.create", "code": "forbidden",
+            "category": "user", "message": "not allowed", "retriable": false,
+        });
+        m.status.as_mut().unwrap().failure = serde_json::from_value(failure).unwrap();
         assert_eq!(wanted(&m), None);
         m.metadata.generation = Some(2);
         assert_eq!(wanted(&m), Some(Work::Apply), "spec.retry changed");

@@ -79,11 +79,7 @@ pub async fn open(state: &AppState, namespace: &str, plan: &MigrationPlan) -> Ap
 /// The receipts the task holds.
 pub fn receipts(migration: &Migration) -> Vec<Receipt> {
     let stored = migration.status.as_ref().map(|s| s.receipts.clone());
-    stored
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|r| serde_json::from_value(Value::Object(r)).ok())
-        .collect()
+    stored.unwrap_or_default()
 }
 
 /// Steps cleanup already undid.
@@ -142,22 +138,12 @@ pub async fn record(
     merge(&mut conditions, ready_condition(&progress, migration));
     let status = MigrationStatus {
         phase: Some(progress.phase.to_string()),
-        receipts: progress
-            .receipts
-            .iter()
-            .filter_map(|r| match serde_json::to_value(r) {
-                Ok(Value::Object(map)) => Some(map),
-                _ => None,
-            })
-            .collect(),
+        receipts: progress.receipts.to_vec(),
         verify_result: migration
             .status
             .as_ref()
             .and_then(|s| s.verify_result.clone()),
-        failure: progress
-            .failure
-            .and_then(|f| serde_json::to_value(f).ok())
-            .and_then(|v| v.as_object().cloned()),
+        failure: progress.failure.cloned(),
         cleaned_step_ids: progress.cleaned_step_ids.to_vec(),
         observed_generation: migration.metadata.generation,
         conditions,

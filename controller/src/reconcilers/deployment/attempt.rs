@@ -66,7 +66,7 @@ pub async fn reconcile(context: &Arc<Context>, deployment: Deployment) -> Result
         let progress = Progress::start(api, &deployment, context.timeline.clone());
         wait_for_server(context, &deployment, progress, &blocker).await?;
         // The server's readiness change wakes the attempt; this is only the safety net.
-        return Ok(Action::requeue(super::super::RESYNC_AFTER));
+        return Ok(Action::requeue(crate::reconcilers::policy::RESYNC_AFTER));
     }
     let task_context = Arc::clone(context);
     context

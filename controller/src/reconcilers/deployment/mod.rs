@@ -26,12 +26,12 @@ use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 
 use self::server_target::Target;
-use super::{drain, error_policy};
 use crate::attempt_supervisor;
 use crate::cache::Subscription;
 use crate::cache::{changed_by, digest};
 use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::reconcilers::policy::{drain, error_policy};
 use crate::server_connections::{server_connection, server_id};
 
 const KIND: &str = "Deployment";

@@ -17,10 +17,10 @@ use kube::ResourceExt;
 
 use super::WAIT_RECHECK;
 use crate::conditions::Stamp;
-use crate::reconcilers::RESYNC_AFTER;
 use crate::reconcilers::certificate::CertificateFacts;
 use crate::reconcilers::certificate::preflight::ResolutionFailure;
 use crate::reconcilers::deployment::plan::upstream_alias;
+use crate::reconcilers::policy::RESYNC_AFTER;
 
 /// Reason of the Event sent when a binding becomes ready.
 pub const SERVED_EVENT: &str = "Served";

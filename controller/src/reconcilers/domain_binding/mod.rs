@@ -25,10 +25,10 @@ use kube::{Api, Resource, ResourceExt};
 
 use self::decide::{Decision, Observed, Placed, SERVED_EVENT, Tls, decide};
 use self::observe::Edge;
-use super::{drain, error_policy};
 use crate::cache::Subscription;
 use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::reconcilers::policy::{drain, error_policy};
 use crate::status::StatusWriter;
 
 const KIND: &str = "DomainBinding";

@@ -14,8 +14,8 @@ use serde_json::json;
 use super::decide::{Observed, Placed, Placement, Tls, decide};
 use super::{observe, write};
 use crate::context::Context;
-use crate::reconcilers::RESYNC_AFTER;
 use crate::reconcilers::certificate::{CertificateFacts, TLS_CERT_KEY, TLS_KEY_KEY};
+use crate::reconcilers::policy::RESYNC_AFTER;
 
 const NAMESPACE: &str = "org-acme";
 /// Self-signed for api.example.com, valid for 100 years from 2026-11-27.

@@ -12,9 +12,9 @@ use k8s_openapi::jiff::Timestamp;
 use super::WAIT_RECHECK;
 use super::decide::{Decision, Observed, Placed, Placement, Tls, Unplaced, decide, route};
 use super::observe::usable;
-use crate::reconcilers::RESYNC_AFTER;
 use crate::reconcilers::certificate::CertificateFacts;
 use crate::reconcilers::certificate::preflight::ResolutionFailure;
+use crate::reconcilers::policy::RESYNC_AFTER;
 
 const HOST: &str = "shop.example.com";
 const ISSUED: &str = "aa11";

@@ -15,8 +15,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
+use super::domain_routes::domain_routes;
 use crate::context::Context;
-use crate::reconcilers::domain_routes::domain_routes;
 use crate::routes::{self, ROUTE_SCHEME, RoutePlan};
 
 /// The resource's DomainBindings, from the cache.

@@ -16,8 +16,8 @@ use kube::ResourceExt;
 use super::access;
 use super::attempts::{serving, state};
 use super::deployed;
+use super::runtime_state;
 use crate::conditions::Stamp;
-use crate::reconcilers::runtime_state;
 
 /// What the reconciler observed of the resource's runtime: its route, its container, and what
 /// its attempts, runtime control and domain bindings report.

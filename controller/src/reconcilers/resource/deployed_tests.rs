@@ -12,8 +12,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
+use super::runtime_state::Seen;
 use super::{Observed, decide, new_deployment};
-use crate::reconcilers::runtime_state::Seen;
 
 fn now() -> Timestamp {
     "2026-02-01T12:00:00Z".parse().unwrap()

@@ -13,12 +13,12 @@ use kube::{Resource as _, ResourceExt};
 use super::attempts::{serving, state};
 use super::route::restore_route;
 use super::runtime;
+use super::{crash_evidence, stack_repair};
 use crate::context::Context;
 use crate::observer::{Connectivity, Death, ObservedServer};
 use crate::reconcilers::deployment::server_target::Target;
 use crate::reconcilers::deployment::{config, connect, plan};
 use crate::reconcilers::event_reason;
-use crate::reconcilers::{crash_evidence, stack_repair};
 
 /// Whether the serving container runs and its route is in place, from what the server's
 /// observer saw; only a change it reported (a container stopped or gone, a restarted proxy)

@@ -7,17 +7,29 @@
 //! restart (`runtime`), check and mend the serving container and its route (`drift`, `route`),
 //! then decide the status (`decide`, `access`, `deployed`, pure) and write it. `cleanup` runs on
 //! deletion.
+//!
+//! Helpers only this reconciler uses live here too: which configuration changes wake a Resource
+//! (`config_triggers`), stopping and starting on request (`runtime_control`), reading the
+//! container's state (`runtime_state`), keeping a crash's evidence (`crash_evidence`), bringing
+//! a stack's other services back (`stack_repair`) and the routes of its domains
+//! (`domain_routes`).
 
 mod access;
 mod attempts;
 mod cleanup;
 mod config_redeploy;
+mod config_triggers;
+mod crash_evidence;
 mod decide;
 mod deployed;
+mod domain_routes;
 mod drift;
 mod history;
 mod route;
 mod runtime;
+mod runtime_control;
+mod runtime_state;
+mod stack_repair;
 
 use std::sync::Arc;
 
@@ -42,14 +54,13 @@ pub use self::decide::{Observed, decide};
 pub use self::history::expired_attempts;
 
 use self::attempts::{serving, state};
-use super::config_triggers as triggers;
+use self::config_triggers as triggers;
 use super::fresh::{with_current_finalizers, with_finalizer};
-use super::runtime_control;
-use super::{RESYNC_AFTER, drain, error_policy};
 use crate::cache::Subscription;
 use crate::cache::{Caches, changed_by, digest};
 use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::reconcilers::policy::{RESYNC_AFTER, drain, error_policy};
 use crate::status::StatusWriter;
 
 const KIND: &str = "Resource";

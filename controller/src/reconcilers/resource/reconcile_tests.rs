@@ -13,13 +13,13 @@ use k8s_openapi::jiff::Timestamp;
 use kube::runtime::controller::Action;
 use serde_json::{Value, json};
 
+use super::runtime_state;
 use super::{FINALIZER, Observed, decide, new_deployment, reconcile};
 use crate::context::Context;
 use crate::context::fixtures::{ApiServer, Exchange, StandInServer};
 use crate::observer::index::Listed;
-use crate::reconcilers::RESYNC_AFTER;
 use crate::reconcilers::deployment::plan::container_name;
-use crate::reconcilers::runtime_state;
+use crate::reconcilers::policy::RESYNC_AFTER;
 
 const NAMESPACE: &str = "org-acme";
 const STATUS: &str = "/apis/berth.dev/v1alpha1/namespaces/org-acme/resources/web/status";

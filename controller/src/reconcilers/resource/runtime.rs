@@ -8,10 +8,10 @@ use kube::Resource as _;
 use kube::runtime::events::EventType;
 
 use super::attempts::serving;
+use super::{runtime_control, runtime_state};
 use crate::context::Context;
 use crate::reconcilers::deployment::connect;
 use crate::reconcilers::event_reason;
-use crate::reconcilers::{runtime_control, runtime_state};
 
 /// What the server's observer knows of the serving container; a container not running while
 /// the runtime is `stopped` on request is stopped as asked.

@@ -15,8 +15,8 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use serde_json::{Value, json};
 
+use super::runtime_state::Seen;
 use super::{Observed, decide, expired_attempts, needs_deployment, new_deployment};
-use crate::reconcilers::runtime_state::Seen;
 
 fn now() -> Timestamp {
     "2026-02-01T12:00:00Z".parse().unwrap()

@@ -410,6 +410,13 @@ pub async fn roll_out(
             if let Err(error) = server.remove_container(name).await {
                 tracing::warn!(%error, container = %name, "could not remove the failed container");
             }
+            if first {
+                // Written during the health check: a first deploy that failed leaves no route.
+                let route_id = route_id_of(progress.deployment);
+                if let Err(error) = server.ensure_route(&route_id, None).await {
+                    tracing::warn!(%error, route = %route_id, "could not remove the failed route");
+                }
+            }
             Err(stopped.into())
         }
         Err(other) => Err(other),
@@ -465,6 +472,12 @@ async fn verify(
     first: bool,
 ) -> Result<(), Halt> {
     progress.step(Verify, 5, "Health check, then switching the route");
+    let route_id = route_id_of(progress.deployment);
+    let route = plan
+        .route
+        .as_ref()
+        .zip(plan.internal_port)
+        .map(|(r, port)| (r, plan.upstream.as_str(), port));
     let health = &plan.health;
     // Room for the evidence of a failure as well as the probes.
     let limit = health.start_period
@@ -486,23 +499,26 @@ async fn verify(
             }
         }
     };
-    let verified = guard.within(Verify, limit, probed).await;
+    // On the first deploy nothing else serves the upstream name: its route is written while the
+    // probe runs (until the container answers, the proxy's failure page explains why).
+    let early_route = async {
+        if first {
+            let routed = server.ensure_route(&route_id, route).await;
+            routed.map_err(|e| stop(Verify, Code::RouteSwitchFailed, e.to_string()))?;
+        }
+        Ok::<_, Stop>(())
+    };
+    let (verified, early_route) = tokio::join!(guard.within(Verify, limit, probed), early_route);
     verified?;
+    early_route?;
     guard.check(Verify)?;
-    let deployment = progress.deployment;
-    let namespace = deployment.namespace().unwrap_or_default();
-    let route_id = plan::route_id(&namespace, &deployment.spec.resource_id);
-    let route = plan
-        .route
-        .as_ref()
-        .zip(plan.internal_port)
-        .map(|(r, port)| (r, plan.upstream.as_str(), port));
     // The restart policy and the route are independent: set at once.
     let routed = async {
-        if !first {
-            // A re-run may find its container promoted already: no rejoin then.
-            server.ensure_promoted(plan).await?;
+        if first {
+            return Ok(false);
         }
+        // A re-run may find its container promoted already: no rejoin then.
+        server.ensure_promoted(plan).await?;
         server.ensure_route(&route_id, route).await
     };
     let switched = async {
@@ -514,6 +530,12 @@ async fn verify(
         switched.map_err(|e| stop(Verify, Code::RouteSwitchFailed, e.to_string()))
     };
     Ok(timed(Verify, PHASE_TIMEOUT, switched).await?)
+}
+
+/// The edge proxy's route of the attempt's resource.
+fn route_id_of(deployment: &Deployment) -> String {
+    let namespace = deployment.namespace().unwrap_or_default();
+    plan::route_id(&namespace, &deployment.spec.resource_id)
 }
 
 /// After verify, before the success is written: the containers of older attempts stop taking

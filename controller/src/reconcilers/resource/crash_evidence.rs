@@ -12,10 +12,10 @@ use berth_crds::progress::{Level, OutputStream, ProgressEvent, Source, StreamSta
 use berth_observations::TimelineKey;
 use k8s_openapi::jiff::Timestamp;
 
-use super::deployment::plan::Plan;
-use super::deployment::server_target::{StopFacts, Target};
 use crate::context::Context;
 use crate::observer::Death;
+use crate::reconcilers::deployment::plan::Plan;
+use crate::reconcilers::deployment::server_target::{StopFacts, Target};
 
 /// Lines of output kept from a stopped container.
 const TAIL_LINES: usize = 20;

@@ -9,12 +9,12 @@ use berth_crds::resource::Resource;
 use kube::runtime::events::EventType;
 use kube::{Resource as _, ResourceExt};
 
-use super::deployment::compose::{self, stack::Stack};
-use super::deployment::container_settings::ContainerSettings;
-use super::deployment::plan::{self, Origin, Packaging, Plan, Recipe};
-use super::deployment::server_target::Target;
 use crate::context::Context;
 use crate::observer::ObservedServer;
+use crate::reconcilers::deployment::compose::{self, stack::Stack};
+use crate::reconcilers::deployment::container_settings::ContainerSettings;
+use crate::reconcilers::deployment::plan::{self, Origin, Packaging, Plan, Recipe};
+use crate::reconcilers::deployment::server_target::Target;
 use crate::reconcilers::event_reason;
 
 /// What drift of the stack's services the index shows: (stopped containers, missing ones).

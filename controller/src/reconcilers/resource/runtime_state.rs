@@ -7,9 +7,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
-use super::deployment::plan;
 use crate::context::Context;
 use crate::observer::{Connectivity, ContainerRecord};
+use crate::reconcilers::deployment::plan;
 use berth_remote::ServerId;
 
 /// What the observer of the serving attempt's server knows about its container.

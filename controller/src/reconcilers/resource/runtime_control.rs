@@ -21,12 +21,12 @@ use k8s_openapi::jiff::Timestamp;
 use kube::runtime::events::EventType;
 use kube::{Api, Resource as _, ResourceExt};
 
-use super::deployment::connect;
-use super::deployment::plan;
-use super::deployment::server_target::Target;
 use crate::cache::Caches;
 use crate::context::Context;
 use crate::error::Result;
+use crate::reconcilers::deployment::connect;
+use crate::reconcilers::deployment::plan;
+use crate::reconcilers::deployment::server_target::Target;
 use crate::reconcilers::event_reason;
 use crate::status::StatusWriter;
 
