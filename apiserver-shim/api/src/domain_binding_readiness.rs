@@ -112,3 +112,28 @@ pub struct RequiredRecord {
     /// `domain-routing`.
     pub purpose: String,
 }
+
+/// Appaloft's input: a binding, or a resource and a host name. Its DNS-connector fields are
+/// refused by name (Berth writes no DNS records).
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct InspectDnsReadiness {
+    #[serde(default)]
+    pub domain_binding_id: Option<String>,
+    #[serde(default)]
+    pub resource_id: Option<String>,
+    #[serde(default)]
+    pub domain_name: Option<String>,
+    #[serde(default)]
+    pub path_prefix: Option<String>,
+    #[serde(default)]
+    pub connector_key: Option<String>,
+    #[serde(default)]
+    pub capability_key: Option<String>,
+    #[serde(default)]
+    pub records: Option<serde_json::Value>,
+    #[serde(default)]
+    pub ttl: Option<u32>,
+    #[serde(default)]
+    pub proxied: Option<bool>,
+}

@@ -101,3 +101,20 @@ pub struct PruneCandidate {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skipped_reason: Option<String>,
 }
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PruneRequest {
+    /// Only what stopped before this UTC time; now when omitted.
+    #[serde(default)]
+    pub before: Option<String>,
+    /// `stopped-containers` (the default and the only category Berth prunes).
+    #[serde(default)]
+    pub categories: Option<Vec<String>>,
+    /// One container id or name only.
+    #[serde(default)]
+    pub target: Option<String>,
+    /// True unless `false` is given: nothing is removed, the candidates are listed.
+    #[serde(default)]
+    pub dry_run: Option<bool>,
+}

@@ -11,8 +11,6 @@ use berth_crds::domain_binding::DomainBinding;
 use berth_crds::member::OrganizationRole;
 use berth_remote::dns;
 use kube::ResourceExt;
-use schemars::JsonSchema;
-use serde::Deserialize;
 
 use super::Endpoint;
 use crate::auth::Caller;
@@ -25,8 +23,8 @@ use crate::json::Json;
 use crate::state::AppState;
 
 pub use berth_api::domain_binding_readiness::{
-    Actions, Conflict, DnsReadiness, Plan, ProviderDiscovery, RequiredRecord, Resolution,
-    SelectedConnector, ZoneMatch,
+    Actions, Conflict, DnsReadiness, InspectDnsReadiness, Plan, ProviderDiscovery, RequiredRecord,
+    Resolution, SelectedConnector, ZoneMatch,
 };
 
 pub fn endpoints() -> Vec<Endpoint> {
@@ -35,31 +33,6 @@ pub fn endpoints() -> Vec<Endpoint> {
         "Where a host name resolves, against the resource's server, before or after binding it",
         inspect,
     )]
-}
-
-/// Appaloft's input: a binding, or a resource and a host name. Its DNS-connector fields are
-/// refused by name (Berth writes no DNS records).
-#[derive(Deserialize, JsonSchema, Debug)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct InspectDnsReadiness {
-    #[serde(default)]
-    pub domain_binding_id: Option<String>,
-    #[serde(default)]
-    pub resource_id: Option<String>,
-    #[serde(default)]
-    pub domain_name: Option<String>,
-    #[serde(default)]
-    pub path_prefix: Option<String>,
-    #[serde(default)]
-    pub connector_key: Option<String>,
-    #[serde(default)]
-    pub capability_key: Option<String>,
-    #[serde(default)]
-    pub records: Option<serde_json::Value>,
-    #[serde(default)]
-    pub ttl: Option<u32>,
-    #[serde(default)]
-    pub proxied: Option<bool>,
 }
 
 /// What is inspected: the organization's namespace, the binding (if any), resource, host name

@@ -21,8 +21,6 @@ use bollard::models::ContainerSummary;
 use bollard::query_parameters::{ListContainersOptionsBuilder, RemoveContainerOptionsBuilder};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
-use schemars::JsonSchema;
-use serde::Deserialize;
 
 use super::Endpoint;
 use crate::auth::Caller;
@@ -38,8 +36,8 @@ use crate::services::server_access::remote_error;
 use crate::state::AppState;
 
 pub use berth_api::server_capacity::{
-    Capacity, DockerUsage, PlatformContainer, PruneCandidate, PruneReport, PruneSummary,
-    Reclaimable, ServerRef,
+    Capacity, DockerUsage, PlatformContainer, PruneCandidate, PruneReport, PruneRequest,
+    PruneSummary, Reclaimable, ServerRef,
 };
 
 const ACTION: &str = "inspect the server's capacity";
@@ -61,23 +59,6 @@ pub fn endpoints() -> Vec<Endpoint> {
             prune,
         ),
     ]
-}
-
-#[derive(Deserialize, JsonSchema, Debug, Default)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct PruneRequest {
-    /// Only what stopped before this UTC time; now when omitted.
-    #[serde(default)]
-    pub before: Option<String>,
-    /// `stopped-containers` (the default and the only category Berth prunes).
-    #[serde(default)]
-    pub categories: Option<Vec<String>>,
-    /// One container id or name only.
-    #[serde(default)]
-    pub target: Option<String>,
-    /// True unless `false` is given: nothing is removed, the candidates are listed.
-    #[serde(default)]
-    pub dry_run: Option<bool>,
 }
 
 /// One of the organization's containers, as prune judges it.
