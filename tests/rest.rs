@@ -275,7 +275,7 @@ pub async fn create_user(client: &Client, label: &str) -> (String, String, Strin
     let user_id = format!("usr-t{suffix}");
     let email = format!("{label}-{suffix}@test.berth.local");
     let password = format!("pw-{}-{}", random_suffix(), random_suffix());
-    let secret_name = berth_apiserver_shim::routes::bootstrap::password_secret_name(&user_id);
+    let secret_name = berth_apiserver_shim::domain::accounts::password_secret_name(&user_id);
     let secret = Secret {
         metadata: ObjectMeta {
             name: Some(secret_name.clone()),
@@ -334,7 +334,7 @@ impl Drop for TestOrg {
                 let _ = Api::<User>::all(client.clone())
                     .delete(&user, &DeleteParams::background())
                     .await;
-                let secret = berth_apiserver_shim::routes::bootstrap::password_secret_name(&user);
+                let secret = berth_apiserver_shim::domain::accounts::password_secret_name(&user);
                 let _ = Api::<Secret>::namespaced(client.clone(), berth_crds::SYSTEM_NAMESPACE)
                     .delete(&secret, &DeleteParams::background())
                     .await;

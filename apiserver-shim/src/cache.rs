@@ -6,12 +6,6 @@ use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
-use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Client, Resource, ResourceExt};
-use serde::de::DeserializeOwned;
-
 use berth_crds::deploy_token::DeployToken;
 use berth_crds::deployment::Deployment;
 use berth_crds::domain_binding::DomainBinding;
@@ -31,7 +25,12 @@ use berth_crds::storage_volume::StorageVolume;
 use berth_crds::threshold_policy::ThresholdPolicy;
 use berth_crds::usage_intent::UsageIntent;
 use berth_crds::user::User;
+use futures::StreamExt;
 use k8s_openapi::api::events::v1::Event as KubeEvent;
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
 
 use crate::changes::{ChangeLog, ChangedObject, WatchChanges};
 use crate::error::ApiError;
@@ -56,7 +55,7 @@ pub struct Caches {
     pub servers: Store<Server>,
     pub ssh_credentials: Store<SshCredential>,
     pub resources: Store<BerthResource>,
-    /// Read by name only (health, diagnostics, runtime logs); see `routes::common::find_deployment`.
+    /// Read by name only (health, diagnostics, runtime logs); see `domain::objects::find_deployment`.
     pub deployments: Store<Deployment>,
     pub threshold_policies: Store<ThresholdPolicy>,
     pub retention_policies: Store<RetentionPolicy>,

@@ -211,6 +211,73 @@ impl QueryParams {
     }
 }
 
+/// Rejects query parameters an endpoint does not know, so a misspelt filter is a 422 rather
+/// than a silently unfiltered list.
+pub fn known_params(query: &QueryParams, allowed: &[&str]) -> Result<(), ApiError> {
+    let mut unknown: Vec<&String> = query
+        .0
+        .keys()
+        .filter(|key| !allowed.contains(&key.as_str()))
+        .collect();
+    unknown.sort();
+    match unknown.first() {
+        None => Ok(()),
+        Some(name) => Err(ApiError::validation(
+            name,
+            format!(
+                "unknown query parameter {name}; this endpoint accepts: {}",
+                allowed.join(", ")
+            ),
+        )),
+    }
+}
+
+/// Cursor pagination: the cursor is the offset of the next item, as a decimal string.
+pub fn paginate<T: Clone>(
+    items: &[T],
+    cursor: Option<&str>,
+    limit: usize,
+) -> Result<(Vec<T>, Option<String>), ApiError> {
+    let start = match cursor {
+        None => 0,
+        Some(text) => text
+            .parse::<usize>()
+            .ok()
+            .filter(|offset| *offset <= items.len())
+            .ok_or_else(|| ApiError::validation("cursor", "cursor is not one this API returned"))?,
+    };
+    let end = (start + limit).min(items.len());
+    let next = (end < items.len()).then(|| end.to_string());
+    Ok((items[start..end].to_vec(), next))
+}
+
+/// A JSON body whose error messages never repeat a string value: a key pasted into the wrong
+/// field would otherwise come back in serde's "invalid type: string …" message.
+pub struct KeyBody<T>(pub T);
+
+pub fn without_values(error: ApiError) -> ApiError {
+    let message = &error.body.message;
+    if !message.contains("string \"") && !message.contains("unknown variant") {
+        return error;
+    }
+    let field = error.body.details.get("field").and_then(|f| f.as_str());
+    match field {
+        Some(field) => ApiError::validation(field, format!("{field}: invalid value")),
+        None => ApiError::malformed("the body is not valid"),
+    }
+}
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequest<S> for KeyBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match JsonBody::<T>::from_request(request, state).await {
+            Ok(JsonBody(body)) => Ok(Self(body)),
+            Err(error) => Err(without_values(error)),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -268,5 +335,30 @@ mod tests {
         assert_eq!(query.string("name").unwrap(), Some("a b"));
         let empty = QueryParams(form_pairs("name=").unwrap());
         assert!(empty.string("name").is_err());
+    }
+
+    #[test]
+    fn cursor_pages_reach_the_end() {
+        let items: Vec<u32> = (0..5).collect();
+        let (first, next) = paginate(&items, None, 2).unwrap();
+        assert_eq!(first, vec![0, 1]);
+        let (second, next) = paginate(&items, next.as_deref(), 2).unwrap();
+        assert_eq!(second, vec![2, 3]);
+        let (last, next) = paginate(&items, next.as_deref(), 2).unwrap();
+        assert_eq!((last, next), (vec![4], None));
+        assert!(paginate(&items, Some("x"), 2).is_err());
+    }
+
+    #[test]
+    fn string_values_are_dropped_from_body_errors() {
+        let error = parse_json::<berth_api::credentials::RotateCredential>(
+            br#"{"privateKey":"k","confirmation":"-----BEGIN secret-text"}"#,
+        )
+        .err()
+        .unwrap();
+        assert!(error.body.message.contains("secret-text"));
+        let error = without_values(error);
+        assert!(!error.body.message.contains("secret-text"));
+        assert_eq!(error.body.details["field"], "confirmation");
     }
 }

@@ -9,6 +9,7 @@ pub mod auth;
 pub mod cache;
 pub mod changes;
 pub mod console;
+pub mod domain;
 pub mod error;
 pub mod extract;
 pub mod json;

@@ -146,6 +146,29 @@ fn parse_entry_key(text: &str) -> Option<VariableKey> {
     Some((value.get("key")?.as_str()?.to_string(), exposure))
 }
 
+/// Merges `status` into an object's status subresource (a JSON merge patch under the shim's
+/// field manager, so fields other writers own are left alone) and waits for the cache.
+pub async fn merge_status<K>(
+    api: &kube::Api<K>,
+    store: &Store<K>,
+    name: &str,
+    status: serde_json::Value,
+) -> Result<K, ApiError>
+where
+    K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let params = kube::api::PatchParams {
+        field_manager: Some(crate::state::FIELD_MANAGER.into()),
+        ..Default::default()
+    };
+    let patch = serde_json::json!({ "status": status });
+    let written = api
+        .patch_status(name, &params, &kube::api::Patch::Merge(&patch))
+        .await?;
+    crate::cache::catch_up(store, &written).await?;
+    Ok(written)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

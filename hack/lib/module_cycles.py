@@ -4,11 +4,14 @@
     python3 hack/lib/module_cycles.py controller/src              # top-level modules
     python3 hack/lib/module_cycles.py controller/src reconcilers  # the children of one module
     python3 hack/lib/module_cycles.py --all controller/src ...    # every level of each crate
+    python3 hack/lib/module_cycles.py --no-sibling-imports apiserver-shim/src routes
 
 Each file's paths (`use crate::…`, `super::…`, `self::…`, and paths written out in code) are
 resolved to the module they name; an arrow joins two children of the chosen parent when one
 imports from the other. Prints every group of children that import each other in a circle;
-exits 1 when there is one.
+exits 1 when there is one. With --no-sibling-imports, every arrow between two children of the
+parent is an error (the children are peers that share code through another module): prints
+each arrow with the imports behind it; exits 1 when there is one.
 """
 import os
 import re
@@ -34,7 +37,9 @@ def non_test_source(text):
 def use_paths(text):
     """Every path a `use` item names (braces expanded), and every path written out in code."""
     for item in re.finditer(r"\buse\s+([^;]+);", text):
-        yield from expand(re.sub(r"\s+", "", item.group(1)))
+        # `as` renames the last segment only: `a::b as c` names a::b.
+        unaliased = re.sub(rf"\s+as\s+{IDENT}", "", item.group(1))
+        yield from expand(re.sub(r"\s+", "", unaliased))
     for inline in re.finditer(rf"(?<![A-Za-z0-9_:])(?:crate|super)(?:::{IDENT})+", text):
         yield inline.group(0)
 
@@ -77,6 +82,9 @@ def resolve(module, path):
 
 
 def main():
+    if sys.argv[1] == "--no-sibling-imports":
+        root, parent = sys.argv[2], sys.argv[3].split("::")
+        sys.exit(1 if sibling_imports(root, parent) else 0)
     if sys.argv[1] == "--all":
         found = [circles_under(root, parent) for root in sys.argv[2:] for parent in parents(root)]
         sys.exit(1 if any(found) else 0)
@@ -96,13 +104,12 @@ def parents(root):
             yield rel.split(os.sep)
 
 
-def circles_under(root, parent):
-    """Prints the circles among `parent`'s children in the crate at `root`; returns them."""
-    edges = {}
+def imports_under(root, parent):
+    """Every import from one child of `parent` to another: (source, target, file, path)."""
     for directory, _, files in os.walk(root):
         if "tests" in os.path.relpath(directory, root).split(os.sep):
             continue
-        for name in files:
+        for name in sorted(files):
             if not name.endswith(".rs") or name == "tests.rs":
                 continue
             path = os.path.join(directory, name)
@@ -117,7 +124,14 @@ def circles_under(root, parent):
                     continue
                 child = target[len(parent)]
                 if child != source and re.fullmatch(IDENT, child):
-                    edges.setdefault(source, set()).add(child)
+                    yield source, child, path, used
+
+
+def circles_under(root, parent):
+    """Prints the circles among `parent`'s children in the crate at `root`; returns them."""
+    edges = {}
+    for source, child, _, _ in imports_under(root, parent):
+        edges.setdefault(source, set()).add(child)
     circles = strongly_connected(edges)
     where = "::".join(parent) or "the crate root"
     for circle in circles:
@@ -125,6 +139,37 @@ def circles_under(root, parent):
         for a in sorted(circle):
             print(f"  {a} -> {', '.join(sorted(edges.get(a, set()) & circle))}")
     return circles
+
+
+def child_modules(root, parent):
+    """The names of `parent`'s child modules: its files and folders (items are not children)."""
+    folder = os.path.join(root, *parent)
+    names = set()
+    for entry in os.listdir(folder):
+        if entry.endswith(".rs") and entry not in ("mod.rs", "tests.rs"):
+            names.add(entry[:-3])
+        elif os.path.isdir(os.path.join(folder, entry)) and entry != "tests":
+            names.add(entry)
+    return names
+
+
+def sibling_imports(root, parent):
+    """Prints each arrow from one child module of `parent` to another; returns the arrows."""
+    children = child_modules(root, parent)
+    arrows = {}
+    for source, child, path, used in sorted(imports_under(root, parent)):
+        if child in children:
+            arrows.setdefault((source, child), []).append(f"{os.path.relpath(path, root)}: {used}")
+    where = "::".join(parent)
+    for (source, target), uses in sorted(arrows.items()):
+        print(f"{root}: {where}::{source} imports its sibling {where}::{target}")
+        for use in sorted(set(uses)):
+            print(f"  {use}")
+    if arrows:
+        print(f"{len(arrows)} imports between children of {where} in {root}")
+    else:
+        print(f"no child of {where} imports another in {root}")
+    return arrows
 
 
 def strongly_connected(edges):

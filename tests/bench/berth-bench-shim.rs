@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail, ensure};
 use berth_apiserver_shim::auth::password;
-use berth_apiserver_shim::routes::bootstrap::password_secret_name;
+use berth_apiserver_shim::domain::accounts::password_secret_name;
 use berth_crds::member::{Member, MemberSpec, OrganizationRole};
 use berth_crds::organization::{Organization, OrganizationSpec};
 use berth_crds::project::{Project, ProjectSpec};

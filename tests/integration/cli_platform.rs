@@ -173,7 +173,7 @@ async fn delete_user(client: &kube::Client, user_id: &str) {
     let _ = Api::<berth_crds::user::User>::all(client.clone())
         .delete(user_id, &DeleteParams::background())
         .await;
-    let secret = berth_apiserver_shim::routes::bootstrap::password_secret_name(user_id);
+    let secret = berth_apiserver_shim::domain::accounts::password_secret_name(user_id);
     let _ = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(
         client.clone(),
         berth_crds::SYSTEM_NAMESPACE,

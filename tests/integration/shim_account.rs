@@ -93,7 +93,7 @@ pub(crate) async fn delete_user(client: &Client, user_id: &str) {
     let _ = Api::<User>::all(client.clone())
         .delete(user_id, &DeleteParams::background())
         .await;
-    let secret = berth_apiserver_shim::routes::bootstrap::password_secret_name(user_id);
+    let secret = berth_apiserver_shim::domain::accounts::password_secret_name(user_id);
     let _ = Api::<Secret>::namespaced(client.clone(), berth_crds::SYSTEM_NAMESPACE)
         .delete(&secret, &DeleteParams::background())
         .await;

@@ -60,3 +60,41 @@ pub struct LoginMethod {
     pub enabled: bool,
     pub reason: String,
 }
+
+/// The Bootstrap auth status record of spec §2.2.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct BootstrapStatus {
+    pub bootstrap_required: bool,
+    pub first_admin_configured: bool,
+    pub organization_configured: bool,
+    pub login_methods: Vec<LoginMethod>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_admin_email: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub login_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub organization_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub organization_slug: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub next_steps: Vec<String>,
+}
+
+/// The First-admin result record of spec §2.2.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct FirstAdminResult {
+    pub bootstrap_required: bool,
+    pub created: bool,
+    pub email: String,
+    pub login_methods: Vec<LoginMethod>,
+    pub organization_id: String,
+    pub organization_slug: String,
+    pub user_id: String,
+    /// Returned once, only when the password was generated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generated_password: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub login_url: Option<String>,
+}

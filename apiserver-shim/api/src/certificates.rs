@@ -37,3 +37,84 @@ pub struct IssueOrRenew {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub causation_id: Option<String>,
 }
+
+/// The Certificate issue result of spec §2.2.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct IssueResult {
+    pub certificate_id: String,
+    pub attempt_id: String,
+}
+
+/// A certificate as the API shows it; never key material.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct CertificateView {
+    pub id: String,
+    pub domain_binding_id: String,
+    pub provider_key: String,
+    pub secret_name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempt_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issued_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_after: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub renew_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub days_until_expiry: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sha256_fingerprint: Option<String>,
+    pub failed_attempts: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_retry_at: Option<String>,
+    pub ready: bool,
+    pub conditions: Vec<ConditionView>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+pub struct CertificateList {
+    pub items: Vec<CertificateView>,
+}
+
+/// A domain binding as the API shows it.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct DomainBindingView {
+    pub id: String,
+    pub hostname: String,
+    pub path_prefix: String,
+    pub resource_id: String,
+    pub tls_mode: String,
+    pub http_policy: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub certificate_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub route_status: Option<String>,
+    pub resolved_addresses: Vec<String>,
+    pub ready: bool,
+    pub conditions: Vec<ConditionView>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+pub struct DomainBindingList {
+    pub items: Vec<DomainBindingView>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct ConditionView {
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub status: String,
+    pub reason: String,
+    pub message: String,
+    pub last_transition_time: String,
+}

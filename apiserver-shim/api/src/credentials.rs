@@ -39,3 +39,44 @@ pub struct CreateCredential {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub username: Option<String>,
 }
+
+/// The SSH credential record of spec §2.2; never the private key.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct CredentialRecord {
+    pub id: String,
+    pub name: String,
+    /// Always `ssh-private-key`.
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    pub public_key_configured: bool,
+    pub private_key_configured: bool,
+    pub created_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rotated_at: Option<String>,
+    /// The OpenSSH public key line, for a server's `authorized_keys` (not secret).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub public_key: Option<String>,
+    /// SHA-256 fingerprint of the key (`SHA256:…`), as `ssh-keygen -l` prints it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+}
+
+/// `{ items }` of `GET /credentials/ssh`.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+pub struct CredentialList {
+    pub items: Vec<CredentialRecord>,
+}
+
+/// The credential part of a rotation result.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct RotatedCredentialRecord {
+    pub id: String,
+    pub kind: String,
+    pub username_configured: bool,
+    pub public_key_configured: bool,
+    pub private_key_configured: bool,
+    pub rotated_at: String,
+}

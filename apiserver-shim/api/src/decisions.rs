@@ -202,6 +202,44 @@ macro_rules! context_accessors {
 }
 pub(crate) use context_accessors;
 
+/// The Capability decision record of spec §2.2.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct CapabilityDecision {
+    pub operation_key: String,
+    pub allowed: bool,
+    /// `unrestricted` on self-hosted Berth.
+    pub mode: String,
+    pub hint: String,
+    pub reason: String,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+pub struct CapabilityAnswer {
+    pub capabilities: Vec<CapabilityDecision>,
+}
+
+/// The Entitlement record of spec §2.2.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct Entitlement {
+    pub capability_key: String,
+    pub entitled: bool,
+    /// `entitled`.
+    pub status: String,
+    /// `unrestricted`: nothing limits the capability.
+    pub mode: String,
+    pub hint: String,
+    pub reason: String,
+    /// `self-hosted`.
+    pub source: String,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+pub struct EntitlementAnswer {
+    pub entitlements: Vec<Entitlement>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

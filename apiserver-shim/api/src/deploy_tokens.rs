@@ -85,3 +85,39 @@ pub struct TokenRecord {
 pub struct TokenList {
     pub items: Vec<TokenRecord>,
 }
+
+/// The Deploy token created record of spec §2.2: the only response besides rotate that
+/// carries the secret.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct CreatedToken {
+    pub token_id: String,
+    /// The secret bearer token; store it now, it is never shown again.
+    pub token: String,
+    pub organization_id: String,
+    pub display_name: String,
+    pub secret_suffix: String,
+    pub scopes: DeployTokenScope,
+    pub created_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+}
+
+/// Result of a rotation: the new secret, shown once.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct RotatedToken {
+    pub token_id: String,
+    /// The new secret bearer token; the previous one no longer works.
+    pub token: String,
+    pub rotated_at: String,
+    pub scopes: DeployTokenScope,
+}
+
+/// Result of a revocation.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct RevokedToken {
+    pub token_id: String,
+    pub revoked_at: String,
+}

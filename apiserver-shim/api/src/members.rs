@@ -56,3 +56,19 @@ pub struct MemberList {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
 }
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct RemovedMember {
+    pub member_id: String,
+    pub organization_id: String,
+    pub removed_at: String,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct TransferredOwnership {
+    pub from_member: MemberRecord,
+    pub to_member: MemberRecord,
+    pub transferred_at: String,
+}

@@ -78,3 +78,26 @@ pub struct OrganizationContext {
     /// What your role allows in the current organization.
     pub permissions: Permissions,
 }
+
+/// The Organization profile record of spec §2.2.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct OrganizationProfile {
+    pub organization_id: String,
+    pub name: String,
+    pub slug: String,
+    /// Your role in the organization.
+    pub role: String,
+    pub permissions: Permissions,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logo_url: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct DeletedOrganization {
+    pub organization_id: String,
+    pub deleted_at: String,
+}

@@ -130,3 +130,28 @@ pub struct Blocker {
 pub struct ServerList {
     pub items: Vec<ServerRecord>,
 }
+
+/// Appaloft's `servers.delete-check/v1`.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct DeleteCheck {
+    pub schema_version: String,
+    pub server_id: String,
+    /// `active` or `inactive`: only an inactive server may be deleted.
+    pub lifecycle_status: String,
+    pub eligible: bool,
+    pub blockers: Vec<DeleteBlocker>,
+    pub checked_at: String,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DeleteBlocker {
+    /// Appaloft's kinds: `active-server`, `resource-placement`, `active-deployment`,
+    /// `deployment-history`, `domain-binding`, `credential`, `terminal-session`…
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub related_entity_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub related_entity_type: Option<String>,
+}

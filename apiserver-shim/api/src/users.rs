@@ -15,3 +15,13 @@ pub struct CreateUser {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub password: Option<String>,
 }
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct CreatedUser {
+    pub user_id: String,
+    pub email: String,
+    /// Returned once, only when the password was generated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generated_password: Option<String>,
+}

@@ -14,7 +14,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::access_failure::{AccessFailureEvidence, with_current_reason};
 use berth_crds::member::OrganizationRole;
@@ -25,11 +24,14 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::Endpoint;
-use super::common::{bounded, find_in, known_params, timestamp};
-use super::resource_access::lookup;
 use crate::auth::{Caller, ScopeDimension};
+use crate::domain::fields::bounded;
+use crate::domain::objects::find_in;
+use crate::domain::resource_access::lookup;
+use crate::domain::time::timestamp;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::QueryParams;
+use crate::extract::{QueryParams, known_params};
+use crate::json::Json;
 use crate::state::AppState;
 
 pub fn endpoints() -> Vec<Endpoint> {

@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::limits::MEMBER_LIST_LIMIT_MAX;
 use berth_crds::member::{Member, OrganizationRole};
@@ -12,22 +11,26 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::DeleteParams;
 use kube::{Api, ResourceExt};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::Endpoint;
-use super::bootstrap::{FIRST_ADMIN_LABEL, password_secret_name, revoke_session};
-use super::common::{all_in, confirm, created_at, paginate, timestamp};
-use super::identity::{display_name, image_url, memberships, now, updated_at};
-use super::members::deactivate;
 use crate::auth::Caller;
 use crate::cache::wait_deleted;
+use crate::domain::accounts::{FIRST_ADMIN_LABEL, password_secret_name, revoke_session};
+use crate::domain::fields::confirm;
+use crate::domain::identity::{display_name, image_url, memberships, now, updated_at};
+use crate::domain::members::deactivate;
+use crate::domain::objects::all_in;
+use crate::domain::time::{created_at, timestamp};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, QueryParams};
+use crate::extract::{JsonBody, QueryParams, paginate};
+use crate::json::Json;
 use crate::state::AppState;
 use crate::write::apply;
 
-pub use berth_api::account::{DeleteAccount, RevokeSession, UpdateProfile};
+pub use berth_api::account::{
+    AccountProfile, DeleteAccount, DeletedAccount, RevokeSession, RevokedSession, SessionList,
+    SessionRecord, UpdateProfile,
+};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -59,67 +62,6 @@ pub fn endpoints() -> Vec<Endpoint> {
 pub const MAX_SESSIONS_LIMIT: u64 = MEMBER_LIST_LIMIT_MAX;
 /// `limit` when the caller gives none.
 pub const DEFAULT_LIMIT: u64 = 50;
-
-/// The Account profile record of spec §2.2.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AccountProfile {
-    pub user_id: String,
-    pub email: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub display_name: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub avatar_url: Option<String>,
-    pub email_verified: bool,
-    pub created_at: String,
-    pub updated_at: String,
-}
-
-/// The Session record of spec §2.2.
-#[derive(Serialize, JsonSchema, Clone)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionRecord {
-    pub session_id: String,
-    pub user_id: String,
-    /// Kind of client, e.g. `web` or `cli`.
-    pub client_kind: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub display_name: Option<String>,
-    pub created_at: String,
-    pub expires_at: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ip_address: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub user_agent: Option<String>,
-    /// Whether this is the session making the request.
-    pub current: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_active_at: Option<String>,
-}
-
-/// Live sessions, newest first; revoked and expired ones are left out.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionList {
-    pub items: Vec<SessionRecord>,
-    /// Pass as `cursor` to get the next page; absent on the last page.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-}
-
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RevokedSession {
-    pub session_id: String,
-    pub revoked_at: String,
-}
-
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DeletedAccount {
-    pub user_id: String,
-    pub deleted_at: String,
-}
 
 /// The signed-in user's User object.
 fn current_user(state: &AppState, caller: &Caller) -> ApiResult<Arc<User>> {

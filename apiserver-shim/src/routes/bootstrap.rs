@@ -1,38 +1,39 @@
 //! Spec §4.1 bootstrap (auth status, first administrator) and local-password login/logout.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
-use crate::json::Json;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use berth_crds::member::{Member, MemberSpec, OrganizationRole};
 use berth_crds::organization::{Organization, OrganizationSpec};
 use berth_crds::session::{Session, SessionSpec};
 use berth_crds::user::{User, UserSpec};
-use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{ObjectMeta, PostParams};
 use kube::{Api, ResourceExt};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::Endpoint;
-use super::common::{non_empty, slugify, timestamp};
 use crate::auth::{Caller, password};
+use crate::domain::accounts::{
+    FIRST_ADMIN_LABEL, MIN_PASSWORD_LENGTH, login_methods, password_secret_name, revoke_session,
+    store_password, validate_email,
+};
+use crate::domain::fields::{non_empty, slugify};
+use crate::domain::identity::wait_for_namespace;
+use crate::domain::time::timestamp;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
+use crate::json::Json;
 use crate::state::AppState;
 use crate::token::{self, new_id};
 use crate::write::apply;
 
-pub use berth_api::bootstrap::LoginMethod;
-
-pub use berth_api::bootstrap::{FirstAdminRequest, LoginRequest, LogoutRequest};
-
-pub use berth_api::bootstrap::{LoginResult, LogoutResult};
+pub use berth_api::bootstrap::{
+    BootstrapStatus, FirstAdminRequest, FirstAdminResult, LoginMethod, LoginRequest, LoginResult,
+    LogoutRequest, LogoutResult,
+};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -62,63 +63,8 @@ pub fn endpoints() -> Vec<Endpoint> {
     ]
 }
 
-/// The one login method Berth offers.
-pub const LOCAL_PASSWORD: &str = "local-password";
-/// Label on the User created by the first-admin call.
-pub const FIRST_ADMIN_LABEL: &str = "berth.dev/first-admin";
 /// ConfigMap whose creation makes the first-admin call happen at most once, even under races.
 const BOOTSTRAP_LOCK: &str = "berth-bootstrap";
-
-/// The Bootstrap auth status record of spec §2.2.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct BootstrapStatus {
-    pub bootstrap_required: bool,
-    pub first_admin_configured: bool,
-    pub organization_configured: bool,
-    pub login_methods: Vec<LoginMethod>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub first_admin_email: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub login_url: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub organization_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub organization_slug: Option<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub next_steps: Vec<String>,
-}
-
-/// The First-admin result record of spec §2.2.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct FirstAdminResult {
-    pub bootstrap_required: bool,
-    pub created: bool,
-    pub email: String,
-    pub login_methods: Vec<LoginMethod>,
-    pub organization_id: String,
-    pub organization_slug: String,
-    pub user_id: String,
-    /// Returned once, only when the password was generated.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub generated_password: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub login_url: Option<String>,
-}
-
-pub fn login_methods(configured: bool) -> Vec<LoginMethod> {
-    vec![LoginMethod {
-        key: LOCAL_PASSWORD.into(),
-        configured,
-        enabled: true,
-        reason: if configured {
-            "sign in with email and password".into()
-        } else {
-            "create the first administrator to enable it".into()
-        },
-    }]
-}
 
 fn login_url(state: &AppState) -> String {
     format!(
@@ -156,29 +102,6 @@ async fn status(State(state): State<AppState>) -> Json<BootstrapStatus> {
         next_steps,
     })
 }
-
-/// A plausible email: something@something.tld, no spaces.
-pub fn validate_email(field: &str, email: &str) -> ApiResult<()> {
-    let valid = email.len() <= 254
-        && !email.contains(char::is_whitespace)
-        && email.split_once('@').is_some_and(|(local, domain)| {
-            !local.is_empty()
-                && domain.contains('.')
-                && !domain.starts_with('.')
-                && !domain.ends_with('.')
-        });
-    if valid {
-        Ok(())
-    } else {
-        Err(ApiError::validation(
-            field,
-            format!("{field} must be an email address like name@example.com"),
-        ))
-    }
-}
-
-/// Passwords people choose must be at least this long.
-pub const MIN_PASSWORD_LENGTH: usize = 12;
 
 async fn first_admin(
     State(state): State<AppState>,
@@ -357,60 +280,6 @@ async fn take_bootstrap_lock(state: &AppState) -> ApiResult<()> {
     }
 }
 
-/// Name of the Secret holding a user's password hash.
-pub fn password_secret_name(user_id: &str) -> String {
-    format!("berth-password-{user_id}")
-}
-
-/// Stores the Argon2 hash of `password` in the user's Secret (never the password itself).
-pub async fn store_password(state: &AppState, user_id: &str, password: &str) -> ApiResult<()> {
-    let secret = Secret {
-        metadata: ObjectMeta {
-            name: Some(password_secret_name(user_id)),
-            labels: Some(BTreeMap::from([(
-                "berth.dev/user".to_string(),
-                user_id.to_string(),
-            )])),
-            ..Default::default()
-        },
-        type_: Some("Opaque".into()),
-        data: Some(BTreeMap::from([(
-            "hash".to_string(),
-            ByteString(password::hash(password).into_bytes()),
-        )])),
-        ..Default::default()
-    };
-    let api = Api::<Secret>::namespaced(state.client.clone(), &state.config.system_namespace);
-    api.patch(
-        &password_secret_name(user_id),
-        &kube::api::PatchParams::apply(crate::state::FIELD_MANAGER).force(),
-        &kube::api::Patch::Apply(&secret),
-    )
-    .await?;
-    Ok(())
-}
-
-/// The controller provisions an organization's namespace; wait for it (bounded).
-pub async fn wait_for_namespace(state: &AppState, organization: &str) -> ApiResult<String> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let namespace = state
-            .caches
-            .organizations
-            .find(|o| o.name_any() == organization)
-            .and_then(|o| o.status.as_ref()?.namespace.clone());
-        if let Some(namespace) = namespace {
-            return Ok(namespace);
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return Err(ApiError::unavailable(
-                "the organization's namespace was not provisioned within 30 s; is berth-controller running?",
-            ));
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 /// The user with `email`: from the cache, or, for a user created a moment ago (by kubectl or
 /// `POST /users`) that the cache has not seen yet, from the API server — then the cache is
 /// awaited, so the session's next request finds the user too.
@@ -504,35 +373,4 @@ async fn logout(
         session_id: session_id.to_string(),
         revoked_at,
     }))
-}
-
-/// Marks a session revoked (`spec.revoked`, `status.revokedAt`); it is refused from the next
-/// request on. Revoking again keeps the first `revokedAt`.
-pub async fn revoke_session(state: &AppState, session_id: &str) -> ApiResult<String> {
-    let session = state
-        .caches
-        .sessions
-        .find(|s| s.name_any() == session_id)
-        .ok_or_else(|| ApiError::not_found("session", session_id))?;
-    let recorded = session.status.as_ref().and_then(|s| s.revoked_at.clone());
-    if let (true, Some(revoked_at)) = (session.spec.revoked, &recorded) {
-        return Ok(timestamp(revoked_at));
-    }
-    let api = Api::namespaced(state.client.clone(), &state.config.system_namespace);
-    // The time goes in before the spec changes: berth-controller stamps `revokedAt` only when
-    // it is missing, so it keeps this one and a repeated revoke reports the same time.
-    let revoked_at = recorded.unwrap_or_else(super::identity::now);
-    super::identity::apply_status(
-        &api,
-        &state.caches.sessions,
-        session_id,
-        serde_json::json!({ "revokedAt": revoked_at }),
-    )
-    .await?;
-    if !session.spec.revoked {
-        let mut desired = Session::new(session_id, session.spec.clone());
-        desired.spec.revoked = true;
-        apply(&api, &state.caches.sessions, None, desired).await?;
-    }
-    Ok(timestamp(&revoked_at))
 }

@@ -4,7 +4,6 @@
 //! annotation) and answers at once. Idempotent by `idempotencyKey`: the attempt id is derived
 //! from it, so repeats, even concurrent ones, name one attempt. No key material is read here.
 
-use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::certificate::{
     ACME_PROVIDER, Certificate, CertificateSpec, IDEMPOTENCY_KEY_ANNOTATION,
@@ -15,15 +14,16 @@ use berth_crds::domain_binding::DomainBinding;
 use berth_crds::member::OrganizationRole;
 use kube::api::{ListParams, ObjectMeta, Patch, PatchParams};
 use kube::{Api, Resource, ResourceExt};
-use schemars::JsonSchema;
-use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::Endpoint;
-use super::common::{all_in, bounded, find_in, non_empty, timestamp};
 use crate::auth::Caller;
+use crate::domain::fields::{bounded, non_empty};
+use crate::domain::objects::{all_in, find_in};
+use crate::domain::time::timestamp;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
+use crate::json::Json;
 use crate::state::{AppState, FIELD_MANAGER};
 
 /// Longest object name (a DNS subdomain).
@@ -65,88 +65,10 @@ pub fn endpoints() -> Vec<Endpoint> {
     ]
 }
 
-pub use berth_api::certificates::IssueOrRenew;
-
-/// The Certificate issue result of spec §2.2.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct IssueResult {
-    pub certificate_id: String,
-    pub attempt_id: String,
-}
-
-/// A certificate as the API shows it; never key material.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CertificateView {
-    pub id: String,
-    pub domain_binding_id: String,
-    pub provider_key: String,
-    pub secret_name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub hostname: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub attempt_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub issued_at: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub not_after: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub renew_at: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub days_until_expiry: Option<i64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sha256_fingerprint: Option<String>,
-    pub failed_attempts: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_retry_at: Option<String>,
-    pub ready: bool,
-    pub conditions: Vec<ConditionView>,
-}
-
-#[derive(Serialize, JsonSchema)]
-pub struct CertificateList {
-    pub items: Vec<CertificateView>,
-}
-
-/// A domain binding as the API shows it.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DomainBindingView {
-    pub id: String,
-    pub hostname: String,
-    pub path_prefix: String,
-    pub resource_id: String,
-    pub tls_mode: String,
-    pub http_policy: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub server_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub certificate_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub url: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub route_status: Option<String>,
-    pub resolved_addresses: Vec<String>,
-    pub ready: bool,
-    pub conditions: Vec<ConditionView>,
-}
-
-#[derive(Serialize, JsonSchema)]
-pub struct DomainBindingList {
-    pub items: Vec<DomainBindingView>,
-}
-
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ConditionView {
-    #[serde(rename = "type")]
-    pub type_: String,
-    pub status: String,
-    pub reason: String,
-    pub message: String,
-    pub last_transition_time: String,
-}
+pub use berth_api::certificates::{
+    CertificateList, CertificateView, ConditionView, DomainBindingList, DomainBindingView,
+    IssueOrRenew, IssueResult,
+};
 
 fn conditions(conditions: &[Condition]) -> Vec<ConditionView> {
     conditions

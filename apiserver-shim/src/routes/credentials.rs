@@ -2,17 +2,15 @@
 //! uses the credential) and rotate in place. The private key lives only in a Secret owned by the
 //! SshCredential; no response, log line or error message carries it.
 
-use std::sync::Arc;
-
-use crate::json::Json;
-use axum::extract::{FromRequest, Path, Request, State};
+use axum::extract::{Path, State};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use berth_api::common::IdResponse;
 use berth_crds::member::OrganizationRole;
 use berth_crds::ssh_credential::{
     PrivateKeySecretRef, SshCredential, SshCredentialSpec, SshCredentialUsage,
 };
-use berth_remote::{ClientKey, ClientKeyError};
+use berth_remote::ClientKey;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -23,18 +21,23 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::Endpoint;
-use super::common::{
-    IdResponse, all_in, bounded, confirm, created_at, find_in, known_params, merge_status,
-    owned_secret, timestamp,
-};
 use crate::auth::{Caller, CallerOrganization, Principal};
+use crate::domain::credentials::{lookup, parse_key};
+use crate::domain::fields::{bounded, confirm};
+use crate::domain::objects::{all_in, owned_secret};
+use crate::domain::time::{created_at, timestamp};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, QueryParams};
+use crate::extract::KeyBody;
+use crate::extract::{JsonBody, QueryParams, known_params};
+use crate::json::Json;
 use crate::state::AppState;
 use crate::token::new_id;
-use crate::write::apply;
+use crate::write::{apply, merge_status};
 
-pub use berth_api::credentials::{CreateCredential, DeleteCredential, RotateCredential};
+pub use berth_api::credentials::{
+    CreateCredential, CredentialList, CredentialRecord, DeleteCredential, RotateCredential,
+    RotatedCredentialRecord,
+};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -66,43 +69,12 @@ pub fn endpoints() -> Vec<Endpoint> {
 pub const MAX_LIMIT: u64 = 500;
 /// `limit` when the caller gives none.
 pub const DEFAULT_LIMIT: u64 = 100;
-/// Largest private key accepted (an RSA-8192 PEM key is under 7 KiB).
-pub const MAX_KEY_BYTES: usize = 16 * 1024;
 /// Type and data key of the Secrets the shim writes (the standard SSH auth Secret).
 pub const SECRET_TYPE: &str = "kubernetes.io/ssh-auth";
 pub const SECRET_KEY: &str = "ssh-privatekey";
 /// Label naming the credential a key Secret belongs to.
 pub const CREDENTIAL_LABEL: &str = "berth.dev/ssh-credential";
 const KIND: &str = "ssh-private-key";
-
-/// The SSH credential record of spec §2.2; never the private key.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CredentialRecord {
-    pub id: String,
-    pub name: String,
-    /// Always `ssh-private-key`.
-    pub kind: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub username: Option<String>,
-    pub public_key_configured: bool,
-    pub private_key_configured: bool,
-    pub created_at: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rotated_at: Option<String>,
-    /// The OpenSSH public key line, for a server's `authorized_keys` (not secret).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub public_key: Option<String>,
-    /// SHA-256 fingerprint of the key (`SHA256:…`), as `ssh-keygen -l` prints it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fingerprint: Option<String>,
-}
-
-/// `{ items }` of `GET /credentials/ssh`.
-#[derive(Serialize, JsonSchema)]
-pub struct CredentialList {
-    pub items: Vec<CredentialRecord>,
-}
 
 /// `GET /credentials/ssh/{credentialId}`.
 #[derive(Serialize, JsonSchema)]
@@ -117,18 +89,6 @@ pub struct CredentialShow {
     pub generated_at: String,
 }
 
-/// The credential part of a rotation result.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RotatedCredentialRecord {
-    pub id: String,
-    pub kind: String,
-    pub username_configured: bool,
-    pub public_key_configured: bool,
-    pub private_key_configured: bool,
-    pub rotated_at: String,
-}
-
 /// `POST /credentials/ssh/{credentialId}/rotate`.
 #[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -138,33 +98,6 @@ pub struct RotatedCredential {
     pub credential: RotatedCredentialRecord,
     /// The servers whose next connection uses the new key.
     pub affected_usage: SshCredentialUsage,
-}
-
-/// A JSON body whose error messages never repeat a string value: a key pasted into the wrong
-/// field would otherwise come back in serde's "invalid type: string …" message.
-pub struct KeyBody<T>(pub T);
-
-impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequest<S> for KeyBody<T> {
-    type Rejection = ApiError;
-
-    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match JsonBody::<T>::from_request(request, state).await {
-            Ok(JsonBody(body)) => Ok(Self(body)),
-            Err(error) => Err(without_values(error)),
-        }
-    }
-}
-
-fn without_values(error: ApiError) -> ApiError {
-    let message = &error.body.message;
-    if !message.contains("string \"") && !message.contains("unknown variant") {
-        return error;
-    }
-    let field = error.body.details.get("field").and_then(|f| f.as_str());
-    match field {
-        Some(field) => ApiError::validation(field, format!("{field}: invalid value")),
-        None => ApiError::malformed("the body is not valid"),
-    }
 }
 
 /// Reads need a member; deploy tokens are automation for deployments and see no credentials.
@@ -181,20 +114,6 @@ fn reader(caller: &Caller) -> ApiResult<&CallerOrganization> {
 fn writer(caller: &Caller) -> ApiResult<&CallerOrganization> {
     caller.require_user()?;
     caller.require_role(OrganizationRole::Admin)
-}
-
-/// A credential of the caller's organization, or 404 (also while it is being deleted).
-pub fn lookup(state: &AppState, namespace: &str, id: &str) -> ApiResult<Arc<SshCredential>> {
-    let credential = find_in(
-        &state.caches.ssh_credentials,
-        namespace,
-        id,
-        "SSH credential",
-    )?;
-    if credential.metadata.deletion_timestamp.is_some() {
-        return Err(ApiError::not_found("SSH credential", id));
-    }
-    Ok(credential)
 }
 
 /// Which servers use a credential, from the server cache (fresher than the credential's status).
@@ -224,25 +143,6 @@ pub fn record(credential: &SshCredential) -> CredentialRecord {
         public_key: status.public_key,
         fingerprint: status.fingerprint,
     }
-}
-
-/// Parses a submitted key. The message names the problem, never the input.
-pub(super) fn parse_key(field: &str, text: &str) -> ApiResult<ClientKey> {
-    if text.len() > MAX_KEY_BYTES {
-        return Err(ApiError::validation(
-            field,
-            format!("{field} must be at most {MAX_KEY_BYTES} bytes"),
-        ));
-    }
-    ClientKey::parse(text.trim().as_bytes()).map_err(|error| {
-        let problem = match error {
-            ClientKeyError::Encrypted => "is protected by a passphrase; submit the key without one",
-            ClientKeyError::NotText | ClientKeyError::Unparseable => {
-                "is not an OpenSSH or PEM private key"
-            }
-        };
-        ApiError::validation(field, format!("{field} {problem}"))
-    })
 }
 
 fn validate_username(username: &str) -> ApiResult<()> {
@@ -535,32 +435,6 @@ async fn write_key(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_bad_key_is_refused_without_echoing_it() {
-        let error = parse_key(
-            "privateKey",
-            "-----BEGIN OPENSSH PRIVATE KEY-----\nc2VjcmV0\n",
-        )
-        .err()
-        .unwrap();
-        assert_eq!(error.status, 422);
-        assert_eq!(error.body.details["field"], "privateKey");
-        assert!(!error.body.message.contains("c2VjcmV0"));
-    }
-
-    #[test]
-    fn string_values_are_dropped_from_body_errors() {
-        let error = crate::extract::parse_json::<RotateCredential>(
-            br#"{"privateKey":"k","confirmation":"-----BEGIN secret-text"}"#,
-        )
-        .err()
-        .unwrap();
-        assert!(error.body.message.contains("secret-text"));
-        let error = without_values(error);
-        assert!(!error.body.message.contains("secret-text"));
-        assert_eq!(error.body.details["field"], "confirmation");
-    }
 
     #[test]
     fn usernames_are_login_names() {

@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::deploy_token::{DeployToken, DeployTokenScope, DeployTokenSpec, DeployTokenState};
 use berth_crds::limits::{DEPLOY_TOKEN_LIST_LIMIT_MAX, NAME_MAX, OBJECT_NAME_MAX};
@@ -11,25 +10,24 @@ use berth_crds::member::OrganizationRole;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::{Api, ResourceExt};
-use schemars::JsonSchema;
-use serde::Serialize;
 use serde_json::json;
 
 use super::Endpoint;
-use super::common::{
-    all_in, bounded, confirm, created_at, find_in, known_params, merge_status, parse_timestamp,
-    timestamp,
-};
 use crate::auth::{Caller, CallerOrganization, Principal, check_token_usable, user_organization};
+use crate::domain::fields::{bounded, confirm};
+use crate::domain::objects::{all_in, find_in};
+use crate::domain::time::{created_at, parse_timestamp, timestamp};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, QueryParams};
+use crate::extract::{JsonBody, QueryParams, known_params};
+use crate::json::Json;
 use crate::state::AppState;
 use crate::token::{self, new_id};
-use crate::write::apply;
+use crate::write::{apply, merge_status};
 
-pub use berth_api::deploy_tokens::{TokenList, TokenRecord};
-
-pub use berth_api::deploy_tokens::{ConfirmedAction, CreateToken, ScopeInput};
+pub use berth_api::deploy_tokens::{
+    ConfirmedAction, CreateToken, CreatedToken, RevokedToken, RotatedToken, ScopeInput, TokenList,
+    TokenRecord,
+};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -59,42 +57,6 @@ pub const MAX_LIMIT: u64 = DEPLOY_TOKEN_LIST_LIMIT_MAX;
 pub const MAX_SCOPE_ENTRIES: usize = 100;
 /// Longest display name.
 const MAX_NAME: usize = NAME_MAX;
-
-/// The Deploy token created record of spec §2.2: the only response besides rotate that
-/// carries the secret.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CreatedToken {
-    pub token_id: String,
-    /// The secret bearer token; store it now, it is never shown again.
-    pub token: String,
-    pub organization_id: String,
-    pub display_name: String,
-    pub secret_suffix: String,
-    pub scopes: DeployTokenScope,
-    pub created_at: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub expires_at: Option<String>,
-}
-
-/// Result of a rotation: the new secret, shown once.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RotatedToken {
-    pub token_id: String,
-    /// The new secret bearer token; the previous one no longer works.
-    pub token: String,
-    pub rotated_at: String,
-    pub scopes: DeployTokenScope,
-}
-
-/// Result of a revocation.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RevokedToken {
-    pub token_id: String,
-    pub revoked_at: String,
-}
 
 /// Managing tokens needs a signed-in admin (or owner) of `organization_id`. It need not be the
 /// caller's current organization; one the caller is not a member of is a 404 that reveals

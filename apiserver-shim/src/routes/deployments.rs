@@ -14,33 +14,32 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::extract::State;
+use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
+use berth_api::build::SourceKind;
+use berth_api::repository::RepoLocator;
 use berth_crds::deployment::Deployment;
 use berth_crds::member::OrganizationRole;
 use berth_crds::resource::Resource;
-use berth_crds::server::ServerLifecycle;
 use berth_crds::{UPDATED_BY_ID, UPDATED_BY_KIND};
+use berth_observations::TimelineKey;
 use futures::channel::mpsc;
 use futures::{SinkExt, Stream, StreamExt};
-use kube::api::PostParams;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, ResourceExt};
 
-pub use self::progress::{Level, Masker, ProgressEvent, StreamStatus, Tracker};
 use self::timeline::OutputFollower;
-use super::common::bounded;
-use super::resource_access::{masker, require_writable};
-use super::{Endpoint, servers};
+use super::Endpoint;
 use crate::auth::{Caller, Principal, ScopeDimension};
+use crate::domain::deployments::{check_server, create_deployment, deployment_name};
+use crate::domain::fields::bounded;
+use crate::domain::resource_access::{masker, require_writable};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::json::Json;
-use crate::state::{AppState, FIELD_MANAGER};
-use axum::http::StatusCode;
-use berth_api::build::SourceKind;
-use berth_api::repository::RepoLocator;
-use berth_observations::TimelineKey;
+use crate::state::AppState;
 
+pub use self::progress::{Level, Masker, ProgressEvent, StreamStatus, Tracker};
 pub use berth_api::deployments::{DeploymentCreated, StartDeployment};
 
 pub fn endpoints() -> Vec<Endpoint> {
@@ -136,7 +135,7 @@ pub const SOURCE_LINK_DEPLOY: &str = "source-link-deploy";
 /// The resource (404 naming `resourceId` when the caller cannot see it), matching the project
 /// and environment of the request, with a source to deploy.
 fn deployable(state: &AppState, caller: &Caller, body: &StartDeployment) -> ApiResult<Resource> {
-    let resource = crate::routes::resource_access::lookup(state, caller, &body.resource_id)
+    let resource = crate::domain::resource_access::lookup(state, caller, &body.resource_id)
         .map_err(|e| e.with_detail("field", "resourceId"))?;
     if resource.metadata.deletion_timestamp.is_some() {
         return Err(
@@ -164,72 +163,6 @@ fn deployable(state: &AppState, caller: &Caller, body: &StartDeployment) -> ApiR
         .with_detail("field", "resourceId"));
     }
     Ok(resource.as_ref().clone())
-}
-
-/// The server exists for the caller, takes deployments, and is the one the resource names
-/// (the controller removes a resource's containers from that server only).
-pub(crate) fn check_server(
-    state: &AppState,
-    caller: &Caller,
-    resource: &Resource,
-    server_id: &str,
-) -> ApiResult<()> {
-    let server = servers::lookup(state, caller, server_id).map_err(|_| {
-        ApiError::validation(
-            "serverId",
-            format!("serverId: no server {server_id} in this organization"),
-        )
-    })?;
-    if resource.spec.server_id.as_deref() != Some(server_id) {
-        let named = resource.spec.server_id.as_deref().unwrap_or("none");
-        return Err(ApiError::validation(
-            "serverId",
-            format!(
-                "serverId: resource {} deploys to server {named}, not {server_id}",
-                resource.name_any()
-            ),
-        ));
-    }
-    if server.spec.lifecycle_status != ServerLifecycle::Active {
-        return Err(ApiError::conflict(format!(
-            "server {server_id} is inactive and takes no deployments"
-        ))
-        .with_detail("field", "serverId"));
-    }
-    Ok(())
-}
-
-/// `dep-<resource>-m<3 random>`: short, because the controller names the container
-/// `berth-<namespace>-<resource>-<deployment>` and the edge proxy dials it by that name through
-/// Docker's DNS, where a label over 63 characters does not resolve; and starting with a letter,
-/// so it sorts after the controller's `dep-<resource>-<generation>` when the controller breaks
-/// a creation-time tie by name to pick the newest attempt.
-pub(crate) fn deployment_name(resource: &str) -> String {
-    let random = crate::token::new_id("x");
-    format!("dep-{resource}-m{}", &random[random.len() - 3..])
-}
-
-/// Creates the attempt's Deployment; a name already taken (1 in 46656) gets another try.
-pub(crate) async fn create_deployment(
-    api: &Api<Deployment>,
-    mut deployment: Deployment,
-) -> ApiResult<Deployment> {
-    let params = PostParams {
-        field_manager: Some(FIELD_MANAGER.into()),
-        ..Default::default()
-    };
-    let resource = deployment.spec.resource_id.clone();
-    for _ in 0..3 {
-        match api.create(&params, &deployment).await {
-            Err(kube::Error::Api(status)) if status.code == 409 => {
-                deployment.metadata.name = Some(deployment_name(&resource));
-            }
-            other => return Ok(other?),
-        }
-    }
-    Err(ApiError::conflict(
-        "could not pick a free deployment name; retry the request",
-    ))
 }
 
 /// The Deployment object for the attempt, labelled and annotated as the controller's own, plus

@@ -10,7 +10,6 @@ mod copy;
 mod proxy;
 mod record;
 
-use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::deployment::Deployment;
 use berth_crds::health::{Inputs, ResourceHealth, build};
@@ -20,20 +19,22 @@ use berth_observations::TimelineKey;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
-pub use self::record::DiagnosticSummary;
 use self::record::{Focus, LogLine, Proxy, Redaction, SourceError, System, Tail, Window};
 use super::Endpoint;
-use super::common::{bounded, find_deployment, find_in, known_params, utc_range};
-use super::environments;
-use super::resource_access::lookup;
-use super::resource_access::masker;
-use super::runtime_logs;
 use crate::auth::Caller;
+use crate::domain::fields::bounded;
+use crate::domain::objects::{find_deployment, find_in};
+use crate::domain::resource_access::{lookup, masker};
+use crate::domain::time::utc_range;
+use crate::domain::{environments, runtime_logs};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::QueryParams;
+use crate::extract::{QueryParams, known_params};
+use crate::json::Json;
 use crate::observation_store::store_call;
 use crate::services::recent_access_failures;
 use crate::state::AppState;
+
+pub use self::record::DiagnosticSummary;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![Endpoint::get::<DiagnosticSummary, _, _>(

@@ -3,8 +3,8 @@
 //! `DELETE /domain-bindings/{id}` (confirmed). The controller routes, verifies and certifies a
 //! binding as it does one applied with kubectl; the shim only writes the object.
 
-use crate::json::Json;
 use axum::extract::{Path, State};
+use berth_api::common::IdResponse;
 use berth_crds::certificate::Certificate;
 use berth_crds::domain_binding::{
     DomainBinding, DomainBindingSpec, HttpPolicy, TLS_MODE_AUTO, TLS_MODE_DISABLED,
@@ -19,11 +19,12 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::Endpoint;
-use super::common::{IdResponse, bounded, confirm};
-use super::resource_access::lookup_writable;
 use crate::auth::Caller;
+use crate::domain::fields::{bounded, confirm, normalized_host_name};
+use crate::domain::resource_access::lookup_writable;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
+use crate::json::Json;
 use crate::state::AppState;
 
 /// Longest idempotency key.
@@ -207,32 +208,6 @@ fn refuse_unsupported(body: &CreateDomainBinding) -> ApiResult<()> {
     Ok(())
 }
 
-/// `domainName` as a binding holds it (lowercase, no final dot), or a 400 naming the field.
-pub fn normalized_host_name(given: &str) -> ApiResult<String> {
-    let hostname = given.trim().trim_end_matches('.').to_ascii_lowercase();
-    if !is_host_name(&hostname) {
-        return Err(ApiError::validation(
-            "domainName",
-            "domainName must be a host name such as shop.example.com or *.example.com",
-        ));
-    }
-    Ok(hostname)
-}
-
-/// A lowercase DNS name, optionally a wildcard of one label.
-fn is_host_name(name: &str) -> bool {
-    let name = name.strip_prefix("*.").unwrap_or(name);
-    let label = |l: &str| {
-        !l.is_empty()
-            && l.len() <= 63
-            && l.chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-            && !l.starts_with('-')
-            && !l.ends_with('-')
-    };
-    name.len() <= OBJECT_NAME_MAX && name.split('.').all(label)
-}
-
 /// The binding's object name: derived from the idempotency key when there is one, so a
 /// repeated request names the same binding.
 fn binding_name(namespace: &str, key: Option<&str>) -> String {
@@ -272,7 +247,7 @@ async fn create(
         }
     }
     if let Some(server) = &spec.server_id {
-        super::common::find_in(
+        crate::domain::objects::find_in(
             &state.caches.servers,
             &resource.namespace().unwrap_or_default(),
             server,
@@ -352,7 +327,7 @@ async fn visible_binding(state: &AppState, caller: &Caller, id: &str) -> ApiResu
         false => None,
     }
     .ok_or_else(|| ApiError::not_found("domain binding", id))?;
-    super::resource_access::lookup(state, caller, &binding.spec.resource_id)
+    crate::domain::resource_access::lookup(state, caller, &binding.spec.resource_id)
         .map_err(|_| ApiError::not_found("domain binding", id))?;
     Ok(binding)
 }
@@ -433,6 +408,7 @@ async fn delete(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::fields::is_host_name;
 
     fn request(extra: serde_json::Value) -> CreateDomainBinding {
         let mut body = serde_json::json!({

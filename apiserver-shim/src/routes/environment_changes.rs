@@ -23,11 +23,12 @@ use kube::{Api, ResourceExt};
 use serde_json::Map;
 
 use super::Endpoint;
-use super::common::{all_in, bounded, confirm};
-use super::environments::{lookup, masked, validate_kind};
-use super::resource_config::spec_variables::VariablesWrite;
-use super::resource_config::{exposure_name, parse_exposure, validate_key};
 use crate::auth::Caller;
+use crate::domain::environments::{lookup, masked, validate_kind};
+use crate::domain::fields::{bounded, confirm};
+use crate::domain::objects::all_in;
+use crate::domain::spec_variables::VariablesWrite;
+use crate::domain::variables::{exposure_name, parse_exposure, validate_key};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::json::Json;

@@ -1,33 +1,31 @@
 //! Spec §4.4, environments: count, list, create, show, archive. Archiving is a status
 //! transition; the environment and its deployment history stay readable.
 
-use berth_crds::masking::MASK;
-use std::sync::Arc;
-
-use crate::json::Json;
 use axum::extract::{Path, State};
-use berth_crds::environment::{ENVIRONMENT_KINDS, Environment, EnvironmentSpec};
+use berth_api::common::{CountResponse, IdResponse};
+use berth_crds::environment::{Environment, EnvironmentSpec};
 use berth_crds::lifecycle::LifecycleStatus;
 use berth_crds::limits::{LIST_LIMIT_MAX, NAME_MAX, OBJECT_NAME_MAX};
 use berth_crds::member::OrganizationRole;
-use berth_crds::variable::{PlainVariable, VariableExposure};
 use kube::{Api, ResourceExt};
 
 use super::Endpoint;
-use super::common::{
-    CountResponse, IdResponse, all_in, bounded, created_at, find_in, known_params, timestamp,
-};
-use super::projects;
 use crate::auth::{Caller, ScopeDimension};
+use crate::domain::environments::{lookup, masked, validate_kind, visible};
+use crate::domain::fields::bounded;
+use crate::domain::objects::all_in;
+use crate::domain::projects;
+use crate::domain::time::{created_at, timestamp};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, QueryParams};
+use crate::extract::{JsonBody, QueryParams, known_params};
+use crate::json::Json;
 use crate::state::{AppState, FIELD_MANAGER};
 use crate::token::new_id;
 use crate::write::{apply, only_owned};
 
-pub use berth_api::environments::{EnvironmentList, EnvironmentRecord, MaskedVariable};
-
-pub use berth_api::environments::{ArchiveEnvironment, CreateEnvironment};
+pub use berth_api::environments::{
+    ArchiveEnvironment, CreateEnvironment, EnvironmentList, EnvironmentRecord, MaskedVariable,
+};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -60,59 +58,6 @@ pub const MAX_LIMIT: u64 = LIST_LIMIT_MAX;
 /// `limit` when the caller gives none.
 pub const DEFAULT_LIMIT: u64 = 100;
 
-/// Key fragments that mark a plain variable's value as a secret worth hiding anyway.
-const SECRET_WORDS: &[&str] = &[
-    "SECRET",
-    "PASSWORD",
-    "PASSWD",
-    "PWD",
-    "TOKEN",
-    "KEY",
-    "APIKEY",
-    "PRIVATE",
-    "CREDENTIAL",
-    "CREDENTIALS",
-    "AUTH",
-    "DSN",
-    "SALT",
-    "CERT",
-];
-
-/// Whether a variable should be masked: a key word such as `PASSWORD` or `API_KEY`, or a URL
-/// with a password in it (`postgres://user:pw@host`).
-pub fn looks_secret(key: &str, value: &str) -> bool {
-    let key_hit = key
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .any(|word| SECRET_WORDS.contains(&word.to_ascii_uppercase().as_str()));
-    let url_password = value.split_once("://").is_some_and(|(_, rest)| {
-        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-        authority
-            .rsplit_once('@')
-            .is_some_and(|(userinfo, _)| userinfo.contains(':'))
-    });
-    key_hit || url_password
-}
-
-pub fn masked(variable: &PlainVariable) -> MaskedVariable {
-    let secret = looks_secret(&variable.key, &variable.value);
-    MaskedVariable {
-        key: variable.key.clone(),
-        value: if secret {
-            MASK.to_string()
-        } else {
-            variable.value.clone()
-        },
-        scope: "environment".into(),
-        exposure: match variable.exposure {
-            VariableExposure::BuildTime => "build-time",
-            VariableExposure::Runtime => "runtime",
-        }
-        .into(),
-        is_secret: secret,
-        kind: if secret { "secret" } else { "plain-config" }.into(),
-    }
-}
-
 /// Converts the custom resource to the REST record.
 pub fn record(environment: &Environment) -> EnvironmentRecord {
     let spec = &environment.spec;
@@ -144,53 +89,6 @@ pub fn record(environment: &Environment) -> EnvironmentRecord {
         created_at: created_at(&environment.metadata),
         masked_variables: spec.variables.iter().map(masked).collect(),
     }
-}
-
-/// Whether a deploy token may see an environment: both it and its project must be in scope.
-fn visible_to(caller: &Caller, environment: &Environment) -> bool {
-    caller.sees(ScopeDimension::Environment, &environment.name_any())
-        && caller.sees(ScopeDimension::Project, &environment.spec.project_id)
-}
-
-/// The caller's environments (optionally of one project), oldest first.
-fn visible(
-    state: &AppState,
-    caller: &Caller,
-    project: Option<&str>,
-) -> ApiResult<Vec<Arc<Environment>>> {
-    let organization = caller.organization()?;
-    if let Some(project) = project {
-        // A filter naming a project must name one the caller may use.
-        caller.require_in_scope(ScopeDimension::Project, project)?;
-        projects::lookup(state, caller, project)?;
-    }
-    let mut environments: Vec<_> = all_in(&state.caches.environments, &organization.namespace)
-        .into_iter()
-        .filter(|e| project.is_none_or(|p| e.spec.project_id == p))
-        .filter(|e| visible_to(caller, e))
-        .collect();
-    environments.sort_by_key(|e| {
-        (
-            e.metadata.creation_timestamp.clone().map(|t| t.0),
-            e.name_any(),
-        )
-    });
-    Ok(environments)
-}
-
-/// An environment of the caller's organization that the caller may see, or 404.
-pub fn lookup(state: &AppState, caller: &Caller, id: &str) -> ApiResult<Arc<Environment>> {
-    let organization = caller.organization()?;
-    let environment = find_in(
-        &state.caches.environments,
-        &organization.namespace,
-        id,
-        "environment",
-    )?;
-    if !visible_to(caller, &environment) {
-        return Err(ApiError::not_found("environment", id));
-    }
-    Ok(environment)
 }
 
 async fn count(
@@ -226,18 +124,6 @@ async fn list(
         .take(limit as usize)
         .collect();
     Ok(Json(EnvironmentList { items }))
-}
-
-/// `kind` must be one of the closed set the CRD allows.
-pub fn validate_kind(kind: &str) -> ApiResult<()> {
-    if ENVIRONMENT_KINDS.contains(&kind) {
-        return Ok(());
-    }
-    Err(ApiError::validation(
-        "kind",
-        format!("kind must be one of: {}", ENVIRONMENT_KINDS.join(", ")),
-    )
-    .with_detail("allowed", ENVIRONMENT_KINDS.to_vec()))
 }
 
 async fn create(
@@ -339,44 +225,4 @@ async fn archive(
     let api = Api::<Environment>::namespaced(state.client.clone(), &organization.namespace);
     apply(&api, &state.caches.environments, Some(&caller), desired).await?;
     Ok(Json(IdResponse { id }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn secret_looking_variables_are_masked() {
-        assert!(looks_secret("DATABASE_PASSWORD", "x"));
-        assert!(looks_secret("stripe_api_key", "x"));
-        assert!(looks_secret("GITHUB_TOKEN", "x"));
-        assert!(looks_secret(
-            "DATABASE_URL",
-            "postgres://app:hunter2@db:5432/app"
-        ));
-        assert!(!looks_secret("DATABASE_URL", "postgres://db:5432/app"));
-        assert!(!looks_secret("LOG_LEVEL", "debug"));
-        assert!(!looks_secret("MONKEY_COUNT", "3"));
-        let variable = PlainVariable {
-            key: "SESSION_SECRET".into(),
-            value: "s3cr3t".into(),
-            exposure: VariableExposure::BuildTime,
-        };
-        let shown = masked(&variable);
-        assert_eq!(
-            (shown.value.as_str(), shown.is_secret, shown.kind.as_str()),
-            (MASK, true, "secret")
-        );
-        assert_eq!(shown.exposure, "build-time");
-    }
-
-    #[test]
-    fn kinds_are_a_closed_set() {
-        assert!(validate_kind("preview").is_ok());
-        assert!(validate_kind("local").is_ok());
-        let error = validate_kind("plain-config").unwrap_err();
-        assert_eq!(error.body.details["allowed"].as_array().unwrap().len(), 7);
-        assert!(validate_kind("Production").is_err());
-        assert!(validate_kind("").is_err());
-    }
 }

@@ -3,29 +3,31 @@
 
 use std::sync::Arc;
 
-use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::invitation::{Invitation, InvitationSpec, InvitationState};
 use berth_crds::member::{MemberSpec, OrganizationRole};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::{Api, ResourceExt};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::Endpoint;
-use super::bootstrap::validate_email;
-use super::common::{all_in, created_at, find_in, paginate, timestamp};
-use super::identity::{apply_status, in_organization, now, organization_of_namespace};
-use super::members::{DEFAULT_LIMIT, MAX_LIMIT, MemberRecord, member_record, write_member};
 use crate::auth::{Caller, role_name};
+use crate::domain::accounts::validate_email;
+use crate::domain::identity::{apply_status, in_organization, now, organization_of_namespace};
+use crate::domain::members::{DEFAULT_LIMIT, MAX_LIMIT, member_record, write_member};
+use crate::domain::objects::{all_in, find_in};
+use crate::domain::time::{created_at, timestamp};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, QueryParams};
+use crate::extract::{JsonBody, QueryParams, paginate};
+use crate::json::Json;
 use crate::state::AppState;
 use crate::token::new_id;
 use crate::write::apply;
 
-pub use berth_api::invitations::{AcceptInvitation, CreateInvitation, RevokeInvitation};
+pub use berth_api::invitations::{
+    AcceptInvitation, AcceptedInvitation, CreateInvitation, InvitationList, InvitationRecord,
+    Inviter, RevokeInvitation,
+};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -56,48 +58,6 @@ pub fn endpoints() -> Vec<Endpoint> {
 pub const VALIDITY: SignedDuration = SignedDuration::from_hours(7 * 24);
 /// The values of the `status` filter (spec §2.2).
 const STATUSES: &[&str] = &["accepted", "expired", "pending", "revoked"];
-
-/// Who sent an invitation.
-#[derive(Serialize, JsonSchema, Clone)]
-#[serde(rename_all = "camelCase")]
-pub struct Inviter {
-    pub user_id: String,
-    pub display_name: Option<String>,
-    pub email: Option<String>,
-}
-
-/// The Invitation record of spec §2.2.
-#[derive(Serialize, JsonSchema, Clone)]
-#[serde(rename_all = "camelCase")]
-pub struct InvitationRecord {
-    pub invitation_id: String,
-    pub organization_id: String,
-    pub email: String,
-    /// Role granted on acceptance.
-    pub role: String,
-    /// `accepted`, `expired`, `pending` or `revoked`.
-    pub status: String,
-    pub created_at: String,
-    pub expires_at: String,
-    pub inviter: Inviter,
-}
-
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct InvitationList {
-    pub items: Vec<InvitationRecord>,
-    /// Pass as `cursor` to get the next page; absent on the last page.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-}
-
-/// The accepted invitation and the membership it created or reactivated.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AcceptedInvitation {
-    pub invitation: InvitationRecord,
-    pub member: MemberRecord,
-}
 
 /// The invitation's state now, in berth-controller's order: revocation (spec), acceptance
 /// (`acceptedAt`, which only the shim writes), then expiry, computed from `expiresAt`.

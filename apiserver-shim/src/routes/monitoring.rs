@@ -12,10 +12,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::json::Json;
 use axum::extract::{RawQuery, State};
 use berth_api::monitoring::{MonitoringWarning, Sample, SourceError};
-pub use berth_api::monitoring::{Retention, Scope};
 use berth_crds::member::OrganizationRole;
 use berth_crds::monitoring::{MonitoringSample, SAMPLES_SCHEMA_VERSION, ScopeKind, Signal};
 use berth_crds::retention_policy::RetentionCategory;
@@ -25,13 +23,17 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::Endpoint;
-use super::common::{bounded, find_in, known_params, utc_window};
-use super::{environments, projects, servers};
 use crate::auth::{Caller, ScopeDimension};
+use crate::domain::fields::bounded;
+use crate::domain::monitoring_scope::{ScopeIds, check_scope_ids, with_scope_params};
+use crate::domain::time::utc_window;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::QueryParams;
+use crate::extract::{QueryParams, known_params};
+use crate::json::Json;
 use crate::state::AppState;
 use crate::validate;
+
+pub use berth_api::monitoring::{Retention, Scope};
 
 mod artifacts;
 mod disk;
@@ -93,23 +95,8 @@ pub const GAP_FACTOR: f64 = 2.5;
 /// Samples younger than this many collection intervals are `live`.
 const LIVE_FACTOR: u32 = 2;
 
-/// The `scope.*` query parameters of every monitoring read and of threshold policies.
-pub const SCOPE_PARAMS: [&str; 6] = [
-    "scope.kind",
-    "scope.serverId",
-    "scope.projectId",
-    "scope.environmentId",
-    "scope.resourceId",
-    "scope.deploymentId",
-];
-
-/// Beside [`SCOPE_PARAMS`].
+/// Beside [`SCOPE_PARAMS`](crate::domain::monitoring_scope::SCOPE_PARAMS).
 const PARAMS: &[&str] = &["window.from", "window.to", "signals", "limit"];
-
-/// The query parameters of a read: the scope's and `own`.
-pub fn with_scope_params(own: &[&'static str]) -> Vec<&'static str> {
-    SCOPE_PARAMS.iter().chain(own).copied().collect()
-}
 
 /// Spec §4.5 samples list.
 #[derive(Serialize, JsonSchema, Debug)]
@@ -371,39 +358,6 @@ fn missing_samples(samples: &[MonitoringSample], interval: Duration) -> Vec<Moni
     warnings
 }
 
-/// The ids of a scope that must name objects the caller may see.
-#[derive(Default)]
-pub struct ScopeIds<'a> {
-    pub server: Option<&'a str>,
-    pub project: Option<&'a str>,
-    pub environment: Option<&'a str>,
-    pub resource: Option<&'a str>,
-    /// Only thresholds check it: samples outlive the Deployment objects they name.
-    pub deployment: Option<&'a str>,
-}
-
-/// Checks each id names an object of the caller's organization it may see (404 otherwise, as
-/// for any other route): monitoring reads' filters and threshold policies' scopes.
-pub fn check_scope_ids(state: &AppState, caller: &Caller, ids: ScopeIds) -> ApiResult<()> {
-    if let Some(id) = ids.server {
-        servers::lookup(state, caller, id)?;
-    }
-    if let Some(id) = ids.project {
-        projects::lookup(state, caller, id)?;
-    }
-    if let Some(id) = ids.environment {
-        environments::lookup(state, caller, id)?;
-    }
-    if let Some(id) = ids.resource {
-        crate::routes::resource_access::lookup(state, caller, id)?;
-    }
-    if let Some(id) = ids.deployment {
-        let namespace = &caller.organization()?.namespace;
-        find_in(&state.caches.deployments, namespace, id, "deployment")?;
-    }
-    Ok(())
-}
-
 fn check_scope(state: &AppState, caller: &Caller, scope: &Scope) -> ApiResult<()> {
     let ids = ScopeIds {
         server: scope.server_id.as_deref(),
@@ -462,7 +416,7 @@ fn store_unavailable(what: &str) -> SourceError {
 /// RetentionPolicy deletes them after (the one mechanism that prunes them).
 fn samples_retention(state: &AppState, namespace: &str, now: Timestamp) -> Retention {
     let category = RetentionCategory::RuntimeMonitoringSamples;
-    let days = super::retention::deleted_after_days(state, namespace, category);
+    let days = crate::domain::retention::deleted_after_days(state, namespace, category);
     retention(days, now)
 }
 

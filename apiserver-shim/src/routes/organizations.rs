@@ -2,34 +2,36 @@
 //! and deletion, and creating further organizations (not in the spec's table; without it a
 //! user could never belong to more than the first organization).
 
-use crate::json::Json;
 use axum::extract::{Path, State};
+use berth_api::common::IdResponse;
 use berth_crds::member::{MemberSpec, OrganizationRole};
 use berth_crds::organization::{Organization, OrganizationSpec};
 use berth_crds::session::Session;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::Endpoint;
-use super::bootstrap::{login_methods, wait_for_namespace};
-use super::common::{self, IdResponse, confirm, created_at, non_empty, slugify, timestamp};
-use super::identity::{
-    Permissions, display_name, image_url, in_organization, live_organization, memberships, now,
-    permissions, updated_at,
-};
-use super::members::write_member;
 use crate::auth::{Caller, CallerOrganization, role_name, user_organization};
 use crate::cache::{catch_up, wait_deleted};
+use crate::domain::accounts::login_methods;
+use crate::domain::fields::{confirm, non_empty, slugify};
+use crate::domain::identity::wait_for_namespace;
+use crate::domain::identity::{
+    display_name, image_url, in_organization, live_organization, memberships, now, permissions,
+    updated_at,
+};
+use crate::domain::members::write_member;
+use crate::domain::time::{created_at, timestamp};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
+use crate::json::Json;
 use crate::state::{AppState, FIELD_MANAGER};
 use crate::token::new_id;
 use crate::write::apply;
 
-pub use berth_api::organizations::{ContextUser, OrganizationContext, OrganizationSummary};
-
+pub use berth_api::organizations::{
+    ContextUser, DeletedOrganization, OrganizationContext, OrganizationProfile, OrganizationSummary,
+};
 pub use berth_api::organizations::{
     CreateOrganization, DeleteOrganization, SwitchOrganization, UpdateOrganization,
 };
@@ -73,29 +75,6 @@ pub fn endpoints() -> Vec<Endpoint> {
 pub const MAX_SLUG_LENGTH: usize = berth_crds::limits::ORGANIZATION_SLUG_MAX;
 /// Path segments under `/organizations/` that are not organization ids.
 const RESERVED_SLUGS: &[&str] = &["current-context"];
-
-/// The Organization profile record of spec §2.2.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct OrganizationProfile {
-    pub organization_id: String,
-    pub name: String,
-    pub slug: String,
-    /// Your role in the organization.
-    pub role: String,
-    pub permissions: Permissions,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub logo_url: Option<String>,
-    pub created_at: String,
-    pub updated_at: String,
-}
-
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DeletedOrganization {
-    pub organization_id: String,
-    pub deleted_at: String,
-}
 
 fn summary(organization: &Organization, role: OrganizationRole) -> OrganizationSummary {
     OrganizationSummary {
@@ -267,7 +246,7 @@ async fn delete(
 
 /// The shared slug rule with the organization limit, and no reserved path segment.
 fn validate_slug(slug: &str) -> ApiResult<()> {
-    common::validate_slug(slug, MAX_SLUG_LENGTH)?;
+    crate::domain::fields::validate_slug(slug, MAX_SLUG_LENGTH)?;
     if RESERVED_SLUGS.contains(&slug) {
         return Err(ApiError::validation(
             "slug",

@@ -6,7 +6,6 @@
 
 use std::fmt::Debug;
 
-use crate::json::Json;
 use axum::extract::State;
 use berth_api::overlays::DecisionInput;
 use berth_crds::common::DecisionContext;
@@ -24,15 +23,17 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::Endpoint;
-use super::common::{all_in, known_params, timestamp};
-use super::decisions::{
+use crate::auth::Caller;
+use crate::cache::Caches;
+use crate::domain::decision_records::{
     DEFAULT_LIMIT, MAX_LIMIT, context, context_filter_values, create_new, matches_all, newest,
     refs_visible,
 };
-use crate::auth::Caller;
-use crate::cache::Caches;
+use crate::domain::objects::all_in;
+use crate::domain::time::timestamp;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, QueryParams};
+use crate::extract::{JsonBody, QueryParams, known_params};
+use crate::json::Json;
 use crate::state::AppState;
 use crate::token::new_id;
 

@@ -1,7 +1,7 @@
 //! Spec §4.4, projects: count, list, create, show, archive (DELETE), rename.
 
-use crate::json::Json;
 use axum::extract::{Path, State};
+use berth_api::common::{CountResponse, IdResponse};
 use berth_crds::lifecycle::LifecycleStatus;
 use berth_crds::limits::{DNS_LABEL_MAX, LIST_LIMIT_MAX, NAME_MAX, PROJECTS_OFFSET_MAX};
 use berth_crds::member::OrganizationRole;
@@ -9,20 +9,21 @@ use berth_crds::project::{Project, ProjectSpec};
 use kube::{Api, ResourceExt};
 
 use super::Endpoint;
-use super::common::{
-    CountResponse, IdResponse, all_in, bounded, confirm, created_at, find_in, slugify, timestamp,
-    validate_slug,
-};
 use crate::auth::{Caller, ScopeDimension};
+use crate::domain::fields::{bounded, confirm, slugify, validate_slug};
+use crate::domain::objects::all_in;
+use crate::domain::projects::lookup;
+use crate::domain::time::{created_at, timestamp};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams};
+use crate::json::Json;
 use crate::state::{AppState, FIELD_MANAGER};
 use crate::token::new_id;
 use crate::write::{apply, only_owned};
 
-pub use berth_api::projects::{ProjectList, ProjectRecord};
-
-pub use berth_api::projects::{ArchiveProject, CreateProject, RenameProject};
+pub use berth_api::projects::{
+    ArchiveProject, CreateProject, ProjectList, ProjectRecord, RenameProject,
+};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -101,21 +102,6 @@ fn visible(state: &AppState, caller: &Caller, namespace: &str) -> Vec<std::sync:
         ))
     });
     projects
-}
-
-/// A project of the caller's organization that the caller may see, or 404.
-pub fn lookup(state: &AppState, caller: &Caller, id: &str) -> ApiResult<std::sync::Arc<Project>> {
-    let organization = caller.organization()?;
-    let project = find_in(
-        &state.caches.projects,
-        &organization.namespace,
-        id,
-        "project",
-    )?;
-    if !caller.sees(ScopeDimension::Project, id) {
-        return Err(ApiError::not_found("project", id));
-    }
-    Ok(project)
 }
 
 async fn count(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<CountResponse>> {

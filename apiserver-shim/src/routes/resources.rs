@@ -9,26 +9,29 @@ mod show;
 
 use std::sync::{Arc, LazyLock};
 
-use crate::json::Json;
 use axum::extract::{Path, State};
+use berth_api::common::IdResponse;
 use berth_crds::member::OrganizationRole;
 use berth_crds::resource::Resource;
 use kube::{Api, ResourceExt};
 
 use super::Endpoint;
-use super::common::{IdResponse, all_in, bounded, created_at, known_params};
-use super::resource_access::lookup;
-use super::{environments, projects};
 use crate::auth::{Caller, ScopeDimension};
 use crate::cache::wait_deleted;
+use crate::domain::environments;
+use crate::domain::fields::bounded;
+use crate::domain::objects::all_in;
+use crate::domain::projects;
+use crate::domain::resource_access::lookup;
+use crate::domain::time::created_at;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, QueryParams};
+use crate::extract::{JsonBody, QueryParams, known_params};
+use crate::json::Json;
 use crate::services::delete_receipts::DeleteReceipts;
 use crate::state::AppState;
 
-pub use create::CreateResource;
-
 pub use berth_api::resources::{DeleteResource, ResourceList, ResourceRecord};
+pub use create::CreateResource;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![

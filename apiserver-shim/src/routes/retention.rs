@@ -5,9 +5,6 @@
 //! nothing: berth-controller runs enabled policies on a schedule, counting what would go when
 //! only `dryRunSchedulingEnabled` is on and deleting when `destructiveSchedulingEnabled` is.
 
-use std::sync::Arc;
-
-use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::member::OrganizationRole;
 use berth_crds::retention_policy::{
@@ -18,16 +15,19 @@ use kube::{Api, ResourceExt};
 use schemars::JsonSchema;
 use serde::Serialize;
 
-pub use berth_api::retention::SetRetention;
-
 use super::Endpoint;
-use super::bootstrap::FIRST_ADMIN_LABEL;
-use super::common::{find_in, known_params, timestamp};
 use crate::auth::{Caller, CallerOrganization, Principal};
+use crate::domain::accounts::FIRST_ADMIN_LABEL;
+use crate::domain::objects::find_in;
+use crate::domain::retention::policies_of;
+use crate::domain::time::timestamp;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, QueryParams};
+use crate::extract::{JsonBody, QueryParams, known_params};
+use crate::json::Json;
 use crate::state::AppState;
 use crate::write;
+
+pub use berth_api::retention::SetRetention;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -210,39 +210,6 @@ fn record(policy: &RetentionPolicy, organization: &CallerOrganization) -> Policy
         updated_by_actor_id: actor_id,
         last_run: status.last_run,
     }
-}
-
-/// Days an organization's history of `category` is deleted after: its own enabled policy,
-/// else the system default, when that one deletes; `None`: nothing deletes it.
-pub fn deleted_after_days(
-    state: &AppState,
-    namespace: &str,
-    category: RetentionCategory,
-) -> Option<i64> {
-    let enabled_in = |ns: &str| {
-        policies_of(state, ns)
-            .into_iter()
-            .find(|p| p.spec.category == category && p.spec.enabled)
-    };
-    let governing = enabled_in(namespace).or_else(|| enabled_in(&state.config.system_namespace))?;
-    governing
-        .spec
-        .destructive_scheduling_enabled
-        .then_some(governing.spec.retention_days)
-}
-
-/// The policies of `scope` in its namespace, by category.
-fn policies_of(state: &AppState, namespace: &str) -> Vec<Arc<RetentionPolicy>> {
-    let mut policies: Vec<_> = state
-        .caches
-        .retention_policies
-        .state()
-        .into_iter()
-        .filter(|p| p.namespace().as_deref() == Some(namespace))
-        .filter(|p| RetentionCategory::parse(&p.name_any()) == Some(p.spec.category))
-        .collect();
-    policies.sort_by_key(|p| p.spec.category.as_str());
-    policies
 }
 
 async fn list(

@@ -2,8 +2,8 @@
 //! `POST /servers/{id}/rename` and `GET /servers/{id}/delete-check` (what stands in the way
 //! of deleting it, without trying).
 
-use crate::json::Json;
 use axum::extract::{Path, State};
+use berth_api::common::IdResponse;
 use berth_api::servers::Blocker;
 use berth_crds::deployment::Deployment;
 use berth_crds::limits::NAME_MAX;
@@ -11,16 +11,19 @@ use berth_crds::member::OrganizationRole;
 use berth_crds::server::ServerLifecycle;
 use kube::Api;
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::json;
 
 use super::Endpoint;
-use super::common::{IdResponse, bounded};
-use super::servers::{current_blockers, lookup, merge_spec, writer};
 use crate::auth::Caller;
+use crate::domain::fields::bounded;
+use crate::domain::servers::{current_blockers, lookup, merge_spec, writer};
 use crate::error::ApiResult;
 use crate::extract::JsonBody;
+use crate::json::Json;
 use crate::state::AppState;
+
+pub use berth_api::servers::{DeleteBlocker, DeleteCheck};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -43,31 +46,6 @@ pub struct RenameServer {
     pub name: String,
     #[serde(default)]
     pub idempotency_key: Option<String>,
-}
-
-/// Appaloft's `servers.delete-check/v1`.
-#[derive(Serialize, JsonSchema, Debug)]
-#[serde(rename_all = "camelCase")]
-pub struct DeleteCheck {
-    pub schema_version: String,
-    pub server_id: String,
-    /// `active` or `inactive`: only an inactive server may be deleted.
-    pub lifecycle_status: String,
-    pub eligible: bool,
-    pub blockers: Vec<DeleteBlocker>,
-    pub checked_at: String,
-}
-
-#[derive(Serialize, JsonSchema, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct DeleteBlocker {
-    /// Appaloft's kinds: `active-server`, `resource-placement`, `active-deployment`,
-    /// `deployment-history`, `domain-binding`, `credential`, `terminal-session`…
-    pub kind: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub related_entity_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub related_entity_type: Option<String>,
 }
 
 async fn rename(

@@ -3,24 +3,25 @@
 //! key to pin, authentication, Docker), and `POST /servers/{id}/connectivity-tests` the same
 //! for a registered server against its pinned key. Nothing is stored; keys never leave.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_api::servers::NoBody;
 use berth_crds::limits::{NAME_MAX, OBJECT_NAME_MAX};
 use berth_remote::{ClientKey, Endpoint as SshEndpoint, RemoteError, ServerConnection, Timeouts};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 use super::Endpoint;
-use super::common::{bounded, find_in};
-use super::credentials::parse_key;
-use super::servers::{lookup, writer};
 use crate::auth::Caller;
+use crate::domain::credentials::parse_key;
+use crate::domain::fields::bounded;
+use crate::domain::objects::find_in;
+use crate::domain::servers::{lookup, writer};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
+use crate::json::Json;
 use crate::state::AppState;
 
 /// How long each step may take: a test answers within seconds, not a minute.

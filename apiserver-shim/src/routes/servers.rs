@@ -3,31 +3,27 @@
 //! server without delete-safety blockers; the controller's finalizer then removes the edge proxy
 //! and closes the SSH connection.
 
-use std::sync::Arc;
-
-use crate::json::Json;
 use axum::extract::{Path, State};
+use berth_api::common::IdResponse;
 use berth_crds::condition::{self, ConditionStatus};
-use berth_crds::deployment::Deployment;
 use berth_crds::limits::{DNS_LABEL_MAX, LIST_LIMIT_MAX, NAME_MAX, OBJECT_NAME_MAX, TCP_PORT_MAX};
 use berth_crds::member::OrganizationRole;
-use berth_crds::resource::Resource as BerthResource;
 use berth_crds::server::{ProxyKind, Server, ServerLifecycle, ServerProxy, ServerSpec};
-use berth_crds::{UPDATED_BY_ID, UPDATED_BY_KIND};
-use kube::api::{ListParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
 use super::Endpoint;
-use super::common::{
-    IdResponse, all_in, bounded, confirm, created_at, find_in, known_params, timestamp,
-};
-use super::credentials;
-use crate::auth::{Caller, CallerOrganization, ScopeDimension};
-use crate::cache::{catch_up, wait_deleted};
+use crate::auth::{Caller, ScopeDimension};
+use crate::cache::wait_deleted;
+use crate::domain::credentials;
+use crate::domain::fields::{bounded, confirm};
+use crate::domain::objects::{all_in, find_in};
+use crate::domain::servers::{blockers_of, current_blockers, lookup, merge_spec, writer};
+use crate::domain::time::{created_at, timestamp};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, QueryParams};
-use crate::state::{AppState, FIELD_MANAGER};
+use crate::extract::{JsonBody, QueryParams, known_params};
+use crate::json::Json;
+use crate::state::AppState;
 use crate::token::new_id;
 use crate::write::apply;
 
@@ -70,21 +66,6 @@ pub fn endpoints() -> Vec<Endpoint> {
 pub const MAX_LIMIT: u64 = LIST_LIMIT_MAX;
 /// `limit` when the caller gives none.
 pub const DEFAULT_LIMIT: u64 = 100;
-pub(super) fn writer(caller: &Caller) -> ApiResult<&CallerOrganization> {
-    caller.require_user()?;
-    caller.require_role(OrganizationRole::Admin)
-}
-
-/// A server of the caller's organization that the caller may see (a deploy token only its
-/// deployment targets), or 404. Servers being deleted are gone already.
-pub fn lookup(state: &AppState, caller: &Caller, id: &str) -> ApiResult<Arc<Server>> {
-    let organization = caller.organization()?;
-    let server = find_in(&state.caches.servers, &organization.namespace, id, "server")?;
-    if server.metadata.deletion_timestamp.is_some() || !caller.sees(ScopeDimension::Target, id) {
-        return Err(ApiError::not_found("server", id));
-    }
-    Ok(server)
-}
 
 fn proxy_status(server: &Server) -> &'static str {
     if server.spec.proxy.kind == ProxyKind::None {
@@ -101,23 +82,6 @@ fn proxy_status(server: &Server) -> &'static str {
         Some(c) if c.status == ConditionStatus::False => "not-ready",
         _ => "unknown",
     }
-}
-
-/// `kind/id` strings, as the controller writes them, to [`Blocker`]s.
-fn blockers_of(lines: &[String]) -> Vec<Blocker> {
-    lines
-        .iter()
-        .map(|line| match line.split_once('/') {
-            Some((kind, id)) => Blocker {
-                kind: kind.into(),
-                id: id.into(),
-            },
-            None => Blocker {
-                kind: "object".into(),
-                id: line.clone(),
-            },
-        })
-        .collect()
 }
 
 pub fn record(server: &Server) -> ServerRecord {
@@ -345,30 +309,6 @@ async fn set_lifecycle(
     Ok(Json(record(&written)))
 }
 
-/// Writes the spec fields of `spec` alone (a merge patch) on behalf of an administrator,
-/// noting who changed it; returns the stored server once the cache has it.
-pub(super) async fn merge_spec(
-    state: &AppState,
-    caller: &Caller,
-    id: &str,
-    spec: serde_json::Value,
-) -> ApiResult<Server> {
-    let organization = writer(caller)?;
-    let (kind, actor) = caller.actor();
-    let patch = json!({
-        "metadata": { "annotations": { UPDATED_BY_KIND: kind, UPDATED_BY_ID: actor } },
-        "spec": spec,
-    });
-    let api = Api::<Server>::namespaced(state.client.clone(), &organization.namespace);
-    let params = PatchParams {
-        field_manager: Some(FIELD_MANAGER.into()),
-        ..Default::default()
-    };
-    let written = api.patch(id, &params, &Patch::Merge(&patch)).await?;
-    catch_up(&state.caches.servers, &written).await?;
-    Ok(written)
-}
-
 async fn deactivate(
     State(state): State<AppState>,
     caller: Caller,
@@ -385,50 +325,6 @@ async fn activate(
     JsonBody(_): JsonBody<NoBody>,
 ) -> ApiResult<Json<ServerRecord>> {
     set_lifecycle(&state, &caller, &id, ServerLifecycle::Active).await
-}
-
-/// Delete-safety blockers: resources and deployments naming the server right now, plus what
-/// the controller last reported about other kinds. Its resource and deployment entries are
-/// left out: the live lists are the truth and the status lags a deletion by one recheck.
-pub(super) async fn current_blockers(state: &AppState, server: &Server) -> ApiResult<Vec<Blocker>> {
-    let namespace = server.namespace().unwrap_or_default();
-    let name = server.name_any();
-    let resources = Api::<BerthResource>::namespaced(state.client.clone(), &namespace)
-        .list(&ListParams::default())
-        .await?;
-    let deployments = Api::<Deployment>::namespaced(state.client.clone(), &namespace)
-        .list(&ListParams::default())
-        .await?;
-    let reported = server
-        .status
-        .as_ref()
-        .map(|s| s.delete_blockers.clone())
-        .unwrap_or_default();
-    let mut blockers: Vec<Blocker> = blockers_of(&reported)
-        .into_iter()
-        .filter(|b| b.kind != "resource" && b.kind != "deployment")
-        .chain(
-            resources
-                .iter()
-                .filter(|r| r.spec.server_id.as_deref() == Some(name.as_str()))
-                .map(|r| Blocker {
-                    kind: "resource".into(),
-                    id: r.name_any(),
-                }),
-        )
-        .chain(
-            deployments
-                .iter()
-                .filter(|d| d.spec.server_id == name)
-                .map(|d| Blocker {
-                    kind: "deployment".into(),
-                    id: d.name_any(),
-                }),
-        )
-        .collect();
-    blockers.sort();
-    blockers.dedup();
-    Ok(blockers)
 }
 
 async fn delete(
@@ -502,14 +398,6 @@ async fn delete(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn controller_blockers_become_kind_and_id() {
-        let blockers = blockers_of(&["resource/res-1".into(), "odd".into()]);
-        assert_eq!(blockers[0].kind, "resource");
-        assert_eq!(blockers[0].id, "res-1");
-        assert_eq!(blockers[1].kind, "object");
-    }
 
     #[test]
     fn host_and_fingerprint_checks() {

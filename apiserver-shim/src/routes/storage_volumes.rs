@@ -6,9 +6,9 @@
 
 use std::sync::Arc;
 
-use crate::json::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use berth_api::common::IdResponse;
 use berth_crds::environment::Environment;
 use berth_crds::member::OrganizationRole;
 use berth_crds::project::Project;
@@ -19,12 +19,16 @@ use kube::api::DeleteParams;
 use kube::{Api, ResourceExt};
 
 use super::Endpoint;
-use super::common::{IdResponse, all_in, confirm, created_at, find_in, known_params, slugify};
-use super::{environments, projects};
 use crate::auth::{Caller, ScopeDimension};
 use crate::cache::wait_deleted;
+use crate::domain::fields::{confirm, slugify};
+use crate::domain::objects::all_in;
+use crate::domain::storage_volumes::{attached_at, lookup, visible_to};
+use crate::domain::time::created_at;
+use crate::domain::{environments, projects};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, QueryParams};
+use crate::extract::{JsonBody, QueryParams, known_params};
+use crate::json::Json;
 use crate::state::AppState;
 use crate::token::new_id;
 use crate::write::apply;
@@ -61,51 +65,6 @@ pub fn endpoints() -> Vec<Endpoint> {
 
 /// `mountMode` of every attachment: Berth mounts volumes read-write.
 const MOUNT_MODE: &str = "read-write";
-
-/// Whether a deploy token may see a volume: its project and environment must be in scope.
-fn visible_to(caller: &Caller, volume: &StorageVolume) -> bool {
-    caller.sees(ScopeDimension::Project, &volume.spec.project_id)
-        && caller.sees(ScopeDimension::Environment, &volume.spec.environment_id)
-}
-
-/// A volume of the caller's organization the caller may see, or 404 (another organization's
-/// volume looks the same as a missing one).
-pub fn lookup(state: &AppState, caller: &Caller, id: &str) -> ApiResult<Arc<StorageVolume>> {
-    let organization = caller.require_role(OrganizationRole::Member)?;
-    let volume = find_in(
-        &state.caches.storage_volumes,
-        &organization.namespace,
-        id,
-        "storage volume",
-    )?;
-    if !visible_to(caller, &volume) {
-        return Err(ApiError::not_found("storage volume", id));
-    }
-    Ok(volume)
-}
-
-/// The volume a resource may attach: one of its organization, project and environment.
-pub fn attachable(
-    state: &AppState,
-    caller: &Caller,
-    resource: &Resource,
-    id: &str,
-) -> ApiResult<Arc<StorageVolume>> {
-    let volume =
-        lookup(state, caller, id).map_err(|error| error.with_detail("field", "storageVolumeId"))?;
-    let (spec, wanted) = (&volume.spec, &resource.spec);
-    if spec.project_id != wanted.project_id || spec.environment_id != wanted.environment_id {
-        return Err(ApiError::validation(
-            "storageVolumeId",
-            format!(
-                "storage volume {id} belongs to environment {} of project {}; a resource attaches \
-                 volumes of its own environment ({})",
-                spec.environment_id, spec.project_id, wanted.environment_id
-            ),
-        ));
-    }
-    Ok(volume)
-}
 
 /// Every attachment of volume `id` among `resources`: (resource, attachment).
 fn attachments_of<'a>(
@@ -151,18 +110,6 @@ pub fn summary(volume: &StorageVolume, resources: &[Arc<Resource>]) -> StorageVo
         attachments,
         created_at: created_at(&volume.metadata),
     }
-}
-
-/// When an attachment was made: recorded by the REST API, else the resource's creation.
-pub fn attached_at(
-    resource: &Resource,
-    attachment: &berth_crds::resource::StorageAttachment,
-) -> String {
-    attachment
-        .attached_at
-        .as_ref()
-        .map(super::common::timestamp)
-        .unwrap_or_else(|| created_at(&resource.metadata))
 }
 
 /// Refuses a change in a project or environment that is archived or locked.

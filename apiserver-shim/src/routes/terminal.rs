@@ -13,7 +13,6 @@ mod bridge;
 
 use std::sync::Arc;
 
-use crate::json::Json;
 use axum::extract::ws::{WebSocketUpgrade, rejection::WebSocketUpgradeRejection};
 use axum::extract::{FromRequestParts, Path, State};
 use axum::http::HeaderValue;
@@ -26,13 +25,13 @@ use berth_remote::{RemoteError, ServerConnection};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
-pub use self::bridge::{ClientMessage, ServerMessage, TerminalProtocol};
 use super::Endpoint;
-use super::common::{bounded, known_params};
-use super::servers;
 use crate::auth::{Caller, bearer};
+use crate::domain::fields::bounded;
+use crate::domain::servers;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, QueryParams};
+use crate::extract::{JsonBody, QueryParams, known_params};
+use crate::json::Json;
 use crate::services::server_access::{self, server_id};
 use crate::services::terminals::pending::{self, Claim, Creator, Pending};
 use crate::services::terminals::{
@@ -41,9 +40,10 @@ use crate::services::terminals::{
 use crate::state::AppState;
 use crate::token::new_id;
 
-pub use berth_api::terminal::{CreateTerminalSession, TerminalScope};
-
-pub use berth_api::terminal::{TerminalSessionRecord, Transport};
+pub use self::bridge::{ClientMessage, ServerMessage, TerminalProtocol};
+pub use berth_api::terminal::{
+    CreateTerminalSession, TerminalScope, TerminalSessionRecord, Transport,
+};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -270,7 +270,7 @@ async fn target(
                      starts in the container's working directory",
                 ));
             }
-            let resource = super::resource_access::lookup(state, caller, id)?;
+            let resource = crate::domain::resource_access::lookup(state, caller, id)?;
             let (server, container_id) = serving_container(state, &resource).await?;
             let docker_socket = server.spec.docker_socket_path.clone();
             let shell = ContainerShell {
@@ -300,20 +300,21 @@ async fn serving_container(
         ))
     };
     let server_name = resource.spec.server_id.clone().ok_or_else(not_running)?;
-    let server = super::common::find_in(&state.caches.servers, &namespace, &server_name, "server")
-        .map_err(|_| not_running())?;
+    let server =
+        crate::domain::objects::find_in(&state.caches.servers, &namespace, &server_name, "server")
+            .map_err(|_| not_running())?;
     let connection = connection(state, &server).await?;
     let docker =
         berth_remote::docker::docker_over_ssh(connection.clone(), &server.spec.docker_socket_path);
     let candidates =
-        super::runtime_logs::container::resource_containers(&connection, &docker, &namespace, &id)
+        crate::domain::containers::resource_containers(&connection, &docker, &namespace, &id)
             .await
             .map_err(remote_error)?;
     let serving = resource
         .status
         .as_ref()
         .and_then(|s| s.last_route_realization_deployment_id.as_deref());
-    let container = super::runtime_logs::container::choose(&candidates, None, serving)
+    let container = crate::domain::containers::choose(&candidates, None, serving)
         .filter(|c| c.running)
         .ok_or_else(not_running)?;
     Ok((server, container.id.clone()))

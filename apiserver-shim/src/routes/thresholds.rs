@@ -3,8 +3,8 @@
 //! per scope, named after it; a POST creates or replaces it. Non-enforcing: crossing a
 //! threshold is reported (status, conditions, Kubernetes Events), nothing is ever stopped.
 
-use crate::json::Json;
 use axum::extract::{Path, State};
+use berth_api::common::IdResponse;
 use berth_api::monitoring::SourceError;
 use berth_crds::member::OrganizationRole;
 use berth_crds::monitoring::{MonitoringSample, ScopeKind};
@@ -23,12 +23,15 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::Endpoint;
-use super::common::{IdResponse, bounded, find_in, known_params, timestamp, utc_range};
-use super::monitoring::{ScopeIds, check_scope_ids, with_scope_params};
 use crate::auth::Caller;
 use crate::cache::wait_deleted;
+use crate::domain::fields::bounded;
+use crate::domain::monitoring_scope::{ScopeIds, check_scope_ids, with_scope_params};
+use crate::domain::objects::find_in;
+use crate::domain::time::{timestamp, utc_range};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, QueryParams};
+use crate::extract::{JsonBody, QueryParams, known_params};
+use crate::json::Json;
 use crate::observation_store::store_call;
 use crate::state::AppState;
 use crate::write;

@@ -1,7 +1,6 @@
 //! Spec §4.1 usage-intent records, idempotent by `idempotencyKey` within the organization: a
 //! repeat, even a concurrent one, returns `duplicate: true` and the original record.
 
-use crate::json::Json;
 use axum::extract::State;
 use berth_crds::common::{DecisionContext, Quantity};
 use berth_crds::member::OrganizationRole;
@@ -13,14 +12,16 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::Endpoint;
-use super::common::{all_in, known_params, parse_timestamp, timestamp};
-use super::decisions::{
+use crate::auth::Caller;
+use crate::domain::decision_records::{
     DEFAULT_LIMIT, MAX_LIMIT, context, context_filter_values, create_new, matches_all, newest,
     refs_visible,
 };
-use crate::auth::Caller;
+use crate::domain::objects::all_in;
+use crate::domain::time::{parse_timestamp, timestamp};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, QueryParams};
+use crate::extract::{JsonBody, QueryParams, known_params};
+use crate::json::Json;
 use crate::state::AppState;
 
 pub fn endpoints() -> Vec<Endpoint> {

@@ -1,25 +1,25 @@
 //! `POST /users` (not in the spec's table): an administrator creates an account for someone
 //! who will then accept an invitation. Membership only ever comes from an invitation.
 
-use crate::json::Json;
 use axum::extract::State;
 use berth_crds::member::OrganizationRole;
 use berth_crds::user::{User, UserSpec};
 use kube::{Api, ResourceExt};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::Endpoint;
-use super::bootstrap::{MIN_PASSWORD_LENGTH, password_secret_name, store_password, validate_email};
-use super::identity::display_name;
 use crate::auth::{Caller, password};
+use crate::domain::accounts::{
+    MIN_PASSWORD_LENGTH, password_secret_name, store_password, validate_email,
+};
+use crate::domain::identity::display_name;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
+use crate::json::Json;
 use crate::state::AppState;
 use crate::token::new_id;
 use crate::write::apply;
 
-pub use berth_api::users::CreateUser;
+pub use berth_api::users::{CreateUser, CreatedUser};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![Endpoint::post::<CreateUser, CreatedUser, _, _>(
@@ -31,16 +31,6 @@ pub fn endpoints() -> Vec<Endpoint> {
 
 /// Longest password accepted (Argon2 takes any length; this bounds the work per request).
 pub const MAX_PASSWORD_LENGTH: usize = 256;
-
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CreatedUser {
-    pub user_id: String,
-    pub email: String,
-    /// Returned once, only when the password was generated.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub generated_password: Option<String>,
-}
 
 fn check_password(password: &str) -> ApiResult<()> {
     let length = password.chars().count();

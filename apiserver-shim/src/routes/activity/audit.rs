@@ -15,12 +15,11 @@ use kube::runtime::reflector::ObjectRef;
 
 use super::{namespace_of, resource_filter};
 use crate::auth::{Caller, ScopeDimension};
+use crate::domain::deployments;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::QueryParams;
+use crate::extract::{QueryParams, known_params};
 use crate::json::Json;
 use crate::observation_store::store_call;
-use crate::routes::common::known_params;
-use crate::routes::deployment_attempts;
 use crate::state::AppState;
 
 const DEFAULT_LIMIT: u64 = 50;
@@ -209,7 +208,7 @@ fn from_kube_event(state: &AppState, caller: &Caller, event: &KubeEvent) -> Opti
         "Deployment" => {
             let key = ObjectRef::new(&name).within(&namespace);
             let deployment = state.caches.deployments.get(&key)?;
-            if !deployment_attempts::visible(caller, &deployment) {
+            if !deployments::visible(caller, &deployment) {
                 return None;
             }
             Some(deployment.spec.resource_id.clone())

@@ -17,10 +17,9 @@ use tokio::sync::mpsc;
 use super::{namespace_of, resource_filter};
 use crate::auth::{Caller, ScopeDimension};
 use crate::changes::{Change, ChangeLog, ChangedObject, Gap, position};
+use crate::domain::deployments;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::QueryParams;
-use crate::routes::common::known_params;
-use crate::routes::deployment_attempts;
+use crate::extract::{QueryParams, known_params};
 use crate::state::AppState;
 
 /// What one stream sends.
@@ -182,7 +181,7 @@ fn shows(caller: &Caller, filter: &Filter, change: &Change) -> bool {
         return false;
     }
     match object {
-        ChangedObject::Deployment(d) => deployment_attempts::visible(caller, d),
+        ChangedObject::Deployment(d) => deployments::visible(caller, d),
         ChangedObject::Server(s) => caller.sees(ScopeDimension::Target, &s.name_any()),
         ChangedObject::Resource(_) | ChangedObject::DomainBinding(_) => {
             let sees = |dimension, id: &Option<String>| {

@@ -11,8 +11,8 @@ use berth_api::activity::{AuditEventList, FeedEnvelope};
 use berth_crds::member::OrganizationRole;
 
 use super::Endpoint;
-use super::common::find_in;
 use crate::auth::{Caller, ScopeDimension};
+use crate::domain::objects::find_in;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 

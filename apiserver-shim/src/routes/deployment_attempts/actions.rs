@@ -21,16 +21,19 @@ use kube::api::{Patch, PatchParams};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 
-use super::record::state as attempt_state;
-use super::{Attempt, find, visible};
+use super::{Attempt, find};
 use crate::attempt_archive;
 use crate::auth::Caller;
+use crate::domain::deployments::{
+    attempt_state, check_server, create_deployment, deployment_name, visible,
+};
+use crate::domain::fields::{bounded, confirm};
+use crate::domain::objects::all_in;
+use crate::domain::time::timestamp;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::json::Json;
 use crate::observation_store::store_call;
-use crate::routes::common::{all_in, bounded, confirm, timestamp};
-use crate::routes::deployments::{check_server, create_deployment, deployment_name};
 use crate::state::{AppState, FIELD_MANAGER};
 
 /// How long cancel waits for the controller to stop the attempt.
@@ -81,7 +84,7 @@ fn deployable(
                 format!("resource {id} no longer exists; its attempts cannot run again"),
             )
         })?;
-    crate::routes::resource_access::require_writable(state, resource)?;
+    crate::domain::resource_access::require_writable(state, resource)?;
     let server = resource.spec.server_id.clone().unwrap_or_default();
     check_server(state, caller, resource, &server)?;
     Ok(Resource::clone(resource))
@@ -391,7 +394,7 @@ pub async fn redeploy(
     Path(id): Path<String>,
     JsonBody(body): JsonBody<RedeployResource>,
 ) -> ApiResult<(StatusCode, Json<IdResponse>)> {
-    let resource = crate::routes::resource_access::lookup(&state, &caller, &id)?;
+    let resource = crate::domain::resource_access::lookup(&state, &caller, &id)?;
     for (field, value) in [
         ("projectId", &body.project_id),
         ("environmentId", &body.environment_id),

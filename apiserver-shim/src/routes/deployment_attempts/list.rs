@@ -7,22 +7,24 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::extract::State;
+use berth_api::common::CountResponse;
 use berth_api::deployment_records::DeploymentList;
 use berth_crds::deployment::{Deployment, DeploymentState};
 use berth_crds::member::OrganizationRole;
 use berth_observations::AttemptQuery;
 use kube::ResourceExt;
 
-use super::record::{state, summary};
-use super::{resource_of, visible};
+use super::record::summary;
+use super::resource_of;
 use crate::attempt_archive;
 use crate::auth::{Caller, Principal, ScopeDimension};
+use crate::domain::deployments::{attempt_state, visible};
+use crate::domain::objects::all_in;
+use crate::domain::{environments, projects, servers};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::QueryParams;
+use crate::extract::{QueryParams, known_params};
 use crate::json::Json;
 use crate::observation_store::store_call;
-use crate::routes::common::{CountResponse, all_in, known_params};
-use crate::routes::{environments, projects, servers};
 use crate::state::AppState;
 
 const FILTERS: [&str; 5] = [
@@ -55,7 +57,7 @@ impl Filters {
             && same(&self.project, &spec.project_id)
             && same(&self.environment, &spec.environment_id)
             && same(&self.server, &spec.server_id)
-            && self.status.is_none_or(|s| s == state(deployment))
+            && self.status.is_none_or(|s| s == attempt_state(deployment))
     }
 }
 
@@ -76,7 +78,7 @@ fn filters(state: &AppState, caller: &Caller, query: &QueryParams) -> ApiResult<
     let mut filters = Filters::default();
     if let Some(id) = query.string("resourceId")? {
         caller.require_in_scope(ScopeDimension::Resource, id)?;
-        crate::routes::resource_access::lookup(state, caller, id)
+        crate::domain::resource_access::lookup(state, caller, id)
             .map_err(|e| e.with_detail("field", "resourceId"))?;
         filters.resource = Some(id.into());
     }

@@ -11,7 +11,9 @@ pub mod record;
 mod show;
 mod timeline;
 
-use berth_api::common::IdResponse;
+use std::sync::Arc;
+
+use berth_api::common::{CountResponse, IdResponse};
 use berth_api::deployment_records::{
     CancelDeployment, DeploymentCanceled, DeploymentList, DeploymentTimeline, RedeployResource,
     RetryDeployment, RollbackDeployment, ShowDeployment, TimelineEnvelope,
@@ -20,12 +22,12 @@ use berth_crds::deployment::Deployment;
 use berth_crds::member::OrganizationRole;
 use berth_crds::resource::Resource;
 use kube::ResourceExt;
-use std::sync::Arc;
 
 use super::Endpoint;
-use super::common::{CountResponse, find_deployment, find_in};
 use crate::attempt_archive;
-use crate::auth::{Caller, ScopeDimension};
+use crate::auth::Caller;
+use crate::domain::deployments::visible;
+use crate::domain::objects::{find_deployment, find_in};
 use crate::error::{ApiError, ApiResult};
 use crate::observation_store::store_call;
 use crate::state::AppState;
@@ -113,16 +115,6 @@ pub struct Attempt {
     pub resource: Option<Arc<Resource>>,
 }
 
-/// Whether a deploy token's scope covers the attempt's resource, project, environment and
-/// server.
-pub fn visible(caller: &Caller, deployment: &Deployment) -> bool {
-    let spec = &deployment.spec;
-    caller.sees(ScopeDimension::Resource, &spec.resource_id)
-        && caller.sees(ScopeDimension::Project, &spec.project_id)
-        && caller.sees(ScopeDimension::Environment, &spec.environment_id)
-        && caller.sees(ScopeDimension::Target, &spec.server_id)
-}
-
 /// The resource an attempt belongs to; `None` when it is gone or is a newer resource of the
 /// same name (created after the attempt), whose history this attempt is not.
 pub fn resource_of(state: &AppState, deployment: &Deployment) -> Option<Arc<Resource>> {
@@ -148,7 +140,7 @@ pub async fn find(state: &AppState, caller: &Caller, id: &str) -> ApiResult<Atte
         .clone();
     let not_found = || ApiError::not_found("deployment", id);
     // An id no object can have is not asked of the API server (which would refuse it).
-    if !crate::routes::common::object_name(id) {
+    if !crate::domain::objects::object_name(id) {
         return Err(not_found());
     }
     if let Some(deployment) = find_deployment(state, &namespace, id).await? {

@@ -21,13 +21,14 @@ use kube::ResourceExt;
 use sha2::{Digest, Sha256};
 
 use super::actions::rollback_candidates;
-use super::record::{state as attempt_state, summary};
+use super::record::summary;
 use super::{Attempt, find};
 use crate::auth::Caller;
+use crate::domain::deployments::attempt_state;
+use crate::domain::resource_health::{HealthQuery, assemble};
 use crate::error::ApiResult;
 use crate::json::Json;
 use crate::observation_store::store_call;
-use crate::routes::resource_health::{HealthQuery, assemble};
 use crate::state::AppState;
 
 /// What the verdict is drawn from.
@@ -417,7 +418,7 @@ fn workload(status: &DeploymentStatus, id: &str, serving_id: Option<String>) -> 
         started_at: status
             .finished_at
             .as_ref()
-            .map(crate::routes::common::timestamp),
+            .map(crate::domain::time::timestamp),
         reason_code: (!serving).then(|| "workload_generation_mismatch".into()),
     }
 }

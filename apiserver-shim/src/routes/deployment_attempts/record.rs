@@ -9,28 +9,20 @@ use berth_api::deployment_records::{
     SnapshotVariable, SourceCommit, TriggerKind,
 };
 use berth_crds::config::ConfigScope;
-use berth_crds::deployment::{Deployment, DeploymentError, DeploymentState};
+use berth_crds::deployment::{Deployment, DeploymentError};
+use berth_crds::masking::looks_secret;
 use berth_crds::resource::Resource;
 use berth_crds::{UPDATED_BY_ID, UPDATED_BY_KIND};
 use kube::ResourceExt;
 
 use crate::cache::CREATED_BY_MANAGER;
-use crate::routes::common::{created_at, timestamp};
-use crate::routes::environments::looks_secret;
+use crate::domain::deployments::attempt_state;
+use crate::domain::time::{created_at, timestamp};
 
 /// The five steps of every attempt (spec §6 `step.total`).
 const STEPS: [&str; 5] = ["detect", "plan", "package", "deploy", "verify"];
 /// Field managers that are Berth itself.
 const SYSTEM_MANAGERS: [&str; 2] = ["berth-controller", "berth-shim"];
-
-/// The attempt's status; `created` until the controller wrote one.
-pub fn state(deployment: &Deployment) -> DeploymentState {
-    deployment
-        .status
-        .as_ref()
-        .and_then(|s| s.status)
-        .unwrap_or(DeploymentState::Created)
-}
 
 /// Who or what started the attempt: the actor the shim recorded, else the field manager that
 /// created it (Berth's own managers are `system`).
@@ -183,7 +175,7 @@ fn environment_snapshot(deployment: &Deployment) -> EnvironmentSnapshot {
                     v.value.clone()
                 },
                 scope: ConfigScope::Deployment.as_str().into(),
-                exposure: crate::routes::resource_config::exposure_name(v.exposure).into(),
+                exposure: crate::domain::variables::exposure_name(v.exposure).into(),
                 is_secret: secret,
                 kind: if secret { "secret" } else { "plain-config" }.into(),
             }
@@ -231,7 +223,7 @@ pub fn summary(
         },
         server_id: Some(spec.server_id.clone()),
         destination_id: spec.destination_id.clone(),
-        status: state(deployment),
+        status: attempt_state(deployment),
         trigger_kind: trigger.kind.lineage(),
         trigger,
         source_deployment_id: spec
@@ -276,6 +268,7 @@ pub fn summary(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use berth_crds::deployment::DeploymentState;
     use serde_json::json;
 
     fn deployment(extra: serde_json::Value, annotations: serde_json::Value) -> Deployment {
@@ -352,6 +345,6 @@ mod tests {
             super::trigger(&controller).actor_kind.as_deref(),
             Some("system")
         );
-        assert_eq!(state(&controller), DeploymentState::Created);
+        assert_eq!(attempt_state(&controller), DeploymentState::Created);
     }
 }

@@ -13,13 +13,14 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
 use super::actions::rollback_candidates;
-use super::record::{state as attempt_state, summary};
+use super::record::summary;
 use super::{Attempt, find};
 use crate::auth::Caller;
+use crate::domain::deployments::attempt_state;
+use crate::domain::objects::find_in;
 use crate::error::ApiResult;
 use crate::json::Json;
 use crate::observation_store::store_call;
-use crate::routes::common::find_in;
 use crate::state::AppState;
 
 pub async fn show(

@@ -24,15 +24,14 @@ use futures::{SinkExt, Stream};
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 
-use super::record::state as attempt_state;
 use super::{Attempt, find};
 use crate::auth::Caller;
+use crate::domain::deployments::attempt_state;
+use crate::domain::resource_access::masker;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::QueryParams;
+use crate::extract::{QueryParams, known_params};
 use crate::json::Json;
 use crate::observation_store::store_call;
-use crate::routes::common::known_params;
-use crate::routes::resource_access::masker;
 use crate::state::AppState;
 
 const DEFAULT_LIMIT: u64 = 100;

@@ -5,22 +5,22 @@
 
 use std::sync::Arc;
 
-use crate::json::Json;
 use axum::extract::{Path, State};
-pub use berth_api::deployments::{TIMELINE_SCHEMA_VERSION, Timeline, TimelineItem};
 use berth_crds::progress::{ProgressEvent, Source};
 use berth_observations::{ObservationStore, TimelineEntry, TimelineError, TimelineKey};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
 use crate::auth::Caller;
+use crate::domain::objects::find_deployment;
+use crate::domain::resource_access::{lookup, masker};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::QueryParams;
+use crate::extract::{QueryParams, known_params};
+use crate::json::Json;
 use crate::observation_store::store_call;
-use crate::routes::common::{find_deployment, known_params};
-use crate::routes::resource_access::lookup;
-use crate::routes::resource_access::masker;
 use crate::state::AppState;
+
+pub use berth_api::deployments::{TIMELINE_SCHEMA_VERSION, Timeline, TimelineItem};
 
 /// Entries read from the store at once.
 const PAGE: usize = 500;

@@ -16,7 +16,7 @@ use kube::ResourceExt;
 use serde_json::Value;
 
 use super::record::{Proxy, Section, SourceError, TlsRoute, Warning};
-use crate::routes::common::server_connection;
+use crate::domain::servers::server_connection;
 use crate::services::server_access::server_id;
 use crate::state::AppState;
 

@@ -19,8 +19,8 @@ use super::dispatch::{Dispatcher, Refusal};
 use super::operations::apply_call;
 use super::secrets::ResolvedSecrets;
 use super::task::{self, Progress, phase};
+use crate::domain::objects::all_in;
 use crate::error::ApiResult;
-use crate::routes::common::all_in;
 use crate::token::{seeded_id, with_id_seed};
 
 pub const CREATED: &str = "created";
@@ -221,7 +221,7 @@ async fn already_done(
         "deployments.create" => {
             let resource = text("resourceId").to_string();
             let name = with_id_seed(seed.to_string(), async move {
-                crate::routes::deployments::deployment_name(&resource)
+                crate::domain::deployments::deployment_name(&resource)
             })
             .await;
             let found = all_in(&caches.deployments, namespace)

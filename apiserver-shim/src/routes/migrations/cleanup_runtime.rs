@@ -14,11 +14,11 @@ use serde_json::json;
 use super::dispatch::Dispatcher;
 use super::{authorization, namespace};
 use crate::auth::Caller;
+use crate::domain::objects::find_in;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::json::Json;
 use crate::routes::Endpoint;
-use crate::routes::common::find_in;
 use crate::state::AppState;
 
 #[derive(Deserialize, JsonSchema, Debug)]

@@ -75,7 +75,7 @@ impl Owners {
             }
             for attachment in &resource.spec.storage_attachments {
                 // A bind-mounted directory is no Docker volume.
-                let volume = crate::routes::common::find_in(
+                let volume = crate::domain::objects::find_in(
                     &state.caches.storage_volumes,
                     namespace,
                     &attachment.storage_volume_id,

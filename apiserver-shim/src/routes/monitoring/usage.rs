@@ -25,7 +25,6 @@ use k8s_openapi::jiff::Timestamp;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::super::common::known_params;
 use super::artifacts::{Artifact, Evidence, UsageWarning};
 use super::disk::disk_artifacts;
 use super::{
@@ -34,7 +33,7 @@ use super::{
 };
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::QueryParams;
+use crate::extract::{QueryParams, known_params};
 use crate::state::AppState;
 
 pub const SCHEMA_VERSION: &str = "runtime-usage.inspect/v1";

@@ -4,26 +4,25 @@
 //! shown is what the next deployment's container gets; only the `deployment` scope
 //! (`BERTH_DEPLOYMENT_ID` and per-attempt overrides) is added when an attempt starts.
 
-use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::config::{self, ConfigEntry, ConfigOverride, ConfigScope, Scopes, merge};
+use berth_crds::masking::MASK;
 use berth_crds::organization::Organization;
 use berth_crds::resource::Resource;
 use berth_crds::variable::PlainVariable;
 use kube::runtime::reflector::ObjectRef;
 
 use super::super::Endpoint;
-use super::super::common::known_params;
-use super::super::environments;
-use super::super::projects;
 use super::secret_store::now;
 use super::variables::{VariableEntry, owned_entries, plain_entry};
 use super::{lookup, secret_store};
 use crate::auth::Caller;
+use crate::domain::environments;
+use crate::domain::projects;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::QueryParams;
+use crate::extract::{QueryParams, known_params};
+use crate::json::Json;
 use crate::state::AppState;
-use berth_crds::masking::MASK;
 
 pub use berth_api::variables::{EffectiveConfig, Override};
 

@@ -5,7 +5,7 @@
 //! (the text inside is kept as it is, escapes included); an unquoted value ends at ` #`;
 //! a repeated key keeps its last value. Anything else is a malformed line.
 
-use super::is_valid_key;
+use crate::domain::variables::is_valid_key;
 
 /// One `KEY=value` pair and the 1-based line it came from (the last one, for repeats).
 #[derive(Debug, Clone, PartialEq, Eq)]

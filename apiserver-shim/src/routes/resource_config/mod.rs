@@ -9,18 +9,16 @@ mod runtime_control;
 mod secret_store;
 mod secrets;
 mod source;
-pub mod spec_variables;
 mod variables;
 mod webhook_secret;
 
 use berth_crds::resource::{Resource, ResourceSpec};
-use berth_crds::variable::VariableExposure;
-use kube::{Api, ResourceExt};
+use kube::ResourceExt;
 
 use super::Endpoint;
-use super::resource_access::{lookup, lookup_writable, require_writable};
 use crate::auth::Caller;
-use crate::error::{ApiError, ApiResult};
+use crate::domain::resource_access::{lookup, lookup_writable, require_writable, resources_api};
+use crate::error::ApiResult;
 use crate::state::{AppState, FIELD_MANAGER};
 use crate::write::{apply, only_owned};
 
@@ -79,51 +77,4 @@ pub async fn save_object(
         desired,
     )
     .await
-}
-
-pub(super) fn resources_api(state: &AppState, resource: &Resource) -> Api<Resource> {
-    let namespace = resource.namespace().unwrap_or_default();
-    Api::namespaced(state.client.clone(), &namespace)
-}
-
-/// The exposure as the REST API spells it.
-pub fn exposure_name(exposure: VariableExposure) -> &'static str {
-    exposure.as_str()
-}
-
-/// Parses an `exposure` value (query or body), defaulting to `runtime` (spec §8).
-pub fn parse_exposure(value: Option<&str>) -> ApiResult<VariableExposure> {
-    match value {
-        None | Some("runtime") => Ok(VariableExposure::Runtime),
-        Some("build-time") => Ok(VariableExposure::BuildTime),
-        Some(_) => Err(ApiError::validation(
-            "exposure",
-            "exposure must be one of: build-time, runtime",
-        )
-        .with_detail("allowed", vec!["build-time", "runtime"])),
-    }
-}
-
-/// Checks a variable key: the CRD's pattern, so the API server never sees a bad one.
-pub fn validate_key(field: &str, key: &str) -> ApiResult<()> {
-    if is_valid_key(key) {
-        Ok(())
-    } else {
-        Err(ApiError::validation(
-            field,
-            format!(
-                "{field} must start with a letter or _ and hold only letters, digits, _ . - (at most 256)"
-            ),
-        ))
-    }
-}
-
-/// `^[A-Za-z_][A-Za-z0-9_.-]*$`, at most 256 characters.
-pub fn is_valid_key(key: &str) -> bool {
-    let mut chars = key.chars();
-    key.len() <= 256
-        && chars
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
 }

@@ -1,20 +1,20 @@
 //! Network, access and runtime profiles and storage attachments. Each profile POST replaces
 //! that part of the Resource spec.
 
-use crate::json::Json;
 use axum::extract::{Path, State};
+use berth_api::common::IdResponse;
 use berth_crds::resource::{Resource, StorageAttachment};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
 use super::super::Endpoint;
-use super::super::common::IdResponse;
-use super::super::resource_input as convert;
 use super::variables::require_writer;
 use super::{lookup, save};
 use crate::auth::Caller;
+use crate::domain::resource_input as convert;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
+use crate::json::Json;
 use crate::state::AppState;
 use crate::token::new_id;
 
@@ -119,7 +119,7 @@ async fn attach(
 ) -> ApiResult<Json<IdResponse>> {
     let resource = for_write(&state, &caller, &id)?;
     body.validate()?;
-    crate::routes::storage_volumes::attachable(
+    crate::domain::storage_volumes::attachable(
         &state,
         &caller,
         &resource,

@@ -4,9 +4,9 @@
 //! `spec.runtime`, the field GitOps users set by hand; the controller carries it out and
 //! records the attempt in the status. The answer is 202 with the attempt as accepted.
 
-use crate::json::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use berth_crds::health::{RuntimeControlBlock, runtime_control_block};
 use berth_crds::resource::Resource;
 use berth_crds::runtime_control::{
     DesiredRuntimeState, RuntimeControlAttempt, RuntimeControlSpec, RuntimeOperation, attempt_id,
@@ -16,13 +16,13 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
 use super::super::Endpoint;
-use super::super::common::find_in;
-use super::super::resource_health::{RuntimeControlBlock, runtime_control_block};
 use super::profiles::for_write;
 use super::save;
 use crate::auth::Caller;
+use crate::domain::objects::find_in;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
+use crate::json::Json;
 use crate::state::AppState;
 
 pub use berth_api::runtime_control::RuntimeControlRequest;

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use berth_api::variables::VariableEntry;
 use berth_crds::masking::MASK;
 use berth_crds::resource::Resource;
 use berth_crds::variable::{VariableExposure, parse_secret_data_key};
@@ -12,11 +13,11 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::PostParams;
 use kube::{Api, ResourceExt};
 
-use super::super::common::{owned_secret, timestamp};
-use super::exposure_name;
+use crate::domain::objects::owned_secret;
+use crate::domain::time::timestamp;
+use crate::domain::variables::exposure_name;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
-use berth_api::variables::VariableEntry;
 
 /// Annotation on the Secret: JSON map of data key to when the shim last wrote it.
 const UPDATED_AT_ANNOTATION: &str = "berth.dev/updated-at";

@@ -1,7 +1,6 @@
 //! Secret variables: list, show, create, rotate, delete. Values live only in the Resource's
 //! Secret (`secret_store`); every read shows `****`.
 
-use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::resource::Resource;
 use berth_crds::variable::VariableExposure;
@@ -9,19 +8,17 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::super::Endpoint;
-use super::super::common::known_params;
-use super::super::credentials::KeyBody;
 use super::secret_store::{entries, fetch, now};
 use super::variables::{Change, VariableEntry, apply_changes};
-use super::{exposure_name, lookup, lookup_writable, parse_exposure, validate_key};
+use super::{lookup, lookup_writable};
 use crate::auth::Caller;
+use crate::domain::variables::{exposure_name, parse_exposure, validate_key};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::QueryParams;
+use crate::extract::{KeyBody, QueryParams, known_params};
+use crate::json::Json;
 use crate::state::AppState;
 
-pub use berth_api::secrets::{SecretList, SecretShow};
-
-pub use berth_api::secrets::{CreateSecret, DeleteSecret, RotateSecret};
+pub use berth_api::secrets::{CreateSecret, DeleteSecret, RotateSecret, SecretList, SecretShow};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![

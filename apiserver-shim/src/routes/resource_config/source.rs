@@ -1,8 +1,9 @@
 //! The source binding (idempotent by key) and the auto-deploy policy, which a changed source
 //! binding blocks until it is enabled again.
 
-use crate::json::Json;
 use axum::extract::{Path, State};
+use berth_api::build::SourceKind;
+use berth_api::common::IdResponse;
 use berth_crds::resource::{Resource, source_binding_fingerprint};
 use kube::ResourceExt;
 use schemars::JsonSchema;
@@ -10,16 +11,16 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::super::Endpoint;
-use super::super::common::{IdResponse, bounded, known_params};
-use super::super::resource_input::source_descriptor;
-use super::super::webhooks::decide::GIT_PUSH;
 use super::profiles::for_write;
 use super::{lookup, save, save_object, webhook_secret};
 use crate::auth::Caller;
+use crate::domain::fields::bounded;
+use crate::domain::resource_input::source_descriptor;
+use crate::domain::webhooks::GIT_PUSH;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, QueryParams};
+use crate::extract::{JsonBody, QueryParams, known_params};
+use crate::json::Json;
 use crate::state::AppState;
-use berth_api::build::SourceKind;
 
 pub use berth_api::source::{SetAutoDeploy, SetSource};
 

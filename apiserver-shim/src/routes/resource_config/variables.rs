@@ -2,8 +2,9 @@
 //! the Resource's Secret), the rest as plain variables in the Resource spec; a key lives in
 //! one place per exposure, so writing it in one store removes it from the other.
 
-use crate::json::Json;
 use axum::extract::{Path, State};
+use berth_crds::masking::MASK;
+use berth_crds::masking::looks_secret;
 use berth_crds::member::OrganizationRole;
 use berth_crds::resource::{Resource, ResourceSpec};
 use berth_crds::variable::{PlainVariable, VariableExposure};
@@ -12,20 +13,18 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::super::Endpoint;
-use super::super::common::timestamp;
-use super::super::credentials::KeyBody;
-use super::super::environments::looks_secret;
 use super::import::{ParsedEntry, ParsedFile, parse};
-use super::spec_variables::save_variables;
-use super::{exposure_name, lookup_writable, parse_exposure, secret_store, validate_key};
+use super::{lookup_writable, secret_store};
 use crate::auth::{Caller, ScopeDimension};
+use crate::domain::spec_variables::save_variables;
+use crate::domain::time::timestamp;
+use crate::domain::variables::{exposure_name, parse_exposure, validate_key};
 use crate::error::{ApiError, ApiResult};
+use crate::extract::KeyBody;
+use crate::json::Json;
 use crate::state::AppState;
-use berth_crds::masking::MASK;
 
-pub use berth_api::variables::VariableEntry;
-
-pub use berth_api::variables::{DeleteVariable, ImportVariables, SetVariable};
+pub use berth_api::variables::{DeleteVariable, ImportVariables, SetVariable, VariableEntry};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![

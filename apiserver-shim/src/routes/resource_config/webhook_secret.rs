@@ -11,8 +11,8 @@ use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use rand::RngCore;
 
-use super::super::webhooks::{WEBHOOK_SECRET_KEY, webhook_secret_name};
 use super::secret_store::new_secret;
+use crate::domain::webhooks::{WEBHOOK_SECRET_KEY, webhook_secret_name};
 use crate::error::ApiResult;
 use crate::state::{AppState, FIELD_MANAGER};
 

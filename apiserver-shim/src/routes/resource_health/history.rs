@@ -2,7 +2,6 @@
 //! health records berth-controller recorded in the observation store, on every change and
 //! periodically while unchanged, read back by time window.
 
-use crate::json::Json;
 use axum::extract::{Path, State};
 use berth_crds::health::{SourceError, stored_to_wire};
 use berth_observations::{HealthObservation, HealthQuery};
@@ -13,12 +12,13 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::auth::Caller;
+use crate::domain::environments;
+use crate::domain::resource_access::lookup;
+use crate::domain::time::utc_window;
 use crate::error::ApiResult;
-use crate::extract::QueryParams;
+use crate::extract::{QueryParams, known_params};
+use crate::json::Json;
 use crate::observation_store::store_call;
-use crate::routes::common::{known_params, utc_window};
-use crate::routes::environments;
-use crate::routes::resource_access::lookup;
 use crate::state::AppState;
 
 pub const SCHEMA_VERSION: &str = "resources.health-history/v1";

@@ -2,7 +2,6 @@
 //! endpoint list, but REST users need it to have something to deploy (as `POST /organizations`).
 //! Every field is checked here, naming the field, before anything is written.
 
-use crate::json::Json;
 use axum::extract::State;
 use berth_crds::member::OrganizationRole;
 use berth_crds::resource::{Resource, ResourceSpec};
@@ -11,13 +10,17 @@ use kube::{Api, ResourceExt};
 
 use super::{ResourceRecord, record};
 use crate::auth::{Caller, ScopeDimension};
-use crate::error::{ApiError, ApiResult};
-use crate::extract::JsonBody;
-use crate::routes::common::{all_in, slugify};
-use crate::routes::resource_input::{
+use crate::domain::environments;
+use crate::domain::fields::slugify;
+use crate::domain::objects::all_in;
+use crate::domain::projects;
+use crate::domain::resource_input::{
     access_profile, network_profile, runtime_profile, service, source_descriptor,
 };
-use crate::routes::{environments, projects, servers};
+use crate::domain::servers;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::JsonBody;
+use crate::json::Json;
 use crate::state::AppState;
 use crate::token::new_id;
 use crate::write::apply;

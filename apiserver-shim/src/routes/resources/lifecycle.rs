@@ -15,11 +15,11 @@ use kube::{Api, ResourceExt};
 
 use crate::auth::Caller;
 use crate::cache::catch_up;
+use crate::domain::fields::bounded;
+use crate::domain::resource_access::{ARCHIVE_REASON, ARCHIVED_AT, archived, lookup};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::json::Json;
-use crate::routes::common::bounded;
-use crate::routes::resource_access::{ARCHIVE_REASON, ARCHIVED_AT, archived, lookup};
 use crate::state::AppState;
 
 /// Field manager of the archive annotations.

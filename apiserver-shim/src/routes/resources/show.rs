@@ -14,12 +14,12 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
 use crate::auth::Caller;
+use crate::domain::deployments::attempt_state;
+use crate::domain::objects::find_in;
+use crate::domain::resource_access::{archived, lookup};
+use crate::domain::time::{created_at, timestamp};
 use crate::error::ApiResult;
 use crate::json::Json;
-use crate::routes::common::{created_at, find_in, timestamp};
-use crate::routes::deployment_attempts::record::state as attempt_state;
-use crate::routes::resource_access::archived;
-use crate::routes::resource_access::lookup;
 use crate::state::AppState;
 
 pub async fn show(
@@ -168,7 +168,7 @@ fn storage_attachments(state: &AppState, resource: &Resource) -> Vec<StorageAtta
                 storage_volume_kind: volume.map(|v| v.spec.kind.as_str().to_string()),
                 destination_path: a.destination_path.clone(),
                 mount_mode: "read-write".into(),
-                attached_at: crate::routes::storage_volumes::attached_at(resource, a),
+                attached_at: crate::domain::storage_volumes::attached_at(resource, a),
             }
         })
         .collect()

@@ -4,9 +4,7 @@
 use berth_crds::resource::Resource;
 
 use super::payload::{EventKind, Push};
-
-/// The trigger kind Berth's auto-deploy answers.
-pub const GIT_PUSH: &str = "git-push";
+use crate::domain::webhooks::GIT_PUSH;
 
 /// What one resource does with a push.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -11,7 +11,6 @@ mod signature;
 
 use std::sync::Arc;
 
-use crate::json::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -32,22 +31,17 @@ use self::decide::{Outcome, decide};
 use self::payload::{EventKind, Provider, Push};
 use self::signature::{Proof, verifies};
 use super::Endpoint;
+use crate::domain::webhooks::{WEBHOOK_SECRET_KEY, webhook_secret_name};
 use crate::error::{ApiError, ApiResult};
+use crate::json::Json;
 use crate::state::{AppState, FIELD_MANAGER};
 
 pub use self::signature::hmac_sha256;
 
-/// Key of the binding secret in the Secret `<resource>-webhook`.
-pub const WEBHOOK_SECRET_KEY: &str = "secret";
 /// What started attempts made by a push (`spec.trigger`).
 pub const TRIGGER: &str = "git-push";
 /// Annotation of an attempt naming the delivery that started it.
 const DELIVERY_ANNOTATION: &str = "berth.dev/webhook-delivery";
-
-/// The Secret holding a resource's webhook secret.
-pub fn webhook_secret_name(resource: &str) -> String {
-    format!("{resource}-webhook")
-}
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![

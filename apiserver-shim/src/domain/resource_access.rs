@@ -6,14 +6,15 @@ use std::sync::Arc;
 
 use berth_crds::config::secret_name;
 use berth_crds::masking::Masker;
+use berth_crds::masking::looks_secret;
 use berth_crds::member::OrganizationRole;
 use berth_crds::resource::Resource;
 use k8s_openapi::api::core::v1::Secret;
 use kube::{Api, ResourceExt};
 
-use super::common::{find_in, timestamp};
-use super::environments::looks_secret;
 use crate::auth::{Caller, ScopeDimension};
+use crate::domain::objects::find_in;
+use crate::domain::time::timestamp;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
@@ -116,7 +117,7 @@ pub fn lookup(state: &AppState, caller: &Caller, id: &str) -> ApiResult<Arc<Reso
 /// environment is locked.
 pub fn lookup_writable(state: &AppState, caller: &Caller, id: &str) -> ApiResult<Arc<Resource>> {
     let resource = lookup(state, caller, id)?;
-    crate::routes::resource_access::require_writable(state, &resource)?;
+    crate::domain::resource_access::require_writable(state, &resource)?;
     Ok(resource)
 }
 
@@ -165,4 +166,9 @@ pub(crate) async fn masker(
     Ok(Masker::new(
         stored.chain(secret_looking).collect::<Vec<_>>(),
     ))
+}
+
+pub fn resources_api(state: &AppState, resource: &Resource) -> Api<Resource> {
+    let namespace = resource.namespace().unwrap_or_default();
+    Api::namespaced(state.client.clone(), &namespace)
 }

@@ -8,9 +8,9 @@ use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::{Map, Value, json};
 
-use super::resources_api;
 use crate::auth::Caller;
 use crate::cache::catch_up;
+use crate::domain::resource_access::resources_api;
 use crate::error::ApiResult;
 use crate::state::{AppState, VARIABLES_FIELD_MANAGER};
 use crate::write::{VariableKey, actor_annotations, apply_fields, owned_variables, variable_key};

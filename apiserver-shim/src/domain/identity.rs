@@ -4,6 +4,7 @@
 
 use std::fmt::Debug;
 use std::sync::Arc;
+use std::time::Duration;
 
 use berth_crds::member::{Member, OrganizationRole};
 use berth_crds::organization::Organization;
@@ -14,9 +15,9 @@ use kube::runtime::reflector::Store;
 use kube::{Api, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
-use super::common::{created_at, timestamp};
 use crate::auth::{self, Caller, CallerOrganization, user_organization};
 use crate::cache::catch_up;
+use crate::domain::time::{created_at, timestamp};
 use crate::error::{ApiError, ApiResult};
 use crate::state::{AppState, FIELD_MANAGER};
 
@@ -84,7 +85,7 @@ pub fn in_organization(
 
 /// Active owners of the organization in `namespace`.
 pub fn active_owners(state: &AppState, namespace: &str) -> Vec<Arc<Member>> {
-    super::common::all_in(&state.caches.members, namespace)
+    crate::domain::objects::all_in(&state.caches.members, namespace)
         .into_iter()
         .filter(|m| m.spec.active && m.spec.role == OrganizationRole::Owner)
         .collect()
@@ -151,6 +152,27 @@ pub fn display_name(field: &str, value: &str) -> ApiResult<Option<String>> {
 /// An image URL (http or https); `None` when blank, which clears it.
 pub fn image_url(field: &str, value: &str) -> ApiResult<Option<String>> {
     Ok(berth_api::identity::image_url(field, value)?)
+}
+
+/// The controller provisions an organization's namespace; wait for it (bounded).
+pub async fn wait_for_namespace(state: &AppState, organization: &str) -> ApiResult<String> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let namespace = state
+            .caches
+            .organizations
+            .find(|o| o.name_any() == organization)
+            .and_then(|o| o.status.as_ref()?.namespace.clone());
+        if let Some(namespace) = namespace {
+            return Ok(namespace);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(ApiError::unavailable(
+                "the organization's namespace was not provisioned within 30 s; is berth-controller running?",
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use berth_crds::health::{Check, ResourceHealth, SourceError};
 use berth_crds::resource::Resource;
 use berth_crds::server::{ProxyKind, Server};
 use berth_remote::RemoteError;
@@ -16,10 +17,10 @@ use kube::ResourceExt;
 use serde_json::json;
 
 use super::HealthQuery;
-use crate::routes::common::{server_connection, timestamp};
-use crate::routes::runtime_logs::container::{choose, resource_containers};
+use crate::domain::containers::{choose, resource_containers};
+use crate::domain::servers::server_connection;
+use crate::domain::time::timestamp;
 use crate::state::AppState;
-use berth_crds::health::{Check, ResourceHealth, SourceError};
 
 /// The longest a live read waits for the server.
 const PROBE_WITHIN: Duration = Duration::from_secs(10);

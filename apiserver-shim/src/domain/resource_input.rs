@@ -8,12 +8,12 @@ use berth_crds::resource::{
     AccessProfile, HealthCheck, NetworkProfile, ResourceService, RuntimeProfile,
 };
 
+use crate::error::{ApiError, ApiResult};
+
 pub use berth_api::resource_input::{
     AccessProfileInput, HealthCheckInput, NetworkProfileInput, RuntimeProfileInput, ServiceInput,
     SourceInput,
 };
-
-use crate::error::{ApiError, ApiResult};
 
 /// An optional string of 1..=`max` characters.
 pub fn optional_text(field: &str, value: Option<&String>, max: usize) -> ApiResult<()> {

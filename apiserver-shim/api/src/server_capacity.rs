@@ -1,0 +1,120 @@
+//! A server's disk use and the prune of its stopped containers: the answers of
+//! `servers.capacity.inspect/v1` and `servers.capacity.prune/v1`.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The server as both answers name it.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerRef {
+    pub id: String,
+    pub name: String,
+    pub host: String,
+    pub port: i32,
+    pub provider_key: String,
+    pub target_kind: String,
+}
+
+/// `servers.capacity.inspect/v1` (Appaloft's, with `platform…` where it says `appaloft…`).
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct Capacity {
+    pub schema_version: String,
+    pub server: ServerRef,
+    pub inspected_at: String,
+    pub docker: DockerUsage,
+    pub platform_containers: Vec<PlatformContainer>,
+    pub safe_reclaimable_estimate: Reclaimable,
+    pub warnings: Vec<String>,
+    pub partial: bool,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct DockerUsage {
+    pub images_size: i64,
+    pub reclaimable_images_size: i64,
+    pub build_cache_size: i64,
+    pub reclaimable_build_cache_size: i64,
+    pub containers_size: i64,
+    pub volumes_size: i64,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct PlatformContainer {
+    pub id: String,
+    pub name: String,
+    pub running: bool,
+    pub status: String,
+    pub writable_bytes: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deployment_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource_id: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct Reclaimable {
+    pub stopped_containers_size: i64,
+    pub total: i64,
+}
+
+/// `servers.capacity.prune/v1`.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct PruneReport {
+    pub schema_version: String,
+    pub server: ServerRef,
+    pub before: String,
+    pub categories: Vec<String>,
+    pub dry_run: bool,
+    pub pruned_at: String,
+    pub summary: PruneSummary,
+    pub candidates: Vec<PruneCandidate>,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct PruneSummary {
+    pub inspected_count: usize,
+    pub matched_count: usize,
+    pub pruned_count: usize,
+    pub skipped_count: usize,
+    pub excluded_count: usize,
+    pub reclaimed_bytes: i64,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PruneCandidate {
+    pub id: String,
+    pub category: String,
+    /// The container's name.
+    pub target: String,
+    pub size: i64,
+    /// `matched` (dry run), `pruned`, `skipped` (kept, with the reason) or `excluded`.
+    pub action: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped_reason: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PruneRequest {
+    /// Only what stopped before this UTC time; now when omitted.
+    #[serde(default)]
+    pub before: Option<String>,
+    /// `stopped-containers` (the default and the only category Berth prunes).
+    #[serde(default)]
+    pub categories: Option<Vec<String>>,
+    /// One container id or name only.
+    #[serde(default)]
+    pub target: Option<String>,
+    /// True unless `false` is given: nothing is removed, the candidates are listed.
+    #[serde(default)]
+    pub dry_run: Option<bool>,
+}

@@ -1,0 +1,28 @@
+//! The shim's domain layer, under the routes: scoped lookups with their authorization
+//! decisions, the operations several endpoints share, and the rules they apply. A route parses
+//! its request, calls the domain and answers; routes never import each other, so what two
+//! areas share lives here (what one area alone uses may stay in its route).
+
+pub mod accounts;
+pub mod containers;
+pub mod credentials;
+pub mod decision_records;
+pub mod deployments;
+pub mod environments;
+pub mod fields;
+pub mod identity;
+pub mod members;
+pub mod monitoring_scope;
+pub mod objects;
+pub mod projects;
+pub mod resource_access;
+pub mod resource_health;
+pub mod resource_input;
+pub mod retention;
+pub mod runtime_logs;
+pub mod servers;
+pub mod spec_variables;
+pub mod storage_volumes;
+pub mod time;
+pub mod variables;
+pub mod webhooks;
