@@ -3828,14 +3828,19 @@ export interface components {
         };
         /** @description What one read-back query found. */
         Evidence2: {
+            /** @description Why the query could not answer, when it could not. */
             errorCode?: string;
             /** @description `passed` | `attention` | `observed` | `unavailable`. */
             evaluation: string;
+            /** @description The operation the step ran. */
             operationKey: string;
+            /** @description The read-back query, e.g. `EffectiveConfigQuery`. */
             queryName: string;
             /** @description `available` | `absent` | `unavailable`. */
             state: string;
+            /** @description Id of the step whose result was read back. */
             stepId: string;
+            /** @description Bounded, allow-listed facts the query found, by name. */
             summary: {
                 [key: string]: components["schemas"]["Scalar"];
             };
@@ -5014,7 +5019,12 @@ export interface components {
         };
         /** @description A completed step. */
         Receipt: {
+            /** @description The operation the step ran. */
             operationKey: string;
+            /**
+             * @description Each output the step produces (an id of what it made or reused), by name; later steps'
+             *     `$ref` placeholders read them.
+             */
             output: {
                 [key: string]: components["schemas"]["Scalar"];
             };
@@ -5022,6 +5032,7 @@ export interface components {
             ownership: string;
             /** @description Always `completed`. */
             state: string;
+            /** @description Id of the plan's step it completes. */
             stepId: string;
         };
         Reclaimable: {
@@ -6381,11 +6392,17 @@ export interface components {
         };
         /** @description Why a step failed during apply or cleanup (a 200 answer, not an HTTP error). */
         StepFailure: {
+            /** @description Whose the problem is: `user`, `infra`, … */
             category: string;
+            /** @description Stable error code, e.g. `validation_error`. */
             code: string;
+            /** @description What went wrong; never a secret value. */
             message: string;
+            /** @description The operation the step ran. */
             operationKey: string;
+            /** @description Whether running the step again may succeed without a change. */
             retriable: boolean;
+            /** @description Id of the step that failed. */
             stepId: string;
         };
         /** @description A storage volume mounted into the resource. */
@@ -6890,8 +6907,11 @@ export interface components {
             target?: components["schemas"]["BundleTarget"];
         };
         VerificationResult: {
+            /** @description One entry per read-back query. */
             evidence: components["schemas"]["Evidence2"][];
+            /** @description The digest of the plan verified. */
             planDigest: string;
+            /** @description `platform-migration/v1`. */
             protocol: string;
             /** @description `passed` | `attention` | `incomplete`. */
             state: string;
