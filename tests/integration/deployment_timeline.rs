@@ -218,11 +218,20 @@ async fn build_output_is_streamed_and_the_timeline_outlives_the_attempt() {
         "{said:#?}"
     );
     let failed_id = outcome["deploymentId"].as_str().unwrap();
-    let stored = member
-        .get(&format!("/resources/{id}/deployments/{failed_id}/timeline"))
-        .await
-        .ok();
-    assert_eq!(stored["status"], "failed");
+    // The stored status follows the Deployment through the shim's watch: it may trail the
+    // stream's last event by a moment, never stay behind it.
+    let stored = eventually(
+        Duration::from_secs(5),
+        "the stored timeline says failed",
+        || async {
+            let stored = member
+                .get(&format!("/resources/{id}/deployments/{failed_id}/timeline"))
+                .await
+                .ok();
+            (stored["status"] == "failed").then_some(stored)
+        },
+    )
+    .await;
     let stored = stored["entries"].as_array().unwrap().clone();
     assert!(
         messages(&stored).contains(&"starting with token=****".to_string()),
