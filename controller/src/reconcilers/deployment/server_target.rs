@@ -32,7 +32,7 @@ use crate::routes::RoutePlan;
 use berth_remote::docker::{
     self, docker_call, docker_over_ssh, is_conflict, is_not_found, is_not_modified,
 };
-use berth_remote::edge_proxy::EDGE_NETWORK;
+use berth_remote::edge_proxy::{EDGE_NETWORK, resource_routes};
 use berth_remote::{EdgeProxy, RemoteError, ServerConnection, ServerId};
 
 /// A server's containers, as far as starting an attempt's container goes.
@@ -392,21 +392,27 @@ impl Target {
     }
 
     /// Puts the resource's route back when the proxy lost or changed it: a restarted proxy
-    /// starts from its base configuration. Returns whether the route had to be written. One
-    /// read of the proxy's configuration, and a load only when the route differs.
+    /// starts from its base configuration. Returns whether the route had to be written; a load
+    /// only when the route differs.
     pub async fn ensure_route(
         &self,
         route_id: &str,
         target: Option<(&RoutePlan, &str, u16)>,
     ) -> Result<bool, RemoteError> {
         let wanted = target.map(|(route, upstream, port)| caddy_route(route, upstream, port));
-        let mut written = false;
+        // Compared first, so an unchanged route never reloads the proxy (a reload under load
+        // can cost a request).
+        let current = self.proxy.config().await?;
+        let mut routes = resource_routes(&current);
+        if !replace_route(&mut routes, route_id, wanted.clone()) {
+            return Ok(false);
+        }
         self.proxy
             .update_routes(|routes, _tls| {
-                written = replace_route(routes, route_id, wanted);
+                replace_route(routes, route_id, wanted);
             })
             .await?;
-        Ok(written)
+        Ok(true)
     }
 
     /// Points the resource's route at `upstream:port` (or removes it with `None`), keeping
