@@ -12,8 +12,7 @@ use berth_remote::docker::{docker_call, docker_over_ssh_within, is_conflict, is_
 use bollard::exec::{CreateExecOptions, StartExecOptions};
 use bollard::models::{ContainerCreateBody, VolumeCreateRequest};
 use bollard::query_parameters::{
-    CreateContainerOptionsBuilder, CreateImageOptionsBuilder, InspectContainerOptions,
-    RemoveVolumeOptions,
+    CreateContainerOptionsBuilder, CreateImageOptionsBuilder, RemoveVolumeOptions,
 };
 use futures::StreamExt;
 
@@ -46,7 +45,7 @@ pub async fn converge(
     target.ensure_network(&names.network).await?;
     ensure_volume(target, &names.volume).await?;
     let image = body.image.clone().unwrap_or_default();
-    let container = inspect(target, &names.container).await?;
+    let container = target.inspect(&names.container).await?;
     if let Some(container) = &container {
         let labels = container.config.as_ref().and_then(|c| c.labels.as_ref());
         let same_image = labels.and_then(|l| l.get(IMAGE_LABEL)) == Some(&image);
@@ -85,25 +84,6 @@ pub async fn converge(
     }
     target.start(&names.container).await?;
     Ok(Converged::Created)
-}
-
-async fn inspect(
-    target: &Target,
-    name: &str,
-) -> Result<Option<bollard::models::ContainerInspectResponse>, RemoteError> {
-    let inspected = docker_call(
-        &target.connection,
-        "inspecting the dependency's container",
-        target
-            .docker
-            .inspect_container(name, None::<InspectContainerOptions>),
-    )
-    .await;
-    match inspected {
-        Ok(container) => Ok(Some(container)),
-        Err(error) if is_not_found(&error) => Ok(None),
-        Err(error) => Err(error),
-    }
 }
 
 async fn ensure_volume(target: &Target, volume: &str) -> Result<(), RemoteError> {

@@ -237,7 +237,7 @@ impl Target {
     }
 
     /// The container as Docker describes it; `None` when it does not exist.
-    pub(super) async fn inspect(
+    pub(crate) async fn inspect(
         &self,
         name: &str,
     ) -> Result<Option<ContainerInspectResponse>, RemoteError> {
