@@ -30,6 +30,7 @@ pub use berth_vocabulary::access::{
     AccessScheme, AccessSummary, AppliedAccessRoute, PlannedAccessRoute, ProxyRouteStatus,
 };
 pub use berth_vocabulary::build::{BuildStrategy, SourceKind};
+pub use berth_vocabulary::dependencies::DependencyBinding;
 /// The wire enums of a Resource's spec: defined once in `berth-vocabulary`, which the REST
 /// API's requests and the CLI use too.
 pub use berth_vocabulary::resource_input::{
@@ -116,6 +117,12 @@ pub struct ResourceSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "crate::variable::variables_schema")]
     pub variables: Vec<PlainVariable>,
+    /// Databases and caches the resource uses: each puts a DependencyResource's connection URL
+    /// into the container's environment under `targetName` and joins the container to the
+    /// dependency's private network. One binding per `targetName`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "dependency_bindings_schema")]
+    pub dependency_bindings: Vec<DependencyBinding>,
     /// Name of the Secret, owned by this Resource, holding its secret variable values.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = OBJECT_NAME_MAX))]
@@ -520,6 +527,17 @@ impl ResourceSpec {
         self.deployment_history_limit
             .unwrap_or(DEFAULT_DEPLOYMENT_HISTORY_LIMIT) as usize
     }
+}
+
+/// One binding per `targetName`: the API server refuses a second one for the same variable.
+fn dependency_bindings_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let mut schema = generator.subschema_for::<Vec<DependencyBinding>>();
+    schema.insert("x-kubernetes-list-type".into(), "map".into());
+    schema.insert(
+        "x-kubernetes-list-map-keys".into(),
+        serde_json::json!(["targetName"]),
+    );
+    schema
 }
 
 #[cfg(test)]

@@ -62,6 +62,7 @@ async fn resource_with(
         storage_attachments: vec![],
         deployment_history_limit: None,
         variables,
+        dependency_bindings: vec![],
         secrets_ref,
         image_pull_secret_ref: None,
         runtime: None,

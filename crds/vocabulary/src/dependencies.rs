@@ -112,6 +112,55 @@ pub enum RealizationStatus {
     Deleted,
 }
 
+/// Where a binding's value reaches the app (Appaloft's `target.scope`). Only `runtime-only` is
+/// built: the container's environment when it runs, never a build arg.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum BindingScope {
+    #[default]
+    RuntimeOnly,
+}
+
+/// How a binding's value reaches the app (Appaloft's `target.injectionMode`). Only `env` is
+/// built: an environment variable read from the dependency's Secret when the container starts.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum InjectionMode {
+    #[default]
+    Env,
+}
+
+/// One dependency a resource uses: the dependency's connection URL, read from its Secret at
+/// deploy time, becomes the environment variable `targetName` (e.g. `DATABASE_URL`), and the
+/// container joins the dependency's private network. Its id is its `targetName` (one per
+/// variable).
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Eq, Hash)]
+#[serde(rename_all = "camelCase")]
+pub struct DependencyBinding {
+    /// Id (object name) of a DependencyResource of the same project and environment.
+    #[schemars(length(min = 1, max = 253))]
+    pub dependency_resource_id: String,
+    /// The environment variable the connection URL is put in, e.g. `DATABASE_URL`.
+    #[schemars(
+        length(min = 1, max = 128),
+        regex(pattern = r"^[A-Za-z_][A-Za-z0-9_]*$")
+    )]
+    pub target_name: String,
+    /// `runtime-only` (the default and only one built).
+    #[serde(default)]
+    pub scope: BindingScope,
+    /// `env` (the default and only one built).
+    #[serde(default)]
+    pub injection_mode: InjectionMode,
+}
+
+impl DependencyBinding {
+    /// The binding's id in the API: its target name, unique among a resource's bindings.
+    pub fn id(&self) -> &str {
+        &self.target_name
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -132,6 +132,7 @@ fn spec_of(body: CreateResource, slug: String) -> ApiResult<ResourceSpec> {
         storage_attachments: Vec::new(),
         deployment_history_limit: None,
         variables: Vec::new(),
+        dependency_bindings: Vec::new(),
         secrets_ref: None,
         image_pull_secret_ref: body
             .image_pull_secret_name
