@@ -108,6 +108,9 @@ pub struct Scopes<'a> {
     pub project: Option<&'a Project>,
     pub environment: Option<&'a Environment>,
     pub secret_data: Option<&'a BTreeMap<String, ByteString>>,
+    /// Connection URLs of the dependencies the resource binds, by dependency id; a binding
+    /// whose dependency has none (yet) contributes nothing.
+    pub connections: &'a BTreeMap<String, String>,
 }
 
 /// Every entry of `scopes`, unmerged: what the controller hands an attempt (plus the attempt's
@@ -139,7 +142,31 @@ pub fn scope_entries(scopes: &Scopes) -> Vec<ConfigEntry> {
     if let Some(data) = scopes.secret_data {
         entries.extend(secret_entries(data));
     }
+    entries.extend(binding_entries(resource, scopes.connections));
     entries
+}
+
+/// The resource's dependency bindings as secret runtime entries: each target variable holds
+/// its dependency's connection URL. Last in the resource scope, so a binding wins over a
+/// variable of the same name.
+pub fn binding_entries(
+    resource: &Resource,
+    connections: &BTreeMap<String, String>,
+) -> Vec<ConfigEntry> {
+    resource
+        .spec
+        .dependency_bindings
+        .iter()
+        .filter_map(|binding| {
+            Some(ConfigEntry {
+                scope: ConfigScope::Resource,
+                key: binding.target_name.clone(),
+                value: connections.get(&binding.dependency_resource_id)?.clone(),
+                exposure: VariableExposure::Runtime,
+                secret: true,
+            })
+        })
+        .collect()
 }
 
 /// Platform defaults: `PORT` is the network profile's internal port, so an application that
@@ -325,6 +352,34 @@ mod tests {
         assert_eq!(level.len(), 2);
         assert_eq!(level[1].winning_scope, ConfigScope::Deployment);
         assert_eq!(level[1].overridden_scope, ConfigScope::Resource);
+    }
+
+    #[test]
+    fn a_binding_is_a_secret_runtime_entry_that_wins_over_a_variable_of_its_name() {
+        let mut resource = resource();
+        resource.spec.variables = vec![var("DATABASE_URL", "postgres://by-hand")];
+        resource.spec.dependency_bindings = serde_json::from_value(json!([
+            { "dependencyResourceId": "db", "targetName": "DATABASE_URL" },
+            { "dependencyResourceId": "cache", "targetName": "REDIS_URL" },
+        ]))
+        .unwrap();
+        let connections = BTreeMap::from([("db".to_string(), "postgres://bound".to_string())]);
+        let entries = scope_entries(&Scopes {
+            resource: &resource,
+            organization: None,
+            project: None,
+            environment: None,
+            secret_data: None,
+            connections: &connections,
+        });
+        let (effective, _) = merge(entries);
+        let url = effective.iter().find(|e| e.key == "DATABASE_URL").unwrap();
+        assert_eq!(url.value, "postgres://bound");
+        assert!(url.secret, "shown masked, never logged");
+        assert!(
+            !effective.iter().any(|e| e.key == "REDIS_URL"),
+            "a dependency without a connection contributes nothing"
+        );
     }
 
     #[test]

@@ -197,6 +197,17 @@ pub struct DependencyConnection {
     pub secret_ref: Option<String>,
 }
 
+/// Name of a managed dependency's container and of the private network its bound apps join:
+/// the host name of its connection URL.
+pub fn network_name(namespace: &str, dependency_name: &str) -> String {
+    format!("berth-dep-{namespace}-{dependency_name}")
+}
+
+/// Name of the Secret holding a managed dependency's generated password and connection URL.
+pub fn connection_secret_name(dependency_name: &str) -> String {
+    format!("{dependency_name}-connection")
+}
+
 /// The connection URL of a managed dependency at `host` with `password`: pass [`MASK`] for
 /// the masked one.
 pub fn connection_url(kind: DependencyKind, host: &str, password: &str) -> String {

@@ -400,11 +400,17 @@ pub enum DeploymentErrorCode {
     HealthCheckTimedOut,
     /// The edge proxy's route or the upstream name could not be switched to the new container.
     RouteSwitchFailed,
+    /// A dependency binding names a DependencyResource that does not exist, is being deleted,
+    /// or belongs to another project or environment.
+    DependencyBindingInvalid,
+    /// A bound DependencyResource has no connection yet (still being provisioned); with
+    /// auto-deploy on, the resource deploys again once it has one.
+    DependencyNotReady,
 }
 
 impl DeploymentErrorCode {
     /// Every code, in the order the README lists them.
-    pub const ALL: [Self; 48] = [
+    pub const ALL: [Self; 50] = [
         Self::Canceled,
         Self::Superseded,
         Self::Deleted,
@@ -453,6 +459,8 @@ impl DeploymentErrorCode {
         Self::HealthCheckUnexpectedStatus,
         Self::HealthCheckTimedOut,
         Self::RouteSwitchFailed,
+        Self::DependencyBindingInvalid,
+        Self::DependencyNotReady,
     ];
 
     /// The code as it is serialised in `lastError.code`.
@@ -506,6 +514,8 @@ impl DeploymentErrorCode {
             Self::HealthCheckUnexpectedStatus => "health_check_unexpected_status",
             Self::HealthCheckTimedOut => "health_check_timed_out",
             Self::RouteSwitchFailed => "route_switch_failed",
+            Self::DependencyBindingInvalid => "dependency_binding_invalid",
+            Self::DependencyNotReady => "dependency_not_ready",
         }
     }
 }

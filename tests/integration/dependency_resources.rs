@@ -26,7 +26,7 @@ const WAIT: Duration = Duration::from_secs(180);
 /// The local image as the registry names it. The engine the `local` server reaches is the one
 /// images.sh builds into, so tagging it there saves a pull that would need the registry's
 /// credentials.
-fn registry_image(local: &str) -> String {
+pub(crate) fn registry_image(local: &str) -> String {
     let image = format!("127.0.0.1:5000/{local}");
     let tagged = Command::new("docker")
         .args(["tag", local, &image])
@@ -39,7 +39,7 @@ fn registry_image(local: &str) -> String {
     image
 }
 
-fn docker(args: &[&str]) -> (bool, String) {
+pub(crate) fn docker(args: &[&str]) -> (bool, String) {
     let output = Command::new("docker")
         .args(args)
         .output()
@@ -60,7 +60,7 @@ async fn local_server(ns: &TestNamespace) {
     wait_condition(&servers, "local", READY, ConditionStatus::True, None, WAIT).await;
 }
 
-async fn create(ns: &TestNamespace, name: &str, kind: &str, image: &str) {
+pub(crate) async fn create(ns: &TestNamespace, name: &str, kind: &str, image: &str) {
     let spec: DependencyResourceSpec = serde_json::from_value(json!({
         "kind": kind, "projectId": "shop", "environmentId": "shop-production",
         "serverId": "local", "name": format!("{name} of the shop"), "image": image,
@@ -72,7 +72,7 @@ async fn create(ns: &TestNamespace, name: &str, kind: &str, image: &str) {
         .expect("create DependencyResource");
 }
 
-async fn wait_ready(api: &Api<DependencyResource>, name: &str) -> DependencyResource {
+pub(crate) async fn wait_ready(api: &Api<DependencyResource>, name: &str) -> DependencyResource {
     eventually(WAIT, &format!("{name} Ready"), || async {
         let dependency = api.get_opt(name).await.ok()??;
         let status = dependency.status.as_ref()?;
@@ -83,7 +83,7 @@ async fn wait_ready(api: &Api<DependencyResource>, name: &str) -> DependencyReso
     .await
 }
 
-async fn password(ns: &TestNamespace, name: &str) -> String {
+pub(crate) async fn password(ns: &TestNamespace, name: &str) -> String {
     let secret = ns
         .api::<Secret>()
         .get(&format!("{name}-connection"))
@@ -125,7 +125,7 @@ fn assert_password_not_shown(ns: &TestNamespace, password: &str) {
     );
 }
 
-fn psql(container: &str, sql: &str) -> (bool, String) {
+pub(crate) fn psql(container: &str, sql: &str) -> (bool, String) {
     docker(&[
         "exec", container, "psql", "-U", "berth", "-d", "app", "-tAc", sql,
     ])

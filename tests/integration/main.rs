@@ -12,6 +12,7 @@ mod contract;
 mod controller_process;
 mod crd_manifests;
 mod crd_validation;
+mod dependency_bindings;
 mod dependency_resources;
 mod deploy_failures;
 mod deploy_support;

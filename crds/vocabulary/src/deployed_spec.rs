@@ -118,6 +118,12 @@ pub const SPEC_FIELDS: &[SpecField] = &[
               an attempt by itself)",
     },
     SpecField {
+        field: "dependencyBindings",
+        effect: FieldEffect::NewAttempt,
+        why: "the bound databases' URLs in the container's environment and the networks it \
+              joins",
+    },
+    SpecField {
         field: "secretsRef",
         effect: FieldEffect::NewAttempt,
         why: "the Secret whose values the container gets",

@@ -73,12 +73,20 @@ async fn scope_entries(
     // A resource written by hand may name an environment that is gone; it contributes nothing.
     let environment = environments::lookup(state, caller, environment_id).ok();
     let secret = secret_store::fetch(state, resource).await?;
+    // Shown masked anyway: a bound dependency's URL is never read here.
+    let connections = resource
+        .spec
+        .dependency_bindings
+        .iter()
+        .map(|b| (b.dependency_resource_id.clone(), MASK.to_string()))
+        .collect();
     Ok(config::scope_entries(&Scopes {
         resource,
         organization: organization.as_deref(),
         project: project.as_deref(),
         environment: environment.as_deref(),
         secret_data: secret.as_ref().and_then(|s| s.data.as_ref()),
+        connections: &connections,
     }))
 }
 

@@ -61,12 +61,12 @@ impl Names {
     pub fn of(dependency: &DependencyResource) -> Self {
         let namespace = dependency.namespace().unwrap_or_default();
         let name = dependency.name_any();
-        let base = format!("berth-dep-{namespace}-{name}");
+        let base = berth_crds::dependency_resource::network_name(&namespace, &name);
         Self {
             container: base.clone(),
             network: base.clone(),
             volume: format!("{base}-data"),
-            secret: format!("{name}-connection"),
+            secret: berth_crds::dependency_resource::connection_secret_name(&name),
         }
     }
 }

@@ -16,7 +16,8 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 
-use super::plan::Plan;
+use super::bindings::{self, Connections};
+use super::plan::{Plan, PlanError};
 use crate::cache::Caches;
 use crate::context::Context;
 use crate::error::Result;
@@ -29,13 +30,37 @@ pub async fn entries(
     namespace: &str,
     resource: &Resource,
     deployment: &Deployment,
+    connections: &Connections,
 ) -> Result<Vec<ConfigEntry>> {
-    let mut entries = fresh_lasting_entries(context, namespace, resource).await?;
+    let mut entries = fresh_lasting_entries(context, namespace, resource, connections).await?;
     entries.extend(deployment_entries(
         &deployment.name_any(),
         &deployment.spec.variables,
     ));
     Ok(entries)
+}
+
+/// Every entry of the attempt, its bindings' connection URLs included; or why a binding cannot
+/// be served, with the fingerprint of what the caches hold (so the configuration changing
+/// later, e.g. the dependency's connection appearing, deploys again).
+pub async fn attempt_entries(
+    context: &Context,
+    namespace: &str,
+    resource: &Resource,
+    deployment: &Deployment,
+) -> Result<std::result::Result<Vec<ConfigEntry>, (PlanError, String)>> {
+    let connections =
+        match bindings::fresh_connections(context, namespace, resource, &deployment.spec.server_id)
+            .await?
+        {
+            Ok(connections) => connections,
+            Err(problem) => {
+                let cached = lasting_entries(context, namespace, resource);
+                return Ok(Err((problem, config::fingerprint(&cached))));
+            }
+        };
+    let entries = entries(context, namespace, resource, deployment, &connections).await?;
+    Ok(Ok(entries))
 }
 
 /// The entries of every scope but an attempt's own, from the caches.
@@ -59,6 +84,7 @@ pub fn lasting_entries(
         )
         .as_deref(),
         Caches::get(&caches.secrets, namespace, &config::secret_name(resource)).as_deref(),
+        &bindings::cached_connections(context, namespace, resource),
     )
 }
 
@@ -67,6 +93,7 @@ async fn fresh_lasting_entries(
     context: &Context,
     namespace: &str,
     resource: &Resource,
+    connections: &Connections,
 ) -> Result<Vec<ConfigEntry>> {
     let client = &context.client;
     // Independent reads, at once: they sit on the attempt's critical path.
@@ -94,6 +121,7 @@ async fn fresh_lasting_entries(
         project.as_ref(),
         environment.as_ref(),
         secret.as_ref(),
+        connections,
     ))
 }
 
@@ -105,6 +133,7 @@ fn gather(
     project: Option<&Project>,
     environment: Option<&Environment>,
     secret: Option<&Secret>,
+    connections: &Connections,
 ) -> Vec<ConfigEntry> {
     config::scope_entries(&Scopes {
         resource,
@@ -112,6 +141,7 @@ fn gather(
         project,
         environment,
         secret_data: secret.and_then(|s| s.data.as_ref()),
+        connections,
     })
 }
 

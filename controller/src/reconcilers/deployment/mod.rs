@@ -5,6 +5,7 @@
 //! `reconcile` stays short.
 
 pub mod attempt;
+pub mod bindings;
 pub mod compose;
 pub mod config;
 pub mod container_settings;

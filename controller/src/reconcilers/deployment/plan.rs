@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use berth_crds::common::SourceDescriptor;
+use berth_crds::dependency_resource::network_name;
 use berth_crds::resource::{
     ExposureMode, HealthCheckKind, Resource, RestartPolicy, UpstreamProtocol,
 };
@@ -106,6 +107,8 @@ pub struct Plan {
     pub host_port: Option<u16>,
     /// What the resource's storage attachments mount into the container.
     pub volumes: Vec<VolumeMount>,
+    /// Private networks of the dependencies the resource binds, joined after creation.
+    pub dependency_networks: Vec<String>,
 }
 
 /// Why an attempt cannot be planned; the message goes into `lastError`.
@@ -318,6 +321,12 @@ pub fn plan(
         route: route(resource, server),
         host_port,
         volumes: mounts,
+        dependency_networks: resource
+            .spec
+            .dependency_bindings
+            .iter()
+            .map(|b| network_name(&namespace, &b.dependency_resource_id))
+            .collect(),
     })
 }
 

@@ -153,11 +153,7 @@ impl Target {
             Err(error) if is_conflict(&error) => return Ok(false),
             Err(error) => return Err(error),
         }
-        // A stack's routed service also answers to its name on the stack's own network.
-        if let Some(settings) = &plan.compose {
-            self.join_stack_network(&plan.container_name, settings)
-                .await?;
-        }
+        self.join_other_networks(plan).await?;
         Ok(true)
     }
 

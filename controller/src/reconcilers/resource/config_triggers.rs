@@ -4,6 +4,7 @@
 //! periodic recheck.
 
 use berth_crds::config::secret_name;
+use berth_crds::dependency_resource::connection_secret_name;
 use berth_crds::environment::Environment;
 use berth_crds::organization::Organization;
 use berth_crds::project::Project;
@@ -49,10 +50,17 @@ fn resources_in(
         .collect()
 }
 
-/// A Secret feeds the Resources whose secret values it holds.
+/// A Secret feeds the Resources whose secret values it holds, and those binding the dependency
+/// whose connection it holds (a rotated password, a first connection).
 pub fn resources_of_secret(store: &Store<Resource>, secret: &Secret) -> Vec<ObjectRef<Resource>> {
     let name = secret.name_any();
-    resources_in(store, secret.namespace(), |r| secret_name(r) == name)
+    resources_in(store, secret.namespace(), |r| {
+        secret_name(r) == name
+            || r.spec
+                .dependency_bindings
+                .iter()
+                .any(|b| connection_secret_name(&b.dependency_resource_id) == name)
+    })
 }
 
 pub fn resources_of_environment(

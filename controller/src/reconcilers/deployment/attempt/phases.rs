@@ -270,7 +270,7 @@ pub async fn plan(
             PHASE_TIMEOUT,
             connect(context, &namespace, &deployment.spec.server_id),
         ),
-        config::entries(context, &namespace, resource, deployment),
+        config::attempt_entries(context, &namespace, resource, deployment),
     );
     let (server, target) = match connected {
         Err(_) => {
@@ -302,7 +302,10 @@ pub async fn plan(
             secret.map(|r| r.name.clone()),
         );
     }
-    let entries = entries?;
+    let entries = entries?.map_err(|(problem, fingerprint)| {
+        progress.status.config_fingerprint = Some(fingerprint);
+        stop(Plan, problem.code, problem.message)
+    })?;
     progress.status.config_fingerprint = Some(berth_crds::config::fingerprint(&entries));
     config::apply_to(&mut plan, entries);
     progress.status.image_ref = Some(plan.image.clone());

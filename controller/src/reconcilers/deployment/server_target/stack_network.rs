@@ -1,4 +1,5 @@
-//! A stack's own network on the server, which its service containers join by name.
+//! Networks a container joins beside the edge network: its stack's own, which its service
+//! containers join by name, and the private networks of the dependencies it binds.
 
 use std::collections::HashMap;
 
@@ -10,8 +11,32 @@ use bollard::query_parameters::InspectNetworkOptions;
 
 use super::Target;
 use crate::reconcilers::deployment::container_settings::ContainerSettings;
+use crate::reconcilers::deployment::plan::Plan;
 
 impl Target {
+    /// Joins a created container to the networks beside the edge network: a stack's routed
+    /// service answers to its name on the stack's network, and a bound dependency is reached
+    /// by its name on its own network (created by the dependency's reconciler, never here).
+    pub async fn join_other_networks(&self, plan: &Plan) -> Result<(), RemoteError> {
+        if let Some(settings) = &plan.compose {
+            self.join_stack_network(&plan.container_name, settings)
+                .await?;
+        }
+        for network in &plan.dependency_networks {
+            let join = NetworkConnectRequest {
+                container: plan.container_name.clone(),
+                endpoint_config: None,
+            };
+            docker_call(
+                &self.connection,
+                "joining a bound dependency's network",
+                self.docker.connect_network(network, join),
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
     /// Joins a created container to its stack's network under its service name (Docker takes one
     /// network at creation; the routed container's is the edge network).
     pub async fn join_stack_network(
