@@ -97,6 +97,12 @@ pub fn secret_name(resource: &Resource) -> String {
         .unwrap_or_else(|| format!("{}-secrets", resource.name_any()))
 }
 
+/// Name of the Secret, owned by the Environment, holding its secret variable values (written
+/// by the REST shim; every resource of the environment gets them unless it sets its own).
+pub fn environment_secret_name(environment: &str) -> String {
+    format!("{environment}-secrets")
+}
+
 /// Environment variable carrying the port the platform routes to.
 pub const PORT_VARIABLE: &str = "PORT";
 
@@ -108,6 +114,8 @@ pub struct Scopes<'a> {
     pub project: Option<&'a Project>,
     pub environment: Option<&'a Environment>,
     pub secret_data: Option<&'a BTreeMap<String, ByteString>>,
+    /// The environment's secret values (its Secret [`environment_secret_name`]).
+    pub environment_secret_data: Option<&'a BTreeMap<String, ByteString>>,
     /// Connection URLs of the dependencies the resource binds, by dependency id; a binding
     /// whose dependency has none (yet) contributes nothing.
     pub connections: &'a BTreeMap<String, String>,
@@ -134,6 +142,9 @@ pub fn scope_entries(scopes: &Scopes) -> Vec<ConfigEntry> {
             ConfigScope::Environment,
             &environment.spec.variables,
         ));
+    }
+    if let Some(data) = scopes.environment_secret_data {
+        entries.extend(scoped_secret_entries(ConfigScope::Environment, data));
     }
     entries.extend(plain_entries(
         ConfigScope::Resource,
@@ -224,12 +235,20 @@ pub fn plain_entries(scope: ConfigScope, variables: &[PlainVariable]) -> Vec<Con
 /// Secret entries of a resource from its Secret's data (keys `<exposure>.<KEY>`). Values that
 /// are not UTF-8 are skipped: an environment variable cannot carry them.
 pub fn secret_entries(data: &BTreeMap<String, ByteString>) -> Vec<ConfigEntry> {
+    scoped_secret_entries(ConfigScope::Resource, data)
+}
+
+/// Secret entries of `scope` from its Secret's data, as [`secret_entries`].
+pub fn scoped_secret_entries(
+    scope: ConfigScope,
+    data: &BTreeMap<String, ByteString>,
+) -> Vec<ConfigEntry> {
     data.iter()
         .filter_map(|(data_key, bytes)| {
             let (exposure, key) = parse_secret_data_key(data_key);
             let value = String::from_utf8(bytes.0.clone()).ok()?;
             Some(ConfigEntry {
-                scope: ConfigScope::Resource,
+                scope,
                 key: key.to_string(),
                 value,
                 exposure,
@@ -370,6 +389,7 @@ mod tests {
             project: None,
             environment: None,
             secret_data: None,
+            environment_secret_data: None,
             connections: &connections,
         });
         let (effective, _) = merge(entries);

@@ -64,10 +64,27 @@ async fn environment_variables_locks_and_archives_govern_what_deploys() {
     );
     invalid(
         member
-            .post(&set, json!({"key": "A", "value": "x", "isSecret": true}))
+            .post(&set, json!({"key": "A", "value": "x", "kind": "file"}))
             .await,
-        "isSecret",
+        "kind",
     );
+    // Secrets of the environment: kept in its Secret, shown masked, given to its resources
+    // unless a resource sets its own.
+    let (shared, own) = ("env-shared-s3cr3t-value", "resource-own-s3cr3t-value");
+    for key in ["SHARED_TOKEN", "API_TOKEN"] {
+        let answer = member
+            .post(&set, json!({"key": key, "value": shared, "isSecret": true}))
+            .await
+            .ok();
+        assert!(answer.is_null(), "{answer}");
+    }
+    member
+        .post(
+            &format!("/resources/{id}/secrets"),
+            json!({"key": "API_TOKEN", "value": own}),
+        )
+        .await
+        .ok();
     let answer = member
         .post(&set, json!({"key": "GREETING", "value": "from the environment", "exposure": "runtime", "kind": "plain-config"}))
         .await
@@ -75,14 +92,46 @@ async fn environment_variables_locks_and_archives_govern_what_deploys() {
     assert!(answer.is_null(), "{answer}");
     let shown = member.get(&env_path).await.ok();
     assert_eq!(shown["maskedVariables"][0]["key"], "GREETING");
+    let secret_shown = shown["maskedVariables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["key"] == "SHARED_TOKEN")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        (&secret_shown["value"], &secret_shown["isSecret"]),
+        (&json!("****"), &json!(true))
+    );
+    let effective = member
+        .get(&format!("/resources/{id}/effective-config"))
+        .await
+        .ok()
+        .to_string();
+    assert!(
+        !effective.contains(shared) && !shown.to_string().contains(shared),
+        "a secret value in a response"
+    );
     let attempt = start(&member, &id).await;
     assert_eq!(ended(&member, &attempt).await["status"], "succeeded");
     let container = docker_names(&format!("label=berth.dev/deployment={attempt}"));
     let env = container_env(&container[0]);
-    assert!(
-        env.contains(&"GREETING=from the environment".to_string()),
-        "{env:?}"
-    );
+    for expected in [
+        "GREETING=from the environment".to_string(),
+        format!("SHARED_TOKEN={shared}"),
+        format!("API_TOKEN={own}"),
+    ] {
+        assert!(
+            env.contains(&expected),
+            "{expected} not in the container's env"
+        );
+    }
+    member
+        .delete(&format!("{set}/SHARED_TOKEN"), json!({}))
+        .await
+        .ok();
+    let after = member.get(&env_path).await.ok();
+    assert!(!after.to_string().contains("SHARED_TOKEN"), "{after}");
     member
         .delete(&format!("{set}/GREETING"), json!({}))
         .await

@@ -88,13 +88,14 @@ pub struct SetEnvironmentVariable {
     /// `build-time` or `runtime` (default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exposure: Option<String>,
-    /// `plain-config` (default); `secret` is refused (set secrets on the resource).
+    /// `plain-config` (default) or `secret`: kept in a Secret the environment owns, shown masked,
+    /// given to every resource of the environment that does not set the same variable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
     /// `environment` (the only scope written here).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
-    /// `true` is refused, as `kind: secret`.
+    /// `true` is `kind: secret`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_secret: Option<bool>,
 }

@@ -16,7 +16,7 @@ use berth_api::environments::{
 use berth_crds::environment::{Environment, EnvironmentSpec};
 use berth_crds::limits::{NAME_MAX, OBJECT_NAME_MAX};
 use berth_crds::member::OrganizationRole;
-use berth_crds::variable::PlainVariable;
+use berth_crds::variable::{PlainVariable, VariableExposure};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::{Api, ResourceExt};
@@ -24,6 +24,7 @@ use serde_json::Map;
 
 use super::Endpoint;
 use crate::auth::Caller;
+use crate::domain::environment_secrets;
 use crate::domain::environments::{lookup, masked, validate_kind};
 use crate::domain::fields::{bounded, confirm};
 use crate::domain::objects::all_in;
@@ -145,19 +146,11 @@ async fn set_variable(
     match body.kind.as_deref() {
         None | Some("plain-config" | "secret") => {}
         Some(_) => {
-            return Err(ApiError::validation("kind", "kind must be plain-config"));
+            return Err(ApiError::validation(
+                "kind",
+                "kind must be plain-config or secret",
+            ));
         }
-    }
-    if secret {
-        return Err(ApiError::validation(
-            if body.is_secret == Some(true) {
-                "isSecret"
-            } else {
-                "kind"
-            },
-            "secret values are not kept on environments: set them on each resource with \
-             POST /resources/{resourceId}/secrets",
-        ));
     }
     if body.scope.as_deref().is_some_and(|s| s != "environment") {
         return Err(ApiError::validation("scope", "scope must be environment"));
@@ -165,21 +158,74 @@ async fn set_variable(
     caller.require_role(OrganizationRole::Member)?;
     let environment = lookup(&state, &caller, &id)?;
     require_unlocked(&environment)?;
-    let mut variables: Vec<PlainVariable> = environment
+    // One entry per key and exposure: a secret replaces a plain one and the other way round.
+    let plain = without(&environment, &body.key, exposure);
+    let secrets = environment_secrets::values(&environment);
+    if secret {
+        let change = (exposure, body.key.clone(), Some(body.value));
+        let before = secrets.write(&state, &[change]).await?;
+        if let Err(error) = save_if_changed(&state, &caller, &environment, &plain).await {
+            secrets.restore(&state, before).await;
+            return Err(error);
+        }
+    } else {
+        let mut variables = plain;
+        variables.push(PlainVariable {
+            key: body.key.clone(),
+            value: body.value,
+            exposure,
+        });
+        save_variables(&state, &caller, &environment, &variables).await?;
+        remove_secret(&state, &environment, &body.key, exposure).await?;
+    }
+    tracing::info!(environment = %id, key = %body.key, secret, "environment variable set");
+    Ok(Json(()))
+}
+
+/// The environment's plain variables but `key` of `exposure`.
+fn without(environment: &Environment, key: &str, exposure: VariableExposure) -> Vec<PlainVariable> {
+    environment
         .spec
         .variables
         .iter()
-        .filter(|v| !(v.key == body.key && v.exposure == exposure))
+        .filter(|v| !(v.key == key && v.exposure == exposure))
         .cloned()
-        .collect();
-    variables.push(PlainVariable {
-        key: body.key.clone(),
-        value: body.value,
-        exposure,
-    });
-    save_variables(&state, &caller, &environment, &variables).await?;
-    tracing::info!(environment = %id, key = %body.key, "environment variable set");
-    Ok(Json(()))
+        .collect()
+}
+
+/// Writes `variables` unless they are the environment's already.
+async fn save_if_changed(
+    state: &AppState,
+    caller: &Caller,
+    environment: &Environment,
+    variables: &[PlainVariable],
+) -> ApiResult<()> {
+    if variables.len() != environment.spec.variables.len() {
+        save_variables(state, caller, environment, variables).await?;
+    }
+    Ok(())
+}
+
+/// Removes the secret entry `key` of `exposure`; whether there was one.
+async fn remove_secret(
+    state: &AppState,
+    environment: &Environment,
+    key: &str,
+    exposure: VariableExposure,
+) -> ApiResult<bool> {
+    let secrets = environment_secrets::values(environment);
+    let data_key = berth_crds::variable::secret_data_key(exposure, key);
+    let held = secrets
+        .fetch(state)
+        .await?
+        .and_then(|s| s.data)
+        .is_some_and(|data| data.contains_key(&data_key));
+    if held {
+        secrets
+            .write(state, &[(exposure, key.to_string(), None)])
+            .await?;
+    }
+    Ok(held)
 }
 
 /// Values are free text (line breaks allowed), bounded like a resource's.
@@ -208,25 +254,16 @@ async fn unset_variable(
     caller.require_role(OrganizationRole::Member)?;
     let environment = lookup(&state, &caller, &id)?;
     require_unlocked(&environment)?;
-    let exists = environment
-        .spec
-        .variables
-        .iter()
-        .any(|v| v.key == key && v.exposure == exposure);
-    if !exists {
+    let plain = without(&environment, &key, exposure);
+    let had_plain = plain.len() != environment.spec.variables.len();
+    save_if_changed(&state, &caller, &environment, &plain).await?;
+    let had_secret = remove_secret(&state, &environment, &key, exposure).await?;
+    if !had_plain && !had_secret {
         return Err(ApiError::not_found(
             "variable",
             &format!("{key} ({})", exposure_name(exposure)),
         ));
     }
-    let variables: Vec<PlainVariable> = environment
-        .spec
-        .variables
-        .iter()
-        .filter(|v| !(v.key == key && v.exposure == exposure))
-        .cloned()
-        .collect();
-    save_variables(&state, &caller, &environment, &variables).await?;
     Ok(Json(()))
 }
 

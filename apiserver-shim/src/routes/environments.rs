@@ -11,6 +11,7 @@ use kube::{Api, ResourceExt};
 
 use super::Endpoint;
 use crate::auth::{Caller, ScopeDimension};
+use crate::domain::environment_secrets;
 use crate::domain::environments::{lookup, masked, validate_kind, visible};
 use crate::domain::fields::bounded;
 use crate::domain::objects::all_in;
@@ -195,7 +196,11 @@ async fn show(
     Path(id): Path<String>,
 ) -> ApiResult<Json<EnvironmentRecord>> {
     let environment = lookup(&state, &caller, &id)?;
-    Ok(Json(record(&environment)))
+    let mut shown = record(&environment);
+    // Secret values live in the environment's Secret: shown here, masked (not in the list).
+    let secrets = environment_secrets::masked_entries(&state, &environment).await?;
+    shown.masked_variables.extend(secrets);
+    Ok(Json(shown))
 }
 
 async fn archive(

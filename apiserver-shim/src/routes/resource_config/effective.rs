@@ -17,6 +17,7 @@ use super::secret_store::now;
 use super::variables::{VariableEntry, owned_entries, plain_entry};
 use super::{lookup, secret_store};
 use crate::auth::Caller;
+use crate::domain::environment_secrets;
 use crate::domain::environments;
 use crate::domain::projects;
 use crate::error::{ApiError, ApiResult};
@@ -73,6 +74,14 @@ async fn scope_entries(
     // A resource written by hand may name an environment that is gone; it contributes nothing.
     let environment = environments::lookup(state, caller, environment_id).ok();
     let secret = secret_store::fetch(state, resource).await?;
+    let environment_secret = match &environment {
+        Some(environment) => {
+            environment_secrets::values(environment)
+                .fetch(state)
+                .await?
+        }
+        None => None,
+    };
     // Shown masked anyway: a bound dependency's URL is never read here.
     let connections = resource
         .spec
@@ -86,6 +95,7 @@ async fn scope_entries(
         project: project.as_deref(),
         environment: environment.as_deref(),
         secret_data: secret.as_ref().and_then(|s| s.data.as_ref()),
+        environment_secret_data: environment_secret.as_ref().and_then(|s| s.data.as_ref()),
         connections: &connections,
     }))
 }

@@ -2,43 +2,41 @@
 //! default `<resource>-secrets`), one data key per entry named `<exposure>.<KEY>`, with when
 //! the shim last wrote each; read back only masked.
 
-use std::collections::BTreeMap;
-
 use berth_api::variables::VariableEntry;
 use berth_crds::masking::MASK;
 use berth_crds::resource::Resource;
-use berth_crds::variable::{VariableExposure, parse_secret_data_key};
-use k8s_openapi::ByteString;
+use berth_crds::variable::parse_secret_data_key;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::PostParams;
-use kube::{Api, ResourceExt};
+use kube::ResourceExt;
 
 use crate::domain::objects::owned_secret;
+pub use crate::domain::secret_values::now;
+use crate::domain::secret_values::{Change, SecretValues, updated_at};
 use crate::domain::time::timestamp;
 use crate::domain::variables::exposure_name;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::state::AppState;
 
-/// Annotation on the Secret: JSON map of data key to when the shim last wrote it.
-const UPDATED_AT_ANNOTATION: &str = "berth.dev/updated-at";
 /// Label naming the Resource a secrets Secret belongs to.
 const RESOURCE_LABEL: &str = "berth.dev/resource";
+
+/// Where `resource`'s secret values are kept.
+fn values(resource: &Resource) -> SecretValues<'_, Resource> {
+    SecretValues {
+        owner: resource,
+        name: secret_name(resource),
+        label: RESOURCE_LABEL,
+    }
+}
 
 /// Name of the Secret holding a resource's secret values.
 pub fn secret_name(resource: &Resource) -> String {
     berth_crds::config::secret_name(resource)
 }
 
-/// The Secret data key of an entry (shared with the controller through the CRD crate).
-pub fn data_key(exposure: VariableExposure, key: &str) -> String {
-    berth_crds::variable::secret_data_key(exposure, key)
-}
-
 /// The resource's Secret, if it exists.
 pub async fn fetch(state: &AppState, resource: &Resource) -> ApiResult<Option<Secret>> {
-    let namespace = resource.namespace().unwrap_or_default();
-    let api = Api::<Secret>::namespaced(state.client.clone(), &namespace);
-    Ok(api.get_opt(&secret_name(resource)).await?)
+    values(resource).fetch(state).await
 }
 
 /// The secret entries a Secret holds, masked, sorted by exposure and key.
@@ -46,11 +44,7 @@ pub fn entries(resource: &Resource, secret: Option<&Secret>) -> Vec<VariableEntr
     let Some(secret) = secret else {
         return Vec::new();
     };
-    let updated: BTreeMap<String, String> = secret
-        .annotations()
-        .get(UPDATED_AT_ANNOTATION)
-        .and_then(|text| serde_json::from_str(text).ok())
-        .unwrap_or_default();
+    let updated = updated_at(secret);
     let created = secret.metadata.creation_timestamp.as_ref().map(timestamp);
     let mut items: Vec<VariableEntry> = secret
         .data
@@ -79,94 +73,14 @@ pub fn entries(resource: &Resource, secret: Option<&Secret>) -> Vec<VariableEntr
 pub async fn write(
     state: &AppState,
     resource: &Resource,
-    changes: &[(VariableExposure, String, Option<String>)],
+    changes: &[Change],
 ) -> ApiResult<Option<Secret>> {
-    let namespace = resource.namespace().unwrap_or_default();
-    let api = Api::<Secret>::namespaced(state.client.clone(), &namespace);
-    let name = secret_name(resource);
-    let now = timestamp(&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-        k8s_openapi::jiff::Timestamp::now(),
-    ));
-    // A concurrent writer makes the replace fail with 409; read again and retry.
-    for _ in 0..3 {
-        let before = api.get_opt(&name).await?;
-        let mut secret = before
-            .clone()
-            .unwrap_or_else(|| new_secret(resource, &name));
-        let data = secret.data.get_or_insert_with(BTreeMap::new);
-        let mut updated: BTreeMap<String, String> = secret
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(UPDATED_AT_ANNOTATION))
-            .and_then(|text| serde_json::from_str(text).ok())
-            .unwrap_or_default();
-        for (exposure, key, value) in changes {
-            let data_key = data_key(*exposure, key);
-            match value {
-                Some(value) => {
-                    data.insert(data_key.clone(), ByteString(value.clone().into_bytes()));
-                    updated.insert(data_key, now.clone());
-                }
-                None => {
-                    data.remove(&data_key);
-                    updated.remove(&data_key);
-                }
-            }
-        }
-        secret.annotations_mut().insert(
-            UPDATED_AT_ANNOTATION.into(),
-            serde_json::to_string(&updated).map_err(ApiError::internal)?,
-        );
-        let result = match &before {
-            None => api.create(&PostParams::default(), &secret).await,
-            Some(_) => api.replace(&name, &PostParams::default(), &secret).await,
-        };
-        match result {
-            Ok(_) => return Ok(before),
-            Err(kube::Error::Api(status)) if status.code == 409 => continue,
-            // Never pass the API server's message on: it could quote the data.
-            Err(error) => {
-                tracing::warn!(resource = %resource.name_any(), code = ?api_code(&error), "writing the secrets Secret failed");
-                return Err(ApiError::unavailable(
-                    "the secrets could not be stored; retry shortly",
-                ));
-            }
-        }
-    }
-    Err(ApiError::conflict(
-        "the secrets changed while being written; retry the request",
-    ))
+    values(resource).write(state, changes).await
 }
 
 /// Puts a Secret back as it was before a failed multi-object write.
 pub async fn restore(state: &AppState, resource: &Resource, before: Option<Secret>) {
-    let namespace = resource.namespace().unwrap_or_default();
-    let api = Api::<Secret>::namespaced(state.client.clone(), &namespace);
-    let name = secret_name(resource);
-    let result = match before {
-        None => api.delete(&name, &Default::default()).await.map(|_| ()),
-        Some(mut previous) => match api.get_opt(&name).await {
-            Ok(current) => {
-                previous.metadata.resource_version =
-                    current.and_then(|c| c.metadata.resource_version);
-                api.replace(&name, &PostParams::default(), &previous)
-                    .await
-                    .map(|_| ())
-            }
-            Err(error) => Err(error),
-        },
-    };
-    if let Err(error) = result {
-        tracing::error!(resource = %resource.name_any(), code = ?api_code(&error), "could not roll back the secrets Secret");
-    }
-}
-
-fn api_code(error: &kube::Error) -> Option<u16> {
-    match error {
-        kube::Error::Api(status) => Some(status.code),
-        _ => None,
-    }
+    values(resource).restore(state, before).await
 }
 
 /// An empty Secret `name` owned by `resource` (deleted with it).
@@ -174,21 +88,15 @@ pub(super) fn new_secret(resource: &Resource, name: &str) -> Secret {
     owned_secret(resource, RESOURCE_LABEL, name, "Opaque")
 }
 
-/// Now, as the API prints timestamps.
-pub fn now() -> String {
-    timestamp(&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-        k8s_openapi::jiff::Timestamp::now(),
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use berth_crds::variable::VariableExposure;
 
     #[test]
     fn data_keys_carry_the_exposure() {
         assert_eq!(
-            data_key(VariableExposure::BuildTime, "NPM_TOKEN"),
+            berth_crds::variable::secret_data_key(VariableExposure::BuildTime, "NPM_TOKEN"),
             "build-time.NPM_TOKEN"
         );
         assert_eq!(

@@ -84,6 +84,12 @@ pub fn lasting_entries(
         )
         .as_deref(),
         Caches::get(&caches.secrets, namespace, &config::secret_name(resource)).as_deref(),
+        Caches::get(
+            &caches.secrets,
+            namespace,
+            &config::environment_secret_name(&resource.spec.environment_id),
+        )
+        .as_deref(),
         &bindings::cached_connections(context, namespace, resource),
     )
 }
@@ -102,6 +108,7 @@ async fn fresh_lasting_entries(
     let environments = Api::<Environment>::namespaced(client.clone(), namespace);
     let secrets = Api::<Secret>::namespaced(client.clone(), namespace);
     let secret_name = config::secret_name(resource);
+    let environment_secret_name = config::environment_secret_name(&resource.spec.environment_id);
     // Namespaces that belong to no organization (made by hand) have no organization scope.
     let organization = async {
         match namespace.strip_prefix(NAMESPACE_PREFIX) {
@@ -109,11 +116,12 @@ async fn fresh_lasting_entries(
             None => Ok(None),
         }
     };
-    let (organization, project, environment, secret) = tokio::try_join!(
+    let (organization, project, environment, secret, environment_secret) = tokio::try_join!(
         organization,
         projects.get_opt(&resource.spec.project_id),
         environments.get_opt(&resource.spec.environment_id),
         secrets.get_opt(&secret_name),
+        secrets.get_opt(&environment_secret_name),
     )?;
     Ok(gather(
         resource,
@@ -121,6 +129,7 @@ async fn fresh_lasting_entries(
         project.as_ref(),
         environment.as_ref(),
         secret.as_ref(),
+        environment_secret.as_ref(),
         connections,
     ))
 }
@@ -133,6 +142,7 @@ fn gather(
     project: Option<&Project>,
     environment: Option<&Environment>,
     secret: Option<&Secret>,
+    environment_secret: Option<&Secret>,
     connections: &Connections,
 ) -> Vec<ConfigEntry> {
     config::scope_entries(&Scopes {
@@ -141,6 +151,7 @@ fn gather(
         project,
         environment,
         secret_data: secret.and_then(|s| s.data.as_ref()),
+        environment_secret_data: environment_secret.and_then(|s| s.data.as_ref()),
         connections,
     })
 }

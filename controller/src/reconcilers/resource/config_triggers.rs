@@ -3,7 +3,7 @@
 //! the Resources it feeds, so auto-deploy rolls a change out at once instead of at the next
 //! periodic recheck.
 
-use berth_crds::config::secret_name;
+use berth_crds::config::{environment_secret_name, secret_name};
 use berth_crds::dependency_resource::connection_secret_name;
 use berth_crds::environment::Environment;
 use berth_crds::organization::Organization;
@@ -50,12 +50,14 @@ fn resources_in(
         .collect()
 }
 
-/// A Secret feeds the Resources whose secret values it holds, and those binding the dependency
-/// whose connection it holds (a rotated password, a first connection).
+/// A Secret feeds the Resources whose secret values it holds (their own or their
+/// environment's), and those binding the dependency whose connection it holds (a rotated
+/// password, a first connection).
 pub fn resources_of_secret(store: &Store<Resource>, secret: &Secret) -> Vec<ObjectRef<Resource>> {
     let name = secret.name_any();
     resources_in(store, secret.namespace(), |r| {
         secret_name(r) == name
+            || environment_secret_name(&r.spec.environment_id) == name
             || r.spec
                 .dependency_bindings
                 .iter()
