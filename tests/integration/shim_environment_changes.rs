@@ -370,7 +370,14 @@ async fn environments_are_renamed_cloned_diffed_and_promoted_and_projects_restor
         .await
         .ok();
 
-    // Clone and promote into a new environment copy the variables.
+    // Clone and promote into a new environment copy the variables, secret values included.
+    member
+        .post(
+            &set(&staging),
+            json!({"key": "SIGNING_KEY", "value": "staging-signing-s3cr3t", "isSecret": true}),
+        )
+        .await
+        .ok();
     let cloned = member
         .post(
             &format!("/environments/{staging}/clone"),
@@ -381,7 +388,13 @@ async fn environments_are_renamed_cloned_diffed_and_promoted_and_projects_restor
     let clone_id = cloned["id"].as_str().unwrap();
     let copy = member.get(&format!("/environments/{clone_id}")).await.ok();
     assert_eq!(copy["kind"], "preview");
-    assert_eq!(copy["maskedVariables"].as_array().unwrap().len(), 3);
+    let copied = copy["maskedVariables"].as_array().unwrap();
+    assert_eq!(copied.len(), 4, "{copy}");
+    let signing = copied.iter().find(|v| v["key"] == "SIGNING_KEY").unwrap();
+    assert_eq!(
+        (&signing["value"], &signing["isSecret"]),
+        (&json!("****"), &json!(true))
+    );
     invalid(
         member
             .post(

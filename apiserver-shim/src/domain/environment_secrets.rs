@@ -50,3 +50,23 @@ pub async fn masked_entries(
     entries.sort_by(|a, b| (&a.exposure, &a.key).cmp(&(&b.exposure, &b.key)));
     Ok(entries)
 }
+
+/// Copies `from`'s secret values into `into` (a clone or a promotion): `into`'s entries of the
+/// same key and exposure are replaced, its others kept.
+pub async fn copy(state: &AppState, from: &Environment, into: &Environment) -> ApiResult<()> {
+    let Some(data) = values(from).fetch(state).await?.and_then(|s| s.data) else {
+        return Ok(());
+    };
+    let changes: Vec<_> = data
+        .iter()
+        .filter_map(|(data_key, bytes)| {
+            let (exposure, key) = parse_secret_data_key(data_key);
+            let value = String::from_utf8(bytes.0.clone()).ok()?;
+            Some((exposure, key.to_string(), Some(value)))
+        })
+        .collect();
+    if !changes.is_empty() {
+        values(into).write(state, &changes).await?;
+    }
+    Ok(())
+}

@@ -16,20 +16,22 @@ use berth_api::environments::{
 use berth_crds::environment::{Environment, EnvironmentSpec};
 use berth_crds::limits::{NAME_MAX, OBJECT_NAME_MAX};
 use berth_crds::member::OrganizationRole;
-use berth_crds::variable::{PlainVariable, VariableExposure};
+use berth_crds::variable::PlainVariable;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::{Api, ResourceExt};
-use serde_json::Map;
 
 use super::Endpoint;
+
+mod variables;
+
+use self::variables::save_variables;
 use crate::auth::Caller;
 use crate::domain::environment_secrets;
 use crate::domain::environments::{lookup, masked, validate_kind};
 use crate::domain::fields::{bounded, confirm};
 use crate::domain::objects::all_in;
-use crate::domain::spec_variables::VariablesWrite;
-use crate::domain::variables::{exposure_name, parse_exposure, validate_key};
+use crate::domain::variables::exposure_name;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::json::Json;
@@ -41,15 +43,15 @@ pub fn endpoints() -> Vec<Endpoint> {
     vec![
         Endpoint::post::<SetEnvironmentVariable, (), _, _>(
             "/environments/{environmentId}/variables",
-            "Set a plain variable every resource of the environment inherits (key, value, \
-             exposure; answers JSON null). Secret values are refused here: set them on the \
-             resource",
-            set_variable,
+            "Set a variable every resource of the environment inherits (key, value, exposure, \
+             isSecret; answers JSON null). A secret value is kept in a Secret the environment \
+             owns and shown masked; a resource's own variable of the same key wins",
+            variables::set_variable,
         ),
         Endpoint::delete::<UnsetEnvironmentVariable, (), _, _>(
             "/environments/{environmentId}/variables/{key}",
             "Remove an environment variable (exposure, default runtime; answers JSON null)",
-            unset_variable,
+            variables::unset_variable,
         ),
         Endpoint::post::<RenameEnvironment, IdResponse, _, _>(
             "/environments/{environmentId}/rename",
@@ -115,156 +117,6 @@ pub fn require_unlocked(environment: &Environment) -> ApiResult<()> {
 fn api(state: &AppState, caller: &Caller) -> ApiResult<Api<Environment>> {
     let namespace = &caller.organization()?.namespace;
     Ok(Api::namespaced(state.client.clone(), namespace))
-}
-
-/// Writes `variables` as the environment's (the shim's entries; kubectl's stay theirs).
-async fn save_variables(
-    state: &AppState,
-    caller: &Caller,
-    environment: &Environment,
-    variables: &[PlainVariable],
-) -> ApiResult<Environment> {
-    let api = api(state, caller)?;
-    let write = VariablesWrite {
-        api: &api,
-        store: &state.caches.environments,
-        variables: |e: &Environment| e.spec.variables.clone(),
-    };
-    write.save(caller, environment, variables, Map::new()).await
-}
-
-async fn set_variable(
-    State(state): State<AppState>,
-    caller: Caller,
-    Path(id): Path<String>,
-    JsonBody(body): JsonBody<SetEnvironmentVariable>,
-) -> ApiResult<Json<()>> {
-    validate_key("key", &body.key)?;
-    bounded_value(&body.value)?;
-    let exposure = parse_exposure(body.exposure.as_deref())?;
-    let secret = body.is_secret == Some(true) || body.kind.as_deref() == Some("secret");
-    match body.kind.as_deref() {
-        None | Some("plain-config" | "secret") => {}
-        Some(_) => {
-            return Err(ApiError::validation(
-                "kind",
-                "kind must be plain-config or secret",
-            ));
-        }
-    }
-    if body.scope.as_deref().is_some_and(|s| s != "environment") {
-        return Err(ApiError::validation("scope", "scope must be environment"));
-    }
-    caller.require_role(OrganizationRole::Member)?;
-    let environment = lookup(&state, &caller, &id)?;
-    require_unlocked(&environment)?;
-    // One entry per key and exposure: a secret replaces a plain one and the other way round.
-    let plain = without(&environment, &body.key, exposure);
-    let secrets = environment_secrets::values(&environment);
-    if secret {
-        let change = (exposure, body.key.clone(), Some(body.value));
-        let before = secrets.write(&state, &[change]).await?;
-        if let Err(error) = save_if_changed(&state, &caller, &environment, &plain).await {
-            secrets.restore(&state, before).await;
-            return Err(error);
-        }
-    } else {
-        let mut variables = plain;
-        variables.push(PlainVariable {
-            key: body.key.clone(),
-            value: body.value,
-            exposure,
-        });
-        save_variables(&state, &caller, &environment, &variables).await?;
-        remove_secret(&state, &environment, &body.key, exposure).await?;
-    }
-    tracing::info!(environment = %id, key = %body.key, secret, "environment variable set");
-    Ok(Json(()))
-}
-
-/// The environment's plain variables but `key` of `exposure`.
-fn without(environment: &Environment, key: &str, exposure: VariableExposure) -> Vec<PlainVariable> {
-    environment
-        .spec
-        .variables
-        .iter()
-        .filter(|v| !(v.key == key && v.exposure == exposure))
-        .cloned()
-        .collect()
-}
-
-/// Writes `variables` unless they are the environment's already.
-async fn save_if_changed(
-    state: &AppState,
-    caller: &Caller,
-    environment: &Environment,
-    variables: &[PlainVariable],
-) -> ApiResult<()> {
-    if variables.len() != environment.spec.variables.len() {
-        save_variables(state, caller, environment, variables).await?;
-    }
-    Ok(())
-}
-
-/// Removes the secret entry `key` of `exposure`; whether there was one.
-async fn remove_secret(
-    state: &AppState,
-    environment: &Environment,
-    key: &str,
-    exposure: VariableExposure,
-) -> ApiResult<bool> {
-    let secrets = environment_secrets::values(environment);
-    let data_key = berth_crds::variable::secret_data_key(exposure, key);
-    let held = secrets
-        .fetch(state)
-        .await?
-        .and_then(|s| s.data)
-        .is_some_and(|data| data.contains_key(&data_key));
-    if held {
-        secrets
-            .write(state, &[(exposure, key.to_string(), None)])
-            .await?;
-    }
-    Ok(held)
-}
-
-/// Values are free text (line breaks allowed), bounded like a resource's.
-fn bounded_value(value: &str) -> ApiResult<()> {
-    const VALUE_MAX: usize = 32 * 1024;
-    if value.len() > VALUE_MAX {
-        return Err(ApiError::validation(
-            "value",
-            format!("value must be at most {VALUE_MAX} bytes"),
-        ));
-    }
-    Ok(())
-}
-
-async fn unset_variable(
-    State(state): State<AppState>,
-    caller: Caller,
-    Path((id, key)): Path<(String, String)>,
-    JsonBody(body): JsonBody<UnsetEnvironmentVariable>,
-) -> ApiResult<Json<()>> {
-    validate_key("key", &key)?;
-    let exposure = parse_exposure(body.exposure.as_deref())?;
-    if body.scope.as_deref().is_some_and(|s| s != "environment") {
-        return Err(ApiError::validation("scope", "scope must be environment"));
-    }
-    caller.require_role(OrganizationRole::Member)?;
-    let environment = lookup(&state, &caller, &id)?;
-    require_unlocked(&environment)?;
-    let plain = without(&environment, &key, exposure);
-    let had_plain = plain.len() != environment.spec.variables.len();
-    save_if_changed(&state, &caller, &environment, &plain).await?;
-    let had_secret = remove_secret(&state, &environment, &key, exposure).await?;
-    if !had_plain && !had_secret {
-        return Err(ApiError::not_found(
-            "variable",
-            &format!("{key} ({})", exposure_name(exposure)),
-        ));
-    }
-    Ok(Json(()))
 }
 
 /// The environment's spec as the shim writes it back: other managers' variables left out.
@@ -397,7 +249,8 @@ async fn unlock(
     Ok(Json(IdResponse { id }))
 }
 
-/// A new environment of `source`'s project named `name` with `source`'s variables.
+/// A new environment of `source`'s project named `name` with `source`'s variables and secret
+/// values.
 async fn create_copy(
     state: &AppState,
     caller: &Caller,
@@ -421,13 +274,14 @@ async fn create_copy(
             archive_reason: None,
         },
     );
-    apply(
+    let created = apply(
         &api(state, caller)?,
         &state.caches.environments,
         Some(caller),
         copy,
     )
     .await?;
+    environment_secrets::copy(state, source, &created).await?;
     Ok(id)
 }
 
@@ -531,6 +385,7 @@ async fn promote(
     require_unlocked(&target)?;
     let variables = promoted(&source.spec.variables, &target.spec.variables);
     save_variables(&state, &caller, &target, &variables).await?;
+    environment_secrets::copy(&state, &source, &target).await?;
     tracing::info!(from = %id, into = %target_id, "environment promoted");
     Ok((
         StatusCode::OK,
