@@ -222,9 +222,10 @@ pub enum Environments {
     /// Unlock an environment (admins).
     #[command(after_help = "Example:\n  berth environments unlock env-abc")]
     Unlock { environment: String },
-    /// Set a plain variable every resource of the environment inherits.
+    /// Set a variable every resource of the environment inherits (a resource's own wins).
     #[command(
-        after_help = "Example:\n  berth environments set env-abc LOG_LEVEL=debug --build-time"
+        after_help = "Examples:\n  berth environments set env-abc LOG_LEVEL=debug --build-time\n  \
+                      berth environments set env-abc STRIPE_KEY=sk_live_… --secret"
     )]
     Set {
         environment: String,
@@ -232,6 +233,9 @@ pub enum Environments {
         assignment: String,
         #[arg(long)]
         build_time: bool,
+        /// Keep the value in the environment's Secret, shown only as ****.
+        #[arg(long)]
+        secret: bool,
     },
     /// Remove an environment variable.
     #[command(after_help = "Example:\n  berth environments unset env-abc LOG_LEVEL")]

@@ -47,7 +47,15 @@ pub fn run(ctx: &Ctx, command: Environments) -> CliResult<()> {
             environment,
             assignment,
             build_time,
-        } => set_variable(ctx, api, &environment, &assignment, build_time),
+            secret,
+        } => {
+            let assignment = Assignment {
+                text: &assignment,
+                build_time,
+                secret,
+            };
+            set_variable(ctx, api, &environment, assignment)
+        }
         Environments::Unset {
             environment,
             key,
@@ -84,25 +92,33 @@ fn post_action(
     Ok(())
 }
 
-/// `KEY=VALUE` as the environment's variable.
+/// `KEY=VALUE` and how the environment keeps it.
+struct Assignment<'a> {
+    text: &'a str,
+    build_time: bool,
+    secret: bool,
+}
+
+/// The assignment as the environment's variable.
 fn set_variable(
     ctx: &Ctx,
     api: &Api,
     environment: &str,
-    assignment: &str,
-    build_time: bool,
+    assignment: Assignment<'_>,
 ) -> CliResult<()> {
     let id = environment_id(ctx, environment)?;
+    // Never echo the text back: it may hold a secret value.
     let (key, value) = assignment
+        .text
         .split_once('=')
-        .ok_or_else(|| CliError::Usage(format!("{assignment}: expected KEY=VALUE")))?;
+        .ok_or_else(|| CliError::Usage("expected KEY=VALUE".into()))?;
     let body = SetEnvironmentVariable {
         key: key.to_string(),
         value: value.to_string(),
-        exposure: exposure(build_time),
+        exposure: exposure(assignment.build_time),
         kind: None,
         scope: None,
-        is_secret: None,
+        is_secret: assignment.secret.then_some(true),
     };
     let answer = api.post(&format!("/environments/{id}/variables"), &body)?;
     ctx.out
