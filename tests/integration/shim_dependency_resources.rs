@@ -10,12 +10,13 @@ use std::process::Command;
 use std::time::Duration;
 
 use berth_crds::member::OrganizationRole;
-use berth_tests::rest::{Reply, Rest, TestOrg};
+use berth_tests::rest::{Reply, Rest, TestOrg, TestUser};
 use berth_tests::{client, eventually, stack_env};
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use serde_json::{Value, json};
 
+use crate::cli::Berth;
 use crate::deploy_support::assert_never_shown;
 use crate::shim_projects_envs::{environment, invalid, project};
 use crate::shim_servers::{create_credential, create_server, stack_key};
@@ -48,6 +49,7 @@ fn exists(object: &str, name: &str) -> bool {
 /// `prod`) and the stack's sshd registered as a server without an edge proxy.
 struct Setup {
     org: TestOrg,
+    user: TestUser,
     member: Rest,
     shop: String,
     prod: String,
@@ -60,7 +62,8 @@ async fn setup() -> Setup {
     let client = client().await;
     let mut org = TestOrg::new(&client).await;
     let admin = org.user(OrganizationRole::Admin).await.rest;
-    let member = org.user(OrganizationRole::Member).await.rest;
+    let user = org.user(OrganizationRole::Member).await;
+    let member = user.rest.clone();
     let shop = project(&member, "Shop").await;
     let prod = environment(&member, &shop, "prod").await;
     let blog = project(&member, "Blog").await;
@@ -70,6 +73,7 @@ async fn setup() -> Setup {
     let server = create_server(&admin, &credential, port).await;
     Setup {
         org,
+        user,
         member,
         shop,
         prod,
@@ -383,9 +387,51 @@ async fn shim_dependency_resource_is_provisioned_bound_and_deleted_over_rest() {
     assert_eq!(bound, json!({"id": "DATABASE_URL"}));
     bind_refusals(&s, &web, &db, &elsewhere).await;
     assert_bound(&s, &web, &db).await;
+    cli_lists_binds_and_refuses(&s, &web, &db, &password).await;
     delete_while_bound_then_unbound(&s, &web, &db).await;
     delete_with_the_name_typed(&s, &cache).await;
     assert_never_shown(&password, &[]);
+}
+
+/// `berth db` as a person uses it: the list and record show the connection masked, a second
+/// binding comes and goes, and a delete of the bound dependency fails naming the binding.
+async fn cli_lists_binds_and_refuses(s: &Setup, web: &str, db: &str, password: &str) {
+    let berth = Berth::new();
+    berth.login(&s.user).await;
+    let listed = berth.run(&["db", "list", "-o", "json"]).await.json();
+    assert!(
+        listed["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["id"] == db)
+    );
+    let shown = berth.run(&["db", "show", db]).await.ok();
+    assert!(
+        shown.contains(":****@") && !shown.contains(password),
+        "{shown}"
+    );
+    let bind = ["db", "bind", db, "--resource", web, "--as", "CLI_DB_URL"];
+    assert!(berth.run(&bind).await.ok().contains("CLI_DB_URL"));
+    let bindings = ["db", "bindings", "--resource", web, "-o", "json"];
+    assert_eq!(
+        berth.run(&bindings).await.json()["items"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    berth
+        .run(&["db", "unbind", "--resource", web, "CLI_DB_URL"])
+        .await
+        .ok();
+    let refused = berth.run(&["db", "delete", db]).await;
+    assert_ne!(refused.code, 0, "{refused:?}");
+    assert!(refused.stderr.contains("DATABASE_URL"), "{refused:?}");
+    let help = berth.run(&["db", "--help"]).await.ok();
+    for command in ["list", "show", "create", "delete", "bind", "unbind"] {
+        assert!(help.contains(command), "{help}");
+    }
 }
 
 /// A bound dependency is not deleted; unbound, its container goes and its volume stays.
