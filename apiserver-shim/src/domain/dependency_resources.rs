@@ -284,3 +284,101 @@ pub fn bindable(
     }
     Ok(dependency)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_crds::dependency_resource::{
+        DependencyKind, DependencyResourceSpec, DependencyResourceStatus, managed_connection,
+    };
+    use berth_crds::resource::ResourceSpec;
+
+    fn dependency(lifecycle: Option<DependencyLifecycleStatus>) -> DependencyResource {
+        let spec: DependencyResourceSpec = serde_json::from_value(serde_json::json!({
+            "kind": "postgres", "projectId": "prj-1", "environmentId": "env-1",
+            "serverId": "srv-1", "name": "Orders DB",
+        }))
+        .unwrap();
+        let mut dependency = DependencyResource::new("dep-1", spec);
+        dependency.metadata.namespace = Some("org-a".into());
+        dependency.status = Some(DependencyResourceStatus {
+            lifecycle_status: lifecycle,
+            connection: Some(managed_connection(
+                DependencyKind::Postgres,
+                "berth-dep-org-a-dep-1",
+                "dep-1-connection",
+            )),
+            ..Default::default()
+        });
+        dependency
+    }
+
+    fn resource(name: &str, bindings: &[(&str, &str)]) -> Arc<Resource> {
+        let spec: ResourceSpec = serde_json::from_value(serde_json::json!({
+            "projectId": "prj-1", "environmentId": "env-1", "name": name, "kind": "application",
+        }))
+        .unwrap();
+        let mut resource = Resource::new(name, spec);
+        resource.spec.dependency_bindings = bindings
+            .iter()
+            .map(|(target, dependency)| DependencyBinding {
+                dependency_resource_id: (*dependency).into(),
+                target_name: (*target).into(),
+                scope: Default::default(),
+                injection_mode: Default::default(),
+            })
+            .collect();
+        Arc::new(resource)
+    }
+
+    #[test]
+    fn a_summary_is_masked_and_names_every_binding_as_a_delete_blocker() {
+        let resources = [
+            resource("web", &[("DATABASE_URL", "dep-1")]),
+            resource("worker", &[("CACHE_URL", "dep-2")]),
+        ];
+        let summary = summary(
+            &dependency(Some(DependencyLifecycleStatus::Ready)),
+            &resources,
+        );
+        let wire = berth_api::wire::to_value(&summary).unwrap();
+        assert_eq!(wire["sourceMode"], "appaloft-managed");
+        assert_eq!(wire["providerKey"], "berth-managed-postgres");
+        assert_eq!(wire["slug"], "orders-db");
+        assert_eq!(
+            wire["bindingReadiness"],
+            serde_json::json!({"status": "ready"})
+        );
+        assert_eq!(
+            wire["connection"]["maskedConnection"],
+            "postgres://berth:****@berth-dep-org-a-dep-1:5432/app"
+        );
+        assert_eq!(
+            wire["deleteSafety"]["blockers"],
+            serde_json::json!([{"kind": "resource-binding", "relatedEntityId": "web",
+                "relatedEntityType": "resource", "bindingId": "DATABASE_URL"}])
+        );
+    }
+
+    #[test]
+    fn a_binding_waits_for_a_provisioning_dependency_and_is_blocked_without_one() {
+        let web = resource("web", &[("DATABASE_URL", "dep-1")]);
+        let binding = &web.spec.dependency_bindings[0];
+        let provisioning = dependency(None);
+        let summary = binding_summary(&web, binding, Some(&provisioning));
+        assert_eq!(
+            summary.lifecycle_status,
+            DependencyLifecycleStatus::Provisioning
+        );
+        assert_eq!(summary.snapshot_readiness.status, ReadinessStatus::Deferred);
+        assert_eq!(summary.binding_readiness.status, ReadinessStatus::Blocked);
+        assert_eq!(
+            summary.target.secret_ref.as_deref(),
+            Some("dep-1-connection")
+        );
+        let gone = binding_summary(&web, binding, None);
+        assert_eq!(gone.lifecycle_status, DependencyLifecycleStatus::Deleted);
+        assert_eq!(gone.snapshot_readiness.status, ReadinessStatus::Blocked);
+        assert!(gone.kind.is_none());
+    }
+}
