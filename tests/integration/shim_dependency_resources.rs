@@ -368,12 +368,7 @@ async fn shim_dependency_resource_is_provisioned_bound_and_deleted_over_rest() {
     let mut both = [db.as_str(), cache.as_str()];
     both.sort();
     assert_eq!(ids, both);
-    let renamed = json!({"name": "Orders"});
-    s.member
-        .post(&format!("/dependency-resources/{db}/rename"), renamed)
-        .await
-        .ok();
-    assert_eq!(s.shown(&db).await["name"], "Orders");
+    rename_and_hide_from_strangers(&s, &db).await;
 
     let web = s.resource(&s.shop, &s.prod, "Web").await;
     let elsewhere = s.resource(&s.blog, &s.blog_prod, "Blog").await;
@@ -391,6 +386,35 @@ async fn shim_dependency_resource_is_provisioned_bound_and_deleted_over_rest() {
     delete_while_bound_then_unbound(&s, &web, &db).await;
     delete_with_the_name_typed(&s, &cache).await;
     assert_never_shown(&password, &[]);
+}
+
+/// A rename takes a free name only; another organization's member sees no such dependency.
+async fn rename_and_hide_from_strangers(s: &Setup, db: &str) {
+    let path = format!("/dependency-resources/{db}/rename");
+    invalid(s.member.post(&path, json!({"name": " "})).await, "name");
+    let taken = s
+        .member
+        .post(&path, json!({"name": "CACHE"}))
+        .await
+        .error(409, "dependency_resource_slug_conflict");
+    assert_eq!(taken["details"]["field"], "name");
+    s.member.post(&path, json!({"name": "Orders"})).await.ok();
+    assert_eq!(s.shown(db).await["name"], "Orders");
+
+    let mut other = TestOrg::new(&client().await).await;
+    let stranger = other.user(OrganizationRole::Member).await.rest;
+    let shown = format!("/dependency-resources/{db}");
+    stranger.get(&shown).await.error(404, "not_found");
+    stranger
+        .post(&path, json!({"name": "Mine"}))
+        .await
+        .error(404, "not_found");
+    stranger
+        .delete(&shown, json!({}))
+        .await
+        .error(404, "not_found");
+    let listed = stranger.get("/dependency-resources").await.ok();
+    assert_eq!(listed["items"], json!([]));
 }
 
 /// `berth db` as a person uses it: the list and record show the connection masked, a second

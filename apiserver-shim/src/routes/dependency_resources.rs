@@ -15,7 +15,9 @@ use berth_crds::dependency_resource::{
     DELETE_DATA_ANNOTATION, DependencyKind, DependencyResource, DependencyResourceSpec,
     DependencySource,
 };
+use berth_crds::environment::Environment;
 use berth_crds::member::OrganizationRole;
+use berth_crds::project::Project;
 use berth_crds::resource::Resource;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, Patch, PatchParams};
@@ -102,21 +104,42 @@ fn placement(
             ),
         ));
     }
-    let refuse = |field: &str, id: &str, why: &str| {
+    require_open(&project, &environment)
+}
+
+/// Refuses a change in a project or environment that is archived or locked (409 naming it).
+fn require_open(project: &Project, environment: &Environment) -> ApiResult<()> {
+    let refuse = |field: &str, id: String, why: &str| {
         Err(ApiError::conflict(format!(
-            "{} {id} is {why}; no dependency can be provisioned in it",
+            "{} {id} is {why}; its dependency resources cannot change",
             field.trim_end_matches("Id")
         ))
         .with_detail("field", field))
     };
     if project.spec.archived {
-        return refuse("projectId", &body.project_id, "archived");
+        return refuse("projectId", project.name_any(), "archived");
     }
     if environment.spec.archived {
-        return refuse("environmentId", &body.environment_id, "archived");
+        return refuse("environmentId", environment.name_any(), "archived");
     }
     if environment.spec.locked {
-        return refuse("environmentId", &body.environment_id, "locked");
+        return refuse("environmentId", environment.name_any(), "locked");
+    }
+    Ok(())
+}
+
+/// As [`require_open`] for an existing dependency (its project or environment may be gone:
+/// nothing to refuse then).
+fn require_open_for(
+    state: &AppState,
+    caller: &Caller,
+    dependency: &DependencyResource,
+) -> ApiResult<()> {
+    if let (Ok(project), Ok(environment)) = (
+        projects::lookup(state, caller, &dependency.spec.project_id),
+        environments::lookup(state, caller, &dependency.spec.environment_id),
+    ) {
+        require_open(&project, &environment)?;
     }
     Ok(())
 }
@@ -290,6 +313,7 @@ async fn rename(
     let dependency = lookup(&state, &caller, &id)?;
     caller.require_role(OrganizationRole::Member)?;
     body.validate()?;
+    require_open_for(&state, &caller, &dependency)?;
     let name = body.name.trim().to_string();
     let namespace = dependency.namespace().unwrap_or_default();
     let environment = &dependency.spec.environment_id;
@@ -379,6 +403,7 @@ async fn delete(
             ));
         }
     };
+    require_open_for(&state, &caller, &dependency)?;
     if let Some(error) = still_bound(&id, &resources_of(&state, &dependency)) {
         return Err(error);
     }
