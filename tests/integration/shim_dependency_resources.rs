@@ -382,6 +382,11 @@ async fn shim_dependency_resource_is_provisioned_bound_and_deleted_over_rest() {
     assert_eq!(bound, json!({"id": "DATABASE_URL"}));
     bind_refusals(&s, &web, &db, &elsewhere).await;
     assert_bound(&s, &web, &db).await;
+    // Another setting written afterwards (a full apply of the spec) keeps the binding.
+    let profile = json!({"networkProfile": {"internalPort": 8081}});
+    let path = format!("/resources/{web}/network-profile");
+    s.member.post(&path, profile).await.ok();
+    assert_bound(&s, &web, &db).await;
     cli_lists_binds_and_refuses(&s, &web, &db, &password).await;
     delete_while_bound_then_unbound(&s, &web, &db).await;
     delete_with_the_name_typed(&s, &cache).await;
