@@ -154,7 +154,8 @@ async fn bind(
         added(current, &binding)
     })
     .await?;
-    tracing::info!(resource = %id, binding = %binding.id(), dependency = %binding.dependency_resource_id, "dependency bound");
+    let dependency = &binding.dependency_resource_id;
+    tracing::info!(resource = %id, binding = %binding.id(), %dependency, "dependency bound");
     Ok(Json(IdResponse {
         id: binding.target_name,
     }))
