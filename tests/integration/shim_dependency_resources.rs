@@ -469,7 +469,7 @@ async fn delete_while_bound_then_unbound(s: &Setup, web: &str, db: &str) {
     assert_eq!(
         blockers,
         &json!([{"kind": "resource-binding", "relatedEntityId": web,
-                 "relatedEntityType": "resource", "bindingId": "DATABASE_URL"}])
+                 "relatedEntityType": "resource", "count": 1, "bindingIds": ["DATABASE_URL"]}])
     );
     let error = s
         .delete(db, json!({}))

@@ -236,7 +236,8 @@ pub struct Readiness {
     pub reason: Option<String>,
 }
 
-/// One thing that keeps a dependency from being deleted.
+/// One thing that keeps a dependency from being deleted: for `resource-binding`, one per
+/// resource that binds it.
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct DeleteBlocker {
@@ -248,9 +249,10 @@ pub struct DeleteBlocker {
     /// `resource`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub related_entity_type: Option<String>,
-    /// The binding (its target name).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub binding_id: Option<String>,
+    /// How many bindings of that resource use it.
+    pub count: usize,
+    /// Those bindings (their target names).
+    pub binding_ids: Vec<String>,
 }
 
 /// What keeps a delete from going through; empty when it may.

@@ -147,16 +147,30 @@ pub fn bindings_of<'a>(
     })
 }
 
-/// One `resource-binding` blocker per binding of dependency `id`.
+/// One `resource-binding` blocker per resource that binds dependency `id`, naming its bindings.
 pub fn delete_blockers(resources: &[Arc<Resource>], id: &str) -> Vec<DeleteBlocker> {
-    bindings_of(resources, id)
-        .map(|(resource, binding)| DeleteBlocker {
-            kind: "resource-binding".into(),
-            related_entity_id: Some(resource.name_any()),
-            related_entity_type: Some("resource".into()),
-            binding_id: Some(binding.id().to_string()),
-        })
-        .collect()
+    let mut blockers: Vec<DeleteBlocker> = Vec::new();
+    for (resource, binding) in bindings_of(resources, id) {
+        let resource_id = resource.name_any();
+        let binding_id = binding.id().to_string();
+        match blockers
+            .iter_mut()
+            .find(|b| b.related_entity_id.as_deref() == Some(resource_id.as_str()))
+        {
+            Some(blocker) => {
+                blocker.count += 1;
+                blocker.binding_ids.push(binding_id);
+            }
+            None => blockers.push(DeleteBlocker {
+                kind: "resource-binding".into(),
+                related_entity_id: Some(resource_id),
+                related_entity_type: Some("resource".into()),
+                count: 1,
+                binding_ids: vec![binding_id],
+            }),
+        }
+    }
+    blockers
 }
 
 /// Appaloft's summary of `dependency`, its delete blockers read from `resources` (its
@@ -334,7 +348,10 @@ mod tests {
     #[test]
     fn a_summary_is_masked_and_names_every_binding_as_a_delete_blocker() {
         let resources = [
-            resource("web", &[("DATABASE_URL", "dep-1")]),
+            resource(
+                "web",
+                &[("DATABASE_URL", "dep-1"), ("REPLICA_URL", "dep-1")],
+            ),
             resource("worker", &[("CACHE_URL", "dep-2")]),
         ];
         let summary = summary(
@@ -356,7 +373,8 @@ mod tests {
         assert_eq!(
             wire["deleteSafety"]["blockers"],
             serde_json::json!([{"kind": "resource-binding", "relatedEntityId": "web",
-                "relatedEntityType": "resource", "bindingId": "DATABASE_URL"}])
+                "relatedEntityType": "resource", "count": 2,
+                "bindingIds": ["DATABASE_URL", "REPLICA_URL"]}])
         );
     }
 

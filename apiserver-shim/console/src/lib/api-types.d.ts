@@ -3402,10 +3402,18 @@ export interface components {
             /** @description `blocking` or `warning`. */
             severity: string;
         };
-        /** @description One thing that keeps a dependency from being deleted. */
+        /**
+         * @description One thing that keeps a dependency from being deleted: for `resource-binding`, one per
+         *     resource that binds it.
+         */
         DeleteBlocker3: {
-            /** @description The binding (its target name). */
-            bindingId?: string;
+            /** @description Those bindings (their target names). */
+            bindingIds: string[];
+            /**
+             * Format: uint
+             * @description How many bindings of that resource use it.
+             */
+            count: number;
             /** @description `resource-binding`: a resource binds it. */
             kind: string;
             /** @description The resource that binds it. */
