@@ -350,24 +350,7 @@ async fn shim_dependency_resource_is_provisioned_bound_and_deleted_over_rest() {
     let password = s.password(&db).await;
     s.wait_ready(&cache).await;
 
-    assert_eq!(s.count("").await, 2);
-    assert_eq!(s.count("?kind=redis").await, 1);
-    assert_eq!(s.count(&format!("?environmentId={}", s.blog_prod)).await, 0);
-    let listed = s
-        .member
-        .get(&format!("/dependency-resources?projectId={}", s.shop))
-        .await
-        .ok();
-    let mut ids: Vec<&str> = listed["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["id"].as_str().unwrap())
-        .collect();
-    ids.sort();
-    let mut both = [db.as_str(), cache.as_str()];
-    both.sort();
-    assert_eq!(ids, both);
+    assert_listed_and_counted(&s, &db, &cache).await;
     rename_and_hide_from_strangers(&s, &db).await;
 
     let web = s.resource(&s.shop, &s.prod, "Web").await;
@@ -391,6 +374,28 @@ async fn shim_dependency_resource_is_provisioned_bound_and_deleted_over_rest() {
     delete_while_bound_then_unbound(&s, &web, &db).await;
     delete_with_the_name_typed(&s, &cache).await;
     assert_never_shown(&password, &[]);
+}
+
+/// Both dependencies listed and counted, filters applied.
+async fn assert_listed_and_counted(s: &Setup, db: &str, cache: &str) {
+    assert_eq!(s.count("").await, 2);
+    assert_eq!(s.count("?kind=redis").await, 1);
+    assert_eq!(s.count(&format!("?environmentId={}", s.blog_prod)).await, 0);
+    let listed = s
+        .member
+        .get(&format!("/dependency-resources?projectId={}", s.shop))
+        .await
+        .ok();
+    let mut ids: Vec<&str> = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].as_str().unwrap())
+        .collect();
+    ids.sort();
+    let mut both = [db, cache];
+    both.sort();
+    assert_eq!(ids, both);
 }
 
 /// A rename takes a free name only; another organization's member sees no such dependency.

@@ -96,17 +96,7 @@ pub fn db(ctx: &Ctx, command: Db) -> CliResult<()> {
             project,
             environment,
             kind,
-        } => {
-            let mut query = scope_query(ctx, project, environment)?;
-            if let Some(kind) = kind {
-                let kind: DependencyKind = wire_enum("kind", &kind)?;
-                query.push(("kind", kind.as_str().to_string()));
-            }
-            let (answer, list): (_, DependencyResourceList) =
-                get_as(ctx.api()?, "/dependency-resources", &query)?;
-            ctx.out.rows(&answer, &list.items);
-            Ok(())
-        }
+        } => list(ctx, project, environment, kind),
         Db::Show { dependency } => {
             let path = format!("/dependency-resources/{}", dependency_id(ctx, &dependency)?);
             let (answer, shown): (_, DependencyResourceShow) = get_as(ctx.api()?, &path, &[])?;
@@ -161,6 +151,23 @@ pub fn db(ctx: &Ctx, command: Db) -> CliResult<()> {
             Ok(())
         }
     }
+}
+
+fn list(
+    ctx: &Ctx,
+    project: Option<String>,
+    environment: Option<String>,
+    kind: Option<String>,
+) -> CliResult<()> {
+    let mut query = scope_query(ctx, project, environment)?;
+    if let Some(kind) = kind {
+        let kind: DependencyKind = wire_enum("kind", &kind)?;
+        query.push(("kind", kind.as_str().to_string()));
+    }
+    let (answer, list): (_, DependencyResourceList) =
+        get_as(ctx.api()?, "/dependency-resources", &query)?;
+    ctx.out.rows(&answer, &list.items);
+    Ok(())
 }
 
 fn delete(ctx: &Ctx, dependency: &str, delete_data: Option<String>) -> CliResult<()> {
