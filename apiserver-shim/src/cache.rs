@@ -6,6 +6,7 @@ use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Duration;
 
+use berth_crds::dependency_resource::DependencyResource;
 use berth_crds::deploy_token::DeployToken;
 use berth_crds::deployment::Deployment;
 use berth_crds::domain_binding::DomainBinding;
@@ -61,6 +62,7 @@ pub struct Caches {
     pub retention_policies: Store<RetentionPolicy>,
     pub domain_bindings: Store<DomainBinding>,
     pub storage_volumes: Store<StorageVolume>,
+    pub dependency_resources: Store<DependencyResource>,
     /// Kubernetes Events (events.k8s.io) of every namespace: the objects' side of the audit
     /// events. The API server expires them (an hour by default).
     pub kube_events: Store<KubeEvent>,
@@ -201,6 +203,7 @@ impl Caches {
                 ChangedObject::DomainBinding,
             ),
             storage_volumes: start(client),
+            dependency_resources: start(client),
             kube_events: start_modified(client, |event: &mut KubeEvent| {
                 event.metadata.managed_fields = None;
             }),
@@ -230,6 +233,7 @@ impl Caches {
             self.retention_policies.wait_until_ready(),
             self.domain_bindings.wait_until_ready(),
             self.storage_volumes.wait_until_ready(),
+            self.dependency_resources.wait_until_ready(),
             self.kube_events.wait_until_ready(),
         )?;
         Ok(())

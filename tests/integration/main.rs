@@ -37,6 +37,7 @@ mod shim_account;
 mod shim_basics;
 mod shim_change_feed;
 mod shim_decisions;
+mod shim_dependency_resources;
 mod shim_deployment_attempts;
 mod shim_deployments_stream;
 mod shim_diagnostics;

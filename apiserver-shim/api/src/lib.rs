@@ -27,6 +27,7 @@ pub mod certificates;
 pub mod common;
 pub mod credentials;
 pub mod decisions;
+pub mod dependencies;
 pub mod deploy_tokens;
 pub mod deployment_proof;
 pub mod deployment_records;

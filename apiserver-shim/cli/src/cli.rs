@@ -6,12 +6,14 @@ use clap_complete::Shell;
 use crate::error::EXIT_CODES_HELP;
 use crate::output::Format;
 
+mod dependencies;
 mod infra;
 mod migrate;
 mod platform;
 mod resources;
 mod volumes;
 mod workspace;
+pub use dependencies::Db;
 pub use infra::*;
 pub use migrate::{Migrate, Platform};
 pub use platform::{Bootstrap, Decisions, Monitoring, QueryOptions, ResourceConfig, Tls, Users};
@@ -163,6 +165,14 @@ pub enum Command {
         after_help = "Example:\n  berth volumes create uploads --project Shop --environment prod"
     )]
     Volumes(Volumes),
+    /// Databases and caches (dependency resources): managed PostgreSQL and Redis, and the
+    /// resources bound to them.
+    #[command(
+        subcommand,
+        visible_alias = "dependencies",
+        after_help = "Example:\n  berth db create orders-db --project Shop --environment prod --server edge"
+    )]
+    Db(Db),
     /// Move apps from Railway, Heroku or a Compose file to Berth: plan, apply, verify, undo.
     #[command(
         subcommand,

@@ -18,8 +18,8 @@ use clap::{CommandFactory, Parser};
 
 use cli::{Cli, Command};
 use commands::{
-    Ctx, account, activity, deploy, deployments, infra, members, migrate, observe, platform,
-    resource_config, resources, terminal, tokens, volumes, workspace,
+    Ctx, account, activity, dependencies, deploy, deployments, infra, members, migrate, observe,
+    platform, resource_config, resources, terminal, tokens, volumes, workspace,
 };
 use error::CliResult;
 use output::Output;
@@ -63,6 +63,7 @@ fn run(cli: Cli) -> CliResult<()> {
         Command::Tokens(command) => tokens::tokens(&ctx()?, command),
         Command::Config(command) => resource_config::config(&ctx()?, command),
         Command::Volumes(command) => volumes::volumes(&ctx()?, command),
+        Command::Db(command) => dependencies::db(&ctx()?, command),
         Command::Migrate(command) => migrate::migrate(&ctx()?, command),
         Command::Monitoring(command) => platform::monitoring(&ctx()?, command),
         Command::Tls(command) => platform::tls(&ctx()?, command),

@@ -7,6 +7,7 @@ pub mod accounts;
 pub mod containers;
 pub mod credentials;
 pub mod decision_records;
+pub mod dependency_resources;
 pub mod deployments;
 pub mod environment_secrets;
 pub mod environments;

@@ -10,6 +10,8 @@ pub mod bootstrap;
 pub mod certificates;
 pub mod credentials;
 pub mod decisions;
+pub mod dependency_bindings;
+pub mod dependency_resources;
 pub mod deploy_tokens;
 pub mod deployment_attempts;
 pub mod deployments;
@@ -179,6 +181,8 @@ pub fn endpoints() -> Vec<Endpoint> {
         resources::endpoints(),
         resource_config::endpoints(),
         storage_volumes::endpoints(),
+        dependency_resources::endpoints(),
+        dependency_bindings::endpoints(),
         runtime_logs::endpoints(),
         resource_health::endpoints(),
         diagnostics::endpoints(),

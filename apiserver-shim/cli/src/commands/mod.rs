@@ -3,6 +3,7 @@
 
 pub mod account;
 pub mod activity;
+pub mod dependencies;
 pub mod deploy;
 pub mod deployments;
 pub mod environment_changes;

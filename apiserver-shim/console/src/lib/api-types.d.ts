@@ -279,6 +279,92 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/dependency-resources": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List dependency resources (projectId, environmentId, kind filters) */
+        get: operations["get_dependency_resources"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dependency-resources/count": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Count dependency resources (projectId, environmentId, kind filters) */
+        get: operations["get_dependency_resources_count"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dependency-resources/provision": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Provision a managed PostgreSQL or Redis on a server of the environment (201) */
+        post: operations["post_dependency_resources_provision"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dependency-resources/{dependencyResourceId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Show a dependency resource: lifecycle, masked connection, delete blockers */
+        get: operations["get_dependency_resources_dependencyResourceId"];
+        put?: never;
+        post?: never;
+        /** Delete an unbound dependency resource (409 while bound); its data volume is kept unless deleteDataConfirmation repeats its name */
+        delete: operations["delete_dependency_resources_dependencyResourceId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dependency-resources/{dependencyResourceId}/rename": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Rename a dependency resource */
+        post: operations["post_dependency_resources_dependencyResourceId_rename"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/deploy-tokens": {
         parameters: {
             query?: never;
@@ -1358,6 +1444,42 @@ export interface paths {
         /** Enable or disable auto-deploy */
         post: operations["post_resources_resourceId_auto_deploy"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/resources/{resourceId}/dependency-bindings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the resource's dependency bindings (connections masked) */
+        get: operations["get_resources_resourceId_dependency_bindings"];
+        put?: never;
+        /** Bind a dependency resource of the resource's environment: its connection URL becomes the variable targetName at the next deployment */
+        post: operations["post_resources_resourceId_dependency_bindings"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/resources/{resourceId}/dependency-bindings/{bindingId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Show one dependency binding (its id is its target name) */
+        get: operations["get_resources_resourceId_dependency_bindings_bindingId"];
+        put?: never;
+        post?: never;
+        /** Unbind a dependency resource (the dependency and its data are kept) */
+        delete: operations["delete_resources_resourceId_dependency_bindings_bindingId"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2496,9 +2618,38 @@ export interface components {
             status: string;
             triggerKind: string;
         };
+        /** @description `POST /resources/{resourceId}/dependency-bindings` (Appaloft's bind-resource-dependency). */
+        BindDependency: {
+            /** @description A dependency resource of the resource's project and environment. */
+            dependencyResourceId: string;
+            /** @description `env` (the default and the only one Berth builds). */
+            injectionMode?: components["schemas"]["InjectionMode"];
+            /** @description `runtime-only` (the default and the only one Berth builds). */
+            scope?: components["schemas"]["BindingScope"];
+            /**
+             * @description The environment variable that receives the connection URL, e.g. `DATABASE_URL`; also
+             *     the binding's id.
+             */
+            targetName: string;
+        };
         BindingConfirmation: {
             /** @default null */
             domainBindingId: string;
+        };
+        /**
+         * @description Where a binding's value reaches the app (Appaloft's `target.scope`). Only `runtime-only` is
+         *     built: the container's environment when it runs, never a build arg.
+         * @enum {string}
+         */
+        BindingScope: "runtime-only";
+        /** @description Where a binding's value goes. */
+        BindingTarget: {
+            injectionMode: components["schemas"]["InjectionMode"];
+            scope: components["schemas"]["BindingScope"];
+            /** @description The dependency's Secret the value is read from (key `url`). */
+            secretRef?: string;
+            /** @description The environment variable. */
+            targetName: string;
         };
         /** @description An object that keeps another from being deleted. */
         Blocker: {
@@ -3251,6 +3402,25 @@ export interface components {
             /** @description `blocking` or `warning`. */
             severity: string;
         };
+        /**
+         * @description One thing that keeps a dependency from being deleted: for `resource-binding`, one per
+         *     resource that binds it.
+         */
+        DeleteBlocker3: {
+            /** @description Those bindings (their target names). */
+            bindingIds: string[];
+            /**
+             * Format: uint
+             * @description How many bindings of that resource use it.
+             */
+            count: number;
+            /** @description `resource-binding`: a resource binds it. */
+            kind: string;
+            /** @description The resource that binds it. */
+            relatedEntityId?: string;
+            /** @description `resource`. */
+            relatedEntityType?: string;
+        };
         /** @description Appaloft's `servers.delete-check/v1`. */
         DeleteCheck: {
             blockers: components["schemas"]["DeleteBlocker"][];
@@ -3264,6 +3434,18 @@ export interface components {
         DeleteCredential: {
             /** @description Must carry `credentialId` equal to the credential being deleted. */
             confirmation?: components["schemas"]["Confirmation"];
+        };
+        /**
+         * @description `DELETE /dependency-resources/{id}`: the object always goes (its container and network
+         *     with it); the data volume only when `deleteDataConfirmation` repeats the dependency's
+         *     display name.
+         */
+        DeleteDependencyResource: {
+            /**
+             * @description The dependency's name, typed out, to remove its data volume too. Without it the
+             *     volume (and the data) is kept on the server.
+             */
+            deleteDataConfirmation?: string;
         };
         DeleteDomainBinding: {
             confirmation?: components["schemas"]["BindingConfirmation"];
@@ -3292,6 +3474,10 @@ export interface components {
             preservesServerAppliedRouteAudit: boolean;
             safeToDelete: boolean;
             warnings: components["schemas"]["DeleteBlocker2"][];
+        };
+        /** @description What keeps a delete from going through; empty when it may. */
+        DeleteSafety2: {
+            blockers: components["schemas"]["DeleteBlocker3"][];
         };
         DeleteSecret: {
             /** @description `runtime` (default) or `build-time`. */
@@ -3323,6 +3509,115 @@ export interface components {
         DeletedOrganization: {
             deletedAt: string;
             organizationId: string;
+        };
+        /** @description `GET /resources/{resourceId}/dependency-bindings`. */
+        DependencyBindingList: {
+            generatedAt: string;
+            items: components["schemas"]["DependencyBindingSummary"][];
+            /** @description `resources.dependency-bindings.list/v1`. */
+            schemaVersion: string;
+        };
+        /** @description `GET /resources/{resourceId}/dependency-bindings/{bindingId}`. */
+        DependencyBindingShow: {
+            binding: components["schemas"]["DependencyBindingSummary"];
+            generatedAt: string;
+            /** @description `resources.dependency-bindings.show/v1`. */
+            schemaVersion: string;
+        };
+        /** @description Appaloft's resource dependency binding summary. */
+        DependencyBindingSummary: {
+            bindingReadiness: components["schemas"]["Readiness"];
+            connection?: components["schemas"]["DependencyConnectionSummary"];
+            /** @description The resource's creation time: bindings carry no time of their own. */
+            createdAt: string;
+            dependencyResourceId: string;
+            dependencyResourceName?: string;
+            dependencyResourceSlug?: string;
+            environmentId: string;
+            /** @description The target name. */
+            id: string;
+            /** @description Absent when the dependency no longer exists. */
+            kind?: components["schemas"]["DependencyKind"];
+            /** @description The dependency's (`deleted` when it no longer exists). */
+            lifecycleStatus: components["schemas"]["DependencyLifecycleStatus"];
+            projectId: string;
+            providerKey?: string;
+            providerManaged?: boolean;
+            resourceId: string;
+            /**
+             * @description Whether the next deployment can take the value: `ready`, `deferred` (the dependency is
+             *     still provisioning) or `blocked`.
+             */
+            snapshotReadiness: components["schemas"]["Readiness"];
+            sourceMode?: components["schemas"]["SourceMode"];
+            /** @description `active`. */
+            status: string;
+            target: components["schemas"]["BindingTarget"];
+        };
+        /**
+         * @description A capability (extension, module) asked for or read back; Berth asks for none yet, so the
+         *     lists are empty.
+         */
+        DependencyCapability: {
+            name: string;
+            required: boolean;
+            /** @description `postgres-extension` or `redis-module`. */
+            type: string;
+        };
+        /** @description How apps on the dependency's private network connect; the password is `****`. */
+        DependencyConnectionSummary: {
+            databaseName?: string;
+            host: string;
+            /** @description The connection URL with the password shown as `****`. */
+            maskedConnection: string;
+            /** Format: int64 */
+            port?: number;
+            /** @description The Secret whose `url` key holds the full URL. */
+            secretRef?: string;
+        };
+        /** @description What a dependency resource is. */
+        DependencyKind: "postgres" | "redis";
+        /** @description Lifecycle of a dependency resource, as Appaloft reports it. */
+        DependencyLifecycleStatus: "provisioning" | "ready" | "degraded" | "deleted";
+        /** @description `GET /dependency-resources`. */
+        DependencyResourceList: {
+            generatedAt: string;
+            items: components["schemas"]["DependencyResourceSummary"][];
+            /** @description `dependency-resources.list/v1`. */
+            schemaVersion: string;
+        };
+        /** @description `GET /dependency-resources/{dependencyResourceId}`. */
+        DependencyResourceShow: {
+            dependencyResource: components["schemas"]["DependencyResourceSummary"];
+            generatedAt: string;
+            /** @description `dependency-resources.show/v1`. */
+            schemaVersion: string;
+        };
+        /** @description Appaloft's dependency resource summary. */
+        DependencyResourceSummary: {
+            bindingReadiness: components["schemas"]["Readiness"];
+            capabilityReadbacks: components["schemas"]["DependencyCapability"][];
+            connection?: components["schemas"]["DependencyConnectionSummary"];
+            createdAt: string;
+            deleteSafety: components["schemas"]["DeleteSafety2"];
+            description?: string;
+            desiredCapabilities: components["schemas"]["DependencyCapability"][];
+            environmentId: string;
+            id: string;
+            /** @description The image a managed one runs. */
+            image?: string;
+            kind: components["schemas"]["DependencyKind"];
+            lifecycleStatus: components["schemas"]["DependencyLifecycleStatus"];
+            name: string;
+            projectId: string;
+            /** @description `berth-managed-postgres`, `berth-managed-redis`, or `external-<kind>` when imported. */
+            providerKey: string;
+            providerManaged: boolean;
+            providerRealization?: components["schemas"]["ProviderRealizationSummary"];
+            /** @description The server it runs on. */
+            serverId: string;
+            slug: string;
+            sourceMode: components["schemas"]["SourceMode"];
         };
         /** @description The six scope arrays of a deploy token (spec §2.2). */
         DeployTokenScope: {
@@ -4083,6 +4378,12 @@ export interface components {
             /** @description The value, or `****` for secrets. */
             value: string;
         };
+        /**
+         * @description How a binding's value reaches the app (Appaloft's `target.injectionMode`). Only `env` is
+         *     built: an environment variable read from the dependency's Secret when the container starts.
+         * @enum {string}
+         */
+        InjectionMode: "env";
         InodeMetrics: {
             /**
              * Format: double
@@ -4855,6 +5156,42 @@ export interface components {
             /** @description `unknown`: Berth does not detect DNS providers. */
             status: string;
         };
+        /** @description Where the server's container, volume and network stand. */
+        ProviderRealizationSummary: {
+            /** @description `generation-<n>`: the spec generation the controller last acted on. */
+            attemptId: string;
+            /** @description When that happened, as far as the status tells (realization, else creation). */
+            attemptedAt: string;
+            failureCode?: string;
+            failureMessage?: string;
+            /** @description The private Docker network apps bound to it join. */
+            network?: string;
+            /** @description The container that runs it. */
+            providerResourceHandle?: string;
+            realizedAt?: string;
+            status: components["schemas"]["RealizationStatus"];
+            /** @description The Docker volume holding its data. */
+            volume?: string;
+        };
+        /**
+         * @description Appaloft's provision-dependency-resource input: a managed PostgreSQL or Redis that Berth
+         *     runs on the server.
+         */
+        ProvisionDependencyResource: {
+            description?: string;
+            /** @description An environment of that project; only its resources may bind the dependency. */
+            environmentId: string;
+            /** @description Image to run instead of the official `postgres:16` / `redis:7`. */
+            image?: string;
+            /** @description `postgres` or `redis`. */
+            kind: components["schemas"]["DependencyKind"];
+            /** @description Display name (1-120 characters); its slug must be free in the environment. */
+            name: string;
+            /** @description The project it belongs to. */
+            projectId: string;
+            /** @description The server it runs on. */
+            serverId: string;
+        };
         Proxy: {
             configurationGeneratedAt?: string;
             configurationIncluded: boolean;
@@ -5017,6 +5354,19 @@ export interface components {
             plan: components["schemas"]["MigrationPlan"];
             receipts: components["schemas"]["Receipt"][];
         };
+        /** @description `ready` when a resource bound to it can use it now, `blocked` with the reason otherwise. */
+        Readiness: {
+            reason?: string;
+            /** @description `ready` or `blocked` (for a binding's `snapshotReadiness` also `deferred`). */
+            status: components["schemas"]["ReadinessStatus"];
+        };
+        /** @description Whether a binding can take the dependency's connection. */
+        ReadinessStatus: ("ready" | "blocked") | "deferred";
+        /**
+         * @description Where the provider's realization of the dependency stands (Appaloft's
+         *     `providerRealization.status`).
+         */
+        RealizationStatus: "pending" | "ready" | "failed" | "delete-pending" | "deleted";
         /** @description A completed step. */
         Receipt: {
             /** @description The operation the step ran. */
@@ -5138,6 +5488,11 @@ export interface components {
             memberId: string;
             organizationId: string;
             removedAt: string;
+        };
+        /** @description `POST /dependency-resources/{id}/rename`. */
+        RenameDependencyResource: {
+            /** @description New display name (1-120 characters); its slug must be free in the environment. */
+            name: string;
         };
         /** @description `POST /environments/{environmentId}/rename`. */
         RenameEnvironment: {
@@ -6270,6 +6625,8 @@ export interface components {
                 [key: string]: string;
             };
         };
+        /** @description Who runs the dependency (Appaloft's `sourceMode`). */
+        SourceMode: "appaloft-managed" | "imported-external";
         /** @description Where the code or image comes from. */
         SourceProfile: {
             baseDirectory?: string;
@@ -6726,6 +7083,8 @@ export interface components {
             reasonCode: string;
             summary: string;
         };
+        /** @description A body with no fields (an empty body is accepted too). */
+        UnbindDependency: Record<string, never>;
         /** @description `POST /environments/{environmentId}/unlock`. */
         UnlockEnvironment: Record<string, never>;
         /** @description `DELETE /environments/{environmentId}/variables/{key}`. */
@@ -7557,6 +7916,198 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RotatedCredential"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_dependency_resources: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DependencyResourceList"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_dependency_resources_count: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CountResponse"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_dependency_resources_provision: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ProvisionDependencyResource"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdResponse"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_dependency_resources_dependencyResourceId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                dependencyResourceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DependencyResourceShow"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    delete_dependency_resources_dependencyResourceId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                dependencyResourceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DeleteDependencyResource"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdResponse"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_dependency_resources_dependencyResourceId_rename: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                dependencyResourceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RenameDependencyResource"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdResponse"];
                 };
             };
             /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
@@ -10053,6 +10604,140 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AutoDeployResult"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_resources_resourceId_dependency_bindings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                resourceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DependencyBindingList"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_resources_resourceId_dependency_bindings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                resourceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BindDependency"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdResponse"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_resources_resourceId_dependency_bindings_bindingId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                resourceId: string;
+                bindingId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DependencyBindingShow"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    delete_resources_resourceId_dependency_bindings_bindingId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                resourceId: string;
+                bindingId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UnbindDependency"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdResponse"];
                 };
             };
             /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */

@@ -62,7 +62,9 @@ pub async fn save(
 }
 
 /// Writes a prepared desired object (spec and the shim's annotations). Its variables are left
-/// to their owners: only entries this field manager already owns are sent.
+/// to their owners: only entries this field manager already owns are sent. Its dependency
+/// bindings are never sent: they have a writer of their own (a merge patch over the version
+/// read), and an apply from the cache must neither claim one nor bring back one just unbound.
 pub async fn save_object(
     state: &AppState,
     caller: &Caller,
@@ -70,6 +72,7 @@ pub async fn save_object(
     mut desired: Resource,
 ) -> ApiResult<Resource> {
     desired.spec.variables = only_owned(&resource.metadata, FIELD_MANAGER, &desired.spec.variables);
+    desired.spec.dependency_bindings = Vec::new();
     apply(
         &resources_api(state, resource),
         &state.caches.resources,

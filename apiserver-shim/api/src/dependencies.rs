@@ -1,0 +1,433 @@
+//! Dependency resources (Appaloft's `/dependency-resources` routes and records) and a
+//! resource's dependency bindings (`/resources/{id}/dependency-bindings`). Connections are
+//! only ever shown masked (`****`); the password stays in the dependency's Secret.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::limits::{DESCRIPTION_MAX, NAME_MAX, OBJECT_NAME_MAX, TEXT_MAX};
+use crate::validate::{Checked, FieldError, bounded, optional_text};
+
+// Shared with the CRDs: defined in `berth-vocabulary`.
+pub use berth_vocabulary::dependencies::{
+    BindingScope, DependencyKind, DependencyLifecycleStatus, InjectionMode, RealizationStatus,
+};
+
+/// `GET /dependency-resources` answer's `schemaVersion`.
+pub const LIST_SCHEMA: &str = "dependency-resources.list/v1";
+/// `GET /dependency-resources/{id}` answer's `schemaVersion`.
+pub const SHOW_SCHEMA: &str = "dependency-resources.show/v1";
+/// `GET /resources/{id}/dependency-bindings` answer's `schemaVersion`.
+pub const BINDINGS_LIST_SCHEMA: &str = "resources.dependency-bindings.list/v1";
+/// `GET /resources/{id}/dependency-bindings/{bindingId}` answer's `schemaVersion`.
+pub const BINDING_SHOW_SCHEMA: &str = "resources.dependency-bindings.show/v1";
+/// Longest binding target name (an environment variable name).
+pub const TARGET_NAME_MAX: usize = 128;
+
+/// Appaloft's provision-dependency-resource input: a managed PostgreSQL or Redis that Berth
+/// runs on the server.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ProvisionDependencyResource {
+    /// `postgres` or `redis`.
+    pub kind: DependencyKind,
+    /// The project it belongs to.
+    pub project_id: String,
+    /// An environment of that project; only its resources may bind the dependency.
+    pub environment_id: String,
+    /// The server it runs on.
+    pub server_id: String,
+    /// Display name (1-120 characters); its slug must be free in the environment.
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Image to run instead of the official `postgres:16` / `redis:7`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+}
+
+impl ProvisionDependencyResource {
+    /// Every rule the request can be checked by without the cluster.
+    pub fn validate(&self) -> Checked {
+        bounded("projectId", &self.project_id, OBJECT_NAME_MAX)?;
+        bounded("environmentId", &self.environment_id, OBJECT_NAME_MAX)?;
+        bounded("serverId", &self.server_id, OBJECT_NAME_MAX)?;
+        bounded("name", &self.name, NAME_MAX)?;
+        optional_text("description", self.description.as_ref(), DESCRIPTION_MAX)?;
+        if let Some(image) = &self.image {
+            check_image(image)?;
+        }
+        Ok(())
+    }
+}
+
+/// An image reference: `[registry/]repository[:tag][@digest]`, no spaces.
+fn check_image(image: &str) -> Checked {
+    bounded("image", image, TEXT_MAX)?;
+    let allowed = |c: char| c.is_ascii_alphanumeric() || "._-/:@".contains(c);
+    let starts_well = image.starts_with(|c: char| c.is_ascii_alphanumeric());
+    if !starts_well || !image.chars().all(allowed) {
+        return Err(FieldError::new(
+            "image",
+            "image must be an image reference such as postgres:16 or \
+             registry.example.com/team/postgres:15 (letters, digits and . _ - / : @)",
+        ));
+    }
+    Ok(())
+}
+
+/// `POST /dependency-resources/{id}/rename`.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RenameDependencyResource {
+    /// New display name (1-120 characters); its slug must be free in the environment.
+    pub name: String,
+}
+
+impl RenameDependencyResource {
+    pub fn validate(&self) -> Checked {
+        bounded("name", &self.name, NAME_MAX)
+    }
+}
+
+/// `DELETE /dependency-resources/{id}`: the object always goes (its container and network
+/// with it); the data volume only when `deleteDataConfirmation` repeats the dependency's
+/// display name.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DeleteDependencyResource {
+    /// The dependency's name, typed out, to remove its data volume too. Without it the
+    /// volume (and the data) is kept on the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delete_data_confirmation: Option<String>,
+}
+
+/// `POST /resources/{resourceId}/dependency-bindings` (Appaloft's bind-resource-dependency).
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct BindDependency {
+    /// A dependency resource of the resource's project and environment.
+    pub dependency_resource_id: String,
+    /// The environment variable that receives the connection URL, e.g. `DATABASE_URL`; also
+    /// the binding's id.
+    pub target_name: String,
+    /// `runtime-only` (the default and the only one Berth builds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<BindingScope>,
+    /// `env` (the default and the only one Berth builds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub injection_mode: Option<InjectionMode>,
+}
+
+impl BindDependency {
+    pub fn validate(&self) -> Checked {
+        bounded(
+            "dependencyResourceId",
+            &self.dependency_resource_id,
+            OBJECT_NAME_MAX,
+        )?;
+        check_target_name(&self.target_name)
+    }
+}
+
+/// An environment variable name: a letter or `_`, then letters, digits and `_`.
+pub fn check_target_name(name: &str) -> Checked {
+    bounded("targetName", name, TARGET_NAME_MAX)?;
+    let mut chars = name.chars();
+    let first_ok = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+    if !first_ok || !chars.all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(FieldError::new(
+            "targetName",
+            "targetName must be an environment variable name such as DATABASE_URL (a letter or \
+             _, then letters, digits and _)",
+        ));
+    }
+    Ok(())
+}
+
+/// A body with no fields (an empty body is accepted too).
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Default)]
+#[serde(deny_unknown_fields)]
+pub struct UnbindDependency {}
+
+/// Who runs the dependency (Appaloft's `sourceMode`).
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum SourceMode {
+    /// Berth runs it on the server (Appaloft's name kept for its clients).
+    AppaloftManaged,
+    /// An external one whose connection the user keeps in a Secret.
+    ImportedExternal,
+}
+
+/// How apps on the dependency's private network connect; the password is `****`.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct DependencyConnectionSummary {
+    pub host: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub database_name: Option<String>,
+    /// The connection URL with the password shown as `****`.
+    pub masked_connection: String,
+    /// The Secret whose `url` key holds the full URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<String>,
+}
+
+/// Where the server's container, volume and network stand.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderRealizationSummary {
+    pub status: RealizationStatus,
+    /// `generation-<n>`: the spec generation the controller last acted on.
+    pub attempt_id: String,
+    /// When that happened, as far as the status tells (realization, else creation).
+    pub attempted_at: String,
+    /// The container that runs it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_resource_handle: Option<String>,
+    /// The Docker volume holding its data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volume: Option<String>,
+    /// The private Docker network apps bound to it join.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub realized_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_code: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_message: Option<String>,
+}
+
+/// A capability (extension, module) asked for or read back; Berth asks for none yet, so the
+/// lists are empty.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct DependencyCapability {
+    /// `postgres-extension` or `redis-module`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub name: String,
+    pub required: bool,
+}
+
+/// Whether a binding can take the dependency's connection.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReadinessStatus {
+    Ready,
+    Blocked,
+    /// Only in a binding's `snapshotReadiness`: ready once the dependency is.
+    Deferred,
+}
+
+/// `ready` when a resource bound to it can use it now, `blocked` with the reason otherwise.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Readiness {
+    /// `ready` or `blocked` (for a binding's `snapshotReadiness` also `deferred`).
+    pub status: ReadinessStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// One thing that keeps a dependency from being deleted: for `resource-binding`, one per
+/// resource that binds it.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct DeleteBlocker {
+    /// `resource-binding`: a resource binds it.
+    pub kind: String,
+    /// The resource that binds it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub related_entity_id: Option<String>,
+    /// `resource`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub related_entity_type: Option<String>,
+    /// How many bindings of that resource use it.
+    pub count: usize,
+    /// Those bindings (their target names).
+    pub binding_ids: Vec<String>,
+}
+
+/// What keeps a delete from going through; empty when it may.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct DeleteSafety {
+    pub blockers: Vec<DeleteBlocker>,
+}
+
+/// Appaloft's dependency resource summary.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct DependencyResourceSummary {
+    pub id: String,
+    pub project_id: String,
+    pub environment_id: String,
+    /// The server it runs on.
+    pub server_id: String,
+    pub name: String,
+    pub slug: String,
+    pub kind: DependencyKind,
+    pub source_mode: SourceMode,
+    /// `berth-managed-postgres`, `berth-managed-redis`, or `external-<kind>` when imported.
+    pub provider_key: String,
+    pub provider_managed: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The image a managed one runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    pub lifecycle_status: DependencyLifecycleStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection: Option<DependencyConnectionSummary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_realization: Option<ProviderRealizationSummary>,
+    pub desired_capabilities: Vec<DependencyCapability>,
+    pub capability_readbacks: Vec<DependencyCapability>,
+    pub binding_readiness: Readiness,
+    pub delete_safety: DeleteSafety,
+    pub created_at: String,
+}
+
+/// `GET /dependency-resources`.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct DependencyResourceList {
+    /// `dependency-resources.list/v1`.
+    pub schema_version: String,
+    pub items: Vec<DependencyResourceSummary>,
+    pub generated_at: String,
+}
+
+/// `GET /dependency-resources/{dependencyResourceId}`.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct DependencyResourceShow {
+    /// `dependency-resources.show/v1`.
+    pub schema_version: String,
+    pub dependency_resource: DependencyResourceSummary,
+    pub generated_at: String,
+}
+
+/// Where a binding's value goes.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct BindingTarget {
+    /// The environment variable.
+    pub target_name: String,
+    pub scope: BindingScope,
+    pub injection_mode: InjectionMode,
+    /// The dependency's Secret the value is read from (key `url`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<String>,
+}
+
+/// Appaloft's resource dependency binding summary.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct DependencyBindingSummary {
+    /// The target name.
+    pub id: String,
+    pub project_id: String,
+    pub environment_id: String,
+    pub resource_id: String,
+    pub dependency_resource_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dependency_resource_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dependency_resource_slug: Option<String>,
+    /// Absent when the dependency no longer exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<DependencyKind>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_mode: Option<SourceMode>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_managed: Option<bool>,
+    /// The dependency's (`deleted` when it no longer exists).
+    pub lifecycle_status: DependencyLifecycleStatus,
+    pub target: BindingTarget,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection: Option<DependencyConnectionSummary>,
+    pub binding_readiness: Readiness,
+    /// Whether the next deployment can take the value: `ready`, `deferred` (the dependency is
+    /// still provisioning) or `blocked`.
+    pub snapshot_readiness: Readiness,
+    /// `active`.
+    pub status: String,
+    /// The resource's creation time: bindings carry no time of their own.
+    pub created_at: String,
+}
+
+/// `GET /resources/{resourceId}/dependency-bindings`.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct DependencyBindingList {
+    /// `resources.dependency-bindings.list/v1`.
+    pub schema_version: String,
+    pub items: Vec<DependencyBindingSummary>,
+    pub generated_at: String,
+}
+
+/// `GET /resources/{resourceId}/dependency-bindings/{bindingId}`.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct DependencyBindingShow {
+    /// `resources.dependency-bindings.show/v1`.
+    pub schema_version: String,
+    pub binding: DependencyBindingSummary,
+    pub generated_at: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_provision_request_names_the_field_it_breaks() {
+        let request = |extra: serde_json::Value| {
+            let mut body = serde_json::json!({
+                "kind": "postgres", "projectId": "prj-1", "environmentId": "env-1",
+                "serverId": "srv-1", "name": "Main DB",
+            });
+            body.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            serde_json::from_value::<ProvisionDependencyResource>(body).unwrap()
+        };
+        assert!(request(serde_json::json!({})).validate().is_ok());
+        let local = serde_json::json!({"image": "127.0.0.1:5000/berth/postgres:15"});
+        assert!(request(local).validate().is_ok());
+        for (extra, field) in [
+            (serde_json::json!({"name": " "}), "name"),
+            (serde_json::json!({"serverId": ""}), "serverId"),
+            (serde_json::json!({"image": "postgres 16"}), "image"),
+            (serde_json::json!({"image": "-x"}), "image"),
+            (serde_json::json!({"description": ""}), "description"),
+        ] {
+            assert_eq!(request(extra).validate().unwrap_err().field, field);
+        }
+    }
+
+    #[test]
+    fn a_target_name_is_an_environment_variable_name() {
+        for good in ["DATABASE_URL", "_X", "redis1"] {
+            assert!(check_target_name(good).is_ok(), "{good}");
+        }
+        for bad in ["", "1DB", "DATABASE-URL", "A B", "É"] {
+            assert_eq!(check_target_name(bad).unwrap_err().field, "targetName");
+        }
+        let scope = serde_json::json!({
+            "dependencyResourceId": "dep-1", "targetName": "DB", "scope": "build-only",
+        });
+        let error = serde_json::from_value::<BindDependency>(scope).unwrap_err();
+        assert!(error.to_string().contains("runtime-only"), "{error}");
+    }
+}

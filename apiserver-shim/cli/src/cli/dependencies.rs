@@ -1,0 +1,100 @@
+//! `berth db`: managed databases and caches (dependency resources) and the resources bound to
+//! them.
+
+use clap::Subcommand;
+
+#[derive(Subcommand, Debug)]
+pub enum Db {
+    /// List dependency resources: kind, server, lifecycle and the masked connection.
+    #[command(
+        visible_alias = "ls",
+        after_help = "Examples:\n  berth db list\n  berth db list --project Shop --environment prod --kind postgres"
+    )]
+    List {
+        /// Only this project's (id, slug or name).
+        #[arg(long)]
+        project: Option<String>,
+        /// Only this environment's (id or name).
+        #[arg(long)]
+        environment: Option<String>,
+        /// Only postgres or only redis.
+        #[arg(long)]
+        kind: Option<String>,
+    },
+    /// Show a dependency resource: lifecycle, masked connection, the resources bound to it.
+    #[command(after_help = "Example:\n  berth db show orders-db")]
+    Show {
+        /// Dependency id (dep-…), slug or name.
+        dependency: String,
+    },
+    /// Provision a managed PostgreSQL or Redis on a server of an environment. Berth runs it
+    /// as a container on a private network, keeps its data in a Docker volume and its
+    /// generated password in a Secret (never shown).
+    #[command(
+        after_help = "Examples:\n  berth db create orders-db --project Shop --environment prod --server srv-abc\n  berth db create cache --kind redis --project Shop --environment prod --server edge"
+    )]
+    Create {
+        /// Display name; its slug must be free in the environment.
+        name: String,
+        /// postgres (default) or redis.
+        #[arg(long, default_value = "postgres")]
+        kind: String,
+        /// Project id, slug or name.
+        #[arg(long)]
+        project: String,
+        /// Environment id or name (of that project).
+        #[arg(long)]
+        environment: String,
+        /// Server id or name it runs on.
+        #[arg(long)]
+        server: String,
+        /// Image instead of the official postgres:16 / redis:7.
+        #[arg(long)]
+        image: Option<String>,
+        #[arg(long)]
+        description: Option<String>,
+    },
+    /// Delete a dependency resource no resource binds (unbind it first). Its container and
+    /// network go; its data volume is kept unless --delete-data repeats its name.
+    #[command(
+        visible_alias = "rm",
+        after_help = "Examples:\n  berth db delete orders-db\n  berth db delete dep-abc --delete-data \"Orders DB\"   # the data goes too"
+    )]
+    Delete {
+        /// Dependency id (dep-…), slug or name.
+        dependency: String,
+        /// Type the dependency's name to remove its data volume too (cannot be undone).
+        #[arg(long, value_name = "NAME")]
+        delete_data: Option<String>,
+    },
+    /// Bind a dependency to a resource of the same environment: its connection URL becomes
+    /// the variable --as at the resource's next deployment.
+    #[command(after_help = "Example:\n  berth db bind orders-db --resource web --as DATABASE_URL")]
+    Bind {
+        /// Dependency id (dep-…), slug or name.
+        dependency: String,
+        /// Resource id or slug.
+        #[arg(short, long)]
+        resource: String,
+        /// Environment variable that receives the URL (default DATABASE_URL for postgres,
+        /// REDIS_URL for redis).
+        #[arg(long = "as", value_name = "VARIABLE")]
+        target_name: Option<String>,
+    },
+    /// Remove a binding (the dependency and its data are kept).
+    #[command(after_help = "Example:\n  berth db unbind --resource web DATABASE_URL")]
+    Unbind {
+        /// Resource id or slug.
+        #[arg(short, long)]
+        resource: String,
+        /// The binding: its variable name.
+        binding: String,
+    },
+    /// List a resource's bindings.
+    #[command(after_help = "Example:\n  berth db bindings --resource web")]
+    Bindings {
+        /// Resource id or slug.
+        #[arg(short, long)]
+        resource: String,
+    },
+}

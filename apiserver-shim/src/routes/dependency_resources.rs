@@ -1,0 +1,422 @@
+//! Dependency resources over REST (Appaloft's routes and shapes): `POST
+//! /dependency-resources/provision`, `GET /dependency-resources[/count|/{id}]`, `POST
+//! /dependency-resources/{id}/rename` and `DELETE /dependency-resources/{id}`. A dependency is
+//! a DependencyResource object the controller runs as a container on its server; reads come
+//! from the watch caches, the bindings from the resources' `spec.dependencyBindings`.
+//! Importing an external one (`POST /dependency-resources/import`) is not served: the
+//! controller does not run imported dependencies yet.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use berth_api::common::{CountResponse, IdResponse};
+use berth_crds::dependency_resource::{
+    DELETE_DATA_ANNOTATION, DependencyKind, DependencyResource, DependencyResourceSpec,
+    DependencySource,
+};
+use berth_crds::environment::Environment;
+use berth_crds::member::OrganizationRole;
+use berth_crds::project::Project;
+use berth_crds::resource::Resource;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{DeleteParams, Patch, PatchParams};
+use kube::{Api, ResourceExt};
+use serde_json::json;
+
+use super::Endpoint;
+use crate::auth::{Caller, ScopeDimension};
+use crate::cache::wait_deleted;
+use crate::domain::dependency_resources::{
+    bindings_of, delete_blockers, lookup, summary, visible_to,
+};
+use crate::domain::fields::slugify;
+use crate::domain::objects::all_in;
+use crate::domain::{environments, projects, servers};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{JsonBody, QueryParams, known_params};
+use crate::json::Json;
+use crate::state::{AppState, FIELD_MANAGER};
+use crate::token::new_id;
+use crate::write::apply;
+
+pub use berth_api::dependencies::{
+    DeleteDependencyResource, DependencyResourceList, DependencyResourceShow, LIST_SCHEMA,
+    ProvisionDependencyResource, RenameDependencyResource, SHOW_SCHEMA,
+};
+
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::post::<ProvisionDependencyResource, IdResponse, _, _>(
+            "/dependency-resources/provision",
+            "Provision a managed PostgreSQL or Redis on a server of the environment (201)",
+            provision,
+        ),
+        Endpoint::get::<DependencyResourceList, _, _>(
+            "/dependency-resources",
+            "List dependency resources (projectId, environmentId, kind filters)",
+            list,
+        ),
+        Endpoint::get::<CountResponse, _, _>(
+            "/dependency-resources/count",
+            "Count dependency resources (projectId, environmentId, kind filters)",
+            count,
+        ),
+        Endpoint::get::<DependencyResourceShow, _, _>(
+            "/dependency-resources/{dependencyResourceId}",
+            "Show a dependency resource: lifecycle, masked connection, delete blockers",
+            show,
+        ),
+        Endpoint::post::<RenameDependencyResource, IdResponse, _, _>(
+            "/dependency-resources/{dependencyResourceId}/rename",
+            "Rename a dependency resource",
+            rename,
+        ),
+        Endpoint::delete::<DeleteDependencyResource, IdResponse, _, _>(
+            "/dependency-resources/{dependencyResourceId}",
+            "Delete an unbound dependency resource (409 while bound); its data volume is kept \
+             unless deleteDataConfirmation repeats its name",
+            delete,
+        ),
+    ]
+}
+
+/// The project, environment and server a dependency goes on: all visible, the environment
+/// the project's, neither archived nor locked. Each refusal names its field.
+fn placement(
+    state: &AppState,
+    caller: &Caller,
+    body: &ProvisionDependencyResource,
+) -> ApiResult<()> {
+    let field = |name: &'static str| move |error: ApiError| error.with_detail("field", name);
+    caller.require_in_scope(ScopeDimension::Project, &body.project_id)?;
+    caller.require_in_scope(ScopeDimension::Environment, &body.environment_id)?;
+    let project = projects::lookup(state, caller, &body.project_id).map_err(field("projectId"))?;
+    let environment = environments::lookup(state, caller, &body.environment_id)
+        .map_err(field("environmentId"))?;
+    servers::lookup(state, caller, &body.server_id).map_err(field("serverId"))?;
+    if environment.spec.project_id != body.project_id {
+        return Err(ApiError::validation(
+            "environmentId",
+            format!(
+                "environment {} is not an environment of project {}",
+                body.environment_id, body.project_id
+            ),
+        ));
+    }
+    require_open(&project, &environment)
+}
+
+/// Refuses a change in a project or environment that is archived or locked (409 naming it).
+fn require_open(project: &Project, environment: &Environment) -> ApiResult<()> {
+    let refuse = |field: &str, id: String, why: &str| {
+        Err(ApiError::conflict(format!(
+            "{} {id} is {why}; its dependency resources cannot change",
+            field.trim_end_matches("Id")
+        ))
+        .with_detail("field", field))
+    };
+    if project.spec.archived {
+        return refuse("projectId", project.name_any(), "archived");
+    }
+    if environment.spec.archived {
+        return refuse("environmentId", environment.name_any(), "archived");
+    }
+    if environment.spec.locked {
+        return refuse("environmentId", environment.name_any(), "locked");
+    }
+    Ok(())
+}
+
+/// As [`require_open`] for an existing dependency (its project or environment may be gone:
+/// nothing to refuse then).
+fn require_open_for(
+    state: &AppState,
+    caller: &Caller,
+    dependency: &DependencyResource,
+) -> ApiResult<()> {
+    if let (Ok(project), Ok(environment)) = (
+        projects::lookup(state, caller, &dependency.spec.project_id),
+        environments::lookup(state, caller, &dependency.spec.environment_id),
+    ) {
+        require_open(&project, &environment)?;
+    }
+    Ok(())
+}
+
+/// 409 when another dependency of `environment` (not `except`) has the slug of `name`.
+fn require_free_slug(
+    state: &AppState,
+    namespace: &str,
+    environment: &str,
+    name: &str,
+    except: Option<&str>,
+) -> ApiResult<()> {
+    let slug = slugify(name);
+    let taken = all_in(&state.caches.dependency_resources, namespace)
+        .into_iter()
+        .find(|d| {
+            d.spec.environment_id == environment
+                && slugify(&d.spec.name) == slug
+                && Some(d.name_any().as_str()) != except
+        });
+    match taken {
+        None => Ok(()),
+        Some(taken) => Err(ApiError::conflict_code(
+            "dependency_resource_slug_conflict",
+            format!(
+                "environment {environment} already has a dependency resource named {slug} ({})",
+                taken.name_any()
+            ),
+        )
+        .with_detail("field", "name")
+        .with_detail("conflictingDependencyResourceId", taken.name_any())),
+    }
+}
+
+async fn provision(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<ProvisionDependencyResource>,
+) -> ApiResult<(StatusCode, Json<IdResponse>)> {
+    let organization = caller.require_role(OrganizationRole::Member)?;
+    body.validate()?;
+    placement(&state, &caller, &body)?;
+    let namespace = organization.namespace.clone();
+    let name = body.name.trim().to_string();
+    require_free_slug(&state, &namespace, &body.environment_id, &name, None)?;
+    let id = new_id("dep");
+    let dependency = DependencyResource::new(
+        &id,
+        DependencyResourceSpec {
+            kind: body.kind,
+            project_id: body.project_id,
+            environment_id: body.environment_id,
+            server_id: body.server_id,
+            name,
+            description: body.description,
+            image: body.image,
+            exposure: None,
+            source: DependencySource::Managed,
+            connection_secret_ref: None,
+        },
+    );
+    let api = Api::<DependencyResource>::namespaced(state.client.clone(), &namespace);
+    apply(
+        &api,
+        &state.caches.dependency_resources,
+        Some(&caller),
+        dependency,
+    )
+    .await?;
+    tracing::info!(dependency = %id, "dependency resource provisioned");
+    Ok((StatusCode::CREATED, Json(IdResponse { id })))
+}
+
+/// The caller's dependencies that pass the query's filters, oldest first.
+fn filtered(
+    state: &AppState,
+    caller: &Caller,
+    query: &QueryParams,
+) -> ApiResult<Vec<Arc<DependencyResource>>> {
+    known_params(query, &["projectId", "environmentId", "kind"])?;
+    let organization = caller.require_role(OrganizationRole::Member)?;
+    // A filter must name a project or environment the caller may use.
+    let project = query.string("projectId")?;
+    if let Some(project) = project {
+        projects::lookup(state, caller, project)?;
+    }
+    let environment = query.string("environmentId")?;
+    if let Some(environment) = environment {
+        environments::lookup(state, caller, environment)?;
+    }
+    let kind = query
+        .one_of("kind", &["postgres", "redis"], None)?
+        .map(|k| {
+            if k == "redis" {
+                DependencyKind::Redis
+            } else {
+                DependencyKind::Postgres
+            }
+        });
+    let mut dependencies: Vec<_> =
+        all_in(&state.caches.dependency_resources, &organization.namespace)
+            .into_iter()
+            .filter(|d| visible_to(caller, d))
+            .filter(|d| project.is_none_or(|p| d.spec.project_id == p))
+            .filter(|d| environment.is_none_or(|e| d.spec.environment_id == e))
+            .filter(|d| kind.is_none_or(|k| d.spec.kind == k))
+            .collect();
+    dependencies.sort_by_key(|d| {
+        (
+            d.metadata.creation_timestamp.clone().map(|t| t.0),
+            d.name_any(),
+        )
+    });
+    Ok(dependencies)
+}
+
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    query: QueryParams,
+) -> ApiResult<Json<DependencyResourceList>> {
+    let dependencies = filtered(&state, &caller, &query)?;
+    let namespace = &caller.organization()?.namespace;
+    let resources = all_in(&state.caches.resources, namespace);
+    Ok(Json(DependencyResourceList {
+        schema_version: LIST_SCHEMA.into(),
+        items: dependencies
+            .iter()
+            .map(|d| summary(d, &resources))
+            .collect(),
+        generated_at: Timestamp::now().to_string(),
+    }))
+}
+
+async fn count(
+    State(state): State<AppState>,
+    caller: Caller,
+    query: QueryParams,
+) -> ApiResult<Json<CountResponse>> {
+    let count = filtered(&state, &caller, &query)?.len();
+    Ok(Json(CountResponse { count }))
+}
+
+fn resources_of(state: &AppState, dependency: &DependencyResource) -> Vec<Arc<Resource>> {
+    all_in(
+        &state.caches.resources,
+        &dependency.namespace().unwrap_or_default(),
+    )
+}
+
+async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<DependencyResourceShow>> {
+    let dependency = lookup(&state, &caller, &id)?;
+    let resources = resources_of(&state, &dependency);
+    Ok(Json(DependencyResourceShow {
+        schema_version: SHOW_SCHEMA.into(),
+        dependency_resource: summary(&dependency, &resources),
+        generated_at: Timestamp::now().to_string(),
+    }))
+}
+
+async fn rename(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<RenameDependencyResource>,
+) -> ApiResult<Json<IdResponse>> {
+    let dependency = lookup(&state, &caller, &id)?;
+    caller.require_role(OrganizationRole::Member)?;
+    body.validate()?;
+    require_open_for(&state, &caller, &dependency)?;
+    let name = body.name.trim().to_string();
+    let namespace = dependency.namespace().unwrap_or_default();
+    let environment = &dependency.spec.environment_id;
+    require_free_slug(&state, &namespace, environment, &name, Some(&id))?;
+    let mut spec = dependency.spec.clone();
+    spec.name = name;
+    let api = Api::<DependencyResource>::namespaced(state.client.clone(), &namespace);
+    let renamed = DependencyResource::new(&id, spec);
+    apply(
+        &api,
+        &state.caches.dependency_resources,
+        Some(&caller),
+        renamed,
+    )
+    .await?;
+    Ok(Json(IdResponse { id }))
+}
+
+/// The 409 of a dependency still bound, naming every binding.
+fn still_bound(id: &str, resources: &[Arc<Resource>]) -> Option<ApiError> {
+    let blockers = delete_blockers(resources, id);
+    if blockers.is_empty() {
+        return None;
+    }
+    let named: Vec<String> = bindings_of(resources, id)
+        .map(|(resource, binding)| format!("resource {} ({})", resource.name_any(), binding.id()))
+        .collect();
+    let mut resource_ids: Vec<String> = blockers
+        .iter()
+        .filter_map(|b| b.related_entity_id.clone())
+        .collect();
+    resource_ids.dedup();
+    let error = ApiError::conflict_code(
+        "dependency_resource_delete_blocked",
+        format!(
+            "dependency resource {id} is bound by {}: unbind it first",
+            named.join(", ")
+        ),
+    )
+    .with_detail("resourceIds", resource_ids)
+    .with_detail(
+        "deletionBlockers",
+        serde_json::to_value(&blockers).unwrap_or_default(),
+    );
+    Some(error)
+}
+
+/// Sets (or clears) the annotation that lets the controller remove the data volume.
+async fn mark_data(
+    api: &Api<DependencyResource>,
+    dependency: &DependencyResource,
+    delete_data: bool,
+) -> ApiResult<()> {
+    let id = dependency.name_any();
+    let current = dependency.annotations().get(DELETE_DATA_ANNOTATION);
+    let wanted = delete_data.then_some(&id);
+    if current == wanted {
+        return Ok(());
+    }
+    let patch = json!({"metadata": {"annotations": {DELETE_DATA_ANNOTATION: wanted}}});
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..Default::default()
+    };
+    api.patch(&id, &params, &Patch::Merge(&patch)).await?;
+    Ok(())
+}
+
+async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<DeleteDependencyResource>,
+) -> ApiResult<Json<IdResponse>> {
+    let dependency = lookup(&state, &caller, &id)?;
+    let delete_data = match body.delete_data_confirmation.as_deref() {
+        None => false,
+        Some(typed) if typed == dependency.spec.name => true,
+        Some(_) => {
+            return Err(ApiError::validation(
+                "deleteDataConfirmation",
+                format!(
+                    "deleteDataConfirmation must repeat the dependency's name ({}) to remove \
+                     its data volume; leave it out to keep the volume",
+                    dependency.spec.name
+                ),
+            ));
+        }
+    };
+    require_open_for(&state, &caller, &dependency)?;
+    if let Some(error) = still_bound(&id, &resources_of(&state, &dependency)) {
+        return Err(error);
+    }
+    let namespace = dependency.namespace().unwrap_or_default();
+    let api = Api::<DependencyResource>::namespaced(state.client.clone(), &namespace);
+    mark_data(&api, &dependency, delete_data).await?;
+    let marked = match api.delete(&id, &DeleteParams::default()).await {
+        Ok(outcome) => outcome.left(),
+        // Deleted meanwhile: the same outcome.
+        Err(kube::Error::Api(e)) if e.code == 404 => None,
+        Err(e) => return Err(e.into()),
+    };
+    wait_deleted(&state.caches.dependency_resources, &dependency, marked).await?;
+    tracing::info!(dependency = %id, delete_data, "dependency resource deleted");
+    Ok(Json(IdResponse { id }))
+}

@@ -1,0 +1,545 @@
+//! Dependency resources and bindings over HTTP (Appaloft's `/dependency-resources` and
+//! `/resources/{id}/dependency-bindings` routes) against the running shim, controller and the
+//! stack's sshd as a server: bad input refused by field with nothing created; a PostgreSQL
+//! provisioned through REST becomes `ready`, is listed, counted, shown and renamed, and its
+//! password shows in no response body; a resource binds it (not across environments, not twice
+//! under one name); a bound dependency cannot be deleted; unbound, its deletion removes the
+//! container and keeps the data volume, and a deletion with the name typed removes the volume.
+
+use std::process::Command;
+use std::time::Duration;
+
+use berth_crds::member::OrganizationRole;
+use berth_tests::rest::{Reply, Rest, TestOrg, TestUser};
+use berth_tests::{client, eventually, stack_env};
+use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
+use serde_json::{Value, json};
+
+use crate::cli::Berth;
+use crate::deploy_support::assert_never_shown;
+use crate::shim_projects_envs::{environment, invalid, project};
+use crate::shim_servers::{create_credential, create_server, stack_key};
+
+/// Starting PostgreSQL on two busy cores takes a while.
+const WAIT: Duration = Duration::from_secs(180);
+
+/// The stack's local image as the registry names it, tagged in the engine the server reaches
+/// (as `dependency_resources.rs` does), so provisioning pulls nothing.
+fn registry_image(local: &str) -> String {
+    let image = format!("127.0.0.1:5000/{local}");
+    let tagged = Command::new("docker")
+        .args(["tag", local, &image])
+        .status()
+        .expect("docker CLI (tests only)");
+    assert!(tagged.success(), "docker tag {local}");
+    image
+}
+
+fn exists(object: &str, name: &str) -> bool {
+    Command::new("docker")
+        .args([object, "inspect", name])
+        .output()
+        .expect("docker CLI (tests only)")
+        .status
+        .success()
+}
+
+/// An organization with a project `Shop` (environment `prod`), a project `Blog` (environment
+/// `prod`) and the stack's sshd registered as a server without an edge proxy.
+struct Setup {
+    org: TestOrg,
+    user: TestUser,
+    member: Rest,
+    shop: String,
+    prod: String,
+    blog: String,
+    blog_prod: String,
+    server: String,
+}
+
+async fn setup() -> Setup {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let admin = org.user(OrganizationRole::Admin).await.rest;
+    let user = org.user(OrganizationRole::Member).await;
+    let member = user.rest.clone();
+    let shop = project(&member, "Shop").await;
+    let prod = environment(&member, &shop, "prod").await;
+    let blog = project(&member, "Blog").await;
+    let blog_prod = environment(&member, &blog, "prod").await;
+    let credential = create_credential(&admin, &stack_key()).await;
+    let port: u16 = stack_env("BERTH_SSH_PORT").parse().unwrap();
+    let server = create_server(&admin, &credential, port).await;
+    Setup {
+        org,
+        user,
+        member,
+        shop,
+        prod,
+        blog,
+        blog_prod,
+        server,
+    }
+}
+
+impl Setup {
+    /// A provision body for `kind` in Shop/prod with `patch` applied (`null` removes a field).
+    fn body(&self, kind: &str, name: &str, patch: Value) -> Value {
+        let image = match kind {
+            "redis" => "berth/redis:7",
+            _ => "berth/postgres:15",
+        };
+        let mut body = json!({
+            "kind": kind, "projectId": self.shop, "environmentId": self.prod,
+            "serverId": self.server, "name": name, "image": format!("127.0.0.1:5000/{image}"),
+        });
+        let fields = body.as_object_mut().unwrap();
+        for (key, value) in patch.as_object().unwrap() {
+            match value {
+                Value::Null => fields.remove(key),
+                value => fields.insert(key.clone(), value.clone()),
+            };
+        }
+        body
+    }
+
+    async fn provision(&self, kind: &str, name: &str) -> String {
+        let created = self
+            .member
+            .post(
+                "/dependency-resources/provision",
+                self.body(kind, name, json!({})),
+            )
+            .await
+            .expect(201);
+        let id = created["id"].as_str().expect("an id").to_string();
+        assert!(id.starts_with("dep-"), "{created}");
+        id
+    }
+
+    async fn count(&self, query: &str) -> u64 {
+        let path = format!("/dependency-resources/count{query}");
+        self.member.get(&path).await.ok()["count"].as_u64().unwrap()
+    }
+
+    /// The `dependencyResource` of `GET /dependency-resources/{id}`.
+    async fn shown(&self, id: &str) -> Value {
+        let answer = self
+            .member
+            .get(&format!("/dependency-resources/{id}"))
+            .await
+            .ok();
+        assert_eq!(answer["schemaVersion"], "dependency-resources.show/v1");
+        answer["dependencyResource"].clone()
+    }
+
+    async fn wait_ready(&self, id: &str) -> Value {
+        eventually(WAIT, &format!("{id} ready"), || async {
+            let shown = self.shown(id).await;
+            (shown["lifecycleStatus"] == "ready").then_some(shown)
+        })
+        .await
+    }
+
+    /// A resource of `project`/`environment` (never deployed); returns its id.
+    async fn resource(&self, project: &str, environment: &str, name: &str) -> String {
+        let body = json!({
+            "projectId": project, "environmentId": environment, "name": name,
+            "kind": "application",
+            "source": {"kind": "docker-image", "locator": "berth/sample-app:1"},
+            "networkProfile": {"internalPort": 8080},
+        });
+        self.member.post("/resources", body).await.ok()["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    async fn bind(&self, resource: &str, body: Value) -> Reply {
+        let path = format!("/resources/{resource}/dependency-bindings");
+        self.member.post(&path, body).await
+    }
+
+    async fn delete(&self, id: &str, body: Value) -> Reply {
+        let path = format!("/dependency-resources/{id}");
+        self.member.delete(&path, body).await
+    }
+
+    /// The container `berth-dep-<namespace>-<id>`.
+    fn container(&self, id: &str) -> String {
+        format!("berth-dep-{}-{id}", self.org.namespace)
+    }
+
+    async fn password(&self, id: &str) -> String {
+        let secrets = Api::<Secret>::namespaced(client().await, &self.org.namespace);
+        let secret = secrets
+            .get(&format!("{id}-connection"))
+            .await
+            .expect("the connection Secret");
+        let password = secret.data.expect("data")["password"].0.clone();
+        let password = String::from_utf8(password).unwrap();
+        assert!(password.len() >= 16, "a generated password");
+        password
+    }
+}
+
+#[tokio::test]
+async fn shim_dependency_resources_refuse_bad_input_by_field_and_create_nothing() {
+    let s = setup().await;
+    let provision = |body: Value| {
+        let rest = s.member.clone();
+        async move { rest.post("/dependency-resources/provision", body).await }
+    };
+    for (patch, field) in [
+        (json!({"kind": "mysql"}), "kind"),
+        (json!({"kind": null}), "kind"),
+        (json!({"name": ""}), "name"),
+        (json!({"name": "   "}), "name"),
+        (json!({"name": null}), "name"),
+        (json!({"image": "postgres 16"}), "image"),
+        (json!({"environmentId": s.blog_prod}), "environmentId"),
+        (json!({"exposure": {"hostPort": 5432}}), "exposure"),
+    ] {
+        let reply = provision(s.body("postgres", "Main", patch.clone())).await;
+        assert_eq!(reply.status, 422, "{patch}: {}", reply.body);
+        invalid(reply, field);
+    }
+    for (patch, field) in [
+        (json!({"serverId": "srv-missing"}), "serverId"),
+        (json!({"projectId": "prj-missing"}), "projectId"),
+        (json!({"environmentId": "env-missing"}), "environmentId"),
+    ] {
+        let error = provision(s.body("postgres", "Main", patch))
+            .await
+            .error(404, "not_found");
+        assert_eq!(error["details"]["field"], field, "{error}");
+    }
+    let error = s
+        .member
+        .get("/dependency-resources?kind=mysql")
+        .await
+        .error(422, "validation_error");
+    assert_eq!(error["details"]["field"], "kind");
+    assert_eq!(s.count("").await, 0, "nothing was created");
+    let listed = s.member.get("/dependency-resources").await.ok();
+    assert_eq!(listed["schemaVersion"], "dependency-resources.list/v1");
+    assert_eq!(listed["items"], json!([]));
+    s.member
+        .get("/dependency-resources/dep-missing")
+        .await
+        .error(404, "not_found");
+    Rest::anonymous()
+        .get("/dependency-resources")
+        .await
+        .error(401, "unauthenticated");
+    // The blog project has no dependency either way.
+    assert_eq!(s.count(&format!("?projectId={}", s.blog)).await, 0);
+}
+
+/// Binding refusals of `web` (bound to `db` as DATABASE_URL already): the field each names.
+async fn bind_refusals(s: &Setup, web: &str, db: &str, elsewhere: &str) {
+    let error = s
+        .bind(
+            elsewhere,
+            json!({"dependencyResourceId": db, "targetName": "DATABASE_URL"}),
+        )
+        .await
+        .error(409, "resource_dependency_binding_context_mismatch");
+    assert_eq!(error["details"]["field"], "dependencyResourceId");
+    let error = s
+        .bind(
+            web,
+            json!({"dependencyResourceId": db, "targetName": "DATABASE_URL"}),
+        )
+        .await
+        .error(409, "conflict");
+    assert_eq!(error["details"]["field"], "targetName");
+    for (body, field) in [
+        (
+            json!({"dependencyResourceId": db, "targetName": "1DB"}),
+            "targetName",
+        ),
+        (
+            json!({"dependencyResourceId": db, "targetName": "DB-URL"}),
+            "targetName",
+        ),
+        (
+            json!({"dependencyResourceId": db, "targetName": "DB", "scope": "build-only"}),
+            "scope",
+        ),
+        (
+            json!({"dependencyResourceId": db, "targetName": "DB", "injectionMode": "file"}),
+            "injectionMode",
+        ),
+    ] {
+        invalid(s.bind(web, body).await, field);
+    }
+    let error = s
+        .bind(
+            web,
+            json!({"dependencyResourceId": "dep-missing", "targetName": "DB"}),
+        )
+        .await
+        .error(404, "not_found");
+    assert_eq!(error["details"]["field"], "dependencyResourceId");
+}
+
+/// Checks the bindings of `web`: exactly `DATABASE_URL` to `db`, masked.
+async fn assert_bound(s: &Setup, web: &str, db: &str) {
+    let path = format!("/resources/{web}/dependency-bindings");
+    let listed = s.member.get(&path).await.ok();
+    assert_eq!(
+        listed["schemaVersion"],
+        "resources.dependency-bindings.list/v1"
+    );
+    let items = listed["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "{listed}");
+    let binding = &items[0];
+    assert_eq!(binding["id"], "DATABASE_URL");
+    assert_eq!(binding["dependencyResourceId"], db);
+    assert_eq!(binding["target"]["scope"], "runtime-only");
+    assert_eq!(binding["target"]["injectionMode"], "env");
+    assert_eq!(binding["lifecycleStatus"], "ready");
+    assert_eq!(binding["snapshotReadiness"]["status"], "ready");
+    let masked = binding["connection"]["maskedConnection"].as_str().unwrap();
+    assert!(masked.contains(":****@"), "{masked}");
+    let shown = s.member.get(&format!("{path}/DATABASE_URL")).await.ok();
+    assert_eq!(
+        shown["schemaVersion"],
+        "resources.dependency-bindings.show/v1"
+    );
+    assert_eq!(shown["binding"]["id"], "DATABASE_URL");
+}
+
+#[tokio::test]
+async fn shim_dependency_resource_is_provisioned_bound_and_deleted_over_rest() {
+    let s = setup().await;
+    registry_image("berth/postgres:15");
+    registry_image("berth/redis:7");
+    let db = s.provision("postgres", "Orders DB").await;
+    let cache = s.provision("redis", "Cache").await;
+    // The same name's slug in the same environment is taken.
+    let taken = s
+        .member
+        .post(
+            "/dependency-resources/provision",
+            s.body("redis", "orders db", json!({})),
+        )
+        .await
+        .error(409, "dependency_resource_slug_conflict");
+    assert_eq!(taken["details"]["field"], "name");
+
+    let shown = s.wait_ready(&db).await;
+    assert_eq!(
+        (&shown["kind"], &shown["sourceMode"], &shown["slug"]),
+        (
+            &json!("postgres"),
+            &json!("appaloft-managed"),
+            &json!("orders-db")
+        )
+    );
+    assert_eq!(shown["bindingReadiness"]["status"], "ready");
+    assert_eq!(shown["deleteSafety"]["blockers"], json!([]));
+    let connection = &shown["connection"];
+    assert_eq!(connection["secretRef"], format!("{db}-connection"));
+    assert_eq!(
+        connection["maskedConnection"],
+        format!("postgres://berth:****@{}:5432/app", s.container(&db))
+    );
+    let password = s.password(&db).await;
+    s.wait_ready(&cache).await;
+
+    assert_listed_and_counted(&s, &db, &cache).await;
+    rename_and_hide_from_strangers(&s, &db).await;
+
+    let web = s.resource(&s.shop, &s.prod, "Web").await;
+    let elsewhere = s.resource(&s.blog, &s.blog_prod, "Blog").await;
+    let bound = s
+        .bind(
+            &web,
+            json!({"dependencyResourceId": db, "targetName": "DATABASE_URL"}),
+        )
+        .await
+        .ok();
+    assert_eq!(bound, json!({"id": "DATABASE_URL"}));
+    bind_refusals(&s, &web, &db, &elsewhere).await;
+    assert_bound(&s, &web, &db).await;
+    // Another setting written afterwards (a full apply of the spec) keeps the binding.
+    let profile = json!({"networkProfile": {"internalPort": 8081}});
+    let path = format!("/resources/{web}/network-profile");
+    s.member.post(&path, profile).await.ok();
+    assert_bound(&s, &web, &db).await;
+    cli_lists_binds_and_refuses(&s, &web, &db, &password).await;
+    delete_while_bound_then_unbound(&s, &web, &db).await;
+    delete_with_the_name_typed(&s, &cache).await;
+    assert_never_shown(&password, &[]);
+}
+
+/// Both dependencies listed and counted, filters applied.
+async fn assert_listed_and_counted(s: &Setup, db: &str, cache: &str) {
+    assert_eq!(s.count("").await, 2);
+    assert_eq!(s.count("?kind=redis").await, 1);
+    assert_eq!(s.count(&format!("?environmentId={}", s.blog_prod)).await, 0);
+    let listed = s
+        .member
+        .get(&format!("/dependency-resources?projectId={}", s.shop))
+        .await
+        .ok();
+    let mut ids: Vec<&str> = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].as_str().unwrap())
+        .collect();
+    ids.sort();
+    let mut both = [db, cache];
+    both.sort();
+    assert_eq!(ids, both);
+}
+
+/// A rename takes a free name only; another organization's member sees no such dependency.
+async fn rename_and_hide_from_strangers(s: &Setup, db: &str) {
+    let path = format!("/dependency-resources/{db}/rename");
+    invalid(s.member.post(&path, json!({"name": " "})).await, "name");
+    let taken = s
+        .member
+        .post(&path, json!({"name": "CACHE"}))
+        .await
+        .error(409, "dependency_resource_slug_conflict");
+    assert_eq!(taken["details"]["field"], "name");
+    s.member.post(&path, json!({"name": "Orders"})).await.ok();
+    assert_eq!(s.shown(db).await["name"], "Orders");
+
+    let mut other = TestOrg::new(&client().await).await;
+    let stranger = other.user(OrganizationRole::Member).await.rest;
+    let shown = format!("/dependency-resources/{db}");
+    stranger.get(&shown).await.error(404, "not_found");
+    stranger
+        .post(&path, json!({"name": "Mine"}))
+        .await
+        .error(404, "not_found");
+    stranger
+        .delete(&shown, json!({}))
+        .await
+        .error(404, "not_found");
+    let listed = stranger.get("/dependency-resources").await.ok();
+    assert_eq!(listed["items"], json!([]));
+}
+
+/// `berth db` as a person uses it: the list and record show the connection masked, a second
+/// binding comes and goes, and a delete of the bound dependency fails naming the binding.
+async fn cli_lists_binds_and_refuses(s: &Setup, web: &str, db: &str, password: &str) {
+    let berth = Berth::new();
+    berth.login(&s.user).await;
+    let listed = berth.run(&["db", "list", "-o", "json"]).await.json();
+    assert!(
+        listed["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["id"] == db)
+    );
+    let shown = berth.run(&["db", "show", db]).await.ok();
+    assert!(
+        shown.contains(":****@") && !shown.contains(password),
+        "{shown}"
+    );
+    let bind = ["db", "bind", db, "--resource", web, "--as", "CLI_DB_URL"];
+    assert!(berth.run(&bind).await.ok().contains("CLI_DB_URL"));
+    let bindings = ["db", "bindings", "--resource", web, "-o", "json"];
+    assert_eq!(
+        berth.run(&bindings).await.json()["items"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    berth
+        .run(&["db", "unbind", "--resource", web, "CLI_DB_URL"])
+        .await
+        .ok();
+    let refused = berth.run(&["db", "delete", db]).await;
+    assert_ne!(refused.code, 0, "{refused:?}");
+    assert!(refused.stderr.contains("DATABASE_URL"), "{refused:?}");
+    let help = berth.run(&["db", "--help"]).await.ok();
+    for command in ["list", "show", "create", "delete", "bind", "unbind"] {
+        assert!(help.contains(command), "{help}");
+    }
+}
+
+/// A bound dependency is not deleted; unbound, its container goes and its volume stays.
+async fn delete_while_bound_then_unbound(s: &Setup, web: &str, db: &str) {
+    let blockers = &s.shown(db).await["deleteSafety"]["blockers"];
+    assert_eq!(
+        blockers,
+        &json!([{"kind": "resource-binding", "relatedEntityId": web,
+                 "relatedEntityType": "resource", "count": 1, "bindingIds": ["DATABASE_URL"]}])
+    );
+    let error = s
+        .delete(db, json!({}))
+        .await
+        .error(409, "dependency_resource_delete_blocked");
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.contains(web) && message.contains("DATABASE_URL"),
+        "{message}"
+    );
+    let path = format!("/resources/{web}/dependency-bindings/DATABASE_URL");
+    let unbound = s.member.delete(&path, json!({})).await.ok();
+    assert_eq!(unbound, json!({"id": "DATABASE_URL"}));
+    s.member
+        .delete(&path, json!({}))
+        .await
+        .error(404, "not_found");
+    let listed = s
+        .member
+        .get(&format!("/resources/{web}/dependency-bindings"))
+        .await
+        .ok();
+    assert_eq!(listed["items"], json!([]));
+
+    invalid(
+        s.delete(db, json!({"deleteDataConfirmation": "Orders DB"}))
+            .await,
+        "deleteDataConfirmation",
+    );
+    let container = s.container(db);
+    let volume = format!("{container}-data");
+    assert!(
+        exists("container", &container),
+        "a refused delete removes nothing"
+    );
+    assert_eq!(s.delete(db, json!({})).await.ok(), json!({"id": db}));
+    eventually(WAIT, "the dependency's container removed", || async {
+        (!exists("container", &container)).then_some(())
+    })
+    .await;
+    assert!(exists("volume", &volume), "the data volume is kept");
+    eventually(WAIT, "the dependency gone from the API", || async {
+        let reply = s.member.get(&format!("/dependency-resources/{db}")).await;
+        (reply.status == 404).then_some(())
+    })
+    .await;
+    Command::new("docker")
+        .args(["volume", "rm", &volume])
+        .output()
+        .expect("docker CLI (tests only)");
+}
+
+/// The name typed into `deleteDataConfirmation` removes the data volume too.
+async fn delete_with_the_name_typed(s: &Setup, cache: &str) {
+    let container = s.container(cache);
+    let volume = format!("{container}-data");
+    assert!(exists("volume", &volume), "{volume} exists while it runs");
+    let body = json!({"deleteDataConfirmation": "Cache"});
+    assert_eq!(s.delete(cache, body).await.ok(), json!({"id": cache}));
+    eventually(WAIT, "the cache's container and volume removed", || async {
+        (!exists("container", &container) && !exists("volume", &volume)).then_some(())
+    })
+    .await;
+    eventually(WAIT, "no dependency left", || async {
+        (s.count("").await == 0).then_some(())
+    })
+    .await;
+}
