@@ -907,7 +907,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Set a plain variable every resource of the environment inherits (key, value, exposure; answers JSON null). Secret values are refused here: set them on the resource */
+        /** Set a variable every resource of the environment inherits (key, value, exposure, isSecret; answers JSON null). A secret value is kept in a Secret the environment owns and shown masked; a resource's own variable of the same key wins */
         post: operations["post_environments_environmentId_variables"];
         delete?: never;
         options?: never;
@@ -6457,10 +6457,13 @@ export interface components {
         SetEnvironmentVariable: {
             /** @description `build-time` or `runtime` (default). */
             exposure?: string;
-            /** @description `true` is refused, as `kind: secret`. */
+            /** @description `true` is `kind: secret`. */
             isSecret?: boolean;
             key: string;
-            /** @description `plain-config` (default); `secret` is refused (set secrets on the resource). */
+            /**
+             * @description `plain-config` (default) or `secret`: kept in a Secret the environment owns, shown masked,
+             *     given to every resource of the environment that does not set the same variable.
+             */
             kind?: string;
             /** @description `environment` (the only scope written here). */
             scope?: string;
