@@ -18,6 +18,8 @@
 #   hack/bench.sh rollup  monitoring rollups of a week against an hour of samples; store bytes
 #   hack/bench.sh tls     a DomainBinding applied until the first verified HTTPS 200 against
 #                         Caddy's own automatic HTTPS from the same Pebble, p50s in one run
+#   hack/bench.sh databases  a managed PostgreSQL provisioned until it accepts a connection
+#                         against docker run of the same image; API requests 20 idle databases add
 #   hack/bench.sh scale   what idle apps cost: API requests, CPU, RSS and SSH channels at rest
 #                         with N Resources, 200 applied at once, drift repair time
 #   hack/bench.sh console-ui   the web console in Chromium: first-load JS, 1,000 resources, filter
@@ -43,6 +45,8 @@ source "$HACK_DIR/lib/bench-scale.sh"
 source "$HACK_DIR/lib/bench-monitor.sh"
 # shellcheck source-path=SCRIPTDIR
 source "$HACK_DIR/lib/bench-tls.sh"
+# shellcheck source-path=SCRIPTDIR
+source "$HACK_DIR/lib/bench-databases.sh"
 # shellcheck source-path=SCRIPTDIR
 source "$HACK_DIR/lib/bench-build.sh"
 # shellcheck source-path=SCRIPTDIR
@@ -114,6 +118,12 @@ Commands:
         own automatic HTTPS (a Caddy container on the host network) obtaining a certificate
         from the same Pebble until the same curl succeeds. Prints both p50s and their ratio;
         fails above 1.5x.
+  databases [RUNS]
+        Release berth-controller; RUNS times (default 3) a managed PostgreSQL
+        (DependencyResource) applied until pg_isready in its container answers, against docker
+        run of the same image until the same check answers (fails above 1.5x); then API
+        requests/min at rest with the server only and with 20 databases ready (fails above 0
+        added), and the SSH channels/min they add.
   scale [N] [DECLARED]
         Release berth-controller with N (default 300) Resources of the sample app on the local
         server, then DECLARED (default 2000) in all, the rest without a server. At rest for 60 s
@@ -411,6 +421,7 @@ case "${1:-}" in
   monitor) shift; bench_monitor "$@" ;;
   rollup) shift; bench_rollup "$@" ;;
   tls) shift; bench_tls "$@" ;;
+  databases) shift; bench_databases "$@" ;;
   scale) shift; bench_scale "$@" ;;
   build) shift; bench_build "$@" ;;
   console-api) shift; bench_console_api "$@" ;;
