@@ -42,10 +42,14 @@ pub async fn converge(
     names: &Names,
     body: ContainerCreateBody,
 ) -> Result<Converged, RemoteError> {
-    target.ensure_network(&names.network).await?;
-    ensure_volume(target, &names.volume).await?;
     let image = body.image.clone().unwrap_or_default();
-    let container = target.inspect(&names.container).await?;
+    // Independent round trips through the tunnel, at once: they sit before the first start.
+    let (_, _, container, image_present) = tokio::try_join!(
+        target.ensure_network(&names.network),
+        ensure_volume(target, &names.volume),
+        target.inspect(&names.container),
+        target.image_present(&image),
+    )?;
     if let Some(container) = &container {
         let labels = container.config.as_ref().and_then(|c| c.labels.as_ref());
         let same_image = labels.and_then(|l| l.get(IMAGE_LABEL)) == Some(&image);
@@ -64,7 +68,7 @@ pub async fn converge(
         // Another image: the container goes, the data volume stays.
         target.remove_container(&names.container).await?;
     }
-    if !target.image_present(&image).await? {
+    if !image_present {
         pull(target, &image).await?;
     }
     let options = CreateContainerOptionsBuilder::new()
