@@ -183,6 +183,53 @@ pub fn decide(
     let realized_at = previous
         .and_then(|r| r.realized_at.clone())
         .or_else(|| matches!(observed, Observed::Healthy).then(|| wire(now)));
+    let Verdict {
+        lifecycle,
+        ready,
+        reason,
+        message,
+        realization,
+    } = verdict(dependency, observed, was_realized);
+    let mut conditions = current.conditions.clone();
+    condition::merge(
+        &mut conditions,
+        Condition::new(READY, ready, reason, message, generation, now),
+    );
+    exposure(dependency, &mut conditions, now);
+    let (status, failure_code, failure_message) = realization;
+    DependencyResourceStatus {
+        observed_generation: generation,
+        lifecycle_status: Some(lifecycle),
+        provider_realization: Some(ProviderRealization {
+            status,
+            provider_resource_handle: Some(names.container.clone()),
+            volume: Some(names.volume.clone()),
+            network: Some(names.network.clone()),
+            realized_at,
+            failure_code,
+            failure_message,
+        }),
+        connection: Some(managed_connection(
+            dependency.spec.kind,
+            &names.container,
+            &names.secret,
+        )),
+        conditions,
+    }
+}
+
+/// What one observation says: lifecycle, the `Ready` condition and the realization's status
+/// with its failure, if any.
+struct Verdict {
+    lifecycle: DependencyLifecycleStatus,
+    ready: ConditionStatus,
+    reason: &'static str,
+    message: String,
+    realization: (RealizationStatus, Option<String>, Option<String>),
+}
+
+/// A failing check is `degraded` once the dependency served, `provisioning` before.
+fn verdict(dependency: &DependencyResource, observed: &Observed, was_realized: bool) -> Verdict {
     let (lifecycle, ready, reason, message, realization) = match observed {
         Observed::Healthy => (
             DependencyLifecycleStatus::Ready,
@@ -230,31 +277,12 @@ pub fn decide(
             ),
         ),
     };
-    let mut conditions = current.conditions.clone();
-    condition::merge(
-        &mut conditions,
-        Condition::new(READY, ready, reason, message, generation, now),
-    );
-    exposure(dependency, &mut conditions, now);
-    let (status, failure_code, failure_message) = realization;
-    DependencyResourceStatus {
-        observed_generation: generation,
-        lifecycle_status: Some(lifecycle),
-        provider_realization: Some(ProviderRealization {
-            status,
-            provider_resource_handle: Some(names.container.clone()),
-            volume: Some(names.volume.clone()),
-            network: Some(names.network.clone()),
-            realized_at,
-            failure_code,
-            failure_message,
-        }),
-        connection: Some(managed_connection(
-            dependency.spec.kind,
-            &names.container,
-            &names.secret,
-        )),
-        conditions,
+    Verdict {
+        lifecycle,
+        ready,
+        reason,
+        message,
+        realization,
     }
 }
 
