@@ -192,6 +192,10 @@ const EFFECTS: &[(&str, &str)] = &[
         "a_deployed_container_gets_the_effective_config_and_changes_wait_for_a_deployment",
     ),
     (
+        "dependencyBindings",
+        "a_bound_app_reaches_its_database_by_url_and_keeps_its_rows",
+    ),
+    (
         "imagePullSecretRef",
         "a_missing_image_is_pulled_from_a_private_registry_with_the_pull_secret",
     ),
