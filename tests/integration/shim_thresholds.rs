@@ -295,20 +295,21 @@ async fn a_server_scoped_container_cpu_bound_of_zero_is_crossed_by_the_apps_cont
         .as_str()
         .unwrap()
         .to_string();
-    let since = admin
-        .get(&format!(
-            "/runtime-monitoring/samples?scope.resourceId={app}&window.from={set_at}"
-        ))
-        .await
-        .ok();
-    let ids: Vec<&str> = since["samples"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|s| s["sampleId"].as_str())
-        .collect();
+    // The evaluation can name a sample a moment before the samples query lists it.
+    let samples =
+        format!("/runtime-monitoring/samples?scope.resourceId={app}&window.from={set_at}");
+    let ids: Vec<String> = eventually(EVALUATED, "the crossing sample listed", || async {
+        let since = admin.get(&samples).await.ok();
+        let ids: Vec<String> = since["samples"]
+            .as_array()?
+            .iter()
+            .filter_map(|s| s["sampleId"].as_str().map(str::to_string))
+            .collect();
+        ids.contains(&source).then_some(ids)
+    })
+    .await;
     let first = &ids[..ids.len().min(3)];
-    assert!(first.contains(&source.as_str()), "{source} not in {ids:?}");
+    assert!(first.contains(&source), "{source} not in {ids:?}");
 
     // The evaluation moves with the samples, though nothing changes state.
     let at = |body: &Value| {
