@@ -10,11 +10,13 @@ use std::time::Duration;
 
 use berth_crds::deployment::{Deployment, DeploymentErrorCode, DeploymentState};
 use berth_crds::resource::Resource;
-use berth_tests::{TestNamespace, client, eventually, kubectl, stack_env};
+use berth_tests::{TestNamespace, client, eventually};
 use kube::api::{DeleteParams, Patch, PatchParams};
 use serde_json::json;
 
-use crate::dependency_resources::{create, docker, password, registry_image, wait_ready};
+use crate::dependency_resources::{
+    assert_not_shown, create, docker, password, registry_image, wait_ready,
+};
 use crate::deployments::{apply, ready_server, teardown};
 
 /// Starting PostgreSQL on two busy cores takes a while.
@@ -148,7 +150,9 @@ async fn a_bound_app_reaches_its_database_by_url_and_keeps_its_rows() {
     })
     .await;
 
-    assert_password_not_shown(&ns, &password(&ns, "db").await);
+    // Resources, Deployments, events and the controller's log: where the password must not show.
+    let kinds = "resources.berth.dev,deployments.berth.dev,events.events.k8s.io";
+    assert_not_shown(&ns, kinds, "DATABASE_URL", &password(&ns, "db").await);
     refuses_a_dependency_of_another_environment(&ns, &image, &third).await;
     // The databases go first: teardown waits for every container of the namespace.
     ns.api::<berth_crds::dependency_resource::DependencyResource>()
@@ -197,25 +201,4 @@ async fn refuses_a_dependency_of_another_environment(
         error.message
     );
     assert_eq!(query_as_app(ns, "select body from notes").1, "kept");
-}
-
-/// Resources, Deployments, events and the controller's log: where the password must not show.
-fn assert_password_not_shown(ns: &TestNamespace, password: &str) {
-    let objects = kubectl(
-        &[
-            "get",
-            "resources.berth.dev,deployments.berth.dev,events.events.k8s.io",
-            "-n",
-            &ns.name,
-            "-o",
-            "yaml",
-        ],
-        None,
-    );
-    assert!(objects.status.success(), "kubectl get failed");
-    let text = String::from_utf8_lossy(&objects.stdout);
-    assert!(text.contains("DATABASE_URL"), "the binding is listed");
-    assert!(!text.contains(password), "the password shows in an object");
-    let log = std::fs::read_to_string(stack_env("BERTH_CONTROLLER_LOG")).unwrap();
-    assert!(!log.contains(password), "the password shows in the log");
 }

@@ -99,29 +99,30 @@ pub(crate) async fn password(ns: &TestNamespace, name: &str) -> String {
 
 /// Statuses, events and the controller's log: where the password must never show.
 fn assert_password_not_shown(ns: &TestNamespace, password: &str) {
-    let objects = kubectl(
-        &[
-            "get",
-            "dependencyresources,events.events.k8s.io",
-            "-n",
-            &ns.name,
-            "-o",
-            "yaml",
-        ],
-        None,
+    assert_not_shown(
+        ns,
+        "dependencyresources,events.events.k8s.io",
+        "****",
+        password,
     );
+}
+
+/// The objects of `kinds` in the namespace show `expected` and never `secret`, nor does the
+/// controller's log.
+pub(crate) fn assert_not_shown(ns: &TestNamespace, kinds: &str, expected: &str, secret: &str) {
+    let objects = kubectl(&["get", kinds, "-n", &ns.name, "-o", "yaml"], None);
     assert!(objects.status.success(), "kubectl get failed");
     let text = String::from_utf8_lossy(&objects.stdout);
-    assert!(text.contains("****"), "the masked connection is shown");
+    assert!(text.contains(expected), "{expected} is not shown");
     assert!(
-        !text.contains(password),
-        "the password shows in a status or event"
+        !text.contains(secret),
+        "the secret shows in an object or event"
     );
     let log = std::fs::read_to_string(stack_env("BERTH_CONTROLLER_LOG"))
         .expect("read the controller log ($BERTH_CONTROLLER_LOG)");
     assert!(
-        !log.contains(password),
-        "the password shows in the controller's log"
+        !log.contains(secret),
+        "the secret shows in the controller's log"
     );
 }
 
