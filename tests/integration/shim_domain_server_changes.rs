@@ -180,6 +180,12 @@ async fn a_domain_bound_over_rest_serves_the_app_until_it_is_unbound() {
     .await;
     // The app keeps serving under its own name.
     wait_body(port, &host, "sample-app v1").await;
+    // The shim reads bindings from its watch cache, which sees the deletion a moment later.
+    eventually(WAIT, "the unbound binding is not found", || {
+        let (member, path) = (&member, &path);
+        async move { (member.get(path).await.status == 404).then_some(()) }
+    })
+    .await;
     member.get(&path).await.error(404, "not_found");
 
     // Another organization sees none of it.

@@ -378,6 +378,7 @@ async fn list_bindings(
     let mut items: Vec<DomainBindingView> =
         all_in(&state.caches.domain_bindings, &organization.namespace)
             .iter()
+            .filter(|binding| binding.metadata.deletion_timestamp.is_none())
             .map(|binding| binding_view(binding))
             .collect();
     items.sort_by(|a, b| a.id.cmp(&b.id));
@@ -397,6 +398,10 @@ async fn show_binding(
         &id,
         "domain binding",
     )?;
+    // An unbinding binding no longer serves: it is gone for its callers.
+    if binding.metadata.deletion_timestamp.is_some() {
+        return Err(ApiError::not_found("domain binding", &id));
+    }
     Ok(Json(binding_view(&binding)))
 }
 
