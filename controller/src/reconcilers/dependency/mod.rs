@@ -32,7 +32,7 @@ use kube::{Api, Resource as _, ResourceExt};
 
 use self::plan::{Names, Observed, reason};
 use self::server::Converged;
-use super::fresh::{with_current_finalizers, with_finalizer};
+use super::fresh::with_finalizer;
 use crate::cache::Caches;
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -71,10 +71,9 @@ async fn reconcile(dependency: Arc<DependencyResource>, context: Arc<Context>) -
         .namespace()
         .ok_or(Error::MissingObjectKey("metadata.namespace"))?;
     let api = Api::<DependencyResource>::namespaced(context.client.clone(), &namespace);
-    let Some(dependency) = with_current_finalizers(&api, dependency, FINALIZER).await? else {
+    let Some(dependency) = with_finalizer(&api, dependency, FINALIZER).await? else {
         return Ok(Action::await_change());
     };
-    let dependency = with_finalizer(&api, dependency, FINALIZER).await?;
     finalizer(&api, FINALIZER, dependency, |event| async {
         match event {
             FinalizerEvent::Apply(dependency) => apply(&dependency, &context, &api).await,

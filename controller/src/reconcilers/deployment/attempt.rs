@@ -4,6 +4,7 @@
 //! stops unfinished when the controller does.
 
 mod phases;
+mod roll_out;
 mod server;
 #[cfg(test)]
 mod tests;
@@ -176,7 +177,7 @@ async fn phases(
     if let Some(stack) = &stack {
         plan.compose = Some(Box::new(stack.routed().settings.clone()));
     }
-    phases::roll_out(&server, progress, guard, &plan, stack.as_ref()).await?;
+    roll_out::roll_out(&server, progress, guard, &plan, stack.as_ref()).await?;
     Ok(Served {
         server,
         plan,

@@ -55,7 +55,7 @@ pub use self::history::expired_attempts;
 
 use self::attempts::{serving, state};
 use self::config_triggers as triggers;
-use super::fresh::{with_current_finalizers, with_finalizer};
+use super::fresh::with_finalizer;
 use crate::cache::Subscription;
 use crate::cache::{Caches, changed_by, digest};
 use crate::context::Context;
@@ -142,10 +142,9 @@ async fn reconcile(resource: Arc<Resource>, context: Arc<Context>) -> Result<Act
         .namespace()
         .ok_or(Error::MissingObjectKey("metadata.namespace"))?;
     let api = Api::<Resource>::namespaced(context.client.clone(), &namespace);
-    let Some(resource) = with_current_finalizers(&api, resource, FINALIZER).await? else {
+    let Some(resource) = with_finalizer(&api, resource, FINALIZER).await? else {
         return Ok(Action::await_change());
     };
-    let resource = with_finalizer(&api, resource, FINALIZER).await?;
     finalizer(&api, FINALIZER, resource, |event| async {
         match event {
             FinalizerEvent::Apply(resource) => apply(&resource, &context, &namespace).await,

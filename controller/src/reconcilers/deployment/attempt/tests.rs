@@ -222,9 +222,12 @@ impl AttemptServer for FakeServer {
     async fn ensure_route(
         &self,
         route_id: &str,
-        _target: Option<(&RoutePlan, &str, u16)>,
+        target: Option<(&RoutePlan, &str, u16)>,
     ) -> Result<bool, RemoteError> {
-        self.change(format!("route {route_id}"));
+        match target {
+            Some(_) => self.change(format!("route {route_id}")),
+            None => self.change(format!("unroute {route_id}")),
+        }
         Ok(true)
     }
 
@@ -304,7 +307,7 @@ async fn attempt(
     assert_eq!(plan.container_name, NEW, "the plan the tests expect");
     let outcome = async {
         phases::package(server, &mut progress, &guard, &plan).await?;
-        phases::roll_out(server, &mut progress, &guard, &plan, None).await
+        super::roll_out::roll_out(server, &mut progress, &guard, &plan, None).await
     }
     .await;
     // The attempt's end is written here in a real run; then the older containers go.
@@ -489,9 +492,28 @@ async fn the_first_attempt_carries_the_upstream_name_from_the_start() {
     let (outcome, _) = attempt(&server, &FakeSiblings::default()).await;
     assert!(outcome.is_ok(), "{outcome:?}");
     assert!(server.container(NEW).unwrap().serving);
+    let changes = server.changes();
     assert!(
-        !server.changes().iter().any(|c| c.starts_with("promote")),
-        "{:?}",
-        server.changes()
+        !changes.iter().any(|c| c.starts_with("promote")),
+        "{changes:?}"
     );
+    // Its route is written while it starts, so its first answer is routed at once.
+    assert!(
+        changes.contains(&"route berth-route.org-acme.web".to_string()),
+        "{changes:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_failed_first_attempt_leaves_no_route() {
+    let mut server = FakeServer::new(&[]);
+    server.healthy = false;
+    let (outcome, _) = attempt(&server, &FakeSiblings::default()).await;
+    stopped(outcome);
+    assert_eq!(server.names(), Vec::<String>::new());
+    let changes = server.changes();
+    let route = "route berth-route.org-acme.web".to_string();
+    let written = changes.iter().position(|c| *c == route);
+    let removed = changes.iter().position(|c| *c == format!("un{route}"));
+    assert!(written < removed && written.is_some(), "{changes:?}");
 }
