@@ -80,6 +80,8 @@ pub const NAMESPACE_LABEL: &str = "berth.dev/namespace";
 /// Label of a Compose stack's long-lived service container (not the routed one): attempts
 /// replace it only when it changed, and the stack repairs it when removed.
 pub const SIDECAR_LABEL: &str = "berth.dev/sidecar";
+/// Label naming the DependencyResource a container runs (with [`NAMESPACE_LABEL`]).
+pub const DEPENDENCY_LABEL: &str = "berth.dev/dependency-resource";
 /// Annotation on a Deployment: the Resource generation it was created for, so one spec change
 /// starts one attempt.
 pub const GENERATION_ANNOTATION: &str = "berth.dev/resource-generation";

@@ -3,7 +3,10 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use berth_crds::{DEPLOYMENT_LABEL, MANAGED_LABEL, NAMESPACE_LABEL, RESOURCE_LABEL, SIDECAR_LABEL};
+use berth_crds::{
+    DEPENDENCY_LABEL, DEPLOYMENT_LABEL, MANAGED_LABEL, NAMESPACE_LABEL, RESOURCE_LABEL,
+    SIDECAR_LABEL,
+};
 
 use berth_remote::edge_proxy::{COMPONENT_LABEL, SERVER_LABEL};
 
@@ -17,6 +20,8 @@ pub struct ContainerRecord {
     pub owner: Option<Owner>,
     /// The edge proxy of the Server named `namespace/name`.
     pub proxy_of: Option<String>,
+    /// The managed dependency (namespace, DependencyResource) the container runs.
+    pub dependency: Option<(String, String)>,
     pub running: bool,
     /// Exit code of the last time it stopped.
     pub exit_code: Option<i64>,
@@ -51,6 +56,9 @@ pub struct Listed {
     pub name: String,
     pub labels: HashMap<String, String>,
     pub running: bool,
+    /// Docker's health status as the listing's status line shows it (`Up 3 minutes
+    /// (healthy)`): health events come only on a change, so a new listing must carry it.
+    pub health: Option<String>,
 }
 
 /// One Docker container event.
@@ -63,19 +71,24 @@ pub struct ContainerEvent {
     pub attributes: HashMap<String, String>,
 }
 
-/// What changed in the index: the Resources whose containers changed, and whether the edge
+/// What changed in the index: the Resources and dependencies whose containers changed, and
+/// whether the edge
 /// proxy (re)started (a started proxy holds only its base configuration, no routes) or stopped
 /// (the Server reconciler starts it again).
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Changes {
     pub resources: BTreeSet<(String, String)>,
+    pub dependencies: BTreeSet<(String, String)>,
     pub proxy_started: bool,
     pub proxy_stopped: bool,
 }
 
 impl Changes {
     pub fn is_empty(&self) -> bool {
-        self.resources.is_empty() && !self.proxy_started && !self.proxy_stopped
+        self.resources.is_empty()
+            && self.dependencies.is_empty()
+            && !self.proxy_started
+            && !self.proxy_stopped
     }
 }
 
@@ -107,10 +120,11 @@ impl ServerIndex {
         for container in listed {
             let mut record = record_from_labels(&container.id, &container.name, &container.labels);
             record.running = container.running;
+            record.health = container.health;
             if let Some(before) = self.containers.get(&record.name) {
                 record.exit_code = before.exit_code;
                 record.oom_killed = before.oom_killed;
-                record.health = before.health.clone();
+                record.health = record.health.or_else(|| before.health.clone());
                 record.deaths = before.deaths;
                 record.died_oom = before.died_oom;
                 record.stop_requested = before.stop_requested;
@@ -119,7 +133,8 @@ impl ServerIndex {
         }
         for (name, record) in &fresh {
             let before = self.containers.get(name);
-            if before.map(|b| b.running) != Some(record.running) {
+            let seen = before.map(|b| (b.running, b.health.as_deref()));
+            if seen != Some((record.running, record.health.as_deref())) {
                 note(&mut changes, record);
             }
         }
@@ -200,6 +215,17 @@ fn note(changes: &mut Changes, record: &ContainerRecord) {
             .resources
             .insert((owner.namespace.clone(), owner.resource.clone()));
     }
+    if let Some(dependency) = &record.dependency {
+        changes.dependencies.insert(dependency.clone());
+    }
+}
+
+/// The health Docker shows in a listing's status line: `Up 5 minutes (healthy)`, `Up 2
+/// seconds (health: starting)`; `None` without a health check.
+pub fn health_in_status(status: &str) -> Option<String> {
+    let inner = status.rsplit_once('(')?.1.strip_suffix(')')?;
+    let health = inner.strip_prefix("health: ").unwrap_or(inner);
+    matches!(health, "healthy" | "unhealthy" | "starting").then(|| health.to_string())
 }
 
 fn record_from_labels(id: &str, name: &str, labels: &HashMap<String, String>) -> ContainerRecord {
@@ -216,6 +242,10 @@ fn record_from_labels(id: &str, name: &str, labels: &HashMap<String, String>) ->
         }),
         _ => None,
     };
+    let dependency = labels
+        .get(NAMESPACE_LABEL)
+        .zip(labels.get(DEPENDENCY_LABEL))
+        .map(|(namespace, name)| (namespace.clone(), name.clone()));
     let proxy_of = match labels.get(COMPONENT_LABEL).map(String::as_str) {
         Some("edge-proxy") => labels.get(SERVER_LABEL).cloned(),
         _ => None,
@@ -225,6 +255,7 @@ fn record_from_labels(id: &str, name: &str, labels: &HashMap<String, String>) ->
         name: name.to_string(),
         owner,
         proxy_of,
+        dependency,
         running: false,
         exit_code: None,
         oom_killed: false,
@@ -263,6 +294,7 @@ mod tests {
             name: name.into(),
             labels: app_labels(resource),
             running,
+            health: None,
         }
     }
 
@@ -287,6 +319,50 @@ mod tests {
         assert_eq!(resources(&later), ["api", "web"]);
         assert!(index.container("api-1").is_none());
         assert!(!index.container("web-1").unwrap().running);
+    }
+
+    #[test]
+    fn a_dependencys_container_changes_wake_the_dependency_with_its_health() {
+        let labels = HashMap::from([
+            (MANAGED_LABEL.to_string(), "true".to_string()),
+            (NAMESPACE_LABEL.to_string(), "org-a".to_string()),
+            (DEPENDENCY_LABEL.to_string(), "db".to_string()),
+        ]);
+        let db = |health: &str| Listed {
+            id: "id-db".into(),
+            name: "berth-dep-org-a-db".into(),
+            labels: labels.clone(),
+            running: true,
+            health: health_in_status(health),
+        };
+        let mut index = ServerIndex::default();
+        let first = index.replace(vec![db("Up 2 seconds (health: starting)")]);
+        let woken = BTreeSet::from([("org-a".to_string(), "db".to_string())]);
+        assert_eq!(first.dependencies, woken);
+        assert!(first.resources.is_empty());
+        // The next listing shows it healthy: a change, though it ran all along.
+        let healthy = index.replace(vec![db("Up 20 seconds (healthy)")]);
+        assert_eq!(healthy.dependencies, woken);
+        let record = index.container("berth-dep-org-a-db").unwrap();
+        assert_eq!(record.health.as_deref(), Some("healthy"));
+        let unhealthy = index.apply(&event(
+            "health_status: unhealthy",
+            "berth-dep-org-a-db",
+            labels.clone(),
+        ));
+        assert_eq!(unhealthy.dependencies, woken);
+    }
+
+    #[test]
+    fn health_is_read_from_a_listings_status_line() {
+        assert_eq!(
+            health_in_status("Up 5 minutes (healthy)").as_deref(),
+            Some("healthy")
+        );
+        let starting = health_in_status("Up 1 second (health: starting)");
+        assert_eq!(starting.as_deref(), Some("starting"));
+        assert_eq!(health_in_status("Up 5 minutes"), None);
+        assert_eq!(health_in_status("Exited (0) 3 seconds ago"), None);
     }
 
     #[test]

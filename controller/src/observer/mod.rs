@@ -184,12 +184,23 @@ impl ObservedServer {
 pub struct Wakers {
     resources: mpsc::UnboundedSender<ObjectRef<Resource>>,
     servers: mpsc::UnboundedSender<ObjectRef<Server>>,
+    dependencies: mpsc::UnboundedSender<DependencyWake>,
+}
+
+/// Which managed dependencies to look at: one whose container changed, or every one on a
+/// server whose observer connected or lost its events (the Dependency controller knows which
+/// those are).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DependencyWake {
+    One { namespace: String, name: String },
+    OnServer(ServerId),
 }
 
 /// The receiving ends of [`Wakers`], one per controller.
 pub struct WakeReceivers {
     pub resources: mpsc::UnboundedReceiver<ObjectRef<Resource>>,
     pub servers: mpsc::UnboundedReceiver<ObjectRef<Server>>,
+    pub dependencies: mpsc::UnboundedReceiver<DependencyWake>,
 }
 
 impl Wakers {
@@ -203,6 +214,19 @@ impl Wakers {
         let _ = self
             .servers
             .unbounded_send(ObjectRef::new(&id.name).within(&id.namespace));
+    }
+
+    pub fn dependency(&self, namespace: &str, name: &str) {
+        let _ = self.dependencies.unbounded_send(DependencyWake::One {
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        });
+    }
+
+    pub fn dependencies_on(&self, id: &ServerId) {
+        let _ = self
+            .dependencies
+            .unbounded_send(DependencyWake::OnServer(id.clone()));
     }
 }
 
@@ -222,14 +246,20 @@ impl Observers {
     pub fn new(monitoring: MonitoringSettings) -> (Self, WakeReceivers) {
         let (resources, resources_rx) = mpsc::unbounded();
         let (servers, servers_rx) = mpsc::unbounded();
+        let (dependencies, dependencies_rx) = mpsc::unbounded();
         let observers = Self {
             running: Mutex::default(),
-            wake: Wakers { resources, servers },
+            wake: Wakers {
+                resources,
+                servers,
+                dependencies,
+            },
             monitoring,
         };
         let receivers = WakeReceivers {
             resources: resources_rx,
             servers: servers_rx,
+            dependencies: dependencies_rx,
         };
         (observers, receivers)
     }

@@ -14,7 +14,7 @@ use futures::StreamExt;
 use kube::ResourceExt;
 
 use crate::context::Context;
-use crate::observer::index::{Changes, ContainerEvent, Listed};
+use crate::observer::index::{Changes, ContainerEvent, Listed, health_in_status};
 use crate::observer::{Connectivity, ObservedServer};
 use crate::server_connections::server_connection;
 use berth_remote::docker::{docker_call, docker_over_ssh_within};
@@ -144,6 +144,7 @@ async fn relist(
                 name,
                 labels: c.labels.unwrap_or_default(),
                 running: c.state.is_some_and(|s| s.to_string() == "running"),
+                health: c.status.as_deref().and_then(health_in_status),
             })
         })
         .collect();
@@ -168,6 +169,9 @@ fn wake(context: &Context, id: &ServerId, changes: &Changes) {
     for (namespace, resource) in &changes.resources {
         context.observers.wake.resource(namespace, resource);
     }
+    for (namespace, dependency) in &changes.dependencies {
+        context.observers.wake.dependency(namespace, dependency);
+    }
     if changes.proxy_started {
         // A restarted proxy holds no routes: every resource it serves writes its own again.
         wake_everything_on(context, id);
@@ -178,8 +182,9 @@ fn wake(context: &Context, id: &ServerId, changes: &Changes) {
     }
 }
 
-/// Wakes every Resource deployed to the server.
+/// Wakes every Resource deployed to the server, and its managed dependencies.
 fn wake_everything_on(context: &Context, id: &ServerId) {
+    context.observers.wake.dependencies_on(id);
     for resource in context.caches.resources.state() {
         let here = resource.namespace().as_deref() == Some(id.namespace.as_str())
             && resource.spec.server_id.as_deref() == Some(id.name.as_str());

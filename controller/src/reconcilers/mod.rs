@@ -54,6 +54,7 @@ struct Inputs {
     storage_volumes: bookkeeping::Shared<StorageVolume>,
     retention: Subscription<RetentionPolicy>,
     health_changes: Subscription<BerthResource>,
+    dependencies: futures::channel::mpsc::UnboundedReceiver<crate::observer::DependencyWake>,
 }
 
 impl Inputs {
@@ -110,6 +111,7 @@ impl Inputs {
             storage_volumes: bookkeeping::Shared::subscribe(&feeds.storage_volumes),
             retention: feeds.retention_policies.subscribe(),
             health_changes: feeds.resources.subscribe(),
+            dependencies: wakes.dependencies,
         }
     }
 }
@@ -156,7 +158,7 @@ async fn run_controllers(
         server::run(context.clone(), inputs.servers, shutdown.clone()),
         deployment::run(context.clone(), inputs.deployments, shutdown.clone()),
         resource::run(context.clone(), inputs.resources, shutdown.clone()),
-        dependency::run(context.clone(), shutdown.clone()),
+        dependency::run(context.clone(), inputs.dependencies, shutdown.clone()),
         bookkeeping::run::<User>(context.clone(), shutdown.clone()),
         bookkeeping::run::<Session>(context.clone(), shutdown.clone()),
         bookkeeping::run::<Invitation>(context.clone(), shutdown.clone()),

@@ -1,16 +1,20 @@
 //! DependencyResource: runs a managed PostgreSQL or Redis as one container of its image on the
 //! named server, with a named volume for its data and a private network of its own; keeps it
 //! running (a container removed or stopped by hand is put back, the volume with it untouched)
-//! and reports its health (`pg_isready` / `redis-cli PING` inside the container, through the
-//! tunnel). The credentials are generated here, kept in a Secret the object owns, and never
+//! and reports its health (`pg_isready` / `redis-cli PING` inside the container: Docker runs it
+//! as the container's health check and the server's observer hears each change, so a ready
+//! dependency costs no SSH channel; a change, or an observer not following events, makes the
+//! reconciler look over the tunnel). The credentials are generated here, kept in a Secret the object owns, and never
 //! written to a status, event, log line or error.
 //!
 //! Deletion (finalizer) removes the container and network and keeps the volume, unless the
 //! annotation `berth.dev/delete-data` holds the object's name.
 //!
-//! `plan` decides without I/O, `server` acts on the server, `credentials` keeps the Secret.
+//! `plan` decides without I/O, `server` acts on the server, `credentials` keeps the Secret,
+//! `observed` reads what the server's observer knows.
 
 mod credentials;
+mod observed;
 mod plan;
 mod server;
 
@@ -36,30 +40,40 @@ use super::fresh::with_finalizer;
 use crate::cache::Caches;
 use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::observer::DependencyWake;
 use crate::reconcilers::deployment::connect;
 use crate::reconcilers::event_reason;
 use crate::reconcilers::policy::{drain, error_policy};
 use crate::status::StatusWriter;
+use futures::channel::mpsc::UnboundedReceiver;
 
 const KIND: &str = "DependencyResource";
 /// Removes the container and network (and the volume when asked) before the object goes.
 pub const FINALIZER: &str = "berth.dev/dependency-cleanup";
-/// How often a ready dependency's container and health are checked again: drift (a container
-/// removed or stopped by hand) and a failing health check are noticed within this.
+/// How often a ready dependency's container and health are checked again over SSH when the
+/// server's observer cannot tell (no health events from it): drift (a container removed or
+/// stopped by hand) and a failing health check are noticed within this.
 const CHECK_EVERY: Duration = Duration::from_secs(20);
+/// A safety net only: the observer's events wake a dependency whose container changed.
+const CHECK_WHEN_OBSERVED: Duration = Duration::from_secs(300);
 /// How soon a dependency not ready yet (starting, degraded, server failing) is looked at again.
 const RECHECK_SOON: Duration = Duration::from_secs(3);
 
 /// How soon a dependency whose server does not exist is looked at again.
 const WAIT_FOR_SERVER: Duration = Duration::from_secs(30);
 
-/// Runs the controller on its own watch until `shutdown`.
+/// Runs the controller on its own watch until `shutdown`; the servers' observers wake the
+/// dependencies whose containers changed.
 pub async fn run(
     context: Arc<Context>,
+    woken: UnboundedReceiver<DependencyWake>,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
     let api = Api::<DependencyResource>::all(context.client.clone());
-    let stream = Controller::new(api, watcher::Config::default())
+    let controller = Controller::new(api, watcher::Config::default());
+    let woken = observed::woken(woken, controller.store());
+    let stream = controller
+        .reconcile_on(woken)
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy(KIND), context);
     drain(KIND, stream).await;
@@ -116,6 +130,12 @@ async fn apply(
     }
     let names = Names::of(dependency);
     let password = credentials::ensure(dependency, context, &names).await?;
+    if observed::healthy_by_events(context, dependency, &names) {
+        // Still ready: the status is as decided before, and nothing is written.
+        let status = plan::decide(dependency, &names, &Observed::Healthy, now);
+        write(api, dependency, &status).await?;
+        return Ok(Action::requeue(CHECK_WHEN_OBSERVED));
+    }
     // Whatever Docker or the connection says is masked before it is shown anywhere.
     let masker = Masker::new([password.as_str()]);
     let observed = observe(dependency, context, &names, &password, &masker).await;

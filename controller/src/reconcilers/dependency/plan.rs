@@ -3,6 +3,7 @@
 //! writes from what it observed.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use berth_crds::condition::{self, Condition, ConditionStatus, READY};
 use berth_crds::dependency_resource::{
@@ -11,15 +12,15 @@ use berth_crds::dependency_resource::{
 };
 use berth_crds::{MANAGED_LABEL, NAMESPACE_LABEL};
 use bollard::models::{
-    ContainerCreateBody, HostConfig, Mount, MountType, RestartPolicy, RestartPolicyNameEnum,
+    ContainerCreateBody, HealthConfig, HostConfig, Mount, MountType, RestartPolicy,
+    RestartPolicyNameEnum,
 };
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use rand::Rng;
 use rand::distr::Alphanumeric;
 
-/// Label naming the DependencyResource a container runs.
-pub const DEPENDENCY_LABEL: &str = "berth.dev/dependency-resource";
+pub use berth_crds::DEPENDENCY_LABEL;
 /// Label holding the image reference the container was created from: a changed `spec.image`
 /// recreates it (the data volume stays).
 pub const IMAGE_LABEL: &str = "berth.dev/dependency-image";
@@ -124,6 +125,7 @@ pub fn container_body(
         env: Some(env),
         cmd,
         labels: Some(labels),
+        healthcheck: Some(health_config(kind)),
         host_config: Some(HostConfig {
             network_mode: Some(names.network.clone()),
             mounts: Some(vec![Mount {
@@ -142,8 +144,30 @@ pub fn container_body(
     }
 }
 
-/// The health check run inside the container (`docker exec`): it reads the password from the
-/// container's own environment, so the request carries none.
+/// How often Docker runs the health check on the server (the observer hears each change).
+const HEALTH_INTERVAL: Duration = Duration::from_secs(15);
+/// How long one check may take before Docker counts it failed.
+const HEALTH_CHECK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The container's own health check: [`health_command`], run by Docker on the server. One
+/// failure marks it unhealthy, which only wakes the reconciler: its own check decides whether
+/// the dependency is degraded.
+fn health_config(kind: DependencyKind) -> HealthConfig {
+    let nanos = |d: Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
+    let mut test = vec!["CMD".to_string()];
+    test.extend(health_command(kind));
+    HealthConfig {
+        test: Some(test),
+        interval: Some(nanos(HEALTH_INTERVAL)),
+        timeout: Some(nanos(HEALTH_CHECK_TIMEOUT)),
+        retries: Some(1),
+        ..Default::default()
+    }
+}
+
+/// The health check run inside the container (by Docker as its health check, and by `docker
+/// exec` when the reconciler looks itself): it reads the password from the container's own
+/// environment, so the request carries none.
 pub fn health_command(kind: DependencyKind) -> Vec<String> {
     let script = match kind {
         DependencyKind::Postgres => format!(

@@ -91,6 +91,7 @@ fn running(container: &str) -> Listed {
         name: container.into(),
         labels: HashMap::from(labels.map(|(k, v)| (k.to_string(), v.to_string()))),
         running: true,
+        health: None,
     }
 }
 

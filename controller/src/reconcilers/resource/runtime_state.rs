@@ -211,6 +211,7 @@ mod tests {
             name: "berth-c".into(),
             owner: None,
             proxy_of: None,
+            dependency: None,
             running,
             exit_code,
             oom_killed,

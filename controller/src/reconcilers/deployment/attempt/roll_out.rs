@@ -2,6 +2,7 @@
 //! container and, on a first deploy, its route). Split from [`super::phases`], whose helpers
 //! (deadlines, stops) it uses.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use berth_crds::deployment::{Deployment, DeploymentErrorCode as Code, DeploymentPhase};
@@ -27,7 +28,9 @@ const STACK_TIMEOUT: Duration = Duration::from_secs(300);
 const LOG_TAIL_LINES: usize = 50;
 
 /// Deploy, verify, and what follows a failure: a stop removes only this attempt's new
-/// container, while the old one keeps serving (on success, see [`retire_older`]).
+/// container, while the old one keeps serving (on success, see [`retire_older`]). A container
+/// that already joined the upstream name may hold requests: it is retired (SIGTERM, time to
+/// answer them), not killed.
 pub async fn roll_out(
     server: &impl AttemptServer,
     progress: &mut Progress<'_>,
@@ -40,6 +43,7 @@ pub async fn roll_out(
     // carry it from the start, which spares the rejoin in verify.
     let first = !guard.siblings.any_succeeded();
     let route_id = route_id_of(progress.deployment);
+    let promoting = AtomicBool::new(false);
     // Boxed, so a debug build's poll frames do not hold both phases' whole state.
     let served = async {
         let deployed = Box::pin(deploy(server, progress, plan, stack, first));
@@ -47,14 +51,18 @@ pub async fn roll_out(
             tokio::join!(deployed, first_route(server, plan, &route_id, first));
         deployed?;
         routed?;
-        Box::pin(verify(server, progress, guard, plan, first)).await
+        Box::pin(verify(server, progress, guard, plan, first, &promoting)).await
     };
     match served.await {
         Ok(()) => Ok(()),
         Err(Halt::Stop(stopped)) => {
             progress.status.phase = Some(DeploymentPhase::Rollback);
             let name = &plan.container_name;
-            if let Err(error) = server.remove_container(name).await {
+            let removed = match promoting.load(Ordering::Relaxed) {
+                true => server.retire(name).await,
+                false => server.remove_container(name).await.map(drop),
+            };
+            if let Err(error) = removed {
                 tracing::warn!(%error, container = %name, "could not remove the failed container");
             }
             if first {
@@ -116,6 +124,7 @@ async fn verify(
     guard: &Guard<'_>,
     plan: &Plan,
     first: bool,
+    promoting: &AtomicBool,
 ) -> Result<(), Halt> {
     progress.step(Verify, 5, "Health check, then switching the route");
     let route_id = route_id_of(progress.deployment);
@@ -143,6 +152,8 @@ async fn verify(
     };
     guard.within(Verify, limit, probed).await?;
     guard.check(Verify)?;
+    // Healthy: from here it serves (a first deploy's from the start) or is about to.
+    promoting.store(true, Ordering::Relaxed);
     // The restart policy and the route are independent: set at once.
     let routed = async {
         if first {

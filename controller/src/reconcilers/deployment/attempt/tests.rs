@@ -57,6 +57,8 @@ struct FakeServer {
     containers: Mutex<BTreeMap<String, Container>>,
     changes: Mutex<Vec<String>>,
     healthy: bool,
+    /// The restart policy cannot be set (the connection broke after the health check, say).
+    restarts_fail: bool,
     packaging: Packaging,
     signal: watch::Sender<Option<Interrupt>>,
 }
@@ -79,6 +81,7 @@ impl FakeServer {
             containers: Mutex::new(containers),
             changes: Mutex::default(),
             healthy: true,
+            restarts_fail: false,
             packaging: Packaging::Done,
             signal: watch::channel(None).0,
         }
@@ -203,7 +206,13 @@ impl AttemptServer for FakeServer {
     }
 
     async fn release_restarts(&self, _plan: &Plan) -> Result<(), RemoteError> {
-        Ok(())
+        match self.restarts_fail {
+            true => Err(RemoteError::Timeout {
+                operation: "setting the restart policy",
+                after: std::time::Duration::from_secs(30),
+            }),
+            false => Ok(()),
+        }
     }
 
     async fn ensure_promoted(&self, plan: &Plan) -> Result<(), RemoteError> {
@@ -516,4 +525,21 @@ async fn a_failed_first_attempt_leaves_no_route() {
     let written = changes.iter().position(|c| *c == route);
     let removed = changes.iter().position(|c| *c == format!("un{route}"));
     assert!(written < removed && written.is_some(), "{changes:?}");
+}
+
+#[tokio::test]
+async fn a_failure_after_the_health_check_retires_the_new_container_gracefully() {
+    let mut server = FakeServer::new(&[(OLDER, "dep-web-0")]);
+    server.restarts_fail = true;
+    let siblings = FakeSiblings {
+        succeeded_before: true,
+        ..Default::default()
+    };
+    let (outcome, _) = attempt(&server, &siblings).await;
+    assert_eq!(stopped(outcome).code, Code::RouteSwitchFailed);
+    // It may have taken requests as the upstream: SIGTERM and time to answer, not a kill.
+    let changes = server.changes();
+    assert!(changes.contains(&format!("retire {NEW}")), "{changes:?}");
+    assert!(!changes.contains(&format!("remove {NEW}")), "{changes:?}");
+    assert_eq!(server.names(), [OLDER]);
 }
