@@ -124,7 +124,7 @@ async fn write(store: &Arc<dyn ObservationStore>, rows: Vec<AttemptRecord>) -> R
 }
 
 async fn blocking(
-    call: impl FnOnce() -> Result<(), berth_observations::TimelineError> + Send + 'static,
+    call: impl FnOnce() -> Result<(), berth_observations::StoreError> + Send + 'static,
 ) -> Result<(), ()> {
     match tokio::task::spawn_blocking(call).await {
         Ok(Ok(())) => Ok(()),

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use berth_observations::{ObservationStore, TimelineError};
+use berth_observations::{ObservationStore, StoreError};
 
 use crate::error::ApiError;
 
@@ -12,7 +12,7 @@ use crate::error::ApiError;
 pub async fn store_call<T: Send + 'static>(
     store: &Arc<dyn ObservationStore>,
     what: &'static str,
-    call: impl FnOnce(&dyn ObservationStore) -> Result<T, TimelineError> + Send + 'static,
+    call: impl FnOnce(&dyn ObservationStore) -> Result<T, StoreError> + Send + 'static,
 ) -> Result<T, ApiError> {
     let store = Arc::clone(store);
     tokio::task::spawn_blocking(move || call(store.as_ref()))

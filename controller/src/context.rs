@@ -11,7 +11,7 @@ use crate::attempt_supervisor::Attempts;
 use crate::cache::Caches;
 use crate::metrics::Metrics;
 use crate::observer::Observers;
-use berth_observations::TimelineWriter;
+use berth_observations::ObservationWriter;
 use berth_remote::{PoolSettings, ServerConnectionPool};
 use berth_source::SourceCache;
 
@@ -34,7 +34,7 @@ pub struct Context {
     /// Set once the CRDs are established and the controllers run.
     pub ready: AtomicBool,
     /// Where deployment timelines are recorded.
-    pub timeline: TimelineWriter,
+    pub timeline: ObservationWriter,
     /// What reconcilers read instead of asking the API server.
     pub caches: Caches,
     /// One observer per server: what runs where, and who to wake when it changes.
@@ -73,7 +73,7 @@ impl Context {
     pub fn new(
         client: Client,
         metrics: Metrics,
-        timeline: TimelineWriter,
+        timeline: ObservationWriter,
         caches: Caches,
         observers: Observers,
         acme: AcmeSettings,

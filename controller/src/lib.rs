@@ -102,13 +102,15 @@ pub async fn run(options: RunOptions) -> anyhow::Result<()> {
 }
 
 /// Opens the observation store and starts its writer (RetentionPolicies prune it).
-async fn open_timeline(options: &RunOptions) -> anyhow::Result<berth_observations::TimelineWriter> {
+async fn open_timeline(
+    options: &RunOptions,
+) -> anyhow::Result<berth_observations::ObservationWriter> {
     let location = options.store.location();
     // Shown masked: a URL's password never reaches a log line.
     let shown = location.to_string();
     let store = tokio::task::spawn_blocking(move || berth_observations::open(&location)).await??;
     tracing::info!(store = %shown, "observation store open");
-    Ok(berth_observations::TimelineWriter::start(store)?)
+    Ok(berth_observations::ObservationWriter::start(store)?)
 }
 
 /// Creates the system namespace (leases, sessions, system policies) if missing.

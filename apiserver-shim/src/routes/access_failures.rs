@@ -17,7 +17,7 @@ use std::time::Duration;
 use axum::extract::{Path, State};
 use berth_crds::access_failure::{AccessFailureEvidence, with_current_reason};
 use berth_crds::member::OrganizationRole;
-use berth_observations::{AccessFailureRecord, ObservationStore, TimelineError};
+use berth_observations::{AccessFailureRecord, ObservationStore, StoreError};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use schemars::JsonSchema;
@@ -178,7 +178,7 @@ async fn read(
         .map_err(unavailable)
 }
 
-fn unavailable(error: TimelineError) -> ApiError {
+fn unavailable(error: StoreError) -> ApiError {
     tracing::warn!(%error, "observation store unavailable");
     ApiError::unavailable("access-failure evidence is unavailable: the observation store failed")
 }

@@ -3,7 +3,7 @@
 //! access failures, audit — kept so it outlives the stream that showed it, the objects and
 //! restarts of Berth. Entries hold only masked text.
 //!
-//! The controller records through a [`TimelineWriter`] (never blocking an attempt); the REST
+//! The controller records through an [`ObservationWriter`] (never blocking an attempt); the REST
 //! shim reads the same store to stream build output and to serve past timelines. The store is a
 //! SQLite file by default, or a PostgreSQL database several replicas share; [`open`] picks one
 //! from a [`StoreLocation`].
@@ -43,11 +43,11 @@ pub use monitoring::{
     SampleRecord, Tier,
 };
 pub use options::StoreOptions;
-pub use postgres::PostgresTimeline;
+pub use postgres::PostgresStore;
 pub use retention::{History, RetentionStore};
-pub use sqlite::SqliteTimeline;
+pub use sqlite::SqliteStore;
 pub use terminal_sessions::{PendingTerminal, TerminalClaim, TerminalSessionStore};
-pub use writer::TimelineWriter;
+pub use writer::ObservationWriter;
 
 /// Name of the store's file in the data directory.
 pub const FILE_NAME: &str = "observations.sqlite";
@@ -85,7 +85,7 @@ pub struct TimelineEntry {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum TimelineError {
+pub enum StoreError {
     /// `location` is shown masked (no password).
     #[error("observation store {location}: {message}")]
     Open { location: String, message: String },
@@ -99,7 +99,7 @@ pub enum TimelineError {
     Encoding(#[from] serde_json::Error),
 }
 
-/// Where timelines live: [`SqliteTimeline`] or [`PostgresTimeline`]. Every call blocks; make
+/// Where timelines live: [`SqliteStore`] or [`PostgresStore`]. Every call blocks; make
 /// them where blocking is allowed (`spawn_blocking`, a thread of its own). A store keeps
 /// access-failure evidence ([`AccessFailureStore`]) and monitoring samples
 /// ([`MonitoringStore`]) too, and the state shim replicas share: pending terminal sessions
@@ -117,28 +117,28 @@ pub trait ObservationStore:
     + Sync
 {
     /// Adds `events` to the end of `key`'s timeline, all or none.
-    fn append(&self, key: &TimelineKey, events: &[ProgressEvent]) -> Result<(), TimelineError>;
+    fn append(&self, key: &TimelineKey, events: &[ProgressEvent]) -> Result<(), StoreError>;
     /// Up to `limit` entries of `key`'s timeline recorded after `after` (0: from the start).
     fn read(
         &self,
         key: &TimelineKey,
         after: i64,
         limit: usize,
-    ) -> Result<Vec<TimelineEntry>, TimelineError>;
+    ) -> Result<Vec<TimelineEntry>, StoreError>;
     /// How many entries `key`'s timeline holds.
-    fn count(&self, key: &TimelineKey) -> Result<i64, TimelineError>;
+    fn count(&self, key: &TimelineKey) -> Result<i64, StoreError>;
     /// The attempts of one resource that have a timeline, by Deployment name in order.
-    fn attempts(&self, namespace: &str, resource: &str) -> Result<Vec<String>, TimelineError>;
+    fn attempts(&self, namespace: &str, resource: &str) -> Result<Vec<String>, StoreError>;
     /// Removes timeline entries recorded more than `retention` ago; returns how many went.
-    fn prune(&self, retention: Duration) -> Result<usize, TimelineError>;
+    fn prune(&self, retention: Duration) -> Result<usize, StoreError>;
     /// Forgets everything recorded of `resource` in `namespace` — its timelines, health
     /// history, monitoring samples and rollups, access-failure evidence — so a resource
     /// created again under the same name starts with no history. Returns the rows deleted.
-    fn forget_resource(&self, namespace: &str, resource: &str) -> Result<usize, TimelineError>;
+    fn forget_resource(&self, namespace: &str, resource: &str) -> Result<usize, StoreError>;
     /// Adds health observations, all or none.
-    fn record_health(&self, observations: &[HealthObservation]) -> Result<(), TimelineError>;
+    fn record_health(&self, observations: &[HealthObservation]) -> Result<(), StoreError>;
     /// The observations `query` selects, oldest first.
-    fn health_history(&self, query: &HealthQuery) -> Result<Vec<HealthObservation>, TimelineError>;
+    fn health_history(&self, query: &HealthQuery) -> Result<Vec<HealthObservation>, StoreError>;
     /// Removes health observations made more than `retention` ago; returns how many went.
-    fn prune_health_history(&self, retention: Duration) -> Result<usize, TimelineError>;
+    fn prune_health_history(&self, retention: Duration) -> Result<usize, StoreError>;
 }

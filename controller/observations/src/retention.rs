@@ -1,7 +1,7 @@
 //! What retention policies (spec §2.2 "Retention default policy") prune: each kind of history
 //! the store keeps, counted or deleted per organization namespace before a cutoff.
 
-use crate::TimelineError;
+use crate::StoreError;
 
 /// A kind of history in the store, each in its own table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,12 +70,12 @@ pub trait RetentionStore: Send + Sync {
         namespace: &str,
         history: History,
         before_ms: i64,
-    ) -> Result<u64, TimelineError>;
+    ) -> Result<u64, StoreError>;
     /// Deletes them; returns how many rows of `history` went.
     fn delete_before(
         &self,
         namespace: &str,
         history: History,
         before_ms: i64,
-    ) -> Result<u64, TimelineError>;
+    ) -> Result<u64, StoreError>;
 }

@@ -18,12 +18,12 @@ enum Command {
 
 /// A cheap, cloneable handle to the writer thread; the default one records nothing.
 #[derive(Clone, Default)]
-pub struct TimelineWriter {
+pub struct ObservationWriter {
     queue: Option<mpsc::UnboundedSender<Command>>,
     store: Option<Arc<dyn ObservationStore>>,
 }
 
-impl TimelineWriter {
+impl ObservationWriter {
     /// Starts the writer thread over `store`. It ends when the last handle is dropped.
     pub fn start(store: Arc<dyn ObservationStore>) -> std::io::Result<Self> {
         let (queue, commands) = mpsc::unbounded_channel();

@@ -195,7 +195,7 @@ fn apply(
     category: RetentionCategory,
     cutoff_ms: i64,
     mode: RetentionRunMode,
-) -> std::result::Result<BTreeMap<String, i64>, berth_observations::TimelineError> {
+) -> std::result::Result<BTreeMap<String, i64>, berth_observations::StoreError> {
     let mut rows = BTreeMap::new();
     for history in histories(category) {
         let mut total = 0u64;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use axum::extract::{Path, State};
 use berth_crds::progress::{ProgressEvent, Source};
-use berth_observations::{ObservationStore, TimelineEntry, TimelineError, TimelineKey};
+use berth_observations::{ObservationStore, StoreError, TimelineEntry, TimelineKey};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
@@ -30,7 +30,7 @@ const MAX_LIMIT: u64 = 1_000;
 /// Runs a store call off the async threads.
 async fn blocking<T: Send + 'static>(
     store: &Arc<dyn ObservationStore>,
-    call: impl FnOnce(&dyn ObservationStore) -> Result<T, TimelineError> + Send + 'static,
+    call: impl FnOnce(&dyn ObservationStore) -> Result<T, StoreError> + Send + 'static,
 ) -> ApiResult<T> {
     store_call(store, "deployment timelines", call).await
 }

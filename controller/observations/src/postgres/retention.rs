@@ -1,16 +1,16 @@
 //! Retention on PostgreSQL: counting and deleting one namespace's history older than a cutoff,
 //! with the statements SQLite runs (numbered placeholders rewritten).
 
-use super::{PostgresTimeline, numbered};
-use crate::{History, RetentionStore, TimelineError};
+use super::{PostgresStore, numbered};
+use crate::{History, RetentionStore, StoreError};
 
-impl RetentionStore for PostgresTimeline {
+impl RetentionStore for PostgresStore {
     fn count_before(
         &self,
         namespace: &str,
         history: History,
         before_ms: i64,
-    ) -> Result<u64, TimelineError> {
+    ) -> Result<u64, StoreError> {
         let sql = numbered(&history.count_sql());
         let count: i64 = self.block_on(self.run(async |connection| {
             let row = connection
@@ -27,7 +27,7 @@ impl RetentionStore for PostgresTimeline {
         namespace: &str,
         history: History,
         before_ms: i64,
-    ) -> Result<u64, TimelineError> {
+    ) -> Result<u64, StoreError> {
         let statements: Vec<String> = history.delete_sql().iter().map(|s| numbered(s)).collect();
         // One statement after another: each is safe to run again, so a run cut short is
         // finished by the next.

@@ -19,7 +19,7 @@ use tokio::task::JoinHandle;
 use crate::conditions::Stamp;
 use crate::error::Result;
 use crate::status::StatusWriter;
-use berth_observations::{MAX_OUTPUT_LINES, TimelineKey, TimelineWriter};
+use berth_observations::{MAX_OUTPUT_LINES, ObservationWriter, TimelineKey};
 
 /// The attempt's status and the queue to its writer.
 pub struct Progress<'a> {
@@ -27,7 +27,7 @@ pub struct Progress<'a> {
     pub status: DeploymentStatus,
     queue: Option<mpsc::UnboundedSender<DeploymentStatus>>,
     writer: Option<JoinHandle<Result<()>>>,
-    timeline: TimelineWriter,
+    timeline: ObservationWriter,
     key: TimelineKey,
 }
 
@@ -36,7 +36,7 @@ impl<'a> Progress<'a> {
     pub fn start(
         api: Api<Deployment>,
         deployment: &'a Deployment,
-        timeline: TimelineWriter,
+        timeline: ObservationWriter,
     ) -> Self {
         let (queue, updates) = mpsc::unbounded_channel();
         let current = deployment.status.clone();
@@ -64,7 +64,7 @@ impl<'a> Progress<'a> {
             status: deployment.status.clone().unwrap_or_default(),
             queue: None,
             writer: None,
-            timeline: TimelineWriter::default(),
+            timeline: ObservationWriter::default(),
             key: TimelineKey::new("", "", ""),
         }
     }
@@ -248,7 +248,7 @@ impl Progress<'_> {
 /// most [`MAX_OUTPUT_LINES`] per attempt step, then one line saying the rest was left out.
 #[derive(Clone)]
 pub struct OutputSink {
-    timeline: TimelineWriter,
+    timeline: ObservationWriter,
     key: TimelineKey,
     template: ProgressEvent,
     lines: Arc<AtomicUsize>,
@@ -259,7 +259,7 @@ impl OutputSink {
     #[cfg(test)]
     pub fn disabled() -> Self {
         Self {
-            timeline: TimelineWriter::default(),
+            timeline: ObservationWriter::default(),
             key: TimelineKey::new("", "", ""),
             template: ProgressEvent {
                 timestamp: String::new(),
@@ -330,7 +330,7 @@ mod tests {
     use super::*;
     use crate::conditions::testing::{expected, stamp};
     use berth_crds::condition::ConditionStatus::{False, True};
-    use berth_observations::{ObservationStore, SqliteTimeline};
+    use berth_observations::{ObservationStore, SqliteStore};
 
     #[test]
     fn an_ending_attempt_says_whether_it_succeeded() {
@@ -343,8 +343,8 @@ mod tests {
     #[tokio::test]
     async fn output_beyond_the_cap_is_left_out_with_one_line_saying_so() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(SqliteTimeline::open(&dir.path().join("t.sqlite")).unwrap());
-        let writer = TimelineWriter::start(store.clone()).unwrap();
+        let store = Arc::new(SqliteStore::open(&dir.path().join("t.sqlite")).unwrap());
+        let writer = ObservationWriter::start(store.clone()).unwrap();
         let key = TimelineKey::new("org-a", "web", "dep-web-1");
         let mut sink = OutputSink::disabled();
         sink.timeline = writer.clone();
