@@ -34,13 +34,13 @@ use crate::options::RunOptions;
 /// Runs the controller until SIGTERM/SIGINT, or until this replica loses its Lease.
 pub async fn run(options: RunOptions) -> anyhow::Result<()> {
     let client = api_requests::counted_client().await?;
-    let timeline = open_timeline(&options).await?;
+    let observations = open_observations(&options).await?;
     let (caches, feeds) = cache::Caches::new();
     let (observers, wakes) = observer::Observers::new(options.monitoring());
     let context = Context::new(
         client.clone(),
         Metrics::default(),
-        timeline,
+        observations,
         caches,
         observers,
         options.acme(),
@@ -102,7 +102,7 @@ pub async fn run(options: RunOptions) -> anyhow::Result<()> {
 }
 
 /// Opens the observation store and starts its writer (RetentionPolicies prune it).
-async fn open_timeline(
+async fn open_observations(
     options: &RunOptions,
 ) -> anyhow::Result<berth_observations::ObservationWriter> {
     let location = options.store.location();

@@ -248,7 +248,7 @@ async fn show(
     let filters = parse_filters(&query)?;
     caller.require_role(OrganizationRole::Member)?;
     let not_found = || ApiError::not_found("access failure", &request_id);
-    let record = find(&state.timelines, &request_id)
+    let record = find(&state.observations, &request_id)
         .await?
         .filter(|record| visible(&state, &caller, record) && matches(&filters, record))
         .ok_or_else(not_found)?;

@@ -374,7 +374,7 @@ async fn read(
     state: &AppState,
     query: SampleQuery,
 ) -> ApiResult<Result<Vec<MonitoringSample>, StoreError>> {
-    let store = Arc::clone(&state.timelines);
+    let store = Arc::clone(&state.observations);
     tokio::task::spawn_blocking(move || store.samples(&query))
         .await
         .map_err(ApiError::internal)

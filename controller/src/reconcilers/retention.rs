@@ -116,7 +116,7 @@ async fn reconcile(policy: Arc<RetentionPolicy>, runner: Arc<Runner>) -> Result<
     if let Some(wait) = next_run_in(&policy, runner.interval, Timestamp::now()) {
         return Ok(Action::requeue(wait));
     }
-    let Some(store) = context.timeline.store() else {
+    let Some(store) = context.observations.store() else {
         return Ok(Action::await_change());
     };
     let namespaces = governed_namespaces(&policy, &runner);

@@ -96,7 +96,7 @@ pub async fn show(
         .await?
         .filter(|d| d.spec.resource_id == resource_id);
     let read_key = key.clone();
-    let (entries, recorded) = blocking(&state.timelines, move |store| {
+    let (entries, recorded) = blocking(&state.observations, move |store| {
         // One more than asked tells whether the timeline goes on.
         let entries = store.read(&read_key, after, limit + 1)?;
         let recorded = !entries.is_empty() || store.count(&read_key)? > 0;

@@ -427,7 +427,7 @@ async fn read(
     query: RollupQuery,
     contributors_wanted: bool,
 ) -> ApiResult<(Read, Vec<SourceError>)> {
-    let store = Arc::clone(&state.timelines);
+    let store = Arc::clone(&state.observations);
     let read = tokio::task::spawn_blocking(move || -> Result<Read, StoreError> {
         let rows = store.rollup(&query)?;
         let usage = if contributors_wanted {

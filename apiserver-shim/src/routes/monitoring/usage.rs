@@ -209,7 +209,7 @@ async fn read_measurements(
     state: &AppState,
     query: SampleQuery,
 ) -> ApiResult<Result<(Vec<MonitoringSample>, Vec<DiskRecord>), StoreError>> {
-    let store = Arc::clone(&state.timelines);
+    let store = Arc::clone(&state.observations);
     tokio::task::spawn_blocking(move || Ok((store.samples(&query)?, store.disk(&query.namespace)?)))
         .await
         .map_err(ApiError::internal)
