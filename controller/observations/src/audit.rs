@@ -1,6 +1,6 @@
 //! Who changed what through the REST API: one row per object a REST write changed, with the
 //! actor, the operation and the fields it changed (names only, never values that could be
-//! secret). Kept beside the timelines so "who turned off auto-deploy?" still has an answer
+//! secret). Kept in the observation store so "who turned off auto-deploy?" still has an answer
 //! after the shim restarted; the objects' Kubernetes Events, the other half of the activity
 //! feed, live in the API server.
 
