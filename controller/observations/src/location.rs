@@ -58,7 +58,9 @@ impl FromStr for StoreLocation {
 }
 
 /// Opens the store at `location`, creating its schema if needed. Blocking: call it where
-/// blocking is allowed (`spawn_blocking`, a plain thread), as every store call.
+/// blocking is allowed (`spawn_blocking`, a plain thread), as every store call. The store
+/// coerces to the [`ControllerStore`](crate::ControllerStore) or
+/// [`ShimStore`](crate::ShimStore) its process keeps.
 pub fn open(location: &StoreLocation) -> Result<Arc<dyn ObservationStore>, StoreError> {
     match location {
         StoreLocation::Sqlite(path) => {

@@ -4,7 +4,7 @@
 //! skips an entry committed late; migrations run under another, so replicas starting together
 //! create the schema once.
 //!
-//! The trait is synchronous and called from blocking threads; the driver is async, so each
+//! The traits are synchronous and called from blocking threads; the driver is async, so each
 //! store drives its connections on a small runtime of its own.
 
 use std::time::Duration;
@@ -16,8 +16,8 @@ use tokio_postgres::types::ToSql;
 
 use super::health_history::oldest_first;
 use super::{
-    HealthObservation, HealthQuery, ObservationStore, PostgresUrl, StoreError, TimelineEntry,
-    TimelineKey,
+    HealthHistoryStore, HealthObservation, HealthQuery, PostgresUrl, StoreError, TimelineEntry,
+    TimelineKey, TimelineStore,
 };
 use pool::{Connection, Failed, Pool};
 
@@ -254,7 +254,7 @@ impl Drop for PostgresStore {
     }
 }
 
-impl ObservationStore for PostgresStore {
+impl TimelineStore for PostgresStore {
     fn append(&self, key: &TimelineKey, events: &[ProgressEvent]) -> Result<(), StoreError> {
         let events = events
             .iter()
@@ -325,45 +325,14 @@ impl ObservationStore for PostgresStore {
         Ok(rows.iter().map(|row| row.get(0)).collect())
     }
 
-    fn forget_resource(&self, namespace: &str, resource: &str) -> Result<usize, StoreError> {
-        const FORGET: &str = "
-            WITH timeline AS (
-                DELETE FROM deployment_timeline WHERE namespace = $1 AND resource = $2
-                RETURNING 1
-            ), health AS (
-                DELETE FROM health_history WHERE namespace = $1 AND resource = $2 RETURNING 1
-            ), samples AS (
-                DELETE FROM monitoring_samples WHERE namespace = $1 AND resource = $2
-                RETURNING 1
-            ), rollups AS (
-                DELETE FROM monitoring_rollups WHERE namespace = $1 AND resource = $2
-                RETURNING 1
-            ), evidence AS (
-                DELETE FROM access_failure_evidence WHERE namespace = $1 AND resource = $2
-                RETURNING 1
-            ), attempts AS (
-                DELETE FROM deployment_attempts WHERE namespace = $1 AND resource = $2
-            )
-            SELECT (SELECT count(*) FROM timeline) + (SELECT count(*) FROM health)
-                 + (SELECT count(*) FROM samples) + (SELECT count(*) FROM rollups)
-                 + (SELECT count(*) FROM evidence)";
-        let removed: i64 = self.block_on(self.run(async |connection| {
-            let forget = connection.prepare(FORGET).await?;
-            let row = connection
-                .client
-                .query_one(&forget, &[&namespace, &resource])
-                .await?;
-            Ok(row.get(0))
-        }))?;
-        Ok(usize::try_from(removed).unwrap_or(usize::MAX))
-    }
-
     fn prune(&self, retention: Duration) -> Result<usize, StoreError> {
         let removed = self.delete_older(PRUNE, retention)?;
         self.delete_older(PRUNE_ATTEMPTS, retention)?;
         Ok(removed)
     }
+}
 
+impl HealthHistoryStore for PostgresStore {
     fn prune_health_history(&self, retention: Duration) -> Result<usize, StoreError> {
         self.delete_older(PRUNE_HEALTH, retention)
     }

@@ -1,5 +1,6 @@
 //! What retention policies (spec §2.2 "Retention default policy") prune: each kind of history
-//! the store keeps, counted or deleted per organization namespace before a cutoff.
+//! the store keeps, counted or deleted per organization namespace before a cutoff; and the
+//! whole history of a deleted resource.
 
 use crate::StoreError;
 
@@ -62,7 +63,8 @@ impl History {
     }
 }
 
-/// Where retention runs count and delete history: every store keeps it.
+/// How history leaves the store: retention runs count and delete it per kind before a cutoff,
+/// and a deleted resource's goes at once. Only the controller deletes history.
 pub trait RetentionStore: Send + Sync {
     /// Rows of `history` in `namespace` recorded before `before_ms`.
     fn count_before(
@@ -78,4 +80,8 @@ pub trait RetentionStore: Send + Sync {
         history: History,
         before_ms: i64,
     ) -> Result<u64, StoreError>;
+    /// Forgets everything recorded of `resource` in `namespace` — its timelines, health
+    /// history, monitoring samples and rollups, access-failure evidence — so a resource
+    /// created again under the same name starts with no history. Returns the rows deleted.
+    fn forget_resource(&self, namespace: &str, resource: &str) -> Result<usize, StoreError>;
 }

@@ -10,8 +10,8 @@ use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 
 use super::health_history::oldest_first;
 use super::{
-    HealthObservation, HealthQuery, History, ObservationStore, RetentionStore, StoreError,
-    TimelineEntry, TimelineKey,
+    HealthHistoryStore, HealthObservation, HealthQuery, History, RetentionStore, StoreError,
+    TimelineEntry, TimelineKey, TimelineStore,
 };
 
 mod access_failures;
@@ -135,7 +135,7 @@ fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-impl ObservationStore for SqliteStore {
+impl TimelineStore for SqliteStore {
     fn append(&self, key: &TimelineKey, events: &[ProgressEvent]) -> Result<(), StoreError> {
         let mut connection = self.connection();
         let transaction = connection.transaction()?;
@@ -214,25 +214,6 @@ impl ObservationStore for SqliteStore {
         Ok(names)
     }
 
-    fn forget_resource(&self, namespace: &str, resource: &str) -> Result<usize, StoreError> {
-        const FORGET: [&str; 6] = [
-            "DELETE FROM deployment_timeline WHERE namespace = ?1 AND resource = ?2",
-            crate::attempts::FORGET,
-            "DELETE FROM health_history WHERE namespace = ?1 AND resource = ?2",
-            "DELETE FROM monitoring_samples WHERE namespace = ?1 AND resource = ?2",
-            "DELETE FROM monitoring_rollups WHERE namespace = ?1 AND resource = ?2",
-            "DELETE FROM access_failure_evidence WHERE namespace = ?1 AND resource = ?2",
-        ];
-        let mut connection = self.connection();
-        let transaction = connection.transaction()?;
-        let mut removed = 0;
-        for sql in FORGET {
-            removed += transaction.execute(sql, params![namespace, resource])?;
-        }
-        transaction.commit()?;
-        Ok(removed)
-    }
-
     fn prune(&self, retention: Duration) -> Result<usize, StoreError> {
         let cutoff = now_ms() - i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
         let connection = self.connection();
@@ -243,7 +224,9 @@ impl ObservationStore for SqliteStore {
         connection.execute(crate::attempts::PRUNE, params![cutoff])?;
         Ok(removed)
     }
+}
 
+impl HealthHistoryStore for SqliteStore {
     fn prune_health_history(&self, retention: Duration) -> Result<usize, StoreError> {
         let cutoff = now_ms() - i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
         let removed = self.connection().execute(
@@ -348,6 +331,25 @@ impl RetentionStore for SqliteStore {
         }
         transaction.commit()?;
         Ok(deleted as u64)
+    }
+
+    fn forget_resource(&self, namespace: &str, resource: &str) -> Result<usize, StoreError> {
+        const FORGET: [&str; 6] = [
+            "DELETE FROM deployment_timeline WHERE namespace = ?1 AND resource = ?2",
+            crate::attempts::FORGET,
+            "DELETE FROM health_history WHERE namespace = ?1 AND resource = ?2",
+            "DELETE FROM monitoring_samples WHERE namespace = ?1 AND resource = ?2",
+            "DELETE FROM monitoring_rollups WHERE namespace = ?1 AND resource = ?2",
+            "DELETE FROM access_failure_evidence WHERE namespace = ?1 AND resource = ?2",
+        ];
+        let mut connection = self.connection();
+        let transaction = connection.transaction()?;
+        let mut removed = 0;
+        for sql in FORGET {
+            removed += transaction.execute(sql, params![namespace, resource])?;
+        }
+        transaction.commit()?;
+        Ok(removed)
     }
 }
 

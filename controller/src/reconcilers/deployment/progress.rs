@@ -330,7 +330,7 @@ mod tests {
     use super::*;
     use crate::conditions::testing::{expected, stamp};
     use berth_crds::condition::ConditionStatus::{False, True};
-    use berth_observations::{ObservationStore, SqliteStore};
+    use berth_observations::{SqliteStore, TimelineStore};
 
     #[test]
     fn an_ending_attempt_says_whether_it_succeeded() {
