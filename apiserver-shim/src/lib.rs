@@ -39,7 +39,7 @@ pub async fn run(options: ShimOptions) -> anyhow::Result<()> {
     let location = options.store.location();
     tracing::info!(store = %location, "opening the observation store");
     let observation_store_driver = location.driver();
-    let observations =
+    let observations: Arc<dyn berth_observations::ShimStore> =
         tokio::task::spawn_blocking(move || berth_observations::open(&location)).await??;
     let caches = Caches::start(&client);
     tracing::info!("filling caches");

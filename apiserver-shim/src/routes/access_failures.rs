@@ -17,7 +17,7 @@ use std::time::Duration;
 use axum::extract::{Path, State};
 use berth_crds::access_failure::{AccessFailureEvidence, with_current_reason};
 use berth_crds::member::OrganizationRole;
-use berth_observations::{AccessFailureRecord, ObservationStore, StoreError};
+use berth_observations::{AccessFailureRecord, ShimStore, StoreError};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use schemars::JsonSchema;
@@ -167,10 +167,7 @@ fn looks_like_request_id(id: &str) -> bool {
         })
 }
 
-async fn read(
-    store: &Arc<dyn ObservationStore>,
-    id: &str,
-) -> ApiResult<Option<AccessFailureRecord>> {
+async fn read(store: &Arc<dyn ShimStore>, id: &str) -> ApiResult<Option<AccessFailureRecord>> {
     let (store, id) = (Arc::clone(store), id.to_string());
     tokio::task::spawn_blocking(move || store.access_failure(&id))
         .await
@@ -184,10 +181,7 @@ fn unavailable(error: StoreError) -> ApiError {
 }
 
 /// The record of `id`, waiting out the capture lag for ids the proxy could have handed out.
-async fn find(
-    store: &Arc<dyn ObservationStore>,
-    id: &str,
-) -> ApiResult<Option<AccessFailureRecord>> {
+async fn find(store: &Arc<dyn ShimStore>, id: &str) -> ApiResult<Option<AccessFailureRecord>> {
     let deadline = tokio::time::Instant::now() + CAPTURE_LAG;
     loop {
         let found = read(store, id).await?;

@@ -14,7 +14,7 @@ use berth_crds::retention_policy::{
     RetentionCategory, RetentionPolicy, RetentionPolicySpec, RetentionRun, RetentionRunMode,
     RetentionScope,
 };
-use berth_observations::{History, ObservationStore};
+use berth_observations::{History, RetentionStore};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams};
@@ -190,7 +190,7 @@ fn governed_namespaces(policy: &RetentionPolicy, runner: &Runner) -> Vec<String>
 /// Counts (dry run) or deletes (destructive) each history of the category in each namespace;
 /// rows per history.
 fn apply(
-    store: &dyn ObservationStore,
+    store: &dyn RetentionStore,
     namespaces: &[String],
     category: RetentionCategory,
     cutoff_ms: i64,
