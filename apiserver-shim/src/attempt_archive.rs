@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use berth_crds::deployment::Deployment;
-use berth_observations::{AttemptRecord, ObservationStore};
+use berth_observations::{AttemptRecord, ShimStore};
 use kube::ResourceExt;
 
 use crate::cache::Caches;
@@ -57,7 +57,7 @@ pub fn object(record: &AttemptRecord) -> Option<Deployment> {
 }
 
 /// Runs until the process ends.
-pub async fn run(caches: Caches, store: Arc<dyn ObservationStore>) {
+pub async fn run(caches: Caches, store: Arc<dyn ShimStore>) {
     let log = caches.changes.clone();
     let mut wake = log.subscribe();
     let mut position = None;
@@ -96,7 +96,7 @@ pub async fn run(caches: Caches, store: Arc<dyn ObservationStore>) {
 }
 
 /// Writes every cached attempt and marks removed the rows of attempts no longer cached.
-async fn resync(caches: &Caches, store: &Arc<dyn ObservationStore>) -> Result<(), ()> {
+async fn resync(caches: &Caches, store: &Arc<dyn ShimStore>) -> Result<(), ()> {
     let cached = caches.deployments.state();
     let live: HashSet<(String, String)> = cached
         .iter()
@@ -115,7 +115,7 @@ async fn resync(caches: &Caches, store: &Arc<dyn ObservationStore>) -> Result<()
     .await
 }
 
-async fn write(store: &Arc<dyn ObservationStore>, rows: Vec<AttemptRecord>) -> Result<(), ()> {
+async fn write(store: &Arc<dyn ShimStore>, rows: Vec<AttemptRecord>) -> Result<(), ()> {
     if rows.is_empty() {
         return Ok(());
     }
@@ -124,7 +124,7 @@ async fn write(store: &Arc<dyn ObservationStore>, rows: Vec<AttemptRecord>) -> R
 }
 
 async fn blocking(
-    call: impl FnOnce() -> Result<(), berth_observations::TimelineError> + Send + 'static,
+    call: impl FnOnce() -> Result<(), berth_observations::StoreError> + Send + 'static,
 ) -> Result<(), ()> {
     match tokio::task::spawn_blocking(call).await {
         Ok(Ok(())) => Ok(()),

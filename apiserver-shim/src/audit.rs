@@ -159,7 +159,7 @@ pub async fn record(State(state): State<AppState>, request: Request, next: Next)
     let records = records(&notes, &action, Timestamp::now().as_millisecond());
     // Recorded before answering, so the writer's next read of the audit events shows it; a
     // failing store does not undo the write, which stands.
-    let stored = store_call(&state.timelines, "audit events", move |store| {
+    let stored = store_call(&state.observations, "audit events", move |store| {
         store.record_audit(&records)
     })
     .await;

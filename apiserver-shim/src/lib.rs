@@ -39,12 +39,12 @@ pub async fn run(options: ShimOptions) -> anyhow::Result<()> {
     let location = options.store.location();
     tracing::info!(store = %location, "opening the observation store");
     let observation_store_driver = location.driver();
-    let timelines =
+    let observations: Arc<dyn berth_observations::ShimStore> =
         tokio::task::spawn_blocking(move || berth_observations::open(&location)).await??;
     let caches = Caches::start(&client);
     tracing::info!("filling caches");
     caches.wait_until_ready().await?;
-    tokio::spawn(attempt_archive::run(caches.clone(), timelines.clone()));
+    tokio::spawn(attempt_archive::run(caches.clone(), observations.clone()));
     let state = AppState {
         client,
         caches,
@@ -56,12 +56,12 @@ pub async fn run(options: ShimOptions) -> anyhow::Result<()> {
             monitoring_interval: options.monitoring_interval.interval(),
             dns_server: options.dns.acme_dns,
         }),
-        login_limiter: Arc::new(LoginLimiter::new(timelines.clone())),
+        login_limiter: Arc::new(LoginLimiter::new(observations.clone())),
         metrics: Default::default(),
         terminals: Default::default(),
         server_access: Default::default(),
         server_deletions: Default::default(),
-        timelines,
+        observations,
         recent_access_failures: Default::default(),
         draining: Default::default(),
     };

@@ -3,16 +3,16 @@
 
 use std::sync::Arc;
 
-use berth_observations::{ObservationStore, TimelineError};
+use berth_observations::{ShimStore, StoreError};
 
 use crate::error::ApiError;
 
 /// Runs an observation-store call off the async threads; a failing store is a 503 naming
 /// `what` could not be read (the cause goes to the log).
 pub async fn store_call<T: Send + 'static>(
-    store: &Arc<dyn ObservationStore>,
+    store: &Arc<dyn ShimStore>,
     what: &'static str,
-    call: impl FnOnce(&dyn ObservationStore) -> Result<T, TimelineError> + Send + 'static,
+    call: impl FnOnce(&dyn ShimStore) -> Result<T, StoreError> + Send + 'static,
 ) -> Result<T, ApiError> {
     let store = Arc::clone(store);
     tokio::task::spawn_blocking(move || call(store.as_ref()))

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use berth_observations::{LoginAttempts, ObservationStore};
+use berth_observations::{LoginAttempts, ShimStore};
 
 use crate::error::{ApiError, ApiResult};
 use crate::observation_store::store_call;
@@ -21,11 +21,11 @@ pub const MAX_FAILURES: u32 = 5;
 pub const WINDOW: Duration = Duration::from_secs(300);
 
 pub struct LoginLimiter {
-    store: Arc<dyn ObservationStore>,
+    store: Arc<dyn ShimStore>,
 }
 
 impl LoginLimiter {
-    pub fn new(store: Arc<dyn ObservationStore>) -> Self {
+    pub fn new(store: Arc<dyn ShimStore>) -> Self {
         Self { store }
     }
 

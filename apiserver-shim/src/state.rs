@@ -33,8 +33,10 @@ pub struct AppState {
     pub server_access: Arc<ServerAccess>,
     /// Recent `DELETE /servers` idempotency keys.
     pub server_deletions: Arc<DeleteReceipts>,
-    /// Deployment timelines, recorded by berth-controller in the shared observation store.
-    pub timelines: Arc<dyn berth_observations::ObservationStore>,
+    /// The observation store berth-controller records in (deployment timelines, health
+    /// history, monitoring samples, access failures), shared by every replica: the shim reads
+    /// it and keeps there what replicas share (attempts, audit, login attempts, terminals).
+    pub observations: Arc<dyn berth_observations::ShimStore>,
     /// Resources' latest access-failure evidence as recently read, for cached health.
     pub recent_access_failures: Arc<RecentLatest>,
     /// Set on SIGTERM: /readyz answers 503 while the shim drains.

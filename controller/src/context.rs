@@ -11,7 +11,7 @@ use crate::attempt_supervisor::Attempts;
 use crate::cache::Caches;
 use crate::metrics::Metrics;
 use crate::observer::Observers;
-use berth_observations::TimelineWriter;
+use berth_observations::ObservationWriter;
 use berth_remote::{PoolSettings, ServerConnectionPool};
 use berth_source::SourceCache;
 
@@ -33,8 +33,9 @@ pub struct Context {
     pub servers: ServerConnectionPool,
     /// Set once the CRDs are established and the controllers run.
     pub ready: AtomicBool,
-    /// Where deployment timelines are recorded.
-    pub timeline: TimelineWriter,
+    /// The observation store: attempts' timelines, health history, monitoring samples and
+    /// access failures are recorded through it.
+    pub observations: ObservationWriter,
     /// What reconcilers read instead of asking the API server.
     pub caches: Caches,
     /// One observer per server: what runs where, and who to wake when it changes.
@@ -73,7 +74,7 @@ impl Context {
     pub fn new(
         client: Client,
         metrics: Metrics,
-        timeline: TimelineWriter,
+        observations: ObservationWriter,
         caches: Caches,
         observers: Observers,
         acme: AcmeSettings,
@@ -89,7 +90,7 @@ impl Context {
             metrics,
             servers: ServerConnectionPool::new(PoolSettings::default()),
             ready: AtomicBool::new(false),
-            timeline,
+            observations,
             caches,
             observers,
             attempts: Attempts::default(),

@@ -134,7 +134,7 @@ impl Recorder {
             );
         }
         if !due.is_empty() {
-            self.context.timeline.record_health(due).await;
+            self.context.observations.record_health(due).await;
         }
     }
 

@@ -34,13 +34,13 @@ use crate::options::RunOptions;
 /// Runs the controller until SIGTERM/SIGINT, or until this replica loses its Lease.
 pub async fn run(options: RunOptions) -> anyhow::Result<()> {
     let client = api_requests::counted_client().await?;
-    let timeline = open_timeline(&options).await?;
+    let observations = open_observations(&options).await?;
     let (caches, feeds) = cache::Caches::new();
     let (observers, wakes) = observer::Observers::new(options.monitoring());
     let context = Context::new(
         client.clone(),
         Metrics::default(),
-        timeline,
+        observations,
         caches,
         observers,
         options.acme(),
@@ -102,13 +102,15 @@ pub async fn run(options: RunOptions) -> anyhow::Result<()> {
 }
 
 /// Opens the observation store and starts its writer (RetentionPolicies prune it).
-async fn open_timeline(options: &RunOptions) -> anyhow::Result<berth_observations::TimelineWriter> {
+async fn open_observations(
+    options: &RunOptions,
+) -> anyhow::Result<berth_observations::ObservationWriter> {
     let location = options.store.location();
     // Shown masked: a URL's password never reaches a log line.
     let shown = location.to_string();
     let store = tokio::task::spawn_blocking(move || berth_observations::open(&location)).await??;
     tracing::info!(store = %shown, "observation store open");
-    Ok(berth_observations::TimelineWriter::start(store)?)
+    Ok(berth_observations::ObservationWriter::start(store)?)
 }
 
 /// Creates the system namespace (leases, sessions, system policies) if missing.

@@ -1,5 +1,5 @@
 //! Observation store inserts per second, on SQLite and (given a database) PostgreSQL, in one
-//! run: timeline entries appended through `ObservationStore` as the controller's writer does, one
+//! run: timeline entries appended (`TimelineStore::append`) as the controller's writer does, one
 //! entry per transaction (a quiet attempt) and in batches (build output); and health-history
 //! observations (`record_health`, a health record of about 1.5 KB each) one at a time (a
 //! resource whose state changed) and in batches (the controller's periodic sweep, every

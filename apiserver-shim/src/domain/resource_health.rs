@@ -60,11 +60,11 @@ pub async fn assemble(
         now: probes::now(),
     });
     let latest_failure = if parsed.live {
-        recent_access_failures::latest_of(&state.timelines, resource).await
+        recent_access_failures::latest_of(&state.observations, resource).await
     } else {
         state
             .recent_access_failures
-            .latest_of(&state.timelines, resource)
+            .latest_of(&state.observations, resource)
             .await
     };
     match latest_failure {

@@ -17,7 +17,7 @@ use std::time::Duration;
 use axum::extract::{Path, State};
 use berth_crds::access_failure::{AccessFailureEvidence, with_current_reason};
 use berth_crds::member::OrganizationRole;
-use berth_observations::{AccessFailureRecord, ObservationStore, TimelineError};
+use berth_observations::{AccessFailureRecord, ShimStore, StoreError};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use schemars::JsonSchema;
@@ -167,10 +167,7 @@ fn looks_like_request_id(id: &str) -> bool {
         })
 }
 
-async fn read(
-    store: &Arc<dyn ObservationStore>,
-    id: &str,
-) -> ApiResult<Option<AccessFailureRecord>> {
+async fn read(store: &Arc<dyn ShimStore>, id: &str) -> ApiResult<Option<AccessFailureRecord>> {
     let (store, id) = (Arc::clone(store), id.to_string());
     tokio::task::spawn_blocking(move || store.access_failure(&id))
         .await
@@ -178,16 +175,13 @@ async fn read(
         .map_err(unavailable)
 }
 
-fn unavailable(error: TimelineError) -> ApiError {
+fn unavailable(error: StoreError) -> ApiError {
     tracing::warn!(%error, "observation store unavailable");
     ApiError::unavailable("access-failure evidence is unavailable: the observation store failed")
 }
 
 /// The record of `id`, waiting out the capture lag for ids the proxy could have handed out.
-async fn find(
-    store: &Arc<dyn ObservationStore>,
-    id: &str,
-) -> ApiResult<Option<AccessFailureRecord>> {
+async fn find(store: &Arc<dyn ShimStore>, id: &str) -> ApiResult<Option<AccessFailureRecord>> {
     let deadline = tokio::time::Instant::now() + CAPTURE_LAG;
     loop {
         let found = read(store, id).await?;
@@ -248,7 +242,7 @@ async fn show(
     let filters = parse_filters(&query)?;
     caller.require_role(OrganizationRole::Member)?;
     let not_found = || ApiError::not_found("access failure", &request_id);
-    let record = find(&state.timelines, &request_id)
+    let record = find(&state.observations, &request_id)
         .await?
         .filter(|record| visible(&state, &caller, record) && matches(&filters, record))
         .ok_or_else(not_found)?;

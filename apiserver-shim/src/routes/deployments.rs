@@ -252,7 +252,7 @@ async fn start(
         resource.name_any(),
         created.name_any(),
     );
-    let output = OutputFollower::new(state.timelines.clone(), key);
+    let output = OutputFollower::new(state.observations.clone(), key);
     tokio::spawn(follow(api, created, masker, output, sender));
     Ok(Sse::new(receiver).keep_alive(KeepAlive::default()))
 }

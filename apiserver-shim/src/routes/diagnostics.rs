@@ -165,7 +165,7 @@ async fn read_parts(
         server: server.as_deref(),
         now: now.clone(),
     });
-    match recent_access_failures::latest_of(&state.timelines, resource).await {
+    match recent_access_failures::latest_of(&state.observations, resource).await {
         Ok(latest) => health.public_access.latest_access_failure = latest,
         Err(_) => errors.push(source_error(
             "access",
@@ -296,7 +296,7 @@ async fn timeline_tail(
         resource.name_any(),
         deployment.name_any(),
     );
-    let read = store_call(&state.timelines, "deployment timelines", move |store| {
+    let read = store_call(&state.observations, "deployment timelines", move |store| {
         store.read(&key, 0, usize::MAX)
     })
     .await;

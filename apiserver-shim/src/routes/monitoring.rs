@@ -17,7 +17,7 @@ use berth_api::monitoring::{MonitoringWarning, Sample, SourceError};
 use berth_crds::member::OrganizationRole;
 use berth_crds::monitoring::{MonitoringSample, SAMPLES_SCHEMA_VERSION, ScopeKind, Signal};
 use berth_crds::retention_policy::RetentionCategory;
-use berth_observations::{SampleQuery, TimelineError};
+use berth_observations::{SampleQuery, StoreError};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -373,8 +373,8 @@ fn check_scope(state: &AppState, caller: &Caller, scope: &Scope) -> ApiResult<()
 async fn read(
     state: &AppState,
     query: SampleQuery,
-) -> ApiResult<Result<Vec<MonitoringSample>, TimelineError>> {
-    let store = Arc::clone(&state.timelines);
+) -> ApiResult<Result<Vec<MonitoringSample>, StoreError>> {
+    let store = Arc::clone(&state.observations);
     tokio::task::spawn_blocking(move || store.samples(&query))
         .await
         .map_err(ApiError::internal)

@@ -237,7 +237,7 @@ async fn inspect(
     let docker = docker_over_ssh(connection.clone(), &server.spec.docker_socket_path);
     let mut warnings = Vec::new();
     let store_namespace = namespace.clone();
-    let records = store_call(&state.timelines, "disk usage", move |store| {
+    let records = store_call(&state.observations, "disk usage", move |store| {
         store.disk(&store_namespace)
     })
     .await?;

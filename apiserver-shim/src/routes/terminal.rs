@@ -213,7 +213,7 @@ async fn create(
     };
     let record =
         pending::record(&session_id, &creator, &ticket, &pending).map_err(ApiError::internal)?;
-    pending::insert(&state.timelines, record).await?;
+    pending::insert(&state.observations, record).await?;
     tracing::info!(session = %session_id, server = %server.name_any(), user = %user_id, "terminal session created");
     Ok(Json(TerminalSessionRecord {
         transport: Transport {
@@ -355,7 +355,7 @@ async fn claim(state: &AppState, id: &str, auth: SocketAuth) -> ApiResult<(Pendi
     match auth {
         SocketAuth::Ticket(ticket) => {
             let (login_session_id, pending) =
-                pending::take(&state.timelines, id, Claim::Ticket(ticket))
+                pending::take(&state.observations, id, Claim::Ticket(ticket))
                     .await?
                     .ok_or_else(gone)?;
             let caller = crate::auth::caller_of_session(state, &login_session_id)?;
@@ -367,7 +367,7 @@ async fn claim(state: &AppState, id: &str, auth: SocketAuth) -> ApiResult<(Pendi
                 user_id: user_id.to_string(),
                 login_session_id: login_session_id.to_string(),
             };
-            let (_, pending) = pending::take(&state.timelines, id, creator)
+            let (_, pending) = pending::take(&state.observations, id, creator)
                 .await?
                 .ok_or_else(gone)?;
             Ok((pending, *caller))
@@ -379,7 +379,7 @@ async fn claim(state: &AppState, id: &str, auth: SocketAuth) -> ApiResult<(Pendi
 /// replica) or connected (through this one), newest first.
 async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<SessionList>> {
     let (user_id, _, _) = caller.require_user()?;
-    let waiting = pending::of_user(&state.timelines, user_id).await?;
+    let waiting = pending::of_user(&state.observations, user_id).await?;
     Ok(Json(SessionList {
         items: newest_first(waiting, state.terminals.connected_of(user_id)),
     }))

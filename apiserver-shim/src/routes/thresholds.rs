@@ -351,7 +351,7 @@ async fn newest_evaluated(state: &AppState, policy: &ThresholdPolicy) -> Option<
         to_ms: Timestamp::now().as_millisecond(),
         limit: 1,
     };
-    let read = store_call(&state.timelines, "monitoring samples", move |store| {
+    let read = store_call(&state.observations, "monitoring samples", move |store| {
         store.samples(&query)
     })
     .await;

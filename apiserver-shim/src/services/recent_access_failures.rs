@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use berth_crds::access_failure::with_current_reason;
 use berth_crds::resource::Resource;
-use berth_observations::ObservationStore;
+use berth_observations::ShimStore;
 use kube::ResourceExt;
 use serde_json::Value;
 
@@ -17,7 +17,7 @@ use crate::observation_store::store_call;
 /// `resource`'s latest unexpired evidence, as its diagnostic summary
 /// (`access.latestAccessFailure`) and live health show it.
 pub async fn latest_of(
-    store: &Arc<dyn ObservationStore>,
+    store: &Arc<dyn ShimStore>,
     resource: &Resource,
 ) -> ApiResult<Option<Value>> {
     let (namespace, name) = (
@@ -51,7 +51,7 @@ impl RecentLatest {
     /// [`latest_of`] as read at most [`RECENT_REUSE`] ago: what `mode=cached` health shows.
     pub async fn latest_of(
         &self,
-        store: &Arc<dyn ObservationStore>,
+        store: &Arc<dyn ShimStore>,
         resource: &Resource,
     ) -> ApiResult<Option<Value>> {
         let key = (

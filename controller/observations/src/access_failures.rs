@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use berth_crds::access_failure::AccessFailureEvidence;
 
-use super::TimelineError;
+use super::StoreError;
 
 /// How long evidence stays readable after its capture.
 pub const ACCESS_FAILURE_RETENTION: Duration = Duration::from_secs(24 * 3600);
@@ -74,20 +74,17 @@ impl AccessFailureRecord {
 pub trait AccessFailureStore: Send + Sync {
     /// Stores `record` unless evidence of its request id is stored already (a log read twice
     /// after a reconnect); returns whether it was new.
-    fn record_access_failure(&self, record: &AccessFailureRecord) -> Result<bool, TimelineError>;
+    fn record_access_failure(&self, record: &AccessFailureRecord) -> Result<bool, StoreError>;
     /// The evidence of `request_id`, unless it expired.
-    fn access_failure(
-        &self,
-        request_id: &str,
-    ) -> Result<Option<AccessFailureRecord>, TimelineError>;
+    fn access_failure(&self, request_id: &str) -> Result<Option<AccessFailureRecord>, StoreError>;
     /// The most recently captured unexpired evidence of one resource.
     fn latest_access_failure(
         &self,
         namespace: &str,
         resource: &str,
-    ) -> Result<Option<AccessFailureRecord>, TimelineError>;
+    ) -> Result<Option<AccessFailureRecord>, StoreError>;
     /// Removes evidence expired at `now_ms`; returns how much went.
-    fn prune_access_failures(&self, now_ms: i64) -> Result<usize, TimelineError>;
+    fn prune_access_failures(&self, now_ms: i64) -> Result<usize, StoreError>;
 }
 
 /// The clock reads compare expiry with.
@@ -108,7 +105,7 @@ pub(crate) struct StoredRow {
 }
 
 impl StoredRow {
-    pub(crate) fn into_record(self) -> Result<AccessFailureRecord, TimelineError> {
+    pub(crate) fn into_record(self) -> Result<AccessFailureRecord, StoreError> {
         Ok(AccessFailureRecord {
             namespace: self.namespace,
             server: self.server,

@@ -4,7 +4,7 @@
 //! history. One row per attempt, replaced as the attempt changes; `removed` once its object is
 //! gone. Rows go with their resource (`forget_resource`) and with the timelines' retention.
 
-use crate::TimelineError;
+use crate::StoreError;
 
 /// One attempt as last seen.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,28 +46,28 @@ pub struct AttemptQuery {
 /// Where removed attempts are kept: every [`ObservationStore`](crate::ObservationStore) keeps them.
 pub trait AttemptStore: Send + Sync {
     /// Adds or replaces each record (by namespace and deployment).
-    fn record_attempts(&self, records: &[AttemptRecord]) -> Result<(), TimelineError>;
+    fn record_attempts(&self, records: &[AttemptRecord]) -> Result<(), StoreError>;
     /// Marks the attempts as removed (their objects are gone); unknown ones are skipped.
-    fn mark_removed(&self, namespace: &str, deployments: &[String]) -> Result<(), TimelineError>;
+    fn mark_removed(&self, namespace: &str, deployments: &[String]) -> Result<(), StoreError>;
     /// `(namespace, deployment)` of every attempt not marked removed.
-    fn unremoved_attempts(&self) -> Result<Vec<(String, String)>, TimelineError>;
+    fn unremoved_attempts(&self) -> Result<Vec<(String, String)>, StoreError>;
     /// The removed attempts `query` selects, newest first, up to its limit.
-    fn removed_attempts(&self, query: &AttemptQuery) -> Result<Vec<AttemptRecord>, TimelineError>;
+    fn removed_attempts(&self, query: &AttemptQuery) -> Result<Vec<AttemptRecord>, StoreError>;
     /// How many removed attempts `query` selects (its cursor and limit aside).
-    fn count_removed(&self, query: &AttemptQuery) -> Result<u64, TimelineError>;
+    fn count_removed(&self, query: &AttemptQuery) -> Result<u64, StoreError>;
     /// One attempt, removed or not.
     fn attempt(
         &self,
         namespace: &str,
         deployment: &str,
-    ) -> Result<Option<AttemptRecord>, TimelineError>;
+    ) -> Result<Option<AttemptRecord>, StoreError>;
     /// How many timeline entries each of `deployments` (of one resource) has.
     fn timeline_counts(
         &self,
         namespace: &str,
         resource: &str,
         deployments: &[String],
-    ) -> Result<Vec<(String, i64)>, TimelineError>;
+    ) -> Result<Vec<(String, i64)>, StoreError>;
 }
 
 /// The same SQL suits SQLite and PostgreSQL (placeholders numbered for each).

@@ -1,10 +1,10 @@
 //! Who changed what through the REST API: one row per object a REST write changed, with the
 //! actor, the operation and the fields it changed (names only, never values that could be
-//! secret). Kept beside the timelines so "who turned off auto-deploy?" still has an answer
+//! secret). Kept in the observation store so "who turned off auto-deploy?" still has an answer
 //! after the shim restarted; the objects' Kubernetes Events, the other half of the activity
 //! feed, live in the API server.
 
-use crate::TimelineError;
+use crate::StoreError;
 
 /// One REST write of one object.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,9 +44,9 @@ pub struct AuditQuery {
 /// Where REST writes are recorded: every [`ObservationStore`](crate::ObservationStore) keeps them.
 pub trait AuditStore: Send + Sync {
     /// Adds the records, all or none; a record whose id is stored already is skipped.
-    fn record_audit(&self, records: &[AuditRecord]) -> Result<(), TimelineError>;
+    fn record_audit(&self, records: &[AuditRecord]) -> Result<(), StoreError>;
     /// The records `query` selects, newest first, up to its limit.
-    fn audit_records(&self, query: &AuditQuery) -> Result<Vec<AuditRecord>, TimelineError>;
+    fn audit_records(&self, query: &AuditQuery) -> Result<Vec<AuditRecord>, StoreError>;
 }
 
 /// The same SQL suits SQLite and PostgreSQL (placeholders numbered for each).

@@ -313,7 +313,7 @@ async fn postgres_stores_open_and_drop_from_async_code() {
         .await
         .unwrap()
         .unwrap();
-    let writer = crate::TimelineWriter::start(std::sync::Arc::clone(&store)).unwrap();
+    let writer = crate::ObservationWriter::start(store.clone()).unwrap();
     let key = TimelineKey::new("org-a", "web", "dep-web-1");
     writer.record(&key, event("queued"));
     writer.flush().await;

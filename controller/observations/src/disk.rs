@@ -4,7 +4,7 @@
 
 use berth_crds::monitoring::DiskArtifact;
 
-use crate::TimelineError;
+use crate::StoreError;
 
 /// One server's artifacts as read at `observed_ms`.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,9 +19,9 @@ pub struct DiskRecord {
 /// them too.
 pub trait DiskStore: Send + Sync {
     /// Replaces what is kept of `record`'s server.
-    fn record_disk(&self, record: &DiskRecord) -> Result<(), TimelineError>;
+    fn record_disk(&self, record: &DiskRecord) -> Result<(), StoreError>;
     /// The latest record of every server of `namespace`, by server name.
-    fn disk(&self, namespace: &str) -> Result<Vec<DiskRecord>, TimelineError>;
+    fn disk(&self, namespace: &str) -> Result<Vec<DiskRecord>, StoreError>;
 }
 
 /// The same SQL suits SQLite and PostgreSQL (placeholders numbered for each).
@@ -49,7 +49,7 @@ pub(crate) fn record(
     server: String,
     observed_ms: i64,
     artifacts: &str,
-) -> Result<DiskRecord, TimelineError> {
+) -> Result<DiskRecord, StoreError> {
     Ok(DiskRecord {
         namespace: namespace.to_string(),
         server,

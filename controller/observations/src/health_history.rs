@@ -2,7 +2,11 @@
 //! record when its overall state changes and periodically while it does not; the REST shim
 //! reads them back by time window. Each row keeps the whole record as served (`summary`).
 
+use std::time::Duration;
+
 use serde_json::Value;
+
+use crate::StoreError;
 
 /// One recorded health observation of a resource.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,4 +38,14 @@ pub struct HealthQuery {
 pub(crate) fn oldest_first(mut newest_first: Vec<HealthObservation>) -> Vec<HealthObservation> {
     newest_first.reverse();
     newest_first
+}
+
+/// Where health observations are kept: the controller records, the shim reads by window.
+pub trait HealthHistoryStore: Send + Sync {
+    /// Adds health observations, all or none.
+    fn record_health(&self, observations: &[HealthObservation]) -> Result<(), StoreError>;
+    /// The observations `query` selects, oldest first.
+    fn health_history(&self, query: &HealthQuery) -> Result<Vec<HealthObservation>, StoreError>;
+    /// Removes health observations made more than `retention` ago; returns how many went.
+    fn prune_health_history(&self, retention: Duration) -> Result<usize, StoreError>;
 }

@@ -3,8 +3,9 @@
 //! access failures, audit — kept so it outlives the stream that showed it, the objects and
 //! restarts of Berth. Entries hold only masked text.
 //!
-//! The controller records through a [`TimelineWriter`] (never blocking an attempt); the REST
-//! shim reads the same store to stream build output and to serve past timelines. The store is a
+//! The controller records through an [`ObservationWriter`] (never blocking an attempt); the
+//! REST shim reads the same store to stream build output and to serve past timelines. Each sees
+//! the store through the traits it uses: [`ControllerStore`] and [`ShimStore`]. The store is a
 //! SQLite file by default, or a PostgreSQL database several replicas share; [`open`] picks one
 //! from a [`StoreLocation`].
 
@@ -23,11 +24,10 @@ mod postgres;
 mod retention;
 mod sqlite;
 mod terminal_sessions;
+mod timeline;
 mod writer;
 
 use std::time::Duration;
-
-use berth_crds::progress::ProgressEvent;
 
 pub use access_failures::{
     ACCESS_FAILURE_RETENTION, AccessFailureRecord, AccessFailureStore, now_ms,
@@ -35,7 +35,7 @@ pub use access_failures::{
 pub use attempts::{AttemptQuery, AttemptRecord, AttemptStore};
 pub use audit::{AuditQuery, AuditRecord, AuditStore};
 pub use disk::{DiskRecord, DiskStore};
-pub use health_history::{HealthObservation, HealthQuery};
+pub use health_history::{HealthHistoryStore, HealthObservation, HealthQuery};
 pub use location::{PostgresUrl, StoreLocation, mask_url, open};
 pub use login_attempts::{LoginAttemptStore, LoginAttempts};
 pub use monitoring::{
@@ -43,49 +43,21 @@ pub use monitoring::{
     SampleRecord, Tier,
 };
 pub use options::StoreOptions;
-pub use postgres::PostgresTimeline;
+pub use postgres::PostgresStore;
 pub use retention::{History, RetentionStore};
-pub use sqlite::SqliteTimeline;
+pub use sqlite::SqliteStore;
 pub use terminal_sessions::{PendingTerminal, TerminalClaim, TerminalSessionStore};
-pub use writer::TimelineWriter;
+pub use timeline::{TimelineEntry, TimelineKey, TimelineStore};
+pub use writer::ObservationWriter;
 
 /// Name of the store's file in the data directory.
 pub const FILE_NAME: &str = "observations.sqlite";
 /// Output lines kept per attempt; beyond, one line says how many were left out.
 pub const MAX_OUTPUT_LINES: usize = 5_000;
 
-/// Which attempt a timeline belongs to: Deployment names are unique per namespace only, and
-/// the resource is kept so a timeline is found (and authorized) through its resource.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct TimelineKey {
-    pub namespace: String,
-    pub resource: String,
-    pub deployment: String,
-}
-
-impl TimelineKey {
-    pub fn new(
-        namespace: impl Into<String>,
-        resource: impl Into<String>,
-        deployment: impl Into<String>,
-    ) -> Self {
-        Self {
-            namespace: namespace.into(),
-            resource: resource.into(),
-            deployment: deployment.into(),
-        }
-    }
-}
-
-/// One stored entry; `sequence` increases in the order entries were recorded.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TimelineEntry {
-    pub sequence: i64,
-    pub event: ProgressEvent,
-}
-
+/// Why a call to the store failed.
 #[derive(Debug, thiserror::Error)]
-pub enum TimelineError {
+pub enum StoreError {
     /// `location` is shown masked (no password).
     #[error("observation store {location}: {message}")]
     Open { location: String, message: String },
@@ -99,46 +71,72 @@ pub enum TimelineError {
     Encoding(#[from] serde_json::Error),
 }
 
-/// Where timelines live: [`SqliteTimeline`] or [`PostgresTimeline`]. Every call blocks; make
-/// them where blocking is allowed (`spawn_blocking`, a thread of its own). A store keeps
-/// access-failure evidence ([`AccessFailureStore`]) and monitoring samples
-/// ([`MonitoringStore`]) too, and the state shim replicas share: pending terminal sessions
-/// ([`TerminalSessionStore`]) and login attempts ([`LoginAttemptStore`]).
-pub trait ObservationStore:
-    AccessFailureStore
+/// What the controller uses of the store: it appends timelines and health observations (through
+/// an [`ObservationWriter`]), records monitoring samples, disk usage and access failures, and
+/// deletes history (retention, deleted resources). Every call blocks; make them where blocking
+/// is allowed (`spawn_blocking`, a thread of its own).
+pub trait ControllerStore:
+    TimelineStore
+    + HealthHistoryStore
+    + AccessFailureStore
+    + DiskStore
+    + MonitoringStore
+    + RetentionStore
+    + Send
+    + Sync
+{
+}
+
+impl<S> ControllerStore for S where
+    S: TimelineStore
+        + HealthHistoryStore
+        + AccessFailureStore
+        + DiskStore
+        + MonitoringStore
+        + RetentionStore
+        + Send
+        + Sync
+{
+}
+
+/// What the REST shim uses of the store: it reads timelines, health history, monitoring
+/// samples, disk usage and access failures, and keeps what its replicas share — removed
+/// attempts ([`AttemptStore`]), audit records ([`AuditStore`]), login attempts
+/// ([`LoginAttemptStore`]) and pending terminal sessions ([`TerminalSessionStore`]). Every
+/// call blocks, as [`ControllerStore`]'s do.
+pub trait ShimStore:
+    TimelineStore
+    + HealthHistoryStore
+    + AccessFailureStore
     + AttemptStore
     + AuditStore
     + DiskStore
     + LoginAttemptStore
     + MonitoringStore
-    + RetentionStore
     + TerminalSessionStore
     + Send
     + Sync
 {
-    /// Adds `events` to the end of `key`'s timeline, all or none.
-    fn append(&self, key: &TimelineKey, events: &[ProgressEvent]) -> Result<(), TimelineError>;
-    /// Up to `limit` entries of `key`'s timeline recorded after `after` (0: from the start).
-    fn read(
-        &self,
-        key: &TimelineKey,
-        after: i64,
-        limit: usize,
-    ) -> Result<Vec<TimelineEntry>, TimelineError>;
-    /// How many entries `key`'s timeline holds.
-    fn count(&self, key: &TimelineKey) -> Result<i64, TimelineError>;
-    /// The attempts of one resource that have a timeline, by Deployment name in order.
-    fn attempts(&self, namespace: &str, resource: &str) -> Result<Vec<String>, TimelineError>;
-    /// Removes timeline entries recorded more than `retention` ago; returns how many went.
-    fn prune(&self, retention: Duration) -> Result<usize, TimelineError>;
-    /// Forgets everything recorded of `resource` in `namespace` — its timelines, health
-    /// history, monitoring samples and rollups, access-failure evidence — so a resource
-    /// created again under the same name starts with no history. Returns the rows deleted.
-    fn forget_resource(&self, namespace: &str, resource: &str) -> Result<usize, TimelineError>;
-    /// Adds health observations, all or none.
-    fn record_health(&self, observations: &[HealthObservation]) -> Result<(), TimelineError>;
-    /// The observations `query` selects, oldest first.
-    fn health_history(&self, query: &HealthQuery) -> Result<Vec<HealthObservation>, TimelineError>;
-    /// Removes health observations made more than `retention` ago; returns how many went.
-    fn prune_health_history(&self, retention: Duration) -> Result<usize, TimelineError>;
 }
+
+impl<S> ShimStore for S where
+    S: TimelineStore
+        + HealthHistoryStore
+        + AccessFailureStore
+        + AttemptStore
+        + AuditStore
+        + DiskStore
+        + LoginAttemptStore
+        + MonitoringStore
+        + TerminalSessionStore
+        + Send
+        + Sync
+{
+}
+
+/// The whole store, [`SqliteStore`] or [`PostgresStore`], as [`open`] returns it: an
+/// `Arc<dyn ObservationStore>` coerces to the `Arc<dyn ControllerStore>` or
+/// `Arc<dyn ShimStore>` each process keeps.
+pub trait ObservationStore: ControllerStore + ShimStore {}
+
+impl<S: ControllerStore + ShimStore> ObservationStore for S {}

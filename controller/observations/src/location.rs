@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::Arc;
 
-use super::{FILE_NAME, ObservationStore, PostgresTimeline, SqliteTimeline, TimelineError};
+use super::{FILE_NAME, ObservationStore, PostgresStore, SqliteStore, StoreError};
 
 /// A store's location. Parsing never fails, so that a command-line parser never echoes a
 /// mistyped URL with its password; [`open`] names what it cannot open, masked.
@@ -58,22 +58,24 @@ impl FromStr for StoreLocation {
 }
 
 /// Opens the store at `location`, creating its schema if needed. Blocking: call it where
-/// blocking is allowed (`spawn_blocking`, a plain thread), as every store call.
-pub fn open(location: &StoreLocation) -> Result<Arc<dyn ObservationStore>, TimelineError> {
+/// blocking is allowed (`spawn_blocking`, a plain thread), as every store call. The store
+/// coerces to the [`ControllerStore`](crate::ControllerStore) or
+/// [`ShimStore`](crate::ShimStore) its process keeps.
+pub fn open(location: &StoreLocation) -> Result<Arc<dyn ObservationStore>, StoreError> {
     match location {
         StoreLocation::Sqlite(path) => {
             // A URL of a scheme Berth does not know would otherwise become a relative path.
             if let Some(scheme) = path.to_str().and_then(scheme) {
-                return Err(TimelineError::Open {
+                return Err(StoreError::Open {
                     location: location.to_string(),
                     message: format!(
                         "unsupported scheme `{scheme}`: give a postgres:// URL or a file path"
                     ),
                 });
             }
-            Ok(Arc::new(SqliteTimeline::open(path)?))
+            Ok(Arc::new(SqliteStore::open(path)?))
         }
-        StoreLocation::Postgres(url) => Ok(Arc::new(PostgresTimeline::open(url)?)),
+        StoreLocation::Postgres(url) => Ok(Arc::new(PostgresStore::open(url)?)),
     }
 }
 

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::TimelineError;
+use crate::StoreError;
 
 /// The attempts counted for one email in its current window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,11 +28,11 @@ pub trait LoginAttemptStore: Send + Sync {
         email_digest: &str,
         now_ms: i64,
         window: Duration,
-    ) -> Result<LoginAttempts, TimelineError>;
+    ) -> Result<LoginAttempts, StoreError>;
     /// Forgets the attempts of `email_digest` (its login succeeded).
-    fn clear_login_attempts(&self, email_digest: &str) -> Result<(), TimelineError>;
+    fn clear_login_attempts(&self, email_digest: &str) -> Result<(), StoreError>;
     /// Removes counts whose window began before `before_ms`; returns how many went.
-    fn prune_login_attempts(&self, before_ms: i64) -> Result<usize, TimelineError>;
+    fn prune_login_attempts(&self, before_ms: i64) -> Result<usize, StoreError>;
 }
 
 /// The earliest window start still open at `now_ms`: a window that began at or before it has

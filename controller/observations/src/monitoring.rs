@@ -6,7 +6,7 @@
 
 use berth_crds::monitoring::{MonitoringSample, STORED_METRICS, ScopeKind};
 
-use super::TimelineError;
+use super::StoreError;
 
 /// Table and indexes of the samples, created when a store opens; the same SQL suits SQLite and
 /// PostgreSQL.
@@ -243,19 +243,19 @@ pub struct SampleQuery {
 /// block, as every store call.
 pub trait MonitoringStore: Send + Sync {
     /// Stores `samples` all or none; a sample whose `sample_id` is stored already is skipped.
-    fn record_samples(&self, samples: &[SampleRecord]) -> Result<(), TimelineError>;
+    fn record_samples(&self, samples: &[SampleRecord]) -> Result<(), StoreError>;
     /// The latest `limit` samples observed in [from_ms, to_ms] matching the filters, oldest first.
-    fn samples(&self, query: &SampleQuery) -> Result<Vec<MonitoringSample>, TimelineError>;
+    fn samples(&self, query: &SampleQuery) -> Result<Vec<MonitoringSample>, StoreError>;
     /// Deletes samples observed before `before_ms`, and rollup buckets starting before it;
     /// returns how many samples.
-    fn prune_samples(&self, before_ms: i64) -> Result<usize, TimelineError>;
+    fn prune_samples(&self, before_ms: i64) -> Result<usize, StoreError>;
     /// The rollup rows of `query.tier` whose buckets start in the window, matching the
     /// filters, oldest bucket first: every series', or with [`Detail::Totals`] the scope's
     /// totals where the store keeps them.
-    fn rollup(&self, query: &RollupQuery) -> Result<Vec<RollupRow>, TimelineError>;
+    fn rollup(&self, query: &RollupQuery) -> Result<Vec<RollupRow>, StoreError>;
     /// Per resource of the scope, its [`CONTRIBUTOR_METRICS`] summed over the window: one row
     /// per resource and metric (`series` the resource, `bucket_ms` its first bucket).
-    fn resource_usage(&self, query: &RollupQuery) -> Result<Vec<RollupRow>, TimelineError>;
+    fn resource_usage(&self, query: &RollupQuery) -> Result<Vec<RollupRow>, StoreError>;
 }
 
 /// What ranks resources in `topContributors`: their containers' CPU share, then memory bytes.
@@ -546,7 +546,7 @@ pub(crate) struct Row<'a> {
 }
 
 impl<'a> Row<'a> {
-    pub(crate) fn of(record: &'a SampleRecord) -> Result<Self, TimelineError> {
+    pub(crate) fn of(record: &'a SampleRecord) -> Result<Self, StoreError> {
         let evidence = &record.sample.scope_evidence;
         Ok(Self {
             sample_id: &record.sample.sample_id,
@@ -566,7 +566,7 @@ impl<'a> Row<'a> {
 /// Samples read newest first (the latest `limit`), decoded, in the answer's order: oldest first.
 pub(crate) fn oldest_first(
     newest_first: impl IntoIterator<Item = String>,
-) -> Result<Vec<MonitoringSample>, TimelineError> {
+) -> Result<Vec<MonitoringSample>, StoreError> {
     let mut samples = newest_first
         .into_iter()
         .map(|json| serde_json::from_str(&json))

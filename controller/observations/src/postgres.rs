@@ -4,7 +4,7 @@
 //! skips an entry committed late; migrations run under another, so replicas starting together
 //! create the schema once.
 //!
-//! The trait is synchronous and called from blocking threads; the driver is async, so each
+//! The traits are synchronous and called from blocking threads; the driver is async, so each
 //! store drives its connections on a small runtime of its own.
 
 use std::time::Duration;
@@ -16,8 +16,8 @@ use tokio_postgres::types::ToSql;
 
 use super::health_history::oldest_first;
 use super::{
-    HealthObservation, HealthQuery, ObservationStore, PostgresUrl, TimelineEntry, TimelineError,
-    TimelineKey,
+    HealthHistoryStore, HealthObservation, HealthQuery, PostgresUrl, StoreError, TimelineEntry,
+    TimelineKey, TimelineStore,
 };
 use pool::{Connection, Failed, Pool};
 
@@ -109,16 +109,16 @@ WHERE namespace = $1 AND resource = $2 AND observed_ms BETWEEN $3 AND $4
 ORDER BY observed_ms DESC, id DESC LIMIT $5";
 
 /// A PostgreSQL observation store.
-pub struct PostgresTimeline {
+pub struct PostgresStore {
     /// `None` only while dropping.
     runtime: Option<Runtime>,
     pool: Pool,
 }
 
-impl PostgresTimeline {
+impl PostgresStore {
     /// Connects to the database at `url` and brings its schema up to date.
-    pub fn open(url: &PostgresUrl) -> Result<Self, TimelineError> {
-        let failed = |message: String| TimelineError::Open {
+    pub fn open(url: &PostgresUrl) -> Result<Self, StoreError> {
+        let failed = |message: String| StoreError::Open {
             location: url.to_string(),
             message,
         };
@@ -161,7 +161,7 @@ impl PostgresTimeline {
     async fn run<T>(
         &self,
         mut operation: impl AsyncFnMut(&mut Connection) -> Result<T, Failed>,
-    ) -> Result<T, TimelineError> {
+    ) -> Result<T, StoreError> {
         let mut lease = self.pool.get().await?;
         let failed = match operation(lease.connection()).await {
             Ok(value) => return Ok(value),
@@ -183,7 +183,7 @@ impl PostgresTimeline {
             .map_err(|failed| failed.error.into())
     }
 
-    async fn migrate(&self) -> Result<(), TimelineError> {
+    async fn migrate(&self) -> Result<(), StoreError> {
         self.run(async |connection| {
             let transaction = connection.client.transaction().await?;
             transaction
@@ -232,9 +232,9 @@ impl PostgresTimeline {
     }
 }
 
-impl PostgresTimeline {
+impl PostgresStore {
     /// Runs a pruning statement whose one parameter is the retention in milliseconds.
-    fn delete_older(&self, sql: &'static str, retention: Duration) -> Result<usize, TimelineError> {
+    fn delete_older(&self, sql: &'static str, retention: Duration) -> Result<usize, StoreError> {
         let retention = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
         let removed = self.block_on(self.run(async |connection| {
             let prune = connection.prepare(sql).await?;
@@ -244,7 +244,7 @@ impl PostgresTimeline {
     }
 }
 
-impl Drop for PostgresTimeline {
+impl Drop for PostgresStore {
     fn drop(&mut self) {
         // Dropping a runtime waits for its threads, which async code may not do, and the last
         // handle to a store may well go in async code.
@@ -254,8 +254,8 @@ impl Drop for PostgresTimeline {
     }
 }
 
-impl ObservationStore for PostgresTimeline {
-    fn append(&self, key: &TimelineKey, events: &[ProgressEvent]) -> Result<(), TimelineError> {
+impl TimelineStore for PostgresStore {
+    fn append(&self, key: &TimelineKey, events: &[ProgressEvent]) -> Result<(), StoreError> {
         let events = events
             .iter()
             .map(serde_json::to_string)
@@ -282,7 +282,7 @@ impl ObservationStore for PostgresTimeline {
         key: &TimelineKey,
         after: i64,
         limit: usize,
-    ) -> Result<Vec<TimelineEntry>, TimelineError> {
+    ) -> Result<Vec<TimelineEntry>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = self.block_on(self.run(async |connection| {
             let read = connection.prepare(READ).await?;
@@ -305,7 +305,7 @@ impl ObservationStore for PostgresTimeline {
             .collect()
     }
 
-    fn count(&self, key: &TimelineKey) -> Result<i64, TimelineError> {
+    fn count(&self, key: &TimelineKey) -> Result<i64, StoreError> {
         self.block_on(self.run(async |connection| {
             let count = connection.prepare(COUNT).await?;
             let attempt: [&(dyn ToSql + Sync); 3] =
@@ -314,7 +314,7 @@ impl ObservationStore for PostgresTimeline {
         }))
     }
 
-    fn attempts(&self, namespace: &str, resource: &str) -> Result<Vec<String>, TimelineError> {
+    fn attempts(&self, namespace: &str, resource: &str) -> Result<Vec<String>, StoreError> {
         let rows = self.block_on(self.run(async |connection| {
             let attempts = connection.prepare(ATTEMPTS).await?;
             Ok(connection
@@ -325,50 +325,19 @@ impl ObservationStore for PostgresTimeline {
         Ok(rows.iter().map(|row| row.get(0)).collect())
     }
 
-    fn forget_resource(&self, namespace: &str, resource: &str) -> Result<usize, TimelineError> {
-        const FORGET: &str = "
-            WITH timeline AS (
-                DELETE FROM deployment_timeline WHERE namespace = $1 AND resource = $2
-                RETURNING 1
-            ), health AS (
-                DELETE FROM health_history WHERE namespace = $1 AND resource = $2 RETURNING 1
-            ), samples AS (
-                DELETE FROM monitoring_samples WHERE namespace = $1 AND resource = $2
-                RETURNING 1
-            ), rollups AS (
-                DELETE FROM monitoring_rollups WHERE namespace = $1 AND resource = $2
-                RETURNING 1
-            ), evidence AS (
-                DELETE FROM access_failure_evidence WHERE namespace = $1 AND resource = $2
-                RETURNING 1
-            ), attempts AS (
-                DELETE FROM deployment_attempts WHERE namespace = $1 AND resource = $2
-            )
-            SELECT (SELECT count(*) FROM timeline) + (SELECT count(*) FROM health)
-                 + (SELECT count(*) FROM samples) + (SELECT count(*) FROM rollups)
-                 + (SELECT count(*) FROM evidence)";
-        let removed: i64 = self.block_on(self.run(async |connection| {
-            let forget = connection.prepare(FORGET).await?;
-            let row = connection
-                .client
-                .query_one(&forget, &[&namespace, &resource])
-                .await?;
-            Ok(row.get(0))
-        }))?;
-        Ok(usize::try_from(removed).unwrap_or(usize::MAX))
-    }
-
-    fn prune(&self, retention: Duration) -> Result<usize, TimelineError> {
+    fn prune(&self, retention: Duration) -> Result<usize, StoreError> {
         let removed = self.delete_older(PRUNE, retention)?;
         self.delete_older(PRUNE_ATTEMPTS, retention)?;
         Ok(removed)
     }
+}
 
-    fn prune_health_history(&self, retention: Duration) -> Result<usize, TimelineError> {
+impl HealthHistoryStore for PostgresStore {
+    fn prune_health_history(&self, retention: Duration) -> Result<usize, StoreError> {
         self.delete_older(PRUNE_HEALTH, retention)
     }
 
-    fn record_health(&self, observations: &[HealthObservation]) -> Result<(), TimelineError> {
+    fn record_health(&self, observations: &[HealthObservation]) -> Result<(), StoreError> {
         let column = |f: fn(&HealthObservation) -> String| -> Vec<String> {
             observations.iter().map(f).collect()
         };
@@ -395,7 +364,7 @@ impl ObservationStore for PostgresTimeline {
         }))
     }
 
-    fn health_history(&self, query: &HealthQuery) -> Result<Vec<HealthObservation>, TimelineError> {
+    fn health_history(&self, query: &HealthQuery) -> Result<Vec<HealthObservation>, StoreError> {
         let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
         let rows = self.block_on(self.run(async |connection| {
             let select = connection.prepare(HEALTH_HISTORY).await?;
@@ -420,7 +389,7 @@ impl ObservationStore for PostgresTimeline {
                     summary: serde_json::from_str(row.get(3))?,
                 })
             })
-            .collect::<Result<Vec<_>, TimelineError>>()?;
+            .collect::<Result<Vec<_>, StoreError>>()?;
         Ok(oldest_first(newest_first))
     }
 }

@@ -1,7 +1,8 @@
 //! What retention policies (spec §2.2 "Retention default policy") prune: each kind of history
-//! the store keeps, counted or deleted per organization namespace before a cutoff.
+//! the store keeps, counted or deleted per organization namespace before a cutoff; and the
+//! whole history of a deleted resource.
 
-use crate::TimelineError;
+use crate::StoreError;
 
 /// A kind of history in the store, each in its own table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,7 +63,8 @@ impl History {
     }
 }
 
-/// Where retention runs count and delete history: every store keeps it.
+/// How history leaves the store: retention runs count and delete it per kind before a cutoff,
+/// and a deleted resource's goes at once. Only the controller deletes history.
 pub trait RetentionStore: Send + Sync {
     /// Rows of `history` in `namespace` recorded before `before_ms`.
     fn count_before(
@@ -70,12 +72,16 @@ pub trait RetentionStore: Send + Sync {
         namespace: &str,
         history: History,
         before_ms: i64,
-    ) -> Result<u64, TimelineError>;
+    ) -> Result<u64, StoreError>;
     /// Deletes them; returns how many rows of `history` went.
     fn delete_before(
         &self,
         namespace: &str,
         history: History,
         before_ms: i64,
-    ) -> Result<u64, TimelineError>;
+    ) -> Result<u64, StoreError>;
+    /// Forgets everything recorded of `resource` in `namespace` — its timelines, health
+    /// history, monitoring samples and rollups, access-failure evidence — so a resource
+    /// created again under the same name starts with no history. Returns the rows deleted.
+    fn forget_resource(&self, namespace: &str, resource: &str) -> Result<usize, StoreError>;
 }

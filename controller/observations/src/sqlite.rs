@@ -10,8 +10,8 @@ use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 
 use super::health_history::oldest_first;
 use super::{
-    HealthObservation, HealthQuery, History, ObservationStore, RetentionStore, TimelineEntry,
-    TimelineError, TimelineKey,
+    HealthHistoryStore, HealthObservation, HealthQuery, History, RetentionStore, StoreError,
+    TimelineEntry, TimelineKey, TimelineStore,
 };
 
 mod access_failures;
@@ -50,7 +50,7 @@ CREATE INDEX IF NOT EXISTS health_history_by_age ON health_history (observed_ms)
 
 /// Creates what is missing of the schema in one write transaction, which waits for another
 /// process doing the same (two starting at once must not both migrate).
-fn create_schema(connection: &mut Connection) -> Result<(), TimelineError> {
+fn create_schema(connection: &mut Connection) -> Result<(), StoreError> {
     let transaction =
         connection.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     transaction.execute_batch(SCHEMA)?;
@@ -74,12 +74,12 @@ const BUSY_WAIT: Duration = Duration::from_secs(5);
 /// opening a new file at once race to switch it to WAL and create the schema, and SQLite
 /// answers "busy" at once, without the busy timeout, where waiting could deadlock.
 fn retry_while_busy<T>(
-    mut attempt: impl FnMut() -> Result<T, TimelineError>,
-) -> Result<T, TimelineError> {
+    mut attempt: impl FnMut() -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
     let deadline = Instant::now() + BUSY_WAIT;
     loop {
         match attempt() {
-            Err(TimelineError::Sqlite(error))
+            Err(StoreError::Sqlite(error))
                 if error.sqlite_error_code() == Some(ErrorCode::DatabaseBusy)
                     && Instant::now() < deadline =>
             {
@@ -91,14 +91,14 @@ fn retry_while_busy<T>(
 }
 
 /// A SQLite observation store.
-pub struct SqliteTimeline {
+pub struct SqliteStore {
     connection: Mutex<Connection>,
 }
 
-impl SqliteTimeline {
+impl SqliteStore {
     /// Opens (creating if needed) the store at `path`, and its directory.
-    pub fn open(path: &Path) -> Result<Self, TimelineError> {
-        let failed = |message: String| TimelineError::Open {
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let failed = |message: String| StoreError::Open {
             location: path.display().to_string(),
             message,
         };
@@ -135,8 +135,8 @@ fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-impl ObservationStore for SqliteTimeline {
-    fn append(&self, key: &TimelineKey, events: &[ProgressEvent]) -> Result<(), TimelineError> {
+impl TimelineStore for SqliteStore {
+    fn append(&self, key: &TimelineKey, events: &[ProgressEvent]) -> Result<(), StoreError> {
         let mut connection = self.connection();
         let transaction = connection.transaction()?;
         {
@@ -166,7 +166,7 @@ impl ObservationStore for SqliteTimeline {
         key: &TimelineKey,
         after: i64,
         limit: usize,
-    ) -> Result<Vec<TimelineEntry>, TimelineError> {
+    ) -> Result<Vec<TimelineEntry>, StoreError> {
         let connection = self.connection();
         let mut select = connection.prepare_cached(
             "SELECT sequence, event FROM deployment_timeline
@@ -189,7 +189,7 @@ impl ObservationStore for SqliteTimeline {
         Ok(entries)
     }
 
-    fn count(&self, key: &TimelineKey) -> Result<i64, TimelineError> {
+    fn count(&self, key: &TimelineKey) -> Result<i64, StoreError> {
         let connection = self.connection();
         let count = connection
             .query_row(
@@ -202,7 +202,7 @@ impl ObservationStore for SqliteTimeline {
         Ok(count.unwrap_or(0))
     }
 
-    fn attempts(&self, namespace: &str, resource: &str) -> Result<Vec<String>, TimelineError> {
+    fn attempts(&self, namespace: &str, resource: &str) -> Result<Vec<String>, StoreError> {
         let connection = self.connection();
         let mut query = connection.prepare_cached(
             "SELECT DISTINCT deployment FROM deployment_timeline
@@ -214,26 +214,7 @@ impl ObservationStore for SqliteTimeline {
         Ok(names)
     }
 
-    fn forget_resource(&self, namespace: &str, resource: &str) -> Result<usize, TimelineError> {
-        const FORGET: [&str; 6] = [
-            "DELETE FROM deployment_timeline WHERE namespace = ?1 AND resource = ?2",
-            crate::attempts::FORGET,
-            "DELETE FROM health_history WHERE namespace = ?1 AND resource = ?2",
-            "DELETE FROM monitoring_samples WHERE namespace = ?1 AND resource = ?2",
-            "DELETE FROM monitoring_rollups WHERE namespace = ?1 AND resource = ?2",
-            "DELETE FROM access_failure_evidence WHERE namespace = ?1 AND resource = ?2",
-        ];
-        let mut connection = self.connection();
-        let transaction = connection.transaction()?;
-        let mut removed = 0;
-        for sql in FORGET {
-            removed += transaction.execute(sql, params![namespace, resource])?;
-        }
-        transaction.commit()?;
-        Ok(removed)
-    }
-
-    fn prune(&self, retention: Duration) -> Result<usize, TimelineError> {
+    fn prune(&self, retention: Duration) -> Result<usize, StoreError> {
         let cutoff = now_ms() - i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
         let connection = self.connection();
         let removed = connection.execute(
@@ -243,8 +224,10 @@ impl ObservationStore for SqliteTimeline {
         connection.execute(crate::attempts::PRUNE, params![cutoff])?;
         Ok(removed)
     }
+}
 
-    fn prune_health_history(&self, retention: Duration) -> Result<usize, TimelineError> {
+impl HealthHistoryStore for SqliteStore {
+    fn prune_health_history(&self, retention: Duration) -> Result<usize, StoreError> {
         let cutoff = now_ms() - i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
         let removed = self.connection().execute(
             "DELETE FROM health_history WHERE observed_ms < ?1",
@@ -253,7 +236,7 @@ impl ObservationStore for SqliteTimeline {
         Ok(removed)
     }
 
-    fn record_health(&self, observations: &[HealthObservation]) -> Result<(), TimelineError> {
+    fn record_health(&self, observations: &[HealthObservation]) -> Result<(), StoreError> {
         let mut connection = self.connection();
         let transaction = connection.transaction()?;
         {
@@ -275,7 +258,7 @@ impl ObservationStore for SqliteTimeline {
         Ok(())
     }
 
-    fn health_history(&self, query: &HealthQuery) -> Result<Vec<HealthObservation>, TimelineError> {
+    fn health_history(&self, query: &HealthQuery) -> Result<Vec<HealthObservation>, StoreError> {
         let connection = self.connection();
         let mut select = connection.prepare_cached(
             "SELECT id, observed_ms, overall, summary FROM health_history
@@ -317,13 +300,13 @@ impl ObservationStore for SqliteTimeline {
 }
 
 // The behaviour both backends share is tested in `conformance`.
-impl RetentionStore for SqliteTimeline {
+impl RetentionStore for SqliteStore {
     fn count_before(
         &self,
         namespace: &str,
         history: History,
         before_ms: i64,
-    ) -> Result<u64, TimelineError> {
+    ) -> Result<u64, StoreError> {
         let count: i64 = self.connection().query_row(
             &history.count_sql(),
             params![namespace, before_ms],
@@ -337,7 +320,7 @@ impl RetentionStore for SqliteTimeline {
         namespace: &str,
         history: History,
         before_ms: i64,
-    ) -> Result<u64, TimelineError> {
+    ) -> Result<u64, StoreError> {
         let mut connection = self.connection();
         let transaction = connection.transaction()?;
         let mut statements = history.delete_sql().into_iter();
@@ -349,6 +332,25 @@ impl RetentionStore for SqliteTimeline {
         transaction.commit()?;
         Ok(deleted as u64)
     }
+
+    fn forget_resource(&self, namespace: &str, resource: &str) -> Result<usize, StoreError> {
+        const FORGET: [&str; 6] = [
+            "DELETE FROM deployment_timeline WHERE namespace = ?1 AND resource = ?2",
+            crate::attempts::FORGET,
+            "DELETE FROM health_history WHERE namespace = ?1 AND resource = ?2",
+            "DELETE FROM monitoring_samples WHERE namespace = ?1 AND resource = ?2",
+            "DELETE FROM monitoring_rollups WHERE namespace = ?1 AND resource = ?2",
+            "DELETE FROM access_failure_evidence WHERE namespace = ?1 AND resource = ?2",
+        ];
+        let mut connection = self.connection();
+        let transaction = connection.transaction()?;
+        let mut removed = 0;
+        for sql in FORGET {
+            removed += transaction.execute(sql, params![namespace, resource])?;
+        }
+        transaction.commit()?;
+        Ok(removed)
+    }
 }
 
 #[cfg(test)]
@@ -357,7 +359,7 @@ mod tests {
 
     #[test]
     fn an_unusable_path_names_itself() {
-        let error = match SqliteTimeline::open(Path::new("/proc/berth/store.sqlite")) {
+        let error = match SqliteStore::open(Path::new("/proc/berth/store.sqlite")) {
             Err(error) => error.to_string(),
             Ok(_) => panic!("opened a store under /proc"),
         };
@@ -386,7 +388,7 @@ mod tests {
             .unwrap();
         }
         for _ in 0..2 {
-            let store = SqliteTimeline::open(&path).unwrap();
+            let store = SqliteStore::open(&path).unwrap();
             let connection = store.connection();
             let sql: String = connection
                 .query_row(

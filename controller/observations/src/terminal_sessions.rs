@@ -5,7 +5,7 @@
 //! A session is single-use: taking it deletes it in one statement, so of two replicas racing
 //! for it exactly one gets it. Its ticket is stored only as a digest.
 
-use crate::TimelineError;
+use crate::StoreError;
 
 /// A created session waiting for its WebSocket.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,7 +48,7 @@ pub trait TerminalSessionStore: Send + Sync {
         session: &PendingTerminal,
         max_per_user: usize,
         now_ms: i64,
-    ) -> Result<bool, TimelineError>;
+    ) -> Result<bool, StoreError>;
     /// Removes and returns session `id` if it is pending at `now_ms` and `claim` fits it, in one
     /// statement: a second take, here or on another replica, finds nothing. A claim that does
     /// not fit consumes nothing.
@@ -57,15 +57,15 @@ pub trait TerminalSessionStore: Send + Sync {
         id: &str,
         claim: TerminalClaim<'_>,
         now_ms: i64,
-    ) -> Result<Option<PendingTerminal>, TimelineError>;
+    ) -> Result<Option<PendingTerminal>, StoreError>;
     /// The user's sessions pending at `now_ms`, newest first.
     fn pending_terminals(
         &self,
         user_id: &str,
         now_ms: i64,
-    ) -> Result<Vec<PendingTerminal>, TimelineError>;
+    ) -> Result<Vec<PendingTerminal>, StoreError>;
     /// Removes sessions expired at `now_ms`; returns how many went.
-    fn prune_pending_terminals(&self, now_ms: i64) -> Result<usize, TimelineError>;
+    fn prune_pending_terminals(&self, now_ms: i64) -> Result<usize, StoreError>;
 }
 
 /// Whether a user with `waiting` pending sessions may create another.

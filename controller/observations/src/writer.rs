@@ -1,12 +1,14 @@
-//! Records timeline entries without holding an attempt up: entries queue to one thread that
-//! stores them in batches, in order; `flush` waits until everything queued before it is stored.
+//! The controller's handle on the observation store. It records timeline entries without
+//! holding an attempt up: entries queue to one thread that stores them in batches, in order;
+//! `flush` waits until everything queued before it is stored. Health observations are stored
+//! off the async threads, and the store itself is at hand for what needs no queue.
 
 use std::sync::Arc;
 
 use berth_crds::progress::ProgressEvent;
 use tokio::sync::{mpsc, oneshot};
 
-use super::{HealthObservation, ObservationStore, TimelineKey};
+use super::{ControllerStore, HealthObservation, TimelineKey, TimelineStore};
 
 /// Entries taken from the queue into one batch at most.
 const BATCH: usize = 512;
@@ -18,14 +20,14 @@ enum Command {
 
 /// A cheap, cloneable handle to the writer thread; the default one records nothing.
 #[derive(Clone, Default)]
-pub struct TimelineWriter {
+pub struct ObservationWriter {
     queue: Option<mpsc::UnboundedSender<Command>>,
-    store: Option<Arc<dyn ObservationStore>>,
+    store: Option<Arc<dyn ControllerStore>>,
 }
 
-impl TimelineWriter {
+impl ObservationWriter {
     /// Starts the writer thread over `store`. It ends when the last handle is dropped.
-    pub fn start(store: Arc<dyn ObservationStore>) -> std::io::Result<Self> {
+    pub fn start(store: Arc<dyn ControllerStore>) -> std::io::Result<Self> {
         let (queue, commands) = mpsc::unbounded_channel();
         let written = Arc::clone(&store);
         std::thread::Builder::new()
@@ -65,7 +67,7 @@ impl TimelineWriter {
     }
 
     /// The store itself, for records that need no queue (none without a store).
-    pub fn store(&self) -> Option<Arc<dyn ObservationStore>> {
+    pub fn store(&self) -> Option<Arc<dyn ControllerStore>> {
         self.store.clone()
     }
 
@@ -88,7 +90,7 @@ impl TimelineWriter {
 
 /// The writer thread: takes what is queued, stores consecutive entries of one attempt in one
 /// transaction, then answers the flushes that were waiting behind them.
-fn write_batches(store: &dyn ObservationStore, mut commands: mpsc::UnboundedReceiver<Command>) {
+fn write_batches(store: &dyn TimelineStore, mut commands: mpsc::UnboundedReceiver<Command>) {
     while let Some(first) = commands.blocking_recv() {
         let mut batch = vec![first];
         while batch.len() < BATCH {
@@ -121,7 +123,7 @@ fn write_batches(store: &dyn ObservationStore, mut commands: mpsc::UnboundedRece
     }
 }
 
-fn store_run(store: &dyn ObservationStore, key: &TimelineKey, events: &[ProgressEvent]) {
+fn store_run(store: &dyn TimelineStore, key: &TimelineKey, events: &[ProgressEvent]) {
     if let Err(error) = store.append(key, events) {
         tracing::warn!(
             %error,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use berth_crds::server::{Server, ServerSpec};
 use berth_crds::ssh_credential::SshCredential;
-use berth_observations::TimelineWriter;
+use berth_observations::ObservationWriter;
 use berth_remote::ServerId;
 use berth_source::SourceCache;
 use http::{Request, Response};
@@ -49,7 +49,7 @@ impl Context {
         let context = Context::new(
             client,
             Metrics::default(),
-            TimelineWriter::default(),
+            ObservationWriter::default(),
             caches,
             observers,
             acme,

@@ -89,7 +89,7 @@ fn unix_seconds(ms: i64) -> i64 {
 
 /// Stores one failure's evidence; a store that fails loses it, with a warning.
 async fn record(context: &Context, id: &ServerId, server: &Server, failure: EdgeFailure) {
-    let Some(store) = context.timeline.store() else {
+    let Some(store) = context.observations.store() else {
         return;
     };
     let resource = failure.resource.as_ref().and_then(|name| {

@@ -14,7 +14,7 @@ use berth_crds::retention_policy::{
     RetentionCategory, RetentionPolicy, RetentionPolicySpec, RetentionRun, RetentionRunMode,
     RetentionScope,
 };
-use berth_observations::{History, ObservationStore};
+use berth_observations::{History, RetentionStore};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams};
@@ -116,7 +116,7 @@ async fn reconcile(policy: Arc<RetentionPolicy>, runner: Arc<Runner>) -> Result<
     if let Some(wait) = next_run_in(&policy, runner.interval, Timestamp::now()) {
         return Ok(Action::requeue(wait));
     }
-    let Some(store) = context.timeline.store() else {
+    let Some(store) = context.observations.store() else {
         return Ok(Action::await_change());
     };
     let namespaces = governed_namespaces(&policy, &runner);
@@ -190,12 +190,12 @@ fn governed_namespaces(policy: &RetentionPolicy, runner: &Runner) -> Vec<String>
 /// Counts (dry run) or deletes (destructive) each history of the category in each namespace;
 /// rows per history.
 fn apply(
-    store: &dyn ObservationStore,
+    store: &dyn RetentionStore,
     namespaces: &[String],
     category: RetentionCategory,
     cutoff_ms: i64,
     mode: RetentionRunMode,
-) -> std::result::Result<BTreeMap<String, i64>, berth_observations::TimelineError> {
+) -> std::result::Result<BTreeMap<String, i64>, berth_observations::StoreError> {
     let mut rows = BTreeMap::new();
     for history in histories(category) {
         let mut total = 0u64;

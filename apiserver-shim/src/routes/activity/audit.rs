@@ -60,7 +60,7 @@ pub async fn list(
         before: before.clone(),
         limit: limit + 1,
     };
-    let records = store_call(&state.timelines, "audit events", move |store| {
+    let records = store_call(&state.observations, "audit events", move |store| {
         store.audit_records(&store_query)
     })
     .await?;

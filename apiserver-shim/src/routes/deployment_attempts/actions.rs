@@ -313,7 +313,7 @@ pub async fn rollback_candidates(
         limit: 100,
         ..Default::default()
     };
-    let rows = store_call(&state.timelines, "deployment history", move |store| {
+    let rows = store_call(&state.observations, "deployment history", move |store| {
         store.removed_attempts(&query)
     })
     .await?;

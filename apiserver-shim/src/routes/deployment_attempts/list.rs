@@ -195,7 +195,7 @@ pub async fn list(
         limit: limit + 1,
         ..archive_query(&namespace, &caller, &filters)
     };
-    let rows = store_call(&state.timelines, "deployment history", move |store| {
+    let rows = store_call(&state.observations, "deployment history", move |store| {
         store.removed_attempts(&archive)
     })
     .await?;
@@ -240,7 +240,7 @@ async fn timeline_counts(
             .push(deployment.name_any());
     }
     let namespace = namespace.to_string();
-    store_call(&state.timelines, "deployment timelines", move |store| {
+    store_call(&state.observations, "deployment timelines", move |store| {
         let mut counts = BTreeMap::new();
         for (resource, names) in by_resource {
             counts.extend(store.timeline_counts(&namespace, &resource, &names)?);
@@ -263,7 +263,7 @@ pub async fn count(
     let filters = filters(&state, &caller, &query)?;
     let live = live(&state, &caller, &namespace, &filters).len();
     let archive = archive_query(&namespace, &caller, &filters);
-    let removed = store_call(&state.timelines, "deployment history", move |store| {
+    let removed = store_call(&state.observations, "deployment history", move |store| {
         store.count_removed(&archive)
     })
     .await?;

@@ -155,7 +155,7 @@ pub async fn find(state: &AppState, caller: &Caller, id: &str) -> ApiResult<Atte
         });
     }
     let (ns, name) = (namespace.clone(), id.to_string());
-    let row = store_call(&state.timelines, "deployment history", move |store| {
+    let row = store_call(&state.observations, "deployment history", move |store| {
         store.attempt(&ns, &name)
     })
     .await?;

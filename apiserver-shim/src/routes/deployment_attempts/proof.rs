@@ -142,7 +142,7 @@ async fn verify_entries(
         deployment.spec.resource_id.clone(),
         deployment.name_any(),
     );
-    let entries = store_call(&state.timelines, "deployment timelines", move |store| {
+    let entries = store_call(&state.observations, "deployment timelines", move |store| {
         store.read(&key, 0, 5_000)
     })
     .await

@@ -36,7 +36,7 @@ pub async fn show(
         deployment.spec.resource_id.clone(),
         id.clone(),
     );
-    let count = match store_call(&state.timelines, "deployment timelines", move |store| {
+    let count = match store_call(&state.observations, "deployment timelines", move |store| {
         store.count(&key)
     })
     .await

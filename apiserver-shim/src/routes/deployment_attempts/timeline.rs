@@ -133,7 +133,7 @@ pub async fn page(
     let limit = query.integer("limit", 1, MAX_LIMIT, DEFAULT_LIMIT)? as usize;
     let attempt = find(&state, &caller, &id).await?;
     let key = key(&attempt);
-    let stored = store_call(&state.timelines, "deployment timelines", move |store| {
+    let stored = store_call(&state.observations, "deployment timelines", move |store| {
         store.read(&key, after, limit + 1)
     })
     .await?;
@@ -222,7 +222,7 @@ async fn follow(
         let now = current_state(&state, &attempt);
         let ended = now.is_none_or(DeploymentState::is_terminal);
         let read_key = key.clone();
-        let read = store_call(&state.timelines, "deployment timelines", move |store| {
+        let read = store_call(&state.observations, "deployment timelines", move |store| {
             store.read(&read_key, after, PAGE)
         })
         .await

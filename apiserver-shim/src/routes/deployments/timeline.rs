@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use axum::extract::{Path, State};
 use berth_crds::progress::{ProgressEvent, Source};
-use berth_observations::{ObservationStore, TimelineEntry, TimelineError, TimelineKey};
+use berth_observations::{ShimStore, StoreError, TimelineEntry, TimelineKey};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
@@ -29,21 +29,21 @@ const MAX_LIMIT: u64 = 1_000;
 
 /// Runs a store call off the async threads.
 async fn blocking<T: Send + 'static>(
-    store: &Arc<dyn ObservationStore>,
-    call: impl FnOnce(&dyn ObservationStore) -> Result<T, TimelineError> + Send + 'static,
+    store: &Arc<dyn ShimStore>,
+    call: impl FnOnce(&dyn ShimStore) -> Result<T, StoreError> + Send + 'static,
 ) -> ApiResult<T> {
     store_call(store, "deployment timelines", call).await
 }
 
 /// Follows the `application` entries (build output) of one attempt's timeline.
 pub struct OutputFollower {
-    store: Arc<dyn ObservationStore>,
+    store: Arc<dyn ShimStore>,
     key: TimelineKey,
     after: i64,
 }
 
 impl OutputFollower {
-    pub fn new(store: Arc<dyn ObservationStore>, key: TimelineKey) -> Self {
+    pub fn new(store: Arc<dyn ShimStore>, key: TimelineKey) -> Self {
         Self {
             store,
             key,
@@ -96,7 +96,7 @@ pub async fn show(
         .await?
         .filter(|d| d.spec.resource_id == resource_id);
     let read_key = key.clone();
-    let (entries, recorded) = blocking(&state.timelines, move |store| {
+    let (entries, recorded) = blocking(&state.observations, move |store| {
         // One more than asked tells whether the timeline goes on.
         let entries = store.read(&read_key, after, limit + 1)?;
         let recorded = !entries.is_empty() || store.count(&read_key)? > 0;

@@ -17,7 +17,7 @@ use berth_api::monitoring::{
 use berth_crds::deployment::DeploymentState;
 use berth_crds::member::OrganizationRole;
 use berth_crds::monitoring::{ScopeKind, Signal, wire_metric};
-use berth_observations::{Detail, RollupQuery, RollupRow, Tier, TimelineError};
+use berth_observations::{Detail, RollupQuery, RollupRow, StoreError, Tier};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use schemars::JsonSchema;
@@ -427,8 +427,8 @@ async fn read(
     query: RollupQuery,
     contributors_wanted: bool,
 ) -> ApiResult<(Read, Vec<SourceError>)> {
-    let store = Arc::clone(&state.timelines);
-    let read = tokio::task::spawn_blocking(move || -> Result<Read, TimelineError> {
+    let store = Arc::clone(&state.observations);
+    let read = tokio::task::spawn_blocking(move || -> Result<Read, StoreError> {
         let rows = store.rollup(&query)?;
         let usage = if contributors_wanted {
             store.resource_usage(&query)?

@@ -19,7 +19,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use berth_api::monitoring::{ResourceMetrics, SourceError};
 use berth_crds::member::OrganizationRole;
 use berth_crds::monitoring::{MonitoringSample, ScopeKind};
-use berth_observations::{DiskRecord, SampleQuery, TimelineError};
+use berth_observations::{DiskRecord, SampleQuery, StoreError};
 use futures::Stream;
 use k8s_openapi::jiff::Timestamp;
 use schemars::JsonSchema;
@@ -208,8 +208,8 @@ fn artifact_of_container(sample: &MonitoringSample) -> Artifact {
 async fn read_measurements(
     state: &AppState,
     query: SampleQuery,
-) -> ApiResult<Result<(Vec<MonitoringSample>, Vec<DiskRecord>), TimelineError>> {
-    let store = Arc::clone(&state.timelines);
+) -> ApiResult<Result<(Vec<MonitoringSample>, Vec<DiskRecord>), StoreError>> {
+    let store = Arc::clone(&state.observations);
     tokio::task::spawn_blocking(move || Ok((store.samples(&query)?, store.disk(&query.namespace)?)))
         .await
         .map_err(ApiError::internal)

@@ -126,7 +126,7 @@ pub async fn show(
         to_ms: window.to.as_millisecond(),
         limit: window.limit,
     };
-    let stored = store_call(&state.timelines, "health observations", move |store| {
+    let stored = store_call(&state.observations, "health observations", move |store| {
         store.health_history(&store_query)
     })
     .await?;

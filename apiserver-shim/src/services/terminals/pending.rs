@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use berth_observations::{ObservationStore, PendingTerminal, TerminalClaim};
+use berth_observations::{PendingTerminal, ShimStore, TerminalClaim};
 use serde::{Deserialize, Serialize};
 
 use super::{CONNECT_WITHIN, ContainerShell, ListedSession, MAX_PENDING_PER_USER};
@@ -79,7 +79,7 @@ fn pending(record: &PendingTerminal) -> Result<Pending, serde_json::Error> {
 
 /// Stores a created session; 429 when its creator has [`MAX_PENDING_PER_USER`] waiting
 /// already. Sessions expired meanwhile (of anyone) are removed on the way.
-pub async fn insert(store: &Arc<dyn ObservationStore>, record: PendingTerminal) -> ApiResult<()> {
+pub async fn insert(store: &Arc<dyn ShimStore>, record: PendingTerminal) -> ApiResult<()> {
     let now = berth_observations::now_ms();
     let stored = store_call(store, WHAT, move |store| {
         store.prune_pending_terminals(now)?;
@@ -99,7 +99,7 @@ pub async fn insert(store: &Arc<dyn ObservationStore>, record: PendingTerminal) 
 /// it; returns the login session that created it, and the session. A claim that does not fit
 /// takes nothing.
 pub async fn take(
-    store: &Arc<dyn ObservationStore>,
+    store: &Arc<dyn ShimStore>,
     id: &str,
     claim: Claim,
 ) -> ApiResult<Option<(String, Pending)>> {
@@ -131,10 +131,7 @@ pub async fn take(
 }
 
 /// The user's sessions waiting for their WebSocket, on any replica.
-pub async fn of_user(
-    store: &Arc<dyn ObservationStore>,
-    user_id: &str,
-) -> ApiResult<Vec<ListedSession>> {
+pub async fn of_user(store: &Arc<dyn ShimStore>, user_id: &str) -> ApiResult<Vec<ListedSession>> {
     let user = user_id.to_string();
     let now = berth_observations::now_ms();
     let records = store_call(store, WHAT, move |store| {

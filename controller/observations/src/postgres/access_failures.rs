@@ -3,8 +3,8 @@
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
-use super::{Failed, PostgresTimeline};
-use crate::TimelineError;
+use super::{Failed, PostgresStore};
+use crate::StoreError;
 use crate::access_failures::{AccessFailureRecord, AccessFailureStore, SCHEMA, StoredRow, now_ms};
 
 const INSERT: &str = "
@@ -40,13 +40,13 @@ fn stored_row(row: &Row) -> StoredRow {
     }
 }
 
-impl PostgresTimeline {
+impl PostgresStore {
     /// The one row `sql` selects with `params`, as a record.
     fn select_one(
         &self,
         sql: &'static str,
         params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Option<AccessFailureRecord>, TimelineError> {
+    ) -> Result<Option<AccessFailureRecord>, StoreError> {
         let row = self.block_on(self.run(async |connection| {
             let statement = connection.prepare(sql).await?;
             Ok(connection.client.query_opt(&statement, params).await?)
@@ -58,8 +58,8 @@ impl PostgresTimeline {
     }
 }
 
-impl AccessFailureStore for PostgresTimeline {
-    fn record_access_failure(&self, record: &AccessFailureRecord) -> Result<bool, TimelineError> {
+impl AccessFailureStore for PostgresStore {
+    fn record_access_failure(&self, record: &AccessFailureRecord) -> Result<bool, StoreError> {
         let evidence = serde_json::to_string(&record.evidence)?;
         let inserted = self.block_on(self.run(async |connection| {
             let insert = connection.prepare(INSERT).await?;
@@ -80,10 +80,7 @@ impl AccessFailureStore for PostgresTimeline {
         Ok(inserted == 1)
     }
 
-    fn access_failure(
-        &self,
-        request_id: &str,
-    ) -> Result<Option<AccessFailureRecord>, TimelineError> {
+    fn access_failure(&self, request_id: &str) -> Result<Option<AccessFailureRecord>, StoreError> {
         self.select_one(BY_REQUEST, &[&request_id, &now_ms()])
     }
 
@@ -91,11 +88,11 @@ impl AccessFailureStore for PostgresTimeline {
         &self,
         namespace: &str,
         resource: &str,
-    ) -> Result<Option<AccessFailureRecord>, TimelineError> {
+    ) -> Result<Option<AccessFailureRecord>, StoreError> {
         self.select_one(LATEST, &[&namespace, &resource, &now_ms()])
     }
 
-    fn prune_access_failures(&self, now_ms: i64) -> Result<usize, TimelineError> {
+    fn prune_access_failures(&self, now_ms: i64) -> Result<usize, StoreError> {
         let removed = self.block_on(self.run(async |connection| {
             let prune = connection.prepare(PRUNE).await?;
             Ok(connection.client.execute(&prune, &[&now_ms]).await?)

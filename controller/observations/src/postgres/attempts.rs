@@ -3,8 +3,8 @@
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
-use super::{Failed, PostgresTimeline, numbered};
-use crate::TimelineError;
+use super::{Failed, PostgresStore, numbered};
+use crate::StoreError;
 use crate::attempts::{
     AttemptQuery, AttemptRecord, AttemptStore, Dialect, Filter, MARK_REMOVED, ONE, UNREMOVED,
     UPSERT, Value, timeline_counts_sql,
@@ -35,8 +35,8 @@ fn bound(values: &[Value]) -> Vec<&(dyn ToSql + Sync)> {
         .collect()
 }
 
-impl AttemptStore for PostgresTimeline {
-    fn record_attempts(&self, records: &[AttemptRecord]) -> Result<(), TimelineError> {
+impl AttemptStore for PostgresStore {
+    fn record_attempts(&self, records: &[AttemptRecord]) -> Result<(), StoreError> {
         let sql = numbered(UPSERT);
         self.block_on(self.run(async |connection| {
             let transaction = connection.client.transaction().await?;
@@ -60,7 +60,7 @@ impl AttemptStore for PostgresTimeline {
         }))
     }
 
-    fn mark_removed(&self, namespace: &str, deployments: &[String]) -> Result<(), TimelineError> {
+    fn mark_removed(&self, namespace: &str, deployments: &[String]) -> Result<(), StoreError> {
         let sql = numbered(MARK_REMOVED);
         self.block_on(self.run(async |connection| {
             let mark = connection.client.prepare(&sql).await?;
@@ -74,14 +74,14 @@ impl AttemptStore for PostgresTimeline {
         }))
     }
 
-    fn unremoved_attempts(&self) -> Result<Vec<(String, String)>, TimelineError> {
+    fn unremoved_attempts(&self) -> Result<Vec<(String, String)>, StoreError> {
         let rows = self.block_on(
             self.run(async |connection| Ok(connection.client.query(UNREMOVED, &[]).await?)),
         )?;
         Ok(rows.iter().map(|row| (row.get(0), row.get(1))).collect())
     }
 
-    fn removed_attempts(&self, query: &AttemptQuery) -> Result<Vec<AttemptRecord>, TimelineError> {
+    fn removed_attempts(&self, query: &AttemptQuery) -> Result<Vec<AttemptRecord>, StoreError> {
         let (sql, values) = Filter::select(query, Dialect::Postgres);
         let rows =
             self.block_on(self.run(async |connection| {
@@ -90,7 +90,7 @@ impl AttemptStore for PostgresTimeline {
         Ok(rows.iter().map(record).collect())
     }
 
-    fn count_removed(&self, query: &AttemptQuery) -> Result<u64, TimelineError> {
+    fn count_removed(&self, query: &AttemptQuery) -> Result<u64, StoreError> {
         let (sql, values) = Filter::count(query, Dialect::Postgres);
         let count: i64 = self.block_on(self.run(async |connection| {
             let row = connection.client.query_one(&sql, &bound(&values)).await?;
@@ -103,7 +103,7 @@ impl AttemptStore for PostgresTimeline {
         &self,
         namespace: &str,
         deployment: &str,
-    ) -> Result<Option<AttemptRecord>, TimelineError> {
+    ) -> Result<Option<AttemptRecord>, StoreError> {
         let sql = numbered(ONE);
         let row = self.block_on(self.run(async |connection| {
             Ok(connection
@@ -119,7 +119,7 @@ impl AttemptStore for PostgresTimeline {
         namespace: &str,
         resource: &str,
         deployments: &[String],
-    ) -> Result<Vec<(String, i64)>, TimelineError> {
+    ) -> Result<Vec<(String, i64)>, StoreError> {
         if deployments.is_empty() {
             return Ok(Vec::new());
         }

@@ -2,12 +2,12 @@
 
 use tokio_postgres::types::ToSql;
 
-use super::{Failed, PostgresTimeline, numbered};
-use crate::TimelineError;
+use super::{Failed, PostgresStore, numbered};
+use crate::StoreError;
 use crate::audit::{AuditQuery, AuditRecord, AuditStore, INSERT, SELECT, select_params};
 
-impl AuditStore for PostgresTimeline {
-    fn record_audit(&self, records: &[AuditRecord]) -> Result<(), TimelineError> {
+impl AuditStore for PostgresStore {
+    fn record_audit(&self, records: &[AuditRecord]) -> Result<(), StoreError> {
         let sql = numbered(INSERT);
         self.block_on(self.run(async |connection| {
             let transaction = connection.client.transaction().await?;
@@ -32,7 +32,7 @@ impl AuditStore for PostgresTimeline {
         }))
     }
 
-    fn audit_records(&self, query: &AuditQuery) -> Result<Vec<AuditRecord>, TimelineError> {
+    fn audit_records(&self, query: &AuditQuery) -> Result<Vec<AuditRecord>, StoreError> {
         let (namespace, resource, object, before_ms, before_id, limit) = select_params(query);
         let sql = numbered(SELECT);
         let rows = self.block_on(self.run(async |connection| {

@@ -1,11 +1,11 @@
 //! Servers' disk artifacts in the PostgreSQL store.
 
-use super::{PostgresTimeline, numbered};
-use crate::TimelineError;
+use super::{PostgresStore, numbered};
+use crate::StoreError;
 use crate::disk::{DiskRecord, DiskStore, SELECT, UPSERT, record};
 
-impl DiskStore for PostgresTimeline {
-    fn record_disk(&self, disk: &DiskRecord) -> Result<(), TimelineError> {
+impl DiskStore for PostgresStore {
+    fn record_disk(&self, disk: &DiskRecord) -> Result<(), StoreError> {
         let artifacts = serde_json::to_string(&disk.artifacts)?;
         let sql = numbered(UPSERT);
         self.block_on(self.run(async |connection| {
@@ -20,7 +20,7 @@ impl DiskStore for PostgresTimeline {
         }))
     }
 
-    fn disk(&self, namespace: &str) -> Result<Vec<DiskRecord>, TimelineError> {
+    fn disk(&self, namespace: &str) -> Result<Vec<DiskRecord>, StoreError> {
         let sql = numbered(SELECT);
         let rows = self.block_on(self.run(async |connection| {
             Ok(connection.client.query(sql.as_str(), &[&namespace]).await?)

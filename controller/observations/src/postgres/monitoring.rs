@@ -5,8 +5,8 @@ use std::collections::HashSet;
 use berth_crds::monitoring::MonitoringSample;
 use tokio_postgres::types::ToSql;
 
-use super::{Failed, PostgresTimeline};
-use crate::TimelineError;
+use super::{Failed, PostgresStore};
+use crate::StoreError;
 use crate::monitoring::{
     Access, MonitoringStore, RollupQuery, RollupRead, RollupRow, Row, SCHEMA, SampleQuery,
     SampleRecord, Tier, contributions, oldest_first, scope_filter,
@@ -171,8 +171,8 @@ pub(super) async fn create_schema(
         .await?)
 }
 
-impl MonitoringStore for PostgresTimeline {
-    fn record_samples(&self, samples: &[SampleRecord]) -> Result<(), TimelineError> {
+impl MonitoringStore for PostgresStore {
+    fn record_samples(&self, samples: &[SampleRecord]) -> Result<(), StoreError> {
         if samples.is_empty() {
             return Ok(());
         }
@@ -222,7 +222,7 @@ impl MonitoringStore for PostgresTimeline {
         }))
     }
 
-    fn samples(&self, query: &SampleQuery) -> Result<Vec<MonitoringSample>, TimelineError> {
+    fn samples(&self, query: &SampleQuery) -> Result<Vec<MonitoringSample>, StoreError> {
         let sql = match Access::of(query) {
             Access::Resource => BY_RESOURCE,
             Access::Server => BY_SERVER,
@@ -249,7 +249,7 @@ impl MonitoringStore for PostgresTimeline {
         oldest_first(rows.iter().map(|row| row.get::<_, String>(0)))
     }
 
-    fn prune_samples(&self, before_ms: i64) -> Result<usize, TimelineError> {
+    fn prune_samples(&self, before_ms: i64) -> Result<usize, StoreError> {
         let removed = self.block_on(self.run(async |connection| {
             let prune = connection.prepare(PRUNE).await?;
             let removed = connection.client.execute(&prune, &[&before_ms]).await?;
@@ -260,25 +260,25 @@ impl MonitoringStore for PostgresTimeline {
         Ok(usize::try_from(removed).unwrap_or(usize::MAX))
     }
 
-    fn rollup(&self, query: &RollupQuery) -> Result<Vec<RollupRow>, TimelineError> {
+    fn rollup(&self, query: &RollupQuery) -> Result<Vec<RollupRow>, StoreError> {
         let read = RollupRead::of(query);
         let sql = read.statement([ROLLUP_BY_RESOURCE, ROLLUP_BY_SERVER, ROLLUP_BY_NAMESPACE]);
         self.read_rollup(sql, &read, query.tier)
     }
 
-    fn resource_usage(&self, query: &RollupQuery) -> Result<Vec<RollupRow>, TimelineError> {
+    fn resource_usage(&self, query: &RollupQuery) -> Result<Vec<RollupRow>, StoreError> {
         let read = RollupRead::of_usage(query);
         self.read_rollup(RESOURCE_USAGE, &read, query.tier)
     }
 }
 
-impl PostgresTimeline {
+impl PostgresStore {
     fn read_rollup(
         &self,
         sql: &'static str,
         read: &RollupRead,
         tier: Tier,
-    ) -> Result<Vec<RollupRow>, TimelineError> {
+    ) -> Result<Vec<RollupRow>, StoreError> {
         let filters = &read.filters;
         let tier = tier.as_str();
         let rows = self.block_on(self.run(async |connection| {

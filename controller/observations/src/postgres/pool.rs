@@ -10,7 +10,7 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio_postgres::error::Severity;
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
-use crate::TimelineError;
+use crate::StoreError;
 
 /// Connections one process keeps at most: one writer, the pruner, and the shim's readers.
 const MAX_CONNECTIONS: usize = 8;
@@ -75,10 +75,10 @@ impl Pool {
         }
     }
 
-    pub(super) async fn get(&self) -> Result<Lease<'_>, TimelineError> {
+    pub(super) async fn get(&self) -> Result<Lease<'_>, StoreError> {
         let permit = tokio::time::timeout(CHECKOUT_TIMEOUT, self.permits.acquire())
             .await
-            .map_err(|_| TimelineError::Exhausted(CHECKOUT_TIMEOUT))?
+            .map_err(|_| StoreError::Exhausted(CHECKOUT_TIMEOUT))?
             .expect("the pool's semaphore is never closed");
         let connection = loop {
             let idle = self.idle_connections().pop();

@@ -5,8 +5,8 @@ use std::sync::LazyLock;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
-use super::{Failed, PostgresTimeline, numbered};
-use crate::TimelineError;
+use super::{Failed, PostgresStore, numbered};
+use crate::StoreError;
 use crate::terminal_sessions::{
     COUNT_OF_USER, INSERT, PRUNE, PendingTerminal, TerminalClaim, TerminalSessionStore, has_room,
     of_user_sql, take_by_creator_sql, take_by_ticket_sql,
@@ -48,13 +48,13 @@ fn pending(row: &Row) -> PendingTerminal {
     }
 }
 
-impl TerminalSessionStore for PostgresTimeline {
+impl TerminalSessionStore for PostgresStore {
     fn insert_pending_terminal(
         &self,
         session: &PendingTerminal,
         max_per_user: usize,
         now_ms: i64,
-    ) -> Result<bool, TimelineError> {
+    ) -> Result<bool, StoreError> {
         self.block_on(self.run(async |connection| {
             let lock = connection.prepare(LOCK_USER).await?;
             let count = connection.prepare(&SQL.count_of_user).await?;
@@ -91,7 +91,7 @@ impl TerminalSessionStore for PostgresTimeline {
         id: &str,
         claim: TerminalClaim<'_>,
         now_ms: i64,
-    ) -> Result<Option<PendingTerminal>, TimelineError> {
+    ) -> Result<Option<PendingTerminal>, StoreError> {
         // One autocommitted DELETE … RETURNING: of two takes at once, the second waits for the
         // first's row lock and then finds the row gone.
         let row = self.block_on(self.run(async |connection| {
@@ -122,7 +122,7 @@ impl TerminalSessionStore for PostgresTimeline {
         &self,
         user_id: &str,
         now_ms: i64,
-    ) -> Result<Vec<PendingTerminal>, TimelineError> {
+    ) -> Result<Vec<PendingTerminal>, StoreError> {
         let rows = self.block_on(self.run(async |connection| {
             let select = connection.prepare(&SQL.of_user).await?;
             Ok(connection
@@ -133,7 +133,7 @@ impl TerminalSessionStore for PostgresTimeline {
         Ok(rows.iter().map(pending).collect())
     }
 
-    fn prune_pending_terminals(&self, now_ms: i64) -> Result<usize, TimelineError> {
+    fn prune_pending_terminals(&self, now_ms: i64) -> Result<usize, StoreError> {
         let removed = self.block_on(self.run(async |connection| {
             let prune = connection.prepare(&SQL.prune).await?;
             Ok(connection.client.execute(&prune, &[&now_ms]).await?)

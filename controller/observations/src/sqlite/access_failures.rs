@@ -2,8 +2,8 @@
 
 use rusqlite::{OptionalExtension, Row, params};
 
-use super::SqliteTimeline;
-use crate::TimelineError;
+use super::SqliteStore;
+use crate::StoreError;
 use crate::access_failures::{AccessFailureRecord, AccessFailureStore, COLUMNS, StoredRow, now_ms};
 
 fn stored_row(row: &Row<'_>) -> rusqlite::Result<StoredRow> {
@@ -17,8 +17,8 @@ fn stored_row(row: &Row<'_>) -> rusqlite::Result<StoredRow> {
     })
 }
 
-impl AccessFailureStore for SqliteTimeline {
-    fn record_access_failure(&self, record: &AccessFailureRecord) -> Result<bool, TimelineError> {
+impl AccessFailureStore for SqliteStore {
+    fn record_access_failure(&self, record: &AccessFailureRecord) -> Result<bool, StoreError> {
         let evidence = serde_json::to_string(&record.evidence)?;
         let connection = self.connection();
         let inserted = connection.execute(
@@ -42,10 +42,7 @@ impl AccessFailureStore for SqliteTimeline {
         Ok(inserted == 1)
     }
 
-    fn access_failure(
-        &self,
-        request_id: &str,
-    ) -> Result<Option<AccessFailureRecord>, TimelineError> {
+    fn access_failure(&self, request_id: &str) -> Result<Option<AccessFailureRecord>, StoreError> {
         let connection = self.connection();
         let row = connection
             .query_row(
@@ -64,7 +61,7 @@ impl AccessFailureStore for SqliteTimeline {
         &self,
         namespace: &str,
         resource: &str,
-    ) -> Result<Option<AccessFailureRecord>, TimelineError> {
+    ) -> Result<Option<AccessFailureRecord>, StoreError> {
         let connection = self.connection();
         let row = connection
             .query_row(
@@ -80,7 +77,7 @@ impl AccessFailureStore for SqliteTimeline {
         row.map(StoredRow::into_record).transpose()
     }
 
-    fn prune_access_failures(&self, now_ms: i64) -> Result<usize, TimelineError> {
+    fn prune_access_failures(&self, now_ms: i64) -> Result<usize, StoreError> {
         let connection = self.connection();
         let removed = connection.execute(
             "DELETE FROM access_failure_evidence WHERE expires_ms <= ?1",

@@ -2,8 +2,8 @@
 
 use rusqlite::{OptionalExtension, Row, params, params_from_iter};
 
-use super::SqliteTimeline;
-use crate::TimelineError;
+use super::SqliteStore;
+use crate::StoreError;
 use crate::attempts::{
     AttemptQuery, AttemptRecord, AttemptStore, Dialect, Filter, MARK_REMOVED, ONE, UNREMOVED,
     UPSERT, Value, timeline_counts_sql,
@@ -33,8 +33,8 @@ fn record(row: &Row<'_>) -> rusqlite::Result<AttemptRecord> {
     })
 }
 
-impl AttemptStore for SqliteTimeline {
-    fn record_attempts(&self, records: &[AttemptRecord]) -> Result<(), TimelineError> {
+impl AttemptStore for SqliteStore {
+    fn record_attempts(&self, records: &[AttemptRecord]) -> Result<(), StoreError> {
         let mut connection = self.connection();
         let transaction = connection.transaction()?;
         {
@@ -58,7 +58,7 @@ impl AttemptStore for SqliteTimeline {
         Ok(())
     }
 
-    fn mark_removed(&self, namespace: &str, deployments: &[String]) -> Result<(), TimelineError> {
+    fn mark_removed(&self, namespace: &str, deployments: &[String]) -> Result<(), StoreError> {
         let mut connection = self.connection();
         let transaction = connection.transaction()?;
         {
@@ -71,14 +71,14 @@ impl AttemptStore for SqliteTimeline {
         Ok(())
     }
 
-    fn unremoved_attempts(&self) -> Result<Vec<(String, String)>, TimelineError> {
+    fn unremoved_attempts(&self) -> Result<Vec<(String, String)>, StoreError> {
         let connection = self.connection();
         let mut select = connection.prepare_cached(UNREMOVED)?;
         let rows = select.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    fn removed_attempts(&self, query: &AttemptQuery) -> Result<Vec<AttemptRecord>, TimelineError> {
+    fn removed_attempts(&self, query: &AttemptQuery) -> Result<Vec<AttemptRecord>, StoreError> {
         let (sql, values) = Filter::select(query, Dialect::Sqlite);
         let connection = self.connection();
         let mut select = connection.prepare_cached(&sql)?;
@@ -86,7 +86,7 @@ impl AttemptStore for SqliteTimeline {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    fn count_removed(&self, query: &AttemptQuery) -> Result<u64, TimelineError> {
+    fn count_removed(&self, query: &AttemptQuery) -> Result<u64, StoreError> {
         let (sql, values) = Filter::count(query, Dialect::Sqlite);
         let connection = self.connection();
         let count: i64 =
@@ -98,7 +98,7 @@ impl AttemptStore for SqliteTimeline {
         &self,
         namespace: &str,
         deployment: &str,
-    ) -> Result<Option<AttemptRecord>, TimelineError> {
+    ) -> Result<Option<AttemptRecord>, StoreError> {
         let connection = self.connection();
         let mut select = connection.prepare_cached(ONE)?;
         Ok(select
@@ -111,7 +111,7 @@ impl AttemptStore for SqliteTimeline {
         namespace: &str,
         resource: &str,
         deployments: &[String],
-    ) -> Result<Vec<(String, i64)>, TimelineError> {
+    ) -> Result<Vec<(String, i64)>, StoreError> {
         if deployments.is_empty() {
             return Ok(Vec::new());
         }

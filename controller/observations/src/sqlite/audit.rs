@@ -2,12 +2,12 @@
 
 use rusqlite::params;
 
-use super::SqliteTimeline;
-use crate::TimelineError;
+use super::SqliteStore;
+use crate::StoreError;
 use crate::audit::{AuditQuery, AuditRecord, AuditStore, INSERT, SELECT, select_params};
 
-impl AuditStore for SqliteTimeline {
-    fn record_audit(&self, records: &[AuditRecord]) -> Result<(), TimelineError> {
+impl AuditStore for SqliteStore {
+    fn record_audit(&self, records: &[AuditRecord]) -> Result<(), StoreError> {
         let mut connection = self.connection();
         let transaction = connection.transaction()?;
         {
@@ -31,7 +31,7 @@ impl AuditStore for SqliteTimeline {
         Ok(())
     }
 
-    fn audit_records(&self, query: &AuditQuery) -> Result<Vec<AuditRecord>, TimelineError> {
+    fn audit_records(&self, query: &AuditQuery) -> Result<Vec<AuditRecord>, StoreError> {
         let (namespace, resource, object, before_ms, before_id, limit) = select_params(query);
         let connection = self.connection();
         let mut select = connection.prepare_cached(SELECT)?;

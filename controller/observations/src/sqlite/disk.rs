@@ -2,12 +2,12 @@
 
 use rusqlite::params;
 
-use super::SqliteTimeline;
-use crate::TimelineError;
+use super::SqliteStore;
+use crate::StoreError;
 use crate::disk::{DiskRecord, DiskStore, SELECT, UPSERT, record};
 
-impl DiskStore for SqliteTimeline {
-    fn record_disk(&self, disk: &DiskRecord) -> Result<(), TimelineError> {
+impl DiskStore for SqliteStore {
+    fn record_disk(&self, disk: &DiskRecord) -> Result<(), StoreError> {
         let artifacts = serde_json::to_string(&disk.artifacts)?;
         self.connection().prepare_cached(UPSERT)?.execute(params![
             disk.namespace,
@@ -18,7 +18,7 @@ impl DiskStore for SqliteTimeline {
         Ok(())
     }
 
-    fn disk(&self, namespace: &str) -> Result<Vec<DiskRecord>, TimelineError> {
+    fn disk(&self, namespace: &str) -> Result<Vec<DiskRecord>, StoreError> {
         let connection = self.connection();
         let mut select = connection.prepare_cached(SELECT)?;
         let rows = select.query_map(params![namespace], |row| {

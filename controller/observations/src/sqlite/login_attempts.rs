@@ -4,17 +4,17 @@ use std::time::Duration;
 
 use rusqlite::params;
 
-use super::SqliteTimeline;
-use crate::TimelineError;
+use super::SqliteStore;
+use crate::StoreError;
 use crate::login_attempts::{CLEAR, COUNT, LoginAttemptStore, LoginAttempts, PRUNE, window_cutoff};
 
-impl LoginAttemptStore for SqliteTimeline {
+impl LoginAttemptStore for SqliteStore {
     fn count_login_attempt(
         &self,
         email_digest: &str,
         now_ms: i64,
         window: Duration,
-    ) -> Result<LoginAttempts, TimelineError> {
+    ) -> Result<LoginAttempts, StoreError> {
         let connection = self.connection();
         let attempts = connection.prepare_cached(COUNT)?.query_row(
             params![email_digest, now_ms, window_cutoff(now_ms, window)],
@@ -28,12 +28,12 @@ impl LoginAttemptStore for SqliteTimeline {
         Ok(attempts)
     }
 
-    fn clear_login_attempts(&self, email_digest: &str) -> Result<(), TimelineError> {
+    fn clear_login_attempts(&self, email_digest: &str) -> Result<(), StoreError> {
         self.connection().execute(CLEAR, params![email_digest])?;
         Ok(())
     }
 
-    fn prune_login_attempts(&self, before_ms: i64) -> Result<usize, TimelineError> {
+    fn prune_login_attempts(&self, before_ms: i64) -> Result<usize, StoreError> {
         Ok(self.connection().execute(PRUNE, params![before_ms])?)
     }
 }

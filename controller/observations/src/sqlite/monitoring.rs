@@ -3,8 +3,8 @@
 use berth_crds::monitoring::MonitoringSample;
 use rusqlite::{OptionalExtension, params};
 
-use super::SqliteTimeline;
-use crate::TimelineError;
+use super::SqliteStore;
+use crate::StoreError;
 use crate::monitoring::{
     Access, MonitoringStore, RollupQuery, RollupRead, RollupRow, Row, SampleQuery, SampleRecord,
     Tier, contributions, merged, oldest_first, scope_filter,
@@ -95,7 +95,7 @@ const BY_NAMESPACE: &str = select!("+namespace = ?1");
 /// Moves the rollups of a store written before they were clustered (a rowid table) into the
 /// clustered table (inside the opening's transaction); nothing to do for a new or already
 /// moved store.
-pub(super) fn cluster_rollups(connection: &rusqlite::Connection) -> Result<(), TimelineError> {
+pub(super) fn cluster_rollups(connection: &rusqlite::Connection) -> Result<(), StoreError> {
     let table: Option<String> = connection
         .query_row(
             "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'monitoring_rollups'",
@@ -123,8 +123,8 @@ pub(super) fn cluster_rollups(connection: &rusqlite::Connection) -> Result<(), T
     Ok(())
 }
 
-impl MonitoringStore for SqliteTimeline {
-    fn record_samples(&self, samples: &[SampleRecord]) -> Result<(), TimelineError> {
+impl MonitoringStore for SqliteStore {
+    fn record_samples(&self, samples: &[SampleRecord]) -> Result<(), StoreError> {
         let rows = samples.iter().map(Row::of).collect::<Result<Vec<_>, _>>()?;
         let mut connection = self.connection();
         let transaction = connection.transaction()?;
@@ -180,7 +180,7 @@ impl MonitoringStore for SqliteTimeline {
         Ok(())
     }
 
-    fn samples(&self, query: &SampleQuery) -> Result<Vec<MonitoringSample>, TimelineError> {
+    fn samples(&self, query: &SampleQuery) -> Result<Vec<MonitoringSample>, StoreError> {
         let sql = match Access::of(query) {
             Access::Resource => BY_RESOURCE,
             Access::Server => BY_SERVER,
@@ -208,7 +208,7 @@ impl MonitoringStore for SqliteTimeline {
         oldest_first(newest_first)
     }
 
-    fn prune_samples(&self, before_ms: i64) -> Result<usize, TimelineError> {
+    fn prune_samples(&self, before_ms: i64) -> Result<usize, StoreError> {
         let connection = self.connection();
         let removed = connection.execute(
             "DELETE FROM monitoring_samples WHERE observed_ms < ?1",
@@ -221,25 +221,25 @@ impl MonitoringStore for SqliteTimeline {
         Ok(removed)
     }
 
-    fn rollup(&self, query: &RollupQuery) -> Result<Vec<RollupRow>, TimelineError> {
+    fn rollup(&self, query: &RollupQuery) -> Result<Vec<RollupRow>, StoreError> {
         let read = RollupRead::of(query);
         let sql = read.statement([ROLLUP_BY_RESOURCE, ROLLUP_BY_SERVER, ROLLUP_BY_NAMESPACE]);
         self.read_rollup(sql, &read, query.tier)
     }
 
-    fn resource_usage(&self, query: &RollupQuery) -> Result<Vec<RollupRow>, TimelineError> {
+    fn resource_usage(&self, query: &RollupQuery) -> Result<Vec<RollupRow>, StoreError> {
         let read = RollupRead::of_usage(query);
         self.read_rollup(RESOURCE_USAGE, &read, query.tier)
     }
 }
 
-impl SqliteTimeline {
+impl SqliteStore {
     fn read_rollup(
         &self,
         sql: &str,
         read: &RollupRead,
         tier: Tier,
-    ) -> Result<Vec<RollupRow>, TimelineError> {
+    ) -> Result<Vec<RollupRow>, StoreError> {
         let filters = &read.filters;
         let connection = self.connection();
         let mut select = connection.prepare_cached(sql)?;

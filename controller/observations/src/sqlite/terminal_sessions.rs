@@ -2,8 +2,8 @@
 
 use rusqlite::{OptionalExtension, Row, TransactionBehavior, params};
 
-use super::SqliteTimeline;
-use crate::TimelineError;
+use super::SqliteStore;
+use crate::StoreError;
 use crate::terminal_sessions::{
     COUNT_OF_USER, INSERT, PRUNE, PendingTerminal, TerminalClaim, TerminalSessionStore, has_room,
     of_user_sql, take_by_creator_sql, take_by_ticket_sql,
@@ -21,13 +21,13 @@ fn pending(row: &Row<'_>) -> rusqlite::Result<PendingTerminal> {
     })
 }
 
-impl TerminalSessionStore for SqliteTimeline {
+impl TerminalSessionStore for SqliteStore {
     fn insert_pending_terminal(
         &self,
         session: &PendingTerminal,
         max_per_user: usize,
         now_ms: i64,
-    ) -> Result<bool, TimelineError> {
+    ) -> Result<bool, StoreError> {
         let mut connection = self.connection();
         // A write transaction from the start: another process counting at once waits for it.
         let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -59,7 +59,7 @@ impl TerminalSessionStore for SqliteTimeline {
         id: &str,
         claim: TerminalClaim<'_>,
         now_ms: i64,
-    ) -> Result<Option<PendingTerminal>, TimelineError> {
+    ) -> Result<Option<PendingTerminal>, StoreError> {
         let connection = self.connection();
         let taken = match claim {
             TerminalClaim::Ticket { digest } => connection
@@ -83,14 +83,14 @@ impl TerminalSessionStore for SqliteTimeline {
         &self,
         user_id: &str,
         now_ms: i64,
-    ) -> Result<Vec<PendingTerminal>, TimelineError> {
+    ) -> Result<Vec<PendingTerminal>, StoreError> {
         let connection = self.connection();
         let mut select = connection.prepare_cached(&of_user_sql())?;
         let rows = select.query_map(params![user_id, now_ms], pending)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    fn prune_pending_terminals(&self, now_ms: i64) -> Result<usize, TimelineError> {
+    fn prune_pending_terminals(&self, now_ms: i64) -> Result<usize, StoreError> {
         Ok(self.connection().execute(PRUNE, params![now_ms])?)
     }
 }

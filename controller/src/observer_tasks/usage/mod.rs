@@ -277,7 +277,7 @@ async fn count_volume_inodes(
 /// Keeps what the server's images, volumes and build cache take, replacing the previous read;
 /// a store that fails keeps the previous, with a warning.
 async fn store_disk(context: &Context, id: &ServerId, storage: &DockerStorage) {
-    let Some(store) = context.timeline.store() else {
+    let Some(store) = context.observations.store() else {
         return;
     };
     let record = DiskRecord {
@@ -300,7 +300,7 @@ async fn store(
     observed_ms: i64,
     samples: Vec<MonitoringSample>,
 ) {
-    let Some(store) = context.timeline.store() else {
+    let Some(store) = context.observations.store() else {
         return;
     };
     let records: Vec<SampleRecord> = samples

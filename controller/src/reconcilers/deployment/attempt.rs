@@ -57,14 +57,14 @@ pub async fn reconcile(context: &Arc<Context>, deployment: Deployment) -> Result
         return Ok(Action::requeue(wait));
     }
     if let Some(interrupt) = interruption {
-        let mut progress = Progress::start(api, &deployment, context.timeline.clone());
+        let mut progress = Progress::start(api, &deployment, context.observations.clone());
         if let Halt::Stop(stopped) = Halt::from_interrupt(interrupt, DeploymentPhase::Detect) {
             end_early(context, &deployment, &mut progress, stopped).await?;
         }
         return Ok(Action::await_change());
     }
     if let Some(blocker) = waiting::server_blocker(&context.caches, &deployment) {
-        let progress = Progress::start(api, &deployment, context.timeline.clone());
+        let progress = Progress::start(api, &deployment, context.observations.clone());
         wait_for_server(context, &deployment, progress, &blocker).await?;
         // The server's readiness change wakes the attempt; this is only the safety net.
         return Ok(Action::requeue(crate::reconcilers::policy::RESYNC_AFTER));
@@ -108,7 +108,7 @@ async fn run(context: Arc<Context>, deployment: Deployment, signal: Signal) -> D
 async fn execute(context: &Context, deployment: &Deployment, signal: Signal) -> Result<()> {
     let siblings = CacheSiblings::new(context, deployment)?;
     let api = Api::namespaced(context.client.clone(), &siblings.namespace);
-    let mut progress = Progress::start(api, deployment, context.timeline.clone());
+    let mut progress = Progress::start(api, deployment, context.observations.clone());
     match &progress.status.retry {
         Some(retry) => progress.note(
             Level::Info,

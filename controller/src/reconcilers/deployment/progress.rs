@@ -19,7 +19,7 @@ use tokio::task::JoinHandle;
 use crate::conditions::Stamp;
 use crate::error::Result;
 use crate::status::StatusWriter;
-use berth_observations::{MAX_OUTPUT_LINES, TimelineKey, TimelineWriter};
+use berth_observations::{MAX_OUTPUT_LINES, ObservationWriter, TimelineKey};
 
 /// The attempt's status and the queue to its writer.
 pub struct Progress<'a> {
@@ -27,7 +27,7 @@ pub struct Progress<'a> {
     pub status: DeploymentStatus,
     queue: Option<mpsc::UnboundedSender<DeploymentStatus>>,
     writer: Option<JoinHandle<Result<()>>>,
-    timeline: TimelineWriter,
+    observations: ObservationWriter,
     key: TimelineKey,
 }
 
@@ -36,7 +36,7 @@ impl<'a> Progress<'a> {
     pub fn start(
         api: Api<Deployment>,
         deployment: &'a Deployment,
-        timeline: TimelineWriter,
+        observations: ObservationWriter,
     ) -> Self {
         let (queue, updates) = mpsc::unbounded_channel();
         let current = deployment.status.clone();
@@ -51,7 +51,7 @@ impl<'a> Progress<'a> {
             status: deployment.status.clone().unwrap_or_default(),
             queue: Some(queue),
             writer: Some(writer),
-            timeline,
+            observations,
             key,
         }
     }
@@ -64,7 +64,7 @@ impl<'a> Progress<'a> {
             status: deployment.status.clone().unwrap_or_default(),
             queue: None,
             writer: None,
-            timeline: TimelineWriter::default(),
+            observations: ObservationWriter::default(),
             key: TimelineKey::new("", "", ""),
         }
     }
@@ -91,14 +91,14 @@ impl<'a> Progress<'a> {
     /// Records a platform message of the attempt's own in its timeline (not in its status).
     pub fn note(&self, level: Level, message: impl Into<String>) {
         let event = self.event(level, StreamStatus::Running, message.into());
-        self.timeline.record(&self.key, event);
+        self.observations.record(&self.key, event);
     }
 
     /// Where the current step's output lines go (the timeline).
     pub fn output(&self) -> OutputSink {
         let template = self.event(Level::Info, StreamStatus::Running, String::new());
         OutputSink {
-            timeline: self.timeline.clone(),
+            observations: self.observations.clone(),
             key: self.key.clone(),
             template: ProgressEvent {
                 source: Source::Application,
@@ -110,7 +110,7 @@ impl<'a> Progress<'a> {
 
     /// Waits until the output recorded so far is stored in the timeline.
     pub async fn flush_output(&self) {
-        self.timeline.flush().await;
+        self.observations.flush().await;
     }
 
     /// Queues the current status for writing.
@@ -139,7 +139,7 @@ impl<'a> Progress<'a> {
         });
         self.write();
         let event = self.event(Level::Info, StreamStatus::Running, label.into());
-        self.timeline.record(&self.key, event);
+        self.observations.record(&self.key, event);
     }
 
     /// Marks the attempt as waiting (`Ready` false with `reason`, the step label saying why)
@@ -161,7 +161,7 @@ impl<'a> Progress<'a> {
 
     /// Waits until every queued status is written (the attempt pauses without ending).
     pub async fn settle(mut self) -> Result<()> {
-        self.timeline.flush().await;
+        self.observations.flush().await;
         self.finish_writes().await
     }
 
@@ -198,7 +198,7 @@ impl<'a> Progress<'a> {
         self.record_outcome(state);
         // Readers of the timeline follow the status: once it says the attempt ended, every
         // entry of the attempt is stored.
-        self.timeline.flush().await;
+        self.observations.flush().await;
         self.write();
         self.finish_writes().await
     }
@@ -240,7 +240,7 @@ impl Progress<'_> {
         if let Some(error) = &self.status.last_error {
             event.phase = error.phase;
         }
-        self.timeline.record(&self.key, event);
+        self.observations.record(&self.key, event);
     }
 }
 
@@ -248,7 +248,7 @@ impl Progress<'_> {
 /// most [`MAX_OUTPUT_LINES`] per attempt step, then one line saying the rest was left out.
 #[derive(Clone)]
 pub struct OutputSink {
-    timeline: TimelineWriter,
+    observations: ObservationWriter,
     key: TimelineKey,
     template: ProgressEvent,
     lines: Arc<AtomicUsize>,
@@ -259,7 +259,7 @@ impl OutputSink {
     #[cfg(test)]
     pub fn disabled() -> Self {
         Self {
-            timeline: TimelineWriter::default(),
+            observations: ObservationWriter::default(),
             key: TimelineKey::new("", "", ""),
             template: ProgressEvent {
                 timestamp: String::new(),
@@ -298,7 +298,7 @@ impl OutputSink {
             stream: Some(stream),
             ..self.template.clone()
         };
-        self.timeline.record(&self.key, event);
+        self.observations.record(&self.key, event);
     }
 }
 
@@ -330,7 +330,7 @@ mod tests {
     use super::*;
     use crate::conditions::testing::{expected, stamp};
     use berth_crds::condition::ConditionStatus::{False, True};
-    use berth_observations::{ObservationStore, SqliteTimeline};
+    use berth_observations::{SqliteStore, TimelineStore};
 
     #[test]
     fn an_ending_attempt_says_whether_it_succeeded() {
@@ -343,11 +343,11 @@ mod tests {
     #[tokio::test]
     async fn output_beyond_the_cap_is_left_out_with_one_line_saying_so() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Arc::new(SqliteTimeline::open(&dir.path().join("t.sqlite")).unwrap());
-        let writer = TimelineWriter::start(store.clone()).unwrap();
+        let store = Arc::new(SqliteStore::open(&dir.path().join("t.sqlite")).unwrap());
+        let writer = ObservationWriter::start(store.clone()).unwrap();
         let key = TimelineKey::new("org-a", "web", "dep-web-1");
         let mut sink = OutputSink::disabled();
-        sink.timeline = writer.clone();
+        sink.observations = writer.clone();
         sink.key = key.clone();
         for i in 0..MAX_OUTPUT_LINES + 10 {
             sink.line(OutputStream::Stdout, &format!("line {i}"));

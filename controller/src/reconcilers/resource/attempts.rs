@@ -126,7 +126,7 @@ async fn attempts_ever(
     deployments: &[Deployment],
 ) -> BTreeSet<String> {
     let mut attempts: BTreeSet<String> = deployments.iter().map(|d| d.name_any()).collect();
-    match context.timeline.attempts(namespace, resource).await {
+    match context.observations.attempts(namespace, resource).await {
         Ok(recorded) => attempts.extend(recorded),
         Err(error) => tracing::warn!(%error, resource, "could not count past attempts"),
     }

@@ -125,7 +125,7 @@ async fn drop_route(resource: &Resource, context: &Context, namespace: &str, tar
 /// under its name neither counts nor shows the old attempts. A store that fails leaves it to
 /// the retention pruning, with a warning: deletion does not wait on the store.
 async fn forget_history(context: &Context, namespace: &str, name: &str) {
-    let Some(store) = context.timeline.store() else {
+    let Some(store) = context.observations.store() else {
         return;
     };
     let (namespace, name) = (namespace.to_string(), name.to_string());

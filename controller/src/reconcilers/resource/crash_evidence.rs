@@ -85,7 +85,7 @@ fn store(
     let masker = Masker::new(plan.secret_values.iter().chain(plan.build_args.values()));
     let now = format!("{:.3}", Timestamp::now());
     for event in evidence(&key.deployment, facts, tail, &masker, &now, then) {
-        context.timeline.record(key, event);
+        context.observations.record(key, event);
     }
 }
 
