@@ -33,7 +33,7 @@ pub const MAX_PENDING_PER_USER: usize = 16;
 // OpenAPI document.
 
 /// Where a `resource` terminal runs: a container on the server, reached with the Docker CLI
-/// on the server's socket.
+/// on the server's socket. Not a wire record: it is kept with a pending session in the store.
 #[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ContainerShell {

@@ -51,7 +51,8 @@ pub const SOURCE_IDEMPOTENCY_ANNOTATION: &str = "berth.dev/source-idempotency";
 /// How many idempotency keys a resource remembers; the oldest is forgotten first.
 const MAX_SOURCE_RECEIPTS: usize = 16;
 
-/// One remembered source binding: its idempotency key and the SHA-256 of its request.
+/// One remembered source binding: its idempotency key and the SHA-256 of its request. Not a
+/// wire record: kept on the Resource object, never sent.
 #[derive(Serialize, Deserialize)]
 struct SourceReceipt {
     key: String,
