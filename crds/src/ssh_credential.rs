@@ -11,7 +11,9 @@ use crate::limits::{NAME_MAX, OBJECT_NAME_MAX};
 use crate::server::{Server, ServerLifecycle};
 
 /// Kind of SSH credential: a wire type too, defined in `berth-vocabulary`.
-pub use berth_vocabulary::credentials::SshCredentialKind;
+pub use berth_vocabulary::credentials::{
+    SshCredentialKind, SshCredentialServerUsage, SshCredentialUsage,
+};
 
 /// A reusable SSH credential. Deleting it is refused while any server uses it.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
@@ -96,42 +98,6 @@ pub struct SshCredentialStatus {
     pub conditions: Vec<Condition>,
 }
 
-/// Which servers use a credential (spec §2.2 "SSH credential usage").
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SshCredentialUsage {
-    /// Number of servers using the credential.
-    #[serde(default)]
-    pub total_servers: i64,
-    /// Number of active servers using the credential.
-    #[serde(default)]
-    pub active_servers: i64,
-    /// Number of inactive servers using the credential.
-    #[serde(default)]
-    pub inactive_servers: i64,
-    /// The servers using the credential.
-    #[serde(default)]
-    pub servers: Vec<SshCredentialServerUsage>,
-}
-
-/// One server using a credential.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SshCredentialServerUsage {
-    /// Id (object name) of the Server.
-    pub server_id: String,
-    /// Display name of the server.
-    pub server_name: String,
-    /// `active` or `inactive`.
-    pub lifecycle_status: ServerLifecycle,
-    /// Provider of the server, e.g. `generic-ssh`.
-    pub provider_key: String,
-    /// Host name or address of the server.
-    pub host: String,
-    /// Login name used on the server.
-    pub username: String,
-}
-
 /// Reasons of the `Ready` condition, and of the Events, of an SshCredential.
 pub mod reason {
     pub const KEY_LOADED: &str = "KeyLoaded";
@@ -140,32 +106,30 @@ pub mod reason {
     pub const INVALID_KEY: &str = "InvalidKey";
 }
 
-impl SshCredentialUsage {
-    /// The usage record of a credential from the servers that name it.
-    pub fn of(credential_name: &str, servers: &[Server]) -> Self {
-        let mut servers: Vec<SshCredentialServerUsage> = servers
-            .iter()
-            .filter(|s| s.spec.credential_id == credential_name)
-            .map(|s| SshCredentialServerUsage {
-                server_id: s.name_any(),
-                server_name: s.spec.name.clone().unwrap_or_else(|| s.name_any()),
-                lifecycle_status: s.spec.lifecycle_status,
-                provider_key: s.spec.provider_key.clone(),
-                host: s.spec.host.clone(),
-                username: s.spec.username.clone(),
-            })
-            .collect();
-        servers.sort_by(|a, b| a.server_id.cmp(&b.server_id));
-        let active = servers
-            .iter()
-            .filter(|s| s.lifecycle_status == ServerLifecycle::Active)
-            .count() as i64;
-        Self {
-            total_servers: servers.len() as i64,
-            active_servers: active,
-            inactive_servers: servers.len() as i64 - active,
-            servers,
-        }
+/// The usage record of a credential from the servers that name it.
+pub fn usage_of(credential_name: &str, servers: &[Server]) -> SshCredentialUsage {
+    let mut servers: Vec<SshCredentialServerUsage> = servers
+        .iter()
+        .filter(|s| s.spec.credential_id == credential_name)
+        .map(|s| SshCredentialServerUsage {
+            server_id: s.name_any(),
+            server_name: s.spec.name.clone().unwrap_or_else(|| s.name_any()),
+            lifecycle_status: s.spec.lifecycle_status,
+            provider_key: s.spec.provider_key.clone(),
+            host: s.spec.host.clone(),
+            username: s.spec.username.clone(),
+        })
+        .collect();
+    servers.sort_by(|a, b| a.server_id.cmp(&b.server_id));
+    let active = servers
+        .iter()
+        .filter(|s| s.lifecycle_status == ServerLifecycle::Active)
+        .count() as i64;
+    SshCredentialUsage {
+        total_servers: servers.len() as i64,
+        active_servers: active,
+        inactive_servers: servers.len() as i64 - active,
+        servers,
     }
 }
 
@@ -191,7 +155,7 @@ mod tests {
             server("a", "deploy-key", ServerLifecycle::Active),
             server("c", "other-key", ServerLifecycle::Active),
         ];
-        let usage = SshCredentialUsage::of("deploy-key", &servers);
+        let usage = usage_of("deploy-key", &servers);
         assert_eq!(usage.total_servers, 2);
         assert_eq!(usage.active_servers, 1);
         assert_eq!(usage.inactive_servers, 1);

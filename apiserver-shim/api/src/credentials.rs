@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 use crate::common::Confirmation;
 
 // Shared with the CRDs: defined in `berth-vocabulary`.
-pub use berth_vocabulary::credentials::SshCredentialKind;
+pub use berth_vocabulary::credentials::{
+    SshCredentialKind, SshCredentialServerUsage, SshCredentialUsage,
+};
 
 #[derive(Serialize, Deserialize, JsonSchema, Debug)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -79,4 +81,28 @@ pub struct RotatedCredentialRecord {
     pub public_key_configured: bool,
     pub private_key_configured: bool,
     pub rotated_at: String,
+}
+
+/// `GET /credentials/ssh/{credentialId}`.
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CredentialShow {
+    /// `credentials.show/v1`.
+    pub schema_version: String,
+    pub credential: CredentialRecord,
+    /// The servers using the credential (with `includeUsage=true`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<SshCredentialUsage>,
+    pub generated_at: String,
+}
+
+/// `POST /credentials/ssh/{credentialId}/rotate`.
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RotatedCredential {
+    /// `credentials.rotate-ssh/v1`.
+    pub schema_version: String,
+    pub credential: RotatedCredentialRecord,
+    /// The servers whose next connection uses the new key.
+    pub affected_usage: SshCredentialUsage,
 }

@@ -20,6 +20,7 @@ pub use berth_vocabulary::{
     access, access_failure, build, conditions, limits, progress, repository, validate, wire,
 };
 
+pub mod access_failures;
 pub mod account;
 pub mod activity;
 pub mod bootstrap;
@@ -32,6 +33,7 @@ pub mod deploy_tokens;
 pub mod deployment_proof;
 pub mod deployment_records;
 pub mod deployments;
+pub mod domain_binding_changes;
 pub mod domain_binding_readiness;
 pub mod environments;
 pub mod error;
@@ -49,6 +51,7 @@ pub mod resource_input;
 pub mod resources;
 pub mod retention;
 pub mod runtime_control;
+pub mod runtime_logs;
 pub mod secrets;
 pub mod server_capacity;
 pub mod servers;
@@ -59,3 +62,4 @@ pub mod thresholds;
 pub mod usage_intents;
 pub mod users;
 pub mod variables;
+pub mod webhooks;

@@ -434,3 +434,13 @@ pub struct CleanupResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<StepFailure>,
 }
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct RuntimeCleaned {
+    pub id: String,
+    pub runtime_cleaned: bool,
+    /// `cancelled` (it was running), `stopped` (it served the resource) or `none` (nothing
+    /// of it runs).
+    pub action: String,
+}

@@ -53,3 +53,12 @@ pub struct SecretShow {
     pub secret: VariableEntry,
     pub generated_at: String,
 }
+
+/// What a secret write returns: which entry changed, never its value.
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SecretRef {
+    pub resource_id: String,
+    pub key: String,
+    pub exposure: String,
+}

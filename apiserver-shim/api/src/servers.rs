@@ -1,5 +1,7 @@
 //! Spec §4.10, servers.
 
+use std::collections::BTreeMap;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -154,4 +156,33 @@ pub struct DeleteBlocker {
     pub related_entity_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub related_entity_type: Option<String>,
+}
+
+/// Appaloft's connectivity report.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct ConnectivityReport {
+    /// The registered server's id; empty for a draft.
+    pub server_id: String,
+    pub name: String,
+    pub host: String,
+    pub port: u16,
+    pub provider_key: String,
+    pub checked_at: String,
+    /// `healthy` (every check passed), `degraded` (logged in, Docker missing) or `unreachable`.
+    pub status: String,
+    pub checks: Vec<Check>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct Check {
+    /// `tcp`, `ssh-handshake`, `authentication` or `docker`.
+    pub name: String,
+    /// `passed`, `failed` or `skipped`.
+    pub status: String,
+    pub message: String,
+    pub duration_ms: u64,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub metadata: BTreeMap<String, String>,
 }

@@ -34,3 +34,26 @@ pub struct SetSource {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
 }
+
+/// Auto-deploy policy result of spec §2.2.
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AutoDeployResult {
+    pub resource_id: String,
+    /// `enabled`, `disabled` or `blocked`.
+    pub status: String,
+    pub trigger_kind: String,
+    pub refs: Vec<String>,
+    pub event_kinds: Vec<String>,
+    /// Fingerprint of the source binding auto-deploy was enabled for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_binding_fingerprint: Option<String>,
+    /// Why an enabled policy does not fire, e.g. `source-binding-changed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocked_reason: Option<String>,
+    /// The webhook secret of a git source's binding, shown once: when enabling created it or
+    /// `rotateWebhookSecret` replaced it. Pushes are delivered to `POST /webhooks/{provider}`
+    /// signed with it (GitHub and Gitea) or carrying it (GitLab's token).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub webhook_secret: Option<String>,
+}

@@ -100,3 +100,33 @@ pub enum ServerMessage {
     /// A control message was refused, or the session is being closed.
     Error { message: String },
 }
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+pub struct SessionList {
+    pub items: Vec<ListedSession>,
+}
+
+/// The frames of the terminal WebSocket, for the OpenAPI document.
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TerminalProtocol {
+    /// JSON text frames a client may send; binary frames are raw input.
+    pub client_text_frames: Option<ClientMessage>,
+    /// JSON text frames the server sends; binary frames are terminal output.
+    pub server_text_frames: Option<ServerMessage>,
+}
+
+/// A terminal session as `GET /terminal-sessions` lists it.
+#[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ListedSession {
+    pub session_id: String,
+    /// `server` or `resource`.
+    pub scope: String,
+    pub server_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource_id: Option<String>,
+    /// `pending` (waiting for its WebSocket) or `connected`.
+    pub status: String,
+    pub created_at: String,
+}

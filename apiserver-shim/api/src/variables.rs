@@ -81,3 +81,50 @@ pub struct Override {
     /// The scopes whose entries it hides, weakest first.
     pub overridden_scopes: Vec<String>,
 }
+
+/// The Variable import result of spec §2.2.
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ImportResult {
+    pub resource_id: String,
+    pub imported_entries: Vec<ImportedEntry>,
+    pub duplicate_overrides: Vec<DuplicateOverride>,
+    pub existing_overrides: Vec<ExistingOverride>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ImportedEntry {
+    pub key: String,
+    /// The value, or `****` for secrets.
+    pub value: String,
+    pub exposure: String,
+    pub kind: String,
+    pub is_secret: bool,
+    /// `created` or `updated`.
+    pub action: String,
+    /// 1-based line of the file the value came from.
+    pub source_line: usize,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DuplicateOverride {
+    pub key: String,
+    pub exposure: String,
+    pub first_line: usize,
+    pub last_line: usize,
+    /// Always `last-wins`.
+    pub rule: String,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExistingOverride {
+    pub key: String,
+    pub exposure: String,
+    /// Always `resource`: the replaced entry was the resource's own.
+    pub previous_scope: String,
+    /// Always `resource-entry-replaced`.
+    pub rule: String,
+}

@@ -10,7 +10,7 @@ use berth_api::organizations::OrganizationSummary;
 use berth_api::projects::ProjectRecord;
 use berth_api::resources::{DeployedState, ResourceRecord};
 use berth_api::servers::ServerRecord;
-use berth_api::variables::VariableEntry;
+use berth_api::variables::{ImportedEntry, VariableEntry};
 
 use crate::output::{Row, optional, text, wire};
 
@@ -86,6 +86,27 @@ impl Row for VariableEntry {
             text(&self.exposure),
             text(&self.scope),
             self.is_secret.to_string(),
+        ]
+    }
+
+    fn id(&self) -> &str {
+        &self.key
+    }
+}
+
+/// An entry a variables import wrote.
+impl Row for ImportedEntry {
+    const HEADERS: &'static [&'static str] =
+        &["KEY", "VALUE", "EXPOSURE", "SECRET", "ACTION", "LINE"];
+
+    fn cells(&self) -> Vec<String> {
+        vec![
+            text(&self.key),
+            text(&self.value),
+            text(&self.exposure),
+            self.is_secret.to_string(),
+            text(&self.action),
+            self.source_line.to_string(),
         ]
     }
 

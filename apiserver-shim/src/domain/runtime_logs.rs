@@ -14,8 +14,6 @@ use bollard::query_parameters::LogsOptionsBuilder;
 use futures::{Stream, StreamExt};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use crate::auth::Caller;
 use crate::domain::containers::{choose, resource_containers};
@@ -28,23 +26,13 @@ use crate::state::AppState;
 
 pub use self::lines::{LineBuilder, LineContext, LogStream, RuntimeLogLine};
 
+pub use berth_api::runtime_logs::RuntimeLogs;
+
 /// How long a (non-follow) read may take before the server counts as unavailable.
 const READ_WITHIN: Duration = Duration::from_secs(30);
 
 /// What failures say the shim could not do.
 const ACTION: &str = "read runtime logs";
-
-/// The answer of spec §4.7.
-#[derive(Serialize, JsonSchema, Debug)]
-#[serde(rename_all = "camelCase")]
-pub struct RuntimeLogs {
-    pub resource_id: String,
-    /// The attempt whose container was read; absent when there is no container.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub deployment_id: Option<String>,
-    /// Oldest first.
-    pub logs: Vec<RuntimeLogLine>,
-}
 
 /// The query, checked.
 #[derive(Debug, PartialEq)]

@@ -15,13 +15,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Path, State};
-use berth_crds::access_failure::{AccessFailureEvidence, with_current_reason};
+use berth_crds::access_failure::with_current_reason;
 use berth_crds::member::OrganizationRole;
 use berth_observations::{AccessFailureRecord, ShimStore, StoreError};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::Endpoint;
 use crate::auth::{Caller, ScopeDimension};
@@ -33,6 +31,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{QueryParams, known_params};
 use crate::json::Json;
 use crate::state::AppState;
+
+pub use berth_api::access_failures::{AccessFailureLookup, Filters, RelatedIds};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![Endpoint::get::<AccessFailureLookup, _, _>(
@@ -52,45 +52,6 @@ const MATCHED_SOURCE: &str = "short-retention-evidence-read-model";
 /// How long a lookup waits for evidence the controller may not have captured yet.
 pub const CAPTURE_LAG: Duration = Duration::from_millis(1500);
 const CAPTURE_POLL: Duration = Duration::from_millis(250);
-
-/// Spec §2.2 "Access failure lookup".
-#[derive(Serialize, JsonSchema, Debug)]
-#[serde(rename_all = "camelCase")]
-pub struct AccessFailureLookup {
-    pub schema_version: &'static str,
-    pub request_id: String,
-    pub generated_at: String,
-    pub filters: Filters,
-    /// `found`: a lookup that finds nothing is a 404.
-    pub status: &'static str,
-    pub matched_source: &'static str,
-    pub evidence: AccessFailureEvidence,
-    pub related_ids: RelatedIds,
-    pub next_action: String,
-    pub captured_at: String,
-    pub expires_at: String,
-}
-
-/// The filters of the query, as given.
-#[derive(Serialize, JsonSchema, Debug, Default, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct Filters {
-    pub resource_id: Option<String>,
-    pub hostname: Option<String>,
-    pub path: Option<String>,
-}
-
-/// Ids of the objects the evidence concerns; `null` where it concerns none.
-#[derive(Serialize, JsonSchema, Debug, Default, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct RelatedIds {
-    pub resource_id: Option<String>,
-    pub deployment_id: Option<String>,
-    pub domain_binding_id: Option<String>,
-    pub server_id: Option<String>,
-    pub destination_id: Option<String>,
-    pub route_id: Option<String>,
-}
 
 fn parse_filters(query: &QueryParams) -> ApiResult<Filters> {
     known_params(query, &["resourceId", "hostname", "path"])?;
@@ -218,12 +179,12 @@ fn answer(
 ) -> AccessFailureLookup {
     let evidence = with_current_reason(record.evidence.clone());
     AccessFailureLookup {
-        schema_version: SCHEMA_VERSION,
+        schema_version: SCHEMA_VERSION.into(),
         request_id,
         generated_at: timestamp(&Time(Timestamp::now())),
         filters,
-        status: "found",
-        matched_source: MATCHED_SOURCE,
+        status: "found".into(),
+        matched_source: MATCHED_SOURCE.into(),
         related_ids: related_ids(&record),
         next_action: evidence.next_action.clone(),
         captured_at: rfc3339(record.captured_at_ms),
@@ -252,7 +213,7 @@ async fn show(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_crds::access_failure::{AccessRoute, AffectedRequest};
+    use berth_crds::access_failure::{AccessFailureEvidence, AccessRoute, AffectedRequest};
 
     fn query(pairs: &[(&str, &str)]) -> QueryParams {
         QueryParams::from_pairs(pairs)

@@ -16,8 +16,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
-use schemars::JsonSchema;
-use serde::Serialize;
 use serde_json::json;
 
 use super::Endpoint;
@@ -38,6 +36,8 @@ pub use berth_api::credentials::{
     CreateCredential, CredentialList, CredentialRecord, DeleteCredential, RotateCredential,
     RotatedCredentialRecord,
 };
+
+pub use berth_api::credentials::{CredentialShow, RotatedCredential};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -76,30 +76,6 @@ pub const SECRET_KEY: &str = "ssh-privatekey";
 pub const CREDENTIAL_LABEL: &str = "berth.dev/ssh-credential";
 const KIND: &str = "ssh-private-key";
 
-/// `GET /credentials/ssh/{credentialId}`.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CredentialShow {
-    /// `credentials.show/v1`.
-    pub schema_version: &'static str,
-    pub credential: CredentialRecord,
-    /// The servers using the credential (with `includeUsage=true`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub usage: Option<SshCredentialUsage>,
-    pub generated_at: String,
-}
-
-/// `POST /credentials/ssh/{credentialId}/rotate`.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RotatedCredential {
-    /// `credentials.rotate-ssh/v1`.
-    pub schema_version: &'static str,
-    pub credential: RotatedCredentialRecord,
-    /// The servers whose next connection uses the new key.
-    pub affected_usage: SshCredentialUsage,
-}
-
 /// Reads need a member; deploy tokens are automation for deployments and see no credentials.
 fn reader(caller: &Caller) -> ApiResult<&CallerOrganization> {
     if matches!(caller.principal, Principal::DeployToken { .. }) {
@@ -126,7 +102,7 @@ pub fn usage_of(state: &AppState, namespace: &str, id: &str) -> SshCredentialUsa
         .filter(|s| s.metadata.deletion_timestamp.is_none())
         .map(|s| s.as_ref().clone())
         .collect();
-    SshCredentialUsage::of(id, &servers)
+    berth_crds::ssh_credential::usage_of(id, &servers)
 }
 
 pub fn record(credential: &SshCredential) -> CredentialRecord {
@@ -279,7 +255,7 @@ async fn show(
     let include_usage = query.boolean("includeUsage")?;
     let credential = lookup(&state, &organization.namespace, &id)?;
     Ok(Json(CredentialShow {
-        schema_version: "credentials.show/v1",
+        schema_version: "credentials.show/v1".into(),
         credential: record(&credential),
         usage: include_usage.then(|| usage_of(&state, &organization.namespace, &id)),
         generated_at: Timestamp::now().to_string(),
@@ -378,7 +354,7 @@ async fn rotate(
         "SSH credential rotated"
     );
     Ok(Json(RotatedCredential {
-        schema_version: "credentials.rotate-ssh/v1",
+        schema_version: "credentials.rotate-ssh/v1".into(),
         credential: RotatedCredentialRecord {
             id,
             kind: KIND.into(),

@@ -15,7 +15,7 @@ use berth_crds::{UPDATED_BY_ID, UPDATED_BY_KIND};
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, ResourceExt};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use super::Endpoint;
@@ -26,6 +26,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::json::Json;
 use crate::state::AppState;
+
+pub use berth_api::domain_binding_changes::{DeleteBlocker, DeleteSafety};
 
 /// Longest idempotency key.
 const KEY_MAX: usize = 255;
@@ -103,31 +105,6 @@ pub struct DeleteDomainBinding {
     pub confirmation: Option<BindingConfirmation>,
     #[serde(default)]
     pub idempotency_key: Option<String>,
-}
-
-/// Appaloft's domain-binding delete safety.
-#[derive(Serialize, JsonSchema, Debug)]
-#[serde(rename_all = "camelCase")]
-pub struct DeleteSafety {
-    pub domain_binding_id: String,
-    pub safe_to_delete: bool,
-    pub blockers: Vec<DeleteBlocker>,
-    pub warnings: Vec<DeleteBlocker>,
-    pub preserves_generated_access: bool,
-    pub preserves_deployment_snapshots: bool,
-    pub preserves_server_applied_route_audit: bool,
-}
-
-#[derive(Serialize, JsonSchema, Debug)]
-#[serde(rename_all = "camelCase")]
-pub struct DeleteBlocker {
-    /// `active-certificate` or `certificate-history`.
-    pub kind: String,
-    /// `blocking` or `warning`.
-    pub severity: String,
-    pub message: String,
-    pub related_entity_type: String,
-    pub related_entity_id: String,
 }
 
 /// What a create request asks for, checked: the spec to write.

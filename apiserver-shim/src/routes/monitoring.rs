@@ -13,14 +13,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{RawQuery, State};
-use berth_api::monitoring::{MonitoringWarning, Sample, SourceError};
+use berth_api::monitoring::{MonitoringWarning, SourceError};
 use berth_crds::member::OrganizationRole;
 use berth_crds::monitoring::{MonitoringSample, SAMPLES_SCHEMA_VERSION, ScopeKind, Signal};
 use berth_crds::retention_policy::RetentionCategory;
 use berth_observations::{SampleQuery, StoreError};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::Endpoint;
 use crate::auth::{Caller, ScopeDimension};
@@ -33,9 +31,8 @@ use crate::json::Json;
 use crate::state::AppState;
 use crate::validate;
 
-pub use berth_api::monitoring::{Retention, Scope};
+pub use berth_api::monitoring::{Retention, SamplesList, Scope};
 
-mod artifacts;
 mod disk;
 mod rollup;
 mod usage;
@@ -52,7 +49,7 @@ pub fn endpoints() -> Vec<Endpoint> {
          network; comma-separated or repeated; default all), limit 1..720 default 300)",
             list,
         ),
-        Endpoint::get::<rollup::Rollup, _, _>(
+        Endpoint::get::<berth_api::monitoring::Rollup, _, _>(
             "/runtime-monitoring/rollup",
             "Monitoring samples summed up per bucket from the store's rollup tiers: series per \
              signal (each bucket's average totals and sample count), totals over the window, \
@@ -62,7 +59,7 @@ pub fn endpoints() -> Vec<Endpoint> {
              includeDeploymentMarkers, includeTopContributors: true|false)",
             rollup::show,
         ),
-        Endpoint::get::<usage::UsageSnapshot, _, _>(
+        Endpoint::get::<berth_api::monitoring::UsageSnapshot, _, _>(
             "/runtime-usage/inspect/stream",
             "Runtime usage snapshots as an event stream: the first at once, then one per \
              interval until the client leaves; totals and usage by project, environment, \
@@ -97,30 +94,6 @@ const LIVE_FACTOR: u32 = 2;
 
 /// Beside [`SCOPE_PARAMS`](crate::domain::monitoring_scope::SCOPE_PARAMS).
 const PARAMS: &[&str] = &["window.from", "window.to", "signals", "limit"];
-
-/// Spec §4.5 samples list.
-#[derive(Serialize, JsonSchema, Debug)]
-#[serde(rename_all = "camelCase")]
-pub struct SamplesList {
-    pub schema_version: &'static str,
-    /// The scope filters, as given; `kind`, when not given, is the kind of the most specific
-    /// id given (none: the whole organization).
-    pub scope: Scope,
-    pub from: String,
-    pub to: String,
-    pub generated_at: String,
-    /// `live`: the newest sample is younger than two collection intervals; `stale`: older;
-    /// `unknown`: no samples.
-    pub freshness: &'static str,
-    /// Whether some source could not be read (see `sourceErrors`).
-    pub partial: bool,
-    pub retention: Retention,
-    /// Oldest first; the latest `limit` of the window, each with the totals of `signals` only.
-    pub samples: Vec<Sample>,
-    /// `missing-samples`: one per gap in a server's or a container's series.
-    pub warnings: Vec<MonitoringWarning>,
-    pub source_errors: Vec<SourceError>,
-}
 
 /// The scope an answer echoes: the filters given, with the kind of the most specific id when
 /// `scope.kind` was not given.
@@ -466,12 +439,12 @@ async fn list(
         .collect();
     let interval = state.config.monitoring_interval;
     Ok(Json(SamplesList {
-        schema_version: SAMPLES_SCHEMA_VERSION,
+        schema_version: SAMPLES_SCHEMA_VERSION.into(),
         scope: echoed(&parsed.scope),
         from: parsed.from.to_string(),
         to: parsed.to.to_string(),
         generated_at: now.to_string(),
-        freshness: freshness(&samples, now, interval),
+        freshness: freshness(&samples, now, interval).into(),
         partial: !source_errors.is_empty(),
         retention: samples_retention(&state, &organization.namespace, now),
         warnings: missing_samples(&samples, interval),

@@ -11,7 +11,7 @@ use berth_api::servers::NoBody;
 use berth_crds::limits::{NAME_MAX, OBJECT_NAME_MAX};
 use berth_remote::{ClientKey, Endpoint as SshEndpoint, RemoteError, ServerConnection, Timeouts};
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use super::Endpoint;
 use crate::auth::Caller;
@@ -23,6 +23,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::json::Json;
 use crate::state::AppState;
+
+pub use berth_api::servers::{Check, ConnectivityReport};
 
 /// How long each step may take: a test answers within seconds, not a minute.
 const STEP_TIMEOUT: Duration = Duration::from_secs(8);
@@ -95,35 +97,6 @@ pub enum DraftCredential {
         #[serde(default)]
         username: Option<String>,
     },
-}
-
-/// Appaloft's connectivity report.
-#[derive(Serialize, JsonSchema, Debug)]
-#[serde(rename_all = "camelCase")]
-pub struct ConnectivityReport {
-    /// The registered server's id; empty for a draft.
-    pub server_id: String,
-    pub name: String,
-    pub host: String,
-    pub port: u16,
-    pub provider_key: String,
-    pub checked_at: String,
-    /// `healthy` (every check passed), `degraded` (logged in, Docker missing) or `unreachable`.
-    pub status: String,
-    pub checks: Vec<Check>,
-}
-
-#[derive(Serialize, JsonSchema, Debug, Clone)]
-#[serde(rename_all = "camelCase")]
-pub struct Check {
-    /// `tcp`, `ssh-handshake`, `authentication` or `docker`.
-    pub name: String,
-    /// `passed`, `failed` or `skipped`.
-    pub status: String,
-    pub message: String,
-    pub duration_ms: u64,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub metadata: BTreeMap<String, String>,
 }
 
 /// Where to connect and as whom.

@@ -45,6 +45,8 @@ pub use berth_api::terminal::{
     CreateTerminalSession, TerminalScope, TerminalSessionRecord, Transport,
 };
 
+pub use berth_api::terminal::SessionList;
+
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
         Endpoint::post::<CreateTerminalSession, TerminalSessionRecord, _, _>(
@@ -68,11 +70,6 @@ pub fn endpoints() -> Vec<Endpoint> {
             connect,
         ),
     ]
-}
-
-#[derive(serde::Serialize, schemars::JsonSchema, Debug)]
-pub struct SessionList {
-    pub items: Vec<ListedSession>,
 }
 
 /// Row and column limits (spec §8); also what a resize may ask for.

@@ -19,6 +19,8 @@ use kube::runtime::reflector::Store;
 use super::server_access::{self, IDLE_CONNECTION};
 use crate::error::{ApiError, ApiResult};
 
+pub use berth_api::terminal::ListedSession;
+
 /// How long a created session waits for its WebSocket.
 pub const CONNECT_WITHIN: Duration = Duration::from_secs(60);
 /// Terminal sessions open at once on one server (OpenSSH allows 10 sessions per connection).
@@ -29,23 +31,9 @@ pub const MAX_PENDING_PER_USER: usize = 16;
 // Also how a pending session is stored (inside `pending::Pending`) and how `Terminals`
 // remembers a connected one, so it lives here. Its doc line is the schema's description in the
 // OpenAPI document.
-/// A terminal session as `GET /terminal-sessions` lists it.
-#[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema, Debug, Clone, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct ListedSession {
-    pub session_id: String,
-    /// `server` or `resource`.
-    pub scope: String,
-    pub server_id: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub resource_id: Option<String>,
-    /// `pending` (waiting for its WebSocket) or `connected`.
-    pub status: String,
-    pub created_at: String,
-}
 
 /// Where a `resource` terminal runs: a container on the server, reached with the Docker CLI
-/// on the server's socket.
+/// on the server's socket. Not a wire record: it is kept with a pending session in the store.
 #[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ContainerShell {

@@ -164,7 +164,7 @@ async fn reconcile(credential: Arc<SshCredential>, context: Arc<Context>) -> Res
     let servers = Api::<Server>::namespaced(context.client.clone(), &namespace)
         .list(&ListParams::default())
         .await?;
-    let usage = SshCredentialUsage::of(&credential.name_any(), &servers.items);
+    let usage = berth_crds::ssh_credential::usage_of(&credential.name_any(), &servers.items);
     let current = credential.status.as_ref();
     let status = desired_status(&credential, &key, usage, Timestamp::now());
     // What we read may be overtaken: the shim writes the key's Secret, then records the key
@@ -434,7 +434,7 @@ mod tests {
         let status = desired_status(
             &credential,
             &key,
-            SshCredentialUsage::of("deploy-key", &servers),
+            berth_crds::ssh_credential::usage_of("deploy-key", &servers),
             Timestamp::now(),
         );
         assert_eq!(status.delete_blockers, vec!["server/web-1"]);
@@ -457,7 +457,7 @@ mod tests {
         credential.metadata.namespace = Some("org-acme".into());
         credential.metadata.finalizers = Some(vec![FINALIZER.into()]);
         let key = key_from_secret(Some(&secret), "deploy-key", "privateKey");
-        let usage = SshCredentialUsage::of("deploy-key", &servers);
+        let usage = berth_crds::ssh_credential::usage_of("deploy-key", &servers);
         let earlier = "2026-01-01T08:00:00Z".parse().unwrap();
         credential.status = Some(desired_status(&credential, &key, usage, earlier));
         let list = serde_json::json!({

@@ -2,7 +2,7 @@
 
 use berth_api::common::Confirmation;
 use berth_api::credentials::{
-    CreateCredential, DeleteCredential, RotateCredential, SshCredentialKind,
+    CreateCredential, DeleteCredential, RotateCredential, RotatedCredential, SshCredentialKind,
 };
 use berth_api::servers::{CreateServer, DeleteServer, NoBody, ServerList, ServerRecord};
 
@@ -171,7 +171,8 @@ pub fn credentials(ctx: &Ctx, command: Credentials) -> CliResult<()> {
             let answer = ctx
                 .api()?
                 .post(&format!("/credentials/ssh/{id}/rotate"), &body)?;
-            let servers = crate::output::cell(&answer, "/affectedUsage/totalServers");
+            let rotated: RotatedCredential = read_as("credential rotation", &answer)?;
+            let servers = rotated.affected_usage.total_servers;
             ctx.out.done(
                 &answer,
                 &format!("Rotated SSH credential {id}; {servers} server(s) use the new key"),

@@ -1,11 +1,11 @@
 //! Reading how a resource does: runtime logs, health, the diagnostic summary, access-failure
 //! evidence and a deployment's stored timeline.
 
-use berth_api::access_failure::AccessFailureEvidence;
+use berth_api::access_failures::AccessFailureLookup;
 use berth_api::deployments::{DeploymentState, Timeline};
 use berth_api::progress::ProgressEvent;
+use berth_api::runtime_logs::{RuntimeLogLine, RuntimeLogs};
 use reqwest::Method;
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::find_resource;
@@ -19,9 +19,9 @@ pub fn logs(ctx: &Ctx, resource: &str, follow: bool, tail: u32) -> CliResult<()>
     let path = format!("/resources/{id}/runtime-logs");
     let mut query = vec![("tailLines", tail.to_string())];
     if !follow {
-        let answer = ctx.api()?.get(&path, &query)?;
+        let (answer, logs): (_, RuntimeLogs) = get_as(ctx.api()?, &path, &query)?;
         if ctx.out.human() {
-            items(&answer, "/logs").iter().for_each(print_log_line);
+            logs.logs.iter().for_each(print_log_line);
         } else {
             ctx.out.raw(&answer);
         }
@@ -31,7 +31,10 @@ pub fn logs(ctx: &Ctx, resource: &str, follow: bool, tail: u32) -> CliResult<()>
     for data in ctx.api()?.stream(Method::GET, &path, &query, None::<&()>)? {
         let data = data.map_err(|error| CliError::failure(format!("the stream broke: {error}")))?;
         if ctx.out.human() {
-            print_log_line(&serde_json::from_str(&data).unwrap_or(Value::Null));
+            match serde_json::from_str::<RuntimeLogLine>(&data) {
+                Ok(line) => print_log_line(&line),
+                Err(_) => println!(),
+            }
         } else {
             // One JSON line per log line, as the API sent it.
             println!("{data}");
@@ -41,8 +44,8 @@ pub fn logs(ctx: &Ctx, resource: &str, follow: bool, tail: u32) -> CliResult<()>
 }
 
 /// A runtime log line as the container wrote it (already masked by the API).
-fn print_log_line(line: &Value) {
-    println!("{}", line["message"].as_str().unwrap_or_default());
+fn print_log_line(line: &RuntimeLogLine) {
+    println!("{}", line.message);
 }
 
 const HEALTH_FIELDS: &[Column] = &[
@@ -112,17 +115,6 @@ pub fn diagnose(ctx: &Ctx, resource: &str, deployment: Option<String>) -> CliRes
         ctx.out.raw(&answer);
     }
     Ok(())
-}
-
-/// `resources.access-failure-evidence.lookup/v1`; the evidence is the type the controller
-/// stores.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct AccessFailureLookup {
-    evidence: AccessFailureEvidence,
-    next_action: String,
-    captured_at: String,
-    expires_at: String,
 }
 
 pub fn why(ctx: &Ctx, request_id: &str) -> CliResult<()> {

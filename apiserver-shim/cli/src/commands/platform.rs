@@ -11,14 +11,13 @@ use berth_api::certificates::{CertificateReason, IssueOrRenew};
 use berth_api::decisions::{
     CapabilityKeyQuery, CapabilityQuery, EntitlementQuery, OperationKeyQuery,
 };
-use berth_api::monitoring::{Sample, Series};
+use berth_api::monitoring::{Rollup, SamplesList};
 use berth_api::overlays::{DecideOverlay, DecideRouteSurface};
 use berth_api::retention::SetRetention;
 use berth_api::thresholds::{DeleteThresholds, SetThresholds};
 use berth_api::usage_intents::RecordUsageIntent;
 use berth_api::users::CreateUser;
 use berth_api::validate::Checked;
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::{Ctx, Query, get_as};
@@ -157,22 +156,10 @@ fn usage(api: &crate::client::Api, count: Option<u64>, query: Query) -> CliResul
     Ok(())
 }
 
-/// `samples` of `GET /runtime-monitoring/samples`.
-#[derive(Deserialize)]
-struct SamplesAnswer {
-    samples: Vec<Sample>,
-}
-
-/// `series` of `GET /runtime-monitoring/rollup`.
-#[derive(Deserialize)]
-struct RollupAnswer {
-    series: Vec<Series>,
-}
-
 /// Samples as a table: when, whose, and every figure measured.
 fn samples(ctx: &Ctx, query: Query) -> CliResult<()> {
     let path = "/runtime-monitoring/samples";
-    let (answer, typed): (Value, SamplesAnswer) = get_as(ctx.api()?, path, query)?;
+    let (answer, typed): (Value, SamplesList) = get_as(ctx.api()?, path, query)?;
     ctx.out.rows(&answer, &typed.samples);
     Ok(())
 }
@@ -180,7 +167,7 @@ fn samples(ctx: &Ctx, query: Query) -> CliResult<()> {
 /// A rollup as a table: one line per signal and bucket, with the bucket's averages.
 fn rollup(ctx: &Ctx, query: Query) -> CliResult<()> {
     let path = "/runtime-monitoring/rollup";
-    let (answer, typed): (Value, RollupAnswer) = get_as(ctx.api()?, path, query)?;
+    let (answer, typed): (Value, Rollup) = get_as(ctx.api()?, path, query)?;
     let points: Vec<RollupPoint> = typed
         .series
         .into_iter()

@@ -7,16 +7,18 @@ use berth_api::resource_input::{NetworkProfileInput, SourceInput};
 use berth_api::resources::{CreateResource, DeleteResource, ResourceList};
 use berth_api::runtime_control::RuntimeControlRequest;
 use berth_api::secrets::{CreateSecret, DeleteSecret, RotateSecret, SecretList, SecretShow};
-use berth_api::variables::{DeleteVariable, EffectiveConfig, ImportVariables, SetVariable};
+use berth_api::variables::{
+    DeleteVariable, EffectiveConfig, ImportResult, ImportVariables, SetVariable,
+};
 use serde_json::Value;
 
 use super::infra::server_id;
 use super::workspace::{project_id, scope_query};
-use super::{Ctx, created, get_as, wire_enum};
+use super::{Ctx, created, get_as, read_as, wire_enum};
 use super::{environment_id, find_resource};
 use crate::cli::{ExposureOption, ResourceOption, Resources, Secrets, Variables};
 use crate::error::{CliError, CliResult};
-use crate::output::{col, items};
+use crate::output::col;
 use crate::rows::{ResourceDetail, not_deployed_notice};
 
 pub fn resources(ctx: &Ctx, command: Resources) -> CliResult<()> {
@@ -276,20 +278,8 @@ fn import(
     let answer = ctx
         .api()?
         .post(&format!("/resources/{id}/variables/import"), &body)?;
-    let imported = items(&answer, "/importedEntries");
-    ctx.out.list(
-        &answer,
-        &imported,
-        &[
-            col("KEY", "/key"),
-            col("VALUE", "/value"),
-            col("EXPOSURE", "/exposure"),
-            col("SECRET", "/isSecret"),
-            col("ACTION", "/action"),
-            col("LINE", "/sourceLine"),
-        ],
-        "/key",
-    );
+    let result: ImportResult = read_as("variables import", &answer)?;
+    ctx.out.rows(&answer, &result.imported_entries);
     Ok(())
 }
 

@@ -3,53 +3,13 @@
 
 use berth_crds::masking::Masker;
 use k8s_openapi::jiff::Timestamp;
-use schemars::JsonSchema;
-use serde::Serialize;
+
+pub use berth_api::runtime_logs::{LogStream, RuntimeLogLine};
 
 /// `runtimeKind` of every line: logs are read from Docker containers.
 pub const RUNTIME_KIND: &str = "docker-container";
 /// Length of a short container id, as `docker ps` prints it.
 const SHORT_ID: usize = 12;
-
-/// Which output of the container a line came from.
-#[derive(Serialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum LogStream {
-    Stdout,
-    Stderr,
-}
-
-/// The Runtime log line record of spec §2.2.
-#[derive(Serialize, JsonSchema, Clone, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct RuntimeLogLine {
-    pub resource_id: String,
-    /// The attempt that started the container.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub deployment_id: Option<String>,
-    /// The resource's service, when it names one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub service_name: Option<String>,
-    /// `docker-container`.
-    pub runtime_kind: &'static str,
-    /// Short id of the container.
-    pub runtime_instance_id: String,
-    /// Absent for a container with a TTY, whose output is one stream.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub stream: Option<LogStream>,
-    /// When the container wrote the line (Docker's timestamp, UTC, nanoseconds).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub timestamp: Option<String>,
-    /// Position in this response or stream, from 1.
-    pub sequence: u64,
-    /// Pass as `since` to read the lines after this one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cursor: Option<String>,
-    /// The line, secret values replaced by `****`.
-    pub message: String,
-    /// Whether a secret value was replaced in this line.
-    pub masked: bool,
-}
 
 /// What every line of one container shares.
 #[derive(Clone, Debug)]
@@ -120,7 +80,7 @@ impl LineBuilder {
             resource_id: self.context.resource_id.clone(),
             deployment_id: self.context.deployment_id.clone(),
             service_name: self.context.service_name.clone(),
-            runtime_kind: RUNTIME_KIND,
+            runtime_kind: RUNTIME_KIND.into(),
             runtime_instance_id: short_id(&self.context.container_id).to_string(),
             stream,
             cursor: timestamp.clone(),

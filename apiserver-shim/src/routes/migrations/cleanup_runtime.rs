@@ -8,7 +8,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Method};
 use berth_crds::member::OrganizationRole;
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::json;
 
 use super::dispatch::Dispatcher;
@@ -21,6 +21,8 @@ use crate::json::Json;
 use crate::routes::Endpoint;
 use crate::state::AppState;
 
+pub use berth_api::migrations::RuntimeCleaned;
+
 #[derive(Deserialize, JsonSchema, Debug)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CleanupRuntime {
@@ -29,16 +31,6 @@ pub struct CleanupRuntime {
     /// The deployment's resource, if given, must be the deployment's.
     #[serde(default)]
     pub resource_id: Option<String>,
-}
-
-#[derive(Serialize, JsonSchema, Debug)]
-#[serde(rename_all = "camelCase")]
-pub struct RuntimeCleaned {
-    pub id: String,
-    pub runtime_cleaned: bool,
-    /// `cancelled` (it was running), `stopped` (it served the resource) or `none` (nothing
-    /// of it runs).
-    pub action: &'static str,
 }
 
 pub fn endpoint() -> Endpoint {
@@ -120,6 +112,6 @@ fn answer(id: String, action: &'static str) -> RuntimeCleaned {
     RuntimeCleaned {
         id,
         runtime_cleaned: true,
-        action,
+        action: action.into(),
     }
 }

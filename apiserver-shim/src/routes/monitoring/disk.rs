@@ -13,9 +13,9 @@ use k8s_openapi::jiff::Timestamp;
 use kube::runtime::reflector::ObjectRef;
 
 use super::Scope;
-use super::artifacts::{Artifact, Evidence};
 use crate::auth::{Caller, ScopeDimension};
 use crate::state::AppState;
+use berth_api::monitoring::{Artifact, Evidence};
 
 /// `evidence[].source` (Appaloft's closed set): an attempt's recorded image, a resource's
 /// declared volumes, Docker's own report of what it holds.
@@ -111,7 +111,7 @@ impl Owners {
 
 fn evidence(source: &'static str, key: &str) -> Evidence {
     Evidence {
-        source,
+        source: source.into(),
         key: key.to_string(),
     }
 }
@@ -169,11 +169,11 @@ fn artifact(
         _ => Some(disk.id.clone()),
     };
     Artifact {
-        kind: kind(&disk.kind),
+        kind: kind(&disk.kind).into(),
         ownership: if attributed {
-            "attributed"
+            "attributed".into()
         } else {
-            "unattributed"
+            "unattributed".into()
         },
         server_id: server.to_string(),
         project_id: owner.project_id,
@@ -190,7 +190,7 @@ fn artifact(
             .into_iter()
             .chain([evidence(RUNTIME_IDENTITY, "system/df")])
             .collect(),
-        reclaimable,
+        reclaimable: reclaimable.into(),
         reclaim_blocked_reason: blocked,
         warnings: Vec::new(),
     }

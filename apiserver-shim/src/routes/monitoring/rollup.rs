@@ -12,7 +12,8 @@ use std::time::Duration;
 use crate::json::Json;
 use axum::extract::{RawQuery, State};
 use berth_api::monitoring::{
-    Contributor, DeploymentMarker, MonitoringWarning, Point, ResourceMetrics, Series, SourceError,
+    Contributor, DeploymentMarker, MonitoringWarning, Point, ResourceMetrics, Rollup, Series,
+    SourceError,
 };
 use berth_crds::deployment::DeploymentState;
 use berth_crds::member::OrganizationRole;
@@ -20,13 +21,10 @@ use berth_crds::monitoring::{ScopeKind, Signal, wire_metric};
 use berth_observations::{Detail, RollupQuery, RollupRow, StoreError, Tier};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::{
-    MISSING_SAMPLES, Retention, Scope, Selection, UNKNOWN, check_scope, echoed, millis,
-    parse_selection, samples_retention, scope_query, signal_values, store_unavailable,
-    with_scope_params,
+    MISSING_SAMPLES, Scope, Selection, UNKNOWN, check_scope, echoed, millis, parse_selection,
+    samples_retention, scope_query, signal_values, store_unavailable, with_scope_params,
 };
 use crate::auth::{Caller, ScopeDimension};
 use crate::error::{ApiError, ApiResult};
@@ -52,34 +50,6 @@ const PARAMS: &[&str] = &[
     "includeDeploymentMarkers",
     "includeTopContributors",
 ];
-
-#[derive(Serialize, JsonSchema, Debug)]
-#[serde(rename_all = "camelCase")]
-pub struct Rollup {
-    pub schema_version: &'static str,
-    pub scope: Scope,
-    pub from: String,
-    pub to: String,
-    /// `minute`, `five-minute` or `hour`.
-    pub bucket: &'static str,
-    pub generated_at: String,
-    /// `live`: the newest bucket holds a sample of the last two collection intervals; `stale`:
-    /// older; `unknown`: no samples in the window.
-    pub freshness: &'static str,
-    pub partial: bool,
-    pub retention: Retention,
-    /// One per signal measured in the window, its buckets oldest first.
-    pub series: Vec<Series>,
-    /// Every figure averaged over the window.
-    pub totals: ResourceMetrics,
-    /// Resources using the most CPU (then memory), with `includeTopContributors`.
-    pub top_contributors: Vec<Contributor>,
-    /// Attempts started in the window, with `includeDeploymentMarkers`.
-    pub deployment_markers: Vec<DeploymentMarker>,
-    /// `missing-samples`: one per gap of a bucket or more in a series.
-    pub warnings: Vec<MonitoringWarning>,
-    pub source_errors: Vec<SourceError>,
-}
 
 /// `bucket`: required, one of the tiers, and few enough buckets for the window.
 fn parse_bucket(query: &QueryParams, from: Timestamp, to: Timestamp) -> ApiResult<Tier> {
@@ -503,12 +473,12 @@ pub async fn show(
         Vec::new()
     };
     Ok(Json(Rollup {
-        schema_version: SCHEMA_VERSION,
+        schema_version: SCHEMA_VERSION.into(),
         from: selection.from.to_string(),
         to: selection.to.to_string(),
-        bucket: tier.as_str(),
+        bucket: tier.as_str().into(),
         generated_at: now.to_string(),
-        freshness: freshness(&rows, tier, now, state.config.monitoring_interval),
+        freshness: freshness(&rows, tier, now, state.config.monitoring_interval).into(),
         partial: !source_errors.is_empty(),
         retention: samples_retention(&state, namespace, now),
         series,

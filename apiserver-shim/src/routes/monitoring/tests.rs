@@ -267,12 +267,12 @@ fn retention_spans_the_policys_days_before_now_or_all_when_nothing_deletes() {
 #[test]
 fn the_list_serializes_with_the_spec_field_names() {
     let list = SamplesList {
-        schema_version: SAMPLES_SCHEMA_VERSION,
+        schema_version: SAMPLES_SCHEMA_VERSION.into(),
         scope: Scope::default(),
         from: at(-3600),
         to: at(0),
         generated_at: at(0),
-        freshness: UNKNOWN,
+        freshness: UNKNOWN.into(),
         partial: true,
         retention: retention(Some(1), now()),
         samples: Vec::new(),

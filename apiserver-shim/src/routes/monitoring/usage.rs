@@ -22,10 +22,7 @@ use berth_crds::monitoring::{MonitoringSample, ScopeKind};
 use berth_observations::{DiskRecord, SampleQuery, StoreError};
 use futures::Stream;
 use k8s_openapi::jiff::Timestamp;
-use schemars::JsonSchema;
-use serde::Serialize;
 
-use super::artifacts::{Artifact, Evidence, UsageWarning};
 use super::disk::disk_artifacts;
 use super::{
     LIVE_FACTOR, Scope, check_scope, echoed, freshness, millis, observed_ms, parse_scope,
@@ -35,6 +32,7 @@ use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{QueryParams, known_params};
 use crate::state::AppState;
+use berth_api::monitoring::{Artifact, Evidence, Usage, UsageSnapshot, UsageWarning};
 
 pub const SCHEMA_VERSION: &str = "runtime-usage.inspect/v1";
 /// `sourceErrors[].source` when the servers' latest measurements cannot be read.
@@ -47,47 +45,6 @@ const READ_LIMIT: usize = 720;
 
 /// Beside the scope's.
 const PARAMS: &[&str] = &["intervalSeconds"];
-
-/// Spec §2.2 "Runtime usage snapshot".
-#[derive(Serialize, JsonSchema, Debug)]
-#[serde(rename_all = "camelCase")]
-pub struct UsageSnapshot {
-    pub schema_version: &'static str,
-    pub scope: Scope,
-    pub generated_at: String,
-    /// The newest measurement in the snapshot; absent when there is none.
-    pub observed_at: Option<String>,
-    /// `live`, `stale` or `unknown`, as for monitoring samples.
-    pub freshness: &'static str,
-    pub partial: bool,
-    /// Sums over every container in scope (and the hosts' figures when the scope includes
-    /// hosts).
-    pub totals: ResourceMetrics,
-    pub by_project: Vec<Usage>,
-    pub by_environment: Vec<Usage>,
-    pub by_resource: Vec<Usage>,
-    pub by_deployment: Vec<Usage>,
-    pub artifacts: Vec<Artifact>,
-    pub warnings: Vec<UsageWarning>,
-    pub source_errors: Vec<SourceError>,
-}
-
-/// The usage of one project, environment, resource or deployment.
-#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct Usage {
-    /// The group's kind and id, with the ids of what it belongs to.
-    pub scope: Scope,
-    /// `attributed`: every container counted carries Berth's labels.
-    pub ownership: &'static str,
-    pub totals: ResourceMetrics,
-    /// The deployment of the newest container counted.
-    pub current_deployment_id: Option<String>,
-    /// The newest container counted.
-    pub current_runtime_id: Option<String>,
-    pub artifact_count: usize,
-    pub warnings: Vec<UsageWarning>,
-}
 
 /// A group's key: its project, environment, resource and deployment ids, down to its kind.
 type GroupKey = [Option<String>; 4];
@@ -137,7 +94,7 @@ fn usage_by(containers: &[&MonitoringSample], kind: ScopeKind, depth: usize) -> 
                 resource_id: key[2].clone(),
                 deployment_id: key[3].clone(),
             },
-            ownership: "attributed",
+            ownership: "attributed".into(),
             totals: ResourceMetrics::default(),
             current_deployment_id: None,
             current_runtime_id: None,
@@ -174,7 +131,7 @@ fn label_evidence(sample: &MonitoringSample) -> Vec<Evidence> {
     .into_iter()
     .filter(|(_, present)| *present)
     .map(|(key, _)| Evidence {
-        source: "label",
+        source: "label".into(),
         key: key.to_string(),
     })
     .collect()
@@ -184,8 +141,8 @@ fn label_evidence(sample: &MonitoringSample) -> Vec<Evidence> {
 fn artifact_of_container(sample: &MonitoringSample) -> Artifact {
     let e = &sample.scope_evidence;
     Artifact {
-        kind: "active-runtime",
-        ownership: "attributed",
+        kind: "active-runtime".into(),
+        ownership: "attributed".into(),
         server_id: e.server_id.clone(),
         project_id: e.project_id.clone(),
         environment_id: e.environment_id.clone(),
@@ -198,7 +155,7 @@ fn artifact_of_container(sample: &MonitoringSample) -> Artifact {
         inode_count: None,
         observed_at: sample.observed_at.clone(),
         evidence: label_evidence(sample),
-        reclaimable: "no",
+        reclaimable: "no".into(),
         reclaim_blocked_reason: Some("the container is running".into()),
         warnings: Vec::new(),
     }
@@ -257,17 +214,17 @@ async fn snapshot(
         .collect();
     artifacts.extend(disk_artifacts(state, caller, namespace, scope, &disk));
     let not_measured = UsageWarning {
-        code: PARTIAL_DIAGNOSTIC,
+        code: PARTIAL_DIAGNOSTIC.into(),
         message: "inode counts per artifact are not measured: Docker does not report them".into(),
         scope: None,
         resource: Some("inode".into()),
     };
     UsageSnapshot {
-        schema_version: SCHEMA_VERSION,
+        schema_version: SCHEMA_VERSION.into(),
         scope: echoed(scope),
         generated_at: now.to_string(),
         observed_at: samples.last().map(|s| s.observed_at.clone()),
-        freshness: freshness(&samples, now, interval),
+        freshness: freshness(&samples, now, interval).into(),
         partial: true,
         totals,
         by_project,

@@ -4,8 +4,6 @@
 use axum::extract::{Path, State};
 use berth_crds::resource::Resource;
 use berth_crds::variable::VariableExposure;
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::super::Endpoint;
 use super::secret_store::{entries, fetch, now};
@@ -19,6 +17,8 @@ use crate::json::Json;
 use crate::state::AppState;
 
 pub use berth_api::secrets::{CreateSecret, DeleteSecret, RotateSecret, SecretList, SecretShow};
+
+pub use berth_api::secrets::SecretRef;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -48,15 +48,6 @@ pub fn endpoints() -> Vec<Endpoint> {
             delete,
         ),
     ]
-}
-
-/// What a secret write returns: which entry changed, never its value.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SecretRef {
-    pub resource_id: String,
-    pub key: String,
-    pub exposure: String,
 }
 
 async fn list(

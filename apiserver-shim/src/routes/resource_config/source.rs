@@ -6,7 +6,6 @@ use berth_api::build::SourceKind;
 use berth_api::common::IdResponse;
 use berth_crds::resource::{Resource, source_binding_fingerprint};
 use kube::ResourceExt;
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -23,6 +22,8 @@ use crate::json::Json;
 use crate::state::AppState;
 
 pub use berth_api::source::{SetAutoDeploy, SetSource};
+
+pub use berth_api::source::AutoDeployResult;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -50,7 +51,8 @@ pub const SOURCE_IDEMPOTENCY_ANNOTATION: &str = "berth.dev/source-idempotency";
 /// How many idempotency keys a resource remembers; the oldest is forgotten first.
 const MAX_SOURCE_RECEIPTS: usize = 16;
 
-/// One remembered source binding: its idempotency key and the SHA-256 of its request.
+/// One remembered source binding: its idempotency key and the SHA-256 of its request. Not a
+/// wire record: kept on the Resource object, never sent.
 #[derive(Serialize, Deserialize)]
 struct SourceReceipt {
     key: String,
@@ -64,29 +66,6 @@ fn source_receipts(resource: &Resource) -> Vec<SourceReceipt> {
         .get(SOURCE_IDEMPOTENCY_ANNOTATION)
         .and_then(|text| serde_json::from_str(text).ok())
         .unwrap_or_default()
-}
-
-/// Auto-deploy policy result of spec §2.2.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AutoDeployResult {
-    pub resource_id: String,
-    /// `enabled`, `disabled` or `blocked`.
-    pub status: String,
-    pub trigger_kind: String,
-    pub refs: Vec<String>,
-    pub event_kinds: Vec<String>,
-    /// Fingerprint of the source binding auto-deploy was enabled for.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub source_binding_fingerprint: Option<String>,
-    /// Why an enabled policy does not fire, e.g. `source-binding-changed`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub blocked_reason: Option<String>,
-    /// The webhook secret of a git source's binding, shown once: when enabling created it or
-    /// `rotateWebhookSecret` replaced it. Pushes are delivered to `POST /webhooks/{provider}`
-    /// signed with it (GitHub and Gitea) or carrying it (GitLab's token).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub webhook_secret: Option<String>,
 }
 
 async fn source(

@@ -9,8 +9,6 @@ use berth_crds::member::OrganizationRole;
 use berth_crds::resource::{Resource, ResourceSpec};
 use berth_crds::variable::{PlainVariable, VariableExposure};
 use kube::ResourceExt;
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::super::Endpoint;
 use super::import::{ParsedEntry, ParsedFile, parse};
@@ -25,6 +23,8 @@ use crate::json::Json;
 use crate::state::AppState;
 
 pub use berth_api::variables::{DeleteVariable, ImportVariables, SetVariable, VariableEntry};
+
+pub use berth_api::variables::{DuplicateOverride, ExistingOverride, ImportResult, ImportedEntry};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -44,53 +44,6 @@ pub fn endpoints() -> Vec<Endpoint> {
             import,
         ),
     ]
-}
-
-/// The Variable import result of spec §2.2.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ImportResult {
-    pub resource_id: String,
-    pub imported_entries: Vec<ImportedEntry>,
-    pub duplicate_overrides: Vec<DuplicateOverride>,
-    pub existing_overrides: Vec<ExistingOverride>,
-}
-
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ImportedEntry {
-    pub key: String,
-    /// The value, or `****` for secrets.
-    pub value: String,
-    pub exposure: String,
-    pub kind: String,
-    pub is_secret: bool,
-    /// `created` or `updated`.
-    pub action: String,
-    /// 1-based line of the file the value came from.
-    pub source_line: usize,
-}
-
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DuplicateOverride {
-    pub key: String,
-    pub exposure: String,
-    pub first_line: usize,
-    pub last_line: usize,
-    /// Always `last-wins`.
-    pub rule: String,
-}
-
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ExistingOverride {
-    pub key: String,
-    pub exposure: String,
-    /// Always `resource`: the replaced entry was the resource's own.
-    pub previous_scope: String,
-    /// Always `resource-entry-replaced`.
-    pub rule: String,
 }
 
 /// Writes need a member; a deploy token only within its resource scope.

@@ -13,8 +13,6 @@ use std::time::Duration;
 use axum::extract::ws::{CloseFrame, Message, WebSocket};
 use russh::client::Msg;
 use russh::{Channel, ChannelMsg};
-use schemars::JsonSchema;
-use serde::Serialize;
 use tokio::time::Instant;
 
 use super::{COLS, ROWS};
@@ -22,22 +20,14 @@ use crate::services::terminals::OpenSlot;
 
 pub use berth_api::terminal::{ClientMessage, ServerMessage};
 
+pub use berth_api::terminal::TerminalProtocol;
+
 /// A session without input or output for this long is closed.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// Close code of a normal end (the shell exited or the client left).
 const NORMAL: u16 = 1000;
 /// Close code when the server side fails (SSH channel lost).
 const SERVER_ERROR: u16 = 1011;
-
-/// The frames of the terminal WebSocket, for the OpenAPI document.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct TerminalProtocol {
-    /// JSON text frames a client may send; binary frames are raw input.
-    pub client_text_frames: Option<ClientMessage>,
-    /// JSON text frames the server sends; binary frames are terminal output.
-    pub server_text_frames: Option<ServerMessage>,
-}
 
 /// Who and what a bridged session is, for its messages and log lines.
 pub struct Session {

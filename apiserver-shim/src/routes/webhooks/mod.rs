@@ -22,8 +22,6 @@ use berth_crds::{UPDATED_BY_ID, UPDATED_BY_KIND};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::PostParams;
 use kube::{Api, ResourceExt};
-use schemars::JsonSchema;
-use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -37,6 +35,8 @@ use crate::json::Json;
 use crate::state::{AppState, FIELD_MANAGER};
 
 pub use self::signature::hmac_sha256;
+
+pub use berth_api::webhooks::{IgnoredBinding, StartedAttempt, WebhookReceipt};
 
 /// What started attempts made by a push (`spec.trigger`).
 pub const TRIGGER: &str = "git-push";
@@ -54,44 +54,6 @@ pub fn endpoints() -> Vec<Endpoint> {
         )
         .public(),
     ]
-}
-
-/// What a delivery did.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct WebhookReceipt {
-    pub provider: String,
-    /// `push`, `tag` or `other`.
-    pub event: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub delivery_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub git_ref: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub commit_sha: Option<String>,
-    /// Attempts started (or, for a redelivery, started before).
-    pub deployments: Vec<StartedAttempt>,
-    /// Verified bindings that start nothing, and why.
-    pub ignored: Vec<IgnoredBinding>,
-}
-
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct StartedAttempt {
-    pub resource_id: String,
-    pub deployment_id: String,
-    /// True when this delivery had started it already (a redelivery).
-    pub duplicate: bool,
-}
-
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct IgnoredBinding {
-    pub resource_id: String,
-    /// `not-a-push`, `ref-deleted`, `auto-deploy-disabled`, `source-binding-changed`,
-    /// `event-kind-not-enabled`, `ref-not-followed` or `no-server`.
-    pub reason: String,
-    pub message: String,
 }
 
 async fn receive(

@@ -16,6 +16,7 @@ use crate::token::digest;
 const WHAT: &str = "terminal sessions";
 
 /// A created session waiting for its WebSocket: what opening it needs, and how it is listed.
+/// Not a wire record: serialized only into the observation store, between shim replicas.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Pending {
