@@ -46,11 +46,7 @@ pub async fn roll_out(
     let promoting = AtomicBool::new(false);
     // Boxed, so a debug build's poll frames do not hold both phases' whole state.
     let served = async {
-        let deployed = Box::pin(deploy(server, progress, plan, stack, first));
-        let (deployed, routed) =
-            tokio::join!(deployed, first_route(server, plan, &route_id, first));
-        deployed?;
-        routed?;
+        Box::pin(deploy(server, progress, plan, stack, first)).await?;
         Box::pin(verify(server, progress, guard, plan, first, &promoting)).await
     };
     match served.await {
@@ -66,7 +62,7 @@ pub async fn roll_out(
                 tracing::warn!(%error, container = %name, "could not remove the failed container");
             }
             if first {
-                // Written while the container started: a first deploy that failed leaves no route.
+                // Written during the health check: a first deploy that failed leaves no route.
                 if let Err(error) = server.ensure_route(&route_id, None).await {
                     tracing::warn!(%error, route = %route_id, "could not remove the failed route");
                 }
@@ -150,7 +146,10 @@ async fn verify(
             }
         }
     };
-    guard.within(Verify, limit, probed).await?;
+    let early_route = first_route(server, plan, &route_id, first);
+    let (verified, early_route) = tokio::join!(guard.within(Verify, limit, probed), early_route);
+    verified?;
+    early_route?;
     guard.check(Verify)?;
     // Healthy: from here it serves (a first deploy's from the start) or is about to.
     promoting.store(true, Ordering::Relaxed);
@@ -175,8 +174,10 @@ async fn verify(
 }
 
 /// On the first deploy nothing else serves the upstream name: its route is written while the
-/// container is created and started, so the first request it can answer is routed to it (until
-/// it answers, the proxy's failure page explains why). Later deploys switch in verify.
+/// probe runs (until the app answers, the proxy's failure page explains why). Not before the
+/// container started: until then its name does not resolve on the edge network, and the proxy's
+/// lookup of an unknown name waits on the server's outside resolver (measured: the first 200
+/// came 0.8 s later). Later deploys switch after the health check.
 async fn first_route(
     server: &impl AttemptServer,
     plan: &Plan,
@@ -186,12 +187,10 @@ async fn first_route(
     if !first {
         return Ok(());
     }
-    let routed = async {
-        let routed = server.ensure_route(route_id, route_of(plan)).await;
-        routed.map_err(|e| stop(Deploy, Code::RouteSwitchFailed, e.to_string()))
-    };
-    timed(Deploy, PHASE_TIMEOUT, routed).await?;
-    Ok(())
+    let routed = server.ensure_route(route_id, route_of(plan)).await;
+    routed
+        .map_err(|e| stop(Verify, Code::RouteSwitchFailed, e.to_string()).into())
+        .map(drop)
 }
 
 /// Where the plan routes: its host and path, to its upstream name and port.

@@ -506,7 +506,7 @@ async fn the_first_attempt_carries_the_upstream_name_from_the_start() {
         !changes.iter().any(|c| c.starts_with("promote")),
         "{changes:?}"
     );
-    // Its route is written while it starts, so its first answer is routed at once.
+    // Its route is written during the health check: nothing else serves the name.
     assert!(
         changes.contains(&"route berth-route.org-acme.web".to_string()),
         "{changes:?}"
