@@ -222,17 +222,34 @@ impl EdgeProxy {
     where
         F: FnOnce(&mut Vec<Value>, &mut TlsParts),
     {
+        self.edit_routes(|routes, tls| {
+            edit(routes, tls);
+            true
+        })
+        .await
+        .map(drop)
+    }
+
+    /// [`Self::update_routes`] with an edit that says whether it changed anything: when it
+    /// did not, nothing is loaded (Caddy's own spelling of the configuration may differ from
+    /// Berth's, so equality alone would reload). Returns whether a configuration was loaded.
+    pub async fn edit_routes<F>(&self, edit: F) -> Result<bool, RemoteError>
+    where
+        F: FnOnce(&mut Vec<Value>, &mut TlsParts) -> bool,
+    {
         let _serialized = CONFIG_UPDATES.lock().await;
         let current = self.config().await?;
         let mut routes = resource_routes(&current);
         let mut tls = TlsParts::of(&current);
-        edit(&mut routes, &mut tls);
+        if !edit(&mut routes, &mut tls) {
+            return Ok(false);
+        }
         let mut config = edge_config(challenges_first(routes));
         tls.apply_to(&mut config);
         if config == current {
-            return Ok(());
+            return Ok(false);
         }
-        self.load(&config).await
+        self.load(&config).await.map(|()| true)
     }
 
     /// Writes files into the proxy container's admin directory (e.g. `tls/x.key`), through

@@ -32,7 +32,7 @@ use crate::routes::RoutePlan;
 use berth_remote::docker::{
     self, docker_call, docker_over_ssh, is_conflict, is_not_found, is_not_modified,
 };
-use berth_remote::edge_proxy::{EDGE_NETWORK, resource_routes};
+use berth_remote::edge_proxy::EDGE_NETWORK;
 use berth_remote::{EdgeProxy, RemoteError, ServerConnection, ServerId};
 
 /// A server's containers, as far as starting an attempt's container goes.
@@ -396,19 +396,11 @@ impl Target {
         target: Option<(&RoutePlan, &str, u16)>,
     ) -> Result<bool, RemoteError> {
         let wanted = target.map(|(route, upstream, port)| caddy_route(route, upstream, port));
-        // Compared first, so an unchanged route never reloads the proxy (a reload under load
-        // can cost a request).
-        let current = self.proxy.config().await?;
-        let mut routes = resource_routes(&current);
-        if !replace_route(&mut routes, route_id, wanted.clone()) {
-            return Ok(false);
-        }
+        // One read of the configuration, under the proxy's update lock; an unchanged route is
+        // never loaded (a reload under load can cost a request).
         self.proxy
-            .update_routes(|routes, _tls| {
-                replace_route(routes, route_id, wanted);
-            })
-            .await?;
-        Ok(true)
+            .edit_routes(|routes, _tls| replace_route(routes, route_id, wanted))
+            .await
     }
 
     /// Points the resource's route at `upstream:port` (or removes it with `None`), keeping
