@@ -123,15 +123,7 @@ bench_databases() {
   stack_env
   # shellcheck source-path=SCRIPTDIR
   source "$HACK_DIR/lib/berth.sh"
-  log "building berth-controller (release, as users run it)"
-  (cd "$HACK_DIR/.." && cargo build --quiet --release -p berth-controller --bin berth-controller)
-  (cd "$HACK_DIR/.." && cargo build --quiet --bins -p berth-controller)
-  berth_install_crds
-  berth_install_rbac
-  exec 9>"$BERTH_STACK_DIR/integration.lock"
-  flock 9
-  kubectl delete namespace "$DATABASES_NS" --wait=true --timeout=300s >/dev/null 2>&1 || true
-  scale_start_release
+  scale_take_over "$DATABASES_NS"
   trap databases_cleanup EXIT
   bench_local_server "$DATABASES_NS" "$DATABASES_PORT"
   # The engine the `local` server reaches is this one: tagged here, nothing is pulled.

@@ -145,11 +145,11 @@ scale_start_release() {
     "$BERTH_RUN_DIR/bench-controller.log" 9>&-
 }
 
-bench_scale() {
-  local n=${1:-300} declared=${2:-2000} failed=0
-  stack_env
-  # shellcheck source-path=SCRIPTDIR
-  source "$HACK_DIR/lib/berth.sh"
+# scale_take_over NS: builds the release berth-controller (and the debug one the cleanup puts
+# back), installs CRDs and RBAC, waits until no integration run uses the stack (the lock stays
+# held on fd 9 for the rest of the bench), empties NS and starts the release controller in place
+# of the running one.
+scale_take_over() {
   log "building berth-controller (release, as users run it) and the debug binaries"
   (cd "$HACK_DIR/.." && cargo build --quiet --release -p berth-controller --bin berth-controller)
   (cd "$HACK_DIR/.." && cargo build --quiet --bins -p berth-controller)
@@ -158,8 +158,16 @@ bench_scale() {
   # It replaces berth-controller for minutes: not while an integration run uses it.
   exec 9>"$BERTH_STACK_DIR/integration.lock"
   flock 9
-  kubectl delete namespace "$SCALE_NS" --wait=true --timeout=300s >/dev/null 2>&1 || true
+  kubectl delete namespace "$1" --wait=true --timeout=300s >/dev/null 2>&1 || true
   scale_start_release
+}
+
+bench_scale() {
+  local n=${1:-300} declared=${2:-2000} failed=0
+  stack_env
+  # shellcheck source-path=SCRIPTDIR
+  source "$HACK_DIR/lib/berth.sh"
+  scale_take_over "$SCALE_NS"
   trap scale_cleanup EXIT
   bench_local_server "$SCALE_NS" "$SCALE_PORT"
 
