@@ -6,7 +6,7 @@
 //! started and unfinished, and runs it again. The work itself is handed in as a future, so the
 //! context holds the supervisor without depending on the reconcilers.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -19,6 +19,9 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 /// How long shutdown waits for stopped attempts to write what they had queued.
+/// How many attempts created here and not yet reconciled are remembered.
+const CREATED_HERE_LIMIT: usize = 1024;
+
 pub const SETTLE_ON_SHUTDOWN: Duration = Duration::from_secs(10);
 
 /// Why a running attempt must stop.
@@ -87,6 +90,9 @@ struct State {
     runs: u64,
     /// Set on shutdown: no new attempt starts.
     closed: bool,
+    /// Attempts this process created and has not reconciled yet (by uid): nobody else can have
+    /// written their status, so the cached copy is as fresh as the API server's.
+    created_here: HashSet<String>,
 }
 
 impl Default for Attempts {
@@ -120,6 +126,23 @@ impl Attempts {
             let next = receiver.recv().await?;
             Some((next, Some(receiver)))
         })
+    }
+
+    /// Remembers that this process created the attempt `uid` (it has not run anywhere yet).
+    pub fn created_here(&self, uid: &str) {
+        let mut state = self.state();
+        // An attempt deleted before its first reconcile is never taken out: keep that bounded
+        // (forgetting only costs a fresh read).
+        if state.created_here.len() >= CREATED_HERE_LIMIT {
+            state.created_here.clear();
+        }
+        state.created_here.insert(uid.to_string());
+    }
+
+    /// Whether this process created the attempt `uid` and this is its first reconcile; true
+    /// once per attempt.
+    pub fn first_reconcile_of_own(&self, uid: &str) -> bool {
+        self.state().created_here.remove(uid)
     }
 
     /// Whether the attempt's task runs.

@@ -79,19 +79,30 @@ async fn reconcile(cached: Arc<Deployment>, context: Arc<Context>) -> Result<Act
     if attempt::follow(&context, &cached) {
         return Ok(Action::await_change());
     }
-    // The cache may still hold a status from before the attempt's own last write; acting on it
-    // would run a finished attempt again (and restart its serving container).
-    let namespace = cached
-        .namespace()
-        .ok_or(Error::MissingObjectKey("metadata.namespace"))?;
-    let api = Api::<Deployment>::namespaced(context.client.clone(), &namespace);
-    let Some(deployment) = api.get_opt(&cached.name_any()).await? else {
+    let Some(deployment) = current(&context, &cached).await? else {
         return Ok(Action::await_change());
     };
     if has_ended(&deployment) || deployment.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
     attempt::reconcile(&context, deployment).await
+}
+
+/// The attempt as it is now. The cache may still hold a status from before the attempt's own
+/// last write; acting on it would run a finished attempt again (and restart its serving
+/// container), so it is read again, unless this process created it and never reconciled it.
+async fn current(context: &Context, cached: &Deployment) -> Result<Option<Deployment>> {
+    let own = cached
+        .uid()
+        .is_some_and(|uid| context.attempts.first_reconcile_of_own(&uid));
+    if own && cached.status.is_none() {
+        return Ok(Some(cached.clone()));
+    }
+    let namespace = cached
+        .namespace()
+        .ok_or(Error::MissingObjectKey("metadata.namespace"))?;
+    let api = Api::<Deployment>::namespaced(context.client.clone(), &namespace);
+    Ok(api.get_opt(&cached.name_any()).await?)
 }
 
 /// Whether the attempt reached a final state (which it never leaves).

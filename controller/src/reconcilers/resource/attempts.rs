@@ -111,7 +111,12 @@ async fn create(
 ) -> Result<Option<Deployment>> {
     let api = Api::<Deployment>::namespaced(context.client.clone(), namespace);
     match api.create(&PostParams::default(), &deployment).await {
-        Ok(created) => Ok(Some(created)),
+        Ok(created) => {
+            if let Some(uid) = created.uid() {
+                context.attempts.created_here(&uid);
+            }
+            Ok(Some(created))
+        }
         Err(kube::Error::Api(e)) if e.code == 409 => Ok(None),
         Err(error) => Err(error.into()),
     }
