@@ -7,7 +7,8 @@ BENCH_ALL=(ssh shim deploy observe cli monitor tls databases scale build console
 
 # bench_all_figures OUT: the lines of a bench's output that state a figure against its goal.
 bench_all_figures() {
-  sed 's/\x1b\[[0-9;]*m//g' "$1" | grep -iE '(^(PASS|FAIL)\b)|goal' | grep -v '^\[' | cut -c1-150
+  sed 's/\x1b\[[0-9;]*m//g' "$1" | grep -iE '(^(PASS|FAIL)\b)|goal' | grep -v '^\[' | cut -c1-150 ||
+    echo "no figure stated against a goal"
 }
 
 bench_all() {

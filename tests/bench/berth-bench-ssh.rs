@@ -128,7 +128,9 @@ async fn main() -> anyhow::Result<()> {
         &format!("local socket, bursts of {}", options.concurrency),
         local_burst,
     );
+    let burst = cold.len();
     report("tunnel, cold burst (includes SSH login)", cold);
+    println!("SSH connections for a cold burst of {burst} calls: {opened} opened (goal: 1)");
     if opened != 1 || established != 1 {
         bail!("expected exactly one SSH connection, got {opened} opened and {established} open");
     }
