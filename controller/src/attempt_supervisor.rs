@@ -341,6 +341,31 @@ mod tests {
         }
     }
 
+    #[test]
+    fn only_the_first_reconcile_of_an_attempt_created_here_may_trust_the_cache() {
+        let attempts = Attempts::default();
+        attempts.created_here("uid-new");
+        assert!(attempts.first_reconcile_of_own("uid-new"));
+        assert!(
+            !attempts.first_reconcile_of_own("uid-new"),
+            "a second reconcile reads the attempt again"
+        );
+        assert!(
+            !attempts.first_reconcile_of_own("uid-elsewhere"),
+            "created by another process (or a previous leader)"
+        );
+    }
+
+    #[test]
+    fn attempts_created_here_and_never_reconciled_stay_bounded() {
+        let attempts = Attempts::default();
+        for n in 0..=CREATED_HERE_LIMIT {
+            attempts.created_here(&format!("uid-{n}"));
+        }
+        assert!(attempts.state().created_here.len() <= CREATED_HERE_LIMIT);
+        assert!(attempts.first_reconcile_of_own(&format!("uid-{CREATED_HERE_LIMIT}")));
+    }
+
     #[tokio::test]
     async fn a_replacing_attempt_is_named_for_its_resource_until_its_task_ends() {
         let attempts = Attempts::default();

@@ -148,6 +148,10 @@ pub struct DependencyResourceStatus {
     /// How apps reach it, with the password masked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection: Option<DependencyConnection>,
+    /// Major version of the data on the volume (PostgreSQL), recorded when it first served:
+    /// an image of another major version cannot read it and is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_version: Option<String>,
     /// Current conditions; `Ready` while it serves and its health check passes.
     #[serde(default)]
     pub conditions: Vec<Condition>,
@@ -231,6 +235,16 @@ pub fn managed_connection(kind: DependencyKind, host: &str, secret: &str) -> Dep
     }
 }
 
+/// The major version an image reference names in its tag (`postgres:16.3-alpine` → 16,
+/// `127.0.0.1:5000/berth/postgres:15` → 15); `None` for `latest`, no tag or a digest only.
+pub fn major_version(image: &str) -> Option<u32> {
+    let without_digest = image.split('@').next().unwrap_or(image);
+    let last = without_digest.rsplit('/').next().unwrap_or(without_digest);
+    let (_, tag) = last.split_once(':')?;
+    let digits: String = tag.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
 /// `url` with the password of its user-info part (`scheme://user:password@host…`) replaced by
 /// [`MASK`]: how an imported connection is shown.
 pub fn mask_url_password(url: &str) -> String {
@@ -289,6 +303,16 @@ mod tests {
         );
         let managed = spec(serde_json::json!({"connectionSecretRef": {"name": "s"}}));
         assert!(managed.problem().is_some());
+    }
+
+    #[test]
+    fn the_major_version_is_read_from_the_image_tag() {
+        assert_eq!(major_version("postgres:16"), Some(16));
+        assert_eq!(major_version("postgres:16.3-alpine"), Some(16));
+        assert_eq!(major_version("127.0.0.1:5000/berth/postgres:15"), Some(15));
+        assert_eq!(major_version("127.0.0.1:5000/berth/postgres"), None);
+        assert_eq!(major_version("postgres:latest"), None);
+        assert_eq!(major_version("postgres@sha256:abc"), None);
     }
 
     #[test]

@@ -128,6 +128,9 @@ async fn apply(
         write(api, dependency, &status).await?;
         return Ok(Action::requeue(WAIT_FOR_SERVER));
     }
+    if let Some(message) = plan::version_refusal(dependency) {
+        return refuse_version(dependency, context, api, message).await;
+    }
     let names = Names::of(dependency);
     let password = credentials::ensure(dependency, context, &names).await?;
     if observed::healthy_by_events(context, dependency, &names) {
@@ -146,6 +149,40 @@ async fn apply(
         Observed::Healthy => CHECK_EVERY,
         _ => RECHECK_SOON,
     }))
+}
+
+/// Leaves the server alone while `spec.image` asks for another major version of the data;
+/// says why on the object and, once per spec change, in an Event.
+async fn refuse_version(
+    dependency: &DependencyResource,
+    context: &Context,
+    api: &Api<DependencyResource>,
+    message: String,
+) -> Result<Action> {
+    let refused_already = dependency.status.as_ref().is_some_and(|status| {
+        status.observed_generation == dependency.metadata.generation
+            && berth_crds::condition::find(&status.conditions, berth_crds::condition::READY)
+                .is_some_and(|ready| ready.reason == reason::MAJOR_VERSION_REFUSED)
+    });
+    if !refused_already {
+        let reason = reason::MAJOR_VERSION_REFUSED;
+        event(
+            dependency,
+            context,
+            EventType::Warning,
+            reason,
+            message.clone(),
+        )
+        .await;
+    }
+    let status = plan::refused(
+        dependency,
+        reason::MAJOR_VERSION_REFUSED,
+        message,
+        Timestamp::now(),
+    );
+    write(api, dependency, &status).await?;
+    Ok(Action::await_change())
 }
 
 /// Makes the container run as declared and checks its health; a container put back after

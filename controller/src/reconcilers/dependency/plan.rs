@@ -8,7 +8,8 @@ use std::time::Duration;
 use berth_crds::condition::{self, Condition, ConditionStatus, READY};
 use berth_crds::dependency_resource::{
     DependencyKind, DependencyLifecycleStatus, DependencyResource, DependencyResourceStatus,
-    POSTGRES_DATABASE, POSTGRES_USER, ProviderRealization, RealizationStatus, managed_connection,
+    POSTGRES_DATABASE, POSTGRES_USER, ProviderRealization, RealizationStatus, major_version,
+    managed_connection,
 };
 use berth_crds::{MANAGED_LABEL, NAMESPACE_LABEL};
 use bollard::models::{
@@ -41,6 +42,8 @@ pub mod reason {
     pub const SERVER_FAILED: &str = "ServerFailed";
     /// An imported dependency: not reconciled yet.
     pub const IMPORT_NOT_SUPPORTED: &str = "ImportNotSupported";
+    /// `spec.image` is a PostgreSQL of another major version than the data on the volume.
+    pub const MAJOR_VERSION_REFUSED: &str = "MajorVersionChangeRefused";
     /// `Exposed=False`: no host port is published until Berth can enforce `allowFrom`.
     pub const ALLOW_LIST_NOT_ENFORCED: &str = "AllowListNotEnforced";
 }
@@ -238,8 +241,43 @@ pub fn decide(
             &names.container,
             &names.secret,
         )),
+        data_version: current
+            .data_version
+            .or_else(|| served_version(dependency, observed)),
         conditions,
     }
+}
+
+/// The major version of the data a PostgreSQL that answers its health check serves: its
+/// image's (it could not run on data of another one).
+fn served_version(dependency: &DependencyResource, observed: &Observed) -> Option<String> {
+    let postgres = dependency.spec.kind == DependencyKind::Postgres;
+    let serving = matches!(observed, Observed::Healthy);
+    (postgres && serving)
+        .then(|| major_version(dependency.spec.image()))
+        .flatten()
+        .map(|version| version.to_string())
+}
+
+/// Why `spec.image` is refused, if it is: PostgreSQL cannot read the data of another major
+/// version (the new container would stop at start and the app lose its database).
+pub fn version_refusal(dependency: &DependencyResource) -> Option<String> {
+    if dependency.spec.kind != DependencyKind::Postgres {
+        return None;
+    }
+    let data = dependency.status.as_ref()?.data_version.as_deref()?;
+    let image = dependency.spec.image();
+    let wanted = major_version(image).map(|version| version.to_string());
+    if wanted.as_deref() == Some(data) {
+        return None;
+    }
+    let what = match wanted {
+        Some(version) => format!("PostgreSQL {version}"),
+        None => "a PostgreSQL whose major version its tag does not name".to_string(),
+    };
+    Some(format!(
+        "spec.image {image} is {what}, and the data volume holds PostgreSQL {data} data, which          it cannot read: set spec.image back to a PostgreSQL {data} image. A major version          upgrade needs a dump and restore, which Berth does not do yet; the running container          is left as it is"
+    ))
 }
 
 /// What one observation says: lifecycle, the `Ready` condition and the realization's status
@@ -344,6 +382,20 @@ pub fn not_run(
     message: String,
     now: Timestamp,
 ) -> DependencyResourceStatus {
+    DependencyResourceStatus {
+        lifecycle_status: Some(DependencyLifecycleStatus::Provisioning),
+        ..refused(dependency, reason, message, now)
+    }
+}
+
+/// The status of a dependency whose spec is refused while what runs is left alone: `Ready`
+/// is `False` with why, the rest as it was.
+pub fn refused(
+    dependency: &DependencyResource,
+    reason: &str,
+    message: String,
+    now: Timestamp,
+) -> DependencyResourceStatus {
     let current = dependency.status.clone().unwrap_or_default();
     let generation = dependency.metadata.generation;
     let mut conditions = current.conditions.clone();
@@ -360,7 +412,6 @@ pub fn not_run(
     );
     DependencyResourceStatus {
         observed_generation: generation,
-        lifecycle_status: Some(DependencyLifecycleStatus::Provisioning),
         conditions,
         ..current
     }
@@ -432,6 +483,69 @@ mod tests {
                 .join(" ")
                 .contains("pw-1234")
         );
+    }
+
+    #[test]
+    fn a_postgres_records_its_data_version_once_it_serves() {
+        let mut db = dependency("postgres");
+        db.spec.image = Some("127.0.0.1:5000/berth/postgres:15".into());
+        let names = Names::of(&db);
+        let starting = decide(
+            &db,
+            &names,
+            &Observed::Unhealthy("starting".into()),
+            Timestamp::now(),
+        );
+        assert_eq!(starting.data_version, None, "not served yet");
+        let serving = decide(&db, &names, &Observed::Healthy, Timestamp::now());
+        assert_eq!(serving.data_version.as_deref(), Some("15"));
+        db.status = Some(serving);
+        db.spec.image = Some("postgres:15.6".into());
+        let kept = decide(&db, &names, &Observed::Healthy, Timestamp::now());
+        assert_eq!(kept.data_version.as_deref(), Some("15"));
+        let redis = dependency("redis");
+        let status = decide(
+            &redis,
+            &Names::of(&redis),
+            &Observed::Healthy,
+            Timestamp::now(),
+        );
+        assert_eq!(status.data_version, None);
+    }
+
+    #[test]
+    fn another_major_version_is_refused_and_leaves_the_rest_of_the_status() {
+        let mut db = dependency("postgres");
+        db.spec.image = Some("postgres:15".into());
+        let names = Names::of(&db);
+        db.status = Some(decide(&db, &names, &Observed::Healthy, Timestamp::now()));
+        assert_eq!(version_refusal(&db), None);
+        db.spec.image = Some("postgres:15.6-bookworm".into());
+        assert_eq!(version_refusal(&db), None, "a minor version is fine");
+        db.spec.image = Some("postgres:16".into());
+        let message = version_refusal(&db).unwrap();
+        assert!(
+            message.contains("spec.image postgres:16 is PostgreSQL 16"),
+            "{message}"
+        );
+        assert!(message.contains("PostgreSQL 15 data"), "{message}");
+        db.spec.image = Some("postgres:latest".into());
+        assert!(version_refusal(&db).is_some(), "an unknown major version");
+
+        let refused = refused(
+            &db,
+            reason::MAJOR_VERSION_REFUSED,
+            message,
+            Timestamp::now(),
+        );
+        let ready = condition::find(&refused.conditions, READY).unwrap();
+        assert_eq!(ready.status, ConditionStatus::False);
+        assert_eq!(ready.reason, reason::MAJOR_VERSION_REFUSED);
+        assert_eq!(
+            refused.lifecycle_status,
+            Some(DependencyLifecycleStatus::Ready)
+        );
+        assert_eq!(refused.data_version.as_deref(), Some("15"));
     }
 
     #[test]
