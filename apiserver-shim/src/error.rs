@@ -69,6 +69,13 @@ impl ApiError {
         .with_detail("field", field)
     }
 
+    /// 400 `validation_error`, naming the field: where Appaloft's contract answers 400 for a
+    /// readable body that breaks a rule of the operation (migration read-backs).
+    pub fn bad_request_field(field: &str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "validation_error", "user", message)
+            .with_detail("field", field)
+    }
+
     /// 422 with a code of its own: a rule of one operation, naming the field.
     pub fn validation_code(code: &'static str, field: &str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::UNPROCESSABLE_ENTITY, code, "user", message)

@@ -169,6 +169,7 @@ async fn a_bundle_is_planned_applied_verified_resumed_and_cleaned_up() {
         assert!(queries.contains(&query), "{query} in {passed}");
     }
 
+    status_answers_for_the_receipts_sent(&member, &planned, &receipts).await;
     lost_receipts_are_resumed_without_duplicates(&client, &org, &member, &planned, &receipts).await;
     killed_app_needs_attention(&member, &planned, &receipts).await;
     cleanup_removes_only_what_was_created(
@@ -177,6 +178,34 @@ async fn a_bundle_is_planned_applied_verified_resumed_and_cleaned_up() {
     .await;
     assert_never_shown(SECRET, &[&String::from_utf8_lossy(&shown.stdout)]);
     remove_server(&owner, &server).await;
+}
+
+/// Status reads back the receipts a client sends (Appaloft's contract), not the server's: the
+/// first three give `partial` with the rest pending; none at all is a 400.
+async fn status_answers_for_the_receipts_sent(member: &Rest, planned: &Value, receipts: &Value) {
+    let all = receipts.as_array().unwrap();
+    let steps: Vec<&str> = planned["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    let status = |sent: Value| {
+        member.post(
+            "/migrations/status",
+            json!({"plan": planned, "receipts": sent}),
+        )
+    };
+    let first_three = status(json!(all[..3])).await.ok();
+    assert_eq!(first_three["state"], "partial", "{first_three}");
+    assert_eq!(first_three["completedStepIds"], json!(steps[..3]));
+    assert_eq!(first_three["pendingStepIds"], json!(steps[3..]));
+    let every = status(receipts.clone()).await.ok();
+    assert_eq!(every["state"], "complete", "{every}");
+    assert_eq!(every["pendingStepIds"], json!([]));
+    let refused = status(json!([])).await.error(400, "validation_error");
+    assert_eq!(refused["details"]["field"], "receipts", "{refused}");
+    assert_eq!(refused["details"]["phase"], "migration-readback-validation");
 }
 
 /// As if the shim died after running the last steps but before recording them: apply again

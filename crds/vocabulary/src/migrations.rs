@@ -144,8 +144,10 @@ pub struct StepFailure {
     pub category: String,
     /// What went wrong; never a secret value.
     pub message: String,
-    /// Whether running the step again may succeed without a change.
-    pub retriable: bool,
+    /// Whether running the step again may succeed without a change (Appaloft's name; tasks
+    /// written before it said `retriable`).
+    #[serde(default, alias = "retriable")]
+    pub retryable: bool,
 }
 
 /// What one read-back query found.

@@ -6760,8 +6760,12 @@ export interface components {
             message: string;
             /** @description The operation the step ran. */
             operationKey: string;
-            /** @description Whether running the step again may succeed without a change. */
-            retriable: boolean;
+            /**
+             * @description Whether running the step again may succeed without a change (Appaloft's name; tasks
+             *     written before it said `retriable`).
+             * @default false
+             */
+            retryable: boolean;
             /** @description Id of the step that failed. */
             stepId: string;
         };

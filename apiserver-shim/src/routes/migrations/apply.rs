@@ -282,7 +282,7 @@ fn refused(step: &Step, refusal: Refusal) -> Box<StepFailure> {
         code: refusal.code,
         category: refusal.category,
         message: refusal.message,
-        retriable: refusal.retriable,
+        retryable: refusal.retriable,
     })
 }
 
@@ -299,7 +299,7 @@ fn failure(
         code: code.into(),
         category: category.into(),
         message,
-        retriable,
+        retryable: retriable,
     })
 }
 

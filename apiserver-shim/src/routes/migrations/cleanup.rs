@@ -211,7 +211,7 @@ fn failure(step: &Step, code: &str, message: String) -> Box<StepFailure> {
         code: code.into(),
         category: "user".into(),
         message,
-        retriable: false,
+        retryable: false,
     })
 }
 
@@ -219,7 +219,7 @@ fn refused(step: &Step, refusal: Refusal) -> Box<StepFailure> {
     Box::new(StepFailure {
         code: refusal.code,
         category: refusal.category,
-        retriable: refusal.retriable,
+        retryable: refusal.retriable,
         ..*failure(step, "", refusal.message)
     })
 }

@@ -81,7 +81,7 @@ async fn execute(state: AppState, migration: Migration, work: Work) {
         return; // this shim runs it already
     };
     match run_once(&state, &migration, work).await {
-        Ok(Some(failure)) if failure.retriable => {
+        Ok(Some(failure)) if failure.retryable => {
             tracing::info!(migration = %name, step = %failure.step_id, "retrying a migration step later");
             tokio::time::sleep(RETRY_AFTER).await;
             drop(_guard);
@@ -175,7 +175,7 @@ async fn refuse(
         code: "migration_plan_invalid".into(),
         category: "user".into(),
         message,
-        retriable: false,
+        retryable: false,
     };
     let progress = Progress {
         phase: phase::FAILED,
@@ -239,7 +239,7 @@ mod tests {
         let mut m = migration(Some("failed"), true);
         let failure = json!({
             "stepId": "project:create", "operationKey": "projects.create", "code": "forbidden",
-            "category": "user", "message": "not allowed", "retriable": false,
+            "category": "user", "message": "not allowed", "retryable": false,
         });
         m.status.as_mut().unwrap().failure = serde_json::from_value(failure).unwrap();
         assert_eq!(wanted(&m), None);

@@ -230,7 +230,8 @@ async fn restart_if_cleaned(
     }
 }
 
-/// The task of a plan a client reads back, with the receipts it claims checked against it.
+/// The task of a plan a client reads back, with the receipts it claims checked against it:
+/// the answer is about those receipts (a prefix of the task's), as Appaloft's is.
 async fn readback_task(
     state: &AppState,
     caller: &Caller,
@@ -238,6 +239,13 @@ async fn readback_task(
 ) -> ApiResult<(String, Migration)> {
     caller.require_role(OrganizationRole::Member)?;
     check_plan_shape(&body.plan)?;
+    if body.receipts.is_empty() {
+        return Err(ApiError::bad_request_field(
+            "receipts",
+            "receipts is empty: send the receipts apply answered (at least one)",
+        )
+        .with_detail("phase", "migration-readback-validation"));
+    }
     check_receipts(&body.plan, &body.receipts)?;
     let namespace = namespace(caller)?;
     let migration = task::find(state, &namespace, &body.plan)
@@ -259,12 +267,12 @@ async fn migration_status(
     headers: HeaderMap,
     JsonBody(body): JsonBody<ReadbackRequest>,
 ) -> ApiResult<Json<StatusResult>> {
-    let (_, migration) = readback_task(&state, &caller, &body).await?;
-    let receipts = task::receipts(&migration);
+    readback_task(&state, &caller, &body).await?;
+    let receipts = &body.receipts;
     let dispatcher = Dispatcher::new(state.clone(), authorization(&headers)?);
     let mut evidence = Vec::new();
     for index in 0..receipts.len() {
-        let findings = read(&dispatcher, &body.plan, &receipts, index, false).await;
+        let findings = read(&dispatcher, &body.plan, receipts, index, false).await;
         evidence.extend(findings.into_iter().map(|f| f.evidence));
     }
     let completed: Vec<String> = receipts.iter().map(|r| r.step_id.clone()).collect();
@@ -298,12 +306,12 @@ async fn verify_migration(
     headers: HeaderMap,
     JsonBody(body): JsonBody<ReadbackRequest>,
 ) -> ApiResult<Json<VerificationResult>> {
-    let (_, migration) = readback_task(&state, &caller, &body).await?;
-    let receipts = task::receipts(&migration);
+    readback_task(&state, &caller, &body).await?;
+    let receipts = &body.receipts;
     let dispatcher = Dispatcher::new(state.clone(), authorization(&headers)?);
     let mut findings = Vec::new();
     for index in 0..receipts.len() {
-        findings.extend(read(&dispatcher, &body.plan, &receipts, index, true).await);
+        findings.extend(read(&dispatcher, &body.plan, receipts, index, true).await);
     }
     let pending = receipts.len() < body.plan.steps.len();
     let verdict = if findings.is_empty()
