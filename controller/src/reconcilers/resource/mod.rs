@@ -175,7 +175,7 @@ async fn apply(resource: &Resource, context: &Context, namespace: &str) -> Resul
     let stopped = control.applied() == DesiredRuntimeState::Stopped;
     // What woke this reconcile (a container that stopped, say) is recorded before drift repair
     // mends it; the repaired state arrives with the next event.
-    let seen = runtime::seen(context, namespace, &name, &deployments, &control);
+    let seen = runtime::seen(context, namespace, &name, &deployments, stopped);
     let route_status =
         drift::check_serving(resource, context, namespace, &deployments, stopped).await;
     let observed = Observed {

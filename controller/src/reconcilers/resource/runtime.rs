@@ -4,33 +4,29 @@
 
 use berth_crds::deployment::Deployment;
 use berth_crds::resource::Resource;
-use berth_crds::runtime_control::DesiredRuntimeState;
-use k8s_openapi::jiff::Timestamp;
 use kube::Resource as _;
 use kube::runtime::events::EventType;
 
 use super::attempts::serving;
-use super::runtime_control::{self, Carried};
-use super::runtime_state;
+use super::{runtime_control, runtime_state};
 use crate::context::Context;
 use crate::reconcilers::deployment::connect;
 use crate::reconcilers::event_reason;
 
 /// What the server's observer knows of the serving container; a container not running while
-/// the runtime is `stopped` on request is stopped as asked, and one a restart asked for
-/// stopped is restarting.
+/// the runtime is `stopped` on request is stopped as asked.
 pub(super) fn seen(
     context: &Context,
     namespace: &str,
     name: &str,
     deployments: &[Deployment],
-    control: &Carried,
+    stopped: bool,
 ) -> runtime_state::Seen {
     let seen = runtime_state::observe(context, namespace, name, serving(deployments));
-    if control.applied() == DesiredRuntimeState::Stopped {
+    if stopped {
         runtime_state::stopped_on_request(seen)
     } else {
-        runtime_state::restarting_on_request(seen, control.control.as_ref(), Timestamp::now())
+        seen
     }
 }
 

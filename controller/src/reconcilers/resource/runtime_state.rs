@@ -3,9 +3,7 @@
 
 use berth_crds::deployment::Deployment;
 use berth_crds::resource::{RuntimeHealth, RuntimeLifecycle, RuntimeObservation};
-use berth_crds::runtime_control::{RuntimeControlState, RuntimeControlStatus, RuntimeOperation};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use k8s_openapi::jiff::SignedDuration;
 use k8s_openapi::jiff::Timestamp;
 
 use crate::context::Context;
@@ -29,13 +27,7 @@ pub enum Seen {
     },
     /// Stopped on request (runtime control): not running, and meant to be so.
     Stopped { deployment: String },
-    /// Stopped by a restart asked for (runtime control), on its way up again.
-    Restarting { deployment: String },
 }
-
-/// How long after a restart on request the observer may still show the container's planned
-/// stop: its events can arrive after Docker confirmed the start.
-const RESTART_SETTLE: SignedDuration = SignedDuration::from_secs(10);
 
 /// What was seen, for a runtime stopped on request: a container that does not run is stopped
 /// as asked, not failed. One that runs (before drift repair stops it again) is reported as is.
@@ -45,40 +37,6 @@ pub fn stopped_on_request(seen: Seen) -> Seen {
             Seen::Stopped { deployment }
         }
         other => other,
-    }
-}
-
-/// What was seen, during or just after a restart asked for: a container stopped on Berth's
-/// request (Docker saw a stop or kill asked for) is restarting, not failed. One that died by
-/// itself, or is gone, is reported as is.
-pub fn restarting_on_request(
-    seen: Seen,
-    control: Option<&RuntimeControlStatus>,
-    now: Timestamp,
-) -> Seen {
-    match seen {
-        Seen::Container {
-            deployment,
-            record: Some(record),
-        } if !record.running && record.stop_requested && restarting(control, now) => {
-            Seen::Restarting { deployment }
-        }
-        other => other,
-    }
-}
-
-/// Whether the latest runtime control attempt is a restart that runs or just succeeded.
-fn restarting(control: Option<&RuntimeControlStatus>, now: Timestamp) -> bool {
-    let Some(latest) = control.map(|c| &c.latest) else {
-        return false;
-    };
-    if latest.operation != RuntimeOperation::Restart {
-        return false;
-    }
-    match (latest.status, &latest.completed_at) {
-        (RuntimeControlState::Running, _) => true,
-        (RuntimeControlState::Succeeded, Some(at)) => now.duration_since(at.0) < RESTART_SETTLE,
-        _ => false,
     }
 }
 
@@ -168,16 +126,6 @@ fn describe(seen: &Seen, now: Timestamp) -> RuntimeObservation {
             );
             stopped.deployment_id = Some(deployment.clone());
             return stopped;
-        }
-        Seen::Restarting { deployment } => {
-            let mut restarting = blank(
-                RuntimeLifecycle::Stopped,
-                RuntimeHealth::Unknown,
-                Some("restarting_on_request"),
-                "restarting on request (runtime control): stopped, and starting again",
-            );
-            restarting.deployment_id = Some(deployment.clone());
-            return restarting;
         }
         Seen::Container { deployment, record } => (deployment, record),
     };
@@ -352,68 +300,6 @@ mod tests {
         assert_eq!(
             observation(&running, None, now).lifecycle,
             RuntimeLifecycle::Running
-        );
-    }
-
-    fn restart(status: RuntimeControlState, completed: Option<&str>) -> RuntimeControlStatus {
-        use berth_crds::runtime_control::{
-            DesiredRuntimeState, RuntimeControlAttempt, RuntimeControlSpec,
-        };
-        let started = Time(at("2026-11-23T09:59:58Z"));
-        let mut latest = RuntimeControlAttempt::accepted(
-            "rtc-web-3".into(),
-            RuntimeOperation::Restart,
-            &RuntimeControlSpec::default(),
-            started,
-        );
-        latest.status = status;
-        latest.completed_at = completed.map(|c| Time(at(c)));
-        RuntimeControlStatus {
-            applied_state: DesiredRuntimeState::Running,
-            latest,
-        }
-    }
-
-    #[test]
-    fn a_container_a_restart_stopped_is_restarting_not_failed() {
-        let now = at("2026-11-23T10:00:00Z");
-        let mut stopped_by_berth = record(false, Some(143), false);
-        stopped_by_berth.stop_requested = true;
-        let lifecycle = |record: ContainerRecord, control: Option<&RuntimeControlStatus>| {
-            let seen = restarting_on_request(seen(Some(record)), control, now);
-            let observed = observation(&seen, None, now);
-            (observed.lifecycle, observed.reason_code)
-        };
-        let running = restart(RuntimeControlState::Running, None);
-        let just_done = restart(RuntimeControlState::Succeeded, Some("2026-11-23T09:59:59Z"));
-        for control in [&running, &just_done] {
-            assert_eq!(
-                lifecycle(stopped_by_berth.clone(), Some(control)),
-                (
-                    RuntimeLifecycle::Stopped,
-                    Some("restarting_on_request".into())
-                )
-            );
-        }
-        // Long after the restart, or without one, a stop is an exit (a `docker kill`, say).
-        let long_ago = restart(RuntimeControlState::Succeeded, Some("2026-11-23T09:50:00Z"));
-        let failed = restart(RuntimeControlState::Failed, None);
-        for control in [Some(&long_ago), Some(&failed), None] {
-            assert_eq!(
-                lifecycle(stopped_by_berth.clone(), control).0,
-                RuntimeLifecycle::Exited
-            );
-        }
-        // A crash nobody asked for during the restart is one too.
-        let crashed = record(false, Some(1), false);
-        assert_eq!(
-            lifecycle(crashed, Some(&running)).0,
-            RuntimeLifecycle::Exited
-        );
-        let gone = restarting_on_request(seen(None), Some(&running), now);
-        assert_eq!(
-            observation(&gone, None, now).lifecycle,
-            RuntimeLifecycle::Missing
         );
     }
 }
