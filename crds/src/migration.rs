@@ -115,7 +115,7 @@ mod tests {
         assert_eq!(output["x-kubernetes-preserve-unknown-fields"], true);
         assert!(output.get("anyOf").is_none());
         assert_eq!(
-            status["properties"]["failure"]["properties"]["retriable"]["type"],
+            status["properties"]["failure"]["properties"]["retryable"]["type"],
             "boolean"
         );
         let evidence = &status["properties"]["verifyResult"]["properties"]["evidence"];
@@ -138,11 +138,25 @@ mod tests {
             "failure": {
                 "stepId": "resource:web", "operationKey": "resources.create",
                 "code": "validation_error", "category": "user", "message": "bad port",
-                "retriable": false,
+                "retryable": true,
             },
             "conditions": [],
         });
         let status: MigrationStatus = serde_json::from_value(stored.clone()).unwrap();
         assert_eq!(serde_json::to_value(&status).unwrap(), stored);
+    }
+
+    /// A task stored before the failure said `retryable` (Appaloft's name) reads the same.
+    #[test]
+    fn a_failure_stored_as_retriable_reads_as_retryable() {
+        let failure = json!({
+            "stepId": "resource:web", "operationKey": "resources.create",
+            "code": "conflict", "category": "infra", "message": "busy", "retriable": true,
+        });
+        let read: StepFailure = serde_json::from_value(failure).unwrap();
+        assert!(read.retryable);
+        let written = serde_json::to_value(&read).unwrap();
+        assert_eq!(written["retryable"], true);
+        assert!(written.get("retriable").is_none());
     }
 }
