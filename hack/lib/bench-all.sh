@@ -5,9 +5,10 @@
 # down), console-ui and build after the ones that start Berth themselves.
 BENCH_ALL=(ssh shim deploy observe cli monitor tls databases scale build console-api console-ui rollup in-cluster)
 
-# bench_all_figures OUT: the lines of a bench's output that state a figure against its goal.
+# bench_all_figures OUT: the lines of a bench's output that state a figure against its goal
+# ("goal", PASS/FAIL, or a "(<= X)" column as the databases bench prints).
 bench_all_figures() {
-  sed 's/\x1b\[[0-9;]*m//g' "$1" | grep -iE '(^(PASS|FAIL)\b)|goal' | grep -v '^\[' | cut -c1-150 ||
+  sed 's/\x1b\[[0-9;]*m//g' "$1" | grep -iE '(^(PASS|FAIL)\b)|goal|\(<= [0-9.]+\)' | grep -v '^\[' | cut -c1-150 ||
     echo "no figure stated against a goal"
 }
 
