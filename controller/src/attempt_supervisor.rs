@@ -18,11 +18,6 @@ use kube::runtime::reflector::ObjectRef;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-mod succession;
-
-pub use self::succession::Serving;
-use self::succession::{Successions, Successor};
-
 /// How many attempts created here and not yet reconciled are remembered.
 const CREATED_HERE_LIMIT: usize = 1024;
 
@@ -74,6 +69,8 @@ struct Running {
     key: AttemptKey,
     /// Tells a finished task's removal apart from a newer task of the same uid.
     run: u64,
+    /// The attempt succeeded and retires the older containers: its own container serves.
+    replacing: bool,
     signal: watch::Sender<Option<Interrupt>>,
     task: JoinHandle<()>,
 }
@@ -96,8 +93,6 @@ struct State {
     /// Attempts this process created and has not reconciled yet (by uid): nobody else can have
     /// written their status, so the cached copy is as fresh as the API server's.
     created_here: HashSet<String>,
-    /// Attempts that took over serving their resource, until the caches show it.
-    successions: Successions,
 }
 
 impl Default for Attempts {
@@ -155,32 +150,24 @@ impl Attempts {
         self.state().tasks.contains_key(&key.uid)
     }
 
-    /// The attempt of `deployment` serves its resource from now on: it verified its container
-    /// and switched the route, and retires the older containers next. Their exit is planned,
-    /// not the resource failing, even to a reader whose copy of the attempts lags behind.
-    pub fn take_over(&self, deployment: &Deployment) {
-        let key = AttemptKey::of(deployment);
-        let successor = Successor {
-            order: key.order,
-            server: deployment.spec.server_id.clone(),
-        };
-        let successions = &mut self.state().successions;
-        successions.take_over(&key.namespace, &key.resource, successor);
+    /// Marks the running attempt as the one whose container serves while it retires the older
+    /// ones (until its task ends): their exit is planned, not the resource failing.
+    pub fn mark_replacing(&self, key: &AttemptKey) {
+        if let Some(running) = self.state().tasks.get_mut(&key.uid) {
+            running.replacing = true;
+        }
     }
 
-    /// The attempt whose container serves the resource: `cached` (the serving attempt as the
-    /// caller's copy of the attempts says), unless a newer attempt took over since.
-    pub fn serving(
-        &self,
-        namespace: &str,
-        resource: &str,
-        cached: Option<&Deployment>,
-    ) -> Option<Serving> {
-        let order = cached.map(Deployment::attempt_order);
-        let cached = cached.zip(order.as_ref());
-        let cached = cached.map(|(d, order)| (order, d.spec.server_id.as_str()));
-        let successions = &mut self.state().successions;
-        successions.serving(namespace, resource, cached)
+    /// The attempt of a resource whose task is retiring the older containers, if any.
+    pub fn replacing(&self, namespace: &str, resource: &str) -> Option<String> {
+        let state = self.state();
+        let replacing = state
+            .tasks
+            .values()
+            .filter(|r| r.replacing && r.key.namespace == namespace && r.key.resource == resource);
+        replacing
+            .max_by(|a, b| a.key.order.cmp(&b.key.order))
+            .map(|r| r.key.order.2.clone())
     }
 
     /// Tells the running attempt to stop; `false` when it does not run.
@@ -232,7 +219,6 @@ impl Attempts {
         for key in &keys {
             self.signal(key, Interrupt::Deleted);
         }
-        self.state().successions.forget(namespace, resource);
         let deadline = tokio::time::Instant::now() + grace;
         while keys.iter().any(|key| self.is_running(key)) {
             if tokio::time::Instant::now() >= deadline {
@@ -276,6 +262,7 @@ impl Attempts {
             Running {
                 key,
                 run,
+                replacing: false,
                 signal,
                 task,
             },
@@ -379,48 +366,33 @@ mod tests {
         assert!(attempts.first_reconcile_of_own(&format!("uid-{CREATED_HERE_LIMIT}")));
     }
 
-    fn attempt(name: &str, second: i64) -> Deployment {
-        use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-        let mut deployment = Deployment::new(
-            name,
-            berth_crds::deployment::DeploymentSpec {
-                resource_id: "web".into(),
-                server_id: "local".into(),
-                ..Default::default()
-            },
-        );
-        deployment.metadata.namespace = Some("org-acme".into());
-        deployment.metadata.uid = Some(format!("uid-{name}"));
-        let at = k8s_openapi::jiff::Timestamp::from_second(second).unwrap();
-        deployment.metadata.creation_timestamp = Some(Time(at));
-        deployment
-    }
-
     #[tokio::test]
-    async fn a_takeover_outlives_its_task_until_the_cache_shows_it_or_the_resource_goes() {
+    async fn a_replacing_attempt_is_named_for_its_resource_until_its_task_ends() {
         let attempts = Attempts::default();
-        let (old, new) = (attempt("dep-web-1", 1), attempt("dep-web-2", 2));
-        let serving = |cached: Option<&Deployment>| {
-            attempts
-                .serving("org-acme", "web", cached)
-                .map(|s| s.deployment)
-        };
-        assert_eq!(serving(Some(&old)).as_deref(), Some("dep-web-1"));
-        attempts.take_over(&new);
-        // No task runs for it here: the takeover does not end with the task.
-        assert_eq!(serving(Some(&old)).as_deref(), Some("dep-web-2"));
-        assert_eq!(attempts.serving("org-acme", "api", None), None);
-        assert_eq!(serving(Some(&new)).as_deref(), Some("dep-web-2"));
+        let (seen, _heard) = tokio::sync::mpsc::unbounded_channel();
+        let (web, api) = (key("dep-web-2", "web", 2), key("dep-api-1", "api", 1));
+        assert!(attempts.start(web.clone(), waiting_task(seen.clone())));
+        assert!(attempts.start(api.clone(), waiting_task(seen)));
         assert_eq!(
-            serving(Some(&old)).as_deref(),
-            Some("dep-web-1"),
-            "forgotten once the cache showed it"
+            attempts.replacing("org-acme", "web"),
+            None,
+            "not yet verified"
         );
-        attempts.take_over(&attempt("dep-web-3", 3));
+        attempts.mark_replacing(&web);
+        assert_eq!(
+            attempts.replacing("org-acme", "web").as_deref(),
+            Some("dep-web-2")
+        );
+        assert_eq!(attempts.replacing("org-acme", "api"), None);
         attempts
-            .stop_resource("org-acme", "web", Duration::from_secs(1))
+            .stop_resource("org-acme", "web", Duration::from_secs(5))
             .await;
-        assert_eq!(serving(Some(&old)).as_deref(), Some("dep-web-1"));
+        assert_eq!(
+            attempts.replacing("org-acme", "web"),
+            None,
+            "its task ended"
+        );
+        attempts.shut_down(Duration::from_secs(1)).await;
     }
 
     #[tokio::test]

@@ -135,10 +135,9 @@ async fn execute(context: &Context, deployment: &Deployment, signal: Signal) -> 
         Ok(served) => {
             progress.status.retry = None;
             // The older containers go before the attempt says it succeeded, so a success means
-            // only the new version answers; from here the new container is the serving one (to
-            // readers whose cache still names the old attempt too), so the old one's exit is
-            // planned, not the runtime failing.
-            context.attempts.take_over(deployment);
+            // only the new version answers; meanwhile the new container is the serving one, and
+            // stays so until the cache shows the success.
+            context.attempts.mark_replacing(&AttemptKey::of(deployment));
             served.retire_older(guard.siblings, deployment).await;
             let ended = progress.end(DeploymentState::Succeeded, None).await;
             if ended.is_ok() {

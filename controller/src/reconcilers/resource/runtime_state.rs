@@ -5,6 +5,7 @@ use berth_crds::deployment::Deployment;
 use berth_crds::resource::{RuntimeHealth, RuntimeLifecycle, RuntimeObservation};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
 
 use crate::context::Context;
 use crate::observer::{Connectivity, ContainerRecord};
@@ -40,32 +41,29 @@ pub fn stopped_on_request(seen: Seen) -> Seen {
     }
 }
 
-/// Reads the observer's index for the container that serves: `serving`'s, or that of the
-/// attempt that took over from it.
+/// Reads the observer's index for the container of `serving`.
 pub fn observe(
     context: &Context,
     namespace: &str,
     resource: &str,
     serving: Option<&Deployment>,
 ) -> Seen {
-    if serving.is_none() {
-        return Seen::NotDeployed;
-    }
-    // An attempt that took over retires the older containers: its own is the one that serves,
-    // also while `serving` (read before its success, or from a cache a moment behind) still
-    // names the attempt it replaced.
-    let Some(serving) = context.attempts.serving(namespace, resource, serving) else {
+    let Some(serving) = serving else {
         return Seen::NotDeployed;
     };
     let id = ServerId {
         namespace: namespace.to_string(),
-        name: serving.server,
+        name: serving.spec.server_id.clone(),
     };
     let observed = context.observers.get(&id);
     let Some(observed) = observed.filter(|o| o.connectivity() == Connectivity::Live) else {
         return Seen::Unobserved;
     };
-    let deployment = serving.deployment;
+    // While a newer attempt retires the older containers, its own is the one that serves.
+    let deployment = context
+        .attempts
+        .replacing(namespace, resource)
+        .unwrap_or_else(|| serving.name_any());
     let record = observed.container(&plan::container_name(namespace, resource, &deployment));
     Seen::Container { deployment, record }
 }
