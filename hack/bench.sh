@@ -20,6 +20,8 @@
 #                         Caddy's own automatic HTTPS from the same Pebble, p50s in one run
 #   hack/bench.sh databases  a managed PostgreSQL provisioned until it accepts a connection
 #                         against docker run of the same image; API requests 20 idle databases add
+#   hack/bench.sh schedules  what 100 idle scheduled tasks cost (API requests, CPU); slot →
+#                         container started over 20 runs on one slot, against docker run
 #   hack/bench.sh scale   what idle apps cost: API requests, CPU, RSS and SSH channels at rest
 #                         with N Resources, 200 applied at once, drift repair time
 #   hack/bench.sh console-ui   the web console in Chromium: first-load JS, 1,000 resources, filter
@@ -47,6 +49,8 @@ source "$HACK_DIR/lib/bench-monitor.sh"
 source "$HACK_DIR/lib/bench-tls.sh"
 # shellcheck source-path=SCRIPTDIR
 source "$HACK_DIR/lib/bench-databases.sh"
+# shellcheck source-path=SCRIPTDIR
+source "$HACK_DIR/lib/bench-schedules.sh"
 # shellcheck source-path=SCRIPTDIR
 source "$HACK_DIR/lib/bench-build.sh"
 # shellcheck source-path=SCRIPTDIR
@@ -124,6 +128,12 @@ Commands:
         run of the same image until the same check answers (fails above 1.5x); then API
         requests/min at rest with the server only and with 20 databases ready (fails above 0
         added), and the SSH channels/min they add.
+  schedules
+        Release berth-controller and the sample app; API requests/min and CPU at rest before
+        and after 100 ScheduledTasks whose next slot is an hour away (fails above 0 requests
+        or 0.5 % CPU added); then 20 tasks on `* * * * *` share one slot: slot → run container
+        started as Docker records it, p50 and p99 (fails above 2,000 ms p99), beside docker
+        run -d of the same image on the local engine.
   scale [N] [DECLARED]
         Release berth-controller with N (default 300) Resources of the sample app on the local
         server, then DECLARED (default 2000) in all, the rest without a server. At rest for 60 s
@@ -422,6 +432,7 @@ case "${1:-}" in
   rollup) shift; bench_rollup "$@" ;;
   tls) shift; bench_tls "$@" ;;
   databases) shift; bench_databases "$@" ;;
+  schedules) shift; bench_schedules "$@" ;;
   scale) shift; bench_scale "$@" ;;
   build) shift; bench_build "$@" ;;
   console-api) shift; bench_console_api "$@" ;;

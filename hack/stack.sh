@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The local stack Berth develops and tests against (DESIGN §7), all on loopback:
 # etcd, kube-apiserver, kube-controller-manager, a Docker engine, an sshd acting as a "server",
-# a second "server" in its own network namespace (sshd and dockerd), PostgreSQL, and locally
-# built images.
+# a second "server" in its own network namespace (sshd and dockerd), PostgreSQL, Pebble (ACME),
+# a git server, an SMTP server, and locally built images.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR
 # Callers holding the integration lock on fd 9 (hack/test.sh, hack/chaos.sh, tests restarting a
@@ -19,6 +19,7 @@ source "$HACK_DIR/lib/registry.sh"
 source "$HACK_DIR/lib/postgres.sh"
 source "$HACK_DIR/lib/pebble.sh"
 source "$HACK_DIR/lib/git-server.sh"
+source "$HACK_DIR/lib/smtp.sh"
 
 D=$BERTH_STACK_DIR
 LOGS=$D/logs
@@ -38,7 +39,7 @@ source "$HACK_DIR/lib/node.sh"
 
 usage() {
   cat <<EOF
-Usage: hack/stack.sh up|down|status|env|restart docker|sshd|apiserver|cut-srv2|restore-srv2|node up|down|status
+Usage: hack/stack.sh up|down|status|env|restart docker|sshd|apiserver|smtp|cut-srv2|restore-srv2|node up|down|status
 
 Runs Berth's local development stack on loopback (DESIGN §7):
   etcd                     127.0.0.1:$ETCD_PORT (peer $ETCD_PEER_PORT)
@@ -58,6 +59,11 @@ Runs Berth's local development stack on loopback (DESIGN §7):
   git                      bare repositories in \$BERTH_STACK_DIR/git/repos over http://127.0.0.1:$BERTH_GIT_HTTP_PORT/git,
                            git://127.0.0.1:$BERTH_GIT_DAEMON_PORT and SSH (deploy key \$BERTH_STACK_DIR/ssh/git_deploy_ed25519)
   pebble-challtestsrv      DNS 127.0.0.1:$BERTH_CHALLTESTSRV_DNS_PORT (every name: 127.0.0.1), management http://127.0.0.1:$BERTH_CHALLTESTSRV_MANAGEMENT_PORT
+  smtp                     127.0.0.1:$BERTH_SMTP_PORT (Debian's python3-aiosmtpd, hack/lib/smtp_server.py): STARTTLS
+                           with a certificate for localhost and 127.0.0.1 from \$BERTH_STACK_DIR/smtp/ca.pem;
+                           AUTH PLAIN/LOGIN after STARTTLS only, user $BERTH_SMTP_USERNAME; mail also taken
+                           without AUTH or TLS; each message a file in \$BERTH_STACK_DIR/smtp/mail/new
+                           (BERTH_SMTP_* in 'env')
   images                   $BERTH_BUSYBOX_IMAGE, ${BERTH_SAMPLE_VERSIONS[*]/#/$BERTH_SAMPLE_REPO:}, $BERTH_EDGE_IMAGE
 
 Commands:
@@ -65,10 +71,11 @@ Commands:
   down    stop what 'up' started (an engine it reused is left alone)
   status  print each component up/down; exit 1 if any is down
   env     print export lines for the stack: eval "\$(hack/stack.sh env)"
-  restart docker|sshd|apiserver
+  restart docker|sshd|apiserver|smtp
           restart dockerd (its containers stop and come back by their restart policy), sshd
-          (the listener and every open connection) or kube-apiserver (every watch and request
-          in flight), as fault tests do
+          (the listener and every open connection), kube-apiserver (every watch and request
+          in flight), as fault tests do, or the SMTP server (its connections end; delivered
+          mail stays)
   node up|down|status
           a real node on top of the running stack (hack/lib/node.sh): kubelet with dockershim
           on this Docker, kube-scheduler and kube-proxy; node $NODE_IP ($NODE_IF), pods in
@@ -97,7 +104,7 @@ check_ports() {
     kube-controller-manager:$CM_PORT sshd:$SSH_PORT registry:${BERTH_REGISTRY_ADDR##*:} \
     pebble:$BERTH_PEBBLE_PORT pebble:$BERTH_PEBBLE_MANAGEMENT_PORT \
     challtestsrv:$BERTH_CHALLTESTSRV_DNS_PORT challtestsrv:$BERTH_CHALLTESTSRV_MANAGEMENT_PORT \
-    git-http:$BERTH_GIT_HTTP_PORT git-daemon:$BERTH_GIT_DAEMON_PORT; do
+    git-http:$BERTH_GIT_HTTP_PORT git-daemon:$BERTH_GIT_DAEMON_PORT smtp:$BERTH_SMTP_PORT; do
     name=${spec%%:*} port=${spec#*:}
     if ! is_running "$name" && port_in_use "$port"; then
       die "$name: port $port on loopback is already in use by another process"
@@ -343,6 +350,7 @@ cmd_up() {
   up_postgres
   up_pebble
   up_git_server
+  up_smtp
   build_kubernetes
   wait_etcd
   up_apiserver
@@ -353,6 +361,7 @@ cmd_up() {
   wait_postgres
   wait_pebble
   wait_git_server
+  wait_smtp
   wait_sshd
   wait_srv2
   wait_apiserver
@@ -382,6 +391,7 @@ cmd_down() {
   fi
   down_postgres
   down_pebble
+  down_smtp
   if docker_ready; then log "docker: engine not started by this script, left running"; fi
 }
 
@@ -441,6 +451,11 @@ cmd_status() {
   else
     report git 0 "http://127.0.0.1:$BERTH_GIT_HTTP_PORT/git, git://127.0.0.1:$BERTH_GIT_DAEMON_PORT"
   fi
+  if smtp_ready; then
+    report smtp 1 "127.0.0.1:$BERTH_SMTP_PORT (STARTTLS), mail in $BERTH_SMTP_MAILDIR/new, $(pid_of smtp)"
+  else
+    report smtp 0 "127.0.0.1:$BERTH_SMTP_PORT"
+  fi
   if docker_ready && images_present; then
     report images 1 "$BERTH_BUSYBOX_IMAGE ${BERTH_SAMPLE_VERSIONS[*]/#/$BERTH_SAMPLE_REPO:} $BERTH_EDGE_IMAGE"
   else
@@ -472,6 +487,7 @@ EOF
   postgres_env
   pebble_env
   git_server_env
+  smtp_env
   node_env
 }
 
@@ -480,6 +496,7 @@ EOF
 #   sshd     the listener and every connection it accepted (what a reboot of the server does to
 #            SSH); clients must reconnect
 #   apiserver kube-apiserver stops (TERM) and starts again; watches and requests in flight end
+#   smtp     the SMTP server stops (TERM) and starts again; its connections end, mail stays
 cmd_restart() {
   case "${1:-}" in
     docker)
@@ -502,7 +519,12 @@ cmd_restart() {
       up_apiserver
       wait_apiserver
       ;;
-    *) die "usage: hack/stack.sh restart docker|sshd|apiserver" ;;
+    smtp)
+      stop_bg smtp 10
+      up_smtp
+      wait_smtp
+      ;;
+    *) die "usage: hack/stack.sh restart docker|sshd|apiserver|smtp" ;;
   esac
 }
 

@@ -110,13 +110,24 @@ logs_excerpt() {
   done
 }
 
+# Runs `cargo test` for the integration tests with the given arguments; on failure shows
+# Berth's logs and then, last so that a CI summary's tail holds it, why each failed test failed.
+integration_tests() {
+  local output=$BERTH_RUN_DIR/test-output.log
+  cargo test -p berth-tests --test integration -- "$@" 2>&1 | tee "$output" && return 0
+  logs_excerpt
+  echo "---- why the failed tests failed" >&2
+  grep -E -A8 "^---- .* stdout ----$|panicked at" "$output" | grep -vE '^note: |^stack backtrace' |
+    cut -c1-400 | head -n 80 >&2 || true
+  exit 1
+}
+
 step "integration tests (real API server, Docker, sshd)"
 export BERTH_CONTROLLER_LOG=$BERTH_RUN_DIR/test-controller.log BERTH_BIN_DIR
 export BERTH_CONTROLLER_KUBECONFIG=$BERTH_STACK_DIR/berth-controller.kubeconfig
 export BERTH_SHIM_LOG=$BERTH_RUN_DIR/test-shim.log
 # The browser flows run after the rest, on their own: Chromium's load would slow the others.
-cargo test -p berth-tests --test integration -- --skip disruptive:: --skip console_browser:: \
-  --skip in_cluster:: "${filter[@]}" || { logs_excerpt; exit 1; }
+integration_tests --skip disruptive:: --skip console_browser:: --skip in_cluster:: "${filter[@]}"
 if [[ ${#filter[@]} -eq 0 ]]; then
   # A report, not a test: a noisy machine must not fail CI, but a slower deploy path shows in
   # every CI log (hack/bench.sh deploy is the bench with goals).
@@ -126,13 +137,12 @@ if [[ ${#filter[@]} -eq 0 ]]; then
 fi
 if [[ ${#filter[@]} -eq 0 || "${filter[*]}" == *console* ]]; then
   step "web console in Chromium"
-  cargo test -p berth-tests --test integration -- console_browser:: || { logs_excerpt; exit 1; }
+  integration_tests console_browser::
 fi
 # Faults that disturb the shared stack (dockerd and sshd restarts) run alone, after the rest.
 if [[ ${#filter[@]} -eq 0 || "${filter[*]}" == *disruptive* ]]; then
   step "disruptive tests, one at a time"
-  cargo test -p berth-tests --test integration -- --test-threads=1 disruptive:: ||
-    { logs_excerpt; exit 1; }
+  integration_tests --test-threads=1 disruptive::
 fi
 if [[ ${#filter[@]} -eq 0 ]]; then
   # The bounded fault suite: a controller SIGKILL and an sshd restart mid-redeploy under

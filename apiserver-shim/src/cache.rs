@@ -13,12 +13,14 @@ use berth_crds::domain_binding::DomainBinding;
 use berth_crds::environment::Environment;
 use berth_crds::invitation::Invitation;
 use berth_crds::member::Member;
+use berth_crds::notification::{NotificationChannel, NotificationDelivery};
 use berth_crds::organization::Organization;
 use berth_crds::overlay_decision::OverlayDecision;
 use berth_crds::project::Project;
 use berth_crds::resource::Resource as BerthResource;
 use berth_crds::retention_policy::RetentionPolicy;
 use berth_crds::route_surface_decision::RouteSurfaceDecision;
+use berth_crds::scheduled_task::{ScheduledTask, ScheduledTaskRun};
 use berth_crds::server::Server;
 use berth_crds::session::Session;
 use berth_crds::ssh_credential::SshCredential;
@@ -63,6 +65,10 @@ pub struct Caches {
     pub domain_bindings: Store<DomainBinding>,
     pub storage_volumes: Store<StorageVolume>,
     pub dependency_resources: Store<DependencyResource>,
+    pub scheduled_tasks: Store<ScheduledTask>,
+    pub scheduled_task_runs: Store<ScheduledTaskRun>,
+    pub notification_channels: Store<NotificationChannel>,
+    pub notification_deliveries: Store<NotificationDelivery>,
     /// Kubernetes Events (events.k8s.io) of every namespace: the objects' side of the audit
     /// events. The API server expires them (an hour by default).
     pub kube_events: Store<KubeEvent>,
@@ -204,6 +210,10 @@ impl Caches {
             ),
             storage_volumes: start(client),
             dependency_resources: start(client),
+            scheduled_tasks: start(client),
+            scheduled_task_runs: start(client),
+            notification_channels: start(client),
+            notification_deliveries: start(client),
             kube_events: start_modified(client, |event: &mut KubeEvent| {
                 event.metadata.managed_fields = None;
             }),
@@ -234,6 +244,10 @@ impl Caches {
             self.domain_bindings.wait_until_ready(),
             self.storage_volumes.wait_until_ready(),
             self.dependency_resources.wait_until_ready(),
+            self.scheduled_tasks.wait_until_ready(),
+            self.scheduled_task_runs.wait_until_ready(),
+            self.notification_channels.wait_until_ready(),
+            self.notification_deliveries.wait_until_ready(),
             self.kube_events.wait_until_ready(),
         )?;
         Ok(())

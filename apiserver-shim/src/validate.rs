@@ -7,9 +7,16 @@ use serde_json::Value;
 
 use crate::error::ApiError;
 
-/// Fields whose values are free text that may span lines: env-file `content`, PEM keys,
-/// variable `value`s, descriptions and reasons.
-const MULTI_LINE_FIELDS: &[&str] = &["content", "privateKey", "value", "description", "reason"];
+/// Fields whose values are free text that may span lines: env-file `content`, PEM keys and
+/// certificates (a mail server's `smtpCa`), variable `value`s, descriptions and reasons.
+const MULTI_LINE_FIELDS: &[&str] = &[
+    "content",
+    "privateKey",
+    "smtpCa",
+    "value",
+    "description",
+    "reason",
+];
 
 /// Objects holding caller-chosen keys and arbitrary values (spec §2.1 `details`,
 /// `attributes`; source `metadata`; a migration source's uploaded `files`, name → content):

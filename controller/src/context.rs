@@ -10,6 +10,7 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use crate::attempt_supervisor::Attempts;
 use crate::cache::Caches;
 use crate::metrics::Metrics;
+use crate::notifications::Notices;
 use crate::observer::Observers;
 use berth_observations::ObservationWriter;
 use berth_remote::{PoolSettings, ServerConnectionPool};
@@ -46,6 +47,16 @@ pub struct Context {
     pub acme: AcmeSettings,
     /// The controller's copies of the git repositories it deploys (DESIGN §5a').
     pub sources: SourceCache,
+    /// Where reconcilers hand what a person should hear of (the notifier takes it from here).
+    pub notices: Notices,
+}
+
+/// What the controller reaches beyond the cluster and its servers: the ACME CA, git sources,
+/// and the notifier's queue with the console's address for its links.
+pub struct Integrations {
+    pub acme: AcmeSettings,
+    pub sources: SourceCache,
+    pub notices: Notices,
 }
 
 /// The ACME CA Berth orders certificates from, and the resolver its pre-flight check uses.
@@ -77,9 +88,13 @@ impl Context {
         observations: ObservationWriter,
         caches: Caches,
         observers: Observers,
-        acme: AcmeSettings,
-        sources: SourceCache,
+        integrations: Integrations,
     ) -> Arc<Self> {
+        let Integrations {
+            acme,
+            sources,
+            notices,
+        } = integrations;
         let reporter = Reporter {
             controller: FIELD_MANAGER.into(),
             instance: std::env::var("HOSTNAME").ok(),
@@ -96,6 +111,7 @@ impl Context {
             attempts: Attempts::default(),
             acme,
             sources,
+            notices,
         })
     }
 

@@ -11,6 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use berth_crds::deployment::Deployment;
 use berth_crds::health::{Inputs, ResourceHealth, build};
+use berth_crds::notification::NotificationEvent;
 use berth_crds::resource::Resource;
 use berth_crds::server::Server;
 use berth_observations::HealthObservation;
@@ -60,6 +61,8 @@ impl Signature {
 struct Recorded {
     signature: Signature,
     at_ms: i64,
+    /// Whether the notifier was told it became unhealthy and not yet that it recovered.
+    unhealthy_told: bool,
 }
 
 /// Records until `shutdown` resolves (or the watch ends, with the process).
@@ -125,11 +128,21 @@ impl Recorder {
                 continue;
             }
             due.push(observation(resource, &record, now_ms));
+            let before = last.map(|l| (l.signature.overall, l.unhealthy_told));
+            let event = health_change(before, signature.overall);
+            if let Some(event) = event {
+                notify(&self.context, resource, event, &signature);
+            }
+            let unhealthy_told = match event {
+                Some(event) => event == NotificationEvent::ResourceUnhealthy,
+                None => before.is_some_and(|(_, told)| told),
+            };
             self.recorded.insert(
                 key,
                 Recorded {
                     signature,
                     at_ms: now_ms,
+                    unhealthy_told,
                 },
             );
         }
@@ -163,6 +176,34 @@ impl Recorder {
             now: Time(Timestamp::now()).0.to_string(),
         })
     }
+}
+
+/// The notification a change of the overall verdict makes: becoming unhealthy, and healthy
+/// again after being told so (whatever came between). `before` is the last verdict and
+/// whether its unhealthiness was told; the first verdict after a start tells nothing new.
+fn health_change(before: Option<(&str, bool)>, now: &str) -> Option<NotificationEvent> {
+    let (was, told) = before?;
+    match now {
+        "unhealthy" if was != "unhealthy" => Some(NotificationEvent::ResourceUnhealthy),
+        "healthy" if told => Some(NotificationEvent::ResourceRecovered),
+        _ => None,
+    }
+}
+
+fn notify(context: &Context, resource: &Resource, event: NotificationEvent, now: &Signature) {
+    let name = resource.name_any();
+    let summary = format!(
+        "runtime {} and {}; public access {}; route {}",
+        now.lifecycle, now.health, now.public_access, now.proxy
+    );
+    crate::notifications::notify_about_resource(
+        context,
+        &resource.namespace().unwrap_or_default(),
+        &name,
+        event,
+        crate::notifications::subject("Resource", &name, Some(&resource.spec.name)),
+        summary,
+    );
 }
 
 /// Whether to record now: the first time, on any change, and periodically once the last
@@ -219,11 +260,28 @@ mod tests {
     }
 
     #[test]
+    fn becoming_unhealthy_and_healthy_again_are_told_once_each() {
+        use NotificationEvent::{ResourceRecovered, ResourceUnhealthy};
+        assert_eq!(health_change(None, "unhealthy"), None);
+        let healthy = Some(("healthy", false));
+        assert_eq!(health_change(healthy, "unhealthy"), Some(ResourceUnhealthy));
+        assert_eq!(health_change(Some(("unhealthy", true)), "unhealthy"), None);
+        assert_eq!(health_change(Some(("unhealthy", true)), "degraded"), None);
+        // Unhealthy, then starting (degraded), then healthy: the recovery is told.
+        assert_eq!(
+            health_change(Some(("degraded", true)), "healthy"),
+            Some(ResourceRecovered)
+        );
+        assert_eq!(health_change(Some(("degraded", false)), "healthy"), None);
+    }
+
+    #[test]
     fn a_change_is_recorded_at_once_and_sameness_only_periodically() {
         let minute = Duration::from_secs(60);
         let last = Recorded {
             signature: signature("healthy"),
             at_ms: 0,
+            unhealthy_told: false,
         };
         assert!(is_due(None, &signature("healthy"), 0, minute, false));
         assert!(is_due(
@@ -260,6 +318,7 @@ mod tests {
         let never = Recorded {
             signature: signature("not-deployed"),
             at_ms: 0,
+            unhealthy_told: false,
         };
         assert!(!is_due(
             Some(&never),

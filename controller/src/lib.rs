@@ -12,6 +12,7 @@ pub mod health_history;
 pub mod leadership;
 pub mod liveness;
 pub mod metrics;
+pub mod notifications;
 pub mod observer;
 pub mod observer_tasks;
 pub mod options;
@@ -43,8 +44,11 @@ pub async fn run(options: RunOptions) -> anyhow::Result<()> {
         observations,
         caches,
         observers,
-        options.acme(),
-        options.sources(),
+        context::Integrations {
+            acme: options.acme(),
+            sources: options.sources(),
+            notices: notifications::Notices::new(options.console_url.clone()),
+        },
     );
     let shutdown = berth_process::shutdown::on_signal();
 

@@ -54,6 +54,10 @@ pub struct RunOptions {
         default_value = "https://acme-v02.api.letsencrypt.org/directory"
     )]
     pub acme_directory_url: String,
+    /// The web console's address (such as https://berth.example.com), for links in
+    /// notifications; messages carry no link without it.
+    #[arg(long, env = "BERTH_CONSOLE_URL")]
+    pub console_url: Option<String>,
     /// PEM file of a root to trust for the ACME directory's HTTPS (a test CA); system roots
     /// when unset.
     #[arg(long, env = "BERTH_ACME_DIRECTORY_CA")]

@@ -12,7 +12,8 @@ use crate::limits::{DESCRIPTION_MAX, NAME_MAX, OBJECT_NAME_MAX, TCP_PORT_MAX, TE
 use crate::masking::MASK;
 
 pub use berth_vocabulary::dependencies::{
-    DependencyKind, DependencyLifecycleStatus, DependencySource, RealizationStatus,
+    DependencyCredentials, DependencyKind, DependencyLifecycleStatus, DependencySource,
+    RealizationStatus,
 };
 
 /// Annotation that lets a deletion remove the data volume too: its value must be the object's
@@ -82,6 +83,12 @@ pub struct DependencyResourceSpec {
     /// For `imported`: the Secret whose `url` key holds the connection URL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection_secret_ref: Option<ConnectionSecretRef>,
+    /// Set or change this value to rotate a managed PostgreSQL's credentials: a new login
+    /// valid beside the old one, the bound apps redeployed on it, then the old one revoked
+    /// (`status.credentials` follows it). Any text, e.g. a date or a counter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = NAME_MAX))]
+    pub rotate_credentials: Option<String>,
 }
 
 /// A host port for a dependency, only for the listed source addresses.
@@ -127,6 +134,16 @@ impl DependencyResourceSpec {
                  credentials are generated)"
                     .to_string(),
             ),
+            _ if self.rotate_credentials.is_some()
+                && (self.source, self.kind)
+                    != (DependencySource::Managed, DependencyKind::Postgres) =>
+            {
+                Some(
+                    "spec.rotateCredentials: rotation is built for a managed PostgreSQL only \
+                     (not for Redis or an imported dependency yet)"
+                        .to_string(),
+                )
+            }
             _ => None,
         }
     }
@@ -152,9 +169,20 @@ pub struct DependencyResourceStatus {
     /// an image of another major version cannot read it and is refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_version: Option<String>,
+    /// Which login apps use now and how far a rotation is (no secret: the password stays in
+    /// the connection Secret).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<DependencyCredentials>,
     /// Current conditions; `Ready` while it serves and its health check passes.
     #[serde(default)]
     pub conditions: Vec<Condition>,
+}
+
+/// The database user a managed PostgreSQL's connection logs in as now.
+pub fn current_user(status: Option<&DependencyResourceStatus>) -> &str {
+    status
+        .and_then(|s| s.credentials.as_ref())
+        .map_or(POSTGRES_USER, |c| c.user.as_str())
 }
 
 /// The realization of a managed dependency on its server.
@@ -214,10 +242,10 @@ pub fn connection_secret_name(dependency_name: &str) -> String {
 
 /// The connection URL of a managed dependency at `host` with `password`: pass [`MASK`] for
 /// the masked one.
-pub fn connection_url(kind: DependencyKind, host: &str, password: &str) -> String {
+pub fn connection_url(kind: DependencyKind, host: &str, user: &str, password: &str) -> String {
     match kind {
         DependencyKind::Postgres => format!(
-            "postgres://{POSTGRES_USER}:{password}@{host}:{}/{POSTGRES_DATABASE}",
+            "postgres://{user}:{password}@{host}:{}/{POSTGRES_DATABASE}",
             kind.port()
         ),
         DependencyKind::Redis => format!("redis://:{password}@{host}:{}/0", kind.port()),
@@ -225,12 +253,17 @@ pub fn connection_url(kind: DependencyKind, host: &str, password: &str) -> Strin
 }
 
 /// The connection of a managed dependency as the status shows it.
-pub fn managed_connection(kind: DependencyKind, host: &str, secret: &str) -> DependencyConnection {
+pub fn managed_connection(
+    kind: DependencyKind,
+    host: &str,
+    user: &str,
+    secret: &str,
+) -> DependencyConnection {
     DependencyConnection {
         host: host.to_string(),
         port: i64::from(kind.port()),
         database_name: (kind == DependencyKind::Postgres).then(|| POSTGRES_DATABASE.to_string()),
-        masked_connection: connection_url(kind, host, MASK),
+        masked_connection: connection_url(kind, host, user, MASK),
         secret_ref: Some(secret.to_string()),
     }
 }
@@ -317,15 +350,19 @@ mod tests {
 
     #[test]
     fn connections_are_shown_masked() {
-        let connection =
-            managed_connection(DependencyKind::Postgres, "berth-dep-org-a-db", "db-conn");
+        let connection = managed_connection(
+            DependencyKind::Postgres,
+            "berth-dep-org-a-db",
+            "berth",
+            "db-conn",
+        );
         assert_eq!(
             connection.masked_connection,
             "postgres://berth:****@berth-dep-org-a-db:5432/app"
         );
         assert_eq!(connection.database_name.as_deref(), Some("app"));
         assert_eq!(
-            connection_url(DependencyKind::Redis, "cache", "pw12"),
+            connection_url(DependencyKind::Redis, "cache", "berth", "pw12"),
             "redis://:pw12@cache:6379/0"
         );
         assert_eq!(

@@ -23,6 +23,7 @@ pub mod masking;
 pub mod member;
 pub mod migration;
 pub mod monitoring;
+pub mod notification;
 pub mod organization;
 pub mod overlay_decision;
 pub mod progress;
@@ -31,6 +32,7 @@ pub mod resource;
 pub mod retention_policy;
 pub mod route_surface_decision;
 pub mod runtime_control;
+pub mod scheduled_task;
 pub mod server;
 pub mod session;
 pub mod ssh_credential;
@@ -115,6 +117,10 @@ fn crds_as_derived() -> Vec<CustomResourceDefinition> {
         resource::Resource::crd(),
         storage_volume::StorageVolume::crd(),
         dependency_resource::DependencyResource::crd(),
+        scheduled_task::ScheduledTask::crd(),
+        scheduled_task::ScheduledTaskRun::crd(),
+        notification::NotificationChannel::crd(),
+        notification::NotificationDelivery::crd(),
         deployment::Deployment::crd(),
         domain_binding::DomainBinding::crd(),
         certificate::Certificate::crd(),

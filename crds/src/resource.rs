@@ -34,8 +34,8 @@ pub use berth_vocabulary::dependencies::DependencyBinding;
 /// The wire enums of a Resource's spec: defined once in `berth-vocabulary`, which the REST
 /// API's requests and the CLI use too.
 pub use berth_vocabulary::resource_input::{
-    ExposureMode, GeneratedAccessMode, HealthCheckKind, ResourceKind, RestartPolicy, ServiceKind,
-    UpstreamProtocol,
+    ExposureMode, FirstDeployment, GeneratedAccessMode, HealthCheckKind, ResourceKind,
+    RestartPolicy, ServiceKind, UpstreamProtocol,
 };
 pub use berth_vocabulary::resources::{AccessProfile, NetworkProfile, ResourceService};
 
@@ -104,6 +104,10 @@ pub struct ResourceSpec {
     /// When the resource redeploys by itself.
     #[serde(default)]
     pub auto_deploy: AutoDeployPolicy,
+    /// When the first deployment happens: `on-create` (default; once a server and a source
+    /// are named) or `on-request` (only when one is asked for). Later ones follow `autoDeploy`.
+    #[serde(default, skip_serializing_if = "FirstDeployment::is_on_create")]
+    pub first_deployment: FirstDeployment,
     /// Storage volumes mounted into the resource.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub storage_attachments: Vec<StorageAttachment>,

@@ -3,11 +3,14 @@
 //! network: its command health check runs a query, so a deploy only succeeds when the app can.
 //! A binding made before its dependency exists fails its attempt naming the variable, and the
 //! app deploys by itself once the dependency has its connection; a row the app writes survives
-//! a redeploy of the app and a `docker rm -f` of the database; a dependency of another
-//! environment is refused. The password shows in no Resource, Deployment, event or log line.
+//! a redeploy of the app and a `docker rm -f` of the database; credentials rotated while the app
+//! queries without pause refuse no query, and the old login is refused afterwards; a dependency
+//! of another environment is refused. No password shows in a Resource, Deployment, event or log
+//! line.
 
 use std::time::Duration;
 
+use berth_crds::dependency_resource::DependencyResource;
 use berth_crds::deployment::{Deployment, DeploymentErrorCode, DeploymentState};
 use berth_crds::resource::Resource;
 use berth_tests::{TestNamespace, client, eventually};
@@ -28,7 +31,7 @@ fn app_query(sql: &str) -> String {
 }
 
 /// Project `shop` and its environment `shop-production`, which the app and the database share.
-fn apply_project(ns: &TestNamespace) {
+pub(crate) fn apply_project(ns: &TestNamespace) {
     let objects = json!({ "apiVersion": "v1", "kind": "List", "items": [
         { "apiVersion": "berth.dev/v1alpha1", "kind": "Project",
           "metadata": { "name": "shop", "namespace": ns.name }, "spec": { "name": "Shop" } },
@@ -62,7 +65,7 @@ fn app_manifest(ns: &TestNamespace, image: &str) -> String {
 }
 
 /// The attempt after `previous` (the resource's latest once it differs), once it has ended.
-async fn next_attempt(ns: &TestNamespace, previous: Option<&str>) -> Deployment {
+pub(crate) async fn next_attempt(ns: &TestNamespace, previous: Option<&str>) -> Deployment {
     let resources = ns.api::<Resource>();
     let id = eventually(WAIT, "a new attempt", || async {
         let id = resources
@@ -152,8 +155,12 @@ async fn a_bound_app_reaches_its_database_by_url_and_keeps_its_rows() {
 
     // Resources, Deployments, events and the controller's log: where the password must not show.
     let kinds = "resources.berth.dev,deployments.berth.dev,events.events.k8s.io";
-    assert_not_shown(&ns, kinds, "DATABASE_URL", &password(&ns, "db").await);
-    refuses_a_dependency_of_another_environment(&ns, &image, &third).await;
+    let first_password = password(&ns, "db").await;
+    let rotated = rotation_refuses_no_query_then_the_old_login(&ns, &third).await;
+    for secret in [first_password, password(&ns, "db").await] {
+        assert_not_shown(&ns, kinds, "DATABASE_URL", &secret);
+    }
+    refuses_a_dependency_of_another_environment(&ns, &image, &rotated).await;
     // The databases go first: teardown waits for every container of the namespace.
     ns.api::<berth_crds::dependency_resource::DependencyResource>()
         .delete_collection(&DeleteParams::default(), &Default::default())
@@ -167,6 +174,101 @@ async fn a_bound_app_reaches_its_database_by_url_and_keeps_its_rows() {
             &format!("berth-dep-{}-{name}-data", ns.name),
         ]);
     }
+}
+
+/// `docker` with what it printed on both streams (psql says why a login failed on stderr).
+fn docker_said(args: &[&str]) -> (bool, String) {
+    let output = std::process::Command::new("docker")
+        .args(args)
+        .output()
+        .expect("docker CLI (tests only)");
+    let mut said = String::from_utf8_lossy(&output.stdout).to_string();
+    said.push_str(&String::from_utf8_lossy(&output.stderr));
+    (output.status.success(), said)
+}
+
+/// Whether psql's words say the database refused the login (not that a container went away
+/// between `docker ps` and `docker exec`, which is the test's race, not a failed request).
+fn login_refused(said: &str) -> bool {
+    said.contains("password authentication failed") || said.contains("not permitted to log in")
+}
+
+/// Credentials rotated while the app queries its database without pause: no query is
+/// refused a login; the app redeploys by itself on the new login; then the old login is
+/// refused and the new one reads the row. Answers the app's latest attempt.
+async fn rotation_refuses_no_query_then_the_old_login(
+    ns: &TestNamespace,
+    serving: &Deployment,
+) -> Deployment {
+    let secret = ns
+        .api::<k8s_openapi::api::core::v1::Secret>()
+        .get("db-connection")
+        .await
+        .unwrap();
+    let old_url = String::from_utf8(secret.data.unwrap()["url"].0.clone()).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let queries = {
+        let (namespace, stop) = (ns.name.clone(), stop.clone());
+        tokio::task::spawn_blocking(move || {
+            let (mut answered, mut refused) = (0, Vec::new());
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let name = format!("name=berth-{namespace}-app-");
+                let (_, names) = docker(&["ps", "--filter", &name, "--format", "{{.Names}}"]);
+                for container in names.lines() {
+                    let query = app_query("select body from notes");
+                    let (ok, said) = docker_said(&["exec", container, "sh", "-c", &query]);
+                    if ok && said.trim() == "kept" {
+                        answered += 1;
+                    } else if login_refused(&said) {
+                        refused.push(said);
+                    }
+                }
+            }
+            (answered, refused)
+        })
+    };
+    let patch = json!({ "spec": { "rotateCredentials": "1" } });
+    let dependencies = ns.api::<DependencyResource>();
+    dependencies
+        .patch("db", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    let rotated = eventually(WAIT, "the old login revoked", || async {
+        let credentials = dependencies.get("db").await.ok()?.status?.credentials?;
+        (credentials.user == "berth_r1" && credentials.revoking.is_none()).then_some(credentials)
+    })
+    .await;
+    assert_eq!(rotated.rotation.as_deref(), Some("1"));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (answered, refused) = queries.await.unwrap();
+    assert!(
+        refused.is_empty(),
+        "refused logins during the rotation: {refused:?}"
+    );
+    assert!(
+        answered > 10,
+        "the app queried throughout ({answered} answers)"
+    );
+
+    // The app moved to the new login by itself, and the old one no longer logs in.
+    let latest = next_attempt(ns, serving.metadata.name.as_deref()).await;
+    assert_ended(&latest, DeploymentState::Succeeded);
+    let (_, names) = docker(&[
+        "ps",
+        "--filter",
+        &format!("name=berth-{}-app-", ns.name),
+        "--format",
+        "{{.Names}}",
+    ]);
+    let container = names.lines().next().expect("the app runs");
+    let old = format!("psql \"{old_url}\" -tAc 'select 1'");
+    let (ok, said) = docker_said(&["exec", container, "sh", "-c", &old]);
+    assert!(
+        !ok && login_refused(&said),
+        "the old login still works: {ok}"
+    );
+    assert_eq!(query_as_app(ns, "select body from notes").1, "kept");
+    latest
 }
 
 /// A second binding to a database of another environment: the next attempt fails naming it,

@@ -88,3 +88,127 @@ async fn the_server_observer_survives_dockerd_and_sshd_restarts() {
     );
     teardown(&ns, "web").await;
 }
+
+/// SIGKILLs berth-controller, as a crashed process or a lost node would end it.
+fn kill_controller() {
+    let pid = controller_pid();
+    let pid = pid
+        .split_whitespace()
+        .next()
+        .expect("berth-controller's pid");
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", pid])
+        .status()
+        .expect("kill");
+    assert!(killed.success(), "kill -KILL {pid}");
+}
+
+/// Starts berth-controller again as hack/test.sh does, and waits until it leads.
+fn start_controller() {
+    // The integration lock (fd 9) must not pass to the controller, or it would outlive the run.
+    let script = r#"exec 9>&-; HACK_DIR=$PWD/hack; source hack/lib/common.sh
+        eval "$(hack/stack.sh env)"; source hack/lib/berth.sh
+        berth_start_controller "$BERTH_CONTROLLER_LOG""#;
+    let started = std::process::Command::new("bash")
+        .args(["-c", script])
+        .current_dir(repo_root())
+        .status()
+        .expect("bash");
+    assert!(started.success(), "berth-controller did not start again");
+}
+
+/// Seconds until the next whole minute, and that minute (Unix seconds).
+fn next_minute() -> (u64, i64) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    let next = (now.as_secs() / 60 + 1) * 60;
+    (next - now.as_secs(), next as i64)
+}
+
+/// The runs of `task` by their slot's Unix second, with their status.
+async fn task_runs(
+    ns: &TestNamespace,
+    task: &str,
+) -> Vec<(i64, berth_crds::scheduled_task::ScheduledTaskRun)> {
+    use berth_crds::scheduled_task::ScheduledTaskRun;
+    let params =
+        kube::api::ListParams::default().labels(&format!("berth.dev/scheduled-task={task}"));
+    let runs = ns.api::<ScheduledTaskRun>().list(&params).await.unwrap();
+    runs.items
+        .into_iter()
+        .filter_map(|run| {
+            let slot = run.spec.scheduled_for.as_deref()?;
+            let slot: k8s_openapi::jiff::Timestamp = slot.parse().ok()?;
+            Some((slot.as_second(), run))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_killed_controller_runs_its_slot_once_and_a_slot_it_missed_is_recorded() {
+    use berth_crds::scheduled_task::TaskRunStatus;
+    let client = client().await;
+    let ns = TestNamespace::new(&client, "fault-tasks").await;
+    ready_server(&ns).await;
+    apply(&resource_yaml(&ns, "web", "berth/sample-app:1", "/healthz"));
+    crate::deployments::wait_ended(&ns, "dep-web-1").await;
+    let task = serde_json::json!({
+        "apiVersion": "berth.dev/v1alpha1", "kind": "ScheduledTask",
+        "metadata": { "name": "tick", "namespace": ns.name },
+        "spec": { "resourceId": "web", "schedule": "* * * * *", "command": "echo tick",
+                  "runMissed": true },
+    });
+    // Leave time for the task to be seen before the slot the controller dies at.
+    if next_minute().0 < 15 {
+        tokio::time::sleep(Duration::from_secs(next_minute().0 + 1)).await;
+    }
+    apply(&task.to_string());
+
+    // Killed two seconds before a slot and started again at once: that slot runs once.
+    let (wait, slot) = next_minute();
+    tokio::time::sleep(Duration::from_secs(wait.saturating_sub(2))).await;
+    kill_controller();
+    start_controller();
+    let runs = eventually(WAIT, "the slot's run ended", || async {
+        let runs: Vec<_> = task_runs(&ns, "tick")
+            .await
+            .into_iter()
+            .filter(|(at, _)| *at == slot)
+            .collect();
+        runs.iter()
+            .all(|(_, run)| run.run_status().is_final())
+            .then_some(runs)
+            .filter(|runs| !runs.is_empty())
+    })
+    .await;
+    assert_eq!(runs.len(), 1, "one run for the slot the controller died at");
+    assert_eq!(runs[0].1.run_status(), TaskRunStatus::Succeeded);
+
+    // Stopped across the next slot for longer than a slot may be late: recorded missed, and
+    // (runMissed) run once, late, when the controller is back.
+    let (wait, missed) = next_minute();
+    tokio::time::sleep(Duration::from_secs(wait.saturating_sub(3))).await;
+    kill_controller();
+    tokio::time::sleep(Duration::from_secs(3 + 40)).await;
+    start_controller();
+    let runs = eventually(WAIT, "the missed slot recorded and run late", || async {
+        let runs: Vec<_> = task_runs(&ns, "tick")
+            .await
+            .into_iter()
+            .filter(|(at, _)| *at == missed)
+            .collect();
+        let ended = runs.len() == 2 && runs.iter().all(|(_, run)| run.run_status().is_final());
+        ended.then_some(runs)
+    })
+    .await;
+    let statuses: Vec<TaskRunStatus> = runs.iter().map(|(_, run)| run.run_status()).collect();
+    assert!(statuses.contains(&TaskRunStatus::Missed), "{statuses:?}");
+    assert!(statuses.contains(&TaskRunStatus::Succeeded), "{statuses:?}");
+    let recorded = events(&ns);
+    assert!(
+        recorded.iter().any(|(reason, _)| reason == "TaskRunMissed"),
+        "{recorded:?}"
+    );
+    teardown(&ns, "web").await;
+}

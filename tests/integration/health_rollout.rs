@@ -17,6 +17,54 @@ use crate::shim_health::docker;
 use crate::shim_projects_envs::{environment, project};
 
 const WAIT: Duration = Duration::from_secs(180);
+
+/// A webhook channel for the health events of `namespace` (its receiver need not answer: the
+/// deliveries made are what the test reads).
+async fn watch_health_notices(
+    client: &kube::Client,
+    namespace: &str,
+) -> kube::Api<berth_crds::notification::NotificationDelivery> {
+    use kube::api::PostParams;
+    let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
+        "metadata": { "name": "health-hook" }, "stringData": { "url": "http://127.0.0.1:9/" },
+    }))
+    .unwrap();
+    let channel: berth_crds::notification::NotificationChannel = serde_json::from_value(json!({
+        "apiVersion": "berth.dev/v1alpha1", "kind": "NotificationChannel",
+        "metadata": { "name": "health" },
+        "spec": { "name": "Health", "kind": "webhook", "secretRef": "health-hook",
+                  "events": ["resource-unhealthy", "resource-recovered"] },
+    }))
+    .unwrap();
+    kube::Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), namespace)
+        .create(&PostParams::default(), &secret)
+        .await
+        .expect("channel Secret");
+    kube::Api::<berth_crds::notification::NotificationChannel>::namespaced(
+        client.clone(),
+        namespace,
+    )
+    .create(&PostParams::default(), &channel)
+    .await
+    .expect("channel");
+    kube::Api::namespaced(client.clone(), namespace)
+}
+
+/// The deliveries made for `event`.
+async fn notified(
+    deliveries: &kube::Api<berth_crds::notification::NotificationDelivery>,
+    event: &str,
+) -> Vec<String> {
+    deliveries
+        .list(&Default::default())
+        .await
+        .expect("list deliveries")
+        .items
+        .into_iter()
+        .filter(|d| d.spec.event.as_str() == event)
+        .map(|d| d.spec.summary)
+        .collect()
+}
 const REDEPLOYS: usize = 10;
 
 /// Requests that got an answer from the app, and those that did not (no answer, or the proxy's
@@ -85,6 +133,7 @@ async fn redeploys_record_no_unhealthy_observation_and_a_killed_container_does()
         .await
         .ok();
     let id = created["id"].as_str().unwrap().to_string();
+    let deliveries = watch_health_notices(&client, &org.namespace).await;
     wait_body(port, &host, "sample-app v1").await;
     eventually(WAIT, "a healthy observation in the history", || async {
         overall(&history(&admin, &id).await)
@@ -134,6 +183,11 @@ async fn redeploys_record_no_unhealthy_observation_and_a_killed_container_does()
         during.iter().filter(|o| *o == "healthy").count() > REDEPLOYS,
         "{during:?}"
     );
+    // Nobody is told the app went down: it did not.
+    assert!(
+        notified(&deliveries, "resource-unhealthy").await.is_empty(),
+        "a zero-downtime redeploy notified resource-unhealthy"
+    );
 
     // An unplanned exit of the serving container is one.
     let container = docker(&[
@@ -156,6 +210,14 @@ async fn redeploys_record_no_unhealthy_observation_and_a_killed_container_does()
             .then_some(())
     })
     .await;
+    // This one is told, and so is the recovery once drift repair brought it back.
+    for event in ["resource-unhealthy", "resource-recovered"] {
+        eventually(WAIT, &format!("a {event} notification"), || async {
+            let told = notified(&deliveries, event).await;
+            (!told.is_empty()).then_some(())
+        })
+        .await;
+    }
 
     delete_resource(&admin, &id, &slug).await;
     remove_server(&admin, &server).await;

@@ -319,6 +319,12 @@ async fn cleanup_removes_only_what_was_created(
         partial["failure"]["code"],
         "migration_cleanup_data_loss_unconfirmed"
     );
+    // Asked again unconfirmed, it answers as it did: the undone steps stay undone.
+    let repeated = owner.post("/migrations/cleanup", body(false)).await.ok();
+    for field in ["state", "failure", "remainingStepIds"] {
+        assert_eq!(repeated[field], partial[field], "{field}: {repeated}");
+    }
+    assert_eq!(repeated["actions"], json!([]), "{repeated}");
     let done = owner.post("/migrations/cleanup", body(true)).await.ok();
     assert_eq!(done["state"], "completed", "{done}");
     assert_eq!(done["skippedStepIds"], json!(["project:create"]));
@@ -477,6 +483,46 @@ async fn plans_are_deterministic_and_vendor_files_are_planned_over_rest() {
 
 const CLI_SECRET: &str = "cli-migr-s3cr3t-0815";
 
+/// The migrated resource exists and says it waits for a deployment request, and no attempt
+/// was made: its variables and secrets are not all there yet.
+async fn not_deployed_before_its_deployment_step(client: &Client, namespace: &str) {
+    let resources = Api::<Resource>::namespaced(client.clone(), namespace);
+    let waiting = eventually(
+        WAIT,
+        "the resource waits for its deployment step",
+        || async {
+            let resource = resources
+                .list(&Default::default())
+                .await
+                .ok()?
+                .items
+                .pop()?;
+            let ready = resource
+                .status
+                .as_ref()?
+                .conditions
+                .iter()
+                .find(|c| c.type_ == "Ready")?;
+            ready
+                .message
+                .contains("waits for a request")
+                .then_some(resource)
+        },
+    )
+    .await;
+    let attempts = Api::<berth_crds::deployment::Deployment>::namespaced(client.clone(), namespace)
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items;
+    assert!(
+        attempts
+            .iter()
+            .all(|d| d.spec.resource_id != waiting.name_any()),
+        "a migrated resource deployed before its deployment step"
+    );
+}
+
 #[tokio::test]
 async fn the_cli_migrates_a_compose_file_and_undoes_it() {
     let client = client().await;
@@ -523,6 +569,7 @@ async fn the_cli_migrates_a_compose_file_and_undoes_it() {
         .await;
     assert_eq!(stopped.code, 1, "{stopped:?}");
     assert!(stopped.stdout.contains("SESSION_SECRET"), "{stopped:?}");
+    not_deployed_before_its_deployment_step(&client, &org.namespace).await;
     let env = [("SESSION_SECRET", CLI_SECRET)];
     let resumed = berth
         .run_with(

@@ -23,6 +23,7 @@ const WAIT: Duration = Duration::from_secs(180);
 
 /// The order a successful attempt's statuses go through: berth-controller marks it running as
 /// it starts (detect), then planning, planned, running again (package to verify), succeeded.
+/// It writes the newest of those within half a second, so a fast attempt skips some.
 const ORDER: [&str; 5] = ["running", "planning", "planned", "running", "succeeded"];
 
 /// Whether `seen` (repeats removed) follows [`ORDER`], skipping none but those a status write
@@ -128,7 +129,12 @@ async fn the_change_feed_delivers_a_deployments_statuses_in_order_and_resumes_wi
         .filter_map(|c| c["status"].as_str())
         .collect();
     assert!(in_order(&statuses), "{statuses:?}");
-    assert!(statuses.contains(&"planning"), "{statuses:?}");
+    // The redeploy outlasts the write delay (the old container takes a second to stop): the
+    // feed shows it running before it shows it succeeded.
+    assert!(
+        statuses.len() >= 2,
+        "a status before the outcome: {statuses:?}"
+    );
     assert_eq!(statuses.last(), Some(&"succeeded"));
     let created = all.iter().find(|c| c["objectId"] == attempt).unwrap();
     assert_eq!(created["changeType"], "created", "{created}");

@@ -50,6 +50,7 @@ fn exists(object: &str, name: &str) -> bool {
 struct Setup {
     org: TestOrg,
     user: TestUser,
+    admin: Rest,
     member: Rest,
     shop: String,
     prod: String,
@@ -74,6 +75,7 @@ async fn setup() -> Setup {
     Setup {
         org,
         user,
+        admin,
         member,
         shop,
         prod,
@@ -371,9 +373,50 @@ async fn shim_dependency_resource_is_provisioned_bound_and_deleted_over_rest() {
     s.member.post(&path, profile).await.ok();
     assert_bound(&s, &web, &db).await;
     cli_lists_binds_and_refuses(&s, &web, &db, &password).await;
+    rotated_over_rest(&s, &db, &cache).await;
+    let rotated_password = s.password(&db).await;
+    assert_ne!(
+        rotated_password, password,
+        "a new password after the rotation"
+    );
     delete_while_bound_then_unbound(&s, &web, &db).await;
     delete_with_the_name_typed(&s, &cache).await;
     assert_never_shown(&password, &[]);
+    assert_never_shown(&rotated_password, &[]);
+}
+
+/// Admins rotate a PostgreSQL's login over REST (a resource that never deployed waits for
+/// nothing); members may not, and a Redis refuses it naming why.
+async fn rotated_over_rest(s: &Setup, db: &str, cache: &str) {
+    let path = |id: &str| format!("/dependency-resources/{id}/credential-rotations");
+    s.member
+        .post(&path(db), json!({}))
+        .await
+        .error(403, "forbidden");
+    let refused = s
+        .admin
+        .post(&path(cache), json!({}))
+        .await
+        .error(422, "dependency_credential_rotation_unsupported");
+    assert!(
+        refused["message"].as_str().unwrap().contains("redis"),
+        "{refused}"
+    );
+    let started = s.admin.post(&path(db), json!({})).await;
+    assert_eq!(started.status, 202, "{}", started.body);
+    assert_eq!(started.body["id"], db);
+    let shown = eventually(WAIT, "the rotation done", || async {
+        let shown = s.shown(db).await;
+        let credentials = &shown["credentials"];
+        (credentials["user"] == "berth_r1" && credentials.get("revoking").is_none())
+            .then_some(shown)
+    })
+    .await;
+    assert_eq!(shown["credentials"]["rotation"], started.body["rotation"]);
+    assert_eq!(
+        shown["connection"]["maskedConnection"],
+        format!("postgres://berth_r1:****@{}:5432/app", s.container(db))
+    );
 }
 
 /// Both dependencies listed and counted, filters applied.
@@ -462,8 +505,14 @@ async fn cli_lists_binds_and_refuses(s: &Setup, web: &str, db: &str, password: &
     let refused = berth.run(&["db", "delete", db]).await;
     assert_ne!(refused.code, 0, "{refused:?}");
     assert!(refused.stderr.contains("DATABASE_URL"), "{refused:?}");
+    // Rotation is an admin's: a member is told which role it needs.
+    let refused = berth.run(&["db", "rotate", db]).await;
+    assert_ne!(refused.code, 0, "{refused:?}");
+    assert!(refused.stderr.contains("admin role"), "{refused:?}");
     let help = berth.run(&["db", "--help"]).await.ok();
-    for command in ["list", "show", "create", "delete", "bind", "unbind"] {
+    for command in [
+        "list", "show", "create", "delete", "bind", "unbind", "rotate",
+    ] {
         assert!(help.contains(command), "{help}");
     }
 }

@@ -1,6 +1,7 @@
 //! Two berth-shim replicas behind one Service: a second shim process, on the same cluster and
 //! observation store as the running one, shares its pending terminal sessions and its login
-//! limit, whichever replica a request lands on.
+//! limit, whichever replica a request lands on; a Migration written with kubectl, which both
+//! see, runs each step on one of them only (the run holds the Migration's Lease).
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -8,16 +9,24 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use berth_crds::member::OrganizationRole;
+use berth_crds::migration::Migration;
 use berth_tests::rest::{Rest, TestOrg, base_url};
 use berth_tests::sshd::{TestSshd, new_client_key};
 use berth_tests::{client, eventually, random_suffix};
 use futures::{SinkExt, StreamExt};
+use kube::Api;
+use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
+use crate::deploy_support::{ready_server, remove_server};
 use crate::shim_servers::{create_credential, create_server, wait_reachable};
 
 const READ: Duration = Duration::from_secs(20);
+
+/// One second shim at a time: a Migration is watched by every shim, so another test's replica
+/// (killed when its test ends) could run, or start and leave, a step this file counts.
+static ONE_SECOND_SHIM: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// A second berth-shim process, killed when dropped.
 struct SecondShim {
@@ -148,6 +157,7 @@ async fn connect(
 #[tokio::test]
 async fn a_terminal_session_created_on_one_replica_is_listed_and_connected_on_another() {
     // Started first: it fills its caches while the server is set up.
+    let _alone = ONE_SECOND_SHIM.lock().await;
     let mut second = SecondShim::spawn();
     let client = client().await;
     let mut org = TestOrg::new(&client).await;
@@ -243,6 +253,7 @@ async fn a_terminal_session_created_on_one_replica_is_listed_and_connected_on_an
 
 #[tokio::test]
 async fn failed_logins_on_both_replicas_count_toward_one_limit() {
+    let _alone = ONE_SECOND_SHIM.lock().await;
     let mut second = SecondShim::spawn();
     second.ready().await;
     let first = Rest::anonymous();
@@ -288,4 +299,195 @@ async fn failed_logins_on_both_replicas_count_toward_one_limit() {
         !second.log().contains(&email),
         "the email is in the second shim's log"
     );
+}
+
+/// A project, its environment, two variables and a worker on `server`: six steps.
+fn worker_bundle(server: &str) -> Value {
+    json!({
+        "apiVersion": "appaloft.io/migration/v1", "kind": "MigrationBundle",
+        "metadata": {"name": "replicas"},
+        "spec": {
+            "project": {"name": format!("Replicas {}", random_suffix())},
+            "environment": {"name": "production", "kind": "production"},
+            "target": {"deploymentTargetId": server},
+            "resources": [{"ref": "worker", "name": "Worker", "kind": "worker",
+                "source": {"kind": "docker-image", "locator": "berth/sample-app:1"}}],
+            "variables": [
+                {"key": "APP_MODE", "value": "production", "exposure": "runtime"},
+                {"key": "REGION", "value": "eu", "exposure": "runtime"},
+            ],
+        }
+    })
+}
+
+/// The steps of `migration` either replica's log says completed, sorted.
+fn completed_anywhere(second: &SecondShim, migration: &str) -> Vec<String> {
+    let first_log = std::fs::read_to_string(std::env::var("BERTH_SHIM_LOG").unwrap()).unwrap();
+    let mut ran = completions(&first_log, migration);
+    ran.extend(completions(&second.log(), migration));
+    ran.sort();
+    ran
+}
+
+/// Lines of `log` that say `step` of `migration` completed (ANSI colours removed).
+fn completions(log: &str, migration: &str) -> Vec<String> {
+    let plain = strip_ansi(log);
+    plain
+        .lines()
+        .filter(|line| line.contains("migration step completed"))
+        .filter(|line| line.contains(&format!("migration={migration} ")))
+        .filter_map(|line| {
+            let step = line.split("step=").nth(1)?;
+            Some(step.split_whitespace().next()?.to_string())
+        })
+        .collect()
+}
+
+fn strip_ansi(text: &str) -> String {
+    let mut plain = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // An escape sequence ends with its first letter.
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            plain.push(c);
+        }
+    }
+    plain
+}
+
+#[tokio::test]
+async fn a_migration_written_with_kubectl_runs_each_step_on_one_replica() {
+    let _alone = ONE_SECOND_SHIM.lock().await;
+    let mut second = SecondShim::spawn();
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let owner = org.user(OrganizationRole::Owner).await.rest;
+    let (server, _) = ready_server(&owner).await;
+    second.ready().await;
+    let planned = owner
+        .post(
+            "/migrations/plan",
+            json!({ "bundle": worker_bundle(&server) }),
+        )
+        .await
+        .ok();
+    let steps: Vec<String> = planned["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|step| step["id"].as_str().unwrap().to_string())
+        .collect();
+    assert!(steps.len() >= 3, "{planned}");
+    let digest = planned["planDigest"].as_str().unwrap().to_string();
+    // Both replicas watch Migrations and see this one at the same moment.
+    let name = format!("replicas-{}", random_suffix());
+    let migration: Migration = serde_json::from_value(json!({
+        "apiVersion": "berth.dev/v1alpha1", "kind": "Migration",
+        "metadata": {"name": name},
+        "spec": {"plan": planned, "digest": digest, "confirmedDigest": digest},
+    }))
+    .unwrap();
+    let api = Api::<Migration>::namespaced(client.clone(), &org.namespace);
+    api.create(&Default::default(), &migration).await.unwrap();
+    let applied = eventually(
+        Duration::from_secs(120),
+        "the Migration applied",
+        || async {
+            let status = api.get(&name).await.ok()?.status?;
+            (status.phase.as_deref() == Some("applied")).then_some(status)
+        },
+    )
+    .await;
+    let recorded: Vec<&str> = applied
+        .receipts
+        .iter()
+        .map(|r| r.step_id.as_str())
+        .collect();
+    assert_eq!(recorded, steps, "one receipt per step, in order");
+
+    // Each step ran once, on one replica or the other: never on both.
+    let mut expected = steps.clone();
+    expected.sort();
+    assert_eq!(
+        completed_anywhere(&second, &name),
+        expected,
+        "steps completed across both replicas"
+    );
+
+    // Cleanup, asked in the spec, runs once too and leaves the server empty.
+    let patch = json!({"spec": {"cleanupConfirmedDigest": digest}});
+    api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    eventually(
+        Duration::from_secs(120),
+        "the Migration cleaned up",
+        || async {
+            let status = api.get(&name).await.ok()?.status?;
+            (status.phase.as_deref() == Some("cleaned-up")).then_some(())
+        },
+    )
+    .await;
+    applied_over_rest_on_both_at_once(&owner, &second, &server).await;
+    remove_server(&owner, &server).await;
+}
+
+/// The same plan applied over REST through both replicas at once: one runs it (the other is
+/// told it is in progress, or finds it done), and each step completes once.
+async fn applied_over_rest_on_both_at_once(owner: &Rest, second: &SecondShim, server: &str) {
+    let planned = owner
+        .post(
+            "/migrations/plan",
+            json!({ "bundle": worker_bundle(server) }),
+        )
+        .await
+        .ok();
+    let body = json!({
+        "plan": planned, "confirmedPlanDigest": planned["planDigest"], "priorReceipts": [],
+    });
+    let token = owner.token.clone().expect("a signed-in owner");
+    let (first, other) = tokio::join!(
+        owner.post("/migrations/apply", body.clone()),
+        second.send(
+            reqwest::Method::POST,
+            "/migrations/apply",
+            Some(&token),
+            Some(body)
+        ),
+    );
+    let answers = [(first.status, first.body), other];
+    for (status, answer) in &answers {
+        let refused = *status == 409 && answer["error"]["code"] == "migration_in_progress";
+        let completed = *status == 200 && answer["state"] == "completed";
+        assert!(refused || completed, "{status} {answer}");
+    }
+    let (_, done) = answers
+        .iter()
+        .find(|(status, _)| *status == 200)
+        .expect("one replica applied it");
+    let name = done["migrationName"].as_str().unwrap();
+    let mut expected: Vec<String> = planned["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|step| step["id"].as_str().unwrap().to_string())
+        .collect();
+    expected.sort();
+    assert_eq!(
+        completed_anywhere(second, name),
+        expected,
+        "steps applied over REST"
+    );
+    let cleanup = json!({
+        "plan": planned, "confirmedPlanDigest": planned["planDigest"],
+        "receipts": done["receipts"],
+    });
+    let cleaned = owner.post("/migrations/cleanup", cleanup).await.ok();
+    assert_eq!(cleaned["state"], "completed", "{cleaned}");
 }

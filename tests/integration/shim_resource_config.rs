@@ -59,6 +59,7 @@ async fn resource_with(
         network_profile: None,
         access_profile: None,
         auto_deploy: Default::default(),
+        first_deployment: Default::default(),
         storage_attachments: vec![],
         deployment_history_limit: None,
         variables,

@@ -180,6 +180,10 @@ const EFFECTS: &[(&str, &str)] = &[
         "storage_attachments_keep_data_across_deployments_and_detaching",
     ),
     (
+        "firstDeployment",
+        "the_cli_migrates_a_compose_file_and_undoes_it",
+    ),
+    (
         "deploymentHistoryLimit",
         "twelve_redeploys_keep_the_history_limit_and_every_timeline",
     ),

@@ -10,7 +10,8 @@ use crate::validate::{Checked, FieldError, bounded, optional_text};
 
 // Shared with the CRDs: defined in `berth-vocabulary`.
 pub use berth_vocabulary::dependencies::{
-    BindingScope, DependencyKind, DependencyLifecycleStatus, InjectionMode, RealizationStatus,
+    BindingScope, DependencyCredentials, DependencyKind, DependencyLifecycleStatus, InjectionMode,
+    RealizationStatus,
 };
 
 /// `GET /dependency-resources` answer's `schemaVersion`.
@@ -59,6 +60,23 @@ impl ProvisionDependencyResource {
         }
         Ok(())
     }
+}
+
+/// `POST /dependency-resources/{id}/credential-rotations` (Berth): rotate a managed
+/// PostgreSQL's login with no failed request of a bound app.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RotateDependencyCredentials {}
+
+/// The rotation asked for: it runs in the background; `GET /dependency-resources/{id}` (its
+/// `credentials`) and the object's status follow it.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct CredentialRotationStarted {
+    /// The dependency resource.
+    pub id: String,
+    /// The value written to `spec.rotateCredentials`.
+    pub rotation: String,
 }
 
 /// An image reference: `[registry/]repository[:tag][@digest]`, no spaces.
@@ -292,6 +310,9 @@ pub struct DependencyResourceSummary {
     pub capability_readbacks: Vec<DependencyCapability>,
     pub binding_readiness: Readiness,
     pub delete_safety: DeleteSafety,
+    /// Berth: the login a managed PostgreSQL's connection uses and how far a rotation is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<DependencyCredentials>,
     pub created_at: String,
 }
 

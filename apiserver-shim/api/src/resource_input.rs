@@ -25,8 +25,8 @@ use crate::validate::{
 
 // Shared with the CRDs: defined in `berth-vocabulary`.
 pub use berth_vocabulary::resource_input::{
-    ExposureMode, GeneratedAccessMode, HealthCheckKind, ResourceKind, RestartPolicy, ServiceKind,
-    UpstreamProtocol,
+    ExposureMode, FirstDeployment, GeneratedAccessMode, HealthCheckKind, ResourceKind,
+    RestartPolicy, ServiceKind, UpstreamProtocol,
 };
 
 /// One service of a resource.

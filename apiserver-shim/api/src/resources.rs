@@ -8,8 +8,8 @@ use crate::common::Confirmation;
 use crate::deployments::DeploymentState;
 use crate::limits::{DESCRIPTION_MAX, DNS_LABEL_MAX, NAME_MAX, OBJECT_NAME_MAX};
 use crate::resource_input::{
-    AccessProfileInput, NetworkProfileInput, ResourceKind, RuntimeProfileInput, ServiceInput,
-    SourceInput,
+    AccessProfileInput, FirstDeployment, NetworkProfileInput, ResourceKind, RuntimeProfileInput,
+    ServiceInput, SourceInput,
 };
 use crate::validate::{Checked, bounded, dns_label, optional_text};
 
@@ -70,6 +70,11 @@ pub struct CreateResource {
     /// whose credentials pull a `docker-image` source the server does not have.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub image_pull_secret_name: Option<String>,
+    /// Berth: `on-create` (default) deploys as soon as the resource has a server and a source;
+    /// `on-request` waits for `POST /deployments` (a migration's resources do, so they deploy
+    /// after their variables, secrets, volumes and domains exist).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_deployment: Option<FirstDeployment>,
 }
 
 impl CreateResource {

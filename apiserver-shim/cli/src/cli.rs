@@ -9,15 +9,19 @@ use crate::output::Format;
 mod dependencies;
 mod infra;
 mod migrate;
+mod notify;
 mod platform;
 mod resources;
+mod tasks;
 mod volumes;
 mod workspace;
 pub use dependencies::Db;
 pub use infra::*;
 pub use migrate::{Migrate, Platform};
+pub use notify::Notify;
 pub use platform::{Bootstrap, Decisions, Monitoring, QueryOptions, ResourceConfig, Tls, Users};
 pub use resources::*;
+pub use tasks::Tasks;
 pub use volumes::Volumes;
 pub use workspace::*;
 
@@ -173,6 +177,22 @@ pub enum Command {
         after_help = "Example:\n  berth db create orders-db --project Shop --environment prod --server edge"
     )]
     Db(Db),
+    /// Scheduled tasks: a command a resource runs on a cron schedule in a time zone, in a
+    /// fresh container of its image; their runs and output.
+    #[command(
+        subcommand,
+        visible_alias = "task",
+        after_help = "Example:\n  berth tasks create --resource web --schedule '*/5 * * * *' --command 'echo hi'"
+    )]
+    Tasks(Tasks),
+    /// Notification channels (signed webhook, Slack-compatible webhook, email) that hear of
+    /// failures and recoveries, and the deliveries sent to them.
+    #[command(
+        subcommand,
+        visible_alias = "notifications",
+        after_help = "Example:\n  berth notify create-channel --name Ops --kind webhook --webhook-url https://hooks.example.com/berth\n  berth notify test ntf-abc"
+    )]
+    Notify(Notify),
     /// Move apps from Railway, Heroku or a Compose file to Berth: plan, apply, verify, undo.
     #[command(
         subcommand,

@@ -203,6 +203,10 @@ pub fn summary(
         delete_safety: DeleteSafety {
             blockers: delete_blockers(resources, &id),
         },
+        credentials: dependency
+            .status
+            .as_ref()
+            .and_then(|s| s.credentials.clone()),
         created_at: created_at(&dependency.metadata),
         id,
     }
@@ -320,6 +324,7 @@ mod tests {
             connection: Some(managed_connection(
                 DependencyKind::Postgres,
                 "berth-dep-org-a-dep-1",
+                "berth",
                 "dep-1-connection",
             )),
             ..Default::default()

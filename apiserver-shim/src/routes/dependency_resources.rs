@@ -41,8 +41,9 @@ use crate::token::new_id;
 use crate::write::apply;
 
 pub use berth_api::dependencies::{
-    DeleteDependencyResource, DependencyResourceList, DependencyResourceShow, LIST_SCHEMA,
-    ProvisionDependencyResource, RenameDependencyResource, SHOW_SCHEMA,
+    CredentialRotationStarted, DeleteDependencyResource, DependencyResourceList,
+    DependencyResourceShow, LIST_SCHEMA, ProvisionDependencyResource, RenameDependencyResource,
+    RotateDependencyCredentials, SHOW_SCHEMA,
 };
 
 pub fn endpoints() -> Vec<Endpoint> {
@@ -71,6 +72,13 @@ pub fn endpoints() -> Vec<Endpoint> {
             "/dependency-resources/{dependencyResourceId}/rename",
             "Rename a dependency resource",
             rename,
+        ),
+        Endpoint::post::<RotateDependencyCredentials, CredentialRotationStarted, _, _>(
+            "/dependency-resources/{dependencyResourceId}/credential-rotations",
+            "Rotate a managed PostgreSQL's login (Berth; 202): a new login beside the old one, \
+             the bound apps that auto-deploy redeployed on it, then the old one revoked; the \
+             dependency's `credentials` follow it. Redis and imported dependencies are refused",
+            rotate_credentials,
         ),
         Endpoint::delete::<DeleteDependencyResource, IdResponse, _, _>(
             "/dependency-resources/{dependencyResourceId}",
@@ -199,6 +207,7 @@ async fn provision(
             exposure: None,
             source: DependencySource::Managed,
             connection_secret_ref: None,
+            rotate_credentials: None,
         },
     );
     let api = Api::<DependencyResource>::namespaced(state.client.clone(), &namespace);
@@ -330,6 +339,49 @@ async fn rename(
     )
     .await?;
     Ok(Json(IdResponse { id }))
+}
+
+/// Writes a new `spec.rotateCredentials` value; the controller does the rest.
+async fn rotate_credentials(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(_body): JsonBody<RotateDependencyCredentials>,
+) -> ApiResult<(StatusCode, Json<CredentialRotationStarted>)> {
+    let dependency = lookup(&state, &caller, &id)?;
+    caller.require_role(OrganizationRole::Admin)?;
+    let postgres = dependency.spec.kind == DependencyKind::Postgres;
+    if !postgres || dependency.spec.source != DependencySource::Managed {
+        return Err(ApiError::validation_code(
+            "dependency_credential_rotation_unsupported",
+            "dependencyResourceId",
+            format!(
+                "dependency resource {id} is {}: credential rotation is built for a managed \
+                 PostgreSQL only",
+                if postgres {
+                    "an imported postgres"
+                } else {
+                    "a redis"
+                }
+            ),
+        ));
+    }
+    require_open_for(&state, &caller, &dependency)?;
+    let rotation = Timestamp::now().to_string();
+    let patch = json!({"spec": {"rotateCredentials": rotation}});
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..Default::default()
+    };
+    let namespace = dependency.namespace().unwrap_or_default();
+    Api::<DependencyResource>::namespaced(state.client.clone(), &namespace)
+        .patch(&id, &params, &Patch::Merge(&patch))
+        .await?;
+    tracing::info!(dependency = %id, "dependency credential rotation asked for");
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(CredentialRotationStarted { id, rotation }),
+    ))
 }
 
 /// The 409 of a dependency still bound, naming every binding.

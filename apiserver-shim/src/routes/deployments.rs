@@ -28,7 +28,7 @@ use futures::{SinkExt, Stream, StreamExt};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, ResourceExt};
 
-use self::timeline::OutputFollower;
+use self::timeline::TimelineFollower;
 use super::Endpoint;
 use crate::auth::{Caller, Principal, ScopeDimension};
 use crate::domain::deployments::{check_server, create_deployment, deployment_name};
@@ -252,8 +252,8 @@ async fn start(
         resource.name_any(),
         created.name_any(),
     );
-    let output = OutputFollower::new(state.observations.clone(), key);
-    tokio::spawn(follow(api, created, masker, output, sender));
+    let timeline = TimelineFollower::new(state.observations.clone(), key);
+    tokio::spawn(follow(api, created, masker, timeline, sender));
     Ok(Sse::new(receiver).keep_alive(KeepAlive::default()))
 }
 
@@ -264,7 +264,7 @@ async fn follow(
     api: Api<Deployment>,
     created: Deployment,
     masker: Masker,
-    mut output: OutputFollower,
+    mut timeline: TimelineFollower,
     mut sender: mpsc::Sender<Result<Event, Infallible>>,
 ) {
     let mut tracker = Tracker::new(&created, masker);
@@ -287,8 +287,9 @@ async fn follow(
         let next = tokio::select! {
             next = tokio::time::timeout_at(deadline, events.next()) => next,
             _ = poll.tick() => {
-                for line in output.next_lines().await {
-                    if !send(tracker.recorded(&line)).await {
+                for entry in timeline.next_entries().await {
+                    let Some(event) = tracker.recorded(&entry) else { continue };
+                    if !send(event).await {
                         return;
                     }
                 }
@@ -321,9 +322,13 @@ async fn follow(
                 watcher::Event::Delete(_) => (tracker.deleted(), true),
             },
         };
-        // Output recorded before this change goes out before it, so steps only go forward.
-        for line in output.remaining_lines().await {
-            if !send(tracker.recorded(&line)).await {
+        // What the timeline recorded before this change goes out before it, so steps only go
+        // forward.
+        for entry in timeline.remaining_entries().await {
+            let Some(event) = tracker.recorded(&entry) else {
+                continue;
+            };
+            if !send(event).await {
                 return;
             }
         }

@@ -25,6 +25,8 @@ pub mod liveness;
 pub mod members;
 pub mod migrations;
 pub mod monitoring;
+pub mod notification_channels;
+pub mod notification_deliveries;
 pub mod openapi;
 pub mod organizations;
 pub mod overlays;
@@ -34,6 +36,8 @@ pub mod resource_health;
 pub mod resources;
 pub mod retention;
 pub mod runtime_logs;
+pub mod scheduled_task_runs;
+pub mod scheduled_tasks;
 pub mod server_capacity;
 pub mod server_changes;
 pub mod server_connectivity;
@@ -183,6 +187,10 @@ pub fn endpoints() -> Vec<Endpoint> {
         storage_volumes::endpoints(),
         dependency_resources::endpoints(),
         dependency_bindings::endpoints(),
+        scheduled_tasks::endpoints(),
+        scheduled_task_runs::endpoints(),
+        notification_channels::endpoints(),
+        notification_deliveries::endpoints(),
         runtime_logs::endpoints(),
         resource_health::endpoints(),
         diagnostics::endpoints(),

@@ -52,8 +52,11 @@ impl Context {
             ObservationWriter::default(),
             caches,
             observers,
-            acme,
-            sources,
+            crate::context::Integrations {
+                acme,
+                sources,
+                notices: crate::notifications::Notices::default(),
+            },
         );
         (context, ApiServer::new(handle), feeds)
     }

@@ -46,6 +46,8 @@ pub const DEPENDENCY_RECOVERED: &str = "DependencyRecovered";
 /// A deleted dependency resource's container and network were removed (the note says whether
 /// the data volume was kept).
 pub const DEPENDENCY_REMOVED: &str = "DependencyRemoved";
+/// A managed database's previous login was revoked after every bound app moved to the new one.
+pub const CREDENTIALS_ROTATED: &str = "CredentialsRotated";
 
 // Warning: something a user may have to act on.
 

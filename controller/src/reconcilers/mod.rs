@@ -18,6 +18,7 @@ pub mod project;
 pub mod resource;
 pub mod retention;
 pub mod retention_seeds;
+pub mod scheduled_task;
 pub mod server;
 pub mod ssh_credential;
 
@@ -159,6 +160,10 @@ async fn run_controllers(
         deployment::run(context.clone(), inputs.deployments, shutdown.clone()),
         resource::run(context.clone(), inputs.resources, shutdown.clone()),
         dependency::run(context.clone(), inputs.dependencies, shutdown.clone()),
+        scheduled_task::run(context.clone(), shutdown.clone()),
+        scheduled_task::run_runs(context.clone(), shutdown.clone()),
+        crate::notifications::run_notifier(context.clone(), shutdown.clone()),
+        crate::notifications::run_deliveries(context.clone(), shutdown.clone()),
         bookkeeping::run::<User>(context.clone(), shutdown.clone()),
         bookkeeping::run::<Session>(context.clone(), shutdown.clone()),
         bookkeeping::run::<Invitation>(context.clone(), shutdown.clone()),

@@ -49,6 +49,24 @@ struct Runner {
     policies: Store<RetentionPolicy>,
     interval: Duration,
     system_namespace: String,
+    /// The last run of each policy (by uid) made here: the cache can still hold the status
+    /// from before it when the next reconcile reads it, and a second run would overwrite what
+    /// the first deleted with nothing.
+    recent: std::sync::Mutex<std::collections::HashMap<String, RetentionRun>>,
+}
+
+impl Runner {
+    fn remembered(&self, policy: &RetentionPolicy) -> Option<RetentionRun> {
+        let recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        recent.get(&policy.uid()?).cloned()
+    }
+
+    fn remember(&self, policy: &RetentionPolicy, run: &RetentionRun) {
+        if let Some(uid) = policy.uid() {
+            let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+            recent.insert(uid, run.clone());
+        }
+    }
 }
 
 pub async fn run(
@@ -64,6 +82,7 @@ pub async fn run(
         context,
         interval: settings.interval,
         system_namespace: settings.system_namespace,
+        recent: Default::default(),
     });
     let policy = error_policy::<RetentionPolicy>(KIND);
     let stream = controller.graceful_shutdown_on(shutdown).run(
@@ -113,7 +132,9 @@ async fn reconcile(policy: Arc<RetentionPolicy>, runner: Arc<Runner>) -> Result<
         return Ok(Action::await_change());
     }
     // The run's own status write (and any other) comes back as a change: not a reason to run.
-    if let Some(wait) = next_run_in(&policy, runner.interval, Timestamp::now()) {
+    let remembered = runner.remembered(&policy);
+    let now = Timestamp::now();
+    if let Some(wait) = next_run_in(&policy, remembered.as_ref(), runner.interval, now) {
         return Ok(Action::requeue(wait));
     }
     let Some(store) = context.observations.store() else {
@@ -143,13 +164,23 @@ async fn reconcile(policy: Arc<RetentionPolicy>, runner: Arc<Runner>) -> Result<
         namespaces,
     };
     record(context, &policy, &run).await?;
+    runner.remember(&policy, &run);
     Ok(Action::requeue(runner.interval))
 }
 
 /// How long until the policy's next run; `None`: due now (never run, its spec changed since,
-/// or the interval has passed).
-fn next_run_in(policy: &RetentionPolicy, interval: Duration, now: Timestamp) -> Option<Duration> {
-    let last = policy.status.as_ref()?.last_run.as_ref()?;
+/// or the interval has passed). The last run is the newer of the status's and `remembered`.
+fn next_run_in(
+    policy: &RetentionPolicy,
+    remembered: Option<&RetentionRun>,
+    interval: Duration,
+    now: Timestamp,
+) -> Option<Duration> {
+    let recorded = policy.status.as_ref().and_then(|s| s.last_run.as_ref());
+    let last = [recorded, remembered]
+        .into_iter()
+        .flatten()
+        .max_by_key(|run| run.at.0)?;
     if last.generation != policy.metadata.generation {
         return None;
     }
@@ -299,7 +330,7 @@ mod tests {
         let mut policy = RetentionPolicy::new("process-attempts", spec(true, true, false));
         policy.metadata.generation = Some(2);
         let interval = Duration::from_secs(60);
-        assert_eq!(next_run_in(&policy, interval, at), None, "never ran");
+        assert_eq!(next_run_in(&policy, None, interval, at), None, "never ran");
         let run = RetentionRun {
             at: Time(at),
             generation: Some(2),
@@ -316,15 +347,24 @@ mod tests {
         });
         let later = |seconds| at + std::time::Duration::from_secs(seconds);
         assert_eq!(
-            next_run_in(&policy, interval, later(20)),
+            next_run_in(&policy, None, interval, later(20)),
             Some(Duration::from_secs(40))
         );
-        assert_eq!(next_run_in(&policy, interval, later(60)), None);
+        assert_eq!(next_run_in(&policy, None, interval, later(60)), None);
         policy.metadata.generation = Some(3);
         assert_eq!(
-            next_run_in(&policy, interval, later(20)),
+            next_run_in(&policy, None, interval, later(20)),
             None,
             "spec changed"
+        );
+        // A run of the new spec made here, while the cache still shows the older one.
+        let mut made_here = policy.status.as_ref().unwrap().last_run.clone().unwrap();
+        made_here.generation = Some(3);
+        made_here.at = Time(later(10));
+        assert_eq!(
+            next_run_in(&policy, Some(&made_here), interval, later(20)),
+            Some(Duration::from_secs(50)),
+            "not run twice"
         );
     }
 

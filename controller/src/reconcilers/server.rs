@@ -273,6 +273,20 @@ async fn cleanup(server: &Server, context: &Context) -> Result<Action> {
     Ok(Action::await_change())
 }
 
+/// Tells the notifier a server that was reached (or tried) before cannot be reached now.
+fn notify_unreachable(context: &Context, server: &Server, why: &str) {
+    let name = server.name_any();
+    context.notices.send(crate::notifications::Notice {
+        namespace: server.namespace().unwrap_or_default(),
+        event: berth_crds::notification::NotificationEvent::ServerUnreachable,
+        subject: crate::notifications::subject("Server", &name, server.spec.name.as_deref()),
+        project_id: None,
+        resource_id: None,
+        summary: why.to_string(),
+        occurred_at: k8s_openapi::jiff::Timestamp::now(),
+    });
+}
+
 /// Events for notable changes: reachability, host key pinned or refused, proxy (re)started.
 async fn publish_changes(
     context: &Context,
@@ -297,6 +311,9 @@ async fn publish_changes(
                 }
                 _ => (EventType::Warning, event_reason::UNREACHABLE),
             };
+            if type_ == EventType::Warning && reachable_before.is_some() {
+                notify_unreachable(context, server, &now.message);
+            }
             context
                 .publish_event(&reference, type_, reason, now.message.clone())
                 .await;

@@ -161,6 +161,26 @@ impl DependencyBinding {
     }
 }
 
+/// The login of a managed PostgreSQL and its last rotation.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct DependencyCredentials {
+    /// The database user the connection Secret's URL logs in as.
+    pub user: String,
+    /// The `spec.rotateCredentials` value the current login was issued for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotation: Option<String>,
+    /// When the current login was issued (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issued_at: Option<String>,
+    /// The previous login, still valid until every bound app serves with the current one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revoking: Option<String>,
+    /// Bound resources whose serving deployment still uses the previous login.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waiting_for: Vec<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -102,6 +102,11 @@ pub const SPEC_FIELDS: &[SpecField] = &[
         why: "when later changes deploy by themselves; on, the pending change deploys at once",
     },
     SpecField {
+        field: "firstDeployment",
+        effect: FieldEffect::AtOnce,
+        why: "`on-create` (default) or `on-request`: whether the first deployment waits to be asked for",
+    },
+    SpecField {
         field: "storageAttachments",
         effect: FieldEffect::NewAttempt,
         why: "the container's mounts",

@@ -18,6 +18,24 @@ pub enum ResourceKind {
     External,
 }
 
+/// When a resource is deployed the first time.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum FirstDeployment {
+    /// As soon as it names a server and a source it can deploy.
+    #[default]
+    OnCreate,
+    /// Only when a deployment is asked for (`POST /deployments`, `berth deploy`): what a
+    /// migration creates, so its variables, secrets, volumes and domains exist first.
+    OnRequest,
+}
+
+impl FirstDeployment {
+    pub fn is_on_create(&self) -> bool {
+        *self == Self::OnCreate
+    }
+}
+
 /// What one service of a resource does.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "kebab-case")]

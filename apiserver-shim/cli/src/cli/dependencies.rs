@@ -90,6 +90,14 @@ pub enum Db {
         /// The binding: its variable name.
         binding: String,
     },
+    /// Rotate a managed PostgreSQL's login: a new one beside the old, the bound apps that
+    /// auto-deploy redeployed on it with no downtime, then the old one revoked. `berth db show`
+    /// follows it.
+    #[command(after_help = "Example:\n  berth db rotate orders-db")]
+    Rotate {
+        /// Dependency id (dep-…), slug or name.
+        dependency: String,
+    },
     /// List a resource's bindings.
     #[command(after_help = "Example:\n  berth db bindings --resource web")]
     Bindings {

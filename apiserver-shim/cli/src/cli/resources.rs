@@ -42,7 +42,7 @@ pub enum Resources {
     /// Restore an archived resource.
     #[command(after_help = "Example:\n  berth resources restore web")]
     Restore { resource: String },
-    /// Create a resource; with --server and a source it deploys at once.
+    /// Create a resource; with --server and a source it deploys at once (unless --no-deploy).
     #[command(
         after_help = "Example:\n  berth resources create web --project prj-abc --environment env-abc \\\n    --server srv-abc --image nginx:1.27 --port 80"
     )]
@@ -68,6 +68,10 @@ pub enum Resources {
         /// The port the application listens on.
         #[arg(long)]
         port: Option<u16>,
+        /// Do not deploy yet: the first deployment waits for `berth deploy` (set variables and
+        /// secrets first).
+        #[arg(long)]
+        no_deploy: bool,
     },
     /// Stop the resource's runtime (its image, configuration and route stay).
     #[command(after_help = "Example:\n  berth resources stop web")]

@@ -4,7 +4,7 @@
 use berth_api::dependencies::{
     BindDependency, DeleteDependencyResource, DependencyBindingList, DependencyBindingSummary,
     DependencyKind, DependencyResourceList, DependencyResourceShow, DependencyResourceSummary,
-    ProvisionDependencyResource,
+    ProvisionDependencyResource, RotateDependencyCredentials,
 };
 
 use super::infra::server_id;
@@ -140,6 +140,17 @@ pub fn db(ctx: &Ctx, command: Db) -> CliResult<()> {
             let path = format!("/resources/{id}/dependency-bindings/{binding}");
             let answer = ctx.api()?.delete(&path, &serde_json::json!({}))?;
             let human = format!("Unbound {binding} from resource {id} (at its next deployment)");
+            ctx.out.done(&answer, &human);
+            Ok(())
+        }
+        Db::Rotate { dependency } => {
+            let id = dependency_id(ctx, &dependency)?;
+            let path = format!("/dependency-resources/{id}/credential-rotations");
+            let answer = ctx.api()?.post(&path, &RotateDependencyCredentials {})?;
+            let human = format!(
+                "Rotating the credentials of {id}: bound apps redeploy on the new login, then \
+                 the old one is revoked (berth db show {id} follows it)"
+            );
             ctx.out.done(&answer, &human);
             Ok(())
         }

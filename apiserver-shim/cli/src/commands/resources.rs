@@ -3,7 +3,7 @@
 use std::io::Read;
 
 use berth_api::common::Confirmation;
-use berth_api::resource_input::{NetworkProfileInput, SourceInput};
+use berth_api::resource_input::{FirstDeployment, NetworkProfileInput, SourceInput};
 use berth_api::resources::{CreateResource, DeleteResource, ResourceList};
 use berth_api::runtime_control::RuntimeControlRequest;
 use berth_api::secrets::{CreateSecret, DeleteSecret, RotateSecret, SecretList, SecretShow};
@@ -45,6 +45,7 @@ pub fn resources(ctx: &Ctx, command: Resources) -> CliResult<()> {
             image,
             folder,
             port,
+            no_deploy,
         } => create(
             ctx,
             CreateOptions {
@@ -57,6 +58,7 @@ pub fn resources(ctx: &Ctx, command: Resources) -> CliResult<()> {
                 image,
                 folder,
                 port,
+                no_deploy,
             },
         ),
         Resources::Stop { resource } => runtime_control(ctx, &resource, "stop"),
@@ -125,9 +127,10 @@ struct CreateOptions {
     image: Option<String>,
     folder: Option<String>,
     port: Option<u16>,
+    no_deploy: bool,
 }
 
-/// Creates the resource; with a server and a source it deploys at once.
+/// Creates the resource; with a server and a source it deploys at once unless told not to.
 fn create(ctx: &Ctx, options: CreateOptions) -> CliResult<()> {
     let source = match (options.image, options.folder) {
         (Some(image), _) => Some(SourceInput::new("docker-image", &image)),
@@ -151,6 +154,7 @@ fn create(ctx: &Ctx, options: CreateOptions) -> CliResult<()> {
         access_profile: None,
         runtime_profile: None,
         image_pull_secret_name: None,
+        first_deployment: options.no_deploy.then_some(FirstDeployment::OnRequest),
     };
     body.validate()?;
     let answer = ctx.api()?.post("/resources", &body)?;

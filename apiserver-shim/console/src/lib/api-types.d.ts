@@ -348,6 +348,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/dependency-resources/{dependencyResourceId}/credential-rotations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Rotate a managed PostgreSQL's login (Berth; 202): a new login beside the old one, the bound apps that auto-deploy redeployed on it, then the old one revoked; the dependency's `credentials` follow it. Redis and imported dependencies are refused */
+        post: operations["post_dependency_resources_dependencyResourceId_credential_rotations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/dependency-resources/{dependencyResourceId}/rename": {
         parameters: {
             query?: never;
@@ -1045,6 +1062,93 @@ export interface paths {
         put?: never;
         /** Verify a migration (member): live health, deployment outcome, domain routes and certificates, migrated variables present; passed, attention or incomplete */
         post: operations["post_migrations_verify"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/notification-channels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List notification channels, their targets masked (projectId filter) */
+        get: operations["get_notification_channels"];
+        put?: never;
+        /** Create a notification channel (admins; 201): a signed webhook, a Slack-compatible webhook or email, for the whole organization or one project. A webhook's signing secret is in this answer only */
+        post: operations["post_notification_channels"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/notification-channels/{channelId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Show a notification channel: events, masked target, last delivery, readiness */
+        get: operations["get_notification_channels_channelId"];
+        put?: never;
+        post?: never;
+        /** Delete a notification channel (admins), its Secret and its deliveries */
+        delete: operations["delete_notification_channels_channelId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/notification-channels/{channelId}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a test message to a notification channel (admins; 202): a pending delivery berth-controller sends; follow it in GET /notification-deliveries */
+        post: operations["post_notification_channels_channelId_test"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/notification-deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List notification deliveries, newest first (channelId, status, event filters; limit, cursor) */
+        get: operations["get_notification_deliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/notification-deliveries/{deliveryId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Show a notification delivery: event, subject, status, attempts, last error */
+        get: operations["get_notification_deliveries_deliveryId"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1950,6 +2054,111 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/scheduled-task-runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List runs of scheduled tasks, newest first (taskId, resourceId, status, triggerKind filters; limit, cursor) */
+        get: operations["get_scheduled_task_runs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scheduled-task-runs/{runId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Show a run: status, exit code, times, why it failed or was skipped */
+        get: operations["get_scheduled_task_runs_runId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scheduled-task-runs/{runId}/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A run's output lines (stdout, stderr) and Berth's own lines about it (system), oldest first (cursor, limit) */
+        get: operations["get_scheduled_task_runs_runId_logs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scheduled-tasks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List scheduled tasks (projectId, environmentId, resourceId, status filters; limit, cursor) */
+        get: operations["get_scheduled_tasks"];
+        put?: never;
+        /** Create a scheduled task: a command run on a cron schedule in an IANA time zone in a fresh container of a resource's image and configuration (201) */
+        post: operations["post_scheduled_tasks"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scheduled-tasks/{taskId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Show a scheduled task, its next run and its latest run */
+        get: operations["get_scheduled_tasks_taskId"];
+        put?: never;
+        /** Configure a scheduled task: change the fields given */
+        post: operations["post_scheduled_tasks_taskId"];
+        /** Delete a scheduled task and its runs */
+        delete: operations["delete_scheduled_tasks_taskId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scheduled-tasks/{taskId}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run a scheduled task's command now, whatever its schedule and status (202): the run is accepted and berth-controller starts it */
+        post: operations["post_scheduled_tasks_taskId_runs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/servers": {
         parameters: {
             query?: never;
@@ -2798,6 +3007,8 @@ export interface components {
         };
         /** @enum {string} */
         ChangeType: "created" | "updated" | "deleted";
+        /** @description Where a channel delivers. */
+        ChannelKind: "webhook" | "slack" | "email";
         Check: {
             /** Format: uint64 */
             durationMs: number;
@@ -2900,6 +3111,8 @@ export interface components {
          * @enum {string}
          */
         Comparator: "greater-than" | "greater-than-or-equal" | "less-than" | "less-than-or-equal";
+        /** @description What happens when a run is due while another run of the task still runs. */
+        ConcurrencyPolicy: "forbid" | "replace" | "allow";
         /** @description One observation about an object, in the shape kstatus and Flux understand. */
         ConditionRecord: {
             /**
@@ -2932,6 +3145,24 @@ export interface components {
             reason: string;
             status: string;
             type: string;
+        };
+        /** @description `POST /scheduled-tasks/{taskId}`: change some of a task; absent fields stay. */
+        ConfigureScheduledTask: {
+            commandIntent?: string;
+            concurrencyPolicy?: components["schemas"]["ConcurrencyPolicy"];
+            /** @description Accepted for Appaloft's clients; a configure is idempotent by itself. */
+            idempotencyKey?: string;
+            /** @description The task's resource, if given (it cannot change). */
+            resourceId?: string;
+            /** Format: int64 */
+            retryLimit?: number;
+            runMissed?: boolean;
+            schedule?: string;
+            /** @description `enabled` or `disabled`. */
+            status?: components["schemas"]["TaskState"];
+            /** Format: int64 */
+            timeoutSeconds?: number;
+            timezone?: string;
         };
         /** @description The `confirmation` object of destructive calls (spec §5): it repeats the target id. */
         Confirmation: {
@@ -3126,6 +3357,34 @@ export interface components {
             /** @description Role granted on acceptance; only an owner may invite an owner. */
             role: components["schemas"]["OrganizationRole"];
         };
+        /** @description `POST /notification-channels`: a channel of the caller's organization (admins). */
+        CreateNotificationChannel: {
+            /**
+             * @description Recipients and SMTP server of an `email` channel (required for it, refused for the
+             *     others).
+             */
+            email?: components["schemas"]["EmailChannelInput"];
+            /**
+             * @description The events delivered; when absent or empty, every failure and recovery
+             *     (`deployment-succeeded` must be named). `test` cannot be named: a test message is
+             *     always delivered to the channel tested.
+             */
+            events?: components["schemas"]["NotificationEvent"][];
+            /**
+             * @description `webhook` (a JSON POST signed `X-Berth-Signature-256: sha256=<hex HMAC-SHA256>`),
+             *     `slack` (a Slack-compatible incoming webhook) or `email`.
+             */
+            kind: components["schemas"]["ChannelKind"];
+            /** @description Display name. */
+            name: string;
+            /** @description Only this project's events; every project's when absent. */
+            projectId?: string;
+            /**
+             * @description The http(s) URL a `webhook` or `slack` channel posts to (required for those, refused
+             *     for `email`). Kept in the channel's Secret; reads show only its scheme and host.
+             */
+            url?: string;
+        };
         CreateOrganization: {
             /** @description Display name (1-120 characters). */
             name: string;
@@ -3155,6 +3414,12 @@ export interface components {
             /** @description An environment of that project. */
             environmentId: string;
             /**
+             * @description Berth: `on-create` (default) deploys as soon as the resource has a server and a source;
+             *     `on-request` waits for `POST /deployments` (a migration's resources do, so they deploy
+             *     after their variables, secrets, volumes and domains exist).
+             */
+            firstDeployment?: components["schemas"]["FirstDeployment"];
+            /**
              * @description Name of a `kubernetes.io/dockerconfigjson` Secret (in the organization's namespace)
              *     whose credentials pull a `docker-image` source the server does not have.
              */
@@ -3178,6 +3443,48 @@ export interface components {
             slug?: string;
             /** @description Where the code or artifact comes from, e.g. `{"kind":"docker-image","locator":"app:1"}`. */
             source?: components["schemas"]["SourceInput"];
+        };
+        /** @description `POST /scheduled-tasks`: a task for a resource. */
+        CreateScheduledTask: {
+            /** @description The command, run by `/bin/sh -c` in a fresh container of the resource's image. */
+            commandIntent: string;
+            /**
+             * @description What a due run does while another still runs: `forbid` (default: it is skipped),
+             *     `replace` or `allow`.
+             */
+            concurrencyPolicy?: components["schemas"]["ConcurrencyPolicy"];
+            /** @description A repeat with the same key answers the task the first request made. */
+            idempotencyKey?: string;
+            /** @description The resource whose image and configuration the command runs with. */
+            resourceId: string;
+            /**
+             * Format: int64
+             * @description How often a failed run is tried again (0-10, default 0).
+             */
+            retryLimit?: number;
+            /**
+             * @description Berth: whether a slot missed while Berth could not run it is run once, late (default
+             *     false; it is recorded `missed` either way).
+             */
+            runMissed?: boolean;
+            /**
+             * @description Five-field cron pattern (minute hour day-of-month month day-of-week, such as
+             *     `*\/15 * * * *`) or `@hourly`, `@daily`, `@weekly`, `@monthly`, `@yearly`.
+             */
+            schedule: string;
+            /** @description `enabled` (default) or `disabled`. */
+            status?: components["schemas"]["TaskState"];
+            /**
+             * Format: int64
+             * @description Seconds a run may take before it is stopped and recorded failed (1-86400, default
+             *     3600).
+             */
+            timeoutSeconds?: number;
+            /**
+             * @description IANA time zone the schedule is read in (default `UTC`), daylight-saving changes
+             *     included.
+             */
+            timezone?: string;
         };
         CreateSecret: {
             /** @description `runtime` (default) or `build-time`. */
@@ -3298,6 +3605,16 @@ export interface components {
             publicKeyConfigured: boolean;
             rotatedAt?: string;
             username?: string;
+        };
+        /**
+         * @description The rotation asked for: it runs in the background; `GET /dependency-resources/{id}` (its
+         *     `credentials`) and the object's status follow it.
+         */
+        CredentialRotationStarted: {
+            /** @description The dependency resource. */
+            id: string;
+            /** @description The value written to `spec.rotateCredentials`. */
+            rotation: string;
         };
         /** @description `GET /credentials/ssh/{credentialId}`. */
         CredentialShow: {
@@ -3452,6 +3769,20 @@ export interface components {
             /** @default null */
             idempotencyKey: string;
         };
+        /**
+         * @description `DELETE /notification-channels/{channelId}` (an empty body is accepted). Its Secret and
+         *     the deliveries it owns go with it.
+         */
+        DeleteNotificationChannel: Record<string, never>;
+        /** @description Answer of `DELETE /notification-channels/{channelId}`. */
+        DeleteNotificationChannelResponse: {
+            channelId: string;
+            deletedAt: string;
+            /** @description `notification-channels.delete/v1`. */
+            schemaVersion: string;
+            /** @description `deleted`. */
+            status: string;
+        };
         DeleteOrganization: {
             /** @description Must carry `organizationId` equal to the organization being deleted. */
             confirmation?: components["schemas"]["Confirmation"];
@@ -3478,6 +3809,26 @@ export interface components {
         /** @description What keeps a delete from going through; empty when it may. */
         DeleteSafety2: {
             blockers: components["schemas"]["DeleteBlocker3"][];
+        };
+        /**
+         * @description `DELETE /scheduled-tasks/{taskId}` (an empty body is accepted). Its runs go with it; their
+         *     logs stay in the observation store until retention removes them.
+         */
+        DeleteScheduledTask: {
+            /** @description Accepted for Appaloft's clients; a delete is idempotent by itself. */
+            idempotencyKey?: string;
+            /** @description The task's resource, if given (a mismatch is refused). */
+            resourceId?: string;
+        };
+        /** @description Answer of `DELETE /scheduled-tasks/{taskId}`. */
+        DeleteScheduledTaskResponse: {
+            deletedAt: string;
+            resourceId: string;
+            /** @description `scheduled-tasks.delete/v1`. */
+            schemaVersion: string;
+            /** @description `deleted`. */
+            status: string;
+            taskId: string;
         };
         DeleteSecret: {
             /** @description `runtime` (default) or `build-time`. */
@@ -3509,6 +3860,19 @@ export interface components {
         DeletedOrganization: {
             deletedAt: string;
             organizationId: string;
+        };
+        /** @description How far a delivery is. */
+        DeliveryStatus: "delivered" | "pending" | "failed";
+        /** @description The object an event is about. */
+        DeliverySubject: {
+            displayName?: string;
+            /**
+             * @description Its kind, such as `Resource`, `Deployment`, `ScheduledTaskRun`, `Server`,
+             *     `NotificationChannel` (a test).
+             */
+            kind: string;
+            /** @description Its id. */
+            name: string;
         };
         /** @description `GET /resources/{resourceId}/dependency-bindings`. */
         DependencyBindingList: {
@@ -3575,6 +3939,19 @@ export interface components {
             /** @description The Secret whose `url` key holds the full URL. */
             secretRef?: string;
         };
+        /** @description The login of a managed PostgreSQL and its last rotation. */
+        DependencyCredentials: {
+            /** @description When the current login was issued (RFC 3339). */
+            issuedAt?: string;
+            /** @description The previous login, still valid until every bound app serves with the current one. */
+            revoking?: string;
+            /** @description The `spec.rotateCredentials` value the current login was issued for. */
+            rotation?: string;
+            /** @description The database user the connection Secret's URL logs in as. */
+            user: string;
+            /** @description Bound resources whose serving deployment still uses the previous login. */
+            waitingFor?: string[];
+        };
         /** @description What a dependency resource is. */
         DependencyKind: "postgres" | "redis";
         /** @description Lifecycle of a dependency resource, as Appaloft reports it. */
@@ -3599,6 +3976,8 @@ export interface components {
             capabilityReadbacks: components["schemas"]["DependencyCapability"][];
             connection?: components["schemas"]["DependencyConnectionSummary"];
             createdAt: string;
+            /** @description Berth: the login a managed PostgreSQL's connection uses and how far a rotation is. */
+            credentials?: components["schemas"]["DependencyCredentials"];
             deleteSafety: components["schemas"]["DeleteSafety2"];
             description?: string;
             desiredCapabilities: components["schemas"]["DependencyCapability"][];
@@ -4016,6 +4395,34 @@ export interface components {
             /** @description `resources.effective-config/v1`. */
             schemaVersion: string;
         };
+        /** @description The mail settings of an `email` channel. */
+        EmailChannelInput: {
+            /** @description Sender address. */
+            from: string;
+            /**
+             * @description A private mail server's CA (PEM certificates), trusted beside the built-in roots. Kept
+             *     in the channel's Secret.
+             */
+            smtpCa?: string;
+            /** @description SMTP server host name or address. */
+            smtpHost: string;
+            /** @description SMTP password (with `smtpUsername`). Kept in the channel's Secret, never shown. */
+            smtpPassword?: string;
+            /**
+             * Format: int64
+             * @description SMTP port (1-65535, default 587).
+             */
+            smtpPort?: number;
+            /** @description SMTP user name, when the server asks for a login. */
+            smtpUsername?: string;
+            /**
+             * @description Whether the connection is upgraded with STARTTLS (default true; false only for a relay
+             *     on a trusted network).
+             */
+            startTls?: boolean;
+            /** @description Recipients (1-20 addresses). */
+            to: string[];
+        };
         /** @description The Entitlement record of spec §2.2. */
         Entitlement: {
             capabilityKey: string;
@@ -4213,6 +4620,8 @@ export interface components {
             organizationSlug: string;
             userId: string;
         };
+        /** @description When a resource is deployed the first time. */
+        FirstDeployment: "on-create" | "on-request";
         Focus: {
             deploymentId?: string;
             requestedDeploymentId?: string;
@@ -4476,6 +4885,14 @@ export interface components {
             phase: components["schemas"]["DeploymentPhase"];
             source: components["schemas"]["Source"];
             timestamp: string;
+        };
+        /** @description The newest delivery of a channel. */
+        LastDeliverySummary: {
+            /** @description When it was delivered, or last tried. */
+            at?: string;
+            deliveryId: string;
+            /** @description `pending`, `delivered` or `failed`. */
+            status: components["schemas"]["DeliveryStatus"];
         };
         LastError: {
             /** @description The deployment error code (README "Deployment error codes"). */
@@ -4750,6 +5167,101 @@ export interface components {
         };
         /** @description An empty object (or no body). */
         NoBody: Record<string, never>;
+        /** @description Answer of `POST /notification-channels` (201). */
+        NotificationChannelCommandResponse: {
+            channel: components["schemas"]["NotificationChannelSummary"];
+            /** @description `notification-channels.command/v1`. */
+            schemaVersion: string;
+            /**
+             * @description A webhook channel's signing secret (64 hex digits): shown in this answer only, never
+             *     again. A receiver checks `X-Berth-Signature-256: sha256=<hex HMAC-SHA256 of the body>`
+             *     with it.
+             */
+            signingSecret?: string;
+        };
+        /** @description `GET /notification-channels`. */
+        NotificationChannelList: {
+            generatedAt: string;
+            items: components["schemas"]["NotificationChannelSummary"][];
+            /** @description `notification-channels.list/v1`. */
+            schemaVersion: string;
+        };
+        /** @description `GET /notification-channels/{channelId}`. */
+        NotificationChannelShow: {
+            channel: components["schemas"]["NotificationChannelSummary"];
+            generatedAt: string;
+            /** @description `notification-channels.show/v1`. */
+            schemaVersion: string;
+        };
+        /** @description A channel as reads show it: never its URL's path, signing secret or SMTP password. */
+        NotificationChannelSummary: {
+            createdAt: string;
+            /** @description The events delivered (the default set spelled out when the channel names none). */
+            events: components["schemas"]["NotificationEvent"][];
+            id: string;
+            /** @description `webhook`, `slack` or `email`. */
+            kind: components["schemas"]["ChannelKind"];
+            /** @description The newest delivery. */
+            lastDelivery?: components["schemas"]["LastDeliverySummary"];
+            /** @description The `Ready` condition's message; absent until berth-controller checked the channel. */
+            message?: string;
+            name: string;
+            /** @description Only this project's events; every project's when absent. */
+            projectId?: string;
+            /**
+             * @description Whether berth-controller found what the channel needs and its last delivery did not
+             *     fail (its `Ready` condition).
+             */
+            ready: boolean;
+            /**
+             * @description Where messages go, masked: a URL's scheme and host (`https://hooks.example.com/****`),
+             *     an email channel's recipients. Absent when the channel's Secret holds no URL.
+             */
+            target?: string;
+        };
+        /** @description `GET /notification-deliveries`, newest first. */
+        NotificationDeliveryList: {
+            generatedAt: string;
+            items: components["schemas"]["NotificationDeliverySummary"][];
+            /** @description Pass as `cursor` for the next page; absent on the last. */
+            nextCursor?: string;
+            /** @description `notification-deliveries.list/v1`. */
+            schemaVersion: string;
+        };
+        /** @description `GET /notification-deliveries/{deliveryId}`. */
+        NotificationDeliveryShow: {
+            delivery: components["schemas"]["NotificationDeliverySummary"];
+            generatedAt: string;
+            /** @description `notification-deliveries.show/v1`. */
+            schemaVersion: string;
+        };
+        /** @description One message of an event for one channel. */
+        NotificationDeliverySummary: {
+            /**
+             * Format: int64
+             * @description Attempts made.
+             */
+            attempts: number;
+            channelId: string;
+            createdAt: string;
+            deliveredAt?: string;
+            event: components["schemas"]["NotificationEvent"];
+            id: string;
+            lastAttemptAt?: string;
+            /** @description Why the last attempt failed (never the target URL). */
+            lastError?: string;
+            /** @description Where in the console the subject is. */
+            link?: string;
+            occurredAt: string;
+            projectId?: string;
+            /** @description `pending` (until delivered; retried with backoff), `delivered` or `failed`. */
+            status: components["schemas"]["DeliveryStatus"];
+            subject: components["schemas"]["DeliverySubject"];
+            /** @description The cause in one line. */
+            summary: string;
+        };
+        /** @description Something a person should hear of. */
+        NotificationEvent: "deployment-failed" | "deployment-succeeded" | "resource-unhealthy" | "resource-recovered" | "crash-loop" | "scheduled-task-failed" | "scheduled-task-missed" | "server-unreachable" | "test";
         Observation: {
             healthPolicyStatus: string;
             latestDeploymentId?: string;
@@ -5797,6 +6309,11 @@ export interface components {
             /** @description The new unencrypted OpenSSH or PEM private key. */
             privateKey: string;
         };
+        /**
+         * @description `POST /dependency-resources/{id}/credential-rotations` (Berth): rotate a managed
+         *     PostgreSQL's login with no failed request of a bound app.
+         */
+        RotateDependencyCredentials: Record<string, never>;
         RotateSecret: {
             /** @description `runtime` (default) or `build-time`. */
             exposure?: string;
@@ -5952,6 +6469,28 @@ export interface components {
              * @description Boundary reported as a warning (not past `critical`).
              */
             warning?: number;
+        };
+        /**
+         * @description `POST /scheduled-tasks/{taskId}/runs` (an empty body is accepted): run the task's command
+         *     now, whatever its schedule and status.
+         */
+        RunScheduledTaskNow: {
+            /**
+             * @description A repeat with the same key answers the run the first request made instead of
+             *     starting another.
+             */
+            idempotencyKey?: string;
+            /** @description The task's resource, if given (a mismatch is refused). */
+            resourceId?: string;
+        };
+        /**
+         * @description Answer of `POST /scheduled-tasks/{taskId}/runs` (202): the run, `accepted` until the
+         *     controller starts it.
+         */
+        RunScheduledTaskNowResponse: {
+            run: components["schemas"]["ScheduledTaskRunSummary"];
+            /** @description `scheduled-tasks.run-now/v1`. */
+            schemaVersion: string;
         };
         /** @description The image the attempt runs. */
         RuntimeArtifact: {
@@ -6185,6 +6724,114 @@ export interface components {
             count: number;
             lastError: components["schemas"]["DeploymentFailure"];
             nextRetryAt: string;
+        };
+        /** @description Answer of `POST /scheduled-tasks` (201) and `POST /scheduled-tasks/{taskId}`. */
+        ScheduledTaskCommandResponse: {
+            /** @description `scheduled-tasks.command/v1`. */
+            schemaVersion: string;
+            task: components["schemas"]["ScheduledTaskSummary"];
+        };
+        /** @description `GET /scheduled-tasks`. */
+        ScheduledTaskList: {
+            generatedAt: string;
+            items: components["schemas"]["ScheduledTaskSummary"][];
+            /** @description Pass as `cursor` for the next page; absent on the last. */
+            nextCursor?: string;
+            /** @description `scheduled-tasks.list/v1`. */
+            schemaVersion: string;
+        };
+        /** @description `GET /scheduled-task-runs`, newest first. */
+        ScheduledTaskRunList: {
+            generatedAt: string;
+            items: components["schemas"]["ScheduledTaskRunSummary"][];
+            nextCursor?: string;
+            /** @description `scheduled-task-runs.list/v1`. */
+            schemaVersion: string;
+        };
+        /** @description One line a run printed, or Berth's own line about it (`system`). */
+        ScheduledTaskRunLogEntry: {
+            /** @description The line, secret values masked. */
+            message: string;
+            /** @description `stdout`, `stderr` or `system`. */
+            stream: components["schemas"]["TaskLogStream"];
+            timestamp: string;
+        };
+        /** @description `GET /scheduled-task-runs/{runId}/logs`, oldest first. */
+        ScheduledTaskRunLogs: {
+            entries: components["schemas"]["ScheduledTaskRunLogEntry"][];
+            generatedAt: string;
+            /** @description Pass as `cursor` for the lines after these; absent when there are none yet. */
+            nextCursor?: string;
+            resourceId: string;
+            runId: string;
+            /** @description `scheduled-task-runs.logs/v1`. */
+            schemaVersion: string;
+            taskId: string;
+        };
+        /** @description `GET /scheduled-task-runs/{runId}`. */
+        ScheduledTaskRunShow: {
+            generatedAt: string;
+            run: components["schemas"]["ScheduledTaskRunSummary"];
+            /** @description `scheduled-task-runs.show/v1`. */
+            schemaVersion: string;
+        };
+        /** @description One run of a task (Appaloft's scheduled task run summary). */
+        ScheduledTaskRunSummary: {
+            /**
+             * Format: int64
+             * @description Berth: which try runs or ran last (1 = the first; up to 1 + retryLimit).
+             */
+            attempt?: number;
+            createdAt: string;
+            /** Format: int64 */
+            exitCode?: number;
+            /** @description Why it failed, was skipped or missed, in one line. */
+            failureSummary?: string;
+            finishedAt?: string;
+            resourceId: string;
+            runId: string;
+            /** @description The slot a scheduled run is for. */
+            scheduledFor?: string;
+            skippedReason?: components["schemas"]["SkippedReason"];
+            startedAt?: string;
+            /** @description `accepted`, `running`, `succeeded`, `failed`, `skipped` or (Berth) `missed`. */
+            status: components["schemas"]["TaskRunStatus"];
+            taskId: string;
+            /** @description `manual` or `scheduled`. */
+            triggerKind: components["schemas"]["TriggerKind2"];
+        };
+        /** @description `GET /scheduled-tasks/{taskId}`. */
+        ScheduledTaskShow: {
+            generatedAt: string;
+            /** @description `scheduled-tasks.show/v1`. */
+            schemaVersion: string;
+            task: components["schemas"]["ScheduledTaskSummary"];
+        };
+        /** @description A task (Appaloft's scheduled task definition summary). */
+        ScheduledTaskSummary: {
+            commandIntent: string;
+            concurrencyPolicy: components["schemas"]["ConcurrencyPolicy"];
+            createdAt: string;
+            /** @description The newest run. */
+            latestRun?: components["schemas"]["ScheduledTaskRunSummary"];
+            /**
+             * @description Berth: when the next scheduled run is due, as the controller computed it (absent
+             *     while disabled, invalid, or not yet reconciled).
+             */
+            nextRunAt?: string;
+            resourceId: string;
+            /** Format: int64 */
+            retryLimit: number;
+            /** @description Berth: whether a missed slot is run once, late. */
+            runMissed: boolean;
+            schedule: string;
+            /** @description `enabled` or `disabled`. */
+            status: components["schemas"]["TaskState"];
+            taskId: string;
+            /** Format: int64 */
+            timeoutSeconds: number;
+            timezone: string;
+            updatedAt?: string;
         };
         /**
          * @description A monitoring scope (spec §2.1): its kind and the kind's id; in the filter form of a query's
@@ -6534,6 +7181,8 @@ export interface components {
          * @enum {string}
          */
         Signal: "cpu" | "memory" | "disk" | "inode" | "docker" | "network";
+        /** @description Why a run was skipped. */
+        SkippedReason: "concurrency-forbidden" | "resource-archived" | "task-disabled";
         /** @description One variable of the attempt's configuration, masked. */
         SnapshotVariable: {
             exposure: string;
@@ -6863,6 +7512,12 @@ export interface components {
             /** Format: uint64 */
             tailLimit: number;
         };
+        /** @description Which output a run's log line came from. */
+        TaskLogStream: ("stdout" | "stderr") | "system";
+        /** @description Where a run stands. */
+        TaskRunStatus: "running" | "accepted" | "succeeded" | "failed" | "skipped" | "missed";
+        /** @description Whether a task's schedule starts runs. */
+        TaskState: "enabled" | "disabled";
         /** @description The frames of the terminal WebSocket, for the OpenAPI document. */
         TerminalProtocol: {
             /** @description JSON text frames a client may send; binary frames are raw input. */
@@ -6899,6 +7554,20 @@ export interface components {
             transport: components["schemas"]["Transport"];
             /** @description Where the shell starts, relative to the login user's home (`~/…`). */
             workingDirectory?: string;
+        };
+        /**
+         * @description `POST /notification-channels/{channelId}/test` (an empty body is accepted): a test message
+         *     to the channel, whatever events it follows.
+         */
+        TestNotificationChannel: Record<string, never>;
+        /**
+         * @description Answer of `POST /notification-channels/{channelId}/test` (202): the delivery, `pending`
+         *     until berth-controller sends it.
+         */
+        TestNotificationChannelResponse: {
+            delivery: components["schemas"]["NotificationDeliverySummary"];
+            /** @description `notification-channels.test/v1`. */
+            schemaVersion: string;
         };
         /** @description One threshold on one metric. */
         ThresholdRule: {
@@ -7083,6 +7752,8 @@ export interface components {
         };
         /** @description What started an attempt (`spec.trigger`), as Berth records it. */
         TriggerKind: "manual" | "git-push" | "resource-created" | "auto-deploy" | "config-change" | "retry" | "redeploy" | "rollback";
+        /** @description What asked for a run. */
+        TriggerKind2: "manual" | "scheduled";
         /** @description Evidence that could not be read. */
         UnavailableEvidence: {
             /** @description `artifact`, `workload`, `configuration`, `health`, `access`, `recovery`. */
@@ -8080,6 +8751,41 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["IdResponse"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_dependency_resources_dependencyResourceId_credential_rotations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                dependencyResourceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RotateDependencyCredentials"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CredentialRotationStarted"];
                 };
             };
             /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
@@ -9617,6 +10323,229 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["VerificationResult"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_notification_channels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationChannelList"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_notification_channels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateNotificationChannel"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationChannelCommandResponse"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_notification_channels_channelId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                channelId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationChannelShow"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    delete_notification_channels_channelId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                channelId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DeleteNotificationChannel"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteNotificationChannelResponse"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_notification_channels_channelId_test: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                channelId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TestNotificationChannel"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TestNotificationChannelResponse"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_notification_deliveries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationDeliveryList"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_notification_deliveries_deliveryId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                deliveryId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationDeliveryShow"];
                 };
             };
             /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
@@ -11828,6 +12757,295 @@ export interface operations {
                 };
                 content: {
                     "text/event-stream": components["schemas"]["UsageSnapshot"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_scheduled_task_runs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduledTaskRunList"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_scheduled_task_runs_runId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                runId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduledTaskRunShow"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_scheduled_task_runs_runId_logs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                runId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduledTaskRunLogs"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_scheduled_tasks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduledTaskList"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_scheduled_tasks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateScheduledTask"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduledTaskCommandResponse"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_scheduled_tasks_taskId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                taskId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduledTaskShow"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_scheduled_tasks_taskId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                taskId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConfigureScheduledTask"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduledTaskCommandResponse"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    delete_scheduled_tasks_taskId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                taskId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DeleteScheduledTask"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteScheduledTaskResponse"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_scheduled_tasks_taskId_runs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                taskId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RunScheduledTaskNow"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunScheduledTaskNowResponse"];
                 };
             };
             /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */

@@ -36,6 +36,9 @@ pub fn create_input(
     input.insert("name".into(), json!(resource.name));
     input.insert("kind".into(), json!(resource.kind));
     input.insert("slug".into(), json!(resource.reference));
+    // The plan's deployment step deploys it, once its variables, secrets, volumes and domains
+    // exist.
+    input.insert("firstDeployment".into(), json!("on-request"));
     if !target.deployment_target_id.is_empty() {
         input.insert("serverId".into(), json!(target.deployment_target_id));
     }

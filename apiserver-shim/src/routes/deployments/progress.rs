@@ -68,18 +68,30 @@ impl Tracker {
         }
     }
 
-    /// An event of the attempt's timeline (build output), masked once more with what this
-    /// stream knows to be secret.
-    /// The timeline can be ahead of the watch: its line's step becomes the one reported, so
-    /// steps only go forward.
-    pub fn recorded(&mut self, event: &ProgressEvent) -> ProgressEvent {
+    /// An entry of the attempt's timeline (build output or a step), masked once more with what
+    /// this stream knows to be secret; `None` for a step the stream reported already.
+    /// The timeline can be ahead of the watch: its entry's step becomes the one reported, so
+    /// steps only go forward, and a status that later shows the same step is not news.
+    pub fn recorded(&mut self, event: &ProgressEvent) -> Option<ProgressEvent> {
+        if event.source == Source::Platform {
+            let position = Position {
+                phase: Some(event.phase),
+                step: Some(event.step.clone()),
+                cancel_requested: false,
+            };
+            if self.passed(event) || self.last.as_ref() == Some(&position) {
+                return None;
+            }
+            self.last = Some(position);
+            self.phase = event.phase;
+        }
         if event.step.current > self.step.current {
             self.step = event.step.clone();
         }
-        ProgressEvent {
+        Some(ProgressEvent {
             message: self.masker.mask(&event.message),
             ..event.clone()
-        }
+        })
     }
 
     /// The first event: the attempt exists and waits for the controller.
@@ -227,11 +239,34 @@ mod tests {
         let mut tracker = Tracker::new(&deployment(None), Masker::new(Vec::<String>::new()));
         let mut line = tracker.event(Level::Info, StreamStatus::Running, "building");
         line.step.current = 3;
-        assert_eq!(tracker.recorded(&line).step.current, 3);
+        assert_eq!(tracker.recorded(&line).unwrap().step.current, 3);
         let late = deployment(Some(at(DeploymentPhase::Detect, 2, "Planning")));
         assert!(tracker.observe(&late).is_none(), "a step already passed");
         let next = deployment(Some(at(DeploymentPhase::Deploy, 4, "Starting")));
         assert_eq!(tracker.observe(&next).unwrap().0.step.current, 4);
+    }
+
+    #[test]
+    fn a_step_from_the_timeline_is_reported_once() {
+        let mut tracker = Tracker::new(&deployment(None), Masker::new(Vec::<String>::new()));
+        let status = at(DeploymentPhase::Deploy, 4, "Starting");
+        let mut step = tracker.event(Level::Info, StreamStatus::Running, "Starting");
+        (step.phase, step.step) = (
+            DeploymentPhase::Deploy,
+            status.current_step.clone().unwrap(),
+        );
+        assert_eq!(tracker.recorded(&step).unwrap().step.current, 4);
+        assert!(tracker.recorded(&step).is_none(), "the same step again");
+        assert!(
+            tracker.observe(&deployment(Some(status))).is_none(),
+            "the status showing the step the timeline reported"
+        );
+        let mut earlier = step.clone();
+        earlier.step.current = 2;
+        assert!(
+            tracker.recorded(&earlier).is_none(),
+            "a step already passed"
+        );
     }
 
     #[test]

@@ -1,12 +1,12 @@
-//! Deployment timelines as berth-controller records them in the observation store: the build
-//! output the progress stream interleaves, and `GET
+//! Deployment timelines as berth-controller records them in the observation store: the steps
+//! and build output the progress stream interleaves, and `GET
 //! /resources/{resourceId}/deployments/{deploymentId}/timeline`, which serves an attempt's
 //! whole timeline after the stream (or the Deployment object) is gone.
 
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
-use berth_crds::progress::{ProgressEvent, Source};
+use berth_crds::progress::{ProgressEvent, Source, StreamStatus};
 use berth_observations::{ShimStore, StoreError, TimelineEntry, TimelineKey};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
@@ -35,14 +35,15 @@ async fn blocking<T: Send + 'static>(
     store_call(store, "deployment timelines", call).await
 }
 
-/// Follows the `application` entries (build output) of one attempt's timeline.
-pub struct OutputFollower {
+/// Follows one attempt's timeline as it runs: its build output and its steps (the controller
+/// records each step there at once, and writes the status later, or only at the end).
+pub struct TimelineFollower {
     store: Arc<dyn ShimStore>,
     key: TimelineKey,
     after: i64,
 }
 
-impl OutputFollower {
+impl TimelineFollower {
     pub fn new(store: Arc<dyn ShimStore>, key: TimelineKey) -> Self {
         Self {
             store,
@@ -51,9 +52,10 @@ impl OutputFollower {
         }
     }
 
-    /// Output recorded since the last call (one page); empty when the store fails, since the
-    /// stream's own events still report the attempt.
-    pub async fn next_lines(&mut self) -> Vec<ProgressEvent> {
+    /// Output lines and running steps recorded since the last call (one page); empty when the
+    /// store fails, since the stream's own events still report the attempt. The outcome is
+    /// left to the status, which the stream ends with.
+    pub async fn next_entries(&mut self) -> Vec<ProgressEvent> {
         let (key, after) = (self.key.clone(), self.after);
         let read = blocking(&self.store, move |store| store.read(&key, after, PAGE)).await;
         let entries: Vec<TimelineEntry> = read.unwrap_or_default();
@@ -62,19 +64,22 @@ impl OutputFollower {
         }
         entries
             .into_iter()
-            .filter(|entry| entry.event.source == Source::Application)
+            .filter(|entry| {
+                let event = &entry.event;
+                event.source == Source::Application || event.status == StreamStatus::Running
+            })
             .map(|entry| entry.event)
             .collect()
     }
 
-    /// Every output line not yet returned.
-    pub async fn remaining_lines(&mut self) -> Vec<ProgressEvent> {
-        let mut lines = Vec::new();
+    /// Every entry not yet returned.
+    pub async fn remaining_entries(&mut self) -> Vec<ProgressEvent> {
+        let mut entries = Vec::new();
         loop {
             let before = self.after;
-            lines.extend(self.next_lines().await);
+            entries.extend(self.next_entries().await);
             if self.after == before {
-                return lines;
+                return entries;
             }
         }
     }

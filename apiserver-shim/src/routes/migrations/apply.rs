@@ -41,6 +41,8 @@ pub async fn run(
         let outcome = run_step(dispatcher, namespace, &seed, step, &receipts, secrets).await;
         match outcome {
             Ok(receipt) => {
+                tracing::info!(migration = %migration.name_any(), step = %receipt.step_id,
+                    ownership = %receipt.ownership, "migration step completed");
                 receipts.push(receipt);
                 let progress = progress(phase::APPLYING, &receipts, None);
                 task::record(dispatcher.state(), namespace, migration, progress).await?;

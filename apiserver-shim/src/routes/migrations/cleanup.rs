@@ -53,7 +53,10 @@ pub async fn run(
                     .iter()
                     .map(|i| receipts[*i].step_id.clone())
                     .collect();
-                return Ok(result(plan, &receipts, actions, remaining, Some(*failure)));
+                let state = stopped_state(&cleaned);
+                let mut answer = result(plan, &receipts, actions, remaining, Some(*failure));
+                answer.state = state.into();
+                return Ok(answer);
             }
         }
     }
@@ -76,6 +79,18 @@ fn progress<'a>(
     }
 }
 
+/// The state of a cleanup that stopped at a step: `partial` once any step was undone, by this
+/// call or an earlier one (repeating a cleanup that stopped answers as the first call did).
+fn stopped_state(cleaned: &[String]) -> &'static str {
+    if cleaned.is_empty() {
+        "failed"
+    } else {
+        "partial"
+    }
+}
+
+/// The answer; `state` is `completed` without a failure (see [`stopped_state`] for one that
+/// stopped).
 fn result(
     plan: &MigrationPlan,
     receipts: &[Receipt],
@@ -83,15 +98,10 @@ fn result(
     remaining_step_ids: Vec<String>,
     failure: Option<StepFailure>,
 ) -> CleanupResult {
-    let state = match (&failure, actions.is_empty()) {
-        (None, _) => "completed",
-        (Some(_), true) => "failed",
-        (Some(_), false) => "partial",
-    };
     CleanupResult {
         protocol: PROTOCOL.into(),
         plan_digest: plan.plan_digest.clone(),
-        state: state.into(),
+        state: "completed".into(),
         actions,
         skipped_step_ids: receipts
             .iter()
@@ -222,4 +232,16 @@ fn refused(step: &Step, refusal: Refusal) -> Box<StepFailure> {
         retryable: refusal.retriable,
         ..*failure(step, "", refusal.message)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cleanup_stopped_after_earlier_undone_steps_stays_partial() {
+        assert_eq!(stopped_state(&[]), "failed", "nothing undone yet");
+        let undone_earlier = ["resource:create:web".to_string()];
+        assert_eq!(stopped_state(&undone_earlier), "partial");
+    }
 }

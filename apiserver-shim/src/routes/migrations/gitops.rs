@@ -16,9 +16,10 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, ResourceExt};
 
 use super::dispatch::Dispatcher;
+use super::run_lease::{self, RunGuard, RunLease};
 use super::secrets::ResolvedSecrets;
 use super::task::{self, Progress, phase};
-use super::{RunGuard, apply, cleanup, key};
+use super::{apply, cleanup, key};
 use crate::auth::internal::Grant;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -75,24 +76,61 @@ pub async fn run(state: AppState) {
     }
 }
 
+/// Runs `migration` here unless this process or another replica runs it: the Lease decides
+/// across replicas. A failure a retry can fix is run again after [`RETRY_AFTER`]; a Lease held
+/// elsewhere is looked at again once it could have expired (its holder may have died).
 async fn execute(state: AppState, migration: Migration, work: Work) {
     let name = migration.name_any();
     let Ok(_guard) = RunGuard::take(&name) else {
         return; // this shim runs it already
     };
-    match run_once(&state, &migration, work).await {
-        Ok(Some(failure)) if failure.retryable => {
-            tracing::info!(migration = %name, step = %failure.step_id, "retrying a migration step later");
-            tokio::time::sleep(RETRY_AFTER).await;
-            drop(_guard);
-            if let Some(fresh) = reread(&state, &migration).await {
-                Box::pin(execute(state, fresh, work)).await;
+    let mut migration = migration;
+    let mut retrying = false;
+    loop {
+        let pause = match RunLease::take(&state, &migration).await {
+            Ok((lease, fresh)) if due(&fresh, work, retrying) => {
+                let outcome = run_once(&state, &fresh, work).await;
+                lease.release().await;
+                match outcome {
+                    Ok(Some(failure)) if failure.retryable => {
+                        tracing::info!(migration = %name, step = %failure.step_id,
+                            "retrying a migration step later");
+                        retrying = true;
+                        RETRY_AFTER
+                    }
+                    Ok(_) => return,
+                    Err(error) => {
+                        tracing::warn!(migration = %name, error = %error.body.message,
+                            "migration not run");
+                        return;
+                    }
+                }
             }
+            // Another replica ran it meanwhile: nothing is left to do.
+            Ok((lease, _)) => return lease.release().await,
+            Err(_) => Duration::from_secs(run_lease::LEASE_SECONDS + 1),
+        };
+        tokio::time::sleep(pause).await;
+        match reread(&state, &migration).await {
+            Some(fresh) => migration = fresh,
+            None => return,
         }
-        Ok(_) => {}
-        Err(error) => {
-            tracing::warn!(migration = %name, error = %error.body.message, "migration not run")
-        }
+    }
+}
+
+/// Whether the task, as read under its Lease, still asks for `work`; a run of ours that
+/// stopped on a failure a retry can fix is due again.
+fn due(migration: &Migration, work: Work, retrying: bool) -> bool {
+    let failure = migration.status.as_ref().and_then(|s| s.failure.as_ref());
+    let retry_due = retrying && failure.is_some_and(|f| f.retryable) && !finished(migration, work);
+    wanted(migration) == Some(work) || retry_due
+}
+
+fn finished(migration: &Migration, work: Work) -> bool {
+    let phase = migration.status.as_ref().and_then(|s| s.phase.as_deref());
+    match work {
+        Work::Apply => phase == Some(phase::APPLIED),
+        Work::Cleanup => phase == Some(phase::CLEANED_UP),
     }
 }
 

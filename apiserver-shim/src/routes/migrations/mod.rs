@@ -12,11 +12,9 @@ pub mod gitops;
 mod key;
 mod operations;
 mod readback;
+mod run_lease;
 mod secrets;
 mod task;
-
-use std::collections::HashSet;
-use std::sync::Mutex;
 
 use axum::extract::State;
 use axum::http::{HeaderMap, header};
@@ -33,6 +31,7 @@ use berth_migrate::plan::{
 
 use self::dispatch::Dispatcher;
 use self::readback::{ATTENTION, PASSED, read};
+use self::run_lease::{RunGuard, RunLease};
 use self::secrets::ResolvedSecrets;
 use super::Endpoint;
 use crate::auth::Caller;
@@ -77,33 +76,6 @@ pub fn endpoints() -> Vec<Endpoint> {
         ),
         cleanup_runtime::endpoint(),
     ]
-}
-
-/// Migrations with an apply or cleanup running in this shim: a second one waits its turn.
-static RUNNING: Mutex<Option<HashSet<String>>> = Mutex::new(None);
-
-struct RunGuard(String);
-
-impl RunGuard {
-    fn take(name: &str) -> ApiResult<Self> {
-        let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
-        if !running.get_or_insert_default().insert(name.to_string()) {
-            let mut error = ApiError::conflict_code(
-                "migration_in_progress",
-                format!("migration {name} is being applied or cleaned up; repeat when it ends"),
-            );
-            error.body.retriable = true;
-            return Err(error);
-        }
-        Ok(Self(name.to_string()))
-    }
-}
-
-impl Drop for RunGuard {
-    fn drop(&mut self) {
-        let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
-        running.get_or_insert_default().remove(&self.0);
-    }
 }
 
 async fn plan_migration(
@@ -200,12 +172,14 @@ async fn apply_migration(
     task::check_claimed("priorReceipts", stored.as_deref(), &body.prior_receipts)?;
     let _guard = RunGuard::take(&task::name_of(&plan.plan_digest))?;
     let migration = restart_if_cleaned(&state, &namespace, &plan, existing).await?;
+    let (lease, migration) = RunLease::take(&state, &migration).await?;
     let references = secret_refs(&plan).into_iter().map(|(_, r)| r);
     let secrets =
         ResolvedSecrets::resolve(&state, &namespace, references, &body.secret_values).await;
     let dispatcher = Dispatcher::new(state.clone(), authorization(&headers)?);
-    let result = apply::run(&dispatcher, &namespace, &migration, &plan, &secrets).await?;
-    Ok(Json(result))
+    let result = apply::run(&dispatcher, &namespace, &migration, &plan, &secrets).await;
+    lease.release().await;
+    Ok(Json(result?))
 }
 
 /// The task to apply into: the existing one, or a new one when there is none or the last was
@@ -352,6 +326,7 @@ async fn cleanup_migration(
     let stored = task::receipts(&migration);
     task::check_claimed("receipts", Some(&stored), &body.receipts)?;
     let _guard = RunGuard::take(&migration_name(&migration))?;
+    let (lease, migration) = RunLease::take(&state, &migration).await?;
     let dispatcher = Dispatcher::new(state.clone(), authorization(&headers)?);
     let result = cleanup::run(
         &dispatcher,
@@ -360,8 +335,9 @@ async fn cleanup_migration(
         &body.plan,
         body.confirm_data_loss,
     )
-    .await?;
-    Ok(Json(result))
+    .await;
+    lease.release().await;
+    Ok(Json(result?))
 }
 
 fn migration_name(migration: &Migration) -> String {

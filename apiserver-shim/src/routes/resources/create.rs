@@ -129,6 +129,7 @@ fn spec_of(body: CreateResource, slug: String) -> ApiResult<ResourceSpec> {
         network_profile: body.network_profile.map(network_profile),
         access_profile: body.access_profile.map(access_profile),
         auto_deploy: Default::default(),
+        first_deployment: body.first_deployment.unwrap_or_default(),
         storage_attachments: Vec::new(),
         deployment_history_limit: None,
         variables: Vec::new(),

@@ -1,15 +1,18 @@
-//! The connection Secret of a managed dependency: a password generated once (never chosen by
-//! a caller) and the full URL on the private network, owned by the DependencyResource so it
-//! goes with it.
+//! The connection Secret of a managed dependency, owned by the DependencyResource so it goes
+//! with it: a password generated once (never chosen by a caller), and the full URL on the
+//! private network, published only once the database first answers its health check. Bound
+//! apps deploy when the URL appears, so they never start before the network they join exists.
 
 use std::collections::BTreeMap;
 
 use berth_crds::MANAGED_LABEL;
-use berth_crds::dependency_resource::{DependencyResource, PASSWORD_KEY, URL_KEY, connection_url};
+use berth_crds::dependency_resource::{
+    DependencyResource, PASSWORD_KEY, URL_KEY, connection_url, current_user,
+};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::PostParams;
+use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Resource as _, ResourceExt};
 
 use super::plan::{DEPENDENCY_LABEL, Names, generate_password};
@@ -49,7 +52,6 @@ fn secret(dependency: &DependencyResource, names: &Names, password: &str) -> Res
     let owner = dependency
         .controller_owner_ref(&())
         .ok_or(Error::MissingObjectKey("metadata.uid"))?;
-    let url = connection_url(dependency.spec.kind, &names.container, password);
     Ok(Secret {
         metadata: ObjectMeta {
             name: Some(names.secret.clone()),
@@ -62,12 +64,76 @@ fn secret(dependency: &DependencyResource, names: &Names, password: &str) -> Res
             ..Default::default()
         },
         type_: Some("Opaque".to_string()),
-        data: Some(BTreeMap::from([
-            (PASSWORD_KEY.to_string(), ByteString(password.into())),
-            (URL_KEY.to_string(), ByteString(url.into())),
-        ])),
+        data: Some(BTreeMap::from([(
+            PASSWORD_KEY.to_string(),
+            ByteString(password.into()),
+        )])),
         ..Default::default()
     })
+}
+
+/// Adds the connection URL to the dependency's Secret unless it is there already: called once
+/// the database answers, so a binding never hands an app a URL it cannot reach yet.
+pub async fn publish_url(
+    dependency: &DependencyResource,
+    context: &Context,
+    names: &Names,
+    password: &str,
+) -> Result<()> {
+    let namespace = dependency.namespace().unwrap_or_default();
+    let cached = Caches::get(&context.caches.secrets, &namespace, &names.secret);
+    if cached.is_some_and(|secret| has_url(&secret)) {
+        return Ok(());
+    }
+    let user = current_user(dependency.status.as_ref());
+    let url = connection_url(dependency.spec.kind, &names.container, user, password);
+    patch_data(context, &namespace, names, [(URL_KEY, url)]).await
+}
+
+/// Puts a new login into the Secret: its password and the URL that logs in with it. Bound apps
+/// that auto-deploy redeploy on it (their configuration changed).
+pub async fn replace_login(
+    dependency: &DependencyResource,
+    context: &Context,
+    names: &Names,
+    user: &str,
+    password: &str,
+) -> Result<()> {
+    let namespace = dependency.namespace().unwrap_or_default();
+    let url = connection_url(dependency.spec.kind, &names.container, user, password);
+    let data = [(PASSWORD_KEY, password.to_string()), (URL_KEY, url)];
+    patch_data(context, &namespace, names, data).await
+}
+
+async fn patch_data<const N: usize>(
+    context: &Context,
+    namespace: &str,
+    names: &Names,
+    data: [(&str, String); N],
+) -> Result<()> {
+    let data = data
+        .into_iter()
+        .map(|(key, value)| (key.to_string(), ByteString(value.into())))
+        .collect();
+    let patch = Secret {
+        data: Some(data),
+        ..Default::default()
+    };
+    Api::<Secret>::namespaced(context.client.clone(), namespace)
+        .patch(
+            &names.secret,
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await?;
+    Ok(())
+}
+
+fn has_url(secret: &Secret) -> bool {
+    secret
+        .data
+        .as_ref()
+        .is_some_and(|data| data.contains_key(URL_KEY))
 }
 
 /// The password in the dependency's own Secret; a Secret of that name someone else made is

@@ -16,6 +16,7 @@
 mod credentials;
 mod observed;
 mod plan;
+mod rotation;
 mod server;
 
 use std::sync::Arc;
@@ -133,8 +134,9 @@ async fn apply(
     }
     let names = Names::of(dependency);
     let password = credentials::ensure(dependency, context, &names).await?;
-    if observed::healthy_by_events(context, dependency, &names) {
+    if !rotation::pending(dependency) && observed::healthy_by_events(context, dependency, &names) {
         // Still ready: the status is as decided before, and nothing is written.
+        credentials::publish_url(dependency, context, &names, &password).await?;
         let status = plan::decide(dependency, &names, &Observed::Healthy, now);
         write(api, dependency, &status).await?;
         return Ok(Action::requeue(CHECK_WHEN_OBSERVED));
@@ -142,11 +144,18 @@ async fn apply(
     // Whatever Docker or the connection says is masked before it is shown anywhere.
     let masker = Masker::new([password.as_str()]);
     let observed = observe(dependency, context, &names, &password, &masker).await;
-    let status = plan::decide(dependency, &names, &observed, now);
+    let mut status = plan::decide(dependency, &names, &observed, now);
+    let mut rotating = false;
+    if observed == Observed::Healthy {
+        credentials::publish_url(dependency, context, &names, &password).await?;
+        let credentials = rotation::advance(dependency, context, &names).await?;
+        rotating = credentials.revoking.is_some();
+        plan::record_credentials(dependency, &names, &mut status, credentials);
+    }
     announce(dependency, context, &observed).await;
     write(api, dependency, &status).await?;
     Ok(Action::requeue(match observed {
-        Observed::Healthy => CHECK_EVERY,
+        Observed::Healthy if !rotating => CHECK_EVERY,
         _ => RECHECK_SOON,
     }))
 }

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use berth_crds::condition::{self, Condition, ConditionStatus, READY};
 use berth_crds::dependency_resource::{
-    DependencyKind, DependencyLifecycleStatus, DependencyResource, DependencyResourceStatus,
-    POSTGRES_DATABASE, POSTGRES_USER, ProviderRealization, RealizationStatus, major_version,
-    managed_connection,
+    DependencyCredentials, DependencyKind, DependencyLifecycleStatus, DependencyResource,
+    DependencyResourceStatus, POSTGRES_DATABASE, POSTGRES_USER, ProviderRealization,
+    RealizationStatus, current_user, major_version, managed_connection,
 };
 use berth_crds::{MANAGED_LABEL, NAMESPACE_LABEL};
 use bollard::models::{
@@ -239,13 +239,34 @@ pub fn decide(
         connection: Some(managed_connection(
             dependency.spec.kind,
             &names.container,
+            current_user(dependency.status.as_ref()),
             &names.secret,
         )),
         data_version: current
             .data_version
             .or_else(|| served_version(dependency, observed)),
+        credentials: current.credentials,
         conditions,
     }
+}
+
+/// Records `credentials` (a PostgreSQL's) and the connection that logs in with them.
+pub fn record_credentials(
+    dependency: &DependencyResource,
+    names: &Names,
+    status: &mut DependencyResourceStatus,
+    credentials: DependencyCredentials,
+) {
+    if dependency.spec.kind != DependencyKind::Postgres {
+        return;
+    }
+    status.connection = Some(managed_connection(
+        dependency.spec.kind,
+        &names.container,
+        &credentials.user,
+        &names.secret,
+    ));
+    status.credentials = Some(credentials);
 }
 
 /// The major version of the data a PostgreSQL that answers its health check serves: its

@@ -134,13 +134,63 @@ pub async fn check_health(
     names: &Names,
     kind: DependencyKind,
 ) -> Result<Option<String>, RemoteError> {
+    let outcome = run_in_container(target, names, health_command(kind), &[]).await?;
+    Ok(outcome.problem(&format!("the {} health check", what(kind)), names))
+}
+
+/// Runs `script` with `sh` inside the container, with `env` (how a secret reaches it: never
+/// a command line); `Ok(None)` when it exited 0, otherwise what failed (no output: it could
+/// echo a secret).
+pub async fn run_script(
+    target: &Target,
+    names: &Names,
+    script: &str,
+    env: &[(&str, &str)],
+) -> Result<Option<String>, RemoteError> {
+    let command = vec!["sh".to_string(), "-c".to_string(), script.to_string()];
+    let outcome = run_in_container(target, names, command, env).await?;
+    Ok(outcome.problem("the credential change", names))
+}
+
+/// How a command run in the container ended.
+enum Outcome {
+    Exited(Option<i64>),
+    TimedOut,
+}
+
+impl Outcome {
+    fn problem(&self, what: &str, names: &Names) -> Option<String> {
+        match self {
+            Outcome::Exited(Some(0)) => None,
+            Outcome::Exited(code) => Some(format!(
+                "{what} in container {} failed (exit code {})",
+                names.container,
+                code.map_or("unknown".to_string(), |c| c.to_string())
+            )),
+            Outcome::TimedOut => Some(format!(
+                "{what} in container {} did not finish within {}s",
+                names.container,
+                HEALTH_TIMEOUT.as_secs()
+            )),
+        }
+    }
+}
+
+async fn run_in_container(
+    target: &Target,
+    names: &Names,
+    command: Vec<String>,
+    env: &[(&str, &str)],
+) -> Result<Outcome, RemoteError> {
+    let env = (!env.is_empty()).then(|| env.iter().map(|(k, v)| format!("{k}={v}")).collect());
     let exec = docker_call(
         &target.connection,
-        "creating the health check",
+        "creating a command in the dependency's container",
         target.docker.create_exec(
             &names.container,
             CreateExecOptions {
-                cmd: Some(health_command(kind)),
+                cmd: Some(command),
+                env,
                 attach_stdout: Some(false),
                 attach_stderr: Some(false),
                 ..Default::default()
@@ -150,7 +200,7 @@ pub async fn check_health(
     .await?;
     docker_call(
         &target.connection,
-        "starting the health check",
+        "starting a command in the dependency's container",
         target.docker.start_exec(
             &exec.id,
             Some(StartExecOptions {
@@ -164,28 +214,15 @@ pub async fn check_health(
     loop {
         let inspected = docker_call(
             &target.connection,
-            "reading the health check",
+            "reading a command in the dependency's container",
             target.docker.inspect_exec(&exec.id),
         )
         .await?;
         if inspected.running != Some(true) {
-            return Ok(match inspected.exit_code {
-                Some(0) => None,
-                code => Some(format!(
-                    "the {} health check in container {} failed (exit code {})",
-                    what(kind),
-                    names.container,
-                    code.map_or("unknown".to_string(), |c| c.to_string())
-                )),
-            });
+            return Ok(Outcome::Exited(inspected.exit_code));
         }
         if tokio::time::Instant::now() >= deadline {
-            return Ok(Some(format!(
-                "the {} health check in container {} did not finish within {}s",
-                what(kind),
-                names.container,
-                HEALTH_TIMEOUT.as_secs()
-            )));
+            return Ok(Outcome::TimedOut);
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }

@@ -16,6 +16,7 @@ use berth_crds::deployment::{
     Deployment, DeploymentError, DeploymentErrorCode as Code, DeploymentPhase, DeploymentRetry,
     DeploymentState, DeploymentStatus,
 };
+use berth_crds::notification::NotificationEvent;
 use berth_crds::progress::Level;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -142,6 +143,13 @@ async fn execute(context: &Context, deployment: &Deployment, signal: Signal) -> 
             let ended = progress.end(DeploymentState::Succeeded, None).await;
             if ended.is_ok() {
                 succeeded_in_cache(context, deployment).await;
+                let summary = "the new version passed its health check and serves".to_string();
+                notify(
+                    context,
+                    deployment,
+                    NotificationEvent::DeploymentSucceeded,
+                    summary,
+                );
             }
             ended
         }
@@ -225,12 +233,34 @@ async fn end_early(
         message: stopped.message,
     };
     progress.status.retry = None;
+    if stopped.state == DeploymentState::Failed {
+        let summary = format!("{}: {}", error.code.as_str(), error.message);
+        notify(
+            context,
+            deployment,
+            NotificationEvent::DeploymentFailed,
+            summary,
+        );
+    }
     if stopped.code == Code::Canceled {
         // Watchers see the request acknowledged before the attempt ends.
         progress.status.status = Some(DeploymentState::CancelRequested);
         progress.write();
     }
     progress.end(stopped.state, Some(error)).await
+}
+
+/// Tells the notifier how the attempt ended.
+fn notify(context: &Context, deployment: &Deployment, event: NotificationEvent, summary: String) {
+    let name = deployment.name_any();
+    crate::notifications::notify_about_resource(
+        context,
+        &deployment.namespace().unwrap_or_default(),
+        &deployment.spec.resource_id,
+        event,
+        crate::notifications::subject("Deployment", &name, None),
+        summary,
+    );
 }
 
 /// Records that the attempt waits for its server, once per wait (status, Event, timeline).

@@ -156,6 +156,25 @@ fn gather(
     })
 }
 
+/// Puts the configuration of `serving` as it is now (lasting scopes and the attempt's own) into
+/// `plan`: what a container recreated beside it, or a task's run, starts with.
+pub fn apply_serving(
+    context: &Context,
+    namespace: &str,
+    resource: &Resource,
+    serving: &Deployment,
+    plan: &mut Plan,
+) {
+    let entries = lasting_entries(context, namespace, resource)
+        .into_iter()
+        .chain(deployment_entries(
+            &serving.name_any(),
+            &serving.spec.variables,
+        ))
+        .collect();
+    apply_to(plan, entries);
+}
+
 /// Puts the effective runtime entries into the container's environment and the build-time ones
 /// into the build args.
 pub fn apply_to(plan: &mut Plan, entries: Vec<ConfigEntry>) {

@@ -355,6 +355,34 @@ impl Target {
             .collect())
     }
 
+    /// The containers of the resource's scheduled task runs on this server (running or not).
+    pub async fn task_run_containers(
+        &self,
+        namespace: &str,
+        resource: &str,
+    ) -> Result<Vec<String>, RemoteError> {
+        let containers =
+            docker::resource_containers(&self.connection, &self.docker, namespace, resource)
+                .await?;
+        Ok(containers
+            .into_iter()
+            .filter(|c| {
+                c.labels
+                    .as_ref()
+                    .is_some_and(|l| l.contains_key(berth_crds::scheduled_task::TASK_RUN_LABEL))
+            })
+            .filter_map(|c| {
+                Some(
+                    c.names?
+                        .into_iter()
+                        .next()?
+                        .trim_start_matches('/')
+                        .to_string(),
+                )
+            })
+            .collect())
+    }
+
     /// The last `lines` lines the container wrote, oldest first, each with its stream.
     pub async fn log_tail(
         &self,

@@ -29,8 +29,8 @@ pub(super) fn deployments_of(
 
 /// Whether the resource's current spec needs a new attempt: it names a server and a source of a
 /// kind Berth deploys (an image, or a local folder to build), no attempt was started for this
-/// generation yet, and either it never deployed or auto-deploy is on and not blocked by a
-/// changed source binding.
+/// generation yet, and either it never deployed (and its first deployment is not left to a
+/// request) or auto-deploy is on and not blocked by a changed source binding.
 pub fn needs_deployment(resource: &Resource, deployments: &[Deployment]) -> bool {
     let deployable = resource.spec.server_id.is_some()
         && resource.spec.source.is_some()
@@ -41,7 +41,12 @@ pub fn needs_deployment(resource: &Resource, deployments: &[Deployment]) -> bool
         .any(|d| d.annotations().get(GENERATION_ANNOTATION) == Some(&generation));
     let policy = &resource.spec.auto_deploy;
     let auto = policy.enabled && !policy.blocked(resource.spec.source.as_ref());
-    deployable && !covered && (deployments.is_empty() || auto)
+    let due = if deployments.is_empty() {
+        resource.spec.first_deployment.is_on_create()
+    } else {
+        auto
+    };
+    deployable && !covered && due
 }
 
 /// The Deployment the resource's current generation gets.
@@ -139,7 +144,7 @@ async fn attempts_ever(
 }
 
 /// The attempt now serving: the newest succeeded one, unless a newer attempt is still running.
-pub(super) fn serving(deployments: &[Deployment]) -> Option<&Deployment> {
+pub fn serving(deployments: &[Deployment]) -> Option<&Deployment> {
     deployments
         .iter()
         .rev()

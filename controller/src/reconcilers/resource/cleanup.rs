@@ -78,6 +78,9 @@ async fn clear_server(
             for (container, _) in target.resource_containers(namespace, &name).await? {
                 target.remove_container(&container).await?;
             }
+            for container in target.task_run_containers(namespace, &name).await? {
+                target.remove_container(&container).await?;
+            }
             compose::run::remove_stack(&target, namespace, &name).await?;
             package::remove_built_images(&target, namespace, &name).await;
             // The server's observer forgets the route it confirmed for the resource.

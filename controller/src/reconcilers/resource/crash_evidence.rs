@@ -72,6 +72,23 @@ pub async fn record_restarted(
     };
     let restarted = "Docker's restart policy started the container again";
     store(context, plan, key, &facts, &tail, restarted);
+    let code = death.exit_code.map_or_else(
+        || "an unknown code".to_string(),
+        |code| format!("code {code}"),
+    );
+    let killed = if death.oom_killed {
+        " (killed: out of memory)"
+    } else {
+        ""
+    };
+    crate::notifications::notify_about_resource(
+        context,
+        &key.namespace,
+        &key.resource,
+        berth_crds::notification::NotificationEvent::CrashLoop,
+        crate::notifications::subject("Resource", &key.resource, None),
+        format!("its container exited with {code}{killed}; {restarted}"),
+    );
 }
 
 fn store(

@@ -113,6 +113,11 @@ fn readiness(
             reason::ROUTE_NOT_READY,
             "the serving container is not running",
         ),
+        (None, _) if !resource.spec.first_deployment.is_on_create() => stamp.not_ready(
+            reason::NOT_DEPLOYED,
+            "not deployed yet: the first deployment waits for a request \
+             (spec.firstDeployment: on-request; POST /deployments or `berth deploy`)",
+        ),
         (None, _) => stamp.not_ready(reason::NOT_DEPLOYED, "no deployment has succeeded yet"),
     }
 }

@@ -206,7 +206,7 @@ async fn repair(
     };
     if let Some(observed) = container_suspect {
         // A recreated container gets the configuration as it is now: the old one's is gone.
-        apply_current_config(context, namespace, resource, current, &mut plan);
+        config::apply_serving(context, namespace, resource, current, &mut plan);
         if stack_repair::is_stack(resource) {
             plan.compose = stack_repair::routed_settings(context, current, &plan).await;
         }
@@ -242,26 +242,8 @@ async fn repair_stack(
     ) else {
         return;
     };
-    apply_current_config(context, namespace, resource, current, &mut plan);
+    config::apply_serving(context, namespace, resource, current, &mut plan);
     stack_repair::repair(resource, context, observed, &target, current, &plan).await;
-}
-
-/// The serving attempt's configuration as it is now (lasting scopes and the attempt's own).
-fn apply_current_config(
-    context: &Context,
-    namespace: &str,
-    resource: &Resource,
-    current: &Deployment,
-    plan: &mut plan::Plan,
-) {
-    let entries = config::lasting_entries(context, namespace, resource)
-        .into_iter()
-        .chain(berth_crds::config::deployment_entries(
-            &current.name_any(),
-            &current.spec.variables,
-        ))
-        .collect();
-    config::apply_to(plan, entries);
 }
 
 /// Crash evidence for a serving container Docker restarted by itself: the exit code and OOM
@@ -285,7 +267,7 @@ async fn record_restarted(
     );
     let Ok(mut plan) = plan else { return };
     // The masker needs the secret values the container runs with.
-    apply_current_config(context, namespace, resource, current, &mut plan);
+    config::apply_serving(context, namespace, resource, current, &mut plan);
     let key = TimelineKey::new(namespace, resource.name_any(), current.name_any());
     crash_evidence::record_restarted(context, &target, &plan, &key, death).await;
 }

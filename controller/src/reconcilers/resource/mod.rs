@@ -49,11 +49,11 @@ use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 
-pub use self::attempts::{needs_deployment, new_deployment};
+pub use self::attempts::{needs_deployment, new_deployment, serving};
 pub use self::decide::{Observed, decide};
 pub use self::history::expired_attempts;
 
-use self::attempts::{serving, state};
+use self::attempts::state;
 use self::config_triggers as triggers;
 use super::fresh::with_finalizer;
 use crate::cache::Subscription;

@@ -152,6 +152,23 @@ fn first_generation_deploys_later_ones_only_with_auto_deploy() {
 }
 
 #[test]
+fn a_first_deployment_left_to_a_request_waits_for_it_and_later_ones_follow_auto_deploy() {
+    let mut waiting = resource(1, true);
+    waiting.spec.first_deployment = berth_crds::resource::FirstDeployment::OnRequest;
+    assert!(
+        !needs_deployment(&waiting, &[]),
+        "no attempt before one is asked for"
+    );
+    let requested = [ended(&waiting, DeploymentState::Succeeded)];
+    let mut changed = waiting.clone();
+    changed.metadata.generation = Some(2);
+    assert!(
+        needs_deployment(&changed, &requested),
+        "auto-deploy after the first"
+    );
+}
+
+#[test]
 fn local_folders_deploy_by_themselves_other_kinds_do_not() {
     let folder = with_spec(
         1,

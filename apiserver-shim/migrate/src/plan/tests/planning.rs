@@ -60,6 +60,7 @@ fn resource_and_domain_inputs_are_berths_bodies() {
             "name": "Web",
             "kind": "application",
             "slug": "web",
+            "firstDeployment": "on-request",
             "serverId": "srv-1",
             "source": {"kind": "docker-image", "locator": "ghcr.io/acme/web:1.2"},
             "runtimeProfile": {"healthCheck": {"path": "/healthz"}},

@@ -1,0 +1,89 @@
+//! Notifications: what Berth tells a person without being asked, and where. The events a
+//! channel can follow and the kinds of channel.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Something a person should hear of.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum NotificationEvent {
+    /// A deployment attempt failed.
+    DeploymentFailed,
+    /// A deployment attempt succeeded (only when a channel asks for it).
+    DeploymentSucceeded,
+    /// A resource's health became unhealthy.
+    ResourceUnhealthy,
+    /// A resource that was unhealthy is healthy again.
+    ResourceRecovered,
+    /// Docker restarted a resource's container after it exited by itself.
+    CrashLoop,
+    /// A scheduled task's run failed.
+    ScheduledTaskFailed,
+    /// A scheduled task's slot passed without a run.
+    ScheduledTaskMissed,
+    /// A server could not be reached.
+    ServerUnreachable,
+    /// A channel's test message (`POST /notification-channels/{id}/test`).
+    Test,
+}
+
+impl NotificationEvent {
+    /// Every event, in a stable order.
+    pub const ALL: [Self; 9] = [
+        Self::DeploymentFailed,
+        Self::DeploymentSucceeded,
+        Self::ResourceUnhealthy,
+        Self::ResourceRecovered,
+        Self::CrashLoop,
+        Self::ScheduledTaskFailed,
+        Self::ScheduledTaskMissed,
+        Self::ServerUnreachable,
+        Self::Test,
+    ];
+
+    /// The event as the API spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::DeploymentFailed => "deployment-failed",
+            Self::DeploymentSucceeded => "deployment-succeeded",
+            Self::ResourceUnhealthy => "resource-unhealthy",
+            Self::ResourceRecovered => "resource-recovered",
+            Self::CrashLoop => "crash-loop",
+            Self::ScheduledTaskFailed => "scheduled-task-failed",
+            Self::ScheduledTaskMissed => "scheduled-task-missed",
+            Self::ServerUnreachable => "server-unreachable",
+            Self::Test => "test",
+        }
+    }
+
+    /// Whether a channel that names no events hears this one: every failure and recovery,
+    /// not successes (opt-in) and not tests (always sent to the channel tested).
+    pub fn followed_by_default(self) -> bool {
+        !matches!(self, Self::DeploymentSucceeded | Self::Test)
+    }
+}
+
+/// Where a channel delivers.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum ChannelKind {
+    /// A JSON POST, signed `X-Berth-Signature-256: sha256=<hex>` with the channel's secret.
+    Webhook,
+    /// A Slack incoming webhook (`{"text": …}`; Mattermost and Discord's Slack-compatible
+    /// endpoints take it too).
+    Slack,
+    /// Mail over SMTP (STARTTLS unless turned off).
+    Email,
+}
+
+/// How far a delivery is.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeliveryStatus {
+    /// Not delivered yet; tried again with backoff.
+    Pending,
+    Delivered,
+    /// Every attempt failed; `lastError` says why.
+    Failed,
+}
