@@ -3,14 +3,16 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use berth_crds::notification::{NotificationEvent, Subject};
 use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::jiff::Timestamp;
 use kube::Client;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 
 use crate::attempt_supervisor::Attempts;
 use crate::cache::Caches;
 use crate::metrics::Metrics;
-use crate::notifications::Notices;
+use crate::notices::{Notice, Notices};
 use crate::observer::Observers;
 use berth_observations::ObservationWriter;
 use berth_remote::{PoolSettings, ServerConnectionPool};
@@ -150,5 +152,27 @@ impl Context {
             }
             Err(error) => tracing::warn!(%error, reason, "could not publish event"),
         }
+    }
+
+    /// Hands the notifier `event` about `subject`, an object of resource `resource_id` (or the
+    /// resource itself) in `namespace`; the project is read from the cache.
+    pub fn notify_about_resource(
+        &self,
+        namespace: &str,
+        resource_id: &str,
+        event: NotificationEvent,
+        subject: Subject,
+        summary: String,
+    ) {
+        let resource = Caches::get(&self.caches.resources, namespace, resource_id);
+        self.notices.send(Notice {
+            namespace: namespace.to_string(),
+            event,
+            subject,
+            project_id: resource.map(|r| r.spec.project_id.clone()),
+            resource_id: Some(resource_id.to_string()),
+            summary,
+            occurred_at: Timestamp::now(),
+        });
     }
 }

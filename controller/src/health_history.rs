@@ -196,12 +196,11 @@ fn notify(context: &Context, resource: &Resource, event: NotificationEvent, now:
         "runtime {} and {}; public access {}; route {}",
         now.lifecycle, now.health, now.public_access, now.proxy
     );
-    crate::notifications::notify_about_resource(
-        context,
+    context.notify_about_resource(
         &resource.namespace().unwrap_or_default(),
         &name,
         event,
-        crate::notifications::subject("Resource", &name, Some(&resource.spec.name)),
+        crate::notices::subject("Resource", &name, Some(&resource.spec.name)),
         summary,
     );
 }

@@ -12,7 +12,7 @@ pub mod health_history;
 pub mod leadership;
 pub mod liveness;
 pub mod metrics;
-pub mod notifications;
+pub mod notices;
 pub mod observer;
 pub mod observer_tasks;
 pub mod options;
@@ -47,7 +47,7 @@ pub async fn run(options: RunOptions) -> anyhow::Result<()> {
         context::Integrations {
             acme: options.acme(),
             sources: options.sources(),
-            notices: notifications::Notices::new(options.console_url.clone()),
+            notices: notices::Notices::new(options.console_url.clone()),
         },
     );
     let shutdown = berth_process::shutdown::on_signal();

@@ -133,6 +133,7 @@ impl NotificationChannelSpec {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NotificationChannelStatus {
+    /// The spec generation this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     /// The newest delivery's outcome.
@@ -150,6 +151,7 @@ pub struct LastDelivery {
     /// Name of the NotificationDelivery.
     pub name: String,
     pub status: DeliveryStatus,
+    /// When it ended or was last tried (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<String>,
 }
@@ -170,6 +172,7 @@ pub struct LastDelivery {
     printcolumn = r#"{"name":"Subject","type":"string","jsonPath":".spec.subject.name"}"#,
     printcolumn = r#"{"name":"Status","type":"string","jsonPath":".status.status"}"#,
     printcolumn = r#"{"name":"Attempts","type":"integer","jsonPath":".status.attempts"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
@@ -211,7 +214,7 @@ pub struct Subject {
 }
 
 /// How a delivery went.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NotificationDeliveryStatus {
     /// `pending`, `delivered` or `failed`.
@@ -229,6 +232,9 @@ pub struct NotificationDeliveryStatus {
     /// Why the last attempt failed (no secret: the target URL is not in it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// `Ready` is True once delivered, False once failed, Unknown while attempts remain.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
 }
 
 impl NotificationDelivery {

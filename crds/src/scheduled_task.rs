@@ -142,6 +142,7 @@ pub struct LatestRun {
     printcolumn = r#"{"name":"Status","type":"string","jsonPath":".status.status"}"#,
     printcolumn = r#"{"name":"Exit","type":"integer","jsonPath":".status.exitCode"}"#,
     printcolumn = r#"{"name":"Scheduled For","type":"string","jsonPath":".spec.scheduledFor"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
@@ -161,8 +162,10 @@ pub struct ScheduledTaskRunSpec {
     /// a run already made).
     #[schemars(length(min = 1, max = TEXT_MAX))]
     pub command: String,
+    /// The task's timeout when the run was made: a try still running after it is stopped.
     #[schemars(range(min = TIMEOUT_SECONDS_MIN, max = TIMEOUT_SECONDS_MAX))]
     pub timeout_seconds: i64,
+    /// The task's retry limit when the run was made: failed tries after the first.
     #[serde(default)]
     #[schemars(range(min = 0, max = RETRY_LIMIT_MAX))]
     pub retry_limit: i64,
@@ -184,7 +187,7 @@ pub struct NotRun {
 }
 
 /// What happened to a run.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ScheduledTaskRunStatus {
     /// `accepted`, `running`, `succeeded`, `failed`, `skipped` or `missed`.
@@ -222,6 +225,10 @@ pub struct ScheduledTaskRunStatus {
     pub failure_summary: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skipped_reason: Option<SkippedReason>,
+    /// `Ready` is True once the run succeeded, False once it failed, was skipped or missed,
+    /// Unknown while it is accepted or running.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
 }
 
 impl ScheduledTaskRun {

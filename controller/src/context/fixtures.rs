@@ -55,7 +55,7 @@ impl Context {
             crate::context::Integrations {
                 acme,
                 sources,
-                notices: crate::notifications::Notices::default(),
+                notices: crate::notices::Notices::default(),
             },
         );
         (context, ApiServer::new(handle), feeds)

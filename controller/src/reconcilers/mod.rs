@@ -12,6 +12,7 @@ pub mod domain_binding;
 pub mod environment;
 pub mod event_reason;
 pub mod fresh;
+pub mod notifications;
 pub mod organization;
 pub mod policy;
 pub mod project;
@@ -162,8 +163,8 @@ async fn run_controllers(
         dependency::run(context.clone(), inputs.dependencies, shutdown.clone()),
         scheduled_task::run(context.clone(), shutdown.clone()),
         scheduled_task::run_runs(context.clone(), shutdown.clone()),
-        crate::notifications::run_notifier(context.clone(), shutdown.clone()),
-        crate::notifications::run_deliveries(context.clone(), shutdown.clone()),
+        notifications::run_notifier(context.clone(), shutdown.clone()),
+        notifications::run_deliveries(context.clone(), shutdown.clone()),
         bookkeeping::run::<User>(context.clone(), shutdown.clone()),
         bookkeeping::run::<Session>(context.clone(), shutdown.clone()),
         bookkeeping::run::<Invitation>(context.clone(), shutdown.clone()),

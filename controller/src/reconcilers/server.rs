@@ -276,10 +276,10 @@ async fn cleanup(server: &Server, context: &Context) -> Result<Action> {
 /// Tells the notifier a server that was reached (or tried) before cannot be reached now.
 fn notify_unreachable(context: &Context, server: &Server, why: &str) {
     let name = server.name_any();
-    context.notices.send(crate::notifications::Notice {
+    context.notices.send(crate::notices::Notice {
         namespace: server.namespace().unwrap_or_default(),
         event: berth_crds::notification::NotificationEvent::ServerUnreachable,
-        subject: crate::notifications::subject("Server", &name, server.spec.name.as_deref()),
+        subject: crate::notices::subject("Server", &name, server.spec.name.as_deref()),
         project_id: None,
         resource_id: None,
         summary: why.to_string(),

@@ -253,12 +253,11 @@ async fn end_early(
 /// Tells the notifier how the attempt ended.
 fn notify(context: &Context, deployment: &Deployment, event: NotificationEvent, summary: String) {
     let name = deployment.name_any();
-    crate::notifications::notify_about_resource(
-        context,
+    context.notify_about_resource(
         &deployment.namespace().unwrap_or_default(),
         &deployment.spec.resource_id,
         event,
-        crate::notifications::subject("Deployment", &name, None),
+        crate::notices::subject("Deployment", &name, None),
         summary,
     );
 }

@@ -81,12 +81,11 @@ pub async fn record_restarted(
     } else {
         ""
     };
-    crate::notifications::notify_about_resource(
-        context,
+    context.notify_about_resource(
         &key.namespace,
         &key.resource,
         berth_crds::notification::NotificationEvent::CrashLoop,
-        crate::notifications::subject("Resource", &key.resource, None),
+        crate::notices::subject("Resource", &key.resource, None),
         format!("its container exited with {code}{killed}; {restarted}"),
     );
 }

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use berth_crds::condition::{self, Condition, ConditionStatus, READY};
 use berth_crds::scheduled_task::{
     ScheduledTaskRun, ScheduledTaskRunStatus, SkippedReason, TaskRunStatus,
 };
@@ -174,6 +175,33 @@ fn cut(mut text: String) -> String {
     text
 }
 
+/// `status` with its `Ready` condition saying where the run stands: True once it succeeded,
+/// False once it failed, was skipped or missed (with why), Unknown until it ends.
+pub fn with_ready_condition(
+    mut status: ScheduledTaskRunStatus,
+    generation: Option<i64>,
+    now: Timestamp,
+) -> ScheduledTaskRunStatus {
+    let run_status = status.status.unwrap_or(TaskRunStatus::Accepted);
+    let (ready, reason) = match run_status {
+        TaskRunStatus::Succeeded => (ConditionStatus::True, "Succeeded"),
+        TaskRunStatus::Failed => (ConditionStatus::False, "Failed"),
+        TaskRunStatus::Skipped => (ConditionStatus::False, "Skipped"),
+        TaskRunStatus::Missed => (ConditionStatus::False, "Missed"),
+        TaskRunStatus::Accepted => (ConditionStatus::Unknown, "Accepted"),
+        TaskRunStatus::Running => (ConditionStatus::Unknown, "Running"),
+    };
+    let message = status
+        .failure_summary
+        .clone()
+        .unwrap_or_else(|| format!("the run is {}", run_status.as_str()));
+    condition::merge(
+        &mut status.conditions,
+        Condition::new(READY, ready, reason, message, generation, now),
+    );
+    status
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -300,5 +328,40 @@ mod tests {
             panic!("a replaced run fails");
         };
         assert!(summary.contains("nightly-2"), "{summary}");
+    }
+
+    #[test]
+    fn a_run_is_ready_once_it_succeeded_and_says_why_once_it_failed() {
+        let now = at("2026-12-03T01:00:00Z");
+        let ready = |status: &ScheduledTaskRunStatus| {
+            let ready = status.conditions.iter().find(|c| c.type_ == READY).unwrap();
+            (ready.status, ready.reason.clone(), ready.message.clone())
+        };
+        let running = with_ready_condition(running("2026-12-03T00:59:00Z", None), None, now);
+        assert_eq!(ready(&running).0, ConditionStatus::Unknown);
+        let failed = ScheduledTaskRunStatus {
+            status: Some(TaskRunStatus::Failed),
+            failure_summary: Some("exited with 3".into()),
+            ..running.clone()
+        };
+        let failed = with_ready_condition(failed, None, now);
+        assert_eq!(
+            ready(&failed),
+            (
+                ConditionStatus::False,
+                "Failed".into(),
+                "exited with 3".into()
+            )
+        );
+        assert_eq!(failed.conditions.len(), 1);
+        let succeeded = ScheduledTaskRunStatus {
+            status: Some(TaskRunStatus::Succeeded),
+            failure_summary: None,
+            ..running
+        };
+        assert_eq!(
+            ready(&with_ready_condition(succeeded, None, now)).0,
+            ConditionStatus::True
+        );
     }
 }

@@ -339,12 +339,11 @@ impl Run<'_> {
     fn notify(&self, event: NotificationEvent, why: &str) {
         let task = &self.object.spec.task_id;
         let name = self.object.name_any();
-        crate::notifications::notify_about_resource(
-            self.context,
+        self.context.notify_about_resource(
             self.namespace,
             &self.object.spec.resource_id,
             event,
-            crate::notifications::subject(
+            crate::notices::subject(
                 "ScheduledTaskRun",
                 &name,
                 Some(&format!("{name} of task {task}")),
@@ -378,8 +377,10 @@ impl Run<'_> {
     }
 
     async fn write(&self, status: &ScheduledTaskRunStatus) -> Result<()> {
+        let generation = self.object.metadata.generation;
+        let status = outcome::with_ready_condition(status.clone(), generation, Timestamp::now());
         StatusWriter::new(self.api, self.object)
-            .apply(self.object.status.as_ref(), status)
+            .apply(self.object.status.as_ref(), &status)
             .await?;
         Ok(())
     }

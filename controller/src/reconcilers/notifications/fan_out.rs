@@ -16,8 +16,8 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Resource as _, ResourceExt};
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use super::notices::Notice;
 use crate::context::Context;
+use crate::notices::Notice;
 
 /// Ended deliveries kept per channel, the newest.
 const DELIVERIES_KEPT: usize = 200;

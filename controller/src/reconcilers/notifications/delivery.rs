@@ -86,13 +86,14 @@ fn after_attempt(
     let previous = delivery.status.clone().unwrap_or_default();
     let attempts = previous.attempts + 1;
     let at = Some(now.to_string());
-    match outcome {
+    let mut status = match outcome {
         Ok(()) => NotificationDeliveryStatus {
             status: Some(DeliveryStatus::Delivered),
             attempts,
             last_attempt_at: at.clone(),
             delivered_at: at,
             last_error: None,
+            conditions: previous.conditions,
         },
         Err(error) => NotificationDeliveryStatus {
             status: Some(if attempts >= ATTEMPTS {
@@ -104,8 +105,35 @@ fn after_attempt(
             last_attempt_at: at,
             delivered_at: None,
             last_error: Some(error),
+            conditions: previous.conditions,
         },
-    }
+    };
+    let (ready, reason, message) = match status.status {
+        Some(DeliveryStatus::Delivered) => (ConditionStatus::True, "Delivered", "delivered".into()),
+        Some(DeliveryStatus::Failed) => (
+            ConditionStatus::False,
+            "DeliveryFailed",
+            format!("failed after {attempts} attempts: {}", last_error(&status)),
+        ),
+        _ => (
+            ConditionStatus::Unknown,
+            "Retrying",
+            format!(
+                "attempt {attempts} of {ATTEMPTS} failed: {}",
+                last_error(&status)
+            ),
+        ),
+    };
+    let generation = delivery.metadata.generation;
+    condition::merge(
+        &mut status.conditions,
+        Condition::new(READY, ready, reason, message, generation, now),
+    );
+    status
+}
+
+fn last_error(status: &NotificationDeliveryStatus) -> &str {
+    status.last_error.as_deref().unwrap_or_default()
 }
 
 /// How long until the next attempt of a pending delivery is due; `None` when it is.
