@@ -210,10 +210,30 @@ impl Caches {
             ),
             storage_volumes: start(client),
             dependency_resources: start(client),
-            scheduled_tasks: start(client),
-            scheduled_task_runs: start(client),
-            notification_channels: start(client),
-            notification_deliveries: start(client),
+            scheduled_tasks: start_logged(
+                client,
+                |_| {},
+                changes.clone(),
+                ChangedObject::ScheduledTask,
+            ),
+            scheduled_task_runs: start_logged(
+                client,
+                |_| {},
+                changes.clone(),
+                ChangedObject::ScheduledTaskRun,
+            ),
+            notification_channels: start_logged(
+                client,
+                |_| {},
+                changes.clone(),
+                ChangedObject::NotificationChannel,
+            ),
+            notification_deliveries: start_logged(
+                client,
+                |_| {},
+                changes.clone(),
+                ChangedObject::NotificationDelivery,
+            ),
             kube_events: start_modified(client, |event: &mut KubeEvent| {
                 event.metadata.managed_fields = None;
             }),

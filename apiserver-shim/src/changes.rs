@@ -1,5 +1,6 @@
-//! What changed, in order: every object the watch caches of resources, deployments, servers and
-//! domain bindings see change or go, numbered, kept in memory for a while. The change feed
+//! What changed, in order: every object the watch caches of resources, deployments, servers,
+//! domain bindings, scheduled tasks and their runs, notification channels and deliveries see
+//! change or go, numbered, kept in memory for a while. The change feed
 //! (`GET /events/stream`) and the deployment archive read it from a position of their own;
 //! a position older than what is kept is a [`Gap`], after which a reader starts again from the
 //! caches. Positions carry the process's epoch, so one from before a restart is a gap too.
@@ -10,7 +11,9 @@ use std::sync::{Arc, Mutex};
 use berth_api::activity::{ChangeKind, ChangeType};
 use berth_crds::deployment::Deployment;
 use berth_crds::domain_binding::DomainBinding;
+use berth_crds::notification::{NotificationChannel, NotificationDelivery};
 use berth_crds::resource::Resource;
+use berth_crds::scheduled_task::{ScheduledTask, ScheduledTaskRun};
 use berth_crds::server::Server;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
@@ -28,6 +31,10 @@ pub enum ChangedObject {
     Deployment(Arc<Deployment>),
     Server(Arc<Server>),
     DomainBinding(Arc<DomainBinding>),
+    ScheduledTask(Arc<ScheduledTask>),
+    ScheduledTaskRun(Arc<ScheduledTaskRun>),
+    NotificationChannel(Arc<NotificationChannel>),
+    NotificationDelivery(Arc<NotificationDelivery>),
 }
 
 impl ChangedObject {
@@ -37,6 +44,10 @@ impl ChangedObject {
             Self::Deployment(o) => o.namespace(),
             Self::Server(o) => o.namespace(),
             Self::DomainBinding(o) => o.namespace(),
+            Self::ScheduledTask(o) => o.namespace(),
+            Self::ScheduledTaskRun(o) => o.namespace(),
+            Self::NotificationChannel(o) => o.namespace(),
+            Self::NotificationDelivery(o) => o.namespace(),
         }
         .unwrap_or_default()
     }
@@ -47,6 +58,10 @@ impl ChangedObject {
             Self::Deployment(o) => o.name_any(),
             Self::Server(o) => o.name_any(),
             Self::DomainBinding(o) => o.name_any(),
+            Self::ScheduledTask(o) => o.name_any(),
+            Self::ScheduledTaskRun(o) => o.name_any(),
+            Self::NotificationChannel(o) => o.name_any(),
+            Self::NotificationDelivery(o) => o.name_any(),
         }
     }
 
@@ -57,6 +72,10 @@ impl ChangedObject {
             Self::Deployment(_) => ChangeKind::Deployment,
             Self::Server(_) => ChangeKind::Server,
             Self::DomainBinding(_) => ChangeKind::DomainBinding,
+            Self::ScheduledTask(_) => ChangeKind::ScheduledTask,
+            Self::ScheduledTaskRun(_) => ChangeKind::ScheduledTaskRun,
+            Self::NotificationChannel(_) => ChangeKind::NotificationChannel,
+            Self::NotificationDelivery(_) => ChangeKind::NotificationDelivery,
         }
     }
 }

@@ -87,3 +87,10 @@ async fn the_console_deploys_observes_configures_and_deletes_an_app_in_a_real_br
 async fn the_console_says_changes_not_deployed_and_its_deploy_button_deploys_them() {
     run_flows(&["tests/deployed.flow.mjs"]).await;
 }
+
+/// Issue 43: a resource's Tasks tab and the organization's Notifications page
+/// (`tests/tasks-notifications.flow.mjs`).
+#[tokio::test]
+async fn the_console_runs_a_task_shows_its_logs_and_tests_a_notification_channel() {
+    run_flows(&["tests/tasks-notifications.flow.mjs"]).await;
+}

@@ -3,7 +3,8 @@
 //! app's image with the app's variables, secrets and bound PostgreSQL; a failed try is tried
 //! again; its output is kept with the secret masked and its container removed. A run past its
 //! timeout is stopped and fails saying so; a slot reached while the previous run still runs is
-//! skipped under `forbid`.
+//! skipped under `forbid`. A task deleted while its run runs takes the run's container with it,
+//! and so does the resource's removal.
 
 use std::time::Duration;
 
@@ -120,6 +121,30 @@ async fn log_lines(admin: &Rest, run: &str) -> Vec<String> {
         .collect()
 }
 
+/// A run of task `slow` made by hand (what `POST /scheduled-tasks/slow/runs` makes), with its
+/// own command and timeout.
+async fn run_by_hand(ns: &TestNamespace, name: &str, command: &str, timeout_seconds: i64) {
+    let mut run = ScheduledTaskRun::new(
+        name,
+        ScheduledTaskRunSpec {
+            task_id: "slow".into(),
+            resource_id: "app".into(),
+            trigger_kind: TriggerKind::Manual,
+            scheduled_for: None,
+            command: command.into(),
+            timeout_seconds,
+            retry_limit: 0,
+            not_run: None,
+        },
+    );
+    run.metadata.labels =
+        Some([("berth.dev/scheduled-task".to_string(), "slow".to_string())].into());
+    ns.api::<ScheduledTaskRun>()
+        .create(&PostParams::default(), &run)
+        .await
+        .expect("create a run by hand");
+}
+
 #[tokio::test]
 async fn a_task_runs_its_slot_once_in_a_fresh_container_with_the_apps_configuration() {
     let client = client().await;
@@ -161,7 +186,7 @@ async fn a_task_runs_its_slot_once_in_a_fresh_container_with_the_apps_configurat
     apply(&task_manifest(
         &ns,
         "busy",
-        json!({ "command": "sleep 75", "timeoutSeconds": 120 }),
+        json!({ "command": "sleep 150", "timeoutSeconds": 300 }),
     ));
     // Never by itself; run by hand, it outlasts its timeout.
     apply(&task_manifest(
@@ -171,26 +196,7 @@ async fn a_task_runs_its_slot_once_in_a_fresh_container_with_the_apps_configurat
     ));
 
     // A run asked for by hand (what `POST /scheduled-tasks/slow/runs` makes).
-    let manual = ScheduledTaskRun::new(
-        "slow-by-hand",
-        ScheduledTaskRunSpec {
-            task_id: "slow".into(),
-            resource_id: "app".into(),
-            trigger_kind: TriggerKind::Manual,
-            scheduled_for: None,
-            command: "echo started; sleep 60".into(),
-            timeout_seconds: 2,
-            retry_limit: 0,
-            not_run: None,
-        },
-    );
-    let mut manual = manual;
-    manual.metadata.labels =
-        Some([("berth.dev/scheduled-task".to_string(), "slow".to_string())].into());
-    ns.api::<ScheduledTaskRun>()
-        .create(&PostParams::default(), &manual)
-        .await
-        .expect("create a run by hand");
+    run_by_hand(&ns, "slow-by-hand", "echo started; sleep 60", 2).await;
     let timed_out = ended_run(&ns, "slow", |run| {
         run.spec.trigger_kind == TriggerKind::Manual
     })
@@ -266,17 +272,47 @@ async fn a_task_runs_its_slot_once_in_a_fresh_container_with_the_apps_configurat
     let first = runs_of(&ns, "busy").await.into_iter().next().unwrap();
     assert_ne!(first.run_status(), TaskRunStatus::Skipped);
 
-    // The resource's removal takes a run still running with it (the busy task's first run).
-    let running = format!("label=berth.dev/namespace={}", ns.name);
-    let (_, before) = docker(&[
-        "ps",
-        "--filter",
-        &running,
-        "--filter",
-        "label=berth.dev/scheduled-task-run",
-        "-q",
-    ]);
-    assert!(!before.is_empty(), "the busy run still runs");
+    // The busy task deleted while its first run runs: the run goes, and its container with it.
+    let first_run = format!(
+        "label=berth.dev/scheduled-task-run={}",
+        first.metadata.name.clone().unwrap()
+    );
+    assert_eq!(
+        first.run_status(),
+        TaskRunStatus::Running,
+        "{:?}",
+        first.status
+    );
+    let deleted = berth_tests::kubectl(
+        &[
+            "delete",
+            "scheduledtask.berth.dev",
+            "busy",
+            "-n",
+            &ns.name,
+            "--wait=false",
+        ],
+        None,
+    );
+    assert!(deleted.status.success(), "{deleted:?}");
+    eventually(
+        WAIT,
+        "the deleted task's run and its container gone",
+        || async {
+            let (_, left) = docker(&["ps", "-a", "--filter", &first_run, "-q"]);
+            (left.is_empty() && runs_of(&ns, "busy").await.is_empty()).then_some(())
+        },
+    )
+    .await;
+
+    // The resource's removal takes a run still running with it.
+    run_by_hand(&ns, "kept-running", "sleep 300", 600).await;
+    let kept = "label=berth.dev/scheduled-task-run=kept-running";
+    eventually(WAIT, "the run by hand running", || async {
+        let (_, running) = docker(&["ps", "--filter", kept, "-q"]);
+        (!running.is_empty()).then_some(())
+    })
+    .await;
     let deleted = berth_tests::kubectl(
         &["delete", "resource.berth.dev", "app", "-n", &ns.name],
         None,
@@ -286,15 +322,7 @@ async fn a_task_runs_its_slot_once_in_a_fresh_container_with_the_apps_configurat
         WAIT,
         "the run containers removed with the resource",
         || async {
-            let (_, left) = docker(&[
-                "ps",
-                "-a",
-                "--filter",
-                &running,
-                "--filter",
-                "label=berth.dev/scheduled-task-run",
-                "-q",
-            ]);
+            let (_, left) = docker(&["ps", "-a", "--filter", kept, "-q"]);
             left.is_empty().then_some(())
         },
     )

@@ -16,14 +16,22 @@ pub enum ChangeKind {
     Deployment,
     Server,
     DomainBinding,
+    ScheduledTask,
+    ScheduledTaskRun,
+    NotificationChannel,
+    NotificationDelivery,
 }
 
 impl ChangeKind {
-    pub const ALL: [Self; 4] = [
+    pub const ALL: [Self; 8] = [
         Self::Resource,
         Self::Deployment,
         Self::Server,
         Self::DomainBinding,
+        Self::ScheduledTask,
+        Self::ScheduledTaskRun,
+        Self::NotificationChannel,
+        Self::NotificationDelivery,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -32,6 +40,10 @@ impl ChangeKind {
             Self::Deployment => "deployment",
             Self::Server => "server",
             Self::DomainBinding => "domain-binding",
+            Self::ScheduledTask => "scheduled-task",
+            Self::ScheduledTaskRun => "scheduled-task-run",
+            Self::NotificationChannel => "notification-channel",
+            Self::NotificationDelivery => "notification-delivery",
         }
     }
 }

@@ -69,6 +69,33 @@ where
     )))
 }
 
+/// Removes `finalizer` from `object` when it has it; a no-op when it does not (or the object is
+/// gone). The JSON patch tests the list entry it removes, so a concurrent change of the list
+/// fails it (and the reconcile is tried again) instead of removing someone else's.
+pub async fn release_finalizer<K>(api: &Api<K>, object: &K, finalizer: &str) -> Result<()>
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+{
+    let Some(index) = object.finalizers().iter().position(|f| f == finalizer) else {
+        return Ok(());
+    };
+    let path = format!("/metadata/finalizers/{index}");
+    let operations = json!([
+        { "op": "test", "path": path, "value": finalizer },
+        { "op": "remove", "path": path },
+    ]);
+    let patch: json_patch::Patch =
+        serde_json::from_value(operations).expect("a JSON patch of two known operations");
+    let params = PatchParams::default();
+    match api
+        .patch(&object.name_any(), &params, &Patch::<()>::Json(patch))
+        .await
+    {
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        patched => patched.map(drop).map_err(Into::into),
+    }
+}
+
 fn has_finalizer<K: Resource>(object: &K, finalizer: &str) -> bool {
     object.finalizers().iter().any(|f| f == finalizer)
 }

@@ -3000,7 +3000,7 @@ export interface components {
          * @description The kinds of object the change feed reports.
          * @enum {string}
          */
-        ChangeKind: "resource" | "deployment" | "server" | "domain-binding";
+        ChangeKind: "resource" | "deployment" | "server" | "domain-binding" | "scheduled-task" | "scheduled-task-run" | "notification-channel" | "notification-delivery";
         ChangeRole: {
             /** @description The new role: `owner`, `admin` or `member`. */
             role: components["schemas"]["OrganizationRole"];

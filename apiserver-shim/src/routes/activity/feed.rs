@@ -183,7 +183,12 @@ fn shows(caller: &Caller, filter: &Filter, change: &Change) -> bool {
     match object {
         ChangedObject::Deployment(d) => deployments::visible(caller, d),
         ChangedObject::Server(s) => caller.sees(ScopeDimension::Target, &s.name_any()),
-        ChangedObject::Resource(_) | ChangedObject::DomainBinding(_) => {
+        ChangedObject::Resource(_)
+        | ChangedObject::DomainBinding(_)
+        | ChangedObject::ScheduledTask(_)
+        | ChangedObject::ScheduledTaskRun(_)
+        | ChangedObject::NotificationChannel(_)
+        | ChangedObject::NotificationDelivery(_) => {
             let sees = |dimension, id: &Option<String>| {
                 id.as_ref().is_none_or(|id| caller.sees(dimension, id))
             };
@@ -226,6 +231,22 @@ impl Ids {
                     .as_ref()
                     .and_then(|s| s.server_id.clone())
                     .or_else(|| b.spec.server_id.clone()),
+                ..Self::default()
+            },
+            ChangedObject::ScheduledTask(t) => Self {
+                resource: Some(t.spec.resource_id.clone()),
+                ..Self::default()
+            },
+            ChangedObject::ScheduledTaskRun(r) => Self {
+                resource: Some(r.spec.resource_id.clone()),
+                ..Self::default()
+            },
+            ChangedObject::NotificationChannel(c) => Self {
+                project: c.spec.project_id.clone(),
+                ..Self::default()
+            },
+            ChangedObject::NotificationDelivery(d) => Self {
+                project: d.spec.project_id.clone(),
                 ..Self::default()
             },
         }
@@ -278,6 +299,27 @@ fn status_and_summary(change: &Change) -> (Option<String>, String) {
             b.status.as_ref().and_then(|s| s.route_status.clone()),
             Some(b.spec.hostname.clone()),
         ),
+        ChangedObject::ScheduledTask(t) => (
+            wire_name(t.spec.state),
+            t.status
+                .as_ref()
+                .and_then(|s| s.next_run_at.as_ref())
+                .map(|at| format!("next run {at}")),
+        ),
+        ChangedObject::ScheduledTaskRun(r) => (
+            Some(r.run_status().as_str().to_string()),
+            Some(format!("task {}", r.spec.task_id)),
+        ),
+        ChangedObject::NotificationChannel(c) => (
+            c.status
+                .as_ref()
+                .and_then(|s| s.last_delivery.as_ref())
+                .and_then(|d| wire_name(d.status)),
+            Some(c.spec.name.clone()),
+        ),
+        ChangedObject::NotificationDelivery(d) => {
+            (wire_name(d.delivery_status()), wire_name(d.spec.event))
+        }
     };
     let kind = object.kind().as_str();
     let what = match &status {

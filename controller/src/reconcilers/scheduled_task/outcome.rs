@@ -175,6 +175,14 @@ fn cut(mut text: String) -> String {
     text
 }
 
+/// Whether a try's container of `run` may still be on its server: the run has not ended.
+pub fn may_have_container(run: &ScheduledTaskRun) -> bool {
+    matches!(
+        run.run_status(),
+        TaskRunStatus::Accepted | TaskRunStatus::Running
+    )
+}
+
 /// `status` with its `Ready` condition saying where the run stands: True once it succeeded,
 /// False once it failed, was skipped or missed (with why), Unknown until it ends.
 pub fn with_ready_condition(

@@ -34,11 +34,15 @@ use crate::error::{Error, Result};
 use crate::reconcilers::deployment::plan::Plan;
 use crate::reconcilers::deployment::server_target::Target;
 use crate::reconcilers::deployment::{config, connect, plan};
+use crate::reconcilers::fresh::{release_finalizer, with_finalizer};
 use crate::reconcilers::policy::{drain, error_policy};
 use crate::reconcilers::resource::serving;
 use crate::status::StatusWriter;
 
 const KIND: &str = "ScheduledTaskRun";
+/// Held while a run may have a container on its server: a run deleted then (its task or
+/// resource deleted, or by hand) removes the container before it goes.
+pub const FINALIZER: &str = "berth.dev/task-run-container";
 /// How long a run may wait for its server before it is recorded missed.
 const START_WITHIN: Duration = Duration::from_secs(60);
 
@@ -60,16 +64,22 @@ async fn reconcile(run: Arc<ScheduledTaskRun>, context: Arc<Context>) -> Result<
         .namespace()
         .ok_or(Error::MissingObjectKey("metadata.namespace"))?;
     let api = Api::<ScheduledTaskRun>::namespaced(context.client.clone(), &namespace);
+    if run.metadata.deletion_timestamp.is_some() {
+        return Run::new(&run, &context, &api, &namespace).clean_up().await;
+    }
     let now = Timestamp::now();
     let Some(step) = outcome::next_step(&run, now) else {
         return Ok(Action::await_change());
     };
-    let run = Run {
-        object: &run,
-        context: &context,
-        api: &api,
-        namespace: &namespace,
+    // The finalizer comes before the first container can.
+    let run = match step {
+        Step::Start { .. } => match with_finalizer(&api, run, FINALIZER).await? {
+            Some(run) => run,
+            None => return Ok(Action::await_change()),
+        },
+        _ => run,
     };
+    let run = Run::new(&run, &context, &api, &namespace);
     match step {
         Step::RecordNotRun => run.record_not_run(now).await,
         Step::Start { attempt } => run.start(attempt, now).await,
@@ -100,7 +110,36 @@ struct Prepared {
     plan: Plan,
 }
 
-impl Run<'_> {
+impl<'a> Run<'a> {
+    fn new(
+        object: &'a ScheduledTaskRun,
+        context: &'a Context,
+        api: &'a Api<ScheduledTaskRun>,
+        namespace: &'a str,
+    ) -> Self {
+        Self {
+            object,
+            context,
+            api,
+            namespace,
+        }
+    }
+
+    /// A run being deleted: its container goes (when its server is still there), then the
+    /// finalizer. An unreachable server is tried again; a deleted one has nothing left to remove.
+    async fn clean_up(&self) -> Result<Action> {
+        let status = self.status();
+        if let (Some(container), Some(server)) = (&status.container, &status.server_id)
+            && outcome::may_have_container(self.object)
+            && Caches::get(&self.context.caches.servers, self.namespace, server).is_some()
+        {
+            let (_, target) = connect(self.context, self.namespace, server).await?;
+            container::remove(&target, container).await?;
+        }
+        release_finalizer(self.api, self.object, FINALIZER).await?;
+        Ok(Action::await_change())
+    }
+
     fn status(&self) -> ScheduledTaskRunStatus {
         self.object.status.clone().unwrap_or_default()
     }
@@ -297,6 +336,8 @@ impl Run<'_> {
             ..self.status()
         };
         self.write(&status).await?;
+        // Ended: its container was removed (or never made).
+        release_finalizer(self.api, self.object, FINALIZER).await?;
         if let Some(why) = summary {
             let (reason, event) = match outcome {
                 TaskRunStatus::Missed => ("TaskRunMissed", NotificationEvent::ScheduledTaskMissed),
