@@ -18,6 +18,7 @@ use berth_crds::scheduled_task::{
     ScheduledTaskSpec, TASK_LABEL, TriggerKind, run_log_owner,
 };
 use berth_observations::{TimelineEntry, TimelineKey};
+use k8s_openapi::jiff::Timestamp;
 use kube::{Resource as _, ResourceExt};
 
 use crate::auth::{Caller, ScopeDimension};
@@ -130,7 +131,8 @@ pub fn run_summary(run: &ScheduledTaskRun) -> ScheduledTaskRunSummary {
     }
 }
 
-/// Newest first: by creation, then by name (a scheduled run's name ends in its slot).
+/// Newest first: by creation, then by name (a scheduled run's name ends in its slot, a manual
+/// one's in its request time).
 pub fn sort_newest_first(runs: &mut [Arc<ScheduledTaskRun>]) {
     runs.sort_by(|a, b| {
         let key = |r: &ScheduledTaskRun| {
@@ -225,8 +227,9 @@ pub fn task_name(namespace: &str, idempotency_key: Option<&str>) -> String {
     }
 }
 
-/// A manual run's name, `<task>-m-<random>`: random, or the same for every repeat of an
-/// idempotency key on the task.
+/// A manual run's name, `<task>-m-<request time><random>`: the time first, so two runs asked
+/// for in the same second (creation timestamps have seconds only) still list newest first; or
+/// the same for every repeat of an idempotency key on the task.
 pub fn manual_run_name(task: &ScheduledTask, idempotency_key: Option<&str>) -> String {
     let task_id = task.name_any();
     let prefix = format!("{task_id}-m");
@@ -235,8 +238,28 @@ pub fn manual_run_name(task: &ScheduledTask, idempotency_key: Option<&str>) -> S
             let namespace = task.namespace().unwrap_or_default();
             seeded_id(&format!("{namespace}/{task_id}/run/{key}"), &prefix)
         }
-        None => new_id(&prefix),
+        None => {
+            let random = new_id("");
+            let millis = Timestamp::now().as_millisecond().unsigned_abs();
+            format!(
+                "{prefix}-{}{}",
+                sortable_base36(millis),
+                &random[random.len() - 4..]
+            )
+        }
     }
+}
+
+/// `value` in 9 base-36 digits whose text sorts as the numbers do (enough for milliseconds
+/// until the year 5000).
+fn sortable_base36(mut value: u64) -> String {
+    const DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut text = [b'0'; 9];
+    for slot in text.iter_mut().rev() {
+        *slot = DIGITS[(value % 36) as usize];
+        value /= 36;
+    }
+    String::from_utf8_lossy(&text).into_owned()
 }
 
 /// The run a "run now" makes: the task's command and limits as they are now, labelled with
@@ -298,6 +321,14 @@ pub fn log_entry(stored: &TimelineEntry) -> ScheduledTaskRunLogEntry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn manual_runs_asked_for_later_have_names_that_sort_later() {
+        assert_eq!(sortable_base36(0), "000000000");
+        assert_eq!(sortable_base36(35), "00000000z");
+        assert!(sortable_base36(1_764_000_000_999) < sortable_base36(1_764_000_001_000));
+        assert!(sortable_base36(9) < sortable_base36(10));
+    }
     use berth_crds::deployment::{DeploymentPhase, DeploymentStep};
     use berth_crds::progress::{Level, ProgressEvent, StreamStatus};
     use berth_crds::scheduled_task::{
