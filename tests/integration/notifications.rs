@@ -33,7 +33,7 @@ CMD ["/bin/sh", "-c", "/bin/sample-app & while [ ! -f /tmp/crash-now ]; do sleep
 
 /// One request the receiver got.
 #[derive(Clone, Debug)]
-struct Received {
+pub struct Received {
     path: String,
     signature: Option<String>,
     body: Vec<u8>,
@@ -41,13 +41,13 @@ struct Received {
 }
 
 /// A webhook receiver on loopback: `/hook` answers 200, anything else 500.
-struct Receiver {
+pub struct Receiver {
     port: u16,
     received: Arc<Mutex<Vec<Received>>>,
 }
 
 impl Receiver {
-    async fn start() -> Self {
+    pub async fn start() -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let received = Arc::new(Mutex::new(Vec::new()));
@@ -75,7 +75,7 @@ impl Receiver {
         Self { port, received }
     }
 
-    fn url(&self, path: &str) -> String {
+    pub fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 
@@ -154,7 +154,7 @@ fn channel(ns: &TestNamespace, name: &str, spec: Value) -> String {
 }
 
 /// Waits until `/hook` got one `event` message; returns it and when it came.
-async fn hook(receiver: &Receiver, event: &str) -> (Received, Value) {
+pub async fn hook(receiver: &Receiver, event: &str) -> (Received, Value) {
     eventually(WAIT, &format!("a {event} webhook"), || async {
         receiver.hooks(event).into_iter().next()
     })

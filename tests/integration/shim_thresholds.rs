@@ -11,6 +11,7 @@ use berth_tests::{client, eventually, kubectl};
 use serde_json::{Value, json};
 
 use crate::deploy_support::{WAIT, delete_resource, ready_server, remove_server, wait_listed_with};
+use crate::notifications::{Receiver, hook};
 use crate::shim_projects_envs::{environment, invalid, project};
 
 /// A few 5-second ticks, with room for a busy machine.
@@ -101,6 +102,16 @@ async fn a_tiny_memory_warning_is_reported_with_an_event_and_clears() {
     let admin = org.user(OrganizationRole::Admin).await.rest;
     let member = org.user(OrganizationRole::Member).await.rest;
     let (server, _port) = ready_server(&admin).await;
+    // A webhook channel that hears of crossed thresholds only.
+    let receiver = Receiver::start().await;
+    admin
+        .post(
+            "/notification-channels",
+            json!({"name": "Ops", "kind": "webhook", "url": receiver.url("/hook"),
+                   "events": ["threshold-crossed"]}),
+        )
+        .await
+        .expect(201);
 
     // Members read, admins write.
     member
@@ -148,6 +159,14 @@ async fn a_tiny_memory_warning_is_reported_with_an_event_and_clears() {
     );
     let note = wait_event(&org.namespace, &name, "ThresholdWarning").await;
     assert!(note.contains("usedBytes"), "{note}");
+    // The channel heard of it once, naming the policy and what was crossed.
+    let (_, message) = hook(&receiver, "threshold-crossed").await;
+    assert_eq!(message["subject"]["kind"], "ThresholdPolicy", "{message}");
+    assert_eq!(message["subject"]["name"], name.as_str(), "{message}");
+    assert!(
+        message["summary"].as_str().unwrap().contains("usedBytes"),
+        "{message}"
+    );
     let condition = policy_condition(&org.namespace, &name, "ThresholdCrossed");
     assert_eq!(condition["status"], "True", "{condition}");
     assert_eq!(condition["reason"], "Warning", "{condition}");

@@ -24,13 +24,15 @@ pub enum NotificationEvent {
     ScheduledTaskMissed,
     /// A server could not be reached.
     ServerUnreachable,
+    /// A monitoring threshold policy's rule was crossed (warning or critical).
+    ThresholdCrossed,
     /// A channel's test message (`POST /notification-channels/{id}/test`).
     Test,
 }
 
 impl NotificationEvent {
     /// Every event, in a stable order.
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 10] = [
         Self::DeploymentFailed,
         Self::DeploymentSucceeded,
         Self::ResourceUnhealthy,
@@ -39,6 +41,7 @@ impl NotificationEvent {
         Self::ScheduledTaskFailed,
         Self::ScheduledTaskMissed,
         Self::ServerUnreachable,
+        Self::ThresholdCrossed,
         Self::Test,
     ];
 
@@ -53,6 +56,7 @@ impl NotificationEvent {
             Self::ScheduledTaskFailed => "scheduled-task-failed",
             Self::ScheduledTaskMissed => "scheduled-task-missed",
             Self::ServerUnreachable => "server-unreachable",
+            Self::ThresholdCrossed => "threshold-crossed",
             Self::Test => "test",
         }
     }

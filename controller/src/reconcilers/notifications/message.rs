@@ -22,6 +22,7 @@ pub fn event_words(event: NotificationEvent) -> &'static str {
         NotificationEvent::ScheduledTaskFailed => "scheduled task failed",
         NotificationEvent::ScheduledTaskMissed => "scheduled task missed its slot",
         NotificationEvent::ServerUnreachable => "server unreachable",
+        NotificationEvent::ThresholdCrossed => "threshold crossed",
         NotificationEvent::Test => "test message",
     }
 }

@@ -2,7 +2,8 @@
 //! are held against the enabled ThresholdPolicies of its namespace whose scope they match. It
 //! costs no I/O per tick: consecutive-breach counters live in memory, and only when a policy's
 //! evaluated state changes is its status (`evaluation`, `ThresholdCrossed`) written and a
-//! Kubernetes Event published, so existing Kubernetes alerting sees it. Non-enforcing:
+//! Kubernetes Event published, so existing Kubernetes alerting sees it (and a
+//! `threshold-crossed` notification when it starts warning or turns critical). Non-enforcing:
 //! nothing is ever stopped or throttled.
 
 mod evaluation;
@@ -12,6 +13,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 
 use berth_crds::condition::{self, Condition};
 use berth_crds::monitoring::MonitoringSample;
+use berth_crds::notification::NotificationEvent;
 use berth_crds::threshold_policy::{
     Severity, THRESHOLD_CROSSED, ThresholdEvaluation, ThresholdPolicy, WITHIN_BOUNDS,
 };
@@ -24,6 +26,7 @@ use serde_json::{Map, Value, json};
 use self::evaluation::{Change, PolicyMemory, Summary, covers};
 use crate::conditions::Stamp;
 use crate::context::Context;
+use crate::notices::{Notice, subject};
 use crate::status::StatusWriter;
 
 /// The evaluator's own field manager: the bookkeeping controller applies the policy's other
@@ -127,9 +130,26 @@ async fn report(context: &Context, change: Change) {
     if previous.unwrap_or_default() != state {
         let (type_, reason) = event_of(state);
         let note = event_note(&evaluation);
+        if state != Severity::Ok {
+            context.notices.send(crossed_notice(&policy, note.clone()));
+        }
         context
             .publish_event(&policy.object_ref(&()), type_, reason, note)
             .await;
+    }
+}
+
+/// What the notifier is told when `policy` starts warning or turns critical.
+fn crossed_notice(policy: &ThresholdPolicy, summary: String) -> Notice {
+    let scope = &policy.spec.scope;
+    Notice {
+        namespace: policy.namespace().unwrap_or_default(),
+        event: NotificationEvent::ThresholdCrossed,
+        subject: subject("ThresholdPolicy", &policy.name_any(), None),
+        project_id: scope.project_id.clone(),
+        resource_id: scope.resource_id.clone(),
+        summary,
+        occurred_at: Timestamp::now(),
     }
 }
 
