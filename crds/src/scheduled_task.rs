@@ -20,6 +20,10 @@ pub use berth_vocabulary::scheduled_tasks::{
 pub const TASK_LABEL: &str = "berth.dev/scheduled-task";
 /// Label on a task run's container naming the run (with [`crate::NAMESPACE_LABEL`]).
 pub const TASK_RUN_LABEL: &str = "berth.dev/scheduled-task-run";
+/// Held by a run while a container of it may exist on its server: a run deleted then (its task
+/// or resource deleted, or by hand) has the controller remove the container before it goes.
+/// Set when the run is made, so starting it costs no extra write; released when it ends.
+pub const RUN_CONTAINER_FINALIZER: &str = "berth.dev/task-run-container";
 /// How long a run's command may take unless the task says.
 pub const DEFAULT_TIMEOUT_SECONDS: i64 = 3600;
 /// The zone a schedule is read in unless the task says.

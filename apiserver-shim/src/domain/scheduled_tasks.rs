@@ -14,8 +14,8 @@ use berth_crds::RESOURCE_LABEL;
 use berth_crds::member::OrganizationRole;
 use berth_crds::progress::{OutputStream, Source};
 use berth_crds::scheduled_task::{
-    DEFAULT_TIMEOUT_SECONDS, ScheduledTask, ScheduledTaskRun, ScheduledTaskRunSpec,
-    ScheduledTaskSpec, TASK_LABEL, TriggerKind, run_log_owner,
+    DEFAULT_TIMEOUT_SECONDS, RUN_CONTAINER_FINALIZER, ScheduledTask, ScheduledTaskRun,
+    ScheduledTaskRunSpec, ScheduledTaskSpec, TASK_LABEL, TriggerKind, run_log_owner,
 };
 use berth_observations::{TimelineEntry, TimelineKey};
 use k8s_openapi::jiff::Timestamp;
@@ -289,6 +289,7 @@ pub fn manual_run(task: &ScheduledTask, name: &str) -> ScheduledTaskRun {
     // Controlled by its task, as the runs the controller makes are (its watch of a task's
     // runs follows this reference).
     run.metadata.owner_references = task.controller_owner_ref(&()).map(|owner| vec![owner]);
+    run.metadata.finalizers = Some(vec![RUN_CONTAINER_FINALIZER.to_string()]);
     run
 }
 

@@ -17,8 +17,9 @@ use berth_crds::RESOURCE_LABEL;
 use berth_crds::condition::reason::{DEPENDENCY_MISSING, INVALID_SPEC};
 use berth_crds::condition::{self, Condition, ConditionStatus, READY};
 use berth_crds::scheduled_task::{
-    ConcurrencyPolicy, LatestRun, NotRun, ScheduledTask, ScheduledTaskRun, ScheduledTaskRunSpec,
-    ScheduledTaskStatus, SkippedReason, TASK_LABEL, TaskRunStatus, TriggerKind, scheduled_run_name,
+    ConcurrencyPolicy, LatestRun, NotRun, RUN_CONTAINER_FINALIZER, ScheduledTask, ScheduledTaskRun,
+    ScheduledTaskRunSpec, ScheduledTaskStatus, SkippedReason, TASK_LABEL, TaskRunStatus,
+    TriggerKind, scheduled_run_name,
 };
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
@@ -264,6 +265,10 @@ fn new_run(
             namespace: task.namespace(),
             labels: Some(labels.into()),
             owner_references: task.controller_owner_ref(&()).map(|owner| vec![owner]),
+            // A run made already ended (skipped, missed) never has a container.
+            finalizers: not_run
+                .is_none()
+                .then(|| vec![RUN_CONTAINER_FINALIZER.to_string()]),
             ..Default::default()
         },
         spec: ScheduledTaskRunSpec {

@@ -15,8 +15,8 @@ use berth_crds::progress::{
     DeploymentPhase, DeploymentStep, Level, OutputStream, ProgressEvent, Source, StreamStatus,
 };
 use berth_crds::scheduled_task::{
-    ScheduledTaskRun, ScheduledTaskRunStatus, TaskLogStream, TaskRunStatus, run_container_name,
-    run_log_owner,
+    RUN_CONTAINER_FINALIZER, ScheduledTaskRun, ScheduledTaskRunStatus, TaskLogStream,
+    TaskRunStatus, run_container_name, run_log_owner,
 };
 use berth_observations::TimelineKey;
 use k8s_openapi::jiff::Timestamp;
@@ -40,9 +40,8 @@ use crate::reconcilers::resource::serving;
 use crate::status::StatusWriter;
 
 const KIND: &str = "ScheduledTaskRun";
-/// Held while a run may have a container on its server: a run deleted then (its task or
-/// resource deleted, or by hand) removes the container before it goes.
-pub const FINALIZER: &str = "berth.dev/task-run-container";
+/// Held while a run may have a container on its server (see [`RUN_CONTAINER_FINALIZER`]).
+const FINALIZER: &str = RUN_CONTAINER_FINALIZER;
 /// How long a run may wait for its server before it is recorded missed.
 const START_WITHIN: Duration = Duration::from_secs(60);
 
@@ -71,7 +70,7 @@ async fn reconcile(run: Arc<ScheduledTaskRun>, context: Arc<Context>) -> Result<
     let Some(step) = outcome::next_step(&run, now) else {
         return Ok(Action::await_change());
     };
-    // The finalizer comes before the first container can.
+    // The finalizer comes before the first container can (a run made without it: by hand).
     let run = match step {
         Step::Start { .. } => match with_finalizer(&api, run, FINALIZER).await? {
             Some(run) => run,
@@ -367,6 +366,7 @@ impl<'a> Run<'a> {
         self.log_system(&why);
         self.context.observations.flush().await;
         self.write(&status).await?;
+        release_finalizer(self.api, self.object, FINALIZER).await?;
         if status.status == Some(TaskRunStatus::Missed) {
             self.notify(NotificationEvent::ScheduledTaskMissed, &why);
         }
