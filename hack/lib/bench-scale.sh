@@ -65,6 +65,24 @@ scale_own_requests() {
     END { printf "%d %d\n", others, leases }'
 }
 
+# scale_own_requests_by_source: "<verb> <collection> <count>" per kind of request berth-controller
+# sent so far (not watches, not its Lease).
+scale_own_requests_by_source() {
+  curl -fs "http://$CONTROLLER_ADDR/metrics" | awk '
+    /^berth_kube_api_requests_total/ && !/verb="WATCH"/ && !/lease="true"/ {
+      verb = $0; sub(/.*verb="/, "", verb); sub(/".*/, "", verb)
+      resource = $0; sub(/.*resource="/, "", resource); sub(/".*/, "", resource)
+      print verb, resource, $NF
+    }' | sort
+}
+
+# scale_sources BEFORE AFTER: the kinds of request that grew between two snapshots, one line.
+scale_sources() {
+  join -j1 -a2 -e 0 -o 0,1.2,2.2 <(awk '{print $1 ":" $2, $3}' <<<"$1" | sort) \
+    <(awk '{print $1 ":" $2, $3}' <<<"$2" | sort) |
+    awk '$3 > $2 {printf "%s%s +%d", sep, $1, $3 - $2; sep = ", "}'
+}
+
 scale_controller_pid() { read -r pid _ <"$BERTH_STACK_DIR/berth-controller.pid" && echo "$pid"; }
 
 # scale_rest LABEL: one measurement window at rest; prints a table row, sets SCALE_* results.
@@ -74,11 +92,14 @@ scale_rest() {
   hz=$(getconf CLK_TCK)
   read -r r0 _ < <(scale_api_requests)
   read -r o0 l0 < <(scale_own_requests)
+  local sources_0
+  sources_0=$(scale_own_requests_by_source)
   c0=$(scale_cpu_ticks "$pid")
   s0=$(scale_ssh_channels)
   sleep "$SCALE_WINDOW"
   read -r r1 _ < <(scale_api_requests)
   read -r o1 l1 < <(scale_own_requests)
+  SCALE_SOURCES=$(scale_sources "$sources_0" "$(scale_own_requests_by_source)")
   c1=$(scale_cpu_ticks "$pid")
   s1=$(scale_ssh_channels)
   SCALE_ALL=$(((r1 - r0) * 60 / SCALE_WINDOW))
@@ -89,6 +110,8 @@ scale_rest() {
   SCALE_SSH=$(((s1 - s0) * 60 / SCALE_WINDOW))
   printf '%-28s %10s %10s %12s %10s %8s %8s\n' "$label" "$SCALE_REQUESTS" "$SCALE_LEASES" \
     "$SCALE_ALL" "$SCALE_CPU" "$SCALE_RSS" "$SCALE_SSH"
+  # Whatever berth-controller asked for at rest, named, so a cost is traced to its source.
+  [[ -z "$SCALE_SOURCES" ]] || printf '%-28s %s\n' "  (controller requests)" "$SCALE_SOURCES"
 }
 
 scale_header() {

@@ -80,7 +80,7 @@ impl Receiver {
     }
 
     /// The JSON bodies received on `/hook` for `event`.
-    fn hooks(&self, event: &str) -> Vec<(Received, Value)> {
+    pub fn hooks(&self, event: &str) -> Vec<(Received, Value)> {
         self.received
             .lock()
             .unwrap()
@@ -151,6 +151,16 @@ fn channel(ns: &TestNamespace, name: &str, spec: Value) -> String {
         "metadata": { "name": name, "namespace": ns.name }, "spec": spec,
     })
     .to_string()
+}
+
+/// A webhook channel `name` in `ns` that sends `events` to `receiver`'s `/hook`.
+pub async fn webhook_channel(ns: &TestNamespace, name: &str, receiver: &Receiver, events: &[&str]) {
+    let secret_name = format!("{name}-hook");
+    secret(ns, &secret_name, json!({ "url": receiver.url("/hook") })).await;
+    let spec = json!({
+        "name": name, "kind": "webhook", "secretRef": secret_name, "events": events,
+    });
+    apply(&channel(ns, name, spec));
 }
 
 /// Waits until `/hook` got one `event` message; returns it and when it came.

@@ -1,7 +1,8 @@
 //! Custom domains and TLS against the real stack (issue 16): a DomainBinding gets a certificate
 //! from Pebble (a real ACME server) through the edge proxy, HTTPS serves the app with it, a
 //! host name that does not lead to the server fails pre-flight with no order, a CA refusing
-//! the order is retried and reported, and `issue-or-renew` is idempotent by key.
+//! the order is retried and reported (and a person told once), an imported certificate near
+//! its expiry warns a person once, and `issue-or-renew` is idempotent by key.
 //!
 //! Pebble checks HTTP-01 on port 5002 (hack/lib/pebble.sh), so these tests' servers publish
 //! their edge proxy there (HTTPS on 5003) and take turns.
@@ -20,6 +21,7 @@ use serde_json::json;
 
 use crate::deploy_support::docker_names;
 use crate::deployments::{apply, resource_yaml, teardown};
+use crate::notifications::{Receiver, hook, webhook_channel};
 use crate::servers::support::{create_credential, create_server, stack_key, wait_condition};
 
 /// The edge proxy ports Pebble validates against: one server at a time may publish them.
@@ -414,6 +416,8 @@ async fn an_order_the_ca_refuses_is_reported_with_its_error_and_retried() {
         random_suffix(),
         stack_env("BERTH_ACME_REFUSED_DOMAIN")
     );
+    let receiver = Receiver::start().await;
+    webhook_channel(&ns, "ops", &receiver, &["certificate-failed"]).await;
     bind(&ns, "refused", &hostname).await;
 
     let certificates = ns.api::<Certificate>();
@@ -442,7 +446,90 @@ async fn an_order_the_ca_refuses_is_reported_with_its_error_and_retried() {
         find(&retried.conditions, READY).unwrap().status,
         ConditionStatus::False
     );
+    // A person heard of it once, not once per retry, with the CA's answer.
+    let (_, message) = hook(&receiver, "certificate-failed").await;
+    assert_eq!(message["subject"]["kind"], "Certificate", "{message}");
+    assert_eq!(message["subject"]["displayName"], hostname.as_str());
+    let summary = message["summary"].as_str().unwrap();
+    assert!(summary.contains("the CA refused the order"), "{summary}");
+    assert_eq!(receiver.hooks("certificate-failed").len(), 1);
     release_ports(&ns).await;
+}
+
+/// A key pair for `hostname` issued 80 days ago that expires in 10 days (past its renewal
+/// point, two thirds into its life): the certificate PEM and the key PEM.
+fn aging_key_pair(hostname: &str) -> (String, String) {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(vec![hostname.to_string()]).unwrap();
+    let now = time::OffsetDateTime::now_utc();
+    params.not_before = now - time::Duration::days(80);
+    params.not_after = now + time::Duration::days(10);
+    let certificate = params.self_signed(&key).unwrap();
+    (certificate.pem(), key.serialize_pem())
+}
+
+#[tokio::test]
+async fn an_imported_certificate_near_expiry_warns_a_person_once() {
+    let client = client().await;
+    let ns = TestNamespace::new(&client, "tls-import").await;
+    let receiver = Receiver::start().await;
+    webhook_channel(&ns, "ops", &receiver, &["certificate-expiring"]).await;
+    let hostname = format!("old-{}.berth.test", random_suffix());
+    let (chain, key) = aging_key_pair(&hostname);
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": { "name": "old-tls" },
+        "type": "kubernetes.io/tls",
+        "stringData": { "tls.crt": chain, "tls.key": key },
+    }))
+    .unwrap();
+    ns.api::<Secret>()
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+    let certificate: Certificate = serde_json::from_value(json!({
+        "apiVersion": "berth.dev/v1alpha1", "kind": "Certificate",
+        "metadata": { "name": "old" },
+        "spec": { "domainBindingId": "old", "providerKey": "imported" },
+    }))
+    .unwrap();
+    let certificates = ns.api::<Certificate>();
+    certificates
+        .create(&PostParams::default(), &certificate)
+        .await
+        .unwrap();
+    bind(&ns, "old", &hostname).await;
+
+    wait_certificate(
+        &certificates,
+        "old",
+        READY,
+        ConditionStatus::True,
+        "ExpiringSoon",
+    )
+    .await;
+    let (_, message) = hook(&receiver, "certificate-expiring").await;
+    assert_eq!(message["subject"]["name"], "old", "{message}");
+    let summary = message["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("(9 days)") || summary.contains("(10 days)"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("replace the key pair in Secret old-tls"),
+        "{summary}"
+    );
+    assert!(!summary.contains("PRIVATE KEY"), "{summary}");
+    // Looked at again (a change to the object), it does not warn twice.
+    certificates
+        .patch(
+            "old",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"metadata": {"labels": {"touched": "yes"}}})),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(receiver.hooks("certificate-expiring").len(), 1);
 }
 
 #[tokio::test]

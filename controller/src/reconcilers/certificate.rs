@@ -29,7 +29,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource, ResourceExt};
 
-use decide::{Decision, Stamp, Stored};
+use decide::{Decision, Stamp, Stored, Tell};
 pub use facts::CertificateFacts;
 use schedule::{Step, next_step};
 
@@ -37,6 +37,7 @@ use super::policy::{drain, error_policy};
 use crate::cache::{Caches, Subscription};
 use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::notices::{Notice, subject};
 use crate::status::StatusWriter;
 
 const KIND: &str = "Certificate";
@@ -220,6 +221,7 @@ async fn by_acme(
     let decision = Decision {
         status,
         event: None,
+        tell: Vec::new(),
         requeue_after,
     };
     write(context, certificate, current, decision).await
@@ -262,7 +264,8 @@ async fn attempt_now(
     write(context, certificate, before, decision).await
 }
 
-/// Writes the decided status (unless it equals `current`), then sends its Event.
+/// Writes the decided status (unless it equals `current`), then sends its Event and tells the
+/// notifier.
 async fn write(
     context: &Context,
     certificate: &Certificate,
@@ -277,7 +280,40 @@ async fn write(
     if let Some(event) = decision.event {
         publish(context, certificate, event).await;
     }
+    for tell in decision.tell {
+        notify(
+            context,
+            certificate,
+            decision.status.hostname.as_deref(),
+            tell,
+        );
+    }
     Ok(Action::requeue(decision.requeue_after))
+}
+
+/// Hands the notifier `tell` about `certificate`, linked to the resource its binding serves.
+fn notify(context: &Context, certificate: &Certificate, hostname: Option<&str>, tell: Tell) {
+    let namespace = certificate.namespace().unwrap_or_default();
+    let subject = subject(KIND, &certificate.name_any(), hostname);
+    let binding_id = &certificate.spec.domain_binding_id;
+    match Caches::get(&context.caches.domain_bindings, &namespace, binding_id) {
+        Some(binding) => context.notify_about_resource(
+            &namespace,
+            &binding.spec.resource_id,
+            tell.event,
+            subject,
+            tell.summary,
+        ),
+        None => context.notices.send(Notice {
+            namespace,
+            event: tell.event,
+            subject,
+            project_id: None,
+            resource_id: None,
+            summary: tell.summary,
+            occurred_at: Timestamp::now(),
+        }),
+    }
 }
 
 async fn publish(context: &Context, certificate: &Certificate, event: decide::Event) {

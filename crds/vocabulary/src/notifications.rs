@@ -26,13 +26,18 @@ pub enum NotificationEvent {
     ServerUnreachable,
     /// A monitoring threshold policy's rule was crossed (warning or critical).
     ThresholdCrossed,
+    /// A certificate in use nears its expiry with no renewal in sight (an imported one past
+    /// its renewal point, or one Berth renews whose renewal keeps failing), or has expired.
+    CertificateExpiring,
+    /// An attempt to obtain or renew a certificate failed (told once per run of failures).
+    CertificateFailed,
     /// A channel's test message (`POST /notification-channels/{id}/test`).
     Test,
 }
 
 impl NotificationEvent {
     /// Every event, in a stable order.
-    pub const ALL: [Self; 10] = [
+    pub const ALL: [Self; 12] = [
         Self::DeploymentFailed,
         Self::DeploymentSucceeded,
         Self::ResourceUnhealthy,
@@ -42,6 +47,8 @@ impl NotificationEvent {
         Self::ScheduledTaskMissed,
         Self::ServerUnreachable,
         Self::ThresholdCrossed,
+        Self::CertificateExpiring,
+        Self::CertificateFailed,
         Self::Test,
     ];
 
@@ -57,6 +64,8 @@ impl NotificationEvent {
             Self::ScheduledTaskMissed => "scheduled-task-missed",
             Self::ServerUnreachable => "server-unreachable",
             Self::ThresholdCrossed => "threshold-crossed",
+            Self::CertificateExpiring => "certificate-expiring",
+            Self::CertificateFailed => "certificate-failed",
             Self::Test => "test",
         }
     }

@@ -5261,7 +5261,7 @@ export interface components {
             summary: string;
         };
         /** @description Something a person should hear of. */
-        NotificationEvent: "deployment-failed" | "deployment-succeeded" | "resource-unhealthy" | "resource-recovered" | "crash-loop" | "scheduled-task-failed" | "scheduled-task-missed" | "server-unreachable" | "threshold-crossed" | "test";
+        NotificationEvent: "deployment-failed" | "deployment-succeeded" | "resource-unhealthy" | "resource-recovered" | "crash-loop" | "scheduled-task-failed" | "scheduled-task-missed" | "server-unreachable" | "threshold-crossed" | "certificate-expiring" | "certificate-failed" | "test";
         Observation: {
             healthPolicyStatus: string;
             latestDeploymentId?: string;

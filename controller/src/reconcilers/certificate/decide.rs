@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use berth_crds::certificate::{CertificateStatus, condition_type, reason};
 use berth_crds::condition::{self, Condition, READY};
+use berth_crds::notification::NotificationEvent;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::events::EventType;
@@ -33,13 +34,24 @@ pub struct Event {
     pub message: String,
 }
 
-/// The status to write, the Event to send after it, and when to look again.
+/// Something about the certificate a person should hear of (through notification channels).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tell {
+    pub event: NotificationEvent,
+    pub summary: String,
+}
+
+/// The status to write, the Event to send after it, what to notify, and when to look again.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Decision {
     pub status: CertificateStatus,
     pub event: Option<Event>,
+    pub tell: Vec<Tell>,
     pub requeue_after: Duration,
 }
+
+/// Fewer days than this left on a certificate whose renewal keeps failing: it is expiring.
+pub const EXPIRING_WITHIN_DAYS: i64 = 14;
 
 /// The certificate's own conditions, by name.
 impl Stamp {
@@ -92,6 +104,7 @@ pub fn binding_missing(mut status: CertificateStatus, binding_id: &str, stamp: S
     Decision {
         status,
         event: None,
+        tell: Vec::new(),
         requeue_after: DEPENDENCY_RECHECK,
     }
 }
@@ -120,6 +133,7 @@ pub fn imported(
             return Decision {
                 status,
                 event: None,
+                tell: Vec::new(),
                 requeue_after: DEPENDENCY_RECHECK,
             };
         }
@@ -135,7 +149,15 @@ pub fn imported(
         &mut status,
         stamp.judged(READY, ready, why, message.clone()),
     );
-    let event = (why != reason::IMPORTED && !warned_before).then_some(Event {
+    let warn = why != reason::IMPORTED && !warned_before;
+    let tell = warn
+        .then(|| Tell {
+            event: NotificationEvent::CertificateExpiring,
+            summary: message.clone(),
+        })
+        .into_iter()
+        .collect();
+    let event = warn.then_some(Event {
         type_: EventType::Warning,
         reason: why,
         message,
@@ -148,6 +170,7 @@ pub fn imported(
     Decision {
         status,
         event,
+        tell,
         requeue_after: until(next, now).max(DEPENDENCY_RECHECK),
     }
 }
@@ -233,12 +256,14 @@ pub fn issued(mut status: CertificateStatus, facts: &CertificateFacts, stamp: St
             reason: reason::ISSUED,
             message,
         }),
+        tell: Vec::new(),
         requeue_after: until(facts.renew_at(), now),
     }
 }
 
 /// The attempt failed: backoff, `Failed`, and `Ready` only while `previous` (the certificate
-/// in use before) is still valid.
+/// in use before) is still valid. A person is told of the first failure in a row, and once
+/// when a failing renewal leaves fewer than [`EXPIRING_WITHIN_DAYS`].
 pub fn attempt_failed(
     mut status: CertificateStatus,
     failure: &AttemptFailure,
@@ -247,6 +272,7 @@ pub fn attempt_failed(
 ) -> Decision {
     let now = stamp.now;
     let attempt = status.attempt_id.clone().unwrap_or_default();
+    let ready_before = condition::find(&status.conditions, READY).map(|c| c.reason.clone());
     status.failed_attempts = status.failed_attempts.saturating_add(1);
     let delay = retry_delay(status.failed_attempts);
     let retry_at = Timestamp::from_second(now.as_second() + delay.as_secs() as i64).unwrap_or(now);
@@ -258,6 +284,14 @@ pub fn attempt_failed(
     let why = failure.reason;
     set(&mut status, stamp.failed(why, message.clone()));
     set(&mut status, stamp.idle());
+    let mut tell = Vec::new();
+    if status.failed_attempts == 1 {
+        let hostname = status.hostname.clone().unwrap_or_default();
+        tell.push(Tell {
+            event: NotificationEvent::CertificateFailed,
+            summary: format!("certificate for {hostname}: {message}"),
+        });
+    }
     match previous {
         Some(facts) if facts.not_after > now => {
             let stays = format!(
@@ -265,11 +299,14 @@ pub fn attempt_failed(
                 facts.not_after
             );
             set(&mut status, stamp.issued(reason::ISSUED, stays));
-            let valid = format!(
-                "certificate valid until {}; renewal failing",
-                facts.not_after
-            );
-            set(&mut status, stamp.ready(reason::ISSUED, valid));
+            let (ready, valid) = renewal_failing(facts, failure, now);
+            if ready == reason::EXPIRING_SOON && ready_before.as_deref() != Some(ready) {
+                tell.push(Tell {
+                    event: NotificationEvent::CertificateExpiring,
+                    summary: valid.clone(),
+                });
+            }
+            set(&mut status, stamp.ready(ready, valid));
         }
         _ => {
             set(&mut status, stamp.not_issued(why, message.clone()));
@@ -283,8 +320,31 @@ pub fn attempt_failed(
             reason: why,
             message,
         }),
+        tell,
         requeue_after: delay,
     }
+}
+
+/// `Ready`'s reason and message while a certificate still in use fails to renew: `ExpiringSoon`
+/// once fewer than [`EXPIRING_WITHIN_DAYS`] are left.
+fn renewal_failing(
+    facts: &CertificateFacts,
+    failure: &AttemptFailure,
+    now: Timestamp,
+) -> (&'static str, String) {
+    let days = facts.days_until_expiry(now);
+    if days < EXPIRING_WITHIN_DAYS {
+        let message = format!(
+            "certificate expires at {} ({days} days) and renewal keeps failing: {}",
+            facts.not_after, failure.message
+        );
+        return (reason::EXPIRING_SOON, message);
+    }
+    let message = format!(
+        "certificate valid until {}; renewal failing",
+        facts.not_after
+    );
+    (reason::ISSUED, message)
 }
 
 /// Expiry facts of the certificate in use (or their absence).

@@ -11,7 +11,8 @@ use kube::runtime::events::EventType;
 
 use super::CertificateFacts;
 use super::acme::AcmeFailure;
-use super::decide::{self, AttemptFailure, Decision, Event, Stamp};
+use super::decide::{self, AttemptFailure, Decision, Event, Stamp, Tell};
+use berth_crds::notification::NotificationEvent::{self, CertificateExpiring, CertificateFailed};
 
 use ConditionStatus::{False, True};
 
@@ -108,9 +109,18 @@ fn an_import_past_its_renewal_point_warns_once() {
     assert_eq!(condition_of(&decision, READY), (True, "ExpiringSoon", soon));
     assert_eq!(decision.event, warning(reason::EXPIRING_SOON, soon));
     assert_eq!(decision.requeue_after, Duration::from_secs(12 * 86_400));
+    assert_eq!(decision.tell, vec![tell(CertificateExpiring, soon)]);
     let current = decision.status.clone();
     let again = decide::imported(Some(&current), status(), Some(Ok(facts())), now);
     assert_eq!(again.event, None);
+    assert_eq!(again.tell, vec![]);
+}
+
+fn tell(event: NotificationEvent, summary: &str) -> Tell {
+    Tell {
+        event,
+        summary: summary.into(),
+    }
 }
 
 #[test]
@@ -248,6 +258,10 @@ fn a_first_failed_attempt_is_not_ready_and_retried_with_backoff() {
     assert_eq!(decision.status.next_retry_at, retry_at);
     assert_eq!(decision.event, warning(reason::PREFLIGHT_FAILED, message));
     assert_eq!(decision.requeue_after, Duration::from_secs(10));
+    let told = format!("certificate for api.example.com: {message}");
+    assert_eq!(decision.tell, vec![tell(CertificateFailed, &told)]);
+    let again = decide::attempt_failed(decision.status, &preflight_failure(), None, now);
+    assert_eq!(again.tell, vec![], "told once per run of failures");
 }
 
 #[test]
@@ -273,6 +287,28 @@ fn a_failed_renewal_keeps_the_previous_certificate_ready() {
             .starts_with("attempt att-1 failed (2 in a row): the CA refused")
     );
     assert_eq!(decision.requeue_after, Duration::from_secs(20));
+    assert_eq!(decision.tell, vec![], "30 days left: not expiring yet");
+}
+
+#[test]
+fn a_renewal_failing_two_weeks_before_expiry_is_told_once_as_expiring() {
+    let now = stamp("2026-03-20T00:00:00Z");
+    let mut before = status();
+    before.failed_attempts = 5;
+    let failure = AttemptFailure {
+        reason: reason::ORDER_FAILED,
+        message: "the CA refused the order: rejectedIdentifier".into(),
+    };
+    let decision = decide::attempt_failed(before, &failure, Some(&facts()), now);
+    let expiring = "certificate expires at 2026-04-01T00:00:00Z (12 days) and renewal keeps \
+                    failing: the CA refused the order: rejectedIdentifier";
+    assert_eq!(
+        condition_of(&decision, READY),
+        (True, "ExpiringSoon", expiring)
+    );
+    assert_eq!(decision.tell, vec![tell(CertificateExpiring, expiring)]);
+    let again = decide::attempt_failed(decision.status, &failure, Some(&facts()), now);
+    assert_eq!(again.tell, vec![]);
 }
 
 #[test]

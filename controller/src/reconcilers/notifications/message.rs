@@ -23,6 +23,8 @@ pub fn event_words(event: NotificationEvent) -> &'static str {
         NotificationEvent::ScheduledTaskMissed => "scheduled task missed its slot",
         NotificationEvent::ServerUnreachable => "server unreachable",
         NotificationEvent::ThresholdCrossed => "threshold crossed",
+        NotificationEvent::CertificateExpiring => "certificate expiring",
+        NotificationEvent::CertificateFailed => "certificate not obtained",
         NotificationEvent::Test => "test message",
     }
 }
