@@ -72,8 +72,7 @@ pub struct Caches {
     /// Kubernetes Events (events.k8s.io) of every namespace: the objects' side of the audit
     /// events. The API server expires them (an hour by default).
     pub kube_events: Store<KubeEvent>,
-    /// Changes of resources, deployments, servers and domain bindings, in order (the change
-    /// feed's source).
+    /// Changes of the kinds the change feed reports, in order (its source).
     pub changes: Arc<ChangeLog>,
 }
 
@@ -186,7 +185,7 @@ impl Caches {
             members: start(client),
             invitations: start(client),
             projects: start(client),
-            environments: start(client),
+            environments: start_logged(client, |_| {}, changes.clone(), ChangedObject::Environment),
             deploy_tokens: start(client),
             usage_intents: start(client),
             overlay_decisions: start(client),
@@ -208,7 +207,12 @@ impl Caches {
                 changes.clone(),
                 ChangedObject::DomainBinding,
             ),
-            storage_volumes: start(client),
+            storage_volumes: start_logged(
+                client,
+                |_| {},
+                changes.clone(),
+                ChangedObject::StorageVolume,
+            ),
             dependency_resources: start(client),
             scheduled_tasks: start_logged(
                 client,

@@ -1,6 +1,6 @@
 //! What changed, in order: every object the watch caches of resources, deployments, servers,
-//! domain bindings, scheduled tasks and their runs, notification channels and deliveries see
-//! change or go, numbered, kept in memory for a while. The change feed
+//! domain bindings, scheduled tasks and their runs, notification channels and deliveries,
+//! environments and storage volumes see change or go, numbered, kept in memory for a while. The change feed
 //! (`GET /events/stream`) and the deployment archive read it from a position of their own;
 //! a position older than what is kept is a [`Gap`], after which a reader starts again from the
 //! caches. Positions carry the process's epoch, so one from before a restart is a gap too.
@@ -11,10 +11,12 @@ use std::sync::{Arc, Mutex};
 use berth_api::activity::{ChangeKind, ChangeType};
 use berth_crds::deployment::Deployment;
 use berth_crds::domain_binding::DomainBinding;
+use berth_crds::environment::Environment;
 use berth_crds::notification::{NotificationChannel, NotificationDelivery};
 use berth_crds::resource::Resource;
 use berth_crds::scheduled_task::{ScheduledTask, ScheduledTaskRun};
 use berth_crds::server::Server;
+use berth_crds::storage_volume::StorageVolume;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use kube::runtime::reflector::Store;
@@ -35,6 +37,8 @@ pub enum ChangedObject {
     ScheduledTaskRun(Arc<ScheduledTaskRun>),
     NotificationChannel(Arc<NotificationChannel>),
     NotificationDelivery(Arc<NotificationDelivery>),
+    Environment(Arc<Environment>),
+    StorageVolume(Arc<StorageVolume>),
 }
 
 impl ChangedObject {
@@ -48,6 +52,8 @@ impl ChangedObject {
             Self::ScheduledTaskRun(o) => o.namespace(),
             Self::NotificationChannel(o) => o.namespace(),
             Self::NotificationDelivery(o) => o.namespace(),
+            Self::Environment(o) => o.namespace(),
+            Self::StorageVolume(o) => o.namespace(),
         }
         .unwrap_or_default()
     }
@@ -62,6 +68,8 @@ impl ChangedObject {
             Self::ScheduledTaskRun(o) => o.name_any(),
             Self::NotificationChannel(o) => o.name_any(),
             Self::NotificationDelivery(o) => o.name_any(),
+            Self::Environment(o) => o.name_any(),
+            Self::StorageVolume(o) => o.name_any(),
         }
     }
 
@@ -76,6 +84,8 @@ impl ChangedObject {
             Self::ScheduledTaskRun(_) => ChangeKind::ScheduledTaskRun,
             Self::NotificationChannel(_) => ChangeKind::NotificationChannel,
             Self::NotificationDelivery(_) => ChangeKind::NotificationDelivery,
+            Self::Environment(_) => ChangeKind::Environment,
+            Self::StorageVolume(_) => ChangeKind::StorageVolume,
         }
     }
 }

@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub mod access_failure;
+pub mod backup;
 pub mod certificate;
 pub mod common;
 pub mod condition;
@@ -117,6 +118,8 @@ fn crds_as_derived() -> Vec<CustomResourceDefinition> {
         resource::Resource::crd(),
         storage_volume::StorageVolume::crd(),
         dependency_resource::DependencyResource::crd(),
+        backup::BackupTarget::crd(),
+        backup::DependencyResourceBackup::crd(),
         scheduled_task::ScheduledTask::crd(),
         scheduled_task::ScheduledTaskRun::crd(),
         notification::NotificationChannel::crd(),

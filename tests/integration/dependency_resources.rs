@@ -52,7 +52,7 @@ fn exists(object: &str, name: &str) -> bool {
     docker(&[object, "inspect", name]).0
 }
 
-async fn local_server(ns: &TestNamespace) {
+pub(crate) async fn local_server(ns: &TestNamespace) {
     let (private_key, _) = stack_key();
     create_credential(ns, "key", &private_key).await;
     let port: u16 = stack_env("BERTH_SSH_PORT").parse().unwrap();

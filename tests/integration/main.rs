@@ -1,6 +1,7 @@
 //! One integration test binary (linking is the slow part on 2 cores), a module per area.
 //! Every test here runs against the real local stack.
 
+mod backups;
 mod bookkeeping;
 mod cli;
 mod cli_platform;

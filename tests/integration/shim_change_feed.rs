@@ -2,7 +2,8 @@
 //! changes arrive in order and a client that reconnects with its last id misses none; another
 //! organization sees none of them and its ids answer 404; answers are compressed with gzip or
 //! brotli as negotiated (decoding to the same bytes) but event streams never are; and the
-//! audit events name who turned auto-deploy off over REST.
+//! audit events name who turned auto-deploy off over REST. Environments and storage volumes
+//! change on the feed too, for those whose scope covers them.
 
 use std::io::Read;
 use std::time::Duration;
@@ -208,6 +209,83 @@ async fn the_change_feed_delivers_a_deployments_statuses_in_order_and_resumes_wi
         .get("/events/stream")
         .await
         .error(401, "unauthenticated");
+}
+
+/// Reads change events until one of `kind` about `object` says `what` (its status, or
+/// `deleted`).
+async fn until_change<'a>(
+    reader: &mut EventReader,
+    kind: &'a str,
+    object: &'a str,
+    what: &'a str,
+) -> Value {
+    let seen = read_until(reader, |c| {
+        c["kind"] == kind
+            && c["objectId"] == object
+            && (c["status"] == what || c["changeType"] == what)
+    })
+    .await;
+    seen.last().unwrap().clone()
+}
+
+#[tokio::test]
+async fn environments_and_storage_volumes_change_on_the_feed_for_those_who_see_them() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let admin = org.user(OrganizationRole::Admin).await.rest;
+    let member = org.user(OrganizationRole::Member).await.rest;
+    let shop = project(&member, "Shop").await;
+    let staging = environment(&member, &shop, "staging").await;
+    let path = "/events/stream?kind=environment,storage-volume";
+    let mut feed = EventReader::open(&member, path, &[]).await;
+    // A deploy token for another environment sees none of it.
+    let (_, token) = create_token(
+        &admin,
+        &org.id,
+        json!({"environmentIds": ["env-elsewhere"]}),
+    )
+    .await;
+    let mut scoped = EventReader::open(&member.with_token(&token), path, &[]).await;
+
+    admin
+        .post(&format!("/environments/{staging}/lock"), json!({}))
+        .await
+        .ok();
+    let locked = until_change(&mut feed, "environment", &staging, "locked").await;
+    assert_eq!(locked["projectId"], shop.as_str(), "{locked}");
+    assert_eq!(locked["environmentId"], staging.as_str(), "{locked}");
+    assert!(
+        locked["summary"].as_str().unwrap().contains("staging"),
+        "{locked}"
+    );
+    // A locked environment's volumes cannot change: unlocked again first.
+    admin
+        .post(&format!("/environments/{staging}/unlock"), json!({}))
+        .await
+        .ok();
+    read_until(&mut feed, |c| {
+        c["objectId"] == staging.as_str() && c["status"] != "locked"
+    })
+    .await;
+    let body = json!({
+        "projectId": shop, "environmentId": staging, "name": "uploads", "kind": "named-volume",
+    });
+    let created = member.post("/storage-volumes", body).await.expect(201);
+    let volume = created["id"].as_str().unwrap().to_string();
+    let appeared = until_change(&mut feed, "storage-volume", &volume, "created").await;
+    assert_eq!(appeared["environmentId"], staging.as_str(), "{appeared}");
+    member
+        .delete(&format!("/storage-volumes/{volume}"), json!({}))
+        .await
+        .ok();
+    let gone = until_change(&mut feed, "storage-volume", &volume, "deleted").await;
+    assert!(
+        gone["summary"].as_str().unwrap().ends_with("deleted"),
+        "{gone}"
+    );
+    for data in read_for(&mut scoped, Duration::from_secs(2)).await {
+        assert_ne!(data["change"]["environmentId"], staging.as_str(), "{data}");
+    }
 }
 
 /// GET `path` with `Accept-Encoding: encoding`: (status, Content-Encoding, Content-Type, body).

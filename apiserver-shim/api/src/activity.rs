@@ -20,10 +20,12 @@ pub enum ChangeKind {
     ScheduledTaskRun,
     NotificationChannel,
     NotificationDelivery,
+    Environment,
+    StorageVolume,
 }
 
 impl ChangeKind {
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 10] = [
         Self::Resource,
         Self::Deployment,
         Self::Server,
@@ -32,6 +34,8 @@ impl ChangeKind {
         Self::ScheduledTaskRun,
         Self::NotificationChannel,
         Self::NotificationDelivery,
+        Self::Environment,
+        Self::StorageVolume,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -44,6 +48,8 @@ impl ChangeKind {
             Self::ScheduledTaskRun => "scheduled-task-run",
             Self::NotificationChannel => "notification-channel",
             Self::NotificationDelivery => "notification-delivery",
+            Self::Environment => "environment",
+            Self::StorageVolume => "storage-volume",
         }
     }
 }

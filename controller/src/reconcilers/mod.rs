@@ -3,6 +3,7 @@
 //! them; what they share (error policy, resync) is in `policy`.
 
 pub mod archive;
+pub mod backup;
 pub mod bookkeeping;
 pub mod bookkept_kinds;
 pub mod certificate;
@@ -163,6 +164,8 @@ async fn run_controllers(
         dependency::run(context.clone(), inputs.dependencies, shutdown.clone()),
         scheduled_task::run(context.clone(), shutdown.clone()),
         scheduled_task::run_runs(context.clone(), shutdown.clone()),
+        backup::run(context.clone(), shutdown.clone()),
+        backup::run_targets(context.clone(), shutdown.clone()),
         notifications::run_notifier(context.clone(), shutdown.clone()),
         notifications::run_deliveries(context.clone(), shutdown.clone()),
         bookkeeping::run::<User>(context.clone(), shutdown.clone()),

@@ -31,13 +31,15 @@ pub enum NotificationEvent {
     CertificateExpiring,
     /// An attempt to obtain or renew a certificate failed (told once per run of failures).
     CertificateFailed,
+    /// A backup could not be taken, stored or proven by its test restore.
+    BackupFailed,
     /// A channel's test message (`POST /notification-channels/{id}/test`).
     Test,
 }
 
 impl NotificationEvent {
     /// Every event, in a stable order.
-    pub const ALL: [Self; 12] = [
+    pub const ALL: [Self; 13] = [
         Self::DeploymentFailed,
         Self::DeploymentSucceeded,
         Self::ResourceUnhealthy,
@@ -49,6 +51,7 @@ impl NotificationEvent {
         Self::ThresholdCrossed,
         Self::CertificateExpiring,
         Self::CertificateFailed,
+        Self::BackupFailed,
         Self::Test,
     ];
 
@@ -66,6 +69,7 @@ impl NotificationEvent {
             Self::ThresholdCrossed => "threshold-crossed",
             Self::CertificateExpiring => "certificate-expiring",
             Self::CertificateFailed => "certificate-failed",
+            Self::BackupFailed => "backup-failed",
             Self::Test => "test",
         }
     }

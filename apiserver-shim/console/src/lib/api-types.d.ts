@@ -956,7 +956,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Follow changes of the organization's resources, deployments, servers and domain bindings as text/event-stream (event `change`: kind, object id, created, updated or deleted, status, summary), from the shim's watch caches; resumable with Last-Event-ID or `after` (an event id); a position no longer kept is answered with a `resync` event to re-read from. Filters: resourceId (the resource, its deployments and domain bindings), kind (comma-separated: resource, deployment, server, domain-binding) */
+        /** Follow changes of the organization's resources, deployments, servers, domain bindings, scheduled tasks and runs, notification channels and deliveries, environments and storage volumes as text/event-stream (event `change`: kind, object id, created, updated or deleted, status, summary), from the shim's watch caches; resumable with Last-Event-ID or `after` (an event id); a position no longer kept is answered with a `resync` event to re-read from. Filters: resourceId (the resource, its deployments, domain bindings and tasks), kind (comma-separated: resource, deployment, server, domain-binding, scheduled-task, scheduled-task-run, notification-channel, notification-delivery, environment, storage-volume) */
         get: operations["get_events_stream"];
         put?: never;
         post?: never;
@@ -3000,7 +3000,7 @@ export interface components {
          * @description The kinds of object the change feed reports.
          * @enum {string}
          */
-        ChangeKind: "resource" | "deployment" | "server" | "domain-binding" | "scheduled-task" | "scheduled-task-run" | "notification-channel" | "notification-delivery";
+        ChangeKind: "resource" | "deployment" | "server" | "domain-binding" | "scheduled-task" | "scheduled-task-run" | "notification-channel" | "notification-delivery" | "environment" | "storage-volume";
         ChangeRole: {
             /** @description The new role: `owner`, `admin` or `member`. */
             role: components["schemas"]["OrganizationRole"];
@@ -5261,7 +5261,7 @@ export interface components {
             summary: string;
         };
         /** @description Something a person should hear of. */
-        NotificationEvent: "deployment-failed" | "deployment-succeeded" | "resource-unhealthy" | "resource-recovered" | "crash-loop" | "scheduled-task-failed" | "scheduled-task-missed" | "server-unreachable" | "threshold-crossed" | "certificate-expiring" | "certificate-failed" | "test";
+        NotificationEvent: "deployment-failed" | "deployment-succeeded" | "resource-unhealthy" | "resource-recovered" | "crash-loop" | "scheduled-task-failed" | "scheduled-task-missed" | "server-unreachable" | "threshold-crossed" | "certificate-expiring" | "certificate-failed" | "backup-failed" | "test";
         Observation: {
             healthPolicyStatus: string;
             latestDeploymentId?: string;

@@ -15,6 +15,9 @@ use kube::ResourceExt;
 use tokio::sync::mpsc;
 
 use super::{namespace_of, resource_filter};
+use berth_crds::condition::{ConditionStatus, READY, find as find_condition};
+use berth_crds::environment::Environment;
+
 use crate::auth::{Caller, ScopeDimension};
 use crate::changes::{Change, ChangeLog, ChangedObject, Gap, position};
 use crate::domain::deployments;
@@ -188,7 +191,9 @@ fn shows(caller: &Caller, filter: &Filter, change: &Change) -> bool {
         | ChangedObject::ScheduledTask(_)
         | ChangedObject::ScheduledTaskRun(_)
         | ChangedObject::NotificationChannel(_)
-        | ChangedObject::NotificationDelivery(_) => {
+        | ChangedObject::NotificationDelivery(_)
+        | ChangedObject::Environment(_)
+        | ChangedObject::StorageVolume(_) => {
             let sees = |dimension, id: &Option<String>| {
                 id.as_ref().is_none_or(|id| caller.sees(dimension, id))
             };
@@ -247,6 +252,16 @@ impl Ids {
             },
             ChangedObject::NotificationDelivery(d) => Self {
                 project: d.spec.project_id.clone(),
+                ..Self::default()
+            },
+            ChangedObject::Environment(e) => Self {
+                project: Some(e.spec.project_id.clone()),
+                environment: Some(e.name_any()),
+                ..Self::default()
+            },
+            ChangedObject::StorageVolume(v) => Self {
+                project: Some(v.spec.project_id.clone()),
+                environment: Some(v.spec.environment_id.clone()),
                 ..Self::default()
             },
         }
@@ -320,6 +335,14 @@ fn status_and_summary(change: &Change) -> (Option<String>, String) {
         ChangedObject::NotificationDelivery(d) => {
             (wire_name(d.delivery_status()), wire_name(d.spec.event))
         }
+        ChangedObject::Environment(e) => (environment_status(e), Some(e.spec.name.clone())),
+        ChangedObject::StorageVolume(v) => (
+            v.status
+                .as_ref()
+                .and_then(|s| find_condition(&s.conditions, READY))
+                .map(|ready| ready_word(ready.status).to_string()),
+            Some(v.spec.name.clone()),
+        ),
     };
     let kind = object.kind().as_str();
     let what = match &status {
@@ -333,6 +356,29 @@ fn status_and_summary(change: &Change) -> (Option<String>, String) {
         summary.push_str(&format!(" ({detail})"));
     }
     (status, summary)
+}
+
+/// An environment's state: archived, locked (with `locked` in the spec, before the controller
+/// writes it) or its lifecycle status.
+fn environment_status(environment: &Environment) -> Option<String> {
+    let lifecycle = environment
+        .status
+        .as_ref()
+        .and_then(|s| s.lifecycle_status)
+        .and_then(wire_name);
+    match lifecycle.as_deref() {
+        Some("archived") => lifecycle,
+        _ if environment.spec.locked => Some("locked".into()),
+        _ => lifecycle,
+    }
+}
+
+fn ready_word(status: ConditionStatus) -> &'static str {
+    match status {
+        ConditionStatus::True => "ready",
+        ConditionStatus::False => "not-ready",
+        ConditionStatus::Unknown => "unknown",
+    }
 }
 
 fn change_event(epoch: u64, change: &Change) -> Event {

@@ -20,13 +20,15 @@ pub fn endpoints() -> Vec<Endpoint> {
     vec![
         Endpoint::get::<FeedEnvelope, _, _>(
             "/events/stream",
-            "Follow changes of the organization's resources, deployments, servers and domain \
-             bindings as text/event-stream (event `change`: kind, object id, created, updated \
+            "Follow changes of the organization's resources, deployments, servers, domain \
+             bindings, scheduled tasks and runs, notification channels and deliveries, \
+             environments and storage volumes as text/event-stream (event `change`: kind, object id, created, updated \
              or deleted, status, summary), from the shim's watch caches; resumable with \
              Last-Event-ID or `after` (an event id); a position no longer kept is answered \
              with a `resync` event to re-read from. Filters: resourceId (the resource, its \
-             deployments and domain bindings), kind (comma-separated: resource, deployment, \
-             server, domain-binding)",
+             deployments, domain bindings and tasks), kind (comma-separated: resource, \
+             deployment, server, domain-binding, scheduled-task, scheduled-task-run, \
+             notification-channel, notification-delivery, environment, storage-volume)",
             feed::stream,
         )
         .event_stream(),

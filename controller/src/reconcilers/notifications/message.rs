@@ -25,6 +25,7 @@ pub fn event_words(event: NotificationEvent) -> &'static str {
         NotificationEvent::ThresholdCrossed => "threshold crossed",
         NotificationEvent::CertificateExpiring => "certificate expiring",
         NotificationEvent::CertificateFailed => "certificate not obtained",
+        NotificationEvent::BackupFailed => "backup failed",
         NotificationEvent::Test => "test message",
     }
 }

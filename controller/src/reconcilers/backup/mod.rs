@@ -1,0 +1,279 @@
+//! DependencyResourceBackup: takes one backup of a managed PostgreSQL and proves it. The dump
+//! is taken in the database's own container (`pg_dump -Fc`), streamed through the server's
+//! tunnel, sealed by the controller with the organization's key (`seal`) and written to the
+//! BackupTarget's directory on another server, named whole only once complete; then it is read
+//! back, checked against its checksum, opened and restored into a throwaway container of the
+//! same image, whose tables and rows are counted (`job`). Only then is the backup `ready`;
+//! anything else ends it `failed` with the cause in one line, a Warning event and a
+//! `backup-failed` notification.
+//!
+//! A controller that stops midway finds the backup still pending and takes it again from the
+//! start (the artifact's name is fixed; a partial upload never carries it). A server that
+//! cannot be reached is tried again with backoff, for at most [`GIVE_UP_AFTER`].
+//!
+//! `plan` decides without I/O, `transfer` moves bytes, `key` keeps the key.
+
+mod job;
+mod key;
+mod plan;
+mod seal;
+mod target;
+mod transfer;
+
+pub use target::run as run_targets;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use berth_crds::backup::{
+    BackupStatus, BackupTarget, DependencyResourceBackup, DependencyResourceBackupStatus,
+};
+use berth_crds::condition::{self, ConditionStatus, READY};
+use berth_crds::dependency_resource::{
+    DependencyKind, DependencyResource, DependencySource, network_name,
+};
+use berth_crds::notification::NotificationEvent;
+use k8s_openapi::jiff::Timestamp;
+use kube::runtime::Controller;
+use kube::runtime::controller::Action;
+use kube::runtime::events::EventType;
+use kube::runtime::watcher;
+use kube::{Api, Resource as _, ResourceExt};
+
+use self::job::Sites;
+use self::plan::{ArtifactPath, Failure, code};
+use crate::conditions::Stamp;
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::notices::{Notice, subject};
+use crate::reconcilers::deployment::connect;
+use crate::reconcilers::policy::{drain, error_policy};
+use crate::status::StatusWriter;
+
+const KIND: &str = "DependencyResourceBackup";
+/// How long a backup keeps trying to reach its servers before it is recorded failed.
+const GIVE_UP_AFTER: Duration = Duration::from_secs(15 * 60);
+
+/// Runs the backup controller on its own watch until `shutdown`.
+pub async fn run(
+    context: Arc<Context>,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) {
+    let api = Api::<DependencyResourceBackup>::all(context.client.clone());
+    let stream = Controller::new(api, watcher::Config::default())
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy(KIND), context);
+    drain(KIND, stream).await;
+}
+
+async fn reconcile(backup: Arc<DependencyResourceBackup>, context: Arc<Context>) -> Result<Action> {
+    let _timer = context.metrics.reconcile_started(KIND);
+    let status = backup.status.clone().unwrap_or_default();
+    if status.status != BackupStatus::Pending || backup.metadata.deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    let namespace = backup
+        .namespace()
+        .ok_or(Error::MissingObjectKey("metadata.namespace"))?;
+    let job = Backup {
+        object: &backup,
+        context: &context,
+        api: Api::namespaced(context.client.clone(), &namespace),
+        namespace: &namespace,
+    };
+    match job.take_and_prove().await {
+        Err(error) if job.gave_up() => job.end(Err(unreachable(&error))).await,
+        done => done,
+    }
+}
+
+/// The failure recorded for a backup whose servers stayed out of reach.
+fn unreachable(error: &Error) -> Failure {
+    let minutes = GIVE_UP_AFTER.as_secs() / 60;
+    Failure::new(
+        code::UNREACHABLE,
+        format!("gave up after {minutes} minutes of trying: {error}"),
+    )
+}
+
+/// What a backup works on, once found.
+struct Found {
+    dependency: DependencyResource,
+    target: BackupTarget,
+}
+
+/// One reconcile of one pending backup.
+struct Backup<'a> {
+    object: &'a DependencyResourceBackup,
+    context: &'a Context,
+    api: Api<DependencyResourceBackup>,
+    namespace: &'a str,
+}
+
+impl Backup<'_> {
+    fn stamp(&self) -> Stamp {
+        Stamp {
+            generation: self.object.metadata.generation,
+            now: Timestamp::now(),
+        }
+    }
+
+    fn current(&self) -> DependencyResourceBackupStatus {
+        self.object.status.clone().unwrap_or_default()
+    }
+
+    fn gave_up(&self) -> bool {
+        let started = self.current().started_at.map(|t| t.0);
+        started.is_some_and(|at| {
+            Timestamp::now().duration_since(at).as_secs() >= GIVE_UP_AFTER.as_secs() as i64
+        })
+    }
+
+    async fn take_and_prove(&self) -> Result<Action> {
+        let found = match self.find().await? {
+            Ok(found) => found,
+            Err(failure) => return self.end(Err(failure)).await,
+        };
+        let key = key::backup_key(&self.context.client, self.namespace).await?;
+        let dependency = &found.dependency;
+        let store_server = &found.target.spec.server_directory.server_id;
+        let (_, database) =
+            connect(self.context, self.namespace, &dependency.spec.server_id).await?;
+        let (_, store) = connect(self.context, self.namespace, store_server).await?;
+        let dependency_id = dependency.name_any();
+        let path = ArtifactPath::of(
+            &found.target.spec.server_directory.path,
+            self.namespace,
+            &dependency_id,
+            &self.object.name_any(),
+        );
+        let container = network_name(self.namespace, &dependency_id);
+        let sites = Sites {
+            database: &database,
+            container: &container,
+            image: dependency.spec.image(),
+            store: &store,
+            store_server,
+            path: &path,
+            key: &key,
+        };
+        let mut status = self.current();
+        status.dependency_kind = Some("postgres".into());
+        let dumping = plan::in_progress(status, plan::DUMPING, self.stamp());
+        self.write(&dumping).await?;
+        let artifact = match job::take(&sites).await? {
+            Ok(artifact) => artifact,
+            Err(failure) => return self.end(Err(failure)).await,
+        };
+        let mut verifying = plan::in_progress(dumping, plan::VERIFYING, self.stamp());
+        verifying.artifact = Some(artifact.clone());
+        self.write(&verifying).await?;
+        let scratch = plan::scratch_name(self.namespace, &self.object.name_any());
+        let proven = job::verify(&sites, &artifact, &scratch).await?;
+        self.end(proven.map(|verification| (artifact, verification)))
+            .await
+    }
+
+    /// The dependency and target, or why this backup cannot be taken.
+    async fn find(&self) -> Result<std::result::Result<Found, Failure>> {
+        let spec = &self.object.spec;
+        let blocked = |message: String| Ok(Err(Failure::new(code::NOT_BACKED_UP, message)));
+        let dependencies =
+            Api::<DependencyResource>::namespaced(self.context.client.clone(), self.namespace);
+        let Some(dependency) = dependencies.get_opt(&spec.dependency_resource_id).await? else {
+            return blocked(format!(
+                "dependency resource {} does not exist",
+                spec.dependency_resource_id
+            ));
+        };
+        if let Some(why) = not_backed_up(&dependency) {
+            return blocked(why);
+        }
+        let targets = Api::<BackupTarget>::namespaced(self.context.client.clone(), self.namespace);
+        let Some(target) = targets.get_opt(&spec.target_id).await? else {
+            return blocked(format!("backup target {} does not exist", spec.target_id));
+        };
+        Ok(Ok(Found { dependency, target }))
+    }
+
+    /// Records the outcome: `ready` with what the test restore saw, or `failed`.
+    async fn end(
+        &self,
+        outcome: std::result::Result<
+            (
+                berth_crds::backup::BackupArtifact,
+                berth_crds::backup::BackupVerification,
+            ),
+            Failure,
+        >,
+    ) -> Result<Action> {
+        let stamp = self.stamp();
+        let current = self.current();
+        let (status, type_, reason, note) = match outcome {
+            Ok((artifact, verification)) => {
+                let note = format!(
+                    "verified by a test restore: {} tables, {} rows, {} bytes stored at {}",
+                    verification.tables, verification.rows, artifact.bytes, artifact.location
+                );
+                let status = plan::verified(current, artifact, verification, stamp);
+                (status, EventType::Normal, "BackupVerified", note)
+            }
+            Err(failure) => {
+                self.notify_failed(&failure);
+                let note = failure.message.clone();
+                let status = plan::failed(current, &failure, stamp);
+                (status, EventType::Warning, "BackupFailed", note)
+            }
+        };
+        self.write(&status).await?;
+        let reference = self.object.object_ref(&());
+        self.context
+            .publish_event(&reference, type_, reason, note)
+            .await;
+        Ok(Action::await_change())
+    }
+
+    fn notify_failed(&self, failure: &Failure) {
+        let spec = &self.object.spec;
+        self.context.notices.send(Notice {
+            namespace: self.namespace.to_string(),
+            event: NotificationEvent::BackupFailed,
+            subject: subject(KIND, &self.object.name_any(), None),
+            project_id: None,
+            resource_id: None,
+            summary: format!(
+                "backup of {} failed: {}",
+                spec.dependency_resource_id, failure.message
+            ),
+            occurred_at: Timestamp::now(),
+        });
+    }
+
+    async fn write(&self, status: &DependencyResourceBackupStatus) -> Result<()> {
+        StatusWriter::new(&self.api, self.object)
+            .apply(None, status)
+            .await?;
+        Ok(())
+    }
+}
+
+/// Why `dependency` cannot be backed up now, if it cannot.
+fn not_backed_up(dependency: &DependencyResource) -> Option<String> {
+    let name = dependency.name_any();
+    if dependency.spec.kind != DependencyKind::Postgres {
+        return Some(format!(
+            "dependency resource {name} is a Redis; only PostgreSQL is backed up so far"
+        ));
+    }
+    if dependency.spec.source != DependencySource::Managed {
+        return Some(format!(
+            "dependency resource {name} is imported; Berth backs up only the databases it runs"
+        ));
+    }
+    let ready = dependency
+        .status
+        .as_ref()
+        .and_then(|s| condition::find(&s.conditions, READY))
+        .is_some_and(|c| c.status == ConditionStatus::True);
+    (!ready).then(|| format!("dependency resource {name} is not ready"))
+}

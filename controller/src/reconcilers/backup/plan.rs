@@ -1,0 +1,294 @@
+//! The pure half of a backup: where its artifact goes, the commands that dump, store, fetch
+//! and restore it, the throwaway container's name, and the status each outcome writes.
+
+use berth_crds::backup::{
+    BackupArtifact, BackupStatus, BackupVerification, DependencyResourceBackupStatus,
+};
+use berth_crds::condition::{self, READY};
+use berth_crds::dependency_resource::{POSTGRES_DATABASE, POSTGRES_USER};
+use berth_remote::shell_quote;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use crate::conditions::Stamp;
+
+/// The steps a pending backup goes through.
+pub const DUMPING: &str = "dumping";
+pub const VERIFYING: &str = "verifying";
+
+/// `Ready` reasons.
+pub mod reason {
+    pub const VERIFIED: &str = "Verified";
+    pub const IN_PROGRESS: &str = "InProgress";
+    pub const FAILED: &str = "BackupFailed";
+}
+
+/// Why a backup failed, as `failureCode` names it, with the line for people.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+/// Failure codes.
+pub mod code {
+    /// The dependency, target or a server named does not exist or cannot be backed up.
+    pub const NOT_BACKED_UP: &str = "dependency-resource-backup-blocked";
+    pub const DUMP_FAILED: &str = "dump-failed";
+    pub const UPLOAD_FAILED: &str = "upload-failed";
+    pub const VERIFICATION_FAILED: &str = "verification-failed";
+    pub const UNREACHABLE: &str = "server-unreachable";
+}
+
+/// Where one backup's artifact is on a server-directory target.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArtifactPath {
+    pub directory: String,
+    pub file: String,
+}
+
+impl ArtifactPath {
+    /// `<root>/<namespace>/<dependency>/<backup>.berth-backup`.
+    pub fn of(root: &str, namespace: &str, dependency: &str, backup: &str) -> Self {
+        let directory = format!("{}/{namespace}/{dependency}", root.trim_end_matches('/'));
+        let file = format!("{directory}/{backup}.berth-backup");
+        Self { directory, file }
+    }
+
+    fn partial(&self) -> String {
+        format!("{}.partial", self.file)
+    }
+
+    /// Receives the artifact on standard input, under a name that says it is not whole yet.
+    pub fn upload_command(&self) -> String {
+        format!(
+            "mkdir -p {} && cat > {}",
+            shell_quote(&self.directory),
+            shell_quote(&self.partial())
+        )
+    }
+
+    /// Gives the whole artifact its name (after its upload ended well).
+    pub fn commit_command(&self) -> String {
+        format!(
+            "mv -f {} {}",
+            shell_quote(&self.partial()),
+            shell_quote(&self.file)
+        )
+    }
+
+    /// Removes what an upload that failed left.
+    pub fn discard_command(&self) -> String {
+        format!("rm -f {}", shell_quote(&self.partial()))
+    }
+
+    /// Sends the artifact to standard output.
+    pub fn download_command(&self) -> String {
+        format!("cat {}", shell_quote(&self.file))
+    }
+
+    pub fn location(&self, server: &str) -> String {
+        format!("server-directory://{server}{}", self.file)
+    }
+}
+
+fn docker(socket: &str) -> String {
+    format!("docker -H {}", shell_quote(&format!("unix://{socket}")))
+}
+
+/// A custom-format dump of the database, to standard output, taken in its own container.
+pub fn dump_command(socket: &str, container: &str) -> String {
+    format!(
+        "{} exec {} pg_dump -Fc -U {POSTGRES_USER} -d {POSTGRES_DATABASE}",
+        docker(socket),
+        shell_quote(container)
+    )
+}
+
+/// Whether the throwaway database answers over TCP (the image's first start may run a
+/// temporary server on its socket only).
+pub fn ready_command(socket: &str, scratch: &str) -> String {
+    format!(
+        "{} exec {} pg_isready -q -h 127.0.0.1 -U {POSTGRES_USER} -d {POSTGRES_DATABASE}",
+        docker(socket),
+        shell_quote(scratch)
+    )
+}
+
+/// Restores a dump read from standard input into the throwaway database. The dump's own
+/// database name is ignored (`-d` names the target), so a dump naming another database
+/// restores here and nowhere else.
+pub fn restore_command(socket: &str, scratch: &str) -> String {
+    format!(
+        "{} exec -i {} pg_restore -U {POSTGRES_USER} -d {POSTGRES_DATABASE} --no-owner \
+         --no-privileges --exit-on-error",
+        docker(socket),
+        shell_quote(scratch)
+    )
+}
+
+/// Tables outside the system schemas and their rows, each table counted exactly:
+/// `<tables>|<rows>`.
+const COUNT_SQL: &str = "SELECT count(*), coalesce(sum((xpath('/row/c/text()', \
+    query_to_xml(format('select count(*) as c from %I.%I', table_schema, table_name), \
+    false, true, '')))[1]::text::bigint), 0) FROM information_schema.tables \
+    WHERE table_schema NOT IN ('pg_catalog', 'information_schema') AND table_type = 'BASE TABLE'";
+
+pub fn count_command(socket: &str, scratch: &str) -> String {
+    format!(
+        "{} exec {} psql -qAt -U {POSTGRES_USER} -d {POSTGRES_DATABASE} -c {}",
+        docker(socket),
+        shell_quote(scratch),
+        shell_quote(COUNT_SQL)
+    )
+}
+
+/// `(tables, rows)` from [`count_command`]'s output.
+pub fn parse_counts(output: &str) -> Option<(i64, i64)> {
+    let (tables, rows) = output.trim().split_once('|')?;
+    Some((tables.parse().ok()?, rows.parse().ok()?))
+}
+
+/// The throwaway container a backup is restored into (a Docker name: at most 128 bytes).
+pub fn scratch_name(namespace: &str, backup: &str) -> String {
+    let mut name = format!("berth-verify-{namespace}-{backup}");
+    name.truncate(128);
+    name
+}
+
+/// The status while `step` runs.
+pub fn in_progress(
+    mut status: DependencyResourceBackupStatus,
+    step: &str,
+    stamp: Stamp,
+) -> DependencyResourceBackupStatus {
+    status.status = BackupStatus::Pending;
+    status.step = Some(step.to_string());
+    status.started_at.get_or_insert(Time(stamp.now));
+    let message = match step {
+        DUMPING => "dumping the database and storing it sealed at its target",
+        _ => "restoring the stored artifact into a throwaway database",
+    };
+    condition::merge(
+        &mut status.conditions,
+        stamp.fails(READY, reason::IN_PROGRESS, message),
+    );
+    status
+}
+
+/// The status of a backup taken, stored and restored once.
+pub fn verified(
+    mut status: DependencyResourceBackupStatus,
+    artifact: BackupArtifact,
+    verification: BackupVerification,
+    stamp: Stamp,
+) -> DependencyResourceBackupStatus {
+    let message = format!(
+        "restored into a throwaway database: {} tables, {} rows",
+        verification.tables, verification.rows
+    );
+    status.status = BackupStatus::Ready;
+    status.step = None;
+    status.completed_at = Some(Time(stamp.now));
+    status.artifact = Some(artifact);
+    status.verification = Some(verification);
+    condition::merge(
+        &mut status.conditions,
+        stamp.holds(READY, reason::VERIFIED, message),
+    );
+    status
+}
+
+/// The status of a backup that cannot be used; the artifact stays recorded when one was
+/// stored (a verification failure says what is wrong with it).
+pub fn failed(
+    mut status: DependencyResourceBackupStatus,
+    failure: &Failure,
+    stamp: Stamp,
+) -> DependencyResourceBackupStatus {
+    status.status = BackupStatus::Failed;
+    status.step = None;
+    status.failed_at = Some(Time(stamp.now));
+    status.failure_code = Some(failure.code.to_string());
+    status.failure_message = Some(failure.message.clone());
+    condition::merge(
+        &mut status.conditions,
+        stamp.fails(READY, reason::FAILED, failure.message.clone()),
+    );
+    status
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conditions::testing::stamp;
+    use berth_crds::condition::ConditionStatus;
+
+    #[test]
+    fn an_artifact_lives_under_its_namespace_and_dependency_and_is_named_when_whole() {
+        let path = ArtifactPath::of("/var/backups/", "org-acme", "db", "db-b1");
+        assert_eq!(path.file, "/var/backups/org-acme/db/db-b1.berth-backup");
+        assert_eq!(
+            path.upload_command(),
+            "mkdir -p '/var/backups/org-acme/db' && cat > '/var/backups/org-acme/db/db-b1.berth-backup.partial'"
+        );
+        assert_eq!(
+            path.commit_command(),
+            "mv -f '/var/backups/org-acme/db/db-b1.berth-backup.partial' '/var/backups/org-acme/db/db-b1.berth-backup'"
+        );
+        assert_eq!(
+            path.location("store"),
+            "server-directory://store/var/backups/org-acme/db/db-b1.berth-backup"
+        );
+    }
+
+    #[test]
+    fn the_dump_and_restore_name_the_database_and_never_a_password() {
+        let dump = dump_command("/run/docker.sock", "berth-dep-org-db");
+        assert_eq!(
+            dump,
+            "docker -H 'unix:///run/docker.sock' exec 'berth-dep-org-db' pg_dump -Fc -U berth -d app"
+        );
+        let restore = restore_command("/run/docker.sock", "scratch");
+        assert!(
+            restore.contains("pg_restore -U berth -d app --no-owner"),
+            "{restore}"
+        );
+        assert!(restore.contains("--exit-on-error"), "{restore}");
+        assert!(count_command("/s", "scratch").contains("query_to_xml"));
+    }
+
+    #[test]
+    fn counts_are_read_from_psql_and_anything_else_is_not() {
+        assert_eq!(parse_counts("2|1002\n"), Some((2, 1002)));
+        assert_eq!(parse_counts("ERROR"), None);
+        assert_eq!(parse_counts("x|1"), None);
+    }
+
+    #[test]
+    fn statuses_say_ready_only_once_verified() {
+        let s = stamp();
+        let dumping = in_progress(Default::default(), DUMPING, s);
+        assert_eq!(dumping.status, BackupStatus::Pending);
+        let ready = condition::find(&dumping.conditions, READY).unwrap();
+        assert_eq!(ready.status, ConditionStatus::False);
+        let failure = Failure::new(code::DUMP_FAILED, "pg_dump exited 1");
+        let failed = failed(dumping, &failure, s);
+        assert_eq!(failed.status, BackupStatus::Failed);
+        assert_eq!(failed.failure_code.as_deref(), Some("dump-failed"));
+        let ready = condition::find(&failed.conditions, READY).unwrap();
+        assert_eq!(
+            (ready.status, ready.reason.as_str()),
+            (ConditionStatus::False, "BackupFailed")
+        );
+        assert!(scratch_name("org", &"b".repeat(200)).len() <= 128);
+    }
+}

@@ -1,0 +1,206 @@
+//! BackupTarget and DependencyResourceBackup: where an organization's backups go, and one
+//! backup of a managed database. A backup is a dump taken in the database's own container,
+//! sealed (encrypted, framed, checksummed) by the controller on its way to the target, and
+//! then proven: downloaded, opened, checked against its checksum and restored into a throwaway
+//! container whose tables and rows are counted. Only then is it `ready`.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::Condition;
+use crate::limits::{DESCRIPTION_MAX, NAME_MAX, OBJECT_NAME_MAX, URL_PATH_MAX};
+
+/// The Secret of an organization's namespace holding its backup key (`key`: 32 random bytes,
+/// made by the controller on the first backup). Losing it loses every backup sealed with it.
+pub const BACKUP_KEY_SECRET: &str = "berth-backup-key";
+/// The key of [`BACKUP_KEY_SECRET`] holding the key.
+pub const BACKUP_KEY_FIELD: &str = "key";
+/// How artifacts are sealed, as their records name it.
+pub const ENCRYPTION: &str = "aes-256-gcm-framed/v1";
+/// Label on a backup naming its dependency resource.
+pub const DEPENDENCY_LABEL: &str = "berth.dev/dependency-resource";
+
+/// Where backups are kept.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "berth.dev",
+    version = "v1alpha1",
+    kind = "BackupTarget",
+    namespaced,
+    shortname = "btarget",
+    category = "berth",
+    doc = "Where an organization's backups are kept: a directory on a registered server (S3-compatible stores are not built yet).",
+    status = "BackupTargetStatus",
+    printcolumn = r#"{"name":"Kind","type":"string","jsonPath":".spec.kind"}"#,
+    printcolumn = r#"{"name":"Server","type":"string","jsonPath":".spec.serverDirectory.serverId"}"#,
+    printcolumn = r#"{"name":"Path","type":"string","jsonPath":".spec.serverDirectory.path"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct BackupTargetSpec {
+    /// A name for people.
+    #[schemars(length(min = 1, max = NAME_MAX))]
+    pub name: String,
+    /// `server-directory`: a directory on a registered Server, written over the SSH connection
+    /// Berth already holds.
+    pub kind: BackupTargetKind,
+    /// Where, for `server-directory`.
+    pub server_directory: ServerDirectory,
+}
+
+/// What the controller found when it last checked the target.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BackupTargetStatus {
+    /// Generation of the spec last checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// `Ready` when the directory exists (made when missing) and could be written, as checked
+    /// when the target was created or changed (a failing check is retried every minute).
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+}
+
+/// The kinds of backup target.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum BackupTargetKind {
+    ServerDirectory,
+}
+
+/// A directory on a registered Server.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerDirectory {
+    /// Id (object name) of the Server.
+    #[schemars(length(min = 1, max = OBJECT_NAME_MAX))]
+    pub server_id: String,
+    /// Absolute directory; artifacts go under `<path>/<namespace>/<dependency>/`.
+    #[schemars(length(min = 2, max = URL_PATH_MAX), regex(pattern = r"^/[A-Za-z0-9._/-]+$"))]
+    pub path: String,
+}
+
+/// One backup of a managed dependency resource (PostgreSQL).
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "berth.dev",
+    version = "v1alpha1",
+    kind = "DependencyResourceBackup",
+    namespaced,
+    shortname = "bbackup",
+    category = "berth",
+    doc = "One backup of a managed database: sealed on its way to a BackupTarget and proven by a test restore before it is ready.",
+    status = "DependencyResourceBackupStatus",
+    printcolumn = r#"{"name":"Dependency","type":"string","jsonPath":".spec.dependencyResourceId"}"#,
+    printcolumn = r#"{"name":"Target","type":"string","jsonPath":".spec.targetId"}"#,
+    printcolumn = r#"{"name":"Status","type":"string","jsonPath":".status.status"}"#,
+    printcolumn = r#"{"name":"Tables","type":"integer","jsonPath":".status.verification.tables"}"#,
+    printcolumn = r#"{"name":"Rows","type":"integer","jsonPath":".status.verification.rows"}"#,
+    printcolumn = r#"{"name":"Bytes","type":"integer","jsonPath":".status.artifact.bytes"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct DependencyResourceBackupSpec {
+    /// Id (object name) of the DependencyResource backed up.
+    #[schemars(length(min = 1, max = OBJECT_NAME_MAX))]
+    pub dependency_resource_id: String,
+    /// Id (object name) of the BackupTarget the artifact goes to.
+    #[schemars(length(min = 1, max = OBJECT_NAME_MAX))]
+    pub target_id: String,
+    /// Why it was taken, for people.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = DESCRIPTION_MAX))]
+    pub description: Option<String>,
+}
+
+/// Where a backup is (Appaloft's statuses).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum BackupStatus {
+    /// Not taken or not proven yet (`step` says which).
+    #[default]
+    Pending,
+    /// Taken, at its target and restored once in a throwaway container.
+    Ready,
+    /// It cannot be used; `failureMessage` says why.
+    Failed,
+}
+
+impl BackupStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Ready => "ready",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+/// What the controller did and saw.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DependencyResourceBackupStatus {
+    /// `pending`, `ready` or `failed`.
+    #[serde(default)]
+    pub status: BackupStatus,
+    /// While pending: `dumping` or `verifying`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+    /// The database's kind (`postgres`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dependency_kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_at: Option<Time>,
+    /// Why it failed, as a code (`dump-failed`, `upload-failed`, `verification-failed`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_code: Option<String>,
+    /// Why it failed, in one line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_message: Option<String>,
+    /// The sealed artifact at the target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact: Option<BackupArtifact>,
+    /// What the test restore found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verification: Option<BackupVerification>,
+    /// `Ready` once verified.
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+}
+
+/// A sealed artifact.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BackupArtifact {
+    /// Where it is: `server-directory://<server>/<path>`.
+    pub location: String,
+    /// Its size at the target.
+    pub bytes: i64,
+    /// SHA-256 of the artifact as stored (hex).
+    pub sha256: String,
+    /// How it is sealed ([`ENCRYPTION`]).
+    pub encryption: String,
+}
+
+/// The test restore of an artifact.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BackupVerification {
+    /// Tables restored (every schema but the system ones).
+    pub tables: i64,
+    /// Rows in them, counted one by one.
+    pub rows: i64,
+    /// Bytes of the dump inside the artifact.
+    pub dump_bytes: i64,
+    /// Seconds the download, restore and count took.
+    pub seconds: f64,
+    pub verified_at: Time,
+}

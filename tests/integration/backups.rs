@@ -1,0 +1,219 @@
+//! Backups of a managed PostgreSQL on the real stack (issue 42, first part): a backup taken on
+//! server `local` is stored sealed in a directory of server 2, proven by a test restore that
+//! counts the same tables and rows as the source, and is plaintext nowhere at the target; a
+//! backup whose target does not exist or cannot be written fails with the cause in one line, a
+//! Warning event and a `backup-failed` webhook, never `ready`.
+
+use std::time::Duration;
+
+use berth_crds::backup::{BackupStatus, BackupTarget, DependencyResourceBackup};
+use berth_crds::condition::{self, ConditionStatus, READY};
+use berth_crds::dependency_resource::DependencyResource;
+use berth_tests::{TestNamespace, client, eventually, kubectl, stack_env};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::dependency_resources::{
+    assert_not_shown, create, docker, local_server, password, psql, registry_image, wait_ready,
+};
+use crate::deployments::apply;
+use crate::notifications::{Receiver, hook, webhook_channel};
+use crate::servers::support::{create_server, wait_condition};
+
+/// A dump, upload, test restore and count on two busy cores.
+const WAIT: Duration = Duration::from_secs(240);
+
+/// Server 2 (its own network namespace and sshd; the same file system as this machine).
+async fn store_server(ns: &TestNamespace) {
+    let servers = create_server(
+        ns,
+        "store",
+        &stack_env("BERTH_SSH2_HOST"),
+        stack_env("BERTH_SSH2_PORT").parse().unwrap(),
+        "key",
+        json!({ "dockerSocketPath": stack_env("BERTH_SSH2_DOCKER_SOCKET") }),
+    )
+    .await;
+    wait_condition(&servers, "store", READY, ConditionStatus::True, None, WAIT).await;
+}
+
+fn target(ns: &TestNamespace, name: &str, path: &str) -> String {
+    json!({
+        "apiVersion": "berth.dev/v1alpha1", "kind": "BackupTarget",
+        "metadata": { "name": name, "namespace": ns.name },
+        "spec": { "name": name, "kind": "server-directory",
+                  "serverDirectory": { "serverId": "store", "path": path } },
+    })
+    .to_string()
+}
+
+fn backup(ns: &TestNamespace, name: &str, target: &str) -> String {
+    json!({
+        "apiVersion": "berth.dev/v1alpha1", "kind": "DependencyResourceBackup",
+        "metadata": { "name": name, "namespace": ns.name },
+        "spec": { "dependencyResourceId": "db", "targetId": target },
+    })
+    .to_string()
+}
+
+/// Waits until backup `name` is no longer pending.
+async fn ended(ns: &TestNamespace, name: &str) -> DependencyResourceBackup {
+    let api = ns.api::<DependencyResourceBackup>();
+    eventually(WAIT, &format!("backup {name} ended"), || async {
+        let backup = api.get_opt(name).await.ok()??;
+        let status = backup.status.as_ref()?;
+        (status.status != BackupStatus::Pending).then_some(backup)
+    })
+    .await
+}
+
+/// Waits until target `name`'s `Ready` is `status`; its message.
+async fn target_ready(ns: &TestNamespace, name: &str, status: ConditionStatus) -> String {
+    let api = ns.api::<BackupTarget>();
+    eventually(WAIT, &format!("target {name} Ready={status:?}"), || async {
+        let target = api.get_opt(name).await.ok()??;
+        let ready = condition::find(&target.status?.conditions, READY)?.clone();
+        (ready.status == status).then_some(ready.message)
+    })
+    .await
+}
+
+/// The reasons of the namespace's Events about backup `name`.
+fn event_notes(ns: &TestNamespace, name: &str) -> Vec<(String, String)> {
+    let output = kubectl(
+        &["get", "events.events.k8s.io", "-n", &ns.name, "-o", "json"],
+        None,
+    );
+    let events: Value = serde_json::from_slice(&output.stdout).unwrap();
+    events["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["regarding"]["name"] == name)
+        .map(|e| {
+            let reason = e["reason"].as_str().unwrap_or_default().to_string();
+            (reason, e["note"].as_str().unwrap_or_default().to_string())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_backup_is_stored_sealed_on_another_server_and_proven_by_a_test_restore() {
+    let client = client().await;
+    let ns = TestNamespace::new(&client, "backup").await;
+    local_server(&ns).await;
+    store_server(&ns).await;
+    create(&ns, "db", "postgres", &registry_image("berth/postgres:15")).await;
+    wait_ready(&ns.api::<DependencyResource>(), "db").await;
+    let container = format!("berth-dep-{}-db", ns.name);
+    let (written, out) = psql(
+        &container,
+        "create table orders (id int primary key, note text); \
+         insert into orders select g, 'order ' || g from generate_series(1, 1000) g; \
+         create schema audit; create table audit.entries (at text); \
+         insert into audit.entries values ('a'), ('b')",
+    );
+    assert!(written, "{out}");
+    let directory = format!("/tmp/berth-test-backups/{}", ns.name);
+    apply(&target(&ns, "offsite", &directory));
+    let writable = target_ready(&ns, "offsite", ConditionStatus::True).await;
+    assert!(writable.contains("takes artifacts"), "{writable}");
+    apply(&backup(&ns, "db-1", "offsite"));
+
+    let taken = ended(&ns, "db-1").await;
+    let status = taken.status.unwrap();
+    assert_eq!(status.status, BackupStatus::Ready, "{status:?}");
+    let verification = status.verification.expect("a test restore");
+    assert_eq!((verification.tables, verification.rows), (2, 1002));
+    let artifact = status.artifact.expect("an artifact");
+    let file = format!("{directory}/{}/db/db-1.berth-backup", ns.name);
+    assert_eq!(artifact.location, format!("server-directory://store{file}"));
+    let stored = std::fs::read(&file).expect("the artifact at the target");
+    assert_eq!(stored.len() as i64, artifact.bytes);
+    assert_eq!(hex::encode(Sha256::digest(&stored)), artifact.sha256);
+    assert!(stored.starts_with(b"BERTHBK1"), "sealed");
+    assert!(
+        !stored.windows(5).any(|w| w == b"PGDMP") && !stored.windows(9).any(|w| w == b"order 500"),
+        "no plaintext at the target"
+    );
+    assert!(verification.dump_bytes > 0 && verification.dump_bytes < artifact.bytes);
+    assert!(!std::path::Path::new(&format!("{file}.partial")).exists());
+    let scratch = format!("berth-verify-{}-db-1", ns.name);
+    assert!(
+        !docker(&["container", "inspect", &scratch]).0,
+        "the throwaway database is gone"
+    );
+    let notes = event_notes(&ns, "db-1");
+    assert!(
+        notes
+            .iter()
+            .any(|(r, n)| r == "BackupVerified" && n.contains("2 tables, 1002 rows")),
+        "{notes:?}"
+    );
+    let password = password(&ns, "db").await;
+    assert_not_shown(
+        &ns,
+        "dependencyresourcebackups,backuptargets",
+        "db-1",
+        &password,
+    );
+    let _ = std::fs::remove_dir_all(&directory);
+}
+
+#[tokio::test]
+async fn a_backup_that_cannot_be_stored_fails_with_its_cause_and_a_person_hears_of_it() {
+    let client = client().await;
+    let ns = TestNamespace::new(&client, "backup-fail").await;
+    let receiver = Receiver::start().await;
+    webhook_channel(&ns, "ops", &receiver, &["backup-failed"]).await;
+    local_server(&ns).await;
+    store_server(&ns).await;
+    create(&ns, "db", "postgres", &registry_image("berth/postgres:15")).await;
+    wait_ready(&ns.api::<DependencyResource>(), "db").await;
+
+    // A target that does not exist: refused before anything runs.
+    apply(&backup(&ns, "db-nowhere", "nowhere"));
+    let refused = ended(&ns, "db-nowhere").await.status.unwrap();
+    assert_eq!(refused.status, BackupStatus::Failed);
+    assert_eq!(
+        refused.failure_message.as_deref(),
+        Some("backup target nowhere does not exist")
+    );
+    assert!(refused.artifact.is_none());
+
+    // A directory the target's server cannot write: the upload fails, saying why.
+    apply(&target(&ns, "readonly", "/proc/berth-cannot-write"));
+    let why = target_ready(&ns, "readonly", ConditionStatus::False).await;
+    assert!(
+        why.contains("/proc/berth-cannot-write cannot be written"),
+        "{why}"
+    );
+    apply(&backup(&ns, "db-readonly", "readonly"));
+    let failed = ended(&ns, "db-readonly").await.status.unwrap();
+    assert_eq!(failed.status, BackupStatus::Failed);
+    assert_eq!(failed.failure_code.as_deref(), Some("upload-failed"));
+    let message = failed.failure_message.unwrap();
+    assert!(message.contains("mkdir"), "{message}");
+    assert!(failed.verification.is_none() && failed.artifact.is_none());
+    let notes = event_notes(&ns, "db-readonly");
+    assert!(notes.iter().any(|(r, _)| r == "BackupFailed"), "{notes:?}");
+
+    // Each failure reached the channel once, naming the backup and its cause.
+    let (_, message) = hook(&receiver, "backup-failed").await;
+    assert_eq!(message["subject"]["kind"], "DependencyResourceBackup");
+    eventually(WAIT, "both failures on the webhook", || async {
+        (receiver.hooks("backup-failed").len() == 2).then_some(())
+    })
+    .await;
+    let summaries: Vec<String> = receiver
+        .hooks("backup-failed")
+        .iter()
+        .map(|(_, body)| body["summary"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        summaries
+            .iter()
+            .any(|s| s.contains("backup target nowhere does not exist")),
+        "{summaries:?}"
+    );
+}
