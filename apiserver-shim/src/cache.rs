@@ -6,6 +6,7 @@ use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Duration;
 
+use berth_crds::backup::{BackupTarget, DependencyResourceBackup};
 use berth_crds::dependency_resource::DependencyResource;
 use berth_crds::deploy_token::DeployToken;
 use berth_crds::deployment::Deployment;
@@ -65,6 +66,8 @@ pub struct Caches {
     pub domain_bindings: Store<DomainBinding>,
     pub storage_volumes: Store<StorageVolume>,
     pub dependency_resources: Store<DependencyResource>,
+    pub backups: Store<DependencyResourceBackup>,
+    pub backup_targets: Store<BackupTarget>,
     pub scheduled_tasks: Store<ScheduledTask>,
     pub scheduled_task_runs: Store<ScheduledTaskRun>,
     pub notification_channels: Store<NotificationChannel>,
@@ -214,6 +217,8 @@ impl Caches {
                 ChangedObject::StorageVolume,
             ),
             dependency_resources: start(client),
+            backups: start(client),
+            backup_targets: start(client),
             scheduled_tasks: start_logged(
                 client,
                 |_| {},
@@ -268,6 +273,8 @@ impl Caches {
             self.domain_bindings.wait_until_ready(),
             self.storage_volumes.wait_until_ready(),
             self.dependency_resources.wait_until_ready(),
+            self.backups.wait_until_ready(),
+            self.backup_targets.wait_until_ready(),
             self.scheduled_tasks.wait_until_ready(),
             self.scheduled_task_runs.wait_until_ready(),
             self.notification_channels.wait_until_ready(),

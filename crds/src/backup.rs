@@ -9,6 +9,8 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub use berth_vocabulary::backups::{BackupStatus, BackupTargetKind, PG_DUMP_PROVIDER};
+
 use crate::Condition;
 use crate::limits::{DESCRIPTION_MAX, NAME_MAX, OBJECT_NAME_MAX, URL_PATH_MAX};
 
@@ -64,13 +66,6 @@ pub struct BackupTargetStatus {
     pub conditions: Vec<Condition>,
 }
 
-/// The kinds of backup target.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum BackupTargetKind {
-    ServerDirectory,
-}
-
 /// A directory on a registered Server.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -115,29 +110,6 @@ pub struct DependencyResourceBackupSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = DESCRIPTION_MAX))]
     pub description: Option<String>,
-}
-
-/// Where a backup is (Appaloft's statuses).
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum BackupStatus {
-    /// Not taken or not proven yet (`step` says which).
-    #[default]
-    Pending,
-    /// Taken, at its target and restored once in a throwaway container.
-    Ready,
-    /// It cannot be used; `failureMessage` says why.
-    Failed,
-}
-
-impl BackupStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Pending => "pending",
-            Self::Ready => "ready",
-            Self::Failed => "failed",
-        }
-    }
 }
 
 /// What the controller did and saw.

@@ -37,6 +37,7 @@ mod self_healing;
 mod servers;
 mod shim_access_failures;
 mod shim_account;
+mod shim_backups;
 mod shim_basics;
 mod shim_change_feed;
 mod shim_decisions;

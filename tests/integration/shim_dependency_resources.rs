@@ -47,19 +47,19 @@ fn exists(object: &str, name: &str) -> bool {
 
 /// An organization with a project `Shop` (environment `prod`), a project `Blog` (environment
 /// `prod`) and the stack's sshd registered as a server without an edge proxy.
-struct Setup {
-    org: TestOrg,
+pub(crate) struct Setup {
+    pub(crate) org: TestOrg,
     user: TestUser,
-    admin: Rest,
-    member: Rest,
+    pub(crate) admin: Rest,
+    pub(crate) member: Rest,
     shop: String,
     prod: String,
     blog: String,
     blog_prod: String,
-    server: String,
+    pub(crate) server: String,
 }
 
-async fn setup() -> Setup {
+pub(crate) async fn setup() -> Setup {
     let client = client().await;
     let mut org = TestOrg::new(&client).await;
     let admin = org.user(OrganizationRole::Admin).await.rest;
@@ -106,7 +106,7 @@ impl Setup {
         body
     }
 
-    async fn provision(&self, kind: &str, name: &str) -> String {
+    pub(crate) async fn provision(&self, kind: &str, name: &str) -> String {
         let created = self
             .member
             .post(
@@ -136,7 +136,7 @@ impl Setup {
         answer["dependencyResource"].clone()
     }
 
-    async fn wait_ready(&self, id: &str) -> Value {
+    pub(crate) async fn wait_ready(&self, id: &str) -> Value {
         eventually(WAIT, &format!("{id} ready"), || async {
             let shown = self.shown(id).await;
             (shown["lifecycleStatus"] == "ready").then_some(shown)
@@ -169,7 +169,7 @@ impl Setup {
     }
 
     /// The container `berth-dep-<namespace>-<id>`.
-    fn container(&self, id: &str) -> String {
+    pub(crate) fn container(&self, id: &str) -> String {
         format!("berth-dep-{}-{id}", self.org.namespace)
     }
 

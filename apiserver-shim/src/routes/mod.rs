@@ -6,6 +6,7 @@
 pub mod access_failures;
 pub mod account;
 pub mod activity;
+pub mod backups;
 pub mod bootstrap;
 pub mod certificates;
 pub mod credentials;
@@ -187,6 +188,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         storage_volumes::endpoints(),
         dependency_resources::endpoints(),
         dependency_bindings::endpoints(),
+        backups::endpoints(),
         scheduled_tasks::endpoints(),
         scheduled_task_runs::endpoints(),
         notification_channels::endpoints(),

@@ -10,6 +10,7 @@
 
 pub mod access;
 pub mod access_failure;
+pub mod backups;
 pub mod build;
 pub mod certificates;
 pub mod conditions;

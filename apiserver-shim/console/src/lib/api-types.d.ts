@@ -124,6 +124,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/backup-targets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the organization's backup targets and whether each could be written */
+        get: operations["get_backup_targets"];
+        put?: never;
+        /** Add a backup target (Berth; 201): a directory on a registered server, checked writable by the controller */
+        post: operations["post_backup_targets"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/bootstrap/auth/first-admin": {
         parameters: {
             query?: never;
@@ -296,6 +314,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/dependency-resources/backups/{backupId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Show a backup: status, step, artifact and what its test restore counted */
+        get: operations["get_dependency_resources_backups_backupId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/dependency-resources/count": {
         parameters: {
             query?: never;
@@ -343,6 +378,24 @@ export interface paths {
         post?: never;
         /** Delete an unbound dependency resource (409 while bound); its data volume is kept unless deleteDataConfirmation repeats its name */
         delete: operations["delete_dependency_resources_dependencyResourceId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dependency-resources/{dependencyResourceId}/backups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a dependency resource's backups, newest first (status filter) */
+        get: operations["get_dependency_resources_dependencyResourceId_backups"];
+        put?: never;
+        /** Back up a ready managed PostgreSQL (201): dumped in its container, sealed to a backup target (targetId; the organization's only one when left out) and proven by a test restore before it is `ready` */
+        post: operations["post_dependency_resources_dependencyResourceId_backups"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -2827,6 +2880,46 @@ export interface components {
             status: string;
             triggerKind: string;
         };
+        /** @description The sealed artifact of a backup (Berth). */
+        BackupArtifactSummary: {
+            /** Format: int64 */
+            bytes: number;
+            encryption: string;
+            location: string;
+            sha256: string;
+        };
+        /** @description Where a backup is (Appaloft's statuses). */
+        BackupStatus: "pending" | "ready" | "failed";
+        /** @description The kinds of backup target. */
+        BackupTargetKind: "server-directory";
+        BackupTargetList: {
+            items: components["schemas"]["BackupTargetSummary"][];
+            schemaVersion: string;
+        };
+        /** @description One backup target as listed. */
+        BackupTargetSummary: {
+            createdAt: string;
+            id: string;
+            kind: components["schemas"]["BackupTargetKind"];
+            name: string;
+            path: string;
+            /** @description Whether the directory could be written when last checked. */
+            ready: boolean;
+            readyMessage?: string;
+            serverId: string;
+        };
+        /** @description What the test restore of a backup found (Berth). */
+        BackupVerificationSummary: {
+            /** Format: int64 */
+            dumpBytes: number;
+            /** Format: int64 */
+            rows: number;
+            /** Format: double */
+            seconds: number;
+            /** Format: int64 */
+            tables: number;
+            verifiedAt: string;
+        };
         /** @description `POST /resources/{resourceId}/dependency-bindings` (Appaloft's bind-resource-dependency). */
         BindDependency: {
             /** @description A dependency resource of the resource's project and environment. */
@@ -3279,6 +3372,15 @@ export interface components {
              */
             logicalCores?: number;
         };
+        /** @description `POST /backup-targets` (Berth): a directory on a registered server. */
+        CreateBackupTarget: {
+            /** @description `server-directory`. */
+            kind: components["schemas"]["BackupTargetKind"];
+            name: string;
+            /** @description An absolute directory on the server. */
+            path: string;
+            serverId: string;
+        };
         CreateCredential: {
             /** @description `ssh-private-key`. */
             kind: components["schemas"]["SshCredentialKind"];
@@ -3288,6 +3390,14 @@ export interface components {
             privateKey: string;
             /** @description Login name servers use with this key unless they set their own. */
             username?: string;
+        };
+        /** @description Appaloft's create-backup input, and the target Berth stores it at. */
+        CreateDependencyResourceBackup: {
+            description?: string;
+            /** @description Only `berth-sealed-pg-dump` (Berth's one backup provider). */
+            providerKey?: string;
+            /** @description The backup target (Berth); the organization's only one when left out. */
+            targetId?: string;
         };
         /** @description Appaloft's create-domain-binding input. Fields Berth cannot honour are refused by name. */
         CreateDomainBinding: {
@@ -3956,6 +4066,45 @@ export interface components {
         DependencyKind: "postgres" | "redis";
         /** @description Lifecycle of a dependency resource, as Appaloft reports it. */
         DependencyLifecycleStatus: "provisioning" | "ready" | "degraded" | "deleted";
+        DependencyResourceBackupList: {
+            generatedAt: string;
+            items: components["schemas"]["DependencyResourceBackupSummary"][];
+            schemaVersion: string;
+        };
+        DependencyResourceBackupShow: {
+            backup: components["schemas"]["DependencyResourceBackupSummary"];
+            generatedAt: string;
+            schemaVersion: string;
+        };
+        /** @description Appaloft's `dependencyResourceBackupSummarySchema`, and Berth's additions. */
+        DependencyResourceBackupSummary: {
+            artifact?: components["schemas"]["BackupArtifactSummary"];
+            attemptId: string;
+            completedAt?: string;
+            createdAt: string;
+            dependencyKind: components["schemas"]["DependencyKind"];
+            dependencyResourceId: string;
+            description?: string;
+            environmentId: string;
+            failedAt?: string;
+            failureCode?: string;
+            failureMessage?: string;
+            id: string;
+            projectId: string;
+            /** @description Where the artifact is, once ready. */
+            providerArtifactHandle?: string;
+            providerKey: string;
+            requestedAt: string;
+            /** @description `none`: the artifact is off the database's server and does not hold up its deletion. */
+            retentionStatus: string;
+            /** @description `pending`, `ready` (stored and proven by a test restore) or `failed`. */
+            status: components["schemas"]["BackupStatus"];
+            /** @description While pending: `dumping` or `verifying` (Berth). */
+            step?: string;
+            /** @description The backup target (Berth). */
+            targetId: string;
+            verification?: components["schemas"]["BackupVerificationSummary"];
+        };
         /** @description `GET /dependency-resources`. */
         DependencyResourceList: {
             generatedAt: string;
@@ -8256,6 +8405,68 @@ export interface operations {
             };
         };
     };
+    get_backup_targets: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackupTargetList"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_backup_targets: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateBackupTarget"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdResponse"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     post_bootstrap_auth_first_admin: {
         parameters: {
             query?: never;
@@ -8636,6 +8847,37 @@ export interface operations {
             };
         };
     };
+    get_dependency_resources_backups_backupId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                backupId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DependencyResourceBackupShow"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     get_dependency_resources_count: {
         parameters: {
             query?: never;
@@ -8741,6 +8983,72 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["DeleteDependencyResource"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdResponse"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_dependency_resources_dependencyResourceId_backups: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                dependencyResourceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DependencyResourceBackupList"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_dependency_resources_dependencyResourceId_backups: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                dependencyResourceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateDependencyResourceBackup"];
             };
         };
         responses: {

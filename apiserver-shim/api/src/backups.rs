@@ -1,0 +1,205 @@
+//! Backups over REST: Appaloft's dependency-resource backup routes and records
+//! (`dependencyResourceBackupSummarySchema`), with what Berth adds (the target, the sealed
+//! artifact, the test restore that proved it), and Berth's backup targets.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::dependencies::DependencyKind;
+use crate::limits::{DESCRIPTION_MAX, NAME_MAX, OBJECT_NAME_MAX, URL_PATH_MAX};
+use crate::validate::{Checked, FieldError, bounded, optional_text};
+
+pub use berth_vocabulary::backups::{BackupStatus, BackupTargetKind, PG_DUMP_PROVIDER};
+
+/// `GET /dependency-resources/{id}/backups` answer's `schemaVersion`.
+pub const LIST_SCHEMA: &str = "dependency-resources.backups.list/v1";
+/// `GET /dependency-resources/backups/{backupId}` answer's `schemaVersion`.
+pub const SHOW_SCHEMA: &str = "dependency-resources.backups.show/v1";
+/// `GET /backup-targets` answer's `schemaVersion`.
+pub const TARGETS_LIST_SCHEMA: &str = "backup-targets.list/v1";
+
+/// Appaloft's create-backup input, and the target Berth stores it at.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateDependencyResourceBackup {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Only `berth-sealed-pg-dump` (Berth's one backup provider).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_key: Option<String>,
+    /// The backup target (Berth); the organization's only one when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_id: Option<String>,
+}
+
+impl CreateDependencyResourceBackup {
+    pub fn validate(&self) -> Checked {
+        optional_text("description", self.description.as_ref(), DESCRIPTION_MAX)?;
+        optional_text("targetId", self.target_id.as_ref(), OBJECT_NAME_MAX)?;
+        match self.provider_key.as_deref() {
+            None | Some(PG_DUMP_PROVIDER) => Ok(()),
+            Some(_) => Err(FieldError::not_one_of("providerKey", &[PG_DUMP_PROVIDER])),
+        }
+    }
+}
+
+/// The sealed artifact of a backup (Berth).
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct BackupArtifactSummary {
+    pub location: String,
+    pub bytes: i64,
+    pub sha256: String,
+    pub encryption: String,
+}
+
+/// What the test restore of a backup found (Berth).
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct BackupVerificationSummary {
+    pub tables: i64,
+    pub rows: i64,
+    pub dump_bytes: i64,
+    pub seconds: f64,
+    pub verified_at: String,
+}
+
+/// Appaloft's `dependencyResourceBackupSummarySchema`, and Berth's additions.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DependencyResourceBackupSummary {
+    pub id: String,
+    pub dependency_resource_id: String,
+    pub project_id: String,
+    pub environment_id: String,
+    pub dependency_kind: DependencyKind,
+    pub provider_key: String,
+    /// `pending`, `ready` (stored and proven by a test restore) or `failed`.
+    pub status: BackupStatus,
+    pub attempt_id: String,
+    pub requested_at: String,
+    /// `none`: the artifact is off the database's server and does not hold up its deletion.
+    pub retention_status: String,
+    /// Where the artifact is, once ready.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_artifact_handle: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_code: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_message: Option<String>,
+    pub created_at: String,
+    /// The backup target (Berth).
+    pub target_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// While pending: `dumping` or `verifying` (Berth).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact: Option<BackupArtifactSummary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verification: Option<BackupVerificationSummary>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct DependencyResourceBackupList {
+    pub schema_version: String,
+    pub items: Vec<DependencyResourceBackupSummary>,
+    pub generated_at: String,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct DependencyResourceBackupShow {
+    pub schema_version: String,
+    pub backup: DependencyResourceBackupSummary,
+    pub generated_at: String,
+}
+
+/// `POST /backup-targets` (Berth): a directory on a registered server.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateBackupTarget {
+    pub name: String,
+    /// `server-directory`.
+    pub kind: BackupTargetKind,
+    pub server_id: String,
+    /// An absolute directory on the server.
+    pub path: String,
+}
+
+impl CreateBackupTarget {
+    pub fn validate(&self) -> Checked {
+        bounded("name", &self.name, NAME_MAX)?;
+        bounded("serverId", &self.server_id, OBJECT_NAME_MAX)?;
+        bounded("path", &self.path, URL_PATH_MAX)?;
+        let plain = self
+            .path
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._/-".contains(c));
+        if !self.path.starts_with('/') || self.path.len() < 2 || !plain {
+            return Err(FieldError::new(
+                "path",
+                "path must be an absolute directory of letters, digits, '.', '_', '-' and '/'",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One backup target as listed.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct BackupTargetSummary {
+    pub id: String,
+    pub name: String,
+    pub kind: BackupTargetKind,
+    pub server_id: String,
+    pub path: String,
+    /// Whether the directory could be written when last checked.
+    pub ready: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_message: Option<String>,
+    pub created_at: String,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct BackupTargetList {
+    pub schema_version: String,
+    pub items: Vec<BackupTargetSummary>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_backup_names_only_berths_provider_and_a_target_an_absolute_plain_path() {
+        let create = |provider: Option<&str>| CreateDependencyResourceBackup {
+            provider_key: provider.map(str::to_string),
+            ..Default::default()
+        };
+        assert!(create(None).validate().is_ok());
+        assert!(create(Some(PG_DUMP_PROVIDER)).validate().is_ok());
+        assert_eq!(
+            create(Some("s3")).validate().unwrap_err().field,
+            "providerKey"
+        );
+        let target = |path: &str| CreateBackupTarget {
+            name: "Offsite".into(),
+            kind: BackupTargetKind::ServerDirectory,
+            server_id: "srv".into(),
+            path: path.into(),
+        };
+        assert!(target("/var/backups").validate().is_ok());
+        for bad in ["relative", "/", "/a b", "/x;rm"] {
+            assert_eq!(target(bad).validate().unwrap_err().field, "path", "{bad}");
+        }
+    }
+}

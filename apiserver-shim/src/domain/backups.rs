@@ -1,0 +1,132 @@
+//! Backups as REST shows them: a DependencyResourceBackup object as Appaloft's backup record
+//! (with Berth's target, artifact and test restore), a BackupTarget as its summary, and the
+//! rules that decide whether a dependency can be backed up and where.
+
+use std::sync::Arc;
+
+use berth_api::backups::{
+    BackupArtifactSummary, BackupVerificationSummary, DependencyResourceBackupSummary,
+    PG_DUMP_PROVIDER,
+};
+use berth_crds::backup::{BackupTarget, DependencyResourceBackup};
+use berth_crds::condition::{self, ConditionStatus, READY};
+use berth_crds::dependency_resource::{DependencyKind, DependencyResource, DependencySource};
+use kube::ResourceExt;
+
+use crate::error::{ApiError, ApiResult};
+
+/// Why a request cannot be backed up, as Appaloft names it.
+const BLOCKED: &str = "dependency_resource_backup_blocked";
+
+/// The record of `backup`, a backup of `dependency`.
+pub fn summary(
+    backup: &DependencyResourceBackup,
+    dependency: &DependencyResource,
+) -> DependencyResourceBackupSummary {
+    let status = backup.status.clone().unwrap_or_default();
+    let created = backup
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .map(|t| t.0.to_string())
+        .unwrap_or_default();
+    let ready = status.status == berth_api::backups::BackupStatus::Ready;
+    DependencyResourceBackupSummary {
+        id: backup.name_any(),
+        dependency_resource_id: backup.spec.dependency_resource_id.clone(),
+        project_id: dependency.spec.project_id.clone(),
+        environment_id: dependency.spec.environment_id.clone(),
+        dependency_kind: dependency.spec.kind,
+        provider_key: PG_DUMP_PROVIDER.into(),
+        status: status.status,
+        attempt_id: backup.name_any(),
+        requested_at: created.clone(),
+        retention_status: "none".into(),
+        provider_artifact_handle: status
+            .artifact
+            .as_ref()
+            .filter(|_| ready)
+            .map(|a| a.location.clone()),
+        completed_at: status.completed_at.map(|t| t.0.to_string()),
+        failed_at: status.failed_at.map(|t| t.0.to_string()),
+        failure_code: status.failure_code,
+        failure_message: status.failure_message,
+        created_at: created,
+        target_id: backup.spec.target_id.clone(),
+        description: backup.spec.description.clone(),
+        step: status.step,
+        artifact: status.artifact.map(|a| BackupArtifactSummary {
+            location: a.location,
+            bytes: a.bytes,
+            sha256: a.sha256,
+            encryption: a.encryption,
+        }),
+        verification: status.verification.map(|v| BackupVerificationSummary {
+            tables: v.tables,
+            rows: v.rows,
+            dump_bytes: v.dump_bytes,
+            seconds: v.seconds,
+            verified_at: v.verified_at.0.to_string(),
+        }),
+    }
+}
+
+/// 409 unless Berth can back up `dependency` now: a managed PostgreSQL that is ready.
+pub fn require_backed_up(dependency: &DependencyResource) -> ApiResult<()> {
+    let id = dependency.name_any();
+    let refuse = |why: String| {
+        Err(ApiError::conflict_code(BLOCKED, why).with_detail("dependencyResourceId", id.clone()))
+    };
+    if dependency.spec.kind != DependencyKind::Postgres {
+        return refuse(format!(
+            "dependency resource {id} is a Redis; only PostgreSQL is backed up so far"
+        ));
+    }
+    if dependency.spec.source != DependencySource::Managed {
+        return refuse(format!(
+            "dependency resource {id} is imported; Berth backs up only the databases it runs"
+        ));
+    }
+    let ready = dependency
+        .status
+        .as_ref()
+        .and_then(|s| condition::find(&s.conditions, READY))
+        .is_some_and(|c| c.status == ConditionStatus::True);
+    if !ready {
+        return refuse(format!("dependency resource {id} is not ready"));
+    }
+    Ok(())
+}
+
+/// The target a backup goes to: the one named, else the organization's only one.
+pub fn choose_target(
+    targets: &[Arc<BackupTarget>],
+    named: Option<&str>,
+) -> ApiResult<Arc<BackupTarget>> {
+    if let Some(named) = named {
+        return targets
+            .iter()
+            .find(|t| t.name_any() == named)
+            .cloned()
+            .ok_or_else(|| {
+                ApiError::validation("targetId", format!("backup target {named} does not exist"))
+            });
+    }
+    match targets {
+        [only] => Ok(only.clone()),
+        [] => Err(ApiError::conflict_code(
+            BLOCKED,
+            "the organization has no backup target; create one first (POST /backup-targets)",
+        )),
+        several => {
+            let names: Vec<String> = several.iter().map(|t| t.name_any()).collect();
+            Err(ApiError::validation(
+                "targetId",
+                format!(
+                    "targetId is required when there are several backup targets: {}",
+                    names.join(", ")
+                ),
+            ))
+        }
+    }
+}

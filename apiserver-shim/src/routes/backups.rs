@@ -1,0 +1,212 @@
+//! Backups over REST: Appaloft's `POST|GET /dependency-resources/{id}/backups` and `GET
+//! /dependency-resources/backups/{backupId}`, and Berth's `POST|GET /backup-targets`. A backup
+//! is a DependencyResourceBackup object the controller takes, stores sealed at its target and
+//! proves by a test restore; reads come from the watch caches. Restores, policies and schedules
+//! are not served yet.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use berth_api::backups::{
+    BackupStatus, BackupTargetList, BackupTargetSummary, CreateBackupTarget,
+    CreateDependencyResourceBackup, DependencyResourceBackupList, DependencyResourceBackupShow,
+    LIST_SCHEMA, SHOW_SCHEMA, TARGETS_LIST_SCHEMA,
+};
+use berth_api::common::IdResponse;
+use berth_crds::backup::{
+    BackupTarget, BackupTargetSpec, DEPENDENCY_LABEL, DependencyResourceBackup,
+    DependencyResourceBackupSpec, ServerDirectory,
+};
+use berth_crds::condition::{self, READY};
+use berth_crds::member::OrganizationRole;
+use k8s_openapi::jiff::Timestamp;
+use kube::{Api, ResourceExt};
+
+use super::Endpoint;
+use crate::auth::Caller;
+use crate::domain::backups::{choose_target, require_backed_up, summary};
+use crate::domain::dependency_resources::lookup as lookup_dependency;
+use crate::domain::objects::{all_in, find_in};
+use crate::domain::servers;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{JsonBody, QueryParams, known_params};
+use crate::json::Json;
+use crate::state::AppState;
+use crate::token::new_id;
+use crate::write::apply;
+
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        Endpoint::post::<CreateDependencyResourceBackup, IdResponse, _, _>(
+            "/dependency-resources/{dependencyResourceId}/backups",
+            "Back up a ready managed PostgreSQL (201): dumped in its container, sealed to a \
+             backup target (targetId; the organization's only one when left out) and proven by \
+             a test restore before it is `ready`",
+            create,
+        ),
+        Endpoint::get::<DependencyResourceBackupList, _, _>(
+            "/dependency-resources/{dependencyResourceId}/backups",
+            "List a dependency resource's backups, newest first (status filter)",
+            list,
+        ),
+        Endpoint::get::<DependencyResourceBackupShow, _, _>(
+            "/dependency-resources/backups/{backupId}",
+            "Show a backup: status, step, artifact and what its test restore counted",
+            show,
+        ),
+        Endpoint::post::<CreateBackupTarget, IdResponse, _, _>(
+            "/backup-targets",
+            "Add a backup target (Berth; 201): a directory on a registered server, checked \
+             writable by the controller",
+            create_target,
+        ),
+        Endpoint::get::<BackupTargetList, _, _>(
+            "/backup-targets",
+            "List the organization's backup targets and whether each could be written",
+            list_targets,
+        ),
+    ]
+}
+
+async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(dependency_id): Path<String>,
+    JsonBody(body): JsonBody<CreateDependencyResourceBackup>,
+) -> ApiResult<(StatusCode, Json<IdResponse>)> {
+    let dependency = lookup_dependency(&state, &caller, &dependency_id)?;
+    let organization = caller.require_role(OrganizationRole::Member)?;
+    body.validate()?;
+    require_backed_up(&dependency)?;
+    let namespace = organization.namespace.clone();
+    let targets = all_in(&state.caches.backup_targets, &namespace);
+    let target = choose_target(&targets, body.target_id.as_deref())?;
+    let id = new_id(&format!("{dependency_id}-bk"));
+    let mut backup = DependencyResourceBackup::new(
+        &id,
+        DependencyResourceBackupSpec {
+            dependency_resource_id: dependency_id.clone(),
+            target_id: target.name_any(),
+            description: body.description,
+        },
+    );
+    backup
+        .labels_mut()
+        .insert(DEPENDENCY_LABEL.into(), dependency_id.clone());
+    let api = Api::<DependencyResourceBackup>::namespaced(state.client.clone(), &namespace);
+    apply(&api, &state.caches.backups, Some(&caller), backup).await?;
+    tracing::info!(backup = %id, dependency = %dependency_id, "backup requested");
+    Ok((StatusCode::CREATED, Json(IdResponse { id })))
+}
+
+async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(dependency_id): Path<String>,
+    query: QueryParams,
+) -> ApiResult<Json<DependencyResourceBackupList>> {
+    known_params(&query, &["status"])?;
+    let dependency = lookup_dependency(&state, &caller, &dependency_id)?;
+    let statuses: Vec<&str> = BackupStatus::ALL.iter().map(|s| s.as_str()).collect();
+    let wanted = query.one_of("status", &statuses, None)?;
+    let namespace = dependency.namespace().unwrap_or_default();
+    let mut backups: Vec<_> = all_in(&state.caches.backups, &namespace)
+        .into_iter()
+        .filter(|b| b.spec.dependency_resource_id == dependency_id)
+        .map(|b| summary(&b, &dependency))
+        .filter(|s| wanted.is_none_or(|w| s.status.as_str() == w))
+        .collect();
+    backups.sort_by(|a, b| (&b.created_at, &b.id).cmp(&(&a.created_at, &a.id)));
+    Ok(Json(DependencyResourceBackupList {
+        schema_version: LIST_SCHEMA.into(),
+        items: backups,
+        generated_at: Timestamp::now().to_string(),
+    }))
+}
+
+async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(backup_id): Path<String>,
+) -> ApiResult<Json<DependencyResourceBackupShow>> {
+    let organization = caller.require_role(OrganizationRole::Member)?;
+    let backup = find_in(
+        &state.caches.backups,
+        &organization.namespace,
+        &backup_id,
+        "backup",
+    )?;
+    // A backup of a dependency the caller cannot see looks like a missing one.
+    let dependency = lookup_dependency(&state, &caller, &backup.spec.dependency_resource_id)
+        .map_err(|_| ApiError::not_found("backup", &backup_id))?;
+    Ok(Json(DependencyResourceBackupShow {
+        schema_version: SHOW_SCHEMA.into(),
+        backup: summary(&backup, &dependency),
+        generated_at: Timestamp::now().to_string(),
+    }))
+}
+
+async fn create_target(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<CreateBackupTarget>,
+) -> ApiResult<(StatusCode, Json<IdResponse>)> {
+    let organization = caller.require_role(OrganizationRole::Admin)?;
+    body.validate()?;
+    servers::lookup(&state, &caller, &body.server_id)
+        .map_err(|error| error.with_detail("field", "serverId"))?;
+    let namespace = organization.namespace.clone();
+    let id = new_id("bkt");
+    let target = BackupTarget::new(
+        &id,
+        BackupTargetSpec {
+            name: body.name.trim().to_string(),
+            kind: body.kind,
+            server_directory: ServerDirectory {
+                server_id: body.server_id,
+                path: body.path,
+            },
+        },
+    );
+    let api = Api::<BackupTarget>::namespaced(state.client.clone(), &namespace);
+    apply(&api, &state.caches.backup_targets, Some(&caller), target).await?;
+    Ok((StatusCode::CREATED, Json(IdResponse { id })))
+}
+
+async fn list_targets(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> ApiResult<Json<BackupTargetList>> {
+    let organization = caller.require_role(OrganizationRole::Member)?;
+    let mut items: Vec<BackupTargetSummary> =
+        all_in(&state.caches.backup_targets, &organization.namespace)
+            .iter()
+            .map(|t| target_summary(t))
+            .collect();
+    items.sort_by(|a, b| (&a.created_at, &a.id).cmp(&(&b.created_at, &b.id)));
+    Ok(Json(BackupTargetList {
+        schema_version: TARGETS_LIST_SCHEMA.into(),
+        items,
+    }))
+}
+
+fn target_summary(target: &BackupTarget) -> BackupTargetSummary {
+    let ready = target
+        .status
+        .as_ref()
+        .and_then(|s| condition::find(&s.conditions, READY));
+    BackupTargetSummary {
+        id: target.name_any(),
+        name: target.spec.name.clone(),
+        kind: target.spec.kind,
+        server_id: target.spec.server_directory.server_id.clone(),
+        path: target.spec.server_directory.path.clone(),
+        ready: ready.is_some_and(|c| c.status == condition::ConditionStatus::True),
+        ready_message: ready.map(|c| c.message.clone()),
+        created_at: target
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .map(|t| t.0.to_string())
+            .unwrap_or_default(),
+    }
+}

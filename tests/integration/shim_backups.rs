@@ -1,0 +1,154 @@
+//! Backups over REST (Appaloft's `/dependency-resources/{id}/backups` routes, Berth's
+//! `/backup-targets`): bad input is refused by field and creates nothing; a backup asked for
+//! over REST is taken, stored sealed and proven, and its record shows what the test restore
+//! counted; another organization cannot see it.
+
+use std::time::Duration;
+
+use berth_crds::member::OrganizationRole;
+use berth_tests::rest::TestOrg;
+use berth_tests::{client, eventually};
+use serde_json::{Value, json};
+
+use crate::dependency_resources::{psql, registry_image};
+use crate::shim_dependency_resources::setup;
+use crate::shim_projects_envs::invalid;
+
+const WAIT: Duration = Duration::from_secs(240);
+
+#[tokio::test]
+async fn shim_backup_is_refused_by_field_then_taken_and_proven_over_rest() {
+    registry_image("berth/postgres:15");
+    let s = setup().await;
+    let db = s.provision("postgres", "Orders DB").await;
+    s.wait_ready(&db).await;
+    let (written, out) = psql(
+        &s.container(&db),
+        "create table orders (id int); insert into orders select generate_series(1, 250)",
+    );
+    assert!(written, "{out}");
+    let backups = format!("/dependency-resources/{db}/backups");
+
+    // No target yet: blocked, saying what to do.
+    let error = s
+        .member
+        .post(&backups, json!({}))
+        .await
+        .error(409, "dependency_resource_backup_blocked");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("POST /backup-targets"),
+        "{error}"
+    );
+
+    // Targets: administrators add them; a bad path or server is named.
+    let directory = format!("/tmp/berth-test-backups/{}", s.org.namespace);
+    let target = |path: &str, server: &str| json!({"name": "Offsite", "kind": "server-directory", "serverId": server, "path": path});
+    s.member
+        .post("/backup-targets", target(&directory, &s.server))
+        .await
+        .error(403, "forbidden");
+    invalid(
+        s.admin
+            .post("/backup-targets", target("relative/dir", &s.server))
+            .await,
+        "path",
+    );
+    let unknown = s
+        .admin
+        .post("/backup-targets", target(&directory, "srv-nope"))
+        .await;
+    assert_eq!(
+        unknown.error(404, "not_found")["details"]["field"],
+        "serverId"
+    );
+    let created = s
+        .admin
+        .post("/backup-targets", target(&directory, &s.server))
+        .await
+        .expect(201);
+    let target_id = created["id"].as_str().unwrap().to_string();
+    let listed = eventually(WAIT, "the target checked writable", || async {
+        let list = s.member.get("/backup-targets").await.ok();
+        (list["items"][0]["ready"] == true).then_some(list)
+    })
+    .await;
+    assert_eq!(listed["schemaVersion"], "backup-targets.list/v1");
+    assert_eq!(listed["items"][0]["id"], target_id.as_str());
+
+    // Bad backup requests name their field and create nothing.
+    invalid(
+        s.member.post(&backups, json!({"providerKey": "s3"})).await,
+        "providerKey",
+    );
+    invalid(
+        s.member
+            .post(&backups, json!({"targetId": "bkt-nope"}))
+            .await,
+        "targetId",
+    );
+    invalid(
+        s.member.post(&backups, json!({"when": "now"})).await,
+        "when",
+    );
+    let empty = s.member.get(&backups).await.ok();
+    assert_eq!(empty["items"], json!([]), "{empty}");
+
+    // Taken, stored and proven.
+    let created = s
+        .member
+        .post(&backups, json!({"description": "before the migration"}))
+        .await
+        .expect(201);
+    let id = created["id"].as_str().unwrap().to_string();
+    let shown: Value = eventually(WAIT, "the backup ready", || async {
+        let shown = s
+            .member
+            .get(&format!("/dependency-resources/backups/{id}"))
+            .await
+            .ok();
+        (shown["backup"]["status"] != "pending").then_some(shown)
+    })
+    .await;
+    assert_eq!(
+        shown["schemaVersion"],
+        "dependency-resources.backups.show/v1"
+    );
+    let backup = &shown["backup"];
+    assert_eq!(backup["status"], "ready", "{shown}");
+    assert_eq!(backup["dependencyResourceId"], db.as_str());
+    assert_eq!(backup["dependencyKind"], "postgres");
+    assert_eq!(backup["providerKey"], "berth-sealed-pg-dump");
+    assert_eq!(backup["targetId"], target_id.as_str());
+    assert_eq!(backup["description"], "before the migration");
+    assert_eq!(backup["verification"]["tables"], 1, "{shown}");
+    assert_eq!(backup["verification"]["rows"], 250, "{shown}");
+    let handle = backup["providerArtifactHandle"].as_str().unwrap();
+    assert!(handle.ends_with(&format!("{id}.berth-backup")), "{handle}");
+    assert!(backup["completedAt"].as_str().is_some() && backup["failureCode"].is_null());
+
+    let list = s.member.get(&backups).await.ok();
+    assert_eq!(
+        list["schemaVersion"],
+        "dependency-resources.backups.list/v1"
+    );
+    assert_eq!(list["items"][0]["id"], id.as_str());
+    let failed_only = s.member.get(&format!("{backups}?status=failed")).await.ok();
+    assert_eq!(failed_only["items"], json!([]));
+    invalid(
+        s.member.get(&format!("{backups}?status=done")).await,
+        "status",
+    );
+
+    // Another organization sees nothing of it.
+    let mut other = TestOrg::new(&client().await).await;
+    let outsider = other.user(OrganizationRole::Owner).await.rest;
+    outsider
+        .get(&format!("/dependency-resources/backups/{id}"))
+        .await
+        .error(404, "not_found");
+    outsider.get(&backups).await.error(404, "not_found");
+    let _ = std::fs::remove_dir_all(&directory);
+}
