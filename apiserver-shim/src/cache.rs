@@ -6,7 +6,7 @@ use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Duration;
 
-use berth_crds::backup::{BackupTarget, DependencyResourceBackup};
+use berth_crds::backup::{BackupTarget, DependencyResourceBackup, DependencyResourceRestore};
 use berth_crds::dependency_resource::DependencyResource;
 use berth_crds::deploy_token::DeployToken;
 use berth_crds::deployment::Deployment;
@@ -68,6 +68,7 @@ pub struct Caches {
     pub dependency_resources: Store<DependencyResource>,
     pub backups: Store<DependencyResourceBackup>,
     pub backup_targets: Store<BackupTarget>,
+    pub restores: Store<DependencyResourceRestore>,
     pub scheduled_tasks: Store<ScheduledTask>,
     pub scheduled_task_runs: Store<ScheduledTaskRun>,
     pub notification_channels: Store<NotificationChannel>,
@@ -219,6 +220,7 @@ impl Caches {
             dependency_resources: start(client),
             backups: start(client),
             backup_targets: start(client),
+            restores: start(client),
             scheduled_tasks: start_logged(
                 client,
                 |_| {},
@@ -275,6 +277,7 @@ impl Caches {
             self.dependency_resources.wait_until_ready(),
             self.backups.wait_until_ready(),
             self.backup_targets.wait_until_ready(),
+            self.restores.wait_until_ready(),
             self.scheduled_tasks.wait_until_ready(),
             self.scheduled_task_runs.wait_until_ready(),
             self.notification_channels.wait_until_ready(),

@@ -9,7 +9,9 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-pub use berth_vocabulary::backups::{BackupStatus, BackupTargetKind, PG_DUMP_PROVIDER};
+pub use berth_vocabulary::backups::{
+    BackupStatus, BackupTargetKind, PG_DUMP_PROVIDER, RestoreStatus,
+};
 
 use crate::Condition;
 use crate::limits::{DESCRIPTION_MAX, NAME_MAX, OBJECT_NAME_MAX, URL_PATH_MAX};
@@ -175,4 +177,85 @@ pub struct BackupVerification {
     /// Seconds the download, restore and count took.
     pub seconds: f64,
     pub verified_at: Time,
+}
+
+/// Label on a restore naming the backup it restores.
+pub const BACKUP_LABEL: &str = "berth.dev/backup";
+
+/// One restore of a ready backup into a managed PostgreSQL: its own (in place) or another of
+/// the same project and environment (a clone). The restore runs in one transaction: it lands
+/// whole or changes nothing.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "berth.dev",
+    version = "v1alpha1",
+    kind = "DependencyResourceRestore",
+    namespaced,
+    shortname = "brestore",
+    category = "berth",
+    doc = "One restore of a ready backup into a managed PostgreSQL (in place or into another), in one transaction.",
+    status = "DependencyResourceRestoreStatus",
+    printcolumn = r#"{"name":"Backup","type":"string","jsonPath":".spec.backupId"}"#,
+    printcolumn = r#"{"name":"Into","type":"string","jsonPath":".spec.targetDependencyResourceId"}"#,
+    printcolumn = r#"{"name":"Status","type":"string","jsonPath":".status.status"}"#,
+    printcolumn = r#"{"name":"Rows","type":"integer","jsonPath":".status.report.rows"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct DependencyResourceRestoreSpec {
+    /// Id (object name) of the DependencyResourceBackup restored.
+    #[schemars(length(min = 1, max = OBJECT_NAME_MAX))]
+    pub backup_id: String,
+    /// Id (object name) of the DependencyResource whose data is replaced: the backup's own, or
+    /// another PostgreSQL of the same project and environment.
+    #[schemars(length(min = 1, max = OBJECT_NAME_MAX))]
+    pub target_dependency_resource_id: String,
+    /// Must be true: the objects the dump holds are dropped and recreated in the target.
+    pub acknowledge_data_overwrite: bool,
+    /// A label for people.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = NAME_MAX))]
+    pub restore_label: Option<String>,
+}
+
+/// What a restore did.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DependencyResourceRestoreStatus {
+    /// `pending`, `completed` or `failed`.
+    #[serde(default)]
+    pub status: RestoreStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_at: Option<Time>,
+    /// Why it failed, as a code (`dependency-resource-backup-blocked`, `restore-failed`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_code: Option<String>,
+    /// Why it failed, in one line (nothing was changed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_message: Option<String>,
+    /// What the target holds after the restore.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<RestoreReport>,
+    /// `Ready` once completed.
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+}
+
+/// The end report of a restore.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RestoreReport {
+    /// Tables in the target database after the restore.
+    pub tables: i64,
+    /// Rows in them, counted one by one.
+    pub rows: i64,
+    /// Bytes of the dump restored.
+    pub dump_bytes: i64,
+    /// Seconds the download, restore and count took.
+    pub seconds: f64,
 }

@@ -120,6 +120,7 @@ fn crds_as_derived() -> Vec<CustomResourceDefinition> {
         dependency_resource::DependencyResource::crd(),
         backup::BackupTarget::crd(),
         backup::DependencyResourceBackup::crd(),
+        backup::DependencyResourceRestore::crd(),
         scheduled_task::ScheduledTask::crd(),
         scheduled_task::ScheduledTaskRun::crd(),
         notification::NotificationChannel::crd(),

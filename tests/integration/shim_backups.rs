@@ -1,7 +1,8 @@
 //! Backups over REST (Appaloft's `/dependency-resources/{id}/backups` routes, Berth's
 //! `/backup-targets`): bad input is refused by field and creates nothing; a backup asked for
 //! over REST is taken, stored sealed and proven, and its record shows what the test restore
-//! counted; another organization cannot see it.
+//! counted; it restores in place (after more rows were written) and into a clone (the source
+//! untouched), each only with both acknowledgements; another organization cannot see it.
 
 use std::time::Duration;
 
@@ -11,7 +12,7 @@ use berth_tests::{client, eventually};
 use serde_json::{Value, json};
 
 use crate::dependency_resources::{psql, registry_image};
-use crate::shim_dependency_resources::setup;
+use crate::shim_dependency_resources::{Setup, setup};
 use crate::shim_projects_envs::invalid;
 
 const WAIT: Duration = Duration::from_secs(240);
@@ -142,6 +143,8 @@ async fn shim_backup_is_refused_by_field_then_taken_and_proven_over_rest() {
         "status",
     );
 
+    restored_in_place_and_into_a_clone(&s, &db, &id).await;
+
     // Another organization sees nothing of it.
     let mut other = TestOrg::new(&client().await).await;
     let outsider = other.user(OrganizationRole::Owner).await.rest;
@@ -151,4 +154,80 @@ async fn shim_backup_is_refused_by_field_then_taken_and_proven_over_rest() {
         .error(404, "not_found");
     outsider.get(&backups).await.error(404, "not_found");
     let _ = std::fs::remove_dir_all(&directory);
+}
+
+/// Rows of `orders` in dependency `id`'s database.
+fn orders(s: &Setup, id: &str) -> String {
+    let (ok, rows) = psql(&s.container(id), "select count(*) from orders");
+    assert!(ok, "{rows}");
+    rows
+}
+
+/// Restores `backup` (250 orders) in place after more rows were written, then into a new
+/// database while the source moves on: each ends with the backup's rows, the source untouched.
+async fn restored_in_place_and_into_a_clone(s: &Setup, db: &str, backup: &str) {
+    let shown = format!("/dependency-resources/backups/{backup}");
+    let path = format!("{shown}/restore");
+    let acknowledged =
+        json!({"acknowledgeDataOverwrite": true, "acknowledgeRuntimeNotRestarted": true});
+    invalid(
+        s.member.post(&path, json!({})).await,
+        "acknowledgeDataOverwrite",
+    );
+    let half = json!({"acknowledgeDataOverwrite": true});
+    invalid(
+        s.member.post(&path, half).await,
+        "acknowledgeRuntimeNotRestarted",
+    );
+    let unknown = json!({"acknowledgeDataOverwrite": true, "acknowledgeRuntimeNotRestarted": true,
+                         "targetDependencyResourceId": "dep-nope"});
+    let error = s.member.post(&path, unknown).await.error(404, "not_found");
+    assert_eq!(error["details"]["field"], "targetDependencyResourceId");
+    let untouched = s.member.get(&shown).await.ok();
+    assert!(
+        untouched["backup"]["latestRestoreAttempt"].is_null(),
+        "{untouched}"
+    );
+
+    let (written, out) = psql(
+        &s.container(db),
+        "insert into orders select generate_series(251, 300)",
+    );
+    assert!(written, "{out}");
+    assert_eq!(orders(s, db), "300");
+    let attempt = s.member.post(&path, acknowledged.clone()).await.expect(202);
+    let ended = restore_ended(s, &shown, attempt["id"].as_str().unwrap()).await;
+    assert_eq!(ended["status"], "completed", "{ended}");
+    assert_eq!(ended["targetDependencyResourceId"], db);
+    assert_eq!(
+        (
+            ended["report"]["tables"].clone(),
+            ended["report"]["rows"].clone()
+        ),
+        (json!(1), json!(250))
+    );
+    assert_eq!(orders(s, db), "250", "restored in place");
+
+    // Into a clone: the source moves on and is not touched.
+    let copy = s.provision("postgres", "Orders Copy").await;
+    s.wait_ready(&copy).await;
+    let (written, out) = psql(&s.container(db), "insert into orders values (999)");
+    assert!(written, "{out}");
+    let mut into_copy = acknowledged;
+    into_copy["targetDependencyResourceId"] = json!(copy);
+    let attempt = s.member.post(&path, into_copy).await.expect(202);
+    let ended = restore_ended(s, &shown, attempt["id"].as_str().unwrap()).await;
+    assert_eq!(ended["status"], "completed", "{ended}");
+    assert_eq!(ended["targetDependencyResourceId"], copy.as_str());
+    assert_eq!(orders(s, &copy), "250", "the clone holds the backup");
+    assert_eq!(orders(s, db), "251", "the source is untouched");
+}
+
+/// Waits until the backup's latest restore is `attempt` and has ended; returns it.
+async fn restore_ended(s: &Setup, shown: &str, attempt: &str) -> Value {
+    eventually(WAIT, &format!("restore {attempt} ended"), || async {
+        let latest = s.member.get(shown).await.ok()["backup"]["latestRestoreAttempt"].clone();
+        (latest["attemptId"] == attempt && latest["status"] != "pending").then_some(latest)
+    })
+    .await
 }

@@ -9,7 +9,9 @@ use crate::dependencies::DependencyKind;
 use crate::limits::{DESCRIPTION_MAX, NAME_MAX, OBJECT_NAME_MAX, URL_PATH_MAX};
 use crate::validate::{Checked, FieldError, bounded, optional_text};
 
-pub use berth_vocabulary::backups::{BackupStatus, BackupTargetKind, PG_DUMP_PROVIDER};
+pub use berth_vocabulary::backups::{
+    BackupStatus, BackupTargetKind, PG_DUMP_PROVIDER, RestoreStatus,
+};
 
 /// `GET /dependency-resources/{id}/backups` answer's `schemaVersion`.
 pub const LIST_SCHEMA: &str = "dependency-resources.backups.list/v1";
@@ -103,6 +105,91 @@ pub struct DependencyResourceBackupSummary {
     pub artifact: Option<BackupArtifactSummary>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verification: Option<BackupVerificationSummary>,
+    /// The newest restore of this backup.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latest_restore_attempt: Option<RestoreAttemptSummary>,
+}
+
+/// Appaloft's `dependencyResourceRestoreAttemptSummarySchema`, and Berth's report.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct RestoreAttemptSummary {
+    pub attempt_id: String,
+    /// `pending`, `completed` or `failed` (nothing changed).
+    pub status: RestoreStatus,
+    pub requested_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_dependency_resource_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_code: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_message: Option<String>,
+    /// What the target held afterwards (Berth).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<RestoreReportSummary>,
+}
+
+/// The end report of a restore (Berth).
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct RestoreReportSummary {
+    pub tables: i64,
+    pub rows: i64,
+    pub dump_bytes: i64,
+    pub seconds: f64,
+}
+
+/// Appaloft's restore-backup input: both acknowledgements are required.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RestoreDependencyResourceBackup {
+    /// Must be true: the data of the target is replaced by the backup's.
+    #[serde(default)]
+    pub acknowledge_data_overwrite: bool,
+    /// Must be true: the apps bound to the target are not restarted.
+    #[serde(default)]
+    pub acknowledge_runtime_not_restarted: bool,
+    /// Another PostgreSQL of the same project and environment to restore into (a clone); the
+    /// backup's own when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_dependency_resource_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restore_label: Option<String>,
+}
+
+impl RestoreDependencyResourceBackup {
+    pub fn validate(&self) -> Checked {
+        let must = |field: &str, given: bool, why: &str| {
+            if given {
+                Ok(())
+            } else {
+                Err(FieldError::new(
+                    field,
+                    format!("{field} must be true: {why}"),
+                ))
+            }
+        };
+        must(
+            "acknowledgeDataOverwrite",
+            self.acknowledge_data_overwrite,
+            "the target's data is replaced by the backup's",
+        )?;
+        must(
+            "acknowledgeRuntimeNotRestarted",
+            self.acknowledge_runtime_not_restarted,
+            "the apps bound to the target are not restarted",
+        )?;
+        optional_text(
+            "targetDependencyResourceId",
+            self.target_dependency_resource_id.as_ref(),
+            OBJECT_NAME_MAX,
+        )?;
+        optional_text("restoreLabel", self.restore_label.as_ref(), NAME_MAX)
+    }
 }
 
 #[derive(Serialize, Deserialize, JsonSchema, Debug)]

@@ -5,23 +5,28 @@
 use std::sync::Arc;
 
 use berth_api::backups::{
-    BackupArtifactSummary, BackupVerificationSummary, DependencyResourceBackupSummary,
-    PG_DUMP_PROVIDER,
+    BackupArtifactSummary, BackupStatus, BackupVerificationSummary,
+    DependencyResourceBackupSummary, PG_DUMP_PROVIDER, RestoreAttemptSummary, RestoreReportSummary,
+    RestoreStatus,
 };
-use berth_crds::backup::{BackupTarget, DependencyResourceBackup};
+use berth_crds::backup::{BackupTarget, DependencyResourceBackup, DependencyResourceRestore};
 use berth_crds::condition::{self, ConditionStatus, READY};
 use berth_crds::dependency_resource::{DependencyKind, DependencyResource, DependencySource};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 
 use crate::error::{ApiError, ApiResult};
 
-/// Why a request cannot be backed up, as Appaloft names it.
+/// Why a request cannot be backed up or restored, as Appaloft names it.
 const BLOCKED: &str = "dependency_resource_backup_blocked";
+const RESTORE_BLOCKED: &str = "dependency_resource_restore_blocked";
 
-/// The record of `backup`, a backup of `dependency`.
+/// The record of `backup`, a backup of `dependency`, with its newest restore among
+/// `restores`.
 pub fn summary(
     backup: &DependencyResourceBackup,
     dependency: &DependencyResource,
+    restores: &[Arc<DependencyResourceRestore>],
 ) -> DependencyResourceBackupSummary {
     let status = backup.status.clone().unwrap_or_default();
     let created = backup
@@ -30,7 +35,7 @@ pub fn summary(
         .as_ref()
         .map(|t| t.0.to_string())
         .unwrap_or_default();
-    let ready = status.status == berth_api::backups::BackupStatus::Ready;
+    let ready = status.status == BackupStatus::Ready;
     DependencyResourceBackupSummary {
         id: backup.name_any(),
         dependency_resource_id: backup.spec.dependency_resource_id.clone(),
@@ -68,14 +73,89 @@ pub fn summary(
             seconds: v.seconds,
             verified_at: v.verified_at.0.to_string(),
         }),
+        latest_restore_attempt: restores
+            .iter()
+            .filter(|r| r.spec.backup_id == backup.name_any())
+            .max_by_key(|r| {
+                (
+                    r.metadata.creation_timestamp.clone().map(|t| t.0),
+                    r.name_any(),
+                )
+            })
+            .map(|r| restore_summary(r)),
     }
+}
+
+fn time(at: &Option<Time>) -> Option<String> {
+    at.as_ref().map(|t| t.0.to_string())
+}
+
+/// A restore as Appaloft's restore attempt.
+pub fn restore_summary(restore: &DependencyResourceRestore) -> RestoreAttemptSummary {
+    let status = restore.status.clone().unwrap_or_default();
+    RestoreAttemptSummary {
+        attempt_id: restore.name_any(),
+        status: status.status,
+        requested_at: time(&restore.metadata.creation_timestamp).unwrap_or_default(),
+        target_dependency_resource_id: Some(restore.spec.target_dependency_resource_id.clone()),
+        completed_at: time(&status.completed_at),
+        failed_at: time(&status.failed_at),
+        failure_code: status.failure_code,
+        failure_message: status.failure_message,
+        report: status.report.map(|r| RestoreReportSummary {
+            tables: r.tables,
+            rows: r.rows,
+            dump_bytes: r.dump_bytes,
+            seconds: r.seconds,
+        }),
+    }
+}
+
+/// 409 unless `backup` can be restored into `into`: the backup ready, `into` a ready managed
+/// PostgreSQL of the backup's project and environment, no other restore into it pending.
+pub fn require_restorable(
+    backup: &DependencyResourceBackup,
+    source: &DependencyResource,
+    into: &DependencyResource,
+    restores: &[Arc<DependencyResourceRestore>],
+) -> ApiResult<()> {
+    let refuse = |why: String| Err(ApiError::conflict_code(RESTORE_BLOCKED, why));
+    let ready = backup.status.as_ref().map(|s| s.status) == Some(BackupStatus::Ready);
+    if !ready {
+        return refuse(format!(
+            "backup {} is not ready to restore",
+            backup.name_any()
+        ));
+    }
+    let into_id = into.name_any();
+    let same_place = into.spec.project_id == source.spec.project_id
+        && into.spec.environment_id == source.spec.environment_id;
+    if !same_place {
+        return refuse(format!(
+            "dependency resource {into_id} is not in the backup's project and environment"
+        ));
+    }
+    admissible(into, RESTORE_BLOCKED)?;
+    let pending = restores.iter().any(|r| {
+        r.spec.target_dependency_resource_id == into_id
+            && r.status.as_ref().map(|s| s.status).unwrap_or_default() == RestoreStatus::Pending
+    });
+    if pending {
+        return refuse(format!("a restore into {into_id} is already pending"));
+    }
+    Ok(())
 }
 
 /// 409 unless Berth can back up `dependency` now: a managed PostgreSQL that is ready.
 pub fn require_backed_up(dependency: &DependencyResource) -> ApiResult<()> {
+    admissible(dependency, BLOCKED)
+}
+
+/// 409 coded `code` unless `dependency` is a managed PostgreSQL that is ready.
+fn admissible(dependency: &DependencyResource, code: &'static str) -> ApiResult<()> {
     let id = dependency.name_any();
     let refuse = |why: String| {
-        Err(ApiError::conflict_code(BLOCKED, why).with_detail("dependencyResourceId", id.clone()))
+        Err(ApiError::conflict_code(code, why).with_detail("dependencyResourceId", id.clone()))
     };
     if dependency.spec.kind != DependencyKind::Postgres {
         return refuse(format!(

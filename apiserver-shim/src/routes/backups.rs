@@ -1,29 +1,34 @@
-//! Backups over REST: Appaloft's `POST|GET /dependency-resources/{id}/backups` and `GET
-//! /dependency-resources/backups/{backupId}`, and Berth's `POST|GET /backup-targets`. A backup
-//! is a DependencyResourceBackup object the controller takes, stores sealed at its target and
-//! proves by a test restore; reads come from the watch caches. Restores, policies and schedules
-//! are not served yet.
+//! Backups over REST: Appaloft's `POST|GET /dependency-resources/{id}/backups`, `GET
+//! /dependency-resources/backups/{backupId}` and `POST …/backups/{backupId}/restore`, and
+//! Berth's `POST|GET /backup-targets`. A backup is a DependencyResourceBackup object the
+//! controller takes, stores sealed at its target and proves by a test restore; a restore is a
+//! DependencyResourceRestore it runs in one transaction. Reads come from the watch caches.
+//! Backup policies (schedules, retention) are not served yet.
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use std::sync::Arc;
+
 use berth_api::backups::{
     BackupStatus, BackupTargetList, BackupTargetSummary, CreateBackupTarget,
     CreateDependencyResourceBackup, DependencyResourceBackupList, DependencyResourceBackupShow,
-    LIST_SCHEMA, SHOW_SCHEMA, TARGETS_LIST_SCHEMA,
+    LIST_SCHEMA, RestoreDependencyResourceBackup, SHOW_SCHEMA, TARGETS_LIST_SCHEMA,
 };
 use berth_api::common::IdResponse;
 use berth_crds::backup::{
-    BackupTarget, BackupTargetSpec, DEPENDENCY_LABEL, DependencyResourceBackup,
-    DependencyResourceBackupSpec, ServerDirectory,
+    BACKUP_LABEL, BackupTarget, BackupTargetSpec, DEPENDENCY_LABEL, DependencyResourceBackup,
+    DependencyResourceBackupSpec, DependencyResourceRestore, DependencyResourceRestoreSpec,
+    ServerDirectory,
 };
 use berth_crds::condition::{self, READY};
+use berth_crds::dependency_resource::DependencyResource;
 use berth_crds::member::OrganizationRole;
 use k8s_openapi::jiff::Timestamp;
 use kube::{Api, ResourceExt};
 
 use super::Endpoint;
 use crate::auth::Caller;
-use crate::domain::backups::{choose_target, require_backed_up, summary};
+use crate::domain::backups::{choose_target, require_backed_up, require_restorable, summary};
 use crate::domain::dependency_resources::lookup as lookup_dependency;
 use crate::domain::objects::{all_in, find_in};
 use crate::domain::servers;
@@ -52,6 +57,15 @@ pub fn endpoints() -> Vec<Endpoint> {
             "/dependency-resources/backups/{backupId}",
             "Show a backup: status, step, artifact and what its test restore counted",
             show,
+        ),
+        Endpoint::post::<RestoreDependencyResourceBackup, IdResponse, _, _>(
+            "/dependency-resources/backups/{backupId}/restore",
+            "Restore a ready backup (202) into its own PostgreSQL, or into another of the same \
+             project and environment (targetDependencyResourceId); acknowledgeDataOverwrite \
+             and acknowledgeRuntimeNotRestarted must be true. It runs in one transaction: the \
+             backup's latestRestoreAttempt ends completed with a report, or failed with nothing \
+             changed",
+            restore,
         ),
         Endpoint::post::<CreateBackupTarget, IdResponse, _, _>(
             "/backup-targets",
@@ -109,10 +123,11 @@ async fn list(
     let statuses: Vec<&str> = BackupStatus::ALL.iter().map(|s| s.as_str()).collect();
     let wanted = query.one_of("status", &statuses, None)?;
     let namespace = dependency.namespace().unwrap_or_default();
+    let restores = all_in(&state.caches.restores, &namespace);
     let mut backups: Vec<_> = all_in(&state.caches.backups, &namespace)
         .into_iter()
         .filter(|b| b.spec.dependency_resource_id == dependency_id)
-        .map(|b| summary(&b, &dependency))
+        .map(|b| summary(&b, &dependency, &restores))
         .filter(|s| wanted.is_none_or(|w| s.status.as_str() == w))
         .collect();
     backups.sort_by(|a, b| (&b.created_at, &b.id).cmp(&(&a.created_at, &a.id)));
@@ -123,26 +138,73 @@ async fn list(
     }))
 }
 
+/// A backup the caller may see and its dependency, or 404 (a backup of a dependency the
+/// caller cannot see looks like a missing one).
+fn lookup_backup(
+    state: &AppState,
+    caller: &Caller,
+    backup_id: &str,
+) -> ApiResult<(Arc<DependencyResourceBackup>, Arc<DependencyResource>)> {
+    let organization = caller.require_role(OrganizationRole::Member)?;
+    let backup = find_in(
+        &state.caches.backups,
+        &organization.namespace,
+        backup_id,
+        "backup",
+    )?;
+    let dependency = lookup_dependency(state, caller, &backup.spec.dependency_resource_id)
+        .map_err(|_| ApiError::not_found("backup", backup_id))?;
+    Ok((backup, dependency))
+}
+
 async fn show(
     State(state): State<AppState>,
     caller: Caller,
     Path(backup_id): Path<String>,
 ) -> ApiResult<Json<DependencyResourceBackupShow>> {
-    let organization = caller.require_role(OrganizationRole::Member)?;
-    let backup = find_in(
-        &state.caches.backups,
-        &organization.namespace,
-        &backup_id,
-        "backup",
-    )?;
-    // A backup of a dependency the caller cannot see looks like a missing one.
-    let dependency = lookup_dependency(&state, &caller, &backup.spec.dependency_resource_id)
-        .map_err(|_| ApiError::not_found("backup", &backup_id))?;
+    let (backup, dependency) = lookup_backup(&state, &caller, &backup_id)?;
+    let restores = all_in(&state.caches.restores, &caller.organization()?.namespace);
     Ok(Json(DependencyResourceBackupShow {
         schema_version: SHOW_SCHEMA.into(),
-        backup: summary(&backup, &dependency),
+        backup: summary(&backup, &dependency, &restores),
         generated_at: Timestamp::now().to_string(),
     }))
+}
+
+async fn restore(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(backup_id): Path<String>,
+    JsonBody(body): JsonBody<RestoreDependencyResourceBackup>,
+) -> ApiResult<(StatusCode, Json<IdResponse>)> {
+    let (backup, source) = lookup_backup(&state, &caller, &backup_id)?;
+    caller.require_role(OrganizationRole::Member)?;
+    body.validate()?;
+    let into = match &body.target_dependency_resource_id {
+        Some(id) => lookup_dependency(&state, &caller, id)
+            .map_err(|error| error.with_detail("field", "targetDependencyResourceId"))?,
+        None => source.clone(),
+    };
+    let namespace = caller.organization()?.namespace.clone();
+    let restores = all_in(&state.caches.restores, &namespace);
+    require_restorable(&backup, &source, &into, &restores)?;
+    let id = new_id(&format!("{backup_id}-rs"));
+    let mut restore = DependencyResourceRestore::new(
+        &id,
+        DependencyResourceRestoreSpec {
+            backup_id: backup_id.clone(),
+            target_dependency_resource_id: into.name_any(),
+            acknowledge_data_overwrite: body.acknowledge_data_overwrite,
+            restore_label: body.restore_label,
+        },
+    );
+    restore
+        .labels_mut()
+        .insert(BACKUP_LABEL.into(), backup_id.clone());
+    let api = Api::<DependencyResourceRestore>::namespaced(state.client.clone(), &namespace);
+    apply(&api, &state.caches.restores, Some(&caller), restore).await?;
+    tracing::info!(restore = %id, backup = %backup_id, "restore requested");
+    Ok((StatusCode::ACCEPTED, Json(IdResponse { id })))
 }
 
 async fn create_target(

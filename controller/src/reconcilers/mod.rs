@@ -166,6 +166,7 @@ async fn run_controllers(
         scheduled_task::run_runs(context.clone(), shutdown.clone()),
         backup::run(context.clone(), shutdown.clone()),
         backup::run_targets(context.clone(), shutdown.clone()),
+        backup::run_restores(context.clone(), shutdown.clone()),
         notifications::run_notifier(context.clone(), shutdown.clone()),
         notifications::run_deliveries(context.clone(), shutdown.clone()),
         bookkeeping::run::<User>(context.clone(), shutdown.clone()),

@@ -39,3 +39,26 @@ pub enum BackupTargetKind {
 /// The provider of Berth's PostgreSQL backups (`providerKey`): a `pg_dump -Fc` sealed by the
 /// controller and proven by a test restore.
 pub const PG_DUMP_PROVIDER: &str = "berth-sealed-pg-dump";
+
+/// Where a restore is (Appaloft's restore-attempt statuses).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum RestoreStatus {
+    /// Not finished yet.
+    #[default]
+    Pending,
+    /// The backup's data is in the target database; `report` says what it holds.
+    Completed,
+    /// Nothing was changed (the restore runs in one transaction); `failureMessage` says why.
+    Failed,
+}
+
+impl RestoreStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+        }
+    }
+}

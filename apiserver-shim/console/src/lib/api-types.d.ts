@@ -331,6 +331,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/dependency-resources/backups/{backupId}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Restore a ready backup (202) into its own PostgreSQL, or into another of the same project and environment (targetDependencyResourceId); acknowledgeDataOverwrite and acknowledgeRuntimeNotRestarted must be true. It runs in one transaction: the backup's latestRestoreAttempt ends completed with a report, or failed with nothing changed */
+        post: operations["post_dependency_resources_backups_backupId_restore"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/dependency-resources/count": {
         parameters: {
             query?: never;
@@ -4090,6 +4107,8 @@ export interface components {
             failureCode?: string;
             failureMessage?: string;
             id: string;
+            /** @description The newest restore of this backup. */
+            latestRestoreAttempt?: components["schemas"]["RestoreAttemptSummary"];
             projectId: string;
             /** @description Where the artifact is, once ready. */
             providerArtifactHandle?: string;
@@ -6329,11 +6348,57 @@ export interface components {
          * @enum {string}
          */
         RestartPolicy: "never" | "always" | "unless-stopped" | "on-failure";
+        /** @description Appaloft's `dependencyResourceRestoreAttemptSummarySchema`, and Berth's report. */
+        RestoreAttemptSummary: {
+            attemptId: string;
+            completedAt?: string;
+            failedAt?: string;
+            failureCode?: string;
+            failureMessage?: string;
+            /** @description What the target held afterwards (Berth). */
+            report?: components["schemas"]["RestoreReportSummary"];
+            requestedAt: string;
+            /** @description `pending`, `completed` or `failed` (nothing changed). */
+            status: components["schemas"]["RestoreStatus"];
+            targetDependencyResourceId?: string;
+        };
+        /** @description Appaloft's restore-backup input: both acknowledgements are required. */
+        RestoreDependencyResourceBackup: {
+            /**
+             * @description Must be true: the data of the target is replaced by the backup's.
+             * @default false
+             */
+            acknowledgeDataOverwrite: boolean;
+            /**
+             * @description Must be true: the apps bound to the target are not restarted.
+             * @default false
+             */
+            acknowledgeRuntimeNotRestarted: boolean;
+            restoreLabel?: string;
+            /**
+             * @description Another PostgreSQL of the same project and environment to restore into (a clone); the
+             *     backup's own when left out.
+             */
+            targetDependencyResourceId?: string;
+        };
+        /** @description The end report of a restore (Berth). */
+        RestoreReportSummary: {
+            /** Format: int64 */
+            dumpBytes: number;
+            /** Format: int64 */
+            rows: number;
+            /** Format: double */
+            seconds: number;
+            /** Format: int64 */
+            tables: number;
+        };
         /**
          * @description `POST /resources/{resourceId}/restore` (and `POST /projects/{projectId}/restore`): no
          *     field.
          */
         RestoreResource: Record<string, never>;
+        /** @description Where a restore is (Appaloft's restore-attempt statuses). */
+        RestoreStatus: "pending" | "completed" | "failed";
         Resume: {
             cleanupStepIds: string[];
             remainingStepIds: string[];
@@ -8865,6 +8930,41 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DependencyResourceBackupShow"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_dependency_resources_backups_backupId_restore: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                backupId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RestoreDependencyResourceBackup"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdResponse"];
                 };
             };
             /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */

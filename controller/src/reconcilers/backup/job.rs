@@ -115,17 +115,21 @@ async fn restore_and_count(
             Ok(bytes) => bytes,
             Err(failure) => return Ok(Err(failure)),
         };
-    let counted = database
-        .connection
-        .exec(&plan::count_command(socket, scratch))
-        .await?;
-    match plan::parse_counts(&counted.stdout_text()) {
-        Some((tables, rows)) => Ok(Ok((dump_bytes, tables, rows))),
-        None => Ok(Err(Failure::new(
-            code::VERIFICATION_FAILED,
-            "counting the restored tables and rows gave no answer",
-        ))),
-    }
+    Ok(count(database, scratch, code::VERIFICATION_FAILED)
+        .await?
+        .map(|(tables, rows)| (dump_bytes, tables, rows)))
+}
+
+/// The tables and rows of the database in `container`, or a failure coded `code`.
+pub async fn count(
+    target: &Target,
+    container: &str,
+    code: &'static str,
+) -> Result<std::result::Result<(i64, i64), Failure>> {
+    let command = plan::count_command(&target.docker_socket, container);
+    let counted = target.connection.exec(&command).await?;
+    Ok(plan::parse_counts(&counted.stdout_text())
+        .ok_or_else(|| Failure::new(code, "counting the restored tables and rows gave no answer")))
 }
 
 /// Creates and starts the throwaway database: no network, a password nobody needs (local

@@ -16,10 +16,12 @@
 mod job;
 mod key;
 mod plan;
+mod restore;
 mod seal;
 mod target;
 mod transfer;
 
+pub use restore::run as run_restores;
 pub use target::run as run_targets;
 
 use std::sync::Arc;

@@ -46,6 +46,7 @@ pub mod code {
     pub const UPLOAD_FAILED: &str = "upload-failed";
     pub const VERIFICATION_FAILED: &str = "verification-failed";
     pub const UNREACHABLE: &str = "server-unreachable";
+    pub const RESTORE_FAILED: &str = "restore-failed";
 }
 
 /// Where one backup's artifact is on a server-directory target.
@@ -98,6 +99,19 @@ impl ArtifactPath {
     pub fn location(&self, server: &str) -> String {
         format!("server-directory://{server}{}", self.file)
     }
+
+    /// The server and path a [`ArtifactPath::location`] names.
+    pub fn from_location(location: &str) -> Option<(String, Self)> {
+        let rest = location.strip_prefix("server-directory://")?;
+        let slash = rest.find('/')?;
+        let (server, file) = rest.split_at(slash);
+        let (directory, _) = file.rsplit_once('/')?;
+        let path = Self {
+            directory: directory.to_string(),
+            file: file.to_string(),
+        };
+        (!server.is_empty()).then(|| (server.to_string(), path))
+    }
 }
 
 fn docker(socket: &str) -> String {
@@ -132,6 +146,18 @@ pub fn restore_command(socket: &str, scratch: &str) -> String {
          --no-privileges --exit-on-error",
         docker(socket),
         shell_quote(scratch)
+    )
+}
+
+/// Restores a dump read from standard input over the live database `container`: every
+/// object the dump holds dropped and recreated, in one transaction (it lands whole or changes
+/// nothing); the dump's own database name is ignored.
+pub fn restore_over_command(socket: &str, container: &str) -> String {
+    format!(
+        "{} exec -i {} pg_restore -U {POSTGRES_USER} -d {POSTGRES_DATABASE} --clean --if-exists \
+         --no-owner --no-privileges --single-transaction --exit-on-error",
+        docker(socket),
+        shell_quote(container)
     )
 }
 
@@ -251,7 +277,22 @@ mod tests {
     }
 
     #[test]
+    fn a_location_names_its_server_and_file_again() {
+        let path = ArtifactPath::of("/b", "ns", "db", "db-1");
+        let (server, read) = ArtifactPath::from_location(&path.location("store")).unwrap();
+        assert_eq!((server.as_str(), read), ("store", path));
+        assert_eq!(ArtifactPath::from_location("s3://bucket/x"), None);
+        assert_eq!(ArtifactPath::from_location("server-directory:///x/y"), None);
+    }
+
+    #[test]
     fn the_dump_and_restore_name_the_database_and_never_a_password() {
+        let over = restore_over_command("/s", "db");
+        assert!(over.contains("--clean --if-exists"), "{over}");
+        assert!(
+            over.contains("--single-transaction --exit-on-error"),
+            "{over}"
+        );
         let dump = dump_command("/run/docker.sock", "berth-dep-org-db");
         assert_eq!(
             dump,
