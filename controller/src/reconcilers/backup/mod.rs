@@ -11,7 +11,8 @@
 //! start (the artifact's name is fixed; a partial upload never carries it). A server that
 //! cannot be reached is tried again with backoff, for at most [`GIVE_UP_AFTER`].
 //!
-//! `plan` decides without I/O, `transfer` moves bytes, `key` keeps the key.
+//! `plan` decides without I/O, `job` and `transfer` move the bytes, `key` keeps the key;
+//! `target` checks BackupTargets and `restore` runs DependencyResourceRestores.
 
 mod job;
 mod key;
