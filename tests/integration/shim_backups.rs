@@ -11,6 +11,7 @@ use berth_tests::rest::TestOrg;
 use berth_tests::{client, eventually};
 use serde_json::{Value, json};
 
+use crate::cli::{Berth, binary};
 use crate::dependency_resources::{psql, registry_image};
 use crate::shim_dependency_resources::{Setup, setup};
 use crate::shim_projects_envs::invalid;
@@ -143,6 +144,7 @@ async fn shim_backup_is_refused_by_field_then_taken_and_proven_over_rest() {
         "status",
     );
 
+    listed_by_the_cli(&s, &db, &id).await;
     restored_in_place_and_into_a_clone(&s, &db, &id).await;
 
     // Another organization sees nothing of it.
@@ -230,4 +232,26 @@ async fn restore_ended(s: &Setup, shown: &str, attempt: &str) -> Value {
         (latest["attemptId"] == attempt && latest["status"] != "pending").then_some(latest)
     })
     .await
+}
+
+/// `berth backups list` shows the backup ready with its counts; a restore without `--yes`
+/// is refused before anything is sent.
+async fn listed_by_the_cli(s: &Setup, db: &str, backup: &str) {
+    let berth = Berth::new();
+    let token = s.member.token.clone().unwrap();
+    let env = [("BERTH_TOKEN", token.as_str())];
+    let table = berth
+        .run_with(&binary(), &["backups", "list", db], None, &env)
+        .await
+        .ok();
+    let line = table
+        .lines()
+        .find(|l| l.contains(backup))
+        .unwrap_or_default();
+    assert!(line.contains("ready") && line.contains("250"), "{table}");
+    let refused = berth
+        .run_with(&binary(), &["backups", "restore", backup], None, &env)
+        .await;
+    assert_ne!(refused.code, 0, "{refused:?}");
+    assert!(refused.stderr.contains("--yes"), "{refused:?}");
 }

@@ -6,6 +6,7 @@ use clap_complete::Shell;
 use crate::error::EXIT_CODES_HELP;
 use crate::output::Format;
 
+mod backups;
 mod dependencies;
 mod infra;
 mod migrate;
@@ -15,6 +16,7 @@ mod resources;
 mod tasks;
 mod volumes;
 mod workspace;
+pub use backups::Backups;
 pub use dependencies::Db;
 pub use infra::*;
 pub use migrate::{Migrate, Platform};
@@ -177,6 +179,14 @@ pub enum Command {
         after_help = "Example:\n  berth db create orders-db --project Shop --environment prod --server edge"
     )]
     Db(Db),
+    /// Backups of managed PostgreSQL databases: taken and proven by a test restore, restored
+    /// in place or into a clone; the targets they are stored at.
+    #[command(
+        subcommand,
+        visible_alias = "backup",
+        after_help = "Example:\n  berth backups create orders-db && berth backups list orders-db"
+    )]
+    Backups(Backups),
     /// Scheduled tasks: a command a resource runs on a cron schedule in a time zone, in a
     /// fresh container of its image; their runs and output.
     #[command(

@@ -18,8 +18,9 @@ use clap::{CommandFactory, Parser};
 
 use cli::{Cli, Command};
 use commands::{
-    Ctx, account, activity, dependencies, deploy, deployments, infra, members, migrate, notify,
-    observe, platform, resource_config, resources, tasks, terminal, tokens, volumes, workspace,
+    Ctx, account, activity, backups, dependencies, deploy, deployments, infra, members, migrate,
+    notify, observe, platform, resource_config, resources, tasks, terminal, tokens, volumes,
+    workspace,
 };
 use error::CliResult;
 use output::Output;
@@ -64,6 +65,7 @@ fn run(cli: Cli) -> CliResult<()> {
         Command::Config(command) => resource_config::config(&ctx()?, command),
         Command::Volumes(command) => volumes::volumes(&ctx()?, command),
         Command::Db(command) => dependencies::db(&ctx()?, command),
+        Command::Backups(command) => backups::backups(&ctx()?, command),
         Command::Tasks(command) => tasks::tasks(&ctx()?, command),
         Command::Notify(command) => notify::notify(&ctx()?, command),
         Command::Migrate(command) => migrate::migrate(&ctx()?, command),

@@ -15,7 +15,7 @@ use crate::error::CliResult;
 use crate::output::{Row, text, wire};
 
 /// The id of the dependency `name` names: an id (`dep-…`), or a slug or unique name.
-fn dependency_id(ctx: &Ctx, name: &str) -> CliResult<String> {
+pub fn dependency_id(ctx: &Ctx, name: &str) -> CliResult<String> {
     id_of(ctx.api()?, "/dependency-resources", "dep-", name)
 }
 

@@ -3,6 +3,7 @@
 
 pub mod account;
 pub mod activity;
+pub mod backups;
 pub mod dependencies;
 pub mod deploy;
 pub mod deployments;

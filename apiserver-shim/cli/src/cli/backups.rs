@@ -1,0 +1,74 @@
+//! `berth backups`: backups of managed PostgreSQL databases, their restores and the targets
+//! they are stored at.
+
+use clap::Subcommand;
+
+#[derive(Subcommand, Debug)]
+pub enum Backups {
+    /// List a database's backups, newest first: status, tables and rows its test restore
+    /// counted, size, target.
+    #[command(
+        visible_alias = "ls",
+        after_help = "Examples:\n  berth backups list orders-db\n  berth backups list orders-db --status failed"
+    )]
+    List {
+        /// Dependency id (dep-…), slug or name.
+        database: String,
+        /// Only pending, ready or failed ones.
+        #[arg(long)]
+        status: Option<String>,
+    },
+    /// Back up a ready managed PostgreSQL now: dumped in its container, sealed to the target
+    /// and proven by a test restore before it is ready (`berth backups show` follows it).
+    #[command(
+        after_help = "Examples:\n  berth backups create orders-db\n  berth backups create orders-db --target bkt-abc --description 'before the migration'"
+    )]
+    Create {
+        /// Dependency id (dep-…), slug or name.
+        database: String,
+        /// Backup target id; the organization's only one when left out.
+        #[arg(long)]
+        target: Option<String>,
+        #[arg(long)]
+        description: Option<String>,
+    },
+    /// Show a backup: status, step, artifact, test restore and its latest restore.
+    #[command(after_help = "Example:\n  berth backups show dep-abc-bk-xyz")]
+    Show {
+        /// Backup id.
+        backup: String,
+    },
+    /// Restore a ready backup into its own database (in place) or another PostgreSQL of the
+    /// same project and environment (--into). The data there is replaced, in one transaction;
+    /// the bound apps are not restarted. --yes acknowledges both.
+    #[command(
+        after_help = "Examples:\n  berth backups restore dep-abc-bk-xyz --yes\n  berth backups restore dep-abc-bk-xyz --into orders-copy --yes"
+    )]
+    Restore {
+        /// Backup id.
+        backup: String,
+        /// Another database to restore into (a clone); the backup's own when left out.
+        #[arg(long)]
+        into: Option<String>,
+        /// Acknowledge that the target's data is replaced and its apps are not restarted.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// List the organization's backup targets and whether each could be written.
+    #[command(after_help = "Example:\n  berth backups targets")]
+    Targets,
+    /// Add a backup target: a directory on a registered server (administrators).
+    #[command(
+        after_help = "Example:\n  berth backups add-target Offsite --server store --path /srv/berth-backups"
+    )]
+    AddTarget {
+        /// A name for people.
+        name: String,
+        /// Server id or name.
+        #[arg(long)]
+        server: String,
+        /// Absolute directory on the server.
+        #[arg(long)]
+        path: String,
+    },
+}

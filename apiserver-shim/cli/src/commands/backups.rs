@@ -1,0 +1,144 @@
+//! Backups (`/dependency-resources/{id}/backups`, `/dependency-resources/backups/{id}[/restore]`)
+//! and backup targets (`/backup-targets`).
+
+use berth_api::backups::{
+    BackupTargetKind, BackupTargetList, BackupTargetSummary, CreateBackupTarget,
+    CreateDependencyResourceBackup, DependencyResourceBackupList, DependencyResourceBackupShow,
+    DependencyResourceBackupSummary, RestoreDependencyResourceBackup,
+};
+
+use super::dependencies::dependency_id;
+use super::infra::server_id;
+use super::{Ctx, created, get_as};
+use crate::cli::Backups;
+use crate::error::{CliError, CliResult};
+use crate::output::{Row, optional, text, wire};
+
+impl Row for DependencyResourceBackupSummary {
+    const HEADERS: &'static [&'static str] = &[
+        "ID", "STATUS", "STEP", "TABLES", "ROWS", "BYTES", "TARGET", "CREATED", "WHY",
+    ];
+
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn cells(&self) -> Vec<String> {
+        let verified = self.verification.as_ref();
+        vec![
+            text(&self.id),
+            wire(&self.status),
+            optional(self.step.as_ref()),
+            verified.map_or("-".into(), |v| v.tables.to_string()),
+            verified.map_or("-".into(), |v| v.rows.to_string()),
+            self.artifact
+                .as_ref()
+                .map_or("-".into(), |a| a.bytes.to_string()),
+            text(&self.target_id),
+            text(&self.created_at),
+            optional(self.failure_message.as_ref()),
+        ]
+    }
+}
+
+impl Row for BackupTargetSummary {
+    const HEADERS: &'static [&'static str] = &["ID", "NAME", "SERVER", "PATH", "READY", "WHY"];
+
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn cells(&self) -> Vec<String> {
+        vec![
+            text(&self.id),
+            text(&self.name),
+            text(&self.server_id),
+            text(&self.path),
+            self.ready.to_string(),
+            optional(self.ready_message.as_ref()),
+        ]
+    }
+}
+
+pub fn backups(ctx: &Ctx, command: Backups) -> CliResult<()> {
+    match command {
+        Backups::List { database, status } => {
+            let path = format!(
+                "/dependency-resources/{}/backups",
+                dependency_id(ctx, &database)?
+            );
+            let query: Vec<(&str, String)> = status.map(|s| ("status", s)).into_iter().collect();
+            let (answer, list): (_, DependencyResourceBackupList) =
+                get_as(ctx.api()?, &path, &query)?;
+            ctx.out.rows(&answer, &list.items);
+            Ok(())
+        }
+        Backups::Create {
+            database,
+            target,
+            description,
+        } => {
+            let body = CreateDependencyResourceBackup {
+                description,
+                provider_key: None,
+                target_id: target,
+            };
+            body.validate()?;
+            let path = format!(
+                "/dependency-resources/{}/backups",
+                dependency_id(ctx, &database)?
+            );
+            let answer = ctx.api()?.post(&path, &body)?;
+            created(ctx, &answer, "backup", "/id");
+            Ok(())
+        }
+        Backups::Show { backup } => {
+            let path = format!("/dependency-resources/backups/{backup}");
+            let (answer, shown): (_, DependencyResourceBackupShow) =
+                get_as(ctx.api()?, &path, &[])?;
+            ctx.out.row(&answer, &shown.backup);
+            Ok(())
+        }
+        Backups::Restore { backup, into, yes } => restore(ctx, &backup, into, yes),
+        Backups::Targets => {
+            let (answer, list): (_, BackupTargetList) = get_as(ctx.api()?, "/backup-targets", &[])?;
+            ctx.out.rows(&answer, &list.items);
+            Ok(())
+        }
+        Backups::AddTarget { name, server, path } => {
+            let body = CreateBackupTarget {
+                name,
+                kind: BackupTargetKind::ServerDirectory,
+                server_id: server_id(ctx, &server)?,
+                path,
+            };
+            body.validate()?;
+            let answer = ctx.api()?.post("/backup-targets", &body)?;
+            created(ctx, &answer, "backup target", "/id");
+            Ok(())
+        }
+    }
+}
+
+fn restore(ctx: &Ctx, backup: &str, into: Option<String>, yes: bool) -> CliResult<()> {
+    if !yes {
+        return Err(CliError::Usage(
+            "a restore replaces the target's data and does not restart its apps: pass --yes".into(),
+        ));
+    }
+    let target = into.map(|name| dependency_id(ctx, &name)).transpose()?;
+    let body = RestoreDependencyResourceBackup {
+        acknowledge_data_overwrite: true,
+        acknowledge_runtime_not_restarted: true,
+        target_dependency_resource_id: target,
+        restore_label: None,
+    };
+    body.validate()?;
+    let path = format!("/dependency-resources/backups/{backup}/restore");
+    let answer = ctx.api()?.post(&path, &body)?;
+    let human = format!(
+        "Restoring backup {backup} (berth backups show {backup} follows its latestRestoreAttempt)"
+    );
+    ctx.out.done(&answer, &human);
+    Ok(())
+}
