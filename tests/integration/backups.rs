@@ -1,12 +1,16 @@
 //! Backups of a managed PostgreSQL on the real stack (issue 42, first part): a backup taken on
 //! server `local` is stored sealed in a directory of server 2, proven by a test restore that
-//! counts the same tables and rows as the source, and is plaintext nowhere at the target; a
+//! counts the same tables and rows as the source, and is plaintext nowhere at the target; once
+//! a byte of it is changed there, a restore of it fails and changes nothing; a
 //! backup whose target does not exist or cannot be written fails with the cause in one line, a
 //! Warning event and a `backup-failed` webhook, never `ready`.
 
 use std::time::Duration;
 
-use berth_crds::backup::{BackupStatus, BackupTarget, DependencyResourceBackup};
+use berth_crds::backup::{
+    BackupStatus, BackupTarget, DependencyResourceBackup, DependencyResourceRestore,
+    DependencyResourceRestoreStatus, RestoreStatus,
+};
 use berth_crds::condition::{self, ConditionStatus, READY};
 use berth_crds::dependency_resource::DependencyResource;
 use berth_tests::{TestNamespace, client, eventually, kubectl, stack_env};
@@ -157,7 +161,41 @@ async fn a_backup_is_stored_sealed_on_another_server_and_proven_by_a_test_restor
         "db-1",
         &password,
     );
+
+    // A byte changed at the target: a restore of it is refused, and the database is untouched.
+    let mut corrupted = stored.clone();
+    corrupted[stored.len() / 2] ^= 0x40;
+    std::fs::write(&file, &corrupted).unwrap();
+    let (written, out) = psql(&container, "delete from orders where id > 10");
+    assert!(written, "{out}");
+    apply(&restore(&ns, "db-1-back", "db-1"));
+    let failed = restore_ended(&ns, "db-1-back").await;
+    assert_eq!(failed.status, RestoreStatus::Failed, "{failed:?}");
+    let why = failed.failure_message.unwrap();
+    assert!(why.starts_with("nothing was changed: frame"), "{why}");
+    assert!(why.contains("does not open"), "{why}");
+    assert_eq!(psql(&container, "select count(*) from orders").1, "10");
     let _ = std::fs::remove_dir_all(&directory);
+}
+
+fn restore(ns: &TestNamespace, name: &str, backup: &str) -> String {
+    json!({
+        "apiVersion": "berth.dev/v1alpha1", "kind": "DependencyResourceRestore",
+        "metadata": { "name": name, "namespace": ns.name },
+        "spec": { "backupId": backup, "targetDependencyResourceId": "db",
+                  "acknowledgeDataOverwrite": true },
+    })
+    .to_string()
+}
+
+/// Waits until restore `name` is no longer pending; its status.
+async fn restore_ended(ns: &TestNamespace, name: &str) -> DependencyResourceRestoreStatus {
+    let api = ns.api::<DependencyResourceRestore>();
+    eventually(WAIT, &format!("restore {name} ended"), || async {
+        let status = api.get_opt(name).await.ok()??.status?;
+        (status.status != RestoreStatus::Pending).then_some(status)
+    })
+    .await
 }
 
 #[tokio::test]
