@@ -22,6 +22,8 @@
 #                         against docker run of the same image; API requests 20 idle databases add
 #   hack/bench.sh schedules  what 100 idle scheduled tasks cost (API requests, CPU); slot →
 #                         container started over 20 runs on one slot, against docker run
+#   hack/bench.sh backups  a managed PostgreSQL's backup until stored and its test restore,
+#                         against pg_dump -Fc | gzip and pg_restore through the same sshd
 #   hack/bench.sh scale   what idle apps cost: API requests, CPU, RSS and SSH channels at rest
 #                         with N Resources, 200 applied at once, drift repair time
 #   hack/bench.sh console-ui   the web console in Chromium: first-load JS, 1,000 resources, filter
@@ -51,6 +53,8 @@ source "$HACK_DIR/lib/bench-tls.sh"
 source "$HACK_DIR/lib/bench-databases.sh"
 # shellcheck source-path=SCRIPTDIR
 source "$HACK_DIR/lib/bench-schedules.sh"
+# shellcheck source-path=SCRIPTDIR
+source "$HACK_DIR/lib/bench-backups.sh"
 # shellcheck source-path=SCRIPTDIR
 source "$HACK_DIR/lib/bench-build.sh"
 # shellcheck source-path=SCRIPTDIR
@@ -134,6 +138,12 @@ Commands:
         or 0.5 % CPU added); then 20 tasks on `* * * * *` share one slot: slot → run container
         started as Docker records it, p50 and p99 (fails above 2,000 ms p99), beside docker
         run -d of the same image on the local engine.
+  backups [MIB]
+        Release berth-controller; a managed PostgreSQL of about MIB MiB (default 256): a
+        DependencyResourceBackup until its sealed artifact is stored, against pg_dump -Fc |
+        gzip through the same sshd to the same directory (fails above 1.3x); its test restore
+        against the same steps by hand (throwaway container, pg_restore through sshd, count;
+        fails above 1.3x).
   scale [N] [DECLARED]
         Release berth-controller with N (default 300) Resources of the sample app on the local
         server, then DECLARED (default 2000) in all, the rest without a server. At rest for 60 s
@@ -433,6 +443,7 @@ case "${1:-}" in
   tls) shift; bench_tls "$@" ;;
   databases) shift; bench_databases "$@" ;;
   schedules) shift; bench_schedules "$@" ;;
+  backups) shift; bench_backups "$@" ;;
   scale) shift; bench_scale "$@" ;;
   build) shift; bench_build "$@" ;;
   console-api) shift; bench_console_api "$@" ;;

@@ -60,6 +60,24 @@ pub async fn server_connection(
     Ok((server, connection))
 }
 
+/// A connection to server `name` of its own, outside the pool, for a long bulk transfer (a
+/// backup's stream): SSH flow control stalls a whole connection while one of its channels is
+/// not read, so a transfer held back by a slow peer must not share the connection the server's
+/// other work (Docker calls, probes) uses, nor the one its other end uses. Closed when dropped.
+pub async fn dedicated_connection(
+    context: &Context,
+    namespace: &str,
+    name: &str,
+) -> Result<ServerConnection> {
+    let server = Caches::get(&context.caches.servers, namespace, name)
+        .ok_or_else(|| Error::InvalidSpec(format!("Server {name} does not exist")))?;
+    let address = ServerAddress::of(&server);
+    let key = credential_key(context, &server).map_err(Error::InvalidSpec)?;
+    let timeouts = &context.servers.settings().timeouts;
+    let pinned = address.pinned_host_key.as_deref();
+    Ok(ServerConnection::open(&address.endpoint, &key, pinned, timeouts).await?)
+}
+
 /// Runs `command` on one of server `name`'s exec channels (the pool counts them against
 /// sshd's session limit).
 pub async fn server_exec(

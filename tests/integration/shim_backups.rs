@@ -17,6 +17,8 @@ use crate::shim_dependency_resources::{Setup, setup};
 use crate::shim_projects_envs::invalid;
 
 const WAIT: Duration = Duration::from_secs(240);
+/// Rows of the `payload` table (about 300 bytes each).
+const PAYLOAD_ROWS: i64 = 120_000;
 
 #[tokio::test]
 async fn shim_backup_is_refused_by_field_then_taken_and_proven_over_rest() {
@@ -27,6 +29,18 @@ async fn shim_backup_is_refused_by_field_then_taken_and_proven_over_rest() {
     let (written, out) = psql(
         &s.container(&db),
         "create table orders (id int); insert into orders select generate_series(1, 250)",
+    );
+    assert!(written, "{out}");
+    // About 36 MB of random text (a dump of some 17 MB), far beyond an SSH channel's window:
+    // the dump and the upload share the server (the target is on it too) and must not hold
+    // each other up.
+    let random = ["md5(random()::text)"; 9].join(" || ");
+    let (written, out) = psql(
+        &s.container(&db),
+        &format!(
+            "create table payload (body text); insert into payload select {random} \
+             from generate_series(1, {PAYLOAD_ROWS})"
+        ),
     );
     assert!(written, "{out}");
     let backups = format!("/dependency-resources/{db}/backups");
@@ -125,8 +139,16 @@ async fn shim_backup_is_refused_by_field_then_taken_and_proven_over_rest() {
     assert_eq!(backup["providerKey"], "berth-sealed-pg-dump");
     assert_eq!(backup["targetId"], target_id.as_str());
     assert_eq!(backup["description"], "before the migration");
-    assert_eq!(backup["verification"]["tables"], 1, "{shown}");
-    assert_eq!(backup["verification"]["rows"], 250, "{shown}");
+    assert_eq!(backup["verification"]["tables"], 2, "{shown}");
+    assert_eq!(
+        backup["verification"]["rows"],
+        250 + PAYLOAD_ROWS,
+        "{shown}"
+    );
+    assert!(
+        backup["artifact"]["bytes"].as_i64().unwrap() > 8_000_000,
+        "{shown}"
+    );
     let handle = backup["providerArtifactHandle"].as_str().unwrap();
     assert!(handle.ends_with(&format!("{id}.berth-backup")), "{handle}");
     assert!(backup["completedAt"].as_str().is_some() && backup["failureCode"].is_null());
@@ -201,13 +223,8 @@ async fn restored_in_place_and_into_a_clone(s: &Setup, db: &str, backup: &str) {
     let ended = restore_ended(s, &shown, attempt["id"].as_str().unwrap()).await;
     assert_eq!(ended["status"], "completed", "{ended}");
     assert_eq!(ended["targetDependencyResourceId"], db);
-    assert_eq!(
-        (
-            ended["report"]["tables"].clone(),
-            ended["report"]["rows"].clone()
-        ),
-        (json!(1), json!(250))
-    );
+    assert_eq!(ended["report"]["tables"], 2, "{ended}");
+    assert_eq!(ended["report"]["rows"], 250 + PAYLOAD_ROWS, "{ended}");
     assert_eq!(orders(s, db), "250", "restored in place");
 
     // Into a clone: the source moves on and is not touched.
@@ -248,7 +265,8 @@ async fn listed_by_the_cli(s: &Setup, db: &str, backup: &str) {
         .lines()
         .find(|l| l.contains(backup))
         .unwrap_or_default();
-    assert!(line.contains("ready") && line.contains("250"), "{table}");
+    let rows = (250 + PAYLOAD_ROWS).to_string();
+    assert!(line.contains("ready") && line.contains(&rows), "{table}");
     let refused = berth
         .run_with(&binary(), &["backups", "restore", backup], None, &env)
         .await;

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use berth_crds::MANAGED_LABEL;
 use berth_crds::backup::{BackupArtifact, BackupVerification, ENCRYPTION};
 use berth_crds::dependency_resource::{POSTGRES_DATABASE, POSTGRES_USER};
+use berth_remote::ServerConnection;
 use berth_remote::docker::docker_call;
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::CreateContainerOptionsBuilder;
@@ -22,16 +23,22 @@ use crate::reconcilers::deployment::server_target::Target;
 /// How long the throwaway database may take to accept connections.
 const SCRATCH_READY_WITHIN: Duration = Duration::from_secs(90);
 
-/// Where one backup reads and writes.
+/// Where one backup reads and writes. The streams run on connections of their own
+/// (`server_connections::dedicated_connection`): a transfer held back by its slower end stalls
+/// only them.
 pub struct Sites<'a> {
-    /// The database's server.
+    /// The database's server (Docker calls, short commands).
     pub database: &'a Target,
+    /// A connection to it for the dump and restore streams.
+    pub database_stream: &'a ServerConnection,
     /// Its container.
     pub container: &'a str,
     /// Its image, for the throwaway container.
     pub image: &'a str,
     /// The target's server and its name.
     pub store: &'a Target,
+    /// A connection to it for the artifact's streams.
+    pub store_stream: &'a ServerConnection,
     pub store_server: &'a str,
     pub path: &'a ArtifactPath,
     pub key: &'a [u8],
@@ -41,9 +48,9 @@ pub struct Sites<'a> {
 /// leaves nothing under the artifact's name.
 pub async fn take(sites: &Sites<'_>) -> Result<std::result::Result<BackupArtifact, Failure>> {
     let dump = plan::dump_command(&sites.database.docker_socket, sites.container);
-    let dump = sites.database.connection.exec_channel(&dump).await?;
+    let dump = sites.database_stream.exec_channel(&dump).await?;
     let upload = sites.path.upload_command();
-    let upload = sites.store.connection.exec_channel(&upload).await?;
+    let upload = sites.store_stream.exec_channel(&upload).await?;
     let stored = match transfer::dump_to(dump, upload, sites.key).await {
         Ok(stored) => stored,
         Err(failure) => {
@@ -107,9 +114,9 @@ async fn restore_and_count(
         return Ok(Err(failure));
     }
     let download = sites.path.download_command();
-    let download = sites.store.connection.exec_channel(&download).await?;
+    let download = sites.store_stream.exec_channel(&download).await?;
     let restore = plan::restore_command(socket, scratch);
-    let restore = database.connection.exec_channel(&restore).await?;
+    let restore = sites.database_stream.exec_channel(&restore).await?;
     let dump_bytes =
         match transfer::restore_from(download, restore, sites.key, &artifact.sha256).await {
             Ok(bytes) => bytes,

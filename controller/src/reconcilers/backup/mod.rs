@@ -51,6 +51,7 @@ use crate::error::{Error, Result};
 use crate::notices::{Notice, subject};
 use crate::reconcilers::deployment::connect;
 use crate::reconcilers::policy::{drain, error_policy};
+use crate::server_connections::dedicated_connection;
 use crate::status::StatusWriter;
 
 const KIND: &str = "DependencyResourceBackup";
@@ -143,6 +144,9 @@ impl Backup<'_> {
         let (_, database) =
             connect(self.context, self.namespace, &dependency.spec.server_id).await?;
         let (_, store) = connect(self.context, self.namespace, store_server).await?;
+        let database_stream =
+            dedicated_connection(self.context, self.namespace, &dependency.spec.server_id).await?;
+        let store_stream = dedicated_connection(self.context, self.namespace, store_server).await?;
         let dependency_id = dependency.name_any();
         let path = ArtifactPath::of(
             &found.target.spec.server_directory.path,
@@ -153,9 +157,11 @@ impl Backup<'_> {
         let container = network_name(self.namespace, &dependency_id);
         let sites = Sites {
             database: &database,
+            database_stream: &database_stream,
             container: &container,
             image: dependency.spec.image(),
             store: &store,
+            store_stream: &store_stream,
             store_server,
             path: &path,
             key: &key,

@@ -29,6 +29,7 @@ use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::reconcilers::deployment::connect;
 use crate::reconcilers::policy::{drain, error_policy};
+use crate::server_connections::dedicated_connection;
 use crate::status::StatusWriter;
 
 const KIND: &str = "DependencyResourceRestore";
@@ -128,14 +129,13 @@ async fn restore_into(
     };
     let key = key::backup_key(&context.client, namespace).await?;
     let (_, database) = connect(context, namespace, &into.spec.server_id).await?;
-    let (_, store) = connect(context, namespace, &store_server).await?;
     let container = network_name(namespace, &into.name_any());
-    let download = store
-        .connection
-        .exec_channel(&path.download_command())
-        .await?;
+    // The streams on connections of their own (see `job::Sites`).
+    let store_stream = dedicated_connection(context, namespace, &store_server).await?;
+    let database_stream = dedicated_connection(context, namespace, &into.spec.server_id).await?;
+    let download = store_stream.exec_channel(&path.download_command()).await?;
     let command = plan::restore_over_command(&database.docker_socket, &container);
-    let restore = database.connection.exec_channel(&command).await?;
+    let restore = database_stream.exec_channel(&command).await?;
     let dump_bytes = match transfer::restore_from(download, restore, &key, &artifact.sha256).await {
         Ok(bytes) => bytes,
         Err(failure) => return failed(failure.message),

@@ -1,0 +1,132 @@
+# shellcheck shell=bash
+# hack/bench.sh backups [MIB]: backups of a managed PostgreSQL on the release berth-controller
+# (issue 42). A database of about MIB MiB (default 256; the issue's figure is 1024) on the
+# server `local`, a BackupTarget directory on the same server (reached over SSH like any):
+#   1. Backup: a DependencyResourceBackup from its creation until its artifact is stored
+#      (`step` turns `verifying`), against the floor `ssh … pg_dump -Fc | gzip | ssh … cat >`
+#      through the same sshd to the same directory (no sealing, no proof).
+#   2. Restore: Berth's test restore of that artifact (throwaway container started and ready,
+#      download, open, pg_restore, count: `verification.seconds`), against the floor: the same
+#      steps by hand (docker run, pg_isready, the floor's dump through ssh into pg_restore).
+# Exits non-zero when a goal is missed. Source after common.sh, berth.sh and bench-scale.sh.
+
+BACKUPS_NS=bench-backups
+BACKUPS_PORT=18970
+BACKUPS_DIR=/tmp/berth-bench-backups
+
+backups_ssh() {
+  ssh -q -i "$BERTH_SSH_KEY" -p "$BERTH_SSH_PORT" -o BatchMode=yes \
+    -o UserKnownHostsFile="$BERTH_SSH_KNOWN_HOSTS" root@127.0.0.1 "$@"
+}
+
+# backups_fill CONTAINER MIB: a table of about MIB MiB (md5 text: compresses like real rows).
+backups_fill() {
+  local rows=$(($2 * 1024 * 1024 / 300))
+  docker exec "$1" psql -qAt -U berth -d app -c "create table payload (id bigint primary key,
+    body text); insert into payload select g, md5(g::text) || md5((g + 1)::text) ||
+    md5((g + 2)::text) || md5((g + 3)::text) || md5((g + 4)::text) || md5((g + 5)::text) ||
+    md5((g + 6)::text) || md5((g + 7)::text) from generate_series(1, $rows) g" >/dev/null
+  docker exec "$1" psql -qAt -U berth -d app -c \
+    "select pg_size_pretty(pg_database_size('app')), count(*) from payload"
+}
+
+# backups_floor_dump CONTAINER: seconds of pg_dump -Fc | gzip through sshd to the directory.
+backups_floor_dump() {
+  local start=$EPOCHREALTIME
+  backups_ssh "docker exec $1 pg_dump -Fc -U berth -d app" | gzip -1 |
+    backups_ssh "mkdir -p $BACKUPS_DIR && cat > $BACKUPS_DIR/floor.dump.gz"
+  awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.1f", b - a}'
+}
+
+# backups_floor_restore IMAGE: seconds to start a throwaway database, restore the floor's dump
+# into it through sshd and count its rows.
+backups_floor_restore() {
+  local image=$1 name=berth-bench-restore-floor start
+  start=$EPOCHREALTIME
+  docker run -d --name "$name" --network none -e POSTGRES_PASSWORD=bench-only \
+    -e POSTGRES_USER=berth -e POSTGRES_DB=app "$image" >/dev/null
+  until docker exec "$name" pg_isready -q -h 127.0.0.1 -U berth -d app 2>/dev/null; do
+    sleep 0.5
+  done
+  backups_ssh "cat $BACKUPS_DIR/floor.dump.gz" | gunzip |
+    backups_ssh "docker exec -i $name pg_restore -U berth -d app --no-owner --exit-on-error"
+  docker exec "$name" psql -qAt -U berth -d app -c "select count(*) from payload" >/dev/null
+  awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.1f", b - a}'
+  docker rm -f "$name" >/dev/null
+}
+
+# backups_berth_dump: seconds from a backup's creation until its artifact is stored.
+backups_berth_dump() {
+  local start=$EPOCHREALTIME step
+  kubectl -n "$BACKUPS_NS" apply -f - >/dev/null <<YAML
+apiVersion: berth.dev/v1alpha1
+kind: DependencyResourceBackup
+metadata: { name: bench-1 }
+spec: { dependencyResourceId: db, targetId: here }
+YAML
+  while true; do
+    step=$(kubectl -n "$BACKUPS_NS" get dependencyresourcebackup bench-1 \
+      -o jsonpath='{.status.step}/{.status.status}')
+    [[ $step == verifying/* || $step == */ready || $step == */failed ]] && break
+    sleep 0.25
+  done
+  awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.1f", b - a}'
+}
+
+backups_cleanup() {
+  log "cleaning up namespace $BACKUPS_NS"
+  docker rm -f berth-bench-restore-floor >/dev/null 2>&1 || true
+  kubectl -n "$BACKUPS_NS" delete dependencyresources.berth.dev --all --timeout=300s \
+    >/dev/null 2>&1 || true
+  kubectl -n "$BACKUPS_NS" delete server.berth.dev local --timeout=60s >/dev/null 2>&1 || true
+  kubectl delete namespace "$BACKUPS_NS" --wait=false >/dev/null 2>&1 || true
+  rm -rf "$BACKUPS_DIR"
+  BERTH_BIN_DIR=$CARGO_TARGET_DIR/debug berth_start_controller "$BERTH_RUN_DIR/controller.log" 9>&-
+}
+
+bench_backups() {
+  local mib=${1:-256} failed=0 image=127.0.0.1:5000/berth/postgres:15 container
+  stack_env
+  # shellcheck source-path=SCRIPTDIR
+  source "$HACK_DIR/lib/berth.sh"
+  scale_take_over "$BACKUPS_NS"
+  trap backups_cleanup EXIT
+  bench_local_server "$BACKUPS_NS" "$BACKUPS_PORT"
+  docker tag berth/postgres:15 "$image"
+  kubectl -n "$BACKUPS_NS" apply -f - >/dev/null <<YAML
+apiVersion: berth.dev/v1alpha1
+kind: DependencyResource
+metadata: { name: db, annotations: { berth.dev/delete-data: db } }
+spec: { kind: postgres, projectId: bench, environmentId: bench, serverId: local, name: db, image: "$image" }
+---
+apiVersion: berth.dev/v1alpha1
+kind: BackupTarget
+metadata: { name: here }
+spec: { name: here, kind: server-directory, serverDirectory: { serverId: local, path: $BACKUPS_DIR } }
+YAML
+  kubectl -n "$BACKUPS_NS" wait --for=condition=Ready dependencyresource/db --timeout=180s \
+    >/dev/null || die "the database did not become Ready"
+  container=berth-dep-$BACKUPS_NS-db
+  log "filling the database with about $mib MiB"
+  echo "database: $(backups_fill "$container" "$mib")"
+
+  log "backup: Berth (dump, seal, store) against pg_dump -Fc | gzip through sshd"
+  local floor_dump berth_dump floor_restore berth_restore status
+  floor_dump=$(backups_floor_dump "$container")
+  berth_dump=$(backups_berth_dump)
+  status=$(kubectl -n "$BACKUPS_NS" wait --for=jsonpath='{.status.status}'=ready \
+    dependencyresourcebackup/bench-1 --timeout=1800s -o jsonpath='{.status.verification}') ||
+    die "the backup did not become ready: $(kubectl -n "$BACKUPS_NS" get dependencyresourcebackup bench-1 -o jsonpath='{.status.failureMessage}')"
+  echo "Berth's test restore: $status"
+  berth_restore=$(jq -r .seconds <<<"$status")
+  log "restore: the same steps by hand (docker run, pg_isready, pg_restore through sshd, count)"
+  floor_restore=$(backups_floor_restore "$image")
+  echo "artifact: $(kubectl -n "$BACKUPS_NS" get dependencyresourcebackup bench-1 -o jsonpath='{.status.artifact.bytes}') bytes sealed; floor: $(stat -c %s "$BACKUPS_DIR/floor.dump.gz") bytes gzipped"
+  echo "backup: Berth ${berth_dump} s, floor ${floor_dump} s; restore: Berth ${berth_restore} s, floor ${floor_restore} s"
+  echo
+  scale_goal "backup of ${mib} MiB, Berth / pg_dump -Fc | gzip (<= 1.3)" \
+    "$(awk -v b="$berth_dump" -v f="$floor_dump" 'BEGIN {printf "%.2f", b / f}')" 1.3 || failed=1
+  scale_goal "restore of it, Berth's test restore / by hand (<= 1.3)" \
+    "$(awk -v b="$berth_restore" -v f="$floor_restore" 'BEGIN {printf "%.2f", b / f}')" 1.3 || failed=1
+  return "$failed"
+}
