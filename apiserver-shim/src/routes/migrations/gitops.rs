@@ -81,10 +81,15 @@ pub async fn run(state: AppState) {
 /// elsewhere is looked at again once it could have expired (its holder may have died).
 async fn execute(state: AppState, migration: Migration, work: Work) {
     let name = migration.name_any();
-    let Ok(_guard) = RunGuard::take(&name) else {
-        return; // this shim runs it already
+    let (_guard, mut migration, work) = match RunGuard::take(&name) {
+        Ok(guard) => (guard, migration, work),
+        // This shim runs it already: work asked for meanwhile (a cleanup confirmed while the
+        // apply ends) waits its turn instead of being lost.
+        Err(_) => match after_the_run_here(&state, &migration).await {
+            Some(turn) => turn,
+            None => return,
+        },
     };
-    let mut migration = migration;
     let mut retrying = false;
     loop {
         let pause = match RunLease::take(&state, &migration).await {
@@ -116,6 +121,27 @@ async fn execute(state: AppState, migration: Migration, work: Work) {
             None => return,
         }
     }
+}
+
+/// Waits until the run of `migration` under way in this process ends, then takes its turn
+/// with the task read afresh and what it asks for now. One task waits at most (a second has
+/// nothing to add: the first reads the newest spec); `None` when it need not wait or nothing
+/// is left to do.
+async fn after_the_run_here(
+    state: &AppState,
+    migration: &Migration,
+) -> Option<(RunGuard, Migration, Work)> {
+    let name = migration.name_any();
+    let _queued = RunGuard::take(&format!("{name}#waiting")).ok()?;
+    let guard = loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        if let Ok(guard) = RunGuard::take(&name) {
+            break guard;
+        }
+    };
+    let fresh = reread(state, migration).await?;
+    let work = wanted(&fresh)?;
+    Some((guard, fresh, work))
 }
 
 /// Whether the task, as read under its Lease, still asks for `work`; a run of ours that
