@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use berth_crds::backup::{BackupTarget, DependencyResourceBackup, DependencyResourceRestore};
+use berth_crds::backup_policy::DependencyResourceBackupPolicy;
 use berth_crds::dependency_resource::DependencyResource;
 use berth_crds::deploy_token::DeployToken;
 use berth_crds::deployment::Deployment;
@@ -68,6 +69,7 @@ pub struct Caches {
     pub dependency_resources: Store<DependencyResource>,
     pub backups: Store<DependencyResourceBackup>,
     pub backup_targets: Store<BackupTarget>,
+    pub backup_policies: Store<DependencyResourceBackupPolicy>,
     pub restores: Store<DependencyResourceRestore>,
     pub scheduled_tasks: Store<ScheduledTask>,
     pub scheduled_task_runs: Store<ScheduledTaskRun>,
@@ -220,6 +222,7 @@ impl Caches {
             dependency_resources: start(client),
             backups: start(client),
             backup_targets: start(client),
+            backup_policies: start(client),
             restores: start(client),
             scheduled_tasks: start_logged(
                 client,
@@ -277,6 +280,7 @@ impl Caches {
             self.dependency_resources.wait_until_ready(),
             self.backups.wait_until_ready(),
             self.backup_targets.wait_until_ready(),
+            self.backup_policies.wait_until_ready(),
             self.restores.wait_until_ready(),
             self.scheduled_tasks.wait_until_ready(),
             self.scheduled_task_runs.wait_until_ready(),

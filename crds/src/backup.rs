@@ -25,6 +25,9 @@ pub const BACKUP_KEY_FIELD: &str = "key";
 pub const ENCRYPTION: &str = "aes-256-gcm-framed/v1";
 /// Label on a backup naming its dependency resource.
 pub const DEPENDENCY_LABEL: &str = "berth.dev/dependency-resource";
+/// Held by a backup while its artifact may be at its target: deleting the backup (by hand, by
+/// a policy's pruning, with its database or organization) removes the artifact first.
+pub const ARTIFACT_FINALIZER: &str = "berth.dev/backup-artifact";
 
 /// Where backups are kept.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
@@ -112,6 +115,18 @@ pub struct DependencyResourceBackupSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = DESCRIPTION_MAX))]
     pub description: Option<String>,
+    /// Id of the DependencyResourceBackupPolicy that took it, when a policy did (its rules
+    /// decide how long it is kept); absent for a backup asked for by hand, kept until deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = OBJECT_NAME_MAX))]
+    pub policy_id: Option<String>,
+    /// The policy's slot it was taken for (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64))]
+    pub scheduled_for: Option<String>,
+    /// True when its slot passed while the controller was away and it was taken on return.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub late: bool,
 }
 
 /// What the controller did and saw.

@@ -7,6 +7,7 @@
 
 pub mod access_failure;
 pub mod backup;
+pub mod backup_policy;
 pub mod certificate;
 pub mod common;
 pub mod condition;
@@ -121,6 +122,7 @@ fn crds_as_derived() -> Vec<CustomResourceDefinition> {
         backup::BackupTarget::crd(),
         backup::DependencyResourceBackup::crd(),
         backup::DependencyResourceRestore::crd(),
+        backup_policy::DependencyResourceBackupPolicy::crd(),
         scheduled_task::ScheduledTask::crd(),
         scheduled_task::ScheduledTaskRun::crd(),
         notification::NotificationChannel::crd(),

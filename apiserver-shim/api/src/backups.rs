@@ -80,7 +80,8 @@ pub struct DependencyResourceBackupSummary {
     pub status: BackupStatus,
     pub attempt_id: String,
     pub requested_at: String,
-    /// `none`: the artifact is off the database's server and does not hold up its deletion.
+    /// `retained`: taken by a backup policy, kept while its rules keep it; `none`: asked for
+    /// by hand, kept until deleted. Either way the artifact is off the database's server.
     pub retention_status: String,
     /// Where the artifact is, once ready.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -98,6 +99,15 @@ pub struct DependencyResourceBackupSummary {
     pub target_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// The backup policy that took it (Berth).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_id: Option<String>,
+    /// The policy's slot it was taken for (Berth).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduled_for: Option<String>,
+    /// True when its slot passed while the controller was away and it was taken on return.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub late: bool,
     /// While pending: `dumping` or `verifying` (Berth).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<String>,

@@ -23,6 +23,7 @@ pub use berth_vocabulary::{
 pub mod access_failures;
 pub mod account;
 pub mod activity;
+pub mod backup_policies;
 pub mod backups;
 pub mod bootstrap;
 pub mod certificates;

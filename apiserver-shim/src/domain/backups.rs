@@ -46,7 +46,12 @@ pub fn summary(
         status: status.status,
         attempt_id: backup.name_any(),
         requested_at: created.clone(),
-        retention_status: "none".into(),
+        // A policy's backup is kept by its rules; one asked for by hand until it is deleted.
+        retention_status: if backup.spec.policy_id.is_some() {
+            "retained".into()
+        } else {
+            "none".into()
+        },
         provider_artifact_handle: status
             .artifact
             .as_ref()
@@ -59,6 +64,9 @@ pub fn summary(
         created_at: created,
         target_id: backup.spec.target_id.clone(),
         description: backup.spec.description.clone(),
+        policy_id: backup.spec.policy_id.clone(),
+        scheduled_for: backup.spec.scheduled_for.clone(),
+        late: backup.spec.late,
         step: status.step,
         artifact: status.artifact.map(|a| BackupArtifactSummary {
             location: a.location,
@@ -151,21 +159,19 @@ pub fn require_backed_up(dependency: &DependencyResource) -> ApiResult<()> {
     admissible(dependency, BLOCKED)
 }
 
+/// 409 unless `dependency` is of a kind Berth backs up, a managed PostgreSQL (ready or not):
+/// what a backup policy needs.
+pub fn require_backup_kind(dependency: &DependencyResource) -> ApiResult<()> {
+    match why_not_backed_up(dependency) {
+        Some(why) => Err(blocked(dependency, BLOCKED, why)),
+        None => Ok(()),
+    }
+}
+
 /// 409 coded `code` unless `dependency` is a managed PostgreSQL that is ready.
 fn admissible(dependency: &DependencyResource, code: &'static str) -> ApiResult<()> {
-    let id = dependency.name_any();
-    let refuse = |why: String| {
-        Err(ApiError::conflict_code(code, why).with_detail("dependencyResourceId", id.clone()))
-    };
-    if dependency.spec.kind != DependencyKind::Postgres {
-        return refuse(format!(
-            "dependency resource {id} is a Redis; only PostgreSQL is backed up so far"
-        ));
-    }
-    if dependency.spec.source != DependencySource::Managed {
-        return refuse(format!(
-            "dependency resource {id} is imported; Berth backs up only the databases it runs"
-        ));
+    if let Some(why) = why_not_backed_up(dependency) {
+        return Err(blocked(dependency, code, why));
     }
     let ready = dependency
         .status
@@ -173,9 +179,30 @@ fn admissible(dependency: &DependencyResource, code: &'static str) -> ApiResult<
         .and_then(|s| condition::find(&s.conditions, READY))
         .is_some_and(|c| c.status == ConditionStatus::True);
     if !ready {
-        return refuse(format!("dependency resource {id} is not ready"));
+        let why = format!("dependency resource {} is not ready", dependency.name_any());
+        return Err(blocked(dependency, code, why));
     }
     Ok(())
+}
+
+fn blocked(dependency: &DependencyResource, code: &'static str, why: String) -> ApiError {
+    ApiError::conflict_code(code, why).with_detail("dependencyResourceId", dependency.name_any())
+}
+
+/// Why Berth does not back up `dependency`'s kind, if it does not.
+fn why_not_backed_up(dependency: &DependencyResource) -> Option<String> {
+    let id = dependency.name_any();
+    if dependency.spec.kind != DependencyKind::Postgres {
+        return Some(format!(
+            "dependency resource {id} is a Redis; only PostgreSQL is backed up so far"
+        ));
+    }
+    if dependency.spec.source != DependencySource::Managed {
+        return Some(format!(
+            "dependency resource {id} is imported; Berth backs up only the databases it runs"
+        ));
+    }
+    None
 }
 
 /// The target a backup goes to: the one named, else the organization's only one.

@@ -4,6 +4,7 @@
 //! areas share lives here (what one area alone uses may stay in its route).
 
 pub mod accounts;
+pub mod backup_policies;
 pub mod backups;
 pub mod containers;
 pub mod credentials;

@@ -101,6 +101,9 @@ async fn create(
             dependency_resource_id: dependency_id.clone(),
             target_id: target.name_any(),
             description: body.description,
+            policy_id: None,
+            scheduled_for: None,
+            late: false,
         },
     );
     backup

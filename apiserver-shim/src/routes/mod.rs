@@ -6,6 +6,7 @@
 pub mod access_failures;
 pub mod account;
 pub mod activity;
+pub mod backup_policies;
 pub mod backups;
 pub mod bootstrap;
 pub mod certificates;
@@ -189,6 +190,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         dependency_resources::endpoints(),
         dependency_bindings::endpoints(),
         backups::endpoints(),
+        backup_policies::endpoints(),
         scheduled_tasks::endpoints(),
         scheduled_task_runs::endpoints(),
         notification_channels::endpoints(),

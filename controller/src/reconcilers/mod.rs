@@ -22,6 +22,7 @@ pub mod retention;
 pub mod retention_seeds;
 pub mod scheduled_task;
 pub mod server;
+pub mod slots;
 pub mod ssh_credential;
 
 use std::sync::Arc;
@@ -167,6 +168,7 @@ async fn run_controllers(
         backup::run(context.clone(), shutdown.clone()),
         backup::run_targets(context.clone(), shutdown.clone()),
         backup::run_restores(context.clone(), shutdown.clone()),
+        backup::run_policies(context.clone(), shutdown.clone()),
         notifications::run_notifier(context.clone(), shutdown.clone()),
         notifications::run_deliveries(context.clone(), shutdown.clone()),
         bookkeeping::run::<User>(context.clone(), shutdown.clone()),

@@ -62,3 +62,9 @@ impl RestoreStatus {
         }
     }
 }
+
+/// The longest a backup policy's retention rules may reach.
+pub const KEEP_LAST_MAX: i64 = 1000;
+pub const KEEP_DAYS_MAX: i64 = 3650;
+pub const KEEP_DAILY_MAX: i64 = 366;
+pub const KEEP_WEEKLY_MAX: i64 = 520;

@@ -33,13 +33,16 @@ pub enum NotificationEvent {
     CertificateFailed,
     /// A backup could not be taken, stored or proven by its test restore.
     BackupFailed,
+    /// A backup policy's slot passed while Berth could not back up (the controller was stopped
+    /// or had no leader); the backup was taken late, on return.
+    BackupLate,
     /// A channel's test message (`POST /notification-channels/{id}/test`).
     Test,
 }
 
 impl NotificationEvent {
     /// Every event, in a stable order.
-    pub const ALL: [Self; 13] = [
+    pub const ALL: [Self; 14] = [
         Self::DeploymentFailed,
         Self::DeploymentSucceeded,
         Self::ResourceUnhealthy,
@@ -52,6 +55,7 @@ impl NotificationEvent {
         Self::CertificateExpiring,
         Self::CertificateFailed,
         Self::BackupFailed,
+        Self::BackupLate,
         Self::Test,
     ];
 
@@ -70,6 +74,7 @@ impl NotificationEvent {
             Self::CertificateExpiring => "certificate-expiring",
             Self::CertificateFailed => "certificate-failed",
             Self::BackupFailed => "backup-failed",
+            Self::BackupLate => "backup-late",
             Self::Test => "test",
         }
     }

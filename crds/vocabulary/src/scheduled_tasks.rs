@@ -109,12 +109,27 @@ pub const TIMEOUT_SECONDS_MAX: i64 = 86_400;
 /// How often a failed run may be tried again.
 pub const RETRY_LIMIT_MAX: i64 = 10;
 
-/// A schedule that parsed: its pattern and the zone it is read in.
+/// A schedule that parsed: a cron pattern and the zone it is read in, or a fixed interval.
 #[derive(Clone, Debug)]
 pub struct Schedule {
-    cron: Cron,
-    zone: Tz,
+    cadence: Cadence,
 }
+
+#[derive(Clone, Debug)]
+enum Cadence {
+    Cron {
+        cron: Box<Cron>,
+        zone: Tz,
+    },
+    /// Every this many seconds, counted from the Unix epoch (so every 6 hours is at 00:00,
+    /// 06:00, 12:00 and 18:00 UTC).
+    Every {
+        seconds: i64,
+    },
+}
+
+/// The longest interval a schedule may be given in hours (a year).
+pub const INTERVAL_HOURS_MAX: i64 = 8_760;
 
 /// Why a schedule cannot be used, naming the field.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -155,16 +170,43 @@ impl Schedule {
             .build()
             .parse(trimmed)
             .map_err(|error| problem(&format!("is not a cron pattern ({error})")))?;
-        Ok(Self { cron, zone })
+        Ok(Self {
+            cadence: Cadence::Cron {
+                cron: Box::new(cron),
+                zone,
+            },
+        })
+    }
+
+    /// Every `hours` hours (1 to [`INTERVAL_HOURS_MAX`]), counted from the Unix epoch; the
+    /// field named in a problem is `intervalHours`.
+    pub fn every_hours(hours: i64) -> Result<Self, ScheduleProblem> {
+        if !(1..=INTERVAL_HOURS_MAX).contains(&hours) {
+            return Err(ScheduleProblem {
+                field: "intervalHours",
+                message: format!(
+                    "intervalHours {hours} is out of range: use 1 to {INTERVAL_HOURS_MAX}"
+                ),
+            });
+        }
+        Ok(Self {
+            cadence: Cadence::Every {
+                seconds: hours * 3600,
+            },
+        })
     }
 
     /// The first slot strictly after `after` (Unix seconds), if the pattern ever matches again.
     pub fn next_after(&self, after: i64) -> Option<i64> {
-        let start = self.zone.from_utc_datetime(&utc(after)?.naive_utc());
-        self.cron
-            .find_next_occurrence(&start, false)
-            .ok()
-            .map(|slot| slot.timestamp())
+        match &self.cadence {
+            Cadence::Cron { cron, zone } => {
+                let start = zone.from_utc_datetime(&utc(after)?.naive_utc());
+                cron.find_next_occurrence(&start, false)
+                    .ok()
+                    .map(|slot| slot.timestamp())
+            }
+            Cadence::Every { seconds } => Some((after.div_euclid(*seconds) + 1) * seconds),
+        }
     }
 
     /// The slots in (`after`, `until`], oldest first, at most `limit` of them (the newest).
@@ -257,6 +299,21 @@ mod tests {
             "{:?}",
             slots.iter().map(|s| iso(*s)).collect::<Vec<_>>()
         );
+    }
+
+    #[test]
+    fn an_interval_counts_from_the_epoch_and_refuses_a_length_out_of_range() {
+        let six = Schedule::every_hours(6).unwrap();
+        let next = six.next_after(at("2026-12-03T01:30:00Z")).unwrap();
+        assert_eq!(iso(next), "2026-12-03T06:00:00+00:00");
+        assert_eq!(
+            iso(six.next_after(next).unwrap()),
+            "2026-12-03T12:00:00+00:00"
+        );
+        for bad in [0, -1, INTERVAL_HOURS_MAX + 1] {
+            let problem = Schedule::every_hours(bad).unwrap_err();
+            assert_eq!(problem.field, "intervalHours", "{bad}");
+        }
     }
 
     #[test]

@@ -71,4 +71,55 @@ pub enum Backups {
         #[arg(long)]
         path: String,
     },
+    /// Set a database's backup policy (created on first use, then changed in the options
+    /// given): backups on a schedule, each proven by a test restore, kept by rules (no rule:
+    /// the newest 7), the rest pruned at the target. A slot missed while Berth was down is
+    /// backed up once, late, and told (backup-late).
+    #[command(
+        after_help = "Examples:\n  berth backups policy orders-db --every-hours 6 --keep-last 8\n  berth backups policy orders-db --schedule '30 2 * * *' --timezone Europe/Berlin --keep-daily 7 --keep-weekly 4\n  berth backups policy orders-db --disable"
+    )]
+    Policy {
+        /// Dependency id (dep-…), slug or name.
+        database: String,
+        /// Back up every this many hours (1 to 8760), counted from midnight UTC.
+        #[arg(long, conflicts_with = "schedule")]
+        every_hours: Option<i64>,
+        /// Five-field cron pattern or @hourly, @daily, @weekly, @monthly, @yearly.
+        #[arg(long)]
+        schedule: Option<String>,
+        /// IANA time zone the schedule is read in (default UTC).
+        #[arg(long, requires = "schedule")]
+        timezone: Option<String>,
+        /// Keep the newest this many.
+        #[arg(long)]
+        keep_last: Option<i64>,
+        /// Keep every backup younger than this many days.
+        #[arg(long)]
+        keep_days: Option<i64>,
+        /// Keep the newest of each of the last this many days.
+        #[arg(long)]
+        keep_daily: Option<i64>,
+        /// Keep the newest of each of the last this many ISO weeks.
+        #[arg(long)]
+        keep_weekly: Option<i64>,
+        /// Backup target id; the organization's only one when left out.
+        #[arg(long)]
+        target: Option<String>,
+        /// Stop taking backups at slots (the ones kept stay).
+        #[arg(long, conflicts_with = "enable")]
+        disable: bool,
+        /// Take backups at slots again.
+        #[arg(long)]
+        enable: bool,
+    },
+    /// List backup policies: schedule, next run, backups kept and the newest proven restore
+    /// point.
+    #[command(
+        after_help = "Examples:\n  berth backups policies\n  berth backups policies --database orders-db"
+    )]
+    Policies {
+        /// Only this database's (id, slug or name).
+        #[arg(long)]
+        database: Option<String>,
+    },
 }

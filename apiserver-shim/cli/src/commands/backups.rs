@@ -7,6 +7,8 @@ use berth_api::backups::{
     DependencyResourceBackupSummary, RestoreDependencyResourceBackup,
 };
 
+use berth_api::backup_policies::{BackupPolicyList, BackupPolicySummary, ConfigureBackupPolicy};
+
 use super::dependencies::dependency_id;
 use super::infra::server_id;
 use super::{Ctx, created, get_as};
@@ -60,6 +62,44 @@ impl Row for BackupTargetSummary {
     }
 }
 
+impl Row for BackupPolicySummary {
+    const HEADERS: &'static [&'static str] = &[
+        "ID",
+        "DATABASE",
+        "SCHEDULE",
+        "NEXT",
+        "KEPT",
+        "LAST VERIFIED",
+        "ROWS",
+        "READY",
+        "WHY",
+    ];
+
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn cells(&self) -> Vec<String> {
+        let schedule = match (&self.schedule, self.schedule_interval_hours) {
+            (Some(cron), _) => format!("{cron} ({})", self.timezone),
+            (None, Some(hours)) => format!("every {hours} h"),
+            (None, None) => "-".into(),
+        };
+        let verified = self.last_verified_backup.as_ref();
+        vec![
+            text(&self.id),
+            text(&self.dependency_resource_id),
+            schedule,
+            optional(self.next_run_at.as_ref()),
+            self.backups_kept.to_string(),
+            verified.map_or("-".into(), |v| v.verified_at.clone()),
+            verified.map_or("-".into(), |v| v.rows.to_string()),
+            self.ready.to_string(),
+            optional(self.message.as_ref().filter(|_| !self.ready)),
+        ]
+    }
+}
+
 pub fn backups(ctx: &Ctx, command: Backups) -> CliResult<()> {
     match command {
         Backups::List { database, status } => {
@@ -100,6 +140,54 @@ pub fn backups(ctx: &Ctx, command: Backups) -> CliResult<()> {
             Ok(())
         }
         Backups::Restore { backup, into, yes } => restore(ctx, &backup, into, yes),
+        Backups::Policy {
+            database,
+            every_hours,
+            schedule,
+            timezone,
+            keep_last,
+            keep_days,
+            keep_daily,
+            keep_weekly,
+            target,
+            disable,
+            enable,
+        } => {
+            let body = ConfigureBackupPolicy {
+                dependency_resource_id: dependency_id(ctx, &database)?,
+                schedule_interval_hours: every_hours,
+                schedule,
+                timezone,
+                keep_last,
+                retention_days: keep_days,
+                keep_daily,
+                keep_weekly,
+                target_id: target,
+                enabled: (disable || enable).then_some(enable),
+                ..Default::default()
+            };
+            body.validate()?;
+            let answer = ctx
+                .api()?
+                .post("/dependency-resources/backup-policies", &body)?;
+            if ctx.out.human() {
+                let id = crate::output::cell(&answer, "/id");
+                println!("Backup policy {id} saved (berth backups policies shows its next run)");
+            } else {
+                ctx.out.record(&answer, &[], "/id");
+            }
+            Ok(())
+        }
+        Backups::Policies { database } => {
+            let query: Vec<(&str, String)> = match database {
+                Some(name) => vec![("dependencyResourceId", dependency_id(ctx, &name)?)],
+                None => Vec::new(),
+            };
+            let (answer, list): (_, BackupPolicyList) =
+                get_as(ctx.api()?, "/dependency-resources/backup-policies", &query)?;
+            ctx.out.rows(&answer, &list.items);
+            Ok(())
+        }
         Backups::Targets => {
             let (answer, list): (_, BackupTargetList) = get_as(ctx.api()?, "/backup-targets", &[])?;
             ctx.out.rows(&answer, &list.items);

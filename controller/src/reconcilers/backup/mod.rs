@@ -11,17 +11,23 @@
 //! start (the artifact's name is fixed; a partial upload never carries it). A server that
 //! cannot be reached is tried again with backoff, for at most [`GIVE_UP_AFTER`].
 //!
-//! `plan` decides without I/O, `job` and `transfer` move the bytes, `key` keeps the key;
-//! `target` checks BackupTargets and `restore` runs DependencyResourceRestores.
+//! `plan` decides without I/O, `job` and `transfer` move the bytes, `key` keeps the key,
+//! `removal` takes a deleted backup's artifact with it; `target` checks BackupTargets,
+//! `restore` runs DependencyResourceRestores and `policy` takes backups on a schedule and
+//! prunes them by the rules `prune` decides.
 
 mod job;
 mod key;
 mod plan;
+mod policy;
+mod prune;
+mod removal;
 mod restore;
 mod seal;
 mod target;
 mod transfer;
 
+pub use policy::run as run_policies;
 pub use restore::run as run_restores;
 pub use target::run as run_targets;
 
@@ -29,7 +35,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use berth_crds::backup::{
-    BackupStatus, BackupTarget, DependencyResourceBackup, DependencyResourceBackupStatus,
+    ARTIFACT_FINALIZER, BackupStatus, BackupTarget, DependencyResourceBackup,
+    DependencyResourceBackupStatus,
 };
 use berth_crds::condition::{self, ConditionStatus, READY};
 use berth_crds::dependency_resource::{
@@ -50,6 +57,7 @@ use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::notices::{Notice, subject};
 use crate::reconcilers::deployment::connect;
+use crate::reconcilers::fresh::with_finalizer;
 use crate::reconcilers::policy::{drain, error_policy};
 use crate::server_connections::dedicated_connection;
 use crate::status::StatusWriter;
@@ -72,17 +80,25 @@ pub async fn run(
 
 async fn reconcile(backup: Arc<DependencyResourceBackup>, context: Arc<Context>) -> Result<Action> {
     let _timer = context.metrics.reconcile_started(KIND);
-    let status = backup.status.clone().unwrap_or_default();
-    if status.status != BackupStatus::Pending || backup.metadata.deletion_timestamp.is_some() {
-        return Ok(Action::await_change());
-    }
     let namespace = backup
         .namespace()
         .ok_or(Error::MissingObjectKey("metadata.namespace"))?;
+    if backup.metadata.deletion_timestamp.is_some() {
+        return removal::remove_artifact(&backup, &context, &namespace).await;
+    }
+    let status = backup.status.clone().unwrap_or_default();
+    if status.status != BackupStatus::Pending {
+        return Ok(Action::await_change());
+    }
+    let api = Api::namespaced(context.client.clone(), &namespace);
+    // Held before anything reaches the target, so deleting the backup removes what did.
+    let Some(backup) = with_finalizer(&api, backup, ARTIFACT_FINALIZER).await? else {
+        return Ok(Action::await_change());
+    };
     let job = Backup {
         object: &backup,
         context: &context,
-        api: Api::namespaced(context.client.clone(), &namespace),
+        api,
         namespace: &namespace,
     };
     match job.take_and_prove().await {

@@ -91,6 +91,15 @@ impl ArtifactPath {
         format!("rm -f {}", shell_quote(&self.partial()))
     }
 
+    /// Removes the artifact and what a partial upload of it left.
+    pub fn remove_command(&self) -> String {
+        format!(
+            "rm -f {} {}",
+            shell_quote(&self.file),
+            shell_quote(&self.partial())
+        )
+    }
+
     /// Sends the artifact to standard output.
     pub fn download_command(&self) -> String {
         format!("cat {}", shell_quote(&self.file))

@@ -26,6 +26,7 @@ pub fn event_words(event: NotificationEvent) -> &'static str {
         NotificationEvent::CertificateExpiring => "certificate expiring",
         NotificationEvent::CertificateFailed => "certificate not obtained",
         NotificationEvent::BackupFailed => "backup failed",
+        NotificationEvent::BackupLate => "backup taken late",
         NotificationEvent::Test => "test message",
     }
 }

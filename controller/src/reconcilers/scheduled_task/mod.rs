@@ -8,7 +8,6 @@
 mod container;
 mod outcome;
 mod run;
-mod slots;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,12 +28,12 @@ use kube::runtime::watcher;
 use kube::{Api, Resource as _, ResourceExt};
 
 use self::outcome::REPLACED_BY_ANNOTATION;
-use self::slots::SlotDecision;
 use crate::cache::Caches;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::reconcilers::deployment::connect;
 use crate::reconcilers::policy::{drain, error_policy};
+use crate::reconcilers::slots::{self, SlotDecision, SlotRecord, rfc3339, until};
 use crate::status::StatusWriter;
 
 pub use self::run::run as run_runs;
@@ -94,10 +93,16 @@ async fn reconcile(task: Arc<ScheduledTask>, context: Arc<Context>) -> Result<Ac
         .await?;
         return Ok(Action::requeue(WAIT_FOR_RESOURCE));
     }
-    let handled = handled_through(&task, now);
+    let status = task.status.as_ref();
+    let record = SlotRecord {
+        last_slot: status.and_then(|s| s.last_slot.as_deref()),
+        same_spec: status.and_then(|s| s.observed_generation) == task.metadata.generation,
+        created: task.metadata.creation_timestamp.as_ref().map(|t| t.0),
+    };
+    let handled = slots::handled_through(record, now);
     let decision = slots::decide(
         &schedule,
-        task.spec.state,
+        task.spec.state == berth_crds::scheduled_task::TaskState::Enabled,
         task.spec.run_missed,
         handled,
         now.as_second(),
@@ -112,31 +117,6 @@ async fn reconcile(task: Arc<ScheduledTask>, context: Arc<Context>) -> Result<Ac
         Some(next) => Action::requeue(until(next, now)),
         None => Action::await_change(),
     })
-}
-
-/// The newest slot already handled: the status's, unless the spec changed since (a changed
-/// schedule starts from now, with nothing missed) or the task is new (from its creation).
-fn handled_through(task: &ScheduledTask, now: Timestamp) -> i64 {
-    let status = task.status.as_ref();
-    let recorded = status
-        .and_then(|s| s.last_slot.as_deref())
-        .and_then(|slot| slot.parse::<Timestamp>().ok());
-    let same_spec = status.and_then(|s| s.observed_generation) == task.metadata.generation;
-    match (recorded, same_spec) {
-        (Some(slot), true) => slot.as_second(),
-        (Some(_), false) => now.as_second(),
-        (None, _) => task
-            .metadata
-            .creation_timestamp
-            .as_ref()
-            .map_or(now.as_second(), |created| created.0.as_second()),
-    }
-}
-
-/// Time until `slot`, a little after it so the slot is due when the timer fires.
-fn until(slot: i64, now: Timestamp) -> Duration {
-    let millis = slot * 1000 - now.as_millisecond() + 50;
-    Duration::from_millis(u64::try_from(millis).unwrap_or(0).max(50))
 }
 
 async fn runs_of(
@@ -381,10 +361,6 @@ fn with_ready(
     );
     status.observed_generation = generation;
     status
-}
-
-fn rfc3339(seconds: i64) -> String {
-    Timestamp::from_second(seconds).map_or_else(|_| seconds.to_string(), |t| t.to_string())
 }
 
 async fn write(
