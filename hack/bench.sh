@@ -23,7 +23,8 @@
 #   hack/bench.sh schedules  what 100 idle scheduled tasks cost (API requests, CPU); slot →
 #                         container started over 20 runs on one slot, against docker run
 #   hack/bench.sh backups  a managed PostgreSQL's backup until stored and its test restore,
-#                         against pg_dump -Fc | gzip and pg_restore through the same sshd
+#                         against pg_dump -Fc | gzip and pg_restore through the same sshd;
+#                         API requests 50 idle backup policies add
 #   hack/bench.sh scale   what idle apps cost: API requests, CPU, RSS and SSH channels at rest
 #                         with N Resources, 200 applied at once, drift repair time
 #   hack/bench.sh console-ui   the web console in Chromium: first-load JS, 1,000 resources, filter
@@ -143,7 +144,8 @@ Commands:
         DependencyResourceBackup until its sealed artifact is stored, against pg_dump -Fc |
         gzip through the same sshd to the same directory (fails above 1.3x); its test restore
         against the same steps by hand (throwaway container, pg_restore through sshd, count;
-        fails above 1.3x).
+        fails above 1.3x). First, API requests/min at rest before and after 50 backup
+        policies whose next slot is an hour away (fails above 0 added).
   scale [N] [DECLARED]
         Release berth-controller with N (default 300) Resources of the sample app on the local
         server, then DECLARED (default 2000) in all, the rest without a server. At rest for 60 s

@@ -8,6 +8,8 @@
 #   2. Restore: Berth's test restore of that artifact (throwaway container started and ready,
 #      download, open, pg_restore, count: `verification.seconds`), against the floor: the same
 #      steps by hand (docker run, pg_isready, the floor's dump through ssh into pg_restore).
+#   3. What idle backup policies cost: berth-controller's API requests/min at rest with the
+#      database and target only, then with 50 policies whose next slot is an hour away.
 # Exits non-zero when a goal is missed. Source after common.sh, berth.sh and bench-scale.sh.
 
 BACKUPS_NS=bench-backups
@@ -73,6 +75,31 @@ YAML
   awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.1f", b - a}'
 }
 
+# backups_idle_policies: sets BACKUPS_IDLE_ADDED, the API requests/min that 50 policies whose
+# next slot is an hour away add at rest; deletes them after.
+backups_idle_policies() {
+  local later i
+  log "at rest: the database and target, then 50 backup policies an hour from their slot"
+  sleep 10
+  scale_header
+  scale_rest "database and target"
+  local requests_0=$SCALE_REQUESTS
+  later="$(date -u -d '+1 hour' +%-M) $(date -u -d '+1 hour' +%-H) * * *"
+  for ((i = 1; i <= 50; i++)); do
+    cat <<YAML
+---
+apiVersion: berth.dev/v1alpha1
+kind: DependencyResourceBackupPolicy
+metadata: { name: idle-$i }
+spec: { dependencyResourceId: db, targetId: here, schedule: "$later" }
+YAML
+  done | kubectl -n "$BACKUPS_NS" apply -f - >/dev/null
+  sleep 15
+  scale_rest "50 idle policies"
+  BACKUPS_IDLE_ADDED=$((SCALE_REQUESTS - requests_0))
+  kubectl -n "$BACKUPS_NS" delete dependencyresourcebackuppolicies --all >/dev/null
+}
+
 backups_cleanup() {
   log "cleaning up namespace $BACKUPS_NS"
   docker rm -f berth-bench-restore-floor >/dev/null 2>&1 || true
@@ -107,6 +134,8 @@ YAML
   kubectl -n "$BACKUPS_NS" wait --for=condition=Ready dependencyresource/db --timeout=180s \
     >/dev/null || die "the database did not become Ready"
   container=berth-dep-$BACKUPS_NS-db
+  backups_idle_policies
+
   log "filling the database with about $mib MiB"
   echo "database: $(backups_fill "$container" "$mib")"
 
@@ -128,5 +157,7 @@ YAML
     "$(awk -v b="$berth_dump" -v f="$floor_dump" 'BEGIN {printf "%.2f", b / f}')" 1.3 || failed=1
   scale_goal "restore of it, Berth's test restore / by hand (<= 1.3)" \
     "$(awk -v b="$berth_restore" -v f="$floor_restore" 'BEGIN {printf "%.2f", b / f}')" 1.3 || failed=1
+  scale_goal "API requests/min 50 idle backup policies add (<= 0)" "$BACKUPS_IDLE_ADDED" 0 ||
+    failed=1
   return "$failed"
 }

@@ -273,3 +273,191 @@ async fn listed_by_the_cli(s: &Setup, db: &str, backup: &str) {
     assert_ne!(refused.code, 0, "{refused:?}");
     assert!(refused.stderr.contains("--yes"), "{refused:?}");
 }
+
+/// Backup policies over REST (Appaloft's `/dependency-resources/backup-policies`) and the CLI:
+/// bad input is refused by field and stores nothing; a policy is created, shown with its next
+/// run, changed in the fields given (the rest kept), and hidden from another organization.
+#[tokio::test]
+async fn shim_backup_policy_is_refused_by_field_then_configured_over_rest_and_the_cli() {
+    registry_image("berth/postgres:15");
+    let s = setup().await;
+    let db = s.provision("postgres", "Ledger DB").await;
+    let directory = format!("/tmp/berth-test-backups/{}", s.org.namespace);
+    let target = json!({"name": "Offsite", "kind": "server-directory", "serverId": s.server,
+                        "path": directory});
+    s.admin.post("/backup-targets", target).await.expect(201);
+    let policies = "/dependency-resources/backup-policies";
+    let with = |fields: Value| {
+        let mut body = json!({"dependencyResourceId": db});
+        body.as_object_mut()
+            .unwrap()
+            .extend(fields.as_object().unwrap().clone());
+        body
+    };
+    for (fields, field) in [
+        (json!({}), "scheduleIntervalHours"),
+        (json!({"scheduleIntervalHours": 0}), "scheduleIntervalHours"),
+        (
+            json!({"scheduleIntervalHours": 6, "schedule": "@daily"}),
+            "scheduleIntervalHours",
+        ),
+        (json!({"schedule": "every night"}), "schedule"),
+        (
+            json!({"schedule": "0 3 * * *", "timezone": "Mars/Olympus"}),
+            "timezone",
+        ),
+        (
+            json!({"scheduleIntervalHours": 6, "keepLast": 0}),
+            "keepLast",
+        ),
+        (
+            json!({"scheduleIntervalHours": 6, "retryOnFailure": false}),
+            "retryOnFailure",
+        ),
+        (
+            json!({"scheduleIntervalHours": 6, "nextRunAt": "2026-12-04T00:00:00Z"}),
+            "nextRunAt",
+        ),
+        (
+            json!({"scheduleIntervalHours": 6, "targetId": "bkt-nope"}),
+            "targetId",
+        ),
+    ] {
+        invalid(s.member.post(policies, with(fields)).await, field);
+    }
+    let unknown = s
+        .member
+        .post(
+            policies,
+            json!({"dependencyResourceId": "dep-nope", "scheduleIntervalHours": 6}),
+        )
+        .await;
+    assert_eq!(
+        unknown.error(404, "not_found")["details"]["field"],
+        "dependencyResourceId"
+    );
+    let empty = s.member.get(policies).await.ok();
+    assert_eq!(empty["items"], json!([]), "nothing stored: {empty}");
+
+    // Created (Appaloft's fields), then scheduled by the controller.
+    let created = s
+        .member
+        .post(
+            policies,
+            with(json!({"scheduleIntervalHours": 24, "retentionDays": 7})),
+        )
+        .await
+        .expect(201);
+    let id = created["id"].as_str().unwrap().to_string();
+    let shown_path = format!("{policies}/{id}");
+    let shown = eventually(WAIT, "the policy scheduled", || async {
+        let shown = s.member.get(&shown_path).await.ok();
+        shown["policy"]["nextRunAt"].is_string().then_some(shown)
+    })
+    .await;
+    assert_eq!(
+        shown["schemaVersion"],
+        "dependency-resource-backup-policies.show/v1"
+    );
+    let policy = &shown["policy"];
+    assert_eq!(
+        policy["schemaVersion"],
+        "dependency-resource-backup-policies.policy/v1"
+    );
+    assert_eq!(policy["dependencyResourceId"], db.as_str());
+    assert_eq!(policy["scheduleIntervalHours"], 24);
+    assert_eq!(policy["retentionDays"], 7);
+    assert_eq!(policy["providerKey"], "berth-sealed-pg-dump");
+    assert_eq!(policy["enabled"], true);
+    assert_eq!(policy["ready"], true, "{shown}");
+    let next: k8s_openapi::jiff::Timestamp = policy["nextRunAt"].as_str().unwrap().parse().unwrap();
+    assert_eq!(
+        next.as_second() % 86_400,
+        0,
+        "every 24 h counts from midnight UTC"
+    );
+
+    // Changed in the fields given, the rest kept; the same policy, not a second.
+    let changed = s
+        .member
+        .post(policies, with(json!({"keepLast": 3, "enabled": false})))
+        .await
+        .expect(200);
+    assert_eq!(changed["id"], id.as_str());
+    let shown = eventually(WAIT, "the change seen", || async {
+        let shown = s.member.get(&shown_path).await.ok();
+        (shown["policy"]["enabled"] == false && shown["policy"]["nextRunAt"].is_null())
+            .then_some(shown)
+    })
+    .await;
+    assert_eq!(shown["policy"]["keepLast"], 3);
+    assert_eq!(shown["policy"]["retentionDays"], 7);
+    assert_eq!(shown["policy"]["scheduleIntervalHours"], 24);
+    let list = s
+        .member
+        .get(&format!("{policies}?dependencyResourceId={db}"))
+        .await
+        .ok();
+    assert_eq!(
+        list["schemaVersion"],
+        "dependency-resource-backup-policies.list/v1"
+    );
+    assert_eq!(list["items"].as_array().unwrap().len(), 1, "{list}");
+    let enabled = s
+        .member
+        .get(&format!("{policies}?enabledOnly=true"))
+        .await
+        .ok();
+    assert_eq!(enabled["items"], json!([]));
+
+    // The CLI sets and lists it.
+    let berth = Berth::new();
+    let token = s.member.token.clone().unwrap();
+    let env = [("BERTH_TOKEN", token.as_str())];
+    let saved = berth
+        .run_with(
+            &binary(),
+            &[
+                "backups",
+                "policy",
+                &db,
+                "--schedule",
+                "30 2 * * *",
+                "--timezone",
+                "Europe/Berlin",
+                "--enable",
+            ],
+            None,
+            &env,
+        )
+        .await
+        .ok();
+    assert!(saved.contains(&id), "{saved}");
+    let table = eventually(WAIT, "the CLI lists the cron schedule", || async {
+        let table = berth
+            .run_with(&binary(), &["backups", "policies"], None, &env)
+            .await
+            .ok();
+        table
+            .contains("30 2 * * * (Europe/Berlin)")
+            .then_some(table)
+    })
+    .await;
+    assert!(table.contains(&id), "{table}");
+    let refused = berth
+        .run_with(
+            &binary(),
+            &["backups", "policy", &db, "--keep-last", "0"],
+            None,
+            &env,
+        )
+        .await;
+    assert_ne!(refused.code, 0, "{refused:?}");
+    assert!(refused.stderr.contains("keepLast"), "{refused:?}");
+
+    let mut other = TestOrg::new(&client().await).await;
+    let outsider = other.user(OrganizationRole::Owner).await.rest;
+    outsider.get(&shown_path).await.error(404, "not_found");
+    assert_eq!(outsider.get(policies).await.ok()["items"], json!([]));
+    let _ = std::fs::remove_dir_all(&directory);
+}
