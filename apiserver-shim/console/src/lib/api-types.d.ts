@@ -314,6 +314,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/dependency-resources/backup-policies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List backup policies (dependencyResourceId, enabledOnly filters) with their next run and newest proven restore point */
+        get: operations["get_dependency_resources_backup_policies"];
+        put?: never;
+        /** Create a managed PostgreSQL's backup policy (201), or change it in the fields given (200; policyId, else the dependency's own): backups every scheduleIntervalHours or on a cron schedule, each proven by a test restore, kept by retentionDays, keepLast, keepDaily and keepWeekly (no rule: the newest 7), the rest pruned at the target */
+        post: operations["post_dependency_resources_backup_policies"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dependency-resources/backup-policies/{policyId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Show a backup policy */
+        get: operations["get_dependency_resources_backup_policies_policyId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/dependency-resources/backups/{backupId}": {
         parameters: {
             query?: never;
@@ -2905,6 +2940,63 @@ export interface components {
             location: string;
             sha256: string;
         };
+        BackupPolicyList: {
+            items: components["schemas"]["BackupPolicySummary"][];
+            schemaVersion: string;
+        };
+        BackupPolicyShow: {
+            policy: components["schemas"]["BackupPolicySummary"];
+            schemaVersion: string;
+        };
+        /** @description One policy (Appaloft's policy read, and Berth's fields after `updatedAt`). */
+        BackupPolicySummary: {
+            /**
+             * Format: int64
+             * @description Ready backups the rules keep.
+             */
+            backupsKept: number;
+            createdAt: string;
+            dependencyResourceId: string;
+            enabled: boolean;
+            id: string;
+            /** Format: int64 */
+            keepDaily?: number;
+            /** Format: int64 */
+            keepLast?: number;
+            /** Format: int64 */
+            keepWeekly?: number;
+            /** @description When the newest backup was asked for. */
+            lastRunAt?: string;
+            /** @description The restore point to count on. */
+            lastVerifiedBackup?: components["schemas"]["VerifiedBackupSummary"];
+            latestBackup?: components["schemas"]["PolicyBackupSummary"];
+            message?: string;
+            /** @description When the next backup is due (absent while disabled or not ready). */
+            nextRunAt?: string;
+            providerKey?: string;
+            /**
+             * @description The policy's `Ready` condition: false when its newest backup failed, its schedule
+             *     cannot be read, or its database or target is gone.
+             */
+            ready: boolean;
+            /**
+             * Format: int64
+             * @description Days every backup is kept (absent when no rule by age is set).
+             */
+            retentionDays?: number;
+            retryOnFailure: boolean;
+            schedule?: string;
+            /**
+             * Format: int64
+             * @description Hours between backups (absent for a cron schedule).
+             */
+            scheduleIntervalHours?: number;
+            schemaVersion: string;
+            targetId: string;
+            timezone: string;
+            updatedAt: string;
+            version: string;
+        };
         /** @description Where a backup is (Appaloft's statuses). */
         BackupStatus: "pending" | "ready" | "failed";
         /** @description The kinds of backup target. */
@@ -3255,6 +3347,61 @@ export interface components {
             reason: string;
             status: string;
             type: string;
+        };
+        /**
+         * @description `POST /dependency-resources/backup-policies`: creates the dependency's policy, or changes
+         *     the one named by `policyId` (else the dependency's existing one) in the fields given.
+         */
+        ConfigureBackupPolicy: {
+            dependencyResourceId: string;
+            /** @description Whether slots take backups (default true). */
+            enabled?: boolean;
+            /**
+             * Format: int64
+             * @description Berth: keep the newest of each of the last this many days (1 to 366).
+             */
+            keepDaily?: number;
+            /**
+             * Format: int64
+             * @description Berth: keep the newest this many (1 to 1000).
+             */
+            keepLast?: number;
+            /**
+             * Format: int64
+             * @description Berth: keep the newest of each of the last this many ISO weeks (1 to 520).
+             */
+            keepWeekly?: number;
+            /** @description The policy to change; the dependency's own when left out. */
+            policyId?: string;
+            /** @description Only `berth-sealed-pg-dump`. */
+            providerKey?: string;
+            /**
+             * Format: int64
+             * @description Keep every backup younger than this many days (1 to 3650).
+             */
+            retentionDays?: number;
+            /**
+             * @description Only true: a backup whose server cannot be reached is tried again for 15 minutes. A
+             *     dump that fails is recorded failed and told, not tried again before the next slot.
+             */
+            retryOnFailure?: boolean;
+            /**
+             * @description Berth: a five-field cron pattern or `@daily`-style name, read in `timezone`. Give this
+             *     or `scheduleIntervalHours`.
+             */
+            schedule?: string;
+            /**
+             * Format: int64
+             * @description Back up every this many hours (1 to 8760), counted from the Unix epoch. Give this or
+             *     `schedule`.
+             */
+            scheduleIntervalHours?: number;
+            /** @description Berth: the backup target; the organization's only one when left out. */
+            targetId?: string;
+            /** @description Berth: the IANA zone `schedule` is read in (default UTC). */
+            timezone?: string;
+            /** @description Only `v1`. */
+            version?: string;
         };
         /** @description `POST /scheduled-tasks/{taskId}`: change some of a task; absent fields stay. */
         ConfigureScheduledTask: {
@@ -4107,15 +4254,24 @@ export interface components {
             failureCode?: string;
             failureMessage?: string;
             id: string;
+            /** @description True when its slot passed while the controller was away and it was taken on return. */
+            late?: boolean;
             /** @description The newest restore of this backup. */
             latestRestoreAttempt?: components["schemas"]["RestoreAttemptSummary"];
+            /** @description The backup policy that took it (Berth). */
+            policyId?: string;
             projectId: string;
             /** @description Where the artifact is, once ready. */
             providerArtifactHandle?: string;
             providerKey: string;
             requestedAt: string;
-            /** @description `none`: the artifact is off the database's server and does not hold up its deletion. */
+            /**
+             * @description `retained`: taken by a backup policy, kept while its rules keep it; `none`: asked for
+             *     by hand, kept until deleted. Either way the artifact is off the database's server.
+             */
             retentionStatus: string;
+            /** @description The policy's slot it was taken for (Berth). */
+            scheduledFor?: string;
             /** @description `pending`, `ready` (stored and proven by a test restore) or `failed`. */
             status: components["schemas"]["BackupStatus"];
             /** @description While pending: `dumping` or `verifying` (Berth). */
@@ -5429,7 +5585,7 @@ export interface components {
             summary: string;
         };
         /** @description Something a person should hear of. */
-        NotificationEvent: "deployment-failed" | "deployment-succeeded" | "resource-unhealthy" | "resource-recovered" | "crash-loop" | "scheduled-task-failed" | "scheduled-task-missed" | "server-unreachable" | "threshold-crossed" | "certificate-expiring" | "certificate-failed" | "backup-failed" | "test";
+        NotificationEvent: "deployment-failed" | "deployment-succeeded" | "resource-unhealthy" | "resource-recovered" | "crash-loop" | "scheduled-task-failed" | "scheduled-task-missed" | "server-unreachable" | "threshold-crossed" | "certificate-expiring" | "certificate-failed" | "backup-failed" | "backup-late" | "test";
         Observation: {
             healthPolicyStatus: string;
             latestDeploymentId?: string;
@@ -5708,6 +5864,11 @@ export interface components {
             sampleCount: number;
             to: string;
             totals: components["schemas"]["ResourceMetrics"];
+        };
+        /** @description A backup of a policy, as its record names it (Berth). */
+        PolicyBackupSummary: {
+            backupId: string;
+            status: components["schemas"]["BackupStatus"];
         };
         /** @description Spec §2.2 "Threshold policy". */
         PolicyRecord: {
@@ -8172,6 +8333,15 @@ export interface components {
             kind: string;
             label: string;
         };
+        /** @description The newest backup of a policy proven by a test restore (Berth). */
+        VerifiedBackupSummary: {
+            backupId: string;
+            /** Format: int64 */
+            rows: number;
+            /** Format: int64 */
+            tables: number;
+            verifiedAt: string;
+        };
         Warning: {
             code: string;
             details: unknown;
@@ -8899,6 +9069,99 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DependencyResourceList"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_dependency_resources_backup_policies: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackupPolicyList"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_dependency_resources_backup_policies: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConfigureBackupPolicy"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdResponse"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_dependency_resources_backup_policies_policyId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                policyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackupPolicyShow"];
                 };
             };
             /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
