@@ -30,7 +30,7 @@ use crate::servers::support::{create_server, wait_condition};
 const WAIT: Duration = Duration::from_secs(240);
 
 /// Server 2 (its own network namespace and sshd; the same file system as this machine).
-async fn store_server(ns: &TestNamespace) {
+pub async fn store_server(ns: &TestNamespace) {
     let servers = create_server(
         ns,
         "store",
@@ -43,7 +43,7 @@ async fn store_server(ns: &TestNamespace) {
     wait_condition(&servers, "store", READY, ConditionStatus::True, None, WAIT).await;
 }
 
-fn target(ns: &TestNamespace, name: &str, path: &str) -> String {
+pub fn target(ns: &TestNamespace, name: &str, path: &str) -> String {
     json!({
         "apiVersion": "berth.dev/v1alpha1", "kind": "BackupTarget",
         "metadata": { "name": name, "namespace": ns.name },
@@ -63,7 +63,7 @@ fn backup(ns: &TestNamespace, name: &str, target: &str) -> String {
 }
 
 /// Waits until backup `name` is no longer pending.
-async fn ended(ns: &TestNamespace, name: &str) -> DependencyResourceBackup {
+pub async fn ended(ns: &TestNamespace, name: &str) -> DependencyResourceBackup {
     let api = ns.api::<DependencyResourceBackup>();
     eventually(WAIT, &format!("backup {name} ended"), || async {
         let backup = api.get_opt(name).await.ok()??;
@@ -74,7 +74,7 @@ async fn ended(ns: &TestNamespace, name: &str) -> DependencyResourceBackup {
 }
 
 /// Waits until target `name`'s `Ready` is `status`; its message.
-async fn target_ready(ns: &TestNamespace, name: &str, status: ConditionStatus) -> String {
+pub async fn target_ready(ns: &TestNamespace, name: &str, status: ConditionStatus) -> String {
     let api = ns.api::<BackupTarget>();
     eventually(WAIT, &format!("target {name} Ready={status:?}"), || async {
         let target = api.get_opt(name).await.ok()??;
@@ -85,7 +85,7 @@ async fn target_ready(ns: &TestNamespace, name: &str, status: ConditionStatus) -
 }
 
 /// The reasons of the namespace's Events about backup `name`.
-fn event_notes(ns: &TestNamespace, name: &str) -> Vec<(String, String)> {
+pub fn event_notes(ns: &TestNamespace, name: &str) -> Vec<(String, String)> {
     let output = kubectl(
         &["get", "events.events.k8s.io", "-n", &ns.name, "-o", "json"],
         None,
@@ -258,7 +258,7 @@ async fn a_backup_that_cannot_be_stored_fails_with_its_cause_and_a_person_hears_
     );
 }
 
-fn policy(ns: &TestNamespace, name: &str, dependency: &str, spec: Value) -> String {
+pub fn policy(ns: &TestNamespace, name: &str, dependency: &str, spec: Value) -> String {
     let mut spec = spec;
     spec["dependencyResourceId"] = json!(dependency);
     spec["targetId"] = json!("offsite");

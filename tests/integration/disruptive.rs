@@ -212,3 +212,122 @@ async fn a_killed_controller_runs_its_slot_once_and_a_slot_it_missed_is_recorded
     );
     teardown(&ns, "web").await;
 }
+
+/// The backups of `policy` by name, with their status.
+async fn policy_backups(
+    ns: &TestNamespace,
+    policy: &str,
+) -> Vec<berth_crds::backup::DependencyResourceBackup> {
+    use berth_crds::backup::DependencyResourceBackup;
+    let params =
+        kube::api::ListParams::default().labels(&format!("berth.dev/backup-policy={policy}"));
+    let backups = ns
+        .api::<DependencyResourceBackup>()
+        .list(&params)
+        .await
+        .unwrap();
+    backups.items
+}
+
+#[tokio::test]
+async fn a_controller_killed_during_a_scheduled_backup_takes_it_once_and_a_missed_slot_late() {
+    use crate::backups::{ended, event_notes, policy, store_server, target, target_ready};
+    use crate::dependency_resources::{create, local_server, psql, registry_image, wait_ready};
+    use berth_crds::backup::BackupStatus;
+    use berth_crds::condition::ConditionStatus;
+    use berth_crds::dependency_resource::DependencyResource;
+    let client = client().await;
+    let ns = TestNamespace::new(&client, "fault-backups").await;
+    local_server(&ns).await;
+    store_server(&ns).await;
+    create(&ns, "db", "postgres", &registry_image("berth/postgres:15")).await;
+    wait_ready(&ns.api::<DependencyResource>(), "db").await;
+    let container = format!("berth-dep-{}-db", ns.name);
+    let (written, out) = psql(
+        &container,
+        // Some 30 MB, so the backup takes long enough to be killed in.
+        "create table t (id int, body text); insert into t select g, \
+         repeat(md5(g::text), 9) from generate_series(1, 100000) g",
+    );
+    assert!(written, "{out}");
+    let directory = format!("/tmp/berth-test-backups/{}", ns.name);
+    apply(&target(&ns, "offsite", &directory));
+    target_ready(&ns, "offsite", ConditionStatus::True).await;
+    if next_minute().0 < 15 {
+        tokio::time::sleep(Duration::from_secs(next_minute().0 + 1)).await;
+    }
+    apply(&policy(
+        &ns,
+        "nightly",
+        "db",
+        serde_json::json!({ "schedule": "* * * * *", "retention": { "keepLast": 10 } }),
+    ));
+
+    // Killed while the slot's backup is being taken, started again at once: one backup for
+    // the slot, taken again from the start, ready, and no partial upload left.
+    let (_, slot) = next_minute();
+    let name = format!("nightly-{slot}");
+    eventually(WAIT, "the slot's backup under way", || async {
+        let backups = policy_backups(&ns, "nightly").await;
+        backups
+            .iter()
+            .find(|b| b.metadata.name.as_deref() == Some(&*name))
+            .and_then(|b| b.status.as_ref())
+            .filter(|s| s.status == BackupStatus::Pending && s.step.is_some())
+            .map(drop)
+    })
+    .await;
+    kill_controller();
+    start_controller();
+    let taken = ended(&ns, &name).await;
+    assert_eq!(
+        taken.status.as_ref().unwrap().status,
+        BackupStatus::Ready,
+        "{taken:?}"
+    );
+    let for_slot = policy_backups(&ns, "nightly")
+        .await
+        .into_iter()
+        .filter(|b| b.spec.scheduled_for == taken.spec.scheduled_for)
+        .count();
+    assert_eq!(
+        for_slot, 1,
+        "one backup for the slot the controller died in"
+    );
+    let folder = format!("{directory}/{}/db", ns.name);
+    let partial = std::fs::read_dir(&folder)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|f| f.ends_with(".partial"))
+        .count();
+    assert_eq!(partial, 0, "no partial upload left in {folder}");
+
+    // Stopped across the next slot for longer than a slot may be late: backed up once, late.
+    let (wait, missed) = next_minute();
+    tokio::time::sleep(Duration::from_secs(wait.saturating_sub(3))).await;
+    kill_controller();
+    tokio::time::sleep(Duration::from_secs(3 + 40)).await;
+    start_controller();
+    let late = eventually(WAIT, "the missed slot backed up late", || async {
+        policy_backups(&ns, "nightly")
+            .await
+            .into_iter()
+            .find(|b| b.metadata.name.as_deref() == Some(&*format!("nightly-{missed}")))
+    })
+    .await;
+    assert!(late.spec.late, "{late:?}");
+    let late = ended(&ns, &format!("nightly-{missed}")).await;
+    assert_eq!(late.status.unwrap().status, BackupStatus::Ready);
+    let notes = event_notes(&ns, "nightly");
+    assert!(
+        notes
+            .iter()
+            .any(|(reason, note)| reason == "BackupLate" && note.contains("taken late")),
+        "{notes:?}"
+    );
+    ns.api::<berth_crds::backup_policy::DependencyResourceBackupPolicy>()
+        .delete("nightly", &Default::default())
+        .await
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&directory);
+}
