@@ -105,6 +105,39 @@ pub async fn replace_login(
     patch_data(context, &namespace, names, data).await
 }
 
+/// The password of login `user` when the Secret already holds it: a rotation step tried again
+/// (its status not written, or the cache not showing it yet) must not give the same login a
+/// second password, or the apps that deployed with the first would be refused. Read from the
+/// API server, not the cache, which may lag behind the first try's write.
+pub async fn issued_password(
+    dependency: &DependencyResource,
+    context: &Context,
+    names: &Names,
+    user: &str,
+) -> Result<Option<String>> {
+    let namespace = dependency.namespace().unwrap_or_default();
+    let api = Api::<Secret>::namespaced(context.client.clone(), &namespace);
+    let Some(secret) = api.get_opt(&names.secret).await? else {
+        return Ok(None);
+    };
+    let url = secret
+        .data
+        .as_ref()
+        .and_then(|data| data.get(URL_KEY))
+        .and_then(|value| String::from_utf8(value.0.clone()).ok());
+    if url.as_deref().and_then(url_user) != Some(user) {
+        return Ok(None);
+    }
+    password_of(dependency, &secret, names).map(Some)
+}
+
+/// The login a connection URL names (`postgres://<user>:<password>@…`).
+fn url_user(url: &str) -> Option<&str> {
+    let (_, rest) = url.split_once("://")?;
+    let (user, _) = rest.split_once(':')?;
+    (!user.is_empty()).then_some(user)
+}
+
 async fn patch_data<const N: usize>(
     context: &Context,
     namespace: &str,
@@ -165,4 +198,18 @@ fn password_of(dependency: &DependencyResource, secret: &Secret, names: &Names) 
                 names.secret
             ))
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_crds::dependency_resource::DependencyKind;
+
+    #[test]
+    fn the_login_a_url_names_is_read_back() {
+        let url = connection_url(DependencyKind::Postgres, "db", "berth_r2", "s3cret");
+        assert_eq!(url_user(&url), Some("berth_r2"));
+        let redis = connection_url(DependencyKind::Redis, "cache", "", "s3cret");
+        assert_eq!(url_user(&redis), None);
+    }
 }

@@ -138,7 +138,9 @@ pub async fn advance(
         Next::Idle => {}
         Next::Wait { waiting_for } => credentials.waiting_for = waiting_for,
         Next::Issue { user, rotation } => {
-            let password = generate_password();
+            // A try whose status was not seen yet issued this login already: keep its password.
+            let issued = credentials::issued_password(dependency, context, names, &user).await?;
+            let password = issued.unwrap_or_else(generate_password);
             let (_, target) = connect(context, &namespace, &dependency.spec.server_id).await?;
             let env = [(PASSWORD_VARIABLE, password.as_str())];
             run(&target, names, &issue_sql(&user), &env).await?;
