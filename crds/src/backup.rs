@@ -2,7 +2,8 @@
 //! backup of a managed database. A backup is a dump taken in the database's own container,
 //! sealed (encrypted, framed, checksummed) by the controller on its way to the target, and
 //! then proven: downloaded, opened, checked against its checksum and restored into a throwaway
-//! container whose tables and rows are counted. Only then is it `ready`.
+//! container whose tables and rows (PostgreSQL) or keys (Redis) are counted. Only then is it
+//! `ready`.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::CustomResource;
@@ -10,7 +11,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use berth_vocabulary::backups::{
-    BackupStatus, BackupTargetKind, PG_DUMP_PROVIDER, RestoreStatus,
+    BackupStatus, BackupTargetKind, PG_DUMP_PROVIDER, REDIS_RDB_PROVIDER, RestoreStatus,
+    counted_contents, provider_key,
 };
 
 use crate::Condition;
@@ -83,7 +85,7 @@ pub struct ServerDirectory {
     pub path: String,
 }
 
-/// One backup of a managed dependency resource (PostgreSQL).
+/// One backup of a managed dependency resource (PostgreSQL or Redis).
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(
     group = "berth.dev",
@@ -99,6 +101,7 @@ pub struct ServerDirectory {
     printcolumn = r#"{"name":"Status","type":"string","jsonPath":".status.status"}"#,
     printcolumn = r#"{"name":"Tables","type":"integer","jsonPath":".status.verification.tables"}"#,
     printcolumn = r#"{"name":"Rows","type":"integer","jsonPath":".status.verification.rows"}"#,
+    printcolumn = r#"{"name":"Keys","type":"integer","jsonPath":".status.verification.keys"}"#,
     printcolumn = r#"{"name":"Bytes","type":"integer","jsonPath":".status.artifact.bytes"}"#,
     printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
@@ -139,7 +142,7 @@ pub struct DependencyResourceBackupStatus {
     /// While pending: `dumping` or `verifying`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<String>,
-    /// The database's kind (`postgres`).
+    /// The database's kind (`postgres` or `redis`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dependency_kind: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -179,14 +182,20 @@ pub struct BackupArtifact {
     pub encryption: String,
 }
 
-/// The test restore of an artifact.
+/// The test restore of an artifact: for a PostgreSQL, its tables and rows; for a Redis, its
+/// keys.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BackupVerification {
-    /// Tables restored (every schema but the system ones).
-    pub tables: i64,
-    /// Rows in them, counted one by one.
-    pub rows: i64,
+    /// PostgreSQL: tables restored (every schema but the system ones).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tables: Option<i64>,
+    /// PostgreSQL: rows in them, counted one by one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows: Option<i64>,
+    /// Redis: keys loaded, over every logical database.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys: Option<i64>,
     /// Bytes of the dump inside the artifact.
     pub dump_bytes: i64,
     /// Seconds the download, restore and count took.
@@ -197,9 +206,11 @@ pub struct BackupVerification {
 /// Label on a restore naming the backup it restores.
 pub const BACKUP_LABEL: &str = "berth.dev/backup";
 
-/// One restore of a ready backup into a managed PostgreSQL: its own (in place) or another of
-/// the same project and environment (a clone). The restore runs in one transaction: it lands
-/// whole or changes nothing.
+/// One restore of a ready backup into a managed database of its kind: its own (in place) or
+/// another of the same project and environment (a clone). A PostgreSQL's runs in one
+/// transaction: it lands whole or changes nothing. A Redis takes the backup's snapshot as a
+/// replica of a throwaway server holding it, then is a primary again: it changes nothing
+/// unless the snapshot arrived whole.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(
     group = "berth.dev",
@@ -208,12 +219,13 @@ pub const BACKUP_LABEL: &str = "berth.dev/backup";
     namespaced,
     shortname = "brestore",
     category = "berth",
-    doc = "One restore of a ready backup into a managed PostgreSQL (in place or into another), in one transaction.",
+    doc = "One restore of a ready backup into a managed PostgreSQL or Redis (in place or into another of its kind).",
     status = "DependencyResourceRestoreStatus",
     printcolumn = r#"{"name":"Backup","type":"string","jsonPath":".spec.backupId"}"#,
     printcolumn = r#"{"name":"Into","type":"string","jsonPath":".spec.targetDependencyResourceId"}"#,
     printcolumn = r#"{"name":"Status","type":"string","jsonPath":".status.status"}"#,
     printcolumn = r#"{"name":"Rows","type":"integer","jsonPath":".status.report.rows"}"#,
+    printcolumn = r#"{"name":"Keys","type":"integer","jsonPath":".status.report.keys"}"#,
     printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
@@ -223,10 +235,11 @@ pub struct DependencyResourceRestoreSpec {
     #[schemars(length(min = 1, max = OBJECT_NAME_MAX))]
     pub backup_id: String,
     /// Id (object name) of the DependencyResource whose data is replaced: the backup's own, or
-    /// another PostgreSQL of the same project and environment.
+    /// another of its kind in the same project and environment.
     #[schemars(length(min = 1, max = OBJECT_NAME_MAX))]
     pub target_dependency_resource_id: String,
-    /// Must be true: the objects the dump holds are dropped and recreated in the target.
+    /// Must be true: the target's data is replaced (a PostgreSQL's objects the dump holds
+    /// dropped and recreated; a Redis's whole keyspace).
     pub acknowledge_data_overwrite: bool,
     /// A label for people.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -250,7 +263,7 @@ pub struct DependencyResourceRestoreStatus {
     /// Why it failed, as a code (`dependency-resource-backup-blocked`, `restore-failed`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure_code: Option<String>,
-    /// Why it failed, in one line (nothing was changed).
+    /// Why it failed, in one line (whether anything was changed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure_message: Option<String>,
     /// What the target holds after the restore.
@@ -265,10 +278,15 @@ pub struct DependencyResourceRestoreStatus {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RestoreReport {
-    /// Tables in the target database after the restore.
-    pub tables: i64,
-    /// Rows in them, counted one by one.
-    pub rows: i64,
+    /// PostgreSQL: tables in the target database after the restore.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tables: Option<i64>,
+    /// PostgreSQL: rows in them, counted one by one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows: Option<i64>,
+    /// Redis: keys the target holds after the restore, over every logical database.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys: Option<i64>,
     /// Bytes of the dump restored.
     pub dump_bytes: i64,
     /// Seconds the download, restore and count took.

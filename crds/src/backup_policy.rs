@@ -50,7 +50,7 @@ pub fn slot_backup_name(policy: &str, slot: i64) -> String {
 )]
 #[serde(rename_all = "camelCase")]
 pub struct DependencyResourceBackupPolicySpec {
-    /// Id (object name) of the DependencyResource backed up (a managed PostgreSQL).
+    /// Id (object name) of the DependencyResource backed up (a managed PostgreSQL or Redis).
     #[schemars(length(min = 1, max = OBJECT_NAME_MAX))]
     pub dependency_resource_id: String,
     /// Id (object name) of the BackupTarget the backups go to.
@@ -187,8 +187,13 @@ pub struct VerifiedBackup {
     pub name: String,
     /// When its test restore ended (RFC 3339).
     pub verified_at: String,
-    /// Tables its test restore found.
-    pub tables: i64,
-    /// Rows its test restore counted.
-    pub rows: i64,
+    /// Tables its test restore found (PostgreSQL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tables: Option<i64>,
+    /// Rows its test restore counted (PostgreSQL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows: Option<i64>,
+    /// Keys its test restore loaded (Redis).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys: Option<i64>,
 }

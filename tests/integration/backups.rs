@@ -130,7 +130,10 @@ async fn a_backup_is_stored_sealed_on_another_server_and_proven_by_a_test_restor
     let status = taken.status.unwrap();
     assert_eq!(status.status, BackupStatus::Ready, "{status:?}");
     let verification = status.verification.expect("a test restore");
-    assert_eq!((verification.tables, verification.rows), (2, 1002));
+    assert_eq!(
+        (verification.tables, verification.rows),
+        (Some(2), Some(1002))
+    );
     let artifact = status.artifact.expect("an artifact");
     let file = format!("{directory}/{}/db/db-1.berth-backup", ns.name);
     assert_eq!(artifact.location, format!("server-directory://store{file}"));
@@ -411,7 +414,10 @@ async fn a_policy_backs_up_each_slot_once_and_keeps_only_what_its_rules_keep_at_
             .verification
             .as_ref()
             .unwrap();
-        assert_eq!((verification.tables, verification.rows), (1, 50));
+        assert_eq!(
+            (verification.tables, verification.rows),
+            (Some(1), Some(50))
+        );
     }
     let files = eventually(
         WAIT,
@@ -432,7 +438,7 @@ async fn a_policy_backs_up_each_slot_once_and_keeps_only_what_its_rules_keep_at_
     assert_eq!(status.backups_kept, 2);
     let verified = status.last_verified.expect("a proven restore point");
     assert!(kept_names.contains(&verified.name), "{verified:?}");
-    assert_eq!(verified.rows, 50);
+    assert_eq!(verified.rows, Some(50));
 
     // Deleting the policy keeps its restore points.
     ns.api::<DependencyResourceBackupPolicy>()

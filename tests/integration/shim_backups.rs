@@ -2,7 +2,8 @@
 //! `/backup-targets`): bad input is refused by field and creates nothing; a backup asked for
 //! over REST is taken, stored sealed and proven, and its record shows what the test restore
 //! counted; it restores in place (after more rows were written) and into a clone (the source
-//! untouched), each only with both acknowledgements; another organization cannot see it.
+//! untouched), each only with both acknowledgements; another organization cannot see it. A
+//! Redis's snapshot is backed up, proven by its keys and restored in place and into a clone.
 
 use std::time::Duration;
 
@@ -12,7 +13,7 @@ use berth_tests::{client, eventually};
 use serde_json::{Value, json};
 
 use crate::cli::{Berth, binary};
-use crate::dependency_resources::{psql, registry_image};
+use crate::dependency_resources::{docker, psql, registry_image};
 use crate::shim_dependency_resources::{Setup, setup};
 use crate::shim_projects_envs::invalid;
 
@@ -460,4 +461,192 @@ async fn shim_backup_policy_is_refused_by_field_then_configured_over_rest_and_th
     outsider.get(&shown_path).await.error(404, "not_found");
     assert_eq!(outsider.get(policies).await.ok()["items"], json!([]));
     let _ = std::fs::remove_dir_all(&directory);
+}
+
+/// A managed Redis over REST: its snapshot is taken from the live server, stored sealed (no
+/// `REDIS` magic, no value in clear at the target) and proven by loading it into a throwaway
+/// Redis whose keys are counted over every logical database; the PostgreSQL provider is
+/// refused for it by field. It restores in place (keys changed since are back as they were,
+/// with the server's own password) and into a second Redis (the source untouched); never into
+/// a PostgreSQL.
+#[tokio::test]
+async fn shim_redis_backup_is_proven_by_its_keys_and_restored_in_place_and_into_a_clone() {
+    registry_image("berth/redis:7");
+    registry_image("berth/postgres:15");
+    let s = setup().await;
+    let cache = s.provision("redis", "Sessions").await;
+    let copy = s.provision("redis", "Sessions copy").await;
+    let ledger = s.provision("postgres", "Ledger").await;
+    s.wait_ready(&cache).await;
+    let container = s.container(&cache);
+    let (filled, out) = redis_cli(&container, "0", &fill_script(1000));
+    assert!(filled, "{out}");
+    let (filled, out) = redis_cli(&container, "3", &fill_script(5));
+    assert!(filled, "{out}");
+    let directory = format!("/tmp/berth-test-backups/{}", s.org.namespace);
+    let target = json!({"name": "Offsite", "kind": "server-directory", "serverId": s.server,
+                        "path": directory});
+    s.admin.post("/backup-targets", target).await.expect(201);
+    let backups = format!("/dependency-resources/{cache}/backups");
+    let refused = s
+        .member
+        .post(&backups, json!({"providerKey": "berth-sealed-pg-dump"}))
+        .await;
+    let error = refused.error(422, "validation_error");
+    assert_eq!(error["details"]["field"], "providerKey", "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("berth-sealed-redis-rdb"),
+        "{error}"
+    );
+    assert_eq!(s.member.get(&backups).await.ok()["items"], json!([]));
+
+    let created = s
+        .member
+        .post(&backups, json!({"providerKey": "berth-sealed-redis-rdb"}))
+        .await
+        .expect(201);
+    let id = created["id"].as_str().unwrap().to_string();
+    let shown = ended_backup(&s, &id).await;
+    let backup = &shown["backup"];
+    assert_eq!(backup["status"], "ready", "{shown}");
+    assert_eq!(backup["dependencyKind"], "redis");
+    assert_eq!(backup["providerKey"], "berth-sealed-redis-rdb");
+    assert_eq!(backup["verification"]["keys"], 1005, "{shown}");
+    assert!(backup["verification"]["tables"].is_null(), "{shown}");
+    let file = format!("{directory}/{}/{cache}/{id}.berth-backup", s.org.namespace);
+    let stored = std::fs::read(&file).expect("the artifact at the target");
+    assert_eq!(stored.len() as i64, backup["artifact"]["bytes"]);
+    assert!(stored.starts_with(b"BERTHBK1"), "sealed");
+    assert!(
+        !stored.windows(5).any(|w| w == b"REDIS")
+            && !stored.windows(17).any(|w| w == b"value-of-session-"),
+        "no snapshot in clear at the target"
+    );
+    let scratch = format!("berth-verify-{}-{id}", s.org.namespace);
+    assert!(
+        !docker(&["container", "inspect", &scratch]).0,
+        "the throwaway Redis is gone"
+    );
+    let berth = Berth::new();
+    let token = s.member.token.clone().unwrap();
+    let env = [("BERTH_TOKEN", token.as_str())];
+    let table = berth
+        .run_with(&binary(), &["backups", "list", &cache], None, &env)
+        .await
+        .ok();
+    let line = table.lines().find(|l| l.contains(&id)).unwrap_or_default();
+    assert!(
+        line.contains("redis") && line.contains("1005 keys"),
+        "{table}"
+    );
+
+    // Never into a PostgreSQL.
+    let shown_path = format!("/dependency-resources/backups/{id}");
+    let restore_path = format!("{shown_path}/restore");
+    let acknowledged = |into: Option<&str>| {
+        let mut body = json!({"acknowledgeDataOverwrite": true,
+                              "acknowledgeRuntimeNotRestarted": true});
+        if let Some(into) = into {
+            body["targetDependencyResourceId"] = json!(into);
+        }
+        body
+    };
+    s.wait_ready(&ledger).await;
+    let error = s
+        .member
+        .post(&restore_path, acknowledged(Some(&ledger)))
+        .await
+        .error(409, "dependency_resource_restore_blocked");
+    assert!(
+        error["message"].as_str().unwrap().contains("is a postgres"),
+        "{error}"
+    );
+
+    // In place: a key changed, one removed, one added since the backup; all as they were after.
+    let (changed, out) = redis_cli(
+        &container,
+        "0",
+        "redis.call('SET', 'session:1', 'changed'); redis.call('DEL', 'session:2'); \
+         redis.call('SET', 'written-later', 'x')",
+    );
+    assert!(changed, "{out}");
+    let requested = s
+        .member
+        .post(&restore_path, acknowledged(None))
+        .await
+        .expect(202);
+    let attempt = restore_ended(&s, &shown_path, requested["id"].as_str().unwrap()).await;
+    assert_eq!(attempt["status"], "completed", "{attempt}");
+    assert_eq!(attempt["report"]["keys"], 1005, "{attempt}");
+    assert_eq!(redis_get(&container, "session:1"), "value-of-session-1");
+    assert_eq!(redis_get(&container, "session:2"), "value-of-session-2");
+    assert_eq!(redis_get(&container, "written-later"), "");
+    let replication = docker(&[
+        "exec",
+        &container,
+        "sh",
+        "-c",
+        "REDISCLI_AUTH=\"$REDIS_PASSWORD\" redis-cli INFO replication",
+    ]);
+    assert!(
+        replication.1.contains("role:master"),
+        "a primary again: {replication:?}"
+    );
+
+    // Into a clone: the copy holds the backup's keys; the source is untouched.
+    s.wait_ready(&copy).await;
+    let (written, out) = redis_cli(&container, "0", "redis.call('SET', 'after-restore', 'y')");
+    assert!(written, "{out}");
+    let requested = s
+        .member
+        .post(&restore_path, acknowledged(Some(&copy)))
+        .await
+        .expect(202);
+    let attempt = restore_ended(&s, &shown_path, requested["id"].as_str().unwrap()).await;
+    assert_eq!(attempt["status"], "completed", "{attempt}");
+    assert_eq!(attempt["targetDependencyResourceId"], copy.as_str());
+    let copied = s.container(&copy);
+    assert_eq!(redis_get(&copied, "session:500"), "value-of-session-500");
+    assert_eq!(redis_get(&copied, "after-restore"), "");
+    assert_eq!(redis_get(&container, "after-restore"), "y");
+    let _ = std::fs::remove_dir_all(&directory);
+}
+
+/// A Lua script that sets `count` keys `session:<i>`.
+fn fill_script(count: u32) -> String {
+    format!("for i=1,{count} do redis.call('SET', 'session:' .. i, 'value-of-session-' .. i) end")
+}
+
+/// Runs the Lua `script` in the Redis of `container`, logical database `database`, signed in
+/// with the container's own password (never a command line here).
+fn redis_cli(container: &str, database: &str, script: &str) -> (bool, String) {
+    let command =
+        format!("REDISCLI_AUTH=\"$REDIS_PASSWORD\" redis-cli -n {database} EVAL \"{script}\" 0");
+    docker(&["exec", container, "sh", "-c", &command])
+}
+
+/// The value of `key` in database 0 of the Redis of `container` (empty when there is none).
+fn redis_get(container: &str, key: &str) -> String {
+    let (_, value) = redis_cli(
+        container,
+        "0",
+        &format!("return redis.call('GET', '{key}')"),
+    );
+    value
+}
+
+/// Waits until backup `id` is no longer pending; its `show` answer.
+async fn ended_backup(s: &Setup, id: &str) -> Value {
+    eventually(WAIT, &format!("backup {id} ended"), || async {
+        let shown = s
+            .member
+            .get(&format!("/dependency-resources/backups/{id}"))
+            .await
+            .ok();
+        (shown["backup"]["status"] != "pending").then_some(shown)
+    })
+    .await
 }

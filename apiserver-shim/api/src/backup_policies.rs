@@ -6,7 +6,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::backups::PG_DUMP_PROVIDER;
+use crate::backups::check_provider;
 use crate::limits::OBJECT_NAME_MAX;
 use crate::scheduled_tasks::check_schedule;
 use crate::validate::{Checked, FieldError, in_range, optional_text};
@@ -89,13 +89,7 @@ impl ConfigureBackupPolicy {
             OBJECT_NAME_MAX,
         )?;
         optional_text("targetId", self.target_id.as_ref(), OBJECT_NAME_MAX)?;
-        if self
-            .provider_key
-            .as_deref()
-            .is_some_and(|key| key != PG_DUMP_PROVIDER)
-        {
-            return Err(FieldError::not_one_of("providerKey", &[PG_DUMP_PROVIDER]));
-        }
+        check_provider(self.provider_key.as_deref())?;
         if self.retry_on_failure == Some(false) {
             return Err(FieldError::new(
                 "retryOnFailure",
@@ -165,8 +159,13 @@ pub struct PolicyBackupSummary {
 pub struct VerifiedBackupSummary {
     pub backup_id: String,
     pub verified_at: String,
-    pub tables: i64,
-    pub rows: i64,
+    /// A PostgreSQL's tables and rows, a Redis's keys, as its test restore counted them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tables: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys: Option<i64>,
 }
 
 /// One policy (Appaloft's policy read, and Berth's fields after `updatedAt`).

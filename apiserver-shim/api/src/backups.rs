@@ -10,7 +10,8 @@ use crate::limits::{DESCRIPTION_MAX, NAME_MAX, OBJECT_NAME_MAX, URL_PATH_MAX};
 use crate::validate::{Checked, FieldError, bounded, optional_text};
 
 pub use berth_vocabulary::backups::{
-    BackupStatus, BackupTargetKind, PG_DUMP_PROVIDER, RestoreStatus,
+    BACKUP_PROVIDERS, BackupStatus, BackupTargetKind, PG_DUMP_PROVIDER, REDIS_RDB_PROVIDER,
+    RestoreStatus, counted_contents, provider_key,
 };
 
 /// `GET /dependency-resources/{id}/backups` answer's `schemaVersion`.
@@ -26,7 +27,8 @@ pub const TARGETS_LIST_SCHEMA: &str = "backup-targets.list/v1";
 pub struct CreateDependencyResourceBackup {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// Only `berth-sealed-pg-dump` (Berth's one backup provider).
+    /// `berth-sealed-pg-dump` for a PostgreSQL, `berth-sealed-redis-rdb` for a Redis; the
+    /// dependency's own when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider_key: Option<String>,
     /// The backup target (Berth); the organization's only one when left out.
@@ -38,10 +40,18 @@ impl CreateDependencyResourceBackup {
     pub fn validate(&self) -> Checked {
         optional_text("description", self.description.as_ref(), DESCRIPTION_MAX)?;
         optional_text("targetId", self.target_id.as_ref(), OBJECT_NAME_MAX)?;
-        match self.provider_key.as_deref() {
-            None | Some(PG_DUMP_PROVIDER) => Ok(()),
-            Some(_) => Err(FieldError::not_one_of("providerKey", &[PG_DUMP_PROVIDER])),
+        check_provider(self.provider_key.as_deref())
+    }
+}
+
+/// A `providerKey` given names one of Berth's backup providers (whether it is the one of the
+/// dependency's kind is checked against the dependency).
+pub fn check_provider(provider_key: Option<&str>) -> Checked {
+    match provider_key {
+        Some(key) if !BACKUP_PROVIDERS.contains(&key) => {
+            Err(FieldError::not_one_of("providerKey", BACKUP_PROVIDERS))
         }
+        _ => Ok(()),
     }
 }
 
@@ -55,12 +65,17 @@ pub struct BackupArtifactSummary {
     pub encryption: String,
 }
 
-/// What the test restore of a backup found (Berth).
+/// What the test restore of a backup found (Berth): a PostgreSQL's tables and rows, a
+/// Redis's keys.
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct BackupVerificationSummary {
-    pub tables: i64,
-    pub rows: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tables: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys: Option<i64>,
     pub dump_bytes: i64,
     pub seconds: f64,
     pub verified_at: String,
@@ -147,8 +162,13 @@ pub struct RestoreAttemptSummary {
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct RestoreReportSummary {
-    pub tables: i64,
-    pub rows: i64,
+    /// A PostgreSQL's tables and rows, a Redis's keys, after the restore.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tables: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys: Option<i64>,
     pub dump_bytes: i64,
     pub seconds: f64,
 }
@@ -163,8 +183,8 @@ pub struct RestoreDependencyResourceBackup {
     /// Must be true: the apps bound to the target are not restarted.
     #[serde(default)]
     pub acknowledge_runtime_not_restarted: bool,
-    /// Another PostgreSQL of the same project and environment to restore into (a clone); the
-    /// backup's own when left out.
+    /// Another database of the backup's kind, project and environment to restore into (a
+    /// clone); the backup's own when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_dependency_resource_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -284,6 +304,7 @@ mod tests {
         };
         assert!(create(None).validate().is_ok());
         assert!(create(Some(PG_DUMP_PROVIDER)).validate().is_ok());
+        assert!(create(Some(REDIS_RDB_PROVIDER)).validate().is_ok());
         assert_eq!(
             create(Some("s3")).validate().unwrap_err().field,
             "providerKey"

@@ -6,11 +6,12 @@ use berth_api::backup_policies::{
     BackupPolicySummary, ConfigureBackupPolicy, POLICY_SCHEMA, POLICY_VERSION, PolicyBackupSummary,
     VerifiedBackupSummary,
 };
-use berth_api::backups::PG_DUMP_PROVIDER;
+use berth_api::backups::provider_key;
 use berth_crds::backup_policy::{
     BackupRetention, DependencyResourceBackupPolicy, DependencyResourceBackupPolicySpec,
 };
 use berth_crds::condition::{self, ConditionStatus, READY};
+use berth_crds::dependency_resource::DependencyResource;
 use berth_crds::scheduled_task::DEFAULT_TIMEZONE;
 use kube::ResourceExt;
 
@@ -56,7 +57,11 @@ pub fn configured_spec(
 }
 
 /// The record of `policy`.
-pub fn summary(policy: &DependencyResourceBackupPolicy) -> BackupPolicySummary {
+/// The record of `policy`, which backs up `dependency`.
+pub fn summary(
+    policy: &DependencyResourceBackupPolicy,
+    dependency: &DependencyResource,
+) -> BackupPolicySummary {
     let spec = &policy.spec;
     let status = policy.status.clone().unwrap_or_default();
     let ready = condition::find(&status.conditions, READY);
@@ -82,7 +87,7 @@ pub fn summary(policy: &DependencyResourceBackupPolicy) -> BackupPolicySummary {
         dependency_resource_id: spec.dependency_resource_id.clone(),
         retention_days: spec.retention.keep_days,
         schedule_interval_hours: spec.interval_hours,
-        provider_key: Some(PG_DUMP_PROVIDER.into()),
+        provider_key: Some(provider_key(dependency.spec.kind).into()),
         retry_on_failure: true,
         enabled: spec.enabled,
         last_run_at: status.last_run_at,
@@ -104,6 +109,7 @@ pub fn summary(policy: &DependencyResourceBackupPolicy) -> BackupPolicySummary {
             verified_at: v.verified_at,
             tables: v.tables,
             rows: v.rows,
+            keys: v.keys,
         }),
         ready: ready.is_some_and(|c| c.status == ConditionStatus::True),
         message: ready.map(|c| c.message.clone()),

@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use berth_api::backups::{
     BackupArtifactSummary, BackupStatus, BackupVerificationSummary,
-    DependencyResourceBackupSummary, PG_DUMP_PROVIDER, RestoreAttemptSummary, RestoreReportSummary,
-    RestoreStatus,
+    DependencyResourceBackupSummary, RestoreAttemptSummary, RestoreReportSummary, RestoreStatus,
+    provider_key,
 };
 use berth_crds::backup::{BackupTarget, DependencyResourceBackup, DependencyResourceRestore};
 use berth_crds::condition::{self, ConditionStatus, READY};
-use berth_crds::dependency_resource::{DependencyKind, DependencyResource, DependencySource};
+use berth_crds::dependency_resource::{DependencyResource, DependencySource};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 
@@ -42,7 +42,7 @@ pub fn summary(
         project_id: dependency.spec.project_id.clone(),
         environment_id: dependency.spec.environment_id.clone(),
         dependency_kind: dependency.spec.kind,
-        provider_key: PG_DUMP_PROVIDER.into(),
+        provider_key: provider_key(dependency.spec.kind).into(),
         status: status.status,
         attempt_id: backup.name_any(),
         requested_at: created.clone(),
@@ -77,6 +77,7 @@ pub fn summary(
         verification: status.verification.map(|v| BackupVerificationSummary {
             tables: v.tables,
             rows: v.rows,
+            keys: v.keys,
             dump_bytes: v.dump_bytes,
             seconds: v.seconds,
             verified_at: v.verified_at.0.to_string(),
@@ -113,6 +114,7 @@ pub fn restore_summary(restore: &DependencyResourceRestore) -> RestoreAttemptSum
         report: status.report.map(|r| RestoreReportSummary {
             tables: r.tables,
             rows: r.rows,
+            keys: r.keys,
             dump_bytes: r.dump_bytes,
             seconds: r.seconds,
         }),
@@ -120,7 +122,7 @@ pub fn restore_summary(restore: &DependencyResourceRestore) -> RestoreAttemptSum
 }
 
 /// 409 unless `backup` can be restored into `into`: the backup ready, `into` a ready managed
-/// PostgreSQL of the backup's project and environment, no other restore into it pending.
+/// database of the backup's kind, project and environment, no other restore into it pending.
 pub fn require_restorable(
     backup: &DependencyResourceBackup,
     source: &DependencyResource,
@@ -144,6 +146,14 @@ pub fn require_restorable(
         ));
     }
     admissible(into, RESTORE_BLOCKED)?;
+    if source.spec.kind != into.spec.kind {
+        return refuse(format!(
+            "backup {} holds a {}; dependency resource {into_id} is a {}",
+            backup.name_any(),
+            source.spec.kind.as_str(),
+            into.spec.kind.as_str()
+        ));
+    }
     let pending = restores.iter().any(|r| {
         r.spec.target_dependency_resource_id == into_id
             && r.status.as_ref().map(|s| s.status).unwrap_or_default() == RestoreStatus::Pending
@@ -154,21 +164,48 @@ pub fn require_restorable(
     Ok(())
 }
 
-/// 409 unless Berth can back up `dependency` now: a managed PostgreSQL that is ready.
-pub fn require_backed_up(dependency: &DependencyResource) -> ApiResult<()> {
+/// 409 unless Berth can back up `dependency` now: a managed PostgreSQL or Redis that is
+/// ready; 422 when `provider_key` names the provider of another kind.
+pub fn require_backed_up(
+    dependency: &DependencyResource,
+    provider_key: Option<&str>,
+) -> ApiResult<()> {
+    require_provider(dependency, provider_key)?;
     admissible(dependency, BLOCKED)
 }
 
-/// 409 unless `dependency` is of a kind Berth backs up, a managed PostgreSQL (ready or not):
-/// what a backup policy needs.
-pub fn require_backup_kind(dependency: &DependencyResource) -> ApiResult<()> {
+/// 409 unless `dependency` is of a kind Berth backs up, a managed PostgreSQL or Redis (ready
+/// or not): what a backup policy needs; 422 when `provider_key` names another kind's.
+pub fn require_backup_kind(
+    dependency: &DependencyResource,
+    provider_key: Option<&str>,
+) -> ApiResult<()> {
+    require_provider(dependency, provider_key)?;
     match why_not_backed_up(dependency) {
         Some(why) => Err(blocked(dependency, BLOCKED, why)),
         None => Ok(()),
     }
 }
 
-/// 409 coded `code` unless `dependency` is a managed PostgreSQL that is ready.
+/// 422 on `providerKey` when it is given and is not the provider of `dependency`'s kind.
+fn require_provider(dependency: &DependencyResource, given: Option<&str>) -> ApiResult<()> {
+    let kind = dependency.spec.kind;
+    let own = provider_key(kind);
+    match given {
+        Some(given) if given != own => Err(ApiError::validation(
+            "providerKey",
+            format!(
+                "providerKey {given} does not back up a {}: dependency resource {} is backed \
+                 up by {own}",
+                kind.as_str(),
+                dependency.name_any()
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// 409 coded `code` unless `dependency` is a managed PostgreSQL or Redis that is ready.
 fn admissible(dependency: &DependencyResource, code: &'static str) -> ApiResult<()> {
     if let Some(why) = why_not_backed_up(dependency) {
         return Err(blocked(dependency, code, why));
@@ -192,11 +229,6 @@ fn blocked(dependency: &DependencyResource, code: &'static str, why: String) -> 
 /// Why Berth does not back up `dependency`'s kind, if it does not.
 fn why_not_backed_up(dependency: &DependencyResource) -> Option<String> {
     let id = dependency.name_any();
-    if dependency.spec.kind != DependencyKind::Postgres {
-        return Some(format!(
-            "dependency resource {id} is a Redis; only PostgreSQL is backed up so far"
-        ));
-    }
     if dependency.spec.source != DependencySource::Managed {
         return Some(format!(
             "dependency resource {id} is imported; Berth backs up only the databases it runs"

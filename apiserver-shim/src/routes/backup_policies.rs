@@ -33,7 +33,7 @@ pub fn endpoints() -> Vec<Endpoint> {
     vec![
         Endpoint::post::<ConfigureBackupPolicy, IdResponse, _, _>(
             "/dependency-resources/backup-policies",
-            "Create a managed PostgreSQL's backup policy (201), or change it in the fields given \
+            "Create a managed PostgreSQL's or Redis's backup policy (201), or change it in the fields given \
              (200; policyId, else the dependency's own): backups every scheduleIntervalHours or \
              on a cron schedule, each proven by a test restore, kept by retentionDays, keepLast, \
              keepDaily and keepWeekly (no rule: the newest 7), the rest pruned at the target",
@@ -63,7 +63,7 @@ async fn configure(
     let dependency_id = &body.dependency_resource_id;
     let dependency = lookup_dependency(&state, &caller, dependency_id)
         .map_err(|error| error.with_detail("field", "dependencyResourceId"))?;
-    require_backup_kind(&dependency)?;
+    require_backup_kind(&dependency, body.provider_key.as_deref())?;
     let namespace = organization.namespace.clone();
     let existing = existing_policy(&state, &namespace, &body)?;
     if existing.is_none() {
@@ -142,8 +142,10 @@ async fn list(
         .iter()
         .filter(|p| dependency.is_none_or(|d| p.spec.dependency_resource_id == d))
         .filter(|p| !enabled_only || p.spec.enabled)
-        .filter(|p| lookup_dependency(&state, &caller, &p.spec.dependency_resource_id).is_ok())
-        .map(|p| summary(p))
+        .filter_map(|p| {
+            let dependency = lookup_dependency(&state, &caller, &p.spec.dependency_resource_id);
+            dependency.ok().map(|d| summary(p, &d))
+        })
         .collect();
     items.sort_by(|a, b| (&a.created_at, &a.id).cmp(&(&b.created_at, &b.id)));
     Ok(Json(BackupPolicyList {
@@ -165,10 +167,10 @@ async fn show(
         "backup policy",
     )?;
     // A policy of a dependency the caller cannot see looks like a missing one.
-    lookup_dependency(&state, &caller, &policy.spec.dependency_resource_id)
+    let dependency = lookup_dependency(&state, &caller, &policy.spec.dependency_resource_id)
         .map_err(|_| ApiError::not_found("backup policy", &policy_id))?;
     Ok(Json(BackupPolicyShow {
         schema_version: SHOW_SCHEMA.into(),
-        policy: summary(&policy),
+        policy: summary(&policy, &dependency),
     }))
 }

@@ -43,7 +43,7 @@ pub fn endpoints() -> Vec<Endpoint> {
     vec![
         Endpoint::post::<CreateDependencyResourceBackup, IdResponse, _, _>(
             "/dependency-resources/{dependencyResourceId}/backups",
-            "Back up a ready managed PostgreSQL (201): dumped in its container, sealed to a \
+            "Back up a ready managed PostgreSQL or Redis (201): dumped in its container, sealed to a \
              backup target (targetId; the organization's only one when left out) and proven by \
              a test restore before it is `ready`",
             create,
@@ -60,11 +60,12 @@ pub fn endpoints() -> Vec<Endpoint> {
         ),
         Endpoint::post::<RestoreDependencyResourceBackup, IdResponse, _, _>(
             "/dependency-resources/backups/{backupId}/restore",
-            "Restore a ready backup (202) into its own PostgreSQL, or into another of the same \
-             project and environment (targetDependencyResourceId); acknowledgeDataOverwrite \
-             and acknowledgeRuntimeNotRestarted must be true. It runs in one transaction: the \
-             backup's latestRestoreAttempt ends completed with a report, or failed with nothing \
-             changed",
+            "Restore a ready backup (202) into its own database, or into another of its kind \
+             in the same project and environment (targetDependencyResourceId); \
+             acknowledgeDataOverwrite and acknowledgeRuntimeNotRestarted must be true. A \
+             PostgreSQL's runs in one transaction, a Redis takes the snapshot whole as a \
+             replica: the backup's latestRestoreAttempt ends completed with a report, or failed \
+             with the cause",
             restore,
         ),
         Endpoint::post::<CreateBackupTarget, IdResponse, _, _>(
@@ -90,7 +91,7 @@ async fn create(
     let dependency = lookup_dependency(&state, &caller, &dependency_id)?;
     let organization = caller.require_role(OrganizationRole::Member)?;
     body.validate()?;
-    require_backed_up(&dependency)?;
+    require_backed_up(&dependency, body.provider_key.as_deref())?;
     let namespace = organization.namespace.clone();
     let targets = all_in(&state.caches.backup_targets, &namespace);
     let target = choose_target(&targets, body.target_id.as_deref())?;

@@ -1,4 +1,4 @@
-//! `berth backups`: backups of managed PostgreSQL databases, their restores and the targets
+//! `berth backups`: backups of managed PostgreSQL and Redis databases, their restores and the targets
 //! they are stored at.
 
 use clap::Subcommand;
@@ -18,7 +18,7 @@ pub enum Backups {
         #[arg(long)]
         status: Option<String>,
     },
-    /// Back up a ready managed PostgreSQL now: dumped in its container, sealed to the target
+    /// Back up a ready managed PostgreSQL or Redis now: dumped in its container, sealed to the target
     /// and proven by a test restore before it is ready (`berth backups show` follows it).
     #[command(
         after_help = "Examples:\n  berth backups create orders-db\n  berth backups create orders-db --target bkt-abc --description 'before the migration'"
@@ -38,9 +38,10 @@ pub enum Backups {
         /// Backup id.
         backup: String,
     },
-    /// Restore a ready backup into its own database (in place) or another PostgreSQL of the
-    /// same project and environment (--into). The data there is replaced, in one transaction;
-    /// the bound apps are not restarted. --yes acknowledges both.
+    /// Restore a ready backup into its own database (in place) or another of its kind in the
+    /// same project and environment (--into). The data there is replaced (a PostgreSQL's in one
+    /// transaction, a Redis's keyspace at once); the bound apps are not restarted. --yes
+    /// acknowledges both.
     #[command(
         after_help = "Examples:\n  berth backups restore dep-abc-bk-xyz --yes\n  berth backups restore dep-abc-bk-xyz --into orders-copy --yes"
     )]

@@ -4,7 +4,7 @@
 use berth_api::backups::{
     BackupTargetKind, BackupTargetList, BackupTargetSummary, CreateBackupTarget,
     CreateDependencyResourceBackup, DependencyResourceBackupList, DependencyResourceBackupShow,
-    DependencyResourceBackupSummary, RestoreDependencyResourceBackup,
+    DependencyResourceBackupSummary, RestoreDependencyResourceBackup, counted_contents,
 };
 
 use berth_api::backup_policies::{BackupPolicyList, BackupPolicySummary, ConfigureBackupPolicy};
@@ -18,7 +18,7 @@ use crate::output::{Row, optional, text, wire};
 
 impl Row for DependencyResourceBackupSummary {
     const HEADERS: &'static [&'static str] = &[
-        "ID", "STATUS", "STEP", "TABLES", "ROWS", "BYTES", "TARGET", "CREATED", "WHY",
+        "ID", "KIND", "STATUS", "STEP", "CONTENTS", "BYTES", "TARGET", "CREATED", "WHY",
     ];
 
     fn id(&self) -> &str {
@@ -29,10 +29,10 @@ impl Row for DependencyResourceBackupSummary {
         let verified = self.verification.as_ref();
         vec![
             text(&self.id),
+            wire(&self.dependency_kind),
             wire(&self.status),
             optional(self.step.as_ref()),
-            verified.map_or("-".into(), |v| v.tables.to_string()),
-            verified.map_or("-".into(), |v| v.rows.to_string()),
+            verified.map_or("-".into(), |v| contents(v.tables, v.rows, v.keys)),
             self.artifact
                 .as_ref()
                 .map_or("-".into(), |a| a.bytes.to_string()),
@@ -70,7 +70,7 @@ impl Row for BackupPolicySummary {
         "NEXT",
         "KEPT",
         "LAST VERIFIED",
-        "ROWS",
+        "CONTENTS",
         "READY",
         "WHY",
     ];
@@ -93,11 +93,16 @@ impl Row for BackupPolicySummary {
             optional(self.next_run_at.as_ref()),
             self.backups_kept.to_string(),
             verified.map_or("-".into(), |v| v.verified_at.clone()),
-            verified.map_or("-".into(), |v| v.rows.to_string()),
+            verified.map_or("-".into(), |v| contents(v.tables, v.rows, v.keys)),
             self.ready.to_string(),
             optional(self.message.as_ref().filter(|_| !self.ready)),
         ]
     }
+}
+
+/// What a test restore counted, or `-`.
+fn contents(tables: Option<i64>, rows: Option<i64>, keys: Option<i64>) -> String {
+    counted_contents(tables, rows, keys).unwrap_or_else(|| "-".into())
 }
 
 pub fn backups(ctx: &Ctx, command: Backups) -> CliResult<()> {

@@ -324,7 +324,7 @@ export interface paths {
         /** List backup policies (dependencyResourceId, enabledOnly filters) with their next run and newest proven restore point */
         get: operations["get_dependency_resources_backup_policies"];
         put?: never;
-        /** Create a managed PostgreSQL's backup policy (201), or change it in the fields given (200; policyId, else the dependency's own): backups every scheduleIntervalHours or on a cron schedule, each proven by a test restore, kept by retentionDays, keepLast, keepDaily and keepWeekly (no rule: the newest 7), the rest pruned at the target */
+        /** Create a managed PostgreSQL's or Redis's backup policy (201), or change it in the fields given (200; policyId, else the dependency's own): backups every scheduleIntervalHours or on a cron schedule, each proven by a test restore, kept by retentionDays, keepLast, keepDaily and keepWeekly (no rule: the newest 7), the rest pruned at the target */
         post: operations["post_dependency_resources_backup_policies"];
         delete?: never;
         options?: never;
@@ -375,7 +375,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Restore a ready backup (202) into its own PostgreSQL, or into another of the same project and environment (targetDependencyResourceId); acknowledgeDataOverwrite and acknowledgeRuntimeNotRestarted must be true. It runs in one transaction: the backup's latestRestoreAttempt ends completed with a report, or failed with nothing changed */
+        /** Restore a ready backup (202) into its own database, or into another of its kind in the same project and environment (targetDependencyResourceId); acknowledgeDataOverwrite and acknowledgeRuntimeNotRestarted must be true. A PostgreSQL's runs in one transaction, a Redis takes the snapshot whole as a replica: the backup's latestRestoreAttempt ends completed with a report, or failed with the cause */
         post: operations["post_dependency_resources_backups_backupId_restore"];
         delete?: never;
         options?: never;
@@ -445,7 +445,7 @@ export interface paths {
         /** List a dependency resource's backups, newest first (status filter) */
         get: operations["get_dependency_resources_dependencyResourceId_backups"];
         put?: never;
-        /** Back up a ready managed PostgreSQL (201): dumped in its container, sealed to a backup target (targetId; the organization's only one when left out) and proven by a test restore before it is `ready` */
+        /** Back up a ready managed PostgreSQL or Redis (201): dumped in its container, sealed to a backup target (targetId; the organization's only one when left out) and proven by a test restore before it is `ready` */
         post: operations["post_dependency_resources_dependencyResourceId_backups"];
         delete?: never;
         options?: never;
@@ -3017,16 +3017,21 @@ export interface components {
             readyMessage?: string;
             serverId: string;
         };
-        /** @description What the test restore of a backup found (Berth). */
+        /**
+         * @description What the test restore of a backup found (Berth): a PostgreSQL's tables and rows, a
+         *     Redis's keys.
+         */
         BackupVerificationSummary: {
             /** Format: int64 */
             dumpBytes: number;
             /** Format: int64 */
-            rows: number;
+            keys?: number;
+            /** Format: int64 */
+            rows?: number;
             /** Format: double */
             seconds: number;
             /** Format: int64 */
-            tables: number;
+            tables?: number;
             verifiedAt: string;
         };
         /** @description `POST /resources/{resourceId}/dependency-bindings` (Appaloft's bind-resource-dependency). */
@@ -3558,7 +3563,10 @@ export interface components {
         /** @description Appaloft's create-backup input, and the target Berth stores it at. */
         CreateDependencyResourceBackup: {
             description?: string;
-            /** @description Only `berth-sealed-pg-dump` (Berth's one backup provider). */
+            /**
+             * @description `berth-sealed-pg-dump` for a PostgreSQL, `berth-sealed-redis-rdb` for a Redis; the
+             *     dependency's own when left out.
+             */
             providerKey?: string;
             /** @description The backup target (Berth); the organization's only one when left out. */
             targetId?: string;
@@ -6537,8 +6545,8 @@ export interface components {
             acknowledgeRuntimeNotRestarted: boolean;
             restoreLabel?: string;
             /**
-             * @description Another PostgreSQL of the same project and environment to restore into (a clone); the
-             *     backup's own when left out.
+             * @description Another database of the backup's kind, project and environment to restore into (a
+             *     clone); the backup's own when left out.
              */
             targetDependencyResourceId?: string;
         };
@@ -6547,11 +6555,16 @@ export interface components {
             /** Format: int64 */
             dumpBytes: number;
             /** Format: int64 */
-            rows: number;
+            keys?: number;
+            /** Format: int64 */
+            rows?: number;
             /** Format: double */
             seconds: number;
-            /** Format: int64 */
-            tables: number;
+            /**
+             * Format: int64
+             * @description A PostgreSQL's tables and rows, a Redis's keys, after the restore.
+             */
+            tables?: number;
         };
         /**
          * @description `POST /resources/{resourceId}/restore` (and `POST /projects/{projectId}/restore`): no
@@ -8337,9 +8350,14 @@ export interface components {
         VerifiedBackupSummary: {
             backupId: string;
             /** Format: int64 */
-            rows: number;
+            keys?: number;
             /** Format: int64 */
-            tables: number;
+            rows?: number;
+            /**
+             * Format: int64
+             * @description A PostgreSQL's tables and rows, a Redis's keys, as its test restore counted them.
+             */
+            tables?: number;
             verifiedAt: string;
         };
         Warning: {

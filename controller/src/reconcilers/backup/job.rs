@@ -1,13 +1,14 @@
 //! The I/O of one backup: the dump streamed from the database's server, sealed, to the target
 //! server (named whole only once complete), then read back and restored into a throwaway
-//! container of the database's image on its server, whose tables and rows are counted.
+//! container of the database's image on its server, whose tables and rows (PostgreSQL) or
+//! keys (Redis) are counted.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use berth_crds::MANAGED_LABEL;
 use berth_crds::backup::{BackupArtifact, BackupVerification, ENCRYPTION};
-use berth_crds::dependency_resource::{POSTGRES_DATABASE, POSTGRES_USER};
+use berth_crds::dependency_resource::{DependencyKind, POSTGRES_DATABASE, POSTGRES_USER};
 use berth_remote::ServerConnection;
 use berth_remote::docker::docker_call;
 use bollard::models::{ContainerCreateBody, HostConfig};
@@ -16,17 +17,20 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
 use super::plan::{self, ArtifactPath, Failure, code};
-use super::transfer;
+use super::{redis, redis_job, transfer};
 use crate::error::Result;
 use crate::reconcilers::deployment::server_target::Target;
 
 /// How long the throwaway database may take to accept connections.
 const SCRATCH_READY_WITHIN: Duration = Duration::from_secs(90);
+/// The network of a throwaway container that only proves a backup: none.
+const NO_NETWORK: &str = "none";
 
 /// Where one backup reads and writes. The streams run on connections of their own
 /// (`server_connections::dedicated_connection`): a transfer held back by its slower end stalls
 /// only them.
 pub struct Sites<'a> {
+    pub kind: DependencyKind,
     /// The database's server (Docker calls, short commands).
     pub database: &'a Target,
     /// A connection to it for the dump and restore streams.
@@ -47,11 +51,15 @@ pub struct Sites<'a> {
 /// Dumps, seals and stores the database; the artifact's record, or why not. A failed upload
 /// leaves nothing under the artifact's name.
 pub async fn take(sites: &Sites<'_>) -> Result<std::result::Result<BackupArtifact, Failure>> {
-    let dump = plan::dump_command(&sites.database.docker_socket, sites.container);
+    let socket = &sites.database.docker_socket;
+    let (dump, dumper) = match sites.kind {
+        DependencyKind::Postgres => (plan::dump_command(socket, sites.container), plan::PG_DUMP),
+        DependencyKind::Redis => (redis::dump_command(socket, sites.container), "redis-cli"),
+    };
     let dump = sites.database_stream.exec_channel(&dump).await?;
     let upload = sites.path.upload_command();
     let upload = sites.store_stream.exec_channel(&upload).await?;
-    let stored = match transfer::dump_to(dump, upload, sites.key).await {
+    let stored = match transfer::dump_to(dump, dumper, upload, sites.key).await {
         Ok(stored) => stored,
         Err(failure) => {
             // Best effort: a leftover `.partial` is never taken for an artifact.
@@ -85,46 +93,100 @@ pub async fn verify(
 ) -> Result<std::result::Result<BackupVerification, Failure>> {
     let started = Instant::now();
     let database = sites.database;
-    database.remove_container(scratch).await?;
-    start_scratch(database, sites.image, scratch).await?;
-    let restored = restore_and_count(sites, artifact, scratch).await;
-    let removed = database.remove_container(scratch).await;
-    let (dump_bytes, tables, rows) = match restored? {
+    database.remove_throwaway(scratch).await?;
+    start_scratch(database, sites.kind, sites.image, scratch, NO_NETWORK).await?;
+    let restored = match sites.kind {
+        DependencyKind::Postgres => restore_and_count(sites, artifact, scratch).await,
+        DependencyKind::Redis => redis_job::load_and_count_keys(sites, artifact, scratch).await,
+    };
+    let removed = database.remove_throwaway(scratch).await;
+    let mut verification = match restored? {
         Ok(counted) => counted,
         Err(failure) => return Ok(Err(failure)),
     };
     removed?;
-    Ok(Ok(BackupVerification {
-        tables,
-        rows,
+    verification.seconds = (started.elapsed().as_secs_f64() * 10.0).round() / 10.0;
+    Ok(Ok(verification))
+}
+
+/// What a test restore counted, before its time is known.
+pub(super) fn counted(dump_bytes: i64) -> BackupVerification {
+    BackupVerification {
+        tables: None,
+        rows: None,
+        keys: None,
         dump_bytes,
-        seconds: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+        seconds: 0.0,
         verified_at: Time(Timestamp::now()),
-    }))
+    }
+}
+
+/// Streams the artifact from the target into `receiver` on the database's server (named
+/// `receiving` in failures); the dump's size.
+pub(super) async fn download_into(
+    sites: &Sites<'_>,
+    artifact: &BackupArtifact,
+    receiver: &str,
+    receiving: &str,
+) -> Result<std::result::Result<i64, Failure>> {
+    let stream = ArtifactStream {
+        from: sites.store_stream,
+        path: sites.path,
+        to: sites.database_stream,
+        key: sites.key,
+    };
+    stream.send_to(artifact, receiver, receiving).await
+}
+
+/// An artifact's way from its target to a command on a database's server.
+pub(super) struct ArtifactStream<'a> {
+    pub from: &'a ServerConnection,
+    pub path: &'a ArtifactPath,
+    pub to: &'a ServerConnection,
+    pub key: &'a [u8],
+}
+
+impl ArtifactStream<'_> {
+    /// Streams `artifact` (checked and opened on the way) into `receiver`'s standard input
+    /// (named `receiving` in failures); the dump's size.
+    pub async fn send_to(
+        &self,
+        artifact: &BackupArtifact,
+        receiver: &str,
+        receiving: &str,
+    ) -> Result<std::result::Result<i64, Failure>> {
+        let download = self
+            .from
+            .exec_channel(&self.path.download_command())
+            .await?;
+        let receiver = self.to.exec_channel(receiver).await?;
+        let opened =
+            transfer::restore_from(download, receiver, receiving, self.key, &artifact.sha256);
+        Ok(opened.await)
+    }
 }
 
 async fn restore_and_count(
     sites: &Sites<'_>,
     artifact: &BackupArtifact,
     scratch: &str,
-) -> Result<std::result::Result<(i64, i64, i64), Failure>> {
+) -> Result<std::result::Result<BackupVerification, Failure>> {
     let database = sites.database;
-    let socket = &database.docker_socket;
     if let Some(failure) = wait_ready(database, scratch).await? {
         return Ok(Err(failure));
     }
-    let download = sites.path.download_command();
-    let download = sites.store_stream.exec_channel(&download).await?;
-    let restore = plan::restore_command(socket, scratch);
-    let restore = sites.database_stream.exec_channel(&restore).await?;
-    let dump_bytes =
-        match transfer::restore_from(download, restore, sites.key, &artifact.sha256).await {
-            Ok(bytes) => bytes,
-            Err(failure) => return Ok(Err(failure)),
-        };
+    let restore = plan::restore_command(&database.docker_socket, scratch);
+    let dump_bytes = match download_into(sites, artifact, &restore, plan::PG_RESTORE).await? {
+        Ok(bytes) => bytes,
+        Err(failure) => return Ok(Err(failure)),
+    };
     Ok(count(database, scratch, code::VERIFICATION_FAILED)
         .await?
-        .map(|(tables, rows)| (dump_bytes, tables, rows)))
+        .map(|(tables, rows)| BackupVerification {
+            tables: Some(tables),
+            rows: Some(rows),
+            ..counted(dump_bytes)
+        }))
 }
 
 /// The tables and rows of the database in `container`, or a failure coded `code`.
@@ -139,23 +201,43 @@ pub async fn count(
         .ok_or_else(|| Failure::new(code, "counting the restored tables and rows gave no answer")))
 }
 
-/// Creates and starts the throwaway database: no network, a password nobody needs (local
-/// connections are trusted), Berth's label so a sweep of managed containers finds it.
-async fn start_scratch(target: &Target, image: &str, scratch: &str) -> Result<()> {
+/// Creates and starts the throwaway database on `network` (`none` for a test restore),
+/// with Berth's label so a sweep of managed containers finds it and a fresh password, which
+/// it returns (given to it in the API's request, never on a command line). A PostgreSQL needs
+/// it from no one (local connections are trusted); a Redis idles until its snapshot is
+/// written into it, then requires it.
+pub(super) async fn start_scratch(
+    target: &Target,
+    kind: DependencyKind,
+    image: &str,
+    scratch: &str,
+    network: &str,
+) -> Result<String> {
     let password = hex::encode(rand::random::<[u8; 16]>());
+    let (env, cmd) = match kind {
+        DependencyKind::Postgres => {
+            let env = vec![
+                format!("POSTGRES_PASSWORD={password}"),
+                format!("POSTGRES_USER={POSTGRES_USER}"),
+                format!("POSTGRES_DB={POSTGRES_DATABASE}"),
+            ];
+            (env, None)
+        }
+        DependencyKind::Redis => (
+            vec![format!("REDIS_PASSWORD={password}")],
+            Some(redis::idle_command()),
+        ),
+    };
     let body = ContainerCreateBody {
         image: Some(image.to_string()),
-        env: Some(vec![
-            format!("POSTGRES_PASSWORD={password}"),
-            format!("POSTGRES_USER={POSTGRES_USER}"),
-            format!("POSTGRES_DB={POSTGRES_DATABASE}"),
-        ]),
+        env: Some(env),
+        cmd,
         labels: Some(HashMap::from([(
             MANAGED_LABEL.to_string(),
             "true".to_string(),
         )])),
         host_config: Some(HostConfig {
-            network_mode: Some("none".to_string()),
+            network_mode: Some(network.to_string()),
             ..Default::default()
         }),
         ..Default::default()
@@ -168,7 +250,7 @@ async fn start_scratch(target: &Target, image: &str, scratch: &str) -> Result<()
     )
     .await?;
     target.start(scratch).await?;
-    Ok(())
+    Ok(password)
 }
 
 /// Waits until the throwaway database accepts connections; `Some` failure when it never does.

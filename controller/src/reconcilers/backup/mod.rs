@@ -1,9 +1,10 @@
-//! DependencyResourceBackup: takes one backup of a managed PostgreSQL and proves it. The dump
-//! is taken in the database's own container (`pg_dump -Fc`), streamed through the server's
+//! DependencyResourceBackup: takes one backup of a managed PostgreSQL or Redis and proves it.
+//! The dump is taken in the database's own container (`pg_dump -Fc`, or the snapshot a
+//! replica would get from `redis-cli --rdb`: `redis`), streamed through the server's
 //! tunnel, sealed by the controller with the organization's key (`seal`) and written to the
 //! BackupTarget's directory on another server, named whole only once complete; then it is read
 //! back, checked against its checksum, opened and restored into a throwaway container of the
-//! same image, whose tables and rows are counted (`job`). Only then is the backup `ready`;
+//! same image, whose tables and rows, or keys, are counted (`job`). Only then is the backup `ready`;
 //! anything else ends it `failed` with the cause in one line, a Warning event and a
 //! `backup-failed` notification.
 //!
@@ -21,6 +22,8 @@ mod key;
 mod plan;
 mod policy;
 mod prune;
+mod redis;
+mod redis_job;
 mod removal;
 mod restore;
 mod seal;
@@ -39,9 +42,7 @@ use berth_crds::backup::{
     DependencyResourceBackupStatus,
 };
 use berth_crds::condition::{self, ConditionStatus, READY};
-use berth_crds::dependency_resource::{
-    DependencyKind, DependencyResource, DependencySource, network_name,
-};
+use berth_crds::dependency_resource::{DependencyResource, DependencySource, network_name};
 use berth_crds::notification::NotificationEvent;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::Controller;
@@ -172,6 +173,7 @@ impl Backup<'_> {
         );
         let container = network_name(self.namespace, &dependency_id);
         let sites = Sites {
+            kind: dependency.spec.kind,
             database: &database,
             database_stream: &database_stream,
             container: &container,
@@ -183,7 +185,7 @@ impl Backup<'_> {
             key: &key,
         };
         let mut status = self.current();
-        status.dependency_kind = Some("postgres".into());
+        status.dependency_kind = Some(dependency.spec.kind.as_str().into());
         let dumping = plan::in_progress(status, plan::DUMPING, self.stamp());
         self.write(&dumping).await?;
         let artifact = match job::take(&sites).await? {
@@ -237,8 +239,10 @@ impl Backup<'_> {
         let (status, type_, reason, note) = match outcome {
             Ok((artifact, verification)) => {
                 let note = format!(
-                    "verified by a test restore: {} tables, {} rows, {} bytes stored at {}",
-                    verification.tables, verification.rows, artifact.bytes, artifact.location
+                    "verified by a test restore: {}, {} bytes stored at {}",
+                    plan::what_was_counted(&verification),
+                    artifact.bytes,
+                    artifact.location
                 );
                 let status = plan::verified(current, artifact, verification, stamp);
                 (status, EventType::Normal, "BackupVerified", note)
@@ -285,11 +289,6 @@ impl Backup<'_> {
 /// Why `dependency` cannot be backed up now, if it cannot.
 fn not_backed_up(dependency: &DependencyResource) -> Option<String> {
     let name = dependency.name_any();
-    if dependency.spec.kind != DependencyKind::Postgres {
-        return Some(format!(
-            "dependency resource {name} is a Redis; only PostgreSQL is backed up so far"
-        ));
-    }
     if dependency.spec.source != DependencySource::Managed {
         return Some(format!(
             "dependency resource {name} is imported; Berth backs up only the databases it runs"

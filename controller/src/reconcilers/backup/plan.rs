@@ -3,6 +3,7 @@
 
 use berth_crds::backup::{
     BackupArtifact, BackupStatus, BackupVerification, DependencyResourceBackupStatus,
+    counted_contents,
 };
 use berth_crds::condition::{self, READY};
 use berth_crds::dependency_resource::{POSTGRES_DATABASE, POSTGRES_USER};
@@ -47,6 +48,9 @@ pub mod code {
     pub const VERIFICATION_FAILED: &str = "verification-failed";
     pub const UNREACHABLE: &str = "server-unreachable";
     pub const RESTORE_FAILED: &str = "restore-failed";
+    /// A restore that failed after the target began to take the backup's data (a Redis's
+    /// sync): the target may hold part of it.
+    pub const RESTORE_INCOMPLETE: &str = "restore-incomplete";
 }
 
 /// Where one backup's artifact is on a server-directory target.
@@ -123,9 +127,13 @@ impl ArtifactPath {
     }
 }
 
-fn docker(socket: &str) -> String {
+pub(super) fn docker(socket: &str) -> String {
     format!("docker -H {}", shell_quote(&format!("unix://{socket}")))
 }
+
+/// The programs a PostgreSQL's dump is taken and restored with, as failures name them.
+pub const PG_DUMP: &str = "pg_dump";
+pub const PG_RESTORE: &str = "pg_restore";
 
 /// A custom-format dump of the database, to standard output, taken in its own container.
 pub fn dump_command(socket: &str, container: &str) -> String {
@@ -227,8 +235,8 @@ pub fn verified(
     stamp: Stamp,
 ) -> DependencyResourceBackupStatus {
     let message = format!(
-        "restored into a throwaway database: {} tables, {} rows",
-        verification.tables, verification.rows
+        "restored into a throwaway database: {}",
+        what_was_counted(&verification)
     );
     status.status = BackupStatus::Ready;
     status.step = None;
@@ -240,6 +248,12 @@ pub fn verified(
         stamp.holds(READY, reason::VERIFIED, message),
     );
     status
+}
+
+/// What a test restore counted, for people: "2 tables, 1002 rows" or "1000 keys".
+pub fn what_was_counted(verification: &BackupVerification) -> String {
+    let v = verification;
+    counted_contents(v.tables, v.rows, v.keys).unwrap_or_else(|| "nothing counted".into())
 }
 
 /// The status of a backup that cannot be used; the artifact stays recorded when one was
@@ -340,5 +354,20 @@ mod tests {
             (ConditionStatus::False, "BackupFailed")
         );
         assert!(scratch_name("org", &"b".repeat(200)).len() <= 128);
+    }
+
+    #[test]
+    fn a_verification_says_what_its_kind_counts() {
+        let mut counted = BackupVerification {
+            tables: Some(2),
+            rows: Some(1002),
+            keys: None,
+            dump_bytes: 10,
+            seconds: 0.1,
+            verified_at: Time(stamp().now),
+        };
+        assert_eq!(what_was_counted(&counted), "2 tables, 1002 rows");
+        (counted.tables, counted.rows, counted.keys) = (None, None, Some(1000));
+        assert_eq!(what_was_counted(&counted), "1000 keys");
     }
 }

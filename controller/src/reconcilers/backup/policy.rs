@@ -389,6 +389,7 @@ fn verified_backup(backup: &DependencyResourceBackup) -> Option<VerifiedBackup> 
         verified_at: verification.verified_at.0.to_string(),
         tables: verification.tables,
         rows: verification.rows,
+        keys: verification.keys,
     })
 }
 

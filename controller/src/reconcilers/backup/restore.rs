@@ -1,19 +1,21 @@
-//! DependencyResourceRestore: puts a ready backup's data into a managed PostgreSQL, its own or
-//! another of the same project and environment. The artifact is read from where the backup
-//! recorded it, checked against its checksum, opened and fed to `pg_restore --clean
-//! --single-transaction` in the target's container: the restore lands whole or changes
-//! nothing. It ends `completed` with what the database then holds (tables, rows, bytes,
+//! DependencyResourceRestore: puts a ready backup's data into a managed database of its kind,
+//! its own or another of the same project and environment. The artifact is read from where the
+//! backup recorded it, checked against its checksum and opened on the way. A PostgreSQL's dump
+//! is fed to `pg_restore --clean --single-transaction` in the target's container: it lands
+//! whole or changes nothing. A Redis's snapshot is served by a throwaway server on the
+//! target's network, which the target replicates until it holds all of it (`redis_job`). It
+//! ends `completed` with what the database then holds (tables and rows or keys, bytes,
 //! seconds), or `failed` with the cause.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use berth_crds::backup::{
-    BackupStatus, DependencyResourceBackup, DependencyResourceRestore,
-    DependencyResourceRestoreStatus, RestoreReport, RestoreStatus,
+    BackupArtifact, BackupStatus, DependencyResourceBackup, DependencyResourceRestore,
+    DependencyResourceRestoreStatus, RestoreReport, RestoreStatus, counted_contents,
 };
 use berth_crds::condition::{self, READY};
-use berth_crds::dependency_resource::{DependencyResource, network_name};
+use berth_crds::dependency_resource::{DependencyKind, DependencyResource, network_name};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::Controller;
@@ -22,12 +24,15 @@ use kube::runtime::events::EventType;
 use kube::runtime::watcher;
 use kube::{Api, Resource as _, ResourceExt};
 
+use super::job::{self, ArtifactStream};
 use super::plan::{self, ArtifactPath, Failure, code};
-use super::{job, key, not_backed_up, transfer};
+use super::redis_job::RedisRestore;
+use super::{key, not_backed_up};
 use crate::conditions::Stamp;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::reconcilers::deployment::connect;
+use crate::reconcilers::deployment::server_target::Target;
 use crate::reconcilers::policy::{drain, error_policy};
 use crate::server_connections::dedicated_connection;
 use crate::status::StatusWriter;
@@ -61,14 +66,12 @@ async fn reconcile(
     let api = Api::<DependencyResourceRestore>::namespaced(context.client.clone(), &namespace);
     let started = Instant::now();
     let outcome = match found(&context, &namespace, &restore).await? {
-        Ok((backup, into)) => restore_into(&context, &namespace, &backup, &into).await?,
+        Ok((backup, into)) => restore_into(&context, &namespace, &restore, &backup, &into).await?,
         Err(failure) => Err(failure),
     };
-    let outcome = outcome.map(|(tables, rows, dump_bytes)| RestoreReport {
-        tables,
-        rows,
-        dump_bytes,
+    let outcome = outcome.map(|report| RestoreReport {
         seconds: (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+        ..report
     });
     end(&context, &api, &restore, outcome).await
 }
@@ -105,17 +108,38 @@ async fn found(
     if let Some(why) = not_backed_up(&dependency) {
         return blocked(why);
     }
+    if let Some(why) = not_restorable(&backup, &dependency) {
+        return blocked(why);
+    }
     Ok(Ok((backup, dependency)))
 }
 
-/// Streams the artifact into `into`'s database and counts what it then holds:
-/// `(tables, rows, dump bytes)`.
+/// Why `backup` cannot be restored into `into`: a backup goes only into a database of its own
+/// kind.
+fn not_restorable(backup: &DependencyResourceBackup, into: &DependencyResource) -> Option<String> {
+    let held = backup
+        .status
+        .as_ref()
+        .and_then(|s| s.dependency_kind.as_deref());
+    let into_kind = into.spec.kind.as_str();
+    (held != Some(into_kind)).then(|| {
+        format!(
+            "backup {} holds a {}; {} is a {into_kind}",
+            backup.name_any(),
+            held.unwrap_or("database of unknown kind"),
+            into.name_any()
+        )
+    })
+}
+
+/// Streams the artifact into `into`'s database and says what it then holds.
 async fn restore_into(
     context: &Context,
     namespace: &str,
+    restore: &DependencyResourceRestore,
     backup: &DependencyResourceBackup,
     into: &DependencyResource,
-) -> Result<std::result::Result<(i64, i64, i64), Failure>> {
+) -> Result<std::result::Result<RestoreReport, Failure>> {
     let failed = |message: String| Ok(Err(Failure::new(code::RESTORE_FAILED, message)));
     let artifact = backup.status.as_ref().and_then(|s| s.artifact.clone());
     let Some(artifact) = artifact else {
@@ -133,16 +157,67 @@ async fn restore_into(
     // The streams on connections of their own (see `job::Sites`).
     let store_stream = dedicated_connection(context, namespace, &store_server).await?;
     let database_stream = dedicated_connection(context, namespace, &into.spec.server_id).await?;
-    let download = store_stream.exec_channel(&path.download_command()).await?;
-    let command = plan::restore_over_command(&database.docker_socket, &container);
-    let restore = database_stream.exec_channel(&command).await?;
-    let dump_bytes = match transfer::restore_from(download, restore, &key, &artifact.sha256).await {
-        Ok(bytes) => bytes,
-        Err(failure) => return failed(failure.message),
+    let stream = ArtifactStream {
+        from: &store_stream,
+        path: &path,
+        to: &database_stream,
+        key: &key,
     };
-    Ok(job::count(&database, &container, code::RESTORE_FAILED)
+    match into.spec.kind {
+        DependencyKind::Postgres => {
+            restore_postgres(&stream, &database, &container, &artifact).await
+        }
+        DependencyKind::Redis => {
+            let scratch = plan::scratch_name(namespace, &restore.name_any());
+            let redis = RedisRestore {
+                database: &database,
+                stream,
+                container: &container,
+                image: into.spec.image(),
+                scratch: &scratch,
+            };
+            Ok(redis
+                .run(&artifact)
+                .await?
+                .map(|(keys, dump_bytes)| RestoreReport {
+                    keys: Some(keys),
+                    ..report(dump_bytes)
+                }))
+        }
+    }
+}
+
+/// A report before its counts and time are known.
+fn report(dump_bytes: i64) -> RestoreReport {
+    RestoreReport {
+        tables: None,
+        rows: None,
+        keys: None,
+        dump_bytes,
+        seconds: 0.0,
+    }
+}
+
+/// Feeds the dump to `pg_restore` over the live database, in one transaction, and counts its
+/// tables and rows.
+async fn restore_postgres(
+    stream: &ArtifactStream<'_>,
+    database: &Target,
+    container: &str,
+    artifact: &BackupArtifact,
+) -> Result<std::result::Result<RestoreReport, Failure>> {
+    let command = plan::restore_over_command(&database.docker_socket, container);
+    let dump_bytes = match stream.send_to(artifact, &command, plan::PG_RESTORE).await? {
+        Ok(bytes) => bytes,
+        Err(failure) => return Ok(Err(Failure::new(code::RESTORE_FAILED, failure.message))),
+    };
+    Ok(job::count(database, container, code::RESTORE_FAILED)
         .await?
-        .map(|(tables, rows)| (tables, rows, dump_bytes)))
+        .map(|(tables, rows)| RestoreReport {
+            tables: Some(tables),
+            rows: Some(rows),
+            ..report(dump_bytes)
+        }))
 }
 
 /// Records the outcome with an Event.
@@ -161,11 +236,11 @@ async fn end(
     let into = &restore.spec.target_dependency_resource_id;
     let (type_, reason, note) = match outcome {
         Ok(report) => {
+            let counted = counted_contents(report.tables, report.rows, report.keys);
             let note = format!(
-                "restored backup {} into {into}: {} tables, {} rows, {} bytes of dump in {}s",
+                "restored backup {} into {into}: {}, {} bytes of dump in {}s",
                 restore.spec.backup_id,
-                report.tables,
-                report.rows,
+                counted.unwrap_or_else(|| "nothing counted".into()),
                 report.dump_bytes,
                 report.seconds
             );
@@ -177,7 +252,14 @@ async fn end(
             (EventType::Normal, "Restored", note)
         }
         Err(failure) => {
-            let note = format!("nothing was changed: {}", failure.message);
+            let note = if failure.code == code::RESTORE_INCOMPLETE {
+                format!(
+                    "the target may hold part of the backup: {}",
+                    failure.message
+                )
+            } else {
+                format!("nothing was changed: {}", failure.message)
+            };
             status.status = RestoreStatus::Failed;
             status.failed_at = Some(Time(stamp.now));
             status.failure_code = Some(failure.code.to_string());

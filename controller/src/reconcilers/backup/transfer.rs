@@ -94,10 +94,12 @@ impl Tally {
     }
 }
 
-/// Seals the dump `dump` writes and sends it to `upload`'s standard input. The upload's
-/// command must not name its file whole before this returns `Ok`.
+/// Seals the dump `dump` writes (with the program `dumper`, as a failure names it) and sends
+/// it to `upload`'s standard input. The upload's command must not name its file whole before
+/// this returns `Ok`.
 pub async fn dump_to(
     dump: Channel<Msg>,
+    dumper: &str,
     upload: Channel<Msg>,
     key: &[u8],
 ) -> Result<Stored, Failure> {
@@ -130,7 +132,7 @@ pub async fn dump_to(
             _ => {}
         }
     }
-    if let Some(problem) = dumped.problem("pg_dump") {
+    if let Some(problem) = dumped.problem(dumper) {
         return Err(Failure::new(code::DUMP_FAILED, problem));
     }
     let last = sealer.finish();
@@ -148,10 +150,12 @@ pub async fn dump_to(
 }
 
 /// Reads the artifact `download` writes, checks it against `sha256`, opens it and sends the
-/// dump to `restore`'s standard input; the dump's size.
+/// dump to `restore`'s standard input (the program `restorer`, as a failure names it); the
+/// dump's size.
 pub async fn restore_from(
     download: Channel<Msg>,
     restore: Channel<Msg>,
+    restorer: &str,
     key: &[u8],
     sha256: &str,
 ) -> Result<i64, Failure> {
@@ -169,11 +173,11 @@ pub async fn restore_from(
                 let plain = opener.push(&data).map_err(|e| failed(e.to_string()))?;
                 dump_bytes += plain.len() as i64;
                 if let Err(error) = restore_write.data(&plain[..]).await {
-                    // pg_restore ended first: what it said is the cause.
+                    // The restore ended first: what it said is the cause.
                     let restored = restore_end.await.unwrap_or_default();
-                    return Err(failed(restored.problem("pg_restore").unwrap_or_else(
-                        || format!("sending the dump to pg_restore: {error}"),
-                    )));
+                    return Err(failed(restored.problem(restorer).unwrap_or_else(|| {
+                        format!("sending the dump to {restorer}: {error}")
+                    })));
                 }
             }
             ChannelMsg::ExtendedData { data, .. } => keep_stderr(&mut downloaded, &data),
@@ -194,9 +198,9 @@ pub async fn restore_from(
     restore_write
         .eof()
         .await
-        .map_err(|e| failed(format!("ending pg_restore's input: {e}")))?;
+        .map_err(|e| failed(format!("ending {restorer}'s input: {e}")))?;
     let restored = restore_end.await.unwrap_or_default();
-    if let Some(problem) = restored.problem("pg_restore") {
+    if let Some(problem) = restored.problem(restorer) {
         return Err(failed(problem));
     }
     Ok(dump_bytes)

@@ -19,6 +19,8 @@ mod plan;
 mod rotation;
 mod server;
 
+pub use server::run_script_in;
+
 use std::sync::Arc;
 use std::time::Duration;
 

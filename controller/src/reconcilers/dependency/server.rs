@@ -134,8 +134,11 @@ pub async fn check_health(
     names: &Names,
     kind: DependencyKind,
 ) -> Result<Option<String>, RemoteError> {
-    let outcome = run_in_container(target, names, health_command(kind), &[]).await?;
-    Ok(outcome.problem(&format!("the {} health check", what(kind)), names))
+    let outcome = run_in_container(target, &names.container, health_command(kind), &[]).await?;
+    Ok(outcome.problem(
+        &format!("the {} health check", what(kind)),
+        &names.container,
+    ))
 }
 
 /// Runs `script` with `sh` inside the container, with `env` (how a secret reaches it: never
@@ -147,9 +150,28 @@ pub async fn run_script(
     script: &str,
     env: &[(&str, &str)],
 ) -> Result<Option<String>, RemoteError> {
+    run_script_in(
+        target,
+        &names.container,
+        "the credential change",
+        script,
+        env,
+    )
+    .await
+}
+
+/// Runs `script` with `sh` inside `container` with `env`, as [`run_script`] does; what
+/// failed, naming it `what`.
+pub async fn run_script_in(
+    target: &Target,
+    container: &str,
+    what: &str,
+    script: &str,
+    env: &[(&str, &str)],
+) -> Result<Option<String>, RemoteError> {
     let command = vec!["sh".to_string(), "-c".to_string(), script.to_string()];
-    let outcome = run_in_container(target, names, command, env).await?;
-    Ok(outcome.problem("the credential change", names))
+    let outcome = run_in_container(target, container, command, env).await?;
+    Ok(outcome.problem(what, container))
 }
 
 /// How a command run in the container ended.
@@ -159,17 +181,15 @@ enum Outcome {
 }
 
 impl Outcome {
-    fn problem(&self, what: &str, names: &Names) -> Option<String> {
+    fn problem(&self, what: &str, container: &str) -> Option<String> {
         match self {
             Outcome::Exited(Some(0)) => None,
             Outcome::Exited(code) => Some(format!(
-                "{what} in container {} failed (exit code {})",
-                names.container,
+                "{what} in container {container} failed (exit code {})",
                 code.map_or("unknown".to_string(), |c| c.to_string())
             )),
             Outcome::TimedOut => Some(format!(
-                "{what} in container {} did not finish within {}s",
-                names.container,
+                "{what} in container {container} did not finish within {}s",
                 HEALTH_TIMEOUT.as_secs()
             )),
         }
@@ -178,7 +198,7 @@ impl Outcome {
 
 async fn run_in_container(
     target: &Target,
-    names: &Names,
+    container: &str,
     command: Vec<String>,
     env: &[(&str, &str)],
 ) -> Result<Outcome, RemoteError> {
@@ -187,7 +207,7 @@ async fn run_in_container(
         &target.connection,
         "creating a command in the dependency's container",
         target.docker.create_exec(
-            &names.container,
+            container,
             CreateExecOptions {
                 cmd: Some(command),
                 env,

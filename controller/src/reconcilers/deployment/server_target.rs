@@ -288,7 +288,20 @@ impl Target {
 
     /// Removes a container (stopping it first); `false` when there was none.
     pub async fn remove_container(&self, name: &str) -> Result<bool, RemoteError> {
-        let options = RemoveContainerOptionsBuilder::new().force(true).build();
+        self.remove(name, false).await
+    }
+
+    /// Removes a throwaway container with its anonymous volumes: an image's `VOLUME` gets one
+    /// per container, which would otherwise keep a copy of what the container held.
+    pub async fn remove_throwaway(&self, name: &str) -> Result<bool, RemoteError> {
+        self.remove(name, true).await
+    }
+
+    async fn remove(&self, name: &str, volumes: bool) -> Result<bool, RemoteError> {
+        let options = RemoveContainerOptionsBuilder::new()
+            .force(true)
+            .v(volumes)
+            .build();
         let removed = docker_call(
             &self.connection,
             "removing the container",
