@@ -12,7 +12,8 @@
 //! start (the artifact's name is fixed; a partial upload never carries it). A server that
 //! cannot be reached is tried again with backoff, for at most [`GIVE_UP_AFTER`].
 //!
-//! `plan` decides without I/O, `job` and `transfer` move the bytes, `key` keeps the key,
+//! `plan` (and `redis` for a Redis's commands) decides without I/O; `job`, `redis_job`,
+//! `sites` and `transfer` move the bytes, `key` keeps the key,
 //! `removal` takes a deleted backup's artifact with it; `target` checks BackupTargets,
 //! `restore` runs DependencyResourceRestores and `policy` takes backups on a schedule and
 //! prunes them by the rules `prune` decides.
@@ -27,6 +28,7 @@ mod redis_job;
 mod removal;
 mod restore;
 mod seal;
+mod sites;
 mod target;
 mod transfer;
 
@@ -51,8 +53,8 @@ use kube::runtime::events::EventType;
 use kube::runtime::watcher;
 use kube::{Api, Resource as _, ResourceExt};
 
-use self::job::Sites;
 use self::plan::{ArtifactPath, Failure, code};
+use self::sites::Sites;
 use crate::conditions::Stamp;
 use crate::context::Context;
 use crate::error::{Error, Result};

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use berth_crds::backup::{BackupArtifact, BackupVerification};
 use berth_crds::dependency_resource::DependencyKind;
 
-use super::job::{self, ArtifactStream, Sites};
 use super::plan::{Failure, code};
 use super::redis::{self, Sync};
+use super::sites::{ArtifactStream, Sites, counted, download_into, start_scratch};
 use crate::error::Result;
 use crate::reconcilers::dependency::run_script_in;
 use crate::reconcilers::deployment::server_target::Target;
@@ -29,14 +29,14 @@ pub async fn load_and_count_keys(
     scratch: &str,
 ) -> Result<std::result::Result<BackupVerification, Failure>> {
     let receive = redis::receive_command(&sites.database.docker_socket, scratch);
-    let dump_bytes = match job::download_into(sites, artifact, &receive, RECEIVER).await? {
+    let dump_bytes = match download_into(sites, artifact, &receive, RECEIVER).await? {
         Ok(bytes) => bytes,
         Err(failure) => return Ok(Err(failure)),
     };
     let loaded = load(sites.database, scratch, code::VERIFICATION_FAILED).await?;
     Ok(loaded.map(|keys| BackupVerification {
         keys: Some(keys),
-        ..job::counted(dump_bytes)
+        ..counted(dump_bytes)
     }))
 }
 
@@ -109,7 +109,7 @@ impl RedisRestore<'_> {
         database.remove_throwaway(self.scratch).await?;
         let (image, scratch, network) = (self.image, self.scratch, self.container);
         let password =
-            job::start_scratch(database, DependencyKind::Redis, image, scratch, network).await?;
+            start_scratch(database, DependencyKind::Redis, image, scratch, network).await?;
         let outcome = self.serve_and_sync(artifact, &password).await;
         let removed = database.remove_throwaway(self.scratch).await;
         let outcome = outcome?;

@@ -24,9 +24,10 @@ use kube::runtime::events::EventType;
 use kube::runtime::watcher;
 use kube::{Api, Resource as _, ResourceExt};
 
-use super::job::{self, ArtifactStream};
+use super::job;
 use super::plan::{self, ArtifactPath, Failure, code};
 use super::redis_job::RedisRestore;
+use super::sites::ArtifactStream;
 use super::{key, not_backed_up};
 use crate::conditions::Stamp;
 use crate::context::Context;
@@ -154,7 +155,7 @@ async fn restore_into(
     let key = key::backup_key(&context.client, namespace).await?;
     let (_, database) = connect(context, namespace, &into.spec.server_id).await?;
     let container = network_name(namespace, &into.name_any());
-    // The streams on connections of their own (see `job::Sites`).
+    // The streams on connections of their own (see `sites::Sites`).
     let store_stream = dedicated_connection(context, namespace, &store_server).await?;
     let database_stream = dedicated_connection(context, namespace, &into.spec.server_id).await?;
     let stream = ArtifactStream {
