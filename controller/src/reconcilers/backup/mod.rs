@@ -119,6 +119,15 @@ fn unreachable(error: &Error) -> Failure {
     )
 }
 
+/// How a backup ended: its artifact and test restore, or why it failed.
+type Outcome = std::result::Result<
+    (
+        berth_crds::backup::BackupArtifact,
+        berth_crds::backup::BackupVerification,
+    ),
+    Failure,
+>;
+
 /// What a backup works on, once found.
 struct Found {
     dependency: DependencyResource,
@@ -192,15 +201,15 @@ impl Backup<'_> {
         self.write(&dumping).await?;
         let artifact = match job::take(&sites).await? {
             Ok(artifact) => artifact,
-            Err(failure) => return self.end(Err(failure)).await,
+            Err(failure) => return self.end_from(dumping, Err(failure)).await,
         };
         let mut verifying = plan::in_progress(dumping, plan::VERIFYING, self.stamp());
         verifying.artifact = Some(artifact.clone());
         self.write(&verifying).await?;
         let scratch = plan::scratch_name(self.namespace, &self.object.name_any());
         let proven = job::verify(&sites, &artifact, &scratch).await?;
-        self.end(proven.map(|verification| (artifact, verification)))
-            .await
+        let outcome = proven.map(|verification| (artifact, verification));
+        self.end_from(verifying, outcome).await
     }
 
     /// The dependency and target, or why this backup cannot be taken.
@@ -225,19 +234,20 @@ impl Backup<'_> {
         Ok(Ok(Found { dependency, target }))
     }
 
-    /// Records the outcome: `ready` with what the test restore saw, or `failed`.
-    async fn end(
+    /// Records the outcome over the status the backup had when this reconcile began.
+    async fn end(&self, outcome: Outcome) -> Result<Action> {
+        self.end_from(self.current(), outcome).await
+    }
+
+    /// Records the outcome over `current` (the status last written, which keeps the
+    /// database's kind and a stored artifact): `ready` with what the test restore saw, or
+    /// `failed`.
+    async fn end_from(
         &self,
-        outcome: std::result::Result<
-            (
-                berth_crds::backup::BackupArtifact,
-                berth_crds::backup::BackupVerification,
-            ),
-            Failure,
-        >,
+        current: DependencyResourceBackupStatus,
+        outcome: Outcome,
     ) -> Result<Action> {
         let stamp = self.stamp();
-        let current = self.current();
         let (status, type_, reason, note) = match outcome {
             Ok((artifact, verification)) => {
                 let note = format!(

@@ -76,7 +76,7 @@ pub fn replication_command(socket: &str, container: &str) -> String {
     in_container(socket, container, info)
 }
 
-/// Makes the target a replica of the throwaway server `$SOURCE_HOST`, signing in with
+/// Makes the target a replica of the throwaway server at `$SOURCE_HOST`, signing in with
 /// `$SOURCE_PASSWORD` (both given as the script's environment, never its text).
 pub const REPLICATE_SCRIPT: &str = "export REDISCLI_AUTH=\"$REDIS_PASSWORD\"; \
     redis-cli -h 127.0.0.1 CONFIG SET masterauth \"$SOURCE_PASSWORD\" | grep -qx OK && \

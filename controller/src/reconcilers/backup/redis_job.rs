@@ -17,7 +17,7 @@ use crate::reconcilers::deployment::server_target::Target;
 
 /// How long a throwaway Redis may take to load its snapshot, and a target to sync it.
 const LOAD_WITHIN: Duration = Duration::from_secs(90);
-const SYNC_WITHIN: Duration = Duration::from_secs(300);
+const SYNC_WITHIN: Duration = Duration::from_secs(120);
 /// What receives a snapshot in the throwaway container, as failures name it.
 const RECEIVER: &str = "writing the snapshot into the throwaway container";
 
@@ -155,10 +155,27 @@ impl RedisRestore<'_> {
         Ok(Ok((keys, dump_bytes)))
     }
 
-    /// Makes the target a replica of the throwaway server.
+    /// Makes the target a replica of the throwaway server, reached by its address on the
+    /// target's network (its name can be longer than a DNS label).
     async fn replicate(&self, password: &str) -> Result<Option<Failure>> {
-        let env = [("SOURCE_HOST", self.scratch), ("SOURCE_PASSWORD", password)];
+        let Some(address) = self.scratch_address().await? else {
+            let message = format!("the throwaway Redis {} has no address", self.scratch);
+            return Ok(Some(Failure::new(code::RESTORE_FAILED, message)));
+        };
+        let env = [
+            ("SOURCE_HOST", address.as_str()),
+            ("SOURCE_PASSWORD", password),
+        ];
         self.script(redis::REPLICATE_SCRIPT, &env).await
+    }
+
+    /// The throwaway server's address on the target's network.
+    async fn scratch_address(&self) -> Result<Option<String>> {
+        let inspected = self.database.inspect(self.scratch).await?;
+        Ok(inspected
+            .and_then(|c| c.network_settings?.networks?.remove(self.container))
+            .and_then(|endpoint| endpoint.ip_address)
+            .filter(|ip| !ip.is_empty()))
     }
 
     /// Runs `script` in the target's container with `env`; why it failed, if it did.

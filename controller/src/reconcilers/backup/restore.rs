@@ -118,16 +118,17 @@ async fn found(
 /// Why `backup` cannot be restored into `into`: a backup goes only into a database of its own
 /// kind.
 fn not_restorable(backup: &DependencyResourceBackup, into: &DependencyResource) -> Option<String> {
+    // Backups taken before Redis ones existed did not record their kind: all are PostgreSQL.
     let held = backup
         .status
         .as_ref()
-        .and_then(|s| s.dependency_kind.as_deref());
+        .and_then(|s| s.dependency_kind.as_deref())
+        .unwrap_or(DependencyKind::Postgres.as_str());
     let into_kind = into.spec.kind.as_str();
-    (held != Some(into_kind)).then(|| {
+    (held != into_kind).then(|| {
         format!(
-            "backup {} holds a {}; {} is a {into_kind}",
+            "backup {} holds a {held}; {} is a {into_kind}",
             backup.name_any(),
-            held.unwrap_or("database of unknown kind"),
             into.name_any()
         )
     })
