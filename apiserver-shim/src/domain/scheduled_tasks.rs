@@ -132,7 +132,8 @@ pub fn run_summary(run: &ScheduledTaskRun) -> ScheduledTaskRunSummary {
 }
 
 /// Newest first: by creation, then by name (a scheduled run's name ends in its slot, a manual
-/// one's in its request time).
+/// one's in its request time; a run asked for with an idempotency key is named after the key,
+/// so within one second it may list either side of another).
 pub fn sort_newest_first(runs: &mut [Arc<ScheduledTaskRun>]) {
     runs.sort_by(|a, b| {
         let key = |r: &ScheduledTaskRun| {
