@@ -103,15 +103,20 @@ pub fn event_notes(ns: &TestNamespace, name: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Servers `local` and `store` and a ready managed PostgreSQL `db` on `local`; its container.
+pub async fn database_and_store(ns: &TestNamespace) -> String {
+    local_server(ns).await;
+    store_server(ns).await;
+    create(ns, "db", "postgres", &registry_image("berth/postgres:15")).await;
+    wait_ready(&ns.api::<DependencyResource>(), "db").await;
+    format!("berth-dep-{}-db", ns.name)
+}
+
 #[tokio::test]
 async fn a_backup_is_stored_sealed_on_another_server_and_proven_by_a_test_restore() {
     let client = client().await;
     let ns = TestNamespace::new(&client, "backup").await;
-    local_server(&ns).await;
-    store_server(&ns).await;
-    create(&ns, "db", "postgres", &registry_image("berth/postgres:15")).await;
-    wait_ready(&ns.api::<DependencyResource>(), "db").await;
-    let container = format!("berth-dep-{}-db", ns.name);
+    let container = database_and_store(&ns).await;
     let (written, out) = psql(
         &container,
         "create table orders (id int primary key, note text); \
@@ -307,11 +312,7 @@ fn artifacts(directory: &str, ns: &TestNamespace) -> Vec<String> {
 async fn a_policy_backs_up_each_slot_once_and_keeps_only_what_its_rules_keep_at_the_target() {
     let client = client().await;
     let ns = TestNamespace::new(&client, "backup-policy").await;
-    local_server(&ns).await;
-    store_server(&ns).await;
-    create(&ns, "db", "postgres", &registry_image("berth/postgres:15")).await;
-    wait_ready(&ns.api::<DependencyResource>(), "db").await;
-    let container = format!("berth-dep-{}-db", ns.name);
+    let container = database_and_store(&ns).await;
     let (written, out) = psql(
         &container,
         "create table ticks (id int); insert into ticks select generate_series(1, 50)",

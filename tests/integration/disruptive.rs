@@ -231,18 +231,13 @@ async fn policy_backups(
 
 #[tokio::test]
 async fn a_controller_killed_during_a_scheduled_backup_takes_it_once_and_a_missed_slot_late() {
-    use crate::backups::{ended, event_notes, policy, store_server, target, target_ready};
-    use crate::dependency_resources::{create, local_server, psql, registry_image, wait_ready};
+    use crate::backups::{database_and_store, ended, event_notes, policy, target, target_ready};
+    use crate::dependency_resources::psql;
     use berth_crds::backup::BackupStatus;
     use berth_crds::condition::ConditionStatus;
-    use berth_crds::dependency_resource::DependencyResource;
     let client = client().await;
     let ns = TestNamespace::new(&client, "fault-backups").await;
-    local_server(&ns).await;
-    store_server(&ns).await;
-    create(&ns, "db", "postgres", &registry_image("berth/postgres:15")).await;
-    wait_ready(&ns.api::<DependencyResource>(), "db").await;
-    let container = format!("berth-dep-{}-db", ns.name);
+    let container = database_and_store(&ns).await;
     let (written, out) = psql(
         &container,
         // Some 30 MB, so the backup takes long enough to be killed in.
