@@ -327,7 +327,8 @@ up_docker() {
   fi
   log "docker: starting dockerd"
   # The defaults work here (overlay2, iptables, cgroupfs); dockerd starts its own containerd.
-  start_bg dockerd "$LOGS/dockerd.log" dockerd --host "unix://$DOCKER_SOCKET"
+  start_bg dockerd "$LOGS/dockerd.log" dockerd --host "unix://$DOCKER_SOCKET" \
+    --default-address-pool "$DOCKER_NETWORK_POOL"
 }
 
 wait_docker() { wait_for 60 "dockerd (log: $LOGS/dockerd.log)" docker_ready; }

@@ -13,6 +13,7 @@
 #   berth_bootstrap_admin        create the first administrator once; credentials in admin.env
 #   berth_quickstart_secret      the quickstart organization and its Secret local-server-key
 #   berth_remove_orphan_proxies  edge-proxy containers of test namespaces that no longer exist
+#   berth_remove_orphan_dependencies  dependency containers, networks, volumes of gone test namespaces
 
 BERTH_REPO_ROOT=${BERTH_REPO_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$BERTH_CACHE/target}
@@ -174,4 +175,39 @@ berth_remove_orphan_proxies() {
       docker rm -f "$name" >/dev/null 2>&1 || true
     fi
   done < <(docker ps -a --format '{{.Names}}' --filter name=berth-edge-proxy.t- 2>/dev/null)
+}
+
+# A test namespace whose dependencies outlived the controller (a run ended before they were
+# cleaned up) leaves their containers, networks and data volumes (berth-dep-<namespace>-<id>);
+# they pile up run after run until Docker has no network address left. Test namespaces start
+# with `t-` or `org-t-`; those still present are the controller's to clean.
+berth_remove_orphan_dependencies() {
+  local live kind name removed=0 force
+  live=$(kubectl get namespaces -o name | sed 's|^namespace/||' | grep -E '^(org-)?t-' || true)
+  _berth_orphan() {
+    local rest=${1#berth-dep-} namespace
+    for namespace in $live; do [[ $rest == "$namespace-"* ]] && return 1; done
+    return 0
+  }
+  _berth_named() {
+    case $1 in
+      container) docker ps -a --format '{{.Names}}' ;;
+      *) docker "$1" ls --format '{{.Name}}' ;;
+    esac 2>/dev/null | grep -E '^berth-dep-(org-)?t-' || true
+  }
+  # Containers first: a network or volume in use cannot go.
+  for kind in container network volume; do
+    while read -r name; do
+      _berth_orphan "$name" || continue
+      # `network rm` has no --force; the others need it (a running container, a volume).
+      force=(--force)
+      [[ $kind == network ]] && force=()
+      if docker "$kind" rm "${force[@]}" "$name" >/dev/null 2>&1; then
+        removed=$((removed + 1))
+      else
+        log "could not remove the orphaned $kind $name"
+      fi
+    done < <(_berth_named "$kind")
+  done
+  ((removed == 0)) || log "removed $removed containers, networks and volumes of gone test namespaces' dependencies"
 }

@@ -174,7 +174,7 @@ srv2_start_here() {
   start_bg srv2-dockerd "$LOGS/srv2-dockerd.log" dockerd \
     --host "unix://$SRV2_DOCKER_SOCKET" --data-root "$D/srv2/docker" \
     --exec-root "$SRV2_RUN/exec" --pidfile "$SRV2_RUN/docker.pid" \
-    --bridge=none --iptables=false
+    --bridge=none --iptables=false --default-address-pool "$DOCKER_NETWORK_POOL"
 }
 
 wait_srv2() {

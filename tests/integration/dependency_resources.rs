@@ -3,7 +3,8 @@
 //! container (repaired on the same volume), and on deletion loses its container and network
 //! but keeps its data volume; a Redis becomes Ready and, deleted with the name typed into
 //! `berth.dev/delete-data`, takes its volume with it. No password shows in a status, event or
-//! the controller's log.
+//! the controller's log. A namespace deleted as a whole (Server and database at once) leaves
+//! nothing of the database but its volume on the server.
 
 use std::process::Command;
 use std::time::Duration;
@@ -13,7 +14,7 @@ use berth_crds::dependency_resource::{
     DELETE_DATA_ANNOTATION, DependencyLifecycleStatus, DependencyResource, DependencyResourceSpec,
 };
 use berth_tests::{TestNamespace, client, eventually, kubectl, stack_env};
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -232,4 +233,31 @@ async fn a_managed_redis_is_ready_and_its_volume_goes_when_the_name_is_typed() {
         !exists("volume", &format!("{container}-data")),
         "data volume removed as asked"
     );
+}
+
+/// An organization's namespace deleted as a whole deletes its Server and dependencies at
+/// once: the Server waits for them, so the database's container and network leave the host
+/// (they were left behind when the Server went first).
+#[tokio::test]
+async fn a_deleted_namespace_takes_its_databases_container_and_network_off_the_server() {
+    let client = client().await;
+    let ns = TestNamespace::new(&client, "dep-namespace").await;
+    local_server(&ns).await;
+    create(&ns, "cache", "redis", &registry_image("berth/redis:7")).await;
+    wait_ready(&ns.api::<DependencyResource>(), "cache").await;
+    let container = format!("berth-dep-{}-cache", ns.name);
+    assert!(exists("container", &container) && exists("network", &container));
+
+    let namespaces = Api::<Namespace>::all(client.clone());
+    namespaces
+        .delete(&ns.name, &DeleteParams::background())
+        .await
+        .expect("delete the namespace");
+    eventually(WAIT, &format!("namespace {} gone", ns.name), || async {
+        matches!(namespaces.get_opt(&ns.name).await, Ok(None)).then_some(())
+    })
+    .await;
+    assert!(!exists("container", &container), "container removed");
+    assert!(!exists("network", &container), "network removed");
+    docker(&["volume", "rm", &format!("{container}-data")]);
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use berth_crds::condition::{self, ConditionStatus, DELETION_BLOCKED};
+use berth_crds::dependency_resource::{DependencyResource, DependencySource};
 use berth_crds::deployment::Deployment;
 use berth_crds::resource::Resource as BerthResource;
 use berth_crds::server::{Server, ServerStatus};
@@ -15,6 +16,7 @@ use berth_crds::ssh_credential::SshCredential;
 use futures::channel::mpsc::UnboundedReceiver;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
+use kube::api::ListParams;
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
@@ -157,6 +159,21 @@ fn delete_blockers(context: &Context, namespace: &str, name: &str) -> Vec<String
     blockers
 }
 
+/// The managed DependencyResources on server `name`: their containers, networks and volumes
+/// live there, and only this server's connection can remove them, so its deletion waits for
+/// theirs (an organization's namespace going deletes both at once). Read from the API, not a
+/// cache: only a server being deleted asks.
+async fn dependencies_on(context: &Context, namespace: &str, name: &str) -> Result<Vec<String>> {
+    let api = Api::<DependencyResource>::namespaced(context.client.clone(), namespace);
+    let dependencies = api.list(&ListParams::default()).await?;
+    Ok(dependencies
+        .items
+        .iter()
+        .filter(|d| d.spec.server_id == name && d.spec.source == DependencySource::Managed)
+        .map(|d| format!("dependencyresource/{}", d.name_any()))
+        .collect())
+}
+
 async fn reconcile(server: Arc<Server>, context: Arc<Context>) -> Result<Action> {
     let _timer = context.metrics.reconcile_started(KIND);
     let namespace = server
@@ -167,7 +184,8 @@ async fn reconcile(server: Arc<Server>, context: Arc<Context>) -> Result<Action>
         return Ok(Action::await_change());
     };
     if server.metadata.deletion_timestamp.is_some() {
-        let blockers = delete_blockers(&context, &namespace, &server.name_any());
+        let mut blockers = delete_blockers(&context, &namespace, &server.name_any());
+        blockers.extend(dependencies_on(&context, &namespace, &server.name_any()).await?);
         if !blockers.is_empty() {
             // Blocked: report why and keep the finalizer; cleanup runs once the blockers are gone.
             let current = server.status.as_ref();

@@ -29,7 +29,7 @@ use berth_crds::dependency_resource::{
     DELETE_DATA_ANNOTATION, DependencyResource, DependencyResourceStatus, DependencySource,
 };
 use berth_crds::masking::Masker;
-use k8s_openapi::jiff::Timestamp;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
@@ -61,6 +61,9 @@ const CHECK_EVERY: Duration = Duration::from_secs(20);
 const CHECK_WHEN_OBSERVED: Duration = Duration::from_secs(300);
 /// How soon a dependency not ready yet (starting, degraded, server failing) is looked at again.
 const RECHECK_SOON: Duration = Duration::from_secs(3);
+
+/// How long a deletion retries a server it cannot reach before it lets the object go.
+const GIVE_UP_CLEANUP_AFTER: SignedDuration = SignedDuration::from_secs(120);
 
 /// How soon a dependency whose server does not exist is looked at again.
 const WAIT_FOR_SERVER: Duration = Duration::from_secs(30);
@@ -285,11 +288,14 @@ async fn cleanup(dependency: &DependencyResource, context: &Context) -> Result<A
         return Ok(Action::await_change());
     }
     let server = &dependency.spec.server_id;
+    let left = |why: String| {
+        format!(
+            "{why}: container {}, network {} and volume {} may be left on it",
+            names.container, names.network, names.volume
+        )
+    };
     if Caches::get(&context.caches.servers, &namespace, server).is_none() {
-        let note = format!(
-            "server {server} no longer exists: container {} and volume {} may be left on it",
-            names.container, names.volume
-        );
+        let note = left(format!("server {server} no longer exists"));
         event(
             dependency,
             context,
@@ -300,7 +306,24 @@ async fn cleanup(dependency: &DependencyResource, context: &Context) -> Result<A
         .await;
         return Ok(Action::await_change());
     }
-    let (_, target) = connect(context, &namespace, server).await?;
+    // An unreachable server is retried for a while, but does not keep the object (and its
+    // server, which waits for it) forever: then the event says what may be left.
+    let target = match connect(context, &namespace, server).await {
+        Ok((_, target)) => target,
+        Err(error) if deleted_within(dependency, GIVE_UP_CLEANUP_AFTER) => return Err(error),
+        Err(error) => {
+            let note = left(format!("server {server} could not be reached ({error})"));
+            event(
+                dependency,
+                context,
+                EventType::Warning,
+                event_reason::CLEANUP_INCOMPLETE,
+                note,
+            )
+            .await;
+            return Ok(Action::await_change());
+        }
+    };
     let delete_data = dependency
         .annotations()
         .get(DELETE_DATA_ANNOTATION)
@@ -316,6 +339,12 @@ async fn cleanup(dependency: &DependencyResource, context: &Context) -> Result<A
     )
     .await;
     Ok(Action::await_change())
+}
+
+/// Whether `dependency`'s deletion was asked for less than `within` ago.
+fn deleted_within(dependency: &DependencyResource, within: SignedDuration) -> bool {
+    let deleted = dependency.metadata.deletion_timestamp.as_ref();
+    deleted.is_none_or(|at| Timestamp::now().duration_since(at.0) < within)
 }
 
 async fn write(
