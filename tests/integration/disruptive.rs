@@ -326,3 +326,98 @@ async fn a_controller_killed_during_a_scheduled_backup_takes_it_once_and_a_misse
         .unwrap();
     let _ = std::fs::remove_dir_all(&directory);
 }
+
+/// `redis-cli` in the managed Redis `container`, with its password from the container's env.
+fn redis_cli(container: &str, command: &str) -> String {
+    let script = format!("REDISCLI_AUTH=\"$REDIS_PASSWORD\" redis-cli {command}");
+    let (_, out) = crate::dependency_resources::docker(&["exec", container, "sh", "-c", &script]);
+    out
+}
+
+/// A Redis restore deleted while the controller was down, its target replicating the
+/// throwaway server: the controller, back, makes the target a primary again (it takes writes),
+/// removes the throwaway server, says so in an event, and only then lets the restore go.
+#[tokio::test]
+async fn a_redis_restore_deleted_while_the_controller_was_down_leaves_its_target_a_primary() {
+    use crate::backups::{ended, event_notes, store_server, target, target_ready};
+    use crate::dependency_resources::{create, docker, local_server, registry_image, wait_ready};
+    use berth_crds::backup::{BackupStatus, DependencyResourceRestore};
+    use berth_crds::condition::ConditionStatus;
+    use berth_crds::dependency_resource::DependencyResource;
+    let client = client().await;
+    let ns = TestNamespace::new(&client, "fault-restore").await;
+    local_server(&ns).await;
+    store_server(&ns).await;
+    create(&ns, "cache", "redis", &registry_image("berth/redis:7")).await;
+    wait_ready(&ns.api::<DependencyResource>(), "cache").await;
+    let container = format!("berth-dep-{}-cache", ns.name);
+    // Some 60 MB, so that the target takes a while to replicate.
+    let populate = "EVAL \"for i=1,500000 do redis.call('SET','k'..i,string.rep('x',100)) end\" 0";
+    redis_cli(&container, populate);
+    assert_eq!(redis_cli(&container, "DBSIZE"), "500000");
+    let directory = format!("/tmp/berth-test-backups/{}", ns.name);
+    apply(&target(&ns, "offsite", &directory));
+    target_ready(&ns, "offsite", ConditionStatus::True).await;
+    let backup = serde_json::json!({
+        "apiVersion": "berth.dev/v1alpha1", "kind": "DependencyResourceBackup",
+        "metadata": { "name": "b1", "namespace": ns.name },
+        "spec": { "dependencyResourceId": "cache", "targetId": "offsite" },
+    });
+    apply(&backup.to_string());
+    let taken = ended(&ns, "b1").await;
+    assert_eq!(taken.status.unwrap().status, BackupStatus::Ready);
+
+    let restore = serde_json::json!({
+        "apiVersion": "berth.dev/v1alpha1", "kind": "DependencyResourceRestore",
+        "metadata": { "name": "r1", "namespace": ns.name },
+        "spec": { "backupId": "b1", "targetDependencyResourceId": "cache",
+                  "acknowledgeDataOverwrite": true },
+    });
+    apply(&restore.to_string());
+    // The throwaway server frozen once it holds the snapshot: the target, told to replicate
+    // it, stays a replica that never syncs.
+    let scratch = format!("berth-verify-{}-r1", ns.name);
+    eventually(WAIT, "the throwaway Redis holding the snapshot", || async {
+        (redis_cli(&scratch, "DBSIZE") == "500000").then_some(())
+    })
+    .await;
+    assert!(docker(&["pause", &scratch]).0, "docker pause {scratch}");
+    eventually(
+        WAIT,
+        "the target replicating the throwaway Redis",
+        || async {
+            redis_cli(&container, "INFO replication")
+                .contains("role:slave")
+                .then_some(())
+        },
+    )
+    .await;
+    kill_controller();
+    let restores = ns.api::<DependencyResourceRestore>();
+    restores.delete("r1", &Default::default()).await.unwrap();
+    let held = restores.get_opt("r1").await.unwrap();
+    assert!(
+        held.is_some_and(|r| r.metadata.deletion_timestamp.is_some()),
+        "a restore under way waits for the controller to put its target right"
+    );
+    start_controller();
+    eventually(WAIT, "the abandoned restore gone", || async {
+        matches!(restores.get_opt("r1").await, Ok(None)).then_some(())
+    })
+    .await;
+    assert!(redis_cli(&container, "INFO replication").contains("role:master"));
+    assert_eq!(
+        redis_cli(&container, "SET after restore"),
+        "OK",
+        "takes writes"
+    );
+    assert!(!docker(&["inspect", &scratch]).0, "throwaway Redis removed");
+    let notes = event_notes(&ns, "r1");
+    assert!(
+        notes
+            .iter()
+            .any(|(reason, note)| reason == "RestoreAbandoned" && note.contains("primary again")),
+        "{notes:?}"
+    );
+    let _ = std::fs::remove_dir_all(&directory);
+}

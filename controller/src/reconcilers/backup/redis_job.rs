@@ -202,3 +202,13 @@ impl RedisRestore<'_> {
         Ok(Some(Failure::new(code::RESTORE_FAILED, message)))
     }
 }
+
+/// What a restore deleted before it ended leaves right: the target a primary again (it may
+/// have been replicating the throwaway server, and a replica refuses writes) and the
+/// throwaway container gone. Why the target could not be promoted, if it could not.
+pub async fn abandon(database: &Target, container: &str, scratch: &str) -> Result<Option<String>> {
+    let what = "making the target a primary again";
+    let promoted = run_script_in(database, container, what, redis::PROMOTE_SCRIPT, &[]).await?;
+    database.remove_throwaway(scratch).await?;
+    Ok(promoted)
+}

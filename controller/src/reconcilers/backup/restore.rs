@@ -26,7 +26,7 @@ use kube::{Api, Resource as _, ResourceExt};
 
 use super::job;
 use super::plan::{self, ArtifactPath, Failure, code};
-use super::redis_job::RedisRestore;
+use super::redis_job::{self, RedisRestore};
 use super::sites::ArtifactStream;
 use super::{key, not_backed_up};
 use crate::conditions::Stamp;
@@ -34,11 +34,14 @@ use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::reconcilers::deployment::connect;
 use crate::reconcilers::deployment::server_target::Target;
+use crate::reconcilers::fresh::{release_finalizer, with_finalizer};
 use crate::reconcilers::policy::{drain, error_policy};
 use crate::server_connections::dedicated_connection;
 use crate::status::StatusWriter;
 
 const KIND: &str = "DependencyResourceRestore";
+/// Held while a restore runs (see [`abandon`]).
+const IN_PROGRESS_FINALIZER: &str = "berth.dev/restore-in-progress";
 
 /// Runs the restore controller on its own watch until `shutdown`.
 pub async fn run(
@@ -57,14 +60,22 @@ async fn reconcile(
     context: Arc<Context>,
 ) -> Result<Action> {
     let _timer = context.metrics.reconcile_started(KIND);
-    let current = restore.status.clone().unwrap_or_default();
-    if current.status != RestoreStatus::Pending || restore.metadata.deletion_timestamp.is_some() {
-        return Ok(Action::await_change());
-    }
     let namespace = restore
         .namespace()
         .ok_or(Error::MissingObjectKey("metadata.namespace"))?;
     let api = Api::<DependencyResourceRestore>::namespaced(context.client.clone(), &namespace);
+    if restore.metadata.deletion_timestamp.is_some() {
+        return abandon(&context, &api, &namespace, &restore).await;
+    }
+    let current = restore.status.clone().unwrap_or_default();
+    if current.status != RestoreStatus::Pending {
+        return Ok(Action::await_change());
+    }
+    // Held until the restore ends, so that one deleted midway (or while the controller was
+    // down) still puts its target right.
+    let Some(restore) = with_finalizer(&api, restore, IN_PROGRESS_FINALIZER).await? else {
+        return Ok(Action::await_change());
+    };
     let started = Instant::now();
     let outcome = match found(&context, &namespace, &restore).await? {
         Ok((backup, into)) => restore_into(&context, &namespace, &restore, &backup, &into).await?,
@@ -75,6 +86,64 @@ async fn reconcile(
         ..report
     });
     end(&context, &api, &restore, outcome).await
+}
+
+/// A restore being deleted: one that had not ended leaves a Redis target a primary again
+/// and its throwaway server gone (a PostgreSQL's restore is one transaction: nothing to put
+/// right), with a Warning; then the finalizer goes.
+async fn abandon(
+    context: &Context,
+    api: &Api<DependencyResourceRestore>,
+    namespace: &str,
+    restore: &DependencyResourceRestore,
+) -> Result<Action> {
+    if !restore
+        .finalizers()
+        .iter()
+        .any(|f| f == IN_PROGRESS_FINALIZER)
+    {
+        return Ok(Action::await_change());
+    }
+    let pending = restore
+        .status
+        .as_ref()
+        .is_none_or(|s| s.status == RestoreStatus::Pending);
+    if pending && let Some(note) = put_target_right(context, namespace, restore).await? {
+        let reference = restore.object_ref(&());
+        context
+            .publish_event(&reference, EventType::Warning, "RestoreAbandoned", note)
+            .await;
+    }
+    release_finalizer(api, restore, IN_PROGRESS_FINALIZER).await?;
+    Ok(Action::await_change())
+}
+
+/// Makes the Redis target of an abandoned restore a primary again; what the event says.
+async fn put_target_right(
+    context: &Context,
+    namespace: &str,
+    restore: &DependencyResourceRestore,
+) -> Result<Option<String>> {
+    let into = &restore.spec.target_dependency_resource_id;
+    let dependencies = Api::<DependencyResource>::namespaced(context.client.clone(), namespace);
+    let Some(dependency) = dependencies.get_opt(into).await? else {
+        return Ok(None);
+    };
+    if dependency.spec.kind != DependencyKind::Redis {
+        return Ok(None);
+    }
+    let (_, database) = connect(context, namespace, &dependency.spec.server_id).await?;
+    let container = network_name(namespace, into);
+    let scratch = plan::scratch_name(namespace, &restore.name_any());
+    let note = match redis_job::abandon(&database, &container, &scratch).await? {
+        None => format!(
+            "restore deleted before it ended: {into} is a primary again and may hold part of \
+             backup {}",
+            restore.spec.backup_id
+        ),
+        Some(problem) => format!("restore deleted before it ended; {into}: {problem}"),
+    };
+    Ok(Some(note))
 }
 
 /// The ready backup and the database it goes into, or why the restore cannot run.
@@ -275,6 +344,7 @@ async fn end(
     context
         .publish_event(&restore.object_ref(&()), type_, reason, note)
         .await;
+    release_finalizer(api, restore, IN_PROGRESS_FINALIZER).await?;
     Ok(Action::await_change())
 }
 
