@@ -19,6 +19,9 @@ pub use berth_vocabulary::dependencies::{
 /// Annotation that lets a deletion remove the data volume too: its value must be the object's
 /// name, typed out. Without it the volume is kept.
 pub const DELETE_DATA_ANNOTATION: &str = "berth.dev/delete-data";
+/// Annotation that lets a deletion go without the final backup a dependency with a backup
+/// policy gets first: its value must be the object's name, typed out.
+pub const SKIP_FINAL_BACKUP_ANNOTATION: &str = "berth.dev/skip-final-backup";
 /// Key of the connection Secret holding the generated password.
 pub const PASSWORD_KEY: &str = "password";
 /// Key of the connection Secret holding the full connection URL on the private network.

@@ -450,3 +450,109 @@ async fn a_policy_backs_up_each_slot_once_and_keeps_only_what_its_rules_keep_at_
     assert_eq!(backups.list(&params).await.unwrap().items.len(), 2);
     let _ = std::fs::remove_dir_all(&directory);
 }
+
+/// The backups of dependency `dependency` whose names mark them final.
+async fn final_backups(ns: &TestNamespace, dependency: &str) -> Vec<DependencyResourceBackup> {
+    let all = ns
+        .api::<DependencyResourceBackup>()
+        .list(&Default::default())
+        .await
+        .unwrap();
+    let prefix = format!("{dependency}-final-");
+    all.items
+        .into_iter()
+        .filter(|b| {
+            b.metadata
+                .name
+                .as_deref()
+                .is_some_and(|n| n.starts_with(&prefix))
+        })
+        .collect()
+}
+
+/// Deleting a database a backup policy covers takes a last backup first and removes the
+/// database only once that backup is proven; a final backup that fails keeps the database,
+/// saying how to let it go, until its name is typed into `berth.dev/skip-final-backup`.
+#[tokio::test]
+async fn a_database_a_policy_covers_is_backed_up_once_more_before_it_goes() {
+    let client = client().await;
+    let ns = TestNamespace::new(&client, "backup-final").await;
+    let container = database_and_store(&ns).await;
+    let (written, out) = psql(
+        &container,
+        "create table orders (id int); insert into orders select generate_series(1, 10)",
+    );
+    assert!(written, "{out}");
+    let directory = format!("/tmp/berth-test-backups/{}", ns.name);
+    apply(&target(&ns, "offsite", &directory));
+    target_ready(&ns, "offsite", ConditionStatus::True).await;
+    let nightly = json!({ "schedule": "0 3 * * *", "retention": { "keepLast": 3 } });
+    apply(&policy(&ns, "nightly", "db", nightly));
+
+    let dependencies = ns.api::<DependencyResource>();
+    dependencies
+        .delete("db", &Default::default())
+        .await
+        .unwrap();
+    eventually(WAIT, "db deleted after its final backup", || async {
+        matches!(dependencies.get_opt("db").await, Ok(None)).then_some(())
+    })
+    .await;
+    let finals = final_backups(&ns, "db").await;
+    assert_eq!(finals.len(), 1, "one final backup: {finals:?}");
+    let status = finals[0].status.clone().unwrap();
+    assert_eq!(status.status, BackupStatus::Ready, "{status:?}");
+    assert_eq!(status.verification.unwrap().rows, Some(10));
+    assert!(
+        !docker(&["inspect", &container]).0,
+        "the container went after it"
+    );
+    assert_eq!(artifacts(&directory, &ns).len(), 1, "its artifact is kept");
+
+    // A policy whose target cannot be written: the final backup fails, the database stays.
+    create(&ns, "cache", "redis", &registry_image("berth/redis:7")).await;
+    wait_ready(&dependencies, "cache").await;
+    apply(&target(&ns, "readonly", "/proc/berth-cannot-write"));
+    let mut daily = json!({ "intervalHours": 24 });
+    daily["dependencyResourceId"] = json!("cache");
+    daily["targetId"] = json!("readonly");
+    let daily = json!({
+        "apiVersion": "berth.dev/v1alpha1", "kind": "DependencyResourceBackupPolicy",
+        "metadata": { "name": "cache-daily", "namespace": ns.name }, "spec": daily,
+    });
+    apply(&daily.to_string());
+    dependencies
+        .delete("cache", &Default::default())
+        .await
+        .unwrap();
+    let why = eventually(WAIT, "cache kept after its final backup failed", || async {
+        let cache = dependencies.get_opt("cache").await.ok()??;
+        let blocked = condition::find(&cache.status?.conditions, "DeletionBlocked")?.clone();
+        blocked
+            .message
+            .contains("failed")
+            .then_some(blocked.message)
+    })
+    .await;
+    assert!(why.contains("berth.dev/skip-final-backup=cache"), "{why}");
+    let cache_container = format!("berth-dep-{}-cache", ns.name);
+    assert!(
+        docker(&["inspect", &cache_container]).0,
+        "the database is kept"
+    );
+    let typed = json!({"metadata": {"annotations": {"berth.dev/skip-final-backup": "cache"}}});
+    dependencies
+        .patch(
+            "cache",
+            &Default::default(),
+            &kube::api::Patch::Merge(&typed),
+        )
+        .await
+        .unwrap();
+    eventually(WAIT, "cache deleted once its name was typed", || async {
+        matches!(dependencies.get_opt("cache").await, Ok(None)).then_some(())
+    })
+    .await;
+    assert!(!docker(&["inspect", &cache_container]).0);
+    let _ = std::fs::remove_dir_all(&directory);
+}

@@ -553,6 +553,11 @@ async fn delete_while_bound_then_unbound(s: &Setup, web: &str, db: &str) {
             .await,
         "deleteDataConfirmation",
     );
+    invalid(
+        s.delete(db, json!({"skipFinalBackupConfirmation": "orders"}))
+            .await,
+        "skipFinalBackupConfirmation",
+    );
     let container = s.container(db);
     let volume = format!("{container}-data");
     assert!(

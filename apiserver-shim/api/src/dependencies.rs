@@ -109,8 +109,8 @@ impl RenameDependencyResource {
 }
 
 /// `DELETE /dependency-resources/{id}`: the object always goes (its container and network
-/// with it); the data volume only when `deleteDataConfirmation` repeats the dependency's
-/// display name.
+/// with it, after a final backup when a backup policy covers it); the data volume only when
+/// `deleteDataConfirmation` repeats the dependency's display name.
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Default)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct DeleteDependencyResource {
@@ -118,6 +118,11 @@ pub struct DeleteDependencyResource {
     /// volume (and the data) is kept on the server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delete_data_confirmation: Option<String>,
+    /// The dependency's name, typed out, to delete it without the final backup a dependency
+    /// covered by a backup policy otherwise gets first (the deletion waits until that backup
+    /// is proven, and keeps the database if it fails).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skip_final_backup_confirmation: Option<String>,
 }
 
 /// `POST /resources/{resourceId}/dependency-bindings` (Appaloft's bind-resource-dependency).

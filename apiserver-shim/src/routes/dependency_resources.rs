@@ -13,7 +13,7 @@ use axum::http::StatusCode;
 use berth_api::common::{CountResponse, IdResponse};
 use berth_crds::dependency_resource::{
     DELETE_DATA_ANNOTATION, DependencyKind, DependencyResource, DependencyResourceSpec,
-    DependencySource,
+    DependencySource, SKIP_FINAL_BACKUP_ANNOTATION,
 };
 use berth_crds::environment::Environment;
 use berth_crds::member::OrganizationRole;
@@ -83,7 +83,8 @@ pub fn endpoints() -> Vec<Endpoint> {
         Endpoint::delete::<DeleteDependencyResource, IdResponse, _, _>(
             "/dependency-resources/{dependencyResourceId}",
             "Delete an unbound dependency resource (409 while bound); its data volume is kept \
-             unless deleteDataConfirmation repeats its name",
+             unless deleteDataConfirmation repeats its name; one a backup policy covers is backed up \
+             once more first, unless skipFinalBackupConfirmation repeats its name",
             delete,
         ),
     ]
@@ -413,19 +414,45 @@ fn still_bound(id: &str, resources: &[Arc<Resource>]) -> Option<ApiError> {
     Some(error)
 }
 
-/// Sets (or clears) the annotation that lets the controller remove the data volume.
-async fn mark_data(
+/// What a deletion was confirmed to do beyond removing the container.
+struct Confirmed {
+    delete_data: bool,
+    skip_final_backup: bool,
+}
+
+/// Whether `typed` confirms by repeating the dependency's name; a 422 on `field` when it was
+/// typed wrong.
+fn confirmed(typed: Option<&str>, name: &str, field: &str, effect: &str) -> ApiResult<bool> {
+    match typed {
+        None => Ok(false),
+        Some(typed) if typed == name => Ok(true),
+        Some(_) => Err(ApiError::validation(
+            field,
+            format!("{field} must repeat the dependency's name ({name}) to {effect}"),
+        )),
+    }
+}
+
+/// Sets (or clears) the annotations that let the controller remove the data volume and go
+/// without a final backup.
+async fn mark_confirmed(
     api: &Api<DependencyResource>,
     dependency: &DependencyResource,
-    delete_data: bool,
+    confirmed: &Confirmed,
 ) -> ApiResult<()> {
     let id = dependency.name_any();
-    let current = dependency.annotations().get(DELETE_DATA_ANNOTATION);
-    let wanted = delete_data.then_some(&id);
-    if current == wanted {
+    let annotations = dependency.annotations();
+    let wanted = |yes: bool| yes.then_some(&id);
+    let data = wanted(confirmed.delete_data);
+    let skip = wanted(confirmed.skip_final_backup);
+    if annotations.get(DELETE_DATA_ANNOTATION) == data
+        && annotations.get(SKIP_FINAL_BACKUP_ANNOTATION) == skip
+    {
         return Ok(());
     }
-    let patch = json!({"metadata": {"annotations": {DELETE_DATA_ANNOTATION: wanted}}});
+    let patch = json!({"metadata": {"annotations": {
+        DELETE_DATA_ANNOTATION: data, SKIP_FINAL_BACKUP_ANNOTATION: skip,
+    }}});
     let params = PatchParams {
         field_manager: Some(FIELD_MANAGER.into()),
         ..Default::default()
@@ -441,19 +468,20 @@ async fn delete(
     JsonBody(body): JsonBody<DeleteDependencyResource>,
 ) -> ApiResult<Json<IdResponse>> {
     let dependency = lookup(&state, &caller, &id)?;
-    let delete_data = match body.delete_data_confirmation.as_deref() {
-        None => false,
-        Some(typed) if typed == dependency.spec.name => true,
-        Some(_) => {
-            return Err(ApiError::validation(
-                "deleteDataConfirmation",
-                format!(
-                    "deleteDataConfirmation must repeat the dependency's name ({}) to remove \
-                     its data volume; leave it out to keep the volume",
-                    dependency.spec.name
-                ),
-            ));
-        }
+    let name = &dependency.spec.name;
+    let confirmed = Confirmed {
+        delete_data: confirmed(
+            body.delete_data_confirmation.as_deref(),
+            name,
+            "deleteDataConfirmation",
+            "remove its data volume; leave it out to keep the volume",
+        )?,
+        skip_final_backup: confirmed(
+            body.skip_final_backup_confirmation.as_deref(),
+            name,
+            "skipFinalBackupConfirmation",
+            "delete it without a final backup; leave it out to take one",
+        )?,
     };
     require_open_for(&state, &caller, &dependency)?;
     if let Some(error) = still_bound(&id, &resources_of(&state, &dependency)) {
@@ -461,7 +489,7 @@ async fn delete(
     }
     let namespace = dependency.namespace().unwrap_or_default();
     let api = Api::<DependencyResource>::namespaced(state.client.clone(), &namespace);
-    mark_data(&api, &dependency, delete_data).await?;
+    mark_confirmed(&api, &dependency, &confirmed).await?;
     let marked = match api.delete(&id, &DeleteParams::default()).await {
         Ok(outcome) => outcome.left(),
         // Deleted meanwhile: the same outcome.
@@ -469,6 +497,7 @@ async fn delete(
         Err(e) => return Err(e.into()),
     };
     wait_deleted(&state.caches.dependency_resources, &dependency, marked).await?;
-    tracing::info!(dependency = %id, delete_data, "dependency resource deleted");
+    let (delete_data, skip_final_backup) = (confirmed.delete_data, confirmed.skip_final_backup);
+    tracing::info!(dependency = %id, delete_data, skip_final_backup, "dependency resource deleted");
     Ok(Json(IdResponse { id }))
 }

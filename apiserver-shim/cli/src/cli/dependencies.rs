@@ -55,10 +55,12 @@ pub enum Db {
         description: Option<String>,
     },
     /// Delete a dependency resource no resource binds (unbind it first). Its container and
-    /// network go; its data volume is kept unless --delete-data repeats its name.
+    /// network go; its data volume is kept unless --delete-data repeats its name. One a backup
+    /// policy covers is backed up once more first (and kept if that backup fails), unless
+    /// --skip-final-backup repeats its name.
     #[command(
         visible_alias = "rm",
-        after_help = "Examples:\n  berth db delete orders-db\n  berth db delete dep-abc --delete-data \"Orders DB\"   # the data goes too"
+        after_help = "Examples:\n  berth db delete orders-db\n  berth db delete dep-abc --delete-data \"Orders DB\"   # the data goes too\n  berth db delete dep-abc --skip-final-backup \"Orders DB\"   # no last backup"
     )]
     Delete {
         /// Dependency id (dep-…), slug or name.
@@ -66,6 +68,10 @@ pub enum Db {
         /// Type the dependency's name to remove its data volume too (cannot be undone).
         #[arg(long, value_name = "NAME")]
         delete_data: Option<String>,
+        /// Type the dependency's name to delete it without the final backup its backup
+        /// policy would take first.
+        #[arg(long, value_name = "NAME")]
+        skip_final_backup: Option<String>,
     },
     /// Bind a dependency to a resource of the same environment: its connection URL becomes
     /// the variable --as at the resource's next deployment.

@@ -129,7 +129,8 @@ pub fn db(ctx: &Ctx, command: Db) -> CliResult<()> {
         Db::Delete {
             dependency,
             delete_data,
-        } => delete(ctx, &dependency, delete_data),
+            skip_final_backup,
+        } => delete(ctx, &dependency, delete_data, skip_final_backup),
         Db::Bind {
             dependency,
             resource,
@@ -181,11 +182,17 @@ fn list(
     Ok(())
 }
 
-fn delete(ctx: &Ctx, dependency: &str, delete_data: Option<String>) -> CliResult<()> {
+fn delete(
+    ctx: &Ctx,
+    dependency: &str,
+    delete_data: Option<String>,
+    skip_final_backup: Option<String>,
+) -> CliResult<()> {
     let id = dependency_id(ctx, dependency)?;
     let removes_data = delete_data.is_some();
     let body = DeleteDependencyResource {
         delete_data_confirmation: delete_data,
+        skip_final_backup_confirmation: skip_final_backup,
     };
     let answer = ctx
         .api()?

@@ -428,7 +428,7 @@ export interface paths {
         get: operations["get_dependency_resources_dependencyResourceId"];
         put?: never;
         post?: never;
-        /** Delete an unbound dependency resource (409 while bound); its data volume is kept unless deleteDataConfirmation repeats its name */
+        /** Delete an unbound dependency resource (409 while bound); its data volume is kept unless deleteDataConfirmation repeats its name; one a backup policy covers is backed up once more first, unless skipFinalBackupConfirmation repeats its name */
         delete: operations["delete_dependency_resources_dependencyResourceId"];
         options?: never;
         head?: never;
@@ -4036,8 +4036,8 @@ export interface components {
         };
         /**
          * @description `DELETE /dependency-resources/{id}`: the object always goes (its container and network
-         *     with it); the data volume only when `deleteDataConfirmation` repeats the dependency's
-         *     display name.
+         *     with it, after a final backup when a backup policy covers it); the data volume only when
+         *     `deleteDataConfirmation` repeats the dependency's display name.
          */
         DeleteDependencyResource: {
             /**
@@ -4045,6 +4045,12 @@ export interface components {
              *     volume (and the data) is kept on the server.
              */
             deleteDataConfirmation?: string;
+            /**
+             * @description The dependency's name, typed out, to delete it without the final backup a dependency
+             *     covered by a backup policy otherwise gets first (the deletion waits until that backup
+             *     is proven, and keeps the database if it fails).
+             */
+            skipFinalBackupConfirmation?: string;
         };
         DeleteDomainBinding: {
             confirmation?: components["schemas"]["BindingConfirmation"];

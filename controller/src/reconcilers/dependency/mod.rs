@@ -8,12 +8,14 @@
 //! written to a status, event, log line or error.
 //!
 //! Deletion (finalizer) removes the container and network and keeps the volume, unless the
-//! annotation `berth.dev/delete-data` holds the object's name.
+//! annotation `berth.dev/delete-data` holds the object's name; a database a backup policy
+//! covers is first backed up once more (`final_backup`).
 //!
 //! `plan` decides without I/O, `server` acts on the server, `credentials` keeps the Secret,
 //! `observed` reads what the server's observer knows.
 
 mod credentials;
+mod final_backup;
 mod observed;
 mod plan;
 mod rotation;
@@ -305,6 +307,9 @@ async fn cleanup(dependency: &DependencyResource, context: &Context) -> Result<A
         )
         .await;
         return Ok(Action::await_change());
+    }
+    if let Some(later) = final_backup::before_removal(dependency, context, &namespace).await? {
+        return Ok(later);
     }
     // An unreachable server is retried for a while, but does not keep the object (and its
     // server, which waits for it) forever: then the event says what may be left.
