@@ -94,3 +94,11 @@ async fn the_console_says_changes_not_deployed_and_its_deploy_button_deploys_the
 async fn the_console_runs_a_task_shows_its_logs_and_tests_a_notification_channel() {
     run_flows(&["tests/tasks-notifications.flow.mjs"]).await;
 }
+
+/// Issue 42: the Databases page backs up a managed Redis, follows the backup until it is
+/// proven and restores it in place (`tests/databases.flow.mjs`).
+#[tokio::test]
+async fn the_console_backs_up_a_database_and_restores_it_in_place() {
+    crate::dependency_resources::registry_image("berth/redis:7");
+    run_flows(&["tests/databases.flow.mjs"]).await;
+}
