@@ -173,7 +173,7 @@ impl Setup {
         format!("berth-dep-{}-{id}", self.org.namespace)
     }
 
-    async fn password(&self, id: &str) -> String {
+    pub(crate) async fn password(&self, id: &str) -> String {
         let secrets = Api::<Secret>::namespaced(client().await, &self.org.namespace);
         let secret = secrets
             .get(&format!("{id}-connection"))

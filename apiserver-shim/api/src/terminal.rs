@@ -22,8 +22,10 @@ pub struct CreateTerminalSession {
 #[derive(Serialize, Deserialize, JsonSchema, Debug)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TerminalScope {
-    /// `server` (a login shell on the server) or `resource` (a shell in the resource's
-    /// serving container: `bash`, else `sh`).
+    /// `server` (a login shell on the server), `resource` (a shell in the resource's serving
+    /// container: `bash`, else `sh`) or `dependency` (Berth: the client of a managed
+    /// database in its container, logged in: `psql`, or `redis-cli` with its password from
+    /// the container, never through the API).
     pub kind: String,
     /// The server to open a shell on (scope `server`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -31,6 +33,9 @@ pub struct TerminalScope {
     /// The resource whose serving container to open a shell in (scope `resource`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_id: Option<String>,
+    /// The managed database to open a client of (scope `dependency`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dependency_resource_id: Option<String>,
 }
 
 /// The Terminal session record of spec §2.2.
@@ -39,13 +44,16 @@ pub struct TerminalScope {
 pub struct TerminalSessionRecord {
     /// Single-use id; connect within 60 seconds.
     pub session_id: String,
-    /// `server` or `resource`.
+    /// `server`, `resource` or `dependency`.
     pub scope: String,
     pub server_id: String,
     /// The resource of a `resource` terminal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_id: Option<String>,
-    /// The container a `resource` terminal runs in.
+    /// The database of a `dependency` terminal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dependency_resource_id: Option<String>,
+    /// The container a `resource` or `dependency` terminal runs in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container_id: Option<String>,
     pub transport: Transport,
@@ -121,7 +129,7 @@ pub struct TerminalProtocol {
 #[serde(rename_all = "camelCase")]
 pub struct ListedSession {
     pub session_id: String,
-    /// `server` or `resource`.
+    /// `server`, `resource` or `dependency`.
     pub scope: String,
     pub server_id: String,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -35,7 +35,7 @@ use crate::json::Json;
 use crate::services::server_access::{self, server_id};
 use crate::services::terminals::pending::{self, Claim, Creator, Pending};
 use crate::services::terminals::{
-    CONNECT_WITHIN, ContainerShell, ListedSession, MAX_OPEN_PER_SERVER, too_many,
+    CONNECT_WITHIN, ContainerProgram, ContainerShell, ListedSession, MAX_OPEN_PER_SERVER, too_many,
 };
 use crate::state::AppState;
 use crate::token::new_id;
@@ -225,6 +225,11 @@ async fn create(
             .resource_id
             .clone()
             .filter(|_| container.is_some()),
+        dependency_resource_id: body
+            .scope
+            .dependency_resource_id
+            .clone()
+            .filter(|_| body.scope.kind == "dependency"),
         container_id: container.map(|c| c.container_id),
         provider_key: server.spec.provider_key.clone(),
         working_directory: directory.map(|d| format!("~/{d}")),
@@ -273,14 +278,67 @@ async fn target(
             let shell = ContainerShell {
                 container_id,
                 docker_socket,
+                program: ContainerProgram::Shell,
             };
             Ok((server, Some(shell)))
         }
+        "dependency" => {
+            let field = "scope.dependencyResourceId";
+            let id = required_id(field, scope.dependency_resource_id.as_deref())?;
+            if body.relative_directory.is_some() {
+                return Err(ApiError::validation(
+                    "relativeDirectory",
+                    "relativeDirectory applies to server terminals",
+                ));
+            }
+            database_client(state, caller, id).map(|(server, shell)| (server, Some(shell)))
+        }
         _ => Err(ApiError::validation(
             "scope.kind",
-            "scope.kind must be server or resource",
+            "scope.kind must be server, resource or dependency",
         )),
     }
+}
+
+/// The server of a managed database and its client in the database's container; 409 when it
+/// is imported (Berth does not run it) or not ready.
+fn database_client(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+) -> ApiResult<(Arc<Server>, ContainerShell)> {
+    use berth_crds::dependency_resource::{
+        DependencyKind, DependencyLifecycleStatus, DependencySource, network_name,
+    };
+    let dependency = crate::domain::dependency_resources::lookup(state, caller, id)?;
+    if dependency.spec.source != DependencySource::Managed {
+        return Err(ApiError::conflict(format!(
+            "dependency resource {id} is imported: Berth runs no container of it to connect in"
+        )));
+    }
+    let status = dependency.status.as_ref();
+    if status.and_then(|s| s.lifecycle_status) != Some(DependencyLifecycleStatus::Ready) {
+        return Err(ApiError::conflict(format!(
+            "dependency resource {id} is not ready to connect to"
+        )));
+    }
+    let namespace = dependency.namespace().unwrap_or_default();
+    let server = crate::domain::objects::find_in(
+        &state.caches.servers,
+        &namespace,
+        &dependency.spec.server_id,
+        "server",
+    )?;
+    let program = match dependency.spec.kind {
+        DependencyKind::Postgres => ContainerProgram::Psql,
+        DependencyKind::Redis => ContainerProgram::RedisCli,
+    };
+    let shell = ContainerShell {
+        container_id: network_name(&namespace, id),
+        docker_socket: server.spec.docker_socket_path.clone(),
+        program,
+    };
+    Ok((server, shell))
 }
 
 /// The resource's server and its running serving container (else its newest running one);

@@ -32,29 +32,62 @@ pub const MAX_PENDING_PER_USER: usize = 16;
 // remembers a connected one, so it lives here. Its doc line is the schema's description in the
 // OpenAPI document.
 
-/// Where a `resource` terminal runs: a container on the server, reached with the Docker CLI
-/// on the server's socket. Not a wire record: it is kept with a pending session in the store.
+/// Where a `resource` or `dependency` terminal runs: a container on the server, reached with
+/// the Docker CLI on the server's socket. Not a wire record: it is kept with a pending session in the store.
 #[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ContainerShell {
+    /// The container's id, or its name.
     pub container_id: String,
     pub docker_socket: String,
+    /// What runs in it (sessions pending from before it existed ran a shell).
+    #[serde(default)]
+    pub program: ContainerProgram,
+}
+
+/// What a container terminal runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ContainerProgram {
+    /// `bash` where the image has it, else `sh`.
+    #[default]
+    Shell,
+    /// A managed PostgreSQL's `psql`, as its user on its database (local logins are trusted).
+    Psql,
+    /// A managed Redis's `redis-cli`, its password read from the container's environment.
+    RedisCli,
+}
+
+impl ContainerProgram {
+    /// The command `docker exec -it` runs, single-quoted for the server's shell: variables
+    /// are expanded in the container, never on the server.
+    fn command(self) -> String {
+        use berth_crds::dependency_resource::{POSTGRES_DATABASE, POSTGRES_USER};
+        match self {
+            Self::Shell => "/bin/sh -c 'if command -v bash >/dev/null 2>&1; then exec bash; \
+                            else exec sh; fi'"
+                .to_string(),
+            Self::Psql => format!("psql -U {POSTGRES_USER} -d {POSTGRES_DATABASE}"),
+            Self::RedisCli => {
+                "/bin/sh -c 'REDISCLI_AUTH=\"$REDIS_PASSWORD\" exec redis-cli'".to_string()
+            }
+        }
+    }
 }
 
 impl ContainerShell {
-    /// `docker exec` of `bash` where the image has it, else `sh`. The id is hexadecimal and
-    /// the socket path single-quoted, so nothing is expanded on the server.
+    /// `docker exec` of the program. The container's id or name keeps only the characters a
+    /// Docker name may hold and the socket path is single-quoted, so nothing is expanded on
+    /// the server.
     pub fn command(&self) -> String {
         let socket = self.docker_socket.replace('\'', r"'\''");
         let id: String = self
             .container_id
             .chars()
-            .filter(char::is_ascii_alphanumeric)
+            .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
             .collect();
-        format!(
-            "exec docker -H 'unix://{socket}' exec -it {id} /bin/sh -c \
-             'if command -v bash >/dev/null 2>&1; then exec bash; else exec sh; fi'"
-        )
+        let program = self.program.command();
+        format!("exec docker -H 'unix://{socket}' exec -it {id} {program}")
     }
 }
 
@@ -188,9 +221,30 @@ mod tests {
         let shell = ContainerShell {
             container_id: "abc123;rm".into(),
             docker_socket: "/run/it's.sock".into(),
+            program: ContainerProgram::Shell,
         };
         let command = shell.command();
         assert!(command.contains(r"'unix:///run/it'\''s.sock'"), "{command}");
         assert!(command.contains("exec -it abc123rm "), "{command}");
+    }
+
+    #[test]
+    fn a_database_terminal_runs_its_client_by_the_containers_name() {
+        let shell = |program| ContainerShell {
+            container_id: "berth-dep-org-a-dep-1 $(x)".into(),
+            docker_socket: "/var/run/docker.sock".into(),
+            program,
+        };
+        let psql = shell(ContainerProgram::Psql).command();
+        assert!(
+            psql.ends_with("exec -it berth-dep-org-a-dep-1x psql -U berth -d app"),
+            "{psql}"
+        );
+        let redis = shell(ContainerProgram::RedisCli).command();
+        // The password is read in the container: single quotes keep it from the server's shell.
+        assert!(
+            redis.ends_with(r#"'REDISCLI_AUTH="$REDIS_PASSWORD" exec redis-cli'"#),
+            "{redis}"
+        );
     }
 }

@@ -1,5 +1,6 @@
 //! Terminal sessions (spec §4.8): limits of spec §8, roles, the single-use WebSocket bound to
-//! its creator, a command echoed back, resize, and `relativeDirectory`.
+//! its creator, a command echoed back, resize, and `relativeDirectory`; a resource's container
+//! and a managed database's client.
 
 use std::time::Duration;
 
@@ -382,4 +383,52 @@ async fn a_resource_terminal_opens_a_shell_in_the_apps_serving_container() {
         .to_string();
     crate::deploy_support::delete_resource(&admin, &id, &slug).await;
     crate::deploy_support::remove_server(&admin, &server).await;
+}
+
+/// Berth's `dependency` scope: a managed database's own client in its container, logged in —
+/// `psql` answers a query, `redis-cli` a PING — without its password in the session record.
+#[tokio::test]
+async fn a_database_terminal_opens_its_client_logged_in() {
+    let s = crate::shim_dependency_resources::setup().await;
+    let pg = s.provision("postgres", "Ledger").await;
+    let cache = s.provision("redis", "Sessions").await;
+    let scope = |id: &str| json!({"scope": {"kind": "dependency", "dependencyResourceId": id}});
+    let refused = s
+        .admin
+        .post(
+            "/terminal-sessions",
+            json!({"scope": {"kind": "dependency"}}),
+        )
+        .await
+        .expect(422);
+    assert_eq!(
+        refused["error"]["details"]["field"], "scope.dependencyResourceId",
+        "{refused}"
+    );
+    s.member
+        .post("/terminal-sessions", scope(&pg))
+        .await
+        .error(403, "forbidden");
+    s.wait_ready(&pg).await;
+    s.wait_ready(&cache).await;
+
+    let record = s.admin.post("/terminal-sessions", scope(&pg)).await.ok();
+    assert_eq!(record["scope"], "dependency");
+    assert_eq!(record["dependencyResourceId"], pg.as_str());
+    assert_eq!(record["containerId"], s.container(&pg).as_str());
+    let path = record["transport"]["path"].as_str().unwrap();
+    let mut psql = connect(&s.admin, path, false)
+        .await
+        .expect("the WebSocket opens");
+    psql.run_and_expect("select 6*7 as answer;", "42").await;
+
+    let record = s.admin.post("/terminal-sessions", scope(&cache)).await.ok();
+    let password = s.password(&cache).await;
+    assert!(!record.to_string().contains(&password), "{record}");
+    let path = record["transport"]["path"].as_str().unwrap();
+    let mut redis = connect(&s.admin, path, false)
+        .await
+        .expect("the WebSocket opens");
+    redis.run_and_expect("PING", "PONG").await;
+    redis.run_and_expect("SET greeting hello", "OK").await;
 }

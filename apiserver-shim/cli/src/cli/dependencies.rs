@@ -73,6 +73,13 @@ pub enum Db {
         #[arg(long, value_name = "NAME")]
         skip_final_backup: Option<String>,
     },
+    /// Open the database's own client, logged in: `psql` for a PostgreSQL, `redis-cli` for a
+    /// Redis (its password stays in the container). Organization administrators only.
+    #[command(after_help = "Example:\n  berth db connect orders-db")]
+    Connect {
+        /// Dependency id (dep-…), slug or name.
+        dependency: String,
+    },
     /// Bind a dependency to a resource of the same environment: its connection URL becomes
     /// the variable --as at the resource's next deployment.
     #[command(after_help = "Example:\n  berth db bind orders-db --resource web --as DATABASE_URL")]

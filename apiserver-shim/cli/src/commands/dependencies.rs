@@ -131,6 +131,9 @@ pub fn db(ctx: &Ctx, command: Db) -> CliResult<()> {
             delete_data,
             skip_final_backup,
         } => delete(ctx, &dependency, delete_data, skip_final_backup),
+        Db::Connect { dependency } => {
+            super::terminal::database(ctx, dependency_id(ctx, &dependency)?)
+        }
         Db::Bind {
             dependency,
             resource,

@@ -1,4 +1,5 @@
-//! `berth terminal SERVER`: an interactive shell on a server over the terminal WebSocket
+//! `berth terminal SERVER` (and `berth db connect`): an interactive shell on a server, in a
+//! resource's container or a database's client, over the terminal WebSocket
 //! (`POST /terminal-sessions`, then its `transport.path`). Raw mode while it runs, the window
 //! size sent whenever it changes, and the terminal restored however it ends.
 
@@ -26,17 +27,18 @@ pub fn terminal(
     resource: Option<&str>,
     directory: Option<String>,
 ) -> CliResult<()> {
-    let api = ctx.api()?;
     let scope = match (server, resource) {
         (_, Some(resource)) => TerminalScope {
             kind: "resource".into(),
             server_id: None,
             resource_id: Some(super::find_resource(ctx, resource)?.0.id),
+            dependency_resource_id: None,
         },
         (Some(server), None) => TerminalScope {
             kind: "server".into(),
             server_id: Some(server_id(ctx, server)?),
             resource_id: None,
+            dependency_resource_id: None,
         },
         (None, None) => {
             return Err(CliError::Usage(
@@ -44,6 +46,23 @@ pub fn terminal(
             ));
         }
     };
+    open(ctx, scope, directory)
+}
+
+/// `berth db connect`: the database's client (`psql`, `redis-cli`) in its container.
+pub fn database(ctx: &Ctx, dependency_id: String) -> CliResult<()> {
+    let scope = TerminalScope {
+        kind: "dependency".into(),
+        server_id: None,
+        resource_id: None,
+        dependency_resource_id: Some(dependency_id),
+    };
+    open(ctx, scope, None)
+}
+
+/// Opens a terminal session on `scope` and bridges it to this terminal until it ends.
+fn open(ctx: &Ctx, scope: TerminalScope, directory: Option<String>) -> CliResult<()> {
+    let api = ctx.api()?;
     let (rows, cols) = window_size().unwrap_or((24, 80));
     let body = CreateTerminalSession {
         scope,

@@ -5289,7 +5289,7 @@ export interface components {
         ListedSession: {
             createdAt: string;
             resourceId?: string;
-            /** @description `server` or `resource`. */
+            /** @description `server`, `resource` or `dependency`. */
             scope: string;
             serverId: string;
             sessionId: string;
@@ -7920,9 +7920,13 @@ export interface components {
             serverTextFrames?: components["schemas"]["ServerMessage"];
         };
         TerminalScope: {
+            /** @description The managed database to open a client of (scope `dependency`). */
+            dependencyResourceId?: string;
             /**
-             * @description `server` (a login shell on the server) or `resource` (a shell in the resource's
-             *     serving container: `bash`, else `sh`).
+             * @description `server` (a login shell on the server), `resource` (a shell in the resource's serving
+             *     container: `bash`, else `sh`) or `dependency` (Berth: the client of a managed
+             *     database in its container, logged in: `psql`, or `redis-cli` with its password from
+             *     the container, never through the API).
              */
             kind: string;
             /** @description The resource whose serving container to open a shell in (scope `resource`). */
@@ -7932,15 +7936,17 @@ export interface components {
         };
         /** @description The Terminal session record of spec §2.2. */
         TerminalSessionRecord: {
-            /** @description The container a `resource` terminal runs in. */
+            /** @description The container a `resource` or `dependency` terminal runs in. */
             containerId?: string;
             createdAt: string;
+            /** @description The database of a `dependency` terminal. */
+            dependencyResourceId?: string;
             /** @description The WebSocket must be opened before this time. */
             expiresAt: string;
             providerKey: string;
             /** @description The resource of a `resource` terminal. */
             resourceId?: string;
-            /** @description `server` or `resource`. */
+            /** @description `server`, `resource` or `dependency`. */
             scope: string;
             serverId: string;
             /** @description Single-use id; connect within 60 seconds. */

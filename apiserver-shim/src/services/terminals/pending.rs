@@ -166,6 +166,7 @@ mod tests {
             container: Some(ContainerShell {
                 container_id: "abc123".into(),
                 docker_socket: "/var/run/docker.sock".into(),
+                program: Default::default(),
             }),
             listed: ListedSession {
                 session_id: "trm-1".into(),
