@@ -341,7 +341,7 @@ fn redis_cli(container: &str, command: &str) -> String {
 async fn a_redis_restore_deleted_while_the_controller_was_down_leaves_its_target_a_primary() {
     use crate::backups::{ended, event_notes, store_server, target, target_ready};
     use crate::dependency_resources::{create, docker, local_server, registry_image, wait_ready};
-    use berth_crds::backup::{BackupStatus, DependencyResourceRestore};
+    use berth_crds::backup::{BackupStatus, DependencyResourceRestore, RestoreStatus};
     use berth_crds::condition::ConditionStatus;
     use berth_crds::dependency_resource::DependencyResource;
     let client = client().await;
@@ -374,25 +374,43 @@ async fn a_redis_restore_deleted_while_the_controller_was_down_leaves_its_target
                   "acknowledgeDataOverwrite": true },
     });
     apply(&restore.to_string());
-    // The throwaway server frozen once it holds the snapshot: the target, told to replicate
-    // it, stays a replica that never syncs.
+    // The controller dies once the throwaway server holds the snapshot, about to make the
+    // target its replica; the test takes that step itself (the password and address of the
+    // throwaway server are its own), leaving the target as a controller that died right after
+    // it would: a replica of a server only the restore knows of.
     let scratch = format!("berth-verify-{}-r1", ns.name);
-    eventually(WAIT, "the throwaway Redis holding the snapshot", || async {
-        (redis_cli(&scratch, "DBSIZE") == "500000").then_some(())
-    })
-    .await;
-    assert!(docker(&["pause", &scratch]).0, "docker pause {scratch}");
-    eventually(
-        WAIT,
-        "the target replicating the throwaway Redis",
-        || async {
-            redis_cli(&container, "INFO replication")
-                .contains("role:slave")
-                .then_some(())
-        },
-    )
-    .await;
+    let deadline = Instant::now() + WAIT;
+    while redis_cli(&scratch, "DBSIZE") != "500000" {
+        assert!(
+            Instant::now() < deadline,
+            "the throwaway Redis never held the snapshot"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     kill_controller();
+    let restores = ns.api::<DependencyResourceRestore>();
+    let pending = restores.get("r1").await.unwrap().status.unwrap_or_default();
+    assert_eq!(
+        pending.status,
+        RestoreStatus::Pending,
+        "killed before the restore ended"
+    );
+    let (_, address) = docker(&[
+        "inspect",
+        "-f",
+        &format!("{{{{(index .NetworkSettings.Networks \"{container}\").IPAddress}}}}"),
+        &scratch,
+    ]);
+    let (_, scratch_password) = docker(&["exec", &scratch, "sh", "-c", "echo \"$REDIS_PASSWORD\""]);
+    redis_cli(
+        &container,
+        &format!("CONFIG SET masterauth {scratch_password}"),
+    );
+    assert_eq!(
+        redis_cli(&container, &format!("REPLICAOF {address} 6379")),
+        "OK"
+    );
+    assert!(redis_cli(&container, "INFO replication").contains("role:slave"));
     let restores = ns.api::<DependencyResourceRestore>();
     restores.delete("r1", &Default::default()).await.unwrap();
     let held = restores.get_opt("r1").await.unwrap();

@@ -73,7 +73,7 @@ test('a database is backed up from its page, the backup proven, and restored in 
   }, 'the Redis ready', READY);
   state.container = shown.connection.host;
   for (const key of ['a', 'b', 'c']) redis(`SET ${key} ${key}`);
-  const password = execFileSync('docker', ['exec', state.container, 'printenv', 'REDIS_PASSWORD']).toString().trim();
+  const password = execFileSync('docker', ['exec', state.container, 'sh', '-c', 'echo "$REDIS_PASSWORD"']).toString().trim();
   assert.ok(password?.length >= 16, 'the Redis has a password');
 
   await signIn(page, owner.email, owner.password);

@@ -112,6 +112,18 @@ impl Shell {
         }
     }
 
+    /// Waits until `expected` appears in the output (a prompt: some clients, like
+    /// `redis-cli`, drop what was typed before they started).
+    pub(crate) async fn expect(&mut self, expected: &str) {
+        while !self.output.contains(expected) {
+            assert!(
+                self.read().await,
+                "closed before {expected:?}: {}",
+                self.output
+            );
+        }
+    }
+
     /// Types `line` and Enter, and waits until `expected` appears in the output.
     pub(crate) async fn run_and_expect(&mut self, line: &str, expected: &str) {
         let start = self.output.len();
@@ -420,6 +432,7 @@ async fn a_database_terminal_opens_its_client_logged_in() {
     let mut psql = connect(&s.admin, path, false)
         .await
         .expect("the WebSocket opens");
+    psql.expect("app=#").await;
     psql.run_and_expect("select 6*7 as answer;", "42").await;
 
     let record = s.admin.post("/terminal-sessions", scope(&cache)).await.ok();
@@ -429,6 +442,7 @@ async fn a_database_terminal_opens_its_client_logged_in() {
     let mut redis = connect(&s.admin, path, false)
         .await
         .expect("the WebSocket opens");
+    redis.expect("6379>").await;
     redis.run_and_expect("PING", "PONG").await;
     redis.run_and_expect("SET greeting hello", "OK").await;
 }

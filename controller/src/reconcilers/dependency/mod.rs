@@ -96,6 +96,12 @@ async fn reconcile(dependency: Arc<DependencyResource>, context: Arc<Context>) -
     let Some(dependency) = with_finalizer(&api, dependency, FINALIZER).await? else {
         return Ok(Action::await_change());
     };
+    // Before kube's `finalizer`, which releases ours as soon as a cleanup returns at all.
+    if is_being_removed(&dependency)
+        && let Some(later) = final_backup::before_removal(&dependency, &context, &namespace).await?
+    {
+        return Ok(later);
+    }
     finalizer(&api, FINALIZER, dependency, |event| async {
         match event {
             FinalizerEvent::Apply(dependency) => apply(&dependency, &context, &api).await,
@@ -308,9 +314,6 @@ async fn cleanup(dependency: &DependencyResource, context: &Context) -> Result<A
         .await;
         return Ok(Action::await_change());
     }
-    if let Some(later) = final_backup::before_removal(dependency, context, &namespace).await? {
-        return Ok(later);
-    }
     // An unreachable server is retried for a while, but does not keep the object (and its
     // server, which waits for it) forever: then the event says what may be left.
     let target = match connect(context, &namespace, server).await {
@@ -344,6 +347,13 @@ async fn cleanup(dependency: &DependencyResource, context: &Context) -> Result<A
     )
     .await;
     Ok(Action::await_change())
+}
+
+/// Whether `dependency` is being deleted and its cleanup is still ours to do.
+fn is_being_removed(dependency: &DependencyResource) -> bool {
+    dependency.metadata.deletion_timestamp.is_some()
+        && dependency.finalizers().iter().any(|f| f == FINALIZER)
+        && dependency.spec.source == DependencySource::Managed
 }
 
 /// Whether `dependency`'s deletion was asked for less than `within` ago.
