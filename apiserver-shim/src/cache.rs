@@ -30,6 +30,7 @@ use berth_crds::storage_volume::StorageVolume;
 use berth_crds::threshold_policy::ThresholdPolicy;
 use berth_crds::usage_intent::UsageIntent;
 use berth_crds::user::User;
+use berth_crds::volume_backup::{StorageVolumeBackup, StorageVolumeRestore};
 use futures::StreamExt;
 use k8s_openapi::api::events::v1::Event as KubeEvent;
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -71,6 +72,8 @@ pub struct Caches {
     pub backup_targets: Store<BackupTarget>,
     pub backup_policies: Store<DependencyResourceBackupPolicy>,
     pub restores: Store<DependencyResourceRestore>,
+    pub volume_backups: Store<StorageVolumeBackup>,
+    pub volume_restores: Store<StorageVolumeRestore>,
     pub scheduled_tasks: Store<ScheduledTask>,
     pub scheduled_task_runs: Store<ScheduledTaskRun>,
     pub notification_channels: Store<NotificationChannel>,
@@ -224,6 +227,8 @@ impl Caches {
             backup_targets: start(client),
             backup_policies: start(client),
             restores: start(client),
+            volume_backups: start(client),
+            volume_restores: start(client),
             scheduled_tasks: start_logged(
                 client,
                 |_| {},
@@ -282,6 +287,8 @@ impl Caches {
             self.backup_targets.wait_until_ready(),
             self.backup_policies.wait_until_ready(),
             self.restores.wait_until_ready(),
+            self.volume_backups.wait_until_ready(),
+            self.volume_restores.wait_until_ready(),
             self.scheduled_tasks.wait_until_ready(),
             self.scheduled_task_runs.wait_until_ready(),
             self.notification_channels.wait_until_ready(),

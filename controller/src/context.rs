@@ -51,6 +51,9 @@ pub struct Context {
     pub sources: SourceCache,
     /// Where reconcilers hand what a person should hear of (the notifier takes it from here).
     pub notices: Notices,
+    /// The image of the containers that read and write storage volumes' files (`docker cp`
+    /// through a created, never started, container; a restore in place also runs its `sh`).
+    pub volume_helper_image: String,
 }
 
 /// What the controller reaches beyond the cluster and its servers: the ACME CA, git sources,
@@ -59,6 +62,7 @@ pub struct Integrations {
     pub acme: AcmeSettings,
     pub sources: SourceCache,
     pub notices: Notices,
+    pub volume_helper_image: String,
 }
 
 /// The ACME CA Berth orders certificates from, and the resolver its pre-flight check uses.
@@ -96,6 +100,7 @@ impl Context {
             acme,
             sources,
             notices,
+            volume_helper_image,
         } = integrations;
         let reporter = Reporter {
             controller: FIELD_MANAGER.into(),
@@ -114,6 +119,7 @@ impl Context {
             acme,
             sources,
             notices,
+            volume_helper_image,
         })
     }
 

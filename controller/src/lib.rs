@@ -48,6 +48,7 @@ pub async fn run(options: RunOptions) -> anyhow::Result<()> {
             acme: options.acme(),
             sources: options.sources(),
             notices: notices::Notices::new(options.console_url.clone()),
+            volume_helper_image: options.volume_helper_image.clone(),
         },
     );
     let shutdown = berth_process::shutdown::on_signal();

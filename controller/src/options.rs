@@ -100,6 +100,15 @@ pub struct RunOptions {
     /// set it to the pod's namespace).
     #[arg(long, env = "BERTH_DISRUPTION_BUDGETS_IN")]
     pub disruption_budgets_in: Option<String>,
+    /// Image of the short-lived containers that read and write storage volumes' files for
+    /// backups and restores (pulled by a server's Docker when missing; needs `sh` and `find`
+    /// for a restore in place).
+    #[arg(
+        long,
+        env = "BERTH_VOLUME_HELPER_IMAGE",
+        default_value = "busybox:1.37"
+    )]
+    pub volume_helper_image: String,
 }
 
 impl RunOptions {

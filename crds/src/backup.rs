@@ -142,7 +142,7 @@ pub struct DependencyResourceBackupStatus {
     /// While pending: `dumping` or `verifying`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<String>,
-    /// The database's kind (`postgres` or `redis`).
+    /// The database's kind (`postgres` or `redis`); absent for a storage volume's backup.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dependency_kind: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -196,11 +196,31 @@ pub struct BackupVerification {
     /// Redis: keys loaded, over every logical database.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keys: Option<i64>,
-    /// Bytes of the dump inside the artifact.
+    /// Storage volume: the tree the throwaway volume gave back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree: Option<VolumeTree>,
+    /// Bytes of the dump (a volume's tar archive) inside the artifact.
     pub dump_bytes: i64,
     /// Seconds the download, restore and count took.
     pub seconds: f64,
     pub verified_at: Time,
+}
+
+/// A storage volume's file tree as a backup read it or a restore wrote it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VolumeTree {
+    /// Regular files (hard links included).
+    pub files: i64,
+    /// Directories, the root's own not counted.
+    pub directories: i64,
+    /// Symbolic links.
+    pub links: i64,
+    /// Bytes in the regular files.
+    pub file_bytes: i64,
+    /// SHA-256 (hex) over every entry's path, type, mode, owner, size, content hash and link
+    /// target, sorted by path: equal trees, equal digests.
+    pub sha256: String,
 }
 
 /// Label on a restore naming the backup it restores.
@@ -287,6 +307,9 @@ pub struct RestoreReport {
     /// Redis: keys the target holds after the restore, over every logical database.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keys: Option<i64>,
+    /// Storage volume: the tree read back from the target volume after the restore.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree: Option<VolumeTree>,
     /// Bytes of the dump restored.
     pub dump_bytes: i64,
     /// Seconds the download, restore and count took.

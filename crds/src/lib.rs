@@ -43,6 +43,7 @@ pub mod threshold_policy;
 pub mod usage_intent;
 pub mod user;
 pub mod variable;
+pub mod volume_backup;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
@@ -123,6 +124,8 @@ fn crds_as_derived() -> Vec<CustomResourceDefinition> {
         backup::DependencyResourceBackup::crd(),
         backup::DependencyResourceRestore::crd(),
         backup_policy::DependencyResourceBackupPolicy::crd(),
+        volume_backup::StorageVolumeBackup::crd(),
+        volume_backup::StorageVolumeRestore::crd(),
         scheduled_task::ScheduledTask::crd(),
         scheduled_task::ScheduledTaskRun::crd(),
         notification::NotificationChannel::crd(),

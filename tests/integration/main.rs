@@ -65,6 +65,7 @@ mod shim_storage_volumes;
 mod shim_thresholds;
 mod shim_tokens;
 mod shim_variables;
+mod shim_volume_backups;
 mod spec_fields;
 mod ssh_pool;
 mod tls;

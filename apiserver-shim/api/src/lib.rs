@@ -66,4 +66,5 @@ pub mod thresholds;
 pub mod usage_intents;
 pub mod users;
 pub mod variables;
+pub mod volume_backups;
 pub mod webhooks;

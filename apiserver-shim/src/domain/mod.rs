@@ -32,4 +32,5 @@ pub mod spec_variables;
 pub mod storage_volumes;
 pub mod time;
 pub mod variables;
+pub mod volume_backups;
 pub mod webhooks;

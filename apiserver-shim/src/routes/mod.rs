@@ -49,6 +49,7 @@ pub mod terminal;
 pub mod thresholds;
 pub mod usage_intents;
 pub mod users;
+pub mod volume_backups;
 pub mod webhooks;
 
 use axum::Router;
@@ -191,6 +192,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         dependency_bindings::endpoints(),
         backups::endpoints(),
         backup_policies::endpoints(),
+        volume_backups::endpoints(),
         scheduled_tasks::endpoints(),
         scheduled_task_runs::endpoints(),
         notification_channels::endpoints(),

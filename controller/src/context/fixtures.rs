@@ -56,6 +56,7 @@ impl Context {
                 acme,
                 sources,
                 notices: crate::notices::Notices::default(),
+                volume_helper_image: "busybox:1.37".into(),
             },
         );
         (context, ApiServer::new(handle), feeds)

@@ -169,6 +169,8 @@ async fn run_controllers(
         backup::run_targets(context.clone(), shutdown.clone()),
         backup::run_restores(context.clone(), shutdown.clone()),
         backup::run_policies(context.clone(), shutdown.clone()),
+        backup::run_volume_backups(context.clone(), shutdown.clone()),
+        backup::run_volume_restores(context.clone(), shutdown.clone()),
         notifications::run_notifier(context.clone(), shutdown.clone()),
         notifications::run_deliveries(context.clone(), shutdown.clone()),
         bookkeeping::run::<User>(context.clone(), shutdown.clone()),

@@ -101,3 +101,26 @@ mod tests {
         assert_eq!(error.field, "sourcePath");
     }
 }
+
+/// Where a storage volume backup is restored (Appaloft's `targetMode`).
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum VolumeRestoreMode {
+    /// Into a new storage volume; the backup's own is untouched.
+    #[default]
+    NewVolume,
+    /// Over the backup's own volume, its files replaced.
+    InPlace,
+}
+
+impl VolumeRestoreMode {
+    pub const ALL: [Self; 2] = [Self::NewVolume, Self::InPlace];
+
+    /// The mode as the API spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NewVolume => "new-volume",
+            Self::InPlace => "in-place",
+        }
+    }
+}

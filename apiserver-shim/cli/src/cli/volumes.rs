@@ -59,4 +59,48 @@ pub enum Volumes {
         /// Volume id, slug or name.
         volume: String,
     },
+    /// Back up a storage volume's files now: read on the server as a tar archive, sealed to a
+    /// backup target and proven by extracting it into a throwaway volume (`berth volumes
+    /// backups` follows it).
+    #[command(
+        after_help = "Examples:\n  berth volumes backup uploads\n  berth volumes backup uploads --server srv-abc --target bkt-abc"
+    )]
+    Backup {
+        /// Volume id, slug or name.
+        volume: String,
+        /// The server whose copy is read (id, name or host); the server of a resource
+        /// attaching the volume when left out.
+        #[arg(long)]
+        server: Option<String>,
+        /// Backup target id; the organization's only one when left out.
+        #[arg(long)]
+        target: Option<String>,
+        #[arg(long)]
+        description: Option<String>,
+    },
+    /// List a storage volume's backups, newest first, with the tree each proof read back.
+    #[command(after_help = "Example:\n  berth volumes backups uploads")]
+    Backups {
+        /// Volume id, slug or name.
+        volume: String,
+    },
+    /// Restore a ready volume backup on the server it was taken on: into a new volume of its
+    /// environment (the default), or over its own volume with --in-place --yes (the
+    /// containers using it are stopped meanwhile).
+    #[command(
+        after_help = "Examples:\n  berth volumes restore vol-abc-bk-xyz --name 'uploads copy'\n  berth volumes restore vol-abc-bk-xyz --in-place --yes"
+    )]
+    Restore {
+        /// Backup id.
+        backup: String,
+        /// The new volume's name (new-volume restores).
+        #[arg(long, conflicts_with = "in_place")]
+        name: Option<String>,
+        /// Write over the backup's own volume.
+        #[arg(long)]
+        in_place: bool,
+        /// Acknowledge that an in-place restore replaces the volume's files.
+        #[arg(long)]
+        yes: bool,
+    },
 }

@@ -6,12 +6,18 @@ use berth_api::storage::{
     StorageVolumeShow, StorageVolumeSummary,
 };
 
+use berth_api::volume_backups::{
+    CreateStorageVolumeBackup, RestoreStorageVolumeBackup, StorageVolumeBackupList,
+    StorageVolumeBackupSummary, VolumeRestoreMode,
+};
+
 use super::environment_id;
+use super::infra::server_id;
 use super::workspace::{project_id, scope_query};
 use super::{Ctx, created, get_as, id_of, wire_enum};
 use crate::cli::Volumes;
-use crate::error::CliResult;
-use crate::output::{Row, optional, text};
+use crate::error::{CliError, CliResult};
+use crate::output::{Row, optional, text, wire};
 
 /// The id of the volume `name` names: an id (`vol-…`), or a slug or unique name.
 pub fn volume_id(ctx: &Ctx, name: &str) -> CliResult<String> {
@@ -43,6 +49,39 @@ impl Row for StorageVolumeSummary {
             text(&self.environment_id),
             text(&attached.join(", ")),
             text(&self.created_at),
+        ]
+    }
+
+    fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+impl Row for StorageVolumeBackupSummary {
+    const HEADERS: &'static [&'static str] = &[
+        "ID", "STATUS", "SERVER", "CONTENTS", "BYTES", "RESTORE", "CREATED", "WHY",
+    ];
+
+    fn cells(&self) -> Vec<String> {
+        let contents = self.tree.as_ref().map_or("-".into(), |t| {
+            format!(
+                "{} files ({} bytes), {} dirs, {} links",
+                t.files, t.file_bytes, t.directories, t.links
+            )
+        });
+        let restore = self
+            .latest_restore_attempt
+            .as_ref()
+            .map_or("-".into(), |r| wire(&r.status));
+        vec![
+            text(&self.id),
+            wire(&self.status),
+            text(&self.server_id),
+            contents,
+            self.size_bytes.map_or("-".into(), |b| b.to_string()),
+            restore,
+            text(&self.created_at),
+            optional(self.failure_message.as_ref()),
         ]
     }
 
@@ -93,6 +132,62 @@ pub fn volumes(ctx: &Ctx, command: Volumes) -> CliResult<()> {
             body.validate()?;
             let answer = ctx.api()?.post("/storage-volumes", &body)?;
             created(ctx, &answer, "storage volume", "/id");
+            Ok(())
+        }
+        Volumes::Backup {
+            volume,
+            server,
+            target,
+            description,
+        } => {
+            let id = volume_id(ctx, &volume)?;
+            let body = CreateStorageVolumeBackup {
+                server_id: server.map(|s| server_id(ctx, &s)).transpose()?,
+                target_id: target,
+                requested_consistency: None,
+                description,
+            };
+            body.validate()?;
+            let answer = ctx
+                .api()?
+                .post(&format!("/storage-volumes/{id}/backups"), &body)?;
+            created(ctx, &answer, "volume backup", "/id");
+            Ok(())
+        }
+        Volumes::Backups { volume } => {
+            let path = format!("/storage-volumes/{}/backups", volume_id(ctx, &volume)?);
+            let (answer, list): (_, StorageVolumeBackupList) = get_as(ctx.api()?, &path, &[])?;
+            ctx.out.rows(&answer, &list.items);
+            Ok(())
+        }
+        Volumes::Restore {
+            backup,
+            name,
+            in_place,
+            yes,
+        } => {
+            if in_place && !yes {
+                return Err(CliError::Usage(
+                    "an in-place restore replaces the volume's files and stops the containers \
+                     using it meanwhile: pass --yes"
+                        .into(),
+                ));
+            }
+            let body = RestoreStorageVolumeBackup {
+                target_mode: if in_place {
+                    VolumeRestoreMode::InPlace
+                } else {
+                    VolumeRestoreMode::NewVolume
+                },
+                restored_volume_name: name,
+                target_storage_volume_id: None,
+                acknowledge_destructive_restore: in_place.then_some(yes),
+            };
+            body.validate()?;
+            let answer = ctx
+                .api()?
+                .post(&format!("/storage-volume-backups/{backup}/restore"), &body)?;
+            created(ctx, &answer, "volume restore", "/id");
             Ok(())
         }
         Volumes::Delete { volume } => {

@@ -2436,6 +2436,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/storage-volume-backups/{backupId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Show a storage volume backup: status, artifact, the tree its test restore read back and its newest restore */
+        get: operations["get_storage_volume_backups_backupId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/storage-volume-backups/{backupId}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Restore a ready volume backup (202) on the server it was taken on: into a new named volume of its environment (targetMode new-volume, the default; restoredStorageVolumeId answered) or over its own volume (in-place, with acknowledgeDestructiveRestore; the containers using it are stopped meanwhile). The files are read back and must be the backup's tree */
+        post: operations["post_storage_volume_backups_backupId_restore"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/storage-volumes": {
         parameters: {
             query?: never;
@@ -2467,6 +2501,24 @@ export interface paths {
         post?: never;
         /** Delete an unattached storage volume (409 while attached); its data on servers is kept */
         delete: operations["delete_storage_volumes_storageVolumeId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/storage-volumes/{storageVolumeId}/backups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a storage volume's backups, newest first (status filter) */
+        get: operations["get_storage_volumes_storageVolumeId_backups"];
+        put?: never;
+        /** Back up a storage volume's files on one server (201; serverId, else the server of a resource attaching it): read as a tar archive, sealed to a backup target (targetId; the organization's only one when left out) and proven by extracting it into a throwaway volume and reading the same tree back before it is `ready` */
+        post: operations["post_storage_volumes_storageVolumeId_backups"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -3812,6 +3864,25 @@ export interface components {
             projectId: string;
             /** @description For `bind-mount` only, and required there: an absolute directory on the server. */
             sourcePath?: string;
+        };
+        /**
+         * @description Take a backup of a storage volume's files (Berth's fields; Appaloft's `planRequest` is not
+         *     taken).
+         */
+        CreateStorageVolumeBackup: {
+            description?: string;
+            /**
+             * @description `crash-consistent` (the only one taken today: the files are read while the
+             *     application runs).
+             */
+            requestedConsistency?: string;
+            /**
+             * @description The server whose copy of the volume is read; when left out, the server of a resource
+             *     that attaches the volume.
+             */
+            serverId?: string;
+            /** @description The backup target; the organization's only one when left out. */
+            targetId?: string;
         };
         CreateTerminalSession: {
             /**
@@ -6579,6 +6650,29 @@ export interface components {
         RestoreResource: Record<string, never>;
         /** @description Where a restore is (Appaloft's restore-attempt statuses). */
         RestoreStatus: "pending" | "completed" | "failed";
+        /** @description Restore a ready volume backup (Appaloft's input). */
+        RestoreStorageVolumeBackup: {
+            /**
+             * @description Must be true for in-place: the volume's files are replaced and the containers using it
+             *     stopped meanwhile.
+             */
+            acknowledgeDestructiveRestore?: boolean;
+            /** @description The new volume's display name (new-volume); `<source name> restored` when left out. */
+            restoredVolumeName?: string;
+            /**
+             * @description `new-volume` (default): a new storage volume of the backup's environment, made on the
+             *     backup's server; `in-place`: over the backup's own volume.
+             * @default new-volume
+             */
+            targetMode: components["schemas"]["VolumeRestoreMode"];
+            /** @description For in-place: the backup's own volume (the only one allowed), as a check. */
+            targetStorageVolumeId?: string;
+        };
+        /** @description Appaloft's restore answer. */
+        RestoredStorageVolume: {
+            id: string;
+            restoredStorageVolumeId?: string;
+        };
         Resume: {
             cleanupStepIds: string[];
             remainingStepIds: string[];
@@ -7842,6 +7936,59 @@ export interface components {
             resourceName?: string;
             resourceSlug?: string;
         };
+        StorageVolumeBackupList: {
+            generatedAt: string;
+            items: components["schemas"]["StorageVolumeBackupSummary"][];
+            schemaVersion: string;
+        };
+        StorageVolumeBackupShow: {
+            backup: components["schemas"]["StorageVolumeBackupSummary"];
+            generatedAt: string;
+            schemaVersion: string;
+        };
+        /** @description Appaloft's `storageVolumeBackupSummarySchema`, and Berth's additions. */
+        StorageVolumeBackupSummary: {
+            artifact?: components["schemas"]["BackupArtifactSummary"];
+            artifactHandle?: string;
+            attemptId: string;
+            checksum?: string;
+            completedAt?: string;
+            consistency: string;
+            createdAt: string;
+            description?: string;
+            environmentId: string;
+            failedAt?: string;
+            failureCode?: string;
+            failureMessage?: string;
+            id: string;
+            latestRestoreAttempt?: components["schemas"]["VolumeRestoreAttemptSummary"];
+            /**
+             * @description False: the artifact is at the target, off the volume's server unless the target is on
+             *     it.
+             */
+            localOnly: boolean;
+            projectId: string;
+            requestedAt: string;
+            /** @description `none`: asked for by hand, kept until deleted. */
+            retentionStatus: string;
+            /** @description The server whose copy was read (Berth). */
+            serverId: string;
+            /** Format: int64 */
+            sizeBytes?: number;
+            /** @description `tar-volume`. */
+            sourceAdapterKey: string;
+            /** @description `pending`, `ready` (stored and proven by extracting it) or `failed`. */
+            status: components["schemas"]["BackupStatus"];
+            /** @description While pending: `dumping` (reading the files) or `verifying` (Berth). */
+            step?: string;
+            storageVolumeId: string;
+            /** @description `named-volume` or `bind-mount`. */
+            storageVolumeKind: string;
+            /** @description The backup target (Berth's id; Appaloft's `targetRef`). */
+            targetRef: string;
+            /** @description The tree its test restore read back (Berth). */
+            tree?: components["schemas"]["VolumeTreeSummary"];
+        };
         /** @description What a storage volume is on a server. */
         StorageVolumeKind: "named-volume" | "bind-mount";
         /** @description `GET /storage-volumes`. */
@@ -8371,6 +8518,39 @@ export interface components {
              */
             tables?: number;
             verifiedAt: string;
+        };
+        /** @description Appaloft's `storageVolumeBackupRestoreAttemptSummarySchema`, and Berth's report. */
+        VolumeRestoreAttemptSummary: {
+            attemptId: string;
+            completedAt?: string;
+            failedAt?: string;
+            failureCode?: string;
+            failureMessage?: string;
+            requestedAt: string;
+            status: components["schemas"]["RestoreStatus"];
+            target: components["schemas"]["VolumeRestoreTarget"];
+            /** @description The tree read back from the volume written (Berth). */
+            tree?: components["schemas"]["VolumeTreeSummary"];
+        };
+        /** @description Where a storage volume backup is restored (Appaloft's `targetMode`). */
+        VolumeRestoreMode: "new-volume" | "in-place";
+        VolumeRestoreTarget: {
+            destructiveInPlace: boolean;
+            restoredVolumeId?: string;
+            storageVolumeId: string;
+        };
+        /** @description A volume's file tree (Berth). */
+        VolumeTreeSummary: {
+            /** Format: int64 */
+            directories: number;
+            /** Format: int64 */
+            fileBytes: number;
+            /** Format: int64 */
+            files: number;
+            /** Format: int64 */
+            links: number;
+            /** @description SHA-256 over every entry's path, type, mode, owner, size, content and link target. */
+            sha256: string;
         };
         Warning: {
             code: string;
@@ -14158,6 +14338,72 @@ export interface operations {
             };
         };
     };
+    get_storage_volume_backups_backupId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                backupId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StorageVolumeBackupShow"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_storage_volume_backups_backupId_restore: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                backupId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RestoreStorageVolumeBackup"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RestoredStorageVolume"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     get_storage_volumes: {
         parameters: {
             query?: never;
@@ -14263,6 +14509,72 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["DeleteStorageVolume"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdResponse"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_storage_volumes_storageVolumeId_backups: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                storageVolumeId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StorageVolumeBackupList"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_storage_volumes_storageVolumeId_backups: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                storageVolumeId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateStorageVolumeBackup"];
             };
         };
         responses: {

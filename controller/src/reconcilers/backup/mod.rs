@@ -10,11 +10,12 @@
 //!
 //! A controller that stops midway finds the backup still pending and takes it again from the
 //! start (the artifact's name is fixed; a partial upload never carries it). A server that
-//! cannot be reached is tried again with backoff, for at most [`GIVE_UP_AFTER`].
+//! cannot be reached is tried again with backoff, for at most [`record::GIVE_UP_AFTER`].
 //!
 //! `plan` (and `redis` for a Redis's commands) decides without I/O; `job`, `redis_job`,
 //! `sites` and `transfer` move the bytes, `key` keeps the key,
-//! `removal` takes a deleted backup's artifact with it; `target` checks BackupTargets,
+//! `record` ends a backup object as ready or failed, `removal` takes a deleted backup's
+//! artifact with it; `target` checks BackupTargets,
 //! `restore` runs DependencyResourceRestores and `policy` takes backups on a schedule and
 //! prunes them by the rules `prune` decides.
 
@@ -23,6 +24,7 @@ mod key;
 mod plan;
 mod policy;
 mod prune;
+mod record;
 mod redis;
 mod redis_job;
 mod removal;
@@ -31,43 +33,40 @@ mod seal;
 mod sites;
 mod target;
 mod transfer;
+mod tree;
+mod volume;
+mod volume_plan;
+mod volume_restore;
 
 pub use policy::run as run_policies;
 pub use restore::run as run_restores;
 pub use target::run as run_targets;
+pub use volume::run as run_volume_backups;
+pub use volume_restore::run as run_volume_restores;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use berth_crds::backup::{
     ARTIFACT_FINALIZER, BackupStatus, BackupTarget, DependencyResourceBackup,
-    DependencyResourceBackupStatus,
 };
 use berth_crds::condition::{self, ConditionStatus, READY};
 use berth_crds::dependency_resource::{DependencyResource, DependencySource, network_name};
-use berth_crds::notification::NotificationEvent;
-use k8s_openapi::jiff::Timestamp;
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
-use kube::runtime::events::EventType;
 use kube::runtime::watcher;
-use kube::{Api, Resource as _, ResourceExt};
+use kube::{Api, ResourceExt};
 
 use self::plan::{ArtifactPath, Failure, code};
+use self::record::BackupRecord;
 use self::sites::Sites;
-use crate::conditions::Stamp;
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::notices::{Notice, subject};
 use crate::reconcilers::deployment::connect;
 use crate::reconcilers::fresh::with_finalizer;
 use crate::reconcilers::policy::{drain, error_policy};
 use crate::server_connections::dedicated_connection;
-use crate::status::StatusWriter;
 
 const KIND: &str = "DependencyResourceBackup";
-/// How long a backup keeps trying to reach its servers before it is recorded failed.
-const GIVE_UP_AFTER: Duration = Duration::from_secs(15 * 60);
 
 /// Runs the backup controller on its own watch until `shutdown`.
 pub async fn run(
@@ -87,7 +86,7 @@ async fn reconcile(backup: Arc<DependencyResourceBackup>, context: Arc<Context>)
         .namespace()
         .ok_or(Error::MissingObjectKey("metadata.namespace"))?;
     if backup.metadata.deletion_timestamp.is_some() {
-        return removal::remove_artifact(&backup, &context, &namespace).await;
+        return removal::remove_artifact(backup.as_ref(), &context, &namespace).await;
     }
     let status = backup.status.clone().unwrap_or_default();
     if status.status != BackupStatus::Pending {
@@ -98,35 +97,17 @@ async fn reconcile(backup: Arc<DependencyResourceBackup>, context: Arc<Context>)
     let Some(backup) = with_finalizer(&api, backup, ARTIFACT_FINALIZER).await? else {
         return Ok(Action::await_change());
     };
-    let job = Backup {
-        object: &backup,
+    let job = BackupRecord {
+        object: backup.as_ref(),
         context: &context,
         api,
         namespace: &namespace,
     };
     match job.take_and_prove().await {
-        Err(error) if job.gave_up() => job.end(Err(unreachable(&error))).await,
+        Err(error) if job.gave_up() => job.end_unreachable(&error).await,
         done => done,
     }
 }
-
-/// The failure recorded for a backup whose servers stayed out of reach.
-fn unreachable(error: &Error) -> Failure {
-    let minutes = GIVE_UP_AFTER.as_secs() / 60;
-    Failure::new(
-        code::UNREACHABLE,
-        format!("gave up after {minutes} minutes of trying: {error}"),
-    )
-}
-
-/// How a backup ended: its artifact and test restore, or why it failed.
-type Outcome = std::result::Result<
-    (
-        berth_crds::backup::BackupArtifact,
-        berth_crds::backup::BackupVerification,
-    ),
-    Failure,
->;
 
 /// What a backup works on, once found.
 struct Found {
@@ -134,37 +115,12 @@ struct Found {
     target: BackupTarget,
 }
 
-/// One reconcile of one pending backup.
-struct Backup<'a> {
-    object: &'a DependencyResourceBackup,
-    context: &'a Context,
-    api: Api<DependencyResourceBackup>,
-    namespace: &'a str,
-}
-
-impl Backup<'_> {
-    fn stamp(&self) -> Stamp {
-        Stamp {
-            generation: self.object.metadata.generation,
-            now: Timestamp::now(),
-        }
-    }
-
-    fn current(&self) -> DependencyResourceBackupStatus {
-        self.object.status.clone().unwrap_or_default()
-    }
-
-    fn gave_up(&self) -> bool {
-        let started = self.current().started_at.map(|t| t.0);
-        started.is_some_and(|at| {
-            Timestamp::now().duration_since(at).as_secs() >= GIVE_UP_AFTER.as_secs() as i64
-        })
-    }
-
+/// One reconcile of one pending database backup.
+impl BackupRecord<'_, DependencyResourceBackup> {
     async fn take_and_prove(&self) -> Result<Action> {
         let found = match self.find().await? {
             Ok(found) => found,
-            Err(failure) => return self.end(Err(failure)).await,
+            Err(failure) => return self.end_from(self.current(), Err(failure)).await,
         };
         let key = key::backup_key(&self.context.client, self.namespace).await?;
         let dependency = &found.dependency;
@@ -232,69 +188,6 @@ impl Backup<'_> {
             return blocked(format!("backup target {} does not exist", spec.target_id));
         };
         Ok(Ok(Found { dependency, target }))
-    }
-
-    /// Records the outcome over the status the backup had when this reconcile began.
-    async fn end(&self, outcome: Outcome) -> Result<Action> {
-        self.end_from(self.current(), outcome).await
-    }
-
-    /// Records the outcome over `current` (the status last written, which keeps the
-    /// database's kind and a stored artifact): `ready` with what the test restore saw, or
-    /// `failed`.
-    async fn end_from(
-        &self,
-        current: DependencyResourceBackupStatus,
-        outcome: Outcome,
-    ) -> Result<Action> {
-        let stamp = self.stamp();
-        let (status, type_, reason, note) = match outcome {
-            Ok((artifact, verification)) => {
-                let note = format!(
-                    "verified by a test restore: {}, {} bytes stored at {}",
-                    plan::what_was_counted(&verification),
-                    artifact.bytes,
-                    artifact.location
-                );
-                let status = plan::verified(current, artifact, verification, stamp);
-                (status, EventType::Normal, "BackupVerified", note)
-            }
-            Err(failure) => {
-                self.notify_failed(&failure);
-                let note = failure.message.clone();
-                let status = plan::failed(current, &failure, stamp);
-                (status, EventType::Warning, "BackupFailed", note)
-            }
-        };
-        self.write(&status).await?;
-        let reference = self.object.object_ref(&());
-        self.context
-            .publish_event(&reference, type_, reason, note)
-            .await;
-        Ok(Action::await_change())
-    }
-
-    fn notify_failed(&self, failure: &Failure) {
-        let spec = &self.object.spec;
-        self.context.notices.send(Notice {
-            namespace: self.namespace.to_string(),
-            event: NotificationEvent::BackupFailed,
-            subject: subject(KIND, &self.object.name_any(), None),
-            project_id: None,
-            resource_id: None,
-            summary: format!(
-                "backup of {} failed: {}",
-                spec.dependency_resource_id, failure.message
-            ),
-            occurred_at: Timestamp::now(),
-        });
-    }
-
-    async fn write(&self, status: &DependencyResourceBackupStatus) -> Result<()> {
-        StatusWriter::new(&self.api, self.object)
-            .apply(None, status)
-            .await?;
-        Ok(())
     }
 }
 

@@ -2,7 +2,7 @@
 //! and restore it, the throwaway container's name, and the status each outcome writes.
 
 use berth_crds::backup::{
-    BackupArtifact, BackupStatus, BackupVerification, DependencyResourceBackupStatus,
+    BackupArtifact, BackupStatus, BackupVerification, DependencyResourceBackupStatus, VolumeTree,
     counted_contents,
 };
 use berth_crds::condition::{self, READY};
@@ -216,9 +216,13 @@ pub fn in_progress(
     status.status = BackupStatus::Pending;
     status.step = Some(step.to_string());
     status.started_at.get_or_insert(Time(stamp.now));
-    let message = match step {
-        DUMPING => "dumping the database and storing it sealed at its target",
-        _ => "restoring the stored artifact into a throwaway database",
+    // A database backup records its kind before its first step; a volume backup has none.
+    let volume = status.dependency_kind.is_none();
+    let message = match (step, volume) {
+        (DUMPING, false) => "dumping the database and storing it sealed at its target",
+        (DUMPING, true) => "reading the volume's files and storing them sealed at the target",
+        (_, false) => "restoring the stored artifact into a throwaway database",
+        (_, true) => "extracting the stored artifact into a throwaway volume",
     };
     condition::merge(
         &mut status.conditions,
@@ -234,10 +238,11 @@ pub fn verified(
     verification: BackupVerification,
     stamp: Stamp,
 ) -> DependencyResourceBackupStatus {
-    let message = format!(
-        "restored into a throwaway database: {}",
-        what_was_counted(&verification)
-    );
+    let into = match verification.tree {
+        Some(_) => "extracted into a throwaway volume and read back",
+        None => "restored into a throwaway database",
+    };
+    let message = format!("{into}: {}", what_was_counted(&verification));
     status.status = BackupStatus::Ready;
     status.step = None;
     status.completed_at = Some(Time(stamp.now));
@@ -253,7 +258,18 @@ pub fn verified(
 /// What a test restore counted, for people: "2 tables, 1002 rows" or "1000 keys".
 pub fn what_was_counted(verification: &BackupVerification) -> String {
     let v = verification;
+    if let Some(tree) = &v.tree {
+        return tree_contents(tree);
+    }
     counted_contents(v.tables, v.rows, v.keys).unwrap_or_else(|| "nothing counted".into())
+}
+
+/// A volume tree in words: `3 files (12 bytes), 2 directories, 1 link`.
+pub fn tree_contents(tree: &VolumeTree) -> String {
+    format!(
+        "{} files ({} bytes), {} directories, {} links",
+        tree.files, tree.file_bytes, tree.directories, tree.links
+    )
 }
 
 /// The status of a backup that cannot be used; the artifact stays recorded when one was
@@ -362,6 +378,7 @@ mod tests {
             tables: Some(2),
             rows: Some(1002),
             keys: None,
+            tree: None,
             dump_bytes: 10,
             seconds: 0.1,
             verified_at: Time(stamp().now),

@@ -6,11 +6,19 @@
 
 use std::time::Duration;
 
-use berth_crds::backup::{ARTIFACT_FINALIZER, BackupTarget, DependencyResourceBackup};
+use std::fmt::Debug;
+
+use berth_crds::backup::{
+    ARTIFACT_FINALIZER, BackupArtifact, BackupTarget, DependencyResourceBackup,
+    DependencyResourceBackupStatus,
+};
+use berth_crds::volume_backup::StorageVolumeBackup;
 use k8s_openapi::jiff::Timestamp;
+use kube::core::NamespaceResourceScope;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
-use kube::{Api, Resource as _, ResourceExt};
+use kube::{Api, ResourceExt};
+use serde::de::DeserializeOwned;
 
 use super::plan::ArtifactPath;
 use crate::context::Context;
@@ -21,24 +29,68 @@ use crate::reconcilers::fresh::release_finalizer;
 /// How long a deleted backup keeps trying to reach its target before it goes without it.
 const GIVE_UP_AFTER: Duration = Duration::from_secs(15 * 60);
 
+/// A backup whose artifact is at a target: a database's or a storage volume's.
+pub trait StoredBackup:
+    kube::Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + DeserializeOwned + Debug
+{
+    fn target_id(&self) -> &str;
+    /// The dependency or volume it was taken of (its artifacts' directory).
+    fn taken_of(&self) -> &str;
+    /// What it was taken of, for people.
+    fn taken_of_described(&self) -> String;
+    fn status(&self) -> Option<&DependencyResourceBackupStatus>;
+
+    fn artifact(&self) -> Option<&BackupArtifact> {
+        self.status().and_then(|s| s.artifact.as_ref())
+    }
+}
+
+impl StoredBackup for DependencyResourceBackup {
+    fn target_id(&self) -> &str {
+        &self.spec.target_id
+    }
+    fn taken_of(&self) -> &str {
+        &self.spec.dependency_resource_id
+    }
+    fn taken_of_described(&self) -> String {
+        self.spec.dependency_resource_id.clone()
+    }
+    fn status(&self) -> Option<&DependencyResourceBackupStatus> {
+        self.status.as_ref()
+    }
+}
+
+impl StoredBackup for StorageVolumeBackup {
+    fn target_id(&self) -> &str {
+        &self.spec.target_id
+    }
+    fn taken_of(&self) -> &str {
+        &self.spec.storage_volume_id
+    }
+    fn taken_of_described(&self) -> String {
+        format!("storage volume {}", self.spec.storage_volume_id)
+    }
+    fn status(&self) -> Option<&DependencyResourceBackupStatus> {
+        self.status.as_ref()
+    }
+}
+
 /// Where the artifact of `backup` is, or would be: its recorded location, else the place its
 /// target gives it. `None` when neither is known.
 fn artifact_place(
-    backup: &DependencyResourceBackup,
+    backup: &impl StoredBackup,
     target: Option<&BackupTarget>,
     namespace: &str,
 ) -> Option<(String, ArtifactPath)> {
     let recorded = backup
-        .status
-        .as_ref()
-        .and_then(|s| s.artifact.as_ref())
+        .artifact()
         .and_then(|artifact| ArtifactPath::from_location(&artifact.location));
     recorded.or_else(|| {
         let directory = &target?.spec.server_directory;
         let path = ArtifactPath::of(
             &directory.path,
             namespace,
-            &backup.spec.dependency_resource_id,
+            backup.taken_of(),
             &backup.name_any(),
         );
         Some((directory.server_id.clone(), path))
@@ -46,17 +98,17 @@ fn artifact_place(
 }
 
 /// Removes the artifact of a backup being deleted, then releases its finalizer.
-pub async fn remove_artifact(
-    backup: &DependencyResourceBackup,
+pub async fn remove_artifact<K: StoredBackup>(
+    backup: &K,
     context: &Context,
     namespace: &str,
 ) -> Result<Action> {
-    let api = Api::<DependencyResourceBackup>::namespaced(context.client.clone(), namespace);
+    let api = Api::<K>::namespaced(context.client.clone(), namespace);
     if !backup.finalizers().iter().any(|f| f == ARTIFACT_FINALIZER) {
         return Ok(Action::await_change());
     }
     let targets = Api::<BackupTarget>::namespaced(context.client.clone(), namespace);
-    let target = targets.get_opt(&backup.spec.target_id).await?;
+    let target = targets.get_opt(backup.target_id()).await?;
     if let Some((server, path)) = artifact_place(backup, target.as_ref(), namespace) {
         let left = match remove_at(context, namespace, &server, &path).await {
             Ok(refused) => refused,
@@ -93,8 +145,8 @@ async fn remove_at(
     Ok((output.exit_status != Some(0)).then_some(said))
 }
 
-fn gave_up(backup: &DependencyResourceBackup) -> bool {
-    let since = backup.metadata.deletion_timestamp.as_ref().map(|t| t.0);
+fn gave_up(backup: &impl StoredBackup) -> bool {
+    let since = backup.meta().deletion_timestamp.as_ref().map(|t| t.0);
     since.is_some_and(|at| {
         Timestamp::now().duration_since(at).as_secs() >= GIVE_UP_AFTER.as_secs() as i64
     })

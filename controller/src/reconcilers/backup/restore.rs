@@ -264,6 +264,7 @@ fn report(dump_bytes: i64) -> RestoreReport {
         tables: None,
         rows: None,
         keys: None,
+        tree: None,
         dump_bytes,
         seconds: 0.0,
     }
@@ -302,32 +303,55 @@ async fn end(
         generation: restore.metadata.generation,
         now: Timestamp::now(),
     };
-    let mut status = restore.status.clone().unwrap_or_default();
-    status.started_at.get_or_insert(Time(stamp.now));
     let into = &restore.spec.target_dependency_resource_id;
-    let (type_, reason, note) = match outcome {
+    let completed = |report: &RestoreReport| {
+        let counted = counted_contents(report.tables, report.rows, report.keys);
+        format!(
+            "restored backup {} into {into}: {}, {} bytes of dump in {}s",
+            restore.spec.backup_id,
+            counted.unwrap_or_else(|| "nothing counted".into()),
+            report.dump_bytes,
+            report.seconds
+        )
+    };
+    let current = restore.status.clone().unwrap_or_default();
+    let (status, type_, reason, note) = ended(current, outcome, stamp, completed, "the target");
+    write(api, restore, &status).await?;
+    context
+        .publish_event(&restore.object_ref(&()), type_, reason, note)
+        .await;
+    release_finalizer(api, restore, IN_PROGRESS_FINALIZER).await?;
+    Ok(Action::await_change())
+}
+
+/// A restore's status once ended, and its Event's type, reason and note: `completed` says what
+/// a completed one holds; a failure says whether `target` may hold part of the backup.
+pub(super) fn ended(
+    mut status: DependencyResourceRestoreStatus,
+    outcome: std::result::Result<RestoreReport, Failure>,
+    stamp: Stamp,
+    completed: impl FnOnce(&RestoreReport) -> String,
+    target: &str,
+) -> (
+    DependencyResourceRestoreStatus,
+    EventType,
+    &'static str,
+    String,
+) {
+    status.started_at.get_or_insert(Time(stamp.now));
+    match outcome {
         Ok(report) => {
-            let counted = counted_contents(report.tables, report.rows, report.keys);
-            let note = format!(
-                "restored backup {} into {into}: {}, {} bytes of dump in {}s",
-                restore.spec.backup_id,
-                counted.unwrap_or_else(|| "nothing counted".into()),
-                report.dump_bytes,
-                report.seconds
-            );
+            let note = completed(&report);
             status.status = RestoreStatus::Completed;
             status.completed_at = Some(Time(stamp.now));
             status.report = Some(report);
             let ready = stamp.holds(READY, "Restored", note.clone());
             condition::merge(&mut status.conditions, ready);
-            (EventType::Normal, "Restored", note)
+            (status, EventType::Normal, "Restored", note)
         }
         Err(failure) => {
             let note = if failure.code == code::RESTORE_INCOMPLETE {
-                format!(
-                    "the target may hold part of the backup: {}",
-                    failure.message
-                )
+                format!("{target} may hold part of the backup: {}", failure.message)
             } else {
                 format!("nothing was changed: {}", failure.message)
             };
@@ -335,17 +359,11 @@ async fn end(
             status.failed_at = Some(Time(stamp.now));
             status.failure_code = Some(failure.code.to_string());
             status.failure_message = Some(note.clone());
-            let ready = stamp.fails(READY, "RestoreFailed", note.clone());
-            condition::merge(&mut status.conditions, ready);
-            (EventType::Warning, "RestoreFailed", note)
+            let failed = stamp.fails(READY, "RestoreFailed", note.clone());
+            condition::merge(&mut status.conditions, failed);
+            (status, EventType::Warning, "RestoreFailed", note)
         }
-    };
-    write(api, restore, &status).await?;
-    context
-        .publish_event(&restore.object_ref(&()), type_, reason, note)
-        .await;
-    release_finalizer(api, restore, IN_PROGRESS_FINALIZER).await?;
-    Ok(Action::await_change())
+    }
 }
 
 async fn write(

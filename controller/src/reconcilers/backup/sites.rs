@@ -47,6 +47,7 @@ pub fn counted(dump_bytes: i64) -> BackupVerification {
         tables: None,
         rows: None,
         keys: None,
+        tree: None,
         dump_bytes,
         seconds: 0.0,
         verified_at: Time(Timestamp::now()),

@@ -49,7 +49,7 @@ fn first_line(bytes: &[u8]) -> String {
         .collect()
 }
 
-fn keep_stderr(ended: &mut Ended, data: &[u8]) {
+pub fn keep_stderr(ended: &mut Ended, data: &[u8]) {
     let room = STDERR_KEPT.saturating_sub(ended.stderr.len());
     ended
         .stderr
@@ -95,13 +95,14 @@ impl Tally {
 }
 
 /// Seals the dump `dump` writes (with the program `dumper`, as a failure names it) and sends
-/// it to `upload`'s standard input. The upload's command must not name its file whole before
-/// this returns `Ok`.
+/// it to `upload`'s standard input; `observe` sees the dump as it passes (a volume's tree is
+/// read from it). The upload's command must not name its file whole before this returns `Ok`.
 pub async fn dump_to(
     dump: Channel<Msg>,
     dumper: &str,
     upload: Channel<Msg>,
     key: &[u8],
+    observe: &mut (dyn FnMut(&[u8]) + Send),
 ) -> Result<Stored, Failure> {
     let upload_failed =
         |e: russh::Error| Failure::new(code::UPLOAD_FAILED, format!("sending to the target: {e}"));
@@ -115,6 +116,7 @@ pub async fn dump_to(
     while let Some(message) = dump_read.wait().await {
         match message {
             ChannelMsg::Data { data } => {
+                observe(&data);
                 let sealed = sealer.push(&data);
                 sent.add(&sealed);
                 if let Err(error) = upload_write.data(&sealed[..]).await {
