@@ -339,6 +339,19 @@ where
         .map_err(|_| ApiError::unavailable("the delete succeeded but the cache has not caught up"))
 }
 
+/// Waits until the cache no longer holds `object` (a finalizer released), up to [`CATCH_UP`];
+/// `Err` when it is still there.
+pub async fn wait_gone<K>(store: &Store<K>, object: &K) -> Result<(), ()>
+where
+    K: Resource + Clone,
+    K::DynamicType: Default + Eq + Hash + Clone,
+{
+    wait_for(store, &ObjectRef::from_obj(object), |cached| {
+        cached.is_none()
+    })
+    .await
+}
+
 /// Polls the in-memory `store` until `shown` holds for the object at `key`, up to [`CATCH_UP`].
 async fn wait_for<K>(
     store: &Store<K>,

@@ -374,6 +374,7 @@ async fn shim_dependency_resource_is_provisioned_bound_and_deleted_over_rest() {
     assert_bound(&s, &web, &db).await;
     cli_lists_binds_and_refuses(&s, &web, &db, &password).await;
     rotated_over_rest(&s, &db, &cache).await;
+    rotated_through_the_binding(&s, &web, &db, &cache).await;
     let rotated_password = s.password(&db).await;
     assert_ne!(
         rotated_password, password,
@@ -417,6 +418,79 @@ async fn rotated_over_rest(s: &Setup, db: &str, cache: &str) {
         shown["connection"]["maskedConnection"],
         format!("postgres://berth_r1:****@{}:5432/app", s.container(db))
     );
+}
+
+/// Appaloft's binding secret rotation: refusals by field (nothing written), a Redis binding
+/// blocked naming why, then a second login issued whose version the binding shows.
+async fn rotated_through_the_binding(s: &Setup, web: &str, db: &str, cache: &str) {
+    let path =
+        |binding: &str| format!("/resources/{web}/dependency-bindings/{binding}/secret-rotations");
+    let confirmed = json!({"confirmHistoricalSnapshotsRemainUnchanged": true});
+    let before = s.shown(db).await["credentials"].clone();
+    s.member
+        .post(&path("DATABASE_URL"), confirmed.clone())
+        .await
+        .error(403, "forbidden");
+    s.admin
+        .post(&path("NOT_BOUND"), confirmed.clone())
+        .await
+        .error(404, "not_found");
+    for (body, field) in [
+        (json!({}), "confirmHistoricalSnapshotsRemainUnchanged"),
+        (
+            json!({"secretValue": "canary-s3cret", "confirmHistoricalSnapshotsRemainUnchanged": true}),
+            "secretValue",
+        ),
+        (
+            json!({"secretRef": "mine", "confirmHistoricalSnapshotsRemainUnchanged": true}),
+            "secretRef",
+        ),
+    ] {
+        let reply = s.admin.post(&path("DATABASE_URL"), body).await;
+        assert!(
+            !reply.body.to_string().contains("canary-s3cret"),
+            "never echoed"
+        );
+        invalid(reply, field);
+    }
+    let bound = json!({"dependencyResourceId": cache, "targetName": "REDIS_URL"});
+    s.bind(web, bound).await.ok();
+    let blocked = s
+        .admin
+        .post(&path("REDIS_URL"), confirmed.clone())
+        .await
+        .error(409, "resource_dependency_binding_rotation_blocked");
+    assert!(
+        blocked["message"].as_str().unwrap().contains("redis"),
+        "{blocked}"
+    );
+    let unbind = format!("/resources/{web}/dependency-bindings/REDIS_URL");
+    s.member.delete(&unbind, json!({})).await.ok();
+    assert_eq!(
+        s.shown(db).await["credentials"],
+        before,
+        "a refused rotation changes nothing"
+    );
+
+    let started = s.admin.post(&path("DATABASE_URL"), confirmed).await;
+    assert_eq!(started.status, 202, "{}", started.body);
+    assert_eq!(started.body["id"], "DATABASE_URL");
+    let version = started.body["secretVersion"].clone();
+    let binding = format!("/resources/{web}/dependency-bindings/DATABASE_URL");
+    let shown = eventually(WAIT, "the binding's secret rotated", || async {
+        let shown = s.member.get(&binding).await.ok()["binding"].clone();
+        (shown["secretRotation"]["secretVersion"] == version).then_some(shown)
+    })
+    .await;
+    assert_eq!(
+        shown["secretRotation"]["secretRef"],
+        format!("{db}-connection")
+    );
+    eventually(WAIT, "the old login revoked", || async {
+        let credentials = s.shown(db).await["credentials"].clone();
+        (credentials["user"] == "berth_r2" && credentials.get("revoking").is_none()).then_some(())
+    })
+    .await;
 }
 
 /// Both dependencies listed and counted, filters applied.

@@ -1,7 +1,8 @@
 //! Storage volumes over HTTP (Appaloft's `/storage-volumes` routes) against the running shim,
 //! controller and a real server: bad input named and nothing created, list and show with
 //! their attachments, attaching only existing volumes of the resource's environment, a
-//! refused delete while attached, and what the volumes hold inside deployed containers.
+//! refused delete while attached (and one from kubectl held until detached), and what the
+//! volumes hold inside deployed containers.
 
 use berth_crds::condition::{ConditionStatus, READY};
 use berth_crds::deployment::{Deployment, DeploymentState};
@@ -235,9 +236,92 @@ async fn volumes_list_their_attachments_and_are_deleted_only_when_detached() {
         .await
         .error(404, "not_found");
 
+    held_while_attached(&client, &member, &org, &web, (&shop, &prod)).await;
+
     // Another organization's volume is unknown there, for every route.
     assert_unknown_elsewhere(&client, &media).await;
     assert_eq!(shown(&member, &media).await["id"], media.as_str());
+}
+
+/// A volume deleted with kubectl while attached (the REST API refuses; kubectl cannot) is
+/// kept, `DeletionBlocked` and a Warning naming the resource, until it is detached; then it
+/// goes.
+async fn held_while_attached(
+    client: &Client,
+    member: &Rest,
+    org: &TestOrg,
+    web: &str,
+    (project, environment): (&str, &str),
+) {
+    let scratch = named_volume(member, project, environment, "Scratch").await;
+    let attachment = attach(member, web, &scratch, "/scratch").await.ok()["id"].clone();
+    let namespace = org.namespace.as_str();
+    let api = Api::<StorageVolume>::namespaced(client.clone(), namespace);
+    eventually(WAIT, "the volume held by its finalizer", || async {
+        let volume = api.get(&scratch).await.ok()?;
+        volume.metadata.finalizers.filter(|f| !f.is_empty())
+    })
+    .await;
+    let output = kubectl(
+        &[
+            "-n",
+            namespace,
+            "delete",
+            "storagevolume",
+            &scratch,
+            "--wait=false",
+        ],
+        None,
+    );
+    assert!(output.status.success(), "kubectl delete: {output:?}");
+    let blocked = eventually(WAIT, "the deletion blocked", || async {
+        let status = api.get(&scratch).await.ok()?.status?;
+        let blocked = status
+            .conditions
+            .into_iter()
+            .find(|c| c.type_ == "DeletionBlocked" && c.status == ConditionStatus::True)?;
+        Some(blocked.message)
+    })
+    .await;
+    assert!(blocked.contains(&format!("resource/{web}")), "{blocked}");
+    let events = kubectl(
+        &[
+            "-n",
+            namespace,
+            "get",
+            "events",
+            "--field-selector",
+            &format!("involvedObject.name={scratch},reason=DeletionBlocked"),
+            "-o",
+            "name",
+        ],
+        None,
+    );
+    assert!(
+        !events.stdout.is_empty(),
+        "a DeletionBlocked event: {events:?}"
+    );
+    // Still there, still listed with its attachment, while the resource holds it.
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let volume = shown(member, &scratch).await;
+    assert_eq!(
+        (&volume["attachmentCount"], &volume["lifecycleStatus"]),
+        (&json!(1), &json!("deleted"))
+    );
+
+    let path = format!(
+        "/resources/{web}/storage-attachments/{}",
+        attachment.as_str().unwrap()
+    );
+    member.delete(&path, json!({})).await.ok();
+    eventually(WAIT, "the detached volume gone", || async {
+        api.get_opt(&scratch).await.ok()?.is_none().then_some(())
+    })
+    .await;
+    member
+        .get(&format!("/storage-volumes/{scratch}"))
+        .await
+        .error(404, "not_found");
 }
 
 /// A new named volume and a bind mount as `show` answers them: no attachments, no null.

@@ -79,6 +79,84 @@ pub struct CredentialRotationStarted {
     pub rotation: String,
 }
 
+/// Appaloft's rotate-dependency-binding-secret input (`POST
+/// /resources/{resourceId}/dependency-bindings/{bindingId}/secret-rotations`). Berth issues the
+/// new secret itself: a managed PostgreSQL's credentials are generated, never chosen by the
+/// caller, so `secretRef` and `secretValue` are refused.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RotateBindingSecret {
+    /// Refused: Berth generates the new credentials (Appaloft takes a secret reference here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<String>,
+    /// Refused, and never echoed: Berth generates the new credentials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_value: Option<String>,
+    /// Must be `true`: deployments made before keep the login they were made with until the
+    /// bound apps are redeployed on the new one (the old login is revoked only then).
+    #[serde(default)]
+    pub confirm_historical_snapshots_remain_unchanged: bool,
+}
+
+impl RotateBindingSecret {
+    /// Every rule the request can be checked by without the cluster.
+    pub fn validate(&self) -> Checked {
+        if self.secret_ref.is_some() {
+            return Err(generated_here("secretRef"));
+        }
+        if self.secret_value.is_some() {
+            return Err(generated_here("secretValue"));
+        }
+        if !self.confirm_historical_snapshots_remain_unchanged {
+            return Err(FieldError::new(
+                "confirmHistoricalSnapshotsRemainUnchanged",
+                "confirmHistoricalSnapshotsRemainUnchanged must be true: deployments made \
+                 before keep their login until the bound apps redeploy on the new one",
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn generated_here(field: &str) -> FieldError {
+    FieldError::new(
+        field,
+        format!(
+            "{field} is not taken: Berth generates a managed dependency's new credentials \
+             itself; send only confirmHistoricalSnapshotsRemainUnchanged: true"
+        ),
+    )
+}
+
+/// Appaloft's rotate-dependency-binding-secret answer: the rotation asked for runs in the
+/// background (the binding's `secretRotation` and the dependency's `credentials` follow it).
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct BindingSecretRotated {
+    /// The binding (its target name).
+    pub id: String,
+    /// When the rotation was asked for (RFC 3339).
+    pub rotated_at: String,
+    /// The new secret's version: the value written to the dependency's
+    /// `spec.rotateCredentials`, which the binding's `secretRotation.secretVersion` shows once
+    /// the new login is issued.
+    pub secret_version: String,
+}
+
+/// A binding's secret as last rotated (Appaloft's `secretRotation`): present once the
+/// dependency's login was rotated.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct BindingSecretRotation {
+    /// The dependency's connection Secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<String>,
+    /// The rotation the current login was issued for.
+    pub secret_version: String,
+    /// When the current login was issued (RFC 3339).
+    pub rotated_at: String,
+}
+
 /// An image reference: `[registry/]repository[:tag][@digest]`, no spaces.
 fn check_image(image: &str) -> Checked {
     bounded("image", image, TEXT_MAX)?;
@@ -381,6 +459,8 @@ pub struct DependencyBindingSummary {
     pub lifecycle_status: DependencyLifecycleStatus,
     pub target: BindingTarget,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_rotation: Option<BindingSecretRotation>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection: Option<DependencyConnectionSummary>,
     pub binding_readiness: Readiness,
     /// Whether the next deployment can take the value: `ready`, `deferred` (the dependency is
@@ -439,6 +519,41 @@ mod tests {
             (serde_json::json!({"description": ""}), "description"),
         ] {
             assert_eq!(request(extra).validate().unwrap_err().field, field);
+        }
+    }
+
+    #[test]
+    fn a_binding_secret_rotation_is_confirmed_and_takes_no_secret_from_the_caller() {
+        let request = |body: serde_json::Value| {
+            serde_json::from_value::<RotateBindingSecret>(body)
+                .unwrap()
+                .validate()
+        };
+        let confirmed = serde_json::json!({"confirmHistoricalSnapshotsRemainUnchanged": true});
+        assert!(request(confirmed).is_ok());
+        for (body, field) in [
+            (
+                serde_json::json!({}),
+                "confirmHistoricalSnapshotsRemainUnchanged",
+            ),
+            (
+                serde_json::json!({"confirmHistoricalSnapshotsRemainUnchanged": false}),
+                "confirmHistoricalSnapshotsRemainUnchanged",
+            ),
+            (
+                serde_json::json!({"secretValue": "hunter2",
+                    "confirmHistoricalSnapshotsRemainUnchanged": true}),
+                "secretValue",
+            ),
+            (
+                serde_json::json!({"secretRef": "mine",
+                    "confirmHistoricalSnapshotsRemainUnchanged": true}),
+                "secretRef",
+            ),
+        ] {
+            let error = request(body).unwrap_err();
+            assert_eq!(error.field, field);
+            assert!(!error.message.contains("hunter2"), "never echoed");
         }
     }
 

@@ -1,27 +1,36 @@
 //! Dependency resources as the routes reach them: the caller's scoped lookup, Appaloft's
 //! summaries of a dependency and of a resource's binding to one, what blocks a delete, and
-//! which dependency a resource may bind. Connections are shown masked only.
+//! which dependency a resource may bind, whether its project and environment are open to a
+//! change, and asking for a credential rotation. Connections are shown masked only.
 
 use std::sync::Arc;
 
 use berth_api::dependencies::{
-    BindingTarget, DeleteBlocker, DeleteSafety, DependencyBindingSummary,
+    BindingSecretRotation, BindingTarget, DeleteBlocker, DeleteSafety, DependencyBindingSummary,
     DependencyConnectionSummary, DependencyResourceSummary, ProviderRealizationSummary, Readiness,
     ReadinessStatus, SourceMode,
 };
 use berth_crds::dependency_resource::{
-    DependencyLifecycleStatus, DependencyResource, DependencySource, mask_url_password,
+    DependencyKind, DependencyLifecycleStatus, DependencyResource, DependencySource,
+    mask_url_password,
 };
+use berth_crds::environment::Environment;
 use berth_crds::member::OrganizationRole;
+use berth_crds::project::Project;
 use berth_crds::resource::{DependencyBinding, Resource};
+use k8s_openapi::jiff::Timestamp;
+use kube::Api;
 use kube::ResourceExt;
+use kube::api::{Patch, PatchParams};
+use serde_json::json;
 
 use crate::auth::{Caller, ScopeDimension};
 use crate::domain::fields::slugify;
 use crate::domain::objects::find_in;
 use crate::domain::time::created_at;
+use crate::domain::{environments, projects};
 use crate::error::{ApiError, ApiResult};
-use crate::state::AppState;
+use crate::state::{AppState, FIELD_MANAGER};
 
 /// The code of a bind refused because the dependency is of another project or environment.
 pub const CONTEXT_MISMATCH: &str = "resource_dependency_binding_context_mismatch";
@@ -250,6 +259,7 @@ pub fn binding_summary(
         provider_key: dependency.map(provider_key),
         provider_managed: dependency.map(|d| d.spec.source == DependencySource::Managed),
         lifecycle_status: dependency.map_or(DependencyLifecycleStatus::Deleted, lifecycle),
+        secret_rotation: dependency.and_then(|d| secret_rotation(d, secret_ref.clone())),
         target: BindingTarget {
             target_name: binding.target_name.clone(),
             scope: binding.scope,
@@ -265,6 +275,103 @@ pub fn binding_summary(
         status: "active".into(),
         created_at: created_at(&resource.metadata),
     }
+}
+
+/// Refuses a change in a project or environment that is archived or locked (409 naming it).
+pub fn require_open(project: &Project, environment: &Environment) -> ApiResult<()> {
+    let refuse = |field: &str, id: String, why: &str| {
+        Err(ApiError::conflict(format!(
+            "{} {id} is {why}; its dependency resources cannot change",
+            field.trim_end_matches("Id")
+        ))
+        .with_detail("field", field))
+    };
+    if project.spec.archived {
+        return refuse("projectId", project.name_any(), "archived");
+    }
+    if environment.spec.archived {
+        return refuse("environmentId", environment.name_any(), "archived");
+    }
+    if environment.spec.locked {
+        return refuse("environmentId", environment.name_any(), "locked");
+    }
+    Ok(())
+}
+
+/// As [`require_open`] for an existing dependency (its project or environment may be gone:
+/// nothing to refuse then).
+pub fn require_open_for(
+    state: &AppState,
+    caller: &Caller,
+    dependency: &DependencyResource,
+) -> ApiResult<()> {
+    if let (Ok(project), Ok(environment)) = (
+        projects::lookup(state, caller, &dependency.spec.project_id),
+        environments::lookup(state, caller, &dependency.spec.environment_id),
+    ) {
+        require_open(&project, &environment)?;
+    }
+    Ok(())
+}
+
+/// Why a dependency's login cannot be rotated; `None` for a managed PostgreSQL, the one kind
+/// rotation is built for.
+pub fn rotation_unsupported(dependency: &DependencyResource) -> Option<String> {
+    let spec = &dependency.spec;
+    match (spec.source, spec.kind) {
+        (DependencySource::Managed, DependencyKind::Postgres) => None,
+        (DependencySource::Imported, _) => Some(format!(
+            "dependency resource {} is imported: its credentials are the external database's \
+             own; credential rotation is built for a managed PostgreSQL only",
+            dependency.name_any()
+        )),
+        (_, kind) => Some(format!(
+            "dependency resource {} is a {}: credential rotation is built for a managed \
+             PostgreSQL only",
+            dependency.name_any(),
+            kind.as_str()
+        )),
+    }
+}
+
+/// Asks the controller to rotate a managed PostgreSQL's login (a new login beside the old
+/// one, the bound apps redeployed on it, then the old one revoked) by writing a new
+/// `spec.rotateCredentials`; the value written, which the dependency's `credentials.rotation`
+/// shows once the new login is issued. Refused in an archived or locked project or
+/// environment.
+pub async fn ask_rotation(
+    state: &AppState,
+    caller: &Caller,
+    dependency: &DependencyResource,
+) -> ApiResult<String> {
+    require_open_for(state, caller, dependency)?;
+    let rotation = Timestamp::now().to_string();
+    let patch = json!({"spec": {"rotateCredentials": rotation}});
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..Default::default()
+    };
+    let namespace = dependency.namespace().unwrap_or_default();
+    let id = dependency.name_any();
+    Api::<DependencyResource>::namespaced(state.client.clone(), &namespace)
+        .patch(&id, &params, &Patch::Merge(&patch))
+        .await?;
+    tracing::info!(dependency = %id, "dependency credential rotation asked for");
+    Ok(rotation)
+}
+
+/// The binding's secret as last rotated: the rotation the dependency's current login was
+/// issued for, once there was one.
+fn secret_rotation(
+    dependency: &DependencyResource,
+    secret_ref: Option<String>,
+) -> Option<BindingSecretRotation> {
+    let credentials = dependency.status.as_ref()?.credentials.as_ref()?;
+    Some(BindingSecretRotation {
+        secret_ref,
+        secret_version: credentials.rotation.clone()?,
+        rotated_at: credentials.issued_at.clone()?,
+    })
 }
 
 /// The dependency `id` for `resource` to bind: visible to the caller (else 404 on

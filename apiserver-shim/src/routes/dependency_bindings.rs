@@ -2,12 +2,15 @@
 //! /resources/{resourceId}/dependency-bindings` (bind), `DELETE …/{bindingId}` (unbind) and
 //! the two reads. A binding is an entry of the Resource's `spec.dependencyBindings`, keyed by
 //! its target name (its id); the controller puts the dependency's connection URL into that
-//! variable when it deploys. The secret-rotation route is not served.
+//! variable when it deploys. `POST …/{bindingId}/secret-rotations` rotates the login of the
+//! binding's managed PostgreSQL (every binding of that database follows it: a binding reads its
+//! dependency's connection).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Path, State};
+use axum::http::StatusCode;
 use berth_api::common::IdResponse;
 use berth_crds::dependency_resource::DependencyResource;
 use berth_crds::member::OrganizationRole;
@@ -20,7 +23,9 @@ use serde_json::json;
 use super::Endpoint;
 use crate::auth::{Caller, ScopeDimension};
 use crate::cache::catch_up;
-use crate::domain::dependency_resources::{bindable, binding_summary};
+use crate::domain::dependency_resources::{
+    ask_rotation, bindable, binding_summary, rotation_unsupported,
+};
 use crate::domain::objects::find_in;
 use crate::domain::resource_access::{lookup, require_writable, resources_api};
 use crate::error::{ApiError, ApiResult};
@@ -30,8 +35,8 @@ use crate::state::AppState;
 use crate::write::actor_annotations;
 
 pub use berth_api::dependencies::{
-    BINDING_SHOW_SCHEMA, BINDINGS_LIST_SCHEMA, BindDependency, DependencyBindingList,
-    DependencyBindingShow, UnbindDependency,
+    BINDING_SHOW_SCHEMA, BINDINGS_LIST_SCHEMA, BindDependency, BindingSecretRotated,
+    DependencyBindingList, DependencyBindingShow, RotateBindingSecret, UnbindDependency,
 };
 
 /// The field manager of binding writes: a manager of its own, so the shim's full-spec applies
@@ -57,6 +62,14 @@ pub fn endpoints() -> Vec<Endpoint> {
             "/resources/{resourceId}/dependency-bindings/{bindingId}",
             "Show one dependency binding (its id is its target name)",
             show,
+        ),
+        Endpoint::post::<RotateBindingSecret, BindingSecretRotated, _, _>(
+            "/resources/{resourceId}/dependency-bindings/{bindingId}/secret-rotations",
+            "Rotate the secret of a binding to a managed PostgreSQL (202): Berth issues a new \
+             login beside the old one, redeploys the bound apps that auto-deploy on it and \
+             revokes the old one once they serve (every binding of that database follows it). \
+             secretRef and secretValue are refused: Berth generates the credentials",
+            rotate_secret,
         ),
         Endpoint::delete::<UnbindDependency, IdResponse, _, _>(
             "/resources/{resourceId}/dependency-bindings/{bindingId}",
@@ -185,6 +198,53 @@ async fn unbind(
     Ok(Json(IdResponse { id: binding_id }))
 }
 
+/// The code of a rotation refused for what the binding's dependency is (Appaloft's).
+const ROTATION_BLOCKED: &str = "resource_dependency_binding_rotation_blocked";
+/// Appaloft's phase of a rotation's errors.
+const ROTATION_PHASE: &str = "resource-dependency-binding-secret-rotation";
+
+async fn rotate_secret(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((id, binding_id)): Path<(String, String)>,
+    JsonBody(body): JsonBody<RotateBindingSecret>,
+) -> ApiResult<(StatusCode, Json<BindingSecretRotated>)> {
+    let resource = for_write(&state, &caller, &id)?;
+    caller.require_role(OrganizationRole::Admin)?;
+    let binding = resource
+        .spec
+        .dependency_bindings
+        .iter()
+        .find(|b| b.id() == binding_id)
+        .ok_or_else(|| ApiError::not_found("dependency binding", &binding_id))?;
+    body.validate()
+        .map_err(|e| ApiError::from(e).with_detail("phase", ROTATION_PHASE))?;
+    let blocked = |why: String| {
+        ApiError::conflict_code(ROTATION_BLOCKED, why)
+            .with_detail("phase", ROTATION_PHASE)
+            .with_detail("field", "bindingId")
+    };
+    let dependency_id = &binding.dependency_resource_id;
+    let dependency = dependency_of(&state, &resource, dependency_id).ok_or_else(|| {
+        blocked(format!(
+            "the binding's dependency resource {dependency_id} no longer exists"
+        ))
+    })?;
+    if let Some(why) = rotation_unsupported(&dependency) {
+        return Err(blocked(why));
+    }
+    let rotation = ask_rotation(&state, &caller, &dependency).await?;
+    tracing::info!(resource = %id, binding = %binding_id, "binding secret rotation asked for");
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(BindingSecretRotated {
+            id: binding_id,
+            rotated_at: rotation.clone(),
+            secret_version: rotation,
+        }),
+    ))
+}
+
 /// The binding's dependency, when it still exists.
 fn dependency_of(
     state: &AppState,
@@ -246,7 +306,6 @@ async fn show(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use axum::http::StatusCode;
 
     fn binding(target: &str, dependency: &str) -> DependencyBinding {
         DependencyBinding {

@@ -15,9 +15,7 @@ use berth_crds::dependency_resource::{
     DELETE_DATA_ANNOTATION, DependencyKind, DependencyResource, DependencyResourceSpec,
     DependencySource, SKIP_FINAL_BACKUP_ANNOTATION,
 };
-use berth_crds::environment::Environment;
 use berth_crds::member::OrganizationRole;
-use berth_crds::project::Project;
 use berth_crds::resource::Resource;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, Patch, PatchParams};
@@ -28,7 +26,8 @@ use super::Endpoint;
 use crate::auth::{Caller, ScopeDimension};
 use crate::cache::wait_deleted;
 use crate::domain::dependency_resources::{
-    bindings_of, delete_blockers, lookup, summary, visible_to,
+    ask_rotation, bindings_of, delete_blockers, lookup, require_open, require_open_for,
+    rotation_unsupported, summary, visible_to,
 };
 use crate::domain::fields::slugify;
 use crate::domain::objects::all_in;
@@ -114,43 +113,6 @@ fn placement(
         ));
     }
     require_open(&project, &environment)
-}
-
-/// Refuses a change in a project or environment that is archived or locked (409 naming it).
-fn require_open(project: &Project, environment: &Environment) -> ApiResult<()> {
-    let refuse = |field: &str, id: String, why: &str| {
-        Err(ApiError::conflict(format!(
-            "{} {id} is {why}; its dependency resources cannot change",
-            field.trim_end_matches("Id")
-        ))
-        .with_detail("field", field))
-    };
-    if project.spec.archived {
-        return refuse("projectId", project.name_any(), "archived");
-    }
-    if environment.spec.archived {
-        return refuse("environmentId", environment.name_any(), "archived");
-    }
-    if environment.spec.locked {
-        return refuse("environmentId", environment.name_any(), "locked");
-    }
-    Ok(())
-}
-
-/// As [`require_open`] for an existing dependency (its project or environment may be gone:
-/// nothing to refuse then).
-fn require_open_for(
-    state: &AppState,
-    caller: &Caller,
-    dependency: &DependencyResource,
-) -> ApiResult<()> {
-    if let (Ok(project), Ok(environment)) = (
-        projects::lookup(state, caller, &dependency.spec.project_id),
-        environments::lookup(state, caller, &dependency.spec.environment_id),
-    ) {
-        require_open(&project, &environment)?;
-    }
-    Ok(())
 }
 
 /// 409 when another dependency of `environment` (not `except`) has the slug of `name`.
@@ -351,34 +313,14 @@ async fn rotate_credentials(
 ) -> ApiResult<(StatusCode, Json<CredentialRotationStarted>)> {
     let dependency = lookup(&state, &caller, &id)?;
     caller.require_role(OrganizationRole::Admin)?;
-    let postgres = dependency.spec.kind == DependencyKind::Postgres;
-    if !postgres || dependency.spec.source != DependencySource::Managed {
+    if let Some(why) = rotation_unsupported(&dependency) {
         return Err(ApiError::validation_code(
             "dependency_credential_rotation_unsupported",
             "dependencyResourceId",
-            format!(
-                "dependency resource {id} is {}: credential rotation is built for a managed \
-                 PostgreSQL only",
-                if postgres {
-                    "an imported postgres"
-                } else {
-                    "a redis"
-                }
-            ),
+            why,
         ));
     }
-    require_open_for(&state, &caller, &dependency)?;
-    let rotation = Timestamp::now().to_string();
-    let patch = json!({"spec": {"rotateCredentials": rotation}});
-    let params = PatchParams {
-        field_manager: Some(FIELD_MANAGER.into()),
-        ..Default::default()
-    };
-    let namespace = dependency.namespace().unwrap_or_default();
-    Api::<DependencyResource>::namespaced(state.client.clone(), &namespace)
-        .patch(&id, &params, &Patch::Merge(&patch))
-        .await?;
-    tracing::info!(dependency = %id, "dependency credential rotation asked for");
+    let rotation = ask_rotation(&state, &caller, &dependency).await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(CredentialRotationStarted { id, rotation }),

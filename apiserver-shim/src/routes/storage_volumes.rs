@@ -20,7 +20,7 @@ use kube::{Api, ResourceExt};
 
 use super::Endpoint;
 use crate::auth::{Caller, ScopeDimension};
-use crate::cache::wait_deleted;
+use crate::cache::{wait_deleted, wait_gone};
 use crate::domain::fields::{confirm, slugify};
 use crate::domain::objects::all_in;
 use crate::domain::storage_volumes::{attached_at, lookup, visible_to};
@@ -105,7 +105,14 @@ pub fn summary(volume: &StorageVolume, resources: &[Arc<Resource>]) -> StorageVo
         kind: spec.kind,
         source_path: spec.source_path.clone(),
         description: spec.description.clone(),
-        lifecycle_status: "active".into(),
+        // Appaloft's `active | deleted`: `deleted` once deletion began (kubectl's may wait
+        // until the resources attaching it detach it).
+        lifecycle_status: if volume.metadata.deletion_timestamp.is_some() {
+            "deleted"
+        } else {
+            "active"
+        }
+        .into(),
         attachment_count: attachments.len(),
         attachments,
         created_at: created_at(&volume.metadata),
@@ -303,6 +310,14 @@ async fn delete(
         Err(e) => return Err(e.into()),
     };
     wait_deleted(&state.caches.storage_volumes, &volume, marked).await?;
+    // The controller's finalizer holds a volume only while a resource attaches it, so it lets
+    // this one go at once; the answer waits for that, and a read after it finds none.
+    if wait_gone(&state.caches.storage_volumes, volume.as_ref())
+        .await
+        .is_err()
+    {
+        tracing::warn!(volume = %id, "storage volume marked deleted; the controller still holds it");
+    }
     tracing::info!(volume = %id, "storage volume deleted; its data on servers is kept");
     Ok(Json(IdResponse { id }))
 }

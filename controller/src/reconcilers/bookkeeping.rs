@@ -1,5 +1,5 @@
 //! Status for kinds whose reconciliation is pure bookkeeping (no remote side effects): users,
-//! sessions, members, invitations, deploy tokens, decisions, policies and storage volumes. Each
+//! sessions, members, invitations, deploy tokens, decisions and policies. Each
 //! kind says which status fields it owns; one generic controller applies exactly those, so
 //! fields other writers own (the REST shim's `lastUsedAt`, say) are never overwritten with
 //! stale values.

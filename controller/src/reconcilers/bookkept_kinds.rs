@@ -10,7 +10,6 @@ use berth_crds::overlay_decision::OverlayDecision;
 use berth_crds::retention_policy::RetentionPolicy;
 use berth_crds::route_surface_decision::RouteSurfaceDecision;
 use berth_crds::session::Session;
-use berth_crds::storage_volume::StorageVolume;
 use berth_crds::threshold_policy::ThresholdPolicy;
 use berth_crds::threshold_policy::actor_kind;
 use berth_crds::usage_intent::UsageIntent;
@@ -308,23 +307,6 @@ impl Bookkept for RouteSurfaceDecision {
     fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Owned<DecidedAt> {
         let current = self.status.as_ref().and_then(|s| s.decided_at.as_ref());
         decision(self, current, conditions, now)
-    }
-}
-
-impl Bookkept for StorageVolume {
-    const KIND: &'static str = "StorageVolume";
-    type Fields = NoFields;
-    fn api_for(&self, client: Client) -> Api<Self> {
-        namespaced_api(self, client)
-    }
-    /// The `sourcePath` rule the schema cannot express is checked here, so a volume applied
-    /// with kubectl that breaks it says so before an attempt refuses to mount it.
-    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Owned<NoFields> {
-        let ready = match self.spec.problem() {
-            None => accepted(self, "volume can be attached and mounted", now),
-            Some(problem) => not_ready(self, reason::INVALID_SPEC, &problem, now),
-        };
-        owned(self, conditions, ready, NoFields {})
     }
 }
 

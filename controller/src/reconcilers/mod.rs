@@ -24,6 +24,7 @@ pub mod scheduled_task;
 pub mod server;
 pub mod slots;
 pub mod ssh_credential;
+pub mod storage_volume;
 
 use std::sync::Arc;
 
@@ -31,8 +32,7 @@ use berth_crds::{
     deploy_token::DeployToken, invitation::Invitation, member::Member,
     overlay_decision::OverlayDecision, project::Project, resource::Resource as BerthResource,
     retention_policy::RetentionPolicy, route_surface_decision::RouteSurfaceDecision,
-    session::Session, storage_volume::StorageVolume, threshold_policy::ThresholdPolicy,
-    usage_intent::UsageIntent, user::User,
+    session::Session, threshold_policy::ThresholdPolicy, usage_intent::UsageIntent, user::User,
 };
 
 use crate::cache::Feeds;
@@ -55,7 +55,7 @@ struct Inputs {
     members: bookkeeping::Shared<Member>,
     threshold_policies: bookkeeping::Shared<ThresholdPolicy>,
     retention_policies: bookkeeping::Shared<RetentionPolicy>,
-    storage_volumes: bookkeeping::Shared<StorageVolume>,
+    storage_volumes: storage_volume::Inputs,
     retention: Subscription<RetentionPolicy>,
     health_changes: Subscription<BerthResource>,
     dependencies: futures::channel::mpsc::UnboundedReceiver<crate::observer::DependencyWake>,
@@ -112,7 +112,10 @@ impl Inputs {
             members: bookkeeping::Shared::subscribe(&feeds.members),
             threshold_policies: bookkeeping::Shared::subscribe(&feeds.threshold_policies),
             retention_policies: bookkeeping::Shared::subscribe(&feeds.retention_policies),
-            storage_volumes: bookkeeping::Shared::subscribe(&feeds.storage_volumes),
+            storage_volumes: storage_volume::Inputs {
+                volumes: feeds.storage_volumes.subscribe(),
+                resources: feeds.resources.subscribe_touched(),
+            },
             retention: feeds.retention_policies.subscribe(),
             health_changes: feeds.resources.subscribe(),
             dependencies: wakes.dependencies,
@@ -183,7 +186,7 @@ async fn run_controllers(
         bookkeeping::run_shared(context.clone(), inputs.members, shutdown.clone()),
         bookkeeping::run_shared(context.clone(), inputs.threshold_policies, shutdown.clone()),
         bookkeeping::run_shared(context.clone(), inputs.retention_policies, shutdown.clone()),
-        bookkeeping::run_shared(context.clone(), inputs.storage_volumes, shutdown.clone()),
+        storage_volume::run(context.clone(), inputs.storage_volumes, shutdown.clone()),
         retention::run(
             context.clone(),
             inputs.retention,

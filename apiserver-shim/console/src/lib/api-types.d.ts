@@ -1694,6 +1694,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/resources/{resourceId}/dependency-bindings/{bindingId}/secret-rotations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Rotate the secret of a binding to a managed PostgreSQL (202): Berth issues a new login beside the old one, redeploys the bound apps that auto-deploy on it and revokes the old one once they serve (every binding of that database follows it). secretRef and secretValue are refused: Berth generates the credentials */
+        post: operations["post_resources_resourceId_dependency_bindings_bindingId_secret_rotations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/resources/{resourceId}/deployments/{deploymentId}/timeline": {
         parameters: {
             query?: never;
@@ -3110,6 +3127,34 @@ export interface components {
          * @enum {string}
          */
         BindingScope: "runtime-only";
+        /**
+         * @description Appaloft's rotate-dependency-binding-secret answer: the rotation asked for runs in the
+         *     background (the binding's `secretRotation` and the dependency's `credentials` follow it).
+         */
+        BindingSecretRotated: {
+            /** @description The binding (its target name). */
+            id: string;
+            /** @description When the rotation was asked for (RFC 3339). */
+            rotatedAt: string;
+            /**
+             * @description The new secret's version: the value written to the dependency's
+             *     `spec.rotateCredentials`, which the binding's `secretRotation.secretVersion` shows once
+             *     the new login is issued.
+             */
+            secretVersion: string;
+        };
+        /**
+         * @description A binding's secret as last rotated (Appaloft's `secretRotation`): present once the
+         *     dependency's login was rotated.
+         */
+        BindingSecretRotation: {
+            /** @description When the current login was issued (RFC 3339). */
+            rotatedAt: string;
+            /** @description The dependency's connection Secret. */
+            secretRef?: string;
+            /** @description The rotation the current login was issued for. */
+            secretVersion: string;
+        };
         /** @description Where a binding's value goes. */
         BindingTarget: {
             injectionMode: components["schemas"]["InjectionMode"];
@@ -4267,6 +4312,7 @@ export interface components {
             providerKey?: string;
             providerManaged?: boolean;
             resourceId: string;
+            secretRotation?: components["schemas"]["BindingSecretRotation"];
             /**
              * @description Whether the next deployment can take the value: `ready`, `deferred` (the dependency is
              *     still provisioning) or `blocked`.
@@ -6790,6 +6836,24 @@ export interface components {
             totals: components["schemas"]["ResourceMetrics"];
             /** @description `missing-samples`: one per gap of a bucket or more in a series. */
             warnings: components["schemas"]["MonitoringWarning"][];
+        };
+        /**
+         * @description Appaloft's rotate-dependency-binding-secret input (`POST
+         *     /resources/{resourceId}/dependency-bindings/{bindingId}/secret-rotations`). Berth issues the
+         *     new secret itself: a managed PostgreSQL's credentials are generated, never chosen by the
+         *     caller, so `secretRef` and `secretValue` are refused.
+         */
+        RotateBindingSecret: {
+            /**
+             * @description Must be `true`: deployments made before keep the login they were made with until the
+             *     bound apps are redeployed on the new one (the old login is revoked only then).
+             * @default false
+             */
+            confirmHistoricalSnapshotsRemainUnchanged: boolean;
+            /** @description Refused: Berth generates the new credentials (Appaloft takes a secret reference here). */
+            secretRef?: string;
+            /** @description Refused, and never echoed: Berth generates the new credentials. */
+            secretValue?: string;
         };
         RotateCredential: {
             /** @description Must carry `credentialId` equal to the credential being rotated. */
@@ -12555,6 +12619,42 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["IdResponse"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_resources_resourceId_dependency_bindings_bindingId_secret_rotations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                resourceId: string;
+                bindingId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RotateBindingSecret"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BindingSecretRotated"];
                 };
             };
             /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
