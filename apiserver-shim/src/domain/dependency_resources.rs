@@ -14,9 +14,7 @@ use berth_crds::dependency_resource::{
     DependencyKind, DependencyLifecycleStatus, DependencyResource, DependencySource,
     mask_url_password,
 };
-use berth_crds::environment::Environment;
 use berth_crds::member::OrganizationRole;
-use berth_crds::project::Project;
 use berth_crds::resource::{DependencyBinding, Resource};
 use k8s_openapi::jiff::Timestamp;
 use kube::Api;
@@ -31,6 +29,9 @@ use crate::domain::time::created_at;
 use crate::domain::{environments, projects};
 use crate::error::{ApiError, ApiResult};
 use crate::state::{AppState, FIELD_MANAGER};
+
+/// What an archived or locked project or environment refuses to change, in its 409.
+pub const WHAT: &str = "dependency resources";
 
 /// The code of a bind refused because the dependency is of another project or environment.
 pub const CONTEXT_MISMATCH: &str = "resource_dependency_binding_context_mismatch";
@@ -277,28 +278,7 @@ pub fn binding_summary(
     }
 }
 
-/// Refuses a change in a project or environment that is archived or locked (409 naming it).
-pub fn require_open(project: &Project, environment: &Environment) -> ApiResult<()> {
-    let refuse = |field: &str, id: String, why: &str| {
-        Err(ApiError::conflict(format!(
-            "{} {id} is {why}; its dependency resources cannot change",
-            field.trim_end_matches("Id")
-        ))
-        .with_detail("field", field))
-    };
-    if project.spec.archived {
-        return refuse("projectId", project.name_any(), "archived");
-    }
-    if environment.spec.archived {
-        return refuse("environmentId", environment.name_any(), "archived");
-    }
-    if environment.spec.locked {
-        return refuse("environmentId", environment.name_any(), "locked");
-    }
-    Ok(())
-}
-
-/// As [`require_open`] for an existing dependency (its project or environment may be gone:
+/// [`environments::require_open`] for an existing dependency (its project or environment may be gone:
 /// nothing to refuse then).
 pub fn require_open_for(
     state: &AppState,
@@ -309,7 +289,7 @@ pub fn require_open_for(
         projects::lookup(state, caller, &dependency.spec.project_id),
         environments::lookup(state, caller, &dependency.spec.environment_id),
     ) {
-        require_open(&project, &environment)?;
+        environments::require_open(&project, &environment, WHAT)?;
     }
     Ok(())
 }

@@ -1,11 +1,13 @@
 //! Environments as the routes reach them: the caller's scoped lookups, the masked view of
-//! their variables, and the closed set of kinds.
+//! their variables, the closed set of kinds, and whether a project and environment are open
+//! to a change of what they hold.
 
 use std::sync::Arc;
 
 use berth_api::environments::MaskedVariable;
 use berth_crds::environment::{ENVIRONMENT_KINDS, Environment};
 use berth_crds::masking::{MASK, looks_secret};
+use berth_crds::project::Project;
 use berth_crds::variable::{PlainVariable, VariableExposure};
 use kube::ResourceExt;
 
@@ -93,6 +95,28 @@ pub fn validate_kind(kind: &str) -> ApiResult<()> {
         format!("kind must be one of: {}", ENVIRONMENT_KINDS.join(", ")),
     )
     .with_detail("allowed", ENVIRONMENT_KINDS.to_vec()))
+}
+
+/// Refuses a change of `what` (e.g. "storage volumes") in a project or environment that is
+/// archived or locked: a 409 naming the field.
+pub fn require_open(project: &Project, environment: &Environment, what: &str) -> ApiResult<()> {
+    let refuse = |field: &str, id: String, why: &str| {
+        Err(ApiError::conflict(format!(
+            "{} {id} is {why}; its {what} cannot change",
+            field.trim_end_matches("Id")
+        ))
+        .with_detail("field", field))
+    };
+    if project.spec.archived {
+        return refuse("projectId", project.name_any(), "archived");
+    }
+    if environment.spec.archived {
+        return refuse("environmentId", environment.name_any(), "archived");
+    }
+    if environment.spec.locked {
+        return refuse("environmentId", environment.name_any(), "locked");
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -211,12 +211,7 @@ async fn rotate_secret(
 ) -> ApiResult<(StatusCode, Json<BindingSecretRotated>)> {
     let resource = for_write(&state, &caller, &id)?;
     caller.require_role(OrganizationRole::Admin)?;
-    let binding = resource
-        .spec
-        .dependency_bindings
-        .iter()
-        .find(|b| b.id() == binding_id)
-        .ok_or_else(|| ApiError::not_found("dependency binding", &binding_id))?;
+    let binding = binding_of(&resource, &binding_id)?;
     body.validate()
         .map_err(|e| ApiError::from(e).with_detail("phase", ROTATION_PHASE))?;
     let blocked = |why: String| {
@@ -243,6 +238,16 @@ async fn rotate_secret(
             secret_version: rotation,
         }),
     ))
+}
+
+/// The resource's binding `id` (its target name), or 404.
+fn binding_of<'a>(resource: &'a Resource, id: &str) -> ApiResult<&'a DependencyBinding> {
+    resource
+        .spec
+        .dependency_bindings
+        .iter()
+        .find(|b| b.id() == id)
+        .ok_or_else(|| ApiError::not_found("dependency binding", id))
 }
 
 /// The binding's dependency, when it still exists.
@@ -289,12 +294,7 @@ async fn show(
     Path((id, binding_id)): Path<(String, String)>,
 ) -> ApiResult<Json<DependencyBindingShow>> {
     let resource = lookup(&state, &caller, &id)?;
-    let binding = resource
-        .spec
-        .dependency_bindings
-        .iter()
-        .find(|b| b.id() == binding_id)
-        .ok_or_else(|| ApiError::not_found("dependency binding", &binding_id))?;
+    let binding = binding_of(&resource, &binding_id)?;
     let dependency = dependency_of(&state, &resource, &binding.dependency_resource_id);
     Ok(Json(DependencyBindingShow {
         schema_version: BINDING_SHOW_SCHEMA.into(),

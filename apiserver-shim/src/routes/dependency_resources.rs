@@ -26,7 +26,7 @@ use super::Endpoint;
 use crate::auth::{Caller, ScopeDimension};
 use crate::cache::wait_deleted;
 use crate::domain::dependency_resources::{
-    ask_rotation, bindings_of, delete_blockers, lookup, require_open, require_open_for,
+    WHAT, ask_rotation, bindings_of, delete_blockers, lookup, require_open_for,
     rotation_unsupported, summary, visible_to,
 };
 use crate::domain::fields::slugify;
@@ -112,7 +112,7 @@ fn placement(
             ),
         ));
     }
-    require_open(&project, &environment)
+    environments::require_open(&project, &environment, WHAT)
 }
 
 /// 409 when another dependency of `environment` (not `except`) has the slug of `name`.

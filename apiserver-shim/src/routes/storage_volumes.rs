@@ -9,9 +9,7 @@ use std::sync::Arc;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use berth_api::common::IdResponse;
-use berth_crds::environment::Environment;
 use berth_crds::member::OrganizationRole;
-use berth_crds::project::Project;
 use berth_crds::resource::Resource;
 use berth_crds::storage_volume::{StorageVolume, StorageVolumeSpec};
 use k8s_openapi::jiff::Timestamp;
@@ -30,6 +28,9 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams, known_params};
 use crate::json::Json;
 use crate::state::AppState;
+
+/// What an archived or locked project or environment refuses to change, in its 409.
+const WHAT: &str = "storage volumes";
 use crate::token::new_id;
 use crate::write::apply;
 
@@ -119,27 +120,6 @@ pub fn summary(volume: &StorageVolume, resources: &[Arc<Resource>]) -> StorageVo
     }
 }
 
-/// Refuses a change in a project or environment that is archived or locked.
-fn require_open(project: &Project, environment: &Environment) -> ApiResult<()> {
-    let refuse = |field: &str, id: String, why: &str| {
-        Err(ApiError::conflict(format!(
-            "{} {id} is {why}; its storage volumes cannot change",
-            field.trim_end_matches("Id")
-        ))
-        .with_detail("field", field))
-    };
-    if project.spec.archived {
-        return refuse("projectId", project.name_any(), "archived");
-    }
-    if environment.spec.archived {
-        return refuse("environmentId", environment.name_any(), "archived");
-    }
-    if environment.spec.locked {
-        return refuse("environmentId", environment.name_any(), "locked");
-    }
-    Ok(())
-}
-
 /// The project and environment a volume goes in: both visible, the environment the
 /// project's, neither archived nor locked.
 fn placement(
@@ -158,7 +138,7 @@ fn placement(
             format!("environment {environment_id} is not an environment of project {project_id}"),
         ));
     }
-    require_open(&project, &environment)
+    environments::require_open(&project, &environment, WHAT)
 }
 
 async fn create(
@@ -296,7 +276,7 @@ async fn delete(
         projects::lookup(&state, &caller, &volume.spec.project_id),
         environments::lookup(&state, &caller, &volume.spec.environment_id),
     ) {
-        require_open(&project, &environment)?;
+        environments::require_open(&project, &environment, WHAT)?;
     }
     let resources = all_in(&state.caches.resources, &namespace);
     if let Some(error) = still_attached(&id, &resources) {
