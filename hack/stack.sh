@@ -333,6 +333,20 @@ up_docker() {
 
 wait_docker() { wait_for 60 "dockerd (log: $LOGS/dockerd.log)" docker_ready; }
 
+# Berth's edge network made when the pool cut /24s holds 253 apps; `hack/bench.sh scale` needs
+# more. It is removed (Berth makes it again, from the pool) while no container uses it.
+widen_edge_network() {
+  local subnet size=${DOCKER_NETWORK_POOL##*size=} users
+  subnet=$(docker network inspect berth-edge -f '{{(index .IPAM.Config 0).Subnet}}' 2>/dev/null) || return 0
+  (( ${subnet##*/} > size )) || return 0
+  users=$(docker network inspect berth-edge -f '{{len .Containers}}')
+  if (( users > 0 )); then
+    warn "docker: berth-edge is $subnet (at most 253 apps) and $users containers use it; remove them and the network to have a /$size"
+    return 0
+  fi
+  docker network rm berth-edge >/dev/null && log "docker: removed berth-edge ($subnet); Berth makes it again as a /$size"
+}
+
 # ---- commands -----------------------------------------------------------------------------
 
 cmd_up() {
@@ -356,6 +370,7 @@ cmd_up() {
   wait_etcd
   up_apiserver
   wait_docker
+  widen_edge_network
   ensure_images
   wait_registry
   ensure_registry_images

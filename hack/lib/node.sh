@@ -21,9 +21,11 @@ NODE_BRIDGE=berth-cni0
 # which the API server's certificate lists.
 SERVICE_CIDR=198.18.128.0/17
 SERVICE_KUBERNETES_IP=198.18.128.1
-# The networks Docker creates (an app's, a database's): 256 of them, where Docker's default
-# pools (172.17-31/16 and 192.168/16 in /20s) hold 31 and are not this stack's to use.
-DOCKER_NETWORK_POOL=base=198.19.0.0/16,size=24
+# The networks Docker creates (an app's, a database's, Berth's edge network): 128 of 510
+# addresses each, where Docker's default pools (172.17-31/16 and 192.168/16 in /20s) hold 31
+# and are not this stack's to use. The edge network holds every app of a server: a /24 would
+# stop at 253 (hack/bench.sh scale deploys 300).
+DOCKER_NETWORK_POOL=base=198.19.0.0/16,size=23
 NODE_MODE_FILE=$D/node.mode
 NODE_DIR=$D/node
 KUBELET_BIN=$BERTH_CACHE/bin/kubelet

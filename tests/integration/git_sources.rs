@@ -347,6 +347,8 @@ async fn a_push_deploys_its_commit_through_a_signed_webhook_without_dropping_a_r
         .post(&format!("/resources/{id}/auto-deploy"), confirm)
         .await
         .ok();
+    // Confirming is a spec change too: its attempt ends first, so it cannot supersede the push.
+    settled(&client, &org.namespace, &id).await;
     let release_push = github_push(&repo, "refs/heads/release", &release);
     let (_, receipt) = deliver(&release_push, &secret, "push", "release-1").await;
     let deployment = receipt["deployments"][0]["deploymentId"]
