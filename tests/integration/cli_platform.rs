@@ -1,7 +1,7 @@
 //! The `berth` binary against the running shim, for the commands beyond the everyday nouns:
 //! bootstrap (its refusal: the stack's first administrator exists), users, owner transfer
-//! and account deletion, monitoring thresholds, samples and rollup, decision records and
-//! storage attachments. Each asserts what a person notices: the output, the exit code, and
+//! and account deletion, monitoring thresholds, samples and rollup, decision records,
+//! storage attachments and server connectivity tests. Each asserts what a person notices: the output, the exit code, and
 //! the object as a later read shows it. A body the API's own field checks refuse is refused
 //! by the CLI before it is sent, with exit 2 and the field named.
 
@@ -14,6 +14,8 @@ use kube::api::DeleteParams;
 use serde_json::{Value, json};
 
 use crate::cli::{AUTH, Berth, NOT_FOUND, binary};
+use crate::deploy_support::{ready_server, remove_server};
+use crate::shim_servers::{create_credential, stack_key};
 use crate::shim_projects_envs::{environment, project};
 
 /// Exit codes `berth --help` documents.
@@ -169,6 +171,62 @@ async fn cli_creates_users_transfers_ownership_and_deletes_an_account() {
 }
 
 /// Removes a user the CLI created (TestOrg removes only its own).
+#[tokio::test]
+async fn cli_tests_a_host_before_registering_it_and_a_registered_server() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let admin = org.user(OrganizationRole::Admin).await;
+    let berth = Berth::new();
+    berth.login(&admin).await;
+    let credential = create_credential(&admin.rest, &stack_key()).await;
+    let host = berth_tests::stack_env("BERTH_SSH_HOST");
+    let port = berth_tests::stack_env("BERTH_SSH_PORT");
+    let draft = |extra: &[&str]| {
+        let mut args = vec!["servers", "test", "--host", &host, "--port", &port];
+        args.extend(["--username", "root", "--credential", &credential]);
+        args.extend(extra.iter().copied());
+        args.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let run = |args: Vec<String>| {
+        let berth = &berth;
+        async move {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            berth.run(&args).await
+        }
+    };
+
+    // Every step passes: a table of the four checks, exit 0.
+    let table = run(draft(&[])).await.ok();
+    for check in ["tcp", "ssh-handshake", "authentication", "docker"] {
+        let line = table.lines().find(|l| l.starts_with(check));
+        assert!(line.is_some_and(|l| l.contains("passed")), "{table}");
+    }
+    // A wrong host key pin or a closed port: the failing step named, exit 1.
+    let pin = "SHA256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+    let pinned = run(draft(&["--host-key", pin])).await;
+    assert_eq!(pinned.code, 1, "{pinned:#?}");
+    let handshake = pinned.stdout.lines().find(|l| l.starts_with("ssh-handshake"));
+    assert!(handshake.is_some_and(|l| l.contains("failed")), "{pinned:#?}");
+    assert!(pinned.stderr.contains("unreachable"), "{pinned:#?}");
+    let mut closed = draft(&[]);
+    closed[5] = "1".into();
+    let closed = run(closed).await;
+    assert_eq!(closed.code, 1, "{closed:#?}");
+    // Neither a server nor a host: a usage error.
+    let nothing = berth.run(&["servers", "test"]).await;
+    assert_eq!(nothing.code, USAGE, "{nothing:#?}");
+
+    // A registered server, by id, as JSON for a script.
+    let (server, _) = ready_server(&admin.rest).await;
+    let report = berth
+        .run(&["servers", "test", &server, "-o", "json"])
+        .await
+        .json();
+    assert_eq!(report["status"], "healthy", "{report}");
+    assert_eq!(report["serverId"], server.as_str());
+    remove_server(&admin.rest, &server).await;
+}
+
 async fn delete_user(client: &kube::Client, user_id: &str) {
     let _ = Api::<berth_crds::user::User>::all(client.clone())
         .delete(user_id, &DeleteParams::background())

@@ -9,7 +9,7 @@ use berth_api::monitoring::{Point, ResourceMetrics, Sample, Scope, Signal};
 use berth_api::organizations::OrganizationSummary;
 use berth_api::projects::ProjectRecord;
 use berth_api::resources::{DeployedState, ResourceRecord};
-use berth_api::servers::ServerRecord;
+use berth_api::servers::{Check, ServerRecord};
 use berth_api::variables::{ImportedEntry, VariableEntry};
 
 use crate::output::{Row, optional, text, wire};
@@ -285,6 +285,24 @@ impl Row for ServerRecord {
 
     fn id(&self) -> &str {
         &self.id
+    }
+}
+
+/// One step of a connectivity test, as `servers test` prints it.
+impl Row for Check {
+    const HEADERS: &'static [&'static str] = &["CHECK", "STATUS", "MS", "MESSAGE"];
+
+    fn cells(&self) -> Vec<String> {
+        vec![
+            text(&self.name),
+            text(&self.status),
+            self.duration_ms.to_string(),
+            text(&self.message),
+        ]
+    }
+
+    fn id(&self) -> &str {
+        &self.name
     }
 }
 

@@ -32,6 +32,20 @@ pub enum Servers {
         #[arg(long)]
         base_domain: Option<String>,
     },
+    /// Test the connection to a registered server (against its pinned host key), or to a host
+    /// before registering it: TCP, SSH handshake, login, Docker. Exits 1 unless every check
+    /// passed.
+    #[command(
+        after_help = "Examples:\n  berth servers test srv-abc\n  berth servers test --host 203.0.113.7 --credential cred-abc --username deploy"
+    )]
+    Test {
+        /// A registered server's id or name; without it, --host and --credential say what to
+        /// test.
+        #[arg(required_unless_present = "host", conflicts_with = "host")]
+        server: Option<String>,
+        #[command(flatten)]
+        draft: DraftServerArgs,
+    },
     /// Stop taking deployments (an inactive server may be deleted).
     #[command(after_help = "Example:\n  berth servers deactivate srv-abc")]
     Deactivate { server: String },
@@ -64,6 +78,26 @@ pub enum Servers {
         after_help = "Example:\n  berth servers delete srv-abc"
     )]
     Delete { server: String },
+}
+
+/// A host not registered yet, as `servers test` reaches it (nothing is stored).
+#[derive(Args, Debug)]
+pub struct DraftServerArgs {
+    /// Host name or address.
+    #[arg(long, requires = "credential")]
+    pub host: Option<String>,
+    /// SSH port (default 22).
+    #[arg(long, requires = "host")]
+    pub port: Option<u16>,
+    /// SSH user (default: the credential's, else root).
+    #[arg(long, requires = "host")]
+    pub username: Option<String>,
+    /// SSH credential id or name.
+    #[arg(long, requires = "host")]
+    pub credential: Option<String>,
+    /// The host key the server must show (`SHA256:…`); another one fails the handshake.
+    #[arg(long, requires = "host")]
+    pub host_key: Option<String>,
 }
 
 /// Filters of `deployments list` and `count`.

@@ -4,10 +4,12 @@ use berth_api::common::Confirmation;
 use berth_api::credentials::{
     CreateCredential, DeleteCredential, RotateCredential, RotatedCredential, SshCredentialKind,
 };
-use berth_api::servers::{CreateServer, DeleteServer, NoBody, ServerList, ServerRecord};
+use berth_api::servers::{
+    ConnectivityReport, CreateServer, DeleteServer, NoBody, ServerList, ServerRecord,
+};
 
 use super::{Ctx, created, get_as, id_of, list, read_as};
-use crate::cli::{Credentials, Servers};
+use crate::cli::{Credentials, DraftServerArgs, Servers};
 use crate::error::{CliError, CliResult};
 use crate::output::{Column, col};
 use crate::rows::ServerDetail;
@@ -63,6 +65,7 @@ pub fn servers(ctx: &Ctx, command: Servers) -> CliResult<()> {
             created(ctx, &answer, "server", "/id");
             Ok(())
         }
+        Servers::Test { server, draft } => test_connectivity(ctx, server.as_deref(), draft),
         Servers::Rename { server, name } => rename_server(ctx, &server, &name),
         Servers::DeleteCheck { server } => server_report(ctx, &server, "delete-check"),
         Servers::Capacity { server } => server_report(ctx, &server, "capacity"),
@@ -71,6 +74,56 @@ pub fn servers(ctx: &Ctx, command: Servers) -> CliResult<()> {
         Servers::Deactivate { server } => lifecycle(ctx, &server, "deactivate"),
         Servers::Delete { server } => delete_server(ctx, &server),
     }
+}
+
+/// Runs a connectivity test of a registered server, or of a draft one, and prints its checks;
+/// a failure unless every check passed.
+fn test_connectivity(ctx: &Ctx, server: Option<&str>, draft: DraftServerArgs) -> CliResult<()> {
+    let answer = match server {
+        Some(server) => {
+            let id = server_id(ctx, server)?;
+            let path = format!("/servers/{id}/connectivity-tests");
+            ctx.api()?.post(&path, &NoBody {})?
+        }
+        None => {
+            let body = draft_test(ctx, draft)?;
+            ctx.api()?.post("/servers/connectivity-tests", &body)?
+        }
+    };
+    let report: ConnectivityReport = read_as("connectivity test", &answer)?;
+    ctx.out.rows(&answer, &report.checks);
+    if report.status == "healthy" {
+        return Ok(());
+    }
+    Err(CliError::failure(format!(
+        "{}:{} is {}",
+        report.host, report.port, report.status
+    )))
+}
+
+/// The body of `POST /servers/connectivity-tests` for a host given on the command line.
+fn draft_test(ctx: &Ctx, draft: DraftServerArgs) -> CliResult<serde_json::Value> {
+    let (Some(host), Some(credential)) = (draft.host, draft.credential) else {
+        return Err(CliError::Usage(
+            "give a server, or --host and --credential".into(),
+        ));
+    };
+    let credential_id = id_of(ctx.api()?, "/credentials/ssh", "ssh-", &credential)?;
+    let mut server = serde_json::json!({ "host": host, "credentialId": credential_id });
+    let optional = [
+        ("port", draft.port.map(serde_json::Value::from)),
+        ("username", draft.username.map(serde_json::Value::from)),
+        (
+            "expectedHostKeyFingerprint",
+            draft.host_key.map(serde_json::Value::from),
+        ),
+    ];
+    for (field, value) in optional {
+        if let Some(value) = value {
+            server[field] = value;
+        }
+    }
+    Ok(serde_json::json!({ "server": server }))
 }
 
 fn rename_server(ctx: &Ctx, server: &str, name: &str) -> CliResult<()> {
