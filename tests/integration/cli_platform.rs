@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 
 use crate::cli::{AUTH, Berth, NOT_FOUND, binary};
 use crate::deploy_support::{ready_server, remove_server};
-use crate::shim_servers::{create_credential, stack_key};
 use crate::shim_projects_envs::{environment, project};
+use crate::shim_servers::{create_credential, stack_key};
 
 /// Exit codes `berth --help` documents.
 const USAGE: i32 = 2;
@@ -205,8 +205,14 @@ async fn cli_tests_a_host_before_registering_it_and_a_registered_server() {
     let pin = "SHA256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
     let pinned = run(draft(&["--host-key", pin])).await;
     assert_eq!(pinned.code, 1, "{pinned:#?}");
-    let handshake = pinned.stdout.lines().find(|l| l.starts_with("ssh-handshake"));
-    assert!(handshake.is_some_and(|l| l.contains("failed")), "{pinned:#?}");
+    let handshake = pinned
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("ssh-handshake"));
+    assert!(
+        handshake.is_some_and(|l| l.contains("failed")),
+        "{pinned:#?}"
+    );
     assert!(pinned.stderr.contains("unreachable"), "{pinned:#?}");
     let mut closed = draft(&[]);
     closed[5] = "1".into();
