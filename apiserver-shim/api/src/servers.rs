@@ -183,6 +183,6 @@ pub struct Check {
     pub status: String,
     pub message: String,
     pub duration_ms: u64,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: BTreeMap<String, String>,
 }

@@ -3317,7 +3317,7 @@ export interface components {
             /** Format: uint64 */
             durationMs: number;
             message: string;
-            metadata: {
+            metadata?: {
                 [key: string]: string;
             };
             /** @description `tcp`, `ssh-handshake`, `authentication` or `docker`. */
