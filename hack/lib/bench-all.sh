@@ -6,10 +6,11 @@
 BENCH_ALL=(ssh shim deploy observe cli monitor tls databases schedules backups scale build console-api console-ui rollup in-cluster)
 
 # bench_all_figures OUT: the lines of a bench's output that state a figure against its goal
-# ("goal", PASS/FAIL, or a "(<= X)" column as the databases bench prints).
+# ("goal", PASS/FAIL, or a "(<= X)" column as the databases bench prints), each once: some
+# benches print their verdicts as they go and again in a summary.
 bench_all_figures() {
-  sed 's/\x1b\[[0-9;]*m//g' "$1" | grep -iE '(^(PASS|FAIL)\b)|goal|\(<= [0-9.]+\)' | grep -v '^\[' | cut -c1-150 ||
-    echo "no figure stated against a goal"
+  sed 's/\x1b\[[0-9;]*m//g' "$1" | grep -iE '(^(PASS|FAIL)\b)|goal|\(<= [0-9.]+\)' | grep -v '^\[' |
+    cut -c1-150 | awk '!seen[$0]++' | grep . || echo "no figure stated against a goal"
 }
 
 bench_all() {
