@@ -2,6 +2,7 @@
 //! (`hack/stack.sh up`), found through `KUBECONFIG` and the other variables `hack/stack.sh env`
 //! prints; `hack/test.sh` sets them.
 
+pub mod documented;
 pub mod rest;
 pub mod sshd;
 

@@ -15,6 +15,7 @@ use kube::api::{DeleteParams, ObjectMeta, PostParams};
 use kube::{Api, Client};
 use serde_json::{Value, json};
 
+use crate::documented::check_success;
 use crate::{eventually, random_suffix};
 
 /// Every response body any test received, for secret scans.
@@ -148,7 +149,9 @@ impl Rest {
         Self::login(&email, &password).await
     }
 
+    /// Sends a request; a success the OpenAPI document does not list for it fails the test.
     pub async fn send(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Reply {
+        let method_name = method.to_string();
         let mut request = self.http.request(method, format!("{}{path}", self.base));
         if let Some(token) = &self.token {
             request = request.bearer_auth(token);
@@ -158,6 +161,9 @@ impl Rest {
         }
         let response = request.send().await.expect("the REST shim answers");
         let status = response.status().as_u16();
+        if response.status().is_success() {
+            check_success(&self.http, &self.base, &method_name, path, status).await;
+        }
         let text = response.text().await.expect("a response body");
         TRANSCRIPT.lock().unwrap().push(text.clone());
         let body = if text.is_empty() {

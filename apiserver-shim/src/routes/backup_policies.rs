@@ -38,7 +38,8 @@ pub fn endpoints() -> Vec<Endpoint> {
              on a cron schedule, each proven by a test restore, kept by retentionDays, keepLast, \
              keepDaily and keepWeekly (no rule: the newest 7), the rest pruned at the target",
             configure,
-        ),
+        )
+        .success(&[StatusCode::OK, StatusCode::CREATED]),
         Endpoint::get::<BackupPolicyList, _, _>(
             "/dependency-resources/backup-policies",
             "List backup policies (dependencyResourceId, enabledOnly filters) with their next \

@@ -47,7 +47,8 @@ pub fn endpoints() -> Vec<Endpoint> {
              backup target (targetId; the organization's only one when left out) and proven by \
              a test restore before it is `ready`",
             create,
-        ),
+        )
+        .success(&[StatusCode::CREATED]),
         Endpoint::get::<DependencyResourceBackupList, _, _>(
             "/dependency-resources/{dependencyResourceId}/backups",
             "List a dependency resource's backups, newest first (status filter)",
@@ -67,13 +68,15 @@ pub fn endpoints() -> Vec<Endpoint> {
              replica: the backup's latestRestoreAttempt ends completed with a report, or failed \
              with the cause",
             restore,
-        ),
+        )
+        .success(&[StatusCode::ACCEPTED]),
         Endpoint::post::<CreateBackupTarget, IdResponse, _, _>(
             "/backup-targets",
             "Add a backup target (Berth; 201): a directory on a registered server, checked \
              writable by the controller",
             create_target,
-        ),
+        )
+        .success(&[StatusCode::CREATED]),
         Endpoint::get::<BackupTargetList, _, _>(
             "/backup-targets",
             "List the organization's backup targets and whether each could be written",

@@ -70,7 +70,8 @@ pub fn endpoints() -> Vec<Endpoint> {
              revokes the old one once they serve (every binding of that database follows it). \
              secretRef and secretValue are refused: Berth generates the credentials",
             rotate_secret,
-        ),
+        )
+        .success(&[StatusCode::ACCEPTED]),
         Endpoint::delete::<UnbindDependency, IdResponse, _, _>(
             "/resources/{resourceId}/dependency-bindings/{bindingId}",
             "Unbind a dependency resource (the dependency and its data are kept)",

@@ -51,7 +51,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "/dependency-resources/provision",
             "Provision a managed PostgreSQL or Redis on a server of the environment (201)",
             provision,
-        ),
+        )
+        .success(&[StatusCode::CREATED]),
         Endpoint::get::<DependencyResourceList, _, _>(
             "/dependency-resources",
             "List dependency resources (projectId, environmentId, kind filters)",
@@ -78,7 +79,8 @@ pub fn endpoints() -> Vec<Endpoint> {
              the bound apps that auto-deploy redeployed on it, then the old one revoked; the \
              dependency's `credentials` follow it. Redis and imported dependencies are refused",
             rotate_credentials,
-        ),
+        )
+        .success(&[StatusCode::ACCEPTED]),
         Endpoint::delete::<DeleteDependencyResource, IdResponse, _, _>(
             "/dependency-resources/{dependencyResourceId}",
             "Delete an unbound dependency resource (409 while bound); its data volume is kept \

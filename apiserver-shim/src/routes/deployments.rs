@@ -50,7 +50,8 @@ pub fn endpoints() -> Vec<Endpoint> {
              commitSha or gitRef may be given, which a deploy token needs the \
              `source-link-deploy` workflow command and the repository in its scope for",
             create,
-        ),
+        )
+        .success(&[StatusCode::CREATED]),
         Endpoint::post::<StartDeployment, ProgressEvent, _, _>(
             "/deployments/stream",
             "Deploy a resource to a server and stream progress: each event is `event: message`, \

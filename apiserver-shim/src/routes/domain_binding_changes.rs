@@ -4,6 +4,7 @@
 //! binding as it does one applied with kubectl; the shim only writes the object.
 
 use axum::extract::{Path, State};
+use axum::http::StatusCode;
 use berth_api::common::IdResponse;
 use berth_crds::certificate::Certificate;
 use berth_crds::domain_binding::{
@@ -38,7 +39,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "/domain-bindings",
             "Bind a host name (and path prefix) to a resource (201; idempotent by idempotencyKey)",
             create,
-        ),
+        )
+        .success(&[StatusCode::CREATED]),
         Endpoint::get::<DeleteSafety, _, _>(
             "/domain-bindings/{domainBindingId}/delete-check",
             "What deleting a domain binding would leave behind",
@@ -201,7 +203,7 @@ async fn create(
     State(state): State<AppState>,
     caller: Caller,
     JsonBody(body): JsonBody<CreateDomainBinding>,
-) -> ApiResult<(axum::http::StatusCode, Json<IdResponse>)> {
+) -> ApiResult<(StatusCode, Json<IdResponse>)> {
     if let Some(key) = &body.idempotency_key {
         bounded("idempotencyKey", key, KEY_MAX)?;
     }
@@ -264,10 +266,7 @@ async fn create(
     ]);
     api.create(&PostParams::default(), &binding).await?;
     tracing::info!(binding = %name, resource = %body.resource_id, "domain binding created");
-    Ok((
-        axum::http::StatusCode::CREATED,
-        Json(IdResponse { id: name }),
-    ))
+    Ok((StatusCode::CREATED, Json(IdResponse { id: name })))
 }
 
 /// A repeated request with the same idempotency key: the same binding, or a conflict when the
@@ -276,12 +275,9 @@ fn repeated(
     existing: DomainBinding,
     spec: &DomainBindingSpec,
     name: String,
-) -> ApiResult<(axum::http::StatusCode, Json<IdResponse>)> {
+) -> ApiResult<(StatusCode, Json<IdResponse>)> {
     if existing.spec == *spec {
-        return Ok((
-            axum::http::StatusCode::CREATED,
-            Json(IdResponse { id: name }),
-        ));
+        return Ok((StatusCode::CREATED, Json(IdResponse { id: name })));
     }
     Err(ApiError::conflict(format!(
         "idempotencyKey was already used to bind {}{}",

@@ -74,14 +74,16 @@ pub fn endpoints() -> Vec<Endpoint> {
             "A new environment of the same project with a copy of this one's variables \
              (targetName, targetKind?)",
             clone,
-        ),
+        )
+        .success(&[StatusCode::CREATED]),
         Endpoint::post::<PromoteEnvironment, IdResponse, _, _>(
             "/environments/{environmentId}/promote",
             "Copy this environment's variables into another: an existing one \
              (targetEnvironmentId, confirmation.environmentId; its other variables stay) or \
              a new one (targetName, targetKind)",
             promote,
-        ),
+        )
+        .success(&[StatusCode::OK, StatusCode::CREATED]),
         Endpoint::get::<Vec<VariableDiff>, _, _>(
             "/environments/{environmentId}/diff/{otherEnvironmentId}",
             "How two environments' variables differ (added, removed, changed, unchanged), \

@@ -55,7 +55,7 @@ pub mod webhooks;
 use axum::Router;
 use axum::extract::{Request, State};
 use axum::handler::Handler;
-use axum::http::Method;
+use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get, on};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
@@ -79,6 +79,8 @@ pub struct Endpoint {
     /// Media type of a successful response; for `text/event-stream` the schema is one
     /// event's `data`.
     pub response_media_type: &'static str,
+    /// The statuses its handler answers with when it succeeds (200 unless it says otherwise).
+    pub success: &'static [StatusCode],
     route: MethodRouter<AppState>,
 }
 
@@ -102,6 +104,7 @@ impl Endpoint {
             request: None,
             response: schema_of::<serde_json::Value>,
             response_media_type: "application/json",
+            success: &[StatusCode::OK],
             route: on(filter, handler),
         }
     }
@@ -147,6 +150,14 @@ impl Endpoint {
     /// Served without authentication.
     pub fn public(mut self) -> Self {
         self.public = true;
+        self
+    }
+
+    /// Succeeds with these statuses instead of 200: 201 where it creates, 202 where the work
+    /// goes on after the answer (the document lists each; the integration tests' client checks
+    /// every answer against it).
+    pub fn success(mut self, statuses: &'static [StatusCode]) -> Self {
+        self.success = statuses;
         self
     }
 

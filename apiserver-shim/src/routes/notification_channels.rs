@@ -50,7 +50,8 @@ pub fn endpoints() -> Vec<Endpoint> {
              webhook or email, for the whole organization or one project. A webhook's signing \
              secret is in this answer only",
             create,
-        ),
+        )
+        .success(&[StatusCode::CREATED]),
         Endpoint::get::<NotificationChannelList, _, _>(
             "/notification-channels",
             "List notification channels, their targets masked (projectId filter)",
@@ -71,7 +72,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Send a test message to a notification channel (admins; 202): a pending delivery \
              berth-controller sends; follow it in GET /notification-deliveries",
             test,
-        ),
+        )
+        .success(&[StatusCode::ACCEPTED]),
     ]
 }
 

@@ -3,6 +3,7 @@
 use std::sync::OnceLock;
 
 use axum::Json;
+use axum::http::StatusCode;
 use schemars::generate::SchemaSettings;
 use schemars::transform::Transform;
 use serde_json::{Map, Value, json};
@@ -27,13 +28,24 @@ pub fn document() -> Value {
     let error = generator.subschema_for::<ErrorEnvelope>();
     let mut paths = Map::new();
     for endpoint in endpoints() {
+        let body = json!({endpoint.response_media_type: {"schema": inline(endpoint.response, &mut generator)}});
+        let mut responses: Map<String, Value> = endpoint
+            .success
+            .iter()
+            .map(|status| {
+                let described =
+                    json!({"description": success_description(*status), "content": body});
+                (status.as_str().to_string(), described)
+            })
+            .collect();
+        responses.insert(
+            "default".into(),
+            json!({"description": "Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx)", "content": {"application/json": {"schema": error}}}),
+        );
         let mut operation = json!({
             "summary": endpoint.summary,
             "operationId": operation_id(endpoint.method.as_str(), endpoint.path),
-            "responses": {
-                "200": {"description": "Success", "content": {endpoint.response_media_type: {"schema": inline(endpoint.response, &mut generator)}}},
-                "default": {"description": "Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx)", "content": {"application/json": {"schema": error}}},
-            },
+            "responses": responses,
         });
         if let Some(request) = endpoint.request {
             operation["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": inline(request, &mut generator)}}});
@@ -63,6 +75,14 @@ pub fn document() -> Value {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
     })
+}
+
+fn success_description(status: StatusCode) -> &'static str {
+    match status {
+        StatusCode::CREATED => "Created",
+        StatusCode::ACCEPTED => "Accepted: the work goes on; the object's status says when it ends",
+        _ => "Success",
+    }
 }
 
 /// A body's schema; one written in place rather than referenced gets the transforms that
@@ -108,6 +128,25 @@ mod tests {
             "{ok}"
         );
         assert!(ok["content"].get("application/json").is_none());
+    }
+
+    #[test]
+    fn creates_document_201_and_work_that_goes_on_202() {
+        let document = document();
+        let documented = |method: &str, path: &str| -> Vec<String> {
+            let responses = document["paths"][path][method]["responses"].as_object();
+            responses.unwrap().keys().cloned().collect()
+        };
+        assert_eq!(documented("post", "/deployments"), ["201", "default"]);
+        assert_eq!(
+            documented("post", "/webhooks/{provider}"),
+            ["202", "default"]
+        );
+        assert_eq!(
+            documented("post", "/deployments/{deploymentId}/cancel"),
+            ["200", "202", "default"]
+        );
+        assert_eq!(documented("get", "/projects"), ["200", "default"]);
     }
 
     #[test]

@@ -46,7 +46,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Create a scheduled task: a command run on a cron schedule in an IANA time zone in a \
              fresh container of a resource's image and configuration (201)",
             create,
-        ),
+        )
+        .success(&[StatusCode::CREATED]),
         Endpoint::get::<ScheduledTaskList, _, _>(
             "/scheduled-tasks",
             "List scheduled tasks (projectId, environmentId, resourceId, status filters; limit, \
@@ -73,7 +74,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Run a scheduled task's command now, whatever its schedule and status (202): the \
              run is accepted and berth-controller starts it",
             run_now,
-        ),
+        )
+        .success(&[StatusCode::ACCEPTED]),
     ]
 }
 

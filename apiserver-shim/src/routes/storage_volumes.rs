@@ -45,7 +45,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "/storage-volumes",
             "Create a storage volume: a named Docker volume or a bind-mounted server directory (201)",
             create,
-        ),
+        )
+        .success(&[StatusCode::CREATED]),
         Endpoint::get::<StorageVolumeList, _, _>(
             "/storage-volumes",
             "List storage volumes with their attachments (projectId, environmentId filters)",

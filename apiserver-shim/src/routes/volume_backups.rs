@@ -50,7 +50,8 @@ pub fn endpoints() -> Vec<Endpoint> {
              (targetId; the organization's only one when left out) and proven by extracting it \
              into a throwaway volume and reading the same tree back before it is `ready`",
             create,
-        ),
+        )
+        .success(&[StatusCode::CREATED]),
         Endpoint::get::<StorageVolumeBackupList, _, _>(
             "/storage-volumes/{storageVolumeId}/backups",
             "List a storage volume's backups, newest first (status filter)",
@@ -70,7 +71,8 @@ pub fn endpoints() -> Vec<Endpoint> {
              acknowledgeDestructiveRestore; the containers using it are stopped meanwhile). \
              The files are read back and must be the backup's tree",
             restore,
-        ),
+        )
+        .success(&[StatusCode::ACCEPTED]),
     ]
 }
 

@@ -8956,8 +8956,8 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success */
-            200: {
+            /** @description Created */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9407,6 +9407,15 @@ export interface operations {
                     "application/json": components["schemas"]["IdResponse"];
                 };
             };
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdResponse"];
+                };
+            };
             /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
             default: {
                 headers: {
@@ -9495,8 +9504,8 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success */
-            200: {
+            /** @description Accepted: the work goes on; the object's status says when it ends */
+            202: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9557,8 +9566,8 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success */
-            200: {
+            /** @description Created */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9689,8 +9698,8 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success */
-            200: {
+            /** @description Created */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9724,8 +9733,8 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success */
-            200: {
+            /** @description Accepted: the work goes on; the object's status says when it ends */
+            202: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10046,8 +10055,8 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success */
-            200: {
+            /** @description Created */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10183,6 +10192,15 @@ export interface operations {
                     "application/json": components["schemas"]["DeploymentCanceled"];
                 };
             };
+            /** @description Accepted: the work goes on; the object's status says when it ends */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeploymentCanceled"];
+                };
+            };
             /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
             default: {
                 headers: {
@@ -10275,8 +10293,8 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success */
-            200: {
+            /** @description Created */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10310,8 +10328,8 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success */
-            200: {
+            /** @description Created */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10434,8 +10452,8 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success */
-            200: {
+            /** @description Created */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10789,8 +10807,8 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success */
-            200: {
+            /** @description Created */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10893,6 +10911,15 @@ export interface operations {
         responses: {
             /** @description Success */
             200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdResponse"];
+                };
+            };
+            /** @description Created */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11323,8 +11350,8 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success */
-            200: {
+            /** @description Created */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11424,8 +11451,8 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success */
-            200: {
+            /** @description Accepted: the work goes on; the object's status says when it ends */
+            202: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12648,8 +12675,8 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success */
-            200: {
+            /** @description Accepted: the work goes on; the object's status says when it ends */
+            202: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12874,8 +12901,8 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success */
-            200: {
+            /** @description Created */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12944,8 +12971,8 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success */
-            200: {
+            /** @description Accepted: the work goes on; the object's status says when it ends */
+            202: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13884,8 +13911,8 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success */
-            200: {
+            /** @description Created */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14020,8 +14047,8 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success */
-            200: {
+            /** @description Accepted: the work goes on; the object's status says when it ends */
+            202: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14484,8 +14511,8 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success */
-            200: {
+            /** @description Accepted: the work goes on; the object's status says when it ends */
+            202: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14546,8 +14573,8 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success */
-            200: {
+            /** @description Created */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14678,8 +14705,8 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success */
-            200: {
+            /** @description Created */
+            201: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14901,8 +14928,8 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Success */
-            200: {
+            /** @description Accepted: the work goes on; the object's status says when it ends */
+            202: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -13,6 +13,7 @@ mod timeline;
 
 use std::sync::Arc;
 
+use axum::http::StatusCode;
 use berth_api::common::{CountResponse, IdResponse};
 use berth_api::deployment_records::{
     CancelDeployment, DeploymentCanceled, DeploymentList, DeploymentTimeline, RedeployResource,
@@ -83,26 +84,30 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Cancel a running attempt (`confirm` repeats its id): a running build or health \
              check stops at once and the serving container stays; answers once it stopped",
             actions::cancel,
-        ),
+        )
+        .success(&[StatusCode::OK, StatusCode::ACCEPTED]),
         Endpoint::post::<RetryDeployment, IdResponse, _, _>(
             "/deployments/{deploymentId}/retry",
             "Run a failed or canceled attempt again as a new attempt with the same source and \
              commit (confirmation.deploymentId; 201 with the new id)",
             actions::retry,
-        ),
+        )
+        .success(&[StatusCode::CREATED]),
         Endpoint::post::<RollbackDeployment, IdResponse, _, _>(
             "/deployments/{deploymentId}/rollback",
             "Serve an earlier succeeded attempt's image again, with no rebuild and no dropped \
              request (confirmation.deploymentId; rollbackCandidateDeploymentId, default the \
              newest succeeded attempt before this one; 201 with the new id)",
             actions::rollback,
-        ),
+        )
+        .success(&[StatusCode::CREATED]),
         Endpoint::post::<RedeployResource, IdResponse, _, _>(
             "/resources/{resourceId}/redeploy",
             "Deploy a resource's current source again, or that of sourceDeploymentId \
              (confirmation.resourceId; 201 with the new attempt's id)",
             actions::redeploy,
-        ),
+        )
+        .success(&[StatusCode::CREATED]),
     ]
 }
 

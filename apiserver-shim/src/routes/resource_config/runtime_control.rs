@@ -28,18 +28,16 @@ use crate::state::AppState;
 pub use berth_api::runtime_control::RuntimeControlRequest;
 
 pub fn endpoints() -> Vec<Endpoint> {
-    vec![Endpoint::post::<
-        RuntimeControlRequest,
-        RuntimeControlBlock,
-        _,
-        _,
-    >(
-        "/resources/{resourceId}/runtime-control",
-        "Stop, start or restart the resource's runtime (operation: stop|start|restart); \
+    vec![
+        Endpoint::post::<RuntimeControlRequest, RuntimeControlBlock, _, _>(
+            "/resources/{resourceId}/runtime-control",
+            "Stop, start or restart the resource's runtime (operation: stop|start|restart); \
          answers 202 with the accepted attempt. Sets spec.runtime, which GitOps users may set \
          directly; refused (409 resource_archived) when its project or environment is archived",
-        control,
-    )]
+            control,
+        )
+        .success(&[StatusCode::ACCEPTED]),
+    ]
 }
 
 /// The allowed `operation` values, for the 422 answer.

@@ -52,6 +52,7 @@ pub fn endpoints() -> Vec<Endpoint> {
              whose auto-deploy follows the pushed ref deploys the pushed commit",
             receive,
         )
+        .success(&[StatusCode::ACCEPTED])
         .public(),
     ]
 }
