@@ -280,6 +280,24 @@ impl AutoDeployPolicy {
         };
         self.enabled && source.map(source_binding_fingerprint).as_ref() != Some(enabled_for)
     }
+
+    /// SHA-256 of the whole policy as JSON: any change to it is a new fingerprint.
+    pub fn fingerprint(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let json = serde_json::to_vec(self).unwrap_or_default();
+        format!("sha256:{}", hex::encode(Sha256::digest(json)))
+    }
+}
+
+/// The auto-deploy policy the controller last saw, and since when it has been so.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AutoDeployObservation {
+    /// [`AutoDeployPolicy::fingerprint`] of `spec.autoDeploy` as it was seen.
+    pub policy_fingerprint: String,
+    /// When the policy became this one: the Resource's creation for the policy it was created
+    /// with, else when the controller first saw it changed.
+    pub updated_at: Time,
 }
 
 /// SHA-256 of a source's binding: its kind and where it comes from, without the version. For
@@ -422,6 +440,9 @@ pub struct ResourceStatus {
     /// not run yet; absent while nothing serves.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deployed_state: Option<deployed::DeployedState>,
+    /// When `spec.autoDeploy` last changed, as the controller saw it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auto_deploy: Option<AutoDeployObservation>,
     /// Current conditions; `Ready` while the latest deployment serves, `Deployed` while it runs
     /// the declared spec.
     #[serde(default)]

@@ -15,6 +15,7 @@ use berth_tests::rest::{Rest, TestOrg, transcript};
 use berth_tests::{client, eventually, random_suffix};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::jiff::{SignedDuration, Timestamp, Unit};
 use kube::api::{ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::{Value, json};
@@ -934,4 +935,105 @@ async fn configuration_written_with_kube_reads_like_configuration_written_over_r
     }
     assert_never_shown("rest-side-value");
     assert_never_shown("kube-side-value");
+}
+
+/// `autoDeployPolicy.updatedAt` of `GET /resources/{id}`.
+async fn policy_updated_at(rest: &Rest, id: &str) -> Timestamp {
+    let shown = rest.get(&format!("/resources/{id}")).await.ok();
+    let at = shown["autoDeployPolicy"]["updatedAt"]
+        .as_str()
+        .unwrap_or_default();
+    at.parse()
+        .unwrap_or_else(|_| panic!("updatedAt {at:?}: {shown}"))
+}
+
+/// Waits until the controller has seen the resource's auto-deploy policy as it is now, then
+/// returns `autoDeployPolicy.updatedAt`, asserting it is no earlier than `since` (the API
+/// server's times have whole seconds).
+async fn policy_seen_since(
+    rest: &Rest,
+    api: &Api<Resource>,
+    id: &str,
+    since: Timestamp,
+) -> Timestamp {
+    eventually(
+        WAIT,
+        "the controller to see the auto-deploy policy",
+        || async {
+            let resource = api.get(id).await.ok()?;
+            let seen = resource.status?.auto_deploy?.policy_fingerprint;
+            (seen == resource.spec.auto_deploy.fingerprint()).then_some(())
+        },
+    )
+    .await;
+    let at = policy_updated_at(rest, id).await;
+    let since = since.round(Unit::Second).unwrap() - SignedDuration::from_secs(1);
+    assert!(at >= since, "updatedAt {at} before the change at {since}");
+    at
+}
+
+/// The resource's auto-deploy policy says when it last became what it is (Appaloft's
+/// `autoDeployPolicy.updatedAt`): its creation until it changes, the change's time once it
+/// changed over REST or with kubectl, and not moved by changes to other fields.
+#[tokio::test]
+async fn auto_deploy_policy_says_when_it_last_changed() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let member = org.user(OrganizationRole::Member).await;
+    let rest = &member.rest;
+    let project_id = project(rest, "Auto").await;
+    let env_id = environment(rest, &project_id, "prod").await;
+    let id = resource(&client, &org, &project_id, &env_id).await;
+    visible(rest, &id).await;
+    let api = Api::<Resource>::namespaced(client.clone(), &org.namespace);
+    let base = format!("/resources/{id}");
+    let shown = rest.get(&base).await.ok();
+    let created: Timestamp = shown["resource"]["createdAt"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(policy_updated_at(rest, &id).await, created, "{shown}");
+    let seen = policy_seen_since(rest, &api, &id, created).await;
+    assert_eq!(
+        seen, created,
+        "a policy nobody changed dates from the creation"
+    );
+
+    let source = json!({"source": {"kind": "local-folder", "locator": "/srv/app"}});
+    rest.post(&format!("{base}/source"), source).await.ok();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let before_enable = Timestamp::now();
+    let enable = json!({"mode": "enable", "refs": ["refs/heads/main"]});
+    rest.post(&format!("{base}/auto-deploy"), enable).await.ok();
+    let enabled_at = policy_seen_since(rest, &api, &id, before_enable).await;
+    assert!(
+        enabled_at > created,
+        "{enabled_at} after creation {created}"
+    );
+
+    // Another field changed: the policy's time stays (once the controller saw the change).
+    let body = json!({"networkProfile": {"internalPort": 8081}});
+    rest.post(&format!("{base}/network-profile"), body)
+        .await
+        .ok();
+    eventually(WAIT, "the controller to see the new generation", || async {
+        let resource = api.get(&id).await.ok()?;
+        let seen = resource.status?.observed_generation;
+        (seen == resource.metadata.generation).then_some(())
+    })
+    .await;
+    assert_eq!(policy_updated_at(rest, &id).await, enabled_at);
+
+    // Changed with kubectl's kind of write: the controller stamps it.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let before_patch = Timestamp::now();
+    let patch = json!({"spec": {"autoDeploy": {"refs": ["refs/heads/release"]}}});
+    api.patch(&id, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    let patched_at = policy_seen_since(rest, &api, &id, before_patch).await;
+    assert!(patched_at > enabled_at, "{patched_at} after {enabled_at}");
+    let status = api.get(&id).await.unwrap().status.unwrap();
+    assert_eq!(status.auto_deploy.unwrap().updated_at.0, patched_at);
 }

@@ -78,6 +78,9 @@ pub struct AutoDeploySummary {
     pub source_binding_fingerprint: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blocked_reason: Option<String>,
+    /// When the policy became what it is: the resource's creation for the policy it was
+    /// created with, else when the controller saw it change (the creation until it has).
+    pub updated_at: String,
 }
 
 /// The HTTP request of a health check.

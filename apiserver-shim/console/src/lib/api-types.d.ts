@@ -3000,6 +3000,11 @@ export interface components {
             /** @description `enabled`, `disabled` or `blocked`. */
             status: string;
             triggerKind: string;
+            /**
+             * @description When the policy became what it is: the resource's creation for the policy it was
+             *     created with, else when the controller saw it change (the creation until it has).
+             */
+            updatedAt: string;
         };
         /** @description The sealed artifact of a backup (Berth). */
         BackupArtifactSummary: {

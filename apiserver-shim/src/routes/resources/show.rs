@@ -93,7 +93,33 @@ fn auto_deploy(resource: &Resource) -> AutoDeploySummary {
             })
             .unwrap_or_default(),
         blocked_reason: blocked.then(|| "source-binding-changed".into()),
+        updated_at: policy_updated_at(resource),
     }
+}
+
+/// When the controller saw the policy become what it is now. In the moment before it has seen
+/// a change, the latest write of a field manager that holds `spec.autoDeploy` (the API
+/// server's record); the creation when none does.
+fn policy_updated_at(resource: &Resource) -> String {
+    let seen = resource
+        .status
+        .as_ref()
+        .and_then(|s| s.auto_deploy.as_ref());
+    let current = resource.spec.auto_deploy.fingerprint();
+    if let Some(seen) = seen.filter(|seen| seen.policy_fingerprint == current) {
+        return timestamp(&seen.updated_at);
+    }
+    let writers = resource.metadata.managed_fields.iter().flatten();
+    let written = writers
+        .filter(|entry| {
+            let fields = entry.fields_v1.as_ref();
+            fields.is_some_and(|f| f.0.pointer("/f:spec/f:autoDeploy").is_some())
+        })
+        .filter_map(|entry| entry.time.as_ref())
+        .max_by_key(|time| time.0);
+    written
+        .map(timestamp)
+        .unwrap_or_else(|| created_at(&resource.metadata))
 }
 
 fn runtime_profile(resource: &Resource) -> Option<RuntimeProfileInput> {

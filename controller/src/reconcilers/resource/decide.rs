@@ -7,9 +7,12 @@ use std::sync::Arc;
 use berth_crds::condition::{self, Condition};
 use berth_crds::deployment::{Deployment, DeploymentState};
 use berth_crds::domain_binding::DomainBinding;
-use berth_crds::resource::{ProxyRouteStatus, Resource, ResourceStatus, reason};
+use berth_crds::resource::{
+    AutoDeployObservation, ProxyRouteStatus, Resource, ResourceStatus, reason,
+};
 use berth_crds::runtime_control::RuntimeControlStatus;
 use berth_crds::server::Server;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
@@ -63,6 +66,7 @@ pub fn decide(
         runtime: Some(runtime),
         runtime_control: observed.runtime_control,
         deployed_state: None,
+        auto_deploy: Some(auto_deploy_seen(resource, current.auto_deploy, now)),
         conditions: current.conditions,
     };
     let stamp = Stamp {
@@ -77,6 +81,27 @@ pub fn decide(
     status.deployed_state = deployed_state;
     condition::merge(&mut status.conditions, deployed);
     status
+}
+
+/// Since when the auto-deploy policy has been the one in the spec: kept while it is the one
+/// seen last; a Resource's first policy dates from its creation (generation 1: nobody changed
+/// it yet), any other from now, when it is first seen.
+fn auto_deploy_seen(
+    resource: &Resource,
+    seen: Option<AutoDeployObservation>,
+    now: Timestamp,
+) -> AutoDeployObservation {
+    let policy_fingerprint = resource.spec.auto_deploy.fingerprint();
+    let created = resource.metadata.creation_timestamp.clone();
+    let updated_at = match (seen, resource.metadata.generation, created) {
+        (Some(seen), _, _) if seen.policy_fingerprint == policy_fingerprint => return seen,
+        (None, Some(1), Some(created)) => created,
+        _ => Time(now),
+    };
+    AutoDeployObservation {
+        policy_fingerprint,
+        updated_at,
+    }
 }
 
 /// The `Ready` condition.

@@ -500,3 +500,30 @@ fn runtime_control_is_reported_as_runtime_control_left_it() {
     let status = decide(&resource, Some(&server()), &[], seen, now());
     assert_eq!(status.runtime_control, None);
 }
+
+/// `status.autoDeploy.updatedAt` after a reconcile of `resource` at `at`.
+fn policy_updated_at(resource: &Resource, at: Timestamp) -> Timestamp {
+    reconciled(resource, at).auto_deploy.unwrap().updated_at.0
+}
+
+fn reconciled(resource: &Resource, at: Timestamp) -> ResourceStatus {
+    let seen = observed(ProxyRouteStatus::NotReady, Seen::NotDeployed, 0);
+    decide(resource, None, &[], seen, at)
+}
+
+#[test]
+fn the_auto_deploy_policy_dates_from_creation_until_it_changes() {
+    let mut resource = resource(1, false);
+    resource.metadata.creation_timestamp = Some(Time(earlier()));
+    assert_eq!(policy_updated_at(&resource, now()), earlier());
+
+    // Seen once: other changes keep its time.
+    resource.status = Some(reconciled(&resource, now()));
+    resource.metadata.generation = Some(2);
+    let later: Timestamp = "2026-03-01T00:00:00Z".parse().unwrap();
+    assert_eq!(policy_updated_at(&resource, later), earlier());
+
+    // Changed: the time the controller sees it.
+    resource.spec.auto_deploy.enabled = true;
+    assert_eq!(policy_updated_at(&resource, later), later);
+}
