@@ -9,7 +9,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use berth_crds::member::{Member, MemberSpec, OrganizationRole};
-use berth_tests::rest::{TestOrg, TestUser, base_url};
+use berth_tests::rest::{Rest, TestOrg, TestUser, base_url};
 use berth_tests::{client, eventually, random_suffix};
 use kube::Api;
 use kube::api::PostParams;
@@ -51,6 +51,25 @@ impl Run {
     }
 }
 
+/// A `berth` command still running, and what it printed so far.
+pub(crate) struct Started {
+    child: std::process::Child,
+    lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Started {
+    pub(crate) fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 pub(crate) fn binary() -> PathBuf {
     let dir = std::env::var("BERTH_BIN_DIR").expect("BERTH_BIN_DIR (hack/test.sh sets it)");
     PathBuf::from(dir).join("berth")
@@ -80,14 +99,8 @@ impl Berth {
         stdin: Option<&str>,
         env: &[(&str, &str)],
     ) -> Run {
-        let mut command = std::process::Command::new(program);
+        let mut command = self.command(program, args);
         command
-            .args(args)
-            .env("HOME", self.home.path())
-            .env("XDG_CONFIG_HOME", self.home.path().join("config"))
-            .env("BERTH_URL", base_url())
-            .env("NO_COLOR", "1")
-            .env_remove("BERTH_TOKEN")
             .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -110,6 +123,45 @@ impl Berth {
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
         }
+    }
+
+    /// `program args` in this person's HOME, against the stack's API, BERTH_TOKEN unset,
+    /// colour off.
+    fn command(&self, program: &std::path::Path, args: &[&str]) -> std::process::Command {
+        let mut command = std::process::Command::new(program);
+        command
+            .args(args)
+            .env("HOME", self.home.path())
+            .env("XDG_CONFIG_HOME", self.home.path().join("config"))
+            .env("BERTH_URL", base_url())
+            .env("NO_COLOR", "1")
+            .env_remove("BERTH_TOKEN");
+        command
+    }
+
+    /// Starts `berth args` without waiting for it to end (a `--watch`): the lines it prints
+    /// are gathered as they come.
+    pub(crate) fn start(&self, args: &[&str]) -> Started {
+        let mut child = self
+            .command(&binary(), args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the berth binary runs");
+        let stdout = child.stdout.take().expect("stdout");
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let gathered = lines.clone();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                gathered.lock().unwrap().push(line);
+            }
+        });
+        Started { child, lines }
     }
 
     /// The environment `run_with` gives the binary, for a command started on a tmux pane.
@@ -382,6 +434,65 @@ async fn cli_refuses_an_invalid_or_revoked_deploy_token_with_exit_3() {
 
 /// A resource of the sample app on `server`, serving `/healthz` (or a `health` path that
 /// fails, for a deploy that fails).
+/// `berth deployments list --resource R --watch -o json`, started once it printed the list.
+struct AttemptsWatch {
+    started: Started,
+    listed: Vec<Value>,
+}
+
+async fn watch_attempts(berth: &Berth, rest: &Rest, slug: &str, id: &str) -> AttemptsWatch {
+    let listed = rest
+        .get(&format!("/deployments?resourceId={id}"))
+        .await
+        .ok();
+    let listed = listed["items"].as_array().cloned().unwrap_or_default();
+    let args = [
+        "deployments",
+        "list",
+        "--resource",
+        slug,
+        "--watch",
+        "-o",
+        "json",
+    ];
+    let started = berth.start(&args);
+    eventually(WAIT, "the watched list printed", || async {
+        started.lines().iter().any(|line| line == "}").then_some(())
+    })
+    .await;
+    AttemptsWatch { started, listed }
+}
+
+impl AttemptsWatch {
+    /// Waits until the watch printed, one JSON line each, an attempt it had not listed, first
+    /// unfinished and then succeeded.
+    async fn printed_a_new_attempt_succeeded(&self) {
+        let known: Vec<&Value> = self.listed.iter().map(|row| &row["id"]).collect();
+        let rows = || -> Vec<Value> {
+            let lines = self.started.lines();
+            let rows = lines
+                .iter()
+                .filter_map(|line| serde_json::from_str(line).ok());
+            rows.filter(|row: &Value| row.is_object() && !known.contains(&&row["id"]))
+                .collect()
+        };
+        let done = eventually(WAIT, "a new attempt printed as succeeded", || async {
+            rows().into_iter().find(|row| row["status"] == "succeeded")
+        })
+        .await;
+        let same = |row: &Value| row["id"] == done["id"];
+        let states: Vec<Value> = rows()
+            .iter()
+            .filter(|r| same(r))
+            .map(|r| r["status"].clone())
+            .collect();
+        assert!(
+            states.len() >= 2,
+            "printed as it changed, not only at its end: {states:?}"
+        );
+    }
+}
+
 async fn sample_resource(
     user: &TestUser,
     ids: (&str, &str, &str),
@@ -471,8 +582,10 @@ async fn cli_imports_an_env_file_and_deploys_with_progress_or_the_error_code() {
         wait_listed_with(&admin.rest, &good_id, "succeeded"),
         wait_listed_with(&admin.rest, &broken_id, "failed"),
     );
+    let watch = watch_attempts(&berth, &admin.rest, &good, &good_id).await;
     let (deploy_good, deploy_broken) = (["deploy", &good], ["deploy", &broken]);
     let (succeeded, failed) = tokio::join!(berth.run(&deploy_good), berth.run(&deploy_broken));
+    watch.printed_a_new_attempt_succeeded().await;
     let shown = succeeded.ok();
     let step = shown.find("step 1/5").unwrap_or_else(|| panic!("{shown}"));
     let url = shown

@@ -12,11 +12,12 @@ use std::time::Duration;
 
 use berth_crds::deployment::{Deployment, DeploymentPhase, DeploymentState};
 use berth_crds::member::OrganizationRole;
-use berth_tests::rest::TestOrg;
+use berth_tests::rest::{Rest, TestOrg};
 use berth_tests::{TestNamespace, client, eventually, random_suffix, stack_env};
 use kube::Api;
 use serde_json::{Value, json};
 
+use crate::cli::{Berth, binary};
 use crate::deploy_support::{delete_resource, ready_server, remove_server, wait_body};
 use crate::git_support::{GitRepo, deliver, deliver_as, deploy_key, get, github_push};
 use crate::shim_projects_envs::{environment, project};
@@ -193,6 +194,7 @@ async fn a_push_deploys_its_commit_through_a_signed_webhook_without_dropping_a_r
     assert_eq!(commit.author_name, "Ada Tester");
     assert_eq!(commit.git_ref.as_deref(), Some("main"));
     wait_body(port, &host, "git revision 1").await;
+    cli_names_the_deployed_commit(&admin, &id, &initial, &first).await;
 
     // Enabling auto-deploy shows the binding's webhook secret once.
     let enable = json!({"mode": "enable", "refs": ["refs/heads/main"]});
@@ -411,6 +413,27 @@ async fn a_push_deploys_its_commit_through_a_signed_webhook_without_dropping_a_r
 }
 
 /// Applies `manifest` with kubectl.
+/// `berth deployments list` and `show` name the commit an attempt deployed: its SHA, subject
+/// and (show) author.
+async fn cli_names_the_deployed_commit(admin: &Rest, resource: &str, attempt: &str, sha: &str) {
+    let token = admin.token.clone().expect("a signed-in caller");
+    let env = [("BERTH_TOKEN", token.as_str())];
+    let berth = Berth::new();
+    let list = ["deployments", "list", "--resource", resource];
+    let listed = berth.run_with(&binary(), &list, None, &env).await.ok();
+    let row = listed.lines().find(|line| line.contains(attempt));
+    let row = row.unwrap_or_else(|| panic!("{attempt} not listed: {listed}"));
+    assert!(
+        row.contains(sha) && row.contains("First revision"),
+        "{listed}"
+    );
+    let show = ["deployments", "show", attempt];
+    let shown = berth.run_with(&binary(), &show, None, &env).await.ok();
+    for expected in [sha, "First revision", "Ada Tester"] {
+        assert!(shown.contains(expected), "{expected} missing: {shown}");
+    }
+}
+
 fn apply(manifest: &Value) {
     let output = berth_tests::kubectl(&["apply", "-f", "-"], Some(&manifest.to_string()));
     assert!(output.status.success(), "kubectl apply: {output:?}");

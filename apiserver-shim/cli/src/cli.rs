@@ -329,7 +329,7 @@ pub enum Command {
         /// Exit after this many changes.
         #[arg(long)]
         count: Option<u64>,
-        /// Accepted for symmetry with other `--watch` commands: events always follow.
+        /// Accepted for symmetry with `deployments list --watch`: events always follow.
         #[arg(short, long, hide = true)]
         watch: bool,
     },

@@ -87,6 +87,27 @@ impl Output {
         }
     }
 
+    /// One more item of a list being watched: a table line under the list's columns (the
+    /// header is not repeated), its id with `-q`, or the item as one JSON line (a YAML
+    /// document with `-o yaml`).
+    pub fn watched(&self, item: &Value, columns: &[Column], id: &str) {
+        if self.quiet {
+            println!("{}", cell(item, id));
+            return;
+        }
+        match self.format {
+            Format::Table => {
+                let table = self.table(std::slice::from_ref(item), columns);
+                print!("{}", table.split_once('\n').map_or("", |(_, row)| row));
+            }
+            Format::Json => println!("{item}"),
+            Format::Yaml => print!(
+                "---\n{}",
+                serde_yaml::to_string(item).expect("JSON values are YAML")
+            ),
+        }
+    }
+
     /// One record: a `FIELD  value` view, its id with `-q`, or the API's JSON or YAML.
     pub fn record(&self, answer: &Value, fields: &[Column], id: &str) {
         self.record_of(answer, answer, fields, id);

@@ -135,6 +135,10 @@ pub enum Deployments {
         /// Every page, not only the first.
         #[arg(long)]
         all: bool,
+        /// After the list, print an attempt again each time it changes (from the change
+        /// feed, no polling), as `kubectl get -w` does; Ctrl-C stops.
+        #[arg(short, long)]
+        watch: bool,
     },
     /// Count attempts.
     #[command(after_help = "Example:\n  berth deployments count --resource web")]

@@ -1,7 +1,7 @@
 //! `berth events` (the change feed, followed as it happens) and `berth audit` (who changed
 //! what, newest first).
 
-use berth_api::activity::FeedEnvelope;
+use berth_api::activity::{ChangeEvent, FeedEnvelope};
 use reqwest::Method;
 use serde_json::Value;
 
@@ -41,11 +41,63 @@ pub fn events(ctx: &Ctx, options: EventsOptions) -> CliResult<()> {
     if !options.kinds.is_empty() {
         query.push(("kind", options.kinds.join(",")));
     }
-    let mut after = options.after.clone();
     let mut printed = 0u64;
+    let resume_hint = "run berth events --after ID to resume";
+    follow_changes(
+        ctx,
+        &query,
+        options.after.clone(),
+        resume_hint,
+        |event, data| match event {
+            FeedEnvelope::Change { change, .. } => {
+                print_change(ctx, change, data);
+                printed += 1;
+                Ok(options.count.is_none_or(|count| printed < count))
+            }
+            FeedEnvelope::Resync { reason, .. } => {
+                if ctx.out.human() {
+                    eprintln!("note: {reason}");
+                } else if !ctx.out.quiet {
+                    println!("{data}");
+                }
+                Ok(true)
+            }
+        },
+    )
+}
+
+fn print_change(ctx: &Ctx, change: &ChangeEvent, data: &str) {
+    if ctx.out.quiet {
+        println!("{}", change.object_id);
+    } else if ctx.out.human() {
+        let status = change.status.as_deref().unwrap_or("-");
+        let kind = change.kind.as_str();
+        let change_type = serde_json::to_value(change.change_type)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        println!(
+            "{}  {kind:<14} {:<28} {change_type:<8} {status:<12} {}",
+            change.occurred_at, change.object_id, change.summary
+        );
+    } else {
+        println!("{data}");
+    }
+}
+
+/// Follows the change feed (`query`: its filters) from `after`, handing each event and its
+/// JSON to `on_event` until it answers `false`; a broken connection resumes after the last
+/// event seen, and gives up (saying `resume_hint`) when it keeps breaking.
+pub fn follow_changes(
+    ctx: &Ctx,
+    query: &[(&str, String)],
+    mut after: Option<String>,
+    resume_hint: &str,
+    mut on_event: impl FnMut(&FeedEnvelope, &str) -> CliResult<bool>,
+) -> CliResult<()> {
     let mut reconnects = 0;
     loop {
-        let mut with_position = query.clone();
+        let mut with_position = query.to_vec();
         if let Some(after) = &after {
             with_position.push(("after", after.clone()));
         }
@@ -53,56 +105,25 @@ pub fn events(ctx: &Ctx, options: EventsOptions) -> CliResult<()> {
             ctx.api()?
                 .stream(Method::GET, "/events/stream", &with_position, None::<&()>)?;
         for data in stream {
-            let data = match data {
-                Ok(data) => data,
-                Err(_) => break,
-            };
+            let Ok(data) = data else { break };
             reconnects = 0;
             let envelope: FeedEnvelope = read_as(
                 "change event",
                 &serde_json::from_str(&data).unwrap_or(Value::Null),
             )?;
-            match envelope {
-                FeedEnvelope::Change { change, .. } => {
-                    after = Some(change.event_id.clone());
-                    if ctx.out.quiet {
-                        println!("{}", change.object_id);
-                    } else if ctx.out.human() {
-                        let status = change.status.as_deref().unwrap_or("-");
-                        let kind = change.kind.as_str();
-                        let change_type = serde_json::to_value(change.change_type)
-                            .ok()
-                            .and_then(|v| v.as_str().map(str::to_string))
-                            .unwrap_or_default();
-                        println!(
-                            "{}  {kind:<14} {:<28} {change_type:<8} {status:<12} {}",
-                            change.occurred_at, change.object_id, change.summary
-                        );
-                    } else {
-                        println!("{data}");
-                    }
-                    printed += 1;
-                    if options.count.is_some_and(|count| printed >= count) {
-                        return Ok(());
-                    }
-                }
-                FeedEnvelope::Resync {
-                    event_id, reason, ..
-                } => {
-                    after = Some(event_id);
-                    if ctx.out.human() {
-                        eprintln!("note: {reason}");
-                    } else if !ctx.out.quiet {
-                        println!("{data}");
-                    }
-                }
+            after = Some(match &envelope {
+                FeedEnvelope::Change { change, .. } => change.event_id.clone(),
+                FeedEnvelope::Resync { event_id, .. } => event_id.clone(),
+            });
+            if !on_event(&envelope, &data)? {
+                return Ok(());
             }
         }
         reconnects += 1;
         if reconnects > RECONNECTS {
-            return Err(CliError::failure(
-                "the change feed kept breaking; run berth events --after ID to resume",
-            ));
+            return Err(CliError::failure(format!(
+                "the change feed kept breaking; {resume_hint}"
+            )));
         }
         std::thread::sleep(std::time::Duration::from_millis(500));
     }

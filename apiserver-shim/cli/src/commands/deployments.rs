@@ -1,6 +1,8 @@
 //! `berth deployments`: list, show, follow, cancel, retry and roll back deployment attempts;
 //! `berth resources redeploy`.
 
+use std::collections::HashMap;
+
 use berth_api::common::Confirmation;
 use berth_api::deployment_records::{
     CancelDeployment, EntryStatus, RedeployResource, RetryDeployment, RollbackDeployment,
@@ -10,11 +12,12 @@ use berth_api::progress::{ProgressEvent, StreamStatus};
 use reqwest::Method;
 use serde_json::Value;
 
+use super::activity::follow_changes;
 use super::find_resource;
 use super::{Ctx, count_at, read_as};
 use crate::cli::{DeploymentFilters, Deployments};
 use crate::error::{CliError, CliResult};
-use crate::output::{Column, col, items};
+use crate::output::{Column, cell, col, items};
 use crate::progress::ProgressView;
 
 const COLUMNS: &[Column] = &[
@@ -23,6 +26,8 @@ const COLUMNS: &[Column] = &[
     col("STATUS", "/status"),
     col("TRIGGER", "/trigger/kind"),
     col("BY", "/trigger/actorId"),
+    col("COMMIT", "/sourceCommitSha"),
+    col("SUBJECT", "/sourceCommit/subject"),
     col("IMAGE", "/imageRef"),
     col("CREATED", "/createdAt"),
     col("FINISHED", "/finishedAt"),
@@ -39,6 +44,8 @@ const FIELDS: &[Column] = &[
     col("BY", "/deployment/trigger/actorId"),
     col("SOURCE", "/deployment/runtimePlan/source/locator"),
     col("COMMIT", "/deployment/sourceCommitSha"),
+    col("SUBJECT", "/deployment/sourceCommit/subject"),
+    col("AUTHOR", "/deployment/sourceCommit/authorName"),
     col("IMAGE", "/deployment/imageRef"),
     col("ROLLBACK OF", "/deployment/rollbackOfDeploymentId"),
     col("REPEATS", "/deployment/sourceDeploymentId"),
@@ -69,7 +76,18 @@ pub fn deployments(ctx: &Ctx, command: Deployments) -> CliResult<()> {
             filters,
             limit,
             all,
-        } => list(ctx, &filters, limit, all),
+            watch,
+        } => {
+            let mut query = query(ctx, &filters)?;
+            if let Some(limit) = limit {
+                query.push(("limit", limit.to_string()));
+            }
+            let listed = list(ctx, &query, all)?;
+            if watch {
+                watch_list(ctx, &query, listed)?;
+            }
+            Ok(())
+        }
         Deployments::Count { filters } => {
             let query = query(ctx, &filters)?;
             count_at(ctx, "/deployments/count", &query)
@@ -195,17 +213,14 @@ fn query(ctx: &Ctx, filters: &DeploymentFilters) -> CliResult<Vec<(&'static str,
     Ok(query)
 }
 
-fn list(ctx: &Ctx, filters: &DeploymentFilters, limit: Option<u32>, all: bool) -> CliResult<()> {
-    let mut query = query(ctx, filters)?;
-    if let Some(limit) = limit {
-        query.push(("limit", limit.to_string()));
-    }
+/// Prints the attempts `query` selects (every page with `all`) and returns them.
+fn list(ctx: &Ctx, query: &[(&'static str, String)], all: bool) -> CliResult<Vec<Value>> {
     let api = ctx.api()?;
-    let mut answer = api.get("/deployments", &query)?;
+    let mut answer = api.get("/deployments", query)?;
     let mut rows = items(&answer, "/items");
     // Every page, printed as one answer.
     while all && let Some(cursor) = answer["nextCursor"].as_str().map(str::to_string) {
-        let mut next = query.clone();
+        let mut next = query.to_vec();
         next.push(("cursor", cursor));
         let page = api.get("/deployments", &next)?;
         rows.extend(items(&page, "/items"));
@@ -215,7 +230,35 @@ fn list(ctx: &Ctx, filters: &DeploymentFilters, limit: Option<u32>, all: bool) -
         object.insert("items".into(), Value::Array(rows.clone()));
     }
     ctx.out.list(&answer, &rows, COLUMNS, "/id");
-    Ok(())
+    Ok(rows)
+}
+
+/// `--watch`: each time the change feed says an attempt changed, the list is read again and
+/// every attempt that reads differently from when it was last printed is printed again.
+fn watch_list(ctx: &Ctx, query: &[(&'static str, String)], listed: Vec<Value>) -> CliResult<()> {
+    let mut printed: HashMap<String, Value> = listed
+        .into_iter()
+        .map(|row| (cell(&row, "/id"), row))
+        .collect();
+    let mut feed = vec![("kind", "deployment".to_string())];
+    feed.extend(
+        query
+            .iter()
+            .filter(|(key, _)| *key == "resourceId")
+            .cloned(),
+    );
+    let hint = "run berth deployments list --watch again";
+    follow_changes(ctx, &feed, None, hint, |_, _| {
+        let answer = ctx.api()?.get("/deployments", query)?;
+        for row in items(&answer, "/items") {
+            let id = cell(&row, "/id");
+            if printed.get(&id) != Some(&row) {
+                ctx.out.watched(&row, COLUMNS, "/id");
+                printed.insert(id, row);
+            }
+        }
+        Ok(true)
+    })
 }
 
 /// A timeline entry as the progress view shows it.

@@ -167,13 +167,14 @@ async fn an_edit_that_needs_no_deployment_is_acknowledged_in_one_status_apply() 
     assert_eq!(sent[0].query, "&force=true&fieldManager=berth-controller");
     let apply = Some("application/apply-patch+yaml");
     assert_eq!(sent[0].content_type.as_deref(), apply);
-    assert_eq!(sent[0].body, acknowledged_status());
+    let policy = fixture.resource.spec.auto_deploy.fingerprint();
+    assert_eq!(sent[0].body, acknowledged_status(&policy));
     fixture.server.assert_untouched(&fixture.context).await;
 }
 
 /// The healthy status at generation 2: only the observed generations moved; the times are
 /// those of the status before.
-fn acknowledged_status() -> Value {
+fn acknowledged_status(policy_fingerprint: &str) -> Value {
     let route = json!({
         "hostname": "web.localhost", "pathPrefix": "/", "providerKey": "caddy",
         "proxyKind": "caddy", "scheme": "http", "targetPort": 8080,
@@ -190,6 +191,10 @@ fn acknowledged_status() -> Value {
                 "plannedGeneratedAccessRoute": route,
                 "latestGeneratedAccessRoute": realized,
                 "proxyRouteStatus": "ready",
+            },
+            // The policy seen at generation 1 dates from then, as the status before says.
+            "autoDeploy": {
+                "policyFingerprint": policy_fingerprint, "updatedAt": "2026-01-01T08:00:00Z",
             },
             "conditions": [{
                 "type": "Ready", "status": "True", "reason": "Serving",
