@@ -13,6 +13,7 @@ use berth_tests::{client, repo_root};
 
 use crate::deploy_support::{ready_server, remove_server};
 use crate::deployments_build::Scratch;
+use crate::git_support::GitRepo;
 
 /// Every flow of the file, each deploy included, on two busy cores.
 const FLOWS: Duration = Duration::from_secs(900);
@@ -20,6 +21,13 @@ const FLOWS: Duration = Duration::from_secs(900);
 /// A build that would take five minutes: the console cancels it.
 const SLOW_BUILD: &str = "FROM berth/busybox:1\nRUN sleep 300\nCOPY www/ /www/\n\
                           CMD [\"httpd\", \"-f\", \"-p\", \"8080\", \"-h\", \"/www\"]\n";
+
+/// The app of the git repository whose deployed commit the console shows.
+const GIT_APP: &str = r#"FROM berth/busybox:1
+COPY www/ /www/
+EXPOSE 8080
+CMD ["/bin/sh", "-c", "httpd -f -p 8080 -h /www & pid=$!; trap 'kill $pid; exit 0' TERM; wait"]
+"#;
 
 fn console_dir() -> PathBuf {
     repo_root().join("apiserver-shim/console")
@@ -41,6 +49,10 @@ async fn run_flows(flows: &[&str]) {
     let slow = Scratch::new();
     slow.write("Dockerfile", SLOW_BUILD);
     slow.write("www/index.html", "never served\n");
+    let repo = GitRepo::new("console-app");
+    repo.write("Dockerfile", GIT_APP);
+    repo.write("www/index.html", "console git revision\n");
+    let sha = repo.commit("Console revision");
     let shots = repo_root().join(".berth/console-shots");
 
     let run = tokio::process::Command::new("node")
@@ -54,6 +66,8 @@ async fn run_flows(flows: &[&str]) {
         .env("BERTH_CONSOLE_MEMBER_PASSWORD", &member.password)
         .env("BERTH_CONSOLE_SERVER_ID", &server)
         .env("BERTH_CONSOLE_SLOW_FOLDER", slow.path())
+        .env("BERTH_CONSOLE_GIT_URL", repo.http_url())
+        .env("BERTH_CONSOLE_GIT_SHA", &sha)
         .env("BERTH_CONSOLE_SHOTS", &shots)
         .stdin(Stdio::null())
         .kill_on_drop(true)

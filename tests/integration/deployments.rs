@@ -11,7 +11,8 @@ use berth_crds::deployment::{Deployment, DeploymentPhase, DeploymentState};
 use berth_crds::resource::Resource;
 use berth_crds::storage_volume::StorageVolume;
 use berth_tests::{TestNamespace, client, eventually, kubectl, random_suffix, stack_env};
-use kube::api::{Patch, PatchParams};
+use kube::ResourceExt;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use rand::Rng;
 use serde_json::{Value, json};
 
@@ -667,4 +668,79 @@ async fn storage_attachments_keep_data_across_deployments_and_detaching() {
     let _ = std::process::Command::new("docker")
         .args(["volume", "rm", &volume])
         .output();
+}
+
+/// An attempt asked for while its Resource is being deleted starts nothing: the Resource's
+/// cleanup may have cleared the server already, and a container started after it would
+/// outlive the Resource (CI once saw one left 2 minutes after a delete).
+#[tokio::test]
+async fn an_attempt_for_a_resource_being_deleted_starts_no_container() {
+    const HOLD: &str = "tests.berth.dev/hold";
+    let client = client().await;
+    let ns = TestNamespace::new(&client, "dep-deleting").await;
+    ready_server(&ns).await;
+    let name = format!("going{}", random_suffix());
+    apply(&resource_yaml(&ns, &name, "berth/sample-app:1", "/healthz"));
+    wait_ended(&ns, &format!("dep-{name}-1")).await;
+    let on_server = format!("label=berth.dev/resource={name}");
+    assert!(
+        !docker_names(&on_server).is_empty(),
+        "the first attempt serves"
+    );
+
+    // Held by a finalizer of the test's own, the Resource stays deleting after Berth's cleanup.
+    let resources = ns.api::<Resource>();
+    let hold = json!([{"op": "add", "path": "/metadata/finalizers/-", "value": HOLD}]);
+    let held = kubectl(
+        &[
+            "-n",
+            &ns.name,
+            "patch",
+            "resources.berth.dev",
+            &name,
+            "--type",
+            "json",
+            "-p",
+            &hold.to_string(),
+        ],
+        None,
+    );
+    assert!(held.status.success(), "{held:?}");
+    resources
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    let deleting = eventually(WAIT, "Berth's cleanup done", || {
+        let resources = resources.clone();
+        let name = name.clone();
+        async move {
+            let resource = resources.get(&name).await.ok()?;
+            (resource.finalizers() == [HOLD]).then_some(resource)
+        }
+    })
+    .await;
+    assert!(
+        docker_names(&on_server).is_empty(),
+        "the cleanup removed the container"
+    );
+
+    // An attempt made now (as one created just before the delete would run after it).
+    let late = format!("dep-{name}-late");
+    let attempt = Deployment::of_resource(&late, &deleting, "local".into(), None, "manual");
+    ns.api::<Deployment>()
+        .create(&PostParams::default(), &attempt)
+        .await
+        .unwrap();
+    let ended = wait_ended(&ns, &late).await.status.unwrap();
+    assert_eq!(ended.status, Some(DeploymentState::Failed), "{ended:?}");
+    let error = ended.last_error.unwrap();
+    assert_eq!(error.code.as_str(), "resource_not_found", "{error:?}");
+    assert!(error.message.contains("being deleted"), "{error:?}");
+    assert!(docker_names(&on_server).is_empty(), "nothing was started");
+
+    let release = json!({"metadata": {"finalizers": null}});
+    resources
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&release))
+        .await
+        .unwrap();
 }

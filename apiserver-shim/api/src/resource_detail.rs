@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::access::{AccessSummary, ProxyRouteStatus};
+use crate::deployment_records::SourceCommit;
 use crate::deployments::DeploymentState;
 use crate::resource_input::{ResourceKind, RuntimeProfileInput};
 use crate::resources::{AccessProfile, NetworkProfile, ResourceService};
@@ -218,6 +219,10 @@ pub struct ResourceDetail {
     pub proxy_route_status: Option<ProxyRouteStatus>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latest_deployment: Option<LatestDeployment>,
+    /// The commit the serving attempt built (a git source's); absent while nothing serves or
+    /// the source has no commits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deployed_commit: Option<SourceCommit>,
     /// Whether the serving deployment runs the declared spec, and the changed spec fields it
     /// does not run yet (the Resource's `Deployed` condition); absent while nothing serves.
     #[serde(default, skip_serializing_if = "Option::is_none")]

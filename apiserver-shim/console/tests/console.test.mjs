@@ -1,7 +1,7 @@
 // The console as a user drives it, in a real Chromium against the real stack: sign in, create
 // a project, an environment and the sample app, watch it deploy (across a reload), open it,
 // read its logs, use its terminal, manage a secret that never reaches the DOM, deploy again,
-// roll back, cancel a slow build, bind a domain, create a deploy token shown once, delete the
+// roll back, cancel a slow build, show a git source's deployed commit, bind a domain, create a deploy token shown once, delete the
 // resource; and a member who sees no administrator actions.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,6 +12,7 @@ const owner = { email: env('BERTH_CONSOLE_OWNER_EMAIL'), password: env('BERTH_CO
 const member = { email: env('BERTH_CONSOLE_MEMBER_EMAIL'), password: env('BERTH_CONSOLE_MEMBER_PASSWORD') };
 const serverId = env('BERTH_CONSOLE_SERVER_ID');
 const slowFolder = env('BERTH_CONSOLE_SLOW_FOLDER');
+const git = { url: env('BERTH_CONSOLE_GIT_URL'), sha: env('BERTH_CONSOLE_GIT_SHA') };
 const id = suffix();
 const greeting = `console-says-hello-${id}`;
 const secretValue = `s3cret-${id}-one`;
@@ -190,6 +191,35 @@ test('a slow build is cancelled from its deployment page', async () => {
   assertNoErrors(page);
 });
 
+test("a git source's deployed commit is on its overview and in its history", async () => {
+  const api = await rest(owner.email, owner.password);
+  const project = state.projectUrl.split('/').pop();
+  const environments = await api.get(`/environments?projectId=${project}`);
+  const created = await api.post('/resources', {
+    projectId: project,
+    environmentId: environments.items[0].id,
+    name: `git${id}`,
+    kind: 'application',
+    serverId,
+    source: { kind: 'git-public', locator: git.url, gitRef: 'main' },
+    networkProfile: { internalPort: 8080 },
+    runtimeProfile: { healthCheck: { path: '/', intervalSeconds: 1, retries: 2 } },
+  });
+  state.git = created.id;
+  const commit = new RegExp(`${git.sha.slice(0, 7)}\\s+Console revision\\s+\\(Ada Tester\\)`);
+  await page.goto(`${origin()}/resources/${created.id}/deployments`);
+  await attemptEnded('succeeded');
+  const attempt = page.locator('table tbody tr').first();
+  await attempt.getByText('Console revision').waitFor();
+  assert.match(await attempt.textContent(), commit);
+  await page.goto(`${origin()}/resources/${created.id}/overview`);
+  const deployed = page.locator('dt', { hasText: 'Deployed commit' }).locator('xpath=following-sibling::dd[1]');
+  await deployed.waitFor();
+  assert.match(await deployed.textContent(), commit);
+  await shot(page, '10b-deployed-commit');
+  assertNoErrors(page);
+});
+
 test('a domain is bound and unbound', async () => {
   await page.goto(`${state.resourceUrl}/domains`);
   await page.getByLabel('Domain name').fill(`shop-${id}.test`);
@@ -251,7 +281,8 @@ test("a member's console offers no administrator actions", async () => {
 });
 
 test('the resource is deleted after typing its slug', async () => {
-  for (const resource of [state.resourceUrl, `${origin()}/resources/${state.slow}`]) {
+  const others = [state.slow, state.git].map((resource) => `${origin()}/resources/${resource}`);
+  for (const resource of [state.resourceUrl, ...others]) {
     await page.goto(`${resource}/settings`);
     const slug = await page.locator('.danger-zone p code').textContent();
     await page.getByLabel('Resource slug').fill(slug);

@@ -1,6 +1,7 @@
 //! Deployment attempts as the routes start and show them: who may see one, its state, the
 //! server it may run on, and the creation of a new one.
 
+use berth_api::deployment_records::SourceCommit;
 use berth_crds::deployment::{Deployment, DeploymentState};
 use berth_crds::resource::Resource;
 use berth_crds::server::ServerLifecycle;
@@ -9,6 +10,7 @@ use kube::{Api, ResourceExt};
 
 use crate::auth::{Caller, ScopeDimension};
 use crate::domain::servers;
+use crate::domain::time::timestamp;
 use crate::error::{ApiError, ApiResult};
 use crate::state::{AppState, FIELD_MANAGER};
 
@@ -86,6 +88,20 @@ pub fn visible(caller: &Caller, deployment: &Deployment) -> bool {
         && caller.sees(ScopeDimension::Project, &spec.project_id)
         && caller.sees(ScopeDimension::Environment, &spec.environment_id)
         && caller.sees(ScopeDimension::Target, &spec.server_id)
+}
+
+/// The commit an attempt built, as the wire spells it.
+pub fn source_commit(deployment: &Deployment) -> Option<SourceCommit> {
+    let commit = deployment.status.as_ref()?.source_commit.as_ref()?;
+    Some(SourceCommit {
+        repository: commit.repository.clone(),
+        git_ref: commit.git_ref.clone(),
+        sha: commit.sha.clone(),
+        subject: commit.subject.clone(),
+        author_name: commit.author_name.clone(),
+        author_email: commit.author_email.clone(),
+        authored_at: commit.authored_at.as_ref().map(timestamp),
+    })
 }
 
 /// The attempt's status; `created` until the controller wrote one.

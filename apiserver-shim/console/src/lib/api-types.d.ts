@@ -6510,6 +6510,11 @@ export interface components {
             accessSummary?: components["schemas"]["AccessSummary"];
             autoDeployPolicy: components["schemas"]["AutoDeploySummary"];
             /**
+             * @description The commit the serving attempt built (a git source's); absent while nothing serves or
+             *     the source has no commits.
+             */
+            deployedCommit?: components["schemas"]["SourceCommit"];
+            /**
              * @description Whether the serving deployment runs the declared spec, and the changed spec fields it
              *     does not run yet (the Resource's `Deployed` condition); absent while nothing serves.
              */

@@ -6,7 +6,7 @@ use berth_api::build::BuildStrategy;
 use berth_api::deployment_records::{
     DeploymentFailure, DeploymentSummary, DeploymentTarget, DeploymentTrigger, EnvironmentSnapshot,
     PlanExecution, PlanSource, PlanTarget, RuntimeArtifact, RuntimePlan, ScheduledRetry,
-    SnapshotVariable, SourceCommit, TriggerKind,
+    SnapshotVariable, TriggerKind,
 };
 use berth_crds::config::ConfigScope;
 use berth_crds::deployment::{Deployment, DeploymentError};
@@ -16,7 +16,7 @@ use berth_crds::{UPDATED_BY_ID, UPDATED_BY_KIND};
 use kube::ResourceExt;
 
 use crate::cache::CREATED_BY_MANAGER;
-use crate::domain::deployments::attempt_state;
+use crate::domain::deployments::{attempt_state, source_commit};
 use crate::domain::time::{created_at, timestamp};
 
 /// The five steps of every attempt (spec §6 `step.total`).
@@ -236,15 +236,7 @@ pub fn summary(
                 .as_ref()
                 .and_then(|s| s.commit_sha.clone())
         }),
-        source_commit: commit.map(|c| SourceCommit {
-            repository: c.repository.clone(),
-            git_ref: c.git_ref.clone(),
-            sha: c.sha.clone(),
-            subject: c.subject.clone(),
-            author_name: c.author_name.clone(),
-            author_email: c.author_email.clone(),
-            authored_at: c.authored_at.as_ref().map(timestamp),
-        }),
+        source_commit: source_commit(deployment),
         runtime_plan: runtime_plan(deployment, resource),
         environment_snapshot: environment_snapshot(deployment),
         timeline: Vec::new(),

@@ -2,6 +2,7 @@
 //! its spec, what the controller reported in its status, and its latest attempt.
 
 use axum::extract::{Path, State};
+use berth_api::deployment_records::SourceCommit;
 use berth_api::resource_detail::{
     AutoDeploySummary, HealthPolicy, HttpCheck, LatestDeployment, ProfileDiagnostic,
     ResourceDetail, ResourceIdentity, ResourceLifecycle, RuntimeSummary, SHOW_SCHEMA_VERSION,
@@ -14,7 +15,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
 use crate::auth::Caller;
-use crate::domain::deployments::attempt_state;
+use crate::domain::deployments::{attempt_state, source_commit};
 use crate::domain::objects::find_in;
 use crate::domain::resource_access::{archived, lookup};
 use crate::domain::time::{created_at, timestamp};
@@ -216,6 +217,18 @@ fn latest_deployment(state: &AppState, resource: &Resource) -> Option<LatestDepl
     })
 }
 
+/// The commit of the attempt that serves the resource.
+fn deployed_commit(state: &AppState, resource: &Resource) -> Option<SourceCommit> {
+    let namespace = resource.namespace().unwrap_or_default();
+    let serving = resource
+        .status
+        .as_ref()?
+        .last_route_realization_deployment_id
+        .as_ref()?;
+    let found = find_in(&state.caches.deployments, &namespace, serving, "deployment").ok()?;
+    source_commit(&found)
+}
+
 fn runtime(resource: &Resource) -> Option<RuntimeSummary> {
     let observed = resource.status.as_ref()?.runtime.as_ref()?;
     let desired = resource.spec.runtime_wish().desired_state;
@@ -289,6 +302,7 @@ pub fn detail(state: &AppState, resource: &Resource) -> ResourceDetail {
         access_summary: status.access_summary.clone(),
         proxy_route_status: status.proxy_route_status,
         latest_deployment: latest_deployment(state, resource),
+        deployed_commit: deployed_commit(state, resource),
         deployed_state: status.deployed_state.clone(),
         runtime: runtime(resource),
         lifecycle: ResourceLifecycle {

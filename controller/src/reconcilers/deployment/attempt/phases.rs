@@ -214,6 +214,12 @@ pub async fn detect(
         let message = format!("Resource {} does not exist", deployment.spec.resource_id);
         stop(Detect, Code::ResourceNotFound, message)
     })?;
+    // Its cleanup may already have cleared the server: a container started now would outlive
+    // the Resource.
+    if resource.metadata.deletion_timestamp.is_some() {
+        let message = format!("Resource {name} is being deleted");
+        return Err(stop(Detect, Code::ResourceNotFound, message).into());
+    }
     Ok(resource)
 }
 
