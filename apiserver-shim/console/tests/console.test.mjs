@@ -169,19 +169,25 @@ test('a redeploy succeeds and a rollback serves the first attempt again', async 
   assertNoErrors(page);
 });
 
-test('a slow build is cancelled from its deployment page', async () => {
+/** Creates an application of `source` over REST in the flow's project and environment. */
+async function createApplication(name, source, extra = {}) {
   const api = await rest(owner.email, owner.password);
   const project = state.projectUrl.split('/').pop();
   const environments = await api.get(`/environments?projectId=${project}`);
-  const created = await api.post('/resources', {
+  return api.post('/resources', {
     projectId: project,
     environmentId: environments.items[0].id,
-    name: `slow${id}`,
+    name,
     kind: 'application',
     serverId,
-    source: { kind: 'local-folder', locator: slowFolder },
+    source,
     networkProfile: { internalPort: 8080 },
+    ...extra,
   });
+}
+
+test('a slow build is cancelled from its deployment page', async () => {
+  const created = await createApplication(`slow${id}`, { kind: 'local-folder', locator: slowFolder });
   state.slow = created.id;
   await page.goto(`${origin()}/resources/${created.id}/deployments`);
   await page.getByRole('button', { name: 'Cancel deployment' }).click({ timeout: 60_000 });
@@ -192,19 +198,11 @@ test('a slow build is cancelled from its deployment page', async () => {
 });
 
 test("a git source's deployed commit is on its overview and in its history", async () => {
-  const api = await rest(owner.email, owner.password);
-  const project = state.projectUrl.split('/').pop();
-  const environments = await api.get(`/environments?projectId=${project}`);
-  const created = await api.post('/resources', {
-    projectId: project,
-    environmentId: environments.items[0].id,
-    name: `git${id}`,
-    kind: 'application',
-    serverId,
-    source: { kind: 'git-public', locator: git.url, gitRef: 'main' },
-    networkProfile: { internalPort: 8080 },
-    runtimeProfile: { healthCheck: { path: '/', intervalSeconds: 1, retries: 2 } },
-  });
+  const created = await createApplication(
+    `git${id}`,
+    { kind: 'git-public', locator: git.url, gitRef: 'main' },
+    { runtimeProfile: { healthCheck: { path: '/', intervalSeconds: 1, retries: 2 } } },
+  );
   state.git = created.id;
   const commit = new RegExp(`${git.sha.slice(0, 7)}\\s+Console revision\\s+\\(Ada Tester\\)`);
   await page.goto(`${origin()}/resources/${created.id}/deployments`);
