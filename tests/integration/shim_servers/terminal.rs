@@ -18,6 +18,8 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 use super::{assert_key_never_shown, create_credential, create_server, invalid, wait_reachable};
 
 const READ: Duration = Duration::from_secs(20);
+/// The width a session gets without `initialCols`.
+const DEFAULT_COLS: u32 = 80;
 
 /// An open terminal WebSocket and everything it has printed so far.
 pub(crate) struct Shell {
@@ -90,13 +92,36 @@ impl Shell {
             .unwrap_or_else(|_| panic!("no terminal output for {READ:?}; so far: {}", self.output));
         match frame {
             Some(Ok(Message::Binary(bytes))) => {
-                self.output.push_str(&String::from_utf8_lossy(&bytes))
+                let start = self.output.len();
+                self.output.push_str(&String::from_utf8_lossy(&bytes));
+                self.answer_cursor_queries(start).await;
             }
             Some(Ok(Message::Text(text))) => self.events.push(serde_json::from_str(&text).unwrap()),
             Some(Ok(Message::Close(_))) | None | Some(Err(_)) => self.closed = true,
             Some(Ok(_)) => {}
         }
         !self.closed
+    }
+
+    /// Answers each cursor-position query (`ESC[6n`) in the output from `start` as a terminal
+    /// (xterm.js in the console) does: a line editor whose pty was still 0×0 when it started
+    /// (`redis-cli`'s linenoise, when `docker exec` resized it a moment late) measures the width
+    /// by moving the cursor far right (`ESC[999C`) and asking where it ended up, and waits for the
+    /// answer.
+    async fn answer_cursor_queries(&mut self, start: usize) {
+        let mut from = start;
+        while let Some(at) = self.output[from..].find("\x1b[6n").map(|at| from + at) {
+            let moved_right = self.output[..at]
+                .rfind("\x1b[999C")
+                .is_some_and(|right| self.output[right..at].find("\x1b[6n").is_none());
+            let column = if moved_right { DEFAULT_COLS } else { 1 };
+            let answer = format!("\x1b[1;{column}R").into_bytes();
+            self.socket
+                .send(Message::Binary(answer.into()))
+                .await
+                .unwrap();
+            from = at + 4;
+        }
     }
 
     async fn wait_event(&mut self, kind: &str) -> Value {
