@@ -1,8 +1,12 @@
 //! Records who changed what through the REST API. Each request that may write runs with a
 //! note pad of its own (a task-local); every write through `crate::write` that names its actor
 //! notes the object and the fields it changed; once the request succeeded, the notes go to
-//! the observation store with the operation's route. Field names only, and values only of
-//! flags, so no secret reaches the record.
+//! the observation store with the operation's route; a delete is noted by its handler
+//! ([`note_delete`]). Field names only, and values only of flags, so no secret reaches the
+//! record. Writes made around the REST API (kubectl, a GitOps tool) are recorded by
+//! [`outside_writes`].
+
+pub mod outside_writes;
 
 use std::sync::{Arc, Mutex};
 
@@ -16,6 +20,7 @@ use berth_observations::AuditRecord;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
 
+use crate::auth::Caller;
 use crate::observation_store::store_call;
 use crate::state::AppState;
 
@@ -35,8 +40,46 @@ pub struct WriteNote {
     pub resource: String,
     pub actor_kind: String,
     pub actor_id: String,
-    pub created: bool,
+    pub verb: Verb,
     pub changes: Vec<AuditFieldChange>,
+}
+
+/// What a write did to its object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    Created,
+    Updated,
+    Deleted,
+}
+
+impl Verb {
+    /// As a stored record's detail and an audit event's type name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Created => "created",
+            Self::Updated => "updated",
+            Self::Deleted => "deleted",
+        }
+    }
+
+    /// The verb a record's detail holds.
+    pub fn of_detail(detail: &Value) -> Self {
+        match (detail["deleted"].as_bool(), detail["created"].as_bool()) {
+            (Some(true), _) => Self::Deleted,
+            (_, Some(true)) => Self::Created,
+            _ => Self::Updated,
+        }
+    }
+
+    /// A record's detail: the verb and the changed fields.
+    pub fn detail(self, changes: &[AuditFieldChange]) -> String {
+        serde_json::json!({
+            "created": self == Self::Created,
+            "deleted": self == Self::Deleted,
+            "changes": berth_api::wire::to_value(&changes).unwrap_or_default(),
+        })
+        .to_string()
+    }
 }
 
 tokio::task_local! {
@@ -81,9 +124,32 @@ pub fn note_write(kind: &str, before: Option<&Value>, written: &Value, sent: &Va
         resource,
         actor_kind,
         actor_id,
-        created: before.is_none(),
+        verb: match before {
+            None => Verb::Created,
+            Some(_) => Verb::Updated,
+        },
         changes: changes.unwrap_or_default(),
     };
+    push(note);
+}
+
+/// Notes that `caller` deleted (or marked for deletion) the `kind` object `namespace/name`,
+/// which is or belongs to `resource` (empty when none).
+pub fn note_delete(kind: &str, namespace: &str, name: &str, resource: &str, caller: &Caller) {
+    let (actor_kind, actor_id) = caller.actor();
+    push(WriteNote {
+        kind: kind.to_string(),
+        namespace: namespace.to_string(),
+        name: name.to_string(),
+        resource: resource.to_string(),
+        actor_kind: actor_kind.to_string(),
+        actor_id: actor_id.to_string(),
+        verb: Verb::Deleted,
+        changes: Vec::new(),
+    });
+}
+
+fn push(note: WriteNote) {
     let _ = NOTES.try_with(|notes| notes.lock().unwrap_or_else(|p| p.into_inner()).push(note));
 }
 
@@ -116,6 +182,13 @@ fn diff(before: &Value, after: &Value, path: &str, depth: usize, out: &mut Vec<A
     if before == after {
         return;
     }
+    // A map that was absent is an empty one: its new entries are named one by one.
+    let empty = Value::Object(serde_json::Map::new());
+    let (before, after) = match (before, after) {
+        (Value::Null, Value::Object(_)) => (&empty, after),
+        (Value::Object(_), Value::Null) => (before, &empty),
+        _ => (before, after),
+    };
     if let (Value::Object(b), Value::Object(a)) = (before, after)
         && depth < MAX_DEPTH
     {
@@ -175,10 +248,6 @@ fn records(notes: &[WriteNote], action: &str, now_ms: i64) -> Vec<AuditRecord> {
         .map(|note| {
             let mut id = [0u8; 8];
             rand::RngCore::fill_bytes(&mut rand::rng(), &mut id);
-            let detail = serde_json::json!({
-                "created": note.created,
-                "changes": berth_api::wire::to_value(&note.changes).unwrap_or_default(),
-            });
             AuditRecord {
                 id: format!("aud-{}", hex::encode(id)),
                 namespace: note.namespace.clone(),
@@ -189,7 +258,7 @@ fn records(notes: &[WriteNote], action: &str, now_ms: i64) -> Vec<AuditRecord> {
                 actor_kind: note.actor_kind.clone(),
                 actor_id: note.actor_id.clone(),
                 action: action.to_string(),
-                detail: detail.to_string(),
+                detail: note.verb.detail(&note.changes),
             }
         })
         .collect()
@@ -231,6 +300,14 @@ mod tests {
             "no values but flags"
         );
         assert!(changed_fields(&before, &before).is_empty());
+        // Labels where there were none: each is named.
+        let mut labelled = before.clone();
+        labelled["metadata"]["labels"] = json!({"team": "checkout"});
+        let named: Vec<String> = changed_fields(&before, &labelled)
+            .into_iter()
+            .map(|c| c.field)
+            .collect();
+        assert_eq!(named, ["metadata.labels.team"]);
     }
 
     #[tokio::test]

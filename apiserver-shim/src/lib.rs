@@ -45,6 +45,10 @@ pub async fn run(options: ShimOptions) -> anyhow::Result<()> {
     tracing::info!("filling caches");
     caches.wait_until_ready().await?;
     tokio::spawn(attempt_archive::run(caches.clone(), observations.clone()));
+    tokio::spawn(audit::outside_writes::run(
+        caches.clone(),
+        observations.clone(),
+    ));
     let state = AppState {
         client,
         caches,

@@ -1,7 +1,8 @@
 //! Writes through the API server: server-side apply under the shim's field manager, recording
 //! who made the change, then waiting until the cache shows it. `variables` lists are maps keyed
 //! by key and exposure, so the shim claims only the entries it owns and leaves the rest to the
-//! other managers (kubectl, GitOps) that applied them.
+//! other managers (kubectl, GitOps) that applied them. Deletes go through [`delete`], which
+//! notes them in the audit events.
 
 use std::collections::HashSet;
 use std::fmt::Debug;
@@ -9,7 +10,7 @@ use std::fmt::Debug;
 use berth_crds::variable::{PlainVariable, VariableExposure};
 use berth_crds::{UPDATED_BY_ID, UPDATED_BY_KIND};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Patch, PatchParams};
+use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, Resource, ResourceExt};
 use serde::Serialize;
@@ -45,6 +46,37 @@ where
         map.remove("status");
     }
     apply_fields(api, store, FIELD_MANAGER, &name, value).await
+}
+
+/// Deletes `object` for `caller` and notes it in the audit events; the object as the API
+/// server left it while finalizers hold it, `None` once it is gone (or was already: someone
+/// else's delete, not noted as this caller's).
+pub async fn delete<K>(
+    api: &Api<K>,
+    object: &K,
+    params: &DeleteParams,
+    caller: &Caller,
+) -> Result<Option<K>, ApiError>
+where
+    K: Resource<DynamicType = ()> + Clone + Serialize + DeserializeOwned + Debug,
+{
+    let name = object.name_any();
+    let marked = match api.delete(&name, params).await {
+        Ok(outcome) => outcome.left(),
+        Err(kube::Error::Api(e)) if e.code == 404 => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let kind = K::kind(&());
+    let resource = match kind.as_ref() {
+        "Resource" => name.clone(),
+        _ => serde_json::to_value(object)
+            .ok()
+            .and_then(|v| v.pointer("/spec/resourceId")?.as_str().map(str::to_string))
+            .unwrap_or_default(),
+    };
+    let namespace = object.namespace().unwrap_or_default();
+    crate::audit::note_delete(&kind, &namespace, &name, &resource, caller);
+    Ok(marked)
 }
 
 /// Applies `fields` (any part of the object: metadata, some of the spec) as `manager`, which

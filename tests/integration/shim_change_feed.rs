@@ -393,6 +393,108 @@ async fn answers_are_compressed_as_negotiated_and_event_streams_are_not() {
     assert_eq!(error["error"]["details"]["field"], "limit", "{error}");
 }
 
+/// The audit events of `aggregate` once one satisfies `found` (they are recorded as the shim
+/// sees the writes, so a kubectl write shows a moment later).
+async fn audit_event_of(rest: &Rest, aggregate: &str, found: impl Fn(&Value) -> bool) -> Value {
+    let path = format!("/audit-events?aggregateId={aggregate}&limit=100");
+    for _ in 0..100 {
+        let list = rest.get(&path).await.ok();
+        if let Some(event) = list["items"].as_array().unwrap().iter().find(|e| found(e)) {
+            return event.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!(
+        "no such audit event of {aggregate}: {}",
+        rest.get(&path).await.ok()
+    );
+}
+
+/// Writes made around the REST API (kubectl, a GitOps tool) are audit events too, named by
+/// their field manager and the fields they changed, never a value; a delete over REST names
+/// its person.
+#[tokio::test]
+async fn audit_events_keep_kubectl_writes_and_deletes() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let admin_user = org.user(OrganizationRole::Admin).await;
+    let admin = admin_user.rest.clone();
+    let shop = project(&admin, "Shop").await;
+    let prod = environment(&admin, &shop, "prod").await;
+    let slug = format!("kub{}", berth_tests::random_suffix());
+    let created = admin
+        .post(
+            "/resources",
+            json!({
+                "projectId": shop, "environmentId": prod, "name": slug, "slug": slug,
+                "kind": "application",
+                "source": {"kind": "docker-image", "locator": "berth/sample-app:1"},
+                "networkProfile": {"internalPort": 8080},
+            }),
+        )
+        .await
+        .ok();
+    let id = created["id"].as_str().unwrap().to_string();
+
+    // `kubectl edit`: a description and a label, as the field manager kubectl uses.
+    let secret_note = format!("edited-{}", berth_tests::random_suffix());
+    let resources: kube::Api<berth_crds::resource::Resource> =
+        kube::Api::namespaced(client.clone(), &org.namespace);
+    let params = kube::api::PatchParams {
+        field_manager: Some("kubectl-edit".into()),
+        ..Default::default()
+    };
+    let patch = json!({"metadata": {"labels": {"team": "checkout"}},
+                       "spec": {"description": secret_note}});
+    resources
+        .patch(&id, &params, &kube::api::Patch::Merge(&patch))
+        .await
+        .unwrap();
+    let edit = audit_event_of(&admin, &id, |e| e["source"] == "kubernetes-api").await;
+    assert_eq!(
+        edit["actor"],
+        json!({"kind": "field-manager", "id": "kubectl-edit"})
+    );
+    assert_eq!(edit["eventType"], "resource.updated");
+    assert_eq!(edit["aggregateKind"], "resource");
+    assert_eq!(edit["resourceId"], id.as_str());
+    assert_eq!(edit["action"], "Update through the Kubernetes API");
+    let fields: Vec<&str> = edit["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        fields,
+        ["spec.description", "metadata.labels.team"],
+        "{edit}"
+    );
+    let list = admin
+        .get(&format!("/audit-events?aggregateId={id}&limit=100"))
+        .await
+        .ok();
+    assert!(!list.to_string().contains(&secret_note), "no value: {list}");
+    let by_kubectl = list["items"].as_array().unwrap().iter();
+    assert_eq!(
+        by_kubectl
+            .filter(|e| e["source"] == "kubernetes-api")
+            .count(),
+        1,
+        "one write, one event: {list:#}"
+    );
+
+    let body = json!({"confirmation": {"resourceSlug": slug}});
+    admin.delete(&format!("/resources/{id}"), body).await.ok();
+    let deleted = audit_event_of(&admin, &id, |e| e["eventType"] == "resource.deleted").await;
+    assert_eq!(deleted["source"], "rest");
+    assert_eq!(
+        deleted["actor"],
+        json!({"kind": "user", "id": admin_user.user_id})
+    );
+    assert_eq!(deleted["action"], "DELETE /resources/{resourceId}");
+}
+
 #[tokio::test]
 async fn audit_events_name_who_turned_auto_deploy_off_over_rest() {
     let client = client().await;

@@ -120,6 +120,9 @@ pub struct ChangeEvent {
 pub enum AuditSource {
     /// A write through the REST API (the CLI, the console, scripts).
     Rest,
+    /// A write made around the REST API, straight to the Kubernetes API (kubectl, a GitOps
+    /// tool); its actor is the field manager the API server names.
+    KubernetesApi,
     /// A Kubernetes Event about the object (berth-controller's reconciles).
     KubernetesEvent,
 }
@@ -128,13 +131,15 @@ pub enum AuditSource {
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct AuditActor {
-    /// `user`, `deploy-token` or `controller`.
+    /// `user`, `deploy-token`, `field-manager` (a write straight to the Kubernetes API) or
+    /// `controller`.
     pub kind: String,
-    /// A user or deploy token id, or the controller that reported the event.
+    /// A user or deploy token id, a field manager (`kubectl-edit`), or the controller that
+    /// reported the event.
     pub id: String,
 }
 
-/// One field a REST write changed; `value` only for flags (true/false), never a value that
+/// One field a write changed; `value` only for flags (true/false), never a value that
 /// could be secret.
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -154,20 +159,21 @@ pub struct AuditEvent {
     pub aggregate_id: String,
     /// `resource`, `deployment`, `server`, `project`, … (lower-case kind).
     pub aggregate_kind: String,
-    /// REST: the object's kind and the change, `resource.updated`; Kubernetes: the Event's
-    /// reason, `ProxyRemoved`.
+    /// A write: the object's kind and the change, `resource.updated` (`.created`, `.deleted`);
+    /// a Kubernetes Event: its reason, `ProxyRemoved`.
     pub event_type: String,
     /// RFC 3339.
     pub created_at: String,
     pub source: AuditSource,
     pub actor: AuditActor,
-    /// REST: the operation as its route, `POST /resources/{resourceId}/auto-deploy`;
-    /// Kubernetes: the Event's action.
+    /// REST: the operation as its route, `POST /resources/{resourceId}/auto-deploy`; a write
+    /// around it: its operation, `Apply through the Kubernetes API`; a Kubernetes Event: its
+    /// action.
     pub action: String,
     /// The resource the object is or belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_id: Option<String>,
-    /// What a REST write changed.
+    /// What a write changed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub changes: Vec<AuditFieldChange>,
     /// One line for people.

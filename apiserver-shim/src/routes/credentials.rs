@@ -307,10 +307,10 @@ async fn delete(
     }
     // A server created meanwhile is refused (its credential is being deleted), and the
     // controller's finalizer keeps the credential while any server still uses it.
-    let outcome = api(&state, &namespace)
-        .delete(&id, &Default::default())
-        .await?;
-    crate::cache::wait_deleted(&state.caches.ssh_credentials, &credential, outcome.left()).await?;
+    let api = api(&state, &namespace);
+    let marked =
+        crate::write::delete(&api, credential.as_ref(), &Default::default(), &caller).await?;
+    crate::cache::wait_deleted(&state.caches.ssh_credentials, &credential, marked).await?;
     tracing::info!(credential = %id, organization = %organization.id, "SSH credential deleted");
     Ok(Json(IdResponse { id }))
 }

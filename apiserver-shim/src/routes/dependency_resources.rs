@@ -434,12 +434,7 @@ async fn delete(
     let namespace = dependency.namespace().unwrap_or_default();
     let api = Api::<DependencyResource>::namespaced(state.client.clone(), &namespace);
     mark_confirmed(&api, &dependency, &confirmed).await?;
-    let marked = match api.delete(&id, &DeleteParams::default()).await {
-        Ok(outcome) => outcome.left(),
-        // Deleted meanwhile: the same outcome.
-        Err(kube::Error::Api(e)) if e.code == 404 => None,
-        Err(e) => return Err(e.into()),
-    };
+    let marked = crate::write::delete(&api, &dependency, &DeleteParams::default(), &caller).await?;
     wait_deleted(&state.caches.dependency_resources, &dependency, marked).await?;
     let (delete_data, skip_final_backup) = (confirmed.delete_data, confirmed.skip_final_backup);
     tracing::info!(dependency = %id, delete_data, skip_final_backup, "dependency resource deleted");

@@ -368,12 +368,7 @@ async fn delete(
     )?;
     let namespace = binding.namespace().unwrap_or_default();
     let api = Api::<DomainBinding>::namespaced(state.client.clone(), &namespace);
-    match api.delete(&id, &DeleteParams::default()).await {
-        Ok(_) => {}
-        // Deleted meanwhile: the same outcome.
-        Err(kube::Error::Api(e)) if e.code == 404 => {}
-        Err(e) => return Err(e.into()),
-    }
+    crate::write::delete(&api, &binding, &DeleteParams::default(), &caller).await?;
     tracing::info!(binding = %id, "domain binding deleted");
     Ok(Json(IdResponse { id }))
 }

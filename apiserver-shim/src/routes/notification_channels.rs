@@ -224,12 +224,8 @@ async fn delete(
     let api = channels_api(&state, &namespace);
     // Background propagation: the API answers at once and the garbage collector removes the
     // Secret and the deliveries the channel owns.
-    let marked = match api.delete(&id, &DeleteParams::background()).await {
-        Ok(outcome) => outcome.left(),
-        // Deleted meanwhile: the same outcome.
-        Err(kube::Error::Api(e)) if e.code == 404 => None,
-        Err(e) => return Err(e.into()),
-    };
+    let background = DeleteParams::background();
+    let marked = crate::write::delete(&api, channel.as_ref(), &background, &caller).await?;
     wait_deleted(
         &state.caches.notification_channels,
         channel.as_ref(),

@@ -221,13 +221,10 @@ async fn delete(
         return Ok(Json(IdResponse { id }));
     }
     let api = Api::<Resource>::namespaced(state.client.clone(), &namespace);
-    let outcome = match api.delete(&id, &Default::default()).await {
-        Ok(outcome) => outcome.left(),
-        // Gone between the cache read and the call: the outcome the caller asked for.
-        Err(kube::Error::Api(status)) if status.code == 404 => None,
-        Err(error) => return Err(error.into()),
-    };
-    wait_deleted(&state.caches.resources, resource.as_ref(), outcome).await?;
+    // Gone between the cache read and the call: the outcome the caller asked for.
+    let marked =
+        crate::write::delete(&api, resource.as_ref(), &Default::default(), &caller).await?;
+    wait_deleted(&state.caches.resources, resource.as_ref(), marked).await?;
     remember();
     tracing::info!(resource = %id, organization = %organization.id, "resource deleted");
     Ok(Json(IdResponse { id }))

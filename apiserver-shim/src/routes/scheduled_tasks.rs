@@ -254,12 +254,8 @@ async fn delete(
     let api = api_of::<ScheduledTask>(&state, &namespace);
     // Background propagation: the API answers at once and the garbage collector removes the
     // runs the task owns.
-    let marked = match api.delete(&id, &DeleteParams::background()).await {
-        Ok(outcome) => outcome.left(),
-        // Deleted meanwhile: the same outcome.
-        Err(kube::Error::Api(e)) if e.code == 404 => None,
-        Err(e) => return Err(e.into()),
-    };
+    let marked =
+        crate::write::delete(&api, task.as_ref(), &DeleteParams::background(), &caller).await?;
     wait_deleted(&state.caches.scheduled_tasks, task.as_ref(), marked).await?;
     tracing::info!(task = %id, "scheduled task deleted");
     Ok(Json(DeleteScheduledTaskResponse {

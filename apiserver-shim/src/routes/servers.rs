@@ -388,8 +388,8 @@ async fn delete(
         ));
     }
     let api = Api::<Server>::namespaced(state.client.clone(), &namespace);
-    let outcome = api.delete(&id, &Default::default()).await?;
-    wait_deleted(&state.caches.servers, server.as_ref(), outcome.left()).await?;
+    let marked = crate::write::delete(&api, server.as_ref(), &Default::default(), &caller).await?;
+    wait_deleted(&state.caches.servers, server.as_ref(), marked).await?;
     remember(&state);
     tracing::info!(server = %id, organization = %organization.id, "server deleted");
     Ok(Json(IdResponse { id }))

@@ -284,12 +284,8 @@ async fn delete(
         return Err(error);
     }
     let api = Api::<StorageVolume>::namespaced(state.client.clone(), &namespace);
-    let marked = match api.delete(&id, &DeleteParams::default()).await {
-        Ok(outcome) => outcome.left(),
-        // Deleted meanwhile: the same outcome.
-        Err(kube::Error::Api(e)) if e.code == 404 => None,
-        Err(e) => return Err(e.into()),
-    };
+    let marked =
+        crate::write::delete(&api, volume.as_ref(), &DeleteParams::default(), &caller).await?;
     wait_deleted(&state.caches.storage_volumes, &volume, marked).await?;
     // The controller's finalizer holds a volume only while a resource attaches it, so it lets
     // this one go at once; the answer waits for that, and a read after it finds none.

@@ -438,12 +438,8 @@ async fn delete(
     // A deploy token outside the policy's scope learns nothing of it.
     check_scope(&state, &caller, &policy.spec.scope)?;
     let api = Api::<ThresholdPolicy>::namespaced(state.client.clone(), &organization.namespace);
-    let marked = match api.delete(&id, &DeleteParams::default()).await {
-        Ok(outcome) => outcome.left(),
-        // Deleted meanwhile: the same outcome.
-        Err(kube::Error::Api(e)) if e.code == 404 => None,
-        Err(e) => return Err(e.into()),
-    };
+    let marked =
+        crate::write::delete(&api, policy.as_ref(), &DeleteParams::default(), &caller).await?;
     wait_deleted(&state.caches.threshold_policies, &policy, marked).await?;
     tracing::info!(policy = %id, "threshold policy deleted");
     Ok(Json(IdResponse { id }))

@@ -2920,16 +2920,23 @@ export interface components {
         };
         /** @description Who made a change. */
         AuditActor: {
-            /** @description A user or deploy token id, or the controller that reported the event. */
+            /**
+             * @description A user or deploy token id, a field manager (`kubectl-edit`), or the controller that
+             *     reported the event.
+             */
             id: string;
-            /** @description `user`, `deploy-token` or `controller`. */
+            /**
+             * @description `user`, `deploy-token`, `field-manager` (a write straight to the Kubernetes API) or
+             *     `controller`.
+             */
             kind: string;
         };
         /** @description One item of `audit-events.list/v1`. */
         AuditEvent: {
             /**
-             * @description REST: the operation as its route, `POST /resources/{resourceId}/auto-deploy`;
-             *     Kubernetes: the Event's action.
+             * @description REST: the operation as its route, `POST /resources/{resourceId}/auto-deploy`; a write
+             *     around it: its operation, `Apply through the Kubernetes API`; a Kubernetes Event: its
+             *     action.
              */
             action: string;
             actor: components["schemas"]["AuditActor"];
@@ -2938,13 +2945,13 @@ export interface components {
             /** @description `resource`, `deployment`, `server`, `project`, … (lower-case kind). */
             aggregateKind: string;
             auditEventId: string;
-            /** @description What a REST write changed. */
+            /** @description What a write changed. */
             changes?: components["schemas"]["AuditFieldChange"][];
             /** @description RFC 3339. */
             createdAt: string;
             /**
-             * @description REST: the object's kind and the change, `resource.updated`; Kubernetes: the Event's
-             *     reason, `ProxyRemoved`.
+             * @description A write: the object's kind and the change, `resource.updated` (`.created`, `.deleted`);
+             *     a Kubernetes Event: its reason, `ProxyRemoved`.
              */
             eventType: string;
             /** @description The resource the object is or belongs to. */
@@ -2962,7 +2969,7 @@ export interface components {
             schemaVersion: string;
         };
         /**
-         * @description One field a REST write changed; `value` only for flags (true/false), never a value that
+         * @description One field a write changed; `value` only for flags (true/false), never a value that
          *     could be secret.
          */
         AuditFieldChange: {
@@ -2971,7 +2978,7 @@ export interface components {
             value?: boolean;
         };
         /** @description Where an audit event comes from. */
-        AuditSource: "rest" | "kubernetes-event";
+        AuditSource: "rest" | "kubernetes-api" | "kubernetes-event";
         /** @description Auto-deploy policy result of spec §2.2. */
         AutoDeployResult: {
             /** @description Why an enabled policy does not fire, e.g. `source-binding-changed`. */

@@ -1,5 +1,5 @@
-//! `GET /audit-events`: REST writes as the observation store recorded them (`crate::audit`)
-//! and the Kubernetes Events of the organization's objects (from the shim's Event cache),
+//! `GET /audit-events`: writes as the observation store recorded them (`crate::audit`: through
+//! the REST API, and around it with kubectl or a GitOps tool) and the Kubernetes Events of the organization's objects (from the shim's Event cache),
 //! merged newest first. A page ends at `(time, id)`; the next one starts below it.
 
 use axum::extract::State;
@@ -14,6 +14,8 @@ use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 
 use super::{namespace_of, resource_filter};
+use crate::audit::Verb;
+use crate::audit::outside_writes::FIELD_MANAGER_ACTOR;
 use crate::auth::{Caller, ScopeDimension};
 use crate::domain::deployments;
 use crate::error::{ApiError, ApiResult};
@@ -150,11 +152,14 @@ fn rfc3339(ms: i64) -> String {
 
 fn from_record(record: &AuditRecord) -> Item {
     let detail: serde_json::Value = serde_json::from_str(&record.detail).unwrap_or_default();
-    let created = detail["created"].as_bool().unwrap_or(false);
+    let verb = Verb::of_detail(&detail).as_str();
     let changes: Vec<AuditFieldChange> =
         serde_json::from_value(detail["changes"].clone()).unwrap_or_default();
     let kind = kebab(&record.object_kind);
-    let verb = if created { "created" } else { "updated" };
+    let source = match record.actor_kind.as_str() {
+        FIELD_MANAGER_ACTOR => AuditSource::KubernetesApi,
+        _ => AuditSource::Rest,
+    };
     let mut summary = format!(
         "{} {} {verb} {kind} {}",
         record.actor_kind, record.actor_id, record.object_id
@@ -177,7 +182,7 @@ fn from_record(record: &AuditRecord) -> Item {
             event_type: format!("{kind}.{verb}"),
             aggregate_kind: kind,
             created_at: rfc3339(record.occurred_ms),
-            source: AuditSource::Rest,
+            source,
             actor: AuditActor {
                 kind: record.actor_kind.clone(),
                 id: record.actor_id.clone(),
