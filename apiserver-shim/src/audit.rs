@@ -6,6 +6,7 @@
 //! record. Writes made around the REST API (kubectl, a GitOps tool) are recorded by
 //! [`outside_writes`].
 
+pub mod controller_events;
 pub mod outside_writes;
 
 use std::sync::{Arc, Mutex};
@@ -16,7 +17,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use berth_api::activity::AuditFieldChange;
 use berth_crds::{UPDATED_BY_ID, UPDATED_BY_KIND};
-use berth_observations::AuditRecord;
+use berth_observations::{AuditRecord, ShimStore};
 use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
 
@@ -44,26 +45,44 @@ pub struct WriteNote {
     pub changes: Vec<AuditFieldChange>,
 }
 
-/// What a write did to its object.
+/// What a write did to its object, or what was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verb {
     Created,
     Updated,
     Deleted,
+    /// A sign-in as the object (a user) with a wrong password.
+    SignInFailed,
+    /// A credential (a deploy token) that was refused: revoked or expired.
+    Refused,
 }
 
 impl Verb {
+    const ALL: [Verb; 5] = [
+        Self::Created,
+        Self::Updated,
+        Self::Deleted,
+        Self::SignInFailed,
+        Self::Refused,
+    ];
+
     /// As a stored record's detail and an audit event's type name it.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Created => "created",
             Self::Updated => "updated",
             Self::Deleted => "deleted",
+            Self::SignInFailed => "sign-in-failed",
+            Self::Refused => "refused",
         }
     }
 
-    /// The verb a record's detail holds.
+    /// The verb a record's detail holds (records from before `verb` was kept carry flags).
     pub fn of_detail(detail: &Value) -> Self {
+        let named = detail["verb"].as_str();
+        if let Some(verb) = Self::ALL.into_iter().find(|v| Some(v.as_str()) == named) {
+            return verb;
+        }
         match (detail["deleted"].as_bool(), detail["created"].as_bool()) {
             (Some(true), _) => Self::Deleted,
             (_, Some(true)) => Self::Created,
@@ -73,13 +92,55 @@ impl Verb {
 
     /// A record's detail: the verb and the changed fields.
     pub fn detail(self, changes: &[AuditFieldChange]) -> String {
+        self.detail_value(changes).to_string()
+    }
+
+    fn detail_value(self, changes: &[AuditFieldChange]) -> Value {
         serde_json::json!({
+            "verb": self.as_str(),
             "created": self == Self::Created,
             "deleted": self == Self::Deleted,
             "changes": berth_api::wire::to_value(&changes).unwrap_or_default(),
         })
-        .to_string()
     }
+}
+
+/// A refusal to record at once (a refused request has no write to note): `verb` of the
+/// `kind` object `namespace/name` by `actor`, described by `summary`. Records sharing an `id`
+/// are stored once, which is how a flood of refusals becomes one record per minute.
+pub struct Refusal<'a> {
+    pub id: String,
+    pub verb: Verb,
+    pub namespace: &'a str,
+    pub kind: &'a str,
+    pub name: &'a str,
+    pub actor: (&'a str, &'a str),
+    pub action: &'a str,
+    pub summary: String,
+}
+
+/// Stores `refusal` in the background; a failing store loses it with a warning.
+pub fn record_refusal(store: &Arc<dyn ShimStore>, refusal: Refusal<'_>) {
+    let mut detail = refusal.verb.detail_value(&[]);
+    detail["summary"] = Value::String(refusal.summary);
+    let record = AuditRecord {
+        id: refusal.id,
+        namespace: refusal.namespace.to_string(),
+        occurred_ms: Timestamp::now().as_millisecond(),
+        object_kind: refusal.kind.to_string(),
+        object_id: refusal.name.to_string(),
+        resource: String::new(),
+        actor_kind: refusal.actor.0.to_string(),
+        actor_id: refusal.actor.1.to_string(),
+        action: refusal.action.to_string(),
+        detail: detail.to_string(),
+    };
+    let store = store.clone();
+    tokio::task::spawn_blocking(move || {
+        if let Err(error) = store.record_audit(&[record]) {
+            tracing::warn!(%error, "a refusal went unrecorded in the audit events");
+        }
+    });
 }
 
 tokio::task_local! {
@@ -262,6 +323,23 @@ fn records(notes: &[WriteNote], action: &str, now_ms: i64) -> Vec<AuditRecord> {
             }
         })
         .collect()
+}
+
+/// Stores `records` kept by a background follower (`what` they are, for the warning); false
+/// when the store failed, so the follower tries again.
+async fn store_records(store: &Arc<dyn ShimStore>, records: &[AuditRecord], what: &str) -> bool {
+    let (store, records) = (store.clone(), records.to_vec());
+    match tokio::task::spawn_blocking(move || store.record_audit(&records)).await {
+        Ok(Ok(())) => true,
+        Ok(Err(error)) => {
+            tracing::warn!(%error, what, "could not keep audit records");
+            false
+        }
+        Err(error) => {
+            tracing::warn!(%error, what, "keeping audit records stopped");
+            false
+        }
+    }
 }
 
 #[cfg(test)]

@@ -37,6 +37,7 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
+use tokio::sync::broadcast;
 
 use crate::changes::{ChangeLog, ChangedObject, WatchChanges};
 use crate::error::ApiError;
@@ -81,6 +82,9 @@ pub struct Caches {
     /// Kubernetes Events (events.k8s.io) of every namespace: the objects' side of the audit
     /// events. The API server expires them (an hour by default).
     pub kube_events: Store<KubeEvent>,
+    /// Each Event as it is cached (new or updated), for the audit records that keep them
+    /// (`crate::audit::controller_events`). A reader that falls behind is told it lagged.
+    pub kube_event_feed: broadcast::Sender<Arc<KubeEvent>>,
     /// Changes of the kinds the change feed reports, in order (its source).
     pub changes: Arc<ChangeLog>,
 }
@@ -112,6 +116,33 @@ where
         while let Some(item) = stream.next().await {
             if let Err(error) = item {
                 tracing::warn!(%error, kind = %K::kind(&K::DynamicType::default()), "cache watch error");
+            }
+        }
+    });
+    reader
+}
+
+/// Events a slow reader of the Event feed may fall behind by before it is told it lagged.
+const EVENT_FEED: usize = 1024;
+
+/// The Event cache, each Event (without its field managers) also sent to `feed`.
+fn start_events(client: &Client, feed: broadcast::Sender<Arc<KubeEvent>>) -> Store<KubeEvent> {
+    let (reader, writer) = reflector::store();
+    let stream = watcher(
+        Api::<KubeEvent>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .modify(|event: &mut KubeEvent| event.metadata.managed_fields = None)
+    .reflect(writer)
+    .applied_objects();
+    tokio::spawn(async move {
+        futures::pin_mut!(stream);
+        while let Some(item) = stream.next().await {
+            match item {
+                // No reader (none started yet): nothing to tell.
+                Ok(event) => drop(feed.send(Arc::new(event))),
+                Err(error) => tracing::warn!(%error, kind = "Event", "cache watch error"),
             }
         }
     });
@@ -187,6 +218,7 @@ pub const CREATED_BY_MANAGER: &str = "berth.dev/created-by-manager";
 impl Caches {
     pub fn start(client: &Client) -> Self {
         let changes = Arc::new(ChangeLog::default());
+        let (kube_event_feed, _) = broadcast::channel(EVENT_FEED);
         Self {
             organizations: start(client),
             users: start(client),
@@ -253,9 +285,8 @@ impl Caches {
                 changes.clone(),
                 ChangedObject::NotificationDelivery,
             ),
-            kube_events: start_modified(client, |event: &mut KubeEvent| {
-                event.metadata.managed_fields = None;
-            }),
+            kube_events: start_events(client, kube_event_feed.clone()),
+            kube_event_feed,
             changes,
         }
     }

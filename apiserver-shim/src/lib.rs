@@ -49,6 +49,10 @@ pub async fn run(options: ShimOptions) -> anyhow::Result<()> {
         caches.clone(),
         observations.clone(),
     ));
+    tokio::spawn(audit::controller_events::run(
+        caches.clone(),
+        observations.clone(),
+    ));
     let state = AppState {
         client,
         caches,

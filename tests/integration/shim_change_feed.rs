@@ -412,7 +412,7 @@ async fn audit_event_of(rest: &Rest, aggregate: &str, found: impl Fn(&Value) -> 
 
 /// Writes made around the REST API (kubectl, a GitOps tool) are audit events too, named by
 /// their field manager and the fields they changed, never a value; a delete over REST names
-/// its person.
+/// its person; a failed sign-in and a refused token are kept too.
 #[tokio::test]
 async fn audit_events_keep_kubectl_writes_and_deletes() {
     let client = client().await;
@@ -493,6 +493,141 @@ async fn audit_events_keep_kubectl_writes_and_deletes() {
         json!({"kind": "user", "id": admin_user.user_id})
     );
     assert_eq!(deleted["action"], "DELETE /resources/{resourceId}");
+
+    // A wrong password for a member is an event of the organization, without the password.
+    let wrong = format!("not-{}", admin_user.password);
+    let login = json!({"email": admin_user.email, "password": wrong});
+    Rest::anonymous()
+        .post("/auth/login", login)
+        .await
+        .error(401, "unauthenticated");
+    let user = admin_user.user_id.as_str();
+    let failed = audit_event_of(&admin, user, |e| e["eventType"] == "user.sign-in-failed").await;
+    assert_eq!(failed["actor"]["kind"], "anonymous");
+    let summary = failed["summary"].as_str().unwrap();
+    assert!(summary.contains(&admin_user.email), "{failed}");
+    assert!(!failed.to_string().contains(&wrong), "{failed}");
+
+    // A revoked token used again and again: its refusal is recorded, once a minute at most.
+    let (token_id, secret) = create_token(&admin, &org.id, json!({})).await;
+    let confirmed = json!({"organizationId": org.id, "confirmation": {"tokenId": token_id}});
+    let revoke = format!("/deploy-tokens/{token_id}/revoke");
+    admin.post(&revoke, confirmed).await.ok();
+    let ci = Rest::anonymous().with_token(&secret);
+    for _ in 0..5 {
+        ci.get("/projects/count")
+            .await
+            .error(401, "unauthenticated");
+    }
+    let refused = audit_event_of(&admin, &token_id, |e| {
+        e["eventType"] == "deploy-token.refused"
+    })
+    .await;
+    assert_eq!(
+        refused["actor"],
+        json!({"kind": "deploy-token", "id": token_id})
+    );
+    assert!(
+        refused["summary"].as_str().unwrap().contains("revoked"),
+        "{refused}"
+    );
+    let list = admin
+        .get(&format!("/audit-events?aggregateId={token_id}&limit=100"))
+        .await
+        .ok();
+    let refusals = list["items"].as_array().unwrap().iter();
+    let refusals = refusals.filter(|e| e["eventType"] == "deploy-token.refused");
+    // Five uses within a minute (two if the minute turned meanwhile).
+    assert!((1..=2).contains(&refusals.count()), "{list:#}");
+    assert!(!list.to_string().contains(&secret));
+}
+
+/// The controller's Events stay in the audit events after the API server expired them (an
+/// hour by default; here the Event is deleted, as expiry does).
+#[tokio::test]
+async fn audit_events_keep_the_controllers_events_after_they_expire() {
+    use k8s_openapi::api::core::v1::ObjectReference;
+    use k8s_openapi::api::events::v1::Event;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let admin = org.user(OrganizationRole::Admin).await.rest.clone();
+    let shop = project(&admin, "Shop").await;
+    let prod = environment(&admin, &shop, "prod").await;
+    let slug = format!("kev{}", berth_tests::random_suffix());
+    let created = admin
+        .post(
+            "/resources",
+            json!({
+                "projectId": shop, "environmentId": prod, "name": slug, "slug": slug,
+                "kind": "application",
+                "source": {"kind": "docker-image", "locator": "berth/sample-app:1"},
+                "networkProfile": {"internalPort": 8080},
+            }),
+        )
+        .await
+        .ok();
+    let id = created["id"].as_str().unwrap().to_string();
+    let note = format!("route removed for {slug}");
+    let event = Event {
+        metadata: kube::api::ObjectMeta {
+            name: Some(format!("{id}.{}", berth_tests::random_suffix())),
+            ..Default::default()
+        },
+        event_time: Some(MicroTime(k8s_openapi::jiff::Timestamp::now())),
+        reporting_controller: Some("berth-controller".into()),
+        reporting_instance: Some("berth-controller-test".into()),
+        action: Some("Reconcile".into()),
+        reason: Some("ProxyRemoved".into()),
+        note: Some(note.clone()),
+        type_: Some("Normal".into()),
+        regarding: Some(ObjectReference {
+            api_version: Some("berth.dev/v1alpha1".into()),
+            kind: Some("Resource".into()),
+            name: Some(id.clone()),
+            namespace: Some(org.namespace.clone()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let events: kube::Api<Event> = kube::Api::namespaced(client.clone(), &org.namespace);
+    let made = events
+        .create(&kube::api::PostParams::default(), &event)
+        .await
+        .unwrap();
+    let name = made.metadata.name.clone().unwrap();
+    let uid = made.metadata.uid.clone().unwrap();
+    let live = audit_event_of(&admin, &id, |e| e["eventType"] == "ProxyRemoved").await;
+    assert_eq!(live["auditEventId"], format!("kev-{uid}"));
+    // The store keeps it within a moment; then the API server lets it go.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    events
+        .delete(&name, &kube::api::DeleteParams::default())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let list = admin
+        .get(&format!("/audit-events?aggregateId={id}&limit=100"))
+        .await
+        .ok();
+    let kept: Vec<&Value> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["eventType"] == "ProxyRemoved")
+        .collect();
+    assert_eq!(kept.len(), 1, "kept once: {list:#}");
+    let kept = kept[0];
+    assert_eq!(kept["auditEventId"], live["auditEventId"]);
+    assert_eq!(kept["source"], "kubernetes-event");
+    assert_eq!(
+        kept["actor"],
+        json!({"kind": "controller", "id": "berth-controller"})
+    );
+    assert_eq!(kept["summary"], note.as_str());
+    assert_eq!(kept["resourceId"], id.as_str());
+    assert_eq!(kept["action"], "Reconcile");
 }
 
 #[tokio::test]
@@ -607,7 +742,16 @@ async fn audit_events_name_who_turned_auto_deploy_off_over_rest() {
             None => break,
         }
     }
-    assert_eq!(paged, ids(&whole));
+    // The controller may report on the resource meanwhile: the pages are the whole list as it
+    // was before them or as it is after them.
+    let after = member
+        .get(&format!("/audit-events?resourceId={id}&limit=100"))
+        .await
+        .ok();
+    assert!(
+        paged == ids(&whole) || paged == ids(&after),
+        "{paged:?}\n{whole:#}\n{after:#}"
+    );
     assert!(ids(&whole).contains(&off["auditEventId"]));
     let by_object = member
         .get(&format!("/audit-events?aggregateId={id}&limit=100"))

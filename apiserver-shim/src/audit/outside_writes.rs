@@ -19,7 +19,7 @@ use berth_observations::{AuditRecord, ShimStore};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::{Verb, changed_fields};
+use super::{Verb, changed_fields, store_records};
 use crate::cache::Caches;
 use crate::changes::{ChangedObject, Gap};
 
@@ -75,7 +75,9 @@ pub async fn run(caches: Caches, store: Arc<dyn ShimStore>) {
                 }
             },
         }
-        if !unstored.is_empty() && store_records(&store, &unstored).await {
+        if !unstored.is_empty()
+            && store_records(&store, &unstored, "writes made around the REST API").await
+        {
             unstored.clear();
         } else if !unstored.is_empty() {
             tokio::time::sleep(RETRY).await;
@@ -268,22 +270,6 @@ fn latest(entries: Vec<&Value>) -> Option<&Value> {
     entries
         .into_iter()
         .max_by_key(|entry| entry["time"].as_str().unwrap_or_default())
-}
-
-/// Stores `records`; false when the store failed (they are tried again).
-async fn store_records(store: &Arc<dyn ShimStore>, records: &[AuditRecord]) -> bool {
-    let (store, records) = (store.clone(), records.to_vec());
-    match tokio::task::spawn_blocking(move || store.record_audit(&records)).await {
-        Ok(Ok(())) => true,
-        Ok(Err(error)) => {
-            tracing::warn!(%error, "could not record writes made around the REST API");
-            false
-        }
-        Err(error) => {
-            tracing::warn!(%error, "recording writes made around the REST API stopped");
-            false
-        }
-    }
 }
 
 #[cfg(test)]

@@ -285,7 +285,10 @@ fn deploy_token_caller(state: &AppState, digest: &str) -> Result<Caller, ApiErro
         .deploy_tokens
         .find(|t| t.spec.secret_digest == digest)
         .ok_or_else(|| ApiError::unauthenticated("the token is not valid"))?;
-    check_token_usable(&token)?;
+    if let Err(refused) = check_token_usable(&token) {
+        record_refused_token(state, &token, &refused.body.message);
+        return Err(refused);
+    }
     last_used::note(state, &token);
     let namespace = token.namespace().unwrap_or_default();
     let organization = state
@@ -307,6 +310,30 @@ fn deploy_token_caller(state: &AppState, digest: &str) -> Result<Caller, ApiErro
             member_id: None,
         }),
     })
+}
+
+/// A revoked or expired token's use is an audit event of its organization, at most one a
+/// minute per token (a CI job retrying every second is one line, not thousands).
+fn record_refused_token(state: &AppState, token: &DeployToken, why: &str) {
+    let name = token.name_any();
+    let minute = Timestamp::now().as_second() / 60;
+    let namespace = token.namespace().unwrap_or_default();
+    crate::audit::record_refusal(
+        &state.observations,
+        crate::audit::Refusal {
+            id: format!("ref-{name}-{minute}"),
+            verb: crate::audit::Verb::Refused,
+            namespace: &namespace,
+            kind: "DeployToken",
+            name: &name,
+            actor: (ACTOR_DEPLOY_TOKEN, &name),
+            action: "authenticate",
+            summary: format!(
+                "deploy token {name} ({}) refused: {why}",
+                token.spec.display_name
+            ),
+        },
+    );
 }
 
 /// Revoked or expired tokens are refused at once.

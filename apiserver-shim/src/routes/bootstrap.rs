@@ -324,6 +324,7 @@ async fn login(
                 .map(|h| String::from_utf8_lossy(&h.0).into_owned())
         });
     if !hash.is_some_and(|hash| password::verify(&body.password, &hash)) {
+        record_failed_sign_in(&state, &user, &email);
         return Err(refused());
     }
     state.login_limiter.succeeded(&email).await;
@@ -360,6 +361,35 @@ async fn login(
         user_id: user.name_any(),
         expires_at: timestamp(&Time(expires_at)),
     }))
+}
+
+/// A wrong password for a user is an audit event in each organization the user is an active
+/// member of (an email nobody uses belongs to no organization).
+fn record_failed_sign_in(state: &AppState, user: &User, email: &str) {
+    let user_id = user.name_any();
+    let now = Timestamp::now().as_millisecond();
+    let namespaces = state
+        .caches
+        .members
+        .state()
+        .into_iter()
+        .filter(|m| m.spec.user_id == user_id && m.spec.active)
+        .filter_map(|m| m.namespace());
+    for namespace in namespaces {
+        crate::audit::record_refusal(
+            &state.observations,
+            crate::audit::Refusal {
+                id: format!("sif-{user_id}-{now}-{}", new_id("a")),
+                verb: crate::audit::Verb::SignInFailed,
+                namespace: &namespace,
+                kind: "User",
+                name: &user_id,
+                actor: ("anonymous", email),
+                action: "POST /auth/login",
+                summary: format!("a sign-in as {email} failed: wrong password"),
+            },
+        );
+    }
 }
 
 async fn logout(

@@ -11,6 +11,7 @@ pub enum History {
     HealthHistory,
     MonitoringSamples,
     AccessFailureEvidence,
+    AuditRecords,
 }
 
 impl History {
@@ -21,6 +22,7 @@ impl History {
             Self::HealthHistory => "health-history",
             Self::MonitoringSamples => "monitoring-samples",
             Self::AccessFailureEvidence => "access-failure-evidence",
+            Self::AuditRecords => "audit-records",
         }
     }
 
@@ -31,6 +33,7 @@ impl History {
             Self::HealthHistory => ("health_history", "observed_ms"),
             Self::MonitoringSamples => ("monitoring_samples", "observed_ms"),
             Self::AccessFailureEvidence => ("access_failure_evidence", "captured_ms"),
+            Self::AuditRecords => ("audit_records", "occurred_ms"),
         }
     }
 

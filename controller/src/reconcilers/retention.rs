@@ -93,9 +93,9 @@ pub async fn run(
     drain(KIND, stream).await;
 }
 
-/// The kinds of history the store keeps in each category. Berth keeps no audit rows, provider
-/// job logs or log archives apart from these: crash evidence and log tails are events of the
-/// deployment timelines (`process-attempts`).
+/// The kinds of history the store keeps in each category. Berth keeps no provider job logs or
+/// log archives apart from these: crash evidence and log tails are events of the deployment
+/// timelines (`process-attempts`).
 pub fn histories(category: RetentionCategory) -> &'static [History] {
     match category {
         RetentionCategory::RuntimeMonitoringSamples => &[History::MonitoringSamples],
@@ -103,9 +103,8 @@ pub fn histories(category: RetentionCategory) -> &'static [History] {
         RetentionCategory::DomainEventStreams => {
             &[History::HealthHistory, History::AccessFailureEvidence]
         }
-        RetentionCategory::AuditRows
-        | RetentionCategory::ProviderJobLogs
-        | RetentionCategory::ResourceRuntimeLogArchives => &[],
+        RetentionCategory::AuditRows => &[History::AuditRecords],
+        RetentionCategory::ProviderJobLogs | RetentionCategory::ResourceRuntimeLogArchives => &[],
     }
 }
 

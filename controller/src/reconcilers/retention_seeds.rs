@@ -158,7 +158,12 @@ mod tests {
             audit.retention_days,
             RetentionCategory::AuditRows.default_days()
         );
-        assert!(audit.dry_run_scheduling_enabled && !audit.destructive_scheduling_enabled);
+        assert!(
+            audit.destructive_scheduling_enabled,
+            "audit records are kept a year"
+        );
+        let logs = SEEDS.spec(RetentionCategory::ProviderJobLogs);
+        assert!(logs.dry_run_scheduling_enabled && !logs.destructive_scheduling_enabled);
     }
 
     #[test]

@@ -1,6 +1,9 @@
 //! `GET /audit-events`: writes as the observation store recorded them (`crate::audit`: through
-//! the REST API, and around it with kubectl or a GitOps tool) and the Kubernetes Events of the organization's objects (from the shim's Event cache),
-//! merged newest first. A page ends at `(time, id)`; the next one starts below it.
+//! the REST API, and around it with kubectl or a GitOps tool), refusals, and the Kubernetes
+//! Events of the organization's objects (live from the shim's cache, and kept in the store once
+//! the API server expired them), merged newest first. A page ends at `(time, id)`; the next one starts below it.
+
+use std::collections::HashSet;
 
 use axum::extract::State;
 use berth_api::activity::{
@@ -15,6 +18,7 @@ use kube::runtime::reflector::ObjectRef;
 
 use super::{namespace_of, resource_filter};
 use crate::audit::Verb;
+use crate::audit::controller_events::{self, CONTROLLER_ACTOR};
 use crate::audit::outside_writes::FIELD_MANAGER_ACTOR;
 use crate::auth::{Caller, ScopeDimension};
 use crate::domain::deployments;
@@ -26,8 +30,6 @@ use crate::state::AppState;
 
 const DEFAULT_LIMIT: u64 = 50;
 const MAX_LIMIT: u64 = 100;
-/// An Event's note is cut to this many characters.
-const MAX_NOTE: usize = 1024;
 
 /// One item and where it sorts.
 struct Item {
@@ -66,29 +68,34 @@ pub async fn list(
         store.audit_records(&store_query)
     })
     .await?;
-    let mut items: Vec<Item> = records
+    // A kept Event shows as the live one while that lives (its latest occurrence).
+    let mut items: Vec<Item> = state
+        .caches
+        .kube_events
+        .state()
         .iter()
-        .filter(|r| record_visible(&caller, r))
-        .map(from_record)
+        .filter(|e| e.namespace().as_deref() == Some(namespace.as_str()))
+        .filter_map(|e| from_kube_event(&state, &caller, e))
+        .filter(|item| {
+            resource
+                .as_ref()
+                .is_none_or(|r| item.event.resource_id.as_ref() == Some(r))
+        })
+        .filter(|item| {
+            object
+                .as_ref()
+                .is_none_or(|o| &item.event.aggregate_id == o)
+        })
+        .collect();
+    let live: HashSet<String> = items
+        .iter()
+        .map(|item| item.event.audit_event_id.clone())
         .collect();
     items.extend(
-        state
-            .caches
-            .kube_events
-            .state()
+        records
             .iter()
-            .filter(|e| e.namespace().as_deref() == Some(namespace.as_str()))
-            .filter_map(|e| from_kube_event(&state, &caller, e))
-            .filter(|item| {
-                resource
-                    .as_ref()
-                    .is_none_or(|r| item.event.resource_id.as_ref() == Some(r))
-            })
-            .filter(|item| {
-                object
-                    .as_ref()
-                    .is_none_or(|o| &item.event.aggregate_id == o)
-            }),
+            .filter(|r| !live.contains(&r.id) && record_visible(&caller, r))
+            .map(from_record),
     );
     let key = |item: &Item| (item.at_ms, item.event.audit_event_id.clone());
     items.retain(|item| before.as_ref().is_none_or(|b| key(item) < *b));
@@ -158,13 +165,21 @@ fn from_record(record: &AuditRecord) -> Item {
     let kind = kebab(&record.object_kind);
     let source = match record.actor_kind.as_str() {
         FIELD_MANAGER_ACTOR => AuditSource::KubernetesApi,
+        CONTROLLER_ACTOR => AuditSource::KubernetesEvent,
         _ => AuditSource::Rest,
+    };
+    // A kept Event is typed by its reason.
+    let event_type = match detail["eventType"].as_str() {
+        Some(reason) => reason.to_string(),
+        None => format!("{kind}.{verb}"),
     };
     let mut summary = format!(
         "{} {} {verb} {kind} {}",
         record.actor_kind, record.actor_id, record.object_id
     );
-    if !changes.is_empty() {
+    if let Some(given) = detail["summary"].as_str() {
+        summary = given.to_string();
+    } else if !changes.is_empty() {
         let fields: Vec<String> = changes
             .iter()
             .map(|c| match c.value {
@@ -179,7 +194,7 @@ fn from_record(record: &AuditRecord) -> Item {
         event: AuditEvent {
             audit_event_id: record.id.clone(),
             aggregate_id: record.object_id.clone(),
-            event_type: format!("{kind}.{verb}"),
+            event_type,
             aggregate_kind: kind,
             created_at: rfc3339(record.occurred_ms),
             source,
@@ -197,77 +212,35 @@ fn from_record(record: &AuditRecord) -> Item {
 
 /// An Event about one of Berth's objects of the organization, if the caller may see it.
 fn from_kube_event(state: &AppState, caller: &Caller, event: &KubeEvent) -> Option<Item> {
-    let regarding = event.regarding.as_ref()?;
-    if !regarding
-        .api_version
-        .as_deref()
-        .is_some_and(|v| v.starts_with("berth.dev/"))
-    {
+    let described = controller_events::describe(&state.caches, event)?;
+    if described.kind == "Deployment" {
+        let key = ObjectRef::new(&described.name).within(&described.namespace);
+        let deployment = state.caches.deployments.get(&key)?;
+        if !deployments::visible(caller, &deployment) {
+            return None;
+        }
+    }
+    let resource = described.resource.as_deref();
+    if !object_visible(caller, &described.kind, &described.name, resource) {
         return None;
     }
-    let kind = regarding.kind.clone()?;
-    let name = regarding.name.clone()?;
-    let namespace = event.namespace().unwrap_or_default();
-    let resource = match kind.as_str() {
-        "Resource" => Some(name.clone()),
-        "Deployment" => {
-            let key = ObjectRef::new(&name).within(&namespace);
-            let deployment = state.caches.deployments.get(&key)?;
-            if !deployments::visible(caller, &deployment) {
-                return None;
-            }
-            Some(deployment.spec.resource_id.clone())
-        }
-        "DomainBinding" => {
-            let key = ObjectRef::new(&name).within(&namespace);
-            Some(
-                state
-                    .caches
-                    .domain_bindings
-                    .get(&key)?
-                    .spec
-                    .resource_id
-                    .clone(),
-            )
-        }
-        _ => None,
-    };
-    if !object_visible(caller, &kind, &name, resource.as_deref()) {
-        return None;
-    }
-    let at = event
-        .series
-        .as_ref()
-        .map(|s| s.last_observed_time.0)
-        .or_else(|| event.event_time.as_ref().map(|t| t.0))
-        .or_else(|| event.deprecated_last_timestamp.as_ref().map(|t| t.0))
-        .or_else(|| event.metadata.creation_timestamp.as_ref().map(|t| t.0))?;
-    let reason = event.reason.clone().unwrap_or_default();
-    let mut note = event.note.clone().unwrap_or_default();
-    if note.chars().count() > MAX_NOTE {
-        note = note.chars().take(MAX_NOTE).collect();
-    }
-    let controller = event
-        .reporting_controller
-        .clone()
-        .unwrap_or_else(|| "kubernetes".into());
     Some(Item {
-        at_ms: at.as_millisecond(),
+        at_ms: described.at_ms,
         event: AuditEvent {
-            audit_event_id: format!("kev-{}", event.metadata.uid.clone().unwrap_or_default()),
-            aggregate_id: name,
-            aggregate_kind: kebab(&kind),
-            event_type: reason.clone(),
-            created_at: at.to_string(),
+            audit_event_id: described.id,
+            aggregate_id: described.name,
+            aggregate_kind: kebab(&described.kind),
+            event_type: described.reason,
+            created_at: rfc3339(described.at_ms),
             source: AuditSource::KubernetesEvent,
             actor: AuditActor {
-                kind: "controller".into(),
-                id: controller,
+                kind: CONTROLLER_ACTOR.into(),
+                id: described.controller,
             },
-            action: event.action.clone().unwrap_or_default(),
-            resource_id: resource,
+            action: described.action,
+            resource_id: described.resource,
             changes: Vec::new(),
-            summary: if note.is_empty() { reason } else { note },
+            summary: described.summary,
         },
     })
 }

@@ -1,9 +1,12 @@
-//! REST writes' audit records on both backends.
+//! Audit records on both backends.
 
 use super::Fixture;
-use crate::{AuditQuery, AuditRecord};
+use crate::{AuditQuery, AuditRecord, History};
 
-on_both_backends!(audit_records_page_newest_first_by_resource_and_object);
+on_both_backends!(
+    audit_records_page_newest_first_by_resource_and_object,
+    audit_records_older_than_a_cutoff_are_counted_and_pruned_per_namespace,
+);
 
 fn record(id: &str, namespace: &str, resource: &str, occurred_ms: i64) -> AuditRecord {
     AuditRecord {
@@ -63,4 +66,25 @@ fn audit_records_page_newest_first_by_resource_and_object(fixture: &Fixture) {
         ..all
     };
     assert_eq!(ids(&store.audit_records(&api).unwrap()), ["a3"]);
+}
+
+fn audit_records_older_than_a_cutoff_are_counted_and_pruned_per_namespace(fixture: &Fixture) {
+    let store = fixture.open();
+    let records = [
+        record("a1", "org-a", "web", 10),
+        record("a2", "org-a", "web", 20),
+        record("a3", "org-a", "web", 30),
+        record("b1", "org-b", "web", 10),
+    ];
+    store.record_audit(&records).unwrap();
+    let history = History::AuditRecords;
+    assert_eq!(store.count_before("org-a", history, 25).unwrap(), 2);
+    assert_eq!(store.delete_before("org-a", history, 25).unwrap(), 2);
+    let all = |namespace: &str| AuditQuery {
+        namespace: namespace.into(),
+        limit: 10,
+        ..AuditQuery::default()
+    };
+    assert_eq!(ids(&store.audit_records(&all("org-a")).unwrap()), ["a3"]);
+    assert_eq!(ids(&store.audit_records(&all("org-b")).unwrap()), ["b1"]);
 }
