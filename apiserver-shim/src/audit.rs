@@ -21,7 +21,6 @@ use berth_observations::{AuditRecord, ShimStore};
 use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
 
-use crate::auth::Caller;
 use crate::observation_store::store_call;
 use crate::state::AppState;
 
@@ -194,10 +193,10 @@ pub fn note_write(kind: &str, before: Option<&Value>, written: &Value, sent: &Va
     push(note);
 }
 
-/// Notes that `caller` deleted (or marked for deletion) the `kind` object `namespace/name`,
-/// which is or belongs to `resource` (empty when none).
-pub fn note_delete(kind: &str, namespace: &str, name: &str, resource: &str, caller: &Caller) {
-    let (actor_kind, actor_id) = caller.actor();
+/// Notes that `actor` (kind, id) deleted (or marked for deletion) the `kind` object
+/// `namespace/name`, which is or belongs to `resource` (empty when none).
+pub fn note_delete(kind: &str, namespace: &str, name: &str, resource: &str, actor: (&str, &str)) {
+    let (actor_kind, actor_id) = actor;
     push(WriteNote {
         kind: kind.to_string(),
         namespace: namespace.to_string(),

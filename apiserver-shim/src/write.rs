@@ -75,7 +75,7 @@ where
             .unwrap_or_default(),
     };
     let namespace = object.namespace().unwrap_or_default();
-    crate::audit::note_delete(&kind, &namespace, &name, &resource, caller);
+    crate::audit::note_delete(&kind, &namespace, &name, &resource, caller.actor());
     Ok(marked)
 }
 
