@@ -36,10 +36,11 @@ use k8s_openapi::api::events::v1::Event as KubeEvent;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::broadcast;
 
-use crate::changes::{ChangeLog, ChangedObject, WatchChanges};
+use crate::changes::{ChangeLog, ChangedObject, WatchChanges, WatchedVersion};
 use crate::error::ApiError;
 
 /// How long a handler waits for its own write to show up in the cache.
@@ -85,6 +86,8 @@ pub struct Caches {
     /// Each Event as it is cached (new or updated), for the audit records that keep them
     /// (`crate::audit::controller_events`). A reader that falls behind is told it lagged.
     pub kube_event_feed: broadcast::Sender<Arc<KubeEvent>>,
+    /// Each version of an object of the audited kinds the change feed does not carry.
+    pub watched_versions: broadcast::Sender<Arc<WatchedVersion>>,
     /// Changes of the kinds the change feed reports, in order (its source).
     pub changes: Arc<ChangeLog>,
 }
@@ -143,6 +146,36 @@ fn start_events(client: &Client, feed: broadcast::Sender<Arc<KubeEvent>>) -> Sto
                 // No reader (none started yet): nothing to tell.
                 Ok(event) => drop(feed.send(Arc::new(event))),
                 Err(error) => tracing::warn!(%error, kind = "Event", "cache watch error"),
+            }
+        }
+    });
+    reader
+}
+
+/// The same, each version of an object also sent to `feed` as a `kind`.
+fn start_watched<K>(
+    client: &Client,
+    (kind, feed): (&'static str, broadcast::Sender<Arc<WatchedVersion>>),
+) -> Store<K>
+where
+    K: Resource + Clone + DeserializeOwned + Serialize + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + Hash + Clone,
+{
+    let (reader, writer) = reflector::store();
+    let stream = watcher(Api::<K>::all(client.clone()), watcher::Config::default())
+        .default_backoff()
+        .reflect(writer);
+    tokio::spawn(async move {
+        futures::pin_mut!(stream);
+        while let Some(item) = stream.next().await {
+            match item {
+                // No reader (none started yet): nothing to tell.
+                Ok(event) => {
+                    if let Some(version) = WatchedVersion::of(kind, &event) {
+                        drop(feed.send(Arc::new(version)));
+                    }
+                }
+                Err(error) => tracing::warn!(%error, kind, "cache watch error"),
             }
         }
     });
@@ -219,20 +252,22 @@ impl Caches {
     pub fn start(client: &Client) -> Self {
         let changes = Arc::new(ChangeLog::default());
         let (kube_event_feed, _) = broadcast::channel(EVENT_FEED);
+        let (watched_versions, _) = broadcast::channel(EVENT_FEED);
+        let watched = |kind| (kind, watched_versions.clone());
         Self {
             organizations: start(client),
             users: start(client),
             sessions: start(client),
-            members: start(client),
+            members: start_watched(client, watched("Member")),
             invitations: start(client),
-            projects: start(client),
+            projects: start_watched(client, watched("Project")),
             environments: start_logged(client, |_| {}, changes.clone(), ChangedObject::Environment),
-            deploy_tokens: start(client),
+            deploy_tokens: start_watched(client, watched("DeployToken")),
             usage_intents: start(client),
             overlay_decisions: start(client),
             route_surface_decisions: start(client),
             servers: start_logged(client, |_| {}, changes.clone(), ChangedObject::Server),
-            ssh_credentials: start(client),
+            ssh_credentials: start_watched(client, watched("SshCredential")),
             resources: start_logged(client, |_| {}, changes.clone(), ChangedObject::Resource),
             deployments: start_logged(
                 client,
@@ -240,8 +275,8 @@ impl Caches {
                 changes.clone(),
                 ChangedObject::Deployment,
             ),
-            threshold_policies: start(client),
-            retention_policies: start(client),
+            threshold_policies: start_watched(client, watched("ThresholdPolicy")),
+            retention_policies: start_watched(client, watched("RetentionPolicy")),
             domain_bindings: start_logged(
                 client,
                 |_| {},
@@ -254,10 +289,10 @@ impl Caches {
                 changes.clone(),
                 ChangedObject::StorageVolume,
             ),
-            dependency_resources: start(client),
+            dependency_resources: start_watched(client, watched("DependencyResource")),
             backups: start(client),
-            backup_targets: start(client),
-            backup_policies: start(client),
+            backup_targets: start_watched(client, watched("BackupTarget")),
+            backup_policies: start_watched(client, watched("DependencyResourceBackupPolicy")),
             restores: start(client),
             volume_backups: start(client),
             volume_restores: start(client),
@@ -287,6 +322,7 @@ impl Caches {
             ),
             kube_events: start_events(client, kube_event_feed.clone()),
             kube_event_feed,
+            watched_versions,
             changes,
         }
     }

@@ -26,6 +26,41 @@ use tokio::sync::watch;
 /// Changes kept for readers that fall behind or reconnect.
 pub const KEPT: usize = 10_000;
 
+/// One version of an object of a kind the change feed does not carry (projects, members,
+/// policies, …), as its cache's watch saw it: for the audit records of writes made around the
+/// REST API (`crate::audit::outside_writes`).
+#[derive(Debug, Clone)]
+pub struct WatchedVersion {
+    pub kind: &'static str,
+    pub namespace: String,
+    pub name: String,
+    /// The object as JSON; `None` once it went.
+    pub object: Option<serde_json::Value>,
+}
+
+impl WatchedVersion {
+    /// The version `event` brings, if it brings one object.
+    pub fn of<K: kube::Resource + serde::Serialize>(
+        kind: &'static str,
+        event: &watcher::Event<K>,
+    ) -> Option<Self> {
+        let (object, deleted) = match event {
+            watcher::Event::Apply(o) | watcher::Event::InitApply(o) => (o, false),
+            watcher::Event::Delete(o) => (o, true),
+            watcher::Event::Init | watcher::Event::InitDone => return None,
+        };
+        Some(Self {
+            kind,
+            namespace: object.namespace().unwrap_or_default(),
+            name: object.name_any(),
+            object: match deleted {
+                true => None,
+                false => serde_json::to_value(object).ok(),
+            },
+        })
+    }
+}
+
 /// An object as it was when it changed.
 #[derive(Debug, Clone)]
 pub enum ChangedObject {

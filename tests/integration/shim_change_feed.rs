@@ -484,6 +484,26 @@ async fn audit_events_keep_kubectl_writes_and_deletes() {
         "one write, one event: {list:#}"
     );
 
+    // Kinds the change feed does not carry are audited too: a label on the project.
+    let projects: kube::Api<berth_crds::project::Project> =
+        kube::Api::namespaced(client.clone(), &org.namespace);
+    let params = kube::api::PatchParams {
+        field_manager: Some("kubectl-label".into()),
+        ..Default::default()
+    };
+    let label = json!({"metadata": {"labels": {"tier": "gold"}}});
+    projects
+        .patch(&shop, &params, &kube::api::Patch::Merge(&label))
+        .await
+        .unwrap();
+    let labelled = audit_event_of(&admin, &shop, |e| e["source"] == "kubernetes-api").await;
+    assert_eq!(labelled["eventType"], "project.updated");
+    assert_eq!(labelled["actor"]["id"], "kubectl-label");
+    assert_eq!(
+        labelled["changes"],
+        json!([{"field": "metadata.labels.tier"}])
+    );
+
     let body = json!({"confirmation": {"resourceSlug": slug}});
     admin.delete(&format!("/resources/{id}"), body).await.ok();
     let deleted = audit_event_of(&admin, &id, |e| e["eventType"] == "resource.deleted").await;

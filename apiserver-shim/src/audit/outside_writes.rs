@@ -4,10 +4,12 @@
 //! `argocd-controller`); what changed is found by comparing the object with its previous
 //! version (field names only, values only of flags, as for REST writes).
 //!
-//! It follows the change log of the shim's caches and keeps the last version of each audited
-//! object. A write by one of Berth's own managers (`berth-shim`, `berth-controller`, …) is not
-//! recorded here: the REST middleware records REST writes with the person who made them, and
-//! the controller's are its bookkeeping. A record is named by the object's uid and
+//! It follows the change log of the shim's caches (and, for the kinds the change feed does not
+//! carry — projects, members, tokens, credentials, policies, databases, backup targets — their
+//! caches' versions) and keeps the last version of each audited object. A write by one of
+//! Berth's own managers (`berth-shim`, `berth-controller`, …) is not recorded here: the REST
+//! middleware records REST writes with the person who made them, and the controller's are its
+//! bookkeeping. A record is named by the object's uid and
 //! resourceVersion, so shims side by side store each write once. What changed while no shim
 //! was watching is not known and not recorded.
 
@@ -16,8 +18,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use berth_observations::{AuditRecord, ShimStore};
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
 use serde::Serialize;
 use serde_json::{Map, Value};
+use tokio::sync::broadcast::error::RecvError;
 
 use super::{Verb, changed_fields, store_records};
 use crate::cache::Caches;
@@ -34,19 +39,14 @@ const BATCH: Duration = Duration::from_millis(200);
 /// A failed write is tried again after this long.
 const RETRY: Duration = Duration::from_secs(5);
 
-/// An audited object: its kind and what is compared of it.
-struct Audited {
-    kind: &'static str,
-    view: Value,
-}
-
-/// The last version seen of each audited object, by (kind, namespace, name).
+/// The last version seen of each audited object (as compared), by (kind, namespace, name).
 type Versions = HashMap<(&'static str, String, String), Value>;
 
 /// Runs until the process ends.
 pub async fn run(caches: Caches, store: Arc<dyn ShimStore>) {
     let log = caches.changes.clone();
     let mut wake = log.subscribe();
+    let mut watched = caches.watched_versions.subscribe();
     let mut versions = Versions::new();
     let mut position = None;
     let mut unstored: Vec<AuditRecord> = Vec::new();
@@ -63,13 +63,14 @@ pub async fn run(caches: Caches, store: Arc<dyn ShimStore>) {
                     continue;
                 }
                 Ok(changes) => {
-                    let now_ms = k8s_openapi::jiff::Timestamp::now().as_millisecond();
+                    let now_ms = Some(Timestamp::now().as_millisecond());
                     for change in &changes {
-                        let seen = remember(&mut versions, &change.object, change.deleted);
-                        let written = seen.and_then(|(object, before)| {
-                            outside_write(object.kind, before.as_ref(), &object.view, now_ms)
-                        });
-                        unstored.extend(written);
+                        let Some((kind, object)) = fed_kind(&change.object) else {
+                            continue;
+                        };
+                        let object = (!change.deleted).then_some(object).flatten();
+                        let key = (kind, change.object.namespace(), change.object.name());
+                        unstored.extend(observe(&mut versions, key, object, now_ms));
                     }
                     position = Some(changes.last().map_or(after, |c| c.sequence));
                 }
@@ -83,91 +84,109 @@ pub async fn run(caches: Caches, store: Arc<dyn ShimStore>) {
             tokio::time::sleep(RETRY).await;
             continue;
         }
-        if wake.changed().await.is_err() {
-            return;
+        tokio::select! {
+            changed = wake.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                tokio::time::sleep(BATCH).await;
+            }
+            version = watched.recv() => match version {
+                Ok(version) => {
+                    let key = (version.kind, version.namespace.clone(), version.name.clone());
+                    let now_ms = Some(Timestamp::now().as_millisecond());
+                    unstored.extend(observe(&mut versions, key, version.object.clone(), now_ms));
+                }
+                // What it missed is unknown: start again from the caches.
+                Err(RecvError::Lagged(_)) => position = None,
+                Err(RecvError::Closed) => return,
+            },
         }
-        tokio::time::sleep(BATCH).await;
     }
 }
 
 /// Every audited object the caches hold now, as the versions later ones are compared with.
 fn seed(caches: &Caches) -> Versions {
-    let mut objects: Vec<ChangedObject> = Vec::new();
-    objects.extend(
-        caches
-            .resources
-            .state()
-            .into_iter()
-            .map(ChangedObject::Resource),
-    );
-    objects.extend(
-        caches
-            .servers
-            .state()
-            .into_iter()
-            .map(ChangedObject::Server),
-    );
-    objects.extend(
-        caches
-            .environments
-            .state()
-            .into_iter()
-            .map(ChangedObject::Environment),
-    );
-    let bindings = caches.domain_bindings.state().into_iter();
-    objects.extend(bindings.map(ChangedObject::DomainBinding));
-    let volumes = caches.storage_volumes.state().into_iter();
-    objects.extend(volumes.map(ChangedObject::StorageVolume));
-    let tasks = caches.scheduled_tasks.state().into_iter();
-    objects.extend(tasks.map(ChangedObject::ScheduledTask));
-    let channels = caches.notification_channels.state().into_iter();
-    objects.extend(channels.map(ChangedObject::NotificationChannel));
-    let mut versions = Versions::new();
-    for object in &objects {
-        remember(&mut versions, object, false);
+    fn add<K: kube::Resource + Serialize>(
+        versions: &mut Versions,
+        kind: &'static str,
+        objects: Vec<Arc<K>>,
+    ) {
+        for object in objects {
+            let key = (
+                kind,
+                object.namespace().unwrap_or_default(),
+                object.name_any(),
+            );
+            observe(versions, key, serde_json::to_value(&*object).ok(), None);
+        }
     }
+    let mut versions = Versions::new();
+    let v = &mut versions;
+    add(v, "Resource", caches.resources.state());
+    add(v, "Server", caches.servers.state());
+    add(v, "Environment", caches.environments.state());
+    add(v, "DomainBinding", caches.domain_bindings.state());
+    add(v, "StorageVolume", caches.storage_volumes.state());
+    add(v, "ScheduledTask", caches.scheduled_tasks.state());
+    add(
+        v,
+        "NotificationChannel",
+        caches.notification_channels.state(),
+    );
+    add(v, "Member", caches.members.state());
+    add(v, "Project", caches.projects.state());
+    add(v, "DeployToken", caches.deploy_tokens.state());
+    add(v, "SshCredential", caches.ssh_credentials.state());
+    add(v, "ThresholdPolicy", caches.threshold_policies.state());
+    add(v, "RetentionPolicy", caches.retention_policies.state());
+    add(v, "DependencyResource", caches.dependency_resources.state());
+    add(v, "BackupTarget", caches.backup_targets.state());
+    add(
+        v,
+        "DependencyResourceBackupPolicy",
+        caches.backup_policies.state(),
+    );
     versions
 }
 
-/// Keeps `object`'s new version (or forgets it, `deleted`); the object as compared and its
-/// previous version, for an audited kind.
-fn remember(
+/// Keeps `object` as the newest version of `key` (forgets the key when it went); the record
+/// of the write that made it, if one is due — never while seeding (`now_ms` none).
+fn observe(
     versions: &mut Versions,
-    object: &ChangedObject,
-    deleted: bool,
-) -> Option<(Audited, Option<Value>)> {
-    let audited = audited(object)?;
-    let key = (audited.kind, object.namespace(), object.name());
-    if deleted {
+    key: (&'static str, String, String),
+    object: Option<Value>,
+    now_ms: Option<i64>,
+) -> Option<AuditRecord> {
+    let kind = key.0;
+    let Some(object) = object else {
         versions.remove(&key);
         return None;
-    }
-    let before = versions.insert(key, audited.view.clone());
-    Some((audited, before))
+    };
+    let view = compared_part(&object);
+    let before = versions.insert(key, view.clone());
+    outside_write(kind, before.as_ref(), &view, now_ms?)
 }
 
-/// The kinds people declare with kubectl, as compared; attempts, runs and deliveries are
-/// Berth's own records.
-fn audited(object: &ChangedObject) -> Option<Audited> {
-    fn view(kind: &'static str, object: &impl Serialize) -> Option<Audited> {
-        let value = serde_json::to_value(object).ok()?;
-        Some(Audited {
-            kind,
-            view: compared_part(&value),
-        })
+/// The kinds of the change feed that people declare with kubectl, and the object as JSON;
+/// attempts, runs and deliveries are Berth's own records.
+fn fed_kind(object: &ChangedObject) -> Option<(&'static str, Option<Value>)> {
+    fn json<T: Serialize>(object: &T) -> Option<Value> {
+        serde_json::to_value(object).ok()
     }
-    match object {
-        ChangedObject::Resource(o) => view("Resource", o.as_ref()),
-        ChangedObject::Server(o) => view("Server", o.as_ref()),
-        ChangedObject::Environment(o) => view("Environment", o.as_ref()),
-        ChangedObject::DomainBinding(o) => view("DomainBinding", o.as_ref()),
-        ChangedObject::StorageVolume(o) => view("StorageVolume", o.as_ref()),
-        ChangedObject::ScheduledTask(o) => view("ScheduledTask", o.as_ref()),
-        ChangedObject::NotificationChannel(o) => view("NotificationChannel", o.as_ref()),
+    let (kind, value) = match object {
+        ChangedObject::Resource(o) => ("Resource", json(o.as_ref())),
+        ChangedObject::Server(o) => ("Server", json(o.as_ref())),
+        ChangedObject::Environment(o) => ("Environment", json(o.as_ref())),
+        ChangedObject::DomainBinding(o) => ("DomainBinding", json(o.as_ref())),
+        ChangedObject::StorageVolume(o) => ("StorageVolume", json(o.as_ref())),
+        ChangedObject::ScheduledTask(o) => ("ScheduledTask", json(o.as_ref())),
+        ChangedObject::NotificationChannel(o) => ("NotificationChannel", json(o.as_ref())),
         ChangedObject::Deployment(_)
         | ChangedObject::ScheduledTaskRun(_)
-        | ChangedObject::NotificationDelivery(_) => None,
-    }
+        | ChangedObject::NotificationDelivery(_) => return None,
+    };
+    Some((kind, value))
 }
 
 /// What a write is judged by: the spec, labels, annotations (but the last applied
