@@ -152,14 +152,11 @@ fn start_events(client: &Client, feed: broadcast::Sender<Arc<KubeEvent>>) -> Sto
     reader
 }
 
-/// The same, each version of an object also sent to `feed` as a `kind`.
-fn start_watched<K>(
-    client: &Client,
-    (kind, feed): (&'static str, broadcast::Sender<Arc<WatchedVersion>>),
-) -> Store<K>
+/// The same, each version of an object also sent to `feed`.
+fn start_watched<K>(client: &Client, feed: broadcast::Sender<Arc<WatchedVersion>>) -> Store<K>
 where
-    K: Resource + Clone + DeserializeOwned + Serialize + Debug + Send + Sync + 'static,
-    K::DynamicType: Default + Eq + Hash + Clone,
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + Debug + Send + Sync,
+    K: 'static,
 {
     let (reader, writer) = reflector::store();
     let stream = watcher(Api::<K>::all(client.clone()), watcher::Config::default())
@@ -171,11 +168,11 @@ where
             match item {
                 // No reader (none started yet): nothing to tell.
                 Ok(event) => {
-                    if let Some(version) = WatchedVersion::of(kind, &event) {
+                    if let Some(version) = WatchedVersion::of(&event) {
                         drop(feed.send(Arc::new(version)));
                     }
                 }
-                Err(error) => tracing::warn!(%error, kind, "cache watch error"),
+                Err(error) => tracing::warn!(%error, kind = %K::kind(&()), "cache watch error"),
             }
         }
     });
@@ -253,21 +250,20 @@ impl Caches {
         let changes = Arc::new(ChangeLog::default());
         let (kube_event_feed, _) = broadcast::channel(EVENT_FEED);
         let (watched_versions, _) = broadcast::channel(EVENT_FEED);
-        let watched = |kind| (kind, watched_versions.clone());
         Self {
             organizations: start(client),
             users: start(client),
             sessions: start(client),
-            members: start_watched(client, watched("Member")),
+            members: start_watched(client, watched_versions.clone()),
             invitations: start(client),
-            projects: start_watched(client, watched("Project")),
+            projects: start_watched(client, watched_versions.clone()),
             environments: start_logged(client, |_| {}, changes.clone(), ChangedObject::Environment),
-            deploy_tokens: start_watched(client, watched("DeployToken")),
+            deploy_tokens: start_watched(client, watched_versions.clone()),
             usage_intents: start(client),
             overlay_decisions: start(client),
             route_surface_decisions: start(client),
             servers: start_logged(client, |_| {}, changes.clone(), ChangedObject::Server),
-            ssh_credentials: start_watched(client, watched("SshCredential")),
+            ssh_credentials: start_watched(client, watched_versions.clone()),
             resources: start_logged(client, |_| {}, changes.clone(), ChangedObject::Resource),
             deployments: start_logged(
                 client,
@@ -275,8 +271,8 @@ impl Caches {
                 changes.clone(),
                 ChangedObject::Deployment,
             ),
-            threshold_policies: start_watched(client, watched("ThresholdPolicy")),
-            retention_policies: start_watched(client, watched("RetentionPolicy")),
+            threshold_policies: start_watched(client, watched_versions.clone()),
+            retention_policies: start_watched(client, watched_versions.clone()),
             domain_bindings: start_logged(
                 client,
                 |_| {},
@@ -289,10 +285,10 @@ impl Caches {
                 changes.clone(),
                 ChangedObject::StorageVolume,
             ),
-            dependency_resources: start_watched(client, watched("DependencyResource")),
+            dependency_resources: start_watched(client, watched_versions.clone()),
             backups: start(client),
-            backup_targets: start_watched(client, watched("BackupTarget")),
-            backup_policies: start_watched(client, watched("DependencyResourceBackupPolicy")),
+            backup_targets: start_watched(client, watched_versions.clone()),
+            backup_policies: start_watched(client, watched_versions.clone()),
             restores: start(client),
             volume_backups: start(client),
             volume_restores: start(client),

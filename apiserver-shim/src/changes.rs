@@ -31,7 +31,7 @@ pub const KEPT: usize = 10_000;
 /// REST API (`crate::audit::outside_writes`).
 #[derive(Debug, Clone)]
 pub struct WatchedVersion {
-    pub kind: &'static str,
+    pub kind: String,
     pub namespace: String,
     pub name: String,
     /// The object as JSON; `None` once it went.
@@ -40,8 +40,7 @@ pub struct WatchedVersion {
 
 impl WatchedVersion {
     /// The version `event` brings, if it brings one object.
-    pub fn of<K: kube::Resource + serde::Serialize>(
-        kind: &'static str,
+    pub fn of<K: kube::Resource<DynamicType = ()> + serde::Serialize>(
         event: &watcher::Event<K>,
     ) -> Option<Self> {
         let (object, deleted) = match event {
@@ -50,7 +49,7 @@ impl WatchedVersion {
             watcher::Event::Init | watcher::Event::InitDone => return None,
         };
         Some(Self {
-            kind,
+            kind: K::kind(&()).into_owned(),
             namespace: object.namespace().unwrap_or_default(),
             name: object.name_any(),
             object: match deleted {

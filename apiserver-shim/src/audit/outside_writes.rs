@@ -40,7 +40,7 @@ const BATCH: Duration = Duration::from_millis(200);
 const RETRY: Duration = Duration::from_secs(5);
 
 /// The last version seen of each audited object (as compared), by (kind, namespace, name).
-type Versions = HashMap<(&'static str, String, String), Value>;
+type Versions = HashMap<(String, String, String), Value>;
 
 /// Runs until the process ends.
 pub async fn run(caches: Caches, store: Arc<dyn ShimStore>) {
@@ -93,7 +93,7 @@ pub async fn run(caches: Caches, store: Arc<dyn ShimStore>) {
             }
             version = watched.recv() => match version {
                 Ok(version) => {
-                    let key = (version.kind, version.namespace.clone(), version.name.clone());
+                    let key = (version.kind.clone(), version.namespace.clone(), version.name.clone());
                     let now_ms = Some(Timestamp::now().as_millisecond());
                     unstored.extend(observe(&mut versions, key, version.object.clone(), now_ms));
                 }
@@ -107,86 +107,81 @@ pub async fn run(caches: Caches, store: Arc<dyn ShimStore>) {
 
 /// Every audited object the caches hold now, as the versions later ones are compared with.
 fn seed(caches: &Caches) -> Versions {
-    fn add<K: kube::Resource + Serialize>(
+    fn add<K: kube::Resource<DynamicType = ()> + Serialize>(
         versions: &mut Versions,
-        kind: &'static str,
         objects: Vec<Arc<K>>,
     ) {
         for object in objects {
+            let (kind, json) = kind_and_json(object.as_ref());
             let key = (
                 kind,
                 object.namespace().unwrap_or_default(),
                 object.name_any(),
             );
-            observe(versions, key, serde_json::to_value(&*object).ok(), None);
+            observe(versions, key, json, None);
         }
     }
     let mut versions = Versions::new();
     let v = &mut versions;
-    add(v, "Resource", caches.resources.state());
-    add(v, "Server", caches.servers.state());
-    add(v, "Environment", caches.environments.state());
-    add(v, "DomainBinding", caches.domain_bindings.state());
-    add(v, "StorageVolume", caches.storage_volumes.state());
-    add(v, "ScheduledTask", caches.scheduled_tasks.state());
-    add(
-        v,
-        "NotificationChannel",
-        caches.notification_channels.state(),
-    );
-    add(v, "Member", caches.members.state());
-    add(v, "Project", caches.projects.state());
-    add(v, "DeployToken", caches.deploy_tokens.state());
-    add(v, "SshCredential", caches.ssh_credentials.state());
-    add(v, "ThresholdPolicy", caches.threshold_policies.state());
-    add(v, "RetentionPolicy", caches.retention_policies.state());
-    add(v, "DependencyResource", caches.dependency_resources.state());
-    add(v, "BackupTarget", caches.backup_targets.state());
-    add(
-        v,
-        "DependencyResourceBackupPolicy",
-        caches.backup_policies.state(),
-    );
+    add(v, caches.resources.state());
+    add(v, caches.servers.state());
+    add(v, caches.environments.state());
+    add(v, caches.domain_bindings.state());
+    add(v, caches.storage_volumes.state());
+    add(v, caches.scheduled_tasks.state());
+    add(v, caches.notification_channels.state());
+    add(v, caches.members.state());
+    add(v, caches.projects.state());
+    add(v, caches.deploy_tokens.state());
+    add(v, caches.ssh_credentials.state());
+    add(v, caches.threshold_policies.state());
+    add(v, caches.retention_policies.state());
+    add(v, caches.dependency_resources.state());
+    add(v, caches.backup_targets.state());
+    add(v, caches.backup_policies.state());
     versions
+}
+
+/// An object's kind (as its CRD names it) and the object as JSON.
+fn kind_and_json<K: kube::Resource<DynamicType = ()> + Serialize>(
+    object: &K,
+) -> (String, Option<Value>) {
+    (K::kind(&()).into_owned(), serde_json::to_value(object).ok())
 }
 
 /// Keeps `object` as the newest version of `key` (forgets the key when it went); the record
 /// of the write that made it, if one is due — never while seeding (`now_ms` none).
 fn observe(
     versions: &mut Versions,
-    key: (&'static str, String, String),
+    key: (String, String, String),
     object: Option<Value>,
     now_ms: Option<i64>,
 ) -> Option<AuditRecord> {
-    let kind = key.0;
+    let kind = key.0.clone();
     let Some(object) = object else {
         versions.remove(&key);
         return None;
     };
     let view = compared_part(&object);
     let before = versions.insert(key, view.clone());
-    outside_write(kind, before.as_ref(), &view, now_ms?)
+    outside_write(&kind, before.as_ref(), &view, now_ms?)
 }
 
-/// The kinds of the change feed that people declare with kubectl, and the object as JSON;
+/// The kinds of the change feed that people declare with kubectl, with the object as JSON;
 /// attempts, runs and deliveries are Berth's own records.
-fn fed_kind(object: &ChangedObject) -> Option<(&'static str, Option<Value>)> {
-    fn json<T: Serialize>(object: &T) -> Option<Value> {
-        serde_json::to_value(object).ok()
-    }
-    let (kind, value) = match object {
-        ChangedObject::Resource(o) => ("Resource", json(o.as_ref())),
-        ChangedObject::Server(o) => ("Server", json(o.as_ref())),
-        ChangedObject::Environment(o) => ("Environment", json(o.as_ref())),
-        ChangedObject::DomainBinding(o) => ("DomainBinding", json(o.as_ref())),
-        ChangedObject::StorageVolume(o) => ("StorageVolume", json(o.as_ref())),
-        ChangedObject::ScheduledTask(o) => ("ScheduledTask", json(o.as_ref())),
-        ChangedObject::NotificationChannel(o) => ("NotificationChannel", json(o.as_ref())),
+fn fed_kind(object: &ChangedObject) -> Option<(String, Option<Value>)> {
+    Some(match object {
+        ChangedObject::Resource(o) => kind_and_json(o.as_ref()),
+        ChangedObject::Server(o) => kind_and_json(o.as_ref()),
+        ChangedObject::Environment(o) => kind_and_json(o.as_ref()),
+        ChangedObject::DomainBinding(o) => kind_and_json(o.as_ref()),
+        ChangedObject::StorageVolume(o) => kind_and_json(o.as_ref()),
+        ChangedObject::ScheduledTask(o) => kind_and_json(o.as_ref()),
+        ChangedObject::NotificationChannel(o) => kind_and_json(o.as_ref()),
         ChangedObject::Deployment(_)
         | ChangedObject::ScheduledTaskRun(_)
         | ChangedObject::NotificationDelivery(_) => return None,
-    };
-    Some((kind, value))
+    })
 }
 
 /// What a write is judged by: the spec, labels, annotations (but the last applied
