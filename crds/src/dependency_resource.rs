@@ -26,6 +26,17 @@ pub const SKIP_FINAL_BACKUP_ANNOTATION: &str = "berth.dev/skip-final-backup";
 pub const PASSWORD_KEY: &str = "password";
 /// Key of the connection Secret holding the full connection URL on the private network.
 pub const URL_KEY: &str = "url";
+/// Secret of an organization's namespace holding the certificate authority that issues its
+/// managed PostgreSQL servers their certificates: [`CA_CERT_KEY`] (served for download and
+/// put into bound apps' containers) and [`CA_PRIVATE_KEY_KEY`]. Made on first use.
+pub const DATABASE_CA_SECRET: &str = "berth-database-ca";
+/// Key of [`DATABASE_CA_SECRET`] holding the authority's certificate (PEM).
+pub const CA_CERT_KEY: &str = "ca.crt";
+/// Key of [`DATABASE_CA_SECRET`] holding the authority's private key (PEM).
+pub const CA_PRIVATE_KEY_KEY: &str = "ca.key";
+/// Where an app bound to a managed dependency finds the authority's certificate: its
+/// PostgreSQL URL names it (`sslmode=verify-full&sslrootcert=…`).
+pub const APP_CA_PATH: &str = "/etc/berth/database-ca.crt";
 /// The database user of a managed PostgreSQL.
 pub const POSTGRES_USER: &str = "berth";
 /// The database a managed PostgreSQL creates.
@@ -72,7 +83,8 @@ pub struct DependencyResourceSpec {
     pub description: Option<String>,
     /// Image of a managed dependency; default the official `postgres:16` or `redis:7`. A
     /// PostgreSQL image must initialise from `POSTGRES_PASSWORD`/`POSTGRES_USER`/`POSTGRES_DB`
-    /// as the official one does.
+    /// as the official one does. For an imported one, the image whose client (`psql`,
+    /// `redis-cli`) checks it from the server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = TEXT_MAX))]
     pub image: Option<String>,
@@ -83,7 +95,9 @@ pub struct DependencyResourceSpec {
     /// `connectionSecretRef`).
     #[serde(default)]
     pub source: DependencySource,
-    /// For `imported`: the Secret whose `url` key holds the connection URL.
+    /// For `imported`: the Secret whose `url` key holds the connection URL. The controller checks
+    /// it from `serverId` and publishes it, once the database answers, in the Secret
+    /// `<name>-connection` that bound apps read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection_secret_ref: Option<ConnectionSecretRef>,
     /// Set or change this value to rotate a managed PostgreSQL's credentials: a new login
@@ -243,12 +257,19 @@ pub fn connection_secret_name(dependency_name: &str) -> String {
     format!("{dependency_name}-connection")
 }
 
+/// Name of the Secret holding a managed PostgreSQL's server certificate and key.
+pub fn tls_secret_name(dependency_name: &str) -> String {
+    format!("{dependency_name}-tls")
+}
+
 /// The connection URL of a managed dependency at `host` with `password`: pass [`MASK`] for
-/// the masked one.
+/// the masked one. A PostgreSQL's asks for TLS with the server's name and chain verified
+/// against the organization's authority, whose certificate bound apps find at [`APP_CA_PATH`].
 pub fn connection_url(kind: DependencyKind, host: &str, user: &str, password: &str) -> String {
     match kind {
         DependencyKind::Postgres => format!(
-            "postgres://{user}:{password}@{host}:{}/{POSTGRES_DATABASE}",
+            "postgres://{user}:{password}@{host}:{}/{POSTGRES_DATABASE}\
+             ?sslmode=verify-full&sslrootcert={APP_CA_PATH}",
             kind.port()
         ),
         DependencyKind::Redis => format!("redis://:{password}@{host}:{}/0", kind.port()),
@@ -361,7 +382,8 @@ mod tests {
         );
         assert_eq!(
             connection.masked_connection,
-            "postgres://berth:****@berth-dep-org-a-db:5432/app"
+            "postgres://berth:****@berth-dep-org-a-db:5432/app\
+             ?sslmode=verify-full&sslrootcert=/etc/berth/database-ca.crt"
         );
         assert_eq!(connection.database_name.as_deref(), Some("app"));
         assert_eq!(

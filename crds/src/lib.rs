@@ -13,6 +13,7 @@ pub mod common;
 pub mod condition;
 pub mod config;
 pub mod dependency_resource;
+pub mod dependency_url;
 pub mod deploy_token;
 pub mod deployment;
 pub mod domain_binding;
@@ -87,6 +88,9 @@ pub const NAMESPACE_LABEL: &str = "berth.dev/namespace";
 pub const SIDECAR_LABEL: &str = "berth.dev/sidecar";
 /// Label naming the DependencyResource a container runs (with [`NAMESPACE_LABEL`]).
 pub const DEPENDENCY_LABEL: &str = "berth.dev/dependency-resource";
+/// Label on an imported dependency's connection Secret: its database has no private network
+/// for bound apps to join.
+pub const IMPORTED_CONNECTION_LABEL: &str = "berth.dev/imported-connection";
 /// Annotation on a Deployment: the Resource generation it was created for, so one spec change
 /// starts one attempt.
 pub const GENERATION_ANNOTATION: &str = "berth.dev/resource-generation";

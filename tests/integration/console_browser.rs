@@ -116,3 +116,12 @@ async fn the_console_backs_up_a_database_and_restores_it_in_place() {
     crate::dependency_resources::registry_image("berth/redis:7");
     run_flows(&["tests/databases.flow.mjs"]).await;
 }
+
+/// Issue 41: the Databases page provisions a managed PostgreSQL from its form, binds it to an
+/// app, refuses its delete while bound naming the binding, rotates its login to the end,
+/// unbinds it and deletes it with its data volume (`tests/databases-manage.flow.mjs`).
+#[tokio::test]
+async fn the_console_provisions_binds_rotates_and_deletes_a_database() {
+    crate::dependency_resources::registry_image("berth/postgres:15");
+    run_flows(&["tests/databases-manage.flow.mjs"]).await;
+}

@@ -45,6 +45,11 @@ pub(crate) fn apply_project(ns: &TestNamespace) {
 /// A worker on the PostgreSQL image (for its `psql`) bound to `db` as `DATABASE_URL`; healthy
 /// once a query through the binding answers.
 fn app_manifest(ns: &TestNamespace, image: &str) -> String {
+    app_bound_to(ns, image, "db")
+}
+
+/// The worker of [`app_manifest`] bound to dependency `dependency`.
+pub(crate) fn app_bound_to(ns: &TestNamespace, image: &str, dependency: &str) -> String {
     json!({
         "apiVersion": "berth.dev/v1alpha1", "kind": "Resource",
         "metadata": { "name": "app", "namespace": ns.name },
@@ -58,7 +63,7 @@ fn app_manifest(ns: &TestNamespace, image: &str) -> String {
                                  "intervalSeconds": 1, "retries": 60 },
             },
             "autoDeploy": { "enabled": true },
-            "dependencyBindings": [{ "dependencyResourceId": "db", "targetName": "DATABASE_URL" }],
+            "dependencyBindings": [{ "dependencyResourceId": dependency, "targetName": "DATABASE_URL" }],
         },
     })
     .to_string()
@@ -91,8 +96,8 @@ fn assert_ended(deployment: &Deployment, state: DeploymentState) {
     assert_eq!(status.status, Some(state), "{status:?}");
 }
 
-/// The query run in the app's own container, with its environment.
-fn query_as_app(ns: &TestNamespace, sql: &str) -> (bool, String) {
+/// The app's running container.
+fn app_container(ns: &TestNamespace) -> Option<String> {
     let name = format!("name=berth-{}-app-", ns.name);
     let (_, names) = docker(&[
         "ps",
@@ -103,10 +108,50 @@ fn query_as_app(ns: &TestNamespace, sql: &str) -> (bool, String) {
         "--format",
         "{{.Names}}",
     ]);
-    let Some(container) = names.lines().next() else {
+    names.lines().next().map(str::to_string)
+}
+
+/// The app's connection is encrypted, and its certificate is checked: psql from the app over
+/// its `DATABASE_URL` (`sslmode=verify-full` with the organization's authority, which Berth
+/// put into the container) uses TLS, and the same URL by the server's address instead of the
+/// name its certificate carries is refused.
+fn assert_verified_tls(ns: &TestNamespace, database: &str) {
+    let (_, ssl) = query_as_app(
+        ns,
+        "select ssl from pg_stat_ssl where pid = pg_backend_pid()",
+    );
+    assert_eq!(ssl, "t", "the app's connection uses TLS");
+    let container = app_container(ns).expect("the app's container");
+    let (_, ca) = docker(&[
+        "exec",
+        &container,
+        "head",
+        "-1",
+        "/etc/berth/database-ca.crt",
+    ]);
+    assert_eq!(
+        ca, "-----BEGIN CERTIFICATE-----",
+        "the authority in the app's container"
+    );
+    let format = "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}";
+    let (_, address) = docker(&["inspect", "-f", format, database]);
+    let by_address = format!(
+        "psql \"$(echo \"$DATABASE_URL\" | sed 's/@[^:]*:/@{address}:/')\" -tAc 'select 1'"
+    );
+    let (connected, said) = docker_said(&["exec", &container, "sh", "-c", &by_address]);
+    assert!(
+        !connected,
+        "a name the certificate does not carry is refused: {said}"
+    );
+    assert!(said.contains("does not match host name"), "{said}");
+}
+
+/// The query run in the app's own container, with its environment.
+pub(crate) fn query_as_app(ns: &TestNamespace, sql: &str) -> (bool, String) {
+    let Some(container) = app_container(ns) else {
         return (false, "no running app container".into());
     };
-    docker(&["exec", container, "sh", "-c", &app_query(sql)])
+    docker(&["exec", &container, "sh", "-c", &app_query(sql)])
 }
 
 #[tokio::test]
@@ -135,6 +180,7 @@ async fn a_bound_app_reaches_its_database_by_url_and_keeps_its_rows() {
         "create table notes (body text); insert into notes values ('kept')",
     );
     assert!(written, "the app writes through DATABASE_URL: {out}");
+    assert_verified_tls(&ns, &format!("berth-dep-{}-db", ns.name));
 
     // A redeploy of the app, then the database container removed by hand: the row stays.
     let patch = json!({ "spec": { "variables": [{ "key": "RELEASE", "value": "2" }] } });

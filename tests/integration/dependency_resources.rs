@@ -21,6 +21,11 @@ use serde_json::json;
 
 use crate::servers::support::{create_credential, create_server, stack_key, wait_condition};
 
+/// What a managed PostgreSQL's URL asks of TLS: the server's name and chain verified against
+/// the organization's authority, put into bound apps at this path.
+pub(crate) const TLS_PARAMETERS: &str =
+    "?sslmode=verify-full&sslrootcert=/etc/berth/database-ca.crt";
+
 /// Provisioning pulls nothing here, but starting PostgreSQL on two busy cores takes a while.
 const WAIT: Duration = Duration::from_secs(180);
 
@@ -156,7 +161,7 @@ async fn a_managed_postgres_is_ready_repaired_without_data_loss_and_deleted_keep
     let connection = status.connection.expect("a connection");
     assert_eq!(
         connection.masked_connection,
-        format!("postgres://berth:****@{container}:5432/app")
+        format!("postgres://berth:****@{container}:5432/app{TLS_PARAMETERS}")
     );
     assert_eq!(connection.secret_ref.as_deref(), Some("db-connection"));
     let password = password(&ns, "db").await;

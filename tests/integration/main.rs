@@ -14,6 +14,7 @@ mod controller_process;
 mod crd_manifests;
 mod crd_validation;
 mod dependency_bindings;
+mod dependency_imports;
 mod dependency_resources;
 mod deploy_failures;
 mod deploy_support;

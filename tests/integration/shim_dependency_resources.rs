@@ -17,6 +17,7 @@ use kube::Api;
 use serde_json::{Value, json};
 
 use crate::cli::Berth;
+use crate::dependency_resources::TLS_PARAMETERS;
 use crate::deploy_support::assert_never_shown;
 use crate::shim_projects_envs::{environment, invalid, project};
 use crate::shim_servers::{create_credential, create_server, stack_key};
@@ -347,10 +348,14 @@ async fn shim_dependency_resource_is_provisioned_bound_and_deleted_over_rest() {
     assert_eq!(connection["secretRef"], format!("{db}-connection"));
     assert_eq!(
         connection["maskedConnection"],
-        format!("postgres://berth:****@{}:5432/app", s.container(&db))
+        format!(
+            "postgres://berth:****@{}:5432/app{TLS_PARAMETERS}",
+            s.container(&db)
+        )
     );
     let password = s.password(&db).await;
     s.wait_ready(&cache).await;
+    served_its_authority(&s, &db, &cache).await;
 
     assert_listed_and_counted(&s, &db, &cache).await;
     rename_and_hide_from_strangers(&s, &db).await;
@@ -416,7 +421,10 @@ async fn rotated_over_rest(s: &Setup, db: &str, cache: &str) {
     assert_eq!(shown["credentials"]["rotation"], started.body["rotation"]);
     assert_eq!(
         shown["connection"]["maskedConnection"],
-        format!("postgres://berth_r1:****@{}:5432/app", s.container(db))
+        format!(
+            "postgres://berth_r1:****@{}:5432/app{TLS_PARAMETERS}",
+            s.container(db)
+        )
     );
 }
 
@@ -583,9 +591,22 @@ async fn cli_lists_binds_and_refuses(s: &Setup, web: &str, db: &str, password: &
     let refused = berth.run(&["db", "rotate", db]).await;
     assert_ne!(refused.code, 0, "{refused:?}");
     assert!(refused.stderr.contains("admin role"), "{refused:?}");
+    let authority = berth.run(&["db", "ca-certificate", db]).await.ok();
+    assert!(
+        authority.starts_with("-----BEGIN CERTIFICATE-----"),
+        "{authority}"
+    );
     let help = berth.run(&["db", "--help"]).await.ok();
     for command in [
-        "list", "show", "create", "delete", "bind", "unbind", "rotate",
+        "list",
+        "show",
+        "create",
+        "import",
+        "delete",
+        "bind",
+        "unbind",
+        "rotate",
+        "ca-certificate",
     ] {
         assert!(help.contains(command), "{help}");
     }
@@ -670,4 +691,183 @@ async fn delete_with_the_name_typed(s: &Setup, cache: &str) {
         (s.count("").await == 0).then_some(())
     })
     .await;
+}
+
+/// The authority of a PostgreSQL's certificate is served for download, and it is the one the
+/// server presents (checked with openssl against the running server); a Redis has none.
+async fn served_its_authority(s: &Setup, db: &str, cache: &str) {
+    let served = s
+        .member
+        .get(&format!("/dependency-resources/{db}/ca-certificate"))
+        .await
+        .ok();
+    let pem = served["certificatePem"].as_str().expect("a PEM");
+    assert!(pem.starts_with("-----BEGIN CERTIFICATE-----"), "{served}");
+    assert_eq!(served["caPath"], "/etc/berth/database-ca.crt");
+    assert!(!served.to_string().contains("PRIVATE KEY"));
+    let file = std::env::temp_dir().join(format!("berth-ca-{db}.crt"));
+    std::fs::write(&file, pem).unwrap();
+    // The certificate PostgreSQL presents, verified against the download and by its name.
+    let container = s.container(db);
+    let format = "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}";
+    let address = Command::new("docker")
+        .args(["inspect", "-f", format, &container])
+        .output()
+        .expect("docker CLI (tests only)");
+    let address = String::from_utf8_lossy(&address.stdout).trim().to_string();
+    let handshake = Command::new("openssl")
+        .args(["s_client", "-starttls", "postgres", "-verify_return_error"])
+        .args([
+            "-connect",
+            &format!("{address}:5432"),
+            "-verify_hostname",
+            &container,
+        ])
+        .arg("-CAfile")
+        .arg(&file)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("openssl");
+    let said = String::from_utf8_lossy(&handshake.stdout);
+    assert!(
+        handshake.status.success() && said.contains("Verify return code: 0 (ok)"),
+        "{said}{}",
+        String::from_utf8_lossy(&handshake.stderr)
+    );
+    let _ = std::fs::remove_file(file);
+    s.member
+        .get(&format!("/dependency-resources/{cache}/ca-certificate"))
+        .await
+        .error(409, "dependency_resource_tls_unavailable");
+}
+
+#[tokio::test]
+async fn shim_imports_an_external_database_by_url_and_never_shows_its_password() {
+    let s = setup().await;
+    let image = registry_image("berth/postgres:15");
+    let secret = "imp0rted-pw";
+    // Nothing listens there: the dependency is recorded, checked from the server, and says so.
+    let url = format!("postgresql://shop:{secret}@198.18.0.1:6543/orders?sslmode=disable");
+    let body = |patch: Value| {
+        let mut body = json!({
+            "kind": "postgres", "projectId": s.shop, "environmentId": s.prod,
+            "serverId": s.server, "name": "Orders", "connectionUrl": url, "image": image,
+        });
+        for (key, value) in patch.as_object().unwrap() {
+            body[key] = value.clone();
+        }
+        body
+    };
+    let import = |body: Value| {
+        let rest = s.member.clone();
+        async move { rest.post("/dependency-resources/import", body).await }
+    };
+    for (patch, status, field) in [
+        (
+            json!({"connectionUrl": format!("redis://:{secret}@h:6379")}),
+            422,
+            "connectionUrl",
+        ),
+        (
+            json!({"connectionUrl": format!("postgres://u:{secret}@/db")}),
+            422,
+            "connectionUrl",
+        ),
+        (json!({"connectionUrl": ""}), 422, "connectionUrl"),
+        (json!({"kind": "mysql"}), 422, "kind"),
+        (json!({"secretRef": "vault://x"}), 422, "secretRef"),
+        (json!({"environmentId": s.blog_prod}), 422, "environmentId"),
+        (json!({"serverId": "srv-missing"}), 404, "serverId"),
+    ] {
+        let reply = import(body(patch.clone())).await;
+        let text = reply.body.to_string();
+        assert!(
+            !text.contains(secret),
+            "{patch}: the password echoed: {text}"
+        );
+        assert_eq!(reply.status, status, "{patch}: {text}");
+        assert_eq!(
+            reply.body["error"]["details"]["field"], field,
+            "{patch}: {text}"
+        );
+    }
+    assert_eq!(s.count("").await, 0, "nothing created by a refused import");
+
+    let created = import(body(json!({}))).await.expect(201);
+    let id = created["id"].as_str().unwrap().to_string();
+    let shown = eventually(WAIT, "the import checked", || async {
+        let shown = s.shown(&id).await;
+        shown["connection"]["maskedConnection"]
+            .is_string()
+            .then_some(shown)
+    })
+    .await;
+    assert_eq!(shown["sourceMode"], "imported-external");
+    assert_eq!(shown["providerKey"], "external-postgres");
+    assert_eq!(
+        shown["lifecycleStatus"], "provisioning",
+        "it never answered: {shown}"
+    );
+    assert_eq!(
+        shown["connection"]["maskedConnection"],
+        "postgresql://shop:****@198.18.0.1:6543/orders?sslmode=disable"
+    );
+    assert!(!shown.to_string().contains(secret));
+    let listed = s.member.get("/dependency-resources").await.ok();
+    assert!(!listed.to_string().contains(secret));
+    // Berth keeps the URL in a Secret the dependency owns.
+    let secrets = Api::<Secret>::namespaced(client().await, &s.org.namespace);
+    let kept = secrets
+        .get(&format!("{id}-import"))
+        .await
+        .expect("the URL's Secret");
+    let owners = kept.metadata.owner_references.unwrap_or_default();
+    assert!(
+        owners.iter().any(|o| o.name == id),
+        "owned by {id}: {owners:?}"
+    );
+    s.delete(&id, json!({})).await.expect(200);
+
+    // The CLI takes the URL on standard input, and never prints it.
+    let berth = Berth::new();
+    berth.login(&s.user).await;
+    let redis = format!("redis://:{secret}@198.18.0.1:6390/0");
+    let args = [
+        "db",
+        "import",
+        "Sessions",
+        "--kind",
+        "redis",
+        "--project",
+        &s.shop,
+        "--environment",
+        &s.prod,
+        "--server",
+        &s.server,
+        "--image",
+        "127.0.0.1:5000/berth/redis:7",
+        "--connection-url-stdin",
+        "-o",
+        "json",
+    ];
+    let imported = berth
+        .run_with(&crate::cli::binary(), &args, Some(&redis), &[])
+        .await;
+    assert_eq!(imported.code, 0, "{imported:?}");
+    let imported_id = imported.json()["id"].as_str().unwrap().to_string();
+    let shown = berth
+        .run(&["db", "show", &imported_id, "-o", "json"])
+        .await
+        .ok();
+    assert!(
+        shown.contains("imported-external") && !shown.contains(secret),
+        "{shown}"
+    );
+    let empty = berth
+        .run_with(&crate::cli::binary(), &args, Some(""), &[])
+        .await;
+    assert_ne!(empty.code, 0, "an empty stdin is refused: {empty:?}");
+    let none = berth.run(&["db", "ca-certificate", &imported_id]).await;
+    assert!(none.stderr.contains("not a managed PostgreSQL"), "{none:?}");
+    s.delete(&imported_id, json!({})).await.expect(200);
 }

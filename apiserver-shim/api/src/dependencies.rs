@@ -62,6 +62,57 @@ impl ProvisionDependencyResource {
     }
 }
 
+/// Appaloft's import-dependency-resource input: an external PostgreSQL or Redis that Berth
+/// records, checks from a server and binds, but does not run. The URL is kept in a Secret and
+/// only ever shown masked.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ImportDependencyResource {
+    /// `postgres` or `redis`.
+    pub kind: DependencyKind,
+    /// The project it belongs to.
+    pub project_id: String,
+    /// An environment of that project; only its resources may bind the dependency.
+    pub environment_id: String,
+    /// The server it is checked from (Berth; Appaloft has none): its client logs in from there
+    /// before the dependency says it is ready.
+    pub server_id: String,
+    /// Display name (1-120 characters); its slug must be free in the environment.
+    pub name: String,
+    /// The connection URL with its credentials (`postgres://user:password@host:5432/db`,
+    /// `redis://:password@host:6379/0`); never echoed.
+    pub connection_url: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Image whose client (`psql`, `redis-cli`) checks the database from the server, instead
+    /// of the official `postgres:16` / `redis:7` (Berth).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+}
+
+impl ImportDependencyResource {
+    /// Every rule the request can be checked by without the cluster; the URL's form is checked
+    /// by the shim (with the rule the controller uses).
+    pub fn validate(&self) -> Checked {
+        bounded("projectId", &self.project_id, OBJECT_NAME_MAX)?;
+        bounded("environmentId", &self.environment_id, OBJECT_NAME_MAX)?;
+        bounded("serverId", &self.server_id, OBJECT_NAME_MAX)?;
+        bounded("name", &self.name, NAME_MAX)?;
+        // The URL is never repeated in an error: only its length is named.
+        if self.connection_url.trim().is_empty() || self.connection_url.len() > TEXT_MAX {
+            return Err(FieldError::new(
+                "connectionUrl",
+                format!("must be a connection URL of 1-{TEXT_MAX} characters"),
+            ));
+        }
+        optional_text("description", self.description.as_ref(), DESCRIPTION_MAX)?;
+        if let Some(image) = &self.image {
+            check_image(image)?;
+        }
+        Ok(())
+    }
+}
+
 /// `POST /dependency-resources/{id}/credential-rotations` (Berth): rotate a managed
 /// PostgreSQL's login with no failed request of a bound app.
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Default)]
@@ -407,6 +458,22 @@ pub struct DependencyResourceList {
     pub schema_version: String,
     pub items: Vec<DependencyResourceSummary>,
     pub generated_at: String,
+}
+
+/// `GET /dependency-resources/{dependencyResourceId}/ca-certificate` (Berth): the certificate of
+/// the organization's authority that issued a managed PostgreSQL's server certificate, for a
+/// client outside Berth to verify it with (`sslmode=verify-full`). Bound apps get it at
+/// `caPath` already.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct DependencyCaCertificate {
+    pub dependency_resource_id: String,
+    /// The authority's certificate, PEM-encoded (public; its key never leaves its Secret).
+    pub certificate_pem: String,
+    /// The Secret of the organization's namespace that keeps the authority.
+    pub secret_ref: String,
+    /// Where a bound app's container has the certificate; its `DATABASE_URL` names it.
+    pub ca_path: String,
 }
 
 /// `GET /dependency-resources/{dependencyResourceId}`.

@@ -130,9 +130,6 @@ fn blocked(reason: String) -> Readiness {
 
 /// Whether a resource bound to it gets a working connection now.
 pub fn binding_readiness(dependency: &DependencyResource) -> Readiness {
-    if dependency.spec.source == DependencySource::Imported {
-        return blocked("imported dependencies are not supported yet".into());
-    }
     match lifecycle(dependency) {
         DependencyLifecycleStatus::Ready => Readiness {
             status: ReadinessStatus::Ready,
@@ -460,7 +457,8 @@ mod tests {
         );
         assert_eq!(
             wire["connection"]["maskedConnection"],
-            "postgres://berth:****@berth-dep-org-a-dep-1:5432/app"
+            "postgres://berth:****@berth-dep-org-a-dep-1:5432/app\
+             ?sslmode=verify-full&sslrootcert=/etc/berth/database-ca.crt"
         );
         assert_eq!(
             wire["deleteSafety"]["blockers"],

@@ -3,8 +3,8 @@
 //! /dependency-resources/{id}/rename` and `DELETE /dependency-resources/{id}`. A dependency is
 //! a DependencyResource object the controller runs as a container on its server; reads come
 //! from the watch caches, the bindings from the resources' `spec.dependencyBindings`.
-//! Importing an external one (`POST /dependency-resources/import`) is not served: the
-//! controller does not run imported dependencies yet.
+//! `POST /dependency-resources/import` records an external one: its URL, checked for its kind
+//! here, goes into a Secret, and the controller checks from the named server that it answers.
 
 use std::sync::Arc;
 
@@ -12,9 +12,10 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use berth_api::common::{CountResponse, IdResponse};
 use berth_crds::dependency_resource::{
-    DELETE_DATA_ANNOTATION, DependencyKind, DependencyResource, DependencyResourceSpec,
-    DependencySource, SKIP_FINAL_BACKUP_ANNOTATION,
+    ConnectionSecretRef, DELETE_DATA_ANNOTATION, DependencyKind, DependencyResource,
+    DependencyResourceSpec, DependencySource, SKIP_FINAL_BACKUP_ANNOTATION,
 };
+use berth_crds::dependency_url::checked_connection;
 use berth_crds::member::OrganizationRole;
 use berth_crds::resource::Resource;
 use k8s_openapi::jiff::Timestamp;
@@ -31,7 +32,7 @@ use crate::domain::dependency_resources::{
 };
 use crate::domain::fields::slugify;
 use crate::domain::objects::all_in;
-use crate::domain::{environments, projects, servers};
+use crate::domain::{database_authority, dependency_imports, environments, projects, servers};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams, known_params};
 use crate::json::Json;
@@ -40,9 +41,10 @@ use crate::token::new_id;
 use crate::write::apply;
 
 pub use berth_api::dependencies::{
-    CredentialRotationStarted, DeleteDependencyResource, DependencyResourceList,
-    DependencyResourceShow, LIST_SCHEMA, ProvisionDependencyResource, RenameDependencyResource,
-    RotateDependencyCredentials, SHOW_SCHEMA,
+    CredentialRotationStarted, DeleteDependencyResource, DependencyCaCertificate,
+    DependencyResourceList, DependencyResourceShow, ImportDependencyResource, LIST_SCHEMA,
+    ProvisionDependencyResource, RenameDependencyResource, RotateDependencyCredentials,
+    SHOW_SCHEMA,
 };
 
 pub fn endpoints() -> Vec<Endpoint> {
@@ -51,6 +53,13 @@ pub fn endpoints() -> Vec<Endpoint> {
             "/dependency-resources/provision",
             "Provision a managed PostgreSQL or Redis on a server of the environment (201)",
             provision,
+        )
+        .success(&[StatusCode::CREATED]),
+        Endpoint::post::<ImportDependencyResource, IdResponse, _, _>(
+            "/dependency-resources/import",
+            "Import an external PostgreSQL or Redis by its connection URL (201): kept in a Secret, \
+             shown masked, checked from serverId by the kind's own client before it is ready",
+            import,
         )
         .success(&[StatusCode::CREATED]),
         Endpoint::get::<DependencyResourceList, _, _>(
@@ -67,6 +76,12 @@ pub fn endpoints() -> Vec<Endpoint> {
             "/dependency-resources/{dependencyResourceId}",
             "Show a dependency resource: lifecycle, masked connection, delete blockers",
             show,
+        ),
+        Endpoint::get::<DependencyCaCertificate, _, _>(
+            "/dependency-resources/{dependencyResourceId}/ca-certificate",
+            "The certificate of the authority that issued a managed PostgreSQL's server \
+             certificate (Berth), to verify it with sslmode=verify-full; 409 for another kind",
+            ca_certificate,
         ),
         Endpoint::post::<RenameDependencyResource, IdResponse, _, _>(
             "/dependency-resources/{dependencyResourceId}/rename",
@@ -91,26 +106,29 @@ pub fn endpoints() -> Vec<Endpoint> {
     ]
 }
 
+/// Where a dependency goes: its project, environment and server.
+struct Placement<'a> {
+    project_id: &'a str,
+    environment_id: &'a str,
+    server_id: &'a str,
+}
+
 /// The project, environment and server a dependency goes on: all visible, the environment
 /// the project's, neither archived nor locked. Each refusal names its field.
-fn placement(
-    state: &AppState,
-    caller: &Caller,
-    body: &ProvisionDependencyResource,
-) -> ApiResult<()> {
+fn placement(state: &AppState, caller: &Caller, wanted: Placement<'_>) -> ApiResult<()> {
     let field = |name: &'static str| move |error: ApiError| error.with_detail("field", name);
-    caller.require_in_scope(ScopeDimension::Project, &body.project_id)?;
-    caller.require_in_scope(ScopeDimension::Environment, &body.environment_id)?;
-    let project = projects::lookup(state, caller, &body.project_id).map_err(field("projectId"))?;
-    let environment = environments::lookup(state, caller, &body.environment_id)
+    caller.require_in_scope(ScopeDimension::Project, wanted.project_id)?;
+    caller.require_in_scope(ScopeDimension::Environment, wanted.environment_id)?;
+    let project = projects::lookup(state, caller, wanted.project_id).map_err(field("projectId"))?;
+    let environment = environments::lookup(state, caller, wanted.environment_id)
         .map_err(field("environmentId"))?;
-    servers::lookup(state, caller, &body.server_id).map_err(field("serverId"))?;
-    if environment.spec.project_id != body.project_id {
+    servers::lookup(state, caller, wanted.server_id).map_err(field("serverId"))?;
+    if environment.spec.project_id != wanted.project_id {
         return Err(ApiError::validation(
             "environmentId",
             format!(
                 "environment {} is not an environment of project {}",
-                body.environment_id, body.project_id
+                wanted.environment_id, wanted.project_id
             ),
         ));
     }
@@ -154,7 +172,12 @@ async fn provision(
 ) -> ApiResult<(StatusCode, Json<IdResponse>)> {
     let organization = caller.require_role(OrganizationRole::Member)?;
     body.validate()?;
-    placement(&state, &caller, &body)?;
+    let wanted = Placement {
+        project_id: &body.project_id,
+        environment_id: &body.environment_id,
+        server_id: &body.server_id,
+    };
+    placement(&state, &caller, wanted)?;
     let namespace = organization.namespace.clone();
     let name = body.name.trim().to_string();
     require_free_slug(&state, &namespace, &body.environment_id, &name, None)?;
@@ -184,6 +207,65 @@ async fn provision(
     )
     .await?;
     tracing::info!(dependency = %id, "dependency resource provisioned");
+    Ok((StatusCode::CREATED, Json(IdResponse { id })))
+}
+
+async fn import(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<ImportDependencyResource>,
+) -> ApiResult<(StatusCode, Json<IdResponse>)> {
+    let organization = caller.require_role(OrganizationRole::Member)?;
+    body.validate()?;
+    checked_connection(body.kind, &body.connection_url).map_err(|why| {
+        ApiError::validation("connectionUrl", format!("the connection URL {why}"))
+    })?;
+    let wanted = Placement {
+        project_id: &body.project_id,
+        environment_id: &body.environment_id,
+        server_id: &body.server_id,
+    };
+    placement(&state, &caller, wanted)?;
+    let namespace = organization.namespace.clone();
+    let name = body.name.trim().to_string();
+    require_free_slug(&state, &namespace, &body.environment_id, &name, None)?;
+    let id = new_id("dep");
+    dependency_imports::keep_url(&state, &namespace, &id, &body.connection_url).await?;
+    let dependency = DependencyResource::new(
+        &id,
+        DependencyResourceSpec {
+            kind: body.kind,
+            project_id: body.project_id,
+            environment_id: body.environment_id,
+            server_id: body.server_id,
+            name,
+            description: body.description,
+            image: body.image,
+            exposure: None,
+            source: DependencySource::Imported,
+            connection_secret_ref: Some(ConnectionSecretRef {
+                name: dependency_imports::source_secret_name(&id),
+            }),
+            rotate_credentials: None,
+        },
+    );
+    let api = Api::<DependencyResource>::namespaced(state.client.clone(), &namespace);
+    let stored = apply(
+        &api,
+        &state.caches.dependency_resources,
+        Some(&caller),
+        dependency,
+    )
+    .await;
+    let stored = match stored {
+        Ok(stored) => stored,
+        Err(error) => {
+            dependency_imports::forget_url(&state, &namespace, &id).await;
+            return Err(error);
+        }
+    };
+    dependency_imports::hand_over(&state, &namespace, &stored).await?;
+    tracing::info!(dependency = %id, "dependency resource imported");
     Ok((StatusCode::CREATED, Json(IdResponse { id })))
 }
 
@@ -276,6 +358,17 @@ async fn show(
         dependency_resource: summary(&dependency, &resources),
         generated_at: Timestamp::now().to_string(),
     }))
+}
+
+async fn ca_certificate(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<DependencyCaCertificate>> {
+    let dependency = lookup(&state, &caller, &id)?;
+    Ok(Json(
+        database_authority::certificate_of(&state, &dependency).await?,
+    ))
 }
 
 async fn rename(

@@ -68,6 +68,14 @@ pub enum RemoteError {
         source: bollard::errors::Error,
     },
 
+    /// Preparing what goes to the server failed on this side (packing files, say).
+    #[error("{operation} failed: {source}")]
+    Io {
+        operation: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+
     #[error("edge proxy admin API: {0}")]
     ProxyAdmin(String),
 
@@ -88,7 +96,7 @@ impl RemoteError {
             Self::Timeout { .. } => reason::TIMEOUT,
             Self::Connect { .. } | Self::Ssh { .. } | Self::Http { .. } => reason::UNREACHABLE,
             Self::CommandFailed { .. } => reason::COMMAND_FAILED,
-            Self::Docker { .. } => reason::DOCKER_ERROR,
+            Self::Docker { .. } | Self::Io { .. } => reason::DOCKER_ERROR,
             Self::ProxyAdmin(_) => reason::PROXY_ERROR,
             Self::BackingOff { reason, .. } => reason,
         }
@@ -114,6 +122,7 @@ impl RemoteError {
             Self::CommandFailed { .. } => "remote_command",
             Self::Http { .. } => "remote_http",
             Self::Docker { .. } => "remote_docker",
+            Self::Io { .. } => "remote_io",
             Self::ProxyAdmin(_) => "remote_proxy_admin",
             Self::BackingOff { .. } => "remote_backing_off",
         }
@@ -138,6 +147,7 @@ impl RemoteError {
             Self::HostKeyMismatch { .. }
             | Self::AuthenticationRejected { .. }
             | Self::CommandFailed { .. }
+            | Self::Io { .. }
             | Self::ProxyAdmin(_) => false,
         }
     }

@@ -54,6 +54,51 @@ pub enum Db {
         #[arg(long)]
         description: Option<String>,
     },
+    /// Import an external PostgreSQL or Redis by its connection URL: Berth keeps the URL in a
+    /// Secret (shown masked), checks from the server that the database answers, and binds it
+    /// like a managed one. Pass the URL on standard input, so it stays out of your shell's
+    /// history and the process list.
+    #[command(
+        after_help = "Examples:\n  printf '%s' \"$DATABASE_URL\" | berth db import orders --project Shop --environment prod --server edge --connection-url-stdin\n  berth db import cache --kind redis --project Shop --environment prod --server edge --connection-url redis://:pw@10.0.0.5:6379/0"
+    )]
+    Import {
+        /// Display name; its slug must be free in the environment.
+        name: String,
+        /// postgres (default) or redis.
+        #[arg(long, default_value = "postgres")]
+        kind: String,
+        /// Project id, slug or name.
+        #[arg(long)]
+        project: String,
+        /// Environment id or name (of that project).
+        #[arg(long)]
+        environment: String,
+        /// Server id or name the database is checked from.
+        #[arg(long)]
+        server: String,
+        /// Read the connection URL from standard input (its first line).
+        #[arg(
+            long,
+            conflicts_with = "connection_url",
+            required_unless_present = "connection_url"
+        )]
+        connection_url_stdin: bool,
+        /// The connection URL (prefer --connection-url-stdin: an argument is visible to others).
+        #[arg(long)]
+        connection_url: Option<String>,
+        /// Image whose client checks it, instead of the official postgres:16 / redis:7.
+        #[arg(long)]
+        image: Option<String>,
+        #[arg(long)]
+        description: Option<String>,
+    },
+    /// Print the certificate of the authority a managed PostgreSQL's TLS certificate is issued
+    /// by, to verify it from a client outside Berth (`sslmode=verify-full sslrootcert=FILE`).
+    #[command(after_help = "Example:\n  berth db ca-certificate orders-db > orders-ca.crt")]
+    CaCertificate {
+        /// Dependency id (dep-…), slug or name.
+        dependency: String,
+    },
     /// Delete a dependency resource no resource binds (unbind it first). Its container and
     /// network go; its data volume is kept unless --delete-data repeats its name. One a backup
     /// policy covers is backed up once more first (and kept if that backup fails), unless

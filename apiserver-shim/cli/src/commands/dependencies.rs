@@ -3,15 +3,16 @@
 
 use berth_api::dependencies::{
     BindDependency, DeleteDependencyResource, DependencyBindingList, DependencyBindingSummary,
-    DependencyKind, DependencyResourceList, DependencyResourceShow, DependencyResourceSummary,
-    ProvisionDependencyResource, RotateDependencyCredentials,
+    DependencyCaCertificate, DependencyKind, DependencyResourceList, DependencyResourceShow,
+    DependencyResourceSummary, ImportDependencyResource, ProvisionDependencyResource,
+    RotateDependencyCredentials,
 };
 
 use super::infra::server_id;
 use super::workspace::{project_id, scope_query};
 use super::{Ctx, created, environment_id, find_resource, get_as, id_of, wire_enum};
 use crate::cli::Db;
-use crate::error::CliResult;
+use crate::error::{CliError, CliResult};
 use crate::output::{Row, text, wire};
 
 /// The id of the dependency `name` names: an id (`dep-…`), or a slug or unique name.
@@ -126,6 +127,45 @@ pub fn db(ctx: &Ctx, command: Db) -> CliResult<()> {
             created(ctx, &answer, "dependency resource", "/id");
             Ok(())
         }
+        Db::Import {
+            name,
+            kind,
+            project,
+            environment,
+            server,
+            connection_url_stdin,
+            connection_url,
+            image,
+            description,
+        } => {
+            let connection_url = match connection_url {
+                Some(url) if !connection_url_stdin => url,
+                _ => url_from_stdin()?,
+            };
+            let body = ImportDependencyResource {
+                kind: wire_enum("kind", &kind)?,
+                project_id: project_id(ctx, &project)?,
+                environment_id: environment_id(ctx, &environment)?,
+                server_id: server_id(ctx, &server)?,
+                name,
+                connection_url,
+                description,
+                image,
+            };
+            body.validate()?;
+            let answer = ctx.api()?.post("/dependency-resources/import", &body)?;
+            created(ctx, &answer, "dependency resource", "/id");
+            Ok(())
+        }
+        Db::CaCertificate { dependency } => {
+            let path = format!(
+                "/dependency-resources/{}/ca-certificate",
+                dependency_id(ctx, &dependency)?
+            );
+            let (answer, served): (_, DependencyCaCertificate) = get_as(ctx.api()?, &path, &[])?;
+            ctx.out.done(&answer, served.certificate_pem.trim_end());
+            Ok(())
+        }
         Db::Delete {
             dependency,
             delete_data,
@@ -166,6 +206,22 @@ pub fn db(ctx: &Ctx, command: Db) -> CliResult<()> {
             Ok(())
         }
     }
+}
+
+/// The first line of standard input: a connection URL piped in (never an argument or a prompt
+/// echo).
+fn url_from_stdin() -> CliResult<String> {
+    let mut line = String::new();
+    std::io::stdin()
+        .read_line(&mut line)
+        .map_err(|error| CliError::failure(format!("reading the connection URL: {error}")))?;
+    let url = line.trim().to_string();
+    if url.is_empty() {
+        return Err(CliError::Usage(
+            "--connection-url-stdin: standard input is empty; pipe the URL in".to_string(),
+        ));
+    }
+    Ok(url)
 }
 
 fn list(

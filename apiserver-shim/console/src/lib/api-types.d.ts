@@ -400,6 +400,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/dependency-resources/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Import an external PostgreSQL or Redis by its connection URL (201): kept in a Secret, shown masked, checked from serverId by the kind's own client before it is ready */
+        post: operations["post_dependency_resources_import"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/dependency-resources/provision": {
         parameters: {
             query?: never;
@@ -447,6 +464,23 @@ export interface paths {
         put?: never;
         /** Back up a ready managed PostgreSQL or Redis (201): dumped in its container, sealed to a backup target (targetId; the organization's only one when left out) and proven by a test restore before it is `ready` */
         post: operations["post_dependency_resources_dependencyResourceId_backups"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dependency-resources/{dependencyResourceId}/ca-certificate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The certificate of the authority that issued a managed PostgreSQL's server certificate (Berth), to verify it with sslmode=verify-full; 409 for another kind */
+        get: operations["get_dependency_resources_dependencyResourceId_ca_certificate"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -4336,6 +4370,21 @@ export interface components {
             target: components["schemas"]["BindingTarget"];
         };
         /**
+         * @description `GET /dependency-resources/{dependencyResourceId}/ca-certificate` (Berth): the certificate of
+         *     the organization's authority that issued a managed PostgreSQL's server certificate, for a
+         *     client outside Berth to verify it with (`sslmode=verify-full`). Bound apps get it at
+         *     `caPath` already.
+         */
+        DependencyCaCertificate: {
+            /** @description Where a bound app's container has the certificate; its `DATABASE_URL` names it. */
+            caPath: string;
+            /** @description The authority's certificate, PEM-encoded (public; its key never leaves its Secret). */
+            certificatePem: string;
+            dependencyResourceId: string;
+            /** @description The Secret of the organization's namespace that keeps the authority. */
+            secretRef: string;
+        };
+        /**
          * @description A capability (extension, module) asked for or read back; Berth asks for none yet, so the
          *     lists are empty.
          */
@@ -5225,6 +5274,37 @@ export interface components {
              */
             reason: string;
             resourceId: string;
+        };
+        /**
+         * @description Appaloft's import-dependency-resource input: an external PostgreSQL or Redis that Berth
+         *     records, checks from a server and binds, but does not run. The URL is kept in a Secret and
+         *     only ever shown masked.
+         */
+        ImportDependencyResource: {
+            /**
+             * @description The connection URL with its credentials (`postgres://user:password@host:5432/db`,
+             *     `redis://:password@host:6379/0`); never echoed.
+             */
+            connectionUrl: string;
+            description?: string;
+            /** @description An environment of that project; only its resources may bind the dependency. */
+            environmentId: string;
+            /**
+             * @description Image whose client (`psql`, `redis-cli`) checks the database from the server, instead
+             *     of the official `postgres:16` / `redis:7` (Berth).
+             */
+            image?: string;
+            /** @description `postgres` or `redis`. */
+            kind: components["schemas"]["DependencyKind"];
+            /** @description Display name (1-120 characters); its slug must be free in the environment. */
+            name: string;
+            /** @description The project it belongs to. */
+            projectId: string;
+            /**
+             * @description The server it is checked from (Berth; Appaloft has none): its client logs in from there
+             *     before the dependency says it is ready.
+             */
+            serverId: string;
         };
         /** @description The Variable import result of spec §2.2. */
         ImportResult: {
@@ -9570,6 +9650,39 @@ export interface operations {
             };
         };
     };
+    post_dependency_resources_import: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ImportDependencyResource"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdResponse"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     post_dependency_resources_provision: {
         parameters: {
             query?: never;
@@ -9722,6 +9835,37 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["IdResponse"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_dependency_resources_dependencyResourceId_ca_certificate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                dependencyResourceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DependencyCaCertificate"];
                 };
             };
             /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */

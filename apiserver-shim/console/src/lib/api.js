@@ -16,6 +16,8 @@ export class ApiError extends Error {
     this.status = status;
     this.code = error.code ?? 'unknown';
     this.field = error.details?.field;
+    // The rest of the envelope's context, e.g. a refused delete's blockers.
+    this.details = error.details ?? {};
     this.retriable = Boolean(error.retriable);
   }
 }

@@ -11,15 +11,22 @@
 //! annotation `berth.dev/delete-data` holds the object's name; a database a backup policy
 //! covers is first backed up once more (`final_backup`).
 //!
+//! An imported dependency (an external database) is not run but checked from its server and
+//! its URL published for bound apps (`imported`, `import_check`).
+//!
 //! `plan` decides without I/O, `server` acts on the server, `credentials` keeps the Secret,
 //! `observed` reads what the server's observer knows.
 
 mod credentials;
 mod final_backup;
+mod import_check;
+mod imported;
 mod observed;
 mod plan;
 mod rotation;
 mod server;
+mod tls;
+mod tls_secrets;
 
 pub use server::run_script_in;
 
@@ -125,12 +132,7 @@ async fn apply(
         return Ok(Action::await_change());
     }
     if dependency.spec.source == DependencySource::Imported {
-        let message = "imported dependencies are recorded but not checked yet: Berth does not \
-                       reach them"
-            .to_string();
-        let status = plan::not_run(dependency, reason::IMPORT_NOT_SUPPORTED, message, now);
-        write(api, dependency, &status).await?;
-        return Ok(Action::await_change());
+        return imported::apply(dependency, context, api).await;
     }
     // No Secret, container or password before the server exists (a Server applied later is
     // noticed at the next look).
@@ -147,7 +149,9 @@ async fn apply(
     }
     let names = Names::of(dependency);
     let password = credentials::ensure(dependency, context, &names).await?;
-    if !rotation::pending(dependency) && observed::healthy_by_events(context, dependency, &names) {
+    let settled = !rotation::pending(dependency)
+        && credentials::published_url_is_current(dependency, context, &names);
+    if settled && observed::healthy_by_events(context, dependency, &names) {
         // Still ready: the status is as decided before, and nothing is written.
         credentials::publish_url(dependency, context, &names, &password).await?;
         let status = plan::decide(dependency, &names, &Observed::Healthy, now);
@@ -225,8 +229,16 @@ async fn observe(
         Ok((_, target)) => target,
         Err(error) => return failed("server_unreachable", &error),
     };
-    let body = plan::container_body(dependency, names, password);
-    let converged = match server::converge(&target, names, body).await {
+    let tls = match tls_secrets::of_server(dependency, context, &names.container).await {
+        Ok(tls) => tls,
+        Err(error) => return failed("tls_failed", &error),
+    };
+    let files = match tls.as_ref().map(tls::server_files).transpose() {
+        Ok(files) => files,
+        Err(error) => return failed("tls_failed", &error),
+    };
+    let body = plan::container_body(dependency, names, password, tls.as_ref());
+    let converged = match server::converge(&target, names, body, files).await {
         Ok(converged) => converged,
         Err(error) => return failed("provider_error", &error),
     };

@@ -21,10 +21,17 @@ use kube::ResourceExt;
 use rand::Rng;
 use rand::distr::Alphanumeric;
 
+use super::tls::{self, Pem};
+
 pub use berth_crds::DEPENDENCY_LABEL;
 /// Label holding the image reference the container was created from: a changed `spec.image`
 /// recreates it (the data volume stays).
 pub const IMAGE_LABEL: &str = "berth.dev/dependency-image";
+/// Label holding the fingerprint of the server certificate a PostgreSQL was created with: a
+/// container without it (made before Berth served TLS) or with another is made again.
+pub const TLS_LABEL: &str = "berth.dev/dependency-tls";
+/// The labels that say a container runs as declared; any difference recreates it.
+pub const SETTINGS_LABELS: [&str; 2] = [IMAGE_LABEL, TLS_LABEL];
 /// Condition type present while `spec.exposure` asks for a host port: `False` for now.
 pub const EXPOSED: &str = "Exposed";
 /// Length of a generated password (letters and digits: no quoting in URLs or shells).
@@ -40,8 +47,8 @@ pub mod reason {
     pub const DEGRADED: &str = "Degraded";
     /// The server cannot be reached, or Docker refused a step.
     pub const SERVER_FAILED: &str = "ServerFailed";
-    /// An imported dependency: not reconciled yet.
-    pub const IMPORT_NOT_SUPPORTED: &str = "ImportNotSupported";
+    /// An imported dependency that has not answered its check from the server yet.
+    pub const UNREACHABLE: &str = "Unreachable";
     /// `spec.image` is a PostgreSQL of another major version than the data on the volume.
     pub const MAJOR_VERSION_REFUSED: &str = "MajorVersionChangeRefused";
     /// `Exposed=False`: no host port is published until Berth can enforce `allowFrom`.
@@ -86,11 +93,13 @@ pub fn generate_password() -> String {
 
 /// The container of a managed dependency: its image with the data volume at the kind's data
 /// path, on its private network only (no port published), restarted by Docker unless stopped.
-/// The password goes in as an environment variable, never on a command line.
+/// The password goes in as an environment variable, never on a command line. A PostgreSQL with
+/// `tls` serves it with the files `tls::server_files` puts in before the container starts.
 pub fn container_body(
     dependency: &DependencyResource,
     names: &Names,
     password: &str,
+    tls: Option<&Pem>,
 ) -> ContainerCreateBody {
     let kind = dependency.spec.kind;
     let image = dependency.spec.image().to_string();
@@ -101,7 +110,11 @@ pub fn container_body(
                 format!("POSTGRES_PASSWORD={password}"),
                 format!("POSTGRES_DB={POSTGRES_DATABASE}"),
             ],
-            None,
+            tls.map(|_| {
+                let mut command = vec!["postgres".to_string()];
+                command.extend(tls::server_options());
+                command
+            }),
         ),
         // The official image takes no password variable: the server reads `requirepass` from
         // its standard input (a here-document), so no command line shows the password.
@@ -117,12 +130,15 @@ pub fn container_body(
         ),
     };
     let namespace = dependency.namespace().unwrap_or_default();
-    let labels = HashMap::from([
+    let mut labels = HashMap::from([
         (MANAGED_LABEL.to_string(), "true".to_string()),
         (NAMESPACE_LABEL.to_string(), namespace),
         (DEPENDENCY_LABEL.to_string(), dependency.name_any()),
         (IMAGE_LABEL.to_string(), image.clone()),
     ]);
+    if let Some(tls) = tls {
+        labels.insert(TLS_LABEL.to_string(), tls::fingerprint(tls));
+    }
     ContainerCreateBody {
         image: Some(image),
         env: Some(env),
@@ -477,18 +493,25 @@ mod tests {
     fn the_container_keeps_its_data_on_the_volume_and_publishes_no_port() {
         let postgres = dependency("postgres");
         let names = Names::of(&postgres);
-        let body = container_body(&postgres, &names, "pw-1234");
+        let tls = Pem {
+            cert: "CERT".into(),
+            key: "KEY".into(),
+        };
+        let body = container_body(&postgres, &names, "pw-1234", Some(&tls));
         assert_eq!(body.image.as_deref(), Some("postgres:16"));
+        let command = body.cmd.clone().unwrap().join(" ");
+        assert!(command.starts_with("postgres -c ssl=on"), "{command}");
+        let labels = body.labels.clone().unwrap();
+        assert_eq!(labels.get(TLS_LABEL), Some(&tls::fingerprint(&tls)));
         let host = body.host_config.unwrap();
         assert_eq!(host.network_mode.as_deref(), Some("berth-dep-org-acme-db"));
         assert!(host.port_bindings.is_none());
         let mount = &host.mounts.unwrap()[0];
         assert_eq!(mount.source.as_deref(), Some("berth-dep-org-acme-db-data"));
         assert_eq!(mount.target.as_deref(), Some("/var/lib/postgresql/data"));
-        assert!(body.cmd.is_none());
 
         let redis = dependency("redis");
-        let body = container_body(&redis, &Names::of(&redis), "pw-1234");
+        let body = container_body(&redis, &Names::of(&redis), "pw-1234", None);
         let cmd = body.cmd.unwrap().join(" ");
         assert!(
             !cmd.contains("pw-1234"),
@@ -577,7 +600,7 @@ mod tests {
         )
         .unwrap();
         let names = Names::of(&db);
-        let body = container_body(&db, &names, "pw-1234");
+        let body = container_body(&db, &names, "pw-1234", None);
         assert!(body.host_config.unwrap().port_bindings.is_none());
         let status = decide(&db, &names, &Observed::Healthy, Timestamp::now());
         let exposed = condition::find(&status.conditions, EXPOSED).unwrap();
@@ -611,7 +634,8 @@ mod tests {
         let connection = ready.connection.clone().unwrap();
         assert_eq!(
             connection.masked_connection,
-            "postgres://berth:****@berth-dep-org-acme-db:5432/app"
+            "postgres://berth:****@berth-dep-org-acme-db:5432/app\
+             ?sslmode=verify-full&sslrootcert=/etc/berth/database-ca.crt"
         );
         assert_eq!(connection.secret_ref.as_deref(), Some("db-connection"));
         db.status = Some(ready);

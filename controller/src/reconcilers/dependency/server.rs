@@ -16,7 +16,7 @@ use bollard::query_parameters::{
 };
 use futures::StreamExt;
 
-use super::plan::{IMAGE_LABEL, Names, health_command};
+use super::plan::{Names, SETTINGS_LABELS, health_command};
 use crate::reconcilers::deployment::server_target::Target;
 
 /// How long a pull of the dependency's image may take.
@@ -36,11 +36,13 @@ pub enum Converged {
 }
 
 /// Creates the network and volume unless they exist, pulls the image when absent, and makes
-/// the container exist and run with `body` (recreated when its image differs from the spec's).
+/// the container exist and run with `body` (recreated when its image or certificate differs
+/// from the spec's); `files` (a tar archive) are put into a new container before it starts.
 pub async fn converge(
     target: &Target,
     names: &Names,
     body: ContainerCreateBody,
+    files: Option<Vec<u8>>,
 ) -> Result<Converged, RemoteError> {
     let image = body.image.clone().unwrap_or_default();
     // Independent round trips through the tunnel, at once: they sit before the first start.
@@ -52,8 +54,11 @@ pub async fn converge(
     )?;
     if let Some(container) = &container {
         let labels = container.config.as_ref().and_then(|c| c.labels.as_ref());
-        let same_image = labels.and_then(|l| l.get(IMAGE_LABEL)) == Some(&image);
-        if same_image {
+        let wanted = body.labels.as_ref();
+        let as_declared = SETTINGS_LABELS
+            .iter()
+            .all(|label| labels.and_then(|l| l.get(*label)) == wanted.and_then(|l| l.get(*label)));
+        if as_declared {
             let running = container
                 .state
                 .as_ref()
@@ -65,7 +70,7 @@ pub async fn converge(
             target.start(&names.container).await?;
             return Ok(Converged::Started);
         }
-        // Another image: the container goes, the data volume stays.
+        // Another image or certificate: the container goes, the data volume stays.
         target.remove_container(&names.container).await?;
     }
     if !image_present {
@@ -85,6 +90,9 @@ pub async fn converge(
         // Another reconcile created it meanwhile: start it below.
         Err(error) if is_conflict(&error) => {}
         Err(error) => return Err(error),
+    }
+    if let Some(files) = files {
+        target.put_files(&names.container, files).await?;
     }
     target.start(&names.container).await?;
     Ok(Converged::Created)

@@ -1,18 +1,23 @@
 //! A resource's dependency bindings at deploy time: each bound DependencyResource's connection
 //! URL, read from its Secret, becomes the target variable (`berth_crds::config::binding_entries`),
-//! and the container joins the dependency's network (`Plan::dependency_networks`). A binding
-//! that cannot be served stops the attempt in plan with the binding named.
+//! and the container joins a managed dependency's network (`Plan::dependency_networks`; an
+//! imported one is reached at its own address). A binding that cannot be served stops the
+//! attempt in plan with the binding named.
 
 use std::collections::BTreeMap;
 
-use berth_crds::dependency_resource::{DependencyResource, URL_KEY, connection_secret_name};
+use berth_crds::IMPORTED_CONNECTION_LABEL;
+use berth_crds::dependency_resource::{
+    APP_CA_PATH, CA_CERT_KEY, DATABASE_CA_SECRET, DependencyResource, DependencySource, URL_KEY,
+    connection_secret_name, network_name,
+};
 use berth_crds::deployment::DeploymentErrorCode as Code;
 use berth_crds::resource::{DependencyBinding, Resource};
 use futures::future::try_join_all;
 use k8s_openapi::api::core::v1::Secret;
-use kube::Api;
+use kube::{Api, ResourceExt};
 
-use super::plan::PlanError;
+use super::plan::{ContainerFile, Plan, PlanError};
 use crate::cache::Caches;
 use crate::context::Context;
 use crate::error::Result;
@@ -20,14 +25,37 @@ use crate::error::Result;
 /// Connection URLs by dependency id.
 pub type Connections = BTreeMap<String, String>;
 
-/// The URLs of every dependency `resource` binds, as the API server has them now, for an
-/// attempt on `server_id`; or why one binding cannot be served.
-pub async fn fresh_connections(
+/// What an attempt's bindings give its container beside the URLs.
+#[derive(Debug, Default)]
+pub struct Attachments {
+    /// The private networks of the managed dependencies, to join.
+    pub networks: Vec<String>,
+    /// The organization's database authority, which a managed PostgreSQL's URL names.
+    pub files: Vec<ContainerFile>,
+}
+
+impl Attachments {
+    pub fn apply_to(self, plan: &mut Plan) {
+        plan.dependency_networks = self.networks;
+        plan.files = self.files;
+    }
+}
+
+/// What an attempt's bindings give it: the URLs, and the networks and files.
+#[derive(Debug, Default)]
+pub struct Bindings {
+    pub connections: Connections,
+    pub attachments: Attachments,
+}
+
+/// The URLs and networks of every dependency `resource` binds, as the API server has them now,
+/// for an attempt on `server_id`; or why one binding cannot be served.
+pub async fn fresh_bindings(
     context: &Context,
     namespace: &str,
     resource: &Resource,
     server_id: &str,
-) -> Result<std::result::Result<Connections, PlanError>> {
+) -> Result<std::result::Result<Bindings, PlanError>> {
     let dependencies = Api::<DependencyResource>::namespaced(context.client.clone(), namespace);
     let secrets = Api::<Secret>::namespaced(context.client.clone(), namespace);
     let reads = resource.spec.dependency_bindings.iter().map(|binding| {
@@ -40,19 +68,73 @@ pub async fn fresh_connections(
             Ok::<_, kube::Error>((binding, dependency, secret))
         }
     });
-    let mut connections = Connections::new();
+    let mut bindings = Bindings::default();
     for (binding, dependency, secret) in try_join_all(reads).await? {
         let bound = Bound {
             resource,
             server_id,
             binding,
         };
+        let id = &binding.dependency_resource_id;
         match bound.url(dependency.as_ref(), secret.as_ref()) {
-            Ok(url) => connections.insert(binding.dependency_resource_id.clone(), url),
+            Ok(url) => bindings.connections.insert(id.clone(), url),
             Err(problem) => return Ok(Err(problem)),
         };
+        if !secret.as_ref().is_some_and(is_imported) {
+            bindings
+                .attachments
+                .networks
+                .push(network_name(namespace, id));
+        }
     }
-    Ok(Ok(connections))
+    if !bindings.attachments.networks.is_empty() {
+        let authority = secrets.get_opt(DATABASE_CA_SECRET).await?;
+        bindings.attachments.files = authority_file(authority.as_ref());
+    }
+    Ok(Ok(bindings))
+}
+
+/// The networks and files of the managed dependencies `resource` binds, by the cached Secrets:
+/// what a container recreated beside the serving one, or a task's run, gets.
+pub fn cached_attachments(context: &Context, namespace: &str, resource: &Resource) -> Attachments {
+    let secrets = &context.caches.secrets;
+    let networks: Vec<String> = resource
+        .spec
+        .dependency_bindings
+        .iter()
+        .map(|binding| &binding.dependency_resource_id)
+        .filter(|id| {
+            let secret = Caches::get(secrets, namespace, &connection_secret_name(id));
+            !secret.is_some_and(|secret| is_imported(&secret))
+        })
+        .map(|id| network_name(namespace, id))
+        .collect();
+    let files = if networks.is_empty() {
+        Vec::new()
+    } else {
+        authority_file(Caches::get(secrets, namespace, DATABASE_CA_SECRET).as_deref())
+    };
+    Attachments { networks, files }
+}
+
+/// The authority's certificate at the path a managed PostgreSQL's URL names, when the
+/// organization has one (it is made with its first PostgreSQL, before any URL is published).
+fn authority_file(authority: Option<&Secret>) -> Vec<ContainerFile> {
+    let certificate = authority
+        .and_then(|secret| secret.data.as_ref()?.get(CA_CERT_KEY).cloned())
+        .and_then(|value| String::from_utf8(value.0).ok());
+    certificate
+        .map(|contents| ContainerFile {
+            path: APP_CA_PATH.to_string(),
+            contents,
+        })
+        .into_iter()
+        .collect()
+}
+
+/// Whether a connection Secret is an imported database's (which has no network to join).
+fn is_imported(secret: &Secret) -> bool {
+    secret.labels().contains_key(IMPORTED_CONNECTION_LABEL)
 }
 
 /// The URLs the cached Secrets hold for `resource`'s bindings: what a configuration change is
@@ -119,7 +201,8 @@ impl Bound<'_> {
                 resource.spec.environment_id
             )));
         }
-        if spec.server_id != *server_id {
+        // An imported database is reached at its own address, from any server.
+        if spec.source == DependencySource::Managed && spec.server_id != *server_id {
             return Err(invalid(format!(
                 "runs on server {}, not on {server_id} where this attempt deploys: bind a dependency \
              of the same server",

@@ -16,7 +16,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, ResourceExt};
 
-use super::bindings::{self, Connections};
+use super::bindings::{self, Attachments, Connections};
 use super::plan::{Plan, PlanError};
 use crate::cache::Caches;
 use crate::context::Context;
@@ -40,27 +40,26 @@ pub async fn entries(
     Ok(entries)
 }
 
-/// Every entry of the attempt, its bindings' connection URLs included; or why a binding cannot
-/// be served, with the fingerprint of what the caches hold (so the configuration changing
-/// later, e.g. the dependency's connection appearing, deploys again).
+/// Every entry of the attempt, its bindings' connection URLs included, and what the bound
+/// dependencies attach (networks, files); or why a binding cannot be served, with the
+/// fingerprint of what the caches hold (so the configuration changing later, e.g. the
+/// dependency's connection appearing, deploys again).
 pub async fn attempt_entries(
     context: &Context,
     namespace: &str,
     resource: &Resource,
     deployment: &Deployment,
-) -> Result<std::result::Result<Vec<ConfigEntry>, (PlanError, String)>> {
-    let connections =
-        match bindings::fresh_connections(context, namespace, resource, &deployment.spec.server_id)
-            .await?
-        {
-            Ok(connections) => connections,
-            Err(problem) => {
-                let cached = lasting_entries(context, namespace, resource);
-                return Ok(Err((problem, config::fingerprint(&cached))));
-            }
-        };
-    let entries = entries(context, namespace, resource, deployment, &connections).await?;
-    Ok(Ok(entries))
+) -> Result<std::result::Result<(Vec<ConfigEntry>, Attachments), (PlanError, String)>> {
+    let server = &deployment.spec.server_id;
+    let bound = match bindings::fresh_bindings(context, namespace, resource, server).await? {
+        Ok(bound) => bound,
+        Err(problem) => {
+            let cached = lasting_entries(context, namespace, resource);
+            return Ok(Err((problem, config::fingerprint(&cached))));
+        }
+    };
+    let entries = entries(context, namespace, resource, deployment, &bound.connections).await?;
+    Ok(Ok((entries, bound.attachments)))
 }
 
 /// The entries of every scope but an attempt's own, from the caches.
@@ -156,8 +155,9 @@ fn gather(
     })
 }
 
-/// Puts the configuration of `serving` as it is now (lasting scopes and the attempt's own) into
-/// `plan`: what a container recreated beside it, or a task's run, starts with.
+/// Puts the configuration of `serving` as it is now (lasting scopes and the attempt's own) and
+/// what its bound dependencies attach into `plan`: what a container recreated beside it, or a
+/// task's run, starts with.
 pub fn apply_serving(
     context: &Context,
     namespace: &str,
@@ -173,6 +173,7 @@ pub fn apply_serving(
         ))
         .collect();
     apply_to(plan, entries);
+    bindings::cached_attachments(context, namespace, resource).apply_to(plan);
 }
 
 /// Puts the effective runtime entries into the container's environment and the build-time ones

@@ -6,7 +6,6 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use berth_crds::common::SourceDescriptor;
-use berth_crds::dependency_resource::network_name;
 use berth_crds::resource::{
     ExposureMode, HealthCheckKind, Resource, RestartPolicy, UpstreamProtocol,
 };
@@ -107,8 +106,20 @@ pub struct Plan {
     pub host_port: Option<u16>,
     /// What the resource's storage attachments mount into the container.
     pub volumes: Vec<VolumeMount>,
-    /// Private networks of the dependencies the resource binds, joined after creation.
+    /// Private networks of the managed dependencies the resource binds, joined after creation;
+    /// put in by `config` with the bindings' URLs.
     pub dependency_networks: Vec<String>,
+    /// Files put into the container before it starts (the certificate authority a bound
+    /// database's URL names); put in by `config` with the bindings' URLs.
+    pub files: Vec<ContainerFile>,
+}
+
+/// A file put into a container before it starts; never a secret (it is world-readable there).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ContainerFile {
+    /// Absolute path in the container.
+    pub path: String,
+    pub contents: String,
 }
 
 /// Why an attempt cannot be planned; the message goes into `lastError`.
@@ -321,12 +332,8 @@ pub fn plan(
         route: route(resource, server),
         host_port,
         volumes: mounts,
-        dependency_networks: resource
-            .spec
-            .dependency_bindings
-            .iter()
-            .map(|b| network_name(&namespace, &b.dependency_resource_id))
-            .collect(),
+        dependency_networks: Vec::new(),
+        files: Vec::new(),
     })
 }
 

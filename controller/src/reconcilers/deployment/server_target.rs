@@ -24,6 +24,7 @@ use bollard::query_parameters::{
 };
 use serde_json::Value;
 
+mod files;
 mod stack_network;
 
 use super::container_settings::{apply_settings, docker_restart};
@@ -153,6 +154,7 @@ impl Target {
             Err(error) if is_conflict(&error) => return Ok(false),
             Err(error) => return Err(error),
         }
+        self.put_plan_files(plan).await?;
         self.join_other_networks(plan).await?;
         Ok(true)
     }

@@ -5,7 +5,7 @@
 //! idle task costs a timer until its next slot, no API request. The status says when the next
 //! run is due and how the newest went.
 
-mod container;
+pub(crate) mod container;
 mod outcome;
 mod run;
 

@@ -299,10 +299,11 @@ pub async fn plan(
             secret.map(|r| r.name.clone()),
         );
     }
-    let entries = entries?.map_err(|(problem, fingerprint)| {
+    let (entries, attachments) = entries?.map_err(|(problem, fingerprint)| {
         progress.status.config_fingerprint = Some(fingerprint);
         stop(Plan, problem.code, problem.message)
     })?;
+    attachments.apply_to(&mut plan);
     progress.status.config_fingerprint = Some(berth_crds::config::fingerprint(&entries));
     config::apply_to(&mut plan, entries);
     progress.status.image_ref = Some(plan.image.clone());
