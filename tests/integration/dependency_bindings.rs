@@ -349,4 +349,26 @@ async fn refuses_a_dependency_of_another_environment(
         error.message
     );
     assert_eq!(query_as_app(ns, "select body from notes").1, "kept");
+    cannot_reach_another_environments_database(ns).await;
+}
+
+/// The serving app reaches its own database's port, and not the other environment's, by name
+/// or by address: each database's network holds only the apps bound to it.
+async fn cannot_reach_another_environments_database(ns: &TestNamespace) {
+    wait_ready(&ns.api(), "staging-db").await;
+    let staging = format!("berth-dep-{}-staging-db", ns.name);
+    let format = "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}";
+    let (_, address) = docker(&["inspect", "-f", format, &staging]);
+    assert!(!address.is_empty(), "the staging database's address");
+    let container = app_container(ns).expect("the app's container");
+    let ready = |host: &str| {
+        let probe = format!("pg_isready -h {host} -p 5432 -t 3");
+        docker_said(&["exec", &container, "sh", "-c", &probe])
+    };
+    let own = format!("berth-dep-{}-db", ns.name);
+    assert!(ready(&own).0, "the app reaches its own database");
+    for host in [staging.as_str(), address.as_str()] {
+        let (reached, said) = ready(host);
+        assert!(!reached, "the app reached {host}: {said}");
+    }
 }

@@ -19,6 +19,9 @@ use crate::deploy_support::{
 use crate::shim_account::deploy_token;
 use crate::shim_projects_envs::project;
 
+#[path = "migrations_dependencies.rs"]
+mod dependencies;
+
 const SECRET: &str = "migr-s3cr3t-value-4711";
 
 /// A web app with a domain, a worker, a database with a volume, variables and a secret.

@@ -256,8 +256,35 @@ pub struct BundleDependency {
     pub provider_key: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection_secret_ref: Option<String>,
+    /// The image a managed `postgres` or `redis` is provisioned from (Berth; a Compose
+    /// service's `image`); Berth's default for the kind without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
     #[serde(default)]
     pub bindings: Vec<BundleBinding>,
+}
+
+impl BundleDependency {
+    /// A `kind` database of the source platform (`provider_key`) that Berth provisions empty,
+    /// from `image` or its default one, with no binding yet.
+    pub fn provisioned(
+        reference: String,
+        name: &str,
+        kind: &str,
+        provider_key: String,
+        image: Option<String>,
+    ) -> Self {
+        Self {
+            reference,
+            name: name.to_string(),
+            kind: kind.to_string(),
+            source_mode: default_source_mode(),
+            provider_key,
+            connection_secret_ref: None,
+            image,
+            bindings: Vec::new(),
+        }
+    }
 }
 
 fn default_source_mode() -> String {

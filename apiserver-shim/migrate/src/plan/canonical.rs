@@ -152,6 +152,7 @@ fn normalize_dependency(dependency: &mut BundleDependency) {
         trim(text);
     }
     trim_opt(&mut dependency.connection_secret_ref);
+    trim_opt(&mut dependency.image);
     for binding in &mut dependency.bindings {
         for text in [
             &mut binding.resource_ref,

@@ -6,6 +6,7 @@ use std::collections::{BTreeSet, HashSet};
 use berth_api::migrations::{BundleDependency, MigrationBundle, VariableReport};
 
 use super::blocker;
+use super::managed;
 use super::resource::Findings;
 use super::secrets::looks_like_secret;
 
@@ -75,19 +76,14 @@ fn review_refs(bundle: &MigrationBundle, found: &mut Findings) {
     found.blockers.extend(missing);
 }
 
-/// Berth has no managed dependency provider; an imported one is a connection secret, injected
-/// as an environment variable at runtime.
+/// Without a connection secret a PostgreSQL or Redis is provisioned by Berth (another kind is a
+/// blocker); an imported one is a connection secret, injected as an environment variable at
+/// runtime.
 fn review_dependency(dependency: &BundleDependency, found: &mut Findings) {
     let name = &dependency.reference;
     let path = format!("spec.dependencies.{name}");
     match (&dependency.connection_secret_ref, dependency.source_mode.as_str()) {
-        (None, _) => found.blockers.push(blocker(
-            "dependency_provider_unavailable",
-            &path,
-            format!(
-                "Dependency \"{name}\" has no connectionSecretRef and Berth has no managed dependency provider: give it a connectionSecretRef (imported-external) or declare the database as a resource of kind database with an image."
-            ),
-        )),
+        (None, _) => managed::review(dependency, found),
         (Some(_), "appaloft-managed") => found.warnings.push(format!(
             "Dependency {name} is managed by the source platform; Berth binds its connectionSecretRef as an imported dependency and does not manage it."
         )),
@@ -160,11 +156,7 @@ fn review_conflicts(bundle: &MigrationBundle, found: &mut Findings) {
             }
         }
     }
-    for dependency in spec
-        .dependencies
-        .iter()
-        .filter(|d| d.connection_secret_ref.is_some())
-    {
+    for dependency in spec.dependencies.iter().filter(|d| managed::is_bindable(d)) {
         for binding in &dependency.bindings {
             let key = (binding.resource_ref.clone(), binding.target_name.clone());
             if !taken.insert(key) {
@@ -238,6 +230,9 @@ pub fn variable_report(bundle: &MigrationBundle) -> Vec<VariableReport> {
             let r = &binding.resource_ref;
             let (migrated_as, note) = match &dependency.connection_secret_ref {
                 _ if !known(r) => ("not-migrated", unknown_note(r)),
+                None if managed::is_managed(dependency) => {
+                    ("dependency-binding", Some(managed::report_note(dependency)))
+                }
                 None => (
                     "not-migrated",
                     Some(format!(

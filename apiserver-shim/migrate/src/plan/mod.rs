@@ -8,9 +8,11 @@ mod canonical;
 mod checks;
 mod digest;
 mod limits;
+mod managed;
 mod receipts;
 mod resource;
 mod secrets;
+mod shape;
 mod steps;
 mod validate;
 

@@ -1,55 +1,20 @@
 //! The canonical bundle → the plan's steps, in Berth's order: project, environment, its plain
-//! variables, volumes, then per resource its creation, variables and secrets, dependency
-//! bindings, volume attachments, domains and deployment. Each input is the body of Berth's
-//! ordinary REST operation plus its path parameters.
+//! variables, volumes, managed dependencies, then per resource its creation, variables and
+//! secrets, dependency bindings, volume attachments, domains and deployment. Each input is the
+//! body of Berth's ordinary REST operation plus its path parameters.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
-use berth_api::migrations::{
-    BundleDomain, BundleResource, BundleVariable, MigrationBundle, Step, StepCleanup,
-};
+use berth_api::migrations::{BundleDomain, BundleResource, BundleVariable, MigrationBundle, Step};
 use serde_json::{Map, Value, json};
 
+use super::managed;
 use super::placeholder;
 use super::resource::{Findings, create_input, insert_opt};
-
-pub const PROJECT: &str = "project:create";
-pub const ENVIRONMENT: &str = "environment:create";
+use super::shape::{ENVIRONMENT, PROJECT, cleanup, produces, step};
 
 fn secret(text: &str) -> Value {
     json!({"$secretRef": text})
-}
-
-/// One step; `produces` is the one output most steps have (`id` of the result).
-fn step(id: String, operation: &str, depends_on: Vec<String>, input: Value) -> Step {
-    let Value::Object(input) = input else {
-        unreachable!("step inputs are objects")
-    };
-    Step {
-        id,
-        operation_key: operation.into(),
-        depends_on,
-        input,
-        produces: None,
-        cleanup: None,
-    }
-}
-
-fn produces(mut step: Step, output: &str) -> Step {
-    step.produces = Some(BTreeMap::from([(output.to_string(), "id".to_string())]));
-    step
-}
-
-fn cleanup(mut step: Step, operation: &str, input: Option<Value>) -> Step {
-    step.cleanup = Some(StepCleanup {
-        operation_key: operation.into(),
-        ownership: "created-by-receipt".into(),
-        input: input.and_then(|v| match v {
-            Value::Object(map) => Some(map),
-            _ => None,
-        }),
-    });
-    step
 }
 
 /// Steps, with what building them found (blockers and warnings of the resources).
@@ -89,6 +54,10 @@ pub fn build(bundle: &MigrationBundle, found: &mut Findings) -> Vec<Step> {
             "storage-volumes.delete",
             None,
         ));
+    }
+    // Before the resources, so each binding's dependency exists when the app is bound.
+    for dependency in spec.dependencies.iter().filter(|d| managed::is_managed(d)) {
+        steps.push(managed::provision_step(bundle, dependency));
     }
     for resource in &spec.resources {
         resource_steps(bundle, resource, found, &mut steps);
@@ -179,6 +148,7 @@ fn resource_steps(
     let first = steps.len();
     steps.extend(variable_steps(bundle, resource, &created_id));
     steps.extend(binding_steps(bundle, name, &created_id));
+    steps.extend(managed::bind_steps(bundle, name, &created_id));
     for volume in spec.volumes.iter().filter(|v| &v.resource_ref == name) {
         let volume_step = format!("volume:create:{}", volume.reference);
         let input = json!({
@@ -247,7 +217,7 @@ fn variable_steps(bundle: &MigrationBundle, resource: &BundleResource, created: 
 }
 
 /// Imported dependencies' connection secrets, set on the resource under the binding's name.
-/// A dependency without a connection secret has nothing to bind (it is a blocker).
+/// A dependency without a connection secret is provisioned and bound (see `managed`).
 fn binding_steps(bundle: &MigrationBundle, name: &str, created: &str) -> Vec<Step> {
     let mut steps = Vec::new();
     for dependency in &bundle.spec.dependencies {

@@ -346,6 +346,7 @@ fn check_dependency(field: &str, dependency: &BundleDependency) -> Checked {
     if let Some(text) = &dependency.connection_secret_ref {
         parse_secret_ref(&format!("{field}.connectionSecretRef"), text)?;
     }
+    optional(&format!("{field}.image"), dependency.image.as_ref())?;
     for (i, binding) in dependency.bindings.iter().enumerate() {
         let field = format!("{field}.bindings[{i}]");
         reference(&format!("{field}.resourceRef"), &binding.resource_ref)?;

@@ -15,6 +15,7 @@ use berth_migrate::plan::{Unresolved, cleanup_order, resolve_input};
 use kube::ResourceExt;
 use serde_json::{Map, Value, json};
 
+use super::dependencies;
 use super::dispatch::{Dispatcher, Refusal};
 use super::operations::apply_call;
 use super::secrets::ResolvedSecrets;
@@ -122,6 +123,12 @@ async fn run_step(
         .map_err(|unresolved| unresolved_failure(step, unresolved))?;
     if let Some(done) = already_done(dispatcher, namespace, seed, step, &input).await {
         return Ok(done);
+    }
+    if step.operation_key == "deployments.create" {
+        let resource = input.get("resourceId").and_then(Value::as_str);
+        dependencies::wait_ready(dispatcher.state(), namespace, resource.unwrap_or_default())
+            .await
+            .map_err(|why| failure(step, "dependency_not_ready", "infra", why, true))?;
     }
     let mut call = apply_call(&step.operation_key, &input)
         .map_err(|message| failure(step, "validation_error", "user", message, false))?;
@@ -231,7 +238,10 @@ async fn already_done(
                 .any(|d| d.name_any() == name);
             (exists(found, name)?, CREATED)
         }
-        _ => return None,
+        other => {
+            let id = dependencies::already_done(dispatcher.state(), namespace, seed, other, input)?;
+            (id, CREATED)
+        }
     };
     receipt(step, &json!({ "id": id }), ownership).ok()
 }

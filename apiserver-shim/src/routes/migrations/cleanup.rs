@@ -183,9 +183,10 @@ async fn run_call(
     }
 }
 
-/// A storage volume, or a resource of kind database.
+/// A storage volume, a provisioned database, or a resource of kind database.
 fn holds_data(step: &Step) -> bool {
     step.operation_key == "storage-volumes.create"
+        || step.operation_key == "dependency-resources.provision"
         || (step.operation_key == "resources.create"
             && step.input.get("kind").and_then(Value::as_str) == Some("database"))
 }

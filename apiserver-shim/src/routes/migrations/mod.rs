@@ -7,6 +7,7 @@
 mod apply;
 mod cleanup;
 mod cleanup_runtime;
+mod dependencies;
 mod dispatch;
 pub mod gitops;
 mod key;

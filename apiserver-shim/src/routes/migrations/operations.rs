@@ -78,6 +78,18 @@ const APPLY: &[(&str, Method, &str, &str)] = &[
         "/deployments",
         "CreateDeployment",
     ),
+    (
+        "dependency-resources.provision",
+        Method::POST,
+        "/dependency-resources/provision",
+        "ProvisionDependencyResource",
+    ),
+    (
+        "resources.bind-dependency",
+        Method::POST,
+        "/resources/{resourceId}/dependency-bindings",
+        "BindResourceDependency",
+    ),
 ];
 
 /// The call of an apply step, or why the operation is not one a plan may run.
@@ -178,6 +190,7 @@ pub fn cleanup_calls(undo: &Undo<'_>) -> Result<Vec<Call>, String> {
         },
         "resources.unset-variable" | "resources.delete-secret" => unset_resource_entry(undo)?,
         "resources.delete" => resource_delete(undo)?,
+        "dependency-resources.delete" | "resources.unbind-dependency" => dependency_undo(undo)?,
         "storage-volumes.delete"
         | "resources.detach-storage"
         | "domain-bindings.delete"
@@ -285,6 +298,32 @@ fn delete_by_id(undo: &Undo<'_>) -> Result<Call, String> {
     })
 }
 
+/// A binding is removed by its target name; a provisioned dependency is deleted keeping its
+/// data volume (the ordinary delete without `deleteDataConfirmation`).
+fn dependency_undo(undo: &Undo<'_>) -> Result<Call, String> {
+    Ok(match undo.operation_key {
+        "resources.unbind-dependency" => Call {
+            method: Method::DELETE,
+            path: format!(
+                "/resources/{}/dependency-bindings/{}",
+                undo.segment("resourceId")?,
+                undo.segment("targetName")?
+            ),
+            body: Some(json!({})),
+            command_name: "UnbindResourceDependency",
+        },
+        _ => Call {
+            method: Method::DELETE,
+            path: format!(
+                "/dependency-resources/{}",
+                undo.segment("dependencyResourceId")?
+            ),
+            body: Some(json!({})),
+            command_name: "DeleteDependencyResource",
+        },
+    })
+}
+
 fn resource_delete(undo: &Undo<'_>) -> Result<Call, String> {
     let id = undo.field("resourceId")?;
     let slug = undo
@@ -348,9 +387,9 @@ mod tests {
         let output = map(json!({
             "projectId": "prj-1", "environmentId": "env-1", "storageVolumeId": "vol-1",
             "resourceId": "res-1", "attachmentId": "att-1", "domainBindingId": "dom-1",
-            "deploymentId": "dep-1",
+            "deploymentId": "dep-1", "dependencyResourceId": "dep-pg",
         }));
-        let input = map(json!({"key": "API_KEY"}));
+        let input = map(json!({"key": "API_KEY", "targetName": "DATABASE_URL"}));
         let cases = [
             ("projects.archive", "POST /projects/prj-1/archive"),
             ("environments.archive", "POST /environments/env-1/archive"),
@@ -376,6 +415,14 @@ mod tests {
             (
                 "deployments.cleanup-runtime",
                 "POST /deployments/dep-1/cleanup-runtime",
+            ),
+            (
+                "resources.unbind-dependency",
+                "DELETE /resources/res-1/dependency-bindings/DATABASE_URL",
+            ),
+            (
+                "dependency-resources.delete",
+                "DELETE /dependency-resources/dep-pg",
             ),
         ];
         for (operation_key, expected) in cases {

@@ -11,6 +11,7 @@ use berth_api::migrations::{Evidence, MigrationPlan, Receipt, Scalar, Step};
 use berth_migrate::plan::resolve_input;
 use serde_json::{Map, Value};
 
+use super::dependencies;
 use super::dispatch::{Dispatcher, Refusal};
 
 /// `state` of an evidence.
@@ -131,6 +132,18 @@ fn queries(operation_key: &str, ids: &Ids<'_>, deep: bool) -> Vec<Query> {
             id("domainBindingId").map(|i| format!("/domain-bindings/{i}")),
             "ShowDomainBindingQuery",
             judge_binding,
+        ),
+        ("dependency-resources.provision", _) => query(
+            id("dependencyResourceId").map(|i| format!("/dependency-resources/{i}")),
+            "ShowDependencyResourceQuery",
+            judge_dependency,
+        ),
+        ("resources.bind-dependency", _) => query(
+            id("resourceId")
+                .zip(id("targetName"))
+                .map(|(r, t)| format!("/resources/{r}/dependency-bindings/{t}")),
+            "ShowResourceDependencyBindingQuery",
+            judge_dependency_binding,
         ),
         ("deployments.create", _) => query(
             id("deploymentId").map(|i| format!("/deployments/{i}")),
@@ -285,6 +298,18 @@ fn judge_deployment(value: &Value) -> Judgement {
         _ => ATTENTION,
     };
     (summary, evaluation, !finished)
+}
+
+/// A managed dependency passes once `ready` (its health check passes); one still provisioning
+/// is settling; otherwise the summary says why not.
+fn judge_dependency(value: &Value) -> Judgement {
+    let (summary, ready, settling) = dependencies::judge_dependency(value);
+    (summary, if ready { PASSED } else { ATTENTION }, settling)
+}
+
+fn judge_dependency_binding(value: &Value) -> Judgement {
+    let (summary, ready) = dependencies::judge_binding(value);
+    (summary, if ready { PASSED } else { ATTENTION }, false)
 }
 
 /// A binding passes when Berth reports its route (and certificate, with TLS) ready.

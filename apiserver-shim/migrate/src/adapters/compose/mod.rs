@@ -1,5 +1,6 @@
 //! Docker Compose → bundle: one YAML file with top-level `services:` (any name), plus the
-//! files its services name in `env_file`. Each service becomes a resource; what Compose can
+//! files its services name in `env_file`. Each service becomes a resource (a PostgreSQL or Redis
+//! from an image becomes a managed dependency, see `database`); what Compose can
 //! say and a Berth resource cannot is a warning, or a blocker when dropping it would change
 //! how the app runs (replicas, host networking, privileges, bind mounts, several ports).
 
@@ -11,6 +12,7 @@ use super::draft::{Draft, file_error};
 use super::fields::Obj;
 use super::{Defaults, Files, base_name};
 
+mod database;
 mod env;
 mod service;
 #[cfg(test)]
@@ -52,9 +54,25 @@ pub fn translate(files: &Files, defaults: &Defaults) -> Result<MigrationBundle, 
         .map(|s| s.members())
         .transpose()?
         .unwrap_or_default();
+    // Databases first: a service may hold the URL of one declared after it.
+    let (databases, services): (Vec<_>, Vec<_>) = services
+        .into_iter()
+        .partition(|(_, obj)| database::managed_kind(obj).is_some());
+    let databases: Vec<database::Database> = databases
+        .iter()
+        .filter_map(|(name, obj)| {
+            let kind = database::managed_kind(obj)?;
+            Some(database::translate(name, obj, kind, &mut draft))
+        })
+        .collect();
     for (name, obj) in services {
-        service::translate(name, obj, files, &mut used, &mut draft)?;
+        let context = service::Context {
+            files,
+            databases: &databases,
+        };
+        service::translate(name, obj, &context, &mut used, &mut draft)?;
     }
+    database::warn_unbound(&databases, &mut draft);
     top_level(&mut top, &mut draft)?;
     if let Some(unused) = others.iter().find(|name| !used.contains(&name.to_string())) {
         return Err(file_error(

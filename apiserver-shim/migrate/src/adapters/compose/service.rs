@@ -4,21 +4,29 @@ use berth_api::migrations::{BundleNetwork, BundleSource, BundleVolume};
 use berth_api::validate::FieldError;
 use serde_json::Value;
 
-use super::env;
+use super::{database, env};
 use crate::adapters::Files;
 use crate::adapters::draft::{Draft, database_kind, image_source, source};
 use crate::adapters::fields::Obj;
 
 mod checks;
 
+/// What every service is translated with: the uploaded files and the services that became
+/// managed databases.
+pub(super) struct Context<'a> {
+    pub files: &'a Files,
+    pub databases: &'a [database::Database],
+}
+
 /// Translates service `name` into `draft`.
 pub(super) fn translate(
     name: &str,
     mut obj: Obj,
-    files: &Files,
+    context: &Context<'_>,
     used: &mut Vec<String>,
     draft: &mut Draft,
 ) -> Result<(), FieldError> {
+    let files = context.files;
     let image = obj.str("image")?;
     let (bundle_source, dockerfile) = build_source(&mut obj, image, draft)?;
     let published = checks::ports(&mut obj, name, draft)?;
@@ -55,6 +63,7 @@ pub(super) fn translate(
     let mut vars = env::Vars::new();
     env::env_files(&mut obj, name, files, used, &mut vars, draft)?;
     env::environment(&mut obj, &mut vars)?;
+    database::bind(&obj, &mut vars, &reference, context.databases, draft);
     env::emit(&obj, &reference, vars, draft);
     volumes(&mut obj, name, &reference, draft)?;
     checks::behaviour(&mut obj, name, draft)?;

@@ -42,51 +42,46 @@ fn example() {
     assert_eq!(
         resources,
         [
-            ("db", "database", None, None),
             ("web", "application", Some(8080), None),
             ("worker", "worker", None, Some("sleep infinity"))
         ]
     );
     assert_eq!(
-        spec.resources[1].runtime.health_check_path.as_deref(),
+        spec.resources[0].runtime.health_check_path.as_deref(),
         Some("/healthz")
     );
-    let volumes: Vec<(&str, &str, &str)> = spec
-        .volumes
+    // The database is a managed dependency: Berth gives it a volume of its own.
+    assert!(spec.volumes.is_empty());
+    let [db] = spec.dependencies.as_slice() else {
+        panic!("one dependency")
+    };
+    assert_eq!(
+        (db.reference.as_str(), db.kind.as_str(), db.image.as_deref()),
+        ("db", "postgres", Some("postgres:16"))
+    );
+    assert_eq!(db.connection_secret_ref, None);
+    let bindings: Vec<(&str, &str)> = db
+        .bindings
         .iter()
-        .map(|v| {
-            (
-                v.reference.as_str(),
-                v.resource_ref.as_str(),
-                v.mount_path.as_str(),
-            )
-        })
+        .map(|b| (b.resource_ref.as_str(), b.target_name.as_str()))
         .collect();
-    assert_eq!(volumes, [("db-data", "db", "/var/lib/postgresql/data")]);
+    assert_eq!(bindings, [("web", "DATABASE_URL")]);
     let secrets: Vec<(&str, &str)> = spec
         .variables
         .iter()
         .filter(|v| v.secret_ref.is_some())
         .map(|v| (v.resource_ref.as_deref().unwrap(), v.key.as_str()))
         .collect();
-    assert_eq!(
-        secrets,
-        [
-            ("db", "POSTGRES_PASSWORD"),
-            ("web", "DATABASE_URL"),
-            ("web", "SESSION_SECRET")
-        ]
-    );
-    assert_eq!(spec.variables.len(), 9);
-    assert!(
-        spec.dependencies.is_empty() && spec.domains.is_empty() && spec.source_blockers.is_empty()
-    );
+    assert_eq!(secrets, [("web", "SESSION_SECRET")]);
+    assert_eq!(spec.variables.len(), 5);
+    assert!(spec.domains.is_empty() && spec.source_blockers.is_empty());
     assert_eq!(
         spec.source_warnings,
         [
-            "compose.yaml: services.db: secret-looking POSTGRES_PASSWORD: values not copied; each becomes env://<KEY>, supplied at apply from your environment.",
+            "compose.yaml: services.db: db becomes the dependency db, a postgres Berth provisions from postgres:16 with credentials and a data volume of its own (environment, restart, volumes not migrated); its data is not copied.",
             "compose.yaml: services.web.healthcheck.interval is not migrated: Berth uses its own health check timing.",
-            "compose.yaml: services.web: secret-looking DATABASE_URL, SESSION_SECRET: values not copied; each becomes env://<KEY>, supplied at apply from your environment.",
+            "compose.yaml: services.web: DATABASE_URL become dependency bindings: Berth injects the managed database's own URL (its credentials, not the ones written here).",
+            "compose.yaml: services.web: secret-looking SESSION_SECRET: values not copied; each becomes env://<KEY>, supplied at apply from your environment.",
             "compose.yaml: services.web.depends_on is not migrated: Berth deploys each resource on its own.",
         ]
     );
@@ -201,4 +196,31 @@ fn commands_are_shell_quoted() {
     assert_eq!(shell_word("a b"), "'a b'");
     assert_eq!(shell_word("it's"), r"'it'\''s'");
     assert_eq!(shell_word("--port=80"), "--port=80");
+}
+
+/// The example planned: its PostgreSQL is provisioned and bound to web (no blocker), the plan
+/// says its data is not copied; a MySQL service stays a database resource with its image.
+#[test]
+fn a_postgres_service_is_provisioned_and_bound_by_the_plan() {
+    let mut bundle = run(&[("compose.yaml", COMPOSE)]);
+    bundle.spec.target.deployment_target_id = "srv-1".into();
+    let plan = crate::plan::plan(bundle).unwrap();
+    assert!(plan.blockers.is_empty(), "{:?}", plan.blockers);
+    let ids: Vec<&str> = plan.steps.iter().map(|s| s.id.as_str()).collect();
+    let at = |id: &str| ids.iter().position(|s| *s == id).expect(id);
+    assert!(at("dependency:provision:db") < at("resource:create:web"));
+    assert!(at("dependency:bind:db:web:DATABASE_URL") < at("deployment:create:web"));
+    let provision = &plan.steps[at("dependency:provision:db")];
+    assert_eq!(provision.input["image"], "postgres:16");
+    assert!(!ids.iter().any(|id| id.starts_with("resource:create:db")));
+    assert!(
+        plan.warnings
+            .iter()
+            .any(|w| w.starts_with("Dependency db (postgres)") && w.contains("not copied"))
+    );
+
+    let mysql = "services:\n  app:\n    image: app:1\n    environment:\n      DB: mysql://u:p@db/app\n  db:\n    image: mysql:8\n";
+    let spec = run(&[("compose.yaml", mysql)]).spec;
+    assert!(spec.dependencies.is_empty());
+    assert_eq!(spec.resources[1].kind, "database");
 }

@@ -266,6 +266,7 @@ fn dependency(mut obj: Obj, draft: &mut Draft) -> Result<(), FieldError> {
         source_mode: mode.into(),
         provider_key,
         connection_secret_ref: connection,
+        image: None,
         bindings,
     });
     Ok(())

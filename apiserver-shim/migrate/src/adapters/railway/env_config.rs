@@ -43,6 +43,19 @@ pub(crate) fn translate(
         .collect();
     let mut known = Vec::new();
     let mut mounted = Vec::new();
+    // Managed databases first: a service may reference one listed after it.
+    let (databases, entries): (Vec<_>, Vec<_>) = entries.into_iter().partition(|(id, entry)| {
+        entry.peek("isDeleted") != Some(&serde_json::Value::Bool(true))
+            && variables::managed_kind(&Service::describe(id, entry)).is_some()
+    });
+    for (id, entry) in &databases {
+        let service = Service::describe(id, entry);
+        if let Some(kind) = variables::managed_kind(&service) {
+            variables::managed_dependency(entry, &service.name, kind, draft);
+        }
+        let mounts = entry.peek("volumeMounts").and_then(|m| m.as_object());
+        mounted.extend(mounts.into_iter().flat_map(|m| m.keys().cloned()));
+    }
     for (id, entry) in entries {
         if let Some(service) = service(id, entry, &catalogue, &volumes, &mut mounted, draft)? {
             known.push(service);

@@ -51,7 +51,6 @@ fn example_resources_ports_and_domains() {
         [
             ("web", "application", "berth/sample-app:1"),
             ("worker", "worker", "berth/sample-app:1"),
-            ("postgres", "database", "postgres:16"),
         ]
     );
     assert_eq!(
@@ -73,14 +72,8 @@ fn example_resources_ports_and_domains() {
         .map(|d| (d.hostname.as_str(), d.resource_ref.as_str()))
         .collect();
     assert_eq!(domains, [("shop.example.test", "web")]);
-    assert_eq!(spec.volumes.len(), 1);
-    let volume = &spec.volumes[0];
-    assert_eq!(volume.reference, "vol-4f3e2d1c-0b9a-4876-a5b4-c3d2e1f0a9b8");
-    assert_eq!(
-        (volume.resource_ref.as_str(), volume.mount_path.as_str()),
-        ("postgres", "/var/lib/postgresql/data")
-    );
-    assert_eq!(volume.size_mb, Some(5000));
+    // Postgres is a managed dependency: Berth gives it a data volume of its own.
+    assert!(spec.volumes.is_empty());
     assert!(spec.source_blockers.is_empty());
 }
 
@@ -110,14 +103,6 @@ fn example_variables_and_dependency() {
                 Some("env://SESSION_SECRET")
             ),
             (Some("worker"), "QUEUE_NAME", Some("default"), None),
-            (Some("postgres"), "POSTGRES_DB", Some("railway"), None),
-            (
-                Some("postgres"),
-                "POSTGRES_PASSWORD",
-                None,
-                Some("env://POSTGRES_PASSWORD")
-            ),
-            (Some("postgres"), "POSTGRES_USER", Some("postgres"), None),
             (None, "APP_MODE", Some("production"), None),
         ]
     );
@@ -134,11 +119,9 @@ fn example_variables_and_dependency() {
         (dependency.reference.as_str(), dependency.kind.as_str()),
         ("postgres", "postgres")
     );
-    assert_eq!(dependency.source_mode, "imported-external");
-    assert_eq!(
-        dependency.connection_secret_ref.as_deref(),
-        Some("env://POSTGRES_DATABASE_URL")
-    );
+    assert_eq!(dependency.source_mode, "appaloft-managed");
+    assert_eq!(dependency.connection_secret_ref, None);
+    assert_eq!(dependency.image, None, "Berth's own image");
     let bindings: Vec<(&str, &str)> = dependency
         .bindings
         .iter()
@@ -154,13 +137,10 @@ fn example_variables_and_dependency() {
 fn example_warnings() {
     let env = "environment-config.json";
     let expected = [
+        format!("{env}: {PG} (Postgres) becomes the dependency postgres, a postgres Berth provisions with its own image, credentials and data volume (its variables and volume mounts are not migrated); its data is not copied."),
         format!("{env}: {WEB}.networking.serviceDomains.web-production-5d3e.up.railway.app is a Railway domain and is not migrated; point a domain of your own at Berth instead."),
-        format!("{env}: {WEB}.variables: references to Postgres become the dependency postgres, imported from the existing Railway database: supply its connection URL at apply as env://POSTGRES_DATABASE_URL; its data is not copied."),
         format!("{env}: {WEB}.variables: secret-looking SESSION_SECRET: values not copied; each becomes env://<KEY>, supplied at apply from your environment."),
         format!("{env}: {WEB}.variables: PUBLIC_URL reference Railway variables (${{{{…}}}}) that do not exist outside Railway and are not migrated; set them on Berth by hand."),
-        format!("{env}: {PG} (Postgres) looks like a postgres database: it is migrated as an empty database resource; its data is not copied."),
-        format!("{env}: {PG}.variables: secret-looking POSTGRES_PASSWORD: values not copied; each becomes env://<KEY>, supplied at apply from your environment."),
-        format!("{env}: {PG}.variables: DATABASE_URL reference Railway variables (${{{{…}}}}) that do not exist outside Railway and are not migrated; set them on Berth by hand."),
         "web.railway.json: environments.staging apply to other environments than production and are not used.".to_string(),
         "web.railway.json: deploy.healthcheckTimeout is not migrated: Berth uses its own health check timing.".to_string(),
         "web.railway.json: deploy.restartPolicyType ON_FAILURE is not migrated: Berth always restarts a stopped container.".to_string(),
@@ -184,7 +164,7 @@ fn recognised_by_content_not_name() {
         ("dump-1.txt", ENV_CONFIG),
         ("web/upload.json", WEB_CODE.replace("$schema", "x").as_str()),
     ]);
-    assert_eq!(bundle.spec.resources.len(), 3);
+    assert_eq!(bundle.spec.resources.len(), 2);
     let files = BTreeMap::from([
         ("a.json".to_string(), ENV_CONFIG.to_string()),
         ("web/railway.toml".to_string(), "[deploy]\nstartCommand = \"./serve\"\nnumReplicas = 3\ncronSchedule = \"*/5 * * * *\"\npreDeployCommand = [\"./migrate\"]\n".to_string()),
@@ -342,5 +322,42 @@ fn appaloft_export() {
         !serde_json::to_string(&bundle)
             .unwrap()
             .contains("seed-token-1")
+    );
+}
+
+/// The example planned: Postgres is provisioned and bound to web and worker (no blocker); a
+/// MySQL service's references stay an imported dependency (Berth does not run MySQL).
+#[test]
+fn a_postgres_service_is_provisioned_and_bound_by_the_plan() {
+    let mut bundle = example();
+    bundle.spec.target.deployment_target_id = "srv-1".into();
+    let plan = crate::plan::plan(bundle).unwrap();
+    assert!(plan.blockers.is_empty(), "{:?}", plan.blockers);
+    let ids: Vec<&str> = plan.steps.iter().map(|s| s.id.as_str()).collect();
+    for id in [
+        "dependency:provision:postgres",
+        "dependency:bind:postgres:web:DATABASE_URL",
+        "dependency:bind:postgres:worker:DATABASE_URL",
+    ] {
+        assert!(ids.contains(&id), "{id} in {ids:?}");
+    }
+    assert!(
+        plan.warnings
+            .iter()
+            .any(|w| w.contains("data is not copied"))
+    );
+
+    let mysql = ENV_CONFIG
+        .replace("\"name\": \"Postgres\"", "\"name\": \"MySQL\"")
+        .replace("postgres:16", "mysql:8")
+        .replace("${{Postgres.DATABASE_URL}}", "${{MySQL.MYSQL_URL}}");
+    let spec = run(&[("environment-config.json", &mysql)]).spec;
+    let [dependency] = spec.dependencies.as_slice() else {
+        panic!("one dependency")
+    };
+    assert_eq!(dependency.source_mode, "imported-external");
+    assert_eq!(
+        dependency.connection_secret_ref.as_deref(),
+        Some("env://MYSQL_MYSQL_URL")
     );
 }

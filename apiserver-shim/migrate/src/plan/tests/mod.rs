@@ -3,6 +3,7 @@
 
 mod apply;
 mod integrity;
+mod managed;
 mod planning;
 
 use berth_api::migrations::MigrationPlan;

@@ -296,7 +296,7 @@ fn rules_and_limits_are_4xx() {
 fn what_berth_cannot_do_blocks_the_plan() {
     let value = with_spec(|s| {
         s["dependencies"] = json!([
-            {"ref": "pg", "name": "Postgres", "kind": "postgres", "providerKey": "railway-postgres",
+            {"ref": "pg", "name": "MySQL", "kind": "mysql", "providerKey": "railway-mysql",
              "bindings": [{"resourceRef": "web", "targetName": "DATABASE_URL"}]},
             {"ref": "cache", "name": "Redis", "kind": "redis", "sourceMode": "imported-external", "providerKey": "upstash",
              "connectionSecretRef": "k8s://redis-conn#url",
@@ -335,6 +335,9 @@ fn what_berth_cannot_do_blocks_the_plan() {
         unknown.message,
         "Volume \"uploads\" references unknown resource \"missing\"."
     );
+    assert!(plan.blockers[0].message.contains(
+        "a mysql without a connectionSecretRef: Berth provisions only postgres and redis"
+    ));
     assert!(
         plan.blockers[0]
             .message

@@ -81,6 +81,7 @@ fn dependency(key: &str, kind: &str, provider: &str, refs: &[String], draft: &mu
         source_mode: "imported-external".into(),
         provider_key: provider.to_string(),
         connection_secret_ref: Some(env_ref(key)),
+        image: None,
         bindings: refs
             .iter()
             .map(|reference| BundleBinding {

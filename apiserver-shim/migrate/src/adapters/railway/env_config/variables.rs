@@ -103,8 +103,9 @@ fn references(value: &str) -> Vec<&str> {
     found
 }
 
-/// A value that is exactly `${{<database service>.VAR}}` on a service → a binding to an
-/// imported-external dependency (the URL is supplied at apply as `env://<SERVICE>_<VAR>`).
+/// A value that is exactly `${{<database service>.VAR}}` on a service → a binding: of the
+/// managed dependency of a PostgreSQL or Redis, else of an imported-external dependency (the
+/// URL supplied at apply as `env://<SERVICE>_<VAR>`).
 fn bind(
     obj: &Obj,
     key: &str,
@@ -127,6 +128,9 @@ fn bind(
     let Some(kind) = service.database else {
         return false;
     };
+    if MANAGED.contains(&kind) {
+        return bind_managed(&service.name, var.trim(), resource, key, draft);
+    }
     let connection = env_ref(&format!("{}_{}", service.name, var.trim()));
     let index = match draft
         .dependencies
@@ -137,6 +141,52 @@ fn bind(
         None => new_dependency(obj, &service.name, kind, &connection, draft),
     };
     draft.dependencies[index].bindings.push(BundleBinding {
+        resource_ref: resource.to_string(),
+        target_name: key.to_string(),
+        scope: "runtime-only".into(),
+        injection_mode: "env".into(),
+    });
+    true
+}
+
+/// The kinds Berth provisions itself: a Railway service of one becomes a managed dependency.
+pub(crate) const MANAGED: &[&str] = &["postgres", "redis"];
+
+/// A service Berth provisions as a dependency: its name and kind.
+pub(crate) fn managed_kind(service: &Service) -> Option<&'static str> {
+    service.database.filter(|kind| MANAGED.contains(kind))
+}
+
+/// Service `name` (a PostgreSQL or Redis) as a dependency Berth provisions, empty, from its
+/// default image (Railway's database images start their own way).
+pub(crate) fn managed_dependency(obj: &Obj, name: &str, kind: &str, draft: &mut Draft) {
+    let reference = draft.dependency_refs.allocate(name, "dep");
+    draft.warn(format!(
+        "{}: {} ({name}) becomes the dependency {reference}, a {kind} Berth provisions with its \
+         own image, credentials and data volume (its variables and volume mounts are not \
+         migrated); its data is not copied.",
+        obj.file, obj.path
+    ));
+    draft.dependencies.push(BundleDependency::provisioned(
+        reference,
+        name,
+        kind,
+        format!("railway-{kind}"),
+        None,
+    ));
+}
+
+/// `${{<managed database>.<…URL>}}` → a binding of its managed dependency (Berth's URL); any
+/// other variable of it (a host, a user) has no equivalent.
+fn bind_managed(service: &str, var: &str, resource: &str, key: &str, draft: &mut Draft) -> bool {
+    let dependency = draft
+        .dependencies
+        .iter_mut()
+        .find(|d| d.name == service && d.connection_secret_ref.is_none());
+    let (true, Some(dependency)) = (var.ends_with("URL"), dependency) else {
+        return false;
+    };
+    dependency.bindings.push(BundleBinding {
         resource_ref: resource.to_string(),
         target_name: key.to_string(),
         scope: "runtime-only".into(),
@@ -160,6 +210,7 @@ fn new_dependency(obj: &Obj, name: &str, kind: &str, connection: &str, draft: &m
         source_mode: "imported-external".into(),
         provider_key: format!("railway-{kind}"),
         connection_secret_ref: Some(connection.to_string()),
+        image: None,
         bindings: Vec::new(),
     });
     draft.dependencies.len() - 1
