@@ -8,13 +8,18 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::Condition;
-use crate::limits::{DESCRIPTION_MAX, NAME_MAX, OBJECT_NAME_MAX, TCP_PORT_MAX, TEXT_MAX};
+use crate::limits::{DESCRIPTION_MAX, NAME_MAX, OBJECT_NAME_MAX, TEXT_MAX};
 use crate::masking::MASK;
 
 pub use berth_vocabulary::dependencies::{
-    DependencyCredentials, DependencyKind, DependencyLifecycleStatus, DependencySource,
-    RealizationStatus,
+    DependencyCredentials, DependencyExposure, DependencyKind, DependencyLifecycleStatus,
+    DependencySource, DependencyUpgrade, MajorVersionUpgrade, RealizationStatus, UpgradePhase,
 };
+
+/// Condition type present while a host port is asked for (`spec.exposure`) or its firewall
+/// rules are left on the server: `True` once the port is published behind rules that let only
+/// `allowFrom` in.
+pub const EXPOSED_CONDITION: &str = "Exposed";
 
 /// Annotation that lets a deletion remove the data volume too: its value must be the object's
 /// name, typed out. Without it the volume is kept.
@@ -88,7 +93,9 @@ pub struct DependencyResourceSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = TEXT_MAX))]
     pub image: Option<String>,
-    /// A port on the server's host for clients outside the private network; none by default.
+    /// A port on the server's host for clients outside the private network, open only to the
+    /// listed source addresses (the server's firewall drops the rest); none by default. Managed
+    /// dependencies only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exposure: Option<DependencyExposure>,
     /// `managed` (default: Berth runs it) or `imported` (an external one, reached through
@@ -100,27 +107,16 @@ pub struct DependencyResourceSpec {
     /// `<name>-connection` that bound apps read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection_secret_ref: Option<ConnectionSecretRef>,
+    /// How a change of `image` to another PostgreSQL major version is done: `dump-restore`.
+    /// Without it such a change is refused (the new version cannot read the old data).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub major_version_upgrade: Option<MajorVersionUpgrade>,
     /// Set or change this value to rotate a managed PostgreSQL's credentials: a new login
     /// valid beside the old one, the bound apps redeployed on it, then the old one revoked
     /// (`status.credentials` follows it). Any text, e.g. a date or a counter.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = NAME_MAX))]
     pub rotate_credentials: Option<String>,
-}
-
-/// A host port for a dependency, only for the listed source addresses.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DependencyExposure {
-    /// Port on the server's host.
-    #[schemars(range(min = 1, max = TCP_PORT_MAX))]
-    pub host_port: i64,
-    /// Source addresses (CIDRs such as `203.0.113.0/24`) allowed to connect; at least one.
-    #[schemars(
-        length(min = 1, max = 64),
-        inner(regex(pattern = r"^[0-9a-fA-F:.]+/[0-9]{1,3}$"))
-    )]
-    pub allow_from: Vec<String>,
 }
 
 /// A Secret in the dependency's namespace.
@@ -151,6 +147,16 @@ impl DependencyResourceSpec {
                  credentials are generated)"
                     .to_string(),
             ),
+            (DependencySource::Imported, _) if self.exposure.is_some() => Some(
+                "spec.exposure is only for a managed dependency (Berth does not run an imported \
+                 one)"
+                    .to_string(),
+            ),
+            _ if let Some((field, why)) =
+                self.exposure.as_ref().and_then(DependencyExposure::problem) =>
+            {
+                Some(format!("spec.exposure.{field}: {why}"))
+            }
             _ if self.rotate_credentials.is_some()
                 && (self.source, self.kind)
                     != (DependencySource::Managed, DependencyKind::Postgres) =>
@@ -186,6 +192,13 @@ pub struct DependencyResourceStatus {
     /// an image of another major version cannot read it and is refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_version: Option<String>,
+    /// The Docker volume holding the data now, once it is not `<container>-data` (after a
+    /// major-version upgrade).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_volume: Option<String>,
+    /// The last major-version upgrade, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upgrade: Option<DependencyUpgrade>,
     /// Which login apps use now and how far a rotation is (no secret: the password stays in
     /// the connection Secret).
     #[serde(default, skip_serializing_if = "Option::is_none")]

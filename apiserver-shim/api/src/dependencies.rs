@@ -10,8 +10,8 @@ use crate::validate::{Checked, FieldError, bounded, optional_text};
 
 // Shared with the CRDs: defined in `berth-vocabulary`.
 pub use berth_vocabulary::dependencies::{
-    BindingScope, DependencyCredentials, DependencyKind, DependencyLifecycleStatus, InjectionMode,
-    RealizationStatus,
+    BindingScope, DependencyCredentials, DependencyExposure, DependencyKind,
+    DependencyLifecycleStatus, DependencyUpgrade, InjectionMode, RealizationStatus, UpgradePhase,
 };
 
 /// `GET /dependency-resources` answer's `schemaVersion`.
@@ -45,6 +45,10 @@ pub struct ProvisionDependencyResource {
     /// Image to run instead of the official `postgres:16` / `redis:7`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
+    /// A host port open to the listed source addresses only (Berth; none by default: the
+    /// dependency is reachable from its bound apps only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exposure: Option<DependencyExposure>,
 }
 
 impl ProvisionDependencyResource {
@@ -58,8 +62,92 @@ impl ProvisionDependencyResource {
         if let Some(image) = &self.image {
             check_image(image)?;
         }
+        if let Some(exposure) = &self.exposure {
+            check_exposure("exposure.", exposure)?;
+        }
         Ok(())
     }
+}
+
+/// `POST /dependency-resources/{id}/exposure` (Berth): publish a managed dependency's port on
+/// its server's host, open to `allowFrom` only; `DELETE` closes it again.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ExposeDependencyResource {
+    /// Port on the server's host (1-65535).
+    pub host_port: i64,
+    /// Source addresses (CIDRs) allowed to connect: at least one.
+    pub allow_from: Vec<String>,
+}
+
+impl ExposeDependencyResource {
+    /// Every rule the request can be checked by without the cluster.
+    pub fn validate(&self) -> Checked {
+        check_exposure("", &self.exposure())
+    }
+
+    pub fn exposure(&self) -> DependencyExposure {
+        DependencyExposure {
+            host_port: self.host_port,
+            allow_from: self
+                .allow_from
+                .iter()
+                .map(|s| s.trim().to_string())
+                .collect(),
+        }
+    }
+}
+
+/// `POST /dependency-resources/{id}/major-version-upgrades` (Berth): move a managed
+/// PostgreSQL to an image of a newer major version by dump and restore.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct UpgradeDependencyMajorVersion {
+    /// The new image; its tag names the major version (`postgres:17`).
+    pub image: String,
+}
+
+impl UpgradeDependencyMajorVersion {
+    /// Every rule the request can be checked by without the cluster.
+    pub fn validate(&self) -> Checked {
+        check_image(&self.image)
+    }
+}
+
+/// The upgrade asked for: it runs in the background; the dependency's `upgrade` follows it.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct MajorVersionUpgradeStarted {
+    pub id: String,
+    pub from_version: String,
+    pub to_version: String,
+    pub image: String,
+}
+
+/// `DELETE /dependency-resources/{id}/exposure` (Berth): no body fields.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CloseDependencyExposure {}
+
+/// The exposure's rule, its field named under `prefix` (`exposure.` in a provision request).
+fn check_exposure(prefix: &str, exposure: &DependencyExposure) -> Checked {
+    match exposure.problem() {
+        None => Ok(()),
+        Some((field, why)) => Err(FieldError::new(&format!("{prefix}{field}"), why)),
+    }
+}
+
+/// A managed dependency's host port as shown (Berth).
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct DependencyExposureSummary {
+    pub host_port: i64,
+    pub allow_from: Vec<String>,
+    /// Whether the port is published behind its firewall rules now.
+    pub published: bool,
+    /// What the server's firewall did, or why the port is not published.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// Appaloft's import-dependency-resource input: an external PostgreSQL or Redis that Berth
@@ -447,6 +535,15 @@ pub struct DependencyResourceSummary {
     /// Berth: the login a managed PostgreSQL's connection uses and how far a rotation is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credentials: Option<DependencyCredentials>,
+    /// Berth: the host port asked for, if any, and whether it is published.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exposure: Option<DependencyExposureSummary>,
+    /// Berth: the major version of a managed PostgreSQL's data, once it served.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_version: Option<String>,
+    /// Berth: its last major-version upgrade, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upgrade: Option<DependencyUpgrade>,
     pub created_at: String,
 }
 

@@ -257,7 +257,8 @@ pub struct BundleDependency {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection_secret_ref: Option<String>,
     /// The image a managed `postgres` or `redis` is provisioned from (Berth; a Compose
-    /// service's `image`); Berth's default for the kind without it.
+    /// service's `image`), or whose client checks an imported one from the target server;
+    /// Berth's default for the kind without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
     #[serde(default)]

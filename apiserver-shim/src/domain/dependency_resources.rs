@@ -7,12 +7,13 @@ use std::sync::Arc;
 
 use berth_api::dependencies::{
     BindingSecretRotation, BindingTarget, DeleteBlocker, DeleteSafety, DependencyBindingSummary,
-    DependencyConnectionSummary, DependencyResourceSummary, ProviderRealizationSummary, Readiness,
-    ReadinessStatus, SourceMode,
+    DependencyConnectionSummary, DependencyExposureSummary, DependencyResourceSummary,
+    ProviderRealizationSummary, Readiness, ReadinessStatus, SourceMode,
 };
+use berth_crds::condition::{self, ConditionStatus};
 use berth_crds::dependency_resource::{
-    DependencyKind, DependencyLifecycleStatus, DependencyResource, DependencySource,
-    mask_url_password,
+    DependencyExposure, DependencyKind, DependencyLifecycleStatus, DependencyResource,
+    DependencySource, EXPOSED_CONDITION, mask_url_password,
 };
 use berth_crds::member::OrganizationRole;
 use berth_crds::resource::{DependencyBinding, Resource};
@@ -23,12 +24,14 @@ use kube::api::{Patch, PatchParams};
 use serde_json::json;
 
 use crate::auth::{Caller, ScopeDimension};
+use crate::cache::catch_up;
 use crate::domain::fields::slugify;
-use crate::domain::objects::find_in;
+use crate::domain::objects::{all_in, find_in};
 use crate::domain::time::created_at;
 use crate::domain::{environments, projects};
 use crate::error::{ApiError, ApiResult};
 use crate::state::{AppState, FIELD_MANAGER};
+use crate::write::actor_annotations;
 
 /// What an archived or locked project or environment refuses to change, in its 409.
 pub const WHAT: &str = "dependency resources";
@@ -214,9 +217,33 @@ pub fn summary(
             .status
             .as_ref()
             .and_then(|s| s.credentials.clone()),
+        exposure: exposure(dependency),
+        data_version: dependency
+            .status
+            .as_ref()
+            .and_then(|s| s.data_version.clone()),
+        upgrade: dependency.status.as_ref().and_then(|s| s.upgrade.clone()),
         created_at: created_at(&dependency.metadata),
         id,
     }
+}
+
+/// The host port asked for and what the controller's `Exposed` condition says of it (a port
+/// is published only once the firewall rules guarding it are in place).
+fn exposure(dependency: &DependencyResource) -> Option<DependencyExposureSummary> {
+    let asked = dependency.spec.exposure.as_ref()?;
+    let conditions = dependency.status.as_ref().map(|s| s.conditions.as_slice());
+    let exposed = conditions.and_then(|c| condition::find(c, EXPOSED_CONDITION));
+    let current = exposed.filter(|c| c.observed_generation == dependency.metadata.generation);
+    Some(DependencyExposureSummary {
+        host_port: asked.host_port,
+        allow_from: asked.allow_from.clone(),
+        published: current.is_some_and(|c| c.status == ConditionStatus::True),
+        message: Some(current.map_or_else(
+            || "waiting for the controller to put the firewall rules in place".to_string(),
+            |c| c.message.clone(),
+        )),
+    })
 }
 
 /// Whether the next deployment of the resource can take the value.
@@ -385,6 +412,65 @@ pub fn bindable(
         );
     }
     Ok(dependency)
+}
+
+/// Writes the spec fields of `spec` alone on `dependency` (a merge patch: `null` removes a
+/// field), noting who changed it; returns once the cache has it.
+pub async fn merge_spec(
+    state: &AppState,
+    caller: &Caller,
+    dependency: &DependencyResource,
+    spec: serde_json::Value,
+) -> ApiResult<()> {
+    let patch = json!({
+        "metadata": { "annotations": actor_annotations(caller) },
+        "spec": spec,
+    });
+    let namespace = dependency.namespace().unwrap_or_default();
+    let api = Api::<DependencyResource>::namespaced(state.client.clone(), &namespace);
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..Default::default()
+    };
+    let written = api
+        .patch(&dependency.name_any(), &params, &Patch::Merge(&patch))
+        .await?;
+    catch_up(&state.caches.dependency_resources, &written).await?;
+    Ok(())
+}
+
+/// 409 when another dependency (not `except`) of `server` asks for the host port of
+/// `exposure` (Docker could publish only one of them).
+pub fn require_free_port(
+    state: &AppState,
+    namespace: &str,
+    server: &str,
+    except: Option<&str>,
+    exposure: &DependencyExposure,
+) -> ApiResult<()> {
+    let taken = all_in(&state.caches.dependency_resources, namespace)
+        .into_iter()
+        .find(|other| {
+            Some(other.name_any().as_str()) != except
+                && other.spec.server_id == server
+                && other
+                    .spec
+                    .exposure
+                    .as_ref()
+                    .is_some_and(|e| e.host_port == exposure.host_port)
+        });
+    match taken {
+        None => Ok(()),
+        Some(other) => Err(ApiError::conflict_code(
+            "dependency_resource_host_port_conflict",
+            format!(
+                "dependency resource {} already publishes host port {} on server {server}",
+                other.name_any(),
+                exposure.host_port,
+            ),
+        )
+        .with_detail("field", "hostPort")),
+    }
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ use super::Endpoint;
 use crate::auth::{Caller, ScopeDimension};
 use crate::cache::wait_deleted;
 use crate::domain::dependency_resources::{
-    WHAT, ask_rotation, bindings_of, delete_blockers, lookup, require_open_for,
+    WHAT, ask_rotation, bindings_of, delete_blockers, lookup, require_free_port, require_open_for,
     rotation_unsupported, summary, visible_to,
 };
 use crate::domain::fields::slugify;
@@ -181,6 +181,9 @@ async fn provision(
     let namespace = organization.namespace.clone();
     let name = body.name.trim().to_string();
     require_free_slug(&state, &namespace, &body.environment_id, &name, None)?;
+    if let Some(exposure) = &body.exposure {
+        require_free_port(&state, &namespace, &body.server_id, None, exposure)?;
+    }
     let id = new_id("dep");
     let dependency = DependencyResource::new(
         &id,
@@ -192,10 +195,11 @@ async fn provision(
             name,
             description: body.description,
             image: body.image,
-            exposure: None,
+            exposure: body.exposure,
             source: DependencySource::Managed,
             connection_secret_ref: None,
             rotate_credentials: None,
+            major_version_upgrade: None,
         },
     );
     let api = Api::<DependencyResource>::namespaced(state.client.clone(), &namespace);
@@ -247,6 +251,7 @@ async fn import(
                 name: dependency_imports::source_secret_name(&id),
             }),
             rotate_credentials: None,
+            major_version_upgrade: None,
         },
     );
     let api = Api::<DependencyResource>::namespaced(state.client.clone(), &namespace);

@@ -13,7 +13,9 @@ pub mod certificates;
 pub mod credentials;
 pub mod decisions;
 pub mod dependency_bindings;
+pub mod dependency_exposure;
 pub mod dependency_resources;
+pub mod dependency_upgrades;
 pub mod deploy_tokens;
 pub mod deployment_attempts;
 pub mod deployments;
@@ -200,6 +202,8 @@ pub fn endpoints() -> Vec<Endpoint> {
         resource_config::endpoints(),
         storage_volumes::endpoints(),
         dependency_resources::endpoints(),
+        dependency_exposure::endpoints(),
+        dependency_upgrades::endpoints(),
         dependency_bindings::endpoints(),
         backups::endpoints(),
         backup_policies::endpoints(),

@@ -236,6 +236,16 @@ impl ServerConnection {
 
     /// Runs `command` on an exec channel and collects its output, within the command deadline.
     pub async fn exec(&self, command: &str) -> Result<CommandOutput, RemoteError> {
+        self.exec_within(command, self.timeouts.command).await
+    }
+
+    /// Runs `command` and collects its output within `deadline`, for work known to take
+    /// longer than a command usually may (a database dump and restore).
+    pub async fn exec_within(
+        &self,
+        command: &str,
+        deadline: Duration,
+    ) -> Result<CommandOutput, RemoteError> {
         super::count_channel("exec");
         let _permit = self
             .sessions
@@ -259,7 +269,7 @@ impl ServerConnection {
             },
         )
         .await?;
-        within(self.timeouts.command, "running a command", async {
+        within(deadline, "running a command", async {
             channel
                 .exec(true, command)
                 .await

@@ -43,6 +43,12 @@ pub const PROXY_STARTED: &str = "ProxyStarted";
 pub const DEPENDENCY_READY: &str = "DependencyReady";
 /// A degraded dependency resource answers its health check again.
 pub const DEPENDENCY_RECOVERED: &str = "DependencyRecovered";
+/// A managed PostgreSQL's major-version upgrade started (dump and restore).
+pub const MAJOR_VERSION_UPGRADE_STARTED: &str = "MajorVersionUpgradeStarted";
+/// It ended: the new version serves the data, the old volume is kept.
+pub const MAJOR_VERSION_UPGRADED: &str = "MajorVersionUpgraded";
+/// It was given up; the old version serves as before.
+pub const MAJOR_VERSION_UPGRADE_FAILED: &str = "MajorVersionUpgradeFailed";
 /// A deleted dependency resource's container and network were removed (the note says whether
 /// the data volume was kept).
 pub const DEPENDENCY_REMOVED: &str = "DependencyRemoved";

@@ -16,6 +16,7 @@ pub mod fresh;
 pub mod notifications;
 pub mod organization;
 pub mod policy;
+pub mod postgres_shell;
 pub mod project;
 pub mod resource;
 pub mod retention;

@@ -161,6 +161,129 @@ impl DependencyBinding {
     }
 }
 
+/// How a managed PostgreSQL moves to an image of another major version (which cannot read the
+/// old one's data).
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum MajorVersionUpgrade {
+    /// Every database and login dumped (`pg_dumpall`, the old server read-only meanwhile),
+    /// restored into a new server on a new volume, checked table by table, then switched to;
+    /// the old volume is kept.
+    DumpRestore,
+}
+
+/// How far a major-version upgrade is.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum UpgradePhase {
+    /// Dumping, restoring and checking; the old server serves reads meanwhile.
+    Running,
+    /// The new server serves the restored data; the old volume is kept.
+    Succeeded,
+    /// Given up: the old server serves (writable again), the new volume removed.
+    Failed,
+}
+
+/// The last major-version upgrade of a managed PostgreSQL.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct DependencyUpgrade {
+    /// Major version of the data before.
+    pub from_version: String,
+    /// Major version upgraded to.
+    pub to_version: String,
+    /// The image upgraded to.
+    pub image: String,
+    /// `running`, `succeeded` or `failed`.
+    pub phase: UpgradePhase,
+    /// What happened, or why it failed.
+    pub message: String,
+    /// The spec generation it was asked for in (a failed one is tried again only after a
+    /// spec change).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i64>,
+    /// The volume the old version's data stays in.
+    pub previous_volume: String,
+    /// Tables of the `app` database counted on both servers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tables: Option<i64>,
+    /// Rows of the `app` database counted on both servers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows: Option<i64>,
+    /// When it started (RFC 3339).
+    pub started_at: String,
+    /// When it succeeded or failed (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<String>,
+}
+
+/// Most source addresses one exposure lists.
+pub const ALLOW_FROM_MAX: usize = 64;
+
+/// A host port for a managed dependency, for clients outside its private network: only the
+/// listed source addresses may connect (the server's firewall drops the rest).
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct DependencyExposure {
+    /// Port on the server's host.
+    #[schemars(range(min = 1, max = crate::limits::TCP_PORT_MAX))]
+    pub host_port: i64,
+    /// Source addresses (CIDRs such as `203.0.113.0/24` or `2001:db8::/32`) allowed to
+    /// connect; at least one. Every other source is dropped.
+    #[schemars(
+        length(min = 1, max = ALLOW_FROM_MAX),
+        inner(regex(pattern = r"^[0-9a-fA-F:.]+/[0-9]{1,3}$"))
+    )]
+    pub allow_from: Vec<String>,
+}
+
+impl DependencyExposure {
+    /// What is wrong with it, as `(field, why)` with the field relative to the exposure
+    /// (`hostPort`, `allowFrom[2]`); the schema cannot check a CIDR's address or prefix.
+    pub fn problem(&self) -> Option<(String, String)> {
+        if !(1..=crate::limits::TCP_PORT_MAX).contains(&self.host_port) {
+            let why = format!("must be from 1 to {}", crate::limits::TCP_PORT_MAX);
+            return Some(("hostPort".to_string(), why));
+        }
+        if self.allow_from.is_empty() || self.allow_from.len() > ALLOW_FROM_MAX {
+            let why = format!(
+                "must list 1-{ALLOW_FROM_MAX} source addresses (CIDRs such as 203.0.113.0/24): \
+                 a port open to every address is not offered"
+            );
+            return Some(("allowFrom".to_string(), why));
+        }
+        self.allow_from
+            .iter()
+            .enumerate()
+            .find_map(|(i, cidr)| cidr_problem(cidr).map(|why| (format!("allowFrom[{i}]"), why)))
+    }
+
+    /// The listed sources of one address family, as written.
+    pub fn sources(&self, v6: bool) -> impl Iterator<Item = &str> {
+        self.allow_from
+            .iter()
+            .map(String::as_str)
+            .filter(move |cidr| cidr.contains(':') == v6)
+    }
+}
+
+/// Why `cidr` is not an address with a prefix length its family allows, if it is not.
+pub fn cidr_problem(cidr: &str) -> Option<String> {
+    let Some((address, prefix)) = cidr.split_once('/') else {
+        return Some(format!(
+            "{cidr} is not a CIDR (address/prefix, e.g. 203.0.113.0/24)"
+        ));
+    };
+    let Ok(address) = address.parse::<std::net::IpAddr>() else {
+        return Some(format!("{address} is not an IPv4 or IPv6 address"));
+    };
+    let longest = if address.is_ipv4() { 32 } else { 128 };
+    match prefix.parse::<u8>() {
+        Ok(bits) if bits <= longest => None,
+        _ => Some(format!("prefix /{prefix} must be from /0 to /{longest}")),
+    }
+}
+
 /// The login of a managed PostgreSQL and its last rotation.
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, Default, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
@@ -184,6 +307,30 @@ pub struct DependencyCredentials {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_exposure_names_the_field_it_refuses() {
+        let exposure = |port: i64, sources: &[&str]| DependencyExposure {
+            host_port: port,
+            allow_from: sources.iter().map(|s| s.to_string()).collect(),
+        };
+        assert_eq!(
+            exposure(15432, &["198.18.0.0/15", "2001:db8::/32"]).problem(),
+            None
+        );
+        let field = |e: DependencyExposure| e.problem().unwrap().0;
+        assert_eq!(field(exposure(15432, &[])), "allowFrom");
+        assert_eq!(field(exposure(0, &["198.18.0.1/32"])), "hostPort");
+        assert_eq!(
+            field(exposure(15432, &["198.18.0.1/32", "198.18.0.1"])),
+            "allowFrom[1]"
+        );
+        assert_eq!(field(exposure(15432, &["300.1.1.1/32"])), "allowFrom[0]");
+        assert_eq!(field(exposure(15432, &["198.18.0.1/33"])), "allowFrom[0]");
+        let both = exposure(5, &["198.18.0.1/32", "::1/128"]);
+        assert_eq!(both.sources(false).collect::<Vec<_>>(), ["198.18.0.1/32"]);
+        assert_eq!(both.sources(true).collect::<Vec<_>>(), ["::1/128"]);
+    }
 
     #[test]
     fn kinds_and_statuses_are_spelled_as_appaloft_spells_them() {

@@ -156,6 +156,40 @@ pub enum Db {
         /// Dependency id (dep-…), slug or name.
         dependency: String,
     },
+    /// Publish a managed dependency's port on its server's host for the listed source
+    /// addresses only: the server's firewall drops every other source. `berth db show` says
+    /// once the port is published.
+    #[command(
+        after_help = "Example:\n  berth db expose orders-db --port 15432 --allow-from 203.0.113.7/32 --allow-from 198.51.100.0/24"
+    )]
+    Expose {
+        /// Dependency id (dep-…), slug or name.
+        dependency: String,
+        /// Port on the server's host.
+        #[arg(long)]
+        port: i64,
+        /// A source address (CIDR) allowed to connect; repeat for more. At least one.
+        #[arg(long = "allow-from", required = true)]
+        allow_from: Vec<String>,
+    },
+    /// Upgrade a managed PostgreSQL to an image of a newer major version: every database and
+    /// login dumped (the old server read-only meanwhile: writes wait), restored into a new
+    /// server on a new volume, counted on both, then switched to. The old volume is kept.
+    /// `berth db show` follows it.
+    #[command(after_help = "Example:\n  berth db upgrade orders-db --image postgres:17")]
+    Upgrade {
+        /// Dependency id (dep-…), slug or name.
+        dependency: String,
+        /// The new image; its tag names the major version.
+        #[arg(long)]
+        image: String,
+    },
+    /// Close a managed dependency's host port again (bound apps keep reaching it privately).
+    #[command(after_help = "Example:\n  berth db unexpose orders-db")]
+    Unexpose {
+        /// Dependency id (dep-…), slug or name.
+        dependency: String,
+    },
     /// List a resource's bindings.
     #[command(after_help = "Example:\n  berth db bindings --resource web")]
     Bindings {

@@ -2,15 +2,16 @@
 //! (`/resources/{id}/dependency-bindings`). Connections are shown masked, as the API answers.
 
 use berth_api::dependencies::{
-    BindDependency, DeleteDependencyResource, DependencyBindingList, DependencyBindingSummary,
-    DependencyCaCertificate, DependencyKind, DependencyResourceList, DependencyResourceShow,
-    DependencyResourceSummary, ImportDependencyResource, ProvisionDependencyResource,
-    RotateDependencyCredentials,
+    BindDependency, CloseDependencyExposure, DeleteDependencyResource, DependencyBindingList,
+    DependencyBindingSummary, DependencyCaCertificate, DependencyKind, DependencyResourceList,
+    DependencyResourceShow, DependencyResourceSummary, ExposeDependencyResource,
+    ImportDependencyResource, MajorVersionUpgradeStarted, ProvisionDependencyResource,
+    RotateDependencyCredentials, UpgradeDependencyMajorVersion,
 };
 
 use super::infra::server_id;
 use super::workspace::{project_id, scope_query};
-use super::{Ctx, created, environment_id, find_resource, get_as, id_of, wire_enum};
+use super::{Ctx, created, environment_id, find_resource, get_as, id_of, read_as, wire_enum};
 use crate::cli::Db;
 use crate::error::{CliError, CliResult};
 use crate::output::{Row, text, wire};
@@ -121,6 +122,7 @@ pub fn db(ctx: &Ctx, command: Db) -> CliResult<()> {
                 name,
                 description,
                 image,
+                exposure: None,
             };
             body.validate()?;
             let answer = ctx.api()?.post("/dependency-resources/provision", &body)?;
@@ -196,6 +198,50 @@ pub fn db(ctx: &Ctx, command: Db) -> CliResult<()> {
                  the old one is revoked (berth db show {id} follows it)"
             );
             ctx.out.done(&answer, &human);
+            Ok(())
+        }
+        Db::Expose {
+            dependency,
+            port,
+            allow_from,
+        } => {
+            let id = dependency_id(ctx, &dependency)?;
+            let body = ExposeDependencyResource {
+                host_port: port,
+                allow_from,
+            };
+            body.validate()?;
+            let path = format!("/dependency-resources/{id}/exposure");
+            let answer = ctx.api()?.post(&path, &body)?;
+            let human = format!(
+                "Publishing host port {port} of {id} for {} only (berth db show {id} says once \
+                 the firewall rules are in place)",
+                body.allow_from.join(", ")
+            );
+            ctx.out.done(&answer, &human);
+            Ok(())
+        }
+        Db::Upgrade { dependency, image } => {
+            let id = dependency_id(ctx, &dependency)?;
+            let body = UpgradeDependencyMajorVersion { image };
+            body.validate()?;
+            let path = format!("/dependency-resources/{id}/major-version-upgrades");
+            let answer = ctx.api()?.post(&path, &body)?;
+            let started: MajorVersionUpgradeStarted = read_as(&path, &answer)?;
+            let human = format!(
+                "Upgrading {id} from PostgreSQL {} to {}: writes wait until the new server \
+                 serves; berth db show {id} follows it",
+                started.from_version, started.to_version
+            );
+            ctx.out.done(&answer, &human);
+            Ok(())
+        }
+        Db::Unexpose { dependency } => {
+            let id = dependency_id(ctx, &dependency)?;
+            let path = format!("/dependency-resources/{id}/exposure");
+            let answer = ctx.api()?.delete(&path, &CloseDependencyExposure {})?;
+            ctx.out
+                .done(&answer, &format!("Closing the host port of {id}"));
             Ok(())
         }
         Db::Bindings { resource } => {

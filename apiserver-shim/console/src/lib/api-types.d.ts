@@ -504,6 +504,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/dependency-resources/{dependencyResourceId}/exposure": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Publish a managed dependency's port on its server's host for the listed source addresses only (Berth): the server's firewall drops every other source; the dependency's `exposure.published` says once it is in place */
+        post: operations["post_dependency_resources_dependencyResourceId_exposure"];
+        /** Close a managed dependency's host port again (Berth): its bound apps keep reaching it on its private network */
+        delete: operations["delete_dependency_resources_dependencyResourceId_exposure"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/dependency-resources/{dependencyResourceId}/major-version-upgrades": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Upgrade a managed PostgreSQL to an image of a newer major version (Berth; 202): every database and login dumped (the old server read-only meanwhile), restored into a new server on a new volume, counted on both, then switched to; the old volume is kept. The dependency's `upgrade` follows it */
+        post: operations["post_dependency_resources_dependencyResourceId_major_version_upgrades"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/dependency-resources/{dependencyResourceId}/rename": {
         parameters: {
             query?: never;
@@ -3454,6 +3489,8 @@ export interface components {
             targetKind?: string;
             targetName: string;
         };
+        /** @description `DELETE /dependency-resources/{id}/exposure` (Berth): no body fields. */
+        CloseDependencyExposure: Record<string, never>;
         /** @description Why a timeline stream ended. */
         ClosedReason: "completed" | "source-ended" | "idle-timeout";
         /**
@@ -4418,6 +4455,32 @@ export interface components {
             /** @description Bound resources whose serving deployment still uses the previous login. */
             waitingFor?: string[];
         };
+        /**
+         * @description A host port for a managed dependency, for clients outside its private network: only the
+         *     listed source addresses may connect (the server's firewall drops the rest).
+         */
+        DependencyExposure: {
+            /**
+             * @description Source addresses (CIDRs such as `203.0.113.0/24` or `2001:db8::/32`) allowed to
+             *     connect; at least one. Every other source is dropped.
+             */
+            allowFrom: string[];
+            /**
+             * Format: int64
+             * @description Port on the server's host.
+             */
+            hostPort: number;
+        };
+        /** @description A managed dependency's host port as shown (Berth). */
+        DependencyExposureSummary: {
+            allowFrom: string[];
+            /** Format: int64 */
+            hostPort: number;
+            /** @description What the server's firewall did, or why the port is not published. */
+            message?: string;
+            /** @description Whether the port is published behind its firewall rules now. */
+            published: boolean;
+        };
         /** @description What a dependency resource is. */
         DependencyKind: "postgres" | "redis";
         /** @description Lifecycle of a dependency resource, as Appaloft reports it. */
@@ -4494,10 +4557,14 @@ export interface components {
             createdAt: string;
             /** @description Berth: the login a managed PostgreSQL's connection uses and how far a rotation is. */
             credentials?: components["schemas"]["DependencyCredentials"];
+            /** @description Berth: the major version of a managed PostgreSQL's data, once it served. */
+            dataVersion?: string;
             deleteSafety: components["schemas"]["DeleteSafety2"];
             description?: string;
             desiredCapabilities: components["schemas"]["DependencyCapability"][];
             environmentId: string;
+            /** @description Berth: the host port asked for, if any, and whether it is published. */
+            exposure?: components["schemas"]["DependencyExposureSummary"];
             id: string;
             /** @description The image a managed one runs. */
             image?: string;
@@ -4513,6 +4580,43 @@ export interface components {
             serverId: string;
             slug: string;
             sourceMode: components["schemas"]["SourceMode"];
+            /** @description Berth: its last major-version upgrade, if any. */
+            upgrade?: components["schemas"]["DependencyUpgrade"];
+        };
+        /** @description The last major-version upgrade of a managed PostgreSQL. */
+        DependencyUpgrade: {
+            /** @description When it succeeded or failed (RFC 3339). */
+            finishedAt?: string;
+            /** @description Major version of the data before. */
+            fromVersion: string;
+            /**
+             * Format: int64
+             * @description The spec generation it was asked for in (a failed one is tried again only after a
+             *     spec change).
+             */
+            generation?: number;
+            /** @description The image upgraded to. */
+            image: string;
+            /** @description What happened, or why it failed. */
+            message: string;
+            /** @description `running`, `succeeded` or `failed`. */
+            phase: components["schemas"]["UpgradePhase"];
+            /** @description The volume the old version's data stays in. */
+            previousVolume: string;
+            /**
+             * Format: int64
+             * @description Rows of the `app` database counted on both servers.
+             */
+            rows?: number;
+            /** @description When it started (RFC 3339). */
+            startedAt: string;
+            /**
+             * Format: int64
+             * @description Tables of the `app` database counted on both servers.
+             */
+            tables?: number;
+            /** @description Major version upgraded to. */
+            toVersion: string;
         };
         /** @description The six scope arrays of a deploy token (spec §2.2). */
         DeployTokenScope: {
@@ -5083,6 +5187,19 @@ export interface components {
             rule: string;
         };
         /**
+         * @description `POST /dependency-resources/{id}/exposure` (Berth): publish a managed dependency's port on
+         *     its server's host, open to `allowFrom` only; `DELETE` closes it again.
+         */
+        ExposeDependencyResource: {
+            /** @description Source addresses (CIDRs) allowed to connect: at least one. */
+            allowFrom: string[];
+            /**
+             * Format: int64
+             * @description Port on the server's host (1-65535).
+             */
+            hostPort: number;
+        };
+        /**
          * @description How traffic reaches the container.
          * @enum {string}
          */
@@ -5560,6 +5677,13 @@ export interface components {
         LogoutResult: {
             revokedAt: string;
             sessionId: string;
+        };
+        /** @description The upgrade asked for: it runs in the background; the dependency's `upgrade` follows it. */
+        MajorVersionUpgradeStarted: {
+            fromVersion: string;
+            id: string;
+            image: string;
+            toVersion: string;
         };
         /** @description One environment variable as the API shows it. */
         MaskedVariable: {
@@ -6245,6 +6369,11 @@ export interface components {
             description?: string;
             /** @description An environment of that project; only its resources may bind the dependency. */
             environmentId: string;
+            /**
+             * @description A host port open to the listed source addresses only (Berth; none by default: the
+             *     dependency is reachable from its bound apps only).
+             */
+            exposure?: components["schemas"]["DependencyExposure"];
             /** @description Image to run instead of the official `postgres:16` / `redis:7`. */
             image?: string;
             /** @description `postgres` or `redis`. */
@@ -8494,6 +8623,16 @@ export interface components {
             email?: string;
         };
         /**
+         * @description `POST /dependency-resources/{id}/major-version-upgrades` (Berth): move a managed
+         *     PostgreSQL to an image of a newer major version by dump and restore.
+         */
+        UpgradeDependencyMajorVersion: {
+            /** @description The new image; its tag names the major version (`postgres:17`). */
+            image: string;
+        };
+        /** @description How far a major-version upgrade is. */
+        UpgradePhase: "running" | "succeeded" | "failed";
+        /**
          * @description Protocol the edge proxy speaks to the container.
          * @enum {string}
          */
@@ -9901,6 +10040,111 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["CredentialRotationStarted"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_dependency_resources_dependencyResourceId_exposure: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                dependencyResourceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ExposeDependencyResource"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdResponse"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    delete_dependency_resources_dependencyResourceId_exposure: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                dependencyResourceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CloseDependencyExposure"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdResponse"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_dependency_resources_dependencyResourceId_major_version_upgrades: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                dependencyResourceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpgradeDependencyMajorVersion"];
+            };
+        };
+        responses: {
+            /** @description Accepted: the work goes on; the object's status says when it ends */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MajorVersionUpgradeStarted"];
                 };
             };
             /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */

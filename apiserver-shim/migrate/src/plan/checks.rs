@@ -240,6 +240,14 @@ pub fn variable_report(bundle: &MigrationBundle) -> Vec<VariableReport> {
                         dependency.reference
                     )),
                 ),
+                Some(_) if managed::is_importable(dependency) => (
+                    "dependency-binding",
+                    Some(format!(
+                        "connection of dependency \"{}\", imported by Berth and checked from the \
+                         target server",
+                        dependency.reference
+                    )),
+                ),
                 Some(_) => (
                     "dependency-binding",
                     Some(format!(

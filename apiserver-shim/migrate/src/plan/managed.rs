@@ -22,18 +22,33 @@ pub fn is_managed(dependency: &BundleDependency) -> bool {
         && MANAGED_KINDS.contains(&&*dependency.kind)
 }
 
+/// An external PostgreSQL or Redis whose URL the bundle names: imported as a dependency
+/// resource (`POST /dependency-resources/import`), checked from the target server and bound.
+pub fn is_importable(dependency: &BundleDependency) -> bool {
+    dependency.connection_secret_ref.is_some() && MANAGED_KINDS.contains(&&*dependency.kind)
+}
+
 /// A dependency whose connection a binding can inject: imported or provisioned.
 pub fn is_bindable(dependency: &BundleDependency) -> bool {
     dependency.connection_secret_ref.is_some() || is_managed(dependency)
 }
 
+/// The step that makes the dependency resource: its provision, or its import.
 pub fn provision_id(dependency: &BundleDependency) -> String {
-    format!("dependency:provision:{}", dependency.reference)
+    let how = if is_managed(dependency) {
+        "provision"
+    } else {
+        "import"
+    };
+    format!("dependency:{how}:{}", dependency.reference)
 }
 
-/// `dependency-resources.provision` on the plan's target server; deleting it is undone last
-/// of its steps (its bindings first), and keeps its data volume.
-pub fn provision_step(bundle: &MigrationBundle, dependency: &BundleDependency) -> Step {
+/// The step that makes the dependency resource: `dependency-resources.provision` on the
+/// plan's target server (deleting it is undone last of its steps, its bindings first, and
+/// keeps its data volume), or `dependency-resources.import` of an external one, its URL the
+/// bundle's connection secret (resolved at apply, never in the plan; deleting it removes only
+/// what Berth keeps of it, never the database).
+pub fn dependency_step(bundle: &MigrationBundle, dependency: &BundleDependency) -> Step {
     let mut input = json!({
         "kind": dependency.kind,
         "projectId": placeholder(PROJECT, "projectId"),
@@ -41,26 +56,36 @@ pub fn provision_step(bundle: &MigrationBundle, dependency: &BundleDependency) -
         "serverId": bundle.spec.target.deployment_target_id,
         "name": dependency.name,
     });
-    if let (Some(map), Some(image)) = (input.as_object_mut(), &dependency.image) {
+    let map = input.as_object_mut().expect("an object");
+    if let Some(image) = &dependency.image {
         map.insert("image".into(), json!(image));
     }
-    let provision = step(
+    let operation = match &dependency.connection_secret_ref {
+        Some(url) => {
+            map.insert("connectionUrl".into(), json!({"$secretRef": url}));
+            "dependency-resources.import"
+        }
+        None => "dependency-resources.provision",
+    };
+    let made = step(
         provision_id(dependency),
-        "dependency-resources.provision",
+        operation,
         vec![ENVIRONMENT.into()],
         input,
     );
     cleanup(
-        produces(provision, "dependencyResourceId"),
+        produces(made, "dependencyResourceId"),
         "dependency-resources.delete",
         None,
     )
 }
 
-/// `resources.bind-dependency` of each managed dependency bound to resource `name`.
+/// `resources.bind-dependency` of each provisioned or imported dependency bound to resource
+/// `name`.
 pub fn bind_steps(bundle: &MigrationBundle, name: &str, created: &str) -> Vec<Step> {
     let mut steps = Vec::new();
-    for dependency in bundle.spec.dependencies.iter().filter(|d| is_managed(d)) {
+    let bound_by_berth = |d: &&BundleDependency| is_managed(d) || is_importable(d);
+    for dependency in bundle.spec.dependencies.iter().filter(bound_by_berth) {
         let provisioned = provision_id(dependency);
         for binding in dependency
             .bindings

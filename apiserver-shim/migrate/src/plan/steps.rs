@@ -56,8 +56,10 @@ pub fn build(bundle: &MigrationBundle, found: &mut Findings) -> Vec<Step> {
         ));
     }
     // Before the resources, so each binding's dependency exists when the app is bound.
-    for dependency in spec.dependencies.iter().filter(|d| managed::is_managed(d)) {
-        steps.push(managed::provision_step(bundle, dependency));
+    for dependency in &spec.dependencies {
+        if managed::is_managed(dependency) || managed::is_importable(dependency) {
+            steps.push(managed::dependency_step(bundle, dependency));
+        }
     }
     for resource in &spec.resources {
         resource_steps(bundle, resource, found, &mut steps);
@@ -216,14 +218,18 @@ fn variable_steps(bundle: &MigrationBundle, resource: &BundleResource, created: 
         .collect()
 }
 
-/// Imported dependencies' connection secrets, set on the resource under the binding's name.
-/// A dependency without a connection secret is provisioned and bound (see `managed`).
+/// The connection secrets of imported dependencies Berth does not check (kinds other than
+/// PostgreSQL and Redis), set on the resource under the binding's name. The others are
+/// provisioned or imported, and bound (see `managed`).
 fn binding_steps(bundle: &MigrationBundle, name: &str, created: &str) -> Vec<Step> {
     let mut steps = Vec::new();
     for dependency in &bundle.spec.dependencies {
         let Some(connection) = &dependency.connection_secret_ref else {
             continue;
         };
+        if managed::is_importable(dependency) {
+            continue;
+        }
         for binding in dependency
             .bindings
             .iter()

@@ -1,4 +1,4 @@
-//! The managed dependencies a plan provisions and binds: whether an earlier run of a step
+//! The dependencies a plan provisions or imports, and binds: whether an earlier run of a step
 //! already did it (so a retry creates nothing twice), and how verify judges their health.
 
 use std::sync::Arc;
@@ -21,7 +21,7 @@ use crate::token::seeded_id;
 const READY_WAIT: Duration = Duration::from_secs(90);
 const READY_POLL: Duration = Duration::from_secs(2);
 
-/// The id an earlier run of a provision or bind step made, if it exists; `None` for another
+/// The id an earlier run of a provision, import or bind step made, if it exists; `None` for another
 /// operation or when the step has not run yet.
 pub fn already_done(
     state: &AppState,
@@ -32,7 +32,7 @@ pub fn already_done(
 ) -> Option<String> {
     let text = |name: &str| input.get(name).and_then(Value::as_str).unwrap_or_default();
     match operation_key {
-        "dependency-resources.provision" => {
+        "dependency-resources.provision" | "dependency-resources.import" => {
             let id = seeded_id(seed, "dep");
             let dependencies = all_in(&state.caches.dependency_resources, namespace);
             provisioned(&dependencies, &id).then_some(id)

@@ -85,6 +85,12 @@ const APPLY: &[(&str, Method, &str, &str)] = &[
         "ProvisionDependencyResource",
     ),
     (
+        "dependency-resources.import",
+        Method::POST,
+        "/dependency-resources/import",
+        "ImportDependencyResource",
+    ),
+    (
         "resources.bind-dependency",
         Method::POST,
         "/resources/{resourceId}/dependency-bindings",

@@ -133,7 +133,7 @@ fn queries(operation_key: &str, ids: &Ids<'_>, deep: bool) -> Vec<Query> {
             "ShowDomainBindingQuery",
             judge_binding,
         ),
-        ("dependency-resources.provision", _) => query(
+        ("dependency-resources.provision" | "dependency-resources.import", _) => query(
             id("dependencyResourceId").map(|i| format!("/dependency-resources/{i}")),
             "ShowDependencyResourceQuery",
             judge_dependency,

@@ -127,9 +127,7 @@ impl ArtifactPath {
     }
 }
 
-pub(super) fn docker(socket: &str) -> String {
-    format!("docker -H {}", shell_quote(&format!("unix://{socket}")))
-}
+pub use crate::reconcilers::postgres_shell::{count_command, docker, parse_counts, ready_command};
 
 /// The programs a PostgreSQL's dump is taken and restored with, as failures name them.
 pub const PG_DUMP: &str = "pg_dump";
@@ -141,16 +139,6 @@ pub fn dump_command(socket: &str, container: &str) -> String {
         "{} exec {} pg_dump -Fc -U {POSTGRES_USER} -d {POSTGRES_DATABASE}",
         docker(socket),
         shell_quote(container)
-    )
-}
-
-/// Whether the throwaway database answers over TCP (the image's first start may run a
-/// temporary server on its socket only).
-pub fn ready_command(socket: &str, scratch: &str) -> String {
-    format!(
-        "{} exec {} pg_isready -q -h 127.0.0.1 -U {POSTGRES_USER} -d {POSTGRES_DATABASE}",
-        docker(socket),
-        shell_quote(scratch)
     )
 }
 
@@ -176,28 +164,6 @@ pub fn restore_over_command(socket: &str, container: &str) -> String {
         docker(socket),
         shell_quote(container)
     )
-}
-
-/// Tables outside the system schemas and their rows, each table counted exactly:
-/// `<tables>|<rows>`.
-const COUNT_SQL: &str = "SELECT count(*), coalesce(sum((xpath('/row/c/text()', \
-    query_to_xml(format('select count(*) as c from %I.%I', table_schema, table_name), \
-    false, true, '')))[1]::text::bigint), 0) FROM information_schema.tables \
-    WHERE table_schema NOT IN ('pg_catalog', 'information_schema') AND table_type = 'BASE TABLE'";
-
-pub fn count_command(socket: &str, scratch: &str) -> String {
-    format!(
-        "{} exec {} psql -qAt -U {POSTGRES_USER} -d {POSTGRES_DATABASE} -c {}",
-        docker(socket),
-        shell_quote(scratch),
-        shell_quote(COUNT_SQL)
-    )
-}
-
-/// `(tables, rows)` from [`count_command`]'s output.
-pub fn parse_counts(output: &str) -> Option<(i64, i64)> {
-    let (tables, rows) = output.trim().split_once('|')?;
-    Some((tables.parse().ok()?, rows.parse().ok()?))
 }
 
 /// The throwaway container a backup is restored into (a Docker name: at most 128 bytes).

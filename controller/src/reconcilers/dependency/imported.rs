@@ -198,6 +198,8 @@ pub fn status(
             ..connection
         }),
         data_version: None,
+        data_volume: None,
+        upgrade: None,
         credentials: None,
         conditions,
     }

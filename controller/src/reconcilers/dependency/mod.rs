@@ -19,6 +19,7 @@
 
 mod credentials;
 mod final_backup;
+mod firewall;
 mod import_check;
 mod imported;
 mod observed;
@@ -27,6 +28,8 @@ mod rotation;
 mod server;
 mod tls;
 mod tls_secrets;
+mod upgrade;
+mod upgrade_plan;
 
 pub use server::run_script_in;
 
@@ -46,7 +49,8 @@ use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
 use kube::runtime::watcher;
 use kube::{Api, Resource as _, ResourceExt};
 
-use self::plan::{Names, Observed, reason};
+use self::firewall::Rules;
+use self::plan::{Exposure, Names, Observed};
 use self::server::Converged;
 use super::fresh::with_finalizer;
 use crate::cache::Caches;
@@ -54,6 +58,7 @@ use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::observer::DependencyWake;
 use crate::reconcilers::deployment::connect;
+use crate::reconcilers::deployment::server_target::Target;
 use crate::reconcilers::event_reason;
 use crate::reconcilers::policy::{drain, error_policy};
 use crate::status::StatusWriter;
@@ -144,14 +149,21 @@ async fn apply(
         write(api, dependency, &status).await?;
         return Ok(Action::requeue(WAIT_FOR_SERVER));
     }
-    if let Some(message) = plan::version_refusal(dependency) {
-        return refuse_version(dependency, context, api, message).await;
+    let change = plan::version_change(dependency);
+    if let plan::VersionChange::Refused { reason, message } = change {
+        return refuse_version(dependency, context, api, reason, message).await;
     }
     let names = Names::of(dependency);
     let password = credentials::ensure(dependency, context, &names).await?;
+    if let plan::VersionChange::Upgrade { from, to } = change {
+        return upgrade::run(dependency, context, api, &names, &password, (from, to)).await;
+    }
     let settled = !rotation::pending(dependency)
         && credentials::published_url_is_current(dependency, context, &names);
-    if settled && observed::healthy_by_events(context, dependency, &names) {
+    if settled
+        && observed::healthy_by_events(context, dependency, &names)
+        && exposure_still_guarded(dependency, context, &names).await
+    {
         // Still ready: the status is as decided before, and nothing is written.
         credentials::publish_url(dependency, context, &names, &password).await?;
         let status = plan::decide(dependency, &names, &Observed::Healthy, now);
@@ -160,8 +172,9 @@ async fn apply(
     }
     // Whatever Docker or the connection says is masked before it is shown anywhere.
     let masker = Masker::new([password.as_str()]);
-    let observed = observe(dependency, context, &names, &password, &masker).await;
+    let (observed, exposure) = observe(dependency, context, &names, &password, &masker).await;
     let mut status = plan::decide(dependency, &names, &observed, now);
+    plan::record_exposure(dependency, &mut status, &exposure, now);
     let mut rotating = false;
     if observed == Observed::Healthy {
         credentials::publish_url(dependency, context, &names, &password).await?;
@@ -177,21 +190,21 @@ async fn apply(
     }))
 }
 
-/// Leaves the server alone while `spec.image` asks for another major version of the data;
-/// says why on the object and, once per spec change, in an Event.
+/// Leaves the server alone while `spec.image` asks for another major version of the data it
+/// cannot move to; says why on the object and, once per spec change, in an Event.
 async fn refuse_version(
     dependency: &DependencyResource,
     context: &Context,
     api: &Api<DependencyResource>,
+    reason: &'static str,
     message: String,
 ) -> Result<Action> {
     let refused_already = dependency.status.as_ref().is_some_and(|status| {
         status.observed_generation == dependency.metadata.generation
             && berth_crds::condition::find(&status.conditions, berth_crds::condition::READY)
-                .is_some_and(|ready| ready.reason == reason::MAJOR_VERSION_REFUSED)
+                .is_some_and(|ready| ready.reason == reason)
     });
     if !refused_already {
-        let reason = reason::MAJOR_VERSION_REFUSED;
         event(
             dependency,
             context,
@@ -201,29 +214,51 @@ async fn refuse_version(
         )
         .await;
     }
-    let status = plan::refused(
-        dependency,
-        reason::MAJOR_VERSION_REFUSED,
-        message,
-        Timestamp::now(),
-    );
+    let status = plan::refused(dependency, reason, message, Timestamp::now());
     write(api, dependency, &status).await?;
     Ok(Action::await_change())
 }
 
-/// Makes the container run as declared and checks its health; a container put back after
-/// drift is announced.
+/// Whether a dependency that looks settled may skip the look at its container: a private one
+/// may; an exposed one once its firewall rules are put in place again (a server that
+/// restarted lost them while Docker published the port again).
+async fn exposure_still_guarded(
+    dependency: &DependencyResource,
+    context: &Context,
+    names: &Names,
+) -> bool {
+    if !plan::exposure_settled(dependency) {
+        return false;
+    }
+    let Some(exposure) = &dependency.spec.exposure else {
+        return true;
+    };
+    let namespace = dependency.namespace().unwrap_or_default();
+    let Ok((_, target)) = connect(context, &namespace, &dependency.spec.server_id).await else {
+        return false;
+    };
+    server::guard(&target, &Rules::of(&names.container, exposure))
+        .await
+        .is_ok()
+}
+
+/// Makes the container run as declared (its host port, if asked for, published only once
+/// the firewall rules guarding it are in place) and checks its health; a container put back
+/// after drift is announced.
 async fn observe(
     dependency: &DependencyResource,
     context: &Context,
     names: &Names,
     password: &str,
     masker: &Masker,
-) -> Observed {
+) -> (Observed, Exposure) {
     let namespace = dependency.namespace().unwrap_or_default();
-    let failed = |code: &str, error: &dyn std::fmt::Display| Observed::Failed {
-        code: code.to_string(),
-        message: masker.mask(&error.to_string()),
+    let failed = |code: &str, error: &dyn std::fmt::Display| {
+        let observed = Observed::Failed {
+            code: code.to_string(),
+            message: masker.mask(&error.to_string()),
+        };
+        (observed, Exposure::Unchanged)
     };
     let target = match connect(context, &namespace, &dependency.spec.server_id).await {
         Ok((_, target)) => target,
@@ -237,11 +272,14 @@ async fn observe(
         Ok(files) => files,
         Err(error) => return failed("tls_failed", &error),
     };
-    let body = plan::container_body(dependency, names, password, tls.as_ref());
+    let guarded = guard_exposure(dependency, &target, names).await;
+    let published = guarded.as_ref().and_then(|rules| rules.as_ref().ok());
+    let body = plan::container_body(dependency, names, password, tls.as_ref(), published);
     let converged = match server::converge(&target, names, body, files).await {
         Ok(converged) => converged,
         Err(error) => return failed("provider_error", &error),
     };
+    let exposure = settle_exposure(dependency, &target, names, guarded).await;
     let was_realized = dependency
         .status
         .as_ref()
@@ -264,10 +302,41 @@ async fn observe(
         )
         .await;
     }
-    match server::check_health(&target, names, dependency.spec.kind).await {
+    let observed = match server::check_health(&target, names, dependency.spec.kind).await {
         Ok(None) => Observed::Healthy,
         Ok(Some(why)) => Observed::Unhealthy(masker.mask(&why)),
-        Err(error) => failed("health_check_failed", &error),
+        Err(error) => return failed("health_check_failed", &error),
+    };
+    (observed, exposure)
+}
+
+/// The firewall rules of `spec.exposure`, put in place before the container publishes its
+/// port: `None` when no port is asked for, the rules, or why they could not be.
+async fn guard_exposure(
+    dependency: &DependencyResource,
+    target: &Target,
+    names: &Names,
+) -> Option<std::result::Result<Rules, String>> {
+    let rules = Rules::of(&names.container, dependency.spec.exposure.as_ref()?);
+    Some(server::guard(target, &rules).await.map(|()| rules))
+}
+
+/// Where the exposure is once the container runs as declared: a port no longer asked for has
+/// its rules removed now that it is closed.
+async fn settle_exposure(
+    dependency: &DependencyResource,
+    target: &Target,
+    names: &Names,
+    guarded: Option<std::result::Result<Rules, String>>,
+) -> Exposure {
+    match guarded {
+        Some(Ok(rules)) => Exposure::Published(rules),
+        Some(Err(why)) => Exposure::Withheld(why),
+        None if !plan::was_exposed(dependency) => Exposure::Private,
+        None => match server::unguard(target, &firewall::chain_name(&names.container)).await {
+            Ok(()) => Exposure::Private,
+            Err(why) => Exposure::Lingering(why),
+        },
     }
 }
 
@@ -348,7 +417,14 @@ async fn cleanup(dependency: &DependencyResource, context: &Context) -> Result<A
         .annotations()
         .get(DELETE_DATA_ANNOTATION)
         .is_some_and(|typed| *typed == dependency.name_any());
-    let done = server::remove(&target, &names, delete_data).await?;
+    // The volume a major-version upgrade left the old data in goes with the data asked to go.
+    let previous_volume = dependency
+        .status
+        .as_ref()
+        .and_then(|s| s.upgrade.as_ref())
+        .map(|u| &u.previous_volume)
+        .filter(|volume| **volume != names.volume);
+    let done = server::remove(&target, &names, delete_data, previous_volume).await?;
     tracing::info!(dependency = %dependency.name_any(), %namespace, done = %done.join("; "), "dependency removed");
     event(
         dependency,

@@ -8,12 +8,13 @@ use std::time::Duration;
 use berth_crds::condition::{self, Condition, ConditionStatus, READY};
 use berth_crds::dependency_resource::{
     DependencyCredentials, DependencyKind, DependencyLifecycleStatus, DependencyResource,
-    DependencyResourceStatus, POSTGRES_DATABASE, POSTGRES_USER, ProviderRealization,
-    RealizationStatus, current_user, major_version, managed_connection,
+    DependencyResourceStatus, EXPOSED_CONDITION as EXPOSED, MajorVersionUpgrade, POSTGRES_DATABASE,
+    POSTGRES_USER, ProviderRealization, RealizationStatus, UpgradePhase, current_user,
+    major_version, managed_connection,
 };
 use berth_crds::{MANAGED_LABEL, NAMESPACE_LABEL};
 use bollard::models::{
-    ContainerCreateBody, HealthConfig, HostConfig, Mount, MountType, RestartPolicy,
+    ContainerCreateBody, HealthConfig, HostConfig, Mount, MountType, PortBinding, RestartPolicy,
     RestartPolicyNameEnum,
 };
 use k8s_openapi::jiff::Timestamp;
@@ -21,6 +22,7 @@ use kube::ResourceExt;
 use rand::Rng;
 use rand::distr::Alphanumeric;
 
+use super::firewall::Rules;
 use super::tls::{self, Pem};
 
 pub use berth_crds::DEPENDENCY_LABEL;
@@ -30,10 +32,10 @@ pub const IMAGE_LABEL: &str = "berth.dev/dependency-image";
 /// Label holding the fingerprint of the server certificate a PostgreSQL was created with: a
 /// container without it (made before Berth served TLS) or with another is made again.
 pub const TLS_LABEL: &str = "berth.dev/dependency-tls";
+/// Label holding the host port a container publishes (`spec.exposure`), absent when private.
+pub const EXPOSURE_LABEL: &str = "berth.dev/dependency-exposure";
 /// The labels that say a container runs as declared; any difference recreates it.
-pub const SETTINGS_LABELS: [&str; 2] = [IMAGE_LABEL, TLS_LABEL];
-/// Condition type present while `spec.exposure` asks for a host port: `False` for now.
-pub const EXPOSED: &str = "Exposed";
+pub const SETTINGS_LABELS: [&str; 3] = [IMAGE_LABEL, TLS_LABEL, EXPOSURE_LABEL];
 /// Length of a generated password (letters and digits: no quoting in URLs or shells).
 const PASSWORD_LEN: usize = 32;
 
@@ -51,8 +53,16 @@ pub mod reason {
     pub const UNREACHABLE: &str = "Unreachable";
     /// `spec.image` is a PostgreSQL of another major version than the data on the volume.
     pub const MAJOR_VERSION_REFUSED: &str = "MajorVersionChangeRefused";
-    /// `Exposed=False`: no host port is published until Berth can enforce `allowFrom`.
-    pub const ALLOW_LIST_NOT_ENFORCED: &str = "AllowListNotEnforced";
+    /// A major-version upgrade runs: the old server serves reads, writes wait.
+    pub const UPGRADING: &str = "MajorVersionUpgrading";
+    /// The major-version upgrade asked for by this spec failed; the old version serves.
+    pub const UPGRADE_FAILED: &str = "MajorVersionUpgradeFailed";
+    /// `Exposed=True`: the host port is published and only `allowFrom` reaches it.
+    pub const PUBLISHED: &str = "Published";
+    /// `Exposed=False`: the firewall rules could not be put in place, so no port is published.
+    pub const FIREWALL_FAILED: &str = "FirewallFailed";
+    /// `Exposed=False`: the port is closed again, but its firewall rules could not be removed.
+    pub const FIREWALL_REMOVAL_FAILED: &str = "FirewallRemovalFailed";
 }
 
 /// Names of one dependency's objects on its server (`berth-dep-<namespace>-<name>`).
@@ -73,10 +83,16 @@ impl Names {
         let namespace = dependency.namespace().unwrap_or_default();
         let name = dependency.name_any();
         let base = berth_crds::dependency_resource::network_name(&namespace, &name);
+        // A major-version upgrade moves the data to a volume of its own.
+        let volume = dependency
+            .status
+            .as_ref()
+            .and_then(|s| s.data_volume.clone())
+            .unwrap_or_else(|| format!("{base}-data"));
         Self {
             container: base.clone(),
             network: base.clone(),
-            volume: format!("{base}-data"),
+            volume,
             secret: berth_crds::dependency_resource::connection_secret_name(&name),
         }
     }
@@ -92,14 +108,16 @@ pub fn generate_password() -> String {
 }
 
 /// The container of a managed dependency: its image with the data volume at the kind's data
-/// path, on its private network only (no port published), restarted by Docker unless stopped.
-/// The password goes in as an environment variable, never on a command line. A PostgreSQL with
-/// `tls` serves it with the files `tls::server_files` puts in before the container starts.
+/// path, on its private network, restarted by Docker unless stopped; its port is published on
+/// the host only with `published` (rules already in place). The password goes in as an
+/// environment variable, never on a command line. A PostgreSQL with `tls` serves it with the
+/// files `tls::server_files` puts in before the container starts.
 pub fn container_body(
     dependency: &DependencyResource,
     names: &Names,
     password: &str,
     tls: Option<&Pem>,
+    published: Option<&Rules>,
 ) -> ContainerCreateBody {
     let kind = dependency.spec.kind;
     let image = dependency.spec.image().to_string();
@@ -139,14 +157,20 @@ pub fn container_body(
     if let Some(tls) = tls {
         labels.insert(TLS_LABEL.to_string(), tls::fingerprint(tls));
     }
+    if let Some(rules) = published {
+        labels.insert(EXPOSURE_LABEL.to_string(), rules.host_port.to_string());
+    }
+    let port = format!("{}/tcp", kind.port());
     ContainerCreateBody {
         image: Some(image),
         env: Some(env),
         cmd,
         labels: Some(labels),
         healthcheck: Some(health_config(kind)),
+        exposed_ports: published.map(|_| vec![port.clone()]),
         host_config: Some(HostConfig {
             network_mode: Some(names.network.clone()),
+            port_bindings: published.map(|rules| HashMap::from([(port, Some(bindings(rules)))])),
             mounts: Some(vec![Mount {
                 target: Some(kind.data_path().to_string()),
                 source: Some(names.volume.clone()),
@@ -161,6 +185,19 @@ pub fn container_body(
         }),
         ..Default::default()
     }
+}
+
+/// The host addresses a published port listens on: IPv6 only when an IPv6 source is allowed.
+fn bindings(rules: &Rules) -> Vec<PortBinding> {
+    let on = |address: &str| PortBinding {
+        host_ip: Some(address.to_string()),
+        host_port: Some(rules.host_port.to_string()),
+    };
+    let mut bindings = vec![on("0.0.0.0")];
+    if rules.publishes_v6() {
+        bindings.push(on("::"));
+    }
+    bindings
 }
 
 /// How often Docker runs the health check on the server (the observer hears each change).
@@ -238,7 +275,6 @@ pub fn decide(
         &mut conditions,
         Condition::new(READY, ready, reason, message, generation, now),
     );
-    exposure(dependency, &mut conditions, now);
     let (status, failure_code, failure_message) = realization;
     DependencyResourceStatus {
         observed_generation: generation,
@@ -261,6 +297,8 @@ pub fn decide(
         data_version: current
             .data_version
             .or_else(|| served_version(dependency, observed)),
+        data_volume: current.data_volume,
+        upgrade: current.upgrade,
         credentials: current.credentials,
         conditions,
     }
@@ -296,25 +334,77 @@ fn served_version(dependency: &DependencyResource, observed: &Observed) -> Optio
         .map(|version| version.to_string())
 }
 
-/// Why `spec.image` is refused, if it is: PostgreSQL cannot read the data of another major
-/// version (the new container would stop at start and the app lose its database).
-pub fn version_refusal(dependency: &DependencyResource) -> Option<String> {
-    if dependency.spec.kind != DependencyKind::Postgres {
-        return None;
-    }
-    let data = dependency.status.as_ref()?.data_version.as_deref()?;
-    let image = dependency.spec.image();
-    let wanted = major_version(image).map(|version| version.to_string());
-    if wanted.as_deref() == Some(data) {
-        return None;
-    }
-    let what = match wanted {
-        Some(version) => format!("PostgreSQL {version}"),
-        None => "a PostgreSQL whose major version its tag does not name".to_string(),
+/// What `spec.image` asks of the data on the volume.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum VersionChange {
+    /// Nothing: the same major version, another kind, or nothing served yet.
+    Same,
+    /// Left as it runs, with the `Ready` reason and why.
+    Refused {
+        reason: &'static str,
+        message: String,
+    },
+    /// Upgraded by dump and restore (`spec.majorVersionUpgrade: dump-restore`).
+    Upgrade { from: u32, to: u32 },
+}
+
+/// Whether `spec.image` is another major version than the PostgreSQL data it must read, and
+/// what is done about it: refused (PostgreSQL cannot read another major version's data; the
+/// new container would stop at start and the app lose its database) unless an upgrade path is
+/// named, and then refused still for a downgrade, an image whose tag names no version, or an
+/// upgrade that failed for this spec.
+pub fn version_change(dependency: &DependencyResource) -> VersionChange {
+    let status = dependency.status.as_ref();
+    let data = status.and_then(|s| s.data_version.as_deref());
+    let (DependencyKind::Postgres, Some(data)) = (dependency.spec.kind, data) else {
+        return VersionChange::Same;
     };
-    Some(format!(
-        "spec.image {image} is {what}, and the data volume holds PostgreSQL {data} data, which          it cannot read: set spec.image back to a PostgreSQL {data} image. A major version          upgrade needs a dump and restore, which Berth does not do yet; the running container          is left as it is"
-    ))
+    let image = dependency.spec.image();
+    let wanted = major_version(image);
+    if wanted.map(|v| v.to_string()).as_deref() == Some(data) {
+        return VersionChange::Same;
+    }
+    let refused = |message: String| VersionChange::Refused {
+        reason: reason::MAJOR_VERSION_REFUSED,
+        message,
+    };
+    let back = format!("set spec.image back to a PostgreSQL {data} image");
+    let (Some(to), Ok(from)) = (wanted, data.parse::<u32>()) else {
+        return refused(format!(
+            "spec.image {image} is a PostgreSQL whose major version its tag does not name, and \
+             the data volume holds PostgreSQL {data} data: {back}, or name the version"
+        ));
+    };
+    if to < from {
+        return refused(format!(
+            "spec.image {image} is PostgreSQL {to}, older than the PostgreSQL {from} data on \
+             the volume: a downgrade is not offered; {back}"
+        ));
+    }
+    if dependency.spec.major_version_upgrade != Some(MajorVersionUpgrade::DumpRestore) {
+        return refused(format!(
+            "spec.image {image} is PostgreSQL {to}, and the data volume holds PostgreSQL \
+             {from} data, which it cannot read: set spec.majorVersionUpgrade: dump-restore to \
+             upgrade by dump and restore (writes wait meanwhile; the old data is kept), or \
+             {back}. The running container is left as it is"
+        ));
+    }
+    let failed = status.and_then(|s| s.upgrade.as_ref()).filter(|u| {
+        u.phase == UpgradePhase::Failed
+            && u.image == image
+            && u.generation == dependency.metadata.generation
+    });
+    match failed {
+        Some(upgrade) => VersionChange::Refused {
+            reason: reason::UPGRADE_FAILED,
+            message: format!(
+                "the upgrade to PostgreSQL {to} failed: {}; PostgreSQL {from} serves as before. \
+                 Change the spec (e.g. set spec.image again) to try again",
+                upgrade.message
+            ),
+        },
+        None => VersionChange::Upgrade { from, to },
+    }
 }
 
 /// What one observation says: lifecycle, the `Ready` condition and the realization's status
@@ -385,30 +475,93 @@ fn verdict(dependency: &DependencyResource, observed: &Observed, was_realized: b
     }
 }
 
-/// `Exposed=False` while `spec.exposure` asks for a host port: publishing one through Docker
-/// bypasses the server's firewall, so the port stays closed until Berth enforces `allowFrom`
-/// (a public toggle that does not do what it says is worse than none).
-fn exposure(dependency: &DependencyResource, conditions: &mut Vec<Condition>, now: Timestamp) {
-    let Some(exposure) = &dependency.spec.exposure else {
-        conditions.retain(|c| c.type_ != EXPOSED);
-        return;
-    };
-    let message = format!(
-        "host port {} is not published: Berth cannot enforce allowFrom on the server yet; \
-         the dependency is reachable on its private network only",
-        exposure.host_port
-    );
-    condition::merge(
-        conditions,
-        Condition::new(
-            EXPOSED,
-            ConditionStatus::False,
-            reason::ALLOW_LIST_NOT_ENFORCED,
-            message,
-            dependency.metadata.generation,
-            now,
+/// Where a reconcile left the host port of `spec.exposure`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Exposure {
+    /// Not looked at (the server could not be reached, or the container not made).
+    Unchanged,
+    /// None asked for, and no rules left on the server.
+    Private,
+    /// Published, behind rules that let only `allowFrom` in.
+    Published(Rules),
+    /// Asked for, but the rules could not be put in place: why (no port is published).
+    Withheld(String),
+    /// No longer asked for and closed, but removing the rules failed: why (retried).
+    Lingering(String),
+}
+
+/// Records `exposure` as the `Exposed` condition (absent while private).
+pub fn record_exposure(
+    dependency: &DependencyResource,
+    status: &mut DependencyResourceStatus,
+    exposure: &Exposure,
+    now: Timestamp,
+) {
+    let (state, reason, message) = match exposure {
+        Exposure::Unchanged => return,
+        Exposure::Private => {
+            status.conditions.retain(|c| c.type_ != EXPOSED);
+            return;
+        }
+        Exposure::Published(rules) => (
+            ConditionStatus::True,
+            reason::PUBLISHED,
+            format!(
+                "host port {} is published; only {} may connect (firewall chain {} on the \
+                 server)",
+                rules.host_port,
+                rules
+                    .v4
+                    .iter()
+                    .chain(&rules.v6)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                rules.chain
+            ),
         ),
-    );
+        Exposure::Withheld(why) => (
+            ConditionStatus::False,
+            reason::FIREWALL_FAILED,
+            format!(
+                "the host port is not published: its firewall rules could not be put in place \
+                 ({why}); the dependency is reachable on its private network only"
+            ),
+        ),
+        Exposure::Lingering(why) => (
+            ConditionStatus::False,
+            reason::FIREWALL_REMOVAL_FAILED,
+            format!(
+                "the host port is closed, but its firewall rules are still on the server ({why})"
+            ),
+        ),
+    };
+    let generation = dependency.metadata.generation;
+    let exposed = Condition::new(EXPOSED, state, reason, message, generation, now);
+    condition::merge(&mut status.conditions, exposed);
+}
+
+/// Whether the server is as `spec.exposure` asks, as the last reconcile of this generation
+/// recorded: then a healthy dependency needs no look at its container.
+pub fn exposure_settled(dependency: &DependencyResource) -> bool {
+    let conditions = dependency.status.as_ref().map(|s| s.conditions.as_slice());
+    let exposed = conditions.and_then(|c| condition::find(c, EXPOSED));
+    match (&dependency.spec.exposure, exposed) {
+        (None, None) => true,
+        (Some(_), Some(exposed)) => {
+            exposed.status == ConditionStatus::True
+                && exposed.observed_generation == dependency.metadata.generation
+        }
+        _ => false,
+    }
+}
+
+/// Whether the last reconcile left a host port or its rules (the rules are then removed).
+pub fn was_exposed(dependency: &DependencyResource) -> bool {
+    let conditions = dependency.status.as_ref().map(|s| s.conditions.as_slice());
+    conditions
+        .and_then(|c| condition::find(c, EXPOSED))
+        .is_some()
 }
 
 /// The status of a dependency the controller does not run: `Ready=False` with `reason` and
@@ -497,7 +650,7 @@ mod tests {
             cert: "CERT".into(),
             key: "KEY".into(),
         };
-        let body = container_body(&postgres, &names, "pw-1234", Some(&tls));
+        let body = container_body(&postgres, &names, "pw-1234", Some(&tls), None);
         assert_eq!(body.image.as_deref(), Some("postgres:16"));
         let command = body.cmd.clone().unwrap().join(" ");
         assert!(command.starts_with("postgres -c ssl=on"), "{command}");
@@ -511,7 +664,7 @@ mod tests {
         assert_eq!(mount.target.as_deref(), Some("/var/lib/postgresql/data"));
 
         let redis = dependency("redis");
-        let body = container_body(&redis, &Names::of(&redis), "pw-1234", None);
+        let body = container_body(&redis, &Names::of(&redis), "pw-1234", None, None);
         let cmd = body.cmd.unwrap().join(" ");
         assert!(
             !cmd.contains("pw-1234"),
@@ -558,23 +711,40 @@ mod tests {
     }
 
     #[test]
-    fn another_major_version_is_refused_and_leaves_the_rest_of_the_status() {
+    fn another_major_version_is_refused_unless_an_upgrade_path_is_named() {
         let mut db = dependency("postgres");
         db.spec.image = Some("postgres:15".into());
         let names = Names::of(&db);
         db.status = Some(decide(&db, &names, &Observed::Healthy, Timestamp::now()));
-        assert_eq!(version_refusal(&db), None);
+        assert_eq!(version_change(&db), VersionChange::Same);
         db.spec.image = Some("postgres:15.6-bookworm".into());
-        assert_eq!(version_refusal(&db), None, "a minor version is fine");
+        assert_eq!(version_change(&db), VersionChange::Same, "a minor version");
         db.spec.image = Some("postgres:16".into());
-        let message = version_refusal(&db).unwrap();
+        let VersionChange::Refused { reason, message } = version_change(&db) else {
+            panic!("refused without an upgrade path");
+        };
+        assert_eq!(reason, reason::MAJOR_VERSION_REFUSED);
         assert!(
-            message.contains("spec.image postgres:16 is PostgreSQL 16"),
+            message.contains("spec.majorVersionUpgrade: dump-restore"),
             "{message}"
         );
         assert!(message.contains("PostgreSQL 15 data"), "{message}");
+
+        db.spec.major_version_upgrade = Some(MajorVersionUpgrade::DumpRestore);
+        assert_eq!(
+            version_change(&db),
+            VersionChange::Upgrade { from: 15, to: 16 }
+        );
         db.spec.image = Some("postgres:latest".into());
-        assert!(version_refusal(&db).is_some(), "an unknown major version");
+        assert!(
+            matches!(version_change(&db), VersionChange::Refused { .. }),
+            "no version"
+        );
+        db.spec.image = Some("postgres:14".into());
+        let VersionChange::Refused { message, .. } = version_change(&db) else {
+            panic!("a downgrade is refused");
+        };
+        assert!(message.contains("downgrade"), "{message}");
 
         let refused = refused(
             &db,
@@ -584,7 +754,6 @@ mod tests {
         );
         let ready = condition::find(&refused.conditions, READY).unwrap();
         assert_eq!(ready.status, ConditionStatus::False);
-        assert_eq!(ready.reason, reason::MAJOR_VERSION_REFUSED);
         assert_eq!(
             refused.lifecycle_status,
             Some(DependencyLifecycleStatus::Ready)
@@ -593,23 +762,51 @@ mod tests {
     }
 
     #[test]
-    fn an_exposure_is_reported_not_published() {
+    fn an_exposure_publishes_the_port_only_behind_its_rules() {
         let mut db = dependency("postgres");
         db.spec.exposure = serde_json::from_value(
             serde_json::json!({"hostPort": 15432, "allowFrom": ["203.0.113.0/24"]}),
         )
         .unwrap();
         let names = Names::of(&db);
-        let body = container_body(&db, &names, "pw-1234", None);
-        assert!(body.host_config.unwrap().port_bindings.is_none());
-        let status = decide(&db, &names, &Observed::Healthy, Timestamp::now());
+        let rules = Rules::of(&names.container, db.spec.exposure.as_ref().unwrap());
+        let body = container_body(&db, &names, "pw-1234", None, Some(&rules));
+        assert_eq!(body.labels.as_ref().unwrap()[EXPOSURE_LABEL], "15432");
+        let bindings = body.host_config.unwrap().port_bindings.unwrap();
+        let published = bindings["5432/tcp"].clone().unwrap();
+        assert_eq!(published.len(), 1, "IPv4 only: no IPv6 source is allowed");
+        assert_eq!(published[0].host_ip.as_deref(), Some("0.0.0.0"));
+        assert_eq!(published[0].host_port.as_deref(), Some("15432"));
+        let withheld = container_body(&db, &names, "pw-1234", None, None);
+        assert!(withheld.host_config.unwrap().port_bindings.is_none());
+        assert!(!withheld.labels.unwrap().contains_key(EXPOSURE_LABEL));
+
+        let now = Timestamp::now();
+        let mut status = decide(&db, &names, &Observed::Healthy, now);
+        assert!(!exposure_settled(&db), "asked for, not recorded yet");
+        record_exposure(&db, &mut status, &Exposure::Published(rules), now);
         let exposed = condition::find(&status.conditions, EXPOSED).unwrap();
-        assert_eq!(exposed.status, ConditionStatus::False);
-        assert_eq!(exposed.reason, reason::ALLOW_LIST_NOT_ENFORCED);
+        assert_eq!(exposed.status, ConditionStatus::True);
+        assert!(
+            exposed.message.contains("only 203.0.113.0/24"),
+            "{}",
+            exposed.message
+        );
+        db.status = Some(status.clone());
+        assert!(exposure_settled(&db));
+        let failed = Exposure::Withheld("iptables is not installed".into());
+        record_exposure(&db, &mut status, &failed, now);
+        let exposed = condition::find(&status.conditions, EXPOSED).unwrap();
+        assert_eq!(exposed.reason, reason::FIREWALL_FAILED);
+        db.status = Some(status.clone());
+        assert!(!exposure_settled(&db), "a withheld port is looked at again");
+
         db.spec.exposure = None;
-        db.status = Some(status);
-        let status = decide(&db, &names, &Observed::Healthy, Timestamp::now());
+        assert!(was_exposed(&db) && !exposure_settled(&db));
+        record_exposure(&db, &mut status, &Exposure::Private, now);
         assert!(condition::find(&status.conditions, EXPOSED).is_none());
+        db.status = Some(status);
+        assert!(exposure_settled(&db) && !was_exposed(&db));
     }
 
     #[test]

@@ -16,6 +16,7 @@ use bollard::query_parameters::{
 };
 use futures::StreamExt;
 
+use super::firewall::Rules;
 use super::plan::{Names, SETTINGS_LABELS, health_command};
 use crate::reconcilers::deployment::server_target::Target;
 
@@ -76,9 +77,19 @@ pub async fn converge(
     if !image_present {
         pull(target, &image).await?;
     }
-    let options = CreateContainerOptionsBuilder::new()
-        .name(&names.container)
-        .build();
+    create_and_start(target, &names.container, body, files).await?;
+    Ok(Converged::Created)
+}
+
+/// Creates container `name` from `body` (one another reconcile created meanwhile is taken as
+/// it is), puts `files` into it and starts it.
+pub async fn create_and_start(
+    target: &Target,
+    name: &str,
+    body: ContainerCreateBody,
+    files: Option<Vec<u8>>,
+) -> Result<(), RemoteError> {
+    let options = CreateContainerOptionsBuilder::new().name(name).build();
     let created = docker_call(
         &target.connection,
         "creating the dependency's container",
@@ -87,18 +98,41 @@ pub async fn converge(
     .await;
     match created {
         Ok(_) => {}
-        // Another reconcile created it meanwhile: start it below.
         Err(error) if is_conflict(&error) => {}
         Err(error) => return Err(error),
     }
     if let Some(files) = files {
-        target.put_files(&names.container, files).await?;
+        target.put_files(name, files).await?;
     }
-    target.start(&names.container).await?;
-    Ok(Converged::Created)
+    target.start(name).await
 }
 
-async fn ensure_volume(target: &Target, volume: &str) -> Result<(), RemoteError> {
+/// Pulls `image` unless the server has it.
+pub async fn ensure_image(target: &Target, image: &str) -> Result<(), RemoteError> {
+    if target.image_present(image).await? {
+        return Ok(());
+    }
+    pull(target, image).await
+}
+
+/// Removes `volume` and the data in it; `false` when there was none.
+pub async fn remove_volume(target: &Target, volume: &str) -> Result<bool, RemoteError> {
+    let removed = docker_call(
+        &target.connection,
+        "removing a data volume",
+        target
+            .docker
+            .remove_volume(volume, None::<RemoveVolumeOptions>),
+    )
+    .await;
+    match removed {
+        Ok(()) => Ok(true),
+        Err(error) if is_not_found(&error) => Ok(false),
+        Err(error) => Err(error),
+    }
+}
+
+pub async fn ensure_volume(target: &Target, volume: &str) -> Result<(), RemoteError> {
     let request = VolumeCreateRequest {
         name: Some(volume.to_string()),
         labels: Some(HashMap::from([(
@@ -115,6 +149,28 @@ async fn ensure_volume(target: &Target, volume: &str) -> Result<(), RemoteError>
     )
     .await
     .map(drop)
+}
+
+/// Puts an exposed dependency's firewall rules in place on the server; what failed, in the
+/// server's own words.
+pub async fn guard(target: &Target, rules: &Rules) -> Result<(), String> {
+    run_firewall(target, &rules.apply_script()).await
+}
+
+/// Removes the firewall rules of the dependency whose chain is `chain` (none left is fine).
+pub async fn unguard(target: &Target, chain: &str) -> Result<(), String> {
+    run_firewall(target, &Rules::removal_script(chain)).await
+}
+
+async fn run_firewall(target: &Target, script: &str) -> Result<(), String> {
+    match target.connection.run(script).await {
+        Ok(_) => Ok(()),
+        // The script is long and says nothing the person needs: its exit and stderr do.
+        Err(RemoteError::CommandFailed { status, stderr, .. }) => Err(format!(
+            "the firewall change exited with status {status}: {stderr}"
+        )),
+        Err(error) => Err(error.to_string()),
+    }
 }
 
 /// Pulls `image` anonymously (a registry needing credentials is not supported yet).
@@ -268,11 +324,25 @@ pub async fn remove(
     target: &Target,
     names: &Names,
     delete_data: bool,
+    previous_volume: Option<&String>,
 ) -> Result<Vec<String>, RemoteError> {
     let mut done = Vec::new();
     if target.remove_container(&names.container).await? {
         done.push(format!("removed container {}", names.container));
     }
+    // A major-version upgrade cut short leaves its new server.
+    target
+        .remove_throwaway(&super::upgrade_plan::upgrade_container(names))
+        .await?;
+    // After the container: its port is closed before the rules guarding it go.
+    let chain = super::firewall::chain_name(&names.container);
+    unguard(target, &chain)
+        .await
+        .map_err(|stderr| RemoteError::CommandFailed {
+            command: format!("removing firewall chain {chain}"),
+            status: 1,
+            stderr,
+        })?;
     let removed = docker_call(
         &target.connection,
         "removing the dependency's network",
@@ -285,18 +355,10 @@ pub async fn remove(
         Err(error) => return Err(error),
     }
     if delete_data {
-        let removed = docker_call(
-            &target.connection,
-            "removing the data volume",
-            target
-                .docker
-                .remove_volume(&names.volume, None::<RemoveVolumeOptions>),
-        )
-        .await;
-        match removed {
-            Ok(()) => done.push(format!("removed data volume {}", names.volume)),
-            Err(error) if is_not_found(&error) => {}
-            Err(error) => return Err(error),
+        for volume in std::iter::once(&names.volume).chain(previous_volume) {
+            if remove_volume(target, volume).await? {
+                done.push(format!("removed data volume {volume}"));
+            }
         }
     } else {
         done.push(format!(

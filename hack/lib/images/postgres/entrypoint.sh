@@ -41,6 +41,8 @@ if [ "$1" = postgres ] && [ ! -s "$PGDATA/PG_VERSION" ] && ! wants_help "$@"; th
     --auth-local=trust --auth-host=scram-sha-256 --encoding=UTF8 --locale=C >/dev/null
   rm -f "$pwfile"
   echo "listen_addresses = '*'" >>"$PGDATA/postgresql.conf"
+  # Debian's servers default to this already; others (berth/postgres:16, from npm) use /tmp.
+  echo "unix_socket_directories = '/var/run/postgresql'" >>"$PGDATA/postgresql.conf"
   echo "host all all all scram-sha-256" >>"$PGDATA/pg_hba.conf"
   if [ "$POSTGRES_DB" != postgres ]; then
     # Single-user mode: no server listens before the database exists.

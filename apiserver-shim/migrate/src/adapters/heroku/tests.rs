@@ -125,7 +125,7 @@ fn example_warnings() {
             "app.json: buildpacks and stack are not migrated: Berth builds the app with its own builder.",
             "heroku: the web process binds $PORT on Heroku; on Berth PORT=5000 is set on resource web and traffic is routed to it.",
             "config.txt: config vars APP_MODE, GREETING, SECRET_KEY_BASE are not copied: each becomes env://<KEY> on every process, supplied at apply from your environment.",
-            "config.txt: DATABASE_URL are add-on URLs: each becomes an imported-external dependency bound to every process, supplied at apply as env://<KEY>; the add-on's data is not copied.",
+            "config.txt: DATABASE_URL are add-on URLs: each becomes an imported-external dependency bound to every process, supplied at apply as env://<KEY> (a PostgreSQL or Redis is imported as a dependency resource Berth checks from the target server); the add-on's data is not copied.",
             "config.txt: HEROKU_APP_NAME are set by Heroku (HEROKU_*) and are not migrated.",
             "domains.json: shop.herokuapp.com is Heroku's own domain and is not migrated.",
         ]

@@ -1,7 +1,9 @@
 //! A source's PostgreSQL and Redis without a connection secret: provisioned and bound by Berth
 //! (their data not copied, the plan says how to restore it); other kinds stay blockers.
 
-use berth_api::dependencies::{BindDependency, ProvisionDependencyResource};
+use berth_api::dependencies::{
+    BindDependency, ImportDependencyResource, ProvisionDependencyResource,
+};
 use berth_api::migrations::{MigrationPlan, PlanState, Receipt, Scalar};
 use serde_json::{Map, Value, json};
 
@@ -109,15 +111,66 @@ fn body<T: serde::de::DeserializeOwned>(mut input: Map<String, Value>, path: &[&
     serde_json::from_value(Value::Object(input)).expect("the body of Berth's operation")
 }
 
-/// Every provision and bind input, placeholders filled, is a valid body of its route.
+/// A Heroku add-on or another external PostgreSQL whose URL the bundle names: imported as a
+/// dependency resource (checked from the target server) and bound, not set as a plain secret.
+fn imported_bundle() -> Value {
+    with_spec(|s| {
+        s["dependencies"] = json!([
+            {"ref": "database", "name": "DATABASE_URL", "kind": "postgres",
+             "providerKey": "heroku-postgresql", "sourceMode": "imported-external",
+             "connectionSecretRef": "env://DATABASE_URL",
+             "bindings": [{"resourceRef": "web", "targetName": "DATABASE_URL"}]},
+            {"ref": "mongo", "name": "MONGODB_URI", "kind": "mongodb",
+             "providerKey": "mongolab", "sourceMode": "imported-external",
+             "connectionSecretRef": "env://MONGODB_URI",
+             "bindings": [{"resourceRef": "web", "targetName": "MONGODB_URI"}]}
+        ]);
+    })
+}
+
+#[test]
+fn an_external_postgres_is_imported_and_bound_and_another_kind_stays_a_secret() {
+    let plan = plan_of(&imported_bundle()).unwrap();
+    assert_eq!(plan.state, PlanState::Ready, "{:?}", plan.blockers);
+    let import = step(&plan, "dependency:import:database");
+    assert_eq!(import.operation_key, "dependency-resources.import");
+    assert_eq!(
+        import.input["connectionUrl"],
+        json!({"$secretRef": "env://DATABASE_URL"})
+    );
+    assert_eq!(import.input["serverId"], "srv-1");
+    let bind = step(&plan, "dependency:bind:database:web:DATABASE_URL");
+    assert_eq!(bind.operation_key, "resources.bind-dependency");
+    assert_eq!(
+        bind.input["dependencyResourceId"],
+        json!({"$ref": "steps.dependency:import:database.output.dependencyResourceId"})
+    );
+    let mongo = step(&plan, "dependency:bind:mongo:web:MONGODB_URI");
+    assert_eq!(
+        mongo.operation_key, "resources.set-secret",
+        "Berth does not check MongoDB"
+    );
+    assert!(!ids(&plan).contains(&"dependency:import:mongo"));
+}
+
+/// Every provision, import and bind input, placeholders filled, is a valid body of its route.
 #[test]
 fn provision_and_bind_inputs_are_the_routes_bodies() {
-    let plan = plan_of(&managed_bundle()).unwrap();
+    for bundle in [managed_bundle(), imported_bundle()] {
+        check_bodies(&bundle);
+    }
+}
+
+fn check_bodies(bundle: &Value) {
+    let plan = plan_of(bundle).unwrap();
     let mut receipts = Vec::new();
     for step in &plan.steps {
         let input = resolve_input(step, &receipts, &mut |_| Ok("s3cret".into())).unwrap();
         match step.operation_key.as_str() {
             "dependency-resources.provision" => body::<ProvisionDependencyResource>(input, &[])
+                .validate()
+                .unwrap(),
+            "dependency-resources.import" => body::<ImportDependencyResource>(input, &[])
                 .validate()
                 .unwrap(),
             "resources.bind-dependency" => body::<BindDependency>(input, &["resourceId"])

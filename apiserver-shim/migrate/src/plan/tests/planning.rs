@@ -344,12 +344,15 @@ fn what_berth_cannot_do_blocks_the_plan() {
             .contains("kind database with an image")
     );
     assert!(!ids(&plan).iter().any(|id| id.contains("uploads")));
-    let bind = step(&plan, "dependency:bind:cache:worker:REDIS_URL");
+    // An external Redis is imported (its URL the secret reference) and bound.
+    let import = step(&plan, "dependency:import:cache");
     assert_eq!(
-        bind.input["value"],
+        import.input["connectionUrl"],
         json!({"$secretRef": "k8s://redis-conn#url"})
     );
-    assert_eq!(bind.input["key"], "REDIS_URL");
+    let bind = step(&plan, "dependency:bind:cache:worker:REDIS_URL");
+    assert_eq!(bind.operation_key, "resources.bind-dependency");
+    assert_eq!(bind.input["targetName"], "REDIS_URL");
     assert!(
         step(&plan, "deployment:create:worker")
             .depends_on

@@ -59,7 +59,7 @@ fn report(
     }
     if !addons.is_empty() {
         draft.warn(format!(
-            "{file}: {} are add-on URLs: each becomes an imported-external dependency bound to every process, supplied at apply as env://<KEY>; the add-on's data is not copied.",
+            "{file}: {} are add-on URLs: each becomes an imported-external dependency bound to every process, supplied at apply as env://<KEY> (a PostgreSQL or Redis is imported as a dependency resource Berth checks from the target server); the add-on's data is not copied.",
             list(addons)
         ));
     }
