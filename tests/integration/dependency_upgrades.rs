@@ -182,3 +182,47 @@ pub(crate) async fn upgraded_over_rest(s: &Setup, db: &str, cache: &str) {
         "{message}"
     );
 }
+
+/// An upgrade whose old server was removed by hand touches nothing and says so on the object,
+/// with the way back: the old image again brings the old server back on its data.
+#[tokio::test]
+async fn an_upgrade_without_its_old_server_says_so_and_touches_nothing() {
+    let client = client().await;
+    let ns = TestNamespace::new(&client, "dep-upgrade-gone").await;
+    local_server(&ns).await;
+    let old_image = registry_image("berth/postgres:15");
+    create(&ns, "db", "postgres", &old_image).await;
+    let api = ns.api::<DependencyResource>();
+    wait_ready(&api, "db").await;
+    let container = format!("berth-dep-{}-db", ns.name);
+    let (ok, _) = psql(
+        &container,
+        "CREATE TABLE kept (id int); INSERT INTO kept VALUES (7);",
+    );
+    assert!(ok, "a row written on PostgreSQL 15");
+
+    // A refused image change leaves the server as it is and repairs nothing, so a container
+    // removed by hand then stays gone when the upgrade is asked for.
+    let new_image = registry_image("berth/postgres:16");
+    patch_spec(&api, "db", json!({ "image": new_image })).await;
+    wait_refused(&api, "db", "MajorVersionChangeRefused").await;
+    let (removed, _) = docker(&["rm", "-f", &container]);
+    assert!(removed);
+    patch_spec(&api, "db", json!({ "majorVersionUpgrade": "dump-restore" })).await;
+    let message = wait_refused(&api, "db", "MajorVersionUpgradeSourceMissing").await;
+    assert!(
+        message.contains("set spec.image back to a PostgreSQL 15 image"),
+        "{message}"
+    );
+    assert!(
+        !volume_exists(&format!("{container}-data-pg16")),
+        "no copy was started"
+    );
+    let (present, _) = docker(&["container", "inspect", &container]);
+    assert!(!present, "nothing was started in its place");
+
+    patch_spec(&api, "db", json!({ "image": old_image })).await;
+    wait_ready(&api, "db").await;
+    let (_, kept) = psql(&container, "SELECT id FROM kept");
+    assert_eq!(kept, "7", "the old server is back on its data");
+}

@@ -57,6 +57,8 @@ pub mod reason {
     pub const UPGRADING: &str = "MajorVersionUpgrading";
     /// The major-version upgrade asked for by this spec failed; the old version serves.
     pub const UPGRADE_FAILED: &str = "MajorVersionUpgradeFailed";
+    /// An upgrade is asked for but the old version's container, which it copies from, is gone.
+    pub const UPGRADE_SOURCE_MISSING: &str = "MajorVersionUpgradeSourceMissing";
     /// `Exposed=True`: the host port is published and only `allowFrom` reaches it.
     pub const PUBLISHED: &str = "Published";
     /// `Exposed=False`: the firewall rules could not be put in place, so no port is published.

@@ -23,6 +23,7 @@ use crate::reconcilers::deployment::connect;
 use crate::reconcilers::deployment::server_target::Target;
 use crate::reconcilers::event_reason;
 use crate::reconcilers::postgres_shell::{count_command, parse_counts, ready_command};
+use crate::status::StatusWriter;
 
 /// How long writes in flight on the old server may take to finish before they are ended.
 const WRITERS_GRACE: Duration = Duration::from_secs(20);
@@ -30,8 +31,10 @@ const WRITERS_GRACE: Duration = Duration::from_secs(20);
 const NEW_SERVER_READY_WITHIN: Duration = Duration::from_secs(120);
 /// How long the dump and restore may take.
 const COPY_WITHIN: Duration = Duration::from_secs(30 * 60);
-/// How soon a reconcile that found no old server to copy from looks again.
+/// How soon a reconcile whose view of the object was overtaken looks again.
 const STALE_VIEW_RETRY: Duration = Duration::from_secs(5);
+/// How often a dependency whose old server is gone looks for it again.
+const SOURCE_MISSING_RECHECK: Duration = Duration::from_secs(60);
 
 /// Runs the upgrade from PostgreSQL `from` to `to` and records how it ended.
 pub async fn run(
@@ -46,15 +49,7 @@ pub async fn run(
     // An unreachable server is an error: retried with backoff, nothing started.
     let (_, target) = connect(context, &namespace, &dependency.spec.server_id).await?;
     if !old_server_present(&target, dependency, names).await? {
-        // Most likely a view of the object from before its switch (the watch had not caught
-        // up: the old server is gone because the upgrade ended), else one removed by hand.
-        // Nothing is touched either way (the new volume may hold the only copy); looked at
-        // again once the view is newer.
-        tracing::info!(
-            dependency = %dependency.name_any(), running = steps::running(dependency),
-            "no old server to upgrade from; looking again"
-        );
-        return Ok(Action::requeue(STALE_VIEW_RETRY));
+        return source_missing(dependency, api, names, (from, to)).await;
     }
     let record = steps::started(dependency, (from, to), &names.volume, Timestamp::now());
     write_upgrade(api, dependency, reason::UPGRADING, &record, None).await?;
@@ -89,6 +84,29 @@ pub async fn run(
             event(dependency, context, EventType::Warning, warning, message).await;
             Ok(Action::await_change())
         }
+    }
+}
+
+/// No old server to copy from. Most likely a view of the object from before its switch (the
+/// watch had not caught up: the old server is gone because the upgrade ended): then the
+/// status write, conditioned on the version read, is refused and the newer view comes.
+/// Otherwise the container was removed by hand and the status says so. Nothing on the server
+/// is touched either way (the new volume may hold the only copy).
+async fn source_missing(
+    dependency: &DependencyResource,
+    api: &Api<DependencyResource>,
+    names: &Names,
+    versions: (u32, u32),
+) -> Result<Action> {
+    let message = steps::source_missing_message(names, versions);
+    let reason = reason::UPGRADE_SOURCE_MISSING;
+    let status = plan::refused(dependency, reason, message, Timestamp::now());
+    let writer = StatusWriter::new(api, dependency).if_unchanged();
+    match writer.apply(dependency.status.as_ref(), &status).await {
+        Err(error) if error.is_conflict() => Ok(Action::requeue(STALE_VIEW_RETRY)),
+        Err(error) => Err(error),
+        // A container started again by hand is not an event the controller watches.
+        Ok(_) => Ok(Action::requeue(SOURCE_MISSING_RECHECK)),
     }
 }
 

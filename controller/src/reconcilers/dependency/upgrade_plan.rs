@@ -94,15 +94,16 @@ pub fn copy_command(socket: &str, old: &str, new: &str) -> String {
     )
 }
 
-/// Whether the status records an upgrade to the spec's image, asked for by this spec, as
-/// running (started and neither switched nor given up, as far as this view of it knows).
-pub fn running(dependency: &DependencyResource) -> bool {
-    let upgrade = dependency.status.as_ref().and_then(|s| s.upgrade.as_ref());
-    upgrade.is_some_and(|u| {
-        u.phase == UpgradePhase::Running
-            && u.image == dependency.spec.image()
-            && u.generation == dependency.metadata.generation
-    })
+/// What an upgrade that finds no server of the old version to copy from says: nothing is
+/// touched, and how to bring the old server back.
+pub fn source_missing_message(names: &Names, (from, to): (u32, u32)) -> String {
+    format!(
+        "the upgrade to PostgreSQL {to} copies from the PostgreSQL {from} container {}, which \
+         is not on the server (removed by hand?); nothing was touched and the data stays on \
+         volume {}: set spec.image back to a PostgreSQL {from} image to bring it back, then \
+         upgrade again",
+        names.container, names.volume
+    )
 }
 
 /// The record of an upgrade that starts now.
@@ -211,25 +212,22 @@ mod tests {
     }
 
     #[test]
-    fn only_a_record_of_this_spec_counts_as_running() {
-        let mut db: DependencyResource = serde_json::from_value(serde_json::json!({
+    fn an_upgrade_without_its_old_server_names_it_and_the_way_back() {
+        let db: DependencyResource = serde_json::from_value(serde_json::json!({
             "apiVersion": "berth.dev/v1alpha1", "kind": "DependencyResource",
             "metadata": {"name": "db", "namespace": "org-acme", "generation": 3},
             "spec": {"kind": "postgres", "projectId": "p", "environmentId": "e",
                      "serverId": "s", "name": "db", "image": "postgres:16"},
         }))
         .unwrap();
-        assert!(!running(&db), "no record");
-        let record = started(&db, (15, 16), "vol", Timestamp::now());
-        db.status = Some(Default::default());
-        db.status.as_mut().unwrap().upgrade = Some(record.clone());
-        assert!(running(&db));
-        db.metadata.generation = Some(4);
-        assert!(!running(&db), "asked for by another spec");
-        db.metadata.generation = Some(3);
-        let done = succeeded(record, (1, 2), Timestamp::now());
-        db.status.as_mut().unwrap().upgrade = Some(done);
-        assert!(!running(&db));
+        let names = Names::of(&db);
+        let message = source_missing_message(&names, (15, 16));
+        assert!(message.contains(&names.container), "{message}");
+        assert!(message.contains(&names.volume), "{message}");
+        assert!(
+            message.contains("set spec.image back to a PostgreSQL 15 image"),
+            "{message}"
+        );
     }
 
     #[test]
