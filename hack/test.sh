@@ -76,6 +76,7 @@ if [[ -z "${BERTH_TEST_QUICK:-}" ]]; then
   # on PostgreSQL too.
   step "observation store tests on PostgreSQL"
   [[ -n "${BERTH_TEST_POSTGRES_URL:-}" ]] || die "hack/stack.sh env gave no BERTH_TEST_POSTGRES_URL"
+  [[ -s "${BERTH_TEST_POSTGRES_CA:-}" ]] || die "hack/stack.sh env gave no BERTH_TEST_POSTGRES_CA"
   cargo test -p berth-observations --quiet
 fi
 # shellcheck source-path=SCRIPTDIR

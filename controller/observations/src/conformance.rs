@@ -43,6 +43,8 @@ mod audit;
 // The shim replicas' shared state: pending terminal sessions and login attempts, likewise.
 mod login_attempts;
 mod terminal_sessions;
+// TLS to PostgreSQL as the URL asks (PostgreSQL only).
+mod tls;
 
 on_both_backends!(
     timelines_keep_order_per_attempt_and_page_after_a_sequence,

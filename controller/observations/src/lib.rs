@@ -63,12 +63,25 @@ pub enum StoreError {
     Open { location: String, message: String },
     #[error("observation store: {0}")]
     Sqlite(#[from] rusqlite::Error),
-    #[error("observation store: {0}")]
+    #[error("observation store: {}", with_causes(.0))]
     Postgres(#[from] tokio_postgres::Error),
     #[error("observation store: no database connection came free within {0:?}")]
     Exhausted(Duration),
     #[error("observation store: an entry could not be encoded: {0}")]
     Encoding(#[from] serde_json::Error),
+}
+
+/// `error` and each of its causes, `outer: inner: …`: tokio-postgres shows only its kind ("db
+/// error", "error performing TLS handshake"), the why is in the causes.
+pub(crate) fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(next) = cause {
+        text.push_str(": ");
+        text.push_str(&next.to_string());
+        cause = next.source();
+    }
+    text
 }
 
 /// What the controller uses of the store: it appends timelines and health observations (through

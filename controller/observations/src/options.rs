@@ -14,8 +14,9 @@ pub struct StoreOptions {
     /// and berth-shim) and, for the controller, its copies of git repositories.
     #[arg(long, env = "BERTH_DATA_DIR", default_value = "/var/lib/berth")]
     pub data_dir: PathBuf,
-    /// Observation store: a `postgres://` URL (one database for every replica and shim) or a
-    /// SQLite file; default: the SQLite file in the data directory.
+    /// Observation store: a `postgres://` URL (one database for every replica and shim; TLS as
+    /// its `sslmode` says, `verify-full` with `sslrootcert=PATH`) or a SQLite file; default:
+    /// the SQLite file in the data directory.
     #[arg(
         long,
         env = "BERTH_OBSERVATION_STORE",

@@ -30,6 +30,7 @@ mod monitoring;
 mod pool;
 mod retention;
 mod terminal_sessions;
+mod tls;
 
 /// Connection timeout when the URL sets none.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -122,10 +123,12 @@ impl PostgresStore {
             location: url.to_string(),
             message,
         };
-        let mut config: Config = url
-            .expose()
+        let (driver_url, tls) = tls::split(url.expose()).map_err(failed)?;
+        let mut config: Config = driver_url
             .parse()
-            .map_err(|e: tokio_postgres::Error| failed(e.to_string()))?;
+            .map_err(|e: tokio_postgres::Error| failed(super::with_causes(&e)))?;
+        config.ssl_mode(tls.mode.driver_mode());
+        let connector = tls::MakeRustls::new(&tls).map_err(failed)?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
@@ -140,7 +143,7 @@ impl PostgresStore {
             .map_err(|e| failed(e.to_string()))?;
         let store = Self {
             runtime: Some(runtime),
-            pool: Pool::new(config),
+            pool: Pool::new(config, connector),
         };
         store
             .block_on(store.migrate())

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio_postgres::error::Severity;
-use tokio_postgres::{Client, Config, NoTls, Statement};
+use tokio_postgres::{Client, Config, Statement};
+
+use super::tls::MakeRustls;
 
 use crate::StoreError;
 
@@ -62,14 +64,16 @@ impl Connection {
 /// Up to [`MAX_CONNECTIONS`] connections, opened on demand and kept while they stay open.
 pub(super) struct Pool {
     config: Config,
+    tls: MakeRustls,
     idle: Mutex<Vec<Connection>>,
     permits: Semaphore,
 }
 
 impl Pool {
-    pub(super) fn new(config: Config) -> Self {
+    pub(super) fn new(config: Config, tls: MakeRustls) -> Self {
         Self {
             config,
+            tls,
             idle: Mutex::new(Vec::new()),
             permits: Semaphore::new(MAX_CONNECTIONS),
         }
@@ -96,7 +100,7 @@ impl Pool {
     }
 
     async fn connect(&self) -> Result<Connection, tokio_postgres::Error> {
-        let (client, connection) = self.config.connect(NoTls).await?;
+        let (client, connection) = self.config.connect(self.tls.clone()).await?;
         tokio::spawn(async move {
             if let Err(error) = connection.await {
                 tracing::debug!(%error, "observation store connection closed");
