@@ -20,6 +20,7 @@ source "$HACK_DIR/lib/postgres.sh"
 source "$HACK_DIR/lib/pebble.sh"
 source "$HACK_DIR/lib/git-server.sh"
 source "$HACK_DIR/lib/smtp.sh"
+source "$HACK_DIR/lib/s3.sh"
 
 D=$BERTH_STACK_DIR
 LOGS=$D/logs
@@ -64,6 +65,8 @@ Runs Berth's local development stack on loopback (DESIGN §7):
                            AUTH PLAIN/LOGIN after STARTTLS only, user $BERTH_SMTP_USERNAME; mail also taken
                            without AUTH or TLS; each message a file in \$BERTH_STACK_DIR/smtp/mail/new
                            (BERTH_SMTP_* in 'env')
+  s3                       http://127.0.0.1:$BERTH_S3_PORT, Garage (built once into \$BERTH_CACHE), bucket $BERTH_S3_BUCKET,
+                           region $BERTH_S3_REGION, one key (BERTH_S3_* in 'env'); data uncompressed in \$BERTH_STACK_DIR/garage/data
   images                   $BERTH_BUSYBOX_IMAGE, ${BERTH_SAMPLE_VERSIONS[*]/#/$BERTH_SAMPLE_REPO:}, $BERTH_EDGE_IMAGE
 
 Commands:
@@ -104,7 +107,7 @@ check_ports() {
     kube-controller-manager:$CM_PORT sshd:$SSH_PORT registry:${BERTH_REGISTRY_ADDR##*:} \
     pebble:$BERTH_PEBBLE_PORT pebble:$BERTH_PEBBLE_MANAGEMENT_PORT \
     challtestsrv:$BERTH_CHALLTESTSRV_DNS_PORT challtestsrv:$BERTH_CHALLTESTSRV_MANAGEMENT_PORT \
-    git-http:$BERTH_GIT_HTTP_PORT git-daemon:$BERTH_GIT_DAEMON_PORT smtp:$BERTH_SMTP_PORT; do
+    git-http:$BERTH_GIT_HTTP_PORT git-daemon:$BERTH_GIT_DAEMON_PORT smtp:$BERTH_SMTP_PORT garage:$BERTH_S3_PORT; do
     name=${spec%%:*} port=${spec#*:}
     if ! is_running "$name" && port_in_use "$port"; then
       die "$name: port $port on loopback is already in use by another process"
@@ -366,6 +369,7 @@ cmd_up() {
   up_pebble
   up_git_server
   up_smtp
+  up_s3
   build_kubernetes
   wait_etcd
   up_apiserver
@@ -378,6 +382,7 @@ cmd_up() {
   wait_pebble
   wait_git_server
   wait_smtp
+  wait_s3
   wait_sshd
   wait_srv2
   wait_apiserver
@@ -408,6 +413,7 @@ cmd_down() {
   down_postgres
   down_pebble
   down_smtp
+  down_s3
   if docker_ready; then log "docker: engine not started by this script, left running"; fi
 }
 
@@ -472,6 +478,11 @@ cmd_status() {
   else
     report smtp 0 "127.0.0.1:$BERTH_SMTP_PORT"
   fi
+  if s3_ready; then
+    report s3 1 "http://127.0.0.1:$BERTH_S3_PORT (Garage), bucket $BERTH_S3_BUCKET, $(pid_of garage)"
+  else
+    report s3 0 "http://127.0.0.1:$BERTH_S3_PORT (Garage)"
+  fi
   if docker_ready && images_present; then
     report images 1 "$BERTH_BUSYBOX_IMAGE ${BERTH_SAMPLE_VERSIONS[*]/#/$BERTH_SAMPLE_REPO:} $BERTH_EDGE_IMAGE"
   else
@@ -504,6 +515,7 @@ EOF
   pebble_env
   git_server_env
   smtp_env
+  s3_env
   node_env
 }
 

@@ -15,6 +15,10 @@ pub use berth_vocabulary::backups::{
     counted_contents, provider_key,
 };
 
+pub use berth_vocabulary::s3_bucket::{
+    ACCESS_KEY_ID_FIELD, DEFAULT_REGION, S3Bucket, SECRET_ACCESS_KEY_FIELD,
+};
+
 use crate::Condition;
 use crate::limits::{DESCRIPTION_MAX, NAME_MAX, OBJECT_NAME_MAX, URL_PATH_MAX};
 
@@ -40,11 +44,12 @@ pub const ARTIFACT_FINALIZER: &str = "berth.dev/backup-artifact";
     namespaced,
     shortname = "btarget",
     category = "berth",
-    doc = "Where an organization's backups are kept: a directory on a registered server (S3-compatible stores are not built yet).",
+    doc = "Where an organization's backups are kept: a directory on a registered server, or a bucket of an S3-compatible store.",
     status = "BackupTargetStatus",
     printcolumn = r#"{"name":"Kind","type":"string","jsonPath":".spec.kind"}"#,
     printcolumn = r#"{"name":"Server","type":"string","jsonPath":".spec.serverDirectory.serverId"}"#,
     printcolumn = r#"{"name":"Path","type":"string","jsonPath":".spec.serverDirectory.path"}"#,
+    printcolumn = r#"{"name":"Bucket","type":"string","jsonPath":".spec.s3.bucket"}"#,
     printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
@@ -54,10 +59,62 @@ pub struct BackupTargetSpec {
     #[schemars(length(min = 1, max = NAME_MAX))]
     pub name: String,
     /// `server-directory`: a directory on a registered Server, written over the SSH connection
-    /// Berth already holds.
+    /// Berth already holds; `s3`: a bucket of an S3-compatible store.
     pub kind: BackupTargetKind,
-    /// Where, for `server-directory`.
-    pub server_directory: ServerDirectory,
+    /// Where, for `server-directory` (and only for it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_directory: Option<ServerDirectory>,
+    /// Where, for `s3` (and only for it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub s3: Option<S3Target>,
+}
+
+/// A bucket and the Secret holding the keys to it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct S3Target {
+    #[serde(flatten)]
+    pub bucket: S3Bucket,
+    /// A Secret of the target's namespace with the keys `accessKeyId` and `secretAccessKey`.
+    pub credentials_secret_ref: CredentialsSecretRef,
+}
+
+/// A Secret in the target's namespace.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CredentialsSecretRef {
+    /// Name of the Secret.
+    #[schemars(length(min = 1, max = OBJECT_NAME_MAX))]
+    pub name: String,
+}
+
+/// Where a target keeps artifacts, once its spec is known to be whole.
+#[derive(Clone, Copy, Debug)]
+pub enum TargetPlace<'a> {
+    Directory(&'a ServerDirectory),
+    Bucket(&'a S3Target),
+}
+
+impl BackupTargetSpec {
+    /// Where it keeps artifacts, or what the schema cannot refuse (Kubernetes 1.20 has no CEL),
+    /// naming the field.
+    pub fn place(&self) -> Result<TargetPlace<'_>, String> {
+        match (self.kind, &self.server_directory, &self.s3) {
+            (BackupTargetKind::ServerDirectory, Some(directory), None) => {
+                Ok(TargetPlace::Directory(directory))
+            }
+            (BackupTargetKind::S3, None, Some(s3)) => match s3.bucket.problem() {
+                Some((field, why)) => Err(format!("spec.s3.{field}: {why}")),
+                None => Ok(TargetPlace::Bucket(s3)),
+            },
+            (BackupTargetKind::ServerDirectory, _, _) => {
+                Err("kind server-directory needs spec.serverDirectory and no spec.s3".to_string())
+            }
+            (BackupTargetKind::S3, _, _) => {
+                Err("kind s3 needs spec.s3 and no spec.serverDirectory".to_string())
+            }
+        }
+    }
 }
 
 /// What the controller found when it last checked the target.
@@ -67,7 +124,8 @@ pub struct BackupTargetStatus {
     /// Generation of the spec last checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    /// `Ready` when the directory exists (made when missing) and could be written, as checked
+    /// `Ready` when the directory exists (made when missing) or the bucket answers, and a probe
+    /// could be written and removed there, as checked
     /// when the target was created or changed (a failing check is retried every minute).
     #[serde(default)]
     pub conditions: Vec<Condition>,

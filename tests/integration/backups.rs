@@ -199,7 +199,7 @@ fn restore(ns: &TestNamespace, name: &str, backup: &str) -> String {
 }
 
 /// Waits until restore `name` is no longer pending; its status.
-async fn restore_ended(ns: &TestNamespace, name: &str) -> DependencyResourceRestoreStatus {
+pub async fn restore_ended(ns: &TestNamespace, name: &str) -> DependencyResourceRestoreStatus {
     let api = ns.api::<DependencyResourceRestore>();
     eventually(WAIT, &format!("restore {name} ended"), || async {
         let status = api.get_opt(name).await.ok()??.status?;

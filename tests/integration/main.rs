@@ -2,6 +2,7 @@
 //! Every test here runs against the real local stack.
 
 mod backups;
+mod backups_s3;
 mod bookkeeping;
 mod cli;
 mod cli_platform;

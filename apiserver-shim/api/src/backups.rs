@@ -9,6 +9,8 @@ use crate::dependencies::DependencyKind;
 use crate::limits::{DESCRIPTION_MAX, NAME_MAX, OBJECT_NAME_MAX, URL_PATH_MAX};
 use crate::validate::{Checked, FieldError, bounded, optional_text};
 
+pub use berth_vocabulary::s3_bucket::S3Bucket;
+
 pub use berth_vocabulary::backups::{
     BACKUP_PROVIDERS, BackupStatus, BackupTargetKind, PG_DUMP_PROVIDER, REDIS_RDB_PROVIDER,
     RestoreStatus, counted_contents, provider_key,
@@ -238,34 +240,87 @@ pub struct DependencyResourceBackupShow {
     pub generated_at: String,
 }
 
-/// `POST /backup-targets` (Berth): a directory on a registered server.
-#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+/// `POST /backup-targets` (Berth): a directory on a registered server, or a bucket of an
+/// S3-compatible store.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Default)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CreateBackupTarget {
     pub name: String,
-    /// `server-directory`.
+    /// `server-directory` (the default) or `s3`.
+    #[serde(default)]
     pub kind: BackupTargetKind,
-    pub server_id: String,
-    /// An absolute directory on the server.
-    pub path: String,
+    /// For `server-directory`: the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_id: Option<String>,
+    /// For `server-directory`: an absolute directory on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// For `s3`: the bucket and the keys to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub s3: Option<CreateS3Target>,
 }
+
+/// A bucket and its keys. The keys are kept in a Secret of the organization that the target
+/// owns; they are never answered back.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateS3Target {
+    #[serde(flatten)]
+    pub bucket: S3Bucket,
+    pub access_key_id: String,
+    pub secret_access_key: String,
+}
+
+/// The longest access key id or secret key taken.
+const S3_KEY_MAX: usize = 256;
 
 impl CreateBackupTarget {
     pub fn validate(&self) -> Checked {
         bounded("name", &self.name, NAME_MAX)?;
-        bounded("serverId", &self.server_id, OBJECT_NAME_MAX)?;
-        bounded("path", &self.path, URL_PATH_MAX)?;
-        let plain = self
-            .path
+        match self.kind {
+            BackupTargetKind::ServerDirectory => self.validate_directory(),
+            BackupTargetKind::S3 => self.validate_s3(),
+        }
+    }
+
+    fn validate_directory(&self) -> Checked {
+        if self.s3.is_some() {
+            return Err(FieldError::new("s3", "s3 is only for kind s3"));
+        }
+        let server_id = self.server_id.as_deref().unwrap_or_default();
+        bounded("serverId", server_id, OBJECT_NAME_MAX)?;
+        let path = self.path.as_deref().unwrap_or_default();
+        bounded("path", path, URL_PATH_MAX)?;
+        let plain = path
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "._/-".contains(c));
-        if !self.path.starts_with('/') || self.path.len() < 2 || !plain {
+        if !path.starts_with('/') || path.len() < 2 || !plain {
             return Err(FieldError::new(
                 "path",
                 "path must be an absolute directory of letters, digits, '.', '_', '-' and '/'",
             ));
         }
         Ok(())
+    }
+
+    fn validate_s3(&self) -> Checked {
+        for (field, given) in [("serverId", &self.server_id), ("path", &self.path)] {
+            if given.is_some() {
+                let why = format!("{field} is only for kind server-directory");
+                return Err(FieldError::new(field, why));
+            }
+        }
+        let Some(s3) = &self.s3 else {
+            return Err(FieldError::new(
+                "s3",
+                "kind s3 needs s3 (endpoint, bucket, keys)",
+            ));
+        };
+        if let Some((field, why)) = s3.bucket.problem() {
+            return Err(FieldError::new(&format!("s3.{field}"), why));
+        }
+        bounded("s3.accessKeyId", &s3.access_key_id, S3_KEY_MAX)?;
+        bounded("s3.secretAccessKey", &s3.secret_access_key, S3_KEY_MAX)
     }
 }
 
@@ -276,9 +331,15 @@ pub struct BackupTargetSummary {
     pub id: String,
     pub name: String,
     pub kind: BackupTargetKind,
-    pub server_id: String,
-    pub path: String,
-    /// Whether the directory could be written when last checked.
+    /// For `server-directory`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// For `s3` (its keys are never shown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub s3: Option<S3Bucket>,
+    /// Whether a probe could be written and removed there when last checked.
     pub ready: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready_message: Option<String>,
@@ -312,12 +373,50 @@ mod tests {
         let target = |path: &str| CreateBackupTarget {
             name: "Offsite".into(),
             kind: BackupTargetKind::ServerDirectory,
-            server_id: "srv".into(),
-            path: path.into(),
+            server_id: Some("srv".into()),
+            path: Some(path.into()),
+            s3: None,
         };
         assert!(target("/var/backups").validate().is_ok());
         for bad in ["relative", "/", "/a b", "/x;rm"] {
             assert_eq!(target(bad).validate().unwrap_err().field, "path", "{bad}");
         }
+    }
+
+    #[test]
+    fn an_s3_target_needs_its_bucket_and_keys_and_nothing_of_a_directory() {
+        let s3 = CreateS3Target {
+            bucket: S3Bucket {
+                endpoint: "http://127.0.0.1:3900".into(),
+                bucket: "berth-backups".into(),
+                region: "garage".into(),
+                path_style: true,
+                prefix: None,
+            },
+            access_key_id: "GK1".into(),
+            secret_access_key: "secret".into(),
+        };
+        let target = |s3: Option<CreateS3Target>| CreateBackupTarget {
+            name: "Bucket".into(),
+            kind: BackupTargetKind::S3,
+            s3,
+            ..Default::default()
+        };
+        assert!(target(Some(s3.clone())).validate().is_ok());
+        assert_eq!(target(None).validate().unwrap_err().field, "s3");
+        let with_path = CreateBackupTarget {
+            path: Some("/x".into()),
+            ..target(Some(s3.clone()))
+        };
+        assert_eq!(with_path.validate().unwrap_err().field, "path");
+        let mut bad = s3.clone();
+        bad.bucket.bucket = "No_Such".into();
+        assert_eq!(target(Some(bad)).validate().unwrap_err().field, "s3.bucket");
+        let mut empty = s3;
+        empty.secret_access_key = String::new();
+        assert_eq!(
+            target(Some(empty)).validate().unwrap_err().field,
+            "s3.secretAccessKey"
+        );
     }
 }

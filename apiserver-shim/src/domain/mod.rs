@@ -5,6 +5,7 @@
 
 pub mod accounts;
 pub mod backup_policies;
+pub mod backup_targets;
 pub mod backups;
 pub mod containers;
 pub mod credentials;
@@ -17,6 +18,7 @@ pub mod environment_secrets;
 pub mod environments;
 pub mod fields;
 pub mod identity;
+pub mod kept_secrets;
 pub mod members;
 pub mod monitoring_scope;
 pub mod notifications;

@@ -16,11 +16,9 @@ use berth_api::backups::{
 };
 use berth_api::common::IdResponse;
 use berth_crds::backup::{
-    BACKUP_LABEL, BackupTarget, BackupTargetSpec, DEPENDENCY_LABEL, DependencyResourceBackup,
-    DependencyResourceBackupSpec, DependencyResourceRestore, DependencyResourceRestoreSpec,
-    ServerDirectory,
+    BACKUP_LABEL, DEPENDENCY_LABEL, DependencyResourceBackup, DependencyResourceBackupSpec,
+    DependencyResourceRestore, DependencyResourceRestoreSpec,
 };
-use berth_crds::condition::{self, READY};
 use berth_crds::dependency_resource::DependencyResource;
 use berth_crds::member::OrganizationRole;
 use k8s_openapi::jiff::Timestamp;
@@ -28,10 +26,10 @@ use kube::{Api, ResourceExt};
 
 use super::Endpoint;
 use crate::auth::Caller;
+use crate::domain::backup_targets;
 use crate::domain::backups::{choose_target, require_backed_up, require_restorable, summary};
 use crate::domain::dependency_resources::lookup as lookup_dependency;
 use crate::domain::objects::{all_in, find_in};
-use crate::domain::servers;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams, known_params};
 use crate::json::Json;
@@ -221,23 +219,8 @@ async fn create_target(
 ) -> ApiResult<(StatusCode, Json<IdResponse>)> {
     let organization = caller.require_role(OrganizationRole::Admin)?;
     body.validate()?;
-    servers::lookup(&state, &caller, &body.server_id)
-        .map_err(|error| error.with_detail("field", "serverId"))?;
-    let namespace = organization.namespace.clone();
     let id = new_id("bkt");
-    let target = BackupTarget::new(
-        &id,
-        BackupTargetSpec {
-            name: body.name.trim().to_string(),
-            kind: body.kind,
-            server_directory: ServerDirectory {
-                server_id: body.server_id,
-                path: body.path,
-            },
-        },
-    );
-    let api = Api::<BackupTarget>::namespaced(state.client.clone(), &namespace);
-    apply(&api, &state.caches.backup_targets, Some(&caller), target).await?;
+    backup_targets::create(&state, &caller, &organization.namespace, &id, body).await?;
     Ok((StatusCode::CREATED, Json(IdResponse { id })))
 }
 
@@ -249,33 +232,11 @@ async fn list_targets(
     let mut items: Vec<BackupTargetSummary> =
         all_in(&state.caches.backup_targets, &organization.namespace)
             .iter()
-            .map(|t| target_summary(t))
+            .map(|t| backup_targets::summary(t))
             .collect();
     items.sort_by(|a, b| (&a.created_at, &a.id).cmp(&(&b.created_at, &b.id)));
     Ok(Json(BackupTargetList {
         schema_version: TARGETS_LIST_SCHEMA.into(),
         items,
     }))
-}
-
-fn target_summary(target: &BackupTarget) -> BackupTargetSummary {
-    let ready = target
-        .status
-        .as_ref()
-        .and_then(|s| condition::find(&s.conditions, READY));
-    BackupTargetSummary {
-        id: target.name_any(),
-        name: target.spec.name.clone(),
-        kind: target.spec.kind,
-        server_id: target.spec.server_directory.server_id.clone(),
-        path: target.spec.server_directory.path.clone(),
-        ready: ready.is_some_and(|c| c.status == condition::ConditionStatus::True),
-        ready_message: ready.map(|c| c.message.clone()),
-        created_at: target
-            .metadata
-            .creation_timestamp
-            .as_ref()
-            .map(|t| t.0.to_string())
-            .unwrap_or_default(),
-    }
 }

@@ -31,11 +31,14 @@ impl BackupStatus {
 }
 
 /// The kinds of backup target.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum BackupTargetKind {
     /// A directory on a registered Server, written over the SSH connection Berth holds.
+    #[default]
     ServerDirectory,
+    /// A bucket of an S3-compatible object store (AWS S3, Garage, MinIO, R2, …).
+    S3,
 }
 
 /// The provider of Berth's PostgreSQL backups (`providerKey`): a `pg_dump -Fc` sealed by the

@@ -29,6 +29,7 @@ pub mod progress;
 pub mod repository;
 pub mod resource_input;
 pub mod resources;
+pub mod s3_bucket;
 pub mod scheduled_tasks;
 pub mod servers;
 pub mod storage;

@@ -58,19 +58,46 @@ pub enum Backups {
     /// List the organization's backup targets and whether each could be written.
     #[command(after_help = "Example:\n  berth backups targets")]
     Targets,
-    /// Add a backup target: a directory on a registered server (administrators).
+    /// Add a backup target (administrators): a directory on a registered server, or a bucket
+    /// of an S3-compatible store (the bucket must exist; its secret key is read from standard
+    /// input and kept in a Secret of the organization, never shown again).
     #[command(
-        after_help = "Example:\n  berth backups add-target Offsite --server store --path /srv/berth-backups"
+        after_help = "Examples:\n  berth backups add-target Offsite --server store --path /srv/berth-backups\n  printf '%s' \"$AWS_SECRET_ACCESS_KEY\" | berth backups add-target Bucket \\\n      --s3-endpoint https://s3.eu-west-1.amazonaws.com --s3-bucket acme-backups --s3-region eu-west-1 \\\n      --s3-access-key-id AKIA... --s3-secret-access-key-stdin\n  (self-hosted stores such as Garage or MinIO usually need --s3-path-style)"
     )]
     AddTarget {
         /// A name for people.
         name: String,
-        /// Server id or name.
-        #[arg(long)]
-        server: String,
+        /// Server id or name (a server directory).
+        #[arg(
+            long,
+            required_unless_present = "s3_endpoint",
+            conflicts_with = "s3_endpoint"
+        )]
+        server: Option<String>,
         /// Absolute directory on the server.
-        #[arg(long)]
-        path: String,
+        #[arg(long, requires = "server")]
+        path: Option<String>,
+        /// The S3 store's URL, without a path (a bucket).
+        #[arg(long, requires_all = ["s3_bucket", "s3_access_key_id", "s3_secret_access_key_stdin"])]
+        s3_endpoint: Option<String>,
+        /// The bucket.
+        #[arg(long, requires = "s3_endpoint")]
+        s3_bucket: Option<String>,
+        /// The region requests are signed for.
+        #[arg(long, requires = "s3_endpoint", default_value = "us-east-1")]
+        s3_region: String,
+        /// Address the bucket in the URL's path rather than its host name.
+        #[arg(long, requires = "s3_endpoint")]
+        s3_path_style: bool,
+        /// A key prefix for Berth's artifacts.
+        #[arg(long, requires = "s3_endpoint")]
+        s3_prefix: Option<String>,
+        /// The access key id.
+        #[arg(long, requires = "s3_endpoint")]
+        s3_access_key_id: Option<String>,
+        /// Read the secret access key from standard input.
+        #[arg(long, requires = "s3_endpoint")]
+        s3_secret_access_key_stdin: bool,
     },
     /// Set a database's backup policy (created on first use, then changed in the options
     /// given): backups on a schedule, each proven by a test restore, kept by rules (no rule:

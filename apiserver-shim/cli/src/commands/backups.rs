@@ -3,15 +3,16 @@
 
 use berth_api::backups::{
     BackupTargetKind, BackupTargetList, BackupTargetSummary, CreateBackupTarget,
-    CreateDependencyResourceBackup, DependencyResourceBackupList, DependencyResourceBackupShow,
-    DependencyResourceBackupSummary, RestoreDependencyResourceBackup, counted_contents,
+    CreateDependencyResourceBackup, CreateS3Target, DependencyResourceBackupList,
+    DependencyResourceBackupShow, DependencyResourceBackupSummary, RestoreDependencyResourceBackup,
+    S3Bucket, counted_contents,
 };
 
 use berth_api::backup_policies::{BackupPolicyList, BackupPolicySummary, ConfigureBackupPolicy};
 
 use super::dependencies::dependency_id;
 use super::infra::server_id;
-use super::{Ctx, created, get_as};
+use super::{Ctx, created, get_as, line_from_stdin};
 use crate::cli::Backups;
 use crate::error::{CliError, CliResult};
 use crate::output::{Row, optional, text, wire};
@@ -44,7 +45,7 @@ impl Row for DependencyResourceBackupSummary {
 }
 
 impl Row for BackupTargetSummary {
-    const HEADERS: &'static [&'static str] = &["ID", "NAME", "SERVER", "PATH", "READY", "WHY"];
+    const HEADERS: &'static [&'static str] = &["ID", "NAME", "WHERE", "READY", "WHY"];
 
     fn id(&self) -> &str {
         &self.id
@@ -54,11 +55,19 @@ impl Row for BackupTargetSummary {
         vec![
             text(&self.id),
             text(&self.name),
-            text(&self.server_id),
-            text(&self.path),
+            target_place(self),
             self.ready.to_string(),
             optional(self.ready_message.as_ref()),
         ]
+    }
+}
+
+/// Where a target keeps artifacts: `server:path` or `s3://bucket at endpoint`.
+fn target_place(target: &BackupTargetSummary) -> String {
+    match (&target.s3, &target.server_id, &target.path) {
+        (Some(s3), _, _) => format!("s3://{} at {}", s3.bucket, s3.endpoint),
+        (None, Some(server), Some(path)) => format!("{server}:{path}"),
+        _ => "-".to_string(),
     }
 }
 
@@ -198,12 +207,45 @@ pub fn backups(ctx: &Ctx, command: Backups) -> CliResult<()> {
             ctx.out.rows(&answer, &list.items);
             Ok(())
         }
-        Backups::AddTarget { name, server, path } => {
-            let body = CreateBackupTarget {
-                name,
-                kind: BackupTargetKind::ServerDirectory,
-                server_id: server_id(ctx, &server)?,
-                path,
+        Backups::AddTarget {
+            name,
+            server,
+            path,
+            s3_endpoint,
+            s3_bucket,
+            s3_region,
+            s3_path_style,
+            s3_prefix,
+            s3_access_key_id,
+            s3_secret_access_key_stdin: _,
+        } => {
+            let body = match (server, s3_endpoint) {
+                (Some(server), _) => CreateBackupTarget {
+                    name,
+                    kind: BackupTargetKind::ServerDirectory,
+                    server_id: Some(server_id(ctx, &server)?),
+                    path,
+                    s3: None,
+                },
+                (None, endpoint) => CreateBackupTarget {
+                    name,
+                    kind: BackupTargetKind::S3,
+                    s3: Some(CreateS3Target {
+                        bucket: S3Bucket {
+                            endpoint: endpoint.unwrap_or_default(),
+                            bucket: s3_bucket.unwrap_or_default(),
+                            region: s3_region,
+                            path_style: s3_path_style,
+                            prefix: s3_prefix,
+                        },
+                        access_key_id: s3_access_key_id.unwrap_or_default(),
+                        secret_access_key: line_from_stdin(
+                            "--s3-secret-access-key-stdin",
+                            "secret access key",
+                        )?,
+                    }),
+                    ..Default::default()
+                },
             };
             body.validate()?;
             let answer = ctx.api()?.post("/backup-targets", &body)?;

@@ -207,3 +207,18 @@ pub fn current_organization(api: &Api) -> CliResult<String> {
             CliError::Usage("no current organization: choose one with `berth context ORG`".into())
         })
 }
+
+/// One line of standard input holding a secret (`what`), for the option `flag` that asked
+/// for it: a secret on the command line would be visible to others.
+pub fn line_from_stdin(flag: &str, what: &str) -> CliResult<String> {
+    use std::io::BufRead as _;
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    let secret = line.trim_end_matches(['\r', '\n']).to_string();
+    if secret.is_empty() {
+        return Err(CliError::Usage(format!(
+            "{flag}: standard input held no {what}"
+        )));
+    }
+    Ok(secret)
+}

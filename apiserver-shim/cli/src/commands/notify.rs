@@ -1,7 +1,7 @@
 //! Notification channels (`/notification-channels`) and deliveries
 //! (`/notification-deliveries`): list, show, create, test, delete a channel; list deliveries.
 
-use std::io::BufRead;
+use super::line_from_stdin;
 
 use berth_api::notifications::{
     ChannelKind, CreateNotificationChannel, DeleteNotificationChannel, DeliveryStatus,
@@ -178,7 +178,7 @@ pub fn notify(ctx: &Ctx, command: Notify) -> CliResult<()> {
                 || no_start_tls;
             let email = if mailing {
                 let smtp_password = if smtp_password_stdin {
-                    Some(password_from_stdin()?)
+                    Some(line_from_stdin("--smtp-password-stdin", "password")?)
                 } else {
                     None
                 };
@@ -296,17 +296,4 @@ pub fn notify(ctx: &Ctx, command: Notify) -> CliResult<()> {
             Ok(())
         }
     }
-}
-
-/// One line of standard input: the SMTP password.
-fn password_from_stdin() -> CliResult<String> {
-    let mut line = String::new();
-    std::io::stdin().lock().read_line(&mut line)?;
-    let password = line.trim_end_matches(['\r', '\n']).to_string();
-    if password.is_empty() {
-        return Err(CliError::Usage(
-            "--smtp-password-stdin: standard input held no password".into(),
-        ));
-    }
-    Ok(password)
 }

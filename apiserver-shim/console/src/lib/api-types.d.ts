@@ -3150,7 +3150,7 @@ export interface components {
         /** @description Where a backup is (Appaloft's statuses). */
         BackupStatus: "pending" | "ready" | "failed";
         /** @description The kinds of backup target. */
-        BackupTargetKind: "server-directory";
+        BackupTargetKind: "server-directory" | "s3";
         BackupTargetList: {
             items: components["schemas"]["BackupTargetSummary"][];
             schemaVersion: string;
@@ -3161,11 +3161,14 @@ export interface components {
             id: string;
             kind: components["schemas"]["BackupTargetKind"];
             name: string;
-            path: string;
-            /** @description Whether the directory could be written when last checked. */
+            path?: string;
+            /** @description Whether a probe could be written and removed there when last checked. */
             ready: boolean;
             readyMessage?: string;
-            serverId: string;
+            /** @description For `s3` (its keys are never shown). */
+            s3?: components["schemas"]["S3Bucket"];
+            /** @description For `server-directory`. */
+            serverId?: string;
         };
         /**
          * @description What the test restore of a backup found (Berth): a PostgreSQL's tables and rows, a
@@ -3721,14 +3724,23 @@ export interface components {
              */
             logicalCores?: number;
         };
-        /** @description `POST /backup-targets` (Berth): a directory on a registered server. */
+        /**
+         * @description `POST /backup-targets` (Berth): a directory on a registered server, or a bucket of an
+         *     S3-compatible store.
+         */
         CreateBackupTarget: {
-            /** @description `server-directory`. */
+            /**
+             * @description `server-directory` (the default) or `s3`.
+             * @default server-directory
+             */
             kind: components["schemas"]["BackupTargetKind"];
             name: string;
-            /** @description An absolute directory on the server. */
-            path: string;
-            serverId: string;
+            /** @description For `server-directory`: an absolute directory on it. */
+            path?: string;
+            /** @description For `s3`: the bucket and the keys to it. */
+            s3?: components["schemas"]["CreateS3Target"];
+            /** @description For `server-directory`: the server. */
+            serverId?: string;
         };
         CreateCredential: {
             /** @description `ssh-private-key`. */
@@ -3905,6 +3917,35 @@ export interface components {
             slug?: string;
             /** @description Where the code or artifact comes from, e.g. `{"kind":"docker-image","locator":"app:1"}`. */
             source?: components["schemas"]["SourceInput"];
+        };
+        /**
+         * @description A bucket and its keys. The keys are kept in a Secret of the organization that the target
+         *     owns; they are never answered back.
+         */
+        CreateS3Target: {
+            accessKeyId: string;
+            /** @description The bucket (it must exist; Berth does not create it). */
+            bucket: string;
+            /**
+             * @description The store's URL without a path: `https://s3.eu-west-1.amazonaws.com`,
+             *     `http://127.0.0.1:3900`. Plain `http` carries only sealed artifacts and signatures,
+             *     never the secret key.
+             */
+            endpoint: string;
+            /**
+             * @description Address the bucket in the path (`endpoint/bucket/key`), as most self-hosted stores
+             *     need, rather than as a host name (`bucket.endpoint/key`, AWS's default).
+             * @default false
+             */
+            pathStyle: boolean;
+            /** @description A key prefix under which artifacts go, without a leading `/`. */
+            prefix?: string;
+            /**
+             * @description The region requests are signed for.
+             * @default us-east-1
+             */
+            region: string;
+            secretAccessKey: string;
         };
         /** @description `POST /scheduled-tasks`: a task for a resource. */
         CreateScheduledTask: {
@@ -7443,6 +7484,34 @@ export interface components {
             /** @description `single-server`. */
             kind: string;
             providerKey: string;
+        };
+        /**
+         * @description A bucket of an S3-compatible store. Artifacts go under
+         *     `<prefix>/<namespace>/<what was backed up>/<backup>.berth-backup`, sealed before they leave
+         *     the controller, and appear under that name only once complete (multipart upload).
+         */
+        S3Bucket: {
+            /** @description The bucket (it must exist; Berth does not create it). */
+            bucket: string;
+            /**
+             * @description The store's URL without a path: `https://s3.eu-west-1.amazonaws.com`,
+             *     `http://127.0.0.1:3900`. Plain `http` carries only sealed artifacts and signatures,
+             *     never the secret key.
+             */
+            endpoint: string;
+            /**
+             * @description Address the bucket in the path (`endpoint/bucket/key`), as most self-hosted stores
+             *     need, rather than as a host name (`bucket.endpoint/key`, AWS's default).
+             * @default false
+             */
+            pathStyle: boolean;
+            /** @description A key prefix under which artifacts go, without a leading `/`. */
+            prefix?: string;
+            /**
+             * @description The region requests are signed for.
+             * @default us-east-1
+             */
+            region: string;
         };
         /** @description Spec §2.2 "Monitoring sample". */
         Sample: {

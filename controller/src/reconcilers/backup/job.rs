@@ -1,20 +1,16 @@
 //! The I/O of one backup: the dump streamed from the database's server, sealed, to the target
-//! server (named whole only once complete), then read back and restored into a throwaway
+//! (named whole only once complete), then read back and restored into a throwaway
 //! container of the database's image on its server, whose tables and rows (PostgreSQL) or
 //! keys (Redis) are counted.
 
 use std::time::{Duration, Instant};
 
-use berth_crds::backup::{BackupArtifact, BackupVerification, ENCRYPTION};
+use berth_crds::backup::{BackupArtifact, BackupVerification};
 use berth_crds::dependency_resource::DependencyKind;
-use berth_remote::ServerConnection;
-use russh::Channel;
-use russh::client::Msg;
 
-use super::plan::{self, ArtifactPath, Failure, code};
+use super::plan::{self, Failure, code};
 use super::sites::{Sites, counted, download_into, start_scratch};
-use super::transfer::Stored;
-use super::{redis, redis_job, transfer};
+use super::{redis, redis_job};
 
 use crate::error::Result;
 use crate::reconcilers::deployment::server_target::Target;
@@ -33,71 +29,13 @@ pub async fn take(sites: &Sites<'_>) -> Result<std::result::Result<BackupArtifac
         DependencyKind::Redis => (redis::dump_command(socket, sites.container), "redis-cli"),
     };
     let dump = sites.database_stream.exec_channel(&dump).await?;
-    let store = Store {
-        target: sites.store,
-        stream: sites.store_stream,
-        server: sites.store_server,
-        path: sites.path,
-        key: sites.key,
-    };
-    match store.upload(dump, dumper, &mut |_| {}).await? {
-        Ok(stored) => store.commit(stored).await.map(Ok),
+    match sites
+        .store
+        .upload(dump, dumper, sites.key, &mut |_| {})
+        .await?
+    {
+        Ok(stored) => sites.store.record(stored).await.map(Ok),
         Err(failure) => Ok(Err(failure)),
-    }
-}
-
-/// Where an artifact is stored: the target's server, a connection of its own for the
-/// stream, and the artifact's path and key.
-pub struct Store<'a> {
-    pub target: &'a Target,
-    pub stream: &'a ServerConnection,
-    pub server: &'a str,
-    pub path: &'a ArtifactPath,
-    pub key: &'a [u8],
-}
-
-impl Store<'_> {
-    /// Seals what `source` writes (the program `program`, as a failure names it) to the
-    /// artifact's partial file; `observe` sees it first. A failed upload leaves nothing.
-    pub async fn upload(
-        &self,
-        source: Channel<Msg>,
-        program: &str,
-        observe: &mut (dyn FnMut(&[u8]) + Send),
-    ) -> Result<std::result::Result<Stored, Failure>> {
-        let upload = self
-            .stream
-            .exec_channel(&self.path.upload_command())
-            .await?;
-        let sent = transfer::dump_to(source, program, upload, self.key, observe).await;
-        if sent.is_err() {
-            self.discard().await;
-        }
-        Ok(sent)
-    }
-
-    /// Removes a partial upload, best effort: a leftover `.partial` is never taken for an
-    /// artifact.
-    pub async fn discard(&self) {
-        let _ = self
-            .target
-            .connection
-            .run(&self.path.discard_command())
-            .await;
-    }
-
-    /// Names the uploaded artifact whole; its record.
-    pub async fn commit(&self, stored: Stored) -> Result<BackupArtifact> {
-        self.target
-            .connection
-            .run(&self.path.commit_command())
-            .await?;
-        Ok(BackupArtifact {
-            location: self.path.location(self.server),
-            bytes: stored.bytes,
-            sha256: stored.sha256,
-            encryption: ENCRYPTION.to_string(),
-        })
     }
 }
 

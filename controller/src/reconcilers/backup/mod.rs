@@ -2,7 +2,8 @@
 //! The dump is taken in the database's own container (`pg_dump -Fc`, or the snapshot a
 //! replica would get from `redis-cli --rdb`: `redis`), streamed through the server's
 //! tunnel, sealed by the controller with the organization's key (`seal`) and written to the
-//! BackupTarget's directory on another server, named whole only once complete; then it is read
+//! BackupTarget (a directory on another server, or an S3 bucket: `store`, `s3`), named whole
+//! only once complete; then it is read
 //! back, checked against its checksum, opened and restored into a throwaway container of the
 //! same image, whose tables and rows, or keys, are counted (`job`). Only then is the backup `ready`;
 //! anything else ends it `failed` with the cause in one line, a Warning event and a
@@ -29,8 +30,10 @@ mod redis;
 mod redis_job;
 mod removal;
 mod restore;
+mod s3;
 mod seal;
 mod sites;
+mod store;
 mod target;
 mod transfer;
 mod tree;
@@ -56,9 +59,10 @@ use kube::runtime::controller::Action;
 use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
 
-use self::plan::{ArtifactPath, Failure, code};
+use self::plan::{Failure, code};
 use self::record::BackupRecord;
 use self::sites::Sites;
+use self::store::Store;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::reconcilers::deployment::connect;
@@ -124,20 +128,23 @@ impl BackupRecord<'_, DependencyResourceBackup> {
         };
         let key = key::backup_key(&self.context.client, self.namespace).await?;
         let dependency = &found.dependency;
-        let store_server = &found.target.spec.server_directory.server_id;
+        let dependency_id = dependency.name_any();
         let (_, database) =
             connect(self.context, self.namespace, &dependency.spec.server_id).await?;
-        let (_, store) = connect(self.context, self.namespace, store_server).await?;
         let database_stream =
             dedicated_connection(self.context, self.namespace, &dependency.spec.server_id).await?;
-        let store_stream = dedicated_connection(self.context, self.namespace, store_server).await?;
-        let dependency_id = dependency.name_any();
-        let path = ArtifactPath::of(
-            &found.target.spec.server_directory.path,
+        let name = self.object.name_any();
+        let store = Store::for_new(
+            self.context,
             self.namespace,
+            &found.target,
             &dependency_id,
-            &self.object.name_any(),
+            &name,
         );
+        let store = match store.await? {
+            Ok(store) => store,
+            Err(failure) => return self.end_from(self.current(), Err(failure)).await,
+        };
         let container = network_name(self.namespace, &dependency_id);
         let sites = Sites {
             kind: dependency.spec.kind,
@@ -146,9 +153,6 @@ impl BackupRecord<'_, DependencyResourceBackup> {
             container: &container,
             image: dependency.spec.image(),
             store: &store,
-            store_stream: &store_stream,
-            store_server,
-            path: &path,
             key: &key,
         };
         let mut status = self.current();

@@ -1,5 +1,5 @@
 //! A backup being deleted (by hand, by its policy's pruning, with its database or organization)
-//! takes its artifact with it: the whole file and any partial upload are removed at the target
+//! takes its artifact with it: the whole file and any partial upload (or the object) are removed at the target
 //! before the finalizer is released. A target or server that no longer exists has nothing left
 //! to remove; one that cannot be reached is tried again, for at most [`GIVE_UP_AFTER`], then
 //! the backup goes with a Warning naming the file left behind.
@@ -20,10 +20,9 @@ use kube::runtime::events::EventType;
 use kube::{Api, ResourceExt};
 use serde::de::DeserializeOwned;
 
-use super::plan::ArtifactPath;
+use super::store::Store;
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::reconcilers::deployment::connect;
 use crate::reconcilers::fresh::release_finalizer;
 
 /// How long a deleted backup keeps trying to reach its target before it goes without it.
@@ -76,25 +75,24 @@ impl StoredBackup for StorageVolumeBackup {
 }
 
 /// Where the artifact of `backup` is, or would be: its recorded location, else the place its
-/// target gives it. `None` when neither is known.
-fn artifact_place(
+/// target gives it (an upload cut short). `None` when neither is known; why not, when the
+/// place cannot be opened.
+async fn artifact_store(
     backup: &impl StoredBackup,
     target: Option<&BackupTarget>,
+    context: &Context,
     namespace: &str,
-) -> Option<(String, ArtifactPath)> {
-    let recorded = backup
-        .artifact()
-        .and_then(|artifact| ArtifactPath::from_location(&artifact.location));
-    recorded.or_else(|| {
-        let directory = &target?.spec.server_directory;
-        let path = ArtifactPath::of(
-            &directory.path,
-            namespace,
-            backup.taken_of(),
-            &backup.name_any(),
-        );
-        Some((directory.server_id.clone(), path))
-    })
+) -> Result<Option<std::result::Result<Store, String>>> {
+    if let Some(artifact) = backup.artifact() {
+        let store = Store::of_artifact(context, namespace, &artifact.location, target).await?;
+        return Ok(Some(store));
+    }
+    let Some(target) = target else {
+        return Ok(None);
+    };
+    let (of, name) = (backup.taken_of(), backup.name_any());
+    let store = Store::for_new(context, namespace, target, of, &name).await?;
+    Ok(Some(store.map_err(|failure| failure.message)))
 }
 
 /// Removes the artifact of a backup being deleted, then releases its finalizer.
@@ -109,40 +107,36 @@ pub async fn remove_artifact<K: StoredBackup>(
     }
     let targets = Api::<BackupTarget>::namespaced(context.client.clone(), namespace);
     let target = targets.get_opt(backup.target_id()).await?;
-    if let Some((server, path)) = artifact_place(backup, target.as_ref(), namespace) {
-        let left = match remove_at(context, namespace, &server, &path).await {
-            Ok(refused) => refused,
-            // The server is gone: nothing Berth can reach is left.
-            Err(Error::InvalidSpec(_)) => None,
-            Err(error) if gave_up(backup) => Some(error.to_string()),
-            Err(error) => return Err(error),
-        };
-        if let Some(why) = left {
-            let note = format!(
-                "the artifact {} was left on server {server}: {why}",
-                path.file
-            );
-            let reference = backup.object_ref(&());
-            context
-                .publish_event(&reference, EventType::Warning, "ArtifactLeft", note)
-                .await;
+    let left_at_target = |why: String| {
+        format!(
+            "the artifact of {} was left at its target: {why}",
+            backup.name_any()
+        )
+    };
+    let left = match artifact_store(backup, target.as_ref(), context, namespace).await {
+        Ok(None) => None,
+        Ok(Some(Err(why))) => Some(left_at_target(why)),
+        Ok(Some(Ok(store))) => {
+            let left = |why: String| format!("the artifact {} was left: {why}", store.described());
+            match store.remove().await {
+                Ok(refused) => refused.map(left),
+                Err(error) if gave_up(backup) => Some(left(error.to_string())),
+                Err(error) => return Err(error),
+            }
         }
+        // The server is gone: nothing Berth can reach is left.
+        Err(Error::InvalidSpec(_)) => None,
+        Err(error) if gave_up(backup) => Some(left_at_target(error.to_string())),
+        Err(error) => return Err(error),
+    };
+    if let Some(note) = left {
+        let reference = backup.object_ref(&());
+        context
+            .publish_event(&reference, EventType::Warning, "ArtifactLeft", note)
+            .await;
     }
     release_finalizer(&api, backup, ARTIFACT_FINALIZER).await?;
     Ok(Action::await_change())
-}
-
-/// Removes the artifact at `server`: what `rm` said when it refused (a retry would not help).
-async fn remove_at(
-    context: &Context,
-    namespace: &str,
-    server: &str,
-    path: &ArtifactPath,
-) -> Result<Option<String>> {
-    let (_, store) = connect(context, namespace, server).await?;
-    let output = store.connection.exec(&path.remove_command()).await?;
-    let said = String::from_utf8_lossy(&output.stderr).trim().to_string();
-    Ok((output.exit_status != Some(0)).then_some(said))
 }
 
 fn gave_up(backup: &impl StoredBackup) -> bool {

@@ -25,9 +25,10 @@ use kube::runtime::watcher;
 use kube::{Api, Resource as _, ResourceExt};
 
 use super::job;
-use super::plan::{self, ArtifactPath, Failure, code};
+use super::plan::{self, Failure, code};
 use super::redis_job::{self, RedisRestore};
 use super::sites::ArtifactStream;
+use super::store::Store;
 use super::{key, not_backed_up};
 use crate::conditions::Stamp;
 use crate::context::Context;
@@ -216,21 +217,19 @@ async fn restore_into(
     let Some(artifact) = artifact else {
         return failed(format!("backup {} records no artifact", backup.name_any()));
     };
-    let Some((store_server, path)) = ArtifactPath::from_location(&artifact.location) else {
-        return failed(format!(
-            "the artifact location {} cannot be read",
-            artifact.location
-        ));
+    let location = &artifact.location;
+    let target_id = &backup.spec.target_id;
+    let store = match Store::of_recorded(context, namespace, location, target_id).await? {
+        Ok(store) => store,
+        Err(why) => return failed(why),
     };
     let key = key::backup_key(&context.client, namespace).await?;
     let (_, database) = connect(context, namespace, &into.spec.server_id).await?;
     let container = network_name(namespace, &into.name_any());
-    // The streams on connections of their own (see `sites::Sites`).
-    let store_stream = dedicated_connection(context, namespace, &store_server).await?;
+    // The stream on a connection of its own (see `sites::Sites`).
     let database_stream = dedicated_connection(context, namespace, &into.spec.server_id).await?;
     let stream = ArtifactStream {
-        from: &store_stream,
-        path: &path,
+        from: &store,
         to: &database_stream,
         key: &key,
     };

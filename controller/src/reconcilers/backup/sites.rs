@@ -14,7 +14,8 @@ use bollard::query_parameters::CreateContainerOptionsBuilder;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
-use super::plan::{ArtifactPath, Failure};
+use super::plan::{Failure, code};
+use super::store::Store;
 use super::{redis, transfer};
 use crate::error::Result;
 use crate::reconcilers::deployment::server_target::Target;
@@ -32,12 +33,8 @@ pub struct Sites<'a> {
     pub container: &'a str,
     /// Its image, for the throwaway container.
     pub image: &'a str,
-    /// The target's server and its name.
-    pub store: &'a Target,
-    /// A connection to it for the artifact's streams.
-    pub store_stream: &'a ServerConnection,
-    pub store_server: &'a str,
-    pub path: &'a ArtifactPath,
+    /// Where the artifact is kept.
+    pub store: &'a Store,
     pub key: &'a [u8],
 }
 
@@ -63,8 +60,7 @@ pub async fn download_into(
     receiving: &str,
 ) -> Result<std::result::Result<i64, Failure>> {
     let stream = ArtifactStream {
-        from: sites.store_stream,
-        path: sites.path,
+        from: sites.store,
         to: sites.database_stream,
         key: sites.key,
     };
@@ -73,8 +69,7 @@ pub async fn download_into(
 
 /// An artifact's way from its target to a command on a database's server.
 pub struct ArtifactStream<'a> {
-    pub from: &'a ServerConnection,
-    pub path: &'a ArtifactPath,
+    pub from: &'a Store,
     pub to: &'a ServerConnection,
     pub key: &'a [u8],
 }
@@ -88,10 +83,10 @@ impl ArtifactStream<'_> {
         receiver: &str,
         receiving: &str,
     ) -> Result<std::result::Result<i64, Failure>> {
-        let download = self
-            .from
-            .exec_channel(&self.path.download_command())
-            .await?;
+        let download = match self.from.source().await? {
+            Ok(download) => download,
+            Err(why) => return Ok(Err(Failure::new(code::VERIFICATION_FAILED, why))),
+        };
         let receiver = self.to.exec_channel(receiver).await?;
         let opened =
             transfer::restore_from(download, receiver, receiving, self.key, &artifact.sha256);

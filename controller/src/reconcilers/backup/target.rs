@@ -1,11 +1,13 @@
-//! BackupTarget: checks that a server-directory target can take artifacts (the directory made
-//! when missing, a file written and removed) when the target is created or changed, and says so
-//! in `Ready`. A failing check is retried every [`RECHECK`]; a passing one costs nothing after.
+//! BackupTarget: checks that a target can take artifacts when it is created or changed (a
+//! server directory: made when missing, a file written and removed; a bucket: its keys read,
+//! an object written and removed), and says so in `Ready`. A failing check is retried every [`RECHECK`]; a passing one costs nothing after.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use berth_crds::backup::{BackupTarget, BackupTargetStatus};
+use berth_crds::backup::{
+    BackupTarget, BackupTargetSpec, BackupTargetStatus, S3Target, ServerDirectory, TargetPlace,
+};
 use berth_crds::condition::{self, READY};
 use berth_remote::shell_quote;
 use k8s_openapi::jiff::Timestamp;
@@ -14,6 +16,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
 
+use super::s3::BucketStore;
 use crate::conditions::Stamp;
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -59,33 +62,24 @@ async fn reconcile(target: Arc<BackupTarget>, context: Arc<Context>) -> Result<A
     let namespace = target
         .namespace()
         .ok_or(Error::MissingObjectKey("metadata.namespace"))?;
-    let place = &target.spec.server_directory;
-    let problem = match connect(&context, &namespace, &place.server_id).await {
-        Ok((_, server)) => {
-            let output = server.connection.exec(&probe_command(&place.path)).await?;
-            let said = String::from_utf8_lossy(&output.stderr).trim().to_string();
-            (output.exit_status != Some(0))
-                .then(|| format!("{} cannot be written: {said}", place.path))
-        }
-        Err(Error::InvalidSpec(why)) => Some(why),
-        Err(error) => Some(format!(
-            "server {} cannot be reached: {error}",
-            place.server_id
-        )),
+    let (reason, problem) = match target.spec.place() {
+        Err(why) => ("InvalidSpec", Some(why)),
+        Ok(TargetPlace::Directory(place)) => (
+            "NotWritable",
+            directory_problem(&context, &namespace, place).await?,
+        ),
+        Ok(TargetPlace::Bucket(s3)) => (
+            "NotWritable",
+            bucket_problem(&context, &namespace, s3).await?,
+        ),
     };
     let stamp = Stamp {
         generation,
         now: Timestamp::now(),
     };
     let ready = match &problem {
-        None => stamp.ready(
-            "Writable",
-            format!(
-                "{} on server {} takes artifacts",
-                place.path, place.server_id
-            ),
-        ),
-        Some(why) => stamp.not_ready("NotWritable", why.clone()),
+        None => stamp.ready("Writable", takes_artifacts(&target.spec)),
+        Some(why) => stamp.not_ready(reason, why.clone()),
     };
     let mut status = BackupTargetStatus {
         observed_generation: generation,
@@ -100,6 +94,62 @@ async fn reconcile(target: Arc<BackupTarget>, context: Arc<Context>) -> Result<A
         None => Action::await_change(),
         Some(_) => Action::requeue(RECHECK),
     })
+}
+
+/// Why a directory on a server cannot take artifacts, if it cannot.
+async fn directory_problem(
+    context: &Context,
+    namespace: &str,
+    place: &ServerDirectory,
+) -> Result<Option<String>> {
+    Ok(match connect(context, namespace, &place.server_id).await {
+        Ok((_, server)) => {
+            let output = server.connection.exec(&probe_command(&place.path)).await?;
+            let said = String::from_utf8_lossy(&output.stderr).trim().to_string();
+            (output.exit_status != Some(0))
+                .then(|| format!("{} cannot be written: {said}", place.path))
+        }
+        Err(Error::InvalidSpec(why)) => Some(why),
+        Err(error) => Some(format!(
+            "server {} cannot be reached: {error}",
+            place.server_id
+        )),
+    })
+}
+
+/// Why a bucket cannot take artifacts, if it cannot: its keys are read and a probe object is
+/// written and removed under the target's prefix.
+async fn bucket_problem(
+    context: &Context,
+    namespace: &str,
+    s3: &S3Target,
+) -> Result<Option<String>> {
+    let bucket = match BucketStore::open(&context.client, namespace, s3, None).await? {
+        Ok(bucket) => bucket,
+        Err(why) => return Ok(Some(why)),
+    };
+    let probe = s3.bucket.artifact_key(namespace, ".berth-probe", "probe");
+    Ok(bucket.probe(&probe).await.err().map(|why| {
+        format!(
+            "bucket {} at {}: {why}",
+            s3.bucket.bucket, s3.bucket.endpoint
+        )
+    }))
+}
+
+/// What a Ready target says it offers.
+fn takes_artifacts(spec: &BackupTargetSpec) -> String {
+    match spec.place() {
+        Ok(TargetPlace::Directory(place)) => format!(
+            "{} on server {} takes artifacts",
+            place.path, place.server_id
+        ),
+        Ok(TargetPlace::Bucket(s3)) => format!(
+            "bucket {} at {} takes artifacts",
+            s3.bucket.bucket, s3.bucket.endpoint
+        ),
+        Err(why) => why,
+    }
 }
 
 #[cfg(test)]

@@ -1,13 +1,17 @@
 //! The backup's bytes in motion, never whole in memory or on the controller's disk: a dump
-//! read from one server's exec channel is sealed and written to the target's, and an artifact
-//! read back from the target is checked, opened and written into a restore on the database's
-//! server. Each command's exit status and the start of its standard error are kept.
+//! read from one server's exec channel is sealed and written to the target (a command's input
+//! on its server, or a bucket's upload: [`Sink`]), and an artifact read back from the target
+//! ([`Source`]) is checked, opened and written into a restore on the database's server. Each
+//! command's exit status and the start of its standard error are kept.
 
+use bytes::Bytes;
 use russh::client::Msg;
-use russh::{Channel, ChannelMsg, ChannelReadHalf};
+use russh::{Channel, ChannelMsg, ChannelReadHalf, ChannelWriteHalf};
 use sha2::{Digest, Sha256};
+use tokio::task::JoinHandle;
 
 use super::plan::{Failure, code};
+use super::s3::{self, PartUpload};
 use super::seal::{Opener, Sealer};
 
 /// Standard error kept per command, for a failure's message.
@@ -94,23 +98,142 @@ impl Tally {
     }
 }
 
+/// Where sealed bytes go.
+pub enum Sink<'a> {
+    /// A command's standard input on the target's server, and how the command ended.
+    Command {
+        write: ChannelWriteHalf<Msg>,
+        end: JoinHandle<Ended>,
+    },
+    /// An upload into a bucket.
+    Bucket(PartUpload<'a>),
+}
+
+const STORING: &str = "storing the artifact at the target";
+
+impl Sink<'_> {
+    pub fn command(channel: Channel<Msg>) -> Self {
+        let (read, write) = channel.split();
+        Self::Command {
+            write,
+            end: tokio::spawn(finish(read)),
+        }
+    }
+
+    async fn send(&mut self, data: &[u8]) -> Result<(), Failure> {
+        match self {
+            Self::Command { write, end } => {
+                let Err(error) = write.data(data).await else {
+                    return Ok(());
+                };
+                // The target's command ended first: what it said is the cause.
+                let stored = end.await.unwrap_or_default();
+                let problem = stored
+                    .problem(STORING)
+                    .unwrap_or_else(|| format!("sending to the target: {error}"));
+                Err(Failure::new(code::UPLOAD_FAILED, problem))
+            }
+            Self::Bucket(upload) => upload.write(data).await.map_err(upload_failed),
+        }
+    }
+
+    async fn close(self) -> Result<(), Failure> {
+        match self {
+            Self::Command { write, end } => {
+                write
+                    .eof()
+                    .await
+                    .map_err(|e| upload_failed(format!("sending to the target: {e}")))?;
+                let stored = end.await.unwrap_or_default();
+                stored
+                    .problem(STORING)
+                    .map_or(Ok(()), |p| Err(upload_failed(p)))
+            }
+            Self::Bucket(upload) => upload.finish().await.map_err(upload_failed),
+        }
+    }
+
+    /// Gives up: a bucket drops the parts it holds; a command's partial file is the
+    /// store's to remove.
+    async fn abandon(self) {
+        if let Self::Bucket(upload) = self {
+            upload.abort().await;
+        }
+    }
+}
+
+fn upload_failed(message: String) -> Failure {
+    Failure::new(code::UPLOAD_FAILED, message)
+}
+
+/// Where an artifact is read from.
+pub enum Source {
+    /// A command's standard output on the target's server, and what it said meanwhile.
+    Command {
+        read: ChannelReadHalf,
+        ended: Ended,
+        done: bool,
+    },
+    /// A download from a bucket.
+    Bucket(reqwest::Response),
+}
+
+impl Source {
+    pub fn command(channel: Channel<Msg>) -> Self {
+        let (read, _write) = channel.split();
+        Self::Command {
+            read,
+            ended: Ended::default(),
+            done: false,
+        }
+    }
+
+    /// The next bytes; `None` at a good end, an error (once) when the read failed.
+    async fn next(&mut self) -> Option<Result<Bytes, String>> {
+        match self {
+            Self::Command { read, ended, done } => {
+                while !*done {
+                    match read.wait().await {
+                        Some(ChannelMsg::Data { data }) => {
+                            return Some(Ok(Bytes::copy_from_slice(&data)));
+                        }
+                        Some(ChannelMsg::ExtendedData { data, .. }) => keep_stderr(ended, &data),
+                        Some(ChannelMsg::ExitStatus { exit_status }) => {
+                            ended.exit_status = Some(exit_status)
+                        }
+                        Some(_) => {}
+                        None => {
+                            *done = true;
+                            let reading = "reading the artifact at the target";
+                            return ended.problem(reading).map(Err);
+                        }
+                    }
+                }
+                None
+            }
+            Self::Bucket(response) => s3::next_chunk(response).await.transpose(),
+        }
+    }
+}
+
 /// Seals the dump `dump` writes (with the program `dumper`, as a failure names it) and sends
-/// it to `upload`'s standard input; `observe` sees the dump as it passes (a volume's tree is
-/// read from it). The upload's command must not name its file whole before this returns `Ok`.
+/// it to `sink`; `observe` sees the dump as it passes (a volume's tree is read from it). The
+/// sink must not name the artifact whole before this returns `Ok`.
 pub async fn dump_to(
     dump: Channel<Msg>,
     dumper: &str,
-    upload: Channel<Msg>,
+    mut sink: Sink<'_>,
     key: &[u8],
     observe: &mut (dyn FnMut(&[u8]) + Send),
 ) -> Result<Stored, Failure> {
-    let upload_failed =
-        |e: russh::Error| Failure::new(code::UPLOAD_FAILED, format!("sending to the target: {e}"));
-    let mut sealer =
-        Sealer::new(key).map_err(|e| Failure::new(code::DUMP_FAILED, e.to_string()))?;
+    let mut sealer = match Sealer::new(key) {
+        Ok(sealer) => sealer,
+        Err(error) => {
+            sink.abandon().await;
+            return Err(Failure::new(code::DUMP_FAILED, error.to_string()));
+        }
+    };
     let (mut dump_read, _dump_write) = dump.split();
-    let (upload_read, upload_write) = upload.split();
-    let upload_end = tokio::spawn(finish(upload_read));
     let mut sent = Tally::default();
     let mut dumped = Ended::default();
     while let Some(message) = dump_read.wait().await {
@@ -119,14 +242,9 @@ pub async fn dump_to(
                 observe(&data);
                 let sealed = sealer.push(&data);
                 sent.add(&sealed);
-                if let Err(error) = upload_write.data(&sealed[..]).await {
-                    // The target's command ended first: what it said is the cause.
-                    let stored = upload_end.await.unwrap_or_default();
-                    let what = "storing the artifact at the target";
-                    return Err(stored.problem(what).map_or_else(
-                        || upload_failed(error),
-                        |p| Failure::new(code::UPLOAD_FAILED, p),
-                    ));
+                if let Err(failure) = sink.send(&sealed).await {
+                    sink.abandon().await;
+                    return Err(failure);
                 }
             }
             ChannelMsg::ExtendedData { data, .. } => keep_stderr(&mut dumped, &data),
@@ -135,27 +253,27 @@ pub async fn dump_to(
         }
     }
     if let Some(problem) = dumped.problem(dumper) {
+        sink.abandon().await;
         return Err(Failure::new(code::DUMP_FAILED, problem));
     }
     let last = sealer.finish();
     sent.add(&last);
-    upload_write.data(&last[..]).await.map_err(upload_failed)?;
-    upload_write.eof().await.map_err(upload_failed)?;
-    let stored = upload_end.await.unwrap_or_default();
-    if let Some(problem) = stored.problem("storing the artifact at the target") {
-        return Err(Failure::new(code::UPLOAD_FAILED, problem));
+    if let Err(failure) = sink.send(&last).await {
+        sink.abandon().await;
+        return Err(failure);
     }
+    sink.close().await?;
     Ok(Stored {
         bytes: sent.bytes,
         sha256: sent.hex(),
     })
 }
 
-/// Reads the artifact `download` writes, checks it against `sha256`, opens it and sends the
+/// Reads the artifact from `download`, checks it against `sha256`, opens it and sends the
 /// dump to `restore`'s standard input (the program `restorer`, as a failure names it); the
 /// dump's size.
 pub async fn restore_from(
-    download: Channel<Msg>,
+    mut download: Source,
     restore: Channel<Msg>,
     restorer: &str,
     key: &[u8],
@@ -163,32 +281,21 @@ pub async fn restore_from(
 ) -> Result<i64, Failure> {
     let failed = |message: String| Failure::new(code::VERIFICATION_FAILED, message);
     let mut opener = Opener::new(key).map_err(|e| failed(e.to_string()))?;
-    let (mut download_read, _download_write) = download.split();
     let (restore_read, restore_write) = restore.split();
     let restore_end = tokio::spawn(finish(restore_read));
     let (mut received, mut dump_bytes) = (Tally::default(), 0i64);
-    let mut downloaded = Ended::default();
-    while let Some(message) = download_read.wait().await {
-        match message {
-            ChannelMsg::Data { data } => {
-                received.add(&data);
-                let plain = opener.push(&data).map_err(|e| failed(e.to_string()))?;
-                dump_bytes += plain.len() as i64;
-                if let Err(error) = restore_write.data(&plain[..]).await {
-                    // The restore ended first: what it said is the cause.
-                    let restored = restore_end.await.unwrap_or_default();
-                    return Err(failed(restored.problem(restorer).unwrap_or_else(|| {
-                        format!("sending the dump to {restorer}: {error}")
-                    })));
-                }
-            }
-            ChannelMsg::ExtendedData { data, .. } => keep_stderr(&mut downloaded, &data),
-            ChannelMsg::ExitStatus { exit_status } => downloaded.exit_status = Some(exit_status),
-            _ => {}
+    while let Some(chunk) = download.next().await {
+        let data = chunk.map_err(failed)?;
+        received.add(&data);
+        let plain = opener.push(&data).map_err(|e| failed(e.to_string()))?;
+        dump_bytes += plain.len() as i64;
+        if let Err(error) = restore_write.data(&plain[..]).await {
+            // The restore ended first: what it said is the cause.
+            let restored = restore_end.await.unwrap_or_default();
+            return Err(failed(restored.problem(restorer).unwrap_or_else(|| {
+                format!("sending the dump to {restorer}: {error}")
+            })));
         }
-    }
-    if let Some(problem) = downloaded.problem("reading the artifact at the target") {
-        return Err(failed(problem));
     }
     opener.finish().map_err(|e| failed(e.to_string()))?;
     let found = received.hex();

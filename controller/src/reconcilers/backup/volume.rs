@@ -22,10 +22,10 @@ use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
 use russh::ChannelMsg;
 
-use super::job::Store;
-use super::plan::{self, ArtifactPath, Failure, code};
+use super::plan::{self, Failure, code};
 use super::record::BackupRecord;
 use super::sites::{ArtifactStream, counted};
+use super::store::Store;
 use super::transfer::{self, Ended};
 use super::tree::TreeReader;
 use super::volume_plan::{self, DOCKER_CP, VolumeSource};
@@ -87,10 +87,7 @@ struct Sites<'a> {
     /// The volume's server, and a connection of its own for the archive's streams.
     server: &'a Target,
     server_stream: &'a ServerConnection,
-    store: &'a Target,
-    store_stream: &'a ServerConnection,
-    store_server: &'a str,
-    path: &'a ArtifactPath,
+    store: &'a Store,
     key: &'a [u8],
     image: &'a str,
 }
@@ -104,30 +101,30 @@ impl BackupRecord<'_, StorageVolumeBackup> {
             Err(failure) => return self.end_from(self.current(), Err(failure)).await,
         };
         let source = VolumeSource::of(&volume);
-        let store_server = &target.spec.server_directory.server_id;
         let (_, server) = connect(self.context, self.namespace, &spec.server_id).await?;
         if let Some(failure) = absent(&server, &source, &spec.server_id).await? {
             return self.end_from(self.current(), Err(failure)).await;
         }
         let key = key::backup_key(&self.context.client, self.namespace).await?;
-        let (_, store) = connect(self.context, self.namespace, store_server).await?;
         let server_stream =
             dedicated_connection(self.context, self.namespace, &spec.server_id).await?;
-        let store_stream = dedicated_connection(self.context, self.namespace, store_server).await?;
-        let path = ArtifactPath::of(
-            &target.spec.server_directory.path,
+        let name = self.object.name_any();
+        let store = Store::for_new(
+            self.context,
             self.namespace,
+            &target,
             &spec.storage_volume_id,
-            &self.object.name_any(),
+            &name,
         );
+        let store = match store.await? {
+            Ok(store) => store,
+            Err(failure) => return self.end_from(self.current(), Err(failure)).await,
+        };
         let sites = Sites {
             volume: &source,
             server: &server,
             server_stream: &server_stream,
             store: &store,
-            store_stream: &store_stream,
-            store_server,
-            path: &path,
             key: &key,
             image: &self.context.volume_helper_image,
         };
@@ -195,16 +192,10 @@ async fn take(
         .volume
         .read_command(&sites.server.docker_socket, sites.image);
     let read = sites.server_stream.exec_channel(&read).await?;
-    let store = Store {
-        target: sites.store,
-        stream: sites.store_stream,
-        server: sites.store_server,
-        path: sites.path,
-        key: sites.key,
-    };
+    let store = sites.store;
     let mut tree = TreeReader::default();
     let stored = match store
-        .upload(read, DOCKER_CP, &mut |data| tree.push(data))
+        .upload(read, DOCKER_CP, sites.key, &mut |data| tree.push(data))
         .await?
     {
         Ok(stored) => stored,
@@ -218,7 +209,7 @@ async fn take(
             return Ok(Err(Failure::new(code::DUMP_FAILED, why)));
         }
     };
-    Ok(Ok((store.commit(stored).await?, tree)))
+    Ok(Ok((store.record(stored).await?, tree)))
 }
 
 /// Extracts `artifact` into the throwaway volume `scratch` and reads it back: the
@@ -236,8 +227,7 @@ async fn prove(
     run(volume_plan::create_new_volume_command(socket, scratch)).await?;
     let into = VolumeSource::named_as(scratch);
     let stream = ArtifactStream {
-        from: sites.store_stream,
-        path: sites.path,
+        from: sites.store,
         to: sites.server_stream,
         key: sites.key,
     };

@@ -21,9 +21,10 @@ use kube::runtime::watcher;
 use kube::{Api, Resource as _, ResourceExt};
 
 use super::key;
-use super::plan::{self, ArtifactPath, Failure, code};
+use super::plan::{self, Failure, code};
 use super::restore::ended;
 use super::sites::ArtifactStream;
+use super::store::Store;
 use super::volume::{absent, differs, write_and_read_back};
 use super::volume_plan::{self, VolumeSource};
 use crate::conditions::Stamp;
@@ -147,20 +148,18 @@ async fn restore_into(
     else {
         return failed(format!("backup {} records no artifact", backup.name_any()));
     };
-    let Some((store_server, path)) = ArtifactPath::from_location(&artifact.location) else {
-        return failed(format!(
-            "the artifact location {} cannot be read",
-            artifact.location
-        ));
+    let location = &artifact.location;
+    let target_id = &backup.spec.target_id;
+    let store = match Store::of_recorded(context, namespace, location, target_id).await? {
+        Ok(store) => store,
+        Err(why) => return failed(why),
     };
     let server_id = &backup.spec.server_id;
     let key = key::backup_key(&context.client, namespace).await?;
     let (_, server) = connect(context, namespace, server_id).await?;
-    let store_stream = dedicated_connection(context, namespace, &store_server).await?;
     let server_stream = dedicated_connection(context, namespace, server_id).await?;
     let stream = ArtifactStream {
-        from: &store_stream,
-        path: &path,
+        from: &store,
         to: &server_stream,
         key: &key,
     };
