@@ -11,6 +11,7 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 
 use crate::attempt_supervisor::Attempts;
 use crate::cache::Caches;
+use crate::holds::Holds;
 use crate::metrics::Metrics;
 use crate::notices::{Notice, Notices};
 use crate::observer::Observers;
@@ -45,6 +46,9 @@ pub struct Context {
     pub observers: Observers,
     /// The deployment attempts running now, one task each.
     pub attempts: Attempts,
+    /// Containers stopped on purpose for a while (a volume restored in place or quiesced for
+    /// a backup): drift repair leaves them.
+    pub holds: Holds,
     /// Where certificates come from and how host names are checked (DESIGN §5b).
     pub acme: AcmeSettings,
     /// The controller's copies of the git repositories it deploys (DESIGN §5a').
@@ -116,6 +120,7 @@ impl Context {
             caches,
             observers,
             attempts: Attempts::default(),
+            holds: Holds::default(),
             acme,
             sources,
             notices,

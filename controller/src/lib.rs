@@ -9,6 +9,7 @@ pub mod context;
 pub mod disruption_budgets;
 pub mod error;
 pub mod health_history;
+pub mod holds;
 pub mod leadership;
 pub mod liveness;
 pub mod metrics;

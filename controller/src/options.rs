@@ -102,7 +102,7 @@ pub struct RunOptions {
     pub disruption_budgets_in: Option<String>,
     /// Image of the short-lived containers that read and write storage volumes' files for
     /// backups and restores (pulled by a server's Docker when missing; needs `sh` and `find`
-    /// for a restore in place).
+    /// for a restore in place, `cp -a` for a quiesced backup).
     #[arg(
         long,
         env = "BERTH_VOLUME_HELPER_IMAGE",

@@ -15,6 +15,8 @@ pub use berth_vocabulary::backups::{
     counted_contents, provider_key,
 };
 
+pub use berth_vocabulary::storage::QuiescedWindow;
+
 pub use berth_vocabulary::s3_bucket::{
     ACCESS_KEY_ID_FIELD, DEFAULT_REGION, S3Bucket, SECRET_ACCESS_KEY_FIELD,
 };
@@ -221,6 +223,9 @@ pub struct DependencyResourceBackupStatus {
     /// What the test restore found.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verification: Option<BackupVerification>,
+    /// A quiesced volume backup: the containers stopped for the copy, and for how long.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quiesced: Option<QuiescedWindow>,
     /// `Ready` once verified.
     #[serde(default)]
     pub conditions: Vec<Condition>,

@@ -485,7 +485,9 @@ pub enum RuntimeLifecycle {
     Exited,
     /// The container is gone from the server.
     Missing,
-    /// Stopped on request (`spec.runtime.desiredState: stopped`); drift repair leaves it.
+    /// Stopped on request (`spec.runtime.desiredState: stopped`), or by Berth for a while
+    /// (reason `held`: a volume restored in place or copied for a quiesced backup); drift
+    /// repair leaves it.
     Stopped,
     /// The server has not been observed (unreachable, or not yet since the controller started).
     Unknown,

@@ -10,7 +10,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-pub use berth_vocabulary::storage::VolumeRestoreMode;
+pub use berth_vocabulary::storage::{QuiescedWindow, VolumeConsistency, VolumeRestoreMode};
 
 use crate::backup::{DependencyResourceBackupStatus, DependencyResourceRestoreStatus};
 use crate::limits::{DESCRIPTION_MAX, OBJECT_NAME_MAX};
@@ -56,6 +56,11 @@ pub struct StorageVolumeBackupSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = DESCRIPTION_MAX))]
     pub description: Option<String>,
+    /// `crash-consistent` (default: read while the application runs) or `quiesced` (the
+    /// containers using the volume stopped only while its files are copied on the server into
+    /// a snapshot volume, which is then read; the server needs room for that copy).
+    #[serde(default)]
+    pub consistency: VolumeConsistency,
 }
 
 /// What the controller did and saw: the same record as a database backup's, whose

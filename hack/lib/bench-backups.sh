@@ -8,7 +8,10 @@
 #   2. Restore: Berth's test restore of that artifact (throwaway container started and ready,
 #      download, open, pg_restore, count: `verification.seconds`), against the floor: the same
 #      steps by hand (docker run, pg_isready, the floor's dump through ssh into pg_restore).
-#   3. What idle backup policies cost: berth-controller's API requests/min on backup kinds at
+#   3. Backup to a bucket: the same database to an `s3` BackupTarget in the stack's Garage,
+#      against the floor `ssh … pg_dump -Fc | gzip | rclone rcat` (Debian's rclone, a streamed
+#      multipart upload) to the same bucket.
+#   4. What idle backup policies cost: berth-controller's API requests/min on backup kinds at
 #      rest with the database and target only, then with 50 policies whose next slot is an
 #      hour away (every request it sends is printed, by kind).
 # Exits non-zero when a goal is missed. Source after common.sh, berth.sh and bench-scale.sh.
@@ -58,17 +61,38 @@ backups_floor_restore() {
   docker rm -f "$name" >/dev/null
 }
 
-# backups_berth_dump: seconds from a backup's creation until its artifact is stored.
+# backups_rclone ARGS…: rclone with the remote `bench:` set to the stack's Garage (plain
+# HTTP; rclone 1.60 cannot load AWS_CA_BUNDLE into its transport, so it is left out).
+backups_rclone() {
+  env -u AWS_CA_BUNDLE RCLONE_CONFIG_BENCH_TYPE=s3 RCLONE_CONFIG_BENCH_PROVIDER=Other \
+    RCLONE_CONFIG_BENCH_ENDPOINT="$BERTH_S3_ENDPOINT" RCLONE_CONFIG_BENCH_REGION="$BERTH_S3_REGION" \
+    RCLONE_CONFIG_BENCH_ACCESS_KEY_ID="$BERTH_S3_ACCESS_KEY_ID" \
+    RCLONE_CONFIG_BENCH_SECRET_ACCESS_KEY="$BERTH_S3_SECRET_ACCESS_KEY" \
+    RCLONE_CONFIG_BENCH_FORCE_PATH_STYLE=true rclone "$@"
+}
+
+# backups_floor_bucket CONTAINER: seconds of pg_dump -Fc | gzip through sshd into the bucket
+# (rclone rcat: a multipart upload from standard input, as Berth's is).
+backups_floor_bucket() {
+  local start=$EPOCHREALTIME
+  backups_ssh "docker exec $1 pg_dump -Fc -U berth -d app" | gzip -1 |
+    backups_rclone rcat "bench:$BERTH_S3_BUCKET/$BACKUPS_NS-floor/floor.dump.gz" ||
+    die "the floor's upload to the bucket failed"
+  awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.1f", b - a}'
+}
+
+# backups_berth_dump NAME TARGET: seconds from backup NAME's creation until its artifact is
+# stored at TARGET.
 backups_berth_dump() {
-  local start=$EPOCHREALTIME step
+  local name=$1 target=$2 start=$EPOCHREALTIME step
   kubectl -n "$BACKUPS_NS" apply -f - >/dev/null <<YAML
 apiVersion: berth.dev/v1alpha1
 kind: DependencyResourceBackup
-metadata: { name: bench-1 }
-spec: { dependencyResourceId: db, targetId: here }
+metadata: { name: $name }
+spec: { dependencyResourceId: db, targetId: $target }
 YAML
   while true; do
-    step=$(kubectl -n "$BACKUPS_NS" get dependencyresourcebackup bench-1 \
+    step=$(kubectl -n "$BACKUPS_NS" get dependencyresourcebackup "$name" \
       -o jsonpath='{.status.step}/{.status.status}')
     [[ $step == verifying/* || $step == */ready || $step == */failed ]] && break
     sleep 0.25
@@ -120,12 +144,14 @@ backups_cleanup() {
   kubectl -n "$BACKUPS_NS" delete server.berth.dev local --timeout=60s >/dev/null 2>&1 || true
   kubectl delete namespace "$BACKUPS_NS" --wait=false >/dev/null 2>&1 || true
   rm -rf "$BACKUPS_DIR"
+  backups_rclone deletefile "bench:$BERTH_S3_BUCKET/$BACKUPS_NS-floor/floor.dump.gz" 2>/dev/null || true
   BERTH_BIN_DIR=$CARGO_TARGET_DIR/debug berth_start_controller "$BERTH_RUN_DIR/controller.log" 9>&-
 }
 
 bench_backups() {
   local mib=${1:-256} failed=0 image=127.0.0.1:5000/berth/postgres:15 container
   stack_env
+  ensure_packages rclone:rclone
   # shellcheck source-path=SCRIPTDIR
   source "$HACK_DIR/lib/berth.sh"
   scale_take_over "$BACKUPS_NS"
@@ -142,6 +168,20 @@ apiVersion: berth.dev/v1alpha1
 kind: BackupTarget
 metadata: { name: here }
 spec: { name: here, kind: server-directory, serverDirectory: { serverId: local, path: $BACKUPS_DIR } }
+---
+apiVersion: v1
+kind: Secret
+metadata: { name: bucket-keys }
+stringData: { accessKeyId: "$BERTH_S3_ACCESS_KEY_ID", secretAccessKey: "$BERTH_S3_SECRET_ACCESS_KEY" }
+---
+apiVersion: berth.dev/v1alpha1
+kind: BackupTarget
+metadata: { name: bucket }
+spec:
+  name: bucket
+  kind: s3
+  s3: { endpoint: "$BERTH_S3_ENDPOINT", bucket: "$BERTH_S3_BUCKET", region: "$BERTH_S3_REGION",
+        pathStyle: true, prefix: "$BACKUPS_NS", credentialsSecretRef: { name: bucket-keys } }
 YAML
   kubectl -n "$BACKUPS_NS" wait --for=condition=Ready dependencyresource/db --timeout=180s \
     >/dev/null || die "the database did not become Ready"
@@ -154,7 +194,7 @@ YAML
   log "backup: Berth (dump, seal, store) against pg_dump -Fc | gzip through sshd"
   local floor_dump berth_dump floor_restore berth_restore status
   floor_dump=$(backups_floor_dump "$container")
-  berth_dump=$(backups_berth_dump)
+  berth_dump=$(backups_berth_dump bench-1 here)
   status=$(kubectl -n "$BACKUPS_NS" wait --for=jsonpath='{.status.status}'=ready \
     dependencyresourcebackup/bench-1 --timeout=1800s -o jsonpath='{.status.verification}') ||
     die "the backup did not become ready: $(kubectl -n "$BACKUPS_NS" get dependencyresourcebackup bench-1 -o jsonpath='{.status.failureMessage}')"
@@ -164,11 +204,21 @@ YAML
   floor_restore=$(backups_floor_restore "$image")
   echo "artifact: $(kubectl -n "$BACKUPS_NS" get dependencyresourcebackup bench-1 -o jsonpath='{.status.artifact.bytes}') bytes sealed; floor: $(stat -c %s "$BACKUPS_DIR/floor.dump.gz") bytes gzipped"
   echo "backup: Berth ${berth_dump} s, floor ${floor_dump} s; restore: Berth ${berth_restore} s, floor ${floor_restore} s"
+  log "backup to a bucket: Berth (dump, seal, multipart upload) against pg_dump -Fc | gzip | rclone rcat"
+  local floor_bucket berth_bucket
+  floor_bucket=$(backups_floor_bucket "$container")
+  berth_bucket=$(backups_berth_dump bench-s3 bucket)
+  kubectl -n "$BACKUPS_NS" wait --for=jsonpath='{.status.status}'=ready \
+    dependencyresourcebackup/bench-s3 --timeout=1800s >/dev/null ||
+    die "the bucket backup did not become ready: $(kubectl -n "$BACKUPS_NS" get dependencyresourcebackup bench-s3 -o jsonpath='{.status.failureMessage}')"
+  echo "backup to the bucket: Berth ${berth_bucket} s, floor ${floor_bucket} s"
   echo
   scale_goal "backup of ${mib} MiB, Berth / pg_dump -Fc | gzip (<= 1.3)" \
     "$(awk -v b="$berth_dump" -v f="$floor_dump" 'BEGIN {printf "%.2f", b / f}')" 1.3 || failed=1
   scale_goal "restore of it, Berth's test restore / by hand (<= 1.3)" \
     "$(awk -v b="$berth_restore" -v f="$floor_restore" 'BEGIN {printf "%.2f", b / f}')" 1.3 || failed=1
+  scale_goal "backup of it to a bucket, Berth / pg_dump -Fc | gzip | rclone rcat (<= 1.3)" \
+    "$(awk -v b="$berth_bucket" -v f="$floor_bucket" 'BEGIN {printf "%.2f", b / f}')" 1.3 || failed=1
   scale_goal "API requests/min on backup kinds 50 idle policies add (<= 0)" "$BACKUPS_IDLE_ADDED" 0 ||
     failed=1
   return "$failed"

@@ -4,7 +4,8 @@
 # after common.sh and berth.sh, with the stack's env loaded.
 #
 #   in_cluster_up        node up, images berth/controller:dev and berth/shim:dev from the debug
-#                        build, the Secret berth-observation-store (the stack's PostgreSQL)
+#                        build, the Secret berth-observation-store (the stack's PostgreSQL,
+#                        sslmode=verify-full against the stack's authority in its ca.crt)
 #   in_cluster_apply     kubectl apply -k hack/in-cluster/; wait for both Deployments
 #   in_cluster_url       the shim's Service as a base URL: http://CLUSTER-IP/api
 #   in_cluster_logs      the end of both Deployments' logs (after a failure)
@@ -20,8 +21,10 @@ in_cluster_up() {
   eval "$("$BERTH_REPO_ROOT/hack/stack.sh" env)"
   "$BERTH_REPO_ROOT/hack/images.sh" berth debug dev >/dev/null
   [[ -n "${BERTH_NODE_POSTGRES_URL:-}" ]] || die "hack/stack.sh env gave no BERTH_NODE_POSTGRES_URL"
+  local verified="sslmode=verify-full&sslrootcert=/etc/berth/store-ca/ca.crt"
   kubectl -n berth-system create secret generic berth-observation-store \
-    --from-literal=url="$BERTH_NODE_POSTGRES_URL" --dry-run=client -o yaml |
+    --from-literal=url="$BERTH_NODE_POSTGRES_URL?$verified" \
+    --from-file=ca.crt="$BERTH_TEST_POSTGRES_CA" --dry-run=client -o yaml |
     kubectl apply -f - >/dev/null
 }
 

@@ -96,30 +96,42 @@ _postgres_init() {
   echo "include 'berth-stack.conf'" | _pg_owner tee -a "$home/data/postgresql.conf" >/dev/null
 }
 
-# _postgres_tls HOME — the server's TLS files in HOME/tls, made once: an authority of the
-# stack's own (its certificate copied to $BERTH_POSTGRES_CA for clients) and a certificate it
-# issued for 127.0.0.1. Plain connections stay allowed: TLS is offered, not required.
+# _postgres_tls HOME — the server's TLS files in HOME/tls: an authority of the stack's own,
+# made once (its certificate copied to $BERTH_POSTGRES_CA for clients), and a certificate it
+# issued for 127.0.0.1 and the node's address (its pods verify the server with
+# sslmode=verify-full), issued again when it lacks one of them. Plain connections stay
+# allowed: TLS is offered, not required.
 _postgres_tls() {
   local dir=$1/tls
-  if [[ -s "$dir/server.crt" && -s "$BERTH_POSTGRES_CA" ]] &&
-    cmp -s "$dir/ca.crt" "$BERTH_POSTGRES_CA"; then
-    return 0
-  fi
-  log "postgres: issuing its TLS certificate (once)"
-  mkdir -p "$dir"
   local ec=(-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes)
-  openssl req -x509 "${ec[@]}" -days 3650 -subj "/CN=berth stack PostgreSQL authority" \
-    -keyout "$dir/ca.key" -out "$dir/ca.crt" 2>/dev/null
-  openssl req "${ec[@]}" -subj "/CN=127.0.0.1" -keyout "$dir/server.key" \
-    -out "$dir/server.csr" 2>/dev/null
-  openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" \
-    -CAcreateserial -days 3650 -out "$dir/server.crt" -extfile <(
-      printf '%s\n' "subjectAltName=IP:127.0.0.1" "basicConstraints=CA:FALSE" \
-        "keyUsage=digitalSignature" "extendedKeyUsage=serverAuth"
-    ) 2>/dev/null
+  mkdir -p "$dir"
+  if [[ ! -s "$dir/ca.crt" || ! -s "$dir/ca.key" ]]; then
+    log "postgres: making its TLS authority (once)"
+    openssl req -x509 "${ec[@]}" -days 3650 -subj "/CN=berth stack PostgreSQL authority" \
+      -keyout "$dir/ca.key" -out "$dir/ca.crt" 2>/dev/null
+    rm -f "$dir/server.crt"
+  fi
+  if ! _postgres_names_ok "$dir/server.crt"; then
+    log "postgres: issuing its TLS certificate for 127.0.0.1 and $NODE_IP"
+    openssl req "${ec[@]}" -subj "/CN=127.0.0.1" -keyout "$dir/server.key" \
+      -out "$dir/server.csr" 2>/dev/null
+    openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" \
+      -CAcreateserial -days 3650 -out "$dir/server.crt" -extfile <(
+        printf '%s\n' "subjectAltName=IP:127.0.0.1,IP:$NODE_IP" "basicConstraints=CA:FALSE" \
+          "keyUsage=digitalSignature" "extendedKeyUsage=serverAuth"
+      ) 2>/dev/null
+    rm -f "$dir/server.csr"
+  fi
   chmod 600 "$dir/ca.key" "$dir/server.key"
   if ((EUID == 0)); then chown -R postgres:postgres "$dir"; fi
-  cp "$dir/ca.crt" "$BERTH_POSTGRES_CA"
+  cmp -s "$dir/ca.crt" "$BERTH_POSTGRES_CA" || cp "$dir/ca.crt" "$BERTH_POSTGRES_CA"
+}
+
+# _postgres_names_ok CERT — true when CERT names both addresses clients use.
+_postgres_names_ok() {
+  local names
+  names=$(openssl x509 -in "$1" -noout -ext subjectAltName 2>/dev/null) || return 1
+  [[ $names == *"IP Address:127.0.0.1"* && $names == *"IP Address:$NODE_IP"* ]]
 }
 
 # _postgres_config DATA — loopback only, no Unix socket (the port alone names the server),
@@ -233,13 +245,13 @@ reconfigure_postgres() {
   local bin data before
   bin=$(_pg_bin) || return 0
   data=$(_pg_data)
-  before=$(_pg_owner cat "$data/berth-stack.conf" "$data/pg_hba.conf" 2>/dev/null | sha256sum)
+  local read=("$data/berth-stack.conf" "$data/pg_hba.conf" "$(_pg_home)/tls/server.crt")
+  before=$(_pg_owner cat "${read[@]}" 2>/dev/null | sha256sum)
   _postgres_tls "$(_pg_home)"
   _postgres_config "$data"
-  [[ "$(_pg_owner cat "$data/berth-stack.conf" "$data/pg_hba.conf" | sha256sum)" != "$before" ]] ||
-    return 0
+  [[ "$(_pg_owner cat "${read[@]}" | sha256sum)" != "$before" ]] || return 0
   [[ -n "$(postgres_pid)" ]] || return 0
-  log "postgres: restarting for its new configuration (listening addresses, TLS)"
+  log "postgres: restarting for its new configuration (listening addresses, TLS certificate)"
   _pg_owner "$bin/pg_ctl" -D "$data" -m fast -w -t 40 restart -l "$(_pg_home)/postgres.log" >/dev/null
   wait_postgres
 }

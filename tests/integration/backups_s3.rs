@@ -63,7 +63,7 @@ async fn object(key: &str) -> (u16, Vec<u8>) {
 }
 
 /// A Secret with keys to the stack's bucket (`secret` the secret key given).
-fn keys(ns: &TestNamespace, name: &str, secret: &str) -> String {
+pub(crate) fn keys(ns: &TestNamespace, name: &str, secret: &str) -> String {
     json!({
         "apiVersion": "v1", "kind": "Secret",
         "metadata": { "name": name, "namespace": ns.name },
@@ -76,7 +76,7 @@ fn keys(ns: &TestNamespace, name: &str, secret: &str) -> String {
 }
 
 /// A target in the stack's bucket under the test namespace's prefix.
-fn bucket_target(ns: &TestNamespace, name: &str, secret: &str) -> String {
+pub(crate) fn bucket_target(ns: &TestNamespace, name: &str, secret: &str) -> String {
     json!({
         "apiVersion": "berth.dev/v1alpha1", "kind": "BackupTarget",
         "metadata": { "name": name, "namespace": ns.name },

@@ -573,13 +573,11 @@ async fn fetch_path(http: &reqwest::Client, port: u16, host: &str, path: &str) -
     response.text().await.ok()
 }
 
-#[tokio::test]
-async fn storage_attachments_keep_data_across_deployments_and_detaching() {
-    let client = client().await;
-    let ns = TestNamespace::new(&client, "dep-store").await;
-    let port = ready_server(&ns).await;
+/// The sample app `files` deployed with the named volume `uploads` (applied first, as GitOps
+/// would, and ready once checked) at /www/data: the serving container's id.
+pub(crate) async fn app_with_volume(ns: &TestNamespace) -> String {
     let mut manifest: Value = serde_json::from_str(&resource_yaml(
-        &ns,
+        ns,
         "files",
         "berth/sample-app:1",
         "/healthz",
@@ -588,7 +586,6 @@ async fn storage_attachments_keep_data_across_deployments_and_detaching() {
     manifest["spec"]["storageAttachments"] = json!([
         { "attachmentId": "a1", "storageVolumeId": "uploads", "destinationPath": "/www/data" },
     ]);
-    // The volume the attachment names, applied first (as GitOps would), ready once checked.
     let volume = json!({
         "apiVersion": "berth.dev/v1alpha1", "kind": "StorageVolume",
         "metadata": { "name": "uploads", "namespace": ns.name },
@@ -609,14 +606,22 @@ async fn storage_attachments_keep_data_across_deployments_and_detaching() {
     })
     .await;
     apply(&manifest.to_string());
-    let deployment = wait_ended(&ns, "dep-files-1").await;
+    let deployment = wait_ended(ns, "dep-files-1").await;
     let status = deployment.status.unwrap();
     assert_eq!(
         status.status,
         Some(DeploymentState::Succeeded),
         "{status:?}"
     );
-    let container = status.container_id.unwrap();
+    status.container_id.unwrap()
+}
+
+#[tokio::test]
+async fn storage_attachments_keep_data_across_deployments_and_detaching() {
+    let client = client().await;
+    let ns = TestNamespace::new(&client, "dep-store").await;
+    let port = ready_server(&ns).await;
+    let container = app_with_volume(&ns).await;
     let volume = format!("berth-{}-uploads", ns.name);
     let written = std::process::Command::new("docker")
         .args([

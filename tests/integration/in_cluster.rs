@@ -9,7 +9,9 @@
 //! deleted under kept-alive load loses no write; the pods run locked down and each
 //! ServiceAccount can do only what it needs. The first administrator is created through the
 //! Service; the controller writes the PodDisruptionBudgets in the policy version 1.20 serves;
-//! the evaluation overlay (one pod, SQLite) comes up in place of the two-replica install.
+//! the evaluation overlay (one pod, SQLite) comes up in place of the two-replica install. The
+//! pods reach the observation store with `sslmode=verify-full` against the authority in its
+//! Secret, and the server sees every one of their connections encrypted.
 //!
 //! hack/test.sh runs this module alone, after the rest of the suite, with the node up, the
 //! images built (`hack/images.sh berth debug`), the process controller and shim stopped and
@@ -24,8 +26,10 @@ use berth_crds::member::OrganizationRole;
 use berth_tests::rest::{Rest, TestOrg, base_url};
 use berth_tests::{
     TestNamespace, client, eventually, eventually_explained, kubectl, random_suffix, repo_root,
+    stack_env,
 };
-use kube::Client;
+use k8s_openapi::api::core::v1::Secret;
+use kube::{Api, Client};
 use serde_json::{Value, json};
 
 use crate::deploy_support::{WAIT, docker_names, wait_body};
@@ -582,6 +586,42 @@ async fn evaluation_overlay() {
     .await;
 }
 
+/// The pods verify the observation store (the Secret asks for `verify-full` against its
+/// authority: a pod that could not verify the server would never be Ready), and the server
+/// sees each of their connections encrypted.
+async fn assert_store_verified(client: &Client) {
+    let secret = Api::<Secret>::namespaced(client.clone(), NS)
+        .get("berth-observation-store")
+        .await
+        .expect("the store's Secret");
+    let data = secret.data.unwrap_or_default();
+    let url = String::from_utf8(data["url"].0.clone()).unwrap();
+    assert!(
+        url.contains("sslmode=verify-full"),
+        "the store's URL asks for verify-full"
+    );
+    assert!(
+        data.contains_key("ca.crt"),
+        "the Secret holds the authority"
+    );
+    let (store, connection) =
+        tokio_postgres::connect(&stack_env("BERTH_TEST_POSTGRES_URL"), tokio_postgres::NoTls)
+            .await
+            .expect("the stack's PostgreSQL");
+    tokio::spawn(connection);
+    let from_pods = "select s.ssl from pg_stat_activity a join pg_stat_ssl s using (pid) \
+                     where a.client_addr is not null and host(a.client_addr) <> '127.0.0.1'";
+    let rows = store.query(from_pods, &[]).await.unwrap();
+    assert!(!rows.is_empty(), "the pods hold connections to the store");
+    let encrypted = rows.iter().filter(|row| row.get::<_, bool>(0)).count();
+    assert_eq!(
+        encrypted,
+        rows.len(),
+        "every connection from a pod encrypted"
+    );
+    println!("observation store: {encrypted} connections from pods, all verify-full over TLS");
+}
+
 #[tokio::test]
 async fn berth_runs_as_pods_fails_over_and_keeps_every_write() {
     let client = client().await;
@@ -605,6 +645,7 @@ async fn berth_runs_as_pods_fails_over_and_keeps_every_write() {
     assert_locked_down(SHIM);
     assert_least_privilege();
     budgets_written(&[CONTROLLER, SHIM]).await;
+    assert_store_verified(&client).await;
 
     // The shim through its Service (BERTH_URL) and through a port-forward.
     let status = reqwest::get(format!("{}/bootstrap/auth/status", base_url()))

@@ -73,3 +73,4 @@ mod shim_volume_backups;
 mod spec_fields;
 mod ssh_pool;
 mod tls;
+mod volume_quiesced;

@@ -99,12 +99,7 @@ async fn a_compose_postgres_becomes_a_managed_dependency_bound_to_the_app() {
     assert_eq!(bindings, [("DATABASE_URL", database.name_any().as_str())]);
 
     let passed = verdict(&member, &planned, &receipts, "passed").await;
-    let health = passed["evidence"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["queryName"] == "ShowDependencyResourceQuery")
-        .unwrap_or_else(|| panic!("the dependency read back: {passed}"));
+    let health = dependency_evidence(&passed);
     assert_eq!(health["evaluation"], "passed", "{health}");
     assert_eq!(health["summary"]["lifecycleStatus"], "ready", "{health}");
 
@@ -217,12 +212,7 @@ async fn an_external_postgres_named_by_url_is_imported_checked_and_bound() {
     };
     assert_eq!(database.spec.source, DependencySource::Imported);
     let passed = verdict(&member, &planned, &receipts, "passed").await;
-    let health = passed["evidence"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["queryName"] == "ShowDependencyResourceQuery")
-        .unwrap_or_else(|| panic!("the dependency read back: {passed}"));
+    let health = dependency_evidence(&passed);
     assert_eq!(health["summary"]["lifecycleStatus"], "ready", "{health}");
     let password = "ext-pw-4711-s3cr3t";
     for shown in [&planned, &applied, &passed] {
@@ -242,4 +232,14 @@ async fn an_external_postgres_named_by_url_is_imported_checked_and_bound() {
         "cleanup forgets the import, never the database itself"
     );
     remove_server(&owner, &server).await;
+}
+
+/// The verdict's reading of the migrated dependency (its show query).
+fn dependency_evidence(verdict: &Value) -> &Value {
+    verdict["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["queryName"] == "ShowDependencyResourceQuery")
+        .unwrap_or_else(|| panic!("the dependency read back: {verdict}"))
 }

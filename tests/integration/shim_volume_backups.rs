@@ -89,7 +89,7 @@ async fn shim_volume_backup_is_proven_and_restored_into_a_new_volume_and_in_plac
     };
     invalid(
         s.member
-            .post(&backups, with(json!({"requestedConsistency": "quiesced"})))
+            .post(&backups, with(json!({"requestedConsistency": "frozen"})))
             .await,
         "requestedConsistency",
     );

@@ -10,14 +10,12 @@ use crate::backups::{BackupArtifactSummary, BackupStatus, RestoreStatus};
 use crate::limits::{DESCRIPTION_MAX, NAME_MAX, OBJECT_NAME_MAX};
 use crate::validate::{Checked, FieldError, optional_text};
 
-pub use berth_vocabulary::storage::VolumeRestoreMode;
+pub use berth_vocabulary::storage::{QuiescedWindow, VolumeConsistency, VolumeRestoreMode};
 
 /// `GET /storage-volumes/{id}/backups` answer's `schemaVersion`.
 pub const LIST_SCHEMA: &str = "storage-volumes.backups.list/v1";
 /// `GET /storage-volume-backups/{backupId}` answer's `schemaVersion`.
 pub const SHOW_SCHEMA: &str = "storage-volumes.backups.show/v1";
-/// The only consistency Berth takes today (Appaloft's `requestedConsistency`).
-pub const CRASH_CONSISTENT: &str = "crash-consistent";
 /// Appaloft's source adapter key of a file-tree backup.
 pub const TAR_VOLUME_ADAPTER: &str = "tar-volume";
 
@@ -33,8 +31,9 @@ pub struct CreateStorageVolumeBackup {
     /// The backup target; the organization's only one when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_id: Option<String>,
-    /// `crash-consistent` (the only one taken today: the files are read while the
-    /// application runs).
+    /// `crash-consistent` (default: the files are read while the application runs) or
+    /// `quiesced` (the containers using the volume stopped only while its files are copied on
+    /// the server; the copy is read after they run again).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requested_consistency: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -47,11 +46,11 @@ impl CreateStorageVolumeBackup {
         optional_text("targetId", self.target_id.as_ref(), OBJECT_NAME_MAX)?;
         optional_text("description", self.description.as_ref(), DESCRIPTION_MAX)?;
         match self.requested_consistency.as_deref() {
-            None | Some(CRASH_CONSISTENT) => Ok(()),
+            None => Ok(()),
+            Some(text) if VolumeConsistency::parse(text).is_some() => Ok(()),
             Some(_) => Err(FieldError::new(
                 "requestedConsistency",
-                "requestedConsistency must be crash-consistent (quiesced backups are not built \
-                 yet)",
+                "requestedConsistency must be crash-consistent or quiesced",
             )),
         }
     }
@@ -177,7 +176,11 @@ pub struct StorageVolumeBackupSummary {
     pub server_id: String,
     /// The backup target (Berth's id; Appaloft's `targetRef`).
     pub target_ref: String,
+    /// `crash-consistent` or `quiesced`.
     pub consistency: String,
+    /// A quiesced backup's cost (Berth): the containers stopped for the copy, and for how long.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quiesced: Option<QuiescedWindow>,
     /// `pending`, `ready` (stored and proven by extracting it) or `failed`.
     pub status: BackupStatus,
     pub attempt_id: String,
@@ -253,12 +256,14 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(new.validate().unwrap_err().field, "targetStorageVolumeId");
-        let quiesced = CreateStorageVolumeBackup {
-            requested_consistency: Some("quiesced".into()),
+        let consistency = |named: &str| CreateStorageVolumeBackup {
+            requested_consistency: Some(named.into()),
             ..Default::default()
         };
+        assert!(consistency("quiesced").validate().is_ok());
+        assert!(consistency("crash-consistent").validate().is_ok());
         assert_eq!(
-            quiesced.validate().unwrap_err().field,
+            consistency("frozen").validate().unwrap_err().field,
             "requestedConsistency"
         );
     }

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use berth_api::backups::{BackupArtifactSummary, BackupStatus};
 use berth_api::volume_backups::{
-    CRASH_CONSISTENT, StorageVolumeBackupSummary, TAR_VOLUME_ADAPTER, VolumeRestoreAttemptSummary,
-    VolumeRestoreMode, VolumeRestoreTarget, VolumeTreeSummary,
+    StorageVolumeBackupSummary, TAR_VOLUME_ADAPTER, VolumeRestoreAttemptSummary, VolumeRestoreMode,
+    VolumeRestoreTarget, VolumeTreeSummary,
 };
 use berth_crds::backup::VolumeTree;
 use berth_crds::resource::Resource;
@@ -51,7 +51,8 @@ pub fn summary(
         source_adapter_key: TAR_VOLUME_ADAPTER.into(),
         server_id: backup.spec.server_id.clone(),
         target_ref: backup.spec.target_id.clone(),
-        consistency: CRASH_CONSISTENT.into(),
+        consistency: backup.spec.consistency.as_str().into(),
+        quiesced: status.quiesced.clone(),
         status: status.status,
         attempt_id: backup.name_any(),
         requested_at: created.clone(),

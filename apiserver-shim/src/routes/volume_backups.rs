@@ -14,7 +14,8 @@ use berth_api::backups::BackupStatus;
 use berth_api::common::IdResponse;
 use berth_api::volume_backups::{
     CreateStorageVolumeBackup, LIST_SCHEMA, RestoreStorageVolumeBackup, RestoredStorageVolume,
-    SHOW_SCHEMA, StorageVolumeBackupList, StorageVolumeBackupShow, VolumeRestoreMode,
+    SHOW_SCHEMA, StorageVolumeBackupList, StorageVolumeBackupShow, VolumeConsistency,
+    VolumeRestoreMode,
 };
 use berth_crds::member::OrganizationRole;
 use berth_crds::storage_volume::{StorageVolume, StorageVolumeKind, StorageVolumeSpec};
@@ -102,6 +103,11 @@ async fn create(
             server_id,
             target_id: target.name_any(),
             description: body.description,
+            consistency: body
+                .requested_consistency
+                .as_deref()
+                .and_then(VolumeConsistency::parse)
+                .unwrap_or_default(),
         },
     );
     backup

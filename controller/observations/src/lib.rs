@@ -43,7 +43,7 @@ pub use monitoring::{
     SampleRecord, Tier,
 };
 pub use options::StoreOptions;
-pub use postgres::PostgresStore;
+pub use postgres::{PostgresStore, UncheckedChain};
 pub use retention::{History, RetentionStore};
 pub use sqlite::SqliteStore;
 pub use terminal_sessions::{PendingTerminal, TerminalClaim, TerminalSessionStore};

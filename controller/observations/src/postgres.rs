@@ -32,6 +32,8 @@ mod retention;
 mod terminal_sessions;
 mod tls;
 
+pub use tls::UncheckedChain;
+
 /// Connection timeout when the URL sets none.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Advisory lock held while migrating ("berth_ob").

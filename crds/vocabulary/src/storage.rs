@@ -102,6 +102,45 @@ mod tests {
     }
 }
 
+/// How a storage volume backup reads the files (Appaloft's `requestedConsistency`).
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum VolumeConsistency {
+    /// Read while the application runs: it may write meanwhile, as a crash would leave them.
+    #[default]
+    CrashConsistent,
+    /// The containers using the volume are stopped only while its files are copied on the
+    /// server, then started again; the copy is read, sealed and uploaded after.
+    Quiesced,
+}
+
+impl VolumeConsistency {
+    pub const ALL: [Self; 2] = [Self::CrashConsistent, Self::Quiesced];
+
+    /// The consistency as the API spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::CrashConsistent => "crash-consistent",
+            Self::Quiesced => "quiesced",
+        }
+    }
+
+    /// The consistency a request names, if it names one.
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.as_str() == text)
+    }
+}
+
+/// What a quiesced backup cost the application: the containers stopped, and for how long.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct QuiescedWindow {
+    /// How many running containers were stopped (and started again).
+    pub containers: i64,
+    /// From their stop until they were asked to start again.
+    pub seconds: f64,
+}
+
 /// Where a storage volume backup is restored (Appaloft's `targetMode`).
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]

@@ -63,7 +63,7 @@ pub enum Volumes {
     /// backup target and proven by extracting it into a throwaway volume (`berth volumes
     /// backups` follows it).
     #[command(
-        after_help = "Examples:\n  berth volumes backup uploads\n  berth volumes backup uploads --server srv-abc --target bkt-abc"
+        after_help = "Examples:\n  berth volumes backup uploads\n  berth volumes backup uploads --server srv-abc --target bkt-abc\n  berth volumes backup uploads --quiesced"
     )]
     Backup {
         /// Volume id, slug or name.
@@ -77,6 +77,11 @@ pub enum Volumes {
         target: Option<String>,
         #[arg(long)]
         description: Option<String>,
+        /// Stop the containers using the volume while its files are copied on the server
+        /// (seconds, for most volumes), then read the copy: files an application writes
+        /// together are backed up together.
+        #[arg(long)]
+        quiesced: bool,
     },
     /// List a storage volume's backups, newest first, with the tree each proof read back.
     #[command(after_help = "Example:\n  berth volumes backups uploads")]

@@ -8,7 +8,7 @@ use berth_api::storage::{
 
 use berth_api::volume_backups::{
     CreateStorageVolumeBackup, RestoreStorageVolumeBackup, StorageVolumeBackupList,
-    StorageVolumeBackupSummary, VolumeRestoreMode,
+    StorageVolumeBackupSummary, VolumeConsistency, VolumeRestoreMode,
 };
 
 use super::environment_id;
@@ -139,12 +139,17 @@ pub fn volumes(ctx: &Ctx, command: Volumes) -> CliResult<()> {
             server,
             target,
             description,
+            quiesced,
         } => {
             let id = volume_id(ctx, &volume)?;
+            let consistency = match quiesced {
+                true => VolumeConsistency::Quiesced,
+                false => VolumeConsistency::CrashConsistent,
+            };
             let body = CreateStorageVolumeBackup {
                 server_id: server.map(|s| server_id(ctx, &s)).transpose()?,
                 target_id: target,
-                requested_consistency: None,
+                requested_consistency: Some(consistency.as_str().to_string()),
                 description,
             };
             body.validate()?;

@@ -4041,8 +4041,9 @@ export interface components {
         CreateStorageVolumeBackup: {
             description?: string;
             /**
-             * @description `crash-consistent` (the only one taken today: the files are read while the
-             *     application runs).
+             * @description `crash-consistent` (default: the files are read while the application runs) or
+             *     `quiesced` (the containers using the volume stopped only while its files are copied on
+             *     the server; the copy is read after they run again).
              */
             requestedConsistency?: string;
             /**
@@ -6582,6 +6583,19 @@ export interface components {
              */
             value: number;
         };
+        /** @description What a quiesced backup cost the application: the containers stopped, and for how long. */
+        QuiescedWindow: {
+            /**
+             * Format: int64
+             * @description How many running containers were stopped (and started again).
+             */
+            containers: number;
+            /**
+             * Format: double
+             * @description From their stop until they were asked to start again.
+             */
+            seconds: number;
+        };
         ReactivateMember: Record<string, never>;
         /** @description `POST /migrations/status` and `/migrations/verify`. */
         ReadbackRequest: {
@@ -8312,6 +8326,7 @@ export interface components {
             attemptId: string;
             checksum?: string;
             completedAt?: string;
+            /** @description `crash-consistent` or `quiesced`. */
             consistency: string;
             createdAt: string;
             description?: string;
@@ -8327,6 +8342,8 @@ export interface components {
              */
             localOnly: boolean;
             projectId: string;
+            /** @description A quiesced backup's cost (Berth): the containers stopped for the copy, and for how long. */
+            quiesced?: components["schemas"]["QuiescedWindow"];
             requestedAt: string;
             /** @description `none`: asked for by hand, kept until deleted. */
             retentionStatus: string;

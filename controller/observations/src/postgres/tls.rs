@@ -135,7 +135,9 @@ impl MakeRustls {
         let verifier: Arc<dyn ServerCertVerifier> = match (parameters.mode, &parameters.root_cert) {
             (Mode::VerifyFull, Some(path)) => authority(path)?,
             (Mode::VerifyCa | Mode::Require, Some(path)) => Arc::new(AnyHost(authority(path)?)),
-            _ => Arc::new(Unchecked(provider.signature_verification_algorithms)),
+            _ => Arc::new(UncheckedChain::new(
+                provider.signature_verification_algorithms,
+            )),
         };
         let config = ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
@@ -221,12 +223,20 @@ impl ServerCertVerifier for AnyHost {
     }
 }
 
-/// `prefer` and `require` without an authority: encrypted, with the handshake's signatures
-/// checked against the certificate presented, but not who issued it (libpq's meaning).
+/// Any certificate chain, with the handshake's signatures checked against the certificate
+/// presented: encrypted, but not who issued it. The store's `prefer` and `require` without an
+/// authority (libpq's meaning); also the controller's look at which certificate an edge proxy
+/// serves, where the caller compares the leaf itself.
 #[derive(Debug)]
-struct Unchecked(WebPkiSupportedAlgorithms);
+pub struct UncheckedChain(WebPkiSupportedAlgorithms);
 
-impl ServerCertVerifier for Unchecked {
+impl UncheckedChain {
+    pub fn new(algorithms: WebPkiSupportedAlgorithms) -> Self {
+        Self(algorithms)
+    }
+}
+
+impl ServerCertVerifier for UncheckedChain {
     fn verify_server_cert(
         &self,
         _end_entity: &CertificateDer<'_>,

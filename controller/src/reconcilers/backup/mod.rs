@@ -40,6 +40,7 @@ mod tree;
 mod volume;
 mod volume_plan;
 mod volume_restore;
+mod volume_users;
 
 pub use policy::run as run_policies;
 pub use restore::run as run_restores;

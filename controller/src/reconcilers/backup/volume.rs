@@ -5,7 +5,9 @@
 //! checked and opened into a throwaway Docker volume on the same server, whose files are read
 //! out again; the tree they give must be the one the backup read. Only then is it `ready`.
 //!
-//! What is read is `crash-consistent`: the application keeps running and may write meanwhile.
+//! What is read is `crash-consistent` by default: the application keeps running and may write
+//! meanwhile. `quiesced`: its containers are stopped (held, so drift repair leaves them) only
+//! while the files are copied into a snapshot volume on the same server, which is then read.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -14,7 +16,9 @@ use berth_crds::backup::{
     ARTIFACT_FINALIZER, BackupArtifact, BackupStatus, BackupTarget, BackupVerification, VolumeTree,
 };
 use berth_crds::storage_volume::StorageVolume;
-use berth_crds::volume_backup::StorageVolumeBackup;
+use berth_crds::volume_backup::{
+    QuiescedWindow, StorageVolumeBackup, StorageVolumeBackupStatus, VolumeConsistency,
+};
 use berth_remote::ServerConnection;
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
@@ -29,6 +33,7 @@ use super::store::Store;
 use super::transfer::{self, Ended};
 use super::tree::TreeReader;
 use super::volume_plan::{self, DOCKER_CP, VolumeSource};
+use super::volume_users;
 use super::{key, removal};
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -81,6 +86,9 @@ async fn reconcile(backup: Arc<StorageVolumeBackup>, context: Arc<Context>) -> R
     }
 }
 
+/// The files to read and the backup's status once they are ready to be read.
+type Quiesced = (VolumeSource, StorageVolumeBackupStatus);
+
 /// Where one volume backup reads and writes.
 struct Sites<'a> {
     volume: &'a VolumeSource,
@@ -120,17 +128,27 @@ impl BackupRecord<'_, StorageVolumeBackup> {
             Ok(store) => store,
             Err(failure) => return self.end_from(self.current(), Err(failure)).await,
         };
+        let reading = plan::in_progress(self.current(), plan::DUMPING, self.stamp());
+        self.write(&reading).await?;
+        let (read_from, reading) = match self.quiesce(&server, &source, reading).await? {
+            Ok(quiesced) => quiesced,
+            Err((reading, failure)) => return self.end_from(reading, Err(failure)).await,
+        };
         let sites = Sites {
-            volume: &source,
+            volume: &read_from,
             server: &server,
             server_stream: &server_stream,
             store: &store,
             key: &key,
             image: &self.context.volume_helper_image,
         };
-        let reading = plan::in_progress(self.current(), plan::DUMPING, self.stamp());
-        self.write(&reading).await?;
-        let (artifact, tree) = match take(&sites).await? {
+        let taken = take(&sites).await;
+        if read_from != source {
+            let remove =
+                volume_plan::remove_volume_command(&server.docker_socket, &read_from.source);
+            server.connection.run(&remove).await?;
+        }
+        let (artifact, tree) = match taken? {
             Ok(taken) => taken,
             Err(failure) => return self.end_from(reading, Err(failure)).await,
         };
@@ -144,6 +162,40 @@ impl BackupRecord<'_, StorageVolumeBackup> {
             proven.map(|verification| (artifact, verification)),
         )
         .await
+    }
+
+    /// Where the files are read from: the volume itself, or for a `quiesced` backup a snapshot
+    /// of it copied with its users stopped (the status then says for how long).
+    async fn quiesce(
+        &self,
+        server: &Target,
+        source: &VolumeSource,
+        mut reading: StorageVolumeBackupStatus,
+    ) -> Result<std::result::Result<Quiesced, (StorageVolumeBackupStatus, Failure)>> {
+        let spec = &self.object.spec;
+        if spec.consistency == VolumeConsistency::CrashConsistent {
+            return Ok(Ok((source.clone(), reading)));
+        }
+        let snapshot = volume_plan::snapshot_volume(self.namespace, &self.object.name_any());
+        let why = format!(
+            "storage volume {} is copied for a quiesced backup",
+            spec.storage_volume_id
+        );
+        match volume_users::snapshot(self.context, server, source, &snapshot, &why).await? {
+            Ok(window) => {
+                reading.quiesced = Some(QuiescedWindow {
+                    containers: window.containers as i64,
+                    seconds: window.seconds,
+                });
+                self.write(&reading).await?;
+                Ok(Ok((VolumeSource::named_as(&snapshot), reading)))
+            }
+            Err(failure) => {
+                let remove = volume_plan::remove_volume_command(&server.docker_socket, &snapshot);
+                server.connection.run(&remove).await?;
+                Ok(Err((reading, failure)))
+            }
+        }
     }
 
     /// The volume and target, or why this backup cannot be taken.

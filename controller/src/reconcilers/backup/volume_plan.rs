@@ -109,10 +109,11 @@ impl VolumeSource {
         )
     }
 
-    /// The ids of the running containers that mount the volume, a line each.
+    /// The names of the running containers that mount the volume, a line each (names, as
+    /// the server's observer and drift repair know them).
     pub fn users_command(&self, socket: &str) -> String {
         format!(
-            "{} ps -q --no-trunc --filter {}",
+            "{} ps --format '{{{{.Names}}}}' --filter {}",
             docker(socket),
             shell_quote(&format!("volume={}", self.source))
         )
@@ -144,6 +145,27 @@ pub fn remove_volume_command(socket: &str, name: &str) -> String {
 pub fn containers_command(socket: &str, verb: &str, ids: &[String]) -> String {
     let ids: Vec<String> = ids.iter().map(|id| shell_quote(id)).collect();
     format!("{} {verb} {} >/dev/null", docker(socket), ids.join(" "))
+}
+
+/// Copies the files of `from` into `to` (a new, empty Docker volume) with modes, owners and
+/// links, in one helper container running the helper image's `cp`.
+pub fn copy_command(socket: &str, image: &str, from: &VolumeSource, to: &str) -> String {
+    let from = format!("{}:/from:ro", from.source);
+    let to = format!("{to}:/to");
+    format!(
+        "{} run --rm --label {MANAGED_LABEL}=true -v {} -v {} {} cp -a /from/. /to/",
+        docker(socket),
+        shell_quote(&from),
+        shell_quote(&to),
+        shell_quote(image)
+    )
+}
+
+/// The volume a quiesced backup's files are copied into while their users are stopped.
+pub fn snapshot_volume(namespace: &str, backup: &str) -> String {
+    let mut name = format!("berth-snapshot-{namespace}-{backup}");
+    name.truncate(200);
+    name
 }
 
 /// The throwaway volume a backup is proven in.

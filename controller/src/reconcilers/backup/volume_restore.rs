@@ -27,11 +27,11 @@ use super::sites::ArtifactStream;
 use super::store::Store;
 use super::volume::{absent, differs, write_and_read_back};
 use super::volume_plan::{self, VolumeSource};
+use super::volume_users;
 use crate::conditions::Stamp;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::reconcilers::deployment::connect;
-use crate::reconcilers::deployment::server_target::Target;
 use crate::reconcilers::policy::{drain, error_policy};
 use crate::server_connections::dedicated_connection;
 use crate::status::StatusWriter;
@@ -177,24 +177,24 @@ async fn restore_into(
                     String::from_utf8_lossy(&made.stderr).trim()
                 ));
             }
-            Vec::new()
+            None
         }
         VolumeRestoreMode::InPlace => {
             if let Some(failure) = absent(&server, &target, server_id).await? {
                 return Ok(Err(failure));
             }
-            let users = stop_users(&server, &target).await?;
+            let why = format!("storage volume {} is restored in place", into.name_any());
+            let users = volume_users::stop(context, &server, &target, &why).await?;
             server
                 .connection
                 .run(&target.empty_command(socket, image))
                 .await?;
-            users
+            Some(users)
         }
     };
     let written = write_and_read_back(&stream, &server, &target, &artifact, image).await;
-    if !stopped.is_empty() {
-        let start = volume_plan::containers_command(socket, "start", &stopped);
-        server.connection.run(&start).await?;
+    if let Some(users) = stopped {
+        users.start().await?;
     }
     let (archive_bytes, tree) = match written? {
         Ok(written) => written,
@@ -214,23 +214,6 @@ async fn restore_into(
         dump_bytes: archive_bytes,
         seconds: 0.0,
     }))
-}
-
-/// Stops the running containers that use `volume`; their ids, to start them again.
-async fn stop_users(server: &Target, volume: &VolumeSource) -> Result<Vec<String>> {
-    let socket = &server.docker_socket;
-    let listed = server.connection.run(&volume.users_command(socket)).await?;
-    let ids: Vec<String> = listed
-        .lines()
-        .map(str::trim)
-        .filter(|id| !id.is_empty())
-        .map(String::from)
-        .collect();
-    if !ids.is_empty() {
-        let stop = volume_plan::containers_command(socket, "stop", &ids);
-        server.connection.run(&stop).await?;
-    }
-    Ok(ids)
 }
 
 /// A failure once files were being written: the volume may hold part of the backup.

@@ -5,11 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use berth_observations::UncheckedChain;
 use berth_remote::ServerConnection;
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::{CryptoProvider, ring, verify_tls12_signature, verify_tls13_signature};
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, SignatureScheme};
+use rustls::crypto::ring;
+use rustls::pki_types::ServerName;
 use sha2::{Digest, Sha256};
 
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -25,11 +24,12 @@ pub async fn served_leaf_sha256(
         .await
         .map_err(|e| format!("opening port {port} through the tunnel: {e}"))?;
     let provider = Arc::new(ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider.clone())
+    let algorithms = provider.signature_verification_algorithms;
+    let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?
         .dangerous()
-        .with_custom_certificate_verifier(Arc::new(AnyChain(provider)))
+        .with_custom_certificate_verifier(Arc::new(UncheckedChain::new(algorithms)))
         .with_no_client_auth();
     let name = ServerName::try_from(hostname.to_string()).map_err(|e| e.to_string())?;
     let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
@@ -46,52 +46,4 @@ pub async fn served_leaf_sha256(
         .and_then(|chain| chain.first())
         .ok_or("the proxy presented no certificate")?;
     Ok(hex::encode(Sha256::digest(leaf.as_ref())))
-}
-
-#[derive(Debug)]
-struct AnyChain(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for AnyChain {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
 }

@@ -107,9 +107,16 @@ async fn mend(
     }
     // A death is taken only once the container runs again: drift repair takes the ones it
     // sees stopped, and the index may still say stopped when Docker has restarted it already.
+    if !running && context.holds.held(&container).is_some() {
+        // Stopped by Berth for a while (a volume restored or quiesced): left as it is.
+        return ProxyRouteStatus::NotReady;
+    }
     if running && let Some(death) = observed.take_death(&container) {
-        // Docker's restart policy started it again before drift repair saw it stopped.
-        record_restarted(resource, context, namespace, current, &death).await;
+        // Docker's restart policy started it again before drift repair saw it stopped, unless
+        // the stop was Berth's own.
+        if !context.holds.explains_exit(&container) {
+            record_restarted(resource, context, namespace, current, &death).await;
+        }
     }
     if stack_repair::is_stack(resource) && stack_repair::needs_repair(observed, resource, current) {
         repair_stack(resource, context, namespace, current, observed).await;

@@ -28,6 +28,8 @@ pub enum Seen {
     },
     /// Stopped on request (runtime control): not running, and meant to be so.
     Stopped { deployment: String },
+    /// Stopped by Berth for a while (see `holds`): why, until it is started again.
+    Held { deployment: String, why: String },
 }
 
 /// What was seen, for a runtime stopped on request: a container that does not run is stopped
@@ -64,8 +66,12 @@ pub fn observe(
         .attempts
         .replacing(namespace, resource)
         .unwrap_or_else(|| serving.name_any());
-    let record = observed.container(&plan::container_name(namespace, resource, &deployment));
-    Seen::Container { deployment, record }
+    let name = plan::container_name(namespace, resource, &deployment);
+    let record = observed.container(&name);
+    match context.holds.held(&name) {
+        Some(why) if !record.as_ref().is_some_and(|r| r.running) => Seen::Held { deployment, why },
+        _ => Seen::Container { deployment, record },
+    }
 }
 
 /// The `status.runtime` for what was `seen`; `observedAt` keeps its value while the state
@@ -124,6 +130,16 @@ fn describe(seen: &Seen, now: Timestamp) -> RuntimeObservation {
             );
             stopped.deployment_id = Some(deployment.clone());
             return stopped;
+        }
+        Seen::Held { deployment, why } => {
+            let mut held = blank(
+                RuntimeLifecycle::Stopped,
+                RuntimeHealth::Unknown,
+                Some("held"),
+                &format!("stopped by Berth while {why}; started again after"),
+            );
+            held.deployment_id = Some(deployment.clone());
+            return held;
         }
         Seen::Container { deployment, record } => (deployment, record),
     };
