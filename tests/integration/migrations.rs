@@ -92,6 +92,71 @@ async fn verdict(rest: &Rest, plan: &Value, receipts: &Value, state: &str) -> Va
     .await
 }
 
+/// Waits until every read of verify but the backup lists passes (or is only observed);
+/// returns the answer.
+async fn verdict_but_backups(rest: &Rest, plan: &Value, receipts: &Value) -> Value {
+    let is_backup_list = |e: &Value| {
+        let name = e["queryName"].as_str().unwrap_or_default();
+        name.starts_with("List") && name.ends_with("BackupsQuery")
+    };
+    eventually_explained(WAIT * 2, "verify passed but for backups", || async {
+        let answer = verify(rest, plan, receipts).await;
+        let pending: Vec<&Value> = answer["evidence"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|e| !is_backup_list(e))
+            .filter(|e| e["evaluation"] != "passed" && e["evaluation"] != "observed")
+            .collect();
+        let read = answer["evidence"].as_array().is_some_and(|e| !e.is_empty());
+        if pending.is_empty() && read {
+            return Ok(answer.clone());
+        }
+        Err(format!("not passed: {pending:?}"))
+    })
+    .await
+}
+
+/// The evidence of verify's `query`.
+pub(crate) fn evidence_of<'a>(answer: &'a Value, query: &str) -> &'a Value {
+    answer["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["queryName"] == query)
+        .unwrap_or_else(|| panic!("{query} in {answer}"))
+}
+
+/// A backup of the migrated volume to a directory on `server`, waited for until proven.
+async fn back_up_volume(admin: &Rest, server: &str, receipts: &Value) {
+    let volume = receipts
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|r| r["output"]["storageVolumeId"].as_str())
+        .expect("the migrated volume's id");
+    let directory = format!("/tmp/berth-test-migration-backups/{volume}");
+    let target =
+        json!({"name": "Here", "kind": "server-directory", "serverId": server, "path": directory});
+    admin.post("/backup-targets", target).await.expect(201);
+    let path = format!("/storage-volumes/{volume}/backups");
+    let created = admin
+        .post(&path, json!({"serverId": server}))
+        .await
+        .expect(201);
+    let id = created["id"].as_str().unwrap().to_string();
+    eventually(WAIT * 2, "the volume backup proven", || async {
+        let shown = admin
+            .get(&format!("/storage-volume-backups/{id}"))
+            .await
+            .ok();
+        let status = shown["backup"]["status"].clone();
+        assert_ne!(status, "failed", "{shown}");
+        (status == "ready").then_some(())
+    })
+    .await;
+}
+
 async fn names<K>(client: &Client, namespace: &str) -> Vec<String>
 where
     K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
@@ -154,8 +219,15 @@ async fn a_bundle_is_planned_applied_verified_resumed_and_cleaned_up() {
     let object: Value = serde_json::from_slice(&shown.stdout).expect("kubectl get bmig");
     assert_eq!(object["status"]["phase"], "applied", "{object}");
 
-    // The app answers through the edge under its migrated domain, and verify says so.
+    // The app answers through the edge under its migrated domain, and verify says so, and that
+    // the migrated volume has no backup yet; once it has one (proven), verify passes.
     wait_body(port, &domain, "sample-app v1").await;
+    let unsaved = verdict_but_backups(&member, &planned, &receipts).await;
+    assert_eq!(unsaved["state"], "attention", "{unsaved}");
+    let backups = evidence_of(&unsaved, "ListStorageVolumeBackupsQuery");
+    assert_eq!(backups["evaluation"], "attention", "{backups}");
+    assert_eq!(backups["summary"]["itemCount"], 0, "{backups}");
+    back_up_volume(&owner, &server, &receipts).await;
     let passed = verdict(&member, &planned, &receipts, "passed").await;
     let queries: Vec<&str> = passed["evidence"]
         .as_array()

@@ -13,7 +13,7 @@ use berth_tests::{client, eventually, eventually_explained};
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 
-use super::verdict;
+use super::{evidence_of, verdict_but_backups};
 use crate::dependency_resources::{docker, registry_image};
 use crate::deploy_support::{WAIT, ready_server, remove_server};
 
@@ -98,10 +98,11 @@ async fn a_compose_postgres_becomes_a_managed_dependency_bound_to_the_app() {
         .collect();
     assert_eq!(bindings, [("DATABASE_URL", database.name_any().as_str())]);
 
-    let passed = verdict(&member, &planned, &receipts, "passed").await;
+    let passed = verdict_but_backups(&member, &planned, &receipts).await;
     let health = dependency_evidence(&passed);
     assert_eq!(health["evaluation"], "passed", "{health}");
     assert_eq!(health["summary"]["lifecycleStatus"], "ready", "{health}");
+    assert_no_backup_yet(&passed);
 
     let body = json!({"plan": planned, "receipts": receipts,
         "confirmedPlanDigest": planned["planDigest"], "confirmDataLoss": true});
@@ -211,9 +212,10 @@ async fn an_external_postgres_named_by_url_is_imported_checked_and_bound() {
         panic!("one dependency resource")
     };
     assert_eq!(database.spec.source, DependencySource::Imported);
-    let passed = verdict(&member, &planned, &receipts, "passed").await;
+    let passed = verdict_but_backups(&member, &planned, &receipts).await;
     let health = dependency_evidence(&passed);
     assert_eq!(health["summary"]["lifecycleStatus"], "ready", "{health}");
+    assert_no_backup_yet(&passed);
     let password = "ext-pw-4711-s3cr3t";
     for shown in [&planned, &applied, &passed] {
         assert!(
@@ -236,10 +238,13 @@ async fn an_external_postgres_named_by_url_is_imported_checked_and_bound() {
 
 /// The verdict's reading of the migrated dependency (its show query).
 fn dependency_evidence(verdict: &Value) -> &Value {
-    verdict["evidence"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["queryName"] == "ShowDependencyResourceQuery")
-        .unwrap_or_else(|| panic!("the dependency read back: {verdict}"))
+    evidence_of(verdict, "ShowDependencyResourceQuery")
+}
+
+/// Verify needs a look while the migrated database has no backup (Appaloft's rule).
+fn assert_no_backup_yet(verdict: &Value) {
+    assert_eq!(verdict["state"], "attention", "{verdict}");
+    let backups = evidence_of(verdict, "ListDependencyResourceBackupsQuery");
+    assert_eq!(backups["evaluation"], "attention", "{backups}");
+    assert_eq!(backups["summary"]["itemCount"], 0, "{backups}");
 }

@@ -1,5 +1,6 @@
 //! Status and verify: one read of the real state per receipt, through the ordinary read
-//! operations as the caller. Verify looks into the nested answers Appaloft's verify skips:
+//! operations as the caller (verify reads a migrated database's or volume's backups too: none
+//! yet needs a look). Verify looks into the nested answers Appaloft's verify skips:
 //! the resource's live health (overall, runtime, checks), the deployment's outcome, each
 //! domain's route and certificate, and whether every migrated variable is in the effective
 //! configuration. Summaries hold allow-listed scalars only: no value, no log.
@@ -49,7 +50,13 @@ pub async fn read(
         input: &input,
     };
     let mut findings = Vec::new();
-    for query in queries(&step.operation_key, &ids, deep) {
+    let backups = deep
+        .then(|| backup_list(&step.operation_key, &ids))
+        .flatten();
+    for query in queries(&step.operation_key, &ids, deep)
+        .into_iter()
+        .chain(backups)
+    {
         let answer = dispatcher.call(Method::GET, &query.path, None).await;
         findings.push(finding(step, &query, answer));
     }
@@ -153,6 +160,52 @@ fn queries(operation_key: &str, ids: &Ids<'_>, deep: bool) -> Vec<Query> {
         _ => None,
     };
     found.into_iter().collect()
+}
+
+/// Verify's second read of a migrated database or volume (MIGRATION.md §1): its backups. None
+/// yet (a fresh migration), or a failed one among them, needs a look.
+fn backup_list(operation_key: &str, ids: &Ids<'_>) -> Option<Query> {
+    let (path, name) = match operation_key {
+        "dependency-resources.provision" | "dependency-resources.import" => (
+            ids.get("dependencyResourceId")
+                .map(|i| format!("/dependency-resources/{i}/backups")),
+            "ListDependencyResourceBackupsQuery",
+        ),
+        "storage-volumes.create" => (
+            ids.get("storageVolumeId")
+                .map(|i| format!("/storage-volumes/{i}/backups")),
+            "ListStorageVolumeBackupsQuery",
+        ),
+        _ => return None,
+    };
+    path.map(|path| Query {
+        path,
+        name,
+        judge: judge_backups,
+    })
+}
+
+/// `itemCount` and `itemStatuses` of a backup list: passed with at least one backup and none
+/// failed (Appaloft's rule).
+fn judge_backups(value: &Value) -> Judgement {
+    let items = value.get("items").and_then(Value::as_array);
+    let count = items.map_or(0, Vec::len);
+    let mut statuses: Vec<&str> = items
+        .into_iter()
+        .flatten()
+        .filter_map(|item| item.get("status").and_then(Value::as_str))
+        .collect();
+    statuses.sort_unstable();
+    statuses.dedup();
+    let mut summary = Map::new();
+    summary.insert("itemCount".into(), (count as i64).into());
+    summary.insert("itemStatuses".into(), statuses.join(",").into());
+    let evaluation = if count == 0 || statuses.contains(&"failed") {
+        ATTENTION
+    } else {
+        PASSED
+    };
+    (summary, evaluation, false)
 }
 
 fn finding(step: &Step, query: &Query, answer: Result<Value, Refusal>) -> Finding {
@@ -380,6 +433,19 @@ fn config_finding(step: &Step, answer: Result<Value, Refusal>, expected: &[Strin
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn backups_pass_only_when_there_is_one_and_none_failed() {
+        let (summary, evaluation, _) = judge_backups(&json!({"items": []}));
+        assert_eq!((evaluation, &summary["itemCount"]), (ATTENTION, &json!(0)));
+        let listed =
+            json!({"items": [{"status": "ready"}, {"status": "pending"}, {"status": "ready"}]});
+        let (summary, evaluation, _) = judge_backups(&listed);
+        assert_eq!(evaluation, PASSED);
+        assert_eq!(summary["itemStatuses"], "pending,ready");
+        let failed = json!({"items": [{"status": "ready"}, {"status": "failed"}]});
+        assert_eq!(judge_backups(&failed).1, ATTENTION);
+    }
 
     #[test]
     fn only_a_healthy_resource_passes() {
