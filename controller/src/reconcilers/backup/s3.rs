@@ -1,8 +1,9 @@
 //! A bucket of an S3-compatible store as a backup target: requests presigned by rusty-s3 (no
 //! I/O of its own) and sent with reqwest. An artifact goes up in parts (multipart upload) so it
 //! is never whole in memory and appears under its key only once the last part is in; it comes
-//! back as a stream. Every failure is one line naming what the store said (its error code and
-//! message), never a URL (a presigned one carries the access key id) nor a key.
+//! back as a stream. A request the store did not answer or answered busy is tried again a few
+//! times; every failure is one line naming what the store said (its error code and message),
+//! never a URL (a presigned one carries the access key id) nor a key.
 
 use std::time::Duration;
 
@@ -24,6 +25,12 @@ pub const PART_BYTES: usize = 8 * 1024 * 1024;
 /// How long a request may wait for the store to answer or send more.
 const READ_TIMEOUT: Duration = Duration::from_secs(120);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The waits before each new try of a request the store did not answer or answered busy.
+const RETRY_AFTER: [Duration; 3] = [
+    Duration::from_secs(1),
+    Duration::from_secs(3),
+    Duration::from_secs(9),
+];
 
 /// An opened bucket: where, and with which keys.
 pub struct BucketStore {
@@ -97,32 +104,44 @@ impl BucketStore {
         self.bucket.name()
     }
 
-    /// Sends a signed request; the answer when it is a success, else what the store said.
+    /// Sends a signed request; the answer when it is a success, else what the store said. A
+    /// request the store did not answer, or answered busy or failing (429, 5xx), is sent again
+    /// after [`RETRY_AFTER`] (the body is kept for it); a refusal (4xx) is not.
     async fn send(
         &self,
         method: Method,
         url: url::Url,
-        body: Option<reqwest::Body>,
+        body: Option<Bytes>,
         what: &str,
     ) -> std::result::Result<Response, Refused> {
-        let mut request = self.http.request(method, url);
-        if let Some(body) = body {
-            request = request.body(body);
+        let mut waits = RETRY_AFTER.iter();
+        loop {
+            let mut request = self.http.request(method.clone(), url.clone());
+            if let Some(body) = &body {
+                request = request.body(body.clone());
+            }
+            let (retryable, refused) = match request.send().await {
+                Ok(response) if response.status().is_success() => return Ok(response),
+                Ok(response) => (
+                    worth_retrying(response.status()),
+                    refusal(what, response).await,
+                ),
+                Err(e) => (
+                    true,
+                    format!("{what}: the store did not answer: {}", e.without_url()),
+                ),
+            };
+            match waits.next() {
+                Some(wait) if retryable => tokio::time::sleep(*wait).await,
+                _ => return Err(refused),
+            }
         }
-        let response = request
-            .send()
-            .await
-            .map_err(|e| format!("{what}: the store did not answer: {}", e.without_url()))?;
-        if response.status().is_success() {
-            return Ok(response);
-        }
-        Err(refusal(what, response).await)
     }
 
     /// Writes and removes a small object under `key`: the bucket exists and takes artifacts.
     pub async fn probe(&self, key: &str) -> std::result::Result<(), Refused> {
         let put = self.bucket.put_object(Some(&self.credentials), key);
-        let body = Some(reqwest::Body::from("berth backup target probe"));
+        let body = Some(Bytes::from_static(b"berth backup target probe"));
         self.send(Method::PUT, put.sign(SIGNED_FOR), body, "writing a probe")
             .await?;
         self.remove(key).await
@@ -214,7 +233,7 @@ impl PartUpload<'_> {
             .send(
                 Method::PUT,
                 upload.sign(SIGNED_FOR),
-                Some(part.into()),
+                Some(Bytes::from(part)),
                 &what,
             )
             .await?;
@@ -242,7 +261,7 @@ impl PartUpload<'_> {
             etags,
         );
         let url = complete.sign(SIGNED_FOR);
-        let body = Some(complete.body().into());
+        let body = Some(Bytes::from(complete.body()));
         let answer = store
             .send(Method::POST, url, body, "completing the upload")
             .await?;
@@ -283,6 +302,11 @@ async fn refusal(what: &str, response: Response) -> Refused {
     format!("{what}: the store answered {}: {said}", status.as_u16())
 }
 
+/// Whether a store's answer may differ a moment later: busy (429) or failing (5xx).
+fn worth_retrying(status: StatusCode) -> bool {
+    status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error()
+}
+
 fn reason(status: StatusCode) -> String {
     status
         .canonical_reason()
@@ -317,6 +341,15 @@ fn error_in(body: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_busy_or_failing_store_is_asked_again() {
+        assert!(worth_retrying(StatusCode::SERVICE_UNAVAILABLE));
+        assert!(worth_retrying(StatusCode::INTERNAL_SERVER_ERROR));
+        assert!(worth_retrying(StatusCode::TOO_MANY_REQUESTS));
+        assert!(!worth_retrying(StatusCode::FORBIDDEN));
+        assert!(!worth_retrying(StatusCode::NOT_FOUND));
+    }
 
     #[test]
     fn an_error_document_becomes_its_code_and_message() {
