@@ -1,4 +1,6 @@
-// Issue 42 in the console: the Databases page, in a real Chromium against the real stack. A
+// Issue 42 in the console: the Databases page, in a real Chromium against the real stack. An
+// administrator adds a backup target, a bucket of the stack's S3 store (Garage), which the page
+// follows until its check says ready; the secret key is never in the page after. A
 // managed Redis holding three keys is listed ready with its masked connection; it has no proven
 // restore point until "Back up now" takes a backup, which the page follows (no reload) until a
 // test restore has proven it: "verified", 3 keys. A key deleted afterwards comes back by a
@@ -8,7 +10,6 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { rmSync } from 'node:fs';
 import { env, origin, launch, newPage, shot, signIn, assertNoErrors, assertNotInDom, rest, suffix } from './support.mjs';
 
 /** A Redis provisioned; a backup dumped, sealed, stored and proven; a restore. */
@@ -17,7 +18,13 @@ const owner = { email: env('BERTH_CONSOLE_OWNER_EMAIL'), password: env('BERTH_CO
 const serverId = env('BERTH_CONSOLE_SERVER_ID');
 const id = suffix();
 const name = `Cache ${id}`;
-const directory = `/tmp/berth-console-backups-${id}`;
+const bucket = {
+  endpoint: env('BERTH_S3_ENDPOINT'),
+  bucket: env('BERTH_S3_BUCKET'),
+  region: env('BERTH_S3_REGION'),
+  accessKeyId: env('BERTH_S3_ACCESS_KEY_ID'),
+  secretAccessKey: env('BERTH_S3_SECRET_ACCESS_KEY'),
+};
 
 let browser;
 let page;
@@ -33,7 +40,6 @@ after(async () => {
   const quietly = (call) => call.catch((error) => console.error(`cleanup: ${error.message}`));
   if (state.dependencyId) await quietly(api.del(`/dependency-resources/${state.dependencyId}`, { deleteDataConfirmation: name }));
   await browser?.close();
-  rmSync(directory, { recursive: true, force: true });
 });
 
 /** `redis-cli` in the Redis's container, with its password from the container's env. */
@@ -54,6 +60,26 @@ async function until(check, what, timeout) {
 
 const backupsTable = () => page.getByRole('table', { name: 'Backups' });
 
+/** The bucket added as a target through the page's form, followed until its check passes. */
+async function addBucketTarget() {
+  const target = `Bucket ${id}`;
+  await page.getByRole('button', { name: 'Add a backup target' }).click();
+  const form = page.getByRole('form', { name: 'Add a backup target' });
+  await form.getByLabel('Name').fill(target);
+  await form.getByLabel('Endpoint').fill(bucket.endpoint);
+  await form.getByLabel('Bucket', { exact: true }).fill(bucket.bucket);
+  await form.getByLabel('Region').fill(bucket.region);
+  await form.getByLabel('Key prefix').fill(`console-${id}`);
+  await form.getByLabel('Access key id').fill(bucket.accessKeyId);
+  await form.getByLabel('Secret access key').fill(bucket.secretAccessKey);
+  await form.getByRole('button', { name: 'Add target' }).click();
+  const row = page.getByRole('table', { name: 'Backup targets' }).getByRole('row').filter({ hasText: target });
+  await row.getByText('ready', { exact: true }).waitFor({ timeout: 60_000 });
+  assert.match(await row.textContent(), new RegExp(`s3://${bucket.bucket}/console-${id} at`));
+  await assertNotInDom(page, bucket.secretAccessKey, 'the secret access key');
+  await shot(page, 'databases-backup-targets');
+}
+
 test('a database is backed up from its page, the backup proven, and restored in place', async () => {
   const project = await api.post('/projects', { name: `Data ${id}` });
   const environment = await api.post('/environments', { projectId: project.id, name: 'production', kind: 'production' });
@@ -66,7 +92,6 @@ test('a database is backed up from its page, the backup proven, and restored in 
     image: '127.0.0.1:5000/berth/redis:7',
   });
   state.dependencyId = dependencyId;
-  await api.post('/backup-targets', { name: `Offsite ${id}`, kind: 'server-directory', serverId, path: directory });
   const shown = await until(async () => {
     const { dependencyResource } = await api.get(`/dependency-resources/${dependencyId}`);
     return dependencyResource.lifecycleStatus === 'ready' && dependencyResource;
@@ -78,6 +103,7 @@ test('a database is backed up from its page, the backup proven, and restored in 
 
   await signIn(page, owner.email, owner.password);
   await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Databases' }).click();
+  await addBucketTarget();
   const row = page.getByRole('table', { name: 'Databases' }).getByRole('row').filter({ hasText: name });
   await row.getByText('ready').waitFor();
   assert.match(await row.textContent(), /redis:\/\/:\*\*\*\*@/, 'the connection is masked');
