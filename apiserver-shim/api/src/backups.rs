@@ -261,14 +261,24 @@ pub struct CreateBackupTarget {
 }
 
 /// A bucket and its keys. The keys are kept in a Secret of the organization that the target
-/// owns; they are never answered back.
-#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone)]
+/// owns; they are never answered back (nor printed: `Debug` masks the secret key).
+#[derive(Serialize, Deserialize, JsonSchema, Clone)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateS3Target {
     #[serde(flatten)]
     pub bucket: S3Bucket,
     pub access_key_id: String,
     pub secret_access_key: String,
+}
+
+impl std::fmt::Debug for CreateS3Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CreateS3Target")
+            .field("bucket", &self.bucket)
+            .field("access_key_id", &self.access_key_id)
+            .field("secret_access_key", &"****")
+            .finish()
+    }
 }
 
 /// The longest access key id or secret key taken.
@@ -394,7 +404,7 @@ mod tests {
                 prefix: None,
             },
             access_key_id: "GK1".into(),
-            secret_access_key: "secret".into(),
+            secret_access_key: "wJalrXUt-test-key".into(),
         };
         let target = |s3: Option<CreateS3Target>| CreateBackupTarget {
             name: "Bucket".into(),
@@ -412,6 +422,7 @@ mod tests {
         let mut bad = s3.clone();
         bad.bucket.bucket = "No_Such".into();
         assert_eq!(target(Some(bad)).validate().unwrap_err().field, "s3.bucket");
+        assert!(!format!("{s3:?}").contains("wJalrXUt"), "the key is masked");
         let mut empty = s3;
         empty.secret_access_key = String::new();
         assert_eq!(
