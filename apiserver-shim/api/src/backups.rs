@@ -261,7 +261,8 @@ pub struct CreateBackupTarget {
 }
 
 /// A bucket and its keys. The keys are kept in a Secret of the organization that the target
-/// owns; they are never answered back (nor printed: `Debug` masks the secret key).
+/// owns; they are never answered back.
+// Nor printed: `Debug` masks the secret key.
 #[derive(Serialize, Deserialize, JsonSchema, Clone)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateS3Target {
