@@ -181,6 +181,13 @@ pub(crate) async fn upgraded_over_rest(s: &Setup, db: &str, cache: &str) {
         message.contains("the old data stays in volume"),
         "{message}"
     );
+    // The new server's container under the dependency's name (the switch removes the old one
+    // and the next reconcile creates it; seen missing once right after `ready` under CI load).
+    let container = s.container(db);
+    eventually(WAIT, "the upgraded server's container", || async {
+        docker(&["container", "inspect", &container]).0.then_some(())
+    })
+    .await;
 }
 
 /// An upgrade whose old server was removed by hand touches nothing and says so on the object,
