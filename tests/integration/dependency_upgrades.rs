@@ -185,7 +185,9 @@ pub(crate) async fn upgraded_over_rest(s: &Setup, db: &str, cache: &str) {
     // and the next reconcile creates it; seen missing once right after `ready` under CI load).
     let container = s.container(db);
     eventually(WAIT, "the upgraded server's container", || async {
-        docker(&["container", "inspect", &container]).0.then_some(())
+        docker(&["container", "inspect", &container])
+            .0
+            .then_some(())
     })
     .await;
 }
