@@ -218,7 +218,7 @@ YAML
 
 # The stack must be up; starting it is cheap when it already runs.
 stack_env() {
-  "$HACK_DIR/stack.sh" up >&2
+  BERTH_STACK_S3=1 "$HACK_DIR/stack.sh" up >&2
   eval "$("$HACK_DIR/stack.sh" env)"
   export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$BERTH_CACHE/target}
 }

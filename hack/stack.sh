@@ -478,7 +478,9 @@ cmd_status() {
   else
     report smtp 0 "127.0.0.1:$BERTH_SMTP_PORT"
   fi
-  if s3_ready; then
+  if ! s3_wanted; then
+    printf '%-24s off   %s\n' s3 "not built (BERTH_STACK_S3=1 hack/stack.sh up builds and starts it)"
+  elif s3_ready; then
     report s3 1 "http://127.0.0.1:$BERTH_S3_PORT (Garage), bucket $BERTH_S3_BUCKET, $(pid_of garage)"
   else
     report s3 0 "http://127.0.0.1:$BERTH_S3_PORT (Garage)"

@@ -67,7 +67,8 @@ if ! flock -n 9; then
   flock 9
 fi
 # fd 9 closed: the stack's daemons outlive this run and must not hold its lock.
-"$HACK_DIR/stack.sh" up 9>&-
+# The backup tests need the stack's S3 store (built once on a fresh machine).
+BERTH_STACK_S3=1 "$HACK_DIR/stack.sh" up 9>&-
 # A node left up by an interrupted run: the suite runs Berth as processes on loopback.
 if [[ -f "$BERTH_STACK_DIR/node.mode" ]]; then "$HACK_DIR/stack.sh" node down 9>&-; fi
 eval "$("$HACK_DIR/stack.sh" env)"

@@ -5,6 +5,9 @@
 # $BERTH_CACHE/garage-$_GARAGE_VERSION like the API server (about 20 minutes on 2 cores, then
 # cached). One node on 127.0.0.1, one bucket and one key made on the first start and kept.
 # Source after common.sh, from hack/stack.sh. Every function is a no-op when its work is done.
+# The stack runs it when it is built already or BERTH_STACK_S3=1 asks for it (hack/test.sh and
+# hack/bench.sh do): the quickstart needs no S3 store, so a first `hack/dev.sh` does not wait
+# for Garage's build.
 #
 #   up_s3     build Garage when missing, write its configuration once, start it
 #   wait_s3   wait until it answers, then give it its layout, key and bucket (once)
@@ -69,7 +72,11 @@ TOML
   fi
 }
 
+# True when the stack runs the store: built already, or asked for.
+s3_wanted() { [[ -x "$_GARAGE" || "${BERTH_STACK_S3:-}" == 1 ]]; }
+
 up_s3() {
+  s3_wanted || return 0
   ensure_packages openssl:openssl curl:curl
   _garage_build
   _garage_config
@@ -107,6 +114,7 @@ s3_ready() {
 }
 
 wait_s3() {
+  s3_wanted || return 0
   wait_for 30 "Garage on 127.0.0.1:$BERTH_S3_PORT (log: $LOGS/garage.log)" _garage_answers
   wait_for 30 "Garage's layout, key and bucket (log: $LOGS/garage.log)" _garage_setup
 }
