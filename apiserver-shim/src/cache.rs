@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use berth_crds::backup::{BackupTarget, DependencyResourceBackup, DependencyResourceRestore};
-use berth_crds::backup_policy::DependencyResourceBackupPolicy;
+use berth_crds::backup_policy::{DependencyResourceBackupPolicy, StorageVolumeBackupPolicy};
 use berth_crds::dependency_resource::DependencyResource;
 use berth_crds::deploy_token::DeployToken;
 use berth_crds::deployment::Deployment;
@@ -73,6 +73,7 @@ pub struct Caches {
     pub backups: Store<DependencyResourceBackup>,
     pub backup_targets: Store<BackupTarget>,
     pub backup_policies: Store<DependencyResourceBackupPolicy>,
+    pub volume_backup_policies: Store<StorageVolumeBackupPolicy>,
     pub restores: Store<DependencyResourceRestore>,
     pub volume_backups: Store<StorageVolumeBackup>,
     pub volume_restores: Store<StorageVolumeRestore>,
@@ -289,6 +290,7 @@ impl Caches {
             backups: start(client),
             backup_targets: start_watched(client, watched_versions.clone()),
             backup_policies: start_watched(client, watched_versions.clone()),
+            volume_backup_policies: start_watched(client, watched_versions.clone()),
             restores: start(client),
             volume_backups: start(client),
             volume_restores: start(client),
@@ -349,6 +351,7 @@ impl Caches {
             self.backups.wait_until_ready(),
             self.backup_targets.wait_until_ready(),
             self.backup_policies.wait_until_ready(),
+            self.volume_backup_policies.wait_until_ready(),
             self.restores.wait_until_ready(),
             self.volume_backups.wait_until_ready(),
             self.volume_restores.wait_until_ready(),

@@ -178,8 +178,18 @@ pub struct DependencyResourceBackupSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = DESCRIPTION_MAX))]
     pub description: Option<String>,
-    /// Id of the DependencyResourceBackupPolicy that took it, when a policy did (its rules
-    /// decide how long it is kept); absent for a backup asked for by hand, kept until deleted.
+    /// The policy and slot it was taken for, when a policy took it.
+    #[serde(flatten)]
+    pub slot: PolicySlot,
+}
+
+/// The policy slot a backup was taken for. A backup asked for by hand has none and is kept
+/// until deleted; a policy's backups are kept by the policy's rules.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicySlot {
+    /// Id of the backup policy that took it (its rules decide how long it is kept); absent for
+    /// a backup asked for by hand, kept until deleted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = OBJECT_NAME_MAX))]
     pub policy_id: Option<String>,

@@ -1,5 +1,6 @@
-//! DependencyResourceBackupPolicy: backups of a managed database taken on a schedule and kept
-//! by rules. Each slot's backup is a DependencyResourceBackup named by the policy and the slot,
+//! DependencyResourceBackupPolicy and StorageVolumeBackupPolicy: backups of a managed database
+//! or of a storage volume taken on a schedule and kept by rules. Each slot's backup (a
+//! DependencyResourceBackup or a StorageVolumeBackup) is named by the policy and the slot,
 //! so the API server's name uniqueness makes each slot back up once across controller restarts
 //! and failovers; a slot that passed while the controller was away is backed up once, late.
 //! Backups the rules no longer keep are deleted, and their artifacts with them.
@@ -16,6 +17,7 @@ pub use berth_vocabulary::scheduled_tasks::{INTERVAL_HOURS_MAX, Schedule, Schedu
 use crate::Condition;
 use crate::backup::BackupStatus;
 use crate::limits::OBJECT_NAME_MAX;
+use crate::volume_backup::VolumeConsistency;
 
 /// Label on a backup naming the policy that took it.
 pub const POLICY_LABEL: &str = "berth.dev/backup-policy";
@@ -39,7 +41,7 @@ pub fn slot_backup_name(policy: &str, slot: i64) -> String {
     shortname = "bbpolicy",
     category = "berth",
     doc = "Backups of a managed database taken on a schedule (each proven by a test restore) and kept by retention rules; older ones are pruned at the target.",
-    status = "DependencyResourceBackupPolicyStatus",
+    status = "BackupPolicyStatus",
     printcolumn = r#"{"name":"Dependency","type":"string","jsonPath":".spec.dependencyResourceId"}"#,
     printcolumn = r#"{"name":"Target","type":"string","jsonPath":".spec.targetId"}"#,
     printcolumn = r#"{"name":"Next Run","type":"string","jsonPath":".status.nextRunAt"}"#,
@@ -56,6 +58,56 @@ pub struct DependencyResourceBackupPolicySpec {
     /// Id (object name) of the BackupTarget the backups go to.
     #[schemars(length(min = 1, max = OBJECT_NAME_MAX))]
     pub target_id: String,
+    /// When it backs up and which backups it keeps.
+    #[serde(flatten)]
+    pub rules: PolicyRules,
+}
+
+/// Backups of one storage volume's files on one server on a schedule, kept by rules.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "berth.dev",
+    version = "v1alpha1",
+    kind = "StorageVolumeBackupPolicy",
+    namespaced,
+    shortname = "bvpolicy",
+    category = "berth",
+    doc = "Backups of a storage volume's files taken on a schedule (each proven by extracting it into a throwaway volume) and kept by retention rules; older ones are pruned at the target.",
+    status = "BackupPolicyStatus",
+    printcolumn = r#"{"name":"Volume","type":"string","jsonPath":".spec.storageVolumeId"}"#,
+    printcolumn = r#"{"name":"Server","type":"string","jsonPath":".spec.serverId"}"#,
+    printcolumn = r#"{"name":"Target","type":"string","jsonPath":".spec.targetId"}"#,
+    printcolumn = r#"{"name":"Next Run","type":"string","jsonPath":".status.nextRunAt"}"#,
+    printcolumn = r#"{"name":"Last Verified","type":"string","jsonPath":".status.lastVerified.verifiedAt"}"#,
+    printcolumn = r#"{"name":"Kept","type":"integer","jsonPath":".status.backupsKept"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct StorageVolumeBackupPolicySpec {
+    /// Id (object name) of the StorageVolume backed up.
+    #[schemars(length(min = 1, max = OBJECT_NAME_MAX))]
+    pub storage_volume_id: String,
+    /// Id (object name) of the Server whose copy of the volume is read.
+    #[schemars(length(min = 1, max = OBJECT_NAME_MAX))]
+    pub server_id: String,
+    /// Id (object name) of the BackupTarget the backups go to.
+    #[schemars(length(min = 1, max = OBJECT_NAME_MAX))]
+    pub target_id: String,
+    /// How each backup reads the files: `crash-consistent` (default) or `quiesced` (the
+    /// containers using the volume stopped only while its files are copied on the server).
+    #[serde(default)]
+    pub consistency: VolumeConsistency,
+    /// When it backs up and which backups it keeps.
+    #[serde(flatten)]
+    pub rules: PolicyRules,
+}
+
+/// When a backup policy backs up and which backups it keeps: the same rules for a database's
+/// policy and a volume's.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyRules {
     /// When to back up: a five-field cron pattern or `@hourly`, `@daily`, `@weekly`,
     /// `@monthly`, `@yearly`, read in `timezone`. Give this or `intervalHours`, not both.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -79,11 +131,23 @@ pub struct DependencyResourceBackupPolicySpec {
     pub enabled: bool,
 }
 
+impl Default for PolicyRules {
+    fn default() -> Self {
+        Self {
+            schedule: None,
+            timezone: default_timezone(),
+            interval_hours: None,
+            retention: BackupRetention::default(),
+            enabled: true,
+        }
+    }
+}
+
 fn default_timezone() -> String {
     crate::scheduled_task::DEFAULT_TIMEZONE.to_string()
 }
 
-impl DependencyResourceBackupPolicySpec {
+impl PolicyRules {
     /// When the policy backs up, or why that cannot be read (naming the field).
     pub fn parsed_schedule(&self) -> Result<Schedule, ScheduleProblem> {
         match (&self.schedule, self.interval_hours) {
@@ -139,10 +203,10 @@ impl BackupRetention {
     }
 }
 
-/// What the controller observed about a policy.
+/// What the controller observed about a backup policy (of a database or of a volume).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct DependencyResourceBackupPolicyStatus {
+pub struct BackupPolicyStatus {
     /// Generation of the spec last acted on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
@@ -164,8 +228,8 @@ pub struct DependencyResourceBackupPolicyStatus {
     /// Ready backups kept by the rules, after the last pruning.
     #[serde(default)]
     pub backups_kept: i64,
-    /// `Ready` while the schedule is valid, the database and target exist and the newest
-    /// backup did not fail (`BackupFailed` says why it did).
+    /// `Ready` while the schedule is valid, what it backs up and its target exist and the
+    /// newest backup did not fail (`BackupFailed` says why it did).
     #[serde(default)]
     pub conditions: Vec<Condition>,
 }
@@ -174,7 +238,7 @@ pub struct DependencyResourceBackupPolicyStatus {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PolicyBackup {
-    /// Name of the DependencyResourceBackup.
+    /// Name of the backup (a DependencyResourceBackup or a StorageVolumeBackup).
     pub name: String,
     pub status: BackupStatus,
 }
@@ -183,7 +247,7 @@ pub struct PolicyBackup {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VerifiedBackup {
-    /// Name of the DependencyResourceBackup.
+    /// Name of the backup (a DependencyResourceBackup or a StorageVolumeBackup).
     pub name: String,
     /// When its test restore ended (RFC 3339).
     pub verified_at: String,
@@ -196,4 +260,7 @@ pub struct VerifiedBackup {
     /// Keys its test restore loaded (Redis).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keys: Option<i64>,
+    /// Regular files its test restore read back (storage volume).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<i64>,
 }

@@ -128,6 +128,7 @@ fn crds_as_derived() -> Vec<CustomResourceDefinition> {
         backup::DependencyResourceBackup::crd(),
         backup::DependencyResourceRestore::crd(),
         backup_policy::DependencyResourceBackupPolicy::crd(),
+        backup_policy::StorageVolumeBackupPolicy::crd(),
         volume_backup::StorageVolumeBackup::crd(),
         volume_backup::StorageVolumeRestore::crd(),
         scheduled_task::ScheduledTask::crd(),

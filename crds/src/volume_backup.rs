@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 pub use berth_vocabulary::storage::{QuiescedWindow, VolumeConsistency, VolumeRestoreMode};
 
-use crate::backup::{DependencyResourceBackupStatus, DependencyResourceRestoreStatus};
+use crate::backup::{DependencyResourceBackupStatus, DependencyResourceRestoreStatus, PolicySlot};
 use crate::limits::{DESCRIPTION_MAX, OBJECT_NAME_MAX};
 
 /// Label on a volume backup naming its storage volume.
@@ -61,6 +61,9 @@ pub struct StorageVolumeBackupSpec {
     /// a snapshot volume, which is then read; the server needs room for that copy).
     #[serde(default)]
     pub consistency: VolumeConsistency,
+    /// The policy and slot it was taken for, when a policy took it.
+    #[serde(flatten)]
+    pub slot: PolicySlot,
 }
 
 /// What the controller did and saw: the same record as a database backup's, whose

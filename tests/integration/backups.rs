@@ -401,13 +401,13 @@ async fn a_policy_backs_up_each_slot_once_and_keeps_only_what_its_rules_keep_at_
     let newest: Vec<String> = slots_seen.iter().rev().take(2).rev().cloned().collect();
     assert_eq!(kept_names, newest, "the newest two are kept");
     for backup in &kept {
-        let slot = backup.spec.scheduled_for.as_deref().expect("its slot");
+        let slot = backup.spec.slot.scheduled_for.as_deref().expect("its slot");
         let slot: k8s_openapi::jiff::Timestamp = slot.parse().unwrap();
         assert_eq!(
             backup.metadata.name.as_deref(),
             Some(&*format!("minutely-{}", slot.as_second()))
         );
-        assert!(!backup.spec.late, "taken on time");
+        assert!(!backup.spec.slot.late, "taken on time");
         let verification = backup
             .status
             .as_ref()

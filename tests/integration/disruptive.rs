@@ -283,7 +283,7 @@ async fn a_controller_killed_during_a_scheduled_backup_takes_it_once_and_a_misse
     let for_slot = policy_backups(&ns, "nightly")
         .await
         .into_iter()
-        .filter(|b| b.spec.scheduled_for == taken.spec.scheduled_for)
+        .filter(|b| b.spec.slot.scheduled_for == taken.spec.slot.scheduled_for)
         .count();
     assert_eq!(
         for_slot, 1,
@@ -310,7 +310,7 @@ async fn a_controller_killed_during_a_scheduled_backup_takes_it_once_and_a_misse
             .find(|b| b.metadata.name.as_deref() == Some(&*format!("nightly-{missed}")))
     })
     .await;
-    assert!(late.spec.late, "{late:?}");
+    assert!(late.spec.slot.late, "{late:?}");
     let late = ended(&ns, &format!("nightly-{missed}")).await;
     assert_eq!(late.status.unwrap().status, BackupStatus::Ready);
     let notes = event_notes(&ns, "nightly");

@@ -97,18 +97,53 @@ impl ConfigureBackupPolicy {
                  server cannot be reached (for 15 minutes)",
             ));
         }
+        self.timing().check()
+    }
+
+    pub fn timing(&self) -> PolicyTiming<'_> {
+        PolicyTiming {
+            schedule: self.schedule.as_deref(),
+            timezone: self.timezone.as_deref(),
+            interval_hours: self.schedule_interval_hours,
+            retention_days: self.retention_days,
+            keep_last: self.keep_last,
+            keep_daily: self.keep_daily,
+            keep_weekly: self.keep_weekly,
+        }
+    }
+
+    /// A new policy needs its schedule.
+    pub fn check_new(&self) -> Checked {
+        self.timing().check_new()
+    }
+}
+
+/// The schedule and retention fields of a configure request (a database's policy or a
+/// volume's), checked the same way.
+pub struct PolicyTiming<'a> {
+    pub schedule: Option<&'a str>,
+    pub timezone: Option<&'a str>,
+    pub interval_hours: Option<i64>,
+    pub retention_days: Option<i64>,
+    pub keep_last: Option<i64>,
+    pub keep_daily: Option<i64>,
+    pub keep_weekly: Option<i64>,
+}
+
+impl PolicyTiming<'_> {
+    pub fn check(&self) -> Checked {
         self.check_schedule()?;
         self.check_retention()
     }
 
     fn check_schedule(&self) -> Checked {
-        if self.schedule.is_some() && self.schedule_interval_hours.is_some() {
+        if self.schedule.is_some() && self.interval_hours.is_some() {
             return Err(FieldError::new(
                 "scheduleIntervalHours",
                 "give schedule or scheduleIntervalHours, not both",
             ));
         }
-        if self.timezone.is_some() && self.schedule_interval_hours.is_some() {
+        if self.timezone.is_some() && self.interval_hours.is_some() {
             return Err(FieldError::new(
                 "timezone",
                 "timezone goes with schedule; an interval counts from the Unix epoch",
@@ -116,12 +151,12 @@ impl ConfigureBackupPolicy {
         }
         in_range(
             "scheduleIntervalHours",
-            self.schedule_interval_hours,
+            self.interval_hours,
             1,
             INTERVAL_HOURS_MAX,
         )?;
-        match &self.schedule {
-            Some(schedule) => check_schedule(schedule, self.timezone.as_deref().unwrap_or("UTC")),
+        match self.schedule {
+            Some(schedule) => check_schedule(schedule, self.timezone.unwrap_or("UTC")),
             None => Ok(()),
         }
     }
@@ -135,7 +170,7 @@ impl ConfigureBackupPolicy {
 
     /// A new policy needs its schedule.
     pub fn check_new(&self) -> Checked {
-        if self.schedule.is_none() && self.schedule_interval_hours.is_none() {
+        if self.schedule.is_none() && self.interval_hours.is_none() {
             return Err(FieldError::new(
                 "scheduleIntervalHours",
                 "a new policy needs scheduleIntervalHours or schedule",
@@ -159,13 +194,16 @@ pub struct PolicyBackupSummary {
 pub struct VerifiedBackupSummary {
     pub backup_id: String,
     pub verified_at: String,
-    /// A PostgreSQL's tables and rows, a Redis's keys, as its test restore counted them.
+    /// A PostgreSQL's tables and rows, a Redis's keys, a volume's files, as its test
+    /// restore counted them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tables: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rows: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keys: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<i64>,
 }
 
 /// One policy (Appaloft's policy read, and Berth's fields after `updatedAt`).

@@ -66,5 +66,6 @@ pub mod thresholds;
 pub mod usage_intents;
 pub mod users;
 pub mod variables;
+pub mod volume_backup_policies;
 pub mod volume_backups;
 pub mod webhooks;

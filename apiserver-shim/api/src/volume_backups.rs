@@ -16,6 +16,8 @@ pub use berth_vocabulary::storage::{QuiescedWindow, VolumeConsistency, VolumeRes
 pub const LIST_SCHEMA: &str = "storage-volumes.backups.list/v1";
 /// `GET /storage-volume-backups/{backupId}` answer's `schemaVersion`.
 pub const SHOW_SCHEMA: &str = "storage-volumes.backups.show/v1";
+/// `POST /storage-volumes/{id}/backups/plan` answer's `schemaVersion`.
+pub const PLAN_SCHEMA: &str = "storage-volumes.backup-plan/v1";
 /// Appaloft's source adapter key of a file-tree backup.
 pub const TAR_VOLUME_ADAPTER: &str = "tar-volume";
 
@@ -54,6 +56,47 @@ impl CreateStorageVolumeBackup {
             )),
         }
     }
+}
+
+/// What a backup of a volume asked for with the same body would do, and what would stop it
+/// (Appaloft's plan, with Berth's choices): nothing is created or changed.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct StorageVolumeBackupPlan {
+    pub schema_version: String,
+    pub storage_volume_id: String,
+    /// Only `tar-volume`: the file tree read as a tar archive.
+    pub source_adapter_key: String,
+    /// `server-directory` or `s3-compatible`; absent when no target could be chosen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_provider_key: Option<String>,
+    pub consistency: VolumeConsistency,
+    /// True when the target is a directory on the volume's own server: the backup would not
+    /// survive the loss of that server.
+    pub local_only: bool,
+    /// The server whose copy would be read (Berth).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_id: Option<String>,
+    /// The target the artifact would go to (Berth).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_id: Option<String>,
+    /// Quiesced: the resources on that server attaching the volume, whose containers would
+    /// be stopped while the files are copied (Berth).
+    pub stopped_resources: Vec<String>,
+    /// Why the backup would not run or could not succeed now; empty when it would.
+    pub blockers: Vec<BackupPlanBlocker>,
+}
+
+/// One reason a planned backup would not run.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct BackupPlanBlocker {
+    /// `server-unresolved`, `server-not-ready`, `target-unresolved` or `target-not-ready`.
+    pub code: String,
+    pub message: String,
+    /// The request field that would fix it, when one would.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
 }
 
 /// Restore a ready volume backup (Appaloft's input).
@@ -185,7 +228,8 @@ pub struct StorageVolumeBackupSummary {
     pub status: BackupStatus,
     pub attempt_id: String,
     pub requested_at: String,
-    /// `none`: asked for by hand, kept until deleted.
+    /// `none`: asked for by hand, kept until deleted; `retained`: a policy's, kept by its
+    /// rules.
     pub retention_status: String,
     /// False: the artifact is at the target, off the volume's server unless the target is on
     /// it.
@@ -217,6 +261,16 @@ pub struct StorageVolumeBackupSummary {
     /// The tree its test restore read back (Berth).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tree: Option<VolumeTreeSummary>,
+    /// The policy that took it (Berth; absent for a backup asked for by hand).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_id: Option<String>,
+    /// The policy's slot it was taken for (Berth).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduled_for: Option<String>,
+    /// True when its slot passed while the controller was away and it was taken on return
+    /// (Berth).
+    #[serde(default)]
+    pub late: bool,
 }
 
 #[derive(Serialize, Deserialize, JsonSchema, Debug)]

@@ -9,7 +9,9 @@ use berth_api::backups::{
     DependencyResourceBackupSummary, RestoreAttemptSummary, RestoreReportSummary, RestoreStatus,
     provider_key,
 };
-use berth_crds::backup::{BackupTarget, DependencyResourceBackup, DependencyResourceRestore};
+use berth_crds::backup::{
+    BackupTarget, DependencyResourceBackup, DependencyResourceRestore, PolicySlot,
+};
 use berth_crds::condition::{self, ConditionStatus, READY};
 use berth_crds::dependency_resource::{DependencyResource, DependencySource};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -46,12 +48,7 @@ pub fn summary(
         status: status.status,
         attempt_id: backup.name_any(),
         requested_at: created.clone(),
-        // A policy's backup is kept by its rules; one asked for by hand until it is deleted.
-        retention_status: if backup.spec.policy_id.is_some() {
-            "retained".into()
-        } else {
-            "none".into()
-        },
+        retention_status: retention_status(&backup.spec.slot).into(),
         provider_artifact_handle: status
             .artifact
             .as_ref()
@@ -64,9 +61,9 @@ pub fn summary(
         created_at: created,
         target_id: backup.spec.target_id.clone(),
         description: backup.spec.description.clone(),
-        policy_id: backup.spec.policy_id.clone(),
-        scheduled_for: backup.spec.scheduled_for.clone(),
-        late: backup.spec.late,
+        policy_id: backup.spec.slot.policy_id.clone(),
+        scheduled_for: backup.spec.slot.scheduled_for.clone(),
+        late: backup.spec.slot.late,
         step: status.step,
         artifact: status.artifact.map(|a| BackupArtifactSummary {
             location: a.location,
@@ -97,6 +94,16 @@ pub fn summary(
 
 fn time(at: &Option<Time>) -> Option<String> {
     at.as_ref().map(|t| t.0.to_string())
+}
+
+/// Appaloft's `retentionStatus` of a backup taken for `slot`: a policy's backup is kept by its
+/// rules (`retained`); one asked for by hand until it is deleted (`none`).
+pub fn retention_status(slot: &PolicySlot) -> &'static str {
+    if slot.policy_id.is_some() {
+        "retained"
+    } else {
+        "none"
+    }
 }
 
 /// A restore as Appaloft's restore attempt.

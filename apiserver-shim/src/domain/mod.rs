@@ -36,5 +36,6 @@ pub mod spec_variables;
 pub mod storage_volumes;
 pub mod time;
 pub mod variables;
+pub mod volume_backup_policies;
 pub mod volume_backups;
 pub mod webhooks;

@@ -142,7 +142,7 @@ async fn list(
     let mut items: Vec<_> = all_in(&state.caches.backup_policies, &organization.namespace)
         .iter()
         .filter(|p| dependency.is_none_or(|d| p.spec.dependency_resource_id == d))
-        .filter(|p| !enabled_only || p.spec.enabled)
+        .filter(|p| !enabled_only || p.spec.rules.enabled)
         .filter_map(|p| {
             let dependency = lookup_dependency(&state, &caller, &p.spec.dependency_resource_id);
             dependency.ok().map(|d| summary(p, &d))

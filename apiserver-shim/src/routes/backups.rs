@@ -17,7 +17,7 @@ use berth_api::backups::{
 use berth_api::common::IdResponse;
 use berth_crds::backup::{
     BACKUP_LABEL, DEPENDENCY_LABEL, DependencyResourceBackup, DependencyResourceBackupSpec,
-    DependencyResourceRestore, DependencyResourceRestoreSpec,
+    DependencyResourceRestore, DependencyResourceRestoreSpec, PolicySlot,
 };
 use berth_crds::dependency_resource::DependencyResource;
 use berth_crds::member::OrganizationRole;
@@ -103,9 +103,7 @@ async fn create(
             dependency_resource_id: dependency_id.clone(),
             target_id: target.name_any(),
             description: body.description,
-            policy_id: None,
-            scheduled_for: None,
-            late: false,
+            slot: PolicySlot::default(),
         },
     );
     backup

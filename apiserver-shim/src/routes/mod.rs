@@ -51,6 +51,7 @@ pub mod terminal;
 pub mod thresholds;
 pub mod usage_intents;
 pub mod users;
+pub mod volume_backup_policies;
 pub mod volume_backups;
 pub mod webhooks;
 
@@ -208,6 +209,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         backups::endpoints(),
         backup_policies::endpoints(),
         volume_backups::endpoints(),
+        volume_backup_policies::endpoints(),
         scheduled_tasks::endpoints(),
         scheduled_task_runs::endpoints(),
         notification_channels::endpoints(),

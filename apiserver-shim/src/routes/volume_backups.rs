@@ -3,8 +3,10 @@
 //! A backup is a StorageVolumeBackup the controller reads on the volume's server, stores sealed
 //! at a backup target and proves by extracting it into a throwaway volume; a restore is a
 //! StorageVolumeRestore it writes into a new volume (made here, in the backup's environment)
-//! or in place. Reads come from the watch caches. Policies, plans and pruning by REST are not
-//! served yet (delete the StorageVolumeBackup object to remove one with its artifact).
+//! or in place. `POST …/backups/plan` answers what a backup would do without taking it.
+//! Reads come from the watch caches. Policies are in `volume_backup_policies`; pruning by REST
+//! is not served (a policy prunes by its rules; delete the StorageVolumeBackup object to remove
+//! one by hand with its artifact).
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -14,10 +16,12 @@ use berth_api::backups::BackupStatus;
 use berth_api::common::IdResponse;
 use berth_api::volume_backups::{
     CreateStorageVolumeBackup, LIST_SCHEMA, RestoreStorageVolumeBackup, RestoredStorageVolume,
-    SHOW_SCHEMA, StorageVolumeBackupList, StorageVolumeBackupShow, VolumeConsistency,
-    VolumeRestoreMode,
+    SHOW_SCHEMA, StorageVolumeBackupList, StorageVolumeBackupPlan, StorageVolumeBackupShow,
+    VolumeConsistency, VolumeRestoreMode,
 };
+use berth_crds::backup::PolicySlot;
 use berth_crds::member::OrganizationRole;
+use berth_crds::server::Server;
 use berth_crds::storage_volume::{StorageVolume, StorageVolumeKind, StorageVolumeSpec};
 use berth_crds::volume_backup::{
     STORAGE_VOLUME_LABEL, StorageVolumeBackup, StorageVolumeBackupSpec, StorageVolumeRestore,
@@ -32,7 +36,7 @@ use crate::domain::backups::choose_target;
 use crate::domain::objects::{all_in, find_in};
 use crate::domain::servers;
 use crate::domain::storage_volumes::lookup as lookup_volume;
-use crate::domain::volume_backups::{default_server, summary};
+use crate::domain::volume_backups::{self, PlanInputs, default_server, summary};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams, known_params};
 use crate::json::Json;
@@ -53,6 +57,14 @@ pub fn endpoints() -> Vec<Endpoint> {
             create,
         )
         .success(&[StatusCode::CREATED]),
+        Endpoint::post::<CreateStorageVolumeBackup, StorageVolumeBackupPlan, _, _>(
+            "/storage-volumes/{storageVolumeId}/backups/plan",
+            "Plan a backup of a storage volume without taking it: with the body a create \
+             would take, the server and target it would use, the provider, whether the target \
+             is on the volume's own server (localOnly), the resources a quiesced backup would \
+             stop, and blockers (server or target not chosen or not ready). Nothing is written",
+            plan,
+        ),
         Endpoint::get::<StorageVolumeBackupList, _, _>(
             "/storage-volumes/{storageVolumeId}/backups",
             "List a storage volume's backups, newest first (status filter)",
@@ -87,12 +99,7 @@ async fn create(
     let organization = caller.require_role(OrganizationRole::Member)?;
     body.validate()?;
     let namespace = organization.namespace.clone();
-    let server_id = match body.server_id {
-        Some(id) => id,
-        None => default_server(&volume, &all_in(&state.caches.resources, &namespace))?,
-    };
-    servers::lookup(&state, &caller, &server_id)
-        .map_err(|error| error.with_detail("field", "serverId"))?;
+    let server = choose_server(&state, &caller, &volume, body.server_id.as_deref())?;
     let targets = all_in(&state.caches.backup_targets, &namespace);
     let target = choose_target(&targets, body.target_id.as_deref())?;
     let id = new_id(&format!("{volume_id}-bk"));
@@ -100,14 +107,11 @@ async fn create(
         &id,
         StorageVolumeBackupSpec {
             storage_volume_id: volume_id.clone(),
-            server_id,
+            server_id: server.name_any(),
             target_id: target.name_any(),
             description: body.description,
-            consistency: body
-                .requested_consistency
-                .as_deref()
-                .and_then(VolumeConsistency::parse)
-                .unwrap_or_default(),
+            consistency: requested_consistency(&body.requested_consistency),
+            slot: PolicySlot::default(),
         },
     );
     backup
@@ -117,6 +121,54 @@ async fn create(
     apply(&api, &state.caches.volume_backups, Some(&caller), backup).await?;
     tracing::info!(backup = %id, volume = %volume_id, "volume backup requested");
     Ok((StatusCode::CREATED, Json(IdResponse { id })))
+}
+
+/// The plan of a backup asked for with `body`: the same choices as `create`, each refusal a
+/// blocker, and what is not ready now; nothing is written.
+async fn plan(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(volume_id): Path<String>,
+    JsonBody(body): JsonBody<CreateStorageVolumeBackup>,
+) -> ApiResult<Json<StorageVolumeBackupPlan>> {
+    let volume = lookup_volume(&state, &caller, &volume_id)?;
+    let organization = caller.require_role(OrganizationRole::Member)?;
+    body.validate()?;
+    let namespace = &organization.namespace;
+    let targets = all_in(&state.caches.backup_targets, namespace);
+    let resources = all_in(&state.caches.resources, namespace);
+    Ok(Json(volume_backups::plan(PlanInputs {
+        volume: &volume,
+        server: choose_server(&state, &caller, &volume, body.server_id.as_deref()),
+        target: choose_target(&targets, body.target_id.as_deref()),
+        consistency: requested_consistency(&body.requested_consistency),
+        resources: &resources,
+    })))
+}
+
+/// The server a backup of `volume` reads: the one named, else the server of a resource that
+/// attaches it.
+fn choose_server(
+    state: &AppState,
+    caller: &Caller,
+    volume: &StorageVolume,
+    named: Option<&str>,
+) -> ApiResult<Arc<Server>> {
+    let namespace = volume.namespace().unwrap_or_default();
+    let server_id = match named {
+        Some(id) => id.to_string(),
+        None => default_server(volume, &all_in(&state.caches.resources, &namespace))?,
+    };
+    servers::lookup(state, caller, &server_id)
+        .map_err(|error| error.with_detail("field", "serverId"))
+}
+
+/// The consistency a (validated) request asks for; crash-consistent when it names none.
+fn requested_consistency(requested: &Option<String>) -> VolumeConsistency {
+    requested
+        .as_deref()
+        .and_then(VolumeConsistency::parse)
+        .unwrap_or_default()
 }
 
 async fn list(

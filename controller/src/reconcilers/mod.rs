@@ -30,10 +30,19 @@ pub mod storage_volume;
 use std::sync::Arc;
 
 use berth_crds::{
-    deploy_token::DeployToken, invitation::Invitation, member::Member,
-    overlay_decision::OverlayDecision, project::Project, resource::Resource as BerthResource,
-    retention_policy::RetentionPolicy, route_surface_decision::RouteSurfaceDecision,
-    session::Session, threshold_policy::ThresholdPolicy, usage_intent::UsageIntent, user::User,
+    backup_policy::{DependencyResourceBackupPolicy, StorageVolumeBackupPolicy},
+    deploy_token::DeployToken,
+    invitation::Invitation,
+    member::Member,
+    overlay_decision::OverlayDecision,
+    project::Project,
+    resource::Resource as BerthResource,
+    retention_policy::RetentionPolicy,
+    route_surface_decision::RouteSurfaceDecision,
+    session::Session,
+    threshold_policy::ThresholdPolicy,
+    usage_intent::UsageIntent,
+    user::User,
 };
 
 use crate::cache::Feeds;
@@ -172,7 +181,8 @@ async fn run_controllers(
         backup::run(context.clone(), shutdown.clone()),
         backup::run_targets(context.clone(), shutdown.clone()),
         backup::run_restores(context.clone(), shutdown.clone()),
-        backup::run_policies(context.clone(), shutdown.clone()),
+        backup::run_policies::<DependencyResourceBackupPolicy>(context.clone(), shutdown.clone()),
+        backup::run_policies::<StorageVolumeBackupPolicy>(context.clone(), shutdown.clone()),
         backup::run_volume_backups(context.clone(), shutdown.clone()),
         backup::run_volume_restores(context.clone(), shutdown.clone()),
         notifications::run_notifier(context.clone(), shutdown.clone()),

@@ -17,13 +17,14 @@
 //! `sites` and `transfer` move the bytes, `key` keeps the key,
 //! `record` ends a backup object as ready or failed, `removal` takes a deleted backup's
 //! artifact with it; `target` checks BackupTargets,
-//! `restore` runs DependencyResourceRestores and `policy` takes backups on a schedule and
-//! prunes them by the rules `prune` decides.
+//! `restore` runs DependencyResourceRestores and `policy` takes backups of a database or a
+//! volume on a schedule (`policy_kinds`) and prunes them by the rules `prune` decides.
 
 mod job;
 mod key;
 mod plan;
 mod policy;
+mod policy_kinds;
 mod prune;
 mod record;
 mod redis;
@@ -43,6 +44,7 @@ mod volume_restore;
 mod volume_users;
 
 pub use policy::run as run_policies;
+pub use policy_kinds::BackupPolicy;
 pub use restore::run as run_restores;
 pub use target::run as run_targets;
 pub use volume::run as run_volume_backups;

@@ -1,5 +1,6 @@
-//! DependencyResourceBackupPolicy: makes a DependencyResourceBackup for each slot of the
-//! policy's schedule and prunes its backups by its rules. A slot's backup is named by policy and
+//! Backup policies (a database's DependencyResourceBackupPolicy and a volume's
+//! StorageVolumeBackupPolicy, one controller each over [`BackupPolicy`]): a backup for each
+//! slot of the policy's schedule, pruned by its rules. A slot's backup is named by policy and
 //! slot, so a slot backed up twice — a controller killed after creating it, a new leader after a
 //! failover — exists once. A slot that passed while the controller was away is backed up once,
 //! late, on return (a `BackupLate` Warning and a `backup-late` notification); older missed slots
@@ -9,18 +10,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use berth_crds::backup::{
-    BackupStatus, BackupTarget, DEPENDENCY_LABEL, DependencyResourceBackup,
-    DependencyResourceBackupSpec,
-};
+use berth_crds::backup::{BackupStatus, BackupTarget, PolicySlot};
 use berth_crds::backup_policy::{
-    DependencyResourceBackupPolicy, DependencyResourceBackupPolicyStatus, POLICY_LABEL,
-    PolicyBackup, VerifiedBackup, slot_backup_name,
+    BackupPolicyStatus, POLICY_LABEL, PolicyBackup, VerifiedBackup, slot_backup_name,
 };
 use berth_crds::condition::reason::{DEPENDENCY_MISSING, INVALID_SPEC};
 use berth_crds::condition::{self, Condition};
 use berth_crds::dependency_resource::DependencyResource;
 use berth_crds::notification::NotificationEvent;
+use berth_crds::storage_volume::StorageVolume;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
 use kube::runtime::Controller;
@@ -30,7 +28,9 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Api, Resource as _, ResourceExt};
 
+use super::policy_kinds::{BackupPolicy, Subject};
 use super::prune::{self, Kept};
+use super::removal::StoredBackup;
 use crate::conditions::Stamp;
 use crate::context::Context;
 use crate::error::{Error, Result};
@@ -39,7 +39,6 @@ use crate::reconcilers::policy::{drain, error_policy};
 use crate::reconcilers::slots::{self, SlotDecision, SlotRecord, rfc3339, until};
 use crate::status::StatusWriter;
 
-const KIND: &str = "DependencyResourceBackupPolicy";
 /// How soon a policy whose database or target does not exist is looked at again.
 const WAIT_FOR_DEPENDENCY: Duration = Duration::from_secs(60);
 /// Reasons of `Ready`.
@@ -47,53 +46,45 @@ const SCHEDULED: &str = "Scheduled";
 const BACKUP_FAILED: &str = "BackupFailed";
 const TARGET_MISSING: &str = "TargetMissing";
 
-/// Runs the policy controller (and a watch of the backups, each waking its policy) until
-/// `shutdown`.
-pub async fn run(
+/// Runs the controller of policies of kind `P` (and a watch of their backups, each waking its
+/// policy) until `shutdown`.
+pub async fn run<P: BackupPolicy>(
     context: Arc<Context>,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
     let client = context.client.clone();
-    let stream = Controller::new(
-        Api::<DependencyResourceBackupPolicy>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .watches(
-        Api::<DependencyResourceBackup>::all(client),
-        watcher::Config::default(),
-        policy_of,
-    )
-    .graceful_shutdown_on(shutdown)
-    .run(reconcile, error_policy(KIND), context);
-    drain(KIND, stream).await;
+    let stream = Controller::new(Api::<P>::all(client.clone()), watcher::Config::default())
+        .watches(
+            Api::<P::Backup>::all(client),
+            watcher::Config::default(),
+            policy_of::<P>,
+        )
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile::<P>, error_policy(P::KIND), context);
+    drain(P::KIND, stream).await;
 }
 
 /// The policy that took `backup`, by its label. Backups are not owned by their policy: deleting
 /// a policy keeps the restore points it made.
-fn policy_of(
-    backup: DependencyResourceBackup,
-) -> Option<ObjectRef<DependencyResourceBackupPolicy>> {
+fn policy_of<P: BackupPolicy>(backup: P::Backup) -> Option<ObjectRef<P>> {
     let policy = backup.labels().get(POLICY_LABEL)?;
     Some(ObjectRef::new(policy).within(&backup.namespace()?))
 }
 
-async fn reconcile(
-    policy: Arc<DependencyResourceBackupPolicy>,
-    context: Arc<Context>,
-) -> Result<Action> {
-    let _timer = context.metrics.reconcile_started(KIND);
-    if policy.metadata.deletion_timestamp.is_some() {
+async fn reconcile<P: BackupPolicy>(policy: Arc<P>, context: Arc<Context>) -> Result<Action> {
+    let _timer = context.metrics.reconcile_started(P::KIND);
+    if policy.meta().deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
     let namespace = policy
         .namespace()
         .ok_or(Error::MissingObjectKey("metadata.namespace"))?;
     let job = Policy {
-        object: &policy,
+        object: policy.as_ref(),
         context: &context,
         namespace: &namespace,
         stamp: Stamp {
-            generation: policy.metadata.generation,
+            generation: policy.meta().generation,
             now: Timestamp::now(),
         },
     };
@@ -101,14 +92,14 @@ async fn reconcile(
 }
 
 /// One reconcile of one policy.
-struct Policy<'a> {
-    object: &'a DependencyResourceBackupPolicy,
+struct Policy<'a, P> {
+    object: &'a P,
     context: &'a Context,
     namespace: &'a str,
     stamp: Stamp,
 }
 
-impl Policy<'_> {
+impl<P: BackupPolicy> Policy<'_, P> {
     fn api<K>(&self) -> Api<K>
     where
         K: kube::Resource<Scope = kube::core::NamespaceResourceScope>,
@@ -118,8 +109,8 @@ impl Policy<'_> {
     }
 
     async fn reconcile(&self) -> Result<Action> {
-        let spec = &self.object.spec;
-        let schedule = match spec.parsed_schedule() {
+        let rules = self.object.rules();
+        let schedule = match rules.parsed_schedule() {
             Ok(schedule) => schedule,
             Err(problem) => {
                 let message = format!("spec.{}: {}", problem.field, problem.message);
@@ -132,44 +123,40 @@ impl Policy<'_> {
             return Ok(Action::requeue(WAIT_FOR_DEPENDENCY));
         }
         let now = self.stamp.now;
-        let status = self.object.status.as_ref();
+        let status = self.object.policy_status();
         let record = SlotRecord {
             last_slot: status.and_then(|s| s.last_slot.as_deref()),
-            same_spec: status.and_then(|s| s.observed_generation)
-                == self.object.metadata.generation,
-            created: self
-                .object
-                .metadata
-                .creation_timestamp
-                .as_ref()
-                .map(|t| t.0),
+            same_spec: status.and_then(|s| s.observed_generation) == self.object.meta().generation,
+            created: self.object.meta().creation_timestamp.as_ref().map(|t| t.0),
         };
         let handled = slots::handled_through(record, now);
-        let decision = slots::decide(&schedule, spec.enabled, true, handled, now.as_second());
+        let decision = slots::decide(&schedule, rules.enabled, true, handled, now.as_second());
         let mut backups = self.backups().await?;
         backups.extend(self.take(&decision).await?);
         self.prune(&mut backups).await;
         self.write(self.scheduled(&decision, &backups)).await?;
-        Ok(match decision.next.filter(|_| spec.enabled) {
+        Ok(match decision.next.filter(|_| rules.enabled) {
             Some(next) => Action::requeue(until(next, now)),
             None => Action::await_change(),
         })
     }
 
-    /// Why the policy cannot back up now: its database or target does not exist.
+    /// Why the policy cannot back up now: what it backs up, or its target, does not exist.
     async fn missing(&self) -> Result<Option<(&'static str, String)>> {
-        let spec = &self.object.spec;
-        let dependency = &spec.dependency_resource_id;
-        if self
-            .api::<DependencyResource>()
-            .get_opt(dependency)
-            .await?
-            .is_none()
-        {
-            let message = format!("spec.dependencyResourceId: {dependency} does not exist");
+        let exists = match self.object.subject() {
+            Subject::Dependency(id) => self
+                .api::<DependencyResource>()
+                .get_opt(id)
+                .await?
+                .is_some(),
+            Subject::Volume(id) => self.api::<StorageVolume>().get_opt(id).await?.is_some(),
+        };
+        if !exists {
+            let (field, id) = self.object.subject().field_and_id();
+            let message = format!("spec.{field}: {id} does not exist");
             return Ok(Some((DEPENDENCY_MISSING, message)));
         }
-        let target = &spec.target_id;
+        let target = self.object.target_id();
         if self.api::<BackupTarget>().get_opt(target).await?.is_none() {
             let message = format!("spec.targetId: backup target {target} does not exist");
             return Ok(Some((TARGET_MISSING, message)));
@@ -177,18 +164,14 @@ impl Policy<'_> {
         Ok(None)
     }
 
-    async fn backups(&self) -> Result<Vec<DependencyResourceBackup>> {
+    async fn backups(&self) -> Result<Vec<P::Backup>> {
         let selector = format!("{POLICY_LABEL}={}", self.object.name_any());
         let params = ListParams::default().labels(&selector);
-        Ok(self
-            .api::<DependencyResourceBackup>()
-            .list(&params)
-            .await?
-            .items)
+        Ok(self.api::<P::Backup>().list(&params).await?.items)
     }
 
     /// Creates the backup `decision` asks for, on time or late: what was created.
-    async fn take(&self, decision: &SlotDecision) -> Result<Vec<DependencyResourceBackup>> {
+    async fn take(&self, decision: &SlotDecision) -> Result<Vec<P::Backup>> {
         let (slot, late) = match (decision.run, decision.run_late) {
             (Some(slot), _) => (slot, false),
             (None, Some(slot)) => (slot, true),
@@ -196,7 +179,7 @@ impl Policy<'_> {
         };
         let backup = self.slot_backup(slot, late);
         let created = match self
-            .api::<DependencyResourceBackup>()
+            .api::<P::Backup>()
             .create(&PostParams::default(), &backup)
             .await
         {
@@ -211,34 +194,26 @@ impl Policy<'_> {
         Ok(vec![created])
     }
 
-    /// The backup of `slot`, labelled with its policy.
-    fn slot_backup(&self, slot: i64, late: bool) -> DependencyResourceBackup {
-        let spec = &self.object.spec;
+    /// The backup of `slot`, labelled with its policy and what it backs up.
+    fn slot_backup(&self, slot: i64, late: bool) -> P::Backup {
         let policy = self.object.name_any();
+        let (label, subject) = self.object.subject().label();
         let labels = [
             (POLICY_LABEL.to_string(), policy.clone()),
-            (
-                DEPENDENCY_LABEL.to_string(),
-                spec.dependency_resource_id.clone(),
-            ),
+            (label.to_string(), subject.to_string()),
         ];
-        DependencyResourceBackup {
-            metadata: ObjectMeta {
-                name: Some(slot_backup_name(&policy, slot)),
-                namespace: Some(self.namespace.to_string()),
-                labels: Some(labels.into()),
-                ..Default::default()
-            },
-            spec: DependencyResourceBackupSpec {
-                dependency_resource_id: spec.dependency_resource_id.clone(),
-                target_id: spec.target_id.clone(),
-                description: None,
-                policy_id: Some(policy),
-                scheduled_for: Some(rfc3339(slot)),
-                late,
-            },
-            status: None,
-        }
+        let metadata = ObjectMeta {
+            name: Some(slot_backup_name(&policy, slot)),
+            namespace: Some(self.namespace.to_string()),
+            labels: Some(labels.into()),
+            ..Default::default()
+        };
+        let slot = PolicySlot {
+            policy_id: Some(policy),
+            scheduled_for: Some(rfc3339(slot)),
+            late,
+        };
+        self.object.slot_backup(metadata, slot)
     }
 
     async fn tell_late(&self, slot: i64, decision: &SlotDecision) {
@@ -257,33 +232,28 @@ impl Policy<'_> {
         self.context
             .publish_event(&reference, EventType::Warning, "BackupLate", note.clone())
             .await;
+        let (_, backed_up) = self.object.subject().field_and_id();
         self.context.notices.send(Notice {
             namespace: self.namespace.to_string(),
             event: NotificationEvent::BackupLate,
-            subject: subject(KIND, &self.object.name_any(), None),
+            subject: subject(P::KIND, &self.object.name_any(), None),
             project_id: None,
             resource_id: None,
-            summary: format!(
-                "backups of {}: {note}",
-                self.object.spec.dependency_resource_id
-            ),
+            summary: format!("backups of {backed_up}: {note}"),
             occurred_at: Timestamp::now(),
         });
     }
 
     /// Deletes what the rules no longer keep (a failure waits for the next reconcile).
-    async fn prune(&self, backups: &mut Vec<DependencyResourceBackup>) {
+    async fn prune(&self, backups: &mut Vec<P::Backup>) {
         let kept: Vec<Kept> = backups
             .iter()
-            .filter(|b| b.metadata.deletion_timestamp.is_none())
+            .filter(|b| b.meta().deletion_timestamp.is_none())
             .map(as_kept)
             .collect();
-        let pruning = prune::decide(
-            &kept,
-            &self.object.spec.retention,
-            self.stamp.now.as_second(),
-        );
-        let api = self.api::<DependencyResourceBackup>();
+        let rules = &self.object.rules().retention;
+        let pruning = prune::decide(&kept, rules, self.stamp.now.as_second());
+        let api = self.api::<P::Backup>();
         for name in &pruning.delete {
             if let Err(error) = api.delete(name, &DeleteParams::default()).await {
                 tracing::warn!(%error, backup = %name, "could not delete a pruned backup");
@@ -293,19 +263,15 @@ impl Policy<'_> {
     }
 
     /// The status of a policy whose schedule runs.
-    fn scheduled(
-        &self,
-        decision: &SlotDecision,
-        backups: &[DependencyResourceBackup],
-    ) -> DependencyResourceBackupPolicyStatus {
-        let enabled = self.object.spec.enabled;
-        let latest = backups.iter().max_by_key(|b| taken_at(b));
+    fn scheduled(&self, decision: &SlotDecision, backups: &[P::Backup]) -> BackupPolicyStatus {
+        let enabled = self.object.rules().enabled;
+        let latest = backups.iter().max_by_key(|b| taken_at(*b));
         let verified = backups
             .iter()
-            .filter(|b| status_of(b) == BackupStatus::Ready)
-            .max_by_key(|b| taken_at(b));
+            .filter(|b| status_of(*b) == BackupStatus::Ready)
+            .max_by_key(|b| taken_at(*b));
         let next = decision.next.filter(|_| enabled);
-        let failed = latest.filter(|b| status_of(b) == BackupStatus::Failed);
+        let failed = latest.filter(|b| status_of(*b) == BackupStatus::Failed);
         let ready = match (failed, next) {
             (Some(backup), _) => self.stamp.not_ready(BACKUP_FAILED, failure_line(backup)),
             (None, Some(next)) => self
@@ -329,52 +295,52 @@ impl Policy<'_> {
         status.last_verified = verified.and_then(verified_backup);
         status.backups_kept = backups
             .iter()
-            .filter(|b| status_of(b) == BackupStatus::Ready)
+            .filter(|b| status_of(*b) == BackupStatus::Ready)
             .count() as i64;
         status
     }
 
-    fn not_ready(&self, reason: &str, message: String) -> DependencyResourceBackupPolicyStatus {
+    fn not_ready(&self, reason: &str, message: String) -> BackupPolicyStatus {
         // Slots before now are not missed once the policy can run: nothing could back them up.
-        DependencyResourceBackupPolicyStatus {
+        BackupPolicyStatus {
             next_run_at: None,
             last_slot: Some(self.stamp.now.to_string()),
             ..self.with_ready(self.stamp.not_ready(reason, message))
         }
     }
 
-    fn with_ready(&self, ready: Condition) -> DependencyResourceBackupPolicyStatus {
-        let mut status = self.object.status.clone().unwrap_or_default();
+    fn with_ready(&self, ready: Condition) -> BackupPolicyStatus {
+        let mut status = self.object.policy_status().cloned().unwrap_or_default();
         condition::merge(&mut status.conditions, ready);
-        status.observed_generation = self.object.metadata.generation;
+        status.observed_generation = self.object.meta().generation;
         status
     }
 
-    async fn write(&self, status: DependencyResourceBackupPolicyStatus) -> Result<()> {
-        let api = self.api::<DependencyResourceBackupPolicy>();
+    async fn write(&self, status: BackupPolicyStatus) -> Result<()> {
+        let api = self.api::<P>();
         StatusWriter::new(&api, self.object)
-            .apply(self.object.status.as_ref(), &status)
+            .apply(self.object.policy_status(), &status)
             .await?;
         Ok(())
     }
 }
 
-fn status_of(backup: &DependencyResourceBackup) -> BackupStatus {
-    backup.status.as_ref().map(|s| s.status).unwrap_or_default()
+fn status_of(backup: &impl StoredBackup) -> BackupStatus {
+    backup.status().map(|s| s.status).unwrap_or_default()
 }
 
 /// When a backup was asked for: its slot, else its creation (Unix seconds).
-fn taken_at(backup: &DependencyResourceBackup) -> i64 {
+fn taken_at(backup: &impl StoredBackup) -> i64 {
     let slot = backup
-        .spec
+        .slot()
         .scheduled_for
         .as_deref()
         .and_then(|s| s.parse::<Timestamp>().ok());
-    let created = backup.metadata.creation_timestamp.as_ref().map(|t| t.0);
+    let created = backup.meta().creation_timestamp.as_ref().map(|t| t.0);
     slot.or(created).map_or(0, |t| t.as_second())
 }
 
-fn as_kept(backup: &DependencyResourceBackup) -> Kept {
+fn as_kept(backup: &impl StoredBackup) -> Kept {
     Kept {
         name: backup.name_any(),
         status: status_of(backup),
@@ -382,21 +348,21 @@ fn as_kept(backup: &DependencyResourceBackup) -> Kept {
     }
 }
 
-fn verified_backup(backup: &DependencyResourceBackup) -> Option<VerifiedBackup> {
-    let verification = backup.status.as_ref()?.verification.as_ref()?;
+fn verified_backup(backup: &impl StoredBackup) -> Option<VerifiedBackup> {
+    let verification = backup.status()?.verification.as_ref()?;
     Some(VerifiedBackup {
         name: backup.name_any(),
         verified_at: verification.verified_at.0.to_string(),
         tables: verification.tables,
         rows: verification.rows,
         keys: verification.keys,
+        files: verification.tree.as_ref().map(|tree| tree.files),
     })
 }
 
-fn failure_line(backup: &DependencyResourceBackup) -> String {
+fn failure_line(backup: &impl StoredBackup) -> String {
     let why = backup
-        .status
-        .as_ref()
+        .status()
         .and_then(|s| s.failure_message.clone())
         .unwrap_or_else(|| "no cause recorded".into());
     format!("the newest backup {} failed: {why}", backup.name_any())

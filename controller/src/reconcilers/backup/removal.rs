@@ -10,7 +10,7 @@ use std::fmt::Debug;
 
 use berth_crds::backup::{
     ARTIFACT_FINALIZER, BackupArtifact, BackupTarget, DependencyResourceBackup,
-    DependencyResourceBackupStatus,
+    DependencyResourceBackupStatus, PolicySlot,
 };
 use berth_crds::volume_backup::StorageVolumeBackup;
 use k8s_openapi::jiff::Timestamp;
@@ -38,6 +38,8 @@ pub trait StoredBackup:
     /// What it was taken of, for people.
     fn taken_of_described(&self) -> String;
     fn status(&self) -> Option<&DependencyResourceBackupStatus>;
+    /// The policy slot it was taken for, if a policy took it.
+    fn slot(&self) -> &PolicySlot;
 
     fn artifact(&self) -> Option<&BackupArtifact> {
         self.status().and_then(|s| s.artifact.as_ref())
@@ -57,6 +59,9 @@ impl StoredBackup for DependencyResourceBackup {
     fn status(&self) -> Option<&DependencyResourceBackupStatus> {
         self.status.as_ref()
     }
+    fn slot(&self) -> &PolicySlot {
+        &self.spec.slot
+    }
 }
 
 impl StoredBackup for StorageVolumeBackup {
@@ -71,6 +76,9 @@ impl StoredBackup for StorageVolumeBackup {
     }
     fn status(&self) -> Option<&DependencyResourceBackupStatus> {
         self.status.as_ref()
+    }
+    fn slot(&self) -> &PolicySlot {
+        &self.spec.slot
     }
 }
 

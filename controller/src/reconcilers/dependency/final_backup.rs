@@ -8,7 +8,9 @@
 
 use std::time::Duration;
 
-use berth_crds::backup::{BackupStatus, DependencyResourceBackup, DependencyResourceBackupSpec};
+use berth_crds::backup::{
+    BackupStatus, DependencyResourceBackup, DependencyResourceBackupSpec, PolicySlot,
+};
 use berth_crds::backup_policy::DependencyResourceBackupPolicy;
 use berth_crds::condition::{self, DELETION_BLOCKED};
 use berth_crds::dependency_resource::{DependencyResource, SKIP_FINAL_BACKUP_ANNOTATION};
@@ -143,9 +145,7 @@ async fn create(
         dependency_resource_id: dependency.to_string(),
         target_id: target,
         description: Some(format!("the last backup before {dependency} was deleted")),
-        policy_id: None,
-        scheduled_for: None,
-        late: false,
+        slot: PolicySlot::default(),
     };
     let backup = DependencyResourceBackup::new(backup_name, spec);
     match backups.create(&PostParams::default(), &backup).await {
