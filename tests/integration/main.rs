@@ -73,4 +73,5 @@ mod shim_volume_backups;
 mod spec_fields;
 mod ssh_pool;
 mod tls;
+mod volume_backup_policies;
 mod volume_quiesced;

@@ -1,7 +1,7 @@
 //! `berth backups`: backups of managed PostgreSQL and Redis databases, their restores and the targets
 //! they are stored at.
 
-use clap::Subcommand;
+use clap::{Args, Subcommand};
 
 #[derive(Subcommand, Debug)]
 pub enum Backups {
@@ -109,36 +109,8 @@ pub enum Backups {
     Policy {
         /// Dependency id (dep-…), slug or name.
         database: String,
-        /// Back up every this many hours (1 to 8760), counted from midnight UTC.
-        #[arg(long, conflicts_with = "schedule")]
-        every_hours: Option<i64>,
-        /// Five-field cron pattern or @hourly, @daily, @weekly, @monthly, @yearly.
-        #[arg(long)]
-        schedule: Option<String>,
-        /// IANA time zone the schedule is read in (default UTC).
-        #[arg(long, requires = "schedule")]
-        timezone: Option<String>,
-        /// Keep the newest this many.
-        #[arg(long)]
-        keep_last: Option<i64>,
-        /// Keep every backup younger than this many days.
-        #[arg(long)]
-        keep_days: Option<i64>,
-        /// Keep the newest of each of the last this many days.
-        #[arg(long)]
-        keep_daily: Option<i64>,
-        /// Keep the newest of each of the last this many ISO weeks.
-        #[arg(long)]
-        keep_weekly: Option<i64>,
-        /// Backup target id; the organization's only one when left out.
-        #[arg(long)]
-        target: Option<String>,
-        /// Stop taking backups at slots (the ones kept stay).
-        #[arg(long, conflicts_with = "enable")]
-        disable: bool,
-        /// Take backups at slots again.
-        #[arg(long)]
-        enable: bool,
+        #[command(flatten)]
+        rules: PolicyRulesArgs,
     },
     /// List backup policies: schedule, next run, backups kept and the newest proven restore
     /// point.
@@ -150,4 +122,47 @@ pub enum Backups {
         #[arg(long)]
         database: Option<String>,
     },
+}
+
+/// When a backup policy backs up and what it keeps: the options of `berth backups policy` and
+/// `berth volumes policy`.
+#[derive(Args, Debug)]
+pub struct PolicyRulesArgs {
+    /// Back up every this many hours (1 to 8760), counted from midnight UTC.
+    #[arg(long, conflicts_with = "schedule")]
+    pub every_hours: Option<i64>,
+    /// Five-field cron pattern or @hourly, @daily, @weekly, @monthly, @yearly.
+    #[arg(long)]
+    pub schedule: Option<String>,
+    /// IANA time zone the schedule is read in (default UTC).
+    #[arg(long, requires = "schedule")]
+    pub timezone: Option<String>,
+    /// Keep the newest this many.
+    #[arg(long)]
+    pub keep_last: Option<i64>,
+    /// Keep every backup younger than this many days.
+    #[arg(long)]
+    pub keep_days: Option<i64>,
+    /// Keep the newest of each of the last this many days.
+    #[arg(long)]
+    pub keep_daily: Option<i64>,
+    /// Keep the newest of each of the last this many ISO weeks.
+    #[arg(long)]
+    pub keep_weekly: Option<i64>,
+    /// Backup target id; the organization's only one when left out.
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Stop taking backups at slots (the ones kept stay).
+    #[arg(long, conflicts_with = "enable")]
+    pub disable: bool,
+    /// Take backups at slots again.
+    #[arg(long)]
+    pub enable: bool,
+}
+
+impl PolicyRulesArgs {
+    /// What `--disable`/`--enable` ask for; `None` when neither is given.
+    pub fn enabled(&self) -> Option<bool> {
+        (self.disable || self.enable).then_some(self.enable)
+    }
 }

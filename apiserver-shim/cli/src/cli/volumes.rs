@@ -3,6 +3,8 @@
 
 use clap::Subcommand;
 
+use super::backups::PolicyRulesArgs;
+
 #[derive(Subcommand, Debug)]
 pub enum Volumes {
     /// List storage volumes with the resources they are attached to.
@@ -82,6 +84,38 @@ pub enum Volumes {
         /// together are backed up together.
         #[arg(long)]
         quiesced: bool,
+        /// Only say what the backup would do and what would stop it; take nothing.
+        #[arg(long)]
+        plan: bool,
+    },
+    /// Set a storage volume's backup policy (created on first use, then changed in the options
+    /// given): backups of its files on a schedule, each proven by extracting it, kept by rules
+    /// (no rule: the newest 7), the rest pruned at the target.
+    #[command(
+        after_help = "Examples:\n  berth volumes policy uploads --every-hours 6 --keep-last 8\n  berth volumes policy uploads --schedule '15 3 * * *' --keep-daily 7 --keep-weekly 4 --quiesced\n  berth volumes policy uploads --disable"
+    )]
+    Policy {
+        /// Volume id, slug or name.
+        volume: String,
+        /// The server whose copy is read (id, name or host); the server of a resource
+        /// attaching the volume when left out.
+        #[arg(long)]
+        server: Option<String>,
+        /// Stop the containers using the volume while its files are copied (each backup).
+        #[arg(long)]
+        quiesced: bool,
+        #[command(flatten)]
+        rules: PolicyRulesArgs,
+    },
+    /// List storage volume backup policies: schedule, next run, backups kept and the newest
+    /// proven restore point.
+    #[command(
+        after_help = "Examples:\n  berth volumes policies\n  berth volumes policies --volume uploads"
+    )]
+    Policies {
+        /// Only this volume's (id, slug or name).
+        #[arg(long)]
+        volume: Option<String>,
     },
     /// List a storage volume's backups, newest first, with the tree each proof read back.
     #[command(after_help = "Example:\n  berth volumes backups uploads")]

@@ -62,6 +62,15 @@ impl Row for BackupTargetSummary {
     }
 }
 
+/// A policy's schedule as a person reads it: `cron (zone)` or `every N h`.
+pub fn schedule_text(cron: Option<&String>, timezone: &str, hours: Option<i64>) -> String {
+    match (cron, hours) {
+        (Some(cron), _) => format!("{cron} ({timezone})"),
+        (None, Some(hours)) => format!("every {hours} h"),
+        (None, None) => "-".into(),
+    }
+}
+
 /// Where a target keeps artifacts: `server:path` or `s3://bucket at endpoint`.
 fn target_place(target: &BackupTargetSummary) -> String {
     match (&target.s3, &target.server_id, &target.path) {
@@ -89,11 +98,11 @@ impl Row for BackupPolicySummary {
     }
 
     fn cells(&self) -> Vec<String> {
-        let schedule = match (&self.schedule, self.schedule_interval_hours) {
-            (Some(cron), _) => format!("{cron} ({})", self.timezone),
-            (None, Some(hours)) => format!("every {hours} h"),
-            (None, None) => "-".into(),
-        };
+        let schedule = schedule_text(
+            self.schedule.as_ref(),
+            &self.timezone,
+            self.schedule_interval_hours,
+        );
         let verified = self.last_verified_backup.as_ref();
         vec![
             text(&self.id),
@@ -154,30 +163,18 @@ pub fn backups(ctx: &Ctx, command: Backups) -> CliResult<()> {
             Ok(())
         }
         Backups::Restore { backup, into, yes } => restore(ctx, &backup, into, yes),
-        Backups::Policy {
-            database,
-            every_hours,
-            schedule,
-            timezone,
-            keep_last,
-            keep_days,
-            keep_daily,
-            keep_weekly,
-            target,
-            disable,
-            enable,
-        } => {
+        Backups::Policy { database, rules } => {
             let body = ConfigureBackupPolicy {
                 dependency_resource_id: dependency_id(ctx, &database)?,
-                schedule_interval_hours: every_hours,
-                schedule,
-                timezone,
-                keep_last,
-                retention_days: keep_days,
-                keep_daily,
-                keep_weekly,
-                target_id: target,
-                enabled: (disable || enable).then_some(enable),
+                schedule_interval_hours: rules.every_hours,
+                schedule: rules.schedule.clone(),
+                timezone: rules.timezone.clone(),
+                keep_last: rules.keep_last,
+                retention_days: rules.keep_days,
+                keep_daily: rules.keep_daily,
+                keep_weekly: rules.keep_weekly,
+                target_id: rules.target.clone(),
+                enabled: rules.enabled(),
                 ..Default::default()
             };
             body.validate()?;

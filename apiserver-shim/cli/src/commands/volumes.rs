@@ -6,15 +6,20 @@ use berth_api::storage::{
     StorageVolumeShow, StorageVolumeSummary,
 };
 
+use berth_api::volume_backup_policies::{
+    ConfigureStorageVolumeBackupPolicy, StorageVolumeBackupPolicyList,
+    StorageVolumeBackupPolicySummary,
+};
 use berth_api::volume_backups::{
     CreateStorageVolumeBackup, RestoreStorageVolumeBackup, StorageVolumeBackupList,
-    StorageVolumeBackupSummary, VolumeConsistency, VolumeRestoreMode,
+    StorageVolumeBackupPlan, StorageVolumeBackupSummary, VolumeConsistency, VolumeRestoreMode,
 };
 
+use super::backups::schedule_text;
 use super::environment_id;
 use super::infra::server_id;
 use super::workspace::{project_id, scope_query};
-use super::{Ctx, created, get_as, id_of, wire_enum};
+use super::{Ctx, created, get_as, id_of, read_as, wire_enum};
 use crate::cli::Volumes;
 use crate::error::{CliError, CliResult};
 use crate::output::{Row, optional, text, wire};
@@ -90,6 +95,80 @@ impl Row for StorageVolumeBackupSummary {
     }
 }
 
+impl Row for StorageVolumeBackupPolicySummary {
+    const HEADERS: &'static [&'static str] = &[
+        "ID",
+        "VOLUME",
+        "SERVER",
+        "SCHEDULE",
+        "NEXT",
+        "KEPT",
+        "LAST VERIFIED",
+        "FILES",
+        "READY",
+        "WHY",
+    ];
+
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn cells(&self) -> Vec<String> {
+        let verified = self.last_verified_backup.as_ref();
+        vec![
+            text(&self.id),
+            text(&self.storage_volume_id),
+            text(&self.server_id),
+            schedule_text(
+                self.schedule.as_ref(),
+                &self.timezone,
+                self.schedule_interval_hours,
+            ),
+            optional(self.next_run_at.as_ref()),
+            self.backups_kept.to_string(),
+            verified.map_or("-".into(), |v| v.verified_at.clone()),
+            verified
+                .and_then(|v| v.files)
+                .map_or("-".into(), |f| f.to_string()),
+            self.ready.to_string(),
+            optional(self.message.as_ref().filter(|_| !self.ready)),
+        ]
+    }
+}
+
+impl Row for StorageVolumeBackupPlan {
+    const HEADERS: &'static [&'static str] = &[
+        "SERVER",
+        "TARGET",
+        "PROVIDER",
+        "CONSISTENCY",
+        "LOCAL ONLY",
+        "STOPS",
+        "BLOCKERS",
+    ];
+
+    fn id(&self) -> &str {
+        &self.storage_volume_id
+    }
+
+    fn cells(&self) -> Vec<String> {
+        let blockers: Vec<String> = self
+            .blockers
+            .iter()
+            .map(|b| format!("{}: {}", b.code, b.message))
+            .collect();
+        vec![
+            optional(self.server_id.as_ref()),
+            optional(self.target_id.as_ref()),
+            optional(self.target_provider_key.as_ref()),
+            self.consistency.as_str().to_string(),
+            self.local_only.to_string(),
+            text(&self.stopped_resources.join(", ")),
+            text(&blockers.join("; ")),
+        ]
+    }
+}
+
 pub fn volumes(ctx: &Ctx, command: Volumes) -> CliResult<()> {
     match command {
         Volumes::List {
@@ -140,6 +219,7 @@ pub fn volumes(ctx: &Ctx, command: Volumes) -> CliResult<()> {
             target,
             description,
             quiesced,
+            plan,
         } => {
             let id = volume_id(ctx, &volume)?;
             let consistency = match quiesced {
@@ -153,10 +233,59 @@ pub fn volumes(ctx: &Ctx, command: Volumes) -> CliResult<()> {
                 description,
             };
             body.validate()?;
+            if plan {
+                let path = format!("/storage-volumes/{id}/backups/plan");
+                let answer = ctx.api()?.post(&path, &body)?;
+                let planned: StorageVolumeBackupPlan = read_as(&path, &answer)?;
+                ctx.out.row(&answer, &planned);
+                return Ok(());
+            }
             let answer = ctx
                 .api()?
                 .post(&format!("/storage-volumes/{id}/backups"), &body)?;
             created(ctx, &answer, "volume backup", "/id");
+            Ok(())
+        }
+        Volumes::Policy {
+            volume,
+            server,
+            quiesced,
+            rules,
+        } => {
+            let body = ConfigureStorageVolumeBackupPolicy {
+                storage_volume_id: volume_id(ctx, &volume)?,
+                server_id: server.map(|s| server_id(ctx, &s)).transpose()?,
+                requested_consistency: quiesced
+                    .then(|| VolumeConsistency::Quiesced.as_str().to_string()),
+                schedule_interval_hours: rules.every_hours,
+                schedule: rules.schedule.clone(),
+                timezone: rules.timezone.clone(),
+                keep_last: rules.keep_last,
+                retention_days: rules.keep_days,
+                keep_daily: rules.keep_daily,
+                keep_weekly: rules.keep_weekly,
+                target_id: rules.target.clone(),
+                scheduled_enabled: rules.enabled(),
+                ..Default::default()
+            };
+            body.validate()?;
+            let answer = ctx.api()?.post("/storage-volumes/backup-policies", &body)?;
+            if ctx.out.human() {
+                let id = crate::output::cell(&answer, "/id");
+                println!("Backup policy {id} saved (berth volumes policies shows its next run)");
+            } else {
+                ctx.out.record(&answer, &[], "/id");
+            }
+            Ok(())
+        }
+        Volumes::Policies { volume } => {
+            let query: Vec<(&str, String)> = match volume {
+                Some(name) => vec![("storageVolumeId", volume_id(ctx, &name)?)],
+                None => Vec::new(),
+            };
+            let (answer, list): (_, StorageVolumeBackupPolicyList) =
+                get_as(ctx.api()?, "/storage-volumes/backup-policies", &query)?;
+            ctx.out.rows(&answer, &list.items);
             Ok(())
         }
         Volumes::Backups { volume } => {

@@ -2574,6 +2574,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/storage-volumes/backup-policies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List storage volume backup policies (storageVolumeId, enabledOnly filters) with their next run and newest proven restore point */
+        get: operations["get_storage_volumes_backup_policies"];
+        put?: never;
+        /** Create a storage volume's backup policy (201), or change it in the fields given (200; policyId, else the volume's own): backups of its files on one server (serverId, else the server of a resource attaching it) every scheduleIntervalHours or on a cron schedule, crash-consistent or quiesced, each proven by extracting it into a throwaway volume, kept by retentionDays, keepLast, keepDaily and keepWeekly (no rule: the newest 7), the rest pruned at the target */
+        post: operations["post_storage_volumes_backup_policies"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/storage-volumes/backup-policies/{policyId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Show a storage volume backup policy */
+        get: operations["get_storage_volumes_backup_policies_policyId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/storage-volumes/{storageVolumeId}": {
         parameters: {
             query?: never;
@@ -2604,6 +2639,23 @@ export interface paths {
         put?: never;
         /** Back up a storage volume's files on one server (201; serverId, else the server of a resource attaching it): read as a tar archive, sealed to a backup target (targetId; the organization's only one when left out) and proven by extracting it into a throwaway volume and reading the same tree back before it is `ready` */
         post: operations["post_storage_volumes_storageVolumeId_backups"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/storage-volumes/{storageVolumeId}/backups/plan": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Plan a backup of a storage volume without taking it: with the body a create would take, the server and target it would use, the provider, whether the target is on the volume's own server (localOnly), the resources a quiesced backup would stop, and blockers (server or target not chosen or not ready). Nothing is written */
+        post: operations["post_storage_volumes_storageVolumeId_backups_plan"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3089,6 +3141,14 @@ export interface components {
             encryption: string;
             location: string;
             sha256: string;
+        };
+        /** @description One reason a planned backup would not run. */
+        BackupPlanBlocker: {
+            /** @description `server-unresolved`, `server-not-ready`, `target-unresolved` or `target-not-ready`. */
+            code: string;
+            /** @description The request field that would fix it, when one would. */
+            field?: string;
+            message: string;
         };
         BackupPolicyList: {
             items: components["schemas"]["BackupPolicySummary"][];
@@ -3608,6 +3668,66 @@ export interface components {
             /** Format: int64 */
             timeoutSeconds?: number;
             timezone?: string;
+        };
+        /**
+         * @description `POST /storage-volumes/backup-policies`: creates the volume's policy, or changes the one
+         *     named by `policyId` (else the volume's existing one) in the fields given.
+         */
+        ConfigureStorageVolumeBackupPolicy: {
+            /**
+             * Format: int64
+             * @description Berth: keep the newest of each of the last this many days (1 to 366).
+             */
+            keepDaily?: number;
+            /**
+             * Format: int64
+             * @description Berth: keep the newest this many (1 to 1000).
+             */
+            keepLast?: number;
+            /**
+             * Format: int64
+             * @description Berth: keep the newest of each of the last this many ISO weeks (1 to 520).
+             */
+            keepWeekly?: number;
+            /** @description The policy to change; the volume's own when left out. */
+            policyId?: string;
+            /**
+             * @description Berth: `crash-consistent` (default) or `quiesced` (the containers using the volume
+             *     stopped only while its files are copied on the server).
+             */
+            requestedConsistency?: string;
+            /**
+             * Format: int64
+             * @description Berth: keep every backup younger than this many days (1 to 3650).
+             */
+            retentionDays?: number;
+            /** @description Only true: a backup whose server cannot be reached is tried again for 15 minutes. */
+            retryOnFailure?: boolean;
+            /**
+             * @description Berth: a five-field cron pattern or `@daily`-style name, read in `timezone`. Give this
+             *     or `scheduleIntervalHours`.
+             */
+            schedule?: string;
+            /**
+             * Format: int64
+             * @description Back up every this many hours (1 to 8760), counted from the Unix epoch. Give this or
+             *     `schedule`.
+             */
+            scheduleIntervalHours?: number;
+            /** @description Whether slots take backups (default true). */
+            scheduledEnabled?: boolean;
+            /**
+             * @description Berth: the server whose copy of the volume is read; when left out, the server of a
+             *     resource that attaches the volume.
+             */
+            serverId?: string;
+            storageVolumeId: string;
+            /** @description Berth: the backup target; the organization's only one when left out. */
+            targetId?: string;
+            /** @description Berth: the IANA zone `schedule` is read in (default UTC). */
+            timezone?: string;
+            /** @description Only `v1`. */
+            version?: string;
         };
         /** @description The `confirmation` object of destructive calls (spec §5): it repeats the target id. */
         Confirmation: {
@@ -8314,6 +8434,93 @@ export interface components {
             items: components["schemas"]["StorageVolumeBackupSummary"][];
             schemaVersion: string;
         };
+        /**
+         * @description What a backup of a volume asked for with the same body would do, and what would stop it
+         *     (Appaloft's plan, with Berth's choices): nothing is created or changed.
+         */
+        StorageVolumeBackupPlan: {
+            /** @description Why the backup would not run or could not succeed now; empty when it would. */
+            blockers: components["schemas"]["BackupPlanBlocker"][];
+            consistency: components["schemas"]["VolumeConsistency"];
+            /**
+             * @description True when the target is a directory on the volume's own server: the backup would not
+             *     survive the loss of that server.
+             */
+            localOnly: boolean;
+            schemaVersion: string;
+            /** @description The server whose copy would be read (Berth). */
+            serverId?: string;
+            /** @description Only `tar-volume`: the file tree read as a tar archive. */
+            sourceAdapterKey: string;
+            /**
+             * @description Quiesced: the resources on that server attaching the volume, whose containers would
+             *     be stopped while the files are copied (Berth).
+             */
+            stoppedResources: string[];
+            storageVolumeId: string;
+            /** @description The target the artifact would go to (Berth). */
+            targetId?: string;
+            /** @description `server-directory` or `s3-compatible`; absent when no target could be chosen. */
+            targetProviderKey?: string;
+        };
+        StorageVolumeBackupPolicyList: {
+            items: components["schemas"]["StorageVolumeBackupPolicySummary"][];
+            schemaVersion: string;
+        };
+        StorageVolumeBackupPolicyShow: {
+            policy: components["schemas"]["StorageVolumeBackupPolicySummary"];
+            schemaVersion: string;
+        };
+        /** @description One volume backup policy (Appaloft's record's names where it has them). */
+        StorageVolumeBackupPolicySummary: {
+            /**
+             * Format: int64
+             * @description Ready backups the rules keep.
+             */
+            backupsKept: number;
+            consistency: components["schemas"]["VolumeConsistency"];
+            createdAt: string;
+            id: string;
+            /** Format: int64 */
+            keepDaily?: number;
+            /** Format: int64 */
+            keepLast?: number;
+            /** Format: int64 */
+            keepWeekly?: number;
+            lastBackupId?: string;
+            /** @description When the newest backup was asked for. */
+            lastRunAt?: string;
+            /** @description `never`, `succeeded` (the newest backup is ready), `failed`, or `pending` (Berth). */
+            lastStatus: string;
+            /** @description The restore point to count on. */
+            lastVerifiedBackup?: components["schemas"]["VerifiedBackupSummary"];
+            latestBackup?: components["schemas"]["PolicyBackupSummary"];
+            message?: string;
+            /** @description When the next backup is due (absent while disabled or not ready). */
+            nextRunAt?: string;
+            /**
+             * @description The policy's `Ready` condition: false when its newest backup failed, its schedule
+             *     cannot be read, or its volume or target is gone.
+             */
+            ready: boolean;
+            /** Format: int64 */
+            retentionDays?: number;
+            retryOnFailure: boolean;
+            schedule?: string;
+            /**
+             * Format: int64
+             * @description Hours between backups (absent for a cron schedule).
+             */
+            scheduleIntervalHours?: number;
+            scheduledEnabled: boolean;
+            schemaVersion: string;
+            serverId: string;
+            storageVolumeId: string;
+            targetId: string;
+            timezone: string;
+            updatedAt: string;
+            version: string;
+        };
         StorageVolumeBackupShow: {
             backup: components["schemas"]["StorageVolumeBackupSummary"];
             generatedAt: string;
@@ -8335,18 +8542,31 @@ export interface components {
             failureCode?: string;
             failureMessage?: string;
             id: string;
+            /**
+             * @description True when its slot passed while the controller was away and it was taken on return
+             *     (Berth).
+             * @default false
+             */
+            late: boolean;
             latestRestoreAttempt?: components["schemas"]["VolumeRestoreAttemptSummary"];
             /**
              * @description False: the artifact is at the target, off the volume's server unless the target is on
              *     it.
              */
             localOnly: boolean;
+            /** @description The policy that took it (Berth; absent for a backup asked for by hand). */
+            policyId?: string;
             projectId: string;
             /** @description A quiesced backup's cost (Berth): the containers stopped for the copy, and for how long. */
             quiesced?: components["schemas"]["QuiescedWindow"];
             requestedAt: string;
-            /** @description `none`: asked for by hand, kept until deleted. */
+            /**
+             * @description `none`: asked for by hand, kept until deleted; `retained`: a policy's, kept by its
+             *     rules.
+             */
             retentionStatus: string;
+            /** @description The policy's slot it was taken for (Berth). */
+            scheduledFor?: string;
             /** @description The server whose copy was read (Berth). */
             serverId: string;
             /** Format: int64 */
@@ -8895,16 +9115,21 @@ export interface components {
         VerifiedBackupSummary: {
             backupId: string;
             /** Format: int64 */
+            files?: number;
+            /** Format: int64 */
             keys?: number;
             /** Format: int64 */
             rows?: number;
             /**
              * Format: int64
-             * @description A PostgreSQL's tables and rows, a Redis's keys, as its test restore counted them.
+             * @description A PostgreSQL's tables and rows, a Redis's keys, a volume's files, as its test
+             *     restore counted them.
              */
             tables?: number;
             verifiedAt: string;
         };
+        /** @description How a storage volume backup reads the files (Appaloft's `requestedConsistency`). */
+        VolumeConsistency: "crash-consistent" | "quiesced";
         /** @description Appaloft's `storageVolumeBackupRestoreAttemptSummarySchema`, and Berth's report. */
         VolumeRestoreAttemptSummary: {
             attemptId: string;
@@ -15084,6 +15309,108 @@ export interface operations {
             };
         };
     };
+    get_storage_volumes_backup_policies: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StorageVolumeBackupPolicyList"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_storage_volumes_backup_policies: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConfigureStorageVolumeBackupPolicy"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdResponse"];
+                };
+            };
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdResponse"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_storage_volumes_backup_policies_policyId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                policyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StorageVolumeBackupPolicyShow"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     get_storage_volumes_storageVolumeId: {
         parameters: {
             query?: never;
@@ -15203,6 +15530,41 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["IdResponse"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_storage_volumes_storageVolumeId_backups_plan: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                storageVolumeId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateStorageVolumeBackup"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StorageVolumeBackupPlan"];
                 };
             };
             /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
