@@ -21,6 +21,9 @@ use crate::volume_backup::VolumeConsistency;
 
 /// Label on a backup naming the policy that took it.
 pub const POLICY_LABEL: &str = "berth.dev/backup-policy";
+/// Annotation that lets a deletion go without the final backup a database or volume with a
+/// backup policy gets first: its value must be the object's name, typed out.
+pub const SKIP_FINAL_BACKUP_ANNOTATION: &str = "berth.dev/skip-final-backup";
 /// Backups kept when a policy gives no rule.
 pub const DEFAULT_KEEP_LAST: i64 = 7;
 /// Failed backups of a policy kept as a record, the newest; older ones are deleted.

@@ -24,9 +24,7 @@ pub const EXPOSED_CONDITION: &str = "Exposed";
 /// Annotation that lets a deletion remove the data volume too: its value must be the object's
 /// name, typed out. Without it the volume is kept.
 pub const DELETE_DATA_ANNOTATION: &str = "berth.dev/delete-data";
-/// Annotation that lets a deletion go without the final backup a dependency with a backup
-/// policy gets first: its value must be the object's name, typed out.
-pub const SKIP_FINAL_BACKUP_ANNOTATION: &str = "berth.dev/skip-final-backup";
+pub use crate::backup_policy::SKIP_FINAL_BACKUP_ANNOTATION;
 /// Key of the connection Secret holding the generated password.
 pub const PASSWORD_KEY: &str = "password";
 /// Key of the connection Secret holding the full connection URL on the private network.

@@ -12,8 +12,9 @@
 #      against the floor `ssh … pg_dump -Fc | gzip | rclone rcat` (Debian's rclone, a streamed
 #      multipart upload) to the same bucket.
 #   4. What idle backup policies cost: berth-controller's API requests/min on backup kinds at
-#      rest with the database and target only, then with 50 policies whose next slot is an
-#      hour away (every request it sends is printed, by kind).
+#      rest with the database, a volume and the target only, then with 50 database and 50
+#      volume policies whose next slot is an hour away (every request it sends is printed, by
+#      kind).
 # Exits non-zero when a goal is missed. Source after common.sh, berth.sh and bench-scale.sh.
 
 BACKUPS_NS=bench-backups
@@ -106,15 +107,23 @@ YAML
 # policies' figure noise; scale_rest prints them all.
 backups_requests_per_minute() {
   awk -v RS=', ' -v window="$SCALE_WINDOW" '
-    /:dependencyresource(backup|restore)|:backuptargets/ { sub(/.*\+/, ""); n += $0 }
+    /:dependencyresource(backup|restore)|:backuptargets|:storagevolume/ { sub(/.*\+/, ""); n += $0 }
     END { printf "%d\n", n * 60 / window }' <<<"$SCALE_SOURCES"
 }
 
 # backups_idle_policies: sets BACKUPS_IDLE_ADDED, the API requests/min on backup kinds that 50
-# policies whose next slot is an hour away add at rest; deletes them after.
+# database and 50 volume policies whose next slot is an hour away add at rest; deletes them
+# after.
 backups_idle_policies() {
   local later i
-  log "at rest: the database and target, then 50 backup policies an hour from their slot"
+  log "at rest: the database, a volume and the target, then 50 database and 50 volume backup \
+policies an hour from their slot"
+  kubectl -n "$BACKUPS_NS" apply -f - >/dev/null <<YAML
+apiVersion: berth.dev/v1alpha1
+kind: StorageVolume
+metadata: { name: files }
+spec: { projectId: bench, environmentId: bench, name: files, kind: named-volume }
+YAML
   sleep 10
   scale_header
   scale_rest "database and target"
@@ -128,12 +137,19 @@ apiVersion: berth.dev/v1alpha1
 kind: DependencyResourceBackupPolicy
 metadata: { name: idle-$i }
 spec: { dependencyResourceId: db, targetId: here, schedule: "$later" }
+---
+apiVersion: berth.dev/v1alpha1
+kind: StorageVolumeBackupPolicy
+metadata: { name: idle-files-$i }
+spec: { storageVolumeId: files, serverId: local, targetId: here, schedule: "$later" }
 YAML
   done | kubectl -n "$BACKUPS_NS" apply -f - >/dev/null
   sleep 15
-  scale_rest "50 idle policies"
+  scale_rest "50 + 50 idle policies"
   BACKUPS_IDLE_ADDED=$(($(backups_requests_per_minute) - requests_0))
-  kubectl -n "$BACKUPS_NS" delete dependencyresourcebackuppolicies --all >/dev/null
+  kubectl -n "$BACKUPS_NS" delete dependencyresourcebackuppolicies,storagevolumebackuppolicies \
+    --all >/dev/null
+  kubectl -n "$BACKUPS_NS" delete storagevolume files --wait=false >/dev/null
 }
 
 backups_cleanup() {
@@ -219,7 +235,7 @@ YAML
     "$(awk -v b="$berth_restore" -v f="$floor_restore" 'BEGIN {printf "%.2f", b / f}')" 1.3 || failed=1
   scale_goal "backup of it to a bucket, Berth / pg_dump -Fc | gzip | rclone rcat (<= 1.3)" \
     "$(awk -v b="$berth_bucket" -v f="$floor_bucket" 'BEGIN {printf "%.2f", b / f}')" 1.3 || failed=1
-  scale_goal "API requests/min on backup kinds 50 idle policies add (<= 0)" "$BACKUPS_IDLE_ADDED" 0 ||
+  scale_goal "API requests/min on backup kinds 50 + 50 idle policies add (<= 0)" "$BACKUPS_IDLE_ADDED" 0 ||
     failed=1
   return "$failed"
 }

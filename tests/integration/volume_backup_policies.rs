@@ -9,9 +9,14 @@ use std::collections::BTreeSet;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use berth_tests::eventually;
+use berth_crds::backup::BackupStatus;
+use berth_crds::volume_backup::StorageVolumeBackup;
+use berth_tests::{client, eventually};
+use kube::api::ListParams;
+use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 
+use crate::cli::{Berth, binary};
 use crate::dependency_resources::docker;
 use crate::shim_dependency_resources::{Setup, setup};
 use crate::shim_projects_envs::invalid;
@@ -179,9 +184,109 @@ async fn a_volume_policy_backs_up_each_minute_keeps_two_and_its_plan_says_what_b
         .await
         .ok();
     assert_eq!(listed["items"].as_array().unwrap().len(), 1, "{listed}");
+    seen_by_the_cli(&s, &volume, &policy).await;
+    deleted_after_a_final_backup(&s, &volume).await;
 
     docker(&["volume", "rm", "-f", &docker_volume]);
     let _ = std::fs::remove_dir_all(&directory);
+}
+
+/// `berth volumes policies` lists the policy with its schedule and proven files; `berth volumes
+/// backup --plan` prints the plan and takes nothing; `berth volumes policy` changes it.
+async fn seen_by_the_cli(s: &Setup, volume: &str, policy: &str) {
+    let berth = Berth::new();
+    let token = s.member.token.clone().unwrap();
+    let env = [("BERTH_TOKEN", token.as_str())];
+    let run = |args: Vec<String>| {
+        let berth = &berth;
+        async move {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            berth.run_with(&binary(), &args, None, &env).await.ok()
+        }
+    };
+    let table = run(vec![
+        "volumes".into(),
+        "policies".into(),
+        "--volume".into(),
+        volume.into(),
+    ])
+    .await;
+    let line = table
+        .lines()
+        .find(|l| l.contains(policy))
+        .unwrap_or_default();
+    assert!(
+        line.contains("* * * * * (UTC)") && line.contains(&s.server),
+        "{table}"
+    );
+    let before = s
+        .member
+        .get(&format!("/storage-volumes/{volume}/backups"))
+        .await
+        .ok();
+    let plan = run(vec![
+        "volumes".into(),
+        "backup".into(),
+        volume.into(),
+        "--server".into(),
+        s.server.clone(),
+        "--plan".into(),
+        "--quiesced".into(),
+    ])
+    .await;
+    assert!(
+        plan.contains("server-directory") && plan.contains("quiesced"),
+        "{plan}"
+    );
+    let after = s
+        .member
+        .get(&format!("/storage-volumes/{volume}/backups"))
+        .await
+        .ok();
+    assert_eq!(before["items"], after["items"], "a plan takes no backup");
+    let saved = run(vec![
+        "volumes".into(),
+        "policy".into(),
+        volume.into(),
+        "--keep-last".into(),
+        "4".into(),
+    ])
+    .await;
+    assert!(saved.contains(policy), "{saved}");
+    let shown = s.member.get(&format!("{POLICIES}/{policy}")).await.ok();
+    assert_eq!(shown["policy"]["keepLast"], 4, "{shown}");
+}
+
+/// Deleting the volume its policy covers takes a last proven backup first; the volume goes
+/// after it, the backup stays.
+async fn deleted_after_a_final_backup(s: &Setup, volume: &str) {
+    let path = format!("/storage-volumes/{volume}");
+    invalid(
+        s.member
+            .delete(&path, json!({"skipFinalBackupConfirmation": "Photos"}))
+            .await,
+        "skipFinalBackupConfirmation",
+    );
+    s.member.delete(&path, json!({})).await.expect(200);
+    eventually(WAIT, "the volume gone after its final backup", || async {
+        let reply = s.member.get(&path).await;
+        (reply.status == 404).then_some(())
+    })
+    .await;
+    let backups = Api::<StorageVolumeBackup>::namespaced(client().await, &s.org.namespace);
+    let all = backups.list(&ListParams::default()).await.unwrap().items;
+    let last = all
+        .iter()
+        .find(|b| b.name_any().starts_with(&format!("{volume}-final-")))
+        .expect("a final backup");
+    let status = last.status.as_ref().expect("its status");
+    assert_eq!(status.status, BackupStatus::Ready, "{last:?}");
+    let tree = status.verification.as_ref().and_then(|v| v.tree.as_ref());
+    assert_eq!(tree.map(|t| t.files), Some(3), "{last:?}");
+    assert!(
+        last.spec.slot.policy_id.is_none(),
+        "not the policy's: its pruning keeps it"
+    );
 }
 
 async fn planned(s: &Setup, volume: &str, body: Value) -> Value {

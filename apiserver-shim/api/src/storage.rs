@@ -53,6 +53,10 @@ impl CreateStorageVolume {
 pub struct DeleteStorageVolume {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirmation: Option<Confirmation>,
+    /// Berth: the volume's name, typed out, to delete a volume a backup policy covers without
+    /// the final backup it otherwise gets first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skip_final_backup_confirmation: Option<String>,
 }
 
 /// One resource the volume is attached to (Appaloft's storage volume attachment summary).

@@ -9,11 +9,12 @@ use std::sync::Arc;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use berth_api::common::IdResponse;
+use berth_crds::backup_policy::SKIP_FINAL_BACKUP_ANNOTATION;
 use berth_crds::member::OrganizationRole;
 use berth_crds::resource::Resource;
 use berth_crds::storage_volume::{StorageVolume, StorageVolumeSpec};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::DeleteParams;
+use kube::api::{DeleteParams, Patch, PatchParams};
 use kube::{Api, ResourceExt};
 
 use super::Endpoint;
@@ -27,7 +28,7 @@ use crate::domain::{environments, projects};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, QueryParams, known_params};
 use crate::json::Json;
-use crate::state::AppState;
+use crate::state::{AppState, FIELD_MANAGER};
 
 /// What an archived or locked project or environment refuses to change, in its 409.
 const WHAT: &str = "storage volumes";
@@ -59,7 +60,9 @@ pub fn endpoints() -> Vec<Endpoint> {
         ),
         Endpoint::delete::<DeleteStorageVolume, IdResponse, _, _>(
             "/storage-volumes/{storageVolumeId}",
-            "Delete an unattached storage volume (409 while attached); its data on servers is kept",
+            "Delete an unattached storage volume (409 while attached); its data on servers is \
+             kept. One a backup policy covers is backed up once more first (the answer does not \
+             wait for that), unless skipFinalBackupConfirmation repeats its name",
             delete,
         ),
     ]
@@ -279,16 +282,27 @@ async fn delete(
     ) {
         environments::require_open(&project, &environment, WHAT)?;
     }
+    let skip_final_backup = confirm_skip(&volume, &body)?;
     let resources = all_in(&state.caches.resources, &namespace);
     if let Some(error) = still_attached(&id, &resources) {
         return Err(error);
     }
     let api = Api::<StorageVolume>::namespaced(state.client.clone(), &namespace);
+    if skip_final_backup {
+        mark_skip_final_backup(&api, &volume).await?;
+    }
+    let covered = all_in(&state.caches.volume_backup_policies, &namespace)
+        .iter()
+        .any(|p| p.spec.storage_volume_id == id);
     let marked =
         crate::write::delete(&api, volume.as_ref(), &DeleteParams::default(), &caller).await?;
     wait_deleted(&state.caches.storage_volumes, &volume, marked).await?;
-    // The controller's finalizer holds a volume only while a resource attaches it, so it lets
-    // this one go at once; the answer waits for that, and a read after it finds none.
+    if covered && !skip_final_backup {
+        tracing::info!(volume = %id, "storage volume deleting after its final backup");
+        return Ok(Json(IdResponse { id }));
+    }
+    // The controller's finalizer holds an unattached volume no policy covers only for a
+    // moment; the answer waits for that, and a read after it finds none.
     if wait_gone(&state.caches.storage_volumes, volume.as_ref())
         .await
         .is_err()
@@ -297,6 +311,36 @@ async fn delete(
     }
     tracing::info!(volume = %id, "storage volume deleted; its data on servers is kept");
     Ok(Json(IdResponse { id }))
+}
+
+/// Whether the request confirms deleting without a final backup (it must repeat the volume's
+/// name); a 422 when it was typed wrong.
+fn confirm_skip(volume: &StorageVolume, body: &DeleteStorageVolume) -> ApiResult<bool> {
+    let name = &volume.spec.name;
+    match body.skip_final_backup_confirmation.as_deref() {
+        None => Ok(false),
+        Some(typed) if typed == name => Ok(true),
+        Some(_) => Err(ApiError::validation(
+            "skipFinalBackupConfirmation",
+            format!(
+                "skipFinalBackupConfirmation must repeat the volume's name ({name}) to delete \
+                 it without a final backup; leave it out to take one"
+            ),
+        )),
+    }
+}
+
+/// Lets the controller remove the volume without its final backup.
+async fn mark_skip_final_backup(api: &Api<StorageVolume>, volume: &StorageVolume) -> ApiResult<()> {
+    let id = volume.name_any();
+    let patch =
+        serde_json::json!({"metadata": {"annotations": {SKIP_FINAL_BACKUP_ANNOTATION: id}}});
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..Default::default()
+    };
+    api.patch(&id, &params, &Patch::Merge(&patch)).await?;
+    Ok(())
 }
 
 #[cfg(test)]

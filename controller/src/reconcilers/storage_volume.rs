@@ -1,12 +1,14 @@
 //! StorageVolume: says whether the volume can be mounted (the `sourcePath` rule the schema
 //! cannot express) and keeps it while a resource attaches it. The REST API refuses to delete
 //! an attached volume; a deletion from kubectl or a GitOps tool waits instead, with
-//! `DeletionBlocked` naming the resources, until they detach it or are gone. Its data on
-//! servers is kept either way.
+//! `DeletionBlocked` naming the resources, until they detach it or are gone; then a volume a
+//! backup policy covers is backed up once more (`backup::final_backup`). Its data on servers is
+//! kept either way.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use berth_crds::backup_policy::StorageVolumeBackupPolicy;
 use berth_crds::condition::{self, DELETION_BLOCKED, reason};
 use berth_crds::resource::Resource;
 use berth_crds::storage_volume::{StorageVolume, StorageVolumeStatus};
@@ -18,6 +20,7 @@ use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource as _, ResourceExt};
 
+use super::backup::final_backup;
 use super::fresh::with_current_finalizers;
 use super::policy::{CONFLICT_RECHECK, drain, error_policy};
 use crate::cache::Subscription;
@@ -82,10 +85,12 @@ pub fn attached_by(resources: &[Arc<Resource>], namespace: &str, id: &str) -> Ve
     names
 }
 
-/// The status a volume should have, given the resources that attach it. Pure.
+/// The status a volume should have, given the resources that attach it and, once none does,
+/// why its deletion waits for a final backup. Pure.
 pub fn desired_status(
     volume: &StorageVolume,
     attached: &[String],
+    final_backup_wait: Option<&str>,
     now: Timestamp,
 ) -> StorageVolumeStatus {
     let generation = volume.metadata.generation;
@@ -101,14 +106,14 @@ pub fn desired_status(
     };
     condition::merge(&mut conditions, ready);
     if volume.metadata.deletion_timestamp.is_some() {
-        let deletion = if attached.is_empty() {
-            stamp.deletion_unblocked("no resource attaches this volume")
-        } else {
-            stamp.deletion_blocked(format!(
+        let deletion = match (attached.is_empty(), final_backup_wait) {
+            (true, None) => stamp.deletion_unblocked("no resource attaches this volume"),
+            (true, Some(wait)) => stamp.holds(DELETION_BLOCKED, final_backup::REASON, wait),
+            (false, _) => stamp.deletion_blocked(format!(
                 "deletion waits until no resource attaches this volume (detach it, or delete \
                  the resource): {}",
                 attached.join(", ")
-            ))
+            )),
         };
         condition::merge(&mut conditions, deletion);
     }
@@ -129,8 +134,18 @@ async fn reconcile(volume: Arc<StorageVolume>, context: Arc<Context>) -> Result<
     };
     let resources = context.caches.resources.state();
     let attached = attached_by(&resources, &namespace, &volume.name_any());
+    let deleting = volume.metadata.deletion_timestamp.is_some();
+    // Once nothing attaches it, a volume a policy covers is backed up once more first.
+    let waiting = match deleting && attached.is_empty() {
+        true => {
+            final_backup::pending::<StorageVolumeBackupPolicy>(&*volume, &context, &namespace)
+                .await?
+        }
+        false => None,
+    };
+    let wait_message = waiting.as_ref().map(|w| w.message.as_str());
     let current = volume.status.as_ref();
-    let status = desired_status(&volume, &attached, Timestamp::now());
+    let status = desired_status(&volume, &attached, wait_message, Timestamp::now());
     match StatusWriter::new(&api, volume.as_ref())
         .apply(current, &status)
         .await
@@ -139,8 +154,11 @@ async fn reconcile(volume: Arc<StorageVolume>, context: Arc<Context>) -> Result<
         written => written?,
     };
     announce_block(&context, &volume, current, &status).await;
-    if volume.metadata.deletion_timestamp.is_some() && !attached.is_empty() {
+    if deleting && !attached.is_empty() {
         return Ok(Action::requeue(BLOCKED_RECHECK));
+    }
+    if let Some(waiting) = waiting {
+        return Ok(waiting.next);
     }
     finalizer(&api, FINALIZER, volume, |event| async move {
         match event {
@@ -240,7 +258,7 @@ mod tests {
     fn a_deletion_waits_naming_the_resources_and_goes_once_they_detach() {
         let now = Timestamp::UNIX_EPOCH;
         let attached = ["resource/web".to_string()];
-        let blocked = desired_status(&volume(None, true), &attached, now);
+        let blocked = desired_status(&volume(None, true), &attached, None, now);
         let condition = condition::find(&blocked.conditions, DELETION_BLOCKED).unwrap();
         assert_eq!(condition.status, ConditionStatus::True);
         assert!(condition.message.contains("resource/web"), "{condition:?}");
@@ -248,18 +266,45 @@ mod tests {
 
         let mut detached = volume(None, true);
         detached.status = Some(blocked);
-        let free = desired_status(&detached, &[], now);
+        let free = desired_status(&detached, &[], None, now);
         let condition = condition::find(&free.conditions, DELETION_BLOCKED).unwrap();
         assert_eq!(condition.status, ConditionStatus::False);
 
-        let live = desired_status(&volume(None, false), &attached, now);
+        let live = desired_status(&volume(None, false), &attached, None, now);
         assert!(condition::find(&live.conditions, DELETION_BLOCKED).is_none());
         assert_eq!(live.observed_generation, Some(2));
     }
 
     #[test]
+    fn an_unattached_volume_a_policy_covers_waits_for_its_final_backup() {
+        let wait = "waiting for the final backup uploads-final-01234567 to be proven";
+        let status = desired_status(&volume(None, true), &[], Some(wait), Timestamp::UNIX_EPOCH);
+        let blocked = condition::find(&status.conditions, DELETION_BLOCKED).unwrap();
+        assert_eq!(blocked.status, ConditionStatus::True);
+        assert_eq!(blocked.reason, final_backup::REASON);
+        assert_eq!(blocked.message, wait);
+        let attached = ["resource/web".to_string()];
+        let status = desired_status(
+            &volume(None, true),
+            &attached,
+            Some(wait),
+            Timestamp::UNIX_EPOCH,
+        );
+        let blocked = condition::find(&status.conditions, DELETION_BLOCKED).unwrap();
+        assert!(
+            blocked.message.contains("resource/web"),
+            "attachments are said first"
+        );
+    }
+
+    #[test]
     fn a_source_path_on_a_named_volume_is_not_ready_naming_the_field() {
-        let status = desired_status(&volume(Some("/srv"), false), &[], Timestamp::UNIX_EPOCH);
+        let status = desired_status(
+            &volume(Some("/srv"), false),
+            &[],
+            None,
+            Timestamp::UNIX_EPOCH,
+        );
         let ready = condition::find(&status.conditions, READY).unwrap();
         assert_eq!(ready.status, ConditionStatus::False);
         assert_eq!(ready.reason, reason::INVALID_SPEC);

@@ -52,14 +52,19 @@ pub enum Volumes {
         description: Option<String>,
     },
     /// Delete a storage volume no resource attaches (detach it first). Its data on servers
-    /// (the Docker volume or the directory) is kept.
+    /// (the Docker volume or the directory) is kept. One a backup policy covers is backed up
+    /// once more first.
     #[command(
         visible_alias = "rm",
-        after_help = "Example:\n  berth volumes delete uploads"
+        after_help = "Examples:\n  berth volumes delete uploads\n  berth volumes delete uploads --skip-final-backup Uploads"
     )]
     Delete {
         /// Volume id, slug or name.
         volume: String,
+        /// Delete a volume a backup policy covers without the final backup it otherwise gets
+        /// first: repeat the volume's name.
+        #[arg(long, value_name = "NAME")]
+        skip_final_backup: Option<String>,
     },
     /// Back up a storage volume's files now: read on the server as a tar archive, sealed to a
     /// backup target and proven by extracting it into a throwaway volume (`berth volumes

@@ -324,20 +324,27 @@ pub fn volumes(ctx: &Ctx, command: Volumes) -> CliResult<()> {
             created(ctx, &answer, "volume restore", "/id");
             Ok(())
         }
-        Volumes::Delete { volume } => {
+        Volumes::Delete {
+            volume,
+            skip_final_backup,
+        } => {
             let id = volume_id(ctx, &volume)?;
             let body = DeleteStorageVolume {
                 confirmation: Some(Confirmation {
                     storage_volume_id: Some(id.clone()),
                     ..Confirmation::default()
                 }),
+                skip_final_backup_confirmation: skip_final_backup,
             };
             let answer = ctx
                 .api()?
                 .delete(&format!("/storage-volumes/{id}"), &body)?;
             ctx.out.done(
                 &answer,
-                &format!("Deleted storage volume {id}; its data on servers is kept"),
+                &format!(
+                    "Deleted storage volume {id} (after its final backup, if a backup policy \
+                     covers it); its data on servers is kept"
+                ),
             );
             Ok(())
         }

@@ -2620,7 +2620,7 @@ export interface paths {
         get: operations["get_storage_volumes_storageVolumeId"];
         put?: never;
         post?: never;
-        /** Delete an unattached storage volume (409 while attached); its data on servers is kept */
+        /** Delete an unattached storage volume (409 while attached); its data on servers is kept. One a backup policy covers is backed up once more first (the answer does not wait for that), unless skipFinalBackupConfirmation repeats its name */
         delete: operations["delete_storage_volumes_storageVolumeId"];
         options?: never;
         head?: never;
@@ -4495,6 +4495,11 @@ export interface components {
          */
         DeleteStorageVolume: {
             confirmation?: components["schemas"]["Confirmation"];
+            /**
+             * @description Berth: the volume's name, typed out, to delete a volume a backup policy covers without
+             *     the final backup it otherwise gets first.
+             */
+            skipFinalBackupConfirmation?: string;
         };
         /** @description `DELETE /runtime-monitoring/thresholds/{policyId}`: no field. */
         DeleteThresholds: Record<string, never>;

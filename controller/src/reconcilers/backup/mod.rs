@@ -20,6 +20,7 @@
 //! `restore` runs DependencyResourceRestores and `policy` takes backups of a database or a
 //! volume on a schedule (`policy_kinds`) and prunes them by the rules `prune` decides.
 
+pub mod final_backup;
 mod job;
 mod key;
 mod plan;

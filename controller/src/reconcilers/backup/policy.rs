@@ -213,7 +213,7 @@ impl<P: BackupPolicy> Policy<'_, P> {
             scheduled_for: Some(rfc3339(slot)),
             late,
         };
-        self.object.slot_backup(metadata, slot)
+        self.object.backup(metadata, slot, None)
     }
 
     async fn tell_late(&self, slot: i64, decision: &SlotDecision) {

@@ -62,8 +62,14 @@ pub trait BackupPolicy:
     fn target_id(&self) -> &str;
     fn subject(&self) -> Subject<'_>;
     fn policy_status(&self) -> Option<&BackupPolicyStatus>;
-    /// Its backup for `slot`, with `metadata`.
-    fn slot_backup(&self, metadata: ObjectMeta, slot: PolicySlot) -> Self::Backup;
+    /// A backup of what it backs up to its target, with `metadata`: a slot's, or (with no
+    /// slot) the final one before a deletion.
+    fn backup(
+        &self,
+        metadata: ObjectMeta,
+        slot: PolicySlot,
+        description: Option<String>,
+    ) -> Self::Backup;
 }
 
 impl BackupPolicy for DependencyResourceBackupPolicy {
@@ -82,13 +88,18 @@ impl BackupPolicy for DependencyResourceBackupPolicy {
     fn policy_status(&self) -> Option<&BackupPolicyStatus> {
         self.status.as_ref()
     }
-    fn slot_backup(&self, metadata: ObjectMeta, slot: PolicySlot) -> Self::Backup {
+    fn backup(
+        &self,
+        metadata: ObjectMeta,
+        slot: PolicySlot,
+        description: Option<String>,
+    ) -> Self::Backup {
         DependencyResourceBackup {
             metadata,
             spec: DependencyResourceBackupSpec {
                 dependency_resource_id: self.spec.dependency_resource_id.clone(),
                 target_id: self.spec.target_id.clone(),
-                description: None,
+                description,
                 slot,
             },
             status: None,
@@ -112,14 +123,19 @@ impl BackupPolicy for StorageVolumeBackupPolicy {
     fn policy_status(&self) -> Option<&BackupPolicyStatus> {
         self.status.as_ref()
     }
-    fn slot_backup(&self, metadata: ObjectMeta, slot: PolicySlot) -> Self::Backup {
+    fn backup(
+        &self,
+        metadata: ObjectMeta,
+        slot: PolicySlot,
+        description: Option<String>,
+    ) -> Self::Backup {
         StorageVolumeBackup {
             metadata,
             spec: StorageVolumeBackupSpec {
                 storage_volume_id: self.spec.storage_volume_id.clone(),
                 server_id: self.spec.server_id.clone(),
                 target_id: self.spec.target_id.clone(),
-                description: None,
+                description,
                 consistency: self.spec.consistency,
                 slot,
             },
