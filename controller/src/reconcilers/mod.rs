@@ -7,6 +7,7 @@ pub mod backup;
 pub mod bookkeeping;
 pub mod bookkept_kinds;
 pub mod certificate;
+pub mod container_exec;
 pub mod dependency;
 pub mod deployment;
 pub mod domain_binding;

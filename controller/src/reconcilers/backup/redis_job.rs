@@ -12,7 +12,7 @@ use super::plan::{Failure, code};
 use super::redis::{self, Sync};
 use super::sites::{ArtifactStream, Sites, counted, download_into, start_scratch};
 use crate::error::Result;
-use crate::reconcilers::dependency::run_script_in;
+use crate::reconcilers::container_exec::run_script_in;
 use crate::reconcilers::deployment::server_target::Target;
 
 /// How long a throwaway Redis may take to load its snapshot, and a target to sync it.

@@ -31,8 +31,6 @@ mod tls_secrets;
 mod upgrade;
 mod upgrade_plan;
 
-pub use server::run_script_in;
-
 use std::sync::Arc;
 use std::time::Duration;
 

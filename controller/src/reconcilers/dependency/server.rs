@@ -9,7 +9,6 @@ use berth_crds::MANAGED_LABEL;
 use berth_crds::dependency_resource::DependencyKind;
 use berth_remote::RemoteError;
 use berth_remote::docker::{docker_call, docker_over_ssh_within, is_conflict, is_not_found};
-use bollard::exec::{CreateExecOptions, StartExecOptions};
 use bollard::models::{ContainerCreateBody, VolumeCreateRequest};
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, CreateImageOptionsBuilder, RemoveVolumeOptions,
@@ -18,12 +17,11 @@ use futures::StreamExt;
 
 use super::firewall::Rules;
 use super::plan::{Names, SETTINGS_LABELS, health_command};
+use crate::reconcilers::container_exec::{run_in_container, run_script_in};
 use crate::reconcilers::deployment::server_target::Target;
 
 /// How long a pull of the dependency's image may take.
 const PULL_TIMEOUT: Duration = Duration::from_secs(600);
-/// How long the health check may run.
-const HEALTH_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What making the container run took.
 #[derive(Debug, PartialEq, Eq)]
@@ -222,94 +220,6 @@ pub async fn run_script(
         env,
     )
     .await
-}
-
-/// Runs `script` with `sh` inside `container` with `env`, as [`run_script`] does; what
-/// failed, naming it `what`.
-pub async fn run_script_in(
-    target: &Target,
-    container: &str,
-    what: &str,
-    script: &str,
-    env: &[(&str, &str)],
-) -> Result<Option<String>, RemoteError> {
-    let command = vec!["sh".to_string(), "-c".to_string(), script.to_string()];
-    let outcome = run_in_container(target, container, command, env).await?;
-    Ok(outcome.problem(what, container))
-}
-
-/// How a command run in the container ended.
-enum Outcome {
-    Exited(Option<i64>),
-    TimedOut,
-}
-
-impl Outcome {
-    fn problem(&self, what: &str, container: &str) -> Option<String> {
-        match self {
-            Outcome::Exited(Some(0)) => None,
-            Outcome::Exited(code) => Some(format!(
-                "{what} in container {container} failed (exit code {})",
-                code.map_or("unknown".to_string(), |c| c.to_string())
-            )),
-            Outcome::TimedOut => Some(format!(
-                "{what} in container {container} did not finish within {}s",
-                HEALTH_TIMEOUT.as_secs()
-            )),
-        }
-    }
-}
-
-async fn run_in_container(
-    target: &Target,
-    container: &str,
-    command: Vec<String>,
-    env: &[(&str, &str)],
-) -> Result<Outcome, RemoteError> {
-    let env = (!env.is_empty()).then(|| env.iter().map(|(k, v)| format!("{k}={v}")).collect());
-    let exec = docker_call(
-        &target.connection,
-        "creating a command in the dependency's container",
-        target.docker.create_exec(
-            container,
-            CreateExecOptions {
-                cmd: Some(command),
-                env,
-                attach_stdout: Some(false),
-                attach_stderr: Some(false),
-                ..Default::default()
-            },
-        ),
-    )
-    .await?;
-    docker_call(
-        &target.connection,
-        "starting a command in the dependency's container",
-        target.docker.start_exec(
-            &exec.id,
-            Some(StartExecOptions {
-                detach: true,
-                ..Default::default()
-            }),
-        ),
-    )
-    .await?;
-    let deadline = tokio::time::Instant::now() + HEALTH_TIMEOUT;
-    loop {
-        let inspected = docker_call(
-            &target.connection,
-            "reading a command in the dependency's container",
-            target.docker.inspect_exec(&exec.id),
-        )
-        .await?;
-        if inspected.running != Some(true) {
-            return Ok(Outcome::Exited(inspected.exit_code));
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return Ok(Outcome::TimedOut);
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
 }
 
 fn what(kind: DependencyKind) -> &'static str {

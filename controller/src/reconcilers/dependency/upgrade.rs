@@ -19,6 +19,7 @@ use super::upgrade_plan as steps;
 use super::{event, server, write};
 use crate::context::Context;
 use crate::error::Result;
+use crate::reconcilers::container_exec::run_script_in;
 use crate::reconcilers::deployment::connect;
 use crate::reconcilers::deployment::server_target::Target;
 use crate::reconcilers::event_reason;
@@ -198,7 +199,7 @@ async fn copy(
         Err(error) => return Err(format!("the old server could not be checked: {error}")),
     }
     let script = sql_script(steps::READ_ONLY_SQL);
-    let read_only = server::run_script_in(target, old, "making it read-only", &script, &[]);
+    let read_only = run_script_in(target, old, "making it read-only", &script, &[]);
     if let Some(why) = read_only.await.map_err(|e| e.to_string())? {
         return Err(why);
     }
@@ -333,7 +334,7 @@ async fn discard(
 /// effort: what fails here is logged, and the next attempt removes the leftovers first.
 async fn give_up(target: &Target, names: &Names, new_volume: &str) {
     let script = sql_script(steps::WRITABLE_SQL);
-    let writable = server::run_script_in(target, &names.container, "", &script, &[]).await;
+    let writable = run_script_in(target, &names.container, "", &script, &[]).await;
     if !matches!(writable, Ok(None)) {
         tracing::warn!(container = %names.container, "could not make the old server writable again");
     }
