@@ -53,7 +53,8 @@ pub fn target(ns: &TestNamespace, name: &str, path: &str) -> String {
     .to_string()
 }
 
-fn backup(ns: &TestNamespace, name: &str, target: &str) -> String {
+/// A backup of the dependency `db` to `target`, as YAML for `kubectl apply`.
+pub(crate) fn backup(ns: &TestNamespace, name: &str, target: &str) -> String {
     json!({
         "apiVersion": "berth.dev/v1alpha1", "kind": "DependencyResourceBackup",
         "metadata": { "name": name, "namespace": ns.name },

@@ -22,7 +22,7 @@ use berth_crds::member::OrganizationRole;
 use berth_tests::rest::TestOrg;
 use k8s_openapi::api::core::v1::Secret;
 
-use crate::backups::{ended, event_notes, restore_ended, target_ready};
+use crate::backups::{backup, ended, event_notes, restore_ended, target_ready};
 use crate::cli::{Berth, binary};
 use crate::dependency_resources::{
     assert_not_shown, create, local_server, psql, registry_image, wait_ready,
@@ -86,15 +86,6 @@ pub(crate) fn bucket_target(ns: &TestNamespace, name: &str, secret: &str) -> Str
                           "region": stack_env("BERTH_S3_REGION"),
                           "pathStyle": true, "prefix": ns.name,
                           "credentialsSecretRef": { "name": secret } } },
-    })
-    .to_string()
-}
-
-fn backup(ns: &TestNamespace, name: &str, target: &str) -> String {
-    json!({
-        "apiVersion": "berth.dev/v1alpha1", "kind": "DependencyResourceBackup",
-        "metadata": { "name": name, "namespace": ns.name },
-        "spec": { "dependencyResourceId": "db", "targetId": target },
     })
     .to_string()
 }
