@@ -171,13 +171,18 @@ async fn redeploys_record_no_unhealthy_observation_and_a_killed_container_does()
     );
     assert!(failures.is_empty(), "{failures:#?}");
     // Oldest first: everything from the first healthy observation on.
-    let during: Vec<String> = overall(&history(&admin, &id).await)
+    let observed = history(&admin, &id).await;
+    let during: Vec<String> = overall(&observed)
         .into_iter()
         .skip_while(|o| o != "healthy")
         .collect();
+    let failing: Vec<&Value> = observed
+        .iter()
+        .filter(|o| o["overall"] == "unhealthy" || o["overall"] == "unknown")
+        .collect();
     assert!(
         !during.iter().any(|o| o == "unhealthy" || o == "unknown"),
-        "a planned replacement is no failure: {during:?}"
+        "a planned replacement is no failure: {during:?}; the failing ones: {failing:#?}"
     );
     assert!(
         during.iter().filter(|o| *o == "healthy").count() > REDEPLOYS,

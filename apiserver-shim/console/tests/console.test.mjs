@@ -5,6 +5,7 @@
 // resource; and a member who sees no administrator actions.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { env, origin, launch, newPage, shot, signIn, assertNoErrors, assertNotInDom, rest, suffix } from './support.mjs';
 
 const DEPLOY = 240_000;
@@ -246,6 +247,56 @@ test('a volume is created, attached, detached and deleted', async () => {
   await page.getByRole('button', { name: `Delete volume data-${id}` }).click();
   await page.getByRole('button', { name: `Confirm delete data-${id}` }).click();
   await page.getByRole('status').getByText(`Volume data-${id} deleted`).waitFor();
+  assertNoErrors(page);
+});
+
+test("a volume's files are backed up from the Storage page, proven, kept by a policy and restored into a new volume", async () => {
+  const api = await rest(owner.email, owner.password);
+  const projectId = state.projectUrl.split('/').pop();
+  const environments = await api.get(`/environments?projectId=${projectId}`);
+  const folder = `/tmp/berth-console-volume-${id}`;
+  mkdirSync(`${folder}/img`, { recursive: true });
+  for (const [path, text] of [['img/a', 'one'], ['img/b', 'two'], ['c', 'three']]) writeFileSync(`${folder}/${path}`, text);
+  const target = `Shelf ${id}`;
+  await api.post('/backup-targets', { name: target, kind: 'server-directory', serverId, path: `/tmp/berth-console-backups-${id}` });
+  for (let tries = 0; !(await api.get('/backup-targets')).items.some((t) => t.name === target && t.ready); tries++) {
+    assert.ok(tries < 60, `backup target ${target} ready`);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+  const name = `files-${id}`;
+  const volume = await api.post('/storage-volumes', { projectId, environmentId: environments.items[0].id, name, kind: 'bind-mount', sourcePath: folder });
+
+  await page.goto(`${state.resourceUrl}/storage`);
+  await page.getByRole('button', { name: `Backups of ${name}` }).click();
+  await page.getByRole('heading', { name: `Backups of ${name}` }).waitFor();
+  await page.getByTestId('volume-restore-point').filter({ hasText: 'No proven restore point yet' }).waitFor();
+  const now = page.getByRole('form', { name: 'Back up this volume now' });
+  await now.getByLabel('Target').selectOption({ label: target });
+  await now.getByRole('button', { name: 'Back up now' }).click();
+  await page.getByRole('status').filter({ hasText: /Backup \S+ of .* started/ }).waitFor();
+  // Followed by the page until proven: no reload.
+  const verified = page.getByRole('table', { name: 'Volume backups' }).getByRole('row').filter({ hasText: 'verified' });
+  await verified.waitFor({ timeout: 120_000 });
+  assert.match(await verified.textContent(), /3 files/);
+  await page.getByTestId('volume-restore-point').filter({ hasText: '3 files' }).waitFor();
+
+  const policy = page.getByRole('form', { name: 'Backup policy' });
+  await policy.getByLabel('Every (hours)').fill('12');
+  await policy.getByLabel('Keep the newest').fill('3');
+  await policy.getByRole('button', { name: 'Save policy' }).click();
+  await page.getByRole('status').filter({ hasText: 'every 12 h, the newest 3 kept' }).waitFor();
+  await page.getByTestId('backup-policy').filter({ hasText: /every 12 h[\s\S]*next backup/ }).waitFor({ timeout: 30_000 });
+  const { items } = await api.get(`/storage-volumes/backup-policies?storageVolumeId=${volume.id}`);
+  assert.equal(items[0].keepLast, 3);
+  await shot(page, '11c-volume-backups');
+
+  await verified.getByRole('button', { name: /^Restore / }).click();
+  const dialog = page.getByRole('form', { name: 'Restore volume backup' });
+  await dialog.getByLabel('New volume name').fill(`${name} copy`);
+  assert.match(await page.getByTestId('volume-restored-into').textContent(), /3 files/);
+  await dialog.getByRole('button', { name: `Restore into ${name} copy` }).click();
+  await verified.getByText('completed').waitFor({ timeout: 120_000 });
+  await page.getByRole('cell', { name: `${name} copy`, exact: true }).waitFor();
   assertNoErrors(page);
 });
 

@@ -5,7 +5,8 @@
 // restore point until "Back up now" takes a backup, which the page follows (no reload) until a
 // test restore has proven it: "verified", 3 keys. A key deleted afterwards comes back by a
 // restore in place, whose dialog names the database it overwrites and stays disabled until
-// that is acknowledged. The Redis's password is never in the page. Named `.flow.mjs`, so
+// that is acknowledged. A backup policy (every 6 h, keep 5) is saved from the page, which shows
+// its next run. The Redis's password is never in the page. Named `.flow.mjs`, so
 // `node --test tests/` leaves it to its own test (console_browser.rs runs it alone).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -118,6 +119,15 @@ test('a database is backed up from its page, the backup proven, and restored in 
   await verified.waitFor({ timeout: READY });
   assert.match(await verified.textContent(), /3 keys/);
   await page.getByTestId('restore-point').filter({ hasText: '3 keys' }).waitFor();
+  const policy = page.getByRole('form', { name: 'Backup policy' });
+  await policy.getByLabel('Every (hours)').fill('6');
+  await policy.getByLabel('Keep the newest').fill('5');
+  await policy.getByRole('button', { name: 'Save policy' }).click();
+  await page.getByRole('status').filter({ hasText: 'every 6 h, the newest 5 kept' }).waitFor();
+  await page.getByTestId('backup-policy').filter({ hasText: /every 6 h[\s\S]*next backup/ }).waitFor({ timeout: 30_000 });
+  const { items: policies } = await api.get(`/dependency-resources/backup-policies?dependencyResourceId=${dependencyId}`);
+  assert.equal(policies.length, 1);
+  assert.equal(policies[0].keepLast, 5);
   await shot(page, 'databases-backups');
 
   redis('DEL c');

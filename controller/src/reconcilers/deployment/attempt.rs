@@ -36,6 +36,10 @@ use crate::cache::Caches;
 use crate::context::Context;
 use crate::error::{Error, Result};
 
+/// How long a succeeded attempt waits for the Deployments watch to show its success (it is
+/// seconds behind only on a loaded API server).
+const CACHE_CATCH_UP: Duration = Duration::from_secs(30);
+
 /// How soon an attempt runs again after one of the controller's own API calls failed.
 const AFTER_FAULT: Duration = Duration::from_secs(5);
 
@@ -349,18 +353,25 @@ async fn seen_by_cache(context: &Context, deployment: &Deployment) {
     }
 }
 
-/// Waits (briefly) until the cache shows the attempt succeeded: from then on the Resource's
-/// reconciles take its container as the serving one without asking the supervisor.
+/// Waits until the cache shows the attempt succeeded: from then on the Resource's reconciles
+/// take its container as the serving one without asking the supervisor. Until then the attempt
+/// stays marked as replacing, so a reconcile in between (the retired container's exit reported
+/// while the watch lags, as under load) does not read the old container as the serving one.
 async fn succeeded_in_cache(context: &Context, deployment: &Deployment) {
     let reference = ObjectRef::from_obj(deployment);
-    for _ in 0..100 {
+    let deadline = tokio::time::Instant::now() + CACHE_CATCH_UP;
+    while tokio::time::Instant::now() < deadline {
         let cached = context.caches.deployments.get(&reference);
         let state = cached.and_then(|d| d.status.as_ref().and_then(|s| s.status));
         if state == Some(DeploymentState::Succeeded) {
             return;
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    tracing::warn!(
+        deployment = %reference.name,
+        "the cache did not show the attempt's success in time"
+    );
 }
 
 /// The attempt's view of itself and the other attempts of its resource, from the cache: it
