@@ -308,7 +308,13 @@ async fn bind_refusals(s: &Setup, web: &str, db: &str, elsewhere: &str) {
 /// Checks the bindings of `web`: exactly `DATABASE_URL` to `db`, masked.
 async fn assert_bound(s: &Setup, web: &str, db: &str) {
     let path = format!("/resources/{web}/dependency-bindings");
-    let listed = s.member.get(&path).await.ok();
+    // The binding is ready once its database is; a health check slowed by a loaded machine
+    // may read it degraded for a moment.
+    let listed = eventually(WAIT, "the binding ready", || async {
+        let listed = s.member.get(&path).await.ok();
+        (listed["items"][0]["lifecycleStatus"] == "ready").then_some(listed)
+    })
+    .await;
     assert_eq!(
         listed["schemaVersion"],
         "resources.dependency-bindings.list/v1"
