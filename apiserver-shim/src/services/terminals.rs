@@ -67,7 +67,9 @@ impl ContainerProgram {
             Self::Shell => "/bin/sh -c 'if command -v bash >/dev/null 2>&1; then exec bash; \
                             else exec sh; fi'"
                 .to_string(),
-            Self::Psql => format!("psql -U {POSTGRES_USER} -d {POSTGRES_DATABASE}"),
+            // No pager: the exec's pty may still be 0×0 when psql starts (Docker sizes it a
+            // moment later), and psql would page even a one-line answer and wait.
+            Self::Psql => format!("psql -P pager=off -U {POSTGRES_USER} -d {POSTGRES_DATABASE}"),
             Self::RedisCli => {
                 "/bin/sh -c 'REDISCLI_AUTH=\"$REDIS_PASSWORD\" exec redis-cli'".to_string()
             }
@@ -237,7 +239,7 @@ mod tests {
         };
         let psql = shell(ContainerProgram::Psql).command();
         assert!(
-            psql.ends_with("exec -it berth-dep-org-a-dep-1x psql -U berth -d app"),
+            psql.ends_with("exec -it berth-dep-org-a-dep-1x psql -P pager=off -U berth -d app"),
             "{psql}"
         );
         let redis = shell(ContainerProgram::RedisCli).command();

@@ -18,6 +18,8 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 use super::{assert_key_never_shown, create_credential, create_server, invalid, wait_reachable};
 
 const READ: Duration = Duration::from_secs(20);
+/// How long a terminal is silent before the next line is typed.
+const SETTLE: Duration = Duration::from_millis(500);
 /// The width a session gets without `initialCols`.
 const DEFAULT_COLS: u32 = 80;
 
@@ -90,6 +92,25 @@ impl Shell {
         let frame = tokio::time::timeout(READ, self.socket.next())
             .await
             .unwrap_or_else(|_| panic!("no terminal output for {READ:?}; so far: {}", self.output));
+        self.take(frame).await
+    }
+
+    /// Reads (and answers) what the program writes until it is quiet for [`SETTLE`]: a line
+    /// editor asks where the cursor is after each answer, and a line typed before that question
+    /// is answered would be read as the answer.
+    async fn settle(&mut self) {
+        while let Ok(frame) = tokio::time::timeout(SETTLE, self.socket.next()).await {
+            if !self.take(frame).await {
+                return;
+            }
+        }
+    }
+
+    /// Takes one frame read: output (its cursor queries answered) or an event.
+    async fn take(
+        &mut self,
+        frame: Option<Result<Message, tokio_tungstenite::tungstenite::Error>>,
+    ) -> bool {
         match frame {
             Some(Ok(Message::Binary(bytes))) => {
                 let start = self.output.len();
@@ -163,6 +184,7 @@ impl Shell {
                 self.output
             );
         }
+        self.settle().await;
     }
 
     async fn resize(&mut self, rows: u32, cols: u32) {
