@@ -92,6 +92,7 @@ berth_install_rbac
 kubectl delete namespace -l berth.dev/test=true --wait=false >/dev/null 2>&1 || true
 berth_remove_orphan_proxies
 berth_remove_orphan_dependencies
+berth_remove_orphan_volumes
 # Fresh logs per run, so the secret scan below judges this run only.
 : >"$BERTH_RUN_DIR/test-controller.log"
 : >"$BERTH_RUN_DIR/test-shim.log"

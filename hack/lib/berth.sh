@@ -14,6 +14,7 @@
 #   berth_quickstart_secret      the quickstart organization and its Secret local-server-key
 #   berth_remove_orphan_proxies  edge-proxy containers of test namespaces that no longer exist
 #   berth_remove_orphan_dependencies  dependency containers, networks, volumes of gone test namespaces
+#   berth_remove_orphan_volumes  unused anonymous volumes, and storage volumes of gone test namespaces
 
 BERTH_REPO_ROOT=${BERTH_REPO_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$BERTH_CACHE/target}
@@ -212,4 +213,21 @@ berth_remove_orphan_dependencies() {
     done < <(_berth_named "$kind")
   done
   ((removed == 0)) || log "removed $removed containers, networks and volumes of gone test namespaces' dependencies"
+}
+
+# Unused Docker volumes the tests leave behind: anonymous ones (an image's VOLUME, from a
+# container a test removed itself) and storage volumes (berth-<namespace>-<volume>) of test
+# namespaces that are gone. A few GB a run otherwise, until the kubelet's disk-pressure
+# eviction stops pods being scheduled.
+berth_remove_orphan_volumes() {
+  local live name namespace removed=0
+  live=$(kubectl get namespaces -o name | sed 's|^namespace/||' | grep -E '^(org-)?t-' || true)
+  while read -r name; do
+    if [[ ! $name =~ ^[0-9a-f]{64}$ ]]; then
+      [[ $name =~ ^berth-(org-)?t- ]] || continue
+      for namespace in $live; do [[ ${name#berth-} == "$namespace-"* ]] && continue 2; done
+    fi
+    docker volume rm "$name" >/dev/null 2>&1 && removed=$((removed + 1))
+  done < <(docker volume ls -q --filter dangling=true 2>/dev/null)
+  ((removed == 0)) || log "removed $removed unused volumes (anonymous, or of gone test namespaces)"
 }

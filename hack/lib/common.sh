@@ -135,11 +135,19 @@ ensure_packages() {
 
 # prune_build_cache TARGET_DIR: removes what cargo never reuses from a shared target dir, Berth's
 # own crate artifacts and incremental caches untouched for a day (other clones' builds);
-# dependencies stay cached.
+# dependencies stay cached. When the disk runs low (under BERTH_MIN_FREE_GB, default 40) it
+# keeps only the last hour's: several clones a day can fill it before any is a day old, and a
+# full disk makes the kubelet evict pods and delete the stack's images.
 prune_build_cache() {
-  local debug=$1/debug
+  local debug=$1/debug age=(-mtime +0)
   [[ -d "$debug" ]] || return 0
-  find "$debug/incremental" -mindepth 1 -maxdepth 1 -mtime +0 -exec rm -rf {} + 2>/dev/null || true
-  find "$debug/deps" -maxdepth 1 \( -name '*berth*' -o -name 'integration-*' \) -mtime +0 \
+  if (($(_free_gb "$1") < ${BERTH_MIN_FREE_GB:-40})); then
+    age=(-mmin +60)
+    log "under ${BERTH_MIN_FREE_GB:-40} GB free: dropping Berth's build artifacts older than an hour"
+  fi
+  find "$debug/incremental" -mindepth 1 -maxdepth 1 "${age[@]}" -exec rm -rf {} + 2>/dev/null || true
+  find "$debug/deps" -maxdepth 1 \( -name '*berth*' -o -name 'integration-*' \) "${age[@]}" \
     -delete 2>/dev/null || true
 }
+
+_free_gb() { df --output=avail -BG "$1" | tail -1 | tr -dc 0-9; }

@@ -9,6 +9,7 @@
 #   in_cluster_apply     kubectl apply -k hack/in-cluster/; wait for both Deployments
 #   in_cluster_url       the shim's Service as a base URL: http://CLUSTER-IP/api
 #   in_cluster_logs      the end of both Deployments' logs (after a failure)
+#   in_cluster_why_not_ready  pods, warnings, the node's conditions and logs (rollout timed out)
 #   in_cluster_remove    delete Berth's workloads (CRDs, RBAC and objects stay)
 #   in_cluster_first_admin_repair
 #                        the first-admin label back on admin.env's user only (the in-cluster
@@ -41,8 +42,19 @@ in_cluster_apply() {
     kubectl -n berth-system patch deployment "berth-$app" --type merge -p \
       "{\"spec\":{\"template\":{\"metadata\":{\"annotations\":{\"berth.dev/image-id\":\"${id#sha256:}\"}}}}}" >/dev/null
   done
-  kubectl -n berth-system rollout status deploy/berth-controller --timeout=240s >&2
-  kubectl -n berth-system rollout status deploy/berth-shim --timeout=240s >&2
+  for app in controller shim; do
+    kubectl -n berth-system rollout status "deploy/berth-$app" --timeout=240s >&2 ||
+      { in_cluster_why_not_ready; die "deploy/berth-$app did not roll out within 240 s"; }
+  done
+}
+
+# Why pods do not come up: their phase and the namespace's warnings (a node under disk
+# pressure, an image missing), then the logs.
+in_cluster_why_not_ready() {
+  kubectl -n berth-system get pods -o wide >&2 || true
+  kubectl -n berth-system get events --field-selector type=Warning 2>&1 | tail -15 >&2 || true
+  kubectl describe node | grep -A8 '^Conditions:' >&2 || true
+  in_cluster_logs
 }
 
 in_cluster_url() {

@@ -201,7 +201,7 @@ async fn a_compose_stack_runs_its_services_together_and_a_push_replaces_only_wha
     assert_eq!(docker_id(&api), api_id, "the unchanged api was replaced");
 
     // A service removed by hand comes back.
-    docker(&["rm", "-f", &api]);
+    docker(&["rm", "-fv", &api]);
     eventually(WAIT, "the api service back", || async {
         let answer = get(port, "stack.localhost", "/cgi-bin/api").await;
         (answer.1 == "api-answers-by-name\n").then_some(())

@@ -192,7 +192,7 @@ async fn a_bound_app_reaches_its_database_by_url_and_keeps_its_rows() {
     assert_ended(&third, DeploymentState::Succeeded);
     assert_eq!(query_as_app(&ns, "select body from notes").1, "kept");
     let database = format!("berth-dep-{}-db", ns.name);
-    assert!(docker(&["rm", "-f", &database]).0);
+    assert!(docker(&["rm", "-fv", &database]).0);
     eventually(WAIT, "the app reads its row after the repair", || async {
         let (ok, rows) = query_as_app(&ns, "select body from notes");
         (ok && rows == "kept").then_some(())

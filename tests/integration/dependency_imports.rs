@@ -83,7 +83,7 @@ impl External {
 
 impl Drop for External {
     fn drop(&mut self) {
-        docker(&["rm", "-f", &self.container]);
+        docker(&["rm", "-fv", &self.container]);
     }
 }
 

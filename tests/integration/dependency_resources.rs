@@ -176,7 +176,7 @@ async fn a_managed_postgres_is_ready_repaired_without_data_loss_and_deleted_keep
     assert!(written, "write a row: {out}");
 
     // Drift: the container removed by hand comes back on the same volume, with the row.
-    assert!(docker(&["rm", "-f", &container]).0);
+    assert!(docker(&["rm", "-fv", &container]).0);
     eventually(WAIT, "the container repaired with its data", || async {
         let (ok, rows) = psql(&container, "select id from orders");
         (ok && rows == "42").then_some(())

@@ -215,7 +215,7 @@ async fn an_upgrade_without_its_old_server_says_so_and_touches_nothing() {
     let new_image = registry_image("berth/postgres:16");
     patch_spec(&api, "db", json!({ "image": new_image })).await;
     wait_refused(&api, "db", "MajorVersionChangeRefused").await;
-    let (removed, _) = docker(&["rm", "-f", &container]);
+    let (removed, _) = docker(&["rm", "-fv", &container]);
     assert!(removed);
     patch_spec(&api, "db", json!({ "majorVersionUpgrade": "dump-restore" })).await;
     let message = wait_refused(&api, "db", "MajorVersionUpgradeSourceMissing").await;

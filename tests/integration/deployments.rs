@@ -361,7 +361,7 @@ async fn a_container_removed_by_hand_and_a_lost_route_are_restored_within_30_sec
 
     let container = format!("berth-{}-{name}-dep-{name}-1", ns.name);
     let removed = std::process::Command::new("docker")
-        .args(["rm", "-f", &container])
+        .args(["rm", "-fv", &container])
         .output()
         .unwrap();
     assert!(removed.status.success());

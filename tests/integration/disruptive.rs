@@ -70,7 +70,7 @@ async fn the_server_observer_survives_dockerd_and_sshd_restarts() {
 
     let container = format!("berth-{}-web-dep-web-1", ns.name);
     let removed = std::process::Command::new("docker")
-        .args(["rm", "-f", &container])
+        .args(["rm", "-fv", &container])
         .output()
         .unwrap();
     assert!(removed.status.success(), "{removed:?}");

@@ -138,7 +138,7 @@ impl ExternalPostgres {
     fn start(image: &str) -> Self {
         let container = format!("berth-t-migr-external-{}", berth_tests::random_suffix());
         let (password, port) = ("ext-pw-4711-s3cr3t", 15478);
-        docker(&["rm", "-f", &container]);
+        docker(&["rm", "-fv", &container]);
         let (started, why) = docker(&[
             "run",
             "-d",
@@ -162,7 +162,7 @@ impl ExternalPostgres {
 
 impl Drop for ExternalPostgres {
     fn drop(&mut self) {
-        docker(&["rm", "-f", &self.container]);
+        docker(&["rm", "-fv", &self.container]);
     }
 }
 

@@ -248,7 +248,7 @@ async fn shim_volume_backup_is_proven_and_restored_into_a_new_volume_and_in_plac
     let (_, running) = docker(&["inspect", "-f", "{{.State.Running}}", &user]);
     assert_eq!(running, "true", "the volume's user runs again");
 
-    docker(&["rm", "-f", &user]);
+    docker(&["rm", "-fv", &user]);
     docker(&["volume", "rm", "-f", &docker_volume, &copy]);
     let _ = std::fs::remove_dir_all(&directory);
 }

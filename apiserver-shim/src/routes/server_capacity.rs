@@ -366,7 +366,10 @@ async fn prune(
     let mut warnings = Vec::new();
     if !dry_run {
         for candidate in candidates.iter_mut().filter(|c| c.action == "matched") {
-            let options = RemoveContainerOptionsBuilder::new().force(false).build();
+            let options = RemoveContainerOptionsBuilder::new()
+                .force(false)
+                .v(true)
+                .build();
             let removed = docker_call(
                 &connection,
                 "removing a container",

@@ -48,13 +48,13 @@ pub async fn verify(
 ) -> Result<std::result::Result<BackupVerification, Failure>> {
     let started = Instant::now();
     let database = sites.database;
-    database.remove_throwaway(scratch).await?;
+    database.remove_container(scratch).await?;
     start_scratch(database, sites.kind, sites.image, scratch, NO_NETWORK).await?;
     let restored = match sites.kind {
         DependencyKind::Postgres => restore_and_count(sites, artifact, scratch).await,
         DependencyKind::Redis => redis_job::load_and_count_keys(sites, artifact, scratch).await,
     };
-    let removed = database.remove_throwaway(scratch).await;
+    let removed = database.remove_container(scratch).await;
     let mut verification = match restored? {
         Ok(counted) => counted,
         Err(failure) => return Ok(Err(failure)),

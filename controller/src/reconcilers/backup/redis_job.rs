@@ -106,12 +106,12 @@ impl RedisRestore<'_> {
         artifact: &BackupArtifact,
     ) -> Result<std::result::Result<(i64, i64), Failure>> {
         let database = self.database;
-        database.remove_throwaway(self.scratch).await?;
+        database.remove_container(self.scratch).await?;
         let (image, scratch, network) = (self.image, self.scratch, self.container);
         let password =
             start_scratch(database, DependencyKind::Redis, image, scratch, network).await?;
         let outcome = self.serve_and_sync(artifact, &password).await;
-        let removed = database.remove_throwaway(self.scratch).await;
+        let removed = database.remove_container(self.scratch).await;
         let outcome = outcome?;
         removed?;
         Ok(outcome)
@@ -209,6 +209,6 @@ impl RedisRestore<'_> {
 pub async fn abandon(database: &Target, container: &str, scratch: &str) -> Result<Option<String>> {
     let what = "making the target a primary again";
     let promoted = run_script_in(database, container, what, redis::PROMOTE_SCRIPT, &[]).await?;
-    database.remove_throwaway(scratch).await?;
+    database.remove_container(scratch).await?;
     Ok(promoted)
 }

@@ -57,7 +57,7 @@ pub async fn run(target: &Target, check: &Check<'_>) -> Result<Option<String>, R
     create(target, check, script).await?;
     let outcome = run_created(target, check, answer).await;
     // Gone however it ended, so its environment (the URL) does not stay on the server.
-    target.remove_throwaway(&check.container).await?;
+    target.remove_container(&check.container).await?;
     outcome
 }
 
@@ -136,7 +136,7 @@ async fn create(target: &Target, check: &Check<'_>, script: &str) -> Result<(), 
         Ok(_) => Ok(()),
         // Left by a check a controller did not finish: it goes, and this one starts afresh.
         Err(error) if is_conflict(&error) => {
-            target.remove_throwaway(&check.container).await?;
+            target.remove_container(&check.container).await?;
             docker_call(
                 &target.connection,
                 "creating the import check's container",

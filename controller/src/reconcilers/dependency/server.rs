@@ -242,7 +242,7 @@ pub async fn remove(
     }
     // A major-version upgrade cut short leaves its new server.
     target
-        .remove_throwaway(&super::upgrade_plan::upgrade_container(names))
+        .remove_container(&super::upgrade_plan::upgrade_container(names))
         .await?;
     // After the container: its port is closed before the rules guarding it go.
     let chain = super::firewall::chain_name(&names.container);

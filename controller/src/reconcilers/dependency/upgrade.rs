@@ -139,7 +139,7 @@ async fn switch(
     counted: (i64, i64),
 ) -> Result<Action> {
     target
-        .remove_throwaway(&steps::upgrade_container(names))
+        .remove_container(&steps::upgrade_container(names))
         .await?;
     let record = steps::succeeded(record, counted, Timestamp::now());
     let mut status = plan::refused(
@@ -321,7 +321,7 @@ async fn discard(
     volume: &str,
 ) -> std::result::Result<(), String> {
     let removed = async {
-        target.remove_throwaway(container).await?;
+        target.remove_container(container).await?;
         server::remove_volume(target, volume).await
     };
     removed

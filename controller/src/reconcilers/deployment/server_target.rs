@@ -288,21 +288,13 @@ impl Target {
             .is_some_and(|c| is_running(&c) && edge_endpoint(c).is_some()))
     }
 
-    /// Removes a container (stopping it first); `false` when there was none.
+    /// Removes a container (stopping it first) with its anonymous volumes; `false` when there
+    /// was none. An image's `VOLUME` gets a fresh anonymous volume per container, which no later
+    /// container reads: kept, each redeploy would leave a copy of what the container held.
     pub async fn remove_container(&self, name: &str) -> Result<bool, RemoteError> {
-        self.remove(name, false).await
-    }
-
-    /// Removes a throwaway container with its anonymous volumes: an image's `VOLUME` gets one
-    /// per container, which would otherwise keep a copy of what the container held.
-    pub async fn remove_throwaway(&self, name: &str) -> Result<bool, RemoteError> {
-        self.remove(name, true).await
-    }
-
-    async fn remove(&self, name: &str, volumes: bool) -> Result<bool, RemoteError> {
         let options = RemoveContainerOptionsBuilder::new()
             .force(true)
-            .v(volumes)
+            .v(true)
             .build();
         let removed = docker_call(
             &self.connection,
