@@ -159,10 +159,32 @@ impl Rest {
         if let Some(body) = body {
             request = request.json(&body);
         }
+        self.answer(request, &method_name, path).await
+    }
+
+    /// POSTs `bytes` as a file upload (`application/octet-stream`).
+    pub async fn upload(&self, path: &str, bytes: Vec<u8>) -> Reply {
+        let mut request = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .header("Content-Type", "application/octet-stream")
+            .body(bytes);
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        self.answer(request, "POST", path).await
+    }
+
+    async fn answer(
+        &self,
+        request: reqwest::RequestBuilder,
+        method_name: &str,
+        path: &str,
+    ) -> Reply {
         let response = request.send().await.expect("the REST shim answers");
         let status = response.status().as_u16();
         if response.status().is_success() {
-            check_success(&self.http, &self.base, &method_name, path, status).await;
+            check_success(&self.http, &self.base, method_name, path, status).await;
         }
         let text = response.text().await.expect("a response body");
         TRANSCRIPT.lock().unwrap().push(text.clone());

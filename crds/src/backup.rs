@@ -181,7 +181,40 @@ pub struct DependencyResourceBackupSpec {
     /// The policy and slot it was taken for, when a policy took it.
     #[serde(flatten)]
     pub slot: PolicySlot,
+    /// A dump made outside Berth and uploaded: the backup stores and proves it in place of a
+    /// dump of the database (which is left alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uploaded: Option<UploadedDump>,
 }
+
+/// A `pg_dump -Fc` archive uploaded through the API. It waits on the database's server, at
+/// [`upload_path`], until its backup has stored it sealed at the target; then it is removed.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UploadedDump {
+    /// Its size as uploaded.
+    #[schemars(range(min = 1))]
+    pub bytes: i64,
+    /// The SHA-256 of its bytes as uploaded (hex); the backup refuses a file that differs.
+    #[schemars(regex(pattern = "^[0-9a-f]{64}$"))]
+    pub sha256: String,
+    /// The file's name as the uploader gave it, for people.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = NAME_MAX))]
+    pub file_name: Option<String>,
+}
+
+/// Where an uploaded dump waits on its database's server, relative to the SSH user's home:
+/// named by its backup alone, so no object can point the controller at another file.
+pub fn upload_path(namespace: &str, backup: &str) -> String {
+    format!("{UPLOAD_DIRECTORY}/{namespace}.{backup}.dump")
+}
+
+/// The directory of [`upload_path`].
+pub const UPLOAD_DIRECTORY: &str = ".berth/uploads";
+
+/// How a PostgreSQL custom-format archive (`pg_dump -Fc`) starts.
+pub const PG_CUSTOM_DUMP_MAGIC: &[u8] = b"PGDMP";
 
 /// The policy slot a backup was taken for. A backup asked for by hand has none and is kept
 /// until deleted; a policy's backups are kept by the policy's rules.

@@ -41,6 +41,7 @@ mod self_healing;
 mod servers;
 mod shim_access_failures;
 mod shim_account;
+mod shim_backup_uploads;
 mod shim_backups;
 mod shim_basics;
 mod shim_change_feed;

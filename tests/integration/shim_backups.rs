@@ -244,7 +244,7 @@ async fn restored_in_place_and_into_a_clone(s: &Setup, db: &str, backup: &str) {
 }
 
 /// Waits until the backup's latest restore is `attempt` and has ended; returns it.
-async fn restore_ended(s: &Setup, shown: &str, attempt: &str) -> Value {
+pub(crate) async fn restore_ended(s: &Setup, shown: &str, attempt: &str) -> Value {
     eventually(WAIT, &format!("restore {attempt} ended"), || async {
         let latest = s.member.get(shown).await.ok()["backup"]["latestRestoreAttempt"].clone();
         (latest["attemptId"] == attempt && latest["status"] != "pending").then_some(latest)

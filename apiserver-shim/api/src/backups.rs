@@ -46,6 +46,31 @@ impl CreateDependencyResourceBackup {
     }
 }
 
+/// The query of an upload of a dump made outside Berth (Berth): the body is the dump's bytes.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct UploadDependencyResourceBackup {
+    /// The backup target (Berth); the organization's only one when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The uploaded file's name, kept for people.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_name: Option<String>,
+}
+
+impl UploadDependencyResourceBackup {
+    /// The query parameters an upload takes.
+    pub const PARAMETERS: &[&str] = &["targetId", "description", "fileName"];
+
+    pub fn validate(&self) -> Checked {
+        optional_text("description", self.description.as_ref(), DESCRIPTION_MAX)?;
+        optional_text("targetId", self.target_id.as_ref(), OBJECT_NAME_MAX)?;
+        optional_text("fileName", self.file_name.as_ref(), NAME_MAX)
+    }
+}
+
 /// A `providerKey` given names one of Berth's backup providers (whether it is the one of the
 /// dependency's kind is checked against the dependency).
 pub fn check_provider(provider_key: Option<&str>) -> Checked {
@@ -125,9 +150,12 @@ pub struct DependencyResourceBackupSummary {
     /// True when its slot passed while the controller was away and it was taken on return.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub late: bool,
-    /// While pending: `dumping` or `verifying` (Berth).
+    /// While pending: `dumping` (`storing-upload` for an uploaded dump) or `verifying` (Berth).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<String>,
+    /// What was uploaded, when the backup is a dump made outside Berth (Berth).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uploaded: Option<UploadedDumpSummary>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub artifact: Option<BackupArtifactSummary>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -135,6 +163,16 @@ pub struct DependencyResourceBackupSummary {
     /// The newest restore of this backup.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latest_restore_attempt: Option<RestoreAttemptSummary>,
+}
+
+/// A dump made outside Berth as it was uploaded (Berth).
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct UploadedDumpSummary {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_name: Option<String>,
+    pub bytes: i64,
+    pub sha256: String,
 }
 
 /// Appaloft's `dependencyResourceRestoreAttemptSummarySchema`, and Berth's report.

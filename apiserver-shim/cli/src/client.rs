@@ -117,6 +117,27 @@ impl Api {
         let request = self
             .request(method, path, query, body)
             .timeout(REQUEST_TIMEOUT);
+        self.answer(request, path)
+    }
+
+    /// POSTs a file's bytes, streamed (never whole in memory), its options in the query. No
+    /// overall deadline: an upload lasts as long as its size needs.
+    pub fn upload(
+        &self,
+        path: &str,
+        query: Query,
+        file: std::fs::File,
+        bytes: u64,
+    ) -> CliResult<Value> {
+        let request = self
+            .request(Method::POST, path, query, None::<&()>)
+            .header("Content-Type", "application/octet-stream")
+            .body(reqwest::blocking::Body::sized(file, bytes));
+        self.answer(request, path)
+    }
+
+    /// Sends `request` and reads its JSON answer (`null` when empty).
+    fn answer(&self, request: RequestBuilder, path: &str) -> CliResult<Value> {
         let text = self
             .send(request, path)?
             .text()

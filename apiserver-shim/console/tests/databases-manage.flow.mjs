@@ -5,12 +5,15 @@
 // page (its configuration then has DATABASE_URL, masked); deleting the bound database is
 // refused with the binding named and nothing deleted; its credentials are rotated with the
 // progress shown to the end; unbound, it is deleted with its data volume once its name is typed.
-// The database's password is never in the page. Named `.flow.mjs`, so `node --test tests/`
+// Between, a pg_dump -Fc made elsewhere is uploaded from its Backups as a backup, proven by a
+// test restore, and the database stays untouched. The database's password is never in the page. Named `.flow.mjs`, so `node --test tests/`
 // leaves it to its own test (console_browser.rs runs it alone).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { env, launch, newPage, shot, signIn, assertNoErrors, assertNotInDom, rest, suffix } from './support.mjs';
 
 /** A PostgreSQL provisioned, or deleted with its volume. */
@@ -214,6 +217,44 @@ test('rotating the credentials shows the progress until the old login is revoked
   assert.equal(dependencyResource.credentials?.revoking, undefined, 'the previous login is revoked');
   await shot(page, 'databases-manage-06-rotated');
   await assertNotInDom(page, state.password, "the PostgreSQL's password");
+  assertNoErrors(page);
+});
+
+/** A backup target of the organization that is ready: the stack's bucket, added when none is. */
+async function readyTarget() {
+  const ready = async () => (await api.get('/backup-targets')).items.some((t) => t.ready);
+  if (await ready()) return;
+  const s3 = {
+    endpoint: env('BERTH_S3_ENDPOINT'),
+    bucket: env('BERTH_S3_BUCKET'),
+    region: env('BERTH_S3_REGION'),
+    accessKeyId: env('BERTH_S3_ACCESS_KEY_ID'),
+    secretAccessKey: env('BERTH_S3_SECRET_ACCESS_KEY'),
+    pathStyle: true,
+  };
+  await api.post('/backup-targets', { name: `Bucket ${id}`, kind: 's3', s3 });
+  await until(ready, 'a backup target ready', READY);
+}
+
+test('a pg_dump -Fc made elsewhere is uploaded from the page and proven; the database is untouched', async () => {
+  await readyTarget();
+  const psql = (sql) => execFileSync('docker', ['exec', state.container, 'psql', '-U', 'berth', '-d', 'app', '-tAc', sql]).toString().trim();
+  psql('create table notes (id int); insert into notes values (1), (2), (3)');
+  const archive = execFileSync('docker', ['exec', state.container, 'pg_dump', '-Fc', '-U', 'berth', '-d', 'app', '-t', 'notes']);
+  psql('drop table notes');
+  const file = join(tmpdir(), `notes-${id}.dump`);
+  writeFileSync(file, archive);
+  await page.reload();
+  const upload = page.getByRole('form', { name: 'Upload a dump' });
+  await upload.getByLabel(/A dump made elsewhere/).setInputFiles(file);
+  await upload.getByRole('button', { name: 'Upload as a backup' }).click();
+  await page.getByRole('status').filter({ hasText: `notes-${id}.dump uploaded as backup` }).waitFor();
+  const proven = page.getByRole('table', { name: 'Backups' }).getByRole('row').filter({ hasText: 'verified' });
+  await proven.waitFor({ timeout: READY });
+  assert.match(await proven.textContent(), /1 tables, 3 rows/);
+  assert.equal(psql("select count(*) from pg_tables where tablename = 'notes'"), '0', 'untouched until restored');
+  await shot(page, 'databases-manage-06b-dump-uploaded');
+  rmSync(file);
   assertNoErrors(page);
 });
 

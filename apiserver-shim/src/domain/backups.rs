@@ -7,7 +7,7 @@ use std::sync::Arc;
 use berth_api::backups::{
     BackupArtifactSummary, BackupStatus, BackupVerificationSummary,
     DependencyResourceBackupSummary, RestoreAttemptSummary, RestoreReportSummary, RestoreStatus,
-    provider_key,
+    UploadedDumpSummary, provider_key,
 };
 use berth_crds::backup::{
     BackupTarget, DependencyResourceBackup, DependencyResourceRestore, PolicySlot,
@@ -65,6 +65,11 @@ pub fn summary(
         scheduled_for: backup.spec.slot.scheduled_for.clone(),
         late: backup.spec.slot.late,
         step: status.step,
+        uploaded: backup.spec.uploaded.clone().map(|u| UploadedDumpSummary {
+            file_name: u.file_name,
+            bytes: u.bytes,
+            sha256: u.sha256,
+        }),
         artifact: status.artifact.map(|a| BackupArtifactSummary {
             location: a.location,
             bytes: a.bytes,

@@ -14,6 +14,7 @@ pub mod decision_records;
 pub mod dependency_imports;
 pub mod dependency_resources;
 pub mod deployments;
+pub mod dump_uploads;
 pub mod environment_secrets;
 pub mod environments;
 pub mod fields;

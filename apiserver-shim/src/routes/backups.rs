@@ -104,6 +104,7 @@ async fn create(
             target_id: target.name_any(),
             description: body.description,
             slot: PolicySlot::default(),
+            uploaded: None,
         },
     );
     backup

@@ -7,6 +7,7 @@ pub mod access_failures;
 pub mod account;
 pub mod activity;
 pub mod backup_policies;
+pub mod backup_uploads;
 pub mod backups;
 pub mod bootstrap;
 pub mod certificates;
@@ -78,6 +79,8 @@ pub struct Endpoint {
     /// Whether it is served without a bearer token.
     pub public: bool,
     pub request: Option<SchemaFn>,
+    /// Media type of the request body: JSON, or bytes for an upload.
+    pub request_media_type: &'static str,
     pub response: SchemaFn,
     /// Media type of a successful response; for `text/event-stream` the schema is one
     /// event's `data`.
@@ -105,6 +108,7 @@ impl Endpoint {
             summary,
             public: false,
             request: None,
+            request_media_type: "application/json",
             response: schema_of::<serde_json::Value>,
             response_media_type: "application/json",
             success: &[StatusCode::OK],
@@ -132,6 +136,21 @@ impl Endpoint {
     ) -> Self {
         Self {
             request: Some(schema_of::<Req>),
+            response: schema_of::<Resp>,
+            ..Self::new(Method::POST, path, summary, handler)
+        }
+    }
+
+    /// A POST whose body is a file's bytes (`application/octet-stream`), its options in the
+    /// query.
+    pub fn upload<Resp: JsonSchema, H: Handler<T, AppState>, T: 'static>(
+        path: &'static str,
+        summary: &'static str,
+        handler: H,
+    ) -> Self {
+        Self {
+            request: Some(schema_of::<UploadedBytes>),
+            request_media_type: "application/octet-stream",
             response: schema_of::<Resp>,
             ..Self::new(Method::POST, path, summary, handler)
         }
@@ -171,6 +190,23 @@ impl Endpoint {
     }
 }
 
+/// The body of an upload, as the document describes it: bytes.
+struct UploadedBytes;
+
+impl JsonSchema for UploadedBytes {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "UploadedBytes".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        schemars::json_schema!({"type": "string", "contentMediaType": "application/octet-stream"})
+    }
+}
+
 /// Every endpoint, in the order of the specification's sections.
 pub fn endpoints() -> Vec<Endpoint> {
     [
@@ -207,6 +243,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         dependency_upgrades::endpoints(),
         dependency_bindings::endpoints(),
         backups::endpoints(),
+        backup_uploads::endpoints(),
         backup_policies::endpoints(),
         volume_backups::endpoints(),
         volume_backup_policies::endpoints(),

@@ -48,7 +48,8 @@ pub fn document() -> Value {
             "responses": responses,
         });
         if let Some(request) = endpoint.request {
-            operation["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": inline(request, &mut generator)}}});
+            let schema = inline(request, &mut generator);
+            operation["requestBody"] = json!({"required": true, "content": {endpoint.request_media_type: {"schema": schema}}});
         }
         if endpoint.public {
             operation["security"] = json!([]);

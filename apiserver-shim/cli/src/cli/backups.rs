@@ -32,6 +32,24 @@ pub enum Backups {
         #[arg(long)]
         description: Option<String>,
     },
+    /// Upload a dump made outside Berth (`pg_dump -Fc`) as a backup of a ready managed
+    /// PostgreSQL: stored sealed at the target and proven by a test restore like any backup
+    /// (`berth backups show` follows it); the database is untouched until `berth backups
+    /// restore`.
+    #[command(
+        after_help = "Examples:\n  pg_dump -Fc -d shop > shop.dump\n  berth backups upload orders-db shop.dump\n  berth backups restore dep-abc-up-xyz --yes"
+    )]
+    Upload {
+        /// Dependency id (dep-…), slug or name.
+        database: String,
+        /// The `pg_dump -Fc` archive.
+        file: std::path::PathBuf,
+        /// Backup target id; the organization's only one when left out.
+        #[arg(long)]
+        target: Option<String>,
+        #[arg(long)]
+        description: Option<String>,
+    },
     /// Show a backup: status, step, artifact, test restore and its latest restore.
     #[command(after_help = "Example:\n  berth backups show dep-abc-bk-xyz")]
     Show {

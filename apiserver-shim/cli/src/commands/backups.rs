@@ -1,11 +1,11 @@
-//! Backups (`/dependency-resources/{id}/backups`, `/dependency-resources/backups/{id}[/restore]`)
-//! and backup targets (`/backup-targets`).
+//! Backups (`/dependency-resources/{id}/backups[/upload]`,
+//! `/dependency-resources/backups/{id}[/restore]`) and backup targets (`/backup-targets`).
 
 use berth_api::backups::{
     BackupTargetKind, BackupTargetList, BackupTargetSummary, CreateBackupTarget,
     CreateDependencyResourceBackup, CreateS3Target, DependencyResourceBackupList,
     DependencyResourceBackupShow, DependencyResourceBackupSummary, RestoreDependencyResourceBackup,
-    S3Bucket, counted_contents,
+    S3Bucket, UploadDependencyResourceBackup, counted_contents,
 };
 
 use berth_api::backup_policies::{BackupPolicyList, BackupPolicySummary, ConfigureBackupPolicy};
@@ -155,6 +155,12 @@ pub fn backups(ctx: &Ctx, command: Backups) -> CliResult<()> {
             created(ctx, &answer, "backup", "/id");
             Ok(())
         }
+        Backups::Upload {
+            database,
+            file,
+            target,
+            description,
+        } => upload(ctx, &database, &file, target, description),
         Backups::Show { backup } => {
             let path = format!("/dependency-resources/backups/{backup}");
             let (answer, shown): (_, DependencyResourceBackupShow) =
@@ -250,6 +256,39 @@ pub fn backups(ctx: &Ctx, command: Backups) -> CliResult<()> {
             Ok(())
         }
     }
+}
+
+fn upload(
+    ctx: &Ctx,
+    database: &str,
+    file: &std::path::Path,
+    target: Option<String>,
+    description: Option<String>,
+) -> CliResult<()> {
+    let asked = UploadDependencyResourceBackup {
+        target_id: target,
+        description,
+        file_name: file.file_name().map(|n| n.to_string_lossy().into_owned()),
+    };
+    asked.validate()?;
+    let opened = std::fs::File::open(file)
+        .map_err(|e| CliError::Usage(format!("cannot read {}: {e}", file.display())))?;
+    let bytes = opened.metadata()?.len();
+    let query: Vec<(&str, String)> = [
+        ("targetId", asked.target_id),
+        ("description", asked.description),
+        ("fileName", asked.file_name),
+    ]
+    .into_iter()
+    .filter_map(|(name, value)| Some((name, value?)))
+    .collect();
+    let path = format!(
+        "/dependency-resources/{}/backups/upload",
+        dependency_id(ctx, database)?
+    );
+    let answer = ctx.api()?.upload(&path, &query, opened, bytes)?;
+    created(ctx, &answer, "backup", "/id");
+    Ok(())
 }
 
 fn restore(ctx: &Ctx, backup: &str, into: Option<String>, yes: bool) -> CliResult<()> {

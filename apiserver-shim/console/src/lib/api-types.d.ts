@@ -470,6 +470,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/dependency-resources/{dependencyResourceId}/backups/upload": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Upload a dump made outside Berth as a backup of a ready managed PostgreSQL (Berth; 201): the body is a `pg_dump -Fc` archive, the query may name targetId, description and fileName. It is stored sealed at the target and proven by a test restore like any backup, then restored with …/backups/{backupId}/restore; the database is not touched until then */
+        post: operations["post_dependency_resources_dependencyResourceId_backups_upload"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/dependency-resources/{dependencyResourceId}/ca-certificate": {
         parameters: {
             query?: never;
@@ -4696,10 +4713,12 @@ export interface components {
             scheduledFor?: string;
             /** @description `pending`, `ready` (stored and proven by a test restore) or `failed`. */
             status: components["schemas"]["BackupStatus"];
-            /** @description While pending: `dumping` or `verifying` (Berth). */
+            /** @description While pending: `dumping` (`storing-upload` for an uploaded dump) or `verifying` (Berth). */
             step?: string;
             /** @description The backup target (Berth). */
             targetId: string;
+            /** @description What was uploaded, when the backup is a dump made outside Berth (Berth). */
+            uploaded?: components["schemas"]["UploadedDumpSummary"];
             verification?: components["schemas"]["BackupVerificationSummary"];
         };
         /** @description `GET /dependency-resources`. */
@@ -8943,6 +8962,13 @@ export interface components {
         };
         /** @description How far a major-version upgrade is. */
         UpgradePhase: "running" | "succeeded" | "failed";
+        /** @description A dump made outside Berth as it was uploaded (Berth). */
+        UploadedDumpSummary: {
+            /** Format: int64 */
+            bytes: number;
+            fileName?: string;
+            sha256: string;
+        };
         /**
          * @description Protocol the edge proxy speaks to the container.
          * @enum {string}
@@ -10280,6 +10306,41 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["CreateDependencyResourceBackup"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdResponse"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_dependency_resources_dependencyResourceId_backups_upload: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                dependencyResourceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/octet-stream": string;
             };
         };
         responses: {

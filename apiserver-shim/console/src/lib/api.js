@@ -70,6 +70,15 @@ export const api = {
   get: (path, query, options) => request('GET', withQuery(path, query), undefined, options),
   post: (path, body = {}) => request('POST', path, body),
   del: (path, body) => request('DELETE', path, body),
+  /** POSTs a file's bytes as they are (`application/octet-stream`), its options in `query`. */
+  upload: async (path, file, query) =>
+    answer(
+      await fetch(`/api${withQuery(path, query)}`, {
+        method: 'POST',
+        headers: { ...headers(), 'Content-Type': 'application/octet-stream' },
+        body: file,
+      }),
+    ),
 };
 
 /**

@@ -5,8 +5,9 @@
 
 use std::time::{Duration, Instant};
 
-use berth_crds::backup::{BackupArtifact, BackupVerification};
+use berth_crds::backup::{BackupArtifact, BackupVerification, UploadedDump};
 use berth_crds::dependency_resource::DependencyKind;
+use sha2::{Digest, Sha256};
 
 use super::plan::{self, Failure, code};
 use super::sites::{Sites, counted, download_into, start_scratch};
@@ -20,23 +21,49 @@ const SCRATCH_READY_WITHIN: Duration = Duration::from_secs(90);
 /// The network of a throwaway container that only proves a backup: none.
 const NO_NETWORK: &str = "none";
 
-/// Dumps, seals and stores the database; the artifact's record, or why not. A failed upload
-/// leaves nothing under the artifact's name.
-pub async fn take(sites: &Sites<'_>) -> Result<std::result::Result<BackupArtifact, Failure>> {
+/// An uploaded dump a backup takes in place of a dump of the database.
+pub struct Upload<'a> {
+    /// Where it waits on the database's server.
+    pub path: String,
+    pub dump: &'a UploadedDump,
+}
+
+/// Dumps, seals and stores the database (or reads the uploaded dump `upload` in its place);
+/// the artifact's record, or why not. A failed upload leaves nothing under the artifact's name.
+pub async fn take(
+    sites: &Sites<'_>,
+    upload: Option<&Upload<'_>>,
+) -> Result<std::result::Result<BackupArtifact, Failure>> {
     let socket = &sites.database.docker_socket;
-    let (dump, dumper) = match sites.kind {
-        DependencyKind::Postgres => (plan::dump_command(socket, sites.container), plan::PG_DUMP),
-        DependencyKind::Redis => (redis::dump_command(socket, sites.container), "redis-cli"),
+    let (dump, dumper) = match (upload, sites.kind) {
+        (Some(upload), _) => (plan::read_upload_command(&upload.path), plan::UPLOAD_READER),
+        (None, DependencyKind::Postgres) => {
+            (plan::dump_command(socket, sites.container), plan::PG_DUMP)
+        }
+        (None, DependencyKind::Redis) => {
+            (redis::dump_command(socket, sites.container), "redis-cli")
+        }
     };
     let dump = sites.database_stream.exec_channel(&dump).await?;
-    match sites
+    // Only an upload is hashed on the way: a dump Berth takes itself has nothing to match.
+    let mut read = upload.map(|_| Sha256::new());
+    let mut hash = |data: &[u8]| read.iter_mut().for_each(|h| h.update(data));
+    let stored = sites
         .store
-        .upload(dump, dumper, sites.key, &mut |_| {})
-        .await?
-    {
-        Ok(stored) => sites.store.record(stored).await.map(Ok),
-        Err(failure) => Ok(Err(failure)),
+        .upload(dump, dumper, sites.key, &mut hash)
+        .await?;
+    let stored = match stored {
+        Ok(stored) => stored,
+        Err(failure) => return Ok(Err(failure)),
+    };
+    let changed = upload.zip(read).and_then(|(upload, read)| {
+        plan::upload_changed(upload.dump, &hex::encode(read.finalize()))
+    });
+    if let Some(changed) = changed {
+        sites.store.discard().await;
+        return Ok(Err(changed));
     }
+    sites.store.record(stored).await.map(Ok)
 }
 
 /// Restores `artifact` into a throwaway container named `scratch` and counts what it holds;

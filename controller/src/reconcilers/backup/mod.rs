@@ -9,6 +9,10 @@
 //! anything else ends it `failed` with the cause in one line, a Warning event and a
 //! `backup-failed` notification.
 //!
+//! A backup of an uploaded dump (`spec.uploaded`: a `pg_dump -Fc` made outside Berth, staged on
+//! the database's server by the shim) reads that file in place of a dump, refuses it when its
+//! SHA-256 is not the upload's, and removes it once the backup has ended.
+//!
 //! A controller that stops midway finds the backup still pending and takes it again from the
 //! start (the artifact's name is fixed; a partial upload never carries it). A server that
 //! cannot be reached is tried again with backoff, for at most [`record::GIVE_UP_AFTER`].
@@ -54,7 +58,7 @@ pub use volume_restore::run as run_volume_restores;
 use std::sync::Arc;
 
 use berth_crds::backup::{
-    ARTIFACT_FINALIZER, BackupStatus, BackupTarget, DependencyResourceBackup,
+    ARTIFACT_FINALIZER, BackupStatus, BackupTarget, DependencyResourceBackup, upload_path,
 };
 use berth_crds::condition::{self, ConditionStatus, READY};
 use berth_crds::dependency_resource::{DependencyResource, DependencySource, network_name};
@@ -63,6 +67,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
 
+use self::job::Upload;
 use self::plan::{Failure, code};
 use self::record::BackupRecord;
 use self::sites::Sites;
@@ -70,6 +75,7 @@ use self::store::Store;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::reconcilers::deployment::connect;
+use crate::reconcilers::deployment::server_target::Target;
 use crate::reconcilers::fresh::with_finalizer;
 use crate::reconcilers::policy::{drain, error_policy};
 use crate::server_connections::dedicated_connection;
@@ -159,21 +165,35 @@ impl BackupRecord<'_, DependencyResourceBackup> {
             store: &store,
             key: &key,
         };
+        let upload = self.object.spec.uploaded.as_ref().map(|dump| Upload {
+            path: upload_path(self.namespace, &name),
+            dump,
+        });
         let mut status = self.current();
         status.dependency_kind = Some(dependency.spec.kind.as_str().into());
-        let dumping = plan::in_progress(status, plan::DUMPING, self.stamp());
+        let first_step = match upload {
+            Some(_) => plan::STORING_UPLOAD,
+            None => plan::DUMPING,
+        };
+        let dumping = plan::in_progress(status, first_step, self.stamp());
         self.write(&dumping).await?;
-        let artifact = match job::take(&sites).await? {
+        let artifact = match job::take(&sites, upload.as_ref()).await? {
             Ok(artifact) => artifact,
-            Err(failure) => return self.end_from(dumping, Err(failure)).await,
+            Err(failure) => {
+                let ended = self.end_from(dumping, Err(failure)).await?;
+                drop_upload(&database, upload).await;
+                return Ok(ended);
+            }
         };
         let mut verifying = plan::in_progress(dumping, plan::VERIFYING, self.stamp());
         verifying.artifact = Some(artifact.clone());
         self.write(&verifying).await?;
-        let scratch = plan::scratch_name(self.namespace, &self.object.name_any());
+        let scratch = plan::scratch_name(self.namespace, &name);
         let proven = job::verify(&sites, &artifact, &scratch).await?;
         let outcome = proven.map(|verification| (artifact, verification));
-        self.end_from(verifying, outcome).await
+        let ended = self.end_from(verifying, outcome).await?;
+        drop_upload(&database, upload).await;
+        Ok(ended)
     }
 
     /// The dependency and target, or why this backup cannot be taken.
@@ -196,6 +216,17 @@ impl BackupRecord<'_, DependencyResourceBackup> {
             return blocked(format!("backup target {} does not exist", spec.target_id));
         };
         Ok(Ok(Found { dependency, target }))
+    }
+}
+
+/// Removes an uploaded dump from the database's server once its backup has ended (stored and
+/// proven, or failed: a failed one is uploaded again). Best effort: a file left behind is
+/// logged, never a reason to take the backup again.
+async fn drop_upload(database: &Target, upload: Option<Upload<'_>>) {
+    let Some(upload) = upload else { return };
+    let command = plan::remove_upload_command(&upload.path);
+    if let Err(error) = database.connection.run(&command).await {
+        tracing::warn!(%error, path = %upload.path, "could not remove an uploaded dump");
     }
 }
 

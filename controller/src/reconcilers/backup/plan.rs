@@ -2,8 +2,8 @@
 //! and restore it, the throwaway container's name, and the status each outcome writes.
 
 use berth_crds::backup::{
-    BackupArtifact, BackupStatus, BackupVerification, DependencyResourceBackupStatus, VolumeTree,
-    counted_contents,
+    BackupArtifact, BackupStatus, BackupVerification, DependencyResourceBackupStatus, UploadedDump,
+    VolumeTree, counted_contents,
 };
 use berth_crds::condition::{self, READY};
 use berth_crds::dependency_resource::{POSTGRES_DATABASE, POSTGRES_USER};
@@ -14,6 +14,8 @@ use crate::conditions::Stamp;
 
 /// The steps a pending backup goes through.
 pub const DUMPING: &str = "dumping";
+/// The step of a backup of an uploaded dump while the dump is stored (`UploadedDump`).
+pub const STORING_UPLOAD: &str = "storing-upload";
 pub const VERIFYING: &str = "verifying";
 
 /// `Ready` reasons.
@@ -166,6 +168,34 @@ pub fn restore_over_command(socket: &str, container: &str) -> String {
     )
 }
 
+/// What reads an uploaded dump, as a failure names it.
+pub const UPLOAD_READER: &str = "reading the uploaded dump on the database's server";
+
+/// Writes the uploaded dump at `path` (an `upload_path`) to standard output.
+pub fn read_upload_command(path: &str) -> String {
+    format!("cat -- {}", shell_quote(path))
+}
+
+/// Removes the uploaded dump at `path` once its backup has ended.
+pub fn remove_upload_command(path: &str) -> String {
+    format!("rm -f -- {}", shell_quote(path))
+}
+
+/// Why a backup refuses the uploaded dump it read (SHA-256 `read`), if it does: the file on
+/// the server is not the one uploaded.
+pub fn upload_changed(uploaded: &UploadedDump, read: &str) -> Option<Failure> {
+    (uploaded.sha256 != read).then(|| {
+        Failure::new(
+            code::DUMP_FAILED,
+            format!(
+                "the uploaded dump on the database's server changed after it was uploaded \
+                 (SHA-256 {read}, uploaded as {}); upload it again",
+                uploaded.sha256
+            ),
+        )
+    })
+}
+
 /// The throwaway container a backup is restored into (a Docker name: at most 128 bytes).
 pub fn scratch_name(namespace: &str, backup: &str) -> String {
     let mut name = format!("berth-verify-{namespace}-{backup}");
@@ -185,6 +215,7 @@ pub fn in_progress(
     // A database backup records its kind before its first step; a volume backup has none.
     let volume = status.dependency_kind.is_none();
     let message = match (step, volume) {
+        (STORING_UPLOAD, _) => "storing the uploaded dump sealed at its target",
         (DUMPING, false) => "dumping the database and storing it sealed at its target",
         (DUMPING, true) => "reading the volume's files and storing them sealed at the target",
         (_, false) => "restoring the stored artifact into a throwaway database",
@@ -278,6 +309,27 @@ mod tests {
         assert_eq!(
             path.location("store"),
             "server-directory://store/var/backups/org-acme/db/db-b1.berth-backup"
+        );
+    }
+
+    #[test]
+    fn an_uploaded_dump_is_read_from_its_own_path_and_refused_when_it_changed() {
+        let path = berth_crds::backup::upload_path("org-acme", "db-up-1");
+        assert_eq!(path, ".berth/uploads/org-acme.db-up-1.dump");
+        assert_eq!(read_upload_command(&path), format!("cat -- '{path}'"));
+        assert_eq!(remove_upload_command(&path), format!("rm -f -- '{path}'"));
+        let uploaded = UploadedDump {
+            bytes: 10,
+            sha256: "a".repeat(64),
+            file_name: None,
+        };
+        assert!(upload_changed(&uploaded, &"a".repeat(64)).is_none());
+        let changed = upload_changed(&uploaded, &"b".repeat(64)).unwrap();
+        assert_eq!(changed.code, code::DUMP_FAILED);
+        assert!(
+            changed.message.contains("upload it again"),
+            "{}",
+            changed.message
         );
     }
 

@@ -101,6 +101,7 @@ impl BackupPolicy for DependencyResourceBackupPolicy {
                 target_id: self.spec.target_id.clone(),
                 description,
                 slot,
+                uploaded: None,
             },
             status: None,
         }
