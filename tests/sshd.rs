@@ -87,8 +87,11 @@ impl TestSshd {
     /// Stops sshd as a host going away would: the listener and every open connection.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
+            // Paused first: a listener still accepting while its sessions die would fork a
+            // session for a reconnecting client that outlives it (and the server stays up).
+            signal(child.id(), "STOP");
             for pid in descendants(child.id()) {
-                kill(pid);
+                signal(pid, "KILL");
             }
             let _ = child.kill();
             let _ = child.wait();
@@ -126,7 +129,7 @@ impl TestSshd {
     pub fn drop_connections(&self) {
         if let Some(child) = &self.child {
             for pid in descendants(child.id()) {
-                kill(pid);
+                signal(pid, "KILL");
             }
         }
     }
@@ -236,10 +239,10 @@ fn descendants(pid: u32) -> Vec<u32> {
     found
 }
 
-fn kill(pid: u32) {
+fn signal(pid: u32, signal: &str) {
     // A process may exit by itself meanwhile; that is fine.
     let _ = Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
+        .args([&format!("-{signal}"), &pid.to_string()])
         .stderr(Stdio::null())
         .status();
 }

@@ -202,6 +202,8 @@ impl EdgeProxy {
     /// e.g. after the container was (re)created, or rebuilds one an older Berth wrote that
     /// does not answer failures with evidence yet. Returns whether it loaded one.
     pub async fn ensure_base_config(&self) -> Result<bool, RemoteError> {
+        // Serialized with route edits: loading routes read before an edit would drop it.
+        let _serialized = CONFIG_UPDATES.lock().await;
         let current = self.config().await?;
         let serving = current
             .pointer("/apps/http")

@@ -12,6 +12,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use berth_remote::dns;
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Pauses before fetching the probe again when it did not answer as published.
+const PROBE_PAUSES: [Duration; 3] = [
+    Duration::from_millis(250),
+    Duration::from_millis(500),
+    Duration::from_millis(1000),
+];
 
 /// Where the host name should lead.
 pub struct Expected<'a> {
@@ -102,10 +108,11 @@ pub async fn challenge_path_answers(
         .await
         .map_err(|e| format!("publishing the probe answer on the edge proxy: {e}"))?;
     let path = format!("{ACME_CHALLENGE_PATH}{token}");
-    let fetched = http_get(
+    let fetched = fetch_probe(
         SocketAddr::new(address, expected.http_port),
         expected.hostname,
         &path,
+        &answer,
     )
     .await;
     // On success the probe stays until the issuance removes every route under the prefix
@@ -131,6 +138,26 @@ pub async fn challenge_path_answers(
         )),
         Err(error) => Err(format!("{url} did not answer: {error}")),
     }
+}
+
+/// Fetches the probe until it answers with `answer`, a few times over about two seconds: right
+/// after a reload a busy proxy may still answer a connection from the configuration it
+/// replaced. The last result otherwise.
+async fn fetch_probe(
+    address: SocketAddr,
+    host: &str,
+    path: &str,
+    answer: &str,
+) -> Result<(u16, String), String> {
+    let mut fetched = http_get(address, host, path).await;
+    for pause in PROBE_PAUSES {
+        if matches!(&fetched, Ok((200, body)) if body == answer) {
+            break;
+        }
+        tokio::time::sleep(pause).await;
+        fetched = http_get(address, host, path).await;
+    }
+    fetched
 }
 
 fn hex_token() -> String {
