@@ -1,8 +1,8 @@
 //! A managed PostgreSQL's major-version upgrade on its server (`upgrade_plan` decides what
 //! each step runs). One reconcile runs it from start to end; one interrupted (a controller
 //! restart) starts again from the beginning, its leftovers removed first. On success the
-//! status points at the new volume and the next reconcile creates the dependency's container
-//! of the new image on it; on failure the old server takes writes again and serves as before.
+//! status points at the new volume and the dependency's container of the new image starts on
+//! it at once; on failure the old server takes writes again and serves as before.
 
 use std::time::Duration;
 
@@ -16,7 +16,7 @@ use tokio::time::Instant;
 
 use super::plan::{self, Names, reason};
 use super::upgrade_plan as steps;
-use super::{event, server, write};
+use super::{event, server, tls, tls_secrets, write};
 use crate::context::Context;
 use crate::error::Result;
 use crate::reconcilers::container_exec::run_script_in;
@@ -64,7 +64,13 @@ pub async fn run(
     .await;
     let new_volume = steps::new_volume(names, to);
     match copy(&target, dependency, names, password, &new_volume).await {
-        Ok(counted) => switch(&target, dependency, context, api, names, record, counted).await,
+        Ok(counted) => {
+            let switched =
+                switch(&target, dependency, context, api, names, record, counted).await?;
+            serve_switched(&target, &switched, context, password).await;
+            // The status written wakes the next reconcile with it: that one checks the new server.
+            Ok(Action::await_change())
+        }
         Err(why) => {
             give_up(&target, names, &new_volume).await;
             let record = steps::failed(record, why, Timestamp::now());
@@ -126,9 +132,9 @@ async fn old_server_present(
     Ok(container.is_some() && image.map(String::as_str) != Some(dependency.spec.image()))
 }
 
-/// Points the status at the new volume and version, then takes the old container away: the
-/// next reconcile creates the new one on the new volume (a crash between the two does the
-/// same, as the old container then runs another image than the spec's).
+/// Points the status at the new volume and version, then takes the old container away; the
+/// object as switched (a crash before the new server starts leaves it to the next reconcile,
+/// as the old container then runs another image than the spec's).
 async fn switch(
     target: &Target,
     dependency: &DependencyResource,
@@ -137,7 +143,7 @@ async fn switch(
     names: &Names,
     record: DependencyUpgrade,
     counted: (i64, i64),
-) -> Result<Action> {
+) -> Result<DependencyResource> {
     target
         .remove_container(&steps::upgrade_container(names))
         .await?;
@@ -159,8 +165,41 @@ async fn switch(
     target.remove_container(&names.container).await?;
     let done = event_reason::MAJOR_VERSION_UPGRADED;
     event(dependency, context, EventType::Normal, done, message).await;
-    // The status written wakes the next reconcile with it: that one creates the container.
-    Ok(Action::await_change())
+    let mut switched = dependency.clone();
+    switched.status = Some(status);
+    Ok(switched)
+}
+
+/// Starts the dependency's container of the new image on the new volume at once, as
+/// `switched` (its status after the switch) declares it. Left to the next reconcile, the
+/// container was missing until then, and a reconcile woken by the old container's removal
+/// with a view of the object from before the switch could make it on the old volume.
+async fn serve_switched(
+    target: &Target,
+    switched: &DependencyResource,
+    context: &Context,
+    password: &str,
+) {
+    let names = Names::of(switched);
+    let started = async {
+        let tls = tls_secrets::of_server(switched, context, &names.container)
+            .await
+            .map_err(|e| e.to_string())?;
+        let files = tls
+            .as_ref()
+            .map(tls::server_files)
+            .transpose()
+            .map_err(|e| e.to_string())?;
+        // Published again (if exposed) by the next reconcile, once its firewall rules are in place.
+        let body = plan::container_body(switched, &names, password, tls.as_ref(), None);
+        server::converge(target, &names, body, files)
+            .await
+            .map_err(|e| e.to_string())
+    };
+    if let Err(error) = started.await {
+        // The next reconcile creates it.
+        tracing::warn!(%error, container = %names.container, "could not start the upgraded server yet");
+    }
 }
 
 /// Writes `record` with `Ready=False reason` (the message the record's, unless given).
