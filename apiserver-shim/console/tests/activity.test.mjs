@@ -5,14 +5,13 @@
 // policies without the administrators' forms.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { env, origin, launch, newPage, shot, signIn, assertNoErrors, rest, suffix } from './support.mjs';
+import { env, origin, launch, newPage, shot, signIn, assertNoErrors, noPolicyYet, rest, suffix } from './support.mjs';
 
 const owner = { email: env('BERTH_CONSOLE_OWNER_EMAIL'), password: env('BERTH_CONSOLE_OWNER_PASSWORD') };
 const member = { email: env('BERTH_CONSOLE_MEMBER_EMAIL'), password: env('BERTH_CONSOLE_MEMBER_PASSWORD') };
 const id = suffix();
 const projectName = `Activity ${id}`;
 // Opening a scope without a policy yet asks for it and is answered 404: the page says so.
-const noPolicyYet = /^404 GET .*\/api\/runtime-monitoring\/thresholds\?/;
 
 let browser;
 let page;

@@ -1,12 +1,14 @@
 // The console as a user drives it, in a real Chromium against the real stack: sign in, create
 // a project, an environment and the sample app, watch it deploy (across a reload), open it,
-// read its logs, use its terminal, manage a secret that never reaches the DOM, deploy again,
+// read its logs, see its charts with the project's threshold lines and the server's disk, find
+// it among the server's top contributors, read its last lines after a crash, use its terminal, manage a secret that never reaches the DOM, deploy again,
 // roll back, cancel a slow build, show a git source's deployed commit, bind a domain, create a deploy token shown once, delete the
 // resource; and a member who sees no administrator actions.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { env, origin, launch, newPage, shot, signIn, assertNoErrors, assertNotInDom, rest, suffix } from './support.mjs';
+import { execFileSync } from 'node:child_process';
+import { env, origin, launch, newPage, shot, signIn, assertNoErrors, assertNotInDom, noPolicyYet, rest, suffix } from './support.mjs';
 
 const DEPLOY = 240_000;
 const owner = { email: env('BERTH_CONSOLE_OWNER_EMAIL'), password: env('BERTH_CONSOLE_OWNER_PASSWORD') };
@@ -16,6 +18,7 @@ const slowFolder = env('BERTH_CONSOLE_SLOW_FOLDER');
 const git = { url: env('BERTH_CONSOLE_GIT_URL'), sha: env('BERTH_CONSOLE_GIT_SHA') };
 const id = suffix();
 const greeting = `console-says-hello-${id}`;
+const lastWords = `fatal-out-of-cheese-${id}`;
 const secretValue = `s3cret-${id}-one`;
 const rotatedValue = `s3cret-${id}-two`;
 
@@ -69,7 +72,10 @@ test('the sample app is created, its progress shown live and across a reload, to
   await page.getByLabel('Resource name').fill(`web${id}`);
   await page.getByLabel('Docker image').fill('berth/sample-app:1');
   await page.getByLabel('Port').fill('8080');
-  await page.getByLabel('Start command').fill(`sh -c 'echo ${greeting}; exec /bin/sample-app'`);
+  // The app stops with exit code 3 (its last words first) once /tmp/crash-now appears.
+  await page.getByLabel('Start command').fill(
+    `sh -c 'echo ${greeting}; /bin/sample-app & trap "exit 0" TERM; while [ ! -f /tmp/crash-now ]; do sleep 1; done; rm /tmp/crash-now; echo ${lastWords}; exit 3'`,
+  );
   await page.getByLabel('Server').selectOption(serverId);
   await page.getByRole('button', { name: 'Create resource' }).click();
   await page.getByRole('progressbar', { name: 'Deployment progress' }).waitFor();
@@ -117,6 +123,58 @@ test("the monitor tab charts the app's last hour", async () => {
     await page.getByRole('img', { name: `${chart} over time` }).waitFor({ timeout: 30_000 });
   }
   await shot(page, '06b-monitor');
+  assertNoErrors(page, [noPolicyYet]);
+});
+
+test("the monitor tab draws the project's threshold lines and the server's disk", async () => {
+  const api = await rest(owner.email, owner.password);
+  const projectId = state.projectUrl.split('/').pop();
+  const rules = [{ signal: 'cpu', metric: 'containerCpuPercent', warning: 50, critical: 80 }];
+  const { policy } = await api.post('/runtime-monitoring/thresholds', { scope: { kind: 'project', projectId }, rules, enabled: true });
+  await page.reload();
+  const cpu = page.locator('figure.chart', { has: page.getByRole('img', { name: 'CPU over time' }) });
+  await cpu.getByText('warning at 50.0 % · critical at 80.0 %').waitFor({ timeout: 30_000 });
+  assert.deepEqual(await cpu.locator('line.threshold').evaluateAll((lines) => lines.map((l) => l.dataset.level)), ['warning', 'critical']);
+  await page.getByRole('img', { name: `Disk used on server ${serverId} over time` }).waitFor();
+  await shot(page, '06c-monitor-thresholds');
+  await api.del(`/runtime-monitoring/thresholds/${policy.policyId}`);
+  assertNoErrors(page, [noPolicyYet]);
+});
+
+test("the server page shows the server's last hour and the app among its top contributors", async () => {
+  await page.getByRole('link', { name: 'Servers' }).click();
+  const usage = page.locator('details', { hasText: 'over the last hour' }).first();
+  await usage.locator('summary').click();
+  await usage.getByRole('img', { name: 'Disk used over time' }).waitFor({ timeout: 30_000 });
+  // Samples reach the minute rollup within a minute or two of the app's start.
+  const deadline = Date.now() + 150_000;
+  const row = usage.getByRole('table').getByRole('link', { name: `web${id}` });
+  while (!(await row.count())) {
+    assert.ok(Date.now() < deadline, 'the app is among the top contributors');
+    await page.waitForTimeout(5_000);
+    await usage.getByRole('button', { name: /^Refresh usage of / }).click();
+  }
+  await shot(page, '06d-server-usage');
+  assertNoErrors(page, [noPolicyYet]);
+  await page.goto(`${state.resourceUrl}/overview`);
+});
+
+test("a crash of the app leaves its last lines on the logs tab after Docker starts it again", async () => {
+  const resourceId = state.resourceUrl.split('/').pop();
+  const container = execFileSync('docker', ['ps', '-q', '--filter', `label=berth.dev/resource=${resourceId}`]).toString().trim().split('\n')[0];
+  assert.ok(container, 'the app runs in a container');
+  execFileSync('docker', ['exec', container, 'touch', '/tmp/crash-now']);
+  await page.getByRole('link', { name: 'Logs' }).click();
+  const headline = page.getByTestId('crash-headline');
+  const deadline = Date.now() + 60_000;
+  while (!(await headline.count())) {
+    assert.ok(Date.now() < deadline, 'the crash is on the logs tab');
+    await page.waitForTimeout(2_000);
+    await page.getByRole('button', { name: 'Read again' }).click();
+  }
+  assert.match(await headline.textContent(), /stopped with exit code 3/);
+  await page.getByLabel('Its last lines of output').getByText(lastWords).waitFor();
+  await shot(page, '06e-crash');
   assertNoErrors(page);
 });
 
@@ -195,6 +253,27 @@ test('a slow build is cancelled from its deployment page', async () => {
   await page.getByRole('button', { name: 'Confirm cancel' }).click();
   await attemptEnded('canceled', 60_000);
   await shot(page, '10-canceled');
+  assertNoErrors(page);
+});
+
+test("a resource's network and access profiles are edited on its Configuration tab", async () => {
+  await page.goto(`${origin()}/resources/${state.slow}/configuration`);
+  await page.getByLabel('Port it listens on').fill('8081');
+  await page.getByLabel('Exposure').selectOption('reverse-proxy');
+  await page.getByRole('button', { name: 'Save network profile' }).click();
+  await page.getByRole('status').filter({ hasText: 'Network profile saved' }).waitFor();
+  await page.getByLabel('Generated address').selectOption('disabled');
+  await page.getByLabel('Path prefix').fill('/shop');
+  await page.getByRole('button', { name: 'Save access profile' }).click();
+  await page.getByRole('status').filter({ hasText: 'Access profile saved' }).waitFor();
+  await shot(page, '10b-profiles');
+  // Stored on the resource, and what the page shows after a reload.
+  const { networkProfile, accessProfile } = await (await rest(owner.email, owner.password)).get(`/resources/${state.slow}`);
+  assert.equal(networkProfile.internalPort, 8081);
+  assert.deepEqual([accessProfile.generatedAccessMode, accessProfile.pathPrefix], ['disabled', '/shop']);
+  await page.reload();
+  assert.equal(await page.getByLabel('Port it listens on').inputValue(), '8081');
+  assert.equal(await page.getByLabel('Path prefix').inputValue(), '/shop');
   assertNoErrors(page);
 });
 

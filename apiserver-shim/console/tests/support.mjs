@@ -42,6 +42,9 @@ export async function newPage(browser, viewport = { width: 1280, height: 800 }) 
   return page;
 }
 
+/** A scope without a threshold policy: the console asks, and draws no lines. */
+export const noPolicyYet = /^404 GET .*\/api\/runtime-monitoring\/thresholds\?/;
+
 /** Errors the page logged, except the ones a test provoked on purpose (`expected`). */
 export function assertNoErrors(page, expected = []) {
   const left = page.errors.filter((e) => !expected.some((pattern) => pattern.test(e)));

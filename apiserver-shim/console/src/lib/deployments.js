@@ -27,3 +27,15 @@ export async function followTimeline(events, id, { after = 0, onEntry, signal })
   }
   return null;
 }
+
+/**
+ * The last crash recorded in an attempt's timeline, oldest entry first: berth-controller writes
+ * each crash's evidence (how the container ended, failed health checks, its last lines of
+ * output, what happened next) as entries of the step labelled `Runtime`, sharing one timestamp.
+ * Empty when the serving container never stopped on its own.
+ */
+export function lastCrash(entries) {
+  const runtime = entries.filter((e) => e.step?.label === 'Runtime');
+  const at = runtime.at(-1)?.timestamp;
+  return at === undefined ? [] : runtime.filter((e) => e.timestamp === at);
+}
