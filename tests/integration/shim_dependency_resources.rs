@@ -9,6 +9,7 @@
 use std::process::Command;
 use std::time::Duration;
 
+use berth_crds::dependency_resource::DependencyResource;
 use berth_crds::member::OrganizationRole;
 use berth_tests::rest::{Reply, Rest, TestOrg, TestUser};
 use berth_tests::{client, eventually, stack_env};
@@ -680,10 +681,21 @@ async fn delete_while_bound_then_unbound(s: &Setup, web: &str, db: &str) {
     );
     let container = s.container(db);
     let volume = format!("{container}-data");
+    // A refused delete removes nothing: the object is not being deleted and its server is
+    // there. (Waited for, not caught at one moment: right after a major-version upgrade the
+    // container is still made again once: an open finding, see the closing note of stop 62.)
+    let dependencies = Api::<DependencyResource>::namespaced(client().await, &s.org.namespace);
+    let kept = dependencies.get(db).await.expect("the dependency");
     assert!(
-        exists("container", &container),
-        "a refused delete removes nothing"
+        kept.metadata.deletion_timestamp.is_none(),
+        "a refused delete deletes nothing"
     );
+    eventually(
+        WAIT,
+        "the dependency's container after refused deletes",
+        || async { exists("container", &container).then_some(()) },
+    )
+    .await;
     assert_eq!(s.delete(db, json!({})).await.ok(), json!({"id": db}));
     eventually(WAIT, "the dependency's container removed", || async {
         (!exists("container", &container)).then_some(())
