@@ -29,6 +29,7 @@ pub mod monitoring;
 pub mod notification;
 pub mod organization;
 pub mod overlay_decision;
+pub mod preview;
 pub mod progress;
 pub mod project;
 pub mod resource;
@@ -145,6 +146,8 @@ fn crds_as_derived() -> Vec<CustomResourceDefinition> {
         overlay_decision::OverlayDecision::crd(),
         route_surface_decision::RouteSurfaceDecision::crd(),
         migration::Migration::crd(),
+        preview::PreviewPolicy::crd(),
+        preview::PreviewEnvironment::crd(),
     ]
 }
 

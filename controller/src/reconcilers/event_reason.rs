@@ -77,3 +77,5 @@ pub const DEPENDENCY_DEGRADED: &str = "DependencyDegraded";
 pub const HOST_KEY_MISMATCH: &str = "HostKeyMismatch";
 /// A server does not answer over SSH.
 pub const UNREACHABLE: &str = "Unreachable";
+/// A preview environment passed its time to live without a push and is removed.
+pub const PREVIEW_EXPIRED: &str = "PreviewExpired";

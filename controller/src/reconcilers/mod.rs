@@ -18,6 +18,7 @@ pub mod notifications;
 pub mod organization;
 pub mod policy;
 pub mod postgres_shell;
+pub mod preview;
 pub mod project;
 pub mod resource;
 pub mod retention;
@@ -67,6 +68,7 @@ struct Inputs {
     threshold_policies: bookkeeping::Shared<ThresholdPolicy>,
     retention_policies: bookkeeping::Shared<RetentionPolicy>,
     storage_volumes: storage_volume::Inputs,
+    previews: preview::Inputs,
     retention: Subscription<RetentionPolicy>,
     health_changes: Subscription<BerthResource>,
     dependencies: futures::channel::mpsc::UnboundedReceiver<crate::observer::DependencyWake>,
@@ -127,6 +129,10 @@ impl Inputs {
                 volumes: feeds.storage_volumes.subscribe(),
                 resources: feeds.resources.subscribe_touched(),
             },
+            previews: preview::Inputs {
+                resources: feeds.resources.subscribe_touched(),
+                deployments: feeds.deployments.subscribe(),
+            },
             retention: feeds.retention_policies.subscribe(),
             health_changes: feeds.resources.subscribe(),
             dependencies: wakes.dependencies,
@@ -178,6 +184,7 @@ async fn run_controllers(
         resource::run(context.clone(), inputs.resources, shutdown.clone()),
         dependency::run(context.clone(), inputs.dependencies, shutdown.clone()),
         scheduled_task::run(context.clone(), shutdown.clone()),
+        preview::run(context.clone(), inputs.previews, shutdown.clone()),
         scheduled_task::run_runs(context.clone(), shutdown.clone()),
         backup::run(context.clone(), shutdown.clone()),
         backup::run_targets(context.clone(), shutdown.clone()),

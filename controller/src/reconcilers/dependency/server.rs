@@ -70,8 +70,17 @@ pub async fn converge(
             return Ok(Converged::Started);
         }
         // Another image or certificate: the container goes, the data volume stays.
+        let changed: Vec<&str> = SETTINGS_LABELS
+            .iter()
+            .copied()
+            .filter(|label| {
+                labels.and_then(|l| l.get(*label)) != wanted.and_then(|l| l.get(*label))
+            })
+            .collect();
+        tracing::info!(container = %names.container, ?changed, "replacing the dependency's container");
         target.remove_container(&names.container).await?;
     }
+    tracing::info!(container = %names.container, volume = %names.volume, "creating the dependency's container");
     if !image_present {
         pull(target, &image).await?;
     }

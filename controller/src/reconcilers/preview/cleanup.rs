@@ -1,0 +1,71 @@
+//! Removing a preview: its resource first (the resource's own cleanup takes its containers,
+//! route, built images and attempts off the server), then its environment and copied Secrets.
+//! Only when the resource is gone does the preview let go, so nothing it made outlives it.
+
+use std::time::Duration;
+
+use berth_crds::config::environment_secret_name;
+use berth_crds::environment::Environment;
+use berth_crds::preview::PreviewEnvironment;
+use berth_crds::resource::Resource;
+use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
+use kube::api::DeleteParams;
+use kube::runtime::controller::Action;
+use serde::de::DeserializeOwned;
+
+use super::plan::{environment_name, made_name};
+use crate::context::Context;
+use crate::error::Result;
+
+/// How soon a cleanup waiting for the resource's own cleanup looks again.
+const RESOURCE_GONE_RECHECK: Duration = Duration::from_secs(2);
+
+/// `None` once everything the preview made is gone; else when to look again.
+pub async fn remove_made(
+    preview: &PreviewEnvironment,
+    context: &Context,
+    namespace: &str,
+) -> Result<Option<Action>> {
+    let name = made_name(preview);
+    let resources = Api::<Resource>::namespaced(context.client.clone(), namespace);
+    if delete(&resources, &name).await? {
+        return Ok(Some(Action::requeue(RESOURCE_GONE_RECHECK)));
+    }
+    let environments = Api::<Environment>::namespaced(context.client.clone(), namespace);
+    delete(&environments, &environment_name(preview)).await?;
+    delete_secret_copies(preview, context, namespace).await?;
+    tracing::info!(preview = %preview.metadata.name.as_deref().unwrap_or_default(), "preview removed");
+    Ok(None)
+}
+
+/// Deletes the Secrets a preview copied (none copied: nothing happens).
+pub async fn delete_secret_copies(
+    preview: &PreviewEnvironment,
+    context: &Context,
+    namespace: &str,
+) -> Result<()> {
+    let secrets = Api::<Secret>::namespaced(context.client.clone(), namespace);
+    let name = made_name(preview);
+    for copy in [
+        format!("{name}-secrets"),
+        environment_secret_name(&environment_name(preview)),
+    ] {
+        if crate::cache::Caches::get(&context.caches.secrets, namespace, &copy).is_some() {
+            delete(&secrets, &copy).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Asks for `name`'s deletion; whether it still exists (its finalizers still run).
+async fn delete<K>(api: &Api<K>, name: &str) -> Result<bool>
+where
+    K: kube::Resource + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    match api.delete(name, &DeleteParams::background()).await {
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(false),
+        Err(error) => Err(error.into()),
+        Ok(either) => Ok(either.is_left()),
+    }
+}

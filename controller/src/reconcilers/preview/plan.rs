@@ -1,0 +1,280 @@
+//! What a preview is made of and how it stands, decided without I/O: its Environment, the
+//! copy of the resource deployed at the pull request's head, the attempt of that head, its
+//! place in the resource's quota, its expiry and its Ready condition.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use berth_crds::condition::{Condition, ConditionStatus, READY};
+use berth_crds::config::{environment_secret_name, secret_name};
+use berth_crds::deployment::{Deployment, DeploymentState};
+use berth_crds::environment::{Environment, EnvironmentSpec};
+use berth_crds::limits::NAME_MAX;
+use berth_crds::preview::{
+    PREVIEW_LABEL, PreviewEnvironment, PreviewEnvironmentStatus, PreviewPolicySpec,
+    preview_host_slug, reason,
+};
+use berth_crds::resource::{AutoDeployPolicy, FirstDeployment, Resource};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::{Resource as _, ResourceExt};
+
+/// What triggered the preview's attempts (`spec.trigger`).
+pub const TRIGGER: &str = "pull-request";
+
+/// The name of the resource (and its attempts' prefix) a preview makes: the preview's.
+pub fn made_name(preview: &PreviewEnvironment) -> String {
+    preview.name_any()
+}
+
+/// The name of the preview's Environment (not the resource's: each has a Secret named after
+/// it, and the two must not meet).
+pub fn environment_name(preview: &PreviewEnvironment) -> String {
+    format!("{}-env", preview.name_any())
+}
+
+/// Metadata of an object the preview makes: labelled with it and owned by it, so that a
+/// cleanup check finds what is left and the garbage collector takes what a crash left.
+pub fn owned_meta(preview: &PreviewEnvironment, name: String) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name),
+        namespace: preview.namespace(),
+        labels: Some(BTreeMap::from([(
+            PREVIEW_LABEL.to_string(),
+            preview.name_any(),
+        )])),
+        owner_references: preview.controller_owner_ref(&()).map(|owner| vec![owner]),
+        ..Default::default()
+    }
+}
+
+/// The preview's own Environment: kind `preview`, derived from `base` (the policy's profile
+/// environment, else the resource's), with its plain variables.
+pub fn environment(preview: &PreviewEnvironment, base: &Environment) -> Environment {
+    let number = preview.spec.source.pull_request_number;
+    let name: String = format!("PR #{number} of {}", base.spec.name)
+        .chars()
+        .take(NAME_MAX)
+        .collect();
+    let mut environment = Environment::new(
+        &environment_name(preview),
+        EnvironmentSpec {
+            project_id: preview.spec.project_id.clone(),
+            name,
+            kind: "preview".into(),
+            parent_environment_id: Some(base.name_any()),
+            variables: base.spec.variables.clone(),
+            locked: false,
+            lock_reason: None,
+            locked_at: None,
+            archived: false,
+            archive_reason: None,
+        },
+    );
+    environment.metadata = owned_meta(preview, environment_name(preview));
+    environment
+}
+
+/// The copy of `base` the preview deploys: the head's repository at the head commit, its own
+/// host name, no auto-deploy (the preview's attempts follow the pull request), and none of
+/// what would touch production's data (dependency bindings, storage volumes).
+pub fn resource(preview: &PreviewEnvironment, base: &Resource) -> Resource {
+    let source = &preview.spec.source;
+    let mut spec = base.spec.clone();
+    spec.environment_id = environment_name(preview);
+    spec.name = format!("{} PR #{}", base.spec.name, source.pull_request_number)
+        .chars()
+        .take(NAME_MAX)
+        .collect();
+    spec.slug = Some(preview_host_slug(
+        source.pull_request_number,
+        &base.host_slug(),
+    ));
+    if let Some(descriptor) = spec.source.as_mut() {
+        descriptor.locator = source.head_repository_url.clone();
+        descriptor.git_ref = Some(source.head_ref.clone());
+        descriptor.commit_sha = Some(source.head_sha.clone());
+    }
+    spec.auto_deploy = AutoDeployPolicy::default();
+    spec.first_deployment = FirstDeployment::OnRequest;
+    spec.dependency_bindings = Vec::new();
+    spec.storage_attachments = Vec::new();
+    spec.runtime = None;
+    spec.secrets_ref = None;
+    let mut copy = Resource::new(&made_name(preview), spec);
+    copy.metadata = owned_meta(preview, made_name(preview));
+    copy
+}
+
+/// The Secrets the preview copies when it may have secrets: (base's, preview's) names for the
+/// resource's secret variables and the environment's.
+pub fn secret_copies(
+    preview: &PreviewEnvironment,
+    base: &Resource,
+    base_environment: &str,
+) -> Vec<(String, String)> {
+    if !preview.spec.with_secrets {
+        return Vec::new();
+    }
+    let made = made_name(preview);
+    vec![
+        (secret_name(base), format!("{made}-secrets")),
+        (
+            environment_secret_name(base_environment),
+            environment_secret_name(&environment_name(preview)),
+        ),
+    ]
+}
+
+/// The attempt name of the head commit: one per commit, so a replayed event or a crash
+/// between create and status write never starts it twice.
+pub fn attempt_name(preview: &PreviewEnvironment) -> String {
+    let sha = &preview.spec.source.head_sha;
+    let short: String = sha.chars().take(12).collect();
+    format!("{}-{short}", made_name(preview))
+}
+
+/// The attempt that deploys the head commit of `copy`.
+pub fn attempt(preview: &PreviewEnvironment, copy: &Resource) -> Deployment {
+    let server = copy.spec.server_id.clone().unwrap_or_default();
+    let destination = copy.spec.destination_id.clone();
+    let mut deployment =
+        Deployment::of_resource(&attempt_name(preview), copy, server, destination, TRIGGER);
+    deployment
+        .metadata
+        .labels
+        .get_or_insert_default()
+        .insert(PREVIEW_LABEL.to_string(), preview.name_any());
+    deployment
+}
+
+/// Whether `preview` may run under the resource's quota: the first `max` of the resource's
+/// previews not being deleted, oldest first, run; the others wait.
+pub fn admitted(
+    preview: &PreviewEnvironment,
+    siblings: &[&PreviewEnvironment],
+    policy: &PreviewPolicySpec,
+) -> bool {
+    let Some(max) = policy.max_active_previews else {
+        return true;
+    };
+    let key = |p: &PreviewEnvironment| {
+        (
+            p.metadata.creation_timestamp.as_ref().map(|t| t.0),
+            p.name_any(),
+        )
+    };
+    let mine = key(preview);
+    let ahead = siblings
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter(|p| p.name_any() != preview.name_any())
+        .filter(|p| key(p) < mine)
+        .count();
+    ahead < max as usize
+}
+
+/// When the preview is removed unless its head moves: its last push plus the policy's time to
+/// live.
+pub fn expires_at(preview: &PreviewEnvironment, policy: &PreviewPolicySpec) -> Option<Timestamp> {
+    let hours = policy.preview_ttl_hours?;
+    let ttl = SignedDuration::from_hours(i64::from(hours));
+    preview.spec.pushed_at.0.checked_add(ttl).ok()
+}
+
+/// How long until `at`, at least a moment.
+pub fn until(at: Timestamp, now: Timestamp) -> Duration {
+    let left = at.duration_since(now).as_millis().max(0) + 50;
+    Duration::from_millis(u64::try_from(left).unwrap_or(50))
+}
+
+/// How the head commit's attempt stands, as the preview shows it.
+pub enum Progress<'a> {
+    /// The attempt runs (or is about to).
+    Deploying,
+    /// The attempt ended without serving, and why.
+    Failed(String),
+    /// The head commit serves at `url`.
+    Serving { url: &'a str },
+}
+
+/// How the head commit's `attempt` (if it exists yet) and the preview's resource `copy` stand.
+pub fn progress<'a>(attempt: Option<&Deployment>, copy: Option<&'a Resource>) -> Progress<'a> {
+    let Some(state) = attempt.and_then(|a| a.status.as_ref()) else {
+        return Progress::Deploying;
+    };
+    match state.status {
+        Some(DeploymentState::Succeeded) => {
+            let url = copy
+                .and_then(|c| c.status.as_ref()?.access_summary.as_ref()?.url())
+                .unwrap_or_default();
+            Progress::Serving { url }
+        }
+        Some(ended) if ended.is_terminal() => {
+            Progress::Failed(state.last_error.as_ref().map_or_else(
+                || format!("the attempt ended {ended:?}"),
+                |e| e.message.clone(),
+            ))
+        }
+        _ => Progress::Deploying,
+    }
+}
+
+/// The status of `preview` given what it made and how it stands.
+pub fn status(
+    preview: &PreviewEnvironment,
+    copy: Option<&Resource>,
+    progress: &Progress,
+    expires: Option<Timestamp>,
+    now: Timestamp,
+) -> PreviewEnvironmentStatus {
+    let head = &preview.spec.source.head_sha;
+    let (ready, why, message) = match progress {
+        Progress::Deploying => (
+            ConditionStatus::False,
+            reason::DEPLOYING,
+            format!("deploying {head}"),
+        ),
+        Progress::Failed(why) => (
+            ConditionStatus::False,
+            reason::DEPLOY_FAILED,
+            format!("the attempt of {head} failed: {why}"),
+        ),
+        Progress::Serving { url } => (
+            ConditionStatus::True,
+            reason::SERVING,
+            format!("{head} serves at {url}"),
+        ),
+    };
+    let mut status = base_status(preview, ready, why, message, now);
+    status.environment_id = Some(environment_name(preview));
+    status.preview_resource_id = copy.map(|c| c.name_any());
+    status.server_id = copy.and_then(|c| c.spec.server_id.clone());
+    status.deployment_id = Some(attempt_name(preview));
+    status.expires_at = expires.map(Time);
+    if let Progress::Serving { url } = progress {
+        status.url = Some(url.to_string()).filter(|u| !u.is_empty());
+        status.serving_sha = Some(head.clone());
+    }
+    status
+}
+
+/// The status with `Ready` as given and everything else as before.
+pub fn base_status(
+    preview: &PreviewEnvironment,
+    ready: ConditionStatus,
+    reason: &str,
+    message: String,
+    now: Timestamp,
+) -> PreviewEnvironmentStatus {
+    let mut status = preview.status.clone().unwrap_or_default();
+    let generation = preview.metadata.generation;
+    status.observed_generation = generation;
+    let condition = Condition::new(READY, ready, reason, message, generation, now);
+    berth_crds::condition::merge(&mut status.conditions, condition);
+    status
+}
+
+#[cfg(test)]
+#[path = "plan_tests.rs"]
+mod tests;
