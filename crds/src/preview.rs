@@ -12,6 +12,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::Condition;
+use crate::common::PolicyChange;
 use crate::limits::OBJECT_NAME_MAX;
 
 /// Label on everything a preview made (its environment, resource, attempts): the preview's
@@ -61,10 +62,12 @@ pub enum ForkPreviews {
     shortname = "ppolicy",
     category = "berth",
     doc = "Which pull requests of a project or a resource get a preview environment, with which variables, how many at once and for how long.",
+    status = "PreviewPolicyStatus",
     printcolumn = r#"{"name":"Project","type":"string","jsonPath":".spec.projectId"}"#,
     printcolumn = r#"{"name":"Resource","type":"string","jsonPath":".spec.resourceId"}"#,
     printcolumn = r#"{"name":"Forks","type":"string","jsonPath":".spec.forkPreviews"}"#,
     printcolumn = r#"{"name":"Max","type":"integer","jsonPath":".spec.maxActivePreviews"}"#,
+    printcolumn = r#"{"name":"Ready","type":"string","jsonPath":".status.conditions[?(@.type==\"Ready\")].status"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
@@ -99,6 +102,18 @@ pub struct PreviewPolicySpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = OBJECT_NAME_MAX))]
     pub environment_profile_base_environment_id: Option<String>,
+}
+
+/// When and by whom a preview policy last changed.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PreviewPolicyStatus {
+    /// When, by whom, and which generation was last acted on.
+    #[serde(flatten)]
+    pub change: PolicyChange,
+    /// Current conditions; `Ready` once the policy applies to the next pull-request events.
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
 }
 
 fn yes() -> bool {
@@ -151,6 +166,7 @@ pub struct PullRequestSource {
     /// Clone URL of the head's repository.
     #[schemars(length(min = 1, max = 2048))]
     pub head_repository_url: String,
+    /// Number of the pull request (GitLab: the merge request's iid).
     #[schemars(range(min = 1))]
     pub pull_request_number: u64,
     /// Branch the pull request merges into.
@@ -249,6 +265,18 @@ pub fn preview_name(resource: &str, number: u64) -> String {
     let keep = OBJECT_NAME_MAX.saturating_sub(suffix.len());
     let stem: String = resource.chars().take(keep).collect();
     format!("{}{suffix}", stem.trim_end_matches('-'))
+}
+
+/// Prefix of every preview's Docker network on a server (the edge proxy joins them all).
+pub const PREVIEW_NETWORK_PREFIX: &str = "berth-preview-";
+
+/// The Docker network a preview's serving container joins instead of the shared edge
+/// network: its own, which the edge proxy joins too, so the preview is reached through the
+/// proxy but reaches neither production's containers nor another preview's.
+pub fn preview_network(namespace: &str, preview: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(format!("{namespace}/{preview}").as_bytes());
+    format!("{PREVIEW_NETWORK_PREFIX}{}", hex::encode(&digest[..8]))
 }
 
 /// The host-name label of a preview: `pr-<n>-<slug>`, one DNS label.

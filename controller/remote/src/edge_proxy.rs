@@ -21,6 +21,8 @@ use http_body_util::Full;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+mod networks;
+
 use super::connection::ServerConnection;
 use super::docker::{docker_call, docker_over_ssh, is_not_found};
 use super::error::RemoteError;
@@ -129,6 +131,7 @@ impl EdgeProxy {
         let container = match inspected {
             Err(error) if is_not_found(&error) => {
                 self.create(settings).await?;
+                self.rejoin_preview_networks().await?;
                 return Ok(ProxyChange::Created);
             }
             other => other?,
@@ -142,6 +145,7 @@ impl EdgeProxy {
         if labels.get(SETTINGS_LABEL) != Some(&settings.label()) {
             self.remove().await?;
             self.create(settings).await?;
+            self.rejoin_preview_networks().await?;
             return Ok(ProxyChange::Recreated);
         }
         let running = container

@@ -7,6 +7,7 @@ use berth_crds::deploy_token::{DeployToken, DeployTokenState};
 use berth_crds::invitation::{Invitation, InvitationState};
 use berth_crds::member::Member;
 use berth_crds::overlay_decision::OverlayDecision;
+use berth_crds::preview::PreviewPolicy;
 use berth_crds::retention_policy::RetentionPolicy;
 use berth_crds::route_surface_decision::RouteSurfaceDecision;
 use berth_crds::session::Session;
@@ -311,6 +312,8 @@ impl Bookkept for RouteSurfaceDecision {
 }
 
 /// `Ready=True` of a policy whose spec is consistent.
+/// Ready message of a preview policy: the preview controller and the webhook read it.
+const PREVIEW_POLICY_APPLIES: &str = "applies to the next pull-request events";
 const POLICY_STORED: &str = "policy stored; it is non-enforcing";
 
 /// Who changed a policy last, and when: the REST shim's actor annotations, or the field
@@ -397,6 +400,19 @@ impl Bookkept for RetentionPolicy {
         let current = self.status.as_ref().map(|s| &s.change);
         let fields = policy_fields(self, current, now);
         owned(self, conditions, accepted(self, POLICY_STORED, now), fields)
+    }
+}
+
+impl Bookkept for PreviewPolicy {
+    const KIND: &'static str = "PreviewPolicy";
+    type Fields = PolicyFields;
+    fn api_for(&self, client: Client) -> Api<Self> {
+        namespaced_api(self, client)
+    }
+    fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Owned<PolicyFields> {
+        let ready = accepted(self, PREVIEW_POLICY_APPLIES, now);
+        let current = self.status.as_ref().map(|s| &s.change);
+        owned(self, conditions, ready, policy_fields(self, current, now))
     }
 }
 

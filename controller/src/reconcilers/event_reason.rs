@@ -79,3 +79,5 @@ pub const HOST_KEY_MISMATCH: &str = "HostKeyMismatch";
 pub const UNREACHABLE: &str = "Unreachable";
 /// A preview environment passed its time to live without a push and is removed.
 pub const PREVIEW_EXPIRED: &str = "PreviewExpired";
+/// Something a preview environment made could not be removed from its server.
+pub const PREVIEW_LEFTOVER: &str = "PreviewLeftover";

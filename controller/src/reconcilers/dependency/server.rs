@@ -262,16 +262,8 @@ pub async fn remove(
             status: 1,
             stderr,
         })?;
-    let removed = docker_call(
-        &target.connection,
-        "removing the dependency's network",
-        target.docker.remove_network(&names.network),
-    )
-    .await;
-    match removed {
-        Ok(()) => done.push(format!("removed network {}", names.network)),
-        Err(error) if is_not_found(&error) => {}
-        Err(error) => return Err(error),
+    if target.remove_network(&names.network).await? {
+        done.push(format!("removed network {}", names.network));
     }
     if delete_data {
         for volume in std::iter::once(&names.volume).chain(previous_volume) {

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use berth_crds::common::SourceDescriptor;
+use berth_crds::preview::{PREVIEW_LABEL, preview_network};
 use berth_crds::resource::{
     ExposureMode, HealthCheckKind, Resource, RestartPolicy, UpstreamProtocol,
 };
@@ -15,6 +16,7 @@ use berth_crds::{
     RESOURCE_LABEL,
 };
 use berth_remote::edge_failures::route_vars;
+use berth_remote::edge_proxy::EDGE_NETWORK;
 use kube::ResourceExt;
 use serde_json::{Value, json};
 
@@ -77,6 +79,9 @@ pub struct Plan {
     pub container_name: String,
     /// The resource's [`upstream_alias`].
     pub upstream: String,
+    /// The Docker network the container serves on: the shared edge network, or a preview's
+    /// own ([`serving_network`]).
+    pub network: String,
     pub image: String,
     /// How the package phase gets `image` onto the server.
     pub packaging: Packaging,
@@ -205,6 +210,16 @@ pub fn upstream_alias(namespace: &str, resource: &str) -> String {
     format!("berth-upstream-{hash}")
 }
 
+/// The network `resource`'s serving container joins: a preview's own (it must not reach
+/// production's containers nor another preview's), else the shared edge network.
+pub fn serving_network(resource: &Resource) -> String {
+    let namespace = resource.namespace().unwrap_or_default();
+    match resource.labels().get(PREVIEW_LABEL) {
+        Some(preview) => preview_network(&namespace, preview),
+        None => EDGE_NETWORK.to_string(),
+    }
+}
+
 /// The resource's health check with its defaults, for an app on `port` (if any).
 fn health_plan(resource: &Resource, port: Option<u16>) -> Result<HealthPlan, PlanError> {
     let check = resource
@@ -311,6 +326,7 @@ pub fn plan(
     Ok(Plan {
         container_name: container_name(&namespace, &resource_name, deployment_name),
         upstream: upstream_alias(&namespace, &resource_name),
+        network: serving_network(resource),
         image: match packaging {
             Packaging::Pull { .. } => source.locator.clone(),
             _ => built_tag(&namespace, &resource_name, deployment_name),

@@ -15,7 +15,7 @@ use tokio::time::Instant;
 
 use super::diagnosis::{Evidence, Listening, ProbeFailure, Unhealthy, listening_ports};
 use super::plan::{HealthPlan, Plan, Probe};
-use super::server_target::{Target, edge_endpoint, is_running};
+use super::server_target::{Target, is_running, serving_address};
 use berth_remote::RemoteError;
 
 /// Container probes during this long after start are not counted as failures: the process may
@@ -99,9 +99,7 @@ impl Target {
             return Err(Missed::Failed(ProbeFailure::NotRunning));
         };
         let restarts = inspected.restart_count.unwrap_or(0);
-        let address = edge_endpoint(inspected)
-            .and_then(|endpoint| endpoint.ip_address)
-            .filter(|ip| !ip.is_empty());
+        let address = serving_address(inspected);
         let outcome = match &health.probe {
             Probe::Running if restarts > 0 => Err(ProbeFailure::NotRunning),
             Probe::Running => Ok(()),

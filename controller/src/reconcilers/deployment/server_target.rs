@@ -25,6 +25,7 @@ use bollard::query_parameters::{
 use serde_json::Value;
 
 mod files;
+mod serving_network;
 mod stack_network;
 
 use super::container_settings::{apply_settings, docker_restart};
@@ -49,9 +50,12 @@ pub trait Containers: Send + Sync {
     /// Starts an existing container.
     fn start(&self, name: &str) -> impl Future<Output = Result<(), RemoteError>> + Send;
 
-    /// Whether the container runs and is attached to the edge network.
-    fn running_on_edge(&self, name: &str)
-    -> impl Future<Output = Result<bool, RemoteError>> + Send;
+    /// Whether the container runs and is attached to `network` (the one it serves on).
+    fn running_on(
+        &self,
+        name: &str,
+        network: &str,
+    ) -> impl Future<Output = Result<bool, RemoteError>> + Send;
 
     /// Removes a container at once (stopping it first); `false` when there was none.
     fn remove_container(
@@ -72,7 +76,7 @@ pub async fn start_or_reuse(
     let name = &plan.container_name;
     // Usually there is no leftover: create first, look only when the name is taken.
     if !containers.create_container(plan, serving).await? {
-        if containers.running_on_edge(name).await? {
+        if containers.running_on(name, &plan.network).await? {
             return Ok(());
         }
         containers.remove_container(name).await?;
@@ -139,6 +143,7 @@ impl Target {
     /// exists already. A new attempt's container stays off the resource's upstream name until
     /// [`Self::promote`]; a serving one (restored after drift) carries it at once.
     pub async fn create_container(&self, plan: &Plan, serving: bool) -> Result<bool, RemoteError> {
+        self.ensure_serving_network(plan).await?;
         let options = CreateContainerOptionsBuilder::new()
             .name(&plan.container_name)
             .build();
@@ -194,7 +199,7 @@ impl Target {
         docker_call(
             &self.connection,
             "leaving the edge network",
-            self.docker.disconnect_network(EDGE_NETWORK, leave),
+            self.docker.disconnect_network(&plan.network, leave),
         )
         .await?;
         let join = NetworkConnectRequest {
@@ -204,7 +209,7 @@ impl Target {
         docker_call(
             &self.connection,
             "joining the edge network as the upstream",
-            self.docker.connect_network(EDGE_NETWORK, join),
+            self.docker.connect_network(&plan.network, join),
         )
         .await
     }
@@ -214,7 +219,7 @@ impl Target {
     pub async fn ensure_promoted(&self, plan: &Plan) -> Result<(), RemoteError> {
         let container = self.inspect(&plan.container_name).await?;
         let aliases = container
-            .and_then(edge_endpoint)
+            .and_then(|c| endpoint_on(c, &plan.network))
             .and_then(|endpoint| endpoint.aliases)
             .unwrap_or_default();
         if aliases.contains(&plan.upstream) {
@@ -280,12 +285,12 @@ impl Target {
         Ok(self.inspect(name).await?.map(|c| is_running(&c)))
     }
 
-    /// Whether the container runs and is attached to the edge network.
-    pub async fn running_on_edge(&self, name: &str) -> Result<bool, RemoteError> {
+    /// Whether the container runs and is attached to `network`.
+    pub async fn running_on(&self, name: &str, network: &str) -> Result<bool, RemoteError> {
         Ok(self
             .inspect(name)
             .await?
-            .is_some_and(|c| is_running(&c) && edge_endpoint(c).is_some()))
+            .is_some_and(|c| is_running(&c) && endpoint_on(c, network).is_some()))
     }
 
     /// Removes a container (stopping it first) with its anonymous volumes; `false` when there
@@ -480,8 +485,8 @@ impl Containers for Target {
         Target::start(self, name).await
     }
 
-    async fn running_on_edge(&self, name: &str) -> Result<bool, RemoteError> {
-        Target::running_on_edge(self, name).await
+    async fn running_on(&self, name: &str, network: &str) -> Result<bool, RemoteError> {
+        Target::running_on(self, name, network).await
     }
 
     async fn remove_container(&self, name: &str) -> Result<bool, RemoteError> {
@@ -497,9 +502,24 @@ pub(super) fn is_running(container: &ContainerInspectResponse) -> bool {
         .unwrap_or(false)
 }
 
-/// The container's endpoint on the edge network, if it is attached.
-pub(super) fn edge_endpoint(container: ContainerInspectResponse) -> Option<EndpointSettings> {
-    container.network_settings?.networks?.remove(EDGE_NETWORK)
+/// The container's address the health probe reaches: on the edge network, else on the first
+/// network it has an address on (a preview's own network).
+pub(super) fn serving_address(container: ContainerInspectResponse) -> Option<String> {
+    let mut networks: Vec<(String, EndpointSettings)> =
+        container.network_settings?.networks?.into_iter().collect();
+    networks.sort_by_key(|(name, _)| (name != EDGE_NETWORK, name.clone()));
+    networks
+        .into_iter()
+        .filter_map(|(_, endpoint)| endpoint.ip_address)
+        .find(|ip| !ip.is_empty())
+}
+
+/// The container's endpoint on `network`, if it is attached.
+pub(super) fn endpoint_on(
+    container: ContainerInspectResponse,
+    network: &str,
+) -> Option<EndpointSettings> {
+    container.network_settings?.networks?.remove(network)
 }
 
 /// The container's membership of the edge network when it carries the upstream name.
@@ -533,7 +553,7 @@ pub fn container_body(plan: &Plan, serving: bool) -> ContainerCreateBody {
                 name: Some(restart),
                 maximum_retry_count: None,
             }),
-            network_mode: Some(EDGE_NETWORK.into()),
+            network_mode: Some(plan.network.clone()),
             mounts: Some(
                 plan.volumes
                     .iter()
@@ -564,7 +584,7 @@ pub fn container_body(plan: &Plan, serving: bool) -> ContainerCreateBody {
         }),
         networking_config: serving.then(|| NetworkingConfig {
             endpoints_config: Some(HashMap::from([(
-                EDGE_NETWORK.to_string(),
+                plan.network.clone(),
                 upstream_endpoint(plan),
             )])),
         }),

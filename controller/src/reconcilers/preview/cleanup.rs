@@ -7,16 +7,20 @@ use std::time::Duration;
 use berth_crds::config::environment_secret_name;
 use berth_crds::environment::Environment;
 use berth_crds::preview::PreviewEnvironment;
+use berth_crds::preview::preview_network;
 use berth_crds::resource::Resource;
 use k8s_openapi::api::core::v1::Secret;
-use kube::Api;
 use kube::api::DeleteParams;
 use kube::runtime::controller::Action;
+use kube::runtime::events::EventType;
+use kube::{Api, Resource as _};
 use serde::de::DeserializeOwned;
 
 use super::plan::{environment_name, made_name};
 use crate::context::Context;
 use crate::error::Result;
+use crate::reconcilers::deployment::connect;
+use crate::reconcilers::event_reason;
 
 /// How soon a cleanup waiting for the resource's own cleanup looks again.
 const RESOURCE_GONE_RECHECK: Duration = Duration::from_secs(2);
@@ -32,11 +36,35 @@ pub async fn remove_made(
     if delete(&resources, &name).await? {
         return Ok(Some(Action::requeue(RESOURCE_GONE_RECHECK)));
     }
+    remove_network(preview, context, namespace).await;
     let environments = Api::<Environment>::namespaced(context.client.clone(), namespace);
     delete(&environments, &environment_name(preview)).await?;
     delete_secret_copies(preview, context, namespace).await?;
     tracing::info!(preview = %preview.metadata.name.as_deref().unwrap_or_default(), "preview removed");
     Ok(None)
+}
+
+/// Takes the preview's own network off its server once its containers are gone. A server that
+/// cannot be reached does not hold the cleanup: an Event says what was left there.
+async fn remove_network(preview: &PreviewEnvironment, context: &Context, namespace: &str) {
+    let status = preview.status.as_ref();
+    let Some(server) = status.and_then(|s| s.server_id.as_deref()) else {
+        return;
+    };
+    let network = preview_network(namespace, &made_name(preview));
+    let removed = async {
+        let (_, target) = connect(context, namespace, server).await?;
+        target.remove_serving_network(&network).await?;
+        Ok::<_, crate::error::Error>(())
+    };
+    if let Err(error) = removed.await {
+        let note = format!("network {network} was left on server {server}: {error}");
+        let reference = preview.object_ref(&());
+        let reason = event_reason::PREVIEW_LEFTOVER;
+        context
+            .publish_event(&reference, EventType::Warning, reason, note)
+            .await;
+    }
 }
 
 /// Deletes the Secrets a preview copied (none copied: nothing happens).

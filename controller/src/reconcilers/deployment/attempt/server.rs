@@ -122,8 +122,8 @@ impl Containers for LiveServer {
         self.target.start(name).await
     }
 
-    async fn running_on_edge(&self, name: &str) -> Result<bool, RemoteError> {
-        self.target.running_on_edge(name).await
+    async fn running_on(&self, name: &str, network: &str) -> Result<bool, RemoteError> {
+        self.target.running_on(name, network).await
     }
 
     async fn remove_container(&self, name: &str) -> Result<bool, RemoteError> {

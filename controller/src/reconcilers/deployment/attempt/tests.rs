@@ -130,7 +130,7 @@ impl Containers for FakeServer {
         Ok(())
     }
 
-    async fn running_on_edge(&self, name: &str) -> Result<bool, RemoteError> {
+    async fn running_on(&self, name: &str, _network: &str) -> Result<bool, RemoteError> {
         Ok(self.container(name).is_some_and(|c| c.running && c.on_edge))
     }
 

@@ -272,16 +272,7 @@ pub async fn remove_stack(
         target.remove_container(&name).await?;
     }
     let network = super::stack::stack_network(namespace, resource);
-    match docker_call(
-        &target.connection,
-        "removing the stack network",
-        target.docker.remove_network(&network),
-    )
-    .await
-    {
-        Err(error) if is_not_found(&error) => Ok(()),
-        other => other,
-    }
+    target.remove_network(&network).await.map(drop)
 }
 
 /// Removes the stack's service containers that `stack` no longer has (a service taken out of

@@ -50,12 +50,37 @@ pub fn sample_plan() -> Plan {
 }
 
 #[test]
+fn a_preview_serves_on_its_own_network() {
+    let mut preview = resource(json!({}));
+    preview.metadata.labels = Some(
+        [(
+            berth_crds::preview::PREVIEW_LABEL.to_string(),
+            "web-pr-7".to_string(),
+        )]
+        .into(),
+    );
+    let plan = plan_for(&preview, "dep-web-1").unwrap();
+    assert!(
+        plan.network
+            .starts_with(berth_crds::preview::PREVIEW_NETWORK_PREFIX)
+    );
+    assert_ne!(
+        plan.network,
+        plan_for(&resource(json!({})), "dep-web-1").unwrap().network
+    );
+}
+
+#[test]
 fn plans_labels_env_name_and_default_route() {
     let plan = plan_for(&resource(json!({})), "dep-web-1").unwrap();
     assert_eq!(plan.container_name, "berth-org-acme-web-dep-web-1");
     assert_eq!(plan.image, "berth/sample-app:1");
     assert_eq!(plan.labels[DEPLOYMENT_LABEL], "dep-web-1");
     assert_eq!(plan.labels[berth_crds::MANAGED_LABEL], "true");
+    assert_eq!(
+        plan.network, "berth-edge",
+        "production serves on the shared edge network"
+    );
     let route = plan.route.unwrap();
     assert_eq!(route.hostname, "sample-app.localhost");
     assert_eq!(route.url, "http://sample-app.localhost:8080/");

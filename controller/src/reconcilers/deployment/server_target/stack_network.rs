@@ -97,4 +97,19 @@ impl Target {
             other => other.map(drop),
         }
     }
+
+    /// Removes `network`; `false` when there was none.
+    pub async fn remove_network(&self, network: &str) -> Result<bool, RemoteError> {
+        let removed = docker_call(
+            &self.connection,
+            "removing a network",
+            self.docker.remove_network(network),
+        )
+        .await;
+        match removed {
+            Ok(()) => Ok(true),
+            Err(error) if is_not_found(&error) => Ok(false),
+            Err(error) => Err(error),
+        }
+    }
 }
