@@ -18,6 +18,7 @@ use berth_crds::member::Member;
 use berth_crds::notification::{NotificationChannel, NotificationDelivery};
 use berth_crds::organization::Organization;
 use berth_crds::overlay_decision::OverlayDecision;
+use berth_crds::preview::{PreviewEnvironment, PreviewPolicy};
 use berth_crds::project::Project;
 use berth_crds::resource::Resource as BerthResource;
 use berth_crds::retention_policy::RetentionPolicy;
@@ -81,6 +82,10 @@ pub struct Caches {
     pub scheduled_task_runs: Store<ScheduledTaskRun>,
     pub notification_channels: Store<NotificationChannel>,
     pub notification_deliveries: Store<NotificationDelivery>,
+    /// Which pull requests get previews, per project or resource.
+    pub preview_policies: Store<PreviewPolicy>,
+    /// The previews of pull requests (written by webhooks, removed by the controller).
+    pub preview_environments: Store<PreviewEnvironment>,
     /// Kubernetes Events (events.k8s.io) of every namespace: the objects' side of the audit
     /// events. The API server expires them (an hour by default).
     pub kube_events: Store<KubeEvent>,
@@ -318,6 +323,8 @@ impl Caches {
                 changes.clone(),
                 ChangedObject::NotificationDelivery,
             ),
+            preview_policies: start_watched(client, watched_versions.clone()),
+            preview_environments: start(client),
             kube_events: start_events(client, kube_event_feed.clone()),
             kube_event_feed,
             watched_versions,
@@ -359,6 +366,8 @@ impl Caches {
             self.scheduled_task_runs.wait_until_ready(),
             self.notification_channels.wait_until_ready(),
             self.notification_deliveries.wait_until_ready(),
+            self.preview_policies.wait_until_ready(),
+            self.preview_environments.wait_until_ready(),
             self.kube_events.wait_until_ready(),
         )?;
         Ok(())
@@ -418,6 +427,21 @@ where
     .await
 }
 
+/// Waits until the cache no longer holds `object`, up to `within`, looking every
+/// `SLOW_POLL`: for removals that take seconds (a finalizer tearing down what an object
+/// made), where a 10 ms poll would only burn time. `Err` when it is still there.
+pub async fn wait_gone_within<K>(store: &Store<K>, object: &K, within: Duration) -> Result<(), ()>
+where
+    K: Resource + Clone,
+    K::DynamicType: Default + Eq + Hash + Clone,
+{
+    let key = ObjectRef::from_obj(object);
+    poll(store, &key, |cached| cached.is_none(), within, SLOW_POLL).await
+}
+
+/// How often [`wait_gone_within`] looks.
+const SLOW_POLL: Duration = Duration::from_millis(250);
+
 /// Polls the in-memory `store` until `shown` holds for the object at `key`, up to [`CATCH_UP`].
 async fn wait_for<K>(
     store: &Store<K>,
@@ -428,12 +452,27 @@ where
     K: Resource + Clone,
     K::DynamicType: Default + Eq + Hash + Clone,
 {
-    let deadline = tokio::time::Instant::now() + CATCH_UP;
+    poll(store, key, shown, CATCH_UP, Duration::from_millis(10)).await
+}
+
+/// Polls `store` every `every` until `shown` holds for the object at `key`, up to `within`.
+async fn poll<K>(
+    store: &Store<K>,
+    key: &ObjectRef<K>,
+    shown: impl Fn(Option<&K>) -> bool,
+    within: Duration,
+    every: Duration,
+) -> Result<(), ()>
+where
+    K: Resource + Clone,
+    K::DynamicType: Default + Eq + Hash + Clone,
+{
+    let deadline = tokio::time::Instant::now() + within;
     while !shown(store.get(key).as_deref()) {
         if tokio::time::Instant::now() >= deadline {
             return Err(());
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        tokio::time::sleep(every).await;
     }
     Ok(())
 }

@@ -36,6 +36,7 @@ mod in_cluster;
 mod migrations;
 mod notifications;
 mod org_project_env;
+mod previews;
 mod scheduled_tasks;
 mod self_healing;
 mod servers;

@@ -47,6 +47,7 @@ pub mod monitoring;
 pub mod notifications;
 pub mod organizations;
 pub mod overlays;
+pub mod previews;
 pub mod profiles;
 pub mod projects;
 pub mod resource_detail;

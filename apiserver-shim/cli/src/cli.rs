@@ -12,6 +12,7 @@ mod infra;
 mod migrate;
 mod notify;
 mod platform;
+mod previews;
 mod resources;
 mod tasks;
 mod volumes;
@@ -22,6 +23,7 @@ pub use infra::*;
 pub use migrate::{Migrate, Platform};
 pub use notify::Notify;
 pub use platform::{Bootstrap, Decisions, Monitoring, QueryOptions, ResourceConfig, Tls, Users};
+pub use previews::Previews;
 pub use resources::*;
 pub use tasks::Tasks;
 pub use volumes::Volumes;
@@ -195,6 +197,13 @@ pub enum Command {
         after_help = "Example:\n  berth tasks create --resource web --schedule '*/5 * * * *' --command 'echo hi'"
     )]
     Tasks(Tasks),
+    /// Pull requests' preview environments: list them, show one, remove one.
+    #[command(
+        subcommand,
+        visible_alias = "preview",
+        after_help = "Examples:\n  berth previews list --resource web\n  berth previews show web-pr-7\n  berth previews delete web-pr-7"
+    )]
+    Previews(Previews),
     /// Notification channels (signed webhook, Slack-compatible webhook, email) that hear of
     /// failures and recoveries, and the deliveries sent to them.
     #[command(

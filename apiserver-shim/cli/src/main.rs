@@ -19,8 +19,8 @@ use clap::{CommandFactory, Parser};
 use cli::{Cli, Command};
 use commands::{
     Ctx, account, activity, backups, dependencies, deploy, deployments, infra, members, migrate,
-    notify, observe, platform, resource_config, resources, tasks, terminal, tokens, volumes,
-    workspace,
+    notify, observe, platform, previews, resource_config, resources, tasks, terminal, tokens,
+    volumes, workspace,
 };
 use error::CliResult;
 use output::Output;
@@ -67,6 +67,7 @@ fn run(cli: Cli) -> CliResult<()> {
         Command::Db(command) => dependencies::db(&ctx()?, command),
         Command::Backups(command) => backups::backups(&ctx()?, command),
         Command::Tasks(command) => tasks::tasks(&ctx()?, command),
+        Command::Previews(command) => previews::previews(&ctx()?, command),
         Command::Notify(command) => notify::notify(&ctx()?, command),
         Command::Migrate(command) => migrate::migrate(&ctx()?, command),
         Command::Monitoring(command) => platform::monitoring(&ctx()?, command),

@@ -24,6 +24,7 @@ pub mod members;
 pub mod monitoring_scope;
 pub mod notifications;
 pub mod objects;
+pub mod previews;
 pub mod projects;
 pub mod resource_access;
 pub mod resource_health;

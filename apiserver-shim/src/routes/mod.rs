@@ -35,6 +35,9 @@ pub mod notification_deliveries;
 pub mod openapi;
 pub mod organizations;
 pub mod overlays;
+pub mod preview_cleanup;
+pub mod preview_environments;
+pub mod preview_policies;
 pub mod projects;
 pub mod resource_config;
 pub mod resource_health;
@@ -232,6 +235,9 @@ pub fn endpoints() -> Vec<Endpoint> {
         deployments::endpoints(),
         deployment_attempts::endpoints(),
         webhooks::endpoints(),
+        preview_policies::endpoints(),
+        preview_environments::endpoints(),
+        preview_cleanup::endpoints(),
         certificates::endpoints(),
         domain_binding_changes::endpoints(),
         domain_binding_readiness::endpoints(),

@@ -14,6 +14,7 @@ pub mod migrate;
 pub mod notify;
 pub mod observe;
 pub mod platform;
+pub mod previews;
 pub mod resource_config;
 pub mod resources;
 pub mod tasks;

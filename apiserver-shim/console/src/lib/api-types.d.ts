@@ -678,6 +678,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/deployments/cleanup-preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Remove the preview of a pull request of a resource (pullRequestNumber, or previewId `pr-<n>`) with its environment, resource, containers and route; a deploy token needs the `preview-cleanup` workflow command. Waits up to 45 s: `cleaned`, else `retry-scheduled` while the controller finishes; no such preview is `already-clean` */
+        post: operations["post_deployments_cleanup_preview"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/deployments/count": {
         parameters: {
             query?: never;
@@ -1546,6 +1563,75 @@ export interface paths {
         put?: never;
         /** Change an organization's name or logo */
         post: operations["post_organizations_organizationId_profile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/preview-environments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List pull requests' previews (filters: projectId, environmentId, resourceId, status active|cleanup-requested, pullRequestNumber), with their URL, the commit serving and the Ready condition */
+        get: operations["get_preview_environments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/preview-environments/{previewEnvironmentId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Show a preview */
+        get: operations["get_preview_environments_previewEnvironmentId"];
+        put?: never;
+        post?: never;
+        /** Remove a preview with its environment, resource, containers and route (body or query resourceId optional, and then the preview's): waits up to 45 s, answering `cleaned`, else `retry-scheduled` while the controller finishes; an unknown preview is `already-clean` */
+        delete: operations["delete_preview_environments_previewEnvironmentId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/preview-policies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Create (201) or replace (200) the preview policy of a project or of one resource of it: whether pull requests of the repository and of forks get previews (forks with or without secret variables), how many previews run at once (1-100) and how many hours one lives after its last push (1-8760); settings left out take their defaults */
+        post: operations["post_preview_policies"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/preview-policies/show": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The preview policy in force for a project or resource: its own, else (for a resource) its project's, else the defaults (source `default`) */
+        post: operations["post_preview_policies_show"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2758,7 +2844,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Receive a push event of GitHub, GitLab or Gitea (provider `github`, `gitlab`, `gitea`), signed with a source binding's webhook secret: each verified binding whose auto-deploy follows the pushed ref deploys the pushed commit */
+        /** Receive a push or pull request event of GitHub, GitLab or Gitea (provider `github`, `gitlab`, `gitea`), signed with a source binding's webhook secret: for a push, each verified binding whose auto-deploy follows the pushed ref deploys the pushed commit; for a pull (merge) request, each verified binding's preview policy decides whether its preview is created, moved to the new head or removed */
         post: operations["post_webhooks_provider"];
         delete?: never;
         options?: never;
@@ -3520,6 +3606,31 @@ export interface components {
             state: string;
             stepId: string;
         };
+        /**
+         * @description `POST /deployments/cleanup-preview`: CI removing the preview of a pull request. Give
+         *     `pullRequestNumber` or `previewId` (`pr-7`).
+         */
+        CleanupPreview: {
+            previewId?: string;
+            /** Format: uint64 */
+            pullRequestNumber?: number;
+            resourceId: string;
+        };
+        /** @description Appaloft's `cleanupPreviewResponseSchema`. */
+        CleanupPreviewAnswer: {
+            cleanedRuntime: boolean;
+            deploymentId?: string;
+            environmentId?: string;
+            projectId?: string;
+            removedServerAppliedRoute: boolean;
+            removedSourceLink: boolean;
+            resourceId: string;
+            serverId?: string;
+            /** @description The preview's source binding fingerprint. */
+            sourceFingerprint: string;
+            /** @description `cleaned`, `already-clean`, or Berth's `retry-scheduled` (removal goes on). */
+            status: components["schemas"]["CleanupStatus"];
+        };
         /** @description `POST /migrations/cleanup`. */
         CleanupRequest: {
             /** @description Berth: delete a volume or database that received data after apply. */
@@ -3547,6 +3658,8 @@ export interface components {
              */
             resourceId: string;
         };
+        /** @description How a removal went. */
+        CleanupStatus: "cleaned" | "already-clean" | "retry-scheduled";
         /** @description A control message from the client (a text frame). */
         ClientMessage: {
             data: string;
@@ -3667,6 +3780,17 @@ export interface components {
             timezone?: string;
             /** @description Only `v1`. */
             version?: string;
+        };
+        /** @description `POST /preview-policies`: creates or replaces the one policy of a scope. */
+        ConfigurePreviewPolicy: {
+            /**
+             * @description Accepted for Appaloft's clients; the write is idempotent anyway (same scope, same
+             *     object).
+             */
+            idempotencyKey?: string;
+            /** @default {} */
+            policy: components["schemas"]["PreviewPolicyInput"];
+            scope: components["schemas"]["PreviewPolicyScope"];
         };
         /** @description `POST /scheduled-tasks/{taskId}`: change some of a task; absent fields stay. */
         ConfigureScheduledTask: {
@@ -4452,6 +4576,13 @@ export interface components {
         DeleteOrganization: {
             /** @description Must carry `organizationId` equal to the organization being deleted. */
             confirmation?: components["schemas"]["Confirmation"];
+        };
+        /**
+         * @description `DELETE /preview-environments/{previewEnvironmentId}` body (optional): Appaloft sends the
+         *     resource; when given it must be the preview's.
+         */
+        DeletePreviewEnvironment: {
+            resourceId?: string;
         };
         DeleteResource: {
             /** @description Must carry `resourceSlug` equal to the slug of the resource being deleted. */
@@ -6442,6 +6573,183 @@ export interface components {
              */
             updatedByActorKind: string;
         };
+        /** @description Appaloft's `deletePreviewEnvironmentResponseSchema`. */
+        PreviewCleanupAnswer: {
+            /** @description Names this removal (the preview's uid, or its name when there was none). */
+            attemptId: string;
+            cleanedRuntime: boolean;
+            /** @description With `retry-scheduled`: when asking again makes sense. */
+            nextRetryAt?: string;
+            previewEnvironmentId: string;
+            /** @description Always `cleanup-requested`. */
+            previewEnvironmentStatus: string;
+            /** @description Berth leaves nothing at the git host: always false. */
+            removedProviderMetadata: boolean;
+            removedRoute: boolean;
+            removedSourceLink: boolean;
+            resourceId: string;
+            /** @description With `retry-scheduled`: true (ask again later). */
+            retryable?: boolean;
+            sourceBindingFingerprint: string;
+            status: components["schemas"]["CleanupStatus"];
+            /** @description Berth writes no feedback to the pull request: always false. */
+            updatedFeedback: boolean;
+        };
+        /** @description `GET /preview-environments` answer. */
+        PreviewEnvironmentList: {
+            generatedAt: string;
+            items: components["schemas"]["PreviewEnvironmentSummary"][];
+            schemaVersion: string;
+        };
+        /** @description `GET /preview-environments/{previewEnvironmentId}` answer. */
+        PreviewEnvironmentShow: {
+            generatedAt: string;
+            previewEnvironment: components["schemas"]["PreviewEnvironmentSummary"];
+            schemaVersion: string;
+        };
+        /** @description Appaloft's `previewEnvironmentSummarySchema`, with Berth's additions. */
+        PreviewEnvironmentSummary: {
+            createdAt: string;
+            /** @description Berth: the attempt of the current head commit. */
+            deploymentId?: string;
+            /** @description The preview's own environment (kind `preview`); empty until the controller made it. */
+            environmentId: string;
+            expiresAt?: string;
+            /** @description Berth: whether the head lives in a fork. */
+            fork: boolean;
+            /** @description Berth: the head branch. */
+            headRef: string;
+            /** @description The PreviewEnvironment's name (`<resource>-pr-<number>`). */
+            previewEnvironmentId: string;
+            projectId: string;
+            /** @description Berth: the `Ready` condition. */
+            ready: components["schemas"]["PreviewReadiness"];
+            /** @description The resource previewed. */
+            resourceId: string;
+            serverId?: string;
+            /** @description Berth: the commit serving at `url`. */
+            servingSha?: string;
+            source: components["schemas"]["PreviewSourceSummary"];
+            /** @description `active`, or `cleanup-requested` once it is being removed. */
+            status: string;
+            /** @description When its head last moved. */
+            updatedAt: string;
+            /** @description Berth: where the preview answers, once it serves. */
+            url?: string;
+            /** @description Berth: whether the preview gets the resource's secret variables. */
+            withSecrets: boolean;
+        };
+        /** @description The settings a configure request changes; fields left out take their defaults. */
+        PreviewPolicyInput: {
+            /**
+             * @description An environment of the project whose variables previews start from (default the
+             *     resource's own).
+             */
+            environmentProfileBaseEnvironmentId?: string;
+            /** @description `disabled` (default), `without-secrets` or `with-secrets`. */
+            forkPreviews?: string;
+            /**
+             * Format: int64
+             * @description How many previews of one resource run at once (1 to 100; default no limit); the next
+             *     waits, saying so.
+             */
+            maxActivePreviews?: number;
+            /**
+             * Format: int64
+             * @description Hours a preview lives after its last push (1 to 8760; default until its pull request
+             *     closes).
+             */
+            previewTtlHours?: number;
+            /** @description Whether pull requests from the repository itself get previews (default true). */
+            sameRepositoryPreviews?: boolean;
+            /**
+             * @description Whether previews get the resource's secret variables (default true; a fork's only with
+             *     `forkPreviews: with-secrets`).
+             */
+            secretBackedPreviews?: boolean;
+        };
+        /**
+         * @description Appaloft's `previewPolicyScopeSchema`: `{kind: "project", projectId}` or
+         *     `{kind: "resource", projectId, resourceId}`.
+         */
+        PreviewPolicyScope: {
+            kind: components["schemas"]["PreviewScopeKind"];
+            projectId: string;
+            /** @description Only with `kind: resource`. */
+            resourceId?: string;
+        };
+        /** @description Appaloft's `previewPolicySettingsSchema`: every setting, defaults filled in. */
+        PreviewPolicySettings: {
+            environmentProfileBaseEnvironmentId?: string;
+            /** @description `disabled`, `without-secrets` or `with-secrets`. */
+            forkPreviews: string;
+            /** Format: uint32 */
+            maxActivePreviews?: number;
+            /** Format: uint32 */
+            previewTtlHours?: number;
+            sameRepositoryPreviews: boolean;
+            secretBackedPreviews: boolean;
+        };
+        /** @description `POST /preview-policies/show` answer. */
+        PreviewPolicyShow: {
+            generatedAt: string;
+            policy: components["schemas"]["PreviewPolicySummary"];
+            schemaVersion: string;
+        };
+        /** @description Appaloft's `previewPolicySummarySchema`. */
+        PreviewPolicySummary: {
+            /** @description The PreviewPolicy in force; absent when the defaults are. */
+            id?: string;
+            /** @description The scope asked about (the policy in force may be its project's). */
+            scope: components["schemas"]["PreviewPolicyScope"];
+            settings: components["schemas"]["PreviewPolicySettings"];
+            /**
+             * @description `configured` (a PreviewPolicy of the scope or, for a resource, of its project) or
+             *     `default`.
+             */
+            source: string;
+            updatedAt?: string;
+        };
+        /** @description The preview's `Ready` condition. */
+        PreviewReadiness: {
+            message: string;
+            reason: string;
+            /** @description `True`, `False` or `Unknown` (not reported yet). */
+            status: string;
+        };
+        /** @description What a pull request's event did to one verified binding's preview. */
+        PreviewReceipt: {
+            /** @description `created`, `updated`, `unchanged`, `cleanup-requested` or `ignored`. */
+            action: string;
+            message?: string;
+            /** @description The PreviewEnvironment concerned (absent when the event is ignored before one is named). */
+            previewEnvironmentId?: string;
+            /**
+             * @description Why, for `unchanged` and `ignored`: `same-head`, `no-preview`, `preview-being-removed`,
+             *     `preview-fork-disabled`, `preview-same-repository-disabled`,
+             *     `not-a-pull-request-action`, `pull-request-unreadable` or `source-not-git`.
+             */
+            reason?: string;
+            resourceId: string;
+        };
+        /**
+         * @description What a policy applies to: every resource of a project, or one resource.
+         * @enum {string}
+         */
+        PreviewScopeKind: "project" | "resource";
+        /** @description The pull request a preview shows (Appaloft's `previewEnvironmentSourceSummarySchema`). */
+        PreviewSourceSummary: {
+            baseRef: string;
+            headRepositoryFullName: string;
+            headSha: string;
+            /** @description `github`, `gitlab`, `gitea` or `api`. */
+            provider: string;
+            /** Format: uint64 */
+            pullRequestNumber: number;
+            repositoryFullName: string;
+            /** @description SHA-256 of the resource id and the repository's identity (no secret in it). */
+            sourceBindingFingerprint: string;
+        };
         /** @description Something about the resource's profiles a person should know. */
         ProfileDiagnostic: {
             code: string;
@@ -8180,6 +8488,10 @@ export interface components {
             status: components["schemas"]["AttemptStatus"];
             timeline: components["schemas"]["AttemptTimeline"];
         };
+        /** @description `POST /preview-policies/show`. */
+        ShowPreviewPolicy: {
+            scope: components["schemas"]["PreviewPolicyScope"];
+        };
         /**
          * @description The groups of `resourceMetrics`: what a query's `signals` and a rule's `signal` name
          *     (Appaloft's closed set; the spec shows `cpu`).
@@ -9205,11 +9517,16 @@ export interface components {
             deliveryId?: string;
             /** @description Attempts started (or, for a redelivery, started before). */
             deployments: components["schemas"]["StartedAttempt"][];
-            /** @description `push`, `tag` or `other`. */
+            /** @description `push`, `tag`, `pull-request` or `other`. */
             event: string;
             gitRef?: string;
             /** @description Verified bindings that start nothing, and why. */
             ignored: components["schemas"]["IgnoredBinding"][];
+            /**
+             * @description What a pull request's event did to each verified binding's preview (absent for other
+             *     events).
+             */
+            previews?: components["schemas"]["PreviewReceipt"][];
             provider: string;
         };
         Window: {
@@ -10844,6 +11161,39 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DeploymentCreated"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_deployments_cleanup_preview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CleanupPreview"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CleanupPreviewAnswer"];
                 };
             };
             /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
@@ -12772,6 +13122,176 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["OrganizationProfile"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_preview_environments: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PreviewEnvironmentList"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_preview_environments_previewEnvironmentId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                previewEnvironmentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PreviewEnvironmentShow"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    delete_preview_environments_previewEnvironmentId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                previewEnvironmentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DeletePreviewEnvironment"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PreviewCleanupAnswer"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_preview_policies: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConfigurePreviewPolicy"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdResponse"];
+                };
+            };
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IdResponse"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_preview_policies_show: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ShowPreviewPolicy"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PreviewPolicyShow"];
                 };
             };
             /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */

@@ -4,9 +4,16 @@
 //! binding verifies is refused (401) and changes nothing. Each verified binding then starts an
 //! attempt for the pushed commit when its auto-deploy policy follows the pushed ref, or says
 //! why not. A redelivery (same delivery id) starts nothing twice.
+//!
+//! A pull request's (merge request's) event is verified the same way; each verified binding's
+//! preview of it is then created, moved or removed ([`previews`]), whatever the binding's
+//! auto-deploy policy says.
 
 pub mod decide;
 mod payload;
+mod preview_decide;
+mod previews;
+mod pull_request;
 mod signature;
 
 use std::sync::Arc;
@@ -17,6 +24,7 @@ use axum::http::{HeaderMap, StatusCode};
 use berth_api::build::SourceKind;
 use berth_api::repository::RepoLocator;
 use berth_crds::deployment::Deployment;
+use berth_crds::preview::PREVIEW_LABEL;
 use berth_crds::resource::Resource;
 use berth_crds::{UPDATED_BY_ID, UPDATED_BY_KIND};
 use k8s_openapi::api::core::v1::Secret;
@@ -47,9 +55,11 @@ pub fn endpoints() -> Vec<Endpoint> {
     vec![
         Endpoint::post::<Value, WebhookReceipt, _, _>(
             "/webhooks/{provider}",
-            "Receive a push event of GitHub, GitLab or Gitea (provider `github`, `gitlab`, \
-             `gitea`), signed with a source binding's webhook secret: each verified binding \
-             whose auto-deploy follows the pushed ref deploys the pushed commit",
+            "Receive a push or pull request event of GitHub, GitLab or Gitea (provider \
+             `github`, `gitlab`, `gitea`), signed with a source binding's webhook secret: for a \
+             push, each verified binding whose auto-deploy follows the pushed ref deploys the \
+             pushed commit; for a pull (merge) request, each verified binding's preview policy \
+             decides whether its preview is created, moved to the new head or removed",
             receive,
         )
         .success(&[StatusCode::ACCEPTED])
@@ -82,12 +92,9 @@ async fn receive(
             "no source binding of this repository accepts the delivery's signature",
         ));
     }
+    let event_header = header(provider.event_header()).unwrap_or_default();
     let git_ref = push.as_ref().map(|p| p.git_ref.clone()).unwrap_or_default();
-    let kind = EventKind::of(
-        provider,
-        header(provider.event_header()).unwrap_or_default(),
-        &git_ref,
-    );
+    let kind = EventKind::of(provider, event_header, &git_ref);
     let delivery = header(provider.delivery_header()).map(str::to_string);
     let mut receipt = WebhookReceipt {
         provider: provider.as_str().into(),
@@ -97,7 +104,13 @@ async fn receive(
         commit_sha: push.as_ref().map(|p| p.after.clone()),
         deployments: Vec::new(),
         ignored: Vec::new(),
+        previews: Vec::new(),
     };
+    if pull_request::is_event(provider, event_header) {
+        receipt.event = previews::EVENT.into();
+        previews::receive(&state, provider, &payload, verified, &mut receipt).await?;
+        return Ok((StatusCode::ACCEPTED, Json(receipt)));
+    }
     let push = push.unwrap_or_default();
     for resource in verified {
         let outcome = decide(&resource, kind, &push);
@@ -164,6 +177,8 @@ fn bound_resources(state: &AppState, identities: &[String]) -> Vec<Arc<Resource>
         .state()
         .into_iter()
         .filter(|resource| resource.metadata.deletion_timestamp.is_none())
+        // A preview's copy of a resource follows its preview, not the repository.
+        .filter(|resource| !resource.labels().contains_key(PREVIEW_LABEL))
         .filter(|resource| {
             let Some(source) = &resource.spec.source else {
                 return false;

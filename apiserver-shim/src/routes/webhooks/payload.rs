@@ -137,15 +137,18 @@ pub fn read_repository_urls(provider: Provider, payload: &Value) -> Vec<String> 
         .collect()
 }
 
+/// The non-empty string at JSON `pointer` of `payload`.
+pub fn text_at(payload: &Value, pointer: &str) -> Option<String> {
+    payload
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
 /// Reads the push of `provider` from `payload`; `None` when it is not a push payload.
 pub fn read(provider: Provider, payload: &Value) -> Option<Push> {
-    let text = |pointer: &str| {
-        payload
-            .pointer(pointer)
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-    };
+    let text = |pointer: &str| text_at(payload, pointer);
     let after = match provider {
         Provider::Gitlab => text("/checkout_sha").or_else(|| text("/after")),
         _ => text("/after"),

@@ -1,0 +1,182 @@
+//! Preview environments (`/preview-environments`): list, show, delete.
+
+use berth_api::previews::{
+    CleanupStatus, DeletePreviewEnvironment, PreviewCleanupAnswer, PreviewEnvironmentList,
+    PreviewEnvironmentShow, PreviewEnvironmentSummary,
+};
+
+use super::workspace::project_id;
+use super::{Ctx, find_resource, get_as, read_as};
+use crate::cli::Previews;
+use crate::error::CliResult;
+use crate::output::{Row, optional, text};
+
+/// The first 12 digits of a commit, as people read them.
+fn short(sha: &str) -> String {
+    text(&sha.chars().take(12).collect::<String>())
+}
+
+/// `True`, or the reason it is not (`False Deploying`).
+fn readiness(preview: &PreviewEnvironmentSummary) -> String {
+    let ready = &preview.ready;
+    match ready.status.as_str() {
+        "True" => "True".into(),
+        status => format!("{status} {}", ready.reason).trim().to_string(),
+    }
+}
+
+impl Row for PreviewEnvironmentSummary {
+    const HEADERS: &'static [&'static str] =
+        &["ID", "RESOURCE", "PR", "HEAD", "STATUS", "READY", "URL"];
+
+    fn cells(&self) -> Vec<String> {
+        vec![
+            text(&self.preview_environment_id),
+            text(&self.resource_id),
+            format!("#{}", self.source.pull_request_number),
+            short(&self.source.head_sha),
+            text(&self.status),
+            readiness(self),
+            optional(self.url.as_ref()),
+        ]
+    }
+
+    fn id(&self) -> &str {
+        &self.preview_environment_id
+    }
+}
+
+/// A preview as `berth previews show` prints it: everything the summary says.
+struct PreviewDetail(PreviewEnvironmentSummary);
+
+impl Row for PreviewDetail {
+    const HEADERS: &'static [&'static str] = &[
+        "ID",
+        "PROJECT",
+        "RESOURCE",
+        "PULL REQUEST",
+        "REPOSITORY",
+        "HEAD",
+        "FORK",
+        "SECRETS",
+        "STATUS",
+        "READY",
+        "MESSAGE",
+        "URL",
+        "SERVING",
+        "DEPLOYMENT",
+        "ENVIRONMENT",
+        "SERVER",
+        "UPDATED",
+        "EXPIRES",
+    ];
+
+    fn cells(&self) -> Vec<String> {
+        let p = &self.0;
+        let source = &p.source;
+        vec![
+            text(&p.preview_environment_id),
+            text(&p.project_id),
+            text(&p.resource_id),
+            format!(
+                "#{} ({} -> {})",
+                source.pull_request_number, p.head_ref, source.base_ref
+            ),
+            format!("{} ({})", source.repository_full_name, source.provider),
+            format!(
+                "{} of {}",
+                short(&source.head_sha),
+                source.head_repository_full_name
+            ),
+            p.fork.to_string(),
+            p.with_secrets.to_string(),
+            text(&p.status),
+            readiness(p),
+            text(&p.ready.message),
+            optional(p.url.as_ref()),
+            optional(p.serving_sha.as_ref()),
+            optional(p.deployment_id.as_ref()),
+            text(&p.environment_id),
+            optional(p.server_id.as_ref()),
+            text(&p.updated_at),
+            optional(p.expires_at.as_ref()),
+        ]
+    }
+
+    fn id(&self) -> &str {
+        &self.0.preview_environment_id
+    }
+}
+
+/// What a removal's answer means for people.
+fn removal_message(id: &str, removal: &PreviewCleanupAnswer) -> String {
+    match removal.status {
+        CleanupStatus::Cleaned => {
+            format!("Removed preview {id} with its environment, containers and route")
+        }
+        CleanupStatus::AlreadyClean => format!("No preview {id}: nothing to remove"),
+        CleanupStatus::RetryScheduled => format!(
+            "Removal of preview {id} goes on in the background; `berth previews show {id}` \
+             tells when it is gone"
+        ),
+    }
+}
+
+pub fn previews(ctx: &Ctx, command: Previews) -> CliResult<()> {
+    match command {
+        Previews::List {
+            resource,
+            project,
+            pull_request,
+        } => {
+            let mut query = Vec::new();
+            if let Some(project) = project {
+                query.push(("projectId", project_id(ctx, &project)?));
+            }
+            if let Some(resource) = resource {
+                query.push(("resourceId", find_resource(ctx, &resource)?.0.id));
+            }
+            if let Some(number) = pull_request {
+                query.push(("pullRequestNumber", number.to_string()));
+            }
+            let (answer, list): (_, PreviewEnvironmentList) =
+                get_as(ctx.api()?, "/preview-environments", &query)?;
+            ctx.out.rows(&answer, &list.items);
+            Ok(())
+        }
+        Previews::Show { preview } => {
+            let path = format!("/preview-environments/{preview}");
+            let (answer, shown): (_, PreviewEnvironmentShow) = get_as(ctx.api()?, &path, &[])?;
+            ctx.out
+                .row(&answer, &PreviewDetail(shown.preview_environment));
+            Ok(())
+        }
+        Previews::Delete { preview } => {
+            let path = format!("/preview-environments/{preview}");
+            let answer = ctx
+                .api()?
+                .delete(&path, &DeletePreviewEnvironment::default())?;
+            let removal: PreviewCleanupAnswer = read_as("preview removal", &answer)?;
+            ctx.out.done(&answer, &removal_message(&preview, &removal));
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_removal_reads_as_what_happened() {
+        let answer: PreviewCleanupAnswer = serde_json::from_value(serde_json::json!({
+            "status": "retry-scheduled", "attemptId": "u", "previewEnvironmentId": "web-pr-7",
+            "resourceId": "web", "sourceBindingFingerprint": "sha256:x",
+            "previewEnvironmentStatus": "cleanup-requested", "cleanedRuntime": false,
+            "removedRoute": false, "removedSourceLink": false,
+            "removedProviderMetadata": false, "updatedFeedback": false, "retryable": true,
+        }))
+        .unwrap();
+        assert!(removal_message("web-pr-7", &answer).contains("background"));
+    }
+}
