@@ -37,6 +37,8 @@
 #                         memory of each pod at rest
 #   hack/bench.sh all     every bench here, one after the other, and one table of figures
 #                         against goals; exits non-zero when any goal is missed
+#   hack/bench.sh previews  a pull request opened until its preview serves, beside a push to
+#                         serving of the same app; a closed one until nothing of it is left
 #   hack/bench.sh build   a warm rebuild of an unchanged commit against a plain docker build of
 #                         the same files over SSH; push-to-serving time of a small app
 set -euo pipefail
@@ -58,6 +60,8 @@ source "$HACK_DIR/lib/bench-schedules.sh"
 source "$HACK_DIR/lib/bench-backups.sh"
 # shellcheck source-path=SCRIPTDIR
 source "$HACK_DIR/lib/bench-build.sh"
+# shellcheck source-path=SCRIPTDIR
+source "$HACK_DIR/lib/bench-previews.sh"
 # shellcheck source-path=SCRIPTDIR
 source "$HACK_DIR/lib/bench-console.sh"
 # shellcheck source-path=SCRIPTDIR
@@ -161,6 +165,13 @@ Commands:
         plain `docker build` of the same files over SSH to the same Docker (its cache warm);
         fails above 1.2x. Then RUNS pushes, each from `git push` and its signed webhook until
         the new page answers through the edge proxy: p50.
+  previews [RUNS]
+        With the release berth-controller, in the quickstart's organization (run hack/dev.sh
+        first), a small Dockerfile app from the stack's git server. RUNS times (default 5): a
+        push to main until its page serves (the baseline); a branch pushed and its signed
+        pull_request (opened) delivered until the PR's page answers at pr-<n>-<slug>; the
+        pull request closed until the preview, everything labelled with it and its route are
+        gone. p50s; fails when closed-to-clean exceeds 60 s.
   console-api [--resources N] [--attempts N] [--concurrency N] [--requests N] [--rounds N]
               [--feed-writes N]
         A release berth-shim started for the run (127.0.0.1:7074) and a throwaway organization
@@ -448,6 +459,7 @@ case "${1:-}" in
   backups) shift; bench_backups "$@" ;;
   scale) shift; bench_scale "$@" ;;
   build) shift; bench_build "$@" ;;
+  previews) shift; bench_previews "$@" ;;
   console-api) shift; bench_console_api "$@" ;;
   console-ui) shift; bench_console_ui "$@" ;;
   in-cluster) shift; bench_in_cluster "$@" ;;

@@ -59,7 +59,7 @@ pub enum ForkPreviews {
     version = "v1alpha1",
     kind = "PreviewPolicy",
     namespaced,
-    shortname = "ppolicy",
+    shortname = "bppol",
     category = "berth",
     doc = "Which pull requests of a project or a resource get a preview environment, with which variables, how many at once and for how long.",
     status = "PreviewPolicyStatus",
@@ -196,7 +196,7 @@ impl PullRequestSource {
     version = "v1alpha1",
     kind = "PreviewEnvironment",
     namespaced,
-    shortname = "preview",
+    shortname = "bprev",
     category = "berth",
     doc = "A pull request's preview of a resource: its head commit deployed in an environment of its own at its own URL, removed with everything it made when the pull request closes.",
     status = "PreviewEnvironmentStatus",
@@ -267,6 +267,14 @@ pub fn preview_name(resource: &str, number: u64) -> String {
     format!("{}{suffix}", stem.trim_end_matches('-'))
 }
 
+/// The name of the attempt that deploys `sha` in the preview `preview`: the preview's name
+/// (which its resource copy and attempts share) and the commit's first 12 characters. The
+/// controller creates it; `POST /deployments` with `preview` answers with it beforehand.
+pub fn preview_attempt_name(preview: &str, sha: &str) -> String {
+    let short: String = sha.chars().take(12).collect();
+    format!("{preview}-{short}")
+}
+
 /// Prefix of every preview's Docker network on a server (the edge proxy joins them all).
 pub const PREVIEW_NETWORK_PREFIX: &str = "berth-preview-";
 
@@ -314,6 +322,10 @@ mod tests {
         assert!(preview_name(&long, 123456).len() <= OBJECT_NAME_MAX);
         assert_eq!(preview_host_slug(7, "web"), "pr-7-web");
         assert!(preview_host_slug(7, &"b".repeat(80)).len() <= 63);
+        assert_eq!(
+            preview_attempt_name("web-pr-7", &"0123456789abcdef".repeat(3)),
+            "web-pr-7-0123456789ab"
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 # The order matters: in-cluster goes last (it stops Berth's processes and ends with the node
 # down), console-ui and build after the ones that start Berth themselves.
-BENCH_ALL=(ssh shim deploy observe cli monitor tls databases schedules backups scale build console-api console-ui rollup in-cluster)
+BENCH_ALL=(ssh shim deploy observe cli monitor tls databases schedules backups scale build previews console-api console-ui rollup in-cluster)
 
 # bench_all_figures OUT: the lines of a bench's output that state a figure against its goal
 # ("goal", PASS/FAIL, or a "(<= X)" column as the databases bench prints), each once: some

@@ -47,10 +47,17 @@ pub async fn remove_made(
 /// Takes the preview's own network off its server once its containers are gone. A server that
 /// cannot be reached does not hold the cleanup: an Event says what was left there.
 async fn remove_network(preview: &PreviewEnvironment, context: &Context, namespace: &str) {
-    let status = preview.status.as_ref();
-    let Some(server) = status.and_then(|s| s.server_id.as_deref()) else {
+    // The server it ran on; before its status said so, the previewed resource's.
+    let base = crate::cache::Caches::get(
+        &context.caches.resources,
+        namespace,
+        &preview.spec.resource_id,
+    );
+    let server = preview.status.as_ref().and_then(|s| s.server_id.clone());
+    let Some(server) = server.or_else(|| base?.spec.server_id.clone()) else {
         return;
     };
+    let server = server.as_str();
     let network = preview_network(namespace, &made_name(preview));
     let removed = async {
         let (_, target) = connect(context, namespace, server).await?;

@@ -12,7 +12,7 @@ use berth_crds::environment::{Environment, EnvironmentSpec};
 use berth_crds::limits::NAME_MAX;
 use berth_crds::preview::{
     PREVIEW_LABEL, PreviewEnvironment, PreviewEnvironmentStatus, PreviewPolicySpec,
-    preview_host_slug, reason,
+    preview_attempt_name, preview_host_slug, reason,
 };
 use berth_crds::resource::{AutoDeployPolicy, FirstDeployment, Resource};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
@@ -129,9 +129,7 @@ pub fn secret_copies(
 /// The attempt name of the head commit: one per commit, so a replayed event or a crash
 /// between create and status write never starts it twice.
 pub fn attempt_name(preview: &PreviewEnvironment) -> String {
-    let sha = &preview.spec.source.head_sha;
-    let short: String = sha.chars().take(12).collect();
-    format!("{}-{short}", made_name(preview))
+    preview_attempt_name(&made_name(preview), &preview.spec.source.head_sha)
 }
 
 /// The attempt that deploys the head commit of `copy`.
