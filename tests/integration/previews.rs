@@ -56,6 +56,7 @@ fn pull_request(repo: &GitRepo, action: &str, number: u64, head: (&str, &str, &s
 struct Setup {
     client: kube::Client,
     project: String,
+    environment: String,
     admin: Rest,
     namespace: String,
     repo: GitRepo,
@@ -143,6 +144,7 @@ async fn a_pull_request_gets_its_own_preview_that_follows_its_head_and_leaves_no
     let s = Setup {
         client: client.clone(),
         project: shop.clone(),
+        environment: prod.clone(),
         admin,
         namespace: org.namespace.clone(),
         base_repo: format!("stack/{}", repo.name),
@@ -213,6 +215,7 @@ async fn a_pull_request_gets_its_own_preview_that_follows_its_head_and_leaves_no
 
     refusals(&s, &second).await;
     quota_and_expiry(&s, &second).await;
+    from_ci(&s, &server, &second).await;
 
     // Closed: within a minute nothing with the preview's label is left and its host is 404;
     // production is untouched.
@@ -228,6 +231,54 @@ async fn a_pull_request_gets_its_own_preview_that_follows_its_head_and_leaves_no
     delete_resource(&s.admin, &resource, &slug).await;
     remove_server(&s.admin, &server).await;
     drop(org);
+}
+
+/// From CI without a forge webhook: `POST /deployments` with `preview` deploys the commit as
+/// the PR's preview; the spec's `previewEnvironmentId` answers for it; `DELETE` cleans it.
+async fn from_ci(s: &Setup, server: &str, sha: &str) {
+    let environment = s
+        .admin
+        .get(&format!("/resources/{}", s.resource))
+        .await
+        .ok();
+    let start = json!({
+        "projectId": s.project, "serverId": server, "resourceId": s.resource,
+        "environmentId": s.environment, "commitSha": sha,
+        "gitRef": "feature", "preview": {"kind": "pull-request", "previewId": "pr-13"},
+    });
+    let started = s
+        .admin
+        .post("/deployments", start.clone())
+        .await
+        .expect(201);
+    let id = format!("{}-pr-13", s.resource);
+    assert!(
+        started["id"].as_str().unwrap().starts_with(&id),
+        "{started}"
+    );
+    s.serving(&id, sha).await;
+    wait_body(s.port, &s.host(13), "pull request revision 2").await;
+    let mut bad = start.clone();
+    bad["preview"]["previewId"] = json!("feature-x");
+    let refused = s.admin.post("/deployments", bad).await.expect(422);
+    assert_eq!(refused["error"]["details"]["field"], "preview.previewId");
+    let health = format!("/resources/{}/health?previewEnvironmentId=", s.resource);
+    s.admin.get(&format!("{health}{id}")).await.expect(200);
+    s.admin.get(&format!("{health}nope-pr-1")).await.expect(404);
+
+    let cleaned = s
+        .admin
+        .delete(&format!("/preview-environments/{id}"), json!({}))
+        .await
+        .ok();
+    assert_eq!(cleaned["status"], "cleaned", "{cleaned}");
+    assert_cleaned(s, &id).await;
+    let again = s
+        .admin
+        .delete(&format!("/preview-environments/{id}"), json!({}))
+        .await
+        .ok();
+    assert_eq!(again["status"], "already-clean", "{again}");
 }
 
 /// A fork's PR deploys nothing by default and says why; a forged delivery is refused.

@@ -4,6 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::progress::ProgressEvent;
+use crate::validate::FieldError;
 
 // Shared with the CRDs: defined in `berth-vocabulary`.
 pub use berth_vocabulary::deployments::DeploymentState;
@@ -28,9 +29,62 @@ pub struct StartDeployment {
     /// A git source's commit to deploy (40 or 64 hex digits) instead of its ref's newest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commit_sha: Option<String>,
-    /// A git source's branch, tag or ref to deploy instead of the one the resource follows.
+    /// A git source's branch, tag or ref to deploy instead of the one the resource follows
+    /// (with `preview`: the pull request's head branch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub git_ref: Option<String>,
+    /// Deploy `commitSha` (then required) to this pull request's preview environment instead
+    /// of the resource itself: CI without a forge webhook. Only `POST /deployments`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<DeploymentPreview>,
+}
+
+/// What a preview deployment is of.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeploymentPreviewKind {
+    PullRequest,
+}
+
+/// `preview` of `POST /deployments`: the pull request whose preview environment gets the
+/// commit (created on its first deployment, moved to the commit after).
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Eq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DeploymentPreview {
+    /// `pull-request`.
+    pub kind: DeploymentPreviewKind,
+    /// `pr-<number>`: the pull request's number (`pr-7`).
+    pub preview_id: String,
+}
+
+impl DeploymentPreview {
+    /// A pull request's preview (`pr-<number>`).
+    pub fn pull_request(number: u64) -> Self {
+        Self {
+            kind: DeploymentPreviewKind::PullRequest,
+            preview_id: format!("pr-{number}"),
+        }
+    }
+
+    /// The pull request's number, or an error naming `preview.previewId`.
+    pub fn pull_request_number(&self) -> Result<u64, FieldError> {
+        parse_preview_id(&self.preview_id).ok_or_else(|| {
+            FieldError::new(
+                "preview.previewId",
+                "preview.previewId must be pr-<number>: a pull request's number such as pr-7",
+            )
+        })
+    }
+}
+
+/// The number of `pr-<number>` (a positive decimal integer without leading zeros or sign).
+pub fn parse_preview_id(id: &str) -> Option<u64> {
+    let digits = id.strip_prefix("pr-")?;
+    let plain = !digits.is_empty()
+        && digits.len() <= 19
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && !digits.starts_with('0');
+    plain.then(|| digits.parse().ok()).flatten()
 }
 
 /// `POST /deployments`: the attempt started, to follow with its timeline.
@@ -67,4 +121,45 @@ pub struct TimelineItem {
     pub sequence: i64,
     #[serde(flatten)]
     pub event: ProgressEvent,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preview_ids_are_pull_request_numbers() {
+        assert_eq!(parse_preview_id("pr-7"), Some(7));
+        assert_eq!(parse_preview_id("pr-123456"), Some(123456));
+        for bad in [
+            "pr-0",
+            "pr-07",
+            "pr-",
+            "pr--7",
+            "pr-+7",
+            "7",
+            "PR-7",
+            "pr-7a",
+            "pr-99999999999999999999",
+        ] {
+            assert_eq!(parse_preview_id(bad), None, "{bad}");
+        }
+        let preview = DeploymentPreview::pull_request(7);
+        assert_eq!(preview.pull_request_number().unwrap(), 7);
+        let wrong = DeploymentPreview {
+            preview_id: "feature-x".into(),
+            ..preview
+        };
+        assert_eq!(
+            wrong.pull_request_number().unwrap_err().field,
+            "preview.previewId"
+        );
+        let parsed: StartDeployment = serde_json::from_value(serde_json::json!({
+            "projectId": "shop", "serverId": "edge", "environmentId": "production",
+            "resourceId": "web", "commitSha": "a".repeat(40),
+            "preview": {"kind": "pull-request", "previewId": "pr-7"},
+        }))
+        .unwrap();
+        assert_eq!(parsed.preview, Some(DeploymentPreview::pull_request(7)));
+    }
 }

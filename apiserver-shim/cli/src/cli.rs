@@ -267,7 +267,7 @@ pub enum Command {
     Deployments(Deployments),
     /// Deploy a resource now and follow its progress to the URL that serves it.
     #[command(
-        after_help = "Examples:\n  berth deploy web\n  berth deploy web --commit \"$GITHUB_SHA\"   # from CI, with a deploy token\n\nExits 0 when the deployment succeeded, 1 when it failed (its error code and message are shown)."
+        after_help = "Examples:\n  berth deploy web\n  berth deploy web --commit \"$GITHUB_SHA\"   # from CI, with a deploy token\n  berth deploy web --preview pr-7 --commit \"$GITHUB_SHA\"   # to pull request 7's preview\n\nExits 0 when the deployment succeeded, 1 when it failed (its error code and message are shown).\nWith --preview it does not wait: it prints the attempt's id; `berth previews show <resource>-pr-<n>` tells how it stands."
     )]
     Deploy {
         /// Resource id or slug.
@@ -278,9 +278,19 @@ pub enum Command {
         /// A git source's commit to deploy (40 hex digits) instead of its ref's newest.
         #[arg(long)]
         commit: Option<String>,
-        /// A git source's branch, tag or ref to deploy instead of the one it follows.
+        /// A git source's branch, tag or ref to deploy instead of the one it follows (with
+        /// --preview: the pull request's head branch).
         #[arg(long = "ref")]
         git_ref: Option<String>,
+        /// Deploy the commit to this pull request's preview environment (`pr-<number>`)
+        /// instead, creating it or moving it to the commit; needs --commit.
+        #[arg(
+            long,
+            value_name = "pr-NUMBER",
+            requires = "commit",
+            conflicts_with = "server"
+        )]
+        preview: Option<String>,
     },
     /// A resource's runtime logs.
     #[command(after_help = "Examples:\n  berth logs web --tail 50\n  berth logs web -f")]

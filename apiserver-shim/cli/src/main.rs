@@ -95,7 +95,14 @@ fn run_task(ctx: &Ctx, command: Command) -> CliResult<()> {
             server,
             commit,
             git_ref,
-        } => deploy::deploy(ctx, &resource, server, deploy::Revision { commit, git_ref }),
+            preview,
+        } => {
+            let revision = deploy::Revision { commit, git_ref };
+            match preview {
+                Some(preview) => deploy::deploy_preview(ctx, &resource, &preview, revision),
+                None => deploy::deploy(ctx, &resource, server, revision),
+            }
+        }
         Command::Events {
             resource,
             kind,

@@ -20,11 +20,15 @@ use berth_api::build::SourceKind;
 use berth_api::repository::RepoLocator;
 use berth_crds::deployment::Deployment;
 use berth_crds::member::OrganizationRole;
+use berth_crds::preview::preview_name;
 use berth_crds::resource::Resource;
 use berth_crds::{UPDATED_BY_ID, UPDATED_BY_KIND};
 use berth_observations::TimelineKey;
 use futures::channel::mpsc;
 use futures::{SinkExt, Stream, StreamExt};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, ResourceExt};
 
@@ -33,6 +37,10 @@ use super::Endpoint;
 use crate::auth::{Caller, Principal, ScopeDimension};
 use crate::domain::deployments::{check_server, create_deployment, deployment_name};
 use crate::domain::fields::bounded;
+use crate::domain::objects::all_in;
+use crate::domain::previews::ci::{self, CiHead};
+use crate::domain::previews::policies::effective;
+use crate::domain::previews::write::{Writer, write};
 use crate::domain::resource_access::{masker, require_writable};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
@@ -48,7 +56,10 @@ pub fn endpoints() -> Vec<Endpoint> {
             "/deployments",
             "Start a deployment attempt without following it (201 with its id); a git source's \
              commitSha or gitRef may be given, which a deploy token needs the \
-             `source-link-deploy` workflow command and the repository in its scope for",
+             `source-link-deploy` workflow command and the repository in its scope for. With \
+             `preview` ({kind: pull-request, previewId: pr-<number>}) and commitSha, the commit \
+             goes to that pull request's preview environment instead (created, or moved to \
+             the commit) and the id is that of the attempt the controller starts for it",
             create,
         )
         .success(&[StatusCode::CREATED]),
@@ -91,6 +102,15 @@ fn validate(body: &StartDeployment) -> ApiResult<()> {
     }
     if let Some(git_ref) = &body.git_ref {
         berth_api::build::check_git_ref("gitRef", git_ref)?;
+    }
+    if let Some(preview) = &body.preview {
+        preview.pull_request_number()?;
+        if body.commit_sha.is_none() {
+            return Err(ApiError::validation(
+                "commitSha",
+                "commitSha is required with preview: the commit the preview deploys",
+            ));
+        }
     }
     Ok(())
 }
@@ -212,6 +232,13 @@ async fn start_attempt(
 ) -> ApiResult<(Deployment, Resource)> {
     let organization = caller.require_role(OrganizationRole::Member)?.clone();
     validate(body)?;
+    if body.preview.is_some() {
+        return Err(ApiError::validation(
+            "preview",
+            "preview: a preview's deployment starts with POST /deployments (the controller \
+             runs it; follow it with GET /preview-environments/{id})",
+        ));
+    }
     let resource = deployable(state, caller, body)?;
     check_server(state, caller, &resource, &body.server_id)?;
     check_source_link(caller, &resource, body)?;
@@ -226,12 +253,73 @@ async fn start_attempt(
     Ok((created, resource))
 }
 
-/// Starts the attempt and answers with its id (201).
+/// Checks a request with `preview` and writes the pull request's preview at `commitSha`;
+/// returns the id of the attempt the controller starts for that commit.
+async fn start_preview(
+    state: &AppState,
+    caller: &Caller,
+    body: &StartDeployment,
+) -> ApiResult<String> {
+    caller.require_role(OrganizationRole::Member)?;
+    validate(body)?;
+    let (Some(preview), Some(sha)) = (&body.preview, body.commit_sha.as_deref()) else {
+        return Err(ApiError::validation("preview", "preview: missing"));
+    };
+    let number = preview.pull_request_number()?;
+    let resource = deployable(state, caller, body)?;
+    check_server(state, caller, &resource, &body.server_id)?;
+    if let Some(destination) = &body.destination_id
+        && Some(destination) != resource.spec.destination_id.as_ref()
+    {
+        return Err(ApiError::validation(
+            "destinationId",
+            "destinationId: a preview deploys to the resource's own destination",
+        ));
+    }
+    check_source_link(caller, &resource, body)?;
+    let namespace = resource.namespace().unwrap_or_default();
+    let resource_id = resource.name_any();
+    let policies = all_in(&state.caches.preview_policies, &namespace);
+    let policy = effective(&policies, &resource.spec.project_id, Some(&resource_id));
+    let existing = state
+        .caches
+        .preview_environments
+        .get(&ObjectRef::new(&preview_name(&resource_id, number)).within(&namespace));
+    let head = CiHead {
+        number,
+        sha,
+        head_ref: body.git_ref.as_deref(),
+    };
+    let now = Time(Timestamp::now());
+    let planned = ci::plan(&resource, &policy.spec, head, existing.as_deref(), now)?;
+    write(
+        state,
+        &namespace,
+        &planned.name,
+        planned.spec,
+        Writer::Caller(caller),
+    )
+    .await?;
+    tracing::info!(
+        preview = %planned.name,
+        resource = %resource_id,
+        attempt = %planned.attempt_id,
+        "preview deployment requested"
+    );
+    Ok(planned.attempt_id)
+}
+
+/// Starts the attempt (or, with `preview`, moves the preview to the commit) and answers with
+/// its id (201).
 async fn create(
     State(state): State<AppState>,
     caller: Caller,
     JsonBody(body): JsonBody<StartDeployment>,
 ) -> ApiResult<(StatusCode, Json<DeploymentCreated>)> {
+    if body.preview.is_some() {
+        let id = start_preview(&state, &caller, &body).await?;
+        return Ok((StatusCode::CREATED, Json(DeploymentCreated { id })));
+    }
     let (created, _) = start_attempt(&state, &caller, &body).await?;
     let id = created.name_any();
     Ok((StatusCode::CREATED, Json(DeploymentCreated { id })))
@@ -352,5 +440,33 @@ mod tests {
         let name = deployment_name("res-abc");
         assert_eq!(name.len(), "dep-res-abc-mxxx".len(), "{name}");
         assert!(name.as_str() > "dep-res-abc-999", "{name}");
+    }
+
+    fn body(preview: serde_json::Value, commit: Option<&str>) -> StartDeployment {
+        let mut body = serde_json::json!({
+            "projectId": "shop", "serverId": "edge", "environmentId": "production",
+            "resourceId": "web", "preview": preview,
+        });
+        if let Some(sha) = commit {
+            body["commitSha"] = sha.into();
+        }
+        serde_json::from_value(body).unwrap()
+    }
+
+    fn field(error: ApiError) -> (u16, String) {
+        let field = error.body.details["field"].as_str().unwrap_or_default();
+        (error.status.as_u16(), field.to_string())
+    }
+
+    #[test]
+    fn a_preview_needs_a_pull_request_number_and_a_commit() {
+        let sha = "a".repeat(40);
+        let preview = serde_json::json!({"kind": "pull-request", "previewId": "pr-7"});
+        assert!(validate(&body(preview.clone(), Some(&sha))).is_ok());
+        let missing = validate(&body(preview, None)).unwrap_err();
+        assert_eq!(field(missing), (422, "commitSha".into()));
+        let bad = serde_json::json!({"kind": "pull-request", "previewId": "feature-x"});
+        let bad = validate(&body(bad, Some(&sha))).unwrap_err();
+        assert_eq!(field(bad), (422, "preview.previewId".into()));
     }
 }

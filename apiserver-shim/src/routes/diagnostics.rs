@@ -24,9 +24,10 @@ use super::Endpoint;
 use crate::auth::Caller;
 use crate::domain::fields::bounded;
 use crate::domain::objects::{find_deployment, find_in};
+use crate::domain::previews::read_subject;
 use crate::domain::resource_access::{lookup, masker};
+use crate::domain::runtime_logs;
 use crate::domain::time::utc_range;
-use crate::domain::{environments, runtime_logs};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{QueryParams, known_params};
 use crate::json::Json;
@@ -44,7 +45,8 @@ pub fn endpoints() -> Vec<Endpoint> {
          observationFrom, observationTo (UTC, ending in Z), includeDeploymentTimelineTail and \
          includeRuntimeLogTail (true|false, default true), includeProxyConfiguration (default \
          false: reads the route from the server's edge proxy), tailLines 0..50 default 20, \
-         locale (default en), previewEnvironmentId)",
+         locale (default en), previewEnvironmentId: a preview environment of the resource, \
+         whose copy of it is then summarized)",
         show,
     )]
 }
@@ -112,9 +114,9 @@ async fn show(
 ) -> ApiResult<Json<DiagnosticSummary>> {
     let query = parse_query(&query)?;
     let resource = lookup(&state, &caller, &id)?;
-    if let Some(preview) = &query.preview_environment_id {
-        environments::lookup(&state, &caller, preview)?;
-    }
+    let preview = query.preview_environment_id.as_deref();
+    let resource = read_subject(&state, &caller, resource, preview)?.resource;
+    let id = resource.name_any();
     let masker = masker(&state, &caller, &resource).await?;
     let mut errors = Vec::new();
     let deployment = focus_deployment(&state, &resource, &query, &mut errors).await?;

@@ -11,7 +11,7 @@ use axum::extract::{Path, State};
 
 use super::Endpoint;
 use crate::auth::Caller;
-use crate::domain::environments;
+use crate::domain::previews::{PREVIEW_PARAM, read_subject};
 use crate::domain::resource_access::lookup;
 use crate::domain::resource_health::{HealthQuery, assemble};
 use crate::error::{ApiError, ApiResult};
@@ -27,7 +27,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "/resources/{resourceId}/health",
             "The resource's health (query: mode cached|live, default cached: from the controller's \
          observations without contacting the server; live: asks the server now. includeChecks, \
-         includeRuntimeProbe, includePublicAccessProbe: true|false; previewEnvironmentId)",
+         includeRuntimeProbe, includePublicAccessProbe: true|false; previewEnvironmentId: a \
+         preview environment of the resource, whose copy of it is then answered for)",
             show,
         ),
         Endpoint::get::<history::HealthHistory, _, _>(
@@ -35,7 +36,8 @@ pub fn endpoints() -> Vec<Endpoint> {
             "The resource's health records as berth-controller observed them: on every change and \
          every 15 minutes while unchanged (query: window.from, window.to: UTC date-times ending \
          in Z, default the last 24 hours; limit 1..720 default 200: the latest in the window, \
-         oldest first)",
+         oldest first; previewEnvironmentId: a preview environment of the resource, whose \
+         copy's history is then answered)",
             history::show,
         ),
     ]
@@ -78,10 +80,9 @@ async fn show(
 ) -> ApiResult<Json<ResourceHealth>> {
     let parsed = parse_query(&query)?;
     let resource = lookup(&state, &caller, &id)?;
-    if let Some(preview) = query.string("previewEnvironmentId")? {
-        environments::lookup(&state, &caller, preview)?;
-    }
-    Ok(Json(assemble(&state, &resource, &parsed).await))
+    let preview = query.string(PREVIEW_PARAM)?;
+    let subject = read_subject(&state, &caller, resource, preview)?;
+    Ok(Json(assemble(&state, &subject.resource, &parsed).await))
 }
 
 #[cfg(test)]

@@ -7,15 +7,15 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use berth_api::deployments::StartDeployment;
+use berth_api::deployments::{DeploymentCreated, DeploymentPreview, StartDeployment};
 use berth_api::progress::{ProgressEvent, StreamStatus};
 use berth_api::resources::ResourceRecord;
 use reqwest::Method;
 use serde_json::Value;
 
 use super::Ctx;
-use super::find_resource;
 use super::infra::server_id;
+use super::{find_resource, read_as};
 use crate::error::{CliError, CliResult};
 use crate::output::Format;
 use crate::progress::ProgressView;
@@ -45,6 +45,7 @@ pub fn deploy(
         destination_id: None,
         commit_sha: revision.commit,
         git_ref: revision.git_ref,
+        preview: None,
     };
     let events = ctx
         .api()?
@@ -73,6 +74,51 @@ pub fn deploy(
     }
     drop(spinner);
     finish(ctx, &resource, last)
+}
+
+/// `berth deploy --preview pr-<n>`: moves the pull request's preview to the commit through
+/// `POST /deployments` (the controller deploys it) and prints the attempt's id.
+pub fn deploy_preview(
+    ctx: &Ctx,
+    resource: &str,
+    preview: &str,
+    revision: Revision,
+) -> CliResult<()> {
+    let Some(number) = berth_api::deployments::parse_preview_id(preview) else {
+        return Err(CliError::Usage(format!(
+            "--preview must be pr-<number> (a pull request's number, such as pr-7), not {preview}"
+        )));
+    };
+    let (resource, _) = find_resource(ctx, resource)?;
+    let server = resource_server(ctx, &resource)?;
+    let body = StartDeployment {
+        project_id: resource.project_id.clone(),
+        server_id: server,
+        environment_id: resource.environment_id.clone(),
+        resource_id: resource.id.clone(),
+        destination_id: None,
+        commit_sha: revision.commit,
+        git_ref: revision.git_ref,
+        preview: Some(DeploymentPreview::pull_request(number)),
+    };
+    let answer = ctx.api()?.post("/deployments", &body)?;
+    let created: DeploymentCreated = read_as("deployment", &answer)?;
+    if ctx.out.quiet {
+        println!("{}", created.id);
+    }
+    // The attempt is named `<preview>-<first 12 digits of the commit>`.
+    let preview_id = created
+        .id
+        .rsplit_once('-')
+        .map_or("", |(preview, _)| preview);
+    ctx.out.done(
+        &answer,
+        &format!(
+            "Deploying to preview {preview_id} as {}; see `berth previews show {preview_id}`",
+            created.id
+        ),
+    );
+    Ok(())
 }
 
 /// The outcome: the URL after a success; the error (code in its message) after a failure.

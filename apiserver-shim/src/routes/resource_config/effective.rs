@@ -10,6 +10,7 @@ use berth_crds::masking::MASK;
 use berth_crds::organization::Organization;
 use berth_crds::resource::Resource;
 use berth_crds::variable::PlainVariable;
+use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 
 use super::super::Endpoint;
@@ -19,8 +20,9 @@ use super::{lookup, secret_store};
 use crate::auth::Caller;
 use crate::domain::environment_secrets;
 use crate::domain::environments;
+use crate::domain::previews::{PREVIEW_PARAM, ReadSubject, read_subject};
 use crate::domain::projects;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::extract::{QueryParams, known_params};
 use crate::json::Json;
 use crate::state::AppState;
@@ -30,7 +32,8 @@ pub use berth_api::variables::{EffectiveConfig, Override};
 pub fn endpoints() -> Vec<Endpoint> {
     vec![Endpoint::get::<EffectiveConfig, _, _>(
         "/resources/{resourceId}/effective-config",
-        "Show the effective configuration (masked)",
+        "Show the effective configuration (masked; query: previewEnvironmentId: a preview \
+         environment of the resource, whose copy's configuration is then shown)",
         show,
     )]
 }
@@ -137,21 +140,15 @@ async fn show(
     Path(id): Path<String>,
     query: QueryParams,
 ) -> ApiResult<Json<EffectiveConfig>> {
-    known_params(&query, &["previewEnvironmentId"])?;
+    known_params(&query, &[PREVIEW_PARAM])?;
     let resource = lookup(&state, &caller, &id)?;
-    let environment_id = match query.string("previewEnvironmentId")? {
-        Some(preview) => {
-            let environment = environments::lookup(&state, &caller, preview)?;
-            if environment.spec.project_id != resource.spec.project_id {
-                return Err(ApiError::validation(
-                    "previewEnvironmentId",
-                    "previewEnvironmentId must name an environment of the resource's project",
-                ));
-            }
-            preview.to_string()
-        }
-        None => resource.spec.environment_id.clone(),
-    };
+    let preview = query.string(PREVIEW_PARAM)?;
+    let ReadSubject {
+        resource,
+        environment_id,
+    } = read_subject(&state, &caller, resource, preview)?;
+    // A preview's copy answers as itself.
+    let id = resource.name_any();
     let owned = owned_entries(&state, &resource).await?;
     let (effective, hidden) =
         merge(scope_entries(&state, &caller, &resource, &environment_id).await?);

@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::auth::Caller;
-use crate::domain::environments;
+use crate::domain::previews::{PREVIEW_PARAM, read_subject};
 use crate::domain::resource_access::lookup;
 use crate::domain::time::utc_window;
 use crate::error::ApiResult;
@@ -116,9 +116,8 @@ pub async fn show(
     let now = Timestamp::now();
     let window = parse_query(&query, now)?;
     let resource = lookup(&state, &caller, &id)?;
-    if let Some(preview) = query.string("previewEnvironmentId")? {
-        environments::lookup(&state, &caller, preview)?;
-    }
+    let preview = query.string(PREVIEW_PARAM)?;
+    let resource = read_subject(&state, &caller, resource, preview)?.resource;
     let store_query = HealthQuery {
         namespace: resource.namespace().unwrap_or_default(),
         resource: resource.name_any(),

@@ -1,14 +1,14 @@
 //! Pull requests' events: for each verified binding, the preview of the pull request is
 //! created, moved to the new head, or removed ([`decide`]), and the receipt says which, or
 //! why not. The PreviewEnvironment is written in the resource's namespace, labelled with the
-//! resource; the controller builds (and on removal, tears down) what it stands for.
+//! resource (`domain::previews::write`, which CI's previews share); the controller builds
+//! (and on removal, tears down) what it stands for.
 
 use std::sync::Arc;
 
 use berth_api::webhooks::{PreviewReceipt, WebhookReceipt};
-use berth_crds::preview::{PREVIEW_RESOURCE_LABEL, PreviewEnvironment};
+use berth_crds::preview::PreviewEnvironment;
 use berth_crds::resource::Resource;
-use berth_crds::{MANAGED_LABEL, UPDATED_BY_ID, UPDATED_BY_KIND};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::DeleteParams;
@@ -21,9 +21,9 @@ use super::preview_decide::{PreviewOutcome, decide};
 use super::pull_request::{self, Action};
 use crate::domain::objects::all_in;
 use crate::domain::previews::policies::effective;
+use crate::domain::previews::write::{Writer, write};
 use crate::error::ApiResult;
 use crate::state::AppState;
-use crate::write::apply;
 
 /// The receipt's `event` for a pull request's delivery.
 pub const EVENT: &str = "pull-request";
@@ -125,9 +125,8 @@ async fn act(
             spec,
             created,
         } => {
-            let mut preview = PreviewEnvironment::new(&name, *spec);
-            stamp(&mut preview, &resource_id, provider);
-            apply(&api, &state.caches.preview_environments, None, preview).await?;
+            let writer = Writer::Webhook(provider.as_str());
+            write(state, &namespace, &name, *spec, writer).await?;
             tracing::info!(preview = %name, resource = %resource_id, created, "preview written");
             entry(name, if created { "created" } else { "updated" }, None)
         }
@@ -154,18 +153,4 @@ async fn act(
             ..ignored(&resource_id, reason, message)
         },
     })
-}
-
-/// Labels a preview with its resource (what the controller and the cleanup lists select by)
-/// and notes the webhook as its writer.
-fn stamp(preview: &mut PreviewEnvironment, resource_id: &str, provider: Provider) {
-    let labels = preview.labels_mut();
-    labels.insert(PREVIEW_RESOURCE_LABEL.into(), resource_id.to_string());
-    labels.insert(MANAGED_LABEL.into(), "true".into());
-    let annotations = preview.annotations_mut();
-    annotations.insert(UPDATED_BY_KIND.into(), "system".into());
-    annotations.insert(
-        UPDATED_BY_ID.into(),
-        format!("webhook:{}", provider.as_str()),
-    );
 }
