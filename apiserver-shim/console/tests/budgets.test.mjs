@@ -49,7 +49,7 @@ function pages() {
     '/projects',
     `/projects/${fixture.project}`,
     `/environments/${fixture.environment}`,
-    ...['overview', 'deployments', 'logs', 'monitor', 'configuration', 'domains', 'storage', 'tasks', 'settings'].map((tab) => `${resource}/${tab}`),
+    ...['overview', 'deployments', 'logs', 'monitor', 'configuration', 'domains', 'storage', 'tasks', 'previews', 'settings'].map((tab) => `${resource}/${tab}`),
     '/servers',
     '/databases',
     '/tokens',

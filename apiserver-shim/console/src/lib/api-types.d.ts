@@ -670,7 +670,7 @@ export interface paths {
         /** List deployment attempts, newest first, also those started by GitOps, auto-deploy and configuration changes and those removed beyond a resource's history limit (filters: resourceId, projectId, environmentId, serverId, status; limit 1..500, default 50; cursor from nextCursor) */
         get: operations["get_deployments"];
         put?: never;
-        /** Start a deployment attempt without following it (201 with its id); a git source's commitSha or gitRef may be given, which a deploy token needs the `source-link-deploy` workflow command and the repository in its scope for */
+        /** Start a deployment attempt without following it (201 with its id); a git source's commitSha or gitRef may be given, which a deploy token needs the `source-link-deploy` workflow command and the repository in its scope for. With `preview` ({kind: pull-request, previewId: pr-<number>}) and commitSha, the commit goes to that pull request's preview environment instead (created, or moved to the commit) and the id is that of the attempt the controller starts for it */
         post: operations["post_deployments"];
         delete?: never;
         options?: never;
@@ -1907,7 +1907,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Why the resource does or does not serve, in one record with copy texts for a support ticket; secret values masked (query: deploymentId (default the latest), observationFrom, observationTo (UTC, ending in Z), includeDeploymentTimelineTail and includeRuntimeLogTail (true|false, default true), includeProxyConfiguration (default false: reads the route from the server's edge proxy), tailLines 0..50 default 20, locale (default en), previewEnvironmentId) */
+        /** Why the resource does or does not serve, in one record with copy texts for a support ticket; secret values masked (query: deploymentId (default the latest), observationFrom, observationTo (UTC, ending in Z), includeDeploymentTimelineTail and includeRuntimeLogTail (true|false, default true), includeProxyConfiguration (default false: reads the route from the server's edge proxy), tailLines 0..50 default 20, locale (default en), previewEnvironmentId: a preview environment of the resource, whose copy of it is then summarized) */
         get: operations["get_resources_resourceId_diagnostic_summary"];
         put?: never;
         post?: never;
@@ -1924,7 +1924,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Show the effective configuration (masked) */
+        /** Show the effective configuration (masked; query: previewEnvironmentId: a preview environment of the resource, whose copy's configuration is then shown) */
         get: operations["get_resources_resourceId_effective_config"];
         put?: never;
         post?: never;
@@ -1941,7 +1941,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The resource's health (query: mode cached|live, default cached: from the controller's observations without contacting the server; live: asks the server now. includeChecks, includeRuntimeProbe, includePublicAccessProbe: true|false; previewEnvironmentId) */
+        /** The resource's health (query: mode cached|live, default cached: from the controller's observations without contacting the server; live: asks the server now. includeChecks, includeRuntimeProbe, includePublicAccessProbe: true|false; previewEnvironmentId: a preview environment of the resource, whose copy of it is then answered for) */
         get: operations["get_resources_resourceId_health"];
         put?: never;
         post?: never;
@@ -1958,7 +1958,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The resource's health records as berth-controller observed them: on every change and every 15 minutes while unchanged (query: window.from, window.to: UTC date-times ending in Z, default the last 24 hours; limit 1..720 default 200: the latest in the window, oldest first) */
+        /** The resource's health records as berth-controller observed them: on every change and every 15 minutes while unchanged (query: window.from, window.to: UTC date-times ending in Z, default the last 24 hours; limit 1..720 default 200: the latest in the window, oldest first; previewEnvironmentId: a preview environment of the resource, whose copy's history is then answered) */
         get: operations["get_resources_resourceId_health_history"];
         put?: never;
         post?: never;
@@ -5058,6 +5058,21 @@ export interface components {
          * @enum {string}
          */
         DeploymentPhase: "detect" | "plan" | "package" | "deploy" | "verify" | "rollback";
+        /**
+         * @description `preview` of `POST /deployments`: the pull request whose preview environment gets the
+         *     commit (created on its first deployment, moved to the commit after).
+         */
+        DeploymentPreview: {
+            /** @description `pull-request`. */
+            kind: components["schemas"]["DeploymentPreviewKind"];
+            /** @description `pr-<number>`: the pull request's number (`pr-7`). */
+            previewId: string;
+        };
+        /**
+         * @description What a preview deployment is of.
+         * @enum {string}
+         */
+        DeploymentPreviewKind: "pull-request";
         /** @description `GET /deployments/{deploymentId}/proof`. */
         DeploymentProof: {
             deploymentId: string;
@@ -8666,8 +8681,16 @@ export interface components {
             destinationId?: string;
             /** @description The resource's environment. */
             environmentId: string;
-            /** @description A git source's branch, tag or ref to deploy instead of the one the resource follows. */
+            /**
+             * @description A git source's branch, tag or ref to deploy instead of the one the resource follows
+             *     (with `preview`: the pull request's head branch).
+             */
             gitRef?: string;
+            /**
+             * @description Deploy `commitSha` (then required) to this pull request's preview environment instead
+             *     of the resource itself: CI without a forge webhook. Only `POST /deployments`.
+             */
+            preview?: components["schemas"]["DeploymentPreview"];
             /** @description The resource's project. */
             projectId: string;
             /** @description The resource to deploy (its current source is deployed). */
