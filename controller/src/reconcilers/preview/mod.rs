@@ -261,10 +261,15 @@ async fn hold_for_quota(
         return Ok(None);
     }
     let max = policy.max_active_previews.unwrap_or_default();
+    let resource = &preview.spec.resource_id;
+    let active = if max == 1 {
+        format!("1 preview of resource {resource} is active")
+    } else {
+        format!("{max} previews of resource {resource} are active")
+    };
     let message = format!(
-        "{max} previews of resource {} are active, as many as its preview policy allows \
-         (maxActivePreviews); this one starts when one of them is closed",
-        preview.spec.resource_id
+        "{active}, as many as its preview policy allows (maxActivePreviews); this one starts \
+         when one of them is closed"
     );
     let status = plan::base_status(
         preview,
