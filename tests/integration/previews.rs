@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use crate::deploy_support::{
     delete_resource, docker_names, fetch, ready_server, remove_server, wait_body,
 };
-use crate::git_support::{GitRepo, deliver};
+use crate::git_support::{GitRepo, deliver, deliver_as, github_signature};
 use crate::shim_projects_envs::{environment, project};
 
 const WAIT: Duration = Duration::from_secs(150);
@@ -214,6 +214,7 @@ async fn a_pull_request_gets_its_own_preview_that_follows_its_head_and_leaves_no
     assert_cleaned(&s, &other).await;
 
     refusals(&s, &second).await;
+    other_forges(&s, &second).await;
     quota_and_expiry(&s, &second).await;
     from_ci(&s, &server, &second).await;
 
@@ -279,6 +280,53 @@ async fn from_ci(s: &Setup, server: &str, sha: &str) {
         .await
         .ok();
     assert_eq!(again["status"], "already-clean", "{again}");
+}
+
+/// Gitea's pull_request and GitLab's merge request events open and close previews too (GitLab
+/// proves a delivery with the secret itself as its token).
+async fn other_forges(s: &Setup, sha: &str) {
+    let payload = pull_request(&s.repo, "opened", 14, (&s.base_repo, "feature", sha));
+    let body = serde_json::to_vec(&payload).unwrap();
+    let signature = github_signature(&s.secret, &body);
+    let gitea = [
+        ("x-gitea-event", "pull_request".to_string()),
+        ("x-gitea-delivery", format!("gitea-{}", random_suffix())),
+        (
+            "x-gitea-signature",
+            signature.trim_start_matches("sha256=").to_string(),
+        ),
+    ];
+    let (status, receipt) = deliver_as("gitea", &gitea, &payload).await;
+    assert_eq!(status, 202, "{receipt}");
+    assert_eq!(preview_of(&receipt)["action"], "created", "{receipt}");
+    let id = preview_of(&receipt)["previewEnvironmentId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let merged = json!({
+        "object_kind": "merge_request",
+        "project": {"path_with_namespace": s.base_repo, "git_http_url": s.repo.http_url()},
+        "repository": {"git_http_url": s.repo.http_url()},
+        "object_attributes": {
+            "iid": 14, "action": "merge", "source_branch": "feature", "target_branch": "main",
+            "last_commit": {"id": sha},
+            "source": {"path_with_namespace": s.base_repo, "git_http_url": s.repo.http_url()},
+            "target": {"path_with_namespace": s.base_repo, "git_http_url": s.repo.http_url()},
+        },
+    });
+    let gitlab = [
+        ("x-gitlab-event", "Merge Request Hook".to_string()),
+        ("x-gitlab-token", s.secret.clone()),
+    ];
+    let (status, receipt) = deliver_as("gitlab", &gitlab, &merged).await;
+    assert_eq!(status, 202, "{receipt}");
+    assert_eq!(
+        preview_of(&receipt)["action"],
+        "cleanup-requested",
+        "{receipt}"
+    );
+    assert_cleaned(s, &id).await;
 }
 
 /// A fork's PR deploys nothing by default and says why; a forged delivery is refused.
