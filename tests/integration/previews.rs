@@ -237,11 +237,6 @@ async fn a_pull_request_gets_its_own_preview_that_follows_its_head_and_leaves_no
 /// From CI without a forge webhook: `POST /deployments` with `preview` deploys the commit as
 /// the PR's preview; the spec's `previewEnvironmentId` answers for it; `DELETE` cleans it.
 async fn from_ci(s: &Setup, server: &str, sha: &str) {
-    let environment = s
-        .admin
-        .get(&format!("/resources/{}", s.resource))
-        .await
-        .ok();
     let start = json!({
         "projectId": s.project, "serverId": server, "resourceId": s.resource,
         "environmentId": s.environment, "commitSha": sha,
