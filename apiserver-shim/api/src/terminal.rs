@@ -67,7 +67,7 @@ pub struct TerminalSessionRecord {
 }
 
 /// How to reach the terminal.
-#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
 pub struct Transport {
     /// `websocket`.
     pub kind: String,
@@ -109,8 +109,15 @@ pub enum ServerMessage {
     Error { message: String },
 }
 
+/// `schemaVersion` of `GET /terminal-sessions` (Appaloft's `terminal-sessions.list/v1`).
+pub const LIST_SCHEMA: &str = "terminal-sessions.list/v1";
+
+/// Answer of `GET /terminal-sessions`: the caller's sessions, newest first.
 #[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
 pub struct SessionList {
+    /// `terminal-sessions.list/v1`.
+    pub schema_version: String,
     pub items: Vec<ListedSession>,
 }
 
@@ -124,17 +131,38 @@ pub struct TerminalProtocol {
     pub server_text_frames: Option<ServerMessage>,
 }
 
-/// A terminal session as `GET /terminal-sessions` lists it.
+/// A terminal session as `GET /terminal-sessions` lists it: Appaloft's terminal session
+/// summary (the session's record as created, without its ticket, plus its status).
 #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema, Debug, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ListedSession {
     pub session_id: String,
-    /// `server`, `resource` or `dependency`.
+    /// `server`, `resource` or `dependency` (Berth).
     pub scope: String,
     pub server_id: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resource_id: Option<String>,
-    /// `pending` (waiting for its WebSocket) or `connected`.
-    pub status: String,
+    /// Berth: the database of a `dependency` terminal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dependency_resource_id: Option<String>,
+    /// The session's WebSocket, without the create answer's single-use ticket: its creator
+    /// opens it with their bearer token while the session waits for it.
+    pub transport: Transport,
+    /// The provider of the server the shell runs on.
+    pub provider_key: String,
+    /// Where the shell starts, relative to the login user's home (`~/…`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_directory: Option<String>,
+    pub status: TerminalSessionStatus,
     pub created_at: String,
+}
+
+/// Where a listed terminal session is (Appaloft's vocabulary).
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum TerminalSessionStatus {
+    /// Waiting for its WebSocket (until `expiresAt` of its record), or connected to its shell.
+    Active,
+    /// Its shell has ended (or its client left, or it idled out) and its WebSocket is closing.
+    Closing,
 }

@@ -35,7 +35,8 @@ use crate::json::Json;
 use crate::services::server_access::{self, server_id};
 use crate::services::terminals::pending::{self, Claim, Creator, Pending};
 use crate::services::terminals::{
-    CONNECT_WITHIN, ContainerProgram, ContainerShell, ListedSession, MAX_OPEN_PER_SERVER, too_many,
+    CONNECT_WITHIN, ContainerProgram, ContainerShell, ListedSession, MAX_OPEN_PER_SERVER,
+    TerminalSessionStatus, too_many,
 };
 use crate::state::AppState;
 use crate::token::new_id;
@@ -45,7 +46,7 @@ pub use berth_api::terminal::{
     CreateTerminalSession, TerminalScope, TerminalSessionRecord, Transport,
 };
 
-pub use berth_api::terminal::SessionList;
+pub use berth_api::terminal::{LIST_SCHEMA, SessionList};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -56,7 +57,8 @@ pub fn endpoints() -> Vec<Endpoint> {
         ),
         Endpoint::get::<SessionList, _, _>(
             "/terminal-sessions",
-            "The caller's terminal sessions: waiting for their WebSocket, or connected",
+            "The caller's terminal sessions, newest first: active (waiting for their WebSocket, \
+             or connected) or closing",
             list,
         ),
         Endpoint::get::<TerminalProtocol, _, _>(
@@ -180,44 +182,14 @@ async fn create(
     state.terminals.clone().close_when_idle(id);
     let session_id = new_id("trm");
     let created = Timestamp::now();
-    let expires = created + CONNECT_WITHIN;
     let ticket = crate::token::generate("btt_");
-    let listed = ListedSession {
-        session_id: session_id.clone(),
-        scope: body.scope.kind.clone(),
-        server_id: server.name_any(),
-        resource_id: body
-            .scope
-            .resource_id
-            .clone()
-            .filter(|_| container.is_some()),
-        status: "pending".into(),
-        created_at: created.to_string(),
-    };
-    let pending = Pending {
-        namespace: organization.namespace.clone(),
-        server_id: server.name_any(),
-        rows,
-        cols,
-        directory: directory.clone(),
-        container: container.clone(),
-        listed,
-    };
-    let creator = Creator {
-        user_id: user_id.to_string(),
-        login_session_id: login_session_id.to_string(),
-        created_ms: created.as_millisecond(),
-    };
-    let record =
-        pending::record(&session_id, &creator, &ticket, &pending).map_err(ApiError::internal)?;
-    pending::insert(&state.observations, record).await?;
-    tracing::info!(session = %session_id, server = %server.name_any(), user = %user_id, "terminal session created");
-    Ok(Json(TerminalSessionRecord {
+    let path = websocket_path(&state, &session_id);
+    let record = TerminalSessionRecord {
         transport: Transport {
             kind: "websocket".into(),
-            path: format!("{}?ticket={ticket}", websocket_path(&state, &session_id)),
+            path: format!("{path}?ticket={ticket}"),
         },
-        session_id,
+        session_id: session_id.clone(),
         scope: body.scope.kind.clone(),
         server_id: server.name_any(),
         resource_id: body
@@ -230,12 +202,51 @@ async fn create(
             .dependency_resource_id
             .clone()
             .filter(|_| body.scope.kind == "dependency"),
-        container_id: container.map(|c| c.container_id),
+        container_id: container.as_ref().map(|c| c.container_id.clone()),
         provider_key: server.spec.provider_key.clone(),
-        working_directory: directory.map(|d| format!("~/{d}")),
+        working_directory: directory.as_ref().map(|d| format!("~/{d}")),
         created_at: created.to_string(),
-        expires_at: expires.to_string(),
-    }))
+        expires_at: (created + CONNECT_WITHIN).to_string(),
+    };
+    let pending = Pending {
+        namespace: organization.namespace.clone(),
+        server_id: server.name_any(),
+        rows,
+        cols,
+        directory,
+        container,
+        listed: listed(&record, path),
+    };
+    let creator = Creator {
+        user_id: user_id.to_string(),
+        login_session_id: login_session_id.to_string(),
+        created_ms: created.as_millisecond(),
+    };
+    let stored =
+        pending::record(&session_id, &creator, &ticket, &pending).map_err(ApiError::internal)?;
+    pending::insert(&state.observations, stored).await?;
+    tracing::info!(session = %session_id, server = %server.name_any(), user = %user_id, "terminal session created");
+    Ok(Json(record))
+}
+
+/// How `GET /terminal-sessions` lists a created session: its record with `path`, the
+/// WebSocket's path without the ticket (the listing must not hand out the ticket), `active`.
+fn listed(record: &TerminalSessionRecord, path: String) -> ListedSession {
+    ListedSession {
+        session_id: record.session_id.clone(),
+        scope: record.scope.clone(),
+        server_id: record.server_id.clone(),
+        resource_id: record.resource_id.clone(),
+        dependency_resource_id: record.dependency_resource_id.clone(),
+        transport: Transport {
+            kind: record.transport.kind.clone(),
+            path,
+        },
+        provider_key: record.provider_key.clone(),
+        working_directory: record.working_directory.clone(),
+        status: TerminalSessionStatus::Active,
+        created_at: record.created_at.clone(),
+    }
 }
 
 /// An id the scope needs: present and of a bounded length.
@@ -431,11 +442,13 @@ async fn claim(state: &AppState, id: &str, auth: SocketAuth) -> ApiResult<(Pendi
 }
 
 /// `GET /terminal-sessions`: the caller's sessions waiting for their WebSocket (created on any
-/// replica) or connected (through this one), newest first.
+/// replica) or connected (through this one), newest first. Both are `active`; a connected one
+/// is `closing` once its shell has ended, until its WebSocket is closed.
 async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<SessionList>> {
     let (user_id, _, _) = caller.require_user()?;
     let waiting = pending::of_user(&state.observations, user_id).await?;
     Ok(Json(SessionList {
+        schema_version: LIST_SCHEMA.into(),
         items: newest_first(waiting, state.terminals.connected_of(user_id)),
     }))
 }
@@ -489,7 +502,8 @@ async fn connect(
     terminals.connected(user_id, pending.listed.clone());
     Ok(upgrade.on_upgrade(move |socket| async move {
         let id = session.id.clone();
-        bridge::run(socket, channel, session, slot).await;
+        let closing = || terminals.closing(&id);
+        bridge::run(socket, channel, session, slot, closing).await;
         terminals.disconnected(&id);
     }))
 }

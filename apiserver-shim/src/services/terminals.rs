@@ -19,7 +19,7 @@ use kube::runtime::reflector::Store;
 use super::server_access::{self, IDLE_CONNECTION};
 use crate::error::{ApiError, ApiResult};
 
-pub use berth_api::terminal::ListedSession;
+pub use berth_api::terminal::{ListedSession, TerminalSessionStatus};
 
 /// How long a created session waits for its WebSocket.
 pub const CONNECT_WITHIN: Duration = Duration::from_secs(60);
@@ -148,11 +148,20 @@ impl Terminals {
             .collect()
     }
 
-    /// Remembers `listed` as connected by `user` through this replica.
+    /// Remembers `listed` as connected by `user` through this replica (`active`).
     pub fn connected(&self, user: &str, mut listed: ListedSession) {
-        listed.status = "connected".into();
+        listed.status = TerminalSessionStatus::Active;
         let mut connected = self.connected.lock().unwrap_or_else(|e| e.into_inner());
         connected.insert(listed.session_id.clone(), (user.to_string(), listed));
+    }
+
+    /// Marks a connected session `closing`: its shell ended (or its client left, or it idled
+    /// out) and its channel and WebSocket are being closed.
+    pub fn closing(&self, id: &str) {
+        let mut connected = self.connected.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, listed)) = connected.get_mut(id) {
+            listed.status = TerminalSessionStatus::Closing;
+        }
     }
 
     /// Forgets a session whose WebSocket closed.
@@ -217,6 +226,40 @@ pub fn too_many() -> ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_connected_session_is_active_then_closing_then_gone() {
+        let listed = ListedSession {
+            session_id: "trm-1".into(),
+            scope: "server".into(),
+            server_id: "srv-1".into(),
+            resource_id: None,
+            dependency_resource_id: None,
+            transport: berth_api::terminal::Transport {
+                kind: "websocket".into(),
+                path: "/api/terminal-sessions/trm-1/ws".into(),
+            },
+            provider_key: "generic-ssh".into(),
+            working_directory: None,
+            status: TerminalSessionStatus::Active,
+            created_at: "2030-01-01T00:00:00Z".into(),
+        };
+        let terminals = Terminals::default();
+        terminals.connected("usr-a", listed);
+        let status = |user| -> Vec<TerminalSessionStatus> {
+            terminals
+                .connected_of(user)
+                .iter()
+                .map(|s| s.status)
+                .collect()
+        };
+        assert_eq!(status("usr-a"), vec![TerminalSessionStatus::Active]);
+        assert_eq!(status("usr-b"), []);
+        terminals.closing("trm-1");
+        assert_eq!(status("usr-a"), vec![TerminalSessionStatus::Closing]);
+        terminals.disconnected("trm-1");
+        assert!(terminals.connected_of("usr-a").is_empty());
+    }
 
     #[test]
     fn a_container_shell_expands_nothing_of_its_socket_path() {

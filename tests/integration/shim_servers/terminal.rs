@@ -7,7 +7,7 @@ use std::time::Duration;
 use berth_crds::member::OrganizationRole;
 use berth_tests::rest::{Rest, TestOrg, base_url};
 use berth_tests::sshd::{TestSshd, new_client_key};
-use berth_tests::{client, random_suffix};
+use berth_tests::{client, eventually, random_suffix};
 use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::net::TcpStream;
@@ -296,10 +296,23 @@ async fn terminal_session_runs_a_command_resizes_and_is_single_use() {
         with_ticket.starts_with(&format!("{path}?ticket=btt_")),
         "{with_ticket}"
     );
-    // Listed for its creator only, waiting for its WebSocket.
+    // Listed for its creator only, as Appaloft's client reads it: `active` while it waits for
+    // its WebSocket, with its transport (never its ticket) and provider.
     let listed = admin.get("/terminal-sessions").await.ok();
-    assert_eq!(listed["items"][0]["sessionId"], session, "{listed}");
-    assert_eq!(listed["items"][0]["status"], "pending");
+    assert_eq!(
+        listed["schemaVersion"], "terminal-sessions.list/v1",
+        "{listed}"
+    );
+    let item = &listed["items"][0];
+    assert_eq!(item["sessionId"], session, "{listed}");
+    assert_eq!(item["status"], "active", "{listed}");
+    assert_eq!(item["scope"], "server");
+    assert_eq!(item["serverId"], server.as_str());
+    assert_eq!(item["providerKey"], "generic-ssh");
+    assert_eq!(item["transport"]["kind"], "websocket");
+    assert_eq!(item["transport"]["path"], path.as_str(), "{listed}");
+    assert_eq!(item["createdAt"], record["createdAt"]);
+    assert!(!listed.to_string().contains("btt_"), "{listed}");
     let theirs = other_admin.get("/terminal-sessions").await.ok();
     assert_eq!(
         theirs["items"].as_array().map(Vec::len),
@@ -326,8 +339,10 @@ async fn terminal_session_runs_a_command_resizes_and_is_single_use() {
         Some(404),
         "single use"
     );
+    // Connected, it stays `active` (Appaloft has no separate connected state).
     let listed = admin.get("/terminal-sessions").await.ok();
-    assert_eq!(listed["items"][0]["status"], "connected", "{listed}");
+    assert_eq!(listed["items"][0]["sessionId"], session, "{listed}");
+    assert_eq!(listed["items"][0]["status"], "active", "{listed}");
 
     let ready = shell.events[0].clone();
     assert_eq!(
@@ -354,6 +369,14 @@ async fn terminal_session_runs_a_command_resizes_and_is_single_use() {
         )
         .await;
     assert_eq!(shell.exit().await["exitStatus"], 0);
+    // Once the shell has exited the session is `closing` only while its socket is being closed
+    // (too brief to catch here), then no longer listed.
+    eventually(READ, "the ended session unlisted", || async {
+        let listed = admin.get("/terminal-sessions").await.ok();
+        let items = listed["items"].as_array()?;
+        (!items.iter().any(|item| item["sessionId"] == session)).then_some(())
+    })
+    .await;
 
     // relativeDirectory is below the login user's home.
     let mut shell = open_shell(&admin, &server, json!({"relativeDirectory": "work/app"})).await;

@@ -53,12 +53,14 @@ struct Ending {
     signal: Option<String>,
 }
 
-/// Pumps bytes both ways until the shell exits, the client leaves or the session idles out.
+/// Pumps bytes both ways until the shell exits, the client leaves or the session idles out;
+/// then calls `closing` and closes the channel and the socket.
 pub async fn run(
     mut socket: WebSocket,
     mut channel: Channel<Msg>,
     session: Session,
     _slot: OpenSlot,
+    closing: impl FnOnce(),
 ) {
     let started = Instant::now();
     let ending = if send_json(&mut socket, &ready(&session)).await {
@@ -70,6 +72,7 @@ pub async fn run(
             signal: None,
         }
     };
+    closing();
     let _ = channel.eof().await;
     let _ = channel.close().await;
     let exit_status = ending.exit_status;

@@ -42,21 +42,74 @@ fn dimensions_follow_spec_limits() {
 
 #[test]
 fn pending_and_connected_sessions_are_listed_newest_first() {
-    let session = |id: &str, status: &str, created_at: &str| ListedSession {
+    let session = |id: &str, status, created_at: &str| ListedSession {
         session_id: id.into(),
         scope: "server".into(),
         server_id: "srv".into(),
         resource_id: None,
-        status: status.into(),
+        dependency_resource_id: None,
+        transport: Transport {
+            kind: "websocket".into(),
+            path: format!("/api/terminal-sessions/{id}/ws"),
+        },
+        provider_key: "generic-ssh".into(),
+        working_directory: None,
+        status,
         created_at: created_at.into(),
     };
+    let active = TerminalSessionStatus::Active;
     let listed = newest_first(
         vec![
-            session("trm-2", "pending", "2030-01-01T00:00:02Z"),
-            session("trm-0", "pending", "2030-01-01T00:00:00Z"),
+            session("trm-2", active, "2030-01-01T00:00:02Z"),
+            session("trm-0", active, "2030-01-01T00:00:00Z"),
         ],
-        vec![session("trm-1", "connected", "2030-01-01T00:00:01Z")],
+        vec![session(
+            "trm-1",
+            TerminalSessionStatus::Closing,
+            "2030-01-01T00:00:01Z",
+        )],
     );
     let ids: Vec<&str> = listed.iter().map(|s| s.session_id.as_str()).collect();
     assert_eq!(ids, ["trm-2", "trm-1", "trm-0"]);
+}
+
+#[test]
+fn a_listed_session_reads_as_appaloft_s_summary_without_the_ticket() {
+    let record = TerminalSessionRecord {
+        session_id: "trm-1".into(),
+        scope: "server".into(),
+        server_id: "srv-1".into(),
+        resource_id: None,
+        dependency_resource_id: None,
+        container_id: None,
+        transport: Transport {
+            kind: "websocket".into(),
+            path: "/api/terminal-sessions/trm-1/ws?ticket=btt_secret".into(),
+        },
+        provider_key: "generic-ssh".into(),
+        working_directory: Some("~/work".into()),
+        created_at: "2030-01-01T00:00:00Z".into(),
+        expires_at: "2030-01-01T00:01:00Z".into(),
+    };
+    let listed = listed(&record, "/api/terminal-sessions/trm-1/ws".into());
+    let list = SessionList {
+        schema_version: LIST_SCHEMA.into(),
+        items: vec![listed],
+    };
+    assert_eq!(
+        serde_json::to_value(&list).unwrap(),
+        serde_json::json!({
+            "schemaVersion": "terminal-sessions.list/v1",
+            "items": [{
+                "sessionId": "trm-1",
+                "scope": "server",
+                "serverId": "srv-1",
+                "transport": {"kind": "websocket", "path": "/api/terminal-sessions/trm-1/ws"},
+                "providerKey": "generic-ssh",
+                "workingDirectory": "~/work",
+                "status": "active",
+                "createdAt": "2030-01-01T00:00:00Z",
+            }],
+        })
+    );
 }

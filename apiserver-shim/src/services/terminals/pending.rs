@@ -7,7 +7,9 @@ use std::sync::Arc;
 use berth_observations::{PendingTerminal, ShimStore, TerminalClaim};
 use serde::{Deserialize, Serialize};
 
-use super::{CONNECT_WITHIN, ContainerShell, ListedSession, MAX_PENDING_PER_USER};
+use super::{
+    CONNECT_WITHIN, ContainerShell, ListedSession, MAX_PENDING_PER_USER, TerminalSessionStatus,
+};
 use crate::error::{ApiError, ApiResult};
 use crate::observation_store::store_call;
 use crate::token::digest;
@@ -74,7 +76,8 @@ pub fn record(
 fn pending(record: &PendingTerminal) -> Result<Pending, serde_json::Error> {
     let mut pending: Pending = serde_json::from_str(&record.detail)?;
     pending.listed.session_id = record.id.clone();
-    pending.listed.status = "pending".into();
+    // Waiting for its WebSocket: Appaloft's vocabulary has no such state apart from `active`.
+    pending.listed.status = TerminalSessionStatus::Active;
     Ok(pending)
 }
 
@@ -173,7 +176,14 @@ mod tests {
                 scope: "resource".into(),
                 server_id: "srv-1".into(),
                 resource_id: Some("res-1".into()),
-                status: "pending".into(),
+                dependency_resource_id: None,
+                transport: berth_api::terminal::Transport {
+                    kind: "websocket".into(),
+                    path: "/api/terminal-sessions/trm-1/ws".into(),
+                },
+                provider_key: "generic-ssh".into(),
+                working_directory: None,
+                status: TerminalSessionStatus::Active,
                 created_at: "2030-01-01T00:00:00Z".into(),
             },
         }
@@ -199,7 +209,7 @@ mod tests {
     }
 
     #[test]
-    fn a_stored_session_is_listed_under_its_record_id_as_pending() {
+    fn a_stored_session_is_listed_under_its_record_id_as_active() {
         let creator = Creator {
             user_id: "usr-a".into(),
             login_session_id: "sess-a".into(),
@@ -209,8 +219,8 @@ mod tests {
         stored.id = "trm-2".into();
         let listed = pending(&stored).unwrap().listed;
         assert_eq!(
-            (listed.session_id.as_str(), listed.status.as_str()),
-            ("trm-2", "pending")
+            (listed.session_id.as_str(), listed.status),
+            ("trm-2", TerminalSessionStatus::Active)
         );
     }
 }
