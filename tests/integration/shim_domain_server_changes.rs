@@ -445,6 +445,35 @@ async fn prune_removes_only_the_organizations_stopped_leftovers() {
         .await
         .ok();
     assert_eq!(capacity["schemaVersion"], "servers.capacity.inspect/v1");
+    // The server's own disk, inodes and memory, as df and /proc/meminfo read them now.
+    let number = |v: &serde_json::Value, key: &str| v[key].as_i64().unwrap_or(-1);
+    let disks = capacity["disk"].as_array().unwrap();
+    assert!(disks.iter().any(|d| d["path"] == "/"), "{capacity}");
+    for disk in disks {
+        let size = number(disk, "size");
+        assert!(
+            size > 0 && (0..=size).contains(&number(disk, "used")),
+            "{disk}"
+        );
+        assert!((0..=size).contains(&number(disk, "available")), "{disk}");
+    }
+    let inodes = capacity["inodes"].as_array().unwrap();
+    assert!(!inodes.is_empty(), "{capacity}");
+    for inode in inodes {
+        let (used, free) = (number(inode, "used"), number(inode, "free"));
+        assert!(used > 0 && free >= 0, "{inode}");
+        assert!((0..=100).contains(&number(inode, "usePercent")), "{inode}");
+    }
+    let memory = &capacity["memory"];
+    let total = number(memory, "total");
+    assert!(
+        total > 0 && (0..=total).contains(&number(memory, "used")),
+        "{capacity}"
+    );
+    assert!(
+        (0..=total).contains(&number(memory, "available")),
+        "{capacity}"
+    );
     let listed: Vec<(&str, bool)> = capacity["platformContainers"]
         .as_array()
         .unwrap()

@@ -299,14 +299,25 @@ async fn servers_are_guarded_until_inactive_and_unblocked_and_credentials_while_
     })
     .await;
     assert!(record["facts"]["cpus"].as_i64().unwrap() >= 1, "{record}");
+    // Appaloft's fields: show nests its summary, the list counts its page.
+    assert_eq!(record["schemaVersion"], "servers.show/v1");
+    assert_eq!(record["server"]["id"], id.as_str());
+    assert_eq!(record["server"]["targetKind"], "single-server");
+    let roles = json!(["deployment-runtime", "artifact-builder"]);
+    assert_eq!(record["server"]["workloadRoles"], roles);
     let listed = member.get("/servers").await.ok();
-    assert!(
-        listed["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|s| s["id"] == id.as_str())
+    let items = listed["items"].as_array().unwrap();
+    assert!(items.iter().any(|s| s["id"] == id.as_str()));
+    assert!(items.iter().all(|s| s["workloadRoles"] == roles));
+    assert_eq!(listed["total"], items.len(), "{listed}");
+    assert_eq!(
+        (&listed["limit"], &listed["offset"]),
+        (&json!(100), &json!(0))
     );
+    let past = member
+        .get(&format!("/servers?offset={}", items.len()))
+        .await;
+    assert_eq!(past.ok()["items"], json!([]));
     invalid(member.get("/servers?limit=501").await, "limit");
     outsider
         .get(&format!("/servers/{id}"))

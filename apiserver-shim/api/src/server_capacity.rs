@@ -23,11 +23,65 @@ pub struct Capacity {
     pub schema_version: String,
     pub server: ServerRef,
     pub inspected_at: String,
+    /// The filesystems of `/` and of Docker's data root, as `df -P -k` reads them now; empty
+    /// when the server could not be read (then `partial`).
+    pub disk: Vec<DiskCapacity>,
+    /// The same filesystems' inodes, as `df -P -i` reads them now; a filesystem that keeps no
+    /// inode count (btrfs) is left out.
+    pub inodes: Vec<InodeCapacity>,
     pub docker: DockerUsage,
+    /// The host's memory from `/proc/meminfo`, read now.
+    pub memory: MemoryCapacity,
     pub platform_containers: Vec<PlatformContainer>,
     pub safe_reclaimable_estimate: Reclaimable,
     pub warnings: Vec<String>,
     pub partial: bool,
+}
+
+/// One filesystem's space (Appaloft's `runtimeTargetDiskCapacity`), in bytes.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DiskCapacity {
+    /// The path measured (`/`, Docker's data root).
+    pub path: String,
+    /// Where the filesystem holding it is mounted.
+    pub mount: String,
+    pub size: i64,
+    pub used: i64,
+    /// What an unprivileged writer may still use (less than `size - used` by the blocks
+    /// reserved for root).
+    pub available: i64,
+    /// `df`'s capacity: used of used and available, rounded up.
+    pub use_percent: i64,
+}
+
+/// One filesystem's inodes (Appaloft's `runtimeTargetInodeCapacity`).
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct InodeCapacity {
+    /// The path measured (`/`, Docker's data root).
+    pub path: String,
+    /// Where the filesystem holding it is mounted.
+    pub mount: String,
+    pub used: i64,
+    pub free: i64,
+    /// `df -i`'s use, rounded up.
+    pub use_percent: i64,
+}
+
+/// The host's memory in bytes (Appaloft's `runtimeTargetMemoryCapacity`); null what the
+/// server did not say.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoryCapacity {
+    /// `MemTotal`.
+    pub total: Option<i64>,
+    /// `MemAvailable`: what can be given to new work without swapping.
+    pub available: Option<i64>,
+    /// `total - available`.
+    pub used: Option<i64>,
+    /// `used` of `total`, rounded.
+    pub use_percent: Option<i64>,
 }
 
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Default)]

@@ -83,6 +83,14 @@ pub struct ServerRecord {
     pub username: String,
     pub credential_id: String,
     pub provider_key: String,
+    /// Always `single-server`: one host reached over SSH running Docker. (Defaults, as the
+    /// other fields Appaloft's schema added, so that records of older shims still read.)
+    #[serde(default)]
+    pub target_kind: String,
+    /// What Berth runs on the server: `deployment-runtime` and `artifact-builder` (images
+    /// are built on the server's Docker).
+    #[serde(default)]
+    pub workload_roles: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub base_domain: Option<String>,
     /// `active` (takes deployments) or `inactive` (may be deleted).
@@ -127,10 +135,54 @@ pub struct Blocker {
     pub id: String,
 }
 
-/// `{ items }` of `GET /servers`.
+/// `GET /servers` (Appaloft's `listServersResponse`).
 #[derive(Serialize, Deserialize, JsonSchema, Debug)]
 pub struct ServerList {
+    /// At most `limit` servers from `offset` on, oldest first.
     pub items: Vec<ServerRecord>,
+    /// How many servers matched, whatever `limit` and `offset`.
+    #[serde(default)]
+    pub total: usize,
+    /// The most `items` the answer could hold.
+    #[serde(default)]
+    pub limit: u64,
+    /// How many matching servers were passed over before `items`.
+    #[serde(default)]
+    pub offset: u64,
+}
+
+/// The server as Appaloft's `servers.show/v1` nests it (`serverSummary`'s required fields).
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerSummary {
+    pub id: String,
+    pub name: String,
+    pub host: String,
+    pub port: i32,
+    pub provider_key: String,
+    /// `single-server`.
+    pub target_kind: String,
+    /// `deployment-runtime` and `artifact-builder`.
+    pub workload_roles: Vec<String>,
+    /// `active` or `inactive`.
+    pub lifecycle_status: ServerLifecycle,
+    pub created_at: String,
+}
+
+/// `GET /servers/{serverId}`: Berth's record of the server, and Appaloft's `servers.show/v1`
+/// (`schemaVersion`, `server`, `generatedAt`) beside it.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerDetail {
+    /// `servers.show/v1`.
+    pub schema_version: String,
+    /// The server as Appaloft summarizes it.
+    pub server: ServerSummary,
+    /// When this answer was made.
+    pub generated_at: String,
+    /// Berth's record, its fields at the top level.
+    #[serde(flatten)]
+    pub record: ServerRecord,
 }
 
 /// Appaloft's `servers.delete-check/v1`.

@@ -1,7 +1,8 @@
 //! A server's capacity and what of Berth's can go, on Appaloft's routes:
-//! `GET /servers/{id}/capacity` (Docker's images, build cache and volumes as the server's
-//! observer last recorded them, the organization's containers with their writable bytes, read
-//! now, and what is safely reclaimable) and
+//! `GET /servers/{id}/capacity` (the disk, inodes and memory of the server read now ([`host`]),
+//! Docker's images, build cache and volumes as the server's observer last recorded them, the
+//! organization's containers with their writable bytes, read now, and what is safely
+//! reclaimable) and
 //! `POST /servers/{id}/capacity/prune` (a dry run unless `dryRun: false`). Prune touches only
 //! the caller's organization's stopped containers that nothing serves from, and nothing else:
 //! images are pruned by the controller after each deploy, volumes hold data.
@@ -35,9 +36,11 @@ use crate::observation_store::store_call;
 use crate::services::server_access::remote_error;
 use crate::state::AppState;
 
+mod host;
+
 pub use berth_api::server_capacity::{
-    Capacity, DockerUsage, PlatformContainer, PruneCandidate, PruneReport, PruneRequest,
-    PruneSummary, Reclaimable, ServerRef,
+    Capacity, DiskCapacity, DockerUsage, InodeCapacity, MemoryCapacity, PlatformContainer,
+    PruneCandidate, PruneReport, PruneRequest, PruneSummary, Reclaimable, ServerRef,
 };
 
 const ACTION: &str = "inspect the server's capacity";
@@ -48,8 +51,8 @@ pub fn endpoints() -> Vec<Endpoint> {
     vec![
         Endpoint::get::<Capacity, _, _>(
             "/servers/{serverId}/capacity",
-            "A server's disk and Docker usage, the organization's containers, and what is \
-             safely reclaimable",
+            "A server's disk, inodes, memory and Docker usage, the organization's containers, \
+             and what is safely reclaimable",
             inspect,
         ),
         Endpoint::post::<PruneRequest, PruneReport, _, _>(
@@ -245,6 +248,7 @@ async fn inspect(
     if record.is_none() {
         warnings.push("Docker's disk usage has not been observed on this server yet".into());
     }
+    let host = host::read(&connection, &docker, &mut warnings).await;
     let listed = containers(&connection, &docker, &namespace).await?;
     let all: Vec<Container> = listed.iter().map(|(_, c)| c.clone()).collect();
     let usage = docker_usage(record, &all);
@@ -272,7 +276,10 @@ async fn inspect(
         server: server_ref(&server),
         inspected_at: Timestamp::now().to_string(),
         partial: !warnings.is_empty(),
+        disk: host.disk,
+        inodes: host.inodes,
         docker: usage,
+        memory: host.memory,
         platform_containers,
         safe_reclaimable_estimate: Reclaimable {
             stopped_containers_size: stopped_size,

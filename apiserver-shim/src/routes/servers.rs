@@ -6,9 +6,12 @@
 use axum::extract::{Path, State};
 use berth_api::common::IdResponse;
 use berth_crds::condition::{self, ConditionStatus};
-use berth_crds::limits::{DNS_LABEL_MAX, LIST_LIMIT_MAX, NAME_MAX, OBJECT_NAME_MAX, TCP_PORT_MAX};
+use berth_crds::limits::{
+    DNS_LABEL_MAX, LIST_LIMIT_MAX, NAME_MAX, OBJECT_NAME_MAX, PROJECTS_OFFSET_MAX, TCP_PORT_MAX,
+};
 use berth_crds::member::OrganizationRole;
 use berth_crds::server::{ProxyKind, Server, ServerLifecycle, ServerProxy, ServerSpec};
+use k8s_openapi::jiff::Timestamp;
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
@@ -28,7 +31,8 @@ use crate::token::new_id;
 use crate::write::apply;
 
 pub use berth_api::servers::{
-    Blocker, CreateServer, DeleteServer, NoBody, ProxyInput, ProxyRecord, ServerList, ServerRecord,
+    Blocker, CreateServer, DeleteServer, NoBody, ProxyInput, ProxyRecord, ServerDetail, ServerList,
+    ServerRecord, ServerSummary,
 };
 
 pub fn endpoints() -> Vec<Endpoint> {
@@ -39,7 +43,7 @@ pub fn endpoints() -> Vec<Endpoint> {
             "Register a server reached over SSH with an SSH credential",
             create,
         ),
-        Endpoint::get::<ServerRecord, _, _>(
+        Endpoint::get::<ServerDetail, _, _>(
             "/servers/{serverId}",
             "Show a server: reachability, host key, Docker, facts, edge proxy, blockers",
             show,
@@ -66,6 +70,12 @@ pub fn endpoints() -> Vec<Endpoint> {
 pub const MAX_LIMIT: u64 = LIST_LIMIT_MAX;
 /// `limit` when the caller gives none.
 pub const DEFAULT_LIMIT: u64 = 100;
+/// Largest `offset` of `GET /servers`.
+pub const MAX_OFFSET: u64 = PROJECTS_OFFSET_MAX;
+/// Appaloft's kind of every Berth server: one host reached over SSH.
+const TARGET_KIND: &str = "single-server";
+/// What Berth runs on every server: the deployments, and the builds of their images.
+const WORKLOAD_ROLES: [&str; 2] = ["deployment-runtime", "artifact-builder"];
 
 fn proxy_status(server: &Server) -> &'static str {
     if server.spec.proxy.kind == ProxyKind::None {
@@ -95,6 +105,8 @@ pub fn record(server: &Server) -> ServerRecord {
         username: spec.username.clone(),
         credential_id: spec.credential_id.clone(),
         provider_key: spec.provider_key.clone(),
+        target_kind: TARGET_KIND.into(),
+        workload_roles: WORKLOAD_ROLES.map(String::from).to_vec(),
         base_domain: spec.base_domain.clone(),
         // The spec is the truth the moment it is written, as for projects.
         lifecycle_status: spec.lifecycle_status,
@@ -119,14 +131,30 @@ pub fn record(server: &Server) -> ServerRecord {
     }
 }
 
+/// Appaloft's summary of `record`.
+pub fn summary(record: &ServerRecord) -> ServerSummary {
+    ServerSummary {
+        id: record.id.clone(),
+        name: record.name.clone(),
+        host: record.host.clone(),
+        port: record.port,
+        provider_key: record.provider_key.clone(),
+        target_kind: record.target_kind.clone(),
+        workload_roles: record.workload_roles.clone(),
+        lifecycle_status: record.lifecycle_status,
+        created_at: record.created_at.clone(),
+    }
+}
+
 async fn list(
     State(state): State<AppState>,
     caller: Caller,
     query: QueryParams,
 ) -> ApiResult<Json<ServerList>> {
     let organization = caller.require_role(OrganizationRole::Member)?;
-    known_params(&query, &["limit", "lifecycleStatus"])?;
+    known_params(&query, &["limit", "offset", "lifecycleStatus"])?;
     let limit = query.integer("limit", 1, MAX_LIMIT, DEFAULT_LIMIT)?;
+    let offset = query.integer("offset", 0, MAX_OFFSET, 0)?;
     let wanted = match query.one_of("lifecycleStatus", &["active", "inactive", "all"], None)? {
         Some("active") => Some(ServerLifecycle::Active),
         Some("inactive") => Some(ServerLifecycle::Inactive),
@@ -144,12 +172,19 @@ async fn list(
             s.name_any(),
         )
     });
+    let total = servers.len();
     let items = servers
         .iter()
+        .skip(usize::try_from(offset).unwrap_or(usize::MAX))
         .take(limit as usize)
         .map(|s| record(s))
         .collect();
-    Ok(Json(ServerList { items }))
+    Ok(Json(ServerList {
+        items,
+        total,
+        limit,
+        offset,
+    }))
 }
 
 /// A DNS name or IP address: letters, digits, `.`, `-`, `:` (IPv6) and `_`.
@@ -285,10 +320,20 @@ async fn show(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-) -> ApiResult<Json<ServerRecord>> {
+) -> ApiResult<Json<ServerDetail>> {
     caller.require_role(OrganizationRole::Member)?;
     let server = lookup(&state, &caller, &id)?;
-    Ok(Json(record(&server)))
+    Ok(Json(detail(record(&server), Timestamp::now())))
+}
+
+/// `record` with Appaloft's `servers.show/v1` beside it, made at `now`.
+fn detail(record: ServerRecord, now: Timestamp) -> ServerDetail {
+    ServerDetail {
+        schema_version: "servers.show/v1".into(),
+        server: summary(&record),
+        generated_at: now.to_string(),
+        record,
+    }
 }
 
 /// Sets `spec.lifecycleStatus` alone, leaving every other field to whoever manages it (a
@@ -415,6 +460,38 @@ mod tests {
                 https_port: Some(80),
             }))
             .is_err()
+        );
+    }
+
+    #[test]
+    fn show_carries_appaloft_summary_beside_the_record() {
+        let spec = ServerSpec {
+            name: Some("web 1".into()),
+            host: "203.0.113.7".into(),
+            port: 22,
+            username: "root".into(),
+            credential_id: "ssh-1".into(),
+            provider_key: "generic-ssh".into(),
+            lifecycle_status: ServerLifecycle::Active,
+            base_domain: None,
+            expected_host_key_fingerprint: None,
+            docker_socket_path: "/var/run/docker.sock".into(),
+            proxy: ServerProxy::default(),
+        };
+        let now = Timestamp::from_second(1_900_000_000).unwrap();
+        let shown = serde_json::to_value(detail(record(&Server::new("srv-1", spec)), now)).unwrap();
+        assert_eq!(shown["schemaVersion"], "servers.show/v1");
+        assert_eq!(shown["generatedAt"], "2030-03-17T17:46:40Z");
+        let roles = json!(["deployment-runtime", "artifact-builder"]);
+        assert_eq!(
+            shown["server"],
+            json!({"id": "srv-1", "name": "web 1", "host": "203.0.113.7", "port": 22,
+                "providerKey": "generic-ssh", "targetKind": "single-server",
+                "workloadRoles": roles, "lifecycleStatus": "active", "createdAt": shown["createdAt"]})
+        );
+        assert_eq!(
+            (&shown["id"], &shown["workloadRoles"]),
+            (&json!("srv-1"), &roles)
         );
     }
 }
