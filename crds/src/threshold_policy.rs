@@ -1,7 +1,10 @@
 //! ThresholdPolicy: non-enforcing runtime-monitoring thresholds (spec §2.2 "Threshold policy").
 //! Crossing a threshold is reported; nothing is stopped or throttled.
 
-use berth_vocabulary::thresholds::{DEFAULT_FOR_SAMPLES, RuleFields, ScopeInput, policy_name};
+use berth_vocabulary::monitoring::{ScopeKind, Signal};
+use berth_vocabulary::thresholds::{
+    DEFAULT_FOR_SAMPLES, MetricReading, RuleFields, ScopeInput, policy_name, read_metric,
+};
 use berth_vocabulary::validate::{Checked, FieldError};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::CustomResource;
@@ -162,14 +165,103 @@ fn default_for_samples() -> u32 {
 }
 
 impl ThresholdPolicySpec {
-    /// The first inconsistent rule, named under `spec.rules[i]`: a policy applied with
-    /// `kubectl` skips the REST API's checks, and a rule on an unknown metric would otherwise
-    /// never be evaluated without anyone being told.
+    /// The first inconsistent rule as read ([`Self::read`]), named under `spec.rules[i]`: a
+    /// policy applied with `kubectl` skips the REST API's checks, and a rule on an unknown
+    /// metric would otherwise never be evaluated without anyone being told. A former metric
+    /// name no metric stands for now says so.
     pub fn problem(&self) -> Checked {
+        let host = self.host();
         for (index, rule) in self.rules.iter().enumerate() {
-            rule.problem(&format!("spec.rules[{index}]"))?;
+            let at = format!("spec.rules[{index}]");
+            if let MetricReading::Retired(former) = rule.reading(host) {
+                let field = format!("{at}.metric");
+                let message = format!("{field}: {}", former.retired_message());
+                return Err(FieldError::new(&field, message));
+            }
+            rule.read(host).problem(&at)?;
         }
         Ok(())
+    }
+
+    /// The spec as it is checked, evaluated and shown: a rule naming a former flat metric
+    /// (`memory` / `memoryUsedBytes`) reads as its current one (`memory` / `usedBytes`).
+    ///
+    /// Converted on read rather than rewritten in the object: the spec is the user's (often
+    /// a GitOps tool's, which would fight a rewrite); it keeps their words, and `Ready` says
+    /// what they are read as ([`Self::renamed_note`]) so they can update the YAML.
+    pub fn read(&self) -> ThresholdPolicySpec {
+        let host = self.host();
+        ThresholdPolicySpec {
+            rules: self.rules.iter().map(|rule| rule.read(host)).collect(),
+            ..self.clone()
+        }
+    }
+
+    /// The rules naming a former metric, and what each is read as.
+    pub fn renamed(&self) -> Vec<RenamedMetric> {
+        let host = self.host();
+        let renamed = |(index, rule): (usize, &ThresholdRule)| match rule.reading(host) {
+            MetricReading::Renamed { signal, metric, .. } => Some(RenamedMetric {
+                at: format!("spec.rules[{index}]"),
+                former_signal: rule.signal.clone(),
+                former_metric: rule.metric.clone(),
+                signal,
+                metric,
+            }),
+            _ => None,
+        };
+        self.rules.iter().enumerate().filter_map(renamed).collect()
+    }
+
+    /// What the policy tells its author of the former names it reads as current ones, e.g.
+    /// "spec.rules[0] names the former metric `memory` / `memoryUsedBytes`, read as `memory` /
+    /// `usedBytes` …"; `None` when no rule names one.
+    pub fn renamed_note(&self) -> Option<String> {
+        let renamed = self.renamed();
+        if renamed.is_empty() {
+            return None;
+        }
+        let each: Vec<String> = renamed.iter().map(RenamedMetric::describe).collect();
+        Some(format!(
+            "{}; the object is left as written: use the new names in its YAML",
+            each.join("; ")
+        ))
+    }
+
+    /// Whether the rules read a server's host (a `server` scope) rather than containers: what
+    /// a former `memoryUsedBytes` read depended on it.
+    fn host(&self) -> bool {
+        ScopeKind::parse(&self.scope.kind) == Some(ScopeKind::Server)
+    }
+}
+
+/// A rule naming a former metric, and what it is read as ([`ThresholdPolicySpec::read`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RenamedMetric {
+    /// Where the rule is, e.g. `spec.rules[0]`.
+    pub at: String,
+    /// The signal as written.
+    pub former_signal: String,
+    /// The metric as written, e.g. `memoryUsedBytes`.
+    pub former_metric: String,
+    /// The signal it is read as.
+    pub signal: Signal,
+    /// The metric it is read as, e.g. `usedBytes`.
+    pub metric: &'static str,
+}
+
+impl RenamedMetric {
+    /// E.g. "spec.rules[0] names the former metric `memory` / `memoryUsedBytes`, read as
+    /// `memory` / `usedBytes`".
+    pub fn describe(&self) -> String {
+        format!(
+            "{} names the former metric `{}` / `{}`, read as `{}` / `{}`",
+            self.at,
+            self.former_signal,
+            self.former_metric,
+            self.signal.as_str(),
+            self.metric
+        )
     }
 }
 
@@ -249,6 +341,25 @@ impl ThresholdRule {
             comparator: *comparator,
             for_samples: *for_samples,
             clear_at: *clear_at,
+        }
+    }
+
+    /// How the rule's metric is read: a former name as its current one. `host`: the policy is
+    /// of a `server` scope.
+    pub fn reading(&self, host: bool) -> MetricReading {
+        read_metric(&self.signal, &self.metric, host)
+    }
+
+    /// The rule as read ([`ThresholdPolicySpec::read`]): its former metric name, if it names
+    /// one, replaced by the current signal and metric.
+    pub fn read(&self, host: bool) -> ThresholdRule {
+        match self.reading(host) {
+            MetricReading::Renamed { signal, metric, .. } => ThresholdRule {
+                signal: signal.as_str().to_string(),
+                metric: metric.to_string(),
+                ..self.clone()
+            },
+            MetricReading::AsWritten | MetricReading::Retired(_) => self.clone(),
         }
     }
 
@@ -371,6 +482,77 @@ mod tests {
         let at_most = rule(Comparator::LessThanOrEqual, None, 5.0);
         assert_eq!(at_most.level(5.0), Severity::Critical);
         assert_eq!(at_most.level(6.0), Severity::Ok);
+    }
+
+    fn spec(kind: &str, signal: &str, metric: &str) -> ThresholdPolicySpec {
+        let mut rule = rule(Comparator::GreaterThan, Some(80.0), 95.0);
+        (rule.signal, rule.metric) = (signal.into(), metric.into());
+        ThresholdPolicySpec {
+            scope: MonitoringScope {
+                kind: kind.into(),
+                server_id: Some("edge".into()),
+                project_id: Some("shop".into()),
+                environment_id: None,
+                resource_id: None,
+                deployment_id: None,
+            },
+            rules: vec![rule],
+            enabled: true,
+        }
+    }
+
+    #[test]
+    fn a_former_metric_name_is_read_as_the_current_one_and_said() {
+        let written = spec("server", "memory", "memoryUsedBytes");
+        assert_eq!(written.problem(), Ok(()));
+        let read = written.read();
+        assert_eq!(read.rules[0].metric, "usedBytes", "the host's");
+        assert_eq!(read.rules[0].signal, "memory");
+        assert_eq!(
+            written.rules[0].metric, "memoryUsedBytes",
+            "left as written"
+        );
+        let note = written.renamed_note().unwrap();
+        assert!(note.contains("spec.rules[0]"), "{note}");
+        assert!(note.contains("`memory` / `memoryUsedBytes`"), "{note}");
+        assert!(note.contains("`memory` / `usedBytes`"), "{note}");
+        // A project's read containers then, and does now.
+        let project = spec("project", "memory", "memoryUsedBytes").read();
+        assert_eq!(project.rules[0].metric, "containerUsedBytes");
+        // A former signal goes too.
+        let docker = spec("server", "docker-storage", "dockerImageBytes");
+        assert_eq!(docker.problem(), Ok(()));
+        assert_eq!(docker.read().rules[0].signal, "docker");
+        assert_eq!(docker.read().rules[0].metric, "imageBytes");
+    }
+
+    #[test]
+    fn current_names_are_read_as_written_with_nothing_to_say() {
+        let current = spec("server", "memory", "usedBytes");
+        assert_eq!(current.read(), current);
+        assert_eq!(current.renamed(), Vec::new());
+        assert_eq!(current.renamed_note(), None);
+    }
+
+    #[test]
+    fn names_of_neither_vocabulary_or_retired_ones_stay_invalid_listing_the_allowed() {
+        let unknown = spec("server", "memory", "ramBytes").problem().unwrap_err();
+        assert_eq!(unknown.field, "spec.rules[0].metric");
+        assert!(unknown.message.contains("usedBytes"), "{}", unknown.message);
+        assert!(unknown.allowed.contains(&"containerUsedBytes".to_string()));
+        let retired = spec("server", "cpu", "hostCpuPercent")
+            .problem()
+            .unwrap_err();
+        assert_eq!(retired.field, "spec.rules[0].metric");
+        assert!(retired.message.contains("former"), "{}", retired.message);
+        assert!(
+            retired.message.contains("containerCpuPercent"),
+            "{}",
+            retired.message
+        );
+        let signal = spec("server", "gpu", "usedBytes").problem().unwrap_err();
+        assert_eq!(signal.field, "spec.rules[0].signal");
+        assert!(signal.message.contains("memory"), "{}", signal.message);
     }
 
     #[test]

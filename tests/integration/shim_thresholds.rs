@@ -224,7 +224,8 @@ async fn a_tiny_memory_warning_is_reported_with_an_event_and_clears() {
         .error(404, "not_found");
 
     // A rule written with kubectl skips those checks: the policy says what is wrong with it
-    // instead of reporting bounds it cannot check.
+    // instead of reporting bounds it cannot check; a former metric name is read as the
+    // current one, and the policy says so.
     let patch = |metric: &str| {
         let rule = json!([{"op": "replace", "path": "/spec/rules/0/metric", "value": metric}]);
         let (kind, rule) = ("thresholdpolicies.berth.dev", rule.to_string());
@@ -241,24 +242,54 @@ async fn a_tiny_memory_warning_is_reported_with_an_event_and_clears() {
         let output = kubectl(&args, None);
         assert!(output.status.success(), "kubectl patch failed");
     };
-    let ready_reason = |reason: &'static str| {
+    let ready_when = |what: &'static str, done: fn(&Value) -> bool| {
         let (namespace, name) = (org.namespace.clone(), name.clone());
         async move {
-            eventually(EVALUATED, &format!("Ready reason {reason}"), || async {
+            eventually(EVALUATED, what, || async {
                 let ready = policy_condition(&namespace, &name, "Ready");
-                (ready["reason"] == reason).then_some(ready)
+                done(&ready).then_some(ready)
             })
             .await
         }
     };
-    patch("memoryUsedBytes");
-    let ready = ready_reason("InvalidSpec").await;
+    let message = |ready: &Value| ready["message"].as_str().unwrap_or_default().to_string();
+    patch("ramBytes");
+    let ready = ready_when("Ready reason InvalidSpec", |r| r["reason"] == "InvalidSpec").await;
     assert_eq!(ready["status"], "False", "{ready}");
-    let message = ready["message"].as_str().unwrap();
-    assert!(message.contains("spec.rules[0].metric"), "{message}");
-    assert!(message.contains("memoryUsedBytes"), "{message}");
+    let text = message(&ready);
+    assert!(text.contains("spec.rules[0].metric"), "{text}");
+    assert!(text.contains("ramBytes"), "{text}");
+    assert!(
+        text.contains("containerUsedBytes"),
+        "the allowed values: {text}"
+    );
+    // The flat name rules used before they named `resourceMetrics` fields: Ready, read (and
+    // shown) as `usedBytes`, the object left as written.
+    patch("memoryUsedBytes");
+    let ready = ready_when("Ready naming the former metric", |r| {
+        r["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("memoryUsedBytes")
+    })
+    .await;
+    assert_eq!(ready["status"], "True", "{ready}");
+    assert_eq!(ready["reason"], "Reconciled", "{ready}");
+    let text = message(&ready);
+    assert!(text.contains("spec.rules[0]"), "{text}");
+    assert!(text.contains("`memory` / `usedBytes`"), "{text}");
+    let shown = member.get(&format!("{PATH}?policyId={name}")).await.ok();
+    assert_eq!(shown["policy"]["rules"][0]["signal"], "memory", "{shown}");
+    assert_eq!(
+        shown["policy"]["rules"][0]["metric"], "usedBytes",
+        "{shown}"
+    );
     patch("usedBytes");
-    let ready = ready_reason("Reconciled").await;
+    let ready = ready_when("Ready with nothing to convert", |r| {
+        let text = r["message"].as_str().unwrap_or_default();
+        r["reason"] == "Reconciled" && !text.contains("memoryUsedBytes")
+    })
+    .await;
     assert_eq!(ready["status"], "True", "{ready}");
 
     remove_server(&admin, &server).await;

@@ -266,7 +266,8 @@ fn record(policy: &ThresholdPolicy, written_at: Option<Timestamp>) -> PolicyReco
         schema_version: POLICY_SCHEMA_VERSION,
         policy_id: policy.name_any(),
         scope: policy.spec.scope.clone(),
-        rules: policy.spec.rules.clone(),
+        // As read: a former metric name written with kubectl shows as its current one.
+        rules: policy.spec.read().rules,
         enabled: policy.spec.enabled,
         updated_at,
         updated_by_actor_kind: actor_kind(&kind, &actor_id),
@@ -528,6 +529,18 @@ mod tests {
             assert_eq!(error.status, 422, "{value}");
             assert_eq!(error.body.details["field"], field, "{value}");
         }
+    }
+
+    #[test]
+    fn a_policy_written_with_a_former_metric_name_shows_the_current_one() {
+        let mut spec = body(server_rule(json!({
+            "signal": "memory", "metric": "usedBytes", "critical": 1e18,
+        })))
+        .unwrap();
+        spec.rules[0].metric = "memoryUsedBytes".into();
+        let shown = record(&ThresholdPolicy::new("server-edge", spec), None);
+        assert_eq!(shown.rules[0].signal, "memory");
+        assert_eq!(shown.rules[0].metric, "usedBytes");
     }
 
     #[test]

@@ -381,9 +381,12 @@ impl Bookkept for ThresholdPolicy {
         namespaced_api(self, client)
     }
     fn owned_status(&self, conditions: &[Condition], now: Timestamp) -> Owned<PolicyFields> {
-        let ready = match self.spec.problem() {
-            Ok(()) => accepted(self, POLICY_STORED, now),
-            Err(problem) => not_ready(self, reason::INVALID_SPEC, &problem.message, now),
+        let ready = match (self.spec.problem(), self.spec.renamed_note()) {
+            (Ok(()), None) => accepted(self, POLICY_STORED, now),
+            // Former metric names are read as current ones: `Ready` says which, so the
+            // author can update the YAML (the object is not rewritten).
+            (Ok(()), Some(note)) => accepted(self, &format!("{POLICY_STORED}; {note}"), now),
+            (Err(problem), _) => not_ready(self, reason::INVALID_SPEC, &problem.message, now),
         };
         let current = self.status.as_ref().map(|s| &s.change);
         owned(self, conditions, ready, policy_fields(self, current, now))

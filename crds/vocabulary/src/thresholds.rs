@@ -8,6 +8,9 @@ use serde::{Deserialize, Serialize};
 use crate::monitoring::{Signal, rule_metrics};
 use crate::validate::{Checked, FieldError};
 
+mod former;
+pub use former::{FORMER_METRICS, FormerMetric, MetricReading, read_metric};
+
 /// `forSamples` of a rule that gives none.
 pub const DEFAULT_FOR_SAMPLES: u32 = 1;
 /// Largest `forSamples`.
@@ -147,7 +150,13 @@ impl RuleFields<'_> {
             Err(FieldError::new(&field, format!("{field}: {message}")))
         };
         let Some(signal) = Signal::parse(self.signal) else {
-            return error("signal", format!("unknown signal `{}`", self.signal));
+            let signals: Vec<&str> = Signal::ALL.iter().map(|s| s.as_str()).collect();
+            let message = format!(
+                "unknown signal `{}`: one of {}",
+                self.signal,
+                signals.join(", ")
+            );
+            return error("signal", message).map_err(|e| allowing(e, &signals));
         };
         let metrics = rule_metrics(signal);
         if !metrics.contains(&self.metric) {
@@ -157,7 +166,7 @@ impl RuleFields<'_> {
                 signal.as_str(),
                 metrics.join(", ")
             );
-            return error("metric", message);
+            return error("metric", message).map_err(|e| allowing(e, &metrics));
         }
         let comparator = self.comparator.as_str();
         if let Some(warning) = self.warning
@@ -180,6 +189,12 @@ impl RuleFields<'_> {
         }
         Ok(())
     }
+}
+
+/// `error`, listing the values `allowed`.
+fn allowing(error: FieldError, allowed: &[&str]) -> FieldError {
+    let allowed = allowed.iter().map(|value| value.to_string()).collect();
+    FieldError { allowed, ..error }
 }
 
 #[cfg(test)]

@@ -174,3 +174,30 @@ fn a_policy_names_who_changed_it_and_moves_its_time_with_the_generation() {
         })
     );
 }
+
+/// A server's ThresholdPolicy whose one rule names `signal` / `metric`.
+fn threshold_policy(signal: &str, metric: &str) -> ThresholdPolicy {
+    let rule = json!({"ruleId": "r", "signal": signal, "metric": metric, "critical": 1.0});
+    let spec = json!({"scope": {"kind": "server", "serverId": "edge"}, "rules": [rule]});
+    object("ThresholdPolicy", spec, json!({}))
+}
+
+#[test]
+fn a_threshold_policy_naming_a_former_metric_is_ready_and_says_what_it_reads() {
+    let owned = threshold_policy("memory", "memoryUsedBytes").owned_status(&[], at(NOW));
+    assert_eq!(ready_of(&owned), (json!("True"), reason::RECONCILED));
+    let message = &owned.conditions[0].message;
+    assert!(message.starts_with(POLICY_STORED), "{message}");
+    assert!(
+        message.contains("`memory` / `memoryUsedBytes`"),
+        "{message}"
+    );
+    assert!(message.contains("`memory` / `usedBytes`"), "{message}");
+    let current = threshold_policy("memory", "usedBytes").owned_status(&[], at(NOW));
+    assert_eq!(current.conditions[0].message, POLICY_STORED);
+    let unknown = threshold_policy("memory", "ramBytes").owned_status(&[], at(NOW));
+    assert_eq!(ready_of(&unknown), (json!("False"), reason::INVALID_SPEC));
+    let message = &unknown.conditions[0].message;
+    assert!(message.contains("spec.rules[0].metric"), "{message}");
+    assert!(message.contains("containerUsedBytes"), "{message}");
+}

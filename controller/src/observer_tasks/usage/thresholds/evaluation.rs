@@ -163,12 +163,13 @@ impl PolicyMemory {
             self.generation = policy.metadata.generation;
             self.series.clear();
         }
-        let scope = &policy.spec.scope;
+        // Former metric names read as the current ones (crossings name the current ones).
+        let spec = policy.spec.read();
         let matching: Vec<&MonitoringSample> =
-            samples.iter().filter(|s| matches(scope, s)).collect();
-        self.observe(&policy.spec.rules, server, &matching);
+            samples.iter().filter(|s| matches(&spec.scope, s)).collect();
+        self.observe(&spec.rules, server, &matching);
         let fallback = matching.first().map(|s| s.sample_id.clone());
-        let evaluation = evaluation(&policy.spec.rules, &self.series, fallback, now);
+        let evaluation = evaluation(&spec.rules, &self.series, fallback, now);
         let summary = Summary::of(&evaluation);
         if self.written.as_ref() == Some(&summary) {
             return None;
@@ -450,6 +451,28 @@ mod tests {
         assert_eq!(change.evaluation.state, Severity::Ok);
         assert!(change.evaluation.crossed.is_empty());
         assert_eq!(change.previous, Some(Severity::Critical));
+    }
+
+    #[test]
+    fn a_former_metric_name_is_evaluated_as_the_current_one() {
+        let former = ThresholdRule {
+            metric: "memoryUsedBytes".into(),
+            ..rule(Comparator::GreaterThanOrEqual, 100.0, 1000.0)
+        };
+        // On a server scope it read the host then, and reads `usedBytes` now.
+        let policy = policy(json!({"kind": "server", "serverId": "edge"}), vec![former]);
+        let mut memory = PolicyMemory::new(&policy);
+        let tick = [sample("edge", None, 500.0), sample("edge", Some("c1"), 5.0)];
+        let change = memory
+            .step(&policy, "edge", &tick, Timestamp::now())
+            .unwrap();
+        let crossed = &change.evaluation.crossed[0];
+        assert_eq!(
+            (crossed.signal.as_str(), crossed.metric.as_str()),
+            ("memory", "usedBytes")
+        );
+        assert_eq!(crossed.observed_value, 500.0);
+        assert_eq!(crossed.resource_id, None, "the host's");
     }
 
     #[test]
