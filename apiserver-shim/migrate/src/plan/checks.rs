@@ -140,22 +140,17 @@ fn review_domains(bundle: &MigrationBundle, found: &mut Findings) {
 }
 
 /// Two steps setting one key and exposure on one resource would race: a dependency binding
-/// whose target name a variable of the resource (or an environment secret) already sets, or
-/// two bindings of one name.
+/// whose target name a variable of the resource already sets, or two bindings of one name.
+/// The environment's variables and secrets are set on the environment, not the resource: a
+/// binding of the same name wins over them, as a resource's own value does.
 fn review_conflicts(bundle: &MigrationBundle, found: &mut Findings) {
     let spec = &bundle.spec;
-    let mut taken: HashSet<(String, String)> = HashSet::new();
-    for resource in &spec.resources {
-        for variable in spec.variables.iter().filter(|v| v.exposure == "runtime") {
-            let applies = match &variable.resource_ref {
-                Some(target) => target == &resource.reference,
-                None => variable.secret_ref.is_some(),
-            };
-            if applies {
-                taken.insert((resource.reference.clone(), variable.key.clone()));
-            }
-        }
-    }
+    let mut taken: HashSet<(String, String)> = spec
+        .variables
+        .iter()
+        .filter(|v| v.exposure == "runtime")
+        .filter_map(|v| Some((v.resource_ref.clone()?, v.key.clone())))
+        .collect();
     for dependency in spec.dependencies.iter().filter(|d| managed::is_bindable(d)) {
         for binding in &dependency.bindings {
             let key = (binding.resource_ref.clone(), binding.target_name.clone());

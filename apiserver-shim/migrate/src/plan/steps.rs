@@ -1,7 +1,7 @@
-//! The canonical bundle → the plan's steps, in Berth's order: project, environment, its plain
-//! variables, volumes, managed dependencies, then per resource its creation, variables and
-//! secrets, dependency bindings, volume attachments, domains and deployment. Each input is the
-//! body of Berth's ordinary REST operation plus its path parameters.
+//! The canonical bundle → the plan's steps, in Berth's order: project, environment, its
+//! variables and secrets, volumes, managed dependencies, then per resource its creation,
+//! variables and secrets, dependency bindings, volume attachments, domains and deployment. Each
+//! input is the body of Berth's ordinary REST operation plus its path parameters.
 
 use std::collections::BTreeSet;
 
@@ -26,9 +26,12 @@ pub fn build(bundle: &MigrationBundle, found: &mut Findings) -> Vec<Step> {
         .map(|r| r.reference.as_str())
         .collect();
     let mut steps = vec![project_step(bundle), environment_step(bundle)];
+    // Before the resources (and so their deployments), which inherit them.
     for variable in spec.variables.iter().filter(|v| v.resource_ref.is_none()) {
-        if let Some(value) = &variable.value {
-            steps.push(environment_variable(variable, value));
+        match (&variable.value, &variable.secret_ref) {
+            (Some(value), _) => steps.push(environment_variable(variable, value)),
+            (None, Some(reference)) => steps.push(environment_secret(variable, reference)),
+            (None, None) => {}
         }
     }
     for volume in spec
@@ -101,20 +104,38 @@ fn environment_step(bundle: &MigrationBundle) -> Step {
     )
 }
 
+/// A plain variable of the environment: `environment-variable:<KEY>:<exposure>`.
 fn environment_variable(variable: &BundleVariable, value: &str) -> Step {
+    let id = format!(
+        "environment-variable:{}:{}",
+        variable.key, variable.exposure
+    );
+    environment_entry(id, variable, json!(value), false)
+}
+
+/// A secret of the environment (Railway's shared variables that are secrets):
+/// `environment-secret:<KEY>:<exposure>`, one step however many resources there are. Berth
+/// keeps it in the Secret the environment owns and gives it to every resource of the
+/// environment that does not set the key itself. The input holds the `$secretRef`, never the
+/// value: apply resolves it (`resolve_input`) just before the call.
+fn environment_secret(variable: &BundleVariable, reference: &str) -> Step {
+    let id = format!("environment-secret:{}:{}", variable.key, variable.exposure);
+    environment_entry(id, variable, secret(reference), true)
+}
+
+/// `environments.set-variable` (`POST /environments/{environmentId}/variables`, the route
+/// that keeps plain values in the environment's spec and secret ones in its Secret), undone
+/// by `environments.unset-variable` of the same key and exposure.
+fn environment_entry(id: String, variable: &BundleVariable, value: Value, is_secret: bool) -> Step {
     let input = json!({
         "environmentId": placeholder(ENVIRONMENT, "environmentId"),
         "key": variable.key,
         "value": value,
         "exposure": variable.exposure,
-        "kind": "plain-config",
+        "kind": if is_secret { "secret" } else { "plain-config" },
         "scope": "environment",
-        "isSecret": false,
+        "isSecret": is_secret,
     });
-    let id = format!(
-        "environment-variable:{}:{}",
-        variable.key, variable.exposure
-    );
     let set = step(
         id,
         "environments.set-variable",
@@ -182,28 +203,19 @@ fn resource_steps(
     steps.push(deployment_step(bundle, name, &created_id, depends_on));
 }
 
-/// The resource's own variables and secrets, and the environment's secrets (Berth keeps
-/// secrets on resources) unless the resource sets the same key and exposure; by key.
+/// The resource's own variables and secrets, by key and exposure. The environment's secrets
+/// are not repeated here: they are the environment's steps, and the resource inherits them
+/// (its own value of a key wins).
 fn variable_steps(bundle: &MigrationBundle, resource: &BundleResource, created: &str) -> Vec<Step> {
     let name = resource.reference.as_str();
-    let own: Vec<&BundleVariable> = bundle
+    let mut own: Vec<&BundleVariable> = bundle
         .spec
         .variables
         .iter()
         .filter(|v| v.resource_ref.as_deref() == Some(name))
         .collect();
-    let shadowed = |v: &BundleVariable| {
-        own.iter()
-            .any(|o| (&o.key, &o.exposure) == (&v.key, &v.exposure))
-    };
-    let inherited = bundle
-        .spec
-        .variables
-        .iter()
-        .filter(|v| v.resource_ref.is_none() && v.secret_ref.is_some() && !shadowed(v));
-    let mut all: Vec<&BundleVariable> = own.iter().copied().chain(inherited).collect();
-    all.sort_by(|a, b| (&a.key, &a.exposure).cmp(&(&b.key, &b.exposure)));
-    all.into_iter()
+    own.sort_by(|a, b| (&a.key, &a.exposure).cmp(&(&b.key, &b.exposure)));
+    own.into_iter()
         .map(|variable| match (&variable.value, &variable.secret_ref) {
             (Some(value), _) => resource_variable(name, created, variable, value),
             (None, secret_ref) => {

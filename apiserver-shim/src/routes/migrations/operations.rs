@@ -451,4 +451,65 @@ mod tests {
         };
         assert!(cleanup_calls(&unknown).is_err());
     }
+
+    /// The environment's secret step of a plan runs the environment variable route with
+    /// `isSecret`, its value filled in memory only; cleanup unsets the same key and exposure.
+    #[test]
+    fn an_environment_secret_runs_the_environment_variable_route() {
+        let bundle = json!({
+            "apiVersion": "appaloft.io/migration/v1", "kind": "MigrationBundle",
+            "metadata": {"name": "shop", "source": {"provider": "Railway"}},
+            "spec": {
+                "project": {"name": "Shop"},
+                "environment": {"name": "production", "kind": "production"},
+                "target": {"deploymentTargetId": "srv-1"},
+                "resources": [{"ref": "web", "name": "Web", "kind": "worker",
+                    "source": {"kind": "docker-image", "locator": "ghcr.io/acme/web:1"}}],
+                "variables": [{"key": "SENTRY_DSN", "secretRef": "k8s://sentry#dsn",
+                    "exposure": "build-time"}]
+            }
+        });
+        let bundle = berth_migrate::plan::parse_bundle(&bundle).unwrap();
+        let plan = berth_migrate::plan::plan(bundle).unwrap();
+        let step = plan
+            .steps
+            .iter()
+            .find(|s| s.id == "environment-secret:SENTRY_DSN:build-time")
+            .unwrap();
+        let mut input = step.input.clone();
+        input.insert("environmentId".into(), json!("env-1"));
+        input.insert("value".into(), json!("resolved-at-apply"));
+        let call = apply_call(&step.operation_key, &input).unwrap();
+        assert_eq!(
+            (call.method.clone(), call.path.as_str(), call.command_name),
+            (
+                Method::POST,
+                "/environments/env-1/variables",
+                "SetEnvironmentVariable"
+            )
+        );
+        assert_eq!(
+            call.body,
+            Some(json!({"key": "SENTRY_DSN", "value": "resolved-at-apply",
+                "exposure": "build-time", "kind": "secret", "scope": "environment",
+                "isSecret": true}))
+        );
+        let cleanup = step.cleanup.as_ref().unwrap();
+        let undo = Undo {
+            operation_key: &cleanup.operation_key,
+            input: &input,
+            output: &Map::new(),
+            cleanup_input: cleanup.input.as_ref(),
+            resource_slug: None,
+        };
+        let calls = cleanup_calls(&undo).unwrap();
+        assert_eq!(
+            format!("{} {}", calls[0].method, calls[0].path),
+            "DELETE /environments/env-1/variables/SENTRY_DSN"
+        );
+        assert_eq!(
+            calls[0].body,
+            Some(json!({"exposure": "build-time", "scope": "environment"}))
+        );
+    }
 }

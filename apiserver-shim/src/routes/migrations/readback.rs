@@ -374,7 +374,8 @@ fn judge_binding(value: &Value) -> Judgement {
     (summary, if ready { PASSED } else { ATTENTION }, false)
 }
 
-/// The keys this resource's variable and secret steps set.
+/// The keys this resource's variable and secret steps set, and those of the environment's
+/// secret steps (every resource of the environment gets them), each once.
 fn migrated_keys(plan: &MigrationPlan, receipts: &[Receipt], ids: &Ids<'_>) -> Vec<String> {
     let resource = ids.get("resourceId");
     let mut keys = Vec::new();
@@ -382,18 +383,22 @@ fn migrated_keys(plan: &MigrationPlan, receipts: &[Receipt], ids: &Ids<'_>) -> V
         let Some(step) = plan.steps.iter().find(|s| s.id == receipt.step_id) else {
             continue;
         };
-        let sets_variable = matches!(
-            step.operation_key.as_str(),
-            "resources.set-variable" | "resources.set-secret"
-        );
-        let input = resolve_input(step, &receipts[..index], &mut |_| Ok(String::new()));
-        if let (true, Ok(input)) = (sets_variable, input)
-            && input.get("resourceId").and_then(Value::as_str) == resource.as_deref()
-            && let Some(key) = input.get("key").and_then(Value::as_str)
-        {
+        let Ok(input) = resolve_input(step, &receipts[..index], &mut |_| Ok(String::new())) else {
+            continue;
+        };
+        let applies = match step.operation_key.as_str() {
+            "resources.set-variable" | "resources.set-secret" => {
+                input.get("resourceId").and_then(Value::as_str) == resource.as_deref()
+            }
+            "environments.set-variable" => input.get("isSecret") == Some(&Value::Bool(true)),
+            _ => false,
+        };
+        if let (true, Some(key)) = (applies, input.get("key").and_then(Value::as_str)) {
             keys.push(key.to_string());
         }
     }
+    keys.sort_unstable();
+    keys.dedup();
     keys
 }
 
@@ -494,5 +499,69 @@ mod tests {
         let keys: Vec<&String> = summary.keys().collect();
         assert_eq!(keys, ["id", "name", "slug"]);
         assert_eq!(scalars(Map::new())["observed"], Scalar::Flag(true));
+    }
+
+    /// A plan of `web` (its own secret) and `worker` (its own `SENTRY_DSN`) under the
+    /// environment's secret `SENTRY_DSN`, every step with its receipt.
+    fn planned_with_receipts() -> (MigrationPlan, Vec<Receipt>) {
+        let resource = |slug: &str| {
+            json!({"ref": slug, "name": slug, "kind": "worker",
+                   "source": {"kind": "docker-image", "locator": "ghcr.io/acme/app:1"}})
+        };
+        let bundle = json!({
+            "apiVersion": "appaloft.io/migration/v1", "kind": "MigrationBundle",
+            "metadata": {"name": "shop", "source": {"provider": "Railway"}},
+            "spec": {
+                "project": {"name": "Shop"},
+                "environment": {"name": "production", "kind": "production"},
+                "target": {"deploymentTargetId": "srv-1"},
+                "resources": [resource("web"), resource("worker")],
+                "variables": [
+                    {"key": "SENTRY_DSN", "secretRef": "k8s://sentry#dsn", "exposure": "runtime"},
+                    {"key": "STRIPE_KEY", "secretRef": "env://STRIPE_KEY", "exposure": "runtime",
+                     "resourceRef": "web"},
+                    {"key": "SENTRY_DSN", "value": "off", "exposure": "runtime",
+                     "resourceRef": "worker"}
+                ]
+            }
+        });
+        let bundle = berth_migrate::plan::parse_bundle(&bundle).unwrap();
+        let plan = berth_migrate::plan::plan(bundle).unwrap();
+        let receipts = plan
+            .steps
+            .iter()
+            .map(|step| Receipt {
+                step_id: step.id.clone(),
+                operation_key: step.operation_key.clone(),
+                state: "completed".into(),
+                output: step
+                    .produces
+                    .iter()
+                    .flat_map(|p| p.keys())
+                    .map(|name| (name.clone(), Scalar::Text(format!("id-of-{}", step.id))))
+                    .collect(),
+                ownership: "created".into(),
+            })
+            .collect();
+        (plan, receipts)
+    }
+
+    #[test]
+    fn verify_expects_the_environments_secrets_in_every_resource() {
+        let (plan, receipts) = planned_with_receipts();
+        let expected = |slug: &str| {
+            let output = BTreeMap::from([(
+                "resourceId".to_string(),
+                Scalar::Text(format!("id-of-resource:create:{slug}")),
+            )]);
+            let input = Map::new();
+            let ids = Ids {
+                output: &output,
+                input: &input,
+            };
+            migrated_keys(&plan, &receipts, &ids)
+        };
+        assert_eq!(expected("web"), ["SENTRY_DSN", "STRIPE_KEY"]);
+        assert_eq!(expected("worker"), ["SENTRY_DSN"]);
     }
 }

@@ -361,3 +361,35 @@ fn a_postgres_service_is_provisioned_and_bound_by_the_plan() {
         Some("env://MYSQL_MYSQL_URL")
     );
 }
+
+/// A shared variable that is a secret becomes one environment secret (the value supplied at
+/// apply by its reference), not a secret per service; a plain one an environment variable.
+#[test]
+fn shared_secret_variables_become_one_environment_secret() {
+    let shared = ENV_CONFIG.replace(
+        "\"APP_MODE\": { \"value\": \"production\" }",
+        "\"APP_MODE\": { \"value\": \"production\" }, \
+         \"SENTRY_AUTH_TOKEN\": { \"value\": \"seed-sentry-token-4d1e\" }",
+    );
+    let mut bundle = run(&[("environment-config.json", &shared)]);
+    bundle.spec.target.deployment_target_id = "srv-1".into();
+    let plan = crate::plan::plan(bundle).unwrap();
+    let ids: Vec<&str> = plan.steps.iter().map(|s| s.id.as_str()).collect();
+    assert!(ids.contains(&"environment-variable:APP_MODE:runtime"));
+    let secret = plan
+        .steps
+        .iter()
+        .find(|s| s.id == "environment-secret:SENTRY_AUTH_TOKEN:runtime")
+        .expect("one environment secret");
+    assert_eq!(secret.input["isSecret"], true);
+    assert_eq!(
+        secret.input["value"],
+        serde_json::json!({"$secretRef": "env://SENTRY_AUTH_TOKEN"})
+    );
+    assert!(
+        !ids.iter()
+            .any(|id| id.contains("SENTRY") && id.starts_with("resource-"))
+    );
+    let text = serde_json::to_string(&plan).unwrap();
+    assert!(!text.contains("seed-sentry-token"));
+}

@@ -2,6 +2,7 @@
 //! volume, an environment variable, a resource secret and a domain.
 
 mod apply;
+mod environment_secrets;
 mod integrity;
 mod managed;
 mod planning;

@@ -429,7 +429,7 @@ fn secret_looking_values_warn_without_the_value() {
 }
 
 #[test]
-fn environment_secrets_go_to_every_resource() {
+fn environment_secrets_are_one_step_not_one_per_resource() {
     let plan = plan_of(&with_spec(|s| {
         let variables = s["variables"].as_array_mut().unwrap();
         variables.push(json!({"key": "SENTRY_DSN", "secretRef": "k8s://sentry#dsn", "exposure": "runtime"}));
@@ -437,10 +437,12 @@ fn environment_secrets_go_to_every_resource() {
     }))
     .unwrap();
     let ids = ids(&plan);
-    assert!(ids.contains(&"resource-secret:db:SENTRY_DSN:runtime"));
-    assert!(ids.contains(&"resource-secret:web:SENTRY_DSN:runtime"));
-    // The worker's own variable wins.
-    assert!(!ids.contains(&"resource-secret:worker:SENTRY_DSN:runtime"));
+    assert!(ids.contains(&"environment-secret:SENTRY_DSN:runtime"));
+    for resource in ["db", "web", "worker"] {
+        let fanned_out = format!("resource-secret:{resource}:SENTRY_DSN:runtime");
+        assert!(!ids.contains(&fanned_out.as_str()), "{fanned_out}");
+    }
+    // The worker's own variable stays its own (and wins over the environment's secret).
     assert!(ids.contains(&"resource-variable:worker:SENTRY_DSN:runtime"));
 }
 
