@@ -6,6 +6,7 @@
 //! Not called: `POST /bootstrap/auth/first-admin` (the stack's first administrator exists; a
 //! second call is refused) and the five migration endpoints (their bodies are "not shown").
 
+mod absent;
 mod records;
 mod schema;
 
@@ -31,7 +32,7 @@ use crate::shim_projects_envs::{environment, project};
 use crate::shim_runtime_logs::follow;
 use crate::shim_servers::stack_key;
 
-static SPEC: LazyLock<Spec> = LazyLock::new(|| Spec::new(records::RECORDS));
+static SPEC: LazyLock<Spec> = LazyLock::new(|| Spec::new(records::RECORDS, absent::ABSENT_WHEN));
 
 /// Every drift seen, with the endpoint that showed it; the test fails at its end with all of
 /// them, so one run names every field that moved.
@@ -80,7 +81,7 @@ fn id_of(value: &Value, field: &str) -> String {
 
 #[test]
 fn the_validator_reads_the_tables_and_names_each_drift() {
-    let spec = Spec::new(records::RECORDS);
+    let spec = Spec::new(records::RECORDS, absent::ABSENT_WHEN);
     let sample = json!({
         "sampleId": "s", "observedAt": "t", "collectedAt": "t",
         "scopeEvidence": {"scope": {"kind": "server", "serverId": "edge"}, "serverId": "edge"},
@@ -685,6 +686,14 @@ async fn contract_resources_observations_and_monitoring_read_as_the_spec_says() 
     let body = json!({"scope": {"kind": "server", "serverId": server}});
     let reply = admin.post("/terminal-sessions", body).await;
     c.expect("POST /terminal-sessions", "TerminalSession", reply);
+    let reply = admin.get("/terminal-sessions").await;
+    let listed = c.expect("GET /terminal-sessions", "TerminalSessionList", reply);
+    assert!(
+        listed["items"]
+            .as_array()
+            .is_some_and(|items| !items.is_empty()),
+        "the created session is listed: {listed}"
+    );
     let binding: DomainBinding = serde_json::from_value(json!({
         "apiVersion": "berth.dev/v1alpha1", "kind": "DomainBinding",
         "metadata": {"name": format!("{slug}-tls"), "namespace": org.namespace},

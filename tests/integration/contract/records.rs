@@ -1,11 +1,11 @@
 //! The records of the interface specification's §2 tables (and the §4 answers that wrap them),
 //! written as a strict client reads them. One line per field: `name:type` is listed without `?`
 //! and must be present; `name?:type` is optional; `name~:type` is listed without `?` but a
-//! record leaves it out where no value can exist (Appaloft 1.10.5, the system the spec was
-//! written from, marks each of these `.optional()`). Types: `string`, `number`, `integer`,
-//! `boolean`, `any`, `map` (string to any JSON), `map<T>`, `T[]`, `=a|b|c` (a value set: the
-//! spec's, closed with Appaloft's where the spec only shows a sample), or a record named here.
-//! No field is ever `null`.
+//! record leaves it out where no value can exist, each for the reason [`super::absent`] names
+//! (Appaloft 1.10.5, the system the spec was written from, marks each of these `.optional()`).
+//! Types: `string`, `number`, `integer`, `boolean`, `any`, `map` (string to any JSON),
+//! `map<T>`, `T[]`, `=a|b|c` (a value set: the spec's, closed with Appaloft's where the spec
+//! only shows a sample), or a record named here. No field is ever `null`.
 
 /// `(record, fields)`.
 pub const RECORDS: &[(&str, &str)] = &[
@@ -699,7 +699,7 @@ pub const RECORDS: &[(&str, &str)] = &[
     (
         "HealthSourceError",
         "source:=deployment|runtime|health-policy|health-check|proxy|public-access|domain-binding|runtime-control, \
-         code:string, category~:string, phase~:string, retriable:boolean, \
+         code:string, category:string, phase:string, retriable:boolean, \
          relatedEntityId~:string, relatedState~:string, message:string",
     ),
     (
@@ -737,6 +737,12 @@ pub const RECORDS: &[(&str, &str)] = &[
          workingDirectory?:string, createdAt:string",
     ),
     ("TerminalTransport", "kind:=websocket, path:string"),
+    (
+        "TerminalSessionSummary",
+        "sessionId:string, scope:=server|resource, serverId:string, resourceId?:string, \
+         deploymentId?:string, transport:TerminalTransport, providerKey:string, \
+         workingDirectory?:string, status:=active|closing, createdAt:string",
+    ),
     ("CertificateIssue", "certificateId:string, attemptId:string"),
     ("ProgressStep", "current:number, total:number, label:string"),
     (
@@ -765,6 +771,10 @@ pub const RECORDS: &[(&str, &str)] = &[
     ("TokenRevoked", "tokenId:string, revokedAt:string"),
     ("SessionList", "items:Session[], nextCursor?:string"),
     ("SessionRevoked", "sessionId:string, revokedAt:string"),
+    (
+        "TerminalSessionList",
+        "schemaVersion:=terminal-sessions.list/v1, items:TerminalSessionSummary[]",
+    ),
     ("AccountDeleted", "userId:string, deletedAt:string"),
     (
         "OrganizationDeleted",

@@ -1,9 +1,10 @@
 //! A strict client's reading of the records in [`super::records`]: every field the spec lists
 //! without `?` present, every value of its type and value set, and no `null` anywhere but in
 //! the caller's own JSON (`any`, `map`). Fields a record does not list are allowed (a client
-//! generated from the spec ignores them), unless they are `null`.
+//! generated from the spec ignores them), unless they are `null`. A field listed without `?`
+//! may be missing (`~`) only for a reason [`super::absent`] names.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
@@ -12,7 +13,7 @@ use serde_json::Value;
 enum Presence {
     /// Listed without `?`.
     Required,
-    /// Listed without `?`, left out where no value can exist.
+    /// Listed without `?`, left out where no value can exist (for a named reason).
     WhereKnown,
     /// Listed with `?`.
     Optional,
@@ -52,9 +53,14 @@ pub struct Spec {
 }
 
 impl Spec {
-    /// Parses `records`; a line that does not parse, or names a record that does not exist,
-    /// is a bug of the table and panics.
-    pub fn new(records: &[(&'static str, &'static str)]) -> Self {
+    /// Parses `records`, with `absent_when` saying why each `~` field may be missing
+    /// (`("Record.field", reason)`). A line that does not parse, names a record that does not
+    /// exist, a `~` field without a reason or a reason for a field that is not `~` is a bug of
+    /// the tables and panics.
+    pub fn new(
+        records: &[(&'static str, &'static str)],
+        absent_when: &[(&'static str, &'static str)],
+    ) -> Self {
         let definitions: HashMap<_, _> = records
             .iter()
             .map(|(name, text)| (*name, definition(name, text)))
@@ -69,7 +75,59 @@ impl Spec {
                 spec.assert_known(name, ty);
             }
         }
+        let unexplained = spec.unexplained(absent_when);
+        assert!(
+            unexplained.is_empty(),
+            "every field listed without `?` is required unless a reason says when it has no \
+             value:\n{}",
+            unexplained.join("\n")
+        );
         spec
+    }
+
+    /// Every `~` field without a reason in `absent_when`, and every reason that is empty,
+    /// repeated, or names a field that is not `~`; one line each.
+    fn unexplained(&self, absent_when: &[(&'static str, &'static str)]) -> Vec<String> {
+        let mut problems = Vec::new();
+        let mut explained = HashSet::new();
+        for (at, why) in absent_when {
+            if !explained.insert(*at) {
+                problems.push(format!("{at}: a second reason"));
+            }
+            if why.trim().is_empty() {
+                problems.push(format!("{at}: an empty reason"));
+            }
+            match self.presence(at) {
+                Some(Presence::WhereKnown) => {}
+                Some(_) => problems.push(format!("{at}: a reason, but the field is not `~`")),
+                None => problems.push(format!("{at}: a reason for a field no record lists")),
+            }
+        }
+        let mut names: Vec<&&str> = self.definitions.keys().collect();
+        names.sort();
+        for name in names {
+            let Definition::Fields(fields) = &self.definitions[*name] else {
+                continue;
+            };
+            for field in fields {
+                let at = format!("{name}.{}", field.name);
+                if field.presence == Presence::WhereKnown && !explained.contains(at.as_str()) {
+                    problems.push(format!("{at}: `~` without a reason"));
+                }
+            }
+        }
+        problems
+    }
+
+    /// How `Record.field` is listed; `None` when no record lists it.
+    fn presence(&self, at: &str) -> Option<Presence> {
+        let (record, name) = at.split_once('.')?;
+        match self.definitions.get(record)? {
+            Definition::Fields(fields) => {
+                fields.iter().find(|f| f.name == name).map(|f| f.presence)
+            }
+            Definition::Alias(_) => None,
+        }
     }
 
     fn assert_known(&self, at: &str, ty: &Ty) {
@@ -262,9 +320,11 @@ mod tests {
         ),
     ];
 
+    const ABSENT_WHEN: &[(&str, &str)] = &[("Thing.size", "not measured yet")];
+
     #[test]
     fn a_strict_client_names_every_drift() {
-        let spec = Spec::new(RECORDS);
+        let spec = Spec::new(RECORDS, ABSENT_WHEN);
         let good = json!({"id": "t", "kind": "x", "tags": ["a"], "extra": {"k": null}, "more": 1});
         assert_eq!(spec.check("Thing", &good), Vec::<String>::new());
         let bad =
@@ -284,5 +344,46 @@ mod tests {
             spec.check("Scope", &json!({"kind": "server", "projectId": "p"})),
             ["Scope: a server scope without serverId"]
         );
+    }
+
+    #[test]
+    fn every_field_left_out_has_a_reason_and_every_reason_its_field() {
+        let spec = Spec::new(RECORDS, ABSENT_WHEN);
+        let reasons = [
+            ("Thing.note", "optional anyway"),
+            ("Thing.id", "never"),
+            ("Thing.colour", "no such field"),
+            ("Kind.x", "a value set"),
+            ("Scope.kind", ""),
+            ("Scope.kind", "twice"),
+        ];
+        assert_eq!(
+            spec.unexplained(&reasons),
+            [
+                "Thing.note: a reason, but the field is not `~`",
+                "Thing.id: a reason, but the field is not `~`",
+                "Thing.colour: a reason for a field no record lists",
+                "Kind.x: a reason for a field no record lists",
+                "Scope.kind: an empty reason",
+                "Scope.kind: a reason, but the field is not `~`",
+                "Scope.kind: a second reason",
+                "Scope.kind: a reason, but the field is not `~`",
+                "Thing.size: `~` without a reason",
+            ]
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "Thing.size: `~` without a reason")]
+    fn the_tables_are_refused_with_a_field_left_out_for_no_reason() {
+        Spec::new(RECORDS, &[]);
+    }
+
+    /// The rule for the real tables: a field the spec lists without `?` is required unless
+    /// [`crate::contract::absent`] says when Berth has no value for it.
+    #[test]
+    fn every_field_the_records_leave_out_names_when() {
+        use crate::contract::{absent, records};
+        Spec::new(records::RECORDS, absent::ABSENT_WHEN);
     }
 }
