@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Container images of Berth itself, built locally from cargo's binaries without pulling
-# (hack/lib/berth-images.sh); the repository's Dockerfile is the way to build them for a registry.
+# (hack/lib/berth-images.sh); tag and push the release ones to publish them to a registry.
 #   hack/images.sh berth [debug|release] [TAG]   berth/controller:TAG and berth/shim:TAG
 #                                                from what `cargo build [--release]` left
 #                                                (TAG: dev for debug, else the workspace version)

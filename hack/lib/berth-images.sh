@@ -13,8 +13,8 @@
 #   ensure_berth_images PROFILE TAG   PROFILE debug|release: $CARGO_TARGET_DIR/PROFILE/berth-*
 #
 # Each image is labelled with the hash of its inputs (local.berth-stack.source-hash, so the
-# prune in ensure_images covers it) and skipped when fresh. The repository's Dockerfile builds
-# the same layout from a registry's base images, for publishing.
+# prune in ensure_images covers it) and skipped when fresh. These are the images to publish
+# (`docker tag` and `docker push`): the in-cluster test runs this layout.
 
 BERTH_RUNTIME_REPO=berth/runtime
 BERTH_IMAGE_BINARIES=(berth-controller berth-shim)
