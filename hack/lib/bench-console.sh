@@ -48,7 +48,9 @@ bench_console_api() {
 
 # hack/bench.sh console-ui [N] [SECONDS]: the console in Debian's Chromium against the release
 # shim, as the stack's first administrator: N resources listed (apiserver-shim/console/bench/
-# ui.mjs), then a chatty app's logs tailed for SECONDS on the quickstart's server (logs.mjs).
+# ui.mjs), a chatty app's logs tailed for SECONDS (default 600: ten minutes) on the quickstart's
+# server (logs.mjs), then Deploy pressed until the attempt's first event is on screen
+# (first-event.mjs).
 # hack/dev.sh must have run (the administrator, the quickstart); the goals are the scripts'.
 bench_console_ui() {
   [[ -s "$BERTH_STACK_DIR/admin.env" ]] ||
@@ -63,7 +65,9 @@ bench_console_ui() {
     export BERTH_CONSOLE_URL=http://$BENCH_CONSOLE_ADDR BERTH_ADMIN_EMAIL BERTH_ADMIN_PASSWORD
     node "$bench/ui.mjs" "${1:-1000}"
     list=$?
-    node "$bench/logs.mjs" "${2:-30}" && exit "$list"
+    node "$bench/logs.mjs" "${2:-600}"
+    logs=$?
+    node "$bench/first-event.mjs" && exit $((list | logs))
   ) | tee "$out" || status=$?
   bench_summary "$out" "$status"
 }

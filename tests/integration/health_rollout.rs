@@ -1,6 +1,7 @@
-//! Health history tells the truth during a rollout (issue 45): zero-downtime redeploys under
-//! kept-alive load record no `unhealthy` observation (the old container leaving is planned), while
-//! an unplanned exit of the serving container still does.
+//! Health history tells the truth during a rollout (issue 45): zero-downtime redeploys and a
+//! rollback under kept-alive load record no `unhealthy` observation (the old container leaving
+//! is planned), nor does a restart a person asks for, while an unplanned exit of the serving
+//! container still does.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -12,6 +13,7 @@ use berth_tests::{client, eventually, random_suffix};
 use serde_json::{Value, json};
 
 use crate::deploy_support::{delete_resource, ready_server, remove_server, wait_body};
+use crate::shim_deployment_attempts::ended;
 use crate::shim_deployments_stream::{assert_envelope, parse_events, stream};
 use crate::shim_health::docker;
 use crate::shim_projects_envs::{environment, project};
@@ -109,6 +111,45 @@ fn overall(observations: &[Value]) -> Vec<String> {
         .collect()
 }
 
+/// Rolls the resource back from its newest attempt to the one before; returns the new attempt.
+async fn roll_back(rest: &Rest, id: &str) -> String {
+    let listed = rest
+        .get(&format!("/deployments?resourceId={id}&limit=2"))
+        .await
+        .ok();
+    let (latest, earlier) = (&listed["items"][0]["id"], &listed["items"][1]["id"]);
+    let started = rest
+        .post(
+            &format!("/deployments/{}/rollback", latest.as_str().unwrap()),
+            json!({"rollbackCandidateDeploymentId": earlier, "confirmation": {"deploymentId": latest}}),
+        )
+        .await
+        .expect(201);
+    started["id"]
+        .as_str()
+        .expect("the rollback's attempt")
+        .to_string()
+}
+
+/// Restarts the runtime over REST and waits until its health shows the restart succeeded.
+async fn restart_on_request(rest: &Rest, id: &str) {
+    let accepted = rest
+        .post(
+            &format!("/resources/{id}/runtime-control"),
+            json!({"operation": "restart"}),
+        )
+        .await
+        .expect(202);
+    let attempt = accepted["runtimeControlAttemptId"].clone();
+    eventually(WAIT, "the restart succeeded", || async {
+        let health = rest.get(&format!("/resources/{id}/health")).await.ok();
+        let control = &health["latestRuntimeControl"];
+        (control["runtimeControlAttemptId"] == attempt && control["status"] == "succeeded")
+            .then_some(())
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn redeploys_record_no_unhealthy_observation_and_a_killed_container_does() {
     let client = client().await;
@@ -156,6 +197,9 @@ async fn redeploys_record_no_unhealthy_observation_and_a_killed_container_does()
         let events = assert_envelope(&parse_events(&text));
         assert_eq!(events.last().unwrap()["status"], "succeeded", "{text}");
     }
+    // A rollback is a planned replacement too.
+    let rolled_back = roll_back(&admin, &id).await;
+    assert_eq!(ended(&admin, &rolled_back).await["status"], "succeeded");
     // The last old container drains and exits while the load goes on.
     tokio::time::sleep(Duration::from_secs(7)).await;
     stop.store(true, Ordering::Relaxed);
@@ -187,6 +231,17 @@ async fn redeploys_record_no_unhealthy_observation_and_a_killed_container_does()
     assert!(
         during.iter().filter(|o| *o == "healthy").count() > REDEPLOYS,
         "{during:?}"
+    );
+    // A restart a person asks for stops the container on purpose: never a failure.
+    let before_restart = history(&admin, &id).await.len();
+    restart_on_request(&admin, &id).await;
+    wait_body(port, &host, "sample-app v1").await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let after_restart = history(&admin, &id).await;
+    let restarted = overall(after_restart.get(before_restart..).unwrap_or_default());
+    assert!(
+        !restarted.iter().any(|o| o == "unhealthy" || o == "unknown"),
+        "a restart asked for is no failure: {restarted:?}"
     );
     // Nobody is told the app went down: it did not.
     assert!(

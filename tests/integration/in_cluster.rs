@@ -7,8 +7,8 @@
 //! container; a rolling update completes and the leader's eviction is allowed under the
 //! PodDisruptionBudget (its standby counts as available); a shim pod
 //! deleted under kept-alive load loses no write; the pods run locked down and each
-//! ServiceAccount can do only what it needs. The first administrator is created through the
-//! Service; the controller writes the PodDisruptionBudgets in the policy version 1.20 serves;
+//! ServiceAccount can do only what it needs. The first administrator is created in Chromium
+//! through the Service (`in_cluster_first_admin.rs`); the controller writes the PodDisruptionBudgets in the policy version 1.20 serves;
 //! the evaluation overlay (one pod, SQLite) comes up in place of the two-replica install. The
 //! pods reach the observation store with `sslmode=verify-full` against the authority in its
 //! Secret, and the server sees every one of their connections encrypted.
@@ -25,8 +25,7 @@ use std::time::{Duration, Instant};
 use berth_crds::member::OrganizationRole;
 use berth_tests::rest::{Rest, TestOrg, base_url};
 use berth_tests::{
-    TestNamespace, client, eventually, eventually_explained, kubectl, random_suffix, repo_root,
-    stack_env,
+    TestNamespace, client, eventually, eventually_explained, kubectl, repo_root, stack_env,
 };
 use k8s_openapi::api::core::v1::Secret;
 use kube::{Api, Client};
@@ -36,12 +35,12 @@ use crate::deploy_support::{WAIT, docker_names, wait_body};
 use crate::deployments::{apply, ready_server, resource_yaml, set_image, teardown, wait_ended};
 use crate::shim_projects_envs::{environment, project};
 
-const NS: &str = "berth-system";
+pub(crate) const NS: &str = "berth-system";
 const CONTROLLER: &str = "berth-controller";
 const SHIM: &str = "berth-shim";
 const ROLLOUT: Duration = Duration::from_secs(240);
 
-fn kubectl_ok(args: &[&str]) -> String {
+pub(crate) fn kubectl_ok(args: &[&str]) -> String {
     let output = kubectl(args, None);
     assert!(output.status.success(), "kubectl {args:?}: {output:?}");
     String::from_utf8_lossy(&output.stdout).into_owned()
@@ -467,78 +466,6 @@ async fn shim_replaced_under_load(client: &Client) {
     );
 }
 
-const FIRST_ADMIN: &str = "berth.dev/first-admin";
-
-/// The stack's cluster has had its first administrator since its first run. To create one
-/// through the Service the shim is handed a cluster without one: the label that marks the first
-/// administrator comes off and the one-shot lock ConfigMap goes; afterwards the label is back on
-/// the original administrator only (hack/test.sh repairs both if this test dies in between).
-async fn first_admin_through_the_service() {
-    let labelled = kubectl_ok(&["get", "users.berth.dev", "-l", FIRST_ADMIN, "-o", "name"]);
-    let original: Vec<&str> = labelled.lines().collect();
-    assert!(!original.is_empty(), "no first administrator to hand over");
-    let unlabel = format!("{FIRST_ADMIN}-");
-    for user in &original {
-        kubectl_ok(&["label", user, &unlabel]);
-    }
-    kubectl_ok(&[
-        "-n",
-        NS,
-        "delete",
-        "configmap",
-        "berth-bootstrap",
-        "--ignore-not-found",
-    ]);
-
-    let email = format!("in-cluster-{}@berth.local", random_suffix());
-    let request = json!({"email": email, "organizationName": "In cluster"});
-    let anonymous = Rest::anonymous();
-    // A replica whose cache still has the label refuses (409) for a moment: ask again.
-    let created = eventually(
-        Duration::from_secs(30),
-        "first-admin through the Service",
-        || {
-            let (anonymous, request) = (anonymous.clone(), request.clone());
-            async move {
-                let reply = anonymous.post("/bootstrap/auth/first-admin", request).await;
-                (reply.status == 200).then_some(reply.body)
-            }
-        },
-    )
-    .await;
-    assert_eq!(created["created"], true, "{created}");
-    let password = created["generatedPassword"]
-        .as_str()
-        .expect("a generated password");
-    let admin = Rest::login_new_user(&email, password).await;
-    admin
-        .get("/organizations/current-context")
-        .await
-        .expect(200);
-    // Once: the other replica refuses a second first administrator too.
-    let second = json!({"email": format!("second-{email}"), "organizationName": "Second"});
-    for _ in 0..4 {
-        let reply = anonymous
-            .post("/bootstrap/auth/first-admin", second.clone())
-            .await;
-        assert_eq!(reply.status, 409, "{:?}", reply.body);
-    }
-
-    // Back as it was: the original administrator is the first one again.
-    let user = format!("users.berth.dev/{}", created["userId"].as_str().unwrap());
-    kubectl_ok(&["label", &user, &unlabel]);
-    for user in &original {
-        kubectl_ok(&["label", user, &format!("{FIRST_ADMIN}=true")]);
-    }
-    let organization = created["organizationId"].as_str().unwrap();
-    kubectl_ok(&[
-        "delete",
-        "organizations.berth.dev",
-        organization,
-        "--wait=false",
-    ]);
-}
-
 /// manifests/overlays/evaluation (one pod running both binaries on SQLite) in place of the
 /// two-replica install: Ready, answering through the same Service, its budget letting a drain
 /// evict its single pod.
@@ -653,7 +580,7 @@ async fn berth_runs_as_pods_fails_over_and_keeps_every_write() {
         .expect("the shim's Service answers");
     assert_eq!(status.status().as_u16(), 200);
     assert_port_forward().await;
-    first_admin_through_the_service().await;
+    crate::in_cluster_first_admin::first_admin_through_the_service().await;
     Rest::admin().await;
 
     // An app deployed by the in-cluster controller answers through the edge proxy.

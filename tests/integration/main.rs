@@ -33,6 +33,7 @@ mod git_support;
 mod gitops_truth;
 mod health_rollout;
 mod in_cluster;
+mod in_cluster_first_admin;
 mod migrations;
 mod notifications;
 mod org_project_env;

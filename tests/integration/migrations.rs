@@ -275,6 +275,17 @@ async fn status_answers_for_the_receipts_sent(member: &Rest, planned: &Value, re
     assert_eq!(first_three["state"], "partial", "{first_three}");
     assert_eq!(first_three["completedStepIds"], json!(steps[..3]));
     assert_eq!(first_three["pendingStepIds"], json!(steps[3..]));
+    // One read-back (show query) per receipt sent, each naming its step and query.
+    let evidence = first_three["evidence"].as_array().unwrap();
+    let read_back: Vec<&str> = evidence
+        .iter()
+        .map(|e| e["stepId"].as_str().unwrap())
+        .collect();
+    assert_eq!(read_back, steps[..3], "{first_three}");
+    assert!(
+        evidence.iter().all(|e| e["queryName"].as_str().is_some()),
+        "{first_three}"
+    );
     let every = status(receipts.clone()).await.ok();
     assert_eq!(every["state"], "complete", "{every}");
     assert_eq!(every["pendingStepIds"], json!([]));
@@ -487,6 +498,9 @@ async fn refused_plans_and_receipts_create_nothing() {
     assert_eq!(answer["state"], "failed", "{answer}");
     assert_eq!(answer["failure"]["stepId"], "project:create");
     assert_eq!(answer["failure"]["code"], "forbidden");
+    // Appaloft's spelling on a step failure; `retriable` stays the error envelope's.
+    assert_eq!(answer["failure"]["retryable"], false, "{answer}");
+    assert!(answer["failure"].get("retriable").is_none(), "{answer}");
 
     assert!(names::<Project>(&client, &org.namespace).await.is_empty());
     assert!(names::<Resource>(&client, &org.namespace).await.is_empty());

@@ -3,9 +3,11 @@
 //! next deploy, a locked environment refusing deployments and changes, rename, clone, diff and
 //! promote, and other organizations' ids answering 404.
 
+use berth_crds::config::environment_secret_name;
 use berth_crds::member::OrganizationRole;
 use berth_tests::client;
 use berth_tests::rest::TestOrg;
+use k8s_openapi::api::core::v1::Secret;
 use serde_json::json;
 
 use crate::deploy_support::{delete_resource, docker_names, ready_server, remove_server};
@@ -19,6 +21,34 @@ fn container_env(name: &str) -> Vec<String> {
         .output()
         .expect("docker CLI (tests only)");
     serde_json::from_slice(&output.stdout).unwrap_or_default()
+}
+
+/// The environment's secrets are kept in one Kubernetes Secret owned by the Environment, so
+/// they go when it goes; the Secret holds both keys.
+async fn secret_owned_by_the_environment(
+    client: &kube::Client,
+    namespace: &str,
+    environment: &str,
+) {
+    let secrets: kube::Api<Secret> = kube::Api::namespaced(client.clone(), namespace);
+    let secret = secrets
+        .get(&environment_secret_name(environment))
+        .await
+        .expect("the environment's Secret");
+    let owner = secret.metadata.owner_references.unwrap_or_default();
+    assert!(
+        owner
+            .iter()
+            .any(|o| o.kind == "Environment" && o.name == environment),
+        "owners: {owner:?}"
+    );
+    let keys: Vec<&String> = secret.data.iter().flatten().map(|(k, _)| k).collect();
+    assert!(
+        ["SHARED_TOKEN", "API_TOKEN"]
+            .iter()
+            .all(|k| keys.iter().any(|key| key.ends_with(k))),
+        "keys: {keys:?}"
+    );
 }
 
 #[tokio::test]
@@ -90,6 +120,7 @@ async fn environment_variables_locks_and_archives_govern_what_deploys() {
         .await
         .ok();
     assert!(answer.is_null(), "{answer}");
+    secret_owned_by_the_environment(&client, &org.namespace, &environment_id).await;
     let shown = member.get(&env_path).await.ok();
     assert_eq!(shown["maskedVariables"][0]["key"], "GREETING");
     let secret_shown = shown["maskedVariables"]
@@ -522,6 +553,12 @@ async fn a_locked_environment_is_not_cloned_and_an_archived_one_not_locked() {
         .await
         .error(409, "environment_archived");
     assert_eq!(refused["details"]["environmentId"], staging.as_str());
+    // With the reason it was archived for, in the details and the message.
+    assert_eq!(refused["details"]["archiveReason"], "done", "{refused}");
+    assert!(
+        refused["message"].as_str().unwrap().contains("(done)"),
+        "{refused}"
+    );
     let archived = member.get(&path).await.ok();
     assert!(archived.get("lockedAt").is_none(), "{archived}");
     assert!(archived.get("lockReason").is_none(), "{archived}");

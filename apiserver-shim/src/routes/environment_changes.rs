@@ -96,15 +96,27 @@ pub fn endpoints() -> Vec<Endpoint> {
 /// Longest lock reason (Appaloft's).
 const REASON_MAX: usize = 280;
 
+/// 409 for an archived environment, saying what it refuses and why it was archived.
+fn archived(environment: &Environment, refused: &str) -> ApiError {
+    let id = environment.name_any();
+    let reason = environment.spec.archive_reason.as_deref();
+    let because = reason.map(|r| format!(" ({r})")).unwrap_or_default();
+    let error = ApiError::conflict_code(
+        "environment_archived",
+        format!("environment {id} is archived{because} and {refused}"),
+    )
+    .with_detail("environmentId", id);
+    match reason {
+        Some(reason) => error.with_detail("archiveReason", reason),
+        None => error,
+    }
+}
+
 /// Refuses a change of a locked (or archived) environment.
 pub fn require_unlocked(environment: &Environment) -> ApiResult<()> {
     let id = environment.name_any();
     if environment.spec.archived {
-        return Err(ApiError::conflict_code(
-            "environment_archived",
-            format!("environment {id} is archived"),
-        )
-        .with_detail("environmentId", id));
+        return Err(archived(environment, "takes no change"));
     }
     if environment.spec.locked {
         return Err(ApiError::environment_locked(
@@ -201,11 +213,7 @@ async fn set_lock(
     let locked = lock.is_some();
     if locked && environment.spec.archived {
         // An archived environment takes no change; a lock would say it could.
-        return Err(ApiError::conflict_code(
-            "environment_archived",
-            format!("environment {id} is archived and cannot be locked"),
-        )
-        .with_detail("environmentId", id));
+        return Err(archived(&environment, "cannot be locked"));
     }
     if environment.spec.locked == locked {
         // Locking twice keeps the first reason; unlocking twice changes nothing.

@@ -2530,7 +2530,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A server's disk and Docker usage, the organization's containers, and what is safely reclaimable */
+        /** A server's disk, inodes, memory and Docker usage, the organization's containers, and what is safely reclaimable */
         get: operations["get_servers_serverId_capacity"];
         put?: never;
         post?: never;
@@ -2772,7 +2772,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller's terminal sessions: waiting for their WebSocket, or connected */
+        /** The caller's terminal sessions, newest first: active (waiting for their WebSocket, or connected) or closing */
         get: operations["get_terminal_sessions"];
         put?: never;
         /** Open an interactive shell on a server (admin); connect to transport.path within 60 s */
@@ -3481,8 +3481,20 @@ export interface components {
         };
         /** @description `servers.capacity.inspect/v1` (Appaloft's, with `platform…` where it says `appaloft…`). */
         Capacity: {
+            /**
+             * @description The filesystems of `/` and of Docker's data root, as `df -P -k` reads them now; empty
+             *     when the server could not be read (then `partial`).
+             */
+            disk: components["schemas"]["DiskCapacity"][];
             docker: components["schemas"]["DockerUsage"];
+            /**
+             * @description The same filesystems' inodes, as `df -P -i` reads them now; a filesystem that keeps no
+             *     inode count (btrfs) is left out.
+             */
+            inodes: components["schemas"]["InodeCapacity"][];
             inspectedAt: string;
+            /** @description The host's memory from `/proc/meminfo`, read now. */
+            memory: components["schemas"]["MemoryCapacity"];
             partial: boolean;
             platformContainers: components["schemas"]["PlatformContainer"][];
             safeReclaimableEstimate: components["schemas"]["Reclaimable"];
@@ -5188,6 +5200,28 @@ export interface components {
             sourceErrors: components["schemas"]["SourceError2"][];
             system: components["schemas"]["System"];
         };
+        /** @description One filesystem's space (Appaloft's `runtimeTargetDiskCapacity`), in bytes. */
+        DiskCapacity: {
+            /**
+             * Format: int64
+             * @description What an unprivileged writer may still use (less than `size - used` by the blocks
+             *     reserved for root).
+             */
+            available: number;
+            /** @description Where the filesystem holding it is mounted. */
+            mount: string;
+            /** @description The path measured (`/`, Docker's data root). */
+            path: string;
+            /** Format: int64 */
+            size: number;
+            /**
+             * Format: int64
+             * @description `df`'s capacity: used of used and available, rounded up.
+             */
+            usePercent: number;
+            /** Format: int64 */
+            used: number;
+        };
         /** @description The filesystem holding Docker's data. */
         DiskMetrics: {
             /**
@@ -5789,6 +5823,22 @@ export interface components {
          * @enum {string}
          */
         InjectionMode: "env";
+        /** @description One filesystem's inodes (Appaloft's `runtimeTargetInodeCapacity`). */
+        InodeCapacity: {
+            /** Format: int64 */
+            free: number;
+            /** @description Where the filesystem holding it is mounted. */
+            mount: string;
+            /** @description The path measured (`/`, Docker's data root). */
+            path: string;
+            /**
+             * Format: int64
+             * @description `df -i`'s use, rounded up.
+             */
+            usePercent: number;
+            /** Format: int64 */
+            used: number;
+        };
         InodeMetrics: {
             /**
              * Format: double
@@ -5943,16 +5993,29 @@ export interface components {
          * @enum {string}
          */
         LineageKind: "create" | "retry" | "redeploy" | "force-redeploy" | "rollback";
-        /** @description A terminal session as `GET /terminal-sessions` lists it. */
+        /**
+         * @description A terminal session as `GET /terminal-sessions` lists it: Appaloft's terminal session
+         *     summary (the session's record as created, without its ticket, plus its status).
+         */
         ListedSession: {
             createdAt: string;
+            /** @description Berth: the database of a `dependency` terminal. */
+            dependencyResourceId?: string;
+            /** @description The provider of the server the shell runs on. */
+            providerKey: string;
             resourceId?: string;
-            /** @description `server`, `resource` or `dependency`. */
+            /** @description `server`, `resource` or `dependency` (Berth). */
             scope: string;
             serverId: string;
             sessionId: string;
-            /** @description `pending` (waiting for its WebSocket) or `connected`. */
-            status: string;
+            status: components["schemas"]["TerminalSessionStatus"];
+            /**
+             * @description The session's WebSocket, without the create answer's single-use ticket: its creator
+             *     opens it with their bearer token while the session waits for it.
+             */
+            transport: components["schemas"]["Transport"];
+            /** @description Where the shell starts, relative to the login user's home (`~/…`). */
+            workingDirectory?: string;
         };
         /**
          * @description `POST /environments/{environmentId}/lock`: deployments and changes of the environment and
@@ -6047,6 +6110,32 @@ export interface components {
             /** @description `active` or `removed`. */
             status: string;
             userId: string;
+        };
+        /**
+         * @description The host's memory in bytes (Appaloft's `runtimeTargetMemoryCapacity`); null what the
+         *     server did not say.
+         */
+        MemoryCapacity: {
+            /**
+             * Format: int64
+             * @description `MemAvailable`: what can be given to new work without swapping.
+             */
+            available?: number;
+            /**
+             * Format: int64
+             * @description `MemTotal`.
+             */
+            total?: number;
+            /**
+             * Format: int64
+             * @description `used` of `total`, rounded.
+             */
+            usePercent?: number;
+            /**
+             * Format: int64
+             * @description `total - available`.
+             */
+            used?: number;
         };
         MemoryMetrics: {
             /** Format: double */
@@ -8282,6 +8371,54 @@ export interface components {
             signal: components["schemas"]["Signal"];
         };
         /**
+         * @description `GET /servers/{serverId}`: Berth's record of the server, and Appaloft's `servers.show/v1`
+         *     (`schemaVersion`, `server`, `generatedAt`) beside it.
+         */
+        ServerDetail: {
+            baseDomain?: string;
+            /** @description `Reachable`, `DockerReady`, `ProxyReady`, `Ready` and, while blocked, `DeletionBlocked`. */
+            conditions: components["schemas"]["ConditionRecord"][];
+            createdAt: string;
+            credentialId: string;
+            /** @description What keeps the server from being deleted (resources and deployments on it). */
+            deleteBlockers: components["schemas"]["Blocker"][];
+            dockerVersion?: string;
+            facts?: components["schemas"]["ServerFacts"];
+            /** @description When this answer was made. */
+            generatedAt: string;
+            host: string;
+            /** @description The pinned SSH host key (`SHA256:…`). */
+            hostKeyFingerprint?: string;
+            id: string;
+            lastContactAt?: string;
+            /** @description `active` (takes deployments) or `inactive` (may be deleted). */
+            lifecycleStatus: components["schemas"]["ServerLifecycle"];
+            name: string;
+            /** Format: int32 */
+            port: number;
+            providerKey: string;
+            proxy: components["schemas"]["ProxyRecord"];
+            /** @description Whether the controller's last SSH connection succeeded. */
+            reachable: boolean;
+            /** @description `servers.show/v1`. */
+            schemaVersion: string;
+            /** @description The server as Appaloft summarizes it. */
+            server: components["schemas"]["ServerSummary"];
+            /**
+             * @description Always `single-server`: one host reached over SSH running Docker. (Defaults, as the
+             *     other fields Appaloft's schema added, so that records of older shims still read.)
+             * @default
+             */
+            targetKind: string;
+            username: string;
+            /**
+             * @description What Berth runs on the server: `deployment-runtime` and `artifact-builder` (images
+             *     are built on the server's Docker).
+             * @default []
+             */
+            workloadRoles: string[];
+        };
+        /**
          * @description Facts gathered from a server. The strings are optional rather than defaulting to `""`:
          *     Kubernetes 1.20 rejects a CRD whose schema has an empty-string default.
          */
@@ -8310,9 +8447,28 @@ export interface components {
          * @enum {string}
          */
         ServerLifecycle: "active" | "inactive";
-        /** @description `{ items }` of `GET /servers`. */
+        /** @description `GET /servers` (Appaloft's `listServersResponse`). */
         ServerList: {
+            /** @description At most `limit` servers from `offset` on, oldest first. */
             items: components["schemas"]["ServerRecord"][];
+            /**
+             * Format: uint64
+             * @description The most `items` the answer could hold.
+             * @default 0
+             */
+            limit: number;
+            /**
+             * Format: uint64
+             * @description How many matching servers were passed over before `items`.
+             * @default 0
+             */
+            offset: number;
+            /**
+             * Format: uint
+             * @description How many servers matched, whatever `limit` and `offset`.
+             * @default 0
+             */
+            total: number;
         };
         /** @description A control message from the server (a text frame). */
         ServerMessage: {
@@ -8360,7 +8516,19 @@ export interface components {
             proxy: components["schemas"]["ProxyRecord"];
             /** @description Whether the controller's last SSH connection succeeded. */
             reachable: boolean;
+            /**
+             * @description Always `single-server`: one host reached over SSH running Docker. (Defaults, as the
+             *     other fields Appaloft's schema added, so that records of older shims still read.)
+             * @default
+             */
+            targetKind: string;
             username: string;
+            /**
+             * @description What Berth runs on the server: `deployment-runtime` and `artifact-builder` (images
+             *     are built on the server's Docker).
+             * @default []
+             */
+            workloadRoles: string[];
         };
         /** @description The server as both answers name it. */
         ServerRef: {
@@ -8371,6 +8539,22 @@ export interface components {
             port: number;
             providerKey: string;
             targetKind: string;
+        };
+        /** @description The server as Appaloft's `servers.show/v1` nests it (`serverSummary`'s required fields). */
+        ServerSummary: {
+            createdAt: string;
+            host: string;
+            id: string;
+            /** @description `active` or `inactive`. */
+            lifecycleStatus: components["schemas"]["ServerLifecycle"];
+            name: string;
+            /** Format: int32 */
+            port: number;
+            providerKey: string;
+            /** @description `single-server`. */
+            targetKind: string;
+            /** @description `deployment-runtime` and `artifact-builder`. */
+            workloadRoles: string[];
         };
         /** @description One service of a resource. */
         ServiceInput: {
@@ -8389,8 +8573,11 @@ export interface components {
             /** @description Pass as `cursor` to get the next page; absent on the last page. */
             nextCursor?: string;
         };
+        /** @description Answer of `GET /terminal-sessions`: the caller's sessions, newest first. */
         SessionList2: {
             items: components["schemas"]["ListedSession"][];
+            /** @description `terminal-sessions.list/v1`. */
+            schemaVersion: string;
         };
         /** @description The Session record of spec §2.2. */
         SessionRecord: {
@@ -9057,6 +9244,8 @@ export interface components {
             /** @description Where the shell starts, relative to the login user's home (`~/…`). */
             workingDirectory?: string;
         };
+        /** @description Where a listed terminal session is (Appaloft's vocabulary). */
+        TerminalSessionStatus: "active" | "closing";
         /**
          * @description `POST /notification-channels/{channelId}/test` (an empty body is accepted): a test message
          *     to the channel, whatever events it follows.
@@ -15504,7 +15693,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ServerRecord"];
+                    "application/json": components["schemas"]["ServerDetail"];
                 };
             };
             /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
