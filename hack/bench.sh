@@ -39,8 +39,9 @@
 #                         against goals; exits non-zero when any goal is missed
 #   hack/bench.sh previews  a pull request opened until its preview serves, beside a push to
 #                         serving of the same app; a closed one until nothing of it is left
-#   hack/bench.sh build   a warm rebuild of an unchanged commit against a plain docker build of
-#                         the same files over SSH; push-to-serving time of a small app
+#   hack/bench.sh build   a rebuild of a new commit (one file changed) against a plain docker
+#                         build of the same files over SSH; push to serving; reuse of an
+#                         unchanged commit's image
 set -euo pipefail
 HACK_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export BERTH_LOG_PREFIX=bench
@@ -160,11 +161,13 @@ Commands:
   build [RUNS]
         With the release berth-controller, in the quickstart's organization (run hack/dev.sh
         first), a Resource deploying a small Dockerfile app from the stack's git server. RUNS
-        times each (default 5), alternating: a new attempt of the unchanged commit, its package
-        phase (fetch, then the image found by its build key) read from its timeline, against a
-        plain `docker build` of the same files over SSH to the same Docker (its cache warm);
-        fails above 1.2x. Then RUNS pushes, each from `git push` and its signed webhook until
-        the new page answers through the edge proxy: p50.
+        times each (default 5): a new commit changing one file, pushed with its signed webhook;
+        the attempt's package phase (fetch, build, its cache warm) read from its timeline,
+        against a plain `docker build` of the same commit's files over SSH to the same Docker
+        (its cache warm), alternating — fails above 1.2x; the same pushes from `git push` until
+        the new page answers through the edge proxy — fails above 15 s; and a new attempt of
+        an unchanged commit (its image reused by its build key) against the plain build of
+        unchanged files — fails above 1.2x.
   previews [RUNS]
         With the release berth-controller, in the quickstart's organization (run hack/dev.sh
         first), a small Dockerfile app from the stack's git server. RUNS times (default 5): a

@@ -126,18 +126,26 @@ YAML
     build_ms "$start" >>"$work/closed.ms"
   done
 
-  local push_p50 opened_p50 closed_p50
+  local push_p50 opened_p50 closed_p50 failed=0
   push_p50=$(build_p50 "$work/push.ms")
   opened_p50=$(build_p50 "$work/opened.ms")
   closed_p50=$(build_p50 "$work/closed.ms")
   echo "Preview environments, $runs pull requests, $(nproc) cores, release berth-controller:"
   echo "  push to serving (baseline)           p50 ${push_p50} ms   $(paste -sd' ' "$work/push.ms")"
   echo "  PR opened to preview serving         p50 ${opened_p50} ms   $(paste -sd' ' "$work/opened.ms")"
-  echo "  ratio opened / push                  $(awk -v a="$opened_p50" -v b="$push_p50" 'BEGIN {printf "%.2f", a / b}')x"
+  local ratio
+  ratio=$(awk -v a="$opened_p50" -v b="$push_p50" 'BEGIN {printf "%.2f", a / b}')
+  if awk -v r="$ratio" 'BEGIN {exit !(r <= 1.5)}'; then
+    echo "  ratio opened / push                  ${ratio}x: PASS (goal <= 1.5x)"
+  else
+    echo "  ratio opened / push                  ${ratio}x: FAIL (goal <= 1.5x)"
+    failed=1
+  fi
   if ((closed_p50 <= 60000)); then
     echo "  PR closed to clean                   p50 ${closed_p50} ms   $(paste -sd' ' "$work/closed.ms"): PASS (goal <= 60000 ms)"
   else
     echo "  PR closed to clean                   p50 ${closed_p50} ms   $(paste -sd' ' "$work/closed.ms"): FAIL (goal <= 60000 ms)"
-    return 1
+    failed=1
   fi
+  return "$failed"
 }

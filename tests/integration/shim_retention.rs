@@ -1,8 +1,10 @@
 //! Retention defaults (spec §4.5) against the real stack: the system defaults berth-controller
 //! creates, an organization's own policy set through `POST /retention-defaults`, and its
 //! scheduled runs over the observation store: a dry run reports what it would delete and
-//! deletes nothing; a destructive run deletes the old rows and keeps the recent ones.
+//! deletes nothing; a destructive run deletes the old rows and keeps the recent ones, for
+//! monitoring samples and for the audit events the REST API lists.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -10,7 +12,7 @@ use berth_crds::member::OrganizationRole;
 use berth_crds::monitoring::{
     MonitoringSample, PROVIDER_KEY, SampleLabels, ScopeEvidence, ScopeKind, Totals,
 };
-use berth_observations::{History, ObservationStore, SampleRecord, StoreLocation};
+use berth_observations::{AuditRecord, History, ObservationStore, SampleRecord, StoreLocation};
 use berth_tests::rest::{Rest, TestOrg};
 use berth_tests::{client, eventually, kubectl};
 use serde_json::{Value, json};
@@ -63,9 +65,15 @@ fn sample(namespace: &str, hours_ago: i64) -> SampleRecord {
     }
 }
 
-/// The organization's policy once a run of `mode` for its current spec is in `lastRun`.
-async fn wait_run(rest: &Rest, mode: &str, generation_changed_after: &str) -> Value {
-    let path = format!("/retention-defaults/{CATEGORY}?scope=organization");
+/// The organization's policy of `category` once a run of `mode` for its current spec is in
+/// `lastRun`.
+async fn wait_run(
+    rest: &Rest,
+    category: &str,
+    mode: &str,
+    generation_changed_after: &str,
+) -> Value {
+    let path = format!("/retention-defaults/{category}?scope=organization");
     eventually(RUN, &format!("a {mode} run"), || async {
         let policy = rest.get(&path).await.ok()["policy"].clone();
         let run = &policy["lastRun"];
@@ -75,6 +83,49 @@ async fn wait_run(rest: &Rest, mode: &str, generation_changed_after: &str) -> Va
         (run["mode"] == mode && fresh).then_some(policy)
     })
     .await
+}
+
+/// A REST write of project `project` in `namespace` made `hours_ago`, as the shim records one
+/// (`crate::audit` of berth-shim): what `GET /audit-events` lists as a `project.updated`.
+fn audit_record(namespace: &str, project: &str, hours_ago: i64) -> AuditRecord {
+    AuditRecord {
+        id: format!("aud-{namespace}-{hours_ago}h"),
+        namespace: namespace.into(),
+        occurred_ms: berth_observations::now_ms() - hours_ago * HOUR_MS,
+        object_kind: "Project".into(),
+        object_id: project.into(),
+        resource: String::new(),
+        actor_kind: "user".into(),
+        actor_id: "usr-retention-test".into(),
+        action: "POST /projects/{projectId}/rename".into(),
+        detail: json!({
+            "verb": "updated",
+            "created": false,
+            "deleted": false,
+            "changes": [{"field": "spec.name"}],
+        })
+        .to_string(),
+    }
+}
+
+/// The audit events of `aggregate` as `GET /audit-events` lists them: id → event.
+async fn audit_events(rest: &Rest, aggregate: &str) -> BTreeMap<String, Value> {
+    let list = rest
+        .get(&format!("/audit-events?aggregateId={aggregate}&limit=100"))
+        .await
+        .ok();
+    assert_eq!(list["schemaVersion"], "audit-events.list/v1");
+    assert_eq!(
+        list["nextCursor"],
+        Value::Null,
+        "one page holds them: {list}"
+    );
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["auditEventId"].as_str().unwrap().to_string(), e.clone()))
+        .collect()
 }
 
 fn policy_event_reasons(namespace: &str) -> Vec<String> {
@@ -227,7 +278,7 @@ async fn a_dry_run_reports_old_samples_and_a_destructive_run_deletes_only_them()
     assert_eq!(answer["policy"]["scope"], "organization");
     assert_eq!(answer["policy"]["organizationId"], org.id);
     assert_eq!(answer["policy"]["updatedByActorKind"], "user");
-    let policy = wait_run(&admin.rest, "dry-run", &before).await;
+    let policy = wait_run(&admin.rest, CATEGORY, "dry-run", &before).await;
     let run = &policy["lastRun"];
     assert_eq!(run["matchedRows"]["monitoring-samples"], 5, "{run}");
     assert_eq!(run["deletedRows"], 0);
@@ -252,7 +303,7 @@ async fn a_dry_run_reports_old_samples_and_a_destructive_run_deletes_only_them()
         .ok();
     assert_eq!(answer["policy"]["updatedByActorKind"], "deploy-token");
     assert_eq!(answer["policy"]["dryRunSchedulingEnabled"], true);
-    let policy = wait_run(&admin.rest, "destructive", &before).await;
+    let policy = wait_run(&admin.rest, CATEGORY, "destructive", &before).await;
     assert_eq!(policy["lastRun"]["deletedRows"], 5, "{policy}");
     assert_eq!(
         store.count_before(&org.namespace, samples, cutoff).unwrap(),
@@ -271,4 +322,105 @@ async fn a_dry_run_reports_old_samples_and_a_destructive_run_deletes_only_them()
         .await
         .ok();
     assert_eq!(listed["items"][0]["id"], format!("{}.{CATEGORY}", org.id));
+}
+
+/// Issue 45: the `audit-rows` policy prunes the audit events a user reads through
+/// `GET /audit-events`. Records older than the window (written into the store backdated, as the
+/// shim records a REST write) are counted by a dry run and still listed, then deleted by a
+/// destructive run and no longer listed; records inside the window, and the policy write's own
+/// audit event, stay listed.
+#[tokio::test]
+async fn the_audit_rows_policy_prunes_old_audit_events_and_keeps_recent_ones() {
+    const AUDIT_ROWS: &str = "audit-rows";
+    let client = client().await;
+    let mut org = TestOrg::new(&client).await;
+    let admin = org.user(OrganizationRole::Admin).await;
+    let store = store();
+    let project = format!("prj-{}-retention", org.id);
+    // A window of 2 days: three changes from 3 days ago and older go, yesterday's and the last
+    // hour's stay.
+    let old: Vec<AuditRecord> = (72..75)
+        .map(|h| audit_record(&org.namespace, &project, h))
+        .collect();
+    let recent: Vec<AuditRecord> = [24, 1]
+        .into_iter()
+        .map(|h| audit_record(&org.namespace, &project, h))
+        .collect();
+    store.record_audit(&old).unwrap();
+    store.record_audit(&recent).unwrap();
+    let old_ids: Vec<&str> = old.iter().map(|r| r.id.as_str()).collect();
+    let recent_ids: Vec<&str> = recent.iter().map(|r| r.id.as_str()).collect();
+
+    // Before any run the user sees all five, at the times they were made.
+    let listed = audit_events(&admin.rest, &project).await;
+    for record in old.iter().chain(&recent) {
+        let event = listed
+            .get(&record.id)
+            .unwrap_or_else(|| panic!("{} is not listed: {listed:#?}", record.id));
+        let created_at = k8s_openapi::jiff::Timestamp::from_millisecond(record.occurred_ms)
+            .unwrap()
+            .to_string();
+        assert_eq!(event["createdAt"], created_at, "{event}");
+        assert_eq!(event["eventType"], "project.updated", "{event}");
+        assert_eq!(event["source"], "rest", "{event}");
+    }
+
+    // A dry run counts the old records and deletes none: all five are still listed.
+    let before = k8s_openapi::jiff::Timestamp::now().to_string();
+    let answer = admin
+        .rest
+        .post(
+            "/retention-defaults",
+            json!({"category": AUDIT_ROWS, "retentionDays": 2, "dryRunSchedulingEnabled": true}),
+        )
+        .await
+        .ok();
+    assert_eq!(answer["id"], format!("{}.{AUDIT_ROWS}", org.id));
+    assert_eq!(answer["policy"]["scope"], "organization");
+    let policy = wait_run(&admin.rest, AUDIT_ROWS, "dry-run", &before).await;
+    let run = &policy["lastRun"];
+    assert_eq!(run["matchedRows"], json!({"audit-records": 3}), "{run}");
+    assert_eq!(run["deletedRows"], 0, "{run}");
+    assert_eq!(run["namespaces"], json!([org.namespace]), "{run}");
+    let listed = audit_events(&admin.rest, &project).await;
+    for id in old_ids.iter().chain(&recent_ids) {
+        assert!(
+            listed.contains_key(*id),
+            "a dry run deletes nothing: {id} is gone"
+        );
+    }
+    assert!(policy_event_reasons(&org.namespace).contains(&"RetentionDryRun".to_string()));
+
+    // A destructive run deletes them: the user no longer sees the old changes, and still sees
+    // the recent ones.
+    let before = k8s_openapi::jiff::Timestamp::now().to_string();
+    admin
+        .rest
+        .post(
+            "/retention-defaults",
+            json!({"category": AUDIT_ROWS, "retentionDays": 2, "destructiveSchedulingEnabled": true}),
+        )
+        .await
+        .ok();
+    let policy = wait_run(&admin.rest, AUDIT_ROWS, "destructive", &before).await;
+    let run = &policy["lastRun"];
+    assert_eq!(run["deletedRows"], 3, "{run}");
+    assert_eq!(run["matchedRows"], json!({"audit-records": 3}), "{run}");
+    assert_eq!(run["namespaces"], json!([org.namespace]), "{run}");
+    let listed = audit_events(&admin.rest, &project).await;
+    let mut ids: Vec<&str> = listed.keys().map(String::as_str).collect();
+    ids.sort_unstable();
+    let mut kept = recent_ids.clone();
+    kept.sort_unstable();
+    assert_eq!(ids, kept, "only the changes inside the window are listed");
+    assert!(policy_event_reasons(&org.namespace).contains(&"RetentionPruned".to_string()));
+
+    // The audit event of the policy's own change, made through REST just now, stays too.
+    let own = audit_events(&admin.rest, AUDIT_ROWS).await;
+    let created = own
+        .values()
+        .find(|e| e["source"] == "rest" && e["eventType"] == "retention-policy.created")
+        .unwrap_or_else(|| panic!("the policy write is not listed: {own:#?}"));
+    assert_eq!(created["action"], "POST /retention-defaults", "{created}");
+    assert_eq!(created["actor"]["id"], admin.user_id.as_str(), "{created}");
 }

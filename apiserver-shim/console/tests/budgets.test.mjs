@@ -1,7 +1,8 @@
 // The console's budgets that do not depend on how busy the machine is, checked in CI: the
 // JavaScript a first visit downloads, every page at a laptop's 1280×800 and a phone's 390 px
-// without horizontal scrolling, and the main flow done with the keyboard alone, focus visible
-// at every stop. The timed budgets (1,000 resources listed ≤ 1 s, a keystroke's repaint) are
+// without horizontal scrolling, and the main flows done with the keyboard alone (reaching a
+// resource; making a project, an environment and an app and deploying it), focus visible at
+// every stop. The timed budgets (1,000 resources listed ≤ 1 s, a keystroke's repaint) are
 // `hack/bench.sh console-ui`'s: a timed assertion on two shared cores would fail at random.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,9 +15,14 @@ const VIEWPORTS = [
 ];
 
 const owner = { email: env('BERTH_CONSOLE_OWNER_EMAIL'), password: env('BERTH_CONSOLE_OWNER_PASSWORD') };
+const serverId = env('BERTH_CONSOLE_SERVER_ID');
+// The longest wait for a deployment attempt; sample-app takes seconds on the real stack.
+const DEPLOY = 240_000;
 let browser;
 let api;
 const fixture = {};
+// What the keyboard-only test makes in the page, removed over REST afterwards.
+const made = {};
 
 before(async () => {
   browser = await launch();
@@ -36,10 +42,20 @@ before(async () => {
   fixture.slug = (await api.get(`/resources/${resource.id}`)).resource.slug;
 });
 
+/** Deletes a resource and archives its project, as far as `what` got to make them. */
+async function cleanUp(what) {
+  if (what.resource) {
+    const slug = what.slug ?? (await api.get(`/resources/${what.resource}`)).resource.slug;
+    await api.del(`/resources/${what.resource}`, { confirmation: { resourceSlug: slug } });
+  }
+  if (what.project) await api.del(`/projects/${what.project}`, { confirmation: { projectId: what.project } }).catch(() => {});
+}
+
 after(async () => {
   await browser?.close();
-  if (fixture.resource) await api.del(`/resources/${fixture.resource}`, { confirmation: { resourceSlug: fixture.slug } });
-  if (fixture.project) await api.del(`/projects/${fixture.project}`, { confirmation: { projectId: fixture.project } }).catch(() => {});
+  const failures = [];
+  for (const what of [made, fixture]) await cleanUp(what).catch((error) => failures.push(error));
+  if (failures.length) throw failures[0];
 });
 
 /** Every page a person opens from the navigation, the project's and the resource's tabs. */
@@ -173,6 +189,98 @@ test('signing in and reaching a resource work with the keyboard alone, the focus
   await page.keyboard.press('Enter');
   await page.getByRole('heading', { name: 'Servers' }).waitFor();
   await shot(page, 'budget-keyboard-servers');
+  assertNoErrors(page);
+  await page.context().close();
+});
+
+/** Moves the focused (closed) <select> to the option of `value` with the arrow keys alone. */
+async function arrowTo(page, value) {
+  const { from, to, options } = await page.evaluate((wanted) => {
+    const select = document.activeElement;
+    const options = [...(select.options ?? [])].map((option) => option.value);
+    return { from: select.selectedIndex, to: options.indexOf(wanted), options };
+  }, value);
+  assert.ok(to >= 0, `the focused control offers ${value}: ${options.join(', ')}`);
+  for (let step = 0; step < Math.abs(to - from); step++) await page.keyboard.press(to > from ? 'ArrowDown' : 'ArrowUp');
+  assert.equal(await page.evaluate(() => document.activeElement.value), value, 'the arrow keys chose the option');
+}
+
+test('creating a project, an environment and an app and deploying it work with the keyboard alone, the focus always visible', async () => {
+  const id = suffix();
+  const projectName = `Keyboard ${id}`;
+  const appName = `kb-app-${id}`;
+  const page = await newPage(browser);
+  await page.goto(`${origin()}/`);
+  await page.getByLabel('Email').waitFor();
+  await tabTo(page, /^Email$/);
+  await page.keyboard.type(owner.email);
+  await tabTo(page, /^Password$/);
+  await page.keyboard.type(owner.password);
+  await tabTo(page, /^Sign in$/);
+  await page.keyboard.press('Enter');
+  await page.getByRole('heading', { name: 'Projects' }).waitFor();
+
+  // A project: its name, then Enter in the field submits the form.
+  await tabTo(page, /^Project name$/, 80);
+  await page.keyboard.type(projectName);
+  await page.keyboard.press('Enter');
+  await page.getByRole('heading', { name: projectName }).waitFor();
+  made.project = new URL(page.url()).pathname.match(/^\/projects\/([^/]+)$/)?.[1];
+  assert.ok(made.project, `the new project's page: ${page.url()}`);
+
+  // An environment (its kind stays the default, production), with Space on the button.
+  await tabTo(page, /^Environment name$/, 80);
+  await page.keyboard.type('production');
+  await tabTo(page, /^Create environment$/);
+  await page.keyboard.press('Space');
+  await page.locator('.chip', { hasText: 'production' }).waitFor();
+  await page.getByRole('heading', { name: 'New resource' }).waitFor();
+
+  // The app: name, image and port typed; the server chosen with the arrow keys.
+  await tabTo(page, /^Resource name$/);
+  await page.keyboard.type(appName);
+  await tabTo(page, /^Docker image$/);
+  await page.keyboard.type('berth/sample-app:1');
+  await tabTo(page, /^Port$/);
+  await page.keyboard.type('8080');
+  // The servers arrive after the form: wait for this one's option before choosing it.
+  await page.locator(`option[value="${serverId}"]`).waitFor({ state: 'attached' });
+  await tabTo(page, /^Server\s/);
+  await arrowTo(page, serverId);
+  await tabTo(page, /^Create resource$/);
+  await page.keyboard.press('Enter');
+  // With a server and an image the resource deploys at once; the page opens its Deployments tab.
+  await page.waitForURL(/\/resources\/[^/]+\/deployments$/);
+  made.resource = new URL(page.url()).pathname.split('/')[2];
+  made.slug = (await api.get(`/resources/${made.resource}`)).resource.slug;
+  await page.getByRole('heading', { name: appName }).waitFor();
+  await page.getByRole('progressbar', { name: 'Deployment progress' }).waitFor({ timeout: 60_000 });
+  const first = await page.locator('#attempt code').textContent();
+
+  // Deploy again from the Deployments tab: the tab link first, then its Deploy button.
+  await tabTo(page, /^Deployments$/, 80);
+  await tabTo(page, /^Deploy$/);
+  await page.keyboard.press('Enter');
+  // The page switches to the new attempt, which starts: a status, then its first line (or an
+  // outcome already).
+  await page.waitForFunction((old) => {
+    const shown = document.querySelector('#attempt code')?.textContent;
+    return shown && shown !== old;
+  }, first, { timeout: 60_000 });
+  const attempt = await page.locator('#attempt code').textContent();
+  await page.locator('#attempt .badge').waitFor();
+  await page.waitForFunction(
+    () =>
+      document.querySelector('section.attempt pre.timeline .line') ||
+      ['succeeded', 'failed', 'canceled'].includes(document.querySelector('section.attempt')?.dataset.status),
+    null,
+    { timeout: DEPLOY },
+  );
+  const status = await page.locator('section.attempt').getAttribute('data-status');
+  assert.ok(!['failed', 'canceled'].includes(status), `the attempt ${attempt} started and did not fail: ${status}`);
+  const history = await api.get(`/deployments?resourceId=${made.resource}`);
+  assert.ok(history.items.some((d) => d.id === attempt), `${attempt} is an attempt of ${appName}`);
+  await shot(page, 'budget-keyboard-deploy');
   assertNoErrors(page);
   await page.context().close();
 });
