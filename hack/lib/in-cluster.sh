@@ -16,6 +16,8 @@
 #                        test takes it off to create a first administrator through the Service)
 
 IN_CLUSTER_OVERLAY=$BERTH_REPO_ROOT/hack/in-cluster
+# The node folder behind the evaluation overlay's PersistentVolume.
+IN_CLUSTER_EVALUATION_DATA=/var/lib/berth-evaluation-data
 
 in_cluster_up() {
   "$BERTH_REPO_ROOT/hack/stack.sh" node up 9>&-
@@ -78,7 +80,10 @@ in_cluster_remove() {
     warn "Berth's pods did not stop within 90 s"
   kubectl -n berth-system delete service/berth-shim networkpolicy/berth \
     poddisruptionbudget/berth-controller poddisruptionbudget/berth-shim \
-    --ignore-not-found >/dev/null || true
+    persistentvolumeclaim/berth-data --ignore-not-found >/dev/null || true
+  # The evaluation overlay's data (hack/in-cluster/evaluation/berth-data-volume.yaml).
+  kubectl delete persistentvolume berth-evaluation-data --ignore-not-found >/dev/null || true
+  rm -rf "$IN_CLUSTER_EVALUATION_DATA"
 }
 
 # Idempotent; a no-op when admin.env is unknown here. The lock ConfigMap comes back too, so a

@@ -9,7 +9,8 @@
 //! deleted under kept-alive load loses no write; the pods run locked down and each
 //! ServiceAccount can do only what it needs. The first administrator is created in Chromium
 //! through the Service (`in_cluster_first_admin.rs`); the controller writes the PodDisruptionBudgets in the policy version 1.20 serves;
-//! the evaluation overlay (one pod, SQLite) comes up in place of the two-replica install. The
+//! the evaluation overlay (one pod, SQLite on a PersistentVolumeClaim) comes up in place of
+//! the two-replica install and its store outlives its pod. The
 //! pods reach the observation store with `sslmode=verify-full` against the authority in its
 //! Secret, and the server sees every one of their connections encrypted.
 //!
@@ -466,6 +467,65 @@ async fn shim_replaced_under_load(client: &Client) {
     );
 }
 
+/// The node folder behind the evaluation overlay's PersistentVolume
+/// (hack/in-cluster/evaluation/berth-data-volume.yaml).
+const EVALUATION_DATA: &str = "/var/lib/berth-evaluation-data";
+
+/// An empty folder for the evaluation's volume, owned by the pods' user, and no claim or
+/// volume left from an earlier run (a released volume would not bind again).
+fn fresh_evaluation_volume() {
+    kubectl_ok(&[
+        "-n",
+        NS,
+        "delete",
+        "pvc",
+        "berth-data",
+        "--ignore-not-found",
+    ]);
+    kubectl_ok(&[
+        "delete",
+        "pv",
+        "berth-evaluation-data",
+        "--ignore-not-found",
+    ]);
+    let _ = std::fs::remove_dir_all(EVALUATION_DATA);
+    std::fs::create_dir_all(EVALUATION_DATA).expect("the evaluation's folder");
+    let owned = Command::new("chown")
+        .args(["65532:65532", EVALUATION_DATA])
+        .status()
+        .expect("chown");
+    assert!(owned.success());
+}
+
+/// What the SQLite store holds survives the pod: an audit event recorded before the pod is
+/// deleted is listed by the pod that replaces it.
+async fn evaluation_data_outlives_the_pod() {
+    let admin = Rest::admin().await;
+    let kept = project(&admin, "Outlives the pod").await;
+    // Signed in anew each time: the question is the store's rows, not the session's.
+    let listed = |kept: String| async move {
+        let events = Rest::admin()
+            .await
+            .get(&format!("/audit-events?aggregateId={kept}"))
+            .await;
+        events.status == 200
+            && events.body["items"]
+                .as_array()
+                .is_some_and(|items| !items.is_empty())
+    };
+    assert!(listed(kept.clone()).await, "recorded before");
+    let before = pods(CONTROLLER);
+    kubectl_ok(&["-n", NS, "delete", "pod", &before[0].0, "--wait=true"]);
+    rollout(CONTROLLER);
+    eventually(WAIT, "the event listed by the new pod", || {
+        let kept = kept.clone();
+        async move { listed(kept).await.then_some(()) }
+    })
+    .await;
+    let bound = json_of(&["-n", NS, "get", "pvc", "berth-data"]);
+    assert_eq!(bound["status"]["phase"], "Bound", "{bound}");
+}
+
 /// manifests/overlays/evaluation (one pod running both binaries on SQLite) in place of the
 /// two-replica install: Ready, answering through the same Service, its budget letting a drain
 /// evict its single pod.
@@ -481,6 +541,7 @@ async fn evaluation_overlay() {
         "--wait=true",
         "--timeout=120s",
     ]);
+    fresh_evaluation_volume();
     let overlay = repo_root().join("hack/in-cluster/evaluation");
     let started = Instant::now();
     kubectl_ok(&[
@@ -503,6 +564,7 @@ async fn evaluation_overlay() {
         .await
         .expect(200);
     budgets_written(&[CONTROLLER]).await;
+    evaluation_data_outlives_the_pod().await;
     eventually_explained(WAIT, "one disruption allowed", || async {
         let budget = json_of(&["-n", NS, "get", "poddisruptionbudget", CONTROLLER]);
         match budget["status"]["disruptionsAllowed"] == 1 {
