@@ -75,18 +75,24 @@ build_newest_attempt() {
     --sort-by=.metadata.creationTimestamp -o jsonpath='{.items[-1:].metadata.name}'
 }
 
-# build_push APP REPO SECRET I: pushes APP's HEAD to the stack's git server and delivers its
+# github_deliver EVENT BODY SECRET: a signed GitHub delivery of EVENT (the previews bench too).
+github_deliver() {
+  local signature
+  signature=$(printf %s "$2" | openssl dgst -sha256 -hmac "$3" -r | cut -d' ' -f1)
+  curl -fsS -o /dev/null -X POST -H 'Content-Type: application/json' -H "X-GitHub-Event: $1" \
+    -H "X-GitHub-Delivery: bench-$RANDOM$RANDOM" -H "X-Hub-Signature-256: sha256=$signature" \
+    -d "$2" "$BERTH_URL/webhooks/github"
+}
+
+# build_push APP REPO SECRET: pushes APP's HEAD to the stack's git server and delivers its
 # signed GitHub push webhook.
 build_push() {
-  local app=$1 repo=$2 secret=$3 sha body signature
+  local app=$1 repo=$2 sha body
   git -C "$app" push -q "$BERTH_GIT_ROOT/$repo.git" main
   sha=$(git -C "$app" rev-parse HEAD)
   body=$(jq -cn --arg sha "$sha" --arg url "$BERTH_GIT_HTTP_URL/$repo.git" \
     '{ref: "refs/heads/main", after: $sha, repository: {clone_url: $url}}')
-  signature=$(printf %s "$body" | openssl dgst -sha256 -hmac "$secret" -r | cut -d' ' -f1)
-  curl -fsS -o /dev/null -X POST -H 'Content-Type: application/json' -H 'X-GitHub-Event: push' \
-    -H "X-GitHub-Delivery: bench-$RANDOM-$4" -H "X-Hub-Signature-256: sha256=$signature" \
-    -d "$body" "$BERTH_URL/webhooks/github"
+  github_deliver push "$body" "$3"
 }
 
 # build_goal TEXT VALUE LIMIT UNIT: prints the figure beside its goal; fails above the limit.
@@ -203,7 +209,7 @@ YAML
     echo "<h1>bench build $i</h1>" >"$work/app/www/index.html"
     git -C "$work/app" -c user.name=Bench -c user.email=bench@berth.local commit -qam "page $i"
     start=$(date +%s%N)
-    build_push "$work/app" "$repo" "$secret" "$i"
+    build_push "$work/app" "$repo" "$secret"
     until curl -fsS --max-time 2 --resolve "$BUILD_RESOURCE.localhost:$port:127.0.0.1" \
       "http://$BUILD_RESOURCE.localhost:$port/" 2>/dev/null | grep -q "bench build $i<"; do
       sleep 0.05

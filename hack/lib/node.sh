@@ -60,13 +60,15 @@ apiserver_mode_flags() {
 }
 
 # Node mode adds what a Deployment needs: its ReplicaSets, Service endpoints, tokens for
-# ServiceAccounts, PodDisruptionBudgets, and the node lifecycle (it lifts the not-ready taint the
-# kubelet registers the node with, and evicts pods from a node that stops reporting). Not the `serviceaccount` controller: it would add a
-# `default` ServiceAccount to every namespace Berth's tests create.
+# ServiceAccounts, PodDisruptionBudgets, the node lifecycle (it lifts the not-ready taint the
+# kubelet registers the node with, and evicts pods from a node that stops reporting), and
+# PersistentVolumeClaims bound to PersistentVolumes (and released when deleted: the protection
+# controllers), for the evaluation overlay's store. Not the `serviceaccount` controller: it
+# would add a `default` ServiceAccount to every namespace Berth's tests create.
 controller_manager_mode_flags() {
   if node_mode; then
     printf '%s\n' --controllers \
-      namespace,garbagecollector,serviceaccount-token,deployment,replicaset,endpoint,endpointslice,disruption,nodelifecycle \
+      namespace,garbagecollector,serviceaccount-token,deployment,replicaset,endpoint,endpointslice,disruption,nodelifecycle,persistentvolume-binder,pvc-protection,pv-protection \
       --service-account-private-key-file "$PKI/sa.key" --root-ca-file "$PKI/ca.crt"
   else
     printf '%s\n' --controllers namespace,garbagecollector

@@ -8,7 +8,9 @@ import assert from 'node:assert/strict';
 import { env, origin, launch, newPage, shot, assertNoErrors } from './support.mjs';
 
 const email = env('BERTH_CONSOLE_FIRST_ADMIN_EMAIL');
-const organization = 'In cluster';
+const organization = env('BERTH_CONSOLE_FIRST_ADMIN_ORGANIZATION');
+// The Service's plain-http address is no secure origin: no clipboard to grant.
+const plainPage = (browser) => newPage(browser, undefined, { clipboard: false });
 
 let browser;
 before(async () => {
@@ -19,7 +21,7 @@ after(async () => {
 });
 
 test('the first administrator is created, shown its password once and signed in', async () => {
-  const page = await newPage(browser);
+  const page = await plainPage(browser);
   await page.goto(`${origin()}/`);
   await page.getByRole('heading', { name: 'Create the first administrator' }).waitFor();
   await page.getByLabel('Email').fill(email);
@@ -47,7 +49,7 @@ test('the first administrator is created, shown its password once and signed in'
 });
 
 test('a second visitor is offered the sign-in, not a second first administrator', async () => {
-  const page = await newPage(browser);
+  const page = await plainPage(browser);
   await page.goto(`${origin()}/`);
   await page.getByRole('heading', { name: 'Sign in' }).waitFor();
   assert.equal(await page.getByRole('heading', { name: 'Create the first administrator' }).count(), 0);

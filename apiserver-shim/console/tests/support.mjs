@@ -25,10 +25,14 @@ export async function launch() {
   });
 }
 
-/** A page that fails the test on any script error or console error (a missing favicon too). */
-export async function newPage(browser, viewport = { width: 1280, height: 800 }) {
+/**
+ * A page that fails the test on any script error or console error (a missing favicon too).
+ * `clipboard`: grant the clipboard (copy buttons); Chromium grants it to secure origins only
+ * (https, or localhost as the suite's shim is), not to a Service's plain-http cluster IP.
+ */
+export async function newPage(browser, viewport = { width: 1280, height: 800 }, { clipboard = true } = {}) {
   const context = await browser.newContext({ viewport });
-  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: origin() });
+  if (clipboard) await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: origin() });
   const page = await context.newPage();
   page.errors = [];
   page.on('pageerror', (error) => page.errors.push(String(error)));
