@@ -26,7 +26,8 @@ use std::time::{Duration, Instant};
 use berth_crds::member::OrganizationRole;
 use berth_tests::rest::{Rest, TestOrg, base_url};
 use berth_tests::{
-    TestNamespace, client, eventually, eventually_explained, kubectl, repo_root, stack_env,
+    TestNamespace, client, eventually, eventually_explained, kubectl, random_suffix, repo_root,
+    stack_env,
 };
 use k8s_openapi::api::core::v1::Secret;
 use kube::{Api, Client};
@@ -501,7 +502,8 @@ fn fresh_evaluation_volume() {
 /// deleted is listed by the pod that replaces it.
 async fn evaluation_data_outlives_the_pod() {
     let admin = Rest::admin().await;
-    let kept = project(&admin, "Outlives the pod").await;
+    // A name of its own: the stack's cluster outlives a run, and with it an earlier one's.
+    let kept = project(&admin, &format!("Outlives the pod {}", random_suffix())).await;
     // Signed in anew each time: the question is the store's rows, not the session's.
     let listed = |kept: String| async move {
         let events = Rest::admin()
@@ -524,6 +526,11 @@ async fn evaluation_data_outlives_the_pod() {
     .await;
     let bound = json_of(&["-n", NS, "get", "pvc", "berth-data"]);
     assert_eq!(bound["status"]["phase"], "Bound", "{bound}");
+    let archive = json!({"confirmation": {"projectId": kept}});
+    Rest::admin()
+        .await
+        .delete(&format!("/projects/{kept}"), archive)
+        .await;
 }
 
 /// manifests/overlays/evaluation (one pod running both binaries on SQLite) in place of the
