@@ -175,7 +175,7 @@ async fn a_compose_stack_runs_its_services_together_and_a_push_replaces_only_wha
     let api = format!("berth-{}-stack-api", ns.name);
     let (worker_id, api_id) = (docker_id(&worker), docker_id(&api));
     assert!(!worker_id.is_empty() && !api_id.is_empty());
-    let load = crate::git_sources::Load::start(port, "stack.localhost", 4);
+    let load = crate::deploy_support::Load::start(port, "stack.localhost", 4);
     tokio::time::sleep(Duration::from_secs(1)).await;
     repo.write("web/www/index.html", "<h1>stack v2</h1>\n");
     repo.commit("Web v2");
@@ -192,7 +192,11 @@ async fn a_compose_stack_runs_its_services_together_and_a_push_replaces_only_wha
     let (answered, failures) = load.finish().await;
     eprintln!("kept-alive clients through a stack redeploy: {answered} answered, {failures:?}");
     assert!(answered > 50, "{answered}");
-    assert!(failures.is_empty(), "{failures:#?}");
+    assert!(
+        failures.is_empty(),
+        "{failures:#?}\nthe edge proxies said: {:#?}",
+        crate::deploy_support::edge_proxy_errors(120)
+    );
     assert_eq!(
         docker_id(&worker),
         worker_id,

@@ -135,7 +135,11 @@ async fn a_failed_deploy_names_its_cause_while_the_serving_version_keeps_serving
     wait_body(port, &host, "sample-app v1").await;
     let (answered, failures) = load.finish().await;
     assert!(answered > 0);
-    assert!(failures.is_empty(), "{failures:?}");
+    assert!(
+        failures.is_empty(),
+        "{failures:#?}\nthe edge proxies said: {:#?}",
+        crate::deploy_support::edge_proxy_errors(120)
+    );
     let listed = member.get("/deployments").await.ok().to_string();
     assert!(!listed.contains(&secret));
 

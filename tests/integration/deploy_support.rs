@@ -98,6 +98,22 @@ pub fn docker_names(filter: &str) -> Vec<String> {
         .collect()
 }
 
+/// The reverse proxy's error lines of every edge proxy in the last `seconds` (Caddy's own log,
+/// on stderr): why a request failed at the edge, for a test's failure message.
+pub fn edge_proxy_errors(seconds: u64) -> Vec<String> {
+    let mut errors = Vec::new();
+    for container in docker_names("name=berth-edge-proxy.") {
+        let output = std::process::Command::new("docker")
+            .args(["logs", "--since", &format!("{seconds}s"), &container])
+            .output()
+            .expect("docker CLI (tests only)");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let lines = stderr.lines().filter(|l| l.contains("reverse_proxy"));
+        errors.extend(lines.map(|line| format!("{container}: {line}")));
+    }
+    errors
+}
+
 /// Waits until no container carries `berth.dev/resource=<resource>`.
 pub async fn wait_containers_gone(resource: &str) {
     let filter = format!("label=berth.dev/resource={resource}");
@@ -244,18 +260,23 @@ impl Load {
                     let url = format!("http://127.0.0.1:{port}/");
                     let (mut failures, mut post) = (Vec::new(), false);
                     while !stop.load(Ordering::Relaxed) {
-                        let request = match post {
-                            true => http.post(&url).body("ping"),
-                            false => http.get(&url),
+                        let (request, method) = match post {
+                            true => (http.post(&url).body("ping"), "POST"),
+                            false => (http.get(&url), "GET"),
                         };
                         post = !post;
-                        let method = if post { "GET" } else { "POST" };
                         match request.header("Host", &host).send().await {
                             Ok(r) if ![502, 503, 504].contains(&r.status().as_u16()) => {
                                 let _ = r.bytes().await;
                                 answered.fetch_add(1, Ordering::Relaxed);
                             }
-                            outcome => failures.push(format!("{method} {outcome:?}")),
+                            // The edge's evidence body names the failure and the request id.
+                            Ok(r) => {
+                                let status = r.status();
+                                let body = r.text().await.unwrap_or_default();
+                                failures.push(format!("{method} {status}: {body}"));
+                            }
+                            Err(error) => failures.push(format!("{method} {error:?}")),
                         }
                     }
                     failures

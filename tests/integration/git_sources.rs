@@ -6,8 +6,6 @@
 //! host key pinned), and a wrong key or pin named in the failure with nothing built. A
 //! commands-only repository and static sites built from repositories over git://.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use berth_crds::deployment::{Deployment, DeploymentPhase, DeploymentState};
@@ -18,7 +16,7 @@ use kube::Api;
 use serde_json::{Value, json};
 
 use crate::cli::{Berth, binary};
-use crate::deploy_support::{delete_resource, ready_server, remove_server, wait_body};
+use crate::deploy_support::{Load, delete_resource, ready_server, remove_server, wait_body};
 use crate::git_support::{GitRepo, deliver, deliver_as, deploy_key, get, github_push};
 use crate::shim_projects_envs::{environment, project};
 
@@ -88,64 +86,6 @@ async fn attempts(deployments: &Api<Deployment>, resource: &str) -> Vec<String> 
     let params = kube::api::ListParams::default().labels(&format!("berth.dev/resource={resource}"));
     let list = deployments.list(&params).await.expect("list deployments");
     list.items.iter().map(kube::ResourceExt::name_any).collect()
-}
-
-/// Kept-alive clients alternating GET and POST through the proxy until stopped: (answered,
-/// failures). A failure is no answer, or the proxy's own 502/503/504.
-pub(crate) struct Load {
-    stop: Arc<AtomicBool>,
-    answered: Arc<AtomicU64>,
-    clients: Vec<tokio::task::JoinHandle<Vec<String>>>,
-}
-
-impl Load {
-    pub(crate) fn start(port: u16, host: &str, clients: usize) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
-        let answered = Arc::new(AtomicU64::new(0));
-        let clients = (0..clients)
-            .map(|_| {
-                let (stop, answered, host) = (stop.clone(), answered.clone(), host.to_string());
-                tokio::spawn(async move {
-                    let http = reqwest::Client::builder()
-                        .pool_max_idle_per_host(1)
-                        .http1_only()
-                        .build()
-                        .unwrap();
-                    let url = format!("http://127.0.0.1:{port}/");
-                    let (mut failures, mut post) = (Vec::new(), false);
-                    while !stop.load(Ordering::Relaxed) {
-                        let request = match post {
-                            true => http.post(&url).body("ping"),
-                            false => http.get(&url),
-                        };
-                        post = !post;
-                        match request.header("Host", &host).send().await {
-                            Ok(r) if ![502, 503, 504].contains(&r.status().as_u16()) => {
-                                let _ = r.bytes().await;
-                                answered.fetch_add(1, Ordering::Relaxed);
-                            }
-                            outcome => failures.push(format!("{outcome:?}")),
-                        }
-                    }
-                    failures
-                })
-            })
-            .collect();
-        Self {
-            stop,
-            answered,
-            clients,
-        }
-    }
-
-    pub(crate) async fn finish(self) -> (u64, Vec<String>) {
-        self.stop.store(true, Ordering::Relaxed);
-        let mut failures = Vec::new();
-        for client in self.clients {
-            failures.extend(client.await.unwrap());
-        }
-        (self.answered.load(Ordering::Relaxed), failures)
-    }
 }
 
 #[tokio::test]
@@ -243,7 +183,11 @@ async fn a_push_deploys_its_commit_through_a_signed_webhook_without_dropping_a_r
         answered > 50,
         "too few requests to mean anything: {answered}"
     );
-    assert!(failures.is_empty(), "{failures:#?}");
+    assert!(
+        failures.is_empty(),
+        "{failures:#?}\nthe edge proxies said: {:#?}",
+        crate::deploy_support::edge_proxy_errors(120)
+    );
 
     // The same delivery again starts nothing new.
     let (status, receipt) = deliver(&payload, &secret, "push", &delivery).await;

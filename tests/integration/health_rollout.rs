@@ -1,7 +1,7 @@
 //! Health history tells the truth during a rollout (issue 45): zero-downtime redeploys and a
-//! rollback under kept-alive load record no `unhealthy` observation (the old container leaving
-//! is planned), nor does a restart a person asks for, while an unplanned exit of the serving
-//! container still does.
+//! rollback and a configuration change rolling out by itself, all under kept-alive load, record
+//! no `unhealthy` observation (the old container leaving is planned), nor does a restart a
+//! person asks for, while an unplanned exit of the serving container still does.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -131,6 +131,19 @@ async fn roll_back(rest: &Rest, id: &str) -> String {
         .to_string()
 }
 
+/// The resource's newest attempt once it is not `after`: one its configuration started.
+async fn next_attempt(rest: &Rest, id: &str, after: &str) -> String {
+    eventually(WAIT, &format!("an attempt after {after}"), || async {
+        let listed = rest
+            .get(&format!("/deployments?resourceId={id}&limit=1"))
+            .await
+            .ok();
+        let newest = listed["items"][0]["id"].as_str()?.to_string();
+        (newest != after).then_some(newest)
+    })
+    .await
+}
+
 /// Restarts the runtime over REST and waits until its health shows the restart succeeded.
 async fn restart_on_request(rest: &Rest, id: &str) {
     let accepted = rest
@@ -200,6 +213,33 @@ async fn redeploys_record_no_unhealthy_observation_and_a_killed_container_does()
     // A rollback is a planned replacement too.
     let rolled_back = roll_back(&admin, &id).await;
     assert_eq!(ended(&admin, &rolled_back).await["status"], "succeeded");
+    // So is a configuration change rolling out by itself: a variable set while auto-deploy is
+    // off waits; turning auto-deploy on deploys it, and the next change deploys by itself.
+    let set_variable = |value: &'static str| {
+        let admin = &admin;
+        let path = format!("/resources/{id}/variables");
+        async move {
+            let body = json!({"key": "ROLLOUT_NOTE", "value": value});
+            admin.post(&path, body).await.ok();
+        }
+    };
+    set_variable("waiting").await;
+    let enabled = admin
+        .post(
+            &format!("/resources/{id}/auto-deploy"),
+            json!({"mode": "enable"}),
+        )
+        .await
+        .ok();
+    assert_eq!(enabled["status"], "enabled");
+    let enabling = next_attempt(&admin, &id, &rolled_back).await;
+    assert_eq!(ended(&admin, &enabling).await["status"], "succeeded");
+    set_variable("changed under load").await;
+    let changed = next_attempt(&admin, &id, &enabling).await;
+    let change = ended(&admin, &changed).await;
+    assert_eq!(change["status"], "succeeded", "{change}");
+    // A resource's own variable is in its spec: the change deploys as auto-deploy.
+    assert_eq!(change["trigger"]["kind"], "auto-deploy", "{change}");
     // The last old container drains and exits while the load goes on.
     tokio::time::sleep(Duration::from_secs(7)).await;
     stop.store(true, Ordering::Relaxed);

@@ -41,7 +41,12 @@ impl AttemptStore for PostgresStore {
         self.block_on(self.run(async |connection| {
             let transaction = connection.client.transaction().await?;
             let upsert = transaction.prepare(&sql).await?;
-            for r in records {
+            // One order for every writer: two shim replicas upserting the same rows in their
+            // caches' orders waited on each other's row locks (PostgreSQL: deadlock detected).
+            let mut ordered: Vec<&AttemptRecord> = records.iter().collect();
+            ordered
+                .sort_by(|a, b| (&a.namespace, &a.deployment).cmp(&(&b.namespace, &b.deployment)));
+            for r in ordered {
                 let params: [&(dyn ToSql + Sync); 10] = [
                     &r.namespace,
                     &r.deployment,
