@@ -177,6 +177,10 @@ pub struct ServerStatus {
     /// Lifecycle in effect: `active` or `inactive`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lifecycle_status: Option<ServerLifecycle>,
+    /// When the server became inactive, as the controller saw the change; cleared when it is
+    /// active again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deactivated_at: Option<Time>,
     /// When the server last answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_contact_at: Option<Time>,

@@ -694,6 +694,36 @@ async fn contract_resources_observations_and_monitoring_read_as_the_spec_says() 
             .is_some_and(|items| !items.is_empty()),
         "the created session is listed: {listed}"
     );
+    let session = id_of(&listed["items"][0], "sessionId");
+    let reply = admin.get(&format!("/terminal-sessions/{session}")).await;
+    c.expect(
+        "GET /terminal-sessions/{sessionId}",
+        "TerminalSessionDetail",
+        reply,
+    );
+    let reply = admin
+        .get(&format!(
+            "/terminal-sessions?scope=server&serverId={server}&limit=1"
+        ))
+        .await;
+    c.expect(
+        "GET /terminal-sessions (filtered)",
+        "TerminalSessionList",
+        reply,
+    );
+    let close = format!("/terminal-sessions/{session}/close");
+    let reply = admin.post(&close, json!({})).await;
+    c.expect(
+        "POST /terminal-sessions/{sessionId}/close",
+        "TerminalSessionClosed",
+        reply,
+    );
+    let reply = admin.post(&close, json!({})).await;
+    c.expect(
+        "POST /terminal-sessions/{sessionId}/close (again)",
+        "TerminalSessionClosed",
+        reply,
+    );
     let binding: DomainBinding = serde_json::from_value(json!({
         "apiVersion": "berth.dev/v1alpha1", "kind": "DomainBinding",
         "metadata": {"name": format!("{slug}-tls"), "namespace": org.namespace},

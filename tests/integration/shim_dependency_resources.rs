@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use crate::cli::Berth;
 use crate::dependency_exposure::exposed_over_rest;
 use crate::dependency_resources::TLS_PARAMETERS;
+use crate::dependency_resources::registry_image;
 use crate::dependency_upgrades::upgraded_over_rest;
 use crate::deploy_support::assert_never_shown;
 use crate::shim_projects_envs::{environment, invalid, project};
@@ -27,18 +28,6 @@ use crate::shim_servers::{create_credential, create_server, stack_key};
 
 /// Starting PostgreSQL on two busy cores takes a while.
 const WAIT: Duration = Duration::from_secs(180);
-
-/// The stack's local image as the registry names it, tagged in the engine the server reaches
-/// (as `dependency_resources.rs` does), so provisioning pulls nothing.
-fn registry_image(local: &str) -> String {
-    let image = format!("127.0.0.1:5000/{local}");
-    let tagged = Command::new("docker")
-        .args(["tag", local, &image])
-        .status()
-        .expect("docker CLI (tests only)");
-    assert!(tagged.success(), "docker tag {local}");
-    image
-}
 
 fn exists(object: &str, name: &str) -> bool {
     Command::new("docker")
@@ -98,7 +87,7 @@ impl Setup {
         };
         let mut body = json!({
             "kind": kind, "projectId": self.shop, "environmentId": self.prod,
-            "serverId": self.server, "name": name, "image": format!("127.0.0.1:5000/{image}"),
+            "serverId": self.server, "name": name, "image": registry_image(image),
         });
         let fields = body.as_object_mut().unwrap();
         for (key, value) in patch.as_object().unwrap() {
@@ -342,8 +331,6 @@ async fn assert_bound(s: &Setup, web: &str, db: &str) {
 #[tokio::test]
 async fn shim_dependency_resource_is_provisioned_bound_and_deleted_over_rest() {
     let s = setup().await;
-    registry_image("berth/postgres:15");
-    registry_image("berth/redis:7");
     let db = s.provision("postgres", "Orders DB").await;
     let cache = s.provision("redis", "Cache").await;
     // The same name's slug in the same environment is taken.

@@ -2,15 +2,16 @@
 //! deployed app serves it through the edge proxy, a second binding of the same name is
 //! refused (DNS readiness says so before and after binding, and where a name leads),
 //! unbinding takes the route away while the app keeps its own name; a server is
-//! renamed and its delete-check names what stands in the way; other organizations get 404. A
-//! connectivity test reports each step (TCP, handshake with the host key, login, Docker) and
-//! stores nothing. Capacity lists the organization's containers; prune removes only its stopped
-//! leftovers.
+//! renamed and its delete-check names what stands in the way; other organizations get 404. The
+//! server's rollups count the deployed app, its attempts and its binding. A connectivity test
+//! reports each step (TCP, handshake with the host key, login, Docker) and stores nothing.
+//! Capacity reads the host's disk, memory and CPU and lists the organization's containers;
+//! prune removes only its stopped leftovers.
 
 use berth_crds::member::OrganizationRole;
 use berth_tests::rest::{Rest, TestOrg};
 use berth_tests::{client, eventually, random_suffix};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::deploy_support::{WAIT, delete_resource, fetch, ready_server, remove_server, wait_body};
 use crate::shim_deployment_attempts::deployed;
@@ -70,6 +71,78 @@ async fn dns_readiness_before_binding(member: &Rest, resource: &str, domain: &st
     }
 }
 
+/// The server's rollups (`servers.show/v1`) while `binding` serves `resource`: the resource,
+/// its attempts as `GET /deployments` counts and orders them, and the binding, ready. Left out
+/// when asked.
+async fn rollups_count_the_app_and_its_binding(
+    member: &Rest,
+    server: &str,
+    resource: &str,
+    binding: &str,
+) {
+    let binding_path = format!("/domain-bindings/{binding}");
+    eventually(WAIT, "the binding ready", || async {
+        (member.get(&binding_path).await.ok()["ready"] == true).then_some(())
+    })
+    .await;
+    let path = format!("/servers/{server}");
+    let shown = member.get(&path).await.ok();
+    let rollups = &shown["rollups"];
+    assert_eq!(
+        rollups["resources"],
+        json!({"total": 1, "deployedResourceIds": [resource]}),
+        "{shown}"
+    );
+    assert_eq!(
+        rollups["domains"],
+        json!({"total": 1, "statusCounts": [{"status": "ready", "count": 1}],
+            "latestDomainBindingId": binding, "latestDomainBindingStatus": "ready"}),
+        "{shown}"
+    );
+    let deployments = &rollups["deployments"];
+    let count = member
+        .get(&format!("/deployments/count?serverId={server}"))
+        .await
+        .ok()["count"]
+        .clone();
+    assert!(count.as_u64().is_some_and(|c| c >= 1), "{count}");
+    assert_eq!(deployments["total"], count, "{shown}");
+    let counted: u64 = deployments["statusCounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(Some(counted), count.as_u64(), "{shown}");
+    let newest = member
+        .get(&format!("/deployments?serverId={server}&limit=1"))
+        .await
+        .ok()["items"][0]
+        .clone();
+    assert_eq!(deployments["latestDeploymentId"], newest["id"], "{shown}");
+    assert_eq!(
+        deployments["latestDeploymentStatus"], newest["status"],
+        "{shown}"
+    );
+
+    let without = member
+        .get(&format!("{path}?includeRollups=false"))
+        .await
+        .ok();
+    assert!(without.get("rollups").is_none(), "{without}");
+    assert_eq!(without["server"]["id"], server);
+    let refused = member
+        .get(&format!("{path}?includeRollups=maybe"))
+        .await
+        .expect(422);
+    assert_eq!(refused["error"]["details"]["field"], "includeRollups");
+}
+
+/// What `servers.show/v1` counts of the server's domain bindings.
+async fn domain_rollup(member: &Rest, server: &str) -> Value {
+    member.get(&format!("/servers/{server}")).await.ok()["rollups"]["domains"].clone()
+}
+
 #[tokio::test]
 async fn a_domain_bound_over_rest_serves_the_app_until_it_is_unbound() {
     let client = client().await;
@@ -125,6 +198,7 @@ async fn a_domain_bound_over_rest_serves_the_app_until_it_is_unbound() {
         .ok();
     assert_eq!(shown["hostname"], domain.as_str());
     assert_eq!(shown["resourceId"], id.as_str());
+    rollups_count_the_app_and_its_binding(&member, &server, &id, &binding).await;
     // The same name again (without the key) is a conflict naming the binding.
     let taken = member
         .post("/domain-bindings", bind(json!({})))
@@ -187,6 +261,16 @@ async fn a_domain_bound_over_rest_serves_the_app_until_it_is_unbound() {
     })
     .await;
     member.get(&path).await.error(404, "not_found");
+    // Its server counts it no more once the binding's object is gone.
+    eventually(WAIT, "the unbound binding not counted", || async {
+        let domains = domain_rollup(&member, &server).await;
+        (domains["total"] == 0).then_some(())
+    })
+    .await;
+    assert_eq!(
+        domain_rollup(&member, &server).await,
+        json!({"total": 0, "statusCounts": []})
+    );
 
     // Another organization sees none of it.
     let mut other = TestOrg::new(&client).await;
@@ -410,6 +494,18 @@ fn leftover(namespace: &str, labels: &[(&str, &str)]) -> String {
     String::from_utf8(output.stdout).unwrap().trim().to_string()
 }
 
+/// The logical cores online on this machine, as the capacity inspection counts them.
+fn logical_cores_here() -> i64 {
+    let output = std::process::Command::new("getconf")
+        .arg("_NPROCESSORS_ONLN")
+        .output()
+        .expect("getconf");
+    String::from_utf8_lossy(&output.stdout)
+        .trim()
+        .parse()
+        .expect("getconf prints a count")
+}
+
 fn exists(container: &str) -> bool {
     std::process::Command::new("docker")
         .args(["inspect", container])
@@ -472,6 +568,18 @@ async fn prune_removes_only_the_organizations_stopped_leftovers() {
     );
     assert!(
         (0..=total).contains(&number(memory, "available")),
+        "{capacity}"
+    );
+    // The server is this machine: as many logical cores as getconf counts here, and its loads.
+    let cpu = &capacity["cpu"];
+    assert_eq!(cpu["logicalCores"], logical_cores_here(), "{capacity}");
+    for load in ["loadAverage1m", "loadAverage5m", "loadAverage15m"] {
+        assert!(cpu[load].as_f64().is_some_and(|l| l >= 0.0), "{capacity}");
+    }
+    assert!(
+        !capacity["warnings"].as_array().unwrap().iter().any(|w| w
+            .as_str()
+            .is_some_and(|w| w.contains("cores") || w.contains("loadavg"))),
         "{capacity}"
     );
     let listed: Vec<(&str, bool)> = capacity["platformContainers"]

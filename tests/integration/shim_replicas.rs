@@ -1,7 +1,8 @@
 //! Two berth-shim replicas behind one Service: a second shim process, on the same cluster and
-//! observation store as the running one, shares its pending terminal sessions and its login
-//! limit, whichever replica a request lands on; a Migration written with kubectl, which both
-//! see, runs each step on one of them only (the run holds the Migration's Lease).
+//! observation store as the running one, shares its terminal sessions (one connected through
+//! either is listed and closed through the other) and its login limit, whichever replica a
+//! request lands on; a Migration written with kubectl, which both see, runs each step on one of
+//! them only (the run holds the Migration's Lease).
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -155,7 +156,7 @@ async fn connect(
 }
 
 #[tokio::test]
-async fn a_terminal_session_created_on_one_replica_is_listed_and_connected_on_another() {
+async fn a_terminal_session_created_on_one_replica_is_listed_connected_and_closed_on_another() {
     // Started first: it fills its caches while the server is set up.
     let _alone = ONE_SECOND_SHIM.lock().await;
     let mut second = SecondShim::spawn();
@@ -232,9 +233,57 @@ async fn a_terminal_session_created_on_one_replica_is_listed_and_connected_on_an
             other => panic!("the terminal closed before {expected:?}: {other:?}; {output}"),
         }
     }
-    let exit = json!({"type": "input", "data": "exit\r"}).to_string();
-    socket.send(Message::Text(exit.into())).await.unwrap();
-    while let Ok(Some(Ok(_))) = tokio::time::timeout(READ, socket.next()).await {}
+    // Connected through the second replica, it is listed and shown by the first, which
+    // closes it: the second ends its shell and its WebSocket before the first answers.
+    let listed = admin.get("/terminal-sessions").await.ok();
+    assert_eq!(
+        listed["items"][0]["sessionId"],
+        session.as_str(),
+        "{listed}"
+    );
+    assert_eq!(listed["items"][0]["status"], "active", "{listed}");
+    let shown = admin
+        .get(&format!("/terminal-sessions/{session}"))
+        .await
+        .ok();
+    assert_eq!(shown["item"]["status"], "active", "{shown}");
+    let close = format!("/terminal-sessions/{session}/close");
+    let closed = admin.post(&close, json!({})).await.ok();
+    assert_eq!(
+        closed,
+        json!({"sessionId": session, "closed": true, "status": "closed"})
+    );
+    let mut told = Vec::new();
+    loop {
+        let frame = tokio::time::timeout(READ, socket.next())
+            .await
+            .expect("the closed session's socket ends");
+        match frame {
+            Some(Ok(Message::Text(text))) => told.push(text.as_str().to_string()),
+            Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break,
+            Some(Ok(_)) => {}
+        }
+    }
+    assert!(
+        told.iter()
+            .any(|text| text.contains("the terminal session was closed")),
+        "{told:?}"
+    );
+    // Either replica answers a second close the same, and lists the session no more.
+    let (status, again) = second
+        .send(reqwest::Method::POST, &close, Some(&token), Some(json!({})))
+        .await;
+    assert_eq!((status, again), (200, closed));
+    let (status, listed) = second
+        .send(
+            reqwest::Method::GET,
+            "/terminal-sessions",
+            Some(&token),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{listed}");
+    assert!(!listed.to_string().contains(&session), "{listed}");
 
     // The ticket went into no log of either replica.
     let ticket = path.split("ticket=").nth(1).expect("a ticket in the path");

@@ -8,11 +8,13 @@ use std::time::Duration;
 
 use berth_crds::member::OrganizationRole;
 use berth_crds::resource::{Resource, ResourceSpec};
+use berth_crds::server::{Server, ServerLifecycle};
 use berth_crds::ssh_credential::SshCredential;
 use berth_tests::rest::{Rest, TestOrg, transcript};
 use berth_tests::sshd::{TestSshd, new_client_key};
 use berth_tests::{client, eventually, random_suffix, stack_env};
 use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::jiff::Timestamp;
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
 use serde_json::{Value, json};
@@ -71,6 +73,24 @@ pub(crate) async fn wait_reachable(rest: &Rest, id: &str) -> Value {
         (record["reachable"] == true && record["hostKeyFingerprint"].is_string()).then_some(record)
     })
     .await
+}
+
+/// Waits until the server's record says when it became inactive, and that time is not before
+/// `asked` (to the second, as status times are kept) nor after now; returns it. Appaloft's
+/// summary says the same.
+async fn deactivated_since(rest: &Rest, id: &str, asked: Timestamp) -> String {
+    let record = eventually(WAIT, "deactivatedAt recorded", || async {
+        let record = rest.get(&format!("/servers/{id}")).await.ok();
+        let at: Timestamp = record["deactivatedAt"].as_str()?.parse().ok()?;
+        (at.as_second() >= asked.as_second()).then_some(record)
+    })
+    .await;
+    let text = record["deactivatedAt"].as_str().unwrap().to_string();
+    let at: Timestamp = text.parse().unwrap();
+    assert!(at <= Timestamp::now(), "{record}");
+    assert_eq!(record["server"]["deactivatedAt"], text.as_str(), "{record}");
+    assert_eq!(record["server"]["lifecycleStatus"], "inactive", "{record}");
+    text
 }
 
 /// Asserts a 422 naming `field`.
@@ -305,9 +325,33 @@ async fn servers_are_guarded_until_inactive_and_unblocked_and_credentials_while_
     assert_eq!(record["server"]["targetKind"], "single-server");
     let roles = json!(["deployment-runtime", "artifact-builder"]);
     assert_eq!(record["server"]["workloadRoles"], roles);
+    // The credential it logs in with, by name and whether its keys are set, never a key.
+    let summary = json!({"kind": "ssh-private-key", "credentialId": credential,
+        "credentialName": "deploy key", "username": "root",
+        "publicKeyConfigured": true, "privateKeyConfigured": true});
+    let record = eventually(WAIT, "the credential's keys configured", || async {
+        let record = member.get(&format!("/servers/{id}")).await.ok();
+        (record["credential"] == summary).then_some(record)
+    })
+    .await;
+    assert_eq!(record["server"]["credential"], summary, "{record}");
+    assert!(record.get("deactivatedAt").is_none(), "{record}");
+    assert!(record["server"].get("deactivatedAt").is_none(), "{record}");
+    // Nothing deployed or bound on it yet.
+    assert_eq!(
+        record["rollups"],
+        json!({"resources": {"total": 0, "deployedResourceIds": []},
+            "deployments": {"total": 0, "statusCounts": []},
+            "domains": {"total": 0, "statusCounts": []}}),
+        "{record}"
+    );
     let listed = member.get("/servers").await.ok();
     let items = listed["items"].as_array().unwrap();
-    assert!(items.iter().any(|s| s["id"] == id.as_str()));
+    assert!(
+        items
+            .iter()
+            .any(|s| s["id"] == id.as_str() && s["credential"] == summary)
+    );
     assert!(items.iter().all(|s| s["workloadRoles"] == roles));
     assert_eq!(listed["total"], items.len(), "{listed}");
     assert_eq!(
@@ -376,11 +420,13 @@ async fn servers_are_guarded_until_inactive_and_unblocked_and_credentials_while_
         .post(&format!("{path}/deactivate"), json!({}))
         .await
         .error(404, "not_found");
+    let asked = Timestamp::now();
     let inactive = admin
         .post(&format!("{path}/deactivate"), json!({}))
         .await
         .ok();
     assert_eq!(inactive["lifecycleStatus"], "inactive");
+    let deactivated_at = deactivated_since(&member, &id, asked).await;
     let usage = member
         .get(&format!("{credential_path}?includeUsage=true"))
         .await
@@ -404,6 +450,12 @@ async fn servers_are_guarded_until_inactive_and_unblocked_and_credentials_while_
     };
     assert_eq!(listed("inactive").await, vec![json!(id)]);
     assert!(listed("active").await.is_empty());
+    let items = member.get("/servers?lifecycleStatus=inactive").await.ok()["items"].clone();
+    assert_eq!(
+        items[0]["deactivatedAt"],
+        deactivated_at.as_str(),
+        "{items}"
+    );
     // activate undoes it (and needs an admin too).
     member
         .post(&format!("{path}/activate"), json!({}))
@@ -414,10 +466,27 @@ async fn servers_are_guarded_until_inactive_and_unblocked_and_credentials_while_
         .await
         .ok();
     assert_eq!(active["lifecycleStatus"], "active");
+    assert!(active.get("deactivatedAt").is_none(), "{active}");
+    let shown = member.get(&path).await.ok();
+    assert!(shown.get("deactivatedAt").is_none(), "{shown}");
+    // The controller clears its time once it sees the server active.
+    let servers = Api::<Server>::namespaced(client.clone(), &org.namespace);
+    eventually(WAIT, "deactivatedAt cleared in status", || async {
+        let status = servers.get_status(&id).await.ok()?.status?;
+        let cleared = status.lifecycle_status == Some(ServerLifecycle::Active)
+            && status.deactivated_at.is_none();
+        cleared.then_some(())
+    })
+    .await;
+    // Deactivated again: a new time, not the first one.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let asked_again = Timestamp::now();
     admin
         .post(&format!("{path}/deactivate"), json!({}))
         .await
         .ok();
+    let again = deactivated_since(&member, &id, asked_again).await;
+    assert_ne!(again, deactivated_at);
     // An inactive server still uses the credential.
     admin
         .delete(&credential_path, delete_credential.clone())

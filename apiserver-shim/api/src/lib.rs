@@ -59,6 +59,7 @@ pub mod runtime_logs;
 pub mod scheduled_tasks;
 pub mod secrets;
 pub mod server_capacity;
+pub mod server_rollups;
 pub mod servers;
 pub mod source;
 pub mod storage;

@@ -1,4 +1,4 @@
-//! A server's disk use and the prune of its stopped containers: the answers of
+//! A server's disk use, memory and CPU, and the prune of its stopped containers: the answers of
 //! `servers.capacity.inspect/v1` and `servers.capacity.prune/v1`.
 
 use schemars::JsonSchema;
@@ -32,6 +32,8 @@ pub struct Capacity {
     pub docker: DockerUsage,
     /// The host's memory from `/proc/meminfo`, read now.
     pub memory: MemoryCapacity,
+    /// The host's logical cores and load averages, read now.
+    pub cpu: CpuCapacity,
     pub platform_containers: Vec<PlatformContainer>,
     pub safe_reclaimable_estimate: Reclaimable,
     pub warnings: Vec<String>,
@@ -82,6 +84,22 @@ pub struct MemoryCapacity {
     pub used: Option<i64>,
     /// `used` of `total`, rounded.
     pub use_percent: Option<i64>,
+}
+
+/// The host's processors and their load (Appaloft's `runtimeTargetCpuCapacity`); null what the
+/// server did not say.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct CpuCapacity {
+    /// Logical cores online (`getconf _NPROCESSORS_ONLN`, else `nproc`).
+    pub logical_cores: Option<i64>,
+    /// Runnable and waiting tasks averaged over one minute (`/proc/loadavg`), all cores
+    /// together: `logicalCores` means every core busy.
+    pub load_average_1m: Option<f64>,
+    /// The same over five minutes.
+    pub load_average_5m: Option<f64>,
+    /// The same over fifteen minutes.
+    pub load_average_15m: Option<f64>,
 }
 
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Default)]

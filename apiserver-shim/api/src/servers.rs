@@ -9,7 +9,13 @@ use crate::common::Confirmation;
 use crate::conditions::ConditionRecord;
 
 // Shared with the CRDs: defined in `berth-vocabulary`.
+pub use berth_vocabulary::credentials::SshCredentialKind;
 pub use berth_vocabulary::servers::{ProxyKind, ServerFacts, ServerLifecycle};
+
+pub use crate::server_rollups::{
+    DeploymentRollup, DeploymentStatusCount, DomainBindingStatus, DomainRollup, DomainStatusCount,
+    ResourceRollup, ServerRollups,
+};
 
 /// An empty object (or no body).
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Default)]
@@ -95,6 +101,13 @@ pub struct ServerRecord {
     pub base_domain: Option<String>,
     /// `active` (takes deployments) or `inactive` (may be deleted).
     pub lifecycle_status: ServerLifecycle,
+    /// When the server became inactive, as berth-controller saw it happen; absent while it is
+    /// active, and for a server deactivated before Berth recorded the time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deactivated_at: Option<String>,
+    /// The SSH credential the server logs in with, never its key (Appaloft's `credential`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential: Option<ServerCredential>,
     /// Whether the controller's last SSH connection succeeded.
     pub reachable: bool,
     /// The pinned SSH host key (`SHA256:…`).
@@ -112,6 +125,28 @@ pub struct ServerRecord {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_contact_at: Option<String>,
     pub created_at: String,
+}
+
+/// The credential a server logs in with, as Appaloft's server summary shows it: what it is,
+/// never the key.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerCredential {
+    /// `ssh-private-key`: a stored SshCredential (Berth has no `local-ssh-agent`).
+    pub kind: SshCredentialKind,
+    /// Id of the SshCredential.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential_id: Option<String>,
+    /// Display name of the SshCredential; absent while the shim does not know it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential_name: Option<String>,
+    /// The login name the server uses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    /// Whether a public key could be derived from the credential's private key.
+    pub public_key_configured: bool,
+    /// Whether the credential's Secret holds a private key that parses.
+    pub private_key_configured: bool,
 }
 
 /// The edge proxy of a server.
@@ -166,11 +201,17 @@ pub struct ServerSummary {
     pub workload_roles: Vec<String>,
     /// `active` or `inactive`.
     pub lifecycle_status: ServerLifecycle,
+    /// When the server became inactive; absent while it is active.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deactivated_at: Option<String>,
+    /// The SSH credential it logs in with, never the key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential: Option<ServerCredential>,
     pub created_at: String,
 }
 
 /// `GET /servers/{serverId}`: Berth's record of the server, and Appaloft's `servers.show/v1`
-/// (`schemaVersion`, `server`, `generatedAt`) beside it.
+/// (`schemaVersion`, `server`, `rollups`, `generatedAt`) beside it.
 #[derive(Serialize, Deserialize, JsonSchema, Debug)]
 #[serde(rename_all = "camelCase")]
 pub struct ServerDetail {
@@ -178,6 +219,10 @@ pub struct ServerDetail {
     pub schema_version: String,
     /// The server as Appaloft summarizes it.
     pub server: ServerSummary,
+    /// The resources, deployments and domain bindings on the server; left out when asked
+    /// with `includeRollups=false`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollups: Option<ServerRollups>,
     /// When this answer was made.
     pub generated_at: String,
     /// Berth's record, its fields at the top level.

@@ -53,6 +53,9 @@ pub struct TerminalSessionRecord {
     /// The database of a `dependency` terminal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dependency_resource_id: Option<String>,
+    /// The deployment whose container a `resource` terminal runs in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deployment_id: Option<String>,
     /// The container a `resource` or `dependency` terminal runs in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container_id: Option<String>,
@@ -112,6 +115,10 @@ pub enum ServerMessage {
 /// `schemaVersion` of `GET /terminal-sessions` (Appaloft's `terminal-sessions.list/v1`).
 pub const LIST_SCHEMA: &str = "terminal-sessions.list/v1";
 
+/// `schemaVersion` of `GET /terminal-sessions/{sessionId}` (Appaloft's
+/// `terminal-sessions.show/v1`).
+pub const SHOW_SCHEMA: &str = "terminal-sessions.show/v1";
+
 /// Answer of `GET /terminal-sessions`: the caller's sessions, newest first.
 #[derive(Serialize, Deserialize, JsonSchema, Debug)]
 #[serde(rename_all = "camelCase")]
@@ -119,6 +126,107 @@ pub struct SessionList {
     /// `terminal-sessions.list/v1`.
     pub schema_version: String,
     pub items: Vec<ListedSession>,
+}
+
+/// The filters of `GET /terminal-sessions` (Appaloft's `terminal-sessions.list` input), as
+/// query parameters; each given one narrows the list.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Default, Clone, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TerminalSessionFilters {
+    /// Sessions of this scope only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<TerminalScopeKind>,
+    /// Sessions on this server only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub server_id: Option<String>,
+    /// Terminals in this resource's container only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub resource_id: Option<String>,
+    /// Terminals in this deployment's container only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub deployment_id: Option<String>,
+    /// Appaloft's sandbox terminals only (Berth opens none: the list is empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub sandbox_id: Option<String>,
+    /// At most this many sessions, the newest (1-200, default 50).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 200))]
+    pub limit: Option<u32>,
+}
+
+/// A terminal session's scope, as the list's `scope` filter names it.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum TerminalScopeKind {
+    /// A login shell on a server.
+    Server,
+    /// A shell in a resource's container.
+    Resource,
+    /// Berth: a managed database's client in its container.
+    Dependency,
+    /// Appaloft's sandbox terminals (Berth opens none).
+    Sandbox,
+}
+
+impl TerminalScopeKind {
+    pub const ALL: [Self; 4] = [
+        Self::Server,
+        Self::Resource,
+        Self::Dependency,
+        Self::Sandbox,
+    ];
+
+    /// As a session's `scope` spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Server => "server",
+            Self::Resource => "resource",
+            Self::Dependency => "dependency",
+            Self::Sandbox => "sandbox",
+        }
+    }
+}
+
+/// Answer of `GET /terminal-sessions/{sessionId}`: one of the caller's sessions.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct TerminalSessionDetail {
+    /// `terminal-sessions.show/v1`.
+    pub schema_version: String,
+    pub item: ListedSession,
+}
+
+/// Body of `POST /terminal-sessions/{sessionId}/close` (Appaloft's `terminal-sessions.close`
+/// input): empty, or repeating the path's session id.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CloseTerminalSession {
+    /// The path's session id, if given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+}
+
+/// Answer of `POST /terminal-sessions/{sessionId}/close`: the same for a session closed
+/// just now and one closed before.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct TerminalSessionClosed {
+    pub session_id: String,
+    /// `true`: the session's shell is no longer running.
+    pub closed: bool,
+    /// `closed`.
+    pub status: TerminalClosedStatus,
+}
+
+/// The one status a close answers with.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum TerminalClosedStatus {
+    Closed,
 }
 
 /// The frames of the terminal WebSocket, for the OpenAPI document.
@@ -142,6 +250,9 @@ pub struct ListedSession {
     pub server_id: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resource_id: Option<String>,
+    /// The deployment whose container a `resource` terminal runs in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deployment_id: Option<String>,
     /// Berth: the database of a `dependency` terminal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dependency_resource_id: Option<String>,

@@ -8,7 +8,7 @@ use berth_crds::server::ServerLifecycle;
 use kube::api::PostParams;
 use kube::{Api, ResourceExt};
 
-use crate::auth::{Caller, ScopeDimension};
+use crate::auth::{Caller, Principal, ScopeDimension};
 use crate::domain::servers;
 use crate::domain::time::timestamp;
 use crate::error::{ApiError, ApiResult};
@@ -111,4 +111,29 @@ pub fn attempt_state(deployment: &Deployment) -> DeploymentState {
         .as_ref()
         .and_then(|s| s.status)
         .unwrap_or(DeploymentState::Created)
+}
+
+/// The archive's query of every removed attempt in `namespace` the caller may see (a deploy
+/// token's scope); the routes narrow it further.
+pub fn archive_within(namespace: &str, caller: &Caller) -> berth_observations::AttemptQuery {
+    let scope = match &caller.principal {
+        Principal::DeployToken { scope, .. } => Some(scope),
+        Principal::User { .. } | Principal::Migration { .. } => None,
+    };
+    let within = |pick: fn(&berth_crds::deploy_token::DeployTokenScope) -> &Vec<String>| {
+        scope.map(pick).cloned().unwrap_or_default()
+    };
+    berth_observations::AttemptQuery {
+        namespace: namespace.into(),
+        resource: None,
+        project: None,
+        environment: None,
+        server: None,
+        status: None,
+        within_resources: within(|s| &s.resource_ids),
+        within_projects: within(|s| &s.project_ids),
+        within_environments: within(|s| &s.environment_ids),
+        before: None,
+        limit: 0,
+    }
 }

@@ -90,11 +90,18 @@ pub struct Endpoint {
     pub response_media_type: &'static str,
     /// The statuses its handler answers with when it succeeds (200 unless it says otherwise).
     pub success: &'static [StatusCode],
+    /// Its query parameters, as an object schema whose properties they are.
+    pub query: Option<SchemaFn>,
     route: MethodRouter<AppState>,
 }
 
 fn schema_of<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
     generator.subschema_for::<T>()
+}
+
+/// `T`'s own schema, never a reference to it: the document lists its properties one by one.
+fn object_schema_of<T: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
+    T::json_schema(generator)
 }
 
 impl Endpoint {
@@ -115,6 +122,7 @@ impl Endpoint {
             response: schema_of::<serde_json::Value>,
             response_media_type: "application/json",
             success: &[StatusCode::OK],
+            query: None,
             route: on(filter, handler),
         }
     }
@@ -183,6 +191,13 @@ impl Endpoint {
     /// every answer against it).
     pub fn success(mut self, statuses: &'static [StatusCode]) -> Self {
         self.success = statuses;
+        self
+    }
+
+    /// Takes the fields of `Q` as query parameters, each optional (the document lists them, so
+    /// generated requests try them).
+    pub fn query<Q: JsonSchema>(mut self) -> Self {
+        self.query = Some(object_schema_of::<Q>);
         self
     }
 

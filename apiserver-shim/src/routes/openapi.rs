@@ -54,9 +54,12 @@ pub fn document() -> Value {
         if endpoint.public {
             operation["security"] = json!([]);
         }
-        let parameters: Vec<Value> = path_parameters(endpoint.path)
+        let mut parameters: Vec<Value> = path_parameters(endpoint.path)
             .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string", "minLength": 1}}))
             .collect();
+        if let Some(query) = endpoint.query {
+            parameters.extend(query_parameters(inline(query, &mut generator)));
+        }
         if !parameters.is_empty() {
             operation["parameters"] = Value::Array(parameters);
         }
@@ -95,6 +98,26 @@ fn inline(
     let mut schema = schema_of(generator);
     berth_api::wire::NoNullFields.transform(&mut schema);
     schema
+}
+
+/// One optional query parameter per property of `object`, its doc line as its description.
+fn query_parameters(object: schemars::Schema) -> Vec<Value> {
+    let Some(Value::Object(properties)) = object.as_value().get("properties") else {
+        return Vec::new();
+    };
+    properties
+        .iter()
+        .map(|(name, schema)| {
+            let mut schema = schema.clone();
+            let description = schema.as_object_mut().and_then(|s| s.remove("description"));
+            let mut parameter =
+                json!({"name": name, "in": "query", "required": false, "schema": schema});
+            if let Some(description) = description {
+                parameter["description"] = description;
+            }
+            parameter
+        })
+        .collect()
 }
 
 fn path_parameters(path: &str) -> impl Iterator<Item = &str> {
@@ -148,6 +171,61 @@ mod tests {
             ["200", "202", "default"]
         );
         assert_eq!(documented("get", "/projects"), ["200", "default"]);
+    }
+
+    #[test]
+    fn query_parameters_are_documented_one_by_one() {
+        let document = document();
+        let list = &document["paths"]["/terminal-sessions"]["get"];
+        let parameters = list["parameters"].as_array().expect("parameters");
+        let named = |name: &str| {
+            parameters
+                .iter()
+                .find(|p| p["name"] == name)
+                .unwrap_or_else(|| panic!("{name} in {list}"))
+        };
+        for name in [
+            "scope",
+            "serverId",
+            "resourceId",
+            "deploymentId",
+            "sandboxId",
+            "limit",
+        ] {
+            let parameter = named(name);
+            assert_eq!(parameter["in"], "query", "{parameter}");
+            assert_eq!(parameter["required"], false, "{parameter}");
+            assert!(parameter["description"].is_string(), "{parameter}");
+            assert!(
+                !parameter["schema"].to_string().contains("null"),
+                "{parameter}"
+            );
+        }
+        let limit = &named("limit")["schema"];
+        assert_eq!(
+            (&limit["minimum"], &limit["maximum"]),
+            (&json!(1), &json!(200)),
+            "{limit}"
+        );
+        assert_eq!(named("serverId")["schema"]["minLength"], 1);
+        let scope = named("scope")["schema"].to_string();
+        let reference = scope
+            .split("#/components/schemas/")
+            .nth(1)
+            .map(|r| r.split('"').next().unwrap().to_string());
+        let values = match reference {
+            Some(name) => document["components"]["schemas"][name].to_string(),
+            None => scope.clone(),
+        };
+        for value in ["server", "resource", "dependency", "sandbox"] {
+            assert!(values.contains(&format!("\"{value}\"")), "{scope} {values}");
+        }
+        // Show and close are Appaloft's routes, beside the WebSocket.
+        let paths = &document["paths"];
+        assert!(paths["/terminal-sessions/{sessionId}"]["get"].is_object());
+        let close = &paths["/terminal-sessions/{sessionId}/close"]["post"];
+        assert_eq!(close["parameters"][0]["name"], "sessionId", "{close}");
+        assert!(paths["/terminal-sessions/{sessionId}/ws"]["get"].is_object());
     }
 
     #[test]

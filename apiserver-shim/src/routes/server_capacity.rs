@@ -1,5 +1,6 @@
 //! A server's capacity and what of Berth's can go, on Appaloft's routes:
-//! `GET /servers/{id}/capacity` (the disk, inodes and memory of the server read now ([`host`]),
+//! `GET /servers/{id}/capacity` (the disk, inodes, memory and CPU of the server read now
+//! ([`host`]),
 //! Docker's images, build cache and volumes as the server's observer last recorded them, the
 //! organization's containers with their writable bytes, read now, and what is safely
 //! reclaimable) and
@@ -39,8 +40,9 @@ use crate::state::AppState;
 mod host;
 
 pub use berth_api::server_capacity::{
-    Capacity, DiskCapacity, DockerUsage, InodeCapacity, MemoryCapacity, PlatformContainer,
-    PruneCandidate, PruneReport, PruneRequest, PruneSummary, Reclaimable, ServerRef,
+    Capacity, CpuCapacity, DiskCapacity, DockerUsage, InodeCapacity, MemoryCapacity,
+    PlatformContainer, PruneCandidate, PruneReport, PruneRequest, PruneSummary, Reclaimable,
+    ServerRef,
 };
 
 const ACTION: &str = "inspect the server's capacity";
@@ -51,8 +53,8 @@ pub fn endpoints() -> Vec<Endpoint> {
     vec![
         Endpoint::get::<Capacity, _, _>(
             "/servers/{serverId}/capacity",
-            "A server's disk, inodes, memory and Docker usage, the organization's containers, \
-             and what is safely reclaimable",
+            "A server's disk, inodes, memory, CPU and Docker usage, the organization's \
+             containers, and what is safely reclaimable",
             inspect,
         ),
         Endpoint::post::<PruneRequest, PruneReport, _, _>(
@@ -280,6 +282,7 @@ async fn inspect(
         inodes: host.inodes,
         docker: usage,
         memory: host.memory,
+        cpu: host.cpu,
         platform_containers,
         safe_reclaimable_estimate: Reclaimable {
             stopped_containers_size: stopped_size,

@@ -1,7 +1,9 @@
 //! Servers (spec §3 "Server", §4.8 `DELETE /servers/{serverId}`; the other calls follow the rest
-//! of the API): list, create, show, activate, deactivate, delete. Deleting needs an inactive
-//! server without delete-safety blockers; the controller's finalizer then removes the edge proxy
-//! and closes the SSH connection.
+//! of the API): list, create, show (with Appaloft's [`rollups`]), activate, deactivate, delete.
+//! Deleting needs an inactive server without delete-safety blockers; the controller's finalizer
+//! then removes the edge proxy and closes the SSH connection.
+
+mod rollups;
 
 use axum::extract::{Path, State};
 use berth_api::common::IdResponse;
@@ -11,6 +13,7 @@ use berth_crds::limits::{
 };
 use berth_crds::member::OrganizationRole;
 use berth_crds::server::{ProxyKind, Server, ServerLifecycle, ServerProxy, ServerSpec};
+use berth_crds::ssh_credential::{SshCredential, SshCredentialKind};
 use k8s_openapi::jiff::Timestamp;
 use kube::{Api, ResourceExt};
 use serde_json::json;
@@ -31,8 +34,8 @@ use crate::token::new_id;
 use crate::write::apply;
 
 pub use berth_api::servers::{
-    Blocker, CreateServer, DeleteServer, NoBody, ProxyInput, ProxyRecord, ServerDetail, ServerList,
-    ServerRecord, ServerSummary,
+    Blocker, CreateServer, DeleteServer, NoBody, ProxyInput, ProxyRecord, ServerCredential,
+    ServerDetail, ServerList, ServerRecord, ServerRollups, ServerSummary,
 };
 
 pub fn endpoints() -> Vec<Endpoint> {
@@ -45,7 +48,9 @@ pub fn endpoints() -> Vec<Endpoint> {
         ),
         Endpoint::get::<ServerDetail, _, _>(
             "/servers/{serverId}",
-            "Show a server: reachability, host key, Docker, facts, edge proxy, blockers",
+            "Show a server: reachability, host key, Docker, facts, edge proxy, blockers, and the \
+             resources, deployments and domain bindings on it (rollups; includeRollups=false \
+             leaves them out)",
             show,
         ),
         Endpoint::post::<NoBody, ServerRecord, _, _>(
@@ -94,7 +99,46 @@ fn proxy_status(server: &Server) -> &'static str {
     }
 }
 
-pub fn record(server: &Server) -> ServerRecord {
+/// The credential `server` logs in with as Appaloft summarizes it, from the SshCredential it
+/// names (`credential`, when the shim's cache holds it): its name and whether its keys are
+/// configured, never a key.
+fn credential_summary(server: &Server, credential: Option<&SshCredential>) -> ServerCredential {
+    let status = credential.and_then(|c| c.status.as_ref());
+    ServerCredential {
+        kind: credential.map_or(SshCredentialKind::SshPrivateKey, |c| c.spec.kind),
+        credential_id: Some(server.spec.credential_id.clone()),
+        credential_name: credential.map(|c| c.spec.name.clone()),
+        username: Some(server.spec.username.clone()),
+        public_key_configured: status.is_some_and(|s| s.public_key_configured),
+        private_key_configured: status.is_some_and(|s| s.private_key_configured),
+    }
+}
+
+/// When `server` became inactive, while it is: the controller's stamp is not shown once the
+/// spec says active again, before the controller clears it.
+fn deactivated_at(server: &Server) -> Option<String> {
+    if server.spec.lifecycle_status != ServerLifecycle::Inactive {
+        return None;
+    }
+    let status = server.status.as_ref()?;
+    status.deactivated_at.as_ref().map(timestamp)
+}
+
+/// `server`'s record, its credential read from the shim's cache.
+pub fn record_of(state: &AppState, server: &Server) -> ServerRecord {
+    let namespace = server.namespace().unwrap_or_default();
+    let credential = find_in(
+        &state.caches.ssh_credentials,
+        &namespace,
+        &server.spec.credential_id,
+        "SSH credential",
+    )
+    .ok();
+    record(server, credential.as_deref())
+}
+
+/// `server`'s record, with `credential` the SshCredential it names.
+pub fn record(server: &Server, credential: Option<&SshCredential>) -> ServerRecord {
     let spec = &server.spec;
     let status = server.status.clone().unwrap_or_default();
     ServerRecord {
@@ -110,6 +154,8 @@ pub fn record(server: &Server) -> ServerRecord {
         base_domain: spec.base_domain.clone(),
         // The spec is the truth the moment it is written, as for projects.
         lifecycle_status: spec.lifecycle_status,
+        deactivated_at: deactivated_at(server),
+        credential: Some(credential_summary(server, credential)),
         reachable: status.reachable,
         host_key_fingerprint: status
             .host_key_fingerprint
@@ -142,6 +188,8 @@ pub fn summary(record: &ServerRecord) -> ServerSummary {
         target_kind: record.target_kind.clone(),
         workload_roles: record.workload_roles.clone(),
         lifecycle_status: record.lifecycle_status,
+        deactivated_at: record.deactivated_at.clone(),
+        credential: record.credential.clone(),
         created_at: record.created_at.clone(),
     }
 }
@@ -177,7 +225,7 @@ async fn list(
         .iter()
         .skip(usize::try_from(offset).unwrap_or(usize::MAX))
         .take(limit as usize)
-        .map(|s| record(s))
+        .map(|s| record_of(&state, s))
         .collect();
     Ok(Json(ServerList {
         items,
@@ -320,17 +368,30 @@ async fn show(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
+    query: QueryParams,
 ) -> ApiResult<Json<ServerDetail>> {
     caller.require_role(OrganizationRole::Member)?;
+    known_params(&query, &["includeRollups"])?;
+    let include_rollups = query.boolean_or("includeRollups", true)?;
     let server = lookup(&state, &caller, &id)?;
-    Ok(Json(detail(record(&server), Timestamp::now())))
+    let rollups = if include_rollups {
+        Some(rollups::of(&state, &caller, &server).await?)
+    } else {
+        None
+    };
+    Ok(Json(detail(
+        record_of(&state, &server),
+        rollups,
+        Timestamp::now(),
+    )))
 }
 
 /// `record` with Appaloft's `servers.show/v1` beside it, made at `now`.
-fn detail(record: ServerRecord, now: Timestamp) -> ServerDetail {
+fn detail(record: ServerRecord, rollups: Option<ServerRollups>, now: Timestamp) -> ServerDetail {
     ServerDetail {
         schema_version: "servers.show/v1".into(),
         server: summary(&record),
+        rollups,
         generated_at: now.to_string(),
         record,
     }
@@ -347,11 +408,11 @@ async fn set_lifecycle(
     let server = lookup(state, caller, id)?;
     writer(caller)?;
     if server.spec.lifecycle_status == lifecycle {
-        return Ok(Json(record(&server)));
+        return Ok(Json(record_of(state, &server)));
     }
     let written = merge_spec(state, caller, id, json!({ "lifecycleStatus": lifecycle })).await?;
     tracing::info!(server = %id, ?lifecycle, "server lifecycle changed");
-    Ok(Json(record(&written)))
+    Ok(Json(record_of(state, &written)))
 }
 
 async fn deactivate(
@@ -463,35 +524,99 @@ mod tests {
         );
     }
 
-    #[test]
-    fn show_carries_appaloft_summary_beside_the_record() {
+    fn server(lifecycle: ServerLifecycle) -> Server {
         let spec = ServerSpec {
             name: Some("web 1".into()),
             host: "203.0.113.7".into(),
             port: 22,
-            username: "root".into(),
+            username: "deploy".into(),
             credential_id: "ssh-1".into(),
             provider_key: "generic-ssh".into(),
-            lifecycle_status: ServerLifecycle::Active,
+            lifecycle_status: lifecycle,
             base_domain: None,
             expected_host_key_fingerprint: None,
             docker_socket_path: "/var/run/docker.sock".into(),
             proxy: ServerProxy::default(),
         };
+        Server::new("srv-1", spec)
+    }
+
+    fn credential() -> SshCredential {
+        let spec = serde_json::from_value(json!({
+            "name": "deploy key", "privateKeySecretRef": {"name": "ssh-1-key"},
+        }))
+        .unwrap();
+        let mut credential = SshCredential::new("ssh-1", spec);
+        credential.status = Some(berth_crds::ssh_credential::SshCredentialStatus {
+            public_key_configured: true,
+            private_key_configured: true,
+            public_key: Some("ssh-ed25519 AAAA deploy".into()),
+            fingerprint: Some("SHA256:abc".into()),
+            ..Default::default()
+        });
+        credential
+    }
+
+    #[test]
+    fn show_carries_appaloft_summary_beside_the_record() {
         let now = Timestamp::from_second(1_900_000_000).unwrap();
-        let shown = serde_json::to_value(detail(record(&Server::new("srv-1", spec)), now)).unwrap();
+        let record = record(&server(ServerLifecycle::Active), Some(&credential()));
+        let shown = serde_json::to_value(detail(record, None, now)).unwrap();
         assert_eq!(shown["schemaVersion"], "servers.show/v1");
         assert_eq!(shown["generatedAt"], "2030-03-17T17:46:40Z");
         let roles = json!(["deployment-runtime", "artifact-builder"]);
+        let credential = json!({"kind": "ssh-private-key", "credentialId": "ssh-1",
+            "credentialName": "deploy key", "username": "deploy",
+            "publicKeyConfigured": true, "privateKeyConfigured": true});
         assert_eq!(
             shown["server"],
             json!({"id": "srv-1", "name": "web 1", "host": "203.0.113.7", "port": 22,
                 "providerKey": "generic-ssh", "targetKind": "single-server",
-                "workloadRoles": roles, "lifecycleStatus": "active", "createdAt": shown["createdAt"]})
+                "workloadRoles": roles, "lifecycleStatus": "active",
+                "credential": credential, "createdAt": shown["createdAt"]})
         );
         assert_eq!(
-            (&shown["id"], &shown["workloadRoles"]),
-            (&json!("srv-1"), &roles)
+            (&shown["id"], &shown["workloadRoles"], &shown["credential"]),
+            (&json!("srv-1"), &roles, &credential)
+        );
+        assert!(shown.get("rollups").is_none(), "not asked for");
+        assert!(shown.get("deactivatedAt").is_none(), "active");
+    }
+
+    #[test]
+    fn an_unknown_credential_is_named_but_not_configured() {
+        let record = record(&server(ServerLifecycle::Active), None);
+        assert_eq!(
+            serde_json::to_value(record.credential).unwrap(),
+            json!({"kind": "ssh-private-key", "credentialId": "ssh-1", "username": "deploy",
+                "publicKeyConfigured": false, "privateKeyConfigured": false})
+        );
+    }
+
+    #[test]
+    fn the_time_of_deactivation_shows_while_the_spec_says_inactive() {
+        let at = Timestamp::from_second(1_900_000_000).unwrap();
+        let stamped = |lifecycle| {
+            let mut server = server(lifecycle);
+            server.status = Some(berth_crds::server::ServerStatus {
+                lifecycle_status: Some(ServerLifecycle::Inactive),
+                deactivated_at: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(at)),
+                ..Default::default()
+            });
+            record(&server, None)
+        };
+        let inactive = stamped(ServerLifecycle::Inactive);
+        assert_eq!(
+            inactive.deactivated_at.as_deref(),
+            Some("2030-03-17T17:46:40Z")
+        );
+        assert_eq!(summary(&inactive).deactivated_at, inactive.deactivated_at);
+        // Activated a moment ago: the controller has not cleared its stamp yet.
+        assert_eq!(stamped(ServerLifecycle::Active).deactivated_at, None);
+        // Deactivated a moment ago: the controller has not stamped it yet.
+        assert_eq!(
+            record(&server(ServerLifecycle::Inactive), None).deactivated_at,
+            None
         );
     }
 }

@@ -1,15 +1,18 @@
 //! Spec §4.8, terminal sessions: `POST /terminal-sessions` checks the server, logs in over SSH
 //! and returns the Terminal session record; its `transport.path` is a WebSocket that bridges to a
-//! PTY shell on the server (protocol in [`bridge`]).
+//! PTY shell on the server (protocol in [`bridge`]). Appaloft's lifecycle routes list, show and
+//! close the caller's sessions ([`lifecycle`]).
 //!
 //! A session id is single-use, expires [`CONNECT_WITHIN`] after creation, and only the user and
 //! login session that created it may connect (the WebSocket request carries the same bearer
 //! token, as `Authorization` or, since browsers cannot set headers on a WebSocket,
-//! `?access_token=`). Pending sessions live in the observation store ([`pending`]), so the
-//! WebSocket may reach any shim replica behind the Service; a connected session lives on the
-//! replica that bridges it ([`Terminals`](crate::services::terminals::Terminals)).
+//! `?access_token=`). Sessions live in the observation store ([`pending`], then `opened`), so
+//! the WebSocket, the list and a close may reach any shim replica behind the Service; a
+//! connected session's shell lives on the replica that bridges it
+//! ([`Bridged`](crate::services::terminals::bridged::Bridged)).
 
 mod bridge;
+mod lifecycle;
 
 use std::sync::Arc;
 
@@ -46,7 +49,10 @@ pub use berth_api::terminal::{
     CreateTerminalSession, TerminalScope, TerminalSessionRecord, Transport,
 };
 
-pub use berth_api::terminal::{LIST_SCHEMA, SessionList};
+pub use berth_api::terminal::{
+    CloseTerminalSession, LIST_SCHEMA, SHOW_SCHEMA, SessionList, TerminalSessionClosed,
+    TerminalSessionDetail, TerminalSessionFilters,
+};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -57,9 +63,24 @@ pub fn endpoints() -> Vec<Endpoint> {
         ),
         Endpoint::get::<SessionList, _, _>(
             "/terminal-sessions",
-            "The caller's terminal sessions, newest first: active (waiting for their WebSocket, \
-             or connected) or closing",
-            list,
+            "The caller's terminal sessions in this organization, newest first, on every \
+             replica: active (waiting for their WebSocket, or connected) or closing; \
+             narrowed by scope, serverId, resourceId, deploymentId, sandboxId and limit \
+             (1-200, default 50)",
+            lifecycle::list,
+        )
+        .query::<TerminalSessionFilters>(),
+        Endpoint::get::<TerminalSessionDetail, _, _>(
+            "/terminal-sessions/{sessionId}",
+            "One of the caller's terminal sessions, active or closing (404 once closed)",
+            lifecycle::show,
+        ),
+        Endpoint::post::<CloseTerminalSession, TerminalSessionClosed, _, _>(
+            "/terminal-sessions/{sessionId}/close",
+            "Close one of the caller's terminal sessions, whichever replica bridges it: a \
+             waiting one can no longer be connected, a connected one's shell ends and its \
+             WebSocket closes. Closing it again answers the same",
+            lifecycle::close,
         ),
         Endpoint::get::<TerminalProtocol, _, _>(
             "/terminal-sessions/{sessionId}/ws",
@@ -164,7 +185,11 @@ async fn create(
 ) -> ApiResult<Json<TerminalSessionRecord>> {
     let (user_id, _, login_session_id) = caller.require_user()?;
     let organization = caller.require_role(OrganizationRole::Admin)?;
-    let (server, container) = target(&state, &caller, &body).await?;
+    let Target {
+        server,
+        container,
+        deployment_id,
+    } = target(&state, &caller, &body).await?;
     let directory = body
         .relative_directory
         .as_deref()
@@ -197,6 +222,7 @@ async fn create(
             .resource_id
             .clone()
             .filter(|_| container.is_some()),
+        deployment_id,
         dependency_resource_id: body
             .scope
             .dependency_resource_id
@@ -237,6 +263,7 @@ fn listed(record: &TerminalSessionRecord, path: String) -> ListedSession {
         scope: record.scope.clone(),
         server_id: record.server_id.clone(),
         resource_id: record.resource_id.clone(),
+        deployment_id: record.deployment_id.clone(),
         dependency_resource_id: record.dependency_resource_id.clone(),
         transport: Transport {
             kind: record.transport.kind.clone(),
@@ -256,12 +283,22 @@ fn required_id<'a>(field: &str, value: Option<&'a str>) -> ApiResult<&'a str> {
     Ok(id)
 }
 
-/// The server a terminal runs on and, for scope `resource`, the container it runs in.
+/// Where a terminal runs.
+struct Target {
+    server: Arc<Server>,
+    /// The container of a `resource` or `dependency` terminal.
+    container: Option<ContainerShell>,
+    /// The deployment whose container a `resource` terminal runs in, when its container says.
+    deployment_id: Option<String>,
+}
+
+/// The server a terminal runs on and, for scope `resource` or `dependency`, the container it
+/// runs in.
 async fn target(
     state: &AppState,
     caller: &Caller,
     body: &CreateTerminalSession,
-) -> ApiResult<(Arc<Server>, Option<ContainerShell>)> {
+) -> ApiResult<Target> {
     let scope = &body.scope;
     match scope.kind.as_str() {
         "server" => {
@@ -272,7 +309,11 @@ async fn target(
                     "scope.resourceId belongs to scope.kind resource",
                 ));
             }
-            Ok((servers::lookup(state, caller, id)?, None))
+            Ok(Target {
+                server: servers::lookup(state, caller, id)?,
+                container: None,
+                deployment_id: None,
+            })
         }
         "resource" => {
             let id = required_id("scope.resourceId", scope.resource_id.as_deref())?;
@@ -284,14 +325,18 @@ async fn target(
                 ));
             }
             let resource = crate::domain::resource_access::lookup(state, caller, id)?;
-            let (server, container_id) = serving_container(state, &resource).await?;
+            let (server, container_id, deployment_id) = serving_container(state, &resource).await?;
             let docker_socket = server.spec.docker_socket_path.clone();
             let shell = ContainerShell {
                 container_id,
                 docker_socket,
                 program: ContainerProgram::Shell,
             };
-            Ok((server, Some(shell)))
+            Ok(Target {
+                server,
+                container: Some(shell),
+                deployment_id,
+            })
         }
         "dependency" => {
             let field = "scope.dependencyResourceId";
@@ -302,7 +347,12 @@ async fn target(
                     "relativeDirectory applies to server terminals",
                 ));
             }
-            database_client(state, caller, id).map(|(server, shell)| (server, Some(shell)))
+            let (server, shell) = database_client(state, caller, id)?;
+            Ok(Target {
+                server,
+                container: Some(shell),
+                deployment_id: None,
+            })
         }
         _ => Err(ApiError::validation(
             "scope.kind",
@@ -352,12 +402,12 @@ fn database_client(
     Ok((server, shell))
 }
 
-/// The resource's server and its running serving container (else its newest running one);
-/// 409 when none runs.
+/// The resource's server and its running serving container (else its newest running one),
+/// with the deployment the container says it is of; 409 when none runs.
 async fn serving_container(
     state: &AppState,
     resource: &berth_crds::resource::Resource,
-) -> ApiResult<(Arc<Server>, String)> {
+) -> ApiResult<(Arc<Server>, String, Option<String>)> {
     let namespace = resource.namespace().unwrap_or_default();
     let id = resource.name_any();
     let not_running = || {
@@ -383,7 +433,11 @@ async fn serving_container(
     let container = crate::domain::containers::choose(&candidates, None, serving)
         .filter(|c| c.running)
         .ok_or_else(not_running)?;
-    Ok((server, container.id.clone()))
+    Ok((
+        server,
+        container.id.clone(),
+        container.deployment_id.clone(),
+    ))
 }
 
 /// Who opens a WebSocket: the session's single-use `?ticket=` (so no token goes in a URL),
@@ -441,25 +495,6 @@ async fn claim(state: &AppState, id: &str, auth: SocketAuth) -> ApiResult<(Pendi
     }
 }
 
-/// `GET /terminal-sessions`: the caller's sessions waiting for their WebSocket (created on any
-/// replica) or connected (through this one), newest first. Both are `active`; a connected one
-/// is `closing` once its shell has ended, until its WebSocket is closed.
-async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<SessionList>> {
-    let (user_id, _, _) = caller.require_user()?;
-    let waiting = pending::of_user(&state.observations, user_id).await?;
-    Ok(Json(SessionList {
-        schema_version: LIST_SCHEMA.into(),
-        items: newest_first(waiting, state.terminals.connected_of(user_id)),
-    }))
-}
-
-/// Pending and connected sessions in one list, newest first.
-fn newest_first(pending: Vec<ListedSession>, connected: Vec<ListedSession>) -> Vec<ListedSession> {
-    let mut sessions: Vec<ListedSession> = pending.into_iter().chain(connected).collect();
-    sessions.sort_by(|a, b| b.created_at.cmp(&a.created_at));
-    sessions
-}
-
 async fn connect(
     State(state): State<AppState>,
     Path(session_id): Path<String>,
@@ -473,6 +508,8 @@ async fn connect(
     })?;
     let gone = || ApiError::not_found("terminal session", &session_id);
     let (pending, caller) = claim(&state, &session_id, auth).await?;
+    // Taken: from here, however this ends, the session is recorded closed when this is dropped.
+    let bridged = state.terminals.bridge(&state.observations, &session_id);
     let (user_id, _, _) = caller.require_user()?;
     // The role and the server are checked again: either may have changed in the meantime.
     let organization = caller.require_role(OrganizationRole::Admin)?;
@@ -498,13 +535,18 @@ async fn connect(
         cols: pending.cols,
     };
     tracing::info!(session = %session.id, server = %session.server_id, user = %session.user_id, "terminal session connected");
-    let terminals = state.terminals.clone();
-    terminals.connected(user_id, pending.listed.clone());
     Ok(upgrade.on_upgrade(move |socket| async move {
-        let id = session.id.clone();
-        let closing = || terminals.closing(&id);
-        bridge::run(socket, channel, session, slot, closing).await;
-        terminals.disconnected(&id);
+        let close_asked = bridged.close_asked();
+        bridge::run(
+            socket,
+            channel,
+            session,
+            slot,
+            || bridged.closing(),
+            close_asked,
+        )
+        .await;
+        drop(bridged);
     }))
 }
 

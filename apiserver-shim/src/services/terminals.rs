@@ -1,9 +1,14 @@
-//! This process's terminal sessions: the connected ones and the SSH connections they use (a
-//! WebSocket lives on one replica, so these stay per process), and the sessions waiting for
-//! their WebSocket, which live in the observation store ([`pending`]) so that any replica may
-//! take them. The HTTP side (creating, listing, the WebSocket and its protocol) is
+//! Terminal sessions. What every replica must see lives in the observation store: the sessions
+//! waiting for their WebSocket ([`pending`]), so that any replica may take them, and the
+//! sessions taken, closing or closed ([`opened`]), so that any replica may list, show and close
+//! them ([`lifecycle`]). What lives in this process: the shells it bridges ([`bridged`]: a
+//! WebSocket lives on one replica), open sessions per server and the SSH connections they use.
+//! The HTTP side (creating, the WebSocket and its protocol, the routes of [`lifecycle`]) is
 //! `routes::terminal`.
 
+pub mod bridged;
+pub mod lifecycle;
+pub mod opened;
 pub mod pending;
 
 use std::collections::HashMap;
@@ -27,10 +32,28 @@ pub const CONNECT_WITHIN: Duration = Duration::from_secs(60);
 pub const MAX_OPEN_PER_SERVER: usize = 8;
 /// Sessions one user may have waiting for their WebSocket.
 pub const MAX_PENDING_PER_USER: usize = 16;
+/// How long the replica bridging a session vouches for it at a time; past it, with no renewal,
+/// the session is taken for gone (its replica died).
+pub const LEASE: Duration = Duration::from_secs(15);
+/// How often the replica bridging a session renews its lease, and so learns that another
+/// replica asked for it to close.
+pub const RENEW_EVERY: Duration = Duration::from_secs(2);
+/// How long a closed session is remembered, so that closing it again answers the same.
+pub const CLOSED_KEPT: Duration = Duration::from_secs(60 * 60);
 
-// Also how a pending session is stored (inside `pending::Pending`) and how `Terminals`
-// remembers a connected one, so it lives here. Its doc line is the schema's description in the
-// OpenAPI document.
+/// The lease that taking or renewing a session at `now_ms` (Unix milliseconds) sets.
+pub fn lease_from(now_ms: i64) -> i64 {
+    now_ms.saturating_add(i64::try_from(LEASE.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// At `now_ms`, sessions closed (or whose replica stopped renewing them) before this are
+/// forgotten: [`CLOSED_KEPT`] ago.
+pub fn forget_before(now_ms: i64) -> i64 {
+    now_ms.saturating_sub(i64::try_from(CLOSED_KEPT.as_millis()).unwrap_or(i64::MAX))
+}
+
+// Also how a session is stored (inside `pending::Pending`, while it waits and once it is
+// opened), so it lives here. Its doc line is the schema's description in the OpenAPI document.
 
 /// Where a `resource` or `dependency` terminal runs: a container on the server, reached with
 /// the Docker CLI on the server's socket. Not a wire record: it is kept with a pending session in the store.
@@ -93,12 +116,13 @@ impl ContainerShell {
     }
 }
 
-/// Terminal state of this shim process: connected sessions, open sessions per server, and the
-/// SSH connections they use (one per server, like the controller's, but this process's own).
-/// A WebSocket lives on one replica, so these stay per process; pending sessions do not.
+/// Terminal state of this shim process: the sessions it bridges, open sessions per server, and
+/// the SSH connections they use (one per server, like the controller's, but this process's
+/// own). A WebSocket lives on one replica, so these stay per process; what replicas share is
+/// in the observation store.
 pub struct Terminals {
-    /// Connected sessions by id, with the user who opened them.
-    connected: Mutex<HashMap<String, (String, ListedSession)>>,
+    /// How to ask each session bridged here to close, by id.
+    bridged: Mutex<HashMap<String, tokio::sync::watch::Sender<bool>>>,
     open: tokio::sync::Mutex<HashMap<ServerId, usize>>,
     pool: ServerConnectionPool,
 }
@@ -106,7 +130,7 @@ pub struct Terminals {
 impl Default for Terminals {
     fn default() -> Self {
         Self {
-            connected: Mutex::default(),
+            bridged: Mutex::default(),
             open: tokio::sync::Mutex::default(),
             pool: ServerConnectionPool::new(PoolSettings::default()),
         }
@@ -138,36 +162,10 @@ impl Drop for OpenSlot {
 }
 
 impl Terminals {
-    /// The user's sessions connected on this replica.
-    pub fn connected_of(&self, user: &str) -> Vec<ListedSession> {
-        let connected = self.connected.lock().unwrap_or_else(|e| e.into_inner());
-        connected
-            .values()
-            .filter(|(owner, _)| owner == user)
-            .map(|(_, listed)| listed.clone())
-            .collect()
-    }
-
-    /// Remembers `listed` as connected by `user` through this replica (`active`).
-    pub fn connected(&self, user: &str, mut listed: ListedSession) {
-        listed.status = TerminalSessionStatus::Active;
-        let mut connected = self.connected.lock().unwrap_or_else(|e| e.into_inner());
-        connected.insert(listed.session_id.clone(), (user.to_string(), listed));
-    }
-
-    /// Marks a connected session `closing`: its shell ended (or its client left, or it idled
-    /// out) and its channel and WebSocket are being closed.
-    pub fn closing(&self, id: &str) {
-        let mut connected = self.connected.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, listed)) = connected.get_mut(id) {
-            listed.status = TerminalSessionStatus::Closing;
-        }
-    }
-
-    /// Forgets a session whose WebSocket closed.
-    pub fn disconnected(&self, id: &str) {
-        let mut connected = self.connected.lock().unwrap_or_else(|e| e.into_inner());
-        connected.remove(id);
+    /// Asks session `id` to close if this replica bridges it; returns whether it does.
+    pub fn close_here(&self, id: &str) -> bool {
+        let bridged = self.bridged.lock().unwrap_or_else(|e| e.into_inner());
+        bridged.get(id).map(|ask| ask.send_replace(true)).is_some()
     }
 
     /// Terminals open on `server` through this replica.
@@ -226,40 +224,6 @@ pub fn too_many() -> ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_connected_session_is_active_then_closing_then_gone() {
-        let listed = ListedSession {
-            session_id: "trm-1".into(),
-            scope: "server".into(),
-            server_id: "srv-1".into(),
-            resource_id: None,
-            dependency_resource_id: None,
-            transport: berth_api::terminal::Transport {
-                kind: "websocket".into(),
-                path: "/api/terminal-sessions/trm-1/ws".into(),
-            },
-            provider_key: "generic-ssh".into(),
-            working_directory: None,
-            status: TerminalSessionStatus::Active,
-            created_at: "2030-01-01T00:00:00Z".into(),
-        };
-        let terminals = Terminals::default();
-        terminals.connected("usr-a", listed);
-        let status = |user| -> Vec<TerminalSessionStatus> {
-            terminals
-                .connected_of(user)
-                .iter()
-                .map(|s| s.status)
-                .collect()
-        };
-        assert_eq!(status("usr-a"), vec![TerminalSessionStatus::Active]);
-        assert_eq!(status("usr-b"), []);
-        terminals.closing("trm-1");
-        assert_eq!(status("usr-a"), vec![TerminalSessionStatus::Closing]);
-        terminals.disconnected("trm-1");
-        assert!(terminals.connected_of("usr-a").is_empty());
-    }
 
     #[test]
     fn a_container_shell_expands_nothing_of_its_socket_path() {

@@ -46,7 +46,9 @@ pub use options::StoreOptions;
 pub use postgres::{PostgresStore, UncheckedChain};
 pub use retention::{History, RetentionStore};
 pub use sqlite::SqliteStore;
-pub use terminal_sessions::{PendingTerminal, TerminalClaim, TerminalSessionStore};
+pub use terminal_sessions::{
+    OpenedTerminal, PendingTerminal, TerminalClaim, TerminalSessionStore, TerminalState,
+};
 pub use timeline::{TimelineEntry, TimelineKey, TimelineStore};
 pub use writer::ObservationWriter;
 
@@ -115,7 +117,7 @@ impl<S> ControllerStore for S where
 /// What the REST shim uses of the store: it reads timelines, health history, monitoring
 /// samples, disk usage and access failures, and keeps what its replicas share — removed
 /// attempts ([`AttemptStore`]), audit records ([`AuditStore`]), login attempts
-/// ([`LoginAttemptStore`]) and pending terminal sessions ([`TerminalSessionStore`]). Every
+/// ([`LoginAttemptStore`]) and terminal sessions ([`TerminalSessionStore`]). Every
 /// call blocks, as [`ControllerStore`]'s do.
 pub trait ShimStore:
     TimelineStore

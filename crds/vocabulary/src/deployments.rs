@@ -20,6 +20,19 @@ pub enum DeploymentState {
 }
 
 impl DeploymentState {
+    /// Every status, in the order of the enum (a store asked status by status reads them all).
+    pub const ALL: [Self; 9] = [
+        Self::Created,
+        Self::Planning,
+        Self::Planned,
+        Self::Running,
+        Self::CancelRequested,
+        Self::Succeeded,
+        Self::Failed,
+        Self::Canceled,
+        Self::RolledBack,
+    ];
+
     /// Whether the attempt has ended and will not change again.
     pub fn is_terminal(self) -> bool {
         matches!(

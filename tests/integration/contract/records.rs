@@ -775,6 +775,14 @@ pub const RECORDS: &[(&str, &str)] = &[
         "TerminalSessionList",
         "schemaVersion:=terminal-sessions.list/v1, items:TerminalSessionSummary[]",
     ),
+    (
+        "TerminalSessionDetail",
+        "schemaVersion:=terminal-sessions.show/v1, item:TerminalSessionSummary",
+    ),
+    (
+        "TerminalSessionClosed",
+        "sessionId:string, closed:boolean, status:=closed",
+    ),
     ("AccountDeleted", "userId:string, deletedAt:string"),
     (
         "OrganizationDeleted",

@@ -1,6 +1,7 @@
 //! Terminal sessions (spec §4.8): limits of spec §8, roles, the single-use WebSocket bound to
-//! its creator, a command echoed back, resize, and `relativeDirectory`; a resource's container
-//! and a managed database's client.
+//! its creator, a command echoed back, resize, and `relativeDirectory`; Appaloft's lifecycle
+//! routes (the list's filters, show, close); a resource's container and a managed database's
+//! client.
 
 use std::time::Duration;
 
@@ -394,9 +395,226 @@ async fn terminal_session_runs_a_command_resizes_and_is_single_use() {
     let exit = shell.wait_event("exit").await;
     assert_ne!(exit["exitStatus"], 0, "{exit}");
 
+    lifecycle(&admin, &other_admin, &outsider, &server).await;
+
     drop(sshd);
     std::fs::remove_dir_all(&keys).ok();
     assert_key_never_shown(&key);
+}
+
+/// The ids the list answers for `query`.
+async fn listed_ids(rest: &Rest, query: &str) -> Vec<String> {
+    let listed = rest.get(&format!("/terminal-sessions{query}")).await.ok();
+    assert_eq!(
+        listed["schemaVersion"], "terminal-sessions.list/v1",
+        "{listed}"
+    );
+    let items = listed["items"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{listed}"));
+    items
+        .iter()
+        .map(|item| item["sessionId"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// A 400 `validation_error` naming `field`, as Appaloft answers bad input.
+fn refused(reply: berth_tests::rest::Reply, field: &str) -> Value {
+    let error = reply.error(400, "validation_error");
+    assert_eq!(error["details"]["field"], field, "{error}");
+    error
+}
+
+/// Appaloft's lifecycle routes: `GET /terminal-sessions` narrowed by its filters, `GET
+/// /terminal-sessions/{sessionId}` and `POST /terminal-sessions/{sessionId}/close`, for a
+/// session waiting for its WebSocket and a connected one; to anyone but its creator a session
+/// does not exist.
+async fn lifecycle(admin: &Rest, other_admin: &Rest, outsider: &Rest, server: &str) {
+    let first = create(admin, server, json!({})).await.ok();
+    let second = create(admin, server, json!({})).await.ok();
+    let (first_id, second_id) = (
+        first["sessionId"].as_str().unwrap().to_string(),
+        second["sessionId"].as_str().unwrap().to_string(),
+    );
+    let both = |ids: &[String]| ids.contains(&first_id) && ids.contains(&second_id);
+    let neither = |ids: &[String]| !ids.contains(&first_id) && !ids.contains(&second_id);
+
+    // The filters narrow the list as Appaloft's do; each given one must match.
+    assert!(both(&listed_ids(admin, "").await));
+    assert!(both(&listed_ids(admin, "?scope=server").await));
+    assert!(both(
+        &listed_ids(admin, &format!("?serverId={server}")).await
+    ));
+    assert!(both(
+        &listed_ids(admin, &format!("?scope=server&serverId={server}&limit=200")).await
+    ));
+    for query in [
+        "?scope=resource".to_string(),
+        "?scope=dependency".to_string(),
+        "?scope=sandbox".to_string(),
+        "?serverId=srv-none".to_string(),
+        "?resourceId=res-none".to_string(),
+        "?deploymentId=dep-none".to_string(),
+        "?sandboxId=sbx-none".to_string(),
+        format!("?scope=resource&serverId={server}"),
+    ] {
+        let ids = listed_ids(admin, &query).await;
+        assert!(neither(&ids), "{query}: {ids:?}");
+    }
+    // Newest first: a limit of one keeps the session created last.
+    assert_eq!(listed_ids(admin, "?limit=1").await, [second_id.as_str()]);
+    let error = refused(admin.get("/terminal-sessions?scope=pod").await, "scope");
+    assert_eq!(
+        error["details"]["allowed"],
+        json!(["server", "resource", "dependency", "sandbox"]),
+        "{error}"
+    );
+    for (query, field) in [
+        ("?scope=", "scope"),
+        ("?serverId=", "serverId"),
+        ("?resourceId=%20", "resourceId"),
+        ("?limit=0", "limit"),
+        ("?limit=201", "limit"),
+        ("?limit=ten", "limit"),
+        ("?limit=1.5", "limit"),
+        ("?status=active", "status"),
+    ] {
+        refused(
+            admin.get(&format!("/terminal-sessions{query}")).await,
+            field,
+        );
+    }
+    // Another user, in this organization or another, has no sessions of the admin's.
+    assert!(neither(&listed_ids(other_admin, "").await));
+    assert!(neither(&listed_ids(outsider, "").await));
+
+    // Show: the one session, as the list shows it (its ticket never).
+    let shown = admin
+        .get(&format!("/terminal-sessions/{first_id}"))
+        .await
+        .ok();
+    assert_eq!(
+        shown["schemaVersion"], "terminal-sessions.show/v1",
+        "{shown}"
+    );
+    let item = &shown["item"];
+    assert_eq!(item["sessionId"], first_id.as_str(), "{shown}");
+    assert_eq!(item["status"], "active", "{shown}");
+    assert_eq!(item["scope"], "server");
+    assert_eq!(item["serverId"], server);
+    assert_eq!(item["createdAt"], first["createdAt"]);
+    let path = format!("/api/terminal-sessions/{first_id}/ws");
+    assert_eq!(item["transport"]["path"], path.as_str(), "{shown}");
+    assert!(!shown.to_string().contains("btt_"), "{shown}");
+    for stranger in [other_admin, outsider] {
+        for id in [&first_id, &second_id] {
+            stranger
+                .get(&format!("/terminal-sessions/{id}"))
+                .await
+                .error(404, "not_found");
+            stranger
+                .post(&format!("/terminal-sessions/{id}/close"), json!({}))
+                .await
+                .error(404, "not_found");
+        }
+    }
+    admin
+        .get("/terminal-sessions/trm-none")
+        .await
+        .error(404, "not_found");
+    admin
+        .post("/terminal-sessions/trm-none/close", json!({}))
+        .await
+        .error(404, "not_found");
+    Rest::anonymous()
+        .get(&format!("/terminal-sessions/{first_id}"))
+        .await
+        .error(401, "unauthenticated");
+    Rest::anonymous()
+        .post(&format!("/terminal-sessions/{first_id}/close"), json!({}))
+        .await
+        .error(401, "unauthenticated");
+    let close_first = format!("/terminal-sessions/{first_id}/close");
+    refused(
+        admin
+            .post(&close_first, json!({"sessionId": second_id}))
+            .await,
+        "sessionId",
+    );
+    refused(
+        admin.post(&close_first, json!({"reason": "x"})).await,
+        "reason",
+    );
+
+    // Closing a session that waits for its WebSocket: its ticket no longer opens it, and a
+    // second close (here without a body) answers the same.
+    let close_second = format!("/terminal-sessions/{second_id}/close");
+    let closed = admin.post(&close_second, json!({})).await.ok();
+    assert_eq!(
+        closed,
+        json!({"sessionId": second_id, "closed": true, "status": "closed"})
+    );
+    let again = admin.send(reqwest::Method::POST, &close_second, None).await;
+    assert_eq!(again.ok(), closed);
+    let ticket_path = second["transport"]["path"].as_str().unwrap();
+    assert_eq!(
+        connect(&Rest::anonymous(), ticket_path, false).await.err(),
+        Some(404),
+        "a closed session's ticket"
+    );
+    admin
+        .get(&format!("/terminal-sessions/{second_id}"))
+        .await
+        .error(404, "not_found");
+    assert!(!listed_ids(admin, "").await.contains(&second_id));
+
+    // Closing a connected session ends its shell and its WebSocket.
+    let ticket_path = first["transport"]["path"].as_str().unwrap();
+    let mut shell = connect(&Rest::anonymous(), ticket_path, false)
+        .await
+        .expect("the ticket connects");
+    shell.run_and_expect("echo open-$((3+4))", "open-7").await;
+    let shown = admin
+        .get(&format!("/terminal-sessions/{first_id}"))
+        .await
+        .ok();
+    assert_eq!(shown["item"]["status"], "active", "{shown}");
+    // A stranger's close changed nothing.
+    for stranger in [other_admin, outsider] {
+        stranger
+            .post(&close_first, json!({}))
+            .await
+            .error(404, "not_found");
+    }
+    shell.run_and_expect("echo still-$((4+4))", "still-8").await;
+    let closed = admin.post(&close_first, json!({})).await.ok();
+    assert_eq!(
+        closed,
+        json!({"sessionId": first_id, "closed": true, "status": "closed"})
+    );
+    while shell.read().await {}
+    assert!(
+        shell
+            .events
+            .iter()
+            .any(|e| e["type"] == "error" && e["message"] == "the terminal session was closed"),
+        "{:?}",
+        shell.events
+    );
+    assert_eq!(admin.post(&close_first, json!({})).await.ok(), closed);
+    eventually(READ, "the closed session unlisted", || async {
+        (!listed_ids(admin, "").await.contains(&first_id)).then_some(())
+    })
+    .await;
+    admin
+        .get(&format!("/terminal-sessions/{first_id}"))
+        .await
+        .error(404, "not_found");
+    assert_eq!(
+        connect(admin, &path, false).await.err(),
+        Some(404),
+        "a closed session stays closed"
+    );
 }
 
 #[tokio::test]
@@ -446,6 +664,31 @@ async fn a_resource_terminal_opens_a_shell_in_the_apps_serving_container() {
         .as_str()
         .expect("containerId")
         .to_string();
+    // Appaloft's deploymentId: the deployment whose container it is; the list's resource
+    // filters find the session by it.
+    let deployment = record["deploymentId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("deploymentId in {record}"))
+        .to_string();
+    let session = record["sessionId"].as_str().unwrap().to_string();
+    for query in [
+        "?scope=resource".to_string(),
+        format!("?resourceId={id}"),
+        format!("?scope=resource&resourceId={id}&deploymentId={deployment}"),
+    ] {
+        assert_eq!(
+            listed_ids(&admin, &query).await,
+            [session.as_str()],
+            "{query}"
+        );
+    }
+    for query in [
+        "?scope=server".to_string(),
+        "?deploymentId=dep-other".to_string(),
+        format!("?resourceId={id}&serverId=srv-other"),
+    ] {
+        assert!(listed_ids(&admin, &query).await.is_empty(), "{query}");
+    }
     let path = record["transport"]["path"].as_str().unwrap();
     let mut shell = connect(&admin, path, false)
         .await

@@ -2495,7 +2495,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Show a server: reachability, host key, Docker, facts, edge proxy, blockers */
+        /** Show a server: reachability, host key, Docker, facts, edge proxy, blockers, and the resources, deployments and domain bindings on it (rollups; includeRollups=false leaves them out) */
         get: operations["get_servers_serverId"];
         put?: never;
         post?: never;
@@ -2530,7 +2530,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A server's disk, inodes, memory and Docker usage, the organization's containers, and what is safely reclaimable */
+        /** A server's disk, inodes, memory, CPU and Docker usage, the organization's containers, and what is safely reclaimable */
         get: operations["get_servers_serverId_capacity"];
         put?: never;
         post?: never;
@@ -2772,11 +2772,45 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller's terminal sessions, newest first: active (waiting for their WebSocket, or connected) or closing */
+        /** The caller's terminal sessions in this organization, newest first, on every replica: active (waiting for their WebSocket, or connected) or closing; narrowed by scope, serverId, resourceId, deploymentId, sandboxId and limit (1-200, default 50) */
         get: operations["get_terminal_sessions"];
         put?: never;
         /** Open an interactive shell on a server (admin); connect to transport.path within 60 s */
         post: operations["post_terminal_sessions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/terminal-sessions/{sessionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One of the caller's terminal sessions, active or closing (404 once closed) */
+        get: operations["get_terminal_sessions_sessionId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/terminal-sessions/{sessionId}/close": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Close one of the caller's terminal sessions, whichever replica bridges it: a waiting one can no longer be connected, a connected one's shell ends and its WebSocket closes. Closing it again answers the same */
+        post: operations["post_terminal_sessions_sessionId_close"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3481,6 +3515,8 @@ export interface components {
         };
         /** @description `servers.capacity.inspect/v1` (Appaloft's, with `platform…` where it says `appaloft…`). */
         Capacity: {
+            /** @description The host's logical cores and load averages, read now. */
+            cpu: components["schemas"]["CpuCapacity"];
             /**
              * @description The filesystems of `/` and of Docker's data root, as `df -P -k` reads them now; empty
              *     when the server could not be read (then `partial`).
@@ -3696,6 +3732,14 @@ export interface components {
         };
         /** @description `DELETE /dependency-resources/{id}/exposure` (Berth): no body fields. */
         CloseDependencyExposure: Record<string, never>;
+        /**
+         * @description Body of `POST /terminal-sessions/{sessionId}/close` (Appaloft's `terminal-sessions.close`
+         *     input): empty, or repeating the path's session id.
+         */
+        CloseTerminalSession: {
+            /** @description The path's session id, if given. */
+            sessionId?: string;
+        };
         /** @description Why a timeline stream ended. */
         ClosedReason: "completed" | "source-ended" | "idle-timeout";
         /**
@@ -3977,6 +4021,33 @@ export interface components {
         CountResponse: {
             /** Format: uint */
             count: number;
+        };
+        /**
+         * @description The host's processors and their load (Appaloft's `runtimeTargetCpuCapacity`); null what the
+         *     server did not say.
+         */
+        CpuCapacity: {
+            /**
+             * Format: double
+             * @description The same over fifteen minutes.
+             */
+            loadAverage15m?: number;
+            /**
+             * Format: double
+             * @description Runnable and waiting tasks averaged over one minute (`/proc/loadavg`), all cores
+             *     together: `logicalCores` means every core busy.
+             */
+            loadAverage1m?: number;
+            /**
+             * Format: double
+             * @description The same over five minutes.
+             */
+            loadAverage5m?: number;
+            /**
+             * Format: int64
+             * @description Logical cores online (`getconf _NPROCESSORS_ONLN`, else `nproc`).
+             */
+            logicalCores?: number;
         };
         CpuMetrics: {
             /**
@@ -5101,10 +5172,28 @@ export interface components {
             verdict: components["schemas"]["ProofVerdict"];
         };
         /**
+         * @description The deployment attempts on the server: those whose objects exist and those the attempt
+         *     archive kept after berth-controller removed them (as `GET /deployments?serverId=` lists).
+         */
+        DeploymentRollup: {
+            /** @description The attempt requested last. */
+            latestDeploymentId?: string;
+            latestDeploymentStatus?: components["schemas"]["DeploymentState"];
+            /** @description One entry for each status with attempts, by status name. */
+            statusCounts: components["schemas"]["DeploymentStatusCount"][];
+            /** Format: uint */
+            total: number;
+        };
+        /**
          * @description Status of a deployment attempt.
          * @enum {string}
          */
         DeploymentState: "created" | "planning" | "planned" | "running" | "cancel-requested" | "succeeded" | "failed" | "canceled" | "rolled-back";
+        DeploymentStatusCount: {
+            /** Format: uint */
+            count: number;
+            status: components["schemas"]["DeploymentState"];
+        };
         /** @description Progress through a deployment's steps. */
         DeploymentStep: {
             /**
@@ -5288,6 +5377,8 @@ export interface components {
         DomainBindingList: {
             items: components["schemas"]["DomainBindingView"][];
         };
+        /** @description A domain binding's state in Appaloft's words, read from the binding's conditions. */
+        DomainBindingStatus: "requested" | "pending_verification" | "bound" | "certificate_pending" | "ready" | "not_ready" | "failed" | "deleted";
         /** @description A domain binding as the API shows it. */
         DomainBindingView: {
             certificateId?: string;
@@ -5303,6 +5394,21 @@ export interface components {
             serverId?: string;
             tlsMode: string;
             url?: string;
+        };
+        /** @description The domain bindings whose edge proxy is the server's. */
+        DomainRollup: {
+            /** @description The binding created last. */
+            latestDomainBindingId?: string;
+            latestDomainBindingStatus?: components["schemas"]["DomainBindingStatus"];
+            /** @description One entry for each status with bindings, by status name. */
+            statusCounts: components["schemas"]["DomainStatusCount"][];
+            /** Format: uint */
+            total: number;
+        };
+        DomainStatusCount: {
+            /** Format: uint */
+            count: number;
+            status: components["schemas"]["DomainBindingStatus"];
         };
         DraftConnectivityTest: {
             server: components["schemas"]["DraftServer"];
@@ -6001,6 +6107,8 @@ export interface components {
             createdAt: string;
             /** @description Berth: the database of a `dependency` terminal. */
             dependencyResourceId?: string;
+            /** @description The deployment whose container a `resource` terminal runs in. */
+            deploymentId?: string;
             /** @description The provider of the server the shell runs on. */
             providerKey: string;
             resourceId?: string;
@@ -7464,6 +7572,16 @@ export interface components {
             /** @description URL-safe short name; the first label of the generated host name. */
             slug: string;
         };
+        /** @description The resources with deployments or domain bindings on the server. */
+        ResourceRollup: {
+            /** @description Their ids, sorted. */
+            deployedResourceIds: string[];
+            /**
+             * Format: uint
+             * @description How many distinct resources.
+             */
+            total: number;
+        };
         /** @description One service of a resource. */
         ResourceService: {
             /** @description What the service does. */
@@ -8371,15 +8489,40 @@ export interface components {
             signal: components["schemas"]["Signal"];
         };
         /**
+         * @description The credential a server logs in with, as Appaloft's server summary shows it: what it is,
+         *     never the key.
+         */
+        ServerCredential: {
+            /** @description Id of the SshCredential. */
+            credentialId?: string;
+            /** @description Display name of the SshCredential; absent while the shim does not know it. */
+            credentialName?: string;
+            /** @description `ssh-private-key`: a stored SshCredential (Berth has no `local-ssh-agent`). */
+            kind: components["schemas"]["SshCredentialKind"];
+            /** @description Whether the credential's Secret holds a private key that parses. */
+            privateKeyConfigured: boolean;
+            /** @description Whether a public key could be derived from the credential's private key. */
+            publicKeyConfigured: boolean;
+            /** @description The login name the server uses. */
+            username?: string;
+        };
+        /**
          * @description `GET /servers/{serverId}`: Berth's record of the server, and Appaloft's `servers.show/v1`
-         *     (`schemaVersion`, `server`, `generatedAt`) beside it.
+         *     (`schemaVersion`, `server`, `rollups`, `generatedAt`) beside it.
          */
         ServerDetail: {
             baseDomain?: string;
             /** @description `Reachable`, `DockerReady`, `ProxyReady`, `Ready` and, while blocked, `DeletionBlocked`. */
             conditions: components["schemas"]["ConditionRecord"][];
             createdAt: string;
+            /** @description The SSH credential the server logs in with, never its key (Appaloft's `credential`). */
+            credential?: components["schemas"]["ServerCredential"];
             credentialId: string;
+            /**
+             * @description When the server became inactive, as berth-controller saw it happen; absent while it is
+             *     active, and for a server deactivated before Berth recorded the time.
+             */
+            deactivatedAt?: string;
             /** @description What keeps the server from being deleted (resources and deployments on it). */
             deleteBlockers: components["schemas"]["Blocker"][];
             dockerVersion?: string;
@@ -8400,6 +8543,11 @@ export interface components {
             proxy: components["schemas"]["ProxyRecord"];
             /** @description Whether the controller's last SSH connection succeeded. */
             reachable: boolean;
+            /**
+             * @description The resources, deployments and domain bindings on the server; left out when asked
+             *     with `includeRollups=false`.
+             */
+            rollups?: components["schemas"]["ServerRollups"];
             /** @description `servers.show/v1`. */
             schemaVersion: string;
             /** @description The server as Appaloft summarizes it. */
@@ -8497,7 +8645,14 @@ export interface components {
             /** @description `Reachable`, `DockerReady`, `ProxyReady`, `Ready` and, while blocked, `DeletionBlocked`. */
             conditions: components["schemas"]["ConditionRecord"][];
             createdAt: string;
+            /** @description The SSH credential the server logs in with, never its key (Appaloft's `credential`). */
+            credential?: components["schemas"]["ServerCredential"];
             credentialId: string;
+            /**
+             * @description When the server became inactive, as berth-controller saw it happen; absent while it is
+             *     active, and for a server deactivated before Berth recorded the time.
+             */
+            deactivatedAt?: string;
             /** @description What keeps the server from being deleted (resources and deployments on it). */
             deleteBlockers: components["schemas"]["Blocker"][];
             dockerVersion?: string;
@@ -8540,9 +8695,19 @@ export interface components {
             providerKey: string;
             targetKind: string;
         };
+        /** @description The resources, deployments and domain bindings on one server. */
+        ServerRollups: {
+            deployments: components["schemas"]["DeploymentRollup"];
+            domains: components["schemas"]["DomainRollup"];
+            resources: components["schemas"]["ResourceRollup"];
+        };
         /** @description The server as Appaloft's `servers.show/v1` nests it (`serverSummary`'s required fields). */
         ServerSummary: {
             createdAt: string;
+            /** @description The SSH credential it logs in with, never the key. */
+            credential?: components["schemas"]["ServerCredential"];
+            /** @description When the server became inactive; absent while it is active. */
+            deactivatedAt?: string;
             host: string;
             id: string;
             /** @description `active` or `inactive`. */
@@ -9201,6 +9366,11 @@ export interface components {
         TaskRunStatus: "running" | "accepted" | "succeeded" | "failed" | "skipped" | "missed";
         /** @description Whether a task's schedule starts runs. */
         TaskState: "enabled" | "disabled";
+        /**
+         * @description The one status a close answers with.
+         * @enum {string}
+         */
+        TerminalClosedStatus: "closed";
         /** @description The frames of the terminal WebSocket, for the OpenAPI document. */
         TerminalProtocol: {
             /** @description JSON text frames a client may send; binary frames are raw input. */
@@ -9223,6 +9393,25 @@ export interface components {
             /** @description The server to open a shell on (scope `server`). */
             serverId?: string;
         };
+        /** @description A terminal session's scope, as the list's `scope` filter names it. */
+        TerminalScopeKind: "server" | "resource" | "dependency" | "sandbox";
+        /**
+         * @description Answer of `POST /terminal-sessions/{sessionId}/close`: the same for a session closed
+         *     just now and one closed before.
+         */
+        TerminalSessionClosed: {
+            /** @description `true`: the session's shell is no longer running. */
+            closed: boolean;
+            sessionId: string;
+            /** @description `closed`. */
+            status: components["schemas"]["TerminalClosedStatus"];
+        };
+        /** @description Answer of `GET /terminal-sessions/{sessionId}`: one of the caller's sessions. */
+        TerminalSessionDetail: {
+            item: components["schemas"]["ListedSession"];
+            /** @description `terminal-sessions.show/v1`. */
+            schemaVersion: string;
+        };
         /** @description The Terminal session record of spec §2.2. */
         TerminalSessionRecord: {
             /** @description The container a `resource` or `dependency` terminal runs in. */
@@ -9230,6 +9419,8 @@ export interface components {
             createdAt: string;
             /** @description The database of a `dependency` terminal. */
             dependencyResourceId?: string;
+            /** @description The deployment whose container a `resource` terminal runs in. */
+            deploymentId?: string;
             /** @description The WebSocket must be opened before this time. */
             expiresAt: string;
             providerKey: string;
@@ -16378,7 +16569,20 @@ export interface operations {
     };
     get_terminal_sessions: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Terminals in this deployment's container only. */
+                deploymentId?: string;
+                /** @description At most this many sessions, the newest (1-200, default 50). */
+                limit?: number;
+                /** @description Terminals in this resource's container only. */
+                resourceId?: string;
+                /** @description Appaloft's sandbox terminals only (Berth opens none: the list is empty). */
+                sandboxId?: string;
+                /** @description Sessions of this scope only. */
+                scope?: components["schemas"]["TerminalScopeKind"];
+                /** @description Sessions on this server only. */
+                serverId?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -16425,6 +16629,72 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TerminalSessionRecord"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_terminal_sessions_sessionId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TerminalSessionDetail"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_terminal_sessions_sessionId_close: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CloseTerminalSession"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TerminalSessionClosed"];
                 };
             };
             /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */

@@ -17,8 +17,8 @@ use kube::ResourceExt;
 use super::record::summary;
 use super::resource_of;
 use crate::attempt_archive;
-use crate::auth::{Caller, Principal, ScopeDimension};
-use crate::domain::deployments::{attempt_state, visible};
+use crate::auth::{Caller, ScopeDimension};
+use crate::domain::deployments::{archive_within, attempt_state, visible};
 use crate::domain::objects::all_in;
 use crate::domain::{environments, projects, servers};
 use crate::error::{ApiError, ApiResult};
@@ -128,15 +128,7 @@ fn newest_first(a: &Deployment, b: &Deployment) -> std::cmp::Ordering {
 
 /// The archive query of these filters within the caller's scope.
 fn archive_query(namespace: &str, caller: &Caller, filters: &Filters) -> AttemptQuery {
-    let scope = match &caller.principal {
-        Principal::DeployToken { scope, .. } => Some(scope),
-        Principal::User { .. } | Principal::Migration { .. } => None,
-    };
-    let within = |pick: fn(&berth_crds::deploy_token::DeployTokenScope) -> &Vec<String>| {
-        scope.map(pick).cloned().unwrap_or_default()
-    };
     AttemptQuery {
-        namespace: namespace.into(),
         resource: filters.resource.clone(),
         project: filters.project.clone(),
         environment: filters.environment.clone(),
@@ -144,11 +136,7 @@ fn archive_query(namespace: &str, caller: &Caller, filters: &Filters) -> Attempt
         status: filters
             .status
             .and_then(|s| serde_json::to_value(s).ok()?.as_str().map(str::to_string)),
-        within_resources: within(|s| &s.resource_ids),
-        within_projects: within(|s| &s.project_ids),
-        within_environments: within(|s| &s.environment_ids),
-        before: None,
-        limit: 0,
+        ..archive_within(namespace, caller)
     }
 }
 

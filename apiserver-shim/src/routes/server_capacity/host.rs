@@ -1,16 +1,18 @@
-//! The server's own disk, inodes and memory for `GET /servers/{id}/capacity`: `df -P -k` and
-//! `df -P -i` of `/` and of Docker's data root, and `/proc/meminfo`, read in one exec when
-//! asked (as Appaloft's inspection does), and the parsing of what that prints.
+//! The server's own disk, inodes, memory and CPU for `GET /servers/{id}/capacity`: `df -P -k`
+//! and `df -P -i` of `/` and of Docker's data root, `/proc/meminfo`, the count of logical cores
+//! and `/proc/loadavg`, read in one exec when asked (as Appaloft's inspection does), and the
+//! parsing of what that prints.
 
-use berth_api::server_capacity::{DiskCapacity, InodeCapacity, MemoryCapacity};
+use berth_api::server_capacity::{CpuCapacity, DiskCapacity, InodeCapacity, MemoryCapacity};
 use berth_remote::docker::docker_call;
 use berth_remote::{ServerConnection, shell_quote};
 use bollard::Docker;
 
 /// Arguments: the paths to measure. Output, one fact a line, tab-separated:
-/// `disk PATH MOUNT SIZE_KB USED_KB AVAILABLE_KB USE%`, `inodes PATH MOUNT USED FREE USE%` and
-/// `memory TOTAL_KB AVAILABLE_KB` (empty what `/proc/meminfo` lacks). A path `df` cannot read
-/// prints nothing.
+/// `disk PATH MOUNT SIZE_KB USED_KB AVAILABLE_KB USE%`, `inodes PATH MOUNT USED FREE USE%`,
+/// `memory TOTAL_KB AVAILABLE_KB` (empty what `/proc/meminfo` lacks) and
+/// `cpu CORES LOAD1 LOAD5 LOAD15` (empty what could not be read; cores as the usage probe
+/// counts them). A path `df` cannot read prints nothing.
 const SCRIPT: &str = r#"for target in "$@"; do
   df -P -k "$target" 2>/dev/null | P=$target awk 'NR==2 { m=$6; for (i=7; i<=NF; i++) m=m " " $i;
     printf "disk\t%s\t%s\t%s\t%s\t%s\t%s\n", ENVIRON["P"], m, $2, $3, $4, $5 }'
@@ -19,12 +21,15 @@ const SCRIPT: &str = r#"for target in "$@"; do
 done
 awk '$1 == "MemTotal:" { t=$2 } $1 == "MemAvailable:" { a=$2 }
   END { printf "memory\t%s\t%s\n", t, a }' /proc/meminfo 2>/dev/null
+cores=$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc 2>/dev/null)
+if [ -r /proc/loadavg ]; then read -r load1 load5 load15 rest < /proc/loadavg; fi
+printf 'cpu\t%s\t%s\t%s\t%s\n' "$cores" "$load1" "$load5" "$load15"
 exit 0"#;
 
 /// Where Docker keeps its data when it does not say.
 const DEFAULT_DOCKER_ROOT: &str = "/var/lib/docker";
 
-/// What the server said of its disk, inodes and memory.
+/// What the server said of its disk, inodes, memory and CPU.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Host {
     /// One entry for each path `df` could read.
@@ -32,6 +37,7 @@ pub struct Host {
     /// One entry for each path whose filesystem counts inodes.
     pub inodes: Vec<InodeCapacity>,
     pub memory: MemoryCapacity,
+    pub cpu: CpuCapacity,
 }
 
 /// The paths measured: `/` and Docker's data root, once each.
@@ -101,6 +107,9 @@ pub fn parse(output: &str) -> Host {
                 });
             }
             ["memory", _, _] => host.memory = memory(number(1), number(2)),
+            ["cpu", cores, load1, load5, load15] => {
+                host.cpu = cpu(cores, [*load1, *load5, *load15]);
+            }
             _ => {}
         }
     }
@@ -124,6 +133,24 @@ fn memory(total: Option<i64>, available: Option<i64>) -> MemoryCapacity {
     }
 }
 
+/// The CPU record from the core count and the three load averages as printed; a figure that is
+/// not a number (or not a sensible one) stays null.
+fn cpu(cores: &str, loads: [&str; 3]) -> CpuCapacity {
+    let load = |text: &str| {
+        text.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|l| l.is_finite() && *l >= 0.0)
+    };
+    let [load1, load5, load15] = loads.map(load);
+    CpuCapacity {
+        logical_cores: cores.trim().parse::<i64>().ok().filter(|c| *c > 0),
+        load_average_1m: load1,
+        load_average_5m: load5,
+        load_average_15m: load15,
+    }
+}
+
 /// What `host` lacks of what was asked, as warnings.
 pub fn gaps(targets: &[String], host: &Host) -> Vec<String> {
     let mut warnings: Vec<String> = targets
@@ -134,10 +161,23 @@ pub fn gaps(targets: &[String], host: &Host) -> Vec<String> {
     if host.memory.total.is_none() {
         warnings.push("the server's /proc/meminfo could not be read".into());
     }
+    if host.cpu.logical_cores.is_none() {
+        warnings.push("the server's count of logical cores could not be read".into());
+    }
+    let cpu = &host.cpu;
+    if [
+        cpu.load_average_1m,
+        cpu.load_average_5m,
+        cpu.load_average_15m,
+    ]
+    .contains(&None)
+    {
+        warnings.push("the server's /proc/loadavg could not be read".into());
+    }
     warnings
 }
 
-/// Reads the server's disk, inodes and memory now, through `connection` (and Docker's data
+/// Reads the server's disk, inodes, memory and CPU now, through `connection` (and Docker's data
 /// root through `docker`); what could not be read is added to `warnings`.
 pub async fn read(
     connection: &ServerConnection,
@@ -162,7 +202,7 @@ pub async fn read(
         }
         Err(error) => {
             warnings.push(format!(
-                "the server's disk and memory could not be read: {error}"
+                "the server's disk, memory and CPU could not be read: {error}"
             ));
             Host::default()
         }
@@ -179,7 +219,7 @@ mod tests {
             inodes\t/\t/\t812345\t2464455\t25%\n\
             disk\t/var/lib/docker\t/mnt/docker data\t1000\t500\t450\t53%\n\
             inodes\t/var/lib/docker\t/mnt/docker data\t0\t0\t-\n\
-            memory\t16310112\t12000000\nnoise\n";
+            memory\t16310112\t12000000\ncpu\t8\t0.52\t1.05\t12.00\nnoise\n";
         let host = parse(output);
         assert_eq!(host.disk.len(), 2);
         assert_eq!(
@@ -202,6 +242,15 @@ mod tests {
         assert_eq!(host.memory.total, Some(16310112 * 1024));
         assert_eq!(host.memory.used, Some((16310112 - 12000000) * 1024));
         assert_eq!(host.memory.use_percent, Some(26));
+        assert_eq!(
+            host.cpu,
+            CpuCapacity {
+                logical_cores: Some(8),
+                load_average_1m: Some(0.52),
+                load_average_5m: Some(1.05),
+                load_average_15m: Some(12.0),
+            }
+        );
         assert!(gaps(&targets("/var/lib/docker"), &host).is_empty());
     }
 
@@ -219,7 +268,39 @@ mod tests {
         );
         assert_eq!(parse("memory\t\t\n").memory, MemoryCapacity::default());
         let warnings = gaps(&targets(""), &parse(""));
-        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert_eq!(warnings.len(), 4, "{warnings:?}");
+    }
+
+    #[test]
+    fn cpu_figures_the_server_did_not_report_stay_null_with_a_warning() {
+        let only_cores = parse("cpu\t4\t\t\t\n");
+        assert_eq!(only_cores.cpu.logical_cores, Some(4));
+        assert_eq!(only_cores.cpu.load_average_1m, None);
+        let warnings = gaps(&[], &only_cores);
+        assert!(
+            warnings.iter().any(|w| w.contains("/proc/loadavg")),
+            "{warnings:?}"
+        );
+        assert!(!warnings.iter().any(|w| w.contains("logical cores")));
+        let garbled = parse("cpu\tundefined\t0.1\t-1\tNaN\n").cpu;
+        assert_eq!(
+            garbled,
+            CpuCapacity {
+                load_average_1m: Some(0.1),
+                ..CpuCapacity::default()
+            }
+        );
+        assert_eq!(parse("cpu\t0\t\t\t\n").cpu.logical_cores, None);
+    }
+
+    #[test]
+    fn cpu_fields_are_spelled_as_appaloft_spells_them() {
+        let wire = serde_json::to_value(CpuCapacity::default()).unwrap();
+        assert_eq!(
+            wire,
+            serde_json::json!({"logicalCores": null, "loadAverage1m": null,
+                "loadAverage5m": null, "loadAverage15m": null})
+        );
     }
 
     #[test]
@@ -241,5 +322,11 @@ mod tests {
         let disk = &host.disk[0];
         assert!(disk.size > 0 && disk.used <= disk.size, "{host:?}");
         assert!(host.memory.total.is_some_and(|t| t > 0), "{host:?}");
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert!(
+            host.cpu.logical_cores.is_some_and(|c| c >= cores as i64),
+            "{host:?}"
+        );
+        assert!(host.cpu.load_average_15m.is_some(), "{host:?}");
     }
 }

@@ -6,7 +6,8 @@
 //! Server to client: binary frames are terminal output; text frames are JSON ([`ServerMessage`]):
 //! `ready` once the shell runs, `error` for a refused control message or an idle timeout, and
 //! `exit` (with the exit status) before the socket closes with code 1000 when the shell ends.
-//! A session without traffic either way for [`IDLE_TIMEOUT`] is closed.
+//! A session without traffic either way for [`IDLE_TIMEOUT`] is closed; so is one closed with
+//! `POST /terminal-sessions/{sessionId}/close` (an `error` saying so, then code 1000).
 
 use std::time::Duration;
 
@@ -44,6 +45,8 @@ enum End {
     ShellExited,
     Idle,
     ChannelFailed,
+    /// A close was asked for, on any replica.
+    Closed,
 }
 
 /// What ended a session, and what the shell reported on its way out (for the `exit` message).
@@ -53,18 +56,19 @@ struct Ending {
     signal: Option<String>,
 }
 
-/// Pumps bytes both ways until the shell exits, the client leaves or the session idles out;
-/// then calls `closing` and closes the channel and the socket.
+/// Pumps bytes both ways until the shell exits, the client leaves, the session idles out or
+/// `close_asked` resolves; then calls `closing` and closes the channel and the socket.
 pub async fn run(
     mut socket: WebSocket,
     mut channel: Channel<Msg>,
     session: Session,
     _slot: OpenSlot,
     closing: impl FnOnce(),
+    close_asked: impl Future<Output = ()>,
 ) {
     let started = Instant::now();
     let ending = if send_json(&mut socket, &ready(&session)).await {
-        pump(&mut socket, &mut channel).await
+        pump(&mut socket, &mut channel, close_asked).await
     } else {
         Ending {
             end: End::ClientLeft,
@@ -108,12 +112,18 @@ fn ready(session: &Session) -> ServerMessage {
 
 /// Passes client frames to the shell and its output to the client until something ends the
 /// session. Traffic either way restarts the idle clock.
-async fn pump(socket: &mut WebSocket, channel: &mut Channel<Msg>) -> Ending {
+async fn pump(
+    socket: &mut WebSocket,
+    channel: &mut Channel<Msg>,
+    close_asked: impl Future<Output = ()>,
+) -> Ending {
     let (mut exit_status, mut signal) = (None, None);
     let mut idle_until = Instant::now() + IDLE_TIMEOUT;
     let mut end = None;
+    let mut close_asked = std::pin::pin!(close_asked);
     while end.is_none() {
         tokio::select! {
+            () = &mut close_asked => end = Some(End::Closed),
             incoming = socket.recv() => {
                 idle_until = Instant::now() + IDLE_TIMEOUT;
                 end = match incoming {
@@ -164,6 +174,10 @@ fn farewell(ending: Ending) -> (Option<ServerMessage>, u16, &'static str) {
                 IDLE_TIMEOUT.as_secs() / 60
             );
             (Some(ServerMessage::Error { message }), NORMAL, "idle")
+        }
+        End::Closed => {
+            let message = "the terminal session was closed".to_string();
+            (Some(ServerMessage::Error { message }), NORMAL, "closed")
         }
         End::ChannelFailed => (None, SERVER_ERROR, "the SSH channel failed"),
         End::ClientLeft => (None, NORMAL, "client left"),
@@ -280,5 +294,10 @@ mod tests {
             (None, SERVER_ERROR, "the SSH channel failed")
         );
         assert_eq!(told(ending(End::ClientLeft)), (None, NORMAL, "client left"));
+        let closed = r#"{"type":"error","message":"the terminal session was closed"}"#;
+        assert_eq!(
+            told(ending(End::Closed)),
+            (Some(closed.to_string()), NORMAL, "closed")
+        );
     }
 }

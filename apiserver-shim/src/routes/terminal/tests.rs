@@ -1,4 +1,4 @@
-//! Working directories, shell quoting, dimensions and the session list.
+//! Working directories, shell quoting, dimensions and how a session is listed.
 
 use super::*;
 
@@ -41,45 +41,13 @@ fn dimensions_follow_spec_limits() {
 }
 
 #[test]
-fn pending_and_connected_sessions_are_listed_newest_first() {
-    let session = |id: &str, status, created_at: &str| ListedSession {
-        session_id: id.into(),
-        scope: "server".into(),
-        server_id: "srv".into(),
-        resource_id: None,
-        dependency_resource_id: None,
-        transport: Transport {
-            kind: "websocket".into(),
-            path: format!("/api/terminal-sessions/{id}/ws"),
-        },
-        provider_key: "generic-ssh".into(),
-        working_directory: None,
-        status,
-        created_at: created_at.into(),
-    };
-    let active = TerminalSessionStatus::Active;
-    let listed = newest_first(
-        vec![
-            session("trm-2", active, "2030-01-01T00:00:02Z"),
-            session("trm-0", active, "2030-01-01T00:00:00Z"),
-        ],
-        vec![session(
-            "trm-1",
-            TerminalSessionStatus::Closing,
-            "2030-01-01T00:00:01Z",
-        )],
-    );
-    let ids: Vec<&str> = listed.iter().map(|s| s.session_id.as_str()).collect();
-    assert_eq!(ids, ["trm-2", "trm-1", "trm-0"]);
-}
-
-#[test]
 fn a_listed_session_reads_as_appaloft_s_summary_without_the_ticket() {
     let record = TerminalSessionRecord {
         session_id: "trm-1".into(),
         scope: "server".into(),
         server_id: "srv-1".into(),
         resource_id: None,
+        deployment_id: None,
         dependency_resource_id: None,
         container_id: None,
         transport: Transport {

@@ -1,6 +1,7 @@
 //! Pending terminal sessions in the observation store, which every shim replica shares: the
 //! replica a session is created on and the one its WebSocket reaches need not be the same.
 //! The store keeps the ticket's digest only; what the session opens is its `detail` JSON.
+//! Taking a session moves it to the [`opened`](super::opened) ones; so does closing it.
 
 use std::sync::Arc;
 
@@ -9,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     CONNECT_WITHIN, ContainerShell, ListedSession, MAX_PENDING_PER_USER, TerminalSessionStatus,
+    forget_before, lease_from,
 };
 use crate::error::{ApiError, ApiResult};
 use crate::observation_store::store_call;
@@ -74,19 +76,26 @@ pub fn record(
 
 /// A stored record back into the session it holds.
 fn pending(record: &PendingTerminal) -> Result<Pending, serde_json::Error> {
-    let mut pending: Pending = serde_json::from_str(&record.detail)?;
-    pending.listed.session_id = record.id.clone();
-    // Waiting for its WebSocket: Appaloft's vocabulary has no such state apart from `active`.
+    from_detail(&record.id, &record.detail)
+}
+
+/// Session `id` from the `detail` it was stored with, `active`: waiting for its WebSocket has
+/// no state of its own in Appaloft's vocabulary.
+pub fn from_detail(id: &str, detail: &str) -> Result<Pending, serde_json::Error> {
+    let mut pending: Pending = serde_json::from_str(detail)?;
+    pending.listed.session_id = id.to_string();
     pending.listed.status = TerminalSessionStatus::Active;
     Ok(pending)
 }
 
 /// Stores a created session; 429 when its creator has [`MAX_PENDING_PER_USER`] waiting
-/// already. Sessions expired meanwhile (of anyone) are removed on the way.
+/// already. Sessions expired meanwhile, or closed long enough ago (of anyone), are removed on
+/// the way.
 pub async fn insert(store: &Arc<dyn ShimStore>, record: PendingTerminal) -> ApiResult<()> {
     let now = berth_observations::now_ms();
     let stored = store_call(store, WHAT, move |store| {
         store.prune_pending_terminals(now)?;
+        store.prune_opened_terminals(forget_before(now))?;
         store.insert_pending_terminal(&record, MAX_PENDING_PER_USER, now)
     })
     .await?;
@@ -100,8 +109,8 @@ pub async fn insert(store: &Arc<dyn ShimStore>, record: PendingTerminal) -> ApiR
 }
 
 /// Takes session `id` if `claim` fits it and it has not expired, whichever replica created
-/// it; returns the login session that created it, and the session. A claim that does not fit
-/// takes nothing.
+/// it, and records it opened (`active`) under this replica's lease; returns the login session
+/// that created it, and the session. A claim that does not fit takes nothing.
 pub async fn take(
     store: &Arc<dyn ShimStore>,
     id: &str,
@@ -109,11 +118,13 @@ pub async fn take(
 ) -> ApiResult<Option<(String, Pending)>> {
     let id = id.to_string();
     let now = berth_observations::now_ms();
+    let lease = lease_from(now);
     let taken = store_call(store, WHAT, move |store| match &claim {
         // The store compares digests: no ticket sits in it, nor in its statements.
         Claim::Ticket(ticket) => {
             let digest = digest(ticket);
-            store.take_pending_terminal(&id, TerminalClaim::Ticket { digest: &digest }, now)
+            let claim = TerminalClaim::Ticket { digest: &digest };
+            store.take_pending_terminal(&id, claim, now, lease)
         }
         Claim::Creator {
             user_id,
@@ -123,7 +134,7 @@ pub async fn take(
                 user_id,
                 login_session_id,
             };
-            store.take_pending_terminal(&id, creator, now)
+            store.take_pending_terminal(&id, creator, now, lease)
         }
     })
     .await?;
@@ -134,8 +145,32 @@ pub async fn take(
     Ok(Some((record.login_session_id, pending)))
 }
 
+/// Closes the user's session `id` while it waits (it is recorded closed, and its WebSocket can
+/// no longer take it); false when it is not waiting (any more).
+pub async fn close(store: &Arc<dyn ShimStore>, id: &str, user_id: &str) -> ApiResult<bool> {
+    let (id, user) = (id.to_string(), user_id.to_string());
+    let now = berth_observations::now_ms();
+    let closed = store_call(store, WHAT, move |store| {
+        store.close_pending_terminal(&id, &user, now)
+    })
+    .await?;
+    Ok(closed.is_some())
+}
+
+/// The user's session `id`, if it waits for its WebSocket.
+pub async fn find(
+    store: &Arc<dyn ShimStore>,
+    id: &str,
+    user_id: &str,
+) -> ApiResult<Option<Pending>> {
+    Ok(of_user(store, user_id)
+        .await?
+        .into_iter()
+        .find(|pending| pending.listed.session_id == id))
+}
+
 /// The user's sessions waiting for their WebSocket, on any replica.
-pub async fn of_user(store: &Arc<dyn ShimStore>, user_id: &str) -> ApiResult<Vec<ListedSession>> {
+pub async fn of_user(store: &Arc<dyn ShimStore>, user_id: &str) -> ApiResult<Vec<Pending>> {
     let user = user_id.to_string();
     let now = berth_observations::now_ms();
     let records = store_call(store, WHAT, move |store| {
@@ -145,7 +180,7 @@ pub async fn of_user(store: &Arc<dyn ShimStore>, user_id: &str) -> ApiResult<Vec
     Ok(records
         .iter()
         .filter_map(|record| match pending(record) {
-            Ok(pending) => Some(pending.listed),
+            Ok(pending) => Some(pending),
             // A detail this shim cannot read (a newer replica's): listed by the one that can.
             Err(error) => {
                 tracing::warn!(session = %record.id, %error, "a pending terminal session could not be read");
@@ -176,6 +211,7 @@ mod tests {
                 scope: "resource".into(),
                 server_id: "srv-1".into(),
                 resource_id: Some("res-1".into()),
+                deployment_id: Some("dep-1".into()),
                 dependency_resource_id: None,
                 transport: berth_api::terminal::Transport {
                     kind: "websocket".into(),

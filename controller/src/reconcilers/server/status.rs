@@ -2,7 +2,7 @@
 //! logic is unit-tested without SSH.
 
 use berth_crds::condition::{self, Condition, ConditionStatus};
-use berth_crds::server::{Server, ServerFacts, ServerStatus, conditions, reason};
+use berth_crds::server::{Server, ServerFacts, ServerLifecycle, ServerStatus, conditions, reason};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
@@ -93,6 +93,7 @@ pub fn desired(
         docker_version: current.docker_version.clone(),
         facts: current.facts.clone(),
         lifecycle_status: Some(server.spec.lifecycle_status),
+        deactivated_at: deactivated_at(server, &current, now),
         last_contact_at: current.last_contact_at.clone(),
         delete_blockers: blockers,
         observed_generation: generation,
@@ -118,6 +119,21 @@ pub fn desired(
         condition::merge(&mut status.conditions, deletion);
     }
     status
+}
+
+/// When the server became inactive: stamped `now` when this reconcile is the first to see
+/// `spec.lifecycleStatus: inactive` (the status still says otherwise), kept while it stays
+/// inactive, cleared once it is active again.
+fn deactivated_at(server: &Server, current: &ServerStatus, now: Timestamp) -> Option<Time> {
+    match server.spec.lifecycle_status {
+        ServerLifecycle::Active => None,
+        ServerLifecycle::Inactive
+            if current.lifecycle_status == Some(ServerLifecycle::Inactive) =>
+        {
+            current.deactivated_at.clone()
+        }
+        ServerLifecycle::Inactive => Some(Time(now)),
+    }
 }
 
 /// What a successful login tells: the host key, the facts, and (at most once a minute while
@@ -340,6 +356,42 @@ mod tests {
         server.status = Some(first.clone());
         let second = desired(&server, &healthy(), vec![], Timestamp::now());
         assert_eq!(first, second);
+    }
+
+    #[test]
+    fn the_time_of_deactivation_is_kept_while_inactive_and_cleared_on_activation() {
+        let mut server = server();
+        let before = Timestamp::from_second(1_900_000_000).unwrap();
+        server.status = Some(desired(&server, &healthy(), vec![], before));
+        assert_eq!(server.status.as_ref().unwrap().deactivated_at, None);
+
+        server.spec.lifecycle_status = ServerLifecycle::Inactive;
+        let at = Timestamp::from_second(1_900_000_060).unwrap();
+        let deactivated = desired(&server, &healthy(), vec![], at);
+        assert_eq!(deactivated.deactivated_at, Some(Time(at)));
+        assert_eq!(
+            deactivated.lifecycle_status,
+            Some(ServerLifecycle::Inactive)
+        );
+        server.status = Some(deactivated);
+        let later = Timestamp::from_second(1_900_000_600).unwrap();
+        assert_eq!(
+            desired(&server, &healthy(), vec![], later).deactivated_at,
+            Some(Time(at)),
+            "a later probe of the inactive server keeps the time"
+        );
+
+        server.spec.lifecycle_status = ServerLifecycle::Active;
+        let active = desired(&server, &healthy(), vec![], later);
+        assert_eq!(active.deactivated_at, None);
+        server.status = Some(active);
+        server.spec.lifecycle_status = ServerLifecycle::Inactive;
+        let again = desired(&server, &healthy(), vec![], later);
+        assert_eq!(
+            again.deactivated_at,
+            Some(Time(later)),
+            "a new deactivation"
+        );
     }
 
     #[test]
