@@ -132,13 +132,17 @@ async fn after_the_run_here(
     migration: &Migration,
 ) -> Option<(RunGuard, Migration, Work)> {
     let name = migration.name_any();
-    let _queued = RunGuard::take(&format!("{name}#waiting")).ok()?;
+    let queued = RunGuard::take(&format!("{name}#waiting")).ok()?;
     let guard = loop {
         tokio::time::sleep(Duration::from_millis(500)).await;
         if let Ok(guard) = RunGuard::take(&name) {
             break guard;
         }
     };
+    // Free the queue before reading: a change that lands after the read queues behind this
+    // turn and reads again. Held through the read, such a change found the queue taken and was
+    // dropped while this turn saw nothing to do (a cleanup asked right after an apply was lost).
+    drop(queued);
     let fresh = reread(state, migration).await?;
     let work = wanted(&fresh)?;
     Some((guard, fresh, work))
