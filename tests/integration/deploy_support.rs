@@ -88,14 +88,33 @@ pub async fn wait_body(port: u16, host: &str, needle: &str) {
 
 /// Names of the containers (running or not) matching a `docker ps` filter.
 pub fn docker_names(filter: &str) -> Vec<String> {
+    docker_lines(&["ps", "-a", "--filter", filter, "--format", "{{.Names}}"])
+}
+
+/// The lines the docker CLI prints for `args`.
+fn docker_lines(args: &[&str]) -> Vec<String> {
     let output = std::process::Command::new("docker")
-        .args(["ps", "-a", "--filter", filter, "--format", "{{.Names}}"])
+        .args(args)
         .output()
         .expect("docker CLI (tests only)");
     String::from_utf8_lossy(&output.stdout)
         .lines()
         .map(str::to_string)
         .collect()
+}
+
+/// `repository:tag` of every image Berth built for `resource` in `namespace` (its repository
+/// `berth-built/<namespace>/<resource>` and its Compose services' below it).
+pub fn built_images(namespace: &str, resource: &str) -> Vec<String> {
+    let repository = format!("berth-built/{namespace}/{resource}");
+    let (named, below) = (
+        format!("reference={repository}"),
+        format!("reference={repository}/*"),
+    );
+    let format = "{{.Repository}}:{{.Tag}}";
+    docker_lines(&[
+        "images", "--filter", &named, "--filter", &below, "--format", format,
+    ])
 }
 
 /// The reverse proxy's error lines of every edge proxy in the last `seconds` (Caddy's own log,

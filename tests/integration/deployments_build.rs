@@ -102,31 +102,13 @@ async fn redeploy(ns: &TestNamespace, name: &str, note: &str) -> String {
     format!("dep-{name}-{}", patched.metadata.generation.unwrap())
 }
 
-/// `repository:tag` of the images Berth built for the resource (`<none>:<none>` if untagged).
-fn built_images(ns: &TestNamespace, resource: &str) -> Vec<String> {
-    let output = std::process::Command::new("docker")
-        .args([
-            "images",
-            "--filter",
-            &format!("label=berth.dev/namespace={}", ns.name),
-            "--filter",
-            &format!("label=berth.dev/resource={resource}"),
-            "--format",
-            "{{.Repository}}:{{.Tag}}",
-        ])
-        .output()
-        .expect("docker CLI (tests only)");
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(str::to_string)
-        .collect()
-}
-
 /// Deletes the resource and waits until its containers and built images are gone.
 async fn teardown(ns: &TestNamespace, name: &str) {
     crate::deployments::teardown(ns, name).await;
     eventually(WAIT, "built images removed", || async {
-        built_images(ns, name).is_empty().then_some(())
+        crate::deploy_support::built_images(&ns.name, name)
+            .is_empty()
+            .then_some(())
     })
     .await;
 }
@@ -174,7 +156,7 @@ async fn a_local_folder_is_built_from_its_dockerfile_old_images_are_pruned_and_a
 
     let (first, took) = wait_succeeded(&ns, "dep-app-1").await;
     eprintln!("first build deployment: {took:?}");
-    let image = format!("berth-built/{}-app:dep-app-1", ns.name);
+    let image = format!("berth-built/{}/app:dep-app-1", ns.name);
     assert_eq!(first.status.unwrap().image_ref.as_deref(), Some(&*image));
     let body = wait_body(port, "app.localhost", "revision 1").await;
     assert!(body.contains(&format!("greeting: {greeting}")), "{body}");
@@ -185,11 +167,10 @@ async fn a_local_folder_is_built_from_its_dockerfile_old_images_are_pruned_and_a
         .output()
         .unwrap();
     let inspected: Value = serde_json::from_slice(&output.stdout).unwrap();
-    let labels = &inspected[0]["Config"]["Labels"];
-    assert_eq!(labels["berth.dev/managed"], "true");
-    assert_eq!(labels["berth.dev/resource"], "app");
-    assert_eq!(labels["berth.dev/namespace"], ns.name.as_str());
-    assert_eq!(labels["berth.dev/deployment"], "dep-app-1");
+    // Berth added no instruction of its own (a label is a build step of its own): the image
+    // holds only what its Dockerfile says.
+    let labels = inspected[0]["Config"]["Labels"].to_string();
+    assert!(!labels.contains("berth.dev/"), "{labels}");
 
     // Four more builds: only the newest three images stay, the serving one among them.
     let mut last = String::new();
@@ -203,9 +184,9 @@ async fn a_local_folder_is_built_from_its_dockerfile_old_images_are_pruned_and_a
         eprintln!("rebuild {revision} ({last}): {took:?}");
         wait_body(port, "app.localhost", &format!("revision {revision}")).await;
     }
-    let images = built_images(&ns, "app");
+    let images = crate::deploy_support::built_images(&ns.name, "app");
     assert!(images.len() <= 3, "{images:?}");
-    let serving = format!("berth-built/{}-app:{last}", ns.name);
+    let serving = format!("berth-built/{}/app:{last}", ns.name);
     assert!(images.contains(&serving), "{images:?}");
 
     // A failing Dockerfile step fails the package phase; version 5 keeps serving.
@@ -265,7 +246,7 @@ async fn a_static_site_folder_is_served_through_the_edge_proxy() {
     }));
     let (deployment, took) = wait_succeeded(&ns, "dep-site-1").await;
     eprintln!("static site deployment: {took:?}");
-    let image = format!("berth-built/{}-site:dep-site-1", ns.name);
+    let image = format!("berth-built/{}/site:dep-site-1", ns.name);
     assert_eq!(
         deployment.status.unwrap().image_ref.as_deref(),
         Some(&*image)

@@ -231,7 +231,10 @@ async fn a_push_deploys_its_commit_through_a_signed_webhook_without_dropping_a_r
         .await
         .ok();
     let text = timeline.to_string();
-    assert!(text.contains("Reusing image"), "{text}");
+    assert!(
+        text.contains("Reusing the image built from commit"),
+        "{text}"
+    );
     assert!(!text.contains("Building the Dockerfile"), "{text}");
 
     // From CI: a deploy token with `source-link-deploy` and the repository in its scope deploys
@@ -416,26 +419,6 @@ async fn credential(ns: &TestNamespace, name: &str, key: &str) {
     crate::servers::support::create_credential(ns, name, key).await;
 }
 
-/// `repository:tag` of images Berth built for `resource` in `ns`.
-fn built_images(ns: &TestNamespace, resource: &str) -> Vec<String> {
-    let output = std::process::Command::new("docker")
-        .args([
-            "images",
-            "--filter",
-            &format!("label=berth.dev/namespace={}", ns.name),
-            "--filter",
-            &format!("label=berth.dev/resource={resource}"),
-            "--format",
-            "{{.Repository}}:{{.Tag}}",
-        ])
-        .output()
-        .expect("docker CLI (tests only)");
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(str::to_string)
-        .collect()
-}
-
 /// A new ed25519 key (PEM) no server or repository knows.
 pub(crate) fn unknown_key() -> String {
     let dir = std::env::temp_dir().join(format!("berth-key-{}", random_suffix()));
@@ -516,7 +499,10 @@ async fn a_private_repository_is_read_with_a_deploy_key_and_a_wrong_key_or_pin_i
         error.message
     );
     assert!(error.message.contains("deploy key"), "{}", error.message);
-    assert!(built_images(&ns, "stranger").is_empty(), "nothing is built");
+    assert!(
+        crate::deploy_support::built_images(&ns.name, "stranger").is_empty(),
+        "nothing is built"
+    );
 
     // A pin the host does not match: refused before the key is offered.
     let wrong_pin = "SHA256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
@@ -535,7 +521,10 @@ async fn a_private_repository_is_read_with_a_deploy_key_and_a_wrong_key_or_pin_i
         error.message
     );
     assert!(error.message.contains(&host_key), "{}", error.message);
-    assert!(built_images(&ns, "pinned").is_empty(), "nothing is built");
+    assert!(
+        crate::deploy_support::built_images(&ns.name, "pinned").is_empty(),
+        "nothing is built"
+    );
     teardown(&ns, &["private", "stranger", "pinned"]).await;
 }
 

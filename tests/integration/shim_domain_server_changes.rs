@@ -18,6 +18,43 @@ use crate::shim_deployment_attempts::deployed;
 use crate::shim_servers::{assert_key_never_shown, stack_key};
 use crate::tls::dns_a_record;
 
+/// How many list and get requests for domain bindings the API server has answered, from its
+/// own `apiserver_request_total` counters.
+async fn api_server_binding_reads() -> u64 {
+    let request = http::Request::get("/metrics").body(Vec::new()).unwrap();
+    let metrics = client().await.request_text(request).await.unwrap();
+    metrics
+        .lines()
+        .filter(|line| line.starts_with("apiserver_request_total{"))
+        .filter(|line| line.contains("resource=\"domainbindings\""))
+        .filter(|line| line.contains("verb=\"LIST\"") || line.contains("verb=\"GET\""))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .map(|count| count as u64)
+        .sum()
+}
+
+/// `GET /domain-bindings` and `GET /domain-bindings/{id}` are answered from the shim's watch
+/// cache: 50 of each add (almost) nothing to the API server's reads of domain bindings. (Not
+/// zero: tests running beside this one may read bindings with kubectl or the controller.)
+async fn binding_reads_do_not_reach_the_api_server(member: &Rest, binding: &str) {
+    let before = api_server_binding_reads().await;
+    let shown = format!("/domain-bindings/{binding}");
+    for _ in 0..50 {
+        let listed = member.get("/domain-bindings").await.ok();
+        assert!(
+            listed["items"]
+                .as_array()
+                .is_some_and(|items| !items.is_empty())
+        );
+        assert_eq!(member.get(&shown).await.ok()["id"], binding);
+    }
+    let added = api_server_binding_reads().await - before;
+    assert!(
+        added < 20,
+        "100 reads over REST made {added} domain-binding reads at the API server"
+    );
+}
+
 /// DNS readiness of a name not yet bound: one leading to the server (the stack's DNS answers
 /// 127.0.0.1 by default) is ready, one pointed elsewhere says where it leads and what to set;
 /// DNS-connector fields and a missing name are refused by field.
@@ -199,6 +236,7 @@ async fn a_domain_bound_over_rest_serves_the_app_until_it_is_unbound() {
     assert_eq!(shown["hostname"], domain.as_str());
     assert_eq!(shown["resourceId"], id.as_str());
     rollups_count_the_app_and_its_binding(&member, &server, &id, &binding).await;
+    binding_reads_do_not_reach_the_api_server(&member, &binding).await;
     // The same name again (without the key) is a conflict naming the binding.
     let taken = member
         .post("/domain-bindings", bind(json!({})))

@@ -10,8 +10,9 @@
 //!   files served by the edge proxy's Caddy, on every server already) through Docker's build
 //!   API over the SSH tunnel (`build`).
 //!
-//! Built images are tagged `berth-built/<namespace>-<resource>:<deployment>` and labelled like
-//! containers; after a successful attempt all but the newest few are removed.
+//! Built images are tagged `berth-built/<namespace>/<resource>:<deployment>` (a commit's build
+//! also `…:key-<build key>`), without labels; after a successful attempt all but the newest few
+//! are removed.
 
 mod build;
 mod context;
@@ -39,7 +40,9 @@ use self::recipe::Build;
 use self::source::{FetchedSource, SourceAccess, short};
 use super::compose::stack::Stack;
 use super::package_failure::{PackageFailure, failure};
-use super::plan::{BUILT_REPOSITORY_PREFIX, BuildPlan, Origin, Packaging, Plan, Recipe};
+use super::plan::{
+    BUILT_REPOSITORY_PREFIX, BuildPlan, Origin, Packaging, Plan, Recipe, built_repository,
+};
 use super::progress::OutputSink;
 use super::server_target::Target;
 use berth_remote::RemoteError;
@@ -105,13 +108,14 @@ pub async fn package(
         Packaging::Build(build) => build,
     };
     let compose = matches!(build.recipe, Recipe::Compose { .. });
-    let mut labels = plan.labels.clone();
+    let mut key_tag = None;
     if let Some(fetched) = fetched.filter(|_| !compose) {
         let key = reuse::build_key(build, &fetched.fetched.commit.sha, &plan.build_args);
-        if reused(&server, plan, &key, fetched, output).await? {
+        let tag = reuse::key_tag(plan, &key);
+        if reused(&server, plan, &tag, fetched, output).await? {
             return Ok(None);
         }
-        labels.insert(reuse::BUILD_KEY_LABEL.to_string(), key);
+        key_tag = Some(tag);
     }
     // An exported commit stays on disk until the build has read it.
     let (root, _exported) = match (&build.origin, fetched) {
@@ -138,11 +142,15 @@ pub async fn package(
         target: server.target,
         docker_socket: server.docker_socket,
         plan,
-        labels,
         credentials,
     };
     run_build(destination, prepared, output).await?;
-    built(&server, &plan.image).await.map(|()| None)
+    built(&server, &plan.image).await?;
+    if let Some(key_tag) = key_tag {
+        let tagged = reuse::tag(server.target, &plan.image, &key_tag).await;
+        tagged.map_err(|error| failure(Code::DockerError, error.to_string()))?;
+    }
+    Ok(None)
 }
 
 /// Whether the build left `image` on the server.
@@ -157,27 +165,26 @@ async fn built(server: &Server<'_>, image: &str) -> Result<(), PackageFailure> {
     }
 }
 
-/// Tags the image an earlier attempt built from the same commit and inputs, if the server has
-/// it; whether it did.
+/// Tags the image an earlier attempt built from the same commit and inputs (`key_tag`), if
+/// the server has it; whether it did.
 async fn reused(
     server: &Server<'_>,
     plan: &Plan,
-    key: &str,
+    key_tag: &str,
     fetched: &FetchedSource,
     output: &OutputSink,
 ) -> Result<bool, PackageFailure> {
     let docker = |error: RemoteError| failure(Code::DockerError, error.to_string());
-    let Some(image) = reuse::find(server.target, key).await.map_err(docker)? else {
+    if !reuse::find(server.target, key_tag).await.map_err(docker)? {
         return Ok(false);
-    };
-    reuse::adopt(server.target, &image, plan)
+    }
+    reuse::adopt(server.target, key_tag, plan)
         .await
         .map_err(docker)?;
     output.line(
         OutputStream::Stdout,
         &format!(
-            "Reusing image {} built from commit {} with the same build inputs: no rebuild",
-            short(image.trim_start_matches("sha256:")),
+            "Reusing the image built from commit {} with the same build inputs: no rebuild",
             short(&fetched.fetched.commit.sha)
         ),
     );
@@ -308,22 +315,7 @@ pub async fn remove_built_images(target: &Target, namespace: &str, resource: &st
 }
 
 async fn prune(target: &Target, namespace: &str, resource: &str, keep: usize, serving: &str) {
-    let filters = HashMap::from([(
-        "label".to_string(),
-        vec![
-            format!("{}=true", berth_crds::MANAGED_LABEL),
-            format!("{NAMESPACE_LABEL}={namespace}"),
-            format!("{RESOURCE_LABEL}={resource}"),
-        ],
-    )]);
-    let options = ListImagesOptionsBuilder::new().filters(&filters).build();
-    let listed = docker_call(
-        &target.connection,
-        "listing built images",
-        target.docker.list_images(Some(options)),
-    )
-    .await;
-    let images = match listed {
+    let images = match built_images(target, namespace, resource).await {
         Ok(images) => images,
         Err(error) => {
             tracing::warn!(%error, resource, "could not list built images to prune");
@@ -341,6 +333,45 @@ async fn prune(target: &Target, namespace: &str, resource: &str, keep: usize, se
     }
 }
 
+/// The images built for a resource: those in its repository (its Compose services' below it),
+/// and those an earlier Berth labelled instead (`berth-built/<namespace>-<resource>`).
+async fn built_images(
+    target: &Target,
+    namespace: &str,
+    resource: &str,
+) -> Result<Vec<ImageSummary>, RemoteError> {
+    let repository = built_repository(namespace, resource);
+    let by_name = (
+        "reference",
+        vec![repository.clone(), format!("{repository}/*")],
+    );
+    let labelled = (
+        "label",
+        vec![
+            format!("{}=true", berth_crds::MANAGED_LABEL),
+            format!("{NAMESPACE_LABEL}={namespace}"),
+            format!("{RESOURCE_LABEL}={resource}"),
+        ],
+    );
+    let mut images: Vec<ImageSummary> = Vec::new();
+    for (key, values) in [by_name, labelled] {
+        let filters = HashMap::from([(key.to_string(), values)]);
+        let options = ListImagesOptionsBuilder::new().filters(&filters).build();
+        let listed = docker_call(
+            &target.connection,
+            "listing built images",
+            target.docker.list_images(Some(options)),
+        )
+        .await?;
+        for image in listed {
+            if !images.iter().any(|known| known.id == image.id) {
+                images.push(image);
+            }
+        }
+    }
+    Ok(images)
+}
+
 async fn remove_image(target: &Target, reference: &str) -> Result<(), RemoteError> {
     let options = RemoveImageOptionsBuilder::new().force(false).build();
     docker_call(
@@ -352,33 +383,28 @@ async fn remove_image(target: &Target, reference: &str) -> Result<(), RemoteErro
     .map(drop)
 }
 
-/// What pruning removes: tags of built images beyond the newest `keep` (by creation time,
-/// ties by tag), never the serving one, and every untagged leftover of a rebuilt tag (by id).
+/// What pruning removes: every built tag of the images beyond the newest `keep` (by creation
+/// time, ties by id) — their deployments' tags and build keys, so the last removal deletes the
+/// image — never an image tagged `serving`, and untagged leftovers by id.
 fn images_to_prune(images: &[ImageSummary], keep: usize, serving: &str) -> Vec<String> {
-    let built_tag = |image: &ImageSummary| {
-        image
+    let mut newest_first: Vec<&ImageSummary> =
+        images.iter().filter(|image| !image.id.is_empty()).collect();
+    newest_first.sort_by(|a, b| (b.created, &b.id).cmp(&(a.created, &a.id)));
+    let mut doomed = Vec::new();
+    for image in newest_first.into_iter().skip(keep) {
+        let tags: Vec<&String> = image
             .repo_tags
             .iter()
-            .find(|t| t.starts_with(BUILT_REPOSITORY_PREFIX))
-            .cloned()
-    };
-    let mut tagged: Vec<(i64, String)> = Vec::new();
-    let mut doomed = Vec::new();
-    for image in images {
-        match built_tag(image) {
-            Some(tag) => tagged.push((image.created, tag)),
-            None if image.id.is_empty() => {}
-            None => doomed.push(image.id.clone()),
+            .filter(|tag| tag.starts_with(BUILT_REPOSITORY_PREFIX))
+            .collect();
+        if tags.iter().any(|tag| *tag == serving) {
+            continue;
+        }
+        match tags.is_empty() {
+            true => doomed.push(image.id.clone()),
+            false => doomed.extend(tags.into_iter().cloned()),
         }
     }
-    tagged.sort_by(|a, b| b.cmp(a));
-    doomed.extend(
-        tagged
-            .into_iter()
-            .skip(keep)
-            .map(|(_, tag)| tag)
-            .filter(|tag| tag != serving),
-    );
     doomed
 }
 
@@ -386,10 +412,14 @@ fn images_to_prune(images: &[ImageSummary], keep: usize, serving: &str) -> Vec<S
 mod tests {
     use super::*;
 
-    fn image(id: &str, tag: Option<&str>, created: i64) -> ImageSummary {
+    fn image(id: &str, tags: &[&str], created: i64) -> ImageSummary {
+        let repo_tags = match tags.is_empty() {
+            true => vec!["<none>:<none>".into()],
+            false => tags.iter().map(|t| t.to_string()).collect(),
+        };
         ImageSummary {
             id: id.into(),
-            repo_tags: tag.map_or(vec!["<none>:<none>".into()], |t| vec![t.into()]),
+            repo_tags,
             created,
             ..Default::default()
         }
@@ -397,19 +427,47 @@ mod tests {
 
     #[test]
     fn pruning_keeps_the_newest_three_and_the_serving_image() {
-        let tag = |n: u32| format!("berth-built/ns-web:dep-web-{n}");
+        let tag = |n: u32| format!("berth-built/ns/web:dep-web-{n}");
         let images: Vec<_> = (1..=6)
-            .map(|n| image(&format!("sha256:{n}"), Some(&tag(n)), i64::from(n) * 10))
-            .chain([image("sha256:old", None, 5)])
+            .map(|n| image(&format!("sha256:{n}"), &[&tag(n)], i64::from(n) * 10))
+            .chain([image("sha256:old", &[], 5)])
             .collect();
         let doomed = images_to_prune(&images, 3, &tag(6));
         assert_eq!(
             doomed,
-            vec!["sha256:old".to_string(), tag(3), tag(2), tag(1)]
+            vec![tag(3), tag(2), tag(1), "sha256:old".to_string()]
         );
         // A rollback target older than the newest three survives while it serves.
         let doomed = images_to_prune(&images, 3, &tag(2));
-        assert_eq!(doomed, vec!["sha256:old".to_string(), tag(3), tag(1)]);
+        assert_eq!(doomed, vec![tag(3), tag(1), "sha256:old".to_string()]);
         assert!(images_to_prune(&images[..3], 3, "x").is_empty());
+    }
+
+    #[test]
+    fn a_pruned_image_loses_every_tag_and_a_kept_one_none() {
+        let key = "berth-built/ns/web:key-abc";
+        // One image built once and reused by two later attempts: one image, three tags.
+        let reused = image(
+            "sha256:a",
+            &[
+                "berth-built/ns/web:dep-web-1",
+                "berth-built/ns/web:dep-web-2",
+                key,
+            ],
+            10,
+        );
+        let newer = image("sha256:b", &["berth-built/ns/web:dep-web-3"], 20);
+        let images = [reused, newer];
+        assert!(images_to_prune(&images, 2, "x").is_empty());
+        assert_eq!(
+            images_to_prune(&images, 1, "berth-built/ns/web:dep-web-3"),
+            vec![
+                "berth-built/ns/web:dep-web-1",
+                "berth-built/ns/web:dep-web-2",
+                key
+            ]
+        );
+        // Serving under any of its tags keeps it whole.
+        assert!(images_to_prune(&images, 1, "berth-built/ns/web:dep-web-2").is_empty());
     }
 }

@@ -32,7 +32,7 @@ pub use self::storage::{AttachedVolumes, VolumeMount};
 
 pub use self::packaging::{
     BUILT_REPOSITORY_PREFIX, BuildPlan, Commands, DEFAULT_DOCKERFILE, GitOrigin, Origin, Packaging,
-    Recipe, built_tag, packaging_of, slash_path,
+    Recipe, built_repository, built_service_tag, built_tag, packaging_of, slash_path,
 };
 
 /// What tells that a new container is healthy.

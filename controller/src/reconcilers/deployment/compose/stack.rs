@@ -202,9 +202,10 @@ fn image_of(
         .unwrap_or_default();
     let tag = match routed {
         true => plan.image.clone(),
-        false => crate::reconcilers::deployment::plan::built_tag(
+        false => crate::reconcilers::deployment::plan::built_service_tag(
             namespace,
-            &format!("{resource}-{}", service.name),
+            resource,
+            &service.name,
             &deployment,
         ),
     };

@@ -3,11 +3,13 @@
 //! configuration); an attempt whose key finds an image on the server tags that image instead
 //! of building. A change of start command, port, health check or runtime variables changes no
 //! key, so it restarts the app without a build.
+//!
+//! The key is a tag of the image beside its deployment's (`…/<resource>:key-<key>`), not a
+//! label: Docker's classic builder adds a build step for every label.
 
 use std::collections::HashMap;
 
-use berth_crds::MANAGED_LABEL;
-use bollard::query_parameters::{ListImagesOptionsBuilder, TagImageOptionsBuilder};
+use bollard::query_parameters::TagImageOptionsBuilder;
 use sha2::{Digest, Sha256};
 
 use super::super::plan::{BuildPlan, Plan};
@@ -15,8 +17,8 @@ use super::super::server_target::Target;
 use berth_remote::RemoteError;
 use berth_remote::docker::docker_call;
 
-/// Label of a built image holding its build key.
-pub const BUILD_KEY_LABEL: &str = "berth.dev/build-key";
+/// What starts the tag holding a build key.
+pub const BUILD_KEY_TAG_PREFIX: &str = "key-";
 
 /// The key of building `build` from `commit` with `build_args` (build-time variables).
 pub fn build_key(build: &BuildPlan, commit: &str, build_args: &HashMap<String, String>) -> String {
@@ -31,32 +33,21 @@ pub fn build_key(build: &BuildPlan, commit: &str, build_args: &HashMap<String, S
     hex::encode(Sha256::digest(inputs.as_bytes()))
 }
 
-/// An image on the server built with `key` (its id), if any.
-pub async fn find(target: &Target, key: &str) -> Result<Option<String>, RemoteError> {
-    let filters = HashMap::from([(
-        "label".to_string(),
-        vec![
-            format!("{MANAGED_LABEL}=true"),
-            format!("{BUILD_KEY_LABEL}={key}"),
-        ],
-    )]);
-    let options = ListImagesOptionsBuilder::new().filters(&filters).build();
-    let images = docker_call(
-        &target.connection,
-        "listing built images",
-        target.docker.list_images(Some(options)),
-    )
-    .await?;
-    Ok(images.into_iter().next().map(|image| image.id))
+/// The tag marking the image of `plan` as built with `key`: in the repository of the
+/// resource's built images, so only its own attempts reuse it.
+pub fn key_tag(plan: &Plan, key: &str) -> String {
+    let repository = plan.image.rsplit_once(':').map_or(&*plan.image, |(r, _)| r);
+    format!("{repository}:{BUILD_KEY_TAG_PREFIX}{key}")
 }
 
-/// Tags `image` (an id) as the plan's image, so the attempt runs it under its own name.
-pub async fn adopt(target: &Target, image: &str, plan: &Plan) -> Result<(), RemoteError> {
-    // Built images are tagged `berth-built/<name>:<deployment>`, never by digest.
-    let (repository, tag) = plan
-        .image
-        .rsplit_once(':')
-        .unwrap_or((&plan.image, "latest"));
+/// Whether the server has an image built with the key `key_tag` names.
+pub async fn find(target: &Target, key_tag: &str) -> Result<bool, RemoteError> {
+    target.image_present(key_tag).await
+}
+
+/// Tags `image` (an id or a reference) as `reference` (`repository:tag`).
+pub async fn tag(target: &Target, image: &str, reference: &str) -> Result<(), RemoteError> {
+    let (repository, tag) = reference.rsplit_once(':').unwrap_or((reference, "latest"));
     let options = TagImageOptionsBuilder::new()
         .repo(repository)
         .tag(tag)
@@ -67,6 +58,11 @@ pub async fn adopt(target: &Target, image: &str, plan: &Plan) -> Result<(), Remo
         target.docker.tag_image(image, Some(options)),
     )
     .await
+}
+
+/// Tags `image` as the plan's image, so the attempt runs it under its own name.
+pub async fn adopt(target: &Target, image: &str, plan: &Plan) -> Result<(), RemoteError> {
+    tag(target, image, &plan.image).await
 }
 
 #[cfg(test)]

@@ -2,7 +2,6 @@
 //! service's image built (from its build context in the source, by its Dockerfile) or pulled.
 //! The routed service's image is also the attempt's own image.
 
-use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 
 use berth_crds::deployment::DeploymentErrorCode as Code;
@@ -10,9 +9,7 @@ use berth_crds::progress::OutputStream;
 
 use super::build::{Destination, run_build};
 use super::{Server, blocking, built, ensure_pulled, recipe, reuse};
-use crate::reconcilers::deployment::compose::{
-    self, stack::SERVICE_LABEL, stack::ServiceImage, stack::Stack,
-};
+use crate::reconcilers::deployment::compose::{self, stack::ServiceImage, stack::Stack};
 use crate::reconcilers::deployment::package_failure::{PackageFailure, failure};
 use crate::reconcilers::deployment::plan::{BuildPlan, DEFAULT_DOCKERFILE, Plan, Recipe};
 use crate::reconcilers::deployment::progress::OutputSink;
@@ -61,16 +58,7 @@ pub async fn package(
                 let mut service_plan = plan.clone();
                 service_plan.image = tag.clone();
                 service_plan.build_args.extend(args.clone());
-                build_one(
-                    server,
-                    build,
-                    &service_plan,
-                    &recipe,
-                    context,
-                    &service.name,
-                    output,
-                )
-                .await?;
+                build_one(server, build, &service_plan, &recipe, context, output).await?;
             }
             ServiceImage::Pulled(reference) => {
                 output.line(
@@ -95,19 +83,15 @@ async fn build_one(
     plan: &Plan,
     recipe: &Recipe,
     context: PathBuf,
-    service: &str,
     output: &OutputSink,
 ) -> Result<(), PackageFailure> {
     let (recipe_, args) = (recipe.clone(), plan.build_args.clone());
     let prepared = blocking(move || recipe::prepare(&recipe_, &context, 0, &args, None)).await?;
-    let mut labels: HashMap<String, String> = plan.labels.clone();
-    labels.insert(SERVICE_LABEL.into(), service.to_string());
     let credentials = super::build_credentials(server, build, recipe, &prepared).await?;
     let destination = Destination {
         target: server.target,
         docker_socket: server.docker_socket,
         plan,
-        labels,
         credentials,
     };
     run_build(destination, prepared, output).await?;

@@ -278,12 +278,30 @@ pub fn slash_path(path: &Path) -> String {
     }
 }
 
-/// The tag of the image an attempt builds: `berth-built/<namespace>-<resource>:<deployment>`,
-/// reduced to what a Docker reference allows.
+/// The repository of the images built for a resource: `berth-built/<namespace>/<resource>`,
+/// reduced to what a Docker reference allows. Builds carry no labels (Docker's classic builder
+/// adds a step per label, most of a small rebuild's time): pruning and reuse find a resource's
+/// images by this name, and a Compose service's under it (`…/<resource>/<service>`).
+pub fn built_repository(namespace: &str, resource: &str) -> String {
+    let (namespace, resource) = (reference_part(namespace, 63), reference_part(resource, 100));
+    format!("{BUILT_REPOSITORY_PREFIX}{namespace}/{resource}")
+}
+
+/// The tag of the image an attempt builds: `berth-built/<namespace>/<resource>:<deployment>`.
 pub fn built_tag(namespace: &str, resource: &str, deployment: &str) -> String {
-    let repository = reference_part(&format!("{namespace}-{resource}"), 200);
     let tag = reference_part(deployment, 128);
-    format!("{BUILT_REPOSITORY_PREFIX}{repository}:{tag}")
+    format!("{}:{tag}", built_repository(namespace, resource))
+}
+
+/// The tag of a Compose service's image: `berth-built/<namespace>/<resource>/<service>:<deployment>`.
+pub fn built_service_tag(
+    namespace: &str,
+    resource: &str,
+    service: &str,
+    deployment: &str,
+) -> String {
+    let (service, tag) = (reference_part(service, 63), reference_part(deployment, 128));
+    format!("{}/{service}:{tag}", built_repository(namespace, resource))
 }
 
 /// Lowercase letters, digits, `.` and `-`, starting and ending with a letter or digit.
@@ -481,11 +499,17 @@ mod tests {
     fn built_tags_are_valid_docker_references() {
         assert_eq!(
             built_tag("org-acme", "web", "dep-web-3"),
-            "berth-built/org-acme-web:dep-web-3"
+            "berth-built/org-acme/web:dep-web-3"
         );
         assert_eq!(
             built_tag("Org_A", "my.app", "Dep_1"),
-            "berth-built/org-a-my.app:dep-1"
+            "berth-built/org-a/my.app:dep-1"
+        );
+        // Namespace and resource stay apart: `a` + `b-c` is not `a-b` + `c`.
+        assert_ne!(built_repository("a", "b-c"), built_repository("a-b", "c"));
+        assert_eq!(
+            built_service_tag("ns", "shop", "Worker_1", "dep-shop-2"),
+            "berth-built/ns/shop/worker-1:dep-shop-2"
         );
         let long = "d".repeat(300);
         let tag = built_tag("ns", "r", &long);

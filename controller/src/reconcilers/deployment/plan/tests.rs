@@ -162,7 +162,7 @@ fn a_local_folder_runs_the_image_its_attempt_builds_and_its_start_command() {
         "runtimeProfile": { "strategy": "dockerfile", "startCommand": "./serve --port 8080" },
     }));
     let plan = plan_for(&resource, "dep-web-2").unwrap();
-    assert_eq!(plan.image, "berth-built/org-acme-web:dep-web-2");
+    assert_eq!(plan.image, "berth-built/org-acme/web:dep-web-2");
     assert!(matches!(plan.packaging, Packaging::Build(_)));
     assert_eq!(plan.start_command.as_deref(), Some("./serve --port 8080"));
 }
@@ -173,8 +173,8 @@ fn a_rollback_serves_the_earlier_image_without_a_build() {
         "source": { "kind": "local-folder", "locator": "/srv/app" },
     }));
     let mut plan = plan_for(&resource, "dep-web-3").unwrap();
-    serve_image(&mut plan, "berth-built/org-acme-web:dep-web-1", None);
-    assert_eq!(plan.image, "berth-built/org-acme-web:dep-web-1");
+    serve_image(&mut plan, "berth-built/org-acme/web:dep-web-1", None);
+    assert_eq!(plan.image, "berth-built/org-acme/web:dep-web-1");
     assert!(matches!(
         plan.packaging,
         Packaging::Pull { pull_secret: None }
