@@ -144,8 +144,7 @@ pub async fn package(
         plan,
         credentials,
     };
-    run_build(destination, prepared, output).await?;
-    built(&server, &plan.image).await?;
+    build_in_place(&server, destination, prepared, output).await?;
     if let Some(key_tag) = key_tag {
         let tagged = reuse::tag(server.target, &plan.image, &key_tag).await;
         tagged.map_err(|error| failure(Code::DockerError, error.to_string()))?;
@@ -153,16 +152,32 @@ pub async fn package(
     Ok(None)
 }
 
-/// Whether the build left `image` on the server.
-async fn built(server: &Server<'_>, image: &str) -> Result<(), PackageFailure> {
-    match server.target.image_present(image).await {
-        Ok(true) => Ok(()),
-        Ok(false) => Err(failure(
+/// Builds the destination's image. An image its tag named before (an earlier try of the same
+/// attempt) is removed once the new one holds the tag: it would stay behind untagged, where
+/// pruning by name cannot see it.
+async fn build_in_place(
+    server: &Server<'_>,
+    destination: Destination<'_>,
+    prepared: Build,
+    output: &OutputSink,
+) -> Result<(), PackageFailure> {
+    let image = destination.plan.image.clone();
+    let docker = |error: RemoteError| failure(Code::DockerError, error.to_string());
+    let before = server.target.image_id(&image).await.map_err(docker)?;
+    run_build(destination, prepared, output).await?;
+    let Some(after) = server.target.image_id(&image).await.map_err(docker)? else {
+        return Err(failure(
             Code::BuildFailed,
             format!("the build finished without producing image {image}"),
-        )),
-        Err(error) => Err(failure(Code::DockerError, error.to_string())),
+        ));
+    };
+    if let Some(replaced) = before.filter(|id| *id != after) {
+        match remove_image(server.target, &replaced).await {
+            Ok(()) => tracing::info!(%image, %replaced, "removed the image a rebuild replaced"),
+            Err(error) => tracing::warn!(%error, %replaced, "could not remove a replaced image"),
+        }
     }
+    Ok(())
 }
 
 /// Tags the image an earlier attempt built from the same commit and inputs (`key_tag`), if

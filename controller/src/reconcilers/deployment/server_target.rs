@@ -120,6 +120,11 @@ impl Target {
 
     /// Whether `image` exists on the server.
     pub async fn image_present(&self, image: &str) -> Result<bool, RemoteError> {
+        self.image_id(image).await.map(|id| id.is_some())
+    }
+
+    /// The id of the image `image` names, if the server has it.
+    pub async fn image_id(&self, image: &str) -> Result<Option<String>, RemoteError> {
         let inspected = docker_call(
             &self.connection,
             "inspecting the image",
@@ -127,8 +132,8 @@ impl Target {
         )
         .await;
         match inspected {
-            Ok(_) => Ok(true),
-            Err(error) if is_not_found(&error) => Ok(false),
+            Ok(found) => Ok(Some(found.id.unwrap_or_default())),
+            Err(error) if is_not_found(&error) => Ok(None),
             Err(error) => Err(error),
         }
     }

@@ -7,8 +7,8 @@ use std::path::{Component, Path, PathBuf};
 use berth_crds::deployment::DeploymentErrorCode as Code;
 use berth_crds::progress::OutputStream;
 
-use super::build::{Destination, run_build};
-use super::{Server, blocking, built, ensure_pulled, recipe, reuse};
+use super::build::Destination;
+use super::{Server, blocking, build_in_place, ensure_pulled, recipe, reuse};
 use crate::reconcilers::deployment::compose::{self, stack::ServiceImage, stack::Stack};
 use crate::reconcilers::deployment::package_failure::{PackageFailure, failure};
 use crate::reconcilers::deployment::plan::{BuildPlan, DEFAULT_DOCKERFILE, Plan, Recipe};
@@ -94,8 +94,7 @@ async fn build_one(
         plan,
         credentials,
     };
-    run_build(destination, prepared, output).await?;
-    built(server, &plan.image).await
+    build_in_place(server, destination, prepared, output).await
 }
 
 /// A service's build context inside the source (a context that leaves it is refused).
