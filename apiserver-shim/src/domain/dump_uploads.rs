@@ -6,10 +6,10 @@
 
 use axum::body::{Body, BodyDataStream, Bytes};
 use berth_crds::backup::PG_CUSTOM_DUMP_MAGIC;
+use berth_remote::tally::Tally;
 use berth_remote::{ServerConnection, shell_quote};
 use futures::StreamExt;
 use russh::ChannelMsg;
-use sha2::{Digest, Sha256};
 
 use crate::error::ApiError;
 use crate::services::server_access::remote_error;
@@ -123,27 +123,8 @@ async fn send(
         .run(&commit)
         .await
         .map_err(|e| remote_error(ACTION, e))?;
-    Ok(tally.into_staged())
-}
-
-#[derive(Default)]
-struct Tally {
-    hasher: Sha256,
-    bytes: i64,
-}
-
-impl Tally {
-    fn add(&mut self, data: &[u8]) {
-        self.hasher.update(data);
-        self.bytes += i64::try_from(data.len()).unwrap_or(i64::MAX);
-    }
-
-    fn into_staged(self) -> Staged {
-        Staged {
-            bytes: self.bytes,
-            sha256: hex::encode(self.hasher.finalize()),
-        }
-    }
+    let (bytes, sha256) = tally.finish();
+    Ok(Staged { bytes, sha256 })
 }
 
 fn cut_off(error: axum::Error) -> ApiError {

@@ -15,6 +15,7 @@ pub mod facts;
 pub mod host_key;
 pub mod pool;
 pub mod server_address;
+pub mod tally;
 
 use std::sync::LazyLock;
 

@@ -4,10 +4,10 @@
 //! ([`Source`]) is checked, opened and written into a restore on the database's server. Each
 //! command's exit status and the start of its standard error are kept.
 
+use berth_remote::tally::Tally;
 use bytes::Bytes;
 use russh::client::Msg;
 use russh::{Channel, ChannelMsg, ChannelReadHalf, ChannelWriteHalf};
-use sha2::{Digest, Sha256};
 use tokio::task::JoinHandle;
 
 use super::plan::{Failure, code};
@@ -78,24 +78,6 @@ async fn finish(mut read: ChannelReadHalf) -> Ended {
 pub struct Stored {
     pub bytes: i64,
     pub sha256: String,
-}
-
-/// Counts and hashes what is sent.
-#[derive(Default)]
-struct Tally {
-    hasher: Sha256,
-    bytes: i64,
-}
-
-impl Tally {
-    fn add(&mut self, data: &[u8]) {
-        self.hasher.update(data);
-        self.bytes += data.len() as i64;
-    }
-
-    fn hex(self) -> String {
-        hex::encode(self.hasher.finalize())
-    }
 }
 
 /// Where sealed bytes go.
@@ -263,10 +245,8 @@ pub async fn dump_to(
         return Err(failure);
     }
     sink.close().await?;
-    Ok(Stored {
-        bytes: sent.bytes,
-        sha256: sent.hex(),
-    })
+    let (bytes, sha256) = sent.finish();
+    Ok(Stored { bytes, sha256 })
 }
 
 /// Reads the artifact from `download`, checks it against `sha256`, opens it and sends the
@@ -298,7 +278,7 @@ pub async fn restore_from(
         }
     }
     opener.finish().map_err(|e| failed(e.to_string()))?;
-    let found = received.hex();
+    let found = received.finish().1;
     if found != sha256 {
         return Err(failed(format!(
             "the artifact's checksum is {found}, not the {sha256} recorded when it was stored"

@@ -117,20 +117,14 @@ pub async fn package(
         }
         key_tag = Some(tag);
     }
-    // An exported commit stays on disk until the build has read it.
-    let (root, _exported) = match (&build.origin, fetched) {
-        (Origin::Folder(folder), _) => (folder.join(&build.base_directory), None),
-        (Origin::Git(_), Some(fetched)) => {
-            let exported = export(sources, build, fetched).await?;
-            (exported.path().to_path_buf(), Some(exported))
-        }
-        (Origin::Git(_), None) => {
-            return Err(failure(
-                Code::SourceFetchFailed,
-                "the commit was not fetched",
-            ));
-        }
-    };
+    // An exported commit stays on disk until the build has read it. What the attempt's tag
+    // names now (an earlier try's image) is read meanwhile.
+    let (files, before) = tokio::join!(
+        source_root(build, fetched, sources),
+        server.target.image_id(&plan.image)
+    );
+    let (root, _exported) = files?;
+    let before = before.map_err(|error| failure(Code::DockerError, error.to_string()))?;
     if let Recipe::Compose { file, target } = &build.recipe {
         let stack = services::load(root.clone(), file.clone(), target.clone(), plan).await?;
         services::package(&server, build, &stack, plan, &root, output).await?;
@@ -144,7 +138,7 @@ pub async fn package(
         plan,
         credentials,
     };
-    build_in_place(&server, destination, prepared, output).await?;
+    build_in_place(&server, destination, prepared, before, output).await?;
     if let Some(key_tag) = key_tag {
         let tagged = reuse::tag(server.target, &plan.image, &key_tag).await;
         tagged.map_err(|error| failure(Code::DockerError, error.to_string()))?;
@@ -152,18 +146,38 @@ pub async fn package(
     Ok(None)
 }
 
-/// Builds the destination's image. An image its tag named before (an earlier try of the same
+/// The folder a build reads: a local folder's base directory, or the fetched commit exported
+/// (kept on disk while the returned value lives).
+async fn source_root(
+    build: &BuildPlan,
+    fetched: Option<&FetchedSource>,
+    sources: &SourceAccess,
+) -> Result<(PathBuf, Option<berth_source::Exported>), PackageFailure> {
+    match (&build.origin, fetched) {
+        (Origin::Folder(folder), _) => Ok((folder.join(&build.base_directory), None)),
+        (Origin::Git(_), Some(fetched)) => {
+            let exported = export(sources, build, fetched).await?;
+            Ok((exported.path().to_path_buf(), Some(exported)))
+        }
+        (Origin::Git(_), None) => Err(failure(
+            Code::SourceFetchFailed,
+            "the commit was not fetched",
+        )),
+    }
+}
+
+/// Builds the destination's image. An image its tag named `before` (an earlier try of the same
 /// attempt) is removed once the new one holds the tag: it would stay behind untagged, where
 /// pruning by name cannot see it.
 async fn build_in_place(
     server: &Server<'_>,
     destination: Destination<'_>,
     prepared: Build,
+    before: Option<String>,
     output: &OutputSink,
 ) -> Result<(), PackageFailure> {
     let image = destination.plan.image.clone();
     let docker = |error: RemoteError| failure(Code::DockerError, error.to_string());
-    let before = server.target.image_id(&image).await.map_err(docker)?;
     run_build(destination, prepared, output).await?;
     let Some(after) = server.target.image_id(&image).await.map_err(docker)? else {
         return Err(failure(

@@ -94,7 +94,9 @@ async fn build_one(
         plan,
         credentials,
     };
-    build_in_place(server, destination, prepared, output).await
+    let before = server.target.image_id(&plan.image).await;
+    let before = before.map_err(|error| failure(Code::DockerError, error.to_string()))?;
+    build_in_place(server, destination, prepared, before, output).await
 }
 
 /// A service's build context inside the source (a context that leaves it is refused).
