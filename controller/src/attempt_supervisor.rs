@@ -93,6 +93,10 @@ struct State {
     /// Attempts this process created and has not reconciled yet (by uid): nobody else can have
     /// written their status, so the cached copy is as fresh as the API server's.
     created_here: HashSet<String>,
+    /// Per resource (namespace, name), the newest attempt whose task ended after it replaced
+    /// the older containers: a reconcile that read the Deployments before that attempt's
+    /// success reached the cache must still look at its container, not the retired one.
+    replaced: HashMap<(String, String), AttemptKey>,
 }
 
 impl Default for Attempts {
@@ -158,16 +162,19 @@ impl Attempts {
         }
     }
 
-    /// The attempt of a resource whose task is retiring the older containers, if any.
-    pub fn replacing(&self, namespace: &str, resource: &str) -> Option<String> {
+    /// The attempt of a resource whose task is retiring the older containers, or else the
+    /// newest one whose task did; the caller compares it with the serving attempt it read.
+    pub fn replacing(&self, namespace: &str, resource: &str) -> Option<AttemptKey> {
         let state = self.state();
         let replacing = state
             .tasks
             .values()
             .filter(|r| r.replacing && r.key.namespace == namespace && r.key.resource == resource);
-        replacing
-            .max_by(|a, b| a.key.order.cmp(&b.key.order))
-            .map(|r| r.key.order.2.clone())
+        let running = replacing.max_by(|a, b| a.key.order.cmp(&b.key.order));
+        let resource = (namespace.to_string(), resource.to_string());
+        running
+            .map(|r| r.key.clone())
+            .or_else(|| state.replaced.get(&resource).cloned())
     }
 
     /// Tells the running attempt to stop; `false` when it does not run.
@@ -219,14 +226,18 @@ impl Attempts {
         for key in &keys {
             self.signal(key, Interrupt::Deleted);
         }
+
         let deadline = tokio::time::Instant::now() + grace;
         while keys.iter().any(|key| self.is_running(key)) {
             if tokio::time::Instant::now() >= deadline {
                 tracing::warn!(resource, "deployment attempts did not stop in time");
-                return;
+                break;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        // Forgotten once its attempts ended: one ending later would be remembered again.
+        let gone = (namespace.to_string(), resource.to_string());
+        self.state().replaced.remove(&gone);
     }
 
     /// Starts the attempt's task unless it runs already or the controller stops; returns
@@ -275,8 +286,11 @@ impl Attempts {
         let running = Arc::clone(&self.running);
         move || {
             let mut state = running.lock().unwrap_or_else(|p| p.into_inner());
-            if state.tasks.get(&uid).is_some_and(|r| r.run == run) {
-                state.tasks.remove(&uid);
+            if state.tasks.get(&uid).is_some_and(|r| r.run == run)
+                && let Some(ended) = state.tasks.remove(&uid)
+                && ended.replacing
+            {
+                remember_replaced(&mut state.replaced, ended.key);
             }
         }
     }
@@ -308,6 +322,17 @@ impl Attempts {
             tracing::warn!("deployment attempts did not stop in time; aborted");
             aborts.iter().for_each(tokio::task::AbortHandle::abort);
         }
+    }
+}
+
+/// Keeps `ended` as its resource's last replacing attempt unless a newer one is kept already.
+fn remember_replaced(replaced: &mut HashMap<(String, String), AttemptKey>, ended: AttemptKey) {
+    let resource = (ended.namespace.clone(), ended.resource.clone());
+    if replaced
+        .get(&resource)
+        .is_none_or(|kept| kept.order < ended.order)
+    {
+        replaced.insert(resource, ended);
     }
 }
 
@@ -379,10 +404,7 @@ mod tests {
             "not yet verified"
         );
         attempts.mark_replacing(&web);
-        assert_eq!(
-            attempts.replacing("org-acme", "web").as_deref(),
-            Some("dep-web-2")
-        );
+        assert_eq!(attempts.replacing("org-acme", "web"), Some(web.clone()));
         assert_eq!(attempts.replacing("org-acme", "api"), None);
         attempts
             .stop_resource("org-acme", "web", Duration::from_secs(5))
@@ -390,8 +412,35 @@ mod tests {
         assert_eq!(
             attempts.replacing("org-acme", "web"),
             None,
-            "its task ended"
+            "its resource is being deleted"
         );
+        attempts.shut_down(Duration::from_secs(1)).await;
+    }
+
+    #[tokio::test]
+    async fn an_attempt_that_replaced_the_older_containers_is_remembered_after_its_task() {
+        let attempts = Attempts::default();
+        let (web2, web3) = (key("dep-web-2", "web", 2), key("dep-web-3", "web", 3));
+        let done = |_signal: Signal| async { Duration::ZERO };
+        assert!(attempts.start(web3.clone(), |_signal: Signal| async {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            Duration::ZERO
+        }));
+        attempts.mark_replacing(&web3);
+        while attempts.is_running(&web3) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(attempts.replacing("org-acme", "web"), Some(web3.clone()));
+        // An older attempt ending later does not take its place.
+        remember_replaced(&mut attempts.state().replaced, web2);
+        assert_eq!(attempts.replacing("org-acme", "web"), Some(web3));
+        // One that never replaced anything (it failed) is not remembered.
+        let api = key("dep-api-1", "api", 1);
+        assert!(attempts.start(api.clone(), done));
+        while attempts.is_running(&api) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(attempts.replacing("org-acme", "api"), None);
         attempts.shut_down(Duration::from_secs(1)).await;
     }
 

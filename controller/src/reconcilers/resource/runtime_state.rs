@@ -61,11 +61,12 @@ pub fn observe(
     let Some(observed) = observed.filter(|o| o.connectivity() == Connectivity::Live) else {
         return Seen::Unobserved;
     };
-    // While a newer attempt retires the older containers, its own is the one that serves.
-    let deployment = context
-        .attempts
-        .replacing(namespace, resource)
-        .unwrap_or_else(|| serving.name_any());
+    // While a newer attempt retires the older containers (or has just done so, faster than the
+    // cache this reconcile read `serving` from), its own is the one that serves.
+    let deployment = match context.attempts.replacing(namespace, resource) {
+        Some(newer) if newer.order > serving.attempt_order() => newer.order.2,
+        _ => serving.name_any(),
+    };
     let name = plan::container_name(namespace, resource, &deployment);
     let record = observed.container(&name);
     match context.holds.held(&name) {
