@@ -103,6 +103,10 @@ pub fn resource(preview: &PreviewEnvironment, base: &Resource) -> Resource {
     spec.secrets_ref = None;
     let mut copy = Resource::new(&made_name(preview), spec);
     copy.metadata = owned_meta(preview, made_name(preview));
+    // Made with the Resource's cleanup finalizer: a pull request closed right after it opened
+    // deletes the copy before its reconciler could add it, and without it nothing would stop
+    // the attempt already running, whose container would outlive the preview.
+    copy.metadata.finalizers = Some(vec![crate::reconcilers::resource::FINALIZER.to_string()]);
     copy
 }
 
