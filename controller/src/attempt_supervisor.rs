@@ -226,7 +226,6 @@ impl Attempts {
         for key in &keys {
             self.signal(key, Interrupt::Deleted);
         }
-
         let deadline = tokio::time::Instant::now() + grace;
         while keys.iter().any(|key| self.is_running(key)) {
             if tokio::time::Instant::now() >= deadline {

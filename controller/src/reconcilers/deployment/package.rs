@@ -204,7 +204,7 @@ async fn reused(
     output: &OutputSink,
 ) -> Result<bool, PackageFailure> {
     let docker = |error: RemoteError| failure(Code::DockerError, error.to_string());
-    if !reuse::find(server.target, key_tag).await.map_err(docker)? {
+    if !server.target.image_present(key_tag).await.map_err(docker)? {
         return Ok(false);
     }
     reuse::adopt(server.target, key_tag, plan)

@@ -40,11 +40,6 @@ pub fn key_tag(plan: &Plan, key: &str) -> String {
     format!("{repository}:{BUILD_KEY_TAG_PREFIX}{key}")
 }
 
-/// Whether the server has an image built with the key `key_tag` names.
-pub async fn find(target: &Target, key_tag: &str) -> Result<bool, RemoteError> {
-    target.image_present(key_tag).await
-}
-
 /// Tags `image` (an id or a reference) as `reference` (`repository:tag`).
 pub async fn tag(target: &Target, image: &str, reference: &str) -> Result<(), RemoteError> {
     let (repository, tag) = reference.rsplit_once(':').unwrap_or((reference, "latest"));
