@@ -92,12 +92,7 @@ pub fn route(resource: &Resource, server: &Server) -> Option<RoutePlan> {
         return None;
     }
     let path_prefix = access.map_or("/".to_string(), |a| a.path_prefix.clone());
-    let domain = server
-        .spec
-        .base_domain
-        .clone()
-        .unwrap_or_else(|| DEFAULT_BASE_DOMAIN.into());
-    let hostname = format!("{}.{domain}", resource.host_slug());
+    let hostname = generated_hostname(&resource.host_slug(), Some(server));
     let port = server.spec.proxy.http_port;
     let url = if port == 80 {
         format!("http://{hostname}{path_prefix}")
@@ -114,6 +109,13 @@ pub fn route(resource: &Resource, server: &Server) -> Option<RoutePlan> {
         path_prefix,
         url,
     })
+}
+
+/// The host name generated for a resource whose host slug is `slug` on `server`: the slug
+/// under the server's base domain.
+pub fn generated_hostname(slug: &str, server: Option<&Server>) -> String {
+    let domain = server.and_then(|s| s.spec.base_domain.as_deref());
+    format!("{slug}.{}", domain.unwrap_or(DEFAULT_BASE_DOMAIN))
 }
 
 /// Where a `direct-port` resource answers: the server's host and the published port, no proxy.

@@ -14,6 +14,9 @@ use serde::{Deserialize, Serialize};
 use crate::Condition;
 use crate::common::PolicyChange;
 use crate::limits::OBJECT_NAME_MAX;
+pub use berth_vocabulary::previews::{
+    PreviewDatabase, PreviewDomainValues, PreviewSeed, render_preview_domain,
+};
 
 /// Label on everything a preview made (its environment, resource, attempts): the preview's
 /// name, so a cleanup check can list what is left of it.
@@ -33,6 +36,16 @@ pub mod reason {
     pub const DEPLOYING: &str = "Deploying";
     /// `Ready=False`: the head commit's attempt failed.
     pub const DEPLOY_FAILED: &str = "DeployFailed";
+    /// `Ready=False`: the head commit runs; its own host name's binding is not Ready yet.
+    pub const WAITING_FOR_DOMAIN: &str = "WaitingForDomain";
+    /// `Ready=False`: the policy's domain template gives this preview no host name.
+    pub const INVALID_DOMAIN_TEMPLATE: &str = "InvalidDomainTemplate";
+    /// `Ready=False`: a database of the preview is being filled from a backup; it deploys
+    /// after.
+    pub const SEEDING_DATABASES: &str = "SeedingDatabases";
+    /// `Ready=False`: filling a database of the preview from a backup failed; it does not
+    /// deploy.
+    pub const DATABASE_SEED_FAILED: &str = "DatabaseSeedFailed";
     /// `Ready=True`: the head commit serves at the preview's URL.
     pub const SERVING: &str = "Serving";
     /// `Ready=False`: the preview passed its time to live and is being removed.
@@ -102,6 +115,65 @@ pub struct PreviewPolicySpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = OBJECT_NAME_MAX))]
     pub environment_profile_base_environment_id: Option<String>,
+    /// Each preview's host name instead of the generated `pr-<n>-<slug>.<server base domain>`,
+    /// e.g. `pr-{pr_number}.preview.example.com` (tokens `{pr_number}`, `{preview_id}`,
+    /// `{slug}`). Its DNS must already lead to the server (a wildcard record); the preview is
+    /// served there through a DomainBinding the preview owns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 3, max = OBJECT_NAME_MAX), regex(pattern = r"^[A-Za-z0-9.{}_ -]+$"))]
+    pub preview_domain_template: Option<String>,
+    /// TLS of the preview's host name: `auto` (a certificate by ACME) or `disabled`. Default:
+    /// `auto` with a domain template, `disabled` (the generated route, plain HTTP) without;
+    /// `auto` without a template serves the generated host name over TLS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview_tls_mode: Option<PreviewTlsMode>,
+    /// What a preview gets for each managed database its resource binds: `empty` (default) a
+    /// database of its own, `latest-backup` one filled from the newest ready backup of the
+    /// bound one (empty when it has none), `none` no database (the copy binds none).
+    #[serde(default)]
+    pub preview_databases: PreviewDatabases,
+}
+
+/// What a preview gets for the managed databases its resource binds. Never production's: an
+/// imported database is not copied, and the preview binds none in its place.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum PreviewDatabases {
+    /// An empty database of the bound one's kind and image, its own.
+    #[default]
+    Empty,
+    /// The same, filled from the newest ready (test-restored) backup of the bound one before
+    /// the preview deploys; empty when it has none.
+    LatestBackup,
+    /// No database: the preview's copy binds none.
+    None,
+}
+
+/// TLS of a preview's own host name.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum PreviewTlsMode {
+    /// A certificate by ACME, as any DomainBinding with `tlsMode: auto` gets.
+    Auto,
+    /// Plain HTTP.
+    Disabled,
+}
+
+impl PreviewTlsMode {
+    /// The spelling of the mode (`auto` or `disabled`), as a DomainBinding's `tlsMode` takes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => crate::domain_binding::TLS_MODE_AUTO,
+            Self::Disabled => crate::domain_binding::TLS_MODE_DISABLED,
+        }
+    }
+}
+
+/// A host name a preview is served at through a DomainBinding of its own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PreviewDomain {
+    pub hostname: String,
+    pub tls_mode: PreviewTlsMode,
 }
 
 /// When and by whom a preview policy last changed.
@@ -132,7 +204,37 @@ impl PreviewPolicySpec {
             max_active_previews: None,
             preview_ttl_hours: None,
             environment_profile_base_environment_id: None,
+            preview_domain_template: None,
+            preview_tls_mode: None,
+            preview_databases: PreviewDatabases::Empty,
         }
+    }
+
+    /// The TLS mode in force: as set, else `auto` with a domain template and `disabled`
+    /// without.
+    pub fn tls_mode_in_force(&self) -> PreviewTlsMode {
+        self.preview_tls_mode
+            .unwrap_or(match self.preview_domain_template {
+                Some(_) => PreviewTlsMode::Auto,
+                None => PreviewTlsMode::Disabled,
+            })
+    }
+
+    /// The host name of its own a preview gets (`None`: only its generated route, plain
+    /// HTTP): the template rendered for it, else — with TLS asked for — its generated host
+    /// name `generated`; `Err` says why the template renders no host name.
+    pub fn preview_domain(
+        &self,
+        values: &PreviewDomainValues,
+        generated: &str,
+    ) -> Result<Option<PreviewDomain>, String> {
+        let tls_mode = self.tls_mode_in_force();
+        let hostname = match &self.preview_domain_template {
+            Some(template) => render_preview_domain(template, values)?,
+            None if tls_mode == PreviewTlsMode::Auto => generated.to_string(),
+            None => return Ok(None),
+        };
+        Ok(Some(PreviewDomain { hostname, tls_mode }))
     }
 
     /// Whether a preview of a pull request (from a fork or not) gets secret variables.
@@ -251,12 +353,29 @@ pub struct PreviewEnvironmentStatus {
     /// When the preview is removed unless its head moves again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<Time>,
+    /// The databases of its own, one per managed database the resource binds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub databases: Vec<PreviewDatabase>,
     /// Generation of the spec last acted on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     /// `Ready`: the head commit serves at `url`; otherwise why not.
     #[serde(default)]
     pub conditions: Vec<Condition>,
+}
+
+/// The name of the preview `preview`'s own database in place of `dependency`: both names, or
+/// — when that is longer than a DNS label (its container and network are named after it) — a
+/// shortened preview name and a digest of both.
+pub fn preview_dependency_name(preview: &str, dependency: &str) -> String {
+    let joined = format!("{preview}-{dependency}");
+    if joined.len() <= crate::limits::DNS_LABEL_MAX {
+        return joined;
+    }
+    use sha2::{Digest, Sha256};
+    let digest = hex::encode(&Sha256::digest(joined.as_bytes())[..6]);
+    let stem: String = preview.chars().take(40).collect();
+    format!("{}-{digest}", stem.trim_end_matches('-'))
 }
 
 /// The object name of the preview of pull request `number` of `resource`.
@@ -326,6 +445,42 @@ mod tests {
             preview_attempt_name("web-pr-7", &"0123456789abcdef".repeat(3)),
             "web-pr-7-0123456789ab"
         );
+    }
+
+    #[test]
+    fn a_preview_gets_a_host_name_of_its_own_from_the_template_or_when_tls_is_asked_for() {
+        let values = PreviewDomainValues {
+            pr_number: 7,
+            preview_id: "pr-7",
+            slug: "web",
+        };
+        let generated = "pr-7-web.apps.test";
+        let mut p = policy();
+        assert_eq!(p.preview_domain(&values, generated), Ok(None));
+        p.preview_tls_mode = Some(PreviewTlsMode::Auto);
+        let domain = p.preview_domain(&values, generated).unwrap().unwrap();
+        assert_eq!(domain.hostname, generated);
+        p.preview_domain_template = Some("{preview_id}.previews.test".into());
+        p.preview_tls_mode = None;
+        let domain = p.preview_domain(&values, generated).unwrap().unwrap();
+        assert_eq!(
+            (domain.hostname.as_str(), domain.tls_mode),
+            ("pr-7.previews.test", PreviewTlsMode::Auto)
+        );
+        p.preview_tls_mode = Some(PreviewTlsMode::Disabled);
+        let domain = p.preview_domain(&values, generated).unwrap().unwrap();
+        assert_eq!(domain.tls_mode.as_str(), "disabled");
+        p.preview_domain_template = Some("{branch}.previews.test".into());
+        assert!(p.preview_domain(&values, generated).is_err());
+    }
+
+    #[test]
+    fn a_preview_database_name_is_a_dns_label() {
+        assert_eq!(preview_dependency_name("web-pr-7", "db"), "web-pr-7-db");
+        let long = preview_dependency_name(&"w".repeat(60), "db");
+        assert!(long.len() <= 63, "{long}");
+        assert_ne!(long, preview_dependency_name(&"w".repeat(60), "cache"));
+        assert!(PreviewSeed::Restored.settled() && !PreviewSeed::Waiting.settled());
     }
 
     #[test]

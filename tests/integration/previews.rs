@@ -25,14 +25,59 @@ const WAIT: Duration = Duration::from_secs(150);
 /// The issue's promise: a closed pull request's preview is gone within a minute.
 const CLEANED_WITHIN: Duration = Duration::from_secs(60);
 
-const DOCKERFILE: &str = r#"FROM berth/busybox:1
+pub(crate) const DOCKERFILE: &str = r#"FROM berth/busybox:1
 COPY www/ /www/
 EXPOSE 8080
 CMD ["/bin/sh", "-c", "httpd -f -p 8080 -h /www & pid=$!; trap 'kill $pid; sleep 1; exit 0' TERM; wait"]
 "#;
 
-fn page(text: &str) -> String {
+pub(crate) fn page(text: &str) -> String {
     format!("<h1>{text}</h1>\n")
+}
+
+/// An Environment of project `project`, as kubectl applies it.
+pub(crate) fn environment_object(namespace: &str, name: &str, project: &str) -> Value {
+    json!({"apiVersion": "berth.dev/v1alpha1", "kind": "Environment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"projectId": project, "name": "Production", "kind": "production"}})
+}
+
+/// Pull request `number`'s preview of `resource` of `project` at `head` on `head_ref` of
+/// `repo`, made from CI (provider `api`), as kubectl applies it: `<resource>-pr-<number>`.
+pub(crate) fn preview_object(
+    namespace: &str,
+    (project, resource): (&str, &str),
+    repo: &GitRepo,
+    number: u64,
+    (head_ref, head): (&str, &str),
+) -> Value {
+    let full_name = format!("stack/{}", repo.name);
+    json!({"apiVersion": "berth.dev/v1alpha1", "kind": "PreviewEnvironment",
+        "metadata": {"name": format!("{resource}-pr-{number}"), "namespace": namespace},
+        "spec": {"projectId": project, "resourceId": resource,
+            "pushedAt": k8s_openapi::jiff::Timestamp::now().to_string(),
+            "source": {"provider": "api", "repositoryFullName": full_name,
+                "headRepositoryFullName": full_name, "headRepositoryUrl": repo.http_url(),
+                "pullRequestNumber": number, "baseRef": "main", "headRef": head_ref,
+                "headSha": head}}})
+}
+
+/// Closes preview `name` as a pull request's closing does: deletes it, without waiting.
+pub(crate) fn close(namespace: &str, name: &str) {
+    let delete = [
+        "delete",
+        "previewenvironment.berth.dev",
+        name,
+        "-n",
+        namespace,
+    ];
+    let deleted = berth_tests::kubectl(&[&delete[..], &["--wait=false"]].concat(), None);
+    assert!(deleted.status.success(), "{deleted:?}");
+}
+
+/// `objects` as one List for `kubectl apply`.
+pub(crate) fn object_list(objects: &[Value]) -> String {
+    json!({"apiVersion": "v1", "kind": "List", "items": objects}).to_string()
 }
 
 /// A GitHub `pull_request` payload for PR `number` of `repo`, its head `sha` on `head_ref`
@@ -372,6 +417,33 @@ async fn quota_and_expiry(s: &Setup, sha: &str) {
     );
     assert_eq!(shown["policy"]["source"], "configured");
     assert_eq!(shown["policy"]["id"], id);
+    assert_eq!(shown["policy"]["settings"]["previewTlsMode"], "disabled");
+    // A domain template that renders no host name is refused, naming the field, and the
+    // policy stays as it was.
+    for (template, why) in [
+        ("{branch}.previews.test", "{branch}"),
+        ("pr-{pr_number}", "host name"),
+    ] {
+        let bad = json!({"scope": scope, "policy": {"previewDomainTemplate": template}});
+        let refused = s.admin.post("/preview-policies", bad).await.expect(422);
+        let error = &refused["error"];
+        assert_eq!(
+            error["details"]["field"], "policy.previewDomainTemplate",
+            "{refused}"
+        );
+        assert!(
+            error["message"].as_str().unwrap().contains(why),
+            "{refused}"
+        );
+    }
+    let bad = json!({"scope": scope, "policy": {"previewTlsMode": "manual"}});
+    s.admin.post("/preview-policies", bad).await.expect(422);
+    let again = s
+        .admin
+        .post("/preview-policies/show", json!({"scope": scope}))
+        .await
+        .ok();
+    assert_eq!(again["policy"]["settings"], shown["policy"]["settings"]);
 
     let receipt = s.open("opened", 9, "feature", sha).await;
     let waiting = preview_of(&receipt)["previewEnvironmentId"]

@@ -25,13 +25,19 @@ use crate::notifications::{Receiver, hook, webhook_channel};
 use crate::servers::support::{create_credential, create_server, stack_key, wait_condition};
 
 /// The edge proxy ports Pebble validates against: one server at a time may publish them.
-static PEBBLE_PORTS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-const HTTP_PORT: u16 = 5002;
-const HTTPS_PORT: u16 = 5003;
+pub(crate) static PEBBLE_PORTS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+pub(crate) const HTTP_PORT: u16 = 5002;
+pub(crate) const HTTPS_PORT: u16 = 5003;
 const WAIT: Duration = Duration::from_secs(150);
 
 /// A server `local` whose edge proxy publishes 5002/5003, and the sample app `web` on it.
 async fn server_with_app(ns: &TestNamespace) {
+    pebble_server(ns).await;
+    apply(&resource_yaml(ns, "web", "berth/sample-app:1", "/healthz"));
+}
+
+/// A server `local` whose edge proxy publishes 5002/5003, Ready.
+pub(crate) async fn pebble_server(ns: &TestNamespace) {
     let (private_key, _) = stack_key();
     create_credential(ns, "key", &private_key).await;
     let servers = create_server(
@@ -44,12 +50,11 @@ async fn server_with_app(ns: &TestNamespace) {
     )
     .await;
     wait_condition(&servers, "local", READY, ConditionStatus::True, None, WAIT).await;
-    apply(&resource_yaml(ns, "web", "berth/sample-app:1", "/healthz"));
 }
 
 /// Removes the app, then the server, and waits until its edge proxy no longer holds the ports
 /// the next test needs.
-async fn release_ports(ns: &TestNamespace) {
+pub(crate) async fn release_ports(ns: &TestNamespace) {
     teardown(ns, "web").await;
     let output = kubectl(
         &[
@@ -105,7 +110,7 @@ async fn wait_certificate(
     .await
 }
 
-fn curl(args: &[&str]) -> (String, String) {
+pub(crate) fn curl(args: &[&str]) -> (String, String) {
     let output = Command::new("curl")
         .args(["-s", "--max-time", "10"])
         .args(args)

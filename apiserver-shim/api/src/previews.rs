@@ -10,6 +10,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::limits::OBJECT_NAME_MAX;
 use crate::validate::{Checked, FieldError, bounded, in_range, optional_text};
+pub use berth_vocabulary::previews::{
+    PREVIEW_DATABASES, PREVIEW_TLS_MODES, PreviewDatabase, PreviewSeed,
+    check_preview_domain_template, is_host_name,
+};
 
 /// `POST /preview-policies/show` answer's `schemaVersion`.
 pub const POLICY_SHOW_SCHEMA: &str = "preview-policies.show/v1";
@@ -94,6 +98,20 @@ pub struct PreviewPolicyInput {
     /// resource's own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment_profile_base_environment_id: Option<String>,
+    /// Each preview's host name instead of the generated `pr-<n>-<slug>.<server base domain>`,
+    /// e.g. `pr-{pr_number}.preview.example.com` (tokens `{pr_number}`, `{preview_id}`,
+    /// `{slug}`); its DNS must already lead to the server (a wildcard record).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview_domain_template: Option<String>,
+    /// TLS of the preview's host name: `auto` (a certificate by ACME; the default with a
+    /// domain template) or `disabled` (plain HTTP; the default without one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview_tls_mode: Option<String>,
+    /// What a preview gets for each managed database its resource binds: `empty` (default, a
+    /// database of its own), `latest-backup` (its own, filled from the newest ready backup of
+    /// the bound one) or `none`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview_databases: Option<String>,
 }
 
 impl PreviewPolicyInput {
@@ -119,7 +137,33 @@ impl PreviewPolicyInput {
             "policy.environmentProfileBaseEnvironmentId",
             self.environment_profile_base_environment_id.as_ref(),
             OBJECT_NAME_MAX,
-        )
+        )?;
+        if let Some(mode) = &self.preview_tls_mode
+            && !PREVIEW_TLS_MODES.contains(&mode.as_str())
+        {
+            return Err(FieldError::not_one_of(
+                "policy.previewTlsMode",
+                &PREVIEW_TLS_MODES,
+            ));
+        }
+        if let Some(databases) = &self.preview_databases
+            && !PREVIEW_DATABASES.contains(&databases.as_str())
+        {
+            return Err(FieldError::not_one_of(
+                "policy.previewDatabases",
+                &PREVIEW_DATABASES,
+            ));
+        }
+        let Some(template) = &self.preview_domain_template else {
+            return Ok(());
+        };
+        bounded("policy.previewDomainTemplate", template, OBJECT_NAME_MAX)?;
+        check_preview_domain_template(template).map_err(|why| {
+            FieldError::new(
+                "policy.previewDomainTemplate",
+                format!("policy.previewDomainTemplate gives no host name: {why}"),
+            )
+        })
     }
 }
 
@@ -165,6 +209,12 @@ pub struct PreviewPolicySettings {
     pub preview_ttl_hours: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment_profile_base_environment_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview_domain_template: Option<String>,
+    /// `auto` or `disabled`, as in force (with a template `auto` unless set).
+    pub preview_tls_mode: String,
+    /// `empty`, `latest-backup` or `none`.
+    pub preview_databases: String,
 }
 
 /// Appaloft's `previewPolicySummarySchema`.
@@ -256,6 +306,9 @@ pub struct PreviewEnvironmentSummary {
     pub with_secrets: bool,
     /// Berth: the `Ready` condition.
     pub ready: PreviewReadiness,
+    /// Berth: the databases of its own, in place of those the resource binds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub databases: Vec<PreviewDatabase>,
 }
 
 /// `GET /preview-environments` answer.

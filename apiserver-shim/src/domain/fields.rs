@@ -1,6 +1,6 @@
 //! Field rules every route applies the same way: confirmations, required text, slugs.
 
-use berth_crds::limits::{DNS_LABEL_MAX, OBJECT_NAME_MAX};
+use berth_crds::limits::DNS_LABEL_MAX;
 
 use crate::error::{ApiError, ApiResult};
 
@@ -75,19 +75,7 @@ pub fn normalized_host_name(given: &str) -> ApiResult<String> {
     Ok(hostname)
 }
 
-/// A lowercase DNS name, optionally a wildcard of one label.
-pub fn is_host_name(name: &str) -> bool {
-    let name = name.strip_prefix("*.").unwrap_or(name);
-    let label = |l: &str| {
-        !l.is_empty()
-            && l.len() <= 63
-            && l.chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-            && !l.starts_with('-')
-            && !l.ends_with('-')
-    };
-    name.len() <= OBJECT_NAME_MAX && name.split('.').all(label)
-}
+pub use berth_api::previews::is_host_name;
 
 #[cfg(test)]
 mod tests {

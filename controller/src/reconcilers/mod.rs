@@ -133,6 +133,7 @@ impl Inputs {
             previews: preview::Inputs {
                 resources: feeds.resources.subscribe_touched(),
                 deployments: feeds.deployments.subscribe(),
+                domain_bindings: feeds.domain_bindings.subscribe_touched(),
             },
             retention: feeds.retention_policies.subscribe(),
             health_changes: feeds.resources.subscribe(),

@@ -25,6 +25,7 @@ pub mod members;
 pub mod migrations;
 pub mod monitoring;
 pub mod notifications;
+pub mod previews;
 pub mod progress;
 pub mod repository;
 pub mod resource_input;

@@ -8,7 +8,9 @@ use berth_api::previews::{
     PreviewPolicyInput, PreviewPolicyScope, PreviewPolicySettings, PreviewScopeKind,
 };
 use berth_crds::limits::OBJECT_NAME_MAX;
-use berth_crds::preview::{ForkPreviews, PreviewPolicy, PreviewPolicySpec};
+use berth_crds::preview::{
+    ForkPreviews, PreviewDatabases, PreviewPolicy, PreviewPolicySpec, PreviewTlsMode,
+};
 use kube::ResourceExt;
 use sha2::{Digest, Sha256};
 
@@ -104,6 +106,13 @@ pub fn spec_of(scope: &PreviewPolicyScope, input: &PreviewPolicyInput) -> Previe
         environment_profile_base_environment_id: input
             .environment_profile_base_environment_id
             .clone(),
+        preview_domain_template: input.preview_domain_template.clone(),
+        preview_tls_mode: input.preview_tls_mode.as_deref().and_then(parse_tls_mode),
+        preview_databases: input
+            .preview_databases
+            .as_deref()
+            .and_then(parse_databases)
+            .unwrap_or(defaults.preview_databases),
         ..defaults
     }
 }
@@ -119,7 +128,34 @@ pub fn settings(spec: &PreviewPolicySpec) -> PreviewPolicySettings {
         environment_profile_base_environment_id: spec
             .environment_profile_base_environment_id
             .clone(),
+        preview_domain_template: spec.preview_domain_template.clone(),
+        preview_tls_mode: spec.tls_mode_in_force().as_str().into(),
+        preview_databases: databases_name(spec.preview_databases).into(),
     }
+}
+
+pub fn databases_name(databases: PreviewDatabases) -> &'static str {
+    match databases {
+        PreviewDatabases::Empty => "empty",
+        PreviewDatabases::LatestBackup => "latest-backup",
+        PreviewDatabases::None => "none",
+    }
+}
+
+fn parse_databases(name: &str) -> Option<PreviewDatabases> {
+    [
+        PreviewDatabases::Empty,
+        PreviewDatabases::LatestBackup,
+        PreviewDatabases::None,
+    ]
+    .into_iter()
+    .find(|databases| databases_name(*databases) == name)
+}
+
+fn parse_tls_mode(name: &str) -> Option<PreviewTlsMode> {
+    [PreviewTlsMode::Auto, PreviewTlsMode::Disabled]
+        .into_iter()
+        .find(|mode| mode.as_str() == name)
 }
 
 pub fn fork_previews_name(fork: ForkPreviews) -> &'static str {
@@ -223,5 +259,26 @@ mod tests {
         let shown = settings(&spec);
         assert_eq!(shown.fork_previews, "without-secrets");
         assert_eq!(shown.preview_ttl_hours, None);
+        assert_eq!(shown.preview_tls_mode, "disabled");
+        let input = PreviewPolicyInput {
+            preview_domain_template: Some("pr-{pr_number}.previews.test".into()),
+            ..Default::default()
+        };
+        let shown = settings(&spec_of(&scope(None), &input));
+        assert_eq!(shown.preview_tls_mode, "auto");
+        let input = PreviewPolicyInput {
+            preview_tls_mode: Some("disabled".into()),
+            ..input
+        };
+        let spec = spec_of(&scope(None), &input);
+        assert_eq!(spec.preview_tls_mode, Some(PreviewTlsMode::Disabled));
+        assert_eq!(settings(&spec).preview_databases, "empty");
+        let input = PreviewPolicyInput {
+            preview_databases: Some("latest-backup".into()),
+            ..Default::default()
+        };
+        let spec = spec_of(&scope(None), &input);
+        assert_eq!(spec.preview_databases, PreviewDatabases::LatestBackup);
+        assert_eq!(settings(&spec).preview_databases, "latest-backup");
     }
 }

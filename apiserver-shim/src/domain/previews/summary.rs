@@ -90,6 +90,7 @@ pub fn summary(preview: &PreviewEnvironment) -> PreviewEnvironmentSummary {
         fork: source.is_fork(),
         with_secrets: spec.with_secrets,
         ready: readiness(preview),
+        databases: status.databases,
     }
 }
 

@@ -1,28 +1,34 @@
-//! Removing a preview: its resource first (the resource's own cleanup takes its containers,
-//! route, built images and attempts off the server), then its environment and copied Secrets.
+//! Removing a preview: its domain binding first (whose own cleanup takes its route off the edge
+//! proxy; its Certificate goes with it), then its resource (the resource's own cleanup takes its
+//! containers, route, built images and attempts off the server), then its environment and
+//! copied Secrets.
 //! Only when the resource is gone does the preview let go, so nothing it made outlives it.
 
 use std::time::Duration;
 
+use berth_crds::backup::DependencyResourceRestore;
 use berth_crds::config::environment_secret_name;
+use berth_crds::dependency_resource::DependencyResource;
+use berth_crds::domain_binding::DomainBinding;
 use berth_crds::environment::Environment;
+use berth_crds::preview::PREVIEW_LABEL;
 use berth_crds::preview::PreviewEnvironment;
 use berth_crds::preview::preview_network;
 use berth_crds::resource::Resource;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::DeleteParams;
+use kube::api::{DeleteParams, ListParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
-use kube::{Api, Resource as _};
+use kube::{Api, Resource as _, ResourceExt};
 use serde::de::DeserializeOwned;
 
-use super::plan::{environment_name, made_name};
+use super::plan::{domain_binding_name, environment_name, made_name};
 use crate::context::Context;
 use crate::error::Result;
 use crate::reconcilers::deployment::connect;
 use crate::reconcilers::event_reason;
 
-/// How soon a cleanup waiting for the resource's own cleanup looks again.
+/// How soon a cleanup waiting for the binding's or the resource's own cleanup looks again.
 const RESOURCE_GONE_RECHECK: Duration = Duration::from_secs(2);
 
 /// `None` once everything the preview made is gone; else when to look again.
@@ -31,9 +37,16 @@ pub async fn remove_made(
     context: &Context,
     namespace: &str,
 ) -> Result<Option<Action>> {
+    let bindings = Api::<DomainBinding>::namespaced(context.client.clone(), namespace);
+    if delete(&bindings, &domain_binding_name(preview)).await? {
+        return Ok(Some(Action::requeue(RESOURCE_GONE_RECHECK)));
+    }
     let name = made_name(preview);
     let resources = Api::<Resource>::namespaced(context.client.clone(), namespace);
     if delete(&resources, &name).await? {
+        return Ok(Some(Action::requeue(RESOURCE_GONE_RECHECK)));
+    }
+    if remove_databases(preview, context, namespace).await? {
         return Ok(Some(Action::requeue(RESOURCE_GONE_RECHECK)));
     }
     remove_network(preview, context, namespace).await;
@@ -42,6 +55,26 @@ pub async fn remove_made(
     delete_secret_copies(preview, context, namespace).await?;
     tracing::info!(preview = %preview.metadata.name.as_deref().unwrap_or_default(), "preview removed");
     Ok(None)
+}
+
+/// Deletes the preview's own databases and their fillings (each database's own cleanup takes
+/// its container, network and volume off the server); whether any still exists.
+async fn remove_databases(
+    preview: &PreviewEnvironment,
+    context: &Context,
+    namespace: &str,
+) -> Result<bool> {
+    let made = ListParams::default().labels(&format!("{PREVIEW_LABEL}={}", made_name(preview)));
+    let restores = Api::<DependencyResourceRestore>::namespaced(context.client.clone(), namespace);
+    let dependencies = Api::<DependencyResource>::namespaced(context.client.clone(), namespace);
+    let mut left = false;
+    for restore in restores.list_metadata(&made).await? {
+        left |= delete(&restores, &restore.name_any()).await?;
+    }
+    for dependency in dependencies.list_metadata(&made).await? {
+        left |= delete(&dependencies, &dependency.name_any()).await?;
+    }
+    Ok(left)
 }
 
 /// Takes the preview's own network off its server once its containers are gone. A server that
@@ -94,7 +127,7 @@ pub async fn delete_secret_copies(
 }
 
 /// Asks for `name`'s deletion; whether it still exists (its finalizers still run).
-async fn delete<K>(api: &Api<K>, name: &str) -> Result<bool>
+pub async fn delete<K>(api: &Api<K>, name: &str) -> Result<bool>
 where
     K: kube::Resource + Clone + DeserializeOwned + std::fmt::Debug,
 {

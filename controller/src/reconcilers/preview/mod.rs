@@ -4,21 +4,28 @@
 //! A preview over its policy's quota waits, saying so; one past its time to live removes
 //! itself. Deleting a preview (the pull request closed) removes its resource first — whose
 //! own cleanup takes its containers, route and images off the server — then its environment
-//! and copied Secrets, and only then lets the object go.
+//! and copied Secrets, and only then lets the object go. A policy with a domain template (or
+//! TLS) gives the preview a host name of its own through a DomainBinding it owns; the preview
+//! is Ready once that binding is (its route applied, its certificate served).
 
 mod cleanup;
+mod database_plan;
+mod databases;
 mod plan;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use berth_crds::backup::DependencyResourceRestore;
 use berth_crds::condition::ConditionStatus;
 use berth_crds::condition::reason::DEPENDENCY_MISSING;
+use berth_crds::dependency_resource::DependencyResource;
 use berth_crds::deployment::Deployment;
+use berth_crds::domain_binding::DomainBinding;
 use berth_crds::environment::Environment;
 use berth_crds::preview::{
-    PREVIEW_FINALIZER, PREVIEW_LABEL, PreviewEnvironment, PreviewEnvironmentStatus, PreviewPolicy,
-    PreviewPolicySpec, reason,
+    PREVIEW_FINALIZER, PREVIEW_LABEL, PreviewDomain, PreviewEnvironment, PreviewEnvironmentStatus,
+    PreviewPolicy, PreviewPolicySpec, reason,
 };
 use berth_crds::resource::Resource;
 use k8s_openapi::api::core::v1::Secret;
@@ -49,6 +56,7 @@ const QUOTA_RECHECK: Duration = Duration::from_secs(30);
 pub struct Inputs {
     pub resources: Subscription<Resource>,
     pub deployments: Subscription<Deployment>,
+    pub domain_bindings: Subscription<DomainBinding>,
 }
 
 pub async fn run(
@@ -63,6 +71,10 @@ pub async fn run(
     );
     let previews = controller.store();
     let waiting = previews.clone();
+    // The databases and fillings previews made, by their label (few, and only previews').
+    let made = watcher::Config::default().labels(PREVIEW_LABEL);
+    let dependencies = Api::<DependencyResource>::all(context.client.clone());
+    let restores = Api::<DependencyResourceRestore>::all(context.client.clone());
     let stream = controller
         .watches_shared_stream(inputs.resources, move |resource| {
             // The preview that made it, and its siblings waiting for a free place.
@@ -71,6 +83,11 @@ pub async fn run(
             woken
         })
         .watches_shared_stream(inputs.deployments, |attempt| made_by(attempt.as_ref()))
+        .watches_shared_stream(inputs.domain_bindings, |binding| made_by(binding.as_ref()))
+        .watches(dependencies, made.clone(), |dependency| {
+            made_by(&dependency)
+        })
+        .watches(restores, made, |restore| made_by(&restore))
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy(KIND), context);
     drain(KIND, stream).await;
@@ -177,20 +194,61 @@ async fn apply(
         write(api, preview, &status).await?;
         return Ok(Action::requeue(WAIT_FOR_RESOURCE));
     };
-    let copy = make(preview, context, namespace, &base, &environment).await?;
+    let domain = match domain_of(preview, context, namespace, &base, &policy) {
+        Ok(domain) => domain,
+        Err(why) => {
+            let message = format!("the preview policy's previewDomainTemplate: {why}");
+            let invalid = reason::INVALID_DOMAIN_TEMPLATE;
+            let status = plan::base_status(preview, ConditionStatus::False, invalid, message, now);
+            write(api, preview, &status).await?;
+            return Ok(Action::requeue(WAIT_FOR_RESOURCE));
+        }
+    };
+    let policy_databases = policy.preview_databases;
+    let databases = databases::make(preview, context, namespace, &base, policy_databases).await?;
+    let made = Made {
+        base: &base,
+        base_environment: &environment,
+        domain: domain.as_ref(),
+        databases: &databases,
+    };
+    let copy = make(preview, context, namespace, &made).await?;
     let attempt = Caches::get(
         &context.caches.deployments,
         namespace,
         &plan::attempt_name(preview),
     );
     let current = Caches::get(&context.caches.resources, namespace, &copy.name_any());
-    let progress = plan::progress(attempt.as_deref(), current.as_deref());
-    let status = plan::status(preview, current.as_deref(), &progress, expires, now);
+    let binding_name = plan::domain_binding_name(preview);
+    let binding = Caches::get(&context.caches.domain_bindings, namespace, &binding_name);
+    let access = match domain {
+        Some(_) => plan::Access::Bound(binding.as_deref()),
+        None => plan::Access::Generated(current.as_deref()),
+    };
+    let progress = plan::seeding(&databases.records)
+        .unwrap_or_else(|| plan::progress(attempt.as_deref(), access));
+    let mut status = plan::status(preview, current.as_deref(), &progress, expires, now);
+    status.databases = databases.records;
     write(api, preview, &status).await?;
     Ok(match expires {
         Some(at) => Action::requeue(plan::until(at, now)),
         None => Action::await_change(),
     })
+}
+
+/// The host name of its own `policy` gives the preview (`Err`: why its template gives none).
+fn domain_of(
+    preview: &PreviewEnvironment,
+    context: &Context,
+    namespace: &str,
+    base: &Resource,
+    policy: &PreviewPolicySpec,
+) -> std::result::Result<Option<PreviewDomain>, String> {
+    let server = base.spec.server_id.as_deref();
+    let server = server.and_then(|id| Caches::get(&context.caches.servers, namespace, id));
+    let slug = plan::host_slug(preview, base);
+    let generated = crate::routes::generated_hostname(&slug, server.as_deref());
+    plan::domain(preview, base, policy, &generated)
 }
 
 /// The resource's own policy, else its project's, else the defaults.
@@ -297,15 +355,29 @@ async fn siblings(
         .collect())
 }
 
-/// Makes (or brings up to date) the preview's environment, Secrets, resource and the head
-/// commit's attempt; the resource as the API server has it.
+/// What a preview is made from: the resource it previews, the environment it starts from, the
+/// host name of its own, if any, and its own databases.
+struct Made<'a> {
+    base: &'a Resource,
+    base_environment: &'a Environment,
+    domain: Option<&'a PreviewDomain>,
+    databases: &'a databases::Own,
+}
+
+/// Makes (or brings up to date) the preview's environment, Secrets, resource, domain binding
+/// and the head commit's attempt; the resource as the API server has it.
 async fn make(
     preview: &PreviewEnvironment,
     context: &Context,
     namespace: &str,
-    base: &Resource,
-    base_environment: &Environment,
+    made: &Made<'_>,
 ) -> Result<Resource> {
+    let Made {
+        base,
+        base_environment,
+        domain,
+        databases,
+    } = *made;
     let client = &context.client;
     let environment = plan::environment(preview, base_environment);
     apply_object(&Api::namespaced(client.clone(), namespace), &environment).await?;
@@ -317,11 +389,33 @@ async fn make(
         &base_environment.name_any(),
     )
     .await?;
+    let bindings = database_plan::rebind(&base.spec.dependency_bindings, &databases.ids);
+    let shape = plan::CopyShape {
+        bound: domain.is_some(),
+        bindings: &bindings,
+    };
     let copy = apply_object(
         &Api::<Resource>::namespaced(client.clone(), namespace),
-        &plan::resource(preview, base),
+        &plan::resource(preview, base, &shape),
     )
     .await?;
+    let bindings = Api::<DomainBinding>::namespaced(client.clone(), namespace);
+    match domain {
+        Some(domain) => {
+            drop(apply_object(&bindings, &plan::domain_binding(preview, domain)).await?)
+        }
+        // The policy no longer gives one: a binding made before goes.
+        None => {
+            let name = plan::domain_binding_name(preview);
+            if Caches::get(&context.caches.domain_bindings, namespace, &name).is_some() {
+                cleanup::delete(&bindings, &name).await?;
+            }
+        }
+    }
+    // The head deploys once its databases are ready to deploy on (filled, when asked).
+    if !databases.settled() {
+        return Ok(copy);
+    }
     let attempts = Api::<Deployment>::namespaced(client.clone(), namespace);
     let attempt = plan::attempt(preview, &copy);
     match attempts.create(&PostParams::default(), &attempt).await {

@@ -1,5 +1,6 @@
 //! What a preview is made of and how it stands, decided without I/O: its Environment, the
-//! copy of the resource deployed at the pull request's head, the attempt of that head, its
+//! copy of the resource deployed at the pull request's head, the attempt of that head, the
+//! host name of its own (a DomainBinding, with TLS by ACME) when its policy gives one, its
 //! place in the resource's quota, its expiry and its Ready condition.
 
 use std::collections::BTreeMap;
@@ -8,13 +9,18 @@ use std::time::Duration;
 use berth_crds::condition::{Condition, ConditionStatus, READY};
 use berth_crds::config::{environment_secret_name, secret_name};
 use berth_crds::deployment::{Deployment, DeploymentState};
+use berth_crds::domain_binding::{DomainBinding, DomainBindingSpec};
 use berth_crds::environment::{Environment, EnvironmentSpec};
 use berth_crds::limits::NAME_MAX;
 use berth_crds::preview::{
-    PREVIEW_LABEL, PreviewEnvironment, PreviewEnvironmentStatus, PreviewPolicySpec,
-    preview_attempt_name, preview_host_slug, reason,
+    PREVIEW_LABEL, PreviewDatabase, PreviewDomain, PreviewDomainValues, PreviewEnvironment,
+    PreviewEnvironmentStatus, PreviewPolicySpec, PreviewSeed, preview_attempt_name,
+    preview_host_slug, reason,
 };
-use berth_crds::resource::{AutoDeployPolicy, FirstDeployment, Resource};
+use berth_crds::resource::{
+    AccessProfile, AutoDeployPolicy, DependencyBinding, FirstDeployment, GeneratedAccessMode,
+    Resource,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::{Resource as _, ResourceExt};
@@ -75,10 +81,21 @@ pub fn environment(preview: &PreviewEnvironment, base: &Environment) -> Environm
     environment
 }
 
+/// How the preview's copy differs from the resource beyond the pull request's head.
+#[derive(Default)]
+pub struct CopyShape<'a> {
+    /// It is served at a host name of its own (a DomainBinding), not its generated route.
+    pub bound: bool,
+    /// Its dependency bindings: the preview's own databases in place of production's.
+    pub bindings: &'a [DependencyBinding],
+}
+
 /// The copy of `base` the preview deploys: the head's repository at the head commit, its own
 /// host name, no auto-deploy (the preview's attempts follow the pull request), and none of
-/// what would touch production's data (dependency bindings, storage volumes).
-pub fn resource(preview: &PreviewEnvironment, base: &Resource) -> Resource {
+/// what would touch production's data: its databases replaced by the preview's own
+/// (`shape.bindings`), no storage volumes. With a host name of its
+/// own (`shape.bound`) the copy has no generated route: only the binding's serves it.
+pub fn resource(preview: &PreviewEnvironment, base: &Resource, shape: &CopyShape) -> Resource {
     let source = &preview.spec.source;
     let mut spec = base.spec.clone();
     spec.environment_id = environment_name(preview);
@@ -86,10 +103,7 @@ pub fn resource(preview: &PreviewEnvironment, base: &Resource) -> Resource {
         .chars()
         .take(NAME_MAX)
         .collect();
-    spec.slug = Some(preview_host_slug(
-        source.pull_request_number,
-        &base.host_slug(),
-    ));
+    spec.slug = Some(host_slug(preview, base));
     if let Some(descriptor) = spec.source.as_mut() {
         descriptor.locator = source.head_repository_url.clone();
         descriptor.git_ref = Some(source.head_ref.clone());
@@ -97,10 +111,20 @@ pub fn resource(preview: &PreviewEnvironment, base: &Resource) -> Resource {
     }
     spec.auto_deploy = AutoDeployPolicy::default();
     spec.first_deployment = FirstDeployment::OnRequest;
-    spec.dependency_bindings = Vec::new();
+    spec.dependency_bindings = shape.bindings.to_vec();
     spec.storage_attachments = Vec::new();
     spec.runtime = None;
     spec.secrets_ref = None;
+    if shape.bound {
+        let path_prefix = spec
+            .access_profile
+            .as_ref()
+            .map_or_else(|| "/".to_string(), |a| a.path_prefix.clone());
+        spec.access_profile = Some(AccessProfile {
+            generated_access_mode: GeneratedAccessMode::Disabled,
+            path_prefix,
+        });
+    }
     let mut copy = Resource::new(&made_name(preview), spec);
     copy.metadata = owned_meta(preview, made_name(preview));
     // Made with the Resource's cleanup finalizer: a pull request closed right after it opened
@@ -108,6 +132,51 @@ pub fn resource(preview: &PreviewEnvironment, base: &Resource) -> Resource {
     // the attempt already running, whose container would outlive the preview.
     copy.metadata.finalizers = Some(vec![crate::reconcilers::resource::FINALIZER.to_string()]);
     copy
+}
+
+/// The host name `policy` gives the preview, if any (`Err`: why its template gives none).
+/// `generated` is the preview's generated host name on its server.
+pub fn domain(
+    preview: &PreviewEnvironment,
+    base: &Resource,
+    policy: &PreviewPolicySpec,
+    generated: &str,
+) -> Result<Option<PreviewDomain>, String> {
+    let number = preview.spec.source.pull_request_number;
+    let values = PreviewDomainValues {
+        pr_number: number,
+        preview_id: &format!("pr-{number}"),
+        slug: &base.host_slug(),
+    };
+    policy.preview_domain(&values, generated)
+}
+
+/// The host-name label of the preview's copy of `base` (its generated route's first label).
+pub fn host_slug(preview: &PreviewEnvironment, base: &Resource) -> String {
+    preview_host_slug(preview.spec.source.pull_request_number, &base.host_slug())
+}
+
+/// The name of the DomainBinding that serves a preview at its own host name.
+pub fn domain_binding_name(preview: &PreviewEnvironment) -> String {
+    format!("{}-domain", preview.name_any())
+}
+
+/// The DomainBinding of the preview's host name, to its resource copy.
+pub fn domain_binding(preview: &PreviewEnvironment, domain: &PreviewDomain) -> DomainBinding {
+    let name = domain_binding_name(preview);
+    let mut binding = DomainBinding::new(
+        &name,
+        DomainBindingSpec {
+            resource_id: made_name(preview),
+            hostname: domain.hostname.clone(),
+            path_prefix: "/".into(),
+            tls_mode: domain.tls_mode.as_str().into(),
+            server_id: None,
+            http_policy: Default::default(),
+        },
+    );
+    binding.metadata = owned_meta(preview, name);
+    binding
 }
 
 /// The Secrets the preview copies when it may have secrets: (base's, preview's) names for the
@@ -196,22 +265,30 @@ pub enum Progress<'a> {
     Deploying,
     /// The attempt ended without serving, and why.
     Failed(String),
+    /// The head commit runs; its host name of its own is not served yet, and why.
+    WaitingForDomain(String),
+    /// A database of its own is being filled from a backup; the attempt starts after.
+    Seeding(String),
+    /// Filling a database of its own failed; nothing is deployed.
+    SeedFailed(String),
     /// The head commit serves at `url`.
     Serving { url: &'a str },
 }
 
-/// How the head commit's `attempt` (if it exists yet) and the preview's resource `copy` stand.
-pub fn progress<'a>(attempt: Option<&Deployment>, copy: Option<&'a Resource>) -> Progress<'a> {
+/// Where a preview answers: its copy's generated route, or a host name of its own through
+/// its DomainBinding (`None` until the binding exists).
+pub enum Access<'a> {
+    Generated(Option<&'a Resource>),
+    Bound(Option<&'a DomainBinding>),
+}
+
+/// How the head commit's `attempt` (if it exists yet) stands, and where it answers.
+pub fn progress<'a>(attempt: Option<&Deployment>, access: Access<'a>) -> Progress<'a> {
     let Some(state) = attempt.and_then(|a| a.status.as_ref()) else {
         return Progress::Deploying;
     };
     match state.status {
-        Some(DeploymentState::Succeeded) => {
-            let url = copy
-                .and_then(|c| c.status.as_ref()?.access_summary.as_ref()?.url())
-                .unwrap_or_default();
-            Progress::Serving { url }
-        }
+        Some(DeploymentState::Succeeded) => serving(access),
         Some(ended) if ended.is_terminal() => {
             Progress::Failed(state.last_error.as_ref().map_or_else(
                 || format!("the attempt ended {ended:?}"),
@@ -219,6 +296,54 @@ pub fn progress<'a>(attempt: Option<&Deployment>, copy: Option<&'a Resource>) ->
             ))
         }
         _ => Progress::Deploying,
+    }
+}
+
+/// The progress while the preview's own databases are not all ready to deploy on (`None`:
+/// they are, or it has none).
+pub fn seeding(databases: &[PreviewDatabase]) -> Option<Progress<'static>> {
+    if let Some(failed) = databases.iter().find(|d| d.seed == PreviewSeed::Failed) {
+        let why = failed.message.clone().unwrap_or_default();
+        let own = &failed.preview_dependency_resource_id;
+        return Some(Progress::SeedFailed(format!("database {own}: {why}")));
+    }
+    let filling = databases.iter().find(|d| !d.seed.settled())?;
+    let why = filling.message.clone().unwrap_or_default();
+    let own = &filling.preview_dependency_resource_id;
+    Some(Progress::Seeding(format!("database {own}: {why}")))
+}
+
+/// A running head commit's progress by where it answers: the binding's URL only once the
+/// binding is Ready (its route applied and, with TLS, its certificate served).
+fn serving(access: Access<'_>) -> Progress<'_> {
+    match access {
+        Access::Generated(copy) => {
+            let url = copy
+                .and_then(|c| c.status.as_ref()?.access_summary.as_ref()?.url())
+                .unwrap_or_default();
+            Progress::Serving { url }
+        }
+        Access::Bound(None) => {
+            Progress::WaitingForDomain("its domain binding is being made".into())
+        }
+        Access::Bound(Some(binding)) => {
+            let status = binding.status.as_ref();
+            let ready = status.and_then(|s| berth_crds::condition::find(&s.conditions, READY));
+            match (ready, status.and_then(|s| s.url.as_deref())) {
+                (Some(c), Some(url)) if c.status == ConditionStatus::True => {
+                    Progress::Serving { url }
+                }
+                (Some(c), _) => Progress::WaitingForDomain(format!(
+                    "domain binding {}: {}",
+                    binding.name_any(),
+                    c.message
+                )),
+                (None, _) => Progress::WaitingForDomain(format!(
+                    "domain binding {} is not checked yet",
+                    binding.name_any()
+                )),
+            }
+        }
     }
 }
 
@@ -241,6 +366,21 @@ pub fn status(
             ConditionStatus::False,
             reason::DEPLOY_FAILED,
             format!("the attempt of {head} failed: {why}"),
+        ),
+        Progress::WaitingForDomain(why) => (
+            ConditionStatus::False,
+            reason::WAITING_FOR_DOMAIN,
+            format!("{head} runs; its host name is not served yet: {why}"),
+        ),
+        Progress::Seeding(why) => (
+            ConditionStatus::False,
+            reason::SEEDING_DATABASES,
+            format!("{head} deploys once its databases are filled; {why}"),
+        ),
+        Progress::SeedFailed(why) => (
+            ConditionStatus::False,
+            reason::DATABASE_SEED_FAILED,
+            format!("{head} is not deployed: {why}"),
         ),
         Progress::Serving { url } => (
             ConditionStatus::True,

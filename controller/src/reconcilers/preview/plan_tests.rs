@@ -50,7 +50,11 @@ fn base() -> Resource {
 
 #[test]
 fn the_copy_deploys_the_head_at_its_own_host_and_touches_no_production_data() {
-    let copy = resource(&preview("web-pr-7", "2026-12-01T00:00:00Z"), &base());
+    let copy = resource(
+        &preview("web-pr-7", "2026-12-01T00:00:00Z"),
+        &base(),
+        &CopyShape::default(),
+    );
     let spec = &copy.spec;
     assert_eq!(spec.environment_id, "web-pr-7-env");
     assert_eq!(spec.slug.as_deref(), Some("pr-7-web-shop"));
@@ -72,6 +76,80 @@ fn the_copy_deploys_the_head_at_its_own_host_and_touches_no_production_data() {
         copy.metadata.owner_references.as_ref().unwrap()[0].kind,
         "PreviewEnvironment"
     );
+    assert!(
+        spec.access_profile.is_none(),
+        "served by its generated route"
+    );
+}
+
+#[test]
+fn a_host_name_of_its_own_is_a_binding_the_preview_owns_and_the_copy_has_no_generated_route() {
+    let p = preview("web-pr-7", "2026-12-01T00:00:00Z");
+    let mut policy = PreviewPolicySpec::default_for("shop", None);
+    let generated = "pr-7-web-shop.apps.test";
+    assert_eq!(domain(&p, &base(), &policy, generated), Ok(None));
+    policy.preview_domain_template = Some("{slug}-{preview_id}.previews.test".into());
+    let found = domain(&p, &base(), &policy, generated).unwrap().unwrap();
+    assert_eq!(found.hostname, "web-shop-pr-7.previews.test");
+    let binding = domain_binding(&p, &found);
+    assert_eq!(binding.metadata.name.as_deref(), Some("web-pr-7-domain"));
+    assert_eq!(
+        (
+            binding.spec.resource_id.as_str(),
+            binding.spec.tls_mode.as_str()
+        ),
+        ("web-pr-7", "auto")
+    );
+    assert_eq!(
+        binding.metadata.labels.as_ref().unwrap()[PREVIEW_LABEL],
+        "web-pr-7"
+    );
+    let shape = CopyShape {
+        bound: true,
+        bindings: &[],
+    };
+    let copy = resource(&p, &base(), &shape);
+    let access = copy.spec.access_profile.unwrap();
+    assert_eq!(access.generated_access_mode, GeneratedAccessMode::Disabled);
+    policy.preview_domain_template = Some("{number}.previews.test".into());
+    assert!(
+        domain(&p, &base(), &policy, generated)
+            .unwrap_err()
+            .contains("{number}")
+    );
+}
+
+#[test]
+fn a_bound_preview_serves_at_its_bindings_url_only_once_the_binding_is_ready() {
+    let attempt: Deployment = serde_json::from_value(json!({
+        "apiVersion": "berth.dev/v1alpha1", "kind": "Deployment",
+        "metadata": {"name": "web-pr-7-0123456789ab"},
+        "spec": {"resourceId": "web-pr-7", "serverId": "edge", "projectId": "shop",
+                 "environmentId": "web-pr-7-env", "trigger": "pull-request"},
+        "status": {"status": "succeeded"}
+    }))
+    .unwrap();
+    let waiting = progress(Some(&attempt), Access::Bound(None));
+    assert!(matches!(waiting, Progress::WaitingForDomain(_)));
+    let mut binding: DomainBinding = serde_json::from_value(json!({
+        "apiVersion": "berth.dev/v1alpha1", "kind": "DomainBinding",
+        "metadata": {"name": "web-pr-7-domain"},
+        "spec": {"resourceId": "web-pr-7", "hostname": "pr-7.previews.test"},
+        "status": {"url": "https://pr-7.previews.test/", "conditions": [{
+            "type": "Ready", "status": "False", "reason": "WaitingForCertificate",
+            "message": "the ACME order is pending", "lastTransitionTime": "2026-12-01T00:00:00Z"}]}
+    }))
+    .unwrap();
+    let Progress::WaitingForDomain(why) = progress(Some(&attempt), Access::Bound(Some(&binding)))
+    else {
+        panic!("not waiting for the binding");
+    };
+    assert!(why.contains("ACME order is pending"), "{why}");
+    binding.status.as_mut().unwrap().conditions[0].status = ConditionStatus::True;
+    let Progress::Serving { url } = progress(Some(&attempt), Access::Bound(Some(&binding))) else {
+        panic!("not serving");
+    };
+    assert_eq!(url, "https://pr-7.previews.test/");
 }
 
 #[test]
