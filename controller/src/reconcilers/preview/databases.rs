@@ -48,14 +48,11 @@ pub async fn make(
     let dependencies = Api::<DependencyResource>::namespaced(client.clone(), namespace);
     let restores = Api::<DependencyResourceRestore>::namespaced(client.clone(), namespace);
     let wants_backup = policy == PreviewDatabases::LatestBackup;
-    let backups = match wants_backup {
-        true => {
-            Api::<DependencyResourceBackup>::namespaced(client.clone(), namespace)
-                .list(&Default::default())
-                .await?
-                .items
-        }
-        false => Vec::new(),
+    let backups = if wants_backup {
+        let backups = Api::<DependencyResourceBackup>::namespaced(client.clone(), namespace);
+        backups.list(&Default::default()).await?.items
+    } else {
+        Vec::new()
     };
     for binding in &base.spec.dependency_bindings {
         let bound_id = &binding.dependency_resource_id;
@@ -67,9 +64,10 @@ pub async fn make(
         }
         let made = apply_object(&dependencies, &plan::dependency(preview, &bound)).await?;
         let made_id = made.name_any();
-        let restore = match wants_backup {
-            true => restores.get_opt(&plan::restore_name(&made_id)).await?,
-            false => None,
+        let restore = if wants_backup {
+            restores.get_opt(&plan::restore_name(&made_id)).await?
+        } else {
+            None
         };
         // Once started, a filling keeps its backup even if a newer one appears.
         let backup = restore
