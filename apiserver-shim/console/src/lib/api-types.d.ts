@@ -6807,6 +6807,19 @@ export interface components {
             /** @description Berth writes no feedback to the pull request: always false. */
             updatedFeedback: boolean;
         };
+        /** @description A database a preview has of its own in place of one its resource binds. */
+        PreviewDatabase: {
+            /** @description The backup it is filled from. */
+            backupId?: string;
+            /** @description Id of the DependencyResource the resource binds. */
+            dependencyResourceId: string;
+            /** @description What people should know (why it started empty, why its filling failed). */
+            message?: string;
+            /** @description Id of the preview's own, which its copy binds instead. */
+            previewDependencyResourceId: string;
+            /** @description How its filling stands. */
+            seed: components["schemas"]["PreviewSeed"];
+        };
         /** @description `GET /preview-environments` answer. */
         PreviewEnvironmentList: {
             generatedAt: string;
@@ -6822,6 +6835,8 @@ export interface components {
         /** @description Appaloft's `previewEnvironmentSummarySchema`, with Berth's additions. */
         PreviewEnvironmentSummary: {
             createdAt: string;
+            /** @description Berth: the databases of its own, in place of those the resource binds. */
+            databases?: components["schemas"]["PreviewDatabase"][];
             /** @description Berth: the attempt of the current head commit. */
             deploymentId?: string;
             /** @description The preview's own environment (kind `preview`); empty until the controller made it. */
@@ -6867,6 +6882,23 @@ export interface components {
              */
             maxActivePreviews?: number;
             /**
+             * @description What a preview gets for each managed database its resource binds: `empty` (default, a
+             *     database of its own), `latest-backup` (its own, filled from the newest ready backup of
+             *     the bound one) or `none`.
+             */
+            previewDatabases?: string;
+            /**
+             * @description Each preview's host name instead of the generated `pr-<n>-<slug>.<server base domain>`,
+             *     e.g. `pr-{pr_number}.preview.example.com` (tokens `{pr_number}`, `{preview_id}`,
+             *     `{slug}`); its DNS must already lead to the server (a wildcard record).
+             */
+            previewDomainTemplate?: string;
+            /**
+             * @description TLS of the preview's host name: `auto` (a certificate by ACME; the default with a
+             *     domain template) or `disabled` (plain HTTP; the default without one).
+             */
+            previewTlsMode?: string;
+            /**
              * Format: int64
              * @description Hours a preview lives after its last push (1 to 8760; default until its pull request
              *     closes).
@@ -6897,6 +6929,11 @@ export interface components {
             forkPreviews: string;
             /** Format: uint32 */
             maxActivePreviews?: number;
+            /** @description `empty`, `latest-backup` or `none`. */
+            previewDatabases: string;
+            previewDomainTemplate?: string;
+            /** @description `auto` or `disabled`, as in force (with a template `auto` unless set). */
+            previewTlsMode: string;
             /** Format: uint32 */
             previewTtlHours?: number;
             sameRepositoryPreviews: boolean;
@@ -6949,6 +6986,8 @@ export interface components {
          * @enum {string}
          */
         PreviewScopeKind: "project" | "resource";
+        /** @description How a preview database's filling stands. */
+        PreviewSeed: "empty" | "waiting" | "restoring" | "restored" | "failed";
         /** @description The pull request a preview shows (Appaloft's `previewEnvironmentSourceSummarySchema`). */
         PreviewSourceSummary: {
             baseRef: string;
