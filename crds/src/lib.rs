@@ -89,6 +89,19 @@ pub const NAMESPACE_LABEL: &str = "berth.dev/namespace";
 pub const SIDECAR_LABEL: &str = "berth.dev/sidecar";
 /// Label naming the DependencyResource a container runs (with [`NAMESPACE_LABEL`]).
 pub const DEPENDENCY_LABEL: &str = "berth.dev/dependency-resource";
+/// The labels of a container that say whose it is, also put on the networks and volumes made
+/// for it: Berth's, which namespace's and, for a preview's, which preview's. A leftovers check
+/// lists a server's things by them.
+pub fn owner_labels(
+    labels: &std::collections::HashMap<String, String>,
+) -> std::collections::HashMap<String, String> {
+    const OWNER_LABELS: [&str; 3] = [MANAGED_LABEL, NAMESPACE_LABEL, preview::PREVIEW_LABEL];
+    labels
+        .iter()
+        .filter(|(key, _)| OWNER_LABELS.contains(&key.as_str()))
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect()
+}
 /// Label on an imported dependency's connection Secret: its database has no private network
 /// for bound apps to join.
 pub const IMPORTED_CONNECTION_LABEL: &str = "berth.dev/imported-connection";

@@ -91,8 +91,18 @@ pub fn docker_names(filter: &str) -> Vec<String> {
     docker_lines(&["ps", "-a", "--filter", filter, "--format", "{{.Names}}"])
 }
 
+/// The names of the volumes the docker CLI lists for `filter` (e.g. `label=k=v`).
+pub fn volumes(filter: &str) -> Vec<String> {
+    docker_lines(&["volume", "ls", "-q", "--filter", filter])
+}
+
+/// The names of the networks the docker CLI lists for `filter` (e.g. `label=k=v`).
+pub fn networks(filter: &str) -> Vec<String> {
+    docker_lines(&["network", "ls", "--filter", filter, "--format", "{{.Name}}"])
+}
+
 /// The lines the docker CLI prints for `args`.
-fn docker_lines(args: &[&str]) -> Vec<String> {
+pub fn docker_lines(args: &[&str]) -> Vec<String> {
     let output = std::process::Command::new("docker")
         .args(args)
         .output()

@@ -3,7 +3,8 @@
 //! while production keeps serving main; a push to the PR redeploys the same preview; a replay
 //! changes nothing; a fork's PR deploys nothing by default; a wrong signature is refused; the
 //! quota holds the next preview waiting; an expired preview and a closed PR leave nothing with
-//! the preview's label behind (objects, containers, route).
+//! the preview's label behind (objects, containers, networks, volumes, images, route), and the
+//! leftovers check lists what was left with a gone preview's label.
 
 use std::time::Duration;
 
@@ -16,7 +17,8 @@ use kube::api::{ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
 
 use crate::deploy_support::{
-    delete_resource, docker_names, fetch, ready_server, remove_server, wait_body,
+    delete_resource, docker_lines, docker_names, fetch, networks, ready_server, remove_server,
+    volumes, wait_body,
 };
 use crate::git_support::{GitRepo, deliver, deliver_as, github_signature};
 use crate::shim_projects_envs::{environment, project};
@@ -257,6 +259,7 @@ async fn a_pull_request_gets_its_own_preview_that_follows_its_head_and_leaves_no
     assert_isolated(&id, &[&other, &resource]);
     s.open("closed", 12, "feature", &second).await;
     assert_cleaned(&s, &other).await;
+    leftovers_listed(&s, &server, &other).await;
 
     refusals(&s, &second).await;
     other_forges(&s, &second).await;
@@ -576,13 +579,27 @@ async fn assert_cleaned(s: &Setup, id: &str) {
                 .await
                 .ok()?
                 .is_none();
+            let on_server = format!("label={labelled}");
             (gone
                 && left.is_empty()
-                && docker_names(&format!("label=berth.dev/resource={id}")).is_empty())
+                && docker_names(&format!("label=berth.dev/resource={id}")).is_empty()
+                && docker_names(&on_server).is_empty()
+                && networks(&on_server).is_empty()
+                && volumes(&on_server).is_empty())
             .then_some(())
         }
     })
     .await;
+    let built = docker_lines(&["images", "-q", &format!("berth-built/{}/{id}", s.namespace)]);
+    assert!(built.is_empty(), "images built for {id} left: {built:?}");
+    let check = leftovers(s).await;
+    let of_it: Vec<_> = check["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| item["previewEnvironmentId"] == id)
+        .collect();
+    assert!(of_it.is_empty(), "the leftovers check lists {of_it:?}");
     assert_eq!(
         s.admin
             .get(&format!("/preview-environments/{id}"))
@@ -601,6 +618,63 @@ async fn assert_cleaned(s: &Setup, id: &str) {
         },
     )
     .await;
+}
+
+/// `GET /preview-environments/leftovers`, which must have read every server.
+async fn leftovers(s: &Setup) -> Value {
+    let check = s.admin.get("/preview-environments/leftovers").await.ok();
+    assert_eq!(check["uncheckedServers"], json!([]), "{check}");
+    check
+}
+
+/// What the leftovers check says of a thing left by hand with a closed preview's label, on the
+/// server and in the cluster; removed again.
+async fn leftovers_listed(s: &Setup, server: &str, gone: &str) {
+    let network = format!("left-{gone}");
+    let labels = [
+        format!("{PREVIEW_LABEL}={gone}"),
+        format!("berth.dev/namespace={}", s.namespace),
+    ];
+    let made = std::process::Command::new("docker")
+        .args([
+            "network", "create", "--label", &labels[0], "--label", &labels[1], &network,
+        ])
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    let secrets =
+        Api::<k8s_openapi::api::core::v1::Secret>::namespaced(s.client.clone(), &s.namespace);
+    let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
+        "metadata": {"name": format!("left-{gone}"), "labels": {PREVIEW_LABEL: gone}},
+        "stringData": {"note": "left over"}
+    }))
+    .unwrap();
+    secrets.create(&Default::default(), &secret).await.unwrap();
+
+    let check = leftovers(s).await;
+    assert!(
+        check["checkedServers"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(server)),
+        "{check}"
+    );
+    let listed = |kind: &str, name: &str, server: Option<&str>| {
+        check["items"].as_array().unwrap().iter().any(|item| {
+            item["previewEnvironmentId"] == gone
+                && item["kind"] == kind
+                && item["name"] == name
+                && item.get("serverId").and_then(Value::as_str) == server
+        })
+    };
+    assert!(listed("network", &network, Some(server)), "{check}");
+    assert!(listed("Secret", &format!("left-{gone}"), None), "{check}");
+
+    docker_lines(&["network", "rm", &network]);
+    secrets
+        .delete(&format!("left-{gone}"), &Default::default())
+        .await
+        .unwrap();
 }
 
 async fn names<K>(client: &kube::Client, namespace: &str, params: &ListParams) -> Vec<String>

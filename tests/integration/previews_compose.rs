@@ -1,17 +1,17 @@
 //! A pull request that adds a Compose service gets it in its preview (issue 44): the preview
 //! deploys the head commit's Compose file, not main's, so the new service runs beside the
 //! others and the web reaches it by name; production's stack is untouched and closing the pull
-//! request takes every container of the preview's stack away.
+//! request takes every container, network and volume of the preview's stack away.
 
 use std::time::Duration;
 
 use berth_crds::condition::{ConditionStatus, READY, find};
 use berth_crds::deployment::Deployment;
-use berth_crds::preview::{PreviewEnvironment, preview_attempt_name};
+use berth_crds::preview::{PREVIEW_LABEL, PreviewEnvironment, preview_attempt_name};
 use berth_tests::{TestNamespace, client, eventually};
 use serde_json::json;
 
-use crate::deploy_support::{docker_names, wait_body};
+use crate::deploy_support::{docker_names, networks, volumes, wait_body};
 use crate::deployments::apply;
 use crate::git_support::{GitRepo, get};
 use crate::previews::{close, environment_object, object_list, preview_object};
@@ -27,10 +27,15 @@ const MAIN_COMPOSE: &str = r#"services:
     command: ["/bin/sh", "-c", "mkdir -p /www && echo api-answers > /www/index.html && exec httpd -f -p 9000 -h /www"]
 "#;
 
-/// The service the pull request adds to main's Compose file.
+/// The service the pull request adds to main's Compose file, keeping its page on a volume of
+/// its own (a resource keeps its Compose volumes; a preview's go with it).
 const CACHE_SERVICE: &str = r#"  cache:
     image: berth/busybox:1
-    command: ["/bin/sh", "-c", "mkdir -p /www && echo cache-answers-by-name > /www/index.html && exec httpd -f -p 9100 -h /www"]
+    command: ["/bin/sh", "-c", "echo cache-answers-by-name > /www/index.html && exec httpd -f -p 9100 -h /www"]
+    volumes:
+      - cachepages:/www
+volumes:
+  cachepages: {}
 "#;
 
 const WEB_DOCKERFILE: &str = r#"FROM berth/busybox:1
@@ -135,10 +140,21 @@ async fn a_pull_request_that_adds_a_compose_service_gets_it_in_its_preview() {
     );
     assert_eq!(containers(&ns, "stack"), production);
 
-    // Closed: every container of the preview's stack goes, production's stay.
+    // Its volume and networks carry the preview's label, as its containers do.
+    let labelled = format!("label={PREVIEW_LABEL}={PREVIEW}");
+    assert_eq!(docker_names(&labelled).len(), 3, "web, api and cache");
+    assert_eq!(volumes(&labelled).len(), 1, "the cache's volume");
+    assert!(!networks(&labelled).is_empty(), "the preview's networks");
+
+    // Closed: every container, volume and network of the preview's stack goes, production's
+    // stay.
     close(&ns.name, PREVIEW);
     eventually(WAIT, "the preview's stack gone", || async {
-        containers(&ns, PREVIEW).is_empty().then_some(())
+        (containers(&ns, PREVIEW).is_empty()
+            && docker_names(&labelled).is_empty()
+            && volumes(&labelled).is_empty()
+            && networks(&labelled).is_empty())
+        .then_some(())
     })
     .await;
     assert_eq!(containers(&ns, "stack"), production);

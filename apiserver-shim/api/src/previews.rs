@@ -22,6 +22,9 @@ pub const LIST_SCHEMA: &str = "preview-environments.list/v1";
 /// `GET /preview-environments/{id}` answer's `schemaVersion`.
 pub const SHOW_SCHEMA: &str = "preview-environments.show/v1";
 
+/// `GET /preview-environments/leftovers` answer's `schemaVersion`.
+pub const LEFTOVERS_SCHEMA: &str = "preview-environments.leftovers/v1";
+
 /// The spellings of `forkPreviews`.
 pub const FORK_PREVIEWS: [&str; 3] = ["disabled", "without-secrets", "with-secrets"];
 /// `maxActivePreviews` bounds.
@@ -326,6 +329,43 @@ pub struct PreviewEnvironmentList {
 pub struct PreviewEnvironmentShow {
     pub schema_version: String,
     pub preview_environment: PreviewEnvironmentSummary,
+    pub generated_at: String,
+}
+
+/// One thing left of a preview that is gone: a Kubernetes object or a container, network or
+/// volume on a server still carrying the preview's label.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "camelCase")]
+pub struct PreviewLeftover {
+    pub preview_environment_id: String,
+    /// `container`, `network` or `volume` on a server, else the Kubernetes kind (`Resource`,
+    /// `Environment`, `Deployment`, `Secret`, `DomainBinding`, `DependencyResource`,
+    /// `DependencyResourceRestore`).
+    pub kind: String,
+    pub name: String,
+    /// The server holding it; absent for a Kubernetes object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_id: Option<String>,
+}
+
+/// A server the leftovers check could not read, and why.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct UncheckedServer {
+    pub server_id: String,
+    pub reason: String,
+}
+
+/// `GET /preview-environments/leftovers` answer: what is left of previews that are gone, from
+/// the cluster and every server of the organization that answered. Empty `items` with no
+/// `uncheckedServers` means nothing is left.
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct PreviewLeftovers {
+    pub schema_version: String,
+    pub items: Vec<PreviewLeftover>,
+    pub checked_servers: Vec<String>,
+    pub unchecked_servers: Vec<UncheckedServer>,
     pub generated_at: String,
 }
 

@@ -1,12 +1,14 @@
 //! Preview environments as the routes reach them: the policy in force for a project or
 //! resource ([`policies`]), a PreviewEnvironment as Appaloft's summary ([`summary`]), the
-//! removal of one, which REST and CI share ([`cleanup`]), the write of one, which the webhook
+//! removal of one, which REST and CI share ([`cleanup`]), the check of what is left of previews
+//! that are gone ([`leftovers`]), the write of one, which the webhook
 //! and CI share ([`write`]), CI's preview of a commit ([`ci`]), and what a resource read's
 //! `previewEnvironmentId` names ([`read_subject`]). The controller builds and removes what
 //! previews make.
 
 pub mod ci;
 pub mod cleanup;
+pub mod leftovers;
 pub mod policies;
 pub mod summary;
 pub mod write;

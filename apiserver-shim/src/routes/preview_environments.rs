@@ -5,8 +5,9 @@
 
 use axum::extract::{Path, State};
 use berth_api::previews::{
-    DeletePreviewEnvironment, LIST_SCHEMA, PREVIEW_STATUSES, PreviewCleanupAnswer,
-    PreviewEnvironmentList, PreviewEnvironmentShow, PreviewEnvironmentSummary, SHOW_SCHEMA,
+    DeletePreviewEnvironment, LEFTOVERS_SCHEMA, LIST_SCHEMA, PREVIEW_STATUSES,
+    PreviewCleanupAnswer, PreviewEnvironmentList, PreviewEnvironmentShow,
+    PreviewEnvironmentSummary, PreviewLeftovers, SHOW_SCHEMA,
 };
 use berth_crds::member::OrganizationRole;
 use k8s_openapi::jiff::Timestamp;
@@ -15,6 +16,7 @@ use super::Endpoint;
 use crate::auth::Caller;
 use crate::domain::objects::all_in;
 use crate::domain::previews::cleanup::{already_clean, answer, remove};
+use crate::domain::previews::leftovers as left;
 use crate::domain::previews::summary::summary;
 use crate::domain::previews::{find, lookup, visible_to};
 use crate::error::{ApiError, ApiResult};
@@ -30,6 +32,13 @@ pub fn endpoints() -> Vec<Endpoint> {
              status active|cleanup-requested, pullRequestNumber), with their URL, the commit \
              serving and the Ready condition",
             list,
+        ),
+        Endpoint::get::<PreviewLeftovers, _, _>(
+            "/preview-environments/leftovers",
+            "Admins: what is left of previews that are gone — Kubernetes objects, and containers, \
+             networks and volumes on the organization's servers, still carrying a preview's \
+             label — with the servers read and those that could not be (and why)",
+            leftovers,
         ),
         Endpoint::get::<PreviewEnvironmentShow, _, _>(
             "/preview-environments/{previewEnvironmentId}",
@@ -120,6 +129,29 @@ async fn list(
     Ok(Json(PreviewEnvironmentList {
         schema_version: LIST_SCHEMA.into(),
         items,
+        generated_at: Timestamp::now().to_string(),
+    }))
+}
+
+async fn leftovers(
+    State(state): State<AppState>,
+    caller: Caller,
+    query: QueryParams,
+) -> ApiResult<Json<PreviewLeftovers>> {
+    known_params(&query, &[])?;
+    let namespace = &caller.require_role(OrganizationRole::Admin)?.namespace;
+    let (objects, servers) = tokio::join!(
+        left::kubernetes_objects(&state, namespace),
+        left::server_things(&state, namespace),
+    );
+    // Read after the lists: a preview made meanwhile is not reported as gone.
+    let previews = left::previews_in(&state, namespace);
+    let found = [objects?, servers.found].concat();
+    Ok(Json(PreviewLeftovers {
+        schema_version: LEFTOVERS_SCHEMA.into(),
+        items: left::leftovers(&previews, found),
+        checked_servers: servers.checked,
+        unchecked_servers: servers.unchecked,
         generated_at: Timestamp::now().to_string(),
     }))
 }

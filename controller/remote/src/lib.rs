@@ -13,6 +13,7 @@ pub mod edge_tls;
 pub mod error;
 pub mod facts;
 pub mod host_key;
+pub mod labelled;
 pub mod pool;
 pub mod server_address;
 pub mod tally;

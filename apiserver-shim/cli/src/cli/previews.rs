@@ -37,4 +37,11 @@ pub enum Previews {
         /// Preview id (`<resource>-pr-<number>`).
         preview: String,
     },
+    /// Check what is left of previews that are gone: Kubernetes objects, and containers,
+    /// networks and volumes on the organization's servers, still carrying a preview's label.
+    /// Exits non-zero when something is left or a server could not be read. Admins only.
+    #[command(
+        after_help = "Example:\n  berth previews leftovers\n\nA preview's removal takes off everything it made; this check says when something survived it."
+    )]
+    Leftovers,
 }

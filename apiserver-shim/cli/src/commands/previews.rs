@@ -2,13 +2,13 @@
 
 use berth_api::previews::{
     CleanupStatus, DeletePreviewEnvironment, PreviewCleanupAnswer, PreviewEnvironmentList,
-    PreviewEnvironmentShow, PreviewEnvironmentSummary,
+    PreviewEnvironmentShow, PreviewEnvironmentSummary, PreviewLeftover, PreviewLeftovers,
 };
 
 use super::workspace::project_id;
 use super::{Ctx, find_resource, get_as, read_as};
 use crate::cli::Previews;
-use crate::error::CliResult;
+use crate::error::{CliError, CliResult};
 use crate::output::{Row, optional, text};
 
 /// The first 12 digits of a commit, as people read them.
@@ -160,6 +160,65 @@ pub fn previews(ctx: &Ctx, command: Previews) -> CliResult<()> {
             ctx.out.done(&answer, &removal_message(&preview, &removal));
             Ok(())
         }
+        Previews::Leftovers => {
+            let (answer, check): (_, PreviewLeftovers) =
+                get_as(ctx.api()?, "/preview-environments/leftovers", &[])?;
+            if !check.items.is_empty() {
+                ctx.out.rows(&answer, &check.items);
+            } else {
+                ctx.out.done(&answer, &checked_message(&check));
+            }
+            check_outcome(&check)
+        }
+    }
+}
+
+impl Row for PreviewLeftover {
+    const HEADERS: &'static [&'static str] = &["PREVIEW", "KIND", "NAME", "SERVER"];
+
+    fn cells(&self) -> Vec<String> {
+        vec![
+            text(&self.preview_environment_id),
+            text(&self.kind),
+            text(&self.name),
+            optional(self.server_id.as_ref()),
+        ]
+    }
+
+    fn id(&self) -> &str {
+        &self.name
+    }
+}
+
+/// What a clean check read.
+fn checked_message(check: &PreviewLeftovers) -> String {
+    match check.checked_servers.as_slice() {
+        [] => "Nothing is left of previews that are gone (no server read)".into(),
+        servers => format!(
+            "Nothing is left of previews that are gone (servers read: {})",
+            servers.join(", ")
+        ),
+    }
+}
+
+/// A failure naming what is left or which servers could not be read; fine when neither.
+fn check_outcome(check: &PreviewLeftovers) -> CliResult<()> {
+    let unread: Vec<String> = check
+        .unchecked_servers
+        .iter()
+        .map(|s| format!("server {} could not be read: {}", s.server_id, s.reason))
+        .collect();
+    match (check.items.len(), unread.is_empty()) {
+        (0, true) => Ok(()),
+        (0, false) => Err(CliError::failure(unread.join("; "))),
+        (left, _) => {
+            let mut message = format!("{left} thing(s) left of previews that are gone");
+            for line in unread {
+                message.push_str("; ");
+                message.push_str(&line);
+            }
+            Err(CliError::failure(message))
+        }
     }
 }
 
@@ -178,5 +237,32 @@ mod tests {
         }))
         .unwrap();
         assert!(removal_message("web-pr-7", &answer).contains("background"));
+    }
+
+    #[test]
+    fn a_check_fails_when_something_is_left_or_a_server_was_not_read() {
+        let check = |items: serde_json::Value, unchecked: serde_json::Value| {
+            let check: PreviewLeftovers = serde_json::from_value(serde_json::json!({
+                "schemaVersion": "preview-environments.leftovers/v1", "items": items,
+                "checkedServers": ["edge"], "uncheckedServers": unchecked,
+                "generatedAt": "2026-12-07T00:00:00Z",
+            }))
+            .unwrap();
+            check_outcome(&check).map_err(|e| e.to_string())
+        };
+        assert!(check(serde_json::json!([]), serde_json::json!([])).is_ok());
+        let left = serde_json::json!([{"previewEnvironmentId": "web-pr-1", "kind": "volume",
+            "name": "data", "serverId": "edge"}]);
+        assert!(
+            check(left, serde_json::json!([]))
+                .unwrap_err()
+                .contains("1 thing(s) left")
+        );
+        let unread = serde_json::json!([{"serverId": "far", "reason": "no answer"}]);
+        assert!(
+            check(serde_json::json!([]), unread)
+                .unwrap_err()
+                .contains("server far could not be read: no answer")
+        );
     }
 }

@@ -12,6 +12,7 @@ use berth_crds::dependency_resource::{
     POSTGRES_USER, ProviderRealization, RealizationStatus, UpgradePhase, current_user,
     major_version, managed_connection,
 };
+use berth_crds::preview::PREVIEW_LABEL;
 use berth_crds::{MANAGED_LABEL, NAMESPACE_LABEL};
 use bollard::models::{
     ContainerCreateBody, HealthConfig, HostConfig, Mount, MountType, PortBinding, RestartPolicy,
@@ -156,6 +157,9 @@ pub fn container_body(
         (DEPENDENCY_LABEL.to_string(), dependency.name_any()),
         (IMAGE_LABEL.to_string(), image.clone()),
     ]);
+    if let Some(preview) = dependency.labels().get(PREVIEW_LABEL) {
+        labels.insert(PREVIEW_LABEL.to_string(), preview.clone());
+    }
     if let Some(tls) = tls {
         labels.insert(TLS_LABEL.to_string(), tls::fingerprint(tls));
     }

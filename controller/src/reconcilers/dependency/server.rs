@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use berth_crds::MANAGED_LABEL;
 use berth_crds::dependency_resource::DependencyKind;
+use berth_crds::owner_labels;
 use berth_remote::RemoteError;
 use berth_remote::docker::{docker_call, docker_over_ssh_within, is_conflict, is_not_found};
 use bollard::models::{ContainerCreateBody, VolumeCreateRequest};
@@ -44,10 +44,11 @@ pub async fn converge(
     files: Option<Vec<u8>>,
 ) -> Result<Converged, RemoteError> {
     let image = body.image.clone().unwrap_or_default();
+    let owner = owner_labels(&body.labels.clone().unwrap_or_default());
     // Independent round trips through the tunnel, at once: they sit before the first start.
     let (_, _, container, image_present) = tokio::try_join!(
-        target.ensure_network(&names.network),
-        ensure_volume(target, &names.volume),
+        target.ensure_network(&names.network, &owner),
+        ensure_volume(target, &names.volume, &owner),
         target.inspect(&names.container),
         target.image_present(&image),
     )?;
@@ -139,13 +140,15 @@ pub async fn remove_volume(target: &Target, volume: &str) -> Result<bool, Remote
     }
 }
 
-pub async fn ensure_volume(target: &Target, volume: &str) -> Result<(), RemoteError> {
+/// Creates `volume` with `labels` (its owner's, see [`owner_labels`]) unless it exists.
+pub async fn ensure_volume(
+    target: &Target,
+    volume: &str,
+    labels: &HashMap<String, String>,
+) -> Result<(), RemoteError> {
     let request = VolumeCreateRequest {
         name: Some(volume.to_string()),
-        labels: Some(HashMap::from([(
-            MANAGED_LABEL.to_string(),
-            "true".to_string(),
-        )])),
+        labels: Some(labels.clone()),
         ..Default::default()
     };
     // Creating a volume that exists returns it unchanged.

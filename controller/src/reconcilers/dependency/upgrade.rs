@@ -319,8 +319,9 @@ async fn start_new_server(
     };
     let body = plan::container_body(dependency, &on_new_volume, password, None, None);
     let body = steps::upgrade_body(body);
+    let owner = berth_crds::owner_labels(&body.labels.clone().unwrap_or_default());
     let started = async {
-        server::ensure_volume(target, volume).await?;
+        server::ensure_volume(target, volume, &owner).await?;
         server::create_and_start(target, container, body, None).await
     };
     started

@@ -312,7 +312,7 @@ pub fn plan(
     let health = health_plan(resource, internal_port)?;
     let namespace = resource.namespace().unwrap_or_default();
     let resource_name = resource.name_any();
-    let labels = HashMap::from([
+    let mut labels = HashMap::from([
         (MANAGED_LABEL.to_string(), "true".to_string()),
         (RESOURCE_LABEL.to_string(), resource_name.clone()),
         (DEPLOYMENT_LABEL.to_string(), deployment_name.to_string()),
@@ -323,6 +323,9 @@ pub fn plan(
         ),
         (NAMESPACE_LABEL.to_string(), namespace.clone()),
     ]);
+    if let Some(preview) = resource.labels().get(PREVIEW_LABEL) {
+        labels.insert(PREVIEW_LABEL.to_string(), preview.clone());
+    }
     Ok(Plan {
         container_name: container_name(&namespace, &resource_name, deployment_name),
         upstream: upstream_alias(&namespace, &resource_name),

@@ -1,11 +1,13 @@
 //! Removing a preview: its domain binding first (whose own cleanup takes its route off the edge
 //! proxy; its Certificate goes with it), then its resource (the resource's own cleanup takes its
-//! containers, route, built images and attempts off the server), then its environment and
-//! copied Secrets.
+//! containers, route, built images and attempts off the server) and its databases, then
+//! whatever on the server still carries the preview's label, then its environment and copied
+//! Secrets.
 //! Only when the resource is gone does the preview let go, so nothing it made outlives it.
 
 use std::time::Duration;
 
+use berth_crds::NAMESPACE_LABEL;
 use berth_crds::backup::DependencyResourceRestore;
 use berth_crds::config::environment_secret_name;
 use berth_crds::dependency_resource::DependencyResource;
@@ -15,6 +17,7 @@ use berth_crds::preview::PREVIEW_LABEL;
 use berth_crds::preview::PreviewEnvironment;
 use berth_crds::preview::preview_network;
 use berth_crds::resource::Resource;
+use berth_remote::labelled::{self, Kind};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{DeleteParams, ListParams};
 use kube::runtime::controller::Action;
@@ -49,7 +52,7 @@ pub async fn remove_made(
     if remove_databases(preview, context, namespace).await? {
         return Ok(Some(Action::requeue(RESOURCE_GONE_RECHECK)));
     }
-    remove_network(preview, context, namespace).await;
+    sweep_server(preview, context, namespace).await;
     let environments = Api::<Environment>::namespaced(context.client.clone(), namespace);
     delete(&environments, &environment_name(preview)).await?;
     delete_secret_copies(preview, context, namespace).await?;
@@ -77,9 +80,11 @@ async fn remove_databases(
     Ok(left)
 }
 
-/// Takes the preview's own network off its server once its containers are gone. A server that
-/// cannot be reached does not hold the cleanup: an Event says what was left there.
-async fn remove_network(preview: &PreviewEnvironment, context: &Context, namespace: &str) {
+/// Takes off the preview's server what its owners' cleanups leave there: its own network (the
+/// edge proxy leaves it first), its Compose volumes (a resource keeps them, a preview does not)
+/// and anything else labelled as the preview's. A server that cannot be reached does not hold
+/// the cleanup: an Event says what was left there.
+async fn sweep_server(preview: &PreviewEnvironment, context: &Context, namespace: &str) {
     // The server it ran on; before its status said so, the previewed resource's.
     let base = crate::cache::Caches::get(
         &context.caches.resources,
@@ -91,14 +96,29 @@ async fn remove_network(preview: &PreviewEnvironment, context: &Context, namespa
         return;
     };
     let server = server.as_str();
-    let network = preview_network(namespace, &made_name(preview));
-    let removed = async {
+    let name = made_name(preview);
+    let network = preview_network(namespace, &name);
+    let swept = async {
         let (_, target) = connect(context, namespace, server).await?;
+        let (connection, docker) = (&target.connection, &target.docker);
+        let owned = [
+            format!("{PREVIEW_LABEL}={name}"),
+            format!("{NAMESPACE_LABEL}={namespace}"),
+        ];
+        let left = labelled::list(connection, docker, &owned).await?;
+        let (containers, others): (Vec<_>, Vec<_>) =
+            left.iter().partition(|item| item.kind == Kind::Container);
+        for item in containers {
+            labelled::remove(connection, docker, item).await?;
+        }
         target.remove_serving_network(&network).await?;
+        for item in others {
+            labelled::remove(connection, docker, item).await?;
+        }
         Ok::<_, crate::error::Error>(())
     };
-    if let Err(error) = removed.await {
-        let note = format!("network {network} was left on server {server}: {error}");
+    if let Err(error) = swept.await {
+        let note = format!("preview {name} left things on server {server}: {error}");
         let reference = preview.object_ref(&());
         let reason = event_reason::PREVIEW_LEFTOVER;
         context

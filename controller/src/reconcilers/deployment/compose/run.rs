@@ -15,7 +15,7 @@ use super::file::{Condition, Dependency};
 use super::stack::{SETTINGS_LABEL, Stack, StackService, settings_digest};
 use crate::reconcilers::deployment::container_settings::apply_settings;
 use crate::reconcilers::deployment::server_target::Target;
-use berth_crds::{NAMESPACE_LABEL, RESOURCE_LABEL, SIDECAR_LABEL};
+use berth_crds::{NAMESPACE_LABEL, RESOURCE_LABEL, SIDECAR_LABEL, owner_labels};
 use berth_remote::RemoteError;
 use berth_remote::docker::{docker_call, is_not_found};
 
@@ -52,7 +52,8 @@ impl std::fmt::Display for StackError {
 /// Brings every service but the routed one to its planned state, dependencies first, and
 /// waits for what the routed service depends on; returns what each service did.
 pub async fn bring_up(target: &Target, stack: &Stack) -> Result<Vec<String>, StackError> {
-    target.ensure_network(&stack.network).await?;
+    let labels = owner_labels(&stack.routed().settings.labels);
+    target.ensure_network(&stack.network, &labels).await?;
     let mut done = Vec::new();
     for service in stack.sidecars() {
         wait_for(target, stack, &service.depends_on).await?;

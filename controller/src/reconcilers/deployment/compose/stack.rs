@@ -7,8 +7,8 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use berth_crds::SIDECAR_LABEL;
-use bollard::models::{HealthConfig, Mount, MountType};
+use berth_crds::{SIDECAR_LABEL, owner_labels};
+use bollard::models::{HealthConfig, Mount, MountType, MountVolumeOptions};
 use sha2::{Digest, Sha256};
 
 use super::file::{ComposeError, ComposeFile, Dependency, Service, start_order};
@@ -273,6 +273,11 @@ fn settings_of(
                 source: Some(volume_name(namespace, resource, &mount.volume)),
                 target: Some(mount.target.clone()),
                 read_only: Some(mount.read_only),
+                // Docker labels the volume when this mount creates it: a preview's goes with it.
+                volume_options: Some(MountVolumeOptions {
+                    labels: Some(owner_labels(&plan.labels)),
+                    ..Default::default()
+                }),
                 ..Default::default()
             })
             .collect(),

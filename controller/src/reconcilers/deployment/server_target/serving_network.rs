@@ -2,6 +2,7 @@
 //! joined by the server's edge proxy so that routes reach it. Production's containers serve on
 //! the shared edge network, which the proxy makes itself.
 
+use berth_crds::owner_labels;
 use berth_remote::RemoteError;
 use berth_remote::edge_proxy::EDGE_NETWORK;
 
@@ -15,7 +16,8 @@ impl Target {
         if plan.network == EDGE_NETWORK {
             return Ok(());
         }
-        self.ensure_network(&plan.network).await?;
+        self.ensure_network(&plan.network, &owner_labels(&plan.labels))
+            .await?;
         self.proxy.join_network(&plan.network).await
     }
 

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use berth_crds::MANAGED_LABEL;
+use berth_crds::owner_labels;
 use berth_remote::RemoteError;
 use berth_remote::docker::{docker_call, is_conflict, is_not_found};
 use bollard::models::{EndpointSettings, NetworkConnectRequest, NetworkCreateRequest};
@@ -47,7 +47,8 @@ impl Target {
         let Some((network, aliases)) = &settings.network else {
             return Ok(());
         };
-        self.ensure_network(network).await?;
+        self.ensure_network(network, &owner_labels(&settings.labels))
+            .await?;
         let join = NetworkConnectRequest {
             container: container.to_string(),
             endpoint_config: Some(EndpointSettings {
@@ -63,8 +64,12 @@ impl Target {
         .await
     }
 
-    /// Creates the stack network unless it exists.
-    pub async fn ensure_network(&self, network: &str) -> Result<(), RemoteError> {
+    /// Creates `network` with `labels` (its owner's, see [`owner_labels`]) unless it exists.
+    pub async fn ensure_network(
+        &self,
+        network: &str,
+        labels: &HashMap<String, String>,
+    ) -> Result<(), RemoteError> {
         let inspected = docker_call(
             &self.connection,
             "inspecting the stack network",
@@ -80,10 +85,7 @@ impl Target {
         let request = NetworkCreateRequest {
             name: network.to_string(),
             driver: Some("bridge".into()),
-            labels: Some(HashMap::from([(
-                MANAGED_LABEL.to_string(),
-                "true".to_string(),
-            )])),
+            labels: Some(labels.clone()),
             ..Default::default()
         };
         match docker_call(
