@@ -642,14 +642,15 @@ async fn leftovers_listed(s: &Setup, server: &str, gone: &str) {
         .output()
         .unwrap();
     assert!(made.status.success(), "{made:?}");
-    let secrets =
-        Api::<k8s_openapi::api::core::v1::Secret>::namespaced(s.client.clone(), &s.namespace);
-    let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
-        "metadata": {"name": format!("left-{gone}"), "labels": {PREVIEW_LABEL: gone}},
-        "stringData": {"note": "left over"}
-    }))
-    .unwrap();
-    secrets.create(&Default::default(), &secret).await.unwrap();
+    let environments =
+        Api::<berth_crds::environment::Environment>::namespaced(s.client.clone(), &s.namespace);
+    let mut environment = environment_object(&s.namespace, &network, &s.project);
+    environment["metadata"]["labels"] = json!({PREVIEW_LABEL: gone});
+    let environment = serde_json::from_value(environment).unwrap();
+    environments
+        .create(&Default::default(), &environment)
+        .await
+        .unwrap();
 
     let check = leftovers(s).await;
     assert!(
@@ -668,11 +669,11 @@ async fn leftovers_listed(s: &Setup, server: &str, gone: &str) {
         })
     };
     assert!(listed("network", &network, Some(server)), "{check}");
-    assert!(listed("Secret", &format!("left-{gone}"), None), "{check}");
+    assert!(listed("Environment", &network, None), "{check}");
 
     docker_lines(&["network", "rm", &network]);
-    secrets
-        .delete(&format!("left-{gone}"), &Default::default())
+    environments
+        .delete(&network, &Default::default())
         .await
         .unwrap();
 }

@@ -339,7 +339,7 @@ pub struct PreviewEnvironmentShow {
 pub struct PreviewLeftover {
     pub preview_environment_id: String,
     /// `container`, `network` or `volume` on a server, else the Kubernetes kind (`Resource`,
-    /// `Environment`, `Deployment`, `Secret`, `DomainBinding`, `DependencyResource`,
+    /// `Environment`, `Deployment`, `DomainBinding`, `DependencyResource`,
     /// `DependencyResourceRestore`).
     pub kind: String,
     pub name: String,

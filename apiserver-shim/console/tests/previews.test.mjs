@@ -4,8 +4,8 @@
 // Pull request events are delivered to the public webhook endpoint signed with that secret, as
 // GitHub signs them: the only way a preview is made. On the tab: no previews, and how they
 // start; the default policy, under which a fork's pull request gets nothing; a time to live out
-// of range refused at its field; a policy saved that lets forks in, one preview at a time, for
-// 24 hours; a fork's pull request then deploys its head commit and serves at its own URL, a
+// of range and a host name template with an unknown token refused at their fields; a policy
+// saved that lets forks in, one preview at a time, for 24 hours, without databases; a fork's pull request then deploys its head commit and serves at its own URL, a
 // second one waits for the quota saying why, both seen by a member on a phone; each is cleaned
 // up after a confirmation (one with the keyboard alone), the wait shown; the list is empty again.
 import { test, before, after } from 'node:test';
@@ -168,16 +168,32 @@ test('the policy form refuses a time to live out of range at its field, then sav
   assert.equal((await api.post('/preview-policies/show', { scope: scope() })).policy.source, 'default', 'nothing was saved');
   await shot(page, 'previews-02-refused');
 
+  // Then a host name template with a token Berth does not know, refused at its own field.
   await ttl.fill('24');
+  const template = page.getByLabel('Host name template');
+  await template.fill('pr-{number}.preview.example.com');
+  await policyForm().getByRole('button', { name: 'Save preview policy' }).click();
+  const templateRefusal = page.locator('#pp-domain-error');
+  await templateRefusal.waitFor();
+  assert.match(await templateRefusal.textContent(), /previewDomainTemplate gives no host name/);
+  assert.ok(await template.evaluate((input) => input === document.activeElement), 'the refused template has the focus');
+  assert.equal((await api.post('/preview-policies/show', { scope: scope() })).policy.source, 'default', 'nothing was saved');
+
+  await template.fill('');
+  await page.getByLabel('Databases').selectOption('none');
   await policyForm().getByRole('button', { name: 'Save preview policy' }).click();
   await page.getByRole('status').getByText('Preview policy saved for this resource').waitFor();
   await page.getByTestId('preview-policy-source').getByText('Configured for this resource', { exact: true }).waitFor();
-  assert.equal(await page.locator('#pp-ttl-error').count(), 0, 'the refusal is gone');
+  assert.equal(await page.locator('#pp-ttl-error, #pp-domain-error').count(), 0, 'the refusals are gone');
   const { policy } = await api.post('/preview-policies/show', { scope: scope() });
   assert.equal(policy.source, 'configured');
   assert.deepEqual(
     [policy.settings.forkPreviews, policy.settings.maxActivePreviews, policy.settings.previewTtlHours, policy.settings.sameRepositoryPreviews],
     ['without-secrets', 1, 24, true],
+  );
+  assert.deepEqual(
+    [policy.settings.previewDomainTemplate, policy.settings.previewTlsMode, policy.settings.previewDatabases],
+    [undefined, 'disabled', 'none'],
   );
   // What the form shows after a reload is what was stored.
   await page.reload();
@@ -185,6 +201,8 @@ test('the policy form refuses a time to live out of range at its field, then sav
   assert.equal(await page.getByLabel('Pull requests from forks').inputValue(), 'without-secrets');
   assert.equal(await page.getByLabel('Max active previews').inputValue(), '1');
   assert.equal(await page.getByLabel('Time to live (hours)').inputValue(), '24');
+  assert.equal(await page.getByLabel('Databases').inputValue(), 'none');
+  assert.equal(await page.getByLabel('Host name template').inputValue(), '');
   await shot(page, 'previews-03-policy-saved');
   assertNoErrors(page, [refusedSave]);
 });

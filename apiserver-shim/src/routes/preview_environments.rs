@@ -140,13 +140,11 @@ async fn leftovers(
 ) -> ApiResult<Json<PreviewLeftovers>> {
     known_params(&query, &[])?;
     let namespace = &caller.require_role(OrganizationRole::Admin)?.namespace;
-    let (objects, servers) = tokio::join!(
-        left::kubernetes_objects(&state, namespace),
-        left::server_things(&state, namespace),
-    );
-    // Read after the lists: a preview made meanwhile is not reported as gone.
+    let servers = left::server_things(&state, namespace).await;
+    let objects = left::kubernetes_objects(&state, namespace);
+    // Read last: a preview made meanwhile is not reported as gone.
     let previews = left::previews_in(&state, namespace);
-    let found = [objects?, servers.found].concat();
+    let found = [objects, servers.found].concat();
     Ok(Json(PreviewLeftovers {
         schema_version: LEFTOVERS_SCHEMA.into(),
         items: left::leftovers(&previews, found),

@@ -1586,6 +1586,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/preview-environments/leftovers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Admins: what is left of previews that are gone — Kubernetes objects, and containers, networks and volumes on the organization's servers, still carrying a preview's label — with the servers read and those that could not be (and why) */
+        get: operations["get_preview_environments_leftovers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/preview-environments/{previewEnvironmentId}": {
         parameters: {
             query?: never;
@@ -6866,6 +6883,34 @@ export interface components {
             /** @description Berth: whether the preview gets the resource's secret variables. */
             withSecrets: boolean;
         };
+        /**
+         * @description One thing left of a preview that is gone: a Kubernetes object or a container, network or
+         *     volume on a server still carrying the preview's label.
+         */
+        PreviewLeftover: {
+            /**
+             * @description `container`, `network` or `volume` on a server, else the Kubernetes kind (`Resource`,
+             *     `Environment`, `Deployment`, `DomainBinding`, `DependencyResource`,
+             *     `DependencyResourceRestore`).
+             */
+            kind: string;
+            name: string;
+            previewEnvironmentId: string;
+            /** @description The server holding it; absent for a Kubernetes object. */
+            serverId?: string;
+        };
+        /**
+         * @description `GET /preview-environments/leftovers` answer: what is left of previews that are gone, from
+         *     the cluster and every server of the organization that answered. Empty `items` with no
+         *     `uncheckedServers` means nothing is left.
+         */
+        PreviewLeftovers: {
+            checkedServers: string[];
+            generatedAt: string;
+            items: components["schemas"]["PreviewLeftover"][];
+            schemaVersion: string;
+            uncheckedServers: components["schemas"]["UncheckedServer"][];
+        };
         /** @description The settings a configure request changes; fields left out take their defaults. */
         PreviewPolicyInput: {
             /**
@@ -9684,6 +9729,11 @@ export interface components {
         };
         /** @description A body with no fields (an empty body is accepted too). */
         UnbindDependency: Record<string, never>;
+        /** @description A server the leftovers check could not read, and why. */
+        UncheckedServer: {
+            reason: string;
+            serverId: string;
+        };
         /** @description `POST /environments/{environmentId}/unlock`. */
         UnlockEnvironment: Record<string, never>;
         /** @description `DELETE /environments/{environmentId}/variables/{key}`. */
@@ -13593,6 +13643,35 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PreviewEnvironmentList"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_preview_environments_leftovers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PreviewLeftovers"];
                 };
             };
             /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */

@@ -1,5 +1,5 @@
 //! The leftovers check: what is left of previews that are gone. Everything a preview makes
-//! carries its label — its Kubernetes objects, and on its server the containers, networks and
+//! carries its label — its objects in the cluster, and on its server the containers, networks and
 //! volumes its resource, Compose services and databases run on — so whatever still carries
 //! the label of a preview that no longer exists is left over. A preview being removed is not
 //! gone yet: its own cleanup is still at work.
@@ -8,26 +8,16 @@ use std::collections::{BTreeSet, HashMap};
 
 use berth_api::previews::{PreviewLeftover, UncheckedServer};
 use berth_crds::NAMESPACE_LABEL;
-use berth_crds::backup::DependencyResourceRestore;
-use berth_crds::dependency_resource::DependencyResource;
-use berth_crds::deployment::Deployment;
-use berth_crds::domain_binding::DomainBinding;
-use berth_crds::environment::Environment;
 use berth_crds::preview::PREVIEW_LABEL;
-use berth_crds::resource::Resource;
 use berth_crds::server::Server;
 use berth_remote::docker::docker_over_ssh;
 use berth_remote::labelled;
 use futures::future::join_all;
-use k8s_openapi::NamespaceResourceScope;
-use k8s_openapi::api::core::v1::Secret;
-use kube::api::{ListParams, PartialObjectMeta};
-use kube::{Api, ResourceExt};
-use serde::de::DeserializeOwned;
+use kube::ResourceExt;
+use kube::runtime::reflector::Store;
 
 use crate::domain::objects::all_in;
 use crate::domain::servers::server_connection;
-use crate::error::ApiResult;
 use crate::services::server_access::remote_error;
 use crate::state::AppState;
 
@@ -76,40 +66,34 @@ pub fn previews_in(state: &AppState, namespace: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// The namespace's Kubernetes objects of every kind a preview makes that carry a preview label.
-pub async fn kubernetes_objects(state: &AppState, namespace: &str) -> ApiResult<Vec<Found>> {
-    let lists = [
-        labelled_objects::<Resource>(state, namespace, "Resource").await?,
-        labelled_objects::<Environment>(state, namespace, "Environment").await?,
-        labelled_objects::<Deployment>(state, namespace, "Deployment").await?,
-        labelled_objects::<Secret>(state, namespace, "Secret").await?,
-        labelled_objects::<DomainBinding>(state, namespace, "DomainBinding").await?,
-        labelled_objects::<DependencyResource>(state, namespace, "DependencyResource").await?,
-        labelled_objects::<DependencyResourceRestore>(
-            state,
+/// The namespace's objects of every kind a preview makes that carry a preview label, from the
+/// watch caches. Its copied Secrets are not among them: the shim reads Secrets by name only,
+/// never lists them.
+pub fn kubernetes_objects(state: &AppState, namespace: &str) -> Vec<Found> {
+    let caches = &state.caches;
+    [
+        labelled_objects(&caches.resources, namespace, "Resource"),
+        labelled_objects(&caches.environments, namespace, "Environment"),
+        labelled_objects(&caches.deployments, namespace, "Deployment"),
+        labelled_objects(&caches.domain_bindings, namespace, "DomainBinding"),
+        labelled_objects(
+            &caches.dependency_resources,
             namespace,
-            "DependencyResourceRestore",
-        )
-        .await?,
-    ];
-    Ok(lists.concat())
+            "DependencyResource",
+        ),
+        labelled_objects(&caches.restores, namespace, "DependencyResourceRestore"),
+    ]
+    .concat()
 }
 
-async fn labelled_objects<K>(state: &AppState, namespace: &str, kind: &str) -> ApiResult<Vec<Found>>
+fn labelled_objects<K>(store: &Store<K>, namespace: &str, kind: &str) -> Vec<Found>
 where
-    K: kube::Resource<Scope = NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug,
+    K: kube::Resource + Clone,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
 {
-    let api = Api::<K>::namespaced(state.client.clone(), namespace);
-    let listed = api
-        .list_metadata(&ListParams::default().labels(PREVIEW_LABEL))
-        .await?;
-    Ok(listed
-        .items
+    all_in(store, namespace)
         .iter()
-        .filter_map(|object: &PartialObjectMeta<K>| {
+        .filter_map(|object| {
             Some(Found {
                 kind: kind.to_string(),
                 name: object.name_any(),
@@ -117,7 +101,7 @@ where
                 preview: object.labels().get(PREVIEW_LABEL)?.clone(),
             })
         })
-        .collect())
+        .collect()
 }
 
 /// What every server of the namespace holds with a preview's label, read at once; a server
