@@ -32,6 +32,9 @@ pub mod reason {
     pub const QUOTA_REACHED: &str = "PreviewQuotaReached";
     /// `Ready=False`: the resource previewed does not exist.
     pub const RESOURCE_MISSING: &str = "PreviewedResourceMissing";
+    /// `Ready=False`: the resource previewed is not built from a git repository, so a pull
+    /// request's commit has nothing to deploy; nothing is made.
+    pub const SOURCE_NOT_GIT: &str = "PreviewSourceNotGit";
     /// `Ready=False`: the head commit's attempt runs.
     pub const DEPLOYING: &str = "Deploying";
     /// `Ready=False`: the head commit's attempt failed.

@@ -698,3 +698,46 @@ where
         })
         .collect()
 }
+
+/// A preview applied with kubectl for a resource that runs a prebuilt image: a pull request's
+/// commit has nothing to deploy there, so the preview says why and makes nothing (no copy
+/// whose image would be the pull request's repository).
+#[tokio::test]
+async fn a_preview_of_a_resource_not_built_from_git_says_so_and_makes_nothing() {
+    use berth_crds::condition::{READY, find};
+    let client = client().await;
+    let ns = berth_tests::TestNamespace::new(&client, "pvimage").await;
+    let repo = GitRepo::new("preview-image");
+    repo.write("README", "nothing to build\n");
+    let head = repo.commit("Head");
+    let objects = [
+        environment_object(&ns.name, "env-prod", "prj-demo"),
+        json!({"apiVersion": "berth.dev/v1alpha1", "kind": "Resource",
+            "metadata": {"name": "img", "namespace": ns.name},
+            "spec": {"projectId": "prj-demo", "environmentId": "env-prod", "serverId": "local",
+                "name": "img", "kind": "application", "firstDeployment": "on-request",
+                "source": {"kind": "docker-image", "locator": "berth/sample-app:1"}}}),
+        preview_object(&ns.name, ("prj-demo", "img"), &repo, 4, ("feature", &head)),
+    ];
+    crate::deployments::apply(&object_list(&objects));
+    let previews = ns.api::<PreviewEnvironment>();
+    let ready = eventually(WAIT, "the preview says why it has no copy", || async {
+        let preview = previews.get_opt("img-pr-4").await.ok()??;
+        let ready = find(&preview.status.as_ref()?.conditions, READY)?.clone();
+        (ready.reason == berth_crds::preview::reason::SOURCE_NOT_GIT).then_some(ready)
+    })
+    .await;
+    assert!(ready.message.contains("docker-image"), "{}", ready.message);
+    let resources = ns.api::<berth_crds::resource::Resource>();
+    assert!(resources.get_opt("img-pr-4").await.unwrap().is_none());
+    close(&ns.name, "img-pr-4");
+    eventually(WAIT, "the preview gone", || async {
+        previews
+            .get_opt("img-pr-4")
+            .await
+            .ok()?
+            .is_none()
+            .then_some(())
+    })
+    .await;
+}

@@ -5,9 +5,10 @@
 use std::collections::HashMap;
 
 use bollard::Docker;
+use bollard::models::NetworkDisconnectRequest;
 use bollard::query_parameters::{
-    ListContainersOptionsBuilder, ListNetworksOptionsBuilder, ListVolumesOptionsBuilder,
-    RemoveContainerOptionsBuilder, RemoveVolumeOptions,
+    InspectNetworkOptions, ListContainersOptionsBuilder, ListNetworksOptionsBuilder,
+    ListVolumesOptionsBuilder, RemoveContainerOptionsBuilder, RemoveVolumeOptions,
 };
 
 use crate::connection::ServerConnection;
@@ -112,6 +113,7 @@ pub async fn remove(
             .await
         }
         Kind::Network => {
+            disconnect_all(connection, docker, name).await?;
             docker_call(
                 connection,
                 "removing a labelled network",
@@ -132,4 +134,42 @@ pub async fn remove(
         Err(error) if !is_not_found(&error) => Err(error),
         _ => Ok(()),
     }
+}
+
+/// Takes every container still on `network` off it (Docker refuses to remove a network in use):
+/// an edge proxy, which joins every preview network on its host — several Servers may share
+/// one Docker host, each with its own proxy.
+async fn disconnect_all(
+    connection: &ServerConnection,
+    docker: &Docker,
+    network: &str,
+) -> Result<(), RemoteError> {
+    let inspected = docker_call(
+        connection,
+        "inspecting a labelled network",
+        docker.inspect_network(network, None::<InspectNetworkOptions>),
+    )
+    .await;
+    let attached = match inspected {
+        Ok(network) => network.containers.unwrap_or_default(),
+        Err(error) if is_not_found(&error) => return Ok(()),
+        Err(error) => return Err(error),
+    };
+    for container in attached.into_keys() {
+        let leave = NetworkDisconnectRequest {
+            container,
+            force: Some(true),
+        };
+        let left = docker_call(
+            connection,
+            "disconnecting a container from a labelled network",
+            docker.disconnect_network(network, leave),
+        )
+        .await;
+        match left {
+            Err(error) if !is_not_found(&error) => return Err(error),
+            _ => {}
+        }
+    }
+    Ok(())
 }

@@ -17,7 +17,7 @@ use berth_crds::preview::PREVIEW_LABEL;
 use berth_crds::preview::PreviewEnvironment;
 use berth_crds::preview::preview_network;
 use berth_crds::resource::Resource;
-use berth_remote::labelled::{self, Kind};
+use berth_remote::labelled;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{DeleteParams, ListParams};
 use kube::runtime::controller::Action;
@@ -105,16 +105,12 @@ async fn sweep_server(preview: &PreviewEnvironment, context: &Context, namespace
             format!("{PREVIEW_LABEL}={name}"),
             format!("{NAMESPACE_LABEL}={namespace}"),
         ];
-        let left = labelled::list(connection, docker, &owned).await?;
-        let (containers, others): (Vec<_>, Vec<_>) =
-            left.iter().partition(|item| item.kind == Kind::Container);
-        for item in containers {
-            labelled::remove(connection, docker, item).await?;
+        // Containers first: they hold the networks and volumes.
+        for item in labelled::list(connection, docker, &owned).await? {
+            labelled::remove(connection, docker, &item).await?;
         }
+        // A network made before networks carried the preview's label.
         target.remove_serving_network(&network).await?;
-        for item in others {
-            labelled::remove(connection, docker, item).await?;
-        }
         Ok::<_, crate::error::Error>(())
     };
     if let Err(error) = swept.await {

@@ -169,6 +169,21 @@ async fn apply(
         write(api, preview, &status).await?;
         return Ok(Action::requeue(WAIT_FOR_RESOURCE));
     };
+    if let Some(kind) = plan::non_git_source(&base) {
+        let message = format!(
+            "resource {base_id} is not built from a git repository (source {kind}): a preview \
+             deploys a pull request's commit"
+        );
+        let status = plan::base_status(
+            preview,
+            ConditionStatus::False,
+            reason::SOURCE_NOT_GIT,
+            message,
+            now,
+        );
+        write(api, preview, &status).await?;
+        return Ok(Action::requeue(WAIT_FOR_RESOURCE));
+    }
     let policy = effective_policy(context, namespace, &base).await?;
     let expires = plan::expires_at(preview, &policy);
     if let Some(at) = expires.filter(|at| *at <= now) {

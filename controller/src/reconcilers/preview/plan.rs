@@ -19,7 +19,7 @@ use berth_crds::preview::{
 };
 use berth_crds::resource::{
     AccessProfile, AutoDeployPolicy, DependencyBinding, FirstDeployment, GeneratedAccessMode,
-    Resource,
+    Resource, SourceKind,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
@@ -79,6 +79,17 @@ pub fn environment(preview: &PreviewEnvironment, base: &Environment) -> Environm
     );
     environment.metadata = owned_meta(preview, environment_name(preview));
     environment
+}
+
+/// The source kind of `base` when it is not a git repository (a preview deploys a pull
+/// request's commit, so it has nothing to deploy); `None` for a git source.
+pub fn non_git_source(base: &Resource) -> Option<String> {
+    let kind = base.spec.source.as_ref().map(|s| s.kind.as_str());
+    match kind {
+        Some(kind) if SourceKind::parse("source.kind", kind).is_ok_and(SourceKind::is_git) => None,
+        Some(kind) => Some(kind.to_string()),
+        None => Some("none".to_string()),
+    }
 }
 
 /// How the preview's copy differs from the resource beyond the pull request's head.

@@ -233,3 +233,15 @@ fn ready_only_when_the_head_commit_serves() {
     assert_eq!(failed.conditions[0].reason, reason::DEPLOY_FAILED);
     assert!(failed.conditions[0].message.contains("build failed"));
 }
+
+#[test]
+fn only_a_resource_built_from_git_is_previewed() {
+    assert_eq!(non_git_source(&base()), None);
+    let mut image = base();
+    let source = image.spec.source.as_mut().unwrap();
+    source.kind = "docker-image".into();
+    source.locator = "registry.test/shop:1".into();
+    assert_eq!(non_git_source(&image).as_deref(), Some("docker-image"));
+    image.spec.source = None;
+    assert_eq!(non_git_source(&image).as_deref(), Some("none"));
+}

@@ -314,6 +314,15 @@ pub fn settings_digest(service: &StackService, image_id: &str) -> String {
     settings
         .env
         .retain(|entry| !entry.starts_with(&format!("{DEPLOYMENT_ID_VARIABLE}=")));
+    // A volume's labels are the container's own (digested below, sorted): a map's debug text
+    // has no stable order.
+    for options in settings
+        .mounts
+        .iter_mut()
+        .filter_map(|m| m.volume_options.as_mut())
+    {
+        options.labels = None;
+    }
     let mut labels: Vec<_> = settings.labels.iter().collect();
     labels.sort();
     let text = format!(
@@ -429,6 +438,18 @@ mod tests {
             digest(&first),
             settings_digest(first.service("db").unwrap(), "sha256:2")
         );
+    }
+
+    #[test]
+    fn a_service_with_a_volume_keeps_its_digest_from_plan_to_plan() {
+        let file = parse(STACK, &HashMap::new()).unwrap();
+        let digests: std::collections::BTreeSet<String> = (0..8)
+            .map(|_| {
+                let stack = plan_stack(&file, Path::new("."), Some("web"), &sample_plan());
+                settings_digest(stack.unwrap().service("web").unwrap(), "sha256:1")
+            })
+            .collect();
+        assert_eq!(digests.len(), 1, "{digests:?}");
     }
 
     #[test]
