@@ -7,7 +7,8 @@
 #   - PR opened to preview serving: a branch pushed and a signed `pull_request` (opened)
 #     delivered, until the PR's page answers at pr-<n>-<slug>, p50 (reported beside the push);
 #   - PR closed to clean: a signed `pull_request` (closed) delivered, until the preview object,
-#     everything with its label and its route are gone (the host answers 404), p50; goal <= 60 s.
+#     everything with its label (objects, containers, networks, volumes) and its route are gone
+#     (the host answers 404), p50; goal <= 60 s.
 
 PREVIEW_NS=org-acme
 PREVIEW_RESOURCE=bench-preview
@@ -37,6 +38,9 @@ preview_cleaned() {
   [[ -z $(kubectl -n "$PREVIEW_NS" get resources.berth.dev,environments.berth.dev,deployments.berth.dev,secrets \
     -l "$label" -o name 2>/dev/null) ]] || return 1
   [[ -z $(docker ps -aq --filter "label=berth.dev/resource=$1") ]] || return 1
+  [[ -z $(docker ps -aq --filter "label=$label") ]] || return 1
+  [[ -z $(docker network ls -q --filter "label=$label") ]] || return 1
+  [[ -z $(docker volume ls -q --filter "label=$label") ]] || return 1
   code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 --resolve "$2:$3:127.0.0.1" "http://$2:$3/")
   [[ $code == 404 ]]
 }
