@@ -60,7 +60,7 @@ bench_previews() {
   work=$(mktemp -d)
   # shellcheck disable=SC2064 # expand now: what this run made
   trap "kubectl -n $PREVIEW_NS delete previewenvironments.berth.dev -l berth.dev/preview-of=$PREVIEW_RESOURCE --wait=false >/dev/null 2>&1 || true; \
-    kubectl -n $PREVIEW_NS delete resource.berth.dev $PREVIEW_RESOURCE --wait=false >/dev/null 2>&1 || true; \
+    kubectl -n $PREVIEW_NS delete resource.berth.dev,previewpolicy.berth.dev $PREVIEW_RESOURCE --wait=false >/dev/null 2>&1 || true; \
     BERTH_BIN_DIR=$CARGO_TARGET_DIR/debug berth_start_controller $BERTH_RUN_DIR/controller.log; \
     rm -rf $work" EXIT
   repo=$(build_repo "$work/app")
@@ -83,6 +83,15 @@ spec:
   networkProfile: { internalPort: 8080 }
   runtimeProfile: { healthCheck: { path: /, intervalSeconds: 1, retries: 2 } }
   autoDeploy: { enabled: true, refs: [refs/heads/main] }
+---
+# The resource's own policy, with the defaults: whatever policy the project has (the reference
+# example's asks for a host name under example.com) does not apply to the bench.
+apiVersion: berth.dev/v1alpha1
+kind: PreviewPolicy
+metadata: { name: $PREVIEW_RESOURCE, namespace: $PREVIEW_NS }
+spec:
+  projectId: shop
+  resourceId: $PREVIEW_RESOURCE
 YAML
   log "first deployment of $repo (a cold build)"
   build_wait_succeeded "dep-$PREVIEW_RESOURCE-1"

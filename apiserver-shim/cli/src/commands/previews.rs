@@ -190,14 +190,18 @@ impl Row for PreviewLeftover {
     }
 }
 
-/// What a clean check read.
+/// What a check that found nothing read (a server it could not read is the command's error).
 fn checked_message(check: &PreviewLeftovers) -> String {
-    match check.checked_servers.as_slice() {
-        [] => "Nothing is left of previews that are gone (no server read)".into(),
-        servers => format!(
-            "Nothing is left of previews that are gone (servers read: {})",
-            servers.join(", ")
-        ),
+    let read = match check.checked_servers.as_slice() {
+        [] => "no server read".to_string(),
+        servers => format!("servers read: {}", servers.join(", ")),
+    };
+    if check.unchecked_servers.is_empty() {
+        format!("Nothing is left of previews that are gone ({read})")
+    } else {
+        format!(
+            "Nothing is left of previews that are gone in the cluster and on the servers read ({read})"
+        )
     }
 }
 
