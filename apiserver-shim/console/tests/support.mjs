@@ -43,6 +43,20 @@ export async function newPage(browser, viewport = { width: 1280, height: 800 }, 
   page.on('response', (response) => {
     if (response.status() >= 400) page.errors.push(`${response.status()} ${response.request().method()} ${response.url()}`);
   });
+  // Chromium aborts a navigation with ERR_NETWORK_CHANGED when a network interface comes or goes
+  // on this host (Docker making or removing a bridge for another test's containers): such a
+  // navigation is made once more, since the console is not what changed.
+  for (const method of ['goto', 'reload']) {
+    const navigate = page[method].bind(page);
+    page[method] = async (...args) => {
+      try {
+        return await navigate(...args);
+      } catch (error) {
+        if (!String(error).includes('ERR_NETWORK_CHANGED')) throw error;
+        return navigate(...args);
+      }
+    };
+  }
   return page;
 }
 
