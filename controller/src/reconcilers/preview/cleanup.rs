@@ -80,8 +80,8 @@ async fn remove_databases(
     Ok(left)
 }
 
-/// Takes off the preview's server what its owners' cleanups leave there: its own network (the
-/// edge proxy leaves it first), its Compose volumes (a resource keeps them, a preview does not)
+/// Takes off the preview's server what its owners' cleanups leave there: its own network (every
+/// container still on it, edge proxies included, taken off first), its Compose volumes (a resource keeps them, a preview does not)
 /// and anything else labelled as the preview's. A server that cannot be reached does not hold
 /// the cleanup: an Event says what was left there.
 async fn sweep_server(preview: &PreviewEnvironment, context: &Context, namespace: &str) {
