@@ -11,9 +11,9 @@ use std::time::Duration;
 use berth_crds::member::OrganizationRole;
 use berth_crds::preview::{PREVIEW_LABEL, PreviewEnvironment};
 use berth_tests::rest::{Rest, TestOrg};
-use berth_tests::{client, eventually, random_suffix};
-use kube::Api;
+use berth_tests::{client, eventually, eventually_explained, random_suffix};
 use kube::api::{ListParams, Patch, PatchParams};
+use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 
 use crate::deploy_support::{
@@ -563,30 +563,41 @@ async fn assert_cleaned(s: &Setup, id: &str) {
     let labelled = format!("{PREVIEW_LABEL}={id}");
     let client = s.client.clone();
     let namespace = s.namespace.clone();
-    eventually(CLEANED_WITHIN, &format!("preview {id} cleaned"), || {
+    eventually_explained(CLEANED_WITHIN, &format!("preview {id} cleaned"), || {
         let (client, namespace, labelled) = (client.clone(), namespace.clone(), labelled.clone());
         async move {
             let params = ListParams::default().labels(&labelled);
-            let left = [
+            let objects = [
                 names::<berth_crds::resource::Resource>(&client, &namespace, &params).await,
                 names::<berth_crds::environment::Environment>(&client, &namespace, &params).await,
                 names::<berth_crds::deployment::Deployment>(&client, &namespace, &params).await,
                 names::<k8s_openapi::api::core::v1::Secret>(&client, &namespace, &params).await,
             ]
             .concat();
-            let gone = Api::<PreviewEnvironment>::namespaced(client, &namespace)
+            let preview = Api::<PreviewEnvironment>::namespaced(client, &namespace)
                 .get_opt(id)
                 .await
-                .ok()?
-                .is_none();
+                .map_err(|error| error.to_string())?;
             let on_server = format!("label={labelled}");
-            (gone
-                && left.is_empty()
-                && docker_names(&format!("label=berth.dev/resource={id}")).is_empty()
-                && docker_names(&on_server).is_empty()
-                && networks(&on_server).is_empty()
-                && volumes(&on_server).is_empty())
-            .then_some(())
+            let left = [
+                (
+                    "preview",
+                    preview.map(|p| p.name_any()).into_iter().collect(),
+                ),
+                ("objects", objects),
+                (
+                    "containers",
+                    docker_names(&format!("label=berth.dev/resource={id}")),
+                ),
+                ("labelled containers", docker_names(&on_server)),
+                ("networks", networks(&on_server)),
+                ("volumes", volumes(&on_server)),
+            ];
+            let left: Vec<_> = left.iter().filter(|(_, names)| !names.is_empty()).collect();
+            match left.is_empty() {
+                true => Ok(()),
+                false => Err(format!("left: {left:?}")),
+            }
         }
     })
     .await;

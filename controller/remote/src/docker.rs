@@ -127,6 +127,17 @@ pub fn is_not_modified(error: &RemoteError) -> bool {
     docker_status(error) == Some(304)
 }
 
+/// Whether Docker refused to connect a container to a network it is on already (403).
+pub fn is_already_on_network(error: &RemoteError) -> bool {
+    error.to_string().contains("already exists")
+}
+
+/// Whether Docker refused to disconnect a container from a network it is not on (403 or 500,
+/// depending on the version and on whether the container runs): the state asked for holds.
+pub fn is_not_on_network(error: &RemoteError) -> bool {
+    is_not_found(error) || error.to_string().contains("is not connected")
+}
+
 fn docker_status(error: &RemoteError) -> Option<u16> {
     match error {
         RemoteError::Docker {

@@ -12,7 +12,7 @@ use bollard::query_parameters::{
 };
 
 use crate::connection::ServerConnection;
-use crate::docker::{docker_call, is_not_found};
+use crate::docker::{docker_call, is_not_found, is_not_on_network};
 use crate::error::RemoteError;
 
 /// What kind of thing a server holds.
@@ -166,8 +166,9 @@ async fn disconnect_all(
             docker.disconnect_network(network, leave),
         )
         .await;
+        // Inspect may still list a container that has just left (or stopped).
         match left {
-            Err(error) if !is_not_found(&error) => return Err(error),
+            Err(error) if !is_not_on_network(&error) => return Err(error),
             _ => {}
         }
     }

@@ -9,7 +9,7 @@ use bollard::models::{NetworkConnectRequest, NetworkDisconnectRequest};
 use bollard::query_parameters::ListNetworksOptionsBuilder;
 
 use super::EdgeProxy;
-use crate::docker::{docker_call, is_not_found};
+use crate::docker::{docker_call, is_already_on_network, is_not_on_network};
 use crate::error::RemoteError;
 
 impl EdgeProxy {
@@ -26,7 +26,7 @@ impl EdgeProxy {
         )
         .await;
         match joined {
-            Err(error) if already_connected(&error) => Ok(()),
+            Err(error) if is_already_on_network(&error) => Ok(()),
             other => other,
         }
     }
@@ -44,7 +44,7 @@ impl EdgeProxy {
         )
         .await;
         match left {
-            Err(error) if is_not_found(&error) || already_connected(&error) => Ok(()),
+            Err(error) if is_not_on_network(&error) => Ok(()),
             other => other,
         }
     }
@@ -66,11 +66,4 @@ impl EdgeProxy {
         }
         Ok(())
     }
-}
-
-/// Docker's answer to joining a network twice (403) or leaving one not joined (also 403 or
-/// 500 depending on the version): the state asked for holds already.
-fn already_connected(error: &RemoteError) -> bool {
-    let text = error.to_string();
-    text.contains("already exists") || text.contains("is not connected")
 }
