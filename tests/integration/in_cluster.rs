@@ -519,6 +519,7 @@ async fn evaluation_data_outlives_the_pod() {
     let before = pods(CONTROLLER);
     kubectl_ok(&["-n", NS, "delete", "pod", &before[0].0, "--wait=true"]);
     rollout(CONTROLLER);
+    service_answers().await;
     eventually(WAIT, "the event listed by the new pod", || {
         let kept = kept.clone();
         async move { listed(kept).await.then_some(()) }
@@ -531,6 +532,21 @@ async fn evaluation_data_outlives_the_pod() {
         .await
         .delete(&format!("/projects/{kept}"), archive)
         .await;
+}
+
+/// Waits until the shim's Service sends connections to a Ready pod: kube-proxy writes the new
+/// pod's rules a moment after the pod is Ready, and until then a Service whose only pod was
+/// replaced refuses connections (as any client would see right after a rollout).
+async fn service_answers() {
+    let ready = format!("{}/readyz", base_url().trim_end_matches("/api"));
+    eventually_explained(WAIT, "the shim's Service answering", || async {
+        match reqwest::get(&ready).await {
+            Ok(answer) if answer.status().is_success() => Ok(()),
+            Ok(answer) => Err(format!("{ready} answered {}", answer.status())),
+            Err(error) => Err(format!("{ready}: {error}")),
+        }
+    })
+    .await;
 }
 
 /// manifests/overlays/evaluation (one pod running both binaries on SQLite) in place of the
@@ -565,6 +581,7 @@ async fn evaluation_overlay() {
         "evaluation overlay Ready in {:.0} s",
         started.elapsed().as_secs_f64()
     );
+    service_answers().await;
     Rest::admin()
         .await
         .get("/organizations/current-context")

@@ -29,6 +29,7 @@ use super::plan::{domain_binding_name, environment_name, made_name};
 use crate::context::Context;
 use crate::error::Result;
 use crate::reconcilers::deployment::connect;
+use crate::reconcilers::deployment::server_target::Target;
 use crate::reconcilers::event_reason;
 
 /// How soon a cleanup waiting for the binding's or the resource's own cleanup looks again.
@@ -80,10 +81,17 @@ async fn remove_databases(
     Ok(left)
 }
 
+/// How often the sweep goes over the server when something would not go (a container Docker is
+/// still removing holds its network and volumes), and how long it waits in between.
+const SWEEP_ROUNDS: usize = 3;
+const SWEEP_PAUSE: Duration = Duration::from_secs(1);
+
 /// Takes off the preview's server what its owners' cleanups leave there: its own network (every
-/// container still on it, edge proxies included, taken off first), its Compose volumes (a resource keeps them, a preview does not)
-/// and anything else labelled as the preview's. A server that cannot be reached does not hold
-/// the cleanup: an Event says what was left there.
+/// container still on it, edge proxies included, taken off first), its Compose volumes (a
+/// resource keeps them, a preview does not) and anything else labelled as the preview's. What
+/// would not go does not stop the rest, and is tried again a few times. A server that cannot be
+/// reached, or a thing that still would not go, does not hold the cleanup: an Event says what
+/// was left there (and the shim's leftovers check lists it).
 async fn sweep_server(preview: &PreviewEnvironment, context: &Context, namespace: &str) {
     // The server it ran on; before its status said so, the previewed resource's.
     let base = crate::cache::Caches::get(
@@ -95,32 +103,63 @@ async fn sweep_server(preview: &PreviewEnvironment, context: &Context, namespace
     let Some(server) = server.or_else(|| base?.spec.server_id.clone()) else {
         return;
     };
-    let server = server.as_str();
     let name = made_name(preview);
-    let network = preview_network(namespace, &name);
-    let swept = async {
-        let (_, target) = connect(context, namespace, server).await?;
-        let (connection, docker) = (&target.connection, &target.docker);
-        let owned = [
-            format!("{PREVIEW_LABEL}={name}"),
-            format!("{NAMESPACE_LABEL}={namespace}"),
-        ];
-        // Containers first: they hold the networks and volumes.
-        for item in labelled::list(connection, docker, &owned).await? {
-            labelled::remove(connection, docker, &item).await?;
-        }
-        // A network made before networks carried the preview's label.
-        target.remove_serving_network(&network).await?;
-        Ok::<_, crate::error::Error>(())
+    let mut left = match connect(context, namespace, &server).await {
+        Ok((_, target)) => sweep_rounds(&target, namespace, &name).await,
+        Err(error) => vec![error.to_string()],
     };
-    if let Err(error) = swept.await {
-        let note = format!("preview {name} left things on server {server}: {error}");
-        let reference = preview.object_ref(&());
-        let reason = event_reason::PREVIEW_LEFTOVER;
-        context
-            .publish_event(&reference, EventType::Warning, reason, note)
-            .await;
+    if left.is_empty() {
+        return;
     }
+    left.dedup();
+    let note = format!(
+        "preview {name} left things on server {server}: {}",
+        left.join("; ")
+    );
+    let reference = preview.object_ref(&());
+    let reason = event_reason::PREVIEW_LEFTOVER;
+    context
+        .publish_event(&reference, EventType::Warning, reason, note)
+        .await;
+}
+
+/// Sweeps until nothing of preview `name` is left or [`SWEEP_ROUNDS`] went by; what the last
+/// round could not remove.
+async fn sweep_rounds(target: &Target, namespace: &str, name: &str) -> Vec<String> {
+    let mut left = Vec::new();
+    for round in 1..=SWEEP_ROUNDS {
+        left = sweep_once(target, namespace, name).await;
+        if left.is_empty() || round == SWEEP_ROUNDS {
+            break;
+        }
+        tokio::time::sleep(SWEEP_PAUSE).await;
+    }
+    left
+}
+
+/// One pass over the server: everything labelled as the preview's (containers first: they
+/// hold the networks and volumes), then its network made before networks carried the label.
+async fn sweep_once(target: &Target, namespace: &str, name: &str) -> Vec<String> {
+    let (connection, docker) = (&target.connection, &target.docker);
+    let owned = [
+        format!("{PREVIEW_LABEL}={name}"),
+        format!("{NAMESPACE_LABEL}={namespace}"),
+    ];
+    let listed = match labelled::list(connection, docker, &owned).await {
+        Ok(listed) => listed,
+        Err(error) => return vec![error.to_string()],
+    };
+    let mut left = Vec::new();
+    for item in &listed {
+        if let Err(error) = labelled::remove(connection, docker, item).await {
+            left.push(format!("{} {}: {error}", item.kind.as_str(), item.name));
+        }
+    }
+    let network = preview_network(namespace, name);
+    if let Err(error) = target.remove_serving_network(&network).await {
+        left.push(format!("network {network}: {error}"));
+    }
+    left
 }
 
 /// Deletes the Secrets a preview copied (none copied: nothing happens).
