@@ -34,7 +34,7 @@ pub struct Settings {
 /// What makes two records "the same" for the history: the fields an observation lists.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Signature {
-    overall: &'static str,
+    overall: String,
     lifecycle: String,
     health: String,
     public_access: String,
@@ -46,12 +46,12 @@ struct Signature {
 impl Signature {
     fn of(record: &ResourceHealth) -> Self {
         Self {
-            overall: record.overall,
+            overall: record.overall.clone(),
             lifecycle: record.runtime.lifecycle.clone(),
             health: record.runtime.health.clone(),
-            public_access: record.public_access.status.to_string(),
-            proxy: record.proxy.status.to_string(),
-            policy: record.health_policy.status.to_string(),
+            public_access: record.public_access.status.clone(),
+            proxy: record.proxy.status.clone(),
+            policy: record.health_policy.status.clone(),
             deployment: record.latest_deployment.as_ref().map(|d| d.id.clone()),
         }
     }
@@ -128,8 +128,8 @@ impl Recorder {
                 continue;
             }
             due.push(observation(resource, &record, now_ms));
-            let before = last.map(|l| (l.signature.overall, l.unhealthy_told));
-            let event = health_change(before, signature.overall);
+            let before = last.map(|l| (l.signature.overall.as_str(), l.unhealthy_told));
+            let event = health_change(before, &signature.overall);
             if let Some(event) = event {
                 notify(&self.context, resource, event, &signature);
             }
@@ -248,7 +248,7 @@ mod tests {
 
     fn signature(overall: &'static str) -> Signature {
         Signature {
-            overall,
+            overall: overall.into(),
             lifecycle: "running".into(),
             health: "healthy".into(),
             public_access: "ready".into(),

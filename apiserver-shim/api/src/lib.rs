@@ -17,7 +17,7 @@
 // paths it always had here. Modules below that define wire types of their own re-export the
 // shared ones beside them.
 pub use berth_vocabulary::{
-    access, access_failure, build, conditions, limits, progress, repository, validate, wire,
+    access, access_failure, build, conditions, health, limits, progress, repository, validate, wire,
 };
 
 pub mod access_failures;
@@ -35,6 +35,7 @@ pub mod deploy_tokens;
 pub mod deployment_proof;
 pub mod deployment_records;
 pub mod deployments;
+pub mod diagnostics;
 pub mod domain_binding_changes;
 pub mod domain_binding_readiness;
 pub mod environments;

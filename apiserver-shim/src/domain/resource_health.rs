@@ -84,6 +84,6 @@ pub async fn assemble(
         probes::run(state, resource, server.as_deref(), parsed, &mut health).await;
     }
     health.partial = !health.source_errors.is_empty();
-    health.overall = overall(&health);
+    health.overall = overall(&health).into();
     health
 }

@@ -6,9 +6,9 @@
 //! of the resource's configuration are masked everywhere; a part that cannot be read becomes a
 //! `sourceErrors` entry, never a failed answer.
 
+mod build;
 mod copy;
 mod proxy;
-mod record;
 
 use axum::extract::{Path, State};
 use berth_crds::deployment::Deployment;
@@ -19,7 +19,6 @@ use berth_observations::TimelineKey;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
-use self::record::{Focus, LogLine, Proxy, Redaction, SourceError, System, Tail, Window};
 use super::Endpoint;
 use crate::auth::Caller;
 use crate::domain::fields::bounded;
@@ -34,8 +33,12 @@ use crate::json::Json;
 use crate::observation_store::store_call;
 use crate::services::recent_access_failures;
 use crate::state::AppState;
+use berth_api::diagnostics::{
+    DeploymentBlock, Focus, LogLine, Proxy, Redaction, SourceError, System, Tail, Window,
+};
+use berth_api::wire::name_of;
 
-pub use self::record::DiagnosticSummary;
+pub use berth_api::diagnostics::DiagnosticSummary;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![Endpoint::get::<DiagnosticSummary, _, _>(
@@ -216,24 +219,24 @@ fn summary(
     let masked_value_count = parts.masked_value_count;
     let window = window(resource, query, &parts.now);
     DiagnosticSummary {
-        schema_version: record::SCHEMA_VERSION,
+        schema_version: berth_api::diagnostics::SCHEMA_VERSION.into(),
         generated_at: parts.now,
         focus: Focus {
             resource_id: id,
             requested_deployment_id: query.deployment_id.clone(),
             deployment_id: deployment.map(|d| d.name_any()),
         },
-        context: record::context(resource, window),
+        context: build::context(resource, window),
         deployment: deployment
-            .map(|d| mask_error(record::deployment_block(d, parts.timeline_count), masker)),
-        access: record::access(resource, &parts.health),
+            .map(|d| mask_error(build::deployment_block(d, parts.timeline_count), masker)),
+        access: build::access(resource, &parts.health),
         proxy: parts.proxy,
         deployment_timeline: parts.timeline,
         runtime_logs: parts.logs,
         system,
         source_errors: parts.errors,
         redaction: Redaction {
-            policy: REDACTION_POLICY,
+            policy: REDACTION_POLICY.into(),
             masked: masked_value_count > 0,
             masked_value_count,
         },
@@ -398,7 +401,7 @@ fn runtime_line(line: &runtime_logs::RuntimeLogLine) -> LogLine {
         source: "application".into(),
         phase: None,
         level: None,
-        stream: line.stream.and_then(record::wire_name),
+        stream: line.stream.and_then(name_of),
         service_name: line.service_name.clone(),
         message: line.message.clone(),
         masked: line.masked,
@@ -427,7 +430,7 @@ fn window(resource: &Resource, query: &DiagnosticQuery, now: &str) -> Option<Win
 }
 
 /// The deployment's error message masked like everything else shown.
-fn mask_error(mut block: record::DeploymentBlock, masker: &Masker) -> record::DeploymentBlock {
+fn mask_error(mut block: DeploymentBlock, masker: &Masker) -> DeploymentBlock {
     if let Some(error) = &mut block.last_error {
         error.message = masker.mask(&error.message);
     }
@@ -438,15 +441,15 @@ fn system(state: &AppState, query: &DiagnosticQuery) -> System {
     let driver = state.config.observation_store_driver;
     System {
         // The REST API.
-        entrypoint: "http",
+        entrypoint: "http".into(),
         request_id: format!("diag-{:016x}", rand::random::<u64>()),
         locale: query.locale.clone(),
-        readiness_status: "ready",
-        database_driver: driver,
+        readiness_status: "ready".into(),
+        database_driver: driver.into(),
         database_mode: if driver == "sqlite" {
-            "embedded"
+            "embedded".into()
         } else {
-            "shared"
+            "shared".into()
         },
     }
 }
@@ -459,10 +462,10 @@ fn source_error(
     message: String,
 ) -> SourceError {
     SourceError {
-        source,
-        code,
-        category: "infra",
-        phase,
+        source: source.into(),
+        code: code.into(),
+        category: "infra".into(),
+        phase: phase.into(),
         retryable: true,
         related_entity_id: related,
         related_state: None,

@@ -33,11 +33,11 @@ pub fn build(inputs: &Inputs) -> ResourceHealth {
         .and_then(|a| a.latest_generated_access_route.clone());
     let public_access = public_access(inputs, route.as_ref(), status.proxy_route_status, &runtime);
     let mut health = ResourceHealth {
-        schema_version: SCHEMA_VERSION,
+        schema_version: SCHEMA_VERSION.into(),
         resource_id: resource.name_any(),
         generated_at: inputs.now.clone(),
         observed_at: runtime.observed_at.clone(),
-        overall: "unknown",
+        overall: "unknown".into(),
         partial: false,
         latest_deployment: inputs.latest.map(latest_deployment),
         runtime,
@@ -51,7 +51,7 @@ pub fn build(inputs: &Inputs) -> ResourceHealth {
         checks: Vec::new(),
         source_errors: Vec::new(),
     };
-    health.overall = overall(&health);
+    health.overall = overall(&health).into();
     health
 }
 
@@ -79,7 +79,7 @@ fn runtime_block(observed: Option<&RuntimeObservation>) -> RuntimeBlock {
             lifecycle: "unknown".into(),
             health: "unknown".into(),
             observed_at: None,
-            runtime_kind: "docker-container",
+            runtime_kind: "docker-container".into(),
             reason_code: Some("not_observed".into()),
             message: "the controller has not reported the runtime yet".into(),
         };
@@ -88,7 +88,7 @@ fn runtime_block(observed: Option<&RuntimeObservation>) -> RuntimeBlock {
         lifecycle: lifecycle_name(observed.lifecycle).into(),
         health: health_name(observed.health).into(),
         observed_at: Some(timestamp(&observed.observed_at)),
-        runtime_kind: "docker-container",
+        runtime_kind: "docker-container".into(),
         reason_code: observed.reason_code.clone(),
         message: observed.message.clone(),
     }
@@ -143,7 +143,7 @@ fn health_policy(resource: &Resource) -> HealthPolicy {
         .and_then(|r| r.health_check.as_ref());
     let Some(check) = check else {
         return HealthPolicy {
-            status: "not-configured",
+            status: "not-configured".into(),
             enabled: false,
             type_: None,
             path: None,
@@ -153,14 +153,18 @@ fn health_policy(resource: &Resource) -> HealthPolicy {
             timeout_seconds: None,
             retries: None,
             start_period_seconds: None,
-            reason_code: Some("health_check_not_configured"),
+            reason_code: Some("health_check_not_configured".into()),
         };
     };
     let command = check.kind == berth_vocabulary::resource_input::HealthCheckKind::Command;
     HealthPolicy {
-        status: "configured",
+        status: "configured".into(),
         enabled: true,
-        type_: Some(if command { "command" } else { "http" }),
+        type_: Some(if command {
+            "command".into()
+        } else {
+            "http".into()
+        }),
         path: (!command).then(|| check.path.clone()),
         port: check.port.map(i64::from),
         expected_status_code: Some(i64::from(check.expected_status_code)),
@@ -180,10 +184,10 @@ fn public_access(
 ) -> PublicAccess {
     let Some(route) = route else {
         return PublicAccess {
-            status: "not-configured",
+            status: "not-configured".into(),
             url: None,
             kind: None,
-            reason_code: Some("no_route"),
+            reason_code: Some("no_route".into()),
             phase: None,
             route_intent_status: None,
             latest_access_failure: None,
@@ -199,11 +203,11 @@ fn public_access(
         Some(ProxyRouteStatus::Unknown) | None => ("unknown", Some("route_not_observed")),
     };
     PublicAccess {
-        status,
+        status: status.into(),
         url: Some(route.url.clone()),
-        kind: Some("generated-latest"),
-        reason_code: reason,
-        phase: reason.map(|_| "edge-request-routing"),
+        kind: Some("generated-latest".into()),
+        reason_code: reason.map(String::from),
+        phase: reason.map(|_| "edge-request-routing".into()),
         route_intent_status: Some(route_intent(inputs, route, status, reason, runtime)),
         latest_access_failure: None,
     }
@@ -223,9 +227,9 @@ fn proxy_block(server: Option<&Server>, status: &crate::resource::ResourceStatus
         }
     };
     ProxyBlock {
-        status: state,
+        status: state.into(),
         provider_key: (!disabled).then(|| "caddy".to_string()),
         last_route_realization_deployment_id: status.last_route_realization_deployment_id.clone(),
-        reason_code: reason,
+        reason_code: reason.map(String::from),
     }
 }

@@ -1,81 +1,12 @@
 //! Spec §2.2 "Route intent status": how the Resource's generated route serves it.
 
+use super::{
+    CopySafeSummary, LatestObservation, RouteContext, RouteIntent, RouteIntentStatus, RouteProxy,
+};
 use super::{Inputs, ROUTE_INTENT_SCHEMA_VERSION, RuntimeBlock};
 use crate::resource::AppliedAccessRoute;
 use crate::server::ProxyKind;
 use kube::ResourceExt;
-use schemars::JsonSchema;
-use serde::Serialize;
-
-/// Spec §2.2 "Route intent status".
-#[derive(Serialize, JsonSchema, Debug, Clone)]
-#[serde(rename_all = "camelCase")]
-pub struct RouteIntentStatus {
-    pub schema_version: &'static str,
-    pub route_id: String,
-    pub diagnostic_id: String,
-    pub source: &'static str,
-    pub intent: RouteIntent,
-    pub context: RouteContext,
-    pub proxy: RouteProxy,
-    pub domain_verification: &'static str,
-    pub tls: &'static str,
-    pub runtime_health: String,
-    pub latest_observation: LatestObservation,
-    pub blocking_reason: Option<&'static str>,
-    pub recommended_action: &'static str,
-    pub copy_safe_summary: CopySafeSummary,
-}
-
-#[derive(Serialize, JsonSchema, Debug, Clone)]
-#[serde(rename_all = "camelCase")]
-pub struct RouteIntent {
-    pub host: String,
-    pub path_prefix: String,
-    pub protocol: &'static str,
-    pub route_behavior: &'static str,
-    pub redirect_to: Option<String>,
-    pub redirect_status: Option<i64>,
-}
-
-#[derive(Serialize, JsonSchema, Debug, Clone)]
-#[serde(rename_all = "camelCase")]
-pub struct RouteContext {
-    pub resource_id: String,
-    pub deployment_id: String,
-    pub server_id: Option<String>,
-    pub destination_id: Option<String>,
-    pub runtime_target_kind: &'static str,
-}
-
-#[derive(Serialize, JsonSchema, Debug, Clone)]
-#[serde(rename_all = "camelCase")]
-pub struct RouteProxy {
-    /// `required` (through the edge proxy) or `not-required` (direct port).
-    pub intent: &'static str,
-    /// `ready` (applied and serving), `applied` (its runtime is not ready), `not-ready`,
-    /// `unknown`, or `not-configured` (no proxy).
-    pub applied: &'static str,
-    pub provider_key: Option<String>,
-}
-
-#[derive(Serialize, JsonSchema, Debug, Clone)]
-#[serde(rename_all = "camelCase")]
-pub struct LatestObservation {
-    pub source: &'static str,
-    pub observed_at: String,
-    pub request_id: Option<String>,
-    pub deployment_id: String,
-}
-
-#[derive(Serialize, JsonSchema, Debug, Clone)]
-#[serde(rename_all = "camelCase")]
-pub struct CopySafeSummary {
-    pub status: &'static str,
-    pub code: Option<&'static str>,
-    pub phase: Option<&'static str>,
-    pub message: String,
-}
 
 pub(super) fn route_intent(
     inputs: &Inputs,
@@ -94,15 +25,15 @@ pub(super) fn route_intent(
         Some(_) => format!("{}: the edge proxy does not serve the route", route.url),
     };
     RouteIntentStatus {
-        schema_version: ROUTE_INTENT_SCHEMA_VERSION,
+        schema_version: ROUTE_INTENT_SCHEMA_VERSION.into(),
         diagnostic_id: format!("route-{route_id}"),
         route_id,
-        source: "generated-default-access",
+        source: "generated-default-access".into(),
         intent: RouteIntent {
             host: route.hostname.clone(),
             path_prefix: route.path_prefix.clone(),
-            protocol: "http",
-            route_behavior: "serve",
+            protocol: "http".into(),
+            route_behavior: "serve".into(),
             redirect_to: None,
             redirect_status: None,
         },
@@ -111,36 +42,40 @@ pub(super) fn route_intent(
             deployment_id: route.deployment_id.clone(),
             server_id: resource.spec.server_id.clone(),
             destination_id: resource.spec.destination_id.clone(),
-            runtime_target_kind: "single-server",
+            runtime_target_kind: "single-server".into(),
         },
         proxy: RouteProxy {
-            intent: if direct { "not-required" } else { "required" },
-            applied: route_applied(direct, status, blocking),
+            intent: if direct {
+                "not-required".into()
+            } else {
+                "required".into()
+            },
+            applied: route_applied(direct, status, blocking).into(),
             provider_key: route.provider_key.clone(),
         },
-        domain_verification: "not-applicable",
-        tls: "not-applicable",
+        domain_verification: "not-applicable".into(),
+        tls: "not-applicable".into(),
         runtime_health: runtime.health.clone(),
         latest_observation: LatestObservation {
-            source: "resource-access-summary",
+            source: "resource-access-summary".into(),
             observed_at: route.updated_at.clone(),
             request_id: None,
             deployment_id: route.deployment_id.clone(),
         },
-        blocking_reason: blocking,
+        blocking_reason: blocking.map(String::from),
         recommended_action: if blocking.is_some() {
-            "check-health"
+            "check-health".into()
         } else {
-            "none"
+            "none".into()
         },
         copy_safe_summary: CopySafeSummary {
             status: if status == "ready" {
-                "available"
+                "available".into()
             } else {
-                status
+                status.into()
             },
-            code: blocking,
-            phase: blocking.map(|_| "edge-request-routing"),
+            code: blocking.map(String::from),
+            phase: blocking.map(|_| "edge-request-routing".into()),
             message,
         },
     }

@@ -124,3 +124,18 @@ fn the_runtime_decides_first_then_the_route() {
     assert_eq!(unobserved.public_access.status, "not-configured");
     assert_eq!(unobserved.health_policy.status, "not-configured");
 }
+
+/// What the shim answers is what the CLI reads: a record read back from its wire form writes
+/// the same wire form (the runtime's states included, which are renamed on the way out).
+#[test]
+fn a_record_reads_back_from_its_wire_form() {
+    let status = with(
+        runtime(RuntimeLifecycle::Missing, RuntimeHealth::Starting),
+        ProxyRouteStatus::Ready,
+    );
+    let wire = verdict(status).to_json();
+    let read: ResourceHealth = serde_json::from_value(wire.clone()).unwrap();
+    assert_eq!(read.to_json(), wire);
+    assert_eq!(wire["runtime"]["lifecycle"], "unknown");
+    assert_eq!(wire["runtime"]["reasonCode"], "runtime_missing");
+}

@@ -30,6 +30,19 @@ pub fn to_value<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<Value> {
     serde_json::to_value(Wire(value))
 }
 
+/// How a unit enum value is spelled on the wire (`succeeded` for a deployment state); `None`
+/// for a value that is not a string.
+pub fn name_of<T: Serialize>(value: T) -> Option<String> {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+}
+
+/// The unit enum value the wire spells `name`; `None` for a spelling it does not have.
+pub fn from_name<T: serde::de::DeserializeOwned>(name: &str) -> Option<T> {
+    serde_json::from_value(Value::String(name.to_string())).ok()
+}
+
 /// Whether `value` serializes as `null`, found without serializing it: the probe answers at
 /// the first call.
 fn is_null<T: Serialize + ?Sized>(value: &T) -> bool {

@@ -8,6 +8,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use berth_api::deployments::{DeploymentCreated, DeploymentPreview, StartDeployment};
+use berth_api::diagnostics::DiagnosticSummary;
 use berth_api::progress::{ProgressEvent, StreamStatus};
 use berth_api::resources::ResourceRecord;
 use reqwest::Method;
@@ -15,7 +16,7 @@ use serde_json::Value;
 
 use super::Ctx;
 use super::infra::server_id;
-use super::{find_resource, read_as};
+use super::{find_resource, get_as, read_as};
 use crate::error::{CliError, CliResult};
 use crate::output::Format;
 use crate::progress::ProgressView;
@@ -174,15 +175,12 @@ fn resource_server(ctx: &Ctx, resource: &ResourceRecord) -> CliResult<String> {
         ("includeRuntimeLogTail", "false".to_string()),
         ("tailLines", "0".to_string()),
     ];
-    let summary = ctx.api()?.get(
-        &format!("/resources/{}/diagnostic-summary", resource.id),
-        &query,
-    )?;
+    let path = format!("/resources/{}/diagnostic-summary", resource.id);
+    let (_, summary): (_, DiagnosticSummary) = get_as(ctx.api()?, &path, &query)?;
     summary
-        .pointer("/context/serverId")
-        .and_then(Value::as_str)
+        .context
+        .server_id
         .filter(|id| !id.is_empty())
-        .map(str::to_string)
         .ok_or_else(|| {
             CliError::Usage(format!(
                 "resource {} names no server: pass --server",

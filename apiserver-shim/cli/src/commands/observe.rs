@@ -3,6 +3,8 @@
 
 use berth_api::access_failures::AccessFailureLookup;
 use berth_api::deployments::{DeploymentState, Timeline};
+use berth_api::diagnostics::DiagnosticSummary;
+use berth_api::health::ResourceHealth;
 use berth_api::progress::ProgressEvent;
 use berth_api::runtime_logs::{RuntimeLogLine, RuntimeLogs};
 use reqwest::Method;
@@ -66,13 +68,14 @@ const HEALTH_FIELDS: &[Column] = &[
 pub fn health(ctx: &Ctx, resource: &str, live: bool) -> CliResult<()> {
     let id = find_resource(ctx, resource)?.0.id;
     let mode = if live { "live" } else { "cached" };
-    let answer = ctx
-        .api()?
-        .get(&format!("/resources/{id}/health"), &[("mode", mode.into())])?;
+    let path = format!("/resources/{id}/health");
+    let (answer, health): (_, ResourceHealth) =
+        get_as(ctx.api()?, &path, &[("mode", mode.into())])?;
     let mut view = answer.clone();
-    view["sourceErrorCodes"] = items(&answer, "/sourceErrors")
+    view["sourceErrorCodes"] = health
+        .source_errors
         .iter()
-        .map(|e| e["code"].clone())
+        .map(|e| e.code.clone())
         .collect();
     ctx.out.record_of(&answer, &view, HEALTH_FIELDS, "/overall");
     Ok(())
@@ -105,12 +108,10 @@ pub fn diagnose(ctx: &Ctx, resource: &str, deployment: Option<String>) -> CliRes
         .map(|d| ("deploymentId", d))
         .into_iter()
         .collect();
-    let answer = ctx
-        .api()?
-        .get(&format!("/resources/{id}/diagnostic-summary"), &query)?;
+    let path = format!("/resources/{id}/diagnostic-summary");
+    let (answer, summary): (_, DiagnosticSummary) = get_as(ctx.api()?, &path, &query)?;
     if ctx.out.human() {
-        let markdown = answer.pointer("/copy/markdown").and_then(Value::as_str);
-        println!("{}", markdown.unwrap_or_default().trim_end());
+        println!("{}", summary.copy.markdown.trim_end());
     } else {
         ctx.out.raw(&answer);
     }

@@ -12,9 +12,9 @@ use berth_api::source::{SetAutoDeploy, SetSource};
 use berth_api::storage::{AttachStorage, DetachStorage};
 
 use super::find_resource;
-use super::{Ctx, wire_enum};
+use super::{Ctx, read_as, wire_enum};
 use crate::cli::{ResourceConfig, ResourceOption};
-use crate::error::{CliError, CliResult};
+use crate::error::CliResult;
 use crate::output::col;
 
 pub fn config(ctx: &Ctx, command: ResourceConfig) -> CliResult<()> {
@@ -299,8 +299,7 @@ fn attach_storage(
     let id = find_resource(ctx, &resource.resource)?.0.id;
     let path = format!("/resources/{id}/storage-attachments");
     let answer = ctx.api()?.post(&path, &body)?;
-    let attached: IdResponse = serde_json::from_value(answer.clone())
-        .map_err(|error| CliError::failure(format!("{path}: unexpected answer: {error}")))?;
+    let attached: IdResponse = read_as(&path, &answer)?;
     // The attachment's id is what `detach-storage` takes.
     ctx.out.done(
         &answer,

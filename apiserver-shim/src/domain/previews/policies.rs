@@ -7,10 +7,9 @@ use std::sync::Arc;
 use berth_api::previews::{
     PreviewPolicyInput, PreviewPolicyScope, PreviewPolicySettings, PreviewScopeKind,
 };
+use berth_api::wire::{from_name, name_of};
 use berth_crds::limits::OBJECT_NAME_MAX;
-use berth_crds::preview::{
-    ForkPreviews, PreviewDatabases, PreviewPolicy, PreviewPolicySpec, PreviewTlsMode,
-};
+use berth_crds::preview::{PreviewPolicy, PreviewPolicySpec};
 use kube::ResourceExt;
 use sha2::{Digest, Sha256};
 
@@ -96,7 +95,7 @@ pub fn spec_of(scope: &PreviewPolicyScope, input: &PreviewPolicyInput) -> Previe
         fork_previews: input
             .fork_previews
             .as_deref()
-            .and_then(parse_fork_previews)
+            .and_then(from_name)
             .unwrap_or(defaults.fork_previews),
         secret_backed_previews: input
             .secret_backed_previews
@@ -107,11 +106,11 @@ pub fn spec_of(scope: &PreviewPolicyScope, input: &PreviewPolicyInput) -> Previe
             .environment_profile_base_environment_id
             .clone(),
         preview_domain_template: input.preview_domain_template.clone(),
-        preview_tls_mode: input.preview_tls_mode.as_deref().and_then(parse_tls_mode),
+        preview_tls_mode: input.preview_tls_mode.as_deref().and_then(from_name),
         preview_databases: input
             .preview_databases
             .as_deref()
-            .and_then(parse_databases)
+            .and_then(from_name)
             .unwrap_or(defaults.preview_databases),
         ..defaults
     }
@@ -121,7 +120,7 @@ pub fn spec_of(scope: &PreviewPolicyScope, input: &PreviewPolicyInput) -> Previe
 pub fn settings(spec: &PreviewPolicySpec) -> PreviewPolicySettings {
     PreviewPolicySettings {
         same_repository_previews: spec.same_repository_previews,
-        fork_previews: fork_previews_name(spec.fork_previews).into(),
+        fork_previews: name_of(spec.fork_previews).unwrap_or_default(),
         secret_backed_previews: spec.secret_backed_previews,
         max_active_previews: spec.max_active_previews,
         preview_ttl_hours: spec.preview_ttl_hours,
@@ -130,55 +129,31 @@ pub fn settings(spec: &PreviewPolicySpec) -> PreviewPolicySettings {
             .clone(),
         preview_domain_template: spec.preview_domain_template.clone(),
         preview_tls_mode: spec.tls_mode_in_force().as_str().into(),
-        preview_databases: databases_name(spec.preview_databases).into(),
+        preview_databases: name_of(spec.preview_databases).unwrap_or_default(),
     }
-}
-
-pub fn databases_name(databases: PreviewDatabases) -> &'static str {
-    match databases {
-        PreviewDatabases::Empty => "empty",
-        PreviewDatabases::LatestBackup => "latest-backup",
-        PreviewDatabases::None => "none",
-    }
-}
-
-fn parse_databases(name: &str) -> Option<PreviewDatabases> {
-    [
-        PreviewDatabases::Empty,
-        PreviewDatabases::LatestBackup,
-        PreviewDatabases::None,
-    ]
-    .into_iter()
-    .find(|databases| databases_name(*databases) == name)
-}
-
-fn parse_tls_mode(name: &str) -> Option<PreviewTlsMode> {
-    [PreviewTlsMode::Auto, PreviewTlsMode::Disabled]
-        .into_iter()
-        .find(|mode| mode.as_str() == name)
-}
-
-pub fn fork_previews_name(fork: ForkPreviews) -> &'static str {
-    match fork {
-        ForkPreviews::Disabled => "disabled",
-        ForkPreviews::WithoutSecrets => "without-secrets",
-        ForkPreviews::WithSecrets => "with-secrets",
-    }
-}
-
-fn parse_fork_previews(name: &str) -> Option<ForkPreviews> {
-    [
-        ForkPreviews::Disabled,
-        ForkPreviews::WithoutSecrets,
-        ForkPreviews::WithSecrets,
-    ]
-    .into_iter()
-    .find(|fork| fork_previews_name(*fork) == name)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use berth_api::previews::{FORK_PREVIEWS, PREVIEW_DATABASES, PREVIEW_TLS_MODES};
+    use berth_crds::preview::{ForkPreviews, PreviewDatabases, PreviewTlsMode};
+
+    /// The spellings the request check allows are the policy's own: each is read into the
+    /// CRD's enum and written back the same.
+    #[test]
+    fn every_allowed_spelling_is_a_setting_of_the_policy() {
+        fn round_trips<T: serde::Serialize + serde::de::DeserializeOwned>(names: &[&str]) {
+            for name in names {
+                let value: T = from_name(name).unwrap_or_else(|| panic!("{name} is not known"));
+                assert_eq!(name_of(value).as_deref(), Some(*name));
+            }
+        }
+        round_trips::<ForkPreviews>(&FORK_PREVIEWS);
+        round_trips::<PreviewTlsMode>(&PREVIEW_TLS_MODES);
+        round_trips::<PreviewDatabases>(&PREVIEW_DATABASES);
+        assert!(from_name::<PreviewDatabases>("latest").is_none());
+    }
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
     fn policy(name: &str, resource: Option<&str>, age: i64) -> Arc<PreviewPolicy> {

@@ -39,16 +39,16 @@ pub fn recorded_runtime_check(health: &ResourceHealth) -> Check {
         _ => "failed",
     };
     Check {
-        name: "runtime-observed",
-        target: "runtime",
-        status,
+        name: "runtime-observed".into(),
+        target: "runtime".into(),
+        status: status.into(),
         observed_at: runtime.observed_at.clone().unwrap_or_else(now),
         duration_ms: None,
         status_code: None,
         exit_code: None,
         message: runtime.message.clone(),
         reason_code: runtime.reason_code.clone(),
-        phase: Some("runtime"),
+        phase: Some("runtime".into()),
         retriable: status != "passed",
         metadata: json!({ "source": "server-observer", "lifecycle": runtime.lifecycle }),
     }
@@ -116,16 +116,16 @@ async fn runtime_probe(
     health: &ResourceHealth,
 ) -> Check {
     let mut check = Check {
-        name: "runtime-container",
-        target: "runtime",
-        status: "skipped",
+        name: "runtime-container".into(),
+        target: "runtime".into(),
+        status: "skipped".into(),
         observed_at: now(),
         duration_ms: None,
         status_code: None,
         exit_code: None,
         message: "no deployment serves the resource".into(),
         reason_code: Some("not_deployed".into()),
-        phase: Some("runtime"),
+        phase: Some("runtime".into()),
         retriable: false,
         metadata: json!({}),
     };
@@ -157,7 +157,7 @@ async fn runtime_probe(
         ("failed", "stopped") if reason == "container_exited" => ("skipped", "stopped_on_request"),
         other => (other.0, reason),
     };
-    check.status = status;
+    check.status = status.into();
     check.reason_code = (status != "passed").then(|| reason.to_string());
     check.message = message;
     check.retriable = status != "passed";
@@ -237,16 +237,16 @@ async fn public_access_probe(
     let started = Instant::now();
     let answer = connection.send_http_tcp("127.0.0.1", port, request).await;
     let mut check = Check {
-        name: "public-access",
-        target: "public-access",
-        status: "failed",
+        name: "public-access".into(),
+        target: "public-access".into(),
+        status: "failed".into(),
         observed_at: now(),
         duration_ms: Some(started.elapsed().as_millis() as u64),
         status_code: None,
         exit_code: None,
         message: String::new(),
         reason_code: None,
-        phase: Some("edge-request-routing"),
+        phase: Some("edge-request-routing".into()),
         retriable: true,
         metadata: json!({ "url": health.public_access.url }),
     };
@@ -255,7 +255,11 @@ async fn public_access_probe(
             check.status_code = Some(status.as_u16());
             // The edge answers 502/503/504 when the upstream is down, and 404 without a route.
             let served = !(status.is_server_error() || status == http::StatusCode::NOT_FOUND);
-            check.status = if served { "passed" } else { "failed" };
+            check.status = if served {
+                "passed".into()
+            } else {
+                "failed".into()
+            };
             check.retriable = !served;
             check.message = format!("the edge proxy answered {status}");
             check.reason_code = (!served).then(|| "edge_did_not_serve".to_string());

@@ -10,6 +10,7 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use berth_api::activity::{CHANGE_SCHEMA_VERSION, ChangeEvent, ChangeKind, FeedEnvelope};
+use berth_api::wire::name_of;
 use futures::Stream;
 use kube::ResourceExt;
 use tokio::sync::mpsc;
@@ -268,13 +269,6 @@ impl Ids {
     }
 }
 
-/// An enum value as the wire spells it.
-fn wire_name(value: impl serde::Serialize) -> Option<String> {
-    serde_json::to_value(value)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-}
-
 /// The object's status after the change, and a line for people.
 fn status_and_summary(change: &Change) -> (Option<String>, String) {
     let object = &change.object;
@@ -282,7 +276,7 @@ fn status_and_summary(change: &Change) -> (Option<String>, String) {
         ChangedObject::Deployment(d) => {
             let status = d.status.as_ref();
             (
-                status.and_then(|s| s.status).and_then(wire_name),
+                status.and_then(|s| s.status).and_then(name_of),
                 status
                     .and_then(|s| s.current_step.as_ref())
                     .map(|step| step.label.clone()),
@@ -292,12 +286,12 @@ fn status_and_summary(change: &Change) -> (Option<String>, String) {
             r.status
                 .as_ref()
                 .and_then(|s| s.last_deployment_status)
-                .and_then(wire_name),
+                .and_then(name_of),
             None,
         ),
         ChangedObject::Server(s) => (
             s.status.as_ref().and_then(|s| {
-                s.lifecycle_status.and_then(wire_name).or_else(|| {
+                s.lifecycle_status.and_then(name_of).or_else(|| {
                     Some(
                         if s.reachable {
                             "reachable"
@@ -315,7 +309,7 @@ fn status_and_summary(change: &Change) -> (Option<String>, String) {
             Some(b.spec.hostname.clone()),
         ),
         ChangedObject::ScheduledTask(t) => (
-            wire_name(t.spec.state),
+            name_of(t.spec.state),
             t.status
                 .as_ref()
                 .and_then(|s| s.next_run_at.as_ref())
@@ -329,11 +323,11 @@ fn status_and_summary(change: &Change) -> (Option<String>, String) {
             c.status
                 .as_ref()
                 .and_then(|s| s.last_delivery.as_ref())
-                .and_then(|d| wire_name(d.status)),
+                .and_then(|d| name_of(d.status)),
             Some(c.spec.name.clone()),
         ),
         ChangedObject::NotificationDelivery(d) => {
-            (wire_name(d.delivery_status()), wire_name(d.spec.event))
+            (name_of(d.delivery_status()), name_of(d.spec.event))
         }
         ChangedObject::Environment(e) => (environment_status(e), Some(e.spec.name.clone())),
         ChangedObject::StorageVolume(v) => (
@@ -347,7 +341,7 @@ fn status_and_summary(change: &Change) -> (Option<String>, String) {
     let kind = object.kind().as_str();
     let what = match &status {
         Some(status) => status.clone(),
-        None => wire_name(change.change_type).unwrap_or_default(),
+        None => name_of(change.change_type).unwrap_or_default(),
     };
     let mut summary = format!("{kind} {} {what}", object.name());
     if change.deleted {
@@ -365,7 +359,7 @@ fn environment_status(environment: &Environment) -> Option<String> {
         .status
         .as_ref()
         .and_then(|s| s.lifecycle_status)
-        .and_then(wire_name);
+        .and_then(name_of);
     match lifecycle.as_deref() {
         Some("archived") => lifecycle,
         _ if environment.spec.locked => Some("locked".into()),

@@ -340,7 +340,7 @@ fn checked_access(
 ) -> ObservedAccess {
     let targets = route.deployment_id == id;
     ObservedAccess {
-        status: check_status(public.status),
+        status: check_status(&public.status),
         summary: public.message.clone(),
         reason_code: public.reason_code.clone(),
         route_targets_workload: Some(targets),

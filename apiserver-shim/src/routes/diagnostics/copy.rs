@@ -5,7 +5,7 @@
 use berth_crds::masking::Masker;
 use serde_json::Value;
 
-use super::record::{Copy, DiagnosticSummary, Tail};
+use berth_api::diagnostics::{Copy, DiagnosticSummary, Tail};
 
 pub fn texts(summary: &DiagnosticSummary, masker: &Masker) -> Copy {
     let json = serde_json::to_string_pretty(&without_copy(summary)).unwrap_or_default();

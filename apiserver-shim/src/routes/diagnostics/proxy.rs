@@ -15,10 +15,11 @@ use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 use serde_json::Value;
 
-use super::record::{Proxy, Section, SourceError, TlsRoute, Warning};
 use crate::domain::servers::server_connection;
 use crate::services::server_access::server_id;
 use crate::state::AppState;
+use berth_api::diagnostics::{Proxy, Section, SourceError, TlsRoute, Warning};
+use berth_api::wire::name_of;
 
 /// How long reading the proxy's configuration may take.
 const READ_WITHIN: Duration = Duration::from_secs(15);
@@ -40,19 +41,19 @@ pub async fn block(
     }
     proxy.configuration_included = true;
     let Some(server) = server.filter(|s| s.spec.proxy.kind != ProxyKind::None) else {
-        proxy.configuration_status = Some("not-configured");
+        proxy.configuration_status = Some("not-configured".into());
         return (proxy, 0);
     };
     let routes = match read_routes(state, server).await {
         Ok(routes) => routes,
         Err(message) => {
-            proxy.reason_code = Some("proxy_configuration_unavailable");
-            proxy.phase = Some("proxy-configuration-read");
+            proxy.reason_code = Some("proxy_configuration_unavailable".into());
+            proxy.phase = Some("proxy-configuration-read".into());
             errors.push(SourceError {
-                source: "proxy",
-                code: "proxy_configuration_unavailable",
-                category: "infra",
-                phase: "proxy-configuration-read",
+                source: "proxy".into(),
+                code: "proxy_configuration_unavailable".into(),
+                category: "infra".into(),
+                phase: "proxy-configuration-read".into(),
                 retryable: true,
                 related_entity_id: Some(server.name_any()),
                 related_state: None,
@@ -71,16 +72,16 @@ pub async fn block(
         .iter()
         .find(|r| r.get("@id").and_then(Value::as_str) == Some(own_id.as_str()));
     let Some(own) = own else {
-        proxy.configuration_status = Some("not-configured");
+        proxy.configuration_status = Some("not-configured".into());
         proxy.warnings.push(Warning {
-            code: "route_not_applied",
+            code: "route_not_applied".into(),
             message: "the edge proxy holds no route for this resource".into(),
             details: serde_json::json!({ "routeId": own_id }),
         });
         return (proxy, 0);
     };
     let (sections, masked) = sections(own, masker);
-    proxy.configuration_status = Some("applied");
+    proxy.configuration_status = Some("applied".into());
     proxy.section_count = sections.len();
     proxy.sections = sections;
     (proxy, masked)
@@ -96,10 +97,10 @@ fn summary(resource: &Resource, health: &ResourceHealth) -> Proxy {
         .map(|route| TlsRoute {
             hostname: route.hostname.clone(),
             path_prefix: route.path_prefix.clone(),
-            tls_mode: "disabled",
+            tls_mode: "disabled".into(),
             scheme: "http".into(),
-            automation: "disabled",
-            certificate_source: "none",
+            automation: "disabled".into(),
+            certificate_source: "none".into(),
             platform_certificate_managed: false,
             message: "generated routes are served over HTTP".into(),
         })
@@ -107,14 +108,18 @@ fn summary(resource: &Resource, health: &ResourceHealth) -> Proxy {
         .collect();
     let route_status = resource.status.as_ref().and_then(|s| s.proxy_route_status);
     Proxy {
-        status: section_status(health.proxy.status),
+        status: section_status(&health.proxy.status).into(),
         provider_key: health.proxy.provider_key.clone(),
-        proxy_route_status: route_status.and_then(super::record::wire_name),
+        proxy_route_status: route_status.and_then(name_of),
         configuration_included: false,
         configuration_status: None,
         tls_routes,
-        reason_code: health.proxy.reason_code,
-        phase: health.proxy.reason_code.map(|_| "proxy-route-realization"),
+        reason_code: health.proxy.reason_code.clone(),
+        phase: health
+            .proxy
+            .reason_code
+            .as_ref()
+            .map(|_| "proxy-route-realization".into()),
         ..Proxy::default()
     }
 }
@@ -168,19 +173,19 @@ pub fn sections(route: &Value, masker: &Masker) -> (Vec<Section>, usize) {
     let (labels, masked_labels) = masker.mask_counted(&labels);
     let sections = vec![
         Section {
-            id: "caddy-route",
-            title: "Caddy route as applied on the server",
-            format: "json",
+            id: "caddy-route".into(),
+            title: "Caddy route as applied on the server".into(),
+            format: "json".into(),
             redacted: masked_applied > 0,
-            source: "snapshot",
+            source: "snapshot".into(),
             content: applied,
         },
         Section {
-            id: "traefik-docker-labels",
-            title: "The same route as Traefik docker labels (preview)",
-            format: "docker-labels",
+            id: "traefik-docker-labels".into(),
+            title: "The same route as Traefik docker labels (preview)".into(),
+            format: "docker-labels".into(),
             redacted: masked_labels > 0,
-            source: "provider-rendered",
+            source: "provider-rendered".into(),
             content: labels,
         },
     ];

@@ -104,14 +104,13 @@ async fn sweep_server(preview: &PreviewEnvironment, context: &Context, namespace
         return;
     };
     let name = made_name(preview);
-    let mut left = match connect(context, namespace, &server).await {
+    let left = match connect(context, namespace, &server).await {
         Ok((_, target)) => sweep_rounds(&target, namespace, &name).await,
         Err(error) => vec![error.to_string()],
     };
     if left.is_empty() {
         return;
     }
-    left.dedup();
     let note = format!(
         "preview {name} left things on server {server}: {}",
         left.join("; ")

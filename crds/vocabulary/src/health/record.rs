@@ -1,17 +1,18 @@
 //! The record itself (spec §2.2 "Resource health"): its blocks, checks and source errors, and
 //! the runtime's states with the spec's value sets.
 
-use super::{RouteIntentStatus, RuntimeControlBlock};
-use crate::deployment::DeploymentState;
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::{RouteIntentStatus, RuntimeControlBlock};
+use crate::deployments::DeploymentState;
+
 /// Spec §2.2 "Resource health".
-#[derive(Serialize, JsonSchema, Debug, Clone)]
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceHealth {
-    pub schema_version: &'static str,
+    pub schema_version: String,
     pub resource_id: String,
     pub generated_at: String,
     /// When the runtime state shown was observed.
@@ -19,7 +20,7 @@ pub struct ResourceHealth {
     /// `healthy`, `degraded` (runs, but not reachable through its route), `unhealthy`,
     /// `stopped` (stopped on request: runtime control; not a failure), `not-deployed` or
     /// `unknown`.
-    pub overall: &'static str,
+    pub overall: String,
     /// Whether a part could not be read (see `sourceErrors`).
     pub partial: bool,
     pub latest_deployment: Option<LatestDeployment>,
@@ -35,7 +36,7 @@ pub struct ResourceHealth {
     pub source_errors: Vec<SourceError>,
 }
 
-#[derive(Serialize, JsonSchema, Debug, Clone)]
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone)]
 #[serde(rename_all = "camelCase")]
 pub struct LatestDeployment {
     pub id: String,
@@ -52,7 +53,7 @@ pub struct LatestDeployment {
 /// The runtime as the controller observed it. Its states are the controller's (a removed
 /// container is `missing`, a Docker health check `starting`); the wire names them with the
 /// spec's value sets ([`wire_runtime`]).
-#[derive(JsonSchema, Debug, Clone)]
+#[derive(Deserialize, JsonSchema, Debug, Clone)]
 #[serde(rename_all = "camelCase")]
 pub struct RuntimeBlock {
     /// `not-deployed`, `starting`, `running`, `exited`, `stopped` (on request) or `unknown`
@@ -61,19 +62,19 @@ pub struct RuntimeBlock {
     /// `healthy`, `unhealthy` or `unknown` (also while a health check is starting).
     pub health: String,
     pub observed_at: Option<String>,
-    pub runtime_kind: &'static str,
+    pub runtime_kind: String,
     pub reason_code: Option<String>,
     pub message: String,
 }
 
-#[derive(Serialize, JsonSchema, Debug, Clone)]
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone)]
 #[serde(rename_all = "camelCase")]
 pub struct HealthPolicy {
     /// `configured` or `not-configured` (then the deploy checks only that the port answers).
-    pub status: &'static str,
+    pub status: String,
     pub enabled: bool,
     #[serde(rename = "type")]
-    pub type_: Option<&'static str>,
+    pub type_: Option<String>,
     pub path: Option<String>,
     pub port: Option<i64>,
     pub expected_status_code: Option<i64>,
@@ -81,84 +82,79 @@ pub struct HealthPolicy {
     pub timeout_seconds: Option<i64>,
     pub retries: Option<i64>,
     pub start_period_seconds: Option<i64>,
-    pub reason_code: Option<&'static str>,
+    pub reason_code: Option<String>,
 }
 
-#[derive(Serialize, JsonSchema, Debug, Clone)]
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone)]
 #[serde(rename_all = "camelCase")]
 pub struct PublicAccess {
     /// `ready`, `not-ready`, `unknown` or `not-configured`.
-    pub status: &'static str,
+    pub status: String,
     pub url: Option<String>,
     /// `generated-latest` (Berth's generated host, as last applied).
-    pub kind: Option<&'static str>,
-    pub reason_code: Option<&'static str>,
-    pub phase: Option<&'static str>,
+    pub kind: Option<String>,
+    pub reason_code: Option<String>,
+    pub phase: Option<String>,
     pub route_intent_status: Option<RouteIntentStatus>,
     /// The resource's most recent unexpired access-failure evidence.
     pub latest_access_failure: Option<Value>,
 }
 
-#[derive(Serialize, JsonSchema, Debug, Clone)]
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone)]
 #[serde(rename_all = "camelCase")]
 pub struct ProxyBlock {
     /// `ready`, `not-ready`, `not-configured` (the server runs no edge proxy) or `unknown`.
-    pub status: &'static str,
+    pub status: String,
     pub provider_key: Option<String>,
     pub last_route_realization_deployment_id: Option<String>,
-    pub reason_code: Option<&'static str>,
+    pub reason_code: Option<String>,
 }
 
 /// One check (spec: name, target, status, observedAt, durationMs, statusCode, exitCode, message,
 /// reasonCode, phase, retriable, metadata).
-#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Check {
-    pub name: &'static str,
+    pub name: String,
     /// `runtime` or `public-access`.
-    pub target: &'static str,
+    pub target: String,
     /// `passed`, `failed` or `skipped`.
-    pub status: &'static str,
+    pub status: String,
     pub observed_at: String,
     pub duration_ms: Option<u64>,
     pub status_code: Option<u16>,
     pub exit_code: Option<i64>,
     pub message: String,
     pub reason_code: Option<String>,
-    pub phase: Option<&'static str>,
+    pub phase: Option<String>,
     pub retriable: bool,
     pub metadata: Value,
 }
 
 /// A part of the record that could not be read; the rest still is (spec §2.2 conventions).
-#[derive(Serialize, JsonSchema, Debug, Clone, PartialEq)]
+#[derive(Serialize, Deserialize, JsonSchema, Debug, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct SourceError {
     /// `deployment`, `runtime`, `health-policy`, `health-check`, `proxy`, `public-access`,
     /// `domain-binding` or `runtime-control`.
-    pub source: &'static str,
-    pub code: &'static str,
+    pub source: String,
+    pub code: String,
     /// `infra`: what failed is Berth's or the server's, not the caller's.
-    pub category: &'static str,
+    pub category: String,
     /// What was being read, e.g. `runtime-probe`.
-    pub phase: &'static str,
+    pub phase: String,
     pub retriable: bool,
     pub message: String,
 }
 
 impl SourceError {
     /// A part that could not be read for a passing reason, worth asking again.
-    pub fn infra(
-        source: &'static str,
-        code: &'static str,
-        phase: &'static str,
-        message: String,
-    ) -> Self {
+    pub fn infra(source: &str, code: &str, phase: &str, message: String) -> Self {
         Self {
-            source,
-            code,
-            category: "infra",
-            phase,
+            source: source.into(),
+            code: code.into(),
+            category: "infra".into(),
+            phase: phase.into(),
             retriable: true,
             message,
         }
@@ -198,6 +194,6 @@ impl Serialize for RuntimeBlock {
 impl ResourceHealth {
     /// The record as the wire has it (no `null` field): what the health history keeps.
     pub fn to_json(&self) -> Value {
-        berth_vocabulary::wire::to_value(self).unwrap_or_default()
+        crate::wire::to_value(self).unwrap_or_default()
     }
 }
