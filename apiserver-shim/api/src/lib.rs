@@ -39,6 +39,7 @@ pub mod diagnostics;
 pub mod domain_binding_changes;
 pub mod domain_binding_readiness;
 pub mod environments;
+pub mod health_history;
 pub mod error;
 pub mod identity;
 pub mod invitations;

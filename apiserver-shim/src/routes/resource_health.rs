@@ -31,7 +31,7 @@ pub fn endpoints() -> Vec<Endpoint> {
          preview environment of the resource, whose copy of it is then answered for)",
             show,
         ),
-        Endpoint::get::<history::HealthHistory, _, _>(
+        Endpoint::get::<berth_api::health_history::HealthHistory, _, _>(
             "/resources/{resourceId}/health-history",
             "The resource's health records as berth-controller observed them: on every change and \
          every 15 minutes while unchanged (query: window.from, window.to: UTC date-times ending \

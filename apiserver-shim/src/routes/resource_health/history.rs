@@ -3,12 +3,11 @@
 //! periodically while unchanged, read back by time window.
 
 use axum::extract::{Path, State};
-use berth_crds::health::{SourceError, stored_to_wire};
+use berth_api::health_history::{HealthHistory, Observation};
+use berth_crds::health::stored_to_wire;
 use berth_observations::{HealthObservation, HealthQuery};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
-use schemars::JsonSchema;
-use serde::Serialize;
 use serde_json::Value;
 
 use crate::auth::Caller;
@@ -21,67 +20,35 @@ use crate::json::Json;
 use crate::observation_store::store_call;
 use crate::state::AppState;
 
-pub const SCHEMA_VERSION: &str = "resources.health-history/v1";
+pub use berth_api::health_history::SCHEMA_VERSION;
 /// `limit` bounds and default (spec §8).
 pub const LIMIT: (u64, u64) = (1, 720);
 const DEFAULT_LIMIT: u64 = 200;
 /// The window when `window.from` is not given: the day before `window.to`.
 const DEFAULT_WINDOW: SignedDuration = SignedDuration::from_hours(24);
 
-/// Spec §2.2 "Health history".
-#[derive(Serialize, JsonSchema, Debug)]
-#[serde(rename_all = "camelCase")]
-pub struct HealthHistory {
-    pub schema_version: &'static str,
-    pub resource_id: String,
-    pub from: String,
-    pub to: String,
-    pub generated_at: String,
-    /// Oldest first; the latest `limit` of the window.
-    pub observations: Vec<Observation>,
-    /// Parts that could not be read (none: a failed store read is a 503).
-    pub source_errors: Vec<SourceError>,
-}
-
-#[derive(Serialize, JsonSchema, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct Observation {
-    pub observation_id: String,
-    pub observed_at: String,
-    pub overall: String,
-    pub runtime_lifecycle: String,
-    pub runtime_health: String,
-    pub public_access_status: String,
-    pub proxy_status: String,
-    pub health_policy_status: String,
-    pub latest_deployment_id: Option<String>,
-    /// The Resource health record (`resources.health/v1`) as it was then.
-    pub summary: Value,
-}
-
-impl Observation {
-    fn of(stored: HealthObservation) -> Self {
-        let summary = stored_to_wire(stored.summary);
-        let text = |pointer: &str| {
-            summary
-                .pointer(pointer)
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        };
-        let state = |pointer: &str| text(pointer).unwrap_or_else(|| "unknown".into());
-        Self {
-            observation_id: stored.id.to_string(),
-            observed_at: millis_to_utc(stored.observed_ms),
-            overall: stored.overall.clone(),
-            runtime_lifecycle: state("/runtime/lifecycle"),
-            runtime_health: state("/runtime/health"),
-            public_access_status: state("/publicAccess/status"),
-            proxy_status: state("/proxy/status"),
-            health_policy_status: text("/healthPolicy/status")
-                .unwrap_or_else(|| "not-configured".into()),
-            latest_deployment_id: text("/latestDeployment/id"),
-            summary,
-        }
+/// An observation as the wire has it, with its summary record brought to today's rules.
+fn observation(stored: HealthObservation) -> Observation {
+    let summary = stored_to_wire(stored.summary);
+    let text = |pointer: &str| {
+        summary
+            .pointer(pointer)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let state = |pointer: &str| text(pointer).unwrap_or_else(|| "unknown".into());
+    Observation {
+        observation_id: stored.id.to_string(),
+        observed_at: millis_to_utc(stored.observed_ms),
+        overall: stored.overall.clone(),
+        runtime_lifecycle: state("/runtime/lifecycle"),
+        runtime_health: state("/runtime/health"),
+        public_access_status: state("/publicAccess/status"),
+        proxy_status: state("/proxy/status"),
+        health_policy_status: text("/healthPolicy/status")
+            .unwrap_or_else(|| "not-configured".into()),
+        latest_deployment_id: text("/latestDeployment/id"),
+        summary,
     }
 }
 
@@ -130,12 +97,12 @@ pub async fn show(
     })
     .await?;
     Ok(Json(HealthHistory {
-        schema_version: SCHEMA_VERSION,
+        schema_version: SCHEMA_VERSION.into(),
         resource_id: resource.name_any(),
         from: window.from.to_string(),
         to: window.to.to_string(),
         generated_at: now.to_string(),
-        observations: stored.into_iter().map(Observation::of).collect(),
+        observations: stored.into_iter().map(observation).collect(),
         source_errors: Vec::new(),
     }))
 }
@@ -202,7 +169,7 @@ mod tests {
             "latestDeployment": { "id": "dep-1", "status": "failed" },
             "sourceErrors": [],
         });
-        let observation = Observation::of(stored(summary.clone()));
+        let observation = observation(stored(summary.clone()));
         assert_eq!(observation.observation_id, "7");
         assert_eq!(observation.observed_at, "1970-01-01T00:00:01Z");
         assert_eq!(observation.runtime_lifecycle, "exited");
@@ -242,7 +209,7 @@ mod tests {
             "sourceErrors": [{"source": "server", "code": "probe_timeout", "message": "m",
                 "retryable": true}],
         });
-        let observation = Observation::of(stored(summary));
+        let observation = observation(stored(summary));
         assert_eq!(observation.runtime_lifecycle, "unknown");
         assert_eq!(observation.runtime_health, "unknown");
         assert_eq!(observation.proxy_status, "not-configured");
