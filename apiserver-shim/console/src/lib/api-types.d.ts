@@ -6489,7 +6489,10 @@ export interface components {
             publicAccessStatus: string;
             runtimeHealth: string;
             runtimeLifecycle: string;
-            /** @description The Resource health record (`resources.health/v1`) as it was then. */
+            /**
+             * @description The Resource health record (`resources.health/v1`) as it was then. Untyped: a record
+             *     kept before a field was added lacks it.
+             */
             summary: unknown;
         };
         ObservedAccess: {
