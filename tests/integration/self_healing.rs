@@ -1,6 +1,7 @@
 //! Berth heals itself (issues 10 and 11): the quickstart applied at once converges while its
 //! server comes up, a fault of the infrastructure is retried until it passes, a redeploy drops
-//! no kept-alive client connection, and old attempts leave etcd while their timelines stay.
+//! no kept-alive client connection (a retired container takes no new one), and old attempts
+//! leave etcd while their timelines stay.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -16,7 +17,9 @@ use kube::api::ListParams;
 use rand::Rng;
 use serde_json::json;
 
-use crate::deploy_support::{delete_resource, remove_server, wait_body, wait_listed_with};
+use crate::deploy_support::{
+    delete_resource, docker_lines, remove_server, wait_body, wait_listed_with,
+};
 use crate::deployments::{apply, ready_server, resource_yaml, set_image, teardown, wait_ended};
 use crate::servers::support::{events, stack_key};
 use crate::shim_deployments_stream::{assert_envelope, parse_events, stream};
@@ -234,6 +237,128 @@ async fn a_redeploy_drops_no_request_of_kept_alive_clients() {
     );
     assert!(failures.is_empty(), "{failures:#?}");
     teardown(&ns, "web").await;
+}
+
+/// What one look at a retiring container saw: whether its server process still ran before and
+/// after, and what a new connection to it got.
+struct Look {
+    serving_throughout: bool,
+    connection: Result<(), std::io::ErrorKind>,
+}
+
+impl Look {
+    fn refused(&self) -> bool {
+        self.connection == Err(std::io::ErrorKind::ConnectionRefused)
+    }
+}
+
+/// An app that keeps listening for a while after SIGTERM (a drain delay: the sample app's
+/// `DRAIN_SECONDS`) gets no new connection once Berth retires it: they are refused while its
+/// server still runs, so the edge proxy dials the new container instead of one that is going.
+#[tokio::test]
+async fn a_retired_container_refuses_new_connections_while_it_still_listens() {
+    let client = client().await;
+    let ns = TestNamespace::new(&client, "heal-retire").await;
+    let port = ready_server(&ns).await;
+    let mut manifest: serde_json::Value =
+        serde_json::from_str(&resource_yaml(&ns, "web", "berth/sample-app:1", "/healthz")).unwrap();
+    manifest["spec"]["variables"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({ "key": "DRAIN_SECONDS", "value": "3" }));
+    apply(&manifest.to_string());
+    wait_body(port, "web.localhost", "v1").await;
+    let of_namespace = format!("label=berth.dev/namespace={}", ns.name);
+    let old = docker_lines(&[
+        "ps",
+        "--filter",
+        &of_namespace,
+        "--filter",
+        "label=berth.dev/deployment=dep-web-1",
+        "--format",
+        "{{.Names}}",
+    ]);
+    let [old] = old.as_slice() else {
+        panic!("one container of dep-web-1: {old:?}");
+    };
+    let address = container_address(old);
+    assert!(
+        connect(&address).await.is_ok(),
+        "the serving container takes connections at {address}"
+    );
+
+    set_image(&ns, "web", "berth/sample-app:2", "/healthz").await;
+    let mut looks = Vec::new();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while tokio::time::Instant::now() < deadline && is_running(old) {
+        let before = runs_httpd(old);
+        let connection = connect(&address).await;
+        looks.push(Look {
+            serving_throughout: before && runs_httpd(old),
+            connection,
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let second = wait_ended(&ns, "dep-web-2").await;
+    assert_eq!(
+        second.status.as_ref().unwrap().status,
+        Some(DeploymentState::Succeeded)
+    );
+    wait_body(port, "web.localhost", "v2").await;
+    let refused_while_serving = looks
+        .iter()
+        .filter(|l| l.serving_throughout && l.refused())
+        .count();
+    let accepted_after_refusal = looks
+        .iter()
+        .skip_while(|l| !l.refused())
+        .filter(|l| l.connection.is_ok())
+        .count();
+    eprintln!(
+        "retiring container: {} looks, {refused_while_serving} refused while its server ran",
+        looks.len()
+    );
+    assert!(
+        refused_while_serving > 0,
+        "a new connection reached the retiring container while it still listened"
+    );
+    assert_eq!(
+        accepted_after_refusal, 0,
+        "once refused, the retiring container took a connection again"
+    );
+    teardown(&ns, "web").await;
+}
+
+/// The container's address on its network, with the sample app's port.
+fn container_address(name: &str) -> String {
+    let format = "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}";
+    let ips = docker_lines(&["inspect", "-f", format, name]).join(" ");
+    let ip = ips
+        .split_whitespace()
+        .next()
+        .expect("the container has an address");
+    format!("{ip}:8080")
+}
+
+fn is_running(name: &str) -> bool {
+    docker_lines(&["inspect", "-f", "{{.State.Running}}", name]) == ["true"]
+}
+
+/// Whether the container's httpd (its server) still runs.
+fn runs_httpd(name: &str) -> bool {
+    docker_lines(&["top", name])
+        .iter()
+        .any(|l| l.contains("httpd"))
+}
+
+/// A new TCP connection to `address`, or how it failed.
+async fn connect(address: &str) -> Result<(), std::io::ErrorKind> {
+    let attempt = tokio::net::TcpStream::connect(address);
+    match tokio::time::timeout(Duration::from_secs(1), attempt).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(error)) => Err(error.kind()),
+        Err(_) => Err(std::io::ErrorKind::TimedOut),
+    }
 }
 
 #[tokio::test]

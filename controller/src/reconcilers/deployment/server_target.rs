@@ -25,6 +25,7 @@ use bollard::query_parameters::{
 use serde_json::Value;
 
 mod files;
+mod retiring;
 mod serving_network;
 mod stack_network;
 
@@ -336,15 +337,6 @@ impl Target {
             Err(error) if is_not_found(&error) || is_not_modified(&error) => Ok(false),
             Err(error) => Err(error),
         }
-    }
-
-    /// Stops a container gracefully (SIGTERM, then SIGKILL after [`RETIRE_GRACE`]) and removes
-    /// it; a failed stop still ends in the forced removal.
-    pub async fn retire(&self, name: &str) -> Result<(), RemoteError> {
-        if let Err(error) = self.stop(name, RETIRE_GRACE).await {
-            tracing::debug!(%error, name, "stopping before removal failed");
-        }
-        self.remove_container(name).await.map(drop)
     }
 
     /// The resource's managed containers on this server: (name, Deployment that started it).
