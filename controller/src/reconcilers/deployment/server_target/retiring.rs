@@ -9,9 +9,15 @@
 //! Answering new connections with a reset before SIGTERM turns that into a failed dial, which
 //! the proxy tries on the other container for every method.
 
+use std::time::Duration;
+
 use berth_remote::RemoteError;
 
 use super::{RETIRE_GRACE, Target};
+
+/// How long refusing new connections may take before the container is stopped regardless
+/// (iptables waits at most 5 s of it for the lock Docker also takes).
+const REFUSE_WITHIN: Duration = Duration::from_secs(10);
 
 impl Target {
     /// Refuses the container's new connections, stops it gracefully (SIGTERM, then SIGKILL
@@ -34,17 +40,23 @@ impl Target {
         let Some(pid) = pid else {
             return;
         };
-        match self.connection.exec(&refuse_connections_command(pid)).await {
-            Ok(output) if output.exit_status == Some(0) => {}
-            Ok(output) => tracing::info!(
+        let command = refuse_connections_command(pid);
+        let refused = tokio::time::timeout(REFUSE_WITHIN, self.connection.exec(&command)).await;
+        match refused {
+            Ok(Ok(output)) if output.exit_status == Some(0) => {}
+            Ok(Ok(output)) => tracing::info!(
                 name,
                 said = %String::from_utf8_lossy(&output.stderr).trim(),
                 "could not refuse the retired container's new connections; stopping it anyway"
             ),
-            Err(error) => tracing::info!(
+            Ok(Err(error)) => tracing::info!(
                 %error,
                 name,
                 "could not refuse the retired container's new connections; stopping it anyway"
+            ),
+            Err(_) => tracing::info!(
+                name,
+                "refusing the retired container's new connections took too long; stopping it"
             ),
         }
     }
@@ -54,7 +66,7 @@ impl Target {
 /// reset (IPv4; IPv6 too where the host has `ip6tables`). Established connections, and the
 /// container's own outbound ones, are untouched: only a SYN without ACK matches.
 fn refuse_connections_command(pid: i64) -> String {
-    let rule = "-w -I INPUT -p tcp --syn -j REJECT --reject-with tcp-reset";
+    let rule = "-w 5 -I INPUT -p tcp --syn -j REJECT --reject-with tcp-reset";
     let enter = format!("nsenter -t {pid} -n");
     format!("{enter} iptables {rule} && {{ {enter} ip6tables {rule} 2>/dev/null || true; }}")
 }
@@ -67,8 +79,8 @@ mod tests {
     fn new_connections_are_reset_in_the_container_s_own_network_namespace() {
         assert_eq!(
             refuse_connections_command(4242),
-            "nsenter -t 4242 -n iptables -w -I INPUT -p tcp --syn -j REJECT --reject-with \
-             tcp-reset && { nsenter -t 4242 -n ip6tables -w -I INPUT -p tcp --syn -j REJECT \
+            "nsenter -t 4242 -n iptables -w 5 -I INPUT -p tcp --syn -j REJECT --reject-with \
+             tcp-reset && { nsenter -t 4242 -n ip6tables -w 5 -I INPUT -p tcp --syn -j REJECT \
              --reject-with tcp-reset 2>/dev/null || true; }"
         );
     }
