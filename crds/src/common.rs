@@ -7,50 +7,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 
+pub use berth_vocabulary::decisions::{Actor, DecisionContext, JsonMap, Quantity, ResourceRefs};
+
 use crate::limits::{SOURCE_DISPLAY_NAME_MAX, SOURCE_KIND_MAX, SOURCE_KIND_PATTERN, TEXT_MAX};
 
 /// Pattern of every SHA-256 digest Berth stores instead of a secret: `sha256:` and 64 hex digits.
 pub const SHA256_DIGEST_PATTERN: &str = r"^sha256:[0-9a-f]{64}$";
-
-/// A map of string to arbitrary JSON values (spec §2.1 `details` and `attributes`).
-pub type JsonMap = serde_json::Map<String, serde_json::Value>;
-
-/// Who did something (spec §2.1 `actor`).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Actor {
-    /// Kind of actor, e.g. `user`, `deploy-token`, `system`.
-    #[schemars(length(min = 1))]
-    pub kind: String,
-    /// Id of the actor (user id, token id…).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1))]
-    pub id: Option<String>,
-    /// Id of the user behind the actor, when there is one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1))]
-    pub user_id: Option<String>,
-    /// Email of the user behind the actor, when there is one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1))]
-    pub email: Option<String>,
-}
-
-/// An amount with its unit (spec §2.1 `quantity`).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Quantity {
-    /// The amount.
-    pub value: f64,
-    /// Unit of the amount, e.g. `deployment`, `byte`, `second`.
-    #[schemars(length(min = 1))]
-    pub unit: String,
-}
-
-/// References to the objects a record is about (spec §2.1 `resourceRefs`): `organizationId`,
-/// `projectId`, `environmentId`, `resourceId`, `serverId`, `destinationId`, `deploymentId` and
-/// any other string-valued keys.
-pub type ResourceRefs = BTreeMap<String, String>;
 
 /// Where a resource's code or artifact comes from (spec §2.2 "Resource source input").
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
@@ -90,41 +52,6 @@ pub struct SourceDescriptor {
 /// A full git commit id: SHA-1 (40) or SHA-256 (64) lower-case hex digits.
 pub const COMMIT_SHA_PATTERN: &str = "^([0-9a-f]{40}|[0-9a-f]{64})$";
 
-/// The context every decision and usage record carries (spec §2.2 usage-intent,
-/// deployment-overlay and route-surface records): whose record it is, who acted, what it is
-/// about, and free-form data. Flattened into each kind's spec, so its fields sit directly under
-/// `spec` as in the records.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DecisionContext {
-    /// Id of the tenant.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1))]
-    pub tenant_id: Option<String>,
-    /// Id of the account.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1))]
-    pub account_id: Option<String>,
-    /// Id of the Organization.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1))]
-    pub organization_id: Option<String>,
-    /// Who acted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub actor: Option<Actor>,
-    /// Ids of the objects the record is about, by key (`resourceId`, `routeId`…).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resource_refs: Option<ResourceRefs>,
-    /// Arbitrary attributes of the record.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "crate::common::optional_arbitrary_object")]
-    pub attributes: Option<JsonMap>,
-    /// Arbitrary details of the record.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "crate::common::optional_arbitrary_object")]
-    pub details: Option<JsonMap>,
-}
-
 /// Who last changed a policy and which spec generation was last acted on: the start of the
 /// status of RetentionPolicy and ThresholdPolicy, flattened into each.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -155,15 +82,6 @@ pub(crate) fn default_true() -> bool {
 /// nested in lists.
 pub(crate) fn arbitrary_object(_: &mut SchemaGenerator) -> Schema {
     json_schema!({ "type": "object", "x-kubernetes-preserve-unknown-fields": true })
-}
-
-/// [`arbitrary_object`] for an optional field.
-pub(crate) fn optional_arbitrary_object(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({
-        "type": "object",
-        "nullable": true,
-        "x-kubernetes-preserve-unknown-fields": true,
-    })
 }
 
 #[cfg(test)]

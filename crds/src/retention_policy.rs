@@ -2,8 +2,6 @@
 //! "Retention default policy"). Configuration only: it never deletes by itself unless the
 //! destructive scheduling flag is set.
 
-use std::collections::BTreeMap;
-
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -11,6 +9,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::Condition;
 use crate::common::PolicyChange;
+
+/// What one scheduled run found or deleted: defined once in `berth-vocabulary`, with its
+/// instants as Kubernetes `Time` here and as strings on the REST wire.
+pub type RetentionRun = berth_vocabulary::retention::RetentionRun<Time>;
+pub use berth_vocabulary::retention::RetentionRunMode;
 
 /// Whether a policy applies to one organization or is the system default.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
@@ -89,40 +92,6 @@ pub struct RetentionPolicyStatus {
     /// What the latest scheduled run of the policy found or deleted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_run: Option<RetentionRun>,
-}
-
-/// One scheduled run of a policy over the observation store.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RetentionRun {
-    /// When the run finished.
-    pub at: Time,
-    /// Generation of the spec the run applied.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub generation: Option<i64>,
-    /// `dry-run` (counted, deleted nothing) or `destructive` (deleted).
-    pub mode: RetentionRunMode,
-    /// History recorded before this instant was selected.
-    pub cutoff: Time,
-    /// Rows older than the cutoff, per history kept in this category (e.g.
-    /// `monitoring-samples`); in a dry run, what a destructive run would delete.
-    pub matched_rows: BTreeMap<String, i64>,
-    /// Rows deleted (zero in a dry run).
-    pub deleted_rows: i64,
-    /// Organization namespaces the run covered (a system policy covers those without an
-    /// enabled policy of their own for the category).
-    pub namespaces: Vec<String>,
-    /// Why a run found nothing to govern, or failed in part.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-}
-
-/// How a scheduled run treats what it finds.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum RetentionRunMode {
-    DryRun,
-    Destructive,
 }
 
 impl RetentionCategory {

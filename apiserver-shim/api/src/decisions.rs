@@ -1,8 +1,6 @@
 //! Spec §4.1 and §4.6: capability and entitlement queries, and what every decision or usage
 //! record request shares (its context fields and their limits).
 
-use std::collections::BTreeMap;
-
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -80,10 +78,7 @@ pub const MAX_REF_KEY: usize = 64;
 /// Most queries one capability or entitlement call may carry.
 pub const MAX_QUERIES: usize = 100;
 
-/// An arbitrary JSON object (`attributes`, `details`).
-pub type JsonMap = serde_json::Map<String, serde_json::Value>;
-/// References to the objects a record is about: `projectId`, `resourceId`, … (string values).
-pub type ResourceRefs = BTreeMap<String, String>;
+pub use berth_vocabulary::decisions::{Actor, DecisionContext, JsonMap, Quantity, ResourceRefs};
 
 /// Who acts, as a decision or usage request may state it; the server checks it is the caller.
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Default)]

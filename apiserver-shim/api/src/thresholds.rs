@@ -10,8 +10,8 @@ use crate::validate::{Checked, FieldError, non_empty};
 
 // Shared with the CRDs: defined in `berth-vocabulary`.
 pub use berth_vocabulary::thresholds::{
-    Comparator, DEFAULT_FOR_SAMPLES, MAX_FOR_SAMPLES, POLICY_NAME_MAX, RuleFields, ScopeInput,
-    actor_kind, policy_name,
+    Comparator, DEFAULT_FOR_SAMPLES, MAX_FOR_SAMPLES, MonitoringScope, POLICY_NAME_MAX, RuleFields,
+    ScopeInput, ThresholdRule, actor_kind, policy_name,
 };
 
 /// Most rules in one policy.
@@ -140,6 +140,53 @@ pub struct Crossing {
     pub boundary: f64,
     /// The resource whose container crossed it; absent for a server's host.
     pub resource_id: Option<String>,
+}
+
+pub const SHOW_SCHEMA_VERSION: &str = "runtime-monitoring-thresholds.show/v1";
+pub const POLICY_SCHEMA_VERSION: &str = "runtime-monitoring-thresholds.policy/v1";
+
+/// Spec §2.2 "Threshold policy".
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyRecord {
+    pub schema_version: String,
+    pub policy_id: String,
+    pub scope: MonitoringScope,
+    pub rules: Vec<ThresholdRule>,
+    pub enabled: bool,
+    pub updated_at: String,
+    pub updated_by_actor_id: String,
+    /// `user`, `deploy-token`, or `system`; a change made outside the API (kubectl, a GitOps
+    /// tool) is `user`, with its field manager as the actor id.
+    pub updated_by_actor_kind: String,
+}
+
+/// `GET` answer.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct ThresholdsShow {
+    pub schema_version: String,
+    pub scope: MonitoringScope,
+    pub generated_at: String,
+    /// The window asked for, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window: Option<Window>,
+    pub policy: PolicyRecord,
+    /// `state: unknown` until berth-controller first evaluated the policy.
+    pub evaluation: Evaluation,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Window {
+    pub from: Option<String>,
+    pub to: Option<String>,
+}
+
+/// `POST` answer.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+pub struct ThresholdsAnswer {
+    pub policy: PolicyRecord,
 }
 
 #[cfg(test)]

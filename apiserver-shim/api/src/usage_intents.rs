@@ -3,7 +3,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::decisions::{ActorInput, JsonMap, MAX_KEY, ResourceRefs, context_accessors};
+use crate::decisions::{
+    ActorInput, DecisionContext, JsonMap, MAX_KEY, Quantity, ResourceRefs, context_accessors,
+};
 use crate::validate::{Checked, FieldError, bounded};
 
 #[derive(Serialize, Deserialize, JsonSchema, Debug)]
@@ -73,4 +75,53 @@ impl RecordUsageIntent {
         }
         self.context_fields().validate()
     }
+}
+
+/// The Usage-intent record of spec §2.2.
+#[derive(Serialize, Deserialize, JsonSchema, Clone)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageIntentRecord {
+    /// `usage-intent.record/v1`.
+    pub schema_version: String,
+    pub id: String,
+    pub idempotency_key: String,
+    pub capability_key: String,
+    /// `accepted`.
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub source: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quantity: Option<Quantity>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub occurred_at: Option<String>,
+    pub recorded_at: String,
+    #[serde(flatten)]
+    pub context: DecisionContext,
+}
+
+/// The Usage-intent result of spec §2.2.
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageIntentResult {
+    pub idempotency_key: String,
+    pub capability_key: String,
+    pub accepted: bool,
+    /// True when the key was seen before; `record` is then the original.
+    pub duplicate: bool,
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub source: String,
+    pub record: UsageIntentRecord,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct UsageIntentAnswer {
+    pub result: UsageIntentResult,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+pub struct UsageIntentList {
+    pub records: Vec<UsageIntentRecord>,
 }

@@ -8,7 +8,6 @@ use std::fmt::Debug;
 
 use axum::extract::State;
 use berth_api::overlays::DecisionInput;
-use berth_crds::common::DecisionContext;
 use berth_crds::member::OrganizationRole;
 use berth_crds::overlay_decision::{
     DecisionSpec, DecisionStatus, OverlayDecision, OverlayDecisionSpec,
@@ -18,7 +17,7 @@ use kube::core::NamespaceResourceScope;
 use kube::core::object::HasStatus;
 use kube::runtime::reflector::Store;
 use kube::{Api, Resource, ResourceExt};
-use schemars::{JsonSchema, Schema};
+
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -66,129 +65,10 @@ pub fn endpoints() -> Vec<Endpoint> {
 const ENABLED: &str = "enabled";
 const REASON: &str = "self-hosted Berth enables every operation";
 
-pub use berth_api::overlays::{DecideOverlay, DecideRouteSurface};
-
-/// Fields the deployment-overlay and route-surface records share (spec §2.2).
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DecisionFields {
-    pub id: String,
-    pub operation_key: String,
-    /// `enabled`.
-    pub decision: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    pub source: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub capability_key: Option<String>,
-    pub decided_at: String,
-    #[serde(flatten)]
-    pub context: DecisionContext,
-}
-
-/// What one decision kind adds to the record and result every kind shares (flattened into
-/// both), and how the OpenAPI document names and describes them: `{K}Record`, `{K}Result`…
-/// after the type's name.
-pub trait OwnFields: Serialize + JsonSchema + Clone + Send + Sync + 'static {
-    /// The `schemaVersion` of its records.
-    const SCHEMA_VERSION: &'static str;
-    /// The description of its record's schema.
-    const RECORD: &'static str;
-    /// The description of its result's schema.
-    const RESULT: &'static str;
-    /// Its list filters beyond [`FILTERS`], in the order of `filter_values`.
-    const FILTERS: &'static [&'static str];
-    fn filter_values(&self) -> Vec<Option<&str>>;
-}
-
-/// A deployment-overlay decision adds nothing.
-#[derive(Serialize, JsonSchema, Clone)]
-pub struct Overlay {}
-
-impl OwnFields for Overlay {
-    const SCHEMA_VERSION: &'static str = "deployment-overlay.decision/v1";
-    const RECORD: &'static str = "The Deployment-overlay decision record of spec §2.2.";
-    const RESULT: &'static str = "The Deployment-overlay result of spec §2.2.";
-    const FILTERS: &'static [&'static str] = &[];
-    fn filter_values(&self) -> Vec<Option<&str>> {
-        Vec::new()
-    }
-}
-
-/// A route-surface decision adds the kind of surface.
-#[derive(Serialize, JsonSchema, Clone)]
-#[serde(rename_all = "camelCase")]
-pub struct RouteSurface {
-    pub surface_kind: String,
-}
-
-impl OwnFields for RouteSurface {
-    const SCHEMA_VERSION: &'static str = "route-surface.decision/v1";
-    const RECORD: &'static str = "The Route-surface decision record of spec §2.2.";
-    const RESULT: &'static str = "The Route-surface result of spec §2.2.";
-    const FILTERS: &'static [&'static str] = &["surfaceKind"];
-    fn filter_values(&self) -> Vec<Option<&str>> {
-        vec![Some(self.surface_kind.as_str())]
-    }
-}
-
-/// A decision record of spec §2.2: the shared fields, then the kind's own.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(rename = "{K}Record", transform = describe_record::<K>)]
-pub struct DecisionRecord<K: OwnFields> {
-    /// [`OwnFields::SCHEMA_VERSION`].
-    pub schema_version: String,
-    #[serde(flatten)]
-    pub fields: DecisionFields,
-    #[serde(flatten)]
-    pub own: K,
-}
-
-/// A decision result of spec §2.2.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(rename = "{K}Result", transform = describe_result::<K>)]
-pub struct DecisionResult<K: OwnFields> {
-    pub operation_key: String,
-    pub decision: String,
-    pub allowed: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    pub source: String,
-    #[serde(flatten)]
-    pub own: K,
-    pub record: DecisionRecord<K>,
-}
-
-#[derive(Serialize, JsonSchema)]
-#[schemars(rename = "{K}Answer")]
-pub struct DecisionAnswer<K: OwnFields> {
-    pub result: DecisionResult<K>,
-}
-
-#[derive(Serialize, JsonSchema)]
-#[schemars(rename = "{K}List")]
-pub struct DecisionList<K: OwnFields> {
-    pub records: Vec<DecisionRecord<K>>,
-}
-
-/// A record's schema says which kind it is, and its `schemaVersion`.
-fn describe_record<K: OwnFields>(schema: &mut Schema) {
-    schema.insert("description".into(), K::RECORD.into());
-    let version = format!("`{}`.", K::SCHEMA_VERSION);
-    if let Some(property) = schema
-        .get_mut("properties")
-        .and_then(|p| p.get_mut("schemaVersion"))
-    {
-        property["description"] = version.into();
-    }
-}
-
-/// A result's schema says which kind it is.
-fn describe_result<K: OwnFields>(schema: &mut Schema) {
-    schema.insert("description".into(), K::RESULT.into());
-}
+pub use berth_api::overlays::{
+    DecideOverlay, DecideRouteSurface, DecisionAnswer, DecisionFields, DecisionList,
+    DecisionRecord, DecisionResult, Overlay, OwnFields, RouteSurface,
+};
 
 /// A decision kind as its routes serve it: where its objects are, and what its spec and
 /// request add to what every kind shares.

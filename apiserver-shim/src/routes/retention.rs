@@ -8,12 +8,10 @@
 use axum::extract::{Path, State};
 use berth_crds::member::OrganizationRole;
 use berth_crds::retention_policy::{
-    RetentionCategory, RetentionPolicy, RetentionPolicySpec, RetentionRun, RetentionScope,
+    RetentionCategory, RetentionPolicy, RetentionPolicySpec, RetentionScope,
 };
 use berth_crds::{UPDATED_BY_ID, UPDATED_BY_KIND};
 use kube::{Api, ResourceExt};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::Endpoint;
 use crate::auth::{Caller, CallerOrganization, Principal};
@@ -27,7 +25,10 @@ use crate::json::Json;
 use crate::state::AppState;
 use crate::write;
 
-pub use berth_api::retention::SetRetention;
+pub use berth_api::retention::{
+    LIST_SCHEMA_VERSION, POLICY_SCHEMA_VERSION, PolicyRecord, RetentionAnswer, RetentionList,
+    RetentionShow, SHOW_SCHEMA_VERSION, SetRetention,
+};
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -52,58 +53,9 @@ pub fn endpoints() -> Vec<Endpoint> {
     ]
 }
 
-pub const LIST_SCHEMA_VERSION: &str = "retention-defaults.list/v1";
-pub const SHOW_SCHEMA_VERSION: &str = "retention-defaults.show/v1";
-pub const POLICY_SCHEMA_VERSION: &str = "retention-defaults.policy/v1";
 /// Longest retention, a hundred years.
 pub const MAX_DAYS: i64 = 36_500;
 const SCOPES: [&str; 2] = ["organization", "system"];
-
-/// Spec §2.2 "Retention default policy".
-#[derive(Serialize, JsonSchema, Debug)]
-#[serde(rename_all = "camelCase")]
-pub struct PolicyRecord {
-    pub schema_version: &'static str,
-    /// `system.<category>` or `<organizationId>.<category>`.
-    pub id: String,
-    /// `organization` or `system`.
-    pub scope: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub organization_id: Option<String>,
-    pub category: &'static str,
-    pub retention_days: i64,
-    pub dry_run_scheduling_enabled: bool,
-    pub destructive_scheduling_enabled: bool,
-    pub enabled: bool,
-    pub updated_at: String,
-    pub updated_by_actor_id: String,
-    /// `user`, `deploy-token`, or `system` for the defaults Berth created.
-    /// `user`, `deploy-token` or `system`.
-    pub updated_by_actor_kind: &'static str,
-    /// What the latest scheduled run counted or deleted (beyond the spec).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_run: Option<RetentionRun>,
-}
-
-#[derive(Serialize, JsonSchema, Debug)]
-#[serde(rename_all = "camelCase")]
-pub struct RetentionList {
-    pub schema_version: &'static str,
-    pub items: Vec<PolicyRecord>,
-}
-
-#[derive(Serialize, JsonSchema, Debug)]
-#[serde(rename_all = "camelCase")]
-pub struct RetentionShow {
-    pub schema_version: &'static str,
-    pub policy: PolicyRecord,
-}
-
-#[derive(Serialize, JsonSchema, Debug)]
-pub struct RetentionAnswer {
-    pub id: String,
-    pub policy: PolicyRecord,
-}
 
 fn scope_name(scope: RetentionScope) -> &'static str {
     match scope {
@@ -187,11 +139,11 @@ fn record(policy: &RetentionPolicy, organization: &CallerOrganization) -> Policy
         organization.id.as_str()
     };
     PolicyRecord {
-        schema_version: POLICY_SCHEMA_VERSION,
+        schema_version: POLICY_SCHEMA_VERSION.into(),
         id: format!("{id_prefix}.{}", spec.category.as_str()),
-        scope: scope_name(spec.scope),
+        scope: scope_name(spec.scope).into(),
         organization_id: (!system).then(|| organization.id.clone()),
-        category: spec.category.as_str(),
+        category: spec.category.as_str().into(),
         retention_days: spec.retention_days,
         dry_run_scheduling_enabled: spec.dry_run_scheduling_enabled,
         destructive_scheduling_enabled: spec.destructive_scheduling_enabled,
@@ -206,9 +158,12 @@ fn record(policy: &RetentionPolicy, organization: &CallerOrganization) -> Policy
         updated_by_actor_kind: berth_api::thresholds::actor_kind(
             &actor(UPDATED_BY_KIND, status.change.updated_by_actor_kind, kind),
             &actor_id,
-        ),
+        )
+        .into(),
         updated_by_actor_id: actor_id,
-        last_run: status.last_run,
+        last_run: status
+            .last_run
+            .map(|run| run.with_instants(|at| timestamp(&at))),
     }
 }
 
@@ -242,7 +197,7 @@ async fn list(
         .map(|p| record(&p, organization))
         .collect();
     Ok(Json(RetentionList {
-        schema_version: LIST_SCHEMA_VERSION,
+        schema_version: LIST_SCHEMA_VERSION.into(),
         items,
     }))
 }
@@ -276,7 +231,7 @@ async fn show(
         what,
     )?;
     Ok(Json(RetentionShow {
-        schema_version: SHOW_SCHEMA_VERSION,
+        schema_version: SHOW_SCHEMA_VERSION.into(),
         policy: record(&policy, organization),
     }))
 }

@@ -19,8 +19,6 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::DeleteParams;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, ResourceExt};
-use schemars::JsonSchema;
-use serde::Serialize;
 
 use super::Endpoint;
 use crate::auth::Caller;
@@ -62,60 +60,14 @@ pub fn endpoints() -> Vec<Endpoint> {
     ]
 }
 
-pub const SHOW_SCHEMA_VERSION: &str = "runtime-monitoring-thresholds.show/v1";
-pub const POLICY_SCHEMA_VERSION: &str = "runtime-monitoring-thresholds.policy/v1";
-
 /// Beside the scope's.
 const PARAMS: &[&str] = &["policyId", "window.from", "window.to"];
 
 use berth_api::thresholds::{Crossing, POLICY_NAME_MAX, RuleFields, actor_kind};
 pub use berth_api::thresholds::{
-    DeleteThresholds, Evaluation, MAX_RULES, RuleInput, ScopeInput, SetThresholds,
+    DeleteThresholds, Evaluation, MAX_RULES, POLICY_SCHEMA_VERSION, PolicyRecord, RuleInput,
+    SHOW_SCHEMA_VERSION, ScopeInput, SetThresholds, ThresholdsAnswer, ThresholdsShow, Window,
 };
-
-/// Spec §2.2 "Threshold policy".
-#[derive(Serialize, JsonSchema, Debug)]
-#[serde(rename_all = "camelCase")]
-pub struct PolicyRecord {
-    pub schema_version: &'static str,
-    pub policy_id: String,
-    pub scope: MonitoringScope,
-    pub rules: Vec<ThresholdRule>,
-    pub enabled: bool,
-    pub updated_at: String,
-    pub updated_by_actor_id: String,
-    /// `user`, `deploy-token`, or `system`; a change made outside the API (kubectl, a GitOps
-    /// tool) is `user`, with its field manager as the actor id.
-    pub updated_by_actor_kind: &'static str,
-}
-
-/// `GET` answer.
-#[derive(Serialize, JsonSchema, Debug)]
-#[serde(rename_all = "camelCase")]
-pub struct ThresholdsShow {
-    pub schema_version: &'static str,
-    pub scope: MonitoringScope,
-    pub generated_at: String,
-    /// The window asked for, if any.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub window: Option<Window>,
-    pub policy: PolicyRecord,
-    /// `state: unknown` until berth-controller first evaluated the policy.
-    pub evaluation: Evaluation,
-}
-
-#[derive(Serialize, JsonSchema, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct Window {
-    pub from: Option<String>,
-    pub to: Option<String>,
-}
-
-/// `POST` answer.
-#[derive(Serialize, JsonSchema, Debug)]
-pub struct ThresholdsAnswer {
-    pub policy: PolicyRecord,
-}
 
 /// What a GET names: a policy by id, or a scope.
 #[derive(Debug, PartialEq)]
@@ -263,14 +215,14 @@ fn record(policy: &ThresholdPolicy, written_at: Option<Timestamp>) -> PolicyReco
     let actor_id = actor(UPDATED_BY_ID, change.updated_by_actor_id);
     let kind = actor(UPDATED_BY_KIND, change.updated_by_actor_kind);
     PolicyRecord {
-        schema_version: POLICY_SCHEMA_VERSION,
+        schema_version: POLICY_SCHEMA_VERSION.into(),
         policy_id: policy.name_any(),
         scope: policy.spec.scope.clone(),
         // As read: a former metric name written with kubectl shows as its current one.
         rules: policy.spec.read().rules,
         enabled: policy.spec.enabled,
         updated_at,
-        updated_by_actor_kind: actor_kind(&kind, &actor_id),
+        updated_by_actor_kind: actor_kind(&kind, &actor_id).into(),
         updated_by_actor_id: actor_id,
     }
 }
@@ -385,7 +337,7 @@ async fn show(
     let newest = newest_evaluated(&state, &policy).await;
     let written = policy.status.as_ref().and_then(|s| s.evaluation.as_ref());
     Ok(Json(ThresholdsShow {
-        schema_version: SHOW_SCHEMA_VERSION,
+        schema_version: SHOW_SCHEMA_VERSION.into(),
         scope: policy.spec.scope.clone(),
         generated_at: Timestamp::now().to_string(),
         window,

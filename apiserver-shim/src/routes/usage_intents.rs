@@ -2,13 +2,11 @@
 //! repeat, even a concurrent one, returns `duplicate: true` and the original record.
 
 use axum::extract::State;
-use berth_crds::common::{DecisionContext, Quantity};
+use berth_crds::common::Quantity;
 use berth_crds::member::OrganizationRole;
 use berth_crds::usage_intent::{UsageIntent, UsageIntentSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::{Api, ResourceExt};
-use schemars::JsonSchema;
-use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::Endpoint;
@@ -35,56 +33,10 @@ pub fn endpoints() -> Vec<Endpoint> {
     ]
 }
 
-pub use berth_api::usage_intents::{QuantityInput, RecordUsageIntent};
-
-/// The Usage-intent record of spec §2.2.
-#[derive(Serialize, JsonSchema, Clone)]
-#[serde(rename_all = "camelCase")]
-pub struct UsageIntentRecord {
-    /// `usage-intent.record/v1`.
-    pub schema_version: String,
-    pub id: String,
-    pub idempotency_key: String,
-    pub capability_key: String,
-    /// `accepted`.
-    pub status: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    pub source: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub quantity: Option<Quantity>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub occurred_at: Option<String>,
-    pub recorded_at: String,
-    #[serde(flatten)]
-    pub context: DecisionContext,
-}
-
-/// The Usage-intent result of spec §2.2.
-#[derive(Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct UsageIntentResult {
-    pub idempotency_key: String,
-    pub capability_key: String,
-    pub accepted: bool,
-    /// True when the key was seen before; `record` is then the original.
-    pub duplicate: bool,
-    pub status: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    pub source: String,
-    pub record: UsageIntentRecord,
-}
-
-#[derive(Serialize, JsonSchema)]
-pub struct UsageIntentAnswer {
-    pub result: UsageIntentResult,
-}
-
-#[derive(Serialize, JsonSchema)]
-pub struct UsageIntentList {
-    pub records: Vec<UsageIntentRecord>,
-}
+pub use berth_api::usage_intents::{
+    QuantityInput, RecordUsageIntent, UsageIntentAnswer, UsageIntentList, UsageIntentRecord,
+    UsageIntentResult,
+};
 
 /// The object name of a usage intent: a digest of its key, so concurrent repeats collide on
 /// the name and exactly one create wins.

@@ -9,7 +9,9 @@ use crate::monitoring::{Signal, rule_metrics};
 use crate::validate::{Checked, FieldError};
 
 mod former;
+mod policy;
 pub use former::{FORMER_METRICS, FormerMetric, MetricReading, read_metric};
+pub use policy::{MonitoringScope, Severity, ThresholdRule};
 
 /// `forSamples` of a rule that gives none.
 pub const DEFAULT_FOR_SAMPLES: u32 = 1;

@@ -7782,10 +7782,16 @@ export interface components {
         };
         /** @description One scheduled run of a policy over the observation store. */
         RetentionRun: {
-            /** @description When the run finished. */
-            at: components["schemas"]["io.k8s.apimachinery.pkg.apis.meta.v1.Time"];
-            /** @description History recorded before this instant was selected. */
-            cutoff: components["schemas"]["io.k8s.apimachinery.pkg.apis.meta.v1.Time"];
+            /**
+             * Format: date-time
+             * @description When the run finished.
+             */
+            at: string;
+            /**
+             * Format: date-time
+             * @description History recorded before this instant was selected.
+             */
+            cutoff: string;
             /**
              * Format: int64
              * @description Rows deleted (zero in a dry run).
@@ -10036,11 +10042,6 @@ export interface components {
             /** @description `no-dns-connections`. */
             status: string;
         };
-        /**
-         * Format: date-time
-         * @description Time is a wrapper around time.Time which supports correct marshaling to YAML and JSON.  Wrappers are provided for many of the factory methods that the time package offers.
-         */
-        "io.k8s.apimachinery.pkg.apis.meta.v1.Time": string;
     };
     responses: never;
     parameters: never;
