@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use berth_vocabulary::decisions::{Actor, DecisionContext, JsonMap, Quantity, ResourceRefs};
@@ -74,14 +74,6 @@ pub struct PolicyChange {
 /// `true`, for `#[serde(default = ...)]` on flags that default on.
 pub(crate) fn default_true() -> bool {
     true
-}
-
-/// Schema of an arbitrary JSON object the API server keeps as it is. Deliberately without
-/// `additionalProperties: true` (what schemars derives for a map of JSON values): next to
-/// `x-kubernetes-preserve-unknown-fields`, Kubernetes 1.20 then prunes the fields of objects
-/// nested in lists.
-pub(crate) fn arbitrary_object(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({ "type": "object", "x-kubernetes-preserve-unknown-fields": true })
 }
 
 #[cfg(test)]

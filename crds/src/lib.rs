@@ -205,6 +205,7 @@ fn normalize_schema(crd: CustomResourceDefinition) -> CustomResourceDefinition {
     let mut value = serde_json::to_value(&crd).expect("a CRD always serializes");
     strip_null_enum_values(&mut value);
     keep_scalar_unions_as_they_are(&mut value);
+    keep_arbitrary_maps_as_they_are(&mut value);
     variable::allow_empty_values(&mut value);
     serde_json::from_value(value).expect("normalizing keeps a valid CRD")
 }
@@ -245,6 +246,26 @@ fn keep_scalar_unions_as_they_are(value: &mut serde_json::Value) {
         }
         serde_json::Value::Array(items) => {
             items.iter_mut().for_each(keep_scalar_unions_as_they_are)
+        }
+        _ => {}
+    }
+}
+
+/// A map of arbitrary JSON values (a migration step's `input`) is what schemars derives as
+/// `additionalProperties: true`, which a structural schema cannot hold; the API server keeps
+/// such an object as it is instead. Without the `additionalProperties`, which next to
+/// `x-kubernetes-preserve-unknown-fields` makes Kubernetes 1.20 prune objects nested in lists.
+fn keep_arbitrary_maps_as_they_are(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            if map.get("additionalProperties") == Some(&serde_json::Value::Bool(true)) {
+                map.remove("additionalProperties");
+                map.insert("x-kubernetes-preserve-unknown-fields".into(), true.into());
+            }
+            map.values_mut().for_each(keep_arbitrary_maps_as_they_are);
+        }
+        serde_json::Value::Array(items) => {
+            items.iter_mut().for_each(keep_arbitrary_maps_as_they_are)
         }
         _ => {}
     }

@@ -1,13 +1,13 @@
 //! Migration: a platform-migration task (spec §4.9): the plan (protocol `platform-migration/v1`),
 //! its digest, the confirmations and the receipts. Plans and receipts never hold secret values.
 
-use berth_vocabulary::migrations::{Receipt, StepFailure, VerificationResult};
+use berth_vocabulary::migrations::{MigrationPlan, Receipt, StepFailure, VerificationResult};
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::Condition;
-use crate::common::{JsonMap, SHA256_DIGEST_PATTERN};
+use crate::common::SHA256_DIGEST_PATTERN;
 
 /// Protocol of a migration task.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
@@ -39,9 +39,10 @@ pub struct MigrationSpec {
     /// Protocol of the plan; only `platform-migration/v1`.
     #[serde(default)]
     pub protocol: MigrationProtocol,
-    /// The plan: operations, dependencies, warnings, blockers and cleanup ownership.
-    #[schemars(schema_with = "crate::common::arbitrary_object")]
-    pub plan: JsonMap,
+    /// The plan as `berth migrate plan` (`POST /migrations/plan`) made it: operations,
+    /// dependencies, warnings, blockers and cleanup ownership; refused unless this Berth made
+    /// it and its digest is its own.
+    pub plan: MigrationPlan,
     /// Digest over the whole plan, `sha256:<64 hex digits>`.
     #[schemars(regex(pattern = SHA256_DIGEST_PATTERN))]
     pub digest: String,
@@ -95,13 +96,34 @@ mod tests {
 
     use super::*;
 
-    fn status_schema() -> Value {
+    /// The CRD's schema of `spec` or `status`.
+    fn schema_of(part: &str) -> Value {
         let crd = crate::all_crds()
             .into_iter()
             .find(|crd| crd.spec.names.kind == "Migration")
             .expect("the Migration CRD");
         let schema = serde_json::to_value(&crd.spec.versions[0].schema).unwrap();
-        schema["openAPIV3Schema"]["properties"]["status"].clone()
+        schema["openAPIV3Schema"]["properties"][part].clone()
+    }
+
+    fn status_schema() -> Value {
+        schema_of("status")
+    }
+
+    /// `kubectl explain migration.spec.plan.steps` shows a step's fields, and the API server
+    /// refuses a plan of the wrong shape; a step's `input` (any JSON) is kept as it is.
+    #[test]
+    fn the_plan_is_typed() {
+        let plan = &schema_of("spec")["properties"]["plan"];
+        assert_eq!(
+            plan["properties"]["state"]["enum"],
+            json!(["ready", "blocked"])
+        );
+        let step = &plan["properties"]["steps"]["items"];
+        assert_eq!(step["properties"]["operationKey"]["type"], "string");
+        let input = &step["properties"]["input"];
+        assert_eq!(input["x-kubernetes-preserve-unknown-fields"], true);
+        assert!(input.get("additionalProperties").is_none());
     }
 
     /// `kubectl explain migration.status.receipts` shows a receipt's fields; an output value

@@ -163,7 +163,18 @@ fn valid_spec(kind: &str) -> Value {
             "source": "cli",
             "surfaceKind": "generated-access",
         }),
-        "Migration" => json!({ "plan": { "steps": [{ "id": "project" }] }, "digest": DIGEST }),
+        "Migration" => json!({
+            "plan": {
+                "protocol": "platform-migration/v1", "state": "ready",
+                "bundleDigest": DIGEST, "planDigest": DIGEST,
+                "steps": [{
+                    "id": "project", "operationKey": "projects.create", "dependsOn": [],
+                    "input": { "name": "Shop", "labels": { "team": "web" } },
+                }],
+                "blockers": [], "warnings": [],
+            },
+            "digest": DIGEST,
+        }),
         "StorageVolume" => json!({
             "projectId": "shop",
             "environmentId": "shop-production",
@@ -299,6 +310,8 @@ fn invalid_rows() -> Vec<Invalid> {
         set("Server", "/lifecycleStatus", json!("archived"), "spec.lifecycleStatus"),
         set("SshCredential", "/kind", json!("password"), "spec.kind"),
         set("Migration", "/protocol", json!("platform-migration/v2"), "spec.protocol"),
+        set("Migration", "/plan/state", json!("maybe"), "spec.plan.state"),
+        remove("Migration", "/plan/planDigest", "spec.plan.planDigest"),
         set("StorageVolume", "/kind", json!("tmpfs"), "spec.kind"),
         set("DependencyResource", "/kind", json!("mysql"), "spec.kind"),
         set("DependencyResource", "/source", json!("external"), "spec.source"),
@@ -509,8 +522,9 @@ fn expected_defaults(kind: &str) -> Vec<(&'static str, Value)> {
         "OverlayDecision" | "RouteSurfaceDecision" => vec![("/decision", json!("enabled"))],
         "Migration" => vec![
             ("/protocol", json!("platform-migration/v1")),
-            // Arbitrary JSON in the plan survives, nested objects included.
+            // A step's arbitrary input survives, nested objects included.
             ("/plan/steps/0/id", json!("project")),
+            ("/plan/steps/0/input/labels/team", json!("web")),
         ],
         _ => vec![],
     }

@@ -2,9 +2,9 @@
 //! steps, the receipt of a completed step, a step's failure and the verify result. The REST API
 //! (`berth_api::migrations`) answers with them and the Migration custom resource stores them, so
 //! they are defined here, below both. Shapes follow Appaloft 1.10.5; every object is strict: an
-//! unknown key is refused, naming it. Fields the Migration CRD stores (receipts, failure, verify
-//! result) carry a doc comment each for `kubectl explain`; the plan's fields are documented
-//! only where the REST API's OpenAPI document already described them.
+//! unknown key is refused, naming it. Fields of the Migration CRD's status (receipts, failure,
+//! verify result) carry a doc comment each for `kubectl explain`; the plan, in its spec, is
+//! documented only where the REST API's OpenAPI document already described it.
 
 use std::collections::BTreeMap;
 
@@ -31,8 +31,11 @@ pub enum Scalar {
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 #[serde(deny_unknown_fields)]
 pub struct Blocker {
+    /// Machine-readable reason, e.g. `target_missing`.
     pub code: String,
+    /// Where in the bundle the blocker is, e.g. `spec.target.deploymentTargetId`.
     pub path: String,
+    /// What blocks it and what to do, for a person.
     pub message: String,
 }
 
@@ -40,9 +43,11 @@ pub struct Blocker {
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StepCleanup {
+    /// The operation that undoes the step, e.g. `projects.delete`.
     pub operation_key: String,
     /// Always `created-by-receipt`: only what a receipt says was created is undone.
     pub ownership: String,
+    /// The undoing operation's input, with the same placeholders as a step's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<BTreeMap<String, Value>>")]
     pub input: Option<serde_json::Map<String, Value>>,
@@ -53,9 +58,13 @@ pub struct StepCleanup {
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Step {
+    /// Id of the step, unique in the plan, e.g. `project:create`.
     pub id: String,
+    /// The REST operation the step runs, e.g. `projects.create`.
     pub operation_key: String,
+    /// Ids of the steps that must complete first.
     pub depends_on: Vec<String>,
+    /// The operation's request body, with `$ref` and `$secretRef` placeholders.
     #[schemars(with = "BTreeMap<String, Value>")]
     pub input: serde_json::Map<String, Value>,
     /// Output name → the field of the operation's result it is read from.
@@ -80,11 +89,15 @@ pub struct MigrationPlan {
     /// `platform-migration/v1`.
     pub protocol: String,
     pub state: PlanState,
+    /// `sha256:<hex>` of the bundle the plan was made from.
     pub bundle_digest: String,
     /// `sha256:<hex>` over the other six fields (RFC 8785, keys sorted).
     pub plan_digest: String,
+    /// The operations, in an order that honours `dependsOn`.
     pub steps: Vec<Step>,
+    /// What stops the plan from being applied; empty when `state` is `ready`.
     pub blockers: Vec<Blocker>,
+    /// What the plan will not carry over or does differently, for a person to read first.
     pub warnings: Vec<String>,
     /// Berth's addition: every variable of the bundle and how it is migrated.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -100,12 +113,14 @@ pub struct MigrationPlan {
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct VariableReport {
+    /// The variable's name.
     pub key: String,
     /// The resource ref, or absent for the environment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_ref: Option<String>,
     /// `value` | `secret-ref` | `dependency-binding` | `not-migrated`.
     pub migrated_as: String,
+    /// Why it is migrated so, or what to do by hand.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }

@@ -3470,8 +3470,11 @@ export interface components {
         };
         /** @description What stops a plan from being applied. */
         Blocker2: {
+            /** @description Machine-readable reason, e.g. `target_missing`. */
             code: string;
+            /** @description What blocks it and what to do, for a person. */
             message: string;
+            /** @description Where in the bundle the blocker is, e.g. `spec.target.deploymentTargetId`. */
             path: string;
         };
         /** @description The Bootstrap auth status record of spec §2.2. */
@@ -6289,16 +6292,20 @@ export interface components {
              *     the digest.
              */
             attestation?: string;
+            /** @description What stops the plan from being applied; empty when `state` is `ready`. */
             blockers: components["schemas"]["Blocker2"][];
+            /** @description `sha256:<hex>` of the bundle the plan was made from. */
             bundleDigest: string;
             /** @description `sha256:<hex>` over the other six fields (RFC 8785, keys sorted). */
             planDigest: string;
             /** @description `platform-migration/v1`. */
             protocol: string;
             state: components["schemas"]["PlanState"];
+            /** @description The operations, in an order that honours `dependsOn`. */
             steps: components["schemas"]["Step"][];
             /** @description Berth's addition: every variable of the bundle and how it is migrated. */
             variableReport?: components["schemas"]["VariableReport"][];
+            /** @description What the plan will not carry over or does differently, for a person to read first. */
             warnings: string[];
         };
         /** @description What a monitoring policy watches (spec §2.1 `scope`). */
@@ -9164,11 +9171,15 @@ export interface components {
          */
         Step: {
             cleanup?: components["schemas"]["StepCleanup"];
+            /** @description Ids of the steps that must complete first. */
             dependsOn: string[];
+            /** @description Id of the step, unique in the plan, e.g. `project:create`. */
             id: string;
+            /** @description The operation's request body, with `$ref` and `$secretRef` placeholders. */
             input: {
                 [key: string]: unknown;
             };
+            /** @description The REST operation the step runs, e.g. `projects.create`. */
             operationKey: string;
             /** @description Output name → the field of the operation's result it is read from. */
             produces?: {
@@ -9177,9 +9188,11 @@ export interface components {
         };
         /** @description Undoing a step, for cleanup. */
         StepCleanup: {
+            /** @description The undoing operation's input, with the same placeholders as a step's. */
             input?: {
                 [key: string]: unknown;
             };
+            /** @description The operation that undoes the step, e.g. `projects.delete`. */
             operationKey: string;
             /** @description Always `created-by-receipt`: only what a receipt says was created is undone. */
             ownership: string;
@@ -9921,9 +9934,11 @@ export interface components {
         };
         /** @description How one variable of the source is migrated (never its value). */
         VariableReport: {
+            /** @description The variable's name. */
             key: string;
             /** @description `value` | `secret-ref` | `dependency-binding` | `not-migrated`. */
             migratedAs: string;
+            /** @description Why it is migrated so, or what to do by hand. */
             note?: string;
             /** @description The resource ref, or absent for the environment. */
             resourceRef?: string;

@@ -210,9 +210,7 @@ async fn run_once(
 
 /// The spec's plan, if it is whole, its digest is its own and this Berth made it.
 async fn checked_plan(state: &AppState, migration: &Migration) -> Result<MigrationPlan, String> {
-    let plan: MigrationPlan =
-        serde_json::from_value(serde_json::Value::Object(migration.spec.plan.clone()))
-            .map_err(|e| format!("spec.plan is not a migration plan: {e}"))?;
+    let plan = migration.spec.plan.clone();
     check_plan_shape(&plan).map_err(|e| e.message)?;
     if plan_digest(&plan) != plan.plan_digest || plan.plan_digest != migration.spec.digest {
         return Err("spec.digest is not the digest of spec.plan".into());
@@ -257,6 +255,7 @@ async fn refuse(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use berth_api::migrations::{PROTOCOL, PlanState};
     use berth_crds::migration::{MigrationSpec, MigrationStatus};
     use serde_json::json;
 
@@ -266,7 +265,17 @@ mod tests {
             "mig-a",
             MigrationSpec {
                 protocol: Default::default(),
-                plan: Default::default(),
+                plan: MigrationPlan {
+                    protocol: PROTOCOL.into(),
+                    state: PlanState::Ready,
+                    bundle_digest: digest.clone(),
+                    plan_digest: digest.clone(),
+                    steps: Vec::new(),
+                    blockers: Vec::new(),
+                    warnings: Vec::new(),
+                    variable_report: Vec::new(),
+                    attestation: None,
+                },
                 digest: digest.clone(),
                 confirmed_digest: confirmed.then(|| digest.clone()),
                 cleanup_confirmed_digest: None,

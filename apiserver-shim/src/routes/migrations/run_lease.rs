@@ -190,10 +190,13 @@ mod tests {
     use berth_crds::migration::MigrationSpec;
 
     fn free() -> Migration {
-        let spec: MigrationSpec = serde_json::from_value(json!({
-            "plan": {}, "digest": format!("sha256:{}", "a".repeat(64)),
-        }))
-        .unwrap();
+        let digest = format!("sha256:{}", "a".repeat(64));
+        let plan = json!({
+            "protocol": "platform-migration/v1", "state": "ready", "bundleDigest": digest,
+            "planDigest": digest, "steps": [], "blockers": [], "warnings": [],
+        });
+        let spec: MigrationSpec =
+            serde_json::from_value(json!({"plan": plan, "digest": digest})).unwrap();
         Migration::new("mig-a", spec)
     }
 

@@ -52,13 +52,9 @@ pub async fn open(state: &AppState, namespace: &str, plan: &MigrationPlan) -> Ap
     if let Some(existing) = find(state, namespace, plan).await? {
         return Ok(existing);
     }
-    let plan_map = match serde_json::to_value(plan).map_err(ApiError::internal)? {
-        Value::Object(map) => map,
-        _ => return Err(ApiError::internal("a plan is a JSON object")),
-    };
     let spec = MigrationSpec {
         protocol: MigrationProtocol::PlatformMigrationV1,
-        plan: plan_map,
+        plan: plan.clone(),
         digest: plan.plan_digest.clone(),
         confirmed_digest: Some(plan.plan_digest.clone()),
         cleanup_confirmed_digest: None,
