@@ -73,9 +73,6 @@ pub async fn run(options: ShimOptions) -> anyhow::Result<()> {
         recent_access_failures: Default::default(),
         draining: Default::default(),
     };
-    // Not a service: the GitOps migration runner applies plans by replaying REST operations
-    // through the whole app, so it needs the state and the routes.
-    tokio::spawn(routes::migrations::gitops::run(state.clone()));
     let listener = tokio::net::TcpListener::bind(options.listen).await?;
     tracing::info!(address = %options.listen, "serving the REST API under /api and the console at /");
     let drain = Drain {

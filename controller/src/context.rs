@@ -58,6 +58,8 @@ pub struct Context {
     /// The image of the containers that read and write storage volumes' files (`docker cp`
     /// through a created, never started, container; a restore in place also runs its `sh`).
     pub volume_helper_image: String,
+    /// Where the steps of Migrations written with kubectl run (berth-shim), and their retries.
+    pub migrations: crate::migration_steps::Shim,
 }
 
 /// What the controller reaches beyond the cluster and its servers: the ACME CA, git sources,
@@ -67,6 +69,7 @@ pub struct Integrations {
     pub sources: SourceCache,
     pub notices: Notices,
     pub volume_helper_image: String,
+    pub migrations: crate::migration_steps::Shim,
 }
 
 /// The ACME CA Berth orders certificates from, and the resolver its pre-flight check uses.
@@ -105,6 +108,7 @@ impl Context {
             sources,
             notices,
             volume_helper_image,
+            migrations,
         } = integrations;
         let reporter = Reporter {
             controller: FIELD_MANAGER.into(),
@@ -125,6 +129,7 @@ impl Context {
             sources,
             notices,
             volume_helper_image,
+            migrations,
         })
     }
 

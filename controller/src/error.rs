@@ -21,6 +21,10 @@ pub enum Error {
 
     #[error("observation store failed: {0}")]
     ObservationStore(String),
+
+    /// berth-shim did not run a Migration's step (unreachable, not configured, refused).
+    #[error("{0}")]
+    Shim(String),
 }
 
 impl From<berth_remote::RemoteError> for Error {
@@ -47,6 +51,7 @@ impl Error {
             Self::MissingObjectKey(_) => "missing_object_key",
             Self::Remote(error) => error.metric_label(),
             Self::ObservationStore(_) => "observation_store",
+            Self::Shim(_) => "shim_unavailable",
         }
     }
 

@@ -13,6 +13,7 @@ pub mod holds;
 pub mod leadership;
 pub mod liveness;
 pub mod metrics;
+pub mod migration_steps;
 pub mod notices;
 pub mod observer;
 pub mod observer_tasks;
@@ -50,6 +51,7 @@ pub async fn run(options: RunOptions) -> anyhow::Result<()> {
             sources: options.sources(),
             notices: notices::Notices::new(options.console_url.clone()),
             volume_helper_image: options.volume_helper_image.clone(),
+            migrations: options.migration_runner(),
         },
     );
     let shutdown = berth_process::shutdown::on_signal();

@@ -58,6 +58,10 @@ pub struct RunOptions {
     /// notifications; messages carry no link without it.
     #[arg(long, env = "BERTH_CONSOLE_URL")]
     pub console_url: Option<String>,
+    /// berth-shim's origin (such as http://berth-shim in the cluster): the leader asks it to
+    /// run each step of a Migration written with kubectl; such Migrations wait without it.
+    #[arg(long, env = "BERTH_SHIM_URL")]
+    pub shim_url: Option<String>,
     /// PEM file of a root to trust for the ACME directory's HTTPS (a test CA); system roots
     /// when unset.
     #[arg(long, env = "BERTH_ACME_DIRECTORY_CA")]
@@ -124,6 +128,12 @@ impl RunOptions {
             directory_ca: self.acme_directory_ca.clone(),
             dns_server: self.dns.acme_dns,
         }
+    }
+
+    /// Where the steps of Migrations written with kubectl run.
+    pub fn migration_runner(&self) -> crate::migration_steps::Shim {
+        let namespace = self.system.system_namespace.clone();
+        crate::migration_steps::Shim::new(self.shim_url.clone(), namespace)
     }
 
     /// How often the health history is observed.

@@ -9,6 +9,10 @@ use serde::{Deserialize, Serialize};
 use crate::Condition;
 use crate::common::SHA256_DIGEST_PATTERN;
 
+pub mod progress;
+
+pub use progress::{Progress, phase};
+
 /// Protocol of a migration task.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
 pub enum MigrationProtocol {
@@ -20,6 +24,8 @@ pub enum MigrationProtocol {
 /// A migration task: plan → digest confirmation → apply or resume → verify → optional cleanup.
 /// berth-shim writes it when a plan is applied (`POST /migrations/apply`) and records each
 /// step's receipt in `status` as the step completes; the steps run as the caller who applied.
+/// One written with kubectl (or synced by a GitOps tool) is run by berth-controller's leader,
+/// a step at a time, as the organization's owner.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(
     group = "berth.dev",

@@ -86,7 +86,8 @@ berth_start_controller() {
   kubeconfig=$(berth_sa_kubeconfig berth-controller)
   log "starting berth-controller (log: $logfile)"
   # Volume backups' helper containers use the stack's busybox (nothing is pulled here).
-  KUBECONFIG=$kubeconfig BERTH_CONTROLLER_ADDR=$CONTROLLER_ADDR \
+  # The leader asks berth-shim to run each step of a Migration written with kubectl.
+  KUBECONFIG=$kubeconfig BERTH_CONTROLLER_ADDR=$CONTROLLER_ADDR BERTH_SHIM_URL=http://$SHIM_ADDR \
     BERTH_VOLUME_HELPER_IMAGE=${BERTH_VOLUME_HELPER_IMAGE:-berth/busybox:1} \
     start_bg berth-controller "$logfile" "$BERTH_BIN_DIR/berth-controller" run
   wait_for 60 "berth-controller to lead (log: $logfile)" controller_leading

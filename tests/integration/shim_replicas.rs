@@ -1,8 +1,10 @@
 //! Two berth-shim replicas behind one Service: a second shim process, on the same cluster and
 //! observation store as the running one, shares its terminal sessions (one connected through
 //! either is listed and closed through the other) and its login limit, whichever replica a
-//! request lands on; a Migration written with kubectl, which both see, runs each step on one of
-//! them only (the run holds the Migration's Lease).
+//! request lands on. A Migration written with kubectl is run by berth-controller's leader
+//! alone, a step per call to a shim: with two shims and two controllers each step runs once and
+//! each receipt is written once; a plan applied over REST through both shims at once runs once
+//! (the run holds the Migration's lease).
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -25,8 +27,8 @@ use crate::shim_servers::{create_credential, create_server, wait_reachable};
 
 const READ: Duration = Duration::from_secs(20);
 
-/// One second shim at a time: a Migration is watched by every shim, so another test's replica
-/// (killed when its test ends) could run, or start and leave, a step this file counts.
+/// One second shim at a time: this file counts the steps across the shims' logs, so another
+/// test's replica (killed when its test ends) must not run a step meanwhile.
 static ONE_SECOND_SHIM: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// A second berth-shim process, killed when dropped.
@@ -120,6 +122,55 @@ impl Drop for SecondShim {
         let _ = self.child.kill();
         let _ = self.child.wait();
         // A failed test keeps the log beside the running shim's, for its cause.
+        if !std::thread::panicking() {
+            std::fs::remove_file(&self.log).ok();
+        }
+    }
+}
+
+/// A second berth-controller, on standby while the running one leads, pointed at the second
+/// shim; killed when dropped.
+struct StandbyController {
+    child: Child,
+    log: PathBuf,
+}
+
+impl StandbyController {
+    fn spawn(shim: &SecondShim) -> Self {
+        let bin_dir = std::env::var("BERTH_BIN_DIR").expect("BERTH_BIN_DIR (hack/test.sh sets it)");
+        let kubeconfig = std::env::var("BERTH_CONTROLLER_KUBECONFIG")
+            .expect("BERTH_CONTROLLER_KUBECONFIG (hack/test.sh sets it)");
+        let log = shim
+            .log
+            .with_file_name(format!("test-controller-{}.log", random_suffix()));
+        let output = std::fs::File::create(&log).expect("the second controller's log");
+        let child = Command::new(format!("{bin_dir}/berth-controller"))
+            .args([
+                "run",
+                "--listen",
+                &free_address(),
+                "--identity",
+                "replicas-standby",
+            ])
+            .env("KUBECONFIG", kubeconfig)
+            .env("BERTH_SHIM_URL", &shim.origin)
+            .stdin(Stdio::null())
+            .stdout(output.try_clone().unwrap())
+            .stderr(output)
+            .spawn()
+            .expect("start a second berth-controller");
+        Self { child, log }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for StandbyController {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
         if !std::thread::panicking() {
             std::fs::remove_file(&self.log).ok();
         }
@@ -420,6 +471,8 @@ async fn a_migration_written_with_kubectl_runs_each_step_on_one_replica() {
     let owner = org.user(OrganizationRole::Owner).await.rest;
     let (server, _) = ready_server(&owner).await;
     second.ready().await;
+    let standby = StandbyController::spawn(&second);
+    only_the_controller_runs_steps(&second, &owner).await;
     let planned = owner
         .post(
             "/migrations/plan",
@@ -435,7 +488,7 @@ async fn a_migration_written_with_kubectl_runs_each_step_on_one_replica() {
         .collect();
     assert!(steps.len() >= 3, "{planned}");
     let digest = planned["planDigest"].as_str().unwrap().to_string();
-    // Both replicas watch Migrations and see this one at the same moment.
+    // Both controllers see it; the leader runs it, a step per call to its shim.
     let name = format!("replicas-{}", random_suffix());
     let migration: Migration = serde_json::from_value(json!({
         "apiVersion": "berth.dev/v1alpha1", "kind": "Migration",
@@ -461,7 +514,7 @@ async fn a_migration_written_with_kubectl_runs_each_step_on_one_replica() {
         .collect();
     assert_eq!(recorded, steps, "one receipt per step, in order");
 
-    // Each step ran once, on one replica or the other: never on both.
+    // Each step ran once, on one shim or the other: never on both, never twice.
     let mut expected = steps.clone();
     expected.sort();
     assert_eq!(
@@ -484,8 +537,50 @@ async fn a_migration_written_with_kubectl_runs_each_step_on_one_replica() {
         },
     )
     .await;
+    assert!(
+        !standby.log().contains("migration step"),
+        "the standby controller ran a step: {}",
+        standby.log()
+    );
+    let recorded_by = status_writers(&api, &name).await;
+    assert_eq!(recorded_by, ["berth-controller"], "who wrote the status");
     applied_over_rest_on_both_at_once(&owner, &second, &server).await;
     remove_server(&owner, &server).await;
+}
+
+/// The internal path that runs a step answers berth-controller only: no token, a user's token
+/// or a made-up one is refused (401), and nothing runs.
+async fn only_the_controller_runs_steps(second: &SecondShim, owner: &Rest) {
+    let url = format!("{}/internal/migrations/any/mig-x/next-step", second.origin);
+    let body = json!({"work": "apply", "resourceVersion": "1"});
+    let token = owner.token.clone().expect("a signed-in owner");
+    for bearer in [None, Some(token.as_str()), Some("made-up")] {
+        let mut request = reqwest::Client::new().post(&url).json(&body);
+        if let Some(bearer) = bearer {
+            request = request.bearer_auth(bearer);
+        }
+        let response = request.send().await.expect("the second shim answers");
+        assert_eq!(response.status().as_u16(), 401, "bearer {bearer:?}");
+    }
+}
+
+/// The field managers that wrote the Migration's status.
+async fn status_writers(api: &Api<Migration>, name: &str) -> Vec<String> {
+    let migration = api.get(name).await.unwrap();
+    let mut managers: Vec<String> = migration
+        .metadata
+        .managed_fields
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|entry| {
+            let fields = entry.fields_v1.as_ref().map(|f| &f.0);
+            fields.is_some_and(|f| f.get("f:status").is_some())
+        })
+        .filter_map(|entry| entry.manager)
+        .collect();
+    managers.sort();
+    managers.dedup();
+    managers
 }
 
 /// The same plan applied over REST through both replicas at once: one runs it (the other is

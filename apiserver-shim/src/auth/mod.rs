@@ -4,6 +4,7 @@
 pub mod internal;
 pub mod last_used;
 pub mod password;
+pub mod runner;
 
 use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;

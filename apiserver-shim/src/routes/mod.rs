@@ -303,6 +303,7 @@ pub fn app(state: AppState) -> Router {
     Router::new()
         .merge(liveness::router())
         .nest("/api", api_router())
+        .merge(migrations::runner::router())
         .route("/metrics", get(metrics::serve))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),

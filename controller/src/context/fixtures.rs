@@ -57,6 +57,7 @@ impl Context {
                 sources,
                 notices: crate::notices::Notices::default(),
                 volume_helper_image: "busybox:1.37".into(),
+                migrations: crate::migration_steps::Shim::new(None, "berth-system".into()),
             },
         );
         (context, ApiServer::new(handle), feeds)

@@ -14,6 +14,7 @@ pub mod domain_binding;
 pub mod environment;
 pub mod event_reason;
 pub mod fresh;
+pub mod migration;
 pub mod notifications;
 pub mod organization;
 pub mod policy;
@@ -187,6 +188,7 @@ async fn run_controllers(
         dependency::run(context.clone(), inputs.dependencies, shutdown.clone()),
         scheduled_task::run(context.clone(), shutdown.clone()),
         preview::run(context.clone(), inputs.previews, shutdown.clone()),
+        migration::run(context.clone(), shutdown.clone()),
         scheduled_task::run_runs(context.clone(), shutdown.clone()),
         backup::run(context.clone(), shutdown.clone()),
         backup::run_targets(context.clone(), shutdown.clone()),

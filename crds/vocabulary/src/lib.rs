@@ -24,6 +24,7 @@ pub mod environments;
 pub mod health;
 pub mod limits;
 pub mod members;
+pub mod migration_runner;
 pub mod migrations;
 pub mod monitoring;
 pub mod notifications;

@@ -12,6 +12,7 @@ use berth_api::migrations::{
 };
 use berth_crds::migration::Migration;
 use berth_migrate::plan::{Unresolved, cleanup_order, resolve_input};
+use berth_vocabulary::migration_runner::NextStep;
 use kube::ResourceExt;
 use serde_json::{Map, Value, json};
 
@@ -36,14 +37,15 @@ pub async fn run(
     secrets: &ResolvedSecrets,
 ) -> ApiResult<ApplyResult> {
     let mut receipts = task::receipts(migration);
-    let seed_base = migration.uid().unwrap_or_else(|| migration.name_any());
+    let name = migration.name_any();
     for step in plan.steps.iter().skip(receipts.len()) {
-        let seed = format!("{seed_base}:{}", step.id);
-        let outcome = run_step(dispatcher, namespace, &seed, step, &receipts, secrets).await;
+        let seed = seed_of(migration, step);
+        let outcome = run_step(
+            dispatcher, namespace, &name, &seed, step, &receipts, secrets,
+        )
+        .await;
         match outcome {
             Ok(receipt) => {
-                tracing::info!(migration = %migration.name_any(), step = %receipt.step_id,
-                    ownership = %receipt.ownership, "migration step completed");
                 receipts.push(receipt);
                 let progress = progress(phase::APPLYING, &receipts, None);
                 task::record(dispatcher.state(), namespace, migration, progress).await?;
@@ -60,6 +62,41 @@ pub async fn run(
     let progress = progress(phase::APPLIED, &receipts, None);
     task::record(dispatcher.state(), namespace, migration, progress).await?;
     Ok(result(plan, migration, receipts, None))
+}
+
+/// Runs the plan's first step without a receipt (for berth-controller, which records it).
+pub async fn next(
+    dispatcher: &Dispatcher,
+    namespace: &str,
+    migration: &Migration,
+    plan: &MigrationPlan,
+    secrets: &ResolvedSecrets,
+) -> NextStep {
+    let receipts = task::receipts(migration);
+    let Some(step) = plan.steps.get(receipts.len()) else {
+        return NextStep::Finished;
+    };
+    let seed = seed_of(migration, step);
+    let name = migration.name_any();
+    match run_step(
+        dispatcher, namespace, &name, &seed, step, &receipts, secrets,
+    )
+    .await
+    {
+        Ok(receipt) => NextStep::Applied { receipt },
+        Err(failure) => {
+            tracing::warn!(migration = %migration.name_any(), step = %failure.step_id,
+                code = %failure.code, "migration step failed");
+            NextStep::Stopped { failure: *failure }
+        }
+    }
+}
+
+/// What the ids a step derives are seeded with: the task's uid and the step, so a step run
+/// again names the objects it created the first time.
+fn seed_of(migration: &Migration, step: &Step) -> String {
+    let base = migration.uid().unwrap_or_else(|| migration.name_any());
+    format!("{base}:{}", step.id)
 }
 
 fn progress<'a>(
@@ -114,6 +151,7 @@ pub fn result(
 async fn run_step(
     dispatcher: &Dispatcher,
     namespace: &str,
+    migration: &str,
     seed: &str,
     step: &Step,
     receipts: &[Receipt],
@@ -122,6 +160,7 @@ async fn run_step(
     let input = resolve_input(step, receipts, &mut |reference| secrets.value(reference))
         .map_err(|unresolved| unresolved_failure(step, unresolved))?;
     if let Some(done) = already_done(dispatcher, namespace, seed, step, &input).await {
+        tracing::debug!(migration = %migration, step = %done.step_id, "migration step found done");
         return Ok(done);
     }
     if step.operation_key == "deployments.create" {
@@ -142,13 +181,16 @@ async fn run_step(
         dispatcher.call(call.method.clone(), &call.path, call.body.as_ref()),
     )
     .await;
-    match answer {
+    let done = match answer {
         Ok(answer) => receipt(step, &answer, CREATED),
         Err(refusal) if is_existing_secret(step, &refusal) => {
             rotate_secret(dispatcher, step, &input).await
         }
         Err(refusal) => Err(refused(step, refusal)),
-    }
+    }?;
+    tracing::info!(migration = %migration, step = %done.step_id, ownership = %done.ownership,
+        "migration step completed");
+    Ok(done)
 }
 
 /// A secret set by an earlier run of this step already exists: set it again (rotate).

@@ -9,6 +9,7 @@ use berth_api::migrations::{
 };
 use berth_crds::migration::Migration;
 use berth_migrate::plan::{cleanup_order, resolve_input};
+use berth_vocabulary::migration_runner::NextStep;
 use serde_json::{Map, Value};
 
 use super::apply::REUSED;
@@ -63,6 +64,31 @@ pub async fn run(
     let progress = progress(phase::CLEANED_UP, &receipts, None, &cleaned);
     task::record(dispatcher.state(), namespace, migration, progress).await?;
     Ok(result(plan, &receipts, actions, Vec::new(), None))
+}
+
+/// Undoes the newest created step not undone yet (for berth-controller, which records it).
+pub async fn next(
+    dispatcher: &Dispatcher,
+    migration: &Migration,
+    plan: &MigrationPlan,
+    confirm_data_loss: bool,
+) -> NextStep {
+    let receipts = task::receipts(migration);
+    let cleaned = task::cleaned(migration);
+    let next = cleanup_order(plan, &receipts)
+        .into_iter()
+        .find(|i| !cleaned.contains(&receipts[*i].step_id));
+    let Some(index) = next else {
+        return NextStep::Finished;
+    };
+    let step_id = receipts[index].step_id.clone();
+    let Some(step) = plan.steps.iter().find(|s| s.id == step_id) else {
+        return NextStep::Undone { step_id };
+    };
+    match undo_step(dispatcher, step, &receipts, index, confirm_data_loss).await {
+        Ok(_) => NextStep::Undone { step_id },
+        Err(failure) => NextStep::Stopped { failure: *failure },
+    }
 }
 
 fn progress<'a>(

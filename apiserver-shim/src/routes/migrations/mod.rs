@@ -9,11 +9,11 @@ mod cleanup;
 mod cleanup_runtime;
 mod dependencies;
 mod dispatch;
-pub mod gitops;
 mod key;
 mod operations;
 mod readback;
 mod run_lease;
+pub mod runner;
 mod secrets;
 mod task;
 
@@ -169,6 +169,9 @@ async fn apply_migration(
     check_receipts(&plan, &body.prior_receipts)?;
     let namespace = namespace(&caller)?;
     let existing = task::find(&state, &namespace, &plan).await?;
+    if let Some(existing) = &existing {
+        task::check_applied_over_rest(existing)?;
+    }
     let stored = existing.as_ref().map(task::receipts);
     task::check_claimed("priorReceipts", stored.as_deref(), &body.prior_receipts)?;
     let _guard = RunGuard::take(&task::name_of(&plan.plan_digest))?;
@@ -324,6 +327,7 @@ async fn cleanup_migration(
     let migration = task::find(&state, &namespace, &body.plan)
         .await?
         .ok_or_else(|| ApiError::not_found_message("no migration of this plan was applied here"))?;
+    task::check_applied_over_rest(&migration)?;
     let stored = task::receipts(&migration);
     task::check_claimed("receipts", Some(&stored), &body.receipts)?;
     let _guard = RunGuard::take(&migration_name(&migration))?;

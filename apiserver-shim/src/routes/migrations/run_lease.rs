@@ -1,14 +1,13 @@
-//! Who runs a Migration now. Every run (apply or cleanup over REST, or the runner of a
-//! kubectl-written task) holds a lease written on the Migration itself for its whole length —
+//! Who runs a Migration applied over REST now. Every run (apply or cleanup) holds a lease written on the Migration itself for its whole length —
 //! the annotations `berth.dev/run-holder` (the shim process) and `berth.dev/run-renewed` — so
 //! two shim replicas never run the same task at once and never write over each other's
 //! receipts. Taking it is a write conditioned on the object's `resourceVersion`; renewing and
 //! giving it up are JSON patches that first test the holder, so only one writer can win. A
-//! second caller is told `migration_in_progress`; the runner of kubectl-written tasks looks
-//! again once the lease could have expired. The holder renews it every [`RENEW_EVERY`]; a
+//! second caller is told `migration_in_progress`. The holder renews it every [`RENEW_EVERY`]; a
 //! replica that dies stops renewing, and another takes over after [`LEASE_SECONDS`]. (On the
 //! object rather than a coordination Lease: the shim must not be able to write Leases, or it
-//! could take the controller's leadership.)
+//! could take the controller's leadership.) Tasks written with kubectl need none: only
+//! berth-controller's leader runs them, a step per call (`runner`).
 //!
 //! Within one process, [`RunGuard`] answers at once, without asking the API server.
 

@@ -2,29 +2,17 @@
 //! the steps done so far and cleanup's progress, in the organization's namespace. Receipts a
 //! client sends are checked against these, so a forged or edited receipt is refused.
 
-use berth_api::migrations::{MigrationPlan, Receipt, StepFailure};
-use berth_crds::condition::{Condition, ConditionStatus, merge};
+use berth_api::migrations::{MigrationPlan, Receipt};
 use berth_crds::migration::{Migration, MigrationProtocol, MigrationSpec, MigrationStatus};
+pub use berth_crds::migration::{Progress, phase};
+use berth_vocabulary::migration_runner::{RUNNER_ANNOTATION, RUNNER_API};
+use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, ApiResult};
 use crate::state::{AppState, FIELD_MANAGER};
-
-/// Where a task is (`status.phase`).
-pub mod phase {
-    pub const APPLYING: &str = "applying";
-    pub const APPLIED: &str = "applied";
-    pub const FAILED: &str = "failed";
-    pub const CLEANING_UP: &str = "cleaning-up";
-    pub const CLEANED_UP: &str = "cleaned-up";
-}
-
-/// Marks a task applied over REST: its steps run only when its caller asks (apply), never by
-/// the watcher of kubectl-written tasks.
-pub const RUNNER_ANNOTATION: &str = "berth.dev/migration-runner";
-pub const RUNNER_API: &str = "api";
 
 /// The object name of the task of a plan: `mig-` and the digest's first 16 hex digits.
 pub fn name_of(plan_digest: &str) -> String {
@@ -111,14 +99,6 @@ pub fn check_claimed(
     Ok(())
 }
 
-/// What the task records after a step or a stop.
-pub struct Progress<'a> {
-    pub phase: &'a str,
-    pub receipts: &'a [Receipt],
-    pub failure: Option<&'a StepFailure>,
-    pub cleaned_step_ids: &'a [String],
-}
-
 /// Writes the task's status: receipts, phase, failure and the Ready condition.
 pub async fn record(
     state: &AppState,
@@ -126,24 +106,7 @@ pub async fn record(
     migration: &Migration,
     progress: Progress<'_>,
 ) -> ApiResult<()> {
-    let mut conditions = migration
-        .status
-        .as_ref()
-        .map(|s| s.conditions.clone())
-        .unwrap_or_default();
-    merge(&mut conditions, ready_condition(&progress, migration));
-    let status = MigrationStatus {
-        phase: Some(progress.phase.to_string()),
-        receipts: progress.receipts.to_vec(),
-        verify_result: migration
-            .status
-            .as_ref()
-            .and_then(|s| s.verify_result.clone()),
-        failure: progress.failure.cloned(),
-        cleaned_step_ids: progress.cleaned_step_ids.to_vec(),
-        observed_generation: migration.metadata.generation,
-        conditions,
-    };
+    let status = MigrationStatus::after(migration, &progress, Timestamp::now());
     api(state, namespace)
         .patch_status(
             &migration.name_any(),
@@ -163,40 +126,30 @@ fn with_nulls(status: MigrationStatus) -> ApiResult<Value> {
     Ok(value)
 }
 
-fn ready_condition(progress: &Progress<'_>, migration: &Migration) -> Condition {
-    let (status, reason, message) = match (progress.phase, progress.failure) {
-        (_, Some(failure)) => (
-            ConditionStatus::False,
-            "StepFailed",
-            format!(
-                "step {} stopped: {} ({})",
-                failure.step_id, failure.message, failure.code
-            ),
+/// Whether `migration` was applied over REST (so its caller runs it), not written with
+/// kubectl (which berth-controller runs).
+pub fn applied_over_rest(migration: &Migration) -> bool {
+    migration
+        .annotations()
+        .get(RUNNER_ANNOTATION)
+        .map(String::as_str)
+        == Some(RUNNER_API)
+}
+
+/// A task written with kubectl is berth-controller's to run: REST neither applies nor cleans
+/// it up (the two would write the same receipts).
+pub fn check_applied_over_rest(migration: &Migration) -> ApiResult<()> {
+    if applied_over_rest(migration) {
+        return Ok(());
+    }
+    Err(ApiError::conflict_code(
+        "migration_run_by_controller",
+        format!(
+            "migration {} was written with kubectl and is run by berth-controller; change its \
+             spec (confirmedDigest, cleanupConfirmedDigest) instead",
+            migration.name_any()
         ),
-        (phase::APPLIED, None) => (
-            ConditionStatus::True,
-            "Applied",
-            format!("all {} steps completed", progress.receipts.len()),
-        ),
-        (phase::CLEANED_UP, None) => (
-            ConditionStatus::False,
-            "CleanedUp",
-            "what the migration created was removed".to_string(),
-        ),
-        (phase, None) => (
-            ConditionStatus::False,
-            "InProgress",
-            format!("{phase}: {} steps completed", progress.receipts.len()),
-        ),
-    };
-    Condition::new(
-        "Ready",
-        status,
-        reason,
-        message,
-        migration.metadata.generation,
-        k8s_openapi::jiff::Timestamp::now(),
-    )
+    ))
 }
 
 /// Deletes a task that was cleaned up, so the plan can be applied afresh.
