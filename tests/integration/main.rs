@@ -41,6 +41,7 @@ mod previews;
 mod previews_compose;
 mod previews_databases;
 mod previews_tls;
+mod replica_processes;
 mod scheduled_tasks;
 mod self_healing;
 mod servers;
