@@ -50,13 +50,14 @@ impl Shim {
         }
     }
 
-    /// Asks berth-shim to run the next step of `work` of `migration`, as read now.
+    /// Asks berth-shim to run the next step of `work` of `migration`, as read now; `None` when
+    /// the task changed since (its watch event brings the new version).
     pub async fn next_step(
         &self,
         client: &Client,
         migration: &Migration,
         work: Work,
-    ) -> Result<NextStep> {
+    ) -> Result<Option<NextStep>> {
         let url = self.url.as_deref().ok_or_else(|| {
             Error::Shim(
                 "berth-controller was not told berth-shim's address (--shim-url, \
@@ -79,14 +80,18 @@ impl Shim {
             .await
             .map_err(|e| Error::Shim(format!("berth-shim at {url} did not answer: {e}")))?;
         let status = response.status();
+        if status == reqwest::StatusCode::CONFLICT {
+            return Ok(None);
+        }
         if !status.is_success() {
             let body = response.text().await.unwrap_or_default();
             return Err(Error::Shim(format!("berth-shim answered {status}: {body}")));
         }
-        response
+        let next = response
             .json()
             .await
-            .map_err(|e| Error::Shim(format!("berth-shim's answer was not a step: {e}")))
+            .map_err(|e| Error::Shim(format!("berth-shim's answer was not a step: {e}")))?;
+        Ok(Some(next))
     }
 
     /// The token of these calls, read from its Secret or made on first use.

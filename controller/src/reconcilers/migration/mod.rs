@@ -47,7 +47,9 @@ async fn reconcile(migration: Arc<Migration>, context: Arc<Context>) -> Result<A
     {
         return Ok(Action::requeue(wait));
     }
-    let next = runner.next_step(&context.client, &migration, work).await?;
+    let Some(next) = runner.next_step(&context.client, &migration, work).await? else {
+        return Ok(Action::await_change());
+    };
     let retry_later = matches!(&next, NextStep::Stopped { failure } if failure.retryable);
     runner.note_outcome(&migration, retry_later, Instant::now());
     log(&migration, &next);
