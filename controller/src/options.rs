@@ -58,8 +58,9 @@ pub struct RunOptions {
     /// notifications; messages carry no link without it.
     #[arg(long, env = "BERTH_CONSOLE_URL")]
     pub console_url: Option<String>,
-    /// berth-shim's origin (such as http://berth-shim in the cluster): the leader asks it to
-    /// run each step of a Migration written with kubectl; such Migrations wait without it.
+    /// berth-shim's origin (such as http://berth-shim): the leader asks it to run each step of
+    /// a Migration written with kubectl; such Migrations wait without it. In a pod, the
+    /// Service berth-shim's address from the environment Kubernetes sets, when unset.
     #[arg(long, env = "BERTH_SHIM_URL")]
     pub shim_url: Option<String>,
     /// PEM file of a root to trust for the ACME directory's HTTPS (a test CA); system roots
@@ -130,10 +131,16 @@ impl RunOptions {
         }
     }
 
-    /// Where the steps of Migrations written with kubectl run.
+    /// Where the steps of Migrations written with kubectl run: `--shim-url`, else the Service
+    /// berth-shim that Kubernetes names in a pod's environment (no cluster DNS needed).
     pub fn migration_runner(&self) -> crate::migration_steps::Shim {
         let namespace = self.system.system_namespace.clone();
-        crate::migration_steps::Shim::new(self.shim_url.clone(), namespace)
+        let env = |name: &str| std::env::var(name).ok();
+        let service = service_link(
+            env("BERTH_SHIM_SERVICE_HOST"),
+            env("BERTH_SHIM_SERVICE_PORT"),
+        );
+        crate::migration_steps::Shim::new(self.shim_url.clone().or(service), namespace)
     }
 
     /// How often the health history is observed.
@@ -166,5 +173,36 @@ impl RunOptions {
         crate::observer::MonitoringSettings {
             interval: self.monitoring_interval.interval(),
         }
+    }
+}
+
+/// The origin of a Service from the variables Kubernetes sets in a pod for it
+/// (`<NAME>_SERVICE_HOST`, `<NAME>_SERVICE_PORT`); an IPv6 address is bracketed.
+fn service_link(host: Option<String>, port: Option<String>) -> Option<String> {
+    let (host, port) = (host?, port?);
+    let host = if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host
+    };
+    Some(format!("http://{host}:{port}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_service_is_reached_by_the_address_kubernetes_names() {
+        let link = |host: &str, port: &str| service_link(Some(host.into()), Some(port.into()));
+        assert_eq!(
+            link("169.254.20.4", "80").as_deref(),
+            Some("http://169.254.20.4:80")
+        );
+        assert_eq!(
+            link("fd00::4", "80").as_deref(),
+            Some("http://[fd00::4]:80")
+        );
+        assert_eq!(service_link(None, Some("80".into())), None);
     }
 }
