@@ -26,7 +26,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
 /// How long a lease outlives a holder that stopped renewing it.
-pub const LEASE_SECONDS: u64 = 30;
+const LEASE_SECONDS: u64 = 30;
 /// How often the holder renews it.
 const RENEW_EVERY: Duration = Duration::from_secs(10);
 const HOLDER: &str = "berth.dev/run-holder";
