@@ -21,6 +21,8 @@ use crate::shim_projects_envs::project;
 
 #[path = "migrations_dependencies.rs"]
 mod dependencies;
+#[path = "migrations_stream.rs"]
+mod stream;
 
 const SECRET: &str = "migr-s3cr3t-value-4711";
 

@@ -428,6 +428,43 @@ pub struct ApplyResult {
     pub migration_name: String,
 }
 
+/// What an event of `POST /migrations/apply/stream` says.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApplyProgressKind {
+    /// The task is open and its lease taken, before the first step runs.
+    Started,
+    /// A step finished; its receipt is already recorded in the task.
+    StepCompleted,
+    /// The run ended: `result` holds what `POST /migrations/apply` answers.
+    Finished,
+    /// The run stopped before its end for a reason outside the plan (the task could not be
+    /// written); `message` says why. Applying again resumes after the last receipt.
+    Interrupted,
+}
+
+/// Berth: one event of `POST /migrations/apply/stream`, sent as each step of the run lands.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApplyProgress {
+    pub kind: ApplyProgressKind,
+    /// The `Migration` object that holds the task.
+    pub migration_name: String,
+    pub plan_digest: String,
+    /// Steps with a receipt so far, of `totalSteps`.
+    pub completed_steps: usize,
+    pub total_steps: usize,
+    /// `step-completed`: the step's receipt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<Receipt>,
+    /// `finished`: the answer of the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<ApplyResult>,
+    /// `interrupted`: why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
 #[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StatusResult {

@@ -28,13 +28,31 @@ use crate::token::{seeded_id, with_id_seed};
 pub const CREATED: &str = "created";
 pub const REUSED: &str = "reused";
 
-/// Runs what is left of the plan and answers as Appaloft's apply does.
+/// Who hears of each receipt as it lands: no one (the plain answer) or a stream's client.
+pub trait Listener: Send {
+    /// `receipt` was recorded in the task; false when no one listens any more, so the run stops
+    /// before its next step (applying again resumes there).
+    fn landed(&mut self, receipt: &Receipt, completed: usize) -> impl Future<Output = bool> + Send;
+}
+
+/// The plain answer: no one hears of a step before the run ends.
+pub struct Unheard;
+
+impl Listener for Unheard {
+    async fn landed(&mut self, _: &Receipt, _: usize) -> bool {
+        true
+    }
+}
+
+/// Runs what is left of the plan and answers as Appaloft's apply does; `listener` hears of
+/// each receipt once it is recorded.
 pub async fn run(
     dispatcher: &Dispatcher,
     namespace: &str,
     migration: &Migration,
     plan: &MigrationPlan,
     secrets: &ResolvedSecrets,
+    listener: &mut impl Listener,
 ) -> ApiResult<ApplyResult> {
     let mut receipts = task::receipts(migration);
     let name = migration.name_any();
@@ -49,6 +67,11 @@ pub async fn run(
                 receipts.push(receipt);
                 let progress = progress(phase::APPLYING, &receipts, None);
                 task::record(dispatcher.state(), namespace, migration, progress).await?;
+                let landed = receipts.last().expect("just pushed");
+                if !listener.landed(landed, receipts.len()).await {
+                    tracing::info!(migration = %name, "migration run stopped: its client left");
+                    return Ok(result(plan, migration, receipts, None));
+                }
             }
             Err(failure) => {
                 let progress = progress(phase::FAILED, &receipts, Some(&failure));

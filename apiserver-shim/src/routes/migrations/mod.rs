@@ -5,6 +5,8 @@
 //! caller, read back, verified and cleaned up.
 
 mod apply;
+mod apply_run;
+mod apply_stream;
 mod cleanup;
 mod cleanup_runtime;
 mod dependencies;
@@ -21,19 +23,19 @@ use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use berth_api::migrations::{
     ApplyRequest, ApplyResult, CleanupRequest, CleanupResult, MigrationPlan, PROTOCOL, PlanRequest,
-    PlanState, ReadbackRequest, StatusResult, VerificationResult,
+    ReadbackRequest, StatusResult, VerificationResult,
 };
 use berth_crds::member::OrganizationRole;
 use berth_crds::migration::Migration;
 use berth_migrate::plan::{
     attest, attestation_matches, check_plan_shape, check_receipts, parse_bundle, plan, plan_digest,
-    secret_refs,
 };
 
+use self::apply::Unheard;
+use self::apply_run::ApplyRun;
 use self::dispatch::Dispatcher;
 use self::readback::{ATTENTION, PASSED, read};
 use self::run_lease::{RunGuard, RunLease};
-use self::secrets::ResolvedSecrets;
 use super::Endpoint;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
@@ -75,6 +77,7 @@ pub fn endpoints() -> Vec<Endpoint> {
              only, newest first; reused ones are kept; a second call continues",
             cleanup_migration,
         ),
+        apply_stream::endpoint(),
         cleanup_runtime::endpoint(),
     ]
 }
@@ -152,60 +155,8 @@ async fn apply_migration(
     headers: HeaderMap,
     JsonBody(body): JsonBody<ApplyRequest>,
 ) -> ApiResult<Json<ApplyResult>> {
-    caller.require_role(OrganizationRole::Member)?;
-    let plan = body.plan;
-    check_confirmed(&state, &plan, &body.confirmed_plan_digest).await?;
-    if plan.state == PlanState::Blocked || !plan.blockers.is_empty() {
-        return Err(ApiError::validation_code(
-            "migration_plan_blocked",
-            "plan.blockers",
-            format!(
-                "a blocked plan cannot be applied: {} blocker(s); resolve them and plan again",
-                plan.blockers.len()
-            ),
-        )
-        .with_detail("blockerCount", plan.blockers.len()));
-    }
-    check_receipts(&plan, &body.prior_receipts)?;
-    let namespace = namespace(&caller)?;
-    let existing = task::find(&state, &namespace, &plan).await?;
-    if let Some(existing) = &existing {
-        task::check_applied_over_rest(existing)?;
-    }
-    let stored = existing.as_ref().map(task::receipts);
-    task::check_claimed("priorReceipts", stored.as_deref(), &body.prior_receipts)?;
-    let _guard = RunGuard::take(&task::name_of(&plan.plan_digest))?;
-    let migration = restart_if_cleaned(&state, &namespace, &plan, existing).await?;
-    let (lease, migration) = RunLease::take(&state, &migration).await?;
-    let references = secret_refs(&plan).into_iter().map(|(_, r)| r);
-    let secrets =
-        ResolvedSecrets::resolve(&state, &namespace, references, &body.secret_values).await;
-    let dispatcher = Dispatcher::new(state.clone(), authorization(&headers)?);
-    let result = apply::run(&dispatcher, &namespace, &migration, &plan, &secrets).await;
-    lease.release().await;
-    Ok(Json(result?))
-}
-
-/// The task to apply into: the existing one, or a new one when there is none or the last was
-/// cleaned up (a new task derives new ids, so nothing of the old one is mistaken for its own).
-async fn restart_if_cleaned(
-    state: &AppState,
-    namespace: &str,
-    plan: &MigrationPlan,
-    existing: Option<Migration>,
-) -> ApiResult<Migration> {
-    let cleaned_up = existing
-        .as_ref()
-        .and_then(|m| m.status.as_ref())
-        .and_then(|s| s.phase.as_deref())
-        == Some(task::phase::CLEANED_UP);
-    if let (true, Some(old)) = (cleaned_up, existing.as_ref()) {
-        task::remove(state, namespace, old).await?;
-    }
-    match existing {
-        Some(migration) if !cleaned_up => Ok(migration),
-        _ => task::open(state, namespace, plan).await,
-    }
+    let run = ApplyRun::prepare(&state, &caller, &headers, body).await?;
+    Ok(Json(run.finish(&mut Unheard).await?))
 }
 
 /// The task of a plan a client reads back, with the receipts it claims checked against it:
