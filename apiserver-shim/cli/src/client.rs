@@ -264,6 +264,13 @@ mod tests {
     }
 
     #[test]
+    fn an_empty_answer_reads_as_nothing() {
+        // `answer` turns an empty body into `null`: what a `Json<()>` handler answers.
+        let answer = Answer::<()>::read("/resources/res-1/variables", Value::Null).unwrap();
+        assert_eq!(answer.raw, Value::Null);
+    }
+
+    #[test]
     fn an_answer_of_another_shape_is_an_unexpected_answer() {
         use berth_api::common::CountResponse;
         let raw = serde_json::json!({"count": "three"});
