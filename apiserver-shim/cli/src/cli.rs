@@ -17,16 +17,16 @@ mod resources;
 mod tasks;
 mod volumes;
 mod workspace;
-pub use backups::Backups;
-pub use dependencies::Db;
+pub use backups::{AddTargetArgs, Backups, PolicyRulesArgs};
+pub use dependencies::{Db, ImportArgs, ProvisionArgs};
 pub use infra::*;
 pub use migrate::{Migrate, Platform};
-pub use notify::Notify;
+pub use notify::{CreateChannelArgs, Notify};
 pub use platform::{Bootstrap, Decisions, Monitoring, QueryOptions, ResourceConfig, Tls, Users};
 pub use previews::Previews;
 pub use resources::*;
-pub use tasks::Tasks;
-pub use volumes::Volumes;
+pub use tasks::{ConfigureTaskArgs, CreateTaskArgs, Tasks};
+pub use volumes::{BackupVolumeArgs, CreateVolumeArgs, Volumes};
 pub use workspace::*;
 
 #[derive(Parser, Debug)]

@@ -9,6 +9,7 @@ use berth_api::error::ErrorEnvelope;
 use reqwest::Method;
 use reqwest::blocking::{Client, RequestBuilder, Response};
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::{CliError, CliResult};
@@ -29,6 +30,29 @@ pub type Query<'a> = &'a [(&'a str, String)];
 /// A WebSocket (the terminal's), plain or TLS as the API URL is.
 pub type Socket = tungstenite::WebSocket<tungstenite::stream::MaybeTlsStream<TcpStream>>;
 
+/// One answer of the API, read as its berth-api type `T` (the type the shim serializes), and
+/// kept as it came: `-o json|yaml` prints `raw` unchanged, and tables may take columns from it
+/// by JSON pointer.
+#[derive(Debug)]
+pub struct Answer<T> {
+    pub raw: Value,
+    pub value: T,
+}
+
+/// The escape hatch: the answer type of an endpoint whose handler answers with a type that is
+/// not one of berth-api's (each use names its endpoint). Such an answer stays JSON as it came.
+pub type NotInBerthApi = Value;
+
+impl<T: DeserializeOwned> Answer<T> {
+    /// Reads `raw`, the answer of `path`, as `T`; an answer that is not a `T` is a failure
+    /// naming the path (the CLI and the API disagree on the wire).
+    pub fn read(path: &str, raw: Value) -> CliResult<Self> {
+        let value = T::deserialize(&raw)
+            .map_err(|error| CliError::failure(format!("{path}: unexpected answer: {error}")))?;
+        Ok(Self { raw, value })
+    }
+}
+
 impl Api {
     pub fn new(base: &str, token: Option<String>) -> CliResult<Self> {
         let http = Client::builder()
@@ -45,17 +69,31 @@ impl Api {
         })
     }
 
-    pub fn get(&self, path: &str, query: Query) -> CliResult<Value> {
-        self.json(Method::GET, path, query, None::<&()>)
+    /// GET `path`, its answer read as `T`, the type the shim's handler answers with.
+    pub fn get<T: DeserializeOwned>(&self, path: &str, query: Query) -> CliResult<Answer<T>> {
+        let raw = self.json(Method::GET, path, query, None::<&()>)?;
+        Answer::read(path, raw)
     }
 
-    /// POST a request body, one of `berth-api`'s types (the shim's own definitions).
-    pub fn post(&self, path: &str, body: &impl Serialize) -> CliResult<Value> {
-        self.json(Method::POST, path, &[], Some(body))
+    /// POST a request body, one of `berth-api`'s types (the shim's own definitions); the
+    /// answer read as `T`.
+    pub fn post<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &impl Serialize,
+    ) -> CliResult<Answer<T>> {
+        let raw = self.json(Method::POST, path, &[], Some(body))?;
+        Answer::read(path, raw)
     }
 
-    pub fn delete(&self, path: &str, body: &impl Serialize) -> CliResult<Value> {
-        self.json(Method::DELETE, path, &[], Some(body))
+    /// DELETE with a body (the API's confirmation); the answer read as `T`.
+    pub fn delete<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &impl Serialize,
+    ) -> CliResult<Answer<T>> {
+        let raw = self.json(Method::DELETE, path, &[], Some(body))?;
+        Answer::read(path, raw)
     }
 
     /// Opens an event stream and yields each event's `data` as it arrives.
@@ -122,18 +160,18 @@ impl Api {
 
     /// POSTs a file's bytes, streamed (never whole in memory), its options in the query. No
     /// overall deadline: an upload lasts as long as its size needs.
-    pub fn upload(
+    pub fn upload<T: DeserializeOwned>(
         &self,
         path: &str,
         query: Query,
         file: std::fs::File,
         bytes: u64,
-    ) -> CliResult<Value> {
+    ) -> CliResult<Answer<T>> {
         let request = self
             .request(Method::POST, path, query, None::<&()>)
             .header("Content-Type", "application/octet-stream")
             .body(reqwest::blocking::Body::sized(file, bytes));
-        self.answer(request, path)
+        Answer::read(path, self.answer(request, path)?)
     }
 
     /// Sends `request` and reads its JSON answer (`null` when empty).
@@ -215,6 +253,35 @@ pub fn api_error(status: u16, body: &str) -> CliError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answer_keeps_what_came_and_reads_it_as_its_type() {
+        use berth_api::common::CountResponse;
+        let raw = serde_json::json!({"count": 3, "extra": ["kept"]});
+        let answer = Answer::<CountResponse>::read("/projects/count", raw.clone()).unwrap();
+        assert_eq!(answer.value.count, 3);
+        assert_eq!(answer.raw, raw);
+    }
+
+    #[test]
+    fn an_empty_answer_reads_as_nothing() {
+        // `answer` turns an empty body into `null`: what a `Json<()>` handler answers.
+        let answer = Answer::<()>::read("/resources/res-1/variables", Value::Null).unwrap();
+        assert_eq!(answer.raw, Value::Null);
+    }
+
+    #[test]
+    fn an_answer_of_another_shape_is_an_unexpected_answer() {
+        use berth_api::common::CountResponse;
+        let raw = serde_json::json!({"count": "three"});
+        let error = Answer::<CountResponse>::read("/projects/count", raw).unwrap_err();
+        let text = error.to_string();
+        assert!(
+            text.starts_with("/projects/count: unexpected answer: "),
+            "{text}"
+        );
+        assert_eq!(error.exit_code(), 1);
+    }
 
     #[test]
     fn the_envelope_gives_code_and_message() {

@@ -82,41 +82,7 @@ pub enum Backups {
     #[command(
         after_help = "Examples:\n  berth backups add-target Offsite --server store --path /srv/berth-backups\n  printf '%s' \"$AWS_SECRET_ACCESS_KEY\" | berth backups add-target Bucket \\\n      --s3-endpoint https://s3.eu-west-1.amazonaws.com --s3-bucket acme-backups --s3-region eu-west-1 \\\n      --s3-access-key-id AKIA... --s3-secret-access-key-stdin\n  (self-hosted stores such as Garage or MinIO usually need --s3-path-style)"
     )]
-    AddTarget {
-        /// A name for people.
-        name: String,
-        /// Server id or name (a server directory).
-        #[arg(
-            long,
-            required_unless_present = "s3_endpoint",
-            conflicts_with = "s3_endpoint"
-        )]
-        server: Option<String>,
-        /// Absolute directory on the server.
-        #[arg(long, requires = "server")]
-        path: Option<String>,
-        /// The S3 store's URL, without a path (a bucket).
-        #[arg(long, requires_all = ["s3_bucket", "s3_access_key_id", "s3_secret_access_key_stdin"])]
-        s3_endpoint: Option<String>,
-        /// The bucket.
-        #[arg(long, requires = "s3_endpoint")]
-        s3_bucket: Option<String>,
-        /// The region requests are signed for.
-        #[arg(long, requires = "s3_endpoint", default_value = "us-east-1")]
-        s3_region: String,
-        /// Address the bucket in the URL's path rather than its host name.
-        #[arg(long, requires = "s3_endpoint")]
-        s3_path_style: bool,
-        /// A key prefix for Berth's artifacts.
-        #[arg(long, requires = "s3_endpoint")]
-        s3_prefix: Option<String>,
-        /// The access key id.
-        #[arg(long, requires = "s3_endpoint")]
-        s3_access_key_id: Option<String>,
-        /// Read the secret access key from standard input.
-        #[arg(long, requires = "s3_endpoint")]
-        s3_secret_access_key_stdin: bool,
-    },
+    AddTarget(AddTargetArgs),
     /// Set a database's backup policy (created on first use, then changed in the options
     /// given): backups on a schedule, each proven by a test restore, kept by rules (no rule:
     /// the newest 7), the rest pruned at the target. A slot missed while Berth was down is
@@ -183,4 +149,42 @@ impl PolicyRulesArgs {
     pub fn enabled(&self) -> Option<bool> {
         (self.disable || self.enable).then_some(self.enable)
     }
+}
+
+// Where `berth backups add-target` keeps artifacts: a server directory or an S3 bucket. (Not a doc comment, which would become the subcommand's help.)
+#[derive(Args, Debug)]
+pub struct AddTargetArgs {
+    /// A name for people.
+    pub name: String,
+    /// Server id or name (a server directory).
+    #[arg(
+        long,
+        required_unless_present = "s3_endpoint",
+        conflicts_with = "s3_endpoint"
+    )]
+    pub server: Option<String>,
+    /// Absolute directory on the server.
+    #[arg(long, requires = "server")]
+    pub path: Option<String>,
+    /// The S3 store's URL, without a path (a bucket).
+    #[arg(long, requires_all = ["s3_bucket", "s3_access_key_id", "s3_secret_access_key_stdin"])]
+    pub s3_endpoint: Option<String>,
+    /// The bucket.
+    #[arg(long, requires = "s3_endpoint")]
+    pub s3_bucket: Option<String>,
+    /// The region requests are signed for.
+    #[arg(long, requires = "s3_endpoint", default_value = "us-east-1")]
+    pub s3_region: String,
+    /// Address the bucket in the URL's path rather than its host name.
+    #[arg(long, requires = "s3_endpoint")]
+    pub s3_path_style: bool,
+    /// A key prefix for Berth's artifacts.
+    #[arg(long, requires = "s3_endpoint")]
+    pub s3_prefix: Option<String>,
+    /// The access key id.
+    #[arg(long, requires = "s3_endpoint")]
+    pub s3_access_key_id: Option<String>,
+    /// Read the secret access key from standard input.
+    #[arg(long, requires = "s3_endpoint")]
+    pub s3_secret_access_key_stdin: bool,
 }

@@ -33,27 +33,7 @@ pub enum Db {
     #[command(
         after_help = "Examples:\n  berth db create orders-db --project Shop --environment prod --server srv-abc\n  berth db create cache --kind redis --project Shop --environment prod --server edge"
     )]
-    Create {
-        /// Display name; its slug must be free in the environment.
-        name: String,
-        /// postgres (default) or redis.
-        #[arg(long, default_value = "postgres")]
-        kind: String,
-        /// Project id, slug or name.
-        #[arg(long)]
-        project: String,
-        /// Environment id or name (of that project).
-        #[arg(long)]
-        environment: String,
-        /// Server id or name it runs on.
-        #[arg(long)]
-        server: String,
-        /// Image instead of the official postgres:16 / redis:7.
-        #[arg(long)]
-        image: Option<String>,
-        #[arg(long)]
-        description: Option<String>,
-    },
+    Create(ProvisionArgs),
     /// Import an external PostgreSQL or Redis by its connection URL: Berth keeps the URL in a
     /// Secret (shown masked), checks from the server that the database answers, and binds it
     /// like a managed one. Pass the URL on standard input, so it stays out of your shell's
@@ -61,37 +41,7 @@ pub enum Db {
     #[command(
         after_help = "Examples:\n  printf '%s' \"$DATABASE_URL\" | berth db import orders --project Shop --environment prod --server edge --connection-url-stdin\n  berth db import cache --kind redis --project Shop --environment prod --server edge --connection-url redis://:pw@10.0.0.5:6379/0"
     )]
-    Import {
-        /// Display name; its slug must be free in the environment.
-        name: String,
-        /// postgres (default) or redis.
-        #[arg(long, default_value = "postgres")]
-        kind: String,
-        /// Project id, slug or name.
-        #[arg(long)]
-        project: String,
-        /// Environment id or name (of that project).
-        #[arg(long)]
-        environment: String,
-        /// Server id or name the database is checked from.
-        #[arg(long)]
-        server: String,
-        /// Read the connection URL from standard input (its first line).
-        #[arg(
-            long,
-            conflicts_with = "connection_url",
-            required_unless_present = "connection_url"
-        )]
-        connection_url_stdin: bool,
-        /// The connection URL (prefer --connection-url-stdin: an argument is visible to others).
-        #[arg(long)]
-        connection_url: Option<String>,
-        /// Image whose client checks it, instead of the official postgres:16 / redis:7.
-        #[arg(long)]
-        image: Option<String>,
-        #[arg(long)]
-        description: Option<String>,
-    },
+    Import(ImportArgs),
     /// Print the certificate of the authority a managed PostgreSQL's TLS certificate is issued
     /// by, to verify it from a client outside Berth (`sslmode=verify-full sslrootcert=FILE`).
     #[command(after_help = "Example:\n  berth db ca-certificate orders-db > orders-ca.crt")]
@@ -197,4 +147,62 @@ pub enum Db {
         #[arg(short, long)]
         resource: String,
     },
+}
+
+// What `berth db create` provisions, and where. (Not a doc comment, which would become the subcommand's help.)
+#[derive(clap::Args, Debug)]
+pub struct ProvisionArgs {
+    /// Display name; its slug must be free in the environment.
+    pub name: String,
+    /// postgres (default) or redis.
+    #[arg(long, default_value = "postgres")]
+    pub kind: String,
+    /// Project id, slug or name.
+    #[arg(long)]
+    pub project: String,
+    /// Environment id or name (of that project).
+    #[arg(long)]
+    pub environment: String,
+    /// Server id or name it runs on.
+    #[arg(long)]
+    pub server: String,
+    /// Image instead of the official postgres:16 / redis:7.
+    #[arg(long)]
+    pub image: Option<String>,
+    #[arg(long)]
+    pub description: Option<String>,
+}
+
+// The database `berth db import` registers, and where it belongs. (Not a doc comment, which would become the subcommand's help.)
+#[derive(clap::Args, Debug)]
+pub struct ImportArgs {
+    /// Display name; its slug must be free in the environment.
+    pub name: String,
+    /// postgres (default) or redis.
+    #[arg(long, default_value = "postgres")]
+    pub kind: String,
+    /// Project id, slug or name.
+    #[arg(long)]
+    pub project: String,
+    /// Environment id or name (of that project).
+    #[arg(long)]
+    pub environment: String,
+    /// Server id or name the database is checked from.
+    #[arg(long)]
+    pub server: String,
+    /// Read the connection URL from standard input (its first line).
+    #[arg(
+        long,
+        conflicts_with = "connection_url",
+        required_unless_present = "connection_url"
+    )]
+    pub connection_url_stdin: bool,
+    /// The connection URL (prefer --connection-url-stdin: an argument is visible to others).
+    #[arg(long)]
+    pub connection_url: Option<String>,
+    /// Image whose client checks it, instead of the official postgres:16 / redis:7.
+    #[arg(long)]
+    pub image: Option<String>,
+    #[arg(long)]
+    pub description: Option<String>,
 }

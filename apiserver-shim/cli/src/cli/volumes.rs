@@ -32,25 +32,7 @@ pub enum Volumes {
     #[command(
         after_help = "Examples:\n  berth volumes create uploads --project Shop --environment prod\n  berth volumes create media --project Shop --environment prod --source-path /srv/media\n  berth config attach-storage --resource web uploads /var/lib/app/uploads"
     )]
-    Create {
-        /// Display name; its slug must be free in the environment.
-        name: String,
-        /// Project id, slug or name.
-        #[arg(long)]
-        project: String,
-        /// Environment id or name (of that project).
-        #[arg(long)]
-        environment: String,
-        /// named-volume or bind-mount (default: bind-mount with --source-path, else
-        /// named-volume).
-        #[arg(long)]
-        kind: Option<String>,
-        /// Absolute path of a directory on the server (bind-mount only).
-        #[arg(long)]
-        source_path: Option<String>,
-        #[arg(long)]
-        description: Option<String>,
-    },
+    Create(CreateVolumeArgs),
     /// Delete a storage volume no resource attaches (detach it first). Its data on servers
     /// (the Docker volume or the directory) is kept. One a backup policy covers is backed up
     /// once more first.
@@ -72,27 +54,7 @@ pub enum Volumes {
     #[command(
         after_help = "Examples:\n  berth volumes backup uploads\n  berth volumes backup uploads --server srv-abc --target bkt-abc\n  berth volumes backup uploads --quiesced"
     )]
-    Backup {
-        /// Volume id, slug or name.
-        volume: String,
-        /// The server whose copy is read (id, name or host); the server of a resource
-        /// attaching the volume when left out.
-        #[arg(long)]
-        server: Option<String>,
-        /// Backup target id; the organization's only one when left out.
-        #[arg(long)]
-        target: Option<String>,
-        #[arg(long)]
-        description: Option<String>,
-        /// Stop the containers using the volume while its files are copied on the server
-        /// (seconds, for most volumes), then read the copy: files an application writes
-        /// together are backed up together.
-        #[arg(long)]
-        quiesced: bool,
-        /// Only say what the backup would do and what would stop it; take nothing.
-        #[arg(long)]
-        plan: bool,
-    },
+    Backup(BackupVolumeArgs),
     /// Set a storage volume's backup policy (created on first use, then changed in the options
     /// given): backups of its files on a schedule, each proven by extracting it, kept by rules
     /// (no rule: the newest 7), the rest pruned at the target.
@@ -147,4 +109,50 @@ pub enum Volumes {
         #[arg(long)]
         yes: bool,
     },
+}
+
+// What `berth volumes create` makes, and where. (Not a doc comment, which would become the subcommand's help.)
+#[derive(clap::Args, Debug)]
+pub struct CreateVolumeArgs {
+    /// Display name; its slug must be free in the environment.
+    pub name: String,
+    /// Project id, slug or name.
+    #[arg(long)]
+    pub project: String,
+    /// Environment id or name (of that project).
+    #[arg(long)]
+    pub environment: String,
+    /// named-volume or bind-mount (default: bind-mount with --source-path, else
+    /// named-volume).
+    #[arg(long)]
+    pub kind: Option<String>,
+    /// Absolute path of a directory on the server (bind-mount only).
+    #[arg(long)]
+    pub source_path: Option<String>,
+    #[arg(long)]
+    pub description: Option<String>,
+}
+
+// What `berth volumes backup` backs up, where to, and how. (Not a doc comment, which would become the subcommand's help.)
+#[derive(clap::Args, Debug)]
+pub struct BackupVolumeArgs {
+    /// Volume id, slug or name.
+    pub volume: String,
+    /// The server whose copy is read (id, name or host); the server of a resource
+    /// attaching the volume when left out.
+    #[arg(long)]
+    pub server: Option<String>,
+    /// Backup target id; the organization's only one when left out.
+    #[arg(long)]
+    pub target: Option<String>,
+    #[arg(long)]
+    pub description: Option<String>,
+    /// Stop the containers using the volume while its files are copied on the server
+    /// (seconds, for most volumes), then read the copy: files an application writes
+    /// together are backed up together.
+    #[arg(long)]
+    pub quiesced: bool,
+    /// Only say what the backup would do and what would stop it; take nothing.
+    #[arg(long)]
+    pub plan: bool,
 }

@@ -2,16 +2,19 @@
 
 use std::io::BufRead;
 
-use berth_api::account::{DeleteAccount, RevokeSession, UpdateProfile};
-use berth_api::bootstrap::{LoginRequest, LoginResult, LogoutRequest};
-use berth_api::common::Confirmation;
+use berth_api::account::{
+    AccountProfile, DeleteAccount, DeletedAccount, RevokeSession, RevokedSession, SessionList,
+    UpdateProfile,
+};
+use berth_api::bootstrap::{LoginRequest, LoginResult, LogoutRequest, LogoutResult};
+use berth_api::common::{Confirmation, CountResponse, IdResponse};
 use berth_api::organizations::{
-    CreateOrganization, DeleteOrganization, OrganizationContext, SwitchOrganization,
-    UpdateOrganization,
+    CreateOrganization, DeleteOrganization, DeletedOrganization, OrganizationContext,
+    OrganizationProfile, SwitchOrganization, UpdateOrganization,
 };
 use serde_json::{Value, json};
 
-use super::{Ctx, created, read_as, show};
+use super::{Answer, Ctx, created, show};
 use crate::cli::{Account, Login, Organizations};
 use crate::config::{self, Config, TokenKind};
 use crate::error::{CliError, CliResult};
@@ -73,7 +76,7 @@ fn session_config(ctx: &Ctx, url: String, email: String, password: &str) -> CliR
     };
     let answer = ctx
         .anonymous()?
-        .post("/auth/login", &body)
+        .post::<LoginResult>("/auth/login", &body)
         .map_err(|error| match error {
             CliError::Api {
                 status: 401,
@@ -86,11 +89,9 @@ fn session_config(ctx: &Ctx, url: String, email: String, password: &str) -> CliR
             },
             other => other,
         })?;
-    let answer: LoginResult = serde_json::from_value(answer)
-        .map_err(|error| CliError::failure(format!("unexpected login answer: {error}")))?;
     Ok(Config {
         url: Some(url),
-        token: Some(answer.token),
+        token: Some(answer.value.token),
         token_kind: Some(TokenKind::Session),
         email: Some(email),
     })
@@ -99,7 +100,7 @@ fn session_config(ctx: &Ctx, url: String, email: String, password: &str) -> CliR
 /// Checks the token with a cheap read before storing it.
 fn deploy_token_config(url: String, token: String) -> CliResult<Config> {
     let api = crate::client::Api::new(&url, Some(token.clone()))?;
-    api.get("/projects/count", &[])?;
+    api.get::<CountResponse>("/projects/count", &[])?;
     Ok(Config {
         url: Some(url),
         token: Some(token),
@@ -117,8 +118,8 @@ pub fn logout(ctx: &Ctx) -> CliResult<()> {
     let mut answer = Value::Null;
     if config.token_kind == Some(TokenKind::Session) {
         let api = crate::client::Api::new(&ctx.url()?, config.token.clone())?;
-        match api.post("/auth/logout", &LogoutRequest {}) {
-            Ok(revoked) => answer = revoked,
+        match api.post::<LogoutResult>("/auth/logout", &LogoutRequest {}) {
+            Ok(revoked) => answer = revoked.raw,
             // A session already gone is signed out all the same.
             Err(CliError::Api { status: 401, .. }) => {}
             Err(other) => return Err(other),
@@ -134,69 +135,71 @@ pub fn logout(ctx: &Ctx) -> CliResult<()> {
 /// `berth context [ORG]`: shows the organizations, or switches to ORG (id or slug).
 pub fn context(ctx: &Ctx, organization: Option<String>) -> CliResult<()> {
     let api = ctx.api()?;
-    let mut answer = api.get("/organizations/current-context", &[])?;
-    if let Some(name) = organization {
-        let id = organization_id(&answer, &name)?;
-        answer = api.post(
-            "/organizations/current-context/switch",
-            &SwitchOrganization {
-                organization_id: id.clone(),
-            },
-        )?;
-        let slug = answer.pointer("/currentOrganization/slug").cloned();
-        ctx.out.done(
-            &answer,
-            &format!(
-                "Switched to organization {} ({id})",
-                slug.and_then(|s| s.as_str().map(str::to_string))
-                    .unwrap_or_default()
-            ),
-        );
-        return Ok(());
-    }
-    print_organizations(ctx, &answer)
+    let answer = current_context(ctx)?;
+    let Some(name) = organization else {
+        return print_organizations(ctx, &answer);
+    };
+    let id = organization_id(&answer.value, &name)?;
+    let switched = api.post::<OrganizationContext>(
+        "/organizations/current-context/switch",
+        &SwitchOrganization {
+            organization_id: id.clone(),
+        },
+    )?;
+    let slug = switched
+        .value
+        .current_organization
+        .map(|organization| organization.slug)
+        .unwrap_or_default();
+    ctx.out.done(
+        &switched.raw,
+        &format!("Switched to organization {slug} ({id})"),
+    );
+    Ok(())
+}
+
+fn current_context(ctx: &Ctx) -> CliResult<Answer<OrganizationContext>> {
+    ctx.api()?.get("/organizations/current-context", &[])
 }
 
 /// The id of the organization whose id or slug is `name`, among the caller's.
-fn organization_id(context: &Value, name: &str) -> CliResult<String> {
-    let context: OrganizationContext = read_as("/organizations/current-context", context)?;
+fn organization_id(context: &OrganizationContext, name: &str) -> CliResult<String> {
     context
         .organizations
-        .into_iter()
+        .iter()
         .find(|o| o.organization_id == name || o.slug == name)
-        .map(|o| o.organization_id)
+        .map(|o| o.organization_id.clone())
         .ok_or_else(|| {
             CliError::NotFound(format!("you are not a member of an organization {name}"))
         })
 }
 
 /// The caller's organizations, the current one marked `*`.
-fn print_organizations(ctx: &Ctx, answer: &Value) -> CliResult<()> {
-    let context: OrganizationContext = read_as("/organizations/current-context", answer)?;
-    let current = context.current_organization.map(|o| o.organization_id);
+fn print_organizations(ctx: &Ctx, answer: &Answer<OrganizationContext>) -> CliResult<()> {
+    let context = &answer.value;
+    let current = context
+        .current_organization
+        .as_ref()
+        .map(|o| &o.organization_id);
     let rows: Vec<OrganizationRow> = context
         .organizations
         .iter()
         .map(|organization| OrganizationRow {
             organization,
-            current: current.as_ref() == Some(&organization.organization_id),
+            current: current == Some(&organization.organization_id),
         })
         .collect();
-    ctx.out.rows(answer, &rows);
+    ctx.out.rows(&answer.raw, &rows);
     Ok(())
 }
 
 pub fn organizations(ctx: &Ctx, command: Organizations) -> CliResult<()> {
     let api = ctx.api()?;
     match command {
-        Organizations::List => {
-            let answer = api.get("/organizations/current-context", &[])?;
-            print_organizations(ctx, &answer)?;
-        }
+        Organizations::List => print_organizations(ctx, &current_context(ctx)?)?,
         Organizations::Show { organization } => {
-            let context = api.get("/organizations/current-context", &[])?;
-            let id = organization_id(&context, &organization)?;
-            show(
+            let id = organization_id(&current_context(ctx)?.value, &organization)?;
+            show::<OrganizationProfile>(
                 ctx,
                 &format!("/organizations/{id}/profile"),
                 &[
@@ -210,7 +213,8 @@ pub fn organizations(ctx: &Ctx, command: Organizations) -> CliResult<()> {
             )?;
         }
         Organizations::Create { name, slug } => {
-            let answer = api.post("/organizations", &CreateOrganization { name, slug })?;
+            let answer =
+                api.post::<IdResponse>("/organizations", &CreateOrganization { name, slug })?;
             created(ctx, &answer, "organization", "/id");
         }
         Organizations::Update {
@@ -218,23 +222,25 @@ pub fn organizations(ctx: &Ctx, command: Organizations) -> CliResult<()> {
             name,
             logo_url,
         } => {
-            let context = api.get("/organizations/current-context", &[])?;
-            let id = organization_id(&context, &organization)?;
+            let id = organization_id(&current_context(ctx)?.value, &organization)?;
             let body = UpdateOrganization { name, logo_url };
-            let answer = api.post(&format!("/organizations/{id}/profile"), &body)?;
-            ctx.out.done(&answer, &format!("Updated organization {id}"));
+            let path = format!("/organizations/{id}/profile");
+            let answer = api.post::<OrganizationProfile>(&path, &body)?;
+            ctx.out
+                .done(&answer.raw, &format!("Updated organization {id}"));
         }
         Organizations::Delete { organization } => {
-            let context = api.get("/organizations/current-context", &[])?;
-            let id = organization_id(&context, &organization)?;
+            let id = organization_id(&current_context(ctx)?.value, &organization)?;
             let body = DeleteOrganization {
                 confirmation: Some(Confirmation {
                     organization_id: Some(id.clone()),
                     ..Confirmation::default()
                 }),
             };
-            let answer = api.delete(&format!("/organizations/{id}"), &body)?;
-            ctx.out.done(&answer, &format!("Deleted organization {id}"));
+            let path = format!("/organizations/{id}");
+            let answer = api.delete::<DeletedOrganization>(&path, &body)?;
+            ctx.out
+                .done(&answer.raw, &format!("Deleted organization {id}"));
         }
     }
     Ok(())
@@ -260,15 +266,19 @@ const SESSION_COLUMNS: &[Column] = &[
 
 pub fn account(ctx: &Ctx, command: Account) -> CliResult<()> {
     match command {
-        Account::Show => show(ctx, "/account/profile", PROFILE_COLUMNS, "/userId"),
+        Account::Show => {
+            show::<AccountProfile>(ctx, "/account/profile", PROFILE_COLUMNS, "/userId")
+        }
         Account::Sessions => {
-            super::list(ctx, "/account/sessions", &[], SESSION_COLUMNS, "/sessionId")
+            super::list::<SessionList>(ctx, "/account/sessions", &[], SESSION_COLUMNS, "/sessionId")
         }
         Account::RevokeSession { session } => {
             let path = format!("/account/sessions/{session}/revoke");
-            let answer = ctx.api()?.post(&path, &RevokeSession {})?;
+            let answer = ctx
+                .api()?
+                .post::<RevokedSession>(&path, &RevokeSession {})?;
             ctx.out
-                .done(&answer, &format!("Signed out session {session}"));
+                .done(&answer.raw, &format!("Signed out session {session}"));
             Ok(())
         }
         Account::Update {
@@ -280,22 +290,25 @@ pub fn account(ctx: &Ctx, command: Account) -> CliResult<()> {
                 avatar_url,
                 email: None,
             };
-            let answer = ctx.api()?.post("/account/profile", &body)?;
-            ctx.out.record(&answer, PROFILE_COLUMNS, "/userId");
+            let answer = ctx
+                .api()?
+                .post::<AccountProfile>("/account/profile", &body)?;
+            ctx.out.record(&answer.raw, PROFILE_COLUMNS, "/userId");
             Ok(())
         }
         Account::Delete => {
             let api = ctx.api()?;
-            let profile = api.get("/account/profile", &[])?;
-            let user = crate::output::cell(&profile, "/userId");
+            let profile = api.get::<AccountProfile>("/account/profile", &[])?;
+            let user = profile.value.user_id;
             let body = DeleteAccount {
                 confirmation: Some(Confirmation {
                     user_id: Some(user.clone()),
                     ..Confirmation::default()
                 }),
             };
-            let answer = api.delete("/account", &body)?;
-            ctx.out.done(&answer, &format!("Deleted account {user}"));
+            let answer = api.delete::<DeletedAccount>("/account", &body)?;
+            ctx.out
+                .done(&answer.raw, &format!("Deleted account {user}"));
             Ok(())
         }
     }

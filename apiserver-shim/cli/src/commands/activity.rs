@@ -1,7 +1,7 @@
 //! `berth events` (the change feed, followed as it happens) and `berth audit` (who changed
 //! what, newest first).
 
-use berth_api::activity::{ChangeEvent, FeedEnvelope};
+use berth_api::activity::{AuditEventList, ChangeEvent, FeedEnvelope};
 use reqwest::Method;
 use serde_json::Value;
 
@@ -36,7 +36,7 @@ pub struct EventsOptions {
 pub fn events(ctx: &Ctx, options: EventsOptions) -> CliResult<()> {
     let mut query = Vec::new();
     if let Some(resource) = &options.resource {
-        query.push(("resourceId", find_resource(ctx, resource)?.0.id));
+        query.push(("resourceId", find_resource(ctx, resource)?.id));
     }
     if !options.kinds.is_empty() {
         query.push(("kind", options.kinds.join(",")));
@@ -140,7 +140,7 @@ pub struct AuditOptions {
 pub fn audit(ctx: &Ctx, options: AuditOptions) -> CliResult<()> {
     let mut query = Vec::new();
     if let Some(resource) = &options.resource {
-        query.push(("resourceId", find_resource(ctx, resource)?.0.id));
+        query.push(("resourceId", find_resource(ctx, resource)?.id));
     }
     if let Some(object) = &options.object {
         query.push(("aggregateId", object.clone()));
@@ -149,17 +149,17 @@ pub fn audit(ctx: &Ctx, options: AuditOptions) -> CliResult<()> {
         query.push(("limit", limit.to_string()));
     }
     let api = ctx.api()?;
-    let mut answer = api.get("/audit-events", &query)?;
-    let mut rows = items(&answer, "/items");
+    let mut answer = api.get::<AuditEventList>("/audit-events", &query)?;
+    let mut rows = items(&answer.raw, "/items");
     while options.all
-        && let Some(cursor) = answer["nextCursor"].as_str().map(str::to_string)
+        && let Some(cursor) = answer.value.next_cursor.clone()
     {
         let mut next = query.clone();
         next.push(("cursor", cursor));
-        let page = api.get("/audit-events", &next)?;
-        rows.extend(items(&page, "/items"));
-        answer = page;
+        answer = api.get("/audit-events", &next)?;
+        rows.extend(items(&answer.raw, "/items"));
     }
+    let mut answer = answer.raw;
     if options.all
         && let Some(object) = answer.as_object_mut()
     {

@@ -12,8 +12,10 @@ use berth_api::backup_policies::{BackupPolicyList, BackupPolicySummary, Configur
 
 use super::dependencies::dependency_id;
 use super::infra::server_id;
-use super::{Ctx, created, get_as, line_from_stdin};
-use crate::cli::Backups;
+use berth_api::common::IdResponse;
+
+use super::{Ctx, created, line_from_stdin};
+use crate::cli::{AddTargetArgs, Backups, PolicyRulesArgs};
 use crate::error::{CliError, CliResult};
 use crate::output::{Row, optional, text, wire};
 
@@ -125,137 +127,146 @@ fn contents(tables: Option<i64>, rows: Option<i64>, keys: Option<i64>) -> String
 
 pub fn backups(ctx: &Ctx, command: Backups) -> CliResult<()> {
     match command {
-        Backups::List { database, status } => {
-            let path = format!(
-                "/dependency-resources/{}/backups",
-                dependency_id(ctx, &database)?
-            );
-            let query: Vec<(&str, String)> = status.map(|s| ("status", s)).into_iter().collect();
-            let (answer, list): (_, DependencyResourceBackupList) =
-                get_as(ctx.api()?, &path, &query)?;
-            ctx.out.rows(&answer, &list.items);
-            Ok(())
-        }
+        Backups::List { database, status } => list(ctx, &database, status),
         Backups::Create {
             database,
             target,
             description,
-        } => {
-            let body = CreateDependencyResourceBackup {
-                description,
-                provider_key: None,
-                target_id: target,
-            };
-            body.validate()?;
-            let path = format!(
-                "/dependency-resources/{}/backups",
-                dependency_id(ctx, &database)?
-            );
-            let answer = ctx.api()?.post(&path, &body)?;
-            created(ctx, &answer, "backup", "/id");
-            Ok(())
-        }
+        } => create(ctx, &database, target, description),
         Backups::Upload {
             database,
             file,
             target,
             description,
         } => upload(ctx, &database, &file, target, description),
-        Backups::Show { backup } => {
-            let path = format!("/dependency-resources/backups/{backup}");
-            let (answer, shown): (_, DependencyResourceBackupShow) =
-                get_as(ctx.api()?, &path, &[])?;
-            ctx.out.row(&answer, &shown.backup);
-            Ok(())
-        }
+        Backups::Show { backup } => show(ctx, &backup),
         Backups::Restore { backup, into, yes } => restore(ctx, &backup, into, yes),
-        Backups::Policy { database, rules } => {
-            let body = ConfigureBackupPolicy {
-                dependency_resource_id: dependency_id(ctx, &database)?,
-                schedule_interval_hours: rules.every_hours,
-                schedule: rules.schedule.clone(),
-                timezone: rules.timezone.clone(),
-                keep_last: rules.keep_last,
-                retention_days: rules.keep_days,
-                keep_daily: rules.keep_daily,
-                keep_weekly: rules.keep_weekly,
-                target_id: rules.target.clone(),
-                enabled: rules.enabled(),
-                ..Default::default()
-            };
-            body.validate()?;
-            let answer = ctx
-                .api()?
-                .post("/dependency-resources/backup-policies", &body)?;
-            if ctx.out.human() {
-                let id = crate::output::cell(&answer, "/id");
-                println!("Backup policy {id} saved (berth backups policies shows its next run)");
-            } else {
-                ctx.out.record(&answer, &[], "/id");
-            }
-            Ok(())
-        }
-        Backups::Policies { database } => {
-            let query: Vec<(&str, String)> = match database {
-                Some(name) => vec![("dependencyResourceId", dependency_id(ctx, &name)?)],
-                None => Vec::new(),
-            };
-            let (answer, list): (_, BackupPolicyList) =
-                get_as(ctx.api()?, "/dependency-resources/backup-policies", &query)?;
-            ctx.out.rows(&answer, &list.items);
-            Ok(())
-        }
-        Backups::Targets => {
-            let (answer, list): (_, BackupTargetList) = get_as(ctx.api()?, "/backup-targets", &[])?;
-            ctx.out.rows(&answer, &list.items);
-            Ok(())
-        }
-        Backups::AddTarget {
-            name,
-            server,
-            path,
-            s3_endpoint,
-            s3_bucket,
-            s3_region,
-            s3_path_style,
-            s3_prefix,
-            s3_access_key_id,
-            s3_secret_access_key_stdin: _,
-        } => {
-            let body = match (server, s3_endpoint) {
-                (Some(server), _) => CreateBackupTarget {
-                    name,
-                    kind: BackupTargetKind::ServerDirectory,
-                    server_id: Some(server_id(ctx, &server)?),
-                    path,
-                    s3: None,
-                },
-                (None, endpoint) => CreateBackupTarget {
-                    name,
-                    kind: BackupTargetKind::S3,
-                    s3: Some(CreateS3Target {
-                        bucket: S3Bucket {
-                            endpoint: endpoint.unwrap_or_default(),
-                            bucket: s3_bucket.unwrap_or_default(),
-                            region: s3_region,
-                            path_style: s3_path_style,
-                            prefix: s3_prefix,
-                        },
-                        access_key_id: s3_access_key_id.unwrap_or_default(),
-                        secret_access_key: line_from_stdin(
-                            "--s3-secret-access-key-stdin",
-                            "secret access key",
-                        )?,
-                    }),
-                    ..Default::default()
-                },
-            };
-            body.validate()?;
-            let answer = ctx.api()?.post("/backup-targets", &body)?;
-            created(ctx, &answer, "backup target", "/id");
-            Ok(())
-        }
+        Backups::Policy { database, rules } => set_policy(ctx, &database, &rules),
+        Backups::Policies { database } => policies(ctx, database),
+        Backups::Targets => targets(ctx),
+        Backups::AddTarget(target) => add_target(ctx, target),
     }
+}
+
+fn list(ctx: &Ctx, database: &str, status: Option<String>) -> CliResult<()> {
+    let path = format!(
+        "/dependency-resources/{}/backups",
+        dependency_id(ctx, database)?
+    );
+    let query: Vec<(&str, String)> = status.map(|s| ("status", s)).into_iter().collect();
+    let answer = ctx
+        .api()?
+        .get::<DependencyResourceBackupList>(&path, &query)?;
+    ctx.out.rows(&answer.raw, &answer.value.items);
+    Ok(())
+}
+
+fn create(
+    ctx: &Ctx,
+    database: &str,
+    target: Option<String>,
+    description: Option<String>,
+) -> CliResult<()> {
+    let body = CreateDependencyResourceBackup {
+        description,
+        provider_key: None,
+        target_id: target,
+    };
+    body.validate()?;
+    let path = format!(
+        "/dependency-resources/{}/backups",
+        dependency_id(ctx, database)?
+    );
+    let answer = ctx.api()?.post::<IdResponse>(&path, &body)?;
+    created(ctx, &answer, "backup", "/id");
+    Ok(())
+}
+
+fn show(ctx: &Ctx, backup: &str) -> CliResult<()> {
+    let path = format!("/dependency-resources/backups/{backup}");
+    let answer = ctx.api()?.get::<DependencyResourceBackupShow>(&path, &[])?;
+    ctx.out.row(&answer.raw, &answer.value.backup);
+    Ok(())
+}
+
+fn set_policy(ctx: &Ctx, database: &str, rules: &PolicyRulesArgs) -> CliResult<()> {
+    let body = ConfigureBackupPolicy {
+        dependency_resource_id: dependency_id(ctx, database)?,
+        schedule_interval_hours: rules.every_hours,
+        schedule: rules.schedule.clone(),
+        timezone: rules.timezone.clone(),
+        keep_last: rules.keep_last,
+        retention_days: rules.keep_days,
+        keep_daily: rules.keep_daily,
+        keep_weekly: rules.keep_weekly,
+        target_id: rules.target.clone(),
+        enabled: rules.enabled(),
+        ..Default::default()
+    };
+    body.validate()?;
+    let answer = ctx
+        .api()?
+        .post::<IdResponse>("/dependency-resources/backup-policies", &body)?;
+    if ctx.out.human() {
+        let id = &answer.value.id;
+        println!("Backup policy {id} saved (berth backups policies shows its next run)");
+    } else {
+        ctx.out.record(&answer.raw, &[], "/id");
+    }
+    Ok(())
+}
+
+fn policies(ctx: &Ctx, database: Option<String>) -> CliResult<()> {
+    let query: Vec<(&str, String)> = match database {
+        Some(name) => vec![("dependencyResourceId", dependency_id(ctx, &name)?)],
+        None => Vec::new(),
+    };
+    let answer = ctx
+        .api()?
+        .get::<BackupPolicyList>("/dependency-resources/backup-policies", &query)?;
+    ctx.out.rows(&answer.raw, &answer.value.items);
+    Ok(())
+}
+
+fn targets(ctx: &Ctx) -> CliResult<()> {
+    let answer = ctx.api()?.get::<BackupTargetList>("/backup-targets", &[])?;
+    ctx.out.rows(&answer.raw, &answer.value.items);
+    Ok(())
+}
+
+fn add_target(ctx: &Ctx, target: AddTargetArgs) -> CliResult<()> {
+    let body = match (target.server, target.s3_endpoint) {
+        (Some(server), _) => CreateBackupTarget {
+            name: target.name,
+            kind: BackupTargetKind::ServerDirectory,
+            server_id: Some(server_id(ctx, &server)?),
+            path: target.path,
+            s3: None,
+        },
+        (None, endpoint) => CreateBackupTarget {
+            name: target.name,
+            kind: BackupTargetKind::S3,
+            s3: Some(CreateS3Target {
+                bucket: S3Bucket {
+                    endpoint: endpoint.unwrap_or_default(),
+                    bucket: target.s3_bucket.unwrap_or_default(),
+                    region: target.s3_region,
+                    path_style: target.s3_path_style,
+                    prefix: target.s3_prefix,
+                },
+                access_key_id: target.s3_access_key_id.unwrap_or_default(),
+                secret_access_key: line_from_stdin(
+                    "--s3-secret-access-key-stdin",
+                    "secret access key",
+                )?,
+            }),
+            ..Default::default()
+        },
+    };
+    body.validate()?;
+    let answer = ctx.api()?.post::<IdResponse>("/backup-targets", &body)?;
+    created(ctx, &answer, "backup target", "/id");
+    Ok(())
 }
 
 fn upload(
@@ -286,7 +297,9 @@ fn upload(
         "/dependency-resources/{}/backups/upload",
         dependency_id(ctx, database)?
     );
-    let answer = ctx.api()?.upload(&path, &query, opened, bytes)?;
+    let answer = ctx
+        .api()?
+        .upload::<IdResponse>(&path, &query, opened, bytes)?;
     created(ctx, &answer, "backup", "/id");
     Ok(())
 }
@@ -306,10 +319,10 @@ fn restore(ctx: &Ctx, backup: &str, into: Option<String>, yes: bool) -> CliResul
     };
     body.validate()?;
     let path = format!("/dependency-resources/backups/{backup}/restore");
-    let answer = ctx.api()?.post(&path, &body)?;
+    let answer = ctx.api()?.post::<IdResponse>(&path, &body)?;
     let human = format!(
         "Restoring backup {backup} (berth backups show {backup} follows its latestRestoreAttempt)"
     );
-    ctx.out.done(&answer, &human);
+    ctx.out.done(&answer.raw, &human);
     Ok(())
 }

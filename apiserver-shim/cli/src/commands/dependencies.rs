@@ -1,24 +1,25 @@
 //! Dependency resources (`/dependency-resources`) and a resource's bindings to them
 //! (`/resources/{id}/dependency-bindings`). Connections are shown masked, as the API answers.
 
+use berth_api::common::IdResponse;
 use berth_api::dependencies::{
-    BindDependency, CloseDependencyExposure, DeleteDependencyResource, DependencyBindingList,
-    DependencyBindingSummary, DependencyCaCertificate, DependencyKind, DependencyResourceList,
-    DependencyResourceShow, DependencyResourceSummary, ExposeDependencyResource,
-    ImportDependencyResource, MajorVersionUpgradeStarted, ProvisionDependencyResource,
-    RotateDependencyCredentials, UpgradeDependencyMajorVersion,
+    BindDependency, CloseDependencyExposure, CredentialRotationStarted, DeleteDependencyResource,
+    DependencyBindingList, DependencyBindingSummary, DependencyCaCertificate, DependencyKind,
+    DependencyResourceList, DependencyResourceShow, DependencyResourceSummary,
+    ExposeDependencyResource, ImportDependencyResource, MajorVersionUpgradeStarted,
+    ProvisionDependencyResource, RotateDependencyCredentials, UpgradeDependencyMajorVersion,
 };
 
 use super::infra::server_id;
 use super::workspace::{project_id, scope_query};
-use super::{Ctx, created, environment_id, find_resource, get_as, id_of, read_as, wire_enum};
-use crate::cli::Db;
+use super::{Ctx, created, environment_id, find_resource, id_of, wire_enum};
+use crate::cli::{Db, ImportArgs, ProvisionArgs};
 use crate::error::{CliError, CliResult};
 use crate::output::{Row, text, wire};
 
 /// The id of the dependency `name` names: an id (`dep-…`), or a slug or unique name.
 pub fn dependency_id(ctx: &Ctx, name: &str) -> CliResult<String> {
-    id_of(ctx.api()?, "/dependency-resources", "dep-", name)
+    id_of::<DependencyResourceList>(ctx.api()?, "/dependency-resources", "dep-", name)
 }
 
 impl Row for DependencyResourceSummary {
@@ -99,75 +100,10 @@ pub fn db(ctx: &Ctx, command: Db) -> CliResult<()> {
             environment,
             kind,
         } => list(ctx, project, environment, kind),
-        Db::Show { dependency } => {
-            let path = format!("/dependency-resources/{}", dependency_id(ctx, &dependency)?);
-            let (answer, shown): (_, DependencyResourceShow) = get_as(ctx.api()?, &path, &[])?;
-            ctx.out.row(&answer, &shown.dependency_resource);
-            Ok(())
-        }
-        Db::Create {
-            name,
-            kind,
-            project,
-            environment,
-            server,
-            image,
-            description,
-        } => {
-            let body = ProvisionDependencyResource {
-                kind: wire_enum("kind", &kind)?,
-                project_id: project_id(ctx, &project)?,
-                environment_id: environment_id(ctx, &environment)?,
-                server_id: server_id(ctx, &server)?,
-                name,
-                description,
-                image,
-                exposure: None,
-            };
-            body.validate()?;
-            let answer = ctx.api()?.post("/dependency-resources/provision", &body)?;
-            created(ctx, &answer, "dependency resource", "/id");
-            Ok(())
-        }
-        Db::Import {
-            name,
-            kind,
-            project,
-            environment,
-            server,
-            connection_url_stdin,
-            connection_url,
-            image,
-            description,
-        } => {
-            let connection_url = match connection_url {
-                Some(url) if !connection_url_stdin => url,
-                _ => url_from_stdin()?,
-            };
-            let body = ImportDependencyResource {
-                kind: wire_enum("kind", &kind)?,
-                project_id: project_id(ctx, &project)?,
-                environment_id: environment_id(ctx, &environment)?,
-                server_id: server_id(ctx, &server)?,
-                name,
-                connection_url,
-                description,
-                image,
-            };
-            body.validate()?;
-            let answer = ctx.api()?.post("/dependency-resources/import", &body)?;
-            created(ctx, &answer, "dependency resource", "/id");
-            Ok(())
-        }
-        Db::CaCertificate { dependency } => {
-            let path = format!(
-                "/dependency-resources/{}/ca-certificate",
-                dependency_id(ctx, &dependency)?
-            );
-            let (answer, served): (_, DependencyCaCertificate) = get_as(ctx.api()?, &path, &[])?;
-            ctx.out.done(&answer, served.certificate_pem.trim_end());
-            Ok(())
-        }
+        Db::Show { dependency } => show(ctx, &dependency),
+        Db::Create(args) => provision(ctx, args),
+        Db::Import(args) => import(ctx, args),
+        Db::CaCertificate { dependency } => ca_certificate(ctx, &dependency),
         Db::Delete {
             dependency,
             delete_data,
@@ -181,77 +117,157 @@ pub fn db(ctx: &Ctx, command: Db) -> CliResult<()> {
             resource,
             target_name,
         } => bind(ctx, &dependency, &resource, target_name),
-        Db::Unbind { resource, binding } => {
-            let id = find_resource(ctx, &resource)?.0.id;
-            let path = format!("/resources/{id}/dependency-bindings/{binding}");
-            let answer = ctx.api()?.delete(&path, &serde_json::json!({}))?;
-            let human = format!("Unbound {binding} from resource {id} (at its next deployment)");
-            ctx.out.done(&answer, &human);
-            Ok(())
-        }
-        Db::Rotate { dependency } => {
-            let id = dependency_id(ctx, &dependency)?;
-            let path = format!("/dependency-resources/{id}/credential-rotations");
-            let answer = ctx.api()?.post(&path, &RotateDependencyCredentials {})?;
-            let human = format!(
-                "Rotating the credentials of {id}: bound apps redeploy on the new login, then \
-                 the old one is revoked (berth db show {id} follows it)"
-            );
-            ctx.out.done(&answer, &human);
-            Ok(())
-        }
+        Db::Unbind { resource, binding } => unbind(ctx, &resource, &binding),
+        Db::Rotate { dependency } => rotate(ctx, &dependency),
         Db::Expose {
             dependency,
             port,
             allow_from,
-        } => {
-            let id = dependency_id(ctx, &dependency)?;
-            let body = ExposeDependencyResource {
-                host_port: port,
-                allow_from,
-            };
-            body.validate()?;
-            let path = format!("/dependency-resources/{id}/exposure");
-            let answer = ctx.api()?.post(&path, &body)?;
-            let human = format!(
-                "Publishing host port {port} of {id} for {} only (berth db show {id} says once \
-                 the firewall rules are in place)",
-                body.allow_from.join(", ")
-            );
-            ctx.out.done(&answer, &human);
-            Ok(())
-        }
-        Db::Upgrade { dependency, image } => {
-            let id = dependency_id(ctx, &dependency)?;
-            let body = UpgradeDependencyMajorVersion { image };
-            body.validate()?;
-            let path = format!("/dependency-resources/{id}/major-version-upgrades");
-            let answer = ctx.api()?.post(&path, &body)?;
-            let started: MajorVersionUpgradeStarted = read_as(&path, &answer)?;
-            let human = format!(
-                "Upgrading {id} from PostgreSQL {} to {}: writes wait until the new server \
-                 serves; berth db show {id} follows it",
-                started.from_version, started.to_version
-            );
-            ctx.out.done(&answer, &human);
-            Ok(())
-        }
-        Db::Unexpose { dependency } => {
-            let id = dependency_id(ctx, &dependency)?;
-            let path = format!("/dependency-resources/{id}/exposure");
-            let answer = ctx.api()?.delete(&path, &CloseDependencyExposure {})?;
-            ctx.out
-                .done(&answer, &format!("Closing the host port of {id}"));
-            Ok(())
-        }
-        Db::Bindings { resource } => {
-            let id = find_resource(ctx, &resource)?.0.id;
-            let path = format!("/resources/{id}/dependency-bindings");
-            let (answer, list): (_, DependencyBindingList) = get_as(ctx.api()?, &path, &[])?;
-            ctx.out.rows(&answer, &list.items);
-            Ok(())
-        }
+        } => expose(ctx, &dependency, port, allow_from),
+        Db::Upgrade { dependency, image } => upgrade(ctx, &dependency, image),
+        Db::Unexpose { dependency } => unexpose(ctx, &dependency),
+        Db::Bindings { resource } => bindings(ctx, &resource),
     }
+}
+
+fn show(ctx: &Ctx, dependency: &str) -> CliResult<()> {
+    let path = format!("/dependency-resources/{}", dependency_id(ctx, dependency)?);
+    let answer = ctx.api()?.get::<DependencyResourceShow>(&path, &[])?;
+    ctx.out.row(&answer.raw, &answer.value.dependency_resource);
+    Ok(())
+}
+
+fn provision(ctx: &Ctx, args: ProvisionArgs) -> CliResult<()> {
+    let body = ProvisionDependencyResource {
+        kind: wire_enum("kind", &args.kind)?,
+        project_id: project_id(ctx, &args.project)?,
+        environment_id: environment_id(ctx, &args.environment)?,
+        server_id: server_id(ctx, &args.server)?,
+        name: args.name,
+        description: args.description,
+        image: args.image,
+        exposure: None,
+    };
+    body.validate()?;
+    let answer = ctx
+        .api()?
+        .post::<IdResponse>("/dependency-resources/provision", &body)?;
+    created(ctx, &answer, "dependency resource", "/id");
+    Ok(())
+}
+
+fn import(ctx: &Ctx, args: ImportArgs) -> CliResult<()> {
+    let connection_url = match args.connection_url {
+        Some(url) if !args.connection_url_stdin => url,
+        _ => url_from_stdin()?,
+    };
+    let body = ImportDependencyResource {
+        kind: wire_enum("kind", &args.kind)?,
+        project_id: project_id(ctx, &args.project)?,
+        environment_id: environment_id(ctx, &args.environment)?,
+        server_id: server_id(ctx, &args.server)?,
+        name: args.name,
+        connection_url,
+        description: args.description,
+        image: args.image,
+    };
+    body.validate()?;
+    let answer = ctx
+        .api()?
+        .post::<IdResponse>("/dependency-resources/import", &body)?;
+    created(ctx, &answer, "dependency resource", "/id");
+    Ok(())
+}
+
+fn ca_certificate(ctx: &Ctx, dependency: &str) -> CliResult<()> {
+    let path = format!(
+        "/dependency-resources/{}/ca-certificate",
+        dependency_id(ctx, dependency)?
+    );
+    let answer = ctx.api()?.get::<DependencyCaCertificate>(&path, &[])?;
+    ctx.out
+        .done(&answer.raw, answer.value.certificate_pem.trim_end());
+    Ok(())
+}
+
+fn unbind(ctx: &Ctx, resource: &str, binding: &str) -> CliResult<()> {
+    let id = find_resource(ctx, resource)?.id;
+    let path = format!("/resources/{id}/dependency-bindings/{binding}");
+    let answer = ctx
+        .api()?
+        .delete::<IdResponse>(&path, &serde_json::json!({}))?;
+    let human = format!("Unbound {binding} from resource {id} (at its next deployment)");
+    ctx.out.done(&answer.raw, &human);
+    Ok(())
+}
+
+fn rotate(ctx: &Ctx, dependency: &str) -> CliResult<()> {
+    let id = dependency_id(ctx, dependency)?;
+    let path = format!("/dependency-resources/{id}/credential-rotations");
+    let answer = ctx
+        .api()?
+        .post::<CredentialRotationStarted>(&path, &RotateDependencyCredentials {})?;
+    let human = format!(
+        "Rotating the credentials of {id}: bound apps redeploy on the new login, then \
+         the old one is revoked (berth db show {id} follows it)"
+    );
+    ctx.out.done(&answer.raw, &human);
+    Ok(())
+}
+
+fn expose(ctx: &Ctx, dependency: &str, port: i64, allow_from: Vec<String>) -> CliResult<()> {
+    let id = dependency_id(ctx, dependency)?;
+    let body = ExposeDependencyResource {
+        host_port: port,
+        allow_from,
+    };
+    body.validate()?;
+    let path = format!("/dependency-resources/{id}/exposure");
+    let answer = ctx.api()?.post::<IdResponse>(&path, &body)?;
+    let human = format!(
+        "Publishing host port {port} of {id} for {} only (berth db show {id} says once \
+         the firewall rules are in place)",
+        body.allow_from.join(", ")
+    );
+    ctx.out.done(&answer.raw, &human);
+    Ok(())
+}
+
+fn upgrade(ctx: &Ctx, dependency: &str, image: String) -> CliResult<()> {
+    let id = dependency_id(ctx, dependency)?;
+    let body = UpgradeDependencyMajorVersion { image };
+    body.validate()?;
+    let path = format!("/dependency-resources/{id}/major-version-upgrades");
+    let answer = ctx
+        .api()?
+        .post::<MajorVersionUpgradeStarted>(&path, &body)?;
+    let started = &answer.value;
+    let human = format!(
+        "Upgrading {id} from PostgreSQL {} to {}: writes wait until the new server \
+         serves; berth db show {id} follows it",
+        started.from_version, started.to_version
+    );
+    ctx.out.done(&answer.raw, &human);
+    Ok(())
+}
+
+fn unexpose(ctx: &Ctx, dependency: &str) -> CliResult<()> {
+    let id = dependency_id(ctx, dependency)?;
+    let path = format!("/dependency-resources/{id}/exposure");
+    let answer = ctx
+        .api()?
+        .delete::<IdResponse>(&path, &CloseDependencyExposure {})?;
+    ctx.out
+        .done(&answer.raw, &format!("Closing the host port of {id}"));
+    Ok(())
+}
+
+fn bindings(ctx: &Ctx, resource: &str) -> CliResult<()> {
+    let id = find_resource(ctx, resource)?.id;
+    let path = format!("/resources/{id}/dependency-bindings");
+    let answer = ctx.api()?.get::<DependencyBindingList>(&path, &[])?;
+    ctx.out.rows(&answer.raw, &answer.value.items);
+    Ok(())
 }
 
 /// The first line of standard input: a connection URL piped in (never an argument or a prompt
@@ -281,9 +297,10 @@ fn list(
         let kind: DependencyKind = wire_enum("kind", &kind)?;
         query.push(("kind", kind.as_str().to_string()));
     }
-    let (answer, list): (_, DependencyResourceList) =
-        get_as(ctx.api()?, "/dependency-resources", &query)?;
-    ctx.out.rows(&answer, &list.items);
+    let answer = ctx
+        .api()?
+        .get::<DependencyResourceList>("/dependency-resources", &query)?;
+    ctx.out.rows(&answer.raw, &answer.value.items);
     Ok(())
 }
 
@@ -301,24 +318,24 @@ fn delete(
     };
     let answer = ctx
         .api()?
-        .delete(&format!("/dependency-resources/{id}"), &body)?;
+        .delete::<IdResponse>(&format!("/dependency-resources/{id}"), &body)?;
     let human = if removes_data {
         format!("Deleted dependency resource {id} and its data volume")
     } else {
         format!("Deleted dependency resource {id}; its data volume is kept on the server")
     };
-    ctx.out.done(&answer, &human);
+    ctx.out.done(&answer.raw, &human);
     Ok(())
 }
 
 fn bind(ctx: &Ctx, dependency: &str, resource: &str, target_name: Option<String>) -> CliResult<()> {
     let dependency_id = dependency_id(ctx, dependency)?;
-    let resource_id = find_resource(ctx, resource)?.0.id;
+    let resource_id = find_resource(ctx, resource)?.id;
     let target_name = match target_name {
         Some(name) => name,
         None => {
             let path = format!("/dependency-resources/{dependency_id}");
-            let (_, shown): (_, DependencyResourceShow) = get_as(ctx.api()?, &path, &[])?;
+            let shown = ctx.api()?.get::<DependencyResourceShow>(&path, &[])?.value;
             match shown.dependency_resource.kind {
                 DependencyKind::Postgres => "DATABASE_URL".to_string(),
                 DependencyKind::Redis => "REDIS_URL".to_string(),
@@ -333,11 +350,11 @@ fn bind(ctx: &Ctx, dependency: &str, resource: &str, target_name: Option<String>
     };
     body.validate()?;
     let path = format!("/resources/{resource_id}/dependency-bindings");
-    let answer = ctx.api()?.post(&path, &body)?;
+    let answer = ctx.api()?.post::<IdResponse>(&path, &body)?;
     let human = format!(
         "Bound {dependency_id} to resource {resource_id} as {} (at its next deployment)",
         body.target_name
     );
-    ctx.out.done(&answer, &human);
+    ctx.out.done(&answer.raw, &human);
     Ok(())
 }

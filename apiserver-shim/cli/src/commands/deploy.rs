@@ -15,8 +15,8 @@ use reqwest::Method;
 use serde_json::Value;
 
 use super::Ctx;
+use super::find_resource;
 use super::infra::server_id;
-use super::{find_resource, get_as, read_as};
 use crate::error::{CliError, CliResult};
 use crate::output::Format;
 use crate::progress::ProgressView;
@@ -33,7 +33,7 @@ pub fn deploy(
     server: Option<String>,
     revision: Revision,
 ) -> CliResult<()> {
-    let (resource, _) = find_resource(ctx, resource)?;
+    let resource = find_resource(ctx, resource)?;
     let server = match server {
         Some(server) => server_id(ctx, &server)?,
         None => resource_server(ctx, &resource)?,
@@ -90,7 +90,7 @@ pub fn deploy_preview(
             "--preview must be pr-<number> (a pull request's number, such as pr-7), not {preview}"
         )));
     };
-    let (resource, _) = find_resource(ctx, resource)?;
+    let resource = find_resource(ctx, resource)?;
     let server = resource_server(ctx, &resource)?;
     let body = StartDeployment {
         project_id: resource.project_id.clone(),
@@ -102,8 +102,10 @@ pub fn deploy_preview(
         git_ref: revision.git_ref,
         preview: Some(DeploymentPreview::pull_request(number)),
     };
-    let answer = ctx.api()?.post("/deployments", &body)?;
-    let created: DeploymentCreated = read_as("deployment", &answer)?;
+    let answer = ctx
+        .api()?
+        .post::<DeploymentCreated>("/deployments", &body)?;
+    let created = &answer.value;
     if ctx.out.quiet {
         println!("{}", created.id);
     }
@@ -113,7 +115,7 @@ pub fn deploy_preview(
         .rsplit_once('-')
         .map_or("", |(preview, _)| preview);
     ctx.out.done(
-        &answer,
+        &answer.raw,
         &format!(
             "Deploying to preview {preview_id} as {}; see `berth previews show {preview_id}`",
             created.id
@@ -131,7 +133,7 @@ fn finish(ctx: &Ctx, resource: &ResourceRecord, last: Option<ProgressEvent>) -> 
     };
     match last.status {
         StreamStatus::Succeeded => {
-            let (resource, _) = find_resource(ctx, &resource.id)?;
+            let resource = find_resource(ctx, &resource.id)?;
             if ctx.out.quiet {
                 println!("{}", last.deployment_id);
             } else if ctx.out.human() {
@@ -176,7 +178,7 @@ fn resource_server(ctx: &Ctx, resource: &ResourceRecord) -> CliResult<String> {
         ("tailLines", "0".to_string()),
     ];
     let path = format!("/resources/{}/diagnostic-summary", resource.id);
-    let (_, summary): (_, DiagnosticSummary) = get_as(ctx.api()?, &path, &query)?;
+    let summary = ctx.api()?.get::<DiagnosticSummary>(&path, &query)?.value;
     summary
         .context
         .server_id

@@ -3,10 +3,11 @@
 
 use std::collections::HashMap;
 
-use berth_api::common::Confirmation;
+use berth_api::common::{Confirmation, IdResponse};
+use berth_api::deployment_proof::DeploymentProof;
 use berth_api::deployment_records::{
-    CancelDeployment, EntryStatus, RedeployResource, RetryDeployment, RollbackDeployment,
-    TimelineEntry, TimelineEnvelope,
+    CancelDeployment, DeploymentCanceled, DeploymentList, EntryStatus, RedeployResource,
+    RetryDeployment, RollbackDeployment, ShowDeployment, TimelineEntry, TimelineEnvelope,
 };
 use berth_api::progress::{ProgressEvent, StreamStatus};
 use reqwest::Method;
@@ -17,7 +18,7 @@ use super::find_resource;
 use super::{Ctx, count_at, read_as};
 use crate::cli::{DeploymentFilters, Deployments};
 use crate::error::{CliError, CliResult};
-use crate::output::{Column, cell, col, items};
+use crate::output::{Column, cell, col, items, wire};
 use crate::progress::ProgressView;
 
 const COLUMNS: &[Column] = &[
@@ -93,16 +94,16 @@ pub fn deployments(ctx: &Ctx, command: Deployments) -> CliResult<()> {
             count_at(ctx, "/deployments/count", &query)
         }
         Deployments::Show { deployment } => {
-            let answer = ctx.api()?.get(&format!("/deployments/{deployment}"), &[])?;
-            ctx.out.record(&answer, FIELDS, "/deployment/id");
+            let path = format!("/deployments/{deployment}");
+            let answer = ctx.api()?.get::<ShowDeployment>(&path, &[])?;
+            ctx.out.record(&answer.raw, FIELDS, "/deployment/id");
             Ok(())
         }
         Deployments::Follow { deployment } => follow(ctx, &deployment),
         Deployments::Proof { deployment } => {
-            let answer = ctx
-                .api()?
-                .get(&format!("/deployments/{deployment}/proof"), &[])?;
-            ctx.out.record(&answer, PROOF_FIELDS, "/verdict");
+            let path = format!("/deployments/{deployment}/proof");
+            let answer = ctx.api()?.get::<DeploymentProof>(&path, &[])?;
+            ctx.out.record(&answer.raw, PROOF_FIELDS, "/verdict");
             Ok(())
         }
         Deployments::Cancel { deployment } => {
@@ -110,12 +111,11 @@ pub fn deployments(ctx: &Ctx, command: Deployments) -> CliResult<()> {
                 confirm: Some(deployment.clone()),
                 resource_id: None,
             };
-            let answer = ctx
-                .api()?
-                .post(&format!("/deployments/{deployment}/cancel"), &body)?;
-            let status = answer["status"].as_str().unwrap_or_default().to_string();
+            let path = format!("/deployments/{deployment}/cancel");
+            let answer = ctx.api()?.post::<DeploymentCanceled>(&path, &body)?;
+            let status = wire(&answer.value.status);
             ctx.out
-                .done(&answer, &format!("Deployment {deployment} {status}"));
+                .done(&answer.raw, &format!("Deployment {deployment} {status}"));
             Ok(())
         }
         Deployments::Retry { deployment, follow } => {
@@ -151,7 +151,7 @@ fn confirm_deployment(id: &str) -> Confirmation {
 
 /// `berth resources redeploy RESOURCE`.
 pub fn redeploy(ctx: &Ctx, resource: &str, from: Option<String>, follow_it: bool) -> CliResult<()> {
-    let id = find_resource(ctx, resource)?.0.id;
+    let id = find_resource(ctx, resource)?.id;
     let body = RedeployResource {
         source_deployment_id: from,
         confirmation: Some(Confirmation {
@@ -177,17 +177,18 @@ fn started(
     verb: &str,
     follow_it: bool,
 ) -> CliResult<()> {
-    let answer = ctx.api()?.post(path, body)?;
-    let id = answer["id"].as_str().unwrap_or_default().to_string();
+    let answer = ctx.api()?.post::<IdResponse>(path, body)?;
+    let id = &answer.value.id;
     if ctx.out.quiet {
         println!("{id}");
     } else if !follow_it || !ctx.out.human() {
-        ctx.out.done(&answer, &format!("{verb} deployment {id}"));
+        ctx.out
+            .done(&answer.raw, &format!("{verb} deployment {id}"));
     } else {
         println!("{verb} deployment {id}");
     }
     if follow_it {
-        follow(ctx, &id)?;
+        follow(ctx, id)?;
     }
     Ok(())
 }
@@ -196,7 +197,7 @@ fn started(
 fn query(ctx: &Ctx, filters: &DeploymentFilters) -> CliResult<Vec<(&'static str, String)>> {
     let mut query = Vec::new();
     if let Some(resource) = &filters.resource {
-        query.push(("resourceId", find_resource(ctx, resource)?.0.id));
+        query.push(("resourceId", find_resource(ctx, resource)?.id));
     }
     if let Some(project) = &filters.project {
         query.push(("projectId", super::workspace::project_id(ctx, project)?));
@@ -216,16 +217,16 @@ fn query(ctx: &Ctx, filters: &DeploymentFilters) -> CliResult<Vec<(&'static str,
 /// Prints the attempts `query` selects (every page with `all`) and returns them.
 fn list(ctx: &Ctx, query: &[(&'static str, String)], all: bool) -> CliResult<Vec<Value>> {
     let api = ctx.api()?;
-    let mut answer = api.get("/deployments", query)?;
-    let mut rows = items(&answer, "/items");
+    let mut answer = api.get::<DeploymentList>("/deployments", query)?;
+    let mut rows = items(&answer.raw, "/items");
     // Every page, printed as one answer.
-    while all && let Some(cursor) = answer["nextCursor"].as_str().map(str::to_string) {
+    while all && let Some(cursor) = answer.value.next_cursor.clone() {
         let mut next = query.to_vec();
         next.push(("cursor", cursor));
-        let page = api.get("/deployments", &next)?;
-        rows.extend(items(&page, "/items"));
-        answer = page;
+        answer = api.get("/deployments", &next)?;
+        rows.extend(items(&answer.raw, "/items"));
     }
+    let mut answer = answer.raw;
     if all && let Some(object) = answer.as_object_mut() {
         object.insert("items".into(), Value::Array(rows.clone()));
     }
@@ -249,8 +250,8 @@ fn watch_list(ctx: &Ctx, query: &[(&'static str, String)], listed: Vec<Value>) -
     );
     let hint = "run berth deployments list --watch again";
     follow_changes(ctx, &feed, None, hint, |_, _| {
-        let answer = ctx.api()?.get("/deployments", query)?;
-        for row in items(&answer, "/items") {
+        let answer = ctx.api()?.get::<DeploymentList>("/deployments", query)?;
+        for row in items(&answer.raw, "/items") {
             let id = cell(&row, "/id");
             if printed.get(&id) != Some(&row) {
                 ctx.out.watched(&row, COLUMNS, "/id");

@@ -1,13 +1,14 @@
 //! `berth environments rename|lock|unlock|set|unset|clone|diff|promote`.
 
-use berth_api::common::Confirmation;
+use berth_api::common::{Confirmation, IdResponse};
 use berth_api::environments::{
     CloneEnvironment, LockEnvironment, PromoteEnvironment, RenameEnvironment,
-    SetEnvironmentVariable, UnlockEnvironment, UnsetEnvironmentVariable,
+    SetEnvironmentVariable, UnlockEnvironment, UnsetEnvironmentVariable, VariableChange,
+    VariableDiff,
 };
 use serde_json::Value;
 
-use super::{Ctx, environment_id};
+use super::{Answer, Ctx, environment_id};
 use crate::cli::Environments;
 use crate::client::Api;
 use crate::error::{CliError, CliResult};
@@ -87,8 +88,9 @@ fn post_action(
     verb: &str,
 ) -> CliResult<()> {
     let id = environment_id(ctx, environment)?;
-    let answer = api.post(&format!("/environments/{id}/{action}"), body)?;
-    ctx.out.done(&answer, &format!("{verb} environment {id}"));
+    let answer = api.post::<IdResponse>(&format!("/environments/{id}/{action}"), body)?;
+    ctx.out
+        .done(&answer.raw, &format!("{verb} environment {id}"));
     Ok(())
 }
 
@@ -120,9 +122,10 @@ fn set_variable(
         scope: None,
         is_secret: assignment.secret.then_some(true),
     };
-    let answer = api.post(&format!("/environments/{id}/variables"), &body)?;
+    // The answer is empty (`null`) when the variable is set.
+    let answer = api.post::<()>(&format!("/environments/{id}/variables"), &body)?;
     ctx.out
-        .done(&answer, &format!("Set {key} on environment {id}"));
+        .done(&answer.raw, &format!("Set {key} on environment {id}"));
     Ok(())
 }
 
@@ -138,9 +141,10 @@ fn unset_variable(
         exposure: exposure(build_time),
         scope: None,
     };
-    let answer = api.delete(&format!("/environments/{id}/variables/{key}"), &body)?;
+    let path = format!("/environments/{id}/variables/{key}");
+    let answer = api.delete::<()>(&path, &body)?;
     ctx.out
-        .done(&answer, &format!("Removed {key} from environment {id}"));
+        .done(&answer.raw, &format!("Removed {key} from environment {id}"));
     Ok(())
 }
 
@@ -157,7 +161,7 @@ fn clone_environment(
         target_name: name,
         target_kind: kind,
     };
-    let answer = api.post(&format!("/environments/{id}/clone"), &body)?;
+    let answer = api.post::<IdResponse>(&format!("/environments/{id}/clone"), &body)?;
     super::created(ctx, &answer, "environment", "/id");
     Ok(())
 }
@@ -167,9 +171,10 @@ fn diff(ctx: &Ctx, api: &Api, environment: &str, other: &str) -> CliResult<()> {
         environment_id(ctx, environment)?,
         environment_id(ctx, other)?,
     );
-    let answer = api.get(&format!("/environments/{left}/diff/{right}"), &[])?;
-    let rows = answer.as_array().cloned().unwrap_or_default();
-    ctx.out.list(&answer, &rows, DIFF, "/key");
+    let answer =
+        api.get::<Vec<VariableDiff>>(&format!("/environments/{left}/diff/{right}"), &[])?;
+    let rows = answer.raw.as_array().cloned().unwrap_or_default();
+    ctx.out.list(&answer.raw, &rows, DIFF, "/key");
     Ok(())
 }
 
@@ -179,7 +184,7 @@ fn promote(ctx: &Ctx, api: &Api, environment: &str, target: &str) -> CliResult<(
         environment_id(ctx, environment)?,
         environment_id(ctx, target)?,
     );
-    let diff = api.get(&format!("/environments/{source}/diff/{into}"), &[])?;
+    let diff = api.get::<Vec<VariableDiff>>(&format!("/environments/{source}/diff/{into}"), &[])?;
     if ctx.out.human() {
         let changing = changing(&diff);
         println!(
@@ -196,18 +201,25 @@ fn promote(ctx: &Ctx, api: &Api, environment: &str, target: &str) -> CliResult<(
         }),
         ..PromoteEnvironment::default()
     };
-    let answer = api.post(&format!("/environments/{source}/promote"), &body)?;
+    let path = format!("/environments/{source}/promote");
+    let answer = api.post::<IdResponse>(&path, &body)?;
     ctx.out
-        .done(&answer, &format!("Promoted {source} into {into}"));
+        .done(&answer.raw, &format!("Promoted {source} into {into}"));
     Ok(())
 }
 
-/// The entries of a diff a promotion changes in its target: those removed or changed.
-fn changing(diff: &Value) -> Vec<Value> {
-    diff.as_array()
-        .into_iter()
-        .flatten()
-        .filter(|d| d["change"] == "removed" || d["change"] == "changed")
-        .cloned()
+/// The entries of a diff a promotion changes in its target: those removed or changed, as
+/// they came (the table takes its columns from them).
+fn changing(diff: &Answer<Vec<VariableDiff>>) -> Vec<Value> {
+    let entries = diff.raw.as_array().into_iter().flatten();
+    entries
+        .zip(&diff.value)
+        .filter(|(_, typed)| {
+            matches!(
+                typed.change,
+                VariableChange::Removed | VariableChange::Changed
+            )
+        })
+        .map(|(entry, _)| entry.clone())
         .collect()
 }

@@ -1,14 +1,19 @@
 //! Servers and the SSH credentials they use.
 
-use berth_api::common::Confirmation;
+use berth_api::common::{Confirmation, IdResponse};
 use berth_api::credentials::{
-    CreateCredential, DeleteCredential, RotateCredential, RotatedCredential, SshCredentialKind,
+    CreateCredential, CredentialList, CredentialShow, DeleteCredential, RotateCredential,
+    RotatedCredential, SshCredentialKind,
 };
+use berth_api::server_capacity::{Capacity, PruneReport};
 use berth_api::servers::{
-    ConnectivityReport, CreateServer, DeleteServer, NoBody, ServerList, ServerRecord,
+    self, ConnectivityReport, CreateServer, DeleteCheck, DeleteServer, NoBody, ServerList,
+    ServerRecord,
 };
+use serde::de::DeserializeOwned;
+use serde_json::Value;
 
-use super::{Ctx, created, get_as, id_of, list, read_as};
+use super::{Ctx, created, id_of, list};
 use crate::cli::{Credentials, DraftServerArgs, Servers};
 use crate::error::{CliError, CliResult};
 use crate::output::{Column, col};
@@ -24,21 +29,22 @@ const CREDENTIAL_COLUMNS: &[Column] = &[
 ];
 
 pub fn server_id(ctx: &Ctx, name: &str) -> CliResult<String> {
-    id_of(ctx.api()?, "/servers", "srv-", name)
+    id_of::<ServerList>(ctx.api()?, "/servers", "srv-", name)
 }
 
 pub fn servers(ctx: &Ctx, command: Servers) -> CliResult<()> {
     match command {
         Servers::List => {
-            let (answer, list): (_, ServerList) = get_as(ctx.api()?, "/servers", &[])?;
-            ctx.out.rows(&answer, &list.items);
+            let answer = ctx.api()?.get::<ServerList>("/servers", &[])?;
+            ctx.out.rows(&answer.raw, &answer.value.items);
             Ok(())
         }
         Servers::Show { server } => {
             let id = server_id(ctx, &server)?;
             let path = format!("/servers/{id}");
-            let (answer, server): (_, ServerRecord) = get_as(ctx.api()?, &path, &[])?;
-            ctx.out.row(&answer, &ServerDetail(&server));
+            let answer = ctx.api()?.get::<servers::ServerDetail>(&path, &[])?;
+            ctx.out
+                .row(&answer.raw, &ServerDetail(&answer.value.record));
             Ok(())
         }
         Servers::Create {
@@ -49,7 +55,7 @@ pub fn servers(ctx: &Ctx, command: Servers) -> CliResult<()> {
             credential,
             base_domain,
         } => {
-            let credential = id_of(ctx.api()?, "/credentials/ssh", "ssh-", &credential)?;
+            let credential = credential_id(ctx, &credential)?;
             let body = CreateServer {
                 name,
                 host,
@@ -61,14 +67,16 @@ pub fn servers(ctx: &Ctx, command: Servers) -> CliResult<()> {
                 expected_host_key_fingerprint: None,
                 proxy: None,
             };
-            let answer = ctx.api()?.post("/servers", &body)?;
+            let answer = ctx.api()?.post::<IdResponse>("/servers", &body)?;
             created(ctx, &answer, "server", "/id");
             Ok(())
         }
         Servers::Test { server, draft } => test_connectivity(ctx, server.as_deref(), draft),
         Servers::Rename { server, name } => rename_server(ctx, &server, &name),
-        Servers::DeleteCheck { server } => server_report(ctx, &server, "delete-check"),
-        Servers::Capacity { server } => server_report(ctx, &server, "capacity"),
+        Servers::DeleteCheck { server } => {
+            server_report::<DeleteCheck>(ctx, &server, "delete-check")
+        }
+        Servers::Capacity { server } => server_report::<Capacity>(ctx, &server, "capacity"),
         Servers::Prune { server, apply } => prune_server(ctx, &server, apply),
         Servers::Activate { server } => lifecycle(ctx, &server, "activate"),
         Servers::Deactivate { server } => lifecycle(ctx, &server, "deactivate"),
@@ -83,15 +91,16 @@ fn test_connectivity(ctx: &Ctx, server: Option<&str>, draft: DraftServerArgs) ->
         Some(server) => {
             let id = server_id(ctx, server)?;
             let path = format!("/servers/{id}/connectivity-tests");
-            ctx.api()?.post(&path, &NoBody {})?
+            ctx.api()?.post::<ConnectivityReport>(&path, &NoBody {})?
         }
         None => {
             let body = draft_test(ctx, draft)?;
-            ctx.api()?.post("/servers/connectivity-tests", &body)?
+            ctx.api()?
+                .post::<ConnectivityReport>("/servers/connectivity-tests", &body)?
         }
     };
-    let report: ConnectivityReport = read_as("connectivity test", &answer)?;
-    ctx.out.rows(&answer, &report.checks);
+    let report = &answer.value;
+    ctx.out.rows(&answer.raw, &report.checks);
     if report.status == "healthy" {
         return Ok(());
     }
@@ -108,7 +117,7 @@ fn draft_test(ctx: &Ctx, draft: DraftServerArgs) -> CliResult<serde_json::Value>
             "give a server, or --host and --credential".into(),
         ));
     };
-    let credential_id = id_of(ctx.api()?, "/credentials/ssh", "ssh-", &credential)?;
+    let credential_id = credential_id(ctx, &credential)?;
     let mut server = serde_json::json!({ "host": host, "credentialId": credential_id });
     let optional = [
         ("port", draft.port.map(serde_json::Value::from)),
@@ -129,17 +138,20 @@ fn draft_test(ctx: &Ctx, draft: DraftServerArgs) -> CliResult<serde_json::Value>
 fn rename_server(ctx: &Ctx, server: &str, name: &str) -> CliResult<()> {
     let id = server_id(ctx, server)?;
     let body = serde_json::json!({ "name": name });
-    let answer = ctx.api()?.post(&format!("/servers/{id}/rename"), &body)?;
+    let path = format!("/servers/{id}/rename");
+    let answer = ctx.api()?.post::<IdResponse>(&path, &body)?;
     ctx.out
-        .done(&answer, &format!("Renamed server {id} to {name}"));
+        .done(&answer.raw, &format!("Renamed server {id} to {name}"));
     Ok(())
 }
 
-/// Prints what the server's `GET /servers/{id}/{report}` answers, as it is.
-fn server_report(ctx: &Ctx, server: &str, report: &str) -> CliResult<()> {
+/// Prints what the server's `GET /servers/{id}/{report}` answers (a `T`), as it is.
+fn server_report<T: DeserializeOwned>(ctx: &Ctx, server: &str, report: &str) -> CliResult<()> {
     let id = server_id(ctx, server)?;
-    let answer = ctx.api()?.get(&format!("/servers/{id}/{report}"), &[])?;
-    ctx.out.raw(&answer);
+    let answer = ctx
+        .api()?
+        .get::<T>(&format!("/servers/{id}/{report}"), &[])?;
+    ctx.out.raw(&answer.raw);
     Ok(())
 }
 
@@ -148,8 +160,8 @@ fn prune_server(ctx: &Ctx, server: &str, apply: bool) -> CliResult<()> {
     let id = server_id(ctx, server)?;
     let body = serde_json::json!({ "dryRun": !apply });
     let path = format!("/servers/{id}/capacity/prune");
-    let answer = ctx.api()?.post(&path, &body)?;
-    ctx.out.raw(&answer);
+    let answer = ctx.api()?.post::<PruneReport>(&path, &body)?;
+    ctx.out.raw(&answer.raw);
     Ok(())
 }
 
@@ -162,37 +174,26 @@ fn delete_server(ctx: &Ctx, server: &str) -> CliResult<()> {
         }),
         idempotency_key: None,
     };
-    let answer = ctx.api()?.delete(&format!("/servers/{id}"), &body)?;
-    ctx.out.done(&answer, &format!("Deleted server {id}"));
+    let path = format!("/servers/{id}");
+    let answer = ctx.api()?.delete::<IdResponse>(&path, &body)?;
+    ctx.out.done(&answer.raw, &format!("Deleted server {id}"));
     Ok(())
 }
 
 fn lifecycle(ctx: &Ctx, server: &str, action: &str) -> CliResult<()> {
     let id = server_id(ctx, server)?;
-    let answer = ctx
-        .api()?
-        .post(&format!("/servers/{id}/{action}"), &NoBody {})?;
-    let server: ServerRecord = read_as("server", &answer)?;
-    ctx.out.row(&answer, &server);
+    let path = format!("/servers/{id}/{action}");
+    let answer = ctx.api()?.post::<ServerRecord>(&path, &NoBody {})?;
+    ctx.out.row(&answer.raw, &answer.value);
     Ok(())
 }
 
 pub fn credentials(ctx: &Ctx, command: Credentials) -> CliResult<()> {
     match command {
-        Credentials::List => list(ctx, "/credentials/ssh", &[], CREDENTIAL_COLUMNS, "/id"),
-        Credentials::Show { credential } => {
-            let id = id_of(ctx.api()?, "/credentials/ssh", "ssh-", &credential)?;
-            let answer = ctx.api()?.get(
-                &format!("/credentials/ssh/{id}"),
-                &[("includeUsage", "true".into())],
-            )?;
-            let mut view = answer["credential"].clone();
-            view["servers"] = answer["usage"]["totalServers"].clone();
-            let mut fields = CREDENTIAL_COLUMNS.to_vec();
-            fields.push(col("SERVERS", "/servers"));
-            ctx.out.record_of(&answer, &view, &fields, "/id");
-            Ok(())
+        Credentials::List => {
+            list::<CredentialList>(ctx, "/credentials/ssh", &[], CREDENTIAL_COLUMNS, "/id")
         }
+        Credentials::Show { credential } => show_credential(ctx, &credential),
         Credentials::Create {
             name,
             private_key_file,
@@ -205,7 +206,7 @@ pub fn credentials(ctx: &Ctx, command: Credentials) -> CliResult<()> {
                 private_key,
                 username,
             };
-            let answer = ctx.api()?.post("/credentials/ssh", &body)?;
+            let answer = ctx.api()?.post::<IdResponse>("/credentials/ssh", &body)?;
             created(ctx, &answer, "SSH credential", "/id");
             Ok(())
         }
@@ -213,7 +214,7 @@ pub fn credentials(ctx: &Ctx, command: Credentials) -> CliResult<()> {
             credential,
             private_key_file,
         } => {
-            let id = id_of(ctx.api()?, "/credentials/ssh", "ssh-", &credential)?;
+            let id = credential_id(ctx, &credential)?;
             let body = RotateCredential {
                 private_key: read_key(&private_key_file)?,
                 confirmation: Some(Confirmation {
@@ -221,33 +222,53 @@ pub fn credentials(ctx: &Ctx, command: Credentials) -> CliResult<()> {
                     ..Confirmation::default()
                 }),
             };
-            let answer = ctx
-                .api()?
-                .post(&format!("/credentials/ssh/{id}/rotate"), &body)?;
-            let rotated: RotatedCredential = read_as("credential rotation", &answer)?;
-            let servers = rotated.affected_usage.total_servers;
+            let path = format!("/credentials/ssh/{id}/rotate");
+            let answer = ctx.api()?.post::<RotatedCredential>(&path, &body)?;
+            let servers = answer.value.affected_usage.total_servers;
             ctx.out.done(
-                &answer,
+                &answer.raw,
                 &format!("Rotated SSH credential {id}; {servers} server(s) use the new key"),
             );
             Ok(())
         }
         Credentials::Delete { credential } => {
-            let id = id_of(ctx.api()?, "/credentials/ssh", "ssh-", &credential)?;
+            let id = credential_id(ctx, &credential)?;
             let body = DeleteCredential {
                 confirmation: Some(Confirmation {
                     credential_id: Some(id.clone()),
                     ..Confirmation::default()
                 }),
             };
-            let answer = ctx
-                .api()?
-                .delete(&format!("/credentials/ssh/{id}"), &body)?;
+            let path = format!("/credentials/ssh/{id}");
+            let answer = ctx.api()?.delete::<IdResponse>(&path, &body)?;
             ctx.out
-                .done(&answer, &format!("Deleted SSH credential {id}"));
+                .done(&answer.raw, &format!("Deleted SSH credential {id}"));
             Ok(())
         }
     }
+}
+
+/// The credential with how many servers use it.
+fn show_credential(ctx: &Ctx, credential: &str) -> CliResult<()> {
+    let id = credential_id(ctx, credential)?;
+    let answer = ctx.api()?.get::<CredentialShow>(
+        &format!("/credentials/ssh/{id}"),
+        &[("includeUsage", "true".into())],
+    )?;
+    let mut view = answer.raw["credential"].clone();
+    view["servers"] = answer
+        .value
+        .usage
+        .as_ref()
+        .map_or(Value::Null, |usage| usage.total_servers.into());
+    let mut fields = CREDENTIAL_COLUMNS.to_vec();
+    fields.push(col("SERVERS", "/servers"));
+    ctx.out.record_of(&answer.raw, &view, &fields, "/id");
+    Ok(())
+}
+
+fn credential_id(ctx: &Ctx, name: &str) -> CliResult<String> {
+    id_of::<CredentialList>(ctx.api()?, "/credentials/ssh", "ssh-", name)
 }
 
 /// A private key file's text; never echoed, also not in errors.

@@ -1,15 +1,19 @@
 //! Members of the current organization and invitations to it.
 
-use berth_api::invitations::{AcceptInvitation, CreateInvitation, RevokeInvitation};
-use berth_api::members::{
-    ChangeRole, MemberList, MemberRecord, ReactivateMember, RemoveMember, TransferOwnership,
+use berth_api::account::AccountProfile;
+use berth_api::invitations::{
+    AcceptInvitation, AcceptedInvitation, CreateInvitation, InvitationList, InvitationRecord,
+    RevokeInvitation,
 };
-use serde_json::Value;
+use berth_api::members::{
+    ChangeRole, MemberList, MemberRecord, ReactivateMember, RemoveMember, RemovedMember,
+    TransferOwnership, TransferredOwnership,
+};
 
-use super::{Ctx, current_organization, get_as, read_as};
+use super::{Answer, Ctx, current_organization};
 use crate::cli::{Invitations, Members};
 use crate::error::{CliError, CliResult};
-use crate::output::{Column, col, items};
+use crate::output::{Column, col, items, text};
 
 const INVITATION_COLUMNS: &[Column] = &[
     col("ID", "/invitationId"),
@@ -24,7 +28,10 @@ pub fn members(ctx: &Ctx, command: Members) -> CliResult<()> {
     let api = ctx.api()?;
     let organization = current_organization(api)?;
     let base = format!("/organizations/{organization}/members");
-    let (answer, list): (_, MemberList) = get_as(api, &base, &[])?;
+    let Answer {
+        raw: answer,
+        value: list,
+    } = api.get::<MemberList>(&base, &[])?;
     let member_id = |name: &str| -> CliResult<String> {
         list.items
             .iter()
@@ -33,37 +40,34 @@ pub fn members(ctx: &Ctx, command: Members) -> CliResult<()> {
             .ok_or_else(|| CliError::NotFound(format!("no member {name} in {organization}")))
     };
     // A member record the API answers a change with.
-    let changed = |path: &str, answer: &Value| -> CliResult<()> {
-        let member: MemberRecord = read_as(path, answer)?;
-        ctx.out.row(answer, &member);
-        Ok(())
-    };
+    let changed = |answer: Answer<MemberRecord>| ctx.out.row(&answer.raw, &answer.value);
     match command {
         Members::List => ctx.out.rows(&answer, &list.items),
         Members::Role { member, role } => {
             let path = format!("{base}/{}/role", member_id(&member)?);
-            changed(&path, &api.post(&path, &ChangeRole { role })?)?;
+            changed(api.post(&path, &ChangeRole { role })?);
         }
         Members::Remove { member } => {
             let id = member_id(&member)?;
-            let removed = api.delete(&format!("{base}/{id}"), &RemoveMember {})?;
-            ctx.out.done(&removed, &format!("Removed member {id}"));
+            let path = format!("{base}/{id}");
+            let removed = api.delete::<RemovedMember>(&path, &RemoveMember {})?;
+            ctx.out.done(&removed.raw, &format!("Removed member {id}"));
         }
         Members::Reactivate { member } => {
             let path = format!("{base}/{}/reactivate", member_id(&member)?);
-            changed(&path, &api.post(&path, &ReactivateMember {})?)?;
+            changed(api.post(&path, &ReactivateMember {})?);
         }
         Members::TransferOwnership { member } => {
-            let profile = api.get("/account/profile", &[])?;
-            let me = crate::output::cell(&profile, "/email");
+            let profile = api.get::<AccountProfile>("/account/profile", &[])?;
+            let me = profile.value.email;
             let body = TransferOwnership {
                 from_member_id: member_id(&me)?,
                 to_member_id: member_id(&member)?,
             };
             let path = format!("/organizations/{organization}/owner-transfer");
-            let answer = api.post(&path, &body)?;
+            let answer = api.post::<TransferredOwnership>(&path, &body)?;
             ctx.out.done(
-                &answer,
+                &answer.raw,
                 &format!("{member} is now the owner; you are an admin"),
             );
         }
@@ -79,33 +83,33 @@ pub fn invitations(ctx: &Ctx, command: Invitations) -> CliResult<()> {
     };
     match command {
         Invitations::List => {
-            let answer = api.get(&base()?, &[])?;
+            let answer = api.get::<InvitationList>(&base()?, &[])?;
             ctx.out.list(
-                &answer,
-                &items(&answer, "/items"),
+                &answer.raw,
+                &items(&answer.raw, "/items"),
                 INVITATION_COLUMNS,
                 "/invitationId",
             );
         }
         Invitations::Create { email, role } => {
-            let answer = api.post(&base()?, &CreateInvitation { email, role })?;
-            ctx.out.record(&answer, INVITATION_COLUMNS, "/invitationId");
+            let body = CreateInvitation { email, role };
+            let answer = api.post::<InvitationRecord>(&base()?, &body)?;
+            ctx.out
+                .record(&answer.raw, INVITATION_COLUMNS, "/invitationId");
         }
         Invitations::Revoke { invitation } => {
             let path = format!("{}/{invitation}/revoke", base()?);
-            let answer = api.post(&path, &RevokeInvitation {})?;
-            ctx.out.record(&answer, INVITATION_COLUMNS, "/invitationId");
+            let answer = api.post::<InvitationRecord>(&path, &RevokeInvitation {})?;
+            ctx.out
+                .record(&answer.raw, INVITATION_COLUMNS, "/invitationId");
         }
         // The invitee accepts from no organization of the inviter's yet.
         Invitations::Accept { invitation } => {
-            let answer = api.post(
-                &format!("/invitations/{invitation}/accept"),
-                &AcceptInvitation {},
-            )?;
-            let organization = answer.pointer("/invitation/organizationId").cloned();
-            let organization = organization.as_ref().and_then(Value::as_str).unwrap_or("-");
+            let path = format!("/invitations/{invitation}/accept");
+            let answer = api.post::<AcceptedInvitation>(&path, &AcceptInvitation {})?;
+            let organization = text(&answer.value.invitation.organization_id);
             ctx.out
-                .done(&answer, &format!("Joined organization {organization}"));
+                .done(&answer.raw, &format!("Joined organization {organization}"));
         }
     }
     Ok(())

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::infra::server_id;
-use super::{Ctx, read_as};
+use super::{Answer, Ctx};
 use crate::cli::{Migrate, Platform};
 use crate::error::{CliError, CliResult};
 use crate::output::Style;
@@ -40,10 +40,12 @@ pub fn migrate(ctx: &Ctx, command: Migrate) -> CliResult<()> {
         } => {
             let target = server.map(|s| server_id(ctx, &s)).transpose()?;
             let bundle = bundle_of(from, &files, target, project, environment)?;
-            let answer = ctx
+            let Answer {
+                raw: answer,
+                value: plan,
+            } = ctx
                 .api()?
-                .post("/migrations/plan", &json!({ "bundle": bundle }))?;
-            let plan: MigrationPlan = read_as("the plan", &answer)?;
+                .post::<MigrationPlan>("/migrations/plan", &json!({ "bundle": bundle }))?;
             let summary = plan_summary(ctx, &plan, &task_file);
             let task = Task {
                 plan,
@@ -240,8 +242,12 @@ fn apply(ctx: &Ctx, path: &Path, confirm: Option<String>) -> CliResult<()> {
         secret_values: environment_secrets(&task.plan),
         plan: task.plan,
     };
-    let answer = ctx.api()?.post("/migrations/apply", &request)?;
-    let result: ApplyResult = read_as("the apply result", &answer)?;
+    let Answer {
+        raw: answer,
+        value: result,
+    } = ctx
+        .api()?
+        .post::<ApplyResult>("/migrations/apply", &request)?;
     task = Task {
         plan: request.plan,
         receipts: result.receipts.clone(),
@@ -304,8 +310,12 @@ fn evidence_lines(evidence: &[Evidence]) -> Vec<String> {
 
 fn status(ctx: &Ctx, path: &Path) -> CliResult<()> {
     let task = read_task(path)?;
-    let answer = ctx.api()?.post("/migrations/status", &readback(&task))?;
-    let result: StatusResult = read_as("the status", &answer)?;
+    let Answer {
+        raw: answer,
+        value: result,
+    } = ctx
+        .api()?
+        .post::<StatusResult>("/migrations/status", &readback(&task))?;
     let mut lines = vec![format!(
         "{}: {} done, {} pending",
         result.state,
@@ -319,8 +329,12 @@ fn status(ctx: &Ctx, path: &Path) -> CliResult<()> {
 
 fn verify(ctx: &Ctx, path: &Path) -> CliResult<()> {
     let task = read_task(path)?;
-    let answer = ctx.api()?.post("/migrations/verify", &readback(&task))?;
-    let result: VerificationResult = read_as("the verification", &answer)?;
+    let Answer {
+        raw: answer,
+        value: result,
+    } = ctx
+        .api()?
+        .post::<VerificationResult>("/migrations/verify", &readback(&task))?;
     let mut lines = vec![format!("verify: {}", result.state)];
     lines.extend(evidence_lines(&result.evidence));
     ctx.out.done(&answer, &lines.join("\n"));
@@ -338,8 +352,12 @@ fn cleanup(ctx: &Ctx, path: &Path, confirm: String, confirm_data_loss: bool) -> 
         confirmed_plan_digest: confirm,
         confirm_data_loss,
     };
-    let answer = ctx.api()?.post("/migrations/cleanup", &request)?;
-    let result: CleanupResult = read_as("the cleanup result", &answer)?;
+    let Answer {
+        raw: answer,
+        value: result,
+    } = ctx
+        .api()?
+        .post::<CleanupResult>("/migrations/cleanup", &request)?;
     let mut lines: Vec<String> = result
         .actions
         .iter()

@@ -25,13 +25,17 @@ pub mod workspace;
 
 use std::cell::OnceCell;
 
+mod listing;
+
 use berth_api::common::CountResponse;
+use berth_api::environments::EnvironmentList;
+use berth_api::organizations::OrganizationContext;
+use berth_api::resources::{ResourceList, ResourceRecord};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use berth_api::resources::ResourceRecord;
-
-use crate::client::{Api, Query};
+pub use self::listing::{Listing, Named};
+use crate::client::{Answer, Api, Query};
 use crate::config::{self, Config};
 use crate::error::{CliError, CliResult};
 use crate::output::{Column, Output, items};
@@ -95,25 +99,26 @@ pub fn wire_enum<T: serde::de::DeserializeOwned>(option: &str, value: &str) -> C
         .map_err(|error| CliError::Usage(format!("--{option} {value}: {error}")))
 }
 
-/// GET a list and print its `/items` with `columns`; `id` points at each item's id.
-pub fn list(ctx: &Ctx, path: &str, query: Query, columns: &[Column], id: &str) -> CliResult<()> {
-    let answer = ctx.api()?.get(path, query)?;
+/// GET a list, read as its type `L`, and print its `/items` with `columns`; `id` points at
+/// each item's id.
+pub fn list<L: DeserializeOwned>(
+    ctx: &Ctx,
+    path: &str,
+    query: Query,
+    columns: &[Column],
+    id: &str,
+) -> CliResult<()> {
+    let answer = ctx.api()?.get::<L>(path, query)?;
     ctx.out
-        .list(&answer, &items(&answer, "/items"), columns, id);
+        .list(&answer.raw, &items(&answer.raw, "/items"), columns, id);
     Ok(())
 }
 
-/// An answer read as the API's type `T` (berth-api); `what` names it in the error.
-pub fn read_as<T: DeserializeOwned>(what: &str, answer: &Value) -> CliResult<T> {
-    serde_json::from_value(answer.clone())
+/// Data that is not an answer (an event of a stream) read as the API's type `T` (berth-api);
+/// `what` names it in the error.
+pub fn read_as<T: DeserializeOwned>(what: &str, data: &Value) -> CliResult<T> {
+    serde_json::from_value(data.clone())
         .map_err(|error| CliError::failure(format!("{what}: unexpected answer: {error}")))
-}
-
-/// GET `path`: the answer as it came (what `-o json|yaml` prints) and read as `T`.
-pub fn get_as<T: DeserializeOwned>(api: &Api, path: &str, query: Query) -> CliResult<(Value, T)> {
-    let answer = api.get(path, query)?;
-    let typed = read_as(path, &answer)?;
-    Ok((answer, typed))
 }
 
 /// GET a `{count}` and print the number.
@@ -123,47 +128,44 @@ pub fn count(ctx: &Ctx, path: &str) -> CliResult<()> {
 
 /// GET a `{count}` with a query and print the number.
 pub fn count_at(ctx: &Ctx, path: &str, query: Query) -> CliResult<()> {
-    let (answer, count): (Value, CountResponse) = get_as(ctx.api()?, path, query)?;
-    ctx.out.done(&answer, &count.count.to_string());
+    let answer = ctx.api()?.get::<CountResponse>(path, query)?;
+    ctx.out.done(&answer.raw, &answer.value.count.to_string());
     Ok(())
 }
 
-/// GET one record and print `fields` of it.
-pub fn show(ctx: &Ctx, path: &str, fields: &[Column], id: &str) -> CliResult<()> {
-    let answer = ctx.api()?.get(path, &[])?;
-    ctx.out.record(&answer, fields, id);
+/// GET one record, read as its type `T`, and print `fields` of it.
+pub fn show<T: DeserializeOwned>(
+    ctx: &Ctx,
+    path: &str,
+    fields: &[Column],
+    id: &str,
+) -> CliResult<()> {
+    let answer = ctx.api()?.get::<T>(path, &[])?;
+    ctx.out.record(&answer.raw, fields, id);
     Ok(())
 }
 
 /// Prints the answer of a creation: the new id for people and `-q`, the answer for scripts.
-pub fn created(ctx: &Ctx, answer: &Value, noun: &str, id: &str) {
+pub fn created<T>(ctx: &Ctx, answer: &Answer<T>, noun: &str, id: &str) {
     if ctx.out.human() {
-        println!("Created {noun} {}", crate::output::cell(answer, id));
+        println!("Created {noun} {}", crate::output::cell(&answer.raw, id));
     } else {
-        ctx.out.record(answer, &[], id);
+        ctx.out.record(&answer.raw, &[], id);
     }
 }
 
-/// The one item of a list whose `id_field`, slug or (unique) name is `name`.
-pub fn resolve(
-    api: &Api,
-    path: &str,
-    query: Query,
-    id_field: &str,
-    name: &str,
-) -> CliResult<Value> {
-    let answer = api.get(path, query)?;
-    let all = items(&answer, "/items");
-    let by = |field: &str| -> Vec<&Value> {
-        all.iter()
-            .filter(|item| item.get(field).and_then(Value::as_str) == Some(name))
-            .collect()
-    };
+/// The one item of the list `L` at `path` whose id, slug or (unique) name is `name`.
+pub fn resolve<L: Listing>(api: &Api, path: &str, query: Query, name: &str) -> CliResult<L::Item> {
+    let mut all = api.get::<L>(path, query)?.value.into_items();
     // An exact id wins; then a slug; a name only when it is unique.
-    for field in [id_field, "slug", "name"] {
-        match by(field).as_slice() {
+    let fields = listing::keys::<L::Item>();
+    for field in fields {
+        let matching: Vec<usize> = (0..all.len())
+            .filter(|&at| field(&all[at]) == Some(name))
+            .collect();
+        match matching.as_slice() {
             [] => continue,
-            [one] => return Ok((*one).clone()),
+            [one] => return Ok(all.swap_remove(*one)),
             _ => {
                 return Err(CliError::Usage(format!(
                     "{name} names more than one entry of {path}: use an id"
@@ -174,36 +176,33 @@ pub fn resolve(
     Err(CliError::NotFound(format!("{path}: no entry named {name}")))
 }
 
-/// The resource whose id, slug or name is `name`, as listed: read as the API's record, and as
-/// it came (what `-o json|yaml` prints).
-pub fn find_resource(ctx: &Ctx, name: &str) -> CliResult<(ResourceRecord, Value)> {
-    let item = resolve(ctx.api()?, "/resources", &[], "id", name)?;
-    let resource = read_as("resource", &item)?;
-    Ok((resource, item))
+/// The resource whose id, slug or name is `name`, as listed.
+pub fn find_resource(ctx: &Ctx, name: &str) -> CliResult<ResourceRecord> {
+    resolve::<ResourceList>(ctx.api()?, "/resources", &[], name)
 }
 
 /// An environment's id from its id or name (names are unique within a project only).
 pub fn environment_id(ctx: &Ctx, name: &str) -> CliResult<String> {
-    id_of(ctx.api()?, "/environments", "env-", name)
+    id_of::<EnvironmentList>(ctx.api()?, "/environments", "env-", name)
 }
 
 /// The id named by `name`: itself when it has the kind's id prefix (`prj-`), else the id of the
-/// entry of `path` whose slug or name it is.
-pub fn id_of(api: &Api, path: &str, prefix: &str, name: &str) -> CliResult<String> {
+/// entry of the list `L` at `path` whose slug or name it is.
+pub fn id_of<L: Listing>(api: &Api, path: &str, prefix: &str, name: &str) -> CliResult<String> {
     if name.starts_with(prefix) {
         return Ok(name.to_string());
     }
-    let item = resolve(api, path, &[], "id", name)?;
-    Ok(item["id"].as_str().unwrap_or(name).to_string())
+    let item = resolve::<L>(api, path, &[], name)?;
+    Ok(item.id().to_string())
 }
 
 /// The organization the signed-in user acts in.
 pub fn current_organization(api: &Api) -> CliResult<String> {
-    let context = api.get("/organizations/current-context", &[])?;
+    let context = api.get::<OrganizationContext>("/organizations/current-context", &[])?;
     context
-        .pointer("/currentOrganization/organizationId")
-        .and_then(Value::as_str)
-        .map(str::to_string)
+        .value
+        .current_organization
+        .map(|organization| organization.organization_id)
         .ok_or_else(|| {
             CliError::Usage("no current organization: choose one with `berth context ORG`".into())
         })

@@ -4,16 +4,16 @@
 use super::line_from_stdin;
 
 use berth_api::notifications::{
-    ChannelKind, CreateNotificationChannel, DeleteNotificationChannel, DeliveryStatus,
-    EmailChannelInput, NotificationChannelCommandResponse, NotificationChannelList,
-    NotificationChannelShow, NotificationChannelSummary, NotificationDeliveryList,
-    NotificationDeliverySummary, NotificationEvent, TestNotificationChannel,
-    TestNotificationChannelResponse,
+    ChannelKind, CreateNotificationChannel, DeleteNotificationChannel,
+    DeleteNotificationChannelResponse, DeliveryStatus, EmailChannelInput,
+    NotificationChannelCommandResponse, NotificationChannelList, NotificationChannelShow,
+    NotificationChannelSummary, NotificationDeliveryList, NotificationDeliverySummary,
+    NotificationEvent, TestNotificationChannel, TestNotificationChannelResponse,
 };
 
 use super::workspace::project_id;
-use super::{Ctx, get_as, read_as, wire_enum};
-use crate::cli::Notify;
+use super::{Answer, Ctx, wire_enum};
+use crate::cli::{CreateChannelArgs, Notify};
 use crate::error::{CliError, CliResult};
 use crate::output::{Row, optional, text, wire};
 
@@ -132,168 +132,186 @@ impl Row for NotificationDeliverySummary {
 
 pub fn notify(ctx: &Ctx, command: Notify) -> CliResult<()> {
     match command {
-        Notify::Channels { project } => {
-            let mut query = Vec::new();
-            if let Some(project) = project {
-                query.push(("projectId", project_id(ctx, &project)?));
-            }
-            let (answer, list): (_, NotificationChannelList) =
-                get_as(ctx.api()?, "/notification-channels", &query)?;
-            ctx.out.rows(&answer, &list.items);
-            Ok(())
-        }
-        Notify::ShowChannel { channel } => {
-            let path = format!("/notification-channels/{channel}");
-            let (answer, shown): (_, NotificationChannelShow) = get_as(ctx.api()?, &path, &[])?;
-            ctx.out.row(&answer, &ChannelDetail(shown.channel));
-            Ok(())
-        }
-        Notify::CreateChannel {
-            name,
-            kind,
-            webhook_url,
-            events,
-            project,
-            to,
-            from,
-            smtp_host,
-            smtp_port,
-            smtp_username,
-            smtp_password_stdin,
-            smtp_ca_file,
-            no_start_tls,
-        } => {
-            let kind: ChannelKind = wire_enum("kind", &kind)?;
-            let events = events
-                .iter()
-                .map(|e| wire_enum::<NotificationEvent>("event", e))
-                .collect::<CliResult<Vec<_>>>()?;
-            let mailing = !to.is_empty()
-                || from.is_some()
-                || smtp_host.is_some()
-                || smtp_port.is_some()
-                || smtp_username.is_some()
-                || smtp_password_stdin
-                || smtp_ca_file.is_some()
-                || no_start_tls;
-            let email = if mailing {
-                let smtp_password = if smtp_password_stdin {
-                    Some(line_from_stdin("--smtp-password-stdin", "password")?)
-                } else {
-                    None
-                };
-                let smtp_ca = smtp_ca_file
-                    .map(|path| {
-                        std::fs::read_to_string(&path).map_err(|error| {
-                            CliError::Usage(format!("--smtp-ca-file {}: {error}", path.display()))
-                        })
-                    })
-                    .transpose()?;
-                Some(EmailChannelInput {
-                    to,
-                    from: from.unwrap_or_default(),
-                    smtp_host: smtp_host.unwrap_or_default(),
-                    smtp_port,
-                    smtp_username,
-                    smtp_password,
-                    start_tls: no_start_tls.then_some(false),
-                    smtp_ca,
-                })
-            } else {
-                None
-            };
-            let mut body = CreateNotificationChannel {
-                name,
-                kind,
-                project_id: project.clone(),
-                events: (!events.is_empty()).then_some(events),
-                url: webhook_url,
-                email,
-            };
-            // Checked before the project is looked up and before anything is sent.
-            body.validate()?;
-            if let Some(project) = project {
-                body.project_id = Some(project_id(ctx, &project)?);
-            }
-            let answer = ctx.api()?.post("/notification-channels", &body)?;
-            let created: NotificationChannelCommandResponse =
-                read_as("notification channel", &answer)?;
-            let channel = &created.channel;
-            if ctx.out.human() {
-                println!(
-                    "Created {} channel {} ({}) to {}",
-                    wire(&channel.kind),
-                    channel.id,
-                    channel.name,
-                    optional(channel.target.as_ref())
-                );
-                if let Some(secret) = &created.signing_secret {
-                    println!(
-                        "Signing secret (shown only now; receivers check X-Berth-Signature-256 with it):\n{secret}"
-                    );
-                }
-                println!("Try it: berth notify test {}", channel.id);
-            } else if ctx.out.quiet {
-                println!("{}", channel.id);
-            } else {
-                ctx.out.raw(&answer);
-            }
-            Ok(())
-        }
-        Notify::Test { channel } => {
-            let path = format!("/notification-channels/{channel}/test");
-            let answer = ctx
-                .api()?
-                .post(&path, &TestNotificationChannel::default())?;
-            let sent: TestNotificationChannelResponse = read_as("notification test", &answer)?;
-            let delivery = &sent.delivery.id;
-            if ctx.out.human() {
-                println!(
-                    "Test message {delivery} queued for {channel} (berth notify deliveries --channel {channel})"
-                );
-            } else if ctx.out.quiet {
-                println!("{delivery}");
-            } else {
-                ctx.out.raw(&answer);
-            }
-            Ok(())
-        }
+        Notify::Channels { project } => channels(ctx, project),
+        Notify::ShowChannel { channel } => show_channel(ctx, &channel),
+        Notify::CreateChannel(args) => create_channel(ctx, args),
+        Notify::Test { channel } => test(ctx, &channel),
         Notify::Deliveries {
             channel,
             status,
             event,
-        } => {
-            let mut query = Vec::new();
-            if let Some(channel) = channel {
-                query.push(("channelId", channel));
-            }
-            if let Some(status) = status {
-                query.push((
-                    "status",
-                    wire(&wire_enum::<DeliveryStatus>("status", &status)?),
-                ));
-            }
-            if let Some(event) = event {
-                query.push((
-                    "event",
-                    wire(&wire_enum::<NotificationEvent>("event", &event)?),
-                ));
-            }
-            let (answer, list): (_, NotificationDeliveryList) =
-                get_as(ctx.api()?, "/notification-deliveries", &query)?;
-            ctx.out.rows(&answer, &list.items);
-            Ok(())
-        }
-        Notify::DeleteChannel { channel } => {
-            let path = format!("/notification-channels/{channel}");
-            let answer = ctx
-                .api()?
-                .delete(&path, &DeleteNotificationChannel::default())?;
-            ctx.out.done(
-                &answer,
-                &format!("Deleted notification channel {channel}, its Secret and its deliveries"),
-            );
-            Ok(())
-        }
+        } => deliveries(ctx, channel, status, event),
+        Notify::DeleteChannel { channel } => delete_channel(ctx, &channel),
     }
+}
+
+fn channels(ctx: &Ctx, project: Option<String>) -> CliResult<()> {
+    let mut query = Vec::new();
+    if let Some(project) = project {
+        query.push(("projectId", project_id(ctx, &project)?));
+    }
+    let answer = ctx
+        .api()?
+        .get::<NotificationChannelList>("/notification-channels", &query)?;
+    ctx.out.rows(&answer.raw, &answer.value.items);
+    Ok(())
+}
+
+fn show_channel(ctx: &Ctx, channel: &str) -> CliResult<()> {
+    let path = format!("/notification-channels/{channel}");
+    let answer = ctx.api()?.get::<NotificationChannelShow>(&path, &[])?;
+    ctx.out
+        .row(&answer.raw, &ChannelDetail(answer.value.channel));
+    Ok(())
+}
+
+fn create_channel(ctx: &Ctx, args: CreateChannelArgs) -> CliResult<()> {
+    let kind: ChannelKind = wire_enum("kind", &args.kind)?;
+    let events = args
+        .events
+        .iter()
+        .map(|e| wire_enum::<NotificationEvent>("event", e))
+        .collect::<CliResult<Vec<_>>>()?;
+    let email = email_input(&args)?;
+    let mut body = CreateNotificationChannel {
+        name: args.name,
+        kind,
+        project_id: args.project.clone(),
+        events: (!events.is_empty()).then_some(events),
+        url: args.webhook_url,
+        email,
+    };
+    // Checked before the project is looked up and before anything is sent.
+    body.validate()?;
+    if let Some(project) = args.project {
+        body.project_id = Some(project_id(ctx, &project)?);
+    }
+    let answer = ctx
+        .api()?
+        .post::<NotificationChannelCommandResponse>("/notification-channels", &body)?;
+    print_created_channel(ctx, &answer);
+    Ok(())
+}
+
+/// The e-mail settings of a channel, when any e-mail option is given.
+fn email_input(args: &CreateChannelArgs) -> CliResult<Option<EmailChannelInput>> {
+    let mailing = !args.to.is_empty()
+        || args.from.is_some()
+        || args.smtp_host.is_some()
+        || args.smtp_port.is_some()
+        || args.smtp_username.is_some()
+        || args.smtp_password_stdin
+        || args.smtp_ca_file.is_some()
+        || args.no_start_tls;
+    if !mailing {
+        return Ok(None);
+    }
+    let smtp_password = if args.smtp_password_stdin {
+        Some(line_from_stdin("--smtp-password-stdin", "password")?)
+    } else {
+        None
+    };
+    let smtp_ca = args
+        .smtp_ca_file
+        .as_ref()
+        .map(|path| {
+            std::fs::read_to_string(path).map_err(|error| {
+                CliError::Usage(format!("--smtp-ca-file {}: {error}", path.display()))
+            })
+        })
+        .transpose()?;
+    Ok(Some(EmailChannelInput {
+        to: args.to.clone(),
+        from: args.from.clone().unwrap_or_default(),
+        smtp_host: args.smtp_host.clone().unwrap_or_default(),
+        smtp_port: args.smtp_port,
+        smtp_username: args.smtp_username.clone(),
+        smtp_password,
+        start_tls: args.no_start_tls.then_some(false),
+        smtp_ca,
+    }))
+}
+
+fn print_created_channel(ctx: &Ctx, answer: &Answer<NotificationChannelCommandResponse>) {
+    let created = &answer.value;
+    let channel = &created.channel;
+    if ctx.out.human() {
+        println!(
+            "Created {} channel {} ({}) to {}",
+            wire(&channel.kind),
+            channel.id,
+            channel.name,
+            optional(channel.target.as_ref())
+        );
+        if let Some(secret) = &created.signing_secret {
+            println!(
+                "Signing secret (shown only now; receivers check X-Berth-Signature-256 with it):\n{secret}"
+            );
+        }
+        println!("Try it: berth notify test {}", channel.id);
+    } else if ctx.out.quiet {
+        println!("{}", channel.id);
+    } else {
+        ctx.out.raw(&answer.raw);
+    }
+}
+
+fn test(ctx: &Ctx, channel: &str) -> CliResult<()> {
+    let path = format!("/notification-channels/{channel}/test");
+    let answer = ctx
+        .api()?
+        .post::<TestNotificationChannelResponse>(&path, &TestNotificationChannel::default())?;
+    let delivery = &answer.value.delivery.id;
+    if ctx.out.human() {
+        println!(
+            "Test message {delivery} queued for {channel} (berth notify deliveries --channel {channel})"
+        );
+    } else if ctx.out.quiet {
+        println!("{delivery}");
+    } else {
+        ctx.out.raw(&answer.raw);
+    }
+    Ok(())
+}
+
+fn deliveries(
+    ctx: &Ctx,
+    channel: Option<String>,
+    status: Option<String>,
+    event: Option<String>,
+) -> CliResult<()> {
+    let mut query = Vec::new();
+    if let Some(channel) = channel {
+        query.push(("channelId", channel));
+    }
+    if let Some(status) = status {
+        query.push((
+            "status",
+            wire(&wire_enum::<DeliveryStatus>("status", &status)?),
+        ));
+    }
+    if let Some(event) = event {
+        query.push((
+            "event",
+            wire(&wire_enum::<NotificationEvent>("event", &event)?),
+        ));
+    }
+    let answer = ctx
+        .api()?
+        .get::<NotificationDeliveryList>("/notification-deliveries", &query)?;
+    ctx.out.rows(&answer.raw, &answer.value.items);
+    Ok(())
+}
+
+fn delete_channel(ctx: &Ctx, channel: &str) -> CliResult<()> {
+    let path = format!("/notification-channels/{channel}");
+    let answer = ctx.api()?.delete::<DeleteNotificationChannelResponse>(
+        &path,
+        &DeleteNotificationChannel::default(),
+    )?;
+    ctx.out.done(
+        &answer.raw,
+        &format!("Deleted notification channel {channel}, its Secret and its deliveries"),
+    );
+    Ok(())
 }

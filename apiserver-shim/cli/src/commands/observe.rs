@@ -5,23 +5,27 @@ use berth_api::access_failures::AccessFailureLookup;
 use berth_api::deployments::{DeploymentState, Timeline};
 use berth_api::diagnostics::DiagnosticSummary;
 use berth_api::health::ResourceHealth;
+use berth_api::health_history::HealthHistory;
 use berth_api::progress::ProgressEvent;
 use berth_api::runtime_logs::{RuntimeLogLine, RuntimeLogs};
 use reqwest::Method;
 use serde_json::Value;
 
 use super::find_resource;
-use super::{Ctx, get_as};
+use super::{Answer, Ctx};
 use crate::error::{CliError, CliResult};
 use crate::output::{Column, Format, col, items};
 use crate::progress::ProgressView;
 
 pub fn logs(ctx: &Ctx, resource: &str, follow: bool, tail: u32) -> CliResult<()> {
-    let id = find_resource(ctx, resource)?.0.id;
+    let id = find_resource(ctx, resource)?.id;
     let path = format!("/resources/{id}/runtime-logs");
     let mut query = vec![("tailLines", tail.to_string())];
     if !follow {
-        let (answer, logs): (_, RuntimeLogs) = get_as(ctx.api()?, &path, &query)?;
+        let Answer {
+            raw: answer,
+            value: logs,
+        } = ctx.api()?.get::<RuntimeLogs>(&path, &query)?;
         if ctx.out.human() {
             logs.logs.iter().for_each(print_log_line);
         } else {
@@ -66,11 +70,15 @@ const HEALTH_FIELDS: &[Column] = &[
 ];
 
 pub fn health(ctx: &Ctx, resource: &str, live: bool) -> CliResult<()> {
-    let id = find_resource(ctx, resource)?.0.id;
+    let id = find_resource(ctx, resource)?.id;
     let mode = if live { "live" } else { "cached" };
     let path = format!("/resources/{id}/health");
-    let (answer, health): (_, ResourceHealth) =
-        get_as(ctx.api()?, &path, &[("mode", mode.into())])?;
+    let Answer {
+        raw: answer,
+        value: health,
+    } = ctx
+        .api()?
+        .get::<ResourceHealth>(&path, &[("mode", mode.into())])?;
     let mut view = answer.clone();
     view["sourceErrorCodes"] = health
         .source_errors
@@ -92,24 +100,30 @@ const HISTORY_COLUMNS: &[Column] = &[
 ];
 
 pub fn health_history(ctx: &Ctx, resource: &str) -> CliResult<()> {
-    let id = find_resource(ctx, resource)?.0.id;
-    let answer = ctx
-        .api()?
-        .get(&format!("/resources/{id}/health-history"), &[])?;
-    let observations = items(&answer, "/observations");
-    ctx.out
-        .list(&answer, &observations, HISTORY_COLUMNS, "/observationId");
+    let id = find_resource(ctx, resource)?.id;
+    let path = format!("/resources/{id}/health-history");
+    let answer = ctx.api()?.get::<HealthHistory>(&path, &[])?;
+    let observations = items(&answer.raw, "/observations");
+    ctx.out.list(
+        &answer.raw,
+        &observations,
+        HISTORY_COLUMNS,
+        "/observationId",
+    );
     Ok(())
 }
 
 pub fn diagnose(ctx: &Ctx, resource: &str, deployment: Option<String>) -> CliResult<()> {
-    let id = find_resource(ctx, resource)?.0.id;
+    let id = find_resource(ctx, resource)?.id;
     let query: Vec<(&str, String)> = deployment
         .map(|d| ("deploymentId", d))
         .into_iter()
         .collect();
     let path = format!("/resources/{id}/diagnostic-summary");
-    let (answer, summary): (_, DiagnosticSummary) = get_as(ctx.api()?, &path, &query)?;
+    let Answer {
+        raw: answer,
+        value: summary,
+    } = ctx.api()?.get::<DiagnosticSummary>(&path, &query)?;
     if ctx.out.human() {
         println!("{}", summary.copy.markdown.trim_end());
     } else {
@@ -119,15 +133,13 @@ pub fn diagnose(ctx: &Ctx, resource: &str, deployment: Option<String>) -> CliRes
 }
 
 pub fn why(ctx: &Ctx, request_id: &str) -> CliResult<()> {
-    let answer = ctx
-        .api()?
-        .get(&format!("/resource-access-failures/{request_id}"), &[])?;
+    let path = format!("/resource-access-failures/{request_id}");
+    let answer = ctx.api()?.get::<AccessFailureLookup>(&path, &[])?;
     if !ctx.out.human() {
-        ctx.out.record(&answer, &[], "/requestId");
+        ctx.out.record(&answer.raw, &[], "/requestId");
         return Ok(());
     }
-    let lookup: AccessFailureLookup = serde_json::from_value(answer)
-        .map_err(|error| CliError::failure(format!("unexpected access-failure record: {error}")))?;
+    let lookup = answer.value;
     let evidence = &lookup.evidence;
     let route = evidence.route.clone().unwrap_or_default();
     let rows = [
@@ -168,18 +180,24 @@ pub fn why(ctx: &Ctx, request_id: &str) -> CliResult<()> {
 const FOLLOW_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 
 pub fn timeline(ctx: &Ctx, resource: &str, deployment: &str, follow: bool) -> CliResult<()> {
-    let id = find_resource(ctx, resource)?.0.id;
+    let id = find_resource(ctx, resource)?.id;
     let path = format!("/resources/{id}/deployments/{deployment}/timeline");
     if follow {
         return follow_timeline(ctx, &path);
     }
     // Every page, so the whole timeline is shown (and printed as one answer with -o).
     let api = ctx.api()?;
-    let (mut answer, mut page) = get_as::<Timeline>(api, &path, &[])?;
+    let Answer {
+        raw: mut answer,
+        value: mut page,
+    } = api.get::<Timeline>(&path, &[])?;
     let mut entries = items(&answer, "/entries");
     let mut events: Vec<ProgressEvent> = page.entries.into_iter().map(|e| e.event).collect();
     while let Some(after) = page.next_after {
-        (answer, page) = get_as(api, &path, &[("after", after.to_string())])?;
+        Answer {
+            raw: answer,
+            value: page,
+        } = api.get(&path, &[("after", after.to_string())])?;
         entries.extend(items(&answer, "/entries"));
         events.extend(page.entries.into_iter().map(|e| e.event));
     }
@@ -210,7 +228,9 @@ fn follow_timeline(ctx: &Ctx, path: &str) -> CliResult<()> {
     let mut view = ProgressView::default();
     let mut after = 0;
     loop {
-        let (_, page) = get_as::<Timeline>(api, path, &[("after", after.to_string())])?;
+        let page = api
+            .get::<Timeline>(path, &[("after", after.to_string())])?
+            .value;
         for entry in &page.entries {
             after = entry.sequence;
             if ctx.out.human() {

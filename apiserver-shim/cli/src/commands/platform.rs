@@ -6,33 +6,46 @@
 use std::io::{BufRead, Read};
 use std::path::Path;
 
-use berth_api::bootstrap::FirstAdminRequest;
-use berth_api::certificates::{CertificateReason, IssueOrRenew};
-use berth_api::decisions::{
-    CapabilityKeyQuery, CapabilityQuery, EntitlementQuery, OperationKeyQuery,
+use berth_api::bootstrap::{FirstAdminRequest, FirstAdminResult};
+use berth_api::certificates::{
+    CertificateList, CertificateReason, CertificateView, DomainBindingList, DomainBindingView,
+    IssueOrRenew, IssueResult,
 };
+use berth_api::common::IdResponse;
+use berth_api::decisions::{
+    CapabilityAnswer, CapabilityKeyQuery, CapabilityQuery, EntitlementAnswer, EntitlementQuery,
+    OperationKeyQuery,
+};
+use berth_api::domain_binding_changes::DeleteSafety;
+use berth_api::domain_binding_readiness::DnsReadiness;
 use berth_api::monitoring::{Rollup, SamplesList};
-use berth_api::overlays::{DecideOverlay, DecideRouteSurface};
-use berth_api::retention::SetRetention;
-use berth_api::thresholds::{DeleteThresholds, SetThresholds};
-use berth_api::usage_intents::RecordUsageIntent;
-use berth_api::users::CreateUser;
+use berth_api::overlays::{
+    DecideOverlay, DecideRouteSurface, DecisionAnswer, DecisionList, Overlay, RouteSurface,
+};
+use berth_api::retention::{RetentionAnswer, RetentionList, RetentionShow, SetRetention};
+use berth_api::thresholds::{DeleteThresholds, SetThresholds, ThresholdsAnswer, ThresholdsShow};
+use berth_api::usage_intents::{RecordUsageIntent, UsageIntentAnswer, UsageIntentList};
+use berth_api::users::{CreateUser, CreatedUser};
 use berth_api::validate::Checked;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::{Ctx, Query, get_as};
+use super::{Answer, Ctx, Query};
 use crate::cli::{Bootstrap, Decisions, Monitoring, QueryOptions, Tls, Users};
+use crate::client::NotInBerthApi;
 use crate::error::{CliError, CliResult};
-use crate::output::{Column, col};
+use crate::output::{Column, col, text};
 use crate::rows::RollupPoint;
 
 pub fn bootstrap(ctx: &Ctx, command: Bootstrap) -> CliResult<()> {
     let api = ctx.anonymous()?;
     match command {
         Bootstrap::Status => {
-            let answer = api.get("/bootstrap/auth/status", &[])?;
+            // Escape hatch: berth-api's `BootstrapStatus` leaves out an empty `nextSteps` but
+            // requires it when read back, so the answer of a finished bootstrap would not read.
+            let answer = api.get::<NotInBerthApi>("/bootstrap/auth/status", &[])?;
             ctx.out.record(
-                &answer,
+                &answer.raw,
                 &[
                     col("REQUIRED", "/bootstrapRequired"),
                     col("ADMIN", "/firstAdminEmail"),
@@ -54,8 +67,14 @@ pub fn bootstrap(ctx: &Ctx, command: Bootstrap) -> CliResult<()> {
                 password: password_stdin.then(read_password).transpose()?,
                 organization_name: organization,
             };
-            let answer = api.post("/bootstrap/auth/first-admin", &body)?;
-            print_account(ctx, &answer, "Created the first administrator");
+            let answer = api.post::<FirstAdminResult>("/bootstrap/auth/first-admin", &body)?;
+            let admin = &answer.value;
+            let account = NewAccount {
+                email: &admin.email,
+                user_id: &admin.user_id,
+                generated_password: admin.generated_password.as_deref(),
+            };
+            print_account(ctx, &answer.raw, account, "Created the first administrator");
         }
     }
     Ok(())
@@ -73,8 +92,14 @@ pub fn users(ctx: &Ctx, command: Users) -> CliResult<()> {
                 display_name,
                 password: password_stdin.then(read_password).transpose()?,
             };
-            let answer = ctx.api()?.post("/users", &body)?;
-            print_account(ctx, &answer, "Created user");
+            let answer = ctx.api()?.post::<CreatedUser>("/users", &body)?;
+            let user = &answer.value;
+            let account = NewAccount {
+                email: &user.email,
+                user_id: &user.user_id,
+                generated_password: user.generated_password.as_deref(),
+            };
+            print_account(ctx, &answer.raw, account, "Created user");
         }
     }
     Ok(())
@@ -86,20 +111,31 @@ fn read_password() -> CliResult<String> {
     Ok(line.trim_end_matches(['\r', '\n']).to_string())
 }
 
+/// What people are told of a new account (a first administrator's or a user's).
+struct NewAccount<'a> {
+    email: &'a str,
+    user_id: &'a str,
+    generated_password: Option<&'a str>,
+}
+
 /// A new account: its id, and the generated password, which the API returns only this once.
-fn print_account(ctx: &Ctx, answer: &Value, verb: &str) {
+fn print_account(ctx: &Ctx, answer: &Value, account: NewAccount<'_>, verb: &str) {
     if !ctx.out.human() {
         ctx.out.raw(answer);
         return;
     }
-    println!(
-        "{verb} {} ({})",
-        crate::output::cell(answer, "/email"),
-        crate::output::cell(answer, "/userId")
-    );
-    if let Some(password) = answer["generatedPassword"].as_str() {
+    println!("{verb} {} ({})", text(account.email), text(account.user_id));
+    if let Some(password) = account.generated_password {
         println!("Password (shown only now): {password}");
     }
+}
+
+/// GETs `path`, an answer of type `T`, and prints it as it came (JSON, or YAML with -o yaml):
+/// nested answers (a policy and its evaluation) that no table shows well.
+fn print_raw<T: DeserializeOwned>(ctx: &Ctx, path: &str, query: Query) -> CliResult<()> {
+    let answer = ctx.api()?.get::<T>(path, query)?;
+    ctx.out.raw(&answer.raw);
+    Ok(())
 }
 
 /// `--query KEY=VALUE` options as query parameters.
@@ -159,15 +195,18 @@ fn usage(api: &crate::client::Api, count: Option<u64>, query: Query) -> CliResul
 /// Samples as a table: when, whose, and every figure measured.
 fn samples(ctx: &Ctx, query: Query) -> CliResult<()> {
     let path = "/runtime-monitoring/samples";
-    let (answer, typed): (Value, SamplesList) = get_as(ctx.api()?, path, query)?;
-    ctx.out.rows(&answer, &typed.samples);
+    let answer = ctx.api()?.get::<SamplesList>(path, query)?;
+    ctx.out.rows(&answer.raw, &answer.value.samples);
     Ok(())
 }
 
 /// A rollup as a table: one line per signal and bucket, with the bucket's averages.
 fn rollup(ctx: &Ctx, query: Query) -> CliResult<()> {
     let path = "/runtime-monitoring/rollup";
-    let (answer, typed): (Value, Rollup) = get_as(ctx.api()?, path, query)?;
+    let Answer {
+        raw: answer,
+        value: typed,
+    } = ctx.api()?.get::<Rollup>(path, query)?;
     let points: Vec<RollupPoint> = typed
         .series
         .into_iter()
@@ -184,30 +223,26 @@ fn rollup(ctx: &Ctx, query: Query) -> CliResult<()> {
 }
 
 pub fn monitoring(ctx: &Ctx, command: Monitoring) -> CliResult<()> {
-    let api = ctx.api()?;
-    let (path, query) = match &command {
-        Monitoring::Samples { query: q } => return samples(ctx, &query(q)?),
-        Monitoring::Rollup { query: q } => return rollup(ctx, &query(q)?),
-        Monitoring::Thresholds { query: q } => ("/runtime-monitoring/thresholds", query(q)?),
-        Monitoring::SetThresholds { file } => {
-            let body = body_file(file, SetThresholds::validate)?;
-            let answer = api.post("/runtime-monitoring/thresholds", &body)?;
-            ctx.out.done(&answer, "Saved the threshold policy");
-            return Ok(());
+    // Signed in before anything else is checked, as every command here needs it.
+    ctx.api()?;
+    match command {
+        Monitoring::Samples { query: q } => samples(ctx, &query(&q)?),
+        Monitoring::Rollup { query: q } => rollup(ctx, &query(&q)?),
+        Monitoring::Thresholds { query: q } => {
+            print_raw::<ThresholdsShow>(ctx, "/runtime-monitoring/thresholds", &query(&q)?)
         }
-        Monitoring::DeleteThresholds { policy } => {
-            let path = format!("/runtime-monitoring/thresholds/{policy}");
-            let answer = api.delete(&path, &DeleteThresholds {})?;
-            ctx.out
-                .done(&answer, &format!("Deleted the threshold policy {policy}"));
-            return Ok(());
-        }
-        Monitoring::Usage { count, query: q } => return usage(api, *count, &query(q)?),
+        Monitoring::SetThresholds { file } => set_thresholds(ctx, &file),
+        Monitoring::DeleteThresholds { policy } => delete_thresholds(ctx, &policy),
+        Monitoring::Usage { count, query: q } => usage(ctx.api()?, count, &query(&q)?),
         Monitoring::Retention {
             category: Some(category),
             query: q,
-        } => (&*format!("/retention-defaults/{category}"), query(q)?),
-        Monitoring::Retention { query: q, .. } => ("/retention-defaults", query(q)?),
+        } => {
+            print_raw::<RetentionShow>(ctx, &format!("/retention-defaults/{category}"), &query(&q)?)
+        }
+        Monitoring::Retention { query: q, .. } => {
+            print_raw::<RetentionList>(ctx, "/retention-defaults", &query(&q)?)
+        }
         Monitoring::SetRetention {
             category,
             days,
@@ -215,24 +250,47 @@ pub fn monitoring(ctx: &Ctx, command: Monitoring) -> CliResult<()> {
             dry_run,
             destructive,
             enabled,
-        } => {
-            let body = SetRetention {
-                category: category.clone(),
-                retention_days: *days,
-                scope: scope.clone(),
+        } => set_retention(
+            ctx,
+            SetRetention {
+                category,
+                retention_days: days,
+                scope,
                 organization_id: None,
-                dry_run_scheduling_enabled: *dry_run,
-                destructive_scheduling_enabled: *destructive,
-                enabled: *enabled,
-            };
-            let answer = api.post("/retention-defaults", &body)?;
-            ctx.out.done(&answer, "Saved the retention policy");
-            return Ok(());
-        }
-    };
-    // A policy and its evaluation, nested: the API's JSON as it came (YAML with -o yaml).
-    let answer = api.get(path, &query)?;
-    ctx.out.raw(&answer);
+                dry_run_scheduling_enabled: dry_run,
+                destructive_scheduling_enabled: destructive,
+                enabled,
+            },
+        ),
+    }
+}
+
+fn set_thresholds(ctx: &Ctx, file: &Path) -> CliResult<()> {
+    let body = body_file(file, SetThresholds::validate)?;
+    let answer = ctx
+        .api()?
+        .post::<ThresholdsAnswer>("/runtime-monitoring/thresholds", &body)?;
+    ctx.out.done(&answer.raw, "Saved the threshold policy");
+    Ok(())
+}
+
+fn delete_thresholds(ctx: &Ctx, policy: &str) -> CliResult<()> {
+    let path = format!("/runtime-monitoring/thresholds/{policy}");
+    let answer = ctx
+        .api()?
+        .delete::<IdResponse>(&path, &DeleteThresholds {})?;
+    ctx.out.done(
+        &answer.raw,
+        &format!("Deleted the threshold policy {policy}"),
+    );
+    Ok(())
+}
+
+fn set_retention(ctx: &Ctx, body: SetRetention) -> CliResult<()> {
+    let answer = ctx
+        .api()?
+        .post::<RetentionAnswer>("/retention-defaults", &body)?;
+    ctx.out.done(&answer.raw, "Saved the retention policy");
     Ok(())
 }
 
@@ -245,10 +303,10 @@ const RECORD_COLUMNS: &[Column] = &[
     col("SOURCE", "/source"),
 ];
 
-/// A list of decision or usage records (`records`).
-fn records(ctx: &Ctx, path: &str, options: &QueryOptions) -> CliResult<()> {
-    let answer = ctx.api()?.get(path, &query(options)?)?;
-    print_items(ctx, &answer, RECORD_COLUMNS, "/id");
+/// A list of decision or usage records (`records`), of type `L`.
+fn records<L: DeserializeOwned>(ctx: &Ctx, path: &str, options: &QueryOptions) -> CliResult<()> {
+    let answer = ctx.api()?.get::<L>(path, &query(options)?)?;
+    print_items(ctx, &answer.raw, RECORD_COLUMNS, "/id");
     Ok(())
 }
 
@@ -262,13 +320,13 @@ pub fn decisions(ctx: &Ctx, command: Decisions) -> CliResult<()> {
                 .collect();
             let body = CapabilityQuery { queries };
             body.validate()?;
-            let answer = api.post("/capabilities/query", &body)?;
+            let answer = api.post::<CapabilityAnswer>("/capabilities/query", &body)?;
             let columns = [
                 col("OPERATION", "/operationKey"),
                 col("ALLOWED", "/allowed"),
                 col("MODE", "/mode"),
             ];
-            print_items(ctx, &answer, &columns, "/operationKey");
+            print_items(ctx, &answer.raw, &columns, "/operationKey");
         }
         Decisions::Entitlements { capabilities } => {
             let queries = capabilities
@@ -277,35 +335,49 @@ pub fn decisions(ctx: &Ctx, command: Decisions) -> CliResult<()> {
                 .collect();
             let body = EntitlementQuery { queries };
             body.validate()?;
-            let answer = api.post("/entitlements/query", &body)?;
+            let answer = api.post::<EntitlementAnswer>("/entitlements/query", &body)?;
             let columns = [
                 col("CAPABILITY", "/capabilityKey"),
                 col("ENTITLED", "/entitled"),
                 col("STATUS", "/status"),
             ];
-            print_items(ctx, &answer, &columns, "/capabilityKey");
+            print_items(ctx, &answer.raw, &columns, "/capabilityKey");
         }
-        Decisions::Overlays { query: q } => records(ctx, "/deployment-overlays", &q)?,
-        Decisions::RouteSurfaces { query: q } => records(ctx, "/route-surfaces", &q)?,
-        Decisions::UsageIntents { query: q } => records(ctx, "/usage-intents", &q)?,
-        Decisions::Record { kind, file } => {
-            let answer = match kind.as_str() {
-                "overlay" => api.post(
-                    "/deployment-overlays",
-                    &body_file(&file, DecideOverlay::validate)?,
-                )?,
-                "route-surface" => api.post(
-                    "/route-surfaces",
-                    &body_file(&file, DecideRouteSurface::validate)?,
-                )?,
-                _ => api.post(
-                    "/usage-intents",
-                    &body_file(&file, RecordUsageIntent::validate)?,
-                )?,
-            };
-            ctx.out.raw(&answer);
+        Decisions::Overlays { query: q } => {
+            records::<DecisionList<Overlay>>(ctx, "/deployment-overlays", &q)?
         }
+        Decisions::RouteSurfaces { query: q } => {
+            records::<DecisionList<RouteSurface>>(ctx, "/route-surfaces", &q)?
+        }
+        Decisions::UsageIntents { query: q } => {
+            records::<UsageIntentList>(ctx, "/usage-intents", &q)?
+        }
+        Decisions::Record { kind, file } => record_decision(ctx, &kind, &file)?,
     }
+    Ok(())
+}
+
+/// Records a decision from a file: a deployment overlay, a route surface or a usage intent;
+/// prints the API's answer as it came.
+fn record_decision(ctx: &Ctx, kind: &str, file: &Path) -> CliResult<()> {
+    let api = ctx.api()?;
+    let answer = match kind {
+        "overlay" => {
+            let body = body_file(file, DecideOverlay::validate)?;
+            api.post::<DecisionAnswer<Overlay>>("/deployment-overlays", &body)?
+                .raw
+        }
+        "route-surface" => {
+            let body = body_file(file, DecideRouteSurface::validate)?;
+            api.post::<DecisionAnswer<RouteSurface>>("/route-surfaces", &body)?
+                .raw
+        }
+        _ => {
+            let body = body_file(file, RecordUsageIntent::validate)?;
+            api.post::<UsageIntentAnswer>("/usage-intents", &body)?.raw
+        }
+    };
+    ctx.out.raw(&answer);
     Ok(())
 }
 
@@ -320,56 +392,73 @@ fn print_items(ctx: &Ctx, answer: &Value, columns: &[Column], id: &str) {
 }
 
 pub fn tls(ctx: &Ctx, command: Tls) -> CliResult<()> {
-    let api = ctx.api()?;
-    let answer = match command {
-        Tls::Certificates { id } => api.get(&listed_or_one("/certificates", id), &[])?,
-        Tls::Domains { id } => api.get(&listed_or_one("/domain-bindings", id), &[])?,
+    // Signed in before anything else is checked, as every command here needs it.
+    ctx.api()?;
+    match command {
+        Tls::Certificates { id: None } => print_raw::<CertificateList>(ctx, "/certificates", &[]),
+        Tls::Certificates { id: Some(id) } => {
+            print_raw::<CertificateView>(ctx, &format!("/certificates/{id}"), &[])
+        }
+        Tls::Domains { id: None } => print_raw::<DomainBindingList>(ctx, "/domain-bindings", &[]),
+        Tls::Domains { id: Some(id) } => {
+            print_raw::<DomainBindingView>(ctx, &format!("/domain-bindings/{id}"), &[])
+        }
         Tls::Issue {
             binding,
             reason,
             idempotency_key,
-        } => {
-            let reason = reason.map(|r| match r.as_str() {
-                "renew" => CertificateReason::Renew,
-                "replace" => CertificateReason::Replace,
-                _ => CertificateReason::Issue,
-            });
-            let body = IssueOrRenew {
-                domain_binding_id: binding,
-                certificate_id: None,
-                reason,
-                provider_key: None,
-                challenge_type: None,
-                idempotency_key,
-                causation_id: None,
-            };
-            let answer = api.post("/certificates/issue-or-renew", &body)?;
-            ctx.out.done(&answer, "Asked for a certificate");
-            return Ok(());
-        }
+        } => issue(ctx, binding, reason, idempotency_key),
         Tls::Bind {
             domain,
             resource,
             path,
             tls,
             idempotency_key,
-        } => return bind(ctx, domain, &resource, path, tls, idempotency_key),
+        } => bind(ctx, domain, &resource, path, tls, idempotency_key),
         Tls::DnsCheck {
             domain,
             resource,
             path,
-        } => dns_check(ctx, domain, resource, path)?,
+        } => dns_check(ctx, domain, resource, path),
         Tls::DeleteCheck { binding } => {
-            api.get(&format!("/domain-bindings/{binding}/delete-check"), &[])?
+            let path = format!("/domain-bindings/{binding}/delete-check");
+            print_raw::<DeleteSafety>(ctx, &path, &[])
         }
         Tls::Delete { binding } => {
             let body = serde_json::json!({ "confirmation": { "domainBindingId": binding } });
-            let answer = api.delete(&format!("/domain-bindings/{binding}"), &body)?;
-            ctx.out.done(&answer, &format!("Unbound {binding}"));
-            return Ok(());
+            let path = format!("/domain-bindings/{binding}");
+            let answer = ctx.api()?.delete::<IdResponse>(&path, &body)?;
+            ctx.out.done(&answer.raw, &format!("Unbound {binding}"));
+            Ok(())
         }
+    }
+}
+
+/// Asks for a certificate of a domain binding: issued, renewed or replaced (`reason`).
+fn issue(
+    ctx: &Ctx,
+    binding: String,
+    reason: Option<String>,
+    idempotency_key: Option<String>,
+) -> CliResult<()> {
+    let reason = reason.map(|r| match r.as_str() {
+        "renew" => CertificateReason::Renew,
+        "replace" => CertificateReason::Replace,
+        _ => CertificateReason::Issue,
+    });
+    let body = IssueOrRenew {
+        domain_binding_id: binding,
+        certificate_id: None,
+        reason,
+        provider_key: None,
+        challenge_type: None,
+        idempotency_key,
+        causation_id: None,
     };
-    ctx.out.raw(&answer);
+    let answer = ctx
+        .api()?
+        .post::<IssueResult>("/certificates/issue-or-renew", &body)?;
+    ctx.out.done(&answer.raw, "Asked for a certificate");
     Ok(())
 }
 
@@ -382,7 +471,7 @@ fn bind(
     tls: String,
     idempotency_key: Option<String>,
 ) -> CliResult<()> {
-    let (resource, _) = super::find_resource(ctx, resource)?;
+    let resource = super::find_resource(ctx, resource)?;
     let mut body = serde_json::json!({
         "projectId": resource.project_id, "environmentId": resource.environment_id,
         "resourceId": resource.id, "domainName": domain, "pathPrefix": path, "tlsMode": tls,
@@ -390,21 +479,22 @@ fn bind(
     if let Some(key) = idempotency_key {
         body["idempotencyKey"] = key.into();
     }
-    let answer = ctx.api()?.post("/domain-bindings", &body)?;
+    let answer = ctx.api()?.post::<IdResponse>("/domain-bindings", &body)?;
     super::created(ctx, &answer, "domain binding", "/id");
     Ok(())
 }
 
-/// `POST /domain-bindings/dns-readiness/inspect` for a host name of a resource, or a binding.
+/// `POST /domain-bindings/dns-readiness/inspect` for a host name of a resource, or a binding;
+/// prints the readiness as it came.
 fn dns_check(
     ctx: &Ctx,
     domain: String,
     resource: Option<String>,
     path: Option<String>,
-) -> CliResult<serde_json::Value> {
+) -> CliResult<()> {
     let mut body = match resource {
         Some(resource) => {
-            let (resource, _) = super::find_resource(ctx, &resource)?;
+            let resource = super::find_resource(ctx, &resource)?;
             serde_json::json!({ "resourceId": resource.id, "domainName": domain })
         }
         None => serde_json::json!({ "domainBindingId": domain }),
@@ -412,14 +502,9 @@ fn dns_check(
     if let Some(path) = path {
         body["pathPrefix"] = path.into();
     }
-    ctx.api()?
-        .post("/domain-bindings/dns-readiness/inspect", &body)
-}
-
-/// `base`, or `base/{id}` when one is named.
-fn listed_or_one(base: &str, id: Option<String>) -> String {
-    match id {
-        Some(id) => format!("{base}/{id}"),
-        None => base.to_string(),
-    }
+    let answer = ctx
+        .api()?
+        .post::<DnsReadiness>("/domain-bindings/dns-readiness/inspect", &body)?;
+    ctx.out.raw(&answer.raw);
+    Ok(())
 }

@@ -6,7 +6,7 @@ use berth_api::previews::{
 };
 
 use super::workspace::project_id;
-use super::{Ctx, find_resource, get_as, read_as};
+use super::{Answer, Ctx, find_resource};
 use crate::cli::Previews;
 use crate::error::{CliError, CliResult};
 use crate::output::{Row, optional, text};
@@ -134,19 +134,26 @@ pub fn previews(ctx: &Ctx, command: Previews) -> CliResult<()> {
                 query.push(("projectId", project_id(ctx, &project)?));
             }
             if let Some(resource) = resource {
-                query.push(("resourceId", find_resource(ctx, &resource)?.0.id));
+                query.push(("resourceId", find_resource(ctx, &resource)?.id));
             }
             if let Some(number) = pull_request {
                 query.push(("pullRequestNumber", number.to_string()));
             }
-            let (answer, list): (_, PreviewEnvironmentList) =
-                get_as(ctx.api()?, "/preview-environments", &query)?;
+            let Answer {
+                raw: answer,
+                value: list,
+            } = ctx
+                .api()?
+                .get::<PreviewEnvironmentList>("/preview-environments", &query)?;
             ctx.out.rows(&answer, &list.items);
             Ok(())
         }
         Previews::Show { preview } => {
             let path = format!("/preview-environments/{preview}");
-            let (answer, shown): (_, PreviewEnvironmentShow) = get_as(ctx.api()?, &path, &[])?;
+            let Answer {
+                raw: answer,
+                value: shown,
+            } = ctx.api()?.get::<PreviewEnvironmentShow>(&path, &[])?;
             ctx.out
                 .row(&answer, &PreviewDetail(shown.preview_environment));
             Ok(())
@@ -155,14 +162,18 @@ pub fn previews(ctx: &Ctx, command: Previews) -> CliResult<()> {
             let path = format!("/preview-environments/{preview}");
             let answer = ctx
                 .api()?
-                .delete(&path, &DeletePreviewEnvironment::default())?;
-            let removal: PreviewCleanupAnswer = read_as("preview removal", &answer)?;
-            ctx.out.done(&answer, &removal_message(&preview, &removal));
+                .delete::<PreviewCleanupAnswer>(&path, &DeletePreviewEnvironment::default())?;
+            ctx.out
+                .done(&answer.raw, &removal_message(&preview, &answer.value));
             Ok(())
         }
         Previews::Leftovers => {
-            let (answer, check): (_, PreviewLeftovers) =
-                get_as(ctx.api()?, "/preview-environments/leftovers", &[])?;
+            let Answer {
+                raw: answer,
+                value: check,
+            } = ctx
+                .api()?
+                .get::<PreviewLeftovers>("/preview-environments/leftovers", &[])?;
             if !check.items.is_empty() {
                 ctx.out.rows(&answer, &check.items);
             } else {

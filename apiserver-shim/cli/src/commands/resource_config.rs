@@ -8,11 +8,11 @@ use berth_api::resource_input::{
     AccessProfileInput, HealthCheckInput, HealthCheckKind, NetworkProfileInput,
     RuntimeProfileInput, SourceInput,
 };
-use berth_api::source::{SetAutoDeploy, SetSource};
+use berth_api::source::{AutoDeployResult, SetAutoDeploy, SetSource};
 use berth_api::storage::{AttachStorage, DetachStorage};
 
 use super::find_resource;
-use super::{Ctx, read_as, wire_enum};
+use super::{Ctx, wire_enum};
 use crate::cli::{ResourceConfig, ResourceOption};
 use crate::error::CliResult;
 use crate::output::col;
@@ -174,7 +174,8 @@ fn health_check(path: Option<String>, command: Option<String>) -> Option<HealthC
     }
 }
 
-/// POSTs `body` to the resource's `endpoint` and says what changed.
+/// POSTs `body` to the resource's `endpoint` (source or a profile, each answering the id it
+/// changed) and says what changed.
 fn change(
     ctx: &Ctx,
     resource: &ResourceOption,
@@ -182,12 +183,11 @@ fn change(
     body: &impl serde::Serialize,
     what: &str,
 ) -> CliResult<()> {
-    let id = find_resource(ctx, &resource.resource)?.0.id;
-    let answer = ctx
-        .api()?
-        .post(&format!("/resources/{id}/{endpoint}"), body)?;
+    let id = find_resource(ctx, &resource.resource)?.id;
+    let path = format!("/resources/{id}/{endpoint}");
+    let answer = ctx.api()?.post::<IdResponse>(&path, body)?;
     ctx.out.done(
-        &answer,
+        &answer.raw,
         &format!("Changed the {what} of {id} (deployed by the next `berth deploy`)"),
     );
     Ok(())
@@ -263,14 +263,14 @@ fn auto_deploy(
     resource: &ResourceOption,
     policy: Option<SetAutoDeploy>,
 ) -> CliResult<()> {
-    let id = find_resource(ctx, &resource.resource)?.0.id;
+    let id = find_resource(ctx, &resource.resource)?.id;
     let path = format!("/resources/{id}/auto-deploy");
     let answer = match policy {
-        None => ctx.api()?.get(&path, &[])?,
-        Some(body) => ctx.api()?.post(&path, &body)?,
+        None => ctx.api()?.get::<AutoDeployResult>(&path, &[])?,
+        Some(body) => ctx.api()?.post::<AutoDeployResult>(&path, &body)?,
     };
     ctx.out.record(
-        &answer,
+        &answer.raw,
         &[
             col("STATUS", "/status"),
             col("TRIGGER", "/triggerKind"),
@@ -296,13 +296,13 @@ fn attach_storage(
     };
     body.validate()?;
     body.storage_volume_id = super::volumes::volume_id(ctx, &body.storage_volume_id)?;
-    let id = find_resource(ctx, &resource.resource)?.0.id;
+    let id = find_resource(ctx, &resource.resource)?.id;
     let path = format!("/resources/{id}/storage-attachments");
-    let answer = ctx.api()?.post(&path, &body)?;
-    let attached: IdResponse = read_as(&path, &answer)?;
+    let answer = ctx.api()?.post::<IdResponse>(&path, &body)?;
+    let attached = &answer.value;
     // The attachment's id is what `detach-storage` takes.
     ctx.out.done(
-        &answer,
+        &answer.raw,
         &format!(
             "Attached {} at {} to {id} as {} (mounted by the next `berth deploy`)",
             body.storage_volume_id, body.destination_path, attached.id
@@ -313,10 +313,10 @@ fn attach_storage(
 
 /// Detaches a storage attachment (the volume is kept).
 fn detach_storage(ctx: &Ctx, resource: &ResourceOption, attachment: &str) -> CliResult<()> {
-    let id = find_resource(ctx, &resource.resource)?.0.id;
+    let id = find_resource(ctx, &resource.resource)?.id;
     let path = format!("/resources/{id}/storage-attachments/{attachment}");
-    let answer = ctx.api()?.delete(&path, &DetachStorage {})?;
+    let answer = ctx.api()?.delete::<IdResponse>(&path, &DetachStorage {})?;
     ctx.out
-        .done(&answer, &format!("Detached {attachment} from {id}"));
+        .done(&answer.raw, &format!("Detached {attachment} from {id}"));
     Ok(())
 }

@@ -2,11 +2,14 @@
 
 use std::io::Read;
 
-use berth_api::common::Confirmation;
+use berth_api::common::{Confirmation, IdResponse};
+use berth_api::resource_detail;
 use berth_api::resource_input::{FirstDeployment, NetworkProfileInput, SourceInput};
-use berth_api::resources::{CreateResource, DeleteResource, ResourceList};
+use berth_api::resources::{CreateResource, DeleteResource, ResourceList, ResourceRecord};
 use berth_api::runtime_control::RuntimeControlRequest;
-use berth_api::secrets::{CreateSecret, DeleteSecret, RotateSecret, SecretList, SecretShow};
+use berth_api::secrets::{
+    CreateSecret, DeleteSecret, RotateSecret, SecretList, SecretRef, SecretShow,
+};
 use berth_api::variables::{
     DeleteVariable, EffectiveConfig, ImportResult, ImportVariables, SetVariable,
 };
@@ -14,9 +17,10 @@ use serde_json::Value;
 
 use super::infra::server_id;
 use super::workspace::{project_id, scope_query};
-use super::{Ctx, created, get_as, read_as, wire_enum};
+use super::{Ctx, created, wire_enum};
 use super::{environment_id, find_resource};
 use crate::cli::{ExposureOption, ResourceOption, Resources, Secrets, Variables};
+use crate::client::NotInBerthApi;
 use crate::error::{CliError, CliResult};
 use crate::output::col;
 use crate::rows::{ResourceDetail, not_deployed_notice};
@@ -70,20 +74,20 @@ pub fn resources(ctx: &Ctx, command: Resources) -> CliResult<()> {
 
 fn list(ctx: &Ctx, project: Option<String>, environment: Option<String>) -> CliResult<()> {
     let query = scope_query(ctx, project, environment)?;
-    let (answer, list): (_, ResourceList) = get_as(ctx.api()?, "/resources", &query)?;
-    ctx.out.rows(&answer, &list.items);
+    let answer = ctx.api()?.get::<ResourceList>("/resources", &query)?;
+    ctx.out.rows(&answer.raw, &answer.value.items);
     Ok(())
 }
 
 fn show(ctx: &Ctx, resource: &str) -> CliResult<()> {
-    let (mut record, _) = find_resource(ctx, resource)?;
-    let whole = ctx.api()?.get(&format!("/resources/{}", record.id), &[])?;
+    let mut record = find_resource(ctx, resource)?;
+    let path = format!("/resources/{}", record.id);
+    let whole = ctx
+        .api()?
+        .get::<resource_detail::ResourceDetail>(&path, &[])?;
     // The detail's deployed state is the one read just now.
-    let deployed = whole.get("deployedState").cloned().unwrap_or_default();
-    if let Ok(state) = serde_json::from_value(deployed) {
-        record.deployed_state = state;
-    }
-    ctx.out.row(&whole, &ResourceDetail(&record));
+    record.deployed_state = whole.value.deployed_state;
+    ctx.out.row(&whole.raw, &ResourceDetail(&record));
     if ctx.out.human()
         && let Some(notice) = not_deployed_notice(&record)
     {
@@ -93,25 +97,25 @@ fn show(ctx: &Ctx, resource: &str) -> CliResult<()> {
 }
 
 fn archive(ctx: &Ctx, resource: &str, reason: Option<String>) -> CliResult<()> {
-    let id = find_resource(ctx, resource)?.0.id;
+    let id = find_resource(ctx, resource)?.id;
     let body = berth_api::resources::ArchiveResource {
         reason,
         idempotency_key: None,
     };
-    let answer = ctx
-        .api()?
-        .post(&format!("/resources/{id}/archive"), &body)?;
-    ctx.out.done(&answer, &format!("Archived resource {id}"));
+    let path = format!("/resources/{id}/archive");
+    let answer = ctx.api()?.post::<IdResponse>(&path, &body)?;
+    ctx.out
+        .done(&answer.raw, &format!("Archived resource {id}"));
     Ok(())
 }
 
 fn restore(ctx: &Ctx, resource: &str) -> CliResult<()> {
-    let id = find_resource(ctx, resource)?.0.id;
+    let id = find_resource(ctx, resource)?.id;
     let body = berth_api::resources::RestoreResource {};
-    let answer = ctx
-        .api()?
-        .post(&format!("/resources/{id}/restore"), &body)?;
-    ctx.out.done(&answer, &format!("Restored resource {id}"));
+    let path = format!("/resources/{id}/restore");
+    let answer = ctx.api()?.post::<IdResponse>(&path, &body)?;
+    ctx.out
+        .done(&answer.raw, &format!("Restored resource {id}"));
     Ok(())
 }
 
@@ -157,14 +161,14 @@ fn create(ctx: &Ctx, options: CreateOptions) -> CliResult<()> {
         first_deployment: options.no_deploy.then_some(FirstDeployment::OnRequest),
     };
     body.validate()?;
-    let answer = ctx.api()?.post("/resources", &body)?;
+    let answer = ctx.api()?.post::<ResourceRecord>("/resources", &body)?;
     created(ctx, &answer, "resource", "/id");
     Ok(())
 }
 
 /// Deletes the resource, confirmed with its slug as the API asks.
 fn delete(ctx: &Ctx, resource: &str) -> CliResult<()> {
-    let (resource, _) = find_resource(ctx, resource)?;
+    let resource = find_resource(ctx, resource)?;
     let body = DeleteResource {
         confirmation: Some(Confirmation {
             resource_slug: Some(resource.slug.clone()),
@@ -172,24 +176,25 @@ fn delete(ctx: &Ctx, resource: &str) -> CliResult<()> {
         }),
         idempotency_key: None,
     };
-    let answer = ctx
-        .api()?
-        .delete(&format!("/resources/{}", resource.id), &body)?;
+    let path = format!("/resources/{}", resource.id);
+    let answer = ctx.api()?.delete::<IdResponse>(&path, &body)?;
     ctx.out
-        .done(&answer, &format!("Deleted resource {}", resource.id));
+        .done(&answer.raw, &format!("Deleted resource {}", resource.id));
     Ok(())
 }
 
 /// Asks for a stop, start or restart; the controller carries it out (`berth health` shows it).
 fn runtime_control(ctx: &Ctx, resource: &str, operation: &str) -> CliResult<()> {
-    let (resource, _) = find_resource(ctx, resource)?;
+    let resource = find_resource(ctx, resource)?;
     let path = format!("/resources/{}/runtime-control", resource.id);
     let body = RuntimeControlRequest {
         operation: operation.to_string(),
     };
-    let answer = ctx.api()?.post(&path, &body)?;
+    // Escape hatch: the handler answers berth-vocabulary's `RuntimeControlBlock`, which
+    // berth-api does not export.
+    let answer = ctx.api()?.post::<NotInBerthApi>(&path, &body)?;
     ctx.out.record(
-        &answer,
+        &answer.raw,
         &[
             col("ATTEMPT", "/runtimeControlAttemptId"),
             col("OPERATION", "/operation"),
@@ -201,7 +206,7 @@ fn runtime_control(ctx: &Ctx, resource: &str, operation: &str) -> CliResult<()> 
 }
 
 fn resource_id(ctx: &Ctx, option: &ResourceOption) -> CliResult<String> {
-    Ok(find_resource(ctx, &option.resource)?.0.id)
+    Ok(find_resource(ctx, &option.resource)?.id)
 }
 
 pub fn variables(ctx: &Ctx, command: Variables) -> CliResult<()> {
@@ -209,8 +214,8 @@ pub fn variables(ctx: &Ctx, command: Variables) -> CliResult<()> {
         Variables::List { resource } => {
             let id = resource_id(ctx, &resource)?;
             let path = format!("/resources/{id}/effective-config");
-            let (answer, config): (_, EffectiveConfig) = get_as(ctx.api()?, &path, &[])?;
-            ctx.out.rows(&answer, &config.effective_entries);
+            let answer = ctx.api()?.get::<EffectiveConfig>(&path, &[])?;
+            ctx.out.rows(&answer.raw, &answer.value.effective_entries);
             Ok(())
         }
         Variables::Set {
@@ -228,8 +233,9 @@ pub fn variables(ctx: &Ctx, command: Variables) -> CliResult<()> {
                     value: value.to_string(),
                     exposure: Some(exposure.exposure.clone()),
                 };
+                // The answer is empty (`null`); the value is not echoed.
                 ctx.api()?
-                    .post(&format!("/resources/{id}/variables"), &body)?;
+                    .post::<()>(&format!("/resources/{id}/variables"), &body)?;
                 // Never echo the value: a secret-looking key is stored as a secret.
                 ctx.out
                     .done(&Value::Null, &format!("Set {key} ({})", exposure.exposure));
@@ -245,8 +251,8 @@ pub fn variables(ctx: &Ctx, command: Variables) -> CliResult<()> {
             let body = DeleteVariable {
                 exposure: Some(exposure.exposure),
             };
-            ctx.api()?
-                .delete(&format!("/resources/{id}/variables/{key}"), &body)?;
+            let path = format!("/resources/{id}/variables/{key}");
+            ctx.api()?.delete::<()>(&path, &body)?;
             ctx.out.done(&Value::Null, &format!("Deleted {key}"));
             Ok(())
         }
@@ -279,11 +285,9 @@ fn import(
         content,
         exposure: Some(exposure.exposure.clone()),
     };
-    let answer = ctx
-        .api()?
-        .post(&format!("/resources/{id}/variables/import"), &body)?;
-    let result: ImportResult = read_as("variables import", &answer)?;
-    ctx.out.rows(&answer, &result.imported_entries);
+    let path = format!("/resources/{id}/variables/import");
+    let answer = ctx.api()?.post::<ImportResult>(&path, &body)?;
+    ctx.out.rows(&answer.raw, &answer.value.imported_entries);
     Ok(())
 }
 
@@ -293,8 +297,8 @@ pub fn secrets(ctx: &Ctx, command: Secrets) -> CliResult<()> {
             let id = resource_id(ctx, &resource)?;
             let path = format!("/resources/{id}/secrets");
             let query = [("exposure", exposure.exposure)];
-            let (answer, list): (_, SecretList) = get_as(ctx.api()?, &path, &query)?;
-            ctx.out.rows(&answer, &list.items);
+            let answer = ctx.api()?.get::<SecretList>(&path, &query)?;
+            ctx.out.rows(&answer.raw, &answer.value.items);
             Ok(())
         }
         Secrets::Show {
@@ -305,8 +309,8 @@ pub fn secrets(ctx: &Ctx, command: Secrets) -> CliResult<()> {
             let id = resource_id(ctx, &resource)?;
             let path = format!("/resources/{id}/secrets/{key}");
             let query = [("exposure", exposure.exposure)];
-            let (answer, shown): (_, SecretShow) = get_as(ctx.api()?, &path, &query)?;
-            ctx.out.row(&answer, &shown.secret);
+            let answer = ctx.api()?.get::<SecretShow>(&path, &query)?;
+            ctx.out.row(&answer.raw, &answer.value.secret);
             Ok(())
         }
         Secrets::Set {
@@ -331,8 +335,9 @@ pub fn secrets(ctx: &Ctx, command: Secrets) -> CliResult<()> {
                 exposure: Some(exposure.clone()),
             };
             // Create; an existing secret is rotated instead.
-            let answer = match api.post(&format!("/resources/{id}/secrets"), &body) {
-                Err(CliError::Api { status: 409, .. }) => api.post(
+            let created = api.post::<SecretRef>(&format!("/resources/{id}/secrets"), &body);
+            let answer = match created {
+                Err(CliError::Api { status: 409, .. }) => api.post::<SecretRef>(
                     &format!("/resources/{id}/secrets/{key}"),
                     &RotateSecret {
                         value: value.to_string(),
@@ -341,7 +346,7 @@ pub fn secrets(ctx: &Ctx, command: Secrets) -> CliResult<()> {
                 )?,
                 other => other?,
             };
-            ctx.out.done(&answer, &format!("Set secret {key}"));
+            ctx.out.done(&answer.raw, &format!("Set secret {key}"));
             Ok(())
         }
         Secrets::Delete {
@@ -353,10 +358,9 @@ pub fn secrets(ctx: &Ctx, command: Secrets) -> CliResult<()> {
             let body = DeleteSecret {
                 exposure: Some(exposure.exposure),
             };
-            let answer = ctx
-                .api()?
-                .delete(&format!("/resources/{id}/secrets/{key}"), &body)?;
-            ctx.out.done(&answer, &format!("Deleted secret {key}"));
+            let path = format!("/resources/{id}/secrets/{key}");
+            let answer = ctx.api()?.delete::<SecretRef>(&path, &body)?;
+            ctx.out.done(&answer.raw, &format!("Deleted secret {key}"));
             Ok(())
         }
     }

@@ -3,16 +3,16 @@
 
 use berth_api::scheduled_tasks::{
     ConcurrencyPolicy, ConfigureScheduledTask, CreateScheduledTask, DeleteScheduledTask,
-    RunScheduledTaskNow, RunScheduledTaskNowResponse, ScheduledTaskCommandResponse,
-    ScheduledTaskList, ScheduledTaskRunList, ScheduledTaskRunLogEntry, ScheduledTaskRunLogs,
-    ScheduledTaskRunSummary, ScheduledTaskShow, ScheduledTaskSummary, TaskLogStream, TaskRunStatus,
-    TaskState, TriggerKind,
+    DeleteScheduledTaskResponse, RunScheduledTaskNow, RunScheduledTaskNowResponse,
+    ScheduledTaskCommandResponse, ScheduledTaskList, ScheduledTaskRunList,
+    ScheduledTaskRunLogEntry, ScheduledTaskRunLogs, ScheduledTaskRunSummary, ScheduledTaskShow,
+    ScheduledTaskSummary, TaskLogStream, TaskRunStatus, TaskState, TriggerKind,
 };
 use serde_json::Value;
 
 use super::workspace::scope_query;
-use super::{Ctx, find_resource, get_as, read_as, wire_enum};
-use crate::cli::Tasks;
+use super::{Answer, Ctx, find_resource, wire_enum};
+use crate::cli::{ConfigureTaskArgs, CreateTaskArgs, Tasks};
 use crate::error::CliResult;
 use crate::output::{Row, Style, optional, text, wire};
 
@@ -128,155 +128,168 @@ pub fn tasks(ctx: &Ctx, command: Tasks) -> CliResult<()> {
             project,
             environment,
             status,
-        } => {
-            let mut query = scope_query(ctx, project, environment)?;
-            if let Some(resource) = resource {
-                query.push(("resourceId", find_resource(ctx, &resource)?.0.id));
-            }
-            if let Some(status) = status {
-                query.push(("status", wire(&wire_enum::<TaskState>("status", &status)?)));
-            }
-            let (answer, list): (_, ScheduledTaskList) =
-                get_as(ctx.api()?, "/scheduled-tasks", &query)?;
-            ctx.out.rows(&answer, &list.items);
-            Ok(())
-        }
-        Tasks::Create {
-            resource,
-            schedule,
-            timezone,
-            command,
-            timeout,
-            retries,
-            concurrency,
-            disabled,
-            run_missed,
-        } => {
-            let mut body = CreateScheduledTask {
-                resource_id: resource.clone(),
-                schedule,
-                timezone: Some(timezone),
-                command_intent: command,
-                timeout_seconds: timeout,
-                retry_limit: retries,
-                concurrency_policy: concurrency
-                    .map(|c| wire_enum::<ConcurrencyPolicy>("concurrency", &c))
-                    .transpose()?,
-                status: disabled.then_some(TaskState::Disabled),
-                run_missed: run_missed.then_some(true),
-                idempotency_key: None,
-            };
-            // The schedule and limits are checked before the resource is looked up.
-            body.validate()?;
-            body.resource_id = find_resource(ctx, &resource)?.0.id;
-            let answer = ctx.api()?.post("/scheduled-tasks", &body)?;
-            let created: ScheduledTaskCommandResponse = read_as("scheduled task", &answer)?;
-            let task = &created.task;
-            let next = task
-                .next_run_at
-                .as_deref()
-                .map_or(String::new(), |at| format!("; next run {at}"));
-            let human = format!(
-                "Created scheduled task {} for {} ({} in {}{next})",
-                task.task_id, task.resource_id, task.schedule, task.timezone
-            );
-            done_with_id(ctx, &answer, &human, &task.task_id);
-            Ok(())
-        }
-        Tasks::Show { task } => {
-            let (answer, shown): (_, ScheduledTaskShow) =
-                get_as(ctx.api()?, &format!("/scheduled-tasks/{task}"), &[])?;
-            ctx.out.row(&answer, &TaskDetail(shown.task));
-            Ok(())
-        }
-        Tasks::Configure {
-            task,
-            schedule,
-            timezone,
-            command,
-            timeout,
-            retries,
-            concurrency,
-            disable,
-            enable,
-            run_missed,
-        } => {
-            let status = match (disable, enable) {
-                (true, _) => Some(TaskState::Disabled),
-                (_, true) => Some(TaskState::Enabled),
-                _ => None,
-            };
-            let body = ConfigureScheduledTask {
-                schedule,
-                timezone,
-                command_intent: command,
-                timeout_seconds: timeout,
-                retry_limit: retries,
-                concurrency_policy: concurrency
-                    .map(|c| wire_enum::<ConcurrencyPolicy>("concurrency", &c))
-                    .transpose()?,
-                status,
-                run_missed,
-                ..Default::default()
-            };
-            body.validate()?;
-            let answer = ctx
-                .api()?
-                .post(&format!("/scheduled-tasks/{task}"), &body)?;
-            let changed: ScheduledTaskCommandResponse = read_as("scheduled task", &answer)?;
-            ctx.out.row(&answer, &TaskDetail(changed.task));
-            Ok(())
-        }
-        Tasks::Run { task } => {
-            let path = format!("/scheduled-tasks/{task}/runs");
-            let answer = ctx.api()?.post(&path, &RunScheduledTaskNow::default())?;
-            let started: RunScheduledTaskNowResponse = read_as("scheduled task run", &answer)?;
-            let run = &started.run.run_id;
-            let human = format!(
-                "Started run {run} of {task} (berth tasks runs {task}; berth tasks logs {run})"
-            );
-            done_with_id(ctx, &answer, &human, run);
-            Ok(())
-        }
+        } => list(ctx, resource, project, environment, status),
+        Tasks::Create(args) => create(ctx, args),
+        Tasks::Show { task } => show(ctx, &task),
+        Tasks::Configure(args) => configure(ctx, args),
+        Tasks::Run { task } => run_now(ctx, &task),
         Tasks::Runs {
             task,
             resource,
             status,
             trigger,
-        } => {
-            let mut query = Vec::new();
-            if let Some(task) = task {
-                query.push(("taskId", task));
-            }
-            if let Some(resource) = resource {
-                query.push(("resourceId", find_resource(ctx, &resource)?.0.id));
-            }
-            if let Some(status) = status {
-                let status: TaskRunStatus = wire_enum("status", &status)?;
-                query.push(("status", wire(&status)));
-            }
-            if let Some(trigger) = trigger {
-                query.push((
-                    "triggerKind",
-                    wire(&wire_enum::<TriggerKind>("trigger", &trigger)?),
-                ));
-            }
-            let (answer, list): (_, ScheduledTaskRunList) =
-                get_as(ctx.api()?, "/scheduled-task-runs", &query)?;
-            ctx.out.rows(&answer, &list.items);
-            Ok(())
-        }
+        } => runs(ctx, task, resource, status, trigger),
         Tasks::Logs { run } => logs(ctx, &run),
-        Tasks::Delete { task } => {
-            let path = format!("/scheduled-tasks/{task}");
-            let answer = ctx.api()?.delete(&path, &DeleteScheduledTask::default())?;
-            ctx.out.done(
-                &answer,
-                &format!("Deleted scheduled task {task} and its runs"),
-            );
-            Ok(())
-        }
+        Tasks::Delete { task } => delete(ctx, &task),
     }
+}
+
+fn list(
+    ctx: &Ctx,
+    resource: Option<String>,
+    project: Option<String>,
+    environment: Option<String>,
+    status: Option<String>,
+) -> CliResult<()> {
+    let mut query = scope_query(ctx, project, environment)?;
+    if let Some(resource) = resource {
+        query.push(("resourceId", find_resource(ctx, &resource)?.id));
+    }
+    if let Some(status) = status {
+        query.push(("status", wire(&wire_enum::<TaskState>("status", &status)?)));
+    }
+    let answer = ctx
+        .api()?
+        .get::<ScheduledTaskList>("/scheduled-tasks", &query)?;
+    ctx.out.rows(&answer.raw, &answer.value.items);
+    Ok(())
+}
+
+fn create(ctx: &Ctx, args: CreateTaskArgs) -> CliResult<()> {
+    let mut body = CreateScheduledTask {
+        resource_id: args.resource.clone(),
+        schedule: args.schedule,
+        timezone: Some(args.timezone),
+        command_intent: args.command,
+        timeout_seconds: args.timeout,
+        retry_limit: args.retries,
+        concurrency_policy: concurrency_policy(args.concurrency)?,
+        status: args.disabled.then_some(TaskState::Disabled),
+        run_missed: args.run_missed.then_some(true),
+        idempotency_key: None,
+    };
+    // The schedule and limits are checked before the resource is looked up.
+    body.validate()?;
+    body.resource_id = find_resource(ctx, &args.resource)?.id;
+    let answer = ctx
+        .api()?
+        .post::<ScheduledTaskCommandResponse>("/scheduled-tasks", &body)?;
+    let task = &answer.value.task;
+    let next = task
+        .next_run_at
+        .as_deref()
+        .map_or(String::new(), |at| format!("; next run {at}"));
+    let human = format!(
+        "Created scheduled task {} for {} ({} in {}{next})",
+        task.task_id, task.resource_id, task.schedule, task.timezone
+    );
+    done_with_id(ctx, &answer.raw, &human, &task.task_id);
+    Ok(())
+}
+
+/// `--concurrency` as the API's policy.
+fn concurrency_policy(concurrency: Option<String>) -> CliResult<Option<ConcurrencyPolicy>> {
+    concurrency
+        .map(|c| wire_enum::<ConcurrencyPolicy>("concurrency", &c))
+        .transpose()
+}
+
+fn show(ctx: &Ctx, task: &str) -> CliResult<()> {
+    let path = format!("/scheduled-tasks/{task}");
+    let answer = ctx.api()?.get::<ScheduledTaskShow>(&path, &[])?;
+    ctx.out.row(&answer.raw, &TaskDetail(answer.value.task));
+    Ok(())
+}
+
+fn configure(ctx: &Ctx, args: ConfigureTaskArgs) -> CliResult<()> {
+    let status = match (args.disable, args.enable) {
+        (true, _) => Some(TaskState::Disabled),
+        (_, true) => Some(TaskState::Enabled),
+        _ => None,
+    };
+    let body = ConfigureScheduledTask {
+        schedule: args.schedule,
+        timezone: args.timezone,
+        command_intent: args.command,
+        timeout_seconds: args.timeout,
+        retry_limit: args.retries,
+        concurrency_policy: concurrency_policy(args.concurrency)?,
+        status,
+        run_missed: args.run_missed,
+        ..Default::default()
+    };
+    body.validate()?;
+    let path = format!("/scheduled-tasks/{}", args.task);
+    let answer = ctx
+        .api()?
+        .post::<ScheduledTaskCommandResponse>(&path, &body)?;
+    ctx.out.row(&answer.raw, &TaskDetail(answer.value.task));
+    Ok(())
+}
+
+fn run_now(ctx: &Ctx, task: &str) -> CliResult<()> {
+    let path = format!("/scheduled-tasks/{task}/runs");
+    let answer = ctx
+        .api()?
+        .post::<RunScheduledTaskNowResponse>(&path, &RunScheduledTaskNow::default())?;
+    let run = &answer.value.run.run_id;
+    let human =
+        format!("Started run {run} of {task} (berth tasks runs {task}; berth tasks logs {run})");
+    done_with_id(ctx, &answer.raw, &human, run);
+    Ok(())
+}
+
+fn runs(
+    ctx: &Ctx,
+    task: Option<String>,
+    resource: Option<String>,
+    status: Option<String>,
+    trigger: Option<String>,
+) -> CliResult<()> {
+    let mut query = Vec::new();
+    if let Some(task) = task {
+        query.push(("taskId", task));
+    }
+    if let Some(resource) = resource {
+        query.push(("resourceId", find_resource(ctx, &resource)?.id));
+    }
+    if let Some(status) = status {
+        let status: TaskRunStatus = wire_enum("status", &status)?;
+        query.push(("status", wire(&status)));
+    }
+    if let Some(trigger) = trigger {
+        query.push((
+            "triggerKind",
+            wire(&wire_enum::<TriggerKind>("trigger", &trigger)?),
+        ));
+    }
+    let answer = ctx
+        .api()?
+        .get::<ScheduledTaskRunList>("/scheduled-task-runs", &query)?;
+    ctx.out.rows(&answer.raw, &answer.value.items);
+    Ok(())
+}
+
+fn delete(ctx: &Ctx, task: &str) -> CliResult<()> {
+    let path = format!("/scheduled-tasks/{task}");
+    let answer = ctx
+        .api()?
+        .delete::<DeleteScheduledTaskResponse>(&path, &DeleteScheduledTask::default())?;
+    ctx.out.done(
+        &answer.raw,
+        &format!("Deleted scheduled task {task} and its runs"),
+    );
+    Ok(())
 }
 
 /// The outcome for people, the id with `-q`, the answer for scripts.
@@ -298,8 +311,8 @@ fn logs(ctx: &Ctx, run: &str) -> CliResult<()> {
     let mut last: Value;
     loop {
         let query: Vec<(&str, String)> = cursor.iter().map(|c| ("cursor", c.clone())).collect();
-        let (answer, page): (_, ScheduledTaskRunLogs) = get_as(ctx.api()?, &path, &query)?;
-        last = answer;
+        let Answer { raw, value: page } = ctx.api()?.get::<ScheduledTaskRunLogs>(&path, &query)?;
+        last = raw;
         let empty = page.entries.is_empty();
         entries.extend(page.entries);
         match page.next_cursor {

@@ -31,7 +31,7 @@ pub fn terminal(
         (_, Some(resource)) => TerminalScope {
             kind: "resource".into(),
             server_id: None,
-            resource_id: Some(super::find_resource(ctx, resource)?.0.id),
+            resource_id: Some(super::find_resource(ctx, resource)?.id),
             dependency_resource_id: None,
         },
         (Some(server), None) => TerminalScope {
@@ -70,10 +70,9 @@ fn open(ctx: &Ctx, scope: TerminalScope, directory: Option<String>) -> CliResult
         initial_rows: Some(rows.clamp(10, 120).into()),
         initial_cols: Some(cols.clamp(20, 320).into()),
     };
-    let session: TerminalSessionRecord =
-        serde_json::from_value(api.post("/terminal-sessions", &body)?).map_err(|error| {
-            CliError::failure(format!("unexpected terminal session record: {error}"))
-        })?;
+    let session = api
+        .post::<TerminalSessionRecord>("/terminal-sessions", &body)?
+        .value;
     let mut socket = api.websocket(&session.transport.path, POLL)?;
     let _raw = RawMode::enter();
     let outcome = bridge(&mut socket, stdin_reader(), (rows, cols));

@@ -2,12 +2,16 @@
 //! returns it: on creation and rotation.
 
 use berth_api::common::Confirmation;
-use berth_api::deploy_tokens::{ConfirmedAction, CreateToken, ScopeInput, TokenList, TokenRecord};
+use berth_api::deploy_tokens::{
+    ConfirmedAction, CreateToken, CreatedToken, RevokedToken, RotatedToken, ScopeInput, TokenList,
+    TokenRecord,
+};
 use serde_json::Value;
 
-use super::{Ctx, current_organization, get_as};
+use super::{Ctx, current_organization};
 use crate::cli::Tokens;
 use crate::error::CliResult;
+use crate::output::text;
 
 pub fn tokens(ctx: &Ctx, command: Tokens) -> CliResult<()> {
     let api = ctx.api()?;
@@ -15,13 +19,13 @@ pub fn tokens(ctx: &Ctx, command: Tokens) -> CliResult<()> {
     let in_organization = [("organizationId", organization.clone())];
     match command {
         Tokens::List => {
-            let (answer, list): (_, TokenList) = get_as(api, "/deploy-tokens", &in_organization)?;
-            ctx.out.rows(&answer, &list.items);
+            let answer = api.get::<TokenList>("/deploy-tokens", &in_organization)?;
+            ctx.out.rows(&answer.raw, &answer.value.items);
         }
         Tokens::Show { token } => {
             let path = format!("/deploy-tokens/{token}");
-            let (answer, token): (_, TokenRecord) = get_as(api, &path, &in_organization)?;
-            ctx.out.row(&answer, &token);
+            let answer = api.get::<TokenRecord>(&path, &in_organization)?;
+            ctx.out.row(&answer.raw, &answer.value);
         }
         Tokens::Create {
             name,
@@ -41,23 +45,37 @@ pub fn tokens(ctx: &Ctx, command: Tokens) -> CliResult<()> {
                 },
                 expires_at,
             };
-            let answer = api.post("/deploy-tokens", &body)?;
-            print_secret(ctx, &answer, "Created");
+            let answer = api.post::<CreatedToken>("/deploy-tokens", &body)?;
+            let created = &answer.value;
+            print_secret(
+                ctx,
+                &answer.raw,
+                &created.token_id,
+                &created.token,
+                "Created",
+            );
         }
         Tokens::Rotate { token } => {
-            let answer = api.post(
+            let answer = api.post::<RotatedToken>(
                 &format!("/deploy-tokens/{token}/rotate"),
                 &confirm(&organization, &token),
             )?;
-            print_secret(ctx, &answer, "Rotated");
+            let rotated = &answer.value;
+            print_secret(
+                ctx,
+                &answer.raw,
+                &rotated.token_id,
+                &rotated.token,
+                "Rotated",
+            );
         }
         Tokens::Revoke { token } => {
-            let answer = api.post(
+            let answer = api.post::<RevokedToken>(
                 &format!("/deploy-tokens/{token}/revoke"),
                 &confirm(&organization, &token),
             )?;
             ctx.out
-                .done(&answer, &format!("Revoked deploy token {token}"));
+                .done(&answer.raw, &format!("Revoked deploy token {token}"));
         }
     }
     Ok(())
@@ -74,15 +92,11 @@ fn confirm(organization: &str, token: &str) -> ConfirmedAction {
 }
 
 /// The one-time secret: with `-q` the secret alone (for `$(berth tokens create -q …)`).
-fn print_secret(ctx: &Ctx, answer: &Value, verb: &str) {
-    let secret = answer["token"].as_str().unwrap_or_default();
+fn print_secret(ctx: &Ctx, answer: &Value, token_id: &str, secret: &str, verb: &str) {
     if ctx.out.quiet {
         println!("{secret}");
     } else if ctx.out.human() {
-        println!(
-            "{verb} deploy token {}",
-            crate::output::cell(answer, "/tokenId")
-        );
+        println!("{verb} deploy token {}", text(token_id));
         println!("Secret (shown only now): {secret}");
     } else {
         ctx.out.raw(answer);

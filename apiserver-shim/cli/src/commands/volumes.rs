@@ -1,6 +1,6 @@
 //! Storage volumes: list, show, create and delete (`/storage-volumes`).
 
-use berth_api::common::Confirmation;
+use berth_api::common::{Confirmation, IdResponse};
 use berth_api::storage::{
     CreateStorageVolume, DeleteStorageVolume, StorageVolumeKind, StorageVolumeList,
     StorageVolumeShow, StorageVolumeSummary,
@@ -11,22 +11,23 @@ use berth_api::volume_backup_policies::{
     StorageVolumeBackupPolicySummary,
 };
 use berth_api::volume_backups::{
-    CreateStorageVolumeBackup, RestoreStorageVolumeBackup, StorageVolumeBackupList,
-    StorageVolumeBackupPlan, StorageVolumeBackupSummary, VolumeConsistency, VolumeRestoreMode,
+    CreateStorageVolumeBackup, RestoreStorageVolumeBackup, RestoredStorageVolume,
+    StorageVolumeBackupList, StorageVolumeBackupPlan, StorageVolumeBackupSummary,
+    VolumeConsistency, VolumeRestoreMode,
 };
 
 use super::backups::schedule_text;
 use super::environment_id;
 use super::infra::server_id;
 use super::workspace::{project_id, scope_query};
-use super::{Ctx, created, get_as, id_of, read_as, wire_enum};
-use crate::cli::Volumes;
+use super::{Ctx, created, id_of, wire_enum};
+use crate::cli::{BackupVolumeArgs, CreateVolumeArgs, PolicyRulesArgs, Volumes};
 use crate::error::{CliError, CliResult};
 use crate::output::{Row, optional, text, wire};
 
 /// The id of the volume `name` names: an id (`vol-…`), or a slug or unique name.
 pub fn volume_id(ctx: &Ctx, name: &str) -> CliResult<String> {
-    id_of(ctx.api()?, "/storage-volumes", "vol-", name)
+    id_of::<StorageVolumeList>(ctx.api()?, "/storage-volumes", "vol-", name)
 }
 
 impl Row for StorageVolumeSummary {
@@ -174,179 +175,195 @@ pub fn volumes(ctx: &Ctx, command: Volumes) -> CliResult<()> {
         Volumes::List {
             project,
             environment,
-        } => {
-            let query = scope_query(ctx, project, environment)?;
-            let (answer, list): (_, StorageVolumeList) =
-                get_as(ctx.api()?, "/storage-volumes", &query)?;
-            ctx.out.rows(&answer, &list.items);
-            Ok(())
-        }
-        Volumes::Show { volume } => {
-            let path = format!("/storage-volumes/{}", volume_id(ctx, &volume)?);
-            let (answer, shown): (_, StorageVolumeShow) = get_as(ctx.api()?, &path, &[])?;
-            ctx.out.row(&answer, &shown.storage_volume);
-            Ok(())
-        }
-        Volumes::Create {
-            name,
-            project,
-            environment,
-            kind,
-            source_path,
-            description,
-        } => {
-            let kind = match kind {
-                Some(kind) => wire_enum("kind", &kind)?,
-                None if source_path.is_some() => StorageVolumeKind::BindMount,
-                None => StorageVolumeKind::NamedVolume,
-            };
-            let body = CreateStorageVolume {
-                project_id: project_id(ctx, &project)?,
-                environment_id: environment_id(ctx, &environment)?,
-                name,
-                kind,
-                source_path,
-                description,
-            };
-            body.validate()?;
-            let answer = ctx.api()?.post("/storage-volumes", &body)?;
-            created(ctx, &answer, "storage volume", "/id");
-            Ok(())
-        }
-        Volumes::Backup {
-            volume,
-            server,
-            target,
-            description,
-            quiesced,
-            plan,
-        } => {
-            let id = volume_id(ctx, &volume)?;
-            let consistency = match quiesced {
-                true => VolumeConsistency::Quiesced,
-                false => VolumeConsistency::CrashConsistent,
-            };
-            let body = CreateStorageVolumeBackup {
-                server_id: server.map(|s| server_id(ctx, &s)).transpose()?,
-                target_id: target,
-                requested_consistency: Some(consistency.as_str().to_string()),
-                description,
-            };
-            body.validate()?;
-            if plan {
-                let path = format!("/storage-volumes/{id}/backups/plan");
-                let answer = ctx.api()?.post(&path, &body)?;
-                let planned: StorageVolumeBackupPlan = read_as(&path, &answer)?;
-                ctx.out.row(&answer, &planned);
-                return Ok(());
-            }
-            let answer = ctx
-                .api()?
-                .post(&format!("/storage-volumes/{id}/backups"), &body)?;
-            created(ctx, &answer, "volume backup", "/id");
-            Ok(())
-        }
+        } => list(ctx, project, environment),
+        Volumes::Show { volume } => show(ctx, &volume),
+        Volumes::Create(args) => create(ctx, args),
+        Volumes::Backup(args) => backup(ctx, args),
         Volumes::Policy {
             volume,
             server,
             quiesced,
             rules,
-        } => {
-            let body = ConfigureStorageVolumeBackupPolicy {
-                storage_volume_id: volume_id(ctx, &volume)?,
-                server_id: server.map(|s| server_id(ctx, &s)).transpose()?,
-                requested_consistency: quiesced
-                    .then(|| VolumeConsistency::Quiesced.as_str().to_string()),
-                schedule_interval_hours: rules.every_hours,
-                schedule: rules.schedule.clone(),
-                timezone: rules.timezone.clone(),
-                keep_last: rules.keep_last,
-                retention_days: rules.keep_days,
-                keep_daily: rules.keep_daily,
-                keep_weekly: rules.keep_weekly,
-                target_id: rules.target.clone(),
-                scheduled_enabled: rules.enabled(),
-                ..Default::default()
-            };
-            body.validate()?;
-            let answer = ctx.api()?.post("/storage-volumes/backup-policies", &body)?;
-            if ctx.out.human() {
-                let id = crate::output::cell(&answer, "/id");
-                println!("Backup policy {id} saved (berth volumes policies shows its next run)");
-            } else {
-                ctx.out.record(&answer, &[], "/id");
-            }
-            Ok(())
-        }
-        Volumes::Policies { volume } => {
-            let query: Vec<(&str, String)> = match volume {
-                Some(name) => vec![("storageVolumeId", volume_id(ctx, &name)?)],
-                None => Vec::new(),
-            };
-            let (answer, list): (_, StorageVolumeBackupPolicyList) =
-                get_as(ctx.api()?, "/storage-volumes/backup-policies", &query)?;
-            ctx.out.rows(&answer, &list.items);
-            Ok(())
-        }
-        Volumes::Backups { volume } => {
-            let path = format!("/storage-volumes/{}/backups", volume_id(ctx, &volume)?);
-            let (answer, list): (_, StorageVolumeBackupList) = get_as(ctx.api()?, &path, &[])?;
-            ctx.out.rows(&answer, &list.items);
-            Ok(())
-        }
+        } => set_policy(ctx, &volume, server, quiesced, &rules),
+        Volumes::Policies { volume } => policies(ctx, volume),
+        Volumes::Backups { volume } => backups(ctx, &volume),
         Volumes::Restore {
             backup,
             name,
             in_place,
             yes,
-        } => {
-            if in_place && !yes {
-                return Err(CliError::Usage(
-                    "an in-place restore replaces the volume's files and stops the containers \
-                     using it meanwhile: pass --yes"
-                        .into(),
-                ));
-            }
-            let body = RestoreStorageVolumeBackup {
-                target_mode: if in_place {
-                    VolumeRestoreMode::InPlace
-                } else {
-                    VolumeRestoreMode::NewVolume
-                },
-                restored_volume_name: name,
-                target_storage_volume_id: None,
-                acknowledge_destructive_restore: in_place.then_some(yes),
-            };
-            body.validate()?;
-            let answer = ctx
-                .api()?
-                .post(&format!("/storage-volume-backups/{backup}/restore"), &body)?;
-            created(ctx, &answer, "volume restore", "/id");
-            Ok(())
-        }
+        } => restore(ctx, &backup, name, in_place, yes),
         Volumes::Delete {
             volume,
             skip_final_backup,
-        } => {
-            let id = volume_id(ctx, &volume)?;
-            let body = DeleteStorageVolume {
-                confirmation: Some(Confirmation {
-                    storage_volume_id: Some(id.clone()),
-                    ..Confirmation::default()
-                }),
-                skip_final_backup_confirmation: skip_final_backup,
-            };
-            let answer = ctx
-                .api()?
-                .delete(&format!("/storage-volumes/{id}"), &body)?;
-            ctx.out.done(
-                &answer,
-                &format!(
-                    "Deleted storage volume {id} (after its final backup, if a backup policy \
-                     covers it); its data on servers is kept"
-                ),
-            );
-            Ok(())
-        }
+        } => delete(ctx, &volume, skip_final_backup),
     }
+}
+
+fn list(ctx: &Ctx, project: Option<String>, environment: Option<String>) -> CliResult<()> {
+    let query = scope_query(ctx, project, environment)?;
+    let answer = ctx
+        .api()?
+        .get::<StorageVolumeList>("/storage-volumes", &query)?;
+    ctx.out.rows(&answer.raw, &answer.value.items);
+    Ok(())
+}
+
+fn show(ctx: &Ctx, volume: &str) -> CliResult<()> {
+    let path = format!("/storage-volumes/{}", volume_id(ctx, volume)?);
+    let answer = ctx.api()?.get::<StorageVolumeShow>(&path, &[])?;
+    ctx.out.row(&answer.raw, &answer.value.storage_volume);
+    Ok(())
+}
+
+fn create(ctx: &Ctx, args: CreateVolumeArgs) -> CliResult<()> {
+    let kind = match args.kind {
+        Some(kind) => wire_enum("kind", &kind)?,
+        None if args.source_path.is_some() => StorageVolumeKind::BindMount,
+        None => StorageVolumeKind::NamedVolume,
+    };
+    let body = CreateStorageVolume {
+        project_id: project_id(ctx, &args.project)?,
+        environment_id: environment_id(ctx, &args.environment)?,
+        name: args.name,
+        kind,
+        source_path: args.source_path,
+        description: args.description,
+    };
+    body.validate()?;
+    let answer = ctx.api()?.post::<IdResponse>("/storage-volumes", &body)?;
+    created(ctx, &answer, "storage volume", "/id");
+    Ok(())
+}
+
+/// Backs the volume up now, or (with `--plan`) shows only what a backup would do.
+fn backup(ctx: &Ctx, args: BackupVolumeArgs) -> CliResult<()> {
+    let id = volume_id(ctx, &args.volume)?;
+    let consistency = match args.quiesced {
+        true => VolumeConsistency::Quiesced,
+        false => VolumeConsistency::CrashConsistent,
+    };
+    let body = CreateStorageVolumeBackup {
+        server_id: args.server.map(|s| server_id(ctx, &s)).transpose()?,
+        target_id: args.target,
+        requested_consistency: Some(consistency.as_str().to_string()),
+        description: args.description,
+    };
+    body.validate()?;
+    if args.plan {
+        let path = format!("/storage-volumes/{id}/backups/plan");
+        let answer = ctx.api()?.post::<StorageVolumeBackupPlan>(&path, &body)?;
+        ctx.out.row(&answer.raw, &answer.value);
+        return Ok(());
+    }
+    let path = format!("/storage-volumes/{id}/backups");
+    let answer = ctx.api()?.post::<IdResponse>(&path, &body)?;
+    created(ctx, &answer, "volume backup", "/id");
+    Ok(())
+}
+
+fn set_policy(
+    ctx: &Ctx,
+    volume: &str,
+    server: Option<String>,
+    quiesced: bool,
+    rules: &PolicyRulesArgs,
+) -> CliResult<()> {
+    let body = ConfigureStorageVolumeBackupPolicy {
+        storage_volume_id: volume_id(ctx, volume)?,
+        server_id: server.map(|s| server_id(ctx, &s)).transpose()?,
+        requested_consistency: quiesced.then(|| VolumeConsistency::Quiesced.as_str().to_string()),
+        schedule_interval_hours: rules.every_hours,
+        schedule: rules.schedule.clone(),
+        timezone: rules.timezone.clone(),
+        keep_last: rules.keep_last,
+        retention_days: rules.keep_days,
+        keep_daily: rules.keep_daily,
+        keep_weekly: rules.keep_weekly,
+        target_id: rules.target.clone(),
+        scheduled_enabled: rules.enabled(),
+        ..Default::default()
+    };
+    body.validate()?;
+    let answer = ctx
+        .api()?
+        .post::<IdResponse>("/storage-volumes/backup-policies", &body)?;
+    if ctx.out.human() {
+        let id = &answer.value.id;
+        println!("Backup policy {id} saved (berth volumes policies shows its next run)");
+    } else {
+        ctx.out.record(&answer.raw, &[], "/id");
+    }
+    Ok(())
+}
+
+fn policies(ctx: &Ctx, volume: Option<String>) -> CliResult<()> {
+    let query: Vec<(&str, String)> = match volume {
+        Some(name) => vec![("storageVolumeId", volume_id(ctx, &name)?)],
+        None => Vec::new(),
+    };
+    let answer = ctx
+        .api()?
+        .get::<StorageVolumeBackupPolicyList>("/storage-volumes/backup-policies", &query)?;
+    ctx.out.rows(&answer.raw, &answer.value.items);
+    Ok(())
+}
+
+fn backups(ctx: &Ctx, volume: &str) -> CliResult<()> {
+    let path = format!("/storage-volumes/{}/backups", volume_id(ctx, volume)?);
+    let answer = ctx.api()?.get::<StorageVolumeBackupList>(&path, &[])?;
+    ctx.out.rows(&answer.raw, &answer.value.items);
+    Ok(())
+}
+
+fn restore(
+    ctx: &Ctx,
+    backup: &str,
+    name: Option<String>,
+    in_place: bool,
+    yes: bool,
+) -> CliResult<()> {
+    if in_place && !yes {
+        return Err(CliError::Usage(
+            "an in-place restore replaces the volume's files and stops the containers \
+             using it meanwhile: pass --yes"
+                .into(),
+        ));
+    }
+    let body = RestoreStorageVolumeBackup {
+        target_mode: if in_place {
+            VolumeRestoreMode::InPlace
+        } else {
+            VolumeRestoreMode::NewVolume
+        },
+        restored_volume_name: name,
+        target_storage_volume_id: None,
+        acknowledge_destructive_restore: in_place.then_some(yes),
+    };
+    body.validate()?;
+    let path = format!("/storage-volume-backups/{backup}/restore");
+    let answer = ctx.api()?.post::<RestoredStorageVolume>(&path, &body)?;
+    created(ctx, &answer, "volume restore", "/id");
+    Ok(())
+}
+
+fn delete(ctx: &Ctx, volume: &str, skip_final_backup: Option<String>) -> CliResult<()> {
+    let id = volume_id(ctx, volume)?;
+    let body = DeleteStorageVolume {
+        confirmation: Some(Confirmation {
+            storage_volume_id: Some(id.clone()),
+            ..Confirmation::default()
+        }),
+        skip_final_backup_confirmation: skip_final_backup,
+    };
+    let path = format!("/storage-volumes/{id}");
+    let answer = ctx.api()?.delete::<IdResponse>(&path, &body)?;
+    ctx.out.done(
+        &answer.raw,
+        &format!(
+            "Deleted storage volume {id} (after its final backup, if a backup policy \
+             covers it); its data on servers is kept"
+        ),
+    );
+    Ok(())
 }

@@ -1,13 +1,13 @@
 //! Projects and environments.
 
-use berth_api::common::Confirmation;
+use berth_api::common::{Confirmation, IdResponse};
 use berth_api::environments::{ArchiveEnvironment, CreateEnvironment};
 use berth_api::projects::{ArchiveProject, CreateProject, RenameProject};
 
 use berth_api::environments::{EnvironmentList, EnvironmentRecord};
 use berth_api::projects::{ProjectList, ProjectRecord};
 
-use super::{Ctx, created, environment_id, get_as, id_of, read_as};
+use super::{Ctx, created, environment_id, id_of};
 use crate::cli::{Environments, Projects};
 use crate::error::CliResult;
 
@@ -29,22 +29,22 @@ pub fn scope_query(
 
 /// A project's id from its id, slug or name.
 pub fn project_id(ctx: &Ctx, name: &str) -> CliResult<String> {
-    id_of(ctx.api()?, "/projects", "prj-", name)
+    id_of::<ProjectList>(ctx.api()?, "/projects", "prj-", name)
 }
 
 pub fn projects(ctx: &Ctx, command: Projects) -> CliResult<()> {
     match command {
         Projects::List => {
-            let (answer, list): (_, ProjectList) = get_as(ctx.api()?, "/projects", &[])?;
-            ctx.out.rows(&answer, &list.items);
+            let answer = ctx.api()?.get::<ProjectList>("/projects", &[])?;
+            ctx.out.rows(&answer.raw, &answer.value.items);
             Ok(())
         }
         Projects::Count => super::count(ctx, "/projects/count"),
         Projects::Show { project } => {
             let id = project_id(ctx, &project)?;
             let path = format!("/projects/{id}");
-            let (answer, project): (_, ProjectRecord) = get_as(ctx.api()?, &path, &[])?;
-            ctx.out.row(&answer, &project);
+            let answer = ctx.api()?.get::<ProjectRecord>(&path, &[])?;
+            ctx.out.row(&answer.raw, &answer.value);
             Ok(())
         }
         Projects::Create { name, description } => {
@@ -54,7 +54,7 @@ pub fn projects(ctx: &Ctx, command: Projects) -> CliResult<()> {
                 description,
                 display_order: None,
             };
-            let answer = ctx.api()?.post("/projects", &body)?;
+            let answer = ctx.api()?.post::<IdResponse>("/projects", &body)?;
             created(ctx, &answer, "project", "/id");
             Ok(())
         }
@@ -66,9 +66,8 @@ pub fn projects(ctx: &Ctx, command: Projects) -> CliResult<()> {
             let id = project_id(ctx, &project)?;
             let body = RenameProject { name, slug };
             let path = format!("/projects/{id}/rename");
-            let answer = ctx.api()?.post(&path, &body)?;
-            let project: ProjectRecord = read_as(&path, &answer)?;
-            ctx.out.row(&answer, &project);
+            let answer = ctx.api()?.post::<ProjectRecord>(&path, &body)?;
+            ctx.out.row(&answer.raw, &answer.value);
             Ok(())
         }
         Projects::Delete { project } => {
@@ -80,15 +79,17 @@ pub fn projects(ctx: &Ctx, command: Projects) -> CliResult<()> {
                 }),
                 reason: None,
             };
-            let answer = ctx.api()?.delete(&format!("/projects/{id}"), &body)?;
-            ctx.out.done(&answer, &format!("Archived project {id}"));
+            let path = format!("/projects/{id}");
+            let answer = ctx.api()?.delete::<IdResponse>(&path, &body)?;
+            ctx.out.done(&answer.raw, &format!("Archived project {id}"));
             Ok(())
         }
         Projects::Restore { project } => {
             let id = project_id(ctx, &project)?;
             let body = berth_api::resources::RestoreResource {};
-            let answer = ctx.api()?.post(&format!("/projects/{id}/restore"), &body)?;
-            ctx.out.done(&answer, &format!("Restored project {id}"));
+            let path = format!("/projects/{id}/restore");
+            let answer = ctx.api()?.post::<IdResponse>(&path, &body)?;
+            ctx.out.done(&answer.raw, &format!("Restored project {id}"));
             Ok(())
         }
     }
@@ -101,16 +102,16 @@ pub fn environments(ctx: &Ctx, command: Environments) -> CliResult<()> {
                 Some(project) => vec![("projectId", project_id(ctx, &project)?)],
                 None => Vec::new(),
             };
-            let (answer, list): (_, EnvironmentList) = get_as(ctx.api()?, "/environments", &query)?;
-            ctx.out.rows(&answer, &list.items);
+            let answer = ctx.api()?.get::<EnvironmentList>("/environments", &query)?;
+            ctx.out.rows(&answer.raw, &answer.value.items);
             Ok(())
         }
         Environments::Count => super::count(ctx, "/environments/count"),
         Environments::Show { environment } => {
             let id = environment_id(ctx, &environment)?;
             let path = format!("/environments/{id}");
-            let (answer, environment): (_, EnvironmentRecord) = get_as(ctx.api()?, &path, &[])?;
-            ctx.out.row(&answer, &environment);
+            let answer = ctx.api()?.get::<EnvironmentRecord>(&path, &[])?;
+            ctx.out.row(&answer.raw, &answer.value);
             Ok(())
         }
         Environments::Create {
@@ -124,7 +125,7 @@ pub fn environments(ctx: &Ctx, command: Environments) -> CliResult<()> {
                 kind,
                 parent_environment_id: None,
             };
-            let answer = ctx.api()?.post("/environments", &body)?;
+            let answer = ctx.api()?.post::<IdResponse>("/environments", &body)?;
             created(ctx, &answer, "environment", "/id");
             Ok(())
         }
@@ -134,10 +135,10 @@ pub fn environments(ctx: &Ctx, command: Environments) -> CliResult<()> {
         } => {
             let id = environment_id(ctx, &environment)?;
             let body = ArchiveEnvironment { reason };
-            let answer = ctx
-                .api()?
-                .post(&format!("/environments/{id}/archive"), &body)?;
-            ctx.out.done(&answer, &format!("Archived environment {id}"));
+            let path = format!("/environments/{id}/archive");
+            let answer = ctx.api()?.post::<IdResponse>(&path, &body)?;
+            ctx.out
+                .done(&answer.raw, &format!("Archived environment {id}"));
             Ok(())
         }
         other => super::environment_changes::run(ctx, other),
