@@ -77,7 +77,7 @@ pub struct BootstrapStatus {
     pub organization_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub organization_slug: Option<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub next_steps: Vec<String>,
 }
 

@@ -39,10 +39,6 @@ pub struct Answer<T> {
     pub value: T,
 }
 
-/// The escape hatch: the answer type of an endpoint whose handler answers with a type that is
-/// not one of berth-api's (each use names its endpoint). Such an answer stays JSON as it came.
-pub type NotInBerthApi = Value;
-
 impl<T: DeserializeOwned> Answer<T> {
     /// Reads `raw`, the answer of `path`, as `T`; an answer that is not a `T` is a failure
     /// naming the path (the CLI and the API disagree on the wire).

@@ -7,10 +7,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use berth_api::migrations::{
-    ApplyRequest, ApplyResult, BundleEnvironment, BundleProject, BundleTarget, CleanupRequest,
-    CleanupResult, Evidence, MigrationPlan, ReadbackRequest, Receipt, StatusResult, VendorSource,
-    VerificationResult,
+    ApplyProgress, ApplyProgressKind, ApplyRequest, ApplyResult, BundleEnvironment, BundleProject,
+    BundleTarget, CleanupRequest, CleanupResult, Evidence, MigrationPlan, ReadbackRequest, Receipt,
+    StatusResult, VendorSource, VerificationResult,
 };
+use reqwest::Method;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -234,38 +235,88 @@ fn environment_secrets(plan: &MigrationPlan) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// The stream of a run: the plan applied as `POST /migrations/apply` does, each step reported
+/// as it lands.
+const APPLY_STREAM: &str = "/migrations/apply/stream";
+
 fn apply(ctx: &Ctx, path: &Path, confirm: Option<String>) -> CliResult<()> {
     let mut task = read_task(path)?;
     let request = ApplyRequest {
         confirmed_plan_digest: confirm.unwrap_or_else(|| task.plan.plan_digest.clone()),
         prior_receipts: task.receipts.clone(),
         secret_values: environment_secrets(&task.plan),
-        plan: task.plan,
+        plan: task.plan.clone(),
     };
-    let Answer {
-        raw: answer,
-        value: result,
-    } = ctx
+    let events = ctx
         .api()?
-        .post::<ApplyResult>("/migrations/apply", &request)?;
-    task = Task {
-        plan: request.plan,
-        receipts: result.receipts.clone(),
-    };
-    write_task(path, &task)?;
-    let mut lines: Vec<String> = result
-        .receipts
-        .iter()
-        .map(|r| format!("✓ {} ({})", r.step_id, r.ownership))
-        .collect();
-    lines.push(format!("task: kubectl get bmig {}", result.migration_name));
+        .stream(Method::POST, APPLY_STREAM, &[], Some(&request))?;
+    let result = follow_apply(ctx, path, &mut task, events)?;
+    report_apply(ctx, path, &result)
+}
+
+/// Prints each step as it lands and keeps its receipt in the task file at once, so a run cut
+/// short (the connection lost, Ctrl-C) resumes where it stopped; answers the run's result.
+fn follow_apply(
+    ctx: &Ctx,
+    path: &Path,
+    task: &mut Task,
+    events: impl Iterator<Item = std::io::Result<String>>,
+) -> CliResult<ApplyResult> {
+    let resume = || format!("run `berth migrate resume {}`", path.display());
+    for data in events {
+        let data = data.map_err(|error| {
+            CliError::failure(format!("the stream broke: {error}; {}", resume()))
+        })?;
+        let progress: ApplyProgress = serde_json::from_str(&data).map_err(|error| {
+            CliError::failure(format!(
+                "{APPLY_STREAM}: unexpected event ({error}): {data}"
+            ))
+        })?;
+        match progress.kind {
+            ApplyProgressKind::Started if ctx.out.human() => println!(
+                "task: kubectl get bmig {} ({} of {} steps done)",
+                progress.migration_name, progress.completed_steps, progress.total_steps
+            ),
+            ApplyProgressKind::Started => {}
+            ApplyProgressKind::StepCompleted => {
+                let Some(receipt) = progress.receipt else {
+                    continue;
+                };
+                if ctx.out.human() {
+                    println!("✓ {} ({})", receipt.step_id, receipt.ownership);
+                }
+                task.receipts.push(receipt);
+                write_task(path, task)?;
+            }
+            ApplyProgressKind::Finished => {
+                return progress.result.ok_or_else(|| {
+                    CliError::failure(format!("{APPLY_STREAM}: a finished run without a result"))
+                });
+            }
+            ApplyProgressKind::Interrupted => {
+                let why = progress.message.unwrap_or_default();
+                return Err(CliError::failure(format!(
+                    "the run stopped: {why}; {}",
+                    resume()
+                )));
+            }
+        }
+    }
+    Err(CliError::failure(format!(
+        "the stream ended before the run did; {}",
+        resume()
+    )))
+}
+
+/// What the run came to: the failure and how to go on, or how to verify it.
+fn report_apply(ctx: &Ctx, path: &Path, result: &ApplyResult) -> CliResult<()> {
+    let answer = serde_json::to_value(result).unwrap_or_default();
     if let Some(failure) = &result.failure {
         let line = format!(
             "✗ {}: {} ({})",
             failure.step_id, failure.message, failure.code
         );
-        lines.push(ctx.out.paint(Style::Red, &line));
-        ctx.out.done(&answer, &lines.join("\n"));
+        ctx.out.done(&answer, &ctx.out.paint(Style::Red, &line));
         return Err(CliError::failure(format!(
             "migration {}: {} step(s) left; fix the cause and run `berth migrate resume {}`",
             result.state,
@@ -273,11 +324,11 @@ fn apply(ctx: &Ctx, path: &Path, confirm: Option<String>) -> CliResult<()> {
             path.display()
         )));
     }
-    lines.push(format!(
+    let done = format!(
         "completed; check it with: berth migrate verify {}",
         path.display()
-    ));
-    ctx.out.done(&answer, &lines.join("\n"));
+    );
+    ctx.out.done(&answer, &done);
     Ok(())
 }
 

@@ -6,7 +6,7 @@
 use std::io::{BufRead, Read};
 use std::path::Path;
 
-use berth_api::bootstrap::{FirstAdminRequest, FirstAdminResult};
+use berth_api::bootstrap::{BootstrapStatus, FirstAdminRequest, FirstAdminResult};
 use berth_api::certificates::{
     CertificateList, CertificateReason, CertificateView, DomainBindingList, DomainBindingView,
     IssueOrRenew, IssueResult,
@@ -32,7 +32,6 @@ use serde_json::Value;
 
 use super::{Answer, Ctx, Query};
 use crate::cli::{Bootstrap, Decisions, Monitoring, QueryOptions, Tls, Users};
-use crate::client::NotInBerthApi;
 use crate::error::{CliError, CliResult};
 use crate::output::{Column, col, text};
 use crate::rows::RollupPoint;
@@ -41,9 +40,7 @@ pub fn bootstrap(ctx: &Ctx, command: Bootstrap) -> CliResult<()> {
     let api = ctx.anonymous()?;
     match command {
         Bootstrap::Status => {
-            // Escape hatch: berth-api's `BootstrapStatus` leaves out an empty `nextSteps` but
-            // requires it when read back, so the answer of a finished bootstrap would not read.
-            let answer = api.get::<NotInBerthApi>("/bootstrap/auth/status", &[])?;
+            let answer = api.get::<BootstrapStatus>("/bootstrap/auth/status", &[])?;
             ctx.out.record(
                 &answer.raw,
                 &[

@@ -20,10 +20,10 @@ use super::workspace::{project_id, scope_query};
 use super::{Ctx, created, wire_enum};
 use super::{environment_id, find_resource};
 use crate::cli::{ExposureOption, ResourceOption, Resources, Secrets, Variables};
-use crate::client::NotInBerthApi;
 use crate::error::{CliError, CliResult};
 use crate::output::col;
 use crate::rows::{ResourceDetail, not_deployed_notice};
+use berth_api::health::RuntimeControlBlock;
 
 pub fn resources(ctx: &Ctx, command: Resources) -> CliResult<()> {
     match command {
@@ -190,9 +190,7 @@ fn runtime_control(ctx: &Ctx, resource: &str, operation: &str) -> CliResult<()> 
     let body = RuntimeControlRequest {
         operation: operation.to_string(),
     };
-    // Escape hatch: the handler answers berth-vocabulary's `RuntimeControlBlock`, which
-    // berth-api does not export.
-    let answer = ctx.api()?.post::<NotInBerthApi>(&path, &body)?;
+    let answer = ctx.api()?.post::<RuntimeControlBlock>(&path, &body)?;
     ctx.out.record(
         &answer.raw,
         &[
