@@ -393,22 +393,9 @@ async fn follow(
                 tracing::warn!(%error, deployment = %name, "deployment watch error; retrying");
                 continue;
             }
-            Ok(Some(Ok(change))) => match change {
-                watcher::Event::Init => {
-                    listed = false;
-                    continue;
-                }
-                watcher::Event::InitApply(d) | watcher::Event::Apply(d) => {
-                    listed = true;
-                    match tracker.observe(&d) {
-                        Some(found) => found,
-                        None => continue,
-                    }
-                }
-                // A relist without the object: it was deleted while the watch was down.
-                watcher::Event::InitDone if !listed => (tracker.deleted(), true),
-                watcher::Event::InitDone => continue,
-                watcher::Event::Delete(_) => (tracker.deleted(), true),
+            Ok(Some(Ok(change))) => match on_change(change, &mut tracker, &mut listed) {
+                Some(found) => found,
+                None => continue,
             },
         };
         // What the timeline recorded before this change goes out before it, so steps only go
@@ -428,6 +415,29 @@ async fn follow(
         if !send(event).await || last {
             return;
         }
+    }
+}
+
+/// What a watch event of the attempt means for its stream: an event to send and whether it is
+/// the last, or nothing. `listed` says whether the current (re)list has shown the attempt.
+fn on_change(
+    change: watcher::Event<Deployment>,
+    tracker: &mut Tracker,
+    listed: &mut bool,
+) -> Option<(ProgressEvent, bool)> {
+    match change {
+        watcher::Event::Init => {
+            *listed = false;
+            None
+        }
+        watcher::Event::InitApply(d) | watcher::Event::Apply(d) => {
+            *listed = true;
+            tracker.observe(&d)
+        }
+        // A relist without the object: it was deleted while the watch was down.
+        watcher::Event::InitDone if !*listed => Some((tracker.deleted(), true)),
+        watcher::Event::InitDone => None,
+        watcher::Event::Delete(_) => Some((tracker.deleted(), true)),
     }
 }
 

@@ -18,6 +18,7 @@ use tokio::sync::mpsc;
 use super::{namespace_of, resource_filter};
 use berth_crds::condition::{ConditionStatus, READY, find as find_condition};
 use berth_crds::environment::Environment;
+use berth_crds::server::ServerStatus;
 
 use crate::auth::{Caller, ScopeDimension};
 use crate::changes::{Change, ChangeLog, ChangedObject, Gap, position};
@@ -272,7 +273,24 @@ impl Ids {
 /// The object's status after the change, and a line for people.
 fn status_and_summary(change: &Change) -> (Option<String>, String) {
     let object = &change.object;
-    let (status, detail) = match object {
+    let (status, detail) = status_and_detail(object);
+    let kind = object.kind().as_str();
+    let what = match &status {
+        Some(status) => status.clone(),
+        None => name_of(change.change_type).unwrap_or_default(),
+    };
+    let mut summary = format!("{kind} {} {what}", object.name());
+    if change.deleted {
+        summary = format!("{kind} {} deleted", object.name());
+    } else if let Some(detail) = detail {
+        summary.push_str(&format!(" ({detail})"));
+    }
+    (status, summary)
+}
+
+/// The object's status word, and a detail that tells it apart (a step, a host name, a name).
+fn status_and_detail(object: &ChangedObject) -> (Option<String>, Option<String>) {
+    match object {
         ChangedObject::Deployment(d) => {
             let status = d.status.as_ref();
             (
@@ -289,21 +307,7 @@ fn status_and_summary(change: &Change) -> (Option<String>, String) {
                 .and_then(name_of),
             None,
         ),
-        ChangedObject::Server(s) => (
-            s.status.as_ref().and_then(|s| {
-                s.lifecycle_status.and_then(name_of).or_else(|| {
-                    Some(
-                        if s.reachable {
-                            "reachable"
-                        } else {
-                            "unreachable"
-                        }
-                        .into(),
-                    )
-                })
-            }),
-            None,
-        ),
+        ChangedObject::Server(s) => (s.status.as_ref().map(server_status), None),
         ChangedObject::DomainBinding(b) => (
             b.status.as_ref().and_then(|s| s.route_status.clone()),
             Some(b.spec.hostname.clone()),
@@ -337,19 +341,20 @@ fn status_and_summary(change: &Change) -> (Option<String>, String) {
                 .map(|ready| ready_word(ready.status).to_string()),
             Some(v.spec.name.clone()),
         ),
-    };
-    let kind = object.kind().as_str();
-    let what = match &status {
-        Some(status) => status.clone(),
-        None => name_of(change.change_type).unwrap_or_default(),
-    };
-    let mut summary = format!("{kind} {} {what}", object.name());
-    if change.deleted {
-        summary = format!("{kind} {} deleted", object.name());
-    } else if let Some(detail) = detail {
-        summary.push_str(&format!(" ({detail})"));
     }
-    (status, summary)
+}
+
+/// A server's lifecycle, or whether it answers when it has none.
+fn server_status(status: &ServerStatus) -> String {
+    let reachability = if status.reachable {
+        "reachable"
+    } else {
+        "unreachable"
+    };
+    status
+        .lifecycle_status
+        .and_then(name_of)
+        .unwrap_or_else(|| reachability.into())
 }
 
 /// An environment's state: archived, locked (with `locked` in the spec, before the controller

@@ -32,6 +32,7 @@ use crate::conditions::Stamp;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::reconcilers::deployment::connect;
+use crate::reconcilers::deployment::server_target::Target;
 use crate::reconcilers::policy::{drain, error_policy};
 use crate::server_connections::dedicated_connection;
 use crate::status::StatusWriter;
@@ -165,32 +166,9 @@ async fn restore_into(
     };
     let target = VolumeSource::of(into);
     let image = &context.volume_helper_image;
-    let socket = &server.docker_socket;
-    let stopped = match restore.spec.target_mode {
-        VolumeRestoreMode::NewVolume => {
-            let create = volume_plan::create_new_volume_command(socket, &target.source);
-            let made = server.connection.exec(&create).await?;
-            if made.exit_status != Some(0) {
-                return failed(format!(
-                    "the Docker volume {} could not be made new on server {server_id}: {}",
-                    target.source,
-                    String::from_utf8_lossy(&made.stderr).trim()
-                ));
-            }
-            None
-        }
-        VolumeRestoreMode::InPlace => {
-            if let Some(failure) = absent(&server, &target, server_id).await? {
-                return Ok(Err(failure));
-            }
-            let why = format!("storage volume {} is restored in place", into.name_any());
-            let users = volume_users::stop(context, &server, &target, &why).await?;
-            server
-                .connection
-                .run(&target.empty_command(socket, image))
-                .await?;
-            Some(users)
-        }
+    let stopped = match make_room(context, &server, restore, &target, into, server_id).await? {
+        Ok(stopped) => stopped,
+        Err(failure) => return Ok(Err(failure)),
     };
     let written = write_and_read_back(&stream, &server, &target, &artifact, image).await;
     if let Some(users) = stopped {
@@ -214,6 +192,49 @@ async fn restore_into(
         dump_bytes: archive_bytes,
         seconds: 0.0,
     }))
+}
+
+/// Readies the volume to write into: a new one made empty, or, in place, its containers
+/// stopped (held until the answer's `start`) and its files removed.
+async fn make_room<'a>(
+    context: &'a Context,
+    server: &'a Target,
+    restore: &StorageVolumeRestore,
+    target: &VolumeSource,
+    into: &StorageVolume,
+    server_id: &str,
+) -> Result<std::result::Result<Option<volume_users::Stopped<'a>>, Failure>> {
+    let socket = &server.docker_socket;
+    match restore.spec.target_mode {
+        VolumeRestoreMode::NewVolume => {
+            let create = volume_plan::create_new_volume_command(socket, &target.source);
+            let made = server.connection.exec(&create).await?;
+            if made.exit_status == Some(0) {
+                return Ok(Ok(None));
+            }
+            Ok(Err(Failure::new(
+                code::RESTORE_FAILED,
+                format!(
+                    "the Docker volume {} could not be made new on server {server_id}: {}",
+                    target.source,
+                    String::from_utf8_lossy(&made.stderr).trim()
+                ),
+            )))
+        }
+        VolumeRestoreMode::InPlace => {
+            if let Some(failure) = absent(server, target, server_id).await? {
+                return Ok(Err(failure));
+            }
+            let why = format!("storage volume {} is restored in place", into.name_any());
+            let users = volume_users::stop(context, server, target, &why).await?;
+            let image = &context.volume_helper_image;
+            server
+                .connection
+                .run(&target.empty_command(socket, image))
+                .await?;
+            Ok(Ok(Some(users)))
+        }
+    }
 }
 
 /// A failure once files were being written: the volume may hold part of the backup.

@@ -159,30 +159,14 @@ async fn apply(
     let base_id = &preview.spec.resource_id;
     let Some(base) = Caches::get(&context.caches.resources, namespace, base_id) else {
         let message = format!("spec.resourceId: resource {base_id} does not exist");
-        let status = plan::base_status(
-            preview,
-            ConditionStatus::False,
-            reason::RESOURCE_MISSING,
-            message,
-            now,
-        );
-        write(api, preview, &status).await?;
-        return Ok(Action::requeue(WAIT_FOR_RESOURCE));
+        return wait_for(api, preview, reason::RESOURCE_MISSING, message, now).await;
     };
     if let Some(kind) = plan::non_git_source(&base) {
         let message = format!(
             "resource {base_id} is not built from a git repository (source {kind}): a preview \
              deploys a pull request's commit"
         );
-        let status = plan::base_status(
-            preview,
-            ConditionStatus::False,
-            reason::SOURCE_NOT_GIT,
-            message,
-            now,
-        );
-        write(api, preview, &status).await?;
-        return Ok(Action::requeue(WAIT_FOR_RESOURCE));
+        return wait_for(api, preview, reason::SOURCE_NOT_GIT, message, now).await;
     }
     let policy = effective_policy(context, namespace, &base).await?;
     let expires = plan::expires_at(preview, &policy);
@@ -199,24 +183,14 @@ async fn apply(
     let Some(environment) = Caches::get(&context.caches.environments, namespace, &base_environment)
     else {
         let message = format!("the base environment {base_environment} does not exist");
-        let status = plan::base_status(
-            preview,
-            ConditionStatus::False,
-            DEPENDENCY_MISSING,
-            message,
-            now,
-        );
-        write(api, preview, &status).await?;
-        return Ok(Action::requeue(WAIT_FOR_RESOURCE));
+        return wait_for(api, preview, DEPENDENCY_MISSING, message, now).await;
     };
     let domain = match domain_of(preview, context, namespace, &base, &policy) {
         Ok(domain) => domain,
         Err(why) => {
             let message = format!("the preview policy's previewDomainTemplate: {why}");
             let invalid = reason::INVALID_DOMAIN_TEMPLATE;
-            let status = plan::base_status(preview, ConditionStatus::False, invalid, message, now);
-            write(api, preview, &status).await?;
-            return Ok(Action::requeue(WAIT_FOR_RESOURCE));
+            return wait_for(api, preview, invalid, message, now).await;
         }
     };
     let policy_databases = policy.preview_databases;
@@ -249,6 +223,19 @@ async fn apply(
         Some(at) => Action::requeue(plan::until(at, now)),
         None => Action::await_change(),
     })
+}
+
+/// The preview cannot be made yet: its status says why, and it is looked at again later.
+async fn wait_for(
+    api: &Api<PreviewEnvironment>,
+    preview: &PreviewEnvironment,
+    reason: &str,
+    message: String,
+    now: Timestamp,
+) -> Result<Action> {
+    let status = plan::base_status(preview, ConditionStatus::False, reason, message, now);
+    write(api, preview, &status).await?;
+    Ok(Action::requeue(WAIT_FOR_RESOURCE))
 }
 
 /// The host name of its own `policy` gives the preview (`Err`: why its template gives none).
