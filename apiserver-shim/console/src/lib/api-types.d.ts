@@ -1208,6 +1208,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/migrations/apply/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Apply a plan or resume it, as POST /migrations/apply does, and follow it: each event is `event: message`, an increasing `id` and `data` holding the JSON object described by the response schema — `started` (the task) at once, `step-completed` with each receipt once the task holds it, and last `finished` with apply's answer (or `interrupted`). A refused request is an ordinary error answer; closing the stream stops the run before its next step */
+        post: operations["post_migrations_apply_stream"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/migrations/cleanup": {
         parameters: {
             query?: never;
@@ -3096,6 +3113,28 @@ export interface components {
             /** @description Full URL. */
             url: string;
         };
+        /** @description Berth: one event of `POST /migrations/apply/stream`, sent as each step of the run lands. */
+        ApplyProgress: {
+            /**
+             * Format: uint
+             * @description Steps with a receipt so far, of `totalSteps`.
+             */
+            completedSteps: number;
+            kind: components["schemas"]["ApplyProgressKind"];
+            /** @description `interrupted`: why. */
+            message?: string;
+            /** @description The `Migration` object that holds the task. */
+            migrationName: string;
+            planDigest: string;
+            /** @description `step-completed`: the step's receipt. */
+            receipt?: components["schemas"]["Receipt"];
+            /** @description `finished`: the answer of the run. */
+            result?: components["schemas"]["ApplyResult"];
+            /** Format: uint */
+            totalSteps: number;
+        };
+        /** @description What an event of `POST /migrations/apply/stream` says. */
+        ApplyProgressKind: "started" | "step-completed" | "finished" | "interrupted";
         /** @description `POST /migrations/apply`. */
         ApplyRequest: {
             confirmedPlanDigest: string;
@@ -3484,7 +3523,7 @@ export interface components {
             firstAdminEmail?: string;
             loginMethods: components["schemas"]["LoginMethod"][];
             loginUrl?: string;
-            nextSteps: string[];
+            nextSteps?: string[];
             organizationConfigured: boolean;
             organizationId?: string;
             organizationSlug?: string;
@@ -12806,6 +12845,39 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ApplyResult"];
+                };
+            };
+            /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_migrations_apply_stream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApplyRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["ApplyProgress"];
                 };
             };
             /** @description Error envelope (400, 401, 403, 404, 409, 422, 429, 5xx) */
