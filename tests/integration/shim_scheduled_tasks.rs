@@ -423,10 +423,14 @@ async fn delete(s: &Setup, id: &str, run_id: &str) {
     assert!(runs.get_opt(run_id).await.unwrap().is_none());
     // The shim lists from its watch cache, a moment behind the API server.
     let path = format!("/scheduled-task-runs?resourceId={}", s.web);
-    eventually(GC_WAIT, "the deleted task's runs no longer listed", || async {
-        let listed = s.member.get(&path).await.ok();
-        (listed["items"] == json!([])).then_some(())
-    })
+    eventually(
+        GC_WAIT,
+        "the deleted task's runs no longer listed",
+        || async {
+            let listed = s.member.get(&path).await.ok();
+            (listed["items"] == json!([])).then_some(())
+        },
+    )
     .await;
 }
 

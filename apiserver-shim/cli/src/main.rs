@@ -26,6 +26,7 @@ use error::CliResult;
 use output::Output;
 
 fn main() -> ExitCode {
+    stop_quietly_on_closed_pipe();
     // clap exits with 2 on usage errors and 0 for --help/--version.
     let cli = Cli::parse();
     match run(cli) {
@@ -34,6 +35,15 @@ fn main() -> ExitCode {
             eprintln!("error: {error}");
             ExitCode::from(error.exit_code())
         }
+    }
+}
+
+/// Piped into `head` or `grep -q`, end as other Unix tools do when the reader goes away,
+/// instead of panicking on the next write (Rust ignores SIGPIPE by default).
+fn stop_quietly_on_closed_pipe() {
+    // SAFETY: sets a signal's disposition to its default before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 
