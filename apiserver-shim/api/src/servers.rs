@@ -7,6 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::Confirmation;
 use crate::conditions::ConditionRecord;
+use crate::limits::{NAME_MAX, OBJECT_NAME_MAX};
+use crate::validate::{Checked, FieldError, bounded, optional_text};
 
 // Shared with the CRDs: defined in `berth-vocabulary`.
 pub use berth_vocabulary::credentials::SshCredentialKind;
@@ -60,6 +62,47 @@ pub struct CreateServer {
     /// Edge proxy settings; Caddy on ports 80 and 443 when omitted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub proxy: Option<ProxyInput>,
+}
+
+impl CreateServer {
+    /// The rules of the fields the shim checks before it looks the credential up. The other
+    /// fields are checked after that lookup (an unknown credential is refused first), so they
+    /// are not here.
+    pub fn validate(&self) -> Checked {
+        bounded("name", &self.name, NAME_MAX)?;
+        check_host("host", &self.host, OBJECT_NAME_MAX)?;
+        bounded("credentialId", &self.credential_id, OBJECT_NAME_MAX)
+    }
+}
+
+/// Longest `idempotencyKey` of a server deletion.
+pub const IDEMPOTENCY_KEY_MAX: usize = 255;
+
+impl DeleteServer {
+    pub fn validate(&self) -> Checked {
+        optional_text(
+            "idempotencyKey",
+            self.idempotency_key.as_ref(),
+            IDEMPOTENCY_KEY_MAX,
+        )
+    }
+}
+
+/// A DNS name or IP address of 1..=`max` characters: letters, digits, `.`, `-`, `:` (IPv6)
+/// and `_`, not starting with `-` or `.` (it is passed to ssh).
+pub fn check_host(field: &str, host: &str, max: usize) -> Checked {
+    bounded(field, host, max)?;
+    let valid = host
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '_'))
+        && !host.starts_with(['-', '.']);
+    if !valid {
+        return Err(FieldError::new(
+            field,
+            format!("{field} must be a host name or IP address"),
+        ));
+    }
+    Ok(())
 }
 
 /// Edge proxy settings of a new server.
@@ -282,4 +325,59 @@ pub struct Check {
     pub duration_ms: u64,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: BTreeMap<String, String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn create(name: &str, host: &str, credential_id: &str) -> CreateServer {
+        CreateServer {
+            name: name.into(),
+            host: host.into(),
+            port: None,
+            username: None,
+            credential_id: credential_id.into(),
+            provider_key: None,
+            base_domain: None,
+            expected_host_key_fingerprint: None,
+            proxy: None,
+        }
+    }
+
+    #[test]
+    fn hosts_are_names_or_addresses() {
+        for good in ["127.0.0.1", "::1", "edge-1.example.com", "a_b"] {
+            assert!(check_host("host", good, 253).is_ok(), "{good}");
+        }
+        for bad in ["", "a b", "-x", ".x", "a/b"] {
+            assert_eq!(check_host("host", bad, 253).unwrap_err().field, "host");
+        }
+    }
+
+    #[test]
+    fn a_new_server_names_the_field_it_refuses() {
+        assert!(create("web 1", "203.0.113.7", "ssh-1").validate().is_ok());
+        let long = "x".repeat(254);
+        for (body, field) in [
+            (create(&long[..121], "203.0.113.7", "ssh-1"), "name"),
+            (create("web 1", "-oProxy", "ssh-1"), "host"),
+            (create("web 1", &long, "ssh-1"), "host"),
+            (create("web 1", "203.0.113.7", ""), "credentialId"),
+        ] {
+            assert_eq!(body.validate().unwrap_err().field, field);
+        }
+    }
+
+    #[test]
+    fn a_deletion_key_is_bounded() {
+        let delete = |key: Option<String>| DeleteServer {
+            confirmation: None,
+            idempotency_key: key,
+        };
+        assert!(delete(None).validate().is_ok());
+        assert!(delete(Some("k-1".into())).validate().is_ok());
+        let long = delete(Some("k".repeat(IDEMPOTENCY_KEY_MAX + 1)));
+        assert_eq!(long.validate().unwrap_err().field, "idempotencyKey");
+    }
 }

@@ -9,7 +9,7 @@ use axum::extract::{Path, State};
 use berth_api::common::IdResponse;
 use berth_crds::condition::{self, ConditionStatus};
 use berth_crds::limits::{
-    DNS_LABEL_MAX, LIST_LIMIT_MAX, NAME_MAX, OBJECT_NAME_MAX, PROJECTS_OFFSET_MAX, TCP_PORT_MAX,
+    DNS_LABEL_MAX, LIST_LIMIT_MAX, OBJECT_NAME_MAX, PROJECTS_OFFSET_MAX, TCP_PORT_MAX,
 };
 use berth_crds::member::OrganizationRole;
 use berth_crds::server::{ProxyKind, Server, ServerLifecycle, ServerProxy, ServerSpec};
@@ -235,20 +235,9 @@ async fn list(
     }))
 }
 
-/// A DNS name or IP address: letters, digits, `.`, `-`, `:` (IPv6) and `_`.
+/// A DNS name or IP address (berth-api's rule, shared with `CreateServer::validate`).
 fn validate_host(field: &str, host: &str, max: usize) -> ApiResult<()> {
-    bounded(field, host, max)?;
-    let valid = host
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '_'))
-        && !host.starts_with(['-', '.']);
-    if !valid {
-        return Err(ApiError::validation(
-            field,
-            format!("{field} must be a host name or IP address"),
-        ));
-    }
-    Ok(())
+    Ok(berth_api::servers::check_host(field, host, max)?)
 }
 
 fn validate_fingerprint(fingerprint: &str) -> ApiResult<()> {
@@ -310,9 +299,7 @@ async fn create(
     JsonBody(body): JsonBody<CreateServer>,
 ) -> ApiResult<Json<IdResponse>> {
     let organization = writer(&caller)?.clone();
-    bounded("name", &body.name, NAME_MAX)?;
-    validate_host("host", &body.host, OBJECT_NAME_MAX)?;
-    bounded("credentialId", &body.credential_id, OBJECT_NAME_MAX)?;
+    body.validate()?;
     let credential = credentials::lookup(&state, &organization.namespace, &body.credential_id)
         .map_err(|_| {
             ApiError::validation(
@@ -440,8 +427,8 @@ async fn delete(
     JsonBody(body): JsonBody<DeleteServer>,
 ) -> ApiResult<Json<IdResponse>> {
     let namespace = caller.organization()?.namespace.clone();
+    body.validate()?;
     if let Some(key) = &body.idempotency_key {
-        bounded("idempotencyKey", key, 255)?;
         match state.server_deletions.get(&namespace, key) {
             Some(done) if done == id => return Ok(Json(IdResponse { id })),
             Some(other) => {
