@@ -7,12 +7,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::Confirmation;
 use crate::conditions::ConditionRecord;
-use crate::limits::{NAME_MAX, OBJECT_NAME_MAX};
+use crate::limits::{DNS_LABEL_MAX, NAME_MAX, OBJECT_NAME_MAX, TCP_PORT_MAX};
 use crate::validate::{Checked, FieldError, bounded, optional_text};
 
 // Shared with the CRDs: defined in `berth-vocabulary`.
 pub use berth_vocabulary::credentials::SshCredentialKind;
-pub use berth_vocabulary::servers::{ProxyKind, ServerFacts, ServerLifecycle};
+pub use berth_vocabulary::servers::{
+    PROXY_HTTP_PORT_DEFAULT, PROXY_HTTPS_PORT_DEFAULT, ProxyKind, ServerFacts, ServerLifecycle,
+};
 
 pub use crate::server_rollups::{
     DeploymentRollup, DeploymentStatusCount, DomainBindingStatus, DomainRollup, DomainStatusCount,
@@ -64,15 +66,86 @@ pub struct CreateServer {
     pub proxy: Option<ProxyInput>,
 }
 
+/// Longest login name of a server.
+pub const USERNAME_MAX: usize = 32;
+/// Longest proxy image reference.
+pub const PROXY_IMAGE_MAX: usize = 255;
+
 impl CreateServer {
-    /// The rules of the fields the shim checks before it looks the credential up. The other
-    /// fields are checked after that lookup (an unknown credential is refused first), so they
-    /// are not here.
+    /// Every rule the request can be checked by without the cluster.
     pub fn validate(&self) -> Checked {
+        self.validate_target()?;
+        self.validate_settings()
+    }
+
+    /// The rules of what the shim checks before it looks the credential up.
+    pub fn validate_target(&self) -> Checked {
         bounded("name", &self.name, NAME_MAX)?;
         check_host("host", &self.host, OBJECT_NAME_MAX)?;
         bounded("credentialId", &self.credential_id, OBJECT_NAME_MAX)
     }
+
+    /// The rules of the other fields: the shim checks them once the credential was found
+    /// (an unknown credential is refused first).
+    pub fn validate_settings(&self) -> Checked {
+        optional_text("username", self.username.as_ref(), USERNAME_MAX)?;
+        optional_text("providerKey", self.provider_key.as_ref(), DNS_LABEL_MAX)?;
+        if let Some(domain) = &self.base_domain {
+            check_host("baseDomain", domain, OBJECT_NAME_MAX)?;
+        }
+        if let Some(fingerprint) = &self.expected_host_key_fingerprint {
+            check_fingerprint(fingerprint)?;
+        }
+        check_port("port", self.port)?;
+        self.proxy.as_ref().map_or(Ok(()), ProxyInput::validate)
+    }
+}
+
+impl ProxyInput {
+    /// The ports are compared with the defaults filled in: the two must differ.
+    pub fn validate(&self) -> Checked {
+        optional_text("proxy.image", self.image.as_ref(), PROXY_IMAGE_MAX)?;
+        check_port("proxy.httpPort", self.http_port)?;
+        check_port("proxy.httpsPort", self.https_port)?;
+        let http = self.http_port.unwrap_or(PROXY_HTTP_PORT_DEFAULT);
+        let https = self.https_port.unwrap_or(PROXY_HTTPS_PORT_DEFAULT);
+        if http == https {
+            return Err(FieldError::new(
+                "proxy.httpsPort",
+                "proxy.httpPort and proxy.httpsPort must differ",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A port of 1..=65535 (a `u16` already stops above).
+fn check_port(field: &str, port: Option<u16>) -> Checked {
+    if port == Some(0) {
+        return Err(FieldError::new(
+            field,
+            format!("{field} must be from 1 to {TCP_PORT_MAX}"),
+        ));
+    }
+    Ok(())
+}
+
+/// `expectedHostKeyFingerprint` as `ssh-keygen -l` prints it: `SHA256:` and 43 base64
+/// characters (a final `=` allowed).
+pub fn check_fingerprint(fingerprint: &str) -> Checked {
+    let body = fingerprint.strip_prefix("SHA256:").unwrap_or_default();
+    let body = body.strip_suffix('=').unwrap_or(body);
+    let valid = body.len() == 43
+        && body
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '/');
+    if !valid {
+        return Err(FieldError::new(
+            "expectedHostKeyFingerprint",
+            "expectedHostKeyFingerprint must look like SHA256:… as `ssh-keygen -l` prints it",
+        ));
+    }
+    Ok(())
 }
 
 /// Longest `idempotencyKey` of a server deletion.
@@ -366,6 +439,48 @@ mod tests {
             (create("web 1", "203.0.113.7", ""), "credentialId"),
         ] {
             assert_eq!(body.validate().unwrap_err().field, field);
+        }
+    }
+
+    #[test]
+    fn the_settings_of_a_new_server_name_the_field_they_break() {
+        let with = |extra: serde_json::Value| -> CreateServer {
+            let mut body = serde_json::json!({"name": "web", "host": "h", "credentialId": "c"});
+            body.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            serde_json::from_value(body).unwrap()
+        };
+        let fingerprint = "SHA256:sapBa+aAx0JFnRqP2StynmT6VW/FBMEM2WJVvqgo3YY";
+        let good = serde_json::json!({"username": "deploy", "providerKey": "hetzner",
+            "baseDomain": "apps.example.com", "expectedHostKeyFingerprint": fingerprint,
+            "port": 2222, "proxy": {"image": "caddy:2", "httpPort": 8080}});
+        assert!(with(good).validate().is_ok());
+        for (extra, field) in [
+            (serde_json::json!({"username": "u".repeat(33)}), "username"),
+            (serde_json::json!({"providerKey": ""}), "providerKey"),
+            (serde_json::json!({"baseDomain": "a b"}), "baseDomain"),
+            (
+                serde_json::json!({"expectedHostKeyFingerprint": "MD5:aa"}),
+                "expectedHostKeyFingerprint",
+            ),
+            (serde_json::json!({"port": 0}), "port"),
+            (serde_json::json!({"proxy": {"image": ""}}), "proxy.image"),
+            (
+                serde_json::json!({"proxy": {"httpPort": 0}}),
+                "proxy.httpPort",
+            ),
+            (
+                serde_json::json!({"proxy": {"httpsPort": 0}}),
+                "proxy.httpsPort",
+            ),
+            (
+                serde_json::json!({"proxy": {"httpPort": 443}}),
+                "proxy.httpsPort",
+            ),
+        ] {
+            let error = with(extra.clone()).validate().unwrap_err();
+            assert_eq!(error.field, field, "{extra}");
         }
     }
 
