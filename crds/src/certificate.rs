@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::Condition;
 use crate::limits::OBJECT_NAME_MAX;
 
-pub use berth_vocabulary::certificates::CertificateReason;
+pub use berth_vocabulary::certificates::{ACME_PROVIDER, CertificateReason};
 
 /// A TLS certificate for a domain binding; the key pair lives in a `kubernetes.io/tls` Secret.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
@@ -53,8 +53,6 @@ pub struct CertificateSpec {
 /// `providerKey` of a certificate the user brings: the key pair already in `secretName` is
 /// used as it is, never renewed by Berth.
 pub const IMPORTED_PROVIDER: &str = "imported";
-/// `providerKey` of a certificate Berth obtains by ACME (the default).
-pub const ACME_PROVIDER: &str = "acme";
 /// Annotation the REST shim sets to ask for a new attempt (`issue-or-renew`): the attempt id.
 pub const REQUESTED_ATTEMPT_ANNOTATION: &str = "berth.dev/requested-attempt";
 /// Annotation holding the idempotency key of the latest `issue-or-renew` request.

@@ -13,7 +13,9 @@ pub const DEFAULT_PROXY_IMAGE: &str = "berth/edge-caddy:2.6.2";
 
 /// Edge proxy run on a server, its lifecycle and its facts: wire types too, defined in
 /// `berth-vocabulary`.
-pub use berth_vocabulary::servers::{ProxyKind, ServerFacts, ServerLifecycle};
+pub use berth_vocabulary::servers::{
+    PROXY_HTTP_PORT_DEFAULT, PROXY_HTTPS_PORT_DEFAULT, ProxyKind, ServerFacts, ServerLifecycle,
+};
 
 /// A server reached over SSH. Deleting it is refused until it is inactive and its delete
 /// blockers are clear.
@@ -151,11 +153,11 @@ fn default_proxy_image() -> String {
 }
 
 fn default_http_port() -> i32 {
-    80
+    i32::from(PROXY_HTTP_PORT_DEFAULT)
 }
 
 fn default_https_port() -> i32 {
-    443
+    i32::from(PROXY_HTTPS_PORT_DEFAULT)
 }
 
 /// What the controller observed about a server.

@@ -4,6 +4,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::common::Confirmation;
+use crate::limits::NAME_MAX;
+use crate::validate::{Checked, FieldError, bounded};
+
+/// Longest login name (what `useradd` accepts).
+pub const USERNAME_MAX: usize = 32;
 
 // Shared with the CRDs: defined in `berth-vocabulary`.
 pub use berth_vocabulary::credentials::{
@@ -40,6 +45,36 @@ pub struct CreateCredential {
     /// Login name servers use with this key unless they set their own.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub username: Option<String>,
+}
+
+impl CreateCredential {
+    /// The rules of the name and the username; the key is parsed by the shim after these.
+    pub fn validate(&self) -> Checked {
+        bounded("name", &self.name, NAME_MAX)?;
+        match &self.username {
+            Some(username) => check_username("username", username),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A login name: 1..=32 letters, digits, `_`, `-` and `.`, not starting with `-` (ssh would
+/// read it as an option).
+pub fn check_username(field: &str, username: &str) -> Checked {
+    bounded(field, username, USERNAME_MAX)?;
+    let valid = username
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        && !username.starts_with('-');
+    if !valid {
+        return Err(FieldError::new(
+            field,
+            format!(
+                "{field} may hold letters, digits, '_', '-' and '.', and may not start with '-'"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The SSH credential record of spec §2.2; never the private key.
@@ -105,4 +140,43 @@ pub struct RotatedCredential {
     pub credential: RotatedCredentialRecord,
     /// The servers whose next connection uses the new key.
     pub affected_usage: SshCredentialUsage,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn create(name: &str, username: Option<&str>) -> CreateCredential {
+        CreateCredential {
+            name: name.into(),
+            kind: SshCredentialKind::SshPrivateKey,
+            private_key: "key".into(),
+            username: username.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn usernames_are_login_names() {
+        assert!(check_username("username", "deploy_user.1").is_ok());
+        for bad in ["", "-x", "a b", &"a".repeat(33)] {
+            assert_eq!(
+                check_username("username", bad).unwrap_err().field,
+                "username"
+            );
+        }
+    }
+
+    #[test]
+    fn a_new_credential_names_the_field_it_refuses() {
+        assert!(create("deploy key", None).validate().is_ok());
+        assert!(create("deploy key", Some("deploy")).validate().is_ok());
+        let long = "n".repeat(121);
+        for (body, field) in [
+            (create("", None), "name"),
+            (create(&long, None), "name"),
+            (create("deploy key", Some("-oX")), "username"),
+        ] {
+            assert_eq!(body.validate().unwrap_err().field, field);
+        }
+    }
 }

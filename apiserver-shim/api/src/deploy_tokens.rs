@@ -4,6 +4,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::common::Confirmation;
+use crate::limits::{NAME_MAX, OBJECT_NAME_MAX};
+use crate::validate::{Checked, FieldError, bounded};
+
+/// Most ids one scope array may hold.
+pub const SCOPE_ENTRIES_MAX: usize = 100;
 
 // Shared with the CRDs: defined in `berth-vocabulary`.
 pub use berth_vocabulary::deploy_tokens::DeployTokenScope;
@@ -44,6 +49,40 @@ pub struct ScopeInput {
     /// Workflow commands the token may run, e.g. `source-link-deploy`, `preview-cleanup`.
     #[serde(default)]
     pub workflow_commands: Vec<String>,
+}
+
+impl CreateToken {
+    /// The rules of the name and the scope. `organizationId` is checked with the caller's
+    /// rights (before these), `expiresAt` against the clock (after them).
+    pub fn validate(&self) -> Checked {
+        bounded("displayName", &self.display_name, NAME_MAX)?;
+        self.scope.validate()
+    }
+}
+
+impl ScopeInput {
+    /// Each array holds at most [`SCOPE_ENTRIES_MAX`] ids of 1..=253 characters.
+    pub fn validate(&self) -> Checked {
+        check_ids("deploymentTargetIds", &self.deployment_target_ids)?;
+        check_ids("environmentIds", &self.environment_ids)?;
+        check_ids("projectIds", &self.project_ids)?;
+        check_ids("repositoryFullNames", &self.repository_full_names)?;
+        check_ids("resourceIds", &self.resource_ids)?;
+        check_ids("workflowCommands", &self.workflow_commands)
+    }
+}
+
+fn check_ids(field: &str, ids: &[String]) -> Checked {
+    if ids.len() > SCOPE_ENTRIES_MAX {
+        return Err(FieldError::new(
+            &format!("scope.{field}"),
+            format!("scope.{field} may hold at most {SCOPE_ENTRIES_MAX} entries"),
+        ));
+    }
+    for (index, id) in ids.iter().enumerate() {
+        bounded(&format!("scope.{field}[{index}]"), id, OBJECT_NAME_MAX)?;
+    }
+    Ok(())
 }
 
 /// Body of rotate and revoke.
@@ -120,4 +159,51 @@ pub struct RotatedToken {
 pub struct RevokedToken {
     pub token_id: String,
     pub revoked_at: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn create(display_name: &str, scope: ScopeInput) -> CreateToken {
+        CreateToken {
+            organization_id: "acme".into(),
+            display_name: display_name.into(),
+            scope,
+            expires_at: None,
+        }
+    }
+
+    #[test]
+    fn a_new_token_names_the_field_it_refuses() {
+        let projects = |ids: Vec<String>| ScopeInput {
+            project_ids: ids,
+            ..Default::default()
+        };
+        assert!(
+            create("CI", projects(vec!["prj-1".into()]))
+                .validate()
+                .is_ok()
+        );
+        let too_many = vec!["prj-1".to_string(); SCOPE_ENTRIES_MAX + 1];
+        let resources = ScopeInput {
+            resource_ids: vec!["res-1".into(), "".into()],
+            ..Default::default()
+        };
+        for (body, field) in [
+            (create("", ScopeInput::default()), "displayName"),
+            (
+                create(&"n".repeat(121), ScopeInput::default()),
+                "displayName",
+            ),
+            (create("CI", projects(too_many)), "scope.projectIds"),
+            (
+                create("CI", projects(vec!["p".repeat(254)])),
+                "scope.projectIds[0]",
+            ),
+            (create("CI", resources), "scope.resourceIds[1]"),
+        ] {
+            assert_eq!(body.validate().unwrap_err().field, field);
+        }
+    }
 }

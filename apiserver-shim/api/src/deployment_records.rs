@@ -11,6 +11,8 @@ use crate::common::Confirmation;
 use crate::deployments::DeploymentState;
 use crate::progress::{DeploymentPhase, DeploymentStep, Level, OutputStream, Source};
 
+mod checks;
+
 pub const SHOW_SCHEMA_VERSION: &str = "deployments.show/v1";
 pub const TIMELINE_SCHEMA_VERSION: &str = "deployments.timeline/v1";
 

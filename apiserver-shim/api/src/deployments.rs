@@ -3,8 +3,10 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::build::{check_commit_sha, check_git_ref};
+use crate::limits::OBJECT_NAME_MAX;
 use crate::progress::ProgressEvent;
-use crate::validate::FieldError;
+use crate::validate::{Checked, FieldError, bounded, optional_text};
 
 // Shared with the CRDs: defined in `berth-vocabulary`.
 pub use berth_vocabulary::deployments::DeploymentState;
@@ -37,6 +39,39 @@ pub struct StartDeployment {
     /// of the resource itself: CI without a forge webhook. Only `POST /deployments`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preview: Option<DeploymentPreview>,
+}
+
+impl StartDeployment {
+    /// Every rule the request can be checked by without the cluster (the shim runs them
+    /// after the role check, before any lookup).
+    pub fn validate(&self) -> Checked {
+        bounded("projectId", &self.project_id, OBJECT_NAME_MAX)?;
+        bounded("serverId", &self.server_id, OBJECT_NAME_MAX)?;
+        bounded("environmentId", &self.environment_id, OBJECT_NAME_MAX)?;
+        bounded("resourceId", &self.resource_id, OBJECT_NAME_MAX)?;
+        optional_text(
+            "destinationId",
+            self.destination_id.as_ref(),
+            OBJECT_NAME_MAX,
+        )?;
+        if let Some(sha) = &self.commit_sha {
+            check_commit_sha("commitSha", sha)?;
+        }
+        if let Some(git_ref) = &self.git_ref {
+            check_git_ref("gitRef", git_ref)?;
+        }
+        if let Some(preview) = &self.preview {
+            preview.pull_request_number()?;
+            // The preview deploys a commit, never "the newest of a branch".
+            if self.commit_sha.is_none() {
+                return Err(FieldError::new(
+                    "commitSha",
+                    "commitSha is required with preview: the commit the preview deploys",
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// What a preview deployment is of.
@@ -161,5 +196,47 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(parsed.preview, Some(DeploymentPreview::pull_request(7)));
+    }
+
+    fn start(extra: serde_json::Value) -> StartDeployment {
+        let mut body = serde_json::json!({
+            "projectId": "shop", "serverId": "edge", "environmentId": "production",
+            "resourceId": "web",
+        });
+        body.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        serde_json::from_value(body).unwrap()
+    }
+
+    #[test]
+    fn a_start_names_the_field_it_refuses() {
+        let sha = "a".repeat(40);
+        let preview = serde_json::json!({"kind": "pull-request", "previewId": "pr-7"});
+        assert!(start(serde_json::json!({})).validate().is_ok());
+        assert!(
+            start(serde_json::json!({"preview": preview.clone(), "commitSha": sha}))
+                .validate()
+                .is_ok()
+        );
+        let long = "x".repeat(254);
+        let bad_preview = serde_json::json!({"kind": "pull-request", "previewId": "feature-x"});
+        for (extra, field) in [
+            (serde_json::json!({"projectId": ""}), "projectId"),
+            (serde_json::json!({"serverId": long}), "serverId"),
+            (serde_json::json!({"environmentId": " "}), "environmentId"),
+            (serde_json::json!({"resourceId": long}), "resourceId"),
+            (serde_json::json!({"destinationId": long}), "destinationId"),
+            (serde_json::json!({"commitSha": "abc"}), "commitSha"),
+            (serde_json::json!({"gitRef": "a..b"}), "gitRef"),
+            (serde_json::json!({"preview": preview}), "commitSha"),
+            (
+                serde_json::json!({"preview": bad_preview, "commitSha": sha}),
+                "preview.previewId",
+            ),
+        ] {
+            let error = start(extra.clone()).validate().unwrap_err();
+            assert_eq!(error.field, field, "{extra}");
+        }
     }
 }

@@ -6,6 +6,17 @@ use serde::{Deserialize, Serialize};
 // Shared with the CRDs: defined in `berth-vocabulary`.
 pub use berth_vocabulary::environments::ENVIRONMENT_KINDS;
 
+use crate::limits::{NAME_MAX, OBJECT_NAME_MAX};
+use crate::validate::{Checked, FieldError, bounded, optional_text};
+
+/// An environment's `kind`: one of [`ENVIRONMENT_KINDS`].
+pub fn check_kind(field: &str, kind: &str) -> Checked {
+    if ENVIRONMENT_KINDS.contains(&kind) {
+        return Ok(());
+    }
+    Err(FieldError::not_one_of(field, ENVIRONMENT_KINDS))
+}
+
 #[derive(Serialize, Deserialize, JsonSchema, Debug)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CreateEnvironment {
@@ -21,12 +32,32 @@ pub struct CreateEnvironment {
     pub parent_environment_id: Option<String>,
 }
 
+impl CreateEnvironment {
+    /// The rules of the fields the shim checks before it looks the project up.
+    /// `parentEnvironmentId` is checked after that lookup (a caller outside the project gets
+    /// its 403 or 404 first), so it is not here.
+    pub fn validate(&self) -> Checked {
+        bounded("projectId", &self.project_id, OBJECT_NAME_MAX)?;
+        bounded("name", &self.name, NAME_MAX)?;
+        check_kind("kind", &self.kind)
+    }
+}
+
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Default)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ArchiveEnvironment {
     /// Why the environment is archived (shown as `archiveReason`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+}
+
+/// Longest `reason` of an archive.
+pub const ARCHIVE_REASON_MAX: usize = 1000;
+
+impl ArchiveEnvironment {
+    pub fn validate(&self) -> Checked {
+        optional_text("reason", self.reason.as_ref(), ARCHIVE_REASON_MAX)
+    }
 }
 
 /// The Environment record of spec §2.2.
@@ -129,6 +160,26 @@ pub struct LockEnvironment {
     pub reason: Option<String>,
 }
 
+impl RenameEnvironment {
+    /// The name as it is stored: without the spaces around it.
+    pub fn validate(&self) -> Checked {
+        bounded("name", self.name.trim(), NAME_MAX)
+    }
+}
+
+/// Longest `reason` of a lock.
+pub const LOCK_REASON_MAX: usize = 280;
+
+impl LockEnvironment {
+    /// The reason as it is stored: without the spaces around it.
+    pub fn validate(&self) -> Checked {
+        match &self.reason {
+            Some(reason) => bounded("reason", reason.trim(), LOCK_REASON_MAX),
+            None => Ok(()),
+        }
+    }
+}
+
 /// `POST /environments/{environmentId}/unlock`.
 #[derive(Serialize, Deserialize, JsonSchema, Debug, Default)]
 #[serde(deny_unknown_fields)]
@@ -188,4 +239,70 @@ pub struct VariableDiff {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub right: Option<MaskedVariable>,
     pub change: VariableChange,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn create(project_id: &str, name: &str, kind: &str) -> CreateEnvironment {
+        CreateEnvironment {
+            project_id: project_id.into(),
+            name: name.into(),
+            kind: kind.into(),
+            parent_environment_id: None,
+        }
+    }
+
+    #[test]
+    fn a_new_environment_names_the_field_it_refuses() {
+        assert!(create("prj-1", "Staging", "staging").validate().is_ok());
+        let long_name = "x".repeat(NAME_MAX + 1);
+        for (body, field) in [
+            (create("", "Staging", "staging"), "projectId"),
+            (create("prj-1", &long_name, "staging"), "name"),
+            (create("prj-1", " ", "staging"), "name"),
+            (create("prj-1", "Staging", "Production"), "kind"),
+        ] {
+            assert_eq!(body.validate().unwrap_err().field, field);
+        }
+        let kind = create("prj-1", "Staging", "plain").validate().unwrap_err();
+        assert_eq!(kind.allowed.len(), ENVIRONMENT_KINDS.len());
+    }
+
+    #[test]
+    fn an_archive_reason_is_bounded() {
+        let archive = |reason: Option<String>| ArchiveEnvironment { reason };
+        assert!(archive(None).validate().is_ok());
+        assert!(archive(Some("done".into())).validate().is_ok());
+        let long = archive(Some("x".repeat(ARCHIVE_REASON_MAX + 1)));
+        assert_eq!(long.validate().unwrap_err().max, Some(1000));
+        assert_eq!(
+            archive(Some("".into())).validate().unwrap_err().field,
+            "reason"
+        );
+    }
+
+    #[test]
+    fn a_rename_or_lock_is_measured_trimmed() {
+        let rename = |name: &str| RenameEnvironment { name: name.into() };
+        assert!(
+            rename(&format!(" {} ", "n".repeat(NAME_MAX)))
+                .validate()
+                .is_ok()
+        );
+        assert_eq!(rename("  ").validate().unwrap_err().field, "name");
+        assert_eq!(
+            rename(&"n".repeat(121)).validate().unwrap_err().field,
+            "name"
+        );
+        let lock = |reason: Option<&str>| LockEnvironment {
+            reason: reason.map(str::to_string),
+        };
+        assert!(lock(None).validate().is_ok());
+        assert!(lock(Some(" deploy freeze ")).validate().is_ok());
+        let long = "r".repeat(LOCK_REASON_MAX + 1);
+        assert_eq!(lock(Some(&long)).validate().unwrap_err().field, "reason");
+        assert_eq!(lock(Some(" ")).validate().unwrap_err().field, "reason");
+    }
 }

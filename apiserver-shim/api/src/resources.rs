@@ -201,6 +201,31 @@ mod tests {
                    "kind": "application", "networkProfile": {"internalPort": 8080}})
         );
     }
+
+    #[test]
+    fn an_archive_or_deletion_names_the_field_it_refuses() {
+        let archive = |reason: Option<&str>, key: Option<&str>| ArchiveResource {
+            reason: reason.map(str::to_string),
+            idempotency_key: key.map(str::to_string),
+        };
+        assert!(archive(None, None).validate().is_ok());
+        // Spaces around a reason are not counted.
+        let padded = format!("  {}  ", "r".repeat(ARCHIVE_REASON_MAX));
+        assert!(archive(Some(&padded), Some("k-1")).validate().is_ok());
+        let long_key = "k".repeat(IDEMPOTENCY_KEY_MAX + 1);
+        for (body, field) in [
+            (archive(Some("  "), None), "reason"),
+            (archive(Some(&"r".repeat(281)), None), "reason"),
+            (archive(None, Some(&long_key)), "idempotencyKey"),
+        ] {
+            assert_eq!(body.validate().unwrap_err().field, field);
+        }
+        let delete = DeleteResource {
+            confirmation: None,
+            idempotency_key: Some(long_key),
+        };
+        assert_eq!(delete.validate().unwrap_err().field, "idempotencyKey");
+    }
 }
 
 /// The Resource list item of spec §2.2.
@@ -264,6 +289,35 @@ pub struct ArchiveResource {
     pub reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
+}
+
+/// Longest `reason` of an archive.
+pub const ARCHIVE_REASON_MAX: usize = 280;
+/// Longest `idempotencyKey` of an archive or a deletion.
+pub const IDEMPOTENCY_KEY_MAX: usize = 255;
+
+impl ArchiveResource {
+    /// `reason` is measured without the spaces around it (those are not stored).
+    pub fn validate(&self) -> Checked {
+        if let Some(reason) = &self.reason {
+            bounded("reason", reason.trim(), ARCHIVE_REASON_MAX)?;
+        }
+        optional_text(
+            "idempotencyKey",
+            self.idempotency_key.as_ref(),
+            IDEMPOTENCY_KEY_MAX,
+        )
+    }
+}
+
+impl DeleteResource {
+    pub fn validate(&self) -> Checked {
+        optional_text(
+            "idempotencyKey",
+            self.idempotency_key.as_ref(),
+            IDEMPOTENCY_KEY_MAX,
+        )
+    }
 }
 
 /// `POST /resources/{resourceId}/restore` (and `POST /projects/{projectId}/restore`): no

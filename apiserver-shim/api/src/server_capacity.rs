@@ -4,6 +4,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::limits::OBJECT_NAME_MAX;
+use crate::validate::{Checked, FieldError, optional_text};
+
 /// The server as both answers name it.
 #[derive(Serialize, Deserialize, JsonSchema, Debug)]
 #[serde(rename_all = "camelCase")]
@@ -189,4 +192,64 @@ pub struct PruneRequest {
     /// True unless `false` is given: nothing is removed, the candidates are listed.
     #[serde(default)]
     pub dry_run: Option<bool>,
+}
+
+/// The one category Berth prunes.
+pub const STOPPED_CONTAINERS: &str = "stopped-containers";
+
+impl PruneRequest {
+    /// The rules of `categories` and `target`. `before` is a time the shim parses (first).
+    pub fn validate(&self) -> Checked {
+        if let Some(categories) = &self.categories {
+            check_categories(categories)?;
+        }
+        optional_text("target", self.target.as_ref(), OBJECT_NAME_MAX)
+    }
+}
+
+/// Only stopped containers are offered: old built images go after each deploy already, and
+/// volumes hold data.
+fn check_categories(categories: &[String]) -> Checked {
+    if categories.is_empty() {
+        return Err(FieldError::new("categories", "categories may not be empty"));
+    }
+    if let Some(other) = categories.iter().find(|c| *c != STOPPED_CONTAINERS) {
+        return Err(FieldError::new(
+            "categories",
+            format!(
+                "categories: Berth prunes only stopped-containers ({other} is not offered: the \
+                 controller removes old built images after each deploy, and volumes hold data)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_prune_names_the_field_it_refuses() {
+        let prune = |categories: Option<Vec<&str>>, target: Option<&str>| PruneRequest {
+            categories: categories.map(|c| c.into_iter().map(str::to_string).collect()),
+            target: target.map(str::to_string),
+            ..Default::default()
+        };
+        assert!(prune(None, None).validate().is_ok());
+        assert!(
+            prune(Some(vec![STOPPED_CONTAINERS]), Some("web-1"))
+                .validate()
+                .is_ok()
+        );
+        let long = "t".repeat(OBJECT_NAME_MAX + 1);
+        for (body, field) in [
+            (prune(Some(vec![]), None), "categories"),
+            (prune(Some(vec!["volumes"]), None), "categories"),
+            (prune(None, Some("")), "target"),
+            (prune(None, Some(&long)), "target"),
+        ] {
+            assert_eq!(body.validate().unwrap_err().field, field);
+        }
+    }
 }

@@ -7,10 +7,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::Confirmation;
 use crate::conditions::ConditionRecord;
+use crate::limits::{DNS_LABEL_MAX, NAME_MAX, OBJECT_NAME_MAX, TCP_PORT_MAX};
+use crate::validate::{Checked, FieldError, bounded, optional_text};
 
 // Shared with the CRDs: defined in `berth-vocabulary`.
 pub use berth_vocabulary::credentials::SshCredentialKind;
-pub use berth_vocabulary::servers::{ProxyKind, ServerFacts, ServerLifecycle};
+pub use berth_vocabulary::servers::{
+    PROXY_HTTP_PORT_DEFAULT, PROXY_HTTPS_PORT_DEFAULT, ProxyKind, ServerFacts, ServerLifecycle,
+};
 
 pub use crate::server_rollups::{
     DeploymentRollup, DeploymentStatusCount, DomainBindingStatus, DomainRollup, DomainStatusCount,
@@ -60,6 +64,118 @@ pub struct CreateServer {
     /// Edge proxy settings; Caddy on ports 80 and 443 when omitted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub proxy: Option<ProxyInput>,
+}
+
+/// Longest login name of a server.
+pub const USERNAME_MAX: usize = 32;
+/// Longest proxy image reference.
+pub const PROXY_IMAGE_MAX: usize = 255;
+
+impl CreateServer {
+    /// Every rule the request can be checked by without the cluster.
+    pub fn validate(&self) -> Checked {
+        self.validate_target()?;
+        self.validate_settings()
+    }
+
+    /// The rules of what the shim checks before it looks the credential up.
+    pub fn validate_target(&self) -> Checked {
+        bounded("name", &self.name, NAME_MAX)?;
+        check_host("host", &self.host, OBJECT_NAME_MAX)?;
+        bounded("credentialId", &self.credential_id, OBJECT_NAME_MAX)
+    }
+
+    /// The rules of the other fields: the shim checks them once the credential was found
+    /// (an unknown credential is refused first).
+    pub fn validate_settings(&self) -> Checked {
+        optional_text("username", self.username.as_ref(), USERNAME_MAX)?;
+        optional_text("providerKey", self.provider_key.as_ref(), DNS_LABEL_MAX)?;
+        if let Some(domain) = &self.base_domain {
+            check_host("baseDomain", domain, OBJECT_NAME_MAX)?;
+        }
+        if let Some(fingerprint) = &self.expected_host_key_fingerprint {
+            check_fingerprint(fingerprint)?;
+        }
+        check_port("port", self.port)?;
+        self.proxy.as_ref().map_or(Ok(()), ProxyInput::validate)
+    }
+}
+
+impl ProxyInput {
+    /// The ports are compared with the defaults filled in: the two must differ.
+    pub fn validate(&self) -> Checked {
+        optional_text("proxy.image", self.image.as_ref(), PROXY_IMAGE_MAX)?;
+        check_port("proxy.httpPort", self.http_port)?;
+        check_port("proxy.httpsPort", self.https_port)?;
+        let http = self.http_port.unwrap_or(PROXY_HTTP_PORT_DEFAULT);
+        let https = self.https_port.unwrap_or(PROXY_HTTPS_PORT_DEFAULT);
+        if http == https {
+            return Err(FieldError::new(
+                "proxy.httpsPort",
+                "proxy.httpPort and proxy.httpsPort must differ",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A port of 1..=65535 (a `u16` already stops above).
+fn check_port(field: &str, port: Option<u16>) -> Checked {
+    if port == Some(0) {
+        return Err(FieldError::new(
+            field,
+            format!("{field} must be from 1 to {TCP_PORT_MAX}"),
+        ));
+    }
+    Ok(())
+}
+
+/// `expectedHostKeyFingerprint` as `ssh-keygen -l` prints it: `SHA256:` and 43 base64
+/// characters (a final `=` allowed).
+pub fn check_fingerprint(fingerprint: &str) -> Checked {
+    let body = fingerprint.strip_prefix("SHA256:").unwrap_or_default();
+    let body = body.strip_suffix('=').unwrap_or(body);
+    let valid = body.len() == 43
+        && body
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '/');
+    if !valid {
+        return Err(FieldError::new(
+            "expectedHostKeyFingerprint",
+            "expectedHostKeyFingerprint must look like SHA256:… as `ssh-keygen -l` prints it",
+        ));
+    }
+    Ok(())
+}
+
+/// Longest `idempotencyKey` of a server deletion.
+pub const IDEMPOTENCY_KEY_MAX: usize = 255;
+
+impl DeleteServer {
+    pub fn validate(&self) -> Checked {
+        optional_text(
+            "idempotencyKey",
+            self.idempotency_key.as_ref(),
+            IDEMPOTENCY_KEY_MAX,
+        )
+    }
+}
+
+/// A DNS name or IP address of 1..=`max` characters: letters, digits, `.`, `-`, `:` (IPv6)
+/// and `_`, not starting with `-` or `.` (it is passed to ssh).
+pub fn check_host(field: &str, host: &str, max: usize) -> Checked {
+    bounded(field, host, max)?;
+    let valid = host
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '_'))
+        && !host.starts_with(['-', '.']);
+    if !valid {
+        return Err(FieldError::new(
+            field,
+            format!("{field} must be a host name or IP address"),
+        ));
+    }
+    Ok(())
 }
 
 /// Edge proxy settings of a new server.
@@ -282,4 +398,101 @@ pub struct Check {
     pub duration_ms: u64,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: BTreeMap<String, String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn create(name: &str, host: &str, credential_id: &str) -> CreateServer {
+        CreateServer {
+            name: name.into(),
+            host: host.into(),
+            port: None,
+            username: None,
+            credential_id: credential_id.into(),
+            provider_key: None,
+            base_domain: None,
+            expected_host_key_fingerprint: None,
+            proxy: None,
+        }
+    }
+
+    #[test]
+    fn hosts_are_names_or_addresses() {
+        for good in ["127.0.0.1", "::1", "edge-1.example.com", "a_b"] {
+            assert!(check_host("host", good, 253).is_ok(), "{good}");
+        }
+        for bad in ["", "a b", "-x", ".x", "a/b"] {
+            assert_eq!(check_host("host", bad, 253).unwrap_err().field, "host");
+        }
+    }
+
+    #[test]
+    fn a_new_server_names_the_field_it_refuses() {
+        assert!(create("web 1", "203.0.113.7", "ssh-1").validate().is_ok());
+        let long = "x".repeat(254);
+        for (body, field) in [
+            (create(&long[..121], "203.0.113.7", "ssh-1"), "name"),
+            (create("web 1", "-oProxy", "ssh-1"), "host"),
+            (create("web 1", &long, "ssh-1"), "host"),
+            (create("web 1", "203.0.113.7", ""), "credentialId"),
+        ] {
+            assert_eq!(body.validate().unwrap_err().field, field);
+        }
+    }
+
+    #[test]
+    fn the_settings_of_a_new_server_name_the_field_they_break() {
+        let with = |extra: serde_json::Value| -> CreateServer {
+            let mut body = serde_json::json!({"name": "web", "host": "h", "credentialId": "c"});
+            body.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            serde_json::from_value(body).unwrap()
+        };
+        let fingerprint = "SHA256:sapBa+aAx0JFnRqP2StynmT6VW/FBMEM2WJVvqgo3YY";
+        let good = serde_json::json!({"username": "deploy", "providerKey": "hetzner",
+            "baseDomain": "apps.example.com", "expectedHostKeyFingerprint": fingerprint,
+            "port": 2222, "proxy": {"image": "caddy:2", "httpPort": 8080}});
+        assert!(with(good).validate().is_ok());
+        for (extra, field) in [
+            (serde_json::json!({"username": "u".repeat(33)}), "username"),
+            (serde_json::json!({"providerKey": ""}), "providerKey"),
+            (serde_json::json!({"baseDomain": "a b"}), "baseDomain"),
+            (
+                serde_json::json!({"expectedHostKeyFingerprint": "MD5:aa"}),
+                "expectedHostKeyFingerprint",
+            ),
+            (serde_json::json!({"port": 0}), "port"),
+            (serde_json::json!({"proxy": {"image": ""}}), "proxy.image"),
+            (
+                serde_json::json!({"proxy": {"httpPort": 0}}),
+                "proxy.httpPort",
+            ),
+            (
+                serde_json::json!({"proxy": {"httpsPort": 0}}),
+                "proxy.httpsPort",
+            ),
+            (
+                serde_json::json!({"proxy": {"httpPort": 443}}),
+                "proxy.httpsPort",
+            ),
+        ] {
+            let error = with(extra.clone()).validate().unwrap_err();
+            assert_eq!(error.field, field, "{extra}");
+        }
+    }
+
+    #[test]
+    fn a_deletion_key_is_bounded() {
+        let delete = |key: Option<String>| DeleteServer {
+            confirmation: None,
+            idempotency_key: key,
+        };
+        assert!(delete(None).validate().is_ok());
+        assert!(delete(Some("k-1".into())).validate().is_ok());
+        let long = delete(Some("k".repeat(IDEMPOTENCY_KEY_MAX + 1)));
+        assert_eq!(long.validate().unwrap_err().field, "idempotencyKey");
+    }
 }

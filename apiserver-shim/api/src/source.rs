@@ -4,6 +4,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::resource_input::SourceInput;
+use crate::validate::{Checked, optional_text};
+
+/// Longest `idempotencyKey` of a source change.
+pub const IDEMPOTENCY_KEY_MAX: usize = 253;
 
 #[derive(Serialize, Deserialize, JsonSchema, Debug)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -35,6 +39,17 @@ pub struct SetSource {
     pub idempotency_key: Option<String>,
 }
 
+impl SetSource {
+    pub fn validate(&self) -> Checked {
+        self.source.validate()?;
+        optional_text(
+            "idempotencyKey",
+            self.idempotency_key.as_ref(),
+            IDEMPOTENCY_KEY_MAX,
+        )
+    }
+}
+
 /// Auto-deploy policy result of spec §2.2.
 #[derive(Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -56,4 +71,32 @@ pub struct AutoDeployResult {
     /// signed with it (GitHub and Gitea) or carrying it (GitLab's token).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub webhook_secret: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(source: serde_json::Value, key: Option<String>) -> SetSource {
+        SetSource {
+            source: serde_json::from_value(source).unwrap(),
+            idempotency_key: key,
+        }
+    }
+
+    #[test]
+    fn a_source_change_names_the_field_it_refuses() {
+        let image = serde_json::json!({"kind": "docker-image", "locator": "nginx:1"});
+        assert!(set(image.clone(), None).validate().is_ok());
+        assert!(set(image.clone(), Some("k-1".into())).validate().is_ok());
+        let long_key = Some("k".repeat(IDEMPOTENCY_KEY_MAX + 1));
+        let empty = serde_json::json!({"kind": "docker-image", "locator": ""});
+        for (body, field) in [
+            (set(image.clone(), long_key), "idempotencyKey"),
+            (set(image, Some(String::new())), "idempotencyKey"),
+            (set(empty, None), "source.locator"),
+        ] {
+            assert_eq!(body.validate().unwrap_err().field, field);
+        }
+    }
 }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use berth_api::environments::MaskedVariable;
-use berth_crds::environment::{ENVIRONMENT_KINDS, Environment};
+use berth_crds::environment::Environment;
 use berth_crds::masking::{MASK, looks_secret};
 use berth_crds::project::Project;
 use berth_crds::variable::{PlainVariable, VariableExposure};
@@ -87,14 +87,7 @@ pub fn lookup(state: &AppState, caller: &Caller, id: &str) -> ApiResult<Arc<Envi
 
 /// `kind` must be one of the closed set the CRD allows.
 pub fn validate_kind(kind: &str) -> ApiResult<()> {
-    if ENVIRONMENT_KINDS.contains(&kind) {
-        return Ok(());
-    }
-    Err(ApiError::validation(
-        "kind",
-        format!("kind must be one of: {}", ENVIRONMENT_KINDS.join(", ")),
-    )
-    .with_detail("allowed", ENVIRONMENT_KINDS.to_vec()))
+    Ok(berth_api::environments::check_kind("kind", kind)?)
 }
 
 /// Refuses a change of `what` (e.g. "storage volumes") in a project or environment that is

@@ -18,7 +18,6 @@ use sha2::{Digest, Sha256};
 
 use super::Endpoint;
 use crate::auth::Caller;
-use crate::domain::fields::{bounded, non_empty};
 use crate::domain::objects::{all_in, find_in};
 use crate::domain::time::timestamp;
 use crate::error::{ApiError, ApiResult};
@@ -26,12 +25,6 @@ use crate::extract::JsonBody;
 use crate::json::Json;
 use crate::state::{AppState, FIELD_MANAGER};
 
-/// Longest object name (a DNS subdomain).
-const NAME_MAX: usize = 253;
-/// Longest idempotency key or causation id.
-const KEY_MAX: usize = 256;
-/// The only challenge type Berth answers (through the edge proxy).
-const HTTP_01: &str = "http-01";
 /// Annotation keeping the caller's causation id of the latest request.
 const CAUSATION_ANNOTATION: &str = "berth.dev/causation-id";
 
@@ -69,6 +62,7 @@ pub use berth_api::certificates::{
     CertificateList, CertificateView, ConditionView, DomainBindingList, DomainBindingView,
     IssueOrRenew, IssueResult,
 };
+use berth_api::certificates::{HTTP_01, check_object_name};
 
 fn conditions(conditions: &[Condition]) -> Vec<ConditionView> {
     conditions
@@ -83,22 +77,9 @@ fn conditions(conditions: &[Condition]) -> Vec<ConditionView> {
         .collect()
 }
 
-/// An object name of 1..=253 lowercase letters, digits, dashes and dots.
+/// An object name of 1..=253 lowercase letters, digits, dashes and dots (berth-api's rule).
 fn object_name(field: &str, value: &str) -> Result<(), ApiError> {
-    non_empty(field, value)?;
-    let valid = value.len() <= NAME_MAX
-        && value
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
-        && value.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && value.ends_with(|c: char| c.is_ascii_alphanumeric());
-    if valid {
-        return Ok(());
-    }
-    Err(ApiError::validation(
-        field,
-        format!("{field} must be an id: 1-{NAME_MAX} lowercase letters, digits, dashes or dots"),
-    ))
+    Ok(check_object_name(field, value)?)
 }
 
 /// The attempt an idempotency key names, the same for every repeat in the organization.
@@ -112,7 +93,7 @@ async fn issue_or_renew(
     caller: Caller,
     JsonBody(body): JsonBody<IssueOrRenew>,
 ) -> ApiResult<Json<IssueResult>> {
-    validate_request(&body)?;
+    body.validate()?;
     let organization = caller.require_role(OrganizationRole::Member)?;
     let namespace = organization.namespace.clone();
     let bindings = Api::<DomainBinding>::namespaced(state.client.clone(), &namespace);
@@ -150,42 +131,6 @@ async fn issue_or_renew(
         certificate_id,
         attempt_id,
     }))
-}
-
-/// The request's fields, checked before anything is read.
-fn validate_request(body: &IssueOrRenew) -> Result<(), ApiError> {
-    object_name("domainBindingId", &body.domain_binding_id)?;
-    if let Some(id) = &body.certificate_id {
-        object_name("certificateId", id)?;
-    }
-    if let Some(provider) = &body.provider_key {
-        non_empty("providerKey", provider)?;
-        if provider != ACME_PROVIDER {
-            return Err(ApiError::validation(
-                "providerKey",
-                format!("providerKey must be {ACME_PROVIDER:?}: Berth issues certificates by ACME"),
-            ));
-        }
-    }
-    if let Some(challenge) = &body.challenge_type {
-        non_empty("challengeType", challenge)?;
-        if challenge != HTTP_01 {
-            return Err(ApiError::validation(
-                "challengeType",
-                format!("challengeType must be {HTTP_01:?}, the challenge Berth answers"),
-            ));
-        }
-    }
-    for (field, value) in [
-        ("idempotencyKey", &body.idempotency_key),
-        ("causationId", &body.causation_id),
-    ] {
-        if let Some(value) = value {
-            non_empty(field, value)?;
-            bounded(field, value, KEY_MAX)?;
-        }
-    }
-    Ok(())
 }
 
 /// The attempt an `existing` certificate already started for this request (a repeat of its

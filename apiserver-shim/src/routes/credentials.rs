@@ -21,7 +21,7 @@ use serde_json::json;
 use super::Endpoint;
 use crate::auth::{Caller, CallerOrganization, Principal};
 use crate::domain::credentials::{lookup, parse_key};
-use crate::domain::fields::{bounded, confirm};
+use crate::domain::fields::confirm;
 use crate::domain::objects::{all_in, owned_secret};
 use crate::domain::time::{created_at, timestamp};
 use crate::error::{ApiError, ApiResult};
@@ -121,21 +121,6 @@ pub fn record(credential: &SshCredential) -> CredentialRecord {
     }
 }
 
-fn validate_username(username: &str) -> ApiResult<()> {
-    bounded("username", username, 32)?;
-    let valid = username
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
-        && !username.starts_with('-');
-    if !valid {
-        return Err(ApiError::validation(
-            "username",
-            "username may hold letters, digits, '_', '-' and '.', and may not start with '-'",
-        ));
-    }
-    Ok(())
-}
-
 /// The Secret data of a key: what the user sent, with exactly one trailing newline (OpenSSH
 /// tools reject a key file without it).
 fn key_bytes(text: &str) -> String {
@@ -188,10 +173,7 @@ async fn create(
     KeyBody(body): KeyBody<CreateCredential>,
 ) -> ApiResult<Json<IdResponse>> {
     let organization = writer(&caller)?.clone();
-    bounded("name", &body.name, 120)?;
-    if let Some(username) = &body.username {
-        validate_username(username)?;
-    }
+    body.validate()?;
     let key = parse_key("privateKey", &body.private_key)?;
     let id = new_id("ssh");
     let secret_name = format!("{id}-key");
@@ -405,18 +387,5 @@ async fn write_key(
             Ok(())
         }
         Err(error) => Err(error.into()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn usernames_are_login_names() {
-        assert!(validate_username("deploy_user.1").is_ok());
-        assert!(validate_username("-x").is_err());
-        assert!(validate_username("a b").is_err());
-        assert!(validate_username(&"a".repeat(33)).is_err());
     }
 }

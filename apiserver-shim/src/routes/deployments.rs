@@ -36,7 +36,6 @@ use self::timeline::TimelineFollower;
 use super::Endpoint;
 use crate::auth::{Caller, Principal, ScopeDimension};
 use crate::domain::deployments::{check_server, create_deployment, deployment_name};
-use crate::domain::fields::bounded;
 use crate::domain::objects::all_in;
 use crate::domain::previews::ci::{self, CiHead};
 use crate::domain::previews::policies::effective;
@@ -88,32 +87,6 @@ const BUFFER: usize = 16;
 const OUTPUT_POLL: Duration = Duration::from_millis(250);
 /// What started attempts made through this endpoint (`spec.trigger`).
 pub const TRIGGER: &str = "manual";
-
-fn validate(body: &StartDeployment) -> ApiResult<()> {
-    bounded("projectId", &body.project_id, 253)?;
-    bounded("serverId", &body.server_id, 253)?;
-    bounded("environmentId", &body.environment_id, 253)?;
-    bounded("resourceId", &body.resource_id, 253)?;
-    if let Some(destination) = &body.destination_id {
-        bounded("destinationId", destination, 253)?;
-    }
-    if let Some(sha) = &body.commit_sha {
-        berth_api::build::check_commit_sha("commitSha", sha)?;
-    }
-    if let Some(git_ref) = &body.git_ref {
-        berth_api::build::check_git_ref("gitRef", git_ref)?;
-    }
-    if let Some(preview) = &body.preview {
-        preview.pull_request_number()?;
-        if body.commit_sha.is_none() {
-            return Err(ApiError::validation(
-                "commitSha",
-                "commitSha is required with preview: the commit the preview deploys",
-            ));
-        }
-    }
-    Ok(())
-}
 
 /// A commit or ref asked for: only on a git source, and for a deploy token only with the
 /// `source-link-deploy` workflow command and the repository in its scope.
@@ -231,7 +204,7 @@ async fn start_attempt(
     body: &StartDeployment,
 ) -> ApiResult<(Deployment, Resource)> {
     let organization = caller.require_role(OrganizationRole::Member)?.clone();
-    validate(body)?;
+    body.validate()?;
     if body.preview.is_some() {
         return Err(ApiError::validation(
             "preview",
@@ -261,7 +234,7 @@ async fn start_preview(
     body: &StartDeployment,
 ) -> ApiResult<String> {
     caller.require_role(OrganizationRole::Member)?;
-    validate(body)?;
+    body.validate()?;
     let (Some(preview), Some(sha)) = (&body.preview, body.commit_sha.as_deref()) else {
         return Err(ApiError::validation("preview", "preview: missing"));
     };
@@ -450,33 +423,5 @@ mod tests {
         let name = deployment_name("res-abc");
         assert_eq!(name.len(), "dep-res-abc-mxxx".len(), "{name}");
         assert!(name.as_str() > "dep-res-abc-999", "{name}");
-    }
-
-    fn body(preview: serde_json::Value, commit: Option<&str>) -> StartDeployment {
-        let mut body = serde_json::json!({
-            "projectId": "shop", "serverId": "edge", "environmentId": "production",
-            "resourceId": "web", "preview": preview,
-        });
-        if let Some(sha) = commit {
-            body["commitSha"] = sha.into();
-        }
-        serde_json::from_value(body).unwrap()
-    }
-
-    fn field(error: ApiError) -> (u16, String) {
-        let field = error.body.details["field"].as_str().unwrap_or_default();
-        (error.status.as_u16(), field.to_string())
-    }
-
-    #[test]
-    fn a_preview_needs_a_pull_request_number_and_a_commit() {
-        let sha = "a".repeat(40);
-        let preview = serde_json::json!({"kind": "pull-request", "previewId": "pr-7"});
-        assert!(validate(&body(preview.clone(), Some(&sha))).is_ok());
-        let missing = validate(&body(preview, None)).unwrap_err();
-        assert_eq!(field(missing), (422, "commitSha".into()));
-        let bad = serde_json::json!({"kind": "pull-request", "previewId": "feature-x"});
-        let bad = validate(&body(bad, Some(&sha))).unwrap_err();
-        assert_eq!(field(bad), (422, "preview.previewId".into()));
     }
 }

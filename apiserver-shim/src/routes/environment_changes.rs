@@ -93,9 +93,6 @@ pub fn endpoints() -> Vec<Endpoint> {
     ]
 }
 
-/// Longest lock reason (Appaloft's).
-const REASON_MAX: usize = 280;
-
 /// 409 for an archived environment, saying what it refuses and why it was archived.
 fn archived(environment: &Environment, refused: &str) -> ApiError {
     let id = environment.name_any();
@@ -177,8 +174,8 @@ async fn rename(
     Path(id): Path<String>,
     JsonBody(body): JsonBody<RenameEnvironment>,
 ) -> ApiResult<Json<IdResponse>> {
+    body.validate()?;
     let name = body.name.trim().to_string();
-    bounded("name", &name, NAME_MAX)?;
     caller.require_role(OrganizationRole::Member)?;
     let environment = lookup(&state, &caller, &id)?;
     require_unlocked(&environment)?;
@@ -241,10 +238,8 @@ async fn lock(
     Path(id): Path<String>,
     JsonBody(body): JsonBody<LockEnvironment>,
 ) -> ApiResult<Json<IdResponse>> {
+    body.validate()?;
     let reason = body.reason.map(|r| r.trim().to_string());
-    if let Some(reason) = &reason {
-        bounded("reason", reason, REASON_MAX)?;
-    }
     set_lock(&state, &caller, &id, Some(reason)).await?;
     Ok(Json(IdResponse { id }))
 }

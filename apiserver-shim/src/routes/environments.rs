@@ -5,14 +5,14 @@ use axum::extract::{Path, State};
 use berth_api::common::{CountResponse, IdResponse};
 use berth_crds::environment::{Environment, EnvironmentSpec};
 use berth_crds::lifecycle::LifecycleStatus;
-use berth_crds::limits::{LIST_LIMIT_MAX, NAME_MAX, OBJECT_NAME_MAX};
+use berth_crds::limits::{LIST_LIMIT_MAX, OBJECT_NAME_MAX};
 use berth_crds::member::OrganizationRole;
 use kube::{Api, ResourceExt};
 
 use super::Endpoint;
 use crate::auth::{Caller, ScopeDimension};
 use crate::domain::environment_secrets;
-use crate::domain::environments::{lookup, masked, validate_kind, visible};
+use crate::domain::environments::{lookup, masked, visible};
 use crate::domain::fields::bounded;
 use crate::domain::objects::all_in;
 use crate::domain::projects;
@@ -133,9 +133,7 @@ async fn create(
     JsonBody(body): JsonBody<CreateEnvironment>,
 ) -> ApiResult<Json<IdResponse>> {
     let organization = caller.require_role(OrganizationRole::Member)?;
-    bounded("projectId", &body.project_id, OBJECT_NAME_MAX)?;
-    bounded("name", &body.name, NAME_MAX)?;
-    validate_kind(&body.kind)?;
+    body.validate()?;
     // Deploy tokens (CI previews) may create environments, but only in projects they cover.
     caller.require_in_scope(ScopeDimension::Project, &body.project_id)?;
     let project = projects::lookup(&state, &caller, &body.project_id)?;
@@ -211,9 +209,7 @@ async fn archive(
 ) -> ApiResult<Json<IdResponse>> {
     let environment = lookup(&state, &caller, &id)?;
     let organization = caller.require_role(OrganizationRole::Admin)?;
-    if let Some(reason) = &body.reason {
-        bounded("reason", reason, 1000)?;
-    }
+    body.validate()?;
     if environment.spec.archived {
         // Archiving twice changes nothing; the first reason and time stand.
         return Ok(Json(IdResponse { id }));

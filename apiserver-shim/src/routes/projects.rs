@@ -3,14 +3,14 @@
 use axum::extract::{Path, State};
 use berth_api::common::{CountResponse, IdResponse};
 use berth_crds::lifecycle::LifecycleStatus;
-use berth_crds::limits::{DNS_LABEL_MAX, LIST_LIMIT_MAX, NAME_MAX, PROJECTS_OFFSET_MAX};
+use berth_crds::limits::{LIST_LIMIT_MAX, PROJECTS_OFFSET_MAX};
 use berth_crds::member::OrganizationRole;
 use berth_crds::project::{Project, ProjectSpec};
 use kube::{Api, ResourceExt};
 
 use super::Endpoint;
 use crate::auth::{Caller, ScopeDimension};
-use crate::domain::fields::{bounded, confirm, slugify, validate_slug};
+use crate::domain::fields::{confirm, slugify};
 use crate::domain::objects::all_in;
 use crate::domain::projects::lookup;
 use crate::domain::time::{created_at, timestamp};
@@ -145,10 +145,6 @@ async fn list(
     }))
 }
 
-fn validate_name(name: &str) -> ApiResult<()> {
-    bounded("name", name, NAME_MAX)
-}
-
 /// A slug already used by another project of the organization is a conflict.
 fn ensure_slug_free(
     state: &AppState,
@@ -178,14 +174,8 @@ async fn create(
     if matches!(caller.principal, crate::auth::Principal::DeployToken { .. }) {
         return Err(ApiError::forbidden("deploy tokens cannot create projects"));
     }
-    validate_name(&body.name)?;
-    let slug = match body.slug {
-        Some(slug) => {
-            validate_slug(&slug, DNS_LABEL_MAX)?;
-            slug
-        }
-        None => slugify(&body.name),
-    };
+    body.validate()?;
+    let slug = body.slug.unwrap_or_else(|| slugify(&body.name));
     ensure_slug_free(&state, &organization.namespace, &slug, None)?;
     let id = new_id("prj");
     let project = Project::new(
@@ -271,13 +261,12 @@ async fn rename(
 ) -> ApiResult<Json<ProjectRecord>> {
     let project = lookup(&state, &caller, &id)?;
     let organization = caller.require_role(OrganizationRole::Member)?;
-    validate_name(&body.name)?;
+    body.validate()?;
     let mut desired = Project::new(&id, project.spec.clone());
     // Variables other managers applied stay theirs (see `write::only_owned`).
     desired.spec.variables = only_owned(&project.metadata, FIELD_MANAGER, &project.spec.variables);
     desired.spec.name = body.name;
     if let Some(slug) = body.slug {
-        validate_slug(&slug, DNS_LABEL_MAX)?;
         ensure_slug_free(&state, &organization.namespace, &slug, Some(&id))?;
         desired.spec.slug = Some(slug);
     }

@@ -19,7 +19,6 @@ use super::Endpoint;
 use crate::auth::{Caller, ScopeDimension};
 use crate::cache::wait_deleted;
 use crate::domain::environments;
-use crate::domain::fields::bounded;
 use crate::domain::objects::all_in;
 use crate::domain::projects;
 use crate::domain::resource_access::lookup;
@@ -200,8 +199,8 @@ async fn delete(
     JsonBody(body): JsonBody<DeleteResource>,
 ) -> ApiResult<Json<IdResponse>> {
     let namespace = caller.organization()?.namespace.clone();
+    body.validate()?;
     if let Some(key) = &body.idempotency_key {
-        bounded("idempotencyKey", key, 255)?;
         caller.require_role(OrganizationRole::Admin)?;
         if replay(&namespace, key, &id)? {
             return Ok(Json(IdResponse { id }));

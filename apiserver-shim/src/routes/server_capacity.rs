@@ -30,7 +30,7 @@ use crate::domain::objects::all_in;
 use crate::domain::servers::server_connection;
 use crate::domain::servers::{lookup, writer};
 use crate::domain::time::parse_utc;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::extract::JsonBody;
 use crate::json::Json;
 use crate::observation_store::store_call;
@@ -42,12 +42,10 @@ mod host;
 pub use berth_api::server_capacity::{
     Capacity, CpuCapacity, DiskCapacity, DockerUsage, InodeCapacity, MemoryCapacity,
     PlatformContainer, PruneCandidate, PruneReport, PruneRequest, PruneSummary, Reclaimable,
-    ServerRef,
+    STOPPED_CONTAINERS, ServerRef,
 };
 
 const ACTION: &str = "inspect the server's capacity";
-/// The only category Berth prunes; Appaloft's others are refused by name.
-const STOPPED_CONTAINERS: &str = "stopped-containers";
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -320,28 +318,11 @@ fn checked(body: &PruneRequest) -> ApiResult<(i64, String, Vec<String>, bool)> {
         Some(text) => parse_utc("before", text)?,
         None => Timestamp::now(),
     };
+    body.validate()?;
     let categories = body
         .categories
         .clone()
         .unwrap_or_else(|| vec![STOPPED_CONTAINERS.into()]);
-    if categories.is_empty() {
-        return Err(ApiError::validation(
-            "categories",
-            "categories may not be empty",
-        ));
-    }
-    if let Some(other) = categories.iter().find(|c| *c != STOPPED_CONTAINERS) {
-        return Err(ApiError::validation(
-            "categories",
-            format!(
-                "categories: Berth prunes only stopped-containers ({other} is not offered: the \
-                 controller removes old built images after each deploy, and volumes hold data)"
-            ),
-        ));
-    }
-    if let Some(target) = &body.target {
-        crate::domain::fields::bounded("target", target, 253)?;
-    }
     Ok((
         before.as_second(),
         before.to_string(),

@@ -7,10 +7,9 @@ mod rollups;
 
 use axum::extract::{Path, State};
 use berth_api::common::IdResponse;
+use berth_api::servers::USERNAME_MAX;
 use berth_crds::condition::{self, ConditionStatus};
-use berth_crds::limits::{
-    DNS_LABEL_MAX, LIST_LIMIT_MAX, NAME_MAX, OBJECT_NAME_MAX, PROJECTS_OFFSET_MAX, TCP_PORT_MAX,
-};
+use berth_crds::limits::{LIST_LIMIT_MAX, PROJECTS_OFFSET_MAX};
 use berth_crds::member::OrganizationRole;
 use berth_crds::server::{ProxyKind, Server, ServerLifecycle, ServerProxy, ServerSpec};
 use berth_crds::ssh_credential::{SshCredential, SshCredentialKind};
@@ -235,73 +234,18 @@ async fn list(
     }))
 }
 
-/// A DNS name or IP address: letters, digits, `.`, `-`, `:` (IPv6) and `_`.
-fn validate_host(field: &str, host: &str, max: usize) -> ApiResult<()> {
-    bounded(field, host, max)?;
-    let valid = host
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '_'))
-        && !host.starts_with(['-', '.']);
-    if !valid {
-        return Err(ApiError::validation(
-            field,
-            format!("{field} must be a host name or IP address"),
-        ));
-    }
-    Ok(())
-}
-
-fn validate_fingerprint(fingerprint: &str) -> ApiResult<()> {
-    let body = fingerprint.strip_prefix("SHA256:").unwrap_or_default();
-    let body = body.strip_suffix('=').unwrap_or(body);
-    let valid = body.len() == 43
-        && body
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '/');
-    if !valid {
-        return Err(ApiError::validation(
-            "expectedHostKeyFingerprint",
-            "expectedHostKeyFingerprint must look like SHA256:… as `ssh-keygen -l` prints it",
-        ));
-    }
-    Ok(())
-}
-
-fn port(field: &str, value: Option<u16>, default: i32) -> ApiResult<i32> {
-    match value {
-        None => Ok(default),
-        Some(0) => Err(ApiError::validation(
-            field,
-            format!("{field} must be from 1 to {TCP_PORT_MAX}"),
-        )),
-        Some(port) => Ok(i32::from(port)),
-    }
-}
-
-fn proxy_of(input: Option<ProxyInput>) -> ApiResult<ServerProxy> {
+/// The proxy asked for, the defaults filled in (`ProxyInput::validate` checked it).
+fn proxy_of(input: Option<ProxyInput>) -> ServerProxy {
     let defaults = ServerProxy::default();
     let Some(input) = input else {
-        return Ok(defaults);
+        return defaults;
     };
-    let proxy = ServerProxy {
+    ServerProxy {
         kind: input.kind.unwrap_or(defaults.kind),
-        image: match input.image {
-            Some(image) => {
-                bounded("proxy.image", &image, 255)?;
-                image
-            }
-            None => defaults.image,
-        },
-        http_port: port("proxy.httpPort", input.http_port, defaults.http_port)?,
-        https_port: port("proxy.httpsPort", input.https_port, defaults.https_port)?,
-    };
-    if proxy.http_port == proxy.https_port {
-        return Err(ApiError::validation(
-            "proxy.httpsPort",
-            "proxy.httpPort and proxy.httpsPort must differ",
-        ));
+        image: input.image.unwrap_or(defaults.image),
+        http_port: input.http_port.map_or(defaults.http_port, i32::from),
+        https_port: input.https_port.map_or(defaults.https_port, i32::from),
     }
-    Ok(proxy)
 }
 
 async fn create(
@@ -310,9 +254,7 @@ async fn create(
     JsonBody(body): JsonBody<CreateServer>,
 ) -> ApiResult<Json<IdResponse>> {
     let organization = writer(&caller)?.clone();
-    bounded("name", &body.name, NAME_MAX)?;
-    validate_host("host", &body.host, OBJECT_NAME_MAX)?;
-    bounded("credentialId", &body.credential_id, OBJECT_NAME_MAX)?;
+    body.validate_target()?;
     let credential = credentials::lookup(&state, &organization.namespace, &body.credential_id)
         .map_err(|_| {
             ApiError::validation(
@@ -323,33 +265,30 @@ async fn create(
                 ),
             )
         })?;
-    let username = match body.username.or_else(|| credential.spec.username.clone()) {
-        Some(username) => {
-            bounded("username", &username, 32)?;
-            username
-        }
-        None => "root".to_string(),
-    };
-    let provider_key = body.provider_key.unwrap_or_else(|| "generic-ssh".into());
-    bounded("providerKey", &provider_key, DNS_LABEL_MAX)?;
-    if let Some(domain) = &body.base_domain {
-        validate_host("baseDomain", domain, OBJECT_NAME_MAX)?;
+    // The credential's own username may have been applied with kubectl: it is held to the
+    // same rule as one given here.
+    if body.username.is_none()
+        && let Some(username) = &credential.spec.username
+    {
+        bounded("username", username, USERNAME_MAX)?;
     }
-    if let Some(fingerprint) = &body.expected_host_key_fingerprint {
-        validate_fingerprint(fingerprint)?;
-    }
+    body.validate_settings()?;
+    let username = body
+        .username
+        .or_else(|| credential.spec.username.clone())
+        .unwrap_or_else(|| "root".to_string());
     let spec = ServerSpec {
         name: Some(body.name.trim().to_string()),
         host: body.host,
-        port: port("port", body.port, 22)?,
+        port: body.port.map_or(22, i32::from),
         username,
         credential_id: body.credential_id,
-        provider_key,
+        provider_key: body.provider_key.unwrap_or_else(|| "generic-ssh".into()),
         lifecycle_status: ServerLifecycle::Active,
         base_domain: body.base_domain,
         expected_host_key_fingerprint: body.expected_host_key_fingerprint,
         docker_socket_path: "/var/run/docker.sock".into(),
-        proxy: proxy_of(body.proxy)?,
+        proxy: proxy_of(body.proxy),
     };
     let id = new_id("srv");
     let api = Api::<Server>::namespaced(state.client.clone(), &organization.namespace);
@@ -440,8 +379,8 @@ async fn delete(
     JsonBody(body): JsonBody<DeleteServer>,
 ) -> ApiResult<Json<IdResponse>> {
     let namespace = caller.organization()?.namespace.clone();
+    body.validate()?;
     if let Some(key) = &body.idempotency_key {
-        bounded("idempotencyKey", key, 255)?;
         match state.server_deletions.get(&namespace, key) {
             Some(done) if done == id => return Ok(Json(IdResponse { id })),
             Some(other) => {
@@ -506,22 +445,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn host_and_fingerprint_checks() {
-        assert!(validate_host("host", "127.0.0.1", 253).is_ok());
-        assert!(validate_host("host", "::1", 253).is_ok());
-        assert!(validate_host("host", "a b", 253).is_err());
-        assert!(validate_host("host", "-x", 253).is_err());
-        assert!(validate_fingerprint("SHA256:sapBa+aAx0JFnRqP2StynmT6VW/FBMEM2WJVvqgo3YY").is_ok());
-        assert!(validate_fingerprint("MD5:aa").is_err());
-        assert!(
-            proxy_of(Some(ProxyInput {
-                kind: None,
-                image: None,
-                http_port: Some(80),
-                https_port: Some(80),
-            }))
-            .is_err()
-        );
+    fn a_proxy_keeps_the_defaults_it_does_not_set() {
+        assert_eq!(proxy_of(None), ServerProxy::default());
+        let proxy = proxy_of(Some(ProxyInput {
+            kind: None,
+            image: None,
+            http_port: Some(8080),
+            https_port: None,
+        }));
+        assert_eq!((proxy.http_port, proxy.https_port), (8080, 443));
     }
 
     fn server(lifecycle: ServerLifecycle) -> Server {

@@ -3,6 +3,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+/// `providerKey` of a certificate Berth obtains by ACME (the default).
+pub const ACME_PROVIDER: &str = "acme";
+
 /// Why a certificate is requested.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "kebab-case")]

@@ -4,6 +4,11 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+/// Host port a server's edge proxy serves HTTP on unless told otherwise.
+pub const PROXY_HTTP_PORT_DEFAULT: u16 = 80;
+/// Host port a server's edge proxy serves HTTPS on unless told otherwise.
+pub const PROXY_HTTPS_PORT_DEFAULT: u16 = 443;
+
 /// Edge proxy run on a server.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "kebab-case")]

@@ -27,7 +27,7 @@ use crate::auth::Caller;
 use crate::domain::deployments::{
     attempt_state, check_server, create_deployment, deployment_name, visible,
 };
-use crate::domain::fields::{bounded, confirm};
+use crate::domain::fields::confirm;
 use crate::domain::objects::all_in;
 use crate::domain::time::timestamp;
 use crate::error::{ApiError, ApiResult};
@@ -255,9 +255,7 @@ pub async fn retry(
 ) -> ApiResult<(StatusCode, Json<IdResponse>)> {
     let attempt = find(&state, &caller, &id).await?;
     same_resource(body.resource_id.as_ref(), &attempt)?;
-    if let Some(at) = &body.readiness_generated_at {
-        bounded("readinessGeneratedAt", at, 64)?;
-    }
+    body.validate()?;
     confirmed(
         body.confirmation.as_ref(),
         "deploymentId",
@@ -346,9 +344,7 @@ pub async fn rollback(
 ) -> ApiResult<(StatusCode, Json<IdResponse>)> {
     let attempt = find(&state, &caller, &id).await?;
     same_resource(body.resource_id.as_ref(), &attempt)?;
-    if let Some(candidate) = &body.rollback_candidate_deployment_id {
-        bounded("rollbackCandidateDeploymentId", candidate, 253)?;
-    }
+    body.validate()?;
     confirmed(
         body.confirmation.as_ref(),
         "deploymentId",
@@ -395,18 +391,7 @@ pub async fn redeploy(
     JsonBody(body): JsonBody<RedeployResource>,
 ) -> ApiResult<(StatusCode, Json<IdResponse>)> {
     let resource = crate::domain::resource_access::lookup(&state, &caller, &id)?;
-    for (field, value) in [
-        ("projectId", &body.project_id),
-        ("environmentId", &body.environment_id),
-        ("serverId", &body.server_id),
-        ("destinationId", &body.destination_id),
-        ("sourceDeploymentId", &body.source_deployment_id),
-        ("readinessGeneratedAt", &body.readiness_generated_at),
-    ] {
-        if let Some(value) = value {
-            bounded(field, value, 253)?;
-        }
-    }
+    body.validate()?;
     let spec = &resource.spec;
     for (field, given, actual) in [
         ("projectId", &body.project_id, Some(&spec.project_id)),

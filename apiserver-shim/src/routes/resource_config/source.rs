@@ -75,11 +75,10 @@ async fn source(
     JsonBody(body): JsonBody<SetSource>,
 ) -> ApiResult<Json<IdResponse>> {
     let resource = for_write(&state, &caller, &id)?;
-    body.source.validate()?;
+    body.validate()?;
     let request = serde_json::to_vec(&body.source).map_err(ApiError::internal)?;
     let mut receipts = source_receipts(&resource);
     if let Some(key) = &body.idempotency_key {
-        bounded("idempotencyKey", key, 253)?;
         let digest = hex::encode(Sha256::digest(&request));
         match receipts.iter().find(|r| &r.key == key) {
             Some(previous) if previous.digest == digest => return Ok(Json(IdResponse { id })),

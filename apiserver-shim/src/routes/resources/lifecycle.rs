@@ -15,7 +15,6 @@ use kube::{Api, ResourceExt};
 
 use crate::auth::Caller;
 use crate::cache::catch_up;
-use crate::domain::fields::bounded;
 use crate::domain::resource_access::{ARCHIVE_REASON, ARCHIVED_AT, archived, lookup};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
@@ -24,9 +23,6 @@ use crate::state::AppState;
 
 /// Field manager of the archive annotations.
 const LIFECYCLE_MANAGER: &str = "berth-shim-lifecycle";
-/// Longest archive reason (Appaloft's).
-const REASON_MAX: usize = 280;
-
 /// Writes (or, with `None`, removes) the archive annotations.
 async fn set_archive(
     state: &AppState,
@@ -63,12 +59,7 @@ pub async fn archive(
     Path(id): Path<String>,
     JsonBody(body): JsonBody<ArchiveResource>,
 ) -> ApiResult<Json<IdResponse>> {
-    if let Some(reason) = &body.reason {
-        bounded("reason", reason.trim(), REASON_MAX)?;
-    }
-    if let Some(key) = &body.idempotency_key {
-        bounded("idempotencyKey", key, 255)?;
-    }
+    body.validate()?;
     caller.require_role(OrganizationRole::Member)?;
     let resource = lookup(&state, &caller, &id)?;
     // Archiving again changes nothing (the first archive's time stays).
