@@ -56,14 +56,7 @@ pub struct DomainBindingSpec {
     pub http_policy: HttpPolicy,
 }
 
-/// What plain HTTP does for a host name served over TLS.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum HttpPolicy {
-    #[default]
-    Redirect,
-    Serve,
-}
+pub use berth_vocabulary::domain_bindings::HttpPolicy;
 
 /// `tlsMode` under which Berth obtains the certificate by ACME.
 pub const TLS_MODE_AUTO: &str = "auto";

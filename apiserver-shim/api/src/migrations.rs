@@ -509,3 +509,13 @@ pub struct RuntimeCleaned {
     /// of it runs).
     pub action: String,
 }
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CleanupRuntime {
+    /// The deployment's id again.
+    pub confirm: String,
+    /// The deployment's resource, if given, must be the deployment's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_id: Option<String>,
+}

@@ -400,6 +400,67 @@ pub struct Check {
     pub metadata: BTreeMap<String, String>,
 }
 
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RenameServer {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DraftConnectivityTest {
+    pub server: DraftServer,
+}
+
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DraftServer {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub host: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    /// A stored SSH credential (Berth's own shorthand for `credential.kind:
+    /// stored-ssh-private-key`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential: Option<DraftCredential>,
+    /// The host key the server must show (`SHA256:…`); a different one fails the handshake.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_host_key_fingerprint: Option<String>,
+}
+
+/// Appaloft's credential union.
+#[derive(Serialize, Deserialize, JsonSchema, Debug)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum DraftCredential {
+    #[serde(rename_all = "camelCase")]
+    StoredSshPrivateKey {
+        credential_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        username: Option<String>,
+    },
+    #[serde(rename_all = "camelCase")]
+    SshPrivateKey {
+        private_key: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        username: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        public_key: Option<String>,
+    },
+    LocalSshAgent {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        username: Option<String>,
+    },
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,17 +6,16 @@
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use berth_api::common::IdResponse;
+use berth_api::domain_binding_changes::{CreateDomainBinding, DeleteDomainBinding};
 use berth_crds::certificate::Certificate;
 use berth_crds::domain_binding::{
-    DomainBinding, DomainBindingSpec, HttpPolicy, TLS_MODE_AUTO, TLS_MODE_DISABLED,
+    DomainBinding, DomainBindingSpec, TLS_MODE_AUTO, TLS_MODE_DISABLED,
 };
 use berth_crds::limits::OBJECT_NAME_MAX;
 use berth_crds::member::OrganizationRole;
 use berth_crds::{UPDATED_BY_ID, UPDATED_BY_KIND};
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, ResourceExt};
-use schemars::JsonSchema;
-use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use super::Endpoint;
@@ -52,61 +51,6 @@ pub fn endpoints() -> Vec<Endpoint> {
             delete,
         ),
     ]
-}
-
-/// Appaloft's create-domain-binding input. Fields Berth cannot honour are refused by name.
-#[derive(Deserialize, JsonSchema, Debug)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CreateDomainBinding {
-    pub project_id: String,
-    pub environment_id: String,
-    pub resource_id: String,
-    #[serde(default)]
-    pub server_id: Option<String>,
-    #[serde(default)]
-    pub destination_id: Option<String>,
-    pub domain_name: String,
-    #[serde(default)]
-    pub path_prefix: Option<String>,
-    /// `preserve` only: the path reaches the app as requested.
-    #[serde(default)]
-    pub path_handling: Option<String>,
-    /// `caddy` (Berth's edge proxy); omitted means the server's proxy.
-    #[serde(default)]
-    pub proxy_kind: Option<String>,
-    /// `auto` (an ACME certificate) or `disabled` (plain HTTP).
-    #[serde(default)]
-    pub tls_mode: Option<String>,
-    #[serde(default)]
-    pub target_service_name: Option<String>,
-    #[serde(default)]
-    pub redirect_to: Option<String>,
-    #[serde(default)]
-    pub redirect_status: Option<u16>,
-    /// `auto` or `disabled`, as `tlsMode`.
-    #[serde(default)]
-    pub certificate_policy: Option<String>,
-    /// Plain HTTP once TLS is active: `redirect` (default) or `serve`.
-    #[serde(default)]
-    pub http_policy: Option<HttpPolicy>,
-    #[serde(default)]
-    pub idempotency_key: Option<String>,
-}
-
-#[derive(Deserialize, JsonSchema, Debug, Default)]
-#[serde(rename_all = "camelCase")]
-pub struct BindingConfirmation {
-    #[serde(default)]
-    pub domain_binding_id: Option<String>,
-}
-
-#[derive(Deserialize, JsonSchema, Debug, Default)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct DeleteDomainBinding {
-    #[serde(default)]
-    pub confirmation: Option<BindingConfirmation>,
-    #[serde(default)]
-    pub idempotency_key: Option<String>,
 }
 
 /// What a create request asks for, checked: the spec to write.

@@ -4,14 +4,12 @@
 
 use axum::extract::{Path, State};
 use berth_api::common::IdResponse;
-use berth_api::servers::Blocker;
+use berth_api::servers::{Blocker, RenameServer};
 use berth_crds::deployment::Deployment;
 use berth_crds::limits::NAME_MAX;
 use berth_crds::member::OrganizationRole;
 use berth_crds::server::ServerLifecycle;
 use kube::Api;
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::json;
 
 use super::Endpoint;
@@ -38,14 +36,6 @@ pub fn endpoints() -> Vec<Endpoint> {
             delete_check,
         ),
     ]
-}
-
-#[derive(Deserialize, JsonSchema, Debug)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RenameServer {
-    pub name: String,
-    #[serde(default)]
-    pub idempotency_key: Option<String>,
 }
 
 async fn rename(

@@ -7,11 +7,9 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use axum::extract::{Path, State};
-use berth_api::servers::NoBody;
+use berth_api::servers::{DraftConnectivityTest, DraftCredential, DraftServer, NoBody};
 use berth_crds::limits::{NAME_MAX, OBJECT_NAME_MAX};
 use berth_remote::{ClientKey, Endpoint as SshEndpoint, RemoteError, ServerConnection, Timeouts};
-use schemars::JsonSchema;
-use serde::Deserialize;
 
 use super::Endpoint;
 use crate::auth::Caller;
@@ -44,59 +42,6 @@ pub fn endpoints() -> Vec<Endpoint> {
             test_registered,
         ),
     ]
-}
-
-#[derive(Deserialize, JsonSchema, Debug)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct DraftConnectivityTest {
-    pub server: DraftServer,
-}
-
-#[derive(Deserialize, JsonSchema, Debug)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct DraftServer {
-    #[serde(default)]
-    pub name: Option<String>,
-    pub host: String,
-    #[serde(default)]
-    pub port: Option<u16>,
-    #[serde(default)]
-    pub provider_key: Option<String>,
-    #[serde(default)]
-    pub username: Option<String>,
-    /// A stored SSH credential (Berth's own shorthand for `credential.kind:
-    /// stored-ssh-private-key`).
-    #[serde(default)]
-    pub credential_id: Option<String>,
-    #[serde(default)]
-    pub credential: Option<DraftCredential>,
-    /// The host key the server must show (`SHA256:…`); a different one fails the handshake.
-    #[serde(default)]
-    pub expected_host_key_fingerprint: Option<String>,
-}
-
-/// Appaloft's credential union.
-#[derive(Deserialize, JsonSchema, Debug)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum DraftCredential {
-    #[serde(rename_all = "camelCase")]
-    StoredSshPrivateKey {
-        credential_id: String,
-        #[serde(default)]
-        username: Option<String>,
-    },
-    #[serde(rename_all = "camelCase")]
-    SshPrivateKey {
-        private_key: String,
-        #[serde(default)]
-        username: Option<String>,
-        #[serde(default)]
-        public_key: Option<String>,
-    },
-    LocalSshAgent {
-        #[serde(default)]
-        username: Option<String>,
-    },
 }
 
 /// Where to connect and as whom.

@@ -20,6 +20,7 @@ pub mod dependencies;
 pub mod deploy_tokens;
 pub mod deployed_spec;
 pub mod deployments;
+pub mod domain_bindings;
 pub mod environments;
 pub mod health;
 pub mod limits;

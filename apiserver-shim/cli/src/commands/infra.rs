@@ -7,8 +7,8 @@ use berth_api::credentials::{
 };
 use berth_api::server_capacity::{Capacity, PruneReport};
 use berth_api::servers::{
-    self, ConnectivityReport, CreateServer, DeleteCheck, DeleteServer, NoBody, ServerList,
-    ServerRecord,
+    self, ConnectivityReport, CreateServer, DeleteCheck, DeleteServer, DraftConnectivityTest,
+    DraftServer, NoBody, RenameServer, ServerList, ServerRecord,
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -111,33 +111,31 @@ fn test_connectivity(ctx: &Ctx, server: Option<&str>, draft: DraftServerArgs) ->
 }
 
 /// The body of `POST /servers/connectivity-tests` for a host given on the command line.
-fn draft_test(ctx: &Ctx, draft: DraftServerArgs) -> CliResult<serde_json::Value> {
+fn draft_test(ctx: &Ctx, draft: DraftServerArgs) -> CliResult<DraftConnectivityTest> {
     let (Some(host), Some(credential)) = (draft.host, draft.credential) else {
         return Err(CliError::Usage(
             "give a server, or --host and --credential".into(),
         ));
     };
-    let credential_id = credential_id(ctx, &credential)?;
-    let mut server = serde_json::json!({ "host": host, "credentialId": credential_id });
-    let optional = [
-        ("port", draft.port.map(serde_json::Value::from)),
-        ("username", draft.username.map(serde_json::Value::from)),
-        (
-            "expectedHostKeyFingerprint",
-            draft.host_key.map(serde_json::Value::from),
-        ),
-    ];
-    for (field, value) in optional {
-        if let Some(value) = value {
-            server[field] = value;
-        }
-    }
-    Ok(serde_json::json!({ "server": server }))
+    let server = DraftServer {
+        name: None,
+        host,
+        port: draft.port,
+        provider_key: None,
+        username: draft.username,
+        credential_id: Some(credential_id(ctx, &credential)?),
+        credential: None,
+        expected_host_key_fingerprint: draft.host_key,
+    };
+    Ok(DraftConnectivityTest { server })
 }
 
 fn rename_server(ctx: &Ctx, server: &str, name: &str) -> CliResult<()> {
     let id = server_id(ctx, server)?;
-    let body = serde_json::json!({ "name": name });
+    let body = RenameServer {
+        name: name.to_string(),
+        idempotency_key: None,
+    };
     let path = format!("/servers/{id}/rename");
     let answer = ctx.api()?.post::<IdResponse>(&path, &body)?;
     ctx.out

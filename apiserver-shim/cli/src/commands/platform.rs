@@ -16,7 +16,9 @@ use berth_api::decisions::{
     CapabilityAnswer, CapabilityKeyQuery, CapabilityQuery, EntitlementAnswer, EntitlementQuery,
     OperationKeyQuery,
 };
-use berth_api::domain_binding_changes::DeleteSafety;
+use berth_api::domain_binding_changes::{
+    BindingConfirmation, CreateDomainBinding, DeleteDomainBinding, DeleteSafety,
+};
 use berth_api::domain_binding_readiness::DnsReadiness;
 use berth_api::monitoring::{Rollup, SamplesList};
 use berth_api::overlays::{
@@ -422,7 +424,12 @@ pub fn tls(ctx: &Ctx, command: Tls) -> CliResult<()> {
             print_raw::<DeleteSafety>(ctx, &path, &[])
         }
         Tls::Delete { binding } => {
-            let body = serde_json::json!({ "confirmation": { "domainBindingId": binding } });
+            let body = DeleteDomainBinding {
+                confirmation: Some(BindingConfirmation {
+                    domain_binding_id: Some(binding.clone()),
+                }),
+                idempotency_key: None,
+            };
             let path = format!("/domain-bindings/{binding}");
             let answer = ctx.api()?.delete::<IdResponse>(&path, &body)?;
             ctx.out.done(&answer.raw, &format!("Unbound {binding}"));
@@ -469,13 +476,16 @@ fn bind(
     idempotency_key: Option<String>,
 ) -> CliResult<()> {
     let resource = super::find_resource(ctx, resource)?;
-    let mut body = serde_json::json!({
-        "projectId": resource.project_id, "environmentId": resource.environment_id,
-        "resourceId": resource.id, "domainName": domain, "pathPrefix": path, "tlsMode": tls,
-    });
-    if let Some(key) = idempotency_key {
-        body["idempotencyKey"] = key.into();
-    }
+    let body = CreateDomainBinding {
+        project_id: resource.project_id,
+        environment_id: resource.environment_id,
+        resource_id: resource.id,
+        domain_name: domain,
+        path_prefix: Some(path),
+        tls_mode: Some(tls),
+        idempotency_key,
+        ..CreateDomainBinding::default()
+    };
     let answer = ctx.api()?.post::<IdResponse>("/domain-bindings", &body)?;
     super::created(ctx, &answer, "domain binding", "/id");
     Ok(())

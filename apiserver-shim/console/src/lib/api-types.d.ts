@@ -3455,8 +3455,7 @@ export interface components {
             targetName: string;
         };
         BindingConfirmation: {
-            /** @default null */
-            domainBindingId: string;
+            domainBindingId?: string;
         };
         /**
          * @description Where a binding's value reaches the app (Appaloft's `target.scope`). Only `runtime-only` is
@@ -3759,11 +3758,8 @@ export interface components {
         CleanupRuntime: {
             /** @description The deployment's id again. */
             confirm: string;
-            /**
-             * @description The deployment's resource, if given, must be the deployment's.
-             * @default null
-             */
-            resourceId: string;
+            /** @description The deployment's resource, if given, must be the deployment's. */
+            resourceId?: string;
         };
         /** @description How a removal went. */
         CleanupStatus: "cleaned" | "already-clean" | "retry-scheduled";
@@ -4168,52 +4164,28 @@ export interface components {
         };
         /** @description Appaloft's create-domain-binding input. Fields Berth cannot honour are refused by name. */
         CreateDomainBinding: {
-            /**
-             * @description `auto` or `disabled`, as `tlsMode`.
-             * @default null
-             */
-            certificatePolicy: string;
-            /** @default null */
-            destinationId: string;
+            /** @description `auto` or `disabled`, as `tlsMode`. */
+            certificatePolicy?: string;
+            destinationId?: string;
             domainName: string;
             environmentId: string;
-            /**
-             * @description Plain HTTP once TLS is active: `redirect` (default) or `serve`.
-             * @default null
-             */
-            httpPolicy: components["schemas"]["HttpPolicy"];
-            /** @default null */
-            idempotencyKey: string;
-            /**
-             * @description `preserve` only: the path reaches the app as requested.
-             * @default null
-             */
-            pathHandling: string;
-            /** @default null */
-            pathPrefix: string;
+            /** @description Plain HTTP once TLS is active: `redirect` (default) or `serve`. */
+            httpPolicy?: components["schemas"]["HttpPolicy"];
+            idempotencyKey?: string;
+            /** @description `preserve` only: the path reaches the app as requested. */
+            pathHandling?: string;
+            pathPrefix?: string;
             projectId: string;
-            /**
-             * @description `caddy` (Berth's edge proxy); omitted means the server's proxy.
-             * @default null
-             */
-            proxyKind: string;
-            /**
-             * Format: uint16
-             * @default null
-             */
-            redirectStatus: number;
-            /** @default null */
-            redirectTo: string;
+            /** @description `caddy` (Berth's edge proxy); omitted means the server's proxy. */
+            proxyKind?: string;
+            /** Format: uint16 */
+            redirectStatus?: number;
+            redirectTo?: string;
             resourceId: string;
-            /** @default null */
-            serverId: string;
-            /** @default null */
-            targetServiceName: string;
-            /**
-             * @description `auto` (an ACME certificate) or `disabled` (plain HTTP).
-             * @default null
-             */
-            tlsMode: string;
+            serverId?: string;
+            targetServiceName?: string;
+            /** @description `auto` (an ACME certificate) or `disabled` (plain HTTP). */
+            tlsMode?: string;
         };
         CreateEnvironment: {
             /**
@@ -4698,8 +4670,7 @@ export interface components {
         };
         DeleteDomainBinding: {
             confirmation?: components["schemas"]["BindingConfirmation"];
-            /** @default null */
-            idempotencyKey: string;
+            idempotencyKey?: string;
         };
         /**
          * @description `DELETE /notification-channels/{channelId}` (an empty body is accepted). Its Secret and
@@ -5477,47 +5448,33 @@ export interface components {
             credentialId: string;
             /** @constant */
             kind: "stored-ssh-private-key";
-            /** @default null */
-            username: string;
+            username?: string;
         } | {
             /** @constant */
             kind: "ssh-private-key";
             privateKey: string;
-            /** @default null */
-            publicKey: string;
-            /** @default null */
-            username: string;
+            publicKey?: string;
+            username?: string;
         } | {
             /** @constant */
             kind: "local-ssh-agent";
-            /** @default null */
-            username: string;
+            username?: string;
         };
         DraftServer: {
             credential?: components["schemas"]["DraftCredential"];
             /**
              * @description A stored SSH credential (Berth's own shorthand for `credential.kind:
              *     stored-ssh-private-key`).
-             * @default null
              */
-            credentialId: string;
-            /**
-             * @description The host key the server must show (`SHA256:…`); a different one fails the handshake.
-             * @default null
-             */
-            expectedHostKeyFingerprint: string;
+            credentialId?: string;
+            /** @description The host key the server must show (`SHA256:…`); a different one fails the handshake. */
+            expectedHostKeyFingerprint?: string;
             host: string;
-            /** @default null */
-            name: string;
-            /**
-             * Format: uint16
-             * @default null
-             */
-            port: number;
-            /** @default null */
-            providerKey: string;
-            /** @default null */
-            username: string;
+            name?: string;
+            /** Format: uint16 */
+            port?: number;
+            providerKey?: string;
+            username?: string;
         };
         DuplicateOverride: {
             exposure: string;
@@ -7551,8 +7508,7 @@ export interface components {
             slug?: string;
         };
         RenameServer: {
-            /** @default null */
-            idempotencyKey: string;
+            idempotencyKey?: string;
             name: string;
         };
         RequiredRecord: {

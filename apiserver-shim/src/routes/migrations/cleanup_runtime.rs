@@ -7,8 +7,6 @@
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Method};
 use berth_crds::member::OrganizationRole;
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::json;
 
 use super::dispatch::Dispatcher;
@@ -21,17 +19,7 @@ use crate::json::Json;
 use crate::routes::Endpoint;
 use crate::state::AppState;
 
-pub use berth_api::migrations::RuntimeCleaned;
-
-#[derive(Deserialize, JsonSchema, Debug)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CleanupRuntime {
-    /// The deployment's id again.
-    pub confirm: String,
-    /// The deployment's resource, if given, must be the deployment's.
-    #[serde(default)]
-    pub resource_id: Option<String>,
-}
+pub use berth_api::migrations::{CleanupRuntime, RuntimeCleaned};
 
 pub fn endpoint() -> Endpoint {
     Endpoint::post::<CleanupRuntime, RuntimeCleaned, _, _>(
